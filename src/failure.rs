@@ -1,0 +1,179 @@
+//! The vocabulary of failure (SPEC §6): classes, what each means for the runner, and the
+//! signature type. Deciding *which* class an attempt belongs to is `classify.rs`; deciding
+//! what to do about it is the machine. Both speak these types.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Why an attempt failed. Serialized in SCREAMING_SNAKE_CASE as in the contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum FailureClass {
+    TestAssertion,
+    Typecheck,
+    Lint,
+    BuildCompile,
+    ToolingEnv,
+    Timeout,
+    MaxTurns,
+    PermissionDenied,
+    RateLimit,
+    Overloaded,
+    Quota,
+    Auth,
+    ContextWindow,
+    Killed,
+    Idle,
+    /// A runner-side check after the step failed (e.g. no feature branch after startIssue).
+    PostCheck,
+    Unknown,
+}
+
+/// What the machine does with a failure of a given class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Disposition {
+    /// The issue's fault and worth another attempt: consume an attempt and retry.
+    Retry,
+    /// The issue's fault but another attempt cannot help: escalate the issue now.
+    EscalateNow,
+    /// Nobody's fault: wait with backoff, do not consume an attempt.
+    Backoff,
+    /// The plan's usage window is exhausted: wait until the reported reset time.
+    WaitForQuota,
+    /// The environment is broken (not logged in, binary missing, disk full): halt at once,
+    /// without marking the issue.
+    HaltEnvironment,
+}
+
+/// Whom a failure belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Scope {
+    Issue,
+    Environment,
+}
+
+impl FailureClass {
+    pub const ALL: [FailureClass; 17] = [
+        FailureClass::TestAssertion,
+        FailureClass::Typecheck,
+        FailureClass::Lint,
+        FailureClass::BuildCompile,
+        FailureClass::ToolingEnv,
+        FailureClass::Timeout,
+        FailureClass::MaxTurns,
+        FailureClass::PermissionDenied,
+        FailureClass::RateLimit,
+        FailureClass::Overloaded,
+        FailureClass::Quota,
+        FailureClass::Auth,
+        FailureClass::ContextWindow,
+        FailureClass::Killed,
+        FailureClass::Idle,
+        FailureClass::PostCheck,
+        FailureClass::Unknown,
+    ];
+    pub const COUNT: usize = Self::ALL.len();
+
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    pub const fn disposition(self) -> Disposition {
+        use FailureClass::*;
+        match self {
+            TestAssertion | Typecheck | Lint | BuildCompile | Timeout | MaxTurns
+            | PermissionDenied | Killed | Idle | PostCheck | Unknown => Disposition::Retry,
+            ContextWindow => Disposition::EscalateNow,
+            RateLimit | Overloaded => Disposition::Backoff,
+            Quota => Disposition::WaitForQuota,
+            ToolingEnv | Auth => Disposition::HaltEnvironment,
+        }
+    }
+
+    pub const fn retryable(self) -> bool {
+        matches!(
+            self.disposition(),
+            Disposition::Retry | Disposition::Backoff | Disposition::WaitForQuota
+        )
+    }
+
+    pub const fn scope(self) -> Scope {
+        match self.disposition() {
+            Disposition::Retry | Disposition::EscalateNow => Scope::Issue,
+            Disposition::Backoff | Disposition::WaitForQuota | Disposition::HaltEnvironment => {
+                Scope::Environment
+            }
+        }
+    }
+
+    /// Failures the agent can repair from a description of them (seed 002's repair loop).
+    pub const fn code_fixable(self) -> bool {
+        use FailureClass::*;
+        matches!(self, TestAssertion | Typecheck | Lint | BuildCompile)
+    }
+
+    pub const fn name(self) -> &'static str {
+        use FailureClass::*;
+        match self {
+            TestAssertion => "TEST_ASSERTION",
+            Typecheck => "TYPECHECK",
+            Lint => "LINT",
+            BuildCompile => "BUILD_COMPILE",
+            ToolingEnv => "TOOLING_ENV",
+            Timeout => "TIMEOUT",
+            MaxTurns => "MAX_TURNS",
+            PermissionDenied => "PERMISSION_DENIED",
+            RateLimit => "RATE_LIMIT",
+            Overloaded => "OVERLOADED",
+            Quota => "QUOTA",
+            Auth => "AUTH",
+            ContextWindow => "CONTEXT_WINDOW",
+            Killed => "KILLED",
+            Idle => "IDLE",
+            PostCheck => "POST_CHECK",
+            Unknown => "UNKNOWN",
+        }
+    }
+}
+
+impl fmt::Display for FailureClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A stable hash of the class plus the normalized output (SPEC §6). Two attempts with the
+/// same signature failed the same way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Signature(pub u64);
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:016x}", self.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn environment_classes_are_not_the_issues_fault() {
+        assert_eq!(FailureClass::Auth.scope(), Scope::Environment);
+        assert_eq!(FailureClass::ToolingEnv.disposition(), Disposition::HaltEnvironment);
+        assert!(!FailureClass::Auth.retryable());
+        assert_eq!(FailureClass::TestAssertion.scope(), Scope::Issue);
+        assert!(FailureClass::TestAssertion.code_fixable());
+        assert!(!FailureClass::Timeout.code_fixable());
+    }
+
+    #[test]
+    fn names_match_serde() {
+        for c in FailureClass::ALL {
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(json, format!("\"{}\"", c.name()));
+            assert_eq!(FailureClass::ALL[c.index()], c);
+        }
+    }
+}

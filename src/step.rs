@@ -1,0 +1,198 @@
+//! The ten lifecycle steps of SPEC §2. Numbering is part of the contract (`--step N`, the
+//! state file, log names), so it lives here once and everything else derives from it.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// One step of the lifecycle, in execution order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Step {
+    StartCycle,
+    StartIssue,
+    WriteSpecs,
+    Implement,
+    Simplify,
+    Verify,
+    CommitPush,
+    CreatePr,
+    MonitorCi,
+    Merge,
+}
+
+impl Step {
+    pub const ALL: [Step; 10] = [
+        Step::StartCycle,
+        Step::StartIssue,
+        Step::WriteSpecs,
+        Step::Implement,
+        Step::Simplify,
+        Step::Verify,
+        Step::CommitPush,
+        Step::CreatePr,
+        Step::MonitorCi,
+        Step::Merge,
+    ];
+
+    /// 1-based number used on the command line, in the state file and in messages.
+    pub const fn number(self) -> u8 {
+        self as u8 + 1
+    }
+
+    /// 0-based index, for per-step arrays.
+    pub const fn index(self) -> usize {
+        self as usize
+    }
+
+    /// The camelCase key used in the config (`steps.<key>`) and in log file names.
+    pub const fn key(self) -> &'static str {
+        match self {
+            Step::StartCycle => "startCycle",
+            Step::StartIssue => "startIssue",
+            Step::WriteSpecs => "writeSpecs",
+            Step::Implement => "implement",
+            Step::Simplify => "simplify",
+            Step::Verify => "verify",
+            Step::CommitPush => "commitPush",
+            Step::CreatePr => "createPR",
+            Step::MonitorCi => "monitorCI",
+            Step::Merge => "merge",
+        }
+    }
+
+    pub fn from_number(n: u8) -> Option<Step> {
+        Step::ALL.get((n as usize).checked_sub(1)?).copied()
+    }
+
+    pub fn from_key(key: &str) -> Option<Step> {
+        Step::ALL.iter().copied().find(|s| s.key() == key)
+    }
+
+    /// Accepts either a number 1..=10 or a step key, as `--step` does.
+    pub fn parse(text: &str) -> Option<Step> {
+        match text.trim().parse::<u8>() {
+            Ok(n) => Step::from_number(n),
+            Err(_) => Step::from_key(text.trim()),
+        }
+    }
+
+    pub fn next(self) -> Option<Step> {
+        Step::from_number(self.number() + 1)
+    }
+
+    pub fn prev(self) -> Option<Step> {
+        Step::from_number(self.number().checked_sub(1)?)
+    }
+
+    /// Whether the runner checks an artifact before this step may start (SPEC §2).
+    pub const fn has_precondition(self) -> bool {
+        !matches!(self, Step::StartCycle | Step::Simplify | Step::CommitPush)
+    }
+
+    /// Steps that only the `simplify` switch may turn off; every other step is mandatory.
+    pub const fn can_be_disabled(self) -> bool {
+        matches!(self, Step::Simplify)
+    }
+}
+
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.number(), self.key())
+    }
+}
+
+/// The precondition checks of SPEC §2, by their `failedCheck` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Check {
+    CleanWorkingTree,
+    OnMainBranch,
+    FeatureBranchExists,
+    IssueNumberKnown,
+    SpecFilesExist,
+    OnFeatureBranch,
+    CommitsExistOnBranch,
+    BranchPushedToRemote,
+    PrExists,
+    CiChecksPassing,
+}
+
+impl Check {
+    /// The exact `failedCheck` string of the contract.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Check::CleanWorkingTree => "clean working tree",
+            Check::OnMainBranch => "on main branch",
+            Check::FeatureBranchExists => "feature branch exists",
+            Check::IssueNumberKnown => "issue number known",
+            Check::SpecFilesExist => "spec files exist",
+            Check::OnFeatureBranch => "on feature branch",
+            Check::CommitsExistOnBranch => "commits exist on branch",
+            Check::BranchPushedToRemote => "branch pushed to remote",
+            Check::PrExists => "PR exists",
+            Check::CiChecksPassing => "CI checks passing",
+        }
+    }
+
+    /// The step whose precondition this check is.
+    pub const fn step(self) -> Step {
+        match self {
+            Check::CleanWorkingTree | Check::OnMainBranch => Step::StartIssue,
+            Check::FeatureBranchExists | Check::IssueNumberKnown => Step::WriteSpecs,
+            Check::SpecFilesExist => Step::Implement,
+            Check::OnFeatureBranch | Check::CommitsExistOnBranch => Step::Verify,
+            Check::BranchPushedToRemote => Step::CreatePr,
+            Check::PrExists => Step::MonitorCi,
+            Check::CiChecksPassing => Step::Merge,
+        }
+    }
+
+    /// The checks of one step, in the order they are evaluated.
+    pub fn of(step: Step) -> &'static [Check] {
+        match step {
+            Step::StartIssue => &[Check::CleanWorkingTree, Check::OnMainBranch],
+            Step::WriteSpecs => &[Check::FeatureBranchExists, Check::IssueNumberKnown],
+            Step::Implement => &[Check::SpecFilesExist],
+            Step::Verify => &[Check::OnFeatureBranch, Check::CommitsExistOnBranch],
+            Step::CreatePr => &[Check::BranchPushedToRemote],
+            Step::MonitorCi => &[Check::PrExists],
+            Step::Merge => &[Check::CiChecksPassing],
+            _ => &[],
+        }
+    }
+}
+
+impl fmt::Display for Check {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbering_and_keys_round_trip() {
+        for (i, s) in Step::ALL.iter().enumerate() {
+            assert_eq!(s.number() as usize, i + 1);
+            assert_eq!(Step::from_number(s.number()), Some(*s));
+            assert_eq!(Step::from_key(s.key()), Some(*s));
+            assert_eq!(Step::parse(&s.number().to_string()), Some(*s));
+        }
+        assert_eq!(Step::from_number(0), None);
+        assert_eq!(Step::from_number(11), None);
+        assert_eq!(Step::parse("4abc"), None);
+        assert_eq!(Step::parse(""), None);
+    }
+
+    #[test]
+    fn checks_belong_to_steps_with_preconditions() {
+        for s in Step::ALL {
+            assert_eq!(s.has_precondition(), !Check::of(s).is_empty(), "{s}");
+            for c in Check::of(s) {
+                assert_eq!(c.step(), s);
+            }
+        }
+    }
+}
