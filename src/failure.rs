@@ -161,7 +161,10 @@ mod tests {
     #[test]
     fn environment_classes_are_not_the_issues_fault() {
         assert_eq!(FailureClass::Auth.scope(), Scope::Environment);
-        assert_eq!(FailureClass::ToolingEnv.disposition(), Disposition::HaltEnvironment);
+        assert_eq!(
+            FailureClass::ToolingEnv.disposition(),
+            Disposition::HaltEnvironment
+        );
         assert!(!FailureClass::Auth.retryable());
         assert_eq!(FailureClass::TestAssertion.scope(), Scope::Issue);
         assert!(FailureClass::TestAssertion.code_fixable());

@@ -2,4 +2,5 @@
 //! lifecycle, and the tokio shell that performs its effects. See ARCHITECTURE.md.
 
 pub mod failure;
+pub mod machine;
 pub mod step;

@@ -1,0 +1,156 @@
+//! The exact worst case (SPEC §4 "Bound"): the largest number of agent invocations the
+//! machine can spend for a given config, over every possible sequence of outcomes.
+//!
+//! Derivation (each claim is checked against an exhaustive search of the real machine in
+//! `tests/bounds_exhaustive.rs`):
+//! - A rate-limit/overload/quota wait consumes no attempt and changes no other counter, and
+//!   more than `W` in a row halt. So every other invocation can be preceded by at most `W`
+//!   waits, and the totals below are `(W + 1) ×` the number of non-wait invocations.
+//! - In one cycle with `n` enabled steps, every step can fail `R − 1` times without
+//!   escalating, every bounce re-runs exactly one earlier step, and the cycle ends either in a
+//!   merge or in an escalation at the last step (ending earlier forfeits at least one success).
+//! - A per-step consecutive-failure limit `F` caps a run of failures between two successes of
+//!   that step at `F − 1`. A step that a bounce can land on (the step before one with a
+//!   precondition) gets a new run with every bounce that lands on it, so bounces are given to
+//!   the steps with the largest gain. The merge step's run can carry into the next cycle when
+//!   a cycle escalates there, which a small dynamic program over the carried streak settles.
+//! - Between two merges there are at most `E − 1` escalated cycles and one merged cycle.
+
+use super::types::Limits;
+use crate::step::Step;
+
+/// The figures `sdlc-runner bounds` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Worst-case agent invocations after one successful merge up to and including the next.
+    pub between_merges: u64,
+    /// Worst-case agent invocations before the halt when no attempt ever succeeds.
+    pub nothing_succeeds: u64,
+    /// Worst-case non-wait agent invocations of one issue cycle.
+    pub per_cycle: u64,
+}
+
+pub fn compute(limits: &Limits) -> Bounds {
+    let r = u64::from(limits.max_retries_per_step.max(1));
+    let b = u64::from(limits.max_bounce_retries);
+    let e = u64::from(limits.max_consecutive_escalations.max(1));
+    let waits = u64::from(limits.max_rate_limit_waits) + 1;
+    let steps: Vec<Step> = limits.enabled_steps().collect();
+    let last = *steps.last().unwrap_or(&Step::Merge);
+    let n = steps.len() as u64;
+    let phase_limit = |s: Step| u64::from(limits.max_consecutive_failures[s.index()]);
+
+    // Failures a step can absorb in one run, and the extra runs bounces can buy.
+    let mut base = b; // every bounce re-runs one step successfully
+    let mut gains: Vec<u64> = Vec::new();
+    for &s in steps.iter().filter(|s| **s != last) {
+        let f = phase_limit(s);
+        let run = if f == 0 { r - 1 } else { (f - 1).min(r - 1) };
+        base = base.saturating_add(run);
+        let landable = limits
+            .next_step(s)
+            .is_some_and(|next| next.has_precondition());
+        if f != 0 && landable && run > 0 && run < r - 1 {
+            let mut left = (r - 1) - run;
+            while left > 0 && (gains.len() as u64) < b {
+                let g = run.min(left);
+                gains.push(g);
+                left -= g;
+            }
+        }
+    }
+    gains.sort_unstable_by(|x, y| y.cmp(x));
+    base = base.saturating_add(gains.iter().take(b as usize).sum::<u64>());
+
+    // The last step (merge): its run may carry a streak `k` across escalated cycles.
+    let f_last = phase_limit(last);
+    let cap_last = |k: u64| -> u64 {
+        if f_last == 0 {
+            r - 1
+        } else {
+            (f_last - 1).saturating_sub(k).min(r - 1)
+        }
+    };
+    let merged_cycle = |k: u64| base.saturating_add(n).saturating_add(cap_last(k));
+    // Escalated cycle options from carry k: (value, carry out).
+    let escalated_cycle = |k: u64| -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let head = base.saturating_add(n - 1);
+        for x in 0..=cap_last(k) {
+            // x failures, then the (B+1)-th bounce at the last step: no invocation.
+            out.push((head + x, k + x));
+            // x failures, then one escalating failure (R-th attempt, a non-retryable class
+            // or a repeated signature): allowed if it does not reach the phase limit.
+            if x < r && (f_last == 0 || k + x + 1 < f_last) {
+                out.push((head + x + 1, k + x + 1));
+            }
+        }
+        out
+    };
+    let carry_span = if f_last == 0 { 1 } else { f_last };
+    let carry_key = |k: u64| {
+        if f_last == 0 {
+            0
+        } else {
+            k.min(f_last - 1) as usize
+        }
+    };
+    // best[k] = most invocations from a cycle start with carry k through the next merge,
+    // allowing `left` more escalations before it.
+    let mut best: Vec<u64> = (0..carry_span).map(merged_cycle).collect();
+    for _ in 1..e {
+        best = (0..carry_span)
+            .map(|k| {
+                escalated_cycle(k)
+                    .into_iter()
+                    .map(|(v, k2)| v.saturating_add(best[carry_key(k2)]))
+                    .chain(std::iter::once(merged_cycle(k)))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+    }
+    let between = best.first().copied().unwrap_or(0);
+
+    let first_step = steps.first().copied().unwrap_or(Step::StartCycle);
+    let f_first = phase_limit(first_step);
+    let failures_only = if f_first == 0 {
+        e * r
+    } else {
+        (e * r).min(f_first)
+    };
+
+    Bounds {
+        between_merges: between.saturating_mul(waits),
+        nothing_succeeds: failures_only.saturating_mul(waits),
+        per_cycle: merged_cycle(0).max(escalated_cycle(0).iter().map(|v| v.0).max().unwrap_or(0)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults() {
+        let b = compute(&Limits::default());
+        // n·R + B = 33 per cycle, two cycles, six invocations per non-wait invocation.
+        assert_eq!(b.per_cycle, 33);
+        assert_eq!(b.between_merges, 2 * 33 * 6);
+        assert_eq!(b.nothing_succeeds, 2 * 3 * 6);
+    }
+
+    #[test]
+    fn monotone_in_retries_bounces_and_escalations() {
+        let base = compute(&Limits::default());
+        let more = |f: &dyn Fn(&mut Limits)| {
+            let mut l = Limits::default();
+            f(&mut l);
+            compute(&l)
+        };
+        assert!(more(&|l| l.max_retries_per_step = 4).between_merges > base.between_merges);
+        assert!(more(&|l| l.max_bounce_retries = 4).between_merges > base.between_merges);
+        assert!(more(&|l| l.max_consecutive_escalations = 1).between_merges < base.between_merges);
+        assert!(more(&|l| l.simplify_enabled = false).between_merges < base.between_merges);
+    }
+}

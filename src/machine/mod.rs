@@ -1,0 +1,100 @@
+//! The pure core (SPEC §4): a hierarchical statig machine fed events, returning effects.
+//! Nothing in here performs IO, reads a clock or draws a random number.
+
+pub mod bounds;
+mod sm;
+mod types;
+
+pub use sm::{LastFailure, Runner, Spend, State, Stats, Superstate};
+pub use types::*;
+
+use statig::blocking::{InitializedStateMachine, IntoStateMachineExt};
+
+/// The machine plus a reusable effect buffer: the only API the driver sees.
+pub struct Core {
+    sm: InitializedStateMachine<Runner>,
+    fx: Vec<Effect>,
+}
+
+impl Clone for Core {
+    fn clone(&self) -> Self {
+        Core {
+            sm: self.sm.clone(),
+            fx: Vec::with_capacity(16),
+        }
+    }
+}
+
+impl std::fmt::Debug for Core {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Core")
+            .field("state", self.state())
+            .field("runner", self.runner())
+            .finish()
+    }
+}
+
+impl Core {
+    pub fn new(limits: Limits, mode: Mode) -> Self {
+        let mut fx = Vec::with_capacity(16);
+        let sm = Runner::new(limits, mode)
+            .uninitialized_state_machine()
+            .init_with_context(&mut fx);
+        fx.clear();
+        Core { sm, fx }
+    }
+
+    /// Feed one event; the returned effects are valid until the next call.
+    pub fn handle(&mut self, event: &Event) -> &[Effect] {
+        self.fx.clear();
+        self.sm.handle_with_context(event, &mut self.fx);
+        &self.fx
+    }
+
+    pub fn state(&self) -> &State {
+        self.sm.state()
+    }
+
+    pub fn runner(&self) -> &Runner {
+        &self.sm
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        self.state().is_terminal()
+    }
+
+    /// Issues this session escalated: the tracker must not offer them again.
+    pub fn escalated(&self) -> &std::collections::BTreeSet<u32> {
+        &self.runner().escalated
+    }
+
+    /// A key for "same machine" comparisons in tests and exploration.
+    pub fn snapshot(&self) -> (State, Runner) {
+        (*self.state(), self.runner().clone())
+    }
+
+    /// The names of the superstates enclosing `state`, outermost first (derived from statig).
+    pub fn ancestors(state: &State) -> Vec<&'static str> {
+        use statig::blocking::State as _;
+        use statig::blocking::Superstate as _;
+        let mut state = *state;
+        let mut names = Vec::new();
+        let mut sup = state.superstate();
+        while let Some(mut s) = sup {
+            names.push(superstate_name(&s));
+            sup = s.superstate();
+        }
+        names.reverse();
+        names
+    }
+}
+
+fn superstate_name(s: &Superstate) -> &'static str {
+    match s {
+        Superstate::Session {} => "Session",
+        Superstate::Cycle {} => "Cycle",
+        Superstate::Specify {} => "Specify",
+        Superstate::Build {} => "Build",
+        Superstate::Deliver {} => "Deliver",
+    }
+}

@@ -1,0 +1,721 @@
+//! The statig machine: one state per step, grouped under `Cycle` → `Specify` / `Build` /
+//! `Deliver`, plus `Selecting`, `BackingOff`, `AwaitingDecision`, `Halted` and `Finished`.
+//!
+//! Rules this module keeps (see statig-notes.md):
+//! - handlers decide and push effects; there are no entry/exit actions, so replaying events
+//!   can never double-count anything;
+//! - counters change only at the transition sites below, never anywhere else;
+//! - no IO, no clock, no randomness: the same events always give the same effects.
+
+use super::types::*;
+use crate::failure::{Disposition, FailureClass, Signature};
+use crate::step::{Check, Step};
+use serde::{Deserialize, Serialize};
+use statig::prelude::*;
+use std::collections::BTreeSet;
+
+/// Work spent, for the wasted-work report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Spend {
+    pub invocations: u64,
+    pub turns: u64,
+    pub cost_micros: u64,
+}
+
+impl Spend {
+    fn add(&mut self, usage: &Usage) {
+        self.invocations += 1;
+        self.turns += u64::from(usage.turns);
+        self.cost_micros += usage.cost_micros;
+    }
+}
+
+/// Statistics that never influence a decision (projected out when exploring the graph).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Stats {
+    pub merges: u64,
+    pub total: Spend,
+    pub since_merge: Spend,
+    /// Spend of failed attempts since the last merge, by `FailureClass::index`.
+    pub failed_by_class: [Spend; FailureClass::COUNT],
+}
+
+/// The last failure seen, for diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LastFailure {
+    pub step: Step,
+    pub class: FailureClass,
+    pub signature: Signature,
+}
+
+/// Shared storage of the machine: every counter of SPEC §4.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Runner {
+    pub limits: Limits,
+    pub mode: Mode,
+    /// Issue of the current cycle.
+    pub issue: Option<u32>,
+    /// Whether the current step's attempt was dispatched (vs. waiting for its preconditions).
+    pub dispatched: bool,
+    // -- cycle scope: reset by `begin_cycle` --
+    pub attempts: [u32; 10],
+    pub bounces: u32,
+    pub same_failure: [u32; 10],
+    pub last_signature: [Option<Signature>; 10],
+    pub last_class: [Option<FailureClass>; 10],
+    pub repairs: [u32; 10],
+    pub issue_cost_micros: u64,
+    pub issue_elapsed_ms: u64,
+    // -- session scope --
+    pub consecutive_escalations: u32,
+    pub escalated: BTreeSet<u32>,
+    pub phase_failures: [u32; 10],
+    pub wait_streak: u32,
+    pub session_cost_micros: u64,
+    pub last_usage: Usage,
+    pub last_failure: Option<LastFailure>,
+    pub stats: Stats,
+}
+
+type Fx = Vec<Effect>;
+
+impl Runner {
+    pub fn new(limits: Limits, mode: Mode) -> Self {
+        Runner {
+            limits,
+            mode,
+            issue: None,
+            dispatched: false,
+            attempts: [0; 10],
+            bounces: 0,
+            same_failure: [0; 10],
+            last_signature: [None; 10],
+            last_class: [None; 10],
+            repairs: [0; 10],
+            issue_cost_micros: 0,
+            issue_elapsed_ms: 0,
+            consecutive_escalations: 0,
+            escalated: BTreeSet::new(),
+            phase_failures: [0; 10],
+            wait_streak: 0,
+            session_cost_micros: 0,
+            last_usage: Usage::default(),
+            last_failure: None,
+            stats: Stats::default(),
+        }
+    }
+
+    fn begin_cycle(&mut self, issue: u32) {
+        self.issue = Some(issue);
+        self.dispatched = false;
+        self.attempts = [0; 10];
+        self.bounces = 0;
+        self.same_failure = [0; 10];
+        self.last_signature = [None; 10];
+        self.last_class = [None; 10];
+        self.repairs = [0; 10];
+        self.issue_cost_micros = 0;
+        self.issue_elapsed_ms = 0;
+    }
+
+    fn current_issue(&self) -> u32 {
+        self.issue.unwrap_or(0)
+    }
+
+    fn single_step(&self) -> bool {
+        matches!(self.mode, Mode::SingleStep(_))
+    }
+
+    fn record_usage(&mut self, usage: &Usage) {
+        self.issue_cost_micros += usage.cost_micros;
+        self.issue_elapsed_ms += usage.elapsed_ms;
+        self.session_cost_micros += usage.cost_micros;
+        self.last_usage = *usage;
+        self.stats.total.add(usage);
+        self.stats.since_merge.add(usage);
+    }
+
+    /// Enter a step: ask for its preconditions.
+    fn enter(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        self.dispatched = false;
+        fx.push(Effect::CheckPreconditions { step });
+        Transition(state_of(step))
+    }
+
+    fn halt(&mut self, reason: HaltReason, fx: &mut Fx) -> Outcome<State> {
+        fx.push(Effect::Cleanup);
+        fx.push(Effect::Halt(reason));
+        fx.push(Effect::Exit { code: 1 });
+        Transition(State::halted(reason))
+    }
+
+    fn finish(&mut self, code: u8, fx: &mut Fx) -> Outcome<State> {
+        fx.push(Effect::Exit { code });
+        Transition(State::finished(code))
+    }
+
+    fn select_next(&mut self, fx: &mut Fx) -> Outcome<State> {
+        self.issue = None;
+        self.dispatched = false;
+        fx.push(Effect::SelectIssue);
+        Transition(State::selecting())
+    }
+
+    fn start_issue_cycle(&mut self, issue: u32, first: Step, fx: &mut Fx) -> Outcome<State> {
+        if self.escalated.contains(&issue) {
+            // The tracker excludes escalated issues; if one comes back anyway, the tracker
+            // cannot make progress and nobody should spend compute on that issue again.
+            return self.halt(HaltReason::AllIssuesEscalated, fx);
+        }
+        self.begin_cycle(issue);
+        fx.push(Effect::Notify(Notice::CycleStarted { issue }));
+        self.enter(first, fx)
+    }
+
+    fn merged(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
+        self.consecutive_escalations = 0;
+        self.stats.merges += 1;
+        self.stats.since_merge = Spend::default();
+        self.stats.failed_by_class = [Spend::default(); FailureClass::COUNT];
+        fx.push(Effect::RecordMerged { issue });
+        fx.push(Effect::Notify(Notice::Merged { issue }));
+        if let Mode::SingleIssue(_) = self.mode {
+            fx.push(Effect::CheckoutMain);
+            return self.finish(0, fx);
+        }
+        fx.push(Effect::CheckoutMain);
+        fx.push(Effect::ResetCycle);
+        self.select_next(fx)
+    }
+
+    /// The step is done (run or already satisfied): move on.
+    fn advance(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        if self.single_step() {
+            return self.finish(0, fx);
+        }
+        match self.limits.next_step(step) {
+            Some(next) => self.enter(next, fx),
+            None => self.merged(self.current_issue(), fx),
+        }
+    }
+
+    fn escalate(&mut self, step: Step, cause: EscalationCause, fx: &mut Fx) -> Outcome<State> {
+        let issue = self.current_issue();
+        self.escalated.insert(issue);
+        self.consecutive_escalations += 1;
+        let consecutive = self.consecutive_escalations;
+        fx.push(Effect::MarkEscalated { issue });
+        if let Mode::SingleIssue(_) = self.mode {
+            fx.push(Effect::Cleanup);
+            fx.push(Effect::AutoCommit(CommitKind::PartialWork));
+            fx.push(Effect::CheckoutMain);
+            fx.push(Effect::Notify(Notice::Escalated {
+                issue,
+                step,
+                cause,
+                consecutive,
+            }));
+            return self.finish(1, fx);
+        }
+        if consecutive >= self.limits.max_consecutive_escalations {
+            return self.halt(HaltReason::ConsecutiveEscalations { cause, step }, fx);
+        }
+        fx.push(Effect::Cleanup);
+        fx.push(Effect::AutoCommit(CommitKind::PartialWork));
+        fx.push(Effect::CheckoutMain);
+        fx.push(Effect::ResetCycle);
+        fx.push(Effect::Notify(Notice::Escalated {
+            issue,
+            step,
+            cause,
+            consecutive,
+        }));
+        self.select_next(fx)
+    }
+
+    /// Retries are spent: a person decides (manual approval) or the issue escalates.
+    fn give_up(&mut self, step: Step, cause: EscalationCause, fx: &mut Fx) -> Outcome<State> {
+        if self.limits.manual_approval {
+            fx.push(Effect::AskDecision {
+                step,
+                issue: self.current_issue(),
+            });
+            return Transition(State::awaiting_decision(step));
+        }
+        self.escalate(step, cause, fx)
+    }
+
+    fn dispatch(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        let last = self.last_usage;
+        let over = |spent: u64, budget: Option<u64>, last: u64| {
+            budget.is_some_and(|b| spent >= b || spent.saturating_add(last) > b)
+        };
+        if over(
+            self.session_cost_micros,
+            self.limits.per_session_budget_micros,
+            last.cost_micros,
+        ) {
+            return self.halt(HaltReason::SessionBudget, fx);
+        }
+        if over(
+            self.issue_cost_micros,
+            self.limits.per_issue_budget_micros,
+            last.cost_micros,
+        ) || over(
+            self.issue_elapsed_ms,
+            self.limits.per_issue_budget_ms,
+            last.elapsed_ms,
+        ) {
+            if !self.single_step() {
+                return self.escalate(step, EscalationCause::IssueBudget, fx);
+            }
+            return self.finish(1, fx);
+        }
+        let i = step.index();
+        let repair = matches!(step, Step::Verify | Step::MonitorCi)
+            && self.last_class[i].is_some_and(FailureClass::code_fixable)
+            && self.repairs[i] < self.limits.max_repair_iterations;
+        if repair {
+            self.repairs[i] += 1;
+        }
+        self.dispatched = true;
+        fx.push(Effect::RunStep {
+            step,
+            issue: self.current_issue(),
+            attempt: self.attempts[i] + 1,
+            repair,
+        });
+        Handled
+    }
+
+    fn bounce(&mut self, step: Step, check: Check, fx: &mut Fx) -> Outcome<State> {
+        if self.single_step() {
+            // A single step whose precondition fails changes nothing and exits 1.
+            return self.finish(1, fx);
+        }
+        self.bounces += 1;
+        let prev = match self.limits.prev_step(step) {
+            Some(prev) if self.bounces <= self.limits.max_bounce_retries => prev,
+            _ => return self.escalate(step, EscalationCause::BounceLoop, fx),
+        };
+        fx.push(Effect::Notify(Notice::Bounced {
+            from: step,
+            to: prev,
+            check,
+            bounces: self.bounces,
+        }));
+        self.enter(prev, fx)
+    }
+
+    fn succeeded(&mut self, step: Step, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        let i = step.index();
+        self.record_usage(usage);
+        self.wait_streak = 0;
+        self.phase_failures[i] = 0;
+        self.same_failure[i] = 0;
+        self.last_signature[i] = None;
+        self.last_class[i] = None;
+        if step == Step::Implement {
+            fx.push(Effect::AutoCommit(CommitKind::Implemented {
+                issue: self.current_issue(),
+            }));
+        }
+        self.advance(step, fx)
+    }
+
+    fn failed(
+        &mut self,
+        step: Step,
+        class: FailureClass,
+        signature: Signature,
+        usage: &Usage,
+        wait_hint_secs: Option<u64>,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let i = step.index();
+        self.record_usage(usage);
+        self.stats.failed_by_class[class.index()].add(usage);
+        self.last_failure = Some(LastFailure {
+            step,
+            class,
+            signature,
+        });
+        match class.disposition() {
+            Disposition::HaltEnvironment => {
+                return self.halt(HaltReason::Environment { class, step }, fx);
+            }
+            Disposition::Backoff | Disposition::WaitForQuota => {
+                self.wait_streak += 1;
+                if self.wait_streak > self.limits.max_rate_limit_waits {
+                    return self.halt(HaltReason::WaitsExhausted { class, step }, fx);
+                }
+                let seconds = if class.disposition() == Disposition::WaitForQuota {
+                    let hint = wait_hint_secs.unwrap_or(u64::from(self.limits.backoff_max_secs));
+                    if hint > self.limits.max_quota_wait_secs {
+                        return self.halt(HaltReason::QuotaTooLong { step }, fx);
+                    }
+                    hint
+                } else {
+                    u64::from(self.limits.backoff_secs(self.wait_streak))
+                };
+                self.dispatched = false;
+                fx.push(Effect::Notify(Notice::Waiting {
+                    step,
+                    class,
+                    seconds,
+                }));
+                fx.push(Effect::Wait { seconds });
+                return Transition(State::backing_off(step, seconds));
+            }
+            Disposition::Retry | Disposition::EscalateNow => {}
+        }
+        self.wait_streak = 0;
+        self.attempts[i] += 1;
+        self.phase_failures[i] += 1;
+        if self.last_signature[i] == Some(signature) {
+            self.same_failure[i] += 1;
+        } else {
+            self.same_failure[i] = 1;
+            self.last_signature[i] = Some(signature);
+        }
+        self.last_class[i] = Some(class);
+
+        let phase_limit = self.limits.max_consecutive_failures[i];
+        if phase_limit > 0 && self.phase_failures[i] >= phase_limit {
+            return self.halt(
+                HaltReason::MaxConsecutiveFailures {
+                    step,
+                    limit: phase_limit,
+                },
+                fx,
+            );
+        }
+        if self.single_step() {
+            return self.finish(1, fx);
+        }
+        if class.disposition() == Disposition::EscalateNow {
+            return self.escalate(step, EscalationCause::NonRetryable, fx);
+        }
+        if self.attempts[i] >= self.limits.max_retries_per_step {
+            return self.give_up(step, EscalationCause::RetriesExhausted, fx);
+        }
+        let same_limit = self.limits.max_consecutive_same_failure;
+        if same_limit > 0 && self.same_failure[i] >= same_limit {
+            return self.give_up(step, EscalationCause::SameFailureRepeated, fx);
+        }
+        fx.push(Effect::Notify(Notice::Retrying {
+            step,
+            attempt: self.attempts[i] + 1,
+            class,
+        }));
+        self.enter(step, fx)
+    }
+
+    /// Everything a step state does; the ten step handlers only name their step.
+    fn on_step(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::Start => self.enter(step, fx),
+            Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
+                self.dispatch(step, fx)
+            }
+            Event::AlreadyDone { step: s } if s == step && !self.dispatched => {
+                self.advance(step, fx)
+            }
+            Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
+                self.bounce(step, check, fx)
+            }
+            Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
+                self.succeeded(step, &usage, fx)
+            }
+            Event::StepFailed {
+                step: s,
+                class,
+                signature,
+                usage,
+                wait_hint_secs,
+            } if s == step && self.dispatched => {
+                self.failed(step, class, signature, &usage, wait_hint_secs, fx)
+            }
+            _ => Super,
+        }
+    }
+}
+
+/// The state of a step, for transitions computed from data.
+pub(crate) fn state_of(step: Step) -> State {
+    match step {
+        Step::StartCycle => State::start_cycle(),
+        Step::StartIssue => State::start_issue(),
+        Step::WriteSpecs => State::write_specs(),
+        Step::Implement => State::implement(),
+        Step::Simplify => State::simplify(),
+        Step::Verify => State::verify(),
+        Step::CommitPush => State::commit_push(),
+        Step::CreatePr => State::create_pr(),
+        Step::MonitorCi => State::monitor_ci(),
+        Step::Merge => State::merge(),
+    }
+}
+
+#[state_machine(
+    initial = "State::selecting()",
+    state(derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)),
+    superstate(derive(Debug))
+)]
+impl Runner {
+    /// Session-wide behaviour: a signal stops the session wherever it is; the journal keeps
+    /// the position so that the next start continues it.
+    #[superstate]
+    fn session(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::ShutdownRequested { signal } => {
+                context.push(Effect::Cleanup);
+                if self.issue.is_some() {
+                    context.push(Effect::AutoCommit(CommitKind::OnSignal(signal)));
+                }
+                context.push(Effect::Notify(Notice::ShuttingDown { signal }));
+                context.push(Effect::Exit { code: 0 });
+                self.dispatched = false;
+                Handled
+            }
+            _ => Super,
+        }
+    }
+
+    #[state(superstate = "session")]
+    fn selecting(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::Start => {
+                context.push(Effect::SelectIssue);
+                Handled
+            }
+            Event::IssueSelected { issue } => {
+                let first = match self.mode {
+                    Mode::SingleStep(step) => step,
+                    _ => Step::StartCycle,
+                };
+                self.start_issue_cycle(issue, first, context)
+            }
+            Event::Resume { issue, next } => {
+                if self.escalated.contains(&issue) {
+                    // Work left on an escalated issue's branch is not ours to continue.
+                    context.push(Effect::CheckoutMain);
+                    context.push(Effect::SelectIssue);
+                    return Handled;
+                }
+                let first = match self.mode {
+                    Mode::SingleStep(step) => step,
+                    _ => next,
+                };
+                self.start_issue_cycle(issue, first, context)
+            }
+            Event::AlreadyMerged { issue } => self.merged(issue, context),
+            Event::NoIssues => {
+                context.push(Effect::Notify(Notice::NothingToDo));
+                self.finish(0, context)
+            }
+            Event::AllEscalated => self.halt(HaltReason::AllIssuesEscalated, context),
+            Event::AllBlocked => self.halt(HaltReason::AllIssuesBlocked, context),
+            _ => Super,
+        }
+    }
+
+    /// A cycle works on one issue from startCycle to merge.
+    #[superstate(superstate = "session")]
+    fn cycle(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        match *event {
+            // Observed progress on start overrides the recorded position, never the counters.
+            Event::Resume { issue, next } if Some(issue) == self.issue => self.enter(next, context),
+            _ => Super,
+        }
+    }
+
+    #[superstate(superstate = "cycle")]
+    fn specify(event: &Event) -> Outcome<State> {
+        let _ = event;
+        Super
+    }
+
+    #[superstate(superstate = "cycle")]
+    fn build(event: &Event) -> Outcome<State> {
+        let _ = event;
+        Super
+    }
+
+    #[superstate(superstate = "cycle")]
+    fn deliver(event: &Event) -> Outcome<State> {
+        let _ = event;
+        Super
+    }
+
+    #[state(superstate = "specify")]
+    fn start_cycle(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::StartCycle, event, context)
+    }
+
+    #[state(superstate = "specify")]
+    fn start_issue(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::StartIssue, event, context)
+    }
+
+    #[state(superstate = "specify")]
+    fn write_specs(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::WriteSpecs, event, context)
+    }
+
+    #[state(superstate = "build")]
+    fn implement(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::Implement, event, context)
+    }
+
+    #[state(superstate = "build")]
+    fn simplify(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::Simplify, event, context)
+    }
+
+    #[state(superstate = "build")]
+    fn verify(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::Verify, event, context)
+    }
+
+    #[state(superstate = "deliver")]
+    fn commit_push(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::CommitPush, event, context)
+    }
+
+    #[state(superstate = "deliver")]
+    fn create_pr(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::CreatePr, event, context)
+    }
+
+    #[state(superstate = "deliver")]
+    fn monitor_ci(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::MonitorCi, event, context)
+    }
+
+    #[state(superstate = "deliver")]
+    fn merge(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        self.on_step(Step::Merge, event, context)
+    }
+
+    /// Waiting out a rate limit, an overload or a quota window; no attempt is consumed.
+    #[state(superstate = "cycle")]
+    fn backing_off(
+        &mut self,
+        step: &Step,
+        seconds: &u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::Start => {
+                context.push(Effect::Wait { seconds: *seconds });
+                Handled
+            }
+            Event::WaitOver => self.enter(*step, context),
+            _ => Super,
+        }
+    }
+
+    /// Manual approval: a person decides what happens after retries are spent.
+    #[state(superstate = "cycle")]
+    fn awaiting_decision(
+        &mut self,
+        step: &Step,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::Start => {
+                context.push(Effect::AskDecision {
+                    step: *step,
+                    issue: self.current_issue(),
+                });
+                Handled
+            }
+            Event::Decided {
+                option: DecisionOption::Retry,
+            } => {
+                // One more attempt: the spent attempt is given back, so the next failure
+                // lands on this decision point again rather than past the limit.
+                let i = step.index();
+                self.attempts[i] = self.attempts[i].saturating_sub(1);
+                self.same_failure[i] = 0;
+                self.last_signature[i] = None;
+                self.enter(*step, context)
+            }
+            Event::Decided {
+                option: DecisionOption::Skip,
+            } => self.escalate(*step, EscalationCause::OperatorSkipped, context),
+            Event::Decided {
+                option: DecisionOption::Halt,
+            } => self.halt(HaltReason::Operator, context),
+            Event::DecisionTimedOut => self.halt(HaltReason::DecisionTimeout, context),
+            _ => Super,
+        }
+    }
+
+    /// Absorbing: nothing leaves a halt but a person (`--ack-halt` starts a new session).
+    #[state]
+    fn halted(reason: &HaltReason, event: &Event, context: &mut Fx) -> Outcome<State> {
+        if let Event::Start = event {
+            context.push(Effect::Halt(*reason));
+            context.push(Effect::Exit { code: 1 });
+        }
+        Handled
+    }
+
+    /// Absorbing: the session ended normally (or a single issue/step run ended).
+    #[state]
+    fn finished(code: &u8, event: &Event, context: &mut Fx) -> Outcome<State> {
+        if let Event::Start = event {
+            context.push(Effect::Exit { code: *code });
+        }
+        Handled
+    }
+}
+
+impl State {
+    /// The step this state works on, if any.
+    pub fn step(&self) -> Option<Step> {
+        Some(match self {
+            State::StartCycle {} => Step::StartCycle,
+            State::StartIssue {} => Step::StartIssue,
+            State::WriteSpecs {} => Step::WriteSpecs,
+            State::Implement {} => Step::Implement,
+            State::Simplify {} => Step::Simplify,
+            State::Verify {} => Step::Verify,
+            State::CommitPush {} => Step::CommitPush,
+            State::CreatePr {} => Step::CreatePr,
+            State::MonitorCi {} => Step::MonitorCi,
+            State::Merge {} => Step::Merge,
+            State::BackingOff { step, .. } | State::AwaitingDecision { step } => *step,
+            _ => return None,
+        })
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        matches!(self, State::Halted { .. } | State::Finished { .. })
+    }
+
+    /// The variant's name, as used in diagrams and the journal.
+    pub fn name(&self) -> &'static str {
+        match self {
+            State::Selecting {} => "Selecting",
+            State::StartCycle {} => "StartCycle",
+            State::StartIssue {} => "StartIssue",
+            State::WriteSpecs {} => "WriteSpecs",
+            State::Implement {} => "Implement",
+            State::Simplify {} => "Simplify",
+            State::Verify {} => "Verify",
+            State::CommitPush {} => "CommitPush",
+            State::CreatePr {} => "CreatePr",
+            State::MonitorCi {} => "MonitorCi",
+            State::Merge {} => "Merge",
+            State::BackingOff { .. } => "BackingOff",
+            State::AwaitingDecision { .. } => "AwaitingDecision",
+            State::Halted { .. } => "Halted",
+            State::Finished { .. } => "Finished",
+        }
+    }
+}

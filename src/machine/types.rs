@@ -1,0 +1,434 @@
+//! Everything that crosses the boundary of the pure core: limits in, events in, effects out.
+//! Effects and events are plain `Copy` data so that a steady-state `handle` never allocates.
+
+use crate::failure::{FailureClass, Signature};
+use crate::step::{Check, Step};
+use serde::{Deserialize, Serialize};
+
+/// The counters' limits and switches of SPEC §4, read from the config.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Limits {
+    /// Failed attempts of one step in one cycle before the cycle escalates (≥ 1).
+    pub max_retries_per_step: u32,
+    /// Bounces per cycle; the cycle escalates when the count exceeds it.
+    pub max_bounce_retries: u32,
+    /// Consecutive escalations that halt the session (≥ 1).
+    pub max_consecutive_escalations: u32,
+    /// Same-signature failures in a row of one step that escalate early (0 = off, else ≥ 2).
+    pub max_consecutive_same_failure: u32,
+    /// Consecutive failures of a step across the session that halt (0 = off), by step index.
+    pub max_consecutive_failures: [u32; 10],
+    /// Rate-limit/overload/quota waits in a row before halting.
+    pub max_rate_limit_waits: u32,
+    pub backoff_initial_secs: u32,
+    pub backoff_max_secs: u32,
+    pub max_quota_wait_secs: u64,
+    /// Repair prompts (carrying the last classified failure) per step and cycle.
+    pub max_repair_iterations: u32,
+    pub simplify_enabled: bool,
+    /// Budgets, `None` = off. Money in micro-dollars so that arithmetic stays exact.
+    pub per_issue_budget_micros: Option<u64>,
+    pub per_session_budget_micros: Option<u64>,
+    pub per_issue_budget_ms: Option<u64>,
+    /// Manual approval: retries-exhausted asks a person instead of escalating.
+    pub manual_approval: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        let mut max_consecutive_failures = [0; 10];
+        max_consecutive_failures[Step::Verify.index()] = 3;
+        Limits {
+            max_retries_per_step: 3,
+            max_bounce_retries: 3,
+            max_consecutive_escalations: 2,
+            max_consecutive_same_failure: 2,
+            max_consecutive_failures,
+            max_rate_limit_waits: 5,
+            backoff_initial_secs: 60,
+            backoff_max_secs: 900,
+            max_quota_wait_secs: 6 * 3600,
+            max_repair_iterations: 2,
+            simplify_enabled: true,
+            per_issue_budget_micros: None,
+            per_session_budget_micros: None,
+            per_issue_budget_ms: None,
+            manual_approval: false,
+        }
+    }
+}
+
+impl Limits {
+    pub fn enabled(&self, step: Step) -> bool {
+        step != Step::Simplify || self.simplify_enabled
+    }
+
+    /// The next enabled step after `step`, `None` after merge.
+    pub fn next_step(&self, step: Step) -> Option<Step> {
+        let mut s = step.next()?;
+        while !self.enabled(s) {
+            s = s.next()?;
+        }
+        Some(s)
+    }
+
+    /// The enabled step a bounce from `step` goes back to.
+    pub fn prev_step(&self, step: Step) -> Option<Step> {
+        let mut s = step.prev()?;
+        while !self.enabled(s) {
+            s = s.prev()?;
+        }
+        Some(s)
+    }
+
+    pub fn enabled_steps(&self) -> impl Iterator<Item = Step> + '_ {
+        Step::ALL.into_iter().filter(|s| self.enabled(*s))
+    }
+
+    /// Backoff before the `n`-th wait in a row (1-based): initial · 2^(n-1), capped.
+    pub fn backoff_secs(&self, n: u32) -> u32 {
+        let factor = 1u64 << n.saturating_sub(1).min(30);
+        (u64::from(self.backoff_initial_secs) * factor).min(u64::from(self.backoff_max_secs)) as u32
+    }
+}
+
+/// How the session was asked to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Mode {
+    /// Every open issue, one after another.
+    Continuous,
+    /// `--issue N`: one issue; its merge or escalation ends the run.
+    SingleIssue(u32),
+    /// `--step N`: one step on the current issue, no retries.
+    SingleStep(Step),
+}
+
+/// What one attempt cost, as reported by the agent and measured by the driver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Usage {
+    pub cost_micros: u64,
+    pub elapsed_ms: u64,
+    pub turns: u32,
+}
+
+/// Which signal asked the runner to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Signal {
+    Int,
+    Term,
+}
+
+impl Signal {
+    pub const fn name(self) -> &'static str {
+        match self {
+            Signal::Int => "SIGINT",
+            Signal::Term => "SIGTERM",
+        }
+    }
+}
+
+/// A person's answer at a decision point (manual approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecisionOption {
+    /// One more attempt of the step.
+    Retry,
+    /// Give up on this issue: escalate it.
+    Skip,
+    /// Stop the session.
+    Halt,
+}
+
+impl DecisionOption {
+    pub const ALL: [DecisionOption; 3] = [
+        DecisionOption::Retry,
+        DecisionOption::Skip,
+        DecisionOption::Halt,
+    ];
+    pub const fn name(self) -> &'static str {
+        match self {
+            DecisionOption::Retry => "retry",
+            DecisionOption::Skip => "skip",
+            DecisionOption::Halt => "halt",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.name() == s)
+    }
+}
+
+/// Inputs to the machine. The driver produces exactly these and nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum Event {
+    /// The session started or restarted (after a crash or a signal): reissue what is pending.
+    Start,
+    /// The tracker chose the next issue.
+    IssueSelected {
+        issue: u32,
+    },
+    /// No open automatable issue at all: nothing to do.
+    NoIssues,
+    /// Every open candidate is escalated (this session or durably).
+    AllEscalated,
+    /// Every open candidate waits on an unmerged dependency.
+    AllBlocked,
+    /// On start: observed work in progress, `next` is the first step not yet completed.
+    Resume {
+        issue: u32,
+        next: Step,
+    },
+    /// On start: the current branch's PR is already merged.
+    AlreadyMerged {
+        issue: u32,
+    },
+    /// The step may start.
+    PreconditionsOk {
+        step: Step,
+    },
+    /// The step's outcome already holds (idempotent side effects): record it done, do not run.
+    AlreadyDone {
+        step: Step,
+    },
+    PreconditionFailed {
+        step: Step,
+        check: Check,
+    },
+    StepSucceeded {
+        step: Step,
+        usage: Usage,
+    },
+    StepFailed {
+        step: Step,
+        class: FailureClass,
+        signature: Signature,
+        usage: Usage,
+        /// For QUOTA: seconds until the usage window resets, as the CLI reported.
+        wait_hint_secs: Option<u64>,
+    },
+    /// A wait effect has elapsed.
+    WaitOver,
+    /// A person answered a decision point.
+    Decided {
+        option: DecisionOption,
+    },
+    /// Nobody answered the decision point in time.
+    DecisionTimedOut,
+    ShutdownRequested {
+        signal: Signal,
+    },
+}
+
+impl Event {
+    /// A short label for diagrams and logs.
+    pub const fn label(&self) -> &'static str {
+        match self {
+            Event::Start => "Start",
+            Event::IssueSelected { .. } => "IssueSelected",
+            Event::NoIssues => "NoIssues",
+            Event::AllEscalated => "AllEscalated",
+            Event::AllBlocked => "AllBlocked",
+            Event::Resume { .. } => "Resume",
+            Event::AlreadyMerged { .. } => "AlreadyMerged",
+            Event::PreconditionsOk { .. } => "PreconditionsOk",
+            Event::AlreadyDone { .. } => "AlreadyDone",
+            Event::PreconditionFailed { .. } => "PreconditionFailed",
+            Event::StepSucceeded { .. } => "StepSucceeded",
+            Event::StepFailed { .. } => "StepFailed",
+            Event::WaitOver => "WaitOver",
+            Event::Decided { .. } => "Decided",
+            Event::DecisionTimedOut => "DecisionTimedOut",
+            Event::ShutdownRequested { .. } => "ShutdownRequested",
+        }
+    }
+}
+
+/// Why a cycle gave up on its issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum EscalationCause {
+    RetriesExhausted,
+    SameFailureRepeated,
+    BounceLoop,
+    NonRetryable,
+    IssueBudget,
+    OperatorSkipped,
+}
+
+impl EscalationCause {
+    pub const fn describe(self) -> &'static str {
+        match self {
+            EscalationCause::RetriesExhausted => "retries exhausted",
+            EscalationCause::SameFailureRepeated => "same failure repeated",
+            EscalationCause::BounceLoop => "bounce loop",
+            EscalationCause::NonRetryable => "non-retryable failure",
+            EscalationCause::IssueBudget => "issue budget exhausted",
+            EscalationCause::OperatorSkipped => "skipped by operator",
+        }
+    }
+}
+
+/// Why the session halted. Small and `Copy`: the driver renders the diagnostic text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "reason", rename_all = "camelCase")]
+pub enum HaltReason {
+    ConsecutiveEscalations { cause: EscalationCause, step: Step },
+    AllIssuesEscalated,
+    AllIssuesBlocked,
+    MaxConsecutiveFailures { step: Step, limit: u32 },
+    Environment { class: FailureClass, step: Step },
+    WaitsExhausted { class: FailureClass, step: Step },
+    QuotaTooLong { step: Step },
+    SessionBudget,
+    Operator,
+    DecisionTimeout,
+}
+
+impl HaltReason {
+    /// The loop type named on the diagnostic's first line (SPEC §4).
+    pub fn headline(&self) -> String {
+        match self {
+            HaltReason::ConsecutiveEscalations {
+                cause: EscalationCause::BounceLoop,
+                ..
+            } => "FAILURE LOOP DETECTED: bounce loop".into(),
+            HaltReason::ConsecutiveEscalations { .. } => {
+                "FAILURE LOOP DETECTED: consecutive escalations".into()
+            }
+            HaltReason::AllIssuesEscalated => "FAILURE LOOP DETECTED: all issues escalated".into(),
+            HaltReason::AllIssuesBlocked => "FAILURE LOOP DETECTED: all issues blocked".into(),
+            HaltReason::MaxConsecutiveFailures { step, limit } => format!(
+                "FAILURE LOOP DETECTED: max_consecutive_failures:{}:{limit}",
+                step.key()
+            ),
+            HaltReason::Environment { class, .. } => format!("ENVIRONMENT FAILURE: {class}"),
+            HaltReason::WaitsExhausted { class, .. } => format!("ENVIRONMENT FAILURE: {class}"),
+            HaltReason::QuotaTooLong { .. } => "ENVIRONMENT FAILURE: QUOTA".into(),
+            HaltReason::SessionBudget => "BUDGET EXHAUSTED: session budget".into(),
+            HaltReason::Operator => "HALTED BY OPERATOR".into(),
+            HaltReason::DecisionTimeout => "HALTED: decision timed out".into(),
+        }
+    }
+}
+
+/// Auto-commit messages of SPEC §2/§4/§5.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CommitKind {
+    Implemented { issue: u32 },
+    PartialWork,
+    OnSignal(Signal),
+}
+
+impl CommitKind {
+    pub fn message(&self) -> String {
+        match self {
+            CommitKind::Implemented { issue } => format!("feat: implement issue #{issue}"),
+            CommitKind::PartialWork => "chore: save partial work before escalation".into(),
+            CommitKind::OnSignal(sig) => format!("chore: save work on signal {}", sig.name()),
+        }
+    }
+}
+
+/// What the machine wants announced (severity is implied by the kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "notice", rename_all = "camelCase")]
+pub enum Notice {
+    CycleStarted {
+        issue: u32,
+    },
+    Retrying {
+        step: Step,
+        attempt: u32,
+        class: FailureClass,
+    },
+    Bounced {
+        from: Step,
+        to: Step,
+        check: Check,
+        bounces: u32,
+    },
+    Waiting {
+        step: Step,
+        class: FailureClass,
+        seconds: u64,
+    },
+    Escalated {
+        issue: u32,
+        step: Step,
+        cause: EscalationCause,
+        consecutive: u32,
+    },
+    Merged {
+        issue: u32,
+    },
+    NothingToDo,
+    ShuttingDown {
+        signal: Signal,
+    },
+}
+
+/// Effects out, performed by the driver in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "camelCase")]
+pub enum Effect {
+    /// Ask the tracker for the next issue (excluding `Core::escalated()`).
+    SelectIssue,
+    CheckPreconditions {
+        step: Step,
+    },
+    RunStep {
+        step: Step,
+        issue: u32,
+        attempt: u32,
+        repair: bool,
+    },
+    Wait {
+        seconds: u64,
+    },
+    AutoCommit(CommitKind),
+    CheckoutMain,
+    /// Clear the cycle's fields in the state file.
+    ResetCycle,
+    /// The issue's PR is merged: close it in a local tracker, count the merge.
+    RecordMerged {
+        issue: u32,
+    },
+    /// Durable quarantine in the tracker.
+    MarkEscalated {
+        issue: u32,
+    },
+    /// Kill the agent's process tree and the configured patterns.
+    Cleanup,
+    Notify(Notice),
+    /// Pause for a person (manual approval): write the decision file and wait.
+    AskDecision {
+        step: Step,
+        issue: u32,
+    },
+    Halt(HaltReason),
+    Exit {
+        code: u8,
+    },
+}
+
+impl Effect {
+    pub const fn label(&self) -> &'static str {
+        match self {
+            Effect::SelectIssue => "SelectIssue",
+            Effect::CheckPreconditions { .. } => "CheckPreconditions",
+            Effect::RunStep { .. } => "RunStep",
+            Effect::Wait { .. } => "Wait",
+            Effect::AutoCommit(_) => "AutoCommit",
+            Effect::CheckoutMain => "CheckoutMain",
+            Effect::ResetCycle => "ResetCycle",
+            Effect::RecordMerged { .. } => "RecordMerged",
+            Effect::MarkEscalated { .. } => "MarkEscalated",
+            Effect::Cleanup => "Cleanup",
+            Effect::Notify(_) => "Notify",
+            Effect::AskDecision { .. } => "AskDecision",
+            Effect::Halt(_) => "Halt",
+            Effect::Exit { .. } => "Exit",
+        }
+    }
+}
