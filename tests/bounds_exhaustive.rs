@@ -1,0 +1,294 @@
+//! Exhaustive check of `machine::bounds`: for small limits, a memoized search over EVERY
+//! sequence of outcomes the real machine can be fed finds the true worst case, which must
+//! equal the computed bound exactly (no path exceeds it, and some path reaches it).
+//!
+//! Mutations this kills: any change to when attempts, bounces, escalations, phase streaks or
+//! wait streaks are counted or compared (the figure moves), and any slack added to or removed
+//! from the formula in `bounds.rs`.
+
+mod common;
+
+use common::{first_check, request};
+use sdlc_runner::failure::{FailureClass, Signature};
+use sdlc_runner::machine::{bounds, Core, Effect, Event, Limits, Mode, Runner, State, Usage};
+use sdlc_runner::step::Step;
+use std::collections::HashMap;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Goal {
+    /// Most invocations up to and including the next merge, never halting.
+    NextMerge,
+    /// Most invocations before the halt when no attempt succeeds.
+    HaltWithoutSuccess,
+}
+
+type Key = (State, Runner, Option<Effect>);
+
+/// The decision-relevant part of the machine: statistics, money and issue identities never
+/// change what it does next when the adversary always offers a fresh issue.
+fn key(core: &Core, pending: Option<Effect>) -> Key {
+    let mut r = core.runner().clone();
+    r.stats = Default::default();
+    r.escalated.clear();
+    r.issue = r.issue.map(|_| 0);
+    r.last_usage = Usage::default();
+    r.last_failure = None;
+    r.issue_cost_micros = 0;
+    r.issue_elapsed_ms = 0;
+    r.session_cost_micros = 0;
+    r.last_class = [None; 10];
+    r.repairs = [0; 10];
+    // Only "same signature as the last one or not" matters, not the value.
+    for sig in r.last_signature.iter_mut() {
+        *sig = sig.map(|_| Signature(0));
+    }
+    // Steps further back than the remaining bounces can reach never run again this cycle.
+    // A phase streak only matters where a phase limit is configured.
+    for (i, f) in r.phase_failures.iter_mut().enumerate() {
+        if r.limits.max_consecutive_failures[i] == 0 {
+            *f = 0;
+        }
+    }
+    if core.state().step().is_none() {
+        // Between cycles the cycle counters are dead: the next cycle resets them.
+        r.attempts = [0; 10];
+        r.same_failure = [0; 10];
+        r.last_signature = [None; 10];
+        r.bounces = 0;
+    }
+    if let Some(pos) = core.state().step() {
+        let reach = r.limits.max_bounce_retries.saturating_sub(r.bounces) as usize;
+        for i in 0..pos.index().saturating_sub(reach) {
+            r.attempts[i] = 0;
+            r.same_failure[i] = 0;
+            r.last_signature[i] = None;
+        }
+    }
+    let pending = pending.map(|e| match e {
+        Effect::RunStep { step, attempt, .. } => Effect::RunStep {
+            step,
+            issue: 0,
+            attempt,
+            repair: false,
+        },
+        other => other,
+    });
+    (*core.state(), r, pending)
+}
+
+struct Search {
+    goal: Goal,
+    memo: HashMap<Key, Option<u64>>,
+}
+
+impl Search {
+    /// Most invocations from here to the goal, `None` if the goal cannot be reached.
+    fn best(&mut self, core: &Core, pending: Effect) -> Option<u64> {
+        let k = key(core, Some(pending));
+        if let Some(v) = self.memo.get(&k) {
+            return *v;
+        }
+        let v = self.explore(core, pending);
+        self.memo.insert(k, v);
+        v
+    }
+
+    fn explore(&mut self, core: &Core, pending: Effect) -> Option<u64> {
+        let (cost, events) = match pending {
+            Effect::SelectIssue => {
+                let fresh = core.escalated().len() as u32 + 1;
+                (0, vec![Event::IssueSelected { issue: fresh }])
+            }
+            Effect::Wait { .. } => (0, vec![Event::WaitOver]),
+            Effect::CheckPreconditions { step } => {
+                let mut evs = vec![Event::PreconditionsOk { step }];
+                if self.goal == Goal::NextMerge {
+                    evs.push(Event::AlreadyDone { step });
+                }
+                if step.has_precondition() {
+                    evs.push(Event::PreconditionFailed {
+                        step,
+                        check: first_check(step),
+                    });
+                }
+                (0, evs)
+            }
+            Effect::RunStep { step, .. } => {
+                let u = Usage::default();
+                let fail = |class, sig| Event::StepFailed {
+                    step,
+                    class,
+                    signature: Signature(sig),
+                    usage: u,
+                    wait_hint_secs: Some(1),
+                };
+                let last = core.runner().last_signature[step.index()].map_or(0, |s| s.0);
+                let mut evs = vec![
+                    fail(FailureClass::TestAssertion, last + 1),
+                    fail(FailureClass::ContextWindow, last + 1),
+                    fail(FailureClass::RateLimit, last + 1),
+                    fail(FailureClass::Auth, last + 1),
+                ];
+                if last != 0 {
+                    evs.push(fail(FailureClass::TestAssertion, last));
+                }
+                if self.goal == Goal::NextMerge {
+                    evs.push(Event::StepSucceeded { step, usage: u });
+                }
+                (1, evs)
+            }
+            Effect::Exit { .. } | Effect::AskDecision { .. } => return self.terminal(core),
+            other => unreachable!("{other:?}"),
+        };
+        let mut best: Option<u64> = None;
+        for ev in events {
+            let mut next = core.clone();
+            let effects = next.handle(&ev).to_vec();
+            let merged = effects
+                .iter()
+                .any(|e| matches!(e, Effect::RecordMerged { .. }));
+            let value = if merged {
+                (self.goal == Goal::NextMerge).then_some(0)
+            } else {
+                match request(&effects) {
+                    Some(req) => self.best(&next, req),
+                    None => None,
+                }
+            };
+            if let Some(v) = value {
+                best = Some(best.map_or(v + cost, |b: u64| b.max(v + cost)));
+            }
+        }
+        best
+    }
+
+    fn terminal(&self, core: &Core) -> Option<u64> {
+        match (self.goal, core.state()) {
+            (Goal::HaltWithoutSuccess, State::Halted { .. }) => Some(0),
+            _ => None,
+        }
+    }
+}
+
+fn worst(limits: &Limits, goal: Goal) -> u64 {
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    let req = request(core.handle(&Event::Start)).expect("start requests");
+    let mut s = Search {
+        goal,
+        memo: HashMap::new(),
+    };
+    s.best(&core, req).expect("goal reachable")
+}
+
+fn small_limits() -> Vec<(String, Limits)> {
+    let mut out = Vec::new();
+    let phase = |step: Option<Step>, f: u32| {
+        let mut a = [0u32; 10];
+        if let Some(s) = step {
+            a[s.index()] = f;
+        }
+        a
+    };
+    let phases: &[(Option<Step>, u32)] = &[
+        (None, 0),
+        (Some(Step::Verify), 2),
+        (Some(Step::Verify), 1),
+        (Some(Step::WriteSpecs), 2),
+        (Some(Step::StartCycle), 2),
+        (Some(Step::StartCycle), 4),
+        (Some(Step::Merge), 2),
+        (Some(Step::Merge), 4),
+        (Some(Step::Merge), 5),
+    ];
+    for r in 1..=3u32 {
+        for b in 0..=2u32 {
+            for e in 1..=2u32 {
+                for (i, &(ps, pf)) in phases.iter().enumerate() {
+                    // Keep the grid affordable: every phase limit with the middle values,
+                    // every R/B/E with no phase limit.
+                    if i > 0 && !(r == 3 && b == 1) {
+                        continue;
+                    }
+                    let l = Limits {
+                        max_retries_per_step: r,
+                        max_bounce_retries: b,
+                        max_consecutive_escalations: e,
+                        max_consecutive_same_failure: if (r + b) % 2 == 0 { 2 } else { 0 },
+                        max_consecutive_failures: phase(ps, pf),
+                        max_rate_limit_waits: if b == 1 { 1 } else { 0 },
+                        simplify_enabled: !(r == 2 && b == 2),
+                        ..Limits::default()
+                    };
+                    out.push((
+                        format!(
+                            "R={r} B={b} E={e} F={ps:?}:{pf} W={} S={} simplify={}",
+                            l.max_rate_limit_waits,
+                            l.max_consecutive_same_failure,
+                            l.simplify_enabled
+                        ),
+                        l,
+                    ));
+                }
+            }
+        }
+    }
+    // Several phase limits at once: bounces must go to the steps that gain most from them.
+    let mut multi = [0u32; 10];
+    multi[Step::StartIssue.index()] = 2;
+    multi[Step::WriteSpecs.index()] = 2;
+    multi[Step::Verify.index()] = 2;
+    multi[Step::Merge.index()] = 3;
+    for (r, b, e) in [(4, 2, 2), (4, 1, 2), (3, 2, 1)] {
+        let l = Limits {
+            max_retries_per_step: r,
+            max_bounce_retries: b,
+            max_consecutive_escalations: e,
+            max_consecutive_same_failure: 2,
+            max_consecutive_failures: multi,
+            max_rate_limit_waits: 0,
+            ..Limits::default()
+        };
+        out.push((format!("R={r} B={b} E={e} multi-phase"), l));
+    }
+    out
+}
+
+#[test]
+fn computed_bounds_equal_the_exhaustive_worst_case() {
+    let mut failures = Vec::new();
+    for (name, limits) in small_limits() {
+        let computed = bounds::compute(&limits);
+        let merge = worst(&limits, Goal::NextMerge);
+        let halt = worst(&limits, Goal::HaltWithoutSuccess);
+        if computed.between_merges != merge || computed.nothing_succeeds != halt {
+            failures.push(format!(
+                "{name}: computed {}/{} exhaustive {merge}/{halt}",
+                computed.between_merges, computed.nothing_succeeds
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "bound mismatches:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+#[ignore]
+fn probe_sizes() {
+    for (name, limits) in small_limits()
+        .into_iter()
+        .filter(|(n, _)| std::env::var("PROBE").map_or(true, |p| n.contains(&p)))
+    {
+        let t = std::time::Instant::now();
+        let mut core = Core::new(limits.clone(), Mode::Continuous);
+        let req = request(core.handle(&Event::Start)).unwrap();
+        let mut s = Search {
+            goal: Goal::NextMerge,
+            memo: HashMap::new(),
+        };
+        let v = s.best(&core, req);
+        eprintln!("{name}: {v:?} states={} {:?}", s.memo.len(), t.elapsed());
+    }
+}

@@ -1,0 +1,154 @@
+//! A scripted world around the pure core: answers each request effect from a script, the way
+//! the tokio driver answers it from git and the agent. Shared by the property tests.
+#![allow(dead_code)]
+
+use sdlc_runner::failure::{FailureClass, Signature};
+use sdlc_runner::machine::{Core, Effect, Event, Usage};
+use sdlc_runner::step::{Check, Step};
+
+/// A response to a request effect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reply {
+    Ok,
+    Fail(FailureClass, u64),
+    Precondition,
+    AlreadyDone,
+    Shutdown,
+}
+
+/// The request in a batch of effects (at most one per batch).
+pub fn request(effects: &[Effect]) -> Option<Effect> {
+    let mut reqs = effects.iter().filter(|e| {
+        matches!(
+            e,
+            Effect::SelectIssue
+                | Effect::CheckPreconditions { .. }
+                | Effect::RunStep { .. }
+                | Effect::Wait { .. }
+                | Effect::AskDecision { .. }
+                | Effect::Exit { .. }
+        )
+    });
+    let first = reqs.next().copied();
+    assert!(
+        reqs.next().is_none(),
+        "more than one request in {effects:?}"
+    );
+    first
+}
+
+pub fn first_check(step: Step) -> Check {
+    Check::of(step)[0]
+}
+
+pub fn usage() -> Usage {
+    Usage {
+        cost_micros: 1_000,
+        elapsed_ms: 1_000,
+        turns: 3,
+    }
+}
+
+/// What happened in one scripted session.
+#[derive(Debug, Default)]
+pub struct Trace {
+    pub effects: Vec<Effect>,
+    pub events: Vec<Event>,
+    pub invocations: u64,
+    pub exit: Option<u8>,
+}
+
+impl Trace {
+    pub fn runs(&self) -> impl Iterator<Item = (Step, u32, u32)> + '_ {
+        self.effects.iter().filter_map(|e| match e {
+            Effect::RunStep {
+                step,
+                issue,
+                attempt,
+                ..
+            } => Some((*step, *issue, *attempt)),
+            _ => None,
+        })
+    }
+}
+
+/// Drive `core` until it exits, answering from `next_reply(step)`; issues come from a
+/// backlog of `backlog` numbered issues, offered lowest first unless escalated.
+pub fn drive(
+    core: &mut Core,
+    backlog: u32,
+    max_events: usize,
+    mut next_reply: impl FnMut(Step, bool) -> Reply,
+) -> Trace {
+    let mut trace = Trace::default();
+    let mut event = Event::Start;
+    for _ in 0..max_events {
+        trace.events.push(event);
+        let effects = core.handle(&event).to_vec();
+        trace.effects.extend_from_slice(&effects);
+        let Some(req) = request(&effects) else {
+            panic!("stall: no request after {event:?} in {:?}", core.state());
+        };
+        event = match req {
+            Effect::Exit { code } => {
+                assert_eq!(
+                    effects.last(),
+                    Some(&Effect::Exit { code }),
+                    "Exit must come last"
+                );
+                trace.exit = Some(code);
+                return trace;
+            }
+            Effect::SelectIssue => {
+                let escalated = core.escalated();
+                let open: Vec<u32> = (1..=backlog).filter(|i| !merged(&trace, *i)).collect();
+                match open.iter().find(|i| !escalated.contains(i)) {
+                    Some(issue) => Event::IssueSelected { issue: *issue },
+                    None if open.is_empty() => Event::NoIssues,
+                    None => Event::AllEscalated,
+                }
+            }
+            Effect::Wait { .. } => Event::WaitOver,
+            Effect::AskDecision { .. } => Event::DecisionTimedOut,
+            Effect::CheckPreconditions { step } => match next_reply(step, false) {
+                Reply::Precondition if step.has_precondition() => Event::PreconditionFailed {
+                    step,
+                    check: first_check(step),
+                },
+                Reply::AlreadyDone => Event::AlreadyDone { step },
+                Reply::Shutdown => Event::ShutdownRequested {
+                    signal: sdlc_runner::machine::Signal::Term,
+                },
+                _ => Event::PreconditionsOk { step },
+            },
+            Effect::RunStep { step, .. } => {
+                trace.invocations += 1;
+                match next_reply(step, true) {
+                    Reply::Fail(class, sig) => Event::StepFailed {
+                        step,
+                        class,
+                        signature: Signature(sig),
+                        usage: usage(),
+                        wait_hint_secs: Some(60),
+                    },
+                    Reply::Shutdown => Event::ShutdownRequested {
+                        signal: sdlc_runner::machine::Signal::Term,
+                    },
+                    _ => Event::StepSucceeded {
+                        step,
+                        usage: usage(),
+                    },
+                }
+            }
+            other => unreachable!("not a request: {other:?}"),
+        };
+    }
+    panic!(
+        "did not terminate within {max_events} events: {:?}",
+        core.state()
+    );
+}
+
+fn merged(trace: &Trace, issue: u32) -> bool {
+    trace.effects.contains(&Effect::RecordMerged { issue })
+}
