@@ -273,22 +273,3 @@ fn computed_bounds_equal_the_exhaustive_worst_case() {
         failures.join("\n")
     );
 }
-
-#[test]
-#[ignore]
-fn probe_sizes() {
-    for (name, limits) in small_limits()
-        .into_iter()
-        .filter(|(n, _)| std::env::var("PROBE").map_or(true, |p| n.contains(&p)))
-    {
-        let t = std::time::Instant::now();
-        let mut core = Core::new(limits.clone(), Mode::Continuous);
-        let req = request(core.handle(&Event::Start)).unwrap();
-        let mut s = Search {
-            goal: Goal::NextMerge,
-            memo: HashMap::new(),
-        };
-        let v = s.best(&core, req);
-        eprintln!("{name}: {v:?} states={} {:?}", s.memo.len(), t.elapsed());
-    }
-}

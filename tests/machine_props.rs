@@ -1,0 +1,394 @@
+//! Property tests of the pure machine (SPEC §4). Each property names the mutation it kills:
+//!
+//! | property | mutation it catches |
+//! |---|---|
+//! | `scripts_terminate_within_the_bound` | a counter that never reaches its limit (`attempts`, `bounces`, `consecutive_escalations` or `wait_streak` not incremented; `>=` turned into `>`) — the run exceeds the bound or never exits |
+//! | `reference_model_agrees_after_every_event` | any counter incremented or reset at the wrong site (e.g. attempts reset on a bounce, phase streak not reset on success, bounces not reset by a new cycle) |
+//! | `invariants_hold` → escalation streak | halting one escalation late or early; a merge not resetting the streak |
+//! | `invariants_hold` → bounce oracle | `bounces += 1` removed (runs of a step per cycle exceed 1 + bounces) |
+//! | `invariants_hold` → escalated never selected | the escalated set not consulted on selection |
+//! | `invariants_hold` → halt effects | a halt that resets, commits or checks out |
+//! | `halted_is_absorbing` | any handler of `Halted`/`Finished` that transitions or emits work |
+//! | `same_events_same_effects` | any nondeterminism (iteration order, hidden state) |
+
+mod common;
+
+use common::{drive, Reply, Trace};
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use sdlc_runner::failure::{Disposition, FailureClass, Signature};
+use sdlc_runner::machine::{bounds, Core, Effect, Event, HaltReason, Limits, Mode, Notice, Usage};
+use sdlc_runner::step::Step;
+use std::collections::{BTreeSet, VecDeque};
+
+fn limits() -> impl Strategy<Value = Limits> {
+    (
+        1u32..=4,
+        0u32..=3,
+        1u32..=3,
+        prop_oneof![Just(0u32), Just(2), Just(3)],
+        0u32..=2,
+        any::<bool>(),
+        prop::collection::vec((0usize..10, 0u32..=4), 0..3),
+    )
+        .prop_map(|(r, b, e, s, w, simplify, phases)| {
+            let mut f = [0u32; 10];
+            for (i, v) in phases {
+                f[i] = v;
+            }
+            Limits {
+                max_retries_per_step: r,
+                max_bounce_retries: b,
+                max_consecutive_escalations: e,
+                max_consecutive_same_failure: s,
+                max_consecutive_failures: f,
+                max_rate_limit_waits: w,
+                simplify_enabled: simplify,
+                ..Limits::default()
+            }
+        })
+}
+
+fn class() -> impl Strategy<Value = FailureClass> {
+    prop_oneof![
+        6 => Just(FailureClass::TestAssertion),
+        2 => Just(FailureClass::BuildCompile),
+        1 => Just(FailureClass::Timeout),
+        2 => Just(FailureClass::RateLimit),
+        1 => Just(FailureClass::Quota),
+        1 => Just(FailureClass::ContextWindow),
+        1 => Just(FailureClass::Auth),
+    ]
+}
+
+fn reply() -> impl Strategy<Value = Reply> {
+    prop_oneof![
+        4 => Just(Reply::Ok),
+        5 => (class(), 1u64..4).prop_map(|(c, s)| Reply::Fail(c, s)),
+        2 => Just(Reply::Precondition),
+        1 => Just(Reply::AlreadyDone),
+    ]
+}
+
+/// One queue of replies per step; an exhausted queue cooperates (`Ok`), so every script ends.
+fn queues() -> impl Strategy<Value = Vec<Vec<Reply>>> {
+    prop::collection::vec(
+        prop_oneof![Just(vec![]), prop::collection::vec(reply(), 0..14)],
+        10,
+    )
+}
+
+fn run(limits: &Limits, backlog: u32, queues: &[Vec<Reply>]) -> (Core, Trace) {
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    let mut qs: Vec<VecDeque<Reply>> = queues.iter().map(|q| q.iter().copied().collect()).collect();
+    let trace = drive(&mut core, backlog, 100_000, |step, running| {
+        let q = &mut qs[step.index()];
+        match (running, q.front().copied()) {
+            // Precondition replies answer CheckPreconditions; outcomes answer RunStep.
+            (false, Some(r @ (Reply::Precondition | Reply::AlreadyDone))) => {
+                q.pop_front();
+                r
+            }
+            (true, Some(Reply::Precondition | Reply::AlreadyDone)) => {
+                q.pop_front();
+                Reply::Ok
+            }
+            (true, Some(r)) => {
+                q.pop_front();
+                r
+            }
+            _ => Reply::Ok,
+        }
+    });
+    (core, trace)
+}
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 1500,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/machine_props.txt"
+        )))),
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn scripts_terminate_within_the_bound(l in limits(), backlog in 0u32..5, qs in queues()) {
+        let (core, trace) = run(&l, backlog, &qs);
+        prop_assert!(core.is_terminal() || trace.exit == Some(0));
+        let bound = bounds::compute(&l);
+        let mut since_merge = 0u64;
+        let mut succeeded = false;
+        for e in &trace.effects {
+            match e {
+                Effect::RunStep { .. } => since_merge += 1,
+                Effect::RecordMerged { .. } => {
+                    prop_assert!(since_merge <= bound.between_merges, "{since_merge} > {}", bound.between_merges);
+                    since_merge = 0;
+                }
+                _ => {}
+            }
+        }
+        prop_assert!(since_merge <= bound.between_merges, "tail {since_merge} > {}", bound.between_merges);
+        for ev in &trace.events {
+            if matches!(ev, Event::StepSucceeded { .. } | Event::AlreadyDone { .. }) { succeeded = true; }
+        }
+        if !succeeded {
+            prop_assert!(trace.invocations <= bound.nothing_succeeds);
+        }
+    }
+
+    #[test]
+    fn invariants_hold(l in limits(), backlog in 0u32..5, qs in queues()) {
+        let (_core, trace) = run(&l, backlog, &qs);
+        let mut streak = 0u32;
+        let mut escalated = BTreeSet::new();
+        let mut runs_this_cycle = [0u32; 10];
+        let mut bounces_this_cycle = 0u32;
+        let mut batch_start = 0;
+        let mut after_wait = false;
+        // Effects come in batches, one per event; rebuild the batches from request boundaries.
+        for (i, e) in trace.effects.iter().enumerate() {
+            match *e {
+                Effect::Notify(Notice::CycleStarted { .. }) => {
+                    runs_this_cycle = [0; 10];
+                    bounces_this_cycle = 0;
+                }
+                Effect::RunStep { step, issue, attempt, .. } => {
+                    prop_assert!(!escalated.contains(&issue), "escalated issue {issue} ran again");
+                    prop_assert!(attempt <= l.max_retries_per_step);
+                    // A wait consumes no attempt: its re-dispatch is the same run.
+                    if attempt == 1 && !after_wait { runs_this_cycle[step.index()] += 1; }
+                    after_wait = false;
+                    prop_assert!(runs_this_cycle[step.index()] <= 1 + bounces_this_cycle,
+                        "{step} ran {} times with {bounces_this_cycle} bounces", runs_this_cycle[step.index()]);
+                }
+                Effect::Notify(Notice::Bounced { bounces, .. }) => {
+                    bounces_this_cycle += 1;
+                    prop_assert_eq!(bounces, bounces_this_cycle);
+                    prop_assert!(bounces <= l.max_bounce_retries);
+                }
+                Effect::MarkEscalated { issue } => {
+                    streak += 1;
+                    escalated.insert(issue);
+                    prop_assert!(streak <= l.max_consecutive_escalations);
+                    let halts_here = trace.effects[i..].iter()
+                        .take_while(|e| !matches!(e, Effect::SelectIssue | Effect::CheckPreconditions { .. }))
+                        .any(|e| matches!(e, Effect::Halt(HaltReason::ConsecutiveEscalations { .. })));
+                    prop_assert_eq!(halts_here, streak == l.max_consecutive_escalations,
+                        "halt must come exactly at the {}th escalation", l.max_consecutive_escalations);
+                }
+                Effect::RecordMerged { .. } => streak = 0,
+                Effect::Wait { .. } => after_wait = true,
+                Effect::Halt(_) => {
+                    let batch = &trace.effects[batch_start..];
+                    prop_assert!(!batch.iter().any(|e| matches!(e,
+                        Effect::ResetCycle | Effect::AutoCommit(_) | Effect::CheckoutMain)),
+                        "a halt changed something: {batch:?}");
+                    prop_assert_eq!(trace.effects.last(), Some(&Effect::Exit { code: 1 }));
+                }
+                _ => {}
+            }
+            if matches!(e, Effect::SelectIssue | Effect::CheckPreconditions { .. } | Effect::RunStep { .. } | Effect::Wait { .. }) {
+                batch_start = i + 1;
+            }
+        }
+    }
+
+    #[test]
+    fn same_events_same_effects(l in limits(), backlog in 0u32..4, qs in queues()) {
+        let (a_core, a) = run(&l, backlog, &qs);
+        let (b_core, b) = run(&l, backlog, &qs);
+        prop_assert_eq!(&a.effects, &b.effects);
+        prop_assert_eq!(a_core.snapshot(), b_core.snapshot());
+        // Replaying the recorded events into a fresh machine reproduces it exactly.
+        let mut replay = Core::new(l.clone(), Mode::Continuous);
+        let mut effects = Vec::new();
+        for ev in &a.events { effects.extend_from_slice(replay.handle(ev)); }
+        prop_assert_eq!(effects, b.effects);
+        prop_assert_eq!(replay.snapshot(), a_core.snapshot());
+    }
+
+    #[test]
+    fn halted_is_absorbing(l in limits(), qs in queues(), extra in prop::collection::vec(any_event(), 1..30)) {
+        let (mut core, _) = run(&l, 3, &qs);
+        prop_assume!(core.is_terminal());
+        let before = core.snapshot();
+        for ev in extra {
+            let fx = core.handle(&ev).to_vec();
+            prop_assert_eq!(core.snapshot(), before.clone());
+            if ev != Event::Start {
+                prop_assert!(fx.is_empty(), "{ev:?} produced {fx:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn reference_model_agrees_after_every_event(l in limits(), backlog in 1u32..4, qs in queues()) {
+        let (_core, trace) = run(&l, backlog, &qs);
+        let mut core = Core::new(l.clone(), Mode::Continuous);
+        let mut model = Model::new(&l);
+        for ev in &trace.events {
+            core.handle(ev);
+            model.apply(ev, core.state().step());
+            let r = core.runner();
+            prop_assert_eq!(r.attempts, model.attempts, "attempts after {:?}", ev);
+            prop_assert_eq!(r.bounces, model.bounces, "bounces after {:?}", ev);
+            prop_assert_eq!(r.consecutive_escalations, model.streak, "streak after {:?}", ev);
+            prop_assert_eq!(&r.escalated, &model.escalated, "escalated after {:?}", ev);
+            prop_assert_eq!(r.phase_failures, model.phase, "phase streaks after {:?}", ev);
+            prop_assert_eq!(r.wait_streak, model.waits, "wait streak after {:?}", ev);
+        }
+    }
+}
+
+fn any_event() -> impl Strategy<Value = Event> {
+    let step = (0usize..10).prop_map(|i| Step::ALL[i]);
+    prop_oneof![
+        Just(Event::Start),
+        Just(Event::NoIssues),
+        Just(Event::WaitOver),
+        (1u32..9).prop_map(|issue| Event::IssueSelected { issue }),
+        step.clone()
+            .prop_map(|step| Event::PreconditionsOk { step }),
+        step.clone().prop_map(|step| Event::StepSucceeded {
+            step,
+            usage: Usage::default()
+        }),
+        (step, class()).prop_map(|(step, class)| Event::StepFailed {
+            step,
+            class,
+            signature: Signature(1),
+            usage: Usage::default(),
+            wait_hint_secs: None
+        }),
+    ]
+}
+
+/// An independent, deliberately naive model of the counters of SPEC §4, written from the
+/// table rather than from the machine's code.
+struct Model {
+    l: Limits,
+    issue: Option<u32>,
+    attempts: [u32; 10],
+    bounces: u32,
+    streak: u32,
+    escalated: BTreeSet<u32>,
+    phase: [u32; 10],
+    waits: u32,
+    same: [(u64, u32); 10],
+    halted: bool,
+}
+
+impl Model {
+    fn new(l: &Limits) -> Self {
+        Model {
+            l: l.clone(),
+            issue: None,
+            attempts: [0; 10],
+            bounces: 0,
+            streak: 0,
+            escalated: BTreeSet::new(),
+            phase: [0; 10],
+            waits: 0,
+            same: [(0, 0); 10],
+            halted: false,
+        }
+    }
+
+    fn escalate(&mut self) {
+        self.streak += 1;
+        if let Some(i) = self.issue {
+            self.escalated.insert(i);
+        }
+        if self.streak >= self.l.max_consecutive_escalations {
+            self.halted = true;
+        }
+    }
+
+    fn apply(&mut self, ev: &Event, _now: Option<Step>) {
+        if self.halted {
+            return;
+        }
+        match *ev {
+            Event::IssueSelected { issue } => {
+                if self.escalated.contains(&issue) {
+                    self.halted = true;
+                    return;
+                }
+                self.issue = Some(issue);
+                self.attempts = [0; 10];
+                self.bounces = 0;
+                self.same = [(0, 0); 10];
+            }
+            Event::NoIssues | Event::AllEscalated | Event::AllBlocked => self.halted = true,
+            Event::PreconditionFailed { .. } => {
+                self.bounces += 1;
+                if self.bounces > self.l.max_bounce_retries {
+                    self.escalate();
+                }
+            }
+            Event::StepSucceeded { step, .. } => {
+                self.waits = 0;
+                self.phase[step.index()] = 0;
+                self.same[step.index()] = (0, 0);
+                if step == Step::Merge {
+                    self.streak = 0;
+                }
+            }
+            Event::AlreadyDone { step } => {
+                if step == Step::Merge {
+                    self.streak = 0;
+                }
+            }
+            Event::StepFailed {
+                step,
+                class,
+                signature,
+                ..
+            } => {
+                let i = step.index();
+                match class.disposition() {
+                    Disposition::HaltEnvironment => {
+                        self.halted = true;
+                        return;
+                    }
+                    Disposition::Backoff | Disposition::WaitForQuota => {
+                        self.waits += 1;
+                        if self.waits > self.l.max_rate_limit_waits {
+                            self.halted = true;
+                        }
+                        return;
+                    }
+                    _ => {}
+                }
+                self.waits = 0;
+                self.attempts[i] += 1;
+                self.phase[i] += 1;
+                self.same[i] = if self.same[i].0 == signature.0 {
+                    (signature.0, self.same[i].1 + 1)
+                } else {
+                    (signature.0, 1)
+                };
+                let f = self.l.max_consecutive_failures[i];
+                if f > 0 && self.phase[i] >= f {
+                    self.halted = true;
+                    return;
+                }
+                let s = self.l.max_consecutive_same_failure;
+                if class.disposition() == Disposition::EscalateNow
+                    || self.attempts[i] >= self.l.max_retries_per_step
+                    || (s > 0 && self.same[i].1 >= s)
+                {
+                    self.escalate();
+                }
+            }
+            _ => {}
+        }
+    }
+}
