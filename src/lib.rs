@@ -4,3 +4,6 @@
 pub mod failure;
 pub mod machine;
 pub mod step;
+pub mod diagram;
+pub mod cli;
+pub mod commands;

@@ -1,3 +1,15 @@
+use clap::Parser;
+use sdlc_runner::cli::{Cli, Command};
+use sdlc_runner::commands;
+
 fn main() {
-    println!("sdlc-runner");
+    let cli = Cli::parse();
+    let code = match &cli.command {
+        Command::Diagram(args) => commands::diagram::run(args),
+        other => {
+            eprintln!("error: {other:?} is not available yet");
+            2
+        }
+    };
+    std::process::exit(code);
 }

@@ -5,7 +5,7 @@ pub mod bounds;
 mod sm;
 mod types;
 
-pub use sm::{LastFailure, Runner, Spend, State, Stats, Superstate};
+pub use sm::{state_of as state_of_step, LastFailure, Runner, Spend, State, Stats, Superstate};
 pub use types::*;
 
 use statig::blocking::{InitializedStateMachine, IntoStateMachineExt};

@@ -442,7 +442,7 @@ impl Runner {
 }
 
 /// The state of a step, for transitions computed from data.
-pub(crate) fn state_of(step: Step) -> State {
+pub fn state_of(step: Step) -> State {
     match step {
         Step::StartCycle => State::start_cycle(),
         Step::StartIssue => State::start_issue(),

@@ -1,0 +1,136 @@
+//! Command-line definitions (clap). `main.rs` parses and dispatches; each command lives in
+//! its own module under `commands/`.
+
+use clap::{Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "sdlc-runner",
+    version,
+    about = "Drive an AI coding agent through the lifecycle of every open issue, and halt provably early when progress is impossible.",
+    after_help = "Exit codes: 0 done (nothing left, single issue merged, single step ok, signal shutdown); 1 halted, escalation ended a single-issue run, or a single step failed; 2 usage, config or environment error before any agent ran."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the lifecycle on the configured project.
+    Run(RunArgs),
+    /// Run the offline demo: a temporary repository, a local tracker and a scripted agent.
+    Demo(DemoArgs),
+    /// Export the state machine as diagrams derived from the executable machine.
+    Diagram(DiagramArgs),
+    /// Print the exact worst-case number of agent invocations for a config.
+    Bounds {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Show the session's state, counters, current issue and step, and where the logs are.
+    Status {
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-drive the machine from a journal's recorded events and report any divergence.
+    Replay {
+        #[arg(value_name = "JOURNAL")]
+        journal: PathBuf,
+    },
+    /// Answer a pending decision (manual approval): retry, skip or halt.
+    Decide {
+        #[arg(value_name = "OPTION")]
+        option: String,
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Check or describe the config file.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+    /// A scripted stand-in for the agent CLI, used by the demo and the tests.
+    #[command(hide = true)]
+    FakeAgent(FakeAgentArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// Print what would run; change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Continue the previous session (the default whenever a journal exists; kept for compatibility).
+    #[arg(long)]
+    pub resume: bool,
+    /// Work on this issue only; its merge or escalation ends the run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub issue: Option<u32>,
+    /// Run one step (number 1-10 or key such as `verify`) and exit.
+    #[arg(long, value_name = "N|KEY", value_parser = parse_step)]
+    pub step: Option<crate::step::Step>,
+    /// Discord channel for notifications (overrides `discordChannelId`).
+    #[arg(long, value_name = "ID")]
+    pub discord_channel: Option<String>,
+    /// Acknowledge the previous session's halt and start a new session.
+    #[arg(long)]
+    pub ack_halt: bool,
+}
+
+fn parse_step(s: &str) -> Result<crate::step::Step, String> {
+    crate::step::Step::parse(s).ok_or_else(|| {
+        let keys: Vec<&str> = crate::step::Step::ALL.iter().map(|s| s.key()).collect();
+        format!("\"{s}\" is not a step: use a number 1-10 or one of {}", keys.join(", "))
+    })
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Where to create the demo project (default: a new temporary directory, kept).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiagramFormat {
+    Mermaid,
+    Dot,
+    Scxml,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DiagramArgs {
+    /// Only this format (default: all three).
+    #[arg(long, value_enum)]
+    pub format: Option<DiagramFormat>,
+    /// Directory to write to.
+    #[arg(long, value_name = "DIR", default_value = "state-diagrams")]
+    pub out: PathBuf,
+    /// Do not write: exit 1 with a summary if the files in --out are stale.
+    #[arg(long)]
+    pub check: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a config file: exit 0, or exit 2 naming every bad key.
+    Check {
+        #[arg(value_name = "FILE")]
+        file: PathBuf,
+    },
+    /// Print the JSON Schema of the config.
+    Schema,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct FakeAgentArgs {
+    /// Everything the runner passes (model, prompt, flags) is accepted and ignored.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub rest: Vec<String>,
+}

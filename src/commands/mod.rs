@@ -1,0 +1,3 @@
+//! One module per subcommand; each returns the process exit code.
+
+pub mod diagram;

@@ -1,0 +1,453 @@
+//! State diagrams derived from the executable machine (never drawn by hand): a breadth-first
+//! exploration feeds every kind of event to every reachable machine value, records which
+//! named state each one leads to, and labels the edge with the event and the guard that the
+//! effects reveal (retry, bounce, escalate: cause, halt: reason). Edges shared by every leaf
+//! of a superstate are drawn once from the superstate.
+
+use crate::failure::{FailureClass, Signature};
+use crate::machine::{
+    Core, DecisionOption, Effect, Event, HaltReason, Limits, Mode, Notice, Signal, State, Usage,
+};
+use crate::step::{Check, Step};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+use std::fmt::Write as _;
+
+/// Pseudo-state for "the process exits but the machine keeps its position" (signal stop).
+const EXITED: &str = "Exited";
+
+/// The exploration is finite by construction; this guards against a new unbounded field.
+const MAX_EXPLORED: usize = 1_000_000;
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Edge {
+    pub from: String,
+    pub event: &'static str,
+    pub guard: String,
+    pub to: String,
+}
+
+impl Edge {
+    pub fn label(&self) -> String {
+        if self.guard.is_empty() {
+            self.event.to_string()
+        } else {
+            format!("{} [{}]", self.event, self.guard)
+        }
+    }
+}
+
+/// The explored graph: leaf states with their superstate chains, and edges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Graph {
+    pub initial: String,
+    /// leaf name → ancestors, outermost first
+    pub leaves: BTreeMap<String, Vec<&'static str>>,
+    pub finals: BTreeSet<String>,
+    pub edges: BTreeSet<Edge>,
+}
+
+fn guard(effects: &[Effect]) -> String {
+    for e in effects {
+        match e {
+            Effect::Halt(reason) => return format!("halt: {}", halt_kind(reason)),
+            Effect::Notify(Notice::Escalated { cause, .. }) => {
+                return format!("escalate: {}", cause.describe())
+            }
+            Effect::Notify(Notice::Retrying { .. }) => return "retry".into(),
+            Effect::Notify(Notice::Bounced { .. }) => return "bounce".into(),
+            Effect::Notify(Notice::Waiting { .. }) => return "wait".into(),
+            Effect::RecordMerged { .. } => return "merged".into(),
+            Effect::AskDecision { .. } => return "ask a person".into(),
+            _ => {}
+        }
+    }
+    String::new()
+}
+
+fn halt_kind(reason: &HaltReason) -> &'static str {
+    match reason {
+        HaltReason::ConsecutiveEscalations { .. } => "consecutive escalations",
+        HaltReason::AllIssuesEscalated => "all issues escalated",
+        HaltReason::AllIssuesBlocked => "all issues blocked",
+        HaltReason::MaxConsecutiveFailures { .. } => "max consecutive failures",
+        HaltReason::Environment { .. } => "environment",
+        HaltReason::WaitsExhausted { .. } => "waits exhausted",
+        HaltReason::QuotaTooLong { .. } => "quota wait too long",
+        HaltReason::SessionBudget => "session budget",
+        HaltReason::Operator => "operator",
+        HaltReason::DecisionTimeout => "decision timeout",
+    }
+}
+
+/// Every kind of event, with payloads chosen to satisfy every guard from `core`'s value.
+fn alphabet(core: &Core) -> Vec<Event> {
+    let usage = Usage { cost_micros: 400_000, elapsed_ms: 1_000, turns: 1 };
+    let mut evs = vec![
+        Event::Start,
+        Event::NoIssues,
+        Event::AllEscalated,
+        Event::AllBlocked,
+        Event::WaitOver,
+        Event::DecisionTimedOut,
+        Event::ShutdownRequested { signal: Signal::Term },
+    ];
+    let fresh = core.escalated().iter().max().map_or(1, |m| m + 1);
+    evs.push(Event::IssueSelected { issue: fresh });
+    evs.push(Event::AlreadyMerged { issue: fresh });
+    evs.push(Event::Resume { issue: fresh, next: Step::Implement });
+    if let Some(&old) = core.escalated().iter().next() {
+        evs.push(Event::IssueSelected { issue: old });
+    }
+    for option in DecisionOption::ALL {
+        evs.push(Event::Decided { option });
+    }
+    if let Some(step) = core.state().step() {
+        if let Some(issue) = core.runner().issue {
+            evs.push(Event::Resume { issue, next: step });
+        }
+        evs.push(Event::PreconditionsOk { step });
+        evs.push(Event::AlreadyDone { step });
+        if let Some(&check) = Check::of(step).first() {
+            evs.push(Event::PreconditionFailed { step, check });
+        }
+        evs.push(Event::StepSucceeded { step, usage });
+        let last = core.runner().last_signature[step.index()].map_or(0, |s| s.0);
+        for (class, sig, hint) in [
+            (FailureClass::TestAssertion, last + 1, None),
+            (FailureClass::TestAssertion, last, None),
+            (FailureClass::ContextWindow, last + 1, None),
+            (FailureClass::RateLimit, 7, None),
+            (FailureClass::Quota, 8, Some(60)),
+            (FailureClass::Quota, 8, Some(u64::MAX)),
+            (FailureClass::Auth, 9, None),
+        ] {
+            evs.push(Event::StepFailed {
+                step,
+                class,
+                signature: Signature(sig),
+                usage,
+                wait_hint_secs: hint,
+            });
+        }
+    }
+    evs
+}
+
+/// Limits that make every guard reachable with a small state space.
+fn exploration_limits() -> Vec<Limits> {
+    let mut phase = [0; 10];
+    phase[Step::Verify.index()] = 3;
+    let base = Limits {
+        max_retries_per_step: 2,
+        max_bounce_retries: 1,
+        max_consecutive_escalations: 2,
+        max_consecutive_same_failure: 2,
+        max_consecutive_failures: phase,
+        max_rate_limit_waits: 1,
+        max_quota_wait_secs: 3600,
+        max_repair_iterations: 1,
+        ..Limits::default()
+    };
+    let manual = Limits { manual_approval: true, ..base.clone() };
+    let budgeted = Limits {
+        per_issue_budget_micros: Some(1_000_000),
+        per_session_budget_micros: Some(2_000_000),
+        max_consecutive_escalations: 3,
+        ..base.clone()
+    };
+    vec![base, manual, budgeted]
+}
+
+/// Explore the machine from its initial state with every event kind.
+pub fn explore() -> Graph {
+    let mut graph = Graph {
+        initial: String::new(),
+        leaves: BTreeMap::new(),
+        finals: BTreeSet::new(),
+        edges: BTreeSet::new(),
+    };
+    for limits in exploration_limits() {
+        explore_with(limits, &mut graph);
+    }
+    collapse_shared_edges(&mut graph);
+    graph
+}
+
+fn explore_with(limits: Limits, graph: &mut Graph) {
+    let start = Core::new(limits, Mode::Continuous);
+    graph.initial = start.state().name().to_string();
+    let mut seen: HashSet<(State, crate::machine::Runner)> = HashSet::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(core) = queue.pop_front() {
+        if !seen.insert(exploration_key(&core)) {
+            continue;
+        }
+        assert!(seen.len() < MAX_EXPLORED, "state exploration did not converge: a counter escapes exploration_key");
+        let from = core.state();
+        graph.leaves.insert(from.name().to_string(), Core::ancestors(from));
+        if from.is_terminal() {
+            graph.finals.insert(from.name().to_string());
+            continue;
+        }
+        for ev in alphabet(&core) {
+            let mut next = core.clone();
+            let effects = next.handle(&ev).to_vec();
+            if effects.is_empty() || ev == Event::Start {
+                continue;
+            }
+            let stays = next.state().name() == from.name();
+            let exits = effects.iter().any(|e| matches!(e, Effect::Exit { .. }));
+            let to = if stays && exits && !next.is_terminal() {
+                EXITED.to_string()
+            } else {
+                next.state().name().to_string()
+            };
+            let guard = guard(&effects);
+            // Work inside a state (dispatching an attempt) is not a transition.
+            if to != from.name() || !guard.is_empty() {
+                graph.edges.insert(Edge { from: from.name().to_string(), event: ev.label(), guard, to });
+            }
+            queue.push_back(next);
+        }
+    }
+}
+
+/// Two machine values that offer the same edges share a key: issue numbers, spend beyond the
+/// budgets, statistics and the counters of other steps do not change which edges exist.
+fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
+    let (state, mut r) = core.snapshot();
+    if state.is_terminal() {
+        return (state, crate::machine::Runner::new(r.limits, r.mode));
+    }
+    // Per-step counters of steps other than the current one are abstracted away: every edge
+    // they could enable is also reached with the step current (the state space stays small).
+    let current = state.step().map(|s| s.index());
+    for i in (0..10).filter(|&i| Some(i) != current) {
+        r.attempts[i] = 0;
+        r.same_failure[i] = 0;
+        r.last_signature[i] = None;
+        r.last_class[i] = None;
+        r.repairs[i] = 0;
+    }
+    // A person granting "retry once more" can push counters past their limits forever; past
+    // the limit every value behaves alike.
+    for i in 0..10 {
+        r.attempts[i] = r.attempts[i].min(r.limits.max_retries_per_step + 1);
+        r.same_failure[i] = r.same_failure[i].min(r.limits.max_consecutive_same_failure + 1);
+    }
+    r.stats = Default::default();
+    r.last_usage = Usage::default();
+    // A per-step failure streak without a threshold can never trigger anything.
+    for (i, f) in r.phase_failures.iter_mut().enumerate() {
+        if r.limits.max_consecutive_failures[i] == 0 {
+            *f = 0;
+        }
+    }
+    // Only equality with the previous signature matters, never its value.
+    for sig in r.last_signature.iter_mut().flatten() {
+        *sig = Signature(0);
+    }
+    // The last failure only feeds diagnostics.
+    r.last_failure = None;
+    let n = r.escalated.len().min(2) as u32;
+    r.escalated = (1..=n).collect();
+    r.issue = r.issue.map(|i| if core.escalated().contains(&i) { 1 } else { 0 });
+    let cap = |v: u64, budget: Option<u64>| budget.map_or(0, |b| v.min(b.saturating_add(1)));
+    r.session_cost_micros = cap(r.session_cost_micros, r.limits.per_session_budget_micros);
+    r.issue_cost_micros = cap(r.issue_cost_micros, r.limits.per_issue_budget_micros);
+    r.issue_elapsed_ms = cap(r.issue_elapsed_ms, r.limits.per_issue_budget_ms);
+    (state, r)
+}
+
+/// An edge that every leaf under a superstate has is drawn once, from the superstate.
+fn collapse_shared_edges(graph: &mut Graph) {
+    let supers: BTreeSet<&'static str> =
+        graph.leaves.values().flat_map(|a| a.iter().copied()).collect();
+    // Outermost first, so that Session absorbs what all of its leaves share.
+    let mut order: Vec<&'static str> = supers.into_iter().collect();
+    order.sort_by_key(|s| graph.leaves.values().filter(|a| a.contains(s)).count());
+    order.reverse();
+    for sup in order {
+        let members: Vec<String> = graph
+            .leaves
+            .iter()
+            .filter(|(_, a)| a.contains(&sup))
+            .map(|(n, _)| n.clone())
+            .collect();
+        let signatures: BTreeSet<(&'static str, String, String)> = graph
+            .edges
+            .iter()
+            .filter(|e| e.from == members[0])
+            .map(|e| (e.event, e.guard.clone(), e.to.clone()))
+            .collect();
+        for (event, guard, to) in signatures {
+            let shared = members.iter().all(|m| {
+                graph.edges.iter().any(|e| &e.from == m && e.event == event && e.guard == guard && e.to == to)
+            });
+            if shared && members.len() > 1 {
+                graph.edges.retain(|e| !(members.contains(&e.from) && e.event == event && e.guard == guard && e.to == to));
+                graph.edges.insert(Edge { from: sup.to_string(), event, guard, to });
+            }
+        }
+    }
+}
+
+/// Nested superstate tree: superstate → (child superstates, leaves).
+fn tree(graph: &Graph) -> BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)> {
+    let mut t: BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)> =
+        BTreeMap::new();
+    for (leaf, ancestors) in &graph.leaves {
+        let mut parent = None;
+        for a in ancestors {
+            t.entry(parent).or_default().0.insert(a);
+            parent = Some(*a);
+        }
+        t.entry(parent).or_default().1.insert(leaf.clone());
+    }
+    t
+}
+
+/// Steps first in lifecycle order, then the rest alphabetically.
+fn ordered(names: &BTreeSet<String>) -> Vec<&String> {
+    let rank = |n: &str| Step::ALL.iter().position(|s| crate::machine::state_of_step(*s).name() == n);
+    let mut v: Vec<&String> = names.iter().collect();
+    v.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), (*n).clone()));
+    v
+}
+
+pub fn mermaid(graph: &Graph) -> String {
+    let t = tree(graph);
+    let mut out = String::from("%% Generated by `sdlc-runner diagram` from the executable machine. Do not edit.\nstateDiagram-v2\n");
+    fn walk(
+        out: &mut String,
+        t: &BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)>,
+        node: Option<&'static str>,
+        depth: usize,
+    ) {
+        let pad = "    ".repeat(depth);
+        if let Some((subs, leaves)) = t.get(&node) {
+            for leaf in ordered(leaves) {
+                let _ = writeln!(out, "{pad}{leaf}");
+            }
+            for sub in subs {
+                let _ = writeln!(out, "{pad}state {sub} {{");
+                walk(out, t, Some(sub), depth + 1);
+                let _ = writeln!(out, "{pad}}}");
+            }
+        }
+    }
+    walk(&mut out, &t, None, 1);
+    let _ = writeln!(out, "    [*] --> {}", graph.initial);
+    for e in &graph.edges {
+        let to = if e.to == EXITED { "[*]" } else { e.to.as_str() };
+        let _ = writeln!(out, "    {} --> {} : {}", e.from, to, e.label());
+    }
+    for f in &graph.finals {
+        let _ = writeln!(out, "    {f} --> [*]");
+    }
+    out
+}
+
+pub fn dot(graph: &Graph) -> String {
+    let t = tree(graph);
+    let mut out = String::from("// Generated by `sdlc-runner diagram` from the executable machine. Do not edit.\ndigraph sdlc_runner {\n    compound=true;\n    rankdir=TB;\n    node [shape=box, style=rounded, fontname=\"Helvetica\"];\n    edge [fontname=\"Helvetica\", fontsize=9];\n    __start [shape=point];\n    Exited [shape=doublecircle, label=\"exit 0\\n(position kept)\"];\n");
+    fn walk(
+        out: &mut String,
+        t: &BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)>,
+        graph: &Graph,
+        node: Option<&'static str>,
+        depth: usize,
+    ) {
+        let pad = "    ".repeat(depth);
+        if let Some((subs, leaves)) = t.get(&node) {
+            for leaf in ordered(leaves) {
+                let shape = if graph.finals.contains(leaf) { ", peripheries=2" } else { "" };
+                let _ = writeln!(out, "{pad}{leaf} [label=\"{leaf}\"{shape}];");
+            }
+            for sub in subs {
+                let _ = writeln!(out, "{pad}subgraph cluster_{sub} {{");
+                let _ = writeln!(out, "{pad}    label=\"{sub}\";");
+                let _ = writeln!(out, "{pad}    {sub}__anchor [shape=point, style=invis];");
+                walk(out, t, graph, Some(sub), depth + 1);
+                let _ = writeln!(out, "{pad}}}");
+            }
+        }
+    }
+    walk(&mut out, &t, graph, None, 1);
+    let _ = writeln!(out, "    __start -> {};", graph.initial);
+    let is_super = |n: &str| t.keys().any(|k| *k == Some(n)) || t.values().any(|v| v.0.iter().any(|s| *s == n));
+    for e in &graph.edges {
+        let (from, tail) = if is_super(&e.from) {
+            (format!("{}__anchor", e.from), format!(", ltail=cluster_{}", e.from))
+        } else {
+            (e.from.clone(), String::new())
+        };
+        let _ = writeln!(out, "    {from} -> {} [label=\"{}\"{tail}];", e.to, e.label().replace('"', "'"));
+    }
+    out.push_str("}\n");
+    out
+}
+
+fn xml_escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+pub fn scxml(graph: &Graph) -> String {
+    let t = tree(graph);
+    let mut out = format!(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<!-- Generated by `sdlc-runner diagram` from the executable machine. Do not edit. -->\n<scxml xmlns=\"http://www.w3.org/2005/07/scxml\" xmlns:sdlc=\"urn:sdlc-runner:guard\" version=\"1.0\" initial=\"{}\">\n",
+        graph.initial
+    );
+    fn transitions(out: &mut String, graph: &Graph, from: &str, pad: &str) {
+        for e in graph.edges.iter().filter(|e| e.from == from) {
+            let guard = if e.guard.is_empty() {
+                String::new()
+            } else {
+                format!(" sdlc:guard=\"{}\"", xml_escape(&e.guard))
+            };
+            let _ = writeln!(out, "{pad}<transition event=\"{}\" target=\"{}\"{guard}/>", e.event, e.to);
+        }
+    }
+    fn walk(
+        out: &mut String,
+        t: &BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)>,
+        graph: &Graph,
+        node: Option<&'static str>,
+        depth: usize,
+    ) {
+        let pad = "    ".repeat(depth);
+        if let Some((subs, leaves)) = t.get(&node) {
+            for leaf in ordered(leaves) {
+                if graph.finals.contains(leaf) {
+                    let _ = writeln!(out, "{pad}<final id=\"{leaf}\"/>");
+                    continue;
+                }
+                let _ = writeln!(out, "{pad}<state id=\"{leaf}\">");
+                transitions(out, graph, leaf, &format!("{pad}    "));
+                let _ = writeln!(out, "{pad}</state>");
+            }
+            for sub in subs {
+                let first = t.get(&Some(*sub)).and_then(|(_, l)| ordered(l).first().map(|s| s.to_string()))
+                    .or_else(|| t.get(&Some(*sub)).and_then(|(s, _)| s.iter().next().map(|s| s.to_string())))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "{pad}<state id=\"{sub}\" initial=\"{first}\">");
+                transitions(out, graph, sub, &format!("{pad}    "));
+                walk(out, t, graph, Some(sub), depth + 1);
+                let _ = writeln!(out, "{pad}</state>");
+            }
+        }
+    }
+    walk(&mut out, &t, graph, None, 1);
+    let _ = writeln!(out, "    <final id=\"{EXITED}\"/>");
+    out.push_str("</scxml>\n");
+    out
+}
+
+/// The three diagram files, by file name.
+pub fn render_all(graph: &Graph) -> Vec<(&'static str, String)> {
+    vec![
+        ("sdlc-runner.mmd", mermaid(graph)),
+        ("sdlc-runner.dot", dot(graph)),
+        ("sdlc-runner.scxml", scxml(graph)),
+    ]
+}
