@@ -12,8 +12,10 @@ pub fn run(args: &DiagramArgs) -> i32 {
         Some(DiagramFormat::Dot) => name.ends_with(".dot"),
         Some(DiagramFormat::Scxml) => name.ends_with(".scxml"),
     };
-    let files: Vec<(&str, String)> =
-        diagram::render_all(&graph).into_iter().filter(|(n, _)| wanted(n)).collect();
+    let files: Vec<(&str, String)> = diagram::render_all(&graph)
+        .into_iter()
+        .filter(|(n, _)| wanted(n))
+        .collect();
     if args.check {
         return check(&args.out, &files);
     }
@@ -42,13 +44,28 @@ fn check(dir: &Path, files: &[(&str, String)]) -> i32 {
                 let old_lines: Vec<&str> = old.lines().collect();
                 let new_lines: Vec<&str> = fresh.lines().collect();
                 let first = old_lines.iter().zip(&new_lines).position(|(a, b)| a != b);
-                let removed = old_lines.iter().filter(|l| !new_lines.contains(l)).count();
-                let added = new_lines.iter().filter(|l| !old_lines.contains(l)).count();
+                let removed: Vec<&&str> = old_lines
+                    .iter()
+                    .filter(|l| !new_lines.contains(l))
+                    .collect();
+                let added: Vec<&&str> = new_lines
+                    .iter()
+                    .filter(|l| !old_lines.contains(l))
+                    .collect();
                 let at = first.unwrap_or(old_lines.len().min(new_lines.len())) + 1;
-                stale.push(format!(
-                    "{}: stale (+{added} -{removed} lines, first difference at line {at})",
-                    path.display()
-                ));
+                let mut msg = format!(
+                    "{}: stale (+{} -{} lines, first difference at line {at})",
+                    path.display(),
+                    added.len(),
+                    removed.len()
+                );
+                for line in removed.iter().take(5) {
+                    msg.push_str(&format!("\n  - {}", line.trim()));
+                }
+                for line in added.iter().take(5) {
+                    msg.push_str(&format!("\n  + {}", line.trim()));
+                }
+                stale.push(msg);
             }
             Ok(_) => {}
         }
@@ -60,7 +77,10 @@ fn check(dir: &Path, files: &[(&str, String)]) -> i32 {
         for s in &stale {
             eprintln!("{s}");
         }
-        eprintln!("regenerate with: sdlc-runner diagram --out {}", dir.display());
+        eprintln!(
+            "regenerate with: sdlc-runner diagram --out {}",
+            dir.display()
+        );
         1
     }
 }
