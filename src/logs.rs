@@ -476,14 +476,20 @@ mod tests {
 
         // 500 bytes of step logs; cap 250 → delete a-old, b-old (same mtime: by name), then
         // middle; the live log is older but kept.
-        let deleted = logs.prune(250, &[live.clone()]).unwrap();
+        let deleted = logs.prune(250, std::slice::from_ref(&live)).unwrap();
         assert_eq!(deleted, vec![oldest_a, oldest_b, middle]);
         for kept in [&orchestration, &live, &newest, &other] {
             assert!(kept.exists(), "{} kept", kept.display());
         }
-        assert!(logs.prune(250, &[live.clone()]).unwrap().is_empty());
+        assert!(logs
+            .prune(250, std::slice::from_ref(&live))
+            .unwrap()
+            .is_empty());
         // Under the cap nothing goes; a cap of 0 removes everything that may be removed.
-        assert_eq!(logs.prune(0, &[live.clone()]).unwrap(), vec![newest]);
+        assert_eq!(
+            logs.prune(0, std::slice::from_ref(&live)).unwrap(),
+            vec![newest]
+        );
         assert!(live.exists() && orchestration.exists());
     }
 
