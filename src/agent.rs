@@ -771,6 +771,29 @@ mod tests {
         assert_eq!(exit.stdout_tail, "done\n");
     }
 
+    #[tokio::test]
+    async fn dropping_the_future_kills_the_agent_group() {
+        let dir = TempDir::new().unwrap();
+        let program = script(&dir, "agent.sh", "sleep 300 & echo $!; wait");
+        let run = agent_run(&dir, program);
+        let mut seen = Vec::new();
+        let outcome = tokio::time::timeout(
+            Duration::from_millis(500),
+            run_agent(&run, &mut |c: &[u8]| seen.extend_from_slice(c), no_cancel()),
+        )
+        .await;
+        assert!(outcome.is_err(), "the agent was still running");
+        let grandchild = first_pid(&seen);
+        let gone = (0..100).any(|_| {
+            std::thread::sleep(Duration::from_millis(20));
+            !cleanup::process_alive(grandchild)
+        });
+        assert!(
+            gone,
+            "grandchild {grandchild} killed when the attempt was abandoned"
+        );
+    }
+
     fn peak_rss_kib() -> u64 {
         std::fs::read_to_string("/proc/self/status")
             .unwrap()
