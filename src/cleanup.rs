@@ -1,0 +1,545 @@
+//! Process cleanup (SPEC §5 signals, §8 "never kills the runner itself or its ancestors"):
+//! killing an agent's process group, and killing stray processes whose command line matches
+//! one of `cleanup.processPatterns`.
+//!
+//! Everything here reads `/proc` directly instead of spawning `pgrep`, so a pattern can never
+//! match the helper that searches for it, and every process is identified by pid *and* start
+//! time, so a pid recycled between the scan and the signal is never hit.
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long [`kill_matching`] waits after SIGTERM before it sends SIGKILL.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(5);
+
+/// How often liveness is polled while waiting for processes to exit.
+const POLL_INTERVAL: Duration = Duration::from_millis(20);
+
+/// After SIGKILL the kernel needs a moment to tear a process down; this caps how long a
+/// caller blocks on that before giving up (a process in uninterruptible sleep can take longer).
+const AFTER_KILL_WAIT: Duration = Duration::from_secs(2);
+
+/// The fields of `/proc/<pid>/stat` this module needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    pub pid: i32,
+    /// One-letter state (`R`, `S`, `Z`, ...).
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+    pub session: i32,
+    /// Clock ticks since boot; together with the pid it identifies one process for good.
+    pub start_time: u64,
+}
+
+impl ProcStat {
+    /// A zombie has exited; it only waits for its parent to reap it.
+    pub fn is_zombie(&self) -> bool {
+        matches!(self.state, 'Z' | 'X')
+    }
+}
+
+/// Reads `/proc/<pid>/stat`; `None` when the process does not exist (or the line is odd).
+pub fn read_stat(pid: i32) -> Option<ProcStat> {
+    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// The command name may contain spaces and parentheses, so fields are counted from the
+/// *last* `)`.
+fn parse_stat(text: &str) -> Option<ProcStat> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let pid = text.get(..open)?.trim().parse().ok()?;
+    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // rest[0] is field 3 (state), so field n is rest[n - 3].
+    Some(ProcStat {
+        pid,
+        state: rest.first()?.chars().next()?,
+        ppid: rest.get(1)?.parse().ok()?,
+        pgrp: rest.get(2)?.parse().ok()?,
+        session: rest.get(3)?.parse().ok()?,
+        start_time: rest.get(19)?.parse().ok()?,
+    })
+}
+
+/// The command line of `pid` with its NUL separators turned into spaces; `None` for a
+/// process that is gone or has no command line (kernel threads, zombies).
+pub fn read_cmdline(pid: i32) -> Option<String> {
+    let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let trimmed = raw.strip_suffix(&[0]).unwrap_or(&raw);
+    if trimmed.is_empty() {
+        return None;
+    }
+    let joined: Vec<u8> = trimmed
+        .iter()
+        .map(|&b| if b == 0 { b' ' } else { b })
+        .collect();
+    Some(String::from_utf8_lossy(&joined).into_owned())
+}
+
+/// Every pid listed in `/proc`.
+fn all_pids() -> io::Result<Vec<i32>> {
+    let mut pids = Vec::new();
+    for entry in fs::read_dir("/proc")? {
+        let Ok(entry) = entry else { continue };
+        if let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
+            pids.push(pid);
+        }
+    }
+    Ok(pids)
+}
+
+/// Whether `pid` is running (exists and is not a zombie). A zombie is treated as gone: on
+/// systems whose pid 1 does not reap orphans, zombies linger forever but hold nothing.
+pub fn process_alive(pid: i32) -> bool {
+    read_stat(pid).is_some_and(|s| !s.is_zombie())
+}
+
+/// The pids and process-group leaders that cleanup must never signal: this process, every
+/// ancestor up to pid 1, and the process group and session leaders of all of them (a
+/// pipeline `producer | sdlc-runner` makes `producer` our group leader without being an
+/// ancestor; the session leader is usually the operator's shell).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProtectSet {
+    pids: BTreeSet<i32>,
+}
+
+impl ProtectSet {
+    /// The protect set of the running process.
+    pub fn current() -> ProtectSet {
+        ProtectSet::for_pid(std::process::id() as i32)
+    }
+
+    /// The protect set of `pid` (walks its `/proc/<pid>/stat` ppid chain up to 1).
+    pub fn for_pid(pid: i32) -> ProtectSet {
+        let mut set = ProtectSet::default();
+        set.pids.insert(pid);
+        let mut current = pid;
+        // A bound on the walk guards against a cycle in a corrupted or racing /proc read.
+        for _ in 0..4096 {
+            let Some(stat) = read_stat(current) else {
+                break;
+            };
+            set.pids.insert(stat.pgrp);
+            set.pids.insert(stat.session);
+            if stat.ppid <= 1 || stat.ppid == current {
+                break;
+            }
+            set.pids.insert(stat.ppid);
+            current = stat.ppid;
+        }
+        // pid 0 is the kernel's placeholder for "no parent / no group"; 1 is init.
+        set.pids.insert(1);
+        set.pids.remove(&0);
+        set
+    }
+
+    /// Also protect `pid` (for example a helper the caller knows about).
+    pub fn protect(&mut self, pid: i32) {
+        self.pids.insert(pid);
+    }
+
+    pub fn contains(&self, pid: i32) -> bool {
+        self.pids.contains(&pid)
+    }
+
+    /// The protected pids, ascending.
+    pub fn pids(&self) -> impl Iterator<Item = i32> + '_ {
+        self.pids.iter().copied()
+    }
+}
+
+/// Sends `signal` to every member of process group `pgid`. `ESRCH` (group empty) is `Ok`.
+pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
+    if pgid <= 1 {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("refusing to signal process group {pgid}"),
+        ));
+    }
+    // SAFETY: killpg has no memory-safety preconditions; pgid > 1 was checked above, so it
+    // can never mean "our own group" (0) or "every process" (-1 / 1).
+    let rc = unsafe { libc::killpg(pgid, signal) };
+    if rc == 0 {
+        return Ok(());
+    }
+    let err = io::Error::last_os_error();
+    if err.raw_os_error() == Some(libc::ESRCH) {
+        Ok(())
+    } else {
+        Err(err)
+    }
+}
+
+/// Whether process group `pgid` still has a member that is not a zombie.
+pub fn group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission; nothing is delivered.
+    let rc = unsafe { libc::killpg(pgid, 0) };
+    if rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+        return false;
+    }
+    // killpg succeeds while zombies remain in the group; only a live member counts.
+    match all_pids() {
+        Ok(pids) => pids
+            .into_iter()
+            .any(|pid| read_stat(pid).is_some_and(|s| s.pgrp == pgid && !s.is_zombie())),
+        Err(_) => true,
+    }
+}
+
+/// What [`kill_process_group`] had to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupKill {
+    /// The group had no live member.
+    AlreadyGone,
+    /// Every member exited within the grace period after SIGTERM.
+    Terminated,
+    /// Some member outlived SIGTERM and was sent SIGKILL.
+    Killed,
+    /// The group is protected (ours or an ancestor's) or not ours to signal; nothing was sent.
+    Refused,
+}
+
+/// Stops every process in group `pgid`: SIGTERM, up to `grace` for them to exit, then
+/// SIGKILL. Blocks the calling thread for at most `grace` plus a short wait after SIGKILL.
+/// The runner's own group and its ancestors' groups are refused.
+pub fn kill_process_group(pgid: i32, grace: Duration) -> GroupKill {
+    if pgid <= 1 || ProtectSet::current().contains(pgid) {
+        return GroupKill::Refused;
+    }
+    if !group_alive(pgid) {
+        return GroupKill::AlreadyGone;
+    }
+    if let Err(err) = signal_group(pgid, libc::SIGTERM) {
+        tracing::warn!("[CLEANUP] could not send SIGTERM to process group {pgid}: {err}");
+        return GroupKill::Refused;
+    }
+    if wait_until(grace, || !group_alive(pgid)) {
+        return GroupKill::Terminated;
+    }
+    if let Err(err) = signal_group(pgid, libc::SIGKILL) {
+        tracing::warn!("[CLEANUP] could not send SIGKILL to process group {pgid}: {err}");
+    }
+    wait_until(AFTER_KILL_WAIT, || !group_alive(pgid));
+    GroupKill::Killed
+}
+
+/// Polls `done` until it holds or `limit` passes; returns whether it held.
+fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        thread::sleep(POLL_INTERVAL);
+    }
+}
+
+/// One process found by a pattern scan, pinned by its start time.
+#[derive(Debug, Clone)]
+struct Target {
+    pid: i32,
+    start_time: u64,
+    cmdline: String,
+}
+
+impl Target {
+    /// Still the same process (not exited, not a recycled pid) and not yet a zombie.
+    fn still_running(&self) -> bool {
+        read_stat(self.pid).is_some_and(|s| s.start_time == self.start_time && !s.is_zombie())
+    }
+
+    /// Sends `signal` if the pid still names the scanned process. ESRCH counts as done;
+    /// any other error is logged and skipped so one stubborn process never aborts the rest.
+    fn signal(&self, signal: i32) -> bool {
+        if !self.still_running() {
+            return false;
+        }
+        // SAFETY: kill has no memory-safety preconditions; pid > 1 is guaranteed by the scan.
+        let rc = unsafe { libc::kill(self.pid, signal) };
+        if rc == 0 {
+            return true;
+        }
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() != Some(libc::ESRCH) {
+            tracing::warn!(
+                "[CLEANUP] could not signal pid {} ({}): {err}",
+                self.pid,
+                self.cmdline
+            );
+        }
+        false
+    }
+}
+
+/// Kills (SIGTERM, then SIGKILL after [`DEFAULT_KILL_GRACE`]) every process of this user whose
+/// command line contains one of `patterns`, except the protected ones. Returns the pid and
+/// command line of each process that was signalled.
+///
+/// Matching is a **plain, case-sensitive substring** test against the command line with its
+/// arguments joined by single spaces: no regular expressions, no globbing. Empty patterns are
+/// ignored (they would match everything). Processes of other users, kernel threads and
+/// zombies are never candidates.
+pub fn kill_matching(patterns: &[String], protect: &ProtectSet) -> Vec<(i32, String)> {
+    kill_matching_with_grace(patterns, protect, DEFAULT_KILL_GRACE)
+}
+
+/// [`kill_matching`] with an explicit grace period between SIGTERM and SIGKILL.
+pub fn kill_matching_with_grace(
+    patterns: &[String],
+    protect: &ProtectSet,
+    grace: Duration,
+) -> Vec<(i32, String)> {
+    let targets = find_matching(patterns, protect);
+    let mut signalled = Vec::new();
+    for target in &targets {
+        if target.signal(libc::SIGTERM) {
+            signalled.push((target.pid, target.cmdline.clone()));
+        }
+    }
+    if signalled.is_empty() {
+        return signalled;
+    }
+    if !wait_until(grace, || targets.iter().all(|t| !t.still_running())) {
+        for target in &targets {
+            target.signal(libc::SIGKILL);
+        }
+        wait_until(AFTER_KILL_WAIT, || {
+            targets.iter().all(|t| !t.still_running())
+        });
+    }
+    signalled
+}
+
+/// The processes `kill_matching` would signal, without signalling them.
+fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
+    let patterns: Vec<&str> = patterns
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !p.is_empty())
+        .collect();
+    if patterns.is_empty() {
+        return Vec::new();
+    }
+    let pids = match all_pids() {
+        Ok(pids) => pids,
+        Err(err) => {
+            tracing::warn!("[CLEANUP] could not list /proc to match process patterns: {err}");
+            return Vec::new();
+        }
+    };
+    // SAFETY: geteuid cannot fail and has no preconditions.
+    let my_uid = unsafe { libc::geteuid() };
+    let mut targets = Vec::new();
+    for pid in pids {
+        if pid <= 1 || protect.contains(pid) {
+            continue;
+        }
+        let owned_by_us =
+            fs::metadata(Path::new("/proc").join(pid.to_string())).is_ok_and(|m| m.uid() == my_uid);
+        if !owned_by_us {
+            continue;
+        }
+        let (Some(stat), Some(cmdline)) = (read_stat(pid), read_cmdline(pid)) else {
+            continue;
+        };
+        if stat.is_zombie() || !patterns.iter().any(|p| cmdline.contains(p)) {
+            continue;
+        }
+        targets.push(Target {
+            pid,
+            start_time: stat.start_time,
+            cmdline,
+        });
+    }
+    targets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+    use std::process::{Child, Command, Stdio};
+
+    fn unique_marker(tag: &str) -> String {
+        use std::collections::hash_map::RandomState;
+        use std::hash::{BuildHasher, Hasher};
+        let random = RandomState::new().build_hasher().finish();
+        format!("sdlc-cleanup-test-{tag}-{}-{random:x}", std::process::id())
+    }
+
+    /// Processes whose argv[0] is `marker` (the bash wrappers only carry it in their
+    /// environment, so they never match).
+    fn marked(marker: &str) -> Vec<Target> {
+        find_matching(&[marker.to_string()], &ProtectSet::current())
+            .into_iter()
+            .filter(|t| t.cmdline.starts_with(marker))
+            .collect()
+    }
+
+    /// A `sleep` whose argv[0] is `marker` (bash's `exec -a`); the marker reaches bash
+    /// through the environment so the wrapper's own command line never contains it.
+    fn sleeper(marker: &str, ignore_term: bool) -> Child {
+        let script = if ignore_term {
+            "trap '' TERM; exec -a \"$MARKER\" sleep 300"
+        } else {
+            "exec -a \"$MARKER\" sleep 300"
+        };
+        let child = Command::new("bash")
+            .args(["-c", script])
+            .env("MARKER", marker)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        assert!(wait_until(Duration::from_secs(5), || read_cmdline(pid)
+            .is_some_and(|c| c.starts_with(marker))));
+        child
+    }
+
+    #[test]
+    fn parses_stat_with_parens_and_spaces_in_the_name() {
+        let line = "1234 (we (ir) d) S 10 1234 1234 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let stat = parse_stat(line).unwrap();
+        assert_eq!(stat.pid, 1234);
+        assert_eq!(stat.state, 'S');
+        assert_eq!(stat.ppid, 10);
+        assert_eq!(stat.pgrp, 1234);
+        assert_eq!(stat.session, 1234);
+        assert_eq!(stat.start_time, 987654);
+        assert!(parse_stat("garbage").is_none());
+    }
+
+    #[test]
+    fn protect_set_holds_self_and_every_ancestor() {
+        let set = ProtectSet::current();
+        let me = std::process::id() as i32;
+        assert!(set.contains(me));
+        assert!(set.contains(1));
+        let mut pid = me;
+        while let Some(stat) = read_stat(pid) {
+            assert!(
+                set.contains(stat.pgrp),
+                "group leader {} protected",
+                stat.pgrp
+            );
+            if stat.ppid <= 1 {
+                break;
+            }
+            assert!(set.contains(stat.ppid), "ancestor {} protected", stat.ppid);
+            pid = stat.ppid;
+        }
+    }
+
+    #[test]
+    fn kill_matching_kills_marked_processes_and_nothing_else() {
+        let marker = unique_marker("match");
+        let other = unique_marker("other");
+        let mut a = sleeper(&marker, false);
+        let mut b = sleeper(&format!("{marker}-second"), false);
+        let mut bystander = sleeper(&other, false);
+
+        let killed = kill_matching_with_grace(
+            std::slice::from_ref(&marker),
+            &ProtectSet::current(),
+            Duration::from_secs(5),
+        );
+        let pids: BTreeSet<i32> = killed.iter().map(|(p, _)| *p).collect();
+        assert_eq!(
+            pids,
+            BTreeSet::from([a.id() as i32, b.id() as i32]),
+            "{killed:?}"
+        );
+        assert!(killed.iter().all(|(_, cmd)| cmd.contains(&marker)));
+        assert!(a.wait().unwrap().code().is_none());
+        assert!(b.wait().unwrap().code().is_none());
+        assert!(process_alive(bystander.id() as i32), "bystander untouched");
+        bystander.kill().unwrap();
+        bystander.wait().unwrap();
+    }
+
+    #[test]
+    fn kill_matching_escalates_to_sigkill() {
+        let marker = unique_marker("stubborn");
+        let mut child = sleeper(&marker, true);
+        let started = Instant::now();
+        let killed = kill_matching_with_grace(
+            std::slice::from_ref(&marker),
+            &ProtectSet::current(),
+            Duration::from_millis(300),
+        );
+        assert_eq!(killed.len(), 1);
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        assert!(started.elapsed() < Duration::from_secs(4));
+    }
+
+    #[test]
+    fn kill_matching_never_touches_protected_processes() {
+        let marker = unique_marker("protected");
+        let mut child = sleeper(&marker, false);
+        let mut protect = ProtectSet::current();
+        protect.protect(child.id() as i32);
+        let killed = kill_matching(std::slice::from_ref(&marker), &protect);
+        assert!(killed.is_empty());
+        assert!(process_alive(child.id() as i32));
+        child.kill().unwrap();
+        child.wait().unwrap();
+
+        // A pattern that matches the test binary itself (its own argv) must not kill it.
+        let own = read_cmdline(std::process::id() as i32).unwrap();
+        let killed = kill_matching(&[own], &ProtectSet::current());
+        assert!(killed.iter().all(|(p, _)| *p != std::process::id() as i32));
+    }
+
+    #[test]
+    fn empty_patterns_match_nothing() {
+        assert!(kill_matching(&[String::new()], &ProtectSet::current()).is_empty());
+        assert!(kill_matching(&[], &ProtectSet::current()).is_empty());
+    }
+
+    #[test]
+    fn kill_process_group_kills_every_member_even_if_it_ignores_sigterm() {
+        let marker = unique_marker("group");
+        let script = "trap '' TERM; (exec -a \"$MARKER\" sleep 300) & \
+                      (trap '' TERM; exec -a \"$MARKER\" sleep 300) & wait";
+        let mut leader = Command::new("bash")
+            .args(["-c", script])
+            .env("MARKER", &marker)
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = leader.id() as i32;
+        assert!(wait_until(Duration::from_secs(5), || marked(&marker).len() == 2));
+        assert!(group_alive(pgid));
+        let outcome = kill_process_group(pgid, Duration::from_millis(300));
+        assert_eq!(outcome, GroupKill::Killed);
+        leader.wait().unwrap();
+        assert!(!group_alive(pgid));
+        assert!(marked(&marker).is_empty());
+        assert_eq!(
+            kill_process_group(pgid, Duration::ZERO),
+            GroupKill::AlreadyGone
+        );
+    }
+
+    #[test]
+    fn kill_process_group_refuses_our_own_group() {
+        let own = read_stat(std::process::id() as i32).unwrap().pgrp;
+        assert_eq!(kill_process_group(own, Duration::ZERO), GroupKill::Refused);
+        assert_eq!(kill_process_group(1, Duration::ZERO), GroupKill::Refused);
+        assert_eq!(kill_process_group(0, Duration::ZERO), GroupKill::Refused);
+    }
+}

@@ -1,0 +1,510 @@
+//! The log directory (SPEC §7 "Logs"): where the orchestration log, the live log of the
+//! running step and the archived log of every attempt live, and how old step logs are pruned
+//! to stay under `maxLogDiskUsageMB`.
+//!
+//! Logs may contain secrets the agent printed, so the directory is 0700 and every file 0600.
+
+use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, SecondsFormat, Utc};
+
+/// File name of the orchestration log; it is never pruned.
+pub const ORCHESTRATION_LOG: &str = "sdlc-runner.log";
+
+/// How many numbered alternatives [`Logs::attempt_log`] tries before giving up on a name.
+const MAX_NAME_SUFFIX: u32 = 10_000;
+
+/// The log directory of one project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Logs {
+    pub dir: PathBuf,
+}
+
+/// What an archived attempt log records above the agent's output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptHeader {
+    pub step_key: String,
+    /// The agent's session id (or a runner-made one when the agent reported none).
+    pub session: String,
+    pub attempt: u32,
+    /// When the attempt started; also names the file.
+    pub started_at: DateTime<Utc>,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub duration: Duration,
+    pub timed_out: bool,
+    pub idle_timed_out: bool,
+    /// Stopped by a shutdown request.
+    pub cancelled: bool,
+}
+
+impl AttemptHeader {
+    fn render(&self) -> String {
+        fn opt(v: Option<i32>) -> String {
+            v.map_or_else(|| "none".to_string(), |v| v.to_string())
+        }
+        fn yes_no(v: bool) -> &'static str {
+            if v {
+                "yes"
+            } else {
+                "no"
+            }
+        }
+        let killed = self.timed_out || self.idle_timed_out || self.cancelled;
+        format!(
+            "Step: {}\nAttempt: {}\nSession: {}\nStarted: {}\nExit code: {}\nSignal: {}\n\
+             Duration: {:.1}s\nTimed out: {}\nIdle timed out: {}\nCancelled: {}\n\
+             Killed by runner: {}\n---\n\n=== OUTPUT (stdout and stderr, as they arrived) ===\n",
+            self.step_key,
+            self.attempt,
+            self.session,
+            self.started_at.to_rfc3339_opts(SecondsFormat::Secs, true),
+            opt(self.exit_code),
+            opt(self.signal),
+            self.duration.as_secs_f64(),
+            yes_no(self.timed_out),
+            yes_no(self.idle_timed_out),
+            yes_no(self.cancelled),
+            yes_no(killed),
+        )
+    }
+}
+
+/// Keeps a name component (step key, session id from agent output) to characters that
+/// cannot leave the directory or confuse a shell glob.
+fn sanitize(part: &str) -> String {
+    let cleaned: String = part
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if cleaned.is_empty() {
+        "unknown".to_string()
+    } else {
+        cleaned
+    }
+}
+
+fn open_private(path: &Path, append: bool) -> io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.mode(0o600);
+    if append {
+        options.append(true).create(true);
+    } else {
+        options.write(true).create_new(true);
+    }
+    options.open(path)
+}
+
+impl Logs {
+    /// `logDir` when configured (and non-empty), else `<os temp>/sdlc-logs/<project basename>/`.
+    pub fn resolve(log_dir: Option<&Path>, project_path: &Path) -> Logs {
+        if let Some(dir) = log_dir.filter(|d| !d.as_os_str().is_empty()) {
+            return Logs {
+                dir: dir.to_path_buf(),
+            };
+        }
+        // `.` or `..` have no file name of their own; the real directory's name is meant.
+        let name = project_path
+            .file_name()
+            .map(|n| n.to_os_string())
+            .or_else(|| {
+                project_path
+                    .canonicalize()
+                    .ok()
+                    .and_then(|p| p.file_name().map(|n| n.to_os_string()))
+            })
+            .unwrap_or_else(|| "project".into());
+        Logs {
+            dir: std::env::temp_dir().join("sdlc-logs").join(name),
+        }
+    }
+
+    /// Creates the directory (and its parents) and makes it 0700.
+    pub fn create(&self) -> io::Result<()> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(&self.dir)?;
+        // `mode` is not applied to a directory that already existed.
+        fs::set_permissions(&self.dir, Permissions::from_mode(0o700))
+    }
+
+    /// `sdlc-runner.log`.
+    pub fn orchestration_log(&self) -> PathBuf {
+        self.dir.join(ORCHESTRATION_LOG)
+    }
+
+    /// `<step>-live.log`, the output of the running attempt of that step.
+    pub fn live_log(&self, step_key: &str) -> PathBuf {
+        self.dir.join(format!("{}-live.log", sanitize(step_key)))
+    }
+
+    /// `<step>-<session>-<YYYY-MM-DDTHH-MM-SS>-a<attempt>.log`, with `-2`, `-3`, ... before
+    /// `.log` when that name is taken. Only a free name is returned; [`Logs::archive_attempt`]
+    /// additionally creates the file exclusively, so even a race never overwrites a log.
+    pub fn attempt_log(
+        &self,
+        step_key: &str,
+        session: &str,
+        attempt: u32,
+        at: DateTime<Utc>,
+    ) -> PathBuf {
+        self.attempt_log_candidates(step_key, session, attempt, at)
+            .find(|p| fs::symlink_metadata(p).is_err())
+            .unwrap_or_else(|| {
+                self.dir
+                    .join(format!("{}-overflow.log", sanitize(step_key)))
+            })
+    }
+
+    fn attempt_log_candidates(
+        &self,
+        step_key: &str,
+        session: &str,
+        attempt: u32,
+        at: DateTime<Utc>,
+    ) -> impl Iterator<Item = PathBuf> + '_ {
+        let stem = format!(
+            "{}-{}-{}-a{attempt}",
+            sanitize(step_key),
+            sanitize(session),
+            at.format("%Y-%m-%dT%H-%M-%S"),
+        );
+        (1..=MAX_NAME_SUFFIX).map(move |n| {
+            if n == 1 {
+                self.dir.join(format!("{stem}.log"))
+            } else {
+                self.dir.join(format!("{stem}-{n}.log"))
+            }
+        })
+    }
+
+    /// Writes the attempt log: `header`, then the contents of `live_log` copied as a stream
+    /// (a missing live log, e.g. when the agent could not start, is noted instead). The file
+    /// is created exclusively with mode 0600 and never replaces an existing one.
+    pub fn archive_attempt(&self, header: &AttemptHeader, live_log: &Path) -> io::Result<PathBuf> {
+        let mut created = None;
+        for candidate in self.attempt_log_candidates(
+            &header.step_key,
+            &header.session,
+            header.attempt,
+            header.started_at,
+        ) {
+            match open_private(&candidate, false) {
+                Ok(file) => {
+                    created = Some((candidate, file));
+                    break;
+                }
+                Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(err) => return Err(with_path(err, &candidate)),
+            }
+        }
+        let Some((path, file)) = created else {
+            return Err(io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                format!(
+                    "no free attempt log name for step {} attempt {} in {}",
+                    header.step_key,
+                    header.attempt,
+                    self.dir.display()
+                ),
+            ));
+        };
+        let mut out = io::BufWriter::new(file);
+        out.write_all(header.render().as_bytes())
+            .map_err(|e| with_path(e, &path))?;
+        match File::open(live_log) {
+            Ok(mut input) => {
+                io::copy(&mut input, &mut out).map_err(|e| with_path(e, &path))?;
+            }
+            Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                writeln!(out, "(no output: {} does not exist)", live_log.display())
+                    .map_err(|e| with_path(e, &path))?;
+            }
+            Err(err) => return Err(with_path(err, live_log)),
+        }
+        out.flush().map_err(|e| with_path(e, &path))?;
+        Ok(path)
+    }
+
+    /// Deletes the oldest step logs (`*.log`, oldest modification time first, then by name)
+    /// until the step logs total at most `max_bytes`. The orchestration log is neither
+    /// counted nor deleted; files in `keep` (the live log of a running step) are counted but
+    /// never deleted. Returns the deleted paths. A file that cannot be deleted is logged and
+    /// skipped.
+    pub fn prune(&self, max_bytes: u64, keep: &[PathBuf]) -> io::Result<Vec<PathBuf>> {
+        let keep_names: Vec<&std::ffi::OsStr> = keep.iter().filter_map(|p| p.file_name()).collect();
+        let mut total = 0u64;
+        let mut candidates: Vec<(SystemTime, String, PathBuf, u64)> = Vec::new();
+        for entry in fs::read_dir(&self.dir).map_err(|e| with_path(e, &self.dir))? {
+            let entry = entry.map_err(|e| with_path(e, &self.dir))?;
+            let name = entry.file_name();
+            let Some(name_str) = name.to_str() else {
+                continue;
+            };
+            if !name_str.ends_with(".log") || name_str == ORCHESTRATION_LOG {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else {
+                continue;
+            };
+            if !meta.is_file() {
+                continue;
+            }
+            total += meta.len();
+            if keep_names.contains(&name.as_os_str()) {
+                continue;
+            }
+            let mtime = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+            candidates.push((mtime, name_str.to_string(), entry.path(), meta.len()));
+        }
+        candidates.sort_by(|a, b| (a.0, &a.1).cmp(&(b.0, &b.1)));
+
+        let mut deleted = Vec::new();
+        for (_, _, path, len) in candidates {
+            if total <= max_bytes {
+                break;
+            }
+            match fs::remove_file(&path) {
+                Ok(()) => {
+                    total = total.saturating_sub(len);
+                    deleted.push(path);
+                }
+                Err(err) if err.kind() == io::ErrorKind::NotFound => {
+                    total = total.saturating_sub(len);
+                }
+                Err(err) => {
+                    tracing::warn!("could not prune old log {}: {err}", path.display());
+                }
+            }
+        }
+        Ok(deleted)
+    }
+}
+
+/// Appends `line` (and a newline unless it has one) to `path` in a single write, creating the
+/// file with mode 0600. One write per line keeps lines whole when several writers append.
+pub fn append_line(path: &Path, line: &str) -> io::Result<()> {
+    let mut file = open_private(path, true).map_err(|e| with_path(e, path))?;
+    let mut buf = String::with_capacity(line.len() + 1);
+    buf.push_str(line);
+    if !line.ends_with('\n') {
+        buf.push('\n');
+    }
+    file.write_all(buf.as_bytes())
+        .map_err(|e| with_path(e, path))
+}
+
+/// io::Error does not carry the path; callers print the error as is, so name it here.
+fn with_path(err: io::Error, path: &Path) -> io::Error {
+    io::Error::new(err.kind(), format!("{}: {err}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+    use tempfile::TempDir;
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    fn at() -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 4, 19, 22, 20, 52).unwrap()
+    }
+
+    fn header(attempt: u32) -> AttemptHeader {
+        AttemptHeader {
+            step_key: "implement".into(),
+            session: "e7849e9a-afa".into(),
+            attempt,
+            started_at: at(),
+            exit_code: Some(1),
+            signal: None,
+            duration: Duration::from_millis(12_345),
+            timed_out: true,
+            idle_timed_out: false,
+            cancelled: false,
+        }
+    }
+
+    fn set_mtime(path: &Path, secs: u64) {
+        let file = OpenOptions::new().write(true).open(path).unwrap();
+        file.set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(secs))
+            .unwrap();
+    }
+
+    #[test]
+    fn resolves_the_configured_dir_or_a_per_project_temp_dir() {
+        let configured = Logs::resolve(Some(Path::new("/var/log/sdlc")), Path::new("/src/app"));
+        assert_eq!(configured.dir, PathBuf::from("/var/log/sdlc"));
+        let default = Logs::resolve(None, Path::new("/src/my-app"));
+        assert_eq!(
+            default.dir,
+            std::env::temp_dir().join("sdlc-logs").join("my-app")
+        );
+        let empty = Logs::resolve(Some(Path::new("")), Path::new("/src/my-app/"));
+        assert_eq!(empty.dir, default.dir);
+
+        let project = TempDir::new().unwrap();
+        let nested = project.path().join("proj");
+        fs::create_dir(&nested).unwrap();
+        let dotted = Logs::resolve(None, &nested.join("."));
+        assert_eq!(dotted.dir.file_name().unwrap(), "proj");
+    }
+
+    #[test]
+    fn file_names_follow_the_layout() {
+        let logs = Logs {
+            dir: PathBuf::from("/logs"),
+        };
+        assert_eq!(
+            logs.orchestration_log(),
+            PathBuf::from("/logs/sdlc-runner.log")
+        );
+        assert_eq!(
+            logs.live_log("verify"),
+            PathBuf::from("/logs/verify-live.log")
+        );
+        assert_eq!(
+            logs.attempt_log("verify", "e7849e9a-afa", 2, at()),
+            PathBuf::from("/logs/verify-e7849e9a-afa-2026-04-19T22-20-52-a2.log")
+        );
+        // A session id from agent output cannot escape the directory.
+        let hostile = logs.attempt_log("verify", "../../etc/passwd", 1, at());
+        assert_eq!(hostile.parent().unwrap(), Path::new("/logs"));
+    }
+
+    #[test]
+    fn create_makes_a_private_directory() {
+        let root = TempDir::new().unwrap();
+        let logs = Logs {
+            dir: root.path().join("a").join("b"),
+        };
+        logs.create().unwrap();
+        assert_eq!(mode(&logs.dir), 0o700);
+        fs::set_permissions(&logs.dir, Permissions::from_mode(0o755)).unwrap();
+        logs.create().unwrap();
+        assert_eq!(mode(&logs.dir), 0o700, "an existing dir is tightened too");
+    }
+
+    #[test]
+    fn archive_copies_header_and_live_log_and_never_overwrites() {
+        let root = TempDir::new().unwrap();
+        let logs = Logs {
+            dir: root.path().to_path_buf(),
+        };
+        let live = logs.live_log("implement");
+        fs::write(&live, "{\"type\":\"system\"}\nboom on stderr\n").unwrap();
+
+        let first = logs.archive_attempt(&header(1), &live).unwrap();
+        assert_eq!(
+            first,
+            root.path()
+                .join("implement-e7849e9a-afa-2026-04-19T22-20-52-a1.log")
+        );
+        let text = fs::read_to_string(&first).unwrap();
+        for expected in [
+            "Step: implement\n",
+            "Attempt: 1\n",
+            "Session: e7849e9a-afa\n",
+            "Exit code: 1\n",
+            "Signal: none\n",
+            "Duration: 12.3s\n",
+            "Timed out: yes\n",
+            "Killed by runner: yes\n",
+        ] {
+            assert!(text.contains(expected), "{expected:?} in {text}");
+        }
+        assert!(text.ends_with("---\n\n=== OUTPUT (stdout and stderr, as they arrived) ===\n{\"type\":\"system\"}\nboom on stderr\n"));
+        assert_eq!(mode(&first), 0o600);
+
+        // Same step, session, second and attempt: a new file, the old one untouched.
+        fs::write(&live, "second run\n").unwrap();
+        let second = logs.archive_attempt(&header(1), &live).unwrap();
+        assert_ne!(first, second);
+        assert!(second.to_str().unwrap().ends_with("-a1-2.log"));
+        assert!(fs::read_to_string(&first)
+            .unwrap()
+            .contains("boom on stderr"));
+        assert!(fs::read_to_string(&second)
+            .unwrap()
+            .ends_with("second run\n"));
+        assert_eq!(
+            logs.attempt_log("implement", "e7849e9a-afa", 1, at()),
+            root.path()
+                .join("implement-e7849e9a-afa-2026-04-19T22-20-52-a1-3.log")
+        );
+
+        // An agent that never started still leaves an attempt log.
+        let missing = logs
+            .archive_attempt(&header(2), &root.path().join("nope-live.log"))
+            .unwrap();
+        assert!(fs::read_to_string(missing).unwrap().contains("(no output:"));
+    }
+
+    #[test]
+    fn prune_deletes_oldest_step_logs_first_and_spares_the_protected() {
+        let root = TempDir::new().unwrap();
+        let logs = Logs {
+            dir: root.path().to_path_buf(),
+        };
+        let write = |name: &str, size: usize, mtime: u64| {
+            let path = root.path().join(name);
+            fs::write(&path, vec![b'x'; size]).unwrap();
+            set_mtime(&path, mtime);
+            path
+        };
+        let orchestration = write(ORCHESTRATION_LOG, 10_000, 1);
+        let oldest_b = write("b-old.log", 100, 10);
+        let oldest_a = write("a-old.log", 100, 10);
+        let live = write("verify-live.log", 100, 5);
+        let middle = write("middle.log", 100, 20);
+        let newest = write("newest.log", 100, 30);
+        let other = write("notes.txt", 10_000, 1);
+
+        // 500 bytes of step logs; cap 250 → delete a-old, b-old (same mtime: by name), then
+        // middle; the live log is older but kept.
+        let deleted = logs.prune(250, std::slice::from_ref(&live)).unwrap();
+        assert_eq!(deleted, vec![oldest_a, oldest_b, middle]);
+        for kept in [&orchestration, &live, &newest, &other] {
+            assert!(kept.exists(), "{} kept", kept.display());
+        }
+        assert!(logs
+            .prune(250, std::slice::from_ref(&live))
+            .unwrap()
+            .is_empty());
+        // Under the cap nothing goes; a cap of 0 removes everything that may be removed.
+        assert_eq!(
+            logs.prune(0, std::slice::from_ref(&live)).unwrap(),
+            vec![newest]
+        );
+        assert!(live.exists() && orchestration.exists());
+    }
+
+    #[test]
+    fn append_line_creates_a_private_file_and_appends_whole_lines() {
+        let root = TempDir::new().unwrap();
+        let path = root.path().join(ORCHESTRATION_LOG);
+        append_line(&path, "[2026-04-19T22:20:52Z] first").unwrap();
+        append_line(&path, "second\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            "[2026-04-19T22:20:52Z] first\nsecond\n"
+        );
+        assert_eq!(mode(&path), 0o600);
+        let err = append_line(&root.path().join("missing/dir.log"), "x").unwrap_err();
+        assert!(err.to_string().contains("missing/dir.log"), "{err}");
+    }
+}
