@@ -86,10 +86,7 @@ pub struct RunArgs {
 fn parse_step(s: &str) -> Result<crate::step::Step, String> {
     crate::step::Step::parse(s).ok_or_else(|| {
         let keys: Vec<&str> = crate::step::Step::ALL.iter().map(|s| s.key()).collect();
-        format!(
-            "\"{s}\" is not a step: use a number 1-10 or one of {}",
-            keys.join(", ")
-        )
+        format!("\"{s}\" is not a step: use a number 1-10 or one of {}", keys.join(", "))
     })
 }
 

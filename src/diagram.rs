@@ -81,11 +81,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
 
 /// Every kind of event, with payloads chosen to satisfy every guard from `core`'s value.
 fn alphabet(core: &Core) -> Vec<Event> {
-    let usage = Usage {
-        cost_micros: 400_000,
-        elapsed_ms: 1_000,
-        turns: 1,
-    };
+    let usage = Usage { cost_micros: 400_000, elapsed_ms: 1_000, turns: 1 };
     let mut evs = vec![
         Event::Start,
         Event::NoIssues,
@@ -93,17 +89,12 @@ fn alphabet(core: &Core) -> Vec<Event> {
         Event::AllBlocked,
         Event::WaitOver,
         Event::DecisionTimedOut,
-        Event::ShutdownRequested {
-            signal: Signal::Term,
-        },
+        Event::ShutdownRequested { signal: Signal::Term },
     ];
     let fresh = core.escalated().iter().max().map_or(1, |m| m + 1);
     evs.push(Event::IssueSelected { issue: fresh });
     evs.push(Event::AlreadyMerged { issue: fresh });
-    evs.push(Event::Resume {
-        issue: fresh,
-        next: Step::Implement,
-    });
+    evs.push(Event::Resume { issue: fresh, next: Step::Implement });
     if let Some(&old) = core.escalated().iter().next() {
         evs.push(Event::IssueSelected { issue: old });
     }
@@ -157,10 +148,7 @@ fn exploration_limits() -> Vec<Limits> {
         max_repair_iterations: 1,
         ..Limits::default()
     };
-    let manual = Limits {
-        manual_approval: true,
-        ..base.clone()
-    };
+    let manual = Limits { manual_approval: true, ..base.clone() };
     let budgeted = Limits {
         per_issue_budget_micros: Some(1_000_000),
         per_session_budget_micros: Some(2_000_000),
@@ -194,14 +182,9 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
         if !seen.insert(exploration_key(&core)) {
             continue;
         }
-        assert!(
-            seen.len() < MAX_EXPLORED,
-            "state exploration did not converge: a counter escapes exploration_key"
-        );
+        assert!(seen.len() < MAX_EXPLORED, "state exploration did not converge: a counter escapes exploration_key");
         let from = core.state();
-        graph
-            .leaves
-            .insert(from.name().to_string(), Core::ancestors(from));
+        graph.leaves.insert(from.name().to_string(), Core::ancestors(from));
         if from.is_terminal() {
             graph.finals.insert(from.name().to_string());
             continue;
@@ -222,12 +205,7 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
             let guard = guard(&effects);
             // Work inside a state (dispatching an attempt) is not a transition.
             if to != from.name() || !guard.is_empty() {
-                graph.edges.insert(Edge {
-                    from: from.name().to_string(),
-                    event: ev.label(),
-                    guard,
-                    to,
-                });
+                graph.edges.insert(Edge { from: from.name().to_string(), event: ev.label(), guard, to });
             }
             queue.push_back(next);
         }
@@ -273,9 +251,7 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     r.last_failure = None;
     let n = r.escalated.len().min(2) as u32;
     r.escalated = (1..=n).collect();
-    r.issue = r
-        .issue
-        .map(|i| if core.escalated().contains(&i) { 1 } else { 0 });
+    r.issue = r.issue.map(|i| if core.escalated().contains(&i) { 1 } else { 0 });
     let cap = |v: u64, budget: Option<u64>| budget.map_or(0, |b| v.min(b.saturating_add(1)));
     r.session_cost_micros = cap(r.session_cost_micros, r.limits.per_session_budget_micros);
     r.issue_cost_micros = cap(r.issue_cost_micros, r.limits.per_issue_budget_micros);
@@ -285,11 +261,8 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
 
 /// An edge that every leaf under a superstate has is drawn once, from the superstate.
 fn collapse_shared_edges(graph: &mut Graph) {
-    let supers: BTreeSet<&'static str> = graph
-        .leaves
-        .values()
-        .flat_map(|a| a.iter().copied())
-        .collect();
+    let supers: BTreeSet<&'static str> =
+        graph.leaves.values().flat_map(|a| a.iter().copied()).collect();
     // Outermost first, so that Session absorbs what all of its leaves share.
     let mut order: Vec<&'static str> = supers.into_iter().collect();
     order.sort_by_key(|s| graph.leaves.values().filter(|a| a.contains(s)).count());
@@ -309,33 +282,18 @@ fn collapse_shared_edges(graph: &mut Graph) {
             .collect();
         for (event, guard, to) in signatures {
             let shared = members.iter().all(|m| {
-                graph
-                    .edges
-                    .iter()
-                    .any(|e| &e.from == m && e.event == event && e.guard == guard && e.to == to)
+                graph.edges.iter().any(|e| &e.from == m && e.event == event && e.guard == guard && e.to == to)
             });
             if shared && members.len() > 1 {
-                graph.edges.retain(|e| {
-                    !(members.contains(&e.from)
-                        && e.event == event
-                        && e.guard == guard
-                        && e.to == to)
-                });
-                graph.edges.insert(Edge {
-                    from: sup.to_string(),
-                    event,
-                    guard,
-                    to,
-                });
+                graph.edges.retain(|e| !(members.contains(&e.from) && e.event == event && e.guard == guard && e.to == to));
+                graph.edges.insert(Edge { from: sup.to_string(), event, guard, to });
             }
         }
     }
 }
 
 /// Nested superstate tree: superstate → (child superstates, leaves).
-fn tree(
-    graph: &Graph,
-) -> BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)> {
+fn tree(graph: &Graph) -> BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)> {
     let mut t: BTreeMap<Option<&'static str>, (BTreeSet<&'static str>, BTreeSet<String>)> =
         BTreeMap::new();
     for (leaf, ancestors) in &graph.leaves {
@@ -351,11 +309,7 @@ fn tree(
 
 /// Steps first in lifecycle order, then the rest alphabetically.
 fn ordered(names: &BTreeSet<String>) -> Vec<&String> {
-    let rank = |n: &str| {
-        Step::ALL
-            .iter()
-            .position(|s| crate::machine::state_of_step(*s).name() == n)
-    };
+    let rank = |n: &str| Step::ALL.iter().position(|s| crate::machine::state_of_step(*s).name() == n);
     let mut v: Vec<&String> = names.iter().collect();
     v.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), (*n).clone()));
     v
@@ -407,11 +361,7 @@ pub fn dot(graph: &Graph) -> String {
         let pad = "    ".repeat(depth);
         if let Some((subs, leaves)) = t.get(&node) {
             for leaf in ordered(leaves) {
-                let shape = if graph.finals.contains(leaf) {
-                    ", peripheries=2"
-                } else {
-                    ""
-                };
+                let shape = if graph.finals.contains(leaf) { ", peripheries=2" } else { "" };
                 let _ = writeln!(out, "{pad}{leaf} [label=\"{leaf}\"{shape}];");
             }
             for sub in subs {
@@ -425,34 +375,21 @@ pub fn dot(graph: &Graph) -> String {
     }
     walk(&mut out, &t, graph, None, 1);
     let _ = writeln!(out, "    __start -> {};", graph.initial);
-    let is_super = |n: &str| {
-        t.keys().any(|k| *k == Some(n)) || t.values().any(|v| v.0.iter().any(|s| *s == n))
-    };
+    let is_super = |n: &str| t.keys().any(|k| *k == Some(n)) || t.values().any(|v| v.0.iter().any(|s| *s == n));
     for e in &graph.edges {
         let (from, tail) = if is_super(&e.from) {
-            (
-                format!("{}__anchor", e.from),
-                format!(", ltail=cluster_{}", e.from),
-            )
+            (format!("{}__anchor", e.from), format!(", ltail=cluster_{}", e.from))
         } else {
             (e.from.clone(), String::new())
         };
-        let _ = writeln!(
-            out,
-            "    {from} -> {} [label=\"{}\"{tail}];",
-            e.to,
-            e.label().replace('"', "'")
-        );
+        let _ = writeln!(out, "    {from} -> {} [label=\"{}\"{tail}];", e.to, e.label().replace('"', "'"));
     }
     out.push_str("}\n");
     out
 }
 
 fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
 pub fn scxml(graph: &Graph) -> String {
@@ -468,11 +405,7 @@ pub fn scxml(graph: &Graph) -> String {
             } else {
                 format!(" sdlc:guard=\"{}\"", xml_escape(&e.guard))
             };
-            let _ = writeln!(
-                out,
-                "{pad}<transition event=\"{}\" target=\"{}\"{guard}/>",
-                e.event, e.to
-            );
+            let _ = writeln!(out, "{pad}<transition event=\"{}\" target=\"{}\"{guard}/>", e.event, e.to);
         }
     }
     fn walk(
@@ -494,13 +427,8 @@ pub fn scxml(graph: &Graph) -> String {
                 let _ = writeln!(out, "{pad}</state>");
             }
             for sub in subs {
-                let first = t
-                    .get(&Some(*sub))
-                    .and_then(|(_, l)| ordered(l).first().map(|s| s.to_string()))
-                    .or_else(|| {
-                        t.get(&Some(*sub))
-                            .and_then(|(s, _)| s.iter().next().map(|s| s.to_string()))
-                    })
+                let first = t.get(&Some(*sub)).and_then(|(_, l)| ordered(l).first().map(|s| s.to_string()))
+                    .or_else(|| t.get(&Some(*sub)).and_then(|(s, _)| s.iter().next().map(|s| s.to_string())))
                     .unwrap_or_default();
                 let _ = writeln!(out, "{pad}<state id=\"{sub}\" initial=\"{first}\">");
                 transitions(out, graph, sub, &format!("{pad}    "));

@@ -12,10 +12,8 @@ pub fn run(args: &DiagramArgs) -> i32 {
         Some(DiagramFormat::Dot) => name.ends_with(".dot"),
         Some(DiagramFormat::Scxml) => name.ends_with(".scxml"),
     };
-    let files: Vec<(&str, String)> = diagram::render_all(&graph)
-        .into_iter()
-        .filter(|(n, _)| wanted(n))
-        .collect();
+    let files: Vec<(&str, String)> =
+        diagram::render_all(&graph).into_iter().filter(|(n, _)| wanted(n)).collect();
     if args.check {
         return check(&args.out, &files);
     }
@@ -62,10 +60,7 @@ fn check(dir: &Path, files: &[(&str, String)]) -> i32 {
         for s in &stale {
             eprintln!("{s}");
         }
-        eprintln!(
-            "regenerate with: sdlc-runner diagram --out {}",
-            dir.display()
-        );
+        eprintln!("regenerate with: sdlc-runner diagram --out {}", dir.display());
         1
     }
 }
