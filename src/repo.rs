@@ -653,8 +653,8 @@ pub struct Detected {
 /// Probes git and the forge for the progress of the checked-out `<N>-<slug>` branch. The
 /// ladder is chained (no later signal lifts it past a failed earlier one): branch ⇒ startIssue
 /// done; spec files ⇒ writeSpecs; commits ahead of main ⇒ implement (simplify is not
-/// observable). verify is done only on evidence: the state file of the same issue
-/// says so, or a PR exists; a pushed branch alone never counts (it may be a signal-shutdown
+/// observable). verify is done only when the state file of the same issue says so; a pushed
+/// branch or an open PR alone never counts (it may be a signal-shutdown
 /// WIP push, or created by `gh issue develop`). Then all pushed ⇒ commitPush; PR ⇒ createPR;
 /// CI passing ⇒ monitorCI. After a signal shutdown the state file's `lastCompletedStep` caps
 /// the result. simplify counts as done only on the same evidence as verify, or when the state
@@ -696,7 +696,9 @@ pub fn detect_progress(
         feature: feature.clone(),
     };
 
-    let verified = hint.is_some_and(|s| s.last_completed_step >= Step::Verify.number()) || pr_open;
+    // Only the state file can vouch for verify: with the local forge an open PR is nothing
+    // more than a pushed branch.
+    let verified = hint.is_some_and(|s| s.last_completed_step >= Step::Verify.number());
     let simplified =
         verified || hint.is_some_and(|s| s.last_completed_step >= Step::Simplify.number());
     let mut done = Step::StartIssue;
