@@ -4,7 +4,7 @@
 
 use crate::repo::{Repo, RepoError};
 use serde::Deserialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,11 +246,11 @@ fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Ou
         })
 }
 
-fn command_text(gh: &std::path::Path, args: &[&str]) -> String {
+fn command_text(gh: &Path, args: &[&str]) -> String {
     format!("{} {}", gh.display(), args.join(" "))
 }
 
-fn gh_failed(gh: &std::path::Path, args: &[&str], out: &std::process::Output) -> RepoError {
+fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> RepoError {
     RepoError::Command {
         command: command_text(gh, args),
         status: out.status.code(),

@@ -588,19 +588,14 @@ pub fn post_check(
             Ok(Err(match state {
                 CiState::Failed => format!("CI checks failing on {branch}"),
                 CiState::Pending => format!("CI checks still pending on {branch}"),
-                CiState::NoneConfigured => {
+                // Passed always satisfies ci_ok; only "none configured" under requireChecks is left.
+                CiState::NoneConfigured | CiState::Passed => {
                     format!("no CI checks reported for {branch} and requireChecks is set")
                 }
-                CiState::Passed => unreachable_passed(),
             }))
         }
         _ => Ok(Ok(())),
     }
-}
-
-fn unreachable_passed() -> String {
-    // ci_ok(Passed) is always true; kept total rather than panicking.
-    "CI passed".to_string()
 }
 
 /// Whether the outcome of a side-effecting step already holds, so the runner records it done
