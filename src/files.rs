@@ -1,0 +1,579 @@
+//! The runner's own artifacts in `<project>/.claude/` (SPEC §5): the state file (atomic writes,
+//! corrupt-file recovery, compatible with the Node runner's `sdlc-state.json`), the `auto-mode`
+//! flag read by the agent's skills, the single-runner lock, and keeping all of them out of git
+//! through `.git/info/exclude`.
+
+use serde::{Deserialize, Deserializer, Serialize};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Directory of the runner artifacts, relative to the project.
+pub const ARTIFACT_DIR: &str = ".claude";
+pub const STATE_FILE: &str = ".claude/sdlc-state.json";
+pub const AUTO_MODE_FILE: &str = ".claude/auto-mode";
+pub const JOURNAL_FILE: &str = ".claude/sdlc-journal.jsonl";
+pub const DECISION_FILE: &str = ".claude/sdlc-decision.json";
+pub const LOCK_FILE: &str = ".claude/sdlc-runner.lock";
+
+/// Every runner artifact, as paths relative to the project root. They never belong in git.
+pub const ARTIFACTS: [&str; 5] = [
+    STATE_FILE,
+    AUTO_MODE_FILE,
+    JOURNAL_FILE,
+    DECISION_FILE,
+    LOCK_FILE,
+];
+
+/// `sdlc-state.json`. Field names are the Node runner's, so an operator's existing state file
+/// is read as is; unknown fields are ignored and missing ones take their defaults.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct StateFile {
+    pub current_step: u8,
+    pub last_completed_step: u8,
+    pub current_issue: Option<u32>,
+    pub current_branch: Option<String>,
+    pub feature_name: Option<String>,
+    /// Attempts per step, keyed by the step number as a string (the Node runner's format).
+    pub retries: BTreeMap<String, u32>,
+    pub runner_pid: Option<u32>,
+    /// Set by a signal shutdown to the signal's name. The Node runner wrote `true`, read here as
+    /// `"unknown"`; `false` reads as unset.
+    #[serde(deserialize_with = "signal_shutdown_compat")]
+    pub signal_shutdown: Option<String>,
+    pub last_transition_at: Option<String>,
+    pub pr_number: Option<u32>,
+}
+
+fn signal_shutdown_compat<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Compat {
+        Flag(bool),
+        Name(String),
+    }
+    Ok(match Option::<Compat>::deserialize(d)? {
+        None | Some(Compat::Flag(false)) => None,
+        Some(Compat::Flag(true)) => Some("unknown".to_string()),
+        Some(Compat::Name(name)) => Some(name),
+    })
+}
+
+pub fn state_path(project: &Path) -> PathBuf {
+    project.join(STATE_FILE)
+}
+
+/// Writes the state so that a crash at any moment leaves either the old or the new file:
+/// a temp file in the same directory, fsync'd, renamed over the target, then the directory
+/// fsync'd so the rename itself is durable.
+pub fn write_state(project: &Path, s: &StateFile) -> io::Result<()> {
+    let path = state_path(project);
+    let dir = project.join(ARTIFACT_DIR);
+    fs::create_dir_all(&dir)?;
+    let mut text = serde_json::to_string_pretty(s).map_err(io::Error::other)?;
+    text.push('\n');
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".sdlc-state.json.")
+        .suffix(".tmp")
+        .tempfile_in(&dir)?;
+    tmp.write_all(text.as_bytes())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(&path).map_err(|e| e.error)?;
+    File::open(&dir)?.sync_all()
+}
+
+/// Result of reading the state file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateLoad {
+    Missing,
+    Ok(StateFile),
+    /// The file could not be read or parsed. It was moved aside to `backup` (when the move
+    /// failed, `error` says so and `backup` is the path it would have had), so the runner
+    /// starts from the journal and git instead of from a file it cannot trust.
+    Corrupt {
+        error: String,
+        backup: PathBuf,
+    },
+}
+
+pub fn read_state(project: &Path) -> StateLoad {
+    let path = state_path(project);
+    let text = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return StateLoad::Missing,
+        Err(e) => return move_aside(&path, format!("cannot read {}: {e}", path.display())),
+    };
+    match serde_json::from_slice::<StateFile>(&text) {
+        Ok(s) => StateLoad::Ok(s),
+        Err(e) => move_aside(
+            &path,
+            format!("{} is not a valid state file: {e}", path.display()),
+        ),
+    }
+}
+
+fn move_aside(path: &Path, mut error: String) -> StateLoad {
+    let backup = (1u32..)
+        .map(|n| {
+            let mut name = path.as_os_str().to_owned();
+            name.push(format!(".corrupt-{n}"));
+            PathBuf::from(name)
+        })
+        .find(|p| !p.exists())
+        .unwrap_or_else(|| path.with_extension("corrupt"));
+    if let Err(e) = fs::rename(path, &backup) {
+        error.push_str(&format!(
+            "; moving it aside to {} also failed: {e} (remove it by hand)",
+            backup.display()
+        ));
+    }
+    StateLoad::Corrupt { error, backup }
+}
+
+/// The `auto-mode` flag file: exists while the runner runs, so the agent's skills behave
+/// non-interactively.
+pub struct AutoMode;
+
+impl AutoMode {
+    pub fn path(project: &Path) -> PathBuf {
+        project.join(AUTO_MODE_FILE)
+    }
+}
+
+pub fn create_auto_mode(project: &Path) -> io::Result<()> {
+    fs::create_dir_all(project.join(ARTIFACT_DIR))?;
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(AutoMode::path(project))
+        .map(drop)
+}
+
+/// Returns whether a flag was there to remove.
+pub fn remove_auto_mode(project: &Path) -> io::Result<bool> {
+    match fs::remove_file(AutoMode::path(project)) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+pub fn auto_mode_exists(project: &Path) -> bool {
+    AutoMode::path(project).is_file()
+}
+
+/// Keeps the artifacts out of git through `.git/info/exclude`, which no agent command
+/// (`git clean -fd`, `git checkout -- .`) can delete or revert, unlike a `.gitignore`
+/// (reference defect §8.16). Artifacts a project once committed are removed from the index
+/// (the file on disk stays). Idempotent.
+pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
+    // `--git-path` resolves the right file for worktrees and submodules too.
+    let exclude = PathBuf::from(git_stdout(
+        project,
+        &["rev-parse", "--git-path", "info/exclude"],
+    )?);
+    let exclude = if exclude.is_absolute() {
+        exclude
+    } else {
+        project.join(exclude)
+    };
+    let existing = match fs::read_to_string(&exclude) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let present: Vec<&str> = existing.lines().map(str::trim).collect();
+    let missing: Vec<&str> = ARTIFACTS
+        .iter()
+        .copied()
+        .filter(|a| !present.contains(&format!("/{a}").as_str()) && !present.contains(a))
+        .collect();
+    if !missing.is_empty() {
+        if let Some(parent) = exclude.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let mut text = String::new();
+        if !existing.is_empty() && !existing.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str("# sdlc-runner artifacts\n");
+        for a in &missing {
+            // Anchored to the project root so a nested `.claude/` elsewhere is untouched.
+            text.push('/');
+            text.push_str(a);
+            text.push('\n');
+        }
+        let mut f = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&exclude)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+    }
+    for a in ARTIFACTS {
+        let tracked = Command::new("git")
+            .args(["ls-files", "--error-unmatch", "--", a])
+            .current_dir(project)
+            .output()?
+            .status
+            .success();
+        if tracked {
+            git_stdout(project, &["rm", "--cached", "--quiet", "--", a])?;
+        }
+    }
+    Ok(())
+}
+
+fn git_stdout(dir: &Path, args: &[&str]) -> io::Result<String> {
+    let out = Command::new("git").args(args).current_dir(dir).output()?;
+    if !out.status.success() {
+        return Err(io::Error::other(format!(
+            "git {} failed in {}: {}",
+            args.join(" "),
+            dir.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    #[error(
+        "another sdlc-runner ({}) is running on {}; stop it first, or wait for it to finish",
+        pid_text(.pid),
+        .project.display()
+    )]
+    Held { pid: Option<u32>, project: PathBuf },
+    #[error("cannot use the lock file {}: {source}; check that .claude/ is writable", .path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+fn pid_text(pid: &Option<u32>) -> String {
+    match pid {
+        Some(p) => format!("pid {p}"),
+        None => "pid unknown".to_string(),
+    }
+}
+
+/// Held for the runner's lifetime. The kernel drops the `flock` when the process dies, so a
+/// lock file left behind by a crashed runner is simply taken over.
+#[derive(Debug)]
+pub struct Lock {
+    file: File,
+    path: PathBuf,
+}
+
+impl Lock {
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for Lock {
+    fn drop(&mut self) {
+        // The file is kept (deleting a flock'd file races with a runner that just opened it);
+        // emptying it means no stale pid is ever reported. Closing the fd releases the lock.
+        let _ = self.file.set_len(0);
+    }
+}
+
+pub fn acquire_lock(project: &Path) -> Result<Lock, LockError> {
+    let path = project.join(LOCK_FILE);
+    let io_err = |source| LockError::Io {
+        path: path.clone(),
+        source,
+    };
+    fs::create_dir_all(project.join(ARTIFACT_DIR)).map_err(io_err)?;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&path)
+        .map_err(io_err)?;
+    // SAFETY: flock on a file descriptor we own for the duration of the call.
+    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
+    if rc != 0 {
+        let err = io::Error::last_os_error();
+        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+            return Err(LockError::Held {
+                pid: read_holder_pid(&mut file),
+                project: project.to_path_buf(),
+            });
+        }
+        return Err(io_err(err));
+    }
+    let pid = std::process::id();
+    file.set_len(0).map_err(io_err)?;
+    file.seek(SeekFrom::Start(0)).map_err(io_err)?;
+    file.write_all(format!("{pid}\n").as_bytes())
+        .map_err(io_err)?;
+    file.sync_all().map_err(io_err)?;
+    Ok(Lock { file, path })
+}
+
+/// The holder writes its pid just after locking; give it a moment if we looked in between.
+fn read_holder_pid(file: &mut File) -> Option<u32> {
+    for _ in 0..20 {
+        let mut text = String::new();
+        if file.seek(SeekFrom::Start(0)).is_ok() && file.read_to_string(&mut text).is_ok() {
+            if let Ok(pid) = text.trim().parse() {
+                return Some(pid);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn git_repo() -> tempfile::TempDir {
+        let d = tempfile::tempdir().unwrap();
+        git(d.path(), &["init", "-q", "-b", "main"]);
+        git(d.path(), &["config", "user.email", "t@example.com"]);
+        git(d.path(), &["config", "user.name", "t"]);
+        d
+    }
+
+    #[test]
+    fn state_round_trips_atomically_without_leftover_temp_files() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(read_state(d.path()), StateLoad::Missing);
+        let mut s = StateFile {
+            current_step: 4,
+            last_completed_step: 3,
+            current_issue: Some(42),
+            current_branch: Some("42-login".into()),
+            feature_name: Some("42-login".into()),
+            runner_pid: Some(7),
+            signal_shutdown: Some("SIGTERM".into()),
+            ..StateFile::default()
+        };
+        s.retries.insert("4".into(), 2);
+        write_state(d.path(), &s).unwrap();
+        s.current_step = 5;
+        write_state(d.path(), &s).unwrap();
+        assert_eq!(read_state(d.path()), StateLoad::Ok(s));
+        let names: Vec<_> = fs::read_dir(d.path().join(".claude"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, vec!["sdlc-state.json".to_string()]);
+        let text = fs::read_to_string(state_path(d.path())).unwrap();
+        assert!(text.contains("\"lastCompletedStep\": 3"), "{text}");
+        assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn reads_the_node_runner_state_file() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join(".claude")).unwrap();
+        fs::write(
+            state_path(d.path()),
+            r#"{"currentStep":7,"lastCompletedStep":6,"currentIssue":12,"currentBranch":"12-x",
+               "featureName":null,"lastTransitionAt":"2026-04-01T10:00:00.000Z",
+               "retries":{"6":1},"runnerPid":null,"prNumber":3,"signalShutdown":true,
+               "someFutureField":{"a":1}}"#,
+        )
+        .unwrap();
+        let StateLoad::Ok(s) = read_state(d.path()) else {
+            panic!("not ok")
+        };
+        assert_eq!(s.last_completed_step, 6);
+        assert_eq!(s.current_issue, Some(12));
+        assert_eq!(s.retries.get("6"), Some(&1));
+        assert_eq!(s.signal_shutdown.as_deref(), Some("unknown"));
+        assert_eq!(s.pr_number, Some(3));
+
+        fs::write(state_path(d.path()), r#"{"signalShutdown":false}"#).unwrap();
+        let StateLoad::Ok(s) = read_state(d.path()) else {
+            panic!("not ok")
+        };
+        assert_eq!(s, StateFile::default());
+    }
+
+    #[test]
+    fn corrupt_state_is_moved_aside_with_a_fresh_number() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join(".claude")).unwrap();
+        for n in 1..=2 {
+            fs::write(state_path(d.path()), "{\"currentStep\": 3,").unwrap();
+            match read_state(d.path()) {
+                StateLoad::Corrupt { error, backup } => {
+                    assert!(error.contains("sdlc-state.json"), "{error}");
+                    assert!(backup.ends_with(format!("sdlc-state.json.corrupt-{n}")));
+                    assert!(backup.is_file());
+                }
+                other => panic!("{other:?}"),
+            }
+            assert!(!state_path(d.path()).exists());
+        }
+        // Wrong types are as corrupt as broken syntax.
+        fs::write(state_path(d.path()), r#"{"currentStep":"three"}"#).unwrap();
+        assert!(matches!(read_state(d.path()), StateLoad::Corrupt { .. }));
+        assert_eq!(read_state(d.path()), StateLoad::Missing);
+    }
+
+    #[test]
+    fn auto_mode_flag_lifecycle() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(!auto_mode_exists(d.path()));
+        create_auto_mode(d.path()).unwrap();
+        create_auto_mode(d.path()).unwrap();
+        assert!(auto_mode_exists(d.path()));
+        assert!(remove_auto_mode(d.path()).unwrap());
+        assert!(!remove_auto_mode(d.path()).unwrap());
+        assert!(!auto_mode_exists(d.path()));
+    }
+
+    #[test]
+    fn exclude_is_idempotent_and_untracks_committed_artifacts() {
+        let d = git_repo();
+        let p = d.path();
+        fs::create_dir_all(p.join(".claude")).unwrap();
+        fs::write(p.join(STATE_FILE), "{}").unwrap();
+        fs::write(p.join(".claude/settings.json"), "{}").unwrap();
+        git(p, &["add", "-A"]);
+        git(p, &["commit", "-qm", "init"]);
+
+        exclude_artifacts(p).unwrap();
+        exclude_artifacts(p).unwrap();
+        let exclude = fs::read_to_string(p.join(".git/info/exclude")).unwrap();
+        for a in ARTIFACTS {
+            assert_eq!(exclude.matches(&format!("/{a}\n")).count(), 1, "{exclude}");
+        }
+        let tracked = git_out(p, &["ls-files"]);
+        assert!(!tracked.contains("sdlc-state.json"), "{tracked}");
+        assert!(tracked.contains(".claude/settings.json"));
+        assert!(p.join(STATE_FILE).is_file(), "the file on disk stays");
+
+        git(p, &["commit", "-qm", "untrack"]);
+        create_auto_mode(p).unwrap();
+        fs::write(p.join(JOURNAL_FILE), "{}\n").unwrap();
+        acquire_lock(p).unwrap();
+        assert_eq!(
+            git_out(p, &["status", "--porcelain", "--untracked-files=all"]),
+            ""
+        );
+    }
+
+    fn git_out(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    #[test]
+    fn second_lock_is_refused_with_the_holder_pid_and_released_on_drop() {
+        let d = tempfile::tempdir().unwrap();
+        let lock = acquire_lock(d.path()).unwrap();
+        let err = acquire_lock(d.path()).unwrap_err();
+        match &err {
+            LockError::Held { pid, project } => {
+                assert_eq!(*pid, Some(std::process::id()));
+                assert_eq!(project, d.path());
+            }
+            other => panic!("{other:?}"),
+        }
+        let msg = err.to_string();
+        assert!(
+            msg.contains(&format!("another sdlc-runner (pid {})", std::process::id())),
+            "{msg}"
+        );
+        assert!(msg.contains(&d.path().display().to_string()));
+        drop(lock);
+        let again = acquire_lock(d.path()).unwrap();
+        assert_eq!(
+            fs::read_to_string(again.path()).unwrap().trim(),
+            std::process::id().to_string()
+        );
+    }
+
+    #[test]
+    fn stale_lock_file_of_a_dead_process_is_taken_over() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join(".claude")).unwrap();
+        fs::write(d.path().join(LOCK_FILE), "999999999\n").unwrap();
+        let lock = acquire_lock(d.path()).unwrap();
+        assert_eq!(
+            fs::read_to_string(lock.path()).unwrap().trim(),
+            std::process::id().to_string()
+        );
+    }
+
+    #[test]
+    fn lock_held_by_another_process_names_its_pid() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir_all(d.path().join(".claude")).unwrap();
+        let lock_path = d.path().join(LOCK_FILE);
+        // `flock(1)` holds the lock in a child for as long as the child sleeps.
+        if Command::new("flock").arg("--version").output().is_err() {
+            eprintln!("flock(1) not installed; skipping");
+            return;
+        }
+        use std::os::unix::process::CommandExt;
+        // Its own process group, so the `sleep` that flock(1) forks (and that inherits the
+        // locked fd) is ended with it.
+        let mut child = Command::new("flock")
+            .process_group(0)
+            .arg("-x")
+            .arg(&lock_path)
+            .args(["sleep", "30"])
+            .spawn()
+            .unwrap();
+        let mut held = None;
+        for _ in 0..200 {
+            match acquire_lock(d.path()) {
+                Err(LockError::Held { pid, .. }) => {
+                    held = Some(pid);
+                    break;
+                }
+                Ok(l) => {
+                    drop(l);
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // SAFETY: signals only the process group this test created.
+        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+        child.wait().unwrap();
+        // flock(1) writes no pid, so the holder is reported as unknown rather than stale.
+        assert_eq!(held, Some(None));
+        // The killed `sleep` closes the fd as it exits, which may be a moment after flock(1) is
+        // reaped.
+        let freed = (0..200).any(|_| {
+            let ok = acquire_lock(d.path()).is_ok();
+            if !ok {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            ok
+        });
+        assert!(freed, "the lock was not released when its holder died");
+    }
+}

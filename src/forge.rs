@@ -1,0 +1,260 @@
+//! Pull requests and CI, from GitHub (through the `gh` CLI) or from the offline `local` forge
+//! used by the demo, where origin itself plays GitHub: a pushed branch is an open PR and a
+//! branch merged into `origin/<main>` is a merged one.
+
+use crate::repo::{Repo, RepoError};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CiState {
+    NoneConfigured,
+    Pending,
+    Failed,
+    Passed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrState {
+    Open,
+    Merged,
+    Closed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pr {
+    /// 0 for the local forge, which has no numbers.
+    pub number: u32,
+    pub url: String,
+    pub state: PrState,
+}
+
+#[derive(Debug, Clone)]
+pub enum Forge {
+    GitHub {
+        gh: PathBuf,
+        repo_dir: PathBuf,
+        require_checks: bool,
+    },
+    Local {
+        require_checks: bool,
+    },
+}
+
+#[derive(Deserialize)]
+struct GhPr {
+    number: u32,
+    url: String,
+    state: String,
+}
+
+#[derive(Deserialize)]
+struct GhCheck {
+    #[serde(default)]
+    bucket: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+impl Forge {
+    pub fn require_checks(&self) -> bool {
+        match self {
+            Forge::GitHub { require_checks, .. } | Forge::Local { require_checks } => {
+                *require_checks
+            }
+        }
+    }
+
+    /// The PR whose head is `branch`. With several (a closed one and its reopened successor),
+    /// an open PR wins over a merged one over a closed one, then the newest.
+    pub fn pr_for_branch(&self, repo: &Repo, branch: &str) -> Result<Option<Pr>, RepoError> {
+        match self {
+            Forge::GitHub { gh, repo_dir, .. } => {
+                let args = [
+                    "pr",
+                    "list",
+                    "--head",
+                    branch,
+                    "--state",
+                    "all",
+                    "--json",
+                    "number,url,state",
+                ];
+                let out = run_gh(gh, repo_dir, &args)?;
+                if !out.status.success() {
+                    return Err(gh_failed(gh, &args, &out));
+                }
+                let prs: Vec<GhPr> =
+                    serde_json::from_slice(&out.stdout).map_err(|e| RepoError::Parse {
+                        command: command_text(gh, &args),
+                        detail: e.to_string(),
+                    })?;
+                let rank = |s: PrState| match s {
+                    PrState::Open => 2,
+                    PrState::Merged => 1,
+                    PrState::Closed => 0,
+                };
+                let mut best: Option<Pr> = None;
+                for p in prs {
+                    let state = match p.state.to_ascii_uppercase().as_str() {
+                        "OPEN" => PrState::Open,
+                        "MERGED" => PrState::Merged,
+                        "CLOSED" => PrState::Closed,
+                        other => {
+                            return Err(RepoError::Parse {
+                                command: command_text(gh, &args),
+                                detail: format!("unknown PR state {other:?}"),
+                            })
+                        }
+                    };
+                    let pr = Pr {
+                        number: p.number,
+                        url: p.url,
+                        state,
+                    };
+                    let better = best
+                        .as_ref()
+                        .is_none_or(|b| (rank(pr.state), pr.number) > (rank(b.state), b.number));
+                    if better {
+                        best = Some(pr);
+                    }
+                }
+                Ok(best)
+            }
+            Forge::Local { .. } => {
+                let url = format!("local:{branch}");
+                if repo.branch_has_own_work(branch)? && repo.merged_into_main(branch)? {
+                    return Ok(Some(Pr {
+                        number: 0,
+                        url,
+                        state: PrState::Merged,
+                    }));
+                }
+                if repo.branch_pushed(branch)? {
+                    return Ok(Some(Pr {
+                        number: 0,
+                        url,
+                        state: PrState::Open,
+                    }));
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// `gh pr checks` exits 1 on failing checks and 8 on pending ones (reference defect §8.17),
+    /// so the JSON on stdout is read whatever the exit code, and only its absence is an error.
+    pub fn ci_state(&self, _repo: &Repo, branch: &str) -> Result<CiState, RepoError> {
+        let (gh, repo_dir) = match self {
+            Forge::Local { .. } => return Ok(CiState::NoneConfigured),
+            Forge::GitHub { gh, repo_dir, .. } => (gh, repo_dir),
+        };
+        let mut out = None;
+        // `bucket` is missing from older gh; the raw `state` is enough to classify.
+        for fields in ["name,state,bucket", "name,state"] {
+            let args = ["pr", "checks", branch, "--json", fields];
+            let o = run_gh(gh, repo_dir, &args)?;
+            let stderr = String::from_utf8_lossy(&o.stderr).to_ascii_lowercase();
+            if stderr.contains("no checks reported") {
+                return Ok(CiState::NoneConfigured);
+            }
+            if stderr.contains("unknown json field") && fields.contains("bucket") {
+                continue;
+            }
+            out = Some((o, args));
+            break;
+        }
+        let Some((out, args)) = out else {
+            return Err(RepoError::Parse {
+                command: command_text(gh, &["pr", "checks", branch]),
+                detail: "gh accepted no JSON field set".to_string(),
+            });
+        };
+        let checks: Vec<GhCheck> = match serde_json::from_slice(&out.stdout) {
+            Ok(c) => c,
+            Err(e) if out.status.success() => {
+                return Err(RepoError::Parse {
+                    command: command_text(gh, &args),
+                    detail: e.to_string(),
+                })
+            }
+            Err(_) => return Err(gh_failed(gh, &args, &out)),
+        };
+        if checks.is_empty() {
+            return Ok(CiState::NoneConfigured);
+        }
+        let mut pending = false;
+        for c in &checks {
+            match classify_check(c) {
+                CiState::Failed => return Ok(CiState::Failed),
+                CiState::Pending => pending = true,
+                _ => {}
+            }
+        }
+        Ok(if pending {
+            CiState::Pending
+        } else {
+            CiState::Passed
+        })
+    }
+
+    /// Whether CI lets the branch merge: "none configured" does unless `requireChecks` is set.
+    pub fn ci_ok(&self, state: CiState) -> bool {
+        match state {
+            CiState::Passed => true,
+            CiState::NoneConfigured => !self.require_checks(),
+            CiState::Pending | CiState::Failed => false,
+        }
+    }
+}
+
+fn classify_check(c: &GhCheck) -> CiState {
+    if let Some(bucket) = &c.bucket {
+        return match bucket.to_ascii_lowercase().as_str() {
+            "pass" | "skipping" => CiState::Passed,
+            "pending" => CiState::Pending,
+            _ => CiState::Failed, // fail, cancel, and anything newer we cannot vouch for
+        };
+    }
+    match c
+        .state
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "SUCCESS" | "SKIPPED" | "NEUTRAL" => CiState::Passed,
+        "PENDING" | "QUEUED" | "IN_PROGRESS" | "WAITING" | "REQUESTED" | "EXPECTED" => {
+            CiState::Pending
+        }
+        _ => CiState::Failed,
+    }
+}
+
+fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Output, RepoError> {
+    Command::new(gh)
+        .args(args)
+        .current_dir(dir)
+        // gh must never stop to ask a question in an unattended run.
+        .env("GH_PROMPT_DISABLED", "1")
+        .env("NO_COLOR", "1")
+        .output()
+        .map_err(|source| RepoError::Spawn {
+            program: gh.display().to_string(),
+            source,
+        })
+}
+
+fn command_text(gh: &Path, args: &[&str]) -> String {
+    format!("{} {}", gh.display(), args.join(" "))
+}
+
+fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> RepoError {
+    RepoError::Command {
+        command: command_text(gh, args),
+        status: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        hint: "check `gh auth status` and that the project's remote is a GitHub repository",
+    }
+}

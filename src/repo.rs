@@ -1,0 +1,730 @@
+//! Git probes of the project: the SPEC §2 preconditions and post-step checks, the §7
+//! idempotency checks before side-effecting steps, and the §5 detection of how far an issue
+//! got, from what git and the forge show rather than from the state file.
+//!
+//! Every git call is an argument vector; branch names go in as full ref names
+//! (`refs/heads/<b>`) so that no name can be read as an option.
+
+use crate::files::{StateFile, ARTIFACTS};
+use crate::forge::{CiState, Forge, PrState};
+use crate::step::{Check, Step};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The four files a spec directory must hold, non-empty.
+pub const SPEC_FILES: [&str; 4] = [
+    "requirements.md",
+    "design.md",
+    "tasks.md",
+    "feature.gherkin",
+];
+
+#[derive(Debug, thiserror::Error)]
+pub enum RepoError {
+    #[error("{} is not a git repository (git said: {detail}); set projectPath to the root of a git clone", .path.display())]
+    NotARepo { path: PathBuf, detail: String },
+    #[error("could not run {program}: {source}; is it installed and on PATH?")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed (exit {}): {stderr}; {hint}", exit_text(.status))]
+    Command {
+        command: String,
+        status: Option<i32>,
+        stderr: String,
+        hint: &'static str,
+    },
+    #[error("could not read the output of `{command}`: {detail}")]
+    Parse { command: String, detail: String },
+    #[error("refusing to commit on {branch} in {}: check out the issue's feature branch first", .path.display())]
+    CommitOnMain { branch: String, path: PathBuf },
+}
+
+fn exit_text(status: &Option<i32>) -> String {
+    match status {
+        Some(c) => c.to_string(),
+        None => "killed by a signal".to_string(),
+    }
+}
+
+const GIT_HINT: &str = "inspect the repository with the same git command";
+
+#[derive(Debug, Clone)]
+pub struct Repo {
+    pub path: PathBuf,
+    /// The default branch: origin's HEAD, else `main`, else `master`.
+    pub main: String,
+}
+
+/// What the runner knows about the cycle when it checks a step.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepContext {
+    pub issue: Option<u32>,
+    /// The spec directory name recorded for the issue, if any.
+    pub feature: Option<String>,
+}
+
+impl Repo {
+    pub fn open(path: &Path) -> Result<Repo, RepoError> {
+        let out = Command::new("git")
+            .args(["rev-parse", "--show-toplevel"])
+            .current_dir(path)
+            .output();
+        let out = match out {
+            Ok(o) => o,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !path.is_dir() => {
+                return Err(RepoError::NotARepo {
+                    path: path.to_path_buf(),
+                    detail: "the directory does not exist".to_string(),
+                })
+            }
+            Err(source) => {
+                return Err(RepoError::Spawn {
+                    program: "git".to_string(),
+                    source,
+                })
+            }
+        };
+        if !out.status.success() {
+            return Err(RepoError::NotARepo {
+                path: path.to_path_buf(),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        let mut repo = Repo {
+            path: path.to_path_buf(),
+            main: String::new(),
+        };
+        repo.main = repo.detect_main()?;
+        Ok(repo)
+    }
+
+    fn detect_main(&self) -> Result<String, RepoError> {
+        let out = self.git(&["symbolic-ref", "--quiet", "refs/remotes/origin/HEAD"])?;
+        if out.status.success() {
+            let text = stdout(&out);
+            if let Some(name) = text.strip_prefix("refs/remotes/origin/") {
+                return Ok(name.to_string());
+            }
+        }
+        for candidate in ["main", "master"] {
+            if self.ref_exists(&format!("refs/heads/{candidate}"))?
+                || self.ref_exists(&format!("refs/remotes/origin/{candidate}"))?
+            {
+                return Ok(candidate.to_string());
+            }
+        }
+        Ok("main".to_string())
+    }
+
+    fn git(&self, args: &[&str]) -> Result<Output, RepoError> {
+        Command::new("git")
+            .args(args)
+            .current_dir(&self.path)
+            // Never wait for credentials in an unattended run; parse messages in one language.
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C")
+            .output()
+            .map_err(|source| RepoError::Spawn {
+                program: "git".to_string(),
+                source,
+            })
+    }
+
+    fn git_ok(&self, args: &[&str]) -> Result<String, RepoError> {
+        let out = self.git(args)?;
+        if !out.status.success() {
+            return Err(self.failed(args, &out));
+        }
+        Ok(stdout(&out))
+    }
+
+    fn failed(&self, args: &[&str], out: &Output) -> RepoError {
+        RepoError::Command {
+            command: format!("git {} (in {})", args.join(" "), self.path.display()),
+            status: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            hint: GIT_HINT,
+        }
+    }
+
+    fn ref_exists(&self, full_ref: &str) -> Result<bool, RepoError> {
+        let out = self.git(&[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{full_ref}^{{commit}}"),
+        ])?;
+        Ok(out.status.success())
+    }
+
+    /// The ref that stands for main in comparisons: origin's copy when there is one (it is
+    /// what PRs merge into), else the local branch.
+    fn main_ref(&self) -> Result<Option<String>, RepoError> {
+        for r in [
+            format!("refs/remotes/origin/{}", self.main),
+            format!("refs/heads/{}", self.main),
+        ] {
+            if self.ref_exists(&r)? {
+                return Ok(Some(r));
+            }
+        }
+        Ok(None)
+    }
+
+    /// `None` when HEAD is detached.
+    pub fn current_branch(&self) -> Result<Option<String>, RepoError> {
+        let out = self.git(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+        match out.status.code() {
+            Some(0) => Ok(Some(stdout(&out))),
+            Some(1) => Ok(None),
+            _ => Err(self.failed(&["symbolic-ref", "--quiet", "--short", "HEAD"], &out)),
+        }
+    }
+
+    /// No staged, unstaged or untracked changes. Excluded files never show; the runner's own
+    /// artifacts are also skipped by exact path in case a project still tracks them.
+    pub fn is_clean(&self) -> Result<bool, RepoError> {
+        Ok(self.dirty_paths()?.is_empty())
+    }
+
+    fn dirty_paths(&self) -> Result<Vec<String>, RepoError> {
+        // -uall lists files inside untracked directories, so `.claude/` is never one opaque
+        // entry (reference defect §8.16); -z keeps unusual names intact.
+        let text = self.git_ok(&["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
+        let mut paths = Vec::new();
+        let mut entries = text.split('\0');
+        while let Some(entry) = entries.next() {
+            if entry.len() < 4 {
+                continue;
+            }
+            let (code, path) = entry.split_at(3);
+            if code.starts_with('R') || code.starts_with('C') {
+                entries.next(); // the rename's source path
+            }
+            if !ARTIFACTS.contains(&path) {
+                paths.push(path.to_string());
+            }
+        }
+        Ok(paths)
+    }
+
+    fn local_branches(&self) -> Result<Vec<String>, RepoError> {
+        let text = self.git_ok(&["for-each-ref", "--format=%(refname:short)", "refs/heads/"])?;
+        Ok(text.lines().map(str::to_string).collect())
+    }
+
+    /// The local branch named `<issue>-<slug>`. With several, the checked-out one wins, then
+    /// the first by name.
+    pub fn feature_branch(&self, issue: u32) -> Result<Option<String>, RepoError> {
+        let prefix = format!("{issue}-");
+        let mut matches: Vec<String> = self
+            .local_branches()?
+            .into_iter()
+            .filter(|b| b.starts_with(&prefix) && b.len() > prefix.len())
+            .collect();
+        matches.sort();
+        if let Some(current) = self.current_branch()? {
+            if matches.contains(&current) {
+                return Ok(Some(current));
+            }
+        }
+        Ok(matches.into_iter().next())
+    }
+
+    /// Commits on `branch` that are on neither the local nor origin's main.
+    pub fn commits_ahead_of_main(&self, branch: &str) -> Result<u32, RepoError> {
+        let head = format!("refs/heads/{branch}");
+        let mut args = vec!["rev-list".to_string(), "--count".to_string(), head];
+        for r in [
+            format!("refs/heads/{}", self.main),
+            format!("refs/remotes/origin/{}", self.main),
+        ] {
+            if self.ref_exists(&r)? {
+                args.push(format!("^{r}"));
+            }
+        }
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        parse_count(&self.git_ok(&args)?, &args)
+    }
+
+    /// Whether `origin/<branch>` exists. Reads the remote-tracking ref: call [`Repo::fetch`]
+    /// first for an up-to-date answer.
+    pub fn branch_pushed(&self, branch: &str) -> Result<bool, RepoError> {
+        self.ref_exists(&format!("refs/remotes/origin/{branch}"))
+    }
+
+    /// Commits on `branch` that no ref of origin holds (so a branch never pushed counts all
+    /// its commits that are not on origin's main either).
+    pub fn unpushed_commits(&self, branch: &str) -> Result<u32, RepoError> {
+        let head = format!("refs/heads/{branch}");
+        let has_remote = self.git_ok(&["remote"])?.lines().any(|r| r == "origin");
+        let args: Vec<&str> = if has_remote {
+            vec!["rev-list", "--count", &head, "--not", "--remotes=origin"]
+        } else {
+            vec!["rev-list", "--count", &head]
+        };
+        parse_count(&self.git_ok(&args)?, &args)
+    }
+
+    /// The branch head is an ancestor of origin's main (local main without a remote). Note a
+    /// branch with no commits of its own trivially is; see [`Repo::branch_has_own_work`].
+    pub fn merged_into_main(&self, branch: &str) -> Result<bool, RepoError> {
+        let Some(main) = self.main_ref()? else {
+            return Ok(false);
+        };
+        let head = format!("refs/heads/{branch}");
+        let args = ["merge-base", "--is-ancestor", &head, &main];
+        let out = self.git(&args)?;
+        match out.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(self.failed(&args, &out)),
+        }
+    }
+
+    /// Whether the branch ever moved past the commit it was created at (from its reflog), so
+    /// that a freshly created branch is not mistaken for a merged one. Without a reflog (e.g.
+    /// `core.logAllRefUpdates=false`) it answers true: ancestry alone then decides.
+    pub fn branch_has_own_work(&self, branch: &str) -> Result<bool, RepoError> {
+        let head = format!("refs/heads/{branch}");
+        let out = self.git(&["log", "-g", "--format=%H", &head, "--"])?;
+        let text = stdout(&out);
+        let hashes: Vec<&str> = text.lines().collect();
+        match (out.status.success(), hashes.first(), hashes.last()) {
+            (true, Some(newest), Some(created)) => Ok(newest != created),
+            _ => Ok(true),
+        }
+    }
+
+    /// `git add -A` and commit when the tree is dirty. Never on main (reference defect
+    /// §8.15), and `--no-verify` because this saves work a failing hook must not lose.
+    pub fn auto_commit(&self, message: &str) -> Result<bool, RepoError> {
+        if self.is_clean()? {
+            return Ok(false);
+        }
+        let branch = self.current_branch()?;
+        if branch.as_deref() == Some(self.main.as_str()) {
+            return Err(RepoError::CommitOnMain {
+                branch: self.main.clone(),
+                path: self.path.clone(),
+            });
+        }
+        let mut add = vec![
+            "add".to_string(),
+            "-A".to_string(),
+            "--".to_string(),
+            ".".to_string(),
+        ];
+        add.extend(ARTIFACTS.iter().map(|a| format!(":(exclude){a}")));
+        let add: Vec<&str> = add.iter().map(String::as_str).collect();
+        self.git_ok(&add)?;
+        self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
+        Ok(true)
+    }
+
+    /// Checks out main and fast-forwards it to origin's copy when there is one.
+    pub fn checkout_main(&self) -> Result<(), RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if self.ref_exists(&format!("refs/heads/{}", self.main))? {
+            self.git_ok(&["checkout", "--quiet", &self.main])?;
+        } else if self.ref_exists(&remote_main)? {
+            self.git_ok(&[
+                "checkout",
+                "--quiet",
+                "-b",
+                &self.main,
+                "--track",
+                &remote_main,
+            ])?;
+        } else {
+            return Err(RepoError::Command {
+                command: format!("git checkout {} (in {})", self.main, self.path.display()),
+                status: None,
+                stderr: format!("no branch {} locally or on origin", self.main),
+                hint: "create the main branch or set origin's HEAD",
+            });
+        }
+        if self.ref_exists(&remote_main)? {
+            self.git_ok(&["merge", "--ff-only", "--quiet", &remote_main])?;
+        }
+        Ok(())
+    }
+
+    /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
+    pub fn fetch(&self) -> Result<(), RepoError> {
+        if !self.git_ok(&["remote"])?.lines().any(|r| r == "origin") {
+            return Ok(());
+        }
+        self.git_ok(&["fetch", "--quiet", "--prune", "origin"])?;
+        Ok(())
+    }
+
+    /// This issue's spec directory, never another issue's (reference defect §8.9): the
+    /// recorded feature name if it does not name a different issue, else `specs/<issue>-*`
+    /// (the checked-out branch's slug first), else a directory whose requirements.md declares
+    /// `**Issues**: #<issue>`.
+    pub fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
+        let specs = self.path.join("specs");
+        if let Some(f) = feature.filter(|f| !f.is_empty() && !f.contains('/') && *f != "..") {
+            let other_issue = leading_issue(f).is_some_and(|n| n != issue);
+            let dir = specs.join(f);
+            if !other_issue && dir.is_dir() {
+                return Some(dir);
+            }
+        }
+        let mut dirs: Vec<String> = fs::read_dir(&specs)
+            .ok()?
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_dir())
+            .filter_map(|e| e.file_name().into_string().ok())
+            .collect();
+        dirs.sort();
+        if let Ok(Some(branch)) = self.current_branch() {
+            if leading_issue(&branch) == Some(issue) && dirs.contains(&branch) {
+                return Some(specs.join(branch));
+            }
+        }
+        if let Some(d) = dirs.iter().find(|d| leading_issue(d) == Some(issue)) {
+            return Some(specs.join(d));
+        }
+        dirs.iter()
+            .filter(|d| leading_issue(d).is_none())
+            .map(|d| specs.join(d))
+            .find(|d| declares_issue(&d.join("requirements.md"), issue))
+    }
+
+    /// `Err` lists what is missing: `feature directory`, or the spec files that are absent or
+    /// empty.
+    pub fn spec_files_ok(&self, issue: u32, feature: Option<&str>) -> Result<(), Vec<String>> {
+        let Some(dir) = self.spec_dir(issue, feature) else {
+            return Err(vec!["feature directory".to_string()]);
+        };
+        let missing: Vec<String> = SPEC_FILES
+            .iter()
+            .filter(|f| fs::metadata(dir.join(f)).map_or(true, |m| !m.is_file() || m.len() == 0))
+            .map(|f| f.to_string())
+            .collect();
+        if missing.is_empty() {
+            Ok(())
+        } else {
+            Err(missing)
+        }
+    }
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn parse_count(text: &str, args: &[&str]) -> Result<u32, RepoError> {
+    text.trim().parse().map_err(|_| RepoError::Parse {
+        command: format!("git {}", args.join(" ")),
+        detail: format!("expected a count, got {text:?}"),
+    })
+}
+
+/// The issue number of a `<N>-<slug>` name.
+pub fn leading_issue(name: &str) -> Option<u32> {
+    let (num, rest) = name.split_once('-')?;
+    if rest.is_empty() || num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    num.parse().ok()
+}
+
+fn declares_issue(requirements: &Path, issue: u32) -> bool {
+    let Ok(text) = fs::read_to_string(requirements) else {
+        return false;
+    };
+    let tag = format!("#{issue}");
+    text.lines().filter(|l| l.contains("**Issue")).any(|l| {
+        l.match_indices(&tag).any(|(i, _)| {
+            !l[i + tag.len()..]
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_digit())
+        })
+    })
+}
+
+/// The branch the cycle works on: the issue's feature branch, or without a known issue the
+/// checked-out branch unless it is main.
+fn work_branch(repo: &Repo, ctx: &StepContext) -> Result<Option<String>, RepoError> {
+    match ctx.issue {
+        Some(issue) => repo.feature_branch(issue),
+        None => Ok(repo.current_branch()?.filter(|b| *b != repo.main)),
+    }
+}
+
+/// Checked out on the cycle's feature branch.
+fn on_feature_branch(repo: &Repo, ctx: &StepContext) -> Result<Option<String>, RepoError> {
+    let current = repo.current_branch()?;
+    let Some(current) = current.filter(|b| *b != repo.main) else {
+        return Ok(None);
+    };
+    match ctx.issue {
+        Some(issue) if leading_issue(&current) != Some(issue) => Ok(None),
+        _ => Ok(Some(current)),
+    }
+}
+
+/// The SPEC §2 precondition of `step`, checks in contract order. `Ok(Err(check))` names the
+/// first check that failed; `Err` means git or gh could not be asked.
+pub fn precondition(
+    repo: &Repo,
+    forge: &Forge,
+    step: Step,
+    ctx: &StepContext,
+) -> Result<Result<(), Check>, RepoError> {
+    for &check in Check::of(step) {
+        let holds = match check {
+            Check::CleanWorkingTree => repo.is_clean()?,
+            Check::OnMainBranch => repo.current_branch()?.as_deref() == Some(repo.main.as_str()),
+            Check::FeatureBranchExists => on_feature_branch(repo, ctx)?.is_some(),
+            Check::IssueNumberKnown => ctx.issue.is_some(),
+            Check::SpecFilesExist => ctx
+                .issue
+                .is_some_and(|i| repo.spec_files_ok(i, ctx.feature.as_deref()).is_ok()),
+            Check::OnFeatureBranch => on_feature_branch(repo, ctx)?.is_some(),
+            Check::CommitsExistOnBranch => match on_feature_branch(repo, ctx)? {
+                Some(b) => repo.commits_ahead_of_main(&b)? > 0,
+                None => false,
+            },
+            Check::BranchPushedToRemote => match work_branch(repo, ctx)? {
+                Some(b) => {
+                    repo.fetch()?;
+                    repo.branch_pushed(&b)? && repo.unpushed_commits(&b)? == 0
+                }
+                None => false,
+            },
+            Check::PrExists => match work_branch(repo, ctx)? {
+                Some(b) => forge
+                    .pr_for_branch(repo, &b)?
+                    .is_some_and(|pr| pr.state != PrState::Closed),
+                None => false,
+            },
+            Check::CiChecksPassing => match work_branch(repo, ctx)? {
+                Some(b) => forge.ci_ok(forge.ci_state(repo, &b)?),
+                None => false,
+            },
+        };
+        if !holds {
+            return Ok(Err(check));
+        }
+    }
+    Ok(Ok(()))
+}
+
+/// What the runner checks after a step exited successfully (SPEC §2). `Ok(Err(text))` says
+/// what is wrong, for the failure record. implement's auto-commit is the caller's (it needs
+/// the commit message), so implement has no check here.
+pub fn post_check(
+    repo: &Repo,
+    forge: &Forge,
+    step: Step,
+    ctx: &StepContext,
+) -> Result<Result<(), String>, RepoError> {
+    match step {
+        Step::StartIssue => {
+            let current = repo.current_branch()?;
+            let ok = on_feature_branch(repo, ctx)?.is_some_and(|b| leading_issue(&b).is_some());
+            if ok {
+                return Ok(Ok(()));
+            }
+            let on = current.unwrap_or_else(|| "a detached HEAD".to_string());
+            let expected = match ctx.issue {
+                Some(i) => format!("{i}-<slug>"),
+                None => "<issue>-<slug>".to_string(),
+            };
+            Ok(Err(format!(
+                "no feature branch checked out after startIssue: HEAD is on {on}, expected {expected}"
+            )))
+        }
+        Step::WriteSpecs => {
+            let Some(issue) = ctx.issue else {
+                return Ok(Err(
+                    "no issue number known, so no spec directory to check".into()
+                ));
+            };
+            Ok(repo
+                .spec_files_ok(issue, ctx.feature.as_deref())
+                .map_err(|missing| {
+                    format!(
+                        "spec files missing or empty for issue #{issue} under specs/: {}",
+                        missing.join(", ")
+                    )
+                }))
+        }
+        Step::CommitPush => {
+            let Some(branch) = work_branch(repo, ctx)? else {
+                return Ok(Err("no feature branch to push".into()));
+            };
+            repo.fetch()?;
+            if !repo.is_clean()? {
+                return Ok(Err("uncommitted changes remain after commitPush".into()));
+            }
+            if !repo.branch_pushed(&branch)? {
+                return Ok(Err(format!("branch {branch} is not on origin")));
+            }
+            let unpushed = repo.unpushed_commits(&branch)?;
+            if unpushed > 0 {
+                return Ok(Err(format!(
+                    "{unpushed} commit(s) on {branch} are not pushed to origin"
+                )));
+            }
+            Ok(Ok(()))
+        }
+        Step::MonitorCi => {
+            let Some(branch) = work_branch(repo, ctx)? else {
+                return Ok(Err("no feature branch to check CI for".into()));
+            };
+            let state = forge.ci_state(repo, &branch)?;
+            if forge.ci_ok(state) {
+                return Ok(Ok(()));
+            }
+            Ok(Err(match state {
+                CiState::Failed => format!("CI checks failing on {branch}"),
+                CiState::Pending => format!("CI checks still pending on {branch}"),
+                // Passed always satisfies ci_ok; only "none configured" under requireChecks is left.
+                CiState::NoneConfigured | CiState::Passed => {
+                    format!("no CI checks reported for {branch} and requireChecks is set")
+                }
+            }))
+        }
+        _ => Ok(Ok(())),
+    }
+}
+
+/// Whether the outcome of a side-effecting step already holds, so the runner records it done
+/// without running it again (SPEC §7): commitPush when the work is committed and all on origin,
+/// createPR when a PR exists, merge when it is merged.
+pub fn already_done(
+    repo: &Repo,
+    forge: &Forge,
+    step: Step,
+    ctx: &StepContext,
+) -> Result<bool, RepoError> {
+    if !matches!(step, Step::CommitPush | Step::CreatePr | Step::Merge) {
+        return Ok(false);
+    }
+    let Some(branch) = work_branch(repo, ctx)? else {
+        return Ok(false);
+    };
+    match step {
+        Step::CommitPush => {
+            repo.fetch()?;
+            // A branch with nothing of its own (e.g. created on origin by `gh issue develop`)
+            // is pushed but holds no work yet.
+            Ok(repo.is_clean()?
+                && repo.branch_pushed(&branch)?
+                && repo.unpushed_commits(&branch)? == 0
+                && repo.commits_ahead_of_main(&branch)? > 0)
+        }
+        Step::CreatePr => Ok(forge
+            .pr_for_branch(repo, &branch)?
+            .is_some_and(|pr| pr.state != PrState::Closed)),
+        _ => Ok(forge
+            .pr_for_branch(repo, &branch)?
+            .is_some_and(|pr| pr.state == PrState::Merged)),
+    }
+}
+
+/// How far the checked-out feature branch got (SPEC §5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detected {
+    pub issue: u32,
+    pub branch: String,
+    /// The first step not yet done.
+    pub next: Step,
+    /// The branch's PR is merged: check out main and start a fresh cycle.
+    pub merged: bool,
+    /// The spec directory found for the issue.
+    pub feature: Option<String>,
+}
+
+/// Probes git and the forge for the progress of the checked-out `<N>-<slug>` branch. The
+/// ladder is chained (no later signal lifts it past a failed earlier one): branch ⇒ startIssue
+/// done; spec files ⇒ writeSpecs; commits ahead of main ⇒ implement (simplify is not
+/// observable). verify is done only when the state file of the same issue says so; a pushed
+/// branch or an open PR alone never counts (it may be a signal-shutdown
+/// WIP push, or created by `gh issue develop`). Then all pushed ⇒ commitPush; PR ⇒ createPR;
+/// CI passing ⇒ monitorCI. After a signal shutdown the state file's `lastCompletedStep` caps
+/// the result. simplify counts as done only on the same evidence as verify, or when the state
+/// file records it. `None` when HEAD is not on an issue branch.
+pub fn detect_progress(
+    repo: &Repo,
+    forge: &Forge,
+    state_hint: Option<&StateFile>,
+) -> Result<Option<Detected>, RepoError> {
+    let Some(branch) = repo.current_branch()? else {
+        return Ok(None);
+    };
+    let Some(issue) = leading_issue(&branch) else {
+        return Ok(None);
+    };
+    if branch == repo.main {
+        return Ok(None);
+    }
+    repo.fetch()?;
+    // A state file about another issue tells nothing about this one.
+    let hint = state_hint.filter(|s| s.current_issue == Some(issue));
+    let recorded_feature = hint.and_then(|s| s.feature_name.as_deref());
+    let feature = repo
+        .spec_dir(issue, recorded_feature)
+        .and_then(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_string));
+    let pr = forge.pr_for_branch(repo, &branch)?;
+    if pr.as_ref().is_some_and(|p| p.state == PrState::Merged) {
+        return Ok(Some(Detected {
+            issue,
+            branch,
+            next: Step::StartCycle,
+            merged: true,
+            feature,
+        }));
+    }
+    let pr_open = pr.as_ref().is_some_and(|p| p.state == PrState::Open);
+    let ctx = StepContext {
+        issue: Some(issue),
+        feature: feature.clone(),
+    };
+
+    // Only the state file can vouch for verify: with the local forge an open PR is nothing
+    // more than a pushed branch.
+    let verified = hint.is_some_and(|s| s.last_completed_step >= Step::Verify.number());
+    let simplified =
+        verified || hint.is_some_and(|s| s.last_completed_step >= Step::Simplify.number());
+    let mut done = Step::StartIssue;
+    let mut advance = |step: Step, holds: bool| -> bool {
+        if holds && done.next() == Some(step) {
+            done = step;
+        }
+        done == step
+    };
+    let _ = advance(
+        Step::WriteSpecs,
+        repo.spec_files_ok(issue, feature.as_deref()).is_ok(),
+    ) && advance(Step::Implement, repo.commits_ahead_of_main(&branch)? > 0)
+        && advance(Step::Simplify, simplified)
+        && advance(Step::Verify, verified)
+        && advance(
+            Step::CommitPush,
+            already_done(repo, forge, Step::CommitPush, &ctx)?,
+        )
+        && advance(Step::CreatePr, pr_open)
+        && advance(Step::MonitorCi, forge.ci_ok(forge.ci_state(repo, &branch)?));
+
+    if let Some(s) = hint.filter(|s| s.signal_shutdown.is_some()) {
+        let cap = Step::from_number(s.last_completed_step).unwrap_or(Step::StartIssue);
+        done = done.min(cap.max(Step::StartIssue));
+    }
+    Ok(Some(Detected {
+        issue,
+        branch,
+        next: done.next().unwrap_or(Step::Merge),
+        merged: false,
+        feature,
+    }))
+}

@@ -1,0 +1,849 @@
+//! The repository layer against real git: a bare `origin` and a clone with `main`, a fake `gh`
+//! script for the GitHub forge.
+
+use sdlc_runner::files::{self, StateFile};
+use sdlc_runner::forge::{CiState, Forge, PrState};
+use sdlc_runner::repo::{
+    already_done, detect_progress, post_check, precondition, Repo, RepoError, StepContext,
+};
+use sdlc_runner::step::{Check, Step};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap().trim().to_string()
+}
+
+struct Fixture {
+    _root: tempfile::TempDir,
+    work: PathBuf,
+    /// A second clone, playing the person or bot that merges on origin.
+    other: PathBuf,
+    gh_dir: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let root = tempfile::tempdir().unwrap();
+        let origin = root.path().join("origin.git");
+        let work = root.path().join("work");
+        let other = root.path().join("other");
+        let gh_dir = root.path().join("gh");
+        fs::create_dir_all(&gh_dir).unwrap();
+        git(
+            root.path(),
+            &[
+                "init",
+                "-q",
+                "--bare",
+                "-b",
+                "main",
+                origin.to_str().unwrap(),
+            ],
+        );
+        git(
+            root.path(),
+            &[
+                "clone",
+                "-q",
+                origin.to_str().unwrap(),
+                work.to_str().unwrap(),
+            ],
+        );
+        configure(&work);
+        fs::write(work.join("README.md"), "hello\n").unwrap();
+        git(&work, &["add", "-A"]);
+        git(&work, &["commit", "-qm", "initial"]);
+        git(&work, &["push", "-q", "-u", "origin", "main"]);
+        git(
+            root.path(),
+            &[
+                "clone",
+                "-q",
+                origin.to_str().unwrap(),
+                other.to_str().unwrap(),
+            ],
+        );
+        configure(&other);
+        files::exclude_artifacts(&work).unwrap();
+        Fixture {
+            _root: root,
+            work,
+            other,
+            gh_dir,
+        }
+    }
+
+    fn repo(&self) -> Repo {
+        Repo::open(&self.work).unwrap()
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        let p = self.work.join(rel);
+        fs::create_dir_all(p.parent().unwrap()).unwrap();
+        fs::write(p, text).unwrap();
+    }
+
+    fn commit(&self, rel: &str, text: &str) {
+        self.write(rel, text);
+        git(&self.work, &["add", "-A"]);
+        git(&self.work, &["commit", "-qm", &format!("change {rel}")]);
+    }
+
+    fn branch(&self, name: &str) {
+        git(&self.work, &["checkout", "-q", "-b", name]);
+    }
+
+    fn push(&self) {
+        git(&self.work, &["push", "-q", "-u", "origin", "HEAD"]);
+    }
+
+    fn write_specs(&self, dir: &str) {
+        for f in [
+            "requirements.md",
+            "design.md",
+            "tasks.md",
+            "feature.gherkin",
+        ] {
+            self.write(&format!("specs/{dir}/{f}"), "content\n");
+        }
+    }
+
+    /// Merges `branch` into main on origin from the other clone, as GitHub's merge button would.
+    fn merge_on_origin(&self, branch: &str) {
+        git(&self.other, &["fetch", "-q", "origin"]);
+        git(&self.other, &["checkout", "-q", "main"]);
+        git(&self.other, &["pull", "-q", "--ff-only"]);
+        git(
+            &self.other,
+            &[
+                "merge",
+                "-q",
+                "--no-ff",
+                "-m",
+                "merge",
+                &format!("origin/{branch}"),
+            ],
+        );
+        git(&self.other, &["push", "-q", "origin", "main"]);
+    }
+
+    /// A fake `gh`: `pr list` prints gh/pr-list.json; `pr checks` prints gh/checks.json,
+    /// gh/checks.err on stderr, and exits with gh/checks.rc. Every call is logged.
+    fn gh(&self, require_checks: bool) -> Forge {
+        let d = self.gh_dir.display();
+        let script = format!(
+            r#"#!/bin/sh
+echo "$@" >> "{d}/calls.log"
+case "$1 $2" in
+  "pr list") cat "{d}/pr-list.json"; exit $(cat "{d}/pr-list.rc" 2>/dev/null || echo 0) ;;
+  "pr checks")
+    case "$*" in *bucket*) if [ -f "{d}/no-bucket" ]; then echo 'Unknown JSON field: "bucket"' >&2; exit 1; fi ;; esac
+    cat "{d}/checks.json" 2>/dev/null; cat "{d}/checks.err" >&2 2>/dev/null
+    exit $(cat "{d}/checks.rc" 2>/dev/null || echo 0) ;;
+esac
+echo "unexpected gh call: $*" >&2; exit 2
+"#
+        );
+        let path = self.gh_dir.join("gh");
+        fs::write(&path, script).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+        self.prs("[]");
+        Forge::GitHub {
+            gh: path,
+            repo_dir: self.work.clone(),
+            require_checks,
+        }
+    }
+
+    fn prs(&self, json: &str) {
+        fs::write(self.gh_dir.join("pr-list.json"), json).unwrap();
+    }
+
+    fn checks(&self, json: &str, err: &str, rc: i32) {
+        fs::write(self.gh_dir.join("checks.json"), json).unwrap();
+        fs::write(self.gh_dir.join("checks.err"), err).unwrap();
+        fs::write(self.gh_dir.join("checks.rc"), rc.to_string()).unwrap();
+    }
+
+    fn gh_calls(&self) -> String {
+        fs::read_to_string(self.gh_dir.join("calls.log")).unwrap_or_default()
+    }
+}
+
+fn configure(dir: &Path) {
+    git(dir, &["config", "user.email", "t@example.com"]);
+    git(dir, &["config", "user.name", "Test"]);
+}
+
+const LOCAL: Forge = Forge::Local {
+    require_checks: false,
+};
+
+fn ctx(issue: Option<u32>) -> StepContext {
+    StepContext {
+        issue,
+        feature: None,
+    }
+}
+
+fn pre(f: &Fixture, forge: &Forge, step: Step, issue: Option<u32>) -> Result<(), Check> {
+    precondition(&f.repo(), forge, step, &ctx(issue)).unwrap()
+}
+
+fn open_pr(n: u32, state: &str) -> String {
+    format!(r#"{{"number":{n},"url":"https://github.com/o/r/pull/{n}","state":"{state}"}}"#)
+}
+
+#[test]
+fn open_detects_main_and_rejects_non_repositories() {
+    let f = Fixture::new();
+    assert_eq!(f.repo().main, "main");
+    // origin/HEAD wins when set.
+    git(&f.work, &["branch", "-q", "trunk"]);
+    git(&f.work, &["push", "-q", "origin", "trunk"]);
+    git(
+        &f.work,
+        &[
+            "symbolic-ref",
+            "refs/remotes/origin/HEAD",
+            "refs/remotes/origin/trunk",
+        ],
+    );
+    assert_eq!(f.repo().main, "trunk");
+
+    let plain = tempfile::tempdir().unwrap();
+    git(plain.path(), &["init", "-q", "-b", "master"]);
+    configure(plain.path());
+    fs::write(plain.path().join("a"), "a").unwrap();
+    git(plain.path(), &["add", "-A"]);
+    git(plain.path(), &["commit", "-qm", "a"]);
+    assert_eq!(Repo::open(plain.path()).unwrap().main, "master");
+
+    let not_git = tempfile::tempdir().unwrap();
+    let err = Repo::open(not_git.path()).unwrap_err();
+    assert!(matches!(err, RepoError::NotARepo { .. }), "{err:?}");
+    assert!(err
+        .to_string()
+        .contains(&not_git.path().display().to_string()));
+    assert!(Repo::open(&not_git.path().join("missing")).is_err());
+}
+
+#[test]
+fn branch_cleanliness_and_feature_branch_lookup() {
+    let f = Fixture::new();
+    let r = f.repo();
+    assert_eq!(r.current_branch().unwrap().as_deref(), Some("main"));
+    assert!(r.is_clean().unwrap());
+    // Runner artifacts are excluded; anything else is dirt.
+    files::create_auto_mode(&f.work).unwrap();
+    files::write_state(&f.work, &StateFile::default()).unwrap();
+    assert!(r.is_clean().unwrap());
+    f.write("notes/new.txt", "x");
+    assert!(!r.is_clean().unwrap());
+    fs::remove_file(f.work.join("notes/new.txt")).unwrap();
+    f.write("README.md", "changed\n");
+    assert!(!r.is_clean().unwrap());
+    git(&f.work, &["checkout", "-q", "--", "README.md"]);
+
+    for b in ["4-small", "42-answer", "420-big"] {
+        git(&f.work, &["branch", b]);
+    }
+    assert_eq!(r.feature_branch(4).unwrap().as_deref(), Some("4-small"));
+    assert_eq!(r.feature_branch(42).unwrap().as_deref(), Some("42-answer"));
+    assert_eq!(r.feature_branch(5).unwrap(), None);
+    git(&f.work, &["branch", "42-another"]);
+    git(&f.work, &["checkout", "-q", "42-answer"]);
+    assert_eq!(r.feature_branch(42).unwrap().as_deref(), Some("42-answer"));
+    git(&f.work, &["checkout", "-q", "--detach"]);
+    assert_eq!(r.current_branch().unwrap(), None);
+}
+
+#[test]
+fn start_issue_needs_a_clean_tree_on_main() {
+    let f = Fixture::new();
+    assert_eq!(pre(&f, &LOCAL, Step::StartIssue, None), Ok(()));
+    f.write("stray.txt", "x");
+    assert_eq!(
+        pre(&f, &LOCAL, Step::StartIssue, None),
+        Err(Check::CleanWorkingTree)
+    );
+    fs::remove_file(f.work.join("stray.txt")).unwrap();
+    f.branch("7-login");
+    assert_eq!(
+        pre(&f, &LOCAL, Step::StartIssue, None),
+        Err(Check::OnMainBranch)
+    );
+    // Steps without a precondition always pass.
+    for s in [Step::StartCycle, Step::Simplify, Step::CommitPush] {
+        assert_eq!(pre(&f, &LOCAL, s, None), Ok(()));
+    }
+}
+
+#[test]
+fn write_specs_needs_the_issue_branch_and_number() {
+    let f = Fixture::new();
+    assert_eq!(
+        pre(&f, &LOCAL, Step::WriteSpecs, Some(7)),
+        Err(Check::FeatureBranchExists)
+    );
+    f.branch("8-other");
+    assert_eq!(
+        pre(&f, &LOCAL, Step::WriteSpecs, Some(7)),
+        Err(Check::FeatureBranchExists),
+        "another issue's branch is not this issue's feature branch"
+    );
+    f.branch("7-login");
+    assert_eq!(
+        pre(&f, &LOCAL, Step::WriteSpecs, None),
+        Err(Check::IssueNumberKnown)
+    );
+    assert_eq!(pre(&f, &LOCAL, Step::WriteSpecs, Some(7)), Ok(()));
+}
+
+#[test]
+fn implement_needs_this_issues_spec_files() {
+    let f = Fixture::new();
+    f.branch("7-login");
+    let r = f.repo();
+    assert_eq!(
+        pre(&f, &LOCAL, Step::Implement, Some(7)),
+        Err(Check::SpecFilesExist)
+    );
+    // Another issue's complete specs never satisfy this issue (reference defect §8.9).
+    f.write_specs("99-old");
+    assert_eq!(
+        pre(&f, &LOCAL, Step::Implement, Some(7)),
+        Err(Check::SpecFilesExist)
+    );
+    assert_eq!(r.spec_dir(7, Some("99-old")), None);
+    assert_eq!(
+        r.spec_files_ok(7, None),
+        Err(vec!["feature directory".to_string()])
+    );
+
+    f.write_specs("7-login");
+    f.write("specs/7-login/design.md", "");
+    fs::remove_file(f.work.join("specs/7-login/feature.gherkin")).unwrap();
+    assert_eq!(
+        r.spec_files_ok(7, None),
+        Err(vec!["design.md".to_string(), "feature.gherkin".to_string()])
+    );
+    assert_eq!(
+        pre(&f, &LOCAL, Step::Implement, Some(7)),
+        Err(Check::SpecFilesExist)
+    );
+    f.write_specs("7-login");
+    assert_eq!(pre(&f, &LOCAL, Step::Implement, Some(7)), Ok(()));
+    assert_eq!(
+        pre(&f, &LOCAL, Step::Implement, None),
+        Err(Check::SpecFilesExist)
+    );
+    assert_eq!(r.spec_dir(7, None), Some(f.work.join("specs/7-login")));
+}
+
+#[test]
+fn spec_dir_follows_the_recorded_feature_name_or_the_issue_declaration() {
+    let f = Fixture::new();
+    let r = f.repo();
+    f.write_specs("feature-login");
+    assert_eq!(r.spec_dir(7, None), None);
+    assert_eq!(
+        r.spec_dir(7, Some("feature-login")),
+        Some(f.work.join("specs/feature-login"))
+    );
+    f.write(
+        "specs/feature-login/requirements.md",
+        "# Login\n\n**Issues**: #70, #7\n",
+    );
+    assert_eq!(
+        r.spec_dir(7, None),
+        Some(f.work.join("specs/feature-login"))
+    );
+    assert_eq!(
+        r.spec_dir(70, None),
+        Some(f.work.join("specs/feature-login"))
+    );
+    f.write("specs/feature-login/requirements.md", "**Issue**: #71\n");
+    assert_eq!(r.spec_dir(7, None), None, "#71 is not #7");
+    assert_eq!(r.spec_dir(7, Some("../..")), None);
+}
+
+#[test]
+fn verify_needs_the_feature_branch_with_commits() {
+    let f = Fixture::new();
+    assert_eq!(
+        pre(&f, &LOCAL, Step::Verify, Some(7)),
+        Err(Check::OnFeatureBranch)
+    );
+    f.branch("7-login");
+    assert_eq!(
+        pre(&f, &LOCAL, Step::Verify, Some(7)),
+        Err(Check::CommitsExistOnBranch)
+    );
+    f.commit("src/login.rs", "fn login() {}\n");
+    assert_eq!(pre(&f, &LOCAL, Step::Verify, Some(7)), Ok(()));
+    assert_eq!(f.repo().commits_ahead_of_main("7-login").unwrap(), 1);
+}
+
+#[test]
+fn create_pr_needs_everything_pushed() {
+    let f = Fixture::new();
+    f.branch("7-login");
+    f.commit("src/login.rs", "fn login() {}\n");
+    let r = f.repo();
+    assert!(!r.branch_pushed("7-login").unwrap());
+    assert_eq!(r.unpushed_commits("7-login").unwrap(), 1);
+    assert_eq!(
+        pre(&f, &LOCAL, Step::CreatePr, Some(7)),
+        Err(Check::BranchPushedToRemote)
+    );
+    f.push();
+    assert_eq!(pre(&f, &LOCAL, Step::CreatePr, Some(7)), Ok(()));
+    f.commit("src/login.rs", "fn login() { todo() }\n");
+    assert_eq!(r.unpushed_commits("7-login").unwrap(), 1);
+    assert_eq!(
+        pre(&f, &LOCAL, Step::CreatePr, Some(7)),
+        Err(Check::BranchPushedToRemote)
+    );
+}
+
+#[test]
+fn monitor_ci_needs_a_pr_local_and_github() {
+    let f = Fixture::new();
+    f.branch("7-login");
+    f.commit("src/login.rs", "fn login() {}\n");
+    assert_eq!(
+        pre(&f, &LOCAL, Step::MonitorCi, Some(7)),
+        Err(Check::PrExists)
+    );
+    f.push();
+    assert_eq!(pre(&f, &LOCAL, Step::MonitorCi, Some(7)), Ok(()));
+
+    let gh = f.gh(false);
+    assert_eq!(pre(&f, &gh, Step::MonitorCi, Some(7)), Err(Check::PrExists));
+    f.prs(&format!("[{}]", open_pr(3, "CLOSED")));
+    assert_eq!(pre(&f, &gh, Step::MonitorCi, Some(7)), Err(Check::PrExists));
+    f.prs(&format!(
+        "[{},{}]",
+        open_pr(3, "CLOSED"),
+        open_pr(5, "OPEN")
+    ));
+    assert_eq!(pre(&f, &gh, Step::MonitorCi, Some(7)), Ok(()));
+    let pr = gh.pr_for_branch(&f.repo(), "7-login").unwrap().unwrap();
+    assert_eq!((pr.number, pr.state), (5, PrState::Open));
+    assert_eq!(pr.url, "https://github.com/o/r/pull/5");
+    assert!(f
+        .gh_calls()
+        .contains("pr list --head 7-login --state all --json number,url,state"));
+}
+
+#[test]
+fn merge_needs_passing_ci_with_distinct_states() {
+    let f = Fixture::new();
+    f.branch("7-login");
+    let gh = f.gh(false);
+    let strict = f.gh(true);
+    let r = f.repo();
+
+    f.checks("", "no checks reported on the '7-login' branch\n", 1);
+    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::NoneConfigured);
+    assert_eq!(pre(&f, &gh, Step::Merge, Some(7)), Ok(()));
+    assert_eq!(
+        pre(&f, &strict, Step::Merge, Some(7)),
+        Err(Check::CiChecksPassing)
+    );
+
+    f.checks(
+        r#"[{"name":"test","state":"FAILURE","bucket":"fail"},{"name":"lint","state":"PENDING","bucket":"pending"}]"#,
+        "",
+        1,
+    );
+    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Failed);
+    assert_eq!(
+        pre(&f, &gh, Step::Merge, Some(7)),
+        Err(Check::CiChecksPassing)
+    );
+
+    f.checks(
+        r#"[{"name":"fail-fast","state":"IN_PROGRESS","bucket":"pending"},{"name":"b","state":"SUCCESS","bucket":"pass"}]"#,
+        "",
+        8,
+    );
+    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Pending);
+    assert_eq!(
+        pre(&f, &gh, Step::Merge, Some(7)),
+        Err(Check::CiChecksPassing)
+    );
+
+    f.checks(
+        r#"[{"name":"fail-fast","state":"SUCCESS","bucket":"pass"},{"name":"docs","state":"SKIPPED","bucket":"skipping"}]"#,
+        "",
+        0,
+    );
+    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Passed);
+    assert_eq!(pre(&f, &gh, Step::Merge, Some(7)), Ok(()));
+    assert_eq!(pre(&f, &strict, Step::Merge, Some(7)), Ok(()));
+
+    // An older gh without `bucket`: the raw state decides.
+    fs::write(f.gh_dir.join("no-bucket"), "").unwrap();
+    f.checks(r#"[{"name":"t","state":"FAILURE"}]"#, "", 1);
+    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Failed);
+    assert!(f
+        .gh_calls()
+        .contains("pr checks 7-login --json name,state\n"));
+
+    // Neither JSON nor a known message: an error that names the command.
+    f.checks("", "HTTP 401: Bad credentials", 1);
+    let err = gh.ci_state(&r, "7-login").unwrap_err().to_string();
+    assert!(
+        err.contains("pr checks 7-login") && err.contains("Bad credentials"),
+        "{err}"
+    );
+
+    assert_eq!(
+        LOCAL.ci_state(&r, "7-login").unwrap(),
+        CiState::NoneConfigured
+    );
+    assert!(LOCAL.ci_ok(CiState::NoneConfigured));
+    assert!(!strict.ci_ok(CiState::NoneConfigured));
+}
+
+#[test]
+fn gh_failures_and_garbage_are_errors_that_name_the_command() {
+    let f = Fixture::new();
+    let gh = f.gh(false);
+    f.prs("not json");
+    let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err();
+    assert!(matches!(err, RepoError::Parse { .. }), "{err:?}");
+    assert!(err.to_string().contains("pr list --head 7-x"));
+    fs::write(f.gh_dir.join("pr-list.rc"), "4").unwrap();
+    let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err().to_string();
+    assert!(
+        err.contains("exit 4") && err.contains("gh auth status"),
+        "{err}"
+    );
+
+    let missing = Forge::GitHub {
+        gh: f.gh_dir.join("no-such-gh"),
+        repo_dir: f.work.clone(),
+        require_checks: false,
+    };
+    let err = missing.pr_for_branch(&f.repo(), "7-x").unwrap_err();
+    assert!(matches!(err, RepoError::Spawn { .. }), "{err:?}");
+}
+
+#[test]
+fn post_checks_observe_the_step_outcome() {
+    let f = Fixture::new();
+    let r = f.repo();
+    let c = ctx(Some(7));
+    let err = post_check(&r, &LOCAL, Step::StartIssue, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        err.contains("HEAD is on main") && err.contains("7-<slug>"),
+        "{err}"
+    );
+    f.branch("7-login");
+    assert_eq!(
+        post_check(&r, &LOCAL, Step::StartIssue, &c).unwrap(),
+        Ok(())
+    );
+    assert_eq!(
+        post_check(&r, &LOCAL, Step::StartIssue, &ctx(None)).unwrap(),
+        Ok(())
+    );
+
+    let err = post_check(&r, &LOCAL, Step::WriteSpecs, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("feature directory"), "{err}");
+    f.write_specs("7-login");
+    f.write("specs/7-login/tasks.md", "");
+    let err = post_check(&r, &LOCAL, Step::WriteSpecs, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(
+        err.contains("tasks.md") && !err.contains("design.md"),
+        "{err}"
+    );
+    f.write_specs("7-login");
+    assert_eq!(
+        post_check(&r, &LOCAL, Step::WriteSpecs, &c).unwrap(),
+        Ok(())
+    );
+
+    let err = post_check(&r, &LOCAL, Step::CommitPush, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("uncommitted"), "{err}");
+    git(&f.work, &["add", "-A"]);
+    git(&f.work, &["commit", "-qm", "specs"]);
+    let err = post_check(&r, &LOCAL, Step::CommitPush, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("not on origin"), "{err}");
+    f.push();
+    f.commit("src/a.rs", "a");
+    let err = post_check(&r, &LOCAL, Step::CommitPush, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("1 commit(s)"), "{err}");
+    f.push();
+    assert_eq!(
+        post_check(&r, &LOCAL, Step::CommitPush, &c).unwrap(),
+        Ok(())
+    );
+
+    assert_eq!(post_check(&r, &LOCAL, Step::MonitorCi, &c).unwrap(), Ok(()));
+    let gh = f.gh(false);
+    f.checks(r#"[{"name":"t","state":"FAILURE","bucket":"fail"}]"#, "", 1);
+    let err = post_check(&r, &gh, Step::MonitorCi, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("failing"), "{err}");
+    f.checks("", "no checks reported on the '7-login' branch", 1);
+    assert_eq!(post_check(&r, &gh, Step::MonitorCi, &c).unwrap(), Ok(()));
+    let err = post_check(&r, &f.gh(true), Step::MonitorCi, &c)
+        .unwrap()
+        .unwrap_err();
+    assert!(err.contains("requireChecks"), "{err}");
+}
+
+#[test]
+fn auto_commit_commits_only_real_work_and_never_on_main() {
+    let f = Fixture::new();
+    let r = f.repo();
+    f.write("src/x.rs", "x");
+    let err = r.auto_commit("feat: implement issue #7").unwrap_err();
+    assert!(matches!(err, RepoError::CommitOnMain { .. }), "{err:?}");
+    f.branch("7-login");
+    assert!(r.auto_commit("feat: implement issue #7").unwrap());
+    assert_eq!(
+        git(&f.work, &["log", "-1", "--format=%s"]),
+        "feat: implement issue #7"
+    );
+    assert!(r.is_clean().unwrap());
+    assert!(!r.auto_commit("nothing").unwrap());
+    files::write_state(&f.work, &StateFile::default()).unwrap();
+    files::create_auto_mode(&f.work).unwrap();
+    assert!(!r.auto_commit("only artifacts").unwrap());
+    assert_eq!(
+        git(&f.work, &["log", "-1", "--format=%s"]),
+        "feat: implement issue #7"
+    );
+    assert!(!git(&f.work, &["ls-files"]).contains(".claude"));
+}
+
+#[test]
+fn idempotency_of_side_effecting_steps() {
+    let f = Fixture::new();
+    f.branch("7-login");
+    let r = f.repo();
+    let c = ctx(Some(7));
+    // Created and pushed with nothing in it (as `gh issue develop` does): not a done commitPush.
+    f.push();
+    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    f.commit("src/a.rs", "a");
+    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    f.push();
+    assert!(already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    f.write("src/b.rs", "b");
+    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    git(&f.work, &["checkout", "-q", "--", "."]);
+    fs::remove_file(f.work.join("src/b.rs")).unwrap();
+
+    let gh = f.gh(false);
+    assert!(!already_done(&r, &gh, Step::CreatePr, &c).unwrap());
+    f.prs(&format!("[{}]", open_pr(9, "OPEN")));
+    assert!(already_done(&r, &gh, Step::CreatePr, &c).unwrap());
+    assert!(!already_done(&r, &gh, Step::Merge, &c).unwrap());
+    f.prs(&format!("[{}]", open_pr(9, "MERGED")));
+    assert!(already_done(&r, &gh, Step::Merge, &c).unwrap());
+
+    assert!(already_done(&r, &LOCAL, Step::CreatePr, &c).unwrap());
+    assert!(!already_done(&r, &LOCAL, Step::Merge, &c).unwrap());
+    f.merge_on_origin("7-login");
+    r.fetch().unwrap();
+    assert!(r.merged_into_main("7-login").unwrap());
+    assert!(already_done(&r, &LOCAL, Step::Merge, &c).unwrap());
+    // Steps without an outside outcome are never skipped.
+    assert!(!already_done(&r, &LOCAL, Step::Verify, &c).unwrap());
+}
+
+#[test]
+fn fetch_and_checkout_main_tolerate_no_remote_and_fast_forward() {
+    let f = Fixture::new();
+    f.branch("7-login");
+    f.commit("src/a.rs", "a");
+    f.push();
+    f.merge_on_origin("7-login");
+    let r = f.repo();
+    r.fetch().unwrap();
+    r.checkout_main().unwrap();
+    assert_eq!(r.current_branch().unwrap().as_deref(), Some("main"));
+    assert!(
+        f.work.join("src/a.rs").is_file(),
+        "main fast-forwarded to origin"
+    );
+
+    git(&f.work, &["remote", "remove", "origin"]);
+    let r = f.repo();
+    r.fetch().unwrap();
+    assert_eq!(r.unpushed_commits("main").unwrap(), 3);
+}
+
+fn detect(f: &Fixture, forge: &Forge, hint: Option<&StateFile>) -> Option<(Step, bool)> {
+    detect_progress(&f.repo(), forge, hint)
+        .unwrap()
+        .map(|d| (d.next, d.merged))
+}
+
+fn hint(issue: u32, last: Step) -> StateFile {
+    StateFile {
+        current_issue: Some(issue),
+        last_completed_step: last.number(),
+        ..StateFile::default()
+    }
+}
+
+#[test]
+fn detect_progress_through_the_lifecycle_local_forge() {
+    let f = Fixture::new();
+    assert_eq!(detect(&f, &LOCAL, None), None, "main: nothing in progress");
+    git(&f.work, &["checkout", "-q", "-b", "feature-x"]);
+    assert_eq!(detect(&f, &LOCAL, None), None, "not an issue branch");
+    git(&f.work, &["checkout", "-q", "main"]);
+
+    f.branch("7-login");
+    assert_eq!(detect(&f, &LOCAL, None), Some((Step::WriteSpecs, false)));
+    f.write_specs("7-login");
+    assert_eq!(detect(&f, &LOCAL, None), Some((Step::Implement, false)));
+    let d = detect_progress(&f.repo(), &LOCAL, None).unwrap().unwrap();
+    assert_eq!((d.issue, d.branch.as_str()), (7, "7-login"));
+    assert_eq!(d.feature.as_deref(), Some("7-login"));
+
+    git(&f.work, &["add", "-A"]);
+    git(&f.work, &["commit", "-qm", "specs"]);
+    f.commit("src/login.rs", "fn login() {}\n");
+    assert_eq!(detect(&f, &LOCAL, None), Some((Step::Simplify, false)));
+    let simplified = hint(7, Step::Simplify);
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&simplified)),
+        Some((Step::Verify, false))
+    );
+
+    // Pushed, but nothing says verify ran: verify is not skipped.
+    f.push();
+    assert_eq!(detect(&f, &LOCAL, None), Some((Step::Simplify, false)));
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&hint(8, Step::Verify))),
+        Some((Step::Simplify, false)),
+        "another issue's state file is ignored"
+    );
+    // With verify recorded, a pushed branch is a PR for the local forge and has no CI.
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&hint(7, Step::Verify))),
+        Some((Step::Merge, false))
+    );
+    // Unpushed work after verify: commitPush is next.
+    f.commit("src/login.rs", "fn login() { /* fixed */ }\n");
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&hint(7, Step::Verify))),
+        Some((Step::CommitPush, false))
+    );
+    f.push();
+
+    f.merge_on_origin("7-login");
+    assert_eq!(detect(&f, &LOCAL, None), Some((Step::StartCycle, true)));
+}
+
+#[test]
+fn detect_progress_with_github_pr_and_ci() {
+    let f = Fixture::new();
+    let gh = f.gh(false);
+    f.branch("7-login");
+    f.write_specs("7-login");
+    git(&f.work, &["add", "-A"]);
+    git(&f.work, &["commit", "-qm", "specs"]);
+    f.push();
+    let verified = hint(7, Step::Verify);
+    assert_eq!(
+        detect(&f, &gh, Some(&verified)),
+        Some((Step::CreatePr, false))
+    );
+    f.prs(&format!("[{}]", open_pr(4, "OPEN")));
+    f.checks(
+        r#"[{"name":"t","state":"PENDING","bucket":"pending"}]"#,
+        "",
+        8,
+    );
+    assert_eq!(
+        detect(&f, &gh, Some(&verified)),
+        Some((Step::MonitorCi, false))
+    );
+    // An open PR without a state file does not vouch for verify.
+    assert_eq!(detect(&f, &gh, None), Some((Step::Simplify, false)));
+    f.checks(r#"[{"name":"t","state":"SUCCESS","bucket":"pass"}]"#, "", 0);
+    assert_eq!(detect(&f, &gh, Some(&verified)), Some((Step::Merge, false)));
+    // The spec files gone: the chain stops there whatever the PR says.
+    fs::remove_dir_all(f.work.join("specs")).unwrap();
+    assert_eq!(
+        detect(&f, &gh, Some(&verified)),
+        Some((Step::WriteSpecs, false))
+    );
+    f.prs(&format!("[{}]", open_pr(4, "MERGED")));
+    assert_eq!(detect(&f, &gh, None), Some((Step::StartCycle, true)));
+}
+
+#[test]
+fn a_signal_shutdown_wip_push_is_not_a_commit_push() {
+    let f = Fixture::new();
+    f.branch("7-login");
+    f.write_specs("7-login");
+    f.commit("src/login.rs", "fn login() {}\n");
+    // The runner was stopped during commitPush: verify was done, then the signal handler
+    // committed and pushed the work in progress.
+    f.write("src/login.rs", "fn login() { /* wip */ }\n");
+    git(&f.work, &["add", "-A"]);
+    git(
+        &f.work,
+        &["commit", "-qm", "chore: save work on signal SIGTERM"],
+    );
+    f.push();
+    let mut state = hint(7, Step::Verify);
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&state)),
+        Some((Step::Merge, false)),
+        "without the record the WIP push looks like a finished commitPush"
+    );
+    state.signal_shutdown = Some("SIGTERM".into());
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&state)),
+        Some((Step::CommitPush, false))
+    );
+    // Stopped during implement: the pushed WIP does not even count as implemented.
+    state.last_completed_step = Step::WriteSpecs.number();
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&state)),
+        Some((Step::Implement, false))
+    );
+    state.last_completed_step = 0;
+    assert_eq!(
+        detect(&f, &LOCAL, Some(&state)),
+        Some((Step::WriteSpecs, false))
+    );
+}
