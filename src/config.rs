@@ -1,0 +1,1173 @@
+//! The config file of SPEC §7 and §4: its typed form with every default filled in, the
+//! validation that turns a JSON file into it (every error names the file and the key path,
+//! and all of them are reported at once), and its JSON Schema.
+//!
+//! The format is a superset of the old Node runner's `sdlc-config.json`: every key it read is
+//! accepted with the same meaning, and keys that start with `_` are comments in every object
+//! whose keys the schema defines. Validation walks a `serde_json::Value` by hand rather than
+//! deserializing with serde, because serde stops at the first error and cannot name the path.
+
+use crate::machine::Limits;
+use crate::step::Step;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The old runner's default model (`config.model || 'sonnet'`); kept so that an old config
+/// without `model` runs the same model.
+pub const DEFAULT_MODEL: &str = "sonnet";
+/// The old runner's default effort (`config.effort || 'medium'`).
+pub const DEFAULT_EFFORT: Effort = Effort::Medium;
+pub const DEFAULT_MAX_TURNS: u32 = 20;
+pub const DEFAULT_TIMEOUT_MIN: f64 = 10.0;
+pub const DEFAULT_IDLE_TIMEOUT_MIN: f64 = 10.0;
+pub const DEFAULT_MAX_LOG_DISK_USAGE_MB: f64 = 500.0;
+pub const DEFAULT_DECISION_TIMEOUT_MIN: f64 = 60.0;
+pub const DEFAULT_MAX_QUOTA_WAIT_MIN: f64 = 360.0;
+pub const DEFAULT_AGENT_COMMAND: &str = "claude";
+pub const DEFAULT_MAX_API_RETRIES: u32 = 2;
+pub const DEFAULT_LABEL: &str = "automatable";
+pub const DEFAULT_ESCALATED_LABEL: &str = "sdlc-escalated";
+
+/// The keys each object of the file may hold. The JSON Schema is derived from separate
+/// mirror types; a unit test checks that both agree, so neither can drift.
+const TOP_KEYS: &[&str] = &[
+    "projectPath",
+    "pluginsPath",
+    "model",
+    "effort",
+    "logDir",
+    "maxLogDiskUsageMB",
+    "cleanup",
+    "steps",
+    "maxRetriesPerStep",
+    "maxBounceRetries",
+    "maxConsecutiveEscalations",
+    "maxConsecutiveFailures",
+    "maxConsecutiveSameFailure",
+    "maxRateLimitWaits",
+    "backoff",
+    "maxQuotaWaitMinutes",
+    "maxRepairIterations",
+    "approval",
+    "decisionTimeoutMinutes",
+    "budget",
+    "idleTimeoutMin",
+    "discordChannelId",
+    "agent",
+    "notify",
+    "tracker",
+    "requireChecks",
+    "forge",
+];
+const STEP_FIELD_KEYS: &[&str] = &[
+    "model",
+    "effort",
+    "maxTurns",
+    "timeoutMin",
+    "idleTimeoutMin",
+    "skill",
+    "prompt",
+    "enabled",
+];
+const CLEANUP_KEYS: &[&str] = &["processPatterns"];
+const BACKOFF_KEYS: &[&str] = &["initialSeconds", "maxSeconds"];
+const BUDGET_KEYS: &[&str] = &["perIssueUsd", "perSessionUsd", "perIssueMinutes"];
+const AGENT_KEYS: &[&str] = &["command", "args", "env", "maxApiRetries"];
+const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command"];
+const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
+
+// ---------------------------------------------------------------------------------------------
+// Enumerations
+
+/// Reasoning effort passed to the agent as `CLAUDE_CODE_EFFORT_LEVEL`. `max` is deliberately
+/// absent: the old runner excluded it because it overthinks on coding work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Effort {
+    pub const ALL: [Effort; 4] = [Effort::Low, Effort::Medium, Effort::High, Effort::Xhigh];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Xhigh => "xhigh",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Effort> {
+        Effort::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
+impl fmt::Display for Effort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens when a step runs out of retries (SPEC §4 escalation vs. asking a person).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    /// Escalate the cycle without asking anyone.
+    #[default]
+    Auto,
+    /// Write a decision file and wait for `sdlc-runner decide retry|skip|halt`.
+    Manual,
+}
+
+/// Where issues come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackerKind {
+    /// GitHub issues through the `gh` CLI.
+    #[default]
+    Github,
+    /// One file per issue in `tracker.dir`, for offline use and the demo.
+    Local,
+}
+
+/// Where branches, pull requests and CI live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Forge {
+    /// Pushes to `origin`, pull requests and checks through `gh`.
+    #[default]
+    Github,
+    /// No remote forge: "PRs" and merges are local git operations.
+    Local,
+}
+
+/// Whether a model name denotes a Haiku model, which rejects the effort parameter.
+pub fn is_haiku(model: &str) -> bool {
+    model.to_ascii_lowercase().contains("haiku")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The typed config
+
+/// One step's settings with the global fallbacks and defaults already applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepConfig {
+    pub model: String,
+    /// `None` when the model is a Haiku model (the effort is dropped, not sent).
+    pub effort: Option<Effort>,
+    pub max_turns: u32,
+    /// Wall-clock limit of one attempt.
+    pub timeout: Duration,
+    /// An attempt that prints nothing for this long is killed (class `IDLE`).
+    pub idle_timeout: Duration,
+    /// Skill name: `<pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md`.
+    pub skill: Option<String>,
+    /// Replaces the built-in prompt of the step.
+    pub prompt: Option<String>,
+    pub enabled: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cleanup {
+    /// Patterns matched against full command lines of leftover processes after each step.
+    pub process_patterns: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub initial_seconds: u32,
+    pub max_seconds: u32,
+}
+
+/// Budgets as written in the file; `None` = off. `Config::limits` converts them to exact units.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Budget {
+    pub per_issue_usd: Option<f64>,
+    pub per_session_usd: Option<f64>,
+    pub per_issue_minutes: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Program name or path of the agent CLI (looked up on PATH by the driver).
+    pub command: String,
+    /// Extra arguments appended after the runner's own.
+    pub args: Vec<String>,
+    /// Extra environment variables for the agent.
+    pub env: BTreeMap<String, String>,
+    /// `CLAUDE_CODE_MAX_RETRIES`: kept low so the runner's own backoff is in charge.
+    pub max_api_retries: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NotifyConfig {
+    /// Discord/Slack-compatible webhook.
+    pub webhook_url: Option<String>,
+    /// Program and arguments; the message is appended as the last argument.
+    pub command: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackerConfig {
+    pub kind: TrackerKind,
+    /// Issue directory of the local tracker (absolute); `Some` exactly when `kind` is local.
+    pub dir: Option<PathBuf>,
+    pub label: String,
+    pub escalated_label: String,
+}
+
+/// A validated config with every default filled in and every path absolute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The config file itself (absolute); relative paths inside it were resolved against its directory.
+    pub file: PathBuf,
+    pub project_path: PathBuf,
+    pub plugins_path: Option<PathBuf>,
+    /// Global model, the fallback of `steps.<key>.model`.
+    pub model: String,
+    /// Global effort as written (default `medium`); steps on a Haiku model drop it.
+    pub effort: Effort,
+    /// Resolved log directory: `logDir`, else `<os temp>/sdlc-logs/<project basename>`.
+    pub log_dir: PathBuf,
+    pub max_log_disk_usage_bytes: u64,
+    pub cleanup: Cleanup,
+    /// Indexed by `Step::index()`.
+    pub steps: [StepConfig; 10],
+    pub max_retries_per_step: u32,
+    pub max_bounce_retries: u32,
+    pub max_consecutive_escalations: u32,
+    /// Indexed by `Step::index()`; 0 = off.
+    pub max_consecutive_failures: [u32; 10],
+    pub max_consecutive_same_failure: u32,
+    pub max_rate_limit_waits: u32,
+    pub backoff: Backoff,
+    pub max_quota_wait: Duration,
+    pub max_repair_iterations: u32,
+    pub approval: Approval,
+    pub decision_timeout: Duration,
+    pub budget: Budget,
+    /// Global idle timeout, the fallback of `steps.<key>.idleTimeoutMin`.
+    pub idle_timeout: Duration,
+    pub discord_channel_id: Option<String>,
+    pub agent: AgentConfig,
+    pub notify: NotifyConfig,
+    pub tracker: TrackerConfig,
+    /// Whether a repository with no CI configured may merge only after checks exist.
+    pub require_checks: bool,
+    pub forge: Forge,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Errors
+
+/// One problem in the file, at a key path such as `steps.verify.effort` (empty = the whole file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyError {
+    pub path: String,
+    pub message: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{}: cannot read the config file: {source} (check the path given to --config)", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{file}:{line}:{column}: invalid JSON: {message}")]
+    Syntax {
+        file: String,
+        line: usize,
+        column: usize,
+        message: String,
+    },
+    #[error("{}", render_errors(file, errors))]
+    Invalid { file: String, errors: Vec<KeyError> },
+}
+
+impl ConfigError {
+    /// One line per problem, each starting with the file name.
+    pub fn lines(&self) -> Vec<String> {
+        match self {
+            ConfigError::Invalid { file, errors } => {
+                errors.iter().map(|e| render_error(file, e)).collect()
+            }
+            other => vec![other.to_string()],
+        }
+    }
+}
+
+fn render_error(file: &str, e: &KeyError) -> String {
+    if e.path.is_empty() {
+        format!("{file}: {}", e.message)
+    } else {
+        format!("{file}: {}: {}", e.path, e.message)
+    }
+}
+
+fn render_errors(file: &str, errors: &[KeyError]) -> String {
+    let lines: Vec<String> = errors.iter().map(|e| render_error(file, e)).collect();
+    lines.join("\n")
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+impl Config {
+    /// Reads and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_str(&text, path)
+    }
+
+    /// Validates `text` as if it were the file `path`: errors name `path` as given, and
+    /// relative paths inside resolve against `path`'s directory.
+    #[allow(clippy::should_implement_trait)] // needs the file path, so `FromStr` does not fit
+    pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let file_label = path.display().to_string();
+        let root: Value = serde_json::from_str(text).map_err(|e| syntax_error(&file_label, &e))?;
+        let file = absolute(path);
+        let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut w = Walker::default();
+        let config = w.config(&root, &file, &base);
+        match config {
+            Some(c) if w.errors.is_empty() => Ok(c),
+            _ => Err(ConfigError::Invalid {
+                file: file_label,
+                errors: w.errors,
+            }),
+        }
+    }
+
+    pub fn step(&self, step: Step) -> &StepConfig {
+        &self.steps[step.index()]
+    }
+    pub fn model(&self, step: Step) -> &str {
+        &self.step(step).model
+    }
+    /// `None` for a Haiku model.
+    pub fn effort(&self, step: Step) -> Option<Effort> {
+        self.step(step).effort
+    }
+    pub fn max_turns(&self, step: Step) -> u32 {
+        self.step(step).max_turns
+    }
+    pub fn timeout(&self, step: Step) -> Duration {
+        self.step(step).timeout
+    }
+    pub fn idle_timeout(&self, step: Step) -> Duration {
+        self.step(step).idle_timeout
+    }
+    pub fn skill(&self, step: Step) -> Option<&str> {
+        self.step(step).skill.as_deref()
+    }
+    pub fn prompt(&self, step: Step) -> Option<&str> {
+        self.step(step).prompt.as_deref()
+    }
+    pub fn enabled(&self, step: Step) -> bool {
+        self.step(step).enabled
+    }
+
+    /// The SKILL.md of a step's skill, where the old runner looked for it.
+    pub fn skill_file(&self, step: Step) -> Option<PathBuf> {
+        let skill = self.skill(step)?;
+        let plugins = self.plugins_path.as_ref()?;
+        Some(
+            plugins
+                .join("plugins")
+                .join("nmg-sdlc")
+                .join("skills")
+                .join(skill)
+                .join("SKILL.md"),
+        )
+    }
+
+    /// Problems that depend on the machine rather than on the file (missing project
+    /// directory, skill files, local tracker directory). `run` treats them as errors;
+    /// `config check` reports them as warnings so a config can be checked anywhere.
+    pub fn environment_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !self.project_path.is_dir() {
+            problems.push(format!(
+                "projectPath: {} is not a directory",
+                self.project_path.display()
+            ));
+        }
+        for step in Step::ALL {
+            if let Some(file) = self.skill_file(step) {
+                if self.enabled(step) && !file.is_file() {
+                    problems.push(format!(
+                        "steps.{}.skill: skill file {} does not exist",
+                        step.key(),
+                        file.display()
+                    ));
+                }
+            }
+        }
+        if let Some(dir) = &self.tracker.dir {
+            if !dir.is_dir() {
+                problems.push(format!(
+                    "tracker.dir: {} is not a directory",
+                    dir.display()
+                ));
+            }
+        }
+        problems
+    }
+
+    /// The counters' limits for the machine, in the machine's exact units.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_retries_per_step: self.max_retries_per_step,
+            max_bounce_retries: self.max_bounce_retries,
+            max_consecutive_escalations: self.max_consecutive_escalations,
+            max_consecutive_same_failure: self.max_consecutive_same_failure,
+            max_consecutive_failures: self.max_consecutive_failures,
+            max_rate_limit_waits: self.max_rate_limit_waits,
+            backoff_initial_secs: self.backoff.initial_seconds,
+            backoff_max_secs: self.backoff.max_seconds,
+            max_quota_wait_secs: self.max_quota_wait.as_secs(),
+            max_repair_iterations: self.max_repair_iterations,
+            simplify_enabled: self.enabled(Step::Simplify),
+            per_issue_budget_micros: self.budget.per_issue_usd.map(usd_to_micros),
+            per_session_budget_micros: self.budget.per_session_usd.map(usd_to_micros),
+            per_issue_budget_ms: self.budget.per_issue_minutes.map(minutes_to_ms),
+            manual_approval: self.approval == Approval::Manual,
+        }
+    }
+}
+
+// Float-to-int `as` casts saturate, and validation has already rejected NaN and negatives.
+fn usd_to_micros(usd: f64) -> u64 {
+    (usd * 1_000_000.0).round() as u64
+}
+
+fn minutes_to_ms(min: f64) -> u64 {
+    (min * 60_000.0).round() as u64
+}
+
+fn minutes(min: f64) -> Duration {
+    Duration::try_from_secs_f64(min * 60.0).unwrap_or(Duration::MAX)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn syntax_error(file: &str, e: &serde_json::Error) -> ConfigError {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+    ConfigError::Syntax {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walker
+
+#[derive(Default)]
+struct Walker {
+    errors: Vec<KeyError>,
+}
+
+/// An object being read: its key path and, if it really was an object, its members.
+struct Obj<'v> {
+    path: String,
+    map: Option<&'v Map<String, Value>>,
+}
+
+impl<'v> Obj<'v> {
+    fn get(&self, key: &str) -> Option<&'v Value> {
+        self.map?.get(key)
+    }
+    fn path(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// How a JSON value is described in "found ..." messages.
+fn describe(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => format!("boolean {b}"),
+        Value::Number(n) => format!("number {n}"),
+        Value::String(s) => format!("string {}", Value::String(s.clone())),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
+/// A close known key for a misspelt one: same letters in another case, a small edit
+/// distance, or the start of a longer key.
+fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
+    let lower = unknown.to_ascii_lowercase();
+    if let Some(k) = known.iter().find(|k| k.to_ascii_lowercase() == lower) {
+        return Some(k);
+    }
+    let best = known
+        .iter()
+        .map(|k| (edit_distance(&lower, &k.to_ascii_lowercase()), *k))
+        .min_by_key(|(d, _)| *d);
+    if let Some((d, k)) = best {
+        if d <= 2.max(unknown.chars().count() / 4) {
+            return Some(k);
+        }
+    }
+    if unknown.len() >= 4 {
+        return known
+            .iter()
+            .copied()
+            .find(|k| k.to_ascii_lowercase().starts_with(&lower));
+    }
+    None
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+fn step_keys() -> Vec<&'static str> {
+    Step::ALL.iter().map(|s| s.key()).collect()
+}
+
+impl Walker {
+    fn err(&mut self, path: String, message: impl Into<String>) {
+        self.errors.push(KeyError {
+            path,
+            message: message.into(),
+        });
+    }
+
+    fn expected(&mut self, path: String, what: &str, found: &Value) {
+        self.err(path, format!("expected {what}, found {}", describe(found)));
+    }
+
+    /// Reads `v` as an object whose keys must be in `known` (or start with `_`).
+    fn object<'v>(&mut self, path: String, v: Option<&'v Value>, known: &[&str]) -> Obj<'v> {
+        self.object_of(path, v, known, "key")
+    }
+
+    /// Like `object`; `noun` names what the keys are ("key", or "step" under `steps`).
+    fn object_of<'v>(
+        &mut self,
+        path: String,
+        v: Option<&'v Value>,
+        known: &[&str],
+        noun: &str,
+    ) -> Obj<'v> {
+        let map = match v {
+            None => None,
+            Some(Value::Object(map)) => {
+                for key in map.keys() {
+                    if !key.starts_with('_') && !known.contains(&key.as_str()) {
+                        let message = unknown_message(key, known, noun);
+                        self.err(join(&path, key), message);
+                    }
+                }
+                Some(map)
+            }
+            Some(other) => {
+                self.expected(path.clone(), "an object", other);
+                None
+            }
+        };
+        Obj { path, map }
+    }
+
+    /// An integer ≥ `min`. `what` overrides the expectation text.
+    fn uint(&mut self, o: &Obj, key: &str, min: u32) -> Option<u32> {
+        let v = o.get(key)?;
+        let n = v
+            .as_f64()
+            .filter(|n| n.fract() == 0.0 && *n >= f64::from(min) && *n <= f64::from(u32::MAX));
+        match n {
+            Some(n) => Some(n as u32),
+            None => {
+                self.expected(o.path(key), &format!("an integer ≥ {min}"), v);
+                None
+            }
+        }
+    }
+
+    /// A finite number > 0.
+    fn positive(&mut self, o: &Obj, key: &str) -> Option<f64> {
+        let v = o.get(key)?;
+        match v.as_f64().filter(|n| n.is_finite() && *n > 0.0) {
+            Some(n) => Some(n),
+            None => {
+                self.expected(o.path(key), "a number > 0", v);
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, o: &Obj, key: &str) -> Option<bool> {
+        let v = o.get(key)?;
+        match v {
+            Value::Bool(b) => Some(*b),
+            other => {
+                self.expected(o.path(key), "true or false", other);
+                None
+            }
+        }
+    }
+
+    /// A string with something in it besides whitespace.
+    fn text(&mut self, o: &Obj, key: &str) -> Option<String> {
+        let v = o.get(key)?;
+        self.text_value(o.path(key), v)
+    }
+
+    fn text_value(&mut self, path: String, v: &Value) -> Option<String> {
+        match v {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            other => {
+                self.expected(path, "a non-empty string", other);
+                None
+            }
+        }
+    }
+
+    /// One of `allowed`, returned as its index.
+    fn choice(&mut self, o: &Obj, key: &str, allowed: &[&str]) -> Option<usize> {
+        let v = o.get(key)?;
+        let list = allowed.join("|");
+        match v {
+            Value::String(s) => match allowed.iter().position(|a| a == s) {
+                Some(i) => Some(i),
+                None => {
+                    self.err(o.path(key), format!("{} is not one of {list}", describe_str(s)));
+                    None
+                }
+            },
+            other => {
+                self.expected(o.path(key), &format!("one of {list}"), other);
+                None
+            }
+        }
+    }
+
+    fn effort(&mut self, o: &Obj, key: &str) -> Option<Effort> {
+        let names: Vec<&str> = Effort::ALL.iter().map(|e| e.as_str()).collect();
+        self.choice(o, key, &names).map(|i| Effort::ALL[i])
+    }
+
+    /// An array of strings (each may be anything but must be a string).
+    fn strings(&mut self, o: &Obj, key: &str, non_empty: bool) -> Option<Vec<String>> {
+        let v = o.get(key)?;
+        let path = o.path(key);
+        let Value::Array(items) = v else {
+            self.expected(path, "an array of strings", v);
+            return None;
+        };
+        if non_empty && items.is_empty() {
+            self.err(path, "expected a non-empty array of strings, found an empty array");
+            return None;
+        }
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Value::String(s) => out.push(s.clone()),
+                other => {
+                    self.expected(format!("{path}[{i}]"), "a string", other);
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// A path; relative paths resolve against the config file's directory. `""` = unset,
+    /// as in the old runner's `logDir`.
+    fn path(&mut self, o: &Obj, key: &str, base: &Path) -> Option<PathBuf> {
+        let v = o.get(key)?;
+        match v {
+            Value::String(s) if s.is_empty() => None,
+            Value::String(s) => Some(absolute(&base.join(s))),
+            other => {
+                self.expected(o.path(key), "a path (string)", other);
+                None
+            }
+        }
+    }
+
+    fn config(&mut self, root: &Value, file: &Path, base: &Path) -> Option<Config> {
+        if !root.is_object() {
+            self.err(
+                String::new(),
+                format!(
+                    "expected a JSON object at the top level, found {}",
+                    describe(root)
+                ),
+            );
+            return None;
+        }
+        let top = self.object(String::new(), Some(root), TOP_KEYS);
+
+        let project_path = match top.get("projectPath") {
+            None => {
+                self.err(
+                    "projectPath".into(),
+                    "required: the path of the git repository to work on",
+                );
+                None
+            }
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                self.err("projectPath".into(), "expected a non-empty path, found string \"\"");
+                None
+            }
+            Some(_) => self.path(&top, "projectPath", base),
+        };
+        let plugins_path = self.path(&top, "pluginsPath", base);
+        let model = self.text(&top, "model");
+        let effort_raw = self.effort(&top, "effort");
+        if let (Some(m), Some(_)) = (&model, effort_raw) {
+            if is_haiku(m) {
+                self.err(
+                    "effort".into(),
+                    format!("model \"{m}\" does not support effort: remove effort, or set it per step on non-haiku steps"),
+                );
+            }
+        }
+        let global_model = model.clone().unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let log_dir = self.path(&top, "logDir", base);
+        let max_log_mb = self
+            .positive(&top, "maxLogDiskUsageMB")
+            .unwrap_or(DEFAULT_MAX_LOG_DISK_USAGE_MB);
+
+        let cleanup_obj = self.object(top.path("cleanup"), top.get("cleanup"), CLEANUP_KEYS);
+        let process_patterns = self
+            .strings(&cleanup_obj, "processPatterns", false)
+            .unwrap_or_default();
+        for (i, p) in process_patterns.iter().enumerate() {
+            if p.trim().is_empty() {
+                // An empty pattern would match every process on the machine.
+                self.err(
+                    format!("cleanup.processPatterns[{i}]"),
+                    "an empty pattern would match every process; remove it",
+                );
+            }
+        }
+
+        let idle_timeout_min = self
+            .positive(&top, "idleTimeoutMin")
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT_MIN);
+        let steps = self.steps(&top, &global_model, model.is_some(), effort_raw, idle_timeout_min);
+        let any_skill = steps.iter().any(|s| s.skill.is_some());
+        if any_skill && plugins_path.is_none() && top.get("pluginsPath").is_none() {
+            let with_skill: Vec<&str> = Step::ALL
+                .iter()
+                .filter(|s| steps[s.index()].skill.is_some())
+                .map(|s| s.key())
+                .collect();
+            self.err(
+                "pluginsPath".into(),
+                format!(
+                    "required because steps {} name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)",
+                    with_skill.join(", ")
+                ),
+            );
+        }
+
+        let max_retries_per_step = self.uint(&top, "maxRetriesPerStep", 1).unwrap_or(3);
+        let max_bounce_retries = self.uint(&top, "maxBounceRetries", 0).unwrap_or(3);
+        let max_consecutive_escalations =
+            self.uint(&top, "maxConsecutiveEscalations", 1).unwrap_or(2);
+        let max_consecutive_failures = self.consecutive_failures(&top);
+        let max_consecutive_same_failure = match top.get("maxConsecutiveSameFailure") {
+            None => 2,
+            Some(v) => match v.as_f64() {
+                Some(n) if n == 0.0 || (n >= 2.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX)) => {
+                    n as u32
+                }
+                _ => {
+                    self.expected(
+                        "maxConsecutiveSameFailure".into(),
+                        "0 (off) or an integer ≥ 2",
+                        v,
+                    );
+                    2
+                }
+            },
+        };
+        let max_rate_limit_waits = self.uint(&top, "maxRateLimitWaits", 0).unwrap_or(5);
+
+        let backoff_obj = self.object(top.path("backoff"), top.get("backoff"), BACKOFF_KEYS);
+        let initial_seconds = self.uint(&backoff_obj, "initialSeconds", 1).unwrap_or(60);
+        let max_seconds = self.uint(&backoff_obj, "maxSeconds", 1).unwrap_or(900);
+        if max_seconds < initial_seconds {
+            self.err(
+                "backoff.maxSeconds".into(),
+                format!("{max_seconds} is less than backoff.initialSeconds ({initial_seconds})"),
+            );
+        }
+
+        let max_quota_wait_min = match top.get("maxQuotaWaitMinutes") {
+            None => DEFAULT_MAX_QUOTA_WAIT_MIN,
+            Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
+                Some(n) => n,
+                None => {
+                    self.expected("maxQuotaWaitMinutes".into(), "a number ≥ 0", v);
+                    DEFAULT_MAX_QUOTA_WAIT_MIN
+                }
+            },
+        };
+        let max_repair_iterations = self.uint(&top, "maxRepairIterations", 0).unwrap_or(2);
+        let approval = match self.choice(&top, "approval", &["auto", "manual"]) {
+            Some(1) => Approval::Manual,
+            _ => Approval::Auto,
+        };
+        let decision_timeout_min = self
+            .positive(&top, "decisionTimeoutMinutes")
+            .unwrap_or(DEFAULT_DECISION_TIMEOUT_MIN);
+
+        let budget_obj = self.object(top.path("budget"), top.get("budget"), BUDGET_KEYS);
+        let budget = Budget {
+            per_issue_usd: self.positive(&budget_obj, "perIssueUsd"),
+            per_session_usd: self.positive(&budget_obj, "perSessionUsd"),
+            per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes"),
+        };
+
+        let discord_channel_id = match top.get("discordChannelId") {
+            None => None,
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(v @ Value::Number(_)) => {
+                // Discord ids exceed 2^53, so a JSON number has already lost digits.
+                self.expected(
+                    "discordChannelId".into(),
+                    "a string (write the id in quotes: large numbers lose digits in JSON)",
+                    v,
+                );
+                None
+            }
+            Some(v) => {
+                self.expected("discordChannelId".into(), "a non-empty string", v);
+                None
+            }
+        };
+
+        let agent = self.agent(&top);
+        let notify = self.notify(&top);
+        let tracker = self.tracker(&top, base);
+        let require_checks = self.boolean(&top, "requireChecks").unwrap_or(false);
+        let forge = match self.choice(&top, "forge", &["github", "local"]) {
+            Some(0) => Forge::Github,
+            Some(_) => Forge::Local,
+            None if tracker.kind == TrackerKind::Local => Forge::Local,
+            None => Forge::Github,
+        };
+
+        let project_path = project_path?;
+        let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
+        Some(Config {
+            file: file.to_path_buf(),
+            project_path,
+            plugins_path,
+            model: global_model,
+            effort: effort_raw.unwrap_or(DEFAULT_EFFORT),
+            log_dir,
+            max_log_disk_usage_bytes: (max_log_mb * 1024.0 * 1024.0).round() as u64,
+            cleanup: Cleanup { process_patterns },
+            steps,
+            max_retries_per_step,
+            max_bounce_retries,
+            max_consecutive_escalations,
+            max_consecutive_failures,
+            max_consecutive_same_failure,
+            max_rate_limit_waits,
+            backoff: Backoff {
+                initial_seconds,
+                max_seconds,
+            },
+            max_quota_wait: minutes(max_quota_wait_min),
+            max_repair_iterations,
+            approval,
+            decision_timeout: minutes(decision_timeout_min),
+            budget,
+            idle_timeout: minutes(idle_timeout_min),
+            discord_channel_id,
+            agent,
+            notify,
+            tracker,
+            require_checks,
+            forge,
+        })
+    }
+
+    fn steps(
+        &mut self,
+        top: &Obj,
+        global_model: &str,
+        global_model_set: bool,
+        global_effort: Option<Effort>,
+        idle_timeout_min: f64,
+    ) -> [StepConfig; 10] {
+        let keys = step_keys();
+        let steps_obj = self.object_of(top.path("steps"), top.get("steps"), &keys, "step");
+        Step::ALL.map(|step| {
+            let o = self.object(
+                steps_obj.path(step.key()),
+                steps_obj.get(step.key()),
+                STEP_FIELD_KEYS,
+            );
+            let model = self.text(&o, "model");
+            let effort = self.effort(&o, "effort");
+            if effort.is_some() {
+                match &model {
+                    Some(m) if is_haiku(m) => self.err(
+                        o.path("effort"),
+                        format!("model \"{m}\" does not support effort: remove effort from this step"),
+                    ),
+                    None if global_model_set && is_haiku(global_model) => self.err(
+                        o.path("effort"),
+                        format!(
+                            "model \"{global_model}\" (the global model) does not support effort: remove effort from this step or set {}",
+                            o.path("model")
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+            let max_turns = self.uint(&o, "maxTurns", 1).unwrap_or(DEFAULT_MAX_TURNS);
+            let timeout_min = self.positive(&o, "timeoutMin").unwrap_or(DEFAULT_TIMEOUT_MIN);
+            let idle_min = self.positive(&o, "idleTimeoutMin").unwrap_or(idle_timeout_min);
+            let skill = self.text(&o, "skill");
+            if let Some(s) = &skill {
+                if s.contains('/') || s.contains('\\') || s == ".." {
+                    self.err(
+                        o.path("skill"),
+                        format!("\"{s}\" is not a skill name: give the directory name under <pluginsPath>/plugins/nmg-sdlc/skills/"),
+                    );
+                }
+            }
+            let prompt = self.text(&o, "prompt");
+            let enabled = self.boolean(&o, "enabled").unwrap_or(true);
+            if !enabled && !step.can_be_disabled() {
+                let optional: Vec<&str> = Step::ALL
+                    .iter()
+                    .filter(|s| s.can_be_disabled())
+                    .map(|s| s.key())
+                    .collect();
+                self.err(
+                    o.path("enabled"),
+                    format!(
+                        "{} cannot be disabled (only {} can)",
+                        step.key(),
+                        optional.join(", ")
+                    ),
+                );
+            }
+            let model = model.unwrap_or_else(|| global_model.to_string());
+            let effort = if is_haiku(&model) {
+                None
+            } else {
+                Some(effort.or(global_effort).unwrap_or(DEFAULT_EFFORT))
+            };
+            StepConfig {
+                model,
+                effort,
+                max_turns,
+                timeout: minutes(timeout_min),
+                idle_timeout: minutes(idle_min),
+                skill,
+                prompt,
+                enabled: enabled || !step.can_be_disabled(),
+            }
+        })
+    }
+
+    fn consecutive_failures(&mut self, top: &Obj) -> [u32; 10] {
+        let mut out = Limits::default().max_consecutive_failures;
+        let Some(v) = top.get("maxConsecutiveFailures") else {
+            return out;
+        };
+        let path = top.path("maxConsecutiveFailures");
+        let Value::Object(map) = v else {
+            self.expected(path, "an object mapping step keys to integers", v);
+            return out;
+        };
+        let keys = step_keys();
+        let o = Obj {
+            path: path.clone(),
+            map: Some(map),
+        };
+        for key in map.keys() {
+            if key.starts_with('_') {
+                continue;
+            }
+            match Step::from_key(key) {
+                Some(step) => {
+                    if let Some(n) = self.uint(&o, key, 0) {
+                        out[step.index()] = n;
+                    }
+                }
+                None => self.err(join(&path, key), unknown_message(key, &keys, "step")),
+            }
+        }
+        out
+    }
+
+    fn agent(&mut self, top: &Obj) -> AgentConfig {
+        let o = self.object(top.path("agent"), top.get("agent"), AGENT_KEYS);
+        let command = self
+            .text(&o, "command")
+            .unwrap_or_else(|| DEFAULT_AGENT_COMMAND.to_string());
+        let args = self.strings(&o, "args", false).unwrap_or_default();
+        let mut env = BTreeMap::new();
+        if let Some(v) = o.get("env") {
+            let path = o.path("env");
+            match v {
+                // Keys here are variable names, not schema keys, so `_` is not a comment.
+                Value::Object(map) => {
+                    for (k, val) in map {
+                        if k.is_empty() || k.contains('=') || k.contains('\0') {
+                            self.err(
+                                join(&path, k),
+                                "not a valid environment variable name",
+                            );
+                            continue;
+                        }
+                        match val {
+                            Value::String(s) => {
+                                env.insert(k.clone(), s.clone());
+                            }
+                            other => self.expected(join(&path, k), "a string", other),
+                        }
+                    }
+                }
+                other => self.expected(path, "an object of strings", other),
+            }
+        }
+        let max_api_retries = self
+            .uint(&o, "maxApiRetries", 0)
+            .unwrap_or(DEFAULT_MAX_API_RETRIES);
+        AgentConfig {
+            command,
+            args,
+            env,
+            max_api_retries,
+        }
+    }
+
+    fn notify(&mut self, top: &Obj) -> NotifyConfig {
+        let o = self.object(top.path("notify"), top.get("notify"), NOTIFY_KEYS);
+        let webhook_url = self.text(&o, "webhookUrl");
+        if let Some(url) = &webhook_url {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                self.err(
+                    o.path("webhookUrl"),
+                    format!("\"{url}\" is not an http:// or https:// URL"),
+                );
+            }
+        }
+        let command = self.strings(&o, "command", true);
+        if let Some(cmd) = &command {
+            if cmd[0].trim().is_empty() {
+                self.err(
+                    format!("{}[0]", o.path("command")),
+                    "the program name is empty",
+                );
+            }
+        }
+        NotifyConfig {
+            webhook_url,
+            command,
+        }
+    }
+
+    fn tracker(&mut self, top: &Obj, base: &Path) -> TrackerConfig {
+        let o = self.object(top.path("tracker"), top.get("tracker"), TRACKER_KEYS);
+        let kind = match self.choice(&o, "kind", &["github", "local"]) {
+            Some(1) => TrackerKind::Local,
+            _ => TrackerKind::Github,
+        };
+        let dir = self.path(&o, "dir", base);
+        match (kind, &dir) {
+            (TrackerKind::Local, None) => self.err(
+                o.path("dir"),
+                "required when tracker.kind is \"local\": the directory holding one file per issue",
+            ),
+            (TrackerKind::Github, Some(_)) if o.get("kind").is_none_or(|k| k == "github") => {
+                self.err(
+                    o.path("dir"),
+                    "only used by the local tracker: set tracker.kind to \"local\" or remove tracker.dir",
+                )
+            }
+            _ => {}
+        }
+        let label = self
+            .text(&o, "label")
+            .unwrap_or_else(|| DEFAULT_LABEL.to_string());
+        let escalated_label = self
+            .text(&o, "escalatedLabel")
+            .unwrap_or_else(|| DEFAULT_ESCALATED_LABEL.to_string());
+        TrackerConfig {
+            kind,
+            dir: if kind == TrackerKind::Local { dir } else { None },
+            label,
+            escalated_label,
+        }
+    }
+}
+
+fn unknown_message(key: &str, known: &[&str], noun: &str) -> String {
+    match suggest(key, known) {
+        Some(k) => format!("unknown {noun}; did you mean \"{k}\"?"),
+        None if noun == "step" => format!("unknown step; the steps are {}", known.join(", ")),
+        None => format!(
+            "unknown {noun}; expected one of {} (keys starting with \"_\" are comments)",
+            known.join(", ")
+        ),
+    }
+}
+
+fn describe_str(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
+}
+
+/// The old runner's default: `<os temp>/sdlc-logs/<basename(projectPath)>`.
+fn default_log_dir(project: &Path) -> PathBuf {
+    let name = project
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "project".to_string());
+    std::env::temp_dir().join("sdlc-logs").join(name)
+}
