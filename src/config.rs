@@ -420,10 +420,7 @@ impl Config {
         }
         if let Some(dir) = &self.tracker.dir {
             if !dir.is_dir() {
-                problems.push(format!(
-                    "tracker.dir: {} is not a directory",
-                    dir.display()
-                ));
+                problems.push(format!("tracker.dir: {} is not a directory", dir.display()));
             }
         }
         problems
@@ -673,7 +670,10 @@ impl Walker {
             Value::String(s) => match allowed.iter().position(|a| a == s) {
                 Some(i) => Some(i),
                 None => {
-                    self.err(o.path(key), format!("{} is not one of {list}", describe_str(s)));
+                    self.err(
+                        o.path(key),
+                        format!("{} is not one of {list}", describe_str(s)),
+                    );
                     None
                 }
             },
@@ -704,7 +704,10 @@ impl Walker {
             return None;
         };
         if non_empty && items.is_empty() {
-            self.err(path, "expected a non-empty array of strings, found an empty array");
+            self.err(
+                path,
+                "expected a non-empty array of strings, found an empty array",
+            );
             return None;
         }
         let mut out = Vec::with_capacity(items.len());
@@ -763,7 +766,10 @@ impl Walker {
                 None
             }
             Some(Value::String(s)) if s.trim().is_empty() => {
-                self.err("projectPath".into(), "expected a non-empty path, found string \"\"");
+                self.err(
+                    "projectPath".into(),
+                    "expected a non-empty path, found string \"\"",
+                );
                 None
             }
             Some(_) => self.path(&top, "projectPath", base),
@@ -798,7 +804,13 @@ impl Walker {
         let idle_timeout_min = self
             .positive(&top, "idleTimeoutMin")
             .unwrap_or(DEFAULT_IDLE_TIMEOUT_MIN);
-        let steps = self.steps(&top, &global_model, model.is_some(), effort_raw, idle_timeout_min);
+        let steps = self.steps(
+            &top,
+            &global_model,
+            model.is_some(),
+            effort_raw,
+            idle_timeout_min,
+        );
         let any_skill = steps.iter().any(|s| s.skill.is_some());
         if any_skill && plugins_path.is_none() && top.get("pluginsPath").is_none() {
             let with_skill: Vec<&str> = Step::ALL
@@ -823,7 +835,9 @@ impl Walker {
         let max_consecutive_same_failure = match top.get("maxConsecutiveSameFailure") {
             None => 2,
             Some(v) => match v.as_f64() {
-                Some(n) if n == 0.0 || (n >= 2.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX)) => {
+                Some(n)
+                    if n == 0.0 || (n >= 2.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX)) =>
+                {
                     n as u32
                 }
                 _ => {
@@ -1067,10 +1081,7 @@ impl Walker {
                 Value::Object(map) => {
                     for (k, val) in map {
                         if k.is_empty() || k.contains('=') || k.contains('\0') {
-                            self.err(
-                                join(&path, k),
-                                "not a valid environment variable name",
-                            );
+                            self.err(join(&path, k), "not a valid environment variable name");
                             continue;
                         }
                         match val {
@@ -1149,7 +1160,11 @@ impl Walker {
             .unwrap_or_else(|| DEFAULT_ESCALATED_LABEL.to_string());
         TrackerConfig {
             kind,
-            dir: if kind == TrackerKind::Local { dir } else { None },
+            dir: if kind == TrackerKind::Local {
+                dir
+            } else {
+                None
+            },
             label,
             escalated_label,
         }
@@ -1488,7 +1503,9 @@ pub fn schema() -> Value {
     let settings = schemars::gen::SchemaSettings::draft07().with(|s| {
         s.option_add_null_type = false;
     });
-    let root = settings.into_generator().into_root_schema_for::<file::ConfigFile>();
+    let root = settings
+        .into_generator()
+        .into_root_schema_for::<file::ConfigFile>();
     let mut value = serde_json::to_value(root).unwrap_or(Value::Null);
     allow_comment_keys(&mut value);
     value
@@ -1559,7 +1576,10 @@ mod tests {
         assert_eq!(c.plugins_path, None);
         assert_eq!(c.model, "sonnet");
         assert_eq!(c.effort, Effort::Medium);
-        assert_eq!(c.log_dir, std::env::temp_dir().join("sdlc-logs").join("proj"));
+        assert_eq!(
+            c.log_dir,
+            std::env::temp_dir().join("sdlc-logs").join("proj")
+        );
         assert_eq!(c.max_log_disk_usage_bytes, 500 * 1024 * 1024);
         assert!(c.cleanup.process_patterns.is_empty());
         for step in Step::ALL {
@@ -1604,7 +1624,10 @@ mod tests {
         let abs = load(r#"{"projectPath": "/srv/repo", "logDir": ""}"#);
         assert_eq!(abs.project_path, PathBuf::from("/srv/repo"));
         // An empty logDir means the default, as in the old runner.
-        assert_eq!(abs.log_dir, std::env::temp_dir().join("sdlc-logs").join("repo"));
+        assert_eq!(
+            abs.log_dir,
+            std::env::temp_dir().join("sdlc-logs").join("repo")
+        );
     }
 
     #[test]
@@ -1684,7 +1707,9 @@ mod tests {
         assert_eq!(c.skill(Step::Verify), Some("verify-code"));
         assert_eq!(
             c.skill_file(Step::Verify),
-            Some(PathBuf::from("/plugins/plugins/nmg-sdlc/skills/verify-code/SKILL.md"))
+            Some(PathBuf::from(
+                "/plugins/plugins/nmg-sdlc/skills/verify-code/SKILL.md"
+            ))
         );
         assert_eq!(c.skill_file(Step::Implement), None);
     }
@@ -1741,7 +1766,9 @@ mod tests {
             ["steps.draftIssue: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge"]
         );
         assert_eq!(
-            errors(&with_project(r#""maxConsecutiveFailures": {"createPr": 1}"#)),
+            errors(&with_project(
+                r#""maxConsecutiveFailures": {"createPr": 1}"#
+            )),
             ["maxConsecutiveFailures.createPr: unknown step; did you mean \"createPR\"?"]
         );
     }
@@ -1821,7 +1848,9 @@ mod tests {
             ["model: expected a non-empty string, found string \"  \""]
         );
         assert_eq!(
-            errors(&with_project(r#""cleanup": {"processPatterns": ["chrome", 3, ""]}"#)),
+            errors(&with_project(
+                r#""cleanup": {"processPatterns": ["chrome", 3, ""]}"#
+            )),
             [
                 "cleanup.processPatterns[1]: expected a string, found number 3",
                 "cleanup.processPatterns[2]: an empty pattern would match every process; remove it"
@@ -1846,7 +1875,10 @@ mod tests {
 
     #[test]
     fn cross_field_rules() {
-        assert_eq!(errors("{}"), ["projectPath: required: the path of the git repository to work on"]);
+        assert_eq!(
+            errors("{}"),
+            ["projectPath: required: the path of the git repository to work on"]
+        );
         assert_eq!(
             errors(&with_project(r#""steps": {"verify": {"enabled": false}}"#)),
             ["steps.verify.enabled: verify cannot be disabled (only simplify can)"]
@@ -1856,7 +1888,9 @@ mod tests {
             ["pluginsPath: required because steps verify name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)"]
         );
         assert_eq!(
-            errors(&with_project(r#""backoff": {"initialSeconds": 120, "maxSeconds": 60}"#)),
+            errors(&with_project(
+                r#""backoff": {"initialSeconds": 120, "maxSeconds": 60}"#
+            )),
             ["backoff.maxSeconds: 60 is less than backoff.initialSeconds (120)"]
         );
         assert_eq!(
@@ -1868,7 +1902,9 @@ mod tests {
             ["tracker.dir: only used by the local tracker: set tracker.kind to \"local\" or remove tracker.dir"]
         );
         assert_eq!(
-            errors(&with_project(r#""notify": {"webhookUrl": "hooks.example.com", "command": []}"#)),
+            errors(&with_project(
+                r#""notify": {"webhookUrl": "hooks.example.com", "command": []}"#
+            )),
             [
                 "notify.webhookUrl: \"hooks.example.com\" is not an http:// or https:// URL",
                 "notify.command: expected a non-empty array of strings, found an empty array"
@@ -1900,8 +1936,13 @@ mod tests {
         let e = Config::from_str("{\n  \"projectPath\": \"p\",\n}\n", Path::new("c.json"))
             .err()
             .map(|e| e.to_string());
-        assert_eq!(e.as_deref(), Some("c.json:3:1: invalid JSON: trailing comma"));
-        let e = Config::from_str("", Path::new("c.json")).err().map(|e| e.to_string());
+        assert_eq!(
+            e.as_deref(),
+            Some("c.json:3:1: invalid JSON: trailing comma")
+        );
+        let e = Config::from_str("", Path::new("c.json"))
+            .err()
+            .map(|e| e.to_string());
         assert_eq!(
             e.as_deref(),
             Some("c.json:1:0: invalid JSON: EOF while parsing a value")
@@ -1936,7 +1977,10 @@ mod tests {
         };
         let turns: Vec<u32> = Step::ALL.iter().map(|&s| old.max_turns(s)).collect();
         assert_eq!(turns, [10, 25, 60, 150, 60, 100, 15, 45, 60, 10]);
-        let timeouts: Vec<u64> = Step::ALL.iter().map(|&s| old.timeout(s).as_secs() / 60).collect();
+        let timeouts: Vec<u64> = Step::ALL
+            .iter()
+            .map(|&s| old.timeout(s).as_secs() / 60)
+            .collect();
         assert_eq!(timeouts, [5, 5, 15, 30, 15, 20, 5, 5, 20, 5]);
         assert_eq!(old.effort(Step::Merge), None);
         assert_eq!(old.effort(Step::WriteSpecs), Some(Effort::Xhigh));
@@ -1965,7 +2009,10 @@ mod tests {
         assert_eq!(property_names(&s), sorted(TOP_KEYS));
         assert_eq!(property_names(&defs["StepFile"]), sorted(STEP_FIELD_KEYS));
         assert_eq!(property_names(&defs["StepsFile"]), sorted(&step_keys()));
-        assert_eq!(property_names(&defs["MaxConsecutiveFailures"]), sorted(&step_keys()));
+        assert_eq!(
+            property_names(&defs["MaxConsecutiveFailures"]),
+            sorted(&step_keys())
+        );
         assert_eq!(property_names(&defs["CleanupFile"]), sorted(CLEANUP_KEYS));
         assert_eq!(property_names(&defs["BackoffFile"]), sorted(BACKOFF_KEYS));
         assert_eq!(property_names(&defs["BudgetFile"]), sorted(BUDGET_KEYS));
@@ -1974,7 +2021,10 @@ mod tests {
         assert_eq!(property_names(&defs["TrackerFile"]), sorted(TRACKER_KEYS));
         assert_eq!(s["required"], serde_json::json!(["projectPath"]));
         assert_eq!(s["properties"]["maxRetriesPerStep"]["default"], 3);
-        assert_eq!(s["properties"]["maxConsecutiveFailures"]["default"], serde_json::json!({"verify": 3}));
+        assert_eq!(
+            s["properties"]["maxConsecutiveFailures"]["default"],
+            serde_json::json!({"verify": 3})
+        );
         assert_eq!(s["patternProperties"]["^_"]["description"], "comment");
         assert_eq!(
             defs["Effort"]["enum"],
