@@ -418,6 +418,12 @@ impl Config {
                 }
             }
         }
+        if which::which(&self.agent.command).is_err() {
+            problems.push(format!(
+                "agent.command: \"{}\" is not found on PATH (install the agent CLI or set agent.command)",
+                self.agent.command
+            ));
+        }
         if let Some(dir) = &self.tracker.dir {
             if !dir.is_dir() {
                 problems.push(format!("tracker.dir: {} is not a directory", dir.display()));
@@ -573,7 +579,25 @@ impl Walker {
     }
 
     fn expected(&mut self, path: String, what: &str, found: &Value) {
-        self.err(path, format!("expected {what}, found {}", describe(found)));
+        // The old runner accepted numeric strings for some keys: say how to fix such a value.
+        let hint = match found {
+            Value::String(s)
+                if ["an integer", "a number", "0 (off)"]
+                    .iter()
+                    .any(|p| what.starts_with(p)) =>
+            {
+                s.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .map(|_| format!(" (write {} without quotes)", s.trim()))
+                    .unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        self.err(
+            path,
+            format!("expected {what}, found {}{hint}", describe(found)),
+        );
     }
 
     /// Reads `v` as an object whose keys must be in `known` (or start with `_`).
@@ -608,7 +632,7 @@ impl Walker {
         Obj { path, map }
     }
 
-    /// An integer ≥ `min`. `what` overrides the expectation text.
+    /// An integer ≥ `min`.
     fn uint(&mut self, o: &Obj, key: &str, min: u32) -> Option<u32> {
         let v = o.get(key)?;
         let n = v
@@ -1817,7 +1841,7 @@ mod tests {
     fn wrong_types_name_the_expected_type() {
         assert_eq!(
             errors(&with_project(r#""maxRetriesPerStep": "3""#)),
-            ["maxRetriesPerStep: expected an integer ≥ 1, found string \"3\""]
+            ["maxRetriesPerStep: expected an integer ≥ 1, found string \"3\" (write 3 without quotes)"]
         );
         assert_eq!(
             errors(&with_project(r#""maxRetriesPerStep": 0"#)),

@@ -29,7 +29,7 @@ fn valid_config_exits_0_with_ok_and_a_summary() {
     write(
         dir.path(),
         "sdlc-config.json",
-        r#"{"_comment": "minimal", "projectPath": "repo", "model": "opus",
+        r#"{"_comment": "minimal", "projectPath": "repo", "model": "opus", "agent": {"command": "sh"},
             "steps": {"simplify": {"enabled": false}}}"#,
     );
     let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
@@ -79,7 +79,7 @@ fn invalid_config_exits_2_listing_every_error() {
          sdlc-config.json: steps.verify.effort: \"max\" is not one of low|medium|high|xhigh\n\
          sdlc-config.json: steps.verify.enabled: verify cannot be disabled (only simplify can)\n\
          sdlc-config.json: steps.merge.effort: model \"haiku\" does not support effort: remove effort from this step\n\
-         sdlc-config.json: maxBounceRetries: expected an integer ≥ 0, found string \"3\"\n"
+         sdlc-config.json: maxBounceRetries: expected an integer ≥ 0, found string \"3\" (write 3 without quotes)\n"
     );
 }
 
