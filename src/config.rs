@@ -6,6 +6,11 @@
 //! accepted with the same meaning, and keys that start with `_` are comments in every object
 //! whose keys the schema defines. Validation walks a `serde_json::Value` by hand rather than
 //! deserializing with serde, because serde stops at the first error and cannot name the path.
+//!
+//! Deliberate departures from the old runner, all of which used to fail silently: values it
+//! coerced (`"5"`, `0` retries, a non-numeric `maxLogDiskUsageMB`) and duplicate keys are errors;
+//! `pluginsPath` is needed only when a step names a skill; a haiku step that merely inherits the
+//! global effort drops it (as the old runner did at run time) instead of failing validation.
 
 use crate::machine::Limits;
 use crate::step::Step;
@@ -343,6 +348,12 @@ impl Config {
         let file = absolute(path);
         let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
         let mut w = Walker::default();
+        for path in duplicate_keys(text) {
+            w.err(
+                path,
+                "duplicate key: JSON keeps only the last one; merge them into one",
+            );
+        }
         let config = w.config(&root, &file, &base);
         match config {
             Some(c) if w.errors.is_empty() => Ok(c),
@@ -481,6 +492,86 @@ fn syntax_error(file: &str, e: &serde_json::Error) -> ConfigError {
         column: e.column(),
         message,
     }
+}
+
+/// Key paths that occur twice in one object. `serde_json::Value` silently keeps the last,
+/// which would drop, say, a whole first `steps` block. Comment keys may repeat.
+fn duplicate_keys(text: &str) -> Vec<String> {
+    use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+    use std::cell::RefCell;
+    use std::collections::HashSet;
+
+    struct Dups<'a> {
+        path: String,
+        found: &'a RefCell<Vec<String>>,
+    }
+    impl<'de> DeserializeSeed<'de> for Dups<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Dups<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0;
+            while seq
+                .next_element_seed(Dups {
+                    path: format!("{}[{i}]", self.path),
+                    found: self.found,
+                })?
+                .is_some()
+            {
+                i += 1;
+            }
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let path = join(&self.path, &key);
+                if !key.starts_with('_') && !seen.insert(key) {
+                    self.found.borrow_mut().push(path.clone());
+                }
+                map.next_value_seed(Dups {
+                    path,
+                    found: self.found,
+                })?;
+            }
+            Ok(())
+        }
+    }
+
+    let found = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The text already parsed as a Value, so this walk cannot fail on syntax.
+    let _ = Dups {
+        path: String::new(),
+        found: &found,
+    }
+    .deserialize(&mut de);
+    found.into_inner()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1951,6 +2042,21 @@ mod tests {
                 "steps.verify.maxTurns: expected an integer ≥ 1, found number 0",
                 "budget.perIssueUsd: expected a number > 0, found number 0",
                 "agent.command: expected a non-empty string, found string \"\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn duplicate_keys_are_errors_except_comments() {
+        assert_eq!(
+            errors(
+                r#"{"projectPath": "p", "_c": 1, "_c": 2,
+                    "steps": {"verify": {"maxTurns": 5}, "verify": {"model": "opus"}},
+                    "steps": {}}"#
+            ),
+            [
+                "steps.verify: duplicate key: JSON keeps only the last one; merge them into one",
+                "steps: duplicate key: JSON keeps only the last one; merge them into one",
             ]
         );
     }
