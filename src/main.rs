@@ -6,6 +6,7 @@ fn main() {
     let cli = Cli::parse();
     let code = match &cli.command {
         Command::Diagram(args) => commands::diagram::run(args),
+        Command::Config { command } => commands::config::run(command),
         other => {
             eprintln!("error: {other:?} is not available yet");
             2

@@ -1,3 +1,4 @@
 //! One module per subcommand; each returns the process exit code.
 
+pub mod config;
 pub mod diagram;

@@ -1,0 +1,76 @@
+//! `sdlc-runner config check F` and `sdlc-runner config schema`.
+
+use crate::cli::ConfigCommand;
+use crate::config::{self, Approval, Config, Forge};
+use crate::step::Step;
+use std::path::Path;
+
+pub fn run(command: &ConfigCommand) -> i32 {
+    match command {
+        ConfigCommand::Check { file } => check(file),
+        ConfigCommand::Schema => {
+            println!("{}", config::schema_json());
+            0
+        }
+    }
+}
+
+/// Exit 0 with a summary when the file is valid, else exit 2 with every problem on stderr.
+fn check(file: &Path) -> i32 {
+    match Config::load(file) {
+        Ok(config) => {
+            println!("{}: ok", file.display());
+            print!("{}", summary(&config));
+            for problem in config.environment_problems() {
+                eprintln!("warning: {}: {problem}", file.display());
+            }
+            0
+        }
+        Err(e) => {
+            for line in e.lines() {
+                eprintln!("{line}");
+            }
+            2
+        }
+    }
+}
+
+/// A few lines an operator can eyeball: what runs where, and the bounds that matter.
+pub fn summary(c: &Config) -> String {
+    let mut out = String::new();
+    out.push_str(&format!("  project: {}\n", c.project_path.display()));
+    out.push_str(&format!("  logs:    {}\n", c.log_dir.display()));
+    out.push_str(&format!(
+        "  agent:   {} (model {}, effort {})\n",
+        c.agent.command, c.model, c.effort
+    ));
+    let tracker = match &c.tracker.dir {
+        Some(dir) => format!("local {}", dir.display()),
+        None => format!("github, label {}", c.tracker.label),
+    };
+    let forge = match c.forge {
+        Forge::Github => "github",
+        Forge::Local => "local",
+    };
+    out.push_str(&format!("  tracker: {tracker}; forge: {forge}\n"));
+    let steps: Vec<String> = Step::ALL
+        .iter()
+        .map(|&s| {
+            let effort = c.effort(s).map(|e| format!("/{e}")).unwrap_or_default();
+            let off = if c.enabled(s) { "" } else { " (disabled)" };
+            format!("{} {}{effort}{off}", s.key(), c.model(s))
+        })
+        .collect();
+    out.push_str(&format!("  steps:   {}\n", steps.join(", ")));
+    out.push_str(&format!(
+        "  limits:  {} attempts per step, {} bounces, halt after {} consecutive escalations, approval {}\n",
+        c.max_retries_per_step,
+        c.max_bounce_retries,
+        c.max_consecutive_escalations,
+        match c.approval {
+            Approval::Auto => "auto",
+            Approval::Manual => "manual",
+        }
+    ));
+    out
+}
