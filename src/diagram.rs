@@ -100,7 +100,6 @@ fn alphabet(core: &Core) -> Vec<Event> {
     let fresh = core.escalated().iter().max().map_or(1, |m| m + 1);
     evs.push(Event::IssueSelected { issue: fresh });
     evs.push(Event::AlreadyMerged { issue: fresh });
-<<<<<<< HEAD
     // The driver sends Resume only on start, when git shows progress: it may name any step.
     let resumed = core.runner().issue.unwrap_or(fresh);
     for next in Step::ALL {
@@ -109,12 +108,6 @@ fn alphabet(core: &Core) -> Vec<Event> {
             next,
         });
     }
-=======
-    evs.push(Event::Resume {
-        issue: fresh,
-        next: Step::Implement,
-    });
->>>>>>> h-process
     if let Some(&old) = core.escalated().iter().next() {
         evs.push(Event::IssueSelected { issue: old });
     }
@@ -453,24 +446,17 @@ pub fn dot(graph: &Graph) -> String {
         t.keys().any(|k| *k == Some(n)) || t.values().any(|v| v.0.iter().any(|s| *s == n))
     };
     for e in &graph.edges {
-<<<<<<< HEAD
         let head_inside = graph
             .leaves
             .get(&e.to)
             .is_some_and(|a| a.iter().any(|s| *s == e.from));
         let (from, tail) = if is_super(&e.from) && !head_inside {
-=======
-        let (from, tail) = if is_super(&e.from) {
->>>>>>> h-process
             (
                 format!("{}__anchor", e.from),
                 format!(", ltail=cluster_{}", e.from),
             )
-<<<<<<< HEAD
         } else if is_super(&e.from) {
             (format!("{}__anchor", e.from), String::new())
-=======
->>>>>>> h-process
         } else {
             (e.from.clone(), String::new())
         };
@@ -531,7 +517,6 @@ pub fn scxml(graph: &Graph) -> String {
                 let _ = writeln!(out, "{pad}</state>");
             }
             for sub in subs {
-<<<<<<< HEAD
                 let inside: BTreeSet<String> = graph
                     .leaves
                     .iter()
@@ -546,16 +531,6 @@ pub fn scxml(graph: &Graph) -> String {
                         .map(|s| s.to_string())
                         .unwrap_or_default()
                 };
-=======
-                let first = t
-                    .get(&Some(*sub))
-                    .and_then(|(_, l)| ordered(l).first().map(|s| s.to_string()))
-                    .or_else(|| {
-                        t.get(&Some(*sub))
-                            .and_then(|(s, _)| s.iter().next().map(|s| s.to_string()))
-                    })
-                    .unwrap_or_default();
->>>>>>> h-process
                 let _ = writeln!(out, "{pad}<state id=\"{sub}\" initial=\"{first}\">");
                 transitions(out, graph, sub, &format!("{pad}    "));
                 walk(out, t, graph, Some(sub), depth + 1);
