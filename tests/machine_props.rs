@@ -341,11 +341,7 @@ impl Model {
                     self.streak = 0;
                 }
             }
-            Event::AlreadyDone { step } => {
-                if step == Step::Merge {
-                    self.streak = 0;
-                }
-            }
+            Event::AlreadyDone { step: Step::Merge } => self.streak = 0,
             Event::StepFailed {
                 step,
                 class,
