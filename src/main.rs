@@ -7,6 +7,7 @@ fn main() {
     let code = match &cli.command {
         Command::Diagram(args) => commands::diagram::run(args),
         Command::Config { command } => commands::config::run(command),
+        Command::Bounds { config } => commands::bounds::run(config),
         other => {
             eprintln!("error: {other:?} is not available yet");
             2

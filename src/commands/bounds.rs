@@ -1,0 +1,31 @@
+//! `sdlc-runner bounds --config F`: the exact worst-case agent invocations for a config.
+
+use crate::config::Config;
+use crate::machine::bounds;
+use std::path::Path;
+
+pub fn run(config: &Path) -> i32 {
+    let cfg = match Config::load(config) {
+        Ok(cfg) => cfg,
+        Err(e) => {
+            for line in e.lines() {
+                eprintln!("{line}");
+            }
+            return 2;
+        }
+    };
+    let b = bounds::compute(&cfg.limits());
+    println!(
+        "agent invocations between two successful merges (worst case): {}",
+        b.between_merges
+    );
+    println!(
+        "agent invocations before a halt when nothing succeeds (worst case): {}",
+        b.nothing_succeeds
+    );
+    println!(
+        "agent invocations in one cycle (worst case): {}",
+        b.per_cycle
+    );
+    0
+}
