@@ -7,3 +7,4 @@ pub mod step;
 pub mod diagram;
 pub mod cli;
 pub mod commands;
+pub mod notify;
