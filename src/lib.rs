@@ -8,3 +8,4 @@ pub mod diagram;
 pub mod cli;
 pub mod commands;
 pub mod notify;
+pub mod tracker;
