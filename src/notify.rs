@@ -61,6 +61,7 @@ pub enum Channel {
     /// this project): `curl -sS -f -m <secs> -H 'Content-Type: application/json'
     /// --data-binary @- <url>`, the JSON body `{"content": msg, "text": msg}` on stdin. The URL
     /// is on curl's command line, so it is visible in `ps` on this machine while the post runs.
+    /// Content longer than Discord's 2000 characters is cut, with a note pointing to the log.
     Webhook { url: String },
     /// `<program> <args...> <message>` with `SDLC_SEVERITY` set to info|warning|alert.
     Command { program: PathBuf, args: Vec<String> },
@@ -430,7 +431,8 @@ impl Worker {
                 }
             }
             Channel::Webhook { url } => {
-                let body = serde_json::json!({ "content": job.text, "text": job.text }).to_string();
+                let text = webhook_text(&job.text);
+                let body = serde_json::json!({ "content": text, "text": text }).to_string();
                 let secs = timeout.as_secs().max(1).to_string();
                 let mut cmd = Command::new(&self.options.curl);
                 cmd.args(["-sS", "-f", "-m"])
@@ -507,6 +509,20 @@ impl Worker {
     }
 }
 
+/// Discord rejects webhook content over 2000 characters; the head of a message (the halt
+/// diagnostic's first line) matters most, so the tail is cut.
+fn webhook_text(text: &str) -> String {
+    const LIMIT: usize = 2000;
+    const MARK: &str = "… (truncated; full text in the runner log)";
+    if text.chars().count() <= LIMIT {
+        return text.to_string();
+    }
+    let keep = LIMIT - MARK.chars().count();
+    let mut cut: String = text.chars().take(keep).collect();
+    cut.push_str(MARK);
+    cut
+}
+
 fn discord_delivered(stdout: &str) -> bool {
     let lower = stdout.to_ascii_lowercase();
     lower.contains("sent via") || lower.contains("message id")
@@ -552,7 +568,8 @@ pub(crate) struct Captured {
     pub marker_seen: bool,
 }
 
-const OUTPUT_CAP: usize = 4 * 1024 * 1024;
+/// Large enough for `gh issue list --limit 1000` with bodies; a bound all the same.
+const OUTPUT_CAP: usize = 64 * 1024 * 1024;
 
 enum Chunk {
     Out(Vec<u8>),
@@ -670,6 +687,14 @@ pub(crate) fn run_captured(
                     }
                 }
             }
+        }
+    }
+    // Chunks the readers sent before the grace period ran out still belong to the output.
+    while let Ok(chunk) = rx.try_recv() {
+        match chunk {
+            Chunk::Out(bytes) => push_capped(&mut stdout, &bytes),
+            Chunk::Err(bytes) => push_capped(&mut stderr, &bytes),
+            Chunk::OutEof | Chunk::ErrEof => {}
         }
     }
     Ok(Captured {

@@ -262,6 +262,17 @@ fn webhook_posts_json_on_stdin_through_curl() {
     let json: serde_json::Value = serde_json::from_str(&read(&body)).unwrap();
     assert_eq!(json["content"], "[WARNING] escalated #4 \"quoted\"");
     assert_eq!(json["text"], json["content"]);
+
+    notifier.send(
+        Severity::Alert,
+        &format!("FAILURE LOOP DETECTED: x\n{}", "é".repeat(5000)),
+    );
+    notifier.flush(Duration::from_secs(10));
+    let json: serde_json::Value = serde_json::from_str(&read(&body)).unwrap();
+    let content = json["content"].as_str().unwrap();
+    assert_eq!(content.chars().count(), 2000);
+    assert!(content.starts_with("[ALERT] FAILURE LOOP DETECTED: x\n"));
+    assert!(content.ends_with("(truncated; full text in the runner log)"));
 }
 
 #[test]
