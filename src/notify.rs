@@ -18,6 +18,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -139,6 +140,8 @@ struct DedupEntry {
 /// Sends notifications from a background thread. `Sync`: share it behind an `Arc`.
 pub struct Notifier {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
+    inflight: ChildSlot,
+    closing: Arc<AtomicBool>,
     pending: Arc<(Mutex<usize>, Condvar)>,
     dedup: Mutex<HashMap<(Severity, String), DedupEntry>>,
     log: Option<PathBuf>,
@@ -170,6 +173,8 @@ impl Notifier {
         options: NotifyOptions,
     ) -> Notifier {
         let pending = Arc::new((Mutex::new(0usize), Condvar::new()));
+        let inflight: ChildSlot = Arc::new(Mutex::new(None));
+        let closing = Arc::new(AtomicBool::new(false));
         let tx = if channels.is_empty() {
             None
         } else {
@@ -178,6 +183,8 @@ impl Notifier {
                 channels,
                 log: log.clone(),
                 options: options.clone(),
+                inflight: Arc::clone(&inflight),
+                closing: Arc::clone(&closing),
             };
             let pending = Arc::clone(&pending);
             let spawned = thread::Builder::new()
@@ -207,6 +214,8 @@ impl Notifier {
         };
         Notifier {
             tx: Mutex::new(tx),
+            inflight,
+            closing,
             pending,
             dedup: Mutex::new(HashMap::new()),
             log,
@@ -312,9 +321,14 @@ impl Notifier {
 impl Drop for Notifier {
     fn drop(&mut self) {
         self.flush(self.options.drop_wait);
-        // Closing the queue ends the worker once it is idle; a delivery still hanging past
-        // the wait is abandoned with its thread rather than holding the process.
+        // Past the wait, whatever is still queued or running is abandoned: no new attempts,
+        // and a hanging CLI is killed rather than outliving the runner.
+        self.closing.store(true, Ordering::SeqCst);
         lock(&self.tx).take();
+        let mut inflight = lock(&self.inflight);
+        if let Some(pid) = inflight.take() {
+            signal_group(pid);
+        }
     }
 }
 
@@ -350,6 +364,8 @@ struct Worker {
     channels: Vec<Channel>,
     log: Option<PathBuf>,
     options: NotifyOptions,
+    inflight: ChildSlot,
+    closing: Arc<AtomicBool>,
 }
 
 /// Why one delivery attempt failed, and whether another attempt can help.
@@ -364,6 +380,13 @@ impl Worker {
             let attempts = self.options.attempts.max(1);
             let mut backoff = self.options.backoff;
             for attempt in 1..=attempts {
+                if self.closing.load(Ordering::SeqCst) {
+                    append_log(
+                        self.log.as_deref(),
+                        &format!("[notify] Warning: {} abandoned at shutdown", channel.name()),
+                    );
+                    return;
+                }
                 match self.attempt(channel, job) {
                     Ok(()) => break,
                     Err(e) if e.retryable && attempt < attempts => {
@@ -404,8 +427,14 @@ impl Worker {
                     .arg(target)
                     .arg("-m")
                     .arg(&job.text);
-                let out = run_captured(cmd, None, timeout, Some(discord_delivered))
-                    .map_err(|e| spawn_error(openclaw, e))?;
+                let out = run_tracked(
+                    cmd,
+                    None,
+                    timeout,
+                    Some(discord_delivered),
+                    Some(&self.inflight),
+                )
+                .map_err(|e| spawn_error(openclaw, e))?;
                 if out.marker_seen {
                     return Ok(());
                 }
@@ -445,11 +474,12 @@ impl Worker {
                     ])
                     .arg(url);
                 // curl enforces `-m` itself; our limit is a backstop for a stuck curl.
-                let out = run_captured(
+                let out = run_tracked(
                     cmd,
                     Some(body.into_bytes()),
                     timeout + Duration::from_secs(5),
                     None,
+                    Some(&self.inflight),
                 )
                 .map_err(|e| {
                     let mut err = spawn_error(&self.options.curl, e);
@@ -480,8 +510,8 @@ impl Worker {
                 cmd.args(args)
                     .arg(&job.text)
                     .env("SDLC_SEVERITY", job.severity.as_str());
-                let out =
-                    run_captured(cmd, None, timeout, None).map_err(|e| spawn_error(program, e))?;
+                let out = run_tracked(cmd, None, timeout, None, Some(&self.inflight))
+                    .map_err(|e| spawn_error(program, e))?;
                 if out.timed_out {
                     return Err(AttemptError {
                         message: format!(
@@ -583,10 +613,50 @@ enum Chunk {
 /// then killed: some CLIs hang after doing their job), or at `timeout` (group killed).
 /// A grandchild that keeps the pipes open cannot hold us beyond a short grace period.
 pub(crate) fn run_captured(
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+    marker: Option<fn(&str) -> bool>,
+) -> io::Result<Captured> {
+    run_tracked(cmd, stdin, timeout, marker, None)
+}
+
+/// The process group of a running delivery, published so `Notifier::drop` can end one it
+/// gives up on. Whoever holds the lock may signal the group: the child is only reaped under
+/// the same lock, so the id cannot have been reused.
+type ChildSlot = Arc<Mutex<Option<u32>>>;
+
+struct Running<'a> {
+    child: std::process::Child,
+    pid: u32,
+    slot: Option<&'a ChildSlot>,
+}
+
+impl Running<'_> {
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let guard = self.slot.map(|s| lock(s));
+        let status = self.child.try_wait();
+        if let (Some(mut guard), Ok(Some(_))) = (guard, &status) {
+            *guard = None;
+        }
+        status
+    }
+
+    fn kill(&mut self) {
+        let guard = self.slot.map(|s| lock(s));
+        kill_group(self.pid, &mut self.child);
+        if let Some(mut guard) = guard {
+            *guard = None;
+        }
+    }
+}
+
+fn run_tracked(
     mut cmd: Command,
     stdin: Option<Vec<u8>>,
     timeout: Duration,
     marker: Option<fn(&str) -> bool>,
+    slot: Option<&ChildSlot>,
 ) -> io::Result<Captured> {
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
@@ -599,6 +669,9 @@ pub(crate) fn run_captured(
     let deadline = Instant::now() + timeout;
     let mut child = spawn_retrying(&mut cmd)?;
     let pid = child.id();
+    if let Some(slot) = slot {
+        *lock(slot) = Some(pid);
+    }
 
     if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
         // A child that never reads must not block us: write from a detached thread.
@@ -618,6 +691,7 @@ pub(crate) fn run_captured(
         let _ = tx.send(Chunk::ErrEof);
     }
     drop(tx);
+    let mut child = Running { child, pid, slot };
 
     let mut stdout = Vec::new();
     let mut stderr = Vec::new();
@@ -635,7 +709,7 @@ pub(crate) fn run_captured(
         }
         let now = Instant::now();
         if exited.is_none() && now >= deadline {
-            kill_group(pid, &mut child);
+            child.kill();
             return Ok(Captured {
                 status: None,
                 stdout: lossy(&stdout),
@@ -650,7 +724,7 @@ pub(crate) fn run_captured(
                 if let Some(marker) = marker {
                     if marker(&String::from_utf8_lossy(&stdout)) {
                         if exited.is_none() {
-                            kill_group(pid, &mut child);
+                            child.kill();
                         }
                         return Ok(Captured {
                             status: exited.map(|(s, _)| s),
@@ -675,7 +749,7 @@ pub(crate) fn run_captured(
                     match status {
                         Some(s) => exited = Some((s, Instant::now())),
                         None => {
-                            kill_group(pid, &mut child);
+                            child.kill();
                             return Ok(Captured {
                                 status: None,
                                 stdout: lossy(&stdout),
@@ -721,10 +795,7 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
     }
 }
 
-fn wait_until(
-    child: &mut std::process::Child,
-    deadline: Instant,
-) -> io::Result<Option<ExitStatus>> {
+fn wait_until(child: &mut Running<'_>, deadline: Instant) -> io::Result<Option<ExitStatus>> {
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
@@ -767,8 +838,8 @@ fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// SIGKILL to the child's whole group (it leads one: `process_group(0)`), then reap it.
-fn kill_group(pid: u32, child: &mut std::process::Child) {
+/// SIGKILL to the process group led by `pid` (a child we spawned with `process_group(0)`).
+fn signal_group(pid: u32) {
     if let Ok(pgid) = i32::try_from(pid) {
         if pgid > 0 {
             // SAFETY: plain syscall; a negative pid addresses the group we created for the child,
@@ -778,6 +849,11 @@ fn kill_group(pid: u32, child: &mut std::process::Child) {
             }
         }
     }
+}
+
+/// SIGKILL to the child's whole group (it leads one: `process_group(0)`), then reap it.
+fn kill_group(pid: u32, child: &mut std::process::Child) {
+    signal_group(pid);
     let _ = child.kill();
     let _ = child.wait();
 }

@@ -172,7 +172,12 @@ fn silent_hang_times_out_per_attempt() {
 #[test]
 fn flush_is_bounded_even_when_a_channel_hangs() {
     let dir = tempfile::tempdir().unwrap();
-    let openclaw = script(dir.path(), "openclaw", "sleep 60");
+    let pidfile = dir.path().join("pid");
+    let openclaw = script(
+        dir.path(),
+        "openclaw",
+        &format!("echo $$ > {}\nsleep 60", pidfile.display()),
+    );
     let options = NotifyOptions {
         timeout: Duration::from_secs(60),
         drop_wait: Duration::from_millis(200),
@@ -189,12 +194,41 @@ fn flush_is_bounded_even_when_a_channel_hangs() {
     let started = Instant::now();
     notifier.send(Severity::Alert, "halted");
     notifier.flush(Duration::from_millis(300));
+    // Make sure the script is running before the notifier gives up on it.
+    while !pidfile.exists() {
+        assert!(started.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(10));
+    }
     drop(notifier);
+    // The abandoned openclaw does not outlive the notifier.
+    let pid: i32 = fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while is_running(pid) {
+        assert!(Instant::now() < deadline, "openclaw {pid} still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(3),
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Alive and not a zombie waiting to be reaped.
+fn is_running(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
 }
 
 #[test]
