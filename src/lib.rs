@@ -12,5 +12,7 @@ pub mod files;
 pub mod forge;
 pub mod logs;
 pub mod machine;
+pub mod notify;
 pub mod repo;
 pub mod step;
+pub mod tracker;

@@ -1,0 +1,1203 @@
+//! Notifications (SPEC §7 "Notifications"): Discord through `openclaw`, a Discord/Slack
+//! compatible webhook through `curl`, or any command; every message is also appended to the
+//! orchestration log. Messages carry a severity, are redacted before they leave the process,
+//! and identical messages within the dedup window are delivered once with a repeat count.
+//!
+//! The caller never waits for a channel: [`Notifier::send`] logs, deduplicates and queues,
+//! and a background thread delivers with a timeout and retries. [`Notifier::flush`] (and
+//! `Drop`) wait a bounded time for the queue to drain, so a halt's alert has a chance to
+//! leave before the process exits without a hung CLI being able to keep it alive.
+//!
+//! This module also holds [`redact`], the one place secrets are masked, and the small
+//! process runner (`run_captured`) that the tracker shares: argument vectors only, own process
+//! group, bounded output, a hard timeout and an optional "success marker" on stdout.
+
+use std::collections::HashMap;
+use std::fs::OpenOptions;
+use std::io::{self, Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How urgent a message is: info for progress, warning for retries/bounces/escalations,
+/// alert for halts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Severity {
+    Info,
+    Warning,
+    Alert,
+}
+
+impl Severity {
+    /// Lower-case name, as passed in `SDLC_SEVERITY` to a command channel.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Severity::Info => "info",
+            Severity::Warning => "warning",
+            Severity::Alert => "alert",
+        }
+    }
+
+    /// The prefix every delivered message starts with.
+    pub const fn prefix(self) -> &'static str {
+        match self {
+            Severity::Info => "[INFO]",
+            Severity::Warning => "[WARNING]",
+            Severity::Alert => "[ALERT]",
+        }
+    }
+}
+
+/// Where notifications go (besides the log, which always gets them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Channel {
+    /// `openclaw message send --channel discord --target <target> -m <message>`.
+    Discord { openclaw: PathBuf, target: String },
+    /// A Discord- or Slack-compatible incoming webhook. Posted with `curl` (no HTTP crate in
+    /// this project): `curl -sS -f -m <secs> -H 'Content-Type: application/json'
+    /// --data-binary @- <url>`, the JSON body `{"content": msg, "text": msg}` on stdin. The URL
+    /// is on curl's command line, so it is visible in `ps` on this machine while the post runs.
+    /// Content longer than Discord's 2000 characters is cut, with a note pointing to the log.
+    Webhook { url: String },
+    /// `<program> <args...> <message>` with `SDLC_SEVERITY` set to info|warning|alert.
+    Command { program: PathBuf, args: Vec<String> },
+}
+
+impl Channel {
+    fn name(&self) -> &'static str {
+        match self {
+            Channel::Discord { .. } => "Discord post",
+            Channel::Webhook { .. } => "webhook post",
+            Channel::Command { .. } => "notify command",
+        }
+    }
+}
+
+/// The time source for the dedup window; injectable so tests can move time.
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
+/// Tunables. `Default` gives the contract's values.
+#[derive(Clone)]
+pub struct NotifyOptions {
+    /// Per-attempt time limit of one delivery (openclaw, curl, command). Default 30 s.
+    pub timeout: Duration,
+    /// Attempts per channel and message. Default 3.
+    pub attempts: u32,
+    /// Wait before the second attempt; doubled before each further one. Default 1 s.
+    pub backoff: Duration,
+    /// Identical messages within this window are delivered once. Default 10 min.
+    pub dedup_window: Duration,
+    /// The `curl` program for webhooks. Default `curl` (found on PATH).
+    pub curl: PathBuf,
+    /// How long `Drop` waits for queued deliveries. Default 10 s.
+    pub drop_wait: Duration,
+    pub clock: Clock,
+}
+
+impl Default for NotifyOptions {
+    fn default() -> Self {
+        NotifyOptions {
+            timeout: Duration::from_secs(30),
+            attempts: 3,
+            backoff: Duration::from_secs(1),
+            dedup_window: Duration::from_secs(600),
+            curl: PathBuf::from("curl"),
+            drop_wait: Duration::from_secs(10),
+            clock: Arc::new(Instant::now),
+        }
+    }
+}
+
+impl std::fmt::Debug for NotifyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NotifyOptions")
+            .field("timeout", &self.timeout)
+            .field("attempts", &self.attempts)
+            .field("backoff", &self.backoff)
+            .field("dedup_window", &self.dedup_window)
+            .field("curl", &self.curl)
+            .field("drop_wait", &self.drop_wait)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Job {
+    severity: Severity,
+    text: String,
+}
+
+#[derive(Debug)]
+struct DedupEntry {
+    window_start: Instant,
+    suppressed: u32,
+}
+
+/// Sends notifications from a background thread. `Sync`: share it behind an `Arc`.
+pub struct Notifier {
+    tx: Mutex<Option<mpsc::Sender<Job>>>,
+    inflight: ChildSlot,
+    closing: Arc<AtomicBool>,
+    pending: Arc<(Mutex<usize>, Condvar)>,
+    dedup: Mutex<HashMap<(Severity, String), DedupEntry>>,
+    log: Option<PathBuf>,
+    options: NotifyOptions,
+}
+
+impl Notifier {
+    /// A notifier with the contract's defaults. `log` is the orchestration log; every message
+    /// is appended to it whatever the channels do.
+    pub fn new(channels: Vec<Channel>, log: Option<PathBuf>) -> Notifier {
+        Notifier::with_options(channels, log, NotifyOptions::default())
+    }
+
+    /// Defaults, but with the dedup window measured on `clock`.
+    pub fn with_clock(channels: Vec<Channel>, log: Option<PathBuf>, clock: Clock) -> Notifier {
+        Notifier::with_options(
+            channels,
+            log,
+            NotifyOptions {
+                clock,
+                ..NotifyOptions::default()
+            },
+        )
+    }
+
+    pub fn with_options(
+        channels: Vec<Channel>,
+        log: Option<PathBuf>,
+        options: NotifyOptions,
+    ) -> Notifier {
+        let pending = Arc::new((Mutex::new(0usize), Condvar::new()));
+        let inflight: ChildSlot = Arc::new(Mutex::new(None));
+        let closing = Arc::new(AtomicBool::new(false));
+        let tx = if channels.is_empty() {
+            None
+        } else {
+            let (tx, rx) = mpsc::channel::<Job>();
+            let worker = Worker {
+                channels,
+                log: log.clone(),
+                options: options.clone(),
+                inflight: Arc::clone(&inflight),
+                closing: Arc::clone(&closing),
+            };
+            let pending = Arc::clone(&pending);
+            let spawned = thread::Builder::new()
+                .name("sdlc-notify".into())
+                .spawn(move || {
+                    for job in rx {
+                        worker.deliver(&job);
+                        let (count, cvar) = &*pending;
+                        let mut count = lock(count);
+                        *count = count.saturating_sub(1);
+                        cvar.notify_all();
+                    }
+                });
+            match spawned {
+                Ok(_) => Some(tx),
+                Err(e) => {
+                    append_log(
+                        log.as_deref(),
+                        &format!(
+                            "[notify] Warning: cannot start the notification thread ({e}); \
+                             messages go to this log only"
+                        ),
+                    );
+                    None
+                }
+            }
+        };
+        Notifier {
+            tx: Mutex::new(tx),
+            inflight,
+            closing,
+            pending,
+            dedup: Mutex::new(HashMap::new()),
+            log,
+            options,
+        }
+    }
+
+    /// Logs the message and queues it for every channel. Never blocks on a channel and never
+    /// fails: delivery problems end up in the log.
+    pub fn send(&self, severity: Severity, message: &str) {
+        let text = redact(message);
+        let repeats = match self.dedup_decision(severity, &text) {
+            Some(repeats) => repeats,
+            None => {
+                append_log(
+                    self.log.as_deref(),
+                    &format!(
+                        "[notify] {} {text} (duplicate within {}s, not sent again)",
+                        severity.prefix(),
+                        self.options.dedup_window.as_secs()
+                    ),
+                );
+                return;
+            }
+        };
+        let mut full = format!("{} {text}", severity.prefix());
+        if repeats > 0 {
+            full.push_str(&format!(" (repeated {repeats} times)"));
+        }
+        append_log(self.log.as_deref(), &format!("[notify] {full}"));
+
+        let tx = lock(&self.tx);
+        if let Some(tx) = tx.as_ref() {
+            let (count, _) = &*self.pending;
+            *lock(count) += 1;
+            if tx
+                .send(Job {
+                    severity,
+                    text: full,
+                })
+                .is_err()
+            {
+                // The worker is gone (it panicked); the log line above is all we can do.
+                let mut count = lock(count);
+                *count = count.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Waits until every queued message has been handled or `timeout` has passed.
+    pub fn flush(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let (count, cvar) = &*self.pending;
+        let mut count = lock(count);
+        while *count > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                return;
+            }
+            count = match cvar.wait_timeout(count, deadline - now) {
+                Ok((guard, _)) => guard,
+                Err(poisoned) => poisoned.into_inner().0,
+            };
+        }
+    }
+
+    /// `Some(n)`: deliver, after `n` suppressed duplicates. `None`: a duplicate inside the
+    /// window, suppressed (and counted).
+    fn dedup_decision(&self, severity: Severity, text: &str) -> Option<u32> {
+        let now = (self.options.clock)();
+        let window = self.options.dedup_window;
+        let mut dedup = lock(&self.dedup);
+        // Forget windows that ended with nothing suppressed, so the map stays small.
+        dedup.retain(|_, e| {
+            e.suppressed > 0 || now.saturating_duration_since(e.window_start) < window
+        });
+        let key = (severity, text.to_string());
+        match dedup.get_mut(&key) {
+            Some(entry) if now.saturating_duration_since(entry.window_start) < window => {
+                entry.suppressed += 1;
+                None
+            }
+            Some(entry) => {
+                let repeats = entry.suppressed;
+                entry.window_start = now;
+                entry.suppressed = 0;
+                Some(repeats)
+            }
+            None => {
+                dedup.insert(
+                    key,
+                    DedupEntry {
+                        window_start: now,
+                        suppressed: 0,
+                    },
+                );
+                Some(0)
+            }
+        }
+    }
+}
+
+impl Drop for Notifier {
+    fn drop(&mut self) {
+        self.flush(self.options.drop_wait);
+        // Past the wait, whatever is still queued or running is abandoned: no new attempts,
+        // and a hanging CLI is killed rather than outliving the runner.
+        self.closing.store(true, Ordering::SeqCst);
+        lock(&self.tx).take();
+        let mut inflight = lock(&self.inflight);
+        if let Some(pid) = inflight.take() {
+            signal_group(pid);
+        }
+    }
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Notifier")
+            .field("log", &self.log)
+            .field("options", &self.options)
+            .finish_non_exhaustive()
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Appends `[<ISO-8601 UTC>] <line>` to the orchestration log. Errors are ignored: the log
+/// is best effort and must never stop the run.
+fn append_log(log: Option<&Path>, line: &str) {
+    let Some(path) = log else { return };
+    let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let mut entry = format!("[{stamp}] {line}");
+    if !entry.ends_with('\n') {
+        entry.push('\n');
+    }
+    if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path) {
+        // One write call per entry so concurrent appenders do not interleave inside a line.
+        let _ = file.write_all(entry.as_bytes());
+    }
+}
+
+struct Worker {
+    channels: Vec<Channel>,
+    log: Option<PathBuf>,
+    options: NotifyOptions,
+    inflight: ChildSlot,
+    closing: Arc<AtomicBool>,
+}
+
+/// Why one delivery attempt failed, and whether another attempt can help.
+struct AttemptError {
+    message: String,
+    retryable: bool,
+}
+
+impl Worker {
+    fn deliver(&self, job: &Job) {
+        for channel in &self.channels {
+            let attempts = self.options.attempts.max(1);
+            let mut backoff = self.options.backoff;
+            for attempt in 1..=attempts {
+                if self.closing.load(Ordering::SeqCst) {
+                    append_log(
+                        self.log.as_deref(),
+                        &format!("[notify] Warning: {} abandoned at shutdown", channel.name()),
+                    );
+                    return;
+                }
+                match self.attempt(channel, job) {
+                    Ok(()) => break,
+                    Err(e) if e.retryable && attempt < attempts => {
+                        append_log(
+                            self.log.as_deref(),
+                            &format!(
+                                "[notify] {} attempt {attempt}/{attempts} failed, retrying in {}ms: {}",
+                                channel.name(),
+                                backoff.as_millis(),
+                                redact(&e.message)
+                            ),
+                        );
+                        thread::sleep(backoff);
+                        backoff = backoff.saturating_mul(2);
+                    }
+                    Err(e) => {
+                        append_log(
+                            self.log.as_deref(),
+                            &format!(
+                                "[notify] Warning: {} failed after {attempt} attempt(s): {}",
+                                channel.name(),
+                                redact(&e.message)
+                            ),
+                        );
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
+    fn attempt(&self, channel: &Channel, job: &Job) -> Result<(), AttemptError> {
+        let timeout = self.options.timeout;
+        match channel {
+            Channel::Discord { openclaw, target } => {
+                let mut cmd = Command::new(openclaw);
+                cmd.args(["message", "send", "--channel", "discord", "--target"])
+                    .arg(target)
+                    .arg("-m")
+                    .arg(&job.text);
+                let out = run_tracked(
+                    cmd,
+                    None,
+                    timeout,
+                    Some(discord_delivered),
+                    Some(&self.inflight),
+                )
+                .map_err(|e| spawn_error(openclaw, e))?;
+                if out.marker_seen {
+                    return Ok(());
+                }
+                if out.timed_out {
+                    return Err(AttemptError {
+                        message: format!(
+                            "openclaw message send timed out ({}s) with no success marker",
+                            timeout.as_secs_f32()
+                        ),
+                        retryable: true,
+                    });
+                }
+                match out.status.and_then(|s| s.code()) {
+                    Some(0) => Ok(()),
+                    code => Err(AttemptError {
+                        message: format!(
+                            "openclaw message send exited with {}: {}",
+                            describe_exit(code),
+                            tail(&format!("{}{}", out.stdout, out.stderr), 500)
+                        ),
+                        retryable: true,
+                    }),
+                }
+            }
+            Channel::Webhook { url } => {
+                let text = webhook_text(&job.text);
+                let body = serde_json::json!({ "content": text, "text": text }).to_string();
+                let secs = timeout.as_secs().max(1).to_string();
+                let mut cmd = Command::new(&self.options.curl);
+                cmd.args(["-sS", "-f", "-m"])
+                    .arg(&secs)
+                    .args([
+                        "-H",
+                        "Content-Type: application/json",
+                        "--data-binary",
+                        "@-",
+                    ])
+                    .arg(url);
+                // curl enforces `-m` itself; our limit is a backstop for a stuck curl.
+                let out = run_tracked(
+                    cmd,
+                    Some(body.into_bytes()),
+                    timeout + Duration::from_secs(5),
+                    None,
+                    Some(&self.inflight),
+                )
+                .map_err(|e| {
+                    let mut err = spawn_error(&self.options.curl, e);
+                    err.message
+                        .push_str(" (webhook notifications are posted with curl; install it)");
+                    err
+                })?;
+                if out.timed_out {
+                    return Err(AttemptError {
+                        message: format!("curl timed out after {}s", secs),
+                        retryable: true,
+                    });
+                }
+                match out.status.and_then(|s| s.code()) {
+                    Some(0) => Ok(()),
+                    code => Err(AttemptError {
+                        message: format!(
+                            "curl exited with {}: {}",
+                            describe_exit(code),
+                            tail(&out.stderr, 500)
+                        ),
+                        retryable: true,
+                    }),
+                }
+            }
+            Channel::Command { program, args } => {
+                let mut cmd = Command::new(program);
+                cmd.args(args)
+                    .arg(&job.text)
+                    .env("SDLC_SEVERITY", job.severity.as_str());
+                let out = run_tracked(cmd, None, timeout, None, Some(&self.inflight))
+                    .map_err(|e| spawn_error(program, e))?;
+                if out.timed_out {
+                    return Err(AttemptError {
+                        message: format!(
+                            "{} timed out after {}s",
+                            program.display(),
+                            timeout.as_secs_f32()
+                        ),
+                        retryable: true,
+                    });
+                }
+                match out.status.and_then(|s| s.code()) {
+                    Some(0) => Ok(()),
+                    code => Err(AttemptError {
+                        message: format!(
+                            "{} exited with {}: {}",
+                            program.display(),
+                            describe_exit(code),
+                            tail(&format!("{}{}", out.stdout, out.stderr), 500)
+                        ),
+                        retryable: true,
+                    }),
+                }
+            }
+        }
+    }
+}
+
+/// Discord rejects webhook content over 2000 characters; the head of a message (the halt
+/// diagnostic's first line) matters most, so the tail is cut.
+fn webhook_text(text: &str) -> String {
+    const LIMIT: usize = 2000;
+    const MARK: &str = "… (truncated; full text in the runner log)";
+    if text.chars().count() <= LIMIT {
+        return text.to_string();
+    }
+    let keep = LIMIT - MARK.chars().count();
+    let mut cut: String = text.chars().take(keep).collect();
+    cut.push_str(MARK);
+    cut
+}
+
+fn discord_delivered(stdout: &str) -> bool {
+    let lower = stdout.to_ascii_lowercase();
+    lower.contains("sent via") || lower.contains("message id")
+}
+
+fn spawn_error(program: &Path, e: io::Error) -> AttemptError {
+    AttemptError {
+        retryable: e.kind() != io::ErrorKind::NotFound
+            && e.kind() != io::ErrorKind::PermissionDenied,
+        message: format!("cannot run {}: {e}", program.display()),
+    }
+}
+
+fn describe_exit(code: Option<i32>) -> String {
+    match code {
+        Some(c) => format!("code {c}"),
+        None => "a signal".to_string(),
+    }
+}
+
+/// The last `max` characters of `text`, trimmed.
+pub(crate) fn tail(text: &str, max: usize) -> String {
+    let text = text.trim();
+    let count = text.chars().count();
+    if count <= max {
+        text.to_string()
+    } else {
+        text.chars().skip(count - max).collect()
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Running a child process with a hard time limit.
+
+/// What a child did. Output is lossily decoded and capped at `OUTPUT_CAP` bytes per stream.
+#[derive(Debug)]
+pub(crate) struct Captured {
+    /// `None` when the child was killed by us (timeout or success marker).
+    pub status: Option<ExitStatus>,
+    pub stdout: String,
+    pub stderr: String,
+    pub timed_out: bool,
+    pub marker_seen: bool,
+}
+
+/// Large enough for `gh issue list --limit 1000` with bodies; a bound all the same.
+const OUTPUT_CAP: usize = 64 * 1024 * 1024;
+
+enum Chunk {
+    Out(Vec<u8>),
+    Err(Vec<u8>),
+    OutEof,
+    ErrEof,
+}
+
+/// Runs `cmd` in its own process group with piped output and an optional stdin payload.
+/// Returns when the child exits, when `marker` recognises its stdout so far (the group is
+/// then killed: some CLIs hang after doing their job), or at `timeout` (group killed).
+/// A grandchild that keeps the pipes open cannot hold us beyond a short grace period.
+pub(crate) fn run_captured(
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+    marker: Option<fn(&str) -> bool>,
+) -> io::Result<Captured> {
+    run_tracked(cmd, stdin, timeout, marker, None)
+}
+
+/// The process group of a running delivery, published so `Notifier::drop` can end one it
+/// gives up on. Whoever holds the lock may signal the group: the child is only reaped under
+/// the same lock, so the id cannot have been reused.
+type ChildSlot = Arc<Mutex<Option<u32>>>;
+
+struct Running<'a> {
+    child: std::process::Child,
+    pid: u32,
+    slot: Option<&'a ChildSlot>,
+}
+
+impl Running<'_> {
+    fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
+        let guard = self.slot.map(|s| lock(s));
+        let status = self.child.try_wait();
+        if let (Some(mut guard), Ok(Some(_))) = (guard, &status) {
+            *guard = None;
+        }
+        status
+    }
+
+    fn kill(&mut self) {
+        let guard = self.slot.map(|s| lock(s));
+        kill_group(self.pid, &mut self.child);
+        if let Some(mut guard) = guard {
+            *guard = None;
+        }
+    }
+}
+
+fn run_tracked(
+    mut cmd: Command,
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+    marker: Option<fn(&str) -> bool>,
+    slot: Option<&ChildSlot>,
+) -> io::Result<Captured> {
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .process_group(0);
+    let deadline = Instant::now() + timeout;
+    let mut child = spawn_retrying(&mut cmd)?;
+    let pid = child.id();
+    if let Some(slot) = slot {
+        *lock(slot) = Some(pid);
+    }
+
+    if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        // A child that never reads must not block us: write from a detached thread.
+        thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    let (tx, rx) = mpsc::channel::<Chunk>();
+    if let Some(out) = child.stdout.take() {
+        spawn_reader(out, tx.clone(), Chunk::Out, Chunk::OutEof);
+    } else {
+        let _ = tx.send(Chunk::OutEof);
+    }
+    if let Some(err) = child.stderr.take() {
+        spawn_reader(err, tx.clone(), Chunk::Err, Chunk::ErrEof);
+    } else {
+        let _ = tx.send(Chunk::ErrEof);
+    }
+    drop(tx);
+    let mut child = Running { child, pid, slot };
+
+    let mut stdout = Vec::new();
+    let mut stderr = Vec::new();
+    let (mut out_eof, mut err_eof) = (false, false);
+    let mut exited: Option<(ExitStatus, Instant)> = None;
+    let grace = Duration::from_millis(500);
+    loop {
+        if let Some((_, at)) = exited {
+            if (out_eof && err_eof) || at.elapsed() >= grace {
+                break;
+            }
+        } else if let Some(status) = child.try_wait()? {
+            exited = Some((status, Instant::now()));
+            continue;
+        }
+        let now = Instant::now();
+        if exited.is_none() && now >= deadline {
+            child.kill();
+            return Ok(Captured {
+                status: None,
+                stdout: lossy(&stdout),
+                stderr: lossy(&stderr),
+                timed_out: true,
+                marker_seen: false,
+            });
+        }
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(Chunk::Out(bytes)) => {
+                push_capped(&mut stdout, &bytes);
+                if let Some(marker) = marker {
+                    if marker(&String::from_utf8_lossy(&stdout)) {
+                        if exited.is_none() {
+                            child.kill();
+                        }
+                        return Ok(Captured {
+                            status: exited.map(|(s, _)| s),
+                            stdout: lossy(&stdout),
+                            stderr: lossy(&stderr),
+                            timed_out: false,
+                            marker_seen: true,
+                        });
+                    }
+                }
+            }
+            Ok(Chunk::Err(bytes)) => push_capped(&mut stderr, &bytes),
+            Ok(Chunk::OutEof) => out_eof = true,
+            Ok(Chunk::ErrEof) => err_eof = true,
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => {
+                out_eof = true;
+                err_eof = true;
+                if exited.is_none() {
+                    // Both pipes closed; the exit is imminent.
+                    let status = wait_until(&mut child, deadline)?;
+                    match status {
+                        Some(s) => exited = Some((s, Instant::now())),
+                        None => {
+                            child.kill();
+                            return Ok(Captured {
+                                status: None,
+                                stdout: lossy(&stdout),
+                                stderr: lossy(&stderr),
+                                timed_out: true,
+                                marker_seen: false,
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Chunks the readers sent before the grace period ran out still belong to the output.
+    while let Ok(chunk) = rx.try_recv() {
+        match chunk {
+            Chunk::Out(bytes) => push_capped(&mut stdout, &bytes),
+            Chunk::Err(bytes) => push_capped(&mut stderr, &bytes),
+            Chunk::OutEof | Chunk::ErrEof => {}
+        }
+    }
+    Ok(Captured {
+        status: exited.map(|(s, _)| s),
+        stdout: lossy(&stdout),
+        stderr: lossy(&stderr),
+        timed_out: false,
+        marker_seen: false,
+    })
+}
+
+/// Writing a script and executing it while another thread forks can fail with ETXTBSY for
+/// a moment; that is not a reason to lose a notification.
+fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 10 => {
+                tries += 1;
+                thread::sleep(Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+fn wait_until(child: &mut Running<'_>, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Ok(Some(status));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn spawn_reader<R: Read + Send + 'static>(
+    mut pipe: R,
+    tx: mpsc::Sender<Chunk>,
+    wrap: fn(Vec<u8>) -> Chunk,
+    eof: Chunk,
+) {
+    thread::spawn(move || {
+        let mut buf = [0u8; 8192];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if tx.send(wrap(buf[..n].to_vec())).is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+        let _ = tx.send(eof);
+    });
+}
+
+fn push_capped(buf: &mut Vec<u8>, bytes: &[u8]) {
+    let room = OUTPUT_CAP.saturating_sub(buf.len());
+    buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+}
+
+fn lossy(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// SIGKILL to the process group led by `pid` (a child we spawned with `process_group(0)`).
+fn signal_group(pid: u32) {
+    if let Ok(pgid) = i32::try_from(pid) {
+        if pgid > 0 {
+            // SAFETY: plain syscall; a negative pid addresses the group we created for the child,
+            // never the runner's own group.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+    }
+}
+
+/// SIGKILL to the child's whole group (it leads one: `process_group(0)`), then reap it.
+fn kill_group(pid: u32, child: &mut std::process::Child) {
+    signal_group(pid);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+// ---------------------------------------------------------------------------------------
+// Redaction.
+
+/// Masks secrets in text that leaves the process (notifications, logs, halt diagnostics,
+/// tracker comments): API keys (`sk-ant-…`, `sk-…`, `ghp_`/`gho_`/`ghu_`/`ghs_`/`ghr_`/
+/// `github_pat_…`, `xox[bparse]-…`, `AKIA…`), `Bearer` tokens, the password in
+/// `scheme://user:pass@host`, and the value of `NAME=value` (or JSON `"name": "value"`)
+/// where the name contains TOKEN, SECRET, PASSWORD, PASSWD, API_KEY, APIKEY, PRIVATE_KEY or
+/// ACCESS_KEY. Recognisable prefixes are kept (`sk-ant-***`) so a reader can tell what leaked.
+/// Idempotent: redacting twice changes nothing more.
+pub fn redact(text: &str) -> String {
+    let text = redact_prefixed_keys(text);
+    let text = redact_bearer(&text);
+    let text = redact_url_passwords(&text);
+    redact_named_values(&text)
+}
+
+const MASK: &[u8] = b"***";
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+fn into_string(bytes: Vec<u8>) -> String {
+    // Only ASCII is ever inserted or cut around, so the bytes stay valid UTF-8.
+    String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+struct KeyPattern {
+    prefix: &'static [u8],
+    allowed: fn(u8) -> bool,
+    min: usize,
+    max: usize,
+}
+
+fn key_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+fn gh_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+fn aws_char(b: u8) -> bool {
+    b.is_ascii_uppercase() || b.is_ascii_digit()
+}
+
+const KEY_PATTERNS: &[KeyPattern] = &[
+    KeyPattern {
+        prefix: b"sk-ant-",
+        allowed: key_char,
+        min: 8,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"sk-",
+        allowed: key_char,
+        min: 16,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"github_pat_",
+        allowed: gh_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"ghp_",
+        allowed: gh_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"gho_",
+        allowed: gh_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"ghu_",
+        allowed: gh_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"ghs_",
+        allowed: gh_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"ghr_",
+        allowed: gh_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"xoxb-",
+        allowed: key_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"xoxp-",
+        allowed: key_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"xoxa-",
+        allowed: key_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"xoxr-",
+        allowed: key_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"xoxs-",
+        allowed: key_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"xoxe-",
+        allowed: key_char,
+        min: 10,
+        max: usize::MAX,
+    },
+    KeyPattern {
+        prefix: b"AKIA",
+        allowed: aws_char,
+        min: 16,
+        max: 16,
+    },
+    KeyPattern {
+        prefix: b"ASIA",
+        allowed: aws_char,
+        min: 16,
+        max: 16,
+    },
+];
+
+fn redact_prefixed_keys(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    'outer: while i < b.len() {
+        let at_boundary = i == 0 || !is_word(b[i - 1]);
+        if at_boundary {
+            for p in KEY_PATTERNS {
+                if b[i..].starts_with(p.prefix) {
+                    let start = i + p.prefix.len();
+                    let run = b[start..].iter().take_while(|c| (p.allowed)(**c)).count();
+                    let ends_clean = start + run == b.len() || !is_word(b[start + run]);
+                    if run >= p.min && run <= p.max && (p.max == usize::MAX || ends_clean) {
+                        out.extend_from_slice(p.prefix);
+                        out.extend_from_slice(MASK);
+                        i = start + run;
+                        continue 'outer;
+                    }
+                }
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    into_string(out)
+}
+
+fn token_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"._~+/=-".contains(&b)
+}
+
+fn redact_bearer(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let at_boundary = i == 0 || !is_word(b[i - 1]);
+        if at_boundary && b.len() - i > 6 && b[i..i + 6].eq_ignore_ascii_case(b"bearer") {
+            let spaces = b[i + 6..]
+                .iter()
+                .take_while(|c| **c == b' ' || **c == b'\t')
+                .count();
+            let start = i + 6 + spaces;
+            let run = b[start..].iter().take_while(|c| token_char(**c)).count();
+            if spaces > 0 && run > 0 {
+                out.extend_from_slice(&b[i..start]);
+                out.extend_from_slice(MASK);
+                i = start + run;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    into_string(out)
+}
+
+fn redact_url_passwords(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i..].starts_with(b"://") {
+            let start = i + 3;
+            let len = b[start..]
+                .iter()
+                .take_while(|c| !(c.is_ascii_whitespace() || b"/?#\"'<>`".contains(c)))
+                .count();
+            let authority = &b[start..start + len];
+            if let Some(at) = authority.iter().rposition(|c| *c == b'@') {
+                if let Some(colon) = authority[..at].iter().position(|c| *c == b':') {
+                    let password = &authority[colon + 1..at];
+                    if !password.is_empty() && password != MASK {
+                        out.extend_from_slice(b"://");
+                        out.extend_from_slice(&authority[..colon + 1]);
+                        out.extend_from_slice(MASK);
+                        out.extend_from_slice(&authority[at..]);
+                        i = start + len;
+                        continue;
+                    }
+                }
+            }
+            out.extend_from_slice(b"://");
+            i = start;
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    into_string(out)
+}
+
+fn secret_name(name: &[u8]) -> bool {
+    let upper = name.to_ascii_uppercase();
+    let upper = String::from_utf8_lossy(&upper);
+    // `MAX_TOKENS=4096` is a count, not a credential.
+    if upper.ends_with("TOKENS") {
+        return false;
+    }
+    [
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "API_KEY",
+        "APIKEY",
+        "PRIVATE_KEY",
+        "ACCESS_KEY",
+    ]
+    .iter()
+    .any(|needle| upper.contains(needle))
+}
+
+fn ident_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+fn redact_named_values(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let at_boundary = i == 0 || !ident_char(b[i - 1]);
+        if at_boundary && ident_char(b[i]) {
+            let name_len = b[i..].iter().take_while(|c| ident_char(**c)).count();
+            let name_end = i + name_len;
+            out.extend_from_slice(&b[i..name_end]);
+            i = name_end;
+            if !secret_name(&b[name_end - name_len..name_end]) {
+                continue;
+            }
+            // NAME=value, or the JSON shape "name": "value".
+            let mut j = name_end;
+            let quoted_name = name_end > name_len && b[name_end - name_len - 1] == b'"';
+            if quoted_name && j < b.len() && b[j] == b'"' {
+                let mut k = j + 1;
+                while k < b.len() && b[k] == b' ' {
+                    k += 1;
+                }
+                if k < b.len() && b[k] == b':' {
+                    k += 1;
+                    while k < b.len() && b[k] == b' ' {
+                        k += 1;
+                    }
+                    if k < b.len() && b[k] == b'"' {
+                        let value_len = quoted_len(&b[k + 1..], b'"');
+                        let value = &b[k + 1..k + 1 + value_len];
+                        if !value.is_empty() && value != MASK {
+                            out.extend_from_slice(&b[j..=k]);
+                            out.extend_from_slice(MASK);
+                            i = k + 1 + value_len;
+                        }
+                    }
+                }
+                continue;
+            }
+            if j < b.len() && b[j] == b'=' {
+                j += 1;
+                let (open, value_len) = match b.get(j) {
+                    Some(&q) if q == b'"' || q == b'\'' => (1, quoted_len(&b[j + 1..], q)),
+                    _ => (
+                        0,
+                        b[j..]
+                            .iter()
+                            .take_while(|c| !(c.is_ascii_whitespace() || b"&;,\"'`)".contains(c)))
+                            .count(),
+                    ),
+                };
+                let value = &b[j + open..j + open + value_len];
+                if !value.is_empty() && value != MASK {
+                    out.extend_from_slice(&b[name_end..j + open]);
+                    out.extend_from_slice(MASK);
+                    i = j + open + value_len;
+                }
+            }
+            continue;
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    into_string(out)
+}
+
+/// Length of a quoted value up to (not including) the closing `quote`, honouring `\`
+/// escapes; the rest of the text when the quote is never closed.
+fn quoted_len(b: &[u8], quote: u8) -> usize {
+    let mut k = 0;
+    while k < b.len() {
+        if b[k] == b'\\' {
+            k += 2;
+            continue;
+        }
+        if b[k] == quote {
+            return k;
+        }
+        k += 1;
+    }
+    b.len()
+}

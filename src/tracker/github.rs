@@ -1,0 +1,366 @@
+//! The GitHub tracker, through the `gh` CLI run in the project directory (so `gh` resolves
+//! the repository from its git remote).
+//!
+//! Calls: `gh api --paginate repos/{owner}/{repo}/milestones?state=open&per_page=100` for the
+//! open milestones; `gh issue list --state open --label <label> --limit 1000 --json …` for the
+//! candidates; `gh issue list --state all --milestone <title> --json …` for the dependencies
+//! inside the chosen milestone (or `gh issue view N --json …` per dependency without one);
+//! `gh issue edit --add-label`, `gh label create` and `gh issue comment --body-file -` for the
+//! escalation mark.
+//!
+//! Older `gh` releases reject the `parent` and `closedByPullRequestsReferences` JSON fields
+//! ("Unknown JSON field"). The query is then retried without the fields `gh` named, and that
+//! is remembered for later calls; dependencies then come from the issue bodies only.
+
+use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
+use crate::notify::{run_captured, tail};
+use serde::Deserialize;
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::time::Duration;
+
+#[derive(Debug)]
+pub struct GitHub {
+    /// The `gh` program. Default `gh` (found on PATH).
+    pub gh: PathBuf,
+    /// Where `gh` runs: the project's checkout.
+    pub repo_dir: PathBuf,
+    /// Only issues carrying this label are selected. Default `automatable`.
+    pub label: String,
+    /// The durable escalation mark. Default `sdlc-escalated`.
+    pub escalated_label: String,
+    /// Time limit of one `gh` call. Default 120 s.
+    pub timeout: Duration,
+    /// Bit set of the optional JSON fields this `gh` rejected.
+    unsupported: AtomicU8,
+}
+
+const BASE_FIELDS: &str = "number,title,body,labels,milestone,state";
+const STATE_FIELDS: &str = "number,state,milestone";
+/// Optional fields and their bit in `GitHub::unsupported`.
+const OPTIONAL_FIELDS: [(&str, u8); 2] = [("parent", 1), ("closedByPullRequestsReferences", 2)];
+const LIST_LIMIT: &str = "1000";
+/// GitHub rejects comments over 65 536 characters.
+const MAX_COMMENT_BYTES: usize = 60_000;
+
+#[derive(Debug, Deserialize)]
+struct GhLabel {
+    name: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct GhMilestone {
+    title: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GhIssue {
+    number: u32,
+    #[serde(default)]
+    title: String,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    labels: Vec<GhLabel>,
+    #[serde(default)]
+    milestone: Option<GhMilestone>,
+    state: String,
+    #[serde(default)]
+    parent: Option<serde_json::Value>,
+    #[serde(default)]
+    closed_by_pull_requests_references: Option<Vec<serde_json::Value>>,
+}
+
+impl GitHub {
+    pub fn new(repo_dir: impl Into<PathBuf>) -> GitHub {
+        GitHub {
+            gh: PathBuf::from("gh"),
+            repo_dir: repo_dir.into(),
+            label: "automatable".into(),
+            escalated_label: "sdlc-escalated".into(),
+            timeout: Duration::from_secs(120),
+            unsupported: AtomicU8::new(0),
+        }
+    }
+
+    pub fn select(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
+        let milestones = self.open_milestones()?;
+        let candidates: Vec<Issue> = self
+            .issue_list(&["--state", "open", "--label", &self.label], BASE_FIELDS)?
+            .into_iter()
+            .filter(|i| i.state_open)
+            .collect();
+        let open_candidates: BTreeSet<u32> = candidates.iter().map(|i| i.number).collect();
+        let mut milestone_issues: Option<HashMap<u32, Issue>> = None;
+        let mut viewed: HashMap<u32, Option<Issue>> = HashMap::new();
+        let mut blocks = |scope: &Scope, dep: u32| -> Result<bool, TrackerError> {
+            match scope {
+                Scope::Milestone(m) => {
+                    if milestone_issues.is_none() {
+                        let list =
+                            self.issue_list(&["--state", "all", "--milestone", m], STATE_FIELDS)?;
+                        milestone_issues = Some(list.into_iter().map(|i| (i.number, i)).collect());
+                    }
+                    Ok(milestone_issues
+                        .as_ref()
+                        .and_then(|all| all.get(&dep))
+                        .is_some_and(|d| d.milestone.as_ref() == Some(m) && !d.is_done()))
+                }
+                Scope::Repo if open_candidates.contains(&dep) => Ok(true),
+                Scope::Repo => {
+                    let issue = match viewed.entry(dep) {
+                        Entry::Occupied(e) => e.into_mut(),
+                        Entry::Vacant(e) => e.insert(self.view(dep, STATE_FIELDS)?),
+                    };
+                    Ok(issue.as_ref().is_some_and(|d| !d.is_done()))
+                }
+            }
+        };
+        select_from(
+            &milestones,
+            &candidates,
+            escalated_this_session,
+            &mut blocks,
+        )
+    }
+
+    pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
+        let n = number.to_string();
+        let add = [
+            "issue",
+            "edit",
+            n.as_str(),
+            "--add-label",
+            self.escalated_label.as_str(),
+        ];
+        if let Err(e) = self.gh(&add, None) {
+            if !mentions(&e, "not found") {
+                return Err(e);
+            }
+            let create = [
+                "label",
+                "create",
+                self.escalated_label.as_str(),
+                "--color",
+                "B60205",
+                "--description",
+                "sdlc-runner gave up on this issue; remove the label to let it run again",
+            ];
+            if let Err(e) = self.gh(&create, None) {
+                if !mentions(&e, "already exists") {
+                    return Err(e);
+                }
+            }
+            self.gh(&add, None)?;
+        }
+        let how = format!(
+            "Remove the `{}` label to let it be selected again.",
+            self.escalated_label
+        );
+        let body = escalation_text(diagnostic, &how, MAX_COMMENT_BYTES);
+        self.gh(
+            &["issue", "comment", n.as_str(), "--body-file", "-"],
+            Some(body.into_bytes()),
+        )?;
+        Ok(())
+    }
+
+    pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
+        self.view(number, BASE_FIELDS)?
+            .ok_or_else(|| TrackerError::NotFound {
+                number,
+                location: format!("the GitHub repository of {}", self.repo_dir.display()),
+            })
+    }
+
+    /// The titles of the open milestones.
+    fn open_milestones(&self) -> Result<Vec<String>, TrackerError> {
+        let args = [
+            "api",
+            "--paginate",
+            "repos/{owner}/{repo}/milestones?state=open&per_page=100",
+        ];
+        let out = self.gh(&args, None)?;
+        // `--paginate` prints one JSON array per page, back to back.
+        let mut titles = Vec::new();
+        for page in serde_json::Deserializer::from_str(&out).into_iter::<Vec<GhMilestone>>() {
+            let page = page.map_err(|source| TrackerError::Json {
+                command: self.display(&args),
+                source,
+            })?;
+            titles.extend(page.into_iter().map(|m| m.title));
+        }
+        Ok(titles)
+    }
+
+    fn issue_list(&self, filters: &[&str], fields: &str) -> Result<Vec<Issue>, TrackerError> {
+        let mut args = vec!["issue", "list"];
+        args.extend_from_slice(filters);
+        args.extend_from_slice(&["--limit", LIST_LIMIT]);
+        let (out, command) = self.json_query(&args, fields)?;
+        let list: Vec<GhIssue> =
+            serde_json::from_str(&out).map_err(|source| TrackerError::Json { command, source })?;
+        Ok(list.into_iter().map(|i| self.to_issue(i)).collect())
+    }
+
+    /// `None` when GitHub has no issue with that number.
+    fn view(&self, number: u32, fields: &str) -> Result<Option<Issue>, TrackerError> {
+        let n = number.to_string();
+        match self.json_query(&["issue", "view", n.as_str()], fields) {
+            Ok((out, command)) => {
+                let issue: GhIssue = serde_json::from_str(&out)
+                    .map_err(|source| TrackerError::Json { command, source })?;
+                Ok(Some(self.to_issue(issue)))
+            }
+            Err(e) if mentions(&e, "could not resolve to an issue") => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs `args --json <fields + supported optional fields>`, dropping the optional fields
+    /// an older `gh` reports as unknown. Returns stdout and the command that produced it.
+    fn json_query(&self, args: &[&str], fields: &str) -> Result<(String, String), TrackerError> {
+        loop {
+            let unsupported = self.unsupported.load(Ordering::Relaxed);
+            let mut all = fields.to_string();
+            for (name, bit) in OPTIONAL_FIELDS {
+                if unsupported & bit == 0 {
+                    all.push(',');
+                    all.push_str(name);
+                }
+            }
+            let mut full: Vec<&str> = args.to_vec();
+            full.extend_from_slice(&["--json", all.as_str()]);
+            match self.gh(&full, None) {
+                Ok(out) => return Ok((out, self.display(&full))),
+                Err(e) if mentions(&e, "unknown json field") => {
+                    let newly: u8 = OPTIONAL_FIELDS
+                        .iter()
+                        .filter(|(name, bit)| unsupported & bit == 0 && mentions(&e, name))
+                        .map(|(_, bit)| bit)
+                        .sum();
+                    if newly == 0 {
+                        return Err(e);
+                    }
+                    self.unsupported.fetch_or(newly, Ordering::Relaxed);
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn gh(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<String, TrackerError> {
+        let mut cmd = Command::new(&self.gh);
+        cmd.args(args)
+            .current_dir(&self.repo_dir)
+            // Never wait for a pager or a prompt: the runner is unattended.
+            .env("GH_PAGER", "cat")
+            .env("GH_PROMPT_DISABLED", "1")
+            .env("NO_COLOR", "1");
+        let command = self.display(args);
+        let out =
+            run_captured(cmd, stdin, self.timeout, None).map_err(|e| TrackerError::Command {
+                command: command.clone(),
+                detail: format!(
+                "cannot run it ({e}); install the GitHub CLI or set the path to gh in the config"
+            ),
+            })?;
+        if out.timed_out {
+            return Err(TrackerError::Command {
+                command,
+                detail: format!(
+                    "no answer within {}s; check the network and `gh auth status`",
+                    self.timeout.as_secs()
+                ),
+            });
+        }
+        match out.status.and_then(|s| s.code()) {
+            Some(0) => Ok(out.stdout),
+            code => Err(TrackerError::Command {
+                command,
+                detail: format!(
+                    "{}: {}",
+                    code.map_or_else(
+                        || "killed by a signal".to_string(),
+                        |c| format!("exit code {c}")
+                    ),
+                    tail(&crate::notify::redact(&out.stderr), 2000)
+                ),
+            }),
+        }
+    }
+
+    /// The command as a person would type it, for error messages.
+    fn display(&self, args: &[&str]) -> String {
+        let mut s = self.gh.display().to_string();
+        for a in args {
+            s.push(' ');
+            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
+                s.push('\'');
+                s.push_str(&a.replace('\'', "'\\''"));
+                s.push('\'');
+            } else {
+                s.push_str(a);
+            }
+        }
+        s
+    }
+
+    fn to_issue(&self, i: GhIssue) -> Issue {
+        let labels: Vec<String> = i.labels.into_iter().map(|l| l.name).collect();
+        Issue {
+            escalated: labels.contains(&self.escalated_label),
+            number: i.number,
+            title: i.title,
+            body: i.body.unwrap_or_default(),
+            labels,
+            milestone: i.milestone.map(|m| m.title),
+            state_open: i.state.eq_ignore_ascii_case("open"),
+            parent: i.parent.as_ref().and_then(number_of),
+            closed_by_merged_pr: i
+                .closed_by_pull_requests_references
+                .as_deref()
+                .and_then(merged_verdict),
+        }
+    }
+}
+
+/// `parent` may be an object carrying `number`, or a bare number.
+fn number_of(v: &serde_json::Value) -> Option<u32> {
+    let n = v.get("number").unwrap_or(v).as_u64()?;
+    u32::try_from(n).ok().filter(|n| *n > 0)
+}
+
+/// Whether the listed closing pull requests include a merged one. A reference without any
+/// state information counts as merged: GitHub lists it as having closed the issue.
+fn merged_verdict(refs: &[serde_json::Value]) -> Option<bool> {
+    if refs.is_empty() {
+        return None;
+    }
+    let merged = refs.iter().any(|r| {
+        let state = r.get("state").and_then(|s| s.as_str());
+        let merged_at = r.get("mergedAt").is_some_and(|m| !m.is_null());
+        let merged_flag = r.get("merged").and_then(|m| m.as_bool());
+        merged_at
+            || merged_flag == Some(true)
+            || state.is_some_and(|s| s.eq_ignore_ascii_case("merged"))
+            || (state.is_none() && merged_flag.is_none() && r.get("mergedAt").is_none())
+    });
+    Some(merged)
+}
+
+fn mentions(e: &TrackerError, needle: &str) -> bool {
+    match e {
+        TrackerError::Command { detail, .. } => detail
+            .to_ascii_lowercase()
+            .contains(&needle.to_ascii_lowercase()),
+        _ => false,
+    }
+}

@@ -1,0 +1,252 @@
+//! The local tracker: a directory with one JSON file per issue, named `<N>.json`.
+//!
+//! ```json
+//! {
+//!   "number": 1,
+//!   "title": "Add a login page",
+//!   "body": "Depends on: #2",
+//!   "state": "open",
+//!   "labels": ["automatable"],
+//!   "milestone": null,
+//!   "escalated": false,
+//!   "escalation": null
+//! }
+//! ```
+//!
+//! `number`, `title` and `state` (`open` | `closed`) are required; `body` (""), `labels`
+//! ([]), `milestone` (null), `parent` (null: the number of a parent issue), `escalated`
+//! (false) and `escalation` (null: the diagnostic of the escalation) are optional. The runner
+//! writes `escalated`/`escalation` when it quarantines an issue, and `state: "closed"` plus
+//! `resolution` (a note) when it merged the issue's work. Keys it does not know are kept as
+//! they are. Files not ending in `.json` are ignored; a `.json` file that is not a valid
+//! issue, or whose name is not its `number`, is an error naming the file. Every write goes to
+//! a temporary file in the same directory that is then renamed over the issue file, so a
+//! crash never leaves half an issue.
+//!
+//! An "open milestone" here is a milestone that some open issue names.
+
+use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone)]
+pub struct Local {
+    pub dir: PathBuf,
+    /// Only issues carrying this label are selected. Default `automatable`.
+    pub label: String,
+    /// A label that counts as the escalation mark, besides the `escalated` field. Default
+    /// `sdlc-escalated`.
+    pub escalated_label: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum State {
+    Open,
+    Closed,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct IssueFile {
+    number: u32,
+    title: String,
+    #[serde(default)]
+    body: String,
+    state: State,
+    #[serde(default)]
+    labels: Vec<String>,
+    #[serde(default)]
+    milestone: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parent: Option<u32>,
+    #[serde(default)]
+    escalated: bool,
+    #[serde(default)]
+    escalation: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resolution: Option<String>,
+    #[serde(flatten)]
+    other: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Escalation diagnostics kept in the file are bounded so the file stays readable.
+const MAX_ESCALATION_BYTES: usize = 16 * 1024;
+
+impl Local {
+    pub fn new(dir: impl Into<PathBuf>) -> Local {
+        Local {
+            dir: dir.into(),
+            label: "automatable".into(),
+            escalated_label: "sdlc-escalated".into(),
+        }
+    }
+
+    pub fn select(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
+        let all = self.load_all()?;
+        let open_milestones: Vec<String> = all
+            .values()
+            .filter(|i| i.state_open)
+            .filter_map(|i| i.milestone.clone())
+            .collect();
+        let candidates: Vec<Issue> = all
+            .values()
+            .filter(|i| i.state_open && i.labels.contains(&self.label))
+            .cloned()
+            .collect();
+        let mut blocks = |scope: &Scope, dep: u32| {
+            Ok(match all.get(&dep) {
+                None => false,
+                Some(d) => match scope {
+                    Scope::Milestone(m) if d.milestone.as_ref() != Some(m) => false,
+                    _ => !d.is_done(),
+                },
+            })
+        };
+        select_from(
+            &open_milestones,
+            &candidates,
+            escalated_this_session,
+            &mut blocks,
+        )
+    }
+
+    pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
+        let how = format!(
+            "Set \"escalated\" to false in {} to let it be selected again.",
+            self.path(number).display()
+        );
+        self.update(number, |f| {
+            f.escalated = true;
+            f.escalation = Some(escalation_text(diagnostic, &how, MAX_ESCALATION_BYTES));
+        })
+    }
+
+    pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        self.update(number, |f| {
+            f.state = State::Closed;
+            f.resolution = Some(crate::notify::redact(note));
+        })
+    }
+
+    pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
+        let path = self.path(number);
+        if !path.exists() {
+            return Err(TrackerError::NotFound {
+                number,
+                location: format!("the local tracker {}", self.dir.display()),
+            });
+        }
+        let file = read_issue_file(&path, Some(number))?;
+        Ok(self.to_issue(file))
+    }
+
+    fn path(&self, number: u32) -> PathBuf {
+        self.dir.join(format!("{number}.json"))
+    }
+
+    fn to_issue(&self, f: IssueFile) -> Issue {
+        Issue {
+            escalated: f.escalated || f.labels.contains(&self.escalated_label),
+            number: f.number,
+            title: f.title,
+            body: f.body,
+            labels: f.labels,
+            milestone: f.milestone,
+            state_open: f.state == State::Open,
+            parent: f.parent,
+            closed_by_merged_pr: None,
+        }
+    }
+
+    fn load_all(&self) -> Result<BTreeMap<u32, Issue>, TrackerError> {
+        let dir_err = |source| TrackerError::Dir {
+            dir: self.dir.clone(),
+            source,
+        };
+        let mut issues = BTreeMap::new();
+        for entry in fs::read_dir(&self.dir).map_err(dir_err)? {
+            let path = entry.map_err(dir_err)?.path();
+            if path.extension().and_then(|e| e.to_str()) != Some("json") || !path.is_file() {
+                continue;
+            }
+            let file = read_issue_file(&path, None)?;
+            issues.insert(file.number, self.to_issue(file));
+        }
+        Ok(issues)
+    }
+
+    fn update(&self, number: u32, change: impl FnOnce(&mut IssueFile)) -> Result<(), TrackerError> {
+        let path = self.path(number);
+        if !path.exists() {
+            return Err(TrackerError::NotFound {
+                number,
+                location: format!("the local tracker {}", self.dir.display()),
+            });
+        }
+        let mut file = read_issue_file(&path, Some(number))?;
+        change(&mut file);
+        write_atomically(&path, &file)
+    }
+}
+
+/// Reads and checks one issue file; `expected` is the number its name promises.
+fn read_issue_file(path: &Path, expected: Option<u32>) -> Result<IssueFile, TrackerError> {
+    let bad = |message: String| TrackerError::File {
+        path: path.to_path_buf(),
+        message,
+    };
+    let stem_number = path
+        .file_stem()
+        .and_then(|s| s.to_str())
+        .and_then(|s| s.parse::<u32>().ok())
+        .filter(|n| *n > 0)
+        .ok_or_else(|| {
+            bad("the name must be <issue number>.json (e.g. 12.json); rename or remove it".into())
+        })?;
+    let text = fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let file: IssueFile = serde_json::from_str(&text).map_err(|e| {
+        bad(format!(
+            "not a valid issue ({e}); expected {{\"number\": N, \"title\": \"…\", \"state\": \"open\"|\"closed\", …}}"
+        ))
+    })?;
+    if file.number != stem_number || expected.is_some_and(|n| n != file.number) {
+        return Err(bad(format!(
+            "its \"number\" is {} but the file name says {stem_number}; make them agree",
+            file.number
+        )));
+    }
+    Ok(file)
+}
+
+fn write_atomically(path: &Path, file: &IssueFile) -> Result<(), TrackerError> {
+    let bad = |message: String| TrackerError::File {
+        path: path.to_path_buf(),
+        message,
+    };
+    let dir = path.parent().unwrap_or_else(|| Path::new("."));
+    let mut json = serde_json::to_string_pretty(file)
+        .map_err(|e| bad(format!("cannot serialize the issue: {e}")))?;
+    json.push('\n');
+    // The temp file has no .json extension, so a reader never mistakes it for an issue.
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".issue-")
+        .suffix(".tmp")
+        .tempfile_in(dir)
+        .map_err(|e| bad(format!("cannot create a temporary file beside it: {e}")))?;
+    // tempfile creates 0600 files; keep the issue file's own permissions.
+    if let Ok(meta) = fs::metadata(path) {
+        let _ = tmp.as_file().set_permissions(meta.permissions());
+    }
+    tmp.write_all(json.as_bytes())
+        .and_then(|()| tmp.as_file().sync_all())
+        .map_err(|e| bad(format!("cannot write a temporary file beside it: {e}")))?;
+    tmp.persist(path)
+        .map_err(|e| bad(format!("cannot replace it: {}", e.error)))?;
+    Ok(())
+}

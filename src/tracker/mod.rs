@@ -1,0 +1,431 @@
+//! The issue tracker (SPEC §7 "Issue tracker", §4 "Quarantine is durable"): which issue the
+//! next cycle works on, the durable escalation mark, and closing an issue after a local merge.
+//!
+//! Two backends share one selection rule ([`select_from`]):
+//! - [`GitHub`] drives the `gh` CLI (argument vectors, blocking, with a time limit);
+//! - [`Local`] reads a directory of `<N>.json` files, for offline use and the demo.
+//!
+//! Selection: the first open milestone (by title, in code-point order) that still holds an
+//! open `automatable` issue that is not escalated; without one, every open `automatable` issue
+//! in the repository. In that pool the lowest-numbered issue that is not escalated (in this
+//! session, or durably by label / field) and whose dependencies are satisfied is chosen.
+//! Dependencies are `Depends on: #N`, `Blocks: #N` (treated the same way, as the old runner
+//! did) and `Blocked by: #N` lines in the body (several numbers may follow, comma separated),
+//! plus the parent issue. A dependency inside the milestone (the whole repository when there
+//! is no milestone) holds the issue back until it is closed; on GitHub, when the tracker
+//! lists pull requests that close it, one of them must be merged. Dependencies outside the
+//! milestone, and numbers that do not exist, do not hold anything back.
+//!
+//! Unlike the old runner, an open milestone whose issues are all non-automatable or
+//! quarantined does not stall selection: the next milestone is used (reference-runner §8.19).
+
+mod github;
+mod local;
+
+pub use github::GitHub;
+pub use local::Local;
+
+use std::collections::BTreeSet;
+use std::io;
+use std::path::PathBuf;
+
+/// One issue as the runner sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    pub number: u32,
+    pub title: String,
+    pub body: String,
+    pub labels: Vec<String>,
+    pub milestone: Option<String>,
+    pub state_open: bool,
+    /// Durably quarantined: GitHub label `sdlc-escalated` (configurable), local field
+    /// `escalated` (or the same label in the file's `labels`).
+    pub escalated: bool,
+    /// The parent issue (GitHub sub-issues; local field `parent`), when known.
+    pub parent: Option<u32>,
+    /// Whether a pull request that closed the issue was merged: `None` when the tracker
+    /// lists no closing pull request (or an older `gh` cannot tell).
+    pub closed_by_merged_pr: Option<bool>,
+}
+
+impl Issue {
+    /// The issues this one waits for: body references and the parent, ascending, without
+    /// itself.
+    pub fn dependencies(&self) -> Vec<u32> {
+        let mut deps: BTreeSet<u32> = body_dependencies(&self.body).into_iter().collect();
+        deps.extend(self.parent);
+        deps.remove(&self.number);
+        deps.into_iter().collect()
+    }
+
+    /// The feature branch for this issue: `<N>-<slug>`.
+    pub fn branch(&self) -> String {
+        format!("{}-{}", self.number, slug(&self.title))
+    }
+
+    /// A closed dependency counts as done unless the tracker shows that the pull requests
+    /// closing it were not merged (closed by hand while its PR was abandoned).
+    fn is_done(&self) -> bool {
+        !self.state_open && self.closed_by_merged_pr != Some(false)
+    }
+}
+
+/// What the tracker offers the next cycle.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Selection {
+    Issue(Issue),
+    /// No open `automatable` issue at all: nothing to do (exit 0).
+    NoIssues,
+    /// Candidates exist, but every one is escalated (halt `all issues escalated`).
+    AllEscalated {
+        numbers: Vec<u32>,
+    },
+    /// Every candidate that is not escalated waits for an open dependency (halt
+    /// `all issues blocked`). `numbers` are the blocked candidates, ascending.
+    AllBlocked {
+        numbers: Vec<u32>,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TrackerError {
+    #[error("`{command}` failed: {detail}")]
+    Command { command: String, detail: String },
+    #[error(
+        "`{command}` printed output that is not the expected JSON ({source}); \
+         check that gh is up to date and logged in (`gh auth status`)"
+    )]
+    Json {
+        command: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error("issue file {}: {message}", path.display())]
+    File { path: PathBuf, message: String },
+    #[error(
+        "cannot read the issue directory {}: {source}; tracker.dir must be a directory of <N>.json files",
+        dir.display()
+    )]
+    Dir {
+        dir: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("issue #{number} does not exist in {location}")]
+    NotFound { number: u32, location: String },
+}
+
+/// The configured tracker.
+#[derive(Debug)]
+pub enum Tracker {
+    GitHub(GitHub),
+    Local(Local),
+}
+
+impl Tracker {
+    /// Chooses the next issue. `escalated_this_session` are excluded on top of the durable
+    /// marks.
+    pub fn select(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
+        match self {
+            Tracker::GitHub(t) => t.select(escalated_this_session),
+            Tracker::Local(t) => t.select(escalated_this_session),
+        }
+    }
+
+    /// Quarantines the issue durably. GitHub: adds the escalated label (creating it when the
+    /// repository lacks it) and comments the diagnostic. Local: sets `escalated` and
+    /// `escalation` in the file. The diagnostic is redacted first.
+    pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
+        match self {
+            Tracker::GitHub(t) => t.mark_escalated(number, diagnostic),
+            Tracker::Local(t) => t.mark_escalated(number, diagnostic),
+        }
+    }
+
+    /// Records that the issue is done. Local: `state` becomes `closed` (the runner merged
+    /// locally). GitHub: nothing to do, the merged pull request closes the issue.
+    pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        match self {
+            Tracker::GitHub(_) => Ok(()),
+            Tracker::Local(t) => t.close(number, note),
+        }
+    }
+
+    pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
+        match self {
+            Tracker::GitHub(t) => t.get(number),
+            Tracker::Local(t) => t.get(number),
+        }
+    }
+}
+
+/// The pool selection works in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Scope {
+    Milestone(String),
+    Repo,
+}
+
+/// The selection rule shared by both backends. `candidates` are the open issues carrying the
+/// automatable label, in any milestone; `open_milestones` are the titles of open milestones;
+/// `blocks(scope, n)` says whether dependency `n` still holds a candidate back in `scope`.
+pub(crate) fn select_from(
+    open_milestones: &[String],
+    candidates: &[Issue],
+    escalated_this_session: &BTreeSet<u32>,
+    blocks: &mut dyn FnMut(&Scope, u32) -> Result<bool, TrackerError>,
+) -> Result<Selection, TrackerError> {
+    let excluded = |i: &Issue| i.escalated || escalated_this_session.contains(&i.number);
+    let milestones: BTreeSet<&String> = open_milestones.iter().collect();
+    let scope = milestones
+        .into_iter()
+        .find(|m| {
+            candidates
+                .iter()
+                .any(|c| c.milestone.as_ref() == Some(*m) && !excluded(c))
+        })
+        .map(|m| Scope::Milestone(m.clone()))
+        .unwrap_or(Scope::Repo);
+    let mut pool: Vec<&Issue> = candidates
+        .iter()
+        .filter(|c| c.state_open)
+        .filter(|c| match &scope {
+            Scope::Milestone(m) => c.milestone.as_ref() == Some(m),
+            Scope::Repo => true,
+        })
+        .collect();
+    pool.sort_by_key(|c| c.number);
+    pool.dedup_by_key(|c| c.number);
+    if pool.is_empty() {
+        return Ok(Selection::NoIssues);
+    }
+    let active: Vec<&Issue> = pool.iter().copied().filter(|c| !excluded(c)).collect();
+    if active.is_empty() {
+        return Ok(Selection::AllEscalated {
+            numbers: pool.iter().map(|c| c.number).collect(),
+        });
+    }
+    for issue in &active {
+        let mut ready = true;
+        for dep in issue.dependencies() {
+            if blocks(&scope, dep)? {
+                ready = false;
+                break;
+            }
+        }
+        if ready {
+            return Ok(Selection::Issue((*issue).clone()));
+        }
+    }
+    Ok(Selection::AllBlocked {
+        numbers: active.iter().map(|c| c.number).collect(),
+    })
+}
+
+/// Issue numbers named by `Depends on: #N`, `Blocks: #N` and `Blocked by: #N` (case
+/// insensitive, several numbers may follow separated by commas), in order of appearance.
+/// The keyword must start a word, so `Unblocks: #3` is not a dependency.
+pub fn body_dependencies(body: &str) -> Vec<u32> {
+    let lower = body.to_ascii_lowercase();
+    let b = lower.as_bytes();
+    let mut found = Vec::new();
+    for keyword in ["depends on", "blocked by", "blocks"] {
+        let kw = keyword.as_bytes();
+        let mut from = 0;
+        while let Some(pos) = lower[from..].find(keyword) {
+            let start = from + pos;
+            from = start + kw.len();
+            if start > 0 && b[start - 1].is_ascii_alphanumeric() {
+                continue;
+            }
+            let mut i = start + kw.len();
+            if b.get(i) != Some(&b':') {
+                continue;
+            }
+            i += 1;
+            loop {
+                while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+                    i += 1;
+                }
+                if b.get(i) != Some(&b'#') {
+                    break;
+                }
+                i += 1;
+                let digits = b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+                let end = i + digits;
+                let word_follows = b
+                    .get(end)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_');
+                if digits == 0 || word_follows {
+                    break;
+                }
+                match lower[i..end].parse::<u32>() {
+                    Ok(n) if n > 0 => found.push(n),
+                    _ => {}
+                }
+                i = end;
+                while b.get(i).is_some_and(|c| *c == b' ' || *c == b'\t') {
+                    i += 1;
+                }
+                if b.get(i) != Some(&b',') {
+                    break;
+                }
+                i += 1;
+            }
+        }
+    }
+    found
+}
+
+/// The branch slug for an issue title: lowercase `[a-z0-9-]`, words joined by `-`, at most
+/// 40 characters (cut at a word boundary when there is one), `issue` when nothing is left.
+pub fn slug(title: &str) -> String {
+    const MAX: usize = 40;
+    let mut out = String::new();
+    for c in title.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.is_empty() && !out.ends_with('-') {
+            out.push('-');
+        }
+    }
+    if out.len() > MAX {
+        let cut = match out[..=MAX].rfind('-') {
+            Some(dash) if dash > 0 => dash,
+            _ => MAX,
+        };
+        out.truncate(cut);
+    }
+    let trimmed = out.trim_matches('-');
+    if trimmed.is_empty() {
+        "issue".to_string()
+    } else {
+        trimmed.to_string()
+    }
+}
+
+/// The text of an escalation comment / field: redacted, bounded, and telling the reader how
+/// to lift the quarantine.
+pub(crate) fn escalation_text(diagnostic: &str, how_to_lift: &str, max_bytes: usize) -> String {
+    let mut diagnostic = crate::notify::redact(diagnostic);
+    if diagnostic.len() > max_bytes {
+        let mut cut = diagnostic.len() - max_bytes;
+        while !diagnostic.is_char_boundary(cut) {
+            cut += 1;
+        }
+        diagnostic = format!("…{}", &diagnostic[cut..]);
+    }
+    // A fence longer than any backtick run inside keeps the diagnostic verbatim.
+    let longest = diagnostic
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat((longest + 1).max(3));
+    format!(
+        "sdlc-runner escalated this issue and will not select it again. {how_to_lift}\n\n{fence}text\n{diagnostic}\n{fence}\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn issue(number: u32, milestone: Option<&str>, body: &str) -> Issue {
+        Issue {
+            number,
+            title: format!("issue {number}"),
+            body: body.into(),
+            labels: vec!["automatable".into()],
+            milestone: milestone.map(String::from),
+            state_open: true,
+            escalated: false,
+            parent: None,
+            closed_by_merged_pr: None,
+        }
+    }
+
+    #[test]
+    fn dependencies_from_bodies() {
+        assert_eq!(body_dependencies("Depends on: #12"), vec![12]);
+        assert_eq!(
+            body_dependencies("depends on:#3, #4 ,#5 and #6"),
+            vec![3, 4, 5]
+        );
+        assert_eq!(body_dependencies("BLOCKS: #7\nBlocked by: #8"), vec![8, 7]);
+        assert_eq!(body_dependencies("Unblocks: #3"), Vec::<u32>::new());
+        assert_eq!(body_dependencies("Depends on #3"), Vec::<u32>::new());
+        assert_eq!(body_dependencies("Depends on: #12abc"), Vec::<u32>::new());
+        assert_eq!(body_dependencies("Depends on: #0"), Vec::<u32>::new());
+        assert_eq!(
+            body_dependencies("Depends on: #99999999999"),
+            Vec::<u32>::new()
+        );
+        assert_eq!(body_dependencies("Depends on: \n  #2."), vec![2]);
+        let mut i = issue(5, None, "Depends on: #5\nDepends on: #2");
+        i.parent = Some(1);
+        assert_eq!(i.dependencies(), vec![1, 2]);
+    }
+
+    #[test]
+    fn slugs() {
+        assert_eq!(slug("Add login page"), "add-login-page");
+        assert_eq!(
+            slug("  Fix: crash on `--help` (Linux)!  "),
+            "fix-crash-on-help-linux"
+        );
+        assert_eq!(slug("Ünïcode — only"), "n-code-only");
+        assert_eq!(slug("!!!"), "issue");
+        let long = slug("Implement the exceedingly long feature title that never seems to end");
+        assert!(long.len() <= 40, "{long}");
+        assert_eq!(long, "implement-the-exceedingly-long-feature");
+        assert_eq!(slug(&"a".repeat(60)), "a".repeat(40));
+        for t in ["x", "A-B", "--a--", "日本語", "a/b\\c"] {
+            let s = slug(t);
+            assert!(s
+                .bytes()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-'));
+            assert!(!s.starts_with('-') && !s.ends_with('-'));
+        }
+    }
+
+    #[test]
+    fn escalation_text_fences_and_bounds() {
+        let t = escalation_text("a ``` b GITHUB_TOKEN=x", "Remove it.", 1000);
+        assert!(
+            t.contains("````text\na ``` b GITHUB_TOKEN=***\n````"),
+            "{t}"
+        );
+        let t = escalation_text(&"é".repeat(100), "", 11);
+        assert!(t.contains("…éééé"), "{t}");
+    }
+
+    #[test]
+    fn select_rule_without_io() {
+        let none = BTreeSet::new();
+        let mut never = |_: &Scope, _: u32| Ok(false);
+        let cands = vec![
+            issue(9, Some("b"), ""),
+            issue(4, None, ""),
+            issue(7, Some("a"), ""),
+        ];
+        let s = select_from(&["b".into(), "a".into()], &cands, &none, &mut never).unwrap();
+        assert!(matches!(s, Selection::Issue(i) if i.number == 7));
+        let s = select_from(&[], &cands, &none, &mut never).unwrap();
+        assert!(matches!(s, Selection::Issue(i) if i.number == 4));
+        let s = select_from(&[], &[], &none, &mut never).unwrap();
+        assert_eq!(s, Selection::NoIssues);
+        let mut scopes = Vec::new();
+        let mut record = |s: &Scope, n: u32| {
+            scopes.push((s.clone(), n));
+            Ok(true)
+        };
+        let cands = vec![issue(2, Some("m"), "Depends on: #1")];
+        let s = select_from(&["m".into()], &cands, &none, &mut record).unwrap();
+        assert_eq!(s, Selection::AllBlocked { numbers: vec![2] });
+        assert_eq!(scopes, vec![(Scope::Milestone("m".into()), 1)]);
+    }
+}

@@ -1,0 +1,496 @@
+//! Notifications against real child processes: fake `openclaw`, `curl` and notify commands
+//! written into temp dirs, the orchestration log read back from disk.
+
+use sdlc_runner::notify::{redact, Channel, Clock, Notifier, NotifyOptions, Severity};
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let path = dir.join(name);
+    fs::write(&path, format!("#!/usr/bin/env bash\n{body}\n")).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn fast_options() -> NotifyOptions {
+    NotifyOptions {
+        timeout: Duration::from_secs(5),
+        backoff: Duration::from_millis(10),
+        drop_wait: Duration::from_secs(5),
+        ..NotifyOptions::default()
+    }
+}
+
+fn read(path: &Path) -> String {
+    fs::read_to_string(path).unwrap_or_default()
+}
+
+#[test]
+fn discord_success_marker_ends_a_hanging_openclaw() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let openclaw = script(
+        dir.path(),
+        "openclaw",
+        &format!(
+            "printf '%s\\n' \"$@\" > {}\necho 'Sent via discord'\nsleep 60",
+            args.display()
+        ),
+    );
+    let log = dir.path().join("sdlc-runner.log");
+    let options = NotifyOptions {
+        timeout: Duration::from_secs(30),
+        ..fast_options()
+    };
+    let notifier = Notifier::with_options(
+        vec![Channel::Discord {
+            openclaw,
+            target: "12345".into(),
+        }],
+        Some(log.clone()),
+        options,
+    );
+    let started = Instant::now();
+    notifier.send(Severity::Info, "cycle started for #7");
+    assert!(
+        started.elapsed() < Duration::from_millis(200),
+        "send blocked"
+    );
+    notifier.flush(Duration::from_secs(20));
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "a delivered message must not wait for openclaw to exit: {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        read(&args),
+        "message\nsend\n--channel\ndiscord\n--target\n12345\n-m\n[INFO] cycle started for #7\n"
+    );
+    let log = read(&log);
+    assert!(
+        log.contains("[notify] [INFO] cycle started for #7"),
+        "{log}"
+    );
+    assert!(!log.contains("failed"), "{log}");
+}
+
+#[test]
+fn discord_retries_until_openclaw_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let openclaw = script(
+        dir.path(),
+        "openclaw",
+        &format!(
+            "n=$(cat {c} 2>/dev/null || echo 0); n=$((n+1)); echo $n > {c}\n\
+             if [ $n -lt 3 ]; then echo 'gateway unavailable' >&2; exit 1; fi\n\
+             echo 'Message ID: 99'",
+            c = count.display()
+        ),
+    );
+    let log = dir.path().join("log");
+    let notifier = Notifier::with_options(
+        vec![Channel::Discord {
+            openclaw,
+            target: "1".into(),
+        }],
+        Some(log.clone()),
+        fast_options(),
+    );
+    notifier.send(Severity::Warning, "retrying verify");
+    notifier.flush(Duration::from_secs(20));
+    assert_eq!(read(&count).trim(), "3");
+    let log = read(&log);
+    assert_eq!(log.matches("attempt").count(), 2, "{log}");
+    assert!(log.contains("Discord post attempt 1/3 failed"), "{log}");
+    assert!(log.contains("gateway unavailable"), "{log}");
+    assert!(!log.contains("Warning: Discord post failed"), "{log}");
+}
+
+#[test]
+fn discord_gives_up_after_three_attempts_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let count = dir.path().join("count");
+    let openclaw = script(
+        dir.path(),
+        "openclaw",
+        &format!("echo x >> {}\nexit 4", count.display()),
+    );
+    let log = dir.path().join("log");
+    let notifier = Notifier::with_options(
+        vec![Channel::Discord {
+            openclaw,
+            target: "1".into(),
+        }],
+        Some(log.clone()),
+        fast_options(),
+    );
+    notifier.send(Severity::Alert, "halted");
+    notifier.flush(Duration::from_secs(20));
+    assert_eq!(read(&count).lines().count(), 3);
+    let log = read(&log);
+    assert!(
+        log.contains("Warning: Discord post failed after 3 attempt(s): openclaw message send exited with code 4"),
+        "{log}"
+    );
+}
+
+#[test]
+fn silent_hang_times_out_per_attempt() {
+    let dir = tempfile::tempdir().unwrap();
+    let openclaw = script(dir.path(), "openclaw", "sleep 60");
+    let log = dir.path().join("log");
+    let options = NotifyOptions {
+        timeout: Duration::from_millis(300),
+        attempts: 2,
+        ..fast_options()
+    };
+    let notifier = Notifier::with_options(
+        vec![Channel::Discord {
+            openclaw,
+            target: "1".into(),
+        }],
+        Some(log.clone()),
+        options,
+    );
+    let started = Instant::now();
+    notifier.send(Severity::Alert, "halted");
+    notifier.flush(Duration::from_secs(20));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let log = read(&log);
+    assert!(log.contains("timed out"), "{log}");
+    assert!(log.contains("failed after 2 attempt(s)"), "{log}");
+}
+
+#[test]
+fn flush_is_bounded_even_when_a_channel_hangs() {
+    let dir = tempfile::tempdir().unwrap();
+    let pidfile = dir.path().join("pid");
+    let openclaw = script(
+        dir.path(),
+        "openclaw",
+        &format!("echo $$ > {}\nsleep 60", pidfile.display()),
+    );
+    let options = NotifyOptions {
+        timeout: Duration::from_secs(60),
+        drop_wait: Duration::from_millis(200),
+        ..fast_options()
+    };
+    let notifier = Notifier::with_options(
+        vec![Channel::Discord {
+            openclaw,
+            target: "1".into(),
+        }],
+        None,
+        options,
+    );
+    let started = Instant::now();
+    notifier.send(Severity::Alert, "halted");
+    notifier.flush(Duration::from_millis(300));
+    // Make sure the script is running before the notifier gives up on it.
+    while !pidfile.exists() {
+        assert!(started.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    drop(notifier);
+    // The abandoned openclaw does not outlive the notifier.
+    let pid: i32 = fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while is_running(pid) {
+        assert!(Instant::now() < deadline, "openclaw {pid} still running");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Alive and not a zombie waiting to be reaped.
+fn is_running(pid: i32) -> bool {
+    fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+#[test]
+fn command_channel_gets_message_and_severity() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let program = script(
+        dir.path(),
+        "notify-me",
+        &format!(
+            "printf '%s|%s|%s|%s\\n' \"$SDLC_SEVERITY\" \"$1\" \"$2\" \"$3\" >> {}",
+            out.display()
+        ),
+    );
+    let notifier = Notifier::with_options(
+        vec![Channel::Command {
+            program,
+            args: vec!["--room".into(), "ops".into()],
+        }],
+        None,
+        fast_options(),
+    );
+    notifier.send(
+        Severity::Alert,
+        "FAILURE LOOP DETECTED: bounce loop; key ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijkl",
+    );
+    notifier.flush(Duration::from_secs(10));
+    assert_eq!(
+        read(&out),
+        "alert|--room|ops|[ALERT] FAILURE LOOP DETECTED: bounce loop; key ANTHROPIC_API_KEY=***\n"
+    );
+}
+
+#[test]
+fn webhook_posts_json_on_stdin_through_curl() {
+    let dir = tempfile::tempdir().unwrap();
+    let args = dir.path().join("args");
+    let body = dir.path().join("body");
+    let curl = script(
+        dir.path(),
+        "curl",
+        &format!(
+            "printf '%s\\n' \"$@\" > {}\ncat > {}",
+            args.display(),
+            body.display()
+        ),
+    );
+    let options = NotifyOptions {
+        curl,
+        ..fast_options()
+    };
+    let notifier = Notifier::with_options(
+        vec![Channel::Webhook {
+            url: "https://hooks.example/T0/B0/secret".into(),
+        }],
+        None,
+        options,
+    );
+    notifier.send(Severity::Warning, "escalated #4 \"quoted\"");
+    notifier.flush(Duration::from_secs(10));
+    assert_eq!(
+        read(&args),
+        "-sS\n-f\n-m\n5\n-H\nContent-Type: application/json\n--data-binary\n@-\nhttps://hooks.example/T0/B0/secret\n"
+    );
+    let json: serde_json::Value = serde_json::from_str(&read(&body)).unwrap();
+    assert_eq!(json["content"], "[WARNING] escalated #4 \"quoted\"");
+    assert_eq!(json["text"], json["content"]);
+
+    notifier.send(
+        Severity::Alert,
+        &format!("FAILURE LOOP DETECTED: x\n{}", "é".repeat(5000)),
+    );
+    notifier.flush(Duration::from_secs(10));
+    let json: serde_json::Value = serde_json::from_str(&read(&body)).unwrap();
+    let content = json["content"].as_str().unwrap();
+    assert_eq!(content.chars().count(), 2000);
+    assert!(content.starts_with("[ALERT] FAILURE LOOP DETECTED: x\n"));
+    assert!(content.ends_with("(truncated; full text in the runner log)"));
+}
+
+#[test]
+fn webhook_without_curl_logs_a_warning_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let options = NotifyOptions {
+        curl: dir.path().join("no-such-curl"),
+        ..fast_options()
+    };
+    let notifier = Notifier::with_options(
+        vec![Channel::Webhook {
+            url: "https://hooks.example/x".into(),
+        }],
+        Some(log.clone()),
+        options,
+    );
+    notifier.send(Severity::Info, "hello");
+    notifier.flush(Duration::from_secs(10));
+    let log = read(&log);
+    assert!(
+        log.contains("webhook post failed after 1 attempt(s)"),
+        "{log}"
+    );
+    assert!(log.contains("install it"), "{log}");
+}
+
+#[test]
+fn identical_messages_inside_the_window_are_sent_once_with_a_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let program = script(
+        dir.path(),
+        "notify-me",
+        &format!("printf '%s\\n' \"$1\" >> {}", out.display()),
+    );
+    let now = Arc::new(Mutex::new(Instant::now()));
+    let clock_now = Arc::clone(&now);
+    let clock: Clock = Arc::new(move || *clock_now.lock().unwrap());
+    let log = dir.path().join("log");
+    let notifier = Notifier::with_options(
+        vec![Channel::Command {
+            program,
+            args: vec![],
+        }],
+        Some(log.clone()),
+        NotifyOptions {
+            clock,
+            ..fast_options()
+        },
+    );
+    let advance = |secs: u64| *now.lock().unwrap() += Duration::from_secs(secs);
+
+    notifier.send(Severity::Warning, "verify failed");
+    advance(60);
+    notifier.send(Severity::Warning, "verify failed");
+    notifier.send(Severity::Warning, "verify failed");
+    // Same text, different severity: a different message.
+    notifier.send(Severity::Alert, "verify failed");
+    advance(540); // exactly 10 minutes after the first: the window is over
+    notifier.send(Severity::Warning, "verify failed");
+    advance(1);
+    notifier.send(Severity::Warning, "verify failed");
+    advance(600);
+    notifier.send(Severity::Warning, "verify failed");
+    notifier.flush(Duration::from_secs(10));
+
+    assert_eq!(
+        read(&out),
+        "[WARNING] verify failed\n\
+         [ALERT] verify failed\n\
+         [WARNING] verify failed (repeated 2 times)\n\
+         [WARNING] verify failed (repeated 1 times)\n"
+    );
+    let log = read(&log);
+    assert_eq!(log.matches("not sent again").count(), 3, "{log}");
+}
+
+#[test]
+fn no_channels_still_logs_every_message_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("log");
+    let notifier = Notifier::new(vec![], Some(log.clone()));
+    notifier.send(
+        Severity::Alert,
+        "ENVIRONMENT FAILURE: AUTH\ntoken ghp_abcdefghijklmnop1234",
+    );
+    drop(notifier);
+    let log = read(&log);
+    assert!(
+        log.contains("[notify] [ALERT] ENVIRONMENT FAILURE: AUTH\ntoken ghp_***"),
+        "{log}"
+    );
+    assert!(log.starts_with('['), "{log}");
+}
+
+#[test]
+fn redaction_table() {
+    let cases: &[(&str, &str)] = &[
+        ("key sk-ant-api03-AbCdEf_123-xyz end", "key sk-ant-*** end"),
+        ("sk-proj-abcdefghijklmnopqrstuvwx", "sk-***"),
+        (
+            "task-abcdefghijklmnopqrstuvwxyz stays",
+            "task-abcdefghijklmnopqrstuvwxyz stays",
+        ),
+        ("sk-short", "sk-short"),
+        ("gh ghp_0123456789abcdefABCDEF", "gh ghp_***"),
+        ("gho_0123456789abcdef", "gho_***"),
+        ("github_pat_11ABCDEFG0_abcdefghijklmnop", "github_pat_***"),
+        ("slack xoxb-1234-5678-abcdefghij", "slack xoxb-***"),
+        ("xoxp-1234567890-abc", "xoxp-***"),
+        ("aws AKIAIOSFODNN7EXAMPLE.", "aws AKIA***."),
+        ("AKIASHORT", "AKIASHORT"),
+        (
+            "Authorization: Bearer eyJhbGciOi.JIUzI1.NiIs",
+            "Authorization: Bearer ***",
+        ),
+        ("authorization: bearer abc123", "authorization: bearer ***"),
+        ("bearer", "bearer"),
+        (
+            "git clone https://bot:hunter2@github.com/o/r.git",
+            "git clone https://bot:***@github.com/o/r.git",
+        ),
+        ("https://user@host/path", "https://user@host/path"),
+        ("https://host/a:b@c", "https://host/a:b@c"),
+        ("GITHUB_TOKEN=abc123 next", "GITHUB_TOKEN=*** next"),
+        (
+            "export DB_PASSWORD='p a s s' ok",
+            "export DB_PASSWORD='***' ok",
+        ),
+        ("MY_SECRET=\"x\\\"y\" z", "MY_SECRET=\"***\" z"),
+        ("openai_api_key=abc&other=1", "openai_api_key=***&other=1"),
+        ("max_tokens=4096", "max_tokens=4096"),
+        ("TOKEN=", "TOKEN="),
+        (
+            "{\"access_token\": \"abc.def\", \"n\": 1}",
+            "{\"access_token\": \"***\", \"n\": 1}",
+        ),
+        (
+            "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijkl",
+            "ANTHROPIC_API_KEY=***",
+        ),
+        (
+            "plain text with no secrets: ünïcødé",
+            "plain text with no secrets: ünïcødé",
+        ),
+        ("", ""),
+    ];
+    for (input, want) in cases {
+        assert_eq!(&redact(input), want, "input: {input:?}");
+        assert_eq!(redact(want), *want, "not idempotent on {want:?}");
+    }
+}
+
+mod props {
+    use super::redact;
+    use proptest::prelude::*;
+    use proptest::test_runner::FileFailurePersistence;
+
+    fn config() -> ProptestConfig {
+        ProptestConfig {
+            cases: 2000,
+            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/proptest-regressions/notify.txt"
+            )))),
+            ..ProptestConfig::default()
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config())]
+        #[test]
+        fn redaction_never_panics_and_is_idempotent(s in "\\PC{0,80}") {
+            let once = redact(&s);
+            prop_assert_eq!(redact(&once), once);
+        }
+
+        #[test]
+        fn embedded_keys_never_survive(prefix in "[a-z ]{0,10}", key in "[A-Za-z0-9]{20,30}", suffix in "[ .,]{0,3}") {
+            let text = format!("{prefix} sk-ant-{key}{suffix}");
+            prop_assert!(!redact(&text).contains(&key));
+            let text = format!("{prefix} ghp_{key}{suffix}");
+            prop_assert!(!redact(&text).contains(&key));
+        }
+    }
+}

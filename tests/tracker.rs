@@ -1,0 +1,635 @@
+//! Issue selection and the durable escalation mark, against a real directory of issue files
+//! and against a fake `gh` (a bash script in a temp dir that serves canned JSON and records
+//! every call).
+
+use sdlc_runner::tracker::{GitHub, Local, Selection, Tracker, TrackerError};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+fn none() -> BTreeSet<u32> {
+    BTreeSet::new()
+}
+
+fn selected(s: Selection) -> u32 {
+    match s {
+        Selection::Issue(i) => i.number,
+        other => panic!("expected an issue, got {other:?}"),
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Local tracker
+
+struct Dir {
+    _tmp: tempfile::TempDir,
+    path: PathBuf,
+}
+
+fn issues(list: &[serde_json::Value]) -> (Dir, Tracker) {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("issues");
+    fs::create_dir(&path).unwrap();
+    for v in list {
+        let n = v["number"].as_u64().unwrap();
+        fs::write(
+            path.join(format!("{n}.json")),
+            serde_json::to_string_pretty(v).unwrap(),
+        )
+        .unwrap();
+    }
+    let tracker = Tracker::Local(Local::new(&path));
+    (Dir { _tmp: tmp, path }, tracker)
+}
+
+fn local(number: u32, milestone: Option<&str>, body: &str) -> serde_json::Value {
+    json!({"number": number, "title": format!("Issue {number}"), "body": body, "state": "open",
+           "labels": ["automatable"], "milestone": milestone, "escalated": false, "escalation": null})
+}
+
+fn with(mut v: serde_json::Value, key: &str, value: serde_json::Value) -> serde_json::Value {
+    v[key] = value;
+    v
+}
+
+#[test]
+fn local_first_milestone_with_work_wins_and_lowest_number_in_it() {
+    let (_d, t) = issues(&[
+        local(1, Some("v2"), ""),
+        local(3, Some("v1"), ""),
+        local(2, Some("v1"), ""),
+        local(4, None, ""),
+        // An open milestone holding only non-automatable work does not stall selection.
+        with(local(5, Some("v0"), ""), "labels", json!(["question"])),
+        // Closed issues do not make a milestone open.
+        with(local(6, Some("a-closed"), ""), "state", json!("closed")),
+    ]);
+    assert_eq!(selected(t.select(&none()).unwrap()), 2);
+    let session: BTreeSet<u32> = [2, 3].into();
+    // v1 is exhausted by this session's escalations: the next milestone is used.
+    assert_eq!(selected(t.select(&session).unwrap()), 1);
+    let session: BTreeSet<u32> = [1, 2, 3].into();
+    assert_eq!(selected(t.select(&session).unwrap()), 4);
+}
+
+#[test]
+fn local_dependencies_inside_the_milestone_must_be_closed() {
+    let (_d, t) = issues(&[
+        local(9, Some("m"), "Depends on: #12"),
+        local(10, Some("m"), "Needs the schema.\nDepends on: #11"),
+        with(local(11, Some("m"), ""), "state", json!("closed")),
+        with(local(12, Some("m"), ""), "labels", json!([])),
+        local(13, Some("m"), "Blocks: #20\nDepends on: #404"),
+        local(20, Some("other"), ""),
+        with(local(14, Some("m"), ""), "parent", json!(15)),
+        with(local(15, Some("m"), ""), "labels", json!(["epic"])),
+    ]);
+    // #9 waits for the open #12; #10's dependency is closed.
+    assert_eq!(selected(t.select(&none()).unwrap()), 10);
+    t.close(10, "merged by sdlc-runner").unwrap();
+    // #13 depends on an issue of another milestone and on a number that does not exist.
+    assert_eq!(selected(t.select(&none()).unwrap()), 13);
+    t.close(13, "merged").unwrap();
+    // #14's parent #15 is open in the milestone; #9 still waits for #12.
+    assert_eq!(
+        t.select(&none()).unwrap(),
+        Selection::AllBlocked {
+            numbers: vec![9, 14]
+        }
+    );
+    t.close(12, "done by hand").unwrap();
+    assert_eq!(selected(t.select(&none()).unwrap()), 9);
+}
+
+#[test]
+fn local_mutual_dependencies_are_all_blocked() {
+    let (_d, t) = issues(&[
+        local(1, None, "Depends on: #2"),
+        local(2, None, "depends on: #1"),
+    ]);
+    assert_eq!(
+        t.select(&none()).unwrap(),
+        Selection::AllBlocked {
+            numbers: vec![1, 2]
+        }
+    );
+}
+
+#[test]
+fn local_escalated_issues_are_excluded_durably() {
+    let (d, t) = issues(&[
+        local(1, None, ""),
+        with(local(2, None, ""), "escalated", json!(true)),
+        with(
+            local(3, None, ""),
+            "labels",
+            json!(["automatable", "sdlc-escalated"]),
+        ),
+    ]);
+    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+    let session: BTreeSet<u32> = [1].into();
+    assert_eq!(
+        t.select(&session).unwrap(),
+        Selection::AllEscalated {
+            numbers: vec![1, 2, 3]
+        }
+    );
+
+    t.mark_escalated(
+        1,
+        "FAILURE LOOP DETECTED: bounce loop\nGITHUB_TOKEN=ghp_abcdefghijklmnop123",
+    )
+    .unwrap();
+    // A later session (empty session set) still skips it.
+    assert_eq!(
+        t.select(&none()).unwrap(),
+        Selection::AllEscalated {
+            numbers: vec![1, 2, 3]
+        }
+    );
+    let raw: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.path.join("1.json")).unwrap()).unwrap();
+    assert_eq!(raw["escalated"], true);
+    let text = raw["escalation"].as_str().unwrap();
+    assert!(
+        text.contains("FAILURE LOOP DETECTED: bounce loop"),
+        "{text}"
+    );
+    assert!(
+        text.contains("GITHUB_TOKEN=***") && !text.contains("ghp_abc"),
+        "{text}"
+    );
+    assert!(text.contains("\"escalated\" to false"), "{text}");
+    assert!(t.get(1).unwrap().escalated);
+
+    // A person lifts the quarantine by editing the file.
+    let mut edited = raw.clone();
+    edited["escalated"] = json!(false);
+    fs::write(d.path.join("1.json"), edited.to_string()).unwrap();
+    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+}
+
+#[test]
+fn local_nothing_to_do() {
+    let (_d, t) = issues(&[]);
+    assert_eq!(t.select(&none()).unwrap(), Selection::NoIssues);
+    let (_d, t) = issues(&[
+        with(local(1, None, ""), "state", json!("closed")),
+        with(local(2, Some("m"), ""), "labels", json!(["bug"])),
+    ]);
+    assert_eq!(t.select(&none()).unwrap(), Selection::NoIssues);
+}
+
+#[test]
+fn local_configurable_label() {
+    let tmp = tempfile::tempdir().unwrap();
+    fs::write(
+        tmp.path().join("1.json"),
+        json!({"number": 1, "title": "t", "state": "open", "labels": ["robot"]}).to_string(),
+    )
+    .unwrap();
+    let mut l = Local::new(tmp.path());
+    assert_eq!(
+        Tracker::Local(l.clone()).select(&none()).unwrap(),
+        Selection::NoIssues
+    );
+    l.label = "robot".into();
+    assert_eq!(selected(Tracker::Local(l).select(&none()).unwrap()), 1);
+}
+
+#[test]
+fn local_malformed_files_are_named() {
+    let (d, t) = issues(&[local(1, None, "")]);
+    fs::write(d.path.join("README.md"), "not an issue").unwrap();
+    fs::create_dir(d.path.join("attachments.json")).unwrap();
+    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+
+    fs::write(d.path.join("2.json"), "{\"number\": 2, \"title\": ").unwrap();
+    let err = t.select(&none()).unwrap_err().to_string();
+    assert!(
+        err.contains("2.json") && err.contains("not a valid issue"),
+        "{err}"
+    );
+
+    fs::write(
+        d.path.join("2.json"),
+        json!({"number": 2, "title": "x", "state": "maybe"}).to_string(),
+    )
+    .unwrap();
+    let err = t.select(&none()).unwrap_err().to_string();
+    assert!(err.contains("2.json") && err.contains("maybe"), "{err}");
+
+    fs::write(
+        d.path.join("2.json"),
+        json!({"number": 3, "title": "x", "state": "open"}).to_string(),
+    )
+    .unwrap();
+    let err = t.select(&none()).unwrap_err().to_string();
+    assert!(
+        err.contains("2.json") && err.contains("file name says 2"),
+        "{err}"
+    );
+
+    fs::remove_file(d.path.join("2.json")).unwrap();
+    fs::write(d.path.join("notes.json"), "{}").unwrap();
+    let err = t.select(&none()).unwrap_err().to_string();
+    assert!(
+        err.contains("notes.json") && err.contains("<issue number>.json"),
+        "{err}"
+    );
+
+    let missing = Tracker::Local(Local::new(d.path.join("nope")));
+    let err = missing.select(&none()).unwrap_err();
+    assert!(matches!(err, TrackerError::Dir { .. }), "{err}");
+    assert!(err.to_string().contains("nope"), "{err}");
+}
+
+#[test]
+fn local_close_roundtrip_keeps_unknown_keys_and_writes_atomically() {
+    let (d, t) = issues(&[with(
+        local(7, Some("m"), "body"),
+        "estimate",
+        json!({"points": 3}),
+    )]);
+    let before = t.get(7).unwrap();
+    assert!(before.state_open);
+    assert_eq!(before.branch(), "7-issue-7");
+    t.close(7, "merged in abc123").unwrap();
+    let after = t.get(7).unwrap();
+    assert!(!after.state_open);
+    assert_eq!(after.title, before.title);
+    assert_eq!(after.milestone.as_deref(), Some("m"));
+    let raw: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.path.join("7.json")).unwrap()).unwrap();
+    assert_eq!(raw["state"], "closed");
+    assert_eq!(raw["resolution"], "merged in abc123");
+    assert_eq!(raw["estimate"], json!({"points": 3}));
+    let names: Vec<String> = fs::read_dir(&d.path)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(names, vec!["7.json".to_string()]);
+
+    assert!(matches!(
+        t.get(8),
+        Err(TrackerError::NotFound { number: 8, .. })
+    ));
+    assert!(matches!(t.close(8, ""), Err(TrackerError::NotFound { .. })));
+    assert!(matches!(
+        t.mark_escalated(8, ""),
+        Err(TrackerError::NotFound { .. })
+    ));
+}
+
+// ---------------------------------------------------------------------------------------
+// GitHub tracker with a fake gh
+
+/// A fake `gh`: serves `<data>/milestones.json`, `open.json` (issue list --state open),
+/// `milestone.json` (issue list --state all), `view_<N>.json`; records each call in
+/// `<data>/calls` as `<cwd>|<args>`; with `<data>/old` present it rejects the optional
+/// JSON fields like an older gh. Label editing fails until `label create` ran.
+fn fake_gh(data: &Path) -> PathBuf {
+    let script = format!(
+        r#"#!/usr/bin/env bash
+D='{d}'
+echo "$(pwd)|$*" >> "$D/calls"
+if [ -f "$D/fail" ]; then cat "$D/fail" >&2; exit 1; fi
+json=""
+prev=""
+for a in "$@"; do
+  if [ "$prev" = "--json" ]; then json="$a"; fi
+  prev="$a"
+done
+if [ -f "$D/old" ]; then
+  for f in parent closedByPullRequestsReferences; do
+    case ",$json," in
+      *",$f,"*) printf 'Unknown JSON field: "%s"\nAvailable fields:\n  body\n  labels\n' "$f" >&2; exit 1;;
+    esac
+  done
+fi
+case "$1 $2" in
+  "api --paginate") cat "$D/milestones.json";;
+  "issue list")
+    case " $* " in
+      *" --state all "*) cat "$D/milestone.json";;
+      *) cat "$D/open.json";;
+    esac;;
+  "issue view")
+    if [ -f "$D/view_$3.json" ]; then cat "$D/view_$3.json";
+    else echo "GraphQL: Could not resolve to an issue or pull request with the number of $3. (repository.issue)" >&2; exit 1; fi;;
+  "issue edit")
+    if [ ! -f "$D/label" ]; then echo "failed to update https://github.com/o/r/issues/$3: 'sdlc-escalated' not found" >&2; exit 1; fi;;
+  "label create") touch "$D/label";;
+  "issue comment") cat > "$D/comment";;
+  *) echo "fake gh: unexpected $*" >&2; exit 2;;
+esac
+"#,
+        d = data.display()
+    );
+    let path = data.join("gh");
+    fs::write(&path, script).unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn gh_issue(n: u32, milestone: Option<&str>, labels: &[&str], body: &str) -> serde_json::Value {
+    json!({
+        "number": n, "title": format!("Issue {n}"), "body": body, "state": "OPEN",
+        "labels": labels.iter().map(|l| json!({"id": "x", "name": l, "color": "fff", "description": ""})).collect::<Vec<_>>(),
+        "milestone": milestone.map(|m| json!({"number": 1, "title": m, "description": "", "dueOn": null})),
+        "parent": null,
+        "closedByPullRequestsReferences": [],
+    })
+}
+
+struct FakeGh {
+    _tmp: tempfile::TempDir,
+    data: PathBuf,
+    repo: PathBuf,
+    tracker: Tracker,
+}
+
+impl FakeGh {
+    fn new() -> FakeGh {
+        let tmp = tempfile::tempdir().unwrap();
+        let data = tmp.path().join("data");
+        let repo = tmp.path().join("repo");
+        fs::create_dir(&data).unwrap();
+        fs::create_dir(&repo).unwrap();
+        let mut gh = GitHub::new(&repo);
+        gh.gh = fake_gh(&data);
+        FakeGh {
+            _tmp: tmp,
+            data,
+            repo,
+            tracker: Tracker::GitHub(gh),
+        }
+    }
+
+    fn put(&self, name: &str, value: &serde_json::Value) {
+        fs::write(self.data.join(name), value.to_string()).unwrap();
+    }
+
+    fn calls(&self) -> Vec<String> {
+        fs::read_to_string(self.data.join("calls"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| {
+                let (cwd, args) = l.split_once('|').unwrap();
+                assert_eq!(Path::new(cwd), self.repo, "gh must run in the project");
+                args.to_string()
+            })
+            .collect()
+    }
+}
+
+/// Sprint 1 holds #4 (escalated), #5 (depends on #1, closed without a merged PR) and #6
+/// (Blocks: #2, merged; depends on #30 outside the milestone). Sprint 2 and the repo have
+/// more work that must not be chosen first.
+fn sprint_fixture(f: &FakeGh, with_pr_info: bool) {
+    // Two pages, as `gh api --paginate` prints them.
+    fs::write(
+        f.data.join("milestones.json"),
+        "[{\"title\":\"Sprint 2\",\"open_issues\":1}]\n[{\"title\":\"Sprint 1\",\"open_issues\":3}]",
+    )
+    .unwrap();
+    let mut open = vec![
+        gh_issue(5, Some("Sprint 1"), &["automatable"], "Depends on: #1"),
+        gh_issue(4, Some("Sprint 1"), &["automatable", "sdlc-escalated"], ""),
+        gh_issue(
+            6,
+            Some("Sprint 1"),
+            &["automatable"],
+            "Blocks: #2\r\nDepends on: #30",
+        ),
+        gh_issue(8, Some("Sprint 2"), &["automatable"], ""),
+        gh_issue(9, None, &["automatable"], ""),
+    ];
+    let mut closed1 = gh_issue(1, Some("Sprint 1"), &[], "");
+    closed1["state"] = json!("CLOSED");
+    closed1["closedByPullRequestsReferences"] =
+        json!([{"number": 40, "state": "CLOSED", "mergedAt": null, "url": "u"}]);
+    let mut closed2 = gh_issue(2, Some("Sprint 1"), &[], "");
+    closed2["state"] = json!("CLOSED");
+    closed2["closedByPullRequestsReferences"] =
+        json!([{"number": 41, "mergedAt": "2026-01-02T03:04:05Z", "url": "u"}]);
+    let mut milestone = vec![
+        closed1,
+        closed2,
+        open[0].clone(),
+        open[1].clone(),
+        open[2].clone(),
+    ];
+    if !with_pr_info {
+        for v in open.iter_mut().chain(milestone.iter_mut()) {
+            let o = v.as_object_mut().unwrap();
+            o.remove("closedByPullRequestsReferences");
+            o.remove("parent");
+        }
+    }
+    f.put("open.json", &json!(open));
+    f.put("milestone.json", &json!(milestone));
+}
+
+#[test]
+fn github_selects_in_the_first_milestone_honouring_merged_prs() {
+    let f = FakeGh::new();
+    sprint_fixture(&f, true);
+    // #5 waits: its dependency #1 was closed but its PR was not merged.
+    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 6);
+    let calls = f.calls();
+    assert_eq!(
+        calls[0],
+        "api --paginate repos/{owner}/{repo}/milestones?state=open&per_page=100"
+    );
+    assert_eq!(
+        calls[1],
+        "issue list --state open --label automatable --limit 1000 --json \
+         number,title,body,labels,milestone,state,parent,closedByPullRequestsReferences"
+    );
+    assert_eq!(
+        calls[2],
+        "issue list --state all --milestone Sprint 1 --limit 1000 --json \
+         number,state,milestone,parent,closedByPullRequestsReferences"
+    );
+    assert_eq!(calls.len(), 3, "{calls:?}");
+
+    let session: BTreeSet<u32> = [6].into();
+    assert_eq!(
+        f.tracker.select(&session).unwrap(),
+        Selection::AllBlocked { numbers: vec![5] }
+    );
+}
+
+#[test]
+fn github_older_gh_without_optional_fields_is_tolerated() {
+    let f = FakeGh::new();
+    sprint_fixture(&f, false);
+    fs::write(f.data.join("old"), "").unwrap();
+    // Without PR information a closed dependency counts as done, so #5 is ready.
+    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 5);
+    let calls = f.calls();
+    let lists: Vec<&String> = calls
+        .iter()
+        .filter(|c| c.starts_with("issue list"))
+        .collect();
+    assert!(
+        lists[0].ends_with("state,parent,closedByPullRequestsReferences"),
+        "{calls:?}"
+    );
+    assert!(
+        lists[1].ends_with("state,closedByPullRequestsReferences"),
+        "{calls:?}"
+    );
+    assert!(
+        lists[2].ends_with("--json number,title,body,labels,milestone,state"),
+        "{calls:?}"
+    );
+    // Remembered: the milestone query goes straight to the reduced field list.
+    assert!(
+        lists[3].ends_with("--json number,state,milestone"),
+        "{calls:?}"
+    );
+    assert_eq!(lists.len(), 4, "{calls:?}");
+}
+
+#[test]
+fn github_repo_wide_without_milestones_views_dependencies() {
+    let f = FakeGh::new();
+    fs::write(f.data.join("milestones.json"), "[]").unwrap();
+    let mut open = vec![
+        gh_issue(2, None, &["automatable"], "Depends on: #1"),
+        gh_issue(3, None, &["automatable"], "Depends on: #99"),
+        gh_issue(4, None, &["automatable"], ""),
+    ];
+    open[2]["parent"] = json!({"number": 1, "title": "epic"});
+    f.put("open.json", &json!(open));
+    let mut one = gh_issue(1, None, &["question"], "");
+    one.as_object_mut()
+        .unwrap()
+        .remove("closedByPullRequestsReferences");
+    f.put("view_1.json", &one);
+    // #2 waits for the open, non-automatable #1; #99 does not exist.
+    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 3);
+    let calls = f.calls();
+    assert!(
+        calls.iter().any(|c| c.starts_with("issue view 1 --json")),
+        "{calls:?}"
+    );
+    assert!(
+        calls.iter().any(|c| c.starts_with("issue view 99 --json")),
+        "{calls:?}"
+    );
+
+    let session: BTreeSet<u32> = [3].into();
+    assert_eq!(
+        f.tracker.select(&session).unwrap(),
+        Selection::AllBlocked {
+            numbers: vec![2, 4]
+        }
+    );
+    // No automatable issue open at all.
+    f.put("open.json", &json!([]));
+    assert_eq!(f.tracker.select(&none()).unwrap(), Selection::NoIssues);
+}
+
+#[test]
+fn github_get_maps_fields() {
+    let f = FakeGh::new();
+    let mut v = gh_issue(
+        12,
+        Some("M"),
+        &["automatable", "sdlc-escalated"],
+        "Depends on: #3",
+    );
+    v["parent"] = json!({"number": 2});
+    v["closedByPullRequestsReferences"] = json!([{"number": 50, "state": "OPEN"}]);
+    v["state"] = json!("CLOSED");
+    f.put("view_12.json", &v);
+    let i = f.tracker.get(12).unwrap();
+    assert_eq!(i.number, 12);
+    assert_eq!(i.milestone.as_deref(), Some("M"));
+    assert!(i.escalated && !i.state_open);
+    assert_eq!(i.parent, Some(2));
+    assert_eq!(i.closed_by_merged_pr, Some(false));
+    assert_eq!(i.dependencies(), vec![2, 3]);
+    assert!(matches!(
+        f.tracker.get(77),
+        Err(TrackerError::NotFound { number: 77, .. })
+    ));
+}
+
+#[test]
+fn github_mark_escalated_creates_the_label_and_comments() {
+    let f = FakeGh::new();
+    f.tracker
+        .mark_escalated(
+            7,
+            "FAILURE LOOP DETECTED: consecutive escalations\nkey sk-ant-api03-secretsecret",
+        )
+        .unwrap();
+    let calls = f.calls();
+    assert_eq!(
+        calls,
+        vec![
+            "issue edit 7 --add-label sdlc-escalated",
+            "label create sdlc-escalated --color B60205 --description sdlc-runner gave up on this issue; remove the label to let it run again",
+            "issue edit 7 --add-label sdlc-escalated",
+            "issue comment 7 --body-file -",
+        ]
+    );
+    let comment = fs::read_to_string(f.data.join("comment")).unwrap();
+    assert!(
+        comment.contains("FAILURE LOOP DETECTED: consecutive escalations"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("sk-ant-***") && !comment.contains("secretsecret"),
+        "{comment}"
+    );
+    assert!(
+        comment.contains("Remove the `sdlc-escalated` label"),
+        "{comment}"
+    );
+    // GitHub closes issues through the merged PR: close is a no-op.
+    f.tracker.close(7, "merged").unwrap();
+    assert_eq!(f.calls().len(), 4);
+}
+
+#[test]
+fn github_errors_name_the_command_and_stderr() {
+    let f = FakeGh::new();
+    fs::write(
+        f.data.join("fail"),
+        "HTTP 401: Bad credentials (https://api.github.com/graphql)\n",
+    )
+    .unwrap();
+    let err = f.tracker.select(&none()).unwrap_err().to_string();
+    assert!(
+        err.contains("api --paginate repos/{owner}/{repo}/milestones"),
+        "{err}"
+    );
+    assert!(
+        err.contains("exit code 1") && err.contains("Bad credentials"),
+        "{err}"
+    );
+
+    fs::remove_file(f.data.join("fail")).unwrap();
+    fs::write(f.data.join("milestones.json"), "[]").unwrap();
+    fs::write(f.data.join("open.json"), "<html>rate limited</html>").unwrap();
+    let err = f.tracker.select(&none()).unwrap_err().to_string();
+    assert!(
+        err.contains("issue list --state open") && err.contains("not the expected JSON"),
+        "{err}"
+    );
+
+    let mut gh = GitHub::new(&f.repo);
+    gh.gh = f.data.join("no-such-gh");
+    let err = Tracker::GitHub(gh).select(&none()).unwrap_err().to_string();
+    assert!(
+        err.contains("no-such-gh") && err.contains("install the GitHub CLI"),
+        "{err}"
+    );
+}
