@@ -7,3 +7,5 @@ pub mod step;
 pub mod diagram;
 pub mod cli;
 pub mod commands;
+pub mod stream;
+pub mod classify;
