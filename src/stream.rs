@@ -209,6 +209,8 @@ impl StreamReader {
         if self.line.len() + bytes.len() > MAX_LINE_BYTES {
             self.skipping_long_line = true;
             self.line = Vec::new();
+            // Single-JSON output too long for one line is too long for the fallback as well.
+            self.whole = None;
             return;
         }
         if self.line.capacity() < self.line.len() + bytes.len() {
