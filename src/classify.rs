@@ -782,27 +782,31 @@ fn tool_output(facts: &Facts) -> Option<Verdict> {
         (FailureClass::BuildCompile, &is_soft_build_line),
         (FailureClass::ToolingEnv, &command_missing),
     ];
+    let bare: Vec<&str> = lines
+        .iter()
+        .map(|l| normalize::strip_timestamp_prefix(l))
+        .collect();
     for (class, matches) in rules {
-        let hits: Vec<usize> = (0..lines.len()).filter(|&i| matches(&lines[i])).collect();
+        let hits: Vec<usize> = (0..lines.len()).filter(|&i| matches(bare[i])).collect();
         if hits.is_empty() {
             continue;
         }
         let mut evidence: Vec<&str> = Vec::new();
         for &i in &hits {
-            let line = lines[i].trim();
+            let line = bare[i].trim();
             if !evidence.contains(&line) && evidence.len() < MAX_EVIDENCE_LINES {
                 evidence.push(line);
             }
         }
         let mut verdict = Verdict::new(class, evidence.join("\n"), context_excerpt(lines, &hits));
-        verdict.headline = headline_for(class, lines, &hits);
+        verdict.headline = headline_for(class, &bare, &hits);
         return Some(verdict);
     }
     None
 }
 
 /// The most telling line for the summary: for tests, the failing test rather than the tally.
-fn headline_for(class: FailureClass, lines: &[String], hits: &[usize]) -> String {
+fn headline_for(class: FailureClass, lines: &[&str], hits: &[usize]) -> String {
     let pick = |pred: &dyn Fn(&str) -> bool| {
         hits.iter()
             .map(|&i| lines[i].trim())

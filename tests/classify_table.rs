@@ -61,7 +61,11 @@ fn cli_case(name: &str, flags: Flags) -> Option<Classified> {
 fn assert_class(got: Option<Classified>, want: FailureClass, case: &str) -> Classified {
     let got = got.unwrap_or_else(|| panic!("{case}: classified as success, want {want}"));
     assert_eq!(got.class, want, "{case}: {got:#?}");
-    assert!(got.summary.starts_with(want.name()), "{case}: {}", got.summary);
+    assert!(
+        got.summary.starts_with(want.name()),
+        "{case}: {}",
+        got.summary
+    );
     assert!(got.summary.chars().count() <= 200, "{case}");
     assert!(!got.summary.contains('\n'), "{case}: {}", got.summary);
     assert!(got.excerpt.chars().count() <= 2000, "{case}");
@@ -80,13 +84,25 @@ fn every_claude_cli_fixture_has_its_class() {
         // not reported as a denial at all).
         ("ask-user", Some(PermissionDenied), Flags::default()),
         ("rate-limit", Some(RateLimit), Flags::default()),
-        ("rate-limit.default-retries", Some(RateLimit), Flags::default()),
+        (
+            "rate-limit.default-retries",
+            Some(RateLimit),
+            Flags::default(),
+        ),
         ("overloaded", Some(Overloaded), Flags::default()),
-        ("overloaded.default-retries", Some(Overloaded), Flags::default()),
+        (
+            "overloaded.default-retries",
+            Some(Overloaded),
+            Flags::default(),
+        ),
         ("auth", Some(Auth), Flags::default()),
         ("auth.default-retries", Some(Auth), Flags::default()),
         ("not-logged-in", Some(Auth), Flags::default()),
-        ("bash-then-done.no-bypass", Some(PermissionDenied), Flags::default()),
+        (
+            "bash-then-done.no-bypass",
+            Some(PermissionDenied),
+            Flags::default(),
+        ),
         ("root-refusal", Some(ToolingEnv), Flags::default()),
         (
             "slow",
@@ -123,19 +139,35 @@ fn every_claude_cli_fixture_has_its_class() {
 
 #[test]
 fn fixture_summaries_say_what_happened() {
-    let auth = assert_class(cli_case("not-logged-in", Flags::default()), Auth, "not-logged-in");
+    let auth = assert_class(
+        cli_case("not-logged-in", Flags::default()),
+        Auth,
+        "not-logged-in",
+    );
     assert_eq!(auth.summary, "AUTH: Not logged in · Please run /login");
     let key = assert_class(cli_case("auth", Flags::default()), Auth, "auth");
     assert_eq!(key.summary, "AUTH: Invalid API key · Fix external API key");
-    let refusal = assert_class(cli_case("root-refusal", Flags::default()), ToolingEnv, "root");
+    let refusal = assert_class(
+        cli_case("root-refusal", Flags::default()),
+        ToolingEnv,
+        "root",
+    );
     assert!(refusal.summary.contains("root/sudo"), "{}", refusal.summary);
-    let denied = assert_class(cli_case("ask-user", Flags::default()), PermissionDenied, "ask");
+    let denied = assert_class(
+        cli_case("ask-user", Flags::default()),
+        PermissionDenied,
+        "ask",
+    );
     assert!(denied.summary.contains("Bash"), "{}", denied.summary);
     let turns = assert_class(cli_case("tool-loop", Flags::default()), MaxTurns, "loop");
     assert!(turns.summary.contains("4 turns"), "{}", turns.summary);
     // The slow case without our flag still ends with exit 124 (coreutils timeout) and no
     // result: a timeout.
-    assert_class(cli_case("slow", Flags::default()), Timeout, "slow without flag");
+    assert_class(
+        cli_case("slow", Flags::default()),
+        Timeout,
+        "slow without flag",
+    );
 }
 
 #[test]
@@ -154,7 +186,11 @@ fn same_failure_in_different_runs_has_the_same_signature() {
 }
 
 const TOOL_TABLE: &[(&str, FailureClass, &str)] = &[
-    ("cargo-test-failure.txt", TestAssertion, "tests::adds_two_numbers"),
+    (
+        "cargo-test-failure.txt",
+        TestAssertion,
+        "tests::adds_two_numbers",
+    ),
     ("cargo-build-e0308.txt", BuildCompile, "E0308"),
     ("clippy-d-warnings.txt", Lint, "identical blocks"),
     ("rustc-e0425.txt", BuildCompile, "E0425"),
@@ -164,10 +200,18 @@ const TOOL_TABLE: &[(&str, FailureClass, &str)] = &[
     ("pytest.txt", TestAssertion, "test_parse_date"),
     ("go-test.txt", TestAssertion, "TestReverse"),
     ("go-build-failed.txt", BuildCompile, "undefined: runez"),
-    ("npm-missing-module.txt", BuildCompile, "Cannot find module 'express'"),
+    (
+        "npm-missing-module.txt",
+        BuildCompile,
+        "Cannot find module 'express'",
+    ),
     ("mypy.txt", Typecheck, "Incompatible types"),
     ("disk-full.txt", ToolingEnv, "No space left on device"),
-    ("command-not-found.txt", ToolingEnv, "pnpm: command not found"),
+    (
+        "command-not-found.txt",
+        ToolingEnv,
+        "pnpm: command not found",
+    ),
 ];
 
 #[test]
@@ -194,7 +238,12 @@ fn tool_outputs_as_plain_text() {
         assert!(got.excerpt.contains(headline), "{file}: {}", got.excerpt);
         // On stderr instead of stdout it classifies the same.
         let got_err = assert_class(
-            run(b"", &String::from_utf8_lossy(&out), Some(1), Flags::default()),
+            run(
+                b"",
+                &String::from_utf8_lossy(&out),
+                Some(1),
+                Flags::default(),
+            ),
             class,
             file,
         );
@@ -205,7 +254,8 @@ fn tool_outputs_as_plain_text() {
 /// The same tool output as the agent really delivers it: inside a Bash tool result of a
 /// stream-json run that ended in an error.
 fn wrapped_in_stream(tool_output: &str, is_error: bool) -> String {
-    let init = r#"{"type":"system","subtype":"init","session_id":"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}"#;
+    let init =
+        r#"{"type":"system","subtype":"init","session_id":"0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"}"#;
     let call = r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"make check"}}]}}"#;
     let result_line = serde_json::json!({
         "type": "user",
@@ -253,8 +303,16 @@ fn file_contents_read_by_the_agent_are_not_evidence() {
     });
     let text = r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Invalid API key? rate_limit? test result: FAILED"}]}}"#;
     let stream = format!("{read}\n{text}\n");
-    let got = assert_class(run(stream.as_bytes(), "", Some(1), Flags::default()), Unknown, "read");
-    assert!(got.summary.starts_with("UNKNOWN: exit 1"), "{}", got.summary);
+    let got = assert_class(
+        run(stream.as_bytes(), "", Some(1), Flags::default()),
+        Unknown,
+        "read",
+    );
+    assert!(
+        got.summary.starts_with("UNKNOWN: exit 1"),
+        "{}",
+        got.summary
+    );
 }
 
 fn result_line(extra: serde_json::Value) -> String {
@@ -279,28 +337,46 @@ fn quota_waits_until_the_reported_reset() {
         "result": "You've hit your limit · resets 2pm (Europe/Berlin)"
     }));
     let stdout = format!("{event}\n{result}\n");
-    let got = assert_class(run(stdout.as_bytes(), "", Some(1), Flags::default()), Quota, "q");
+    let got = assert_class(
+        run(stdout.as_bytes(), "", Some(1), Flags::default()),
+        Quota,
+        "q",
+    );
     assert_eq!(got.wait_hint_secs, Some(3600));
 
     // Reset already past: no wait, still quota.
     let past = stdout.replace(&resets.to_string(), &(NOW - 5).to_string());
-    let got = assert_class(run(past.as_bytes(), "", Some(1), Flags::default()), Quota, "past");
+    let got = assert_class(
+        run(past.as_bytes(), "", Some(1), Flags::default()),
+        Quota,
+        "past",
+    );
     assert_eq!(got.wait_hint_secs, Some(0));
 
     // Older CLIs: the reset time only in the text.
     let old = result_line(serde_json::json!({
         "result": format!("Claude AI usage limit reached|{}", NOW + 60)
     }));
-    let got = assert_class(run(old.as_bytes(), "", Some(1), Flags::default()), Quota, "old");
+    let got = assert_class(
+        run(old.as_bytes(), "", Some(1), Flags::default()),
+        Quota,
+        "old",
+    );
     assert_eq!(got.wait_hint_secs, Some(60));
 
     // An allowed_warning event is informational: a 429 with it is a plain rate limit.
     let warning = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed_warning","resetsAt":1778565600}}"#;
     let plain = format!(
         "{warning}\n{}\n",
-        result_line(serde_json::json!({"api_error_status": 429, "result": "API Error: Request rejected (429)"}))
+        result_line(
+            serde_json::json!({"api_error_status": 429, "result": "API Error: Request rejected (429)"})
+        )
     );
-    assert_class(run(plain.as_bytes(), "", Some(1), Flags::default()), RateLimit, "warn");
+    assert_class(
+        run(plain.as_bytes(), "", Some(1), Flags::default()),
+        RateLimit,
+        "warn",
+    );
 }
 
 #[test]
@@ -421,7 +497,11 @@ fn benign_denials_do_not_fail_a_step() {
     assert!(run(stdout.as_bytes(), "", Some(0), Flags::default()).is_none());
     // `/tmpfoo` is not inside `/tmp`.
     let sneaky = stdout.replace("/tmp/scratch", "/tmpfoo");
-    assert_class(run(sneaky.as_bytes(), "", Some(0), Flags::default()), PermissionDenied, "tmpfoo");
+    assert_class(
+        run(sneaky.as_bytes(), "", Some(0), Flags::default()),
+        PermissionDenied,
+        "tmpfoo",
+    );
 }
 
 #[test]
@@ -438,20 +518,31 @@ fn precedence_is_as_documented() {
         r#""subtype":"error_during_execution""#,
         r#""subtype":"error_max_turns","terminal_reason":"max_turns""#,
     );
-    assert_class(run(stream.as_bytes(), "", Some(1), Flags::default()), MaxTurns, "turns");
+    assert_class(
+        run(stream.as_bytes(), "", Some(1), Flags::default()),
+        MaxTurns,
+        "turns",
+    );
     // Auth beats a timeout.
     let auth = fixture("claude-cli", "auth.jsonl");
     assert_class(run(&auth, "", None, timed_out), Auth, "auth+timeout");
     // A compile error beats the test harness's own failure line.
     let go = String::from_utf8(fixture("tool-output", "go-build-failed.txt")).unwrap();
-    assert_class(run(go.as_bytes(), "", Some(1), Flags::default()), BuildCompile, "go");
+    assert_class(
+        run(go.as_bytes(), "", Some(1), Flags::default()),
+        BuildCompile,
+        "go",
+    );
 }
 
 #[test]
 fn post_check_failures() {
     let a = classify_post_check("writeSpecs", "specs/7-demo/design.md is missing");
     assert_eq!(a.class, PostCheck);
-    assert_eq!(a.summary, "POST_CHECK: writeSpecs: specs/7-demo/design.md is missing");
+    assert_eq!(
+        a.summary,
+        "POST_CHECK: writeSpecs: specs/7-demo/design.md is missing"
+    );
     assert_eq!(
         a.signature,
         classify_post_check("writeSpecs", "specs/7-demo/design.md is missing").signature

@@ -51,7 +51,10 @@ fn real_fixtures_give_the_documented_results() {
     assert_eq!(result.subtype, "success");
     assert!(!result.is_error);
     assert_eq!(result.terminal_reason.as_deref(), Some("completed"));
-    assert_eq!(result.result_text.as_deref(), Some("Hello from the fake API."));
+    assert_eq!(
+        result.result_text.as_deref(),
+        Some("Hello from the fake API.")
+    );
     assert_eq!(result.total_cost_usd, Some(0.00068));
     assert_eq!(result.num_turns, Some(1));
     assert!(result.duration_ms.is_some());
@@ -81,7 +84,10 @@ fn real_fixtures_give_the_documented_results() {
         soft_failure(result, Path::new("/tmp")),
         Some(SoftFailure::IsError)
     );
-    assert_eq!(auth.last_api_retry.as_ref().unwrap().error_status, Some(401));
+    assert_eq!(
+        auth.last_api_retry.as_ref().unwrap().error_status,
+        Some(401)
+    );
 
     let nologin = read_all(&fixture("not-logged-in.jsonl"));
     assert_eq!(
@@ -207,8 +213,14 @@ fn spliced_rate_limit_event_that_splits_the_host_line() {
         let event = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"rejected","resetsAt":1778565600,"rateLimitType":"five_hour"},"session_id":"s9"}"#;
         let text = format!("{head}{event}\n{tail}\n");
         let summary = read_all(text.as_bytes());
-        assert_eq!(summary.quota_resets_at, Some(1_778_565_600), "split at {at}");
-        let result = summary.result.unwrap_or_else(|| panic!("split at {at}: result lost"));
+        assert_eq!(
+            summary.quota_resets_at,
+            Some(1_778_565_600),
+            "split at {at}"
+        );
+        let result = summary
+            .result
+            .unwrap_or_else(|| panic!("split at {at}: result lost"));
         assert_eq!(result.api_error_status, Some(429));
         assert_eq!(summary.malformed_lines, 0, "split at {at}");
     }
@@ -240,7 +252,10 @@ fn single_json_output_even_pretty_printed() {
             let result = summary.result.as_ref().expect("result from single JSON");
             assert_eq!(result.subtype, "error_max_turns");
             assert_eq!(result.total_cost_usd, Some(1.25));
-            assert_eq!(result.permission_denials[0].path.as_deref(), Some("/etc/passwd"));
+            assert_eq!(
+                result.permission_denials[0].path.as_deref(),
+                Some("/etc/passwd")
+            );
             assert_eq!(summary.session_id.as_deref(), Some("one-shot"));
             assert_eq!(summary.malformed_lines, 0);
         }
@@ -258,7 +273,9 @@ fn gigantic_lines_are_skipped_not_held() {
         reader.feed(&chunk);
         assert!(reader.buffered_bytes() <= MAX_LINE_BYTES + 64 * 1024);
     }
-    reader.feed(b"\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"");
+    reader.feed(
+        b"\"}\n{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"",
+    );
     // The result text itself is long: kept truncated.
     reader.feed(&vec![b'r'; 10_000]);
     reader.feed(b"\"}\n");
@@ -305,7 +322,10 @@ fn hundred_megabytes_through_feed_keep_memory_bounded() {
     assert_eq!(summary.result.unwrap().result_text.as_deref(), Some("end"));
     // Only the line buffer is in use once the stream is known to be stream-json, and it
     // never reaches the full cap because over-long lines are dropped as soon as they pass it.
-    assert!(max_buffered <= MAX_LINE_BYTES, "max buffered {max_buffered}");
+    assert!(
+        max_buffered <= MAX_LINE_BYTES,
+        "max buffered {max_buffered}"
+    );
     assert!(summary.malformed_lines >= 5);
 }
 

@@ -209,6 +209,51 @@ fn word_spans(line: &str) -> Vec<(usize, usize)> {
     spans
 }
 
+/// `line` without a leading timestamp (`2024-05-01T10:00:00.123Z `, `[Tue, 21 Nov 2023
+/// 11:43:58 +0000] `, `11:43:58 `), as CI logs and loggers prefix every line with one.
+pub fn strip_timestamp_prefix(line: &str) -> &str {
+    // CI runners and loggers may each add one: strip a few.
+    let mut rest = line;
+    for _ in 0..3 {
+        let next = strip_one_timestamp(rest);
+        if next.len() == rest.len() {
+            break;
+        }
+        rest = next;
+    }
+    rest
+}
+
+fn strip_one_timestamp(line: &str) -> &str {
+    let mut rest = line.trim_start();
+    let bracketed = rest.starts_with('[');
+    let inner = if bracketed { &rest[1..] } else { rest };
+    let spans = word_spans(inner);
+    let words: Vec<&str> = spans.iter().map(|&(s, e)| &inner[s..e]).collect();
+    let after = if let Some(n) = date_len(&words) {
+        Some(spans[n - 1].1)
+    } else {
+        let chars: Vec<char> = inner.chars().collect();
+        let scan = Scan { s: &chars };
+        scan.iso(0)
+            .or_else(|| scan.clock(0))
+            .map(|n| chars[..n].iter().map(|c| c.len_utf8()).sum())
+    };
+    if let Some(end) = after {
+        let mut tail = &inner[end..];
+        // The last date word may carry the closing bracket itself ("+0000]").
+        if bracketed && !inner[..end].ends_with(']') {
+            match tail.strip_prefix(']') {
+                Some(t) => tail = t,
+                None => return line,
+            }
+        }
+        rest = tail.strip_prefix(':').unwrap_or(tail).trim_start();
+        return rest;
+    }
+    line
+}
+
 // ---------------------------------------------------------------------------------------
 // Character-level rules.
 
@@ -652,6 +697,28 @@ mod tests {
         for (input, want) in cases {
             assert_eq!(normalize(input), want, "input: {input:?}");
         }
+    }
+
+    #[test]
+    fn timestamp_prefixes() {
+        assert_eq!(
+            strip_timestamp_prefix("2024-05-01T10:00:00.1234567Z error[E0308]: x"),
+            "error[E0308]: x"
+        );
+        assert_eq!(
+            strip_timestamp_prefix("[Tue, 21 Nov 2023 11:43:58 +0000] --- FAIL: T"),
+            "--- FAIL: T"
+        );
+        assert_eq!(strip_timestamp_prefix("11:43:58 boom"), "boom");
+        assert_eq!(
+            strip_timestamp_prefix("[11:43:58] 2024-05-01 10:00:00 x"),
+            "x"
+        );
+        assert_eq!(
+            strip_timestamp_prefix("  3:7  error  x  rule"),
+            "  3:7  error  x  rule"
+        );
+        assert_eq!(strip_timestamp_prefix("[ok] fine"), "[ok] fine");
     }
 
     #[test]
