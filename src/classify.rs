@@ -832,9 +832,8 @@ fn headline_for(class: FailureClass, lines: &[&str], hits: &[usize]) -> String {
 fn context_excerpt(lines: &[String], hits: &[usize]) -> String {
     let mut keep = vec![false; lines.len()];
     for &i in hits {
-        for k in i.saturating_sub(2)..(i + 5).min(lines.len()) {
-            keep[k] = true;
-        }
+        let end = (i + 5).min(lines.len());
+        keep[i.saturating_sub(2)..end].fill(true);
     }
     let mut out = String::new();
     let mut last_kept = None;

@@ -381,7 +381,9 @@ fn quota_waits_until_the_reported_reset() {
 
 #[test]
 fn cases_no_fixture_captures() {
-    let cases: Vec<(&str, String, &str, Option<i32>, Flags, FailureClass)> = vec![
+    /// name, stdout, stderr, exit code, runner flags, expected class.
+    type Case<'a> = (&'a str, String, &'a str, Option<i32>, Flags, FailureClass);
+    let cases: Vec<Case> = vec![
         (
             "prompt too long",
             result_line(serde_json::json!({"api_error_status": 400, "result": "Prompt is too long"})),

@@ -135,13 +135,13 @@ fn date_len(words: &[&str]) -> Option<usize> {
         j += 1;
     }
     let mut has_year = false;
-    if is_day(w(j)) && name_in(w(j + 1), &MONTHS) {
-        j += 2;
-    } else if name_in(w(j), &MONTHS) && is_day(w(j + 1)) {
-        j += 2;
-    } else {
+    // "21 Nov" (RFC 2822) or "Nov 21" (ctime, syslog).
+    let day_month = is_day(w(j)) && name_in(w(j + 1), &MONTHS);
+    let month_day = name_in(w(j), &MONTHS) && is_day(w(j + 1));
+    if !(day_month || month_day) {
         return None;
     }
+    j += 2;
     if is_year(w(j)) {
         j += 1;
         has_year = true;
@@ -296,14 +296,7 @@ impl Scan<'_> {
         self.at(i).is_none_or(|c| !is_word(c))
     }
     fn starts_with(&self, i: usize, lit: &str) -> bool {
-        let mut j = i;
-        for c in lit.chars() {
-            if self.at(j) != Some(c) {
-                return false;
-            }
-            j += 1;
-        }
-        true
+        (i..).zip(lit.chars()).all(|(j, c)| self.at(j) == Some(c))
     }
     /// 8-4-4-4-12 hex digits.
     fn uuid(&self, i: usize) -> Option<usize> {
