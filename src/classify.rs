@@ -189,8 +189,12 @@ impl Verdict {
 struct Facts {
     /// What the CLI itself said: stderr, result text, synthetic API-error message.
     cli_lines: Vec<String>,
-    /// Output of commands the agent ran that failed, plus plain-text output and stderr.
+    /// Output of commands the agent ran (failed ones and Bash), plain-text output, stderr.
     tool_lines: Vec<String>,
+    /// The part of `tool_lines` that certainly reports a failure: tool results with
+    /// `is_error`, plain-text output, stderr. Rules that halt the run (disk full, a missing
+    /// command) look only here, so a `grep ENOSPC` over source code cannot halt anything.
+    failed_tool_lines: Vec<String>,
 }
 
 impl Facts {
@@ -207,11 +211,13 @@ impl Facts {
         if let Some(text) = &obs.summary.api_error_message {
             cli_lines.extend(lines_of(text));
         }
-        let mut tool_lines = readable_tool_output(obs.output_tail);
+        let (mut tool_lines, mut failed_tool_lines) = readable_tool_output(obs.output_tail);
         tool_lines.extend(lines_of(obs.stderr_tail));
+        failed_tool_lines.extend(lines_of(obs.stderr_tail));
         Facts {
             cli_lines,
             tool_lines,
+            failed_tool_lines,
         }
     }
 
@@ -249,8 +255,10 @@ fn contains_ci(haystack: &str, needle: &str) -> bool {
 /// result text. Output of tools that read files is left out: a failing test *mentioned* in a
 /// source file is not a failing test. Lines that are not JSON are plain output (agents other
 /// than Claude, or a test harness) unless they look like a cut JSON line.
-fn readable_tool_output(tail: &str) -> Vec<String> {
+/// Returns (all of that, the part from failed tool calls and plain text).
+fn readable_tool_output(tail: &str) -> (Vec<String>, Vec<String>) {
     let mut out = Vec::new();
+    let mut failed = Vec::new();
     for raw in tail.split('\n') {
         let line = raw.trim();
         if line.is_empty() {
@@ -258,7 +266,7 @@ fn readable_tool_output(tail: &str) -> Vec<String> {
         }
         if line.starts_with('{') {
             if let Ok(event) = serde_json::from_str::<Value>(line) {
-                collect_event_text(&event, &mut out);
+                collect_event_text(&event, &mut out, &mut failed);
                 continue;
             }
         }
@@ -266,11 +274,12 @@ fn readable_tool_output(tail: &str) -> Vec<String> {
             continue;
         }
         out.extend(lines_of(raw));
+        failed.extend(lines_of(raw));
     }
-    out
+    (out, failed)
 }
 
-fn collect_event_text(event: &Value, out: &mut Vec<String>) {
+fn collect_event_text(event: &Value, out: &mut Vec<String>, failed_out: &mut Vec<String>) {
     match event.get("type").and_then(Value::as_str) {
         Some("user") => {
             let bash_output = event
@@ -286,7 +295,11 @@ fn collect_event_text(event: &Value, out: &mut Vec<String>) {
                 }
                 let failed = block.get("is_error").and_then(Value::as_bool) == Some(true);
                 if failed || bash_output {
-                    out.extend(lines_of(&block_text(block.get("content"))));
+                    let lines = lines_of(&block_text(block.get("content")));
+                    if failed {
+                        failed_out.extend(lines.iter().cloned());
+                    }
+                    out.extend(lines);
                 }
             }
         }
@@ -351,7 +364,7 @@ fn environment(obs: &Observation, facts: &Facts) -> Option<Verdict> {
     }
     if let Some(line) = facts
         .cli_text_has(DISK_FULL)
-        .or_else(|| find_line(&facts.tool_lines, DISK_FULL))
+        .or_else(|| find_line(&facts.failed_tool_lines, DISK_FULL))
     {
         return Some(Verdict::new(FailureClass::ToolingEnv, line, line));
     }
@@ -769,10 +782,12 @@ fn tool_output(facts: &Facts) -> Option<Verdict> {
     });
     type Rule<'a> = (FailureClass, &'a dyn Fn(&str) -> bool);
     let lint = |l: &str| is_lint_line(l, clippy_run);
+    // Halts the run, so only from output that certainly reports a failure.
     let command_missing = |l: &str| {
-        l.contains("command not found")
+        (l.contains("command not found")
             || l.contains("is not recognized as an internal or external command")
-            || l.contains("is not installed")
+            || l.contains("is not installed"))
+            && facts.failed_tool_lines.iter().any(|f| f.ends_with(l))
     };
     let rules: [Rule; 6] = [
         (FailureClass::Typecheck, &is_typecheck_line),

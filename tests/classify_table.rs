@@ -275,6 +275,14 @@ fn tool_outputs_inside_stream_json() {
         let out = String::from_utf8(fixture("tool-output", file)).unwrap();
         for is_error in [true, false] {
             let stream = wrapped_in_stream(&out, is_error);
+            // Output piped through `tail` reaches us with is_error false: believed for the
+            // issue's own failures, not for the halting TOOLING_ENV ones, which then fall
+            // back to what else the output shows.
+            let (class, headline) = match (class, is_error, file) {
+                (ToolingEnv, false, "disk-full.txt") => (BuildCompile, "could not compile"),
+                (ToolingEnv, false, _) => (Unknown, "exit 1"),
+                _ => (class, headline),
+            };
             let got = assert_class(
                 run(stream.as_bytes(), "", Some(1), Flags::default()),
                 class,
@@ -313,6 +321,38 @@ fn file_contents_read_by_the_agent_are_not_evidence() {
         "{}",
         got.summary
     );
+}
+
+#[test]
+fn halting_patterns_need_a_failed_command() {
+    // The agent grepped the code base for ENOSPC and "command not found" (a Bash call that
+    // succeeded), then the run failed: nothing says the disk is full or a tool is missing.
+    let grep = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": [{
+            "type": "tool_result", "tool_use_id": "t", "is_error": false,
+            "content": "src/io.rs:12: // ENOSPC: No space left on device\nsrc/sh.rs:3: \"bash: x: command not found\""
+        }]},
+        "tool_use_result": {"stdout": "...", "stderr": "", "interrupted": false}
+    });
+    let got = run(
+        format!("{grep}\n").as_bytes(),
+        "",
+        Some(1),
+        Flags::default(),
+    );
+    assert_class(got, Unknown, "grep");
+    // The same text from a command that failed is believed.
+    let failed = grep
+        .to_string()
+        .replace(r#""is_error":false"#, r#""is_error":true"#);
+    let got = run(
+        format!("{failed}\n").as_bytes(),
+        "",
+        Some(1),
+        Flags::default(),
+    );
+    assert_class(got, ToolingEnv, "failed");
 }
 
 fn result_line(extra: serde_json::Value) -> String {
