@@ -115,7 +115,7 @@ pub enum SoftFailure {
 }
 
 /// Incremental stream-json reader with bounded memory.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct StreamReader {
     summary: StreamSummary,
     /// The current, unterminated line (at most [`MAX_LINE_BYTES`]).
@@ -129,11 +129,20 @@ pub struct StreamReader {
     fragment: Option<String>,
 }
 
+impl Default for StreamReader {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl StreamReader {
     pub fn new() -> Self {
         StreamReader {
+            summary: StreamSummary::default(),
+            line: Vec::new(),
+            skipping_long_line: false,
             whole: Some(Vec::new()),
-            ..StreamReader::default()
+            fragment: None,
         }
     }
 
