@@ -2,6 +2,7 @@
 //! lifecycle, and the tokio shell that performs its effects. See ARCHITECTURE.md.
 
 pub mod agent;
+pub mod classify;
 pub mod cleanup;
 pub mod cli;
 pub mod commands;
@@ -15,4 +16,5 @@ pub mod machine;
 pub mod notify;
 pub mod repo;
 pub mod step;
+pub mod stream;
 pub mod tracker;
