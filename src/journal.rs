@@ -362,7 +362,8 @@ impl Journal {
         file.read_to_end(&mut bytes)
             .map_err(io_err("cannot read the journal"))?;
         let contents = parse(&bytes, path)?;
-        let rec = recover(&contents.lines, path)?;
+        let mut rec = recover(&contents.lines, path)?;
+        rec.torn_line = contents.torn_line.clone();
         if contents.valid_len < bytes.len() as u64 {
             file.set_len(contents.valid_len)
                 .and_then(|()| file.sync_data())

@@ -7,6 +7,8 @@ fn main() {
     let code = match &cli.command {
         Command::Diagram(args) => commands::diagram::run(args),
         Command::Config { command } => commands::config::run(command),
+        Command::Replay { journal } => commands::replay::run(journal),
+        Command::Status { config, json } => commands::status::run(config, *json),
         other => {
             eprintln!("error: {other:?} is not available yet");
             2

@@ -2,3 +2,5 @@
 
 pub mod config;
 pub mod diagram;
+pub mod replay;
+pub mod status;
