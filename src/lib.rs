@@ -11,6 +11,7 @@ pub mod diagram;
 pub mod failure;
 pub mod files;
 pub mod forge;
+pub mod journal;
 pub mod logs;
 pub mod machine;
 pub mod notify;

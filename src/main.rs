@@ -8,6 +8,8 @@ fn main() {
         Command::Diagram(args) => commands::diagram::run(args),
         Command::Config { command } => commands::config::run(command),
         Command::Bounds { config } => commands::bounds::run(config),
+        Command::Replay { journal } => commands::replay::run(journal),
+        Command::Status { config, json } => commands::status::run(config, *json),
         other => {
             eprintln!("error: {other:?} is not available yet");
             2

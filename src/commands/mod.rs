@@ -3,3 +3,5 @@
 pub mod bounds;
 pub mod config;
 pub mod diagram;
+pub mod replay;
+pub mod status;

@@ -1,0 +1,446 @@
+//! `sdlc-runner status --config F [--json]`: what the runner would continue from, read from
+//! the journal without modifying anything: the session, the machine's state and every counter
+//! of SPEC §4 (rebuilt from the recorded events), the last failure, a sticky halt, the work
+//! wasted since the last merge, the state file and where the logs are.
+
+use crate::config::Config;
+use crate::failure::FailureClass;
+use crate::files::{self, StateFile};
+use crate::journal::{self, Journal, OpenSession, SessionEnd};
+use crate::logs::ORCHESTRATION_LOG;
+use crate::machine::{Core, Spend};
+use crate::step::Step;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+pub fn run(config: &Path, json: bool) -> i32 {
+    let cfg = match Config::load(config) {
+        Ok(c) => c,
+        Err(e) => {
+            for line in e.lines() {
+                eprintln!("{line}");
+            }
+            return 2;
+        }
+    };
+    let report = match status(&cfg) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return 2;
+        }
+    };
+    if json {
+        match serde_json::to_string_pretty(&report) {
+            Ok(text) => println!("{text}"),
+            Err(e) => {
+                eprintln!("error: cannot encode the status as JSON: {e}");
+                return 2;
+            }
+        }
+    } else {
+        print!("{}", report.text());
+    }
+    0
+}
+
+/// Everything `status` shows; `--json` prints exactly this.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub project: PathBuf,
+    pub journal: PathBuf,
+    pub journal_lines: u64,
+    pub torn_line: Option<String>,
+    /// The last session (open or ended), `None` when the journal holds none.
+    pub session: Option<String>,
+    /// `open`, `exited`, `halted` or `haltAcknowledged`.
+    pub session_status: Option<String>,
+    pub exit_code: Option<u8>,
+    pub state: Option<String>,
+    pub current_issue: Option<u32>,
+    pub current_step: Option<String>,
+    pub counters: Option<Counters>,
+    pub last_failure: Option<LastFailureView>,
+    /// Headline of an unacknowledged halt: `run` refuses until `--ack-halt`.
+    pub sticky_halt: Option<String>,
+    pub wasted_since_last_merge: Option<Wasted>,
+    /// The recorded state the machine no longer reproduces (`replay` tells more).
+    pub divergence: Option<String>,
+    pub state_file: StateFileView,
+    pub log_dir: PathBuf,
+    pub orchestration_log: PathBuf,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counters {
+    /// Failed attempts per step in this cycle, by step key (steps with none are left out).
+    pub attempts: BTreeMap<String, u32>,
+    pub max_retries_per_step: u32,
+    pub bounces: u32,
+    pub max_bounce_retries: u32,
+    pub consecutive_escalations: u32,
+    pub max_consecutive_escalations: u32,
+    pub escalated_issues: Vec<u32>,
+    /// Consecutive failures per step across the session, with the step's limit (0 = off).
+    pub phase_failures: BTreeMap<String, Limited>,
+    /// Same-signature failures in a row per step in this cycle.
+    pub same_signature_streak: BTreeMap<String, u32>,
+    pub max_consecutive_same_failure: u32,
+    pub rate_limit_wait_streak: u32,
+    pub max_rate_limit_waits: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Limited {
+    pub count: u32,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastFailureView {
+    pub step: String,
+    pub class: String,
+    pub signature: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendView {
+    pub invocations: u64,
+    pub turns: u64,
+    pub cost_usd: f64,
+}
+
+impl From<&Spend> for SpendView {
+    fn from(s: &Spend) -> Self {
+        SpendView {
+            invocations: s.invocations,
+            turns: s.turns,
+            cost_usd: s.cost_micros as f64 / 1_000_000.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Wasted {
+    pub merges: u64,
+    pub since_merge: SpendView,
+    /// Failed attempts since the last merge, by failure class (classes with none left out).
+    pub failed_by_class: BTreeMap<String, SpendView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateFileView {
+    pub path: PathBuf,
+    /// `missing`, `ok` or `corrupt`.
+    pub status: String,
+    pub content: Option<StateFile>,
+    pub error: Option<String>,
+}
+
+pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
+    let project = cfg.project_path.clone();
+    let journal_path = journal::journal_path(&project);
+    let rec = Journal::read(&journal_path)?;
+    let mut st = Status {
+        project: project.clone(),
+        journal: journal_path,
+        journal_lines: rec.lines,
+        torn_line: rec.torn_line.clone(),
+        session: None,
+        session_status: None,
+        exit_code: None,
+        state: None,
+        current_issue: None,
+        current_step: None,
+        counters: None,
+        last_failure: None,
+        sticky_halt: rec.sticky_halt.as_ref().map(|(_, h)| h.clone()),
+        wasted_since_last_merge: None,
+        divergence: None,
+        state_file: state_file(&project),
+        log_dir: cfg.log_dir.clone(),
+        orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
+    };
+    if let Some(session) = &rec.last_session {
+        st.session = Some(session.id.clone());
+        st.session_status = Some(
+            match &rec.last_end {
+                None => "open",
+                Some(SessionEnd::Exit { .. }) => "exited",
+                Some(SessionEnd::Halt { .. }) => "halted",
+                Some(SessionEnd::HaltAcknowledged) => "haltAcknowledged",
+            }
+            .to_string(),
+        );
+        if let Some(SessionEnd::Exit { code }) = &rec.last_end {
+            st.exit_code = Some(*code);
+        }
+        fill_from_machine(&mut st, session);
+    }
+    Ok(st)
+}
+
+fn fill_from_machine(st: &mut Status, session: &OpenSession) {
+    let (core, divergence) = journal::rebuild_session(session);
+    st.divergence = divergence.map(|d| {
+        format!(
+            "seq {}: recorded {}, the machine now gives {} (run `sdlc-runner replay {}`)",
+            d.seq,
+            d.expected,
+            d.actual,
+            st.journal.display()
+        )
+    });
+    let r = core.runner();
+    let state = core.state();
+    st.state = Some(state.name().to_string());
+    st.current_issue = r.issue;
+    st.current_step = state.step().map(|s| s.key().to_string());
+    st.counters = Some(counters(&core));
+    st.last_failure = r.last_failure.map(|f| LastFailureView {
+        step: f.step.key().to_string(),
+        class: f.class.name().to_string(),
+        signature: f.signature.to_string(),
+    });
+    let stats = &r.stats;
+    st.wasted_since_last_merge = Some(Wasted {
+        merges: stats.merges,
+        since_merge: SpendView::from(&stats.since_merge),
+        failed_by_class: FailureClass::ALL
+            .iter()
+            .filter(|c| stats.failed_by_class[c.index()].invocations > 0)
+            .map(|c| {
+                (
+                    c.name().to_string(),
+                    SpendView::from(&stats.failed_by_class[c.index()]),
+                )
+            })
+            .collect(),
+    });
+}
+
+fn counters(core: &Core) -> Counters {
+    let r = core.runner();
+    let l = &r.limits;
+    let by_step = |values: &[u32; 10]| -> BTreeMap<String, u32> {
+        Step::ALL
+            .iter()
+            .filter(|s| values[s.index()] > 0)
+            .map(|s| (s.key().to_string(), values[s.index()]))
+            .collect()
+    };
+    Counters {
+        attempts: by_step(&r.attempts),
+        max_retries_per_step: l.max_retries_per_step,
+        bounces: r.bounces,
+        max_bounce_retries: l.max_bounce_retries,
+        consecutive_escalations: r.consecutive_escalations,
+        max_consecutive_escalations: l.max_consecutive_escalations,
+        escalated_issues: r.escalated.iter().copied().collect(),
+        phase_failures: Step::ALL
+            .iter()
+            .filter(|s| {
+                r.phase_failures[s.index()] > 0 || l.max_consecutive_failures[s.index()] > 0
+            })
+            .map(|s| {
+                (
+                    s.key().to_string(),
+                    Limited {
+                        count: r.phase_failures[s.index()],
+                        limit: l.max_consecutive_failures[s.index()],
+                    },
+                )
+            })
+            .collect(),
+        same_signature_streak: by_step(&r.same_failure),
+        max_consecutive_same_failure: l.max_consecutive_same_failure,
+        rate_limit_wait_streak: r.wait_streak,
+        max_rate_limit_waits: l.max_rate_limit_waits,
+    }
+}
+
+/// Reads the state file without `files::read_state`'s recovery (which moves a corrupt file
+/// aside): `status` must not change anything on disk.
+fn state_file(project: &Path) -> StateFileView {
+    let path = files::state_path(project);
+    let (status, content, error) = match std::fs::read(&path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => ("missing", None, None),
+        Err(e) => ("corrupt", None, Some(format!("cannot read it: {e}"))),
+        Ok(bytes) => match serde_json::from_slice::<StateFile>(&bytes) {
+            Ok(s) => ("ok", Some(s), None),
+            Err(e) => (
+                "corrupt",
+                None,
+                Some(format!(
+                    "not a valid state file: {e} (the next run recovers from the journal and git)"
+                )),
+            ),
+        },
+    };
+    StateFileView {
+        path,
+        status: status.to_string(),
+        content,
+        error,
+    }
+}
+
+impl Status {
+    /// The human-readable form.
+    pub fn text(&self) -> String {
+        let mut o = String::new();
+        let mut line = |s: String| {
+            o.push_str(&s);
+            o.push('\n');
+        };
+        line(format!("project:  {}", self.project.display()));
+        line(format!(
+            "journal:  {} ({} records)",
+            self.journal.display(),
+            self.journal_lines
+        ));
+        if let Some(t) = &self.torn_line {
+            line(format!("  warning: {t}"));
+        }
+        if let Some(h) = &self.sticky_halt {
+            line(format!(
+                "HALTED:   {h} — `run` refuses to start until you inspect the cause and pass --ack-halt"
+            ));
+        }
+        match &self.session {
+            None => line("session:  none recorded yet".into()),
+            Some(id) => {
+                let mut how = self.session_status.clone().unwrap_or_default();
+                if let Some(code) = self.exit_code {
+                    how.push_str(&format!(" (code {code})"));
+                }
+                line(format!("session:  {id} ({how})"));
+            }
+        }
+        if let Some(state) = &self.state {
+            line(format!("state:    {state}"));
+            line(format!(
+                "issue:    {}",
+                self.current_issue
+                    .map_or("none".to_string(), |i| format!("#{i}"))
+            ));
+            line(format!(
+                "step:     {}",
+                self.current_step.as_deref().unwrap_or("none")
+            ));
+        }
+        if let Some(d) = &self.divergence {
+            line(format!(
+                "  warning: the journal diverges from the machine at {d}"
+            ));
+        }
+        if let Some(c) = &self.counters {
+            line("counters:".into());
+            line(format!(
+                "  failed attempts (limit {} per step): {}",
+                c.max_retries_per_step,
+                render_map(&c.attempts)
+            ));
+            line(format!(
+                "  bounces: {} (escalate above {})",
+                c.bounces, c.max_bounce_retries
+            ));
+            line(format!(
+                "  consecutive escalations: {}/{}",
+                c.consecutive_escalations, c.max_consecutive_escalations
+            ));
+            let escalated: Vec<String> =
+                c.escalated_issues.iter().map(|i| format!("#{i}")).collect();
+            line(format!(
+                "  escalated issues: {}",
+                if escalated.is_empty() {
+                    "none".to_string()
+                } else {
+                    escalated.join(", ")
+                }
+            ));
+            let phases: Vec<String> = c
+                .phase_failures
+                .iter()
+                .map(|(k, v)| {
+                    if v.limit > 0 {
+                        format!("{k} {}/{}", v.count, v.limit)
+                    } else {
+                        format!("{k} {} (no limit)", v.count)
+                    }
+                })
+                .collect();
+            line(format!(
+                "  consecutive failures per step: {}",
+                if phases.is_empty() {
+                    "none".to_string()
+                } else {
+                    phases.join(", ")
+                }
+            ));
+            line(format!(
+                "  same-signature streak (limit {}): {}",
+                c.max_consecutive_same_failure,
+                render_map(&c.same_signature_streak)
+            ));
+            line(format!(
+                "  rate-limit waits in a row: {}/{}",
+                c.rate_limit_wait_streak, c.max_rate_limit_waits
+            ));
+        }
+        if let Some(f) = &self.last_failure {
+            line(format!(
+                "last failure: {} in {} (signature {})",
+                f.class, f.step, f.signature
+            ));
+        }
+        if let Some(w) = &self.wasted_since_last_merge {
+            line(format!(
+                "since the last merge ({} merges this session): {} invocations, {} turns, ${:.2}",
+                w.merges, w.since_merge.invocations, w.since_merge.turns, w.since_merge.cost_usd
+            ));
+            for (class, s) in &w.failed_by_class {
+                line(format!(
+                    "  failed {class}: {} invocations, {} turns, ${:.2}",
+                    s.invocations, s.turns, s.cost_usd
+                ));
+            }
+        }
+        let sf = &self.state_file;
+        match (&sf.content, &sf.error) {
+            (Some(s), _) => line(format!(
+                "state file: {} (step {}, last completed {}, issue {})",
+                sf.path.display(),
+                s.current_step,
+                s.last_completed_step,
+                s.current_issue
+                    .map_or("none".to_string(), |i| format!("#{i}"))
+            )),
+            (None, Some(e)) => line(format!("state file: {}: {e}", sf.path.display())),
+            (None, None) => line(format!("state file: {} (missing)", sf.path.display())),
+        }
+        line(format!("logs:     {}", self.log_dir.display()));
+        line(format!(
+            "orchestration log: {}",
+            self.orchestration_log.display()
+        ));
+        o
+    }
+}
+
+fn render_map(m: &BTreeMap<String, u32>) -> String {
+    if m.is_empty() {
+        return "none".to_string();
+    }
+    m.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

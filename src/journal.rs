@@ -1,0 +1,549 @@
+//! The write-ahead journal (SPEC §5): `<project>/.claude/sdlc-journal.jsonl`, one JSON object
+//! per line for every machine event and effect, written and fsync'd before the effect is
+//! performed. Every counter of SPEC §4 is derived from it by re-driving the pure machine with
+//! the recorded events, so a crash, `kill -9` or signal never resets the failure-loop
+//! protection. It also holds the session boundaries that make a halt sticky.
+//!
+//! Crash tolerance: `append` writes a batch with one `write` and one `fsync` and only then
+//! returns, so a line without its trailing newline was never acknowledged. Such a torn last
+//! line (or a garbage last line) is reported and cut away on `open`, so later appends stay
+//! valid JSONL. Garbage anywhere else means the file was edited or damaged: that is an error
+//! naming the line, never a guess.
+
+use crate::machine::{Core, Effect, Event, HaltReason, Limits, Mode, State};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Where the journal lives, relative to the project root (`.claude/sdlc-journal.jsonl`).
+pub use crate::files::JOURNAL_FILE;
+
+/// The journal of a project.
+pub fn journal_path(project: &Path) -> PathBuf {
+    project.join(JOURNAL_FILE)
+}
+
+/// What one line records.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum Record {
+    SessionStart {
+        limits: Limits,
+        mode: Mode,
+        pid: u32,
+        version: String,
+    },
+    /// An event fed to the machine and the name of the state it led to.
+    Event {
+        event: Event,
+        state: String,
+    },
+    /// An effect the machine emitted for the preceding event, before it is performed.
+    Effect {
+        effect: Effect,
+        state: String,
+    },
+    SessionEnd {
+        end: SessionEnd,
+    },
+}
+
+/// How a session ended. A signal shutdown is not an end: the next run continues the session.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+#[serde(tag = "how", rename_all = "camelCase")]
+pub enum SessionEnd {
+    Exit {
+        code: u8,
+    },
+    Halt {
+        reason: HaltReason,
+        headline: String,
+    },
+    /// `run --ack-halt`: the operator has seen the halt; a new session may start.
+    HaltAcknowledged,
+}
+
+/// One line of the file.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Line {
+    pub seq: u64,
+    /// RFC 3339, UTC.
+    pub time: String,
+    pub session: String,
+    #[serde(flatten)]
+    pub record: Record,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JournalError {
+    #[error("{}: {action}: {source} (check the permissions of the project's .claude directory and the free disk space)", path.display())]
+    Io {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}:{line}: not a journal record ({message}); the journal was damaged or edited: move it aside to start over, losing the session's counters", path.display())]
+    Garbage {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    #[error("{}:{line}: {message}; the journal was damaged or edited: move it aside to start over, losing the session's counters", path.display())]
+    Inconsistent {
+        path: PathBuf,
+        line: u64,
+        message: String,
+    },
+    #[error("{}: no session is open: call begin or continue_session before appending (a bug in the runner)", path.display())]
+    NoSession { path: PathBuf },
+}
+
+/// A session as the file records it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenSession {
+    pub id: String,
+    pub limits: Limits,
+    pub mode: Mode,
+    /// The recorded events, in order.
+    pub events: Vec<Event>,
+    /// The same events with their line's seq and the recorded state after each.
+    pub recorded: Vec<RecordedEvent>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordedEvent {
+    pub seq: u64,
+    pub event: Event,
+    pub state: String,
+}
+
+/// What `open`/`read` found in the file.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Recovered {
+    /// The last session, if it did not end (crash, kill -9, signal shutdown): continue it.
+    pub open_session: Option<OpenSession>,
+    /// `(session, headline)`: the last session ended in a halt nobody acknowledged.
+    pub sticky_halt: Option<(String, String)>,
+    /// A torn or garbage last line: what it was. `open` cuts it away; `read` leaves it.
+    pub torn_line: Option<String>,
+    /// Valid lines in the file.
+    pub lines: u64,
+    /// The last session in the file, ended or not (for `status` after a halt).
+    pub last_session: Option<OpenSession>,
+    /// How `last_session` ended; `None` while it is open.
+    pub last_end: Option<SessionEnd>,
+}
+
+/// The parsed file.
+#[derive(Debug, Clone, Default)]
+pub struct Contents {
+    pub lines: Vec<Line>,
+    pub torn_line: Option<String>,
+    /// Bytes up to the end of the last valid line.
+    pub valid_len: u64,
+}
+
+/// Reads and parses the file without modifying it; a missing file is empty.
+pub fn read_contents(path: &Path) -> Result<Contents, JournalError> {
+    let bytes = match fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Contents::default()),
+        Err(source) => {
+            return Err(JournalError::Io {
+                path: path.to_path_buf(),
+                action: "cannot read the journal",
+                source,
+            })
+        }
+    };
+    parse(&bytes, path)
+}
+
+/// Splits `bytes` into lines. Blank lines are skipped; the last segment is torn when it lacks
+/// its newline or does not parse; any other bad line is an error naming its number.
+pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, JournalError> {
+    let mut out = Contents::default();
+    let mut offset = 0usize;
+    let mut number = 0u64;
+    while offset < bytes.len() {
+        number += 1;
+        let rest = &bytes[offset..];
+        let (text, complete, next) = match rest.iter().position(|&b| b == b'\n') {
+            Some(i) => (&rest[..i], true, offset + i + 1),
+            None => (rest, false, bytes.len()),
+        };
+        let is_last = next >= bytes.len();
+        if text.iter().all(u8::is_ascii_whitespace) && complete {
+            offset = next;
+            out.valid_len = next as u64;
+            continue;
+        }
+        let parsed = serde_json::from_slice::<Line>(text);
+        match parsed {
+            Ok(line) if complete => {
+                if let Some(prev) = out.lines.last() {
+                    if line.seq <= prev.seq {
+                        return Err(JournalError::Inconsistent {
+                            path: path.to_path_buf(),
+                            line: number,
+                            message: format!(
+                                "seq {} does not follow seq {} of the previous record",
+                                line.seq, prev.seq
+                            ),
+                        });
+                    }
+                }
+                out.lines.push(line);
+                out.valid_len = next as u64;
+            }
+            parsed if is_last => {
+                let why = match parsed {
+                    Ok(_) => "complete record without its newline (the write was cut off)".into(),
+                    Err(e) => e.to_string(),
+                };
+                out.torn_line = Some(format!(
+                    "line {number} ({} bytes) is torn and was ignored: {why}: {}",
+                    text.len(),
+                    preview(text)
+                ));
+            }
+            Err(e) => {
+                return Err(JournalError::Garbage {
+                    path: path.to_path_buf(),
+                    line: number,
+                    message: format!("{e}: {}", preview(text)),
+                })
+            }
+            Ok(_) => unreachable!("a complete line is handled above"),
+        }
+        offset = next;
+    }
+    Ok(out)
+}
+
+fn preview(text: &[u8]) -> String {
+    let s = String::from_utf8_lossy(text);
+    let mut p: String = s.chars().take(80).collect();
+    if s.chars().count() > 80 {
+        p.push('…');
+    }
+    format!("{p:?}")
+}
+
+/// Sessions and their ends, from the lines in order.
+pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
+    let mut rec = Recovered {
+        lines: lines.len() as u64,
+        ..Recovered::default()
+    };
+    let mut current: Option<OpenSession> = None;
+    for (i, line) in lines.iter().enumerate() {
+        let number = i as u64 + 1;
+        let bad = |message: String| JournalError::Inconsistent {
+            path: path.to_path_buf(),
+            line: number,
+            message,
+        };
+        if let Record::SessionStart { limits, mode, .. } = &line.record {
+            // A new session supersedes whatever came before: an open one simply never ended.
+            rec.sticky_halt = None;
+            current = Some(OpenSession {
+                id: line.session.clone(),
+                limits: limits.clone(),
+                mode: *mode,
+                events: Vec::new(),
+                recorded: Vec::new(),
+            });
+            rec.last_end = None;
+            continue;
+        }
+        if let Record::SessionEnd {
+            end: SessionEnd::HaltAcknowledged,
+        } = &line.record
+        {
+            // Acknowledges the halt of whichever session halted; it need not be open.
+            rec.sticky_halt = None;
+            continue;
+        }
+        let Some(session) = current.as_mut().filter(|s| s.id == line.session) else {
+            return Err(bad(format!(
+                "record of session {} without its sessionStart",
+                line.session
+            )));
+        };
+        if rec.last_end.is_some() {
+            return Err(bad(format!(
+                "record of session {} after the session ended",
+                line.session
+            )));
+        }
+        match &line.record {
+            Record::Event { event, state } => {
+                session.events.push(*event);
+                session.recorded.push(RecordedEvent {
+                    seq: line.seq,
+                    event: *event,
+                    state: state.clone(),
+                });
+            }
+            Record::Effect { .. } => {}
+            Record::SessionEnd { end } => {
+                rec.sticky_halt = match end {
+                    SessionEnd::Halt { headline, .. } => {
+                        Some((line.session.clone(), headline.clone()))
+                    }
+                    _ => None,
+                };
+                rec.last_end = Some(end.clone());
+            }
+            Record::SessionStart { .. } => {}
+        }
+    }
+    if rec.last_end.is_none() {
+        rec.open_session = current.clone();
+    }
+    rec.last_session = current;
+    Ok(rec)
+}
+
+/// The open journal file, ready to append.
+pub struct Journal {
+    path: PathBuf,
+    file: File,
+    /// Bytes known to be valid: a failed append is cut back to here.
+    len: u64,
+    next_seq: u64,
+    session: Option<String>,
+    /// The last session in the file, for acknowledging its halt.
+    last_session: Option<String>,
+    sessions: BTreeSet<String>,
+}
+
+impl Journal {
+    /// Opens (creates, mode 0600) the journal, reads it and tells what it holds. A torn last
+    /// line is cut away and reported.
+    pub fn open(path: &Path) -> Result<(Journal, Recovered), JournalError> {
+        let io_err = |action: &'static str| {
+            let path = path.to_path_buf();
+            move |source| JournalError::Io {
+                path,
+                action,
+                source,
+            }
+        };
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+        if let Some(dir) = dir {
+            fs::create_dir_all(dir).map_err(io_err("cannot create the journal's directory"))?;
+        }
+        let existed = path.exists();
+        let mut file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)
+            .map_err(io_err("cannot open the journal"))?;
+        // The journal records failures and agent output: nobody else needs to read it.
+        file.set_permissions(fs::Permissions::from_mode(0o600))
+            .map_err(io_err("cannot make the journal private (chmod 0600)"))?;
+        if !existed {
+            if let Some(dir) = dir {
+                // The new file's directory entry must survive a crash too.
+                File::open(dir)
+                    .and_then(|d| d.sync_all())
+                    .map_err(io_err("cannot fsync the journal's directory"))?;
+            }
+        }
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)
+            .map_err(io_err("cannot read the journal"))?;
+        let contents = parse(&bytes, path)?;
+        let mut rec = recover(&contents.lines, path)?;
+        rec.torn_line = contents.torn_line.clone();
+        if contents.valid_len < bytes.len() as u64 {
+            file.set_len(contents.valid_len)
+                .and_then(|()| file.sync_data())
+                .map_err(io_err("cannot cut the torn last line off the journal"))?;
+        }
+        let journal = Journal {
+            path: path.to_path_buf(),
+            file,
+            len: contents.valid_len,
+            next_seq: contents.lines.last().map_or(1, |l| l.seq + 1),
+            session: None,
+            last_session: contents.lines.last().map(|l| l.session.clone()),
+            sessions: contents.lines.iter().map(|l| l.session.clone()).collect(),
+        };
+        Ok((journal, rec))
+    }
+
+    /// Reads what the journal holds without modifying it (a torn line stays on disk).
+    pub fn read(path: &Path) -> Result<Recovered, JournalError> {
+        let contents = read_contents(path)?;
+        let mut rec = recover(&contents.lines, path)?;
+        rec.torn_line = contents.torn_line;
+        Ok(rec)
+    }
+
+    /// Starts a new session and returns its id (UTC time + pid, unique in the file).
+    pub fn begin(&mut self, limits: &Limits, mode: Mode) -> Result<String, JournalError> {
+        let pid = std::process::id();
+        let base = format!("{}-{pid}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"));
+        let mut id = base.clone();
+        let mut n = 1;
+        while self.sessions.contains(&id) {
+            n += 1;
+            id = format!("{base}-{n}");
+        }
+        self.session = Some(id.clone());
+        self.sessions.insert(id.clone());
+        self.append(&[Record::SessionStart {
+            limits: limits.clone(),
+            mode,
+            pid,
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }])?;
+        Ok(id)
+    }
+
+    /// Continues a session recovered from the file (after a crash or a signal).
+    pub fn continue_session(&mut self, session: &str) {
+        self.session = Some(session.to_string());
+        self.sessions.insert(session.to_string());
+    }
+
+    /// The session being appended to.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// Appends the records as one write and fsyncs once before returning. On failure the file
+    /// is cut back so that it never keeps half a batch in the middle.
+    pub fn append(&mut self, records: &[Record]) -> Result<(), JournalError> {
+        let Some(session) = self.session.clone() else {
+            return Err(JournalError::NoSession {
+                path: self.path.clone(),
+            });
+        };
+        let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+        let mut buf = Vec::with_capacity(256 * records.len());
+        let mut seq = self.next_seq;
+        for record in records {
+            let line = Line {
+                seq,
+                time: time.clone(),
+                session: session.clone(),
+                record: record.clone(),
+            };
+            serde_json::to_writer(&mut buf, &line).map_err(|e| JournalError::Io {
+                path: self.path.clone(),
+                action: "cannot encode a journal record",
+                source: io::Error::other(e),
+            })?;
+            buf.push(b'\n');
+            seq += 1;
+        }
+        let written = self
+            .file
+            .write_all(&buf)
+            .and_then(|()| self.file.sync_data());
+        if let Err(source) = written {
+            let _ = self.file.set_len(self.len);
+            return Err(JournalError::Io {
+                path: self.path.clone(),
+                action: "cannot append to the journal",
+                source,
+            });
+        }
+        self.len += buf.len() as u64;
+        self.next_seq = seq;
+        self.last_session = Some(session);
+        Ok(())
+    }
+
+    /// The event with the state it led to, then one record per effect, in one fsync.
+    pub fn record_step(
+        &mut self,
+        event: &Event,
+        effects: &[Effect],
+        state_after: &State,
+    ) -> Result<(), JournalError> {
+        let state = state_after.name().to_string();
+        let mut records = Vec::with_capacity(1 + effects.len());
+        records.push(Record::Event {
+            event: *event,
+            state: state.clone(),
+        });
+        records.extend(effects.iter().map(|effect| Record::Effect {
+            effect: *effect,
+            state: state.clone(),
+        }));
+        self.append(&records)
+    }
+
+    /// Ends the session. `HaltAcknowledged` may be written without an open session: it then
+    /// belongs to the last session in the file (the halted one).
+    pub fn end(&mut self, end: SessionEnd) -> Result<(), JournalError> {
+        if self.session.is_none() {
+            self.session = self.last_session.clone();
+        }
+        let result = self.append(&[Record::SessionEnd { end }]);
+        self.session = None;
+        result
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The first recorded state the machine no longer reproduces.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    /// The journal seq of the event (for `rebuild`, the event's 0-based index in its slice).
+    pub seq: u64,
+    pub expected: String,
+    pub actual: String,
+}
+
+/// Rebuilds the machine from a session's events in order. Returns the core and the first
+/// event whose resulting state differs from the recorded one.
+pub fn rebuild(
+    limits: &Limits,
+    mode: Mode,
+    recorded: &[(Event, String)],
+) -> (Core, Option<Divergence>) {
+    let mut core = Core::new(limits.clone(), mode);
+    let mut divergence = None;
+    for (i, (event, state)) in recorded.iter().enumerate() {
+        core.handle(event);
+        let actual = core.state().name();
+        if divergence.is_none() && actual != state {
+            divergence = Some(Divergence {
+                seq: i as u64,
+                expected: state.clone(),
+                actual: actual.to_string(),
+            });
+        }
+    }
+    (core, divergence)
+}
+
+/// `rebuild` for a recovered session; the divergence carries the journal seq.
+pub fn rebuild_session(session: &OpenSession) -> (Core, Option<Divergence>) {
+    let pairs: Vec<(Event, String)> = session
+        .recorded
+        .iter()
+        .map(|r| (r.event, r.state.clone()))
+        .collect();
+    let (core, divergence) = rebuild(&session.limits, session.mode, &pairs);
+    let divergence = divergence.map(|d| Divergence {
+        seq: session.recorded[d.seq as usize].seq,
+        ..d
+    });
+    (core, divergence)
+}
