@@ -8,6 +8,7 @@ fn main() {
         Command::Diagram(args) => commands::diagram::run(args),
         Command::Config { command } => commands::config::run(command),
         Command::Bounds { config } => commands::bounds::run(config),
+        Command::FakeAgent(args) => sdlc_runner::fake_agent::run(args),
         other => {
             eprintln!("error: {other:?} is not available yet");
             2
