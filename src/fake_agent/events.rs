@@ -131,7 +131,7 @@ impl Emitter {
     /// At least `bytes` of assistant text events of about 1 KB each, written as they are
     /// made so the fake's memory stays flat however large the flood.
     pub fn flood(&mut self, bytes: u64) -> io::Result<()> {
-        let filler = "lorem ipsum dolor sit amet ".repeat(30);
+        let filler = "lorem ipsum dolor sit amet ".repeat(20);
         let mut written: u64 = 0;
         let mut n: u64 = 0;
         while written < bytes {
