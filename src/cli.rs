@@ -133,6 +133,9 @@ pub enum ConfigCommand {
 
 #[derive(Debug, clap::Args)]
 pub struct FakeAgentArgs {
+    /// JSON script choosing each attempt's outcome (default: $SDLC_FAKE_AGENT_SCRIPT, else all ok).
+    #[arg(long, value_name = "FILE")]
+    pub script: Option<PathBuf>,
     /// Everything the runner passes (model, prompt, flags) is accepted and ignored.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod config;
 pub mod diagram;
 pub mod failure;
+pub mod fake_agent;
 pub mod files;
 pub mod forge;
 pub mod journal;

@@ -10,6 +10,7 @@ fn main() {
         Command::Bounds { config } => commands::bounds::run(config),
         Command::Replay { journal } => commands::replay::run(journal),
         Command::Status { config, json } => commands::status::run(config, *json),
+        Command::FakeAgent(args) => sdlc_runner::fake_agent::run(args),
         other => {
             eprintln!("error: {other:?} is not available yet");
             2

@@ -1,0 +1,233 @@
+//! Stream-json events shaped like the real CLI's (`tests/fixtures/claude-cli/`), written one
+//! per line and flushed at once so a runner watching for idleness sees them as they happen.
+
+use serde_json::{json, Map, Value};
+use std::io::{self, Write};
+use std::time::Instant;
+
+/// Writes one invocation's events; keeps what the final `result` event must repeat.
+pub struct Emitter {
+    out: Box<dyn Write>,
+    session_id: String,
+    model: String,
+    cwd: String,
+    cost_usd: f64,
+    started: Instant,
+    denials: Vec<Value>,
+    ids: IdSource,
+}
+
+impl Emitter {
+    pub fn new(out: Box<dyn Write>, model: &str, cwd: &str, cost_usd: f64) -> Emitter {
+        let mut ids = IdSource::new();
+        Emitter {
+            out,
+            session_id: ids.uuid(),
+            model: model.to_string(),
+            cwd: cwd.to_string(),
+            cost_usd,
+            started: Instant::now(),
+            denials: Vec::new(),
+            ids,
+        }
+    }
+
+    fn line(&mut self, event: &Value) -> io::Result<()> {
+        serde_json::to_writer(&mut self.out, event)?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+
+    pub fn raw(&mut self, text: &str) -> io::Result<()> {
+        self.out.write_all(text.as_bytes())?;
+        self.out.flush()
+    }
+
+    pub fn init(&mut self) -> io::Result<()> {
+        let event = json!({
+            "type": "system",
+            "subtype": "init",
+            "cwd": self.cwd,
+            "session_id": self.session_id,
+            "tools": ["Task", "Bash", "Edit", "Read", "Write", "Skill"],
+            "mcp_servers": [],
+            "model": self.model,
+            "permissionMode": "bypassPermissions",
+            "apiKeySource": "none",
+            "claude_code_version": "0.0.0-fake",
+            "output_style": "default",
+            "uuid": self.ids.uuid(),
+        });
+        self.line(&event)
+    }
+
+    fn assistant(&mut self, content: Value) -> Value {
+        json!({
+            "type": "assistant",
+            "message": {
+                "id": format!("msg_fake{}", self.ids.hex(24)),
+                "type": "message",
+                "role": "assistant",
+                "model": self.model,
+                "content": content,
+                "stop_reason": null,
+                "stop_sequence": null,
+                "usage": {"input_tokens": 100, "output_tokens": 1,
+                          "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            },
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+            "uuid": self.ids.uuid(),
+            "timestamp": timestamp(),
+        })
+    }
+
+    pub fn assistant_text(&mut self, text: &str) -> io::Result<()> {
+        let event = self.assistant(json!([{"type": "text", "text": text}]));
+        self.line(&event)
+    }
+
+    /// A tool call the CLI refused, as the real CLI reports it (tool_use, then
+    /// `system/permission_denied`, then the error tool_result); the final result lists it.
+    pub fn permission_denied(&mut self, tool: &str, input: Value) -> io::Result<()> {
+        let tool_use_id = format!("toolu_fake{}", self.ids.hex(24));
+        let call = self.assistant(json!([
+            {"type": "tool_use", "id": tool_use_id, "name": tool, "input": input}
+        ]));
+        self.line(&call)?;
+        let reason = format!("{tool} was denied by the permission policy");
+        let denied = json!({
+            "type": "system",
+            "subtype": "permission_denied",
+            "tool_name": tool,
+            "tool_use_id": tool_use_id,
+            "decision_reason_type": "safetyCheck",
+            "decision_reason": reason,
+            "message": reason,
+            "uuid": self.ids.uuid(),
+            "session_id": self.session_id,
+        });
+        self.line(&denied)?;
+        let answer = json!({
+            "type": "user",
+            "message": {"role": "user", "content": [
+                {"type": "tool_result", "content": reason, "is_error": true,
+                 "tool_use_id": tool_use_id}
+            ]},
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+            "uuid": self.ids.uuid(),
+            "timestamp": timestamp(),
+        });
+        self.line(&answer)?;
+        self.denials.push(json!({
+            "tool_name": tool,
+            "tool_use_id": tool_use_id,
+            "tool_input": input,
+        }));
+        Ok(())
+    }
+
+    /// At least `bytes` of assistant text events of about 1 KB each, written as they are
+    /// made so the fake's memory stays flat however large the flood.
+    pub fn flood(&mut self, bytes: u64) -> io::Result<()> {
+        let filler = "lorem ipsum dolor sit amet ".repeat(20);
+        let mut written: u64 = 0;
+        let mut n: u64 = 0;
+        while written < bytes {
+            let event = self.assistant(json!([
+                {"type": "text", "text": format!("flood line {n}: {filler}")}
+            ]));
+            let mut line = serde_json::to_vec(&event)?;
+            line.push(b'\n');
+            self.out.write_all(&line)?;
+            written += line.len() as u64;
+            n += 1;
+            if n % 64 == 0 {
+                self.out.flush()?;
+            }
+        }
+        self.out.flush()
+    }
+
+    /// The final `result` event: a success unless `overrides` says otherwise. A `result`
+    /// of null is dropped, as the real `error_max_turns` result has no `result` field.
+    pub fn result(&mut self, overrides: Value) -> io::Result<()> {
+        let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut event: Map<String, Value> = json!({
+            "type": "result",
+            "subtype": "success",
+            "is_error": false,
+            "duration_ms": elapsed,
+            "duration_api_ms": elapsed,
+            "num_turns": 3,
+            "result": "",
+            "stop_reason": "end_turn",
+            "session_id": self.session_id,
+            "total_cost_usd": self.cost_usd,
+            "usage": {"input_tokens": 300, "output_tokens": 30,
+                      "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
+            "modelUsage": {},
+            "permission_denials": self.denials,
+            "terminal_reason": "completed",
+            "api_error_status": null,
+            "uuid": self.ids.uuid(),
+        })
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+        if let Value::Object(overrides) = overrides {
+            event.extend(overrides);
+        }
+        if event.get("result") == Some(&Value::Null) {
+            event.remove("result");
+        }
+        self.line(&Value::Object(event))
+    }
+}
+
+fn timestamp() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// Random-looking ids without a crate: a xorshift seeded from the clock and the pid, so two
+/// invocations get different session ids as the real CLI's do.
+struct IdSource(u64);
+
+impl IdSource {
+    fn new() -> IdSource {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        IdSource(nanos ^ (u64::from(std::process::id()) << 32) | 1)
+    }
+
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn hex(&mut self, len: usize) -> String {
+        let mut s = String::with_capacity(len + 16);
+        while s.len() < len {
+            s.push_str(&format!("{:016x}", self.next()));
+        }
+        s.truncate(len);
+        s
+    }
+
+    fn uuid(&mut self) -> String {
+        let h = self.hex(32);
+        format!(
+            "{}-{}-{}-{}-{}",
+            &h[0..8],
+            &h[8..12],
+            &h[12..16],
+            &h[16..20],
+            &h[20..32]
+        )
+    }
+}

@@ -1,0 +1,187 @@
+//! The git work a successful agent does for each step, in the project directory.
+
+use super::Context;
+use crate::step::Step;
+use std::path::Path;
+use std::process::Command;
+
+#[derive(Debug, thiserror::Error)]
+pub enum GitWorkError {
+    #[error("could not run `git {args}` in {dir}: {source}; is git installed and on PATH?")]
+    Spawn {
+        args: String,
+        dir: String,
+        source: std::io::Error,
+    },
+    #[error("`git {args}` failed in {dir}: {stderr}")]
+    Failed {
+        args: String,
+        dir: String,
+        stderr: String,
+    },
+    #[error("could not write {path}: {source}")]
+    Write {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("step {step} needs an issue number: set SDLC_ISSUE")]
+    NoIssue { step: &'static str },
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, GitWorkError> {
+    let output = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|source| GitWorkError::Spawn {
+            args: args.join(" "),
+            dir: dir.display().to_string(),
+            source,
+        })?;
+    if output.status.success() {
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    } else {
+        Err(GitWorkError::Failed {
+            args: args.join(" "),
+            dir: dir.display().to_string(),
+            stderr: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// The branch the fake agent uses for issue `n`; matches the `<N>-<slug>` pattern.
+pub fn branch_name(n: u32) -> String {
+    format!("{n}-issue-{n}")
+}
+
+/// `git checkout main` then a fast-forward pull; a main without an upstream skips the pull.
+fn checkout_and_pull_main(dir: &Path) -> Result<(), GitWorkError> {
+    git(dir, &["checkout", "main"])?;
+    if git(dir, &["rev-parse", "--abbrev-ref", "main@{upstream}"]).is_ok() {
+        git(dir, &["pull", "--ff-only"])?;
+    }
+    Ok(())
+}
+
+fn write(path: &Path, text: &str) -> Result<(), GitWorkError> {
+    let err = |source| GitWorkError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(err)?;
+    }
+    std::fs::write(path, text).map_err(err)
+}
+
+fn append(path: &Path, text: &str) -> Result<(), GitWorkError> {
+    use std::io::Write;
+    let err = |source| GitWorkError::Write {
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).map_err(err)?;
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .map_err(err)?;
+    file.write_all(text.as_bytes()).map_err(err)
+}
+
+/// Does the step's work and returns a one-line summary for the assistant message.
+pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
+    let dir = ctx.cwd.as_path();
+    let issue = || {
+        ctx.issue.ok_or(GitWorkError::NoIssue {
+            step: ctx.step.key(),
+        })
+    };
+    match ctx.step {
+        Step::StartCycle => {
+            checkout_and_pull_main(dir)?;
+            Ok("Checked out main and pulled.".to_string())
+        }
+        Step::StartIssue => {
+            let n = issue()?;
+            let branch = branch_name(n);
+            let exists = git(dir, &["rev-parse", "--verify", "--quiet", &branch]).is_ok();
+            if exists {
+                git(dir, &["checkout", &branch])?;
+            } else {
+                git(dir, &["checkout", "-b", &branch, "main"])?;
+            }
+            Ok(format!("Started issue #{n} on branch {branch}."))
+        }
+        Step::WriteSpecs => {
+            let n = issue()?;
+            let rel = format!("specs/{}", branch_name(n));
+            for (file, body) in [
+                (
+                    "requirements.md",
+                    format!("# Requirements for issue #{n}\n\n- It works.\n"),
+                ),
+                (
+                    "design.md",
+                    format!("# Design for issue #{n}\n\nA small change.\n"),
+                ),
+                (
+                    "tasks.md",
+                    format!("# Tasks for issue #{n}\n\n- [ ] Implement it.\n"),
+                ),
+                (
+                    "feature.gherkin",
+                    format!("Feature: issue {n}\n  Scenario: it works\n    Then it works\n"),
+                ),
+            ] {
+                write(&dir.join(&rel).join(file), &body)?;
+            }
+            git(dir, &["add", "--", &rel])?;
+            git(
+                dir,
+                &["commit", "-m", &format!("docs: specs for issue #{n}")],
+            )?;
+            Ok(format!("Wrote the specs in {rel}."))
+        }
+        Step::Implement => {
+            let n = issue()?;
+            let path = dir.join(format!("src/issue_{n}.txt"));
+            let line = format!("issue {n}: implemented on attempt {}\n", ctx.attempt);
+            append(&path, &line)?;
+            Ok(format!("Implemented issue #{n} in src/issue_{n}.txt."))
+        }
+        Step::Simplify | Step::Verify | Step::CreatePr | Step::MonitorCi => {
+            Ok(format!("Nothing to change for {}.", ctx.step.key()))
+        }
+        Step::CommitPush => {
+            let n = issue()?;
+            let branch = branch_name(n);
+            // The runner's own files live in .claude/ and must never reach a commit.
+            git(dir, &["add", "-A", "--", ".", ":(exclude).claude"])?;
+            if git(dir, &["diff", "--cached", "--quiet"]).is_err() {
+                git(dir, &["commit", "-m", &format!("feat: issue #{n}")])?;
+            }
+            git(dir, &["push", "-u", "origin", &branch])?;
+            Ok(format!("Committed and pushed {branch}."))
+        }
+        Step::Merge => {
+            let n = issue()?;
+            let branch = branch_name(n);
+            checkout_and_pull_main(dir)?;
+            git(
+                dir,
+                &[
+                    "merge",
+                    "--no-ff",
+                    &branch,
+                    "-m",
+                    &format!("Merge issue #{n}"),
+                ],
+            )?;
+            git(dir, &["push", "origin", "main"])?;
+            Ok(format!("Merged {branch} into main and pushed."))
+        }
+    }
+}

@@ -1,0 +1,174 @@
+//! `sdlc-runner fake-agent`: a scripted stand-in for the Claude Code CLI, for the demo and the
+//! end-to-end tests. It reads the step context from the environment the runner sets
+//! (`SDLC_STEP`, `SDLC_ISSUE`, `SDLC_ATTEMPT`), picks an outcome from a JSON script, acts it out
+//! (real git work in the working directory, stream-json events like the real CLI's, an exit
+//! code) and exits. See `script.rs` for the script format and `outcome.rs` for the outcomes.
+
+mod events;
+mod git;
+mod outcome;
+mod script;
+
+pub use git::branch_name;
+pub use outcome::Outcome;
+pub use script::{Script, DEFAULT_COST_USD};
+
+use crate::cli::FakeAgentArgs;
+use crate::step::Step;
+use events::Emitter;
+use std::io::Write;
+use std::path::PathBuf;
+
+/// Exit code for a broken script or environment: distinct from anything an outcome returns
+/// by default, so a test sees a scripting mistake rather than a scripted failure.
+pub const SCRIPT_ERROR_EXIT: i32 = 3;
+
+/// Read when `--script` is not given, so a config can point at a script without changing args.
+pub const SCRIPT_ENV: &str = "SDLC_FAKE_AGENT_SCRIPT";
+/// If set, one line `<issue> <step> <attempt> <outcome>` is appended per invocation.
+pub const LOG_ENV: &str = "SDLC_FAKE_AGENT_LOG";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FakeAgentError {
+    #[error("fake-agent: cannot read script {path}: {source}")]
+    ReadScript {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("fake-agent: script {path} is not valid JSON of the form {{\"steps\": {{\"<issue>:<step>|<step>|*\": [outcomes]}}, \"costUsd\": N}}: {source}")]
+    ParseScript {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("fake-agent: script {path}, key \"{key}\": {why}")]
+    BadKey {
+        path: PathBuf,
+        key: String,
+        why: String,
+    },
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, exit:<code> or no-branch")]
+    UnknownOutcome {
+        path: PathBuf,
+        key: String,
+        outcome: String,
+    },
+    #[error("fake-agent: environment variable {var}={value:?} {why}")]
+    Env {
+        var: &'static str,
+        value: String,
+        why: &'static str,
+    },
+    #[error("fake-agent: cannot use the working directory: {0}")]
+    Cwd(std::io::Error),
+    #[error("fake-agent: cannot append to the invocation log {path} (from {LOG_ENV}): {source}")]
+    Log {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// What the runner told this invocation.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub issue: Option<u32>,
+    pub step: Step,
+    pub attempt: u32,
+    pub cwd: PathBuf,
+}
+
+impl Context {
+    /// Reads `SDLC_STEP` (required key), `SDLC_ISSUE` (optional) and `SDLC_ATTEMPT` (default 1).
+    pub fn from_env() -> Result<Context, FakeAgentError> {
+        let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let step_text = var("SDLC_STEP").unwrap_or_default();
+        let step = Step::from_key(step_text.trim()).ok_or(FakeAgentError::Env {
+            var: "SDLC_STEP",
+            value: step_text.clone(),
+            why: "is not a step key (startCycle ... merge); the runner sets it",
+        })?;
+        let issue = match var("SDLC_ISSUE") {
+            None => None,
+            Some(v) => Some(v.trim().parse().map_err(|_| FakeAgentError::Env {
+                var: "SDLC_ISSUE",
+                value: v.clone(),
+                why: "is not an issue number",
+            })?),
+        };
+        let attempt = match var("SDLC_ATTEMPT") {
+            None => 1,
+            Some(v) => v.trim().parse().map_err(|_| FakeAgentError::Env {
+                var: "SDLC_ATTEMPT",
+                value: v.clone(),
+                why: "is not an attempt number",
+            })?,
+        };
+        let cwd = std::env::current_dir().map_err(FakeAgentError::Cwd)?;
+        Ok(Context {
+            issue,
+            step,
+            attempt,
+            cwd,
+        })
+    }
+}
+
+/// Entry point of the hidden subcommand; returns the process exit code.
+pub fn run(args: &FakeAgentArgs) -> i32 {
+    match prepare(args) {
+        Ok((ctx, script, outcome)) => {
+            let model = model_arg(&args.rest).unwrap_or("claude-fake");
+            let cwd = ctx.cwd.display().to_string();
+            let stdout: Box<dyn Write> = Box::new(std::io::BufWriter::new(std::io::stdout()));
+            let mut out = Emitter::new(stdout, model, &cwd, script.cost_usd);
+            match outcome.perform(&ctx, &mut out) {
+                Ok(code) => code,
+                Err(e) => {
+                    // Usually the runner closed the pipe after killing us; nothing to tell it.
+                    eprintln!("fake-agent: cannot write to stdout: {e}");
+                    1
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            SCRIPT_ERROR_EXIT
+        }
+    }
+}
+
+fn prepare(args: &FakeAgentArgs) -> Result<(Context, Script, Outcome), FakeAgentError> {
+    let path = args
+        .script
+        .clone()
+        .or_else(|| std::env::var_os(SCRIPT_ENV).map(PathBuf::from));
+    let script = match path {
+        Some(path) => Script::load(&path)?,
+        None => Script::default(),
+    };
+    let ctx = Context::from_env()?;
+    let (name, outcome) = script.pick(ctx.issue, ctx.step, ctx.attempt);
+    log_invocation(&ctx, name)?;
+    Ok((ctx, script, outcome))
+}
+
+fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
+    let Some(path) = std::env::var_os(LOG_ENV).map(PathBuf::from) else {
+        return Ok(());
+    };
+    let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let line = format!("{issue} {} {} {outcome}\n", ctx.step.key(), ctx.attempt);
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .and_then(|mut f| f.write_all(line.as_bytes()))
+        .map_err(|source| FakeAgentError::Log { path, source })
+}
+
+/// The value after `--model` among the runner's arguments, echoed in the events.
+fn model_arg(rest: &[String]) -> Option<&str> {
+    rest.iter()
+        .position(|a| a == "--model")
+        .and_then(|i| rest.get(i + 1))
+        .map(String::as_str)
+}

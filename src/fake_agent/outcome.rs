@@ -1,0 +1,290 @@
+//! The outcomes a script can ask for, and how each one is acted out.
+
+use super::events::Emitter;
+use super::git;
+use super::Context;
+use serde_json::json;
+use std::io;
+use std::time::Duration;
+
+/// One scripted behaviour of an agent invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The step's real git work, then a successful result.
+    Ok,
+    /// A failing cargo test; `Some(k)` names a different test per k.
+    FailTest(Option<u32>),
+    SoftMaxTurns,
+    SoftIsError,
+    SoftPermission,
+    BenignPermission,
+    /// Replays of recorded real-CLI outputs (fixtures under `src/fake_agent/`).
+    Recorded(Recording),
+    Hang,
+    SilentHang,
+    IgnoreTerm,
+    /// Megabytes of assistant output, then the ok work and result.
+    Flood(u64),
+    Exit(i32),
+    /// A successful result without the git work (startIssue: no branch).
+    NoBranch,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recording {
+    NotLoggedIn,
+    RateLimit,
+    Overloaded,
+    Auth,
+}
+
+impl Recording {
+    fn stdout_and_rc(self) -> (&'static str, &'static str) {
+        match self {
+            Recording::NotLoggedIn => (
+                include_str!("not-logged-in.jsonl"),
+                include_str!("not-logged-in.rc"),
+            ),
+            Recording::RateLimit => (
+                include_str!("rate-limit.jsonl"),
+                include_str!("rate-limit.rc"),
+            ),
+            Recording::Overloaded => (
+                include_str!("overloaded.jsonl"),
+                include_str!("overloaded.rc"),
+            ),
+            Recording::Auth => (include_str!("auth.jsonl"), include_str!("auth.rc")),
+        }
+    }
+}
+
+impl Outcome {
+    pub fn parse(name: &str) -> Option<Outcome> {
+        let outcome = match name {
+            "ok" => Outcome::Ok,
+            "fail-test" => Outcome::FailTest(None),
+            "soft-max-turns" => Outcome::SoftMaxTurns,
+            "soft-is-error" => Outcome::SoftIsError,
+            "soft-permission" => Outcome::SoftPermission,
+            "benign-permission" => Outcome::BenignPermission,
+            "not-logged-in" => Outcome::Recorded(Recording::NotLoggedIn),
+            "rate-limit" => Outcome::Recorded(Recording::RateLimit),
+            "overloaded" => Outcome::Recorded(Recording::Overloaded),
+            "auth" => Outcome::Recorded(Recording::Auth),
+            "hang" => Outcome::Hang,
+            "silent-hang" => Outcome::SilentHang,
+            "ignore-term" => Outcome::IgnoreTerm,
+            "no-branch" => Outcome::NoBranch,
+            _ => {
+                if let Some(k) = name.strip_prefix("fail-test-") {
+                    Outcome::FailTest(Some(k.parse().ok()?))
+                } else if let Some(mb) = name.strip_prefix("flood:") {
+                    Outcome::Flood(mb.parse().ok()?)
+                } else if let Some(code) = name.strip_prefix("exit:") {
+                    Outcome::Exit(code.parse().ok()?)
+                } else {
+                    return None;
+                }
+            }
+        };
+        Some(outcome)
+    }
+
+    /// Acts the outcome out on `out` and returns the exit code (never returns for hangs).
+    pub fn perform(self, ctx: &Context, out: &mut Emitter) -> io::Result<i32> {
+        match self {
+            Outcome::Ok => {
+                out.init()?;
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::NoBranch => {
+                out.init()?;
+                out.assistant_text("Done.")?;
+                out.result(json!({"result": "Done."}))?;
+                Ok(0)
+            }
+            Outcome::Exit(code) => {
+                out.init()?;
+                out.assistant_text("Done.")?;
+                out.result(json!({"result": "Done."}))?;
+                Ok(code)
+            }
+            Outcome::FailTest(k) => {
+                out.init()?;
+                let text = cargo_test_failure(ctx.issue.unwrap_or(0), k);
+                out.assistant_text(&text)?;
+                out.result(json!({"is_error": true, "result": text}))?;
+                Ok(1)
+            }
+            Outcome::SoftMaxTurns => {
+                out.init()?;
+                out.assistant_text("Still working on it.")?;
+                out.result(json!({
+                    "subtype": "error_max_turns",
+                    "is_error": true,
+                    "terminal_reason": "max_turns",
+                    "stop_reason": "tool_use",
+                    "errors": ["Reached maximum number of turns (3)"],
+                    "result": null,
+                }))?;
+                Ok(0)
+            }
+            Outcome::SoftIsError => {
+                out.init()?;
+                let text = "I could not complete this step.";
+                out.assistant_text(text)?;
+                out.result(json!({"is_error": true, "result": text}))?;
+                Ok(0)
+            }
+            Outcome::SoftPermission => {
+                out.init()?;
+                out.permission_denied("Bash", json!({"command": "rm -rf /"}))?;
+                out.assistant_text("I was not allowed to run that command.")?;
+                out.result(json!({}))?;
+                Ok(0)
+            }
+            Outcome::BenignPermission => {
+                out.init()?;
+                let question = json!({"questions": [{"question": "Which branch name?"}]});
+                out.permission_denied("AskUserQuestion", question)?;
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::Recorded(recording) => {
+                let (stdout, rc) = recording.stdout_and_rc();
+                out.raw(stdout)?;
+                Ok(rc.trim().parse().unwrap_or(1))
+            }
+            Outcome::Hang => {
+                out.init()?;
+                sleep_forever()
+            }
+            Outcome::SilentHang => sleep_forever(),
+            Outcome::IgnoreTerm => {
+                // SAFETY: installs the predefined SIG_IGN disposition; no handler code runs.
+                unsafe {
+                    libc::signal(libc::SIGTERM, libc::SIG_IGN);
+                }
+                out.init()?;
+                sleep_forever()
+            }
+            Outcome::Flood(mb) => {
+                out.init()?;
+                out.flood(mb.saturating_mul(1024 * 1024))?;
+                ok_work_and_result(ctx, out)
+            }
+        }
+    }
+}
+
+/// The step's git work, then a success result, or an error result when git refuses.
+fn ok_work_and_result(ctx: &Context, out: &mut Emitter) -> io::Result<i32> {
+    match git::do_step_work(ctx) {
+        Ok(summary) => {
+            out.assistant_text(&summary)?;
+            out.result(json!({"result": summary}))?;
+            Ok(0)
+        }
+        Err(e) => {
+            let text = format!("The step's git work failed: {e}");
+            eprintln!("fake-agent: {text}");
+            out.assistant_text(&text)?;
+            out.result(json!({"is_error": true, "result": text}))?;
+            Ok(1)
+        }
+    }
+}
+
+fn sleep_forever() -> ! {
+    loop {
+        std::thread::sleep(Duration::from_secs(3600));
+    }
+}
+
+/// Test names per `fail-test-<k>`: distinct words, so signatures differ even if a
+/// normalizer erases numbers.
+const CASES: [&str; 8] = [
+    "parses", "renders", "saves", "loads", "sorts", "merges", "counts", "closes",
+];
+
+/// Output shaped like `cargo test` with one failing assertion, with the noise a real run has
+/// (time, pid, temp paths, durations) so signatures must normalize it to stay stable.
+fn cargo_test_failure(issue: u32, k: Option<u32>) -> String {
+    let (name, left, right) = match k {
+        None => (format!("tests::issue_{issue}_works"), 1, 2),
+        Some(k) => {
+            let word = CASES[k as usize % CASES.len()];
+            (
+                format!("tests::issue_{issue}_{word}_case_{k}"),
+                k.saturating_add(1),
+                k.saturating_add(2),
+            )
+        }
+    };
+    let now = chrono::Utc::now();
+    let pid = std::process::id();
+    let nanos = now.timestamp_subsec_nanos();
+    let tmp = std::env::temp_dir().join(format!(".tmp{nanos:08x}"));
+    let tmp = tmp.display();
+    let millis = nanos % 1000;
+    format!(
+        "[{now}] cargo test (pid {pid})\n\
+         \x20  Compiling project v0.1.0 ({tmp})\n\
+         \x20   Finished `test` profile [unoptimized + debuginfo] target(s) in 1.{millis:03}s\n\
+         \x20    Running unittests src/lib.rs ({tmp}/target/debug/deps/project-{nanos:016x})\n\n\
+         running 1 test\n\
+         test {name} ... FAILED\n\n\
+         failures:\n\n\
+         ---- {name} stdout ----\n\n\
+         thread '{name}' panicked at src/issue_{issue}.rs:12:5:\n\
+         assertion `left == right` failed\n\
+         \x20 left: {left}\n\
+         \x20right: {right}\n\
+         note: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n\n\
+         failures:\n\
+         \x20   {name}\n\n\
+         test result: FAILED. 0 passed; 1 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.{millis:03}s\n\n\
+         error: test failed, to rerun pass `--lib`\n"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_documented_outcome_and_rejects_others() {
+        for (name, outcome) in [
+            ("ok", Outcome::Ok),
+            ("fail-test", Outcome::FailTest(None)),
+            ("fail-test-3", Outcome::FailTest(Some(3))),
+            ("flood:5", Outcome::Flood(5)),
+            ("exit:7", Outcome::Exit(7)),
+            ("not-logged-in", Outcome::Recorded(Recording::NotLoggedIn)),
+            ("ignore-term", Outcome::IgnoreTerm),
+        ] {
+            assert_eq!(Outcome::parse(name), Some(outcome), "{name}");
+        }
+        for name in [
+            "",
+            "OK",
+            "fail-test-x",
+            "flood:",
+            "flood:-1",
+            "exit:x",
+            "hang ",
+        ] {
+            assert_eq!(Outcome::parse(name), None, "{name:?}");
+        }
+    }
+
+    #[test]
+    fn failures_differ_by_case_and_carry_the_assertion() {
+        let plain = cargo_test_failure(7, None);
+        assert!(plain.contains("test tests::issue_7_works ... FAILED"));
+        assert!(plain.contains("  left: 1\n right: 2\n"));
+        let one = cargo_test_failure(7, Some(1));
+        let two = cargo_test_failure(7, Some(2));
+        assert!(one.contains("tests::issue_7_renders_case_1"));
+        assert!(two.contains("tests::issue_7_saves_case_2"));
+    }
+}

@@ -1,0 +1,177 @@
+//! The fake agent's script: which outcome each (issue, step, attempt) gets.
+
+use super::outcome::Outcome;
+use super::FakeAgentError;
+use crate::step::Step;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Cost reported by every invocation when the script does not say.
+pub const DEFAULT_COST_USD: f64 = 0.01;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ScriptFile {
+    #[serde(default)]
+    steps: BTreeMap<String, Vec<String>>,
+    cost_usd: Option<f64>,
+}
+
+/// A parsed, validated script. Every outcome in it is known, so a typo fails the first
+/// invocation instead of the one attempt that would have reached it.
+#[derive(Debug)]
+pub struct Script {
+    /// Where it came from, for messages; `None` for the built-in all-`ok` script.
+    pub path: Option<PathBuf>,
+    steps: BTreeMap<String, Vec<(String, Outcome)>>,
+    pub cost_usd: f64,
+}
+
+impl Default for Script {
+    fn default() -> Script {
+        Script {
+            path: None,
+            steps: BTreeMap::new(),
+            cost_usd: DEFAULT_COST_USD,
+        }
+    }
+}
+
+impl Script {
+    pub fn load(path: &Path) -> Result<Script, FakeAgentError> {
+        let text = std::fs::read_to_string(path).map_err(|source| FakeAgentError::ReadScript {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Script::parse(&text, path)
+    }
+
+    pub fn parse(text: &str, path: &Path) -> Result<Script, FakeAgentError> {
+        let file: ScriptFile =
+            serde_json::from_str(text).map_err(|source| FakeAgentError::ParseScript {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        let bad = |key: &str, why: String| FakeAgentError::BadKey {
+            path: path.to_path_buf(),
+            key: key.to_string(),
+            why,
+        };
+        let mut steps = BTreeMap::new();
+        for (key, list) in file.steps {
+            let step_part = match key.split_once(':') {
+                Some((issue, step)) => {
+                    if issue.parse::<u32>().is_err() {
+                        return Err(bad(&key, format!("\"{issue}\" is not an issue number")));
+                    }
+                    step
+                }
+                None => key.as_str(),
+            };
+            if step_part != "*" && Step::from_key(step_part).is_none() {
+                return Err(bad(
+                    &key,
+                    format!("\"{step_part}\" is not a step key (startCycle ... merge) or \"*\""),
+                ));
+            }
+            if list.is_empty() {
+                return Err(bad(&key, "the outcome list is empty".to_string()));
+            }
+            let mut parsed = Vec::with_capacity(list.len());
+            for name in list {
+                let outcome =
+                    Outcome::parse(&name).ok_or_else(|| FakeAgentError::UnknownOutcome {
+                        path: path.to_path_buf(),
+                        key: key.clone(),
+                        outcome: name.clone(),
+                    })?;
+                parsed.push((name, outcome));
+            }
+            steps.insert(key, parsed);
+        }
+        let cost_usd = file.cost_usd.unwrap_or(DEFAULT_COST_USD);
+        if !cost_usd.is_finite() || cost_usd < 0.0 {
+            return Err(bad("costUsd", "must be a non-negative number".to_string()));
+        }
+        Ok(Script {
+            path: Some(path.to_path_buf()),
+            steps,
+            cost_usd,
+        })
+    }
+
+    /// The outcome for this attempt: `"<issue>:<step>"` beats `"<step>"` beats `"*"`, else
+    /// `ok`. Attempt 1 takes the first entry; past the end the last entry repeats.
+    pub fn pick(&self, issue: Option<u32>, step: Step, attempt: u32) -> (&str, Outcome) {
+        let specific = issue.map(|n| format!("{n}:{}", step.key()));
+        let list = specific
+            .as_deref()
+            .and_then(|k| self.steps.get(k))
+            .or_else(|| self.steps.get(step.key()))
+            .or_else(|| self.steps.get("*"));
+        match list {
+            Some(list) => {
+                let index = (attempt.max(1) as usize - 1).min(list.len() - 1);
+                let (name, outcome) = &list[index];
+                (name.as_str(), *outcome)
+            }
+            None => ("ok", Outcome::Ok),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn script(text: &str) -> Result<Script, FakeAgentError> {
+        Script::parse(text, Path::new("script.json"))
+    }
+
+    #[test]
+    fn specific_key_beats_step_key_beats_star() {
+        let s = script(
+            r#"{"steps": {"verify": ["fail-test", "ok"], "2:verify": ["hang"], "*": ["exit:4"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.pick(Some(2), Step::Verify, 1).0, "hang");
+        assert_eq!(s.pick(Some(3), Step::Verify, 1).0, "fail-test");
+        assert_eq!(s.pick(None, Step::Verify, 2).0, "ok");
+        assert_eq!(s.pick(Some(2), Step::Merge, 1).0, "exit:4");
+    }
+
+    #[test]
+    fn the_last_entry_repeats_and_attempt_zero_is_the_first() {
+        let s = script(r#"{"steps": {"verify": ["fail-test", "fail-test-2", "ok"]}}"#).unwrap();
+        let picks: Vec<&str> = (0..6).map(|a| s.pick(None, Step::Verify, a).0).collect();
+        assert_eq!(
+            picks,
+            ["fail-test", "fail-test", "fail-test-2", "ok", "ok", "ok"]
+        );
+    }
+
+    #[test]
+    fn no_matching_key_means_ok() {
+        let s = script(r#"{"steps": {"verify": ["hang"]}, "costUsd": 0.5}"#).unwrap();
+        assert_eq!(s.pick(Some(1), Step::Merge, 1), ("ok", Outcome::Ok));
+        assert_eq!(s.cost_usd, 0.5);
+        assert_eq!(script("{}").unwrap().cost_usd, DEFAULT_COST_USD);
+    }
+
+    #[test]
+    fn bad_scripts_name_the_file_and_the_key() {
+        for (text, needle) in [
+            (r#"{"steps": {"verify": ["explode"]}}"#, "explode"),
+            (r#"{"steps": {"verfy": ["ok"]}}"#, "verfy"),
+            (r#"{"steps": {"x:verify": ["ok"]}}"#, "x:verify"),
+            (r#"{"steps": {"verify": []}}"#, "empty"),
+            (r#"{"step": {}}"#, "step"),
+            (r#"{"costUsd": -1}"#, "costUsd"),
+        ] {
+            let message = script(text).unwrap_err().to_string();
+            assert!(message.contains("script.json"), "{message}");
+            assert!(message.contains(needle), "{needle}: {message}");
+        }
+    }
+}
