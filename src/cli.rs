@@ -98,6 +98,17 @@ pub struct DemoArgs {
     /// Where to create the demo project (default: a new temporary directory, kept).
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    /// Which story the scripted agent tells.
+    #[arg(long, value_enum, default_value = "lifecycle")]
+    pub scenario: DemoScenario,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DemoScenario {
+    /// Three issues merged: one verify failure repaired on retry, one dependency respected.
+    Lifecycle,
+    /// Every implementation fails the same way: early escalations, then a failure-loop halt.
+    FailureLoop,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod diagram;
+pub mod driver;
 pub mod failure;
 pub mod fake_agent;
 pub mod files;

@@ -11,10 +11,9 @@ fn main() {
         Command::Replay { journal } => commands::replay::run(journal),
         Command::Status { config, json } => commands::status::run(config, *json),
         Command::FakeAgent(args) => sdlc_runner::fake_agent::run(args),
-        other => {
-            eprintln!("error: {other:?} is not available yet");
-            2
-        }
+        Command::Run(args) => commands::run::run(args),
+        Command::Demo(args) => commands::demo::run(args),
+        Command::Decide { option, config } => commands::decide::run(option, config),
     };
     std::process::exit(code);
 }

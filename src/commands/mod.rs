@@ -2,6 +2,9 @@
 
 pub mod bounds;
 pub mod config;
+pub mod decide;
+pub mod demo;
 pub mod diagram;
 pub mod replay;
 pub mod status;
+pub mod run;

@@ -1,0 +1,130 @@
+//! `sdlc-runner demo`: the offline demo. A bare `origin`, a clone, a local issue tracker and
+//! the scripted fake agent (this binary's hidden `fake-agent` command), driven by the real
+//! runner: real git, real journal, real logs. Needs nothing but git.
+
+use crate::cli::{DemoArgs, DemoScenario};
+use crate::config::Config;
+use crate::driver::{self, RunOptions};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub fn run(args: &DemoArgs) -> i32 {
+    match setup(args) {
+        Ok(config) => {
+            println!("demo project ready; running: sdlc-runner run --config {}\n", config.display());
+            let cfg = match Config::load(&config) {
+                Ok(cfg) => cfg,
+                Err(e) => {
+                    for line in e.lines() {
+                        eprintln!("{line}");
+                    }
+                    return 2;
+                }
+            };
+            let code = driver::run(cfg, RunOptions::default());
+            let dir = config.parent().unwrap_or(Path::new("."));
+            println!("\ndemo finished with exit code {code}. Everything is kept in {}:", dir.display());
+            println!("  project/   the clone the agent worked in (git log --graph --all)");
+            println!("  issues/    the local tracker (closed and escalated issues are marked)");
+            println!("  logs/      orchestration log and one log per attempt");
+            println!("  project/.claude/sdlc-journal.jsonl   the write-ahead journal");
+            println!("inspect with: sdlc-runner status --config {}", config.display());
+            code
+        }
+        Err(e) => {
+            eprintln!("error: demo setup failed: {e}");
+            2
+        }
+    }
+}
+
+fn git(cwd: &Path, args: &[&str]) -> Result<(), String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .map_err(|e| format!("git {}: cannot run git ({e}); the demo needs git on PATH", args.join(" ")))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!("git {} in {}: {}", args.join(" "), cwd.display(), String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn issue(dir: &Path, number: u32, title: &str, body: &str) -> Result<(), String> {
+    let value = serde_json::json!({
+        "number": number, "title": title, "body": body, "state": "open",
+        "labels": ["automatable"], "milestone": "v1", "escalated": false,
+    });
+    write(&dir.join(format!("{number}.json")), &format!("{value:#}\n"))
+}
+
+/// Create the demo directory and return the path of its config file.
+fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
+    let root = match &args.dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            dir.canonicalize().map_err(|e| format!("{}: {e}", dir.display()))?
+        }
+        None => tempfile::Builder::new()
+            .prefix("sdlc-runner-demo-")
+            .tempdir()
+            .map_err(|e| format!("cannot create a temporary directory: {e}"))?
+            .keep(),
+    };
+    let origin = root.join("origin.git");
+    let project = root.join("project");
+    let issues = root.join("issues");
+    if project.exists() {
+        return Err(format!("{} already exists: pass an empty --dir", project.display()));
+    }
+    std::fs::create_dir_all(&issues).map_err(|e| format!("{}: {e}", issues.display()))?;
+    git(&root, &["init", "--quiet", "--bare", "--initial-branch=main", "origin.git"])?;
+    git(&root, &["clone", "--quiet", &origin.to_string_lossy(), "project"])?;
+    git(&project, &["checkout", "--quiet", "-B", "main"])?;
+    git(&project, &["config", "user.name", "sdlc-runner demo"])?;
+    git(&project, &["config", "user.email", "demo@sdlc-runner.invalid"])?;
+    git(&project, &["config", "commit.gpgsign", "false"])?;
+    write(&project.join("README.md"), "# demo project\n")?;
+    git(&project, &["add", "README.md"])?;
+    git(&project, &["commit", "--quiet", "-m", "initial commit"])?;
+    git(&project, &["push", "--quiet", "-u", "origin", "main"])?;
+
+    let script = match args.scenario {
+        DemoScenario::Lifecycle => {
+            issue(&issues, 1, "Add a greeting", "Say hello.")?;
+            issue(&issues, 2, "Add a farewell", "Say goodbye.\n\nDepends on: #3")?;
+            issue(&issues, 3, "Add a name option", "Greet by name.")?;
+            serde_json::json!({ "steps": { "2:verify": ["fail-test", "ok"] }, "costUsd": 0.05 })
+        }
+        DemoScenario::FailureLoop => {
+            issue(&issues, 1, "Add a greeting", "Say hello.")?;
+            issue(&issues, 2, "Add a farewell", "Say goodbye.")?;
+            issue(&issues, 3, "Add a name option", "Greet by name.")?;
+            serde_json::json!({ "steps": { "verify": ["fail-test"] }, "costUsd": 0.05 })
+        }
+    };
+    let script_path = root.join("agent-script.json");
+    write(&script_path, &format!("{script:#}\n"))?;
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    let config = serde_json::json!({
+        "_comment": "Generated by `sdlc-runner demo`: the agent is this binary's scripted fake-agent.",
+        "projectPath": "project",
+        "logDir": "logs",
+        "agent": {
+            "command": exe.to_string_lossy(),
+            "args": ["fake-agent", "--script", script_path.to_string_lossy()],
+        },
+        "tracker": { "kind": "local", "dir": "issues" },
+        "forge": "local",
+        "backoff": { "initialSeconds": 1, "maxSeconds": 2 },
+        "steps": { "verify": { "timeoutMin": 1 } },
+    });
+    let config_path = root.join("sdlc-config.json");
+    write(&config_path, &format!("{config:#}\n"))?;
+    Ok(config_path)
+}

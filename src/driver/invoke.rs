@@ -1,0 +1,153 @@
+//! How one step attempt is put to the agent (SPEC §7 "Agent invocation"): the prompt, the
+//! argument vector and the environment. Pure: the driver spawns what this builds.
+
+use crate::config::Config;
+use crate::step::Step;
+use std::path::PathBuf;
+
+/// What the previous failed attempt of this step left for a repair attempt.
+#[derive(Debug, Clone, Default)]
+pub struct RepairContext {
+    pub class: String,
+    pub summary: String,
+    pub excerpt: String,
+}
+
+/// Everything the prompt may mention about the current issue.
+#[derive(Debug, Clone, Default)]
+pub struct IssueContext {
+    pub number: u32,
+    pub title: String,
+    pub branch: Option<String>,
+}
+
+/// The built-in instruction of each step; `steps.<key>.prompt` replaces it.
+pub fn default_prompt(step: Step) -> &'static str {
+    match step {
+        Step::StartCycle => "Start a new development cycle: check out the main branch, make sure the working tree is clean, and pull the latest changes.",
+        Step::StartIssue => "Start work on the issue: create and check out a feature branch named `<issue number>-<slug of the title>` from main.",
+        Step::WriteSpecs => "Write the specifications for the issue under `specs/<issue number>-<slug>/`: requirements.md, design.md, tasks.md and feature.gherkin. Commit them on the feature branch.",
+        Step::Implement => "Implement the issue according to its specifications in `specs/<issue number>-<slug>/`, with tests.",
+        Step::Simplify => "Review the implementation on this branch and simplify it without changing behaviour.",
+        Step::Verify => "Verify the implementation against the specifications: build, run the tests and linters, and fix every finding.",
+        Step::CommitPush => "Commit all remaining changes with a descriptive message and push the feature branch to origin.",
+        Step::CreatePr => "Open a pull request for the feature branch that closes the issue.",
+        Step::MonitorCi => "Watch the pull request's CI checks until they finish; fix any failure and push the fix.",
+        Step::Merge => "Merge the pull request now that its checks pass, and delete the feature branch.",
+    }
+}
+
+/// The full prompt of one attempt.
+pub fn prompt(cfg: &Config, step: Step, issue: &IssueContext, repair: Option<&RepairContext>) -> String {
+    let mut text = cfg.prompt(step).unwrap_or(default_prompt(step)).to_string();
+    if issue.number > 0 {
+        text.push_str(&format!("\n\nIssue #{}: {}", issue.number, issue.title));
+        if let Some(branch) = &issue.branch {
+            text.push_str(&format!("\nFeature branch: {branch}"));
+        }
+    }
+    text.push_str("\nYou are running unattended: do not ask questions; if you cannot proceed, say why and stop.");
+    if let Some(r) = repair {
+        text.push_str(&format!(
+            "\n\nThe previous attempt of this step failed ({}): {}\nRepair this failure rather than starting over. The relevant output was:\n```\n{}\n```",
+            r.class, r.summary, r.excerpt
+        ));
+    }
+    text
+}
+
+/// Argument vector and environment for one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    pub env: Vec<(String, String)>,
+}
+
+pub struct AttemptInfo<'a> {
+    pub step: Step,
+    pub issue: u32,
+    pub attempt: u32,
+    pub prompt: &'a str,
+    /// Contents of the step's skill file, when it names one.
+    pub skill: Option<&'a str>,
+}
+
+pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation {
+    let mut args = cfg.agent.args.clone();
+    args.extend([
+        "--model".to_string(),
+        cfg.model(a.step).to_string(),
+        "-p".to_string(),
+        a.prompt.to_string(),
+        "--dangerously-skip-permissions".to_string(),
+        "--verbose".to_string(),
+        "--output-format".to_string(),
+        "stream-json".to_string(),
+        "--max-turns".to_string(),
+        cfg.max_turns(a.step).to_string(),
+    ]);
+    if let Some(skill) = a.skill {
+        args.push("--append-system-prompt".to_string());
+        args.push(skill.to_string());
+    }
+    let mut env: Vec<(String, String)> =
+        cfg.agent.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    if let Some(effort) = cfg.effort(a.step) {
+        env.push(("CLAUDE_CODE_EFFORT_LEVEL".into(), effort.as_str().into()));
+    }
+    env.push(("CLAUDE_CODE_MAX_RETRIES".into(), cfg.agent.max_api_retries.to_string()));
+    env.push(("SDLC_STEP".into(), a.step.key().into()));
+    env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));
+    env.push(("SDLC_ISSUE".into(), a.issue.to_string()));
+    env.push(("SDLC_ATTEMPT".into(), a.attempt.to_string()));
+    Invocation { program, args, env }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(extra: &str) -> Config {
+        let dir = std::env::temp_dir();
+        let text = format!(r#"{{"projectPath": "{}"{extra}}}"#, dir.display());
+        Config::from_str(&text, &dir.join("c.json")).expect("valid config")
+    }
+
+    #[test]
+    fn argument_vector_and_environment_follow_the_contract() {
+        let c = cfg(r#", "steps": {"verify": {"maxTurns": 7, "effort": "high"}}, "agent": {"args": ["wrap"]}"#);
+        let a = AttemptInfo { step: Step::Verify, issue: 4, attempt: 2, prompt: "P", skill: Some("SKILL") };
+        let inv = invocation(&c, "claude".into(), &a);
+        assert_eq!(inv.args[0], "wrap");
+        let joined = inv.args.join(" ");
+        assert!(joined.contains("-p P --dangerously-skip-permissions --verbose --output-format stream-json --max-turns 7 --append-system-prompt SKILL"), "{joined}");
+        let get = |k: &str| inv.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("SDLC_STEP"), Some("verify"));
+        assert_eq!(get("SDLC_STEP_NUMBER"), Some("6"));
+        assert_eq!(get("SDLC_ISSUE"), Some("4"));
+        assert_eq!(get("SDLC_ATTEMPT"), Some("2"));
+        assert_eq!(get("CLAUDE_CODE_EFFORT_LEVEL"), Some("high"));
+        assert_eq!(get("CLAUDE_CODE_MAX_RETRIES"), Some("2"));
+    }
+
+    #[test]
+    fn haiku_gets_no_effort_variable() {
+        let c = cfg(r#", "model": "haiku""#);
+        let a = AttemptInfo { step: Step::Implement, issue: 1, attempt: 1, prompt: "P", skill: None };
+        let inv = invocation(&c, "claude".into(), &a);
+        assert!(inv.env.iter().all(|(k, _)| k != "CLAUDE_CODE_EFFORT_LEVEL"));
+        assert!(!inv.args.contains(&"--append-system-prompt".to_string()));
+    }
+
+    #[test]
+    fn repair_prompt_carries_the_classified_failure() {
+        let c = cfg("");
+        let issue = IssueContext { number: 3, title: "Add x".into(), branch: Some("3-add-x".into()) };
+        let r = RepairContext { class: "TEST_ASSERTION".into(), summary: "1 test failed".into(), excerpt: "left: 1".into() };
+        let p = prompt(&c, Step::Verify, &issue, Some(&r));
+        assert!(p.contains("Issue #3: Add x") && p.contains("TEST_ASSERTION") && p.contains("left: 1"), "{p}");
+        let plain = prompt(&c, Step::Verify, &issue, None);
+        assert!(!plain.contains("previous attempt"));
+    }
+}

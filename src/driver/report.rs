@@ -1,0 +1,152 @@
+//! What the runner tells people: one line per notice, with a severity, and the halt
+//! diagnostic of SPEC §4 with the wasted-work report of issue 4.
+
+use crate::failure::FailureClass;
+use crate::machine::{HaltReason, Notice, Runner, Spend};
+use crate::notify::{redact, Severity};
+
+pub fn notice(n: &Notice) -> (Severity, String) {
+    match *n {
+        Notice::CycleStarted { issue } => (Severity::Info, format!("issue #{issue}: cycle started")),
+        Notice::Retrying { step, attempt, class } => (
+            Severity::Warning,
+            format!("{}: attempt {} failed ({class}); retrying", step.key(), attempt),
+        ),
+        Notice::Bounced { from, to, check, bounces } => (
+            Severity::Warning,
+            format!(
+                "{}: precondition `{}` failed; back to {} (bounce {bounces})",
+                from.key(),
+                check.name(),
+                to.key()
+            ),
+        ),
+        Notice::Waiting { step, class, seconds } => (
+            Severity::Warning,
+            format!("{}: {class}; waiting {seconds} s without spending an attempt", step.key()),
+        ),
+        Notice::Escalated { issue, step, cause, consecutive } => (
+            Severity::Warning,
+            format!(
+                "issue #{issue} escalated at {} ({}); {consecutive} escalation(s) in a row",
+                step.key(),
+                cause.describe()
+            ),
+        ),
+        Notice::Merged { issue } => (Severity::Info, format!("issue #{issue}: merged")),
+        Notice::NothingToDo => (Severity::Info, "no open automatable issue: nothing to do".into()),
+        Notice::ShuttingDown { signal } => (
+            Severity::Warning,
+            format!("{}: stopping; work saved, position kept for the next run", signal.name()),
+        ),
+    }
+}
+
+fn dollars(micros: u64) -> String {
+    format!("${:.2}", micros as f64 / 1e6)
+}
+
+fn spend(s: &Spend) -> String {
+    format!("{} invocation(s), {} turn(s), {}", s.invocations, s.turns, dollars(s.cost_micros))
+}
+
+/// The wasted-work report: spend since the last merge, in total and by failure class.
+pub fn wasted_work(r: &Runner) -> String {
+    let mut out = format!("spent since the last merge: {}", spend(&r.stats.since_merge));
+    for class in FailureClass::ALL {
+        let s = &r.stats.failed_by_class[class.index()];
+        if s.invocations > 0 {
+            out.push_str(&format!("\n  failed with {class}: {}", spend(s)));
+        }
+    }
+    out
+}
+
+/// Everything a person needs after a halt (SPEC §4), first line = the headline.
+pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs: &str) -> String {
+    let loop_type = match reason {
+        HaltReason::ConsecutiveEscalations { cause, .. } if cause.describe() == "bounce loop" => {
+            "bounce loop"
+        }
+        HaltReason::ConsecutiveEscalations { .. } => "consecutive escalations",
+        HaltReason::AllIssuesEscalated => "all issues escalated",
+        HaltReason::AllIssuesBlocked => "all issues blocked",
+        HaltReason::MaxConsecutiveFailures { .. } => "max_consecutive_failures",
+        HaltReason::Environment { .. } | HaltReason::WaitsExhausted { .. } | HaltReason::QuotaTooLong { .. } => {
+            "environment"
+        }
+        HaltReason::SessionBudget => "session budget",
+        HaltReason::Operator => "operator decision",
+        HaltReason::DecisionTimeout => "decision timeout",
+    };
+    let step = match reason {
+        HaltReason::ConsecutiveEscalations { step, .. }
+        | HaltReason::MaxConsecutiveFailures { step, .. }
+        | HaltReason::Environment { step, .. }
+        | HaltReason::WaitsExhausted { step, .. }
+        | HaltReason::QuotaTooLong { step } => Some(*step),
+        _ => r.last_failure.map(|f| f.step),
+    };
+    let issues: Vec<String> = r.escalated.iter().map(|n| format!("#{n}")).collect();
+    let mut out = reason.headline();
+    out.push_str(&format!("\nloop type: {loop_type}"));
+    if let Some(issue) = r.issue {
+        out.push_str(&format!("\ncurrent issue: #{issue}"));
+    }
+    out.push_str(&format!(
+        "\nescalated issues this session: {}",
+        if issues.is_empty() { "none".into() } else { issues.join(", ") }
+    ));
+    if let Some(step) = step {
+        out.push_str(&format!("\nstep: {} ({})", step.key(), step.number()));
+    }
+    out.push_str(&format!(
+        "\nconsecutive escalations: {} (limit {})",
+        r.consecutive_escalations, r.limits.max_consecutive_escalations
+    ));
+    match r.last_failure {
+        Some(f) => out.push_str(&format!(
+            "\nlast failure: {} at {}, signature {}",
+            f.class,
+            f.step.key(),
+            f.signature
+        )),
+        None => out.push_str("\nlast failure: none recorded"),
+    }
+    out.push('\n');
+    out.push_str(&wasted_work(r));
+    let tail = redact(output_tail);
+    let start = tail.char_indices().rev().nth(499).map_or(0, |(i, _)| i);
+    out.push_str(&format!("\nlast agent output (secrets redacted):\n{}", &tail[start..]));
+    out.push_str(&format!("\nlogs: {logs}"));
+    out.push_str(
+        "\nnothing was reset, committed or checked out. Inspect, fix the cause, then run again with --ack-halt.",
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::Signature;
+    use crate::machine::{EscalationCause, LastFailure, Limits, Mode};
+    use crate::step::Step;
+
+    #[test]
+    fn diagnostic_names_everything_and_redacts() {
+        let mut r = Runner::new(Limits::default(), Mode::Continuous);
+        r.escalated.extend([3, 5]);
+        r.consecutive_escalations = 2;
+        r.last_failure = Some(LastFailure { step: Step::Verify, class: FailureClass::TestAssertion, signature: Signature(0xabc) });
+        let reason = HaltReason::ConsecutiveEscalations { cause: EscalationCause::RetriesExhausted, step: Step::Verify };
+        let tail = format!("{}token=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "x".repeat(900));
+        let d = halt_diagnostic(&reason, &r, &tail, "/tmp/logs");
+        assert!(d.starts_with("FAILURE LOOP DETECTED: consecutive escalations\n"), "{d}");
+        for needle in ["#3, #5", "step: verify", "consecutive escalations: 2 (limit 2)", "TEST_ASSERTION", "/tmp/logs", "--ack-halt"] {
+            assert!(d.contains(needle), "missing {needle}: {d}");
+        }
+        assert!(!d.contains("abcdefghijklmnopqrstuvwxyz0123456789"), "secret leaked: {d}");
+        let output = d.split("secrets redacted):\n").nth(1).unwrap_or_default();
+        assert!(output.lines().next().unwrap_or_default().chars().count() <= 500);
+    }
+}

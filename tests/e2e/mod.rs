@@ -1,0 +1,193 @@
+//! A real project for end-to-end tests: a bare `origin`, a clone with one commit on `main`,
+//! a local tracker, and the runner binary itself as the scripted fake agent.
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_sdlc-runner");
+
+pub struct Project {
+    pub _tmp: tempfile::TempDir,
+    pub root: PathBuf,
+    pub project: PathBuf,
+    pub origin: PathBuf,
+    pub issues: PathBuf,
+    pub config: PathBuf,
+    pub script: PathBuf,
+    pub agent_log: PathBuf,
+}
+
+pub fn git(cwd: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").args(args).current_dir(cwd).output().expect("git runs");
+    assert!(out.status.success(), "git {args:?} in {}: {}", cwd.display(), String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+impl Project {
+    /// `issues`: (number, title, body). `script`: the fake agent's script. `extra`: config keys
+    /// merged over the defaults of the test config.
+    pub fn new(issues: &[(u32, &str, &str)], script: Value, extra: Value) -> Project {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = tmp.path().canonicalize().expect("canonical");
+        let origin = root.join("origin.git");
+        let project = root.join("project");
+        let issue_dir = root.join("issues");
+        std::fs::create_dir_all(&issue_dir).expect("issues dir");
+        git(&root, &["init", "--quiet", "--bare", "--initial-branch=main", "origin.git"]);
+        git(&root, &["clone", "--quiet", origin.to_str().expect("utf8"), "project"]);
+        git(&project, &["checkout", "--quiet", "-B", "main"]);
+        git(&project, &["config", "user.name", "test"]);
+        git(&project, &["config", "user.email", "test@example.invalid"]);
+        git(&project, &["config", "commit.gpgsign", "false"]);
+        std::fs::write(project.join("README.md"), "# test\n").expect("write");
+        git(&project, &["add", "README.md"]);
+        git(&project, &["commit", "--quiet", "-m", "initial"]);
+        git(&project, &["push", "--quiet", "-u", "origin", "main"]);
+        for (n, title, body) in issues {
+            let v = json!({"number": n, "title": title, "body": body, "state": "open",
+                "labels": ["automatable"], "milestone": null, "escalated": false});
+            std::fs::write(issue_dir.join(format!("{n}.json")), v.to_string()).expect("issue");
+        }
+        let script_path = root.join("script.json");
+        let agent_log = root.join("agent.log");
+        let p = Project {
+            _tmp: tmp,
+            config: root.join("sdlc-config.json"),
+            root,
+            project,
+            origin,
+            issues: issue_dir,
+            script: script_path,
+            agent_log,
+        };
+        p.set_script(script);
+        p.set_config(extra);
+        p
+    }
+
+    pub fn set_script(&self, script: Value) {
+        std::fs::write(&self.script, script.to_string()).expect("script");
+    }
+
+    pub fn set_config(&self, extra: Value) {
+        let mut cfg = json!({
+            "projectPath": "project",
+            "logDir": "logs",
+            "agent": {"command": BIN, "args": ["fake-agent", "--script", self.script.to_str().expect("utf8")]},
+            "tracker": {"kind": "local", "dir": "issues"},
+            "forge": "local",
+            "backoff": {"initialSeconds": 1, "maxSeconds": 1},
+        });
+        if let (Some(base), Some(more)) = (cfg.as_object_mut(), extra.as_object()) {
+            for (k, v) in more {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+        std::fs::write(&self.config, cfg.to_string()).expect("config");
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(args).env("SDLC_FAKE_AGENT_LOG", &self.agent_log).current_dir(&self.root);
+        cmd
+    }
+
+    /// `sdlc-runner run --config C ARGS`, waiting at most two minutes.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut all = vec!["run", "--config", self.config.to_str().expect("utf8")];
+        all.extend_from_slice(args);
+        let child = self.command(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn runner");
+        wait_output(child, Duration::from_secs(120))
+    }
+
+    pub fn spawn(&self, args: &[&str]) -> Child {
+        let mut all = vec!["run", "--config", self.config.to_str().expect("utf8")];
+        all.extend_from_slice(args);
+        self.command(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn runner")
+    }
+
+    /// Lines `<issue> <step> <attempt> <outcome> ...` the fake agent logged.
+    pub fn invocations(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.agent_log).unwrap_or_default().lines().map(str::to_string).collect()
+    }
+
+    pub fn count(&self, prefix: &str) -> usize {
+        self.invocations().iter().filter(|l| l.starts_with(prefix)).count()
+    }
+
+    pub fn issue(&self, n: u32) -> Value {
+        let text = std::fs::read_to_string(self.issues.join(format!("{n}.json"))).expect("issue file");
+        serde_json::from_str(&text).expect("issue json")
+    }
+
+    pub fn claude(&self, name: &str) -> PathBuf {
+        self.project.join(".claude").join(name)
+    }
+
+    pub fn origin_main_log(&self) -> String {
+        git(&self.origin, &["log", "--oneline", "main"])
+    }
+
+    pub fn branch(&self) -> String {
+        git(&self.project, &["rev-parse", "--abbrev-ref", "HEAD"])
+    }
+
+    /// Wait until the fake agent logged a line starting with `prefix`.
+    pub fn wait_for_invocation(&self, prefix: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if self.count(prefix) > 0 {
+                std::thread::sleep(Duration::from_millis(200));
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("no invocation {prefix:?} within {timeout:?}; log: {:?}", self.invocations());
+    }
+
+    pub fn journal(&self) -> Vec<Value> {
+        std::fs::read_to_string(self.claude("sdlc-journal.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
+    let deadline = Instant::now() + timeout;
+    loop {
+        match child.try_wait().expect("try_wait") {
+            Some(_) => return child.wait_with_output().expect("output"),
+            None if Instant::now() > deadline => {
+                let _ = child.kill();
+                let out = child.wait_with_output().expect("output");
+                panic!(
+                    "runner did not finish within {timeout:?}\nstdout:\n{}\nstderr:\n{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+}
+
+pub fn text(out: &Output) -> String {
+    format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+pub fn code(out: &Output) -> i32 {
+    out.status.code().unwrap_or(-1)
+}
+
+pub fn signal(child: &Child, sig: i32) {
+    let pid = i32::try_from(child.id()).expect("pid");
+    // SAFETY: kill(2) on a pid we spawned; no memory is shared.
+    unsafe {
+        libc::kill(pid, sig);
+    }
+}
