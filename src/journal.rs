@@ -486,9 +486,9 @@ impl Journal {
     }
 
     /// Ends the session. `HaltAcknowledged` may be written without an open session: it then
-    /// belongs to the last session in the file (the halted one).
+    /// belongs to the last session in the file (the halted one). Anything else needs a session.
     pub fn end(&mut self, end: SessionEnd) -> Result<(), JournalError> {
-        if self.session.is_none() {
+        if self.session.is_none() && end == SessionEnd::HaltAcknowledged {
             self.session = self.last_session.clone();
         }
         let result = self.append(&[Record::SessionEnd { end }]);
@@ -546,4 +546,130 @@ pub fn rebuild_session(session: &OpenSession) -> (Core, Option<Divergence>) {
         ..d
     });
     (core, divergence)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(seq: u64, session: &str, record: Record) -> String {
+        let mut s = serde_json::to_string(&Line {
+            seq,
+            time: "2026-01-01T00:00:00.000Z".into(),
+            session: session.into(),
+            record,
+        })
+        .unwrap();
+        s.push('\n');
+        s
+    }
+
+    fn start(seq: u64, session: &str) -> String {
+        line(
+            seq,
+            session,
+            Record::SessionStart {
+                limits: Limits::default(),
+                mode: Mode::Continuous,
+                pid: 1,
+                version: "0".into(),
+            },
+        )
+    }
+
+    fn event(seq: u64, session: &str, event: Event) -> String {
+        line(
+            seq,
+            session,
+            Record::Event {
+                event,
+                state: "Selecting".into(),
+            },
+        )
+    }
+
+    #[test]
+    fn blank_lines_are_skipped_and_a_zero_filled_tail_is_torn() {
+        let p = Path::new("j.jsonl");
+        let mut text = start(1, "a") + "\n  \n" + &event(2, "a", Event::Start);
+        let valid = text.len() as u64;
+        text.push_str("\0\0\0\0");
+        let c = parse(text.as_bytes(), p).unwrap();
+        assert_eq!(c.lines.len(), 2);
+        assert_eq!(c.valid_len, valid);
+        assert!(c.torn_line.unwrap().contains("line 5"));
+    }
+
+    #[test]
+    fn a_garbage_last_line_with_its_newline_is_torn_too() {
+        let p = Path::new("j.jsonl");
+        let text = start(1, "a") + "{\"seq\": 2, \"kind\": \"nonsense\"}\n";
+        let c = parse(text.as_bytes(), p).unwrap();
+        assert_eq!(c.lines.len(), 1);
+        assert!(c.torn_line.is_some());
+    }
+
+    #[test]
+    fn seq_must_increase() {
+        let p = Path::new("j.jsonl");
+        let text = start(1, "a") + &event(1, "a", Event::Start) + &start(3, "b");
+        let err = parse(text.as_bytes(), p).unwrap_err();
+        assert!(
+            matches!(err, JournalError::Inconsistent { line: 2, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_new_session_supersedes_an_open_one_and_a_halt() {
+        let p = Path::new("j.jsonl");
+        let halt = HaltReason::AllIssuesBlocked;
+        let text = start(1, "a")
+            + &event(2, "a", Event::Start)
+            + &line(
+                3,
+                "a",
+                Record::SessionEnd {
+                    end: SessionEnd::Halt {
+                        reason: halt,
+                        headline: halt.headline(),
+                    },
+                },
+            )
+            + &start(4, "b")
+            + &event(5, "b", Event::Start);
+        let c = parse(text.as_bytes(), p).unwrap();
+        let rec = recover(&c.lines, p).unwrap();
+        assert_eq!(rec.sticky_halt, None);
+        let open = rec.open_session.unwrap();
+        assert_eq!((open.id.as_str(), open.events.len()), ("b", 1));
+        assert_eq!(open.recorded[0].seq, 5);
+
+        let ended = start(1, "a")
+            + &line(
+                2,
+                "a",
+                Record::SessionEnd {
+                    end: SessionEnd::Exit { code: 0 },
+                },
+            )
+            + &event(3, "a", Event::Start);
+        let c = parse(ended.as_bytes(), p).unwrap();
+        let err = recover(&c.lines, p).unwrap_err();
+        assert!(err.to_string().contains("after the session ended"), "{err}");
+    }
+
+    #[test]
+    fn end_without_a_session_is_refused_except_an_acknowledgement() {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut j, _) = Journal::open(&dir.path().join("j.jsonl")).unwrap();
+        assert!(matches!(
+            j.end(SessionEnd::Exit { code: 0 }),
+            Err(JournalError::NoSession { .. })
+        ));
+        j.begin(&Limits::default(), Mode::Continuous).unwrap();
+        j.end(SessionEnd::Exit { code: 0 }).unwrap();
+        assert!(j.session().is_none());
+        j.end(SessionEnd::HaltAcknowledged).unwrap();
+    }
 }

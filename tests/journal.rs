@@ -711,3 +711,59 @@ fn status_shows_a_sticky_halt_and_a_fresh_project() {
     assert_eq!(code, 2);
     assert!(err.contains("nope.json"), "{err}");
 }
+
+#[test]
+fn replay_accepts_a_batch_cut_by_a_crash_only_before_a_restart() {
+    let (_dir, path) = tmp_journal();
+    let limits = Limits::default();
+    let events = &halting_events()[..4]; // ... the first attempt of startCycle failed
+    let (mut j, _) = Journal::open(&path).unwrap();
+    j.begin(&limits, Mode::Continuous).unwrap();
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    record(&mut j, &mut core, events);
+    drop(j);
+    // The crash persisted the failure event but only its first effect line.
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let failed = lines
+        .iter()
+        .rposition(|l| l.contains("\"kind\":\"event\""))
+        .unwrap();
+    assert!(lines.len() > failed + 2, "the failure has several effects");
+    let cut = lines[..failed + 2].join("\n") + "\n";
+    std::fs::write(&path, &cut).unwrap();
+
+    let (mut j, rec) = Journal::open(&path).unwrap();
+    let open = rec.open_session.unwrap();
+    j.continue_session(&open.id);
+    let (mut core, _) = rebuild_session(&open);
+    record(
+        &mut j,
+        &mut core,
+        &[
+            Event::Start,
+            Event::PreconditionsOk {
+                step: Step::StartCycle,
+            },
+        ],
+    );
+    drop(j);
+    let (code, out, err) = run(bin().arg("replay").arg(&path));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("reproduced exactly (1 batch(es) cut short by a crash)"),
+        "{out}"
+    );
+
+    // The same missing effect without a restart after it is a divergence.
+    let full = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<&str> = full.lines().collect();
+    let start = lines
+        .iter()
+        .rposition(|l| l.contains("\"event\":{\"event\":\"start\"}"))
+        .unwrap();
+    lines.remove(start + 1); // the restart's reissued effect
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let (code, out, _) = run(bin().arg("replay").arg(&path));
+    assert_eq!(code, 1, "{out}");
+}
