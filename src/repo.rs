@@ -312,15 +312,13 @@ impl Repo {
                 path: self.path.clone(),
             });
         }
-        let mut add = vec![
-            "add".to_string(),
-            "-A".to_string(),
-            "--".to_string(),
-            ".".to_string(),
-        ];
-        add.extend(ARTIFACTS.iter().map(|a| format!(":(exclude){a}")));
-        let add: Vec<&str> = add.iter().map(String::as_str).collect();
-        self.git_ok(&add)?;
+        // Runner artifacts are ignored through .git/info/exclude, so `add -A` leaves them out;
+        // naming them in an exclude pathspec would make git refuse ("paths are ignored").
+        self.git_ok(&["add", "-A"])?;
+        let staged_artifacts: Vec<&str> = ARTIFACTS.to_vec();
+        let mut unstage = vec!["reset", "--quiet", "--"];
+        unstage.extend(staged_artifacts);
+        self.git_ok(&unstage)?;
         self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
         Ok(true)
     }

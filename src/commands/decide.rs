@@ -20,7 +20,7 @@ pub fn run(option: &str, config: &Path) -> i32 {
             return 2;
         }
     };
-    let path = cfg.project_path.join(files::ARTIFACT_DIR).join(files::DECISION_FILE);
+    let path = cfg.project_path.join(files::DECISION_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

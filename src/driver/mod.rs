@@ -169,7 +169,7 @@ impl Driver {
             (None, None) => Mode::Continuous,
         };
         let limits = cfg.limits();
-        let journal_path = project.join(files::ARTIFACT_DIR).join(files::JOURNAL_FILE);
+        let journal_path = project.join(files::JOURNAL_FILE);
         if let Some(parent) = journal_path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
@@ -777,7 +777,7 @@ impl Driver {
     }
 
     async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
-        let path = self.cfg.project_path.join(files::ARTIFACT_DIR).join(files::DECISION_FILE);
+        let path = self.cfg.project_path.join(files::DECISION_FILE);
         let last = self.last_failure.as_ref().map(|c| format!("{} ({}): {}", c.class, c.signature, c.summary));
         let request = serde_json::json!({
             "session": self.session,

@@ -10,7 +10,11 @@ pub fn notice(n: &Notice) -> (Severity, String) {
         Notice::CycleStarted { issue } => (Severity::Info, format!("issue #{issue}: cycle started")),
         Notice::Retrying { step, attempt, class } => (
             Severity::Warning,
-            format!("{}: attempt {} failed ({class}); retrying", step.key(), attempt),
+            format!(
+                "{}: attempt {} failed ({class}); retrying as attempt {attempt}",
+                step.key(),
+                attempt.saturating_sub(1)
+            ),
         ),
         Notice::Bounced { from, to, check, bounces } => (
             Severity::Warning,

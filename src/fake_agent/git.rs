@@ -2,6 +2,7 @@
 
 use super::Context;
 use crate::step::Step;
+use std::io;
 use std::path::Path;
 use std::process::Command;
 
@@ -50,6 +51,13 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, GitWorkError> {
 }
 
 /// The branch the fake agent uses for issue `n`; matches the `<N>-<slug>` pattern.
+/// Leave the feature branch (for the `checkout-main` outcome).
+pub fn checkout_main(ctx: &Context) -> io::Result<()> {
+    git(&ctx.cwd, &["checkout", "--quiet", "main"])
+        .map(|_| ())
+        .map_err(|e| io::Error::other(e.to_string()))
+}
+
 pub fn branch_name(n: u32) -> String {
     format!("{n}-issue-{n}")
 }

@@ -46,7 +46,7 @@ pub enum FakeAgentError {
         key: String,
         why: String,
     },
-    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, exit:<code> or no-branch")]
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, exit:<code>, no-branch or checkout-main")]
     UnknownOutcome {
         path: PathBuf,
         key: String,
@@ -156,7 +156,8 @@ fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
         return Ok(());
     };
     let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
-    let line = format!("{issue} {} {} {outcome}\n", ctx.step.key(), ctx.attempt);
+    // The pid lets a test stop an agent whose runner it killed with SIGKILL.
+    let line = format!("{issue} {} {} {outcome} {}\n", ctx.step.key(), ctx.attempt, std::process::id());
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)

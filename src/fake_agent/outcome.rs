@@ -28,6 +28,9 @@ pub enum Outcome {
     Exit(i32),
     /// A successful result without the git work (startIssue: no branch).
     NoBranch,
+    /// A successful result after checking out main: the next step's precondition
+    /// `on feature branch` fails (a bounce).
+    CheckoutMain,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +78,7 @@ impl Outcome {
             "silent-hang" => Outcome::SilentHang,
             "ignore-term" => Outcome::IgnoreTerm,
             "no-branch" => Outcome::NoBranch,
+            "checkout-main" => Outcome::CheckoutMain,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -96,6 +100,13 @@ impl Outcome {
             Outcome::Ok => {
                 out.init()?;
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::CheckoutMain => {
+                out.init()?;
+                super::git::checkout_main(ctx)?;
+                out.assistant_text("Checked out main.")?;
+                out.result(json!({"result": "Checked out main."}))?;
+                Ok(0)
             }
             Outcome::NoBranch => {
                 out.init()?;
