@@ -8,7 +8,10 @@ use std::path::Path;
 pub fn run(option: &str, config: &Path) -> i32 {
     let Some(option) = DecisionOption::parse(option) else {
         let names: Vec<&str> = DecisionOption::ALL.iter().map(|o| o.name()).collect();
-        eprintln!("error: \"{option}\" is not a decision: use one of {}", names.join(", "));
+        eprintln!(
+            "error: \"{option}\" is not a decision: use one of {}",
+            names.join(", ")
+        );
         return 2;
     };
     let cfg = match Config::load(config) {
@@ -24,7 +27,10 @@ pub fn run(option: &str, config: &Path) -> i32 {
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!("error: no decision is pending ({} does not exist)", path.display());
+            eprintln!(
+                "error: no decision is pending ({} does not exist)",
+                path.display()
+            );
             return 1;
         }
         Err(e) => {
@@ -40,7 +46,10 @@ pub fn run(option: &str, config: &Path) -> i32 {
         }
     };
     if let Some(obj) = request.as_object_mut() {
-        obj.insert("answer".into(), serde_json::Value::String(option.name().into()));
+        obj.insert(
+            "answer".into(),
+            serde_json::Value::String(option.name().into()),
+        );
     }
     let tmp = path.with_extension("json.tmp");
     let written = serde_json::to_string_pretty(&request)

@@ -11,7 +11,10 @@ use std::process::Command;
 pub fn run(args: &DemoArgs) -> i32 {
     match setup(args) {
         Ok(config) => {
-            println!("demo project ready; running: sdlc-runner run --config {}\n", config.display());
+            println!(
+                "demo project ready; running: sdlc-runner run --config {}\n",
+                config.display()
+            );
             let cfg = match Config::load(&config) {
                 Ok(cfg) => cfg,
                 Err(e) => {
@@ -23,12 +26,18 @@ pub fn run(args: &DemoArgs) -> i32 {
             };
             let code = driver::run(cfg, RunOptions::default());
             let dir = config.parent().unwrap_or(Path::new("."));
-            println!("\ndemo finished with exit code {code}. Everything is kept in {}:", dir.display());
+            println!(
+                "\ndemo finished with exit code {code}. Everything is kept in {}:",
+                dir.display()
+            );
             println!("  project/   the clone the agent worked in (git log --graph --all)");
             println!("  issues/    the local tracker (closed and escalated issues are marked)");
             println!("  logs/      orchestration log and one log per attempt");
             println!("  project/.claude/sdlc-journal.jsonl   the write-ahead journal");
-            println!("inspect with: sdlc-runner status --config {}", config.display());
+            println!(
+                "inspect with: sdlc-runner status --config {}",
+                config.display()
+            );
             code
         }
         Err(e) => {
@@ -43,11 +52,21 @@ fn git(cwd: &Path, args: &[&str]) -> Result<(), String> {
         .args(args)
         .current_dir(cwd)
         .output()
-        .map_err(|e| format!("git {}: cannot run git ({e}); the demo needs git on PATH", args.join(" ")))?;
+        .map_err(|e| {
+            format!(
+                "git {}: cannot run git ({e}); the demo needs git on PATH",
+                args.join(" ")
+            )
+        })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("git {} in {}: {}", args.join(" "), cwd.display(), String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "git {} in {}: {}",
+            args.join(" "),
+            cwd.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
@@ -68,7 +87,8 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
     let root = match &args.dir {
         Some(dir) => {
             std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            dir.canonicalize().map_err(|e| format!("{}: {e}", dir.display()))?
+            dir.canonicalize()
+                .map_err(|e| format!("{}: {e}", dir.display()))?
         }
         None => tempfile::Builder::new()
             .prefix("sdlc-runner-demo-")
@@ -80,14 +100,32 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
     let project = root.join("project");
     let issues = root.join("issues");
     if project.exists() {
-        return Err(format!("{} already exists: pass an empty --dir", project.display()));
+        return Err(format!(
+            "{} already exists: pass an empty --dir",
+            project.display()
+        ));
     }
     std::fs::create_dir_all(&issues).map_err(|e| format!("{}: {e}", issues.display()))?;
-    git(&root, &["init", "--quiet", "--bare", "--initial-branch=main", "origin.git"])?;
-    git(&root, &["clone", "--quiet", &origin.to_string_lossy(), "project"])?;
+    git(
+        &root,
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch=main",
+            "origin.git",
+        ],
+    )?;
+    git(
+        &root,
+        &["clone", "--quiet", &origin.to_string_lossy(), "project"],
+    )?;
     git(&project, &["checkout", "--quiet", "-B", "main"])?;
     git(&project, &["config", "user.name", "sdlc-runner demo"])?;
-    git(&project, &["config", "user.email", "demo@sdlc-runner.invalid"])?;
+    git(
+        &project,
+        &["config", "user.email", "demo@sdlc-runner.invalid"],
+    )?;
     git(&project, &["config", "commit.gpgsign", "false"])?;
     write(&project.join("README.md"), "# demo project\n")?;
     git(&project, &["add", "README.md"])?;
@@ -97,7 +135,12 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
     let script = match args.scenario {
         DemoScenario::Lifecycle => {
             issue(&issues, 1, "Add a greeting", "Say hello.")?;
-            issue(&issues, 2, "Add a farewell", "Say goodbye.\n\nDepends on: #3")?;
+            issue(
+                &issues,
+                2,
+                "Add a farewell",
+                "Say goodbye.\n\nDepends on: #3",
+            )?;
             issue(&issues, 3, "Add a name option", "Greet by name.")?;
             serde_json::json!({ "steps": { "2:verify": ["fail-test", "ok"] }, "costUsd": 0.05 })
         }

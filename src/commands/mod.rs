@@ -6,5 +6,5 @@ pub mod decide;
 pub mod demo;
 pub mod diagram;
 pub mod replay;
-pub mod status;
 pub mod run;
+pub mod status;

@@ -38,7 +38,12 @@ pub fn default_prompt(step: Step) -> &'static str {
 }
 
 /// The full prompt of one attempt.
-pub fn prompt(cfg: &Config, step: Step, issue: &IssueContext, repair: Option<&RepairContext>) -> String {
+pub fn prompt(
+    cfg: &Config,
+    step: Step,
+    issue: &IssueContext,
+    repair: Option<&RepairContext>,
+) -> String {
     let mut text = cfg.prompt(step).unwrap_or(default_prompt(step)).to_string();
     if issue.number > 0 {
         text.push_str(&format!("\n\nIssue #{}: {}", issue.number, issue.title));
@@ -91,12 +96,19 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
         args.push("--append-system-prompt".to_string());
         args.push(skill.to_string());
     }
-    let mut env: Vec<(String, String)> =
-        cfg.agent.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut env: Vec<(String, String)> = cfg
+        .agent
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
     if let Some(effort) = cfg.effort(a.step) {
         env.push(("CLAUDE_CODE_EFFORT_LEVEL".into(), effort.as_str().into()));
     }
-    env.push(("CLAUDE_CODE_MAX_RETRIES".into(), cfg.agent.max_api_retries.to_string()));
+    env.push((
+        "CLAUDE_CODE_MAX_RETRIES".into(),
+        cfg.agent.max_api_retries.to_string(),
+    ));
     env.push(("SDLC_STEP".into(), a.step.key().into()));
     env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));
     env.push(("SDLC_ISSUE".into(), a.issue.to_string()));
@@ -116,13 +128,26 @@ mod tests {
 
     #[test]
     fn argument_vector_and_environment_follow_the_contract() {
-        let c = cfg(r#", "steps": {"verify": {"maxTurns": 7, "effort": "high"}}, "agent": {"args": ["wrap"]}"#);
-        let a = AttemptInfo { step: Step::Verify, issue: 4, attempt: 2, prompt: "P", skill: Some("SKILL") };
+        let c = cfg(
+            r#", "steps": {"verify": {"maxTurns": 7, "effort": "high"}}, "agent": {"args": ["wrap"]}"#,
+        );
+        let a = AttemptInfo {
+            step: Step::Verify,
+            issue: 4,
+            attempt: 2,
+            prompt: "P",
+            skill: Some("SKILL"),
+        };
         let inv = invocation(&c, "claude".into(), &a);
         assert_eq!(inv.args[0], "wrap");
         let joined = inv.args.join(" ");
         assert!(joined.contains("-p P --dangerously-skip-permissions --verbose --output-format stream-json --max-turns 7 --append-system-prompt SKILL"), "{joined}");
-        let get = |k: &str| inv.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        let get = |k: &str| {
+            inv.env
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
         assert_eq!(get("SDLC_STEP"), Some("verify"));
         assert_eq!(get("SDLC_STEP_NUMBER"), Some("6"));
         assert_eq!(get("SDLC_ISSUE"), Some("4"));
@@ -134,7 +159,13 @@ mod tests {
     #[test]
     fn haiku_gets_no_effort_variable() {
         let c = cfg(r#", "model": "haiku""#);
-        let a = AttemptInfo { step: Step::Implement, issue: 1, attempt: 1, prompt: "P", skill: None };
+        let a = AttemptInfo {
+            step: Step::Implement,
+            issue: 1,
+            attempt: 1,
+            prompt: "P",
+            skill: None,
+        };
         let inv = invocation(&c, "claude".into(), &a);
         assert!(inv.env.iter().all(|(k, _)| k != "CLAUDE_CODE_EFFORT_LEVEL"));
         assert!(!inv.args.contains(&"--append-system-prompt".to_string()));
@@ -143,10 +174,21 @@ mod tests {
     #[test]
     fn repair_prompt_carries_the_classified_failure() {
         let c = cfg("");
-        let issue = IssueContext { number: 3, title: "Add x".into(), branch: Some("3-add-x".into()) };
-        let r = RepairContext { class: "TEST_ASSERTION".into(), summary: "1 test failed".into(), excerpt: "left: 1".into() };
+        let issue = IssueContext {
+            number: 3,
+            title: "Add x".into(),
+            branch: Some("3-add-x".into()),
+        };
+        let r = RepairContext {
+            class: "TEST_ASSERTION".into(),
+            summary: "1 test failed".into(),
+            excerpt: "left: 1".into(),
+        };
         let p = prompt(&c, Step::Verify, &issue, Some(&r));
-        assert!(p.contains("Issue #3: Add x") && p.contains("TEST_ASSERTION") && p.contains("left: 1"), "{p}");
+        assert!(
+            p.contains("Issue #3: Add x") && p.contains("TEST_ASSERTION") && p.contains("left: 1"),
+            "{p}"
+        );
         let plain = prompt(&c, Step::Verify, &issue, None);
         assert!(!plain.contains("previous attempt"));
     }

@@ -47,7 +47,10 @@ const TAIL_BYTES: usize = 64 * 1024;
 
 /// Run the lifecycle; returns the process exit code (SPEC §7).
 pub fn run(cfg: Config, opts: RunOptions) -> i32 {
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -122,7 +125,8 @@ impl Driver {
                 cfg.agent.command
             )
         })?;
-        let repo = Repo::open(&cfg.project_path).map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
+        let repo = Repo::open(&cfg.project_path)
+            .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
         let project = cfg.project_path.clone();
         let lock = files::acquire_lock(&project).map_err(|e| e.to_string())?;
         let forge = match cfg.forge {
@@ -131,7 +135,9 @@ impl Driver {
                 repo_dir: project.clone(),
                 require_checks: cfg.require_checks,
             },
-            ForgeKind::Local => Forge::Local { require_checks: cfg.require_checks },
+            ForgeKind::Local => Forge::Local {
+                require_checks: cfg.require_checks,
+            },
         };
         let tracker = match (cfg.tracker.kind, &cfg.tracker.dir) {
             (TrackerKind::Local, Some(dir)) => {
@@ -147,18 +153,27 @@ impl Driver {
                 Tracker::GitHub(t)
             }
         };
-        let logs = Logs { dir: cfg.log_dir.clone() };
-        logs.create().map_err(|e| format!("logDir {}: {e}", logs.dir.display()))?;
+        let logs = Logs {
+            dir: cfg.log_dir.clone(),
+        };
+        logs.create()
+            .map_err(|e| format!("logDir {}: {e}", logs.dir.display()))?;
         let mut channels = Vec::new();
         if let Some(target) = &cfg.discord_channel_id {
-            channels.push(Channel::Discord { openclaw: PathBuf::from("openclaw"), target: target.clone() });
+            channels.push(Channel::Discord {
+                openclaw: PathBuf::from("openclaw"),
+                target: target.clone(),
+            });
         }
         if let Some(url) = &cfg.notify.webhook_url {
             channels.push(Channel::Webhook { url: url.clone() });
         }
         if let Some(cmd) = &cfg.notify.command {
             if let Some((program, args)) = cmd.split_first() {
-                channels.push(Channel::Command { program: program.into(), args: args.to_vec() });
+                channels.push(Channel::Command {
+                    program: program.into(),
+                    args: args.to_vec(),
+                });
             }
         }
         let notifier = Notifier::new(channels, Some(logs.orchestration_log()));
@@ -173,10 +188,13 @@ impl Driver {
         if let Some(parent) = journal_path.parent() {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
-        let (mut journal, recovered) =
-            Journal::open(&journal_path).map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
+        let (mut journal, recovered) = Journal::open(&journal_path)
+            .map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
         if let Some(torn) = &recovered.torn_line {
-            eprintln!("warning: {}: {torn} (dropped; earlier records kept)", journal_path.display());
+            eprintln!(
+                "warning: {}: {torn} (dropped; earlier records kept)",
+                journal_path.display()
+            );
         }
         if let Some((session, headline)) = &recovered.sticky_halt {
             if !opts.ack_halt {
@@ -186,7 +204,9 @@ impl Driver {
                 );
                 return Ok(Started::Exit(1));
             }
-            journal.end(SessionEnd::HaltAcknowledged).map_err(|e| e.to_string())?;
+            journal
+                .end(SessionEnd::HaltAcknowledged)
+                .map_err(|e| e.to_string())?;
             eprintln!("halt of session {session} acknowledged; starting a new session");
         }
         let state = match files::read_state(&project) {
@@ -209,7 +229,11 @@ impl Driver {
                     open.events.iter().map(|e| (*e, String::new())).collect();
                 let (core, _) = crate::journal::rebuild(&limits, mode, &recorded);
                 journal.continue_session(&open.id);
-                eprintln!("continuing session {} ({} events recorded)", open.id, open.events.len());
+                eprintln!(
+                    "continuing session {} ({} events recorded)",
+                    open.id,
+                    open.events.len()
+                );
                 (core, open.id)
             }
             None if opts.dry_run => (Core::new(limits, mode), "dry-run".to_string()),
@@ -254,11 +278,15 @@ impl Driver {
         let detected = match repo::detect_progress(&self.repo, &self.forge, Some(&self.state)) {
             Ok(d) => d,
             Err(e) => {
-                self.log(&format!("resume detection failed ({e}); continuing from the journal"));
+                self.log(&format!(
+                    "resume detection failed ({e}); continuing from the journal"
+                ));
                 None
             }
         };
-        let Some(d) = detected else { return Event::Start };
+        let Some(d) = detected else {
+            return Event::Start;
+        };
         let in_cycle = self.core.runner().issue;
         let wanted = match self.core.runner().mode {
             Mode::SingleIssue(n) => d.issue == n,
@@ -268,7 +296,11 @@ impl Driver {
         if !wanted || in_cycle.is_some_and(|i| i != d.issue) {
             return Event::Start;
         }
-        self.issue = IssueContext { number: d.issue, title: String::new(), branch: Some(d.branch.clone()) };
+        self.issue = IssueContext {
+            number: d.issue,
+            title: String::new(),
+            branch: Some(d.branch.clone()),
+        };
         if let Ok(issue) = self.tracker.get(d.issue) {
             self.issue.title = issue.title;
         }
@@ -277,12 +309,22 @@ impl Driver {
             return Event::Start;
         }
         if d.merged && in_cycle.is_none() {
-            self.log(&format!("issue #{} is already merged: main and a fresh cycle", d.issue));
+            self.log(&format!(
+                "issue #{} is already merged: main and a fresh cycle",
+                d.issue
+            ));
             return Event::AlreadyMerged { issue: d.issue };
         }
         let next = if d.merged { Step::Merge } else { d.next };
-        self.log(&format!("git shows issue #{} ready for {}: resuming there", d.issue, next.key()));
-        Event::Resume { issue: d.issue, next }
+        self.log(&format!(
+            "git shows issue #{} ready for {}: resuming there",
+            d.issue,
+            next.key()
+        ));
+        Event::Resume {
+            issue: d.issue,
+            next,
+        }
     }
 
     fn log(&self, line: &str) {
@@ -293,8 +335,12 @@ impl Driver {
 
     fn watch_signals(&self) -> Result<(), String> {
         use tokio::signal::unix::{signal, SignalKind};
-        for (kind, code) in [(SignalKind::interrupt(), 1u8), (SignalKind::terminate(), 2u8)] {
-            let mut stream = signal(kind).map_err(|e| format!("cannot install signal handler: {e}"))?;
+        for (kind, code) in [
+            (SignalKind::interrupt(), 1u8),
+            (SignalKind::terminate(), 2u8),
+        ] {
+            let mut stream =
+                signal(kind).map_err(|e| format!("cannot install signal handler: {e}"))?;
             let tx = self.cancel_tx.clone();
             let flag = self.signal.clone();
             tokio::spawn(async move {
@@ -321,7 +367,9 @@ impl Driver {
         }
         let project = self.cfg.project_path.clone();
         if let Err(e) = files::exclude_artifacts(&project) {
-            self.log(&format!("warning: cannot keep runner files out of git: {e}"));
+            self.log(&format!(
+                "warning: cannot keep runner files out of git: {e}"
+            ));
         }
         if let Err(e) = files::create_auto_mode(&project) {
             self.log(&format!("warning: cannot create the auto-mode flag: {e}"));
@@ -347,7 +395,9 @@ impl Driver {
             let state = *self.core.state();
             if let Err(e) = self.journal.record_step(&event, &effects, &state) {
                 // Without the journal the failure-loop protection cannot survive a restart.
-                self.log(&format!("FATAL: cannot write the journal ({e}); stopping without acting"));
+                self.log(&format!(
+                    "FATAL: cannot write the journal ({e}); stopping without acting"
+                ));
                 return 1;
             }
             let mut next = None;
@@ -364,7 +414,10 @@ impl Driver {
             match next {
                 Some(ev) => event = ev,
                 None => {
-                    self.log(&format!("internal error: no request after {event:?} in {}", state.name()));
+                    self.log(&format!(
+                        "internal error: no request after {event:?} in {}",
+                        state.name()
+                    ));
                     return 1;
                 }
             }
@@ -381,11 +434,19 @@ impl Driver {
         match selection {
             Ok(Selection::Issue(issue)) => {
                 println!("would work on issue #{}: {}", issue.number, issue.title);
-                self.issue = IssueContext { number: issue.number, title: issue.title, branch: None };
+                self.issue = IssueContext {
+                    number: issue.number,
+                    title: issue.title,
+                    branch: None,
+                };
             }
             Ok(Selection::NoIssues) => println!("no open automatable issue: nothing to do"),
-            Ok(Selection::AllEscalated { numbers }) => println!("would halt: all issues escalated ({numbers:?})"),
-            Ok(Selection::AllBlocked { numbers }) => println!("would halt: all issues blocked ({numbers:?})"),
+            Ok(Selection::AllEscalated { numbers }) => {
+                println!("would halt: all issues escalated ({numbers:?})")
+            }
+            Ok(Selection::AllBlocked { numbers }) => {
+                println!("would halt: all issues blocked ({numbers:?})")
+            }
             Err(e) => {
                 eprintln!("error: tracker: {e}");
                 return 2;
@@ -395,23 +456,47 @@ impl Driver {
             Mode::SingleStep(step) => step,
             _ => Step::StartCycle,
         };
-        for step in Step::ALL.into_iter().filter(|s| s.number() >= first.number() && self.cfg.enabled(*s)) {
+        for step in Step::ALL
+            .into_iter()
+            .filter(|s| s.number() >= first.number() && self.cfg.enabled(*s))
+        {
             let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
-            let info = AttemptInfo { step, issue: self.issue.number, attempt: 1, prompt: &prompt, skill: None };
+            let info = AttemptInfo {
+                step,
+                issue: self.issue.number,
+                attempt: 1,
+                prompt: &prompt,
+                skill: None,
+            };
             let inv = invoke::invocation(&self.cfg, self.program.clone(), &info);
-            let skill = self.cfg.skill_file(step).map(|p| format!(" (+ skill {})", p.display())).unwrap_or_default();
+            let skill = self
+                .cfg
+                .skill_file(step)
+                .map(|p| format!(" (+ skill {})", p.display()))
+                .unwrap_or_default();
             println!(
                 "step {} {}: {} {}{skill}",
                 step.number(),
                 step.key(),
                 inv.program.display(),
-                inv.args.iter().map(|a| if a.contains(' ') { format!("{a:?}") } else { a.clone() }).collect::<Vec<_>>().join(" ")
+                inv.args
+                    .iter()
+                    .map(|a| if a.contains(' ') {
+                        format!("{a:?}")
+                    } else {
+                        a.clone()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
             );
             if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
                 break;
             }
         }
-        println!("bounds: {:?}", crate::machine::bounds::compute(&self.cfg.limits()));
+        println!(
+            "bounds: {:?}",
+            crate::machine::bounds::compute(&self.cfg.limits())
+        );
         0
     }
 
@@ -423,16 +508,22 @@ impl Driver {
     }
 
     fn step_context(&self) -> StepContext {
-        StepContext { issue: self.core.runner().issue, feature: self.feature.clone() }
+        StepContext {
+            issue: self.core.runner().issue,
+            feature: self.feature.clone(),
+        }
     }
 
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
         match effect {
             Effect::SelectIssue => Outcome::Next(self.select_issue()),
             Effect::CheckPreconditions { step } => Outcome::Next(self.check_preconditions(step)),
-            Effect::RunStep { step, issue, attempt, repair } => {
-                Outcome::Next(self.run_step(step, issue, attempt, repair).await)
-            }
+            Effect::RunStep {
+                step,
+                issue,
+                attempt,
+                repair,
+            } => Outcome::Next(self.run_step(step, issue, attempt, repair).await),
             Effect::Wait { seconds } => {
                 self.log(&format!("waiting {seconds} s"));
                 let mut rx = self.cancel_rx.clone();
@@ -452,7 +543,10 @@ impl Driver {
             }
             Effect::CheckoutMain => {
                 if let Err(e) = self.repo.checkout_main() {
-                    self.log(&format!("warning: cannot check out {}: {e}", self.repo.main));
+                    self.log(&format!(
+                        "warning: cannot check out {}: {e}",
+                        self.repo.main
+                    ));
                 }
                 Outcome::Continue
             }
@@ -490,12 +584,15 @@ impl Driver {
                     .join("\n")
                 );
                 if let Err(e) = self.tracker.mark_escalated(issue, &text) {
-                    self.log(&format!("warning: cannot mark issue #{issue} escalated in the tracker: {e}"));
+                    self.log(&format!(
+                        "warning: cannot mark issue #{issue} escalated in the tracker: {e}"
+                    ));
                 }
                 Outcome::Continue
             }
             Effect::Cleanup => {
-                let killed = kill_matching(&self.cfg.cleanup.process_patterns, &ProtectSet::current());
+                let killed =
+                    kill_matching(&self.cfg.cleanup.process_patterns, &ProtectSet::current());
                 for (pid, cmd) in killed {
                     self.log(&format!("cleanup: stopped pid {pid} ({cmd})"));
                 }
@@ -507,7 +604,9 @@ impl Driver {
                 eprintln!("{}", text);
                 Outcome::Continue
             }
-            Effect::AskDecision { step, issue } => Outcome::Next(self.ask_decision(step, issue).await),
+            Effect::AskDecision { step, issue } => {
+                Outcome::Next(self.ask_decision(step, issue).await)
+            }
             Effect::Halt(reason) => {
                 let text = report::halt_diagnostic(
                     &reason,
@@ -518,8 +617,13 @@ impl Driver {
                 println!("{text}");
                 let _ = append_line(&self.logs.orchestration_log(), &text);
                 self.notifier.send(Severity::Alert, &text);
-                if let Err(e) = self.journal.end(SessionEnd::Halt { reason, headline: reason.headline() }) {
-                    self.log(&format!("warning: cannot record the halt in the journal: {e}"));
+                if let Err(e) = self.journal.end(SessionEnd::Halt {
+                    reason,
+                    headline: reason.headline(),
+                }) {
+                    self.log(&format!(
+                        "warning: cannot record the halt in the journal: {e}"
+                    ));
                 }
                 Outcome::Continue
             }
@@ -539,7 +643,11 @@ impl Driver {
             self.state.runner_pid = None;
             self.save_state();
             let _ = files::remove_auto_mode(&project);
-            self.log(&format!("{}: shut down; next run continues session {}", signal.name(), self.session));
+            self.log(&format!(
+                "{}: shut down; next run continues session {}",
+                signal.name(),
+                self.session
+            ));
             return i32::from(code);
         }
         if let Err(e) = self.journal.end(SessionEnd::Exit { code }) {
@@ -558,7 +666,9 @@ impl Driver {
     }
 
     fn shutdown_event(&self) -> Event {
-        Event::ShutdownRequested { signal: self.pending_signal().unwrap_or(Signal::Term) }
+        Event::ShutdownRequested {
+            signal: self.pending_signal().unwrap_or(Signal::Term),
+        }
     }
 
     fn select_issue(&mut self) -> Event {
@@ -566,24 +676,39 @@ impl Driver {
         let selection = match mode {
             Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
             Mode::SingleStep(_) if self.issue.number > 0 => {
-                return Event::IssueSelected { issue: self.issue.number };
+                return Event::IssueSelected {
+                    issue: self.issue.number,
+                };
             }
             Mode::SingleStep(_) if self.state.current_issue.is_some() => {
                 let n = self.state.current_issue.unwrap_or_default();
-                self.issue = IssueContext { number: n, title: String::new(), branch: self.state.current_branch.clone() };
+                self.issue = IssueContext {
+                    number: n,
+                    title: String::new(),
+                    branch: self.state.current_branch.clone(),
+                };
                 return Event::IssueSelected { issue: n };
             }
             _ => self.tracker.select(self.core.escalated()),
         };
         match selection {
             Ok(Selection::Issue(issue)) => {
-                self.log(&format!("selected issue #{}: {}", issue.number, issue.title));
-                self.issue = IssueContext { number: issue.number, title: issue.title.clone(), branch: Some(issue.branch()) };
+                self.log(&format!(
+                    "selected issue #{}: {}",
+                    issue.number, issue.title
+                ));
+                self.issue = IssueContext {
+                    number: issue.number,
+                    title: issue.title.clone(),
+                    branch: Some(issue.branch()),
+                };
                 self.state.current_issue = Some(issue.number);
                 self.state.current_branch = Some(issue.branch());
                 self.state.signal_shutdown = None;
                 self.save_state();
-                Event::IssueSelected { issue: issue.number }
+                Event::IssueSelected {
+                    issue: issue.number,
+                }
             }
             Ok(Selection::NoIssues) => Event::NoIssues,
             Ok(Selection::AllEscalated { .. }) => Event::AllEscalated,
@@ -606,12 +731,18 @@ impl Driver {
         self.save_state();
         match repo::already_done(&self.repo, &self.forge, step, &ctx) {
             Ok(true) => {
-                self.log(&format!("{}: already done (observed in git); not run again", step.key()));
+                self.log(&format!(
+                    "{}: already done (observed in git); not run again",
+                    step.key()
+                ));
                 self.state.last_completed_step = step.number();
                 return Event::AlreadyDone { step };
             }
             Ok(false) => {}
-            Err(e) => self.log(&format!("{}: idempotency probe failed ({e}); treating as not done", step.key())),
+            Err(e) => self.log(&format!(
+                "{}: idempotency probe failed ({e}); treating as not done",
+                step.key()
+            )),
         }
         match repo::precondition(&self.repo, &self.forge, step, &ctx) {
             Ok(Ok(())) => Event::PreconditionsOk { step },
@@ -634,7 +765,11 @@ impl Driver {
             Some(path) => match std::fs::read_to_string(&path) {
                 Ok(text) => Some(text),
                 Err(e) => {
-                    let msg = format!("skill file {} for step {} cannot be read: {e}", path.display(), step.key());
+                    let msg = format!(
+                        "skill file {} for step {} cannot be read: {e}",
+                        path.display(),
+                        step.key()
+                    );
                     return self.environment_failure(step, &msg);
                 }
             },
@@ -650,10 +785,19 @@ impl Driver {
             None
         };
         let prompt = invoke::prompt(&self.cfg, step, &self.issue, repair_ctx.as_ref());
-        let info = AttemptInfo { step, issue, attempt, prompt: &prompt, skill: skill_text.as_deref() };
+        let info = AttemptInfo {
+            step,
+            issue,
+            attempt,
+            prompt: &prompt,
+            skill: skill_text.as_deref(),
+        };
         let inv = invoke::invocation(&self.cfg, self.program.clone(), &info);
         let live_log = self.logs.live_log(step.key());
-        if let Err(e) = self.logs.prune(self.cfg.max_log_disk_usage_bytes, &[live_log.clone()]) {
+        if let Err(e) = self
+            .logs
+            .prune(self.cfg.max_log_disk_usage_bytes, &[live_log.clone()])
+        {
             self.log(&format!("warning: log pruning failed: {e}"));
         }
         let run = AgentRun {
@@ -667,7 +811,12 @@ impl Driver {
             live_log: live_log.clone(),
             tail_bytes: TAIL_BYTES,
         };
-        self.log(&format!("issue #{issue} step {} {} attempt {attempt}{}", step.number(), step.key(), if repair { " (repair)" } else { "" }));
+        self.log(&format!(
+            "issue #{issue} step {} {} attempt {attempt}{}",
+            step.number(),
+            step.key(),
+            if repair { " (repair)" } else { "" }
+        ));
         let started_at = chrono::Utc::now();
         let started = Instant::now();
         let mut reader = StreamReader::new();
@@ -696,17 +845,27 @@ impl Driver {
             Ok(path) => self.log(&format!("attempt log: {}", path.display())),
             Err(e) => self.log(&format!("warning: cannot archive the attempt log: {e}")),
         }
-        self.last_output = if exit.stdout_tail.is_empty() { exit.stderr_tail.clone() } else { exit.stdout_tail.clone() };
+        self.last_output = if exit.stdout_tail.is_empty() {
+            exit.stderr_tail.clone()
+        } else {
+            exit.stdout_tail.clone()
+        };
         if exit.cancelled {
             return self.shutdown_event();
         }
         let result = summary.result.as_ref();
         let usage = Usage {
-            cost_micros: result.and_then(|r| r.total_cost_usd).map_or(0, |c| (c.max(0.0) * 1e6) as u64),
+            cost_micros: result
+                .and_then(|r| r.total_cost_usd)
+                .map_or(0, |c| (c.max(0.0) * 1e6) as u64),
             elapsed_ms: started.elapsed().as_millis() as u64,
             turns: result.and_then(|r| r.num_turns).unwrap_or(0),
         };
-        if let Some(id) = summary.session_id.as_ref().or(result.and_then(|r| r.session_id.as_ref())) {
+        if let Some(id) = summary
+            .session_id
+            .as_ref()
+            .or(result.and_then(|r| r.session_id.as_ref()))
+        {
             self.log(&format!("agent session {id}"));
         }
         let temp = std::env::temp_dir();
@@ -731,7 +890,12 @@ impl Driver {
         };
         match failure {
             None => {
-                self.log(&format!("{}: succeeded ({} turns, ${:.2})", step.key(), usage.turns, usage.cost_micros as f64 / 1e6));
+                self.log(&format!(
+                    "{}: succeeded ({} turns, ${:.2})",
+                    step.key(),
+                    usage.turns,
+                    usage.cost_micros as f64 / 1e6
+                ));
                 if step == Step::StartIssue {
                     if let Ok(Some(branch)) = self.repo.current_branch() {
                         self.issue.branch = Some(branch.clone());
@@ -745,8 +909,18 @@ impl Driver {
                 Event::StepSucceeded { step, usage }
             }
             Some(c) => {
-                self.log(&format!("{}: failed: {} {} — {}", step.key(), c.class, c.signature, c.summary));
-                *self.state.retries.entry(step.key().to_string()).or_default() += 1;
+                self.log(&format!(
+                    "{}: failed: {} {} — {}",
+                    step.key(),
+                    c.class,
+                    c.signature,
+                    c.summary
+                ));
+                *self
+                    .state
+                    .retries
+                    .entry(step.key().to_string())
+                    .or_default() += 1;
                 self.save_state();
                 let ev = Event::StepFailed {
                     step,
@@ -778,7 +952,10 @@ impl Driver {
 
     async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
         let path = self.cfg.project_path.join(files::DECISION_FILE);
-        let last = self.last_failure.as_ref().map(|c| format!("{} ({}): {}", c.class, c.signature, c.summary));
+        let last = self
+            .last_failure
+            .as_ref()
+            .map(|c| format!("{} ({}): {}", c.class, c.signature, c.summary));
         let request = serde_json::json!({
             "session": self.session,
             "issue": issue,

@@ -7,8 +7,14 @@ use crate::notify::{redact, Severity};
 
 pub fn notice(n: &Notice) -> (Severity, String) {
     match *n {
-        Notice::CycleStarted { issue } => (Severity::Info, format!("issue #{issue}: cycle started")),
-        Notice::Retrying { step, attempt, class } => (
+        Notice::CycleStarted { issue } => {
+            (Severity::Info, format!("issue #{issue}: cycle started"))
+        }
+        Notice::Retrying {
+            step,
+            attempt,
+            class,
+        } => (
             Severity::Warning,
             format!(
                 "{}: attempt {} failed ({class}); retrying as attempt {attempt}",
@@ -16,7 +22,12 @@ pub fn notice(n: &Notice) -> (Severity, String) {
                 attempt.saturating_sub(1)
             ),
         ),
-        Notice::Bounced { from, to, check, bounces } => (
+        Notice::Bounced {
+            from,
+            to,
+            check,
+            bounces,
+        } => (
             Severity::Warning,
             format!(
                 "{}: precondition `{}` failed; back to {} (bounce {bounces})",
@@ -25,11 +36,23 @@ pub fn notice(n: &Notice) -> (Severity, String) {
                 to.key()
             ),
         ),
-        Notice::Waiting { step, class, seconds } => (
+        Notice::Waiting {
+            step,
+            class,
+            seconds,
+        } => (
             Severity::Warning,
-            format!("{}: {class}; waiting {seconds} s without spending an attempt", step.key()),
+            format!(
+                "{}: {class}; waiting {seconds} s without spending an attempt",
+                step.key()
+            ),
         ),
-        Notice::Escalated { issue, step, cause, consecutive } => (
+        Notice::Escalated {
+            issue,
+            step,
+            cause,
+            consecutive,
+        } => (
             Severity::Warning,
             format!(
                 "issue #{issue} escalated at {} ({}); {consecutive} escalation(s) in a row",
@@ -38,10 +61,16 @@ pub fn notice(n: &Notice) -> (Severity, String) {
             ),
         ),
         Notice::Merged { issue } => (Severity::Info, format!("issue #{issue}: merged")),
-        Notice::NothingToDo => (Severity::Info, "no open automatable issue: nothing to do".into()),
+        Notice::NothingToDo => (
+            Severity::Info,
+            "no open automatable issue: nothing to do".into(),
+        ),
         Notice::ShuttingDown { signal } => (
             Severity::Warning,
-            format!("{}: stopping; work saved, position kept for the next run", signal.name()),
+            format!(
+                "{}: stopping; work saved, position kept for the next run",
+                signal.name()
+            ),
         ),
     }
 }
@@ -51,12 +80,20 @@ fn dollars(micros: u64) -> String {
 }
 
 fn spend(s: &Spend) -> String {
-    format!("{} invocation(s), {} turn(s), {}", s.invocations, s.turns, dollars(s.cost_micros))
+    format!(
+        "{} invocation(s), {} turn(s), {}",
+        s.invocations,
+        s.turns,
+        dollars(s.cost_micros)
+    )
 }
 
 /// The wasted-work report: spend since the last merge, in total and by failure class.
 pub fn wasted_work(r: &Runner) -> String {
-    let mut out = format!("spent since the last merge: {}", spend(&r.stats.since_merge));
+    let mut out = format!(
+        "spent since the last merge: {}",
+        spend(&r.stats.since_merge)
+    );
     for class in FailureClass::ALL {
         let s = &r.stats.failed_by_class[class.index()];
         if s.invocations > 0 {
@@ -76,9 +113,9 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
         HaltReason::AllIssuesEscalated => "all issues escalated",
         HaltReason::AllIssuesBlocked => "all issues blocked",
         HaltReason::MaxConsecutiveFailures { .. } => "max_consecutive_failures",
-        HaltReason::Environment { .. } | HaltReason::WaitsExhausted { .. } | HaltReason::QuotaTooLong { .. } => {
-            "environment"
-        }
+        HaltReason::Environment { .. }
+        | HaltReason::WaitsExhausted { .. }
+        | HaltReason::QuotaTooLong { .. } => "environment",
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",
@@ -99,7 +136,11 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
     }
     out.push_str(&format!(
         "\nescalated issues this session: {}",
-        if issues.is_empty() { "none".into() } else { issues.join(", ") }
+        if issues.is_empty() {
+            "none".into()
+        } else {
+            issues.join(", ")
+        }
     ));
     if let Some(step) = step {
         out.push_str(&format!("\nstep: {} ({})", step.key(), step.number()));
@@ -121,7 +162,10 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
     out.push_str(&wasted_work(r));
     let tail = redact(output_tail);
     let start = tail.char_indices().rev().nth(499).map_or(0, |(i, _)| i);
-    out.push_str(&format!("\nlast agent output (secrets redacted):\n{}", &tail[start..]));
+    out.push_str(&format!(
+        "\nlast agent output (secrets redacted):\n{}",
+        &tail[start..]
+    ));
     out.push_str(&format!("\nlogs: {logs}"));
     out.push_str(
         "\nnothing was reset, committed or checked out. Inspect, fix the cause, then run again with --ack-halt.",
@@ -141,15 +185,38 @@ mod tests {
         let mut r = Runner::new(Limits::default(), Mode::Continuous);
         r.escalated.extend([3, 5]);
         r.consecutive_escalations = 2;
-        r.last_failure = Some(LastFailure { step: Step::Verify, class: FailureClass::TestAssertion, signature: Signature(0xabc) });
-        let reason = HaltReason::ConsecutiveEscalations { cause: EscalationCause::RetriesExhausted, step: Step::Verify };
-        let tail = format!("{}token=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789", "x".repeat(900));
+        r.last_failure = Some(LastFailure {
+            step: Step::Verify,
+            class: FailureClass::TestAssertion,
+            signature: Signature(0xabc),
+        });
+        let reason = HaltReason::ConsecutiveEscalations {
+            cause: EscalationCause::RetriesExhausted,
+            step: Step::Verify,
+        };
+        let tail = format!(
+            "{}token=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
+            "x".repeat(900)
+        );
         let d = halt_diagnostic(&reason, &r, &tail, "/tmp/logs");
-        assert!(d.starts_with("FAILURE LOOP DETECTED: consecutive escalations\n"), "{d}");
-        for needle in ["#3, #5", "step: verify", "consecutive escalations: 2 (limit 2)", "TEST_ASSERTION", "/tmp/logs", "--ack-halt"] {
+        assert!(
+            d.starts_with("FAILURE LOOP DETECTED: consecutive escalations\n"),
+            "{d}"
+        );
+        for needle in [
+            "#3, #5",
+            "step: verify",
+            "consecutive escalations: 2 (limit 2)",
+            "TEST_ASSERTION",
+            "/tmp/logs",
+            "--ack-halt",
+        ] {
             assert!(d.contains(needle), "missing {needle}: {d}");
         }
-        assert!(!d.contains("abcdefghijklmnopqrstuvwxyz0123456789"), "secret leaked: {d}");
+        assert!(
+            !d.contains("abcdefghijklmnopqrstuvwxyz0123456789"),
+            "secret leaked: {d}"
+        );
         let output = d.split("secrets redacted):\n").nth(1).unwrap_or_default();
         assert!(output.lines().next().unwrap_or_default().chars().count() <= 500);
     }

@@ -157,7 +157,12 @@ fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
     };
     let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
     // The pid lets a test stop an agent whose runner it killed with SIGKILL.
-    let line = format!("{issue} {} {} {outcome} {}\n", ctx.step.key(), ctx.attempt, std::process::id());
+    let line = format!(
+        "{issue} {} {} {outcome} {}\n",
+        ctx.step.key(),
+        ctx.attempt,
+        std::process::id()
+    );
     std::fs::OpenOptions::new()
         .create(true)
         .append(true)

@@ -21,8 +21,17 @@ pub struct Project {
 }
 
 pub fn git(cwd: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").args(args).current_dir(cwd).output().expect("git runs");
-    assert!(out.status.success(), "git {args:?} in {}: {}", cwd.display(), String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(cwd)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        cwd.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -36,8 +45,25 @@ impl Project {
         let project = root.join("project");
         let issue_dir = root.join("issues");
         std::fs::create_dir_all(&issue_dir).expect("issues dir");
-        git(&root, &["init", "--quiet", "--bare", "--initial-branch=main", "origin.git"]);
-        git(&root, &["clone", "--quiet", origin.to_str().expect("utf8"), "project"]);
+        git(
+            &root,
+            &[
+                "init",
+                "--quiet",
+                "--bare",
+                "--initial-branch=main",
+                "origin.git",
+            ],
+        );
+        git(
+            &root,
+            &[
+                "clone",
+                "--quiet",
+                origin.to_str().expect("utf8"),
+                "project",
+            ],
+        );
         git(&project, &["checkout", "--quiet", "-B", "main"]);
         git(&project, &["config", "user.name", "test"]);
         git(&project, &["config", "user.email", "test@example.invalid"]);
@@ -91,7 +117,9 @@ impl Project {
 
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
-        cmd.args(args).env("SDLC_FAKE_AGENT_LOG", &self.agent_log).current_dir(&self.root);
+        cmd.args(args)
+            .env("SDLC_FAKE_AGENT_LOG", &self.agent_log)
+            .current_dir(&self.root);
         cmd
     }
 
@@ -99,27 +127,44 @@ impl Project {
     pub fn run(&self, args: &[&str]) -> Output {
         let mut all = vec!["run", "--config", self.config.to_str().expect("utf8")];
         all.extend_from_slice(args);
-        let child = self.command(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn runner");
+        let child = self
+            .command(&all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn runner");
         wait_output(child, Duration::from_secs(120))
     }
 
     pub fn spawn(&self, args: &[&str]) -> Child {
         let mut all = vec!["run", "--config", self.config.to_str().expect("utf8")];
         all.extend_from_slice(args);
-        self.command(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn runner")
+        self.command(&all)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn runner")
     }
 
     /// Lines `<issue> <step> <attempt> <outcome> ...` the fake agent logged.
     pub fn invocations(&self) -> Vec<String> {
-        std::fs::read_to_string(&self.agent_log).unwrap_or_default().lines().map(str::to_string).collect()
+        std::fs::read_to_string(&self.agent_log)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
     }
 
     pub fn count(&self, prefix: &str) -> usize {
-        self.invocations().iter().filter(|l| l.starts_with(prefix)).count()
+        self.invocations()
+            .iter()
+            .filter(|l| l.starts_with(prefix))
+            .count()
     }
 
     pub fn issue(&self, n: u32) -> Value {
-        let text = std::fs::read_to_string(self.issues.join(format!("{n}.json"))).expect("issue file");
+        let text =
+            std::fs::read_to_string(self.issues.join(format!("{n}.json"))).expect("issue file");
         serde_json::from_str(&text).expect("issue json")
     }
 
@@ -145,7 +190,10 @@ impl Project {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("no invocation {prefix:?} within {timeout:?}; log: {:?}", self.invocations());
+        panic!(
+            "no invocation {prefix:?} within {timeout:?}; log: {:?}",
+            self.invocations()
+        );
     }
 
     pub fn journal(&self) -> Vec<Value> {
@@ -177,7 +225,11 @@ pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
 }
 
 pub fn text(out: &Output) -> String {
-    format!("{}\n{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 pub fn code(out: &Output) -> i32 {
