@@ -794,10 +794,10 @@ impl Driver {
         };
         let inv = invoke::invocation(&self.cfg, self.program.clone(), &info);
         let live_log = self.logs.live_log(step.key());
-        if let Err(e) = self
-            .logs
-            .prune(self.cfg.max_log_disk_usage_bytes, &[live_log.clone()])
-        {
+        if let Err(e) = self.logs.prune(
+            self.cfg.max_log_disk_usage_bytes,
+            std::slice::from_ref(&live_log),
+        ) {
             self.log(&format!("warning: log pruning failed: {e}"));
         }
         let run = AgentRun {
@@ -845,10 +845,11 @@ impl Driver {
             Ok(path) => self.log(&format!("attempt log: {}", path.display())),
             Err(e) => self.log(&format!("warning: cannot archive the attempt log: {e}")),
         }
-        self.last_output = if exit.stdout_tail.is_empty() {
-            exit.stderr_tail.clone()
-        } else {
-            exit.stdout_tail.clone()
+        // What a person should read first: the agent's own final words, else its raw tail.
+        self.last_output = match summary.result.as_ref().and_then(|r| r.result_text.clone()) {
+            Some(text) if !text.trim().is_empty() => text,
+            _ if !exit.stdout_tail.is_empty() => exit.stdout_tail.clone(),
+            _ => exit.stderr_tail.clone(),
         };
         if exit.cancelled {
             return self.shutdown_event();
