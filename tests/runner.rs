@@ -455,3 +455,81 @@ fn kill_hung_agents(p: &Project) {
         }
     }
 }
+
+#[test]
+fn rate_limits_wait_without_spending_attempts_and_are_capped() {
+    let p = one_issue(json!({"steps": {"verify": ["rate-limit"]}}));
+    p.set_config(json!({"maxRateLimitWaits": 2}));
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: RATE_LIMIT"), "{all}");
+    // Every wait re-runs attempt 1: no attempt was spent. 1 + 2 waits, then the halt.
+    let verify: Vec<String> = p
+        .invocations()
+        .into_iter()
+        .filter(|l| l.starts_with("1 verify"))
+        .collect();
+    assert_eq!(verify.len(), 3, "{verify:?}");
+    assert!(
+        verify
+            .iter()
+            .all(|l| l.starts_with("1 verify 1 rate-limit")),
+        "{verify:?}"
+    );
+    assert_eq!(p.issue(1)["escalated"], false);
+}
+
+#[test]
+fn an_issue_over_its_budget_escalates_before_the_next_dispatch() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"costUsd": 0.30}),
+        json!({}),
+    );
+    p.set_config(json!({"budget": {"perIssueUsd": 1.0}}));
+    let out = p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("issue budget"), "{all}");
+    // $0.30 per attempt: after three ($0.90) the fourth would exceed $1.00, so it never starts.
+    assert_eq!(p.count("1 "), 3, "{:?}", p.invocations());
+}
+
+#[test]
+fn resume_after_a_kill_at_each_step_finishes_without_redoing_finished_steps() {
+    let steps = [
+        "startCycle",
+        "startIssue",
+        "writeSpecs",
+        "implement",
+        "simplify",
+        "verify",
+        "commitPush",
+        "monitorCI",
+        "merge",
+    ];
+    for (i, step) in steps.iter().enumerate() {
+        let p = one_issue(json!({"steps": {*step: ["hang"]}}));
+        let child = p.spawn(&[]);
+        p.wait_for_invocation(&format!("1 {step} 1"), Duration::from_secs(60));
+        e2e::signal(&child, libc::SIGKILL);
+        let _ = e2e::wait_output(child, Duration::from_secs(30));
+        kill_hung_agents(&p);
+        p.set_script(json!({}));
+        let out = p.run(&[]);
+        assert_eq!(code(&out), 0, "killed at {step}: {}", text(&out));
+        assert!(
+            p.origin_main_log().contains("Merge issue #1"),
+            "killed at {step}"
+        );
+        for done in &steps[..i] {
+            assert_eq!(
+                p.count(&format!("1 {done} ")),
+                1,
+                "killed at {step}: {done} ran again: {:?}",
+                p.invocations()
+            );
+        }
+    }
+}

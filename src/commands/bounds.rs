@@ -1,18 +1,12 @@
 //! `sdlc-runner bounds --config F`: the exact worst-case agent invocations for a config.
 
-use crate::config::Config;
 use crate::machine::bounds;
 use std::path::Path;
 
 pub fn run(config: &Path) -> i32 {
-    let cfg = match Config::load(config) {
+    let cfg = match super::load_config(config) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            for line in e.lines() {
-                eprintln!("{line}");
-            }
-            return 2;
-        }
+        Err(code) => return code,
     };
     let b = bounds::compute(&cfg.limits());
     println!(

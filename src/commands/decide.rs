@@ -1,6 +1,5 @@
 //! `sdlc-runner decide OPTION --config F`: answer the pending decision of a manual-approval run.
 
-use crate::config::Config;
 use crate::files;
 use crate::machine::DecisionOption;
 use std::path::Path;
@@ -14,14 +13,9 @@ pub fn run(option: &str, config: &Path) -> i32 {
         );
         return 2;
     };
-    let cfg = match Config::load(config) {
+    let cfg = match super::load_config(config) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            for line in e.lines() {
-                eprintln!("{line}");
-            }
-            return 2;
-        }
+        Err(code) => return code,
     };
     let path = cfg.project_path.join(files::DECISION_FILE);
     let text = match std::fs::read_to_string(&path) {

@@ -3,7 +3,6 @@
 //! runner: real git, real journal, real logs. Needs nothing but git.
 
 use crate::cli::{DemoArgs, DemoScenario};
-use crate::config::Config;
 use crate::driver::{self, RunOptions};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,14 +14,9 @@ pub fn run(args: &DemoArgs) -> i32 {
                 "demo project ready; running: sdlc-runner run --config {}\n",
                 config.display()
             );
-            let cfg = match Config::load(&config) {
+            let cfg = match super::load_config(&config) {
                 Ok(cfg) => cfg,
-                Err(e) => {
-                    for line in e.lines() {
-                        eprintln!("{line}");
-                    }
-                    return 2;
-                }
+                Err(code) => return code,
             };
             let code = driver::run(cfg, RunOptions::default());
             let dir = config.parent().unwrap_or(Path::new("."));

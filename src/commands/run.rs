@@ -1,18 +1,12 @@
 //! `sdlc-runner run`: load the config (exit 2 naming every bad key) and hand over to the driver.
 
 use crate::cli::RunArgs;
-use crate::config::Config;
 use crate::driver::{self, RunOptions};
 
 pub fn run(args: &RunArgs) -> i32 {
-    let cfg = match Config::load(&args.config) {
+    let cfg = match super::load_config(&args.config) {
         Ok(cfg) => cfg,
-        Err(e) => {
-            for line in e.lines() {
-                eprintln!("{line}");
-            }
-            return 2;
-        }
+        Err(code) => return code,
     };
     driver::run(
         cfg,

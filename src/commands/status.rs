@@ -15,14 +15,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub fn run(config: &Path, json: bool) -> i32 {
-    let cfg = match Config::load(config) {
-        Ok(c) => c,
-        Err(e) => {
-            for line in e.lines() {
-                eprintln!("{line}");
-            }
-            return 2;
-        }
+    let cfg = match super::load_config(config) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
     };
     let report = match status(&cfg) {
         Ok(r) => r,

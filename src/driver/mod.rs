@@ -817,6 +817,10 @@ impl Driver {
             step.key(),
             if repair { " (repair)" } else { "" }
         ));
+        self.notifier.send(
+            Severity::Info,
+            &format!("issue #{issue}: {} started (attempt {attempt})", step.key()),
+        );
         let started_at = chrono::Utc::now();
         let started = Instant::now();
         let mut reader = StreamReader::new();
@@ -907,9 +911,22 @@ impl Driver {
                 self.state.retries.remove(step.key());
                 self.save_state();
                 self.last_failure = None;
+                self.notifier.send(
+                    Severity::Info,
+                    &format!("issue #{issue}: {} finished", step.key()),
+                );
                 Event::StepSucceeded { step, usage }
             }
             Some(c) => {
+                self.notifier.send(
+                    Severity::Warning,
+                    &format!(
+                        "issue #{issue}: {} failed ({}): {}",
+                        step.key(),
+                        c.class,
+                        c.summary
+                    ),
+                );
                 self.log(&format!(
                     "{}: failed: {} {} — {}",
                     step.key(),
