@@ -533,3 +533,25 @@ fn resume_after_a_kill_at_each_step_finishes_without_redoing_finished_steps() {
         }
     }
 }
+
+#[test]
+fn notifications_announce_progress_and_the_halt_with_severities() {
+    let p = Project::new(&[(1, "First", ""), (2, "Second", "")], json!({"steps": {"2:startCycle": ["not-logged-in"]}}), json!({}));
+    let sink = p.root.join("notifications.txt");
+    let script = p.root.join("notify.sh");
+    std::fs::write(&script, "#!/bin/sh\nprintf '%s %s\\n---\\n' \"$SDLC_SEVERITY\" \"$1\" >> \"$(dirname \"$0\")/notifications.txt\"\n")
+        .expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    p.set_config(json!({"notify": {"command": [script.to_str().expect("utf8")]}}));
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let sent = std::fs::read_to_string(&sink).expect("notifications delivered before exit");
+    for needle in [
+        "info [INFO] issue #1: verify started (attempt 1)",
+        "info [INFO] issue #1: verify finished",
+        "info [INFO] issue #1: merged",
+        "alert [ALERT] ENVIRONMENT FAILURE: AUTH",
+    ] {
+        assert!(sent.contains(needle), "missing {needle:?} in:\n{sent}");
+    }
+}
