@@ -536,12 +536,17 @@ fn resume_after_a_kill_at_each_step_finishes_without_redoing_finished_steps() {
 
 #[test]
 fn notifications_announce_progress_and_the_halt_with_severities() {
-    let p = Project::new(&[(1, "First", ""), (2, "Second", "")], json!({"steps": {"2:startCycle": ["not-logged-in"]}}), json!({}));
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"2:startCycle": ["not-logged-in"]}}),
+        json!({}),
+    );
     let sink = p.root.join("notifications.txt");
     let script = p.root.join("notify.sh");
     std::fs::write(&script, "#!/bin/sh\nprintf '%s %s\\n---\\n' \"$SDLC_SEVERITY\" \"$1\" >> \"$(dirname \"$0\")/notifications.txt\"\n")
         .expect("script");
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
     p.set_config(json!({"notify": {"command": [script.to_str().expect("utf8")]}}));
     let out = p.run(&[]);
     assert_eq!(code(&out), 1, "{}", text(&out));
@@ -554,4 +559,26 @@ fn notifications_announce_progress_and_the_halt_with_severities() {
     ] {
         assert!(sent.contains(needle), "missing {needle:?} in:\n{sent}");
     }
+}
+
+#[test]
+fn dry_run_prints_what_would_run_and_touches_nothing() {
+    let p = one_issue(json!({}));
+    let out = p.run(&["--dry-run"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("would work on issue #1: Add a greeting"),
+        "{all}"
+    );
+    assert!(
+        all.contains("step 6 verify:") && all.contains("--dangerously-skip-permissions"),
+        "{all}"
+    );
+    assert!(p.invocations().is_empty());
+    assert!(
+        !p.project.join(".claude").exists(),
+        "a dry run writes nothing into the project"
+    );
+    assert_eq!(e2e::git(&p.project, &["status", "--porcelain"]), "");
 }

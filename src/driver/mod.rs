@@ -83,12 +83,13 @@ struct Driver {
     tracker: Tracker,
     notifier: Notifier,
     logs: Logs,
-    journal: Journal,
+    /// `None` in a dry run, which must not touch the project.
+    journal: Option<Journal>,
     session: String,
     core: Core,
     /// Events to feed first (restart: the recovered position, then what git shows).
     first: Event,
-    _lock: files::Lock,
+    _lock: Option<files::Lock>,
     cancel_tx: watch::Sender<bool>,
     cancel_rx: watch::Receiver<bool>,
     signal: Arc<AtomicU8>,
@@ -128,7 +129,11 @@ impl Driver {
         let repo = Repo::open(&cfg.project_path)
             .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
         let project = cfg.project_path.clone();
-        let lock = files::acquire_lock(&project).map_err(|e| e.to_string())?;
+        let lock = if opts.dry_run {
+            None
+        } else {
+            Some(files::acquire_lock(&project).map_err(|e| e.to_string())?)
+        };
         let forge = match cfg.forge {
             ForgeKind::Github => Forge::GitHub {
                 gh: PathBuf::from("gh"),
@@ -185,11 +190,18 @@ impl Driver {
         };
         let limits = cfg.limits();
         let journal_path = project.join(files::JOURNAL_FILE);
-        if let Some(parent) = journal_path.parent() {
+        if let Some(parent) = journal_path.parent().filter(|_| !opts.dry_run) {
             std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
         }
-        let (mut journal, recovered) = Journal::open(&journal_path)
-            .map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
+        let (mut journal, recovered) = if opts.dry_run {
+            let recovered = Journal::read(&journal_path)
+                .map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
+            (None, recovered)
+        } else {
+            let (j, r) = Journal::open(&journal_path)
+                .map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
+            (Some(j), r)
+        };
         if let Some(torn) = &recovered.torn_line {
             eprintln!(
                 "warning: {}: {torn} (dropped; earlier records kept)",
@@ -204,9 +216,10 @@ impl Driver {
                 );
                 return Ok(Started::Exit(1));
             }
-            journal
-                .end(SessionEnd::HaltAcknowledged)
-                .map_err(|e| e.to_string())?;
+            if let Some(j) = journal.as_mut() {
+                j.end(SessionEnd::HaltAcknowledged)
+                    .map_err(|e| e.to_string())?;
+            }
             eprintln!("halt of session {session} acknowledged; starting a new session");
         }
         let state = match files::read_state(&project) {
@@ -222,13 +235,15 @@ impl Driver {
         };
         let continuing = recovered
             .open_session
-            .filter(|s| s.mode == mode && !opts.ack_halt && !opts.dry_run);
+            .filter(|s| s.mode == mode && !opts.dry_run);
         let (core, session) = match continuing {
             Some(open) => {
                 let recorded: Vec<(Event, String)> =
                     open.events.iter().map(|e| (*e, String::new())).collect();
                 let (core, _) = crate::journal::rebuild(&limits, mode, &recorded);
-                journal.continue_session(&open.id);
+                if let Some(j) = journal.as_mut() {
+                    j.continue_session(&open.id);
+                }
                 eprintln!(
                     "continuing session {} ({} events recorded)",
                     open.id,
@@ -236,11 +251,13 @@ impl Driver {
                 );
                 (core, open.id)
             }
-            None if opts.dry_run => (Core::new(limits, mode), "dry-run".to_string()),
-            None => {
-                let id = journal.begin(&limits, mode).map_err(|e| e.to_string())?;
-                (Core::new(limits, mode), id)
-            }
+            None => match journal.as_mut() {
+                Some(j) => {
+                    let id = j.begin(&limits, mode).map_err(|e| e.to_string())?;
+                    (Core::new(limits, mode), id)
+                }
+                None => (Core::new(limits, mode), "dry-run".to_string()),
+            },
         };
         let (cancel_tx, cancel_rx) = watch::channel(false);
         let mut driver = Driver {
@@ -393,7 +410,11 @@ impl Driver {
             }
             let effects = self.core.handle(&event).to_vec();
             let state = *self.core.state();
-            if let Err(e) = self.journal.record_step(&event, &effects, &state) {
+            let recorded = match self.journal.as_mut() {
+                Some(j) => j.record_step(&event, &effects, &state),
+                None => Ok(()),
+            };
+            if let Err(e) = recorded {
                 // Without the journal the failure-loop protection cannot survive a restart.
                 self.log(&format!(
                     "FATAL: cannot write the journal ({e}); stopping without acting"
@@ -498,6 +519,13 @@ impl Driver {
             crate::machine::bounds::compute(&self.cfg.limits())
         );
         0
+    }
+
+    fn end_session(&mut self, end: SessionEnd) -> Result<(), crate::journal::JournalError> {
+        match self.journal.as_mut() {
+            Some(j) => j.end(end),
+            None => Ok(()),
+        }
     }
 
     fn save_state(&mut self) {
@@ -617,7 +645,7 @@ impl Driver {
                 println!("{text}");
                 let _ = append_line(&self.logs.orchestration_log(), &text);
                 self.notifier.send(Severity::Alert, &text);
-                if let Err(e) = self.journal.end(SessionEnd::Halt {
+                if let Err(e) = self.end_session(SessionEnd::Halt {
                     reason,
                     headline: reason.headline(),
                 }) {
@@ -650,7 +678,7 @@ impl Driver {
             ));
             return i32::from(code);
         }
-        if let Err(e) = self.journal.end(SessionEnd::Exit { code }) {
+        if let Err(e) = self.end_session(SessionEnd::Exit { code }) {
             self.log(&format!("warning: cannot record the session end: {e}"));
         }
         self.state.runner_pid = None;
