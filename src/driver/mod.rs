@@ -461,7 +461,10 @@ impl Driver {
                     branch: None,
                 };
             }
-            Ok(Selection::NoIssues) => println!("no open automatable issue: nothing to do"),
+            Ok(Selection::NoIssues) => {
+                println!("no open automatable issue: nothing to do");
+                return 0;
+            }
             Ok(Selection::AllEscalated { numbers }) => {
                 println!("would halt: all issues escalated ({numbers:?})")
             }
@@ -514,9 +517,10 @@ impl Driver {
                 break;
             }
         }
+        let b = crate::machine::bounds::compute(&self.cfg.limits());
         println!(
-            "bounds: {:?}",
-            crate::machine::bounds::compute(&self.cfg.limits())
+            "worst case: {} agent invocations between merges, {} before a halt if nothing succeeds",
+            b.between_merges, b.nothing_succeeds
         );
         0
     }
