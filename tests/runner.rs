@@ -582,3 +582,22 @@ fn dry_run_prints_what_would_run_and_touches_nothing() {
     );
     assert_eq!(e2e::git(&p.project, &["status", "--porcelain"]), "");
 }
+
+#[test]
+fn a_broken_tracker_stops_the_run_without_a_sticky_halt() {
+    let p = one_issue(json!({}));
+    let good = std::fs::read_to_string(p.issues.join("1.json")).expect("issue");
+    std::fs::write(p.issues.join("1.json"), "{ not json").expect("break");
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(
+        all.contains("tracker failed") && all.contains("1.json"),
+        "names the file: {all}"
+    );
+    assert!(p.invocations().is_empty());
+    std::fs::write(p.issues.join("1.json"), good).expect("repair");
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "no --ack-halt needed: {}", text(&out));
+    assert_eq!(p.issue(1)["state"], "closed");
+}

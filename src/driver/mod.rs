@@ -548,7 +548,15 @@ impl Driver {
 
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
         match effect {
-            Effect::SelectIssue => Outcome::Next(self.select_issue()),
+            Effect::SelectIssue => match self.select_issue() {
+                Some(event) => Outcome::Next(event),
+                None => {
+                    self.state.runner_pid = None;
+                    self.save_state();
+                    let _ = files::remove_auto_mode(&self.cfg.project_path);
+                    Outcome::Exit(1)
+                }
+            },
             Effect::CheckPreconditions { step } => Outcome::Next(self.check_preconditions(step)),
             Effect::RunStep {
                 step,
@@ -703,14 +711,15 @@ impl Driver {
         }
     }
 
-    fn select_issue(&mut self) -> Event {
+    /// The next event from the tracker; `None` when the tracker itself failed.
+    fn select_issue(&mut self) -> Option<Event> {
         let mode = self.core.runner().mode;
         let selection = match mode {
             Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
             Mode::SingleStep(_) if self.issue.number > 0 => {
-                return Event::IssueSelected {
+                return Some(Event::IssueSelected {
                     issue: self.issue.number,
-                };
+                });
             }
             Mode::SingleStep(_) if self.state.current_issue.is_some() => {
                 let n = self.state.current_issue.unwrap_or_default();
@@ -719,11 +728,11 @@ impl Driver {
                     title: String::new(),
                     branch: self.state.current_branch.clone(),
                 };
-                return Event::IssueSelected { issue: n };
+                return Some(Event::IssueSelected { issue: n });
             }
             _ => self.tracker.select(self.core.escalated()),
         };
-        match selection {
+        let event = match selection {
             Ok(Selection::Issue(issue)) => {
                 self.log(&format!(
                     "selected issue #{}: {}",
@@ -749,12 +758,17 @@ impl Driver {
                 Event::AllBlocked
             }
             Err(e) => {
-                // The tracker is part of the environment: without it nothing can be selected.
+                // Not a failure loop and no agent ran: stop without a sticky halt, keeping the
+                // session open so that the next run continues with the same counters.
                 self.log(&format!("tracker failed: {e}"));
-                self.last_output = e.to_string();
-                Event::AllBlocked
+                self.notifier.send(
+                    Severity::Alert,
+                    &format!("sdlc-runner stopped: the issue tracker failed: {e}"),
+                );
+                return None;
             }
-        }
+        };
+        Some(event)
     }
 
     fn check_preconditions(&mut self, step: Step) -> Event {
