@@ -20,13 +20,14 @@ struct GhProject {
 
 impl GhProject {
     /// `issues`: (number, title, body), all open and labelled `automatable`. `old_gh`: the
-    /// fake rejects the `parent` and `closedByPullRequestsReferences` JSON fields.
-    fn new(issues: &[(u32, &str, &str)], script: Value, old_gh: bool) -> GhProject {
-        let mut p = Project::new(
-            &[],
-            script,
-            json!({"tracker": {"kind": "github"}, "forge": "github"}),
-        );
+    /// fake rejects the `parent` and `closedByPullRequestsReferences` JSON fields. `extra`:
+    /// config keys over the test defaults.
+    fn new(issues: &[(u32, &str, &str)], script: Value, old_gh: bool, extra: Value) -> GhProject {
+        let mut config = json!({"tracker": {"kind": "github"}, "forge": "github"});
+        if let (Some(c), Some(more)) = (config.as_object_mut(), extra.as_object()) {
+            c.extend(more.clone());
+        }
+        let mut p = Project::new(&[], script, config);
         let bin = p.root.join("bin");
         std::fs::create_dir_all(&bin).expect("bin dir");
         let gh = bin.join("gh");
@@ -115,7 +116,12 @@ impl GhProject {
 
 #[test]
 fn a_full_cycle_on_github_merges_the_issue_through_gh() {
-    let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), false);
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({}),
+    );
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(
@@ -135,14 +141,18 @@ fn a_full_cycle_on_github_merges_the_issue_through_gh() {
         g.calls()
     );
     assert!(
-        g.calls()
-            .iter()
-            .any(|c| c.starts_with(&["pr".into(), "list".into(), "--head".into()])
-                && c.contains(&"1-issue-1".to_string())),
+        g.calls().iter().any(
+            |c| c.starts_with(&["pr".into(), "list".into(), "--head".into()])
+                && c.contains(&"1-issue-1".to_string())
+        ),
         "{:?}",
         g.calls()
     );
-    assert!(g.called(&["pr", "checks", "1-issue-1"]) >= 1, "{:?}", g.calls());
+    assert!(
+        g.called(&["pr", "checks", "1-issue-1"]) >= 1,
+        "{:?}",
+        g.calls()
+    );
     // The pushed branch is an open PR, so createPR is observed as done and not run.
     assert_eq!(g.p.count("1 createPR"), 0, "{:?}", g.p.invocations());
     assert_eq!(g.p.count("1 merge"), 1, "{:?}", g.p.invocations());
@@ -156,6 +166,9 @@ fn an_escalated_issue_is_labelled_and_commented_on_github_and_the_run_halts() {
         &[(1, "First", ""), (2, "Second", "")],
         json!({"steps": {"1:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
         false,
+        // Off: with the default {"verify": 3} the third verify failure in a row halts the
+        // session (tested in tests/runner.rs) before the escalation this test is about.
+        json!({"maxConsecutiveFailures": {"verify": 0}}),
     );
     let out = g.p.run(&[]);
     let all = text(&out);
@@ -203,7 +216,12 @@ fn an_escalated_issue_is_labelled_and_commented_on_github_and_the_run_halts() {
 
 #[test]
 fn an_older_gh_without_the_optional_fields_still_completes_the_run() {
-    let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), true);
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        true,
+        json!({}),
+    );
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(g.p.origin_main_log().contains("Merge issue #1"));
