@@ -18,6 +18,8 @@ pub struct Project {
     pub config: PathBuf,
     pub script: PathBuf,
     pub agent_log: PathBuf,
+    /// Extra environment for every runner process (e.g. a PATH with a fake `gh` first).
+    pub env: Vec<(String, std::ffi::OsString)>,
 }
 
 pub fn git(cwd: &Path, args: &[&str]) -> String {
@@ -88,6 +90,7 @@ impl Project {
             issues: issue_dir,
             script: script_path,
             agent_log,
+            env: Vec::new(),
         };
         p.set_script(script);
         p.set_config(extra);
@@ -119,6 +122,7 @@ impl Project {
         let mut cmd = Command::new(BIN);
         cmd.args(args)
             .env("SDLC_FAKE_AGENT_LOG", &self.agent_log)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.root);
         cmd
     }

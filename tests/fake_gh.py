@@ -1,0 +1,197 @@
+#!/usr/bin/env python3
+"""A fake `gh` for the GitHub end-to-end tests: never touches the network.
+
+State lives in state.json beside this script: issues, known labels, the bare origin's path
+and whether to behave like an older gh that lacks the `parent` and
+`closedByPullRequestsReferences` JSON fields. Pull requests are derived from the origin:
+a pushed branch is an open PR, a branch merged into origin/main is a merged one, and a
+merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every invocation's
+argv is appended to gh.log as one JSON line.
+"""
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STATE = os.path.join(HERE, "state.json")
+LOG = os.path.join(HERE, "gh.log")
+OPTIONAL = ("parent", "closedByPullRequestsReferences")
+AVAILABLE = [
+    "assignees", "author", "body", "closed", "closedAt", "comments", "createdAt", "id",
+    "labels", "milestone", "number", "projectCards", "reactionGroups", "state", "title",
+    "updatedAt", "url",
+]
+
+
+def load():
+    with open(STATE) as f:
+        return json.load(f)
+
+
+def save(state):
+    tmp = STATE + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(state, f, indent=1)
+    os.replace(tmp, STATE)
+
+
+def fail(msg, code=1):
+    sys.stderr.write(msg + "\n")
+    sys.exit(code)
+
+
+def opt(args, name, default=None):
+    if name in args:
+        i = args.index(name)
+        if i + 1 < len(args):
+            return args[i + 1]
+    return default
+
+
+def git_origin(state, *args):
+    return subprocess.run(["git", "-C", state["origin"], *args], capture_output=True, text=True)
+
+
+def remote_heads(state):
+    out = git_origin(state, "for-each-ref", "--format=%(refname:short) %(objectname)", "refs/heads")
+    heads = {}
+    for line in out.stdout.splitlines():
+        name, sha = line.split()
+        heads[name] = sha
+    return heads
+
+
+def merged(state, sha):
+    """The branch head is in main but is not one of main's own first-parent commits."""
+    if git_origin(state, "merge-base", "--is-ancestor", sha, "main").returncode != 0:
+        return False
+    first_parent = git_origin(state, "rev-list", "--first-parent", "main").stdout.split()
+    return sha not in first_parent
+
+
+def refresh(state):
+    """Closes issue N once a branch `N-...` is merged into origin/main."""
+    heads = remote_heads(state)
+    for issue in state["issues"]:
+        if issue["state"] != "OPEN":
+            continue
+        prefix = "%d-" % issue["number"]
+        if any(b.startswith(prefix) and merged(state, sha) for b, sha in heads.items()):
+            issue["state"] = "CLOSED"
+    save(state)
+
+
+def check_fields(state, fields):
+    if state.get("old"):
+        for f in fields:
+            if f in OPTIONAL:
+                fail('Unknown JSON field: "%s"\nAvailable fields:\n  %s' % (f, "\n  ".join(AVAILABLE)))
+    for f in fields:
+        if f not in AVAILABLE and f not in OPTIONAL:
+            fail('Unknown JSON field: "%s"' % f)
+
+
+def render(issue, fields):
+    full = {
+        "number": issue["number"],
+        "title": issue["title"],
+        "body": issue["body"],
+        "labels": [{"name": l} for l in issue["labels"]],
+        "milestone": {"title": issue["milestone"]} if issue.get("milestone") else None,
+        "state": issue["state"],
+        "parent": None,
+        "closedByPullRequestsReferences": [],
+    }
+    return {f: full.get(f) for f in fields}
+
+
+def issue_cmd(state, args):
+    sub = args[0]
+    if sub == "list":
+        fields = opt(args, "--json", "").split(",")
+        check_fields(state, fields)
+        refresh(state)
+        want_state = opt(args, "--state", "open").upper()
+        label = opt(args, "--label")
+        milestone = opt(args, "--milestone")
+        out = []
+        for i in sorted(state["issues"], key=lambda i: -i["number"]):
+            if want_state != "ALL" and i["state"] != want_state:
+                continue
+            if label is not None and label not in i["labels"]:
+                continue
+            if milestone is not None and i.get("milestone") != milestone:
+                continue
+            out.append(render(i, fields))
+        print(json.dumps(out))
+        return
+    number = int(args[1])
+    issue = next((i for i in state["issues"] if i["number"] == number), None)
+    if issue is None:
+        fail("GraphQL: Could not resolve to an issue or pull request with the number of %d. (repository.issue)" % number)
+    if sub == "view":
+        fields = opt(args, "--json", "").split(",")
+        check_fields(state, fields)
+        refresh(state)
+        print(json.dumps(render(issue, fields)))
+    elif sub == "edit":
+        label = opt(args, "--add-label")
+        if label is None:
+            fail("fake gh: only `issue edit N --add-label L` is supported", 2)
+        if label not in state["labels"]:
+            fail("failed to update https://github.com/o/r/issues/%d: '%s' not found" % (number, label))
+        if label not in issue["labels"]:
+            issue["labels"].append(label)
+        save(state)
+    elif sub == "comment":
+        if opt(args, "--body-file") != "-":
+            fail("fake gh: only `issue comment N --body-file -` is supported", 2)
+        issue.setdefault("comments", []).append(sys.stdin.read())
+        save(state)
+    else:
+        fail("fake gh: unsupported issue subcommand %r" % sub, 2)
+
+
+def pr_cmd(state, args):
+    sub = args[0]
+    if sub == "list":
+        branch = opt(args, "--head")
+        if branch is None or opt(args, "--state") != "all" or opt(args, "--json") != "number,url,state":
+            fail("fake gh: unexpected pr list arguments %r" % args, 2)
+        sha = remote_heads(state).get(branch)
+        if sha is None:
+            print("[]")
+            return
+        pr_state = "MERGED" if merged(state, sha) else "OPEN"
+        number = 100 + int(branch.split("-")[0])
+        print(json.dumps([{"number": number, "url": "https://github.invalid/o/r/pull/%d" % number, "state": pr_state}]))
+    elif sub == "checks":
+        fail("no checks reported on the '%s' branch" % args[1])
+    else:
+        fail("fake gh: unsupported pr subcommand %r" % sub, 2)
+
+
+def main():
+    args = sys.argv[1:]
+    with open(LOG, "a") as f:
+        f.write(json.dumps(args) + "\n")
+    state = load()
+    if not args:
+        fail("fake gh: no arguments", 2)
+    if args[0] == "api" and any(a.startswith("repos/{owner}/{repo}/milestones") for a in args):
+        print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
+    elif args[0] == "issue" and len(args) > 1:
+        issue_cmd(state, args[1:])
+    elif args[0] == "pr" and len(args) > 1:
+        pr_cmd(state, args[1:])
+    elif args[0] == "label" and len(args) > 2 and args[1] == "create":
+        if args[2] in state["labels"]:
+            fail('label with name "%s" already exists; use `--force` to update its color and description' % args[2])
+        state["labels"].append(args[2])
+        save(state)
+    else:
+        fail("fake gh: unsupported command %r" % args, 2)
+
+
+main()

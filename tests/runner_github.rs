@@ -1,0 +1,250 @@
+//! End to end on the GitHub path: the real binary with `"tracker": {"kind": "github"}` and
+//! `"forge": "github"`, against a real git repository, with a fake `gh` (tests/fake_gh.py)
+//! first on PATH. The fake keeps issues and labels in a JSON file and derives pull requests
+//! from the bare origin, so GitHub itself is never reached.
+
+mod e2e;
+
+use e2e::{code, text, Project};
+use serde_json::{json, Value};
+use std::ffi::OsString;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+
+const FAKE_GH: &str = include_str!("fake_gh.py");
+
+struct GhProject {
+    p: Project,
+    bin: PathBuf,
+}
+
+impl GhProject {
+    /// `issues`: (number, title, body), all open and labelled `automatable`. `old_gh`: the
+    /// fake rejects the `parent` and `closedByPullRequestsReferences` JSON fields. `extra`:
+    /// config keys over the test defaults.
+    fn new(issues: &[(u32, &str, &str)], script: Value, old_gh: bool, extra: Value) -> GhProject {
+        let mut config = json!({"tracker": {"kind": "github"}, "forge": "github"});
+        if let (Some(c), Some(more)) = (config.as_object_mut(), extra.as_object()) {
+            c.extend(more.clone());
+        }
+        let mut p = Project::new(&[], script, config);
+        let bin = p.root.join("bin");
+        std::fs::create_dir_all(&bin).expect("bin dir");
+        let gh = bin.join("gh");
+        std::fs::write(&gh, FAKE_GH).expect("write gh");
+        std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let issues: Vec<Value> = issues
+            .iter()
+            .map(|(n, title, body)| {
+                json!({"number": n, "title": title, "body": body, "state": "OPEN",
+                    "labels": ["automatable"], "milestone": null})
+            })
+            .collect();
+        let state = json!({
+            "origin": p.origin,
+            "old": old_gh,
+            "labels": ["automatable"],
+            "milestones": [],
+            "issues": issues,
+        });
+        std::fs::write(bin.join("state.json"), state.to_string()).expect("state");
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let mut dirs = vec![bin.clone()];
+        dirs.extend(std::env::split_paths(&path));
+        p.env.push((
+            "PATH".into(),
+            std::env::join_paths(dirs).expect("join PATH"),
+        ));
+        // Any attempt to reach the network goes to a dead proxy and fails fast.
+        for var in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
+            p.env
+                .push((var.into(), OsString::from("http://127.0.0.1:9")));
+        }
+        p.env.push(("GH_TOKEN".into(), OsString::from("invalid")));
+        GhProject { p, bin }
+    }
+
+    fn state(&self) -> Value {
+        let text = std::fs::read_to_string(self.bin.join("state.json")).expect("state");
+        serde_json::from_str(&text).expect("state json")
+    }
+
+    fn issue(&self, n: u64) -> Value {
+        self.state()["issues"]
+            .as_array()
+            .expect("issues")
+            .iter()
+            .find(|i| i["number"] == n)
+            .cloned()
+            .expect("issue")
+    }
+
+    /// Every argv the fake gh was called with.
+    fn calls(&self) -> Vec<Vec<String>> {
+        std::fs::read_to_string(self.bin.join("gh.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("log line"))
+            .collect()
+    }
+
+    fn called(&self, words: &[&str]) -> usize {
+        self.calls()
+            .iter()
+            .filter(|c| c.len() >= words.len() && c.iter().zip(words).all(|(a, b)| a == b))
+            .count()
+    }
+
+    /// Only the calls the runner is documented to make; anything else would have to reach
+    /// a real GitHub.
+    fn assert_only_known_calls(&self) {
+        for c in self.calls() {
+            let head: Vec<&str> = c.iter().take(2).map(String::as_str).collect();
+            assert!(
+                matches!(
+                    head.as_slice(),
+                    ["api", _]
+                        | ["issue", "list" | "view" | "edit" | "comment"]
+                        | ["label", "create"]
+                        | ["pr", "list" | "checks"]
+                ),
+                "unexpected gh call {c:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_full_cycle_on_github_merges_the_issue_through_gh() {
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({}),
+    );
+    let out = g.p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        g.p.origin_main_log().contains("Merge issue #1"),
+        "{}",
+        g.p.origin_main_log()
+    );
+    assert_eq!(g.issue(1)["state"], "CLOSED", "the merged PR closed it");
+    assert_eq!(g.p.branch(), "main");
+    assert!(g.called(&["issue", "list"]) >= 2, "{:?}", g.calls());
+    assert!(
+        g.calls().iter().any(|c| c[0] == "issue"
+            && c[1] == "list"
+            && c.iter().any(|a| a == "automatable")
+            && c.iter().any(|a| a.contains("parent"))),
+        "candidates asked for with the optional fields: {:?}",
+        g.calls()
+    );
+    assert!(
+        g.calls().iter().any(
+            |c| c.starts_with(&["pr".into(), "list".into(), "--head".into()])
+                && c.contains(&"1-issue-1".to_string())
+        ),
+        "{:?}",
+        g.calls()
+    );
+    assert!(
+        g.called(&["pr", "checks", "1-issue-1"]) >= 1,
+        "{:?}",
+        g.calls()
+    );
+    // The pushed branch is an open PR, so createPR is observed as done and not run.
+    assert_eq!(g.p.count("1 createPR"), 0, "{:?}", g.p.invocations());
+    assert_eq!(g.p.count("1 merge"), 1, "{:?}", g.p.invocations());
+    assert_eq!(g.called(&["issue", "edit"]), 0, "nothing escalated");
+    g.assert_only_known_calls();
+}
+
+#[test]
+fn an_escalated_issue_is_labelled_and_commented_on_github_and_the_run_halts() {
+    let g = GhProject::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"1:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
+        false,
+        // Off: with the default {"verify": 3} the third verify failure in a row halts the
+        // session (tested in tests/runner.rs) before the escalation this test is about.
+        json!({"maxConsecutiveFailures": {"verify": 0}}),
+    );
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(g.p.count("1 verify"), 3, "{:?}", g.p.invocations());
+    let one = g.issue(1);
+    assert_eq!(one["state"], "OPEN", "{all}");
+    assert!(
+        one["labels"]
+            .as_array()
+            .expect("labels")
+            .contains(&json!("sdlc-escalated")),
+        "durable quarantine label: {one}\n{all}"
+    );
+    // The label did not exist yet: the runner created it, then labelled the issue.
+    assert_eq!(g.called(&["label", "create", "sdlc-escalated"]), 1);
+    assert_eq!(g.called(&["issue", "edit", "1", "--add-label"]), 2);
+    let comments = one["comments"].as_array().expect("a comment");
+    assert_eq!(comments.len(), 1, "{one}");
+    let comment = comments[0].as_str().expect("text");
+    assert!(comment.contains("TEST_ASSERTION"), "{comment}");
+    assert!(comment.contains("sdlc-escalated"), "how to undo: {comment}");
+    assert_eq!(g.issue(2)["state"], "CLOSED", "issue 2 merged: {all}");
+    assert!(g.p.origin_main_log().contains("Merge issue #2"));
+    assert!(!g.p.origin_main_log().contains("Merge issue #1"));
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(
+        all.contains("FAILURE LOOP DETECTED: all issues escalated"),
+        "{all}"
+    );
+    g.assert_only_known_calls();
+
+    // A later session (after the halt is acknowledged) still sees the label: issue 1 is never
+    // selected again and no agent runs.
+    g.p.set_script(json!({}));
+    let before = g.p.invocations().len();
+    let again = g.p.run(&["--ack-halt"]);
+    assert_eq!(code(&again), 1, "{}", text(&again));
+    assert!(
+        text(&again).contains("FAILURE LOOP DETECTED: all issues escalated"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(g.p.invocations().len(), before, "{:?}", g.p.invocations());
+}
+
+#[test]
+fn an_older_gh_without_the_optional_fields_still_completes_the_run() {
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        true,
+        json!({}),
+    );
+    let out = g.p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(g.p.origin_main_log().contains("Merge issue #1"));
+    assert_eq!(g.issue(1)["state"], "CLOSED");
+    let lists: Vec<Vec<String>> = g
+        .calls()
+        .into_iter()
+        .filter(|c| c.starts_with(&["issue".into(), "list".into()]))
+        .collect();
+    let json_of = |c: &Vec<String>| {
+        c.iter()
+            .position(|a| a == "--json")
+            .map(|i| c[i + 1].clone())
+            .expect("--json")
+    };
+    assert!(
+        lists.iter().any(|c| json_of(c).contains("parent")),
+        "first tried with the optional fields: {lists:?}"
+    );
+    let last = lists.last().expect("an issue list");
+    assert!(
+        !json_of(last).contains("parent") && !json_of(last).contains("closedBy"),
+        "the rejected fields are dropped and remembered: {lists:?}"
+    );
+    g.assert_only_known_calls();
+}
