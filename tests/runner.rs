@@ -601,3 +601,35 @@ fn a_broken_tracker_stops_the_run_without_a_sticky_halt() {
     assert_eq!(code(&out), 0, "no --ack-halt needed: {}", text(&out));
     assert_eq!(p.issue(1)["state"], "closed");
 }
+
+#[test]
+fn an_exhausted_usage_window_waits_for_its_reset_without_spending_an_attempt() {
+    let p = one_issue(json!({"steps": {"verify": ["quota:2"]}}));
+    let child = p.spawn(&["--issue", "1"]);
+    p.wait_for_invocation("1 verify 1 quota", Duration::from_secs(60));
+    // During the wait the person's plan resets: the next run of the same attempt succeeds.
+    p.set_script(json!({}));
+    let out = e2e::wait_output(child, Duration::from_secs(60));
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("QUOTA; waiting"), "{all}");
+    assert!(
+        p.invocations()
+            .iter()
+            .any(|l| l.starts_with("1 verify 1 ok")),
+        "same attempt: {:?}",
+        p.invocations()
+    );
+}
+
+#[test]
+fn a_usage_window_resetting_after_the_cap_halts_at_once() {
+    let p = one_issue(json!({"steps": {"verify": ["quota:86400"]}}));
+    p.set_config(json!({"maxQuotaWaitMinutes": 1}));
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: QUOTA"), "{all}");
+    assert_eq!(p.count("1 verify"), 1, "{:?}", p.invocations());
+    assert_eq!(p.issue(1)["escalated"], false);
+}

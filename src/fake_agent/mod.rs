@@ -46,7 +46,7 @@ pub enum FakeAgentError {
         key: String,
         why: String,
     },
-    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, exit:<code>, no-branch or checkout-main")]
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch or checkout-main")]
     UnknownOutcome {
         path: PathBuf,
         key: String,

@@ -28,6 +28,9 @@ pub enum Outcome {
     Exit(i32),
     /// A successful result without the git work (startIssue: no branch).
     NoBranch,
+    /// The plan's usage window is exhausted and resets in this many seconds: a
+    /// `rate_limit_event` with `status: "rejected"`, then the CLI's error result.
+    Quota(i64),
     /// A successful result after checking out main: the next step's precondition
     /// `on feature branch` fails (a bounce).
     CheckoutMain,
@@ -84,6 +87,8 @@ impl Outcome {
                     Outcome::FailTest(Some(k.parse().ok()?))
                 } else if let Some(mb) = name.strip_prefix("flood:") {
                     Outcome::Flood(mb.parse().ok()?)
+                } else if let Some(secs) = name.strip_prefix("quota:") {
+                    Outcome::Quota(secs.parse().ok()?)
                 } else if let Some(code) = name.strip_prefix("exit:") {
                     Outcome::Exit(code.parse().ok()?)
                 } else {
@@ -100,6 +105,19 @@ impl Outcome {
             Outcome::Ok => {
                 out.init()?;
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::Quota(secs) => {
+                out.init()?;
+                let resets_at = chrono::Utc::now().timestamp() + secs;
+                let event = json!({
+                    "type": "rate_limit_event",
+                    "rate_limit_info": {"status": "rejected", "resetsAt": resets_at, "rateLimitType": "five_hour"},
+                });
+                out.raw(&format!("{event}\n"))?;
+                let text = format!("Claude AI usage limit reached|{resets_at}");
+                out.assistant_text(&text)?;
+                out.result(json!({"is_error": true, "result": text}))?;
+                Ok(1)
             }
             Outcome::CheckoutMain => {
                 out.init()?;
