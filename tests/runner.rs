@@ -633,3 +633,40 @@ fn a_usage_window_resetting_after_the_cap_halts_at_once() {
     assert_eq!(p.count("1 verify"), 1, "{:?}", p.invocations());
     assert_eq!(p.issue(1)["escalated"], false);
 }
+
+#[test]
+fn a_hung_agent_is_killed_by_the_step_and_idle_timeouts_and_retried() {
+    let p =
+        one_issue(json!({"steps": {"verify": ["hang", "ok"], "simplify": ["ignore-term", "ok"]}}));
+    // 3 s wall clock for verify; 3 s of silence for simplify, whose agent ignores SIGTERM.
+    p.set_config(
+        json!({"steps": {"verify": {"timeoutMin": 0.05}, "simplify": {"idleTimeoutMin": 0.05}}}),
+    );
+    let out = p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("verify: failed: TIMEOUT"), "{all}");
+    assert!(all.contains("simplify: failed: IDLE"), "{all}");
+    assert_eq!(p.count("1 verify"), 2);
+    assert_eq!(p.count("1 simplify"), 2);
+    for line in p.invocations() {
+        let pid: i32 = line
+            .split_whitespace()
+            .nth(4)
+            .and_then(|s| s.parse().ok())
+            .expect("pid");
+        // SAFETY: signal 0 only checks for existence.
+        let alive = unsafe { libc::kill(pid, 0) } == 0;
+        assert!(!alive, "agent {line} outlived its attempt");
+    }
+}
+
+#[test]
+fn a_project_that_is_not_a_git_repository_exits_2() {
+    let p = one_issue(json!({}));
+    std::fs::remove_dir_all(p.project.join(".git")).expect("un-git");
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("projectPath"), "{}", text(&out));
+    assert!(p.invocations().is_empty());
+}
