@@ -830,6 +830,14 @@ impl Driver {
         } else {
             None
         };
+        if self.issue.number != issue {
+            // Restarted mid-cycle with nothing in git to show for it yet: ask the tracker.
+            self.issue = IssueContext {
+                number: issue,
+                title: self.tracker.get(issue).map(|i| i.title).unwrap_or_default(),
+                branch: self.repo.feature_branch(issue).ok().flatten(),
+            };
+        }
         let prompt = invoke::prompt(&self.cfg, step, &self.issue, repair_ctx.as_ref());
         let info = AttemptInfo {
             step,
