@@ -552,3 +552,93 @@ pub fn render_all(graph: &Graph) -> Vec<(&'static str, String)> {
         ("sdlc-runner.scxml", scxml(graph)),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Exploring takes a few seconds: once for all tests.
+    fn graph() -> &'static Graph {
+        static GRAPH: std::sync::OnceLock<Graph> = std::sync::OnceLock::new();
+        GRAPH.get_or_init(explore)
+    }
+
+    #[test]
+    fn every_state_of_the_machine_is_reached() {
+        let g = graph();
+        let mut names: Vec<&str> = Step::ALL
+            .iter()
+            .map(|s| crate::machine::state_of_step(*s).name())
+            .collect();
+        names.extend([
+            "Selecting",
+            "BackingOff",
+            "AwaitingDecision",
+            "Halted",
+            "Finished",
+        ]);
+        for name in names {
+            assert!(g.leaves.contains_key(name), "{name} never reached");
+        }
+        assert_eq!(g.initial, "Selecting");
+        assert_eq!(
+            g.finals,
+            BTreeSet::from(["Finished".to_string(), "Halted".to_string()])
+        );
+    }
+
+    #[test]
+    fn guards_tell_apart_what_one_event_can_do() {
+        let g = graph();
+        let has = |from: &str, event: &str, guard: &str, to: &str| {
+            g.edges
+                .iter()
+                .any(|e| e.from == from && e.event == event && e.guard == guard && e.to == to)
+        };
+        assert!(has("Verify", "StepFailed", "retry", "Verify"));
+        assert!(has(
+            "Verify",
+            "StepFailed",
+            "halt: max consecutive failures",
+            "Halted"
+        ));
+        assert!(has("Build", "StepFailed", "halt: environment", "Halted"));
+        assert!(has(
+            "Build",
+            "StepFailed",
+            "escalate: retries exhausted",
+            "Selecting"
+        ));
+        assert!(has("Verify", "PreconditionFailed", "bounce", "Simplify"));
+        assert!(has("Selecting", "NoIssues", "", "Finished"));
+        assert!(has("Merge", "StepSucceeded", "merged", "Selecting"));
+        assert!(has("Session", "ShutdownRequested", "", EXITED));
+        assert!(has("BackingOff", "WaitOver", "waiting in verify", "Verify"));
+    }
+
+    #[test]
+    fn scxml_is_nested_and_every_target_is_declared() {
+        let g = graph();
+        let x = scxml(g);
+        assert!(x.starts_with("<?xml") && x.trim_end().ends_with("</scxml>"));
+        assert_eq!(x.matches("<state ").count(), x.matches("</state>").count());
+        let ids: BTreeSet<&str> = x
+            .split("id=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+            .collect();
+        for target in x
+            .split("target=\"")
+            .skip(1)
+            .filter_map(|rest| rest.split('"').next())
+        {
+            assert!(ids.contains(target), "transition to undeclared {target}");
+        }
+        for sup in ["Session", "Cycle", "Specify", "Build", "Deliver"] {
+            assert!(
+                ids.contains(sup),
+                "superstate {sup} is not a composite state"
+            );
+        }
+    }
+}
