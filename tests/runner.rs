@@ -670,3 +670,39 @@ fn a_project_that_is_not_a_git_repository_exits_2() {
     assert!(text(&out).contains("projectPath"), "{}", text(&out));
     assert!(p.invocations().is_empty());
 }
+
+#[test]
+fn discord_through_openclaw_never_blocks_the_run_even_when_openclaw_hangs_after_sending() {
+    let mut p = one_issue(json!({}));
+    let bin = p.root.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    // Like the real CLI: reports delivery, then hangs.
+    let fake = bin.join("openclaw");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\nprintf '%s\\n' \"$*\" >> \"$(dirname \"$0\")/sent.txt\"\necho 'Sent via discord. Message ID: 1'\nexec sleep 600\n",
+    )
+    .expect("fake openclaw");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    p.env.push(("PATH".into(), path.into()));
+    let started = std::time::Instant::now();
+    let out = p.run(&["--discord-channel", "4242"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "notifications blocked the run: {:?}",
+        started.elapsed()
+    );
+    let sent = std::fs::read_to_string(bin.join("sent.txt")).expect("openclaw was called");
+    assert!(
+        sent.contains("message send --channel discord --target 4242 -m"),
+        "{sent}"
+    );
+    assert!(sent.contains("issue #1: merged"), "{sent}");
+}
