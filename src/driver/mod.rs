@@ -17,7 +17,7 @@ use crate::files::{self, StateFile};
 use crate::forge::Forge;
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::{append_line, AttemptHeader, Logs};
-use crate::machine::{Core, DecisionOption, Effect, Event, HaltReason, Mode, Signal, State, Usage};
+use crate::machine::{Core, DecisionOption, Effect, Event, Mode, Signal, State, Usage};
 use crate::notify::{Channel, Notifier, Severity};
 use crate::repo::{self, Repo, StepContext};
 use crate::step::Step;
@@ -610,18 +610,11 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::MarkEscalated { issue } => {
-                let text = format!(
-                    "sdlc-runner escalated this issue.\n{}",
-                    report::halt_diagnostic(
-                        &HaltReason::Operator,
-                        self.core.runner(),
-                        &self.last_output,
-                        &self.logs.dir.display().to_string()
-                    )
-                    .lines()
-                    .skip(1)
-                    .collect::<Vec<_>>()
-                    .join("\n")
+                let text = report::escalation_diagnostic(
+                    issue,
+                    self.core.runner(),
+                    &self.last_output,
+                    &self.logs.dir.display().to_string(),
                 );
                 if let Err(e) = self.tracker.mark_escalated(issue, &text) {
                     self.log(&format!(

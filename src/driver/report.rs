@@ -2,7 +2,7 @@
 //! diagnostic of SPEC §4 with the wasted-work report of issue 4.
 
 use crate::failure::FailureClass;
-use crate::machine::{HaltReason, Notice, Runner, Spend};
+use crate::machine::{EscalationCause, HaltReason, Notice, Runner, Spend};
 use crate::notify::{redact, Severity};
 
 pub fn notice(n: &Notice) -> (Severity, String) {
@@ -103,48 +103,18 @@ pub fn wasted_work(r: &Runner) -> String {
     out
 }
 
-/// Everything a person needs after a halt (SPEC §4), first line = the headline.
-pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs: &str) -> String {
-    let loop_type = match reason {
-        HaltReason::ConsecutiveEscalations { cause, .. } if cause.describe() == "bounce loop" => {
-            "bounce loop"
-        }
-        HaltReason::ConsecutiveEscalations { .. } => "consecutive escalations",
-        HaltReason::AllIssuesEscalated => "all issues escalated",
-        HaltReason::AllIssuesBlocked => "all issues blocked",
-        HaltReason::MaxConsecutiveFailures { .. } => "max_consecutive_failures",
-        HaltReason::Environment { .. }
-        | HaltReason::WaitsExhausted { .. }
-        | HaltReason::QuotaTooLong { .. } => "environment",
-        HaltReason::SessionBudget => "session budget",
-        HaltReason::Operator => "operator decision",
-        HaltReason::DecisionTimeout => "decision timeout",
-    };
-    let step = match reason {
-        HaltReason::ConsecutiveEscalations { step, .. }
-        | HaltReason::MaxConsecutiveFailures { step, .. }
-        | HaltReason::Environment { step, .. }
-        | HaltReason::WaitsExhausted { step, .. }
-        | HaltReason::QuotaTooLong { step } => Some(*step),
-        _ => r.last_failure.map(|f| f.step),
-    };
+/// What the session knows about the failures so far: escalations, the last failure, wasted
+/// work, the agent's last words (redacted) and where the logs are.
+fn evidence(r: &Runner, output_tail: &str, logs: &str) -> String {
     let issues: Vec<String> = r.escalated.iter().map(|n| format!("#{n}")).collect();
-    let mut out = reason.headline();
-    out.push_str(&format!("\nloop type: {loop_type}"));
-    if let Some(issue) = r.issue {
-        out.push_str(&format!("\ncurrent issue: #{issue}"));
-    }
-    out.push_str(&format!(
+    let mut out = format!(
         "\nescalated issues this session: {}",
         if issues.is_empty() {
             "none".into()
         } else {
             issues.join(", ")
         }
-    ));
-    if let Some(step) = step {
-        out.push_str(&format!("\nstep: {} ({})", step.key(), step.number()));
-    }
+    );
     out.push_str(&format!(
         "\nconsecutive escalations: {} (limit {})",
         r.consecutive_escalations, r.limits.max_consecutive_escalations
@@ -167,6 +137,61 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
         &tail[start..]
     ));
     out.push_str(&format!("\nlogs: {logs}"));
+    out
+}
+
+/// The comment left on an escalated issue (durable quarantine).
+pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &str) -> String {
+    let mut out = format!("sdlc-runner escalated issue #{issue}");
+    if let Some(f) = r.last_failure {
+        let i = f.step.index();
+        out.push_str(&format!(
+            " at step {} after {} failed attempt(s) and {} bounce(s)",
+            f.step.key(),
+            r.attempts[i],
+            r.bounces
+        ));
+    }
+    out.push('.');
+    out.push_str(&evidence(r, output_tail, logs));
+    out
+}
+
+/// Everything a person needs after a halt (SPEC §4), first line = the headline.
+pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs: &str) -> String {
+    let loop_type = match reason {
+        HaltReason::ConsecutiveEscalations {
+            cause: EscalationCause::BounceLoop,
+            ..
+        } => "bounce loop",
+        HaltReason::ConsecutiveEscalations { .. } => "consecutive escalations",
+        HaltReason::AllIssuesEscalated => "all issues escalated",
+        HaltReason::AllIssuesBlocked => "all issues blocked",
+        HaltReason::MaxConsecutiveFailures { .. } => "max_consecutive_failures",
+        HaltReason::Environment { .. }
+        | HaltReason::WaitsExhausted { .. }
+        | HaltReason::QuotaTooLong { .. } => "environment",
+        HaltReason::SessionBudget => "session budget",
+        HaltReason::Operator => "operator decision",
+        HaltReason::DecisionTimeout => "decision timeout",
+    };
+    let step = match reason {
+        HaltReason::ConsecutiveEscalations { step, .. }
+        | HaltReason::MaxConsecutiveFailures { step, .. }
+        | HaltReason::Environment { step, .. }
+        | HaltReason::WaitsExhausted { step, .. }
+        | HaltReason::QuotaTooLong { step } => Some(*step),
+        _ => r.last_failure.map(|f| f.step),
+    };
+    let mut out = reason.headline();
+    out.push_str(&format!("\nloop type: {loop_type}"));
+    if let Some(issue) = r.issue {
+        out.push_str(&format!("\ncurrent issue: #{issue}"));
+    }
+    if let Some(step) = step {
+        out.push_str(&format!("\nstep: {} ({})", step.key(), step.number()));
+    }
+    out.push_str(&evidence(r, output_tail, logs));
     out.push_str(
         "\nnothing was reset, committed or checked out. Inspect, fix the cause, then run again with --ack-halt.",
     );
@@ -177,8 +202,31 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
 mod tests {
     use super::*;
     use crate::failure::Signature;
-    use crate::machine::{EscalationCause, LastFailure, Limits, Mode};
+    use crate::machine::{LastFailure, Limits, Mode};
     use crate::step::Step;
+
+    #[test]
+    fn escalation_comment_carries_the_evidence_but_no_halt_advice() {
+        let mut r = Runner::new(Limits::default(), Mode::Continuous);
+        r.attempts[Step::Verify.index()] = 2;
+        r.last_failure = Some(LastFailure {
+            step: Step::Verify,
+            class: FailureClass::Lint,
+            signature: Signature(7),
+        });
+        let d = escalation_diagnostic(4, &r, "warning: unused variable", "/logs");
+        assert!(
+            d.starts_with(
+                "sdlc-runner escalated issue #4 at step verify after 2 failed attempt(s)"
+            ),
+            "{d}"
+        );
+        assert!(
+            d.contains("LINT") && d.contains("unused variable") && d.contains("/logs"),
+            "{d}"
+        );
+        assert!(!d.contains("--ack-halt"), "{d}");
+    }
 
     #[test]
     fn diagnostic_names_everything_and_redacts() {
