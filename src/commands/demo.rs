@@ -76,6 +76,39 @@ fn issue(dir: &Path, number: u32, title: &str, body: &str) -> Result<(), String>
     write(&dir.join(format!("{number}.json")), &format!("{value:#}\n"))
 }
 
+/// A bare `root/origin.git` and its clone `root/project` with one commit on `main`, pushed,
+/// and a local git identity so commits work on a machine without a global one.
+pub fn init_repository(root: &Path) -> Result<(), String> {
+    let origin = root.join("origin.git");
+    let project = root.join("project");
+    git(
+        root,
+        &[
+            "init",
+            "--quiet",
+            "--bare",
+            "--initial-branch=main",
+            "origin.git",
+        ],
+    )?;
+    git(
+        root,
+        &["clone", "--quiet", &origin.to_string_lossy(), "project"],
+    )?;
+    git(&project, &["checkout", "--quiet", "-B", "main"])?;
+    git(&project, &["config", "user.name", "sdlc-runner demo"])?;
+    git(
+        &project,
+        &["config", "user.email", "demo@sdlc-runner.invalid"],
+    )?;
+    git(&project, &["config", "commit.gpgsign", "false"])?;
+    write(&project.join("README.md"), "# demo project\n")?;
+    git(&project, &["add", "README.md"])?;
+    git(&project, &["commit", "--quiet", "-m", "initial commit"])?;
+    git(&project, &["push", "--quiet", "-u", "origin", "main"])?;
+    Ok(())
+}
+
 /// Create the demo directory and return the path of its config file.
 fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
     let root = match &args.dir {
@@ -90,7 +123,6 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
             .map_err(|e| format!("cannot create a temporary directory: {e}"))?
             .keep(),
     };
-    let origin = root.join("origin.git");
     let project = root.join("project");
     let issues = root.join("issues");
     if project.exists() {
@@ -100,31 +132,7 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
         ));
     }
     std::fs::create_dir_all(&issues).map_err(|e| format!("{}: {e}", issues.display()))?;
-    git(
-        &root,
-        &[
-            "init",
-            "--quiet",
-            "--bare",
-            "--initial-branch=main",
-            "origin.git",
-        ],
-    )?;
-    git(
-        &root,
-        &["clone", "--quiet", &origin.to_string_lossy(), "project"],
-    )?;
-    git(&project, &["checkout", "--quiet", "-B", "main"])?;
-    git(&project, &["config", "user.name", "sdlc-runner demo"])?;
-    git(
-        &project,
-        &["config", "user.email", "demo@sdlc-runner.invalid"],
-    )?;
-    git(&project, &["config", "commit.gpgsign", "false"])?;
-    write(&project.join("README.md"), "# demo project\n")?;
-    git(&project, &["add", "README.md"])?;
-    git(&project, &["commit", "--quiet", "-m", "initial commit"])?;
-    git(&project, &["push", "--quiet", "-u", "origin", "main"])?;
+    init_repository(&root)?;
 
     let script = match args.scenario {
         DemoScenario::Lifecycle => {

@@ -47,33 +47,7 @@ impl Project {
         let project = root.join("project");
         let issue_dir = root.join("issues");
         std::fs::create_dir_all(&issue_dir).expect("issues dir");
-        git(
-            &root,
-            &[
-                "init",
-                "--quiet",
-                "--bare",
-                "--initial-branch=main",
-                "origin.git",
-            ],
-        );
-        git(
-            &root,
-            &[
-                "clone",
-                "--quiet",
-                origin.to_str().expect("utf8"),
-                "project",
-            ],
-        );
-        git(&project, &["checkout", "--quiet", "-B", "main"]);
-        git(&project, &["config", "user.name", "test"]);
-        git(&project, &["config", "user.email", "test@example.invalid"]);
-        git(&project, &["config", "commit.gpgsign", "false"]);
-        std::fs::write(project.join("README.md"), "# test\n").expect("write");
-        git(&project, &["add", "README.md"]);
-        git(&project, &["commit", "--quiet", "-m", "initial"]);
-        git(&project, &["push", "--quiet", "-u", "origin", "main"]);
+        sdlc_runner::commands::demo::init_repository(&root).expect("git repository");
         for (n, title, body) in issues {
             let v = json!({"number": n, "title": title, "body": body, "state": "open",
                 "labels": ["automatable"], "milestone": null, "escalated": false});
