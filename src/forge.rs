@@ -232,18 +232,35 @@ fn classify_check(c: &GhCheck) -> CiState {
     }
 }
 
+/// A hung `gh` must not hang an unattended run: every call has a hard timeout.
+const GH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Output, RepoError> {
-    Command::new(gh)
-        .args(args)
+    let mut cmd = Command::new(gh);
+    cmd.args(args)
         .current_dir(dir)
         // gh must never stop to ask a question in an unattended run.
         .env("GH_PROMPT_DISABLED", "1")
-        .env("NO_COLOR", "1")
-        .output()
-        .map_err(|source| RepoError::Spawn {
+        .env("NO_COLOR", "1");
+    let out = crate::notify::run_captured(cmd, None, GH_TIMEOUT, None).map_err(|source| {
+        RepoError::Spawn {
             program: gh.display().to_string(),
             source,
-        })
+        }
+    })?;
+    match out.status {
+        Some(status) if !out.timed_out => Ok(std::process::Output {
+            status,
+            stdout: out.stdout.into_bytes(),
+            stderr: out.stderr.into_bytes(),
+        }),
+        _ => Err(RepoError::Command {
+            command: command_text(gh, args),
+            status: None,
+            stderr: format!("no answer within {} s; stopped", GH_TIMEOUT.as_secs()),
+            hint: "check the network and `gh auth status`",
+        }),
+    }
 }
 
 fn command_text(gh: &Path, args: &[&str]) -> String {

@@ -66,6 +66,9 @@ pub struct StepContext {
     pub feature: Option<String>,
 }
 
+/// Longest a single git command may take.
+const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+
 impl Repo {
     pub fn open(path: &Path) -> Result<Repo, RepoError> {
         let out = Command::new("git")
@@ -120,17 +123,32 @@ impl Repo {
     }
 
     fn git(&self, args: &[&str]) -> Result<Output, RepoError> {
-        Command::new("git")
-            .args(args)
+        let mut cmd = Command::new("git");
+        cmd.args(args)
             .current_dir(&self.path)
             // Never wait for credentials in an unattended run; parse messages in one language.
             .env("GIT_TERMINAL_PROMPT", "0")
-            .env("LC_ALL", "C")
-            .output()
-            .map_err(|source| RepoError::Spawn {
+            .env("LC_ALL", "C");
+        // A fetch or push over a dead network must not hang an unattended run.
+        let out = crate::notify::run_captured(cmd, None, GIT_TIMEOUT, None).map_err(|source| {
+            RepoError::Spawn {
                 program: "git".to_string(),
                 source,
-            })
+            }
+        })?;
+        match out.status {
+            Some(status) if !out.timed_out => Ok(Output {
+                status,
+                stdout: out.stdout.into_bytes(),
+                stderr: out.stderr.into_bytes(),
+            }),
+            _ => Err(RepoError::Command {
+                command: format!("git {} (in {})", args.join(" "), self.path.display()),
+                status: None,
+                stderr: format!("no answer within {} s; stopped", GIT_TIMEOUT.as_secs()),
+                hint: "check the network and the remote",
+            }),
+        }
     }
 
     fn git_ok(&self, args: &[&str]) -> Result<String, RepoError> {
