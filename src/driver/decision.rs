@@ -1,0 +1,59 @@
+//! Manual approval: the decision file, the notification, and waiting for `sdlc-runner decide`.
+
+use super::*;
+
+impl Driver {
+    pub(super) async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
+        let path = self.cfg.project_path.join(files::DECISION_FILE);
+        let last = self
+            .last_failure
+            .as_ref()
+            .map(|c| format!("{} ({}): {}", c.class, c.signature, c.summary));
+        let request = serde_json::json!({
+            "session": self.session,
+            "issue": issue,
+            "step": step.key(),
+            "reason": format!("step {} of issue #{issue} used up its automatic attempts", step.key()),
+            "lastFailure": last,
+            "options": DecisionOption::ALL.iter().map(|o| o.name()).collect::<Vec<_>>(),
+            "howToAnswer": format!("sdlc-runner decide <retry|skip|halt> --config {}", self.cfg.file.display()),
+            "answer": serde_json::Value::Null,
+        });
+        let text = serde_json::to_string_pretty(&request).unwrap_or_default();
+        if let Err(e) = std::fs::write(&path, text) {
+            self.log(&format!("cannot write {}: {e}", path.display()));
+            return Event::DecisionTimedOut;
+        }
+        self.notifier.send(
+            Severity::Warning,
+            &format!(
+                "decision needed: issue #{issue} step {} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
+                step.key(),
+                self.cfg.file.display()
+            ),
+        );
+        let deadline = Instant::now() + self.cfg.decision_timeout;
+        let mut rx = self.cancel_rx.clone();
+        loop {
+            if let Some(option) = read_answer(&path) {
+                let _ = std::fs::remove_file(&path);
+                self.log(&format!("decision: {}", option.name()));
+                return Event::Decided { option };
+            }
+            if Instant::now() >= deadline {
+                let _ = std::fs::remove_file(&path);
+                return Event::DecisionTimedOut;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = rx.wait_for(|c| *c) => return self.shutdown_event(),
+            }
+        }
+    }
+}
+
+fn read_answer(path: &Path) -> Option<DecisionOption> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+    DecisionOption::parse(value.get("answer")?.as_str()?)
+}
