@@ -127,6 +127,14 @@ impl Driver {
                 StateFile::default()
             }
         };
+        if let Some(open) = recovered.open_session.as_ref().filter(|s| s.mode != mode) {
+            // The machine's decisions depend on the mode, so the interrupted session cannot be
+            // continued under another one; say so rather than reset its counters silently.
+            eprintln!(
+                "warning: session {} was interrupted in mode {:?}; this run ({mode:?}) starts a new session and its failure counters start from zero. Run again in the same mode to continue it.",
+                open.id, open.mode
+            );
+        }
         let continuing = recovered
             .open_session
             .filter(|s| s.mode == mode && !opts.dry_run);
