@@ -438,26 +438,17 @@ impl Worker {
                 if out.marker_seen {
                     return Ok(());
                 }
-                if out.timed_out {
-                    return Err(AttemptError {
-                        message: format!(
+                judge(
+                    &out,
+                    || {
+                        format!(
                             "openclaw message send timed out ({}s) with no success marker",
                             timeout.as_secs_f32()
-                        ),
-                        retryable: true,
-                    });
-                }
-                match out.status.and_then(|s| s.code()) {
-                    Some(0) => Ok(()),
-                    code => Err(AttemptError {
-                        message: format!(
-                            "openclaw message send exited with {}: {}",
-                            describe_exit(code),
-                            tail(&format!("{}{}", out.stdout, out.stderr), 500)
-                        ),
-                        retryable: true,
-                    }),
-                }
+                        )
+                    },
+                    "openclaw message send",
+                    &format!("{}{}", out.stdout, out.stderr),
+                )
             }
             Channel::Webhook { url } => {
                 let text = webhook_text(&job.text);
@@ -487,23 +478,12 @@ impl Worker {
                         .push_str(" (webhook notifications are posted with curl; install it)");
                     err
                 })?;
-                if out.timed_out {
-                    return Err(AttemptError {
-                        message: format!("curl timed out after {}s", secs),
-                        retryable: true,
-                    });
-                }
-                match out.status.and_then(|s| s.code()) {
-                    Some(0) => Ok(()),
-                    code => Err(AttemptError {
-                        message: format!(
-                            "curl exited with {}: {}",
-                            describe_exit(code),
-                            tail(&out.stderr, 500)
-                        ),
-                        retryable: true,
-                    }),
-                }
+                judge(
+                    &out,
+                    || format!("curl timed out after {}s", secs),
+                    "curl",
+                    &out.stderr,
+                )
             }
             Channel::Command { program, args } => {
                 let mut cmd = Command::new(program);
@@ -512,30 +492,46 @@ impl Worker {
                     .env("SDLC_SEVERITY", job.severity.as_str());
                 let out = run_tracked(cmd, None, timeout, None, Some(&self.inflight))
                     .map_err(|e| spawn_error(program, e))?;
-                if out.timed_out {
-                    return Err(AttemptError {
-                        message: format!(
+                judge(
+                    &out,
+                    || {
+                        format!(
                             "{} timed out after {}s",
                             program.display(),
                             timeout.as_secs_f32()
-                        ),
-                        retryable: true,
-                    });
-                }
-                match out.status.and_then(|s| s.code()) {
-                    Some(0) => Ok(()),
-                    code => Err(AttemptError {
-                        message: format!(
-                            "{} exited with {}: {}",
-                            program.display(),
-                            describe_exit(code),
-                            tail(&format!("{}{}", out.stdout, out.stderr), 500)
-                        ),
-                        retryable: true,
-                    }),
-                }
+                        )
+                    },
+                    &program.display().to_string(),
+                    &format!("{}{}", out.stdout, out.stderr),
+                )
             }
         }
+    }
+}
+
+/// One delivery's verdict from its process: a timeout or a non-zero exit is worth another try.
+fn judge(
+    out: &Captured,
+    timed_out: impl FnOnce() -> String,
+    what: &str,
+    output: &str,
+) -> Result<(), AttemptError> {
+    if out.timed_out {
+        return Err(AttemptError {
+            message: timed_out(),
+            retryable: true,
+        });
+    }
+    match out.status.and_then(|s| s.code()) {
+        Some(0) => Ok(()),
+        code => Err(AttemptError {
+            message: format!(
+                "{what} exited with {}: {}",
+                describe_exit(code),
+                tail(output, 500)
+            ),
+            retryable: true,
+        }),
     }
 }
 
