@@ -242,25 +242,17 @@ fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Ou
         // gh must never stop to ask a question in an unattended run.
         .env("GH_PROMPT_DISABLED", "1")
         .env("NO_COLOR", "1");
-    let out = crate::notify::run_captured(cmd, None, GH_TIMEOUT, None).map_err(|source| {
-        RepoError::Spawn {
+    crate::notify::output_within(cmd, GH_TIMEOUT)
+        .map_err(|source| RepoError::Spawn {
             program: gh.display().to_string(),
             source,
-        }
-    })?;
-    match out.status {
-        Some(status) if !out.timed_out => Ok(std::process::Output {
-            status,
-            stdout: out.stdout.into_bytes(),
-            stderr: out.stderr.into_bytes(),
-        }),
-        _ => Err(RepoError::Command {
+        })?
+        .ok_or_else(|| RepoError::Command {
             command: command_text(gh, args),
             status: None,
             stderr: format!("no answer within {} s; stopped", GH_TIMEOUT.as_secs()),
             hint: "check the network and `gh auth status`",
-        }),
-    }
+        })
 }
 
 fn command_text(gh: &Path, args: &[&str]) -> String {

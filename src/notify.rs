@@ -617,6 +617,23 @@ pub(crate) fn run_captured(
     run_tracked(cmd, stdin, timeout, marker, None)
 }
 
+/// `cmd` run to completion with its output captured, in its own process group; `None` when
+/// it had to be stopped at `timeout`. For the runner's own git and gh calls.
+pub(crate) fn output_within(
+    cmd: Command,
+    timeout: Duration,
+) -> io::Result<Option<std::process::Output>> {
+    let out = run_captured(cmd, None, timeout, None)?;
+    Ok(match out.status {
+        Some(status) if !out.timed_out => Some(std::process::Output {
+            status,
+            stdout: out.stdout.into_bytes(),
+            stderr: out.stderr.into_bytes(),
+        }),
+        _ => None,
+    })
+}
+
 /// The process group of a running delivery, published so `Notifier::drop` can end one it
 /// gives up on. Whoever holds the lock may signal the group: the child is only reaped under
 /// the same lock, so the id cannot have been reused.

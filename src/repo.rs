@@ -130,25 +130,17 @@ impl Repo {
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C");
         // A fetch or push over a dead network must not hang an unattended run.
-        let out = crate::notify::run_captured(cmd, None, GIT_TIMEOUT, None).map_err(|source| {
-            RepoError::Spawn {
+        crate::notify::output_within(cmd, GIT_TIMEOUT)
+            .map_err(|source| RepoError::Spawn {
                 program: "git".to_string(),
                 source,
-            }
-        })?;
-        match out.status {
-            Some(status) if !out.timed_out => Ok(Output {
-                status,
-                stdout: out.stdout.into_bytes(),
-                stderr: out.stderr.into_bytes(),
-            }),
-            _ => Err(RepoError::Command {
+            })?
+            .ok_or_else(|| RepoError::Command {
                 command: format!("git {} (in {})", args.join(" "), self.path.display()),
                 status: None,
                 stderr: format!("no answer within {} s; stopped", GIT_TIMEOUT.as_secs()),
                 hint: "check the network and the remote",
-            }),
-        }
+            })
     }
 
     fn git_ok(&self, args: &[&str]) -> Result<String, RepoError> {
