@@ -1,6 +1,9 @@
 //! The real binary's `fake-agent` subcommand in a real git repository (a bare `origin` and a
 //! clone): each outcome's output, exit code and git work.
 
+mod e2e;
+
+use e2e::git;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -9,20 +12,6 @@ use std::time::Duration;
 use tempfile::TempDir;
 
 const BIN: &str = env!("CARGO_BIN_EXE_sdlc-runner");
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
 
 struct Repo {
     tmp: TempDir,

@@ -1,6 +1,9 @@
 //! The repository layer against real git: a bare `origin` and a clone with `main`, a fake `gh`
 //! script for the GitHub forge.
 
+mod e2e;
+
+use e2e::git;
 use sdlc_runner::files::{self, StateFile};
 use sdlc_runner::forge::{CiState, Forge, PrState};
 use sdlc_runner::repo::{
@@ -10,21 +13,6 @@ use sdlc_runner::step::{Check, Step};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap().trim().to_string()
-}
 
 struct Fixture {
     _root: tempfile::TempDir,

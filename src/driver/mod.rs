@@ -217,11 +217,7 @@ impl Driver {
     /// `--dry-run`: show the issue and the first invocation; change nothing.
     fn dry_run(&mut self) -> i32 {
         println!("dry run: project {}", self.cfg.project_path.display());
-        let selection = match self.core.runner().mode {
-            Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
-            _ => self.tracker.select(self.core.escalated()),
-        };
-        match selection {
+        match self.ask_tracker() {
             Ok(Selection::Issue(issue)) => {
                 println!("would work on issue #{}: {}", issue.number, issue.title);
                 self.issue = IssueContext {
@@ -473,11 +469,18 @@ impl Driver {
         }
     }
 
+    /// The issue to work on: the one named by `--issue`, else the tracker's choice.
+    fn ask_tracker(&self) -> Result<Selection, tracker::TrackerError> {
+        match self.core.runner().mode {
+            Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
+            _ => self.tracker.select(self.core.escalated()),
+        }
+    }
+
     /// The next event from the tracker; `None` when the tracker itself failed.
     fn select_issue(&mut self) -> Option<Event> {
         let mode = self.core.runner().mode;
         let selection = match mode {
-            Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
             Mode::SingleStep(_) if self.issue.number > 0 => {
                 return Some(Event::IssueSelected {
                     issue: self.issue.number,
@@ -492,7 +495,7 @@ impl Driver {
                 };
                 return Some(Event::IssueSelected { issue: n });
             }
-            _ => self.tracker.select(self.core.escalated()),
+            _ => self.ask_tracker(),
         };
         let event = match selection {
             Ok(Selection::Issue(issue)) => {
