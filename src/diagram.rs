@@ -210,7 +210,9 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
         for ev in alphabet(&core) {
             let mut next = core.clone();
             let effects = next.handle(&ev).to_vec();
-            if effects.is_empty() || ev == Event::Start {
+            // A restart re-issues what is pending; it is an edge only where it moves the machine
+            // (an attempt interrupted with the runner counted as failed).
+            if effects.is_empty() || (ev == Event::Start && next.state() == from) {
                 continue;
             }
             let stays = next.state().name() == from.name();
@@ -221,6 +223,9 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                 next.state().name().to_string()
             };
             let mut guard = guard(&effects);
+            if ev == Event::Start {
+                guard = format!("attempt interrupted by a restart, {guard}");
+            }
             if guard.is_empty() && matches!(ev, Event::Resume { .. }) {
                 guard = "git shows progress".into();
             }
@@ -575,6 +580,21 @@ mod tests {
         assert_eq!(
             g.finals,
             BTreeSet::from(["Finished".to_string(), "Halted".to_string()])
+        );
+    }
+
+    #[test]
+    fn a_restart_mid_attempt_is_drawn_as_a_failure_of_that_attempt() {
+        let g = graph();
+        assert!(
+            g.edges
+                .iter()
+                .any(|e| (e.from == "Implement" || e.from == "Build")
+                    && e.event == "Start"
+                    && e.guard
+                        .starts_with("attempt interrupted by a restart, escalate")
+                    && e.to == "Selecting"),
+            "no restart edge out of Implement"
         );
     }
 

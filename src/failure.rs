@@ -148,6 +148,13 @@ impl fmt::Display for FailureClass {
 #[serde(transparent)]
 pub struct Signature(pub u64);
 
+impl Signature {
+    /// The signature of an attempt the runner itself did not survive (killed, crashed, power
+    /// lost): recorded as dispatched, never as finished. Fixed, so that the same step
+    /// interrupted twice in a row counts as the same failure.
+    pub const INTERRUPTED: Signature = Signature(0x696e_7465_7272_7570);
+}
+
 impl fmt::Display for Signature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:016x}", self.0)

@@ -67,6 +67,7 @@ fn reply() -> impl Strategy<Value = Reply> {
         5 => (class(), 1u64..4).prop_map(|(c, s)| Reply::Fail(c, s)),
         2 => Just(Reply::Precondition),
         1 => Just(Reply::AlreadyDone),
+        1 => Just(Reply::Crash),
     ]
 }
 
@@ -85,7 +86,7 @@ fn run(limits: &Limits, backlog: u32, queues: &[Vec<Reply>]) -> (Core, Trace) {
         let q = &mut qs[step.index()];
         match (running, q.front().copied()) {
             // Precondition replies answer CheckPreconditions; outcomes answer RunStep.
-            (false, Some(r @ (Reply::Precondition | Reply::AlreadyDone))) => {
+            (false, Some(r @ (Reply::Precondition | Reply::AlreadyDone | Reply::Crash))) => {
                 q.pop_front();
                 r
             }
@@ -201,6 +202,63 @@ proptest! {
     }
 
     #[test]
+    fn a_merge_follows_a_success_of_every_step_after_its_last_dispatch(l in limits(), backlog in 1u32..4, qs in queues()) {
+        // The journal is the authority on progress: an attempt interrupted by a crash is never
+        // taken as done, so every merged cycle saw each enabled step finish after it was last
+        // dispatched.
+        let (_core, trace) = run(&l, backlog, &qs);
+        let mut core = Core::new(l.clone(), Mode::Continuous);
+        let mut done = [false; 10];
+        for ev in &trace.events {
+            let before = *core.state();
+            let dispatched = core.runner().dispatched;
+            let effects = core.handle(ev).to_vec();
+            if matches!(ev, Event::Start) && dispatched {
+                if let Some(step) = before.step() { done[step.index()] = false; }
+            }
+            match *ev {
+                Event::IssueSelected { .. } | Event::Resume { .. } => done = [false; 10],
+                Event::StepSucceeded { step, .. } | Event::AlreadyDone { step } => done[step.index()] = true,
+                Event::StepFailed { step, .. } => done[step.index()] = false,
+                _ => {}
+            }
+            for e in &effects {
+                match *e {
+                    Effect::RunStep { step, .. } => done[step.index()] = false,
+                    Effect::RecordMerged { issue } => {
+                        for step in l.enabled_steps() {
+                            prop_assert!(done[step.index()], "issue {issue} merged without {step} finishing after {ev:?}");
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn repeated_crashes_in_one_step_escalate_within_its_retries(l in limits(), crashes in 1usize..12) {
+        // Every restart while verify's attempt is out counts as a failed attempt.
+        let mut core = Core::new(l.clone(), Mode::Continuous);
+        let mut left = crashes;
+        let trace = drive(&mut core, 1, 100_000, |step, running| {
+            if step == Step::Verify && running && left > 0 {
+                left -= 1;
+                Reply::Crash
+            } else {
+                Reply::Ok
+            }
+        });
+        let verify_runs = trace.runs().filter(|(s, _, _)| *s == Step::Verify).count() as u64;
+        prop_assert!(verify_runs <= u64::from(l.max_retries_per_step) * u64::from(1 + l.max_bounce_retries) + 1);
+        prop_assert!(trace.crashes >= 1);
+        if crashes as u32 >= l.max_retries_per_step {
+            prop_assert!(trace.effects.iter().any(|e| matches!(e, Effect::MarkEscalated { .. } | Effect::Halt(_))),
+                "{crashes} crashes in verify with {} retries neither escalated nor halted", l.max_retries_per_step);
+        }
+    }
+
+    #[test]
     fn same_events_same_effects(l in limits(), backlog in 0u32..4, qs in queues()) {
         let (a_core, a) = run(&l, backlog, &qs);
         let (b_core, b) = run(&l, backlog, &qs);
@@ -283,6 +341,8 @@ struct Model {
     waits: u32,
     same: [(u64, u32); 10],
     halted: bool,
+    /// The step whose attempt is out (answered `PreconditionsOk`, no outcome yet).
+    out: Option<Step>,
 }
 
 impl Model {
@@ -298,6 +358,7 @@ impl Model {
             waits: 0,
             same: [(0, 0); 10],
             halted: false,
+            out: None,
         }
     }
 
@@ -315,6 +376,25 @@ impl Model {
         if self.halted {
             return;
         }
+        let out = self.out.take();
+        if let Event::PreconditionsOk { step } = *ev {
+            self.out = Some(step);
+        }
+        // A restart while an attempt is out: that attempt failed with the runner.
+        let interrupted;
+        let ev = match (ev, out) {
+            (Event::Start, Some(step)) => {
+                interrupted = Event::StepFailed {
+                    step,
+                    class: FailureClass::Killed,
+                    signature: Signature::INTERRUPTED,
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                };
+                &interrupted
+            }
+            _ => ev,
+        };
         match *ev {
             Event::IssueSelected { issue } => {
                 if self.escalated.contains(&issue) {

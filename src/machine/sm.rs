@@ -411,10 +411,49 @@ impl Runner {
         self.enter(step, fx)
     }
 
+    /// On (re)start in a step state: a dispatched attempt without a recorded outcome did not
+    /// survive the runner, so it failed (`KILLED`); otherwise the step is entered again.
+    fn restart_step(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        if self.dispatched {
+            let usage = Usage::default();
+            return self.failed(
+                step,
+                FailureClass::Killed,
+                Signature::INTERRUPTED,
+                &usage,
+                None,
+                fx,
+            );
+        }
+        self.enter(step, fx)
+    }
+
+    /// A restart in another mode. Counters carry over; the cycle in progress continues unless
+    /// the new mode is about another issue (it is put aside: main checked out, the cycle's
+    /// counters dropped, not escalated) or names a single step (that step is entered).
+    /// `None`: carry on as on `Start`.
+    fn change_mode(&mut self, mode: Mode, fx: &mut Fx) -> Option<Outcome<State>> {
+        self.mode = mode;
+        match (mode, self.issue) {
+            (Mode::SingleIssue(n), Some(current)) if n != current => {
+                self.dispatched = false;
+                fx.push(Effect::CheckoutMain);
+                fx.push(Effect::ResetCycle);
+                Some(self.select_next(fx))
+            }
+            (Mode::SingleStep(step), Some(_)) => Some(self.enter(step, fx)),
+            _ => None,
+        }
+    }
+
     /// Everything a step state does; the ten step handlers only name their step.
     fn on_step(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
         match *event {
-            Event::Start => self.enter(step, fx),
+            Event::Start => self.restart_step(step, fx),
+            Event::ModeChanged { mode } => match self.change_mode(mode, fx) {
+                Some(outcome) => outcome,
+                None => self.restart_step(step, fx),
+            },
             Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
                 self.dispatch(step, fx)
             }
@@ -486,6 +525,11 @@ impl Runner {
     fn selecting(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
         match *event {
             Event::Start => {
+                context.push(Effect::SelectIssue);
+                Handled
+            }
+            Event::ModeChanged { mode } => {
+                self.mode = mode;
                 context.push(Effect::SelectIssue);
                 Handled
             }
@@ -608,6 +652,13 @@ impl Runner {
         context: &mut Fx,
     ) -> Outcome<State> {
         match *event {
+            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
+                Some(outcome) => outcome,
+                None => {
+                    context.push(Effect::Wait { seconds: *seconds });
+                    Handled
+                }
+            },
             Event::Start => {
                 context.push(Effect::Wait { seconds: *seconds });
                 Handled
@@ -626,6 +677,16 @@ impl Runner {
         context: &mut Fx,
     ) -> Outcome<State> {
         match *event {
+            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
+                Some(outcome) => outcome,
+                None => {
+                    context.push(Effect::AskDecision {
+                        step: *step,
+                        issue: self.current_issue(),
+                    });
+                    Handled
+                }
+            },
             Event::Start => {
                 context.push(Effect::AskDecision {
                     step: *step,
@@ -658,7 +719,7 @@ impl Runner {
     /// Absorbing: nothing leaves a halt but a person (`--ack-halt` starts a new session).
     #[state]
     fn halted(reason: &HaltReason, event: &Event, context: &mut Fx) -> Outcome<State> {
-        if let Event::Start = event {
+        if let Event::Start | Event::ModeChanged { .. } = event {
             context.push(Effect::Halt(*reason));
             context.push(Effect::Exit { code: 1 });
         }
@@ -668,7 +729,7 @@ impl Runner {
     /// Absorbing: the session ended normally (or a single issue/step run ended).
     #[state]
     fn finished(code: &u8, event: &Event, context: &mut Fx) -> Outcome<State> {
-        if let Event::Start = event {
+        if let Event::Start | Event::ModeChanged { .. } = event {
             context.push(Effect::Exit { code: *code });
         }
         Handled

@@ -116,6 +116,8 @@ pub struct Usage {
 pub enum Signal {
     Int,
     Term,
+    /// The terminal went away (ssh dropped, window closed): a shutdown like SIGTERM.
+    Hup,
 }
 
 impl Signal {
@@ -123,6 +125,7 @@ impl Signal {
         match self {
             Signal::Int => "SIGINT",
             Signal::Term => "SIGTERM",
+            Signal::Hup => "SIGHUP",
         }
     }
 }
@@ -162,7 +165,15 @@ impl DecisionOption {
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum Event {
     /// The session started or restarted (after a crash or a signal): reissue what is pending.
+    /// An attempt that was dispatched but has no recorded outcome was interrupted with the
+    /// runner: it counts as a failed attempt (`KILLED`), so a crash loop is bounded like any
+    /// other failure.
     Start,
+    /// A restart in another mode than the session's (`run`, `run --issue N`, `run --step K`):
+    /// the counters carry over, then the machine restarts as on `Start`.
+    ModeChanged {
+        mode: Mode,
+    },
     /// The tracker chose the next issue.
     IssueSelected {
         issue: u32,
@@ -224,6 +235,7 @@ impl Event {
     pub const fn label(&self) -> &'static str {
         match self {
             Event::Start => "Start",
+            Event::ModeChanged { .. } => "ModeChanged",
             Event::IssueSelected { .. } => "IssueSelected",
             Event::NoIssues => "NoIssues",
             Event::AllEscalated => "AllEscalated",

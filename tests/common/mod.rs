@@ -14,6 +14,9 @@ pub enum Reply {
     Precondition,
     AlreadyDone,
     Shutdown,
+    /// The runner dies (kill -9) while the request is outstanding: a fresh core is rebuilt
+    /// from the recorded events, as a restarted runner does from its journal, and restarted.
+    Crash,
 }
 
 /// The request in a batch of effects (at most one per batch).
@@ -56,6 +59,8 @@ pub struct Trace {
     pub events: Vec<Event>,
     pub invocations: u64,
     pub exit: Option<u8>,
+    /// How often the runner was killed and restarted.
+    pub crashes: u64,
 }
 
 impl Trace {
@@ -83,6 +88,15 @@ pub fn drive(
     let mut trace = Trace::default();
     let mut event = Event::Start;
     for _ in 0..max_events {
+        if event == Event::Start && !trace.events.is_empty() {
+            // A restart: only what was recorded survives.
+            let (limits, mode) = (core.runner().limits.clone(), core.runner().mode);
+            *core = Core::new(limits, mode);
+            for e in &trace.events {
+                core.handle(e);
+            }
+            trace.crashes += 1;
+        }
         trace.events.push(event);
         let effects = core.handle(&event).to_vec();
         trace.effects.extend_from_slice(&effects);
@@ -119,6 +133,7 @@ pub fn drive(
                 Reply::Shutdown => Event::ShutdownRequested {
                     signal: sdlc_runner::machine::Signal::Term,
                 },
+                Reply::Crash => Event::Start,
                 _ => Event::PreconditionsOk { step },
             },
             Effect::RunStep { step, .. } => {
@@ -134,6 +149,7 @@ pub fn drive(
                     Reply::Shutdown => Event::ShutdownRequested {
                         signal: sdlc_runner::machine::Signal::Term,
                     },
+                    Reply::Crash => Event::Start,
                     _ => Event::StepSucceeded {
                         step,
                         usage: usage(),
