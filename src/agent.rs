@@ -238,7 +238,19 @@ fn disabled(limit: Duration) -> bool {
 pub async fn run_agent(
     run: &AgentRun,
     on_stdout: &mut (dyn FnMut(&[u8]) + Send),
+    cancel: watch::Receiver<bool>,
+) -> Result<AgentExit, AgentError> {
+    run_agent_with(run, on_stdout, cancel, &mut |_| {}).await
+}
+
+/// [`run_agent`], calling `on_spawn(pgid)` as soon as the agent's process group exists, before
+/// any of its output is read: the caller records the group so that a runner killed later can
+/// have its successor stop what is left of it.
+pub async fn run_agent_with(
+    run: &AgentRun,
+    on_stdout: &mut (dyn FnMut(&[u8]) + Send),
     mut cancel: watch::Receiver<bool>,
+    on_spawn: &mut (dyn FnMut(i32) + Send),
 ) -> Result<AgentExit, AgentError> {
     let program_name = run.program.display().to_string();
     std::fs::metadata(&run.cwd)
@@ -273,12 +285,14 @@ pub async fn run_agent(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    die_with_parent(&mut command);
     let mut child = command.spawn().map_err(|source| AgentError::Spawn {
         program: program_name.clone(),
         source,
     })?;
     let pid = child.id().unwrap_or(0);
     let pgid = pid as i32;
+    on_spawn(pgid);
     let mut guard = GroupGuard {
         pgid,
         armed: pgid > 1,
@@ -421,6 +435,32 @@ pub async fn run_agent(
         live_log_error,
     })
 }
+
+/// The agent gets SIGKILL when the runner dies, however it dies (kill -9 included): an
+/// unattended agent must never go on working a tree that its runner no longer watches. Its own
+/// children are stopped through the process group (by this runner, or by the next one from
+/// the journal's record of the group).
+#[cfg(target_os = "linux")]
+fn die_with_parent(command: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only calls the
+    // async-signal-safe prctl, getppid and _exit.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            // The runner may have died between fork and prctl: then nobody would signal us.
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_command: &mut Command) {}
 
 async fn write_live(file: &mut tokio::fs::File, chunk: &[u8], error: &mut Option<String>) {
     if error.is_some() {

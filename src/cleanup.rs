@@ -233,6 +233,19 @@ pub fn kill_process_group(pgid: i32, grace: Duration) -> GroupKill {
     GroupKill::Killed
 }
 
+/// Stops what is left of an agent's process group recorded by an earlier runner: the group
+/// whose leader was `pgid`, started at `start_ticks`. A live process `pgid` that started at
+/// another time is a reused pid and is left alone; with the leader gone, the kernel does not
+/// hand out `pgid` again while members of the group live, so those members are the agent's.
+pub fn kill_recorded_group(pgid: i32, start_ticks: u64, grace: Duration) -> GroupKill {
+    if let Some(leader) = read_stat(pgid) {
+        if leader.start_time != start_ticks && !leader.is_zombie() {
+            return GroupKill::Refused;
+        }
+    }
+    kill_process_group(pgid, grace)
+}
+
 /// Polls `done` until it holds or `limit` passes; returns whether it held.
 fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;

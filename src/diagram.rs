@@ -76,6 +76,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator",
         HaltReason::DecisionTimeout => "decision timeout",
+        HaltReason::RunnerStateLost => "runner state lost",
     }
 }
 

@@ -1,12 +1,14 @@
-//! The runner's own artifacts in `<project>/.claude/` (SPEC §5): the state file (atomic writes,
-//! corrupt-file recovery, compatible with the Node runner's `sdlc-state.json`), the `auto-mode`
-//! flag read by the agent's skills, the single-runner lock, and keeping all of them out of git
-//! through `.git/info/exclude`.
+//! What the runner keeps in `<project>/.claude/` for other tools to read: the state file (a
+//! mirror of the journal's position; atomic writes, corrupt-file recovery, compatible with the
+//! Node runner's `sdlc-state.json`) and the `auto-mode` flag read by the agent's skills; the
+//! single-runner lock (in the runner directory, see `runner_dir`); and keeping every runner
+//! file, including renamed and temporary copies, out of git through `.git/info/exclude`.
 
 use serde::{Deserialize, Deserializer, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,18 +17,52 @@ use std::process::Command;
 pub const ARTIFACT_DIR: &str = ".claude";
 pub const STATE_FILE: &str = ".claude/sdlc-state.json";
 pub const AUTO_MODE_FILE: &str = ".claude/auto-mode";
-pub const JOURNAL_FILE: &str = ".claude/sdlc-journal.jsonl";
-pub const DECISION_FILE: &str = ".claude/sdlc-decision.json";
-pub const LOCK_FILE: &str = ".claude/sdlc-runner.lock";
 
-/// Every runner artifact, as paths relative to the project root. They never belong in git.
-pub const ARTIFACTS: [&str; 5] = [
-    STATE_FILE,
-    AUTO_MODE_FILE,
-    JOURNAL_FILE,
-    DECISION_FILE,
-    LOCK_FILE,
+/// Name prefixes of every file a runner (this one or an older one) ever wrote in `.claude/`:
+/// the state file and its temp and corrupt copies, the auto-mode flag, and the journal,
+/// decision file and lock of older layouts. They never belong in git and never make a tree
+/// dirty in the runner's eyes.
+const ARTIFACT_PREFIXES: [&str; 6] = [
+    "sdlc-state.json",
+    ".sdlc-state.json",
+    "auto-mode",
+    "sdlc-journal.jsonl",
+    "sdlc-decision.json",
+    "sdlc-runner.lock",
 ];
+
+/// Whether `path` (relative to the project root, `/`-separated) is a runner artifact.
+pub fn is_runner_artifact(path: &str) -> bool {
+    path.strip_prefix(".claude/")
+        .filter(|name| !name.contains('/'))
+        .is_some_and(|name| ARTIFACT_PREFIXES.iter().any(|p| name.starts_with(p)))
+}
+
+/// The `.git/info/exclude` lines that keep every runner artifact out of git, anchored to the
+/// project root so that a nested `.claude/` elsewhere is untouched.
+pub fn exclude_patterns() -> impl Iterator<Item = String> {
+    ARTIFACT_PREFIXES
+        .iter()
+        .map(|p| format!("/{ARTIFACT_DIR}/{p}*"))
+}
+
+/// `.claude/` must be a real directory of the project: a symlink there would have the runner
+/// write its files wherever it points.
+fn artifact_dir(project: &Path) -> io::Result<PathBuf> {
+    let dir = project.join(ARTIFACT_DIR);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(io::Error::other(format!(
+            "{} is a symlink; the runner does not write through it (replace it with a directory)",
+            dir.display()
+        ))),
+        Ok(_) => Ok(dir),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(&dir)?;
+            Ok(dir)
+        }
+        Err(e) => Err(e),
+    }
+}
 
 /// `sdlc-state.json`. Field names are the Node runner's, so an operator's existing state file
 /// is read as is; unknown fields are ignored and missing ones take their defaults.
@@ -72,8 +108,7 @@ pub fn state_path(project: &Path) -> PathBuf {
 /// fsync'd so the rename itself is durable.
 pub fn write_state(project: &Path, s: &StateFile) -> io::Result<()> {
     let path = state_path(project);
-    let dir = project.join(ARTIFACT_DIR);
-    fs::create_dir_all(&dir)?;
+    let dir = artifact_dir(project)?;
     let mut text = serde_json::to_string_pretty(s).map_err(io::Error::other)?;
     text.push('\n');
     let mut tmp = tempfile::Builder::new()
@@ -83,7 +118,9 @@ pub fn write_state(project: &Path, s: &StateFile) -> io::Result<()> {
     tmp.write_all(text.as_bytes())?;
     tmp.as_file().sync_all()?;
     tmp.persist(&path).map_err(|e| e.error)?;
-    File::open(&dir)?.sync_all()
+    File::open(&dir)?.sync_all()?;
+    crate::failpoint::point("state file written");
+    Ok(())
 }
 
 /// Result of reading the state file.
@@ -91,40 +128,56 @@ pub fn write_state(project: &Path, s: &StateFile) -> io::Result<()> {
 pub enum StateLoad {
     Missing,
     Ok(StateFile),
-    /// The file could not be read or parsed. It was moved aside to `backup` (when the move
+    /// The file could not be read or parsed. It was moved aside to `backup` in the runner's
+    /// archive (outside the work tree, so it can never make the tree dirty; when the move
     /// failed, `error` says so and `backup` is the path it would have had), so the runner
-    /// starts from the journal and git instead of from a file it cannot trust.
+    /// starts from the journal instead of from a file it cannot trust.
     Corrupt {
         error: String,
         backup: PathBuf,
     },
 }
 
-pub fn read_state(project: &Path) -> StateLoad {
+/// Reads the state file; an unreadable or corrupt one is moved into `archive` (the runner's
+/// own directory).
+pub fn read_state(project: &Path, archive: &Path) -> StateLoad {
     let path = state_path(project);
-    let text = match fs::read(&path) {
+    let text = match crate::runner_dir::read_no_follow(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return StateLoad::Missing,
-        Err(e) => return move_aside(&path, format!("cannot read {}: {e}", path.display())),
+        Err(e) => {
+            return move_aside(
+                &path,
+                archive,
+                format!("cannot read {}: {e}", path.display()),
+            )
+        }
     };
     match serde_json::from_slice::<StateFile>(&text) {
         Ok(s) => StateLoad::Ok(s),
         Err(e) => move_aside(
             &path,
+            archive,
             format!("{} is not a valid state file: {e}", path.display()),
         ),
     }
 }
 
-fn move_aside(path: &Path, mut error: String) -> StateLoad {
+/// The state file if it is there and valid, without any recovery (moving a corrupt file
+/// aside): for readers that must not change anything on disk.
+pub fn peek_state(project: &Path) -> Option<StateFile> {
+    let bytes = crate::runner_dir::read_no_follow(&state_path(project)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+fn move_aside(path: &Path, archive: &Path, mut error: String) -> StateLoad {
+    if let Err(e) = crate::runner_dir::ensure_private_dir(archive) {
+        error.push_str(&format!("; {e}"));
+    }
     let backup = (1u32..)
-        .map(|n| {
-            let mut name = path.as_os_str().to_owned();
-            name.push(format!(".corrupt-{n}"));
-            PathBuf::from(name)
-        })
-        .find(|p| !p.exists())
-        .unwrap_or_else(|| path.with_extension("corrupt"));
+        .map(|n| archive.join(format!("sdlc-state.json.corrupt-{n}")))
+        .find(|p| fs::symlink_metadata(p).is_err())
+        .unwrap_or_else(|| archive.join("sdlc-state.json.corrupt"));
     if let Err(e) = fs::rename(path, &backup) {
         error.push_str(&format!(
             "; moving it aside to {} also failed: {e} (remove it by hand)",
@@ -145,11 +198,13 @@ impl AutoMode {
 }
 
 pub fn create_auto_mode(project: &Path) -> io::Result<()> {
-    fs::create_dir_all(project.join(ARTIFACT_DIR))?;
+    artifact_dir(project)?;
     OpenOptions::new()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(AutoMode::path(project))
         .map(drop)
 }
@@ -188,10 +243,8 @@ pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
         Err(e) => return Err(e),
     };
     let present: Vec<&str> = existing.lines().map(str::trim).collect();
-    let missing: Vec<&str> = ARTIFACTS
-        .iter()
-        .copied()
-        .filter(|a| !present.contains(&format!("/{a}").as_str()) && !present.contains(a))
+    let missing: Vec<String> = exclude_patterns()
+        .filter(|p| !present.contains(&p.as_str()))
         .collect();
     if !missing.is_empty() {
         if let Some(parent) = exclude.parent() {
@@ -201,30 +254,28 @@ pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
         if !existing.is_empty() && !existing.ends_with('\n') {
             text.push('\n');
         }
-        text.push_str("# sdlc-runner artifacts\n");
-        for a in &missing {
-            // Anchored to the project root so a nested `.claude/` elsewhere is untouched.
-            text.push('/');
-            text.push_str(a);
+        text.push_str("# sdlc-runner artifacts (with their temporary and renamed copies)\n");
+        for p in &missing {
+            text.push_str(p);
             text.push('\n');
         }
         let mut f = OpenOptions::new()
             .create(true)
             .append(true)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(&exclude)?;
         f.write_all(text.as_bytes())?;
         f.sync_all()?;
     }
-    for a in ARTIFACTS {
-        let tracked = Command::new("git")
-            .args(["ls-files", "--error-unmatch", "--", a])
-            .current_dir(project)
-            .output()?
-            .status
-            .success();
-        if tracked {
-            git_stdout(project, &["rm", "--cached", "--quiet", "--", a])?;
-        }
+    let tracked = git_stdout(project, &["ls-files", "-z", "--", ARTIFACT_DIR])?;
+    let tracked: Vec<&str> = tracked
+        .split('\0')
+        .filter(|p| is_runner_artifact(p))
+        .collect();
+    if !tracked.is_empty() {
+        let mut args = vec!["rm", "--cached", "--quiet", "--"];
+        args.extend(tracked);
+        git_stdout(project, &args)?;
     }
     Ok(())
 }
@@ -250,7 +301,7 @@ pub enum LockError {
         .project.display()
     )]
     Held { pid: Option<u32>, project: PathBuf },
-    #[error("cannot use the lock file {}: {source}; check that .claude/ is writable", .path.display())]
+    #[error("cannot use the lock file {}: {source}; check that the runner directory is writable and the lock is not a symlink", .path.display())]
     Io { path: PathBuf, source: io::Error },
 }
 
@@ -267,11 +318,18 @@ fn pid_text(pid: &Option<u32>) -> String {
 pub struct Lock {
     file: File,
     path: PathBuf,
+    identity: crate::runner_dir::FileIdentity,
 }
 
 impl Lock {
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// `Err` when the lock file was removed or replaced since it was taken: another runner
+    /// could then take a lock of its own, so this one must stop.
+    pub fn still_held(&self) -> Result<(), String> {
+        self.identity.still_at(&self.path)
     }
 }
 
@@ -283,18 +341,20 @@ impl Drop for Lock {
     }
 }
 
-pub fn acquire_lock(project: &Path) -> Result<Lock, LockError> {
-    let path = project.join(LOCK_FILE);
+/// Takes the lock at `path` (in the runner directory) for the project `project`.
+pub fn acquire_lock(path: &Path, project: &Path) -> Result<Lock, LockError> {
+    let path = path.to_path_buf();
     let io_err = |source| LockError::Io {
         path: path.clone(),
         source,
     };
-    fs::create_dir_all(project.join(ARTIFACT_DIR)).map_err(io_err)?;
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
         .open(&path)
         .map_err(io_err)?;
     // SAFETY: flock on a file descriptor we own for the duration of the call.
@@ -315,7 +375,12 @@ pub fn acquire_lock(project: &Path) -> Result<Lock, LockError> {
     file.write_all(format!("{pid}\n").as_bytes())
         .map_err(io_err)?;
     file.sync_all().map_err(io_err)?;
-    Ok(Lock { file, path })
+    let identity = crate::runner_dir::FileIdentity::of(&file).map_err(io_err)?;
+    Ok(Lock {
+        file,
+        path,
+        identity,
+    })
 }
 
 /// The holder writes its pid just after locking; give it a moment if we looked in between.
@@ -360,7 +425,10 @@ mod tests {
     #[test]
     fn state_round_trips_atomically_without_leftover_temp_files() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(read_state(d.path()), StateLoad::Missing);
+        assert_eq!(
+            read_state(d.path(), &d.path().join("archive")),
+            StateLoad::Missing
+        );
         let mut s = StateFile {
             current_step: 4,
             last_completed_step: 3,
@@ -375,7 +443,10 @@ mod tests {
         write_state(d.path(), &s).unwrap();
         s.current_step = 5;
         write_state(d.path(), &s).unwrap();
-        assert_eq!(read_state(d.path()), StateLoad::Ok(s));
+        assert_eq!(
+            read_state(d.path(), &d.path().join("archive")),
+            StateLoad::Ok(s)
+        );
         let names: Vec<_> = fs::read_dir(d.path().join(".claude"))
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -398,7 +469,7 @@ mod tests {
                "someFutureField":{"a":1}}"#,
         )
         .unwrap();
-        let StateLoad::Ok(s) = read_state(d.path()) else {
+        let StateLoad::Ok(s) = read_state(d.path(), &d.path().join("archive")) else {
             panic!("not ok")
         };
         assert_eq!(s.last_completed_step, 6);
@@ -408,7 +479,7 @@ mod tests {
         assert_eq!(s.pr_number, Some(3));
 
         fs::write(state_path(d.path()), r#"{"signalShutdown":false}"#).unwrap();
-        let StateLoad::Ok(s) = read_state(d.path()) else {
+        let StateLoad::Ok(s) = read_state(d.path(), &d.path().join("archive")) else {
             panic!("not ok")
         };
         assert_eq!(s, StateFile::default());
@@ -420,10 +491,10 @@ mod tests {
         fs::create_dir_all(d.path().join(".claude")).unwrap();
         for n in 1..=2 {
             fs::write(state_path(d.path()), "{\"currentStep\": 3,").unwrap();
-            match read_state(d.path()) {
+            match read_state(d.path(), &d.path().join("archive")) {
                 StateLoad::Corrupt { error, backup } => {
                     assert!(error.contains("sdlc-state.json"), "{error}");
-                    assert!(backup.ends_with(format!("sdlc-state.json.corrupt-{n}")));
+                    assert!(backup.ends_with(format!("archive/sdlc-state.json.corrupt-{n}")));
                     assert!(backup.is_file());
                 }
                 other => panic!("{other:?}"),
@@ -432,8 +503,14 @@ mod tests {
         }
         // Wrong types are as corrupt as broken syntax.
         fs::write(state_path(d.path()), r#"{"currentStep":"three"}"#).unwrap();
-        assert!(matches!(read_state(d.path()), StateLoad::Corrupt { .. }));
-        assert_eq!(read_state(d.path()), StateLoad::Missing);
+        assert!(matches!(
+            read_state(d.path(), &d.path().join("archive")),
+            StateLoad::Corrupt { .. }
+        ));
+        assert_eq!(
+            read_state(d.path(), &d.path().join("archive")),
+            StateLoad::Missing
+        );
     }
 
     #[test]
@@ -461,8 +538,12 @@ mod tests {
         exclude_artifacts(p).unwrap();
         exclude_artifacts(p).unwrap();
         let exclude = fs::read_to_string(p.join(".git/info/exclude")).unwrap();
-        for a in ARTIFACTS {
-            assert_eq!(exclude.matches(&format!("/{a}\n")).count(), 1, "{exclude}");
+        for pattern in exclude_patterns() {
+            assert_eq!(
+                exclude.matches(&format!("{pattern}\n")).count(),
+                1,
+                "{exclude}"
+            );
         }
         let tracked = git_out(p, &["ls-files"]);
         assert!(!tracked.contains("sdlc-state.json"), "{tracked}");
@@ -471,8 +552,20 @@ mod tests {
 
         git(p, &["commit", "-qm", "untrack"]);
         create_auto_mode(p).unwrap();
-        fs::write(p.join(JOURNAL_FILE), "{}\n").unwrap();
-        acquire_lock(p).unwrap();
+        // Every file an older runner or a crash could leave in .claude/ is excluded too.
+        for name in [
+            "sdlc-journal.jsonl",
+            "sdlc-runner.lock",
+            "sdlc-decision.json",
+            "sdlc-state.json.corrupt-1",
+            ".sdlc-state.json.abc123.tmp",
+            "auto-mode.bak",
+        ] {
+            fs::write(p.join(".claude").join(name), "{}\n").unwrap();
+            assert!(is_runner_artifact(&format!(".claude/{name}")), "{name}");
+        }
+        assert!(!is_runner_artifact(".claude/settings.json"));
+        assert!(!is_runner_artifact("sub/.claude/sdlc-state.json"));
         assert_eq!(
             git_out(p, &["status", "--porcelain", "--untracked-files=all"]),
             ""
@@ -491,8 +584,8 @@ mod tests {
     #[test]
     fn second_lock_is_refused_with_the_holder_pid_and_released_on_drop() {
         let d = tempfile::tempdir().unwrap();
-        let lock = acquire_lock(d.path()).unwrap();
-        let err = acquire_lock(d.path()).unwrap_err();
+        let lock = acquire_lock(&d.path().join("lock"), d.path()).unwrap();
+        let err = acquire_lock(&d.path().join("lock"), d.path()).unwrap_err();
         match &err {
             LockError::Held { pid, project } => {
                 assert_eq!(*pid, Some(std::process::id()));
@@ -507,7 +600,7 @@ mod tests {
         );
         assert!(msg.contains(&d.path().display().to_string()));
         drop(lock);
-        let again = acquire_lock(d.path()).unwrap();
+        let again = acquire_lock(&d.path().join("lock"), d.path()).unwrap();
         assert_eq!(
             fs::read_to_string(again.path()).unwrap().trim(),
             std::process::id().to_string()
@@ -515,11 +608,41 @@ mod tests {
     }
 
     #[test]
+    fn a_symlink_at_the_lock_is_refused_and_its_target_untouched() {
+        let d = tempfile::tempdir().unwrap();
+        let target = d.path().join("precious.txt");
+        fs::write(&target, "keep me").unwrap();
+        std::os::unix::fs::symlink(&target, d.path().join("lock")).unwrap();
+        let err = acquire_lock(&d.path().join("lock"), d.path()).unwrap_err();
+        assert!(matches!(err, LockError::Io { .. }), "{err}");
+        assert_eq!(fs::read_to_string(&target).unwrap(), "keep me");
+    }
+
+    #[test]
+    fn a_removed_lock_file_is_noticed() {
+        let d = tempfile::tempdir().unwrap();
+        let lock = acquire_lock(&d.path().join("lock"), d.path()).unwrap();
+        assert_eq!(lock.still_held(), Ok(()));
+        fs::remove_file(d.path().join("lock")).unwrap();
+        assert!(lock.still_held().unwrap_err().contains("removed"));
+    }
+
+    #[test]
+    fn a_symlinked_claude_dir_is_not_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), d.path().join(".claude")).unwrap();
+        let err = write_state(d.path(), &StateFile::default()).unwrap_err();
+        assert!(err.to_string().contains("symlink"), "{err}");
+        assert!(create_auto_mode(d.path()).is_err());
+        assert_eq!(fs::read_dir(elsewhere.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn stale_lock_file_of_a_dead_process_is_taken_over() {
         let d = tempfile::tempdir().unwrap();
-        fs::create_dir_all(d.path().join(".claude")).unwrap();
-        fs::write(d.path().join(LOCK_FILE), "999999999\n").unwrap();
-        let lock = acquire_lock(d.path()).unwrap();
+        fs::write(d.path().join("lock"), "999999999\n").unwrap();
+        let lock = acquire_lock(&d.path().join("lock"), d.path()).unwrap();
         assert_eq!(
             fs::read_to_string(lock.path()).unwrap().trim(),
             std::process::id().to_string()
@@ -529,11 +652,10 @@ mod tests {
     #[test]
     fn lock_held_by_another_process_names_its_pid() {
         let d = tempfile::tempdir().unwrap();
-        fs::create_dir_all(d.path().join(".claude")).unwrap();
-        let lock_path = d.path().join(LOCK_FILE);
+        let lock_path = d.path().join("lock");
         // `flock(1)` holds the lock in a child for as long as the child sleeps.
         if Command::new("flock").arg("--version").output().is_err() {
-            eprintln!("flock(1) not installed; skipping");
+            say!("flock(1) not installed; skipping");
             return;
         }
         use std::os::unix::process::CommandExt;
@@ -548,7 +670,7 @@ mod tests {
             .unwrap();
         let mut held = None;
         for _ in 0..200 {
-            match acquire_lock(d.path()) {
+            match acquire_lock(&d.path().join("lock"), d.path()) {
                 Err(LockError::Held { pid, .. }) => {
                     held = Some(pid);
                     break;
@@ -568,7 +690,7 @@ mod tests {
         // The killed `sleep` closes the fd as it exits, which may be a moment after flock(1) is
         // reaped.
         let freed = (0..200).any(|_| {
-            let ok = acquire_lock(d.path()).is_ok();
+            let ok = acquire_lock(&d.path().join("lock"), d.path()).is_ok();
             if !ok {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }

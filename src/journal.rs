@@ -1,6 +1,7 @@
-//! The write-ahead journal (SPEC §5): `<project>/.claude/sdlc-journal.jsonl`, one JSON object
-//! per line for every machine event and effect, written and fsync'd before the effect is
-//! performed. Every counter of SPEC §4 is derived from it by re-driving the pure machine with
+//! The write-ahead journal: `<common git dir>/sdlc-runner/journal.jsonl` (see `runner_dir`),
+//! one JSON object per line for every machine event and effect, written and fsync'd before the
+//! effect is performed. It is the authority on progress: what it does not record as finished
+//! is not finished, whatever the work tree shows. Every counter of SPEC §4 is derived from it by re-driving the pure machine with
 //! the recorded events, so a crash, `kill -9` or signal never resets the failure-loop
 //! protection. It also holds the session boundaries that make a halt sticky.
 //!
@@ -18,12 +19,31 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-/// Where the journal lives, relative to the project root (`.claude/sdlc-journal.jsonl`).
-pub use crate::files::JOURNAL_FILE;
+/// The journal of a project (inside its common git directory).
+pub fn journal_path(project: &Path) -> Result<PathBuf, crate::runner_dir::RunnerDirError> {
+    Ok(crate::runner_dir::RunnerDir::locate(project)?.journal())
+}
 
-/// The journal of a project.
-pub fn journal_path(project: &Path) -> PathBuf {
-    project.join(JOURNAL_FILE)
+/// What the classifier said about a failed attempt beyond its class and signature, so that a
+/// restarted runner can hand the same failure context to a repair attempt.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureDetail {
+    pub step: crate::step::Step,
+    pub class: crate::failure::FailureClass,
+    pub summary: String,
+    pub excerpt: String,
+}
+
+/// An agent's process group, recorded as soon as it is spawned: if the runner dies, the next
+/// one can stop whatever of that group is still running (the start time tells a reused pid
+/// apart).
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct AgentGroup {
+    pub pgid: i32,
+    /// The leader's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
+    pub start_ticks: u64,
 }
 
 /// What one line records.
@@ -48,6 +68,14 @@ pub enum Record {
     },
     SessionEnd {
         end: SessionEnd,
+    },
+    /// The failure context of the `StepFailed` event just before it.
+    Failure {
+        detail: FailureDetail,
+    },
+    /// An agent process group was spawned.
+    Agent {
+        group: AgentGroup,
     },
 }
 
@@ -100,6 +128,10 @@ pub enum JournalError {
     },
     #[error("{}: no session is open: call begin or continue_session before appending (a bug in the runner)", path.display())]
     NoSession { path: PathBuf },
+    /// The file the runner appends to is no longer the journal (removed, replaced): writing on
+    /// would record progress nobody can read back.
+    #[error("{what}; the runner stops rather than write into a file nobody will read")]
+    Vanished { what: String },
 }
 
 /// A session as the file records it.
@@ -112,6 +144,10 @@ pub struct OpenSession {
     pub events: Vec<Event>,
     /// The same events with their line's seq and the recorded state after each.
     pub recorded: Vec<RecordedEvent>,
+    /// Failure contexts recorded in the session, in order.
+    pub failures: Vec<FailureDetail>,
+    /// Agent process groups spawned in the session, in order.
+    pub agents: Vec<AgentGroup>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -257,6 +293,8 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
                 mode: *mode,
                 events: Vec::new(),
                 recorded: Vec::new(),
+                failures: Vec::new(),
+                agents: Vec::new(),
             });
             rec.last_end = None;
             continue;
@@ -291,6 +329,8 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
                 });
             }
             Record::Effect { .. } => {}
+            Record::Failure { detail } => session.failures.push(detail.clone()),
+            Record::Agent { group } => session.agents.push(*group),
             Record::SessionEnd { end } => {
                 rec.sticky_halt = match end {
                     SessionEnd::Halt { headline, .. } => {
@@ -314,6 +354,7 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
 pub struct Journal {
     path: PathBuf,
     file: File,
+    identity: crate::runner_dir::FileIdentity,
     /// Bytes known to be valid: a failed append is cut back to here.
     len: u64,
     next_seq: u64,
@@ -339,14 +380,18 @@ impl Journal {
         if let Some(dir) = dir {
             fs::create_dir_all(dir).map_err(io_err("cannot create the journal's directory"))?;
         }
-        let existed = path.exists();
+        let existed = fs::symlink_metadata(path).is_ok();
+        // Never through a symlink: another user could point it at any file we can write.
         let mut file = OpenOptions::new()
             .read(true)
             .append(true)
             .create(true)
             .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
             .open(path)
-            .map_err(io_err("cannot open the journal"))?;
+            .map_err(io_err(
+                "cannot open the journal (a symlink there is refused)",
+            ))?;
         // The journal records failures and agent output: nobody else needs to read it.
         file.set_permissions(fs::Permissions::from_mode(0o600))
             .map_err(io_err("cannot make the journal private (chmod 0600)"))?;
@@ -369,9 +414,12 @@ impl Journal {
                 .and_then(|()| file.sync_data())
                 .map_err(io_err("cannot cut the torn last line off the journal"))?;
         }
+        let identity = crate::runner_dir::FileIdentity::of(&file)
+            .map_err(io_err("cannot inspect the journal"))?;
         let journal = Journal {
             path: path.to_path_buf(),
             file,
+            identity,
             len: contents.valid_len,
             next_seq: contents.lines.last().map_or(1, |l| l.seq + 1),
             session: None,
@@ -429,6 +477,7 @@ impl Journal {
                 path: self.path.clone(),
             });
         };
+        self.check_intact()?;
         let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
         let mut buf = Vec::with_capacity(256 * records.len());
         let mut seq = self.next_seq;
@@ -447,10 +496,12 @@ impl Journal {
             buf.push(b'\n');
             seq += 1;
         }
+        crate::failpoint::point("journal: before append");
         let written = self
             .file
             .write_all(&buf)
             .and_then(|()| self.file.sync_data());
+        crate::failpoint::point("journal: after append");
         if let Err(source) = written {
             let _ = self.file.set_len(self.len);
             return Err(JournalError::Io {
@@ -465,19 +516,42 @@ impl Journal {
         Ok(())
     }
 
-    /// The event with the state it led to, then one record per effect, in one fsync.
+    /// `Err` when the journal's path no longer names the file this runner appends to.
+    pub fn check_intact(&self) -> Result<(), JournalError> {
+        self.identity
+            .still_at(&self.path)
+            .map_err(|what| JournalError::Vanished { what })
+    }
+
+    /// Everything appended so far, read back through the open descriptor (which still reaches
+    /// the data after the path was removed).
+    pub fn contents(&self) -> io::Result<Vec<u8>> {
+        use std::os::unix::fs::FileExt;
+        let mut bytes = vec![0u8; self.len as usize];
+        self.file.read_exact_at(&mut bytes, 0)?;
+        Ok(bytes)
+    }
+
+    /// The event with the state it led to (and the failure context of a `StepFailed`), then
+    /// one record per effect, in one fsync.
     pub fn record_step(
         &mut self,
         event: &Event,
+        failure: Option<&FailureDetail>,
         effects: &[Effect],
         state_after: &State,
     ) -> Result<(), JournalError> {
         let state = state_after.name().to_string();
-        let mut records = Vec::with_capacity(1 + effects.len());
+        let mut records = Vec::with_capacity(2 + effects.len());
         records.push(Record::Event {
             event: *event,
             state: state.clone(),
         });
+        if let Some(detail) = failure {
+            records.push(Record::Failure {
+                detail: detail.clone(),
+            });
+        }
         records.extend(effects.iter().map(|effect| Record::Effect {
             effect: *effect,
             state: state.clone(),

@@ -1,6 +1,8 @@
 //! sdlc-runner: a sans-IO state machine that drives an AI coding agent through the software
 //! lifecycle, and the tokio shell that performs its effects. See ARCHITECTURE.md.
 
+#[macro_use]
+mod console;
 pub mod agent;
 pub mod classify;
 pub mod cleanup;
@@ -9,6 +11,7 @@ pub mod commands;
 pub mod config;
 pub mod diagram;
 pub mod driver;
+pub mod failpoint;
 pub mod failure;
 pub mod fake_agent;
 pub mod files;
@@ -18,6 +21,7 @@ pub mod logs;
 pub mod machine;
 pub mod notify;
 pub mod repo;
+pub mod runner_dir;
 pub mod step;
 pub mod stream;
 pub mod tracker;

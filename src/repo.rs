@@ -5,7 +5,7 @@
 //! Every git call is an argument vector; branch names go in as full ref names
 //! (`refs/heads/<b>`) so that no name can be read as an option.
 
-use crate::files::{StateFile, ARTIFACTS};
+use crate::files::{self, StateFile};
 use crate::forge::{CiState, Forge, PrState};
 use crate::step::{Check, Step};
 use std::fs;
@@ -129,18 +129,20 @@ impl Repo {
             // Never wait for credentials in an unattended run; parse messages in one language.
             .env("GIT_TERMINAL_PROMPT", "0")
             .env("LC_ALL", "C");
+        crate::failpoint::point("git: before");
         // A fetch or push over a dead network must not hang an unattended run.
-        crate::notify::output_within(cmd, GIT_TIMEOUT)
-            .map_err(|source| RepoError::Spawn {
-                program: "git".to_string(),
-                source,
-            })?
-            .ok_or_else(|| RepoError::Command {
-                command: format!("git {} (in {})", args.join(" "), self.path.display()),
-                status: None,
-                stderr: format!("no answer within {} s; stopped", GIT_TIMEOUT.as_secs()),
-                hint: "check the network and the remote",
-            })
+        let out = crate::notify::output_within(cmd, GIT_TIMEOUT);
+        crate::failpoint::point("git: after");
+        out.map_err(|source| RepoError::Spawn {
+            program: "git".to_string(),
+            source,
+        })?
+        .ok_or_else(|| RepoError::Command {
+            command: format!("git {} (in {})", args.join(" "), self.path.display()),
+            status: None,
+            stderr: format!("no answer within {} s; stopped", GIT_TIMEOUT.as_secs()),
+            hint: "check the network and the remote",
+        })
     }
 
     fn git_ok(&self, args: &[&str]) -> Result<String, RepoError> {
@@ -214,7 +216,8 @@ impl Repo {
             if code.starts_with('R') || code.starts_with('C') {
                 entries.next(); // the rename's source path
             }
-            if !ARTIFACTS.contains(&path) {
+            // The runner's own files (and any copy of them) are never the mess.
+            if !files::is_runner_artifact(path) {
                 paths.push(path.to_string());
             }
         }
@@ -325,10 +328,19 @@ impl Repo {
         // Runner artifacts are ignored through .git/info/exclude, so `add -A` leaves them out;
         // naming them in an exclude pathspec would make git refuse ("paths are ignored").
         self.git_ok(&["add", "-A"])?;
-        let staged_artifacts: Vec<&str> = ARTIFACTS.to_vec();
-        let mut unstage = vec!["reset", "--quiet", "--"];
-        unstage.extend(staged_artifacts);
-        self.git_ok(&unstage)?;
+        let staged = self.git_ok(&["diff", "--cached", "--name-only", "-z"])?;
+        let artifacts: Vec<&str> = staged
+            .split('\0')
+            .filter(|p| files::is_runner_artifact(p))
+            .collect();
+        if !artifacts.is_empty() {
+            let mut unstage = vec!["reset", "--quiet", "--"];
+            unstage.extend(artifacts);
+            self.git_ok(&unstage)?;
+        }
+        if self.git(&["diff", "--cached", "--quiet"])?.status.success() {
+            return Ok(false);
+        }
         self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
         Ok(true)
     }

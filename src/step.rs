@@ -21,7 +21,9 @@ pub enum Step {
 }
 
 impl Step {
-    pub const ALL: [Step; 10] = [
+    /// How many steps the lifecycle has.
+    pub const COUNT: usize = 10;
+    pub const ALL: [Step; Self::COUNT] = [
         Step::StartCycle,
         Step::StartIssue,
         Step::WriteSpecs,

@@ -29,7 +29,7 @@ fn record(
         .iter()
         .map(|e| {
             let fx = core.handle(e).to_vec();
-            j.record_step(e, &fx, core.state()).unwrap();
+            j.record_step(e, None, &fx, core.state()).unwrap();
             core.snapshot()
         })
         .collect()
@@ -67,7 +67,7 @@ fn halting_events() -> Vec<Event> {
 
 fn tmp_journal() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
-    let path = journal::journal_path(dir.path());
+    let path = dir.path().join("journal.jsonl");
     (dir, path)
 }
 
@@ -100,7 +100,8 @@ fn a_crashed_session_is_continued_with_its_counters() {
     j.continue_session(&open.id);
     let mut core = rebuilt;
     let fx = core.handle(&Event::Start).to_vec();
-    j.record_step(&Event::Start, &fx, core.state()).unwrap();
+    j.record_step(&Event::Start, None, &fx, core.state())
+        .unwrap();
     let lines = journal::read_contents(&path).unwrap().lines;
     let seqs: Vec<u64> = lines.iter().map(|l| l.seq).collect();
     assert_eq!(seqs, (1..=lines.len() as u64).collect::<Vec<_>>());
@@ -254,7 +255,7 @@ fn garbage_in_the_middle_is_an_error_naming_the_line() {
             "{err:?}"
         );
         let msg = err.to_string();
-        assert!(msg.contains("sdlc-journal.jsonl:4:"), "{msg}");
+        assert!(msg.contains("journal.jsonl:4:"), "{msg}");
         assert!(msg.contains("move it aside"), "{msg}");
     }
     // Nothing was cut: the file is the operator's evidence.
@@ -598,6 +599,13 @@ fn project_with_config() -> (tempfile::TempDir, PathBuf) {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("proj");
     std::fs::create_dir_all(project.join("issues")).unwrap();
+    let ok = std::process::Command::new("git")
+        .args(["init", "--quiet"])
+        .current_dir(&project)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "git init");
     let config = dir.path().join("sdlc-config.json");
     let logs = dir.path().join("logs");
     std::fs::write(
@@ -617,8 +625,9 @@ fn project_with_config() -> (tempfile::TempDir, PathBuf) {
 fn status_shows_the_rebuilt_counters_as_json() {
     let (dir, config) = project_with_config();
     let project = dir.path().join("proj");
-    let path = journal::journal_path(&project);
+    let path = journal::journal_path(&project).unwrap();
     let (_, second) = two_sessions(&path);
+    std::fs::create_dir_all(project.join(".claude")).unwrap();
     std::fs::write(
         project.join(".claude/sdlc-state.json"),
         r#"{"currentStep": 1, "lastCompletedStep": 0, "currentIssue": 3}"#,
@@ -678,7 +687,7 @@ fn status_shows_a_sticky_halt_and_a_fresh_project() {
     assert_eq!(v["session"], serde_json::Value::Null);
     assert_eq!(v["stateFile"]["status"], "missing");
 
-    let path = journal::journal_path(&dir.path().join("proj"));
+    let path = journal::journal_path(&dir.path().join("proj")).unwrap();
     let (mut j, _) = Journal::open(&path).unwrap();
     j.begin(&Limits::default(), Mode::Continuous).unwrap();
     let mut core = Core::new(Limits::default(), Mode::Continuous);

@@ -38,7 +38,11 @@ fn a_full_cycle_merges_the_issue_and_cleans_up() {
     );
     // Runner artifacts never show up as changes for the agent to commit.
     let exclude = std::fs::read_to_string(p.project.join(".git/info/exclude")).expect("exclude");
-    assert!(exclude.contains(".claude/sdlc-journal.jsonl"));
+    assert!(exclude.contains("/.claude/sdlc-state.json*"), "{exclude}");
+    assert!(
+        p.journal_path().is_file(),
+        "the journal lives under .git/sdlc-runner"
+    );
     assert_eq!(e2e::git(&p.project, &["status", "--porcelain"]), "");
 }
 
@@ -139,7 +143,7 @@ fn two_escalations_halt_leave_everything_in_place_and_the_halt_is_sticky() {
     assert_eq!(p.count("3 "), 0, "a refused run starts no agent");
 
     // The recorded session replays exactly.
-    let journal = p.claude("sdlc-journal.jsonl");
+    let journal = p.journal_path();
     let replay = p
         .command(&["replay", journal.to_str().expect("utf8")])
         .output()
@@ -383,7 +387,7 @@ fn manual_approval_pauses_until_decide_answers() {
     let p = one_issue(json!({"steps": {"verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}));
     p.set_config(json!({"approval": "manual", "maxConsecutiveFailures": {"verify": 0}}));
     let child = p.spawn(&[]);
-    let decision = p.claude("sdlc-decision.json");
+    let decision = p.project.join(".git/sdlc-runner/decision.json");
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     while !decision.exists() {
         assert!(

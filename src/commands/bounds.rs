@@ -9,15 +9,15 @@ pub fn run(config: &Path) -> i32 {
         Err(code) => return code,
     };
     let b = bounds::compute(&cfg.limits());
-    println!(
+    out!(
         "agent invocations between two successful merges (worst case): {}",
         b.between_merges
     );
-    println!(
+    out!(
         "agent invocations before a halt when nothing succeeds (worst case): {}",
         b.nothing_succeeds
     );
-    println!(
+    out!(
         "agent invocations in one cycle (worst case): {}",
         b.per_cycle
     );

@@ -9,7 +9,7 @@ pub fn run(command: &ConfigCommand) -> i32 {
     match command {
         ConfigCommand::Check { file } => check(file),
         ConfigCommand::Schema => {
-            println!("{}", config::schema_json());
+            out!("{}", config::schema_json());
             0
         }
     }
@@ -19,16 +19,16 @@ pub fn run(command: &ConfigCommand) -> i32 {
 fn check(file: &Path) -> i32 {
     match Config::load(file) {
         Ok(config) => {
-            println!("{}: ok", file.display());
-            print!("{}", summary(&config));
+            out!("{}: ok", file.display());
+            out_raw!("{}", summary(&config));
             for problem in config.environment_problems() {
-                eprintln!("warning: {}: {problem}", file.display());
+                say!("warning: {}: {problem}", file.display());
             }
             0
         }
         Err(e) => {
             for line in e.lines() {
-                eprintln!("{line}");
+                say!("{line}");
             }
             2
         }

@@ -1,13 +1,13 @@
 //! `sdlc-runner decide OPTION --config F`: answer the pending decision of a manual-approval run.
 
-use crate::files;
 use crate::machine::DecisionOption;
+use crate::runner_dir::{self, RunnerDir};
 use std::path::Path;
 
 pub fn run(option: &str, config: &Path) -> i32 {
     let Some(option) = DecisionOption::parse(option) else {
         let names: Vec<&str> = DecisionOption::ALL.iter().map(|o| o.name()).collect();
-        eprintln!(
+        say!(
             "error: \"{option}\" is not a decision: use one of {}",
             names.join(", ")
         );
@@ -17,25 +17,31 @@ pub fn run(option: &str, config: &Path) -> i32 {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
-    let path = cfg.project_path.join(files::DECISION_FILE);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
+    let path = match RunnerDir::locate(&cfg.project_path) {
+        Ok(dir) => dir.decision(),
+        Err(e) => {
+            say!("error: {e}");
+            return 2;
+        }
+    };
+    let text = match runner_dir::read_no_follow(&path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            eprintln!(
+            say!(
                 "error: no decision is pending ({} does not exist)",
                 path.display()
             );
             return 1;
         }
         Err(e) => {
-            eprintln!("error: cannot read {}: {e}", path.display());
+            say!("error: cannot read {}: {e}", path.display());
             return 2;
         }
     };
     let mut request: serde_json::Value = match serde_json::from_str(&text) {
         Ok(v) => v,
         Err(e) => {
-            eprintln!("error: {} is not valid JSON ({e}); the runner rewrites it at the next decision point", path.display());
+            say!("error: {} is not valid JSON ({e}); the runner rewrites it at the next decision point", path.display());
             return 2;
         }
     };
@@ -45,18 +51,16 @@ pub fn run(option: &str, config: &Path) -> i32 {
             serde_json::Value::String(option.name().into()),
         );
     }
-    let tmp = path.with_extension("json.tmp");
     let written = serde_json::to_string_pretty(&request)
         .map_err(std::io::Error::other)
-        .and_then(|t| std::fs::write(&tmp, t))
-        .and_then(|()| std::fs::rename(&tmp, &path));
+        .and_then(|t| runner_dir::write_replace(&path, t.as_bytes()));
     match written {
         Ok(()) => {
-            println!("answered {}: {}", path.display(), option.name());
+            out!("answered {}: {}", path.display(), option.name());
             0
         }
         Err(e) => {
-            eprintln!("error: cannot write {}: {e}", path.display());
+            say!("error: cannot write {}: {e}", path.display());
             2
         }
     }

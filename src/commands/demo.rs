@@ -10,7 +10,7 @@ use std::process::Command;
 pub fn run(args: &DemoArgs) -> i32 {
     match setup(args) {
         Ok(config) => {
-            println!(
+            out!(
                 "demo project ready; running: sdlc-runner run --config {}\n",
                 config.display()
             );
@@ -20,22 +20,22 @@ pub fn run(args: &DemoArgs) -> i32 {
             };
             let code = driver::run(cfg, RunOptions::default());
             let dir = config.parent().unwrap_or(Path::new("."));
-            println!(
+            out!(
                 "\ndemo finished with exit code {code}. Everything is kept in {}:",
                 dir.display()
             );
-            println!("  project/   the clone the agent worked in (git log --graph --all)");
-            println!("  issues/    the local tracker (closed and escalated issues are marked)");
-            println!("  logs/      orchestration log and one log per attempt");
-            println!("  project/.claude/sdlc-journal.jsonl   the write-ahead journal");
-            println!(
+            out!("  project/   the clone the agent worked in (git log --graph --all)");
+            out!("  issues/    the local tracker (closed and escalated issues are marked)");
+            out!("  logs/      orchestration log and one log per attempt");
+            out!("  project/.git/sdlc-runner/journal.jsonl   the write-ahead journal (the runner's own state)");
+            out!(
                 "inspect with: sdlc-runner status --config {}",
                 config.display()
             );
             code
         }
         Err(e) => {
-            eprintln!("error: demo setup failed: {e}");
+            say!("error: demo setup failed: {e}");
             2
         }
     }

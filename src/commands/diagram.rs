@@ -20,16 +20,16 @@ pub fn run(args: &DiagramArgs) -> i32 {
         return check(&args.out, &files);
     }
     if let Err(e) = std::fs::create_dir_all(&args.out) {
-        eprintln!("error: cannot create {}: {e}", args.out.display());
+        say!("error: cannot create {}: {e}", args.out.display());
         return 2;
     }
     for (name, text) in &files {
         let path = args.out.join(name);
         if let Err(e) = std::fs::write(&path, text) {
-            eprintln!("error: cannot write {}: {e}", path.display());
+            say!("error: cannot write {}: {e}", path.display());
             return 2;
         }
-        println!("wrote {} ({} edges)", path.display(), graph.edges.len());
+        out!("wrote {} ({} edges)", path.display(), graph.edges.len());
     }
     0
 }
@@ -71,13 +71,13 @@ fn check(dir: &Path, files: &[(&str, String)]) -> i32 {
         }
     }
     if stale.is_empty() {
-        println!("diagrams in {} are fresh", dir.display());
+        out!("diagrams in {} are fresh", dir.display());
         0
     } else {
         for s in &stale {
-            eprintln!("{s}");
+            say!("{s}");
         }
-        eprintln!(
+        say!(
             "regenerate with: sdlc-runner diagram --out {}",
             dir.display()
         );

@@ -14,7 +14,7 @@ pub mod status;
 pub fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
     crate::config::Config::load(path).map_err(|e| {
         for line in e.lines() {
-            eprintln!("{line}");
+            say!("{line}");
         }
         2
     })

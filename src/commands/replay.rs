@@ -11,27 +11,27 @@ pub fn run(path: &Path) -> i32 {
     let contents = match journal::read_contents(path) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             return 2;
         }
     };
     if let Some(torn) = &contents.torn_line {
-        eprintln!("warning: {}: {torn}", path.display());
+        say!("warning: {}: {torn}", path.display());
     }
     let reports = match replay(&contents, path) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             return 2;
         }
     };
     if reports.is_empty() {
-        println!("{}: no sessions recorded", path.display());
+        out!("{}: no sessions recorded", path.display());
         return 0;
     }
     let mut code = 0;
     for report in &reports {
-        println!("{}", report.summary());
+        out!("{}", report.summary());
         if report.divergence.is_some() {
             code = 1;
         }
@@ -149,7 +149,7 @@ fn group(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalError> {
                 // An acknowledgement follows the halt it acknowledges; keep the latest word.
                 session.end = Some((line.seq, end.clone()));
             }
-            Record::SessionStart { .. } => {}
+            Record::SessionStart { .. } | Record::Failure { .. } | Record::Agent { .. } => {}
         }
     }
     Ok(sessions)

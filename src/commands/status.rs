@@ -22,20 +22,20 @@ pub fn run(config: &Path, json: bool) -> i32 {
     let report = match status(&cfg) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             return 2;
         }
     };
     if json {
         match serde_json::to_string_pretty(&report) {
-            Ok(text) => println!("{text}"),
+            Ok(text) => out!("{text}"),
             Err(e) => {
-                eprintln!("error: cannot encode the status as JSON: {e}");
+                say!("error: cannot encode the status as JSON: {e}");
                 return 2;
             }
         }
     } else {
-        print!("{}", report.text());
+        out_raw!("{}", report.text());
     }
     0
 }
@@ -141,7 +141,22 @@ pub struct StateFileView {
 
 pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
     let project = cfg.project_path.clone();
-    let journal_path = journal::journal_path(&project);
+    let journal_path = match journal::journal_path(&project) {
+        Ok(path) if path.exists() => path,
+        // Before the first run of this version the journal is still where older runners kept it.
+        Ok(path) if project.join(crate::runner_dir::LEGACY_JOURNAL).is_file() => {
+            let _ = path;
+            project.join(crate::runner_dir::LEGACY_JOURNAL)
+        }
+        Ok(path) => path,
+        Err(e) => {
+            return Err(journal::JournalError::Io {
+                path: project.clone(),
+                action: "cannot find the runner's state",
+                source: std::io::Error::other(e.to_string()),
+            })
+        }
+    };
     let rec = Journal::read(&journal_path)?;
     let mut st = Status {
         project: project.clone(),

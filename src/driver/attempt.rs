@@ -28,8 +28,10 @@ impl Driver {
             },
             None => None,
         };
+        // The failure this step last had, recorded in the journal, so a restarted runner
+        // repairs with the same context.
         let repair_ctx = if repair {
-            self.last_failure.as_ref().map(|c| RepairContext {
+            self.failures[step.index()].as_ref().map(|c| RepairContext {
                 class: c.class.to_string(),
                 summary: c.summary.clone(),
                 excerpt: c.excerpt.clone(),
@@ -85,10 +87,30 @@ impl Driver {
         let started_at = chrono::Utc::now();
         let started = Instant::now();
         let mut reader = StreamReader::new();
+        let mut record_error = None;
         let exit = {
             let mut sink = |bytes: &[u8]| reader.feed(bytes);
-            run_agent(&run, &mut sink, self.cancel_rx.clone()).await
+            let journal = &mut self.journal;
+            let mut on_spawn = |pgid: i32| {
+                let group = crate::journal::AgentGroup {
+                    pgid,
+                    start_ticks: crate::cleanup::read_stat(pgid).map_or(0, |s| s.start_time),
+                };
+                if let Some(j) = journal.as_mut() {
+                    if let Err(e) = j.append(&[crate::journal::Record::Agent { group }]) {
+                        record_error = Some(e.to_string());
+                    }
+                }
+                crate::failpoint::point("agent spawned");
+            };
+            run_agent_with(&run, &mut sink, self.cancel_rx.clone(), &mut on_spawn).await
         };
+        crate::failpoint::point("agent exited");
+        if let Some(e) = record_error {
+            self.log(&format!(
+                "warning: the agent's process group was not recorded ({e}); if the runner dies now, its children may outlive it"
+            ));
+        }
         let summary = reader.finish();
         let exit = match exit {
             Ok(exit) => exit,
@@ -171,7 +193,6 @@ impl Driver {
                 self.state.last_completed_step = step.number();
                 self.state.retries.remove(step.key());
                 self.save_state();
-                self.last_failure = None;
                 self.notifier.send(
                     Severity::Info,
                     &format!("issue #{issue}: {} finished", step.key()),
@@ -201,15 +222,21 @@ impl Driver {
                     .entry(step.key().to_string())
                     .or_default() += 1;
                 self.save_state();
-                let ev = Event::StepFailed {
+                let detail = FailureDetail {
+                    step,
+                    class: c.class,
+                    summary: c.summary,
+                    excerpt: c.excerpt,
+                };
+                self.failures[step.index()] = Some(detail.clone());
+                self.pending_failure = Some(detail);
+                Event::StepFailed {
                     step,
                     class: c.class,
                     signature: c.signature,
                     usage,
                     wait_hint_secs: c.wait_hint_secs,
-                };
-                self.last_failure = Some(c);
-                ev
+                }
             }
         }
     }

@@ -4,11 +4,17 @@ use super::*;
 
 impl Driver {
     pub(super) async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
-        let path = self.cfg.project_path.join(files::DECISION_FILE);
-        let last = self
+        let path = self.runner_dir.decision();
+        let signature = self
+            .core
+            .runner()
             .last_failure
+            .filter(|f| f.step == step)
+            .map(|f| f.signature.to_string())
+            .unwrap_or_default();
+        let last = self.failures[step.index()]
             .as_ref()
-            .map(|c| format!("{} ({}): {}", c.class, c.signature, c.summary));
+            .map(|c| format!("{} ({signature}): {}", c.class, c.summary));
         let request = serde_json::json!({
             "session": self.session,
             "issue": issue,
@@ -20,7 +26,7 @@ impl Driver {
             "answer": serde_json::Value::Null,
         });
         let text = serde_json::to_string_pretty(&request).unwrap_or_default();
-        if let Err(e) = std::fs::write(&path, text) {
+        if let Err(e) = crate::runner_dir::write_replace(&path, text.as_bytes()) {
             self.log(&format!("cannot write {}: {e}", path.display()));
             return Event::DecisionTimedOut;
         }

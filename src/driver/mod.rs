@@ -11,16 +11,16 @@ pub mod invoke;
 pub mod report;
 mod startup;
 
-use crate::agent::{run_agent, AgentRun};
-use crate::classify::{classify, classify_post_check, Classified, Observation};
+use crate::agent::{run_agent_with, AgentRun};
+use crate::classify::{classify, classify_post_check, Observation};
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::{Config, Forge as ForgeKind, TrackerKind};
 use crate::failure::FailureClass;
 use crate::files::{self, StateFile};
 use crate::forge::Forge;
-use crate::journal::{Journal, SessionEnd};
+use crate::journal::{FailureDetail, Journal, SessionEnd};
 use crate::logs::{append_line, AttemptHeader, Logs};
-use crate::machine::{Core, DecisionOption, Effect, Event, Mode, Signal, State, Usage};
+use crate::machine::{Core, DecisionOption, Effect, Event, HaltReason, Mode, Signal, State, Usage};
 use crate::notify::{Channel, Notifier, Severity};
 use crate::repo::{self, Repo, StepContext};
 use crate::step::Step;
@@ -56,7 +56,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            say!("error: cannot start the async runtime: {e}");
             return 2;
         }
     };
@@ -65,7 +65,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
             Ok(Started::Ready(driver)) => driver.drive().await,
             Ok(Started::Exit(code)) => code,
             Err(msg) => {
-                eprintln!("error: {msg}");
+                say!("error: {msg}");
                 2
             }
         }
@@ -99,15 +99,22 @@ struct Driver {
     // what the driver remembers between effects
     issue: IssueContext,
     feature: Option<String>,
-    last_failure: Option<Classified>,
+    /// The last classified failure of each step (for repair prompts and the decision file);
+    /// rebuilt from the journal on restart.
+    failures: [Option<FailureDetail>; Step::COUNT],
+    /// The failure context of the `StepFailed` event about to be journaled.
+    pending_failure: Option<FailureDetail>,
     last_output: String,
     state: StateFile,
+    /// Where the journal, the lock and the decision file live.
+    runner_dir: crate::runner_dir::RunnerDir,
 }
 
 fn signal_of(code: u8) -> Option<Signal> {
     match code {
         1 => Some(Signal::Int),
         2 => Some(Signal::Term),
+        3 => Some(Signal::Hup),
         _ => None,
     }
 }
@@ -116,7 +123,7 @@ impl Driver {
     fn log(&self, line: &str) {
         let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let _ = append_line(&self.logs.orchestration_log(), &format!("[{stamp}] {line}"));
-        eprintln!("{line}");
+        say!("{line}");
     }
 
     fn watch_signals(&self) -> Result<(), String> {
@@ -124,6 +131,8 @@ impl Driver {
         for (kind, code) in [
             (SignalKind::interrupt(), 1u8),
             (SignalKind::terminate(), 2u8),
+            // A closed terminal or a dropped ssh session: shut down cleanly, as on SIGTERM.
+            (SignalKind::hangup(), 3u8),
         ] {
             let mut stream =
                 signal(kind).map_err(|e| format!("cannot install signal handler: {e}"))?;
@@ -145,7 +154,7 @@ impl Driver {
 
     async fn drive(mut self) -> i32 {
         if let Err(e) = self.watch_signals() {
-            eprintln!("error: {e}");
+            say!("error: {e}");
             return 2;
         }
         if self.opts.dry_run {
@@ -177,10 +186,17 @@ impl Driver {
                     event = Event::ShutdownRequested { signal };
                 }
             }
+            if let Some(code) = self.check_runner_files() {
+                return code;
+            }
             let effects = self.core.handle(&event).to_vec();
             let state = *self.core.state();
+            let failure = match event {
+                Event::StepFailed { .. } => self.pending_failure.take(),
+                _ => None,
+            };
             let recorded = match self.journal.as_mut() {
-                Some(j) => j.record_step(&event, &effects, &state),
+                Some(j) => j.record_step(&event, failure.as_ref(), &effects, &state),
                 None => Ok(()),
             };
             if let Err(e) = recorded {
@@ -216,10 +232,10 @@ impl Driver {
 
     /// `--dry-run`: show the issue and the first invocation; change nothing.
     fn dry_run(&mut self) -> i32 {
-        println!("dry run: project {}", self.cfg.project_path.display());
+        out!("dry run: project {}", self.cfg.project_path.display());
         match self.ask_tracker() {
             Ok(Selection::Issue(issue)) => {
-                println!("would work on issue #{}: {}", issue.number, issue.title);
+                out!("would work on issue #{}: {}", issue.number, issue.title);
                 self.issue = IssueContext {
                     number: issue.number,
                     title: issue.title,
@@ -227,17 +243,17 @@ impl Driver {
                 };
             }
             Ok(Selection::NoIssues) => {
-                println!("no open automatable issue: nothing to do");
+                out!("no open automatable issue: nothing to do");
                 return 0;
             }
             Ok(Selection::AllEscalated { numbers }) => {
-                println!("would halt: all issues escalated ({numbers:?})")
+                out!("would halt: all issues escalated ({numbers:?})")
             }
             Ok(Selection::AllBlocked { numbers }) => {
-                println!("would halt: all issues blocked ({numbers:?})")
+                out!("would halt: all issues blocked ({numbers:?})")
             }
             Err(e) => {
-                eprintln!("error: tracker: {e}");
+                say!("error: tracker: {e}");
                 return 2;
             }
         }
@@ -263,7 +279,7 @@ impl Driver {
                 .skill_file(step)
                 .map(|p| format!(" (+ skill {})", p.display()))
                 .unwrap_or_default();
-            println!(
+            out!(
                 "step {} {}: {} {}{skill}",
                 step.number(),
                 step.key(),
@@ -283,11 +299,66 @@ impl Driver {
             }
         }
         let b = crate::machine::bounds::compute(&self.cfg.limits());
-        println!(
+        out!(
             "worst case: {} agent invocations between merges, {} before a halt if nothing succeeds",
-            b.between_merges, b.nothing_succeeds
+            b.between_merges,
+            b.nothing_succeeds
         );
         0
+    }
+
+    /// `Some(exit code)` when the journal or the lock is no longer the file this runner
+    /// opened: it then halts before recording or doing anything more.
+    fn check_runner_files(&mut self) -> Option<i32> {
+        let lock = self._lock.as_ref().and_then(|l| l.still_held().err());
+        let journal = self
+            .journal
+            .as_ref()
+            .and_then(|j| j.check_intact().err())
+            .map(|e| e.to_string());
+        let what = journal.or(lock)?;
+        Some(self.runner_state_lost(&what))
+    }
+
+    /// The halt when the runner's own state was removed or replaced under it. The halt is made
+    /// sticky where that is still possible: a removed journal is restored from the open
+    /// descriptor first, so no counter is lost.
+    fn runner_state_lost(&mut self, what: &str) -> i32 {
+        let reason = HaltReason::RunnerStateLost;
+        let text = format!(
+            "{}\nloop type: environment\n{what}.\nA second runner could start on this project, or progress would be recorded where nobody reads it. Find out what removed it (an agent command? a clean-up job?), then run again with --ack-halt.\nrunner state: {}",
+            reason.headline(),
+            self.runner_dir.dir.display()
+        );
+        out!("{text}");
+        let _ = append_line(&self.logs.orchestration_log(), &text);
+        self.notifier.send(Severity::Alert, &text);
+        if let Some(j) = self.journal.as_mut() {
+            let path = j.path().to_path_buf();
+            if std::fs::symlink_metadata(&path).is_err() {
+                let restored = j
+                    .contents()
+                    .and_then(|bytes| crate::runner_dir::write_new_file(&path, &bytes));
+                match restored {
+                    Ok(()) => say!("journal restored at {}", path.display()),
+                    Err(e) => say!("cannot restore the journal at {}: {e}", path.display()),
+                }
+                if let Ok((mut fresh, _)) = Journal::open(&path) {
+                    if let Some(id) = j.session() {
+                        fresh.continue_session(id);
+                    }
+                    *j = fresh;
+                }
+            }
+            let end = SessionEnd::Halt {
+                reason,
+                headline: reason.headline(),
+            };
+            if let Err(e) = j.end(end) {
+                say!("the halt could not be recorded in the journal: {e}");
+            }
+        }
+        1
     }
 
     fn end_session(&mut self, end: SessionEnd) -> Result<(), crate::journal::JournalError> {
@@ -364,7 +435,7 @@ impl Driver {
                 self.state.last_completed_step = 0;
                 self.state.pr_number = None;
                 self.feature = None;
-                self.last_failure = None;
+                self.failures = Default::default();
                 self.save_state();
                 Outcome::Continue
             }
@@ -372,6 +443,7 @@ impl Driver {
                 if let Err(e) = self.tracker.close(issue, "merged by sdlc-runner") {
                     self.log(&format!("warning: cannot close issue #{issue}: {e}"));
                 }
+                crate::failpoint::point("tracker: closed");
                 Outcome::Continue
             }
             Effect::MarkEscalated { issue } => {
@@ -386,6 +458,7 @@ impl Driver {
                         "warning: cannot mark issue #{issue} escalated in the tracker: {e}"
                     ));
                 }
+                crate::failpoint::point("tracker: marked escalated");
                 Outcome::Continue
             }
             Effect::Cleanup => {
@@ -399,7 +472,7 @@ impl Driver {
             Effect::Notify(n) => {
                 let (severity, text) = report::notice(&n);
                 self.notifier.send(severity, &text);
-                eprintln!("{}", text);
+                say!("{}", text);
                 Outcome::Continue
             }
             Effect::AskDecision { step, issue } => {
@@ -412,7 +485,7 @@ impl Driver {
                     &self.last_output,
                     &self.logs.dir.display().to_string(),
                 );
-                println!("{text}");
+                out!("{text}");
                 let _ = append_line(&self.logs.orchestration_log(), &text);
                 self.notifier.send(Severity::Alert, &text);
                 if let Err(e) = self.end_session(SessionEnd::Halt {

@@ -170,7 +170,8 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
         HaltReason::MaxConsecutiveFailures { .. } => "max_consecutive_failures",
         HaltReason::Environment { .. }
         | HaltReason::WaitsExhausted { .. }
-        | HaltReason::QuotaTooLong { .. } => "environment",
+        | HaltReason::QuotaTooLong { .. }
+        | HaltReason::RunnerStateLost => "environment",
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",

@@ -1,7 +1,11 @@
-//! Startup: the checks that exit 2 before any agent runs, the lock, journal recovery and the
-//! sticky halt, and where git says the work stands (SPEC §5).
+//! Startup: the checks that exit 2 before any agent runs, the runner directory and its lock,
+//! journal recovery and the sticky halt, agents left behind by a killed runner, and the
+//! restart event. The journal is the authority on progress; git and the forge only confirm
+//! what is idempotent by nature (a merged PR) or show work the journal does not know.
 
 use super::*;
+use crate::journal::FailureDetail;
+use crate::runner_dir::RunnerDir;
 
 impl Driver {
     /// Startup checks (exit 2 before any agent runs), lock, journal recovery, sticky halt.
@@ -23,10 +27,22 @@ impl Driver {
         let repo = Repo::open(&cfg.project_path)
             .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
         let project = cfg.project_path.clone();
+        let runner_dir = RunnerDir::locate(&project).map_err(|e| e.to_string())?;
+        let mut notes = Vec::new();
         let lock = if opts.dry_run {
             None
         } else {
-            Some(files::acquire_lock(&project).map_err(|e| e.to_string())?)
+            runner_dir.ensure().map_err(|e| e.to_string())?;
+            let lock =
+                files::acquire_lock(&runner_dir.lock(), &project).map_err(|e| e.to_string())?;
+            // Under the lock: no other runner can be migrating at the same time.
+            if let Some(note) = runner_dir
+                .migrate_legacy_journal(&project)
+                .map_err(|e| e.to_string())?
+            {
+                notes.push(note);
+            }
+            Some(lock)
         };
         let forge = match cfg.forge {
             ForgeKind::Github => Forge::GitHub {
@@ -83,9 +99,11 @@ impl Driver {
             (None, None) => Mode::Continuous,
         };
         let limits = cfg.limits();
-        let journal_path = project.join(files::JOURNAL_FILE);
-        if let Some(parent) = journal_path.parent().filter(|_| !opts.dry_run) {
-            std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        let mut journal_path = runner_dir.journal();
+        let legacy = project.join(crate::runner_dir::LEGACY_JOURNAL);
+        if opts.dry_run && !journal_path.exists() && legacy.is_file() {
+            // A dry run migrates nothing: it reads where the journal still is.
+            journal_path = legacy;
         }
         let (mut journal, recovered) = if opts.dry_run {
             let recovered = Journal::read(&journal_path)
@@ -97,14 +115,14 @@ impl Driver {
             (Some(j), r)
         };
         if let Some(torn) = &recovered.torn_line {
-            eprintln!(
+            say!(
                 "warning: {}: {torn} (dropped; earlier records kept)",
                 journal_path.display()
             );
         }
         if let Some((session, headline)) = &recovered.sticky_halt {
             if !opts.ack_halt {
-                eprintln!(
+                say!(
                     "refusing to run: session {session} halted: {headline}\nInspect the diagnostic in {} and the project, fix the cause, then run again with --ack-halt.",
                     logs.orchestration_log().display()
                 );
@@ -114,43 +132,59 @@ impl Driver {
                 j.end(SessionEnd::HaltAcknowledged)
                     .map_err(|e| e.to_string())?;
             }
-            eprintln!("halt of session {session} acknowledged; starting a new session");
+            say!("halt of session {session} acknowledged; starting a new session");
         }
-        let state = match files::read_state(&project) {
-            files::StateLoad::Ok(s) => s,
-            files::StateLoad::Missing => StateFile::default(),
-            files::StateLoad::Corrupt { error, backup } => {
-                eprintln!(
-                    "warning: state file was corrupt ({error}); moved to {} and rebuilt from the journal and git",
-                    backup.display()
-                );
-                StateFile::default()
+        let state = if opts.dry_run {
+            files::peek_state(&project).unwrap_or_default()
+        } else {
+            match files::read_state(&project, &runner_dir.archive()) {
+                files::StateLoad::Ok(s) => s,
+                files::StateLoad::Missing => StateFile::default(),
+                files::StateLoad::Corrupt { error, backup } => {
+                    say!(
+                        "warning: state file was corrupt ({error}); moved to {} and rebuilt from the journal",
+                        backup.display()
+                    );
+                    StateFile::default()
+                }
             }
         };
-        if let Some(open) = recovered.open_session.as_ref().filter(|s| s.mode != mode) {
-            // The machine's decisions depend on the mode, so the interrupted session cannot be
-            // continued under another one; say so rather than reset its counters silently.
-            eprintln!(
-                "warning: session {} was interrupted in mode {:?}; this run ({mode:?}) starts a new session and its failure counters start from zero. Run again in the same mode to continue it.",
-                open.id, open.mode
-            );
+        if let Mode::SingleIssue(n) = mode {
+            if let Some(code) = single_issue_refusal(&tracker, n) {
+                return Ok(Started::Exit(code));
+            }
         }
-        let continuing = recovered
-            .open_session
-            .filter(|s| s.mode == mode && !opts.dry_run);
+        let continuing = recovered.open_session.filter(|_| !opts.dry_run);
+        let mut restart = Event::Start;
+        let mut failures: [Option<FailureDetail>; Step::COUNT] = Default::default();
+        let mut stale_agents = Vec::new();
         let (core, session) = match continuing {
             Some(open) => {
+                // The session goes on whatever the mode: its counters are the journal's.
                 let recorded: Vec<(Event, String)> =
                     open.events.iter().map(|e| (*e, String::new())).collect();
-                let (core, _) = crate::journal::rebuild(&limits, mode, &recorded);
+                let (core, _) = crate::journal::rebuild(&limits, open.mode, &recorded);
+                if core.runner().mode != mode {
+                    restart = Event::ModeChanged { mode };
+                }
                 if let Some(j) = journal.as_mut() {
                     j.continue_session(&open.id);
                 }
-                eprintln!(
-                    "continuing session {} ({} events recorded)",
+                say!(
+                    "continuing session {} ({} events recorded){}",
                     open.id,
-                    open.events.len()
+                    open.events.len(),
+                    if core.runner().mode != mode {
+                        format!(", now as {mode:?} (was {:?})", core.runner().mode)
+                    } else {
+                        String::new()
+                    }
                 );
+                for detail in open.failures {
+                    let i = detail.step.index();
+                    failures[i] = Some(detail);
+                }
+                stale_agents = open.agents;
                 (core, open.id)
             }
             None => match journal.as_mut() {
@@ -181,68 +215,159 @@ impl Driver {
             signal: Arc::new(AtomicU8::new(0)),
             issue: IssueContext::default(),
             feature: None,
-            last_failure: None,
+            failures,
+            pending_failure: None,
             last_output: String::new(),
             state,
+            runner_dir,
         };
-        driver.first = driver.initial_event();
+        for note in notes {
+            driver.log(&note);
+        }
+        driver.stop_stale_agents(&stale_agents);
+        driver.first = driver.initial_event(restart);
         Ok(Started::Ready(Box::new(driver)))
     }
 
-    /// What git shows on start (SPEC §5) overrides the recorded position, never the counters.
-    pub(super) fn initial_event(&mut self) -> Event {
-        if self.core.is_terminal() {
-            return Event::Start;
+    /// Agents of a runner that was killed may still run (their children at least: the
+    /// parent-death signal reaches only the agent itself). The lock is ours, so no live runner
+    /// owns them; a recorded group whose leader's start time differs is someone else's.
+    fn stop_stale_agents(&self, groups: &[crate::journal::AgentGroup]) {
+        let mut seen = std::collections::BTreeSet::new();
+        for g in groups.iter().rev().filter(|g| seen.insert(g.pgid)) {
+            match crate::cleanup::kill_recorded_group(g.pgid, g.start_ticks, KILL_GRACE) {
+                crate::cleanup::GroupKill::AlreadyGone | crate::cleanup::GroupKill::Refused => {}
+                outcome => self.log(&format!(
+                    "stopped the agent process group {} left by the previous runner ({outcome:?})",
+                    g.pgid
+                )),
+            }
+        }
+    }
+
+    /// The first event of this run. Where the journal has a cycle in progress, that cycle goes
+    /// on from the journal's position (an interrupted attempt counts as failed): the work tree
+    /// never moves it, except that a merged PR for the issue's branch means the merge is done.
+    /// Without a cycle, git may show work the journal does not know (a branch made by hand):
+    /// it is adopted unless the tracker marks the issue escalated.
+    pub(super) fn initial_event(&mut self, restart: Event) -> Event {
+        if self.core.is_terminal() || matches!(restart, Event::ModeChanged { .. }) {
+            return restart;
+        }
+        if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
+            return restart;
+        }
+        if let Some(issue) = self.core.runner().issue {
+            self.issue = IssueContext {
+                number: issue,
+                title: self.tracker.get(issue).map(|i| i.title).unwrap_or_default(),
+                branch: self.repo.feature_branch(issue).ok().flatten(),
+            };
+            if self.state.current_issue == Some(issue) {
+                self.feature = self.state.feature_name.clone();
+            }
+            let merged = self.issue.branch.as_ref().is_some_and(|b| {
+                matches!(
+                    self.forge.pr_for_branch(&self.repo, b),
+                    Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged
+                )
+            });
+            if merged {
+                self.log(&format!(
+                    "issue #{issue}: its PR is merged; recording the merge"
+                ));
+                return Event::Resume {
+                    issue,
+                    next: Step::Merge,
+                };
+            }
+            return restart;
         }
         let detected = match repo::detect_progress(&self.repo, &self.forge, Some(&self.state)) {
             Ok(d) => d,
             Err(e) => {
                 self.log(&format!(
-                    "resume detection failed ({e}); continuing from the journal"
+                    "cannot read the work tree's progress ({e}); starting from the journal"
                 ));
                 None
             }
         };
         let Some(d) = detected else {
-            return Event::Start;
+            return restart;
         };
-        let in_cycle = self.core.runner().issue;
-        let wanted = match self.core.runner().mode {
-            Mode::SingleIssue(n) => d.issue == n,
-            Mode::SingleStep(_) => true,
-            Mode::Continuous => true,
+        if let Mode::SingleIssue(n) = self.core.runner().mode {
+            if d.issue != n {
+                return restart;
+            }
+        }
+        let issue = match self.tracker.get(d.issue) {
+            Ok(issue) => issue,
+            Err(e) => {
+                self.log(&format!(
+                    "branch {} is not adopted: the tracker cannot tell about issue #{} ({e})",
+                    d.branch, d.issue
+                ));
+                return restart;
+            }
         };
-        if !wanted || in_cycle.is_some_and(|i| i != d.issue) {
-            return Event::Start;
+        if issue.escalated || self.core.escalated().contains(&d.issue) {
+            self.log(&format!(
+                "branch {} belongs to escalated issue #{}: not resumed (remove the escalation mark to release it)",
+                d.branch, d.issue
+            ));
+            return restart;
         }
-        self.issue = IssueContext {
-            number: d.issue,
-            title: String::new(),
-            branch: Some(d.branch.clone()),
-        };
-        if let Ok(issue) = self.tracker.get(d.issue) {
-            self.issue.title = issue.title;
-        }
-        self.feature = d.feature.clone();
-        if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
-            return Event::Start;
-        }
-        if d.merged && in_cycle.is_none() {
+        if d.merged {
+            if !issue.state_open {
+                // Merged and closed: only the checkout to main was left to do.
+                if let Err(e) = self.repo.checkout_main() {
+                    self.log(&format!(
+                        "warning: cannot check out {}: {e}",
+                        self.repo.main
+                    ));
+                }
+                return restart;
+            }
             self.log(&format!(
                 "issue #{} is already merged: main and a fresh cycle",
                 d.issue
             ));
             return Event::AlreadyMerged { issue: d.issue };
         }
-        let next = if d.merged { Step::Merge } else { d.next };
+        self.issue = IssueContext {
+            number: d.issue,
+            title: issue.title,
+            branch: Some(d.branch.clone()),
+        };
+        self.feature = d.feature.clone();
         self.log(&format!(
-            "git shows issue #{} ready for {}: resuming there",
+            "adopting branch {} that the journal does not know: issue #{} continues at {}",
+            d.branch,
             d.issue,
-            next.key()
+            d.next.key()
         ));
         Event::Resume {
             issue: d.issue,
-            next,
+            next: d.next,
         }
+    }
+}
+
+/// `--issue N` on an issue the tracker marks escalated, or on one already closed: the exit
+/// code to stop with, after saying why.
+fn single_issue_refusal(tracker: &Tracker, n: u32) -> Option<i32> {
+    match tracker.get(n) {
+        Ok(issue) if issue.escalated => {
+            say!(
+                "issue #{n} is marked escalated in the tracker (quarantined): the runner does not work on it. Release it by removing the mark ({}), then run again.",
+                tracker.release_hint(n)
+            );
+            Some(1)
+        }
+        Ok(issue) if !issue.state_open => {
+            say!("issue #{n} is already closed: nothing to do");
+            Some(0)
+        }
+        _ => None,
     }
 }

@@ -284,16 +284,33 @@ impl EscalationCause {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "reason", rename_all = "camelCase")]
 pub enum HaltReason {
-    ConsecutiveEscalations { cause: EscalationCause, step: Step },
+    ConsecutiveEscalations {
+        cause: EscalationCause,
+        step: Step,
+    },
     AllIssuesEscalated,
     AllIssuesBlocked,
-    MaxConsecutiveFailures { step: Step, limit: u32 },
-    Environment { class: FailureClass, step: Step },
-    WaitsExhausted { class: FailureClass, step: Step },
-    QuotaTooLong { step: Step },
+    MaxConsecutiveFailures {
+        step: Step,
+        limit: u32,
+    },
+    Environment {
+        class: FailureClass,
+        step: Step,
+    },
+    WaitsExhausted {
+        class: FailureClass,
+        step: Step,
+    },
+    QuotaTooLong {
+        step: Step,
+    },
     SessionBudget,
     Operator,
     DecisionTimeout,
+    /// The driver's own: the journal or the lock was removed or replaced during the run. The
+    /// machine never decides this; it is recorded so that the halt is sticky.
+    RunnerStateLost,
 }
 
 impl HaltReason {
@@ -319,6 +336,7 @@ impl HaltReason {
             HaltReason::SessionBudget => "BUDGET EXHAUSTED: session budget".into(),
             HaltReason::Operator => "HALTED BY OPERATOR".into(),
             HaltReason::DecisionTimeout => "HALTED: decision timed out".into(),
+            HaltReason::RunnerStateLost => "ENVIRONMENT FAILURE: RUNNER STATE LOST".into(),
         }
     }
 }

@@ -154,6 +154,21 @@ impl Tracker {
         }
     }
 
+    /// How a person releases a quarantined issue, for messages.
+    pub fn release_hint(&self, number: u32) -> String {
+        match self {
+            Tracker::GitHub(t) => format!(
+                "gh issue edit {number} --remove-label {}",
+                t.escalated_label
+            ),
+            Tracker::Local(t) => format!(
+                "set \"escalated\": false and drop the label {} in {}",
+                t.escalated_label,
+                t.dir.join(format!("{number}.json")).display()
+            ),
+        }
+    }
+
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         match self {
             Tracker::GitHub(t) => t.get(number),

@@ -174,8 +174,13 @@ impl Project {
         );
     }
 
+    /// The runner's journal, under the clone's git directory.
+    pub fn journal_path(&self) -> PathBuf {
+        self.project.join(".git/sdlc-runner/journal.jsonl")
+    }
+
     pub fn journal(&self) -> Vec<Value> {
-        std::fs::read_to_string(self.claude("sdlc-journal.jsonl"))
+        std::fs::read_to_string(self.journal_path())
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str(l).ok())

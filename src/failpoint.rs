@@ -1,0 +1,54 @@
+//! Crash injection for the crash-consistency tests: named points at every boundary where a
+//! crash matters (before and after each journal write, around git calls, right after an agent
+//! is spawned and after it exits, after state-file and tracker writes). With the environment
+//! variable `SDLC_RUNNER_CRASH_AT=N` the runner kills itself with SIGKILL when it reaches the
+//! N-th point, exactly like `kill -9` from outside but at a reproducible moment. With
+//! `SDLC_RUNNER_CRASH_LOG=FILE` every point reached is appended to FILE (to count them).
+//! Without either variable a point costs one atomic increment.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+pub const CRASH_AT_ENV: &str = "SDLC_RUNNER_CRASH_AT";
+pub const CRASH_LOG_ENV: &str = "SDLC_RUNNER_CRASH_LOG";
+
+static REACHED: AtomicU64 = AtomicU64::new(0);
+
+struct Plan {
+    crash_at: Option<u64>,
+    log: Option<PathBuf>,
+}
+
+fn plan() -> &'static Plan {
+    static PLAN: OnceLock<Plan> = OnceLock::new();
+    PLAN.get_or_init(|| Plan {
+        crash_at: std::env::var(CRASH_AT_ENV)
+            .ok()
+            .and_then(|v| v.trim().parse().ok()),
+        log: std::env::var_os(CRASH_LOG_ENV).map(PathBuf::from),
+    })
+}
+
+/// One crash point.
+pub fn point(label: &str) {
+    let n = REACHED.fetch_add(1, Ordering::SeqCst) + 1;
+    let plan = plan();
+    if let Some(path) = &plan.log {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{n} {label}");
+        }
+    }
+    if plan.crash_at == Some(n) {
+        say!("failpoint {n} ({label}): killing the runner");
+        // SAFETY: kill(2) on our own pid; nothing after this runs.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}

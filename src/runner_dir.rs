@@ -1,0 +1,429 @@
+//! The runner's own state: `<common git dir>/sdlc-runner/` holds the journal, the lock, the
+//! decision file and archived copies of state files it could not trust.
+//!
+//! Why there: nothing under the git directory can be committed, and no agent command that
+//! cleans the work tree (`git clean -fdx`, `git stash -u`, `git checkout -- .`) reaches it.
+//! The *common* git directory is used so that every worktree of a clone finds the same state.
+//! The directory is private to the user running the runner (0700) and is refused when it is a
+//! symlink, belongs to someone else or is writable by others: an unattended runner must never
+//! write its journal where another local user can redirect it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The directory's name inside the common git directory.
+pub const DIR_NAME: &str = "sdlc-runner";
+/// Where runners before this layout kept the journal, relative to the project.
+pub const LEGACY_JOURNAL: &str = ".claude/sdlc-journal.jsonl";
+
+/// Paths of the runner's own files for one clone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunnerDir {
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerDirError {
+    #[error("{}: cannot find the repository's git directory: {detail}; projectPath must be a git work tree", project.display())]
+    NoGitDir { project: PathBuf, detail: String },
+    #[error("{}: {action}: {source}", path.display())]
+    Io {
+        path: PathBuf,
+        action: &'static str,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{}: {problem}; refusing to keep the runner's state there ({fix})", path.display())]
+    Unsafe {
+        path: PathBuf,
+        problem: String,
+        fix: String,
+    },
+}
+
+impl RunnerDir {
+    /// The runner directory of the clone `project` belongs to (asks git for the common git
+    /// directory, so a linked worktree finds its main clone's state).
+    pub fn locate(project: &Path) -> Result<RunnerDir, RunnerDirError> {
+        let out = Command::new("git")
+            .args(["rev-parse", "--git-common-dir"])
+            .current_dir(project)
+            .output()
+            .map_err(|e| RunnerDirError::NoGitDir {
+                project: project.to_path_buf(),
+                detail: format!("cannot run git: {e}"),
+            })?;
+        if !out.status.success() {
+            return Err(RunnerDirError::NoGitDir {
+                project: project.to_path_buf(),
+                detail: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            });
+        }
+        let text = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        if text.is_empty() {
+            return Err(RunnerDirError::NoGitDir {
+                project: project.to_path_buf(),
+                detail: "git printed no directory".to_string(),
+            });
+        }
+        let git_dir = PathBuf::from(text);
+        let git_dir = if git_dir.is_absolute() {
+            git_dir
+        } else {
+            project.join(git_dir)
+        };
+        Ok(RunnerDir {
+            dir: git_dir.join(DIR_NAME),
+        })
+    }
+
+    pub fn journal(&self) -> PathBuf {
+        self.dir.join("journal.jsonl")
+    }
+
+    pub fn lock(&self) -> PathBuf {
+        self.dir.join("lock")
+    }
+
+    pub fn decision(&self) -> PathBuf {
+        self.dir.join("decision.json")
+    }
+
+    /// Copies of runner files that could not be trusted (a corrupt state file), kept for a
+    /// person to read.
+    pub fn archive(&self) -> PathBuf {
+        self.dir.join("archive")
+    }
+
+    /// Creates the directory (0700) or checks the existing one: refused when it is a symlink,
+    /// owned by another user, or writable by group or others.
+    pub fn ensure(&self) -> Result<(), RunnerDirError> {
+        ensure_private_dir(&self.dir)
+    }
+
+    /// Moves a journal from the old location (`.claude/sdlc-journal.jsonl`) here, once.
+    /// Returns what happened, for the log; `None` when there was nothing to migrate.
+    pub fn migrate_legacy_journal(&self, project: &Path) -> Result<Option<String>, RunnerDirError> {
+        let legacy = project.join(LEGACY_JOURNAL);
+        let meta = match fs::symlink_metadata(&legacy) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(source) => {
+                return Err(RunnerDirError::Io {
+                    path: legacy,
+                    action: "cannot inspect the old journal",
+                    source,
+                })
+            }
+        };
+        if !meta.file_type().is_file() {
+            return Ok(Some(format!(
+                "{} is not a regular file (a symlink?); it was not migrated and is ignored",
+                legacy.display()
+            )));
+        }
+        let target = self.journal();
+        if fs::symlink_metadata(&target).is_ok() {
+            return Ok(Some(format!(
+                "{} is left over from an older runner; the journal in use is {} (remove the old one when you no longer need it)",
+                legacy.display(),
+                target.display()
+            )));
+        }
+        let io_err = |action: &'static str, path: &Path| {
+            let path = path.to_path_buf();
+            move |source| RunnerDirError::Io {
+                path,
+                action,
+                source,
+            }
+        };
+        let bytes =
+            read_no_follow(&legacy).map_err(io_err("cannot read the old journal", &legacy))?;
+        write_new_file(&target, &bytes)
+            .map_err(io_err("cannot write the migrated journal", &target))?;
+        fs::remove_file(&legacy)
+            .map_err(io_err("cannot remove the migrated old journal", &legacy))?;
+        Ok(Some(format!(
+            "journal migrated from {} to {}",
+            legacy.display(),
+            target.display()
+        )))
+    }
+}
+
+/// Creates `dir` with mode 0700 (parents as needed) or checks an existing one.
+pub fn ensure_private_dir(dir: &Path) -> Result<(), RunnerDirError> {
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .map_err(|source| RunnerDirError::Io {
+                    path: dir.to_path_buf(),
+                    action: "cannot create the directory",
+                    source,
+                })?;
+            check_private_dir(dir)
+        }
+        Err(source) => Err(RunnerDirError::Io {
+            path: dir.to_path_buf(),
+            action: "cannot inspect the directory",
+            source,
+        }),
+        Ok(_) => check_private_dir(dir),
+    }
+}
+
+/// Refuses a directory that another local user could redirect or write into.
+pub fn check_private_dir(dir: &Path) -> Result<(), RunnerDirError> {
+    let meta = fs::symlink_metadata(dir).map_err(|source| RunnerDirError::Io {
+        path: dir.to_path_buf(),
+        action: "cannot inspect the directory",
+        source,
+    })?;
+    let unsafe_dir = |problem: String, fix: String| RunnerDirError::Unsafe {
+        path: dir.to_path_buf(),
+        problem,
+        fix,
+    };
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_dir(
+            "is a symlink".into(),
+            format!("remove the symlink: rm {}", dir.display()),
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_dir(
+            "is not a directory".into(),
+            format!("move it away: mv {0} {0}.old", dir.display()),
+        ));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me {
+        return Err(unsafe_dir(
+            format!(
+                "is owned by uid {}, not by this user (uid {me})",
+                meta.uid()
+            ),
+            format!("run the runner as its owner, or remove {}", dir.display()),
+        ));
+    }
+    if meta.permissions().mode() & 0o022 != 0 {
+        return Err(unsafe_dir(
+            format!(
+                "is writable by group or others (mode {:o})",
+                meta.permissions().mode() & 0o7777
+            ),
+            format!("chmod 700 {}", dir.display()),
+        ));
+    }
+    Ok(())
+}
+
+/// Reads a file refusing a symlink at its final component.
+pub fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Writes `bytes` to `path`, which must not exist yet, durably: a temp file beside it is
+/// fsync'd and renamed into place, then the directory is fsync'd.
+pub fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no directory"))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".migrate-")
+        .suffix(".tmp")
+        .permissions(fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist_noclobber(path).map_err(|e| e.error)?;
+    File::open(dir)?.sync_all()
+}
+
+/// Replaces `path` atomically with `bytes` (0600): a temp file beside it is fsync'd and renamed
+/// over it. A symlink at `path` is replaced, never written through.
+pub fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path
+        .parent()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no directory"))?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".write-")
+        .suffix(".tmp")
+        .permissions(fs::Permissions::from_mode(0o600))
+        .tempfile_in(dir)?;
+    tmp.write_all(bytes)?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Which file a path named when the runner opened it: the journal and the lock must still be
+/// that file before every append, or someone removed or replaced them under the runner.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileIdentity {
+    dev: u64,
+    ino: u64,
+}
+
+impl FileIdentity {
+    pub fn of(file: &File) -> io::Result<FileIdentity> {
+        let m = file.metadata()?;
+        Ok(FileIdentity {
+            dev: m.dev(),
+            ino: m.ino(),
+        })
+    }
+
+    /// `Err` says what happened to `path` (removed, replaced, a symlink now).
+    pub fn still_at(&self, path: &Path) -> Result<(), String> {
+        match fs::symlink_metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(format!(
+                "{} was removed while the runner used it",
+                path.display()
+            )),
+            Err(e) => Err(format!("{} cannot be inspected: {e}", path.display())),
+            Ok(m) if m.file_type().is_symlink() => Err(format!(
+                "{} was replaced by a symlink while the runner used it",
+                path.display()
+            )),
+            Ok(m) if m.dev() != self.dev || m.ino() != self.ino => Err(format!(
+                "{} was replaced by another file while the runner used it",
+                path.display()
+            )),
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn git_repo() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = Command::new("git")
+            .args(["init", "--quiet"])
+            .current_dir(dir.path())
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok);
+        dir
+    }
+
+    #[test]
+    fn lives_in_the_common_git_dir_and_a_worktree_finds_the_same() {
+        let dir = git_repo();
+        let project = dir.path();
+        let rd = RunnerDir::locate(project).unwrap();
+        rd.ensure().unwrap();
+        let canonical = rd.dir.canonicalize().unwrap();
+        assert_eq!(
+            canonical,
+            project.join(".git").join(DIR_NAME).canonicalize().unwrap()
+        );
+        for args in [
+            &[
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "user.name=t",
+                "commit",
+                "--allow-empty",
+                "-qm",
+                "x",
+            ][..],
+            &["worktree", "add", "-q", "wt"][..],
+        ] {
+            assert!(Command::new("git")
+                .args(args)
+                .current_dir(project)
+                .status()
+                .unwrap()
+                .success());
+        }
+        let from_wt = RunnerDir::locate(&project.join("wt")).unwrap();
+        assert_eq!(from_wt.dir.canonicalize().unwrap(), canonical);
+    }
+
+    #[test]
+    fn is_created_private_and_a_symlinked_or_open_directory_is_refused() {
+        let dir = git_repo();
+        let rd = RunnerDir::locate(dir.path()).unwrap();
+        rd.ensure().unwrap();
+        let mode = fs::metadata(&rd.dir).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+
+        fs::set_permissions(&rd.dir, fs::Permissions::from_mode(0o777)).unwrap();
+        let err = rd.ensure().unwrap_err().to_string();
+        assert!(
+            err.contains("writable by group or others") && err.contains("chmod 700"),
+            "{err}"
+        );
+
+        fs::remove_dir(&rd.dir).unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), &rd.dir).unwrap();
+        let err = rd.ensure().unwrap_err().to_string();
+        assert!(err.contains("is a symlink"), "{err}");
+    }
+
+    #[test]
+    fn the_old_journal_is_migrated_once_and_never_through_a_symlink() {
+        let dir = git_repo();
+        let project = dir.path();
+        let rd = RunnerDir::locate(project).unwrap();
+        rd.ensure().unwrap();
+        fs::create_dir_all(project.join(".claude")).unwrap();
+        fs::write(project.join(LEGACY_JOURNAL), b"{\"seq\":1}\n").unwrap();
+        let said = rd.migrate_legacy_journal(project).unwrap().unwrap();
+        assert!(said.contains("migrated"), "{said}");
+        assert_eq!(fs::read(rd.journal()).unwrap(), b"{\"seq\":1}\n");
+        assert!(!project.join(LEGACY_JOURNAL).exists());
+        assert_eq!(rd.migrate_legacy_journal(project).unwrap(), None);
+
+        // A second old journal never overwrites the one in use.
+        fs::write(project.join(LEGACY_JOURNAL), b"other\n").unwrap();
+        let said = rd.migrate_legacy_journal(project).unwrap().unwrap();
+        assert!(said.contains("left over"), "{said}");
+        assert_eq!(fs::read(rd.journal()).unwrap(), b"{\"seq\":1}\n");
+
+        // A symlink planted at the old path is not read through.
+        fs::remove_file(project.join(LEGACY_JOURNAL)).unwrap();
+        fs::remove_file(rd.journal()).unwrap();
+        let secret = project.join("secret.txt");
+        fs::write(&secret, b"secret").unwrap();
+        std::os::unix::fs::symlink(&secret, project.join(LEGACY_JOURNAL)).unwrap();
+        let said = rd.migrate_legacy_journal(project).unwrap().unwrap();
+        assert!(said.contains("not a regular file"), "{said}");
+        assert!(!rd.journal().exists());
+    }
+
+    #[test]
+    fn identity_notices_removal_and_replacement() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j");
+        let file = File::create(&path).unwrap();
+        let id = FileIdentity::of(&file).unwrap();
+        assert_eq!(id.still_at(&path), Ok(()));
+        fs::remove_file(&path).unwrap();
+        assert!(id.still_at(&path).unwrap_err().contains("removed"));
+        fs::write(&path, b"x").unwrap();
+        assert!(id.still_at(&path).unwrap_err().contains("replaced"));
+    }
+}
