@@ -206,6 +206,7 @@ impl Driver {
                 ));
                 return 1;
             }
+            crate::failpoint::point(event.label());
             let mut next = None;
             for effect in effects {
                 match self.perform(effect, &state).await {

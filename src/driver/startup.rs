@@ -98,6 +98,12 @@ impl Driver {
             (None, Some(n)) => Mode::SingleIssue(n),
             (None, None) => Mode::Continuous,
         };
+        // Before the sticky halt: saying why this issue will not be worked is more useful.
+        if let Mode::SingleIssue(n) = mode {
+            if let Some(code) = single_issue_refusal(&tracker, n) {
+                return Ok(Started::Exit(code));
+            }
+        }
         let limits = cfg.limits();
         let mut journal_path = runner_dir.journal();
         let legacy = project.join(crate::runner_dir::LEGACY_JOURNAL);
@@ -149,11 +155,6 @@ impl Driver {
                 }
             }
         };
-        if let Mode::SingleIssue(n) = mode {
-            if let Some(code) = single_issue_refusal(&tracker, n) {
-                return Ok(Started::Exit(code));
-            }
-        }
         let continuing = recovered.open_session.filter(|_| !opts.dry_run);
         let mut restart = Event::Start;
         let mut failures: [Option<FailureDetail>; Step::COUNT] = Default::default();

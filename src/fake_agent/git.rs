@@ -58,6 +58,13 @@ pub fn checkout_main(ctx: &Context) -> io::Result<()> {
         .map_err(|e| io::Error::other(e.to_string()))
 }
 
+/// What an agent asked for "a clean tree" may run: every untracked and ignored file goes.
+pub fn clean_everything(ctx: &Context) -> io::Result<()> {
+    git(&ctx.cwd, &["clean", "-fdx"])
+        .map(drop)
+        .map_err(|e| io::Error::other(e.to_string()))
+}
+
 pub fn branch_name(n: u32) -> String {
     format!("{n}-issue-{n}")
 }

@@ -27,6 +27,8 @@ pub const SCRIPT_ERROR_EXIT: i32 = 3;
 pub const SCRIPT_ENV: &str = "SDLC_FAKE_AGENT_SCRIPT";
 /// If set, one line `<issue> <step> <attempt> <outcome>` is appended per invocation.
 pub const LOG_ENV: &str = "SDLC_FAKE_AGENT_LOG";
+/// Where the fake agent appends the prompts it was given (optional).
+pub const PROMPT_LOG_ENV: &str = "SDLC_FAKE_AGENT_PROMPT_LOG";
 
 #[derive(Debug, thiserror::Error)]
 pub enum FakeAgentError {
@@ -46,7 +48,7 @@ pub enum FakeAgentError {
         key: String,
         why: String,
     },
-    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch or checkout-main")]
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, git-clean or slow:<ms>")]
     UnknownOutcome {
         path: PathBuf,
         key: String,
@@ -116,6 +118,7 @@ impl Context {
 pub fn run(args: &FakeAgentArgs) -> i32 {
     match prepare(args) {
         Ok((ctx, script, outcome)) => {
+            log_prompt(&ctx, &args.rest);
             let model = model_arg(&args.rest).unwrap_or("claude-fake");
             let cwd = ctx.cwd.display().to_string();
             let stdout: Box<dyn Write> = Box::new(std::io::BufWriter::new(std::io::stdout()));
@@ -169,6 +172,39 @@ fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
         .open(&path)
         .and_then(|mut f| f.write_all(line.as_bytes()))
         .map_err(|source| FakeAgentError::Log { path, source })
+}
+
+/// With `SDLC_FAKE_AGENT_PROMPT_LOG` set, appends `== <issue> <step> <attempt>` and the
+/// prompt the runner passed (`-p`), so a test can read what an attempt was told.
+fn log_prompt(ctx: &Context, rest: &[String]) {
+    let Some(path) = std::env::var_os(PROMPT_LOG_ENV) else {
+        return;
+    };
+    let prompt = rest
+        .iter()
+        .position(|a| a == "-p")
+        .and_then(|i| rest.get(i + 1))
+        .map_or("", String::as_str);
+    let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let text = format!("== {issue} {} {}\n{prompt}\n", ctx.step.key(), ctx.attempt);
+    let _ = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+}
+
+/// Records a child process the agent started (`child <pid> of <agent pid>`), so that a test
+/// can check that no process of a killed runner's agent survives.
+pub fn log_child(pid: u32) {
+    if let Some(path) = std::env::var_os(LOG_ENV) {
+        let line = format!("child {pid} of {}\n", std::process::id());
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
 }
 
 /// The value after `--model` among the runner's arguments, echoed in the events.

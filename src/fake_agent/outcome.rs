@@ -34,6 +34,12 @@ pub enum Outcome {
     /// A successful result after checking out main: the next step's precondition
     /// `on feature branch` fails (a bounce).
     CheckoutMain,
+    /// `git clean -fdx` (as a step prompt asking for a clean tree may lead an agent to do),
+    /// then the step's ok work.
+    GitClean,
+    /// Starts a child process (`sleep`) in its own process group, waits this many
+    /// milliseconds, then does the ok work: an agent with work in flight, for kill tests.
+    Slow(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,6 +88,7 @@ impl Outcome {
             "ignore-term" => Outcome::IgnoreTerm,
             "no-branch" => Outcome::NoBranch,
             "checkout-main" => Outcome::CheckoutMain,
+            "git-clean" => Outcome::GitClean,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -89,6 +96,8 @@ impl Outcome {
                     Outcome::Flood(mb.parse().ok()?)
                 } else if let Some(secs) = name.strip_prefix("quota:") {
                     Outcome::Quota(secs.parse().ok()?)
+                } else if let Some(ms) = name.strip_prefix("slow:") {
+                    Outcome::Slow(ms.parse().ok()?)
                 } else if let Some(code) = name.strip_prefix("exit:") {
                     Outcome::Exit(code.parse().ok()?)
                 } else {
@@ -118,6 +127,20 @@ impl Outcome {
                 out.assistant_text(&text)?;
                 out.result(json!({"is_error": true, "result": text}))?;
                 Ok(1)
+            }
+            Outcome::GitClean => {
+                out.init()?;
+                super::git::clean_everything(ctx)?;
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::Slow(ms) => {
+                out.init()?;
+                let child = std::process::Command::new("sleep").arg("600").spawn()?;
+                super::log_child(child.id());
+                // The child is left running on purpose: the runner reaps the whole group.
+                std::mem::forget(child);
+                std::thread::sleep(Duration::from_millis(ms));
+                ok_work_and_result(ctx, out)
             }
             Outcome::CheckoutMain => {
                 out.init()?;

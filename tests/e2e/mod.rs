@@ -96,6 +96,7 @@ impl Project {
         let mut cmd = Command::new(BIN);
         cmd.args(args)
             .env("SDLC_FAKE_AGENT_LOG", &self.agent_log)
+            .env("SDLC_FAKE_AGENT_PROMPT_LOG", self.root.join("prompts.log"))
             .envs(self.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&self.root);
         cmd
@@ -130,6 +131,30 @@ impl Project {
             .unwrap_or_default()
             .lines()
             .map(str::to_string)
+            .collect()
+    }
+
+    /// The prompt the fake agent got for `<issue> <step> <attempt>`.
+    pub fn prompt(&self, issue: u32, step: &str, attempt: u32) -> Option<String> {
+        let text = std::fs::read_to_string(self.root.join("prompts.log")).ok()?;
+        let head = format!("== {issue} {step} {attempt}\n");
+        let start = text.find(&head)? + head.len();
+        let rest = &text[start..];
+        Some(rest[..rest.find("\n== ").map_or(rest.len(), |i| i + 1)].to_string())
+    }
+
+    /// Pids of the fake agents and of the children they started, from the invocation log.
+    pub fn agent_pids(&self) -> Vec<i32> {
+        self.invocations()
+            .iter()
+            .filter_map(|l| {
+                let words: Vec<&str> = l.split_whitespace().collect();
+                match words.as_slice() {
+                    ["child", pid, "of", _] => pid.parse().ok(),
+                    [.., pid] => pid.parse().ok(),
+                    [] => None,
+                }
+            })
             .collect()
     }
 
@@ -217,6 +242,29 @@ pub fn text(out: &Output) -> String {
 
 pub fn code(out: &Output) -> i32 {
     out.status.code().unwrap_or(-1)
+}
+
+/// Whether `pid` is a live process (a zombie waiting for its reaper counts as gone).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rfind(')')
+            .and_then(|i| stat[i + 1..].split_whitespace().next())
+            .is_some_and(|state| state != "Z" && state != "X"),
+        Err(_) => false,
+    }
+}
+
+/// Waits up to `limit` for every pid in `pids` to be gone; returns the survivors.
+pub fn survivors(pids: &[i32], limit: Duration) -> Vec<i32> {
+    let deadline = Instant::now() + limit;
+    loop {
+        let left: Vec<i32> = pids.iter().copied().filter(|p| alive(*p)).collect();
+        if left.is_empty() || Instant::now() > deadline {
+            return left;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 pub fn signal(child: &Child, sig: i32) {

@@ -1,0 +1,366 @@
+//! End-to-end: a runner killed at the wrong moment, an agent that deletes untracked files,
+//! a corrupt state file, a quarantined issue, a closed terminal. Each test is one way the
+//! runner used to lose or skip work; it runs the real binary on a real git project with the
+//! scripted fake agent.
+
+mod e2e;
+
+use e2e::{code, text, Project};
+use serde_json::json;
+use std::process::Child;
+use std::time::Duration;
+
+const WAIT: Duration = Duration::from_secs(60);
+
+fn one_issue(script: serde_json::Value) -> Project {
+    Project::new(&[(1, "First issue", "Do the thing.")], script, json!({}))
+}
+
+/// SIGKILL the runner and wait for it.
+fn kill9(child: Child) {
+    e2e::signal(&child, libc::SIGKILL);
+    let _ = e2e::wait_output(child, Duration::from_secs(30));
+}
+
+fn sessions(p: &Project) -> usize {
+    p.journal()
+        .iter()
+        .filter(|l| l["kind"] == "sessionStart")
+        .count()
+}
+
+#[test]
+fn a_runner_killed_during_implement_runs_implement_again_on_restart() {
+    let p = one_issue(json!({"steps": {"implement": ["slow:60000", "ok"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 implement 1", WAIT);
+    kill9(child);
+
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        p.invocations()
+            .iter()
+            .any(|l| l.starts_with("1 implement 2 ok")),
+        "implement must run again (its interrupted attempt counted as failed): {:?}",
+        p.invocations()
+    );
+    // The implementation itself reached main, not only the specs.
+    e2e::git(&p.project, &["checkout", "--quiet", "main"]);
+    e2e::git(&p.project, &["pull", "--quiet", "--ff-only"]);
+    assert!(
+        p.project.join("src/issue_1.txt").is_file(),
+        "merged without its implementation: {}",
+        p.origin_main_log()
+    );
+    let killed = p
+        .journal()
+        .iter()
+        .any(|l| l["event"]["event"] == "start" && l["state"] == "Implement");
+    assert!(killed, "the restart was recorded at implement");
+    assert_eq!(sessions(&p), 1, "one session across the crash");
+}
+
+#[test]
+fn no_agent_process_outlives_a_killed_runner() {
+    let p = one_issue(json!({"steps": {"verify": ["slow:60000", "ok"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 verify 1", WAIT);
+    // Let the agent start its own child.
+    let deadline = std::time::Instant::now() + WAIT;
+    while !p.invocations().iter().any(|l| l.starts_with("child ")) {
+        assert!(std::time::Instant::now() < deadline, "no child logged");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let agent: i32 = p
+        .invocations()
+        .iter()
+        .find(|l| l.starts_with("1 verify 1"))
+        .and_then(|l| l.split_whitespace().last()?.parse().ok())
+        .expect("agent pid");
+    kill9(child);
+    // The agent itself dies with its runner (parent-death signal), at once.
+    assert_eq!(
+        e2e::survivors(&[agent], Duration::from_secs(5)),
+        Vec::<i32>::new(),
+        "the agent survived its runner"
+    );
+
+    // Its child is stopped by the next runner, from the journal's record of the group.
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("left by the previous runner"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        e2e::survivors(&p.agent_pids(), Duration::from_secs(5)),
+        Vec::<i32>::new(),
+        "processes of the killed run's agent are still alive"
+    );
+}
+
+#[test]
+fn an_agent_running_git_clean_removes_nothing_of_the_runner() {
+    let p = one_issue(json!({"steps": {
+        "startCycle": ["git-clean"],
+        "startIssue": ["slow:3000"],
+    }}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 startIssue 1", WAIT);
+    // The lock survived `git clean -fdx`: a second runner is refused.
+    let second = p.run(&[]);
+    assert_eq!(code(&second), 2, "{}", text(&second));
+    assert!(
+        text(&second).contains(&format!("pid {}", child.id())),
+        "{}",
+        text(&second)
+    );
+    let out = e2e::wait_output(child, WAIT);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(p.origin_main_log().contains("Merge issue #1"));
+    // The journal kept every record; status reads the session.
+    let journal = p.journal();
+    assert!(journal.iter().any(|l| l["kind"] == "sessionEnd"));
+    assert_eq!(sessions(&p), 1);
+    let status = p
+        .command(&["status", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    assert!(
+        !String::from_utf8_lossy(&status.stdout).contains("none recorded"),
+        "{}",
+        text(&status)
+    );
+}
+
+#[test]
+fn a_corrupt_state_file_is_rebuilt_without_blaming_an_issue() {
+    let p = one_issue(json!({}));
+    std::fs::create_dir_all(p.project.join(".claude")).expect("dir");
+    std::fs::write(p.claude("sdlc-state.json"), b"{ not json \x00\xff").expect("state");
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(p.origin_main_log().contains("Merge issue #1"));
+    assert_eq!(p.issue(1)["escalated"], false);
+    assert!(!text(&out).contains("bounce"), "{}", text(&out));
+    assert!(
+        !p.claude("sdlc-state.json.corrupt-1").exists(),
+        "the corrupt copy must not sit in the work tree"
+    );
+    assert!(p
+        .project
+        .join(".git/sdlc-runner/archive/sdlc-state.json.corrupt-1")
+        .is_file());
+    assert_eq!(e2e::git(&p.project, &["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_quarantined_issue_is_never_dispatched_again() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"1:verify": ["fail-test"]}}),
+        json!({"maxConsecutiveEscalations": 1, "maxConsecutiveFailures": {"verify": 0}}),
+    );
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert_eq!(p.issue(1)["escalated"], true);
+    assert!(
+        p.branch().starts_with("1-"),
+        "a halt leaves the branch checked out"
+    );
+    let before = p.count("1 ");
+
+    // --ack-halt starts a new session; git still shows issue 1's branch.
+    p.set_script(json!({}));
+    let out = p.run(&["--ack-halt"]);
+    assert_eq!(
+        p.count("1 "),
+        before,
+        "agent calls on a quarantined issue: {:?}\n{}",
+        p.invocations(),
+        text(&out)
+    );
+    assert!(
+        p.origin_main_log().contains("Merge issue #2"),
+        "{}",
+        text(&out)
+    );
+
+    // An explicit --issue on it is refused with how to release it.
+    let out = p.run(&["--issue", "1"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(text(&out).contains("quarantined"), "{}", text(&out));
+    assert!(text(&out).contains("escalated"), "{}", text(&out));
+    assert_eq!(p.count("1 "), before);
+
+    // And --issue on an issue that is already merged has nothing to do.
+    let out = p.run(&["--issue", "2"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("already closed"), "{}", text(&out));
+    assert_eq!(p.count("2 merge"), 1);
+}
+
+#[test]
+fn sighup_shuts_down_like_sigterm() {
+    let p = one_issue(json!({"steps": {"implement": ["slow:60000", "ok"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 implement 1", WAIT);
+    e2e::signal(&child, libc::SIGHUP);
+    let out = e2e::wait_output(child, Duration::from_secs(30));
+    assert_eq!(code(&out), 0, "SIGHUP is a clean shutdown: {}", text(&out));
+    assert!(!p.claude("auto-mode").exists(), "auto-mode removed");
+    let state = std::fs::read_to_string(p.claude("sdlc-state.json")).expect("state");
+    assert!(state.contains("SIGHUP"), "{state}");
+    assert_eq!(
+        e2e::survivors(&p.agent_pids(), Duration::from_secs(5)),
+        Vec::<i32>::new(),
+        "the agent was stopped"
+    );
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(sessions(&p), 1, "the next run continued the session");
+}
+
+#[test]
+fn a_runner_crashing_in_the_same_step_escalates_within_its_retries() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"1:verify": ["slow:60000"]}}),
+        json!({"maxConsecutiveSameFailure": 0, "maxConsecutiveFailures": {"verify": 0}}),
+    );
+    let mut kills = 0;
+    loop {
+        let child = p.spawn(&[]);
+        let attempt = kills + 1;
+        let prefix = format!("1 verify {attempt} ");
+        let deadline = std::time::Instant::now() + WAIT;
+        let mut reached = false;
+        let mut finished = None;
+        let mut child = Some(child);
+        while std::time::Instant::now() < deadline {
+            if p.count(&prefix) > 0 {
+                reached = true;
+                break;
+            }
+            if let Some(c) = child.as_mut() {
+                if c.try_wait().expect("try_wait").is_some() {
+                    finished = child.take();
+                    break;
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if let Some(c) = finished {
+            let out = c.wait_with_output().expect("output");
+            // Issue 2 merges; issue 1, the only one left, is quarantined.
+            assert_eq!(code(&out), 1, "{}", text(&out));
+            assert!(
+                text(&out).contains("all issues escalated"),
+                "{}",
+                text(&out)
+            );
+            break;
+        }
+        assert!(
+            reached,
+            "attempt {attempt} never started: {:?}",
+            p.invocations()
+        );
+        kill9(child.take().expect("running"));
+        kills += 1;
+        assert!(
+            kills <= 3,
+            "more crashes than maxRetriesPerStep: {:?}",
+            p.invocations()
+        );
+    }
+    assert_eq!(kills, 3, "{:?}", p.invocations());
+    assert_eq!(
+        p.issue(1)["escalated"],
+        true,
+        "three crashed attempts escalate"
+    );
+    assert!(p.origin_main_log().contains("Merge issue #2"));
+}
+
+#[test]
+fn one_session_across_issue_mode_and_plain_run() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"1:implement": ["slow:60000", "ok"]}}),
+        json!({}),
+    );
+    let child = p.spawn(&["--issue", "1"]);
+    p.wait_for_invocation("1 implement 1", WAIT);
+    kill9(child);
+
+    // A plain run continues the interrupted session and its counters.
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(sessions(&p), 1, "{}", text(&out));
+    assert!(p.count("1 implement 2") == 1, "{:?}", p.invocations());
+    assert!(p.origin_main_log().contains("Merge issue #1"));
+    assert!(p.origin_main_log().contains("Merge issue #2"));
+
+    // The reverse: a plain run killed, then --issue N continues it too.
+    let q = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"1:verify": ["slow:60000", "ok"]}}),
+        json!({}),
+    );
+    let child = q.spawn(&[]);
+    q.wait_for_invocation("1 verify 1", WAIT);
+    kill9(child);
+    let out = q.run(&["--issue", "1"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(sessions(&q), 1, "{}", text(&out));
+    assert_eq!(q.count("1 verify 2"), 1, "{:?}", q.invocations());
+    assert_eq!(q.count("2 "), 0, "--issue 1 works only issue 1");
+}
+
+#[test]
+fn a_repair_attempt_after_a_restart_still_has_the_failure_context() {
+    let script = json!({"steps": {"verify": ["fail-test", "ok"]}});
+    // Where the verify failure is recorded, in a run that is not killed.
+    let probe = one_issue(script.clone());
+    let points = probe.root.join("points.log");
+    let out = probe
+        .command(&["run", "--config", probe.config.to_str().expect("utf8")])
+        .env(sdlc_runner::failpoint::CRASH_LOG_ENV, &points)
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let log = std::fs::read_to_string(&points).expect("points");
+    let recorded: u64 = log
+        .lines()
+        .find(|l| l.ends_with(" StepFailed"))
+        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+        .expect("a recorded StepFailed");
+
+    // The same session, killed right after the failure was recorded.
+    let p = one_issue(script);
+    let out = p
+        .command(&["run", "--config", p.config.to_str().expect("utf8")])
+        .env(
+            sdlc_runner::failpoint::CRASH_AT_ENV,
+            (recorded + 1).to_string(),
+        )
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        None,
+        "killed by the failpoint: {}",
+        text(&out)
+    );
+    assert_eq!(p.count("1 verify 2"), 0, "killed before the repair attempt");
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let prompt = p.prompt(1, "verify", 2).expect("the repair attempt ran");
+    assert!(
+        prompt.contains("The previous attempt of this step failed (TEST_ASSERTION)"),
+        "the repair prompt lost its context: {prompt}"
+    );
+}
