@@ -18,6 +18,7 @@ pub mod logs;
 pub mod machine;
 pub mod notify;
 pub mod repo;
+pub mod safe_fs;
 pub mod step;
 pub mod stream;
 pub mod tracker;
