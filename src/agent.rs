@@ -6,9 +6,7 @@
 //! Memory stays flat whatever the agent prints: only the last `tail_bytes` of stdout and of
 //! stderr are kept.
 
-use std::fs::{OpenOptions, Permissions};
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -205,19 +203,9 @@ enum StopReason {
     LeaderExited,
 }
 
-/// Opens the live log for writing from scratch, owner-only.
+/// Opens the live log for writing from scratch, owner-only, never through a link.
 fn open_live_log(path: &Path) -> io::Result<std::fs::File> {
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // `mode` applies only to a new file; an older live log may have been created looser.
-    if file.metadata()?.is_file() {
-        file.set_permissions(Permissions::from_mode(0o600))?;
-    }
-    Ok(file)
+    crate::safe_fs::open(path, crate::safe_fs::Mode::Truncate)
 }
 
 /// Reads one chunk from `stream` into `buf`. Read errors end the stream like EOF does.
@@ -460,6 +448,7 @@ async fn reap_group(pgid: i32, pending_sigkill: Option<Instant>, grace: Duration
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::Permissions;
     use std::os::unix::fs::PermissionsExt;
     use tempfile::TempDir;
 

@@ -1,19 +1,26 @@
-//! The log directory (SPEC §7 "Logs"): where the orchestration log, the live log of the
+//! The log directory: where the orchestration log, the live log of the
 //! running step and the archived log of every attempt live, and how old step logs are pruned
 //! to stay under `maxLogDiskUsageMB`.
 //!
 //! Logs may contain secrets the agent printed, so the directory is 0700 and every file 0600.
+//! The directory is refused when another user could tamper with it (see [`crate::safe_fs`]),
+//! and no log file is ever opened through a symbolic link.
 
-use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
+use std::ffi::OsString;
+use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 
+use crate::safe_fs::{self, Mode};
+
 /// File name of the orchestration log; it is never pruned.
 pub const ORCHESTRATION_LOG: &str = "sdlc-runner.log";
+
+/// Live logs are `<step>-live.log`.
+const LIVE_SUFFIX: &str = "-live.log";
 
 /// How many numbered alternatives [`Logs::attempt_log`] tries before giving up on a name.
 const MAX_NAME_SUFFIX: u32 = 10_000;
@@ -94,49 +101,53 @@ fn sanitize(part: &str) -> String {
     }
 }
 
-fn open_private(path: &Path, append: bool) -> io::Result<File> {
-    let mut options = OpenOptions::new();
-    options.mode(0o600);
-    if append {
-        options.append(true).create(true);
-    } else {
-        options.write(true).create_new(true);
-    }
-    options.open(path)
-}
-
 impl Logs {
-    /// `logDir` when configured (and non-empty), else `<os temp>/sdlc-logs/<project basename>/`.
+    /// `logDir` when configured (and non-empty), else [`default_dir`].
     pub fn resolve(log_dir: Option<&Path>, project_path: &Path) -> Logs {
-        if let Some(dir) = log_dir.filter(|d| !d.as_os_str().is_empty()) {
-            return Logs {
+        match log_dir.filter(|d| !d.as_os_str().is_empty()) {
+            Some(dir) => Logs {
                 dir: dir.to_path_buf(),
-            };
-        }
-        // `.` or `..` have no file name of their own; the real directory's name is meant.
-        let name = project_path
-            .file_name()
-            .map(|n| n.to_os_string())
-            .or_else(|| {
-                project_path
-                    .canonicalize()
-                    .ok()
-                    .and_then(|p| p.file_name().map(|n| n.to_os_string()))
-            })
-            .unwrap_or_else(|| "project".into());
-        Logs {
-            dir: std::env::temp_dir().join("sdlc-logs").join(name),
+            },
+            None => Logs {
+                dir: default_dir(project_path),
+            },
         }
     }
 
-    /// Creates the directory (and its parents) and makes it 0700.
+    /// Creates the directory (and its missing parents) 0700, or refuses it when it is a
+    /// link, another user's, or writable by group or others. Also refuses a link or other
+    /// non-regular file where the runner will open a log by a fixed name (the orchestration
+    /// log, a live log), so that it fails here, before any agent runs, rather than mid-run.
     pub fn create(&self) -> io::Result<()> {
-        DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(&self.dir)?;
-        // `mode` is not applied to a directory that already existed.
-        fs::set_permissions(&self.dir, Permissions::from_mode(0o700))
+        safe_fs::create_private_dir(&self.dir)?;
+        for entry in fs::read_dir(&self.dir).map_err(|e| with_path(e, &self.dir))? {
+            let entry = entry.map_err(|e| with_path(e, &self.dir))?;
+            let name = entry.file_name();
+            let fixed_name = name == ORCHESTRATION_LOG
+                || name.to_str().is_some_and(|n| n.ends_with(LIVE_SUFFIX));
+            if !fixed_name {
+                continue;
+            }
+            let kind = entry.file_type().map_err(|e| with_path(e, &entry.path()))?;
+            if !kind.is_file() {
+                let path = entry.path();
+                let what = if kind.is_symlink() {
+                    "a symbolic link"
+                } else {
+                    "not a regular file"
+                };
+                return Err(io::Error::new(
+                    io::ErrorKind::PermissionDenied,
+                    format!(
+                        "{} is {what}; the runner writes its logs only to its own files: remove \
+                         it (`rm {}`)",
+                        path.display(),
+                        path.display()
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// `sdlc-runner.log`.
@@ -146,7 +157,8 @@ impl Logs {
 
     /// `<step>-live.log`, the output of the running attempt of that step.
     pub fn live_log(&self, step_key: &str) -> PathBuf {
-        self.dir.join(format!("{}-live.log", sanitize(step_key)))
+        self.dir
+            .join(format!("{}{LIVE_SUFFIX}", sanitize(step_key)))
     }
 
     /// `<step>-<session>-<YYYY-MM-DDTHH-MM-SS>-a<attempt>.log`, with `-2`, `-3`, ... before
@@ -200,13 +212,13 @@ impl Logs {
             header.attempt,
             header.started_at,
         ) {
-            match open_private(&candidate, false) {
+            match safe_fs::open(&candidate, Mode::CreateNew) {
                 Ok(file) => {
                     created = Some((candidate, file));
                     break;
                 }
                 Err(err) if err.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(err) => return Err(with_path(err, &candidate)),
+                Err(err) => return Err(err),
             }
         }
         let Some((path, file)) = created else {
@@ -292,10 +304,75 @@ impl Logs {
     }
 }
 
+/// Where logs go when `logDir` is not set: `<state home>/sdlc-runner/<name>-<hash>/`, where
+/// `<name>` is the project directory's name and `<hash>` a short hash of its absolute path,
+/// so two checkouts called `app` do not share (and prune) each other's logs. The state home
+/// is per user ([`state_home`]), never the shared temp directory, where another user could
+/// have prepared the directory in advance.
+pub fn default_dir(project_path: &Path) -> PathBuf {
+    default_dir_in(&state_home(), project_path)
+}
+
+/// [`default_dir`] under a given state home.
+pub fn default_dir_in(state_home: &Path, project_path: &Path) -> PathBuf {
+    let absolute = project_path
+        .canonicalize()
+        .ok()
+        .or_else(|| std::path::absolute(project_path).ok())
+        .unwrap_or_else(|| project_path.to_path_buf())
+        // Drops a trailing `/` and `.` components, so every spelling hashes alike.
+        .components()
+        .collect::<PathBuf>();
+    let name = absolute
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "project".to_string());
+    let hash = fnv1a(absolute.as_os_str().as_encoded_bytes());
+    // 32 bits: short enough to read, and a clash needs two projects with the same name too.
+    let short = (hash >> 32) ^ (hash & 0xffff_ffff);
+    state_home
+        .join("sdlc-runner")
+        .join(format!("{}-{short:08x}", sanitize(&name)))
+}
+
+/// `$XDG_STATE_HOME` when set to an absolute path, else `$HOME/.local/state`. Without either
+/// (a stripped service environment), a per-uid directory under the temp dir: if another user
+/// planted it first, the ownership check refuses it instead of writing there.
+pub fn state_home() -> PathBuf {
+    state_home_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")).unwrap_or_else(
+        || {
+            // SAFETY: geteuid has no preconditions and cannot fail.
+            let uid = unsafe { libc::geteuid() };
+            std::env::temp_dir().join(format!("sdlc-runner-state-{uid}"))
+        },
+    )
+}
+
+/// [`state_home`] from given variables. A relative `XDG_STATE_HOME` is ignored, as the XDG
+/// base directory rules ask, since it would depend on the working directory.
+pub fn state_home_from(
+    xdg_state_home: Option<OsString>,
+    home: Option<OsString>,
+) -> Option<PathBuf> {
+    let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
+    absolute(xdg_state_home).or_else(|| absolute(home).map(|h| h.join(".local").join("state")))
+}
+
+/// FNV-1a 64: stable across Rust versions, unlike std's `DefaultHasher`, so a project keeps
+/// its log directory across upgrades.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
 /// Appends `line` (and a newline unless it has one) to `path` in a single write, creating the
 /// file with mode 0600. One write per line keeps lines whole when several writers append.
 pub fn append_line(path: &Path, line: &str) -> io::Result<()> {
-    let mut file = open_private(path, true).map_err(|e| with_path(e, path))?;
+    let mut file = safe_fs::open(path, Mode::Append)?;
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);
     if !line.ends_with('\n') {
@@ -314,6 +391,8 @@ fn with_path(err: io::Error, path: &Path) -> io::Error {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+    use std::fs::{OpenOptions, Permissions};
+    use std::os::unix::fs::{symlink, PermissionsExt};
     use tempfile::TempDir;
 
     fn mode(path: &Path) -> u32 {
@@ -346,14 +425,14 @@ mod tests {
     }
 
     #[test]
-    fn resolves_the_configured_dir_or_a_per_project_temp_dir() {
+    fn resolves_the_configured_dir_or_a_per_user_per_project_state_dir() {
         let configured = Logs::resolve(Some(Path::new("/var/log/sdlc")), Path::new("/src/app"));
         assert_eq!(configured.dir, PathBuf::from("/var/log/sdlc"));
         let default = Logs::resolve(None, Path::new("/src/my-app"));
-        assert_eq!(
-            default.dir,
-            std::env::temp_dir().join("sdlc-logs").join("my-app")
-        );
+        assert_eq!(default.dir, default_dir(Path::new("/src/my-app")));
+        assert!(!default
+            .dir
+            .starts_with(std::env::temp_dir().join("sdlc-logs")));
         let empty = Logs::resolve(Some(Path::new("")), Path::new("/src/my-app/"));
         assert_eq!(empty.dir, default.dir);
 
@@ -361,7 +440,61 @@ mod tests {
         let nested = project.path().join("proj");
         fs::create_dir(&nested).unwrap();
         let dotted = Logs::resolve(None, &nested.join("."));
-        assert_eq!(dotted.dir.file_name().unwrap(), "proj");
+        assert_eq!(dotted.dir, Logs::resolve(None, &nested).dir);
+        let name = dotted.dir.file_name().unwrap().to_str().unwrap();
+        assert!(name.starts_with("proj-"), "{name}");
+    }
+
+    #[test]
+    fn the_default_dir_separates_projects_with_the_same_name() {
+        let state = Path::new("/home/u/.local/state");
+        let a = default_dir_in(state, Path::new("/src/one/app"));
+        let b = default_dir_in(state, Path::new("/src/two/app"));
+        assert_ne!(a, b);
+        assert_eq!(
+            a,
+            default_dir_in(state, Path::new("/src/one/app")),
+            "stable"
+        );
+        for dir in [&a, &b] {
+            assert_eq!(dir.parent(), Some(state.join("sdlc-runner").as_path()));
+            let name = dir.file_name().unwrap().to_str().unwrap();
+            let hash = name.strip_prefix("app-").unwrap();
+            assert!(
+                hash.len() == 8 && hash.chars().all(|c| c.is_ascii_hexdigit()),
+                "{name}"
+            );
+        }
+        // The same directory reached by another spelling is the same project.
+        let root = TempDir::new().unwrap();
+        let real = root.path().join("app");
+        fs::create_dir(&real).unwrap();
+        let other = root.path().join("x").join("..").join("app");
+        fs::create_dir(root.path().join("x")).unwrap();
+        assert_eq!(default_dir_in(state, &real), default_dir_in(state, &other));
+    }
+
+    #[test]
+    fn the_state_home_is_xdg_else_home_never_relative() {
+        let os = |s: &str| Some(OsString::from(s));
+        assert_eq!(
+            state_home_from(os("/x/state"), os("/home/u")),
+            Some(PathBuf::from("/x/state"))
+        );
+        assert_eq!(
+            state_home_from(None, os("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state"))
+        );
+        assert_eq!(
+            state_home_from(os("relative/state"), os("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state"))
+        );
+        assert_eq!(
+            state_home_from(os(""), os("/home/u")),
+            Some(PathBuf::from("/home/u/.local/state"))
+        );
+        assert_eq!(state_home_from(None, None), None);
+        assert_eq!(state_home_from(None, os("")), None);
     }
 
     #[test]
@@ -394,9 +527,83 @@ mod tests {
         };
         logs.create().unwrap();
         assert_eq!(mode(&logs.dir), 0o700);
+        assert_eq!(mode(&root.path().join("a")), 0o700, "parents it made too");
         fs::set_permissions(&logs.dir, Permissions::from_mode(0o755)).unwrap();
         logs.create().unwrap();
         assert_eq!(mode(&logs.dir), 0o700, "an existing dir is tightened too");
+    }
+
+    #[test]
+    fn create_refuses_a_dir_others_could_tamper_with() {
+        let root = TempDir::new().unwrap();
+        let real = root.path().join("real");
+        fs::create_dir(&real).unwrap();
+        fs::set_permissions(&real, Permissions::from_mode(0o755)).unwrap();
+        let link = Logs {
+            dir: root.path().join("logs"),
+        };
+        symlink(&real, &link.dir).unwrap();
+        let err = link.create().unwrap_err().to_string();
+        assert!(
+            err.contains("symbolic link") && err.contains("logs"),
+            "{err}"
+        );
+        assert_eq!(mode(&real), 0o755, "the target is not chmod'ed");
+
+        fs::set_permissions(&real, Permissions::from_mode(0o777)).unwrap();
+        let open = Logs { dir: real.clone() };
+        let err = open.create().unwrap_err().to_string();
+        assert!(
+            err.contains(&format!("chmod 700 {}", real.display())),
+            "{err}"
+        );
+        assert_eq!(mode(&real), 0o777, "refused, not repaired");
+    }
+
+    #[test]
+    fn create_refuses_a_link_at_a_fixed_log_name() {
+        for name in [ORCHESTRATION_LOG, "verify-live.log"] {
+            let root = TempDir::new().unwrap();
+            let outside = root.path().join("outside");
+            fs::write(&outside, "precious").unwrap();
+            let logs = Logs {
+                dir: root.path().join("logs"),
+            };
+            logs.create().unwrap();
+            symlink(&outside, logs.dir.join(name)).unwrap();
+            let err = logs.create().unwrap_err().to_string();
+            assert!(err.contains(name) && err.contains("remove"), "{err}");
+        }
+        // A link under another name is none of the runner's business.
+        let root = TempDir::new().unwrap();
+        let logs = Logs {
+            dir: root.path().to_path_buf(),
+        };
+        symlink("/nowhere", root.path().join("latest")).unwrap();
+        logs.create().unwrap();
+    }
+
+    #[test]
+    fn no_log_file_is_written_through_a_link() {
+        let root = TempDir::new().unwrap();
+        let outside = root.path().join("outside");
+        fs::write(&outside, "precious").unwrap();
+        let logs = Logs {
+            dir: root.path().join("logs"),
+        };
+        logs.create().unwrap();
+        symlink(&outside, logs.orchestration_log()).unwrap();
+        let err = append_line(&logs.orchestration_log(), "x").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+
+        // A link planted at the first free archive name is skipped, not written through.
+        let live = logs.live_log("implement");
+        fs::write(&live, "out\n").unwrap();
+        let first = logs.attempt_log("implement", "e7849e9a-afa", 1, at());
+        symlink(&outside, &first).unwrap();
+        let archived = logs.archive_attempt(&header(1), &live).unwrap();
+        assert_ne!(archived, first);
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
     }
 
     #[test]
