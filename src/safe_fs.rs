@@ -156,7 +156,8 @@ pub enum Mode {
     Append,
     /// Create; fail with `AlreadyExists` when anything (even a dangling link) has the name.
     CreateNew,
-    /// Write from scratch: truncate an existing file, create a missing one.
+    /// Write from scratch: truncate an existing file, create a missing one. Readable too, so
+    /// a writer can move content within the file (a log cutting itself back).
     Truncate,
 }
 
@@ -175,7 +176,7 @@ pub fn open(path: &Path, mode: Mode) -> io::Result<File> {
     match mode {
         Mode::Append => options.append(true).create(true),
         Mode::CreateNew => options.write(true).create_new(true),
-        Mode::Truncate => options.write(true).create(true).truncate(true),
+        Mode::Truncate => options.read(true).write(true).create(true).truncate(true),
     };
     let file = options.open(path).map_err(|err| describe(err, path))?;
     let meta = file.metadata().map_err(|err| describe(err, path))?;
