@@ -9,6 +9,7 @@
 use std::ffi::OsString;
 use std::fs::{self, File};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -79,6 +80,165 @@ impl AttemptHeader {
             yes_no(killed),
         )
     }
+}
+
+/// How much of one attempt's output its live log (and so its archive) keeps: the first
+/// `head` bytes, a marker line saying how many bytes were dropped, and the last `tail` bytes.
+/// Derived from the disk budget so that one flooding agent cannot exceed it: head and tail
+/// are each a sixteenth of `maxLogDiskUsageMB` (at least 1 KiB), so an attempt at rest takes
+/// at most an eighth of the budget in its live log and another eighth in its archive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LiveCap {
+    pub head: u64,
+    pub tail: u64,
+}
+
+/// Longest marker line [`LiveLog`] writes (its byte count has at most 20 digits).
+const MARKER_MAX: u64 = 160;
+/// Generous bound of an archive's header, which names the step and session.
+const HEADER_MAX: u64 = 4096;
+
+impl LiveCap {
+    pub fn for_budget(budget_bytes: u64) -> LiveCap {
+        let part = (budget_bytes / 16).max(1024);
+        LiveCap {
+            head: part,
+            tail: part,
+        }
+    }
+
+    /// Largest size of a finished live log.
+    pub fn at_rest(&self) -> u64 {
+        self.head + MARKER_MAX + self.tail
+    }
+
+    /// Largest size of a live log while its attempt runs: the tail is allowed to grow to
+    /// twice its size before it is cut back, so that each byte is moved a bounded number of
+    /// times.
+    pub fn peak(&self) -> u64 {
+        self.at_rest() + self.tail
+    }
+
+    /// Room to free before an attempt starts so that it stays within the budget: its live log
+    /// while it runs, then its live log and its archive.
+    pub fn reserve(&self) -> u64 {
+        self.peak().max(2 * self.at_rest() + HEADER_MAX)
+    }
+}
+
+/// The live log of a running attempt, written as output arrives and never larger than
+/// [`LiveCap::peak`]: the head is written once; later output is appended after it, and when
+/// that part exceeds twice the tail, its last `tail` bytes are moved up behind a marker line
+/// and the file is cut there. A reader following the file sees it shrink at such a cut.
+#[derive(Debug)]
+pub struct LiveLog {
+    file: File,
+    path: PathBuf,
+    cap: LiveCap,
+    /// Bytes of the head written so far (at most `cap.head`).
+    head: u64,
+    /// Length of the marker line after the head; 0 until something was dropped.
+    marker: u64,
+    /// Length of the file.
+    len: u64,
+    dropped: u64,
+}
+
+impl LiveLog {
+    /// Creates (or truncates) the live log: owner-only, never through a link.
+    pub fn create(path: &Path, cap: LiveCap) -> io::Result<LiveLog> {
+        Ok(LiveLog {
+            file: safe_fs::open(path, Mode::Truncate)?,
+            path: path.to_path_buf(),
+            cap,
+            head: 0,
+            marker: 0,
+            len: 0,
+            dropped: 0,
+        })
+    }
+
+    /// Bytes of output dropped so far.
+    pub fn dropped(&self) -> u64 {
+        self.dropped
+    }
+
+    pub fn write(&mut self, mut chunk: &[u8]) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        if self.head < self.cap.head {
+            let room = usize::try_from(self.cap.head - self.head).unwrap_or(usize::MAX);
+            let (head, rest) = chunk.split_at(room.min(chunk.len()));
+            // Until the head is full nothing follows it, so the head ends the file.
+            self.file
+                .write_all_at(head, self.len)
+                .map_err(|e| with_path(e, &self.path))?;
+            self.head += head.len() as u64;
+            self.len += head.len() as u64;
+            chunk = rest;
+        }
+        if chunk.is_empty() {
+            return Ok(());
+        }
+        self.file
+            .write_all_at(chunk, self.len)
+            .map_err(|e| with_path(e, &self.path))?;
+        self.len += chunk.len() as u64;
+        if self.len - self.head - self.marker > 2 * self.cap.tail {
+            self.cut_to_tail()?;
+        }
+        Ok(())
+    }
+
+    /// Cuts the log to its size at rest ([`LiveCap::at_rest`]); the attempt is over.
+    pub fn finish(&mut self) -> io::Result<()> {
+        if self.len - self.head - self.marker > self.cap.tail {
+            self.cut_to_tail()?;
+        }
+        Ok(())
+    }
+
+    /// Keeps the last `tail` bytes after the head, behind a marker counting what was dropped.
+    fn cut_to_tail(&mut self) -> io::Result<()> {
+        use std::os::unix::fs::FileExt;
+        let after_head = self.head + self.marker;
+        let from = self.len - self.cap.tail;
+        self.dropped += from - after_head;
+        let marker = format!(
+            "\n[sdlc-runner: {} bytes dropped here; this log keeps the first {} and the last {} \
+             bytes]\n",
+            self.dropped, self.cap.head, self.cap.tail
+        );
+        let to = self.head + marker.len() as u64;
+        move_within(&self.file, from, to, self.cap.tail).map_err(|e| with_path(e, &self.path))?;
+        self.file
+            .write_all_at(marker.as_bytes(), self.head)
+            .map_err(|e| with_path(e, &self.path))?;
+        self.marker = marker.len() as u64;
+        self.len = to + self.cap.tail;
+        self.file
+            .set_len(self.len)
+            .map_err(|e| with_path(e, &self.path))
+    }
+}
+
+/// Copies `len` bytes of `file` from offset `from` to offset `to`, which may overlap, through
+/// a bounded buffer (the tail can be tens of megabytes; memory stays flat).
+fn move_within(file: &File, from: u64, to: u64, len: u64) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    const STEP: u64 = 256 * 1024;
+    let mut buf = vec![0u8; STEP.min(len) as usize];
+    let mut done = 0u64;
+    while done < len {
+        let n = STEP.min(len - done);
+        // Moving towards the start copies front to back, towards the end back to front, so
+        // no byte is overwritten before it was read.
+        let offset = if to <= from { done } else { len - done - n };
+        let part = &mut buf[..n as usize];
+        file.read_exact_at(part, from + offset)?;
+        file.write_all_at(part, to + offset)?;
+        done += n;
+    }
+    Ok(())
 }
 
 /// Keeps a name component (step key, session id from agent output) to characters that
@@ -235,7 +395,13 @@ impl Logs {
         let mut out = io::BufWriter::new(file);
         out.write_all(header.render().as_bytes())
             .map_err(|e| with_path(e, &path))?;
-        match File::open(live_log) {
+        // Read without following a link either: a planted link must not copy another file's
+        // content into a log.
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(live_log);
+        match opened {
             Ok(mut input) => {
                 io::copy(&mut input, &mut out).map_err(|e| with_path(e, &path))?;
             }
@@ -698,6 +864,99 @@ mod tests {
             vec![newest]
         );
         assert!(live.exists() && orchestration.exists());
+    }
+
+    fn marker_of(text: &str) -> &str {
+        let start = text.find("\n[sdlc-runner:").unwrap();
+        let end = start + 1 + text[start + 1..].find('\n').unwrap();
+        &text[start..=end]
+    }
+
+    #[test]
+    fn a_live_log_keeps_the_head_a_marker_and_the_last_bytes() {
+        let root = TempDir::new().unwrap();
+        let path = root.path().join("verify-live.log");
+        let cap = LiveCap { head: 10, tail: 8 };
+        let mut log = LiveLog::create(&path, cap).unwrap();
+        let mut sent = Vec::new();
+        let mut largest = 0;
+        for i in 0..500u32 {
+            let chunk = format!("<{i}>");
+            log.write(chunk.as_bytes()).unwrap();
+            sent.extend_from_slice(chunk.as_bytes());
+            largest = largest.max(fs::metadata(&path).unwrap().len());
+        }
+        log.finish().unwrap();
+        assert!(largest <= cap.peak(), "{largest} > {}", cap.peak());
+        let text = fs::read_to_string(&path).unwrap();
+        let marker = marker_of(&text);
+        let dropped = sent.len() as u64 - 18;
+        assert_eq!(log.dropped(), dropped);
+        assert!(
+            marker.contains(&format!("{dropped} bytes dropped")),
+            "{marker}"
+        );
+        let expected = format!(
+            "{}{marker}{}",
+            String::from_utf8_lossy(&sent[..10]),
+            String::from_utf8_lossy(&sent[sent.len() - 8..])
+        );
+        assert_eq!(text, expected);
+        assert!(text.len() as u64 <= cap.at_rest());
+        assert_eq!(mode(&path), 0o600);
+    }
+
+    #[test]
+    fn a_short_overflow_is_cut_only_when_the_attempt_ends() {
+        let root = TempDir::new().unwrap();
+        let path = root.path().join("verify-live.log");
+        let cap = LiveCap { head: 4, tail: 4 };
+        let mut log = LiveLog::create(&path, cap).unwrap();
+        // Head, then one byte more than the tail: under the running limit, over the one at rest.
+        log.write(b"HEADabcde").unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "HEADabcde");
+        // The marker is longer than what is dropped: the tail moves towards the end.
+        log.finish().unwrap();
+        let text = fs::read_to_string(&path).unwrap();
+        assert_eq!(text, format!("HEAD{}bcde", marker_of(&text)));
+        assert!(marker_of(&text).contains(" 1 bytes dropped"));
+
+        // Output that fits is left exactly as written, without a marker.
+        let mut small = LiveLog::create(&path, cap).unwrap();
+        small.write(b"HEADtail").unwrap();
+        small.finish().unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap(), "HEADtail");
+        assert_eq!(small.dropped(), 0);
+    }
+
+    #[test]
+    fn a_live_log_is_never_opened_through_a_link() {
+        let root = TempDir::new().unwrap();
+        let outside = root.path().join("outside");
+        fs::write(&outside, "precious").unwrap();
+        let path = root.path().join("verify-live.log");
+        symlink(&outside, &path).unwrap();
+        let err = LiveLog::create(&path, LiveCap::for_budget(1 << 20)).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read_to_string(&outside).unwrap(), "precious");
+        // Nor is a link read into an archive.
+        let logs = Logs {
+            dir: root.path().to_path_buf(),
+        };
+        let archived = logs.archive_attempt(&header(1), &path);
+        assert!(archived.is_err(), "{archived:?}");
+    }
+
+    #[test]
+    fn the_cap_derives_from_the_budget_and_an_attempt_fits_its_reserve() {
+        let mib = 1024 * 1024;
+        let cap = LiveCap::for_budget(50 * mib);
+        assert_eq!(cap.head, 50 * mib / 16);
+        assert_eq!(cap.tail, 50 * mib / 16);
+        assert!(cap.reserve() >= cap.peak());
+        assert!(cap.reserve() >= 2 * cap.at_rest());
+        assert!(cap.reserve() < 50 * mib / 2);
+        assert_eq!(LiveCap::for_budget(0).head, 1024);
     }
 
     #[test]

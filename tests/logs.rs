@@ -1,4 +1,5 @@
-//! End to end: where the runner's logs live and what it refuses to write through.
+//! End to end: where the runner's logs live, what it refuses to write through, and the disk
+//! budget holding while an agent floods its output.
 
 mod e2e;
 
@@ -7,6 +8,11 @@ use serde_json::json;
 use std::fs;
 use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+const MIB: u64 = 1024 * 1024;
 
 fn one_issue(script: serde_json::Value, extra: serde_json::Value) -> Project {
     Project::new(&[(1, "Add a greeting", "Say hello.")], script, extra)
@@ -136,4 +142,120 @@ fn the_default_log_dir_is_private_per_user_and_per_project() {
             dir.display()
         );
     }
+}
+
+/// Bytes of every file in `dir` (apparent sizes: what the runner wrote, whatever the file
+/// system rounds to). Files vanishing mid-scan are skipped.
+fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.metadata().ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn a_flooding_agent_keeps_the_log_dir_within_budget_and_its_attempt_log_exists() {
+    const BUDGET_MB: u64 = 50;
+    let p = one_issue(
+        json!({"steps": {"implement": ["flood:300"]}}),
+        json!({"maxLogDiskUsageMB": BUDGET_MB}),
+    );
+    let logs = p.root.join("logs");
+    // Earlier sessions already filled the budget: room must be made before the flood, oldest
+    // first, not after it.
+    fs::create_dir(&logs).expect("logs dir");
+    fs::set_permissions(&logs, fs::Permissions::from_mode(0o700)).expect("chmod");
+    let old: Vec<PathBuf> = (0..9)
+        .map(|i| {
+            let path = logs.join(format!("verify-old-2020-01-01T00-00-0{i}-a1.log"));
+            fs::write(&path, vec![b'o'; 5 * MIB as usize]).expect("old log");
+            let file = fs::File::options().write(true).open(&path).expect("open");
+            let mtime = std::time::SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + i);
+            file.set_modified(mtime).expect("mtime");
+            path
+        })
+        .collect();
+    let running = Arc::new(AtomicBool::new(true));
+    let sampler = {
+        let running = Arc::clone(&running);
+        let logs = logs.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0u64;
+            while running.load(Ordering::Relaxed) {
+                peak = peak.max(dir_bytes(&logs));
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            peak.max(dir_bytes(&logs))
+        })
+    };
+    let out = p.run(&["--issue", "1"]);
+    running.store(false, Ordering::Relaxed);
+    let peak = sampler.join().expect("sampler");
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(
+        p.count("1 implement 1 flood:300"),
+        1,
+        "{:?}",
+        p.invocations()
+    );
+
+    // The live log's rolling tail may overshoot by one tail (a sixteenth of the budget).
+    let budget = BUDGET_MB * MIB;
+    let allowed = budget + budget / 16;
+    assert!(
+        peak <= allowed,
+        "peak {:.1} MiB over the {BUDGET_MB} MiB budget plus one tail",
+        peak as f64 / MIB as f64
+    );
+
+    assert!(!old[0].exists(), "the oldest log made room");
+    assert!(
+        old[8].exists(),
+        "the newest old log was not needed: {}",
+        old[8].display()
+    );
+
+    let attempt_logs: Vec<PathBuf> = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .filter_map(|l| {
+            l.split_once("attempt log: ")
+                .map(|(_, p)| PathBuf::from(p.trim()))
+        })
+        .collect();
+    assert!(!attempt_logs.is_empty(), "{all}");
+    for path in &attempt_logs {
+        assert!(
+            path.exists(),
+            "printed attempt log {} exists",
+            path.display()
+        );
+    }
+    let flood = attempt_logs
+        .iter()
+        .find(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("implement-"))
+        })
+        .expect("implement attempt log");
+    let archived = fs::read(flood).expect("read archive");
+    let archived = String::from_utf8_lossy(&archived);
+    assert!(archived.contains("Step: implement"), "header kept");
+    assert!(archived.contains("flood line 0:"), "head kept");
+    assert!(archived.contains("bytes dropped"), "the cut is marked");
+    assert!(
+        archived.contains("\"type\":\"result\""),
+        "the final result (tail) kept"
+    );
+    assert!(
+        (archived.len() as u64) < budget / 4,
+        "{} bytes",
+        archived.len()
+    );
 }
