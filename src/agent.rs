@@ -4,22 +4,22 @@
 //! when [`run_agent`] returns.
 //!
 //! Memory stays flat whatever the agent prints: only the last `tail_bytes` of stdout and of
-//! stderr are kept.
+//! stderr are kept. Disk use is flat too: the live log keeps a head and a rolling tail
+//! ([`LiveCap`]).
 
-use std::fs::{OpenOptions, Permissions};
 use std::io;
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::os::unix::process::ExitStatusExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 use crate::cleanup;
+use crate::logs::{LiveCap, LiveLog};
 
 /// Read buffer per stream; large enough that a chatty agent costs few wakeups.
 const CHUNK: usize = 64 * 1024;
@@ -46,6 +46,8 @@ pub struct AgentRun {
     pub kill_grace: Duration,
     /// stdout and stderr are appended here as they arrive; truncated at start, mode 0600.
     pub live_log: PathBuf,
+    /// How much of the output the live log keeps.
+    pub live_log_cap: LiveCap,
     /// Bytes kept from the end of stdout and, separately, of stderr.
     pub tail_bytes: usize,
 }
@@ -205,21 +207,6 @@ enum StopReason {
     LeaderExited,
 }
 
-/// Opens the live log for writing from scratch, owner-only.
-fn open_live_log(path: &Path) -> io::Result<std::fs::File> {
-    let file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    // `mode` applies only to a new file; an older live log may have been created looser.
-    if file.metadata()?.is_file() {
-        file.set_permissions(Permissions::from_mode(0o600))?;
-    }
-    Ok(file)
-}
-
 /// Reads one chunk from `stream` into `buf`. Read errors end the stream like EOF does.
 async fn read_chunk<R: AsyncRead + Unpin>(stream: &mut Option<R>, buf: &mut [u8]) -> usize {
     match stream {
@@ -268,11 +255,11 @@ pub async fn run_agent_with(
             path: run.cwd.clone(),
             source,
         })?;
-    let live_log = open_live_log(&run.live_log).map_err(|source| AgentError::LiveLog {
-        path: run.live_log.clone(),
-        source,
-    })?;
-    let mut live_log = tokio::fs::File::from_std(live_log);
+    let mut live_log =
+        LiveLog::create(&run.live_log, run.live_log_cap).map_err(|source| AgentError::LiveLog {
+            path: run.live_log.clone(),
+            source,
+        })?;
 
     let started = Instant::now();
     let mut command = Command::new(&run.program);
@@ -344,7 +331,7 @@ pub async fn run_agent_with(
                 stdout_bytes += n as u64;
                 out_tail.push(chunk);
                 on_stdout(chunk);
-                write_live(&mut live_log, chunk, &mut live_log_error).await;
+                write_live(&mut live_log, chunk, &mut live_log_error);
             }
             n = read_chunk(&mut stderr, &mut err_buf) => {
                 if n == 0 {
@@ -355,7 +342,7 @@ pub async fn run_agent_with(
                 last_output = Instant::now();
                 stderr_bytes += n as u64;
                 err_tail.push(chunk);
-                write_live(&mut live_log, chunk, &mut live_log_error).await;
+                write_live(&mut live_log, chunk, &mut live_log_error);
             }
             result = child.wait(), if status.is_none() => {
                 let exit = result.map_err(|source| AgentError::Wait {
@@ -415,8 +402,10 @@ pub async fn run_agent_with(
     reap_group(pgid, sigkill_at, run.kill_grace).await;
     guard.armed = false;
 
-    if let Err(err) = live_log.flush().await {
-        live_log_error.get_or_insert_with(|| err.to_string());
+    if live_log_error.is_none() {
+        if let Err(err) = live_log.finish() {
+            live_log_error = Some(err.to_string());
+        }
     }
 
     let status = status.unwrap_or_else(|| ExitStatus::from_raw(0));
@@ -462,11 +451,14 @@ fn die_with_parent(command: &mut Command) {
 #[cfg(not(target_os = "linux"))]
 fn die_with_parent(_command: &mut Command) {}
 
-async fn write_live(file: &mut tokio::fs::File, chunk: &[u8], error: &mut Option<String>) {
+/// Writes synchronously: a write lands in the page cache in microseconds, and the occasional
+/// cut-back of the tail is bounded by the cap; handing each chunk to a blocking thread would
+/// cost more than it saves and complicate the cut.
+fn write_live(log: &mut LiveLog, chunk: &[u8], error: &mut Option<String>) {
     if error.is_some() {
         return;
     }
-    if let Err(err) = file.write_all(chunk).await {
+    if let Err(err) = log.write(chunk) {
         *error = Some(err.to_string());
     }
 }
@@ -500,6 +492,7 @@ async fn reap_group(pgid: i32, pending_sigkill: Option<Instant>, grace: Duration
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::Permissions;
     use std::os::unix::fs::PermissionsExt;
     use tempfile::TempDir;
 
@@ -520,6 +513,7 @@ mod tests {
             idle_timeout: Duration::from_secs(30),
             kill_grace: Duration::from_millis(500),
             live_log: dir.path().join("step-live.log"),
+            live_log_cap: LiveCap::for_budget(500 * 1024 * 1024),
             tail_bytes: 64 * 1024,
         }
     }
@@ -854,6 +848,7 @@ mod tests {
         );
         let mut run = agent_run(&dir, program);
         run.tail_bytes = 64 * 1024;
+        run.live_log_cap = LiveCap::for_budget(50 * 1024 * 1024);
         let peak_before = peak_rss_kib();
         let mut counted = 0u64;
         let exit = run_agent(&run, &mut |c: &[u8]| counted += c.len() as u64, no_cancel())
@@ -867,9 +862,20 @@ mod tests {
         assert_eq!(exit.stdout_tail.len(), 64 * 1024);
         assert!(exit.stdout_tail.bytes().all(|b| b == b'x'));
         assert_eq!(exit.stderr_tail.len(), 64 * 1024);
-        assert_eq!(
-            std::fs::metadata(&run.live_log).unwrap().len(),
-            TOTAL + 100_000
+        // The live log is capped: its head, a marker, and the stderr that came last.
+        let cap = run.live_log_cap;
+        let live = std::fs::read(&run.live_log).unwrap();
+        assert!(
+            live.len() as u64 <= cap.at_rest() && live.len() as u64 > cap.head + cap.tail,
+            "{} bytes",
+            live.len()
+        );
+        assert!(live[..cap.head as usize].iter().all(|b| *b == b'x'));
+        assert!(live.ends_with(&[b'e'; 100_000]));
+        let dropped = format!("{} bytes dropped", TOTAL + 100_000 - cap.head - cap.tail);
+        assert!(
+            String::from_utf8_lossy(&live).contains(&dropped),
+            "{dropped}"
         );
         assert!(grown_kib < 64 * 1024, "peak RSS grew by {grown_kib} KiB");
         assert!(

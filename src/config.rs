@@ -242,7 +242,8 @@ pub struct Config {
     pub model: String,
     /// Global effort as written (default `medium`); steps on a Haiku model drop it.
     pub effort: Effort,
-    /// Resolved log directory: `logDir`, else `<os temp>/sdlc-logs/<project basename>`.
+    /// Resolved log directory: `logDir`, else the per-user, per-project
+    /// [`crate::logs::default_dir`].
     pub log_dir: PathBuf,
     pub max_log_disk_usage_bytes: u64,
     pub cleanup: Cleanup,
@@ -1305,13 +1306,10 @@ fn describe_str(s: &str) -> String {
     Value::String(s.to_string()).to_string()
 }
 
-/// The old runner's default: `<os temp>/sdlc-logs/<basename(projectPath)>`.
+/// Not the old runner's `<os temp>/sdlc-logs/<basename>`: another user could prepare that
+/// directory, and two projects with the same name shared it.
 fn default_log_dir(project: &Path) -> PathBuf {
-    let name = project
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "project".to_string());
-    std::env::temp_dir().join("sdlc-logs").join(name)
+    crate::logs::default_dir(project)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1402,7 +1400,8 @@ mod file {
         /// steps on a haiku model drop an inherited effort.
         #[serde(default = "d_effort")]
         pub effort: Effort,
-        /// Log directory. Default: `<os temp>/sdlc-logs/<project basename>`. `""` means the default.
+        /// Log directory. Default: `$XDG_STATE_HOME/sdlc-runner/<project name>-<hash of its path>`
+        /// (else under `~/.local/state`). `""` means the default.
         pub log_dir: Option<String>,
         /// Step logs are pruned (oldest first) to stay under this many MB.
         #[serde(default = "d_500", rename = "maxLogDiskUsageMB")]
@@ -1693,7 +1692,7 @@ mod tests {
         assert_eq!(c.effort, Effort::Medium);
         assert_eq!(
             c.log_dir,
-            std::env::temp_dir().join("sdlc-logs").join("proj")
+            crate::logs::default_dir(Path::new("/work/cfg/proj"))
         );
         assert_eq!(c.max_log_disk_usage_bytes, 500 * 1024 * 1024);
         assert!(c.cleanup.process_patterns.is_empty());
@@ -1741,7 +1740,7 @@ mod tests {
         // An empty logDir means the default, as in the old runner.
         assert_eq!(
             abs.log_dir,
-            std::env::temp_dir().join("sdlc-logs").join("repo")
+            crate::logs::default_dir(Path::new("/srv/repo"))
         );
     }
 

@@ -22,6 +22,7 @@ pub mod machine;
 pub mod notify;
 pub mod repo;
 pub mod runner_dir;
+pub mod safe_fs;
 pub mod step;
 pub mod stream;
 pub mod tracker;

@@ -2,6 +2,7 @@
 //! classification or post-step check that becomes the machine's next event.
 
 use super::*;
+use crate::logs::LiveCap;
 
 impl Driver {
     pub(super) async fn run_step(
@@ -57,8 +58,11 @@ impl Driver {
         };
         let inv = invoke::invocation(&self.cfg, self.program.clone(), &info);
         let live_log = self.logs.live_log(step.key());
+        let budget = self.cfg.max_log_disk_usage_bytes;
+        let live_log_cap = LiveCap::for_budget(budget);
+        // Room for this attempt's live log and archive first, so the budget holds throughout.
         if let Err(e) = self.logs.prune(
-            self.cfg.max_log_disk_usage_bytes,
+            budget.saturating_sub(live_log_cap.reserve()),
             std::slice::from_ref(&live_log),
         ) {
             self.log(&format!("warning: log pruning failed: {e}"));
@@ -72,6 +76,7 @@ impl Driver {
             idle_timeout: self.cfg.idle_timeout(step),
             kill_grace: KILL_GRACE,
             live_log: live_log.clone(),
+            live_log_cap,
             tail_bytes: TAIL_BYTES,
         };
         self.log(&format!(
@@ -129,7 +134,13 @@ impl Driver {
             cancelled: exit.cancelled,
         };
         match self.logs.archive_attempt(&header, &live_log) {
-            Ok(path) => self.log(&format!("attempt log: {}", path.display())),
+            Ok(path) => {
+                self.log(&format!("attempt log: {}", path.display()));
+                // Older logs make room, never the log whose path was just printed.
+                if let Err(e) = self.logs.prune(budget, &[live_log.clone(), path]) {
+                    self.log(&format!("warning: log pruning failed: {e}"));
+                }
+            }
             Err(e) => self.log(&format!("warning: cannot archive the attempt log: {e}")),
         }
         // What a person should read first: the agent's own final words, else its raw tail.

@@ -71,8 +71,7 @@ impl Driver {
         let logs = Logs {
             dir: cfg.log_dir.clone(),
         };
-        logs.create()
-            .map_err(|e| format!("logDir {}: {e}", logs.dir.display()))?;
+        logs.create().map_err(|e| format!("logDir: {e}"))?;
         let mut channels = Vec::new();
         if let Some(target) = &cfg.discord_channel_id {
             channels.push(Channel::Discord {
