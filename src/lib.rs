@@ -17,6 +17,7 @@ pub mod journal;
 pub mod logs;
 pub mod machine;
 pub mod notify;
+pub mod redact;
 pub mod repo;
 pub mod step;
 pub mod stream;
