@@ -307,6 +307,14 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{file}:{line}:{column}: not valid UTF-8: byte 0x{byte:02x} at offset {offset} (save the file as UTF-8)")]
+    Encoding {
+        file: String,
+        line: usize,
+        column: usize,
+        offset: usize,
+        byte: u8,
+    },
     #[error("{file}:{line}:{column}: invalid JSON: {message}")]
     Syntax {
         file: String,
@@ -349,11 +357,31 @@ fn render_errors(file: &str, errors: &[KeyError]) -> String {
 impl Config {
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Config::from_str(&text, path)
+        Config::from_bytes(&bytes, path)
+    }
+
+    /// Like [`Config::from_str`], for the raw bytes of a file: a UTF-8 byte order mark is
+    /// skipped, and bytes that are not UTF-8 are reported by position, never echoed.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Config, ConfigError> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Config::from_str(text, path),
+            Err(e) => {
+                let offset = e.valid_up_to();
+                let valid = String::from_utf8_lossy(&bytes[..offset]);
+                let line_start = valid.rfind('\n').map_or(0, |i| i + 1);
+                Err(ConfigError::Encoding {
+                    file: path.display().to_string(),
+                    line: valid.matches('\n').count() + 1,
+                    column: valid[line_start..].chars().count() + 1,
+                    offset,
+                    byte: bytes.get(offset).copied().unwrap_or(0),
+                })
+            }
+        }
     }
 
     /// Validates `text` as if it were the file `path`: errors name `path` as given, and
@@ -361,6 +389,8 @@ impl Config {
     #[allow(clippy::should_implement_trait)] // needs the file path, so `FromStr` does not fit
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let file_label = path.display().to_string();
+        // Editors on Windows save a byte order mark; JSON parsers reject it as a character.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let root: Value = serde_json::from_str(text).map_err(|e| syntax_error(&file_label, &e))?;
         let file = absolute(path);
         let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -615,11 +645,28 @@ impl<'v> Obj<'v> {
 }
 
 fn join(path: &str, key: &str) -> String {
+    let key = printable(key);
     if path.is_empty() {
-        key.to_string()
+        key
     } else {
         format!("{path}.{key}")
     }
+}
+
+/// Longest piece of the user's text quoted back in a message.
+const MAX_ECHO_CHARS: usize = 60;
+
+/// `s` made safe to print: control characters escaped, cut to a readable length.
+fn printable(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .take(MAX_ECHO_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    if s.chars().count() > MAX_ECHO_CHARS {
+        out.push('…');
+    }
+    out
 }
 
 /// How a JSON value is described in "found ..." messages.
@@ -628,7 +675,7 @@ fn describe(v: &Value) -> String {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("boolean {b}"),
         Value::Number(n) => format!("number {n}"),
-        Value::String(s) => format!("string {}", Value::String(s.clone())),
+        Value::String(s) => format!("string {}", describe_str(s)),
         Value::Array(_) => "an array".into(),
         Value::Object(_) => "an object".into(),
     }
@@ -1360,7 +1407,7 @@ fn unknown_message(key: &str, known: &[&str], noun: &str) -> String {
 }
 
 fn describe_str(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
+    format!("\"{}\"", printable(s))
 }
 
 /// The old runner's default: `<os temp>/sdlc-logs/<basename(projectPath)>`.

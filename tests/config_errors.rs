@@ -269,3 +269,33 @@ fn bounds_at_every_maximum_finishes_at_once() {
     );
     assert!(text(&out.stdout).contains("between two successful merges"));
 }
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("repo")).unwrap();
+    write(
+        dir.path(),
+        "sdlc-config.json",
+        "\u{feff}{\"projectPath\": \"repo\", \"agent\": {\"command\": \"sh\"}}",
+    );
+    let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_config_that_is_not_utf8_names_the_offset_and_never_echoes_the_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = b"{\n  \"projectPath\": \"re".to_vec();
+    body.extend_from_slice(&[0xff, 0xfe, 0x00, 0x1b]);
+    body.extend_from_slice(b"po\"\n}\n");
+    std::fs::write(dir.path().join("sdlc-config.json"), &body).unwrap();
+    let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "sdlc-config.json:2:21: not valid UTF-8: byte 0xff at offset 22 (save the file as UTF-8)"
+    );
+    assert!(!out.stderr.contains(&0xff) && !out.stderr.contains(&0x1b));
+}

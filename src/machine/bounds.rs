@@ -224,12 +224,14 @@ mod tests {
                     for f_merge in 0..=9 {
                         for f_other in [0, 1, 2, 3, 5] {
                             for simplify in [true, false] {
-                                let mut l = Limits::default();
-                                l.max_retries_per_step = r;
-                                l.max_bounce_retries = b;
-                                l.max_consecutive_escalations = e;
-                                l.simplify_enabled = simplify;
-                                l.max_consecutive_failures = [f_other; 10];
+                                let mut l = Limits {
+                                    max_retries_per_step: r,
+                                    max_bounce_retries: b,
+                                    max_consecutive_escalations: e,
+                                    simplify_enabled: simplify,
+                                    max_consecutive_failures: [f_other; 10],
+                                    ..Limits::default()
+                                };
                                 l.max_consecutive_failures[Step::Merge.index()] = f_merge;
                                 l.max_consecutive_failures[Step::Verify.index()] =
                                     (f_other + 1) % 4;
@@ -247,12 +249,14 @@ mod tests {
 
     #[test]
     fn the_largest_limits_compute_at_once_without_overflow() {
-        let mut l = Limits::default();
-        l.max_retries_per_step = u32::MAX;
-        l.max_bounce_retries = u32::MAX;
-        l.max_consecutive_escalations = u32::MAX;
-        l.max_rate_limit_waits = u32::MAX;
-        l.max_consecutive_failures = [u32::MAX; 10];
+        let mut l = Limits {
+            max_retries_per_step: u32::MAX,
+            max_bounce_retries: u32::MAX,
+            max_consecutive_escalations: u32::MAX,
+            max_rate_limit_waits: u32::MAX,
+            max_consecutive_failures: [u32::MAX; 10],
+            ..Limits::default()
+        };
         let started = std::time::Instant::now();
         let b = compute(&l);
         assert!(started.elapsed() < std::time::Duration::from_millis(100));
