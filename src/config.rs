@@ -36,6 +36,23 @@ pub const DEFAULT_MAX_QUOTA_WAIT_MIN: f64 = 360.0;
 pub const DEFAULT_AGENT_COMMAND: &str = "claude";
 pub const DEFAULT_MAX_API_RETRIES: u32 = 2;
 pub const DEFAULT_LABEL: &str = "automatable";
+
+// Ceilings of the numeric settings. Beyond them a value is a typo or an attempt to say
+// "unlimited", and would make worst-case figures and waits meaningless (or overflow).
+/// Retries, bounces, escalations, failure streaks, repair iterations, API retries.
+pub const MAX_COUNT: u32 = 100;
+/// Rate-limit / overload / quota waits in a row.
+pub const MAX_WAITS: u32 = 1000;
+/// Agent turns of one attempt.
+pub const MAX_TURNS: u32 = 10_000;
+/// Any duration in minutes: seven days.
+pub const MAX_MINUTES: f64 = 10_080.0;
+/// Any duration in seconds: seven days.
+pub const MAX_SECONDS: u32 = 604_800;
+/// Log disk usage, in MB (a terabyte).
+pub const MAX_LOG_MB: f64 = 1_000_000.0;
+/// Any budget, in US dollars.
+pub const MAX_USD: f64 = 1_000_000.0;
 pub const DEFAULT_ESCALATED_LABEL: &str = "sdlc-escalated";
 
 /// The keys each object of the file may hold. The JSON Schema is derived from separate
@@ -291,6 +308,14 @@ pub enum ConfigError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{file}:{line}:{column}: not valid UTF-8: byte 0x{byte:02x} at offset {offset} (save the file as UTF-8)")]
+    Encoding {
+        file: String,
+        line: usize,
+        column: usize,
+        offset: usize,
+        byte: u8,
+    },
     #[error("{file}:{line}:{column}: invalid JSON: {message}")]
     Syntax {
         file: String,
@@ -333,11 +358,31 @@ fn render_errors(file: &str, errors: &[KeyError]) -> String {
 impl Config {
     /// Reads and validates the file at `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
             source,
         })?;
-        Config::from_str(&text, path)
+        Config::from_bytes(&bytes, path)
+    }
+
+    /// Like [`Config::from_str`], for the raw bytes of a file: a UTF-8 byte order mark is
+    /// skipped, and bytes that are not UTF-8 are reported by position, never echoed.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Config, ConfigError> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Config::from_str(text, path),
+            Err(e) => {
+                let offset = e.valid_up_to();
+                let valid = String::from_utf8_lossy(&bytes[..offset]);
+                let line_start = valid.rfind('\n').map_or(0, |i| i + 1);
+                Err(ConfigError::Encoding {
+                    file: path.display().to_string(),
+                    line: valid.matches('\n').count() + 1,
+                    column: valid[line_start..].chars().count() + 1,
+                    offset,
+                    byte: bytes.get(offset).copied().unwrap_or(0),
+                })
+            }
+        }
     }
 
     /// Validates `text` as if it were the file `path`: errors name `path` as given, and
@@ -345,6 +390,8 @@ impl Config {
     #[allow(clippy::should_implement_trait)] // needs the file path, so `FromStr` does not fit
     pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
         let file_label = path.display().to_string();
+        // Editors on Windows save a byte order mark; JSON parsers reject it as a character.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let root: Value = serde_json::from_str(text).map_err(|e| syntax_error(&file_label, &e))?;
         let file = absolute(path);
         let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
@@ -599,11 +646,28 @@ impl<'v> Obj<'v> {
 }
 
 fn join(path: &str, key: &str) -> String {
+    let key = printable(key);
     if path.is_empty() {
-        key.to_string()
+        key
     } else {
         format!("{path}.{key}")
     }
+}
+
+/// Longest piece of the user's text quoted back in a message.
+const MAX_ECHO_CHARS: usize = 60;
+
+/// `s` made safe to print: control characters escaped, cut to a readable length.
+fn printable(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .take(MAX_ECHO_CHARS)
+        .flat_map(char::escape_debug)
+        .collect();
+    if s.chars().count() > MAX_ECHO_CHARS {
+        out.push('…');
+    }
+    out
 }
 
 /// How a JSON value is described in "found ..." messages.
@@ -612,7 +676,7 @@ fn describe(v: &Value) -> String {
         Value::Null => "null".into(),
         Value::Bool(b) => format!("boolean {b}"),
         Value::Number(n) => format!("number {n}"),
-        Value::String(s) => format!("string {}", Value::String(s.clone())),
+        Value::String(s) => format!("string {}", describe_str(s)),
         Value::Array(_) => "an array".into(),
         Value::Object(_) => "an object".into(),
     }
@@ -656,6 +720,15 @@ fn edit_distance(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
+}
+
+/// A number as a person wrote it: integers without a fraction or exponent.
+fn number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e18 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
 }
 
 fn step_keys() -> Vec<&'static str> {
@@ -724,13 +797,17 @@ impl Walker {
         Obj { path, map }
     }
 
-    /// An integer ≥ `min`.
-    fn uint(&mut self, o: &Obj, key: &str, min: u32) -> Option<u32> {
+    /// An integer in `min..=max`.
+    fn uint(&mut self, o: &Obj, key: &str, min: u32, max: u32) -> Option<u32> {
         let v = o.get(key)?;
-        let n = v
+        match v
             .as_f64()
-            .filter(|n| n.fract() == 0.0 && *n >= f64::from(min) && *n <= f64::from(u32::MAX));
-        match n {
+            .filter(|n| n.is_finite() && n.fract() == 0.0 && *n >= f64::from(min))
+        {
+            Some(n) if n > f64::from(max) => {
+                self.above_maximum(o.path(key), n, f64::from(max));
+                None
+            }
             Some(n) => Some(n as u32),
             None => {
                 self.expected(o.path(key), &format!("an integer ≥ {min}"), v);
@@ -739,16 +816,27 @@ impl Walker {
         }
     }
 
-    /// A finite number > 0.
-    fn positive(&mut self, o: &Obj, key: &str) -> Option<f64> {
+    /// A finite number > 0 and ≤ `max`.
+    fn positive(&mut self, o: &Obj, key: &str, max: f64) -> Option<f64> {
         let v = o.get(key)?;
         match v.as_f64().filter(|n| n.is_finite() && *n > 0.0) {
+            Some(n) if n > max => {
+                self.above_maximum(o.path(key), n, max);
+                None
+            }
             Some(n) => Some(n),
             None => {
                 self.expected(o.path(key), "a number > 0", v);
                 None
             }
         }
+    }
+
+    fn above_maximum(&mut self, path: String, n: f64, max: f64) {
+        self.err(
+            path,
+            format!("{} is above the maximum {}", number(n), number(max)),
+        );
     }
 
     fn boolean(&mut self, o: &Obj, key: &str) -> Option<bool> {
@@ -904,7 +992,7 @@ impl Walker {
         let global_model = model.clone().unwrap_or_else(|| DEFAULT_MODEL.to_string());
         let log_dir = self.path(&top, "logDir", base);
         let max_log_mb = self
-            .positive(&top, "maxLogDiskUsageMB")
+            .positive(&top, "maxLogDiskUsageMB", MAX_LOG_MB)
             .unwrap_or(DEFAULT_MAX_LOG_DISK_USAGE_MB);
 
         let cleanup_obj = self.object(top.path("cleanup"), top.get("cleanup"), CLEANUP_KEYS);
@@ -918,7 +1006,7 @@ impl Walker {
             .unwrap_or_default();
 
         let idle_timeout_min = self
-            .positive(&top, "idleTimeoutMin")
+            .positive(&top, "idleTimeoutMin", MAX_MINUTES)
             .unwrap_or(DEFAULT_IDLE_TIMEOUT_MIN);
         let steps = self.steps(
             &top,
@@ -943,19 +1031,24 @@ impl Walker {
             );
         }
 
-        let max_retries_per_step = self.uint(&top, "maxRetriesPerStep", 1).unwrap_or(3);
-        let max_bounce_retries = self.uint(&top, "maxBounceRetries", 0).unwrap_or(3);
-        let max_consecutive_escalations =
-            self.uint(&top, "maxConsecutiveEscalations", 1).unwrap_or(2);
+        let max_retries_per_step = self
+            .uint(&top, "maxRetriesPerStep", 1, MAX_COUNT)
+            .unwrap_or(3);
+        let max_bounce_retries = self
+            .uint(&top, "maxBounceRetries", 0, MAX_COUNT)
+            .unwrap_or(3);
+        let max_consecutive_escalations = self
+            .uint(&top, "maxConsecutiveEscalations", 1, MAX_COUNT)
+            .unwrap_or(2);
         let max_consecutive_failures = self.consecutive_failures(&top);
         let max_consecutive_same_failure = match top.get("maxConsecutiveSameFailure") {
             None => 2,
             Some(v) => match v.as_f64() {
-                Some(n)
-                    if n == 0.0 || (n >= 2.0 && n.fract() == 0.0 && n <= f64::from(u32::MAX)) =>
-                {
-                    n as u32
+                Some(n) if n.fract() == 0.0 && n > f64::from(MAX_COUNT) => {
+                    self.above_maximum("maxConsecutiveSameFailure".into(), n, f64::from(MAX_COUNT));
+                    2
                 }
+                Some(n) if n == 0.0 || (n >= 2.0 && n.fract() == 0.0) => n as u32,
                 _ => {
                     self.expected(
                         "maxConsecutiveSameFailure".into(),
@@ -966,11 +1059,17 @@ impl Walker {
                 }
             },
         };
-        let max_rate_limit_waits = self.uint(&top, "maxRateLimitWaits", 0).unwrap_or(5);
+        let max_rate_limit_waits = self
+            .uint(&top, "maxRateLimitWaits", 0, MAX_WAITS)
+            .unwrap_or(5);
 
         let backoff_obj = self.object(top.path("backoff"), top.get("backoff"), BACKOFF_KEYS);
-        let initial_seconds = self.uint(&backoff_obj, "initialSeconds", 1).unwrap_or(60);
-        let max_seconds = self.uint(&backoff_obj, "maxSeconds", 1).unwrap_or(900);
+        let initial_seconds = self
+            .uint(&backoff_obj, "initialSeconds", 1, MAX_SECONDS)
+            .unwrap_or(60);
+        let max_seconds = self
+            .uint(&backoff_obj, "maxSeconds", 1, MAX_SECONDS)
+            .unwrap_or(900);
         if max_seconds < initial_seconds {
             self.err(
                 "backoff.maxSeconds".into(),
@@ -981,6 +1080,10 @@ impl Walker {
         let max_quota_wait_min = match top.get("maxQuotaWaitMinutes") {
             None => DEFAULT_MAX_QUOTA_WAIT_MIN,
             Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
+                Some(n) if n > MAX_MINUTES => {
+                    self.above_maximum("maxQuotaWaitMinutes".into(), n, MAX_MINUTES);
+                    DEFAULT_MAX_QUOTA_WAIT_MIN
+                }
                 Some(n) => n,
                 None => {
                     self.expected("maxQuotaWaitMinutes".into(), "a number ≥ 0", v);
@@ -988,20 +1091,22 @@ impl Walker {
                 }
             },
         };
-        let max_repair_iterations = self.uint(&top, "maxRepairIterations", 0).unwrap_or(2);
+        let max_repair_iterations = self
+            .uint(&top, "maxRepairIterations", 0, MAX_COUNT)
+            .unwrap_or(2);
         let approval = match self.choice(&top, "approval", &["auto", "manual"]) {
             Some(1) => Approval::Manual,
             _ => Approval::Auto,
         };
         let decision_timeout_min = self
-            .positive(&top, "decisionTimeoutMinutes")
+            .positive(&top, "decisionTimeoutMinutes", MAX_MINUTES)
             .unwrap_or(DEFAULT_DECISION_TIMEOUT_MIN);
 
         let budget_obj = self.object(top.path("budget"), top.get("budget"), BUDGET_KEYS);
         let budget = Budget {
-            per_issue_usd: self.positive(&budget_obj, "perIssueUsd"),
-            per_session_usd: self.positive(&budget_obj, "perSessionUsd"),
-            per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes"),
+            per_issue_usd: self.positive(&budget_obj, "perIssueUsd", MAX_USD),
+            per_session_usd: self.positive(&budget_obj, "perSessionUsd", MAX_USD),
+            per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes", MAX_MINUTES),
         };
 
         let discord_channel_id = match top.get("discordChannelId") {
@@ -1104,9 +1209,9 @@ impl Walker {
                     _ => {}
                 }
             }
-            let max_turns = self.uint(&o, "maxTurns", 1).unwrap_or(DEFAULT_MAX_TURNS);
-            let timeout_min = self.positive(&o, "timeoutMin").unwrap_or(DEFAULT_TIMEOUT_MIN);
-            let idle_min = self.positive(&o, "idleTimeoutMin").unwrap_or(idle_timeout_min);
+            let max_turns = self.uint(&o, "maxTurns", 1, MAX_TURNS).unwrap_or(DEFAULT_MAX_TURNS);
+            let timeout_min = self.positive(&o, "timeoutMin", MAX_MINUTES).unwrap_or(DEFAULT_TIMEOUT_MIN);
+            let idle_min = self.positive(&o, "idleTimeoutMin", MAX_MINUTES).unwrap_or(idle_timeout_min);
             let skill = self.text(&o, "skill");
             if let Some(s) = &skill {
                 if s.contains('/') || s.contains('\\') || s == ".." {
@@ -1173,7 +1278,7 @@ impl Walker {
             }
             match Step::from_key(key) {
                 Some(step) => {
-                    if let Some(n) = self.uint(&o, key, 0) {
+                    if let Some(n) = self.uint(&o, key, 0, MAX_COUNT) {
                         out[step.index()] = n;
                     }
                 }
@@ -1212,7 +1317,7 @@ impl Walker {
             }
         }
         let max_api_retries = self
-            .uint(&o, "maxApiRetries", 0)
+            .uint(&o, "maxApiRetries", 0, MAX_COUNT)
             .unwrap_or(DEFAULT_MAX_API_RETRIES);
         AgentConfig {
             command,
@@ -1303,7 +1408,7 @@ fn unknown_message(key: &str, known: &[&str], noun: &str) -> String {
 }
 
 fn describe_str(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
+    format!("\"{}\"", printable(s))
 }
 
 /// Not the old runner's `<os temp>/sdlc-logs/<basename>`: another user could prepare that
@@ -1405,20 +1510,25 @@ mod file {
         pub log_dir: Option<String>,
         /// Step logs are pruned (oldest first) to stay under this many MB.
         #[serde(default = "d_500", rename = "maxLogDiskUsageMB")]
-        #[schemars(range(min = 0))]
+        /// At most 1,000,000 (a terabyte).
+        #[schemars(range(min = 0, max = 1_000_000))]
         pub max_log_disk_usage_mb: f64,
         pub cleanup: Option<CleanupFile>,
         pub steps: Option<StepsFile>,
         /// Failed attempts of a step in one cycle before the cycle escalates.
         #[serde(default = "d_3")]
-        #[schemars(range(min = 1))]
+        /// At most 100.
+        #[schemars(range(min = 1, max = 100))]
         pub max_retries_per_step: u32,
         /// Precondition bounces per cycle; the cycle escalates when the count exceeds this.
         #[serde(default = "d_3")]
+        /// At most 100.
+        #[schemars(range(min = 0, max = 100))]
         pub max_bounce_retries: u32,
         /// Consecutive escalations that halt the session.
         #[serde(default = "d_2")]
-        #[schemars(range(min = 1))]
+        /// At most 100.
+        #[schemars(range(min = 1, max = 100))]
         pub max_consecutive_escalations: u32,
         /// Consecutive failures of a step across the session that halt it, by step key
         /// (0 disables). Entries are merged over the default `{"verify": 3}`.
@@ -1426,17 +1536,24 @@ mod file {
         pub max_consecutive_failures: MaxConsecutiveFailures,
         /// Failures of a step in a row with the same signature that escalate early: 0 (off) or ≥ 2.
         #[serde(default = "d_2")]
+        /// At most 100.
+        #[schemars(range(min = 0, max = 100))]
         pub max_consecutive_same_failure: u32,
         /// Rate-limit / overload / quota waits in a row before halting.
         #[serde(default = "d_5")]
+        /// At most 1000.
+        #[schemars(range(min = 0, max = 1000))]
         pub max_rate_limit_waits: u32,
         pub backoff: Option<BackoffFile>,
         /// Longest wait for a plan's usage window to reset before halting.
         #[serde(default = "d_quota")]
-        #[schemars(range(min = 0))]
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
         pub max_quota_wait_minutes: f64,
         /// Repair prompts (carrying the last classified failure) per step and cycle.
         #[serde(default = "d_2")]
+        /// At most 100.
+        #[schemars(range(min = 0, max = 100))]
         pub max_repair_iterations: u32,
         /// `manual`: when a step runs out of retries, ask a person (`sdlc-runner decide`)
         /// instead of escalating.
@@ -1444,10 +1561,14 @@ mod file {
         pub approval: Approval,
         /// How long a manual decision may take before the session halts.
         #[serde(default = "d_decision")]
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
         pub decision_timeout_minutes: f64,
         pub budget: Option<BudgetFile>,
         /// Kill an agent that prints nothing for this long (default for every step).
         #[serde(default = "d_idle")]
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
         pub idle_timeout_min: f64,
         /// Discord channel for notifications through `openclaw` (a string: ids exceed JSON's exact integers).
         pub discord_channel_id: Option<String>,
@@ -1501,12 +1622,17 @@ mod file {
         /// Effort of this step (default: the global effort). Not allowed with a haiku model.
         pub effort: Option<Effort>,
         #[serde(default = "d_turns")]
-        #[schemars(range(min = 1))]
+        /// At most 10000.
+        #[schemars(range(min = 1, max = 10_000))]
         pub max_turns: u32,
         /// Wall-clock limit of one attempt, in minutes (fractions allowed).
         #[serde(default = "d_timeout")]
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
         pub timeout_min: f64,
         /// Idle limit of one attempt, in minutes (default: the global `idleTimeoutMin`).
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
         pub idle_timeout_min: Option<f64>,
         /// Skill directory name under `<pluginsPath>/plugins/nmg-sdlc/skills/`; its SKILL.md is
         /// appended to the system prompt.
@@ -1522,24 +1648,34 @@ mod file {
     #[serde(deny_unknown_fields)]
     pub struct MaxConsecutiveFailures {
         #[serde(rename = "startCycle", skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub start_cycle: Option<u32>,
         #[serde(rename = "startIssue", skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub start_issue: Option<u32>,
         #[serde(rename = "writeSpecs", skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub write_specs: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub implement: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub simplify: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub verify: Option<u32>,
         #[serde(rename = "commitPush", skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub commit_push: Option<u32>,
         #[serde(rename = "createPR", skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub create_pr: Option<u32>,
         #[serde(rename = "monitorCI", skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub monitor_ci: Option<u32>,
         #[serde(skip_serializing_if = "Option::is_none")]
+        #[schemars(range(min = 0, max = 100))]
         pub merge: Option<u32>,
     }
 
@@ -1548,10 +1684,12 @@ mod file {
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct BackoffFile {
         #[serde(default = "d_60")]
-        #[schemars(range(min = 1))]
+        /// At most 604800 (seven days).
+        #[schemars(range(min = 1, max = 604_800))]
         pub initial_seconds: u32,
         #[serde(default = "d_900")]
-        #[schemars(range(min = 1))]
+        /// At most 604800 (seven days).
+        #[schemars(range(min = 1, max = 604_800))]
         pub max_seconds: u32,
     }
 
@@ -1560,10 +1698,16 @@ mod file {
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct BudgetFile {
         /// Agent cost (`total_cost_usd`) per issue, in US dollars.
+        /// At most 1,000,000.
+        #[schemars(range(min = 0, max = 1_000_000))]
         pub per_issue_usd: Option<f64>,
         /// Agent cost per session, in US dollars.
+        /// At most 1,000,000.
+        #[schemars(range(min = 0, max = 1_000_000))]
         pub per_session_usd: Option<f64>,
         /// Agent wall time per issue, in minutes.
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
         pub per_issue_minutes: Option<f64>,
     }
 
@@ -1581,6 +1725,8 @@ mod file {
         pub env: BTreeMap<String, String>,
         /// `CLAUDE_CODE_MAX_RETRIES` for the agent: low, so the runner's backoff is in charge.
         #[serde(default = "d_2")]
+        /// At most 100.
+        #[schemars(range(min = 0, max = 100))]
         pub max_api_retries: u32,
     }
 

@@ -20,6 +20,7 @@ pub mod journal;
 pub mod logs;
 pub mod machine;
 pub mod notify;
+pub mod redact;
 pub mod repo;
 pub mod runner_dir;
 pub mod safe_fs;

@@ -159,3 +159,143 @@ fn schema_prints_a_json_schema_and_exits_0() {
     assert_eq!(schema["properties"]["maxBounceRetries"]["default"], 3);
     assert!(schema["definitions"]["StepsFile"]["properties"]["createPR"].is_object());
 }
+
+#[test]
+fn every_numeric_limit_has_a_maximum_named_in_the_error() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("repo")).unwrap();
+    write(
+        dir.path(),
+        "sdlc-config.json",
+        r#"{"projectPath": "repo", "agent": {"command": "sh", "maxApiRetries": 101},
+            "maxRetriesPerStep": 4294967295, "maxBounceRetries": 101,
+            "maxConsecutiveEscalations": 1e12, "maxConsecutiveSameFailure": 101,
+            "maxConsecutiveFailures": {"verify": 101}, "maxRateLimitWaits": 1001,
+            "maxRepairIterations": 101, "maxLogDiskUsageMB": 1000001,
+            "idleTimeoutMin": 10081, "maxQuotaWaitMinutes": 10081,
+            "decisionTimeoutMinutes": 10081,
+            "backoff": {"initialSeconds": 604801, "maxSeconds": 604801},
+            "budget": {"perIssueUsd": 1000001, "perSessionUsd": 1000001, "perIssueMinutes": 10081},
+            "steps": {"verify": {"maxTurns": 10001, "timeoutMin": 10081, "idleTimeoutMin": 10081}}}"#,
+    );
+    let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    for line in [
+        "sdlc-config.json: maxRetriesPerStep: 4294967295 is above the maximum 100",
+        "sdlc-config.json: maxBounceRetries: 101 is above the maximum 100",
+        "sdlc-config.json: maxConsecutiveEscalations: 1000000000000 is above the maximum 100",
+        "sdlc-config.json: maxConsecutiveSameFailure: 101 is above the maximum 100",
+        "sdlc-config.json: maxConsecutiveFailures.verify: 101 is above the maximum 100",
+        "sdlc-config.json: maxRateLimitWaits: 1001 is above the maximum 1000",
+        "sdlc-config.json: maxRepairIterations: 101 is above the maximum 100",
+        "sdlc-config.json: maxLogDiskUsageMB: 1000001 is above the maximum 1000000",
+        "sdlc-config.json: idleTimeoutMin: 10081 is above the maximum 10080",
+        "sdlc-config.json: maxQuotaWaitMinutes: 10081 is above the maximum 10080",
+        "sdlc-config.json: decisionTimeoutMinutes: 10081 is above the maximum 10080",
+        "sdlc-config.json: backoff.initialSeconds: 604801 is above the maximum 604800",
+        "sdlc-config.json: backoff.maxSeconds: 604801 is above the maximum 604800",
+        "sdlc-config.json: budget.perIssueUsd: 1000001 is above the maximum 1000000",
+        "sdlc-config.json: budget.perSessionUsd: 1000001 is above the maximum 1000000",
+        "sdlc-config.json: budget.perIssueMinutes: 10081 is above the maximum 10080",
+        "sdlc-config.json: agent.maxApiRetries: 101 is above the maximum 100",
+        "sdlc-config.json: steps.verify.maxTurns: 10001 is above the maximum 10000",
+        "sdlc-config.json: steps.verify.timeoutMin: 10081 is above the maximum 10080",
+        "sdlc-config.json: steps.verify.idleTimeoutMin: 10081 is above the maximum 10080",
+    ] {
+        assert!(
+            stderr.lines().any(|l| l == line),
+            "missing {line:?} in:\n{stderr}"
+        );
+    }
+}
+
+#[test]
+fn the_schema_states_every_maximum() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = runner(&["config", "schema"], dir.path());
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).expect("schema is JSON");
+    let top = &schema["properties"];
+    assert_eq!(top["maxRetriesPerStep"]["maximum"], 100.0);
+    assert_eq!(top["maxRateLimitWaits"]["maximum"], 1000.0);
+    assert_eq!(top["maxLogDiskUsageMB"]["maximum"], 1_000_000.0);
+    assert_eq!(top["idleTimeoutMin"]["maximum"], 10_080.0);
+    let defs = &schema["definitions"];
+    assert_eq!(
+        defs["StepFile"]["properties"]["maxTurns"]["maximum"],
+        10_000.0
+    );
+    assert_eq!(
+        defs["BackoffFile"]["properties"]["maxSeconds"]["maximum"],
+        604_800.0
+    );
+    assert_eq!(
+        defs["BudgetFile"]["properties"]["perIssueUsd"]["maximum"],
+        1_000_000.0
+    );
+    assert_eq!(
+        defs["MaxConsecutiveFailures"]["properties"]["verify"]["maximum"],
+        100.0
+    );
+    assert_eq!(
+        defs["AgentFile"]["properties"]["maxApiRetries"]["maximum"],
+        100.0
+    );
+}
+
+#[test]
+fn bounds_at_every_maximum_finishes_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("repo")).unwrap();
+    std::fs::create_dir(dir.path().join("issues")).unwrap();
+    write(
+        dir.path(),
+        "sdlc-config.json",
+        r#"{"projectPath": "repo", "agent": {"command": "sh"},
+            "tracker": {"kind": "local", "dir": "issues"},
+            "maxRetriesPerStep": 100, "maxBounceRetries": 100, "maxConsecutiveEscalations": 100,
+            "maxConsecutiveSameFailure": 100, "maxRateLimitWaits": 1000,
+            "maxConsecutiveFailures": {"startCycle": 100, "startIssue": 100, "writeSpecs": 100,
+              "implement": 100, "simplify": 100, "verify": 100, "commitPush": 100,
+              "createPR": 100, "monitorCI": 100, "merge": 100}}"#,
+    );
+    let started = std::time::Instant::now();
+    let out = runner(&["bounds", "--config", "sdlc-config.json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        started.elapsed() < std::time::Duration::from_millis(500),
+        "bounds took {:?}",
+        started.elapsed()
+    );
+    assert!(text(&out.stdout).contains("between two successful merges"));
+}
+
+#[test]
+fn a_byte_order_mark_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("repo")).unwrap();
+    write(
+        dir.path(),
+        "sdlc-config.json",
+        "\u{feff}{\"projectPath\": \"repo\", \"agent\": {\"command\": \"sh\"}}",
+    );
+    let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+#[test]
+fn a_config_that_is_not_utf8_names_the_offset_and_never_echoes_the_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = b"{\n  \"projectPath\": \"re".to_vec();
+    body.extend_from_slice(&[0xff, 0xfe, 0x00, 0x1b]);
+    body.extend_from_slice(b"po\"\n}\n");
+    std::fs::write(dir.path().join("sdlc-config.json"), &body).unwrap();
+    let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert_eq!(
+        stderr.trim_end(),
+        "sdlc-config.json:2:21: not valid UTF-8: byte 0xff at offset 22 (save the file as UTF-8)"
+    );
+    assert!(!out.stderr.contains(&0xff) && !out.stderr.contains(&0x1b));
+}

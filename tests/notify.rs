@@ -1,7 +1,7 @@
 //! Notifications against real child processes: fake `openclaw`, `curl` and notify commands
 //! written into temp dirs, the orchestration log read back from disk.
 
-use sdlc_runner::notify::{redact, Channel, Clock, Notifier, NotifyOptions, Severity};
+use sdlc_runner::notify::{Channel, Clock, Notifier, NotifyOptions, Severity};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -401,96 +401,4 @@ fn no_channels_still_logs_every_message_redacted() {
         "{log}"
     );
     assert!(log.starts_with('['), "{log}");
-}
-
-#[test]
-fn redaction_table() {
-    let cases: &[(&str, &str)] = &[
-        ("key sk-ant-api03-AbCdEf_123-xyz end", "key sk-ant-*** end"),
-        ("sk-proj-abcdefghijklmnopqrstuvwx", "sk-***"),
-        (
-            "task-abcdefghijklmnopqrstuvwxyz stays",
-            "task-abcdefghijklmnopqrstuvwxyz stays",
-        ),
-        ("sk-short", "sk-short"),
-        ("gh ghp_0123456789abcdefABCDEF", "gh ghp_***"),
-        ("gho_0123456789abcdef", "gho_***"),
-        ("github_pat_11ABCDEFG0_abcdefghijklmnop", "github_pat_***"),
-        ("slack xoxb-1234-5678-abcdefghij", "slack xoxb-***"),
-        ("xoxp-1234567890-abc", "xoxp-***"),
-        ("aws AKIAIOSFODNN7EXAMPLE.", "aws AKIA***."),
-        ("AKIASHORT", "AKIASHORT"),
-        (
-            "Authorization: Bearer eyJhbGciOi.JIUzI1.NiIs",
-            "Authorization: Bearer ***",
-        ),
-        ("authorization: bearer abc123", "authorization: bearer ***"),
-        ("bearer", "bearer"),
-        (
-            "git clone https://bot:hunter2@github.com/o/r.git",
-            "git clone https://bot:***@github.com/o/r.git",
-        ),
-        ("https://user@host/path", "https://user@host/path"),
-        ("https://host/a:b@c", "https://host/a:b@c"),
-        ("GITHUB_TOKEN=abc123 next", "GITHUB_TOKEN=*** next"),
-        (
-            "export DB_PASSWORD='p a s s' ok",
-            "export DB_PASSWORD='***' ok",
-        ),
-        ("MY_SECRET=\"x\\\"y\" z", "MY_SECRET=\"***\" z"),
-        ("openai_api_key=abc&other=1", "openai_api_key=***&other=1"),
-        ("max_tokens=4096", "max_tokens=4096"),
-        ("TOKEN=", "TOKEN="),
-        (
-            "{\"access_token\": \"abc.def\", \"n\": 1}",
-            "{\"access_token\": \"***\", \"n\": 1}",
-        ),
-        (
-            "ANTHROPIC_API_KEY=sk-ant-api03-abcdefghijkl",
-            "ANTHROPIC_API_KEY=***",
-        ),
-        (
-            "plain text with no secrets: ünïcødé",
-            "plain text with no secrets: ünïcødé",
-        ),
-        ("", ""),
-    ];
-    for (input, want) in cases {
-        assert_eq!(&redact(input), want, "input: {input:?}");
-        assert_eq!(redact(want), *want, "not idempotent on {want:?}");
-    }
-}
-
-mod props {
-    use super::redact;
-    use proptest::prelude::*;
-    use proptest::test_runner::FileFailurePersistence;
-
-    fn config() -> ProptestConfig {
-        ProptestConfig {
-            cases: 2000,
-            failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/proptest-regressions/notify.txt"
-            )))),
-            ..ProptestConfig::default()
-        }
-    }
-
-    proptest! {
-        #![proptest_config(config())]
-        #[test]
-        fn redaction_never_panics_and_is_idempotent(s in "\\PC{0,80}") {
-            let once = redact(&s);
-            prop_assert_eq!(redact(&once), once);
-        }
-
-        #[test]
-        fn embedded_keys_never_survive(prefix in "[a-z ]{0,10}", key in "[A-Za-z0-9]{20,30}", suffix in "[ .,]{0,3}") {
-            let text = format!("{prefix} sk-ant-{key}{suffix}");
-            prop_assert!(!redact(&text).contains(&key));
-            let text = format!("{prefix} ghp_{key}{suffix}");
-            prop_assert!(!redact(&text).contains(&key));
-        }
-    }
 }

@@ -710,3 +710,26 @@ fn discord_through_openclaw_never_blocks_the_run_even_when_openclaw_hangs_after_
     );
     assert!(sent.contains("issue #1: merged"), "{sent}");
 }
+
+#[test]
+fn secrets_in_agent_output_never_reach_the_console_or_the_orchestration_log() {
+    let p = one_issue(json!({"steps": {"verify": ["leak-secrets"]}}));
+    let out = p
+        .command(&["run", "--config", p.config.to_str().expect("utf8")])
+        .env("SDLC_FAKE_LEAK", "deploy-key-without-prefix")
+        .env("MY_DEPLOY_TOKEN", "deploy-key-without-prefix")
+        .output()
+        .expect("run sdlc-runner");
+    let all = text(&out);
+    assert!(all.contains("verify: failed"), "{all}");
+    let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).expect("log");
+    for secret in [
+        "sk-ant-api03-LeakedLeaked01",
+        "ghp_LeakedLeakedLeaked0123",
+        "deploy-key-without-prefix",
+    ] {
+        assert!(!all.contains(secret), "{secret} on the console: {all}");
+        assert!(!log.contains(secret), "{secret} in the log: {log}");
+    }
+    assert!(log.contains("ANTHROPIC_API_KEY=***"), "{log}");
+}

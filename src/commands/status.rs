@@ -9,6 +9,7 @@ use crate::files::{self, StateFile};
 use crate::journal::{self, Journal, OpenSession, SessionEnd};
 use crate::logs::ORCHESTRATION_LOG;
 use crate::machine::{Core, Spend};
+use crate::redact::{redact, redact_json};
 use crate::step::Step;
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -27,7 +28,11 @@ pub fn run(config: &Path, json: bool) -> i32 {
         }
     };
     if json {
-        match serde_json::to_string_pretty(&report) {
+        let encoded = serde_json::to_value(&report).and_then(|mut v| {
+            redact_json(&mut v);
+            serde_json::to_string_pretty(&v)
+        });
+        match encoded {
             Ok(text) => out!("{text}"),
             Err(e) => {
                 say!("error: cannot encode the status as JSON: {e}");
@@ -35,7 +40,7 @@ pub fn run(config: &Path, json: bool) -> i32 {
             }
         }
     } else {
-        out_raw!("{}", report.text());
+        out_raw!("{}", redact(&report.text()));
     }
     0
 }

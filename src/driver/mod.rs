@@ -121,6 +121,7 @@ fn signal_of(code: u8) -> Option<Signal> {
 
 impl Driver {
     fn log(&self, line: &str) {
+        let line = &crate::redact::redact(line);
         let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let _ = append_line(&self.logs.orchestration_log(), &format!("[{stamp}] {line}"));
         say!("{line}");

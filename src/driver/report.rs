@@ -3,9 +3,15 @@
 
 use crate::failure::FailureClass;
 use crate::machine::{EscalationCause, HaltReason, Notice, Runner, Spend};
-use crate::notify::{redact, Severity};
+use crate::notify::Severity;
+use crate::redact::redact;
 
 pub fn notice(n: &Notice) -> (Severity, String) {
+    let (severity, text) = notice_text(n);
+    (severity, redact(&text))
+}
+
+fn notice_text(n: &Notice) -> (Severity, String) {
     match *n {
         Notice::CycleStarted { issue } => {
             (Severity::Info, format!("issue #{issue}: cycle started"))
@@ -140,7 +146,7 @@ fn evidence(r: &Runner, output_tail: &str, logs: &str) -> String {
     out
 }
 
-/// The comment left on an escalated issue (durable quarantine).
+/// The comment left on an escalated issue (durable quarantine); the tracker redacts it.
 pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &str) -> String {
     let mut out = format!("sdlc-runner escalated issue #{issue}");
     if let Some(f) = r.last_failure {
@@ -196,7 +202,8 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
     out.push_str(
         "\nnothing was reset, committed or checked out. Inspect, fix the cause, then run again with --ack-halt.",
     );
-    out
+    // The headline and evidence quote failure details too, not only the agent's output.
+    redact(&out)
 }
 
 #[cfg(test)]

@@ -26,6 +26,9 @@ pub enum Outcome {
     /// Megabytes of assistant output, then the ok work and result.
     Flood(u64),
     Exit(i32),
+    /// A failure whose output carries credentials (and the value of `SDLC_FAKE_LEAK`, when
+    /// set), as a confused agent or tool printing its environment would.
+    LeakSecrets,
     /// A successful result without the git work (startIssue: no branch).
     NoBranch,
     /// The plan's usage window is exhausted and resets in this many seconds: a
@@ -89,6 +92,7 @@ impl Outcome {
             "no-branch" => Outcome::NoBranch,
             "checkout-main" => Outcome::CheckoutMain,
             "git-clean" => Outcome::GitClean,
+            "leak-secrets" => Outcome::LeakSecrets,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -164,6 +168,17 @@ impl Outcome {
             Outcome::FailTest(k) => {
                 out.init()?;
                 let text = cargo_test_failure(ctx.issue.unwrap_or(0), k);
+                out.assistant_text(&text)?;
+                out.result(json!({"is_error": true, "result": text}))?;
+                Ok(1)
+            }
+            Outcome::LeakSecrets => {
+                out.init()?;
+                let extra = std::env::var("SDLC_FAKE_LEAK").unwrap_or_default();
+                let text = format!(
+                    "error: request failed with ANTHROPIC_API_KEY=sk-ant-api03-LeakedLeaked01 \
+                     and token ghp_LeakedLeakedLeaked0123 {extra}"
+                );
                 out.assistant_text(&text)?;
                 out.result(json!({"is_error": true, "result": text}))?;
                 Ok(1)

@@ -30,87 +30,68 @@ pub struct Bounds {
     pub per_cycle: u64,
 }
 
+/// Constant time and memory whatever the limits: every figure is a closed form over at most
+/// ten steps, in `u128` so that no limit a `u32` can hold overflows it.
 pub fn compute(limits: &Limits) -> Bounds {
-    let r = u64::from(limits.max_retries_per_step.max(1));
-    let b = u64::from(limits.max_bounce_retries);
-    let e = u64::from(limits.max_consecutive_escalations.max(1));
-    let waits = u64::from(limits.max_rate_limit_waits) + 1;
+    let r = u128::from(limits.max_retries_per_step.max(1));
+    let b = u128::from(limits.max_bounce_retries);
+    let e = u128::from(limits.max_consecutive_escalations.max(1));
+    let waits = u128::from(limits.max_rate_limit_waits) + 1;
     let steps: Vec<Step> = limits.enabled_steps().collect();
     let last = *steps.last().unwrap_or(&Step::Merge);
-    let n = steps.len() as u64;
-    let phase_limit = |s: Step| u64::from(limits.max_consecutive_failures[s.index()]);
+    let n = steps.len() as u128;
+    let phase_limit = |s: Step| u128::from(limits.max_consecutive_failures[s.index()]);
+    let fails = r - 1; // failures a step absorbs in one cycle without escalating
 
-    // Failures a step can absorb in one run, and the extra runs bounces can buy.
+    // Failures each step can absorb in one run, and the extra runs bounces can buy: a
+    // landable step cut short by its phase limit gains a new run of up to `run` failures per
+    // bounce that lands on it, until its retries are spent. Bounces are handed out step by
+    // step, at most `b` in all.
     let mut base = b; // every bounce re-runs one step successfully
-    let mut gains: Vec<u64> = Vec::new();
+    let mut bounces_given = 0u128;
     for &s in steps.iter().filter(|s| **s != last) {
         let f = phase_limit(s);
-        let run = if f == 0 { r - 1 } else { (f - 1).min(r - 1) };
-        base = base.saturating_add(run);
+        let run = if f == 0 { fails } else { (f - 1).min(fails) };
+        base += run;
         let landable = limits
             .next_step(s)
             .is_some_and(|next| next.has_precondition());
-        if f != 0 && landable && run > 0 && run < r - 1 {
-            let mut left = (r - 1) - run;
-            while left > 0 && (gains.len() as u64) < b {
-                let g = run.min(left);
-                gains.push(g);
-                left -= g;
+        if f != 0 && landable && run > 0 && run < fails {
+            let left = fails - run;
+            let full_runs = (left / run).min(b - bounces_given);
+            bounces_given += full_runs;
+            base += full_runs * run;
+            let rest = left % run;
+            if rest > 0 && full_runs == left / run && bounces_given < b {
+                bounces_given += 1;
+                base += rest;
             }
         }
     }
-    gains.sort_unstable_by(|x, y| y.cmp(x));
-    base = base.saturating_add(gains.iter().take(b as usize).sum::<u64>());
 
-    // The last step (merge): its run may carry a streak `k` across escalated cycles.
+    // The last step (merge) may carry a failure streak `k` across escalated cycles, and
+    // its phase limit `F` caps the streak. An escalated cycle spends `head` plus the streak it
+    // adds (0 ..= min(F-1-k, R)); the merged cycle spends `base + n` plus the failures left
+    // below the limit. Spending more streak early never costs more than it gains later, so
+    // the worst case uses every escalation and the longest streak the limit allows.
+    let head = base + n.saturating_sub(1);
     let f_last = phase_limit(last);
-    let cap_last = |k: u64| -> u64 {
+    let cap_last = |k: u128| {
         if f_last == 0 {
-            r - 1
+            fails
         } else {
-            (f_last - 1).saturating_sub(k).min(r - 1)
+            (f_last - 1).saturating_sub(k).min(fails)
         }
     };
-    let merged_cycle = |k: u64| base.saturating_add(n).saturating_add(cap_last(k));
-    // Escalated cycle options from carry k: (value, carry out).
-    let escalated_cycle = |k: u64| -> Vec<(u64, u64)> {
-        let mut out = Vec::new();
-        let head = base.saturating_add(n - 1);
-        for x in 0..=cap_last(k) {
-            // x failures, then the (B+1)-th bounce at the last step: no invocation.
-            out.push((head + x, k + x));
-            // x failures, then one escalating failure (R-th attempt, a non-retryable class
-            // or a repeated signature): allowed if it does not reach the phase limit.
-            if x < r && (f_last == 0 || k + x + 1 < f_last) {
-                out.push((head + x + 1, k + x + 1));
-            }
-        }
-        out
+    let escalations = e - 1;
+    let streak = if f_last == 0 {
+        escalations * r
+    } else {
+        (f_last - 1).min(escalations * r)
     };
-    let carry_span = if f_last == 0 { 1 } else { f_last };
-    let carry_key = |k: u64| {
-        if f_last == 0 {
-            0
-        } else {
-            k.min(f_last - 1) as usize
-        }
-    };
-    // best[k] = most invocations from a cycle start with carry k through the next merge,
-    // allowing `left` more escalations before it.
-    let mut best: Vec<u64> = (0..carry_span).map(merged_cycle).collect();
-    for _ in 1..e {
-        best = (0..carry_span)
-            .map(|k| {
-                escalated_cycle(k)
-                    .into_iter()
-                    .map(|(v, k2)| v.saturating_add(best[carry_key(k2)]))
-                    .chain(std::iter::once(merged_cycle(k)))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-    }
-    let between = best.first().copied().unwrap_or(0);
+    let between = escalations * head + streak + base + n + cap_last(streak);
+    let escalated_cycle = head + if f_last == 0 { r } else { (f_last - 1).min(r) };
+    let per_cycle = (base + n + cap_last(0)).max(escalated_cycle);
 
     let first_step = steps.first().copied().unwrap_or(Step::StartCycle);
     let f_first = phase_limit(first_step);
@@ -121,15 +102,169 @@ pub fn compute(limits: &Limits) -> Bounds {
     };
 
     Bounds {
-        between_merges: between.saturating_mul(waits),
-        nothing_succeeds: failures_only.saturating_mul(waits),
-        per_cycle: merged_cycle(0).max(escalated_cycle(0).iter().map(|v| v.0).max().unwrap_or(0)),
+        between_merges: saturate(between * waits),
+        nothing_succeeds: saturate(failures_only * waits),
+        per_cycle: saturate(per_cycle),
     }
+}
+
+fn saturate(n: u128) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The dynamic program the closed form replaced, kept as its oracle.
+    fn reference(limits: &Limits) -> Bounds {
+        let r = u64::from(limits.max_retries_per_step.max(1));
+        let b = u64::from(limits.max_bounce_retries);
+        let e = u64::from(limits.max_consecutive_escalations.max(1));
+        let waits = u64::from(limits.max_rate_limit_waits) + 1;
+        let steps: Vec<Step> = limits.enabled_steps().collect();
+        let last = *steps.last().unwrap_or(&Step::Merge);
+        let n = steps.len() as u64;
+        let phase_limit = |s: Step| u64::from(limits.max_consecutive_failures[s.index()]);
+
+        // Failures a step can absorb in one run, and the extra runs bounces can buy.
+        let mut base = b; // every bounce re-runs one step successfully
+        let mut gains: Vec<u64> = Vec::new();
+        for &s in steps.iter().filter(|s| **s != last) {
+            let f = phase_limit(s);
+            let run = if f == 0 { r - 1 } else { (f - 1).min(r - 1) };
+            base = base.saturating_add(run);
+            let landable = limits
+                .next_step(s)
+                .is_some_and(|next| next.has_precondition());
+            if f != 0 && landable && run > 0 && run < r - 1 {
+                let mut left = (r - 1) - run;
+                while left > 0 && (gains.len() as u64) < b {
+                    let g = run.min(left);
+                    gains.push(g);
+                    left -= g;
+                }
+            }
+        }
+        gains.sort_unstable_by(|x, y| y.cmp(x));
+        base = base.saturating_add(gains.iter().take(b as usize).sum::<u64>());
+
+        // The last step (merge): its run may carry a streak `k` across escalated cycles.
+        let f_last = phase_limit(last);
+        let cap_last = |k: u64| -> u64 {
+            if f_last == 0 {
+                r - 1
+            } else {
+                (f_last - 1).saturating_sub(k).min(r - 1)
+            }
+        };
+        let merged_cycle = |k: u64| base.saturating_add(n).saturating_add(cap_last(k));
+        // Escalated cycle options from carry k: (value, carry out).
+        let escalated_cycle = |k: u64| -> Vec<(u64, u64)> {
+            let mut out = Vec::new();
+            let head = base.saturating_add(n - 1);
+            for x in 0..=cap_last(k) {
+                // x failures, then the (B+1)-th bounce at the last step: no invocation.
+                out.push((head + x, k + x));
+                // x failures, then one escalating failure (R-th attempt, a non-retryable class
+                // or a repeated signature): allowed if it does not reach the phase limit.
+                if x < r && (f_last == 0 || k + x + 1 < f_last) {
+                    out.push((head + x + 1, k + x + 1));
+                }
+            }
+            out
+        };
+        let carry_span = if f_last == 0 { 1 } else { f_last };
+        let carry_key = |k: u64| {
+            if f_last == 0 {
+                0
+            } else {
+                k.min(f_last - 1) as usize
+            }
+        };
+        // best[k] = most invocations from a cycle start with carry k through the next merge,
+        // allowing `left` more escalations before it.
+        let mut best: Vec<u64> = (0..carry_span).map(merged_cycle).collect();
+        for _ in 1..e {
+            best = (0..carry_span)
+                .map(|k| {
+                    escalated_cycle(k)
+                        .into_iter()
+                        .map(|(v, k2)| v.saturating_add(best[carry_key(k2)]))
+                        .chain(std::iter::once(merged_cycle(k)))
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+        }
+        let between = best.first().copied().unwrap_or(0);
+
+        let first_step = steps.first().copied().unwrap_or(Step::StartCycle);
+        let f_first = phase_limit(first_step);
+        let failures_only = if f_first == 0 {
+            e * r
+        } else {
+            (e * r).min(f_first)
+        };
+
+        Bounds {
+            between_merges: between.saturating_mul(waits),
+            nothing_succeeds: failures_only.saturating_mul(waits),
+            per_cycle: merged_cycle(0)
+                .max(escalated_cycle(0).iter().map(|v| v.0).max().unwrap_or(0)),
+        }
+    }
+
+    #[test]
+    fn closed_form_equals_the_dynamic_program() {
+        let mut checked = 0;
+        for r in 1..=7 {
+            for b in 0..=6 {
+                for e in 1..=5 {
+                    for f_merge in 0..=9 {
+                        for f_other in [0, 1, 2, 3, 5] {
+                            for simplify in [true, false] {
+                                let mut l = Limits {
+                                    max_retries_per_step: r,
+                                    max_bounce_retries: b,
+                                    max_consecutive_escalations: e,
+                                    simplify_enabled: simplify,
+                                    max_consecutive_failures: [f_other; 10],
+                                    ..Limits::default()
+                                };
+                                l.max_consecutive_failures[Step::Merge.index()] = f_merge;
+                                l.max_consecutive_failures[Step::Verify.index()] =
+                                    (f_other + 1) % 4;
+                                l.max_rate_limit_waits = (r + b) % 3;
+                                assert_eq!(compute(&l), reference(&l), "{l:?}");
+                                checked += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(checked > 10_000);
+    }
+
+    #[test]
+    fn the_largest_limits_compute_at_once_without_overflow() {
+        let mut l = Limits {
+            max_retries_per_step: u32::MAX,
+            max_bounce_retries: u32::MAX,
+            max_consecutive_escalations: u32::MAX,
+            max_rate_limit_waits: u32::MAX,
+            max_consecutive_failures: [u32::MAX; 10],
+            ..Limits::default()
+        };
+        let started = std::time::Instant::now();
+        let b = compute(&l);
+        assert!(started.elapsed() < std::time::Duration::from_millis(100));
+        assert_eq!(b.between_merges, u64::MAX, "saturates instead of wrapping");
+        l.max_consecutive_failures = [2; 10];
+        l.max_consecutive_failures[Step::Merge.index()] = u32::MAX;
+        assert!(compute(&l).between_merges > 0);
+    }
 
     #[test]
     fn defaults() {

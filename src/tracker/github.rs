@@ -291,7 +291,7 @@ impl GitHub {
                         || "killed by a signal".to_string(),
                         |c| format!("exit code {c}")
                     ),
-                    tail(&crate::notify::redact(&out.stderr), 2000)
+                    tail(&crate::redact::redact(&out.stderr), 2000)
                 ),
             }),
         }

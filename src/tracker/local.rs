@@ -130,7 +130,7 @@ impl Local {
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         self.update(number, |f| {
             f.state = State::Closed;
-            f.resolution = Some(crate::notify::redact(note));
+            f.resolution = Some(crate::redact::redact(note));
         })
     }
 

@@ -325,7 +325,7 @@ pub fn slug(title: &str) -> String {
 /// The text of an escalation comment / field: redacted, bounded, and telling the reader how
 /// to lift the quarantine.
 pub(crate) fn escalation_text(diagnostic: &str, how_to_lift: &str, max_bytes: usize) -> String {
-    let mut diagnostic = crate::notify::redact(diagnostic);
+    let mut diagnostic = crate::redact::redact(diagnostic);
     if diagnostic.len() > max_bytes {
         let mut cut = diagnostic.len() - max_bytes;
         while !diagnostic.is_char_boundary(cut) {

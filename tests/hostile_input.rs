@@ -1,0 +1,125 @@
+//! Hostile input never panics: arbitrary bytes and mutations of valid documents fed to the
+//! config loader, the state file loader, the stream-json reader and the local tracker each
+//! give a value or a clear error, and an error never quotes raw control bytes back.
+
+use proptest::prelude::*;
+use proptest::test_runner::FileFailurePersistence;
+use sdlc_runner::config::Config;
+use sdlc_runner::files::{self, StateLoad};
+use sdlc_runner::stream::StreamReader;
+use sdlc_runner::tracker::Local;
+use std::path::Path;
+
+const EXAMPLE: &str = include_str!("../examples/sdlc-config.json");
+const STATE: &str = r#"{"currentStep": 3, "lastCompletedStep": 2, "currentIssue": 7, "currentBranch": "7-x", "featureName": "x", "retries": {"verify": 1}, "runnerPid": 12}"#;
+const ISSUE: &str = r#"{"number": 1, "title": "T", "state": "open", "labels": ["automatable"], "body": "Depends on: #2"}"#;
+const STREAM: &str = concat!(
+    r#"{"type":"system","subtype":"init","session_id":"s"}"#,
+    "\n",
+    r#"{"type":"assistant","message":{"content":[{"type":"text","text":"hi"}]}}"#,
+    "\n",
+    r#"{"type":"result","subtype":"success","is_error":false,"num_turns":2,"total_cost_usd":0.1,"result":"ok"}"#,
+    "\n"
+);
+
+/// A valid document with a few bytes flipped, inserted, removed, or cut short.
+fn mutated(valid: &'static str) -> impl Strategy<Value = Vec<u8>> {
+    (
+        prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0..3u8), 0..6),
+        any::<prop::sample::Index>(),
+        any::<bool>(),
+    )
+        .prop_map(move |(edits, cut, truncate)| {
+            let mut bytes = valid.as_bytes().to_vec();
+            for (at, byte, kind) in edits {
+                if bytes.is_empty() {
+                    break;
+                }
+                let i = at.index(bytes.len());
+                match kind {
+                    0 => bytes[i] = byte,
+                    1 => bytes.insert(i, byte),
+                    _ => {
+                        bytes.remove(i);
+                    }
+                }
+            }
+            if truncate && !bytes.is_empty() {
+                bytes.truncate(cut.index(bytes.len()));
+            }
+            bytes
+        })
+}
+
+fn input(valid: &'static str) -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![prop::collection::vec(any::<u8>(), 0..400), mutated(valid)]
+}
+
+/// A message fit for a terminal: no control characters but line breaks.
+fn printable(message: &str) -> bool {
+    !message.chars().any(|c| c.is_control() && c != '\n')
+}
+
+fn config() -> ProptestConfig {
+    ProptestConfig {
+        cases: 500,
+        failure_persistence: Some(Box::new(FileFailurePersistence::Direct(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/proptest-regressions/hostile_input.txt"
+        )))),
+        ..ProptestConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn the_config_loader_never_panics_and_never_echoes_raw_bytes(bytes in input(EXAMPLE)) {
+        if let Err(e) = Config::from_bytes(&bytes, Path::new("sdlc-config.json")) {
+            for line in e.lines() {
+                prop_assert!(line.starts_with("sdlc-config.json"), "{line:?}");
+                prop_assert!(printable(&line), "{line:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_state_file_loader_never_panics(bytes in input(STATE)) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = files::state_path(dir.path());
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &bytes).expect("write");
+        if let StateLoad::Corrupt { error, .. } = files::read_state(dir.path(), &dir.path().join("archive")) {
+            prop_assert!(error.contains("not a valid state file"), "{error}");
+        }
+    }
+
+    #[test]
+    fn the_stream_reader_never_panics_whatever_the_chunks(
+        bytes in input(STREAM),
+        cuts in prop::collection::vec(any::<prop::sample::Index>(), 0..6),
+    ) {
+        let mut reader = StreamReader::new();
+        let mut positions: Vec<usize> = cuts.iter().map(|c| c.index(bytes.len() + 1)).collect();
+        positions.sort_unstable();
+        let mut last = 0;
+        for p in positions {
+            reader.feed(&bytes[last..p]);
+            last = p;
+        }
+        reader.feed(&bytes[last..]);
+        let _ = reader.finish();
+    }
+
+    #[test]
+    fn the_local_tracker_reports_a_bad_issue_file_without_panicking(bytes in input(ISSUE)) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("1.json"), &bytes).expect("write");
+        let tracker = Local::new(dir.path());
+        if let Err(e) = tracker.get(1) {
+            let message = e.to_string();
+            prop_assert!(message.contains("1.json"), "{message}");
+        }
+    }
+}
