@@ -148,6 +148,9 @@ pub struct OpenSession {
     pub failures: Vec<FailureDetail>,
     /// Agent process groups spawned in the session, in order.
     pub agents: Vec<AgentGroup>,
+    /// The effects recorded with the last event. Effects of earlier events were all performed
+    /// before the next event was recorded; these may have been cut short by a crash.
+    pub last_effects: Vec<Effect>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -295,6 +298,7 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
                 recorded: Vec::new(),
                 failures: Vec::new(),
                 agents: Vec::new(),
+                last_effects: Vec::new(),
             });
             rec.last_end = None;
             continue;
@@ -321,6 +325,7 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
         }
         match &line.record {
             Record::Event { event, state } => {
+                session.last_effects.clear();
                 session.events.push(*event);
                 session.recorded.push(RecordedEvent {
                     seq: line.seq,
@@ -328,7 +333,7 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
                     state: state.clone(),
                 });
             }
-            Record::Effect { .. } => {}
+            Record::Effect { effect, .. } => session.last_effects.push(*effect),
             Record::Failure { detail } => session.failures.push(detail.clone()),
             Record::Agent { group } => session.agents.push(*group),
             Record::SessionEnd { end } => {

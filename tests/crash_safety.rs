@@ -218,6 +218,8 @@ fn sighup_shuts_down_like_sigterm() {
         Vec::<i32>::new(),
         "the agent was stopped"
     );
+    // A shutdown is not a failure: the interrupted attempt runs again as attempt 1.
+    p.set_script(json!({}));
     let out = p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(sessions(&p), 1, "the next run continued the session");

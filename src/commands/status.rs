@@ -154,13 +154,11 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
             project.join(crate::runner_dir::LEGACY_JOURNAL)
         }
         Ok(path) => path,
-        Err(e) => {
-            return Err(journal::JournalError::Io {
-                path: project.clone(),
-                action: "cannot find the runner's state",
-                source: std::io::Error::other(e.to_string()),
-            })
-        }
+        // Not (yet) a git work tree: no runner has recorded anything; say so rather than fail.
+        Err(_) => project
+            .join(".git")
+            .join(crate::runner_dir::DIR_NAME)
+            .join("journal.jsonl"),
     };
     let rec = Journal::read(&journal_path)?;
     let mut st = Status {

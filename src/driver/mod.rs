@@ -90,8 +90,11 @@ struct Driver {
     journal: Option<Journal>,
     session: String,
     core: Core,
-    /// Events to feed first (restart: the recovered position, then what git shows).
+    /// The restart event (`Start`, or `ModeChanged` when this run's mode differs).
     first: Event,
+    /// Side effects of the last recorded batch, to complete before anything else (a crash may
+    /// have cut them short; each is idempotent).
+    redo: Vec<Effect>,
     _lock: Option<files::Lock>,
     cancel_tx: watch::Sender<bool>,
     cancel_rx: watch::Receiver<bool>,
@@ -180,7 +183,17 @@ impl Driver {
             project.display(),
             self.core.state().name()
         ));
-        let mut event = self.first;
+        if !self.redo.is_empty() {
+            self.log(&format!(
+                "completing the {} recorded effect(s) the previous runner may not have carried out",
+                self.redo.len()
+            ));
+            let state = *self.core.state();
+            for effect in std::mem::take(&mut self.redo) {
+                let _ = self.perform(effect, &state).await;
+            }
+        }
+        let mut event = self.initial_event(self.first);
         loop {
             if let Some(signal) = self.pending_signal() {
                 if !matches!(event, Event::ShutdownRequested { .. }) {

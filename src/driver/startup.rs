@@ -158,6 +158,7 @@ impl Driver {
         let mut restart = Event::Start;
         let mut failures: [Option<FailureDetail>; Step::COUNT] = Default::default();
         let mut stale_agents = Vec::new();
+        let mut redo = Vec::new();
         let (core, session) = match continuing {
             Some(open) => {
                 // The session goes on whatever the mode: its counters are the journal's.
@@ -185,6 +186,21 @@ impl Driver {
                     failures[i] = Some(detail);
                 }
                 stale_agents = open.agents;
+                redo = open
+                    .last_effects
+                    .into_iter()
+                    .filter(|e| {
+                        matches!(
+                            e,
+                            Effect::MarkEscalated { .. }
+                                | Effect::RecordMerged { .. }
+                                | Effect::AutoCommit(_)
+                                | Effect::CheckoutMain
+                                | Effect::ResetCycle
+                                | Effect::Cleanup
+                        )
+                    })
+                    .collect();
                 (core, open.id)
             }
             None => match journal.as_mut() {
@@ -196,7 +212,7 @@ impl Driver {
             },
         };
         let (cancel_tx, cancel_rx) = watch::channel(false);
-        let mut driver = Driver {
+        let driver = Driver {
             cfg,
             opts,
             program,
@@ -208,7 +224,8 @@ impl Driver {
             journal,
             session,
             core,
-            first: Event::Start,
+            first: restart,
+            redo,
             _lock: lock,
             cancel_tx,
             cancel_rx,
@@ -225,7 +242,6 @@ impl Driver {
             driver.log(&note);
         }
         driver.stop_stale_agents(&stale_agents);
-        driver.first = driver.initial_event(restart);
         Ok(Started::Ready(Box::new(driver)))
     }
 

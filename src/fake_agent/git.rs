@@ -154,10 +154,13 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
                 write(&dir.join(&rel).join(file), &body)?;
             }
             git(dir, &["add", "--", &rel])?;
-            git(
-                dir,
-                &["commit", "-m", &format!("docs: specs for issue #{n}")],
-            )?;
+            // A rerun (after an interrupted attempt) finds them committed already.
+            if git(dir, &["diff", "--cached", "--quiet"]).is_err() {
+                git(
+                    dir,
+                    &["commit", "-m", &format!("docs: specs for issue #{n}")],
+                )?;
+            }
             Ok(format!("Wrote the specs in {rel}."))
         }
         Step::Implement => {
@@ -167,7 +170,19 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
             append(&path, &line)?;
             Ok(format!("Implemented issue #{n} in src/issue_{n}.txt."))
         }
-        Step::Simplify | Step::Verify | Step::CreatePr | Step::MonitorCi => {
+        Step::Simplify => {
+            // An agent simplifying works on the issue's branch, wherever it found HEAD.
+            let n = issue()?;
+            let branch = branch_name(n);
+            let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+            if current.trim() != branch
+                && git(dir, &["rev-parse", "--verify", "--quiet", &branch]).is_ok()
+            {
+                git(dir, &["checkout", &branch])?;
+            }
+            Ok(format!("Nothing to change for {}.", ctx.step.key()))
+        }
+        Step::Verify | Step::CreatePr | Step::MonitorCi => {
             Ok(format!("Nothing to change for {}.", ctx.step.key()))
         }
         Step::CommitPush => {

@@ -48,7 +48,7 @@ pub enum FakeAgentError {
         key: String,
         why: String,
     },
-    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, git-clean or slow:<ms>")]
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, checkout-main-once, git-clean or slow:<ms>")]
     UnknownOutcome {
         path: PathBuf,
         key: String,
@@ -192,6 +192,16 @@ fn log_prompt(ctx: &Context, rest: &[String]) {
         .append(true)
         .open(path)
         .and_then(|mut f| f.write_all(text.as_bytes()));
+}
+
+/// Where `checkout-main-once` remembers that it acted (beside the invocation log); `None`
+/// without a log.
+pub fn once_marker(ctx: &Context) -> Option<PathBuf> {
+    let log = PathBuf::from(std::env::var_os(LOG_ENV)?);
+    let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let mut name = log.file_name()?.to_os_string();
+    name.push(format!(".once-{issue}-{}", ctx.step.key()));
+    Some(log.with_file_name(name))
 }
 
 /// Records a child process the agent started (`child <pid> of <agent pid>`), so that a test

@@ -37,6 +37,10 @@ pub enum Outcome {
     /// A successful result after checking out main: the next step's precondition
     /// `on feature branch` fails (a bounce).
     CheckoutMain,
+    /// `checkout-main` the first time this step is invoked in a project, `ok` after:
+    /// one bounce that the step's next run repairs (remembered in a marker file beside the
+    /// invocation log, so that it holds across runner restarts).
+    CheckoutMainOnce,
     /// `git clean -fdx` (as a step prompt asking for a clean tree may lead an agent to do),
     /// then the step's ok work.
     GitClean,
@@ -92,6 +96,7 @@ impl Outcome {
             "no-branch" => Outcome::NoBranch,
             "checkout-main" => Outcome::CheckoutMain,
             "git-clean" => Outcome::GitClean,
+            "checkout-main-once" => Outcome::CheckoutMainOnce,
             "leak-secrets" => Outcome::LeakSecrets,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
@@ -131,6 +136,20 @@ impl Outcome {
                 out.assistant_text(&text)?;
                 out.result(json!({"is_error": true, "result": text}))?;
                 Ok(1)
+            }
+            Outcome::CheckoutMainOnce => {
+                out.init()?;
+                let marker = super::once_marker(ctx);
+                if marker.as_ref().is_some_and(|m| m.exists()) {
+                    return ok_work_and_result(ctx, out);
+                }
+                super::git::checkout_main(ctx)?;
+                if let Some(m) = marker {
+                    std::fs::write(m, b"done\n")?;
+                }
+                out.assistant_text("Checked out main.")?;
+                out.result(json!({"result": "Checked out main."}))?;
+                Ok(0)
             }
             Outcome::GitClean => {
                 out.init()?;
