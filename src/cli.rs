@@ -66,7 +66,7 @@ pub struct RunArgs {
     /// Print what would run; change nothing.
     #[arg(long)]
     pub dry_run: bool,
-    /// Continue the previous session (the default whenever a journal exists; kept for compatibility).
+    /// Accepted and ignored, for compatibility: every run continues the project's open session (after a crash, a signal or in another mode) with its counters.
     #[arg(long)]
     pub resume: bool,
     /// Work on this issue only; its merge or escalation ends the run.

@@ -21,5 +21,6 @@ pub fn run(config: &Path) -> i32 {
         "agent invocations in one cycle (worst case): {}",
         b.per_cycle
     );
+    out!("an attempt cut short by a runner crash counts as a failed attempt (KILLED): these figures hold across crashes and restarts");
     0
 }
