@@ -366,3 +366,72 @@ fn a_repair_attempt_after_a_restart_still_has_the_failure_context() {
         "the repair prompt lost its context: {prompt}"
     );
 }
+
+#[test]
+fn a_closed_stdout_and_stderr_never_stop_the_run() {
+    let p = one_issue(json!({}));
+    let mut child = p.spawn(&[]);
+    // Whoever read the runner's output went away (a closed terminal, `| head`).
+    drop(child.stdout.take());
+    drop(child.stderr.take());
+    let out = e2e::wait_output(child, WAIT);
+    assert_eq!(code(&out), 0, "a broken pipe must not end the run");
+    assert!(p.origin_main_log().contains("Merge issue #1"));
+    let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).expect("log");
+    assert!(log.contains("issue #1: merged"), "the log still got every line: {log}");
+}
+
+#[test]
+fn a_journal_removed_during_the_run_halts_and_the_halt_sticks() {
+    let p = one_issue(json!({"steps": {"verify": ["slow:1500"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 verify 1", WAIT);
+    std::fs::remove_file(p.journal_path()).expect("remove the journal");
+    let out = e2e::wait_output(child, WAIT);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(
+        text(&out).contains("ENVIRONMENT FAILURE: RUNNER STATE LOST"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.count("1 commitPush"), 0, "nothing was done after the loss");
+    // The journal was restored with every record and the halt, so the halt is sticky.
+    assert!(p.journal().iter().any(|l| l["kind"] == "sessionStart"));
+    let again = p.run(&[]);
+    assert_eq!(code(&again), 1, "{}", text(&again));
+    assert!(text(&again).contains("--ack-halt"), "{}", text(&again));
+}
+
+#[test]
+fn a_lock_removed_during_the_run_halts_before_a_second_runner_can_collide() {
+    let p = one_issue(json!({"steps": {"verify": ["slow:1500"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 verify 1", WAIT);
+    std::fs::remove_file(p.project.join(".git/sdlc-runner/lock")).expect("remove the lock");
+    let out = e2e::wait_output(child, WAIT);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert!(text(&out).contains("lock"), "{}", text(&out));
+    assert!(
+        text(&out).contains("ENVIRONMENT FAILURE: RUNNER STATE LOST"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(p.count("1 commitPush"), 0);
+}
+
+#[test]
+fn a_journal_of_the_old_layout_is_migrated_and_its_session_continued() {
+    let p = one_issue(json!({"steps": {"implement": ["slow:60000", "ok"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 implement 1", WAIT);
+    kill9(child);
+    // As an older runner left it.
+    std::fs::create_dir_all(p.project.join(".claude")).expect("dir");
+    std::fs::rename(p.journal_path(), p.claude("sdlc-journal.jsonl")).expect("move");
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("journal migrated"), "{}", text(&out));
+    assert!(!p.claude("sdlc-journal.jsonl").exists());
+    assert_eq!(sessions(&p), 1, "the old journal's session continued");
+    assert_eq!(p.count("1 implement 2"), 1, "{:?}", p.invocations());
+}
