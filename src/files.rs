@@ -46,6 +46,23 @@ pub fn exclude_patterns() -> impl Iterator<Item = String> {
         .map(|p| format!("/{ARTIFACT_DIR}/{p}*"))
 }
 
+/// Refuses a `.claude` that is a symlink (the runner would write wherever it points), with
+/// the fix; a missing one is fine (it is created when needed).
+pub fn check_artifact_dir(project: &Path) -> Result<(), String> {
+    let dir = project.join(ARTIFACT_DIR);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.file_type().is_symlink() => Err(format!(
+            "{} is a symlink; the runner does not write its state file and auto-mode flag through it (replace it with a directory: rm {0} && mkdir {0})",
+            dir.display()
+        )),
+        Ok(m) if !m.is_dir() => Err(format!(
+            "{} is not a directory (move it away: mv {0} {0}.old)",
+            dir.display()
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// `.claude/` must be a real directory of the project: a symlink there would have the runner
 /// write its files wherever it points.
 fn artifact_dir(project: &Path) -> io::Result<PathBuf> {

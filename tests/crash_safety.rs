@@ -378,7 +378,10 @@ fn a_closed_stdout_and_stderr_never_stop_the_run() {
     assert_eq!(code(&out), 0, "a broken pipe must not end the run");
     assert!(p.origin_main_log().contains("Merge issue #1"));
     let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).expect("log");
-    assert!(log.contains("issue #1: merged"), "the log still got every line: {log}");
+    assert!(
+        log.contains("issue #1: merged"),
+        "the log still got every line: {log}"
+    );
 }
 
 #[test]
@@ -394,7 +397,11 @@ fn a_journal_removed_during_the_run_halts_and_the_halt_sticks() {
         "{}",
         text(&out)
     );
-    assert_eq!(p.count("1 commitPush"), 0, "nothing was done after the loss");
+    assert_eq!(
+        p.count("1 commitPush"),
+        0,
+        "nothing was done after the loss"
+    );
     // The journal was restored with every record and the halt, so the halt is sticky.
     assert!(p.journal().iter().any(|l| l["kind"] == "sessionStart"));
     let again = p.run(&[]);

@@ -33,6 +33,7 @@ impl Driver {
             None
         } else {
             runner_dir.ensure().map_err(|e| e.to_string())?;
+            files::check_artifact_dir(&project)?;
             let lock =
                 files::acquire_lock(&runner_dir.lock(), &project).map_err(|e| e.to_string())?;
             // Under the lock: no other runner can be migrating at the same time.
