@@ -10,6 +10,14 @@ use sdlc_runner::stream::StreamReader;
 use sdlc_runner::tracker::Local;
 use std::path::Path;
 
+const JOURNAL: &str = concat!(
+    r#"{"seq":1,"time":"2026-01-01T00:00:00.000Z","session":"s","kind":"sessionStart","limits":{"max_retries_per_step":3,"max_bounce_retries":3,"max_consecutive_escalations":2,"max_consecutive_same_failure":2,"max_consecutive_failures":[0,0,0,0,0,3,0,0,0,0],"max_rate_limit_waits":5,"backoff_initial_secs":60,"backoff_max_secs":900,"max_quota_wait_secs":21600,"max_repair_iterations":2,"simplify_enabled":true,"per_issue_budget_micros":null,"per_session_budget_micros":null,"per_issue_budget_ms":null,"manual_approval":false},"mode":"Continuous","pid":1,"version":"0"}"#,
+    "\n",
+    r#"{"seq":2,"time":"2026-01-01T00:00:00.000Z","session":"s","kind":"event","event":{"event":"start"},"state":"Selecting"}"#,
+    "\n",
+    r#"{"seq":3,"time":"2026-01-01T00:00:00.000Z","session":"s","kind":"effect","effect":{"effect":"selectIssue"},"state":"Selecting"}"#,
+    "\n"
+);
 const EXAMPLE: &str = include_str!("../examples/sdlc-config.json");
 const STATE: &str = r#"{"currentStep": 3, "lastCompletedStep": 2, "currentIssue": 7, "currentBranch": "7-x", "featureName": "x", "retries": {"verify": 1}, "runnerPid": 12}"#;
 const ISSUE: &str = r#"{"number": 1, "title": "T", "state": "open", "labels": ["automatable"], "body": "Depends on: #2"}"#;
@@ -85,6 +93,27 @@ proptest! {
     }
 
     #[test]
+    fn the_journal_reader_never_panics_and_never_echoes_raw_bytes(bytes in input(JOURNAL)) {
+        let path = Path::new("journal.jsonl");
+        match sdlc_runner::journal::parse(&bytes, path) {
+            Ok(contents) => {
+                if let Some(torn) = &contents.torn_line {
+                    prop_assert!(printable(torn), "{torn:?}");
+                }
+                if let Err(e) = sdlc_runner::journal::recover(&contents.lines, path) {
+                    let message = e.to_string();
+                    prop_assert!(printable(&message), "{message:?}");
+                }
+            }
+            Err(e) => {
+                let message = e.to_string();
+                prop_assert!(message.contains("journal.jsonl:"), "{message}");
+                prop_assert!(printable(&message), "{message:?}");
+            }
+        }
+    }
+
+    #[test]
     fn the_state_file_loader_never_panics(bytes in input(STATE)) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = files::state_path(dir.path());
@@ -122,4 +151,12 @@ proptest! {
             prop_assert!(message.contains("1.json"), "{message}");
         }
     }
+}
+
+#[test]
+fn the_journal_sample_is_a_valid_journal() {
+    let contents =
+        sdlc_runner::journal::parse(JOURNAL.as_bytes(), Path::new("journal.jsonl")).expect("valid");
+    assert_eq!(contents.lines.len(), 3);
+    assert!(contents.torn_line.is_none());
 }
