@@ -124,18 +124,10 @@ pub fn state_path(project: &Path) -> PathBuf {
 /// a temp file in the same directory, fsync'd, renamed over the target, then the directory
 /// fsync'd so the rename itself is durable.
 pub fn write_state(project: &Path, s: &StateFile) -> io::Result<()> {
-    let path = state_path(project);
-    let dir = artifact_dir(project)?;
+    artifact_dir(project)?;
     let mut text = serde_json::to_string_pretty(s).map_err(io::Error::other)?;
     text.push('\n');
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".sdlc-state.json.")
-        .suffix(".tmp")
-        .tempfile_in(&dir)?;
-    tmp.write_all(text.as_bytes())?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(&path).map_err(|e| e.error)?;
-    File::open(&dir)?.sync_all()?;
+    crate::safe_fs::write_atomic(&state_path(project), text.as_bytes())?;
     crate::failpoint::point("state file written");
     Ok(())
 }
@@ -159,7 +151,7 @@ pub enum StateLoad {
 /// own directory).
 pub fn read_state(project: &Path, archive: &Path) -> StateLoad {
     let path = state_path(project);
-    let text = match crate::runner_dir::read_no_follow(&path) {
+    let text = match crate::safe_fs::read_no_follow(&path) {
         Ok(bytes) => bytes,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return StateLoad::Missing,
         Err(e) => {
@@ -183,12 +175,12 @@ pub fn read_state(project: &Path, archive: &Path) -> StateLoad {
 /// The state file if it is there and valid, without any recovery (moving a corrupt file
 /// aside): for readers that must not change anything on disk.
 pub fn peek_state(project: &Path) -> Option<StateFile> {
-    let bytes = crate::runner_dir::read_no_follow(&state_path(project)).ok()?;
+    let bytes = crate::safe_fs::read_no_follow(&state_path(project)).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
 fn move_aside(path: &Path, archive: &Path, mut error: String) -> StateLoad {
-    if let Err(e) = crate::runner_dir::ensure_private_dir(archive) {
+    if let Err(e) = crate::safe_fs::create_private_dir(archive) {
         error.push_str(&format!("; {e}"));
     }
     let backup = (1u32..)
@@ -216,14 +208,7 @@ impl AutoMode {
 
 pub fn create_auto_mode(project: &Path) -> io::Result<()> {
     artifact_dir(project)?;
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(AutoMode::path(project))
-        .map(drop)
+    crate::safe_fs::open(&AutoMode::path(project), crate::safe_fs::Mode::Append).map(drop)
 }
 
 /// Returns whether a flag was there to remove.

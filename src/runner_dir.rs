@@ -8,9 +8,10 @@
 //! symlink, belongs to someone else or is writable by others: an unattended runner must never
 //! write its journal where another local user can redirect it.
 
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use crate::safe_fs::{self, UnsafeDir};
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -36,12 +37,8 @@ pub enum RunnerDirError {
         #[source]
         source: io::Error,
     },
-    #[error("{}: {problem}; refusing to keep the runner's state there ({fix})", path.display())]
-    Unsafe {
-        path: PathBuf,
-        problem: String,
-        fix: String,
-    },
+    #[error("refusing to keep the runner's state there: {0}")]
+    Unsafe(#[from] UnsafeDir),
 }
 
 impl RunnerDir {
@@ -101,7 +98,7 @@ impl RunnerDir {
     /// Creates the directory (0700) or checks the existing one: refused when it is a symlink,
     /// owned by another user, or writable by group or others.
     pub fn ensure(&self) -> Result<(), RunnerDirError> {
-        ensure_private_dir(&self.dir)
+        Ok(safe_fs::create_private_dir(&self.dir)?)
     }
 
     /// Moves a journal from the old location (`.claude/sdlc-journal.jsonl`) here, once.
@@ -141,9 +138,9 @@ impl RunnerDir {
                 source,
             }
         };
-        let bytes =
-            read_no_follow(&legacy).map_err(io_err("cannot read the old journal", &legacy))?;
-        write_new_file(&target, &bytes)
+        let bytes = safe_fs::read_no_follow(&legacy)
+            .map_err(io_err("cannot read the old journal", &legacy))?;
+        safe_fs::write_new(&target, &bytes)
             .map_err(io_err("cannot write the migrated journal", &target))?;
         fs::remove_file(&legacy)
             .map_err(io_err("cannot remove the migrated old journal", &legacy))?;
@@ -153,123 +150,6 @@ impl RunnerDir {
             target.display()
         )))
     }
-}
-
-/// Creates `dir` with mode 0700 (parents as needed) or checks an existing one.
-pub fn ensure_private_dir(dir: &Path) -> Result<(), RunnerDirError> {
-    match fs::symlink_metadata(dir) {
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .map_err(|source| RunnerDirError::Io {
-                    path: dir.to_path_buf(),
-                    action: "cannot create the directory",
-                    source,
-                })?;
-            check_private_dir(dir)
-        }
-        Err(source) => Err(RunnerDirError::Io {
-            path: dir.to_path_buf(),
-            action: "cannot inspect the directory",
-            source,
-        }),
-        Ok(_) => check_private_dir(dir),
-    }
-}
-
-/// Refuses a directory that another local user could redirect or write into.
-pub fn check_private_dir(dir: &Path) -> Result<(), RunnerDirError> {
-    let meta = fs::symlink_metadata(dir).map_err(|source| RunnerDirError::Io {
-        path: dir.to_path_buf(),
-        action: "cannot inspect the directory",
-        source,
-    })?;
-    let unsafe_dir = |problem: String, fix: String| RunnerDirError::Unsafe {
-        path: dir.to_path_buf(),
-        problem,
-        fix,
-    };
-    if meta.file_type().is_symlink() {
-        return Err(unsafe_dir(
-            "is a symlink".into(),
-            format!("remove the symlink: rm {}", dir.display()),
-        ));
-    }
-    if !meta.is_dir() {
-        return Err(unsafe_dir(
-            "is not a directory".into(),
-            format!("move it away: mv {0} {0}.old", dir.display()),
-        ));
-    }
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    let me = unsafe { libc::geteuid() };
-    if meta.uid() != me {
-        return Err(unsafe_dir(
-            format!(
-                "is owned by uid {}, not by this user (uid {me})",
-                meta.uid()
-            ),
-            format!("run the runner as its owner, or remove {}", dir.display()),
-        ));
-    }
-    if meta.permissions().mode() & 0o022 != 0 {
-        return Err(unsafe_dir(
-            format!(
-                "is writable by group or others (mode {:o})",
-                meta.permissions().mode() & 0o7777
-            ),
-            format!("chmod 700 {}", dir.display()),
-        ));
-    }
-    Ok(())
-}
-
-/// Reads a file refusing a symlink at its final component.
-pub fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
-    use std::io::Read;
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(path)?;
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
-    Ok(bytes)
-}
-
-/// Writes `bytes` to `path`, which must not exist yet, durably: a temp file beside it is
-/// fsync'd and renamed into place, then the directory is fsync'd.
-pub fn write_new_file(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no directory"))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".migrate-")
-        .suffix(".tmp")
-        .permissions(fs::Permissions::from_mode(0o600))
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist_noclobber(path).map_err(|e| e.error)?;
-    File::open(dir)?.sync_all()
-}
-
-/// Replaces `path` atomically with `bytes` (0600): a temp file beside it is fsync'd and renamed
-/// over it. A symlink at `path` is replaced, never written through.
-pub fn write_replace(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "path has no directory"))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".write-")
-        .suffix(".tmp")
-        .permissions(fs::Permissions::from_mode(0o600))
-        .tempfile_in(dir)?;
-    tmp.write_all(bytes)?;
-    tmp.as_file().sync_all()?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }
 
 /// Which file a path named when the runner opened it: the journal and the lock must still be
@@ -366,6 +246,7 @@ mod tests {
         let dir = git_repo();
         let rd = RunnerDir::locate(dir.path()).unwrap();
         rd.ensure().unwrap();
+        use std::os::unix::fs::PermissionsExt;
         let mode = fs::metadata(&rd.dir).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o700);
 
@@ -380,7 +261,7 @@ mod tests {
         let elsewhere = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(elsewhere.path(), &rd.dir).unwrap();
         let err = rd.ensure().unwrap_err().to_string();
-        assert!(err.contains("is a symlink"), "{err}");
+        assert!(err.contains("is a symbolic link"), "{err}");
     }
 
     #[test]

@@ -228,11 +228,40 @@ fn describe(err: io::Error, path: &Path) -> io::Error {
     io::Error::new(err.kind(), format!("{}: {err}", path.display()))
 }
 
+/// Reads a whole file, refusing a symbolic link at its final component.
+pub fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(|err| {
+            if err.kind() == io::ErrorKind::NotFound {
+                err
+            } else {
+                describe(err, path)
+            }
+        })?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Replaces `path` with `bytes` so that a crash at any moment leaves either the old or the
 /// new content: a temp file `.<name>.<unique>.tmp` in the same directory (created
 /// exclusively, never through a link), fsync'd, renamed over `path`, then the directory
 /// fsync'd so the rename is durable. A link at `path` is replaced, not followed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, bytes, true)
+}
+
+/// Like [`write_atomic`], but `path` must not exist (anything there, a link included, is
+/// `AlreadyExists`): the complete file appears under its name at once or not at all.
+pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, bytes, false)
+}
+
+fn write_via_temp(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().ok_or_else(|| {
         io::Error::new(
@@ -257,7 +286,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         file.write_all(bytes).map_err(|err| describe(err, &temp))?;
         file.sync_all().map_err(|err| describe(err, &temp))?;
         drop(file);
-        fs::rename(&temp, path).map_err(|err| describe(err, path))?;
+        if replace {
+            fs::rename(&temp, path).map_err(|err| describe(err, path))?;
+        } else {
+            // link(2) never replaces an existing name, which rename(2) would.
+            fs::hard_link(&temp, path).map_err(|err| describe(err, path))?;
+            fs::remove_file(&temp).map_err(|err| describe(err, &temp))?;
+        }
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|err| describe(err, dir))
@@ -372,6 +407,19 @@ mod tests {
             .unwrap();
         let err = open(&fifo, Mode::Append).unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn write_new_never_replaces_anything() {
+        let (_dir, base, _) = setup();
+        let path = base.join("new.txt");
+        write_new(&path, b"one").unwrap();
+        assert_eq!(fs::read(&path).unwrap(), b"one");
+        assert_eq!(mode(&path), FILE_MODE);
+        let err = write_new(&path, b"two").unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::AlreadyExists, "{err}");
+        assert_eq!(fs::read(&path).unwrap(), b"one");
+        assert_eq!(fs::read_dir(&base).unwrap().count(), 1, "no temp file left");
     }
 
     #[test]

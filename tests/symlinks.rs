@@ -64,7 +64,7 @@ fn a_linked_runner_directory_or_claude_directory_is_refused() {
         .expect("symlink");
     let out = p.run(&[]);
     assert_eq!(code(&out), 2, "{}", text(&out));
-    assert!(text(&out).contains("is a symlink"), "{}", text(&out));
+    assert!(text(&out).contains("is a symbolic link"), "{}", text(&out));
     assert_eq!(std::fs::read_dir(elsewhere.path()).expect("dir").count(), 0);
 
     let q = project();

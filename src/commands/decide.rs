@@ -1,7 +1,7 @@
 //! `sdlc-runner decide OPTION --config F`: answer the pending decision of a manual-approval run.
 
 use crate::machine::DecisionOption;
-use crate::runner_dir::{self, RunnerDir};
+use crate::runner_dir::RunnerDir;
 use std::path::Path;
 
 pub fn run(option: &str, config: &Path) -> i32 {
@@ -24,7 +24,7 @@ pub fn run(option: &str, config: &Path) -> i32 {
             return 2;
         }
     };
-    let text = match runner_dir::read_no_follow(&path) {
+    let text = match crate::safe_fs::read_no_follow(&path) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             say!(
@@ -53,7 +53,7 @@ pub fn run(option: &str, config: &Path) -> i32 {
     }
     let written = serde_json::to_string_pretty(&request)
         .map_err(std::io::Error::other)
-        .and_then(|t| runner_dir::write_replace(&path, t.as_bytes()));
+        .and_then(|t| crate::safe_fs::write_atomic(&path, t.as_bytes()));
     match written {
         Ok(()) => {
             out!("answered {}: {}", path.display(), option.name());

@@ -26,7 +26,7 @@ impl Driver {
             "answer": serde_json::Value::Null,
         });
         let text = serde_json::to_string_pretty(&request).unwrap_or_default();
-        if let Err(e) = crate::runner_dir::write_replace(&path, text.as_bytes()) {
+        if let Err(e) = crate::safe_fs::write_atomic(&path, text.as_bytes()) {
             self.log(&format!("cannot write {}: {e}", path.display()));
             return Event::DecisionTimedOut;
         }

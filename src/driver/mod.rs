@@ -353,7 +353,7 @@ impl Driver {
             if std::fs::symlink_metadata(&path).is_err() {
                 let restored = j
                     .contents()
-                    .and_then(|bytes| crate::runner_dir::write_new_file(&path, &bytes));
+                    .and_then(|bytes| crate::safe_fs::write_new(&path, &bytes));
                 match restored {
                     Ok(()) => say!("journal restored at {}", path.display()),
                     Err(e) => say!("cannot restore the journal at {}: {e}", path.display()),
