@@ -265,12 +265,12 @@ pub struct Config {
     pub max_log_disk_usage_bytes: u64,
     pub cleanup: Cleanup,
     /// Indexed by `Step::index()`.
-    pub steps: [StepConfig; 10],
+    pub steps: [StepConfig; Step::COUNT],
     pub max_retries_per_step: u32,
     pub max_bounce_retries: u32,
     pub max_consecutive_escalations: u32,
     /// Indexed by `Step::index()`; 0 = off.
-    pub max_consecutive_failures: [u32; 10],
+    pub max_consecutive_failures: [u32; Step::COUNT],
     pub max_consecutive_same_failure: u32,
     pub max_rate_limit_waits: u32,
     pub backoff: Backoff,
@@ -1182,7 +1182,7 @@ impl Walker {
         global_model_set: bool,
         global_effort: Option<Effort>,
         idle_timeout_min: f64,
-    ) -> [StepConfig; 10] {
+    ) -> [StepConfig; Step::COUNT] {
         let keys = step_keys();
         let steps_obj = self.object_of(top.path("steps"), top.get("steps"), &keys, "step");
         Step::ALL.map(|step| {
@@ -1257,7 +1257,7 @@ impl Walker {
         })
     }
 
-    fn consecutive_failures(&mut self, top: &Obj) -> [u32; 10] {
+    fn consecutive_failures(&mut self, top: &Obj) -> [u32; Step::COUNT] {
         let mut out = Limits::default().max_consecutive_failures;
         let Some(v) = top.get("maxConsecutiveFailures") else {
             return out;
@@ -1911,7 +1911,7 @@ mod tests {
                "budget": {"perIssueUsd": 12.345678, "perSessionUsd": 100, "perIssueMinutes": 1.5},
                "steps": {"simplify": {"enabled": false}}"#,
         ));
-        let mut failures = [0; 10];
+        let mut failures = [0; Step::COUNT];
         failures[Step::Implement.index()] = 2;
         let l = c.limits();
         assert_eq!(

@@ -146,7 +146,7 @@ fn alphabet(core: &Core) -> Vec<Event> {
 
 /// Limits that make every guard reachable with a small state space.
 fn exploration_limits() -> Vec<Limits> {
-    let mut phase = [0; 10];
+    let mut phase = [0; Step::COUNT];
     phase[Step::Verify.index()] = 3;
     let base = Limits {
         max_retries_per_step: 2,
@@ -267,7 +267,7 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     // Per-step counters of steps other than the current one are abstracted away: every edge
     // they could enable is also reached with the step current (the state space stays small).
     let current = state.step().map(|s| s.index());
-    for i in (0..10).filter(|&i| Some(i) != current) {
+    for i in (0..Step::COUNT).filter(|&i| Some(i) != current) {
         r.attempts[i] = 0;
         r.same_failure[i] = 0;
         r.last_signature[i] = None;
@@ -276,7 +276,7 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     }
     // A person granting "retry once more" can push counters past their limits forever; past
     // the limit every value behaves alike.
-    for i in 0..10 {
+    for i in 0..Step::COUNT {
         r.attempts[i] = r.attempts[i].min(r.limits.max_retries_per_step + 1);
         r.same_failure[i] = r.same_failure[i].min(r.limits.max_consecutive_same_failure + 1);
     }

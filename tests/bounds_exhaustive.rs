@@ -36,8 +36,8 @@ fn key(core: &Core, pending: Option<Effect>) -> Key {
     r.issue_cost_micros = 0;
     r.issue_elapsed_ms = 0;
     r.session_cost_micros = 0;
-    r.last_class = [None; 10];
-    r.repairs = [0; 10];
+    r.last_class = [None; Step::COUNT];
+    r.repairs = [0; Step::COUNT];
     // Only "same signature as the last one or not" matters, not the value.
     for sig in r.last_signature.iter_mut() {
         *sig = sig.map(|_| Signature(0));
@@ -51,9 +51,9 @@ fn key(core: &Core, pending: Option<Effect>) -> Key {
     }
     if core.state().step().is_none() {
         // Between cycles the cycle counters are dead: the next cycle resets them.
-        r.attempts = [0; 10];
-        r.same_failure = [0; 10];
-        r.last_signature = [None; 10];
+        r.attempts = [0; Step::COUNT];
+        r.same_failure = [0; Step::COUNT];
+        r.last_signature = [None; Step::COUNT];
         r.bounces = 0;
     }
     if let Some(pos) = core.state().step() {
@@ -183,7 +183,7 @@ fn worst(limits: &Limits, goal: Goal) -> u64 {
 fn small_limits() -> Vec<(String, Limits)> {
     let mut out = Vec::new();
     let phase = |step: Option<Step>, f: u32| {
-        let mut a = [0u32; 10];
+        let mut a = [0u32; Step::COUNT];
         if let Some(s) = step {
             a[s.index()] = f;
         }
@@ -233,7 +233,7 @@ fn small_limits() -> Vec<(String, Limits)> {
         }
     }
     // Several phase limits at once: bounces must go to the steps that gain most from them.
-    let mut multi = [0u32; 10];
+    let mut multi = [0u32; Step::COUNT];
     multi[Step::StartIssue.index()] = 2;
     multi[Step::WriteSpecs.index()] = 2;
     multi[Step::Verify.index()] = 2;

@@ -25,7 +25,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::process::{Output, Stdio};
 use std::time::Duration;
 
-const STEPS: [&str; 10] = [
+const STEPS: [&str; sdlc_runner::step::Step::COUNT] = [
     "startCycle",
     "startIssue",
     "writeSpecs",

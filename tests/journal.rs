@@ -346,7 +346,7 @@ fn limits() -> impl Strategy<Value = Limits> {
         0u32..=4,
     )
         .prop_map(|(r, b, e, s, w, simplify, verify)| {
-            let mut f = [0u32; 10];
+            let mut f = [0u32; Step::COUNT];
             f[Step::Verify.index()] = verify;
             Limits {
                 max_retries_per_step: r,

@@ -29,10 +29,10 @@ fn limits() -> impl Strategy<Value = Limits> {
         prop_oneof![Just(0u32), Just(2), Just(3)],
         0u32..=2,
         any::<bool>(),
-        prop::collection::vec((0usize..10, 0u32..=4), 0..3),
+        prop::collection::vec((0usize..Step::COUNT, 0u32..=4), 0..3),
     )
         .prop_map(|(r, b, e, s, w, simplify, phases)| {
-            let mut f = [0u32; 10];
+            let mut f = [0u32; Step::COUNT];
             for (i, v) in phases {
                 f[i] = v;
             }
@@ -149,7 +149,7 @@ proptest! {
         let (_core, trace) = run(&l, backlog, &qs);
         let mut streak = 0u32;
         let mut escalated = BTreeSet::new();
-        let mut runs_this_cycle = [0u32; 10];
+        let mut runs_this_cycle = [0u32; Step::COUNT];
         let mut bounces_this_cycle = 0u32;
         let mut batch_start = 0;
         let mut after_wait = false;
@@ -157,7 +157,7 @@ proptest! {
         for (i, e) in trace.effects.iter().enumerate() {
             match *e {
                 Effect::Notify(Notice::CycleStarted { .. }) => {
-                    runs_this_cycle = [0; 10];
+                    runs_this_cycle = [0; Step::COUNT];
                     bounces_this_cycle = 0;
                 }
                 Effect::RunStep { step, issue, attempt, .. } => {
@@ -208,7 +208,7 @@ proptest! {
         // dispatched.
         let (_core, trace) = run(&l, backlog, &qs);
         let mut core = Core::new(l.clone(), Mode::Continuous);
-        let mut done = [false; 10];
+        let mut done = [false; Step::COUNT];
         for ev in &trace.events {
             let before = *core.state();
             let dispatched = core.runner().dispatched;
@@ -217,7 +217,7 @@ proptest! {
                 if let Some(step) = before.step() { done[step.index()] = false; }
             }
             match *ev {
-                Event::IssueSelected { .. } | Event::Resume { .. } => done = [false; 10],
+                Event::IssueSelected { .. } | Event::Resume { .. } => done = [false; Step::COUNT],
                 Event::StepSucceeded { step, .. } | Event::AlreadyDone { step } => done[step.index()] = true,
                 Event::StepFailed { step, .. } => done[step.index()] = false,
                 _ => {}
@@ -306,7 +306,7 @@ proptest! {
 }
 
 fn any_event() -> impl Strategy<Value = Event> {
-    let step = (0usize..10).prop_map(|i| Step::ALL[i]);
+    let step = (0usize..Step::COUNT).prop_map(|i| Step::ALL[i]);
     prop_oneof![
         Just(Event::Start),
         Just(Event::NoIssues),
@@ -333,13 +333,13 @@ fn any_event() -> impl Strategy<Value = Event> {
 struct Model {
     l: Limits,
     issue: Option<u32>,
-    attempts: [u32; 10],
+    attempts: [u32; Step::COUNT],
     bounces: u32,
     streak: u32,
     escalated: BTreeSet<u32>,
-    phase: [u32; 10],
+    phase: [u32; Step::COUNT],
     waits: u32,
-    same: [(u64, u32); 10],
+    same: [(u64, u32); Step::COUNT],
     halted: bool,
     /// The step whose attempt is out (answered `PreconditionsOk`, no outcome yet).
     out: Option<Step>,
@@ -350,13 +350,13 @@ impl Model {
         Model {
             l: l.clone(),
             issue: None,
-            attempts: [0; 10],
+            attempts: [0; Step::COUNT],
             bounces: 0,
             streak: 0,
             escalated: BTreeSet::new(),
-            phase: [0; 10],
+            phase: [0; Step::COUNT],
             waits: 0,
-            same: [(0, 0); 10],
+            same: [(0, 0); Step::COUNT],
             halted: false,
             out: None,
         }
@@ -402,9 +402,9 @@ impl Model {
                     return;
                 }
                 self.issue = Some(issue);
-                self.attempts = [0; 10];
+                self.attempts = [0; Step::COUNT];
                 self.bounces = 0;
-                self.same = [(0, 0); 10];
+                self.same = [(0, 0); Step::COUNT];
             }
             Event::NoIssues | Event::AllEscalated | Event::AllBlocked => self.halted = true,
             Event::PreconditionFailed { .. } => {

@@ -242,7 +242,7 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
 fn counters(core: &Core) -> Counters {
     let r = core.runner();
     let l = &r.limits;
-    let by_step = |values: &[u32; 10]| -> BTreeMap<String, u32> {
+    let by_step = |values: &[u32; Step::COUNT]| -> BTreeMap<String, u32> {
         Step::ALL
             .iter()
             .filter(|s| values[s.index()] > 0)

@@ -229,7 +229,7 @@ mod tests {
                                     max_bounce_retries: b,
                                     max_consecutive_escalations: e,
                                     simplify_enabled: simplify,
-                                    max_consecutive_failures: [f_other; 10],
+                                    max_consecutive_failures: [f_other; Step::COUNT],
                                     ..Limits::default()
                                 };
                                 l.max_consecutive_failures[Step::Merge.index()] = f_merge;
@@ -254,14 +254,14 @@ mod tests {
             max_bounce_retries: u32::MAX,
             max_consecutive_escalations: u32::MAX,
             max_rate_limit_waits: u32::MAX,
-            max_consecutive_failures: [u32::MAX; 10],
+            max_consecutive_failures: [u32::MAX; Step::COUNT],
             ..Limits::default()
         };
         let started = std::time::Instant::now();
         let b = compute(&l);
         assert!(started.elapsed() < std::time::Duration::from_millis(100));
         assert_eq!(b.between_merges, u64::MAX, "saturates instead of wrapping");
-        l.max_consecutive_failures = [2; 10];
+        l.max_consecutive_failures = [2; Step::COUNT];
         l.max_consecutive_failures[Step::Merge.index()] = u32::MAX;
         assert!(compute(&l).between_merges > 0);
     }

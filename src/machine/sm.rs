@@ -58,18 +58,18 @@ pub struct Runner {
     /// Whether the current step's attempt was dispatched (vs. waiting for its preconditions).
     pub dispatched: bool,
     // -- cycle scope: reset by `begin_cycle` --
-    pub attempts: [u32; 10],
+    pub attempts: [u32; Step::COUNT],
     pub bounces: u32,
-    pub same_failure: [u32; 10],
-    pub last_signature: [Option<Signature>; 10],
-    pub last_class: [Option<FailureClass>; 10],
-    pub repairs: [u32; 10],
+    pub same_failure: [u32; Step::COUNT],
+    pub last_signature: [Option<Signature>; Step::COUNT],
+    pub last_class: [Option<FailureClass>; Step::COUNT],
+    pub repairs: [u32; Step::COUNT],
     pub issue_cost_micros: u64,
     pub issue_elapsed_ms: u64,
     // -- session scope --
     pub consecutive_escalations: u32,
     pub escalated: BTreeSet<u32>,
-    pub phase_failures: [u32; 10],
+    pub phase_failures: [u32; Step::COUNT],
     pub wait_streak: u32,
     pub session_cost_micros: u64,
     pub last_usage: Usage,
@@ -86,17 +86,17 @@ impl Runner {
             mode,
             issue: None,
             dispatched: false,
-            attempts: [0; 10],
+            attempts: [0; Step::COUNT],
             bounces: 0,
-            same_failure: [0; 10],
-            last_signature: [None; 10],
-            last_class: [None; 10],
-            repairs: [0; 10],
+            same_failure: [0; Step::COUNT],
+            last_signature: [None; Step::COUNT],
+            last_class: [None; Step::COUNT],
+            repairs: [0; Step::COUNT],
             issue_cost_micros: 0,
             issue_elapsed_ms: 0,
             consecutive_escalations: 0,
             escalated: BTreeSet::new(),
-            phase_failures: [0; 10],
+            phase_failures: [0; Step::COUNT],
             wait_streak: 0,
             session_cost_micros: 0,
             last_usage: Usage::default(),
@@ -108,12 +108,12 @@ impl Runner {
     fn begin_cycle(&mut self, issue: u32) {
         self.issue = Some(issue);
         self.dispatched = false;
-        self.attempts = [0; 10];
+        self.attempts = [0; Step::COUNT];
         self.bounces = 0;
-        self.same_failure = [0; 10];
-        self.last_signature = [None; 10];
-        self.last_class = [None; 10];
-        self.repairs = [0; 10];
+        self.same_failure = [0; Step::COUNT];
+        self.last_signature = [None; Step::COUNT];
+        self.last_class = [None; Step::COUNT];
+        self.repairs = [0; Step::COUNT];
         self.issue_cost_micros = 0;
         self.issue_elapsed_ms = 0;
     }

@@ -17,7 +17,7 @@ pub struct Limits {
     /// Same-signature failures in a row of one step that escalate early (0 = off, else ≥ 2).
     pub max_consecutive_same_failure: u32,
     /// Consecutive failures of a step across the session that halt (0 = off), by step index.
-    pub max_consecutive_failures: [u32; 10],
+    pub max_consecutive_failures: [u32; Step::COUNT],
     /// Rate-limit/overload/quota waits in a row before halting.
     pub max_rate_limit_waits: u32,
     pub backoff_initial_secs: u32,
@@ -36,7 +36,7 @@ pub struct Limits {
 
 impl Default for Limits {
     fn default() -> Self {
-        let mut max_consecutive_failures = [0; 10];
+        let mut max_consecutive_failures = [0; Step::COUNT];
         max_consecutive_failures[Step::Verify.index()] = 3;
         Limits {
             max_retries_per_step: 3,
