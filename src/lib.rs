@@ -9,6 +9,7 @@ pub mod cleanup;
 pub mod cli;
 pub mod commands;
 pub mod config;
+pub mod decision_file;
 pub mod diagram;
 pub mod driver;
 pub mod failpoint;

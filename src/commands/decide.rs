@@ -24,43 +24,17 @@ pub fn run(option: &str, config: &Path) -> i32 {
             return 2;
         }
     };
-    let text = match crate::safe_fs::read_no_follow(&path) {
-        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            say!(
-                "error: no decision is pending ({} does not exist)",
-                path.display()
-            );
-            return 1;
-        }
-        Err(e) => {
-            say!("error: cannot read {}: {e}", path.display());
-            return 2;
-        }
-    };
-    let mut request: serde_json::Value = match serde_json::from_str(&text) {
-        Ok(v) => v,
-        Err(e) => {
-            say!("error: {} is not valid JSON ({e}); the runner rewrites it at the next decision point", path.display());
-            return 2;
-        }
-    };
-    if let Some(obj) = request.as_object_mut() {
-        obj.insert(
-            "answer".into(),
-            serde_json::Value::String(option.name().into()),
-        );
-    }
-    let written = serde_json::to_string_pretty(&request)
-        .map_err(std::io::Error::other)
-        .and_then(|t| crate::safe_fs::write_atomic(&path, t.as_bytes()));
-    match written {
+    match crate::decision_file::answer(&path, option) {
         Ok(()) => {
             out!("answered {}: {}", path.display(), option.name());
             0
         }
+        Err(e @ crate::decision_file::AnswerError::NotPending(_)) => {
+            say!("error: {e}");
+            1
+        }
         Err(e) => {
-            say!("error: cannot write {}: {e}", path.display());
+            say!("error: {e}");
             2
         }
     }

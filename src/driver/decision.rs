@@ -1,6 +1,7 @@
 //! Manual approval: the decision file, the notification, and waiting for `sdlc-runner decide`.
 
 use super::*;
+use crate::decision_file::{self, read_answer};
 
 impl Driver {
     pub(super) async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
@@ -15,18 +16,9 @@ impl Driver {
         let last = self.failures[step.index()]
             .as_ref()
             .map(|c| format!("{} ({signature}): {}", c.class, c.summary));
-        let request = serde_json::json!({
-            "session": self.session,
-            "issue": issue,
-            "step": step.key(),
-            "reason": format!("step {} of issue #{issue} used up its automatic attempts", step.key()),
-            "lastFailure": last,
-            "options": DecisionOption::ALL.iter().map(|o| o.name()).collect::<Vec<_>>(),
-            "howToAnswer": format!("sdlc-runner decide <retry|skip|halt> --config {}", self.cfg.file.display()),
-            "answer": serde_json::Value::Null,
-        });
-        let text = serde_json::to_string_pretty(&request).unwrap_or_default();
-        if let Err(e) = crate::safe_fs::write_atomic(&path, text.as_bytes()) {
+        let request =
+            decision_file::Request::new(&self.session, issue, step.key(), last, &self.cfg.file);
+        if let Err(e) = decision_file::write_request(&path, &request) {
             self.log(&format!("cannot write {}: {e}", path.display()));
             return Event::DecisionTimedOut;
         }
@@ -56,10 +48,4 @@ impl Driver {
             }
         }
     }
-}
-
-fn read_answer(path: &Path) -> Option<DecisionOption> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let value: serde_json::Value = serde_json::from_str(&text).ok()?;
-    DecisionOption::parse(value.get("answer")?.as_str()?)
 }

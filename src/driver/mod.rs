@@ -20,14 +20,14 @@ use crate::files::{self, StateFile};
 use crate::forge::Forge;
 use crate::journal::{FailureDetail, Journal, SessionEnd};
 use crate::logs::{append_line, AttemptHeader, Logs};
-use crate::machine::{Core, DecisionOption, Effect, Event, HaltReason, Mode, Signal, State, Usage};
+use crate::machine::{Core, Effect, Event, HaltReason, Mode, Signal, State, Usage};
 use crate::notify::{Channel, Notifier, Severity};
 use crate::repo::{self, Repo, StepContext};
 use crate::step::Step;
 use crate::stream::StreamReader;
 use crate::tracker::{self, Selection, Tracker};
 use invoke::{AttemptInfo, IssueContext, RepairContext};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -205,6 +205,19 @@ impl Driver {
             }
             let effects = self.core.handle(&event).to_vec();
             let state = *self.core.state();
+            let requests = effects.iter().filter(|e| e.is_request()).count();
+            let exit_last = effects
+                .iter()
+                .position(|e| matches!(e, Effect::Exit { .. }))
+                .is_none_or(|i| i + 1 == effects.len());
+            if requests != 1 || !exit_last {
+                // The machine's rule; acting on a broken batch could run two agents at once.
+                self.log(&format!(
+                    "internal error: {requests} request(s) after {event:?} in {} ({effects:?}); stopping without acting",
+                    state.name()
+                ));
+                return 1;
+            }
             let failure = match event {
                 Event::StepFailed { .. } => self.pending_failure.take(),
                 _ => None,

@@ -45,6 +45,10 @@ impl Core {
     }
 
     /// Feed one event; the returned effects are valid until the next call.
+    ///
+    /// The batch holds at most one request ([`Effect::is_request`]), and when it holds `Exit`,
+    /// `Exit` is its last effect: the driver performs the effects in order and takes the
+    /// request's answer as the next event. A batch without a request is the machine's bug.
     pub fn handle(&mut self, event: &Event) -> &[Effect] {
         self.fx.clear();
         self.sm.handle_with_context(event, &mut self.fx);

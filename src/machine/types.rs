@@ -443,6 +443,20 @@ pub enum Effect {
 }
 
 impl Effect {
+    /// Effects that wait for an answer: performing one yields the machine's next event (or,
+    /// for `Exit`, ends the run). Every other effect is fire-and-forget.
+    pub const fn is_request(&self) -> bool {
+        matches!(
+            self,
+            Effect::SelectIssue
+                | Effect::CheckPreconditions { .. }
+                | Effect::RunStep { .. }
+                | Effect::Wait { .. }
+                | Effect::AskDecision { .. }
+                | Effect::Exit { .. }
+        )
+    }
+
     pub const fn label(&self) -> &'static str {
         match self {
             Effect::SelectIssue => "SelectIssue",

@@ -21,17 +21,7 @@ pub enum Reply {
 
 /// The request in a batch of effects (at most one per batch).
 pub fn request(effects: &[Effect]) -> Option<Effect> {
-    let mut reqs = effects.iter().filter(|e| {
-        matches!(
-            e,
-            Effect::SelectIssue
-                | Effect::CheckPreconditions { .. }
-                | Effect::RunStep { .. }
-                | Effect::Wait { .. }
-                | Effect::AskDecision { .. }
-                | Effect::Exit { .. }
-        )
-    });
+    let mut reqs = effects.iter().filter(|e| e.is_request());
     let first = reqs.next().copied();
     assert!(
         reqs.next().is_none(),

@@ -1,0 +1,146 @@
+//! The decision file of manual approval (`<runner dir>/decision.json`): the runner writes a
+//! request when a step has used up its automatic attempts, `sdlc-runner decide` writes the
+//! answer into it, and the waiting runner reads the answer back. This module is the one place
+//! that knows its format.
+
+use crate::machine::DecisionOption;
+use crate::safe_fs;
+use serde::{Deserialize, Serialize};
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// What the file holds. Unknown fields are kept by `decide` (it rewrites only `answer`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Request {
+    pub session: String,
+    pub issue: u32,
+    pub step: String,
+    pub reason: String,
+    pub last_failure: Option<String>,
+    pub options: Vec<String>,
+    pub how_to_answer: String,
+    pub answer: Option<String>,
+}
+
+impl Request {
+    pub fn new(
+        session: &str,
+        issue: u32,
+        step: &str,
+        last_failure: Option<String>,
+        config: &Path,
+    ) -> Request {
+        Request {
+            session: session.to_string(),
+            issue,
+            step: step.to_string(),
+            reason: format!("step {step} of issue #{issue} used up its automatic attempts"),
+            last_failure,
+            options: DecisionOption::ALL
+                .iter()
+                .map(|o| o.name().to_string())
+                .collect(),
+            how_to_answer: format!(
+                "sdlc-runner decide <retry|skip|halt> --config {}",
+                config.display()
+            ),
+            answer: None,
+        }
+    }
+}
+
+/// Writes the request (atomically, never through a symlink).
+pub fn write_request(path: &Path, request: &Request) -> io::Result<()> {
+    let text = serde_json::to_string_pretty(request).map_err(io::Error::other)?;
+    safe_fs::write_atomic(path, text.as_bytes())
+}
+
+/// The answer in the file, if there is a valid one.
+pub fn read_answer(path: &Path) -> Option<DecisionOption> {
+    let bytes = safe_fs::read_no_follow(path).ok()?;
+    let value: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    DecisionOption::parse(value.get("answer")?.as_str()?)
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    #[error("no decision is pending ({} does not exist)", .0.display())]
+    NotPending(PathBuf),
+    #[error("{}: {why}; the runner rewrites it at the next decision point", path.display())]
+    Invalid { path: PathBuf, why: String },
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+}
+
+/// Writes `option` as the answer to the pending request, keeping everything else in it.
+pub fn answer(path: &Path, option: DecisionOption) -> Result<(), AnswerError> {
+    let bytes = match safe_fs::read_no_follow(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(AnswerError::NotPending(path.to_path_buf()))
+        }
+        Err(source) => {
+            return Err(AnswerError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
+    };
+    let mut request: serde_json::Value =
+        serde_json::from_slice(&bytes).map_err(|e| AnswerError::Invalid {
+            path: path.to_path_buf(),
+            why: format!("not valid JSON ({e})"),
+        })?;
+    let Some(obj) = request.as_object_mut() else {
+        return Err(AnswerError::Invalid {
+            path: path.to_path_buf(),
+            why: "not a JSON object".into(),
+        });
+    };
+    obj.insert(
+        "answer".into(),
+        serde_json::Value::String(option.name().into()),
+    );
+    let text = serde_json::to_string_pretty(&request).map_err(|e| AnswerError::Io {
+        path: path.to_path_buf(),
+        source: io::Error::other(e),
+    })?;
+    safe_fs::write_atomic(path, text.as_bytes()).map_err(|source| AnswerError::Io {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_answered_and_the_answer_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("decision.json");
+        assert!(matches!(
+            answer(&path, DecisionOption::Retry),
+            Err(AnswerError::NotPending(_))
+        ));
+        let request = Request::new(
+            "s",
+            3,
+            "verify",
+            Some("TEST_ASSERTION".into()),
+            Path::new("c.json"),
+        );
+        write_request(&path, &request).unwrap();
+        assert_eq!(read_answer(&path), None);
+        answer(&path, DecisionOption::Skip).unwrap();
+        assert_eq!(read_answer(&path), Some(DecisionOption::Skip));
+        let back: Request = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(back.issue, 3);
+        assert_eq!(back.answer.as_deref(), Some("skip"));
+
+        std::fs::write(&path, b"{ nope").unwrap();
+        let err = answer(&path, DecisionOption::Halt).unwrap_err().to_string();
+        assert!(err.contains("not valid JSON"), "{err}");
+    }
+}
