@@ -273,85 +273,148 @@ fn preview(text: &[u8]) -> String {
     format!("{p:?}")
 }
 
-/// Sessions and their ends, from the lines in order.
-pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
-    let mut rec = Recovered {
-        lines: lines.len() as u64,
-        ..Recovered::default()
-    };
-    let mut current: Option<OpenSession> = None;
+/// One recorded event with the effects recorded after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub seq: u64,
+    pub event: Event,
+    /// The state the event led to, as recorded.
+    pub state: String,
+    pub effects: Vec<Effect>,
+}
+
+/// One session as the file records it, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionLog {
+    pub id: String,
+    pub limits: Limits,
+    pub mode: Mode,
+    pub batches: Vec<Batch>,
+    pub failures: Vec<FailureDetail>,
+    pub agents: Vec<AgentGroup>,
+    /// `(seq, how)` once the session ended (a normal exit or a halt).
+    pub end: Option<(u64, SessionEnd)>,
+    /// A halt of this session was acknowledged (`run --ack-halt`).
+    pub acknowledged: bool,
+}
+
+impl SessionLog {
+    fn into_open(self) -> OpenSession {
+        OpenSession {
+            events: self.batches.iter().map(|b| b.event).collect(),
+            recorded: self
+                .batches
+                .iter()
+                .map(|b| RecordedEvent {
+                    seq: b.seq,
+                    event: b.event,
+                    state: b.state.clone(),
+                })
+                .collect(),
+            last_effects: self
+                .batches
+                .last()
+                .map(|b| b.effects.clone())
+                .unwrap_or_default(),
+            id: self.id,
+            limits: self.limits,
+            mode: self.mode,
+            failures: self.failures,
+            agents: self.agents,
+        }
+    }
+}
+
+/// Groups the lines into sessions: the one reading of the file's structure that recovery,
+/// `status` and `replay` share. Every record belongs to the session started last, nothing
+/// follows a session's end but the acknowledgement of its halt, and an effect follows an event.
+pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalError> {
+    let mut sessions: Vec<SessionLog> = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let number = i as u64 + 1;
         let bad = |message: String| JournalError::Inconsistent {
             path: path.to_path_buf(),
-            line: number,
+            line: i as u64 + 1,
             message,
         };
         if let Record::SessionStart { limits, mode, .. } = &line.record {
             // A new session supersedes whatever came before: an open one simply never ended.
-            rec.sticky_halt = None;
-            current = Some(OpenSession {
+            sessions.push(SessionLog {
                 id: line.session.clone(),
                 limits: limits.clone(),
                 mode: *mode,
-                events: Vec::new(),
-                recorded: Vec::new(),
+                batches: Vec::new(),
                 failures: Vec::new(),
                 agents: Vec::new(),
-                last_effects: Vec::new(),
+                end: None,
+                acknowledged: false,
             });
-            rec.last_end = None;
             continue;
         }
-        if let Record::SessionEnd {
-            end: SessionEnd::HaltAcknowledged,
-        } = &line.record
-        {
-            // Acknowledges the halt of whichever session halted; it need not be open.
-            rec.sticky_halt = None;
-            continue;
-        }
-        let Some(session) = current.as_mut().filter(|s| s.id == line.session) else {
+        let Some(session) = sessions.last_mut().filter(|s| s.id == line.session) else {
             return Err(bad(format!(
                 "record of session {} without its sessionStart",
                 line.session
             )));
         };
-        if rec.last_end.is_some() {
+        if let Record::SessionEnd {
+            end: SessionEnd::HaltAcknowledged,
+        } = &line.record
+        {
+            session.acknowledged = true;
+            continue;
+        }
+        if session.end.is_some() {
             return Err(bad(format!(
                 "record of session {} after the session ended",
                 line.session
             )));
         }
         match &line.record {
-            Record::Event { event, state } => {
-                session.last_effects.clear();
-                session.events.push(*event);
-                session.recorded.push(RecordedEvent {
-                    seq: line.seq,
-                    event: *event,
-                    state: state.clone(),
-                });
-            }
-            Record::Effect { effect, .. } => session.last_effects.push(*effect),
+            Record::Event { event, state } => session.batches.push(Batch {
+                seq: line.seq,
+                event: *event,
+                state: state.clone(),
+                effects: Vec::new(),
+            }),
+            Record::Effect { effect, .. } => match session.batches.last_mut() {
+                Some(batch) => batch.effects.push(*effect),
+                None => {
+                    return Err(bad(format!(
+                        "effect of session {} before any event",
+                        line.session
+                    )))
+                }
+            },
             Record::Failure { detail } => session.failures.push(detail.clone()),
             Record::Agent { group } => session.agents.push(*group),
-            Record::SessionEnd { end } => {
-                rec.sticky_halt = match end {
-                    SessionEnd::Halt { headline, .. } => {
-                        Some((line.session.clone(), headline.clone()))
-                    }
-                    _ => None,
-                };
-                rec.last_end = Some(end.clone());
-            }
+            Record::SessionEnd { end } => session.end = Some((line.seq, end.clone())),
             Record::SessionStart { .. } => {}
         }
     }
+    Ok(sessions)
+}
+
+/// Sessions and their ends, from the lines in order.
+pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
+    let mut rec = Recovered {
+        lines: lines.len() as u64,
+        ..Recovered::default()
+    };
+    let Some(last) = sessions(lines, path)?.pop() else {
+        return Ok(rec);
+    };
+    rec.sticky_halt = match &last.end {
+        Some((_, SessionEnd::Halt { headline, .. })) if !last.acknowledged => {
+            Some((last.id.clone(), headline.clone()))
+        }
+        _ => None,
+    };
+    rec.last_end = last.end.as_ref().map(|(_, end)| end.clone());
+    let last = last.into_open();
     if rec.last_end.is_none() {
-        rec.open_session = current.clone();
+        rec.open_session = Some(last.clone());
     }
-    rec.last_session = current;
+    rec.last_session = Some(last);
     Ok(rec)
 }
 

@@ -3,8 +3,8 @@
 //! every session reproduces, 1 on the first divergence of any session, 2 when the file cannot
 //! be read or parsed.
 
-use crate::journal::{self, Contents, Divergence, JournalError, Line, Record, SessionEnd};
-use crate::machine::{Core, Effect, Event, Limits, Mode, State};
+use crate::journal::{self, Contents, Divergence, JournalError, SessionEnd, SessionLog};
+use crate::machine::{Core, Effect, Event, State};
 use std::path::Path;
 
 pub fn run(path: &Path) -> i32 {
@@ -83,76 +83,10 @@ impl SessionReport {
     }
 }
 
-struct Batch {
-    seq: u64,
-    event: Event,
-    state: String,
-    effects: Vec<Effect>,
-}
-
-struct SessionLog {
-    id: String,
-    limits: Limits,
-    mode: Mode,
-    batches: Vec<Batch>,
-    end: Option<(u64, SessionEnd)>,
-}
-
-/// Groups the lines by session (checking that every record belongs to a started session),
-/// then re-drives each session.
+/// Re-drives each session of the file.
 pub fn replay(contents: &Contents, path: &Path) -> Result<Vec<SessionReport>, JournalError> {
-    let sessions = group(&contents.lines, path)?;
+    let sessions = journal::sessions(&contents.lines, path)?;
     Ok(sessions.iter().map(replay_session).collect())
-}
-
-fn group(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalError> {
-    let mut sessions: Vec<SessionLog> = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let bad = |message: String| JournalError::Inconsistent {
-            path: path.to_path_buf(),
-            line: i as u64 + 1,
-            message,
-        };
-        if let Record::SessionStart { limits, mode, .. } = &line.record {
-            sessions.push(SessionLog {
-                id: line.session.clone(),
-                limits: limits.clone(),
-                mode: *mode,
-                batches: Vec::new(),
-                end: None,
-            });
-            continue;
-        }
-        let Some(session) = sessions.iter_mut().rev().find(|s| s.id == line.session) else {
-            return Err(bad(format!(
-                "record of session {} without its sessionStart",
-                line.session
-            )));
-        };
-        match &line.record {
-            Record::Event { event, state } => session.batches.push(Batch {
-                seq: line.seq,
-                event: *event,
-                state: state.clone(),
-                effects: Vec::new(),
-            }),
-            Record::Effect { effect, .. } => match session.batches.last_mut() {
-                Some(batch) => batch.effects.push(*effect),
-                None => {
-                    return Err(bad(format!(
-                        "effect of session {} before any event",
-                        line.session
-                    )))
-                }
-            },
-            Record::SessionEnd { end } => {
-                // An acknowledgement follows the halt it acknowledges; keep the latest word.
-                session.end = Some((line.seq, end.clone()));
-            }
-            Record::SessionStart { .. } | Record::Failure { .. } | Record::Agent { .. } => {}
-        }
-    }
-    Ok(sessions)
 }
 
 fn replay_session(log: &SessionLog) -> SessionReport {
@@ -162,7 +96,11 @@ fn replay_session(log: &SessionLog) -> SessionReport {
         events: log.batches.len() as u64,
         effects: log.batches.iter().map(|b| b.effects.len() as u64).sum(),
         cut_short: 0,
-        end: log.end.as_ref().map(|(_, e)| e.clone()),
+        end: if log.acknowledged {
+            Some(SessionEnd::HaltAcknowledged)
+        } else {
+            log.end.as_ref().map(|(_, e)| e.clone())
+        },
         divergence: None,
     };
     for (k, batch) in log.batches.iter().enumerate() {
@@ -182,7 +120,7 @@ fn replay_session(log: &SessionLog) -> SessionReport {
             let restarted = log
                 .batches
                 .get(k + 1)
-                .is_none_or(|next| next.event == Event::Start);
+                .is_none_or(|next| matches!(next.event, Event::Start | Event::ModeChanged { .. }));
             if restarted && effects.starts_with(&batch.effects) {
                 report.cut_short += 1;
                 continue;
