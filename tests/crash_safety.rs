@@ -442,3 +442,34 @@ fn a_journal_of_the_old_layout_is_migrated_and_its_session_continued() {
     assert_eq!(sessions(&p), 1, "the old journal's session continued");
     assert_eq!(p.count("1 implement 2"), 1, "{:?}", p.invocations());
 }
+
+#[test]
+fn status_tells_a_running_runner_from_one_that_died() {
+    let p = one_issue(json!({"steps": {"verify": ["slow:60000", "ok"]}}));
+    let status = || {
+        let out = p
+            .command(&["status", "--config", p.config.to_str().expect("utf8")])
+            .output()
+            .expect("status");
+        text(&out)
+    };
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 verify 1", WAIT);
+    let pid = child.id();
+    assert!(
+        status().contains(&format!("running (pid {pid})")),
+        "{}",
+        status()
+    );
+    kill9(child);
+    assert!(status().contains("died"), "{}", status());
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(status().contains("runner:   not running\n"), "{}", status());
+
+    let missing = p
+        .command(&["replay", "/nonexistent/journal.jsonl"])
+        .output()
+        .expect("replay");
+    assert_eq!(code(&missing), 2, "{}", text(&missing));
+}

@@ -8,6 +8,13 @@ use crate::machine::{Core, Effect, Event, State};
 use std::path::Path;
 
 pub fn run(path: &Path) -> i32 {
+    if let Err(e) = std::fs::symlink_metadata(path) {
+        say!(
+            "error: {}: {e}; pass the journal's path (`sdlc-runner status` shows it)",
+            path.display()
+        );
+        return 2;
+    }
     let contents = match journal::read_contents(path) {
         Ok(c) => c,
         Err(e) => {

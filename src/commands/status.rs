@@ -71,6 +71,25 @@ pub struct Status {
     pub state_file: StateFileView,
     pub log_dir: PathBuf,
     pub orchestration_log: PathBuf,
+    /// Whether a runner works on the project now: `running` (with its pid), `not running`.
+    pub runner: String,
+}
+
+/// The lock file holds the pid of the runner holding it (emptied when it exits cleanly); a
+/// pid whose process is gone means the runner died (a crash, kill -9). Read without locking:
+/// `status` must never stand in the way of a runner starting.
+fn runner_liveness(project: &Path) -> String {
+    let Ok(dir) = crate::runner_dir::RunnerDir::locate(project) else {
+        return "not running".into();
+    };
+    let pid = crate::safe_fs::read_no_follow(&dir.lock())
+        .ok()
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<i32>().ok());
+    match pid {
+        Some(pid) if crate::cleanup::process_alive(pid) => format!("running (pid {pid})"),
+        Some(pid) => format!("not running (runner pid {pid} died without cleaning up; the next run continues its session)"),
+        None => "not running".into(),
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -179,6 +198,7 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
         divergence: None,
         state_file: state_file(&project),
         log_dir: cfg.log_dir.clone(),
+        runner: runner_liveness(&project),
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
     };
     if let Some(session) = &rec.last_session {
@@ -314,6 +334,7 @@ impl Status {
             o.push('\n');
         };
         line(format!("project:  {}", self.project.display()));
+        line(format!("runner:   {}", self.runner));
         line(format!(
             "journal:  {} ({} records)",
             self.journal.display(),
