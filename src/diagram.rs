@@ -18,12 +18,71 @@ const EXITED: &str = "Exited";
 /// The exploration is finite by construction; this guards against a new unbounded field.
 const MAX_EXPLORED: usize = 1_000_000;
 
+/// What a transition decides for the run. The exploration reads it off the same effects that
+/// reveal the guard, so the reader's views are drawn in the machine's own vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// On to the next step or state: nothing was decided against the issue.
+    Advance,
+    Retry,
+    Bounce,
+    Escalate,
+    /// Back off (rate limit, quota).
+    Wait,
+    /// A wait or a person's answer is over: the step it interrupted goes on.
+    Continue,
+    AskPerson,
+    Halt,
+    Merged,
+    /// A restart that finds progress in git and resumes there.
+    Restart,
+    /// A signal stop: the process exits, the machine keeps its position.
+    Stop,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 11] = [
+        Kind::Advance,
+        Kind::Retry,
+        Kind::Bounce,
+        Kind::Escalate,
+        Kind::Wait,
+        Kind::Continue,
+        Kind::AskPerson,
+        Kind::Halt,
+        Kind::Merged,
+        Kind::Restart,
+        Kind::Stop,
+    ];
+
+    /// The word the guards already use, so the full diagram's labels stay as they were.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Advance => "advance",
+            Kind::Retry => "retry",
+            Kind::Bounce => "bounce",
+            Kind::Escalate => "escalate",
+            Kind::Wait => "wait",
+            Kind::Continue => "continue",
+            Kind::AskPerson => "ask a person",
+            Kind::Halt => "halt",
+            Kind::Merged => "merged",
+            Kind::Restart => "restart",
+            Kind::Stop => "stop",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Edge {
     pub from: String,
     pub event: &'static str,
     pub guard: String,
     pub to: String,
+    /// Derived from the same effects as `guard`: never makes two edges of one guard distinct.
+    pub kind: Kind,
+    /// The escalation cause or halt reason, empty for the kinds that have none.
+    pub cause: &'static str,
 }
 
 impl Edge {
@@ -46,22 +105,31 @@ pub struct Graph {
     pub edges: BTreeSet<Edge>,
 }
 
-fn guard(effects: &[Effect]) -> String {
+/// What the effects decide, and why where they say (escalation cause, halt reason).
+fn decision(effects: &[Effect]) -> (Kind, &'static str) {
     for e in effects {
         match e {
-            Effect::Halt(reason) => return format!("halt: {}", halt_kind(reason)),
+            Effect::Halt(reason) => return (Kind::Halt, halt_kind(reason)),
             Effect::Notify(Notice::Escalated { cause, .. }) => {
-                return format!("escalate: {}", cause.describe())
+                return (Kind::Escalate, cause.describe())
             }
-            Effect::Notify(Notice::Retrying { .. }) => return "retry".into(),
-            Effect::Notify(Notice::Bounced { .. }) => return "bounce".into(),
-            Effect::Notify(Notice::Waiting { .. }) => return "wait".into(),
-            Effect::RecordMerged { .. } => return "merged".into(),
-            Effect::AskDecision { .. } => return "ask a person".into(),
+            Effect::Notify(Notice::Retrying { .. }) => return (Kind::Retry, ""),
+            Effect::Notify(Notice::Bounced { .. }) => return (Kind::Bounce, ""),
+            Effect::Notify(Notice::Waiting { .. }) => return (Kind::Wait, ""),
+            Effect::RecordMerged { .. } => return (Kind::Merged, ""),
+            Effect::AskDecision { .. } => return (Kind::AskPerson, ""),
             _ => {}
         }
     }
-    String::new()
+    (Kind::Advance, "")
+}
+
+fn guard(kind: Kind, cause: &str) -> String {
+    match kind {
+        Kind::Advance => String::new(),
+        _ if cause.is_empty() => kind.name().to_string(),
+        _ => format!("{}: {cause}", kind.name()),
+    }
 }
 
 fn halt_kind(reason: &HaltReason) -> &'static str {
@@ -223,12 +291,15 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
             } else {
                 next.state().name().to_string()
             };
-            let mut guard = guard(&effects);
+            // A restart fails the interrupted attempt: what it decides is that failure's kind.
+            let (mut kind, cause) = decision(&effects);
+            let mut guard = guard(kind, cause);
             if ev == Event::Start {
                 guard = format!("attempt interrupted by a restart, {guard}");
             }
             if guard.is_empty() && matches!(ev, Event::Resume { .. }) {
                 guard = "git shows progress".into();
+                kind = Kind::Restart;
             }
             if guard.is_empty()
                 && matches!(
@@ -240,8 +311,12 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                 if let Some(step) = next.state().step() {
                     if crate::machine::state_of_step(step).name() == to {
                         guard = format!("waiting in {}", step.key());
+                        kind = Kind::Continue;
                     }
                 }
+            }
+            if to == EXITED && kind == Kind::Advance {
+                kind = Kind::Stop;
             }
             // Work inside a state (dispatching an attempt) is not a transition.
             if to != from.name() || !guard.is_empty() {
@@ -250,6 +325,8 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                     event: ev.label(),
                     guard,
                     to,
+                    kind,
+                    cause,
                 });
             }
             queue.push_back(next);
@@ -324,32 +401,27 @@ fn collapse_shared_edges(graph: &mut Graph) {
             .filter(|(_, a)| a.contains(&sup))
             .map(|(n, _)| n.clone())
             .collect();
-        let signatures: BTreeSet<(&'static str, String, String)> = graph
+        // An edge without its source: what must be the same for every member.
+        let signatures: BTreeSet<Edge> = graph
             .edges
             .iter()
             .filter(|e| e.from == members[0])
-            .map(|e| (e.event, e.guard.clone(), e.to.clone()))
+            .map(|e| Edge {
+                from: String::new(),
+                ..e.clone()
+            })
             .collect();
-        for (event, guard, to) in signatures {
-            let shared = members.iter().all(|m| {
-                graph
-                    .edges
-                    .iter()
-                    .any(|e| &e.from == m && e.event == event && e.guard == guard && e.to == to)
-            });
+        for sig in signatures {
+            let from_member = |m: &str| Edge {
+                from: m.to_string(),
+                ..sig.clone()
+            };
+            let shared = members.iter().all(|m| graph.edges.contains(&from_member(m)));
             if shared && members.len() > 1 {
-                graph.edges.retain(|e| {
-                    !(members.contains(&e.from)
-                        && e.event == event
-                        && e.guard == guard
-                        && e.to == to)
-                });
-                graph.edges.insert(Edge {
-                    from: sup.to_string(),
-                    event,
-                    guard,
-                    to,
-                });
+                for m in &members {
+                    graph.edges.remove(&from_member(m));
+                }
+                graph.edges.insert(from_member(sup));
             }
         }
     }
