@@ -578,7 +578,7 @@ fn detail_view(graph: &Graph, name: String) -> View {
     let states: Vec<&str> = ordered(&names).into_iter().map(String::as_str).collect();
     View {
         caption: format!(
-            "{}: {} and every edge touching them (dashed: states drawn in another view)",
+            "{}: {} and every edge touching them; the other states are detailed in their own view",
             name,
             states.join(", ")
         ),
