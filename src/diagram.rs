@@ -790,10 +790,7 @@ fn dot_doc(graph: &Graph, look: &Look) -> String {
     };
     // A superstate's edge leaves from its cluster's border unless it ends inside the cluster.
     let tail = |from: &str, to: &str| {
-        let head_inside = graph
-            .leaves
-            .get(to)
-            .is_some_and(|a| a.iter().any(|s| *s == from));
+        let head_inside = graph.leaves.get(to).is_some_and(|a| a.contains(&from));
         if is_super(from) && !head_inside {
             (format!("{from}__anchor"), format!(", ltail=cluster_{from}"))
         } else if is_super(from) {
