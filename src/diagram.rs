@@ -18,12 +18,71 @@ const EXITED: &str = "Exited";
 /// The exploration is finite by construction; this guards against a new unbounded field.
 const MAX_EXPLORED: usize = 1_000_000;
 
+/// What a transition decides for the run. The exploration reads it off the same effects that
+/// reveal the guard, so the reader's views are drawn in the machine's own vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// On to the next step or state: nothing was decided against the issue.
+    Advance,
+    Retry,
+    Bounce,
+    Escalate,
+    /// Back off (rate limit, quota).
+    Wait,
+    /// A wait or a person's answer is over: the step it interrupted goes on.
+    Continue,
+    AskPerson,
+    Halt,
+    Merged,
+    /// A restart that finds progress in git and resumes there.
+    Restart,
+    /// A signal stop: the process exits, the machine keeps its position.
+    Stop,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 11] = [
+        Kind::Advance,
+        Kind::Retry,
+        Kind::Bounce,
+        Kind::Escalate,
+        Kind::Wait,
+        Kind::Continue,
+        Kind::AskPerson,
+        Kind::Halt,
+        Kind::Merged,
+        Kind::Restart,
+        Kind::Stop,
+    ];
+
+    /// The word the guards already use, so the full diagram's labels stay as they were.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Advance => "advance",
+            Kind::Retry => "retry",
+            Kind::Bounce => "bounce",
+            Kind::Escalate => "escalate",
+            Kind::Wait => "wait",
+            Kind::Continue => "continue",
+            Kind::AskPerson => "ask a person",
+            Kind::Halt => "halt",
+            Kind::Merged => "merged",
+            Kind::Restart => "restart",
+            Kind::Stop => "stop",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Edge {
     pub from: String,
     pub event: &'static str,
     pub guard: String,
     pub to: String,
+    /// Derived from the same effects as `guard`: never makes two edges of one guard distinct.
+    pub kind: Kind,
+    /// The escalation cause or halt reason, empty for the kinds that have none.
+    pub cause: &'static str,
 }
 
 impl Edge {
@@ -46,22 +105,31 @@ pub struct Graph {
     pub edges: BTreeSet<Edge>,
 }
 
-fn guard(effects: &[Effect]) -> String {
+/// What the effects decide, and why where they say (escalation cause, halt reason).
+fn decision(effects: &[Effect]) -> (Kind, &'static str) {
     for e in effects {
         match e {
-            Effect::Halt(reason) => return format!("halt: {}", halt_kind(reason)),
+            Effect::Halt(reason) => return (Kind::Halt, halt_kind(reason)),
             Effect::Notify(Notice::Escalated { cause, .. }) => {
-                return format!("escalate: {}", cause.describe())
+                return (Kind::Escalate, cause.describe())
             }
-            Effect::Notify(Notice::Retrying { .. }) => return "retry".into(),
-            Effect::Notify(Notice::Bounced { .. }) => return "bounce".into(),
-            Effect::Notify(Notice::Waiting { .. }) => return "wait".into(),
-            Effect::RecordMerged { .. } => return "merged".into(),
-            Effect::AskDecision { .. } => return "ask a person".into(),
+            Effect::Notify(Notice::Retrying { .. }) => return (Kind::Retry, ""),
+            Effect::Notify(Notice::Bounced { .. }) => return (Kind::Bounce, ""),
+            Effect::Notify(Notice::Waiting { .. }) => return (Kind::Wait, ""),
+            Effect::RecordMerged { .. } => return (Kind::Merged, ""),
+            Effect::AskDecision { .. } => return (Kind::AskPerson, ""),
             _ => {}
         }
     }
-    String::new()
+    (Kind::Advance, "")
+}
+
+fn guard(kind: Kind, cause: &str) -> String {
+    match kind {
+        Kind::Advance => String::new(),
+        _ if cause.is_empty() => kind.name().to_string(),
+        _ => format!("{}: {cause}", kind.name()),
+    }
 }
 
 fn halt_kind(reason: &HaltReason) -> &'static str {
@@ -223,12 +291,15 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
             } else {
                 next.state().name().to_string()
             };
-            let mut guard = guard(&effects);
+            // A restart fails the interrupted attempt: what it decides is that failure's kind.
+            let (mut kind, cause) = decision(&effects);
+            let mut guard = guard(kind, cause);
             if ev == Event::Start {
                 guard = format!("attempt interrupted by a restart, {guard}");
             }
             if guard.is_empty() && matches!(ev, Event::Resume { .. }) {
                 guard = "git shows progress".into();
+                kind = Kind::Restart;
             }
             if guard.is_empty()
                 && matches!(
@@ -240,8 +311,12 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                 if let Some(step) = next.state().step() {
                     if crate::machine::state_of_step(step).name() == to {
                         guard = format!("waiting in {}", step.key());
+                        kind = Kind::Continue;
                     }
                 }
+            }
+            if to == EXITED && kind == Kind::Advance {
+                kind = Kind::Stop;
             }
             // Work inside a state (dispatching an attempt) is not a transition.
             if to != from.name() || !guard.is_empty() {
@@ -250,6 +325,8 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                     event: ev.label(),
                     guard,
                     to,
+                    kind,
+                    cause,
                 });
             }
             queue.push_back(next);
@@ -324,34 +401,199 @@ fn collapse_shared_edges(graph: &mut Graph) {
             .filter(|(_, a)| a.contains(&sup))
             .map(|(n, _)| n.clone())
             .collect();
-        let signatures: BTreeSet<(&'static str, String, String)> = graph
+        // An edge without its source: what must be the same for every member.
+        let signatures: BTreeSet<Edge> = graph
             .edges
             .iter()
             .filter(|e| e.from == members[0])
-            .map(|e| (e.event, e.guard.clone(), e.to.clone()))
+            .map(|e| Edge {
+                from: String::new(),
+                ..e.clone()
+            })
             .collect();
-        for (event, guard, to) in signatures {
-            let shared = members.iter().all(|m| {
-                graph
-                    .edges
-                    .iter()
-                    .any(|e| &e.from == m && e.event == event && e.guard == guard && e.to == to)
-            });
+        for sig in signatures {
+            let from_member = |m: &str| Edge {
+                from: m.to_string(),
+                ..sig.clone()
+            };
+            let shared = members
+                .iter()
+                .all(|m| graph.edges.contains(&from_member(m)));
             if shared && members.len() > 1 {
-                graph.edges.retain(|e| {
-                    !(members.contains(&e.from)
-                        && e.event == event
-                        && e.guard == guard
-                        && e.to == to)
-                });
-                graph.edges.insert(Edge {
-                    from: sup.to_string(),
-                    event,
-                    guard,
-                    to,
-                });
+                for m in &members {
+                    graph.edges.remove(&from_member(m));
+                }
+                graph.edges.insert(from_member(sup));
             }
         }
+    }
+}
+
+/// A picture for a reader: a small graph rendered like the full one, with the names its edges
+/// reach that are drawn in another view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct View {
+    /// The file stem.
+    pub name: String,
+    pub caption: String,
+    pub graph: Graph,
+    pub outside: BTreeSet<String>,
+}
+
+/// The view that holds the states outside every phase, and the superstates around the phases.
+const SESSION_VIEW: &str = "session";
+
+fn is_step_state(name: &str) -> bool {
+    Step::ALL
+        .iter()
+        .any(|s| crate::machine::state_of_step(*s).name() == name)
+}
+
+/// The superstate that directly holds a step state: what the overview folds it into.
+fn phase_of(graph: &Graph, name: &str) -> Option<&'static str> {
+    if !is_step_state(name) {
+        return None;
+    }
+    graph.leaves.get(name).and_then(|a| a.last().copied())
+}
+
+/// The phases in lifecycle order, read from the machine's nesting rather than listed here, so
+/// a new phase gets its own view without touching this file.
+fn phases(graph: &Graph) -> Vec<&'static str> {
+    let mut found = Vec::new();
+    for step in Step::ALL {
+        if let Some(p) = phase_of(graph, crate::machine::state_of_step(step).name()) {
+            if !found.contains(&p) {
+                found.push(p);
+            }
+        }
+    }
+    found
+}
+
+fn overview_node(graph: &Graph, name: &str) -> String {
+    phase_of(graph, name).map_or_else(|| name.to_string(), str::to_string)
+}
+
+/// The decisive edges between the phases and the session-level states. Step states fold into
+/// their phase; an edge is decisive when its guard decides something (every kind but advance)
+/// or when it advances out of its phase. Edges of one (from, to, kind) become one, labelled with
+/// the causes (or, where a kind has none, the events) that take it.
+pub fn overview(graph: &Graph) -> View {
+    let mut leaves = BTreeMap::new();
+    for (leaf, ancestors) in &graph.leaves {
+        match phase_of(graph, leaf) {
+            Some(phase) => {
+                let mut around = ancestors.clone();
+                around.pop();
+                leaves.insert(phase.to_string(), around);
+            }
+            None => {
+                leaves.insert(leaf.clone(), ancestors.clone());
+            }
+        }
+    }
+    let restart = Event::Start.label();
+    let mut merged: BTreeMap<(String, String, Kind), BTreeSet<&'static str>> = BTreeMap::new();
+    for e in &graph.edges {
+        let from = overview_node(graph, &e.from);
+        let to = overview_node(graph, &e.to);
+        if e.kind == Kind::Advance && from == to {
+            continue;
+        }
+        let why = if !e.cause.is_empty() {
+            e.cause
+        } else if e.event == restart {
+            "restart mid-attempt"
+        } else {
+            e.event
+        };
+        merged.entry((from, to, e.kind)).or_default().insert(why);
+    }
+    let edges = merged
+        .into_iter()
+        .map(|((from, to, kind), why)| Edge {
+            from,
+            event: kind.name(),
+            guard: why.into_iter().collect::<Vec<_>>().join(", "),
+            to,
+            kind,
+            cause: "",
+        })
+        .collect();
+    View {
+        name: "overview".into(),
+        caption: format!(
+            "Overview: the decisive edges; {} each stand for their steps (every edge: the detail views and sdlc-runner.*)",
+            phases(graph).join(", ")
+        ),
+        graph: Graph {
+            initial: overview_node(graph, &graph.initial),
+            leaves,
+            finals: graph.finals.clone(),
+            edges,
+        },
+        outside: BTreeSet::new(),
+    }
+}
+
+/// The view a state or superstate is drawn in; the exit pseudo-state belongs to none.
+fn home(graph: &Graph, name: &str) -> Option<String> {
+    if name == EXITED {
+        return None;
+    }
+    let phase = phase_of(graph, name).or_else(|| phases(graph).into_iter().find(|p| *p == name));
+    Some(phase.map_or_else(|| SESSION_VIEW.to_string(), str::to_lowercase))
+}
+
+/// One view per phase and one for the session-level states: each holds its states and every
+/// edge of the full graph that touches them, unchanged.
+pub fn detail_views(graph: &Graph) -> Vec<View> {
+    let mut names: Vec<String> = phases(graph).iter().map(|p| p.to_lowercase()).collect();
+    names.push(SESSION_VIEW.to_string());
+    names.into_iter().map(|n| detail_view(graph, n)).collect()
+}
+
+fn detail_view(graph: &Graph, name: String) -> View {
+    let own = |n: &str| home(graph, n).as_deref() == Some(name.as_str());
+    let leaves: BTreeMap<String, Vec<&'static str>> = graph
+        .leaves
+        .iter()
+        .filter(|(leaf, _)| own(leaf))
+        .map(|(leaf, a)| (leaf.clone(), a.iter().copied().filter(|s| own(s)).collect()))
+        .collect();
+    let edges: BTreeSet<Edge> = graph
+        .edges
+        .iter()
+        .filter(|e| own(&e.from) || own(&e.to))
+        .cloned()
+        .collect();
+    let outside = edges
+        .iter()
+        .flat_map(|e| [&e.from, &e.to])
+        .filter(|n| !own(n) && n.as_str() != EXITED)
+        .cloned()
+        .collect();
+    let names: BTreeSet<String> = leaves.keys().cloned().collect();
+    let states: Vec<&str> = ordered(&names).into_iter().map(String::as_str).collect();
+    View {
+        caption: format!(
+            "{}: {} and every edge touching them; the other states are detailed in their own view",
+            name,
+            states.join(", ")
+        ),
+        graph: Graph {
+            initial: if own(&graph.initial) {
+                graph.initial.clone()
+            } else {
+                String::new()
+            },
+            leaves,
+            finals: graph.finals.iter().filter(|f| own(f)).cloned().collect(),
+            edges,
+        },
+        outside,
+        name,
     }
 }
 
@@ -394,12 +636,14 @@ fn walk(t: &Tree, node: Option<&'static str>, depth: usize, visit: &mut dyn FnMu
     }
 }
 
-/// Steps first in lifecycle order, then the rest alphabetically.
+/// Steps first in lifecycle order (a phase drawn as one state ranks with its first step), then
+/// the rest alphabetically.
 fn ordered(names: &BTreeSet<String>) -> Vec<&String> {
     let rank = |n: &str| {
-        Step::ALL
-            .iter()
-            .position(|s| crate::machine::state_of_step(*s).name() == n)
+        Step::ALL.iter().position(|s| {
+            let state = crate::machine::state_of_step(*s);
+            state.name() == n || Core::ancestors(&state).last() == Some(&n)
+        })
     };
     let mut v: Vec<&String> = names.iter().collect();
     v.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), (*n).clone()));
@@ -407,8 +651,18 @@ fn ordered(names: &BTreeSet<String>) -> Vec<&String> {
 }
 
 pub fn mermaid(graph: &Graph) -> String {
+    mermaid_doc(graph, "")
+}
+
+fn mermaid_doc(graph: &Graph, caption: &str) -> String {
     let t = tree(graph);
-    let mut out = String::from("%% Generated by `sdlc-runner diagram` from the executable machine. Do not edit.\nstateDiagram-v2\n");
+    let mut out = String::from(
+        "%% Generated by `sdlc-runner diagram` from the executable machine. Do not edit.\n",
+    );
+    if !caption.is_empty() {
+        let _ = writeln!(out, "%% {caption}");
+    }
+    out.push_str("stateDiagram-v2\n");
     walk(&t, None, 1, &mut |v, pad| {
         let _ = match v {
             Visit::Leaf(leaf) => writeln!(out, "{pad}{leaf}"),
@@ -416,7 +670,9 @@ pub fn mermaid(graph: &Graph) -> String {
             Visit::Leave => writeln!(out, "{pad}}}"),
         };
     });
-    let _ = writeln!(out, "    [*] --> {}", graph.initial);
+    if !graph.initial.is_empty() {
+        let _ = writeln!(out, "    [*] --> {}", graph.initial);
+    }
     for e in &graph.edges {
         let to = if e.to == EXITED { "[*]" } else { e.to.as_str() };
         let _ = writeln!(out, "    {} --> {} : {}", e.from, to, e.label());
@@ -427,9 +683,81 @@ pub fn mermaid(graph: &Graph) -> String {
     out
 }
 
+/// How a DOT document is dressed; the full diagram uses none of it.
+struct Look<'a> {
+    id: &'a str,
+    caption: &'a str,
+    outside: &'a BTreeSet<String>,
+    /// One arrow per (from, to, kind) with the labels stacked, coloured by kind.
+    by_kind: bool,
+}
+
+/// Colour and line of an arrow by what it decides, so a reader finds the halts at a glance.
+fn kind_style(kind: Kind) -> (&'static str, &'static str) {
+    match kind {
+        Kind::Advance => ("black", ""),
+        Kind::Retry => ("gray45", ""),
+        Kind::Bounce => ("darkorange3", ""),
+        Kind::Escalate => ("orangered3", ", penwidth=1.5"),
+        Kind::Wait => ("steelblue", ""),
+        Kind::Continue => ("steelblue", ", style=dashed"),
+        Kind::AskPerson => ("purple", ""),
+        Kind::Halt => ("red3", ", penwidth=1.5"),
+        Kind::Merged => ("forestgreen", ", penwidth=2"),
+        Kind::Restart => ("gray45", ", style=dashed"),
+        Kind::Stop => ("gray45", ", style=dotted"),
+    }
+}
+
 pub fn dot(graph: &Graph) -> String {
+    dot_doc(
+        graph,
+        &Look {
+            id: "sdlc_runner",
+            caption: "",
+            outside: &BTreeSet::new(),
+            by_kind: false,
+        },
+    )
+}
+
+/// Breaks a label after its commas into DOT lines of about 40 characters: long lists of causes
+/// would otherwise stretch the picture sideways.
+fn wrap(label: &str) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for (i, part) in label.split(", ").enumerate() {
+        if i > 0 {
+            if line + part.len() > 40 {
+                out.push_str(",\\n");
+                line = 0;
+            } else {
+                out.push_str(", ");
+                line += 2;
+            }
+        }
+        out.push_str(part);
+        line += part.len();
+    }
+    out
+}
+
+fn dot_doc(graph: &Graph, look: &Look) -> String {
     let t = tree(graph);
-    let mut out = String::from("// Generated by `sdlc-runner diagram` from the executable machine. Do not edit.\ndigraph sdlc_runner {\n    compound=true;\n    newrank=true;\n    rankdir=LR;\n    ranksep=0.9;\n    node [shape=box, style=rounded, fontname=\"Helvetica\"];\n    edge [fontname=\"Helvetica\", fontsize=9];\n    __start [shape=point];\n    Exited [shape=doublecircle, label=\"exit 0\\n(position kept)\"];\n");
+    let mut out = format!("// Generated by `sdlc-runner diagram` from the executable machine. Do not edit.\ndigraph {} {{\n    compound=true;\n    newrank=true;\n    rankdir=LR;\n    ranksep=0.9;\n    node [shape=box, style=rounded, fontname=\"Helvetica\"];\n    edge [fontname=\"Helvetica\", fontsize=9];\n", look.id);
+    if !look.caption.is_empty() {
+        let _ = writeln!(
+            out,
+            "    label=\"{}\";\n    labelloc=t;\n    fontname=\"Helvetica\";",
+            look.caption.replace('"', "'")
+        );
+    }
+    if !graph.initial.is_empty() {
+        out.push_str("    __start [shape=point];\n");
+    }
+    if graph.edges.iter().any(|e| e.to == EXITED) {
+        out.push_str("    Exited [shape=doublecircle, label=\"exit 0\\n(position kept)\"];\n");
+    }
     walk(&t, None, 1, &mut |v, pad| match v {
         Visit::Leaf(leaf) => {
             let shape = if graph.finals.contains(leaf) {
@@ -448,31 +776,63 @@ pub fn dot(graph: &Graph) -> String {
             let _ = writeln!(out, "{pad}}}");
         }
     });
-    let _ = writeln!(out, "    __start -> {};", graph.initial);
+    for name in look.outside {
+        let _ = writeln!(
+            out,
+            "    {name} [label=\"{name}\", style=\"rounded,dashed\", color=gray45];"
+        );
+    }
+    if !graph.initial.is_empty() {
+        let _ = writeln!(out, "    __start -> {};", graph.initial);
+    }
     let is_super = |n: &str| {
         t.keys().any(|k| *k == Some(n)) || t.values().any(|v| v.0.iter().any(|s| *s == n))
     };
-    for e in &graph.edges {
-        let head_inside = graph
-            .leaves
-            .get(&e.to)
-            .is_some_and(|a| a.iter().any(|s| *s == e.from));
-        let (from, tail) = if is_super(&e.from) && !head_inside {
-            (
-                format!("{}__anchor", e.from),
-                format!(", ltail=cluster_{}", e.from),
-            )
-        } else if is_super(&e.from) {
-            (format!("{}__anchor", e.from), String::new())
+    // A superstate's edge leaves from its cluster's border unless it ends inside the cluster.
+    let tail = |from: &str, to: &str| {
+        let head_inside = graph.leaves.get(to).is_some_and(|a| a.contains(&from));
+        if is_super(from) && !head_inside {
+            (format!("{from}__anchor"), format!(", ltail=cluster_{from}"))
+        } else if is_super(from) {
+            (format!("{from}__anchor"), String::new())
         } else {
-            (e.from.clone(), String::new())
-        };
-        let _ = writeln!(
-            out,
-            "    {from} -> {} [label=\"{}\"{tail}];",
-            e.to,
-            e.label().replace('"', "'")
-        );
+            (from.to_string(), String::new())
+        }
+    };
+    if look.by_kind {
+        let mut arrows: BTreeMap<(&str, &str, Kind), Vec<String>> = BTreeMap::new();
+        for e in &graph.edges {
+            arrows
+                .entry((&e.from, &e.to, e.kind))
+                .or_default()
+                .push(wrap(&e.label().replace('"', "'")));
+        }
+        for ((from, to, kind), labels) in arrows {
+            let (from, tail) = tail(from, to);
+            let (color, line) = kind_style(kind);
+            // Edges that go back (to an earlier step, to selection, into the interrupted step)
+            // would otherwise pull the lifecycle out of its left-to-right order.
+            let back = matches!(
+                kind,
+                Kind::Bounce | Kind::Escalate | Kind::Continue | Kind::Merged | Kind::Restart
+            );
+            let constraint = if back { ", constraint=false" } else { "" };
+            let _ = writeln!(
+                out,
+                "    {from} -> {to} [label=\"{}\", color={color}, fontcolor={color}{line}{constraint}{tail}];",
+                labels.join("\\n")
+            );
+        }
+    } else {
+        for e in &graph.edges {
+            let (from, tail) = tail(&e.from, &e.to);
+            let _ = writeln!(
+                out,
+                "    {from} -> {} [label=\"{}\"{tail}];",
+                e.to,
+                e.label().replace('"', "'")
+            );
+        }
     }
     out.push_str("}\n");
     out
@@ -541,23 +901,64 @@ pub fn scxml(graph: &Graph) -> String {
     out
 }
 
-/// The three diagram files, by file name.
-pub fn render_all(graph: &Graph) -> Vec<(&'static str, String)> {
-    vec![
-        ("sdlc-runner.mmd", mermaid(graph)),
-        ("sdlc-runner.dot", dot(graph)),
-        ("sdlc-runner.scxml", scxml(graph)),
-    ]
+/// One file `diagram` writes and `--check` compares.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rendered {
+    pub name: String,
+    pub text: String,
+    pub edges: usize,
+}
+
+/// The full diagrams in three formats, then the reader's views (overview, one per phase, the
+/// session-level states) as mermaid and DOT; all from one exploration.
+pub fn render_all(graph: &Graph) -> Vec<Rendered> {
+    let full = |name: &str, text: String| Rendered {
+        name: name.to_string(),
+        text,
+        edges: graph.edges.len(),
+    };
+    let mut files = vec![
+        full("sdlc-runner.mmd", mermaid(graph)),
+        full("sdlc-runner.dot", dot(graph)),
+        full("sdlc-runner.scxml", scxml(graph)),
+    ];
+    let mut views = vec![overview(graph)];
+    views.extend(detail_views(graph));
+    for view in &views {
+        let edges = view.graph.edges.len();
+        files.push(Rendered {
+            name: format!("{}.mmd", view.name),
+            text: mermaid_doc(&view.graph, &view.caption),
+            edges,
+        });
+        let look = Look {
+            id: &format!("sdlc_runner_{}", view.name),
+            caption: &view.caption,
+            outside: &view.outside,
+            by_kind: true,
+        };
+        files.push(Rendered {
+            name: format!("{}.dot", view.name),
+            text: dot_doc(&view.graph, &look),
+            edges,
+        });
+    }
+    files
+}
+
+/// Exploring takes a few seconds: once for every test of the crate.
+#[cfg(test)]
+pub(crate) fn explored() -> &'static Graph {
+    static GRAPH: std::sync::OnceLock<Graph> = std::sync::OnceLock::new();
+    GRAPH.get_or_init(explore)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Exploring takes a few seconds: once for all tests.
     fn graph() -> &'static Graph {
-        static GRAPH: std::sync::OnceLock<Graph> = std::sync::OnceLock::new();
-        GRAPH.get_or_init(explore)
+        explored()
     }
 
     #[test]
@@ -651,6 +1052,143 @@ mod tests {
                 ids.contains(sup),
                 "superstate {sup} is not a composite state"
             );
+        }
+    }
+
+    #[test]
+    fn every_edge_kind_agrees_with_its_guard() {
+        for e in &graph().edges {
+            match e.kind {
+                Kind::Advance => assert!(
+                    e.guard.is_empty() || e.guard.starts_with("attempt interrupted"),
+                    "{e:?}"
+                ),
+                Kind::Continue => assert!(e.guard.starts_with("waiting in"), "{e:?}"),
+                Kind::Restart => assert_eq!(e.guard, "git shows progress", "{e:?}"),
+                Kind::Stop => assert_eq!(e.to, EXITED, "{e:?}"),
+                kind => assert!(
+                    e.guard.contains(&guard(kind, e.cause)),
+                    "{e:?} is not labelled {}",
+                    kind.name()
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn diagram_overview_is_small_and_has_every_decisive_kind() {
+        let o = overview(graph());
+        assert!(
+            o.graph.edges.len() <= 40,
+            "overview has {} edges",
+            o.graph.edges.len()
+        );
+        let kinds: BTreeSet<Kind> = o.graph.edges.iter().map(|e| e.kind).collect();
+        for kind in [
+            Kind::Advance,
+            Kind::Retry,
+            Kind::Bounce,
+            Kind::Escalate,
+            Kind::Wait,
+            Kind::AskPerson,
+            Kind::Halt,
+            Kind::Merged,
+            Kind::Restart,
+        ] {
+            assert!(kinds.contains(&kind), "no {} edge", kind.name());
+        }
+        let keys: Vec<(&str, &str, Kind)> = o
+            .graph
+            .edges
+            .iter()
+            .map(|e| (e.from.as_str(), e.to.as_str(), e.kind))
+            .collect();
+        let unique: BTreeSet<_> = keys.iter().collect();
+        assert_eq!(keys.len(), unique.len(), "a (from, to, kind) drawn twice");
+        let states: BTreeSet<&str> = o.graph.leaves.keys().map(String::as_str).collect();
+        assert_eq!(
+            states,
+            BTreeSet::from([
+                "AwaitingDecision",
+                "BackingOff",
+                "Build",
+                "Deliver",
+                "Finished",
+                "Halted",
+                "Selecting",
+                "Specify"
+            ])
+        );
+        assert!(o.graph.edges.iter().any(|e| e.from == "Build"
+            && e.to == "Halted"
+            && e.kind == Kind::Halt
+            && e.guard.contains("environment")
+            && e.guard.contains("max consecutive failures")));
+        assert!(!o
+            .graph
+            .edges
+            .iter()
+            .any(|e| e.kind == Kind::Advance && e.from == e.to));
+    }
+
+    #[test]
+    fn diagram_every_state_is_in_exactly_one_detail_view() {
+        let g = graph();
+        let views = detail_views(g);
+        let names: Vec<&str> = views.iter().map(|v| v.name.as_str()).collect();
+        assert_eq!(names, ["specify", "build", "deliver", "session"]);
+        for leaf in g.leaves.keys() {
+            let holders: Vec<&str> = views
+                .iter()
+                .filter(|v| v.graph.leaves.contains_key(leaf))
+                .map(|v| v.name.as_str())
+                .collect();
+            assert_eq!(holders.len(), 1, "{leaf} is in {holders:?}");
+        }
+    }
+
+    #[test]
+    fn diagram_every_edge_is_in_a_detail_view_and_drawn_there() {
+        let g = graph();
+        let views = detail_views(g);
+        let rendered: Vec<(String, String)> = views
+            .iter()
+            .map(|v| {
+                let look = Look {
+                    id: "t",
+                    caption: &v.caption,
+                    outside: &v.outside,
+                    by_kind: true,
+                };
+                (mermaid_doc(&v.graph, &v.caption), dot_doc(&v.graph, &look))
+            })
+            .collect();
+        for e in &g.edges {
+            let holders: Vec<usize> = (0..views.len())
+                .filter(|&i| views[i].graph.edges.contains(e))
+                .collect();
+            assert!(!holders.is_empty(), "{e:?} is in no detail view");
+            for i in holders {
+                let (mmd, dot) = &rendered[i];
+                assert!(
+                    mmd.contains(&e.label()),
+                    "{e:?} not in {}.mmd",
+                    views[i].name
+                );
+                let wrapped = wrap(&e.label().replace('"', "'"));
+                assert!(dot.contains(&wrapped), "{e:?} not in {}.dot", views[i].name);
+            }
+        }
+        for v in &views {
+            let supers: BTreeSet<&str> = v.graph.leaves.values().flatten().copied().collect();
+            let own = |n: &String| v.graph.leaves.contains_key(n) || supers.contains(n.as_str());
+            for e in &v.graph.edges {
+                assert!(
+                    own(&e.from) || own(&e.to),
+                    "{e:?} touches nothing of {}",
+                    v.name
+                );
+            }
         }
     }
 }

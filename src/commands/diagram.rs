@@ -1,7 +1,7 @@
 //! `sdlc-runner diagram`: write or check the derived diagrams.
 
 use crate::cli::{DiagramArgs, DiagramFormat};
-use crate::diagram;
+use crate::diagram::{self, Rendered};
 use std::path::Path;
 
 pub fn run(args: &DiagramArgs) -> i32 {
@@ -12,9 +12,9 @@ pub fn run(args: &DiagramArgs) -> i32 {
         Some(DiagramFormat::Dot) => name.ends_with(".dot"),
         Some(DiagramFormat::Scxml) => name.ends_with(".scxml"),
     };
-    let files: Vec<(&str, String)> = diagram::render_all(&graph)
+    let files: Vec<Rendered> = diagram::render_all(&graph)
         .into_iter()
-        .filter(|(n, _)| wanted(n))
+        .filter(|f| wanted(&f.name))
         .collect();
     if args.check {
         return check(&args.out, &files);
@@ -23,22 +23,44 @@ pub fn run(args: &DiagramArgs) -> i32 {
         say!("error: cannot create {}: {e}", args.out.display());
         return 2;
     }
-    for (name, text) in &files {
-        let path = args.out.join(name);
-        if let Err(e) = std::fs::write(&path, text) {
+    for file in &files {
+        let path = args.out.join(&file.name);
+        if let Err(e) = std::fs::write(&path, &file.text) {
             say!("error: cannot write {}: {e}", path.display());
             return 2;
         }
-        out!("wrote {} ({} edges)", path.display(), graph.edges.len());
+        out!("wrote {} ({} edges)", path.display(), file.edges);
     }
     0
 }
 
-fn check(dir: &Path, files: &[(&str, String)]) -> i32 {
+fn check(dir: &Path, files: &[Rendered]) -> i32 {
+    let stale = stale(dir, files);
+    if stale.is_empty() {
+        out!("diagrams in {} are fresh", dir.display());
+        0
+    } else {
+        for s in &stale {
+            say!("{s}");
+        }
+        say!(
+            "regenerate with: sdlc-runner diagram --out {}",
+            dir.display()
+        );
+        1
+    }
+}
+
+/// One message per file that differs from what the machine derives now, or is not there.
+fn stale(dir: &Path, files: &[Rendered]) -> Vec<String> {
     let mut stale = Vec::new();
-    for (name, fresh) in files {
-        let path = dir.join(name);
+    for file in files {
+        let path = dir.join(&file.name);
+        let fresh = &file.text;
         match std::fs::read_to_string(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                stale.push(format!("{}: missing", path.display()))
+            }
             Err(e) => stale.push(format!("{}: cannot read ({e})", path.display())),
             Ok(old) if old != *fresh => {
                 let old_lines: Vec<&str> = old.lines().collect();
@@ -70,17 +92,48 @@ fn check(dir: &Path, files: &[(&str, String)]) -> i32 {
             Ok(_) => {}
         }
     }
-    if stale.is_empty() {
-        out!("diagrams in {} are fresh", dir.display());
-        0
-    } else {
-        for s in &stale {
-            say!("{s}");
+    stale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn written() -> (tempfile::TempDir, Vec<Rendered>) {
+        let files = diagram::render_all(diagram::explored());
+        let dir = tempfile::tempdir().expect("temp dir");
+        for f in &files {
+            std::fs::write(dir.path().join(&f.name), &f.text).expect("write diagram");
         }
-        say!(
-            "regenerate with: sdlc-runner diagram --out {}",
-            dir.display()
-        );
-        1
+        (dir, files)
+    }
+
+    #[test]
+    fn diagram_check_passes_on_what_diagram_writes() {
+        let (dir, files) = written();
+        assert_eq!(stale(dir.path(), &files), Vec::<String>::new());
+        assert_eq!(check(dir.path(), &files), 0);
+    }
+
+    #[test]
+    fn diagram_check_fails_on_a_stale_view_naming_it() {
+        let (dir, files) = written();
+        let path = dir.path().join("overview.dot");
+        let old = std::fs::read_to_string(&path).expect("read overview");
+        std::fs::write(&path, old.replacen("halt", "stop", 1)).expect("write overview");
+        let msgs = stale(dir.path(), &files);
+        assert_eq!(msgs.len(), 1, "{msgs:?}");
+        assert!(msgs[0].contains("overview.dot: stale"), "{}", msgs[0]);
+        assert_eq!(check(dir.path(), &files), 1);
+    }
+
+    #[test]
+    fn diagram_check_fails_on_a_missing_view_naming_it() {
+        let (dir, files) = written();
+        std::fs::remove_file(dir.path().join("build.mmd")).expect("remove view");
+        let msgs = stale(dir.path(), &files);
+        assert_eq!(msgs.len(), 1, "{msgs:?}");
+        assert!(msgs[0].ends_with("build.mmd: missing"), "{}", msgs[0]);
+        assert_eq!(check(dir.path(), &files), 1);
     }
 }
