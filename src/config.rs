@@ -57,6 +57,10 @@ pub const DEFAULT_ESCALATED_LABEL: &str = "sdlc-escalated";
 
 /// The keys each object of the file may hold. The JSON Schema is derived from separate
 /// mirror types; a unit test checks that both agree, so neither can drift.
+/// Default of `maxNetworkWaits`: with the default backoff (60 s doubling to 900 s) about two
+/// hours of outage are waited out.
+pub const DEFAULT_MAX_NETWORK_WAITS: u32 = 10;
+
 const TOP_KEYS: &[&str] = &[
     "projectPath",
     "pluginsPath",
@@ -72,6 +76,7 @@ const TOP_KEYS: &[&str] = &[
     "maxConsecutiveFailures",
     "maxConsecutiveSameFailure",
     "maxRateLimitWaits",
+    "maxNetworkWaits",
     "backoff",
     "maxQuotaWaitMinutes",
     "maxRepairIterations",
@@ -273,6 +278,9 @@ pub struct Config {
     pub max_consecutive_failures: [u32; Step::COUNT],
     pub max_consecutive_same_failure: u32,
     pub max_rate_limit_waits: u32,
+    /// Waits in a row for a git/gh/tracker call that failed for a transient network reason,
+    /// before the run halts with `ENVIRONMENT FAILURE: NETWORK`.
+    pub max_network_waits: u32,
     pub backoff: Backoff,
     pub max_quota_wait: Duration,
     pub max_repair_iterations: u32,
@@ -1062,6 +1070,9 @@ impl Walker {
         let max_rate_limit_waits = self
             .uint(&top, "maxRateLimitWaits", 0, MAX_WAITS)
             .unwrap_or(5);
+        let max_network_waits = self
+            .uint(&top, "maxNetworkWaits", 0, MAX_WAITS)
+            .unwrap_or(DEFAULT_MAX_NETWORK_WAITS);
 
         let backoff_obj = self.object(top.path("backoff"), top.get("backoff"), BACKOFF_KEYS);
         let initial_seconds = self
@@ -1156,6 +1167,7 @@ impl Walker {
             max_consecutive_failures,
             max_consecutive_same_failure,
             max_rate_limit_waits,
+            max_network_waits,
             backoff: Backoff {
                 initial_seconds,
                 max_seconds,
@@ -1446,6 +1458,9 @@ mod file {
     fn d_5() -> u32 {
         5
     }
+    fn d_network() -> u32 {
+        super::DEFAULT_MAX_NETWORK_WAITS
+    }
     fn d_60() -> u32 {
         60
     }
@@ -1544,6 +1559,13 @@ mod file {
         /// At most 1000.
         #[schemars(range(min = 0, max = 1000))]
         pub max_rate_limit_waits: u32,
+        /// Waits in a row for a git/gh/tracker call failing for a transient network reason
+        /// (connection, DNS, TLS, HTTP 5xx, time-out) before halting with
+        /// `ENVIRONMENT FAILURE: NETWORK`. No attempt is spent, no issue blamed.
+        #[serde(default = "d_network")]
+        /// At most 1000.
+        #[schemars(range(min = 0, max = 1000))]
+        pub max_network_waits: u32,
         pub backoff: Option<BackoffFile>,
         /// Longest wait for a plan's usage window to reset before halting.
         #[serde(default = "d_quota")]

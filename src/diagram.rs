@@ -145,6 +145,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::Operator => "operator",
         HaltReason::DecisionTimeout => "decision timeout",
         HaltReason::RunnerStateLost => "runner state lost",
+        HaltReason::Network => "network",
     }
 }
 
@@ -165,6 +166,7 @@ fn alphabet(core: &Core) -> Vec<Event> {
         Event::ShutdownRequested {
             signal: Signal::Term,
         },
+        Event::NetworkUnavailable,
     ];
     let fresh = core.escalated().iter().max().map_or(1, |m| m + 1);
     evs.push(Event::IssueSelected { issue: fresh });

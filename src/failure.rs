@@ -27,6 +27,9 @@ pub enum FailureClass {
     /// A runner-side check after the step failed (e.g. no feature branch after startIssue).
     PostCheck,
     Unknown,
+    /// A git/gh/tracker call failed for a transient network reason (connection, DNS, TLS,
+    /// HTTP 5xx, time-out): waited out, never the issue's fault.
+    Network,
 }
 
 /// What the machine does with a failure of a given class.
@@ -53,7 +56,7 @@ pub enum Scope {
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 17] = [
+    pub const ALL: [FailureClass; 18] = [
         FailureClass::TestAssertion,
         FailureClass::Typecheck,
         FailureClass::Lint,
@@ -71,6 +74,7 @@ impl FailureClass {
         FailureClass::Idle,
         FailureClass::PostCheck,
         FailureClass::Unknown,
+        FailureClass::Network,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -84,7 +88,7 @@ impl FailureClass {
             TestAssertion | Typecheck | Lint | BuildCompile | Timeout | MaxTurns
             | PermissionDenied | Killed | Idle | PostCheck | Unknown => Disposition::Retry,
             ContextWindow => Disposition::EscalateNow,
-            RateLimit | Overloaded => Disposition::Backoff,
+            RateLimit | Overloaded | Network => Disposition::Backoff,
             Quota => Disposition::WaitForQuota,
             ToolingEnv | Auth => Disposition::HaltEnvironment,
         }
@@ -132,6 +136,7 @@ impl FailureClass {
             Idle => "IDLE",
             PostCheck => "POST_CHECK",
             Unknown => "UNKNOWN",
+            Network => "NETWORK",
         }
     }
 }

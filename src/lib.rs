@@ -20,6 +20,7 @@ pub mod forge;
 pub mod journal;
 pub mod logs;
 pub mod machine;
+pub mod network;
 pub mod notify;
 pub mod redact;
 pub mod repo;

@@ -179,6 +179,13 @@ def main():
     state = load()
     if not args:
         fail("fake gh: no arguments", 2)
+    # A network blip: "failNext": N fails the next N calls, "failAlways": true every call,
+    # the way gh reports a connection it could not make.
+    if state.get("failAlways") or state.get("failNext", 0) > 0:
+        if state.get("failNext", 0) > 0:
+            state["failNext"] -= 1
+            save(state)
+        fail("error connecting to api.github.com\ncheck your internet connection or https://githubstatus.com")
     if args[0] == "api" and any(a.startswith("repos/{owner}/{repo}/milestones") for a in args):
         print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
     elif args[0] == "issue" and len(args) > 1:

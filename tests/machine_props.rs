@@ -468,3 +468,35 @@ impl Model {
         }
     }
 }
+
+#[test]
+fn an_unavailable_network_halts_from_any_state_without_spending_an_attempt() {
+    let l = Limits::default();
+    // Reach each step state, then report the network down.
+    for steps_done in 0..Step::COUNT {
+        let mut core = Core::new(l.clone(), Mode::Continuous);
+        core.handle(&Event::Start);
+        core.handle(&Event::IssueSelected { issue: 1 });
+        for step in Step::ALL.into_iter().take(steps_done) {
+            core.handle(&Event::PreconditionsOk { step });
+            core.handle(&Event::StepSucceeded {
+                step,
+                usage: Usage::default(),
+            });
+        }
+        let before = core.runner().attempts;
+        let fx = core.handle(&Event::NetworkUnavailable).to_vec();
+        assert_eq!(fx.last(), Some(&Effect::Exit { code: 1 }), "{fx:?}");
+        assert!(fx.contains(&Effect::Halt(HaltReason::Network)), "{fx:?}");
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::MarkEscalated { .. })),
+            "no issue blamed"
+        );
+        assert!(core.is_terminal());
+        assert_eq!(core.runner().attempts, before, "no attempt spent");
+    }
+    let mut selecting = Core::new(l, Mode::Continuous);
+    selecting.handle(&Event::Start);
+    let fx = selecting.handle(&Event::NetworkUnavailable).to_vec();
+    assert!(fx.contains(&Effect::Halt(HaltReason::Network)), "{fx:?}");
+}

@@ -266,3 +266,81 @@ fn an_older_gh_without_the_optional_fields_still_completes_the_run() {
     );
     g.assert_only_known_calls();
 }
+
+impl GhProject {
+    fn set_state(&self, key: &str, value: Value) {
+        let mut state = self.state();
+        state[key] = value;
+        std::fs::write(self.bin.join("state.json"), state.to_string()).expect("state");
+    }
+}
+
+#[test]
+fn a_network_blip_is_waited_out_without_spending_an_attempt() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(&[(1, "Add a greeting", "")], json!({}), false, json!({}));
+    // The first tracker query and the next two fail: three waits, then the issue merges.
+    g.set_state("failNext", json!(3));
+    let out = g.p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        g.p.origin_main_log().contains("Merge issue #1"),
+        "{}",
+        text(&out)
+    );
+    assert_eq!(
+        text(&out).matches("network: asking the tracker").count(),
+        3,
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("until "),
+        "waits say when they end: {}",
+        text(&out)
+    );
+    assert_eq!(
+        g.p.count("1 startCycle"),
+        1,
+        "no attempt spent: {:?}",
+        g.p.invocations()
+    );
+    assert!(!text(&out).contains("FAILURE"), "{}", text(&out));
+}
+
+#[test]
+fn a_network_that_stays_down_halts_once_with_one_clear_message() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "")],
+        json!({}),
+        false,
+        json!({"maxNetworkWaits": 2}),
+    );
+    g.set_state("failAlways", json!(true));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert_eq!(
+        all.matches("ENVIRONMENT FAILURE: NETWORK").count(),
+        1,
+        "{all}"
+    );
+    assert!(all.contains("error connecting to api.github.com"), "{all}");
+    assert!(!all.contains("no open automatable issue"), "{all}");
+    assert!(!all.contains("all issues blocked"), "{all}");
+    assert_eq!(g.p.count("1 "), 0, "no agent ran");
+    assert_eq!(g.calls().len(), 3, "one try and two waits: {:?}", g.calls());
+    // The halt is sticky: nothing runs until a person acknowledges it.
+    g.set_state("failAlways", json!(false));
+    let again = g.p.run(&[]);
+    assert_eq!(code(&again), 1, "{}", text(&again));
+    assert!(text(&again).contains("--ack-halt"), "{}", text(&again));
+    let acked = g.p.run(&["--ack-halt"]);
+    assert_eq!(code(&acked), 0, "{}", text(&acked));
+    assert!(g.p.origin_main_log().contains("Merge issue #1"));
+}

@@ -145,7 +145,9 @@ fn replay_session(log: &SessionLog) -> SessionReport {
         }
     }
     if let Some((seq, SessionEnd::Halt { reason, .. })) = &log.end {
-        if !matches!(core.state(), State::Halted { reason: r } if r == reason) {
+        // The runner's own state vanishing is the driver's halt, not the machine's.
+        let machine_halt = *reason != crate::machine::HaltReason::RunnerStateLost;
+        if machine_halt && !matches!(core.state(), State::Halted { reason: r } if r == reason) {
             report.divergence = Some(Divergence {
                 seq: *seq,
                 expected: format!("a halt ({})", reason.headline()),

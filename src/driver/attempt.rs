@@ -181,11 +181,23 @@ impl Driver {
         };
         let failure = match classify(&obs) {
             Some(c) => Some(c),
-            None => match repo::post_check(&self.repo, &self.forge, step, &self.step_context()) {
-                Ok(Ok(())) => None,
-                Ok(Err(what)) => Some(classify_post_check(step.key(), &what)),
-                Err(e) => Some(classify_post_check(step.key(), &e.to_string())),
-            },
+            None => {
+                let ctx = self.step_context();
+                let what = format!("checking the outcome of {}", step.key());
+                match self
+                    .patiently(&what, |d| repo::post_check(&d.repo, &d.forge, step, &ctx))
+                    .await
+                {
+                    network::Patient::Done(Ok(Ok(()))) => None,
+                    network::Patient::Done(Ok(Err(what))) => {
+                        Some(classify_post_check(step.key(), &what))
+                    }
+                    network::Patient::Done(Err(e)) => {
+                        Some(classify_post_check(step.key(), &e.to_string()))
+                    }
+                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+                }
+            }
         };
         match failure {
             None => {

@@ -8,6 +8,7 @@
 mod attempt;
 mod decision;
 pub mod invoke;
+mod network;
 pub mod report;
 mod startup;
 
@@ -111,6 +112,9 @@ struct Driver {
     state: StateFile,
     /// Where the journal, the lock and the decision file live.
     runner_dir: crate::runner_dir::RunnerDir,
+    /// Set when a fire-and-forget call (closing or marking an issue) gave up on the network:
+    /// the batch's request then answers `NetworkUnavailable` instead of being performed.
+    network_down: Option<Event>,
 }
 
 fn signal_of(code: u8) -> Option<Signal> {
@@ -411,8 +415,13 @@ impl Driver {
     }
 
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
+        if effect.is_request() && !matches!(effect, Effect::Exit { .. }) {
+            if let Some(event) = self.network_down.take() {
+                return Outcome::Next(event);
+            }
+        }
         match effect {
-            Effect::SelectIssue => match self.select_issue() {
+            Effect::SelectIssue => match self.select_issue().await {
                 Some(event) => Outcome::Next(event),
                 None => {
                     self.state.runner_pid = None;
@@ -421,7 +430,9 @@ impl Driver {
                     Outcome::Exit(1)
                 }
             },
-            Effect::CheckPreconditions { step } => Outcome::Next(self.check_preconditions(step)),
+            Effect::CheckPreconditions { step } => {
+                Outcome::Next(self.check_preconditions(step).await)
+            }
             Effect::RunStep {
                 step,
                 issue,
@@ -468,8 +479,18 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::RecordMerged { issue } => {
-                if let Err(e) = self.tracker.close(issue, "merged by sdlc-runner") {
-                    self.log(&format!("warning: cannot close issue #{issue}: {e}"));
+                let what = format!("closing issue #{issue} in the tracker");
+                match self
+                    .patiently(&what, |d| d.tracker.close(issue, "merged by sdlc-runner"))
+                    .await
+                {
+                    network::Patient::Done(Ok(())) => {}
+                    network::Patient::Done(Err(e)) => {
+                        self.log(&format!("warning: cannot close issue #{issue}: {e}"))
+                    }
+                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => {
+                        self.network_down = Some(ev)
+                    }
                 }
                 crate::failpoint::point("tracker: closed");
                 Outcome::Continue
@@ -481,10 +502,18 @@ impl Driver {
                     &self.last_output,
                     &self.logs.dir.display().to_string(),
                 );
-                if let Err(e) = self.tracker.mark_escalated(issue, &text) {
-                    self.log(&format!(
+                let what = format!("marking issue #{issue} escalated in the tracker");
+                match self
+                    .patiently(&what, |d| d.tracker.mark_escalated(issue, &text))
+                    .await
+                {
+                    network::Patient::Done(Ok(())) => {}
+                    network::Patient::Done(Err(e)) => self.log(&format!(
                         "warning: cannot mark issue #{issue} escalated in the tracker: {e}"
-                    ));
+                    )),
+                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => {
+                        self.network_down = Some(ev)
+                    }
                 }
                 crate::failpoint::point("tracker: marked escalated");
                 Outcome::Continue
@@ -579,7 +608,7 @@ impl Driver {
     }
 
     /// The next event from the tracker; `None` when the tracker itself failed.
-    fn select_issue(&mut self) -> Option<Event> {
+    async fn select_issue(&mut self) -> Option<Event> {
         let mode = self.core.runner().mode;
         let selection = match mode {
             Mode::SingleStep(_) if self.issue.number > 0 => {
@@ -596,7 +625,13 @@ impl Driver {
                 };
                 return Some(Event::IssueSelected { issue: n });
             }
-            _ => self.ask_tracker(),
+            _ => match self
+                .patiently("asking the tracker for the next issue", |d| d.ask_tracker())
+                .await
+            {
+                network::Patient::Done(result) => result,
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Some(ev),
+            },
         };
         let event = match selection {
             Ok(Selection::Issue(issue)) => {
@@ -637,11 +672,19 @@ impl Driver {
         Some(event)
     }
 
-    fn check_preconditions(&mut self, step: Step) -> Event {
+    async fn check_preconditions(&mut self, step: Step) -> Event {
         let ctx = self.step_context();
         self.state.current_step = step.number();
         self.save_state();
-        match repo::already_done(&self.repo, &self.forge, step, &ctx) {
+        let what = format!("checking whether {} is already done", step.key());
+        let done = match self
+            .patiently(&what, |d| repo::already_done(&d.repo, &d.forge, step, &ctx))
+            .await
+        {
+            network::Patient::Done(result) => result,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        match done {
             Ok(true) => {
                 self.log(&format!(
                     "{}: already done (observed in git); not run again",
@@ -656,7 +699,15 @@ impl Driver {
                 step.key()
             )),
         }
-        match repo::precondition(&self.repo, &self.forge, step, &ctx) {
+        let what = format!("checking the preconditions of {}", step.key());
+        let checked = match self
+            .patiently(&what, |d| repo::precondition(&d.repo, &d.forge, step, &ctx))
+            .await
+        {
+            network::Patient::Done(result) => result,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        match checked {
             Ok(Ok(())) => Event::PreconditionsOk { step },
             Ok(Err(check)) => Event::PreconditionFailed { step, check },
             Err(e) => {

@@ -177,7 +177,8 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
         HaltReason::Environment { .. }
         | HaltReason::WaitsExhausted { .. }
         | HaltReason::QuotaTooLong { .. }
-        | HaltReason::RunnerStateLost => "environment",
+        | HaltReason::RunnerStateLost
+        | HaltReason::Network => "environment",
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",

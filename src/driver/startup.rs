@@ -238,6 +238,7 @@ impl Driver {
             last_output: String::new(),
             state,
             runner_dir,
+            network_down: None,
         };
         for note in notes {
             driver.log(&note);

@@ -517,6 +517,9 @@ impl Runner {
                 self.dispatched = false;
                 Handled
             }
+            // Wherever it happens (selecting, probing a step, closing an issue): no attempt is
+            // spent and no issue blamed; the session stops until a person sees to the network.
+            Event::NetworkUnavailable => self.halt(HaltReason::Network, context),
             _ => Super,
         }
     }

@@ -228,6 +228,9 @@ pub enum Event {
     ShutdownRequested {
         signal: Signal,
     },
+    /// A git/gh/tracker call kept failing for a transient network reason through every
+    /// allowed wait (`maxNetworkWaits`): nothing can be done until the network is back.
+    NetworkUnavailable,
 }
 
 impl Event {
@@ -251,6 +254,7 @@ impl Event {
             Event::Decided { .. } => "Decided",
             Event::DecisionTimedOut => "DecisionTimedOut",
             Event::ShutdownRequested { .. } => "ShutdownRequested",
+            Event::NetworkUnavailable => "NetworkUnavailable",
         }
     }
 }
@@ -311,6 +315,8 @@ pub enum HaltReason {
     /// The driver's own: the journal or the lock was removed or replaced during the run. The
     /// machine never decides this; it is recorded so that the halt is sticky.
     RunnerStateLost,
+    /// The network stayed down through every allowed wait.
+    Network,
 }
 
 impl HaltReason {
@@ -337,6 +343,7 @@ impl HaltReason {
             HaltReason::Operator => "HALTED BY OPERATOR".into(),
             HaltReason::DecisionTimeout => "HALTED: decision timed out".into(),
             HaltReason::RunnerStateLost => "ENVIRONMENT FAILURE: RUNNER STATE LOST".into(),
+            HaltReason::Network => "ENVIRONMENT FAILURE: NETWORK".into(),
         }
     }
 }
