@@ -85,42 +85,10 @@ impl Forge {
                 if !out.status.success() {
                     return Err(gh_failed(gh, &args, &out));
                 }
-                let prs: Vec<GhPr> =
-                    serde_json::from_slice(&out.stdout).map_err(|e| RepoError::Parse {
-                        command: command_text(gh, &args),
-                        detail: e.to_string(),
-                    })?;
-                let rank = |s: PrState| match s {
-                    PrState::Open => 2,
-                    PrState::Merged => 1,
-                    PrState::Closed => 0,
-                };
-                let mut best: Option<Pr> = None;
-                for p in prs {
-                    let state = match p.state.to_ascii_uppercase().as_str() {
-                        "OPEN" => PrState::Open,
-                        "MERGED" => PrState::Merged,
-                        "CLOSED" => PrState::Closed,
-                        other => {
-                            return Err(RepoError::Parse {
-                                command: command_text(gh, &args),
-                                detail: format!("unknown PR state {other:?}"),
-                            })
-                        }
-                    };
-                    let pr = Pr {
-                        number: p.number,
-                        url: p.url,
-                        state,
-                    };
-                    let better = best
-                        .as_ref()
-                        .is_none_or(|b| (rank(pr.state), pr.number) > (rank(b.state), b.number));
-                    if better {
-                        best = Some(pr);
-                    }
-                }
-                Ok(best)
+                parse_prs(&out.stdout).map_err(|detail| RepoError::Parse {
+                    command: command_text(gh, &args),
+                    detail,
+                })
             }
             Forge::Local { .. } => {
                 let url = format!("local:{branch}");
@@ -171,32 +139,14 @@ impl Forge {
                 detail: "gh accepted no JSON field set".to_string(),
             });
         };
-        let checks: Vec<GhCheck> = match serde_json::from_slice(&out.stdout) {
-            Ok(c) => c,
-            Err(e) if out.status.success() => {
-                return Err(RepoError::Parse {
-                    command: command_text(gh, &args),
-                    detail: e.to_string(),
-                })
-            }
-            Err(_) => return Err(gh_failed(gh, &args, &out)),
-        };
-        if checks.is_empty() {
-            return Ok(CiState::NoneConfigured);
+        match parse_checks(&out.stdout) {
+            Ok(state) => Ok(state),
+            Err(detail) if out.status.success() => Err(RepoError::Parse {
+                command: command_text(gh, &args),
+                detail,
+            }),
+            Err(_) => Err(gh_failed(gh, &args, &out)),
         }
-        let mut pending = false;
-        for c in &checks {
-            match classify_check(c) {
-                CiState::Failed => return Ok(CiState::Failed),
-                CiState::Pending => pending = true,
-                _ => {}
-            }
-        }
-        Ok(if pending {
-            CiState::Pending
-        } else {
-            CiState::Passed
-        })
     }
 
     /// Whether CI lets the branch merge: "none configured" does unless `requireChecks` is set.
@@ -207,6 +157,63 @@ impl Forge {
             CiState::Pending | CiState::Failed => false,
         }
     }
+}
+
+/// The PR `gh pr list --json number,url,state` describes for one branch: with several (a
+/// closed one and its reopened successor), an open PR wins over a merged one over a closed
+/// one, then the newest. Errors describe the problem without quoting the bytes.
+pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
+    let prs: Vec<GhPr> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    let rank = |s: PrState| match s {
+        PrState::Open => 2,
+        PrState::Merged => 1,
+        PrState::Closed => 0,
+    };
+    let mut best: Option<Pr> = None;
+    for p in prs {
+        let state = match p.state.to_ascii_uppercase().as_str() {
+            "OPEN" => PrState::Open,
+            "MERGED" => PrState::Merged,
+            "CLOSED" => PrState::Closed,
+            other => {
+                let shown: String = other.chars().take(20).collect();
+                return Err(format!("unknown PR state {shown:?}"));
+            }
+        };
+        let pr = Pr {
+            number: p.number,
+            url: p.url,
+            state,
+        };
+        let better = best
+            .as_ref()
+            .is_none_or(|b| (rank(pr.state), pr.number) > (rank(b.state), b.number));
+        if better {
+            best = Some(pr);
+        }
+    }
+    Ok(best)
+}
+
+/// What `gh pr checks --json …` says about CI: no checks, pending, failed or passed.
+pub fn parse_checks(json: &[u8]) -> Result<CiState, String> {
+    let checks: Vec<GhCheck> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    if checks.is_empty() {
+        return Ok(CiState::NoneConfigured);
+    }
+    let mut pending = false;
+    for c in &checks {
+        match classify_check(c) {
+            CiState::Failed => return Ok(CiState::Failed),
+            CiState::Pending => pending = true,
+            _ => {}
+        }
+    }
+    Ok(if pending {
+        CiState::Pending
+    } else {
+        CiState::Passed
+    })
 }
 
 fn classify_check(c: &GhCheck) -> CiState {

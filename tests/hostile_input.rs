@@ -18,6 +18,10 @@ const JOURNAL: &str = concat!(
     r#"{"seq":3,"time":"2026-01-01T00:00:00.000Z","session":"s","kind":"effect","effect":{"effect":"selectIssue"},"state":"Selecting"}"#,
     "\n"
 );
+const GH_ISSUES: &str = r#"[{"number": 3, "title": "T", "body": "Depends on: #2", "state": "OPEN", "labels": [{"name": "automatable"}], "milestone": null, "closedByPullRequestsReferences": [], "parent": null}]"#;
+const GH_PRS: &str = r#"[{"number": 7, "url": "https://example.invalid/pr/7", "state": "MERGED"}, {"number": 9, "url": "u", "state": "OPEN"}]"#;
+const GH_CHECKS: &str =
+    r#"[{"bucket": "pass", "state": "SUCCESS"}, {"bucket": "pending", "state": "IN_PROGRESS"}]"#;
 const EXAMPLE: &str = include_str!("../examples/sdlc-config.json");
 const STATE: &str = r#"{"currentStep": 3, "lastCompletedStep": 2, "currentIssue": 7, "currentBranch": "7-x", "featureName": "x", "retries": {"verify": 1}, "runnerPid": 12}"#;
 const ISSUE: &str = r#"{"number": 1, "title": "T", "state": "open", "labels": ["automatable"], "body": "Depends on: #2"}"#;
@@ -114,6 +118,28 @@ proptest! {
     }
 
     #[test]
+    fn the_gh_json_readers_never_panic_and_never_echo_raw_bytes(
+        issues in input(GH_ISSUES),
+        prs in input(GH_PRS),
+        checks in input(GH_CHECKS),
+    ) {
+        let gh = sdlc_runner::tracker::GitHub::new(std::path::PathBuf::from("."));
+        let text = String::from_utf8_lossy(&issues);
+        if let Err(e) = gh.parse_issue_list(&text) {
+            prop_assert!(printable(&e.to_string()), "{e}");
+        }
+        if let Err(e) = gh.parse_issue(&text) {
+            prop_assert!(printable(&e.to_string()), "{e}");
+        }
+        if let Err(e) = sdlc_runner::forge::parse_prs(&prs) {
+            prop_assert!(printable(&e), "{e:?}");
+        }
+        if let Err(e) = sdlc_runner::forge::parse_checks(&checks) {
+            prop_assert!(printable(&e), "{e:?}");
+        }
+    }
+
+    #[test]
     fn the_state_file_loader_never_panics(bytes in input(STATE)) {
         let dir = tempfile::tempdir().expect("tempdir");
         let path = files::state_path(dir.path());
@@ -159,4 +185,17 @@ fn the_journal_sample_is_a_valid_journal() {
         sdlc_runner::journal::parse(JOURNAL.as_bytes(), Path::new("journal.jsonl")).expect("valid");
     assert_eq!(contents.lines.len(), 3);
     assert!(contents.torn_line.is_none());
+}
+
+#[test]
+fn the_gh_samples_parse() {
+    let gh = sdlc_runner::tracker::GitHub::new(std::path::PathBuf::from("."));
+    let issues = gh.parse_issue_list(GH_ISSUES).expect("issues");
+    assert_eq!(issues[0].number, 3);
+    let pr = sdlc_runner::forge::parse_prs(GH_PRS.as_bytes()).expect("prs");
+    assert_eq!(pr.map(|p| p.number), Some(9), "an open PR wins");
+    assert_eq!(
+        sdlc_runner::forge::parse_checks(GH_CHECKS.as_bytes()),
+        Ok(sdlc_runner::forge::CiState::Pending)
+    );
 }

@@ -205,9 +205,20 @@ impl GitHub {
         args.extend_from_slice(filters);
         args.extend_from_slice(&["--limit", LIST_LIMIT]);
         let (out, command) = self.json_query(&args, fields)?;
-        let list: Vec<GhIssue> =
-            serde_json::from_str(&out).map_err(|source| TrackerError::Json { command, source })?;
+        self.parse_issue_list(&out)
+            .map_err(|source| TrackerError::Json { command, source })
+    }
+
+    /// The issues `gh issue list --json …` printed (pure: no `gh` runs).
+    pub fn parse_issue_list(&self, json: &str) -> Result<Vec<Issue>, serde_json::Error> {
+        let list: Vec<GhIssue> = serde_json::from_str(json)?;
         Ok(list.into_iter().map(|i| self.to_issue(i)).collect())
+    }
+
+    /// The issue `gh issue view --json …` printed (pure: no `gh` runs).
+    pub fn parse_issue(&self, json: &str) -> Result<Issue, serde_json::Error> {
+        let issue: GhIssue = serde_json::from_str(json)?;
+        Ok(self.to_issue(issue))
     }
 
     /// `None` when GitHub has no issue with that number.
@@ -215,9 +226,10 @@ impl GitHub {
         let n = number.to_string();
         match self.json_query(&["issue", "view", n.as_str()], fields) {
             Ok((out, command)) => {
-                let issue: GhIssue = serde_json::from_str(&out)
+                let issue = self
+                    .parse_issue(&out)
                     .map_err(|source| TrackerError::Json { command, source })?;
-                Ok(Some(self.to_issue(issue)))
+                Ok(Some(issue))
             }
             Err(e) if mentions(&e, "could not resolve to an issue") => Ok(None),
             Err(e) => Err(e),
