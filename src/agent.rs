@@ -1,4 +1,4 @@
-//! One agent attempt as a child process (SPEC §7 "Agent invocation", §5 signals): spawned in
+//! One agent attempt as a child process (docs/interfaces.md "Agent invocation", docs/persistence.md signals): spawned in
 //! its own process group, its output streamed to the live log and to the caller's parser as
 //! it arrives, bounded by a wall-clock and an idle timeout, and its whole process group gone
 //! when [`run_agent`] returns.

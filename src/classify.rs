@@ -1,4 +1,4 @@
-//! Deterministic failure classification and signatures (SPEC §6). No model calls, no IO:
+//! Deterministic failure classification and signatures (docs/classification.md). No model calls, no IO:
 //! [`classify`] turns what was observed of one attempt into a [`FailureClass`], a stable
 //! [`Signature`], a one-line summary, a wait hint for quota exhaustion and an excerpt for
 //! repair prompts.
@@ -13,7 +13,7 @@
 //!    run, so they are looked for only where the CLI itself speaks: its stderr, its `result`
 //!    text, its synthetic API-error messages and its structured fields. Never in tool output,
 //!    where an agent reading code that *mentions* "Invalid API key" would otherwise halt
-//!    everything (the old runner's defect §8.6). Disk full is the exception: an
+//!    everything (a defect of the older runner, docs/design-notes.md). Disk full is the exception: an
 //!    `ENOSPC` in a failed command's output is as certain as one on stderr.
 //! 2. **Quota** — a `rate_limit_event` with `status: "rejected"` and a reset time, or the
 //!    CLI's "usage limit reached" / "hit your limit … resets" message. Before rate limits,
@@ -112,7 +112,7 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
     Some(verdict.finish())
 }
 
-/// A failed runner-side check after a step (SPEC §2), e.g. `("startIssue", "no feature
+/// A failed runner-side check after a step (docs/lifecycle.md), e.g. `("startIssue", "no feature
 /// branch checked out")`.
 pub fn classify_post_check(step_key: &str, what: &str) -> Classified {
     let line = one_line(what);

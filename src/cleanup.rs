@@ -1,4 +1,4 @@
-//! Process cleanup (SPEC §5 signals, §8 "never kills the runner itself or its ancestors"):
+//! Process cleanup (docs/persistence.md signals, "never kills the runner itself or its ancestors"):
 //! killing an agent's process group, and killing stray processes whose command line matches
 //! one of `cleanup.processPatterns`.
 //!

@@ -1,4 +1,4 @@
-//! The config file of SPEC §7 and §4: its typed form with every default filled in, the
+//! The config file of docs/interfaces.md and docs/counters-and-bounds.md: its typed form with every default filled in, the
 //! validation that turns a JSON file into it (every error names the file and the key path,
 //! and all of them are reported at once), and its JSON Schema.
 //!
@@ -145,7 +145,7 @@ impl fmt::Display for Effort {
     }
 }
 
-/// What happens when a step runs out of retries (SPEC §4 escalation vs. asking a person).
+/// What happens when a step runs out of retries (docs/counters-and-bounds.md escalation vs. asking a person).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Approval {

@@ -1,4 +1,4 @@
-//! The vocabulary of failure (SPEC §6): classes, what each means for the runner, and the
+//! The vocabulary of failure (docs/classification.md): classes, what each means for the runner, and the
 //! signature type. Deciding *which* class an attempt belongs to is `classify.rs`; deciding
 //! what to do about it is the machine. Both speak these types.
 
@@ -110,7 +110,7 @@ impl FailureClass {
         }
     }
 
-    /// Failures the agent can repair from a description of them (seed 002's repair loop).
+    /// Failures the agent can repair from a description of them (the repair loop).
     pub const fn code_fixable(self) -> bool {
         use FailureClass::*;
         matches!(self, TestAssertion | Typecheck | Lint | BuildCompile)
@@ -147,7 +147,7 @@ impl fmt::Display for FailureClass {
     }
 }
 
-/// A stable hash of the class plus the normalized output (SPEC §6). Two attempts with the
+/// A stable hash of the class plus the normalized output (docs/classification.md). Two attempts with the
 /// same signature failed the same way.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(transparent)]

@@ -226,7 +226,7 @@ pub fn auto_mode_exists(project: &Path) -> bool {
 
 /// Keeps the artifacts out of git through `.git/info/exclude`, which no agent command
 /// (`git clean -fd`, `git checkout -- .`) can delete or revert, unlike a `.gitignore`
-/// (reference defect §8.16). Artifacts a project once committed are removed from the index
+/// (docs/design-notes.md). Artifacts a project once committed are removed from the index
 /// (the file on disk stays). Idempotent.
 pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
     // `--git-path` resolves the right file for worktrees and submodules too.

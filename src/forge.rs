@@ -111,7 +111,7 @@ impl Forge {
         }
     }
 
-    /// `gh pr checks` exits 1 on failing checks and 8 on pending ones (reference defect §8.17),
+    /// `gh pr checks` exits 1 on failing checks and 8 on pending ones (a defect of the older runner, docs/design-notes.md),
     /// so the JSON on stdout is read whatever the exit code, and only its absence is an error.
     pub fn ci_state(&self, _repo: &Repo, branch: &str) -> Result<CiState, RepoError> {
         let (gh, repo_dir) = match self {

@@ -1,7 +1,7 @@
 //! The write-ahead journal: `<common git dir>/sdlc-runner/journal.jsonl` (see `runner_dir`),
 //! one JSON object per line for every machine event and effect, written and fsync'd before the
 //! effect is performed. It is the authority on progress: what it does not record as finished
-//! is not finished, whatever the work tree shows. Every counter of SPEC §4 is derived from it by re-driving the pure machine with
+//! is not finished, whatever the work tree shows. Every counter of docs/counters-and-bounds.md is derived from it by re-driving the pure machine with
 //! the recorded events, so a crash, `kill -9` or signal never resets the failure-loop
 //! protection. It also holds the session boundaries that make a halt sticky.
 //!

@@ -1,4 +1,4 @@
-//! Notifications (SPEC §7 "Notifications"): Discord through `openclaw`, a Discord/Slack
+//! Notifications (docs/interfaces.md "Notifications"): Discord through `openclaw`, a Discord/Slack
 //! compatible webhook through `curl`, or any command; every message is also appended to the
 //! orchestration log. Messages carry a severity, are redacted before they leave the process,
 //! and identical messages within the dedup window are delivered once with a repeat count.

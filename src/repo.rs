@@ -1,5 +1,5 @@
-//! Git probes of the project: the SPEC §2 preconditions and post-step checks, the §7
-//! idempotency checks before side-effecting steps, and the §5 detection of how far an issue
+//! Git probes of the project: the docs/lifecycle.md preconditions and post-step checks, the docs/interfaces.md
+//! idempotency checks before side-effecting steps, and the detection (docs/persistence.md) of how far an issue
 //! got, from what git and the forge show rather than from the state file.
 //!
 //! Every git call is an argument vector; branch names go in as full ref names
@@ -204,7 +204,7 @@ impl Repo {
 
     fn dirty_paths(&self) -> Result<Vec<String>, RepoError> {
         // -uall lists files inside untracked directories, so `.claude/` is never one opaque
-        // entry (reference defect §8.16); -z keeps unusual names intact.
+        // entry (docs/design-notes.md); -z keeps unusual names intact.
         let text = self.git_ok(&["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
         let mut paths = Vec::new();
         let mut entries = text.split('\0');
@@ -312,8 +312,7 @@ impl Repo {
         }
     }
 
-    /// `git add -A` and commit when the tree is dirty. Never on main (reference defect
-    /// §8.15), and `--no-verify` because this saves work a failing hook must not lose.
+    /// `git add -A` and commit when the tree is dirty. Never on main (docs/design-notes.md), and `--no-verify` because this saves work a failing hook must not lose.
     pub fn auto_commit(&self, message: &str) -> Result<bool, RepoError> {
         if self.is_clean()? {
             return Ok(false);
@@ -382,7 +381,7 @@ impl Repo {
         Ok(())
     }
 
-    /// This issue's spec directory, never another issue's (reference defect §8.9): the
+    /// This issue's spec directory, never another issue's (docs/design-notes.md): the
     /// recorded feature name if it does not name a different issue, else `specs/<issue>-*`
     /// (the checked-out branch's slug first), else a directory whose requirements.md declares
     /// `**Issues**: #<issue>`.
@@ -491,7 +490,7 @@ fn on_feature_branch(repo: &Repo, ctx: &StepContext) -> Result<Option<String>, R
     }
 }
 
-/// The SPEC §2 precondition of `step`, checks in contract order. `Ok(Err(check))` names the
+/// The docs/lifecycle.md precondition of `step`, checks in contract order. `Ok(Err(check))` names the
 /// first check that failed; `Err` means git or gh could not be asked.
 pub fn precondition(
     repo: &Repo,
@@ -538,7 +537,7 @@ pub fn precondition(
     Ok(Ok(()))
 }
 
-/// What the runner checks after a step exited successfully (SPEC §2). `Ok(Err(text))` says
+/// What the runner checks after a step exited successfully (docs/lifecycle.md). `Ok(Err(text))` says
 /// what is wrong, for the failure record. implement's auto-commit is the caller's (it needs
 /// the commit message), so implement has no check here.
 pub fn post_check(
@@ -619,7 +618,7 @@ pub fn post_check(
 }
 
 /// Whether the outcome of a side-effecting step already holds, so the runner records it done
-/// without running it again (SPEC §7): commitPush when the work is committed and all on origin,
+/// without running it again (docs/interfaces.md): commitPush when the work is committed and all on origin,
 /// createPR when a PR exists, merge when it is merged.
 pub fn already_done(
     repo: &Repo,
@@ -652,7 +651,7 @@ pub fn already_done(
     }
 }
 
-/// How far the checked-out feature branch got (SPEC §5).
+/// How far the checked-out feature branch got (docs/persistence.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Detected {
     pub issue: u32,

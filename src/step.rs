@@ -1,4 +1,4 @@
-//! The ten lifecycle steps of SPEC §2. Numbering is part of the contract (`--step N`, the
+//! The ten lifecycle steps of docs/lifecycle.md. Numbering is part of the contract (`--step N`, the
 //! state file, log names), so it lives here once and everything else derives from it.
 
 use serde::{Deserialize, Serialize};
@@ -86,7 +86,7 @@ impl Step {
         Step::from_number(self.number().checked_sub(1)?)
     }
 
-    /// Whether the runner checks an artifact before this step may start (SPEC §2).
+    /// Whether the runner checks an artifact before this step may start (docs/lifecycle.md).
     pub const fn has_precondition(self) -> bool {
         !matches!(self, Step::StartCycle | Step::Simplify | Step::CommitPush)
     }
@@ -103,7 +103,7 @@ impl fmt::Display for Step {
     }
 }
 
-/// The precondition checks of SPEC §2, by their `failedCheck` names.
+/// The precondition checks of docs/lifecycle.md, by their `failedCheck` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Check {

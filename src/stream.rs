@@ -1,4 +1,4 @@
-//! Incremental reader of the agent's `--output-format stream-json` output (SPEC §3, §7).
+//! Incremental reader of the agent's `--output-format stream-json` output (docs/lifecycle.md, docs/interfaces.md).
 //!
 //! [`StreamReader`] is fed raw stdout bytes in arbitrary chunks and keeps only what the
 //! runner needs to judge an attempt ([`StreamSummary`]): the last `result` event, the session
@@ -103,7 +103,7 @@ pub struct StreamSummary {
     pub malformed_lines: u64,
 }
 
-/// Why an exit-0 result still failed (SPEC §3 "soft failure").
+/// Why an exit-0 result still failed (docs/lifecycle.md "soft failure").
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SoftFailure {
     /// `subtype` is `error_*` (e.g. `error_max_turns`).
@@ -556,7 +556,7 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 /// Tools whose denial is expected in unattended mode and says nothing about the step.
 pub const BENIGN_DENIED_TOOLS: [&str; 3] = ["AskUserQuestion", "EnterPlanMode", "ExitPlanMode"];
 
-/// Whether an exit-0 `result` still reports that the step did not succeed (SPEC §3).
+/// Whether an exit-0 `result` still reports that the step did not succeed (docs/lifecycle.md).
 /// Checked in this order: an `error_*` subtype, `is_error`, serious permission denials.
 /// A denial is benign when its tool is interactive ([`BENIGN_DENIED_TOOLS`]) or its path lies
 /// inside `temp_dir` (compared by path components, so `/tmpfoo` is not inside `/tmp`, and a

@@ -1,6 +1,6 @@
 //! Table-driven classification over real outputs: every captured Claude CLI run in
 //! `tests/fixtures/claude-cli/` and realistic tool outputs in `tests/fixtures/tool-output/`,
-//! each with the class it must get (SPEC §6), plus the cases no fixture captures.
+//! each with the class it must get (docs/classification.md), plus the cases no fixture captures.
 
 use sdlc_runner::classify::{classify, classify_post_check, Classified, Observation};
 use sdlc_runner::failure::FailureClass::{self, *};

@@ -1,4 +1,4 @@
-//! The write-ahead journal (SPEC §5): crash tolerance, session boundaries and sticky halts,
+//! The write-ahead journal (docs/persistence.md): crash tolerance, session boundaries and sticky halts,
 //! counters rebuilt from the journal equal the live machine's, and the `replay` / `status`
 //! commands run as the real binary.
 

@@ -1,4 +1,4 @@
-//! Property tests of the pure machine (SPEC §4). Each property names the mutation it kills:
+//! Property tests of the pure machine (docs/counters-and-bounds.md). Each property names the mutation it kills:
 //!
 //! | property | mutation it catches |
 //! |---|---|
@@ -328,7 +328,7 @@ fn any_event() -> impl Strategy<Value = Event> {
     ]
 }
 
-/// An independent, deliberately naive model of the counters of SPEC §4, written from the
+/// An independent, deliberately naive model of the counters of docs/counters-and-bounds.md, written from the
 /// table rather than from the machine's code.
 struct Model {
     l: Limits,

@@ -310,7 +310,7 @@ fn implement_needs_this_issues_spec_files() {
         pre(&f, &LOCAL, Step::Implement, Some(7)),
         Err(Check::SpecFilesExist)
     );
-    // Another issue's complete specs never satisfy this issue (reference defect §8.9).
+    // Another issue's complete specs never satisfy this issue (docs/design-notes.md).
     f.write_specs("99-old");
     assert_eq!(
         pre(&f, &LOCAL, Step::Implement, Some(7)),

@@ -1,4 +1,4 @@
-//! Signature properties (SPEC §6):
+//! Signature properties (docs/classification.md):
 //!
 //! | property | mutation it catches |
 //! |---|---|

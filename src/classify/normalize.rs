@@ -1,4 +1,4 @@
-//! Normalization of failure text for signatures (SPEC §6): volatile data (timestamps, home and
+//! Normalization of failure text for signatures (docs/classification.md): volatile data (timestamps, home and
 //! temp paths, PIDs, UUIDs, hex addresses and ids, durations, session ids, line:column
 //! numbers, ANSI colour codes, trailing whitespace) is replaced by placeholders so the same
 //! logical failure always normalizes to the same text. Hand-written scanners (no regex crate):

@@ -10,7 +10,7 @@ pub mod run;
 pub mod status;
 
 /// Load a config for a command, or print every error (naming file and key) and give the
-/// exit code 2 of SPEC §7.
+/// exit code 2 of docs/interfaces.md.
 pub fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
     crate::config::Config::load(path).map_err(|e| {
         for line in e.lines() {

@@ -1,6 +1,6 @@
 //! `sdlc-runner status --config F [--json]`: what the runner would continue from, read from
 //! the journal without modifying anything: the session, the machine's state and every counter
-//! of SPEC §4 (rebuilt from the recorded events), the last failure, a sticky halt, the work
+//! of docs/counters-and-bounds.md (rebuilt from the recorded events), the last failure, a sticky halt, the work
 //! wasted since the last merge, the state file and where the logs are.
 
 use crate::config::Config;

@@ -1,4 +1,4 @@
-//! How one step attempt is put to the agent (SPEC §7 "Agent invocation"): the prompt, the
+//! How one step attempt is put to the agent (docs/interfaces.md "Agent invocation"): the prompt, the
 //! argument vector and the environment. Pure: the driver spawns what this builds.
 
 use crate::config::Config;

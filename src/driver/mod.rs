@@ -49,7 +49,7 @@ const KILL_GRACE: Duration = Duration::from_secs(5);
 /// Bytes of stdout/stderr kept per attempt (for classification and the diagnostic).
 const TAIL_BYTES: usize = 64 * 1024;
 
-/// Run the lifecycle; returns the process exit code (SPEC §7).
+/// Run the lifecycle; returns the process exit code (docs/interfaces.md).
 pub fn run(cfg: Config, opts: RunOptions) -> i32 {
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()

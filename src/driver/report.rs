@@ -1,5 +1,5 @@
 //! What the runner tells people: one line per notice, with a severity, and the halt
-//! diagnostic of SPEC §4 with the wasted-work report of issue 4.
+//! diagnostic of docs/counters-and-bounds.md with the wasted-work report.
 
 use crate::failure::FailureClass;
 use crate::machine::{EscalationCause, HaltReason, Notice, Runner, Spend};
@@ -163,7 +163,7 @@ pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &s
     out
 }
 
-/// Everything a person needs after a halt (SPEC §4), first line = the headline.
+/// Everything a person needs after a halt (docs/counters-and-bounds.md), first line = the headline.
 pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs: &str) -> String {
     let loop_type = match reason {
         HaltReason::ConsecutiveEscalations {

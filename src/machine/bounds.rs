@@ -1,4 +1,4 @@
-//! The exact worst case (SPEC §4 "Bound"): the largest number of agent invocations the
+//! The exact worst case (docs/counters-and-bounds.md "Bound"): the largest number of agent invocations the
 //! machine can spend for a given config, over every possible sequence of outcomes.
 //!
 //! Derivation (each claim is checked against an exhaustive search of the real machine in

@@ -1,4 +1,4 @@
-//! The pure core (SPEC §4): a hierarchical statig machine fed events, returning effects.
+//! The pure core (docs/counters-and-bounds.md): a hierarchical statig machine fed events, returning effects.
 //! Nothing in here performs IO, reads a clock or draws a random number.
 
 pub mod bounds;

@@ -1,7 +1,7 @@
 //! The statig machine: one state per step, grouped under `Cycle` → `Specify` / `Build` /
 //! `Deliver`, plus `Selecting`, `BackingOff`, `AwaitingDecision`, `Halted` and `Finished`.
 //!
-//! Rules this module keeps (see statig-notes.md):
+//! Rules this module keeps (see docs/design-notes.md):
 //! - handlers decide and push effects; there are no entry/exit actions, so replaying events
 //!   can never double-count anything;
 //! - counters change only at the transition sites below, never anywhere else;
@@ -48,7 +48,7 @@ pub struct LastFailure {
     pub signature: Signature,
 }
 
-/// Shared storage of the machine: every counter of SPEC §4.
+/// Shared storage of the machine: every counter of docs/counters-and-bounds.md.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Runner {
     pub limits: Limits,

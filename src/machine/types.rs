@@ -5,7 +5,7 @@ use crate::failure::{FailureClass, Signature};
 use crate::step::{Check, Step};
 use serde::{Deserialize, Serialize};
 
-/// The counters' limits and switches of SPEC §4, read from the config.
+/// The counters' limits and switches of docs/counters-and-bounds.md, read from the config.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Limits {
     /// Failed attempts of one step in one cycle before the cycle escalates (≥ 1).
@@ -320,7 +320,7 @@ pub enum HaltReason {
 }
 
 impl HaltReason {
-    /// The loop type named on the diagnostic's first line (SPEC §4).
+    /// The loop type named on the diagnostic's first line (docs/counters-and-bounds.md).
     pub fn headline(&self) -> String {
         match self {
             HaltReason::ConsecutiveEscalations {
@@ -348,7 +348,7 @@ impl HaltReason {
     }
 }
 
-/// Auto-commit messages of SPEC §2/§4/§5.
+/// Auto-commit messages of docs/lifecycle.md, counters-and-bounds.md, persistence.md.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum CommitKind {

@@ -1,4 +1,4 @@
-//! The issue tracker (SPEC §7 "Issue tracker", §4 "Quarantine is durable"): which issue the
+//! The issue tracker (docs/interfaces.md "Issue tracker", docs/counters-and-bounds.md "Quarantine is durable"): which issue the
 //! next cycle works on, the durable escalation mark, and closing an issue after a local merge.
 //!
 //! Two backends share one selection rule ([`select_from`]):
@@ -17,7 +17,7 @@
 //! milestone, and numbers that do not exist, do not hold anything back.
 //!
 //! Unlike the old runner, an open milestone whose issues are all non-automatable or
-//! quarantined does not stall selection: the next milestone is used (reference-runner §8.19).
+//! quarantined does not stall selection: the next milestone is used (docs/design-notes.md).
 
 mod github;
 mod local;
