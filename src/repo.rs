@@ -1,6 +1,6 @@
-//! Git probes of the project: the docs/lifecycle.md preconditions and post-step checks, the docs/interfaces.md
-//! idempotency checks before side-effecting steps, and the detection (docs/persistence.md) of how far an issue
-//! got, from what git and the forge show rather than from the state file.
+//! Git probes of the project: preconditions and post-step checks (docs/lifecycle.md), the
+//! idempotency checks before side-effecting steps, and how far a branch the journal does not
+//! know got (docs/persistence.md), from what git and the forge show.
 //!
 //! Every git call is an argument vector; branch names go in as full ref names
 //! (`refs/heads/<b>`) so that no name can be read as an option.
@@ -312,7 +312,8 @@ impl Repo {
         }
     }
 
-    /// `git add -A` and commit when the tree is dirty. Never on main (docs/design-notes.md), and `--no-verify` because this saves work a failing hook must not lose.
+    /// `git add -A` and commit when the tree is dirty. Never on main (docs/design-notes.md),
+    /// and `--no-verify` because this saves work a failing hook must not lose.
     pub fn auto_commit(&self, message: &str) -> Result<bool, RepoError> {
         if self.is_clean()? {
             return Ok(false);
