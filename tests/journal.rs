@@ -591,8 +591,10 @@ fn replay_exits_2_on_garbage_and_tolerates_a_torn_tail() {
     assert_eq!(code, 2, "{out}{err}");
     assert!(err.contains(":3:"), "{err}");
 
+    // A path that names no file is a usage error: most likely a typo.
     let (code, _, err) = run(bin().arg("replay").arg(path.with_extension("missing")));
-    assert_eq!(code, 0, "a missing journal holds no sessions: {err}");
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("missing"), "{err}");
 }
 
 fn project_with_config() -> (tempfile::TempDir, PathBuf) {

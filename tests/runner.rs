@@ -723,6 +723,11 @@ fn secrets_in_agent_output_never_reach_the_console_or_the_orchestration_log() {
     let all = text(&out);
     assert!(all.contains("verify: failed"), "{all}");
     let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).expect("log");
+    let journal = std::fs::read_to_string(p.journal_path()).expect("journal");
+    assert!(
+        journal.contains("\"kind\":\"failure\""),
+        "the failure context is journaled"
+    );
     for secret in [
         "sk-ant-api03-LeakedLeaked01",
         "ghp_LeakedLeakedLeaked0123",
@@ -730,6 +735,7 @@ fn secrets_in_agent_output_never_reach_the_console_or_the_orchestration_log() {
     ] {
         assert!(!all.contains(secret), "{secret} on the console: {all}");
         assert!(!log.contains(secret), "{secret} in the log: {log}");
+        assert!(!journal.contains(secret), "{secret} in the journal");
     }
     assert!(log.contains("ANTHROPIC_API_KEY=***"), "{log}");
 }

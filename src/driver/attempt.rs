@@ -245,11 +245,12 @@ impl Driver {
                     .entry(step.key().to_string())
                     .or_default() += 1;
                 self.save_state();
+                // The journal is a sink like any other: no secret the agent printed goes in.
                 let detail = FailureDetail {
                     step,
                     class: c.class,
-                    summary: c.summary,
-                    excerpt: c.excerpt,
+                    summary: crate::redact::redact(&c.summary),
+                    excerpt: crate::redact::redact(&c.excerpt),
                 };
                 self.failures[step.index()] = Some(detail.clone());
                 self.pending_failure = Some(detail);
