@@ -11,7 +11,6 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// Directory of the runner artifacts, relative to the project.
 pub const ARTIFACT_DIR: &str = ".claude";
@@ -283,7 +282,7 @@ pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
 }
 
 fn git_stdout(dir: &Path, args: &[&str]) -> io::Result<String> {
-    let out = Command::new("git").args(args).current_dir(dir).output()?;
+    let out = crate::process::git_output(dir, args)?;
     if !out.status.success() {
         return Err(io::Error::other(format!(
             "git {} failed in {}: {}",
@@ -402,6 +401,7 @@ fn read_holder_pid(file: &mut File) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn git(dir: &Path, args: &[&str]) {
         let out = Command::new("git")

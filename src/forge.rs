@@ -249,7 +249,7 @@ fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Ou
         // gh must never stop to ask a question in an unattended run.
         .env("GH_PROMPT_DISABLED", "1")
         .env("NO_COLOR", "1");
-    crate::notify::output_within(cmd, GH_TIMEOUT)
+    crate::process::output_within(cmd, GH_TIMEOUT)
         .map_err(|source| RepoError::Spawn {
             program: gh.display().to_string(),
             source,

@@ -71,10 +71,7 @@ const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Repo {
     pub fn open(path: &Path) -> Result<Repo, RepoError> {
-        let out = Command::new("git")
-            .args(["rev-parse", "--show-toplevel"])
-            .current_dir(path)
-            .output();
+        let out = crate::process::git_output(path, &["rev-parse", "--show-toplevel"]);
         let out = match out {
             Ok(o) => o,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !path.is_dir() => {
@@ -131,7 +128,7 @@ impl Repo {
             .env("LC_ALL", "C");
         crate::failpoint::point("git: before");
         // A fetch or push over a dead network must not hang an unattended run.
-        let out = crate::notify::output_within(cmd, GIT_TIMEOUT);
+        let out = crate::process::output_within(cmd, GIT_TIMEOUT);
         crate::failpoint::point("git: after");
         out.map_err(|source| RepoError::Spawn {
             program: "git".to_string(),

@@ -13,7 +13,6 @@ use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// The directory's name inside the common git directory.
 pub const DIR_NAME: &str = "sdlc-runner";
@@ -45,14 +44,12 @@ impl RunnerDir {
     /// The runner directory of the clone `project` belongs to (asks git for the common git
     /// directory, so a linked worktree finds its main clone's state).
     pub fn locate(project: &Path) -> Result<RunnerDir, RunnerDirError> {
-        let out = Command::new("git")
-            .args(["rev-parse", "--git-common-dir"])
-            .current_dir(project)
-            .output()
-            .map_err(|e| RunnerDirError::NoGitDir {
+        let out = crate::process::git_output(project, &["rev-parse", "--git-common-dir"]).map_err(
+            |e| RunnerDirError::NoGitDir {
                 project: project.to_path_buf(),
                 detail: format!("cannot run git: {e}"),
-            })?;
+            },
+        )?;
         if !out.status.success() {
             return Err(RunnerDirError::NoGitDir {
                 project: project.to_path_buf(),
@@ -193,6 +190,7 @@ impl FileIdentity {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::process::Command;
 
     fn git_repo() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();

@@ -13,7 +13,8 @@
 //! is remembered for later calls; dependencies then come from the issue bodies only.
 
 use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
-use crate::notify::{run_captured, tail};
+use crate::notify::tail;
+use crate::process::run_captured;
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
