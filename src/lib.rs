@@ -22,6 +22,7 @@ pub mod logs;
 pub mod machine;
 pub mod network;
 pub mod notify;
+pub mod probe;
 pub mod process;
 pub mod redact;
 pub mod repo;

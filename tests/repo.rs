@@ -6,9 +6,8 @@ mod e2e;
 use e2e::git;
 use sdlc_runner::files::{self, StateFile};
 use sdlc_runner::forge::{CiState, Forge, PrState};
-use sdlc_runner::repo::{
-    already_done, detect_progress, post_check, precondition, Repo, RepoError, StepContext,
-};
+use sdlc_runner::probe::{already_done, detect_progress, post_check, precondition, StepContext};
+use sdlc_runner::repo::{Repo, RepoError};
 use sdlc_runner::step::{Check, Step};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -185,7 +185,7 @@ impl Driver {
                 let ctx = self.step_context();
                 let what = format!("checking the outcome of {}", step.key());
                 match self
-                    .patiently(&what, |d| repo::post_check(&d.repo, &d.forge, step, &ctx))
+                    .patiently(&what, |d| probe::post_check(&d.repo, &d.forge, step, &ctx))
                     .await
                 {
                     network::Patient::Done(Ok(Ok(()))) => None,

@@ -23,7 +23,8 @@ use crate::journal::{FailureDetail, Journal, SessionEnd};
 use crate::logs::{append_line, AttemptHeader, Logs};
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Signal, State, Usage};
 use crate::notify::{Channel, Notifier, Severity};
-use crate::repo::{self, Repo, StepContext};
+use crate::probe::{self, StepContext};
+use crate::repo::Repo;
 use crate::step::Step;
 use crate::stream::StreamReader;
 use crate::tracker::{self, Selection, Tracker};
@@ -678,7 +679,9 @@ impl Driver {
         self.save_state();
         let what = format!("checking whether {} is already done", step.key());
         let done = match self
-            .patiently(&what, |d| repo::already_done(&d.repo, &d.forge, step, &ctx))
+            .patiently(&what, |d| {
+                probe::already_done(&d.repo, &d.forge, step, &ctx)
+            })
             .await
         {
             network::Patient::Done(result) => result,
@@ -701,7 +704,9 @@ impl Driver {
         }
         let what = format!("checking the preconditions of {}", step.key());
         let checked = match self
-            .patiently(&what, |d| repo::precondition(&d.repo, &d.forge, step, &ctx))
+            .patiently(&what, |d| {
+                probe::precondition(&d.repo, &d.forge, step, &ctx)
+            })
             .await
         {
             network::Patient::Done(result) => result,

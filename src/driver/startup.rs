@@ -301,7 +301,7 @@ impl Driver {
             }
             return restart;
         }
-        let detected = match repo::detect_progress(&self.repo, &self.forge, Some(&self.state)) {
+        let detected = match probe::detect_progress(&self.repo, &self.forge, Some(&self.state)) {
             Ok(d) => d,
             Err(e) => {
                 self.log(&format!(
