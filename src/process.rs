@@ -53,6 +53,19 @@ pub(crate) struct Captured {
     pub marker_seen: bool,
 }
 
+impl Captured {
+    /// What a child killed at its deadline had written so far.
+    fn timed_out(stdout: &[u8], stderr: &[u8]) -> Self {
+        Captured {
+            status: None,
+            stdout: lossy(stdout),
+            stderr: lossy(stderr),
+            timed_out: true,
+            marker_seen: false,
+        }
+    }
+}
+
 /// Large enough for `gh issue list --limit 1000` with bodies; a bound all the same.
 const OUTPUT_CAP: usize = 64 * 1024 * 1024;
 
@@ -182,13 +195,7 @@ pub(crate) fn run_tracked(
         let now = Instant::now();
         if exited.is_none() && now >= deadline {
             child.kill();
-            return Ok(Captured {
-                status: None,
-                stdout: lossy(&stdout),
-                stderr: lossy(&stderr),
-                timed_out: true,
-                marker_seen: false,
-            });
+            return Ok(Captured::timed_out(&stdout, &stderr));
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Chunk::Out(bytes)) => {
@@ -222,13 +229,7 @@ pub(crate) fn run_tracked(
                         Some(s) => exited = Some((s, Instant::now())),
                         None => {
                             child.kill();
-                            return Ok(Captured {
-                                status: None,
-                                stdout: lossy(&stdout),
-                                stderr: lossy(&stderr),
-                                timed_out: true,
-                                marker_seen: false,
-                            });
+                            return Ok(Captured::timed_out(&stdout, &stderr));
                         }
                     }
                 }
