@@ -65,19 +65,10 @@ pub fn check_artifact_dir(project: &Path) -> Result<(), String> {
 /// `.claude/` must be a real directory of the project: a symlink there would have the runner
 /// write its files wherever it points.
 fn artifact_dir(project: &Path) -> io::Result<PathBuf> {
+    check_artifact_dir(project).map_err(io::Error::other)?;
     let dir = project.join(ARTIFACT_DIR);
-    match fs::symlink_metadata(&dir) {
-        Ok(m) if m.file_type().is_symlink() => Err(io::Error::other(format!(
-            "{} is a symlink; the runner does not write through it (replace it with a directory)",
-            dir.display()
-        ))),
-        Ok(_) => Ok(dir),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fs::create_dir_all(&dir)?;
-            Ok(dir)
-        }
-        Err(e) => Err(e),
-    }
+    fs::create_dir_all(&dir)?;
+    Ok(dir)
 }
 
 /// `sdlc-state.json`. Field names are the Node runner's, so an operator's existing state file
