@@ -24,9 +24,6 @@ use crate::logs::{LiveCap, LiveLog};
 /// Read buffer per stream; large enough that a chatty agent costs few wakeups.
 const CHUNK: usize = 64 * 1024;
 
-/// How often group liveness is polled while waiting for stragglers to exit.
-const POLL_INTERVAL: Duration = Duration::from_millis(20);
-
 /// After SIGKILL, how long to keep reading pipes that something outside the group (a process
 /// that called `setsid`) may still hold open, before abandoning them.
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
@@ -463,30 +460,14 @@ fn write_live(log: &mut LiveLog, chunk: &[u8], error: &mut Option<String>) {
     }
 }
 
-/// Ends every remaining member of group `pgid`: SIGTERM (unless a SIGKILL is already
-/// scheduled), wait for the grace period, then SIGKILL and a bounded wait.
+/// Ends every remaining member of group `pgid` through the one group killer, on a blocking
+/// thread: SIGTERM (unless a SIGKILL is already scheduled), the grace period, then SIGKILL.
 async fn reap_group(pgid: i32, pending_sigkill: Option<Instant>, grace: Duration) {
-    if pgid <= 1 || !cleanup::group_alive(pgid) {
-        return;
-    }
-    let kill_at = match pending_sigkill {
-        Some(at) => at,
-        None => {
-            let _ = cleanup::signal_group(pgid, libc::SIGTERM);
-            Instant::now() + grace
-        }
+    let (kill_at, term_sent) = match pending_sigkill {
+        Some(at) => (at.into_std(), true),
+        None => (std::time::Instant::now() + grace, false),
     };
-    while Instant::now() < kill_at {
-        if !cleanup::group_alive(pgid) {
-            return;
-        }
-        tokio::time::sleep(POLL_INTERVAL).await;
-    }
-    let _ = cleanup::signal_group(pgid, libc::SIGKILL);
-    let give_up = Instant::now() + DRAIN_AFTER_KILL;
-    while Instant::now() < give_up && cleanup::group_alive(pgid) {
-        tokio::time::sleep(POLL_INTERVAL).await;
-    }
+    let _ = tokio::task::spawn_blocking(move || cleanup::end_group(pgid, kill_at, term_sent)).await;
 }
 
 #[cfg(test)]

@@ -213,17 +213,29 @@ pub enum GroupKill {
 /// SIGKILL. Blocks the calling thread for at most `grace` plus a short wait after SIGKILL.
 /// The runner's own group and its ancestors' groups are refused.
 pub fn kill_process_group(pgid: i32, grace: Duration) -> GroupKill {
+    end_group(pgid, Instant::now() + grace, false)
+}
+
+/// The one escalating killer: SIGTERM (unless `term_sent`, when the caller already sent it
+/// and only the SIGKILL deadline is left), wait until every member is gone or `kill_at`
+/// passes, then SIGKILL and a bounded wait. Blocking; async callers run it on a blocking
+/// thread.
+pub fn end_group(pgid: i32, kill_at: Instant, term_sent: bool) -> GroupKill {
     if pgid <= 1 || ProtectSet::current().contains(pgid) {
         return GroupKill::Refused;
     }
     if !group_alive(pgid) {
         return GroupKill::AlreadyGone;
     }
-    if let Err(err) = signal_group(pgid, libc::SIGTERM) {
-        tracing::warn!("[CLEANUP] could not send SIGTERM to process group {pgid}: {err}");
-        return GroupKill::Refused;
+    if !term_sent {
+        if let Err(err) = signal_group(pgid, libc::SIGTERM) {
+            tracing::warn!("[CLEANUP] could not send SIGTERM to process group {pgid}: {err}");
+            return GroupKill::Refused;
+        }
     }
-    if wait_until(grace, || !group_alive(pgid)) {
+    if wait_until(kill_at.saturating_duration_since(Instant::now()), || {
+        !group_alive(pgid)
+    }) {
         return GroupKill::Terminated;
     }
     if let Err(err) = signal_group(pgid, libc::SIGKILL) {
