@@ -4,9 +4,18 @@
 //! module combines them (so neither depends on the other's callers).
 
 use crate::files::StateFile;
-use crate::forge::{CiState, Forge, PrState};
+use crate::forge::{CiState, Forge, ForgeError, PrState};
 use crate::repo::{leading_issue, Repo, RepoError};
 use crate::step::{Check, Step};
+
+/// A probe reads git and the forge; either can fail, and the message is theirs unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error(transparent)]
+    Git(#[from] RepoError),
+    #[error(transparent)]
+    Forge(#[from] ForgeError),
+}
 
 /// What the runner knows about the cycle when it checks a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -44,7 +53,7 @@ pub fn precondition(
     forge: &Forge,
     step: Step,
     ctx: &StepContext,
-) -> Result<Result<(), Check>, RepoError> {
+) -> Result<Result<(), Check>, ProbeError> {
     for &check in Check::of(step) {
         let holds = match check {
             Check::CleanWorkingTree => repo.is_clean()?,
@@ -92,7 +101,7 @@ pub fn post_check(
     forge: &Forge,
     step: Step,
     ctx: &StepContext,
-) -> Result<Result<(), String>, RepoError> {
+) -> Result<Result<(), String>, ProbeError> {
     match step {
         Step::StartIssue => {
             let current = repo.current_branch()?;
@@ -172,7 +181,7 @@ pub fn already_done(
     forge: &Forge,
     step: Step,
     ctx: &StepContext,
-) -> Result<bool, RepoError> {
+) -> Result<bool, ProbeError> {
     if !matches!(step, Step::CommitPush | Step::CreatePr | Step::Merge) {
         return Ok(false);
     }
@@ -224,7 +233,7 @@ pub fn detect_progress(
     repo: &Repo,
     forge: &Forge,
     state_hint: Option<&StateFile>,
-) -> Result<Option<Detected>, RepoError> {
+) -> Result<Option<Detected>, ProbeError> {
     let Some(branch) = repo.current_branch()? else {
         return Ok(None);
     };

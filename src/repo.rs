@@ -40,7 +40,7 @@ pub enum RepoError {
     CommitOnMain { branch: String, path: PathBuf },
 }
 
-fn exit_text(status: &Option<i32>) -> String {
+pub(crate) fn exit_text(status: &Option<i32>) -> String {
     match status {
         Some(c) => c.to_string(),
         None => "killed by a signal".to_string(),

@@ -5,7 +5,7 @@ mod e2e;
 
 use e2e::git;
 use sdlc_runner::files::{self, StateFile};
-use sdlc_runner::forge::{CiState, Forge, PrState};
+use sdlc_runner::forge::{CiState, Forge, ForgeError, PrState};
 use sdlc_runner::probe::{already_done, detect_progress, post_check, precondition, StepContext};
 use sdlc_runner::repo::{Repo, RepoError};
 use sdlc_runner::step::{Check, Step};
@@ -514,7 +514,7 @@ fn gh_failures_and_garbage_are_errors_that_name_the_command() {
     let gh = f.gh(false);
     f.prs("not json");
     let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err();
-    assert!(matches!(err, RepoError::Parse { .. }), "{err:?}");
+    assert!(matches!(err, ForgeError::Parse { .. }), "{err:?}");
     assert!(err.to_string().contains("pr list --head 7-x"));
     fs::write(f.gh_dir.join("pr-list.rc"), "4").unwrap();
     let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err().to_string();
@@ -529,7 +529,7 @@ fn gh_failures_and_garbage_are_errors_that_name_the_command() {
         require_checks: false,
     };
     let err = missing.pr_for_branch(&f.repo(), "7-x").unwrap_err();
-    assert!(matches!(err, RepoError::Spawn { .. }), "{err:?}");
+    assert!(matches!(err, ForgeError::Spawn { .. }), "{err:?}");
 }
 
 #[test]

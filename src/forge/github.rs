@@ -1,0 +1,203 @@
+//! The GitHub forge, through the `gh` CLI: every call has a hard time limit, never prompts,
+//! and its JSON is parsed by functions that hostile-input tests can reach directly.
+
+use super::{CiState, ForgeError, Pr, PrState};
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Deserialize)]
+struct GhPr {
+    number: u32,
+    url: String,
+    state: String,
+}
+
+#[derive(Deserialize)]
+struct GhCheck {
+    #[serde(default)]
+    bucket: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+}
+
+/// The PR whose head is `branch` (see [`parse_prs`] for which one wins).
+pub(super) fn pr_for_branch(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    branch: &str,
+) -> Result<Option<Pr>, ForgeError> {
+    let args = [
+        "pr",
+        "list",
+        "--head",
+        branch,
+        "--state",
+        "all",
+        "--json",
+        "number,url,state",
+    ];
+    let out = run_gh(gh, repo_dir, &args)?;
+    if !out.status.success() {
+        return Err(gh_failed(gh, &args, &out));
+    }
+    parse_prs(&out.stdout).map_err(|detail| ForgeError::Parse {
+        command: command_text(gh, &args),
+        detail,
+    })
+}
+
+/// `gh pr checks` exits 1 on failing checks and 8 on pending ones (a defect of the older
+/// runner, docs/design-notes.md), so the JSON on stdout is read whatever the exit code, and
+/// only its absence is an error.
+pub(super) fn ci_state(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    branch: &str,
+) -> Result<CiState, ForgeError> {
+    let mut out = None;
+    // `bucket` is missing from older gh; the raw `state` is enough to classify.
+    for fields in ["name,state,bucket", "name,state"] {
+        let args = ["pr", "checks", branch, "--json", fields];
+        let o = run_gh(gh, repo_dir, &args)?;
+        let stderr = String::from_utf8_lossy(&o.stderr).to_ascii_lowercase();
+        if stderr.contains("no checks reported") {
+            return Ok(CiState::NoneConfigured);
+        }
+        if stderr.contains("unknown json field") && fields.contains("bucket") {
+            continue;
+        }
+        out = Some((o, args));
+        break;
+    }
+    let Some((out, args)) = out else {
+        return Err(ForgeError::Parse {
+            command: command_text(gh, &["pr", "checks", branch]),
+            detail: "gh accepted no JSON field set".to_string(),
+        });
+    };
+    match parse_checks(&out.stdout) {
+        Ok(state) => Ok(state),
+        Err(detail) if out.status.success() => Err(ForgeError::Parse {
+            command: command_text(gh, &args),
+            detail,
+        }),
+        Err(_) => Err(gh_failed(gh, &args, &out)),
+    }
+}
+
+/// The PR `gh pr list --json number,url,state` describes for one branch: with several (a
+/// closed one and its reopened successor), an open PR wins over a merged one over a closed
+/// one, then the newest. Errors describe the problem without quoting the bytes.
+pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
+    let prs: Vec<GhPr> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    let rank = |s: PrState| match s {
+        PrState::Open => 2,
+        PrState::Merged => 1,
+        PrState::Closed => 0,
+    };
+    let mut best: Option<Pr> = None;
+    for p in prs {
+        let state = match p.state.to_ascii_uppercase().as_str() {
+            "OPEN" => PrState::Open,
+            "MERGED" => PrState::Merged,
+            "CLOSED" => PrState::Closed,
+            other => {
+                let shown: String = other.chars().take(20).collect();
+                return Err(format!("unknown PR state {shown:?}"));
+            }
+        };
+        let pr = Pr {
+            number: p.number,
+            url: p.url,
+            state,
+        };
+        let better = best
+            .as_ref()
+            .is_none_or(|b| (rank(pr.state), pr.number) > (rank(b.state), b.number));
+        if better {
+            best = Some(pr);
+        }
+    }
+    Ok(best)
+}
+
+/// What `gh pr checks --json …` says about CI: no checks, pending, failed or passed.
+pub fn parse_checks(json: &[u8]) -> Result<CiState, String> {
+    let checks: Vec<GhCheck> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    if checks.is_empty() {
+        return Ok(CiState::NoneConfigured);
+    }
+    let mut pending = false;
+    for c in &checks {
+        match classify_check(c) {
+            CiState::Failed => return Ok(CiState::Failed),
+            CiState::Pending => pending = true,
+            _ => {}
+        }
+    }
+    Ok(if pending {
+        CiState::Pending
+    } else {
+        CiState::Passed
+    })
+}
+
+fn classify_check(c: &GhCheck) -> CiState {
+    if let Some(bucket) = &c.bucket {
+        return match bucket.to_ascii_lowercase().as_str() {
+            "pass" | "skipping" => CiState::Passed,
+            "pending" => CiState::Pending,
+            _ => CiState::Failed, // fail, cancel, and anything newer we cannot vouch for
+        };
+    }
+    match c
+        .state
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "SUCCESS" | "SKIPPED" | "NEUTRAL" => CiState::Passed,
+        "PENDING" | "QUEUED" | "IN_PROGRESS" | "WAITING" | "REQUESTED" | "EXPECTED" => {
+            CiState::Pending
+        }
+        _ => CiState::Failed,
+    }
+}
+
+/// A hung `gh` must not hang an unattended run: every call has a hard timeout.
+const GH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
+fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Output, ForgeError> {
+    let mut cmd = Command::new(gh);
+    cmd.args(args)
+        .current_dir(dir)
+        // gh must never stop to ask a question in an unattended run.
+        .env("GH_PROMPT_DISABLED", "1")
+        .env("NO_COLOR", "1");
+    crate::process::output_within(cmd, GH_TIMEOUT)
+        .map_err(|source| ForgeError::Spawn {
+            program: gh.display().to_string(),
+            source,
+        })?
+        .ok_or_else(|| ForgeError::Command {
+            command: command_text(gh, args),
+            status: None,
+            stderr: format!("no answer within {} s; stopped", GH_TIMEOUT.as_secs()),
+            hint: "check the network and `gh auth status`",
+        })
+}
+
+fn command_text(gh: &Path, args: &[&str]) -> String {
+    format!("{} {}", gh.display(), args.join(" "))
+}
+
+fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
+    ForgeError::Command {
+        command: command_text(gh, args),
+        status: out.status.code(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        hint: "check `gh auth status` and that the project's remote is a GitHub repository",
+    }
+}

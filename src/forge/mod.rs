@@ -1,0 +1,104 @@
+//! Pull requests and CI, from GitHub (through the `gh` CLI, [`github`]) or from the offline
+//! `local` forge used by the demo ([`local`]), where origin itself plays GitHub: a pushed
+//! branch is an open PR and a branch merged into `origin/<main>` is a merged one.
+
+pub mod github;
+mod local;
+
+pub use github::{parse_checks, parse_prs};
+
+use crate::repo::{Repo, RepoError};
+use std::path::PathBuf;
+
+/// Why the forge could not answer. The messages name the command and what to check.
+#[derive(Debug, thiserror::Error)]
+pub enum ForgeError {
+    #[error("could not run {program}: {source}; is it installed and on PATH?")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("`{command}` failed (exit {}): {stderr}; {hint}", crate::repo::exit_text(.status))]
+    Command {
+        command: String,
+        status: Option<i32>,
+        stderr: String,
+        hint: &'static str,
+    },
+    #[error("could not read the output of `{command}`: {detail}")]
+    Parse { command: String, detail: String },
+    /// The local forge reads git.
+    #[error(transparent)]
+    Git(#[from] RepoError),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CiState {
+    NoneConfigured,
+    Pending,
+    Failed,
+    Passed,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrState {
+    Open,
+    Merged,
+    Closed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pr {
+    /// 0 for the local forge, which has no numbers.
+    pub number: u32,
+    pub url: String,
+    pub state: PrState,
+}
+
+#[derive(Debug, Clone)]
+pub enum Forge {
+    GitHub {
+        gh: PathBuf,
+        repo_dir: PathBuf,
+        require_checks: bool,
+    },
+    Local {
+        require_checks: bool,
+    },
+}
+
+impl Forge {
+    pub fn require_checks(&self) -> bool {
+        match self {
+            Forge::GitHub { require_checks, .. } | Forge::Local { require_checks } => {
+                *require_checks
+            }
+        }
+    }
+
+    /// The PR whose head is `branch`. With several (a closed one and its reopened successor),
+    /// an open PR wins over a merged one over a closed one, then the newest.
+    pub fn pr_for_branch(&self, repo: &Repo, branch: &str) -> Result<Option<Pr>, ForgeError> {
+        match self {
+            Forge::GitHub { gh, repo_dir, .. } => github::pr_for_branch(gh, repo_dir, branch),
+            Forge::Local { .. } => Ok(local::pr_for_branch(repo, branch)?),
+        }
+    }
+
+    /// The branch's CI. The local forge has none.
+    pub fn ci_state(&self, _repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
+        match self {
+            Forge::Local { .. } => Ok(CiState::NoneConfigured),
+            Forge::GitHub { gh, repo_dir, .. } => github::ci_state(gh, repo_dir, branch),
+        }
+    }
+
+    /// Whether CI lets the branch merge: "none configured" does unless `requireChecks` is set.
+    pub fn ci_ok(&self, state: CiState) -> bool {
+        match state {
+            CiState::Passed => true,
+            CiState::NoneConfigured => !self.require_checks(),
+            CiState::Pending | CiState::Failed => false,
+        }
+    }
+}
