@@ -1,10 +1,25 @@
 //! One agent attempt: prompt and invocation, the run itself, the attempt log, and the
 //! classification or post-step check that becomes the machine's next event.
 
-use super::*;
-use crate::logs::LiveCap;
+use super::invoke::{self, AttemptInfo, IssueContext, RepairContext};
+use super::shutdown::Shutdown;
+use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
+use crate::agent::{run_agent_with, AgentError, AgentExit, AgentRun};
+use crate::classify::{classify, classify_post_check, Classified, Observation};
+use crate::failure::FailureClass;
+use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
+use crate::logs::{AttemptHeader, LiveCap};
+use crate::machine::{Event, Usage};
+use crate::notify::Severity;
+use crate::probe;
+use crate::step::Step;
+use crate::stream::{StreamReader, StreamSummary};
+use std::time::Instant;
 
 impl Driver {
+    /// One attempt of `step`: build the invocation, run the agent, archive its log, and turn
+    /// what it did into the machine's next event. The failure context of a `StepFailed` is
+    /// kept in `self.failures` for the journal and the next repair prompt.
     pub(super) async fn run_step(
         &mut self,
         step: Step,
@@ -12,21 +27,95 @@ impl Driver {
         attempt: u32,
         repair: bool,
     ) -> Event {
-        if self.pending_signal().is_some() {
-            return self.shutdown_event();
+        if self.shutdown.requested().is_some() {
+            return self.shutdown.event();
         }
-        let skill_text = match self.cfg.skill_file(step) {
-            Some(path) => match std::fs::read_to_string(&path) {
-                Ok(text) => Some(text),
-                Err(e) => {
-                    let msg = format!(
-                        "skill file {} for step {} cannot be read: {e}",
-                        path.display(),
-                        step.key()
-                    );
-                    return self.environment_failure(step, &msg);
+        let run = match self.prepare(step, issue, attempt, repair) {
+            Ok(run) => run,
+            Err(message) => return self.environment_failure(step, &message),
+        };
+        self.log(&format!(
+            "issue #{issue} step {} {} attempt {attempt}{}",
+            step.number(),
+            step.key(),
+            if repair { " (repair)" } else { "" }
+        ));
+        self.notifier.send(
+            Severity::Info,
+            &format!("issue #{issue}: {} started (attempt {attempt})", step.key()),
+        );
+        let started_at = chrono::Utc::now();
+        let started = Instant::now();
+        let ran = execute(&run, &self.shutdown, self.journal.as_mut()).await;
+        crate::failpoint::point("agent exited");
+        if let Some(e) = ran.unrecorded_group {
+            self.log(&format!(
+                "warning: the agent's process group was not recorded ({e}); if the runner dies now, its children may outlive it"
+            ));
+        }
+        let summary = ran.summary;
+        let exit = match ran.exit {
+            Ok(exit) => exit,
+            Err(e) => return self.environment_failure(step, &e.to_string()),
+        };
+        let header = attempt_header(&exit, step, &self.session, attempt, started_at);
+        self.archive(&header, &run.live_log);
+        self.last_output = last_words(&summary, &exit);
+        if exit.cancelled {
+            return self.shutdown.event();
+        }
+        let usage = usage_of(&summary, started.elapsed());
+        if let Some(id) = summary
+            .session_id
+            .as_ref()
+            .or(summary.result.as_ref().and_then(|r| r.session_id.as_ref()))
+        {
+            self.log(&format!("agent session {id}"));
+        }
+        let temp = std::env::temp_dir();
+        let failure = match classify(&observation(&exit, &summary, &temp)) {
+            Some(c) => Some(c),
+            None => {
+                let ctx = self.step_context();
+                let what = format!("checking the outcome of {}", step.key());
+                match self
+                    .patiently(&what, |d| probe::post_check(&d.repo, &d.forge, step, &ctx))
+                    .await
+                {
+                    network::Patient::Done(Ok(Ok(()))) => None,
+                    network::Patient::Done(Ok(Err(what))) => {
+                        Some(classify_post_check(step.key(), &what))
+                    }
+                    network::Patient::Done(Err(e)) => {
+                        Some(classify_post_check(step.key(), &e.to_string()))
+                    }
+                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
                 }
-            },
+            }
+        };
+        match failure {
+            None => self.succeeded(step, issue, usage),
+            Some(c) => self.failed(step, issue, c, usage),
+        }
+    }
+
+    /// The agent's argument vector, environment and limits for this attempt, with room made
+    /// in the log budget; `Err` when the step's skill file cannot be read.
+    fn prepare(
+        &mut self,
+        step: Step,
+        issue: u32,
+        attempt: u32,
+        repair: bool,
+    ) -> Result<AgentRun, String> {
+        let skill_text = match self.cfg.skill_file(step) {
+            Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
+                format!(
+                    "skill file {} for step {} cannot be read: {e}",
+                    path.display(),
+                    step.key()
+                )
+            })?),
             None => None,
         };
         // The failure this step last had, recorded in the journal, so a restarted runner
@@ -67,7 +156,7 @@ impl Driver {
         ) {
             self.log(&format!("warning: log pruning failed: {e}"));
         }
-        let run = AgentRun {
+        Ok(AgentRun {
             program: inv.program,
             args: inv.args,
             cwd: self.cfg.project_path.clone(),
@@ -75,194 +164,93 @@ impl Driver {
             timeout: self.cfg.timeout(step),
             idle_timeout: self.cfg.idle_timeout(step),
             kill_grace: KILL_GRACE,
-            live_log: live_log.clone(),
+            live_log,
             live_log_cap,
             tail_bytes: TAIL_BYTES,
-        };
-        self.log(&format!(
-            "issue #{issue} step {} {} attempt {attempt}{}",
-            step.number(),
-            step.key(),
-            if repair { " (repair)" } else { "" }
-        ));
-        self.notifier.send(
-            Severity::Info,
-            &format!("issue #{issue}: {} started (attempt {attempt})", step.key()),
-        );
-        let started_at = chrono::Utc::now();
-        let started = Instant::now();
-        let mut reader = StreamReader::new();
-        let mut record_error = None;
-        let exit = {
-            let mut sink = |bytes: &[u8]| reader.feed(bytes);
-            let journal = &mut self.journal;
-            let mut on_spawn = |pgid: i32| {
-                let group = crate::journal::AgentGroup {
-                    pgid,
-                    start_ticks: crate::cleanup::read_stat(pgid).map_or(0, |s| s.start_time),
-                };
-                if let Some(j) = journal.as_mut() {
-                    if let Err(e) = j.append(&[crate::journal::Record::Agent { group }]) {
-                        record_error = Some(e.to_string());
-                    }
-                }
-                crate::failpoint::point("agent spawned");
-            };
-            run_agent_with(&run, &mut sink, self.cancel_rx.clone(), &mut on_spawn).await
-        };
-        crate::failpoint::point("agent exited");
-        if let Some(e) = record_error {
-            self.log(&format!(
-                "warning: the agent's process group was not recorded ({e}); if the runner dies now, its children may outlive it"
-            ));
-        }
-        let summary = reader.finish();
-        let exit = match exit {
-            Ok(exit) => exit,
-            Err(e) => return self.environment_failure(step, &e.to_string()),
-        };
-        let header = AttemptHeader {
-            step_key: step.key().to_string(),
-            session: self.session.clone(),
-            attempt,
-            started_at,
-            exit_code: exit.exit_code,
-            signal: exit.signal,
-            duration: exit.duration,
-            timed_out: exit.timed_out,
-            idle_timed_out: exit.idle_timed_out,
-            cancelled: exit.cancelled,
-        };
-        match self.logs.archive_attempt(&header, &live_log) {
+        })
+    }
+
+    /// Keeps the attempt's log under the log directory and prunes older ones, never the log
+    /// whose path was just printed.
+    fn archive(&mut self, header: &AttemptHeader, live_log: &std::path::Path) {
+        match self.logs.archive_attempt(header, live_log) {
             Ok(path) => {
                 self.log(&format!("attempt log: {}", path.display()));
-                // Older logs make room, never the log whose path was just printed.
-                if let Err(e) = self.logs.prune(budget, &[live_log.clone(), path]) {
+                let keep = [live_log.to_path_buf(), path];
+                if let Err(e) = self.logs.prune(self.cfg.max_log_disk_usage_bytes, &keep) {
                     self.log(&format!("warning: log pruning failed: {e}"));
                 }
             }
             Err(e) => self.log(&format!("warning: cannot archive the attempt log: {e}")),
         }
-        // What a person should read first: the agent's own final words, else its raw tail.
-        self.last_output = match summary.result.as_ref().and_then(|r| r.result_text.clone()) {
-            Some(text) if !text.trim().is_empty() => text,
-            _ if !exit.stdout_tail.is_empty() => exit.stdout_tail.clone(),
-            _ => exit.stderr_tail.clone(),
-        };
-        if exit.cancelled {
-            return self.shutdown_event();
-        }
-        let result = summary.result.as_ref();
-        let usage = Usage {
-            cost_micros: result
-                .and_then(|r| r.total_cost_usd)
-                .map_or(0, |c| (c.max(0.0) * 1e6) as u64),
-            elapsed_ms: started.elapsed().as_millis() as u64,
-            turns: result.and_then(|r| r.num_turns).unwrap_or(0),
-        };
-        if let Some(id) = summary
-            .session_id
-            .as_ref()
-            .or(result.and_then(|r| r.session_id.as_ref()))
-        {
-            self.log(&format!("agent session {id}"));
-        }
-        let temp = std::env::temp_dir();
-        let obs = Observation {
-            exit_code: exit.exit_code,
-            timed_out: exit.timed_out,
-            idle_timed_out: exit.idle_timed_out,
-            killed: exit.signal.is_some() && !exit.killed_by_runner(),
-            summary: &summary,
-            stderr_tail: &exit.stderr_tail,
-            output_tail: &exit.stdout_tail,
-            now_epoch_secs: chrono::Utc::now().timestamp(),
-            temp_dir: &temp,
-        };
-        let failure = match classify(&obs) {
-            Some(c) => Some(c),
-            None => {
-                let ctx = self.step_context();
-                let what = format!("checking the outcome of {}", step.key());
-                match self
-                    .patiently(&what, |d| probe::post_check(&d.repo, &d.forge, step, &ctx))
-                    .await
-                {
-                    network::Patient::Done(Ok(Ok(()))) => None,
-                    network::Patient::Done(Ok(Err(what))) => {
-                        Some(classify_post_check(step.key(), &what))
-                    }
-                    network::Patient::Done(Err(e)) => {
-                        Some(classify_post_check(step.key(), &e.to_string()))
-                    }
-                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
-                }
-            }
-        };
-        match failure {
-            None => {
-                self.log(&format!(
-                    "{}: succeeded ({} turns, ${:.2})",
-                    step.key(),
-                    usage.turns,
-                    usage.cost_micros as f64 / 1e6
-                ));
-                if step == Step::StartIssue {
-                    if let Ok(Some(branch)) = self.repo.current_branch() {
-                        self.issue.branch = Some(branch.clone());
-                        self.state.current_branch = Some(branch);
-                    }
-                }
-                self.state.last_completed_step = step.number();
-                self.state.retries.remove(step.key());
-                self.save_state();
-                self.notifier.send(
-                    Severity::Info,
-                    &format!("issue #{issue}: {} finished", step.key()),
-                );
-                Event::StepSucceeded { step, usage }
-            }
-            Some(c) => {
-                self.notifier.send(
-                    Severity::Warning,
-                    &format!(
-                        "issue #{issue}: {} failed ({}): {}",
-                        step.key(),
-                        c.class,
-                        c.summary
-                    ),
-                );
-                self.log(&format!(
-                    "{}: failed: {} {} — {}",
-                    step.key(),
-                    c.class,
-                    c.signature,
-                    c.summary
-                ));
-                *self
-                    .state
-                    .retries
-                    .entry(step.key().to_string())
-                    .or_default() += 1;
-                self.save_state();
-                // The journal is a sink like any other: no secret the agent printed goes in.
-                let detail = FailureDetail {
-                    step,
-                    class: c.class,
-                    summary: crate::redact::redact(&c.summary),
-                    excerpt: crate::redact::redact(&c.excerpt),
-                };
-                self.failures[step.index()] = Some(detail.clone());
-                self.pending_failure = Some(detail);
-                Event::StepFailed {
-                    step,
-                    class: c.class,
-                    signature: c.signature,
-                    usage,
-                    wait_hint_secs: c.wait_hint_secs,
-                }
+    }
+
+    fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
+        self.log(&format!(
+            "{}: succeeded ({} turns, ${:.2})",
+            step.key(),
+            usage.turns,
+            usage.cost_micros as f64 / 1e6
+        ));
+        if step == Step::StartIssue {
+            if let Ok(Some(branch)) = self.repo.current_branch() {
+                self.issue.branch = Some(branch.clone());
+                self.state.current_branch = Some(branch);
             }
         }
+        self.state.last_completed_step = step.number();
+        self.state.retries.remove(step.key());
+        self.save_state();
+        self.notifier.send(
+            Severity::Info,
+            &format!("issue #{issue}: {} finished", step.key()),
+        );
+        Event::StepSucceeded { step, usage }
+    }
+
+    fn failed(&mut self, step: Step, issue: u32, c: Classified, usage: Usage) -> Event {
+        self.notifier.send(
+            Severity::Warning,
+            &format!(
+                "issue #{issue}: {} failed ({}): {}",
+                step.key(),
+                c.class,
+                c.summary
+            ),
+        );
+        self.log(&format!(
+            "{}: failed: {} {} — {}",
+            step.key(),
+            c.class,
+            c.signature,
+            c.summary
+        ));
+        *self
+            .state
+            .retries
+            .entry(step.key().to_string())
+            .or_default() += 1;
+        self.save_state();
+        self.remember_failure(step, c.class, &c.summary, &c.excerpt);
+        Event::StepFailed {
+            step,
+            class: c.class,
+            signature: c.signature,
+            usage,
+            wait_hint_secs: c.wait_hint_secs,
+        }
+    }
+
+    /// The context journaled with the `StepFailed` about to be recorded and given to the
+    /// next repair attempt. The journal is a sink like any other: no secret the agent
+    /// printed goes in.
+    fn remember_failure(&mut self, step: Step, class: FailureClass, summary: &str, excerpt: &str) {
+        self.failures[step.index()] = Some(FailureDetail {
+            step,
+            class,
+            summary: crate::redact::redact(summary),
+            excerpt: crate::redact::redact(excerpt),
+        });
     }
 
     /// The agent could not even be run (binary vanished, skill file unreadable): the
@@ -270,13 +258,114 @@ impl Driver {
     pub(super) fn environment_failure(&mut self, step: Step, message: &str) -> Event {
         self.log(&format!("{}: {message}", step.key()));
         self.last_output = message.to_string();
+        let class = FailureClass::ToolingEnv;
+        self.remember_failure(step, class, &format!("{class}: {message}"), message);
         let normalized = crate::classify::normalize(message);
         Event::StepFailed {
             step,
-            class: FailureClass::ToolingEnv,
-            signature: crate::classify::signature(FailureClass::ToolingEnv, &normalized),
+            class,
+            signature: crate::classify::signature(class, &normalized),
             usage: Usage::default(),
             wait_hint_secs: None,
         }
+    }
+}
+
+/// What running the agent produced.
+struct Ran {
+    exit: Result<AgentExit, AgentError>,
+    summary: StreamSummary,
+    /// Why the agent's process group could not be journaled, if it could not.
+    unrecorded_group: Option<String>,
+}
+
+/// Runs the agent, reading its stream as it arrives, and journals its process group as soon
+/// as it exists so that a restarted runner can stop what this one leaves behind.
+async fn execute(run: &AgentRun, shutdown: &Shutdown, journal: Option<&mut Journal>) -> Ran {
+    let mut reader = StreamReader::new();
+    let mut unrecorded_group = None;
+    let mut journal = journal;
+    let exit = {
+        let mut sink = |bytes: &[u8]| reader.feed(bytes);
+        let mut on_spawn = |pgid: i32| {
+            let group = AgentGroup {
+                pgid,
+                start_ticks: crate::cleanup::read_stat(pgid).map_or(0, |s| s.start_time),
+            };
+            if let Some(j) = journal.as_mut() {
+                if let Err(e) = j.append(&[Record::Agent { group }]) {
+                    unrecorded_group = Some(e.to_string());
+                }
+            }
+            crate::failpoint::point("agent spawned");
+        };
+        run_agent_with(run, &mut sink, shutdown.receiver(), &mut on_spawn).await
+    };
+    Ran {
+        exit,
+        summary: reader.finish(),
+        unrecorded_group,
+    }
+}
+
+/// The header of the attempt's archived log.
+fn attempt_header(
+    exit: &AgentExit,
+    step: Step,
+    session: &str,
+    attempt: u32,
+    started_at: chrono::DateTime<chrono::Utc>,
+) -> AttemptHeader {
+    AttemptHeader {
+        step_key: step.key().to_string(),
+        session: session.to_string(),
+        attempt,
+        started_at,
+        exit_code: exit.exit_code,
+        signal: exit.signal,
+        duration: exit.duration,
+        timed_out: exit.timed_out,
+        idle_timed_out: exit.idle_timed_out,
+        cancelled: exit.cancelled,
+    }
+}
+
+/// What the classifier is shown of the attempt.
+fn observation<'a>(
+    exit: &'a AgentExit,
+    summary: &'a StreamSummary,
+    temp_dir: &'a std::path::Path,
+) -> Observation<'a> {
+    Observation {
+        exit_code: exit.exit_code,
+        timed_out: exit.timed_out,
+        idle_timed_out: exit.idle_timed_out,
+        killed: exit.signal.is_some() && !exit.killed_by_runner(),
+        summary,
+        stderr_tail: &exit.stderr_tail,
+        output_tail: &exit.stdout_tail,
+        now_epoch_secs: chrono::Utc::now().timestamp(),
+        temp_dir,
+    }
+}
+
+/// What a person should read first: the agent's own final words, else its raw tail.
+fn last_words(summary: &StreamSummary, exit: &AgentExit) -> String {
+    match summary.result.as_ref().and_then(|r| r.result_text.clone()) {
+        Some(text) if !text.trim().is_empty() => text,
+        _ if !exit.stdout_tail.is_empty() => exit.stdout_tail.clone(),
+        _ => exit.stderr_tail.clone(),
+    }
+}
+
+/// What the attempt spent, as the stream reported it.
+fn usage_of(summary: &StreamSummary, elapsed: std::time::Duration) -> Usage {
+    let result = summary.result.as_ref();
+    Usage {
+        cost_micros: result
+            .and_then(|r| r.total_cost_usd)
+            .map_or(0, |c| (c.max(0.0) * 1e6) as u64),
+        elapsed_ms: elapsed.as_millis() as u64,
+        turns: result.and_then(|r| r.num_turns).unwrap_or(0),
     }
 }

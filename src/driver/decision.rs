@@ -1,7 +1,11 @@
 //! Manual approval: the decision file, the notification, and waiting for `sdlc-runner decide`.
 
-use super::*;
+use super::Driver;
 use crate::decision_file::{self, read_answer};
+use crate::machine::Event;
+use crate::notify::Severity;
+use crate::step::Step;
+use std::time::{Duration, Instant};
 
 impl Driver {
     pub(super) async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
@@ -31,7 +35,6 @@ impl Driver {
             ),
         );
         let deadline = Instant::now() + self.cfg.decision_timeout;
-        let mut rx = self.cancel_rx.clone();
         loop {
             if let Some(option) = read_answer(&path) {
                 let _ = std::fs::remove_file(&path);
@@ -44,7 +47,7 @@ impl Driver {
             }
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_millis(250)) => {}
-                _ = rx.wait_for(|c| *c) => return self.shutdown_event(),
+                _ = self.shutdown.wait() => return self.shutdown.event(),
             }
         }
     }

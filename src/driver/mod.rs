@@ -10,30 +10,25 @@ mod decision;
 pub mod invoke;
 mod network;
 pub mod report;
+mod shutdown;
 mod startup;
 
-use crate::agent::{run_agent_with, AgentRun};
-use crate::classify::{classify, classify_post_check, Observation};
 use crate::cleanup::{kill_matching, ProtectSet};
-use crate::config::{Config, Forge as ForgeKind, TrackerKind};
-use crate::failure::FailureClass;
+use crate::config::Config;
 use crate::files::{self, StateFile};
 use crate::forge::Forge;
 use crate::journal::{FailureDetail, Journal, SessionEnd};
-use crate::logs::{append_line, AttemptHeader, Logs};
-use crate::machine::{Core, Effect, Event, HaltReason, Mode, Signal, State, Usage};
-use crate::notify::{Channel, Notifier, Severity};
+use crate::logs::{append_line, Logs};
+use crate::machine::{Core, Effect, Event, HaltReason, Mode, State};
+use crate::notify::{Notifier, Severity};
 use crate::probe::{self, StepContext};
 use crate::repo::Repo;
 use crate::step::Step;
-use crate::stream::StreamReader;
 use crate::tracker::{self, Selection, Tracker};
-use invoke::{AttemptInfo, IssueContext, RepairContext};
+use invoke::{AttemptInfo, IssueContext};
+use shutdown::Shutdown;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-use tokio::sync::watch;
+use std::time::Duration;
 
 /// Flags of `sdlc-runner run` beyond the config.
 #[derive(Debug, Clone, Default)]
@@ -79,52 +74,58 @@ enum Started {
     Exit(i32),
 }
 
+/// Everything one run holds. The machine (`core`) decides; the rest is the IO it needs and
+/// what the driver must remember between effects to perform the next one.
 struct Driver {
+    /// The validated config this run was started with.
     cfg: Config,
+    /// The command-line flags beyond the config.
     opts: RunOptions,
+    /// The agent binary, resolved on PATH once at startup.
     program: PathBuf,
+    /// The project's git repository (plain git facts and commits).
     repo: Repo,
+    /// Where PRs and CI are read (GitHub through `gh`, or the local forge).
     forge: Forge,
+    /// Where issues are selected, closed and marked escalated.
     tracker: Tracker,
+    /// Chat, webhook and command channels; deduplicated and redacted.
     notifier: Notifier,
+    /// The orchestration log, live logs and per-attempt archives.
     logs: Logs,
     /// `None` in a dry run, which must not touch the project.
     journal: Option<Journal>,
+    /// The journal's session id this run records under (continued or new).
     session: String,
+    /// The pure state machine: every decision is its.
     core: Core,
     /// The restart event (`Start`, or `ModeChanged` when this run's mode differs).
     first: Event,
     /// Side effects of the last recorded batch, to complete before anything else (a crash may
     /// have cut them short; each is idempotent).
     redo: Vec<Effect>,
+    /// Held for the whole run so that no second runner works on the project; checked before
+    /// every event (`check_runner_files`).
     _lock: Option<files::Lock>,
-    cancel_tx: watch::Sender<bool>,
-    cancel_rx: watch::Receiver<bool>,
-    signal: Arc<AtomicU8>,
-    // what the driver remembers between effects
+    /// The operator's stop request; every wait and the agent watch it.
+    shutdown: Shutdown,
+    /// The issue the prompts talk about (number, title, feature branch).
     issue: IssueContext,
+    /// The spec directory's feature name, once a probe has seen it.
     feature: Option<String>,
-    /// The last classified failure of each step (for repair prompts and the decision file);
-    /// rebuilt from the journal on restart.
+    /// The last classified failure of each step: journaled with its `StepFailed`, given to
+    /// the next repair prompt and the decision file; rebuilt from the journal on restart.
     failures: [Option<FailureDetail>; Step::COUNT],
-    /// The failure context of the `StepFailed` event about to be journaled.
-    pending_failure: Option<FailureDetail>,
+    /// What the last attempt (or the last failed call) said, for the halt and escalation
+    /// diagnostics.
     last_output: String,
+    /// The `.claude` state file mirrored for tools that read the Node runner's format.
     state: StateFile,
     /// Where the journal, the lock and the decision file live.
     runner_dir: crate::runner_dir::RunnerDir,
     /// Set when a fire-and-forget call (closing or marking an issue) gave up on the network:
     /// the batch's request then answers `NetworkUnavailable` instead of being performed.
     network_down: Option<Event>,
-}
-
-fn signal_of(code: u8) -> Option<Signal> {
-    match code {
-        1 => Some(Signal::Int),
-        2 => Some(Signal::Term),
-        3 => Some(Signal::Hup),
-        _ => None,
-    }
 }
 
 impl Driver {
@@ -135,34 +136,8 @@ impl Driver {
         say!("{line}");
     }
 
-    fn watch_signals(&self) -> Result<(), String> {
-        use tokio::signal::unix::{signal, SignalKind};
-        for (kind, code) in [
-            (SignalKind::interrupt(), 1u8),
-            (SignalKind::terminate(), 2u8),
-            // A closed terminal or a dropped ssh session: shut down cleanly, as on SIGTERM.
-            (SignalKind::hangup(), 3u8),
-        ] {
-            let mut stream =
-                signal(kind).map_err(|e| format!("cannot install signal handler: {e}"))?;
-            let tx = self.cancel_tx.clone();
-            let flag = self.signal.clone();
-            tokio::spawn(async move {
-                while stream.recv().await.is_some() {
-                    flag.store(code, Ordering::SeqCst);
-                    let _ = tx.send(true);
-                }
-            });
-        }
-        Ok(())
-    }
-
-    fn pending_signal(&self) -> Option<Signal> {
-        signal_of(self.signal.load(Ordering::SeqCst))
-    }
-
     async fn drive(mut self) -> i32 {
-        if let Err(e) = self.watch_signals() {
+        if let Err(e) = self.shutdown.watch_signals() {
             say!("error: {e}");
             return 2;
         }
@@ -200,7 +175,7 @@ impl Driver {
         }
         let mut event = self.initial_event(self.first);
         loop {
-            if let Some(signal) = self.pending_signal() {
+            if let Some(signal) = self.shutdown.requested() {
                 if !matches!(event, Event::ShutdownRequested { .. }) {
                     event = Event::ShutdownRequested { signal };
                 }
@@ -224,7 +199,7 @@ impl Driver {
                 return 1;
             }
             let failure = match event {
-                Event::StepFailed { .. } => self.pending_failure.take(),
+                Event::StepFailed { step, .. } => self.failures[step.index()].clone(),
                 _ => None,
             };
             let recorded = match self.journal.as_mut() {
@@ -442,11 +417,10 @@ impl Driver {
             } => Outcome::Next(self.run_step(step, issue, attempt, repair).await),
             Effect::Wait { seconds } => {
                 self.log(&format!("waiting {seconds} s"));
-                let mut rx = self.cancel_rx.clone();
                 let sleep = tokio::time::sleep(Duration::from_secs(seconds));
                 tokio::select! {
                     _ = sleep => Outcome::Next(Event::WaitOver),
-                    _ = rx.wait_for(|c| *c) => Outcome::Next(self.shutdown_event()),
+                    _ = self.shutdown.wait() => Outcome::Next(self.shutdown.event()),
                 }
             }
             Effect::AutoCommit(kind) => {
@@ -566,7 +540,7 @@ impl Driver {
             // Everything stays for inspection: state file, auto-mode flag, branch, tree.
             return i32::from(code);
         }
-        if let Some(signal) = self.pending_signal() {
+        if let Some(signal) = self.shutdown.requested() {
             // The session stays open: the next run continues it with the same counters.
             self.state.signal_shutdown = Some(signal.name().to_string());
             self.state.runner_pid = None;
@@ -592,12 +566,6 @@ impl Driver {
             report::wasted_work(r).replace('\n', ";")
         ));
         i32::from(code)
-    }
-
-    fn shutdown_event(&self) -> Event {
-        Event::ShutdownRequested {
-            signal: self.pending_signal().unwrap_or(Signal::Term),
-        }
     }
 
     /// The issue to work on: the one named by `--issue`, else the tracker's choice.

@@ -4,7 +4,9 @@
 //! `NetworkUnavailable` and halts (`ENVIRONMENT FAILURE: NETWORK`), naming the call and what
 //! it printed. Every call site goes through [`Driver::patiently`].
 
-use super::*;
+use super::Driver;
+use crate::machine::Event;
+use std::time::Duration;
 
 /// How a patient call ended.
 pub(super) enum Patient<T, E> {
@@ -40,10 +42,9 @@ impl Driver {
                 until.format("%H:%M:%S UTC"),
                 self.cfg.max_network_waits
             ));
-            let mut rx = self.cancel_rx.clone();
             tokio::select! {
                 _ = tokio::time::sleep(Duration::from_secs(secs)) => {}
-                _ = rx.wait_for(|c| *c) => return Patient::Cancelled(self.shutdown_event()),
+                _ = self.shutdown.wait() => return Patient::Cancelled(self.shutdown.event()),
             }
         }
     }

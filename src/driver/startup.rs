@@ -3,9 +3,23 @@
 //! restart event. The journal is the authority on progress; git and the forge only confirm
 //! what is idempotent by nature (a merged PR) or show work the journal does not know.
 
-use super::*;
+use super::invoke::IssueContext;
+use super::shutdown::Shutdown;
+use super::{Driver, RunOptions, Started, KILL_GRACE};
+use crate::config::{Config, Forge as ForgeKind, TrackerKind};
+use crate::files::{self, StateFile};
+use crate::forge::Forge;
 use crate::journal::FailureDetail;
+use crate::journal::{Journal, SessionEnd};
+use crate::logs::Logs;
+use crate::machine::{Core, Effect, Event, Mode};
+use crate::notify::{Channel, Notifier};
+use crate::probe;
+use crate::repo::Repo;
 use crate::runner_dir::RunnerDir;
+use crate::step::Step;
+use crate::tracker::{self, Tracker};
+use std::path::PathBuf;
 
 impl Driver {
     /// Startup checks (exit 2 before any agent runs), lock, journal recovery, sticky halt.
@@ -212,7 +226,6 @@ impl Driver {
                 None => (Core::new(limits, mode), "dry-run".to_string()),
             },
         };
-        let (cancel_tx, cancel_rx) = watch::channel(false);
         let driver = Driver {
             cfg,
             opts,
@@ -228,13 +241,10 @@ impl Driver {
             first: restart,
             redo,
             _lock: lock,
-            cancel_tx,
-            cancel_rx,
-            signal: Arc::new(AtomicU8::new(0)),
+            shutdown: Shutdown::new(),
             issue: IssueContext::default(),
             feature: None,
             failures,
-            pending_failure: None,
             last_output: String::new(),
             state,
             runner_dir,

@@ -1,0 +1,101 @@
+//! The operator's request to stop (SIGINT, SIGTERM, SIGHUP), as one value every wait can
+//! watch: which signal came first, and a channel that wakes whoever is sleeping or running an
+//! agent.
+
+use crate::machine::{Event, Signal};
+use std::sync::{Arc, Mutex};
+use tokio::sync::watch;
+
+/// Cloneable handle; all clones see the same request.
+#[derive(Debug, Clone)]
+pub(super) struct Shutdown {
+    /// The latest signal received.
+    signal: Arc<Mutex<Option<Signal>>>,
+    tx: Arc<watch::Sender<bool>>,
+    rx: watch::Receiver<bool>,
+}
+
+impl Shutdown {
+    pub(super) fn new() -> Self {
+        let (tx, rx) = watch::channel(false);
+        Shutdown {
+            signal: Arc::new(Mutex::new(None)),
+            tx: Arc::new(tx),
+            rx,
+        }
+    }
+
+    /// Installs the handlers for SIGINT, SIGTERM and SIGHUP (a closed terminal or a dropped
+    /// ssh session shuts down cleanly, as on SIGTERM).
+    pub(super) fn watch_signals(&self) -> Result<(), String> {
+        use tokio::signal::unix::{signal, SignalKind};
+        for (kind, sig) in [
+            (SignalKind::interrupt(), Signal::Int),
+            (SignalKind::terminate(), Signal::Term),
+            (SignalKind::hangup(), Signal::Hup),
+        ] {
+            let mut stream =
+                signal(kind).map_err(|e| format!("cannot install signal handler: {e}"))?;
+            let this = self.clone();
+            tokio::spawn(async move {
+                while stream.recv().await.is_some() {
+                    this.request(sig);
+                }
+            });
+        }
+        Ok(())
+    }
+
+    /// Records `signal` and wakes every waiter.
+    pub(super) fn request(&self, signal: Signal) {
+        *self.signal.lock().unwrap_or_else(|p| p.into_inner()) = Some(signal);
+        let _ = self.tx.send(true);
+    }
+
+    /// The signal that asked for the shutdown, if one did.
+    pub(super) fn requested(&self) -> Option<Signal> {
+        *self.signal.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The machine's event for the request (SIGTERM when asked without a signal).
+    pub(super) fn event(&self) -> Event {
+        Event::ShutdownRequested {
+            signal: self.requested().unwrap_or(Signal::Term),
+        }
+    }
+
+    /// Resolves once a shutdown is requested (at once if it already was).
+    pub(super) async fn wait(&self) {
+        let mut rx = self.rx.clone();
+        let _ = rx.wait_for(|requested| *requested).await;
+    }
+
+    /// The receiver the agent runner watches to stop its process group.
+    pub(super) fn receiver(&self) -> watch::Receiver<bool> {
+        self.rx.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_latest_signal_is_the_one_recorded_and_every_clone_wakes() {
+        let shutdown = Shutdown::new();
+        let other = shutdown.clone();
+        assert_eq!(shutdown.requested(), None);
+        let waiter = tokio::spawn(async move { other.wait().await });
+        shutdown.request(Signal::Hup);
+        shutdown.request(Signal::Int);
+        waiter.await.expect("the waiter wakes");
+        assert_eq!(shutdown.requested(), Some(Signal::Int));
+        assert!(*shutdown.receiver().borrow());
+        assert!(matches!(
+            shutdown.event(),
+            Event::ShutdownRequested {
+                signal: Signal::Int
+            }
+        ));
+    }
+}
