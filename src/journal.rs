@@ -151,6 +151,9 @@ pub struct OpenSession {
     /// The effects recorded with the last event. Effects of earlier events were all performed
     /// before the next event was recorded; these may have been cut short by a crash.
     pub last_effects: Vec<Effect>,
+    /// Every `MarkEscalated` and `RecordMerged` recorded in the session, in order: what the
+    /// tracker must show once the session is over, even if a call was given up on.
+    pub tracker_effects: Vec<Effect>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -316,6 +319,18 @@ impl SessionLog {
                 .last()
                 .map(|b| b.effects.clone())
                 .unwrap_or_default(),
+            tracker_effects: self
+                .batches
+                .iter()
+                .flat_map(|b| b.effects.iter())
+                .filter(|e| {
+                    matches!(
+                        e,
+                        Effect::MarkEscalated { .. } | Effect::RecordMerged { .. }
+                    )
+                })
+                .copied()
+                .collect(),
             id: self.id,
             limits: self.limits,
             mode: self.mode,

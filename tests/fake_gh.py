@@ -181,8 +181,10 @@ def main():
         fail("fake gh: no arguments", 2)
     # A network blip: "failNext": N fails the next N calls, "failAlways": true every call,
     # the way gh reports a connection it could not make.
-    if state.get("failAlways") or state.get("failNext", 0) > 0:
-        if state.get("failNext", 0) > 0:
+    # "failMatching": [[words...], ...] fails only the calls whose argv starts with them.
+    matching = any(args[: len(m)] == m for m in state.get("failMatching", []))
+    if matching or state.get("failAlways") or state.get("failNext", 0) > 0:
+        if not matching and state.get("failNext", 0) > 0:
             state["failNext"] -= 1
             save(state)
         fail("error connecting to api.github.com\ncheck your internet connection or https://githubstatus.com")

@@ -344,3 +344,67 @@ fn a_network_that_stays_down_halts_once_with_one_clear_message() {
     assert_eq!(code(&acked), 0, "{}", text(&acked));
     assert!(g.p.origin_main_log().contains("Merge issue #1"));
 }
+
+#[test]
+fn an_escalation_the_network_kept_from_the_tracker_is_written_before_the_halt_is_acknowledged() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"1:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
+        false,
+        json!({"maxConsecutiveFailures": {"verify": 0}, "maxNetworkWaits": 1}),
+    );
+    // Labelling fails the way a dropped connection does; everything else works.
+    g.set_state("failMatching", json!([["issue", "edit"]]));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: NETWORK"), "{all}");
+    assert_eq!(g.p.count("1 verify"), 3, "{:?}", g.p.invocations());
+    assert!(
+        !g.issue(1)["labels"]
+            .as_array()
+            .expect("labels")
+            .contains(&json!("sdlc-escalated")),
+        "the label could not be written: {}",
+        g.issue(1)
+    );
+
+    // Still down when the operator acknowledges: the halt stays rather than forget the
+    // quarantine.
+    let refused = g.p.run(&["--ack-halt"]);
+    assert_eq!(code(&refused), 1, "{}", text(&refused));
+    assert!(
+        text(&refused).contains("refusing to acknowledge"),
+        "{}",
+        text(&refused)
+    );
+    assert!(text(&g.p.run(&[])).contains("--ack-halt"), "still halted");
+
+    g.set_state("failMatching", json!([]));
+    let acked = g.p.run(&["--ack-halt"]);
+    let all = text(&acked);
+    let one = g.issue(1);
+    assert!(
+        one["labels"]
+            .as_array()
+            .expect("labels")
+            .contains(&json!("sdlc-escalated")),
+        "the recorded escalation is written on acknowledging: {one}\n{all}"
+    );
+    assert_eq!(
+        one["comments"].as_array().map_or(0, Vec::len),
+        1,
+        "one comment: {one}"
+    );
+    assert_eq!(
+        g.p.count("1 verify"),
+        3,
+        "issue 1 is never worked again: {:?}",
+        g.p.invocations()
+    );
+    assert!(g.p.origin_main_log().contains("Merge issue #2"), "{all}");
+    assert!(!g.p.origin_main_log().contains("Merge issue #1"), "{all}");
+}

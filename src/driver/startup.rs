@@ -148,6 +148,23 @@ impl Driver {
                 );
                 return Ok(Started::Exit(1));
             }
+            // A halt for the network can come while an escalation or a merge was being
+            // written to the tracker, and the next session's quarantine is the tracker's: the
+            // halt stays until the tracker shows every outcome the halted session recorded.
+            let recorded = recovered
+                .last_session
+                .as_ref()
+                .map(|s| s.tracker_effects.as_slice())
+                .unwrap_or_default();
+            if !opts.dry_run {
+                if let Err(e) = settle_tracker(&tracker, session, recorded, &logs) {
+                    say!(
+                        "refusing to acknowledge the halt of session {session}: {e}
+The halt stays; run again with --ack-halt once the tracker is reachable."
+                    );
+                    return Ok(Started::Exit(1));
+                }
+            }
             if let Some(j) = journal.as_mut() {
                 j.end(SessionEnd::HaltAcknowledged)
                     .map_err(|e| e.to_string())?;
@@ -398,4 +415,48 @@ fn single_issue_refusal(tracker: &Tracker, n: u32) -> Option<i32> {
         }
         _ => None,
     }
+}
+
+/// Writes the escalations and merges recorded in `session` that the tracker does not show.
+/// Each is checked first, so an escalation comment is not posted twice.
+fn settle_tracker(
+    tracker: &Tracker,
+    session: &str,
+    recorded: &[Effect],
+    logs: &Logs,
+) -> Result<(), String> {
+    for effect in recorded {
+        let (issue, escalation) = match *effect {
+            Effect::MarkEscalated { issue } => (issue, true),
+            Effect::RecordMerged { issue } => (issue, false),
+            _ => continue,
+        };
+        let found = match tracker.get(issue) {
+            Ok(found) => found,
+            // Deleted since: nothing left to mark.
+            Err(tracker::TrackerError::NotFound { .. }) => continue,
+            Err(e) => return Err(format!("cannot check issue #{issue} in the tracker: {e}")),
+        };
+        let shown = if escalation {
+            found.escalated
+        } else {
+            !found.state_open
+        };
+        if shown {
+            continue;
+        }
+        let written = if escalation {
+            say!("the tracker does not show the escalation of issue #{issue} recorded in session {session}; marking it now");
+            let text = format!(
+                "sdlc-runner escalated this issue in session {session}; the tracker could not be written then (the session halted). The diagnostic is in {}.",
+                logs.orchestration_log().display()
+            );
+            tracker.mark_escalated(issue, &text)
+        } else {
+            say!("the tracker does not show the merge of issue #{issue} recorded in session {session}; closing it now");
+            tracker.close(issue, "merged by sdlc-runner")
+        };
+        written.map_err(|e| format!("cannot write issue #{issue}'s recorded outcome: {e}"))?;
+    }
+    Ok(())
 }
