@@ -2,7 +2,8 @@
 //! crash matters (before and after each journal write, around git calls, right after an agent
 //! is spawned and after it exits, after state-file and tracker writes). With the environment
 //! variable `SDLC_RUNNER_CRASH_AT=N` the runner kills itself with SIGKILL when it reaches the
-//! N-th point, exactly like `kill -9` from outside but at a reproducible moment. With
+//! N-th point, exactly like `kill -9` from outside but at a reproducible moment; with
+//! `SDLC_RUNNER_CRASH_AT=<label>` (not a number) at the first point of that label. With
 //! `SDLC_RUNNER_CRASH_LOG=FILE` every point reached is appended to FILE (to count them).
 //! Without either variable a point costs one atomic increment.
 
@@ -16,17 +17,25 @@ pub const CRASH_LOG_ENV: &str = "SDLC_RUNNER_CRASH_LOG";
 
 static REACHED: AtomicU64 = AtomicU64::new(0);
 
+enum CrashAt {
+    Nth(u64),
+    Label(String),
+}
+
 struct Plan {
-    crash_at: Option<u64>,
+    crash_at: Option<CrashAt>,
     log: Option<PathBuf>,
 }
 
 fn plan() -> &'static Plan {
     static PLAN: OnceLock<Plan> = OnceLock::new();
     PLAN.get_or_init(|| Plan {
-        crash_at: std::env::var(CRASH_AT_ENV)
-            .ok()
-            .and_then(|v| v.trim().parse().ok()),
+        crash_at: std::env::var(CRASH_AT_ENV).ok().map(|v| {
+            let v = v.trim();
+            v.parse()
+                .map(CrashAt::Nth)
+                .unwrap_or_else(|_| CrashAt::Label(v.to_string()))
+        }),
         log: std::env::var_os(CRASH_LOG_ENV).map(PathBuf::from),
     })
 }
@@ -44,7 +53,12 @@ pub fn point(label: &str) {
             let _ = writeln!(f, "{n} {label}");
         }
     }
-    if plan.crash_at == Some(n) {
+    let crash = match &plan.crash_at {
+        Some(CrashAt::Nth(at)) => *at == n,
+        Some(CrashAt::Label(at)) => at == label,
+        None => false,
+    };
+    if crash {
         say!("failpoint {n} ({label}): killing the runner");
         // SAFETY: kill(2) on our own pid; nothing after this runs.
         unsafe {

@@ -139,8 +139,10 @@ impl RunnerDir {
             .map_err(io_err("cannot read the old journal", &legacy))?;
         safe_fs::write_new(&target, &bytes)
             .map_err(io_err("cannot write the migrated journal", &target))?;
+        crate::failpoint::point("migration: journal copied");
         fs::remove_file(&legacy)
             .map_err(io_err("cannot remove the migrated old journal", &legacy))?;
+        crate::failpoint::point("migration: old journal removed");
         Ok(Some(format!(
             "journal migrated from {} to {}",
             legacy.display(),

@@ -323,6 +323,44 @@ fn one_session_across_issue_mode_and_plain_run() {
 }
 
 #[test]
+fn a_step_mode_restart_counts_the_attempt_the_crash_interrupted() {
+    // A plain run killed in verify; `--step verify` continues the session: the interrupted
+    // attempt is verify's failure (as on any restart in single-step mode, the run then ends
+    // with 1), never silently forgotten.
+    let p = one_issue(json!({"steps": {"verify": ["slow:60000", "ok"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 verify 1", WAIT);
+    kill9(child);
+    let before = p.invocations().len();
+    let out = p.run(&["--step", "verify"]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    assert_eq!(p.invocations().len(), before, "{:?}", p.invocations());
+    assert!(text(&out).contains("KILLED"), "{}", text(&out));
+    assert_eq!(sessions(&p), 1, "{}", text(&out));
+
+    // The reverse: `--step implement` killed mid-agent, then a plain run continues it.
+    let q = one_issue(json!({"steps": {"implement": ["slow:60000", "ok"]}}));
+    let out = q.run(&["--step", "startCycle"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = q.run(&["--step", "startIssue"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let out = q.run(&["--step", "writeSpecs"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let child = q.spawn(&["--step", "implement"]);
+    q.wait_for_invocation("1 implement 1", WAIT);
+    kill9(child);
+    let out = q.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("now as Continuous (was SingleStep(Implement))"),
+        "the killed --step run's session is continued: {}",
+        text(&out)
+    );
+    assert_eq!(q.count("1 implement 2"), 1, "{:?}", q.invocations());
+    assert!(q.origin_main_log().contains("Merge issue #1"));
+}
+
+#[test]
 fn a_repair_attempt_after_a_restart_still_has_the_failure_context() {
     let script = json!({"steps": {"verify": ["fail-test", "ok"]}});
     // Where the verify failure is recorded, in a run that is not killed.
@@ -441,6 +479,45 @@ fn a_journal_of_the_old_layout_is_migrated_and_its_session_continued() {
     assert!(!p.claude("sdlc-journal.jsonl").exists());
     assert_eq!(sessions(&p), 1, "the old journal's session continued");
     assert_eq!(p.count("1 implement 2"), 1, "{:?}", p.invocations());
+}
+
+#[test]
+fn a_runner_killed_while_migrating_the_old_journal_loses_nothing() {
+    for point in [
+        "migration: journal copied",
+        "migration: old journal removed",
+    ] {
+        let p = one_issue(json!({"steps": {"implement": ["slow:60000", "ok"]}}));
+        let child = p.spawn(&[]);
+        p.wait_for_invocation("1 implement 1", WAIT);
+        kill9(child);
+        std::fs::create_dir_all(p.project.join(".claude")).expect("dir");
+        std::fs::rename(p.journal_path(), p.claude("sdlc-journal.jsonl")).expect("move");
+
+        let crashed = p
+            .command(&["run", "--config", p.config.to_str().expect("utf8")])
+            .env(sdlc_runner::failpoint::CRASH_AT_ENV, point)
+            .output()
+            .expect("run");
+        assert_eq!(
+            crashed.status.code(),
+            None,
+            "killed at {point}: {}",
+            text(&crashed)
+        );
+        assert!(p.journal_path().exists(), "copied before {point}");
+        assert_eq!(
+            p.claude("sdlc-journal.jsonl").exists(),
+            point == "migration: journal copied",
+            "the old journal is removed only after the copy"
+        );
+
+        let out = p.run(&[]);
+        assert_eq!(code(&out), 0, "after a crash at {point}: {}", text(&out));
+        assert_eq!(sessions(&p), 1, "the old journal's session continued");
+        assert_eq!(p.count("1 implement 2"), 1, "{:?}", p.invocations());
+        assert!(p.origin_main_log().contains("Merge issue #1"));
+    }
 }
 
 #[test]

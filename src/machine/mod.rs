@@ -102,3 +102,76 @@ fn superstate_name(s: &Superstate) -> &'static str {
         Superstate::Deliver {} => "Deliver",
     }
 }
+
+#[cfg(test)]
+mod restart_tests {
+    use super::*;
+    use crate::step::Step;
+
+    /// Drives a fresh issue to the dispatch of `until`, every earlier step succeeding.
+    fn dispatched_at(until: Step, mode: Mode) -> Core {
+        let mut core = Core::new(Limits::default(), mode);
+        let mut event = Event::Start;
+        loop {
+            let effects = core.handle(&event).to_vec();
+            let request = effects.iter().find(|e| e.is_request()).copied();
+            event = match request {
+                Some(Effect::SelectIssue) => Event::IssueSelected { issue: 1 },
+                Some(Effect::CheckPreconditions { step }) => Event::PreconditionsOk { step },
+                Some(Effect::RunStep { step, .. }) if step == until => return core,
+                Some(Effect::RunStep { step, .. }) => Event::StepSucceeded {
+                    step,
+                    usage: Usage::default(),
+                },
+                other => panic!("unexpected request {other:?} in {:?}", core.state()),
+            };
+        }
+    }
+
+    /// The attempt number of the next `RunStep` after `event`, passing through waits and
+    /// precondition checks.
+    fn next_attempt(core: &mut Core, event: Event) -> u32 {
+        let mut event = event;
+        loop {
+            let effects = core.handle(&event).to_vec();
+            let request = effects.iter().find(|e| e.is_request()).copied();
+            event = match request {
+                Some(Effect::RunStep { attempt, .. }) => return attempt,
+                Some(Effect::Wait { .. }) => Event::WaitOver,
+                Some(Effect::CheckPreconditions { step }) => Event::PreconditionsOk { step },
+                other => panic!("unexpected request {other:?} in {:?}", core.state()),
+            };
+        }
+    }
+
+    #[test]
+    fn a_restart_in_step_mode_on_the_interrupted_step_records_it_as_that_steps_failure() {
+        let mut core = dispatched_at(Step::Verify, Mode::Continuous);
+        let restart = Event::ModeChanged {
+            mode: Mode::SingleStep(Step::Verify),
+        };
+        // As on any restart in single-step mode: the interrupted attempt is the step's
+        // failure, and the run ends with 1 without dispatching another.
+        let effects = core.handle(&restart).to_vec();
+        assert_eq!(
+            effects.last(),
+            Some(&Effect::Exit { code: 1 }),
+            "{effects:?}"
+        );
+        assert_eq!(core.runner().mode, Mode::SingleStep(Step::Verify));
+        assert_eq!(core.runner().attempts[Step::Verify.index()], 1);
+    }
+
+    #[test]
+    fn every_restart_into_a_cycle_counts_the_interrupted_attempt() {
+        for restart in [
+            Event::Start,
+            Event::ModeChanged {
+                mode: Mode::SingleIssue(1),
+            },
+        ] {
+            let mut core = dispatched_at(Step::Implement, Mode::Continuous);
+            assert_eq!(next_attempt(&mut core, restart), 2, "after {restart:?}");
+        }
+    }
+}

@@ -450,6 +450,14 @@ impl Runner {
     fn on_step(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
         match *event {
             Event::Start => self.restart_step(step, fx),
+            // `--step` naming the step whose attempt was cut short: that attempt counts, as
+            // on any restart, or a crash loop under `--step` would never escalate.
+            Event::ModeChanged {
+                mode: mode @ Mode::SingleStep(s),
+            } if s == step && self.dispatched => {
+                self.mode = mode;
+                self.restart_step(step, fx)
+            }
             Event::ModeChanged { mode } => match self.change_mode(mode, fx) {
                 Some(outcome) => outcome,
                 None => self.restart_step(step, fx),
