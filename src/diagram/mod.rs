@@ -1,0 +1,446 @@
+//! State diagrams derived from the executable machine (never drawn by hand): a breadth-first
+//! exploration feeds every kind of event to every reachable machine value, records which
+//! named state each one leads to, and labels the edge with the event and the guard that the
+//! effects reveal (retry, bounce, escalate: cause, halt: reason). Edges shared by every leaf
+//! of a superstate are drawn once from the superstate.
+
+use crate::failure::{FailureClass, Signature};
+use crate::machine::{
+    Core, DecisionOption, Effect, Event, HaltReason, Limits, Mode, Notice, Signal, State, Usage,
+};
+use crate::step::{Check, Step};
+use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
+
+mod render;
+#[cfg(test)]
+mod tests;
+mod views;
+
+pub use render::{dot, mermaid, render_all, scxml, Rendered};
+pub use views::{detail_views, overview, View};
+
+/// Pseudo-state for "the process exits but the machine keeps its position" (signal stop).
+pub(super) const EXITED: &str = "Exited";
+
+/// The exploration is finite by construction; this guards against a new unbounded field.
+const MAX_EXPLORED: usize = 1_000_000;
+
+/// What a transition decides for the run. The exploration reads it off the same effects that
+/// reveal the guard, so the reader's views are drawn in the machine's own vocabulary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    /// On to the next step or state: nothing was decided against the issue.
+    Advance,
+    Retry,
+    Bounce,
+    Escalate,
+    /// Back off (rate limit, quota).
+    Wait,
+    /// A wait or a person's answer is over: the step it interrupted goes on.
+    Continue,
+    AskPerson,
+    Halt,
+    Merged,
+    /// A restart that finds progress in git and resumes there.
+    Restart,
+    /// A signal stop: the process exits, the machine keeps its position.
+    Stop,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 11] = [
+        Kind::Advance,
+        Kind::Retry,
+        Kind::Bounce,
+        Kind::Escalate,
+        Kind::Wait,
+        Kind::Continue,
+        Kind::AskPerson,
+        Kind::Halt,
+        Kind::Merged,
+        Kind::Restart,
+        Kind::Stop,
+    ];
+
+    /// The word the guards already use, so the full diagram's labels stay as they were.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Kind::Advance => "advance",
+            Kind::Retry => "retry",
+            Kind::Bounce => "bounce",
+            Kind::Escalate => "escalate",
+            Kind::Wait => "wait",
+            Kind::Continue => "continue",
+            Kind::AskPerson => "ask a person",
+            Kind::Halt => "halt",
+            Kind::Merged => "merged",
+            Kind::Restart => "restart",
+            Kind::Stop => "stop",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Edge {
+    pub from: String,
+    pub event: &'static str,
+    pub guard: String,
+    pub to: String,
+    /// Derived from the same effects as `guard`: never makes two edges of one guard distinct.
+    pub kind: Kind,
+    /// The escalation cause or halt reason, empty for the kinds that have none.
+    pub cause: &'static str,
+}
+
+impl Edge {
+    pub fn label(&self) -> String {
+        if self.guard.is_empty() {
+            self.event.to_string()
+        } else {
+            format!("{} [{}]", self.event, self.guard)
+        }
+    }
+}
+
+/// The explored graph: leaf states with their superstate chains, and edges.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Graph {
+    pub initial: String,
+    /// leaf name → ancestors, outermost first
+    pub leaves: BTreeMap<String, Vec<&'static str>>,
+    pub finals: BTreeSet<String>,
+    pub edges: BTreeSet<Edge>,
+}
+
+/// What the effects decide, and why where they say (escalation cause, halt reason).
+fn decision(effects: &[Effect]) -> (Kind, &'static str) {
+    for e in effects {
+        match e {
+            Effect::Halt(reason) => return (Kind::Halt, halt_kind(reason)),
+            Effect::Notify(Notice::Escalated { cause, .. }) => {
+                return (Kind::Escalate, cause.describe())
+            }
+            Effect::Notify(Notice::Retrying { .. }) => return (Kind::Retry, ""),
+            Effect::Notify(Notice::Bounced { .. }) => return (Kind::Bounce, ""),
+            Effect::Notify(Notice::Waiting { .. }) => return (Kind::Wait, ""),
+            Effect::RecordMerged { .. } => return (Kind::Merged, ""),
+            Effect::AskDecision { .. } => return (Kind::AskPerson, ""),
+            _ => {}
+        }
+    }
+    (Kind::Advance, "")
+}
+
+fn guard(kind: Kind, cause: &str) -> String {
+    match kind {
+        Kind::Advance => String::new(),
+        _ if cause.is_empty() => kind.name().to_string(),
+        _ => format!("{}: {cause}", kind.name()),
+    }
+}
+
+fn halt_kind(reason: &HaltReason) -> &'static str {
+    match reason {
+        HaltReason::ConsecutiveEscalations { .. } => "consecutive escalations",
+        HaltReason::AllIssuesEscalated => "all issues escalated",
+        HaltReason::AllIssuesBlocked => "all issues blocked",
+        HaltReason::MaxConsecutiveFailures { .. } => "max consecutive failures",
+        HaltReason::Environment { .. } => "environment",
+        HaltReason::WaitsExhausted { .. } => "waits exhausted",
+        HaltReason::QuotaTooLong { .. } => "quota wait too long",
+        HaltReason::SessionBudget => "session budget",
+        HaltReason::Operator => "operator",
+        HaltReason::DecisionTimeout => "decision timeout",
+        HaltReason::RunnerStateLost => "runner state lost",
+        HaltReason::Network => "network",
+    }
+}
+
+/// Every kind of event, with payloads chosen to satisfy every guard from `core`'s value.
+fn alphabet(core: &Core) -> Vec<Event> {
+    let usage = Usage {
+        cost_micros: 400_000,
+        elapsed_ms: 1_000,
+        turns: 1,
+    };
+    let mut evs = vec![
+        Event::Start,
+        Event::NoIssues,
+        Event::AllEscalated,
+        Event::AllBlocked,
+        Event::WaitOver,
+        Event::DecisionTimedOut,
+        Event::ShutdownRequested {
+            signal: Signal::Term,
+        },
+        Event::NetworkUnavailable,
+    ];
+    let fresh = core.escalated().iter().max().map_or(1, |m| m + 1);
+    evs.push(Event::IssueSelected { issue: fresh });
+    evs.push(Event::AlreadyMerged { issue: fresh });
+    // The driver sends Resume only on start, when git shows progress: it may name any step.
+    let resumed = core.runner().issue.unwrap_or(fresh);
+    for next in Step::ALL {
+        evs.push(Event::Resume {
+            issue: resumed,
+            next,
+        });
+    }
+    if let Some(&old) = core.escalated().iter().next() {
+        evs.push(Event::IssueSelected { issue: old });
+    }
+    for option in DecisionOption::ALL {
+        evs.push(Event::Decided { option });
+    }
+    if let Some(step) = core.state().step() {
+        evs.push(Event::PreconditionsOk { step });
+        evs.push(Event::AlreadyDone { step });
+        if let Some(&check) = Check::of(step).first() {
+            evs.push(Event::PreconditionFailed { step, check });
+        }
+        evs.push(Event::StepSucceeded { step, usage });
+        let last = core.runner().last_signature[step.index()].map_or(0, |s| s.0);
+        for (class, sig, hint) in [
+            (FailureClass::TestAssertion, last + 1, None),
+            (FailureClass::TestAssertion, last, None),
+            (FailureClass::ContextWindow, last + 1, None),
+            (FailureClass::RateLimit, 7, None),
+            (FailureClass::Quota, 8, Some(60)),
+            (FailureClass::Quota, 8, Some(u64::MAX)),
+            (FailureClass::Auth, 9, None),
+        ] {
+            evs.push(Event::StepFailed {
+                step,
+                class,
+                signature: Signature(sig),
+                usage,
+                wait_hint_secs: hint,
+            });
+        }
+    }
+    evs
+}
+
+/// Limits that make every guard reachable with a small state space.
+fn exploration_limits() -> Vec<Limits> {
+    let mut phase = [0; Step::COUNT];
+    phase[Step::Verify.index()] = 3;
+    let base = Limits {
+        max_retries_per_step: 2,
+        max_bounce_retries: 1,
+        max_consecutive_escalations: 2,
+        max_consecutive_same_failure: 2,
+        max_consecutive_failures: phase,
+        max_rate_limit_waits: 1,
+        max_quota_wait_secs: 3600,
+        max_repair_iterations: 1,
+        ..Limits::default()
+    };
+    let manual = Limits {
+        manual_approval: true,
+        ..base.clone()
+    };
+    let budgeted = Limits {
+        per_issue_budget_micros: Some(1_000_000),
+        per_session_budget_micros: Some(2_000_000),
+        max_consecutive_escalations: 3,
+        ..base.clone()
+    };
+    vec![base, manual, budgeted]
+}
+
+/// Explore the machine from its initial state with every event kind.
+pub fn explore() -> Graph {
+    let mut graph = Graph {
+        initial: String::new(),
+        leaves: BTreeMap::new(),
+        finals: BTreeSet::new(),
+        edges: BTreeSet::new(),
+    };
+    for limits in exploration_limits() {
+        explore_with(limits, &mut graph);
+    }
+    collapse_shared_edges(&mut graph);
+    graph
+}
+
+fn explore_with(limits: Limits, graph: &mut Graph) {
+    let start = Core::new(limits, Mode::Continuous);
+    graph.initial = start.state().name().to_string();
+    let mut seen: HashSet<(State, crate::machine::Runner)> = HashSet::new();
+    let mut queue = VecDeque::from([start]);
+    while let Some(core) = queue.pop_front() {
+        if !seen.insert(exploration_key(&core)) {
+            continue;
+        }
+        assert!(
+            seen.len() < MAX_EXPLORED,
+            "state exploration did not converge: a counter escapes exploration_key"
+        );
+        let from = core.state();
+        graph
+            .leaves
+            .insert(from.name().to_string(), Core::ancestors(from));
+        if from.is_terminal() {
+            graph.finals.insert(from.name().to_string());
+            continue;
+        }
+        for ev in alphabet(&core) {
+            let mut next = core.clone();
+            let effects = next.handle(&ev).to_vec();
+            // A restart re-issues what is pending; it is an edge only where it moves the machine
+            // (an attempt interrupted with the runner counted as failed).
+            if effects.is_empty() || (ev == Event::Start && next.state() == from) {
+                continue;
+            }
+            let stays = next.state().name() == from.name();
+            let exits = effects.iter().any(|e| matches!(e, Effect::Exit { .. }));
+            let to = if stays && exits && !next.is_terminal() {
+                EXITED.to_string()
+            } else {
+                next.state().name().to_string()
+            };
+            // A restart fails the interrupted attempt: what it decides is that failure's kind.
+            let (mut kind, cause) = decision(&effects);
+            let mut guard = guard(kind, cause);
+            if ev == Event::Start {
+                guard = format!("attempt interrupted by a restart, {guard}");
+            }
+            if guard.is_empty() && matches!(ev, Event::Resume { .. }) {
+                guard = "git shows progress".into();
+                kind = Kind::Restart;
+            }
+            if guard.is_empty()
+                && matches!(
+                    from,
+                    State::BackingOff { .. } | State::AwaitingDecision { .. }
+                )
+                && to != from.name()
+            {
+                if let Some(step) = next.state().step() {
+                    if crate::machine::state_of_step(step).name() == to {
+                        guard = format!("waiting in {}", step.key());
+                        kind = Kind::Continue;
+                    }
+                }
+            }
+            if to == EXITED && kind == Kind::Advance {
+                kind = Kind::Stop;
+            }
+            // Work inside a state (dispatching an attempt) is not a transition.
+            if to != from.name() || !guard.is_empty() {
+                graph.edges.insert(Edge {
+                    from: from.name().to_string(),
+                    event: ev.label(),
+                    guard,
+                    to,
+                    kind,
+                    cause,
+                });
+            }
+            queue.push_back(next);
+        }
+    }
+}
+
+/// Two machine values that offer the same edges share a key: issue numbers, spend beyond the
+/// budgets, statistics and the counters of other steps do not change which edges exist.
+fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
+    let (state, mut r) = core.snapshot();
+    if state.is_terminal() {
+        return (state, crate::machine::Runner::new(r.limits, r.mode));
+    }
+    // Per-step counters of steps other than the current one are abstracted away: every edge
+    // they could enable is also reached with the step current (the state space stays small).
+    let current = state.step().map(|s| s.index());
+    for i in (0..Step::COUNT).filter(|&i| Some(i) != current) {
+        r.attempts[i] = 0;
+        r.same_failure[i] = 0;
+        r.last_signature[i] = None;
+        r.last_class[i] = None;
+        r.repairs[i] = 0;
+    }
+    // A person granting "retry once more" can push counters past their limits forever; past
+    // the limit every value behaves alike.
+    for i in 0..Step::COUNT {
+        r.attempts[i] = r.attempts[i].min(r.limits.max_retries_per_step + 1);
+        r.same_failure[i] = r.same_failure[i].min(r.limits.max_consecutive_same_failure + 1);
+    }
+    r.stats = Default::default();
+    r.last_usage = Usage::default();
+    // A per-step failure streak without a threshold can never trigger anything.
+    for (i, f) in r.phase_failures.iter_mut().enumerate() {
+        if r.limits.max_consecutive_failures[i] == 0 {
+            *f = 0;
+        }
+    }
+    // Only equality with the previous signature matters, never its value.
+    for sig in r.last_signature.iter_mut().flatten() {
+        *sig = Signature(0);
+    }
+    // The last failure only feeds diagnostics.
+    r.last_failure = None;
+    let n = r.escalated.len().min(2) as u32;
+    r.escalated = (1..=n).collect();
+    r.issue = r
+        .issue
+        .map(|i| if core.escalated().contains(&i) { 1 } else { 0 });
+    let cap = |v: u64, budget: Option<u64>| budget.map_or(0, |b| v.min(b.saturating_add(1)));
+    r.session_cost_micros = cap(r.session_cost_micros, r.limits.per_session_budget_micros);
+    r.issue_cost_micros = cap(r.issue_cost_micros, r.limits.per_issue_budget_micros);
+    r.issue_elapsed_ms = cap(r.issue_elapsed_ms, r.limits.per_issue_budget_ms);
+    (state, r)
+}
+
+/// An edge that every leaf under a superstate has is drawn once, from the superstate.
+fn collapse_shared_edges(graph: &mut Graph) {
+    let supers: BTreeSet<&'static str> = graph
+        .leaves
+        .values()
+        .flat_map(|a| a.iter().copied())
+        .collect();
+    // Outermost first, so that Session absorbs what all of its leaves share.
+    let mut order: Vec<&'static str> = supers.into_iter().collect();
+    order.sort_by_key(|s| graph.leaves.values().filter(|a| a.contains(s)).count());
+    order.reverse();
+    for sup in order {
+        let members: Vec<String> = graph
+            .leaves
+            .iter()
+            .filter(|(_, a)| a.contains(&sup))
+            .map(|(n, _)| n.clone())
+            .collect();
+        // An edge without its source: what must be the same for every member.
+        let signatures: BTreeSet<Edge> = graph
+            .edges
+            .iter()
+            .filter(|e| e.from == members[0])
+            .map(|e| Edge {
+                from: String::new(),
+                ..e.clone()
+            })
+            .collect();
+        for sig in signatures {
+            let from_member = |m: &str| Edge {
+                from: m.to_string(),
+                ..sig.clone()
+            };
+            let shared = members
+                .iter()
+                .all(|m| graph.edges.contains(&from_member(m)));
+            if shared && members.len() > 1 {
+                for m in &members {
+                    graph.edges.remove(&from_member(m));
+                }
+                graph.edges.insert(from_member(sup));
+            }
+        }
+    }
+}
+
+/// Exploring takes a few seconds: once for every test of the crate.
+#[cfg(test)]
+pub(crate) fn explored() -> &'static Graph {
+    static GRAPH: std::sync::OnceLock<Graph> = std::sync::OnceLock::new();
+    GRAPH.get_or_init(explore)
+}
