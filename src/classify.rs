@@ -45,6 +45,11 @@
 //! not change it; [`normalize`] removes the volatile data inside it.
 
 pub mod normalize;
+mod tool_lines;
+
+use tool_lines::{
+    is_hard_build_line, is_lint_line, is_soft_build_line, is_test_line, is_typecheck_line,
+};
 
 pub use normalize::normalize;
 
@@ -627,151 +632,6 @@ fn agent_reported(obs: &Observation, facts: &Facts, soft: Option<&SoftFailure>) 
     None
 }
 
-// ---- tool-output patterns -------------------------------------------------------------
-
-fn is_typecheck_line(line: &str) -> bool {
-    // tsc: "src/a.ts(3,7): error TS2322: ..." or "src/a.ts:3:7 - error TS2322: ...".
-    if let Some(at) = line.find("error TS") {
-        let rest = &line[at + "error TS".len()..];
-        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-        if digits > 0 && rest[digits..].starts_with(':') {
-            return true;
-        }
-    }
-    // mypy: "a.py:3: error: Incompatible types in assignment  [assignment]".
-    line.contains(".py:") && line.contains(": error: ") && line.trim_end().ends_with(']')
-}
-
-fn is_rust_error_code(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with("error[E") && t.as_bytes().get(7).is_some_and(u8::is_ascii_digit)
-}
-
-fn is_hard_build_line(line: &str) -> bool {
-    let t = line.trim_start();
-    is_rust_error_code(line)
-        || t.contains("[build failed]")
-        || t.starts_with("SyntaxError:")
-        || t.contains("SyntaxError: ")
-        || t.contains("IndentationError:")
-        || t.contains("Cannot find module")
-        || t.contains("MODULE_NOT_FOUND")
-        || t.contains("ModuleNotFoundError:")
-        || t.contains("ImportError:")
-        || t.contains("Module not found: Error")
-        || t.contains("error: cannot find symbol")
-        || t.contains("fatal error:")
-        || go_compile_line(t)
-        || c_compile_error(t)
-}
-
-/// `./x.go:10:2: undefined: foo` (go build / vet output under `# pkg`).
-fn go_compile_line(t: &str) -> bool {
-    let Some(at) = t.find(".go:") else {
-        return false;
-    };
-    if t.contains("_test.go:") && !t.contains("undefined:") {
-        return false;
-    }
-    let rest = &t[at + 4..];
-    let mut parts = rest.splitn(3, ':');
-    let line_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    let col_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    line_ok && col_ok && parts.next().is_some_and(|m| m.starts_with(' '))
-}
-
-/// gcc/clang/javac: `file.c:3:5: error: ...`, `Foo.java:3: error: ...`.
-fn c_compile_error(t: &str) -> bool {
-    let Some(at) = t.find(": error: ") else {
-        return false;
-    };
-    let head = &t[..at];
-    [
-        ".c:", ".h:", ".cc:", ".cpp:", ".hpp:", ".java:", ".m:", ".swift:", ".kt:",
-    ]
-    .iter()
-    .any(|ext| head.contains(ext))
-}
-
-fn is_soft_build_line(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with("error: could not compile")
-        || t.starts_with("error: linking with")
-        || t.starts_with("error: aborting due to")
-        || t.contains("Build failed")
-        || t.contains("BUILD FAILED")
-        || t.contains("Compilation failed")
-}
-
-/// A lint finding: a clippy `error: <lint message>` (no error code), an eslint row
-/// `  3:7  error  message  rule`, or a ruff/flake8 row `a.py:1:1: F401 ...`.
-fn is_lint_line(line: &str, clippy_run: bool) -> bool {
-    let t = line.trim_start();
-    if clippy_run
-        && t.starts_with("error: ")
-        && !is_soft_build_line(t)
-        && !t.starts_with("error: build failed")
-    {
-        return true;
-    }
-    eslint_row(t) || flake8_row(t)
-}
-
-fn eslint_row(t: &str) -> bool {
-    let mut words = t.split_whitespace();
-    let position = words.next().unwrap_or("");
-    let severity = words.next().unwrap_or("");
-    let mut halves = position.splitn(2, ':');
-    let numeric =
-        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    numeric(halves.next()) && numeric(halves.next()) && severity == "error"
-}
-
-fn flake8_row(t: &str) -> bool {
-    let Some(at) = t.find(".py:") else {
-        return false;
-    };
-    let mut parts = t[at + 4..].splitn(3, ':');
-    let line_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    let col_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    let code = parts.next().unwrap_or("").trim_start();
-    let letters = code.bytes().take_while(u8::is_ascii_uppercase).count();
-    let digits = code[letters..]
-        .bytes()
-        .take_while(u8::is_ascii_digit)
-        .count();
-    line_ok && col_ok && (1..=3).contains(&letters) && (2..=4).contains(&digits)
-}
-
-fn is_test_line(line: &str) -> bool {
-    let t = line.trim_start();
-    t.starts_with("test result: FAILED")
-        || (t.starts_with("test ") && t.ends_with("... FAILED"))
-        || (t.starts_with("---- ") && t.ends_with(" stdout ----"))
-        || t.contains("panicked at")
-        || t.starts_with("assertion `")
-        || t.starts_with("assertion failed")
-        || t.starts_with("--- FAIL:")
-        || t.starts_with("FAIL\t")
-        || (t.starts_with("FAILED ") && t.contains("::"))
-        || (t.starts_with('●') && !t.contains("Test suite failed to run"))
-        || t.starts_with('✕')
-        || t.starts_with("× ")
-        || (t.starts_with("Tests:") && t.contains("failed"))
-        || t.contains("AssertionError")
-        || t.starts_with("E   ")
-        || (t.starts_with('=') && t.contains(" failed") && t.ends_with('='))
-        || (t.ends_with(" failing") && t.split_whitespace().count() == 2)
-}
-
 /// Evidence lines of a class decided from tool output.
 fn tool_output(facts: &Facts) -> Option<Verdict> {
     let lines = &facts.tool_lines;
@@ -934,6 +794,7 @@ fn tail_chars(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::tool_lines::*;
     use super::*;
 
     #[test]
