@@ -360,6 +360,64 @@ impl Repo {
         Ok(())
     }
 
+    /// `git status --porcelain` lines that are not the runner's own files, for a message.
+    pub fn foreign_changes(&self) -> Result<Vec<String>, RepoError> {
+        let out = self.git_ok(&["status", "--porcelain", "--untracked-files=all"])?;
+        Ok(out
+            .lines()
+            .filter(|l| l.len() > 3 && !files::is_runner_artifact(l[3..].trim_matches('"')))
+            .map(str::to_string)
+            .collect())
+    }
+
+    /// Pushes `branch` to origin and sets it upstream. With a lease: a branch someone else
+    /// moved on origin since our last fetch is not overwritten.
+    pub fn push_branch(&self, branch: &str) -> Result<(), RepoError> {
+        self.git_ok(&[
+            "push",
+            "--quiet",
+            "--force-with-lease",
+            "--set-upstream",
+            "origin",
+            &format!("refs/heads/{branch}:refs/heads/{branch}"),
+        ])?;
+        Ok(())
+    }
+
+    /// Merges `branch` (origin's copy) into main with a merge commit and pushes main; then
+    /// deletes the branch on origin. A conflict aborts the merge and names the files.
+    pub fn merge_into_main(&self, branch: &str, message: &str) -> Result<(), RepoError> {
+        self.fetch()?;
+        self.checkout_main()?;
+        let theirs = format!("refs/remotes/origin/{branch}");
+        let source = if self.ref_exists(&theirs)? {
+            theirs
+        } else {
+            format!("refs/heads/{branch}")
+        };
+        let out = self.git(&["merge", "--no-ff", "--quiet", "-m", message, &source])?;
+        if !out.status.success() {
+            let conflicts = self
+                .git_ok(&["diff", "--name-only", "--diff-filter=U"])
+                .unwrap_or_default();
+            let _ = self.git(&["merge", "--abort"]);
+            let mut err = self.failed(&["merge", "--no-ff", &source], &out);
+            if let RepoError::Command { stderr, .. } = &mut err {
+                if !conflicts.trim().is_empty() {
+                    *stderr = format!(
+                        "merge conflict in: {}",
+                        conflicts.lines().collect::<Vec<_>>().join(", ")
+                    );
+                }
+            }
+            return Err(err);
+        }
+        self.git_ok(&["push", "--quiet", "origin", &self.main])?;
+        // A branch that is gone already is fine: the merge is what counts.
+        let _ = self.git(&["push", "--quiet", "origin", "--delete", branch]);
+        Ok(())
+    }
+
     /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
     pub fn fetch(&self) -> Result<(), RepoError> {
         if !self.git_ok(&["remote"])?.lines().any(|r| r == "origin") {

@@ -201,3 +201,99 @@ fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError
         hint: "check `gh auth status` and that the project's remote is a GitHub repository",
     }
 }
+
+/// `gh pr create`: the body goes as an argument (no shell is involved, so nothing in it is
+/// interpreted).
+pub(super) fn create_pr(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    base: &str,
+    branch: &str,
+    title: &str,
+    body: &str,
+) -> Result<(), ForgeError> {
+    let args = [
+        "pr", "create", "--head", branch, "--base", base, "--title", title, "--body", body,
+    ];
+    let out = run_gh(gh, repo_dir, &args)?;
+    if !out.status.success() {
+        return Err(gh_failed(gh, &args[..6], &out));
+    }
+    Ok(())
+}
+
+/// `gh pr merge --merge --delete-branch`: a merge commit, as the reference runner's agents
+/// made, and the branch removed on GitHub.
+pub(super) fn merge_pr(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<(), ForgeError> {
+    let args = ["pr", "merge", branch, "--merge", "--delete-branch"];
+    let out = run_gh(gh, repo_dir, &args)?;
+    if !out.status.success() {
+        return Err(gh_failed(gh, &args, &out));
+    }
+    Ok(())
+}
+
+#[derive(Deserialize)]
+struct FailingCheck {
+    name: String,
+    #[serde(default)]
+    bucket: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    link: Option<String>,
+}
+
+/// Lines of a failed job's log kept for the repair context.
+const LOG_TAIL_LINES: usize = 60;
+
+/// The failing checks' names and links, each with the end of its job log when the link is
+/// a GitHub Actions job (`…/actions/runs/<run>/job/<job>`).
+pub(super) fn failing_checks(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    branch: &str,
+) -> Result<String, ForgeError> {
+    let args = ["pr", "checks", branch, "--json", "name,state,bucket,link"];
+    let out = run_gh(gh, repo_dir, &args)?;
+    let checks: Vec<FailingCheck> =
+        serde_json::from_slice(&out.stdout).map_err(|e| ForgeError::Parse {
+            command: command_text(gh, &args),
+            detail: e.to_string(),
+        })?;
+    let mut text = String::new();
+    for c in checks {
+        let probe = GhCheck {
+            bucket: c.bucket.clone(),
+            state: c.state.clone(),
+        };
+        if classify_check(&probe) != CiState::Failed {
+            continue;
+        }
+        let link = c.link.unwrap_or_default();
+        text.push_str(&format!("failing check: {} {link}\n", c.name));
+        let job = link
+            .split("/job/")
+            .nth(1)
+            .map(|j| {
+                j.split(['/', '?', '#'])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .filter(|j| !j.is_empty() && j.chars().all(|ch| ch.is_ascii_digit()));
+        if let Some(job) = job {
+            let log_args = ["run", "view", "--job", job.as_str(), "--log-failed"];
+            if let Ok(log) = run_gh(gh, repo_dir, &log_args) {
+                let log = String::from_utf8_lossy(&log.stdout);
+                let lines: Vec<&str> = log.lines().collect();
+                let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
+                for line in tail {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    Ok(text)
+}

@@ -64,13 +64,16 @@ pub enum Forge {
     },
     Local {
         require_checks: bool,
+        /// Where the pull-request records live when the runner opens PRs itself (builtin
+        /// createPR). `None`: an agent opens them, and a pushed branch stands for its PR.
+        pulls: Option<PathBuf>,
     },
 }
 
 impl Forge {
     pub fn require_checks(&self) -> bool {
         match self {
-            Forge::GitHub { require_checks, .. } | Forge::Local { require_checks } => {
+            Forge::GitHub { require_checks, .. } | Forge::Local { require_checks, .. } => {
                 *require_checks
             }
         }
@@ -81,7 +84,7 @@ impl Forge {
     pub fn pr_for_branch(&self, repo: &Repo, branch: &str) -> Result<Option<Pr>, ForgeError> {
         match self {
             Forge::GitHub { gh, repo_dir, .. } => github::pr_for_branch(gh, repo_dir, branch),
-            Forge::Local { .. } => Ok(local::pr_for_branch(repo, branch)?),
+            Forge::Local { pulls, .. } => local::pr_for_branch(repo, pulls.as_deref(), branch),
         }
     }
 
@@ -90,6 +93,51 @@ impl Forge {
         match self {
             Forge::Local { .. } => Ok(CiState::NoneConfigured),
             Forge::GitHub { gh, repo_dir, .. } => github::ci_state(gh, repo_dir, branch),
+        }
+    }
+
+    /// Opens the PR of `branch` (builtin createPR). An open PR of the branch is returned as
+    /// it is, so a retried attempt never opens a second one.
+    pub fn create_pr(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<Pr, ForgeError> {
+        if let Some(pr) = self
+            .pr_for_branch(repo, branch)?
+            .filter(|pr| pr.state != PrState::Closed)
+        {
+            return Ok(pr);
+        }
+        match self {
+            Forge::GitHub { gh, repo_dir, .. } => {
+                github::create_pr(gh, repo_dir, &repo.main, branch, title, body)?;
+                self.pr_for_branch(repo, branch)?
+                    .ok_or_else(|| ForgeError::Parse {
+                        command: format!("gh pr list --head {branch}"),
+                        detail: "the PR just created is not listed".to_string(),
+                    })
+            }
+            Forge::Local { pulls, .. } => local::create_pr(pulls.as_deref(), branch, title, body),
+        }
+    }
+
+    /// Merges the PR of `branch` and deletes the branch (builtin merge).
+    pub fn merge_pr(&self, repo: &Repo, branch: &str, message: &str) -> Result<(), ForgeError> {
+        match self {
+            Forge::GitHub { gh, repo_dir, .. } => github::merge_pr(gh, repo_dir, branch),
+            Forge::Local { pulls, .. } => local::merge_pr(repo, pulls.as_deref(), branch, message),
+        }
+    }
+
+    /// What a person (or the agent repairing it) needs to know about failing CI: each failing
+    /// check's name and link, with the end of its log where the forge provides one.
+    pub fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
+        match self {
+            Forge::GitHub { gh, repo_dir, .. } => github::failing_checks(gh, repo_dir, branch),
+            Forge::Local { .. } => Ok(String::new()),
         }
     }
 
