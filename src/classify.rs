@@ -131,6 +131,42 @@ pub fn classify_post_check(step_key: &str, what: &str) -> Classified {
     .finish()
 }
 
+/// A builtin step's failure (docs/classification.md): its output is read like an agent's, so
+/// a lost login, a full disk or a missing binary halt as they would for an agent. What
+/// nothing recognizes is a `POST_CHECK` failure of the step, except failing CI
+/// (`ci_failed`), which is the code's to fix (`TEST_ASSERTION` unless its log names a more
+/// precise class), so that a repair attempt gets it.
+pub fn classify_builtin(step_key: &str, what: &str, ci_failed: bool) -> Classified {
+    let summary = StreamSummary::default();
+    let obs = Observation {
+        exit_code: Some(1),
+        timed_out: false,
+        idle_timed_out: false,
+        killed: false,
+        summary: &summary,
+        stderr_tail: "",
+        output_tail: what,
+        now_epoch_secs: 0,
+        temp_dir: Path::new("/"),
+    };
+    let found = classify(&obs).filter(|c| c.class != FailureClass::Unknown);
+    match found {
+        Some(c) if !ci_failed || c.class.code_fixable() => c,
+        Some(c) if c.class.disposition() != crate::failure::Disposition::Retry => c,
+        _ if ci_failed => Verdict {
+            class: FailureClass::TestAssertion,
+            // The failing checks and their logs, not only the first line: a different
+            // failure must get a different signature.
+            evidence: format!("{step_key}: {what}"),
+            headline: format!("{step_key}: {}", one_line(what)),
+            excerpt: what.to_string(),
+            wait_hint_secs: None,
+        }
+        .finish(),
+        _ => classify_post_check(step_key, what),
+    }
+}
+
 /// Stable signature of a class and normalized text: FNV-1a 64 (std's `DefaultHasher` may
 /// change between Rust releases, and signatures are stored in journals).
 pub fn signature(class: FailureClass, normalized: &str) -> Signature {

@@ -100,6 +100,7 @@ const STEP_FIELD_KEYS: &[&str] = &[
     "skill",
     "prompt",
     "enabled",
+    "run",
 ];
 const CLEANUP_KEYS: &[&str] = &["processPatterns"];
 const BACKOFF_KEYS: &[&str] = &["initialSeconds", "maxSeconds"];
@@ -202,6 +203,19 @@ pub struct StepConfig {
     /// Replaces the built-in prompt of the step.
     pub prompt: Option<String>,
     pub enabled: bool,
+    /// Who does the step: the agent, or the runner itself without a model.
+    pub run: StepRun,
+}
+
+/// `steps.<key>.run`. Only the steps in [`crate::builtin::STEPS`] can be builtin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StepRun {
+    /// A model call, as the older runner did every step (the default, for drop-in configs).
+    #[default]
+    Agent,
+    /// The runner does it with git and the forge: no tokens.
+    Builtin,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -445,6 +459,11 @@ impl Config {
     pub fn prompt(&self, step: Step) -> Option<&str> {
         self.step(step).prompt.as_deref()
     }
+    /// Whether the runner does `step` itself, without an agent.
+    pub fn builtin(&self, step: Step) -> bool {
+        self.step(step).run == StepRun::Builtin
+    }
+
     pub fn enabled(&self, step: Step) -> bool {
         self.step(step).enabled
     }
@@ -1234,6 +1253,30 @@ impl Walker {
                 }
             }
             let prompt = self.text(&o, "prompt");
+            let run = match self.text(&o, "run").as_deref() {
+                None | Some("agent") => StepRun::Agent,
+                Some("builtin") if crate::builtin::supports(step) => StepRun::Builtin,
+                Some("builtin") => {
+                    let builtin: Vec<&str> =
+                        crate::builtin::STEPS.iter().map(|s| s.key()).collect();
+                    self.err(
+                        o.path("run"),
+                        format!(
+                            "{} needs a model and cannot be builtin (only {} can)",
+                            step.key(),
+                            builtin.join(", ")
+                        ),
+                    );
+                    StepRun::Agent
+                }
+                Some(other) => {
+                    self.err(
+                        o.path("run"),
+                        format!("\"{other}\" is not a runner: use \"agent\" or \"builtin\""),
+                    );
+                    StepRun::Agent
+                }
+            };
             let enabled = self.boolean(&o, "enabled").unwrap_or(true);
             if !enabled && !step.can_be_disabled() {
                 let optional: Vec<&str> = Step::ALL
@@ -1265,6 +1308,7 @@ impl Walker {
                 skill,
                 prompt,
                 enabled: enabled || !step.can_be_disabled(),
+                run,
             }
         })
     }
@@ -1664,6 +1708,10 @@ mod file {
         /// Only `simplify` may be disabled.
         #[serde(default = "d_true")]
         pub enabled: bool,
+        /// `builtin`: the runner does the step with git and the forge, without a model
+        /// (startCycle, commitPush, createPR, monitorCI, merge only).
+        #[serde(default)]
+        pub run: super::StepRun,
     }
 
     #[derive(Serialize, JsonSchema, Default)]
@@ -2033,7 +2081,7 @@ mod tests {
         // The old runner let `number`/`key` in a step override the step's identity.
         assert_eq!(
             errors(&with_project(r#""steps": {"merge": {"number": 1}}"#)),
-            ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled (keys starting with \"_\" are comments)"]
+            ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run (keys starting with \"_\" are comments)"]
         );
     }
 

@@ -4,6 +4,7 @@
 #[macro_use]
 mod console;
 pub mod agent;
+pub mod builtin;
 pub mod classify;
 pub mod cleanup;
 pub mod cli;

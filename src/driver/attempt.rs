@@ -30,6 +30,22 @@ impl Driver {
         if self.shutdown.requested().is_some() {
             return self.shutdown.event();
         }
+        if self.cfg.builtin(step) {
+            return self.run_builtin(step, issue, attempt, repair).await;
+        }
+        self.run_agent(step, issue, attempt, repair, true).await
+    }
+
+    /// An attempt by the agent. `check_after`: the step's post-check decides success when the
+    /// agent reports none (a builtin monitorCI watches CI itself after its repair agent).
+    pub(super) async fn run_agent(
+        &mut self,
+        step: Step,
+        issue: u32,
+        attempt: u32,
+        repair: bool,
+        check_after: bool,
+    ) -> Event {
         let run = match self.prepare(step, issue, attempt, repair) {
             Ok(run) => run,
             Err(message) => return self.environment_failure(step, &message),
@@ -75,6 +91,7 @@ impl Driver {
         let temp = std::env::temp_dir();
         let failure = match classify(&observation(&exit, &summary, &temp)) {
             Some(c) => Some(c),
+            None if !check_after => None,
             None => {
                 let ctx = self.step_context();
                 let what = format!("checking the outcome of {}", step.key());
@@ -129,14 +146,7 @@ impl Driver {
         } else {
             None
         };
-        if self.issue.number != issue {
-            // Restarted mid-cycle with nothing in git to show for it yet: ask the tracker.
-            self.issue = IssueContext {
-                number: issue,
-                title: self.tracker.get(issue).map(|i| i.title).unwrap_or_default(),
-                branch: self.repo.feature_branch(issue).ok().flatten(),
-            };
-        }
+        self.know_issue(issue);
         let prompt = invoke::prompt(&self.cfg, step, &self.issue, repair_ctx.as_ref());
         let info = AttemptInfo {
             step,
@@ -170,6 +180,18 @@ impl Driver {
         })
     }
 
+    /// The prompt's issue facts, asked of the tracker and git when the runner restarted
+    /// mid-cycle with nothing in memory.
+    pub(super) fn know_issue(&mut self, issue: u32) {
+        if self.issue.number != issue {
+            self.issue = IssueContext {
+                number: issue,
+                title: self.tracker.get(issue).map(|i| i.title).unwrap_or_default(),
+                branch: self.repo.feature_branch(issue).ok().flatten(),
+            };
+        }
+    }
+
     /// Keeps the attempt's log under the log directory and prunes older ones, never the log
     /// whose path was just printed.
     fn archive(&mut self, header: &AttemptHeader, live_log: &std::path::Path) {
@@ -185,7 +207,7 @@ impl Driver {
         }
     }
 
-    fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
+    pub(super) fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
         self.log(&format!(
             "{}: succeeded ({} turns, ${:.2})",
             step.key(),
@@ -208,7 +230,7 @@ impl Driver {
         Event::StepSucceeded { step, usage }
     }
 
-    fn failed(&mut self, step: Step, issue: u32, c: Classified, usage: Usage) -> Event {
+    pub(super) fn failed(&mut self, step: Step, issue: u32, c: Classified, usage: Usage) -> Event {
         self.notifier.send(
             Severity::Warning,
             &format!(

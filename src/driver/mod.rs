@@ -6,6 +6,7 @@
 //! crash at any point replays into the same counters.
 
 mod attempt;
+mod builtin_step;
 mod decision;
 pub mod invoke;
 mod network;
@@ -273,6 +274,17 @@ impl Driver {
             .into_iter()
             .filter(|s| s.number() >= first.number() && self.cfg.enabled(*s))
         {
+            if self.cfg.builtin(step) {
+                out!(
+                    "step {} {}: builtin (the runner does it; no agent call)",
+                    step.number(),
+                    step.key()
+                );
+                if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
+                    break;
+                }
+                continue;
+            }
             let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
             let info = AttemptInfo {
                 step,

@@ -67,6 +67,10 @@ impl Driver {
             },
             ForgeKind::Local => Forge::Local {
                 require_checks: cfg.require_checks,
+                // The runner opens PRs only when it runs createPR itself.
+                pulls: cfg
+                    .builtin(Step::CreatePr)
+                    .then(|| runner_dir.dir.join("pulls")),
             },
         };
         let tracker = match (cfg.tracker.kind, &cfg.tracker.dir) {

@@ -1,0 +1,216 @@
+//! Zero-token steps: the lifecycle steps that need no model, done by the runner itself with
+//! git and the forge (docs/lifecycle.md, "Builtin steps"). Each returns what it did, or what
+//! went wrong as text that is classified like an agent's failure; preconditions, post-checks
+//! and counters are the same as for an agent-run step. monitorCI's polling lives in the
+//! driver (it waits); this module holds its one look at the checks.
+
+use crate::forge::{CiState, Forge, ForgeError};
+use crate::repo::{Repo, RepoError};
+use crate::step::Step;
+use std::path::Path;
+
+/// The steps the runner can do without an agent.
+pub const STEPS: [Step; 5] = [
+    Step::StartCycle,
+    Step::CommitPush,
+    Step::CreatePr,
+    Step::MonitorCi,
+    Step::Merge,
+];
+
+/// Whether `step` has a builtin implementation.
+pub fn supports(step: Step) -> bool {
+    STEPS.contains(&step)
+}
+
+/// Why a builtin step failed, with the output that shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failed {
+    pub what: String,
+}
+
+impl std::fmt::Display for Failed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.what)
+    }
+}
+
+impl From<RepoError> for Failed {
+    fn from(e: RepoError) -> Self {
+        Failed {
+            what: e.to_string(),
+        }
+    }
+}
+
+impl From<ForgeError> for Failed {
+    fn from(e: ForgeError) -> Self {
+        Failed {
+            what: e.to_string(),
+        }
+    }
+}
+
+/// What a builtin step needs to know of the issue.
+#[derive(Debug, Clone)]
+pub struct IssueFacts<'a> {
+    pub number: u32,
+    pub title: &'a str,
+    /// The feature branch (`<number>-<slug>`), once startIssue made it.
+    pub branch: Option<&'a str>,
+    /// The spec directory name recorded for the issue.
+    pub feature: Option<&'a str>,
+}
+
+impl IssueFacts<'_> {
+    fn branch(&self) -> Result<&str, Failed> {
+        self.branch.ok_or_else(|| Failed {
+            what: format!("no feature branch is known for issue #{}", self.number),
+        })
+    }
+}
+
+/// startCycle: main checked out and fast-forwarded to origin. A tree with changes that are
+/// not the runner's is refused: they are someone's work, and checking out over them could
+/// lose it.
+pub fn start_cycle(repo: &Repo) -> Result<String, Failed> {
+    let foreign = repo.foreign_changes()?;
+    if !foreign.is_empty() {
+        return Err(Failed {
+            what: format!(
+                "the working tree has changes that are not the runner's; commit or stash them:\n{}",
+                foreign.join("\n")
+            ),
+        });
+    }
+    repo.fetch()?;
+    repo.checkout_main()?;
+    Ok(format!("checked out {} and fast-forwarded it", repo.main))
+}
+
+/// commitPush: what the agents left is committed on the feature branch and the branch is
+/// pushed (with a lease).
+pub fn commit_push(repo: &Repo, issue: &IssueFacts) -> Result<String, Failed> {
+    let branch = issue.branch()?;
+    let current = repo.current_branch()?;
+    if current.as_deref() != Some(branch) {
+        return Err(Failed {
+            what: format!(
+                "HEAD is on {}, not on the feature branch {branch}",
+                current.as_deref().unwrap_or("a detached HEAD")
+            ),
+        });
+    }
+    let committed = repo.auto_commit(&format!(
+        "feat: {} (#{})",
+        one_line(issue.title),
+        issue.number
+    ))?;
+    repo.push_branch(branch)?;
+    Ok(if committed {
+        format!("committed the remaining changes and pushed {branch}")
+    } else {
+        format!("pushed {branch}")
+    })
+}
+
+/// createPR: title from the issue, body from the spec's requirements, `Closes #N` so that
+/// the forge closes the issue on merge.
+pub fn create_pr(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<String, Failed> {
+    let branch = issue.branch()?;
+    let title = format!("{} (#{})", one_line(issue.title), issue.number);
+    let spec = repo.spec_dir(issue.number, issue.feature);
+    let body = pr_body(issue.number, spec.as_deref());
+    let pr = forge.create_pr(repo, branch, &title, &body)?;
+    Ok(format!("pull request {} is open for {branch}", pr.url))
+}
+
+/// The PR body: the closing keyword first, then the requirements as written for the issue.
+pub fn pr_body(issue: u32, spec_dir: Option<&Path>) -> String {
+    let mut body = format!("Closes #{issue}\n");
+    let requirements = spec_dir
+        .map(|d| d.join("requirements.md"))
+        .and_then(|p| crate::safe_fs::read_no_follow(&p).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned());
+    if let Some(text) = requirements {
+        body.push('\n');
+        for (kept, line) in text.lines().enumerate() {
+            if kept == MAX_BODY_LINES {
+                body.push_str("\n(requirements truncated; see the spec directory)\n");
+                break;
+            }
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    body.push_str("\nOpened by sdlc-runner.\n");
+    body
+}
+
+const MAX_BODY_LINES: usize = 80;
+
+/// monitorCI, one look: `Ok(true)` when the checks let the branch merge, `Ok(false)` while
+/// they are pending, `Err` with the failing checks when they failed.
+pub fn ci_settled(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<bool, Failed> {
+    let branch = issue.branch()?;
+    let state = forge.ci_state(repo, branch)?;
+    match state {
+        CiState::Pending => Ok(false),
+        CiState::Failed => {
+            let details = forge.failing_checks(branch).unwrap_or_default();
+            Err(Failed {
+                what: format!("CI checks failing on {branch}\n{details}"),
+            })
+        }
+        CiState::Passed | CiState::NoneConfigured if forge.ci_ok(state) => Ok(true),
+        _ => Err(Failed {
+            what: format!("no CI checks reported for {branch} and requireChecks is set"),
+        }),
+    }
+}
+
+/// merge: the PR merged with a merge commit and the branch deleted. Closing the issue is
+/// the runner's `RecordMerged` effect, as for an agent-run merge.
+pub fn merge(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<String, Failed> {
+    let branch = issue.branch()?;
+    let message = format!("Merge issue #{}: {}", issue.number, one_line(issue.title));
+    forge.merge_pr(repo, branch, &message)?;
+    Ok(format!("merged {branch} into {}", repo.main))
+}
+
+fn one_line(text: &str) -> String {
+    text.lines().next().unwrap_or_default().trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pr_body_closes_the_issue_and_carries_the_requirements() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("requirements.md"), "# Req\n\n- It works.\n")
+            .expect("write");
+        let body = pr_body(7, Some(dir.path()));
+        assert!(body.starts_with("Closes #7\n"), "{body}");
+        assert!(body.contains("- It works."), "{body}");
+        let bare = pr_body(7, None);
+        assert!(bare.starts_with("Closes #7\n") && !bare.contains("Req"));
+    }
+
+    #[test]
+    fn a_long_requirements_file_is_cut() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let text: String = (0..500).map(|i| format!("line {i}\n")).collect();
+        std::fs::write(dir.path().join("requirements.md"), text).expect("write");
+        let body = pr_body(1, Some(dir.path()));
+        assert!(body.contains("line 79\n") && !body.contains("line 80\n"));
+        assert!(body.contains("truncated"));
+    }
+
+    #[test]
+    fn only_the_steps_that_need_no_model_are_builtin() {
+        assert!(supports(Step::Merge) && supports(Step::MonitorCi));
+        assert!(!supports(Step::Implement) && !supports(Step::WriteSpecs));
+    }
+}

@@ -1,0 +1,163 @@
+//! A builtin (zero-token) attempt: the runner does the step with git and the forge, then the
+//! same post-check, classification and counters as an agent attempt. monitorCI watches the
+//! checks until they settle; only a repair attempt (CI failed last time) runs the agent, with
+//! the failing checks as its repair context, before watching again.
+
+use super::{network, Driver};
+use crate::builtin::{self, Failed, IssueFacts};
+use crate::classify::{classify_builtin, classify_post_check};
+use crate::machine::{Event, Usage};
+use crate::notify::Severity;
+use crate::probe;
+use crate::step::Step;
+use std::time::{Duration, Instant};
+
+/// First and longest pause between two looks at CI.
+const CI_POLL_FIRST: Duration = Duration::from_secs(10);
+const CI_POLL_MAX: Duration = Duration::from_secs(120);
+
+impl Driver {
+    pub(super) async fn run_builtin(
+        &mut self,
+        step: Step,
+        issue: u32,
+        attempt: u32,
+        repair: bool,
+    ) -> Event {
+        self.know_issue(issue);
+        let mut usage = Usage::default();
+        if step == Step::MonitorCi && repair {
+            match self.run_agent(step, issue, attempt, true, false).await {
+                Event::StepSucceeded { usage: spent, .. } => usage = spent,
+                other => return other,
+            }
+        }
+        self.log(&format!(
+            "issue #{issue} step {} {} attempt {attempt} (builtin)",
+            step.number(),
+            step.key()
+        ));
+        self.notifier.send(
+            Severity::Info,
+            &format!(
+                "issue #{issue}: {} started (builtin, attempt {attempt})",
+                step.key()
+            ),
+        );
+        let started = Instant::now();
+        let outcome = if step == Step::MonitorCi {
+            self.watch_ci(step).await
+        } else {
+            let what = format!("{} (builtin)", step.key());
+            match self.patiently(&what, |d| d.builtin_once(step)).await {
+                network::Patient::Done(result) => Ok(result),
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
+            }
+        };
+        let result = match outcome {
+            Ok(result) => result,
+            Err(event) => return event,
+        };
+        usage.elapsed_ms += started.elapsed().as_millis() as u64;
+        match result {
+            Ok(done) => {
+                self.last_output = done.clone();
+                self.log(&format!("{}: {done}", step.key()));
+                let ctx = self.step_context();
+                let what = format!("checking the outcome of {}", step.key());
+                match self
+                    .patiently(&what, |d| probe::post_check(&d.repo, &d.forge, step, &ctx))
+                    .await
+                {
+                    network::Patient::Done(Ok(Ok(()))) => self.succeeded(step, issue, usage),
+                    network::Patient::Done(Ok(Err(what))) => {
+                        self.failed(step, issue, classify_post_check(step.key(), &what), usage)
+                    }
+                    network::Patient::Done(Err(e)) => self.failed(
+                        step,
+                        issue,
+                        classify_post_check(step.key(), &e.to_string()),
+                        usage,
+                    ),
+                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
+                }
+            }
+            Err(failed) => {
+                self.last_output = failed.what.clone();
+                let ci = step == Step::MonitorCi && failed.what.starts_with("CI checks failing");
+                let c = classify_builtin(step.key(), &failed.what, ci);
+                self.failed(step, issue, c, usage)
+            }
+        }
+    }
+
+    /// The issue as the builtin steps see it. The branch is git's `<n>-*` branch when there
+    /// is one: the agent that ran startIssue chose its slug.
+    fn with_facts<T>(&self, act: impl FnOnce(&IssueFacts) -> T) -> T {
+        let found = self.repo.feature_branch(self.issue.number).ok().flatten();
+        act(&IssueFacts {
+            number: self.issue.number,
+            title: &self.issue.title,
+            branch: found.as_deref().or(self.issue.branch.as_deref()),
+            feature: self.feature.as_deref(),
+        })
+    }
+
+    /// One try of a builtin step other than monitorCI.
+    fn builtin_once(&self, step: Step) -> Result<String, Failed> {
+        self.with_facts(|facts| self.builtin_with(step, facts))
+    }
+
+    fn builtin_with(&self, step: Step, facts: &IssueFacts) -> Result<String, Failed> {
+        match step {
+            Step::StartCycle => builtin::start_cycle(&self.repo),
+            Step::CommitPush => builtin::commit_push(&self.repo, facts),
+            Step::CreatePr => builtin::create_pr(&self.repo, &self.forge, facts),
+            Step::Merge => builtin::merge(&self.repo, &self.forge, facts),
+            other => Err(Failed {
+                what: format!("{} has no builtin implementation", other.key()),
+            }),
+        }
+    }
+
+    /// Looks at CI until the checks settle or the step's time limit passes, pausing longer
+    /// each time (up to two minutes). `Err(event)`: the network gave up or a shutdown came.
+    async fn watch_ci(&mut self, step: Step) -> Result<Result<String, Failed>, Event> {
+        let deadline = Instant::now() + self.cfg.timeout(step);
+        let mut pause = CI_POLL_FIRST;
+        loop {
+            let settled = match self
+                .patiently("watching CI", |d| {
+                    d.with_facts(|facts| builtin::ci_settled(&d.repo, &d.forge, facts))
+                })
+                .await
+            {
+                network::Patient::Done(result) => result,
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+            };
+            match settled {
+                Ok(true) => return Ok(Ok("CI checks let the branch merge".to_string())),
+                Err(failed) => return Ok(Err(failed)),
+                Ok(false) => {}
+            }
+            if Instant::now() + pause > deadline {
+                return Ok(Err(Failed {
+                    what: format!(
+                        "CI checks still pending after {} min (the step's timeoutMin)",
+                        self.cfg.timeout(step).as_secs() / 60
+                    ),
+                }));
+            }
+            let until = chrono::Utc::now() + chrono::Duration::seconds(pause.as_secs() as i64);
+            self.log(&format!(
+                "CI pending; looking again at {}",
+                until.format("%H:%M:%S UTC")
+            ));
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = self.shutdown.wait() => return Err(self.shutdown.event()),
+            }
+            pause = (pause * 2).min(CI_POLL_MAX);
+        }
+    }
+}

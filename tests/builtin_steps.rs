@@ -1,0 +1,108 @@
+//! Builtin (zero-token) steps end to end: the real binary on a real git project with the
+//! local tracker and forge, the five model-free steps done by the runner itself.
+
+mod e2e;
+
+use e2e::{code, text, Project};
+use serde_json::{json, Value};
+
+fn builtin_steps() -> Value {
+    json!({"steps": {
+        "startCycle": {"run": "builtin"},
+        "commitPush": {"run": "builtin"},
+        "createPR": {"run": "builtin"},
+        "monitorCI": {"run": "builtin"},
+        "merge": {"run": "builtin"},
+    }})
+}
+
+#[test]
+fn builtin_steps_merge_two_issues_with_five_agent_calls_each() {
+    let p = Project::new(
+        &[
+            (1, "First issue", "Do one thing."),
+            (2, "Second issue", "Do another."),
+        ],
+        json!({}),
+        builtin_steps(),
+    );
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    for n in [1, 2] {
+        let calls: Vec<String> = p
+            .invocations()
+            .into_iter()
+            .filter(|l| l.starts_with(&format!("{n} ")))
+            .collect();
+        assert_eq!(calls.len(), 5, "agent calls for issue #{n}: {calls:?}");
+        for step in [
+            "startIssue",
+            "writeSpecs",
+            "implement",
+            "simplify",
+            "verify",
+        ] {
+            assert!(
+                calls.iter().any(|c| c.starts_with(&format!("{n} {step} "))),
+                "{step} of #{n} is the agent's: {calls:?}"
+            );
+        }
+        assert!(
+            p.origin_main_log().contains(&format!("Merge issue #{n}")),
+            "{all}"
+        );
+    }
+    // createPR ran (it was not "already done" because a branch was pushed) and left a
+    // record that closes the issue.
+    assert!(all.contains("createPR: pull request local:1-"), "{all}");
+    let pr = std::fs::read_to_string(p.project.join(".git/sdlc-runner/pulls/1.json"))
+        .expect("the PR record of issue #1");
+    assert!(pr.contains("Closes #1"), "{pr}");
+    assert!(
+        pr.contains("It works."),
+        "the body carries the requirements: {pr}"
+    );
+    assert!(all.contains("(builtin)"), "{all}");
+}
+
+#[test]
+fn a_dirty_tree_that_is_not_the_runners_is_refused_by_the_builtin_start_cycle() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+    std::fs::write(p.project.join("notes.txt"), "someone's work").expect("write");
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("notes.txt"),
+        "the refusal names the file: {all}"
+    );
+    assert!(p.invocations().is_empty(), "{:?}", p.invocations());
+    assert_eq!(
+        std::fs::read_to_string(p.project.join("notes.txt")).expect("kept"),
+        "someone's work"
+    );
+}
+
+#[test]
+fn only_the_model_free_steps_can_be_builtin() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+    p.set_config(json!({"steps": {"implement": {"run": "builtin"}}}));
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(
+        text(&out).contains("steps.implement.run: implement needs a model"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn the_dry_run_says_which_steps_are_builtin() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+    let out = p.run(&["--dry-run"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("step 1 startCycle: builtin"), "{all}");
+    assert!(all.contains("step 10 merge: builtin"), "{all}");
+}
