@@ -20,6 +20,7 @@ pub fn run(args: &DemoArgs) -> i32 {
             };
             let code = driver::run(cfg, RunOptions::default());
             let dir = config.parent().unwrap_or(Path::new("."));
+            out!("\n{}", agent_calls(dir));
             out!(
                 "\ndemo finished with exit code {code}. Everything is kept in {}:",
                 dir.display()
@@ -39,6 +40,40 @@ pub fn run(args: &DemoArgs) -> i32 {
             2
         }
     }
+}
+
+/// How many model calls the run made per merged issue: one archived attempt log per agent
+/// call (builtin steps leave none), merges counted in the local tracker.
+fn agent_calls(dir: &Path) -> String {
+    let count = |sub: &str, keep: &dyn Fn(&str) -> bool| {
+        std::fs::read_dir(dir.join(sub)).map_or(0, |entries| {
+            entries
+                .flatten()
+                .filter(|e| keep(&e.file_name().to_string_lossy()))
+                .count()
+        })
+    };
+    let calls = count("logs", &|name| {
+        name.ends_with(".log") && name.contains("-a") && !name.starts_with("sdlc-runner")
+    });
+    let merged = std::fs::read_dir(dir.join("issues")).map_or(0, |entries| {
+        entries
+            .flatten()
+            .filter(|e| {
+                std::fs::read_to_string(e.path()).is_ok_and(|t| {
+                    t.contains("\"state\": \"closed\"") || t.contains("\"state\":\"closed\"")
+                })
+            })
+            .count()
+    });
+    let per_issue = if merged == 0 {
+        "no issue merged".to_string()
+    } else {
+        format!("{:.1} per merged issue", calls as f64 / merged as f64)
+    };
+    format!(
+        "agent calls: {calls} for {merged} merged issue(s), {per_issue} (startCycle, commitPush, createPR, monitorCI and merge are builtin)"
+    )
 }
 
 fn git(cwd: &Path, args: &[&str]) -> Result<(), String> {
@@ -167,7 +202,15 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
         "tracker": { "kind": "local", "dir": "issues" },
         "forge": "local",
         "backoff": { "initialSeconds": 1, "maxSeconds": 2 },
-        "steps": { "verify": { "timeoutMin": 1 } },
+        // The five steps that need no model are the runner's own: no tokens spent on them.
+        "steps": {
+            "startCycle": { "run": "builtin" },
+            "commitPush": { "run": "builtin" },
+            "createPR": { "run": "builtin" },
+            "monitorCI": { "run": "builtin" },
+            "merge": { "run": "builtin" },
+            "verify": { "timeoutMin": 1 },
+        },
     });
     let config_path = root.join("sdlc-config.json");
     write(&config_path, &format!("{config:#}\n"))?;
