@@ -9,6 +9,9 @@ merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every i
 argv is appended to gh.log as one JSON line.
 """
 import json
+import re
+import shutil
+import tempfile
 import os
 import subprocess
 import sys
@@ -155,7 +158,53 @@ def issue_cmd(state, args):
 
 def pr_cmd(state, args):
     sub = args[0]
-    if sub == "list":
+    if sub == "list" and state.get("prRecords"):
+        # PRs exist only once `pr create` opened them, as on GitHub.
+        branch = opt(args, "--head")
+        prs = [p for p in state.get("prs", []) if p["branch"] == branch]
+        print(json.dumps([{"number": p["number"], "url": p["url"], "state": p["state"]} for p in prs]))
+    elif sub == "create":
+        branch, base = opt(args, "--head"), opt(args, "--base")
+        title, body = opt(args, "--title"), opt(args, "--body")
+        if None in (branch, base, title, body):
+            fail("fake gh: pr create needs --head, --base, --title and --body: %r" % args, 2)
+        if branch not in remote_heads(state):
+            fail("pull request create failed: GraphQL: Head sha can't be blank, Base sha can't be blank, No commits between %s and %s, Head ref must be a branch (createPullRequest)" % (base, branch))
+        prs = state.setdefault("prs", [])
+        number = 200 + len(prs)
+        url = "https://github.invalid/o/r/pull/%d" % number
+        prs.append({"number": number, "url": url, "state": "OPEN", "branch": branch,
+                    "title": title, "body": body})
+        save(state)
+        print(url)
+    elif sub == "merge":
+        branch = args[1]
+        if "--merge" not in args or "--delete-branch" not in args:
+            fail("fake gh: unexpected pr merge arguments %r" % args, 2)
+        prs = [p for p in state.get("prs", []) if p["branch"] == branch and p["state"] == "OPEN"]
+        if not prs:
+            fail("no open pull requests found for branch \"%s\"" % branch)
+        pr = prs[-1]
+        work = tempfile.mkdtemp()
+        try:
+            for step in (["clone", "--quiet", state["origin"], work],
+                         ["-C", work, "-c", "user.name=gh", "-c", "user.email=gh@invalid",
+                          "merge", "--no-ff", "--quiet", "-m",
+                          "Merge pull request #%d from %s" % (pr["number"], branch), "origin/" + branch],
+                         ["-C", work, "push", "--quiet", "origin", "HEAD:main"]):
+                out = subprocess.run(["git", *step], capture_output=True, text=True)
+                if out.returncode != 0:
+                    fail("fake gh: merge failed: %s" % out.stderr)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        git_origin(state, "branch", "-D", branch)
+        pr["state"] = "MERGED"
+        for m in re.finditer(r"(?i)closes #(\d+)", pr["body"]):
+            for issue in state["issues"]:
+                if issue["number"] == int(m.group(1)):
+                    issue["state"] = "CLOSED"
+        save(state)
+    elif sub == "list":
         branch = opt(args, "--head")
         if branch is None or opt(args, "--state") != "all" or opt(args, "--json") != "number,url,state":
             fail("fake gh: unexpected pr list arguments %r" % args, 2)

@@ -115,7 +115,7 @@ impl GhProject {
                     ["api", _]
                         | ["issue", "list" | "view" | "edit" | "comment"]
                         | ["label", "create"]
-                        | ["pr", "list" | "checks"]
+                        | ["pr", "list" | "checks" | "create" | "merge"]
                 ),
                 "unexpected gh call {c:?}"
             );
@@ -407,4 +407,65 @@ fn an_escalation_the_network_kept_from_the_tracker_is_written_before_the_halt_is
     );
     assert!(g.p.origin_main_log().contains("Merge issue #2"), "{all}");
     assert!(!g.p.origin_main_log().contains("Merge issue #1"), "{all}");
+}
+
+#[test]
+fn builtin_steps_open_and_merge_the_pr_through_gh_without_an_agent() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({"steps": {
+            "startCycle": {"run": "builtin"},
+            "commitPush": {"run": "builtin"},
+            "createPR": {"run": "builtin"},
+            "monitorCI": {"run": "builtin"},
+            "merge": {"run": "builtin"},
+        }}),
+    );
+    g.set_state("prRecords", json!(true));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(
+        g.p.invocations()
+            .iter()
+            .filter(|l| l.starts_with("1 "))
+            .count(),
+        5,
+        "{:?}",
+        g.p.invocations()
+    );
+    assert_eq!(
+        g.called(&["pr", "create", "--head", "1-issue-1"]),
+        1,
+        "{:?}",
+        g.calls()
+    );
+    assert_eq!(
+        g.called(&["pr", "merge", "1-issue-1"]),
+        1,
+        "{:?}",
+        g.calls()
+    );
+    let prs = g.state()["prs"].clone();
+    let pr = &prs[0];
+    assert_eq!(pr["state"], "MERGED", "{prs}");
+    assert!(
+        pr["body"]
+            .as_str()
+            .is_some_and(|b| b.starts_with("Closes #1")),
+        "{prs}"
+    );
+    assert_eq!(pr["title"], "Add a greeting (#1)", "{prs}");
+    assert_eq!(g.issue(1)["state"], "CLOSED", "Closes #1 closed it: {all}");
+    assert!(
+        g.p.origin_main_log().contains("Merge pull request #200"),
+        "{}",
+        g.p.origin_main_log()
+    );
+    g.assert_only_known_calls();
 }
