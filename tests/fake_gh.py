@@ -215,6 +215,22 @@ def pr_cmd(state, args):
         pr_state = "MERGED" if merged(state, sha) else "OPEN"
         number = 100 + int(branch.split("-")[0])
         print(json.dumps([{"number": number, "url": "https://github.invalid/o/r/pull/%d" % number, "state": pr_state}]))
+    elif sub == "checks" and state.get("checks"):
+        # "checks": a list of check lists; each CI look (the JSON without `link`) takes the
+        # next one, the last one stays; the details (with `link`) are of the last look.
+        fields = opt(args, "--json", "")
+        seq = state["checks"]
+        if "link" in fields and "lastChecks" in state:
+            current = state["lastChecks"]
+        else:
+            current = seq[0]
+            state["lastChecks"] = current
+            if len(seq) > 1:
+                state["checks"] = seq[1:]
+            save(state)
+        print(json.dumps(current))
+        if any(c.get("bucket") == "fail" for c in current):
+            sys.exit(1)
     elif sub == "checks":
         fail("no checks reported on the '%s' branch" % args[1])
     else:
@@ -241,6 +257,8 @@ def main():
         print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
     elif args[0] == "issue" and len(args) > 1:
         issue_cmd(state, args[1:])
+    elif args[:2] == ["run", "view"] and "--log-failed" in args:
+        print(state.get("jobLogs", {}).get(opt(args, "--job"), ""))
     elif args[0] == "pr" and len(args) > 1:
         pr_cmd(state, args[1:])
     elif args[0] == "label" and len(args) > 2 and args[1] == "create":

@@ -116,6 +116,7 @@ impl GhProject {
                         | ["issue", "list" | "view" | "edit" | "comment"]
                         | ["label", "create"]
                         | ["pr", "list" | "checks" | "create" | "merge"]
+                        | ["run", "view"]
                 ),
                 "unexpected gh call {c:?}"
             );
@@ -467,5 +468,45 @@ fn builtin_steps_open_and_merge_the_pr_through_gh_without_an_agent() {
         "{}",
         g.p.origin_main_log()
     );
+    g.assert_only_known_calls();
+}
+
+#[test]
+fn failing_ci_is_repaired_by_the_agent_with_the_failing_check_and_its_log() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({"steps": {
+            "commitPush": {"run": "builtin"},
+            "createPR": {"run": "builtin"},
+            "monitorCI": {"run": "builtin"},
+            "merge": {"run": "builtin"},
+        }}),
+    );
+    g.set_state("prRecords", json!(true));
+    let failing = json!([{"name": "unit-tests", "state": "FAILURE", "bucket": "fail",
+        "link": "https://github.invalid/o/r/actions/runs/5/job/77"}]);
+    let passing = json!([{"name": "unit-tests", "state": "SUCCESS", "bucket": "pass",
+        "link": "https://github.invalid/o/r/actions/runs/6/job/78"}]);
+    g.set_state("checks", json!([failing, passing]));
+    g.set_state(
+        "jobLogs",
+        json!({"77": "running 3 tests\ntest greets ... FAILED\nassertion `left == right` failed\n  left: \"hi\"\n right: \"hello\"\ntest result: FAILED. 2 passed; 1 failed"}),
+    );
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("monitorCI: failed: TEST_ASSERTION"), "{all}");
+    // The first look found the failure without an agent; the repair attempt ran one.
+    assert_eq!(g.p.count("1 monitorCI 1"), 0, "{:?}", g.p.invocations());
+    assert_eq!(g.p.count("1 monitorCI 2"), 1, "{:?}", g.p.invocations());
+    let prompt = g.p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(prompt.contains("unit-tests"), "{prompt}");
+    assert!(prompt.contains("right: \"hello\""), "the job log: {prompt}");
+    assert_eq!(g.state()["prs"][0]["state"], "MERGED");
     g.assert_only_known_calls();
 }
