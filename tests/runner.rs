@@ -739,3 +739,48 @@ fn secrets_in_agent_output_never_reach_the_console_or_the_orchestration_log() {
     }
     assert!(log.contains("ANTHROPIC_API_KEY=***"), "{log}");
 }
+
+/// A skill that names a file beside it by a relative path: the prompt says where the skill's
+/// directory is, so the agent can open the template.
+#[test]
+fn a_step_with_a_skill_names_the_skills_directory_in_its_prompt() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+    let plugins = p.root.join("nmg-plugins");
+    let skills = plugins.join("plugins/nmg-sdlc/skills");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills");
+    copy_dir(&fixture, &skills);
+    p.set_config(json!({
+        "pluginsPath": plugins.to_str().expect("utf8"),
+        "steps": {"writeSpecs": {"skill": "write-spec"}},
+    }));
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let prompt = p.prompt(1, "writeSpecs", 1).expect("the writeSpecs prompt");
+    let dir = skills.join("write-spec");
+    let said = format!("The skill's directory is {}:", dir.display());
+    assert!(prompt.contains(&said), "{prompt}");
+    assert!(
+        prompt.contains("appended to your system prompt"),
+        "{prompt}"
+    );
+    // What the skill links resolves against the directory the prompt names.
+    let skill = std::fs::read_to_string(dir.join("SKILL.md")).expect("skill");
+    assert!(skill.contains("(templates/requirements.md)"));
+    assert!(dir.join("templates/requirements.md").is_file());
+    // A step without a skill says nothing of one.
+    let plain = p.prompt(1, "implement", 1).expect("the implement prompt");
+    assert!(!plain.contains("skill"), "{plain}");
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read fixture") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}

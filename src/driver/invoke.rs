@@ -3,7 +3,7 @@
 
 use crate::config::Config;
 use crate::step::Step;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// What the previous failed attempt of this step left for a repair attempt.
 #[derive(Debug, Clone, Default)]
@@ -52,6 +52,16 @@ pub fn prompt(
         }
     }
     text.push_str("\nYou are running unattended: do not ask questions; if you cannot proceed, say why and stop.");
+    if let (Some(skill), Some(file)) = (cfg.skill(step), cfg.skill_file(step)) {
+        // The skill's text arrives without its location, and skills name their templates by
+        // paths relative to their own directory.
+        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let dir = std::path::absolute(&dir).unwrap_or(dir);
+        text.push_str(&format!(
+            "\n\nThe instructions of the `{skill}` skill are appended to your system prompt. The skill's directory is {}: files it names by a relative path (such as templates/requirements.md) are in that directory.",
+            dir.display()
+        ));
+    }
     if let Some(r) = repair {
         text.push_str(&format!(
             "\n\nThe previous attempt of this step failed ({}): {}\nRepair this failure rather than starting over. The relevant output was:\n```\n{}\n```",
