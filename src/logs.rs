@@ -35,6 +35,8 @@ pub struct Logs {
 /// What an archived attempt log records above the agent's output.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AttemptHeader {
+    /// The issue the attempt worked on; first in the file name so `ls` groups by issue.
+    pub issue: u32,
     pub step_key: String,
     /// The agent's session id (or a runner-made one when the agent reported none).
     pub session: String,
@@ -321,17 +323,17 @@ impl Logs {
             .join(format!("{}{LIVE_SUFFIX}", sanitize(step_key)))
     }
 
-    /// `<step>-<session>-<YYYY-MM-DDTHH-MM-SS>-a<attempt>.log`, with `-2`, `-3`, ... before
+    /// `<issue>-<step>-a<attempt>-<YYYY-MM-DDTHH-MM-SS-mmm>.log`, with `-2`, `-3`, ... before
     /// `.log` when that name is taken. Only a free name is returned; [`Logs::archive_attempt`]
     /// additionally creates the file exclusively, so even a race never overwrites a log.
     pub fn attempt_log(
         &self,
+        issue: u32,
         step_key: &str,
-        session: &str,
         attempt: u32,
         at: DateTime<Utc>,
     ) -> PathBuf {
-        self.attempt_log_candidates(step_key, session, attempt, at)
+        self.attempt_log_candidates(issue, step_key, attempt, at)
             .find(|p| fs::symlink_metadata(p).is_err())
             .unwrap_or_else(|| {
                 self.dir
@@ -341,16 +343,17 @@ impl Logs {
 
     fn attempt_log_candidates(
         &self,
+        issue: u32,
         step_key: &str,
-        session: &str,
         attempt: u32,
         at: DateTime<Utc>,
     ) -> impl Iterator<Item = PathBuf> + '_ {
+        // Milliseconds: two attempts within one second (a fast failure and its retry) still
+        // get names in the order they ran.
         let stem = format!(
-            "{}-{}-{}-a{attempt}",
+            "{issue}-{}-a{attempt}-{}",
             sanitize(step_key),
-            sanitize(session),
-            at.format("%Y-%m-%dT%H-%M-%S"),
+            at.format("%Y-%m-%dT%H-%M-%S-%3f"),
         );
         (1..=MAX_NAME_SUFFIX).map(move |n| {
             if n == 1 {
@@ -367,8 +370,8 @@ impl Logs {
     pub fn archive_attempt(&self, header: &AttemptHeader, live_log: &Path) -> io::Result<PathBuf> {
         let mut created = None;
         for candidate in self.attempt_log_candidates(
+            header.issue,
             &header.step_key,
-            &header.session,
             header.attempt,
             header.started_at,
         ) {

@@ -241,7 +241,7 @@ fn a_flooding_agent_keeps_the_log_dir_within_budget_and_its_attempt_log_exists()
         .find(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("implement-"))
+                .is_some_and(|n| n.contains("-implement-a"))
         })
         .expect("implement attempt log");
     let archived = fs::read(flood).expect("read archive");

@@ -74,7 +74,7 @@ impl Driver {
             Ok(exit) => exit,
             Err(e) => return self.environment_failure(step, &e.to_string()),
         };
-        let header = attempt_header(&exit, step, &self.session, attempt, started_at);
+        let header = attempt_header(&exit, issue, step, &self.session, attempt, started_at);
         self.archive(&header, &run.live_log);
         self.last_output = last_words(&summary, &exit);
         if exit.cancelled {
@@ -333,12 +333,14 @@ async fn execute(run: &AgentRun, shutdown: &Shutdown, journal: Option<&mut Journ
 /// The header of the attempt's archived log.
 fn attempt_header(
     exit: &AgentExit,
+    issue: u32,
     step: Step,
     session: &str,
     attempt: u32,
     started_at: chrono::DateTime<chrono::Utc>,
 ) -> AttemptHeader {
     AttemptHeader {
+        issue,
         step_key: step.key().to_string(),
         session: session.to_string(),
         attempt,

@@ -14,6 +14,7 @@ fn at() -> DateTime<Utc> {
 
 fn header(attempt: u32) -> AttemptHeader {
     AttemptHeader {
+        issue: 12,
         step_key: "implement".into(),
         session: "e7849e9a-afa".into(),
         attempt,
@@ -120,11 +121,11 @@ fn file_names_follow_the_layout() {
         PathBuf::from("/logs/verify-live.log")
     );
     assert_eq!(
-        logs.attempt_log("verify", "e7849e9a-afa", 2, at()),
-        PathBuf::from("/logs/verify-e7849e9a-afa-2026-04-19T22-20-52-a2.log")
+        logs.attempt_log(12, "verify", 2, at()),
+        PathBuf::from("/logs/12-verify-a2-2026-04-19T22-20-52-000.log")
     );
-    // A session id from agent output cannot escape the directory.
-    let hostile = logs.attempt_log("verify", "../../etc/passwd", 1, at());
+    // A step key cannot escape the directory.
+    let hostile = logs.attempt_log(1, "../../etc/passwd", 1, at());
     assert_eq!(hostile.parent().unwrap(), Path::new("/logs"));
 }
 
@@ -208,7 +209,7 @@ fn no_log_file_is_written_through_a_link() {
     // A link planted at the first free archive name is skipped, not written through.
     let live = logs.live_log("implement");
     fs::write(&live, "out\n").unwrap();
-    let first = logs.attempt_log("implement", "e7849e9a-afa", 1, at());
+    let first = logs.attempt_log(12, "implement", 1, at());
     symlink(&outside, &first).unwrap();
     let archived = logs.archive_attempt(&header(1), &live).unwrap();
     assert_ne!(archived, first);
@@ -228,7 +229,7 @@ fn archive_copies_header_and_live_log_and_never_overwrites() {
     assert_eq!(
         first,
         root.path()
-            .join("implement-e7849e9a-afa-2026-04-19T22-20-52-a1.log")
+            .join("12-implement-a1-2026-04-19T22-20-52-000.log")
     );
     let text = fs::read_to_string(&first).unwrap();
     for expected in [
@@ -250,7 +251,7 @@ fn archive_copies_header_and_live_log_and_never_overwrites() {
     fs::write(&live, "second run\n").unwrap();
     let second = logs.archive_attempt(&header(1), &live).unwrap();
     assert_ne!(first, second);
-    assert!(second.to_str().unwrap().ends_with("-a1-2.log"));
+    assert!(second.to_str().unwrap().ends_with("-000-2.log"));
     assert!(fs::read_to_string(&first)
         .unwrap()
         .contains("boom on stderr"));
@@ -258,9 +259,9 @@ fn archive_copies_header_and_live_log_and_never_overwrites() {
         .unwrap()
         .ends_with("second run\n"));
     assert_eq!(
-        logs.attempt_log("implement", "e7849e9a-afa", 1, at()),
+        logs.attempt_log(12, "implement", 1, at()),
         root.path()
-            .join("implement-e7849e9a-afa-2026-04-19T22-20-52-a1-3.log")
+            .join("12-implement-a1-2026-04-19T22-20-52-000-3.log")
     );
 
     // An agent that never started still leaves an attempt log.
