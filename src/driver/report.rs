@@ -111,6 +111,25 @@ pub fn wasted_work(r: &Runner) -> String {
 
 /// What the session knows about the failures so far: escalations, the last failure, wasted
 /// work, the agent's last words (redacted) and where the logs are.
+/// How much of the agent's last output a diagnostic quotes.
+const EXCERPT_CHARS: usize = 500;
+
+/// The end of `text`, at most `max` characters, starting at a line boundary so that no
+/// reader has to guess what a cut first line said. Only a last line longer than `max` is
+/// quoted from the middle (there is no boundary to start at).
+fn excerpt_from_line_start(text: &str, max: usize) -> &str {
+    let Some((cut, _)) = text.char_indices().rev().nth(max.saturating_sub(1)) else {
+        return text;
+    };
+    if cut == 0 || text[..cut].ends_with('\n') {
+        return &text[cut..];
+    }
+    match text[cut..].find('\n') {
+        Some(nl) if cut + nl + 1 < text.len() => &text[cut + nl + 1..],
+        _ => &text[cut..],
+    }
+}
+
 fn evidence(r: &Runner, output_tail: &str, logs: &str) -> String {
     let issues: Vec<String> = r.escalated.iter().map(|n| format!("#{n}")).collect();
     let mut out = format!(
@@ -137,10 +156,9 @@ fn evidence(r: &Runner, output_tail: &str, logs: &str) -> String {
     out.push('\n');
     out.push_str(&wasted_work(r));
     let tail = redact(output_tail);
-    let start = tail.char_indices().rev().nth(499).map_or(0, |(i, _)| i);
     out.push_str(&format!(
         "\nlast agent output (secrets redacted):\n{}",
-        &tail[start..]
+        excerpt_from_line_start(&tail, EXCERPT_CHARS)
     ));
     out.push_str(&format!("\nlogs: {logs}"));
     out
@@ -211,6 +229,25 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
 mod tests {
     use super::*;
     use crate::failure::Signature;
+
+    #[test]
+    fn the_output_excerpt_starts_at_a_line_boundary() {
+        let text = format!("{}\nsecond line\nthird line\n", "x".repeat(600));
+        assert_eq!(
+            excerpt_from_line_start(&text, 500),
+            "second line\nthird line\n"
+        );
+        assert_eq!(excerpt_from_line_start("short\ntext", 500), "short\ntext");
+        // The cut falls exactly after a newline: nothing is dropped.
+        let exact = format!("{}\n{}", "a".repeat(10), "b".repeat(20));
+        assert_eq!(excerpt_from_line_start(&exact, 20), "b".repeat(20));
+        // One long last line: its end, as much as fits.
+        let long = "y".repeat(900);
+        assert_eq!(excerpt_from_line_start(&long, 500).len(), 500);
+        // Multi-byte characters are never split.
+        let wide = format!("{}\nünï\n", "é".repeat(700));
+        assert_eq!(excerpt_from_line_start(&wide, 500), "ünï\n");
+    }
     use crate::machine::{LastFailure, Limits, Mode};
     use crate::step::Step;
 
