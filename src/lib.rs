@@ -1,6 +1,9 @@
 //! sdlc-runner: a sans-IO state machine that drives an AI coding agent through the software
 //! lifecycle, and the tokio shell that performs its effects. See ARCHITECTURE.md.
 
+// The pure core is its own crate (crates/sdlc-machine); its modules keep their paths here.
+pub use sdlc_machine::{failure, machine, step};
+
 #[macro_use]
 mod console;
 pub mod agent;
@@ -14,13 +17,11 @@ pub mod decision_file;
 pub mod diagram;
 pub mod driver;
 pub mod failpoint;
-pub mod failure;
 pub mod fake_agent;
 pub mod files;
 pub mod forge;
 pub mod journal;
 pub mod logs;
-pub mod machine;
 pub mod network;
 pub mod notify;
 pub mod probe;
@@ -29,6 +30,5 @@ pub mod redact;
 pub mod repo;
 pub mod runner_dir;
 pub mod safe_fs;
-pub mod step;
 pub mod stream;
 pub mod tracker;

@@ -2,9 +2,9 @@
 //! the tokio driver answers it from git and the agent. Shared by the property tests.
 #![allow(dead_code)]
 
-use sdlc_runner::failure::{FailureClass, Signature};
-use sdlc_runner::machine::{Core, Effect, Event, Usage};
-use sdlc_runner::step::{Check, Step};
+use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::machine::{Core, Effect, Event, Usage};
+use sdlc_machine::step::{Check, Step};
 
 /// A response to a request effect.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -121,7 +121,7 @@ pub fn drive(
                 },
                 Reply::AlreadyDone => Event::AlreadyDone { step },
                 Reply::Shutdown => Event::ShutdownRequested {
-                    signal: sdlc_runner::machine::Signal::Term,
+                    signal: sdlc_machine::machine::Signal::Term,
                 },
                 Reply::Crash => Event::Start,
                 _ => Event::PreconditionsOk { step },
@@ -137,7 +137,7 @@ pub fn drive(
                         wait_hint_secs: Some(60),
                     },
                     Reply::Shutdown => Event::ShutdownRequested {
-                        signal: sdlc_runner::machine::Signal::Term,
+                        signal: sdlc_machine::machine::Signal::Term,
                     },
                     Reply::Crash => Event::Start,
                     _ => Event::StepSucceeded {

@@ -16,9 +16,9 @@ mod common;
 use common::{drive, Reply, Trace};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use sdlc_runner::failure::{Disposition, FailureClass, Signature};
-use sdlc_runner::machine::{bounds, Core, Effect, Event, HaltReason, Limits, Mode, Notice, Usage};
-use sdlc_runner::step::Step;
+use sdlc_machine::failure::{Disposition, FailureClass, Signature};
+use sdlc_machine::machine::{bounds, Core, Effect, Event, HaltReason, Limits, Mode, Notice, Usage};
+use sdlc_machine::step::Step;
 use std::collections::{BTreeSet, VecDeque};
 
 fn limits() -> impl Strategy<Value = Limits> {

@@ -9,9 +9,9 @@
 mod common;
 
 use common::{first_check, request};
-use sdlc_runner::failure::{FailureClass, Signature};
-use sdlc_runner::machine::{bounds, Core, Effect, Event, Limits, Mode, Runner, State, Usage};
-use sdlc_runner::step::Step;
+use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::machine::{bounds, Core, Effect, Event, Limits, Mode, Runner, State, Usage};
+use sdlc_machine::step::Step;
 use std::collections::HashMap;
 
 #[derive(Clone, Copy, PartialEq)]
