@@ -1,0 +1,234 @@
+//! The config file of docs/interfaces.md and docs/counters-and-bounds.md: its typed form with every default filled in, the
+//! validation that turns a JSON file into it (every error names the file and the key path,
+//! and all of them are reported at once), and its JSON Schema.
+//!
+//! The format is a superset of the old Node runner's `sdlc-config.json`: every key it read is
+//! accepted with the same meaning, and keys that start with `_` are comments in every object
+//! whose keys the schema defines. Validation walks a `serde_json::Value` by hand rather than
+//! deserializing with serde, because serde stops at the first error and cannot name the path.
+//!
+//! Deliberate departures from the old runner, all of which used to fail silently: values it
+//! coerced (`"5"`, `0` retries, a non-numeric `maxLogDiskUsageMB`) and duplicate keys are errors;
+//! `pluginsPath` is needed only when a step names a skill; a haiku step that merely inherits the
+//! global effort drops it (as the old runner did at run time) instead of failing validation.
+
+use crate::machine::Limits;
+use crate::step::Step;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+mod defaults;
+mod error;
+mod messages;
+mod schema;
+#[cfg(test)]
+mod tests;
+mod types;
+mod validate;
+
+pub use defaults::*;
+pub use error::*;
+use messages::*;
+pub use schema::{schema, schema_json};
+pub use types::*;
+use validate::*;
+
+// ---------------------------------------------------------------------------------------------
+// Loading
+
+impl Config {
+    /// Reads and validates the file at `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Config::from_bytes(&bytes, path)
+    }
+
+    /// Like [`Config::from_str`], for the raw bytes of a file: a UTF-8 byte order mark is
+    /// skipped, and bytes that are not UTF-8 are reported by position, never echoed.
+    pub fn from_bytes(bytes: &[u8], path: &Path) -> Result<Config, ConfigError> {
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Config::from_str(text, path),
+            Err(e) => {
+                let offset = e.valid_up_to();
+                let valid = String::from_utf8_lossy(&bytes[..offset]);
+                let line_start = valid.rfind('\n').map_or(0, |i| i + 1);
+                Err(ConfigError::Encoding {
+                    file: path.display().to_string(),
+                    line: valid.matches('\n').count() + 1,
+                    column: valid[line_start..].chars().count() + 1,
+                    offset,
+                    byte: bytes.get(offset).copied().unwrap_or(0),
+                })
+            }
+        }
+    }
+
+    /// Validates `text` as if it were the file `path`: errors name `path` as given, and
+    /// relative paths inside resolve against `path`'s directory.
+    #[allow(clippy::should_implement_trait)] // needs the file path, so `FromStr` does not fit
+    pub fn from_str(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let file_label = path.display().to_string();
+        // Editors on Windows save a byte order mark; JSON parsers reject it as a character.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let root: Value = serde_json::from_str(text).map_err(|e| syntax_error(&file_label, &e))?;
+        let file = absolute(path);
+        let base = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        let mut w = Walker::default();
+        for path in duplicate_keys(text) {
+            w.err(
+                path,
+                "duplicate key: JSON keeps only the last one; merge them into one",
+            );
+        }
+        let config = w.config(&root, &file, &base);
+        match config {
+            Some(c) if w.errors.is_empty() => Ok(c),
+            _ => Err(ConfigError::Invalid {
+                file: file_label,
+                errors: w.errors,
+            }),
+        }
+    }
+
+    pub fn step(&self, step: Step) -> &StepConfig {
+        &self.steps[step.index()]
+    }
+    pub fn model(&self, step: Step) -> &str {
+        &self.step(step).model
+    }
+    /// `None` for a Haiku model.
+    pub fn effort(&self, step: Step) -> Option<Effort> {
+        self.step(step).effort
+    }
+    pub fn max_turns(&self, step: Step) -> u32 {
+        self.step(step).max_turns
+    }
+    pub fn timeout(&self, step: Step) -> Duration {
+        self.step(step).timeout
+    }
+    pub fn idle_timeout(&self, step: Step) -> Duration {
+        self.step(step).idle_timeout
+    }
+    pub fn skill(&self, step: Step) -> Option<&str> {
+        self.step(step).skill.as_deref()
+    }
+    pub fn prompt(&self, step: Step) -> Option<&str> {
+        self.step(step).prompt.as_deref()
+    }
+    /// Whether the runner does `step` itself, without an agent.
+    pub fn builtin(&self, step: Step) -> bool {
+        self.step(step).run == StepRun::Builtin
+    }
+
+    pub fn enabled(&self, step: Step) -> bool {
+        self.step(step).enabled
+    }
+
+    /// The SKILL.md of a step's skill, where the old runner looked for it.
+    pub fn skill_file(&self, step: Step) -> Option<PathBuf> {
+        let skill = self.skill(step)?;
+        let plugins = self.plugins_path.as_ref()?;
+        Some(
+            plugins
+                .join("plugins")
+                .join("nmg-sdlc")
+                .join("skills")
+                .join(skill)
+                .join("SKILL.md"),
+        )
+    }
+
+    /// Problems that depend on the machine rather than on the file (missing project
+    /// directory, skill files, local tracker directory). `run` treats them as errors;
+    /// `config check` reports them as warnings so a config can be checked anywhere.
+    pub fn environment_problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !self.project_path.is_dir() {
+            problems.push(format!(
+                "projectPath: {} is not a directory",
+                self.project_path.display()
+            ));
+        }
+        for step in Step::ALL {
+            if let Some(file) = self.skill_file(step) {
+                if self.enabled(step) && !file.is_file() {
+                    problems.push(format!(
+                        "steps.{}.skill: skill file {} does not exist",
+                        step.key(),
+                        file.display()
+                    ));
+                }
+            }
+        }
+        if which::which(&self.agent.command).is_err() {
+            problems.push(format!(
+                "agent.command: \"{}\" is not found on PATH (install the agent CLI or set agent.command)",
+                self.agent.command
+            ));
+        }
+        if let Some(dir) = &self.tracker.dir {
+            if !dir.is_dir() {
+                problems.push(format!("tracker.dir: {} is not a directory", dir.display()));
+            }
+        }
+        problems
+    }
+
+    /// The counters' limits for the machine, in the machine's exact units.
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_retries_per_step: self.max_retries_per_step,
+            max_bounce_retries: self.max_bounce_retries,
+            max_consecutive_escalations: self.max_consecutive_escalations,
+            max_consecutive_same_failure: self.max_consecutive_same_failure,
+            max_consecutive_failures: self.max_consecutive_failures,
+            max_rate_limit_waits: self.max_rate_limit_waits,
+            backoff_initial_secs: self.backoff.initial_seconds,
+            backoff_max_secs: self.backoff.max_seconds,
+            max_quota_wait_secs: self.max_quota_wait.as_secs(),
+            max_repair_iterations: self.max_repair_iterations,
+            simplify_enabled: self.enabled(Step::Simplify),
+            per_issue_budget_micros: self.budget.per_issue_usd.map(usd_to_micros),
+            per_session_budget_micros: self.budget.per_session_usd.map(usd_to_micros),
+            per_issue_budget_ms: self.budget.per_issue_minutes.map(minutes_to_ms),
+            manual_approval: self.approval == Approval::Manual,
+        }
+    }
+}
+
+// Float-to-int `as` casts saturate, and validation has already rejected NaN and negatives.
+fn usd_to_micros(usd: f64) -> u64 {
+    (usd * 1_000_000.0).round() as u64
+}
+
+fn minutes_to_ms(min: f64) -> u64 {
+    (min * 60_000.0).round() as u64
+}
+
+fn minutes(min: f64) -> Duration {
+    Duration::try_from_secs_f64(min * 60.0).unwrap_or(Duration::MAX)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+fn syntax_error(file: &str, e: &serde_json::Error) -> ConfigError {
+    let full = e.to_string();
+    let suffix = format!(" at line {} column {}", e.line(), e.column());
+    let message = full.strip_suffix(&suffix).unwrap_or(&full).to_string();
+    ConfigError::Syntax {
+        file: file.to_string(),
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}

@@ -1,0 +1,517 @@
+use super::*;
+
+const FILE: &str = "/work/cfg/sdlc-config.json";
+
+fn load(text: &str) -> Config {
+    match Config::from_str(text, Path::new(FILE)) {
+        Ok(c) => c,
+        Err(e) => panic!("expected a valid config, got:\n{e}"),
+    }
+}
+
+/// The error lines without the file prefix.
+fn errors(text: &str) -> Vec<String> {
+    match Config::from_str(text, Path::new("sdlc-config.json")) {
+        Ok(_) => panic!("expected errors for {text}"),
+        Err(e) => e
+            .lines()
+            .into_iter()
+            .map(|l| {
+                l.strip_prefix("sdlc-config.json: ")
+                    .map(str::to_string)
+                    .unwrap_or(l)
+            })
+            .collect(),
+    }
+}
+
+fn with_project(rest: &str) -> String {
+    format!(r#"{{"projectPath": "p", {rest}}}"#)
+}
+
+#[test]
+fn minimal_config_has_every_default() {
+    let c = load(r#"{"projectPath": "proj"}"#);
+    assert_eq!(c.file, PathBuf::from(FILE));
+    assert_eq!(c.project_path, PathBuf::from("/work/cfg/proj"));
+    assert_eq!(c.plugins_path, None);
+    assert_eq!(c.model, "sonnet");
+    assert_eq!(c.effort, Effort::Medium);
+    assert_eq!(
+        c.log_dir,
+        crate::logs::default_dir(Path::new("/work/cfg/proj"))
+    );
+    assert_eq!(c.max_log_disk_usage_bytes, 500 * 1024 * 1024);
+    assert!(c.cleanup.process_patterns.is_empty());
+    for step in Step::ALL {
+        assert_eq!(c.model(step), "sonnet");
+        assert_eq!(c.effort(step), Some(Effort::Medium));
+        assert_eq!(c.max_turns(step), 20);
+        assert_eq!(c.timeout(step), Duration::from_secs(600));
+        assert_eq!(c.idle_timeout(step), Duration::from_secs(600));
+        assert_eq!(c.skill(step), None);
+        assert_eq!(c.prompt(step), None);
+        assert!(c.enabled(step));
+    }
+    assert_eq!(c.idle_timeout, Duration::from_secs(600));
+    assert_eq!(c.decision_timeout, Duration::from_secs(3600));
+    assert_eq!(c.approval, Approval::Auto);
+    assert_eq!(c.budget, Budget::default());
+    assert_eq!(c.discord_channel_id, None);
+    assert_eq!(c.agent.command, "claude");
+    assert!(c.agent.args.is_empty() && c.agent.env.is_empty());
+    assert_eq!(c.agent.max_api_retries, 2);
+    assert_eq!(c.notify, NotifyConfig::default());
+    assert_eq!(c.tracker.kind, TrackerKind::Github);
+    assert_eq!(c.tracker.dir, None);
+    assert_eq!(c.tracker.label, "automatable");
+    assert_eq!(c.tracker.escalated_label, "sdlc-escalated");
+    assert!(!c.require_checks);
+    assert_eq!(c.forge, Forge::Github);
+    // The machine's own defaults and the config's defaults are the same numbers.
+    assert_eq!(c.limits(), Limits::default());
+}
+
+#[test]
+fn relative_paths_resolve_against_the_config_directory() {
+    let c = load(
+        r#"{"projectPath": "../repo", "pluginsPath": "plugins", "logDir": "logs",
+            "tracker": {"kind": "local", "dir": "./issues"}}"#,
+    );
+    assert_eq!(c.project_path, PathBuf::from("/work/cfg/../repo"));
+    assert_eq!(c.plugins_path, Some(PathBuf::from("/work/cfg/plugins")));
+    assert_eq!(c.log_dir, PathBuf::from("/work/cfg/logs"));
+    assert_eq!(c.tracker.dir, Some(PathBuf::from("/work/cfg/./issues")));
+    let abs = load(r#"{"projectPath": "/srv/repo", "logDir": ""}"#);
+    assert_eq!(abs.project_path, PathBuf::from("/srv/repo"));
+    // An empty logDir means the default, as in the old runner.
+    assert_eq!(
+        abs.log_dir,
+        crate::logs::default_dir(Path::new("/srv/repo"))
+    );
+}
+
+#[test]
+fn local_tracker_makes_the_forge_local_unless_set() {
+    let c = load(&with_project(r#""tracker": {"kind": "local", "dir": "i"}"#));
+    assert_eq!(c.forge, Forge::Local);
+    let c = load(&with_project(
+        r#""tracker": {"kind": "local", "dir": "i"}, "forge": "github""#,
+    ));
+    assert_eq!(c.forge, Forge::Github);
+}
+
+#[test]
+fn limits_convert_to_exact_units() {
+    let c = load(&with_project(
+        r#""maxRetriesPerStep": 5, "maxBounceRetries": 0, "maxConsecutiveEscalations": 4,
+           "maxConsecutiveSameFailure": 0, "maxRateLimitWaits": 7,
+           "maxConsecutiveFailures": {"implement": 2, "verify": 0},
+           "backoff": {"initialSeconds": 10, "maxSeconds": 80},
+           "maxQuotaWaitMinutes": 90.5, "maxRepairIterations": 1, "approval": "manual",
+           "budget": {"perIssueUsd": 12.345678, "perSessionUsd": 100, "perIssueMinutes": 1.5},
+           "steps": {"simplify": {"enabled": false}}"#,
+    ));
+    let mut failures = [0; Step::COUNT];
+    failures[Step::Implement.index()] = 2;
+    let l = c.limits();
+    assert_eq!(
+        l,
+        Limits {
+            max_retries_per_step: 5,
+            max_bounce_retries: 0,
+            max_consecutive_escalations: 4,
+            max_consecutive_same_failure: 0,
+            max_consecutive_failures: failures,
+            max_rate_limit_waits: 7,
+            backoff_initial_secs: 10,
+            backoff_max_secs: 80,
+            max_quota_wait_secs: 5430,
+            max_repair_iterations: 1,
+            simplify_enabled: false,
+            per_issue_budget_micros: Some(12_345_678),
+            per_session_budget_micros: Some(100_000_000),
+            per_issue_budget_ms: Some(90_000),
+            manual_approval: true,
+        }
+    );
+    assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));
+}
+
+#[test]
+fn consecutive_failures_merge_over_the_verify_default() {
+    let c = load(&with_project(r#""maxConsecutiveFailures": {"merge": 4}"#));
+    let l = c.limits();
+    assert_eq!(l.max_consecutive_failures[Step::Verify.index()], 3);
+    assert_eq!(l.max_consecutive_failures[Step::Merge.index()], 4);
+}
+
+#[test]
+fn step_settings_fall_back_to_global_and_haiku_drops_effort() {
+    let c = load(&with_project(
+        r#""model": "opus", "effort": "high", "idleTimeoutMin": 2,
+           "steps": {"startCycle": {"model": "claude-haiku-4-5"},
+                     "verify": {"effort": "xhigh", "maxTurns": 99, "timeoutMin": 0.5,
+                                "idleTimeoutMin": 1, "prompt": "check it", "skill": "verify-code"}},
+           "pluginsPath": "/plugins""#,
+    ));
+    assert_eq!(c.model(Step::StartCycle), "claude-haiku-4-5");
+    assert_eq!(c.effort(Step::StartCycle), None);
+    assert_eq!(c.model(Step::Implement), "opus");
+    assert_eq!(c.effort(Step::Implement), Some(Effort::High));
+    assert_eq!(c.idle_timeout(Step::Implement), Duration::from_secs(120));
+    assert_eq!(c.effort(Step::Verify), Some(Effort::Xhigh));
+    assert_eq!(c.max_turns(Step::Verify), 99);
+    assert_eq!(c.timeout(Step::Verify), Duration::from_secs(30));
+    assert_eq!(c.idle_timeout(Step::Verify), Duration::from_secs(60));
+    assert_eq!(c.prompt(Step::Verify), Some("check it"));
+    assert_eq!(c.skill(Step::Verify), Some("verify-code"));
+    assert_eq!(
+        c.skill_file(Step::Verify),
+        Some(PathBuf::from(
+            "/plugins/plugins/nmg-sdlc/skills/verify-code/SKILL.md"
+        ))
+    );
+    assert_eq!(c.skill_file(Step::Implement), None);
+}
+
+#[test]
+fn comment_keys_are_allowed_in_every_schema_object() {
+    let c = load(
+        r#"{"_top": 1, "projectPath": "p", "steps": {"_n": "x", "verify": {"_why": [1]}},
+            "cleanup": {"_c": null}, "backoff": {"_c": 1}, "budget": {"_c": 1},
+            "agent": {"_c": 1, "env": {"_KEEP": "1"}}, "notify": {"_c": 1},
+            "tracker": {"_c": 1}, "maxConsecutiveFailures": {"_c": "x"}}"#,
+    );
+    // In agent.env the keys are variable names, so `_KEEP` is a variable, not a comment.
+    assert_eq!(c.agent.env.get("_KEEP").map(String::as_str), Some("1"));
+}
+
+#[test]
+fn unknown_keys_name_the_path_and_suggest_the_closest() {
+    assert_eq!(
+        errors(&with_project(r#""maxRetries": 3"#)),
+        ["maxRetries: unknown key; did you mean \"maxRetriesPerStep\"?"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""Model": "opus""#)),
+        ["Model: unknown key; did you mean \"model\"?"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""steps": {"verify": {"maxturns": 3}}"#)),
+        ["steps.verify.maxturns: unknown key; did you mean \"maxTurns\"?"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""backoff": {"jitter": 1}"#)),
+        ["backoff.jitter: unknown key; expected one of initialSeconds, maxSeconds (keys starting with \"_\" are comments)"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""frobnicate": true"#)),
+        ["frobnicate: unknown key (keys starting with \"_\" are comments; `sdlc-runner config schema` lists every key)"]
+    );
+    // The old runner let `number`/`key` in a step override the step's identity.
+    assert_eq!(
+        errors(&with_project(r#""steps": {"merge": {"number": 1}}"#)),
+        ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run (keys starting with \"_\" are comments)"]
+    );
+}
+
+#[test]
+fn unknown_step_keys_are_named() {
+    assert_eq!(
+        errors(&with_project(r#""steps": {"verfy": {}}"#)),
+        ["steps.verfy: unknown step; did you mean \"verify\"?"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""steps": {"draftIssue": {}}"#)),
+        ["steps.draftIssue: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge"]
+    );
+    assert_eq!(
+        errors(&with_project(
+            r#""maxConsecutiveFailures": {"createPr": 1}"#
+        )),
+        ["maxConsecutiveFailures.createPr: unknown step; did you mean \"createPR\"?"]
+    );
+}
+
+#[test]
+fn haiku_with_effort_is_an_error() {
+    assert_eq!(
+        errors(&with_project(r#""steps": {"merge": {"model": "haiku", "effort": "low"}}"#)),
+        ["steps.merge.effort: model \"haiku\" does not support effort: remove effort from this step"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""model": "haiku", "effort": "low""#)),
+        ["effort: model \"haiku\" does not support effort: remove effort, or set it per step on non-haiku steps"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""model": "haiku", "steps": {"verify": {"effort": "high"}}"#)),
+        ["steps.verify.effort: model \"haiku\" (the global model) does not support effort: remove effort from this step or set steps.verify.model"]
+    );
+    // A step that sets its own non-haiku model may have an effort under a haiku global model.
+    load(&with_project(
+        r#""model": "haiku", "steps": {"verify": {"model": "opus", "effort": "high"}}"#,
+    ));
+}
+
+#[test]
+fn bad_enum_values_list_the_choices() {
+    assert_eq!(
+        errors(&with_project(r#""steps": {"verify": {"effort": "max"}}"#)),
+        ["steps.verify.effort: \"max\" is not one of low|medium|high|xhigh"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""approval": "ask""#)),
+        ["approval: \"ask\" is not one of auto|manual"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""tracker": {"kind": "jira"}"#)),
+        ["tracker.kind: \"jira\" is not one of github|local"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""forge": "gitlab""#)),
+        ["forge: \"gitlab\" is not one of github|local"]
+    );
+}
+
+#[test]
+fn wrong_types_name_the_expected_type() {
+    assert_eq!(
+        errors(&with_project(r#""maxRetriesPerStep": "3""#)),
+        ["maxRetriesPerStep: expected an integer ≥ 1, found string \"3\" (write 3 without quotes)"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""maxRetriesPerStep": 0"#)),
+        ["maxRetriesPerStep: expected an integer ≥ 1, found number 0"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""maxBounceRetries": 2.5"#)),
+        ["maxBounceRetries: expected an integer ≥ 0, found number 2.5"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""maxConsecutiveSameFailure": 1"#)),
+        ["maxConsecutiveSameFailure: expected 0 (off) or an integer ≥ 2, found number 1"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""steps": {"verify": null}"#)),
+        ["steps.verify: expected an object, found null"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""steps": {"verify": {"timeoutMin": -1}}"#)),
+        ["steps.verify.timeoutMin: expected a number > 0, found number -1"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""requireChecks": "yes""#)),
+        ["requireChecks: expected true or false, found string \"yes\""]
+    );
+    assert_eq!(
+        errors(&with_project(r#""model": "  ""#)),
+        ["model: expected a non-empty string, found string \"  \""]
+    );
+    assert_eq!(
+        errors(&with_project(
+            r#""cleanup": {"processPatterns": ["chrome", 3, ""]}"#
+        )),
+        [
+            "cleanup.processPatterns[1]: expected a string, found number 3",
+            "cleanup.processPatterns[2]: an empty pattern would match every process; remove it"
+        ]
+    );
+    assert_eq!(
+        errors(&with_project(r#""agent": {"env": {"A": 1}, "args": "x"}"#)),
+        [
+            "agent.args: expected an array of strings, found string \"x\"",
+            "agent.env.A: expected a string, found number 1"
+        ]
+    );
+    assert_eq!(
+        errors(&with_project(r#""discordChannelId": 123"#)),
+        ["discordChannelId: expected a string (write the id in quotes: large numbers lose digits in JSON), found number 123"]
+    );
+    assert_eq!(
+        errors("[1]"),
+        ["expected a JSON object at the top level, found an array"]
+    );
+}
+
+#[test]
+fn cross_field_rules() {
+    assert_eq!(
+        errors("{}"),
+        ["projectPath: required: the path of the git repository to work on"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""steps": {"verify": {"enabled": false}}"#)),
+        ["steps.verify.enabled: verify cannot be disabled (only simplify can)"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""steps": {"verify": {"skill": "verify-code"}}"#)),
+        ["pluginsPath: required because steps verify name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)"]
+    );
+    assert_eq!(
+        errors(&with_project(
+            r#""backoff": {"initialSeconds": 120, "maxSeconds": 60}"#
+        )),
+        ["backoff.maxSeconds: 60 is less than backoff.initialSeconds (120)"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""tracker": {"kind": "local"}"#)),
+        ["tracker.dir: required when tracker.kind is \"local\": the directory holding one file per issue"]
+    );
+    assert_eq!(
+        errors(&with_project(r#""tracker": {"dir": "issues"}"#)),
+        ["tracker.dir: only used by the local tracker: set tracker.kind to \"local\" or remove tracker.dir"]
+    );
+    assert_eq!(
+        errors(&with_project(
+            r#""notify": {"webhookUrl": "hooks.example.com", "command": []}"#
+        )),
+        [
+            "notify.webhookUrl: \"hooks.example.com\" is not an http:// or https:// URL",
+            "notify.command: expected a non-empty array of strings, found an empty array"
+        ]
+    );
+}
+
+#[test]
+fn every_error_is_reported_not_just_the_first() {
+    let errs = errors(
+        r#"{"maxRetries": 1, "effort": "max", "steps": {"verify": {"maxTurns": 0}},
+            "budget": {"perIssueUsd": 0}, "agent": {"command": ""}}"#,
+    );
+    assert_eq!(
+        errs,
+        [
+            "maxRetries: unknown key; did you mean \"maxRetriesPerStep\"?",
+            "projectPath: required: the path of the git repository to work on",
+            "effort: \"max\" is not one of low|medium|high|xhigh",
+            "steps.verify.maxTurns: expected an integer ≥ 1, found number 0",
+            "budget.perIssueUsd: expected a number > 0, found number 0",
+            "agent.command: expected a non-empty string, found string \"\"",
+        ]
+    );
+}
+
+#[test]
+fn duplicate_keys_are_errors_except_comments() {
+    assert_eq!(
+        errors(
+            r#"{"projectPath": "p", "_c": 1, "_c": 2,
+                "steps": {"verify": {"maxTurns": 5}, "verify": {"model": "opus"}},
+                "steps": {}}"#
+        ),
+        [
+            "steps.verify: duplicate key: JSON keeps only the last one; merge them into one",
+            "steps: duplicate key: JSON keeps only the last one; merge them into one",
+        ]
+    );
+}
+
+#[test]
+fn json_syntax_errors_give_line_and_column() {
+    let e = Config::from_str("{\n  \"projectPath\": \"p\",\n}\n", Path::new("c.json"))
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        e.as_deref(),
+        Some("c.json:3:1: invalid JSON: trailing comma")
+    );
+    let e = Config::from_str("", Path::new("c.json"))
+        .err()
+        .map(|e| e.to_string());
+    assert_eq!(
+        e.as_deref(),
+        Some("c.json:1:0: invalid JSON: EOF while parsing a value")
+    );
+}
+
+#[test]
+fn missing_file_names_the_path() {
+    let e = Config::load(Path::new("/nonexistent/sdlc-config.json"))
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(
+        e.starts_with("/nonexistent/sdlc-config.json: cannot read the config file: "),
+        "{e}"
+    );
+}
+
+#[test]
+fn shipped_example_and_old_example_validate() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let example = Config::load(&root.join("examples/sdlc-config.json"));
+    let example = match example {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(example.max_turns(Step::Implement), 150);
+    assert_eq!(example.budget.per_session_usd, Some(200.0));
+    let old = match Config::load(&root.join("tests/fixtures/old-sdlc-config.example.json")) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let turns: Vec<u32> = Step::ALL.iter().map(|&s| old.max_turns(s)).collect();
+    assert_eq!(turns, [10, 25, 60, 150, 60, 100, 15, 45, 60, 10]);
+    let timeouts: Vec<u64> = Step::ALL
+        .iter()
+        .map(|&s| old.timeout(s).as_secs() / 60)
+        .collect();
+    assert_eq!(timeouts, [5, 5, 15, 30, 15, 20, 5, 5, 20, 5]);
+    assert_eq!(old.effort(Step::Merge), None);
+    assert_eq!(old.effort(Step::WriteSpecs), Some(Effort::Xhigh));
+    assert_eq!(old.cleanup.process_patterns, ["--remote-debugging-port"]);
+}
+
+fn property_names(v: &Value) -> Vec<String> {
+    let mut names: Vec<String> = v["properties"]
+        .as_object()
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+fn sorted(keys: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = keys.iter().map(|s| s.to_string()).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn schema_and_validator_know_the_same_keys() {
+    let s = schema();
+    let defs = &s["definitions"];
+    assert_eq!(property_names(&s), sorted(TOP_KEYS));
+    assert_eq!(property_names(&defs["StepFile"]), sorted(STEP_FIELD_KEYS));
+    assert_eq!(property_names(&defs["StepsFile"]), sorted(&step_keys()));
+    assert_eq!(
+        property_names(&defs["MaxConsecutiveFailures"]),
+        sorted(&step_keys())
+    );
+    assert_eq!(property_names(&defs["CleanupFile"]), sorted(CLEANUP_KEYS));
+    assert_eq!(property_names(&defs["BackoffFile"]), sorted(BACKOFF_KEYS));
+    assert_eq!(property_names(&defs["BudgetFile"]), sorted(BUDGET_KEYS));
+    assert_eq!(property_names(&defs["AgentFile"]), sorted(AGENT_KEYS));
+    assert_eq!(property_names(&defs["NotifyFile"]), sorted(NOTIFY_KEYS));
+    assert_eq!(property_names(&defs["TrackerFile"]), sorted(TRACKER_KEYS));
+    assert_eq!(s["required"], serde_json::json!(["projectPath"]));
+    assert_eq!(s["properties"]["maxRetriesPerStep"]["default"], 3);
+    assert_eq!(
+        s["properties"]["maxConsecutiveFailures"]["default"],
+        serde_json::json!({"verify": 3})
+    );
+    assert_eq!(s["patternProperties"]["^_"]["description"], "comment");
+    assert_eq!(
+        defs["Effort"]["enum"],
+        serde_json::json!(["low", "medium", "high", "xhigh"])
+    );
+}
+
+#[test]
+fn suggestions_are_only_made_when_obvious() {
+    assert_eq!(suggest("maxTurn", STEP_FIELD_KEYS), Some("maxTurns"));
+    assert_eq!(suggest("timeout", STEP_FIELD_KEYS), Some("timeoutMin"));
+    assert_eq!(suggest("xyz", STEP_FIELD_KEYS), None);
+    assert_eq!(suggest("monitorci", &step_keys()), Some("monitorCI"));
+}

@@ -1,0 +1,206 @@
+//! The typed config: every value validated and every default filled in.
+
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Enumerations
+
+/// Reasoning effort passed to the agent as `CLAUDE_CODE_EFFORT_LEVEL`. `max` is deliberately
+/// absent: the old runner excluded it because it overthinks on coding work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    Low,
+    Medium,
+    High,
+    Xhigh,
+}
+
+impl Effort {
+    pub const ALL: [Effort; 4] = [Effort::Low, Effort::Medium, Effort::High, Effort::Xhigh];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+            Effort::Xhigh => "xhigh",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Effort> {
+        Effort::ALL.into_iter().find(|e| e.as_str() == s)
+    }
+}
+
+impl fmt::Display for Effort {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What happens when a step runs out of retries (docs/counters-and-bounds.md escalation vs. asking a person).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Approval {
+    /// Escalate the cycle without asking anyone.
+    #[default]
+    Auto,
+    /// Write a decision file and wait for `sdlc-runner decide retry|skip|halt`.
+    Manual,
+}
+
+/// Where issues come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum TrackerKind {
+    /// GitHub issues through the `gh` CLI.
+    #[default]
+    Github,
+    /// One file per issue in `tracker.dir`, for offline use and the demo.
+    Local,
+}
+
+/// Where branches, pull requests and CI live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Forge {
+    /// Pushes to `origin`, pull requests and checks through `gh`.
+    #[default]
+    Github,
+    /// No remote forge: "PRs" and merges are local git operations.
+    Local,
+}
+
+/// Whether a model name denotes a Haiku model, which rejects the effort parameter.
+pub fn is_haiku(model: &str) -> bool {
+    model.to_ascii_lowercase().contains("haiku")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The typed config
+
+/// One step's settings with the global fallbacks and defaults already applied.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepConfig {
+    pub model: String,
+    /// `None` when the model is a Haiku model (the effort is dropped, not sent).
+    pub effort: Option<Effort>,
+    pub max_turns: u32,
+    /// Wall-clock limit of one attempt.
+    pub timeout: Duration,
+    /// An attempt that prints nothing for this long is killed (class `IDLE`).
+    pub idle_timeout: Duration,
+    /// Skill name: `<pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md`.
+    pub skill: Option<String>,
+    /// Replaces the built-in prompt of the step.
+    pub prompt: Option<String>,
+    pub enabled: bool,
+    /// Who does the step: the agent, or the runner itself without a model.
+    pub run: StepRun,
+}
+
+/// `steps.<key>.run`. Only the steps in [`crate::builtin::STEPS`] can be builtin.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StepRun {
+    /// A model call, as the older runner did every step (the default, for drop-in configs).
+    #[default]
+    Agent,
+    /// The runner does it with git and the forge: no tokens.
+    Builtin,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cleanup {
+    /// Patterns matched against full command lines of leftover processes after each step.
+    pub process_patterns: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    pub initial_seconds: u32,
+    pub max_seconds: u32,
+}
+
+/// Budgets as written in the file; `None` = off. `Config::limits` converts them to exact units.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Budget {
+    pub per_issue_usd: Option<f64>,
+    pub per_session_usd: Option<f64>,
+    pub per_issue_minutes: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// Program name or path of the agent CLI (looked up on PATH by the driver).
+    pub command: String,
+    /// Extra arguments appended after the runner's own.
+    pub args: Vec<String>,
+    /// Extra environment variables for the agent.
+    pub env: BTreeMap<String, String>,
+    /// `CLAUDE_CODE_MAX_RETRIES`: kept low so the runner's own backoff is in charge.
+    pub max_api_retries: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct NotifyConfig {
+    /// Discord/Slack-compatible webhook.
+    pub webhook_url: Option<String>,
+    /// Program and arguments; the message is appended as the last argument.
+    pub command: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TrackerConfig {
+    pub kind: TrackerKind,
+    /// Issue directory of the local tracker (absolute); `Some` exactly when `kind` is local.
+    pub dir: Option<PathBuf>,
+    pub label: String,
+    pub escalated_label: String,
+}
+
+/// A validated config with every default filled in and every path absolute.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The config file itself (absolute); relative paths inside it were resolved against its directory.
+    pub file: PathBuf,
+    pub project_path: PathBuf,
+    pub plugins_path: Option<PathBuf>,
+    /// Global model, the fallback of `steps.<key>.model`.
+    pub model: String,
+    /// Global effort as written (default `medium`); steps on a Haiku model drop it.
+    pub effort: Effort,
+    /// Resolved log directory: `logDir`, else the per-user, per-project
+    /// [`crate::logs::default_dir`].
+    pub log_dir: PathBuf,
+    pub max_log_disk_usage_bytes: u64,
+    pub cleanup: Cleanup,
+    /// Indexed by `Step::index()`.
+    pub steps: [StepConfig; Step::COUNT],
+    pub max_retries_per_step: u32,
+    pub max_bounce_retries: u32,
+    pub max_consecutive_escalations: u32,
+    /// Indexed by `Step::index()`; 0 = off.
+    pub max_consecutive_failures: [u32; Step::COUNT],
+    pub max_consecutive_same_failure: u32,
+    pub max_rate_limit_waits: u32,
+    /// Waits in a row for a git/gh/tracker call that failed for a transient network reason,
+    /// before the run halts with `ENVIRONMENT FAILURE: NETWORK`.
+    pub max_network_waits: u32,
+    pub backoff: Backoff,
+    pub max_quota_wait: Duration,
+    pub max_repair_iterations: u32,
+    pub approval: Approval,
+    pub decision_timeout: Duration,
+    pub budget: Budget,
+    /// Global idle timeout, the fallback of `steps.<key>.idleTimeoutMin`.
+    pub idle_timeout: Duration,
+    pub discord_channel_id: Option<String>,
+    pub agent: AgentConfig,
+    pub notify: NotifyConfig,
+    pub tracker: TrackerConfig,
+    /// Whether a repository with no CI configured may merge only after checks exist.
+    pub require_checks: bool,
+    pub forge: Forge,
+}

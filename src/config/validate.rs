@@ -1,0 +1,860 @@
+//! The validating walk over the parsed JSON: every problem is collected (not only the
+//! first), with the key path and what would fix it; the duplicate-key scan of the raw text.
+
+use super::*;
+
+pub(super) const TOP_KEYS: &[&str] = &[
+    "projectPath",
+    "pluginsPath",
+    "model",
+    "effort",
+    "logDir",
+    "maxLogDiskUsageMB",
+    "cleanup",
+    "steps",
+    "maxRetriesPerStep",
+    "maxBounceRetries",
+    "maxConsecutiveEscalations",
+    "maxConsecutiveFailures",
+    "maxConsecutiveSameFailure",
+    "maxRateLimitWaits",
+    "maxNetworkWaits",
+    "backoff",
+    "maxQuotaWaitMinutes",
+    "maxRepairIterations",
+    "approval",
+    "decisionTimeoutMinutes",
+    "budget",
+    "idleTimeoutMin",
+    "discordChannelId",
+    "agent",
+    "notify",
+    "tracker",
+    "requireChecks",
+    "forge",
+];
+pub(super) const STEP_FIELD_KEYS: &[&str] = &[
+    "model",
+    "effort",
+    "maxTurns",
+    "timeoutMin",
+    "idleTimeoutMin",
+    "skill",
+    "prompt",
+    "enabled",
+    "run",
+];
+pub(super) const CLEANUP_KEYS: &[&str] = &["processPatterns"];
+pub(super) const BACKOFF_KEYS: &[&str] = &["initialSeconds", "maxSeconds"];
+pub(super) const BUDGET_KEYS: &[&str] = &["perIssueUsd", "perSessionUsd", "perIssueMinutes"];
+pub(super) const AGENT_KEYS: &[&str] = &["command", "args", "env", "maxApiRetries"];
+pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command"];
+pub(super) const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
+
+/// Key paths that occur twice in one object. `serde_json::Value` silently keeps the last,
+/// which would drop, say, a whole first `steps` block. Comment keys may repeat.
+pub(super) fn duplicate_keys(text: &str) -> Vec<String> {
+    use serde::de::{DeserializeSeed, MapAccess, SeqAccess, Visitor};
+    use std::cell::RefCell;
+    use std::collections::HashSet;
+
+    struct Dups<'a> {
+        path: String,
+        found: &'a RefCell<Vec<String>>,
+    }
+    impl<'de> DeserializeSeed<'de> for Dups<'_> {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> Visitor<'de> for Dups<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("any JSON value")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0;
+            while seq
+                .next_element_seed(Dups {
+                    path: format!("{}[{i}]", self.path),
+                    found: self.found,
+                })?
+                .is_some()
+            {
+                i += 1;
+            }
+            Ok(())
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut seen = HashSet::new();
+            while let Some(key) = map.next_key::<String>()? {
+                let path = join(&self.path, &key);
+                if !key.starts_with('_') && !seen.insert(key) {
+                    self.found.borrow_mut().push(path.clone());
+                }
+                map.next_value_seed(Dups {
+                    path,
+                    found: self.found,
+                })?;
+            }
+            Ok(())
+        }
+    }
+
+    let found = RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_str(text);
+    // The text already parsed as a Value, so this walk cannot fail on syntax.
+    let _ = Dups {
+        path: String::new(),
+        found: &found,
+    }
+    .deserialize(&mut de);
+    found.into_inner()
+}
+
+// ---------------------------------------------------------------------------------------------
+// The walker
+
+#[derive(Default)]
+pub(super) struct Walker {
+    pub(super) errors: Vec<KeyError>,
+}
+
+/// An object being read: its key path and, if it really was an object, its members.
+pub(super) struct Obj<'v> {
+    path: String,
+    map: Option<&'v Map<String, Value>>,
+}
+
+impl<'v> Obj<'v> {
+    fn get(&self, key: &str) -> Option<&'v Value> {
+        self.map?.get(key)
+    }
+    fn path(&self, key: &str) -> String {
+        join(&self.path, key)
+    }
+}
+
+pub(super) fn join(path: &str, key: &str) -> String {
+    let key = printable(key);
+    if path.is_empty() {
+        key
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+pub(super) fn step_keys() -> Vec<&'static str> {
+    Step::ALL.iter().map(|s| s.key()).collect()
+}
+
+impl Walker {
+    pub(super) fn err(&mut self, path: String, message: impl Into<String>) {
+        self.errors.push(KeyError {
+            path,
+            message: message.into(),
+        });
+    }
+
+    fn expected(&mut self, path: String, what: &str, found: &Value) {
+        // The old runner accepted numeric strings for some keys: say how to fix such a value.
+        let hint = match found {
+            Value::String(s)
+                if ["an integer", "a number", "0 (off)"]
+                    .iter()
+                    .any(|p| what.starts_with(p)) =>
+            {
+                s.trim()
+                    .parse::<f64>()
+                    .ok()
+                    .map(|_| format!(" (write {} without quotes)", s.trim()))
+                    .unwrap_or_default()
+            }
+            _ => String::new(),
+        };
+        self.err(
+            path,
+            format!("expected {what}, found {}{hint}", describe(found)),
+        );
+    }
+
+    /// Reads `v` as an object whose keys must be in `known` (or start with `_`).
+    fn object<'v>(&mut self, path: String, v: Option<&'v Value>, known: &[&str]) -> Obj<'v> {
+        self.object_of(path, v, known, "key")
+    }
+
+    /// Like `object`; `noun` names what the keys are ("key", or "step" under `steps`).
+    fn object_of<'v>(
+        &mut self,
+        path: String,
+        v: Option<&'v Value>,
+        known: &[&str],
+        noun: &str,
+    ) -> Obj<'v> {
+        let map = match v {
+            None => None,
+            Some(Value::Object(map)) => {
+                for key in map.keys() {
+                    if !key.starts_with('_') && !known.contains(&key.as_str()) {
+                        let message = unknown_message(key, known, noun);
+                        self.err(join(&path, key), message);
+                    }
+                }
+                Some(map)
+            }
+            Some(other) => {
+                self.expected(path.clone(), "an object", other);
+                None
+            }
+        };
+        Obj { path, map }
+    }
+
+    /// An integer in `min..=max`.
+    fn uint(&mut self, o: &Obj, key: &str, min: u32, max: u32) -> Option<u32> {
+        let v = o.get(key)?;
+        match v
+            .as_f64()
+            .filter(|n| n.is_finite() && n.fract() == 0.0 && *n >= f64::from(min))
+        {
+            Some(n) if n > f64::from(max) => {
+                self.above_maximum(o.path(key), n, f64::from(max));
+                None
+            }
+            Some(n) => Some(n as u32),
+            None => {
+                self.expected(o.path(key), &format!("an integer ≥ {min}"), v);
+                None
+            }
+        }
+    }
+
+    /// A finite number > 0 and ≤ `max`.
+    fn positive(&mut self, o: &Obj, key: &str, max: f64) -> Option<f64> {
+        let v = o.get(key)?;
+        match v.as_f64().filter(|n| n.is_finite() && *n > 0.0) {
+            Some(n) if n > max => {
+                self.above_maximum(o.path(key), n, max);
+                None
+            }
+            Some(n) => Some(n),
+            None => {
+                self.expected(o.path(key), "a number > 0", v);
+                None
+            }
+        }
+    }
+
+    fn above_maximum(&mut self, path: String, n: f64, max: f64) {
+        self.err(
+            path,
+            format!("{} is above the maximum {}", number(n), number(max)),
+        );
+    }
+
+    fn boolean(&mut self, o: &Obj, key: &str) -> Option<bool> {
+        let v = o.get(key)?;
+        match v {
+            Value::Bool(b) => Some(*b),
+            other => {
+                self.expected(o.path(key), "true or false", other);
+                None
+            }
+        }
+    }
+
+    /// A string with something in it besides whitespace.
+    fn text(&mut self, o: &Obj, key: &str) -> Option<String> {
+        let v = o.get(key)?;
+        self.text_value(o.path(key), v)
+    }
+
+    fn text_value(&mut self, path: String, v: &Value) -> Option<String> {
+        match v {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            other => {
+                self.expected(path, "a non-empty string", other);
+                None
+            }
+        }
+    }
+
+    /// One of `allowed`, returned as its index.
+    fn choice(&mut self, o: &Obj, key: &str, allowed: &[&str]) -> Option<usize> {
+        let v = o.get(key)?;
+        let list = allowed.join("|");
+        match v {
+            Value::String(s) => match allowed.iter().position(|a| a == s) {
+                Some(i) => Some(i),
+                None => {
+                    self.err(
+                        o.path(key),
+                        format!("{} is not one of {list}", describe_str(s)),
+                    );
+                    None
+                }
+            },
+            other => {
+                self.expected(o.path(key), &format!("one of {list}"), other);
+                None
+            }
+        }
+    }
+
+    fn effort(&mut self, o: &Obj, key: &str) -> Option<Effort> {
+        let names: Vec<&str> = Effort::ALL.iter().map(|e| e.as_str()).collect();
+        self.choice(o, key, &names).map(|i| Effort::ALL[i])
+    }
+
+    /// An array of strings. `blank` is the complaint about a blank item, if blanks are wrong.
+    fn strings(
+        &mut self,
+        o: &Obj,
+        key: &str,
+        non_empty: bool,
+        blank: Option<&str>,
+    ) -> Option<Vec<String>> {
+        let v = o.get(key)?;
+        let path = o.path(key);
+        let Value::Array(items) = v else {
+            self.expected(path, "an array of strings", v);
+            return None;
+        };
+        if non_empty && items.is_empty() {
+            self.err(
+                path,
+                "expected a non-empty array of strings, found an empty array",
+            );
+            return None;
+        }
+        let mut out = Vec::with_capacity(items.len());
+        let mut ok = true;
+        for (i, item) in items.iter().enumerate() {
+            match item {
+                Value::String(s) => match blank.filter(|_| s.trim().is_empty()) {
+                    Some(complaint) => {
+                        self.err(format!("{path}[{i}]"), complaint);
+                        ok = false;
+                    }
+                    None => out.push(s.clone()),
+                },
+                other => {
+                    self.expected(format!("{path}[{i}]"), "a string", other);
+                    ok = false;
+                }
+            }
+        }
+        ok.then_some(out)
+    }
+
+    /// A path; relative paths resolve against the config file's directory. `""` = unset,
+    /// as in the old runner's `logDir`.
+    fn path(&mut self, o: &Obj, key: &str, base: &Path) -> Option<PathBuf> {
+        let v = o.get(key)?;
+        match v {
+            Value::String(s) if s.is_empty() => None,
+            Value::String(s) => Some(absolute(&base.join(s))),
+            other => {
+                self.expected(o.path(key), "a path (string)", other);
+                None
+            }
+        }
+    }
+
+    pub(super) fn config(&mut self, root: &Value, file: &Path, base: &Path) -> Option<Config> {
+        if !root.is_object() {
+            self.err(
+                String::new(),
+                format!(
+                    "expected a JSON object at the top level, found {}",
+                    describe(root)
+                ),
+            );
+            return None;
+        }
+        let top = self.object(String::new(), Some(root), TOP_KEYS);
+
+        let project_path = match top.get("projectPath") {
+            None => {
+                self.err(
+                    "projectPath".into(),
+                    "required: the path of the git repository to work on",
+                );
+                None
+            }
+            Some(Value::String(s)) if s.trim().is_empty() => {
+                self.err(
+                    "projectPath".into(),
+                    "expected a non-empty path, found string \"\"",
+                );
+                None
+            }
+            Some(_) => self.path(&top, "projectPath", base),
+        };
+        let plugins_path = self.path(&top, "pluginsPath", base);
+        let model = self.text(&top, "model");
+        let effort_raw = self.effort(&top, "effort");
+        if let (Some(m), Some(_)) = (&model, effort_raw) {
+            if is_haiku(m) {
+                self.err(
+                    "effort".into(),
+                    format!("model \"{m}\" does not support effort: remove effort, or set it per step on non-haiku steps"),
+                );
+            }
+        }
+        let global_model = model.clone().unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        let log_dir = self.path(&top, "logDir", base);
+        let max_log_mb = self
+            .positive(&top, "maxLogDiskUsageMB", MAX_LOG_MB)
+            .unwrap_or(DEFAULT_MAX_LOG_DISK_USAGE_MB);
+
+        let cleanup_obj = self.object(top.path("cleanup"), top.get("cleanup"), CLEANUP_KEYS);
+        let process_patterns = self
+            .strings(
+                &cleanup_obj,
+                "processPatterns",
+                false,
+                Some("an empty pattern would match every process; remove it"),
+            )
+            .unwrap_or_default();
+
+        let idle_timeout_min = self
+            .positive(&top, "idleTimeoutMin", MAX_MINUTES)
+            .unwrap_or(DEFAULT_IDLE_TIMEOUT_MIN);
+        let steps = self.steps(
+            &top,
+            &global_model,
+            model.is_some(),
+            effort_raw,
+            idle_timeout_min,
+        );
+        let any_skill = steps.iter().any(|s| s.skill.is_some());
+        if any_skill && plugins_path.is_none() && top.get("pluginsPath").is_none() {
+            let with_skill: Vec<&str> = Step::ALL
+                .iter()
+                .filter(|s| steps[s.index()].skill.is_some())
+                .map(|s| s.key())
+                .collect();
+            self.err(
+                "pluginsPath".into(),
+                format!(
+                    "required because steps {} name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)",
+                    with_skill.join(", ")
+                ),
+            );
+        }
+
+        let max_retries_per_step = self
+            .uint(&top, "maxRetriesPerStep", 1, MAX_COUNT)
+            .unwrap_or(3);
+        let max_bounce_retries = self
+            .uint(&top, "maxBounceRetries", 0, MAX_COUNT)
+            .unwrap_or(3);
+        let max_consecutive_escalations = self
+            .uint(&top, "maxConsecutiveEscalations", 1, MAX_COUNT)
+            .unwrap_or(2);
+        let max_consecutive_failures = self.consecutive_failures(&top);
+        let max_consecutive_same_failure = match top.get("maxConsecutiveSameFailure") {
+            None => 2,
+            Some(v) => match v.as_f64() {
+                Some(n) if n.fract() == 0.0 && n > f64::from(MAX_COUNT) => {
+                    self.above_maximum("maxConsecutiveSameFailure".into(), n, f64::from(MAX_COUNT));
+                    2
+                }
+                Some(n) if n == 0.0 || (n >= 2.0 && n.fract() == 0.0) => n as u32,
+                _ => {
+                    self.expected(
+                        "maxConsecutiveSameFailure".into(),
+                        "0 (off) or an integer ≥ 2",
+                        v,
+                    );
+                    2
+                }
+            },
+        };
+        let max_rate_limit_waits = self
+            .uint(&top, "maxRateLimitWaits", 0, MAX_WAITS)
+            .unwrap_or(5);
+        let max_network_waits = self
+            .uint(&top, "maxNetworkWaits", 0, MAX_WAITS)
+            .unwrap_or(DEFAULT_MAX_NETWORK_WAITS);
+
+        let backoff_obj = self.object(top.path("backoff"), top.get("backoff"), BACKOFF_KEYS);
+        let initial_seconds = self
+            .uint(&backoff_obj, "initialSeconds", 1, MAX_SECONDS)
+            .unwrap_or(60);
+        let max_seconds = self
+            .uint(&backoff_obj, "maxSeconds", 1, MAX_SECONDS)
+            .unwrap_or(900);
+        if max_seconds < initial_seconds {
+            self.err(
+                "backoff.maxSeconds".into(),
+                format!("{max_seconds} is less than backoff.initialSeconds ({initial_seconds})"),
+            );
+        }
+
+        let max_quota_wait_min = match top.get("maxQuotaWaitMinutes") {
+            None => DEFAULT_MAX_QUOTA_WAIT_MIN,
+            Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
+                Some(n) if n > MAX_MINUTES => {
+                    self.above_maximum("maxQuotaWaitMinutes".into(), n, MAX_MINUTES);
+                    DEFAULT_MAX_QUOTA_WAIT_MIN
+                }
+                Some(n) => n,
+                None => {
+                    self.expected("maxQuotaWaitMinutes".into(), "a number ≥ 0", v);
+                    DEFAULT_MAX_QUOTA_WAIT_MIN
+                }
+            },
+        };
+        let max_repair_iterations = self
+            .uint(&top, "maxRepairIterations", 0, MAX_COUNT)
+            .unwrap_or(2);
+        let approval = match self.choice(&top, "approval", &["auto", "manual"]) {
+            Some(1) => Approval::Manual,
+            _ => Approval::Auto,
+        };
+        let decision_timeout_min = self
+            .positive(&top, "decisionTimeoutMinutes", MAX_MINUTES)
+            .unwrap_or(DEFAULT_DECISION_TIMEOUT_MIN);
+
+        let budget_obj = self.object(top.path("budget"), top.get("budget"), BUDGET_KEYS);
+        let budget = Budget {
+            per_issue_usd: self.positive(&budget_obj, "perIssueUsd", MAX_USD),
+            per_session_usd: self.positive(&budget_obj, "perSessionUsd", MAX_USD),
+            per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes", MAX_MINUTES),
+        };
+
+        let discord_channel_id = match top.get("discordChannelId") {
+            None => None,
+            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
+            Some(v @ Value::Number(_)) => {
+                // Discord ids exceed 2^53, so a JSON number has already lost digits.
+                self.expected(
+                    "discordChannelId".into(),
+                    "a string (write the id in quotes: large numbers lose digits in JSON)",
+                    v,
+                );
+                None
+            }
+            Some(v) => {
+                self.expected("discordChannelId".into(), "a non-empty string", v);
+                None
+            }
+        };
+
+        let agent = self.agent(&top);
+        let notify = self.notify(&top);
+        let tracker = self.tracker(&top, base);
+        let require_checks = self.boolean(&top, "requireChecks").unwrap_or(false);
+        let forge = match self.choice(&top, "forge", &["github", "local"]) {
+            Some(0) => Forge::Github,
+            Some(_) => Forge::Local,
+            None if tracker.kind == TrackerKind::Local => Forge::Local,
+            None => Forge::Github,
+        };
+
+        let project_path = project_path?;
+        let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
+        Some(Config {
+            file: file.to_path_buf(),
+            project_path,
+            plugins_path,
+            model: global_model,
+            effort: effort_raw.unwrap_or(DEFAULT_EFFORT),
+            log_dir,
+            max_log_disk_usage_bytes: (max_log_mb * 1024.0 * 1024.0).round() as u64,
+            cleanup: Cleanup { process_patterns },
+            steps,
+            max_retries_per_step,
+            max_bounce_retries,
+            max_consecutive_escalations,
+            max_consecutive_failures,
+            max_consecutive_same_failure,
+            max_rate_limit_waits,
+            max_network_waits,
+            backoff: Backoff {
+                initial_seconds,
+                max_seconds,
+            },
+            max_quota_wait: minutes(max_quota_wait_min),
+            max_repair_iterations,
+            approval,
+            decision_timeout: minutes(decision_timeout_min),
+            budget,
+            idle_timeout: minutes(idle_timeout_min),
+            discord_channel_id,
+            agent,
+            notify,
+            tracker,
+            require_checks,
+            forge,
+        })
+    }
+
+    fn steps(
+        &mut self,
+        top: &Obj,
+        global_model: &str,
+        global_model_set: bool,
+        global_effort: Option<Effort>,
+        idle_timeout_min: f64,
+    ) -> [StepConfig; Step::COUNT] {
+        let keys = step_keys();
+        let steps_obj = self.object_of(top.path("steps"), top.get("steps"), &keys, "step");
+        Step::ALL.map(|step| {
+            let o = self.object(
+                steps_obj.path(step.key()),
+                steps_obj.get(step.key()),
+                STEP_FIELD_KEYS,
+            );
+            let model = self.text(&o, "model");
+            let effort = self.effort(&o, "effort");
+            if effort.is_some() {
+                match &model {
+                    Some(m) if is_haiku(m) => self.err(
+                        o.path("effort"),
+                        format!("model \"{m}\" does not support effort: remove effort from this step"),
+                    ),
+                    None if global_model_set && is_haiku(global_model) => self.err(
+                        o.path("effort"),
+                        format!(
+                            "model \"{global_model}\" (the global model) does not support effort: remove effort from this step or set {}",
+                            o.path("model")
+                        ),
+                    ),
+                    _ => {}
+                }
+            }
+            let max_turns = self.uint(&o, "maxTurns", 1, MAX_TURNS).unwrap_or(DEFAULT_MAX_TURNS);
+            let timeout_min = self.positive(&o, "timeoutMin", MAX_MINUTES).unwrap_or(DEFAULT_TIMEOUT_MIN);
+            let idle_min = self.positive(&o, "idleTimeoutMin", MAX_MINUTES).unwrap_or(idle_timeout_min);
+            let skill = self.text(&o, "skill");
+            if let Some(s) = &skill {
+                if s.contains('/') || s.contains('\\') || s == ".." {
+                    self.err(
+                        o.path("skill"),
+                        format!("\"{s}\" is not a skill name: give the directory name under <pluginsPath>/plugins/nmg-sdlc/skills/"),
+                    );
+                }
+            }
+            let prompt = self.text(&o, "prompt");
+            let run = match self.text(&o, "run").as_deref() {
+                None | Some("agent") => StepRun::Agent,
+                Some("builtin") if crate::builtin::supports(step) => StepRun::Builtin,
+                Some("builtin") => {
+                    let builtin: Vec<&str> =
+                        crate::builtin::STEPS.iter().map(|s| s.key()).collect();
+                    self.err(
+                        o.path("run"),
+                        format!(
+                            "{} needs a model and cannot be builtin (only {} can)",
+                            step.key(),
+                            builtin.join(", ")
+                        ),
+                    );
+                    StepRun::Agent
+                }
+                Some(other) => {
+                    self.err(
+                        o.path("run"),
+                        format!("\"{other}\" is not a runner: use \"agent\" or \"builtin\""),
+                    );
+                    StepRun::Agent
+                }
+            };
+            let enabled = self.boolean(&o, "enabled").unwrap_or(true);
+            if !enabled && !step.can_be_disabled() {
+                let optional: Vec<&str> = Step::ALL
+                    .iter()
+                    .filter(|s| s.can_be_disabled())
+                    .map(|s| s.key())
+                    .collect();
+                self.err(
+                    o.path("enabled"),
+                    format!(
+                        "{} cannot be disabled (only {} can)",
+                        step.key(),
+                        optional.join(", ")
+                    ),
+                );
+            }
+            let model = model.unwrap_or_else(|| global_model.to_string());
+            let effort = if is_haiku(&model) {
+                None
+            } else {
+                Some(effort.or(global_effort).unwrap_or(DEFAULT_EFFORT))
+            };
+            StepConfig {
+                model,
+                effort,
+                max_turns,
+                timeout: minutes(timeout_min),
+                idle_timeout: minutes(idle_min),
+                skill,
+                prompt,
+                enabled: enabled || !step.can_be_disabled(),
+                run,
+            }
+        })
+    }
+
+    fn consecutive_failures(&mut self, top: &Obj) -> [u32; Step::COUNT] {
+        let mut out = Limits::default().max_consecutive_failures;
+        let Some(v) = top.get("maxConsecutiveFailures") else {
+            return out;
+        };
+        let path = top.path("maxConsecutiveFailures");
+        let Value::Object(map) = v else {
+            self.expected(path, "an object mapping step keys to integers", v);
+            return out;
+        };
+        let keys = step_keys();
+        let o = Obj {
+            path: path.clone(),
+            map: Some(map),
+        };
+        for key in map.keys() {
+            if key.starts_with('_') {
+                continue;
+            }
+            match Step::from_key(key) {
+                Some(step) => {
+                    if let Some(n) = self.uint(&o, key, 0, MAX_COUNT) {
+                        out[step.index()] = n;
+                    }
+                }
+                None => self.err(join(&path, key), unknown_message(key, &keys, "step")),
+            }
+        }
+        out
+    }
+
+    fn agent(&mut self, top: &Obj) -> AgentConfig {
+        let o = self.object(top.path("agent"), top.get("agent"), AGENT_KEYS);
+        let command = self
+            .text(&o, "command")
+            .unwrap_or_else(|| DEFAULT_AGENT_COMMAND.to_string());
+        let args = self.strings(&o, "args", false, None).unwrap_or_default();
+        let mut env = BTreeMap::new();
+        if let Some(v) = o.get("env") {
+            let path = o.path("env");
+            match v {
+                // Keys here are variable names, not schema keys, so `_` is not a comment.
+                Value::Object(map) => {
+                    for (k, val) in map {
+                        if k.is_empty() || k.contains('=') || k.contains('\0') {
+                            self.err(join(&path, k), "not a valid environment variable name");
+                            continue;
+                        }
+                        match val {
+                            Value::String(s) => {
+                                env.insert(k.clone(), s.clone());
+                            }
+                            other => self.expected(join(&path, k), "a string", other),
+                        }
+                    }
+                }
+                other => self.expected(path, "an object of strings", other),
+            }
+        }
+        let max_api_retries = self
+            .uint(&o, "maxApiRetries", 0, MAX_COUNT)
+            .unwrap_or(DEFAULT_MAX_API_RETRIES);
+        AgentConfig {
+            command,
+            args,
+            env,
+            max_api_retries,
+        }
+    }
+
+    fn notify(&mut self, top: &Obj) -> NotifyConfig {
+        let o = self.object(top.path("notify"), top.get("notify"), NOTIFY_KEYS);
+        let webhook_url = self.text(&o, "webhookUrl");
+        if let Some(url) = &webhook_url {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                self.err(
+                    o.path("webhookUrl"),
+                    format!("\"{url}\" is not an http:// or https:// URL"),
+                );
+            }
+        }
+        let command = self.strings(&o, "command", true, None);
+        if let Some([program, ..]) = command.as_deref() {
+            if program.trim().is_empty() {
+                self.err(
+                    format!("{}[0]", o.path("command")),
+                    "the program name is empty",
+                );
+            }
+        }
+        NotifyConfig {
+            webhook_url,
+            command,
+        }
+    }
+
+    fn tracker(&mut self, top: &Obj, base: &Path) -> TrackerConfig {
+        let o = self.object(top.path("tracker"), top.get("tracker"), TRACKER_KEYS);
+        let kind = match self.choice(&o, "kind", &["github", "local"]) {
+            Some(1) => TrackerKind::Local,
+            _ => TrackerKind::Github,
+        };
+        let dir = self.path(&o, "dir", base);
+        match (kind, &dir) {
+            (TrackerKind::Local, None) => self.err(
+                o.path("dir"),
+                "required when tracker.kind is \"local\": the directory holding one file per issue",
+            ),
+            (TrackerKind::Github, Some(_)) if o.get("kind").is_none_or(|k| k == "github") => {
+                self.err(
+                    o.path("dir"),
+                    "only used by the local tracker: set tracker.kind to \"local\" or remove tracker.dir",
+                )
+            }
+            _ => {}
+        }
+        let label = self
+            .text(&o, "label")
+            .unwrap_or_else(|| DEFAULT_LABEL.to_string());
+        let escalated_label = self
+            .text(&o, "escalatedLabel")
+            .unwrap_or_else(|| DEFAULT_ESCALATED_LABEL.to_string());
+        TrackerConfig {
+            kind,
+            dir: if kind == TrackerKind::Local {
+                dir
+            } else {
+                None
+            },
+            label,
+            escalated_label,
+        }
+    }
+}
+
+/// Not the old runner's `<os temp>/sdlc-logs/<basename>`: another user could prepare that
+/// directory, and two projects with the same name shared it.
+pub(super) fn default_log_dir(project: &Path) -> PathBuf {
+    crate::logs::default_dir(project)
+}
