@@ -13,7 +13,6 @@ pub const DEFAULT_TIMEOUT_MIN: f64 = 10.0;
 pub const DEFAULT_IDLE_TIMEOUT_MIN: f64 = 10.0;
 pub const DEFAULT_MAX_LOG_DISK_USAGE_MB: f64 = 500.0;
 pub const DEFAULT_DECISION_TIMEOUT_MIN: f64 = 60.0;
-pub const DEFAULT_MAX_QUOTA_WAIT_MIN: f64 = 360.0;
 pub const DEFAULT_AGENT_COMMAND: &str = "claude";
 pub const DEFAULT_MAX_API_RETRIES: u32 = 2;
 pub const DEFAULT_LABEL: &str = "automatable";
@@ -41,3 +40,14 @@ pub const DEFAULT_ESCALATED_LABEL: &str = "sdlc-escalated";
 /// Default of `maxNetworkWaits`: with the default backoff (60 s doubling to 900 s) about two
 /// hours of outage are waited out.
 pub const DEFAULT_MAX_NETWORK_WAITS: u32 = 10;
+
+/// The machine's limits when the config says nothing. The core owns them
+/// (`Limits::default()`); the loader and the schema read them here, so neither can disagree.
+pub fn machine() -> Limits {
+    Limits::default()
+}
+
+/// `maxQuotaWaitMinutes` when unset: the machine's cap, in minutes.
+pub fn max_quota_wait_min() -> f64 {
+    machine().max_quota_wait_secs as f64 / 60.0
+}

@@ -8,7 +8,7 @@ use super::*;
 /// Mirror types of the file's shape, used only to derive the JSON Schema (defaults, ranges and
 /// documentation). Validation does not use them: see `Walker`.
 mod file {
-    use super::{Approval, Effort, Forge, TrackerKind};
+    use super::{machine, Approval, Effort, Forge, TrackerKind};
     use schemars::JsonSchema;
     use serde::Serialize;
     use std::collections::BTreeMap;
@@ -22,26 +22,38 @@ mod file {
     fn d_500() -> f64 {
         super::DEFAULT_MAX_LOG_DISK_USAGE_MB
     }
-    fn d_3() -> u32 {
-        3
+    fn d_retries() -> u32 {
+        machine().max_retries_per_step
     }
-    fn d_2() -> u32 {
-        2
+    fn d_bounces() -> u32 {
+        machine().max_bounce_retries
     }
-    fn d_5() -> u32 {
-        5
+    fn d_escalations() -> u32 {
+        machine().max_consecutive_escalations
+    }
+    fn d_same_failure() -> u32 {
+        machine().max_consecutive_same_failure
+    }
+    fn d_rate_limit_waits() -> u32 {
+        machine().max_rate_limit_waits
+    }
+    fn d_repairs() -> u32 {
+        machine().max_repair_iterations
+    }
+    fn d_api_retries() -> u32 {
+        super::DEFAULT_MAX_API_RETRIES
     }
     fn d_network() -> u32 {
         super::DEFAULT_MAX_NETWORK_WAITS
     }
-    fn d_60() -> u32 {
-        60
+    fn d_backoff_initial() -> u32 {
+        machine().backoff_initial_secs
     }
-    fn d_900() -> u32 {
-        900
+    fn d_backoff_max() -> u32 {
+        machine().backoff_max_secs
     }
     fn d_quota() -> f64 {
-        super::DEFAULT_MAX_QUOTA_WAIT_MIN
+        super::max_quota_wait_min()
     }
     fn d_decision() -> f64 {
         super::DEFAULT_DECISION_TIMEOUT_MIN
@@ -68,9 +80,19 @@ mod file {
         super::DEFAULT_ESCALATED_LABEL.into()
     }
     fn d_failures() -> MaxConsecutiveFailures {
+        let limits = machine().max_consecutive_failures;
+        let at = |step: crate::step::Step| Some(limits[step.index()]).filter(|n| *n > 0);
         MaxConsecutiveFailures {
-            verify: Some(3),
-            ..Default::default()
+            start_cycle: at(crate::step::Step::StartCycle),
+            start_issue: at(crate::step::Step::StartIssue),
+            write_specs: at(crate::step::Step::WriteSpecs),
+            implement: at(crate::step::Step::Implement),
+            simplify: at(crate::step::Step::Simplify),
+            verify: at(crate::step::Step::Verify),
+            commit_push: at(crate::step::Step::CommitPush),
+            create_pr: at(crate::step::Step::CreatePr),
+            monitor_ci: at(crate::step::Step::MonitorCi),
+            merge: at(crate::step::Step::Merge),
         }
     }
 
@@ -104,17 +126,17 @@ mod file {
         pub cleanup: Option<CleanupFile>,
         pub steps: Option<StepsFile>,
         /// Failed attempts of a step in one cycle before the cycle escalates.
-        #[serde(default = "d_3")]
+        #[serde(default = "d_retries")]
         /// At most 100.
         #[schemars(range(min = 1, max = 100))]
         pub max_retries_per_step: u32,
         /// Precondition bounces per cycle; the cycle escalates when the count exceeds this.
-        #[serde(default = "d_3")]
+        #[serde(default = "d_bounces")]
         /// At most 100.
         #[schemars(range(min = 0, max = 100))]
         pub max_bounce_retries: u32,
         /// Consecutive escalations that halt the session.
-        #[serde(default = "d_2")]
+        #[serde(default = "d_escalations")]
         /// At most 100.
         #[schemars(range(min = 1, max = 100))]
         pub max_consecutive_escalations: u32,
@@ -123,12 +145,12 @@ mod file {
         #[serde(default = "d_failures")]
         pub max_consecutive_failures: MaxConsecutiveFailures,
         /// Failures of a step in a row with the same signature that escalate early: 0 (off) or ≥ 2.
-        #[serde(default = "d_2")]
+        #[serde(default = "d_same_failure")]
         /// At most 100.
         #[schemars(range(min = 0, max = 100))]
         pub max_consecutive_same_failure: u32,
         /// Rate-limit / overload / quota waits in a row before halting.
-        #[serde(default = "d_5")]
+        #[serde(default = "d_rate_limit_waits")]
         /// At most 1000.
         #[schemars(range(min = 0, max = 1000))]
         pub max_rate_limit_waits: u32,
@@ -146,7 +168,7 @@ mod file {
         #[schemars(range(min = 0, max = 10_080))]
         pub max_quota_wait_minutes: f64,
         /// Repair prompts (carrying the last classified failure) per step and cycle.
-        #[serde(default = "d_2")]
+        #[serde(default = "d_repairs")]
         /// At most 100.
         #[schemars(range(min = 0, max = 100))]
         pub max_repair_iterations: u32,
@@ -282,11 +304,11 @@ mod file {
     #[derive(Serialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct BackoffFile {
-        #[serde(default = "d_60")]
+        #[serde(default = "d_backoff_initial")]
         /// At most 604800 (seven days).
         #[schemars(range(min = 1, max = 604_800))]
         pub initial_seconds: u32,
-        #[serde(default = "d_900")]
+        #[serde(default = "d_backoff_max")]
         /// At most 604800 (seven days).
         #[schemars(range(min = 1, max = 604_800))]
         pub max_seconds: u32,
@@ -323,7 +345,7 @@ mod file {
         #[serde(default)]
         pub env: BTreeMap<String, String>,
         /// `CLAUDE_CODE_MAX_RETRIES` for the agent: low, so the runner's backoff is in charge.
-        #[serde(default = "d_2")]
+        #[serde(default = "d_api_retries")]
         /// At most 100.
         #[schemars(range(min = 0, max = 100))]
         pub max_api_retries: u32,

@@ -515,3 +515,162 @@ fn suggestions_are_only_made_when_obvious() {
     assert_eq!(suggest("xyz", STEP_FIELD_KEYS), None);
     assert_eq!(suggest("monitorci", &step_keys()), Some("monitorCI"));
 }
+
+/// The first `$ref` target inside a schema node (`Option<T>` fields wrap it in `anyOf`).
+fn referenced<'s>(schema: &'s Value, node: &'s Value) -> Option<&'s Value> {
+    let name = match node {
+        Value::Object(m) => match m.get("$ref").and_then(Value::as_str) {
+            Some(r) => r.rsplit('/').next(),
+            None => return m.values().find_map(|v| referenced(schema, v)),
+        },
+        Value::Array(items) => return items.iter().find_map(|v| referenced(schema, v)),
+        _ => None,
+    }?;
+    schema["definitions"].get(name)
+}
+
+/// Every `(path, default)` the schema declares: top-level keys, the keys of nested objects,
+/// and each step's keys (checked on `verify`).
+fn schema_defaults() -> Vec<(Vec<String>, Value)> {
+    let schema = schema();
+    let mut out = Vec::new();
+    let Some(top) = schema["properties"].as_object() else {
+        panic!("the schema has properties");
+    };
+    for (key, prop) in top {
+        if let Some(d) = prop.get("default") {
+            out.push((vec![key.clone()], d.clone()));
+        }
+        let Some(def) = referenced(&schema, prop) else {
+            continue;
+        };
+        let nested: Vec<(Vec<String>, &Value)> = if key == "steps" {
+            let Some(step) = def["properties"]
+                .get("verify")
+                .and_then(|v| referenced(&schema, v))
+            else {
+                panic!("steps.verify has a definition");
+            };
+            vec![(vec![key.clone(), "verify".into()], step)]
+        } else {
+            vec![(vec![key.clone()], def)]
+        };
+        for (prefix, def) in nested {
+            for (sub, p) in def["properties"].as_object().into_iter().flatten() {
+                if let Some(d) = p.get("default") {
+                    let mut path = prefix.clone();
+                    path.push(sub.clone());
+                    out.push((path, d.clone()));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn with_value(path: &[String], value: Value) -> Value {
+    let mut root = serde_json::json!({"projectPath": "proj"});
+    let mut at = &mut root;
+    for (i, key) in path.iter().enumerate() {
+        if i + 1 == path.len() {
+            at[key.as_str()] = value.clone();
+        } else {
+            if at.get(key.as_str()).is_none() {
+                at[key.as_str()] = serde_json::json!({});
+            }
+            at = &mut at[key.as_str()];
+        }
+    }
+    root
+}
+
+#[test]
+fn the_schema_and_the_loader_agree_on_every_default() {
+    let minimal = load(r#"{"projectPath": "proj"}"#);
+    let defaults = schema_defaults();
+    assert!(
+        defaults.len() >= 20,
+        "the walk finds the defaults: {defaults:?}"
+    );
+    for (path, value) in defaults {
+        // Writing a default out must change nothing the loader produces.
+        let text = with_value(&path, value.clone()).to_string();
+        let explicit = match Config::from_str(&text, Path::new(FILE)) {
+            Ok(c) => c,
+            Err(e) => panic!(
+                "{} = {value}: the schema's default is rejected:\n{e}",
+                path.join(".")
+            ),
+        };
+        assert_eq!(
+            explicit,
+            minimal,
+            "{} = {value} (the schema's default) is not the loader's default",
+            path.join(".")
+        );
+    }
+}
+
+/// The example config says its values are the defaults unless a comment says otherwise: a
+/// value that differs from the schema's default must have its `_<key>` comment.
+#[test]
+fn the_example_config_states_every_value_that_is_not_the_default() {
+    let text = include_str!("../../examples/sdlc-config.json");
+    let example: Value = serde_json::from_str(text).expect("the example is JSON");
+    let mut silent = Vec::new();
+    for (path, default) in schema_defaults() {
+        let mut at = &example;
+        let mut ancestors = Vec::new();
+        for key in &path {
+            ancestors.push(at);
+            at = &at[key.as_str()];
+        }
+        if at.is_null() || same_value(at, &default) {
+            continue;
+        }
+        let leaf = path.last().map(String::as_str).unwrap_or_default();
+        let commented = ancestors
+            .last()
+            .is_some_and(|p| p.get(format!("_{leaf}")).is_some())
+            || ancestors.iter().any(|a| {
+                a.get("_comment")
+                    .and_then(Value::as_str)
+                    .is_some_and(|c| c.contains(leaf))
+            });
+        if !commented {
+            silent.push(format!(
+                "{} is {at}, not the default {default}",
+                path.join(".")
+            ));
+        }
+    }
+    assert!(
+        silent.is_empty(),
+        "examples/sdlc-config.json, values no comment explains:\n{}",
+        silent.join("\n")
+    );
+}
+
+/// JSON equality as a reader sees it: `60` is `60.0`, and comment keys are not values.
+fn same_value(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+        (Value::Object(x), Value::Object(y)) => {
+            let keys = |m: &Map<String, Value>| {
+                m.iter()
+                    .filter(|(k, _)| !k.starts_with('_'))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<Vec<_>>()
+            };
+            let (x, y) = (keys(x), keys(y));
+            x.len() == y.len()
+                && x.iter()
+                    .zip(&y)
+                    .all(|((kx, vx), (ky, vy))| kx == ky && same_value(vx, vy))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b))
+        }
+        _ => a == b,
+    }
+}

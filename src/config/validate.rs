@@ -465,20 +465,21 @@ impl Walker {
 
         let max_retries_per_step = self
             .uint(&top, "maxRetriesPerStep", 1, MAX_COUNT)
-            .unwrap_or(3);
+            .unwrap_or(defaults::machine().max_retries_per_step);
         let max_bounce_retries = self
             .uint(&top, "maxBounceRetries", 0, MAX_COUNT)
-            .unwrap_or(3);
+            .unwrap_or(defaults::machine().max_bounce_retries);
         let max_consecutive_escalations = self
             .uint(&top, "maxConsecutiveEscalations", 1, MAX_COUNT)
-            .unwrap_or(2);
+            .unwrap_or(defaults::machine().max_consecutive_escalations);
         let max_consecutive_failures = self.consecutive_failures(&top);
+        let same_default = defaults::machine().max_consecutive_same_failure;
         let max_consecutive_same_failure = match top.get("maxConsecutiveSameFailure") {
-            None => 2,
+            None => same_default,
             Some(v) => match v.as_f64() {
                 Some(n) if n.fract() == 0.0 && n > f64::from(MAX_COUNT) => {
                     self.above_maximum("maxConsecutiveSameFailure".into(), n, f64::from(MAX_COUNT));
-                    2
+                    same_default
                 }
                 Some(n) if n == 0.0 || (n >= 2.0 && n.fract() == 0.0) => n as u32,
                 _ => {
@@ -487,13 +488,13 @@ impl Walker {
                         "0 (off) or an integer ≥ 2",
                         v,
                     );
-                    2
+                    same_default
                 }
             },
         };
         let max_rate_limit_waits = self
             .uint(&top, "maxRateLimitWaits", 0, MAX_WAITS)
-            .unwrap_or(5);
+            .unwrap_or(defaults::machine().max_rate_limit_waits);
         let max_network_waits = self
             .uint(&top, "maxNetworkWaits", 0, MAX_WAITS)
             .unwrap_or(DEFAULT_MAX_NETWORK_WAITS);
@@ -501,10 +502,10 @@ impl Walker {
         let backoff_obj = self.object(top.path("backoff"), top.get("backoff"), BACKOFF_KEYS);
         let initial_seconds = self
             .uint(&backoff_obj, "initialSeconds", 1, MAX_SECONDS)
-            .unwrap_or(60);
+            .unwrap_or(defaults::machine().backoff_initial_secs);
         let max_seconds = self
             .uint(&backoff_obj, "maxSeconds", 1, MAX_SECONDS)
-            .unwrap_or(900);
+            .unwrap_or(defaults::machine().backoff_max_secs);
         if max_seconds < initial_seconds {
             self.err(
                 "backoff.maxSeconds".into(),
@@ -513,22 +514,22 @@ impl Walker {
         }
 
         let max_quota_wait_min = match top.get("maxQuotaWaitMinutes") {
-            None => DEFAULT_MAX_QUOTA_WAIT_MIN,
+            None => defaults::max_quota_wait_min(),
             Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
                 Some(n) if n > MAX_MINUTES => {
                     self.above_maximum("maxQuotaWaitMinutes".into(), n, MAX_MINUTES);
-                    DEFAULT_MAX_QUOTA_WAIT_MIN
+                    defaults::max_quota_wait_min()
                 }
                 Some(n) => n,
                 None => {
                     self.expected("maxQuotaWaitMinutes".into(), "a number ≥ 0", v);
-                    DEFAULT_MAX_QUOTA_WAIT_MIN
+                    defaults::max_quota_wait_min()
                 }
             },
         };
         let max_repair_iterations = self
             .uint(&top, "maxRepairIterations", 0, MAX_COUNT)
-            .unwrap_or(2);
+            .unwrap_or(defaults::machine().max_repair_iterations);
         let approval = match self.choice(&top, "approval", &["auto", "manual"]) {
             Some(1) => Approval::Manual,
             _ => Approval::Auto,
@@ -719,7 +720,7 @@ impl Walker {
     }
 
     fn consecutive_failures(&mut self, top: &Obj) -> [u32; Step::COUNT] {
-        let mut out = Limits::default().max_consecutive_failures;
+        let mut out = defaults::machine().max_consecutive_failures;
         let Some(v) = top.get("maxConsecutiveFailures") else {
             return out;
         };
