@@ -1,7 +1,7 @@
 //! `sdlc-runner config check F` and `sdlc-runner config schema`.
 
 use crate::cli::ConfigCommand;
-use crate::config::{self, Approval, Config, Forge};
+use crate::config::{self, Approval, Config, ForgeKind};
 use crate::step::Step;
 use std::path::Path;
 
@@ -44,13 +44,13 @@ pub fn summary(c: &Config) -> String {
         "  agent:   {} (model {}, effort {})\n",
         c.agent.command, c.model, c.effort
     ));
-    let tracker = match &c.tracker.dir {
+    let tracker = match c.tracker.dir() {
         Some(dir) => format!("local {}", dir.display()),
-        None => format!("github, label {}", c.tracker.label),
+        None => format!("github, label {}", c.tracker.label()),
     };
     let forge = match c.forge {
-        Forge::Github => "github",
-        Forge::Local => "local",
+        ForgeKind::Github => "github",
+        ForgeKind::Local => "local",
     };
     out.push_str(&format!("  tracker: {tracker}; forge: {forge}\n"));
     let steps: Vec<String> = Step::ALL

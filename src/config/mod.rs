@@ -174,7 +174,7 @@ impl Config {
                 self.agent.command
             ));
         }
-        if let Some(dir) = &self.tracker.dir {
+        if let Some(dir) = self.tracker.dir() {
             if !dir.is_dir() {
                 problems.push(format!("tracker.dir: {} is not a directory", dir.display()));
             }

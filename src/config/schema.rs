@@ -8,7 +8,7 @@ use super::*;
 /// Mirror types of the file's shape, used only to derive the JSON Schema (defaults, ranges and
 /// documentation). Validation does not use them: see `Walker`.
 mod file {
-    use super::{machine, Approval, Effort, Forge, TrackerKind};
+    use super::{machine, Approval, Effort, ForgeKind, TrackerKind};
     use schemars::JsonSchema;
     use serde::Serialize;
     use std::collections::BTreeMap;
@@ -197,7 +197,7 @@ mod file {
         pub require_checks: bool,
         /// Where pushes, pull requests and CI live. Default: `local` when `tracker.kind` is
         /// `local`, else `github`.
-        pub forge: Option<Forge>,
+        pub forge: Option<ForgeKind>,
     }
 
     #[derive(Serialize, JsonSchema)]

@@ -62,12 +62,12 @@ fn minimal_config_has_every_default() {
     assert!(c.agent.args.is_empty() && c.agent.env.is_empty());
     assert_eq!(c.agent.max_api_retries, 2);
     assert_eq!(c.notify, NotifyConfig::default());
-    assert_eq!(c.tracker.kind, TrackerKind::Github);
-    assert_eq!(c.tracker.dir, None);
-    assert_eq!(c.tracker.label, "automatable");
-    assert_eq!(c.tracker.escalated_label, "sdlc-escalated");
+    assert_eq!(c.tracker.kind(), TrackerKind::Github);
+    assert_eq!(c.tracker.dir(), None);
+    assert_eq!(c.tracker.label(), "automatable");
+    assert_eq!(c.tracker.escalated_label(), "sdlc-escalated");
     assert!(!c.require_checks);
-    assert_eq!(c.forge, Forge::Github);
+    assert_eq!(c.forge, ForgeKind::Github);
     // The machine's own defaults and the config's defaults are the same numbers.
     assert_eq!(c.limits(), Limits::default());
 }
@@ -81,7 +81,7 @@ fn relative_paths_resolve_against_the_config_directory() {
     assert_eq!(c.project_path, PathBuf::from("/work/cfg/../repo"));
     assert_eq!(c.plugins_path, Some(PathBuf::from("/work/cfg/plugins")));
     assert_eq!(c.log_dir, PathBuf::from("/work/cfg/logs"));
-    assert_eq!(c.tracker.dir, Some(PathBuf::from("/work/cfg/./issues")));
+    assert_eq!(c.tracker.dir(), Some(Path::new("/work/cfg/./issues")));
     let abs = load(r#"{"projectPath": "/srv/repo", "logDir": ""}"#);
     assert_eq!(abs.project_path, PathBuf::from("/srv/repo"));
     // An empty logDir means the default, as in the old runner.
@@ -94,11 +94,11 @@ fn relative_paths_resolve_against_the_config_directory() {
 #[test]
 fn local_tracker_makes_the_forge_local_unless_set() {
     let c = load(&with_project(r#""tracker": {"kind": "local", "dir": "i"}"#));
-    assert_eq!(c.forge, Forge::Local);
+    assert_eq!(c.forge, ForgeKind::Local);
     let c = load(&with_project(
         r#""tracker": {"kind": "local", "dir": "i"}, "forge": "github""#,
     ));
-    assert_eq!(c.forge, Forge::Github);
+    assert_eq!(c.forge, ForgeKind::Github);
 }
 
 #[test]

@@ -64,7 +64,9 @@ pub enum TrackerKind {
 /// Where branches, pull requests and CI live.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum Forge {
+// The schema's name for it, as published before the type was renamed.
+#[schemars(rename = "Forge")]
+pub enum ForgeKind {
     /// Pushes to `origin`, pull requests and checks through `gh`.
     #[default]
     Github,
@@ -151,13 +153,55 @@ pub struct NotifyConfig {
     pub command: Option<Vec<String>>,
 }
 
+/// Where issues come from; the local tracker carries its directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TrackerConfig {
-    pub kind: TrackerKind,
-    /// Issue directory of the local tracker (absolute); `Some` exactly when `kind` is local.
-    pub dir: Option<PathBuf>,
-    pub label: String,
-    pub escalated_label: String,
+pub enum TrackerConfig {
+    Github {
+        /// Issues with this label are candidates.
+        label: String,
+        /// The durable quarantine label.
+        escalated_label: String,
+    },
+    Local {
+        /// One `<N>.json` file per issue (absolute).
+        dir: PathBuf,
+        label: String,
+        escalated_label: String,
+    },
+}
+
+impl TrackerConfig {
+    pub fn kind(&self) -> TrackerKind {
+        match self {
+            TrackerConfig::Github { .. } => TrackerKind::Github,
+            TrackerConfig::Local { .. } => TrackerKind::Local,
+        }
+    }
+
+    /// The local tracker's directory.
+    pub fn dir(&self) -> Option<&Path> {
+        match self {
+            TrackerConfig::Github { .. } => None,
+            TrackerConfig::Local { dir, .. } => Some(dir),
+        }
+    }
+
+    pub fn label(&self) -> &str {
+        match self {
+            TrackerConfig::Github { label, .. } | TrackerConfig::Local { label, .. } => label,
+        }
+    }
+
+    pub fn escalated_label(&self) -> &str {
+        match self {
+            TrackerConfig::Github {
+                escalated_label, ..
+            }
+            | TrackerConfig::Local {
+                escalated_label, ..
+            } => escalated_label,
+        }
+    }
 }
 
 /// A validated config with every default filled in and every path absolute.
@@ -202,5 +246,5 @@ pub struct Config {
     pub tracker: TrackerConfig,
     /// Whether a repository with no CI configured may merge only after checks exist.
     pub require_checks: bool,
-    pub forge: Forge,
+    pub forge: ForgeKind,
 }

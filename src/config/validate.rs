@@ -568,10 +568,10 @@ impl Walker {
         let tracker = self.tracker(&top, base);
         let require_checks = self.boolean(&top, "requireChecks").unwrap_or(false);
         let forge = match self.choice(&top, "forge", &["github", "local"]) {
-            Some(0) => Forge::Github,
-            Some(_) => Forge::Local,
-            None if tracker.kind == TrackerKind::Local => Forge::Local,
-            None => Forge::Github,
+            Some(0) => ForgeKind::Github,
+            Some(_) => ForgeKind::Local,
+            None if tracker.kind() == TrackerKind::Local => ForgeKind::Local,
+            None => ForgeKind::Github,
         };
 
         let project_path = project_path?;
@@ -841,15 +841,18 @@ impl Walker {
         let escalated_label = self
             .text(&o, "escalatedLabel")
             .unwrap_or_else(|| DEFAULT_ESCALATED_LABEL.to_string());
-        TrackerConfig {
-            kind,
-            dir: if kind == TrackerKind::Local {
-                dir
-            } else {
-                None
+        match (kind, dir) {
+            (TrackerKind::Local, Some(dir)) => TrackerConfig::Local {
+                dir,
+                label,
+                escalated_label,
             },
-            label,
-            escalated_label,
+            // A local tracker without its directory was reported above; the config is not
+            // returned then.
+            _ => TrackerConfig::Github {
+                label,
+                escalated_label,
+            },
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::invoke::IssueContext;
 use super::shutdown::Shutdown;
 use super::{Driver, RunOptions, Started, KILL_GRACE};
-use crate::config::{Config, Forge as ForgeKind, TrackerKind};
+use crate::config::{Config, ForgeKind, TrackerConfig};
 use crate::files::{self, StateFile};
 use crate::forge::Forge;
 use crate::journal::FailureDetail;
@@ -73,17 +73,24 @@ impl Driver {
                     .then(|| runner_dir.dir.join("pulls")),
             },
         };
-        let tracker = match (cfg.tracker.kind, &cfg.tracker.dir) {
-            (TrackerKind::Local, Some(dir)) => {
+        let tracker = match &cfg.tracker {
+            TrackerConfig::Local {
+                dir,
+                label,
+                escalated_label,
+            } => {
                 let mut t = tracker::Local::new(dir.clone());
-                t.label = cfg.tracker.label.clone();
-                t.escalated_label = cfg.tracker.escalated_label.clone();
+                t.label = label.clone();
+                t.escalated_label = escalated_label.clone();
                 Tracker::Local(t)
             }
-            _ => {
+            TrackerConfig::Github {
+                label,
+                escalated_label,
+            } => {
                 let mut t = tracker::GitHub::new(project.clone());
-                t.label = cfg.tracker.label.clone();
-                t.escalated_label = cfg.tracker.escalated_label.clone();
+                t.label = label.clone();
+                t.escalated_label = escalated_label.clone();
                 Tracker::GitHub(t)
             }
         };
