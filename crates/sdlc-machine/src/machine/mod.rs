@@ -163,6 +163,18 @@ mod restart_tests {
     }
 
     #[test]
+    fn a_step_state_names_its_phase_and_the_debug_view_shows_the_state() {
+        let core = dispatched_at(Step::Verify, Mode::Continuous);
+        assert_eq!(Core::ancestors(core.state()), ["Session", "Cycle", "Build"]);
+        assert!(!core.is_terminal());
+        let shown = format!("{core:?}");
+        assert!(
+            shown.contains("Verify") && shown.contains("attempts"),
+            "{shown}"
+        );
+    }
+
+    #[test]
     fn every_restart_into_a_cycle_counts_the_interrupted_attempt() {
         for restart in [
             Event::Start,
