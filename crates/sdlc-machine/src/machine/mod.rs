@@ -3,6 +3,8 @@
 
 pub mod bounds;
 mod sm;
+#[cfg(test)]
+mod tests;
 mod types;
 
 pub use sm::{state_of as state_of_step, LastFailure, Runner, Spend, State, Stats, Superstate};

@@ -1,0 +1,352 @@
+//! The machine's names and small helpers, pinned: journal records, diagrams and diagnostics
+//! print them, so a changed label or a helper off by one is a visible change of contract.
+
+use super::*;
+use crate::failure::FailureClass;
+use crate::step::{Check, Step};
+
+fn states() -> Vec<(State, &'static str, Option<Step>, &'static [&'static str])> {
+    const SPECIFY: &[&str] = &["Session", "Cycle", "Specify"];
+    const BUILD: &[&str] = &["Session", "Cycle", "Build"];
+    const DELIVER: &[&str] = &["Session", "Cycle", "Deliver"];
+    vec![
+        (State::Selecting {}, "Selecting", None, &["Session"]),
+        (
+            State::StartCycle {},
+            "StartCycle",
+            Some(Step::StartCycle),
+            SPECIFY,
+        ),
+        (
+            State::StartIssue {},
+            "StartIssue",
+            Some(Step::StartIssue),
+            SPECIFY,
+        ),
+        (
+            State::WriteSpecs {},
+            "WriteSpecs",
+            Some(Step::WriteSpecs),
+            SPECIFY,
+        ),
+        (
+            State::Implement {},
+            "Implement",
+            Some(Step::Implement),
+            BUILD,
+        ),
+        (State::Simplify {}, "Simplify", Some(Step::Simplify), BUILD),
+        (State::Verify {}, "Verify", Some(Step::Verify), BUILD),
+        (
+            State::CommitPush {},
+            "CommitPush",
+            Some(Step::CommitPush),
+            DELIVER,
+        ),
+        (
+            State::CreatePr {},
+            "CreatePr",
+            Some(Step::CreatePr),
+            DELIVER,
+        ),
+        (
+            State::MonitorCi {},
+            "MonitorCi",
+            Some(Step::MonitorCi),
+            DELIVER,
+        ),
+        (State::Merge {}, "Merge", Some(Step::Merge), DELIVER),
+        (
+            State::BackingOff {
+                step: Step::Verify,
+                seconds: 5,
+            },
+            "BackingOff",
+            Some(Step::Verify),
+            &["Session", "Cycle"],
+        ),
+        (
+            State::AwaitingDecision { step: Step::Merge },
+            "AwaitingDecision",
+            Some(Step::Merge),
+            &["Session", "Cycle"],
+        ),
+        (
+            State::Halted {
+                reason: HaltReason::Operator,
+            },
+            "Halted",
+            None,
+            &[],
+        ),
+        (State::Finished { code: 0 }, "Finished", None, &[]),
+    ]
+}
+
+#[test]
+fn machine_states_have_their_names_steps_and_superstates() {
+    for (state, name, step, ancestors) in states() {
+        assert_eq!(state.name(), name);
+        assert_eq!(state.step(), step, "{name}");
+        assert_eq!(Core::ancestors(&state), ancestors, "{name}");
+        assert_eq!(state.is_terminal(), matches!(name, "Halted" | "Finished"));
+    }
+    for step in Step::ALL {
+        assert_eq!(state_of_step(step).step(), Some(step));
+    }
+}
+
+#[test]
+fn machine_core_debug_names_its_state_and_storage() {
+    let core = Core::new(Limits::default(), Mode::Continuous);
+    let text = format!("{core:?}");
+    assert!(text.starts_with("Core"), "{text}");
+    assert!(
+        text.contains("Selecting") && text.contains("max_retries_per_step"),
+        "{text}"
+    );
+}
+
+#[test]
+fn machine_labels_of_events_and_effects() {
+    let step = Step::Verify;
+    let usage = Usage::default();
+    let sig = crate::failure::Signature(1);
+    let events = [
+        (Event::Start, "Start"),
+        (
+            Event::ModeChanged {
+                mode: Mode::Continuous,
+            },
+            "ModeChanged",
+        ),
+        (Event::IssueSelected { issue: 1 }, "IssueSelected"),
+        (Event::NoIssues, "NoIssues"),
+        (Event::AllEscalated, "AllEscalated"),
+        (Event::AllBlocked, "AllBlocked"),
+        (
+            Event::Resume {
+                issue: 1,
+                next: step,
+            },
+            "Resume",
+        ),
+        (Event::AlreadyMerged { issue: 1 }, "AlreadyMerged"),
+        (Event::PreconditionsOk { step }, "PreconditionsOk"),
+        (Event::AlreadyDone { step }, "AlreadyDone"),
+        (
+            Event::PreconditionFailed {
+                step,
+                check: Check::OnFeatureBranch,
+            },
+            "PreconditionFailed",
+        ),
+        (Event::StepSucceeded { step, usage }, "StepSucceeded"),
+        (
+            Event::StepFailed {
+                step,
+                class: FailureClass::Lint,
+                signature: sig,
+                usage,
+                wait_hint_secs: None,
+            },
+            "StepFailed",
+        ),
+        (Event::WaitOver, "WaitOver"),
+        (
+            Event::Decided {
+                option: DecisionOption::Retry,
+            },
+            "Decided",
+        ),
+        (Event::DecisionTimedOut, "DecisionTimedOut"),
+        (
+            Event::ShutdownRequested {
+                signal: Signal::Int,
+            },
+            "ShutdownRequested",
+        ),
+        (Event::NetworkUnavailable, "NetworkUnavailable"),
+    ];
+    for (event, label) in events {
+        assert_eq!(event.label(), label);
+    }
+    let effects = [
+        (Effect::SelectIssue, "SelectIssue", true),
+        (
+            Effect::CheckPreconditions { step },
+            "CheckPreconditions",
+            true,
+        ),
+        (
+            Effect::RunStep {
+                step,
+                issue: 1,
+                attempt: 1,
+                repair: false,
+            },
+            "RunStep",
+            true,
+        ),
+        (Effect::Wait { seconds: 1 }, "Wait", true),
+        (
+            Effect::AutoCommit(CommitKind::PartialWork),
+            "AutoCommit",
+            false,
+        ),
+        (Effect::CheckoutMain, "CheckoutMain", false),
+        (Effect::ResetCycle, "ResetCycle", false),
+        (Effect::RecordMerged { issue: 1 }, "RecordMerged", false),
+        (Effect::MarkEscalated { issue: 1 }, "MarkEscalated", false),
+        (Effect::Cleanup, "Cleanup", false),
+        (Effect::Notify(Notice::NothingToDo), "Notify", false),
+        (Effect::AskDecision { step, issue: 1 }, "AskDecision", true),
+        (Effect::Halt(HaltReason::Network), "Halt", false),
+        (Effect::Exit { code: 0 }, "Exit", true),
+    ];
+    for (effect, label, request) in effects {
+        assert_eq!(effect.label(), label);
+        assert_eq!(effect.is_request(), request, "{label}");
+    }
+}
+
+#[test]
+fn machine_texts_of_signals_decisions_causes_commits_and_halts() {
+    let signals = [
+        (Signal::Int, "SIGINT"),
+        (Signal::Term, "SIGTERM"),
+        (Signal::Hup, "SIGHUP"),
+    ];
+    for (signal, name) in signals {
+        assert_eq!(signal.name(), name);
+        assert_eq!(
+            CommitKind::OnSignal(signal).message(),
+            format!("chore: save work on signal {name}")
+        );
+    }
+    for (option, name) in DecisionOption::ALL
+        .into_iter()
+        .zip(["retry", "skip", "halt"])
+    {
+        assert_eq!(option.name(), name);
+        assert_eq!(DecisionOption::parse(name), Some(option));
+    }
+    assert_eq!(DecisionOption::parse("maybe"), None);
+    assert_eq!(
+        CommitKind::Implemented { issue: 7 }.message(),
+        "feat: implement issue #7"
+    );
+    assert_eq!(
+        CommitKind::PartialWork.message(),
+        "chore: save partial work before escalation"
+    );
+    let causes = [
+        (EscalationCause::RetriesExhausted, "retries exhausted"),
+        (
+            EscalationCause::SameFailureRepeated,
+            "same failure repeated",
+        ),
+        (EscalationCause::BounceLoop, "bounce loop"),
+        (EscalationCause::NonRetryable, "non-retryable failure"),
+        (EscalationCause::IssueBudget, "issue budget exhausted"),
+        (EscalationCause::OperatorSkipped, "skipped by operator"),
+    ];
+    for (cause, text) in causes {
+        assert_eq!(cause.describe(), text);
+    }
+    let step = Step::Verify;
+    let halts = [
+        (
+            HaltReason::ConsecutiveEscalations {
+                cause: EscalationCause::BounceLoop,
+                step,
+            },
+            "FAILURE LOOP DETECTED: bounce loop",
+        ),
+        (
+            HaltReason::ConsecutiveEscalations {
+                cause: EscalationCause::RetriesExhausted,
+                step,
+            },
+            "FAILURE LOOP DETECTED: consecutive escalations",
+        ),
+        (
+            HaltReason::AllIssuesEscalated,
+            "FAILURE LOOP DETECTED: all issues escalated",
+        ),
+        (
+            HaltReason::AllIssuesBlocked,
+            "FAILURE LOOP DETECTED: all issues blocked",
+        ),
+        (
+            HaltReason::MaxConsecutiveFailures { step, limit: 3 },
+            "FAILURE LOOP DETECTED: max_consecutive_failures:verify:3",
+        ),
+        (
+            HaltReason::Environment {
+                class: FailureClass::Auth,
+                step,
+            },
+            "ENVIRONMENT FAILURE: AUTH",
+        ),
+        (
+            HaltReason::WaitsExhausted {
+                class: FailureClass::RateLimit,
+                step,
+            },
+            "ENVIRONMENT FAILURE: RATE_LIMIT",
+        ),
+        (
+            HaltReason::QuotaTooLong { step },
+            "ENVIRONMENT FAILURE: QUOTA",
+        ),
+        (
+            HaltReason::SessionBudget,
+            "BUDGET EXHAUSTED: session budget",
+        ),
+        (HaltReason::Operator, "HALTED BY OPERATOR"),
+        (HaltReason::DecisionTimeout, "HALTED: decision timed out"),
+        (
+            HaltReason::RunnerStateLost,
+            "ENVIRONMENT FAILURE: RUNNER STATE LOST",
+        ),
+        (HaltReason::Network, "ENVIRONMENT FAILURE: NETWORK"),
+    ];
+    for (reason, headline) in halts {
+        assert_eq!(reason.headline(), headline);
+    }
+}
+
+#[test]
+fn machine_step_order_follows_the_simplify_switch() {
+    let on = Limits::default();
+    let off = Limits {
+        simplify_enabled: false,
+        ..Limits::default()
+    };
+    assert!(on.enabled(Step::Simplify) && !off.enabled(Step::Simplify));
+    assert!(off.enabled(Step::Verify) && off.enabled(Step::Implement));
+    assert_eq!(on.enabled_steps().collect::<Vec<_>>(), Step::ALL.to_vec());
+    assert_eq!(off.enabled_steps().count(), Step::COUNT - 1);
+    assert_eq!(on.next_step(Step::Implement), Some(Step::Simplify));
+    assert_eq!(off.next_step(Step::Implement), Some(Step::Verify));
+    assert_eq!(off.next_step(Step::StartCycle), Some(Step::StartIssue));
+    assert_eq!(on.next_step(Step::Merge), None);
+    assert_eq!(on.prev_step(Step::Verify), Some(Step::Simplify));
+    assert_eq!(off.prev_step(Step::Verify), Some(Step::Implement));
+    assert_eq!(off.prev_step(Step::Merge), Some(Step::MonitorCi));
+    assert_eq!(on.prev_step(Step::StartCycle), None);
+}
+
+#[test]
+fn machine_backoff_doubles_from_the_initial_wait_up_to_the_cap() {
+    let l = Limits {
+        backoff_initial_secs: 3,
+        backoff_max_secs: 20,
+        ..Limits::default()
+    };
+    let waits: Vec<u32> = (1..=5).map(|n| l.backoff_secs(n)).collect();
+    assert_eq!(waits, [3, 6, 12, 20, 20]);
+    assert_eq!(l.backoff_secs(0), 3, "the first wait, however counted");
+    assert_eq!(l.backoff_secs(u32::MAX), 20, "no overflow");
+}
