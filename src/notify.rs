@@ -98,6 +98,9 @@ pub struct NotifyOptions {
     /// How long `Drop` waits for queued deliveries. Default 10 s.
     pub drop_wait: Duration,
     pub clock: Clock,
+    /// Messages below this severity go to the log only, not to the channels (a chat channel
+    /// is not for twenty progress lines per issue). Default `Info`: everything.
+    pub min_severity: Severity,
 }
 
 impl Default for NotifyOptions {
@@ -110,6 +113,7 @@ impl Default for NotifyOptions {
             curl: PathBuf::from("curl"),
             drop_wait: Duration::from_secs(10),
             clock: Arc::new(Instant::now),
+            min_severity: Severity::Info,
         }
     }
 }
@@ -123,6 +127,7 @@ impl std::fmt::Debug for NotifyOptions {
             .field("dedup_window", &self.dedup_window)
             .field("curl", &self.curl)
             .field("drop_wait", &self.drop_wait)
+            .field("min_severity", &self.min_severity)
             .finish_non_exhaustive()
     }
 }
@@ -228,6 +233,13 @@ impl Notifier {
     /// fails: delivery problems end up in the log.
     pub fn send(&self, severity: Severity, message: &str) {
         let text = redact(message);
+        if severity < self.options.min_severity {
+            append_log(
+                self.log.as_deref(),
+                &format!("[notify] {} {text} (log only)", severity.prefix()),
+            );
+            return;
+        }
         let repeats = match self.dedup_decision(severity, &text) {
             Some(repeats) => repeats,
             None => {

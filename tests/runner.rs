@@ -551,7 +551,9 @@ fn notifications_announce_progress_and_the_halt_with_severities() {
         .expect("script");
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
         .expect("chmod");
-    p.set_config(json!({"notify": {"command": [script.to_str().expect("utf8")]}}));
+    p.set_config(
+        json!({"notify": {"command": [script.to_str().expect("utf8")], "minSeverity": "info"}}),
+    );
     let out = p.run(&[]);
     assert_eq!(code(&out), 1, "{}", text(&out));
     let sent = std::fs::read_to_string(&sink).expect("notifications delivered before exit");
@@ -563,6 +565,42 @@ fn notifications_announce_progress_and_the_halt_with_severities() {
     ] {
         assert!(sent.contains(needle), "missing {needle:?} in:\n{sent}");
     }
+}
+
+#[test]
+fn by_default_a_channel_gets_warnings_and_alerts_and_the_log_gets_everything() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"1:verify": ["fail-test", "ok"], "2:startCycle": ["not-logged-in"]}}),
+        json!({}),
+    );
+    let sink = p.root.join("notifications.txt");
+    let script = p.root.join("notify.sh");
+    std::fs::write(&script, "#!/bin/sh\nprintf '%s %s\\n---\\n' \"$SDLC_SEVERITY\" \"$1\" >> \"$(dirname \"$0\")/notifications.txt\"\n")
+        .expect("script");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    p.set_config(json!({"notify": {"command": [script.to_str().expect("utf8")]}}));
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 1, "{}", text(&out));
+    let sent = std::fs::read_to_string(&sink).expect("notifications delivered before exit");
+    assert!(
+        !sent.contains("info "),
+        "no progress chatter in the channel:\n{sent}"
+    );
+    assert!(
+        sent.contains("warning [WARNING] issue #1: verify failed"),
+        "{sent}"
+    );
+    assert!(
+        sent.contains("alert [ALERT] ENVIRONMENT FAILURE: AUTH"),
+        "{sent}"
+    );
+    let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).expect("log");
+    assert!(
+        log.contains("[INFO] issue #1: verify started (attempt 1) (log only)"),
+        "{log}"
+    );
 }
 
 #[test]

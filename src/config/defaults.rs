@@ -51,3 +51,6 @@ pub fn machine() -> Limits {
 pub fn max_quota_wait_min() -> f64 {
     machine().max_quota_wait_secs as f64 / 60.0
 }
+
+/// `notify.minSeverity`: chat channels get warnings and alerts; progress stays in the log.
+pub const DEFAULT_NOTIFY_MIN_SEVERITY: Severity = Severity::Warning;

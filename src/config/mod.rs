@@ -13,6 +13,7 @@
 //! global effort drops it (as the old runner did at run time) instead of failing validation.
 
 use crate::machine::Limits;
+use crate::notify::Severity;
 use crate::step::Step;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -79,6 +79,23 @@ mod file {
     fn d_escalated() -> String {
         super::DEFAULT_ESCALATED_LABEL.into()
     }
+    fn d_min_severity() -> MinSeverity {
+        match super::DEFAULT_NOTIFY_MIN_SEVERITY {
+            super::Severity::Info => MinSeverity::Info,
+            super::Severity::Warning => MinSeverity::Warning,
+            super::Severity::Alert => MinSeverity::Alert,
+        }
+    }
+
+    /// `notify.minSeverity`.
+    #[derive(Serialize, JsonSchema)]
+    #[serde(rename_all = "lowercase")]
+    pub enum MinSeverity {
+        Info,
+        Warning,
+        Alert,
+    }
+
     fn d_failures() -> MaxConsecutiveFailures {
         let limits = machine().max_consecutive_failures;
         let at = |step: crate::step::Step| Some(limits[step.index()]).filter(|n| *n > 0);
@@ -361,6 +378,11 @@ mod file {
         /// Program and arguments; the message is passed as the last argument.
         #[schemars(length(min = 1))]
         pub command: Option<Vec<String>>,
+        /// Messages below this severity reach the orchestration log only: `warning` keeps a
+        /// chat channel to failures, escalations and halts; `info` sends every step's start
+        /// and end too.
+        #[serde(default = "d_min_severity")]
+        pub min_severity: MinSeverity,
     }
 
     #[derive(Serialize, JsonSchema)]

@@ -145,12 +145,24 @@ pub struct AgentConfig {
     pub max_api_retries: u32,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NotifyConfig {
     /// Discord/Slack-compatible webhook.
     pub webhook_url: Option<String>,
     /// Program and arguments; the message is appended as the last argument.
     pub command: Option<Vec<String>>,
+    /// Below this, messages reach the orchestration log only.
+    pub min_severity: crate::notify::Severity,
+}
+
+impl Default for NotifyConfig {
+    fn default() -> Self {
+        NotifyConfig {
+            webhook_url: None,
+            command: None,
+            min_severity: DEFAULT_NOTIFY_MIN_SEVERITY,
+        }
+    }
 }
 
 /// Where issues come from; the local tracker carries its directory.

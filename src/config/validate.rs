@@ -48,7 +48,7 @@ pub(super) const CLEANUP_KEYS: &[&str] = &["processPatterns"];
 pub(super) const BACKOFF_KEYS: &[&str] = &["initialSeconds", "maxSeconds"];
 pub(super) const BUDGET_KEYS: &[&str] = &["perIssueUsd", "perSessionUsd", "perIssueMinutes"];
 pub(super) const AGENT_KEYS: &[&str] = &["command", "args", "env", "maxApiRetries"];
-pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command"];
+pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command", "minSeverity"];
 pub(super) const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
 
 /// Key paths that occur twice in one object. `serde_json::Value` silently keeps the last,
@@ -809,9 +809,16 @@ impl Walker {
                 );
             }
         }
+        let min_severity = match self.choice(&o, "minSeverity", &["info", "warning", "alert"]) {
+            Some(0) => Severity::Info,
+            Some(2) => Severity::Alert,
+            Some(_) => Severity::Warning,
+            None => DEFAULT_NOTIFY_MIN_SEVERITY,
+        };
         NotifyConfig {
             webhook_url,
             command,
+            min_severity,
         }
     }
 

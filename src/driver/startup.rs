@@ -116,7 +116,14 @@ impl Driver {
                 });
             }
         }
-        let notifier = Notifier::new(channels, Some(logs.orchestration_log()));
+        let notifier = Notifier::with_options(
+            channels,
+            Some(logs.orchestration_log()),
+            crate::notify::NotifyOptions {
+                min_severity: cfg.notify.min_severity,
+                ..Default::default()
+            },
+        );
 
         let mode = match (opts.step, opts.issue) {
             (Some(step), _) => Mode::SingleStep(step),
