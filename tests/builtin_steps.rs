@@ -106,3 +106,43 @@ fn the_dry_run_says_which_steps_are_builtin() {
     assert!(all.contains("step 1 startCycle: builtin"), "{all}");
     assert!(all.contains("step 10 merge: builtin"), "{all}");
 }
+
+/// A runner killed right after a builtin step did its work, before the journal knew: the
+/// restart counts the attempt as interrupted, then finds the outcome in git and the forge and
+/// does not do it twice (one PR record, one merge).
+#[test]
+fn a_crash_after_a_builtin_side_effect_never_repeats_it() {
+    for point in [
+        "builtin commitPush done",
+        "builtin createPR done",
+        "builtin merge done",
+    ] {
+        let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+        let crashed = p
+            .command(&["run", "--config", p.config.to_str().expect("utf8")])
+            .env(sdlc_runner::failpoint::CRASH_AT_ENV, point)
+            .output()
+            .expect("run");
+        assert_eq!(
+            crashed.status.code(),
+            None,
+            "killed at {point}: {}",
+            text(&crashed)
+        );
+        let out = p.run(&[]);
+        let all = text(&out);
+        assert_eq!(code(&out), 0, "after a crash at {point}: {all}");
+        let pulls = p.project.join(".git/sdlc-runner/pulls");
+        assert!(pulls.join("1.json").is_file(), "{point}");
+        assert!(
+            !pulls.join("2.json").exists(),
+            "a second PR after a crash at {point}"
+        );
+        assert_eq!(
+            p.origin_main_log().matches("Merge issue #1").count(),
+            1,
+            "merged once after a crash at {point}: {}",
+            p.origin_main_log()
+        );
+    }
+}

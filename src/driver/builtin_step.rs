@@ -59,6 +59,7 @@ impl Driver {
             Err(event) => return event,
         };
         usage.elapsed_ms += started.elapsed().as_millis() as u64;
+        crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
             Ok(done) => {
                 self.last_output = done.clone();
