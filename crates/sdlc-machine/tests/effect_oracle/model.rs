@@ -1,0 +1,580 @@
+//! The model: the lifecycle contract restated plainly, one method per rule, with every
+//! counter kept the way the contract words it. It shares no code with the machine.
+
+use sdlc_machine::failure::{Disposition, FailureClass, Signature};
+use sdlc_machine::machine::{
+    CommitKind, DecisionOption, Effect, EscalationCause, Event, HaltReason, Limits, Mode, Notice,
+    Spend, Usage,
+};
+use sdlc_machine::step::{Check, Step};
+use std::collections::BTreeSet;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum At {
+    Selecting,
+    Step(Step),
+    Backoff(Step, u64),
+    Decision(Step),
+    Halted(HaltReason),
+    Finished(u8),
+}
+
+/// The model: every counter the contract names, kept the way the contract words it.
+#[derive(Debug, Clone)]
+pub struct Model {
+    pub l: Limits,
+    pub mode: Mode,
+    pub at: At,
+    pub issue: Option<u32>,
+    pub dispatched: bool,
+    pub attempts: [u32; Step::COUNT],
+    pub bounces: u32,
+    pub same: [u32; Step::COUNT],
+    pub last_sig: [Option<Signature>; Step::COUNT],
+    pub last_class: [Option<FailureClass>; Step::COUNT],
+    pub repairs: [u32; Step::COUNT],
+    pub issue_cost: u64,
+    pub issue_ms: u64,
+    pub streak: u32,
+    pub escalated: BTreeSet<u32>,
+    pub phase: [u32; Step::COUNT],
+    pub waits: u32,
+    pub session_cost: u64,
+    pub last_usage: Usage,
+    pub merges: u64,
+    pub total: Spend,
+    pub since_merge: Spend,
+    pub failed_by_class: [Spend; FailureClass::COUNT],
+    pub fx: Vec<Effect>,
+}
+
+fn add(s: &mut Spend, u: &Usage) {
+    s.invocations += 1;
+    s.turns += u64::from(u.turns);
+    s.cost_micros += u.cost_micros;
+}
+
+impl Model {
+    pub fn new(l: &Limits, mode: Mode) -> Self {
+        Model {
+            l: l.clone(),
+            mode,
+            at: At::Selecting,
+            issue: None,
+            dispatched: false,
+            attempts: [0; Step::COUNT],
+            bounces: 0,
+            same: [0; Step::COUNT],
+            last_sig: [None; Step::COUNT],
+            last_class: [None; Step::COUNT],
+            repairs: [0; Step::COUNT],
+            issue_cost: 0,
+            issue_ms: 0,
+            streak: 0,
+            escalated: BTreeSet::new(),
+            phase: [0; Step::COUNT],
+            waits: 0,
+            session_cost: 0,
+            last_usage: Usage::default(),
+            merges: 0,
+            total: Spend::default(),
+            since_merge: Spend::default(),
+            failed_by_class: [Spend::default(); FailureClass::COUNT],
+            fx: Vec::new(),
+        }
+    }
+
+    fn issue(&self) -> u32 {
+        self.issue.unwrap_or(0)
+    }
+
+    fn single_step(&self) -> bool {
+        matches!(self.mode, Mode::SingleStep(_))
+    }
+
+    fn enter(&mut self, step: Step) {
+        self.dispatched = false;
+        self.fx.push(Effect::CheckPreconditions { step });
+        self.at = At::Step(step);
+    }
+
+    fn halt(&mut self, r: HaltReason) {
+        self.fx
+            .extend([Effect::Cleanup, Effect::Halt(r), Effect::Exit { code: 1 }]);
+        self.at = At::Halted(r);
+    }
+
+    fn finish(&mut self, code: u8) {
+        self.fx.push(Effect::Exit { code });
+        self.at = At::Finished(code);
+    }
+
+    fn select_next(&mut self) {
+        self.issue = None;
+        self.dispatched = false;
+        self.fx.push(Effect::SelectIssue);
+        self.at = At::Selecting;
+    }
+
+    fn start_cycle(&mut self, issue: u32, first: Step) {
+        if self.escalated.contains(&issue) {
+            return self.halt(HaltReason::AllIssuesEscalated);
+        }
+        self.issue = Some(issue);
+        self.dispatched = false;
+        self.attempts = [0; Step::COUNT];
+        self.bounces = 0;
+        self.same = [0; Step::COUNT];
+        self.last_sig = [None; Step::COUNT];
+        self.last_class = [None; Step::COUNT];
+        self.repairs = [0; Step::COUNT];
+        self.issue_cost = 0;
+        self.issue_ms = 0;
+        self.fx.push(Effect::Notify(Notice::CycleStarted { issue }));
+        self.enter(first);
+    }
+
+    fn merged(&mut self, issue: u32) {
+        self.streak = 0;
+        self.merges += 1;
+        self.since_merge = Spend::default();
+        self.failed_by_class = [Spend::default(); FailureClass::COUNT];
+        self.fx.push(Effect::RecordMerged { issue });
+        self.fx.push(Effect::Notify(Notice::Merged { issue }));
+        self.fx.push(Effect::CheckoutMain);
+        if matches!(self.mode, Mode::SingleIssue(_)) {
+            return self.finish(0);
+        }
+        self.fx.push(Effect::ResetCycle);
+        self.select_next();
+    }
+
+    fn advance(&mut self, step: Step) {
+        if self.single_step() {
+            return self.finish(0);
+        }
+        match self.l.next_step(step) {
+            Some(next) => self.enter(next),
+            None => self.merged(self.issue()),
+        }
+    }
+
+    fn escalate(&mut self, step: Step, cause: EscalationCause) {
+        let issue = self.issue();
+        self.escalated.insert(issue);
+        self.streak += 1;
+        let notice = Effect::Notify(Notice::Escalated {
+            issue,
+            step,
+            cause,
+            consecutive: self.streak,
+        });
+        self.fx.push(Effect::MarkEscalated { issue });
+        if matches!(self.mode, Mode::SingleIssue(_)) {
+            self.fx.extend([
+                Effect::Cleanup,
+                Effect::AutoCommit(CommitKind::PartialWork),
+                Effect::CheckoutMain,
+                notice,
+            ]);
+            return self.finish(1);
+        }
+        if self.streak >= self.l.max_consecutive_escalations {
+            return self.halt(HaltReason::ConsecutiveEscalations { cause, step });
+        }
+        self.fx.extend([
+            Effect::Cleanup,
+            Effect::AutoCommit(CommitKind::PartialWork),
+            Effect::CheckoutMain,
+            Effect::ResetCycle,
+            notice,
+        ]);
+        self.select_next();
+    }
+
+    fn give_up(&mut self, step: Step, cause: EscalationCause) {
+        if self.l.manual_approval {
+            self.fx.push(Effect::AskDecision {
+                step,
+                issue: self.issue(),
+            });
+            self.at = At::Decision(step);
+            return;
+        }
+        self.escalate(step, cause);
+    }
+
+    /// A budget is spent when what was spent reaches it or one more attempt like the last
+    /// one would pass it.
+    fn over(spent: u64, budget: Option<u64>, last: u64) -> bool {
+        budget.is_some_and(|b| spent >= b || spent.saturating_add(last) > b)
+    }
+
+    fn dispatch(&mut self, step: Step) {
+        let last = self.last_usage;
+        if Self::over(
+            self.session_cost,
+            self.l.per_session_budget_micros,
+            last.cost_micros,
+        ) {
+            return self.halt(HaltReason::SessionBudget);
+        }
+        if Self::over(
+            self.issue_cost,
+            self.l.per_issue_budget_micros,
+            last.cost_micros,
+        ) || Self::over(self.issue_ms, self.l.per_issue_budget_ms, last.elapsed_ms)
+        {
+            if self.single_step() {
+                return self.finish(1);
+            }
+            return self.escalate(step, EscalationCause::IssueBudget);
+        }
+        let i = step.index();
+        let repair = matches!(step, Step::Verify | Step::MonitorCi)
+            && self.last_class[i].is_some_and(FailureClass::code_fixable)
+            && self.repairs[i] < self.l.max_repair_iterations;
+        if repair {
+            self.repairs[i] += 1;
+        }
+        self.dispatched = true;
+        self.fx.push(Effect::RunStep {
+            step,
+            issue: self.issue(),
+            attempt: self.attempts[i] + 1,
+            repair,
+        });
+    }
+
+    fn bounce(&mut self, step: Step, check: Check) {
+        if self.single_step() {
+            return self.finish(1);
+        }
+        self.bounces += 1;
+        match self.l.prev_step(step) {
+            Some(prev) if self.bounces <= self.l.max_bounce_retries => {
+                self.fx.push(Effect::Notify(Notice::Bounced {
+                    from: step,
+                    to: prev,
+                    check,
+                    bounces: self.bounces,
+                }));
+                self.enter(prev);
+            }
+            _ => self.escalate(step, EscalationCause::BounceLoop),
+        }
+    }
+
+    fn record(&mut self, u: &Usage) {
+        self.issue_cost += u.cost_micros;
+        self.issue_ms += u.elapsed_ms;
+        self.session_cost += u.cost_micros;
+        self.last_usage = *u;
+        add(&mut self.total, u);
+        add(&mut self.since_merge, u);
+    }
+
+    fn succeeded(&mut self, step: Step, u: &Usage) {
+        let i = step.index();
+        self.record(u);
+        self.waits = 0;
+        self.phase[i] = 0;
+        self.same[i] = 0;
+        self.last_sig[i] = None;
+        self.last_class[i] = None;
+        if step == Step::Implement {
+            self.fx.push(Effect::AutoCommit(CommitKind::Implemented {
+                issue: self.issue(),
+            }));
+        }
+        self.advance(step);
+    }
+
+    fn failed(
+        &mut self,
+        step: Step,
+        class: FailureClass,
+        sig: Signature,
+        u: &Usage,
+        hint: Option<u64>,
+    ) {
+        let i = step.index();
+        self.record(u);
+        add(&mut self.failed_by_class[class.index()], u);
+        match class.disposition() {
+            Disposition::HaltEnvironment => {
+                return self.halt(HaltReason::Environment { class, step });
+            }
+            Disposition::Backoff | Disposition::WaitForQuota => {
+                self.waits += 1;
+                if self.waits > self.l.max_rate_limit_waits {
+                    return self.halt(HaltReason::WaitsExhausted { class, step });
+                }
+                let seconds = if class.disposition() == Disposition::WaitForQuota {
+                    let s = hint.unwrap_or(u64::from(self.l.backoff_max_secs));
+                    if s > self.l.max_quota_wait_secs {
+                        return self.halt(HaltReason::QuotaTooLong { step });
+                    }
+                    s
+                } else {
+                    u64::from(self.l.backoff_secs(self.waits))
+                };
+                self.dispatched = false;
+                self.fx.push(Effect::Notify(Notice::Waiting {
+                    step,
+                    class,
+                    seconds,
+                }));
+                self.fx.push(Effect::Wait { seconds });
+                self.at = At::Backoff(step, seconds);
+                return;
+            }
+            Disposition::Retry | Disposition::EscalateNow => {}
+        }
+        self.waits = 0;
+        self.attempts[i] += 1;
+        self.phase[i] += 1;
+        if self.last_sig[i] == Some(sig) {
+            self.same[i] += 1;
+        } else {
+            self.same[i] = 1;
+            self.last_sig[i] = Some(sig);
+        }
+        self.last_class[i] = Some(class);
+        let limit = self.l.max_consecutive_failures[i];
+        if limit > 0 && self.phase[i] >= limit {
+            return self.halt(HaltReason::MaxConsecutiveFailures { step, limit });
+        }
+        if self.single_step() {
+            return self.finish(1);
+        }
+        if class.disposition() == Disposition::EscalateNow {
+            return self.escalate(step, EscalationCause::NonRetryable);
+        }
+        if self.attempts[i] >= self.l.max_retries_per_step {
+            return self.give_up(step, EscalationCause::RetriesExhausted);
+        }
+        let same_limit = self.l.max_consecutive_same_failure;
+        if same_limit > 0 && self.same[i] >= same_limit {
+            return self.give_up(step, EscalationCause::SameFailureRepeated);
+        }
+        self.fx.push(Effect::Notify(Notice::Retrying {
+            step,
+            attempt: self.attempts[i] + 1,
+            class,
+        }));
+        self.enter(step);
+    }
+
+    fn restart_step(&mut self, step: Step) {
+        if self.dispatched {
+            return self.failed(
+                step,
+                FailureClass::Killed,
+                Signature::INTERRUPTED,
+                &Usage::default(),
+                None,
+            );
+        }
+        self.enter(step);
+    }
+
+    /// `None`: carry on as on a plain restart.
+    fn change_mode(&mut self, mode: Mode) -> Option<()> {
+        self.mode = mode;
+        match (mode, self.issue) {
+            (Mode::SingleIssue(n), Some(current)) if n != current => {
+                self.dispatched = false;
+                self.fx.extend([Effect::CheckoutMain, Effect::ResetCycle]);
+                self.select_next();
+                Some(())
+            }
+            (Mode::SingleStep(step), Some(_)) => {
+                self.enter(step);
+                Some(())
+            }
+            _ => None,
+        }
+    }
+
+    fn first_step(&self) -> Step {
+        match self.mode {
+            Mode::SingleStep(step) => step,
+            _ => Step::StartCycle,
+        }
+    }
+
+    /// The effects of `ev`, exactly.
+    pub fn on(&mut self, ev: &Event) -> Vec<Effect> {
+        self.fx.clear();
+        match self.at {
+            At::Halted(r) => {
+                if matches!(ev, Event::Start | Event::ModeChanged { .. }) {
+                    self.fx.extend([Effect::Halt(r), Effect::Exit { code: 1 }]);
+                }
+                return std::mem::take(&mut self.fx);
+            }
+            At::Finished(code) => {
+                if matches!(ev, Event::Start | Event::ModeChanged { .. }) {
+                    self.fx.push(Effect::Exit { code });
+                }
+                return std::mem::take(&mut self.fx);
+            }
+            _ => {}
+        }
+        let handled = match self.at {
+            At::Selecting => self.on_selecting(ev),
+            At::Step(step) => self.on_step(step, ev),
+            At::Backoff(step, seconds) => self.on_backoff(step, seconds, ev),
+            At::Decision(step) => self.on_decision(step, ev),
+            At::Halted(_) | At::Finished(_) => true,
+        };
+        if !handled {
+            self.on_cycle_or_session(ev);
+        }
+        std::mem::take(&mut self.fx)
+    }
+
+    fn on_selecting(&mut self, ev: &Event) -> bool {
+        match *ev {
+            Event::Start => self.fx.push(Effect::SelectIssue),
+            Event::ModeChanged { mode } => {
+                self.mode = mode;
+                self.fx.push(Effect::SelectIssue);
+            }
+            Event::IssueSelected { issue } => self.start_cycle(issue, self.first_step()),
+            Event::Resume { issue, next } => {
+                if self.escalated.contains(&issue) {
+                    // An escalated issue's branch is not continued.
+                    self.fx.extend([Effect::CheckoutMain, Effect::SelectIssue]);
+                } else {
+                    let first = match self.mode {
+                        Mode::SingleStep(step) => step,
+                        _ => next,
+                    };
+                    self.start_cycle(issue, first);
+                }
+            }
+            Event::AlreadyMerged { issue } => self.merged(issue),
+            Event::NoIssues => {
+                self.fx.push(Effect::Notify(Notice::NothingToDo));
+                self.finish(0);
+            }
+            Event::AllEscalated => self.halt(HaltReason::AllIssuesEscalated),
+            Event::AllBlocked => self.halt(HaltReason::AllIssuesBlocked),
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_step(&mut self, step: Step, ev: &Event) -> bool {
+        match *ev {
+            Event::Start => self.restart_step(step),
+            Event::ModeChanged {
+                mode: mode @ Mode::SingleStep(s),
+            } if s == step && self.dispatched => {
+                self.mode = mode;
+                self.restart_step(step);
+            }
+            Event::ModeChanged { mode } => {
+                if self.change_mode(mode).is_none() {
+                    self.restart_step(step);
+                }
+            }
+            Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
+                self.dispatch(step)
+            }
+            Event::AlreadyDone { step: s } if s == step && !self.dispatched => self.advance(step),
+            Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
+                self.bounce(step, check)
+            }
+            Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
+                self.succeeded(step, &usage)
+            }
+            Event::StepFailed {
+                step: s,
+                class,
+                signature,
+                usage,
+                wait_hint_secs,
+            } if s == step && self.dispatched => {
+                self.failed(step, class, signature, &usage, wait_hint_secs)
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_backoff(&mut self, step: Step, seconds: u64, ev: &Event) -> bool {
+        match *ev {
+            Event::ModeChanged { mode } => {
+                if self.change_mode(mode).is_none() {
+                    self.fx.push(Effect::Wait { seconds });
+                }
+            }
+            Event::Start => self.fx.push(Effect::Wait { seconds }),
+            Event::WaitOver => self.enter(step),
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_decision(&mut self, step: Step, ev: &Event) -> bool {
+        let ask = Effect::AskDecision {
+            step,
+            issue: self.issue(),
+        };
+        match *ev {
+            Event::ModeChanged { mode } => {
+                if self.change_mode(mode).is_none() {
+                    self.fx.push(ask);
+                }
+            }
+            Event::Start => self.fx.push(ask),
+            Event::Decided {
+                option: DecisionOption::Retry,
+            } => {
+                let i = step.index();
+                self.attempts[i] = self.attempts[i].saturating_sub(1);
+                self.same[i] = 0;
+                self.last_sig[i] = None;
+                self.enter(step);
+            }
+            Event::Decided {
+                option: DecisionOption::Skip,
+            } => self.escalate(step, EscalationCause::OperatorSkipped),
+            Event::Decided {
+                option: DecisionOption::Halt,
+            } => self.halt(HaltReason::Operator),
+            Event::DecisionTimedOut => self.halt(HaltReason::DecisionTimeout),
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_cycle_or_session(&mut self, ev: &Event) {
+        let in_cycle = !matches!(self.at, At::Selecting);
+        match *ev {
+            Event::Resume { issue, next } if in_cycle && Some(issue) == self.issue => {
+                self.enter(next)
+            }
+            Event::ShutdownRequested { signal } => {
+                self.fx.push(Effect::Cleanup);
+                if self.issue.is_some() {
+                    self.fx
+                        .push(Effect::AutoCommit(CommitKind::OnSignal(signal)));
+                }
+                self.fx
+                    .push(Effect::Notify(Notice::ShuttingDown { signal }));
+                self.fx.push(Effect::Exit { code: 0 });
+                self.dispatched = false;
+            }
+            Event::NetworkUnavailable => self.halt(HaltReason::Network),
+            _ => {}
+        }
+    }
+
+    pub fn terminal(&self) -> bool {
+        matches!(self.at, At::Halted(_) | At::Finished(_))
+    }
+}
