@@ -56,7 +56,8 @@ pub fn compute(limits: &Limits) -> Bounds {
         let landable = limits
             .next_step(s)
             .is_some_and(|next| next.has_precondition());
-        if f != 0 && landable && run > 0 && run < fails {
+        // (With `run == fails` nothing is left to buy: `left` is 0.)
+        if f != 0 && landable && run > 0 {
             let left = fails - run;
             let full_runs = (left / run).min(b - bounces_given);
             bounces_given += full_runs;
@@ -90,8 +91,9 @@ pub fn compute(limits: &Limits) -> Bounds {
         (f_last - 1).min(escalations * r)
     };
     let between = escalations * head + streak + base + n + cap_last(streak);
-    let escalated_cycle = head + if f_last == 0 { r } else { (f_last - 1).min(r) };
-    let per_cycle = (base + n + cap_last(0)).max(escalated_cycle);
+    // One cycle at most: an escalated cycle never spends more than a merged one, because its
+    // escalating failure takes the place of the last step's success.
+    let per_cycle = base + n + cap_last(0);
 
     let first_step = steps.first().copied().unwrap_or(Step::StartCycle);
     let f_first = phase_limit(first_step);
