@@ -81,6 +81,16 @@ pub struct RunArgs {
     /// Acknowledge the previous session's halt and start a new session.
     #[arg(long)]
     pub ack_halt: bool,
+    /// How stderr narrates the run: `text` (time-stamped when stderr is not a terminal) or
+    /// `json` (one object per line: ts, level, msg).
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: crate::console::LogFormat,
+    /// Only warnings and errors on stderr (the orchestration log keeps everything).
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also the runner's internal diagnostics (as `RUST_LOG=debug`).
+    #[arg(short, long)]
+    pub verbose: bool,
 }
 
 fn parse_step(s: &str) -> Result<crate::step::Step, String> {

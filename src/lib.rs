@@ -5,7 +5,7 @@
 pub use sdlc_machine::{failure, machine, step};
 
 #[macro_use]
-mod console;
+pub mod console;
 pub mod agent;
 pub mod builtin;
 pub mod classify;

@@ -733,6 +733,8 @@ fn discord_through_openclaw_never_blocks_the_run_even_when_openclaw_hangs_after_
         std::env::var("PATH").unwrap_or_default()
     );
     p.env.push(("PATH".into(), path.into()));
+    // Every message, so that many deliveries to the hanging CLI are attempted.
+    p.set_config(json!({"notify": {"minSeverity": "info"}}));
     let started = std::time::Instant::now();
     let out = p.run(&["--discord-channel", "4242"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -821,4 +823,61 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
             std::fs::copy(entry.path(), &target).expect("copy");
         }
     }
+}
+
+#[test]
+fn stderr_narrates_as_json_stamped_text_or_quietly() {
+    // JSON: one object per line with ts, level and msg; nothing else on stderr.
+    let p = Project::new(&[(1, "First", "")], json!({}), json!({}));
+    let out = p.run(&["--log-format", "json"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let mut lines = 0;
+    for line in stderr.lines() {
+        let v: serde_json::Value = serde_json::from_str(line)
+            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line:?}"));
+        assert!(v["ts"].as_str().is_some_and(|t| t.ends_with('Z')), "{line}");
+        assert!(
+            ["info", "warn", "error"].contains(&v["level"].as_str().unwrap_or("")),
+            "{line}"
+        );
+        assert!(v["msg"].is_string(), "{line}");
+        lines += 1;
+    }
+    assert!(lines > 10, "{stderr}");
+    assert!(stderr.contains("verify: succeeded"), "{stderr}");
+
+    // Not a terminal: every narrated line carries the time.
+    let q = Project::new(&[(1, "First", "")], json!({}), json!({}));
+    let out = q.run(&[]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr
+            .lines()
+            .all(|l| l.starts_with("[20") && l.contains("Z] ")),
+        "{stderr}"
+    );
+
+    // Quiet: a clean run says nothing; a halt still shows.
+    let r = Project::new(&[(1, "First", "")], json!({}), json!({}));
+    let out = r.run(&["-q"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{}", text(&out));
+    let s = Project::new(
+        &[(1, "First", "")],
+        json!({"steps": {"startCycle": ["not-logged-in"]}}),
+        json!({}),
+    );
+    let out = s.run(&["-q"]);
+    assert_eq!(code(&out), 1);
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("attempt 1"),
+        "{}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("ENVIRONMENT FAILURE: AUTH"),
+        "{}",
+        text(&out)
+    );
 }

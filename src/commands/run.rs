@@ -4,6 +4,12 @@ use crate::cli::RunArgs;
 use crate::driver::{self, RunOptions};
 
 pub fn run(args: &RunArgs) -> i32 {
+    use std::io::IsTerminal as _;
+    crate::console::set_style(crate::console::Style {
+        format: args.log_format,
+        quiet: args.quiet,
+        stamp: !std::io::stderr().is_terminal(),
+    });
     let cfg = match super::load_config(&args.config) {
         Ok(cfg) => cfg,
         Err(code) => return code,
