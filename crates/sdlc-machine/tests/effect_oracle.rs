@@ -154,9 +154,12 @@ fn answer(
                 0..=16 => Event::StepSucceeded { step, usage: u },
                 _ => {
                     let class = failure_class(t);
-                    let hint = match (class, t.pick(3)) {
+                    // Reset hints on both sides of every quota cap the limits use, and on it.
+                    let hint = match (class, t.pick(5)) {
                         (FailureClass::Quota, 1) => Some(120),
-                        (FailureClass::Quota, 2) => Some(1_000_000),
+                        (FailureClass::Quota, 2) => Some(300),
+                        (FailureClass::Quota, 3) => Some(3_600),
+                        (FailureClass::Quota, 4) => Some(1_000_000),
                         _ => None,
                     };
                     Event::StepFailed {
@@ -303,7 +306,8 @@ fn limits() -> impl Strategy<Value = Limits> {
             budget(vec![1, 2_000_000, 6_000_000]),
         ),
         (
-            proptest::sample::select(vec![60u64, 300, 3_600]),
+            // 100 is the backoff ceiling, the wait when a quota failure gives no hint.
+            proptest::sample::select(vec![60u64, 100, 300, 3_600]),
             prop::collection::vec((0usize..Step::COUNT, 1u32..=3), 0..2),
         ),
     )
