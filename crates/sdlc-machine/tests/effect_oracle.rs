@@ -130,11 +130,13 @@ fn answer(
             let open: Vec<u32> = (1..=backlog)
                 .filter(|n| !merged.contains(n) && !escalated.contains(n))
                 .collect();
-            match open.first() {
-                Some(&issue) if t.pick(30) != 29 => Event::IssueSelected { issue },
-                Some(_) => Event::AllBlocked,
-                None if (1..=backlog).any(|n| escalated.contains(&n)) => Event::AllEscalated,
-                None => Event::NoIssues,
+            match (open.first(), t.pick(30)) {
+                // On a start the driver may find the issue's PR merged already.
+                (Some(&issue), 28) => Event::AlreadyMerged { issue },
+                (Some(&issue), n) if n != 29 => Event::IssueSelected { issue },
+                (Some(_), _) => Event::AllBlocked,
+                (None, _) if (1..=backlog).any(|n| escalated.contains(&n)) => Event::AllEscalated,
+                (None, _) => Event::NoIssues,
             }
         }
         Some(Effect::CheckPreconditions { step }) => match t.pick(20) {
