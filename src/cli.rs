@@ -26,11 +26,14 @@ pub enum Command {
     Diagram(DiagramArgs),
     /// Print the exact worst-case number of agent invocations for a config.
     Bounds {
+        /// The config file whose limits bound the run.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
-    /// Show the session's state, counters, current issue and step, and where the logs are.
+    /// Show the session's state, counters, current issue and step, whether its runner is
+    /// alive, and where the logs are.
     Status {
+        /// The config file of the project to inspect.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
         /// Print JSON instead of text.
@@ -39,13 +42,16 @@ pub enum Command {
     },
     /// Re-drive the machine from a journal's recorded events and report any divergence.
     Replay {
+        /// The journal to replay (`.git/sdlc-runner/journal.jsonl` of a project).
         #[arg(value_name = "JOURNAL")]
         journal: PathBuf,
     },
     /// Answer a pending decision (manual approval): retry, skip or halt.
     Decide {
+        /// What the waiting runner does next: retry, skip or halt.
         #[arg(value_name = "OPTION")]
         option: String,
+        /// The config file of the project whose runner is waiting.
         #[arg(long, value_name = "FILE")]
         config: PathBuf,
     },
@@ -54,6 +60,28 @@ pub enum Command {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Write a commented config for the git repository in the current directory (tracker and
+    /// forge detected from its remote, builtin steps); never overwrites a file.
+    Init(InitArgs),
+    /// Check everything `run` would refuse, and what would fail later (agent, gh auth, remote,
+    /// log directory, disk space): one line per check with ok, warn or fail and the fix.
+    Doctor {
+        /// The config file to check.
+        #[arg(long, value_name = "FILE")]
+        config: PathBuf,
+    },
+    /// Print a shell completion script to stdout.
+    Completions {
+        /// The shell to complete for.
+        #[arg(value_name = "SHELL")]
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff) to stdout, or write one page per command into a directory.
+    Man {
+        /// Write `sdlc-runner.1` and `sdlc-runner-<command>.1` here instead of printing.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// A scripted stand-in for the agent CLI, used by the demo and the tests.
     #[command(hide = true)]
     FakeAgent(FakeAgentArgs),
@@ -61,6 +89,7 @@ pub enum Command {
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
+    /// The config file (docs/interfaces.md; `sdlc-runner init` writes one).
     #[arg(long, value_name = "FILE")]
     pub config: PathBuf,
     /// Print what would run; change nothing.
@@ -143,13 +172,26 @@ pub struct DiagramArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum ConfigCommand {
-    /// Validate a config file: exit 0, or exit 2 naming every bad key.
+    /// Validate a config file against the schema and the value rules only: exit 0, or exit 2
+    /// naming every bad key. `doctor` checks the environment.
+    #[command(group(clap::ArgGroup::new("source").required(true).args(["config", "file"])))]
     Check {
-        #[arg(value_name = "FILE")]
-        file: PathBuf,
+        /// The config file.
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The config file, as a positional (same as --config).
+        #[arg(value_name = "FILE", conflicts_with = "config")]
+        file: Option<PathBuf>,
     },
     /// Print the JSON Schema of the config.
     Schema,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct InitArgs {
+    /// Where to write the config (default: `sdlc-config.json` at the repository's top level).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -160,4 +202,63 @@ pub struct FakeAgentArgs {
     /// Everything the runner passes (model, prompt, flags) is accepted and ignored.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    /// Every visible command, argument and positional explains itself in `--help`.
+    #[test]
+    fn every_argument_has_help_text() {
+        fn walk(cmd: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            if cmd.is_hide_set() {
+                return;
+            }
+            let here = format!("{path} {}", cmd.get_name());
+            if !path.is_empty() && cmd.get_about().is_none() {
+                missing.push(format!("{here} (command)"));
+            }
+            for arg in cmd.get_arguments() {
+                let id = arg.get_id().as_str();
+                if arg.is_hide_set() || id == "help" || id == "version" {
+                    continue;
+                }
+                if arg.get_help().is_none() {
+                    missing.push(format!("{here} {id}"));
+                }
+            }
+            for sub in cmd.get_subcommands() {
+                walk(sub, &here, missing);
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "", &mut missing);
+        assert!(missing.is_empty(), "no help text: {missing:?}");
+    }
+
+    /// Every command that reads a config spells it `--config FILE`.
+    #[test]
+    fn config_is_spelled_the_same_everywhere() {
+        for argv in [
+            vec!["run", "--config", "c.json"],
+            vec!["bounds", "--config", "c.json"],
+            vec!["status", "--config", "c.json"],
+            vec!["doctor", "--config", "c.json"],
+            vec!["decide", "retry", "--config", "c.json"],
+            vec!["config", "check", "--config", "c.json"],
+            vec!["init", "--config", "c.json"],
+        ] {
+            let full = std::iter::once("sdlc-runner").chain(argv.iter().copied());
+            if let Err(e) = Cli::try_parse_from(full) {
+                panic!("{argv:?}: {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
 }

@@ -24,6 +24,10 @@ fn main() {
         Command::Run(args) => commands::run::run(args),
         Command::Demo(args) => commands::demo::run(args),
         Command::Decide { option, config } => commands::decide::run(option, config),
+        Command::Init(args) => commands::init::run(args),
+        Command::Doctor { config } => commands::doctor::run(config),
+        Command::Completions { shell } => commands::completions::run(*shell),
+        Command::Man { out_dir } => commands::man::run(out_dir.as_deref()),
     };
     std::process::exit(code);
 }

@@ -35,7 +35,10 @@ fn valid_config_exits_0_with_ok_and_a_summary() {
     let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
     let stdout = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "stderr: {}", text(&out.stderr));
-    assert!(stdout.starts_with("sdlc-config.json: ok\n"), "{stdout}");
+    assert!(
+        stdout.starts_with("sdlc-config.json: ok (schema and values;"),
+        "{stdout}"
+    );
     let project = dir.path().join("repo");
     assert!(
         stdout.contains(&format!(

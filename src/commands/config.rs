@@ -1,4 +1,5 @@
-//! `sdlc-runner config check F` and `sdlc-runner config schema`.
+//! `sdlc-runner config check --config F` and `sdlc-runner config schema`. The check is about
+//! the file alone (schema and value rules); `doctor` looks at the machine it would run on.
 
 use crate::cli::ConfigCommand;
 use crate::config::{self, Approval, Config, ForgeKind};
@@ -7,7 +8,11 @@ use std::path::Path;
 
 pub fn run(command: &ConfigCommand) -> i32 {
     match command {
-        ConfigCommand::Check { file } => check(file),
+        ConfigCommand::Check { config, file } => match config.as_ref().or(file.as_ref()) {
+            Some(path) => check(path),
+            // clap requires one of the two.
+            None => 2,
+        },
         ConfigCommand::Schema => {
             out!("{}", config::schema_json());
             0
@@ -19,7 +24,11 @@ pub fn run(command: &ConfigCommand) -> i32 {
 fn check(file: &Path) -> i32 {
     match Config::load(file) {
         Ok(config) => {
-            out!("{}: ok", file.display());
+            out!(
+                "{}: ok (schema and values; `sdlc-runner doctor --config {}` checks the environment)",
+                file.display(),
+                file.display()
+            );
             out_raw!("{}", summary(&config));
             for problem in config.environment_problems() {
                 say!("warning: {}: {problem}", file.display());
@@ -56,6 +65,9 @@ pub fn summary(c: &Config) -> String {
     let steps: Vec<String> = Step::ALL
         .iter()
         .map(|&s| {
+            if c.builtin(s) {
+                return format!("{} builtin", s.key());
+            }
             let effort = c.effort(s).map(|e| format!("/{e}")).unwrap_or_default();
             let off = if c.enabled(s) { "" } else { " (disabled)" };
             format!("{} {}{effort}{off}", s.key(), c.model(s))

@@ -1,10 +1,14 @@
 //! One module per subcommand; each returns the process exit code.
 
 pub mod bounds;
+pub mod completions;
 pub mod config;
 pub mod decide;
 pub mod demo;
 pub mod diagram;
+pub mod doctor;
+pub mod init;
+pub mod man;
 pub mod replay;
 pub mod run;
 pub mod status;

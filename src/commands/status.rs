@@ -78,7 +78,7 @@ pub struct Status {
 /// The lock file holds the pid of the runner holding it (emptied when it exits cleanly); a
 /// pid whose process is gone means the runner died (a crash, kill -9). Read without locking:
 /// `status` must never stand in the way of a runner starting.
-fn runner_liveness(project: &Path) -> String {
+pub(crate) fn runner_liveness(project: &Path) -> String {
     let Ok(dir) = crate::runner_dir::RunnerDir::locate(project) else {
         return "not running".into();
     };

@@ -1,0 +1,552 @@
+//! `sdlc-runner doctor --config F`: everything `run` would refuse before any agent runs, and
+//! what would fail later in an unattended run (the agent binary, gh's login, the remote, the
+//! log directory, disk space). One line per check on stdout, `ok`, `warn` or `fail` with the
+//! fix; exit 2 when a check fails, else 0. Doctor changes nothing on disk.
+
+use crate::config::{Config, ForgeKind, TrackerConfig};
+use crate::runner_dir::RunnerDir;
+use crate::step::Step;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// How long a probe of another program (agent --version, gh auth status, git ls-remote) may take.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
+/// Below this much free space a run fails (the journal and logs cannot be written).
+const DISK_FAIL_BYTES: u64 = 100 << 20;
+/// Below this much a long run may fill the disk.
+const DISK_WARN_BYTES: u64 = 1 << 30;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    Ok,
+    Warn,
+    Fail,
+}
+
+impl Verdict {
+    fn word(self) -> &'static str {
+        match self {
+            Verdict::Ok => "ok",
+            Verdict::Warn => "warn",
+            Verdict::Fail => "fail",
+        }
+    }
+}
+
+/// One line of the report.
+#[derive(Debug, Clone)]
+pub struct Check {
+    pub name: &'static str,
+    pub verdict: Verdict,
+    pub detail: String,
+    /// What to do about a warn or fail.
+    pub fix: Option<String>,
+}
+
+impl Check {
+    fn ok(name: &'static str, detail: impl Into<String>) -> Check {
+        Check {
+            name,
+            verdict: Verdict::Ok,
+            detail: detail.into(),
+            fix: None,
+        }
+    }
+
+    fn warn(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name,
+            verdict: Verdict::Warn,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    fn fail(name: &'static str, detail: impl Into<String>, fix: impl Into<String>) -> Check {
+        Check {
+            name,
+            verdict: Verdict::Fail,
+            detail: detail.into(),
+            fix: Some(fix.into()),
+        }
+    }
+
+    pub fn line(&self) -> String {
+        let mut line = format!(
+            "{:<4}  {:<9} {}",
+            self.verdict.word(),
+            self.name,
+            self.detail
+        );
+        if let Some(fix) = &self.fix {
+            line.push_str(&format!("; fix: {fix}"));
+        }
+        crate::redact::redact(&line)
+    }
+}
+
+pub fn run(config: &Path) -> i32 {
+    let checks = match Config::load(config) {
+        Ok(cfg) => {
+            let mut checks = vec![Check::ok(
+                "config",
+                format!("{}: schema and values", config.display()),
+            )];
+            checks.extend(diagnose(&cfg));
+            checks
+        }
+        Err(e) => {
+            let mut checks = vec![Check::fail(
+                "config",
+                format!("{} is not a valid config", config.display()),
+                "correct the keys named below (`sdlc-runner config check --config FILE`)",
+            )];
+            for line in e.lines() {
+                checks.push(Check::fail("config", line.to_string(), "see above"));
+            }
+            checks
+        }
+    };
+    for check in &checks {
+        out!("{}", check.line());
+    }
+    let worst = checks
+        .iter()
+        .map(|c| c.verdict)
+        .max()
+        .unwrap_or(Verdict::Ok);
+    let (fails, warns) = (
+        checks.iter().filter(|c| c.verdict == Verdict::Fail).count(),
+        checks.iter().filter(|c| c.verdict == Verdict::Warn).count(),
+    );
+    match worst {
+        Verdict::Fail => {
+            say!("doctor: {fails} check(s) failed, {warns} warning(s): `run` would refuse or fail; fix the lines marked fail");
+            2
+        }
+        Verdict::Warn => {
+            say!("doctor: ready, with {warns} warning(s)");
+            0
+        }
+        Verdict::Ok => {
+            say!("doctor: ready");
+            0
+        }
+    }
+}
+
+/// Every check after the config loaded, in the order an operator would fix them.
+pub fn diagnose(cfg: &Config) -> Vec<Check> {
+    let mut checks = vec![project(cfg)];
+    let in_repo = checks[0].verdict == Verdict::Ok;
+    checks.push(skills(cfg));
+    checks.push(agent(cfg));
+    checks.push(tracker(cfg));
+    if uses_github(cfg) {
+        checks.push(gh_auth(cfg));
+    }
+    if in_repo {
+        checks.push(remote(cfg));
+        checks.extend(runner_state(cfg));
+        checks.push(artifacts(cfg));
+        checks.push(excludes(cfg));
+    }
+    checks.push(log_dir(cfg));
+    checks.push(disk(cfg));
+    checks
+}
+
+fn uses_github(cfg: &Config) -> bool {
+    cfg.forge == ForgeKind::Github || matches!(cfg.tracker, TrackerConfig::Github { .. })
+}
+
+fn project(cfg: &Config) -> Check {
+    match crate::repo::Repo::open(&cfg.project_path) {
+        Ok(repo) => Check::ok(
+            "project",
+            format!(
+                "{}: git repository, default branch {}",
+                cfg.project_path.display(),
+                repo.main
+            ),
+        ),
+        Err(e) => Check::fail(
+            "project",
+            format!("projectPath: {e}"),
+            "point projectPath at a clone of the repository",
+        ),
+    }
+}
+
+fn skills(cfg: &Config) -> Check {
+    let mut found = 0;
+    let mut missing = Vec::new();
+    for step in Step::ALL {
+        if let Some(file) = cfg.skill_file(step).filter(|_| cfg.enabled(step)) {
+            if file.is_file() {
+                found += 1;
+            } else {
+                missing.push(format!("steps.{}.skill: {}", step.key(), file.display()));
+            }
+        }
+    }
+    if missing.is_empty() {
+        Check::ok("skills", format!("{found} skill file(s) found"))
+    } else {
+        Check::fail(
+            "skills",
+            format!("missing {}", missing.join(", ")),
+            "set pluginsPath to the plugins checkout, or remove the step's skill",
+        )
+    }
+}
+
+fn agent(cfg: &Config) -> Check {
+    let program = match which::which(&cfg.agent.command) {
+        Ok(p) => p,
+        Err(_) => {
+            return Check::fail(
+                "agent",
+                format!("agent.command \"{}\" is not on PATH", cfg.agent.command),
+                "install the agent CLI or set agent.command to its path",
+            )
+        }
+    };
+    let mut cmd = Command::new(&program);
+    cmd.arg("--version");
+    match crate::process::output_within(cmd, PROBE_TIMEOUT) {
+        Ok(Some(out)) if out.status.success() => {
+            let version = String::from_utf8_lossy(&out.stdout);
+            let version = version.lines().next().unwrap_or("").trim();
+            Check::ok("agent", format!("{} ({version})", program.display()))
+        }
+        Ok(Some(out)) => Check::warn(
+            "agent",
+            format!(
+                "`{} --version` exited {}: {}",
+                program.display(),
+                crate::repo::exit_text(&out.status.code()),
+                first_line(&out.stderr)
+            ),
+            "run the agent by hand once to see whether it works",
+        ),
+        Ok(None) => Check::warn(
+            "agent",
+            format!(
+                "`{} --version` gave no answer within {} s",
+                program.display(),
+                PROBE_TIMEOUT.as_secs()
+            ),
+            "run the agent by hand once to see whether it works",
+        ),
+        Err(e) => Check::fail(
+            "agent",
+            format!("{} cannot be started: {e}", program.display()),
+            "check that agent.command is an executable",
+        ),
+    }
+}
+
+fn tracker(cfg: &Config) -> Check {
+    match &cfg.tracker {
+        TrackerConfig::Local { dir, label, .. } => match std::fs::read_dir(dir) {
+            Ok(entries) => {
+                let files = entries
+                    .filter_map(Result::ok)
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
+                    .count();
+                Check::ok(
+                    "tracker",
+                    format!(
+                        "local {}: {files} issue file(s), label {label}",
+                        dir.display()
+                    ),
+                )
+            }
+            Err(e) => Check::fail(
+                "tracker",
+                format!("tracker.dir {}: {e}", dir.display()),
+                "create the directory or correct tracker.dir",
+            ),
+        },
+        TrackerConfig::Github { label, .. } => {
+            Check::ok("tracker", format!("github issues labelled {label}, via gh"))
+        }
+    }
+}
+
+fn gh_auth(cfg: &Config) -> Check {
+    if which::which("gh").is_err() {
+        return Check::fail(
+            "gh",
+            "the GitHub tracker or forge is configured but `gh` is not on PATH",
+            "install the GitHub CLI (https://cli.github.com) and run `gh auth login`",
+        );
+    }
+    let mut cmd = Command::new("gh");
+    cmd.args(["auth", "status"])
+        .current_dir(&cfg.project_path)
+        .env("GH_PROMPT_DISABLED", "1");
+    match crate::process::output_within(cmd, PROBE_TIMEOUT) {
+        Ok(Some(out)) if out.status.success() => Check::ok("gh", "gh auth status: logged in"),
+        Ok(Some(out)) => {
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            Check::fail(
+                "gh",
+                format!("gh auth status: {}", first_line(text.as_bytes())),
+                "run `gh auth login` (or set GH_TOKEN) as the user the runner runs as",
+            )
+        }
+        Ok(None) => Check::fail(
+            "gh",
+            format!(
+                "gh auth status gave no answer within {} s",
+                PROBE_TIMEOUT.as_secs()
+            ),
+            "check the network and `gh auth status` by hand",
+        ),
+        Err(e) => Check::fail(
+            "gh",
+            format!("gh cannot be started: {e}"),
+            "reinstall the GitHub CLI",
+        ),
+    }
+}
+
+fn remote(cfg: &Config) -> Check {
+    let has_origin =
+        crate::process::git_output(&cfg.project_path, &["remote", "get-url", "origin"])
+            .is_ok_and(|o| o.status.success());
+    if !has_origin {
+        return if cfg.forge == ForgeKind::Local {
+            Check::ok("remote", "no origin remote (the local forge needs none)")
+        } else {
+            Check::fail(
+                "remote",
+                "the github forge pushes to origin, and the clone has no origin remote",
+                "`git remote add origin <url>`",
+            )
+        };
+    }
+    let mut cmd = Command::new("git");
+    cmd.args(["ls-remote", "--heads", "origin"])
+        .current_dir(&cfg.project_path)
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .env("LC_ALL", "C");
+    match crate::process::output_within(cmd, PROBE_TIMEOUT) {
+        Ok(Some(out)) if out.status.success() => Check::ok("remote", "origin reachable"),
+        Ok(Some(out)) => Check::fail(
+            "remote",
+            format!("git ls-remote origin: {}", first_line(&out.stderr)),
+            "check the remote URL, the network and git's credentials for this user",
+        ),
+        Ok(None) => Check::fail(
+            "remote",
+            format!(
+                "git ls-remote origin gave no answer within {} s",
+                PROBE_TIMEOUT.as_secs()
+            ),
+            "check the network",
+        ),
+        Err(e) => Check::fail(
+            "remote",
+            format!("git cannot be started: {e}"),
+            "install git",
+        ),
+    }
+}
+
+/// The runner's own directory under the git dir: safe to write into, and whether a runner
+/// holds it now or the last session halted.
+fn runner_state(cfg: &Config) -> Vec<Check> {
+    let dir = match RunnerDir::locate(&cfg.project_path) {
+        Ok(dir) => dir,
+        Err(e) => {
+            return vec![Check::fail(
+                "state",
+                e.to_string(),
+                "point projectPath at a clone of the repository",
+            )]
+        }
+    };
+    let mut checks = Vec::new();
+    match std::fs::symlink_metadata(&dir.dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => checks.push(Check::ok(
+            "state",
+            format!("{} will be created (0700)", dir.dir.display()),
+        )),
+        _ => match crate::safe_fs::check_private_dir(&dir.dir) {
+            Ok(()) => checks.push(Check::ok(
+                "state",
+                format!("{} (owner-only)", dir.dir.display()),
+            )),
+            Err(e) => checks.push(Check::fail("state", e.to_string(), "as the message says")),
+        },
+    }
+    let liveness = super::status::runner_liveness(&cfg.project_path);
+    if liveness.starts_with("running") {
+        checks.push(Check::warn(
+            "lock",
+            format!("another runner is {liveness} on this clone"),
+            "wait for it or stop it; `run` would exit 2 while it holds the lock",
+        ));
+    }
+    if let Ok(st) = super::status::status(cfg) {
+        if let Some(halt) = st.sticky_halt {
+            checks.push(Check::fail(
+                "halt",
+                format!("the last session halted: {halt}"),
+                "read `sdlc-runner status --config FILE`, fix the cause, then `run --ack-halt`",
+            ));
+        }
+    }
+    checks
+}
+
+fn artifacts(cfg: &Config) -> Check {
+    match crate::files::check_artifact_dir(&cfg.project_path) {
+        Ok(()) => Check::ok("artifacts", ".claude/ is usable"),
+        Err(e) => Check::fail("artifacts", e, "as the message says"),
+    }
+}
+
+fn excludes(cfg: &Config) -> Check {
+    let out = crate::process::git_output(
+        &cfg.project_path,
+        &["rev-parse", "--git-path", "info/exclude"],
+    );
+    let path = match out {
+        Ok(o) if o.status.success() => cfg
+            .project_path
+            .join(String::from_utf8_lossy(&o.stdout).trim()),
+        _ => {
+            return Check::warn(
+                "exclude",
+                "cannot locate .git/info/exclude",
+                "run adds the entries itself",
+            )
+        }
+    };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let missing: Vec<String> = crate::files::exclude_patterns()
+        .filter(|p| !text.lines().any(|l| l.trim() == p))
+        .collect();
+    if missing.is_empty() {
+        Check::ok(
+            "exclude",
+            format!("{} lists the runner's files", path.display()),
+        )
+    } else {
+        Check::warn(
+            "exclude",
+            format!("{} lacks {}", path.display(), missing.join(" ")),
+            "nothing to do: the first run adds them (until then these files would show as untracked)",
+        )
+    }
+}
+
+fn log_dir(cfg: &Config) -> Check {
+    let dir = &cfg.log_dir;
+    match std::fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let Some(parent) = nearest_existing(dir) else {
+                return Check::fail(
+                    "logs",
+                    format!("{}: no existing parent", dir.display()),
+                    "set logDir",
+                );
+            };
+            match tempfile::tempdir_in(&parent) {
+                Ok(_) => Check::ok("logs", format!("{} will be created (0700)", dir.display())),
+                Err(e) => Check::fail(
+                    "logs",
+                    format!(
+                        "{} cannot be created: {} is not writable ({e})",
+                        dir.display(),
+                        parent.display()
+                    ),
+                    "set logDir to a directory this user can write",
+                ),
+            }
+        }
+        _ => {
+            if let Err(e) = crate::safe_fs::check_private_dir(dir) {
+                return Check::fail("logs", e.to_string(), "as the message says");
+            }
+            match tempfile::tempfile_in(dir) {
+                Ok(_) => Check::ok("logs", format!("{} writable, owner-only", dir.display())),
+                Err(e) => Check::fail(
+                    "logs",
+                    format!("{} is not writable: {e}", dir.display()),
+                    "fix its permissions or set logDir",
+                ),
+            }
+        }
+    }
+}
+
+fn disk(cfg: &Config) -> Check {
+    let mut worst: Option<(PathBuf, u64)> = None;
+    for path in [&cfg.project_path, &cfg.log_dir] {
+        let Some(existing) = nearest_existing(path) else {
+            continue;
+        };
+        if let Some(free) = free_bytes(&existing) {
+            if worst.as_ref().is_none_or(|(_, f)| free < *f) {
+                worst = Some((existing, free));
+            }
+        }
+    }
+    let Some((path, free)) = worst else {
+        return Check::warn("disk", "free space unknown", "check `df -h` by hand");
+    };
+    let detail = format!("{} MiB free at {}", free >> 20, path.display());
+    if free < DISK_FAIL_BYTES {
+        Check::fail(
+            "disk",
+            detail,
+            "free disk space: the journal and logs need room",
+        )
+    } else if free < DISK_WARN_BYTES.max(cfg.max_log_disk_usage_bytes) {
+        Check::warn(
+            "disk",
+            detail,
+            "free disk space or lower maxLogDiskUsageMB: a long run may fill the disk",
+        )
+    } else {
+        Check::ok("disk", detail)
+    }
+}
+
+fn nearest_existing(path: &Path) -> Option<PathBuf> {
+    path.ancestors().find(|p| p.exists()).map(Path::to_path_buf)
+}
+
+fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: c_path is a valid NUL-terminated string and stat points to writable memory of
+    // the right type; statvfs fills it on success.
+    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so the struct is initialised.
+    let stat = unsafe { stat.assume_init() };
+    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+}
+
+fn first_line(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("no output")
+        .to_string()
+}

@@ -1,0 +1,269 @@
+//! `sdlc-runner init`: a commented starting config for the repository in the current
+//! directory. The tracker and forge follow the `origin` remote (GitHub when it points at
+//! github.com, else the local tracker and forge); the five steps that need no model run as
+//! builtin steps. An existing file is never overwritten.
+
+use crate::cli::InitArgs;
+use std::path::{Path, PathBuf};
+
+pub fn run(args: &InitArgs) -> i32 {
+    let cwd = match std::env::current_dir() {
+        Ok(dir) => dir,
+        Err(e) => {
+            say!("error: cannot read the current directory: {e}");
+            return 2;
+        }
+    };
+    let top = match toplevel(&cwd) {
+        Ok(top) => top,
+        Err(message) => {
+            say!("error: {message}");
+            return 2;
+        }
+    };
+    let remote = origin_url(&top);
+    let github = remote.as_deref().and_then(github_slug);
+    let target = match &args.config {
+        Some(path) if path.is_absolute() => path.clone(),
+        Some(path) => cwd.join(path),
+        None => top.join("sdlc-config.json"),
+    };
+    let text = config_text(&top, github.as_deref());
+    match crate::safe_fs::write_new(&target, text.as_bytes()) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            say!(
+                "error: {} already exists; init never overwrites a config: move it away or pass --config with another path",
+                target.display()
+            );
+            return 2;
+        }
+        Err(e) => {
+            say!(
+                "error: cannot write {}: {e}; choose another path with --config",
+                target.display()
+            );
+            return 2;
+        }
+    }
+    // A config left untracked would make the tree dirty, which startCycle refuses.
+    let excluded = target
+        .strip_prefix(&top)
+        .ok()
+        .map(|relative| exclude(&top, relative));
+    out!("{}", target.display());
+    match &github {
+        Some(slug) => say!("wrote {}: tracker and forge github ({slug}, through `gh`); steps startCycle, commitPush, createPR, monitorCI and merge are builtin", target.display()),
+        None => say!(
+            "wrote {}: no GitHub remote, so the local tracker (issues/ beside the config) and the local forge; steps startCycle, commitPush, createPR, monitorCI and merge are builtin",
+            target.display()
+        ),
+    }
+    match excluded {
+        Some(Ok(true)) => say!(
+            "added it to .git/info/exclude so an untracked config does not dirty the tree (commit it with `git add -f` to share it)"
+        ),
+        Some(Err(e)) => say!("warning: cannot add it to .git/info/exclude ({e}); commit it or the runner will see a dirty tree"),
+        _ => {}
+    }
+    say!(
+        "next: edit it, then `sdlc-runner doctor --config {}` and `sdlc-runner run --config {}`",
+        target.display(),
+        target.display()
+    );
+    0
+}
+
+fn toplevel(cwd: &Path) -> Result<PathBuf, String> {
+    let out = crate::process::git_output(cwd, &["rev-parse", "--show-toplevel"])
+        .map_err(|e| format!("cannot run git in {}: {e}; install git", cwd.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} is not inside a git repository; run init in your project (or `git init` first)",
+            cwd.display()
+        ));
+    }
+    Ok(PathBuf::from(
+        String::from_utf8_lossy(&out.stdout).trim().to_string(),
+    ))
+}
+
+fn origin_url(top: &Path) -> Option<String> {
+    let out = crate::process::git_output(top, &["remote", "get-url", "origin"]).ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+        .filter(|url| !url.is_empty())
+}
+
+/// `owner/name` of a GitHub remote in any of its spellings (https, ssh, scp-like), else None.
+pub fn github_slug(url: &str) -> Option<String> {
+    let rest = url
+        .strip_prefix("https://github.com/")
+        .or_else(|| url.strip_prefix("http://github.com/"))
+        .or_else(|| url.strip_prefix("ssh://git@github.com/"))
+        .or_else(|| url.strip_prefix("git@github.com:"))?;
+    let rest = rest.trim_end_matches('/');
+    let rest = rest.strip_suffix(".git").unwrap_or(rest);
+    let mut parts = rest.split('/');
+    let (owner, name) = (parts.next()?, parts.next()?);
+    (parts.next().is_none() && !owner.is_empty() && !name.is_empty())
+        .then(|| format!("{owner}/{name}"))
+}
+
+/// Adds `/<relative>` to `.git/info/exclude` unless a line already says so; `Ok(true)` when
+/// it was added.
+fn exclude(top: &Path, relative: &Path) -> std::io::Result<bool> {
+    let out = crate::process::git_output(top, &["rev-parse", "--git-path", "info/exclude"])?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
+    }
+    let path = top.join(String::from_utf8_lossy(&out.stdout).trim());
+    let pattern = format!("/{}", relative.display());
+    let existing = std::fs::read_to_string(&path).unwrap_or_default();
+    if existing.lines().any(|l| l.trim() == pattern) {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    let mut text = existing;
+    if !text.is_empty() && !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text.push_str(&pattern);
+    text.push('\n');
+    std::fs::write(&path, text)?;
+    Ok(true)
+}
+
+/// The config's text. JSON has no comments: keys starting with `_` are the config's comments.
+pub fn config_text(project: &Path, github: Option<&str>) -> String {
+    let project = serde_json::Value::from(project.to_string_lossy().into_owned());
+    let (tracker, forge) = match github {
+        Some(slug) => (
+            format!(
+                r#"  "tracker": {{
+    "_comment": "Issues of {slug} labelled `automatable`, read and marked through the gh CLI (run `gh auth login` first).",
+    "kind": "github",
+    "label": "automatable",
+    "escalatedLabel": "sdlc-escalated"
+  }},"#
+            ),
+            r#"  "_forge": "Branches are pushed to origin, PRs opened, watched and merged through gh.",
+  "forge": "github","#,
+        ),
+        None => (
+            r#"  "tracker": {
+    "_comment": "No GitHub remote: one JSON file per issue in this directory (relative to this file). Create it and add issues before running.",
+    "kind": "local",
+    "dir": "issues"
+  },"#
+            .to_string(),
+            r#"  "_forge": "local: PRs are records under .git/sdlc-runner/pulls and merges are local git merges.",
+  "forge": "local","#,
+        ),
+    };
+    format!(
+        r#"{{
+  "_comment": "Written by `sdlc-runner init`. Keys starting with _ are comments. Check the file with `sdlc-runner config check --config FILE` and the machine with `sdlc-runner doctor --config FILE`; `sdlc-runner config schema` lists every key.",
+
+  "projectPath": {project},
+  "_logDir": "Unset: attempt logs go to $XDG_STATE_HOME/sdlc-runner/<project>-<hash>/ (owner-only).",
+
+  "model": "sonnet",
+  "effort": "medium",
+
+  "agent": {{
+    "_comment": "The agent CLI on PATH, its extra arguments and environment.",
+    "command": "claude",
+    "args": []
+  }},
+
+  "steps": {{
+    "_comment": "run: builtin = the runner does the step with git and the forge, no model call (a clean issue costs 5 agent calls instead of 10). Set run: agent to hand a step back to the agent.",
+    "startCycle": {{ "run": "builtin" }},
+    "writeSpecs": {{ "model": "opus", "effort": "high", "maxTurns": 60, "timeoutMin": 15 }},
+    "implement": {{ "model": "opus", "effort": "high", "maxTurns": 150, "timeoutMin": 30, "idleTimeoutMin": 15 }},
+    "verify": {{ "model": "opus", "effort": "high", "maxTurns": 100, "timeoutMin": 20 }},
+    "commitPush": {{ "run": "builtin" }},
+    "createPR": {{ "run": "builtin" }},
+    "monitorCI": {{ "run": "builtin", "timeoutMin": 30 }},
+    "merge": {{ "run": "builtin" }}
+  }},
+
+  "_limits": "Attempts per step per cycle, bounces per cycle, consecutive escalations that halt the session. `sdlc-runner bounds --config FILE` prints the worst case.",
+  "maxRetriesPerStep": 3,
+  "maxBounceRetries": 3,
+  "maxConsecutiveEscalations": 2,
+
+  "budget": {{
+    "_comment": "Stop spending: the issue budget escalates the issue, the session budget halts the run.",
+    "perIssueUsd": 20,
+    "perSessionUsd": 200
+  }},
+
+  "notify": {{
+    "_comment": "Every message goes to the orchestration log; add a channel here, e.g. \"webhookUrl\": \"https://hooks.example.com/...\" or \"command\": [\"notify-send\", \"sdlc-runner\"]. minSeverity warning keeps chat to failures, escalations and halts.",
+    "minSeverity": "warning"
+  }},
+
+{tracker}
+{forge}
+  "requireChecks": false
+}}
+"#
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_remotes_in_every_spelling() {
+        for url in [
+            "https://github.com/acme/widget.git",
+            "https://github.com/acme/widget",
+            "https://github.com/acme/widget/",
+            "git@github.com:acme/widget.git",
+            "ssh://git@github.com/acme/widget.git",
+        ] {
+            assert_eq!(github_slug(url).as_deref(), Some("acme/widget"), "{url}");
+        }
+        for url in [
+            "https://gitlab.com/acme/widget.git",
+            "/srv/git/widget.git",
+            "https://github.com/acme",
+            "https://github.com/acme/widget/tree/main",
+        ] {
+            assert_eq!(github_slug(url), None, "{url}");
+        }
+    }
+
+    #[test]
+    fn both_templates_load_as_valid_configs() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for github in [None, Some("acme/widget")] {
+            let path = dir.path().join(format!("c-{}.json", github.is_some()));
+            std::fs::write(&path, config_text(dir.path(), github)).expect("write");
+            let config = crate::config::Config::load(&path)
+                .unwrap_or_else(|e| panic!("{github:?}: {}", e.lines().join("\n")));
+            for step in [
+                crate::step::Step::StartCycle,
+                crate::step::Step::CommitPush,
+                crate::step::Step::CreatePr,
+                crate::step::Step::MonitorCi,
+                crate::step::Step::Merge,
+            ] {
+                assert!(config.builtin(step), "{github:?}: {step:?} is builtin");
+            }
+            assert_eq!(
+                config.forge == crate::config::ForgeKind::Github,
+                github.is_some()
+            );
+        }
+    }
+}
