@@ -8,7 +8,7 @@
 //! (`--log-format json`, fields in docs/interfaces.md), and `-q` keeps only warnings and
 //! errors.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// `println!` that ignores a write error.
 #[macro_export]
@@ -95,6 +95,9 @@ pub struct Style {
     pub quiet: bool,
     /// Prefix each text line with the time (stderr is not a terminal).
     pub stamp: bool,
+    /// Show a status line redrawn in place while a step runs (stderr is a terminal, text,
+    /// not quiet).
+    pub live: bool,
 }
 
 static STYLE: OnceLock<Style> = OnceLock::new();
@@ -122,13 +125,73 @@ pub fn render(style: Style, line: &str, now: chrono::DateTime<chrono::Utc>) -> O
     })
 }
 
-/// Writes one narrated line to stderr; a closed stderr is ignored.
+/// The status line on screen, if any: a narrated line is written above it.
+static STATUS: Mutex<Option<String>> = Mutex::new(None);
+
+/// Erase the terminal's current line and go back to its start.
+const CLEAR_LINE: &str = "\r\x1b[2K";
+
+fn status_slot() -> std::sync::MutexGuard<'static, Option<String>> {
+    STATUS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes one narrated line to stderr; a closed stderr is ignored. A status line on screen is
+/// erased first and drawn again below the new line.
 pub fn narrate(line: &str) {
     use std::io::Write as _;
     let style = STYLE.get().copied().unwrap_or_default();
     if let Some(text) = render(style, line, chrono::Utc::now()) {
-        let _ = writeln!(std::io::stderr(), "{text}");
+        let status = status_slot();
+        let mut err = std::io::stderr().lock();
+        let _ = match status.as_deref() {
+            Some(bar) => write!(err, "{CLEAR_LINE}{text}\n{bar}"),
+            None => writeln!(err, "{text}"),
+        };
+        let _ = err.flush();
     }
+}
+
+/// Whether the run shows a live status line (set by `run` from the terminal and the flags).
+pub fn live() -> bool {
+    STYLE.get().is_some_and(|s| s.live)
+}
+
+/// Draws `line` as the status line, replacing the previous one in place.
+pub fn show_status(line: &str) {
+    use std::io::Write as _;
+    let mut status = status_slot();
+    let mut err = std::io::stderr().lock();
+    let _ = write!(err, "{CLEAR_LINE}{line}");
+    let _ = err.flush();
+    *status = Some(line.to_string());
+}
+
+/// Erases the status line, if one is shown.
+pub fn clear_status() {
+    use std::io::Write as _;
+    let mut status = status_slot();
+    if status.take().is_some() {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{CLEAR_LINE}");
+        let _ = err.flush();
+    }
+}
+
+/// Columns of the terminal on stderr (80 when it cannot be asked), less one so that the cursor
+/// never wraps to a new line.
+pub fn width() -> usize {
+    // SAFETY: TIOCGWINSZ fills a winsize struct we own; on failure it is left zeroed.
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: fd 2 is stderr; the ioctl only writes into `size`.
+    let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) };
+    let cols = if rc == 0 && size.ws_col > 0 {
+        usize::from(size.ws_col)
+    } else {
+        80
+    };
+    cols.saturating_sub(1).max(20)
 }
 
 #[cfg(test)]

@@ -26,6 +26,7 @@ pub mod network;
 pub mod notify;
 pub mod probe;
 pub mod process;
+pub mod progress;
 pub mod redact;
 pub mod repo;
 pub mod runner_dir;

@@ -97,6 +97,11 @@ pub struct StreamSummary {
     /// (`status: "rejected"`), cleared by a later event that allows requests again.
     pub quota_resets_at: Option<i64>,
     pub saw_rate_limit_event: bool,
+    /// Assistant turns so far: assistant events with a new message id (the CLI splits one
+    /// message into an event per content block).
+    pub turns: u32,
+    /// The name of the last tool the agent called.
+    pub last_tool: Option<String>,
     /// Non-blank lines seen (including spliced fragments).
     pub lines: u64,
     /// Lines that were not JSON (after every recovery), or longer than [`MAX_LINE_BYTES`].
@@ -127,6 +132,8 @@ pub struct StreamReader {
     whole: Option<Vec<u8>>,
     /// The head of a host line cut by a spliced `rate_limit_event`, waiting for its tail.
     fragment: Option<String>,
+    /// Id of the last assistant message, to count turns rather than content blocks.
+    last_message_id: Option<String>,
 }
 
 impl Default for StreamReader {
@@ -143,6 +150,7 @@ impl StreamReader {
             skipping_long_line: false,
             whole: Some(Vec::new()),
             fragment: None,
+            last_message_id: None,
         }
     }
 
@@ -347,6 +355,25 @@ impl StreamReader {
     }
 
     fn handle_assistant(&mut self, event: &Value) {
+        let message = event.get("message");
+        let id = message.and_then(|m| m.get("id")).and_then(Value::as_str);
+        if id.is_none() || id != self.last_message_id.as_deref() {
+            self.summary.turns = self.summary.turns.saturating_add(1);
+            self.last_message_id = id.map(|id| truncate(id, 128));
+        }
+        if let Some(blocks) = message
+            .and_then(|m| m.get("content"))
+            .and_then(Value::as_array)
+        {
+            let tool = blocks.iter().rev().find_map(|b| {
+                (b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                    .then(|| b.get("name").and_then(Value::as_str))
+                    .flatten()
+            });
+            if let Some(name) = tool {
+                self.summary.last_tool = Some(truncate(name, 64));
+            }
+        }
         if let Some(error) = str_field(event, "error") {
             let errors = &mut self.summary.assistant_errors;
             if !errors.contains(&error) && errors.len() < MAX_ASSISTANT_ERRORS {

@@ -5,10 +5,12 @@ use crate::driver::{self, RunOptions};
 
 pub fn run(args: &RunArgs) -> i32 {
     use std::io::IsTerminal as _;
+    let terminal = std::io::stderr().is_terminal();
     crate::console::set_style(crate::console::Style {
         format: args.log_format,
         quiet: args.quiet,
-        stamp: !std::io::stderr().is_terminal(),
+        stamp: !terminal,
+        live: terminal && args.log_format == crate::console::LogFormat::Text && !args.quiet,
     });
     let cfg = match super::load_config(&args.config) {
         Ok(cfg) => cfg,

@@ -62,7 +62,10 @@ impl Driver {
         );
         let started_at = chrono::Utc::now();
         let started = Instant::now();
-        let ran = execute(&run, &self.shutdown, self.journal.as_mut()).await;
+        let live = crate::console::live().then(|| {
+            crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
+        });
+        let ran = execute(&run, &self.shutdown, self.journal.as_mut(), live.as_ref()).await;
         crate::failpoint::point("agent exited");
         if let Some(e) = ran.unrecorded_group {
             self.log(&format!(
@@ -209,8 +212,9 @@ impl Driver {
 
     pub(super) fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
         self.log(&format!(
-            "{}: succeeded ({} turns, ${:.2})",
+            "{}: succeeded in {} ({} turns, ${:.2})",
             step.key(),
+            crate::progress::clock(std::time::Duration::from_millis(usage.elapsed_ms)),
             usage.turns,
             usage.cost_micros as f64 / 1e6
         ));
@@ -303,12 +307,23 @@ struct Ran {
 
 /// Runs the agent, reading its stream as it arrives, and journals its process group as soon
 /// as it exists so that a restarted runner can stop what this one leaves behind.
-async fn execute(run: &AgentRun, shutdown: &Shutdown, journal: Option<&mut Journal>) -> Ran {
+async fn execute(
+    run: &AgentRun,
+    shutdown: &Shutdown,
+    journal: Option<&mut Journal>,
+    live: Option<&crate::progress::Live>,
+) -> Ran {
     let mut reader = StreamReader::new();
     let mut unrecorded_group = None;
     let mut journal = journal;
+    let ticker = live.map(crate::progress::Live::tick);
     let exit = {
-        let mut sink = |bytes: &[u8]| reader.feed(bytes);
+        let mut sink = |bytes: &[u8]| {
+            reader.feed(bytes);
+            if let Some(live) = live {
+                live.observe(reader.summary());
+            }
+        };
         let mut on_spawn = |pgid: i32| {
             let group = AgentGroup {
                 pgid,
@@ -323,6 +338,10 @@ async fn execute(run: &AgentRun, shutdown: &Shutdown, journal: Option<&mut Journ
         };
         run_agent_with(run, &mut sink, shutdown.receiver(), &mut on_spawn).await
     };
+    if let Some(ticker) = ticker {
+        ticker.abort();
+        crate::console::clear_status();
+    }
     Ran {
         exit,
         summary: reader.finish(),

@@ -428,7 +428,13 @@ impl Driver {
                 repair,
             } => Outcome::Next(self.run_step(step, issue, attempt, repair).await),
             Effect::Wait { seconds } => {
-                self.log(&format!("waiting {seconds} s"));
+                let until = i64::try_from(seconds)
+                    .ok()
+                    .and_then(chrono::TimeDelta::try_seconds)
+                    .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+                    .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
+                    .unwrap_or_default();
+                self.log(&format!("waiting {seconds} s{until}"));
                 let sleep = tokio::time::sleep(Duration::from_secs(seconds));
                 tokio::select! {
                     _ = sleep => Outcome::Next(Event::WaitOver),

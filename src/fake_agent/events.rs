@@ -87,6 +87,26 @@ impl Emitter {
         self.line(&event)
     }
 
+    /// A tool call that the CLI ran, in its own assistant turn, and the tool's answer.
+    pub fn tool_call(&mut self, tool: &str, input: Value) -> io::Result<()> {
+        let tool_use_id = format!("toolu_fake{}", self.ids.hex(24));
+        let call = self.assistant(json!([
+            {"type": "tool_use", "id": tool_use_id, "name": tool, "input": input}
+        ]));
+        self.line(&call)?;
+        let answer = json!({
+            "type": "user",
+            "message": {"role": "user", "content": [
+                {"type": "tool_result", "content": "done", "tool_use_id": tool_use_id}
+            ]},
+            "parent_tool_use_id": null,
+            "session_id": self.session_id,
+            "uuid": self.ids.uuid(),
+            "timestamp": timestamp(),
+        });
+        self.line(&answer)
+    }
+
     /// A tool call the CLI refused, as the real CLI reports it (tool_use, then
     /// `system/permission_denied`, then the error tool_result); the final result lists it.
     pub fn permission_denied(&mut self, tool: &str, input: Value) -> io::Result<()> {

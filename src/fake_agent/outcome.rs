@@ -47,6 +47,9 @@ pub enum Outcome {
     /// Starts a child process (`sleep`) in its own process group, waits this many
     /// milliseconds, then does the ok work: an agent with work in flight, for kill tests.
     Slow(u64),
+    /// Tool calls (Read, Edit, Bash) spread over this many milliseconds, one assistant turn
+    /// each, then the ok work: an agent at work, for the live progress line.
+    Busy(u64),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,6 +110,8 @@ impl Outcome {
                     Outcome::Quota(secs.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("slow:") {
                     Outcome::Slow(ms.parse().ok()?)
+                } else if let Some(ms) = name.strip_prefix("busy:") {
+                    Outcome::Busy(ms.parse().ok()?)
                 } else if let Some(code) = name.strip_prefix("exit:") {
                     Outcome::Exit(code.parse().ok()?)
                 } else {
@@ -163,6 +168,15 @@ impl Outcome {
                 // The child is left running on purpose: the runner reaps the whole group.
                 std::mem::forget(child);
                 std::thread::sleep(Duration::from_millis(ms));
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::Busy(ms) => {
+                out.init()?;
+                let tools = ["Read", "Edit", "Bash"];
+                for (i, tool) in tools.iter().enumerate() {
+                    out.tool_call(tool, json!({"step": i}))?;
+                    std::thread::sleep(Duration::from_millis(ms / tools.len() as u64));
+                }
                 ok_work_and_result(ctx, out)
             }
             Outcome::CheckoutMain => {
