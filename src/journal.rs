@@ -481,6 +481,7 @@ impl Journal {
         if !existed {
             if let Some(dir) = dir {
                 // The new file's directory entry must survive a crash too.
+                crate::stats::fsynced();
                 File::open(dir)
                     .and_then(|d| d.sync_all())
                     .map_err(io_err("cannot fsync the journal's directory"))?;
@@ -493,6 +494,7 @@ impl Journal {
         let mut rec = recover(&contents.lines, path)?;
         rec.torn_line = contents.torn_line.clone();
         if contents.valid_len < bytes.len() as u64 {
+            crate::stats::fsynced();
             file.set_len(contents.valid_len)
                 .and_then(|()| file.sync_data())
                 .map_err(io_err("cannot cut the torn last line off the journal"))?;
@@ -580,6 +582,7 @@ impl Journal {
             seq += 1;
         }
         crate::failpoint::point("journal: before append");
+        crate::stats::fsynced();
         let written = self
             .file
             .write_all(&buf)

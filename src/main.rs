@@ -25,5 +25,8 @@ fn main() {
         Command::Demo(args) => commands::demo::run(args),
         Command::Decide { option, config } => commands::decide::run(option, config),
     };
+    if matches!(&cli.command, Command::Run(_) | Command::Demo(_)) {
+        sdlc_runner::stats::report();
+    }
     std::process::exit(code);
 }

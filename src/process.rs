@@ -263,7 +263,12 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
                 tries += 1;
                 thread::sleep(Duration::from_millis(20));
             }
-            other => return other,
+            other => {
+                if other.is_ok() {
+                    crate::stats::spawned(cmd.get_program() == "git");
+                }
+                return other;
+            }
         }
     }
 }

@@ -426,7 +426,10 @@ impl Driver {
                 issue,
                 attempt,
                 repair,
-            } => Outcome::Next(self.run_step(step, issue, attempt, repair).await),
+            } => {
+                crate::stats::step();
+                Outcome::Next(self.run_step(step, issue, attempt, repair).await)
+            }
             Effect::Wait { seconds } => {
                 self.log(&format!("waiting {seconds} s"));
                 let sleep = tokio::time::sleep(Duration::from_secs(seconds));
