@@ -270,10 +270,12 @@ pub async fn run_agent_with(
         .process_group(0)
         .kill_on_drop(true);
     die_with_parent(&mut command);
+    let stats_started = crate::stats::agent_starting();
     let mut child = command.spawn().map_err(|source| AgentError::Spawn {
         program: program_name.clone(),
         source,
     })?;
+    crate::stats::spawned(false);
     let pid = child.id().unwrap_or(0);
     let pgid = pid as i32;
     on_spawn(pgid);
@@ -398,6 +400,7 @@ pub async fn run_agent_with(
     // still run; the group must be empty before we return.
     reap_group(pgid, sigkill_at, run.kill_grace).await;
     guard.armed = false;
+    crate::stats::agent_finished(stats_started);
 
     if live_log_error.is_none() {
         if let Err(err) = live_log.finish() {

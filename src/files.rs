@@ -257,6 +257,7 @@ pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&exclude)?;
         f.write_all(text.as_bytes())?;
+        crate::stats::fsynced();
         f.sync_all()?;
     }
     let tracked = git_stdout(project, &["ls-files", "-z", "--", ARTIFACT_DIR])?;
@@ -366,6 +367,7 @@ pub fn acquire_lock(path: &Path, project: &Path) -> Result<Lock, LockError> {
     file.seek(SeekFrom::Start(0)).map_err(io_err)?;
     file.write_all(format!("{pid}\n").as_bytes())
         .map_err(io_err)?;
+    crate::stats::fsynced();
     file.sync_all().map_err(io_err)?;
     let identity = crate::runner_dir::FileIdentity::of(&file).map_err(io_err)?;
     Ok(Lock {

@@ -31,5 +31,6 @@ pub mod redact;
 pub mod repo;
 pub mod runner_dir;
 pub mod safe_fs;
+pub mod stats;
 pub mod stream;
 pub mod tracker;

@@ -29,5 +29,8 @@ fn main() {
         Command::Completions { shell } => commands::completions::run(*shell),
         Command::Man { out_dir } => commands::man::run(out_dir.as_deref()),
     };
+    if matches!(&cli.command, Command::Run(_) | Command::Demo(_)) {
+        sdlc_runner::stats::report();
+    }
     std::process::exit(code);
 }

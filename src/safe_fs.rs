@@ -284,6 +284,7 @@ fn write_via_temp(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
     let result = (|| {
         let mut file = open(&temp, Mode::CreateNew)?;
         file.write_all(bytes).map_err(|err| describe(err, &temp))?;
+        crate::stats::fsynced();
         file.sync_all().map_err(|err| describe(err, &temp))?;
         drop(file);
         if replace {
@@ -293,6 +294,7 @@ fn write_via_temp(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
             fs::hard_link(&temp, path).map_err(|err| describe(err, path))?;
             fs::remove_file(&temp).map_err(|err| describe(err, &temp))?;
         }
+        crate::stats::fsynced();
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(|err| describe(err, dir))

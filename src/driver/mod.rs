@@ -426,7 +426,10 @@ impl Driver {
                 issue,
                 attempt,
                 repair,
-            } => Outcome::Next(self.run_step(step, issue, attempt, repair).await),
+            } => {
+                crate::stats::step();
+                Outcome::Next(self.run_step(step, issue, attempt, repair).await)
+            }
             Effect::Wait { seconds } => {
                 let until = i64::try_from(seconds)
                     .ok()

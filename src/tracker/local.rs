@@ -243,6 +243,7 @@ fn write_atomically(path: &Path, file: &IssueFile) -> Result<(), TrackerError> {
     if let Ok(meta) = fs::metadata(path) {
         let _ = tmp.as_file().set_permissions(meta.permissions());
     }
+    crate::stats::fsynced();
     tmp.write_all(json.as_bytes())
         .and_then(|()| tmp.as_file().sync_all())
         .map_err(|e| bad(format!("cannot write a temporary file beside it: {e}")))?;

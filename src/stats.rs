@@ -1,0 +1,111 @@
+//! The runner's own costs, counted always (a relaxed atomic add each): child processes
+//! spawned (git among them), fsyncs, steps run, time spent inside agent runs and the gaps
+//! between one agent's end and the next one's start. With `SDLC_RUNNER_STATS=1`, `run` and
+//! `demo` print them at exit on stderr, one line, with the process's peak RSS (`VmHWM`):
+//!
+//! ```text
+//! stats: spawns=N git_spawns=G fsyncs=M steps=K agent_ms=A gaps=n gap_median_us=X vmhwm_kib=H
+//! ```
+//!
+//! The performance benchmarks (`benches/`) read that line; nothing else depends on it.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+static SPAWNS: AtomicU64 = AtomicU64::new(0);
+static GIT_SPAWNS: AtomicU64 = AtomicU64::new(0);
+static FSYNCS: AtomicU64 = AtomicU64::new(0);
+static STEPS: AtomicU64 = AtomicU64::new(0);
+static AGENT_NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// The end of the last agent run and the gaps (µs) between agent runs, kept only when the
+/// stats are printed.
+static GAPS: Mutex<(Option<Instant>, Vec<u64>)> = Mutex::new((None, Vec::new()));
+
+/// The environment variable that turns the exit line on.
+pub const ENV: &str = "SDLC_RUNNER_STATS";
+
+/// `SDLC_RUNNER_STATS=1`, read once.
+pub fn enabled() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os(ENV).is_some_and(|v| v == "1"))
+}
+
+/// A child process was started; `git` tells a git command apart.
+pub fn spawned(git: bool) {
+    SPAWNS.fetch_add(1, Ordering::Relaxed);
+    if git {
+        GIT_SPAWNS.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An fsync (`sync_all` or `sync_data`) was issued.
+pub fn fsynced() {
+    FSYNCS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The driver performs a `RunStep` (agent or builtin).
+pub fn step() {
+    STEPS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// An agent process is about to be spawned: the gap since the previous agent ended is the
+/// runner's own work between the two.
+pub fn agent_starting() -> Instant {
+    let now = Instant::now();
+    if enabled() {
+        let mut gaps = GAPS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(end) = gaps.0 {
+            let gap = now.saturating_duration_since(end).as_micros();
+            gaps.1.push(u64::try_from(gap).unwrap_or(u64::MAX));
+        }
+    }
+    now
+}
+
+/// The agent started at `started` is gone (reaped, its group empty).
+pub fn agent_finished(started: Instant) {
+    let now = Instant::now();
+    let spent = now.saturating_duration_since(started).as_nanos();
+    AGENT_NANOS.fetch_add(u64::try_from(spent).unwrap_or(u64::MAX), Ordering::Relaxed);
+    if enabled() {
+        GAPS.lock().unwrap_or_else(|p| p.into_inner()).0 = Some(now);
+    }
+}
+
+/// The process's peak resident set (`VmHWM` of `/proc/self/status`), in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// The stats line (see the module documentation).
+pub fn line() -> String {
+    let mut gaps = GAPS.lock().unwrap_or_else(|p| p.into_inner()).1.clone();
+    gaps.sort_unstable();
+    let median = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
+    format!(
+        "stats: spawns={} git_spawns={} fsyncs={} steps={} agent_ms={} gaps={} gap_median_us={} vmhwm_kib={}",
+        SPAWNS.load(Ordering::Relaxed),
+        GIT_SPAWNS.load(Ordering::Relaxed),
+        FSYNCS.load(Ordering::Relaxed),
+        STEPS.load(Ordering::Relaxed),
+        Duration::from_nanos(AGENT_NANOS.load(Ordering::Relaxed)).as_millis(),
+        gaps.len(),
+        median,
+        peak_rss_kib().unwrap_or(0),
+    )
+}
+
+/// Prints the stats line on stderr when `SDLC_RUNNER_STATS=1`: plain, whatever the
+/// narration's style, for the benchmarks to parse; a write error is ignored.
+pub fn report() {
+    if enabled() {
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), "{}", line());
+    }
+}
