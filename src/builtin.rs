@@ -157,7 +157,7 @@ pub fn ci_settled(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<bool
     match state {
         CiState::Pending => Ok(false),
         CiState::Failed => {
-            let details = forge.failing_checks(branch).unwrap_or_default();
+            let details = forge.failing_checks(repo, branch).unwrap_or_default();
             Err(Failed {
                 what: format!("CI checks failing on {branch}\n{details}"),
             })

@@ -146,3 +146,74 @@ fn a_crash_after_a_builtin_side_effect_never_repeats_it() {
         );
     }
 }
+
+/// The local forge's CI: a command run in a clean worktree of the branch's commit. It fails
+/// on the first commit, the repair agent gets the failing output and pushes a fix, the fix's
+/// commit passes and merges. Each commit is tested once.
+#[test]
+fn local_ci_runs_in_a_clean_worktree_and_its_failure_is_repaired() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    // Untracked in the clone, so only a test of the clean worktree can tell it is absent.
+    std::fs::write(p.project.join("ci-fixed"), "not committed\n").expect("plant");
+    let script = format!(
+        "echo run >> {runs}; test -e ci-fixed || {{ echo 'test greeting ... FAILED'; echo 'assertion failed: hello'; exit 1; }}",
+        runs = runs.display()
+    );
+    let mut extra = builtin_steps();
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    p.set_config(extra);
+    // The planted file would dirty the tree; keep it out of git's sight in the clone.
+    std::fs::OpenOptions::new()
+        .append(true)
+        .open(p.project.join(".git/info/exclude"))
+        .and_then(|mut f| std::io::Write::write_all(&mut f, b"/ci-fixed\n"))
+        .expect("exclude");
+
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("monitorCI: failed"), "{all}");
+    let prompt = p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("local CI `sh -c") && prompt.contains("assertion failed: hello"),
+        "{prompt}"
+    );
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    // One run per commit: the failing one and the fix (post-checks and merge reuse them).
+    let ran = std::fs::read_to_string(&runs).expect("ci ran");
+    assert_eq!(ran.lines().count(), 2, "{ran}");
+    let verdicts = std::fs::read_dir(p.project.join(".git/sdlc-runner/ci"))
+        .expect("verdicts")
+        .count();
+    assert_eq!(verdicts, 2);
+    // No worktree is left behind.
+    let trees = e2e::git(&p.project, &["worktree", "list", "--porcelain"]);
+    assert_eq!(trees.matches("worktree ").count(), 1, "{trees}");
+}
+
+#[test]
+fn local_ci_is_refused_with_the_github_forge() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+    p.set_config(json!({"forge": "github", "localCi": {"command": ["true"]}}));
+    let out = p
+        .command(&[
+            "config",
+            "check",
+            "--config",
+            p.config.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("check");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("localCi: only the local forge runs a CI command"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

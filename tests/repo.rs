@@ -178,6 +178,7 @@ fn configure(dir: &Path) {
 const LOCAL: Forge = Forge::Local {
     require_checks: false,
     pulls: None,
+    ci: None,
 };
 
 fn ctx(issue: Option<u32>) -> StepContext {

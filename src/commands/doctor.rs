@@ -143,6 +143,9 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     checks.push(skills(cfg));
     checks.push(agent(cfg));
     checks.push(tracker(cfg));
+    if let Some(ci) = &cfg.local_ci {
+        checks.push(local_ci(ci));
+    }
     if uses_github(cfg) {
         checks.push(gh_auth(cfg));
     }
@@ -273,6 +276,25 @@ fn tracker(cfg: &Config) -> Check {
         TrackerConfig::Github { label, .. } => {
             Check::ok("tracker", format!("github issues labelled {label}, via gh"))
         }
+    }
+}
+
+fn local_ci(ci: &crate::config::LocalCi) -> Check {
+    let program = ci.command.first().map(String::as_str).unwrap_or("");
+    match which::which(program) {
+        Ok(path) => Check::ok(
+            "ci",
+            format!(
+                "localCi runs {} (found {})",
+                ci.command.join(" "),
+                path.display()
+            ),
+        ),
+        Err(_) => Check::fail(
+            "ci",
+            format!("localCi.command: \"{program}\" is not on PATH"),
+            "install it or give its full path in localCi.command",
+        ),
     }
 }
 

@@ -58,6 +58,9 @@ mod file {
     fn d_decision() -> f64 {
         super::DEFAULT_DECISION_TIMEOUT_MIN
     }
+    fn d_local_ci_timeout() -> f64 {
+        super::DEFAULT_LOCAL_CI_TIMEOUT_MIN
+    }
     fn d_idle() -> f64 {
         super::DEFAULT_IDLE_TIMEOUT_MIN
     }
@@ -215,6 +218,23 @@ mod file {
         /// Where pushes, pull requests and CI live. Default: `local` when `tracker.kind` is
         /// `local`, else `github`.
         pub forge: Option<ForgeKind>,
+        /// The local forge's CI: a command run in a clean worktree of the branch. Unset: the
+        /// local forge has no CI.
+        pub local_ci: Option<LocalCiFile>,
+    }
+
+    /// CI of the local forge.
+    #[derive(Serialize, JsonSchema)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    pub struct LocalCiFile {
+        /// Program and arguments (no shell), run in a fresh worktree of the branch's commit;
+        /// exit 0 passes.
+        pub command: Vec<String>,
+        /// Longest the command may run before it counts as failed.
+        #[serde(default = "d_local_ci_timeout")]
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
+        pub timeout_min: f64,
     }
 
     #[derive(Serialize, JsonSchema)]

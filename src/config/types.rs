@@ -259,4 +259,13 @@ pub struct Config {
     /// Whether a repository with no CI configured may merge only after checks exist.
     pub require_checks: bool,
     pub forge: ForgeKind,
+    /// The local forge's CI command, if any.
+    pub local_ci: Option<LocalCi>,
+}
+
+/// A CI command of the local forge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalCi {
+    pub command: Vec<String>,
+    pub timeout: Duration,
 }

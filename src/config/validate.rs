@@ -32,6 +32,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "tracker",
     "requireChecks",
     "forge",
+    "localCi",
 ];
 pub(super) const STEP_FIELD_KEYS: &[&str] = &[
     "model",
@@ -50,6 +51,7 @@ pub(super) const BUDGET_KEYS: &[&str] = &["perIssueUsd", "perSessionUsd", "perIs
 pub(super) const AGENT_KEYS: &[&str] = &["command", "args", "env", "maxApiRetries"];
 pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command", "minSeverity"];
 pub(super) const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
+pub(super) const LOCAL_CI_KEYS: &[&str] = &["command", "timeoutMin"];
 
 /// Key paths that occur twice in one object. `serde_json::Value` silently keeps the last,
 /// which would drop, say, a whole first `steps` block. Comment keys may repeat.
@@ -574,6 +576,8 @@ impl Walker {
             None => ForgeKind::Github,
         };
 
+        let local_ci = self.local_ci(&top, forge);
+
         let project_path = project_path?;
         let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
         Some(Config {
@@ -609,6 +613,32 @@ impl Walker {
             tracker,
             require_checks,
             forge,
+            local_ci,
+        })
+    }
+
+    fn local_ci(&mut self, top: &Obj, forge: ForgeKind) -> Option<LocalCi> {
+        top.get("localCi")?;
+        let o = self.object(top.path("localCi"), top.get("localCi"), LOCAL_CI_KEYS);
+        if forge != ForgeKind::Local {
+            self.err(
+                top.path("localCi"),
+                "only the local forge runs a CI command: remove localCi or set \"forge\": \"local\"",
+            );
+        }
+        let command = self.strings(&o, "command", true, Some("an empty argument"));
+        if command.is_none() && o.get("command").is_none() {
+            self.err(
+                o.path("command"),
+                "missing: the program and its arguments, e.g. [\"cargo\", \"test\"]",
+            );
+        }
+        let timeout_min = self
+            .positive(&o, "timeoutMin", MAX_MINUTES)
+            .unwrap_or(DEFAULT_LOCAL_CI_TIMEOUT_MIN);
+        Some(LocalCi {
+            command: command?,
+            timeout: minutes(timeout_min),
         })
     }
 

@@ -71,6 +71,11 @@ impl Driver {
                 pulls: cfg
                     .builtin(Step::CreatePr)
                     .then(|| runner_dir.dir.join("pulls")),
+                ci: cfg.local_ci.as_ref().map(|c| crate::forge::LocalCi {
+                    command: c.command.clone(),
+                    timeout: c.timeout,
+                    results: runner_dir.dir.join("ci"),
+                }),
             },
         };
         let tracker = match &cfg.tracker {

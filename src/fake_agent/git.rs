@@ -51,6 +51,20 @@ fn git(dir: &Path, args: &[&str]) -> Result<String, GitWorkError> {
 }
 
 /// The branch the fake agent uses for issue `n`; matches the `<N>-<slug>` pattern.
+/// A repair of failing CI: a commit adding `ci-fixed` on the current branch, pushed.
+pub fn fix_ci(ctx: &Context) -> io::Result<String> {
+    let dir = &ctx.cwd;
+    let work = || -> Result<String, GitWorkError> {
+        write(&dir.join("ci-fixed"), "fixed\n")?;
+        git(dir, &["add", "--force", "--", "ci-fixed"])?;
+        git(dir, &["commit", "-m", "fix: make CI pass"])?;
+        let branch = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+        git(dir, &["push", "origin", &branch])?;
+        Ok(format!("Fixed CI on {branch} and pushed."))
+    };
+    work().map_err(|e| io::Error::other(e.to_string()))
+}
+
 /// Leave the feature branch (for the `checkout-main` outcome).
 pub fn checkout_main(ctx: &Context) -> io::Result<()> {
     git(&ctx.cwd, &["checkout", "--quiet", "main"])

@@ -50,6 +50,8 @@ pub enum Outcome {
     /// Tool calls (Read, Edit, Bash) spread over this many milliseconds, one assistant turn
     /// each, then the ok work: an agent at work, for the live progress line.
     Busy(u64),
+    /// Commits and pushes a file `ci-fixed` on the current branch: a CI repair.
+    FixCi,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,6 +96,7 @@ impl Outcome {
             "overloaded" => Outcome::Recorded(Recording::Overloaded),
             "auth" => Outcome::Recorded(Recording::Auth),
             "hang" => Outcome::Hang,
+            "fix-ci" => Outcome::FixCi,
             "silent-hang" => Outcome::SilentHang,
             "ignore-term" => Outcome::IgnoreTerm,
             "no-branch" => Outcome::NoBranch,
@@ -169,6 +172,13 @@ impl Outcome {
                 std::mem::forget(child);
                 std::thread::sleep(Duration::from_millis(ms));
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::FixCi => {
+                out.init()?;
+                let summary = super::git::fix_ci(ctx)?;
+                out.assistant_text(&summary)?;
+                out.result(json!({"result": summary}))?;
+                Ok(0)
             }
             Outcome::Busy(ms) => {
                 out.init()?;

@@ -1,11 +1,14 @@
 //! Pull requests and CI, from GitHub (through the `gh` CLI, [`github`]) or from the offline
 //! `local` forge used by the demo ([`local`]), where origin itself plays GitHub: a pushed
-//! branch is an open PR and a branch merged into `origin/<main>` is a merged one.
+//! branch is an open PR and a branch merged into `origin/<main>` is a merged one; its CI is an
+//! optional command run in a clean worktree of the branch ([`LocalCi`]).
 
 pub mod github;
 mod local;
+mod local_ci;
 
 pub use github::{parse_checks, parse_prs};
+pub use local_ci::LocalCi;
 
 use crate::repo::{Repo, RepoError};
 use std::path::PathBuf;
@@ -67,6 +70,8 @@ pub enum Forge {
         /// Where the pull-request records live when the runner opens PRs itself (builtin
         /// createPR). `None`: an agent opens them, and a pushed branch stands for its PR.
         pulls: Option<PathBuf>,
+        /// The CI command, if one is configured; without it the local forge has no CI.
+        ci: Option<LocalCi>,
     },
 }
 
@@ -88,10 +93,11 @@ impl Forge {
         }
     }
 
-    /// The branch's CI. The local forge has none.
-    pub fn ci_state(&self, _repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
+    /// The branch's CI. The local forge runs its CI command once per commit, if it has one.
+    pub fn ci_state(&self, repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
         match self {
-            Forge::Local { .. } => Ok(CiState::NoneConfigured),
+            Forge::Local { ci: Some(ci), .. } => ci.state(repo, branch),
+            Forge::Local { ci: None, .. } => Ok(CiState::NoneConfigured),
             Forge::GitHub { gh, repo_dir, .. } => github::ci_state(gh, repo_dir, branch),
         }
     }
@@ -134,10 +140,11 @@ impl Forge {
 
     /// What a person (or the agent repairing it) needs to know about failing CI: each failing
     /// check's name and link, with the end of its log where the forge provides one.
-    pub fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
+    pub fn failing_checks(&self, repo: &Repo, branch: &str) -> Result<String, ForgeError> {
         match self {
             Forge::GitHub { gh, repo_dir, .. } => github::failing_checks(gh, repo_dir, branch),
-            Forge::Local { .. } => Ok(String::new()),
+            Forge::Local { ci: Some(ci), .. } => ci.failing(repo, branch),
+            Forge::Local { ci: None, .. } => Ok(String::new()),
         }
     }
 

@@ -1,0 +1,203 @@
+//! CI of the local forge: a configured command (`localCi.command`, no shell) run in a fresh,
+//! detached worktree of the branch's commit, so that nothing the agent left uncommitted in the
+//! clone can make it pass. Each commit is tested once: the verdict is kept in
+//! `<runner dir>/ci/<sha>.json`, so the post-check, monitorCI's polling and merge all read the
+//! same result. A command that runs past its time limit is stopped (its whole process group)
+//! and fails.
+
+use super::{CiState, ForgeError};
+use crate::repo::Repo;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+/// Bytes of the command's output kept as the failing check's log excerpt.
+const EXCERPT_BYTES: usize = 4096;
+
+/// How the local forge runs CI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalCi {
+    pub command: Vec<String>,
+    pub timeout: Duration,
+    /// Where verdicts are kept (`<runner dir>/ci`).
+    pub results: PathBuf,
+}
+
+/// One commit's verdict.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Verdict {
+    sha: String,
+    passed: bool,
+    /// Exit code, or `None` when the command was stopped at its time limit or by a signal.
+    exit: Option<i32>,
+    timed_out: bool,
+    /// The end of stdout and stderr, redacted.
+    excerpt: String,
+}
+
+impl LocalCi {
+    fn command_text(&self) -> String {
+        self.command.join(" ")
+    }
+
+    /// Runs the command on `branch`'s commit unless that commit has a verdict already.
+    pub fn state(&self, repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
+        let sha = commit_of(repo, branch)?;
+        let verdict = match self.read(&sha) {
+            Some(v) => v,
+            None => {
+                let v = self.run(repo, &sha)?;
+                self.write(&v)?;
+                v
+            }
+        };
+        Ok(if verdict.passed {
+            CiState::Passed
+        } else {
+            CiState::Failed
+        })
+    }
+
+    /// The failing check's name and the end of its output, as repair context.
+    pub fn failing(&self, repo: &Repo, branch: &str) -> Result<String, ForgeError> {
+        let sha = commit_of(repo, branch)?;
+        Ok(match self.read(&sha) {
+            Some(v) if !v.passed => {
+                let how = if v.timed_out {
+                    format!(
+                        "ran past {} min and was stopped",
+                        self.timeout.as_secs() / 60
+                    )
+                } else {
+                    format!("exit {}", crate::repo::exit_text(&v.exit))
+                };
+                format!(
+                    "local CI `{}` failed on {} ({how})\n{}",
+                    self.command_text(),
+                    &sha[..sha.len().min(12)],
+                    v.excerpt
+                )
+            }
+            _ => String::new(),
+        })
+    }
+
+    fn path(&self, sha: &str) -> PathBuf {
+        self.results.join(format!("{sha}.json"))
+    }
+
+    fn read(&self, sha: &str) -> Option<Verdict> {
+        let bytes = crate::safe_fs::read_no_follow(&self.path(sha)).ok()?;
+        serde_json::from_slice::<Verdict>(&bytes)
+            .ok()
+            .filter(|v| v.sha == sha)
+    }
+
+    fn write(&self, v: &Verdict) -> Result<(), ForgeError> {
+        let fail = |source: std::io::Error| io_error(&self.results, source);
+        crate::safe_fs::create_private_dir(&self.results).map_err(|e| fail(e.into()))?;
+        let text = serde_json::to_vec(v).map_err(|e| fail(std::io::Error::other(e)))?;
+        crate::safe_fs::write_atomic(&self.path(&v.sha), &text).map_err(fail)
+    }
+
+    fn run(&self, repo: &Repo, sha: &str) -> Result<Verdict, ForgeError> {
+        let Some((program, args)) = self.command.split_first() else {
+            return Err(ForgeError::Parse {
+                command: "localCi.command".into(),
+                detail: "empty".into(),
+            });
+        };
+        let scratch = tempfile::Builder::new()
+            .prefix("sdlc-runner-ci-")
+            .tempdir()
+            .map_err(|e| io_error(Path::new("a temporary directory"), e))?;
+        let tree = scratch.path().join("tree");
+        let tree_text = tree.to_string_lossy().into_owned();
+        git(
+            repo,
+            &["worktree", "add", "--detach", "--quiet", &tree_text, sha],
+        )?;
+        let mut cmd = Command::new(program);
+        cmd.args(args).current_dir(&tree);
+        let ran = crate::process::output_within(cmd, self.timeout);
+        // The worktree goes whatever the command did; a leftover is pruned by the next run.
+        let _ = git(repo, &["worktree", "remove", "--force", &tree_text]);
+        let _ = git(repo, &["worktree", "prune"]);
+        let ran = ran.map_err(|source| ForgeError::Spawn {
+            program: format!("localCi.command `{}`", self.command_text()),
+            source,
+        })?;
+        Ok(match ran {
+            Some(out) => Verdict {
+                sha: sha.to_string(),
+                passed: out.status.success(),
+                exit: out.status.code(),
+                timed_out: false,
+                excerpt: excerpt(&out.stdout, &out.stderr),
+            },
+            None => Verdict {
+                sha: sha.to_string(),
+                passed: false,
+                exit: None,
+                timed_out: true,
+                excerpt: String::new(),
+            },
+        })
+    }
+}
+
+fn excerpt(stdout: &[u8], stderr: &[u8]) -> String {
+    let mut all = String::from_utf8_lossy(stdout).into_owned();
+    all.push_str(&String::from_utf8_lossy(stderr));
+    let mut start = all.len().saturating_sub(EXCERPT_BYTES);
+    while !all.is_char_boundary(start) {
+        start += 1;
+    }
+    // Start at a line boundary, as a person would read it.
+    let tail = &all[start..];
+    let tail = match (start > 0, tail.find('\n')) {
+        (true, Some(i)) => &tail[i + 1..],
+        _ => tail,
+    };
+    crate::redact::redact(tail.trim_end())
+}
+
+fn commit_of(repo: &Repo, branch: &str) -> Result<String, ForgeError> {
+    let out = git(
+        repo,
+        &[
+            "rev-parse",
+            "--verify",
+            "--quiet",
+            &format!("{branch}^{{commit}}"),
+        ],
+    )?;
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+fn git(repo: &Repo, args: &[&str]) -> Result<std::process::Output, ForgeError> {
+    let out = crate::process::git_output(&repo.path, args).map_err(|source| ForgeError::Spawn {
+        program: "git".into(),
+        source,
+    })?;
+    if out.status.success() {
+        Ok(out)
+    } else {
+        Err(ForgeError::Command {
+            command: format!("git {}", args.join(" ")),
+            status: out.status.code(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            hint: "inspect the repository with the same git command",
+        })
+    }
+}
+
+fn io_error(path: &Path, source: std::io::Error) -> ForgeError {
+    ForgeError::Command {
+        command: format!("local CI ({})", path.display()),
+        status: None,
+        stderr: source.to_string(),
+        hint: "check the permissions of the runner's state directory and the temp directory",
+    }
+}
