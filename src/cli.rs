@@ -110,6 +110,11 @@ pub struct RunArgs {
     /// Acknowledge the previous session's halt and start a new session.
     #[arg(long)]
     pub ack_halt: bool,
+    /// Name of this runner for issue claims, when several runners share one tracker: each
+    /// issue is claimed with a lease (`claims.leaseMinutes`) before work starts. Claims are
+    /// off without it.
+    #[arg(long, value_name = "ID", value_parser = parse_worker_id)]
+    pub worker_id: Option<String>,
     /// How stderr narrates the run: `text` (time-stamped when stderr is not a terminal) or
     /// `json` (one object per line: ts, level, msg).
     #[arg(long, value_enum, default_value = "text")]
@@ -120,6 +125,20 @@ pub struct RunArgs {
     /// Also the runner's internal diagnostics (as `RUST_LOG=debug`).
     #[arg(short, long)]
     pub verbose: bool,
+}
+
+fn parse_worker_id(s: &str) -> Result<String, String> {
+    let ok = !s.is_empty()
+        && s.len() <= 64
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if ok {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "\"{s}\" is not a worker id: use 1-64 letters, digits, '-', '_' or '.'"
+        ))
+    }
 }
 
 fn parse_step(s: &str) -> Result<crate::step::Step, String> {

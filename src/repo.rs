@@ -385,10 +385,31 @@ impl Repo {
     }
 
     /// Merges `branch` (origin's copy) into main with a merge commit and pushes main; then
-    /// deletes the branch on origin. A conflict aborts the merge and names the files.
+    /// deletes the branch on origin. A conflict aborts the merge and names the files. When
+    /// origin's main moved meanwhile (another runner merged first), the local merge is undone
+    /// and done again on top of the new main, a few times, before it counts as a failure.
     pub fn merge_into_main(&self, branch: &str, message: &str) -> Result<(), RepoError> {
+        const TRIES: u32 = 5;
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            match self.merge_once(branch, message) {
+                Err(RepoError::Command { stderr, .. })
+                    if tries < TRIES && origin_moved(&stderr) =>
+                {
+                    std::thread::sleep(std::time::Duration::from_millis(
+                        50 * u64::from(tries) + u64::from(std::process::id() % 50),
+                    ));
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn merge_once(&self, branch: &str, message: &str) -> Result<(), RepoError> {
         self.fetch()?;
         self.checkout_main()?;
+        let before = self.git_ok(&["rev-parse", "HEAD"])?.trim().to_string();
         let theirs = format!("refs/remotes/origin/{branch}");
         let source = if self.ref_exists(&theirs)? {
             theirs
@@ -412,7 +433,12 @@ impl Repo {
             }
             return Err(err);
         }
-        self.git_ok(&["push", "--quiet", "origin", &self.main])?;
+        if let Err(e) = self.git_ok(&["push", "--quiet", "origin", &self.main]) {
+            // Origin moved (another runner merged first): undo the local merge so that the
+            // next attempt starts from origin's main instead of a main that diverged from it.
+            let _ = self.git(&["reset", "--quiet", "--keep", &before]);
+            return Err(e);
+        }
         // A branch that is gone already is fine: the merge is what counts.
         let _ = self.git(&["push", "--quiet", "origin", "--delete", branch]);
         Ok(())
@@ -513,4 +539,16 @@ fn declares_issue(requirements: &Path, issue: u32) -> bool {
                 .is_some_and(|c| c.is_ascii_digit())
         })
     })
+}
+
+/// A push refused because the remote branch moved since the last fetch.
+fn origin_moved(stderr: &str) -> bool {
+    [
+        "non-fast-forward",
+        "fetch first",
+        "cannot lock ref",
+        "[rejected]",
+    ]
+    .iter()
+    .any(|m| stderr.contains(m))
 }

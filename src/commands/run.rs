@@ -24,6 +24,7 @@ pub fn run(args: &RunArgs) -> i32 {
             step: args.step,
             discord_channel: args.discord_channel.clone(),
             ack_halt: args.ack_halt,
+            worker_id: args.worker_id.clone(),
         },
     )
 }

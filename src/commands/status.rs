@@ -73,6 +73,39 @@ pub struct Status {
     pub orchestration_log: PathBuf,
     /// Whether a runner works on the project now: `running` (with its pid), `not running`.
     pub runner: String,
+    /// Issue claims of the runners sharing the tracker (`--worker-id`), live or expired.
+    pub claims: Vec<ClaimView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimView {
+    pub issue: u32,
+    pub worker: String,
+    pub expires_at: String,
+    /// `false` once the lease ran out: another runner may take the issue over.
+    pub live: bool,
+}
+
+/// The claims on the configured tracker (local tracker only).
+fn claims(cfg: &Config) -> Vec<ClaimView> {
+    let crate::config::TrackerConfig::Local { dir, .. } = &cfg.tracker else {
+        return Vec::new();
+    };
+    let now = chrono::Utc::now();
+    crate::claims::ClaimStore::local(dir)
+        .all()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|c| ClaimView {
+            issue: c.issue,
+            live: c.live(now),
+            worker: c.worker,
+            expires_at: c
+                .expires_at
+                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        })
+        .collect()
 }
 
 /// The lock file holds the pid of the runner holding it (emptied when it exits cleanly); a
@@ -199,6 +232,7 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
         state_file: state_file(&project),
         log_dir: cfg.log_dir.clone(),
         runner: runner_liveness(&project),
+        claims: claims(cfg),
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
     };
     if let Some(session) = &rec.last_session {
@@ -335,6 +369,19 @@ impl Status {
         };
         line(format!("project:  {}", self.project.display()));
         line(format!("runner:   {}", self.runner));
+        for c in &self.claims {
+            line(format!(
+                "claim:    #{} by worker {} until {}{}",
+                c.issue,
+                c.worker,
+                c.expires_at,
+                if c.live {
+                    ""
+                } else {
+                    " (expired: may be taken over)"
+                }
+            ));
+        }
         line(format!(
             "journal:  {} ({} records)",
             self.journal.display(),

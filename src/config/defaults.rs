@@ -13,6 +13,8 @@ pub const DEFAULT_TIMEOUT_MIN: f64 = 10.0;
 pub const DEFAULT_IDLE_TIMEOUT_MIN: f64 = 10.0;
 pub const DEFAULT_MAX_LOG_DISK_USAGE_MB: f64 = 500.0;
 pub const DEFAULT_DECISION_TIMEOUT_MIN: f64 = 60.0;
+/// `claims.leaseMinutes`: how long a runner's claim on an issue lasts without renewal.
+pub const DEFAULT_CLAIM_LEASE_MIN: f64 = 60.0;
 /// `localCi.timeoutMin`: how long the local forge's CI command may run.
 pub const DEFAULT_LOCAL_CI_TIMEOUT_MIN: f64 = 20.0;
 pub const DEFAULT_AGENT_COMMAND: &str = "claude";

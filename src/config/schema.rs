@@ -58,6 +58,9 @@ mod file {
     fn d_decision() -> f64 {
         super::DEFAULT_DECISION_TIMEOUT_MIN
     }
+    fn d_claim_lease() -> f64 {
+        super::DEFAULT_CLAIM_LEASE_MIN
+    }
     fn d_local_ci_timeout() -> f64 {
         super::DEFAULT_LOCAL_CI_TIMEOUT_MIN
     }
@@ -221,6 +224,19 @@ mod file {
         /// The local forge's CI: a command run in a clean worktree of the branch. Unset: the
         /// local forge has no CI.
         pub local_ci: Option<LocalCiFile>,
+        pub claims: Option<ClaimsFile>,
+    }
+
+    /// Issue claims of runners started with `--worker-id` (many runners on one tracker).
+    #[derive(Serialize, JsonSchema)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    pub struct ClaimsFile {
+        /// How long a claim lasts without renewal; a runner renews it at every step and before
+        /// every wait. Must exceed every step's timeoutMin. An expired claim may be taken over.
+        #[serde(default = "d_claim_lease")]
+        /// At most 10080 (seven days).
+        #[schemars(range(min = 0, max = 10_080))]
+        pub lease_minutes: f64,
     }
 
     /// CI of the local forge.

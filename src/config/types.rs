@@ -261,6 +261,8 @@ pub struct Config {
     pub forge: ForgeKind,
     /// The local forge's CI command, if any.
     pub local_ci: Option<LocalCi>,
+    /// How long a runner's claim on an issue lasts without renewal (`--worker-id`).
+    pub claim_lease: Duration,
 }
 
 /// A CI command of the local forge.

@@ -33,6 +33,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "requireChecks",
     "forge",
     "localCi",
+    "claims",
 ];
 pub(super) const STEP_FIELD_KEYS: &[&str] = &[
     "model",
@@ -52,6 +53,7 @@ pub(super) const AGENT_KEYS: &[&str] = &["command", "args", "env", "maxApiRetrie
 pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command", "minSeverity"];
 pub(super) const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
 pub(super) const LOCAL_CI_KEYS: &[&str] = &["command", "timeoutMin"];
+pub(super) const CLAIMS_KEYS: &[&str] = &["leaseMinutes"];
 
 /// Key paths that occur twice in one object. `serde_json::Value` silently keeps the last,
 /// which would drop, say, a whole first `steps` block. Comment keys may repeat.
@@ -577,6 +579,11 @@ impl Walker {
         };
 
         let local_ci = self.local_ci(&top, forge);
+        let claims_obj = self.object(top.path("claims"), top.get("claims"), CLAIMS_KEYS);
+        let claim_lease = minutes(
+            self.positive(&claims_obj, "leaseMinutes", MAX_MINUTES)
+                .unwrap_or(DEFAULT_CLAIM_LEASE_MIN),
+        );
 
         let project_path = project_path?;
         let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
@@ -614,6 +621,7 @@ impl Walker {
             require_checks,
             forge,
             local_ci,
+            claim_lease,
         })
     }
 

@@ -7,6 +7,7 @@
 
 mod attempt;
 mod builtin_step;
+mod claim;
 mod decision;
 pub mod invoke;
 mod network;
@@ -39,6 +40,8 @@ pub struct RunOptions {
     pub step: Option<Step>,
     pub discord_channel: Option<String>,
     pub ack_halt: bool,
+    /// This runner's name for issue claims; claims are off without it.
+    pub worker_id: Option<String>,
 }
 
 /// Grace between SIGTERM and SIGKILL for the agent's process group.
@@ -127,6 +130,8 @@ struct Driver {
     /// Set when a fire-and-forget call (closing or marking an issue) gave up on the network:
     /// the batch's request then answers `NetworkUnavailable` instead of being performed.
     network_down: Option<Event>,
+    /// This runner's issue claims, when it runs with `--worker-id`.
+    claims: Option<claim::ClaimKeeper>,
 }
 
 impl Driver {
@@ -408,6 +413,17 @@ impl Driver {
                 return Outcome::Next(event);
             }
         }
+        let claim_for = match &effect {
+            Effect::RunStep { .. } | Effect::CheckPreconditions { .. } => Some(Duration::ZERO),
+            Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),
+            Effect::AskDecision { .. } => Some(self.cfg.decision_timeout),
+            _ => None,
+        };
+        if let Some(extra) = claim_for {
+            if let Some(event) = self.keep_claim(extra) {
+                return Outcome::Next(event);
+            }
+        }
         match effect {
             Effect::SelectIssue => match self.select_issue().await {
                 Some(event) => Outcome::Next(event),
@@ -489,6 +505,7 @@ impl Driver {
                     }
                 }
                 crate::failpoint::point("tracker: closed");
+                self.release_claim(issue);
                 Outcome::Continue
             }
             Effect::MarkEscalated { issue } => {
@@ -512,6 +529,7 @@ impl Driver {
                     }
                 }
                 crate::failpoint::point("tracker: marked escalated");
+                self.release_claim(issue);
                 Outcome::Continue
             }
             Effect::Cleanup => {
@@ -556,6 +574,9 @@ impl Driver {
     }
 
     fn exit(&mut self, code: u8, state: &State) -> i32 {
+        if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
+            self.release_claim(issue);
+        }
         let project = self.cfg.project_path.clone();
         if matches!(state, State::Halted { .. }) {
             // Everything stays for inspection: state file, auto-mode flag, branch, tree.
@@ -593,7 +614,57 @@ impl Driver {
     fn ask_tracker(&self) -> Result<Selection, tracker::TrackerError> {
         match self.core.runner().mode {
             Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
-            _ => self.tracker.select(self.core.escalated()),
+            _ => match &self.claims {
+                Some(keeper) if !keeper.others.is_empty() => {
+                    let mut excluded = self.core.escalated().clone();
+                    excluded.extend(keeper.others.keys().copied());
+                    self.tracker.select(&excluded)
+                }
+                _ => self.tracker.select(self.core.escalated()),
+            },
+        }
+    }
+
+    /// The tracker's selection, claimed: an issue another runner holds is skipped and the
+    /// tracker asked again; when only such issues are left, there is nothing for this runner
+    /// to do (they are not escalated or blocked: someone is working on them).
+    async fn select_claimed(&mut self) -> Result<Result<Selection, tracker::TrackerError>, Event> {
+        // Each skipped issue is excluded from the next question, so this ends.
+        loop {
+            if self.claims.is_some() {
+                self.claimed_by_others();
+            }
+            let selection = match self
+                .patiently("asking the tracker for the next issue", |d| d.ask_tracker())
+                .await
+            {
+                network::Patient::Done(result) => result,
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+            };
+            let others = self.describe_others();
+            match selection {
+                Ok(Selection::Issue(issue)) if self.claims.is_some() => {
+                    match self.claim_selected(issue.number) {
+                        Ok(true) => return Ok(Ok(Selection::Issue(issue))),
+                        Ok(false) => continue,
+                        Err(detail) => {
+                            return Ok(Err(tracker::TrackerError::Command {
+                                command: format!("claiming issue #{}", issue.number),
+                                detail,
+                            }))
+                        }
+                    }
+                }
+                Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. })
+                    if !others.is_empty() =>
+                {
+                    self.log(&format!(
+                        "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
+                    ));
+                    return Ok(Ok(Selection::NoIssues));
+                }
+                other => return Ok(other),
+            }
         }
     }
 
@@ -615,12 +686,9 @@ impl Driver {
                 };
                 return Some(Event::IssueSelected { issue: n });
             }
-            _ => match self
-                .patiently("asking the tracker for the next issue", |d| d.ask_tracker())
-                .await
-            {
-                network::Patient::Done(result) => result,
-                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Some(ev),
+            _ => match self.select_claimed().await {
+                Ok(result) => result,
+                Err(ev) => return Some(ev),
             },
         };
         let event = match selection {

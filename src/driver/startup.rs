@@ -141,6 +141,7 @@ impl Driver {
                 return Ok(Started::Exit(code));
             }
         }
+        let claims = claim_keeper(&cfg, &opts)?;
         let limits = cfg.limits();
         let mut journal_path = runner_dir.journal();
         let legacy = project.join(crate::runner_dir::LEGACY_JOURNAL);
@@ -289,6 +290,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             state,
             runner_dir,
             network_down: None,
+            claims,
         };
         for note in notes {
             driver.log(&note);
@@ -482,4 +484,47 @@ fn settle_tracker(
         written.map_err(|e| format!("cannot write issue #{issue}'s recorded outcome: {e}"))?;
     }
     Ok(())
+}
+
+/// The claims of a runner started with `--worker-id`. Its lease must outlast the longest thing
+/// the runner does between two renewals: a step at its time limit (plus the local CI command,
+/// which a post-check may run).
+fn claim_keeper(
+    cfg: &Config,
+    opts: &RunOptions,
+) -> Result<Option<super::claim::ClaimKeeper>, String> {
+    let Some(worker) = opts.worker_id.clone() else {
+        return Ok(None);
+    };
+    let store = match &cfg.tracker {
+        TrackerConfig::Local { dir, .. } => crate::claims::ClaimStore::local(dir),
+        TrackerConfig::Github { .. } => {
+            return Err(format!(
+                "{}: --worker-id: issue claims need the local tracker for now (tracker.kind \"local\"); run one runner per GitHub repository",
+                cfg.file.display()
+            ))
+        }
+    };
+    let longest = Step::ALL
+        .iter()
+        .filter(|s| cfg.enabled(**s))
+        .map(|s| cfg.timeout(*s))
+        .max()
+        .unwrap_or_default()
+        + cfg.local_ci.as_ref().map(|c| c.timeout).unwrap_or_default();
+    if cfg.claim_lease <= longest {
+        return Err(format!(
+            "{}: claims.leaseMinutes ({}) must exceed the longest step's timeoutMin plus localCi.timeoutMin ({} min): a claim would expire while its runner still works; raise claims.leaseMinutes",
+            cfg.file.display(),
+            cfg.claim_lease.as_secs_f64() / 60.0,
+            longest.as_secs_f64() / 60.0
+        ));
+    }
+    Ok(Some(super::claim::ClaimKeeper {
+        store,
+        worker,
+        lease: cfg.claim_lease,
+        held: None,
+        others: Default::default(),
+    }))
 }

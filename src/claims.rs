@@ -1,0 +1,336 @@
+//! Leases on issues, so that several runners (each with its own clone and `--worker-id`) can
+//! share one tracker without two of them working the same issue (docs/scaling.md).
+//!
+//! A runner claims an issue before it starts it, renews the claim while it works (at every
+//! step, and for as long as any wait it is about to make), and releases it when the issue is
+//! merged or escalated or the runner stops. A claim whose lease has expired belongs to a runner
+//! that died or hung: another runner may take it over and continue from the pushed branch.
+//!
+//! Local tracker: one file per claimed issue, `<tracker dir>/.claims/<N>.json`, created
+//! atomically and exclusively; every read-modify-write holds an exclusive `flock` on
+//! `<tracker dir>/.claims/.lock`, so a takeover can never remove a claim that was renewed or
+//! made a moment earlier. GitHub: the issue is assigned and labelled `sdlc-claimed`, and the
+//! claim is a comment; the comments are then read back and the earliest live claim wins.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// One runner's lease on one issue.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Claim {
+    pub issue: u32,
+    pub worker: String,
+    pub claimed_at: DateTime<Utc>,
+    pub expires_at: DateTime<Utc>,
+}
+
+impl Claim {
+    pub fn live(&self, now: DateTime<Utc>) -> bool {
+        self.expires_at > now
+    }
+}
+
+/// The answer to a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claimed {
+    /// This runner holds the issue now (newly, by takeover of an expired lease, or again).
+    Won(Claim),
+    /// Another runner's live lease holds it.
+    Held(Claim),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    #[error("claims in {}: {source}; the tracker directory must be writable by every runner", dir.display())]
+    Io {
+        dir: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("claim file {}: {detail}; remove it if no runner is working on that issue", path.display())]
+    Corrupt { path: PathBuf, detail: String },
+}
+
+/// Where claims are kept.
+#[derive(Debug, Clone)]
+pub enum ClaimStore {
+    Local { dir: PathBuf },
+}
+
+fn expiry(now: DateTime<Utc>, lease: Duration) -> DateTime<Utc> {
+    chrono::TimeDelta::from_std(lease)
+        .ok()
+        .and_then(|d| now.checked_add_signed(d))
+        .unwrap_or(DateTime::<Utc>::MAX_UTC)
+}
+
+impl ClaimStore {
+    /// The local tracker's store: `<tracker dir>/.claims`.
+    pub fn local(tracker_dir: &Path) -> ClaimStore {
+        ClaimStore::Local {
+            dir: tracker_dir.join(".claims"),
+        }
+    }
+
+    /// Every claim on record, live or expired, by issue number.
+    pub fn all(&self) -> Result<Vec<Claim>, ClaimError> {
+        match self {
+            ClaimStore::Local { dir } => local::all(dir),
+        }
+    }
+
+    /// Claims `issue` for `worker` until `now + lease`.
+    pub fn claim(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Claimed, ClaimError> {
+        let until = expiry(now, lease);
+        match self {
+            ClaimStore::Local { dir } => local::claim(dir, issue, worker, now, until),
+        }
+    }
+
+    /// Extends `worker`'s lease on `issue` to `now + lease`. `Ok(Some(holder))` when the claim
+    /// is no longer this worker's (its lease expired and another runner took the issue over).
+    pub fn renew(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Claim>, ClaimError> {
+        let until = expiry(now, lease);
+        match self {
+            ClaimStore::Local { dir } => local::renew(dir, issue, worker, now, until),
+        }
+    }
+
+    /// Gives `worker`'s claim on `issue` up; someone else's claim is left alone.
+    pub fn release(&self, issue: u32, worker: &str) -> Result<(), ClaimError> {
+        match self {
+            ClaimStore::Local { dir } => local::release(dir, issue, worker),
+        }
+    }
+}
+
+mod local {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn io(dir: &Path) -> impl FnOnce(std::io::Error) -> ClaimError + '_ {
+        move |source| ClaimError::Io {
+            dir: dir.to_path_buf(),
+            source,
+        }
+    }
+
+    /// The store's lock, held until dropped.
+    struct Locked {
+        _file: std::fs::File,
+    }
+
+    fn lock(dir: &Path) -> Result<Locked, ClaimError> {
+        std::fs::create_dir_all(dir).map_err(io(dir))?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join(".lock"))
+            .map_err(io(dir))?;
+        // SAFETY: flock on a descriptor we own; it blocks until the lock is ours.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
+            return Err(io(dir)(std::io::Error::last_os_error()));
+        }
+        Ok(Locked { _file: file })
+    }
+
+    fn path(dir: &Path, issue: u32) -> PathBuf {
+        dir.join(format!("{issue}.json"))
+    }
+
+    fn read(dir: &Path, issue: u32) -> Result<Option<Claim>, ClaimError> {
+        let path = path(dir, issue);
+        match crate::safe_fs::read_no_follow(&path) {
+            Ok(bytes) => {
+                serde_json::from_slice(&bytes)
+                    .map(Some)
+                    .map_err(|e| ClaimError::Corrupt {
+                        path,
+                        detail: e.to_string(),
+                    })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io(dir)(e)),
+        }
+    }
+
+    fn write(dir: &Path, claim: &Claim, fresh: bool) -> Result<(), ClaimError> {
+        let text = serde_json::to_vec(claim).map_err(|e| io(dir)(std::io::Error::other(e)))?;
+        let path = path(dir, claim.issue);
+        if fresh {
+            crate::safe_fs::write_new(&path, &text).map_err(io(dir))
+        } else {
+            crate::safe_fs::write_atomic(&path, &text).map_err(io(dir))
+        }
+    }
+
+    pub fn all(dir: &Path) -> Result<Vec<Claim>, ClaimError> {
+        let entries = match std::fs::read_dir(dir) {
+            Ok(e) => e,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io(dir)(e)),
+        };
+        let mut out = Vec::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(issue) = name
+                .to_str()
+                .and_then(|n| n.strip_suffix(".json"))
+                .and_then(|n| n.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if let Some(claim) = read(dir, issue)? {
+                out.push(claim);
+            }
+        }
+        out.sort_by_key(|c| c.issue);
+        Ok(out)
+    }
+
+    pub fn claim(
+        dir: &Path,
+        issue: u32,
+        worker: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Claimed, ClaimError> {
+        let _held = lock(dir)?;
+        let mine = Claim {
+            issue,
+            worker: worker.to_string(),
+            claimed_at: now,
+            expires_at: until,
+        };
+        match read(dir, issue)? {
+            Some(c) if c.worker == worker => {
+                let again = Claim {
+                    claimed_at: c.claimed_at,
+                    ..mine
+                };
+                write(dir, &again, false)?;
+                Ok(Claimed::Won(again))
+            }
+            Some(c) if c.live(now) => Ok(Claimed::Held(c)),
+            Some(_expired) => {
+                std::fs::remove_file(path(dir, issue)).map_err(io(dir))?;
+                write(dir, &mine, true)?;
+                Ok(Claimed::Won(mine))
+            }
+            None => {
+                write(dir, &mine, true)?;
+                Ok(Claimed::Won(mine))
+            }
+        }
+    }
+
+    pub fn renew(
+        dir: &Path,
+        issue: u32,
+        worker: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<Option<Claim>, ClaimError> {
+        match claim(dir, issue, worker, now, until)? {
+            Claimed::Won(_) => Ok(None),
+            Claimed::Held(holder) => Ok(Some(holder)),
+        }
+    }
+
+    pub fn release(dir: &Path, issue: u32, worker: &str) -> Result<(), ClaimError> {
+        let _held = lock(dir)?;
+        match read(dir, issue)? {
+            Some(c) if c.worker == worker => {
+                std::fs::remove_file(path(dir, issue)).map_err(io(dir))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(secs: i64) -> DateTime<Utc> {
+        DateTime::from_timestamp(1_800_000_000 + secs, 0).expect("a time")
+    }
+
+    const LEASE: Duration = Duration::from_secs(60);
+
+    #[test]
+    fn a_live_claim_holds_an_expired_one_is_taken_over_and_only_the_holder_releases() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = ClaimStore::local(tmp.path());
+        assert!(matches!(
+            store.claim(1, "a", LEASE, at(0)),
+            Ok(Claimed::Won(_))
+        ));
+        match store.claim(1, "b", LEASE, at(30)) {
+            Ok(Claimed::Held(c)) => assert_eq!((c.worker.as_str(), c.expires_at), ("a", at(60))),
+            other => panic!("{other:?}"),
+        }
+        // Renewal moves the expiry; b still loses at 90.
+        assert_eq!(store.renew(1, "a", LEASE, at(50)).expect("renew"), None);
+        assert!(matches!(
+            store.claim(1, "b", LEASE, at(90)),
+            Ok(Claimed::Held(_))
+        ));
+        // a stops renewing: at 111 its lease is over and b takes the issue.
+        match store.claim(1, "b", LEASE, at(111)) {
+            Ok(Claimed::Won(c)) => assert_eq!(c.worker, "b"),
+            other => panic!("{other:?}"),
+        }
+        // a wakes up: its renewal tells it who holds the issue now.
+        let holder = store.renew(1, "a", LEASE, at(112)).expect("renew");
+        assert_eq!(holder.map(|c| c.worker), Some("b".to_string()));
+        store.release(1, "a").expect("release");
+        assert_eq!(
+            store.all().expect("all").len(),
+            1,
+            "a cannot release b's claim"
+        );
+        store.release(1, "b").expect("release");
+        assert!(store.all().expect("all").is_empty());
+    }
+
+    #[test]
+    fn racing_claims_have_exactly_one_winner() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().to_path_buf();
+        let winners: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|w| {
+                    let store = ClaimStore::local(&dir);
+                    s.spawn(move || {
+                        matches!(
+                            store.claim(7, &format!("w{w}"), LEASE, at(0)),
+                            Ok(Claimed::Won(_))
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .collect()
+        });
+        assert_eq!(winners.iter().filter(|w| **w).count(), 1, "{winners:?}");
+    }
+}

@@ -1,0 +1,269 @@
+//! Many runners on one tracker: three runner processes, each with its own clone and
+//! `--worker-id`, share one local tracker. Every issue is merged exactly once and no issue is
+//! worked by two runners; a runner killed mid-issue leaves a claim that another runner takes
+//! over once its lease has expired, finishing the issue from where it stands.
+
+mod e2e;
+
+use e2e::{git, wait_output, Project, BIN};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Runner {
+    config: PathBuf,
+    agent_log: PathBuf,
+}
+
+/// A second clone of the project's origin with its own config, sharing the tracker.
+fn another_runner(p: &Project, name: &str, extra: &serde_json::Value) -> Runner {
+    let clone = p.root.join(name);
+    git(
+        &p.root,
+        &["clone", "--quiet", p.origin.to_str().expect("utf8"), name],
+    );
+    for (k, v) in [
+        ("user.name", "t"),
+        ("user.email", "t@t"),
+        ("commit.gpgsign", "false"),
+    ] {
+        git(&clone, &["config", k, v]);
+    }
+    let mut cfg = json!({
+        "projectPath": name,
+        "logDir": format!("logs-{name}"),
+        "agent": {"command": BIN, "args": ["fake-agent", "--script", p.script.to_str().expect("utf8")]},
+        "tracker": {"kind": "local", "dir": "issues"},
+        "forge": "local",
+        "backoff": {"initialSeconds": 1, "maxSeconds": 1},
+    });
+    if let (Some(base), Some(more)) = (cfg.as_object_mut(), extra.as_object()) {
+        for (k, v) in more {
+            base.insert(k.clone(), v.clone());
+        }
+    }
+    let config = p.root.join(format!("{name}.json"));
+    std::fs::write(&config, cfg.to_string()).expect("config");
+    Runner {
+        config,
+        agent_log: p.root.join(format!("{name}-agent.log")),
+    }
+}
+
+fn spawn(p: &Project, r: &Runner, worker: &str) -> Child {
+    Command::new(BIN)
+        .args([
+            "run",
+            "--config",
+            r.config.to_str().expect("utf8"),
+            "--worker-id",
+            worker,
+        ])
+        .env("SDLC_FAKE_AGENT_LOG", &r.agent_log)
+        .current_dir(&p.root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn runner")
+}
+
+/// `(issue, step)` of every agent invocation in a fake agent's log.
+fn invocations(log: &Path) -> Vec<(u32, String)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.to_string()))
+        })
+        .collect()
+}
+
+fn merges(p: &Project) -> Vec<u32> {
+    let log = git(&p.origin, &["log", "--format=%s", "main"]);
+    let mut merged: Vec<u32> = log
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("Merge issue #")?;
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    merged.sort_unstable();
+    merged
+}
+
+fn lease(minutes: f64) -> serde_json::Value {
+    json!({"claims": {"leaseMinutes": minutes}, "steps": {
+        "startCycle": {"run": "builtin", "timeoutMin": 0.01},
+        "startIssue": {"timeoutMin": 0.01}, "writeSpecs": {"timeoutMin": 0.01},
+        "implement": {"timeoutMin": 0.01}, "simplify": {"timeoutMin": 0.01},
+        "verify": {"timeoutMin": 0.01}, "commitPush": {"run": "builtin", "timeoutMin": 0.01},
+        "createPR": {"run": "builtin", "timeoutMin": 0.01},
+        "monitorCI": {"run": "builtin", "timeoutMin": 0.01},
+        "merge": {"run": "builtin", "timeoutMin": 0.01},
+    }})
+}
+
+#[test]
+fn three_runners_share_one_tracker_and_no_issue_is_worked_twice() {
+    let issues: Vec<(u32, String)> = (1..=6).map(|n| (n, format!("Issue {n}"))).collect();
+    let issue_refs: Vec<(u32, &str, &str)> =
+        issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect();
+    let p = Project::new(
+        &issue_refs,
+        json!({"steps": {"implement": ["busy:300"]}}),
+        json!({}),
+    );
+    let extra = lease(5.0);
+    let runners: Vec<Runner> = ["a", "b", "c"]
+        .iter()
+        .map(|n| another_runner(&p, &format!("clone-{n}"), &extra))
+        .collect();
+    let children: Vec<Child> = runners
+        .iter()
+        .enumerate()
+        .map(|(i, r)| spawn(&p, r, &format!("w{i}")))
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| wait_output(c, Duration::from_secs(180)))
+        .collect();
+    let mut all = String::new();
+    for o in &outs {
+        all.push_str(&String::from_utf8_lossy(&o.stderr));
+        all.push_str(&String::from_utf8_lossy(&o.stdout));
+    }
+    for o in &outs {
+        let own = format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stderr),
+            String::from_utf8_lossy(&o.stdout)
+        );
+        assert_eq!(o.status.code(), Some(0), "{own}");
+    }
+    assert_eq!(
+        merges(&p),
+        vec![1, 2, 3, 4, 5, 6],
+        "each merged exactly once: {all}"
+    );
+    // No issue was worked by two runners: each issue's agent calls are all in one log.
+    let per_runner: Vec<Vec<(u32, String)>> =
+        runners.iter().map(|r| invocations(&r.agent_log)).collect();
+    for n in 1..=6u32 {
+        let workers: Vec<usize> = per_runner
+            .iter()
+            .enumerate()
+            .filter(|(_, calls)| calls.iter().any(|(i, _)| *i == n))
+            .map(|(w, _)| w)
+            .collect();
+        assert_eq!(
+            workers.len(),
+            1,
+            "issue #{n} worked by runners {workers:?}\n{all}"
+        );
+    }
+    assert!(
+        per_runner.iter().filter(|c| !c.is_empty()).count() >= 2,
+        "the work was shared: {per_runner:?}"
+    );
+    assert!(
+        all.contains("by other runners") || all.contains("is claimed by worker"),
+        "{all}"
+    );
+    // Every claim was released.
+    let left = std::fs::read_dir(p.issues.join(".claims"))
+        .expect("claims dir")
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+        .count();
+    assert_eq!(left, 0);
+}
+
+#[test]
+fn a_killed_runners_issue_is_taken_over_after_its_lease_expires() {
+    let p = Project::new(
+        &[(1, "Only issue", "")],
+        json!({"steps": {"verify": ["hang"]}}),
+        json!({}),
+    );
+    // A lease of 3 s: longer than every step's limit (0.6 s), short enough for a test.
+    let extra = lease(0.05);
+    let first = another_runner(&p, "clone-a", &extra);
+    let second = another_runner(&p, "clone-b", &extra);
+    let mut a = spawn(&p, &first, "wa");
+    // Wait until runner a's agent is inside verify, then kill -9 the runner.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !invocations(&first.agent_log)
+        .iter()
+        .any(|(_, s)| s == "verify")
+    {
+        assert!(Instant::now() < deadline, "runner a never reached verify");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    a.kill().expect("kill -9");
+    let _ = a.wait();
+    let claim =
+        std::fs::read_to_string(p.issues.join(".claims/1.json")).expect("a's claim is left");
+    assert!(claim.contains("\"worker\":\"wa\""), "{claim}");
+    let status = Command::new(BIN)
+        .args(["status", "--config", second.config.to_str().expect("utf8")])
+        .current_dir(&p.root)
+        .output()
+        .expect("status");
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        shown.contains("claim:    #1 by worker wa until "),
+        "{shown}"
+    );
+
+    // Runner b sees the live claim at once and finds nothing to do…
+    p.set_script(json!({}));
+    let early = wait_output(spawn(&p, &second, "wb"), Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&early.stderr).into_owned();
+    assert_eq!(early.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("claimed by other runners or wait for them (#1 by wa until"),
+        "{text}"
+    );
+    assert!(merges(&p).is_empty());
+
+    // …and after the lease expired it takes the issue over and finishes it.
+    std::thread::sleep(Duration::from_secs(4));
+    let late = wait_output(spawn(&p, &second, "wb"), Duration::from_secs(120));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&late.stderr),
+        String::from_utf8_lossy(&late.stdout)
+    );
+    assert_eq!(late.status.code(), Some(0), "{text}");
+    assert!(text.contains("claimed issue #1 as worker wb"), "{text}");
+    assert_eq!(merges(&p), vec![1], "{text}");
+}
+
+#[test]
+fn a_lease_shorter_than_a_step_is_refused() {
+    let p = Project::new(&[(1, "One", "")], json!({}), json!({}));
+    let r = another_runner(&p, "clone-a", &json!({"claims": {"leaseMinutes": 5}}));
+    let out = wait_output(spawn(&p, &r, "w1"), Duration::from_secs(30));
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(
+        text.contains("claims.leaseMinutes (5) must exceed the longest step's timeoutMin"),
+        "{text}"
+    );
+    let bad = Command::new(BIN)
+        .args([
+            "run",
+            "--config",
+            r.config.to_str().expect("utf8"),
+            "--worker-id",
+            "a b",
+        ])
+        .output()
+        .expect("run");
+    assert_eq!(bad.status.code(), Some(2));
+}
