@@ -52,12 +52,15 @@ pub enum ClaimError {
     },
     #[error("claim file {}: {detail}; remove it if no runner is working on that issue", path.display())]
     Corrupt { path: PathBuf, detail: String },
+    #[error(transparent)]
+    Tracker(#[from] crate::tracker::TrackerError),
 }
 
 /// Where claims are kept.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum ClaimStore {
     Local { dir: PathBuf },
+    GitHub(Box<crate::tracker::GitHub>),
 }
 
 fn expiry(now: DateTime<Utc>, lease: Duration) -> DateTime<Utc> {
@@ -79,6 +82,7 @@ impl ClaimStore {
     pub fn all(&self) -> Result<Vec<Claim>, ClaimError> {
         match self {
             ClaimStore::Local { dir } => local::all(dir),
+            ClaimStore::GitHub(gh) => Ok(gh.claims()?),
         }
     }
 
@@ -93,6 +97,7 @@ impl ClaimStore {
         let until = expiry(now, lease);
         match self {
             ClaimStore::Local { dir } => local::claim(dir, issue, worker, now, until),
+            ClaimStore::GitHub(gh) => Ok(gh.claim(issue, worker, now, until)?),
         }
     }
 
@@ -108,6 +113,7 @@ impl ClaimStore {
         let until = expiry(now, lease);
         match self {
             ClaimStore::Local { dir } => local::renew(dir, issue, worker, now, until),
+            ClaimStore::GitHub(gh) => Ok(gh.renew(issue, worker, now, until)?),
         }
     }
 
@@ -115,6 +121,7 @@ impl ClaimStore {
     pub fn release(&self, issue: u32, worker: &str) -> Result<(), ClaimError> {
         match self {
             ClaimStore::Local { dir } => local::release(dir, issue, worker),
+            ClaimStore::GitHub(gh) => Ok(gh.release(issue, worker)?),
         }
     }
 }

@@ -5,95 +5,25 @@
 
 mod e2e;
 
-use e2e::{git, wait_output, Project, BIN};
+use e2e::{wait_output, Project, Runner, BIN};
 use serde_json::json;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-struct Runner {
-    config: PathBuf,
-    agent_log: PathBuf,
-}
-
-/// A second clone of the project's origin with its own config, sharing the tracker.
-fn another_runner(p: &Project, name: &str, extra: &serde_json::Value) -> Runner {
-    let clone = p.root.join(name);
-    git(
-        &p.root,
-        &["clone", "--quiet", p.origin.to_str().expect("utf8"), name],
-    );
-    for (k, v) in [
-        ("user.name", "t"),
-        ("user.email", "t@t"),
-        ("commit.gpgsign", "false"),
-    ] {
-        git(&clone, &["config", k, v]);
-    }
-    let mut cfg = json!({
-        "projectPath": name,
-        "logDir": format!("logs-{name}"),
-        "agent": {"command": BIN, "args": ["fake-agent", "--script", p.script.to_str().expect("utf8")]},
-        "tracker": {"kind": "local", "dir": "issues"},
-        "forge": "local",
-        "backoff": {"initialSeconds": 1, "maxSeconds": 1},
-    });
-    if let (Some(base), Some(more)) = (cfg.as_object_mut(), extra.as_object()) {
-        for (k, v) in more {
-            base.insert(k.clone(), v.clone());
-        }
-    }
-    let config = p.root.join(format!("{name}.json"));
-    std::fs::write(&config, cfg.to_string()).expect("config");
-    Runner {
-        config,
-        agent_log: p.root.join(format!("{name}-agent.log")),
-    }
-}
-
 fn spawn(p: &Project, r: &Runner, worker: &str) -> Child {
-    Command::new(BIN)
-        .args([
-            "run",
-            "--config",
-            r.config.to_str().expect("utf8"),
-            "--worker-id",
-            worker,
-        ])
-        .env("SDLC_FAKE_AGENT_LOG", &r.agent_log)
-        .current_dir(&p.root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn runner")
+    p.spawn_runner(r, worker)
 }
 
-/// `(issue, step)` of every agent invocation in a fake agent's log.
-fn invocations(log: &Path) -> Vec<(u32, String)> {
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            Some((w.next()?.parse().ok()?, w.next()?.to_string()))
-        })
-        .collect()
+fn another_runner(p: &Project, name: &str, extra: &serde_json::Value) -> Runner {
+    p.add_runner(name, extra)
+}
+
+fn invocations(log: &std::path::Path) -> Vec<(u32, String)> {
+    e2e::invocations_in(log)
 }
 
 fn merges(p: &Project) -> Vec<u32> {
-    let log = git(&p.origin, &["log", "--format=%s", "main"]);
-    let mut merged: Vec<u32> = log
-        .lines()
-        .filter_map(|l| {
-            let rest = l.strip_prefix("Merge issue #")?;
-            rest.split(|c: char| !c.is_ascii_digit())
-                .next()?
-                .parse()
-                .ok()
-        })
-        .collect();
-    merged.sort_unstable();
-    merged
+    e2e::merged_issues(&p.origin)
 }
 
 fn lease(minutes: f64) -> serde_json::Value {

@@ -6,8 +6,11 @@ and whether to behave like an older gh that lacks the `parent` and
 `closedByPullRequestsReferences` JSON fields. Pull requests are derived from the origin:
 a pushed branch is an open PR, a branch merged into origin/main is a merged one, and a
 merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every invocation's
-argv is appended to gh.log as one JSON line.
+argv is appended to gh.log as one JSON line. Calls are serialized by an exclusive lock on
+state.lock, so several runners may share one fake GitHub.
 """
+import datetime
+import fcntl
 import json
 import re
 import shutil
@@ -105,6 +108,11 @@ def render(issue, fields):
         "state": issue["state"],
         "parent": None,
         "closedByPullRequestsReferences": [],
+        "comments": [
+            {"author": {"login": "runner"}, "body": body, "createdAt": at}
+            for body, at in zip(issue.get("comments", []), issue.get("commentTimes", []))
+        ],
+        "assignees": [{"login": a} for a in issue.get("assignees", [])],
     }
     return {f: full.get(f) for f in fields}
 
@@ -140,17 +148,26 @@ def issue_cmd(state, args):
         print(json.dumps(render(issue, fields)))
     elif sub == "edit":
         label = opt(args, "--add-label")
-        if label is None:
-            fail("fake gh: only `issue edit N --add-label L` is supported", 2)
-        if label not in state["labels"]:
-            fail("failed to update https://github.com/o/r/issues/%d: '%s' not found" % (number, label))
-        if label not in issue["labels"]:
-            issue["labels"].append(label)
+        remove = opt(args, "--remove-label")
+        assignee = opt(args, "--add-assignee")
+        if label is None and remove is None and assignee is None:
+            fail("fake gh: only `issue edit N --add-label L|--remove-label L|--add-assignee A` is supported", 2)
+        if label is not None:
+            if label not in state["labels"]:
+                fail("failed to update https://github.com/o/r/issues/%d: '%s' not found" % (number, label))
+            if label not in issue["labels"]:
+                issue["labels"].append(label)
+        if remove is not None and remove in issue["labels"]:
+            issue["labels"].remove(remove)
+        if assignee is not None and assignee not in issue.setdefault("assignees", []):
+            issue["assignees"].append(assignee)
         save(state)
     elif sub == "comment":
         if opt(args, "--body-file") != "-":
             fail("fake gh: only `issue comment N --body-file -` is supported", 2)
         issue.setdefault("comments", []).append(sys.stdin.read())
+        now = datetime.datetime.now(datetime.timezone.utc)
+        issue.setdefault("commentTimes", []).append(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
         save(state)
     else:
         fail("fake gh: unsupported issue subcommand %r" % sub, 2)
@@ -238,6 +255,12 @@ def pr_cmd(state, args):
 
 
 def main():
+    with open(os.path.join(HERE, "state.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        serve()
+
+
+def serve():
     args = sys.argv[1:]
     with open(LOG, "a") as f:
         f.write(json.dumps(args) + "\n")

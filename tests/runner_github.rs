@@ -510,3 +510,151 @@ fn failing_ci_is_repaired_by_the_agent_with_the_failing_check_and_its_log() {
     assert_eq!(g.state()["prs"][0]["state"], "MERGED");
     g.assert_only_known_calls();
 }
+
+/// Three runner processes, three clones, one (fake) GitHub: issues are claimed with a label,
+/// an assignment and a comment before work starts, so none is worked by two runners, and each
+/// claim is released when its issue is merged.
+#[test]
+fn three_runners_share_one_github_tracker_through_claims() {
+    if python3_missing() {
+        return;
+    }
+    let issues: Vec<(u32, String)> = (1..=5).map(|n| (n, format!("Issue {n}"))).collect();
+    let refs: Vec<(u32, &str, &str)> = issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect();
+    let g = GhProject::new(
+        &refs,
+        json!({"steps": {"implement": ["busy:300"]}}),
+        false,
+        json!({"claims": {"leaseMinutes": 30}, "steps": {
+            "startCycle": {"run": "builtin"},
+            "commitPush": {"run": "builtin"},
+            "createPR": {"run": "builtin"},
+            "monitorCI": {"run": "builtin"},
+            "merge": {"run": "builtin"},
+        }}),
+    );
+    g.set_state("prRecords", json!(true));
+    let runners: Vec<e2e::Runner> = ["a", "b", "c"]
+        .iter()
+        .map(|n| g.p.add_runner(&format!("clone-{n}"), &json!({})))
+        .collect();
+    let children: Vec<_> = runners
+        .iter()
+        .enumerate()
+        .map(|(i, r)| g.p.spawn_runner(r, &format!("w{i}")))
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| e2e::wait_output(c, std::time::Duration::from_secs(180)))
+        .collect();
+    for o in &outs {
+        assert_eq!(code(o), 0, "{}", text(o));
+    }
+    let all: String = outs.iter().map(text).collect();
+    let main = e2e::git(&g.p.origin, &["log", "--format=%s", "main"]);
+    for n in 1..=5u32 {
+        let merges = main
+            .lines()
+            .filter(|l| l.contains(&format!(" from {n}-")))
+            .count();
+        assert_eq!(merges, 1, "issue #{n} merged once: {main}\n{all}");
+        let workers = runners
+            .iter()
+            .filter(|r| {
+                e2e::invocations_in(&r.agent_log)
+                    .iter()
+                    .any(|(i, _)| *i == n)
+            })
+            .count();
+        assert_eq!(workers, 1, "issue #{n} worked by one runner\n{all}");
+        let issue = g.issue(u64::from(n));
+        let comments: Vec<&str> = issue["comments"]
+            .as_array()
+            .map(|c| c.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        assert!(
+            comments
+                .iter()
+                .any(|c| c.starts_with("sdlc-runner claim: worker=w")),
+            "{issue}"
+        );
+        assert!(
+            comments
+                .iter()
+                .any(|c| c.starts_with("sdlc-runner claim released: worker=w")),
+            "{issue}"
+        );
+        assert!(
+            !issue["labels"]
+                .as_array()
+                .is_some_and(|l| l.iter().any(|x| x == "sdlc-claimed")),
+            "released: {issue}"
+        );
+    }
+    g.assert_only_known_calls();
+}
+
+/// A runner killed mid-issue leaves its claim comment; once the lease has run out another
+/// runner's claim takes the issue over (the earlier claim's expiry is before it) and finishes it.
+#[test]
+fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
+    if python3_missing() {
+        return;
+    }
+    let quick = json!({"timeoutMin": 0.01});
+    let mut steps = serde_json::Map::new();
+    for key in [
+        "startIssue",
+        "writeSpecs",
+        "implement",
+        "simplify",
+        "verify",
+    ] {
+        steps.insert(key.into(), quick.clone());
+    }
+    for key in ["startCycle", "commitPush", "createPR", "monitorCI", "merge"] {
+        steps.insert(key.into(), json!({"run": "builtin", "timeoutMin": 0.01}));
+    }
+    let g = GhProject::new(
+        &[(1, "Only issue", "")],
+        json!({"steps": {"verify": ["hang"]}}),
+        false,
+        json!({"claims": {"leaseMinutes": 0.05}, "steps": steps}),
+    );
+    g.set_state("prRecords", json!(true));
+    let first = g.p.add_runner("clone-a", &json!({}));
+    let second = g.p.add_runner("clone-b", &json!({}));
+    let mut a = g.p.spawn_runner(&first, "wa");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !e2e::invocations_in(&first.agent_log)
+        .iter()
+        .any(|(_, s)| s == "verify")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "runner a never reached verify"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    a.kill().expect("kill -9");
+    let _ = a.wait();
+    let claimed = g.issue(1);
+    assert!(
+        claimed["labels"]
+            .as_array()
+            .is_some_and(|l| l.iter().any(|x| x == "sdlc-claimed")),
+        "{claimed}"
+    );
+    g.p.set_script(json!({}));
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    let out = e2e::wait_output(
+        g.p.spawn_runner(&second, "wb"),
+        std::time::Duration::from_secs(120),
+    );
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("claimed issue #1 as worker wb"), "{all}");
+    let main = e2e::git(&g.p.origin, &["log", "--format=%s", "main"]);
+    assert_eq!(main.matches(" from 1-").count(), 1, "{main}\n{all}");
+    assert_eq!(g.issue(1)["state"], "CLOSED");
+}

@@ -499,10 +499,7 @@ fn claim_keeper(
     let store = match &cfg.tracker {
         TrackerConfig::Local { dir, .. } => crate::claims::ClaimStore::local(dir),
         TrackerConfig::Github { .. } => {
-            return Err(format!(
-                "{}: --worker-id: issue claims need the local tracker for now (tracker.kind \"local\"); run one runner per GitHub repository",
-                cfg.file.display()
-            ))
+            crate::claims::ClaimStore::GitHub(Box::new(tracker::GitHub::new(&cfg.project_path)))
         }
     };
     let longest = Step::ALL

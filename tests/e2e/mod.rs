@@ -9,6 +9,41 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sdlc-runner");
 
+/// Another runner of the same project: its own clone, config and agent log.
+pub struct Runner {
+    pub config: PathBuf,
+    pub agent_log: PathBuf,
+}
+
+/// `(issue, step)` of every agent invocation in a fake agent's log.
+pub fn invocations_in(log: &Path) -> Vec<(u32, String)> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((w.next()?.parse().ok()?, w.next()?.to_string()))
+        })
+        .collect()
+}
+
+/// Issue numbers of the `Merge issue #N…` commits on origin's main, ascending.
+pub fn merged_issues(origin: &Path) -> Vec<u32> {
+    let log = git(origin, &["log", "--format=%s", "main"]);
+    let mut merged: Vec<u32> = log
+        .lines()
+        .filter_map(|l| {
+            let rest = l.strip_prefix("Merge issue #")?;
+            rest.split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .collect();
+    merged.sort_unstable();
+    merged
+}
+
 pub struct Project {
     pub _tmp: tempfile::TempDir,
     pub root: PathBuf,
@@ -113,6 +148,62 @@ impl Project {
             .spawn()
             .expect("spawn runner");
         wait_output(child, Duration::from_secs(120))
+    }
+
+    /// Another clone of origin for another runner on the same tracker: its config is this
+    /// project's with its own projectPath and logDir, and `extra` merged over it.
+    pub fn add_runner(&self, name: &str, extra: &Value) -> Runner {
+        let clone = self.root.join(name);
+        git(
+            &self.root,
+            &[
+                "clone",
+                "--quiet",
+                self.origin.to_str().expect("utf8"),
+                name,
+            ],
+        );
+        for (k, v) in [
+            ("user.name", "t"),
+            ("user.email", "t@t"),
+            ("commit.gpgsign", "false"),
+        ] {
+            git(&clone, &["config", k, v]);
+        }
+        let text = std::fs::read_to_string(&self.config).expect("config");
+        let mut cfg: Value = serde_json::from_str(&text).expect("config json");
+        cfg["projectPath"] = json!(name);
+        cfg["logDir"] = json!(format!("logs-{name}"));
+        if let (Some(base), Some(more)) = (cfg.as_object_mut(), extra.as_object()) {
+            for (k, v) in more {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+        let config = self.root.join(format!("{name}.json"));
+        std::fs::write(&config, cfg.to_string()).expect("config");
+        Runner {
+            config,
+            agent_log: self.root.join(format!("{name}-agent.log")),
+        }
+    }
+
+    /// `run --worker-id WORKER` for a runner made by [`Project::add_runner`].
+    pub fn spawn_runner(&self, r: &Runner, worker: &str) -> Child {
+        Command::new(BIN)
+            .args([
+                "run",
+                "--config",
+                r.config.to_str().expect("utf8"),
+                "--worker-id",
+                worker,
+            ])
+            .env("SDLC_FAKE_AGENT_LOG", &r.agent_log)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&self.root)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn runner")
     }
 
     pub fn spawn(&self, args: &[&str]) -> Child {
