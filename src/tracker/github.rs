@@ -487,11 +487,12 @@ mod claims {
                         h.expires_at = expires;
                     }
                 }
-                Some(Note::Released { worker }) => {
-                    if holder.as_ref().is_some_and(|h| h.worker == worker) {
-                        holder = None;
-                    }
+                Some(Note::Released { worker })
+                    if holder.as_ref().is_some_and(|h| h.worker == worker) =>
+                {
+                    holder = None;
                 }
+                Some(Note::Released { .. }) => {}
                 None => {}
             }
         }
