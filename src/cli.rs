@@ -125,6 +125,9 @@ pub struct RunArgs {
     /// Also the runner's internal diagnostics (as `RUST_LOG=debug`).
     #[arg(short, long)]
     pub verbose: bool,
+    /// Name of this runner for issue claims (many runners on one tracker); claims are off without it.
+    #[arg(long, value_name = "ID")]
+    pub worker_id: Option<String>,
 }
 
 fn parse_worker_id(s: &str) -> Result<String, String> {
