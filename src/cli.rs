@@ -125,21 +125,18 @@ pub struct RunArgs {
     /// Also the runner's internal diagnostics (as `RUST_LOG=debug`).
     #[arg(short, long)]
     pub verbose: bool,
-    /// Name of this runner for issue claims (many runners on one tracker); claims are off without it.
-    #[arg(long, value_name = "ID")]
-    pub worker_id: Option<String>,
 }
 
 fn parse_worker_id(s: &str) -> Result<String, String> {
     let ok = !s.is_empty()
-        && s.len() <= 64
+        && s.len() <= 128
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if ok {
         Ok(s.to_string())
     } else {
         Err(format!(
-            "\"{s}\" is not a worker id: use 1-64 letters, digits, '-', '_' or '.'"
+            "\"{s}\" is not a worker id: use 1-128 letters, digits, '-', '_' or '.'"
         ))
     }
 }

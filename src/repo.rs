@@ -216,6 +216,26 @@ impl Repo {
         Ok(text.lines().map(str::to_string).collect())
     }
 
+    /// When this clone has no branch of `issue` but origin has one (another runner pushed it
+    /// before it stopped), creates the local branch from origin's, so that the work continues
+    /// on top of what was pushed instead of beside it. Returns the branch it created.
+    pub fn adopt_pushed_branch(&self, issue: u32) -> Result<Option<String>, RepoError> {
+        if self.feature_branch(issue)?.is_some() {
+            return Ok(None);
+        }
+        self.fetch()?;
+        let pattern = format!("refs/remotes/origin/{issue}-*");
+        let text = self.git_ok(&["for-each-ref", "--format=%(refname:short)", &pattern])?;
+        let Some(remote) = text.lines().map(str::trim).filter(|l| !l.is_empty()).min() else {
+            return Ok(None);
+        };
+        let Some(name) = remote.strip_prefix("origin/") else {
+            return Ok(None);
+        };
+        self.git_ok(&["branch", "--quiet", "--track", name, remote])?;
+        Ok(Some(name.to_string()))
+    }
+
     /// The local branch named `<issue>-<slug>`. With several, the checked-out one wins, then
     /// the first by name.
     pub fn feature_branch(&self, issue: u32) -> Result<Option<String>, RepoError> {

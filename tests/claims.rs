@@ -197,3 +197,48 @@ fn a_lease_shorter_than_a_step_is_refused() {
         .expect("run");
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn a_takeover_continues_from_the_branch_the_killed_runner_pushed() {
+    let p = Project::new(
+        &[(1, "Only issue", "")],
+        json!({"steps": {"monitorCI": ["hang"]}}),
+        json!({}),
+    );
+    let mut extra = lease(0.05);
+    // monitorCI by the agent (which hangs), after the builtin commitPush pushed the branch.
+    extra["steps"]["monitorCI"] = json!({"timeoutMin": 0.01});
+    let first = another_runner(&p, "clone-a", &extra);
+    let second = another_runner(&p, "clone-b", &extra);
+    let mut a = spawn(&p, &first, "wa");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !invocations(&first.agent_log)
+        .iter()
+        .any(|(_, s)| s == "monitorCI")
+    {
+        assert!(
+            Instant::now() < deadline,
+            "runner a never reached monitorCI"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    a.kill().expect("kill -9");
+    let _ = a.wait();
+    p.set_script(json!({}));
+    std::thread::sleep(Duration::from_secs(4));
+    let out = wait_output(spawn(&p, &second, "wb"), Duration::from_secs(120));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(
+        text.contains("issue #1: continuing from the pushed branch 1-"),
+        "{text}"
+    );
+    assert_eq!(merges(&p), vec![1], "{text}");
+    // Runner a's implementation is in what was merged, under runner b's.
+    let merged = e2e::git(&p.origin, &["show", "main:src/issue_1.txt"]);
+    assert!(merged.lines().count() >= 2, "both runners' work: {merged}");
+}

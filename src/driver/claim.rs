@@ -50,6 +50,15 @@ impl Driver {
                     c.expires_at.format("%H:%M:%S UTC")
                 );
                 self.log(&line);
+                match self.repo.adopt_pushed_branch(issue) {
+                    Ok(Some(branch)) => self.log(&format!(
+                        "issue #{issue}: continuing from the pushed branch {branch}"
+                    )),
+                    Ok(None) => {}
+                    Err(e) => self.log(&format!(
+                        "warning: issue #{issue}: cannot take over the pushed branch: {e}"
+                    )),
+                }
                 Ok(true)
             }
             Ok(Claimed::Held(c)) => {
