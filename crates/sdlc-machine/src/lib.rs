@@ -8,5 +8,6 @@
 //! (`cargo mutants`, see ARCHITECTURE.md) try every mutant of the machine.
 
 pub mod failure;
+pub mod fleet;
 pub mod machine;
 pub mod step;

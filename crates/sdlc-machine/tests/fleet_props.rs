@@ -1,0 +1,130 @@
+//! Properties of the coordinator of `run --workers N`, over arbitrary interleavings of the
+//! workers' reports: no issue is ever held by two workers, an escalated issue is never
+//! restarted, after a halt no worker may dispatch and nothing starts, the consecutive
+//! escalations and the shared budget halt exactly at their limits, and the same interleaving
+//! always gives the same orders.
+
+use proptest::prelude::*;
+use sdlc_machine::fleet::{Coordinator, Dispatch, FleetHalt, FleetLimits, Order, Report};
+use std::collections::{BTreeMap, BTreeSet};
+
+fn report(workers: u32) -> impl Strategy<Value = Report> {
+    let w = 0..workers;
+    let issue = 1u32..8;
+    prop_oneof![
+        4 => (w.clone(), issue.clone()).prop_map(|(worker, issue)| Report::WantsIssue { worker, issue }),
+        2 => (w.clone(), 0u64..400).prop_map(|(worker, micros)| Report::Spent { worker, micros }),
+        2 => (w.clone(), issue.clone()).prop_map(|(worker, issue)| Report::Merged { worker, issue }),
+        2 => (w.clone(), issue).prop_map(|(worker, issue)| Report::Escalated { worker, issue }),
+        1 => (w.clone(), 0u64..1000).prop_map(|(worker, until)| Report::Waiting { worker, until }),
+        1 => w.clone().prop_map(|worker| Report::Halted { worker }),
+        1 => w.prop_map(|worker| Report::Finished { worker }),
+    ]
+}
+
+fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Report>)> {
+    (1u32..5, 1u32..4, proptest::option::of(100u64..3000)).prop_flat_map(|(workers, e, budget)| {
+        let limits = FleetLimits {
+            workers,
+            max_consecutive_escalations: e,
+            session_budget_micros: budget,
+        };
+        (
+            Just(limits),
+            proptest::collection::vec(report(workers), 0..60),
+        )
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn the_fleet_invariants_hold_under_every_interleaving((limits, reports) in scenario()) {
+        let mut c = Coordinator::new(limits);
+        // Who the orders say holds each issue, kept independently of the coordinator.
+        let mut holder: BTreeMap<u32, u32> = BTreeMap::new();
+        let mut escalated: BTreeSet<u32> = BTreeSet::new();
+        let mut in_a_row = 0u32;
+        let mut spent = 0u64;
+        let mut halted = false;
+        for r in &reports {
+            let orders = c.handle(*r);
+            for o in &orders {
+                match *o {
+                    Order::Start { worker, issue } => {
+                        prop_assert!(!halted, "nothing starts after a halt");
+                        prop_assert!(!escalated.contains(&issue), "escalated #{issue} restarted");
+                        if let Some(w) = holder.get(&issue) {
+                            prop_assert_eq!(*w, worker, "#{} held by two workers", issue);
+                        }
+                        holder.retain(|_, w| *w != worker);
+                        holder.insert(issue, worker);
+                    }
+                    Order::HaltAll(_) => {
+                        prop_assert!(!halted, "one halt");
+                        halted = true;
+                    }
+                    Order::Skip { .. } | Order::PauseAll { .. } => {}
+                }
+            }
+            match *r {
+                Report::Merged { worker, issue } => {
+                    holder.remove(&issue);
+                    holder.retain(|_, w| *w != worker);
+                    in_a_row = 0;
+                }
+                Report::Escalated { worker, issue } => {
+                    holder.remove(&issue);
+                    holder.retain(|_, w| *w != worker);
+                    if escalated.insert(issue) {
+                        in_a_row += 1;
+                        if in_a_row >= limits.max_consecutive_escalations && !halted {
+                            prop_assert!(
+                                orders.contains(&Order::HaltAll(FleetHalt::ConsecutiveEscalations { count: in_a_row })),
+                                "halts at {} escalations in a row: {:?}", in_a_row, orders
+                            );
+                        }
+                    }
+                }
+                Report::Spent { micros, .. } => {
+                    spent += micros;
+                    if let Some(b) = limits.session_budget_micros {
+                        let halts = orders.iter().any(|o| matches!(o, Order::HaltAll(FleetHalt::SessionBudget { .. })));
+                        if spent >= b && !halted {
+                            prop_assert!(false, "budget {} reached at {} without a halt", b, spent);
+                        }
+                        if halts {
+                            prop_assert!(spent >= b, "halted under the budget");
+                        }
+                    }
+                }
+                Report::Halted { worker } | Report::Finished { worker } => {
+                    holder.retain(|_, w| *w != worker);
+                }
+                _ => {}
+            }
+            // The coordinator's view agrees with the orders, and no issue has two holders
+            // (a map cannot say otherwise; every worker holds at most one issue).
+            for (issue, w) in &holder {
+                prop_assert_eq!(c.holder(*issue), Some(*w));
+            }
+            let mut per_worker = BTreeMap::new();
+            for w in holder.values() {
+                *per_worker.entry(*w).or_insert(0) += 1;
+                prop_assert!(per_worker[w] <= 1, "worker {} holds two issues", w);
+            }
+            if halted {
+                for now in [0, 500, u64::MAX] {
+                    prop_assert_eq!(c.may_dispatch(now), Dispatch::Stop);
+                }
+            }
+        }
+        // Determinism: the same interleaving, the same orders.
+        let mut a = Coordinator::new(limits);
+        let mut b = Coordinator::new(limits);
+        for r in &reports {
+            prop_assert_eq!(a.handle(*r), b.handle(*r));
+        }
+    }
+}
