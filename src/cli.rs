@@ -115,6 +115,11 @@ pub struct RunArgs {
     /// off without it.
     #[arg(long, value_name = "ID", value_parser = parse_worker_id)]
     pub worker_id: Option<String>,
+    /// Work up to N issues at once, each by a worker on its own clone under the runner's
+    /// state directory, with one coordinator for escalations, budget, rate limits and halts
+    /// (overrides the config's `workers`).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
+    pub workers: Option<u32>,
     /// How stderr narrates the run: `text` (time-stamped when stderr is not a terminal) or
     /// `json` (one object per line: ts, level, msg).
     #[arg(long, value_enum, default_value = "text")]

@@ -153,9 +153,16 @@ pub fn narrate(line: &str) {
     }
 }
 
+static NO_LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
 /// Whether the run shows a live status line (set by `run` from the terminal and the flags).
 pub fn live() -> bool {
-    STYLE.get().is_some_and(|s| s.live)
+    STYLE.get().is_some_and(|s| s.live) && !NO_LIVE.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// No status line for the rest of the process: several workers would overwrite each other's.
+pub fn disable_live() {
+    NO_LIVE.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
 /// Draws `line` as the status line, replacing the previous one in place.

@@ -25,6 +25,7 @@ pub fn run(args: &RunArgs) -> i32 {
             discord_channel: args.discord_channel.clone(),
             ack_halt: args.ack_halt,
             worker_id: args.worker_id.clone(),
+            workers: args.workers,
         },
     )
 }

@@ -13,6 +13,8 @@ pub const DEFAULT_TIMEOUT_MIN: f64 = 10.0;
 pub const DEFAULT_IDLE_TIMEOUT_MIN: f64 = 10.0;
 pub const DEFAULT_MAX_LOG_DISK_USAGE_MB: f64 = 500.0;
 pub const DEFAULT_DECISION_TIMEOUT_MIN: f64 = 60.0;
+/// Most workers `run --workers` / `workers` may ask for.
+pub const MAX_WORKERS: u32 = 32;
 /// `claims.leaseMinutes`: how long a runner's claim on an issue lasts without renewal.
 pub const DEFAULT_CLAIM_LEASE_MIN: f64 = 60.0;
 /// `localCi.timeoutMin`: how long the local forge's CI command may run.

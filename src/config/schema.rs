@@ -58,6 +58,9 @@ mod file {
     fn d_decision() -> f64 {
         super::DEFAULT_DECISION_TIMEOUT_MIN
     }
+    fn d_workers() -> u32 {
+        1
+    }
     fn d_claim_lease() -> f64 {
         super::DEFAULT_CLAIM_LEASE_MIN
     }
@@ -225,6 +228,11 @@ mod file {
         /// local forge has no CI.
         pub local_ci: Option<LocalCiFile>,
         pub claims: Option<ClaimsFile>,
+        /// Issues worked at once, each by its own worker on its own clone under the runner's
+        /// state directory (`run --workers` overrides it). 1: one issue at a time.
+        #[serde(default = "d_workers")]
+        #[schemars(range(min = 1, max = 32))]
+        pub workers: u32,
     }
 
     /// Issue claims of runners started with `--worker-id` (many runners on one tracker).

@@ -263,6 +263,8 @@ pub struct Config {
     pub local_ci: Option<LocalCi>,
     /// How long a runner's claim on an issue lasts without renewal (`--worker-id`).
     pub claim_lease: Duration,
+    /// Issues worked at once (`run --workers` overrides it).
+    pub workers: u32,
 }
 
 /// A CI command of the local forge.

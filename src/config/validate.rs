@@ -34,6 +34,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "forge",
     "localCi",
     "claims",
+    "workers",
 ];
 pub(super) const STEP_FIELD_KEYS: &[&str] = &[
     "model",
@@ -579,6 +580,7 @@ impl Walker {
         };
 
         let local_ci = self.local_ci(&top, forge);
+        let workers = self.uint(&top, "workers", 1, MAX_WORKERS).unwrap_or(1);
         let claims_obj = self.object(top.path("claims"), top.get("claims"), CLAIMS_KEYS);
         let claim_lease = minutes(
             self.positive(&claims_obj, "leaseMinutes", MAX_MINUTES)
@@ -622,6 +624,7 @@ impl Walker {
             forge,
             local_ci,
             claim_lease,
+            workers,
         })
     }
 

@@ -18,6 +18,9 @@ pub(super) struct ClaimKeeper {
     pub held: Option<(u32, chrono::DateTime<chrono::Utc>)>,
     /// Issues skipped in this selection because another runner holds them, with the claim.
     pub others: std::collections::BTreeMap<u32, Claim>,
+    /// Issues the fleet's coordinator refused to this worker (held by another worker,
+    /// escalated or merged in this session): never selected again in this run.
+    pub refused: std::collections::BTreeSet<u32>,
 }
 
 impl ClaimKeeper {

@@ -9,6 +9,7 @@ mod attempt;
 mod builtin_step;
 mod claim;
 mod decision;
+mod fleet;
 pub mod invoke;
 mod network;
 pub mod report;
@@ -42,6 +43,8 @@ pub struct RunOptions {
     pub ack_halt: bool,
     /// This runner's name for issue claims; claims are off without it.
     pub worker_id: Option<String>,
+    /// Issues worked at once (`--workers`, else the config's `workers`).
+    pub workers: Option<u32>,
 }
 
 /// Grace between SIGTERM and SIGKILL for the agent's process group.
@@ -51,6 +54,11 @@ const TAIL_BYTES: usize = 64 * 1024;
 
 /// Run the lifecycle; returns the process exit code (docs/interfaces.md).
 pub fn run(cfg: Config, opts: RunOptions) -> i32 {
+    let workers = opts.workers.unwrap_or(cfg.workers);
+    if workers > 1 {
+        crate::console::disable_live();
+        return fleet::run(cfg, opts, workers);
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -132,11 +140,16 @@ struct Driver {
     network_down: Option<Event>,
     /// This runner's issue claims, when it runs with `--worker-id`.
     claims: Option<claim::ClaimKeeper>,
+    /// The fleet this driver is a worker of (`run --workers N`).
+    fleet: Option<fleet::Link>,
 }
 
 impl Driver {
     fn log(&self, line: &str) {
-        let line = &crate::redact::redact(line);
+        let line = &match &self.fleet {
+            Some(link) => crate::redact::redact(&format!("[w{}] {line}", link.worker)),
+            None => crate::redact::redact(line),
+        };
         let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let _ = append_line(&self.logs.orchestration_log(), &format!("[{stamp}] {line}"));
         say!("{line}");
@@ -424,6 +437,14 @@ impl Driver {
                 return Outcome::Next(event);
             }
         }
+        if matches!(
+            effect,
+            Effect::RunStep { .. } | Effect::CheckPreconditions { .. }
+        ) {
+            if let Some(event) = self.fleet_gate().await {
+                return Outcome::Next(event);
+            }
+        }
         match effect {
             Effect::SelectIssue => match self.select_issue().await {
                 Some(event) => Outcome::Next(event),
@@ -444,9 +465,22 @@ impl Driver {
                 repair,
             } => {
                 crate::stats::step();
-                Outcome::Next(self.run_step(step, issue, attempt, repair).await)
+                let event = self.run_step(step, issue, attempt, repair).await;
+                if let Event::StepSucceeded { usage, .. } | Event::StepFailed { usage, .. } = &event
+                {
+                    let micros = usage.cost_micros;
+                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent {
+                        worker,
+                        micros,
+                    });
+                }
+                Outcome::Next(event)
             }
             Effect::Wait { seconds } => {
+                let until = u64::try_from(chrono::Utc::now().timestamp())
+                    .unwrap_or(0)
+                    .saturating_add(seconds);
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting { worker, until });
                 let until = i64::try_from(seconds)
                     .ok()
                     .and_then(chrono::TimeDelta::try_seconds)
@@ -506,6 +540,7 @@ impl Driver {
                 }
                 crate::failpoint::point("tracker: closed");
                 self.release_claim(issue);
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Merged { worker, issue });
                 Outcome::Continue
             }
             Effect::MarkEscalated { issue } => {
@@ -530,6 +565,10 @@ impl Driver {
                 }
                 crate::failpoint::point("tracker: marked escalated");
                 self.release_claim(issue);
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Escalated {
+                    worker,
+                    issue,
+                });
                 Outcome::Continue
             }
             Effect::Cleanup => {
@@ -543,13 +582,17 @@ impl Driver {
             Effect::Notify(n) => {
                 let (severity, text) = report::notice(&n);
                 self.notifier.send(severity, &text);
-                say!("{}", text);
+                match &self.fleet {
+                    Some(link) => say!("[w{}] {}", link.worker, text),
+                    None => say!("{}", text),
+                }
                 Outcome::Continue
             }
             Effect::AskDecision { step, issue } => {
                 Outcome::Next(self.ask_decision(step, issue).await)
             }
             Effect::Halt(reason) => {
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
                 let text = report::halt_diagnostic(
                     &reason,
                     self.core.runner(),
@@ -574,6 +617,7 @@ impl Driver {
     }
 
     fn exit(&mut self, code: u8, state: &State) -> i32 {
+        self.fleet_report(|worker| sdlc_machine::fleet::Report::Finished { worker });
         if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
             self.release_claim(issue);
         }
@@ -615,9 +659,10 @@ impl Driver {
         match self.core.runner().mode {
             Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
             _ => match &self.claims {
-                Some(keeper) if !keeper.others.is_empty() => {
+                Some(keeper) if !keeper.others.is_empty() || !keeper.refused.is_empty() => {
                     let mut excluded = self.core.escalated().clone();
                     excluded.extend(keeper.others.keys().copied());
+                    excluded.extend(keeper.refused.iter().copied());
                     self.tracker.select(&excluded)
                 }
                 _ => self.tracker.select(self.core.escalated()),
@@ -645,6 +690,7 @@ impl Driver {
             match selection {
                 Ok(Selection::Issue(issue)) if self.claims.is_some() => {
                     match self.claim_selected(issue.number) {
+                        Ok(true) if self.fleet_refuses(issue.number) => continue,
                         Ok(true) => return Ok(Ok(Selection::Issue(issue))),
                         Ok(false) => continue,
                         Err(detail) => {

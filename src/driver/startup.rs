@@ -291,6 +291,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             runner_dir,
             network_down: None,
             claims,
+            fleet: None,
         };
         for note in notes {
             driver.log(&note);
@@ -523,5 +524,6 @@ fn claim_keeper(
         lease: cfg.claim_lease,
         held: None,
         others: Default::default(),
+        refused: Default::default(),
     }))
 }

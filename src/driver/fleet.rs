@@ -1,0 +1,316 @@
+//! `run --workers N`: N drivers in one process, each with its own clone of origin under the
+//! runner's state directory (`<git dir>/sdlc-runner/workers/w<k>`, so each has its own main,
+//! journal and lock), its own worker id for issue claims, and one shared coordinator
+//! (`sdlc_machine::fleet`) for what is global: one issue per worker, consecutive escalations
+//! across workers, the session budget, rate-limit pauses, and the halt that stops everyone.
+//!
+//! A clone is kept after the run: a crash or a stop leaves each worker's session and branch in
+//! it, and the next `run --workers N` resumes them. A fleet-level halt is recorded in
+//! `<git dir>/sdlc-runner/fleet-halt`; the next run refuses until `--ack-halt`.
+
+use super::shutdown::Shutdown;
+use super::{Driver, RunOptions, Started};
+use crate::config::Config;
+use crate::machine::{Event, Signal};
+use crate::repo::Repo;
+use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Worker};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// What the workers share.
+#[derive(Debug)]
+pub(super) struct Shared {
+    coordinator: Mutex<Coordinator>,
+    /// Every worker's stop request, to carry out a halt.
+    shutdowns: Mutex<Vec<Shutdown>>,
+}
+
+/// One worker's link to the fleet.
+#[derive(Debug, Clone)]
+pub(super) struct Link {
+    pub shared: Arc<Shared>,
+    pub worker: Worker,
+}
+
+fn now_secs() -> u64 {
+    u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0)
+}
+
+impl Link {
+    /// Hands a report to the coordinator and carries out its orders; `Some(start)` answers
+    /// `WantsIssue`.
+    pub fn report(&self, report: Report) -> Option<bool> {
+        let orders = match self.shared.coordinator.lock() {
+            Ok(mut c) => c.handle(report),
+            Err(poisoned) => poisoned.into_inner().handle(report),
+        };
+        let mut start = None;
+        for order in orders {
+            match order {
+                Order::Start { .. } => start = Some(true),
+                Order::Skip { .. } => start = Some(false),
+                Order::PauseAll { until } => say!(
+                    "fleet: every worker pauses until {} (a rate limit or quota)",
+                    chrono::DateTime::from_timestamp(i64::try_from(until).unwrap_or(0), 0)
+                        .map(|t| t.format("%H:%M:%S UTC").to_string())
+                        .unwrap_or_default()
+                ),
+                Order::HaltAll(why) => {
+                    say!("{}", why.headline());
+                    let shutdowns = match self.shared.shutdowns.lock() {
+                        Ok(s) => s.clone(),
+                        Err(p) => p.into_inner().clone(),
+                    };
+                    for s in shutdowns {
+                        s.request(Signal::Term);
+                    }
+                }
+            }
+        }
+        start
+    }
+
+    pub fn may_dispatch(&self) -> Dispatch {
+        match self.shared.coordinator.lock() {
+            Ok(c) => c.may_dispatch(now_secs()),
+            Err(p) => p.into_inner().may_dispatch(now_secs()),
+        }
+    }
+}
+
+impl Driver {
+    /// Reports to the fleet, when this driver is one of its workers.
+    pub(super) fn fleet_report(&self, report: impl FnOnce(Worker) -> Report) -> Option<bool> {
+        let link = self.fleet.as_ref()?;
+        link.report(report(link.worker))
+    }
+
+    /// Asks the fleet whether this worker may start `issue`; a refused issue's claim is given
+    /// back and the issue left out of this worker's next selection.
+    pub(super) fn fleet_refuses(&mut self, issue: u32) -> bool {
+        let wants = |worker| Report::WantsIssue { worker, issue };
+        if self.fleet_report(wants) != Some(false) {
+            return false;
+        }
+        self.release_claim(issue);
+        if let Some(keeper) = self.claims.as_mut() {
+            keeper.refused.insert(issue);
+        }
+        true
+    }
+
+    /// Before a dispatch: waits out a fleet-wide pause; `Some(event)` (a shutdown) once the
+    /// fleet halted.
+    pub(super) async fn fleet_gate(&mut self) -> Option<Event> {
+        let link = self.fleet.clone()?;
+        loop {
+            match link.may_dispatch() {
+                Dispatch::Go => return None,
+                Dispatch::Stop => {
+                    self.shutdown.request(Signal::Term);
+                    return Some(self.shutdown.event());
+                }
+                Dispatch::WaitUntil(until) => {
+                    let secs = until.saturating_sub(now_secs()).max(1);
+                    self.log(&format!(
+                        "fleet pause: waiting {secs} s for another worker's rate limit"
+                    ));
+                    tokio::select! {
+                        _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => {}
+                        _ = self.shutdown.wait() => return Some(self.shutdown.event()),
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The file that keeps a fleet halt across runs.
+fn halt_file(runner_dir: &Path) -> PathBuf {
+    runner_dir.join("fleet-halt")
+}
+
+/// Runs `workers` drivers on clones of the project's origin until each has nothing left, or
+/// the fleet halts.
+pub fn run(cfg: Config, opts: RunOptions, workers: u32) -> i32 {
+    match prepare(&cfg, &opts, workers) {
+        Ok(plan) => execute(cfg, opts, plan),
+        Err(message) => {
+            say!("error: {message}");
+            2
+        }
+    }
+}
+
+struct Plan {
+    runner_dir: PathBuf,
+    clones: Vec<PathBuf>,
+    base_id: String,
+    _lock: crate::files::Lock,
+}
+
+fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String> {
+    let file = cfg.file.display();
+    if opts.dry_run || opts.issue.is_some() || opts.step.is_some() {
+        return Err(format!(
+            "{file}: --workers runs whole issues: it cannot be combined with --dry-run, --issue or --step"
+        ));
+    }
+    let project = &cfg.project_path;
+    let repo = Repo::open(project).map_err(|e| format!("{file}: projectPath: {e}"))?;
+    let runner_dir = crate::runner_dir::RunnerDir::locate(project).map_err(|e| e.to_string())?;
+    runner_dir.ensure().map_err(|e| e.to_string())?;
+    // The project's own lock: no single runner works beside the fleet.
+    let lock =
+        crate::files::acquire_lock(&runner_dir.lock(), project).map_err(|e| e.to_string())?;
+    let halt = halt_file(&runner_dir.dir);
+    if let Ok(text) = std::fs::read_to_string(&halt) {
+        if !opts.ack_halt {
+            return Err(format!(
+                "the last fleet halted: {}; inspect the workers' logs, fix the cause, then run again with --ack-halt",
+                text.trim()
+            ));
+        }
+        std::fs::remove_file(&halt).map_err(|e| format!("{}: {e}", halt.display()))?;
+    }
+    let origin = crate::process::git_output(project, &["remote", "get-url", "origin"])
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "{file}: --workers clones the project's origin, and {} has no origin remote",
+                project.display()
+            )
+        })?;
+    let homes = runner_dir.dir.join("workers");
+    crate::safe_fs::create_private_dir(&homes).map_err(|e| e.to_string())?;
+    let mut clones = Vec::new();
+    for k in 0..workers {
+        let clone = homes.join(format!("w{k}"));
+        if !clone.join(".git").exists() {
+            make_clone(&repo, &origin, &clone)?;
+        }
+        clones.push(clone);
+    }
+    Ok(Plan {
+        runner_dir: runner_dir.dir,
+        clones,
+        base_id: opts
+            .worker_id
+            .clone()
+            .unwrap_or_else(|| "fleet".to_string()),
+        _lock: lock,
+    })
+}
+
+/// A clone of origin that borrows the project's objects, with the project's git identity.
+fn make_clone(repo: &Repo, origin: &str, clone: &Path) -> Result<(), String> {
+    let target = clone.to_string_lossy().into_owned();
+    let reference = repo.path.to_string_lossy().into_owned();
+    let out = crate::process::git_output(
+        &repo.path,
+        &[
+            "clone",
+            "--quiet",
+            "--reference-if-able",
+            &reference,
+            origin,
+            &target,
+        ],
+    )
+    .map_err(|e| format!("cannot clone {origin} into {target}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "git clone {origin} {target}: {}; check that origin is reachable",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    for key in ["user.name", "user.email", "commit.gpgsign"] {
+        if let Ok(o) = crate::process::git_output(&repo.path, &["config", "--get", key]) {
+            let value = String::from_utf8_lossy(&o.stdout).trim().to_string();
+            if o.status.success() && !value.is_empty() {
+                let _ = crate::process::git_output(clone, &["config", key, &value]);
+            }
+        }
+    }
+    Ok(())
+}
+
+fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
+    let workers = plan.clones.len() as u32;
+    let limits = cfg.limits();
+    let shared = Arc::new(Shared {
+        coordinator: Mutex::new(Coordinator::new(FleetLimits {
+            workers,
+            max_consecutive_escalations: limits.max_consecutive_escalations,
+            session_budget_micros: limits.per_session_budget_micros,
+        })),
+        shutdowns: Mutex::new(Vec::new()),
+    });
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(workers.clamp(2, 16) as usize)
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            say!("error: cannot start the async runtime: {e}");
+            return 2;
+        }
+    };
+    say!(
+        "fleet: {workers} workers on clones under {}",
+        plan.runner_dir.join("workers").display()
+    );
+    let codes: Vec<i32> = runtime.block_on(async {
+        let mut tasks = Vec::new();
+        for (k, clone) in plan.clones.iter().enumerate() {
+            let worker = k as Worker;
+            let mut wcfg = cfg.clone();
+            wcfg.project_path = clone.clone();
+            wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
+            let wopts = RunOptions {
+                worker_id: Some(format!("{}-w{k}", plan.base_id)),
+                ..opts.clone()
+            };
+            let link = Link {
+                shared: shared.clone(),
+                worker,
+            };
+            match Driver::start(wcfg, wopts) {
+                Ok(Started::Ready(mut driver)) => {
+                    driver.fleet = Some(link);
+                    if let Ok(mut s) = shared.shutdowns.lock() {
+                        s.push(driver.shutdown.clone());
+                    }
+                    tasks.push(tokio::spawn(async move { driver.drive().await }));
+                }
+                Ok(Started::Exit(code)) => tasks.push(tokio::spawn(async move { code })),
+                Err(msg) => {
+                    say!("error: worker w{k}: {msg}");
+                    tasks.push(tokio::spawn(async { 2 }));
+                }
+            }
+        }
+        let mut codes = Vec::new();
+        for t in tasks {
+            codes.push(t.await.unwrap_or(2));
+        }
+        codes
+    });
+    let halt = shared.coordinator.lock().ok().and_then(|c| c.halt());
+    if let Some(why) = halt {
+        let headline = why.headline();
+        if let Err(e) = crate::safe_fs::write_atomic(
+            &halt_file(&plan.runner_dir),
+            format!("{headline}\n").as_bytes(),
+        ) {
+            say!("warning: cannot record the fleet halt: {e}");
+        }
+        out!("{headline}\nevery worker was stopped; each clone under {} keeps its work. Inspect, fix the cause, then run again with --ack-halt.", plan.runner_dir.join("workers").display());
+        return 1;
+    }
+    codes.into_iter().max().unwrap_or(0)
+}

@@ -1,0 +1,123 @@
+//! `run --workers 3`: one runner process, three workers on their own clones, one coordinator.
+//! Six independent issues and a dependency pair on the local tracker: every issue is merged
+//! exactly once, each by one worker, the dependency's order is kept, and the work is shared.
+
+mod e2e;
+
+use e2e::{merged_issues, text, Project};
+use serde_json::json;
+
+fn builtin() -> serde_json::Value {
+    json!({"steps": {
+        "startCycle": {"run": "builtin"},
+        "commitPush": {"run": "builtin"},
+        "createPR": {"run": "builtin"},
+        "monitorCI": {"run": "builtin"},
+        "merge": {"run": "builtin"},
+    }})
+}
+
+/// The issue numbers whose implement step ran in this worker's orchestration log.
+fn implemented_by(p: &Project, worker: usize) -> Vec<u32> {
+    let log = std::fs::read_dir(p.root.join("logs").join(format!("w{worker}")))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy() == "sdlc-runner.log")
+                .map(|e| std::fs::read_to_string(e.path()).unwrap_or_default())
+                .collect::<String>()
+        })
+        .unwrap_or_default();
+    let mut issues: Vec<u32> = log
+        .lines()
+        .filter(|l| l.contains("step 4 implement attempt 1"))
+        .filter_map(|l| {
+            let rest = &l[l.find("issue #")? + 7..];
+            rest.split(' ').next()?.parse().ok()
+        })
+        .collect();
+    issues.sort_unstable();
+    issues.dedup();
+    issues
+}
+
+#[test]
+fn three_workers_merge_every_issue_once_and_keep_the_dependency_order() {
+    let mut issues: Vec<(u32, String, String)> = (1..=6)
+        .map(|n| (n, format!("Independent {n}"), String::new()))
+        .collect();
+    issues.push((7, "Base".into(), String::new()));
+    issues.push((8, "On top".into(), "Depends on: #7".into()));
+    let refs: Vec<(u32, &str, &str)> = issues
+        .iter()
+        .map(|(n, t, b)| (*n, t.as_str(), b.as_str()))
+        .collect();
+    let p = Project::new(
+        &refs,
+        json!({"steps": {"implement": ["busy:400"]}}),
+        builtin(),
+    );
+    let out = p.run(&["--workers", "3"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(
+        merged_issues(&p.origin),
+        (1..=8).collect::<Vec<_>>(),
+        "{all}"
+    );
+    let log = e2e::git(&p.origin, &["log", "--reverse", "--format=%s", "main"]);
+    let pos = |n: u32| {
+        log.lines()
+            .position(|l| l.starts_with(&format!("Merge issue #{n}:")))
+            .unwrap_or_else(|| panic!("#{n} not merged: {log}"))
+    };
+    assert!(pos(7) < pos(8), "the dependency first: {log}");
+    let per_worker: Vec<Vec<u32>> = (0..3).map(|w| implemented_by(&p, w)).collect();
+    let mut seen = std::collections::BTreeMap::new();
+    for (w, list) in per_worker.iter().enumerate() {
+        for n in list {
+            assert!(
+                seen.insert(*n, w).is_none(),
+                "#{n} implemented by two workers: {per_worker:?}"
+            );
+        }
+    }
+    assert_eq!(seen.len(), 8, "{per_worker:?}\n{all}");
+    assert!(
+        per_worker.iter().filter(|l| !l.is_empty()).count() >= 2,
+        "the work was shared: {per_worker:?}"
+    );
+    assert!(all.contains("fleet: 3 workers"), "{all}");
+    // Each worker's clone and session stay for the next run; nothing is left claimed.
+    for w in 0..3 {
+        assert!(p
+            .project
+            .join(format!(".git/sdlc-runner/workers/w{w}/.git"))
+            .is_dir());
+    }
+    let claims = std::fs::read_dir(p.issues.join(".claims"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(claims, 0);
+}
+
+#[test]
+fn escalations_across_workers_halt_the_whole_fleet_and_the_halt_sticks() {
+    let issues: Vec<(u32, String)> = (1..=6).map(|n| (n, format!("Issue {n}"))).collect();
+    let refs: Vec<(u32, &str, &str)> = issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect();
+    let mut extra = builtin();
+    extra["maxConsecutiveEscalations"] = json!(2);
+    let p = Project::new(&refs, json!({"steps": {"verify": ["fail-test"]}}), extra);
+    let out = p.run(&["--workers", "3"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert!(all.contains("consecutive escalations"), "{all}");
+    assert!(merged_issues(&p.origin).is_empty());
+    let again = p.run(&["--workers", "3"]);
+    assert_eq!(again.status.code(), Some(2), "{}", text(&again));
+    assert!(text(&again).contains("--ack-halt"), "{}", text(&again));
+}
