@@ -24,7 +24,8 @@ pub enum Command {
     Demo(DemoArgs),
     /// Export the state machine as diagrams derived from the executable machine.
     Diagram(DiagramArgs),
-    /// Print the exact worst-case number of agent invocations for a config.
+    /// Print the exact worst-case number of agent invocations for a config (and the fleet's
+    /// bound when it sets `workers`).
     Bounds {
         /// The config file whose limits bound the run.
         #[arg(long, value_name = "FILE")]

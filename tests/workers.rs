@@ -121,3 +121,63 @@ fn escalations_across_workers_halt_the_whole_fleet_and_the_halt_sticks() {
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
     assert!(text(&again).contains("--ack-halt"), "{}", text(&again));
 }
+
+/// kill -9 of the whole fleet mid-run: the next `run --workers 3` resumes every worker's
+/// session on its clone (same worker ids, so their own claims), and every issue is merged
+/// exactly once.
+#[test]
+fn a_killed_fleet_resumes_and_merges_every_issue_once() {
+    let issues: Vec<(u32, String)> = (1..=5).map(|n| (n, format!("Issue {n}"))).collect();
+    let refs: Vec<(u32, &str, &str)> = issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect();
+    let p = Project::new(
+        &refs,
+        json!({"steps": {"implement": ["busy:1500"]}}),
+        builtin(),
+    );
+    let mut child = p.spawn(&["--workers", "3"]);
+    p.wait_for_invocation("1 implement", std::time::Duration::from_secs(60));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    child.kill().expect("kill -9");
+    let _ = child.wait();
+    assert!(merged_issues(&p.origin).len() < 5, "killed before the end");
+    p.set_script(json!({}));
+    let out = p.run(&["--workers", "3"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(
+        merged_issues(&p.origin),
+        (1..=5).collect::<Vec<_>>(),
+        "{all}"
+    );
+}
+
+#[test]
+fn bounds_covers_the_configured_number_of_workers() {
+    let p = Project::new(&[], json!({}), json!({"workers": 3}));
+    let out = p
+        .command(&["bounds", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("bounds");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let figure = |prefix: &str| -> u64 {
+        let line = stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{prefix}: {stdout}"));
+        line.rsplit(' ')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{line}"))
+    };
+    let between = figure("agent invocations between two successful merges");
+    let nothing = figure("agent invocations before a halt when nothing succeeds");
+    assert!(
+        stdout.contains(&format!(
+            "with 3 workers: at most {} between two merges of the fleet, {} before",
+            between * 3,
+            nothing * 3
+        )),
+        "{stdout}"
+    );
+}

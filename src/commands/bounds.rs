@@ -22,5 +22,13 @@ pub fn run(config: &Path) -> i32 {
         b.per_cycle
     );
     out!("an attempt cut short by a runner crash counts as a failed attempt (KILLED): these figures hold across crashes and restarts");
+    if cfg.workers > 1 {
+        let n = u64::from(cfg.workers);
+        out!(
+            "with {n} workers: at most {} between two merges of the fleet, {} before the fleet halts when nothing succeeds (each worker is one machine with these limits, and the coordinator only stops workers earlier: N times the figures above)",
+            b.between_merges.saturating_mul(n),
+            b.nothing_succeeds.saturating_mul(n)
+        );
+    }
     0
 }
