@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod defaults;
+mod duplicates;
 mod error;
 mod messages;
 mod schema;
@@ -33,6 +34,7 @@ mod types;
 mod validate;
 
 pub use defaults::*;
+use duplicates::duplicate_keys;
 pub use error::*;
 use messages::*;
 pub use schema::{schema, schema_json};
