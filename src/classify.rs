@@ -137,6 +137,16 @@ pub fn classify_post_check(step_key: &str, what: &str) -> Classified {
 /// (`ci_failed`), which is the code's to fix (`TEST_ASSERTION` unless its log names a more
 /// precise class), so that a repair attempt gets it.
 pub fn classify_builtin(step_key: &str, what: &str, ci_failed: bool) -> Classified {
+    if is_merge_conflict(what) {
+        return Verdict {
+            class: FailureClass::MergeConflict,
+            evidence: format!("{step_key}: {what}"),
+            headline: format!("{step_key}: {}", one_line(what)),
+            excerpt: what.to_string(),
+            wait_hint_secs: None,
+        }
+        .finish();
+    }
     let summary = StreamSummary::default();
     let obs = Observation {
         exit_code: Some(1),
@@ -666,6 +676,15 @@ fn agent_reported(obs: &Observation, facts: &Facts, soft: Option<&SoftFailure>) 
         return Some(verdict);
     }
     None
+}
+
+/// A builtin merge that failed because the branch does not merge cleanly into main: the local
+/// forge names the conflicting files, GitHub says the pull request is not mergeable.
+pub fn is_merge_conflict(what: &str) -> bool {
+    let lower = what.to_ascii_lowercase();
+    lower.contains("merge conflict in:")
+        || lower.contains("is not mergeable")
+        || lower.contains("merge commit cannot be cleanly created")
 }
 
 /// Evidence lines of a class decided from tool output.

@@ -181,3 +181,46 @@ fn bounds_covers_the_configured_number_of_workers() {
         "{stdout}"
     );
 }
+
+/// Two workers change the same file: the second merge conflicts, its repair attempt has the
+/// agent bring the branch up to date (the conflicting file is the repair context), and the
+/// runner merges it: both issues merged, the conflict bounded by the merge step's attempts.
+#[test]
+fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({"steps": {
+            "implement": ["write-shared"],
+            "verify": ["busy:500"],
+            "merge": ["resolve-conflict"],
+        }}),
+        builtin(),
+    );
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(all.contains("MERGE_CONFLICT"), "{all}");
+    let repaired: Vec<String> = p
+        .invocations()
+        .into_iter()
+        .filter(|l| l.contains(" merge "))
+        .collect();
+    assert_eq!(
+        repaired.len(),
+        1,
+        "one repair by the agent: {repaired:?}\n{all}"
+    );
+    let n: u32 = repaired[0]
+        .split_whitespace()
+        .next()
+        .and_then(|x| x.parse().ok())
+        .expect("issue number");
+    let prompt = p.prompt(n, "merge", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("no longer merges cleanly") && prompt.contains("shared.txt"),
+        "{prompt}"
+    );
+    let shared = e2e::git(&p.origin, &["show", "main:shared.txt"]);
+    assert!(shared.starts_with("written by issue"), "{shared}");
+}

@@ -1,7 +1,9 @@
 //! A builtin (zero-token) attempt: the runner does the step with git and the forge, then the
 //! same post-check, classification and counters as an agent attempt. monitorCI watches the
 //! checks until they settle; only a repair attempt (CI failed last time) runs the agent, with
-//! the failing checks as its repair context, before watching again.
+//! the failing checks as its repair context, before watching again. Likewise a merge whose
+//! branch conflicted with main: its repair attempt has the agent bring the branch up to date
+//! (the conflicting files are the repair context) before the runner merges again.
 
 use super::{network, Driver};
 use crate::builtin::{self, Failed, IssueFacts};
@@ -26,7 +28,11 @@ impl Driver {
     ) -> Event {
         self.know_issue(issue);
         let mut usage = Usage::default();
-        if step == Step::MonitorCi && repair {
+        let conflict = step == Step::Merge
+            && self.failures[step.index()]
+                .as_ref()
+                .is_some_and(|f| f.class == crate::failure::FailureClass::MergeConflict);
+        if repair && (step == Step::MonitorCi || conflict) {
             match self.run_agent(step, issue, attempt, true, false).await {
                 Event::StepSucceeded { usage: spent, .. } => usage = spent,
                 other => return other,

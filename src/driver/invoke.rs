@@ -37,6 +37,10 @@ pub fn default_prompt(step: Step) -> &'static str {
     }
 }
 
+/// A builtin merge's repair after a merge conflict: the runner merges, the agent only makes
+/// the branch mergeable.
+pub const RESOLVE_CONFLICT_PROMPT: &str = "The feature branch no longer merges cleanly into main. Bring it up to date: fetch origin, merge origin's main into the feature branch, resolve every conflict keeping the intent of both changes, make sure the tests pass, commit the merge and push the feature branch. Do not merge the branch into main: the runner does that.";
+
 /// The full prompt of one attempt.
 pub fn prompt(
     cfg: &Config,
@@ -44,7 +48,12 @@ pub fn prompt(
     issue: &IssueContext,
     repair: Option<&RepairContext>,
 ) -> String {
-    let mut text = cfg.prompt(step).unwrap_or(default_prompt(step)).to_string();
+    let base = if step == Step::Merge && cfg.builtin(step) {
+        RESOLVE_CONFLICT_PROMPT
+    } else {
+        cfg.prompt(step).unwrap_or(default_prompt(step))
+    };
+    let mut text = base.to_string();
     if issue.number > 0 {
         text.push_str(&format!("\n\nIssue #{}: {}", issue.number, issue.title));
         if let Some(branch) = &issue.branch {

@@ -65,6 +65,47 @@ pub fn fix_ci(ctx: &Context) -> io::Result<String> {
     work().map_err(|e| io::Error::other(e.to_string()))
 }
 
+/// `shared.txt` with this issue's line, uncommitted (the implement work commits it).
+pub fn write_shared(ctx: &Context) -> io::Result<()> {
+    let n = ctx.issue.unwrap_or(0);
+    std::fs::write(
+        ctx.cwd.join("shared.txt"),
+        format!("written by issue {n}\n"),
+    )
+}
+
+/// Brings the issue's branch up to date with origin's main, keeping the branch's side of a
+/// conflict, and pushes it.
+pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
+    let dir = &ctx.cwd;
+    let work = || -> Result<String, GitWorkError> {
+        let n = ctx.issue.unwrap_or(0);
+        let branch = branch_name(n);
+        let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+        if current.trim() != branch {
+            git(dir, &["checkout", "--quiet", &branch])?;
+        }
+        git(dir, &["fetch", "--quiet", "origin"])?;
+        git(
+            dir,
+            &[
+                "merge",
+                "--no-edit",
+                "-X",
+                "ours",
+                "-m",
+                "Merge main into the branch",
+                "origin/main",
+            ],
+        )?;
+        git(dir, &["push", "--quiet", "origin", &branch])?;
+        Ok(format!(
+            "Merged origin/main into {branch}, resolved the conflicts, pushed."
+        ))
+    };
+    work().map_err(|e| io::Error::other(e.to_string()))
+}
+
 /// Leave the feature branch (for the `checkout-main` outcome).
 pub fn checkout_main(ctx: &Context) -> io::Result<()> {
     git(&ctx.cwd, &["checkout", "--quiet", "main"])

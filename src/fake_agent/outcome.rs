@@ -52,6 +52,11 @@ pub enum Outcome {
     Busy(u64),
     /// Commits and pushes a file `ci-fixed` on the current branch: a CI repair.
     FixCi,
+    /// The ok work plus `shared.txt` saying which issue wrote it: two such branches conflict.
+    WriteShared,
+    /// Merges origin's main into the feature branch, keeping the branch's side of every
+    /// conflict, and pushes the branch: a merge-conflict repair.
+    ResolveConflict,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +102,8 @@ impl Outcome {
             "auth" => Outcome::Recorded(Recording::Auth),
             "hang" => Outcome::Hang,
             "fix-ci" => Outcome::FixCi,
+            "write-shared" => Outcome::WriteShared,
+            "resolve-conflict" => Outcome::ResolveConflict,
             "silent-hang" => Outcome::SilentHang,
             "ignore-term" => Outcome::IgnoreTerm,
             "no-branch" => Outcome::NoBranch,
@@ -172,6 +179,18 @@ impl Outcome {
                 std::mem::forget(child);
                 std::thread::sleep(Duration::from_millis(ms));
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::WriteShared => {
+                out.init()?;
+                super::git::write_shared(ctx)?;
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::ResolveConflict => {
+                out.init()?;
+                let summary = super::git::resolve_conflict(ctx)?;
+                out.assistant_text(&summary)?;
+                out.result(json!({"result": summary}))?;
+                Ok(0)
             }
             Outcome::FixCi => {
                 out.init()?;

@@ -30,6 +30,9 @@ pub enum FailureClass {
     /// A git/gh/tracker call failed for a transient network reason (connection, DNS, TLS,
     /// HTTP 5xx, time-out): waited out, never the fault.
     Network,
+    /// The branch does not merge into main (another change to the same lines merged first):
+    /// the repair brings the branch up to date and resolves the conflicts.
+    MergeConflict,
 }
 
 /// What the machine does with a failure of a given class.
@@ -56,7 +59,7 @@ pub enum Scope {
 }
 
 impl FailureClass {
-    pub const ALL: [FailureClass; 18] = [
+    pub const ALL: [FailureClass; 19] = [
         FailureClass::TestAssertion,
         FailureClass::Typecheck,
         FailureClass::Lint,
@@ -75,6 +78,7 @@ impl FailureClass {
         FailureClass::PostCheck,
         FailureClass::Unknown,
         FailureClass::Network,
+        FailureClass::MergeConflict,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -86,7 +90,9 @@ impl FailureClass {
         use FailureClass::*;
         match self {
             TestAssertion | Typecheck | Lint | BuildCompile | Timeout | MaxTurns
-            | PermissionDenied | Killed | Idle | PostCheck | Unknown => Disposition::Retry,
+            | PermissionDenied | Killed | Idle | PostCheck | Unknown | MergeConflict => {
+                Disposition::Retry
+            }
             ContextWindow => Disposition::EscalateNow,
             RateLimit | Overloaded | Network => Disposition::Backoff,
             Quota => Disposition::WaitForQuota,
@@ -113,7 +119,10 @@ impl FailureClass {
     /// Failures the agent can repair from a description of them (the repair loop).
     pub const fn code_fixable(self) -> bool {
         use FailureClass::*;
-        matches!(self, TestAssertion | Typecheck | Lint | BuildCompile)
+        matches!(
+            self,
+            TestAssertion | Typecheck | Lint | BuildCompile | MergeConflict
+        )
     }
 
     pub const fn name(self) -> &'static str {
@@ -137,6 +146,7 @@ impl FailureClass {
             PostCheck => "POST_CHECK",
             Unknown => "UNKNOWN",
             Network => "NETWORK",
+            MergeConflict => "MERGE_CONFLICT",
         }
     }
 }

@@ -272,7 +272,7 @@ impl Runner {
             return self.finish(1, fx);
         }
         let i = step.index();
-        let repair = matches!(step, Step::Verify | Step::MonitorCi)
+        let repair = matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
             && self.last_class[i].is_some_and(FailureClass::code_fixable)
             && self.repairs[i] < self.limits.max_repair_iterations;
         if repair {

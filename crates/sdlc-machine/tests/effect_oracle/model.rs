@@ -231,7 +231,7 @@ impl Model {
             return self.escalate(step, EscalationCause::IssueBudget);
         }
         let i = step.index();
-        let repair = matches!(step, Step::Verify | Step::MonitorCi)
+        let repair = matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
             && self.last_class[i].is_some_and(FailureClass::code_fixable)
             && self.repairs[i] < self.l.max_repair_iterations;
         if repair {
