@@ -332,6 +332,11 @@ pub fn render_all(graph: &Graph) -> Vec<Rendered> {
         full("sdlc-runner.dot", dot(graph)),
         full("sdlc-runner.scxml", scxml(graph)),
     ];
+    files.push(Rendered {
+        name: "fleet.mmd".to_string(),
+        text: super::fleet::mermaid(),
+        edges: 0,
+    });
     let mut views = vec![overview(graph)];
     views.extend(detail_views(graph));
     for view in &views {
