@@ -110,14 +110,15 @@ pub fn state_path(project: &Path) -> PathBuf {
     project.join(STATE_FILE)
 }
 
-/// Writes the state so that a crash at any moment leaves either the old or the new file:
-/// a temp file in the same directory, fsync'd, renamed over the target, then the directory
-/// fsync'd so the rename itself is durable.
+/// Writes the state so that a crash at any moment leaves either the old or the new file (a
+/// temp file renamed over the target). It is not fsync'd: the file mirrors the journal for
+/// tools that read the old runner's format, and the journal (fsync'd) is the authority, so
+/// after a power loss an older state file is harmless. That saves four fsyncs per step.
 pub fn write_state(project: &Path, s: &StateFile) -> io::Result<()> {
     artifact_dir(project)?;
     let mut text = serde_json::to_string_pretty(s).map_err(io::Error::other)?;
     text.push('\n');
-    crate::safe_fs::write_atomic(&state_path(project), text.as_bytes())?;
+    crate::safe_fs::replace_unsynced(&state_path(project), text.as_bytes())?;
     crate::failpoint::point("state file written");
     Ok(())
 }

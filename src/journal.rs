@@ -594,6 +594,18 @@ impl Journal {
     /// Appends the records as one write and fsyncs once before returning. On failure the file
     /// is cut back so that it never keeps half a batch in the middle.
     pub fn append(&mut self, records: &[Record]) -> Result<(), JournalError> {
+        self.append_with(records, true)
+    }
+
+    /// [`Journal::append`] without the fsync, for a record that only matters while the
+    /// machine stays up: the agent's process group, which a successor kills after a crash of
+    /// the runner. A power loss ends the agent too, so the record need not survive one; the
+    /// kernel has it as soon as the write returns.
+    pub fn append_unsynced(&mut self, records: &[Record]) -> Result<(), JournalError> {
+        self.append_with(records, false)
+    }
+
+    fn append_with(&mut self, records: &[Record], durable: bool) -> Result<(), JournalError> {
         let Some(session) = self.session.clone() else {
             return Err(JournalError::NoSession {
                 path: self.path.clone(),
@@ -619,11 +631,14 @@ impl Journal {
             seq += 1;
         }
         crate::failpoint::point("journal: before append");
-        crate::stats::fsynced();
-        let written = self
-            .file
-            .write_all(&buf)
-            .and_then(|()| self.file.sync_data());
+        let written = self.file.write_all(&buf).and_then(|()| {
+            if durable {
+                crate::stats::fsynced();
+                self.file.sync_data()
+            } else {
+                Ok(())
+            }
+        });
         crate::failpoint::point("journal: after append");
         if let Err(source) = written {
             let _ = self.file.set_len(self.len);

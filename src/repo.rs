@@ -54,6 +54,9 @@ pub struct Repo {
     pub path: PathBuf,
     /// The default branch: origin's HEAD, else `main`, else `master`.
     pub main: String,
+    /// Whether the clone has an `origin` remote, asked once (remotes do not change under a
+    /// run, and asking costs a git spawn per fetch).
+    has_origin: std::sync::OnceLock<bool>,
 }
 
 /// Longest a single git command may take.
@@ -86,6 +89,7 @@ impl Repo {
         let mut repo = Repo {
             path: path.to_path_buf(),
             main: String::new(),
+            has_origin: std::sync::OnceLock::new(),
         };
         repo.main = repo.detect_main()?;
         Ok(repo)
@@ -107,6 +111,14 @@ impl Repo {
             }
         }
         Ok("main".to_string())
+    }
+
+    fn has_origin(&self) -> Result<bool, RepoError> {
+        if let Some(known) = self.has_origin.get() {
+            return Ok(*known);
+        }
+        let found = self.git_ok(&["remote"])?.lines().any(|r| r == "origin");
+        Ok(*self.has_origin.get_or_init(|| found))
     }
 
     fn git(&self, args: &[&str]) -> Result<Output, RepoError> {
@@ -280,7 +292,7 @@ impl Repo {
     /// its commits that are not on origin's main either).
     pub fn unpushed_commits(&self, branch: &str) -> Result<u32, RepoError> {
         let head = format!("refs/heads/{branch}");
-        let has_remote = self.git_ok(&["remote"])?.lines().any(|r| r == "origin");
+        let has_remote = self.has_origin()?;
         let args: Vec<&str> = if has_remote {
             vec!["rev-list", "--count", &head, "--not", "--remotes=origin"]
         } else {
@@ -466,7 +478,7 @@ impl Repo {
 
     /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
     pub fn fetch(&self) -> Result<(), RepoError> {
-        if !self.git_ok(&["remote"])?.lines().any(|r| r == "origin") {
+        if !self.has_origin()? {
             return Ok(());
         }
         self.git_ok(&["fetch", "--quiet", "--prune", "origin"])?;

@@ -252,16 +252,23 @@ pub fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
 /// exclusively, never through a link), fsync'd, renamed over `path`, then the directory
 /// fsync'd so the rename is durable. A link at `path` is replaced, not followed.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_via_temp(path, bytes, true)
+    write_via_temp(path, bytes, true, true)
+}
+
+/// Like [`write_atomic`] (old or new content, never a mix, never through a link) but without
+/// the two fsyncs: for a file that only mirrors what a durable record already holds, where
+/// after a power loss an older copy is harmless.
+pub fn replace_unsynced(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_via_temp(path, bytes, true, false)
 }
 
 /// Like [`write_atomic`], but `path` must not exist (anything there, a link included, is
 /// `AlreadyExists`): the complete file appears under its name at once or not at all.
 pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    write_via_temp(path, bytes, false)
+    write_via_temp(path, bytes, false, true)
 }
 
-fn write_via_temp(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
+fn write_via_temp(path: &Path, bytes: &[u8], replace: bool, durable: bool) -> io::Result<()> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let name = path.file_name().ok_or_else(|| {
         io::Error::new(
@@ -284,8 +291,10 @@ fn write_via_temp(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
     let result = (|| {
         let mut file = open(&temp, Mode::CreateNew)?;
         file.write_all(bytes).map_err(|err| describe(err, &temp))?;
-        crate::stats::fsynced();
-        file.sync_all().map_err(|err| describe(err, &temp))?;
+        if durable {
+            crate::stats::fsynced();
+            file.sync_all().map_err(|err| describe(err, &temp))?;
+        }
         drop(file);
         if replace {
             fs::rename(&temp, path).map_err(|err| describe(err, path))?;
@@ -293,6 +302,9 @@ fn write_via_temp(path: &Path, bytes: &[u8], replace: bool) -> io::Result<()> {
             // link(2) never replaces an existing name, which rename(2) would.
             fs::hard_link(&temp, path).map_err(|err| describe(err, path))?;
             fs::remove_file(&temp).map_err(|err| describe(err, &temp))?;
+        }
+        if !durable {
+            return Ok(());
         }
         crate::stats::fsynced();
         File::open(dir)

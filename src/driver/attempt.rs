@@ -330,7 +330,7 @@ async fn execute(
                 start_ticks: crate::cleanup::read_stat(pgid).map_or(0, |s| s.start_time),
             };
             if let Some(j) = journal.as_mut() {
-                if let Err(e) = j.append(&[Record::Agent { group }]) {
+                if let Err(e) = j.append_unsynced(&[Record::Agent { group }]) {
                     unrecorded_group = Some(e.to_string());
                 }
             }
