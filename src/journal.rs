@@ -205,12 +205,138 @@ pub fn read_contents(path: &Path) -> Result<Contents, JournalError> {
     parse(&bytes, path)
 }
 
+/// Below this size a journal is parsed on one thread.
+const PARALLEL_PARSE_BYTES: usize = 8 << 20;
+
 /// Splits `bytes` into lines. Blank lines are skipped; the last segment is torn when it lacks
 /// its newline or does not parse; any other bad line is an error naming its number.
+///
+/// A large journal (a long unattended run, or `replay` of one) is cut at newlines into one
+/// chunk per core, parsed in parallel and joined; the result, errors included, is the one a
+/// single pass gives.
 pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, JournalError> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
+    if bytes.len() < PARALLEL_PARSE_BYTES || threads < 2 {
+        return parse_range(bytes, 0, bytes.len(), 1, path);
+    }
+    parse_chunked(bytes, path, threads)
+}
+
+/// [`parse`] in `threads` chunks cut at newlines.
+fn parse_chunked(bytes: &[u8], path: &Path, threads: usize) -> Result<Contents, JournalError> {
+    let mut bounds = vec![0usize];
+    for k in 1..threads {
+        let at = bytes.len() * k / threads;
+        let start = bounds.last().copied().unwrap_or(0).max(at);
+        match bytes[start..].iter().position(|&b| b == b'\n') {
+            Some(i) if start + i + 1 < bytes.len() => bounds.push(start + i + 1),
+            _ => break,
+        }
+    }
+    bounds.push(bytes.len());
+    bounds.dedup();
+    let parts: Vec<Result<Contents, JournalError>> = std::thread::scope(|s| {
+        let handles: Vec<_> = bounds
+            .windows(2)
+            .map(|w| {
+                let (start, end) = (w[0], w[1]);
+                s.spawn(move || parse_range(bytes, start, end, 1, path))
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or_else(|_| {
+                    Err(JournalError::Garbage {
+                        path: path.to_path_buf(),
+                        line: 0,
+                        message: "the parser thread failed".into(),
+                    })
+                })
+            })
+            .collect()
+    });
     let mut out = Contents::default();
-    let mut offset = 0usize;
-    let mut number = 0u64;
+    for (i, part) in parts.into_iter().enumerate() {
+        // Line numbers of a later chunk start after the newlines before it.
+        let before = || bytes[..bounds[i]].iter().filter(|&&b| b == b'\n').count() as u64;
+        let part = match part {
+            Ok(p) => p,
+            Err(e) => return Err(shift_line(e, before())),
+        };
+        if let (Some(prev), Some(first)) = (out.lines.last(), part.lines.first()) {
+            if first.seq <= prev.seq {
+                // The first record of this chunk: its line is after any blank lines.
+                let blanks = bytes[bounds[i]..]
+                    .split(|&b| b == b'\n')
+                    .take_while(|l| l.iter().all(u8::is_ascii_whitespace))
+                    .count() as u64;
+                return Err(JournalError::Inconsistent {
+                    path: path.to_path_buf(),
+                    line: before() + blanks + 1,
+                    message: format!(
+                        "seq {} does not follow seq {} of the previous record",
+                        first.seq, prev.seq
+                    ),
+                });
+            }
+        }
+        out.lines.extend(part.lines);
+        if part.valid_len > 0 {
+            out.valid_len = part.valid_len;
+        }
+        out.torn_line = part.torn_line.map(|t| match t.strip_prefix("line ") {
+            Some(rest) => {
+                let (n, tail) = rest.split_once(' ').unwrap_or((rest, ""));
+                let n = n.parse::<u64>().map_or(0, |n| n + before());
+                format!("line {n} {tail}")
+            }
+            None => t,
+        });
+    }
+    Ok(out)
+}
+
+/// `e` with its line number moved on by `by` lines.
+fn shift_line(e: JournalError, by: u64) -> JournalError {
+    match e {
+        JournalError::Garbage {
+            path,
+            line,
+            message,
+        } => JournalError::Garbage {
+            path,
+            line: line + by,
+            message,
+        },
+        JournalError::Inconsistent {
+            path,
+            line,
+            message,
+        } => JournalError::Inconsistent {
+            path,
+            line: line + by,
+            message,
+        },
+        other => other,
+    }
+}
+
+/// [`parse`] of `bytes[start..end]`, whose first line is line `first_number`; `valid_len` is
+/// an absolute offset. Only the chunk that ends the file can hold a torn line.
+fn parse_range(
+    bytes: &[u8],
+    start: usize,
+    end: usize,
+    first_number: u64,
+    path: &Path,
+) -> Result<Contents, JournalError> {
+    let mut out = Contents::default();
+    let mut offset = start;
+    let mut number = first_number - 1;
+    // Only the end of the whole file can be torn; a chunk ends right after a newline.
+    let full = bytes.len();
+    let bytes = &bytes[..end];
     while offset < bytes.len() {
         number += 1;
         let rest = &bytes[offset..];
@@ -218,7 +344,7 @@ pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, JournalError> {
             Some(i) => (&rest[..i], true, offset + i + 1),
             None => (rest, false, bytes.len()),
         };
-        let is_last = next >= bytes.len();
+        let is_last = next >= full;
         if text.iter().all(u8::is_ascii_whitespace) && complete {
             offset = next;
             out.valid_len = next as u64;
@@ -798,6 +924,48 @@ mod tests {
                 state: "Selecting".into(),
             },
         )
+    }
+
+    /// The chunked parse gives exactly what one pass gives, at every number of chunks, for a
+    /// good journal, blank lines, a torn tail, garbage and a seq that goes back.
+    #[test]
+    fn parsing_in_chunks_equals_one_pass() {
+        let p = Path::new("j.jsonl");
+        let mut good = start(1, "a");
+        for seq in 2..60 {
+            good.push_str(&event(seq, "a", Event::WaitOver));
+            if seq % 7 == 0 {
+                good.push_str("\n   \n");
+            }
+        }
+        let torn = good.clone() + &event(60, "a", Event::WaitOver)[..20];
+        let mut garbage = good.clone();
+        garbage.insert_str(
+            good.len() / 2 + (good[good.len() / 2..].find('\n').unwrap_or(0)) + 1,
+            "not json\n",
+        );
+        let mut backwards = good.clone();
+        let at = good.len() * 2 / 3 + good[good.len() * 2 / 3..].find('\n').unwrap_or(0) + 1;
+        backwards.insert_str(at, &event(3, "a", Event::WaitOver));
+        for text in [&good, &torn, &garbage, &backwards] {
+            let one = parse_range(text.as_bytes(), 0, text.len(), 1, p);
+            for threads in 2..12 {
+                let many = parse_chunked(text.as_bytes(), p, threads);
+                match (&one, &many) {
+                    (Ok(a), Ok(b)) => {
+                        assert_eq!(a.lines, b.lines, "{threads} chunks");
+                        assert_eq!(a.valid_len, b.valid_len, "{threads} chunks");
+                        assert_eq!(a.torn_line, b.torn_line, "{threads} chunks");
+                    }
+                    (Err(a), Err(b)) => {
+                        assert_eq!(a.to_string(), b.to_string(), "{threads} chunks")
+                    }
+                    (a, b) => panic!("{threads} chunks: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+                }
+            }
+        }
+        assert!(parse_range(backwards.as_bytes(), 0, backwards.len(), 1, p).is_err());
+        assert!(parse_range(garbage.as_bytes(), 0, garbage.len(), 1, p).is_err());
     }
 
     #[test]
