@@ -13,34 +13,10 @@
 //! claim is a comment; the comments are then read back and the earliest live claim wins.
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// One runner's lease on one issue.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Claim {
-    pub issue: u32,
-    pub worker: String,
-    pub claimed_at: DateTime<Utc>,
-    pub expires_at: DateTime<Utc>,
-}
-
-impl Claim {
-    pub fn live(&self, now: DateTime<Utc>) -> bool {
-        self.expires_at > now
-    }
-}
-
-/// The answer to a claim.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claimed {
-    /// This runner holds the issue now (newly, by takeover of an expired lease, or again).
-    Won(Claim),
-    /// Another runner's live lease holds it.
-    Held(Claim),
-}
+pub use crate::tracker::{Claim, Claimed};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClaimError {

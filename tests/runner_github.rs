@@ -645,6 +645,15 @@ fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
             .is_some_and(|l| l.iter().any(|x| x == "sdlc-claimed")),
         "{claimed}"
     );
+    let status =
+        g.p.command(&["status", "--config", first.config.to_str().expect("utf8")])
+            .output()
+            .expect("status");
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        shown.contains("claim:    #1 by worker wa until "),
+        "{shown}"
+    );
     g.p.set_script(json!({}));
     std::thread::sleep(std::time::Duration::from_secs(4));
     let out = e2e::wait_output(

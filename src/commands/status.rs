@@ -87,13 +87,19 @@ pub struct ClaimView {
     pub live: bool,
 }
 
-/// The claims on the configured tracker (local tracker only).
+/// The claims on the configured tracker: the local tracker's files, or (asked through `gh`,
+/// within 10 s) the GitHub issues labelled claimed. A tracker that cannot be read shows none.
 fn claims(cfg: &Config) -> Vec<ClaimView> {
-    let crate::config::TrackerConfig::Local { dir, .. } = &cfg.tracker else {
-        return Vec::new();
+    let store = match &cfg.tracker {
+        crate::config::TrackerConfig::Local { dir, .. } => crate::claims::ClaimStore::local(dir),
+        crate::config::TrackerConfig::Github { .. } => {
+            let mut gh = crate::tracker::GitHub::new(&cfg.project_path);
+            gh.timeout = std::time::Duration::from_secs(10);
+            crate::claims::ClaimStore::GitHub(Box::new(gh))
+        }
     };
     let now = chrono::Utc::now();
-    crate::claims::ClaimStore::local(dir)
+    store
         .all()
         .unwrap_or_default()
         .into_iter()

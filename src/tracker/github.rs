@@ -394,8 +394,8 @@ fn mentions(e: &TrackerError, needle: &str) -> bool {
 /// assignment show it to people. Comments are read back after every write, and the first
 /// live claim in comment order wins, so two runners racing for one issue agree on the winner.
 mod claims {
+    use super::super::{Claim, Claimed};
     use super::{GitHub, TrackerError};
-    use crate::claims::{Claim, Claimed};
     use chrono::{DateTime, Utc};
     use serde::Deserialize;
 

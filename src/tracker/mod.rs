@@ -20,9 +20,11 @@
 //! quarantined does not stall selection: the next milestone is used (docs/design-notes.md).
 
 mod github;
+mod lease;
 mod local;
 
 pub use github::GitHub;
+pub use lease::{Claim, Claimed};
 pub use local::Local;
 
 use std::collections::BTreeSet;
