@@ -173,7 +173,12 @@ pub fn ci_settled(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<bool
 /// the runner's `RecordMerged` effect, as for an agent-run merge.
 pub fn merge(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<String, Failed> {
     let branch = issue.branch()?;
-    let message = format!("Merge issue #{}: {}", issue.number, one_line(issue.title));
+    let message = format!(
+        "{}{}: {}",
+        crate::repo::MERGE_SUBJECT,
+        issue.number,
+        one_line(issue.title)
+    );
     forge.merge_pr(repo, branch, &message)?;
     Ok(format!("merged {branch} into {}", repo.main))
 }

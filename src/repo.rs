@@ -49,6 +49,9 @@ pub(crate) fn exit_text(status: &Option<i32>) -> String {
 
 const GIT_HINT: &str = "inspect the repository with the same git command";
 
+/// How the subject of every merge commit the runner makes begins (`Merge issue #N: title`).
+pub const MERGE_SUBJECT: &str = "Merge issue #";
+
 #[derive(Debug, Clone)]
 pub struct Repo {
     pub path: PathBuf,
@@ -387,9 +390,27 @@ impl Repo {
             });
         }
         if self.ref_exists(&remote_main)? {
-            self.git_ok(&["merge", "--ff-only", "--quiet", &remote_main])?;
+            if let Err(e) = self.git_ok(&["merge", "--ff-only", "--quiet", &remote_main]) {
+                // A runner killed between its merge commit and the push leaves main ahead of
+                // origin with that merge only; once origin moved on (another worker merged),
+                // main can no longer fast-forward. The merge is redone from the branch, so
+                // dropping it loses nothing. Anything else on main is left alone.
+                if !self.only_unpushed_runner_merges(&remote_main)? {
+                    return Err(e);
+                }
+                self.git_ok(&["reset", "--quiet", "--keep", &remote_main])?;
+            }
         }
         Ok(())
+    }
+
+    /// Main (checked out) holds commits origin's main lacks, and every one of them is a merge
+    /// the runner made (its subject starts with [`MERGE_SUBJECT`]).
+    fn only_unpushed_runner_merges(&self, remote_main: &str) -> Result<bool, RepoError> {
+        let range = format!("{remote_main}..HEAD");
+        let subjects = self.git_ok(&["log", "--first-parent", "--format=%s", &range])?;
+        let subjects: Vec<&str> = subjects.lines().filter(|l| !l.is_empty()).collect();
+        Ok(!subjects.is_empty() && subjects.iter().all(|s| s.starts_with(MERGE_SUBJECT)))
     }
 
     /// `git status --porcelain` lines that are not the runner's own files, for a message.

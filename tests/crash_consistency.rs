@@ -13,8 +13,9 @@
 //! - no process of any run's agent is alive;
 //! - the tracker ends exactly as in the same session run without kills.
 //!
-//! CI runs at least 30 kills; `cargo test --test crash_consistency -- --ignored` runs at
-//! least 200 (set `CRASH_SEED` to replay a schedule).
+//! CI runs at least 30 kills, and 15 more of a fleet (`run --workers 3`, every worker's
+//! journal checked); `cargo test --test crash_consistency -- --ignored` runs at least 200
+//! (set `CRASH_SEED` to replay a schedule).
 
 mod e2e;
 
@@ -41,7 +42,23 @@ const STEPS: [&str; sdlc_runner::step::Step::COUNT] = [
 /// crash never changes what happens to an issue.
 const MAX_KILLS_PER_SCHEDULE: u32 = 8;
 
-fn scenario() -> Project {
+/// The fleet's workers merge through the runner (builtin steps): the scripted agent's own
+/// merge knows nothing of other workers pushing to main meanwhile.
+fn scenario(workers: u32) -> Project {
+    let mut extra = json!({
+        "maxRetriesPerStep": 12,
+        "maxConsecutiveSameFailure": 0,
+        "maxConsecutiveFailures": {"verify": 0},
+    });
+    if workers > 1 {
+        extra["steps"] = json!({
+            "startCycle": {"run": "builtin"},
+            "commitPush": {"run": "builtin"},
+            "createPR": {"run": "builtin"},
+            "monitorCI": {"run": "builtin"},
+            "merge": {"run": "builtin"},
+        });
+    }
     Project::new(
         &[
             (1, "Retried", ""),
@@ -55,11 +72,7 @@ fn scenario() -> Project {
             "3:simplify": ["checkout-main"],
             "4:implement": ["slow:150"],
         }}),
-        json!({
-            "maxRetriesPerStep": 12,
-            "maxConsecutiveSameFailure": 0,
-            "maxConsecutiveFailures": {"verify": 0},
-        }),
+        extra,
     )
 }
 
@@ -79,8 +92,15 @@ impl Rng {
     }
 }
 
-fn run_with(p: &Project, env: &[(&str, String)]) -> Output {
-    let mut cmd = p.command(&["run", "--config", p.config.to_str().expect("utf8")]);
+fn run_with(p: &Project, env: &[(&str, String)], workers: u32) -> Output {
+    let n = workers.to_string();
+    let mut cmd = p.command(&[
+        "run",
+        "--config",
+        p.config.to_str().expect("utf8"),
+        "--workers",
+        &n,
+    ]);
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -108,8 +128,8 @@ struct Reference {
     tracker: BTreeMap<u32, (Value, Value)>,
 }
 
-fn reference() -> Reference {
-    let p = scenario();
+fn reference(workers: u32) -> Reference {
+    let p = scenario(workers);
     let log = p.root.join("points.log");
     let out = run_with(
         &p,
@@ -117,6 +137,7 @@ fn reference() -> Reference {
             sdlc_runner::failpoint::CRASH_LOG_ENV,
             log.display().to_string(),
         )],
+        workers,
     );
     let points = std::fs::read_to_string(&log)
         .expect("points log")
@@ -139,13 +160,13 @@ fn reference() -> Reference {
     }
     assert_eq!(r.tracker[&3].1, true);
     assert!(p.count("2 simplify") >= 2, "the bounce happened");
-    check_session(&p, &r, "reference");
+    check_session(&p, "reference", workers);
     r
 }
 
 /// Runs one schedule; returns the number of kills.
-fn schedule(seed: u64, reference: &Reference) -> u32 {
-    let p = scenario();
+fn schedule(seed: u64, reference: &Reference, workers: u32) -> u32 {
+    let p = scenario(workers);
     let mut rng = Rng(seed);
     let mut kills = 0;
     let span = (reference.points / 3).max(10);
@@ -156,15 +177,17 @@ fn schedule(seed: u64, reference: &Reference) -> u32 {
         } else {
             Vec::new()
         };
-        let out = run_with(&p, &env);
+        let out = run_with(&p, &env, workers);
         if out.status.signal() == Some(libc::SIGKILL) {
             kills += 1;
             continue;
         }
         break out;
     };
-    let orchestration =
-        std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).unwrap_or_default();
+    let orchestration: String = std::iter::once(p.root.join("logs/sdlc-runner.log"))
+        .chain((0..workers).map(|w| p.root.join(format!("logs/w{w}/sdlc-runner.log"))))
+        .filter_map(|f| std::fs::read_to_string(f).ok())
+        .collect();
     let what = format!(
         "seed {seed:#x} (CRASH_SEED={seed:x}), {kills} kills\norchestration log:\n{orchestration}\nagent: {:?}",
         p.invocations()
@@ -175,69 +198,29 @@ fn schedule(seed: u64, reference: &Reference) -> u32 {
         reference.tracker,
         "{what}: the tracker differs from the run without kills"
     );
-    check_session(&p, reference, &what);
+    check_session(&p, &what, workers);
     kills
 }
 
-fn check_session(p: &Project, _reference: &Reference, what: &str) {
-    // The journal parses and replays exactly.
-    let journal = p.journal_path();
-    let replay = p
-        .command(&["replay", journal.to_str().expect("utf8")])
-        .output()
-        .expect("replay");
-    assert_eq!(code(&replay), 0, "{what}: replay: {}", text(&replay));
-    let raw = std::fs::read_to_string(&journal).expect("journal");
-    let lines: Vec<Value> = raw
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: bad line {l:?}: {e}")))
-        .collect();
-    let starts = lines.iter().filter(|l| l["kind"] == "sessionStart").count();
-    assert_eq!(starts, 1, "{what}: one session across every crash");
+/// Every journal of the run: the project's, or each worker's in a fleet.
+fn journals(p: &Project, workers: u32) -> Vec<std::path::PathBuf> {
+    if workers <= 1 {
+        return vec![p.journal_path()];
+    }
+    (0..workers)
+        .map(|w| {
+            p.project.join(format!(
+                ".git/sdlc-runner/workers/w{w}/.git/sdlc-runner/journal.jsonl"
+            ))
+        })
+        .filter(|j| j.exists())
+        .collect()
+}
 
-    // Every merged cycle saw each step succeed after that step's last dispatch.
-    let mut done: BTreeSet<String> = BTreeSet::new();
+fn check_session(p: &Project, what: &str, workers: u32) {
     let mut merged: BTreeMap<u64, u32> = BTreeMap::new();
-    for l in &lines {
-        match l["kind"].as_str() {
-            Some("event") => {
-                let ev = &l["event"];
-                let step = ev["step"].as_str().unwrap_or_default().to_string();
-                match ev["event"].as_str() {
-                    Some("stepSucceeded" | "alreadyDone") => {
-                        done.insert(step);
-                    }
-                    Some("stepFailed") => {
-                        done.remove(&step);
-                    }
-                    Some("resume" | "alreadyMerged") => {
-                        panic!("{what}: the runner resumed from git, not the journal: {l}")
-                    }
-                    _ => {}
-                }
-            }
-            Some("effect") => {
-                let fx = &l["effect"];
-                match fx["effect"].as_str() {
-                    Some("runStep") => {
-                        done.remove(fx["step"].as_str().unwrap_or_default());
-                    }
-                    Some("notify") if fx["notice"] == "cycleStarted" => done.clear(),
-                    Some("recordMerged") => {
-                        let issue = fx["issue"].as_u64().unwrap_or_default();
-                        *merged.entry(issue).or_default() += 1;
-                        for step in STEPS {
-                            assert!(
-                                done.contains(step),
-                                "{what}: issue #{issue} merged without {step} finishing after its last dispatch"
-                            );
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            _ => {}
-        }
+    for journal in journals(p, workers) {
+        check_journal(p, &journal, what, &mut merged, workers);
     }
     for n in [1u64, 2, 4] {
         assert_eq!(
@@ -272,6 +255,90 @@ fn check_session(p: &Project, _reference: &Reference, what: &str) {
     );
 }
 
+/// One journal: it parses and replays exactly, holds one session, and every merged cycle in
+/// it saw each step succeed after that step's last dispatch. Merges are counted into `merged`.
+fn check_journal(
+    p: &Project,
+    journal: &std::path::Path,
+    what: &str,
+    merged: &mut BTreeMap<u64, u32>,
+    workers: u32,
+) {
+    let replay = p
+        .command(&["replay", journal.to_str().expect("utf8")])
+        .output()
+        .expect("replay");
+    assert_eq!(code(&replay), 0, "{what}: replay: {}", text(&replay));
+    let raw = std::fs::read_to_string(&journal).expect("journal");
+    let lines: Vec<Value> = raw
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: bad line {l:?}: {e}")))
+        .collect();
+    let starts = lines.iter().filter(|l| l["kind"] == "sessionStart").count();
+    let ends = lines.iter().filter(|l| l["kind"] == "sessionEnd").count();
+    if workers <= 1 {
+        assert_eq!(starts, 1, "{what}: one session across every crash");
+    } else {
+        // A worker that found nothing left for it ended its session; after a crash of the
+        // fleet it starts a new one. A killed session is always continued, never replaced.
+        assert!(
+            starts >= 1 && ends + 1 >= starts,
+            "{what}: {}: {starts} sessions, {ends} ended: a crashed session was not continued",
+            journal.display()
+        );
+    }
+
+    // Every merged cycle saw each step succeed after that step's last dispatch.
+    let mut done: BTreeSet<String> = BTreeSet::new();
+    for l in &lines {
+        match l["kind"].as_str() {
+            Some("event") => {
+                let ev = &l["event"];
+                let step = ev["step"].as_str().unwrap_or_default().to_string();
+                match ev["event"].as_str() {
+                    Some("stepSucceeded" | "alreadyDone") => {
+                        done.insert(step);
+                    }
+                    Some("stepFailed") => {
+                        done.remove(&step);
+                    }
+                    // The one thing git is asked after a crash: whether the current issue's
+                    // PR was merged after the journal's last record (a runner killed between
+                    // its merge and recording it). The merge is then recorded, not redone.
+                    Some("resume") if ev["next"] == "merge" => {
+                        done.insert("merge".to_string());
+                    }
+                    Some("resume" | "alreadyMerged") => {
+                        panic!("{what}: the runner resumed from git, not the journal: {l}")
+                    }
+                    _ => {}
+                }
+            }
+            Some("effect") => {
+                let fx = &l["effect"];
+                match fx["effect"].as_str() {
+                    Some("runStep") => {
+                        done.remove(fx["step"].as_str().unwrap_or_default());
+                    }
+                    Some("notify") if fx["notice"] == "cycleStarted" => done.clear(),
+                    Some("recordMerged") => {
+                        let issue = fx["issue"].as_u64().unwrap_or_default();
+                        *merged.entry(issue).or_default() += 1;
+                        for step in STEPS {
+                            assert!(
+                                done.contains(step),
+                                "{what}: issue #{issue} merged without {step} finishing after its last dispatch"
+                            );
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn seeds(count: usize) -> Vec<u64> {
     if let Some(seed) = std::env::var("CRASH_SEED")
         .ok()
@@ -283,12 +350,12 @@ fn seeds(count: usize) -> Vec<u64> {
     (0..count).map(|_| rng.next()).collect()
 }
 
-fn run_schedules(min_kills: u32) {
-    let reference = reference();
+fn run_schedules(min_kills: u32, workers: u32) {
+    let reference = reference(workers);
     let mut kills = 0;
     let mut schedules = 0;
     for seed in seeds(10_000) {
-        kills += schedule(seed, &reference);
+        kills += schedule(seed, &reference, workers);
         schedules += 1;
         if kills >= min_kills {
             break;
@@ -303,11 +370,16 @@ fn run_schedules(min_kills: u32) {
 
 #[test]
 fn a_session_killed_at_random_crash_points_loses_and_skips_nothing() {
-    run_schedules(30);
+    run_schedules(30, 1);
+}
+
+#[test]
+fn a_fleet_of_three_killed_at_random_crash_points_loses_and_skips_nothing() {
+    run_schedules(15, 3);
 }
 
 #[test]
 #[ignore = "long: at least 200 kills (about a minute and a half on 2 cores)"]
 fn two_hundred_random_kills_lose_and_skip_nothing() {
-    run_schedules(200);
+    run_schedules(200, 1);
 }

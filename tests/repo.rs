@@ -836,3 +836,67 @@ fn a_signal_shutdown_wip_push_is_not_a_commit_push() {
         Some((Step::WriteSpecs, false))
     );
 }
+
+/// A runner killed between its merge commit and the push leaves main one merge ahead of
+/// origin; once origin moved on, main cannot fast-forward. checkout_main drops such unpushed
+/// runner merges (they are redone from the branch) and nothing else.
+#[test]
+fn checkout_main_drops_only_an_unpushed_runner_merge_when_origin_moved_on() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path();
+    sdlc_runner::commands::demo::init_repository(root).expect("repository");
+    let origin = root.join("origin.git");
+    let a = root.join("project");
+    let b = root.join("other");
+    git(
+        root,
+        &["clone", "--quiet", origin.to_str().expect("utf8"), "other"],
+    );
+    configure(&b);
+    let commit = |dir: &Path, file: &str, message: &str| {
+        fs::write(dir.join(file), message).expect("write");
+        git(dir, &["add", file]);
+        git(dir, &["commit", "--quiet", "-m", message]);
+    };
+    // a: a feature branch merged into main locally, the push never happened.
+    git(&a, &["checkout", "--quiet", "-b", "1-x"]);
+    commit(&a, "x.txt", "feat: x");
+    git(&a, &["checkout", "--quiet", "main"]);
+    git(
+        &a,
+        &[
+            "merge",
+            "--no-ff",
+            "--quiet",
+            "-m",
+            "Merge issue #1: x",
+            "1-x",
+        ],
+    );
+    // b: origin's main moves on.
+    commit(&b, "y.txt", "feat: y");
+    git(&b, &["push", "--quiet", "origin", "main"]);
+
+    let repo = Repo::open(&a).expect("repo");
+    repo.fetch().expect("fetch");
+    repo.checkout_main().expect("main follows origin again");
+    assert_eq!(
+        git(&a, &["rev-parse", "main"]),
+        git(&a, &["rev-parse", "origin/main"])
+    );
+    assert!(
+        git(&a, &["branch", "--list", "1-x"]).contains("1-x"),
+        "the branch stays"
+    );
+
+    // Work of someone else on main is never dropped.
+    commit(&a, "mine.txt", "my own work on main");
+    commit(&b, "z.txt", "feat: z");
+    git(&b, &["push", "--quiet", "origin", "main"]);
+    repo.fetch().expect("fetch");
+    assert!(repo.checkout_main().is_err());
+    assert_eq!(
+        git(&a, &["log", "-1", "--format=%s", "main"]),
+        "my own work on main"
+    );
+}
