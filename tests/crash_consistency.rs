@@ -269,7 +269,7 @@ fn check_journal(
         .output()
         .expect("replay");
     assert_eq!(code(&replay), 0, "{what}: replay: {}", text(&replay));
-    let raw = std::fs::read_to_string(&journal).expect("journal");
+    let raw = std::fs::read_to_string(journal).expect("journal");
     let lines: Vec<Value> = raw
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{what}: bad line {l:?}: {e}")))
