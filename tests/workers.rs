@@ -224,3 +224,34 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
     let shared = e2e::git(&p.origin, &["show", "main:shared.txt"]);
     assert!(shared.starts_with("written by issue"), "{shared}");
 }
+
+/// A rate limit is the account's: when one worker backs off, the others' next dispatch waits
+/// for the same pause.
+#[test]
+fn a_rate_limit_of_one_worker_pauses_the_others() {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({"steps": {
+            "1:implement": ["overloaded-once"],
+            "2:writeSpecs": ["busy:300"],
+            "2:implement": ["busy:300"],
+            "2:simplify": ["busy:300"],
+            "2:verify": ["busy:300"],
+        }}),
+        {
+            // A wait long enough that the other worker certainly dispatches during it.
+            let mut extra = builtin();
+            extra["backoff"] = json!({"initialSeconds": 3, "maxSeconds": 3});
+            extra
+        },
+    );
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(all.contains("fleet: every worker pauses until"), "{all}");
+    assert!(
+        all.contains("fleet pause: waiting") && all.contains("for another worker's rate limit"),
+        "{all}"
+    );
+}

@@ -112,8 +112,12 @@ impl Driver {
                 }
                 Dispatch::WaitUntil(until) => {
                     let secs = until.saturating_sub(now_secs()).max(1);
+                    let ends =
+                        chrono::DateTime::from_timestamp(i64::try_from(until).unwrap_or(0), 0)
+                            .map(|t| t.format(", until %H:%M:%S UTC").to_string())
+                            .unwrap_or_default();
                     self.log(&format!(
-                        "fleet pause: waiting {secs} s for another worker's rate limit"
+                        "fleet pause: waiting {secs} s{ends} for another worker's rate limit"
                     ));
                     tokio::select! {
                         _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => {}

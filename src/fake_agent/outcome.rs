@@ -52,6 +52,9 @@ pub enum Outcome {
     Busy(u64),
     /// Commits and pushes a file `ci-fixed` on the current branch: a CI repair.
     FixCi,
+    /// The recorded overload the first time this issue's step is invoked, the ok work after
+    /// (a wait does not spend an attempt, so the attempt-indexed script cannot say "once").
+    OverloadedOnce,
     /// The ok work plus `shared.txt` saying which issue wrote it: two such branches conflict.
     WriteShared,
     /// Merges origin's main into the feature branch, keeping the branch's side of every
@@ -102,6 +105,7 @@ impl Outcome {
             "auth" => Outcome::Recorded(Recording::Auth),
             "hang" => Outcome::Hang,
             "fix-ci" => Outcome::FixCi,
+            "overloaded-once" => Outcome::OverloadedOnce,
             "write-shared" => Outcome::WriteShared,
             "resolve-conflict" => Outcome::ResolveConflict,
             "silent-hang" => Outcome::SilentHang,
@@ -277,6 +281,19 @@ impl Outcome {
                 let question = json!({"questions": [{"question": "Which branch name?"}]});
                 out.permission_denied("AskUserQuestion", question)?;
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::OverloadedOnce => {
+                let marker = super::once_marker(ctx);
+                if marker.as_ref().is_some_and(|m| m.exists()) {
+                    out.init()?;
+                    return ok_work_and_result(ctx, out);
+                }
+                if let Some(m) = marker {
+                    std::fs::write(m, b"done\n")?;
+                }
+                let (stdout, rc) = Recording::Overloaded.stdout_and_rc();
+                out.raw(stdout)?;
+                Ok(rc.trim().parse().unwrap_or(1))
             }
             Outcome::Recorded(recording) => {
                 let (stdout, rc) = recording.stdout_and_rc();
