@@ -95,6 +95,29 @@ fn three_workers_merge_every_issue_once_and_keep_the_dependency_order() {
             .join(format!(".git/sdlc-runner/workers/w{w}/.git"))
             .is_dir());
     }
+    // status shows each worker's clone and how its session ended.
+    let status = p
+        .command(&["status", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    let shown = String::from_utf8_lossy(&status.stdout);
+    for w in 0..3 {
+        assert!(
+            shown.contains(&format!("worker w{w}: not running (exited")),
+            "{shown}"
+        );
+    }
+    let json = p
+        .command(&[
+            "status",
+            "--json",
+            "--config",
+            p.config.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("status --json");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert_eq!(v["workers"].as_array().map(Vec::len), Some(3), "{v}");
     let claims = std::fs::read_dir(p.issues.join(".claims"))
         .map(|d| {
             d.filter_map(Result::ok)

@@ -75,6 +75,65 @@ pub struct Status {
     pub runner: String,
     /// Issue claims of the runners sharing the tracker (`--worker-id`), live or expired.
     pub claims: Vec<ClaimView>,
+    /// The workers of `run --workers N` on this project, each with its own clone and session.
+    pub workers: Vec<WorkerView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerView {
+    /// `w0`, `w1`, …
+    pub name: String,
+    pub clone: PathBuf,
+    pub runner: String,
+    pub session_status: Option<String>,
+    pub state: Option<String>,
+    pub current_issue: Option<u32>,
+    pub current_step: Option<String>,
+    pub sticky_halt: Option<String>,
+}
+
+/// Each worker clone's own status (`<git dir>/sdlc-runner/workers/w<k>`).
+fn workers(cfg: &Config) -> Vec<WorkerView> {
+    let Ok(dir) = crate::runner_dir::RunnerDir::locate(&cfg.project_path) else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(dir.dir.join("workers")) else {
+        return Vec::new();
+    };
+    let mut homes: Vec<(u32, PathBuf)> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| {
+            let k = e
+                .file_name()
+                .to_str()?
+                .strip_prefix('w')?
+                .parse::<u32>()
+                .ok()?;
+            Some((k, e.path()))
+        })
+        .filter(|(_, p)| p.join(".git").is_dir())
+        .collect();
+    homes.sort();
+    homes
+        .into_iter()
+        .map(|(k, clone)| {
+            let mut wcfg = cfg.clone();
+            wcfg.project_path = clone.clone();
+            wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
+            let st = status_of_clone(&wcfg).ok();
+            WorkerView {
+                name: format!("w{k}"),
+                runner: runner_liveness(&clone),
+                clone,
+                session_status: st.as_ref().and_then(|s| s.session_status.clone()),
+                state: st.as_ref().and_then(|s| s.state.clone()),
+                current_issue: st.as_ref().and_then(|s| s.current_issue),
+                current_step: st.as_ref().and_then(|s| s.current_step.clone()),
+                sticky_halt: st.and_then(|s| s.sticky_halt),
+            }
+        })
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -203,6 +262,14 @@ pub struct StateFileView {
 }
 
 pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
+    let mut st = status_of_clone(cfg)?;
+    st.claims = claims(cfg);
+    st.workers = workers(cfg);
+    Ok(st)
+}
+
+/// [`status`] of one clone's own journal, without the tracker's claims or the workers.
+fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
     let project = cfg.project_path.clone();
     let journal_path = match journal::journal_path(&project) {
         Ok(path) if path.exists() => path,
@@ -238,7 +305,8 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
         state_file: state_file(&project),
         log_dir: cfg.log_dir.clone(),
         runner: runner_liveness(&project),
-        claims: claims(cfg),
+        claims: Vec::new(),
+        workers: Vec::new(),
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
     };
     if let Some(session) = &rec.last_session {
@@ -375,6 +443,22 @@ impl Status {
         };
         line(format!("project:  {}", self.project.display()));
         line(format!("runner:   {}", self.runner));
+        for w in &self.workers {
+            let mut how = w
+                .session_status
+                .clone()
+                .unwrap_or_else(|| "no session".into());
+            if let Some(state) = &w.state {
+                how.push_str(&format!(", {state}"));
+            }
+            if let (Some(n), Some(step)) = (w.current_issue, &w.current_step) {
+                how.push_str(&format!(", issue #{n} at {step}"));
+            }
+            if let Some(h) = &w.sticky_halt {
+                how.push_str(&format!(", HALTED: {h}"));
+            }
+            line(format!("worker {}: {} ({how})", w.name, w.runner));
+        }
         for c in &self.claims {
             line(format!(
                 "claim:    #{} by worker {} until {}{}",
