@@ -5,9 +5,10 @@
 //! The workload is a recorded session of many issues, each with a full lifecycle, one failed
 //! verify attempt (retry) and one bounce, so every common transition is exercised.
 
-use sdlc_runner::failure::{FailureClass, Signature};
-use sdlc_runner::machine::{Core, Effect, Event, Limits, Mode, Usage};
-use sdlc_runner::step::Check;
+mod common;
+
+use common::Script;
+use sdlc_runner::machine::{Core, Event, Limits, Mode, Usage};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -43,43 +44,10 @@ fn record() -> Vec<Event> {
     };
     let mut core = Core::new(Limits::default(), Mode::Continuous);
     let mut events = vec![Event::Start];
-    let mut next_issue = 1;
-    let mut bounced = false;
+    let mut script = Script::new(usage);
     let mut pending = core.handle(&Event::Start).to_vec();
-    while let Some(request) = pending.iter().copied().find(|e| {
-        matches!(
-            e,
-            Effect::SelectIssue | Effect::CheckPreconditions { .. } | Effect::RunStep { .. }
-        )
-    }) {
-        let event = match request {
-            Effect::SelectIssue if next_issue > ISSUES => Event::NoIssues,
-            Effect::SelectIssue => {
-                next_issue += 1;
-                bounced = false;
-                Event::IssueSelected {
-                    issue: next_issue - 1,
-                }
-            }
-            Effect::CheckPreconditions { step } => match Check::of(step).first() {
-                Some(&check) if !bounced && step.number() == 6 => {
-                    bounced = true;
-                    Event::PreconditionFailed { step, check }
-                }
-                _ => Event::PreconditionsOk { step },
-            },
-            Effect::RunStep { step, attempt, .. } if step.number() == 6 && attempt == 1 => {
-                Event::StepFailed {
-                    step,
-                    class: FailureClass::TestAssertion,
-                    signature: Signature(u64::from(attempt)),
-                    usage,
-                    wait_hint_secs: None,
-                }
-            }
-            Effect::RunStep { step, .. } => Event::StepSucceeded { step, usage },
-            _ => unreachable!("filtered above"),
-        };
+    while let Some(request) = Script::request(&pending) {
+        let event = script.answer(request, |next| next > ISSUES);
         pending = core.handle(&event).to_vec();
         events.push(event);
     }

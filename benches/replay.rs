@@ -9,11 +9,9 @@
 
 mod common;
 
-use common::{median, runner_binary};
-use sdlc_runner::failure::{FailureClass, Signature};
+use common::{median, runner_binary, Script};
 use sdlc_runner::journal::{Line, Record, SessionEnd};
-use sdlc_runner::machine::{Core, Effect, Event, Limits, Mode, Usage};
-use sdlc_runner::step::Check;
+use sdlc_runner::machine::{Core, Event, Limits, Mode, Usage};
 use std::io::{BufRead, BufWriter, Write};
 use std::path::Path;
 use std::process::Command;
@@ -56,8 +54,7 @@ fn write_journal(path: &Path) -> (usize, usize) {
     });
     let mut core = Core::new(limits, Mode::Continuous);
     let mut events = 0usize;
-    let mut next_issue = 1u32;
-    let mut bounced = false;
+    let mut script = Script::new(usage);
     let mut event = Event::Start;
     loop {
         let effects = core.handle(&event).to_vec();
@@ -73,42 +70,10 @@ fn write_journal(path: &Path) -> (usize, usize) {
                 state: state.clone(),
             });
         }
-        let Some(request) = effects.iter().copied().find(|e| {
-            matches!(
-                e,
-                Effect::SelectIssue | Effect::CheckPreconditions { .. } | Effect::RunStep { .. }
-            )
-        }) else {
+        let Some(request) = Script::request(&effects) else {
             break;
         };
-        event = match request {
-            Effect::SelectIssue if events >= EVENTS - 1 => Event::NoIssues,
-            Effect::SelectIssue => {
-                next_issue += 1;
-                bounced = false;
-                Event::IssueSelected {
-                    issue: next_issue - 1,
-                }
-            }
-            Effect::CheckPreconditions { step } => match Check::of(step).first() {
-                Some(&check) if !bounced && step.number() == 6 => {
-                    bounced = true;
-                    Event::PreconditionFailed { step, check }
-                }
-                _ => Event::PreconditionsOk { step },
-            },
-            Effect::RunStep { step, attempt, .. } if step.number() == 6 && attempt == 1 => {
-                Event::StepFailed {
-                    step,
-                    class: FailureClass::TestAssertion,
-                    signature: Signature(u64::from(attempt)),
-                    usage,
-                    wait_hint_secs: None,
-                }
-            }
-            Effect::RunStep { step, .. } => Event::StepSucceeded { step, usage },
-            _ => unreachable!("filtered above"),
-        };
+        event = script.answer(request, |_| events >= EVENTS - 1);
     }
     write(Record::SessionEnd {
         end: SessionEnd::Exit { code: 0 },

@@ -164,3 +164,75 @@ pub fn fsync_cost_ms(dir: &Path, runs: usize) -> f64 {
     let _ = std::fs::remove_file(&path);
     median(times)
 }
+
+/// The scripted session the core benchmarks feed: issue after issue runs its lifecycle, each
+/// with one bounce at verify's precondition and one failed verify attempt (a retry), so every
+/// common transition is exercised.
+pub struct Script {
+    next_issue: u32,
+    bounced: bool,
+    usage: sdlc_runner::machine::Usage,
+}
+
+impl Script {
+    pub fn new(usage: sdlc_runner::machine::Usage) -> Script {
+        Script {
+            next_issue: 1,
+            bounced: false,
+            usage,
+        }
+    }
+
+    /// The request among `effects` that waits for an answer, if any.
+    pub fn request(
+        effects: &[sdlc_runner::machine::Effect],
+    ) -> Option<sdlc_runner::machine::Effect> {
+        use sdlc_runner::machine::Effect;
+        effects.iter().copied().find(|e| {
+            matches!(
+                e,
+                Effect::SelectIssue | Effect::CheckPreconditions { .. } | Effect::RunStep { .. }
+            )
+        })
+    }
+
+    /// The answer to `request`; `NoIssues` once `enough` says the session should end.
+    pub fn answer(
+        &mut self,
+        request: sdlc_runner::machine::Effect,
+        enough: impl FnOnce(u32) -> bool,
+    ) -> sdlc_runner::machine::Event {
+        use sdlc_runner::failure::{FailureClass, Signature};
+        use sdlc_runner::machine::{Effect, Event};
+        use sdlc_runner::step::Check;
+        let usage = self.usage;
+        match request {
+            Effect::SelectIssue if enough(self.next_issue) => Event::NoIssues,
+            Effect::SelectIssue => {
+                self.next_issue += 1;
+                self.bounced = false;
+                Event::IssueSelected {
+                    issue: self.next_issue - 1,
+                }
+            }
+            Effect::CheckPreconditions { step } => match Check::of(step).first() {
+                Some(&check) if !self.bounced && step.number() == 6 => {
+                    self.bounced = true;
+                    Event::PreconditionFailed { step, check }
+                }
+                _ => Event::PreconditionsOk { step },
+            },
+            Effect::RunStep { step, attempt, .. } if step.number() == 6 && attempt == 1 => {
+                Event::StepFailed {
+                    step,
+                    class: FailureClass::TestAssertion,
+                    signature: Signature(u64::from(attempt)),
+                    usage,
+                    wait_hint_secs: None,
+                }
+            }
+            Effect::RunStep { step, .. } => Event::StepSucceeded { step, usage },
+            other => unreachable!("not a request: {other:?}"),
+        }
+    }
+}
