@@ -7,13 +7,7 @@ use e2e::{code, text, Project};
 use serde_json::{json, Value};
 
 fn builtin_steps() -> Value {
-    json!({"steps": {
-        "startCycle": {"run": "builtin"},
-        "commitPush": {"run": "builtin"},
-        "createPR": {"run": "builtin"},
-        "monitorCI": {"run": "builtin"},
-        "merge": {"run": "builtin"},
-    }})
+    json!({ "steps": e2e::builtin_steps() })
 }
 
 #[test]

@@ -8,19 +8,7 @@ mod e2e;
 use e2e::{wait_output, Project, Runner, BIN};
 use serde_json::json;
 use std::process::{Child, Command};
-use std::time::{Duration, Instant};
-
-fn spawn(p: &Project, r: &Runner, worker: &str) -> Child {
-    p.spawn_runner(r, worker)
-}
-
-fn another_runner(p: &Project, name: &str, extra: &serde_json::Value) -> Runner {
-    p.add_runner(name, extra)
-}
-
-fn invocations(log: &std::path::Path) -> Vec<(u32, String)> {
-    e2e::invocations_in(log)
-}
+use std::time::Duration;
 
 fn merges(p: &Project) -> Vec<u32> {
     e2e::merged_issues(&p.origin)
@@ -51,12 +39,12 @@ fn three_runners_share_one_tracker_and_no_issue_is_worked_twice() {
     let extra = lease(5.0);
     let runners: Vec<Runner> = ["a", "b", "c"]
         .iter()
-        .map(|n| another_runner(&p, &format!("clone-{n}"), &extra))
+        .map(|n| p.add_runner(&format!("clone-{n}"), &extra))
         .collect();
     let children: Vec<Child> = runners
         .iter()
         .enumerate()
-        .map(|(i, r)| spawn(&p, r, &format!("w{i}")))
+        .map(|(i, r)| p.spawn_runner(r, &format!("w{i}")))
         .collect();
     let outs: Vec<_> = children
         .into_iter()
@@ -81,8 +69,10 @@ fn three_runners_share_one_tracker_and_no_issue_is_worked_twice() {
         "each merged exactly once: {all}"
     );
     // No issue was worked by two runners: each issue's agent calls are all in one log.
-    let per_runner: Vec<Vec<(u32, String)>> =
-        runners.iter().map(|r| invocations(&r.agent_log)).collect();
+    let per_runner: Vec<Vec<(u32, String)>> = runners
+        .iter()
+        .map(|r| e2e::invocations_in(&r.agent_log))
+        .collect();
     for n in 1..=6u32 {
         let workers: Vec<usize> = per_runner
             .iter()
@@ -122,20 +112,11 @@ fn a_killed_runners_issue_is_taken_over_after_its_lease_expires() {
     );
     // A lease of 3 s: longer than every step's limit (0.6 s), short enough for a test.
     let extra = lease(0.05);
-    let first = another_runner(&p, "clone-a", &extra);
-    let second = another_runner(&p, "clone-b", &extra);
-    let mut a = spawn(&p, &first, "wa");
-    // Wait until runner a's agent is inside verify, then kill -9 the runner.
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !invocations(&first.agent_log)
-        .iter()
-        .any(|(_, s)| s == "verify")
-    {
-        assert!(Instant::now() < deadline, "runner a never reached verify");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    a.kill().expect("kill -9");
-    let _ = a.wait();
+    let first = p.add_runner("clone-a", &extra);
+    let second = p.add_runner("clone-b", &extra);
+    let mut a = p.spawn_runner(&first, "wa");
+    // Once runner a's agent is inside verify, kill -9 the runner.
+    e2e::kill_at_step(&mut a, &first.agent_log, "verify");
     let claim =
         std::fs::read_to_string(p.issues.join(".claims/1.json")).expect("a's claim is left");
     assert!(claim.contains("\"worker\":\"wa\""), "{claim}");
@@ -152,7 +133,7 @@ fn a_killed_runners_issue_is_taken_over_after_its_lease_expires() {
 
     // Runner b sees the live claim at once and finds nothing to do…
     p.set_script(json!({}));
-    let early = wait_output(spawn(&p, &second, "wb"), Duration::from_secs(60));
+    let early = wait_output(p.spawn_runner(&second, "wb"), Duration::from_secs(60));
     let text = String::from_utf8_lossy(&early.stderr).into_owned();
     assert_eq!(early.status.code(), Some(0), "{text}");
     assert!(
@@ -163,7 +144,7 @@ fn a_killed_runners_issue_is_taken_over_after_its_lease_expires() {
 
     // …and after the lease expired it takes the issue over and finishes it.
     std::thread::sleep(Duration::from_secs(4));
-    let late = wait_output(spawn(&p, &second, "wb"), Duration::from_secs(120));
+    let late = wait_output(p.spawn_runner(&second, "wb"), Duration::from_secs(120));
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&late.stderr),
@@ -177,8 +158,8 @@ fn a_killed_runners_issue_is_taken_over_after_its_lease_expires() {
 #[test]
 fn a_lease_shorter_than_a_step_is_refused() {
     let p = Project::new(&[(1, "One", "")], json!({}), json!({}));
-    let r = another_runner(&p, "clone-a", &json!({"claims": {"leaseMinutes": 5}}));
-    let out = wait_output(spawn(&p, &r, "w1"), Duration::from_secs(30));
+    let r = p.add_runner("clone-a", &json!({"claims": {"leaseMinutes": 5}}));
+    let out = wait_output(p.spawn_runner(&r, "w1"), Duration::from_secs(30));
     let text = String::from_utf8_lossy(&out.stderr).into_owned();
     assert_eq!(out.status.code(), Some(2), "{text}");
     assert!(
@@ -208,25 +189,13 @@ fn a_takeover_continues_from_the_branch_the_killed_runner_pushed() {
     let mut extra = lease(0.05);
     // monitorCI by the agent (which hangs), after the builtin commitPush pushed the branch.
     extra["steps"]["monitorCI"] = json!({"timeoutMin": 0.01});
-    let first = another_runner(&p, "clone-a", &extra);
-    let second = another_runner(&p, "clone-b", &extra);
-    let mut a = spawn(&p, &first, "wa");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while !invocations(&first.agent_log)
-        .iter()
-        .any(|(_, s)| s == "monitorCI")
-    {
-        assert!(
-            Instant::now() < deadline,
-            "runner a never reached monitorCI"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    a.kill().expect("kill -9");
-    let _ = a.wait();
+    let first = p.add_runner("clone-a", &extra);
+    let second = p.add_runner("clone-b", &extra);
+    let mut a = p.spawn_runner(&first, "wa");
+    e2e::kill_at_step(&mut a, &first.agent_log, "monitorCI");
     p.set_script(json!({}));
     std::thread::sleep(Duration::from_secs(4));
-    let out = wait_output(spawn(&p, &second, "wb"), Duration::from_secs(120));
+    let out = wait_output(p.spawn_runner(&second, "wb"), Duration::from_secs(120));
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stderr),

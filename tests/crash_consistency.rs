@@ -51,13 +51,7 @@ fn scenario(workers: u32) -> Project {
         "maxConsecutiveFailures": {"verify": 0},
     });
     if workers > 1 {
-        extra["steps"] = json!({
-            "startCycle": {"run": "builtin"},
-            "commitPush": {"run": "builtin"},
-            "createPR": {"run": "builtin"},
-            "monitorCI": {"run": "builtin"},
-            "merge": {"run": "builtin"},
-        });
+        extra["steps"] = e2e::builtin_steps();
     }
     Project::new(
         &[

@@ -419,13 +419,7 @@ fn builtin_steps_open_and_merge_the_pr_through_gh_without_an_agent() {
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
         false,
-        json!({"steps": {
-            "startCycle": {"run": "builtin"},
-            "commitPush": {"run": "builtin"},
-            "createPR": {"run": "builtin"},
-            "monitorCI": {"run": "builtin"},
-            "merge": {"run": "builtin"},
-        }}),
+        json!({ "steps": e2e::builtin_steps() }),
     );
     g.set_state("prRecords", json!(true));
     let out = g.p.run(&[]);
@@ -525,13 +519,7 @@ fn three_runners_share_one_github_tracker_through_claims() {
         &refs,
         json!({"steps": {"implement": ["busy:300"]}}),
         false,
-        json!({"claims": {"leaseMinutes": 30}, "steps": {
-            "startCycle": {"run": "builtin"},
-            "commitPush": {"run": "builtin"},
-            "createPR": {"run": "builtin"},
-            "monitorCI": {"run": "builtin"},
-            "merge": {"run": "builtin"},
-        }}),
+        json!({"claims": {"leaseMinutes": 30}, "steps": e2e::builtin_steps()}),
     );
     g.set_state("prRecords", json!(true));
     let runners: Vec<e2e::Runner> = ["a", "b", "c"]
@@ -625,19 +613,7 @@ fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
     let first = g.p.add_runner("clone-a", &json!({}));
     let second = g.p.add_runner("clone-b", &json!({}));
     let mut a = g.p.spawn_runner(&first, "wa");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !e2e::invocations_in(&first.agent_log)
-        .iter()
-        .any(|(_, s)| s == "verify")
-    {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "runner a never reached verify"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    a.kill().expect("kill -9");
-    let _ = a.wait();
+    e2e::kill_at_step(&mut a, &first.agent_log, "verify");
     let claimed = g.issue(1);
     assert!(
         claimed["labels"]

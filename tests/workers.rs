@@ -8,13 +8,7 @@ use e2e::{merged_issues, text, Project};
 use serde_json::json;
 
 fn builtin() -> serde_json::Value {
-    json!({"steps": {
-        "startCycle": {"run": "builtin"},
-        "commitPush": {"run": "builtin"},
-        "createPR": {"run": "builtin"},
-        "monitorCI": {"run": "builtin"},
-        "merge": {"run": "builtin"},
-    }})
+    json!({ "steps": e2e::builtin_steps() })
 }
 
 /// The issue numbers whose implement step ran in this worker's orchestration log.

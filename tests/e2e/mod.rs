@@ -9,6 +9,29 @@ use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_sdlc-runner");
 
+/// The `steps` object that makes the five model-free steps builtin.
+pub fn builtin_steps() -> Value {
+    json!({
+        "startCycle": {"run": "builtin"},
+        "commitPush": {"run": "builtin"},
+        "createPR": {"run": "builtin"},
+        "monitorCI": {"run": "builtin"},
+        "merge": {"run": "builtin"},
+    })
+}
+
+/// Waits until the runner's agent logged an invocation of `step`, then kills the runner with
+/// SIGKILL and reaps it.
+pub fn kill_at_step(runner: &mut Child, agent_log: &Path, step: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !invocations_in(agent_log).iter().any(|(_, s)| s == step) {
+        assert!(Instant::now() < deadline, "the runner never reached {step}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    runner.kill().expect("kill -9");
+    let _ = runner.wait();
+}
+
 /// Another runner of the same project: its own clone, config and agent log.
 pub struct Runner {
     pub config: PathBuf,
