@@ -217,7 +217,7 @@ const PARALLEL_PARSE_BYTES: usize = 8 << 20;
 pub fn parse(bytes: &[u8], path: &Path) -> Result<Contents, JournalError> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(8));
     if bytes.len() < PARALLEL_PARSE_BYTES || threads < 2 {
-        return parse_range(bytes, 0, bytes.len(), 1, path);
+        return parse_range(bytes, 0, bytes.len(), path);
     }
     parse_chunked(bytes, path, threads)
 }
@@ -240,7 +240,7 @@ fn parse_chunked(bytes: &[u8], path: &Path, threads: usize) -> Result<Contents, 
             .windows(2)
             .map(|w| {
                 let (start, end) = (w[0], w[1]);
-                s.spawn(move || parse_range(bytes, start, end, 1, path))
+                s.spawn(move || parse_range(bytes, start, end, path))
             })
             .collect();
         handles
@@ -256,24 +256,23 @@ fn parse_chunked(bytes: &[u8], path: &Path, threads: usize) -> Result<Contents, 
             })
             .collect()
     });
+    // A bad line is rare and must be the first one in file order (a chunk's error may hide
+    // an earlier seq error at its boundary): say exactly what one pass says.
+    if parts.iter().any(Result::is_err) {
+        return parse_range(bytes, 0, bytes.len(), path);
+    }
     let mut out = Contents::default();
-    for (i, part) in parts.into_iter().enumerate() {
-        // Line numbers of a later chunk start after the newlines before it.
-        let before = || bytes[..bounds[i]].iter().filter(|&&b| b == b'\n').count() as u64;
-        let part = match part {
-            Ok(p) => p,
-            Err(e) => return Err(shift_line(e, before())),
-        };
+    for (i, part) in parts.into_iter().flatten().enumerate() {
         if let (Some(prev), Some(first)) = (out.lines.last(), part.lines.first()) {
             if first.seq <= prev.seq {
-                // The first record of this chunk: its line is after any blank lines.
+                // The chunk's first record comes after any blank lines it starts with.
                 let blanks = bytes[bounds[i]..]
                     .split(|&b| b == b'\n')
                     .take_while(|l| l.iter().all(u8::is_ascii_whitespace))
                     .count() as u64;
                 return Err(JournalError::Inconsistent {
                     path: path.to_path_buf(),
-                    line: before() + blanks + 1,
+                    line: line_at(bytes, bounds[i]) + blanks,
                     message: format!(
                         "seq {} does not follow seq {} of the previous record",
                         first.seq, prev.seq
@@ -285,66 +284,38 @@ fn parse_chunked(bytes: &[u8], path: &Path, threads: usize) -> Result<Contents, 
         if part.valid_len > 0 {
             out.valid_len = part.valid_len;
         }
-        out.torn_line = part.torn_line.map(|t| match t.strip_prefix("line ") {
-            Some(rest) => {
-                let (n, tail) = rest.split_once(' ').unwrap_or((rest, ""));
-                let n = n.parse::<u64>().map_or(0, |n| n + before());
-                format!("line {n} {tail}")
-            }
-            None => t,
-        });
+        out.torn_line = part.torn_line;
     }
     Ok(out)
 }
 
-/// `e` with its line number moved on by `by` lines.
-fn shift_line(e: JournalError, by: u64) -> JournalError {
-    match e {
-        JournalError::Garbage {
-            path,
-            line,
-            message,
-        } => JournalError::Garbage {
-            path,
-            line: line + by,
-            message,
-        },
-        JournalError::Inconsistent {
-            path,
-            line,
-            message,
-        } => JournalError::Inconsistent {
-            path,
-            line: line + by,
-            message,
-        },
-        other => other,
-    }
+/// The number of the line that starts at byte `offset`. Counted only when a message needs it
+/// (an error or a torn line), so that a chunk parsed in parallel need not know the lines
+/// before it.
+fn line_at(bytes: &[u8], offset: usize) -> u64 {
+    1 + bytes[..offset].iter().filter(|&&b| b == b'\n').count() as u64
 }
 
-/// [`parse`] of `bytes[start..end]`, whose first line is line `first_number`; `valid_len` is
-/// an absolute offset. Only the chunk that ends the file can hold a torn line.
+/// [`parse`] of `bytes[start..end]` (`start` is 0 or just after a newline); offsets and line
+/// numbers are the whole file's. Only the chunk that ends the file can hold a torn line.
 fn parse_range(
     bytes: &[u8],
     start: usize,
     end: usize,
-    first_number: u64,
     path: &Path,
 ) -> Result<Contents, JournalError> {
     let mut out = Contents::default();
     let mut offset = start;
-    let mut number = first_number - 1;
-    // Only the end of the whole file can be torn; a chunk ends right after a newline.
-    let full = bytes.len();
+    let file = bytes;
     let bytes = &bytes[..end];
     while offset < bytes.len() {
-        number += 1;
         let rest = &bytes[offset..];
         let (text, complete, next) = match rest.iter().position(|&b| b == b'\n') {
             Some(i) => (&rest[..i], true, offset + i + 1),
             None => (rest, false, bytes.len()),
         };
-        let is_last = next >= full;
+        // Only the end of the whole file can be torn; a chunk ends right after a newline.
+        let is_last = next >= file.len();
         if text.iter().all(u8::is_ascii_whitespace) && complete {
             offset = next;
             out.valid_len = next as u64;
@@ -357,7 +328,7 @@ fn parse_range(
                     if line.seq <= prev.seq {
                         return Err(JournalError::Inconsistent {
                             path: path.to_path_buf(),
-                            line: number,
+                            line: line_at(file, offset),
                             message: format!(
                                 "seq {} does not follow seq {} of the previous record",
                                 line.seq, prev.seq
@@ -374,7 +345,8 @@ fn parse_range(
                     Err(e) => e.to_string(),
                 };
                 out.torn_line = Some(format!(
-                    "line {number} ({} bytes) is torn and was ignored: {why}: {}",
+                    "line {} ({} bytes) is torn and was ignored: {why}: {}",
+                    line_at(file, offset),
                     text.len(),
                     preview(text)
                 ));
@@ -382,7 +354,7 @@ fn parse_range(
             Err(e) => {
                 return Err(JournalError::Garbage {
                     path: path.to_path_buf(),
-                    line: number,
+                    line: line_at(file, offset),
                     message: format!("{e}: {}", preview(text)),
                 })
             }
@@ -948,7 +920,7 @@ mod tests {
         let at = good.len() * 2 / 3 + good[good.len() * 2 / 3..].find('\n').unwrap_or(0) + 1;
         backwards.insert_str(at, &event(3, "a", Event::WaitOver));
         for text in [&good, &torn, &garbage, &backwards] {
-            let one = parse_range(text.as_bytes(), 0, text.len(), 1, p);
+            let one = parse_range(text.as_bytes(), 0, text.len(), p);
             for threads in 2..12 {
                 let many = parse_chunked(text.as_bytes(), p, threads);
                 match (&one, &many) {
@@ -964,8 +936,8 @@ mod tests {
                 }
             }
         }
-        assert!(parse_range(backwards.as_bytes(), 0, backwards.len(), 1, p).is_err());
-        assert!(parse_range(garbage.as_bytes(), 0, garbage.len(), 1, p).is_err());
+        assert!(parse_range(backwards.as_bytes(), 0, backwards.len(), p).is_err());
+        assert!(parse_range(garbage.as_bytes(), 0, garbage.len(), p).is_err());
     }
 
     #[test]
