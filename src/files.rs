@@ -220,47 +220,12 @@ pub fn auto_mode_exists(project: &Path) -> bool {
 /// (docs/design-notes.md). Artifacts a project once committed are removed from the index
 /// (the file on disk stays). Idempotent.
 pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
-    // `--git-path` resolves the right file for worktrees and submodules too.
-    let exclude = PathBuf::from(git_stdout(
+    let patterns: Vec<String> = exclude_patterns().collect();
+    add_excludes(
         project,
-        &["rev-parse", "--git-path", "info/exclude"],
-    )?);
-    let exclude = if exclude.is_absolute() {
-        exclude
-    } else {
-        project.join(exclude)
-    };
-    let existing = match fs::read_to_string(&exclude) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e),
-    };
-    let present: Vec<&str> = existing.lines().map(str::trim).collect();
-    let missing: Vec<String> = exclude_patterns()
-        .filter(|p| !present.contains(&p.as_str()))
-        .collect();
-    if !missing.is_empty() {
-        if let Some(parent) = exclude.parent() {
-            fs::create_dir_all(parent)?;
-        }
-        let mut text = String::new();
-        if !existing.is_empty() && !existing.ends_with('\n') {
-            text.push('\n');
-        }
-        text.push_str("# sdlc-runner artifacts (with their temporary and renamed copies)\n");
-        for p in &missing {
-            text.push_str(p);
-            text.push('\n');
-        }
-        let mut f = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&exclude)?;
-        f.write_all(text.as_bytes())?;
-        crate::stats::fsynced();
-        f.sync_all()?;
-    }
+        &patterns,
+        "# sdlc-runner artifacts (with their temporary and renamed copies)",
+    )?;
     let tracked = git_stdout(project, &["ls-files", "-z", "--", ARTIFACT_DIR])?;
     let tracked: Vec<&str> = tracked
         .split('\0')
@@ -272,6 +237,75 @@ pub fn exclude_artifacts(project: &Path) -> io::Result<()> {
         git_stdout(project, &args)?;
     }
     Ok(())
+}
+
+/// The clone's `info/exclude` file (`--git-path` resolves worktrees and submodules too).
+pub fn exclude_file(project: &Path) -> io::Result<PathBuf> {
+    let exclude = PathBuf::from(git_stdout(
+        project,
+        &["rev-parse", "--git-path", "info/exclude"],
+    )?);
+    Ok(if exclude.is_absolute() {
+        exclude
+    } else {
+        project.join(exclude)
+    })
+}
+
+/// The exclude file and the `patterns` it lacks.
+pub fn missing_excludes(project: &Path, patterns: &[String]) -> io::Result<(PathBuf, Vec<String>)> {
+    let exclude = exclude_file(project)?;
+    let existing = match fs::read_to_string(&exclude) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e),
+    };
+    let present: Vec<&str> = existing.lines().map(str::trim).collect();
+    let missing = patterns
+        .iter()
+        .filter(|p| !present.contains(&p.as_str()))
+        .cloned()
+        .collect();
+    Ok((exclude, missing))
+}
+
+/// Appends the `patterns` the exclude file lacks under a `heading` comment, never through a
+/// symbolic link; returns how many it added.
+pub fn add_excludes(project: &Path, patterns: &[String], heading: &str) -> io::Result<usize> {
+    let (exclude, missing) = missing_excludes(project, patterns)?;
+    if missing.is_empty() {
+        return Ok(0);
+    }
+    if let Some(parent) = exclude.parent() {
+        fs::create_dir_all(parent)?;
+    }
+    let mut f = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(&exclude)?;
+    let ends_open = f.metadata()?.len() > 0 && {
+        use std::io::{Read, Seek, SeekFrom};
+        let mut last = [0u8; 1];
+        f.seek(SeekFrom::End(-1))?;
+        f.read_exact(&mut last)?;
+        last[0] != b'\n'
+    };
+    let mut text = String::new();
+    if ends_open {
+        text.push('\n');
+    }
+    text.push_str(heading);
+    text.push('\n');
+    for p in &missing {
+        text.push_str(p);
+        text.push('\n');
+    }
+    f.write_all(text.as_bytes())?;
+    crate::stats::fsynced();
+    f.sync_all()?;
+    Ok(missing.len())
 }
 
 fn git_stdout(dir: &Path, args: &[&str]) -> io::Result<String> {

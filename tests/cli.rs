@@ -359,3 +359,25 @@ fn man_prints_a_page_and_writes_one_per_command() {
         "{run_page}"
     );
 }
+
+#[test]
+fn init_never_writes_through_a_symlinked_exclude_file() {
+    let repo = new_repo();
+    let outside = tempfile::tempdir().expect("tempdir");
+    let target = outside.path().join("precious");
+    std::fs::write(&target, "precious\n").expect("write");
+    let exclude = repo.path().join(".git/info/exclude");
+    let _ = std::fs::remove_file(&exclude);
+    std::os::unix::fs::symlink(&target, &exclude).expect("plant link");
+    let out = runner(&["init"], repo.path());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("warning: cannot add it to .git/info/exclude"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&target).expect("target"),
+        "precious\n"
+    );
+}

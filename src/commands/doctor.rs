@@ -438,26 +438,17 @@ fn artifacts(cfg: &Config) -> Check {
 }
 
 fn excludes(cfg: &Config) -> Check {
-    let out = crate::process::git_output(
-        &cfg.project_path,
-        &["rev-parse", "--git-path", "info/exclude"],
-    );
-    let path = match out {
-        Ok(o) if o.status.success() => cfg
-            .project_path
-            .join(String::from_utf8_lossy(&o.stdout).trim()),
-        _ => {
+    let patterns: Vec<String> = crate::files::exclude_patterns().collect();
+    let (path, missing) = match crate::files::missing_excludes(&cfg.project_path, &patterns) {
+        Ok(found) => found,
+        Err(e) => {
             return Check::warn(
                 "exclude",
-                "cannot locate .git/info/exclude",
+                format!("cannot read .git/info/exclude: {e}"),
                 "run adds the entries itself",
             )
         }
     };
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    let missing: Vec<String> = crate::files::exclude_patterns()
-        .filter(|p| !text.lines().any(|l| l.trim() == p))
-        .collect();
     if missing.is_empty() {
         Check::ok(
             "exclude",

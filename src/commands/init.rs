@@ -114,29 +114,9 @@ pub fn github_slug(url: &str) -> Option<String> {
 /// Adds `/<relative>` to `.git/info/exclude` unless a line already says so; `Ok(true)` when
 /// it was added.
 fn exclude(top: &Path, relative: &Path) -> std::io::Result<bool> {
-    let out = crate::process::git_output(top, &["rev-parse", "--git-path", "info/exclude"])?;
-    if !out.status.success() {
-        return Err(std::io::Error::other(
-            String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        ));
-    }
-    let path = top.join(String::from_utf8_lossy(&out.stdout).trim());
     let pattern = format!("/{}", relative.display());
-    let existing = std::fs::read_to_string(&path).unwrap_or_default();
-    if existing.lines().any(|l| l.trim() == pattern) {
-        return Ok(false);
-    }
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut text = existing;
-    if !text.is_empty() && !text.ends_with('\n') {
-        text.push('\n');
-    }
-    text.push_str(&pattern);
-    text.push('\n');
-    std::fs::write(&path, text)?;
-    Ok(true)
+    crate::files::add_excludes(top, &[pattern], "# sdlc-runner config (sdlc-runner init)")
+        .map(|added| added > 0)
 }
 
 /// The config's text. JSON has no comments: keys starting with `_` are the config's comments.
