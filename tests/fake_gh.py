@@ -271,6 +271,13 @@ def serve():
     # the way gh reports a connection it could not make.
     # "failMatching": [[words...], ...] fails only the calls whose argv starts with them.
     matching = any(args[: len(m)] == m for m in state.get("failMatching", []))
+    # "failMatchingOnce": [[words...], ...] fails the first call that starts with each, once.
+    once = state.get("failMatchingOnce", [])
+    hit = next((m for m in once if args[: len(m)] == m), None)
+    if hit is not None:
+        once.remove(hit)
+        save(state)
+        matching = True
     if matching or state.get("failAlways") or state.get("failNext", 0) > 0:
         if not matching and state.get("failNext", 0) > 0:
             state["failNext"] -= 1

@@ -643,3 +643,32 @@ fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
     assert_eq!(main.matches(" from 1-").count(), 1, "{main}\n{all}");
     assert_eq!(g.issue(1)["state"], "CLOSED");
 }
+
+/// A network blip while claiming an issue is waited out like any tracker call: no attempt
+/// spent, the claim made after the wait, the issue merged.
+#[test]
+fn a_network_blip_while_claiming_is_waited_out() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Only issue", "")],
+        json!({}),
+        false,
+        json!({"claims": {"leaseMinutes": 30}, "steps": e2e::builtin_steps()}),
+    );
+    g.set_state("prRecords", json!(true));
+    g.set_state(
+        "failMatchingOnce",
+        json!([["issue", "edit", "1", "--add-label", "sdlc-claimed"]]),
+    );
+    let out = g.p.run(&["--worker-id", "w1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("network: claiming issue #1 failed"), "{all}");
+    assert!(all.contains("claimed issue #1 as worker w1"), "{all}");
+    assert!(
+        g.p.origin_main_log().contains("Merge pull request"),
+        "{all}"
+    );
+}

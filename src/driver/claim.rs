@@ -37,15 +37,42 @@ impl ClaimKeeper {
 }
 
 impl Driver {
-    /// Claims the selected issue. `Ok(true)`: this runner holds it; `Ok(false)`: another
-    /// runner does, and it is left out of the next selection.
-    pub(super) fn claim_selected(&mut self, issue: u32) -> Result<bool, String> {
+    /// Claims the selected issue, waiting out a network blip like any tracker call.
+    /// `Ok(Ok(true))`: this runner holds it; `Ok(Ok(false))`: another runner does, and it is
+    /// left out of the next selection; `Err(event)`: the network gave up or a shutdown came.
+    pub(super) async fn claim_selected(
+        &mut self,
+        issue: u32,
+    ) -> Result<Result<bool, String>, Event> {
+        let what = format!("claiming issue #{issue}");
+        let answer = match self
+            .patiently(&what, |d| {
+                d.claims
+                    .as_ref()
+                    .map(|k| k.store.claim(issue, &k.worker, k.lease, chrono::Utc::now()))
+                    .transpose()
+            })
+            .await
+        {
+            super::network::Patient::Done(answer) => answer,
+            super::network::Patient::GaveUp(ev) | super::network::Patient::Cancelled(ev) => {
+                return Err(ev)
+            }
+        };
+        Ok(self.note_claim(issue, answer))
+    }
+
+    fn note_claim(
+        &mut self,
+        issue: u32,
+        answer: Result<Option<Claimed>, crate::claims::ClaimError>,
+    ) -> Result<bool, String> {
         let Some(keeper) = self.claims.as_mut() else {
             return Ok(true);
         };
-        let now = chrono::Utc::now();
-        match keeper.store.claim(issue, &keeper.worker, keeper.lease, now) {
-            Ok(Claimed::Won(c)) => {
+        match answer {
+            Ok(None) => Ok(true),
+            Ok(Some(Claimed::Won(c))) => {
                 keeper.held = Some((issue, c.expires_at));
                 let line = format!(
                     "claimed issue #{issue} as worker {} until {}",
@@ -64,7 +91,7 @@ impl Driver {
                 }
                 Ok(true)
             }
-            Ok(Claimed::Held(c)) => {
+            Ok(Some(Claimed::Held(c))) => {
                 keeper.others.insert(issue, c.clone());
                 let line = format!(
                     "issue #{issue} is claimed by worker {} until {}; skipping it",

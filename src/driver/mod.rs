@@ -689,7 +689,11 @@ impl Driver {
             let others = self.describe_others();
             match selection {
                 Ok(Selection::Issue(issue)) if self.claims.is_some() => {
-                    match self.claim_selected(issue.number) {
+                    let claimed = match self.claim_selected(issue.number).await {
+                        Ok(claimed) => claimed,
+                        Err(event) => return Err(event),
+                    };
+                    match claimed {
                         Ok(true) if self.fleet_refuses(issue.number) => continue,
                         Ok(true) => return Ok(Ok(Selection::Issue(issue))),
                         Ok(false) => continue,
