@@ -211,3 +211,29 @@ fn local_ci_is_refused_with_the_github_forge() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// What a failing local CI printed reaches the repair prompt and the verdict file redacted.
+#[test]
+fn a_token_printed_by_local_ci_is_redacted_everywhere_it_goes() {
+    let p = Project::new(
+        &[(1, "First issue", "")],
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let token = "ghp_LeakedLeakedLeakedLeaked0123456789";
+    let script = format!("test -e ci-fixed || {{ echo 'FAILED: GITHUB_TOKEN={token}'; exit 1; }}");
+    let mut extra = builtin_steps();
+    extra["localCi"] = json!({"command": ["sh", "-c", script]});
+    p.set_config(extra);
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(!all.contains(token), "{all}");
+    let prompt = p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(prompt.contains("local CI `sh -c"), "{prompt}");
+    assert!(!prompt.contains(token), "{prompt}");
+    for entry in std::fs::read_dir(p.project.join(".git/sdlc-runner/ci")).expect("verdicts") {
+        let body = std::fs::read_to_string(entry.expect("entry").path()).expect("verdict");
+        assert!(!body.contains(token), "{body}");
+    }
+}

@@ -211,3 +211,25 @@ fn a_takeover_continues_from_the_branch_the_killed_runner_pushed() {
     let merged = e2e::git(&p.origin, &["show", "main:src/issue_1.txt"]);
     assert!(merged.lines().count() >= 2, "both runners' work: {merged}");
 }
+
+/// A claim file planted as a symbolic link is never written through: the runner says why and
+/// works on nothing, and the link's target is untouched.
+#[test]
+fn a_claim_planted_as_a_symlink_is_never_written_through() {
+    let p = Project::new(&[(1, "One", "")], json!({}), json!({}));
+    let outside = p.root.join("precious.json");
+    std::fs::write(&outside, "precious\n").expect("write");
+    std::fs::create_dir_all(p.issues.join(".claims")).expect("claims dir");
+    std::os::unix::fs::symlink(&outside, p.issues.join(".claims/1.json")).expect("plant link");
+    let r = p.add_runner("clone-a", &json!({}));
+    let out = wait_output(p.spawn_runner(&r, "wa"), Duration::from_secs(60));
+    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("symbolic link"), "{text}");
+    assert_eq!(
+        std::fs::read_to_string(&outside).expect("target"),
+        "precious\n"
+    );
+    assert!(merges(&p).is_empty());
+    assert!(e2e::invocations_in(&r.agent_log).is_empty(), "no agent ran");
+}
