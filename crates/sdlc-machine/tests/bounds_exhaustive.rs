@@ -49,14 +49,19 @@ fn key(core: &Core, pending: Option<Effect>) -> Key {
             *f = 0;
         }
     }
-    if core.state().step().is_none() {
+    // A network wait is in the step whose request it will issue again.
+    let at_step = core
+        .state()
+        .step()
+        .or_else(|| r.outstanding.and_then(|(s, _)| s.step()));
+    if at_step.is_none() {
         // Between cycles the cycle counters are dead: the next cycle resets them.
         r.attempts = [0; Step::COUNT];
         r.same_failure = [0; Step::COUNT];
         r.last_signature = [None; Step::COUNT];
         r.bounces = 0;
     }
-    if let Some(pos) = core.state().step() {
+    if let Some(pos) = at_step {
         let reach = r.limits.max_bounce_retries.saturating_sub(r.bounces) as usize;
         for i in 0..pos.index().saturating_sub(reach) {
             r.attempts[i] = 0;
@@ -64,16 +69,38 @@ fn key(core: &Core, pending: Option<Effect>) -> Key {
             r.last_signature[i] = None;
         }
     }
-    let pending = pending.map(|e| match e {
+    r.merged.clear();
+    r.withdrawn.clear();
+    r.last_escalation = r.last_escalation.map(|(_, f)| (0, f));
+    if let Some(f) = r.last_escalation.as_mut().map(|(_, f)| f) {
+        f.signature = Signature(0);
+    }
+    r.outstanding = r
+        .outstanding
+        .map(|(s, e)| (anonymous_state(s), anonymous(e)));
+    (anonymous_state(*core.state()), r, pending.map(anonymous))
+}
+
+/// The effect with its issue number taken out (every issue is a fresh one).
+fn anonymous(e: Effect) -> Effect {
+    match e {
         Effect::RunStep { step, attempt, .. } => Effect::RunStep {
             step,
             issue: 0,
             attempt,
             repair: false,
         },
+        Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
+        Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
         other => other,
-    });
-    (*core.state(), r, pending)
+    }
+}
+
+fn anonymous_state(s: State) -> State {
+    match s {
+        State::RecordingMerge { .. } => State::RecordingMerge { issue: 0 },
+        other => other,
+    }
 }
 
 struct Search {
@@ -94,10 +121,13 @@ impl Search {
     }
 
     fn explore(&mut self, core: &Core, pending: Effect) -> Option<u64> {
-        let (cost, events) = match pending {
+        let (cost, mut events) = match pending {
             Effect::SelectIssue => {
                 let fresh = core.escalated().len() as u32 + 1;
                 (0, vec![Event::IssueSelected { issue: fresh }])
+            }
+            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } => {
+                (0, vec![Event::TrackerUpdated, Event::TrackerWriteFailed])
             }
             Effect::Wait { .. } => (0, vec![Event::WaitOver]),
             Effect::CheckPreconditions { step } => {
@@ -140,8 +170,14 @@ impl Search {
             Effect::Exit { .. } | Effect::AskDecision { .. } => return self.terminal(core),
             other => unreachable!("{other:?}"),
         };
+        // Every call of the runner's own may fail on the network; the runner answers a
+        // `RunStep` so only when no agent ran in it, so that answer costs no invocation.
+        if !matches!(pending, Effect::Wait { .. }) {
+            events.push(Event::NetworkFailed);
+        }
         let mut best: Option<u64> = None;
         for ev in events {
+            let cost = if ev == Event::NetworkFailed { 0 } else { cost };
             let mut next = core.clone();
             let effects = next.handle(&ev).to_vec();
             let merged = effects
@@ -217,6 +253,7 @@ fn small_limits() -> Vec<(String, Limits)> {
                         max_consecutive_failures: phase(ps, pf),
                         max_rate_limit_waits: if b == 1 { 1 } else { 0 },
                         simplify_enabled: !(r == 2 && b == 2),
+                        max_network_waits: (r + e) % 2,
                         ..Limits::default()
                     };
                     out.push((
@@ -246,6 +283,7 @@ fn small_limits() -> Vec<(String, Limits)> {
             max_consecutive_same_failure: 2,
             max_consecutive_failures: multi,
             max_rate_limit_waits: 0,
+            max_network_waits: 1,
             ..Limits::default()
         };
         out.push((format!("R={r} B={b} E={e} multi-phase"), l));

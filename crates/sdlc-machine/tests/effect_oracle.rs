@@ -83,7 +83,14 @@ fn any_step(t: &mut Tape) -> Step {
 
 /// A stale, duplicate or out-of-place event, as a resumed or confused driver might send.
 fn noise(t: &mut Tape, last: Option<Event>) -> Event {
-    match t.pick(9) {
+    match t.pick(14) {
+        9 => Event::NetworkFailed,
+        10 => Event::TrackerUpdated,
+        11 => Event::TrackerWriteFailed,
+        12 => Event::IssueWithdrawn {
+            issue: 1 + t.pick(3),
+        },
+        13 => Event::WorkspaceUnfit { step: any_step(t) },
         0 => last.unwrap_or(Event::WaitOver),
         1 => Event::PreconditionsOk { step: any_step(t) },
         2 => Event::StepSucceeded {
@@ -120,9 +127,28 @@ fn answer(
     escalated: &BTreeSet<u32>,
     backlog: u32,
     mode: Mode,
+    current: Option<u32>,
 ) -> Event {
     let request = effects.iter().rev().find(|e| e.is_request()).copied();
+    // Any call of the runner's own may fail on the network, now and then.
+    let own_call = matches!(
+        request,
+        Some(
+            Effect::SelectIssue
+                | Effect::CheckPreconditions { .. }
+                | Effect::RunStep { .. }
+                | Effect::RecordMerged { .. }
+                | Effect::MarkEscalated { .. }
+        )
+    );
+    if own_call && t.pick(25) == 24 {
+        return Event::NetworkFailed;
+    }
     match request {
+        Some(Effect::RecordMerged { .. } | Effect::MarkEscalated { .. }) => match t.pick(40) {
+            39 => Event::TrackerWriteFailed,
+            _ => Event::TrackerUpdated,
+        },
         Some(Effect::SelectIssue) => {
             if let Mode::SingleIssue(n) = mode {
                 return Event::IssueSelected { issue: n };
@@ -139,15 +165,19 @@ fn answer(
                 (None, _) => Event::NoIssues,
             }
         }
-        Some(Effect::CheckPreconditions { step }) => match t.pick(20) {
-            18 => Event::PreconditionFailed {
+        Some(Effect::CheckPreconditions { step }) => match t.pick(60) {
+            58 => Event::IssueWithdrawn {
+                issue: current.unwrap_or(1),
+            },
+            59 => Event::WorkspaceUnfit { step },
+            54..=56 => Event::PreconditionFailed {
                 step,
                 check: Check::of(step)
                     .first()
                     .copied()
                     .unwrap_or(Check::CleanWorkingTree),
             },
-            19 => Event::AlreadyDone { step },
+            57 => Event::AlreadyDone { step },
             _ => Event::PreconditionsOk { step },
         },
         Some(Effect::RunStep { step, .. }) => {
@@ -262,6 +292,8 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
             return Ok(n);
         }
         let last = Some(event);
+        // A withdrawn issue is closed in the tracker: never offered again.
+        let closed: BTreeSet<u32> = merged.union(&model.withdrawn).copied().collect();
         event = if !tape.exhausted() && tape.pick(20) == 19 {
             // Noise, a restart, a shutdown or a restart in another mode.
             match tape.pick(5) {
@@ -282,10 +314,11 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
             answer(
                 &mut tape,
                 &actual,
-                &merged,
+                &closed,
                 &model.escalated,
                 backlog,
                 model.mode,
+                model.issue,
             )
         };
     }
@@ -311,10 +344,11 @@ fn limits() -> impl Strategy<Value = Limits> {
             // 100 is the backoff ceiling, the wait when a quota failure gives no hint.
             proptest::sample::select(vec![60u64, 100, 300, 3_600]),
             prop::collection::vec((0usize..Step::COUNT, 1u32..=3), 0..2),
+            0u32..=3,
         ),
     )
         .prop_map(
-            |((r, b, e, s), (w, repairs, simplify, manual), (pi, ps, pt), (quota, phases))| {
+            |((r, b, e, s), (w, repairs, simplify, manual), (pi, ps, pt), (quota, phases, net))| {
                 let mut f = [0u32; Step::COUNT];
                 for (i, v) in phases {
                     f[i] = v;
@@ -335,6 +369,8 @@ fn limits() -> impl Strategy<Value = Limits> {
                     per_session_budget_micros: ps,
                     per_issue_budget_ms: pt,
                     manual_approval: manual,
+                    max_network_waits: net,
+                    network_backoff_initial_secs: 2,
                 }
             },
         )
@@ -408,6 +444,7 @@ fn a_cooperative_session_merges_its_backlog() {
             &model.escalated,
             3,
             Mode::Continuous,
+            model.issue,
         );
     }
     assert_eq!(merged, BTreeSet::from([1, 2, 3]));

@@ -68,6 +68,7 @@ fn reply() -> impl Strategy<Value = Reply> {
         2 => Just(Reply::Precondition),
         1 => Just(Reply::AlreadyDone),
         1 => Just(Reply::Crash),
+        1 => Just(Reply::Network),
     ]
 }
 
@@ -86,7 +87,12 @@ fn run(limits: &Limits, backlog: u32, queues: &[Vec<Reply>]) -> (Core, Trace) {
         let q = &mut qs[step.index()];
         match (running, q.front().copied()) {
             // Precondition replies answer CheckPreconditions; outcomes answer RunStep.
-            (false, Some(r @ (Reply::Precondition | Reply::AlreadyDone | Reply::Crash))) => {
+            (
+                false,
+                Some(
+                    r @ (Reply::Precondition | Reply::AlreadyDone | Reply::Crash | Reply::Network),
+                ),
+            ) => {
                 q.pop_front();
                 r
             }
@@ -237,7 +243,7 @@ proptest! {
     }
 
     #[test]
-    fn repeated_crashes_in_one_step_escalate_within_its_retries(l in limits(), crashes in 1usize..12) {
+    fn repeated_crashes_in_one_step_halt_within_its_retries_and_blame_no_issue(l in limits(), crashes in 1usize..12) {
         // Every restart while verify's attempt is out counts as a failed attempt.
         let mut core = Core::new(l.clone(), Mode::Continuous);
         let mut left = crashes;
@@ -253,9 +259,12 @@ proptest! {
         prop_assert!(verify_runs <= u64::from(l.max_retries_per_step) * u64::from(1 + l.max_bounce_retries) + 1);
         prop_assert!(trace.crashes >= 1);
         if crashes as u32 >= l.max_retries_per_step {
-            prop_assert!(trace.effects.iter().any(|e| matches!(e, Effect::MarkEscalated { .. } | Effect::Halt(_))),
-                "{crashes} crashes in verify with {} retries neither escalated nor halted", l.max_retries_per_step);
+            prop_assert!(trace.effects.iter().any(|e| matches!(e, Effect::Halt(_))),
+                "{crashes} crashes in verify with {} retries did not halt", l.max_retries_per_step);
         }
+        // The runner's own deaths are never the issue's: it is not quarantined for them.
+        prop_assert!(!trace.effects.iter().any(|e| matches!(e, Effect::MarkEscalated { .. })),
+            "an issue was quarantined for the runner's deaths");
     }
 
     #[test]
@@ -341,6 +350,8 @@ struct Model {
     waits: u32,
     same: [(u64, u32); Step::COUNT],
     halted: bool,
+    /// The issue and (step, class, signature) of the last escalation since a merge.
+    last_escalation: Option<(u32, Step, FailureClass, u64)>,
     /// The step whose attempt is out (answered `PreconditionsOk`, no outcome yet).
     out: Option<Step>,
 }
@@ -358,11 +369,22 @@ impl Model {
             waits: 0,
             same: [(0, 0); Step::COUNT],
             halted: false,
+            last_escalation: None,
             out: None,
         }
     }
 
-    fn escalate(&mut self) {
+    /// `own`: the step's own failure that ended the cycle (none for a bounce loop).
+    fn escalate(&mut self, own: Option<(Step, FailureClass, u64)>) {
+        let issue = self.issue.unwrap_or(0);
+        if let (Some(now), Some((before, s, c, g))) = (own, self.last_escalation) {
+            // The same failure on two issues in a row is the environment's: halt.
+            if before != issue && now == (s, c, g) {
+                self.halted = true;
+                return;
+            }
+        }
+        self.last_escalation = own.map(|(s, c, g)| (issue, s, c, g));
         self.streak += 1;
         if let Some(i) = self.issue {
             self.escalated.insert(i);
@@ -410,7 +432,7 @@ impl Model {
             Event::PreconditionFailed { .. } => {
                 self.bounces += 1;
                 if self.bounces > self.l.max_bounce_retries {
-                    self.escalate();
+                    self.escalate(None);
                 }
             }
             Event::StepSucceeded { step, .. } => {
@@ -419,9 +441,13 @@ impl Model {
                 self.same[step.index()] = (0, 0);
                 if step == Step::Merge {
                     self.streak = 0;
+                    self.last_escalation = None;
                 }
             }
-            Event::AlreadyDone { step: Step::Merge } => self.streak = 0,
+            Event::AlreadyDone { step: Step::Merge } => {
+                self.streak = 0;
+                self.last_escalation = None;
+            }
             Event::StepFailed {
                 step,
                 class,
@@ -457,11 +483,15 @@ impl Model {
                     return;
                 }
                 let s = self.l.max_consecutive_same_failure;
-                if class.disposition() == Disposition::EscalateNow
-                    || self.attempts[i] >= self.l.max_retries_per_step
-                    || (s > 0 && self.same[i].1 >= s)
-                {
-                    self.escalate();
+                let spent = self.attempts[i] >= self.l.max_retries_per_step
+                    || (s > 0 && self.same[i].1 >= s);
+                if class == FailureClass::Killed && spent {
+                    // Deaths of the runner are not the issue's failures.
+                    self.halted = true;
+                    return;
+                }
+                if class.disposition() == Disposition::EscalateNow || spent {
+                    self.escalate(Some((step, class, signature.0)));
                 }
             }
             _ => {}

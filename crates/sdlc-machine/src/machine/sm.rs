@@ -75,6 +75,19 @@ pub struct Runner {
     pub last_usage: Usage,
     pub last_failure: Option<LastFailure>,
     pub stats: Stats,
+    /// Issues merged this session: final, whether or not the tracker could be told, so no
+    /// selection offers them again.
+    pub merged: BTreeSet<u32>,
+    /// Issues a person took back during the session (closed, relabelled, escalated).
+    pub withdrawn: BTreeSet<u32>,
+    /// The request the runner is answering now and the state that issued it: what a network
+    /// wait calls again.
+    pub outstanding: Option<(State, Effect)>,
+    /// Network waits in a row on the outstanding request.
+    pub network_waits: u32,
+    /// The issue and failure of the last escalation, to tell an environment's failure (the
+    /// same on two issues in a row) from the issues'.
+    pub last_escalation: Option<(u32, LastFailure)>,
 }
 
 type Fx = Vec<Effect>;
@@ -102,6 +115,11 @@ impl Runner {
             last_usage: Usage::default(),
             last_failure: None,
             stats: Stats::default(),
+            merged: BTreeSet::new(),
+            withdrawn: BTreeSet::new(),
+            outstanding: None,
+            network_waits: 0,
+            last_escalation: None,
         }
     }
 
@@ -135,10 +153,50 @@ impl Runner {
         self.stats.since_merge.add(usage);
     }
 
+    /// Issue a request the runner answers with a call of its own (git, gh, the tracker): a
+    /// network failure of that call is waited out and the same request issued again.
+    fn request(&mut self, state: State, effect: Effect, fx: &mut Fx) {
+        self.network_waits = 0;
+        self.outstanding = Some((state, effect));
+        fx.push(effect);
+    }
+
+    /// The outstanding request's call failed on the network: wait on the network's own
+    /// schedule and call again, or halt once `max_network_waits` waits in a row did not help.
+    /// No attempt is spent and no issue blamed.
+    fn network_failed(&mut self, fx: &mut Fx) -> Outcome<State> {
+        if self.outstanding.is_none() {
+            return Handled;
+        }
+        if self.network_waits >= self.limits.max_network_waits {
+            return self.halt(HaltReason::Network, fx);
+        }
+        self.network_waits += 1;
+        let seconds = u64::from(self.limits.network_backoff_secs(self.network_waits));
+        fx.push(Effect::Notify(Notice::NetworkWait {
+            seconds,
+            wait: self.network_waits,
+        }));
+        fx.push(Effect::Wait { seconds });
+        Transition(State::waiting_for_network(seconds))
+    }
+
+    /// The outstanding request again, from the state that issued it (after a network wait or
+    /// a restart); the network-wait count stays.
+    fn reissue(&mut self, fx: &mut Fx) -> Outcome<State> {
+        match self.outstanding {
+            Some((state, effect)) => {
+                fx.push(effect);
+                Transition(state)
+            }
+            None => self.select_next(fx),
+        }
+    }
+
     /// Enter a step: ask for its preconditions.
     fn enter(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
         self.dispatched = false;
-        fx.push(Effect::CheckPreconditions { step });
+        self.request(state_of(step), Effect::CheckPreconditions { step }, fx);
         Transition(state_of(step))
     }
 
@@ -157,8 +215,15 @@ impl Runner {
     fn select_next(&mut self, fx: &mut Fx) -> Outcome<State> {
         self.issue = None;
         self.dispatched = false;
-        fx.push(Effect::SelectIssue);
+        self.request(State::selecting(), Effect::SelectIssue, fx);
         Transition(State::selecting())
+    }
+
+    /// Issues no selection may offer again this session: escalated, merged or withdrawn.
+    pub fn excluded(&self, issue: u32) -> bool {
+        self.escalated.contains(&issue)
+            || self.merged.contains(&issue)
+            || self.withdrawn.contains(&issue)
     }
 
     fn start_issue_cycle(&mut self, issue: u32, first: Step, fx: &mut Fx) -> Outcome<State> {
@@ -167,23 +232,52 @@ impl Runner {
             // cannot make progress and nobody should spend compute on that issue again.
             return self.halt(HaltReason::AllIssuesEscalated, fx);
         }
+        if self.merged.contains(&issue) || self.withdrawn.contains(&issue) {
+            // Merged is final and a person's decision stands: a tracker that offers such an
+            // issue again would make the runner repeat finished work.
+            return self.halt(HaltReason::TrackerStale { issue }, fx);
+        }
         self.begin_cycle(issue);
         fx.push(Effect::Notify(Notice::CycleStarted { issue }));
         self.enter(first, fx)
     }
 
+    /// The merge happened: it is final for the session from here on, whatever the tracker
+    /// says next. Then the tracker is told.
     fn merged(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
         self.consecutive_escalations = 0;
+        self.last_escalation = None;
+        self.merged.insert(issue);
         self.stats.merges += 1;
         self.stats.since_merge = Spend::default();
         self.stats.failed_by_class = [Spend::default(); FailureClass::COUNT];
-        fx.push(Effect::RecordMerged { issue });
+        self.dispatched = false;
+        let state = State::recording_merge(issue);
+        self.request(state, Effect::RecordMerged { issue }, fx);
+        Transition(state)
+    }
+
+    /// The tracker recorded the merge: announce it and go on.
+    fn merge_recorded(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
         fx.push(Effect::Notify(Notice::Merged { issue }));
+        fx.push(Effect::CheckoutMain);
         if let Mode::SingleIssue(_) = self.mode {
-            fx.push(Effect::CheckoutMain);
             return self.finish(0, fx);
         }
+        fx.push(Effect::ResetCycle);
+        self.select_next(fx)
+    }
+
+    /// A person took the issue back: drop the cycle (the branch stays), blame nobody.
+    fn withdraw(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
+        self.withdrawn.insert(issue);
+        self.dispatched = false;
+        fx.push(Effect::Cleanup);
         fx.push(Effect::CheckoutMain);
+        fx.push(Effect::Notify(Notice::Withdrawn { issue }));
+        if let Mode::SingleIssue(_) = self.mode {
+            return self.finish(0, fx);
+        }
         fx.push(Effect::ResetCycle);
         self.select_next(fx)
     }
@@ -201,10 +295,45 @@ impl Runner {
 
     fn escalate(&mut self, step: Step, cause: EscalationCause, fx: &mut Fx) -> Outcome<State> {
         let issue = self.current_issue();
+        // The failure that ends this cycle, when it is this step's own (not a bounce, a
+        // budget or a person's skip).
+        let own = match cause {
+            EscalationCause::RetriesExhausted
+            | EscalationCause::SameFailureRepeated
+            | EscalationCause::NonRetryable => self.last_failure.filter(|f| f.step == step),
+            _ => None,
+        };
+        if let (Some(now), Some((previous, before))) = (own, self.last_escalation) {
+            if previous != issue && before == now {
+                // Two issues failing the same way, one after the other: the cause is common
+                // to both, so the second is not quarantined; the session stops instead.
+                return self.halt(
+                    HaltReason::SameFailureAcrossIssues {
+                        step,
+                        class: now.class,
+                    },
+                    fx,
+                );
+            }
+        }
+        self.last_escalation = own.map(|f| (issue, f));
         self.escalated.insert(issue);
         self.consecutive_escalations += 1;
+        self.dispatched = false;
+        let state = State::escalating(step, cause);
+        self.request(state, Effect::MarkEscalated { issue }, fx);
+        Transition(state)
+    }
+
+    /// The tracker recorded the quarantine: stop, end the run or select the next issue.
+    fn escalation_recorded(
+        &mut self,
+        step: Step,
+        cause: EscalationCause,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let issue = self.current_issue();
         let consecutive = self.consecutive_escalations;
-        fx.push(Effect::MarkEscalated { issue });
         if let Mode::SingleIssue(_) = self.mode {
             fx.push(Effect::Cleanup);
             fx.push(Effect::AutoCommit(CommitKind::PartialWork));
@@ -279,12 +408,13 @@ impl Runner {
             self.repairs[i] += 1;
         }
         self.dispatched = true;
-        fx.push(Effect::RunStep {
+        let run = Effect::RunStep {
             step,
             issue: self.current_issue(),
             attempt: self.attempts[i] + 1,
             repair,
-        });
+        };
+        self.request(state_of(step), run, fx);
         Handled
     }
 
@@ -393,13 +523,27 @@ impl Runner {
         if self.single_step() {
             return self.finish(1, fx);
         }
+        let same_limit = self.limits.max_consecutive_same_failure;
+        if class == FailureClass::Killed
+            && (self.attempts[i] >= self.limits.max_retries_per_step
+                || (same_limit > 0 && self.same_failure[i] >= same_limit))
+        {
+            // The runner's own deaths, not the issue's failures: stop and say so rather than
+            // quarantine the issue.
+            return self.halt(
+                HaltReason::RepeatedKills {
+                    step,
+                    kills: self.same_failure[i],
+                },
+                fx,
+            );
+        }
         if class.disposition() == Disposition::EscalateNow {
             return self.escalate(step, EscalationCause::NonRetryable, fx);
         }
         if self.attempts[i] >= self.limits.max_retries_per_step {
             return self.give_up(step, EscalationCause::RetriesExhausted, fx);
         }
-        let same_limit = self.limits.max_consecutive_same_failure;
         if same_limit > 0 && self.same_failure[i] >= same_limit {
             return self.give_up(step, EscalationCause::SameFailureRepeated, fx);
         }
@@ -483,6 +627,13 @@ impl Runner {
             } if s == step && self.dispatched => {
                 self.failed(step, class, signature, &usage, wait_hint_secs, fx)
             }
+            Event::NetworkFailed => self.network_failed(fx),
+            Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
+                self.withdraw(issue, fx)
+            }
+            Event::WorkspaceUnfit { step: s } if s == step => {
+                self.halt(HaltReason::Workspace { step }, fx)
+            }
             _ => Super,
         }
     }
@@ -536,14 +687,15 @@ impl Runner {
     fn selecting(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
         match *event {
             Event::Start => {
-                context.push(Effect::SelectIssue);
+                self.request(State::selecting(), Effect::SelectIssue, context);
                 Handled
             }
             Event::ModeChanged { mode } => {
                 self.mode = mode;
-                context.push(Effect::SelectIssue);
+                self.request(State::selecting(), Effect::SelectIssue, context);
                 Handled
             }
+            Event::NetworkFailed => self.network_failed(context),
             Event::IssueSelected { issue } => {
                 let first = match self.mode {
                     Mode::SingleStep(step) => step,
@@ -552,10 +704,11 @@ impl Runner {
                 self.start_issue_cycle(issue, first, context)
             }
             Event::Resume { issue, next } => {
-                if self.escalated.contains(&issue) {
-                    // Work left on an escalated issue's branch is not ours to continue.
+                if self.excluded(issue) {
+                    // Work left on an escalated, merged or withdrawn issue's branch is not
+                    // ours to continue.
                     context.push(Effect::CheckoutMain);
-                    context.push(Effect::SelectIssue);
+                    self.request(State::selecting(), Effect::SelectIssue, context);
                     return Handled;
                 }
                 let first = match self.mode {
@@ -679,6 +832,79 @@ impl Runner {
         }
     }
 
+    /// The merge happened; the tracker is being told. Nothing here can unmerge it.
+    #[state(superstate = "session")]
+    fn recording_merge(&mut self, issue: &u32, event: &Event, context: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::TrackerUpdated => self.merge_recorded(*issue, context),
+            Event::TrackerWriteFailed => self.halt(
+                HaltReason::TrackerWrite {
+                    issue: *issue,
+                    merged: true,
+                },
+                context,
+            ),
+            Event::NetworkFailed => self.network_failed(context),
+            Event::Start | Event::ModeChanged { .. } => {
+                if let Event::ModeChanged { mode } = *event {
+                    self.mode = mode;
+                }
+                self.reissue(context)
+            }
+            _ => Super,
+        }
+    }
+
+    /// The cycle gave up on its issue; the tracker is being told (durable quarantine).
+    #[state(superstate = "session")]
+    fn escalating(
+        &mut self,
+        step: &Step,
+        cause: &EscalationCause,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::TrackerUpdated => self.escalation_recorded(*step, *cause, context),
+            Event::TrackerWriteFailed => self.halt(
+                HaltReason::TrackerWrite {
+                    issue: self.current_issue(),
+                    merged: false,
+                },
+                context,
+            ),
+            Event::NetworkFailed => self.network_failed(context),
+            Event::Start | Event::ModeChanged { .. } => {
+                if let Event::ModeChanged { mode } = *event {
+                    self.mode = mode;
+                }
+                self.reissue(context)
+            }
+            _ => Super,
+        }
+    }
+
+    /// A runner action failed on the network; its request is issued again after the wait.
+    #[state(superstate = "session")]
+    fn waiting_for_network(
+        &mut self,
+        seconds: &u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::WaitOver | Event::Start => self.reissue(context),
+            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
+                Some(outcome) => outcome,
+                None => self.reissue(context),
+            },
+            _ => {
+                let _ = seconds;
+                Super
+            }
+        }
+    }
+
     /// Manual approval: a person decides what happens after retries are spent.
     #[state(superstate = "cycle")]
     fn awaiting_decision(
@@ -761,7 +987,9 @@ impl State {
             State::CreatePr {} => Step::CreatePr,
             State::MonitorCi {} => Step::MonitorCi,
             State::Merge {} => Step::Merge,
-            State::BackingOff { step, .. } | State::AwaitingDecision { step } => *step,
+            State::BackingOff { step, .. }
+            | State::AwaitingDecision { step }
+            | State::Escalating { step, .. } => *step,
             _ => return None,
         })
     }
@@ -786,6 +1014,9 @@ impl State {
             State::Merge {} => "Merge",
             State::BackingOff { .. } => "BackingOff",
             State::AwaitingDecision { .. } => "AwaitingDecision",
+            State::RecordingMerge { .. } => "RecordingMerge",
+            State::Escalating { .. } => "Escalating",
+            State::WaitingForNetwork { .. } => "WaitingForNetwork",
             State::Halted { .. } => "Halted",
             State::Finished { .. } => "Finished",
         }

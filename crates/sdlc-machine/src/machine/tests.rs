@@ -167,6 +167,11 @@ fn machine_labels_of_events_and_effects() {
             "ShutdownRequested",
         ),
         (Event::NetworkUnavailable, "NetworkUnavailable"),
+        (Event::NetworkFailed, "NetworkFailed"),
+        (Event::TrackerUpdated, "TrackerUpdated"),
+        (Event::TrackerWriteFailed, "TrackerWriteFailed"),
+        (Event::IssueWithdrawn { issue: 1 }, "IssueWithdrawn"),
+        (Event::WorkspaceUnfit { step }, "WorkspaceUnfit"),
     ];
     for (event, label) in events {
         assert_eq!(event.label(), label);
@@ -196,8 +201,8 @@ fn machine_labels_of_events_and_effects() {
         ),
         (Effect::CheckoutMain, "CheckoutMain", false),
         (Effect::ResetCycle, "ResetCycle", false),
-        (Effect::RecordMerged { issue: 1 }, "RecordMerged", false),
-        (Effect::MarkEscalated { issue: 1 }, "MarkEscalated", false),
+        (Effect::RecordMerged { issue: 1 }, "RecordMerged", true),
+        (Effect::MarkEscalated { issue: 1 }, "MarkEscalated", true),
         (Effect::Cleanup, "Cleanup", false),
         (Effect::Notify(Notice::NothingToDo), "Notify", false),
         (Effect::AskDecision { step, issue: 1 }, "AskDecision", true),

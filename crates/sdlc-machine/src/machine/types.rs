@@ -32,6 +32,12 @@ pub struct Limits {
     pub per_issue_budget_ms: Option<u64>,
     /// Manual approval: retries-exhausted asks a person instead of escalating.
     pub manual_approval: bool,
+    /// Network waits in a row for one runner action (a git, gh or tracker call) before the
+    /// session halts as `NETWORK`.
+    pub max_network_waits: u32,
+    /// First network wait; it doubles up to `backoff_max_secs`. Seconds, because a DNS or
+    /// connection blip usually clears in seconds, unlike a rate limit.
+    pub network_backoff_initial_secs: u32,
 }
 
 impl Default for Limits {
@@ -54,6 +60,8 @@ impl Default for Limits {
             per_session_budget_micros: None,
             per_issue_budget_ms: None,
             manual_approval: false,
+            max_network_waits: 5,
+            network_backoff_initial_secs: 2,
         }
     }
 }
@@ -87,9 +95,20 @@ impl Limits {
 
     /// Backoff before the `n`-th wait in a row (1-based): initial · 2^(n-1), capped.
     pub fn backoff_secs(&self, n: u32) -> u32 {
-        let factor = 1u64 << n.saturating_sub(1).min(30);
-        (u64::from(self.backoff_initial_secs) * factor).min(u64::from(self.backoff_max_secs)) as u32
+        doubling(self.backoff_initial_secs, n, self.backoff_max_secs)
     }
+
+    /// Network wait before the `n`-th wait in a row on one call (1-based): its own schedule,
+    /// seconds first, doubling to the same cap as the rate-limit backoff.
+    pub fn network_backoff_secs(&self, n: u32) -> u32 {
+        doubling(self.network_backoff_initial_secs, n, self.backoff_max_secs)
+    }
+}
+
+/// `initial · 2^(n-1)` for the `n`-th wait (1-based), capped at `max`.
+fn doubling(initial: u32, n: u32, max: u32) -> u32 {
+    let factor = 1u64 << n.saturating_sub(1).min(30);
+    (u64::from(initial) * factor).min(u64::from(max)) as u32
 }
 
 /// How the session was asked to run.
@@ -230,7 +249,28 @@ pub enum Event {
     },
     /// A git/gh/tracker call kept failing for a transient network reason through every
     /// allowed wait (`maxNetworkWaits`): nothing can be done until the network is back.
+    /// (Journals of earlier versions, whose shell did the waiting, end with it.)
     NetworkUnavailable,
+    /// The runner's call for the outstanding request (selecting, probing a step, a builtin
+    /// step, a tracker write) failed for a transient network reason: the machine decides
+    /// whether to wait and call again or to halt.
+    NetworkFailed,
+    /// The tracker recorded the merge or the escalation asked for.
+    TrackerUpdated,
+    /// The tracker could not be written (read-only, permission, not found, refused): an
+    /// environment failure, never a new cycle.
+    TrackerWriteFailed,
+    /// Read before a step: a person closed the issue, took its `automatable` label away or
+    /// marked it escalated. Their decision wins: the cycle is dropped, nothing is merged.
+    IssueWithdrawn {
+        issue: u32,
+    },
+    /// A fact the runner owns is wrong before a step or its post-step check (a git lock file,
+    /// changes in the tree that are nobody's work of this cycle): the environment's fault,
+    /// never the issue's.
+    WorkspaceUnfit {
+        step: Step,
+    },
 }
 
 impl Event {
@@ -255,6 +295,11 @@ impl Event {
             Event::DecisionTimedOut => "DecisionTimedOut",
             Event::ShutdownRequested { .. } => "ShutdownRequested",
             Event::NetworkUnavailable => "NetworkUnavailable",
+            Event::NetworkFailed => "NetworkFailed",
+            Event::TrackerUpdated => "TrackerUpdated",
+            Event::TrackerWriteFailed => "TrackerWriteFailed",
+            Event::IssueWithdrawn { .. } => "IssueWithdrawn",
+            Event::WorkspaceUnfit { .. } => "WorkspaceUnfit",
         }
     }
 }
@@ -317,6 +362,30 @@ pub enum HaltReason {
     RunnerStateLost,
     /// The network stayed down through every allowed wait.
     Network,
+    /// The tracker could not record a merge or an escalation. A merge stays final for the
+    /// session whether or not the tracker was told.
+    TrackerWrite {
+        issue: u32,
+        merged: bool,
+    },
+    /// The tracker offered an issue this session already merged or dropped.
+    TrackerStale {
+        issue: u32,
+    },
+    /// A fact the runner owns (a lock file, foreign changes in the tree) was wrong.
+    Workspace {
+        step: Step,
+    },
+    /// The same failure ended two different issues in a row: the environment's, not theirs.
+    SameFailureAcrossIssues {
+        step: Step,
+        class: FailureClass,
+    },
+    /// Attempts of one step kept being cut short by the runner's own death.
+    RepeatedKills {
+        step: Step,
+        kills: u32,
+    },
 }
 
 impl HaltReason {
@@ -344,6 +413,13 @@ impl HaltReason {
             HaltReason::DecisionTimeout => "HALTED: decision timed out".into(),
             HaltReason::RunnerStateLost => "ENVIRONMENT FAILURE: RUNNER STATE LOST".into(),
             HaltReason::Network => "ENVIRONMENT FAILURE: NETWORK".into(),
+            HaltReason::TrackerWrite { .. } => "ENVIRONMENT FAILURE: TRACKER".into(),
+            HaltReason::TrackerStale { .. } => "ENVIRONMENT FAILURE: TRACKER".into(),
+            HaltReason::Workspace { .. } => "ENVIRONMENT FAILURE: WORKSPACE".into(),
+            HaltReason::SameFailureAcrossIssues { class, .. } => {
+                format!("ENVIRONMENT FAILURE: {class} on two issues in a row")
+            }
+            HaltReason::RepeatedKills { .. } => "ENVIRONMENT FAILURE: RUNNER KILLED".into(),
         }
     }
 }
@@ -400,6 +476,15 @@ pub enum Notice {
         issue: u32,
     },
     NothingToDo,
+    /// A runner action is waited on: its call failed for a network reason.
+    NetworkWait {
+        seconds: u64,
+        wait: u32,
+    },
+    /// A person closed, relabelled or escalated the issue: the cycle was dropped.
+    Withdrawn {
+        issue: u32,
+    },
     ShuttingDown {
         signal: Signal,
     },
@@ -427,11 +512,12 @@ pub enum Effect {
     CheckoutMain,
     /// Clear the cycle's fields in the state file.
     ResetCycle,
-    /// The issue's PR is merged: close it in a local tracker, count the merge.
+    /// The issue's PR is merged: close it in the tracker (answered by `TrackerUpdated`,
+    /// `TrackerWriteFailed` or `NetworkFailed`).
     RecordMerged {
         issue: u32,
     },
-    /// Durable quarantine in the tracker.
+    /// Durable quarantine in the tracker (answered like `RecordMerged`).
     MarkEscalated {
         issue: u32,
     },
@@ -460,6 +546,8 @@ impl Effect {
                 | Effect::RunStep { .. }
                 | Effect::Wait { .. }
                 | Effect::AskDecision { .. }
+                | Effect::RecordMerged { .. }
+                | Effect::MarkEscalated { .. }
                 | Effect::Exit { .. }
         )
     }

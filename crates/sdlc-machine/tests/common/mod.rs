@@ -14,6 +14,8 @@ pub enum Reply {
     Precondition,
     AlreadyDone,
     Shutdown,
+    /// The runner's own call (a probe, a builtin step) fails on the network: no agent ran.
+    Network,
     /// The runner dies (kill -9) while the request is outstanding: a fresh core is rebuilt
     /// from the recorded events, as a restarted runner does from its journal, and restarted.
     Crash,
@@ -124,11 +126,16 @@ pub fn drive(
                     signal: sdlc_machine::machine::Signal::Term,
                 },
                 Reply::Crash => Event::Start,
+                Reply::Network => Event::NetworkFailed,
                 _ => Event::PreconditionsOk { step },
             },
             Effect::RunStep { step, .. } => {
-                trace.invocations += 1;
-                match next_reply(step, true) {
+                let reply = next_reply(step, true);
+                if reply != Reply::Network {
+                    trace.invocations += 1;
+                }
+                match reply {
+                    Reply::Network => Event::NetworkFailed,
                     Reply::Fail(class, sig) => Event::StepFailed {
                         step,
                         class,
@@ -146,6 +153,7 @@ pub fn drive(
                     },
                 }
             }
+            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } => Event::TrackerUpdated,
             other => unreachable!("not a request: {other:?}"),
         };
     }

@@ -15,6 +15,12 @@ pub enum At {
     Step(Step),
     Backoff(Step, u64),
     Decision(Step),
+    /// The merge is done; the tracker is being told.
+    RecordingMerge(u32),
+    /// The issue is given up; the tracker is being told.
+    Escalating(Step, EscalationCause),
+    /// A runner call failed on the network; waiting this many seconds.
+    NetworkWait(u64),
     Halted(HaltReason),
     Finished(u8),
 }
@@ -45,6 +51,18 @@ pub struct Model {
     pub total: Spend,
     pub since_merge: Spend,
     pub failed_by_class: [Spend; FailureClass::COUNT],
+    /// Merged this session: never selected again.
+    pub merged: BTreeSet<u32>,
+    /// Taken back by a person this session: never selected again.
+    pub withdrawn: BTreeSet<u32>,
+    /// The last request the runner answers with a call of its own, and where it was asked.
+    pub outstanding: Option<(At, Effect)>,
+    /// Network waits in a row on that request.
+    pub net_waits: u32,
+    /// The last failure of any step: (step, class, signature).
+    pub last_failure: Option<(Step, FailureClass, Signature)>,
+    /// The issue and the failure that ended the last escalated cycle since the last merge.
+    pub last_escalation: Option<(u32, Step, FailureClass, Signature)>,
     pub fx: Vec<Effect>,
 }
 
@@ -80,6 +98,12 @@ impl Model {
             total: Spend::default(),
             since_merge: Spend::default(),
             failed_by_class: [Spend::default(); FailureClass::COUNT],
+            merged: BTreeSet::new(),
+            withdrawn: BTreeSet::new(),
+            outstanding: None,
+            net_waits: 0,
+            last_failure: None,
+            last_escalation: None,
             fx: Vec::new(),
         }
     }
@@ -92,10 +116,44 @@ impl Model {
         matches!(self.mode, Mode::SingleStep(_))
     }
 
+    /// A request answered by a call of the runner's own: remembered for network retries.
+    fn ask(&mut self, at: At, e: Effect) {
+        self.net_waits = 0;
+        self.outstanding = Some((at, e));
+        self.fx.push(e);
+        self.at = at;
+    }
+
+    fn network_failed(&mut self) {
+        if self.outstanding.is_none() {
+            return;
+        }
+        if self.net_waits >= self.l.max_network_waits {
+            return self.halt(HaltReason::Network);
+        }
+        self.net_waits += 1;
+        let seconds = u64::from(self.l.network_backoff_secs(self.net_waits));
+        self.fx.push(Effect::Notify(Notice::NetworkWait {
+            seconds,
+            wait: self.net_waits,
+        }));
+        self.fx.push(Effect::Wait { seconds });
+        self.at = At::NetworkWait(seconds);
+    }
+
+    fn ask_again(&mut self) {
+        match self.outstanding {
+            Some((at, e)) => {
+                self.fx.push(e);
+                self.at = at;
+            }
+            None => self.select_next(),
+        }
+    }
+
     fn enter(&mut self, step: Step) {
         self.dispatched = false;
-        self.fx.push(Effect::CheckPreconditions { step });
-        self.at = At::Step(step);
+        self.ask(At::Step(step), Effect::CheckPreconditions { step });
     }
 
     fn halt(&mut self, r: HaltReason) {
@@ -112,13 +170,15 @@ impl Model {
     fn select_next(&mut self) {
         self.issue = None;
         self.dispatched = false;
-        self.fx.push(Effect::SelectIssue);
-        self.at = At::Selecting;
+        self.ask(At::Selecting, Effect::SelectIssue);
     }
 
     fn start_cycle(&mut self, issue: u32, first: Step) {
         if self.escalated.contains(&issue) {
             return self.halt(HaltReason::AllIssuesEscalated);
+        }
+        if self.merged.contains(&issue) || self.withdrawn.contains(&issue) {
+            return self.halt(HaltReason::TrackerStale { issue });
         }
         self.issue = Some(issue);
         self.dispatched = false;
@@ -136,12 +196,33 @@ impl Model {
 
     fn merged(&mut self, issue: u32) {
         self.streak = 0;
+        self.last_escalation = None;
+        self.merged.insert(issue);
         self.merges += 1;
         self.since_merge = Spend::default();
         self.failed_by_class = [Spend::default(); FailureClass::COUNT];
-        self.fx.push(Effect::RecordMerged { issue });
+        self.dispatched = false;
+        self.ask(At::RecordingMerge(issue), Effect::RecordMerged { issue });
+    }
+
+    fn merge_recorded(&mut self, issue: u32) {
         self.fx.push(Effect::Notify(Notice::Merged { issue }));
         self.fx.push(Effect::CheckoutMain);
+        if matches!(self.mode, Mode::SingleIssue(_)) {
+            return self.finish(0);
+        }
+        self.fx.push(Effect::ResetCycle);
+        self.select_next();
+    }
+
+    fn withdraw(&mut self, issue: u32) {
+        self.withdrawn.insert(issue);
+        self.dispatched = false;
+        self.fx.extend([
+            Effect::Cleanup,
+            Effect::CheckoutMain,
+            Effect::Notify(Notice::Withdrawn { issue }),
+        ]);
         if matches!(self.mode, Mode::SingleIssue(_)) {
             return self.finish(0);
         }
@@ -161,15 +242,38 @@ impl Model {
 
     fn escalate(&mut self, step: Step, cause: EscalationCause) {
         let issue = self.issue();
+        let own_failure = matches!(
+            cause,
+            EscalationCause::RetriesExhausted
+                | EscalationCause::SameFailureRepeated
+                | EscalationCause::NonRetryable
+        );
+        let now = match self.last_failure {
+            Some((s, class, sig)) if own_failure && s == step => Some((issue, s, class, sig)),
+            _ => None,
+        };
+        if let (Some((_, s, class, sig)), Some((before, s0, class0, sig0))) =
+            (now, self.last_escalation)
+        {
+            if before != issue && (s, class, sig) == (s0, class0, sig0) {
+                return self.halt(HaltReason::SameFailureAcrossIssues { step, class });
+            }
+        }
+        self.last_escalation = now;
         self.escalated.insert(issue);
         self.streak += 1;
+        self.dispatched = false;
+        self.ask(At::Escalating(step, cause), Effect::MarkEscalated { issue });
+    }
+
+    fn escalation_recorded(&mut self, step: Step, cause: EscalationCause) {
+        let issue = self.issue();
         let notice = Effect::Notify(Notice::Escalated {
             issue,
             step,
             cause,
             consecutive: self.streak,
         });
-        self.fx.push(Effect::MarkEscalated { issue });
         if matches!(self.mode, Mode::SingleIssue(_)) {
             self.fx.extend([
                 Effect::Cleanup,
@@ -238,12 +342,13 @@ impl Model {
             self.repairs[i] += 1;
         }
         self.dispatched = true;
-        self.fx.push(Effect::RunStep {
+        let run = Effect::RunStep {
             step,
             issue: self.issue(),
             attempt: self.attempts[i] + 1,
             repair,
-        });
+        };
+        self.ask(At::Step(step), run);
     }
 
     fn bounce(&mut self, step: Step, check: Check) {
@@ -301,6 +406,7 @@ impl Model {
         let i = step.index();
         self.record(u);
         add(&mut self.failed_by_class[class.index()], u);
+        self.last_failure = Some((step, class, sig));
         match class.disposition() {
             Disposition::HaltEnvironment => {
                 return self.halt(HaltReason::Environment { class, step });
@@ -348,13 +454,21 @@ impl Model {
         if self.single_step() {
             return self.finish(1);
         }
+        let same_limit = self.l.max_consecutive_same_failure;
+        let spent = self.attempts[i] >= self.l.max_retries_per_step
+            || (same_limit > 0 && self.same[i] >= same_limit);
+        if class == FailureClass::Killed && spent {
+            return self.halt(HaltReason::RepeatedKills {
+                step,
+                kills: self.same[i],
+            });
+        }
         if class.disposition() == Disposition::EscalateNow {
             return self.escalate(step, EscalationCause::NonRetryable);
         }
         if self.attempts[i] >= self.l.max_retries_per_step {
             return self.give_up(step, EscalationCause::RetriesExhausted);
         }
-        let same_limit = self.l.max_consecutive_same_failure;
         if same_limit > 0 && self.same[i] >= same_limit {
             return self.give_up(step, EscalationCause::SameFailureRepeated);
         }
@@ -427,6 +541,26 @@ impl Model {
             At::Step(step) => self.on_step(step, ev),
             At::Backoff(step, seconds) => self.on_backoff(step, seconds, ev),
             At::Decision(step) => self.on_decision(step, ev),
+            At::RecordingMerge(issue) => self.on_tracker_write(
+                ev,
+                |m| m.merge_recorded(issue),
+                HaltReason::TrackerWrite {
+                    issue,
+                    merged: true,
+                },
+            ),
+            At::Escalating(step, cause) => {
+                let issue = self.issue();
+                self.on_tracker_write(
+                    ev,
+                    |m| m.escalation_recorded(step, cause),
+                    HaltReason::TrackerWrite {
+                        issue,
+                        merged: false,
+                    },
+                )
+            }
+            At::NetworkWait(_) => self.on_network_wait(ev),
             At::Halted(_) | At::Finished(_) => true,
         };
         if !handled {
@@ -435,18 +569,56 @@ impl Model {
         std::mem::take(&mut self.fx)
     }
 
-    fn on_selecting(&mut self, ev: &Event) -> bool {
+    fn on_tracker_write(
+        &mut self,
+        ev: &Event,
+        recorded: impl FnOnce(&mut Self),
+        failed: HaltReason,
+    ) -> bool {
         match *ev {
-            Event::Start => self.fx.push(Effect::SelectIssue),
+            Event::TrackerUpdated => recorded(self),
+            Event::TrackerWriteFailed => self.halt(failed),
+            Event::NetworkFailed => self.network_failed(),
+            Event::Start => self.ask_again(),
             Event::ModeChanged { mode } => {
                 self.mode = mode;
-                self.fx.push(Effect::SelectIssue);
+                self.ask_again();
             }
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_network_wait(&mut self, ev: &Event) -> bool {
+        match *ev {
+            Event::WaitOver | Event::Start => self.ask_again(),
+            Event::ModeChanged { mode } => {
+                if self.change_mode(mode).is_none() {
+                    self.ask_again();
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn on_selecting(&mut self, ev: &Event) -> bool {
+        match *ev {
+            Event::Start => self.ask(At::Selecting, Effect::SelectIssue),
+            Event::ModeChanged { mode } => {
+                self.mode = mode;
+                self.ask(At::Selecting, Effect::SelectIssue);
+            }
+            Event::NetworkFailed => self.network_failed(),
             Event::IssueSelected { issue } => self.start_cycle(issue, self.first_step()),
             Event::Resume { issue, next } => {
-                if self.escalated.contains(&issue) {
-                    // An escalated issue's branch is not continued.
-                    self.fx.extend([Effect::CheckoutMain, Effect::SelectIssue]);
+                if self.escalated.contains(&issue)
+                    || self.merged.contains(&issue)
+                    || self.withdrawn.contains(&issue)
+                {
+                    // An escalated, merged or withdrawn issue's branch is not continued.
+                    self.fx.push(Effect::CheckoutMain);
+                    self.ask(At::Selecting, Effect::SelectIssue);
                 } else {
                     let first = match self.mode {
                         Mode::SingleStep(step) => step,
@@ -499,6 +671,13 @@ impl Model {
                 wait_hint_secs,
             } if s == step && self.dispatched => {
                 self.failed(step, class, signature, &usage, wait_hint_secs)
+            }
+            Event::NetworkFailed => self.network_failed(),
+            Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
+                self.withdraw(issue)
+            }
+            Event::WorkspaceUnfit { step: s } if s == step => {
+                self.halt(HaltReason::Workspace { step })
             }
             _ => return false,
         }
@@ -553,7 +732,7 @@ impl Model {
     }
 
     fn on_cycle_or_session(&mut self, ev: &Event) {
-        let in_cycle = !matches!(self.at, At::Selecting);
+        let in_cycle = matches!(self.at, At::Step(_) | At::Backoff(..) | At::Decision(_));
         match *ev {
             Event::Resume { issue, next } if in_cycle && Some(issue) == self.issue => {
                 self.enter(next)

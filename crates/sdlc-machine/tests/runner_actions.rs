@@ -1,0 +1,368 @@
+//! Properties of the runner's own actions under the machine: tracker writes, network waits, a
+//! person taking an issue back, the workspace, and failures that are the environment's.
+//!
+//! The world here is hostile: the tracker may offer any issue, including ones already merged,
+//! may refuse writes, and any call may fail on the network. Whatever it does, the session ends,
+//! no issue is merged twice, a merged or withdrawn issue never starts a cycle again, and network
+//! waits follow their own schedule and bound.
+
+use proptest::prelude::*;
+use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::machine::{
+    bounds, Core, Effect, Event, HaltReason, Limits, Mode, Notice, State, Usage,
+};
+use sdlc_machine::step::Step;
+use std::collections::BTreeMap;
+
+fn limits() -> impl Strategy<Value = Limits> {
+    (1u32..=3, 0u32..=2, 1u32..=3, 0u32..=4, any::<bool>()).prop_map(|(r, b, e, net, simplify)| {
+        Limits {
+            max_retries_per_step: r,
+            max_bounce_retries: b,
+            max_consecutive_escalations: e,
+            max_network_waits: net,
+            simplify_enabled: simplify,
+            ..Limits::default()
+        }
+    })
+}
+
+/// What the hostile world answers, drawn from a tape; 0 is the cooperative answer.
+struct World {
+    tape: Vec<u8>,
+    at: usize,
+    backlog: u32,
+}
+
+impl World {
+    fn pick(&mut self, n: u8) -> u8 {
+        let c = self.tape.get(self.at).copied().unwrap_or(0);
+        self.at += 1;
+        c % n
+    }
+
+    fn answer(&mut self, request: Effect) -> Event {
+        let network = self.pick(6) == 5;
+        match request {
+            Effect::SelectIssue if network => Event::NetworkFailed,
+            // Any issue of the backlog, merged or not: a tracker that was never told.
+            Effect::SelectIssue => Event::IssueSelected {
+                issue: 1 + u32::from(self.pick(self.backlog as u8)),
+            },
+            Effect::CheckPreconditions { .. } if network => Event::NetworkFailed,
+            Effect::CheckPreconditions { step } => match self.pick(12) {
+                11 => Event::IssueWithdrawn { issue: 0 },
+                _ => Event::PreconditionsOk { step },
+            },
+            Effect::RunStep { .. } if network => Event::NetworkFailed,
+            Effect::RunStep { step, .. } => match self.pick(4) {
+                3 => Event::StepFailed {
+                    step,
+                    class: FailureClass::TestAssertion,
+                    signature: Signature(u64::from(self.pick(2))),
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                },
+                _ => Event::StepSucceeded {
+                    step,
+                    usage: Usage::default(),
+                },
+            },
+            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } if network => {
+                Event::NetworkFailed
+            }
+            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } => match self.pick(8) {
+                7 => Event::TrackerWriteFailed,
+                _ => Event::TrackerUpdated,
+            },
+            Effect::Wait { .. } => Event::WaitOver,
+            Effect::AskDecision { .. } => Event::DecisionTimedOut,
+            other => unreachable!("not a request: {other:?}"),
+        }
+    }
+}
+
+/// Runs a session against the world; returns every batch of effects with its event.
+fn session(l: &Limits, world: &mut World) -> Vec<(Event, Vec<Effect>)> {
+    let mut core = Core::new(l.clone(), Mode::Continuous);
+    let mut event = Event::Start;
+    let mut log = Vec::new();
+    for _ in 0..20_000 {
+        if let Event::IssueWithdrawn { .. } = event {
+            event = Event::IssueWithdrawn {
+                issue: core.runner().issue.unwrap_or(0),
+            };
+        }
+        let effects = core.handle(&event).to_vec();
+        let request = effects.iter().copied().find(Effect::is_request);
+        log.push((event, effects));
+        match request {
+            Some(Effect::Exit { .. }) => return log,
+            Some(r) => event = world.answer(r),
+            None => panic!("no request after {event:?} in {:?}", core.state()),
+        }
+    }
+    panic!("the session did not end within 20000 events");
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Merged is final: no issue is merged twice nor started again once merged or withdrawn,
+    /// whatever the tracker offers; a tracker that cannot be written halts the session.
+    #[test]
+    fn a_hostile_tracker_never_makes_the_runner_repeat_work(
+        l in limits(),
+        backlog in 1u32..4,
+        tape in prop::collection::vec(any::<u8>(), 0..600),
+    ) {
+        let mut world = World { tape, at: 0, backlog };
+        let log = session(&l, &mut world);
+        let mut merged = BTreeMap::new();
+        let mut withdrawn = Vec::new();
+        let mut agent_runs_since_merge = 0u64;
+        let bound = bounds::compute(&l);
+        for (event, effects) in &log {
+            if let Event::IssueWithdrawn { issue } = event {
+                withdrawn.push(*issue);
+            }
+            for e in effects {
+                match e {
+                    Effect::RecordMerged { issue } => {
+                        let n = merged.entry(*issue).or_insert(0u32);
+                        // Issued again only after a network wait or a tracker write retry,
+                        // never for a second merge: the merge counter says so.
+                        *n += 1;
+                    }
+                    Effect::Notify(Notice::CycleStarted { issue }) => {
+                        prop_assert!(!merged.contains_key(issue), "merged #{issue} started again");
+                        prop_assert!(!withdrawn.contains(issue), "withdrawn #{issue} started again");
+                    }
+                    Effect::RunStep { .. } => agent_runs_since_merge += 1,
+                    _ => {}
+                }
+            }
+            if effects.iter().any(|e| matches!(e, Effect::RecordMerged { .. }))
+                && !matches!(event, Event::WaitOver | Event::Start)
+            {
+                agent_runs_since_merge = 0;
+            }
+            prop_assert!(agent_runs_since_merge <= bound.between_merges + bound.between_merges * u64::from(l.max_network_waits));
+        }
+        let (last_event, last) = log.last().expect("a session has batches");
+        if *last_event == Event::TrackerWriteFailed {
+            prop_assert!(
+                last.iter().any(|e| matches!(e, Effect::Halt(HaltReason::TrackerWrite { .. }))),
+                "a tracker write failure must halt: {last:?}"
+            );
+        }
+        // Each merge is counted once, however often its recording was retried.
+        let merges = log
+            .iter()
+            .filter(|(ev, fx)| {
+                fx.iter().any(|e| matches!(e, Effect::RecordMerged { .. }))
+                    && !matches!(ev, Event::WaitOver | Event::Start)
+            })
+            .count();
+        prop_assert_eq!(merges, merged.len());
+    }
+
+    /// Network waits: the n-th wait in a row on one call lasts `2 · 2^(n-1)` seconds (capped),
+    /// at most `max_network_waits` of them, then the session halts as NETWORK; never an attempt
+    /// spent, never an issue blamed.
+    #[test]
+    fn network_waits_follow_their_own_schedule_and_bound(l in limits(), step_at in 0usize..Step::COUNT) {
+        let mut core = Core::new(l.clone(), Mode::Continuous);
+        core.handle(&Event::Start);
+        core.handle(&Event::IssueSelected { issue: 1 });
+        let steps: Vec<Step> = l.enabled_steps().collect();
+        let target = steps[step_at % steps.len()];
+        for step in steps.iter().copied().take_while(|s| *s != target) {
+            core.handle(&Event::PreconditionsOk { step });
+            core.handle(&Event::StepSucceeded { step, usage: Usage::default() });
+        }
+        let attempts = core.runner().attempts;
+        let mut waits = Vec::new();
+        loop {
+            let fx = core.handle(&Event::NetworkFailed).to_vec();
+            let blamed = fx
+                .iter()
+                .any(|e| matches!(e, Effect::MarkEscalated { .. } | Effect::RunStep { .. }));
+            prop_assert!(!blamed, "a network failure blamed the issue or ran it: {:?}", fx);
+            if let Some(Effect::Wait { seconds }) = fx.iter().find(|e| matches!(e, Effect::Wait { .. })) {
+                waits.push(*seconds);
+                // The same request again after the wait.
+                let again = core.handle(&Event::WaitOver).to_vec();
+                prop_assert_eq!(again, vec![Effect::CheckPreconditions { step: target }]);
+            } else {
+                prop_assert!(fx.contains(&Effect::Halt(HaltReason::Network)), "{fx:?}");
+                break;
+            }
+        }
+        prop_assert_eq!(waits.len() as u32, l.max_network_waits);
+        for (n, s) in waits.iter().enumerate() {
+            let expected = (2u64 << n).min(u64::from(l.backoff_max_secs));
+            prop_assert_eq!(*s, expected);
+        }
+        prop_assert_eq!(core.runner().attempts, attempts, "no attempt spent");
+    }
+}
+
+fn at_merge(l: &Limits) -> Core {
+    let mut core = Core::new(l.clone(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 7 });
+    for step in l.enabled_steps() {
+        core.handle(&Event::PreconditionsOk { step });
+        core.handle(&Event::StepSucceeded {
+            step,
+            usage: Usage::default(),
+        });
+    }
+    core
+}
+
+#[test]
+fn a_tracker_that_cannot_record_a_merge_halts_naming_the_issue_and_the_merge_stays_final() {
+    let l = Limits::default();
+    let mut core = at_merge(&l);
+    assert_eq!(*core.state(), State::RecordingMerge { issue: 7 });
+    assert!(core.runner().merged.contains(&7));
+    let fx = core.handle(&Event::TrackerWriteFailed).to_vec();
+    assert!(
+        fx.contains(&Effect::Halt(HaltReason::TrackerWrite {
+            issue: 7,
+            merged: true
+        })),
+        "{fx:?}"
+    );
+    assert_eq!(fx.last(), Some(&Effect::Exit { code: 1 }));
+    assert_eq!(
+        HaltReason::TrackerWrite {
+            issue: 7,
+            merged: true
+        }
+        .headline(),
+        "ENVIRONMENT FAILURE: TRACKER"
+    );
+}
+
+#[test]
+fn a_tracker_offering_a_merged_issue_again_halts_before_any_work() {
+    let l = Limits::default();
+    let mut core = at_merge(&l);
+    let fx = core.handle(&Event::TrackerUpdated).to_vec();
+    assert!(fx.contains(&Effect::SelectIssue), "{fx:?}");
+    let fx = core.handle(&Event::IssueSelected { issue: 7 }).to_vec();
+    assert!(
+        fx.contains(&Effect::Halt(HaltReason::TrackerStale { issue: 7 })),
+        "{fx:?}"
+    );
+    assert!(!fx
+        .iter()
+        .any(|e| matches!(e, Effect::CheckPreconditions { .. })));
+}
+
+#[test]
+fn a_person_withdrawing_the_issue_drops_the_cycle_without_blame() {
+    let l = Limits::default();
+    let mut core = Core::new(l.clone(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 3 });
+    core.handle(&Event::PreconditionsOk {
+        step: Step::StartCycle,
+    });
+    core.handle(&Event::StepSucceeded {
+        step: Step::StartCycle,
+        usage: Usage::default(),
+    });
+    let fx = core.handle(&Event::IssueWithdrawn { issue: 3 }).to_vec();
+    assert_eq!(
+        fx,
+        vec![
+            Effect::Cleanup,
+            Effect::CheckoutMain,
+            Effect::Notify(Notice::Withdrawn { issue: 3 }),
+            Effect::ResetCycle,
+            Effect::SelectIssue
+        ]
+    );
+    assert!(core.runner().escalated.is_empty());
+    assert_eq!(core.runner().consecutive_escalations, 0);
+    // Offered again by a stale tracker: the person's decision stands.
+    let fx = core.handle(&Event::IssueSelected { issue: 3 }).to_vec();
+    assert!(fx.contains(&Effect::Halt(HaltReason::TrackerStale { issue: 3 })));
+}
+
+#[test]
+fn an_unfit_workspace_halts_as_the_environment_without_blaming_the_issue() {
+    let l = Limits::default();
+    let mut core = Core::new(l, Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 3 });
+    let fx = core
+        .handle(&Event::WorkspaceUnfit {
+            step: Step::StartCycle,
+        })
+        .to_vec();
+    assert!(fx.contains(&Effect::Halt(HaltReason::Workspace {
+        step: Step::StartCycle
+    })));
+    assert!(!fx.iter().any(|e| matches!(e, Effect::MarkEscalated { .. })));
+}
+
+/// Two issues escalated in a row by the same failure of the same step: the second is not
+/// quarantined and the session halts as the environment's.
+#[test]
+fn the_same_failure_on_two_issues_in_a_row_is_the_environments() {
+    let l = Limits {
+        max_consecutive_escalations: 3,
+        ..Limits::default()
+    };
+    let mut core = Core::new(l.clone(), Mode::Continuous);
+    let fail = |core: &mut Core, sig| {
+        core.handle(&Event::PreconditionsOk {
+            step: Step::StartCycle,
+        })
+        .to_vec();
+        core.handle(&Event::StepFailed {
+            step: Step::StartCycle,
+            class: FailureClass::PostCheck,
+            signature: Signature(sig),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec()
+    };
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 1 });
+    let until_the_cycle_ends = |core: &mut Core| {
+        for _ in 0..10 {
+            let fx = fail(core, 42);
+            if fx
+                .iter()
+                .any(|e| matches!(e, Effect::MarkEscalated { .. } | Effect::Halt(_)))
+            {
+                return fx;
+            }
+        }
+        panic!("the cycle did not end");
+    };
+    let last = until_the_cycle_ends(&mut core);
+    assert!(
+        last.contains(&Effect::MarkEscalated { issue: 1 }),
+        "{last:?}"
+    );
+    core.handle(&Event::TrackerUpdated);
+    core.handle(&Event::IssueSelected { issue: 2 });
+    let last = until_the_cycle_ends(&mut core);
+    assert!(
+        last.contains(&Effect::Halt(HaltReason::SameFailureAcrossIssues {
+            step: Step::StartCycle,
+            class: FailureClass::PostCheck
+        })),
+        "{last:?}"
+    );
+    assert!(!last.contains(&Effect::MarkEscalated { issue: 2 }));
+    assert!(!core.runner().escalated.contains(&2));
+}
