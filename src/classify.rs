@@ -136,6 +136,20 @@ pub fn classify_post_check(step_key: &str, what: &str) -> Classified {
 /// nothing recognizes is a `POST_CHECK` failure of the step, except failing CI
 /// (`ci_failed`), which is the code's to fix (`TEST_ASSERTION` unless its log names a more
 /// precise class), so that a repair attempt gets it.
+/// A runner call that failed on the network after the agent ran in the same attempt: the
+/// attempt cannot be issued again as it was (the agent would run twice), so it fails as
+/// NETWORK, which the machine waits out without spending an attempt.
+pub fn classify_network(step_key: &str, what: &str) -> Classified {
+    Verdict {
+        class: FailureClass::Network,
+        evidence: format!("{step_key}: network"),
+        headline: format!("{step_key}: {}", one_line(what)),
+        excerpt: what.to_string(),
+        wait_hint_secs: None,
+    }
+    .finish()
+}
+
 pub fn classify_builtin(step_key: &str, what: &str, ci_failed: bool) -> Classified {
     if is_merge_conflict(what) {
         return Verdict {

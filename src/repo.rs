@@ -60,6 +60,8 @@ pub struct Repo {
     /// Whether the clone has an `origin` remote, asked once (remotes do not change under a
     /// run, and asking costs a git spawn per fetch).
     has_origin: std::sync::OnceLock<bool>,
+    /// The git directory of this work tree (where its index and HEAD locks live), asked once.
+    git_dir: std::sync::OnceLock<Option<PathBuf>>,
 }
 
 /// Longest a single git command may take.
@@ -93,6 +95,7 @@ impl Repo {
             path: path.to_path_buf(),
             main: String::new(),
             has_origin: std::sync::OnceLock::new(),
+            git_dir: std::sync::OnceLock::new(),
         };
         repo.main = repo.detect_main()?;
         Ok(repo)
@@ -411,6 +414,30 @@ impl Repo {
         let subjects = self.git_ok(&["log", "--first-parent", "--format=%s", &range])?;
         let subjects: Vec<&str> = subjects.lines().filter(|l| !l.is_empty()).collect();
         Ok(!subjects.is_empty() && subjects.iter().all(|s| s.starts_with(MERGE_SUBJECT)))
+    }
+
+    /// Git's lock files of this repository (index, HEAD, config) older than `age`: a git
+    /// process that died left them, and every git command that writes fails while they exist.
+    pub fn stale_locks(&self, age: std::time::Duration) -> Vec<PathBuf> {
+        let git_dir = self.git_dir.get_or_init(|| {
+            self.git_ok(&["rev-parse", "--absolute-git-dir"])
+                .ok()
+                .map(|dir| PathBuf::from(dir.trim()))
+        });
+        let Some(git_dir) = git_dir else {
+            return Vec::new();
+        };
+        ["index.lock", "HEAD.lock", "config.lock"]
+            .iter()
+            .map(|name| git_dir.join(name))
+            .filter(|p| {
+                std::fs::symlink_metadata(p)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|elapsed| elapsed >= age)
+            })
+            .collect()
     }
 
     /// `git status --porcelain` lines that are not the runner's own files, for a message.

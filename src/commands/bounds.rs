@@ -22,6 +22,16 @@ pub fn run(config: &Path) -> i32 {
         b.per_cycle
     );
     out!("an attempt cut short by a runner crash counts as a failed attempt (KILLED): these figures hold across crashes and restarts");
+    let l = cfg.limits();
+    let waits: Vec<String> = (1..=l.max_network_waits)
+        .map(|n| l.network_backoff_secs(n).to_string())
+        .collect();
+    out!(
+        "runner calls (git, gh, the tracker, builtin steps): each is made at most {} time(s) in a row when it fails on the network (waits of {} s), then the session halts (NETWORK); no network failure spends an attempt or starts an agent",
+        1 + l.max_network_waits,
+        if waits.is_empty() { "none".to_string() } else { waits.join(", ") }
+    );
+    out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
     if cfg.workers > 1 {
         let n = u64::from(cfg.workers);
         out!(

@@ -203,6 +203,8 @@ impl Config {
             per_session_budget_micros: self.budget.per_session_usd.map(usd_to_micros),
             per_issue_budget_ms: self.budget.per_issue_minutes.map(minutes_to_ms),
             manual_approval: self.approval == Approval::Manual,
+            max_network_waits: self.max_network_waits,
+            network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,
         }
     }
 }

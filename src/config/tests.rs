@@ -109,6 +109,7 @@ fn limits_convert_to_exact_units() {
            "maxConsecutiveFailures": {"implement": 2, "verify": 0},
            "backoff": {"initialSeconds": 10, "maxSeconds": 80},
            "maxQuotaWaitMinutes": 90.5, "maxRepairIterations": 1, "approval": "manual",
+           "maxNetworkWaits": 3,
            "budget": {"perIssueUsd": 12.345678, "perSessionUsd": 100, "perIssueMinutes": 1.5},
            "steps": {"simplify": {"enabled": false}}"#,
     ));
@@ -133,6 +134,8 @@ fn limits_convert_to_exact_units() {
             per_session_budget_micros: Some(100_000_000),
             per_issue_budget_ms: Some(90_000),
             manual_approval: true,
+            max_network_waits: 3,
+            network_backoff_initial_secs: 2,
         }
     );
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));

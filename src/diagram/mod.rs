@@ -124,6 +124,8 @@ fn decision(effects: &[Effect]) -> (Kind, &'static str) {
             Effect::Notify(Notice::Retrying { .. }) => return (Kind::Retry, ""),
             Effect::Notify(Notice::Bounced { .. }) => return (Kind::Bounce, ""),
             Effect::Notify(Notice::Waiting { .. }) => return (Kind::Wait, ""),
+            Effect::Notify(Notice::NetworkWait { .. }) => return (Kind::Wait, "network"),
+            Effect::MarkEscalated { .. } => return (Kind::Escalate, ""),
             Effect::RecordMerged { .. } => return (Kind::Merged, ""),
             Effect::AskDecision { .. } => return (Kind::AskPerson, ""),
             _ => {}
@@ -154,6 +156,10 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::DecisionTimeout => "decision timeout",
         HaltReason::RunnerStateLost => "runner state lost",
         HaltReason::Network => "network",
+        HaltReason::TrackerWrite { .. } | HaltReason::TrackerStale { .. } => "tracker",
+        HaltReason::Workspace { .. } => "workspace",
+        HaltReason::SameFailureAcrossIssues { .. } => "same failure on two issues",
+        HaltReason::RepeatedKills { .. } => "runner killed",
     }
 }
 
@@ -175,8 +181,22 @@ fn alphabet(core: &Core) -> Vec<Event> {
             signal: Signal::Term,
         },
         Event::NetworkUnavailable,
+        Event::NetworkFailed,
+        Event::TrackerUpdated,
+        Event::TrackerWriteFailed,
     ];
-    let fresh = core.escalated().iter().max().map_or(1, |m| m + 1);
+    let r = core.runner();
+    let fresh = core
+        .escalated()
+        .iter()
+        .chain(&r.merged)
+        .chain(&r.withdrawn)
+        .max()
+        .map_or(1, |m| m + 1);
+    // A stale tracker offering a finished issue again.
+    if let Some(&done) = r.merged.iter().chain(&r.withdrawn).next() {
+        evs.push(Event::IssueSelected { issue: done });
+    }
     evs.push(Event::IssueSelected { issue: fresh });
     evs.push(Event::AlreadyMerged { issue: fresh });
     // The driver sends Resume only on start, when git shows progress: it may name any step.
@@ -193,7 +213,11 @@ fn alphabet(core: &Core) -> Vec<Event> {
     for option in DecisionOption::ALL {
         evs.push(Event::Decided { option });
     }
+    if let Some(issue) = core.runner().issue {
+        evs.push(Event::IssueWithdrawn { issue });
+    }
     if let Some(step) = core.state().step() {
+        evs.push(Event::WorkspaceUnfit { step });
         evs.push(Event::PreconditionsOk { step });
         evs.push(Event::AlreadyDone { step });
         if let Some(&check) = Check::of(step).first() {
@@ -235,6 +259,8 @@ fn exploration_limits() -> Vec<Limits> {
         max_rate_limit_waits: 1,
         max_quota_wait_secs: 3600,
         max_repair_iterations: 1,
+        // One network wait shows both edges: wait, and halt when waiting did not help.
+        max_network_waits: 1,
         ..Limits::default()
     };
     let manual = Limits {
@@ -302,7 +328,17 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                 next.state().name().to_string()
             };
             // A restart fails the interrupted attempt: what it decides is that failure's kind.
-            let (mut kind, cause) = decision(&effects);
+            let (mut kind, mut cause) = decision(&effects);
+            if let State::Escalating { cause: why, .. } = next.state() {
+                if kind == Kind::Escalate && cause.is_empty() {
+                    cause = why.describe();
+                }
+            }
+            if ev == Event::TrackerUpdated && kind != Kind::Halt {
+                // The tracker recorded what was decided before: nothing new is decided here.
+                kind = Kind::Advance;
+                cause = "";
+            }
             let mut guard = guard(kind, cause);
             if ev == Event::Start {
                 guard = format!("attempt interrupted by a restart, {guard}");
@@ -390,7 +426,72 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     r.session_cost_micros = cap(r.session_cost_micros, r.limits.per_session_budget_micros);
     r.issue_cost_micros = cap(r.issue_cost_micros, r.limits.per_issue_budget_micros);
     r.issue_elapsed_ms = cap(r.issue_elapsed_ms, r.limits.per_issue_budget_ms);
-    (state, r)
+    // Finished issues only matter as "offered again or not": one token each.
+    let token = |set: &std::collections::BTreeSet<u32>, t: u32| {
+        if set.is_empty() {
+            Default::default()
+        } else {
+            std::collections::BTreeSet::from([t])
+        }
+    };
+    r.merged = token(&r.merged, 1_000);
+    r.withdrawn = token(&r.withdrawn, 1_001);
+    // Issue numbers and signature values in the outstanding request and the last escalation
+    // never change which edge is taken.
+    let cap_attempt = r.limits.max_retries_per_step + 2;
+    r.outstanding = r.outstanding.map(|(s, e)| {
+        let e = match anonymous(e) {
+            Effect::RunStep {
+                step,
+                issue,
+                attempt,
+                repair,
+            } => Effect::RunStep {
+                step,
+                issue,
+                attempt: attempt.min(cap_attempt),
+                repair,
+            },
+            other => other,
+        };
+        (anonymous_state(s), e)
+    });
+    // Whether the last escalation can match the next one is what matters; which failure it
+    // was multiplies the states without adding an edge.
+    r.last_escalation = r.last_escalation.map(|(_, mut f)| {
+        f.signature = Signature(0);
+        f.step = Step::StartCycle;
+        f.class = FailureClass::TestAssertion;
+        (0, f)
+    });
+    (anonymous_state(state), r)
+}
+
+fn anonymous(e: Effect) -> Effect {
+    match e {
+        Effect::RunStep {
+            step,
+            attempt,
+            repair,
+            ..
+        } => Effect::RunStep {
+            step,
+            issue: 0,
+            attempt,
+            repair,
+        },
+        Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
+        Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
+        Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
+        other => other,
+    }
+}
+
+fn anonymous_state(s: State) -> State {
+    match s {
+        State::RecordingMerge { .. } => State::RecordingMerge { issue: 0 },
+        other => other,
+    }
 }
 
 /// An edge that every leaf under a superstate has is drawn once, from the superstate.

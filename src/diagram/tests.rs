@@ -16,6 +16,9 @@ fn every_state_of_the_machine_is_reached() {
         "Selecting",
         "BackingOff",
         "AwaitingDecision",
+        "Escalating",
+        "RecordingMerge",
+        "WaitingForNetwork",
         "Halted",
         "Finished",
     ]);
@@ -32,15 +35,25 @@ fn every_state_of_the_machine_is_reached() {
 #[test]
 fn a_restart_mid_attempt_is_drawn_as_a_failure_of_that_attempt() {
     let g = graph();
-    assert!(
-        g.edges
-            .iter()
-            .any(|e| (e.from == "Implement" || e.from == "Build")
+    let restart = |guard: &str, to: &str| {
+        g.edges.iter().any(|e| {
+            (e.from == "Implement" || e.from == "Build")
                 && e.event == "Start"
-                && e.guard
-                    .starts_with("attempt interrupted by a restart, escalate")
-                && e.to == "Selecting"),
-        "no restart edge out of Implement"
+                && e.guard.starts_with(guard)
+                && e.to == to
+        })
+    };
+    // The runner's own deaths never quarantine the issue: retries spent on them halt.
+    assert!(
+        restart(
+            "attempt interrupted by a restart, halt: runner killed",
+            "Halted"
+        ),
+        "no restart-halt edge out of Implement"
+    );
+    assert!(
+        !restart("attempt interrupted by a restart, escalate", "Escalating"),
+        "a restart escalated the issue"
     );
 }
 
@@ -64,11 +77,34 @@ fn guards_tell_apart_what_one_event_can_do() {
         "Build",
         "StepFailed",
         "escalate: retries exhausted",
-        "Selecting"
+        "Escalating"
     ));
+    assert!(has("Escalating", "TrackerUpdated", "", "Selecting"));
+    assert!(has(
+        "Escalating",
+        "TrackerWriteFailed",
+        "halt: tracker",
+        "Halted"
+    ));
+    assert!(has(
+        "RecordingMerge",
+        "TrackerWriteFailed",
+        "halt: tracker",
+        "Halted"
+    ));
+    assert!(has(
+        "Build",
+        "NetworkFailed",
+        "wait: network",
+        "WaitingForNetwork"
+    ));
+    assert!(has("Build", "NetworkFailed", "halt: network", "Halted"));
+    assert!(has("Build", "WorkspaceUnfit", "halt: workspace", "Halted"));
+    assert!(has("Selecting", "IssueSelected", "halt: tracker", "Halted"));
     assert!(has("Verify", "PreconditionFailed", "bounce", "Simplify"));
     assert!(has("Selecting", "NoIssues", "", "Finished"));
-    assert!(has("Merge", "StepSucceeded", "merged", "Selecting"));
+    assert!(has("Merge", "StepSucceeded", "merged", "RecordingMerge"));
+    assert!(has("RecordingMerge", "TrackerUpdated", "", "Selecting"));
     assert!(has("Session", "ShutdownRequested", "", EXITED));
     assert!(has("BackingOff", "WaitOver", "waiting in verify", "Verify"));
 }
@@ -123,7 +159,9 @@ fn every_edge_kind_agrees_with_its_guard() {
 fn diagram_overview_is_small_and_has_every_decisive_kind() {
     let o = overview(graph());
     assert!(
-        o.graph.edges.len() <= 40,
+        // The runner's own actions (tracker writes, network waits, a person's withdrawal) are
+        // decisive too: they are drawn, each once per phase.
+        o.graph.edges.len() <= 60,
         "overview has {} edges",
         o.graph.edges.len()
     );
@@ -157,8 +195,10 @@ fn diagram_overview_is_small_and_has_every_decisive_kind() {
             "BackingOff",
             "Build",
             "Deliver",
+            "Escalating",
             "Finished",
             "Halted",
+            "RecordingMerge",
             "Selecting",
             "Specify"
         ])

@@ -57,8 +57,14 @@ fn overview_node(graph: &Graph, name: &str) -> String {
 /// or when it advances out of its phase. Edges of one (from, to, kind) become one, labelled with
 /// the causes (or, where a kind has none, the events) that take it.
 pub fn overview(graph: &Graph) -> View {
+    // A network wait returns to the state that waited: the overview draws it as that state's
+    // own wait, not as a state of its own.
+    let network = "WaitingForNetwork";
     let mut leaves = BTreeMap::new();
     for (leaf, ancestors) in &graph.leaves {
+        if leaf == network {
+            continue;
+        }
         match phase_of(graph, leaf) {
             Some(phase) => {
                 let mut around = ancestors.clone();
@@ -73,8 +79,15 @@ pub fn overview(graph: &Graph) -> View {
     let restart = Event::Start.label();
     let mut merged: BTreeMap<(String, String, Kind), BTreeSet<&'static str>> = BTreeMap::new();
     for e in &graph.edges {
+        if e.from == network {
+            continue;
+        }
         let from = overview_node(graph, &e.from);
-        let to = overview_node(graph, &e.to);
+        let to = if e.to == network {
+            from.clone()
+        } else {
+            overview_node(graph, &e.to)
+        };
         if e.kind == Kind::Advance && from == to {
             continue;
         }

@@ -96,6 +96,9 @@ impl Driver {
             Some(c) => Some(c),
             None if !check_after => None,
             None => {
+                if let Some(event) = self.workspace_check(step, false) {
+                    return event;
+                }
                 let ctx = self.step_context();
                 let what = format!("checking the outcome of {}", step.key());
                 match self
@@ -109,7 +112,11 @@ impl Driver {
                     network::Patient::Done(Err(e)) => {
                         Some(classify_post_check(step.key(), &e.to_string()))
                     }
-                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+                    // The agent ran: asking again would run it twice. NETWORK waits instead.
+                    network::Patient::GaveUp(_) => Some(crate::classify::classify_network(
+                        step.key(),
+                        &self.last_output,
+                    )),
                 }
             }
         };

@@ -28,6 +28,9 @@ impl Driver {
     ) -> Event {
         self.know_issue(issue);
         let mut usage = Usage::default();
+        // Whether the agent ran in this attempt: then a network failure of the runner's own
+        // call fails the attempt as NETWORK instead of asking for it again.
+        let mut agent_ran = false;
         let conflict = step == Step::Merge
             && self.failures[step.index()]
                 .as_ref()
@@ -37,6 +40,7 @@ impl Driver {
                 Event::StepSucceeded { usage: spent, .. } => usage = spent,
                 other => return other,
             }
+            agent_ran = true;
         }
         self.log(&format!(
             "issue #{issue} step {} {} attempt {attempt} (builtin)",
@@ -57,11 +61,15 @@ impl Driver {
             let what = format!("{} (builtin)", step.key());
             match self.patiently(&what, |d| d.builtin_once(step)).await {
                 network::Patient::Done(result) => Ok(result),
-                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
+                network::Patient::GaveUp(ev) => Err(ev),
             }
         };
         let result = match outcome {
             Ok(result) => result,
+            Err(Event::NetworkFailed) if agent_ran => {
+                let c = crate::classify::classify_network(step.key(), &self.last_output);
+                return self.failed(step, issue, c, usage);
+            }
             Err(event) => return event,
         };
         usage.elapsed_ms += started.elapsed().as_millis() as u64;
@@ -70,6 +78,9 @@ impl Driver {
             Ok(done) => {
                 self.last_output = done.clone();
                 self.log(&format!("{}: {done}", step.key()));
+                if let Some(event) = self.workspace_check(step, false) {
+                    return event;
+                }
                 let ctx = self.step_context();
                 let what = format!("checking the outcome of {}", step.key());
                 match self
@@ -86,7 +97,11 @@ impl Driver {
                         classify_post_check(step.key(), &e.to_string()),
                         usage,
                     ),
-                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
+                    network::Patient::GaveUp(_) if agent_ran => {
+                        let c = crate::classify::classify_network(step.key(), &self.last_output);
+                        self.failed(step, issue, c, usage)
+                    }
+                    network::Patient::GaveUp(ev) => ev,
                 }
             }
             Err(failed) => {
@@ -140,7 +155,7 @@ impl Driver {
                 .await
             {
                 network::Patient::Done(result) => result,
-                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+                network::Patient::GaveUp(ev) => return Err(ev),
             };
             match settled {
                 Ok(true) => return Ok(Ok("CI checks let the branch merge".to_string())),

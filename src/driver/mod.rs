@@ -9,6 +9,7 @@ mod attempt;
 mod builtin_step;
 mod claim;
 mod decision;
+mod facts;
 mod fleet;
 pub mod invoke;
 mod network;
@@ -135,9 +136,6 @@ struct Driver {
     state: StateFile,
     /// Where the journal, the lock and the decision file live.
     runner_dir: crate::runner_dir::RunnerDir,
-    /// Set when a fire-and-forget call (closing or marking an issue) gave up on the network:
-    /// the batch's request then answers `NetworkUnavailable` instead of being performed.
-    network_down: Option<Event>,
     /// This runner's issue claims, when it runs with `--worker-id`.
     claims: Option<claim::ClaimKeeper>,
     /// The fleet this driver is a worker of (`run --workers N`).
@@ -421,11 +419,6 @@ impl Driver {
     }
 
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
-        if effect.is_request() && !matches!(effect, Effect::Exit { .. }) {
-            if let Some(event) = self.network_down.take() {
-                return Outcome::Next(event);
-            }
-        }
         let claim_for = match &effect {
             Effect::RunStep { .. } | Effect::CheckPreconditions { .. } => Some(Duration::ZERO),
             Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),
@@ -525,23 +518,16 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::RecordMerged { issue } => {
-                let what = format!("closing issue #{issue} in the tracker");
-                match self
-                    .patiently(&what, |d| d.tracker.close(issue, "merged by sdlc-runner"))
-                    .await
-                {
-                    network::Patient::Done(Ok(())) => {}
-                    network::Patient::Done(Err(e)) => {
-                        self.log(&format!("warning: cannot close issue #{issue}: {e}"))
-                    }
-                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => {
-                        self.network_down = Some(ev)
-                    }
-                }
-                crate::failpoint::point("tracker: closed");
+                // The merge is already final (journaled with the event that led here); the
+                // claim and the fleet learn of it whatever the tracker answers.
                 self.release_claim(issue);
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Merged { worker, issue });
-                Outcome::Continue
+                let what = format!("closing issue #{issue} in the tracker");
+                let written = self
+                    .patiently(&what, |d| d.tracker.close(issue, "merged by sdlc-runner"))
+                    .await;
+                crate::failpoint::point("tracker: closed");
+                Outcome::Next(self.tracker_written(&what, written))
             }
             Effect::MarkEscalated { issue } => {
                 let text = report::escalation_diagnostic(
@@ -551,25 +537,16 @@ impl Driver {
                     &self.logs.dir.display().to_string(),
                 );
                 let what = format!("marking issue #{issue} escalated in the tracker");
-                match self
+                let written = self
                     .patiently(&what, |d| d.tracker.mark_escalated(issue, &text))
-                    .await
-                {
-                    network::Patient::Done(Ok(())) => {}
-                    network::Patient::Done(Err(e)) => self.log(&format!(
-                        "warning: cannot mark issue #{issue} escalated in the tracker: {e}"
-                    )),
-                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => {
-                        self.network_down = Some(ev)
-                    }
-                }
+                    .await;
                 crate::failpoint::point("tracker: marked escalated");
                 self.release_claim(issue);
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Escalated {
                     worker,
                     issue,
                 });
-                Outcome::Continue
+                Outcome::Next(self.tracker_written(&what, written))
             }
             Effect::Cleanup => {
                 let killed =
@@ -616,6 +593,24 @@ impl Driver {
         }
     }
 
+    /// The machine's event for a tracker write: written, refused (the environment's, with the
+    /// error kept for the halt diagnostic) or failed on the network.
+    fn tracker_written(
+        &mut self,
+        what: &str,
+        written: network::Patient<(), tracker::TrackerError>,
+    ) -> Event {
+        match written {
+            network::Patient::Done(Ok(())) => Event::TrackerUpdated,
+            network::Patient::Done(Err(e)) => {
+                self.last_output = format!("{what}: {e}");
+                self.log(&format!("tracker: {what} failed: {e}"));
+                Event::TrackerWriteFailed
+            }
+            network::Patient::GaveUp(event) => event,
+        }
+    }
+
     fn exit(&mut self, code: u8, state: &State) -> i32 {
         self.fleet_report(|worker| sdlc_machine::fleet::Report::Finished { worker });
         if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
@@ -654,20 +649,39 @@ impl Driver {
         i32::from(code)
     }
 
-    /// The issue to work on: the one named by `--issue`, else the tracker's choice.
+    /// The issue to work on: the one named by `--issue`, else the tracker's choice. Issues this
+    /// session merged or a person withdrew are never offered again, whatever the tracker still
+    /// says of them; they are finished, not escalated.
     fn ask_tracker(&self) -> Result<Selection, tracker::TrackerError> {
-        match self.core.runner().mode {
-            Mode::SingleIssue(n) => self.tracker.get(n).map(Selection::Issue),
-            _ => match &self.claims {
-                Some(keeper) if !keeper.others.is_empty() || !keeper.refused.is_empty() => {
-                    let mut excluded = self.core.escalated().clone();
+        let runner = self.core.runner();
+        let finished: std::collections::BTreeSet<u32> =
+            runner.merged.union(&runner.withdrawn).copied().collect();
+        let selection = match runner.mode {
+            Mode::SingleIssue(n) => return self.tracker.get(n).map(Selection::Issue),
+            _ => {
+                let mut excluded = self.core.escalated().clone();
+                excluded.extend(finished.iter().copied());
+                if let Some(keeper) = &self.claims {
                     excluded.extend(keeper.others.keys().copied());
                     excluded.extend(keeper.refused.iter().copied());
-                    self.tracker.select(&excluded)
                 }
-                _ => self.tracker.select(self.core.escalated()),
-            },
-        }
+                self.tracker.select(&excluded)?
+            }
+        };
+        Ok(match selection {
+            Selection::AllEscalated { numbers } => {
+                let left: Vec<u32> = numbers
+                    .into_iter()
+                    .filter(|n| !finished.contains(n))
+                    .collect();
+                if left.is_empty() {
+                    Selection::NoIssues
+                } else {
+                    Selection::AllEscalated { numbers: left }
+                }
+            }
+            other => other,
+        })
     }
 
     /// The tracker's selection, claimed: an issue another runner holds is skipped and the
@@ -684,7 +698,7 @@ impl Driver {
                 .await
             {
                 network::Patient::Done(result) => result,
-                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+                network::Patient::GaveUp(ev) => return Err(ev),
             };
             let others = self.describe_others();
             match selection {
@@ -784,6 +798,14 @@ impl Driver {
         let ctx = self.step_context();
         self.state.current_step = step.number();
         self.save_state();
+        if let Some(event) = self.workspace_check(step, step == Step::StartCycle) {
+            return event;
+        }
+        match self.withdrawn_by_a_person().await {
+            Ok(Some(event)) => return event,
+            Ok(None) => {}
+            Err(event) => return event,
+        }
         let what = format!("checking whether {} is already done", step.key());
         let done = match self
             .patiently(&what, |d| {
@@ -792,7 +814,7 @@ impl Driver {
             .await
         {
             network::Patient::Done(result) => result,
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+            network::Patient::GaveUp(ev) => return ev,
         };
         match done {
             Ok(true) => {
@@ -817,7 +839,7 @@ impl Driver {
             .await
         {
             network::Patient::Done(result) => result,
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+            network::Patient::GaveUp(ev) => return ev,
         };
         match checked {
             Ok(Ok(())) => Event::PreconditionsOk { step },

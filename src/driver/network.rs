@@ -1,60 +1,42 @@
-//! Waiting out a network blip: a git, gh or tracker call that fails for a transient reason
-//! (see `crate::network`) is tried again after the backoff schedule, without spending an
-//! attempt or blaming the issue, up to `maxNetworkWaits` waits in a row. Then the machine gets
-//! `NetworkUnavailable` and halts (`ENVIRONMENT FAILURE: NETWORK`), naming the call and what
-//! it printed. Every call site goes through [`Driver::patiently`].
+//! A runner call that fails for a transient network reason (see `crate::network`) is not
+//! retried here: the driver reports `NetworkFailed` and the machine decides — a wait on the
+//! network's own schedule and the same request again, or `ENVIRONMENT FAILURE: NETWORK` once
+//! `maxNetworkWaits` waits in a row did not help. Every wait is then journaled, replayed and
+//! bounded like any other. Every call site goes through [`Driver::patiently`].
 
 use super::Driver;
 use crate::machine::Event;
-use std::time::Duration;
 
-/// How a patient call ended.
+/// How a call ended.
 pub(super) enum Patient<T, E> {
     /// The call's own result (success, or a failure that is not the network's).
     Done(Result<T, E>),
-    /// The network stayed down through every allowed wait; the event that says so.
+    /// The call failed on the network: the event for the machine (`NetworkFailed`).
     GaveUp(Event),
-    /// A signal arrived during a wait; the shutdown event.
-    Cancelled(Event),
 }
 
 impl Driver {
+    /// Makes the call once; a transient network failure becomes `NetworkFailed`, with what
+    /// failed kept for the diagnostic should the machine give up on the network.
     pub(super) async fn patiently<T, E: std::fmt::Display>(
         &mut self,
         what: &str,
-        mut call: impl FnMut(&Driver) -> Result<T, E>,
+        call: impl FnOnce(&Driver) -> Result<T, E>,
     ) -> Patient<T, E> {
-        let mut waits = 0u32;
-        loop {
-            let error = match call(self) {
-                Err(e) if crate::network::is_transient(&e.to_string()) => e.to_string(),
-                other => return Patient::Done(other),
-            };
-            let first_line = error.lines().next().unwrap_or_default().to_string();
-            if waits >= self.cfg.max_network_waits {
-                return Patient::GaveUp(self.network_unavailable(what, &error, waits));
+        match call(self) {
+            Err(e) if crate::network::is_transient(&e.to_string()) => {
+                Patient::GaveUp(self.network_failed(what, &e.to_string()))
             }
-            waits += 1;
-            let secs = u64::from(self.core.runner().limits.backoff_secs(waits));
-            let until = chrono::Utc::now() + chrono::Duration::seconds(secs as i64);
-            self.log(&format!(
-                "network: {what} failed ({first_line}); waiting {secs} s, until {} (wait {waits} of {})",
-                until.format("%H:%M:%S UTC"),
-                self.cfg.max_network_waits
-            ));
-            tokio::select! {
-                _ = tokio::time::sleep(Duration::from_secs(secs)) => {}
-                _ = self.shutdown.wait() => return Patient::Cancelled(self.shutdown.event()),
-            }
+            other => Patient::Done(other),
         }
     }
 
-    /// Records why the network is given up on (for the halt diagnostic) and returns the event.
-    pub(super) fn network_unavailable(&mut self, what: &str, error: &str, waits: u32) -> Event {
-        self.last_output = format!("{what} kept failing after {waits} wait(s): {error}");
-        self.log(&format!(
-            "network: giving up on {what} after {waits} wait(s): {error}"
-        ));
-        Event::NetworkUnavailable
+    /// Records what failed on the network (for the NETWORK halt diagnostic) and returns the
+    /// event.
+    pub(super) fn network_failed(&mut self, what: &str, error: &str) -> Event {
+        let first_line = error.lines().next().unwrap_or_default();
+        self.last_output = format!("{what} failed on the network: {error}");
+        self.log(&format!("network: {what} failed ({first_line})"));
+        Event::NetworkFailed
     }
 }

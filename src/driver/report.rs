@@ -67,6 +67,18 @@ fn notice_text(n: &Notice) -> (Severity, String) {
             ),
         ),
         Notice::Merged { issue } => (Severity::Info, format!("issue #{issue}: merged")),
+        Notice::NetworkWait { seconds, wait } => (
+            Severity::Warning,
+            format!(
+                "network: waiting {seconds} s before calling again (network wait {wait} in a row); no attempt spent"
+            ),
+        ),
+        Notice::Withdrawn { issue } => (
+            Severity::Warning,
+            format!(
+                "issue #{issue}: closed, relabelled or escalated by a person during the cycle; dropped (branch kept, nothing merged or written to it)"
+            ),
+        ),
         Notice::NothingToDo => (
             Severity::Info,
             "no open automatable issue: nothing to do".into(),
@@ -181,6 +193,41 @@ pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &s
     out
 }
 
+/// What the halt means, where its headline alone does not say: whom it blames and not.
+fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
+    Some(match *reason {
+        HaltReason::TrackerWrite { issue, merged: true } => format!(
+            "issue #{issue} was merged, but the tracker could not be told: it stays merged for this session and is never selected again. Make the tracker writable (see the error below), close issue #{issue} there by hand if it is still open, then run again with --ack-halt."
+        ),
+        HaltReason::TrackerWrite { issue, merged: false } => format!(
+            "issue #{issue} gave up, but the tracker could not record its escalation. Make the tracker writable (see the error below), then run again with --ack-halt."
+        ),
+        HaltReason::TrackerStale { issue } => format!(
+            "the tracker offered issue #{issue} again, which this session already merged or a person withdrew: it still shows it open. Close it in the tracker (or fix what keeps it open), then run again with --ack-halt."
+        ),
+        HaltReason::Workspace { .. } => {
+            "a fact the runner owns is wrong (below, with the fix); no issue was blamed or quarantined.".to_string()
+        }
+        HaltReason::SameFailureAcrossIssues { step, class } => {
+            let first = r
+                .escalated
+                .iter()
+                .next_back()
+                .map(|n| format!("#{n}"))
+                .unwrap_or_else(|| "the previous issue".into());
+            format!(
+                "the same {class} failure at {} ended two different issues in a row: its cause is common to both (the environment, a hook, the tree), not theirs. The second issue was not quarantined; {first} was — lift its quarantine once the cause is fixed.",
+                step.key()
+            )
+        }
+        HaltReason::RepeatedKills { step, kills } => format!(
+            "{kills} attempt(s) of {} in a row were cut short by the runner's own death (killed, crashed, machine restarted): not the issue's failure, so it was not quarantined. Find what kills the runner (OOM killer? a supervisor's time limit?).",
+            step.key()
+        ),
+        _ => return None,
+    })
+}
+
 /// Everything a person needs after a halt (docs/counters-and-bounds.md), first line = the headline.
 pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs: &str) -> String {
     let loop_type = match reason {
@@ -196,7 +243,12 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
         | HaltReason::WaitsExhausted { .. }
         | HaltReason::QuotaTooLong { .. }
         | HaltReason::RunnerStateLost
-        | HaltReason::Network => "environment",
+        | HaltReason::Network
+        | HaltReason::TrackerWrite { .. }
+        | HaltReason::TrackerStale { .. }
+        | HaltReason::Workspace { .. }
+        | HaltReason::SameFailureAcrossIssues { .. }
+        | HaltReason::RepeatedKills { .. } => "environment",
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",
@@ -206,11 +258,17 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
         | HaltReason::MaxConsecutiveFailures { step, .. }
         | HaltReason::Environment { step, .. }
         | HaltReason::WaitsExhausted { step, .. }
-        | HaltReason::QuotaTooLong { step } => Some(*step),
+        | HaltReason::QuotaTooLong { step }
+        | HaltReason::Workspace { step }
+        | HaltReason::SameFailureAcrossIssues { step, .. }
+        | HaltReason::RepeatedKills { step, .. } => Some(*step),
         _ => r.last_failure.map(|f| f.step),
     };
     let mut out = reason.headline();
     out.push_str(&format!("\nloop type: {loop_type}"));
+    if let Some(why) = halt_explanation(reason, r) {
+        out.push_str(&format!("\n{why}"));
+    }
     if let Some(issue) = r.issue {
         out.push_str(&format!("\ncurrent issue: #{issue}"));
     }

@@ -289,7 +289,6 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             last_output: String::new(),
             state,
             runner_dir,
-            network_down: None,
             claims,
             fleet: None,
         };

@@ -122,15 +122,21 @@ impl Local {
             self.path(number).display()
         );
         self.update(number, |f| {
-            f.escalated = true;
-            f.escalation = Some(escalation_text(diagnostic, &how, MAX_ESCALATION_BYTES));
+            // A person who escalated it first keeps their words.
+            if !f.escalated {
+                f.escalated = true;
+                f.escalation = Some(escalation_text(diagnostic, &how, MAX_ESCALATION_BYTES));
+            }
         })
     }
 
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         self.update(number, |f| {
-            f.state = State::Closed;
-            f.resolution = Some(crate::redact::redact(note));
+            // A person who closed it first keeps their resolution.
+            if f.state != State::Closed {
+                f.state = State::Closed;
+                f.resolution = Some(crate::redact::redact(note));
+            }
         })
     }
 

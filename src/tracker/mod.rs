@@ -171,6 +171,15 @@ impl Tracker {
         }
     }
 
+    /// Whether the issue carries the label selection requires.
+    pub fn selectable(&self, issue: &Issue) -> bool {
+        let label = match self {
+            Tracker::GitHub(t) => &t.label,
+            Tracker::Local(t) => &t.label,
+        };
+        issue.labels.contains(label)
+    }
+
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         match self {
             Tracker::GitHub(t) => t.get(number),

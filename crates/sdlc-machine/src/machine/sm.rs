@@ -893,15 +893,19 @@ impl Runner {
         context: &mut Fx,
     ) -> Outcome<State> {
         match *event {
-            Event::WaitOver | Event::Start => self.reissue(context),
+            Event::WaitOver => self.reissue(context),
+            Event::Start => {
+                context.push(Effect::Wait { seconds: *seconds });
+                Handled
+            }
             Event::ModeChanged { mode } => match self.change_mode(mode, context) {
                 Some(outcome) => outcome,
-                None => self.reissue(context),
+                None => {
+                    context.push(Effect::Wait { seconds: *seconds });
+                    Handled
+                }
             },
-            _ => {
-                let _ = seconds;
-                Super
-            }
+            _ => Super,
         }
     }
 

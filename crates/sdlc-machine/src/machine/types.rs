@@ -60,7 +60,7 @@ impl Default for Limits {
             per_session_budget_micros: None,
             per_issue_budget_ms: None,
             manual_approval: false,
-            max_network_waits: 5,
+            max_network_waits: 10,
             network_backoff_initial_secs: 2,
         }
     }

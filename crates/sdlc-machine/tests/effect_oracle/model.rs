@@ -591,10 +591,17 @@ impl Model {
 
     fn on_network_wait(&mut self, ev: &Event) -> bool {
         match *ev {
-            Event::WaitOver | Event::Start => self.ask_again(),
+            Event::WaitOver => self.ask_again(),
+            Event::Start => {
+                if let At::NetworkWait(seconds) = self.at {
+                    self.fx.push(Effect::Wait { seconds });
+                }
+            }
             Event::ModeChanged { mode } => {
                 if self.change_mode(mode).is_none() {
-                    self.ask_again();
+                    if let At::NetworkWait(seconds) = self.at {
+                        self.fx.push(Effect::Wait { seconds });
+                    }
                 }
             }
             _ => return false,
