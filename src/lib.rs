@@ -8,6 +8,7 @@ pub use sdlc_machine::{failure, machine, step};
 pub mod console;
 pub mod agent;
 pub mod builtin;
+pub mod call_failure;
 pub mod claims;
 pub mod classify;
 pub mod cleanup;

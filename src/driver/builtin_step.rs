@@ -121,9 +121,10 @@ impl Driver {
             Step::CommitPush => builtin::commit_push(&self.repo, facts),
             Step::CreatePr => builtin::create_pr(&self.repo, &self.forge, facts),
             Step::Merge => builtin::merge(&self.repo, &self.forge, facts),
-            other => Err(Failed {
-                what: format!("{} has no builtin implementation", other.key()),
-            }),
+            other => Err(Failed::other(format!(
+                "{} has no builtin implementation",
+                other.key()
+            ))),
         }
     }
 
@@ -148,12 +149,10 @@ impl Driver {
                 Ok(false) => {}
             }
             if Instant::now() + pause > deadline {
-                return Ok(Err(Failed {
-                    what: format!(
-                        "CI checks still pending after {} min (the step's timeoutMin)",
-                        self.cfg.timeout(step).as_secs() / 60
-                    ),
-                }));
+                return Ok(Err(Failed::other(format!(
+                    "CI checks still pending after {} min (the step's timeoutMin)",
+                    self.cfg.timeout(step).as_secs() / 60
+                ))));
             }
             let until = chrono::Utc::now() + chrono::Duration::seconds(pause.as_secs() as i64);
             self.log(&format!(

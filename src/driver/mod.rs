@@ -701,6 +701,7 @@ impl Driver {
                             return Ok(Err(tracker::TrackerError::Command {
                                 command: format!("claiming issue #{}", issue.number),
                                 detail,
+                                kind: crate::call_failure::CallFailureKind::Other,
                             }))
                         }
                     }

@@ -1,10 +1,11 @@
-//! Waiting out a network blip: a git, gh or tracker call that fails for a transient reason
-//! (see `crate::network`) is tried again after the backoff schedule, without spending an
+//! Waiting out a network blip: a git, gh or tracker call whose adapter classified its failure
+//! as transient (`CallFailureKind::is_transient`) is tried again after the backoff schedule, without spending an
 //! attempt or blaming the issue, up to `maxNetworkWaits` waits in a row. Then the machine gets
 //! `NetworkUnavailable` and halts (`ENVIRONMENT FAILURE: NETWORK`), naming the call and what
 //! it printed. Every call site goes through [`Driver::patiently`].
 
 use super::Driver;
+use crate::call_failure::{CallFailureKind, Kinded};
 use crate::machine::Event;
 use std::time::Duration;
 
@@ -19,15 +20,20 @@ pub(super) enum Patient<T, E> {
 }
 
 impl Driver {
-    pub(super) async fn patiently<T, E: std::fmt::Display>(
+    pub(super) async fn patiently<T, E: std::fmt::Display + Kinded>(
         &mut self,
         what: &str,
         mut call: impl FnMut(&Driver) -> Result<T, E>,
     ) -> Patient<T, E> {
         let mut waits = 0u32;
         loop {
-            let error = match call(self) {
-                Err(e) if crate::network::is_transient(&e.to_string()) => e.to_string(),
+            // A signal stops the call's process group at once, even while this thread is
+            // blocked in it.
+            let error = match crate::process::cancellable(|| call(self)) {
+                Err(e) if e.kind() == CallFailureKind::Cancelled => {
+                    return Patient::Cancelled(self.shutdown.event())
+                }
+                Err(e) if e.kind().is_transient() => e.to_string(),
                 other => return Patient::Done(other),
             };
             let first_line = error.lines().next().unwrap_or_default().to_string();

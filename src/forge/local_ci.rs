@@ -184,10 +184,12 @@ fn git(repo: &Repo, args: &[&str]) -> Result<std::process::Output, ForgeError> {
     if out.status.success() {
         Ok(out)
     } else {
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         Err(ForgeError::Command {
             command: format!("git {}", args.join(" ")),
             status: out.status.code(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            kind: crate::call_failure::CallFailureKind::of_git(&stderr),
+            stderr,
             hint: "inspect the repository with the same git command",
         })
     }
@@ -199,5 +201,6 @@ fn io_error(path: &Path, source: std::io::Error) -> ForgeError {
         status: None,
         stderr: source.to_string(),
         hint: "check the permissions of the runner's state directory and the temp directory",
+        kind: crate::call_failure::CallFailureKind::of_io(&source),
     }
 }
