@@ -85,12 +85,13 @@ impl CallFailureKind {
             "pre-push hook",
             "hook failed",
             "hook rejected",
-        ]) || (text.contains("failed to push some refs")
-            && !text.contains("[remote rejected]"))
-        {
+        ]) {
             CallFailureKind::HookRejected
         } else if crate::network::is_transient(&text) {
             CallFailureKind::Network
+        } else if text.contains("failed to push some refs") {
+            // Refused before any ref was rejected by the remote: the local pre-push hook.
+            CallFailureKind::HookRejected
         } else if has(&[
             "read-only file system",
             "permission denied",
@@ -186,6 +187,10 @@ mod tests {
             (
                 "error: failed to push some refs to '/tmp/origin.git'",
                 K::HookRejected,
+            ),
+            (
+                "fatal: unable to access 'https://github.com/o/r.git/': Could not resolve host: github.com\nerror: failed to push some refs to 'https://github.com/o/r.git'",
+                K::Network,
             ),
             (
                 "remote: refusing: no pushes on Fridays\nTo /tmp/origin.git\n ! [remote rejected] main -> main (pre-receive hook declined)\nerror: failed to push some refs to '/tmp/origin.git'",

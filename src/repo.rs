@@ -77,6 +77,20 @@ pub(crate) fn exit_text(status: &Option<i32>) -> String {
 
 const GIT_HINT: &str = "inspect the repository with the same git command";
 
+/// What to do about a failed git command of this kind.
+fn hint_for(kind: CallFailureKind) -> &'static str {
+    match kind {
+        CallFailureKind::HookRejected => {
+            "a git hook refused it (its words are above; the project's hooks are in .git/hooks or core.hooksPath)"
+        }
+        CallFailureKind::LockHeld => {
+            "another git process holds a lock; if none is running, remove the stale lock file it names"
+        }
+        CallFailureKind::Permission => "check the permissions of the repository and the remote",
+        _ => GIT_HINT,
+    }
+}
+
 /// How the subject of every merge commit the runner makes begins (`Merge issue #N: title`).
 pub const MERGE_SUBJECT: &str = "Merge issue #";
 
@@ -202,7 +216,7 @@ impl Repo {
             command: format!("git {} (in {})", args.join(" "), self.path.display()),
             status: out.status.code(),
             stderr,
-            hint: GIT_HINT,
+            hint: hint_for(kind),
             kind,
         }
     }

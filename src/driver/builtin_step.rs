@@ -7,7 +7,8 @@
 
 use super::{network, Driver};
 use crate::builtin::{self, Failed, IssueFacts};
-use crate::classify::{classify_builtin, classify_post_check};
+use crate::call_failure::CallFailureKind;
+use crate::classify::{classify_builtin, classify_builtin_timeout, classify_post_check};
 use crate::machine::{Event, Usage};
 use crate::notify::Severity;
 use crate::probe;
@@ -51,11 +52,16 @@ impl Driver {
             ),
         );
         let started = Instant::now();
+        // Every process the step starts (a git hook, the CI command) dies with its group at
+        // the step's timeoutMin.
+        let deadline = started + self.cfg.timeout(step);
         let outcome = if step == Step::MonitorCi {
             self.watch_ci(step).await
         } else {
             let what = format!("{} (builtin)", step.key());
-            match self.patiently(&what, |d| d.builtin_once(step)).await {
+            let once =
+                |d: &Driver| crate::process::within_deadline(deadline, || d.builtin_once(step));
+            match self.patiently(&what, once).await {
                 network::Patient::Done(result) => Ok(result),
                 network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
             }
@@ -88,6 +94,11 @@ impl Driver {
                     ),
                     network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
                 }
+            }
+            Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
+                self.last_output = failed.what.clone();
+                let c = classify_builtin_timeout(step.key(), &failed.what);
+                self.failed(step, issue, c, usage)
             }
             Err(failed) => {
                 self.last_output = failed.what.clone();
@@ -136,7 +147,9 @@ impl Driver {
         loop {
             let settled = match self
                 .patiently("watching CI", |d| {
-                    d.with_facts(|facts| builtin::ci_settled(&d.repo, &d.forge, facts))
+                    crate::process::within_deadline(deadline, || {
+                        d.with_facts(|facts| builtin::ci_settled(&d.repo, &d.forge, facts))
+                    })
                 })
                 .await
             {
