@@ -33,6 +33,7 @@ pub mod redact;
 pub mod repo;
 pub mod runner_dir;
 pub mod safe_fs;
+pub mod sanitize;
 pub mod stats;
 pub mod stream;
 pub mod tracker;

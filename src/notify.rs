@@ -232,7 +232,7 @@ impl Notifier {
     /// Logs the message and queues it for every channel. Never blocks on a channel and never
     /// fails: delivery problems end up in the log.
     pub fn send(&self, severity: Severity, message: &str) {
-        let text = redact(message);
+        let text = crate::sanitize::block(&redact(message)).into_owned();
         if severity < self.options.min_severity {
             append_log(
                 self.log.as_deref(),

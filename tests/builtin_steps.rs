@@ -362,3 +362,72 @@ fn a_hook_that_rejects_the_push_is_named_as_the_refusing_party() {
         "not waited out as a network blip: {all}"
     );
 }
+
+/// The peak resident memory of a running process, in KiB (`VmHWM`), while it runs.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// A CI command that prints 100 MB before its error, and starts a server it never stops: the
+/// error at the end reaches the repair prompt, the runner's memory stays flat, and no server
+/// outlives the command that started it.
+#[test]
+fn local_ci_output_keeps_its_end_and_its_background_processes_die_with_it() {
+    use std::time::{Duration, Instant};
+    let p = Project::new(
+        &[(1, "First issue", "")],
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let daemons = p.root.join("daemons.pids");
+    let script = format!(
+        "sleep 600 & echo $! >> {daemons}\n\
+         test -e ci-fixed && exit 0\n\
+         head -c 100000000 /dev/zero | tr '\\0' 'x'\n\
+         echo; echo 'FATAL: the real error is at the end'; exit 1",
+        daemons = daemons.display()
+    );
+    let mut extra = builtin_steps();
+    extra["localCi"] = json!({"command": ["sh", "-c", script]});
+    p.set_config(extra);
+    let child = p.spawn(&[]);
+    let pid = child.id();
+    let watcher = std::thread::spawn(move || {
+        let mut peak = 0;
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+            if Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peak
+    });
+    let out = e2e::wait_output(child, Duration::from_secs(180));
+    let peak = watcher.join().expect("watcher");
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let prompt = p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("FATAL: the real error is at the end"),
+        "the end of the output is in the repair context: {}",
+        &prompt[prompt.len().saturating_sub(2000)..]
+    );
+    assert!(peak > 0 && peak <= 64 * 1024, "peak RSS {peak} KiB");
+    let pids: Vec<i32> = std::fs::read_to_string(&daemons)
+        .expect("the CI command ran")
+        .split_whitespace()
+        .map(|s| s.parse().expect("pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "one run per commit");
+    assert_eq!(
+        e2e::survivors(&pids, Duration::from_secs(5)),
+        Vec::<i32>::new(),
+        "a server started by CI outlived it"
+    );
+}

@@ -146,6 +146,8 @@ struct Driver {
 
 impl Driver {
     fn log(&self, line: &str) {
+        // One call, one line: nothing in it (an issue title, a tool's output) starts another.
+        let line = &crate::sanitize::one_line(line);
         let line = &match &self.fleet {
             Some(link) => crate::redact::redact(&format!("[w{}] {line}", link.worker)),
             None => crate::redact::redact(line),

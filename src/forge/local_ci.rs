@@ -15,6 +15,10 @@ use std::time::Duration;
 /// Bytes of the command's output kept as the failing check's log excerpt.
 const EXCERPT_BYTES: usize = 4096;
 
+/// Bytes of each of the command's streams held while it runs (its head and its tail), however
+/// much it prints: the error at the end survives and memory stays flat.
+const OUTPUT_BUDGET: crate::process::Budget = crate::process::Budget(1 << 20);
+
 /// How the local forge runs CI.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalCi {
@@ -120,7 +124,8 @@ impl LocalCi {
         )?;
         let mut cmd = Command::new(program);
         cmd.args(args).current_dir(&tree);
-        let ran = crate::process::output_within(cmd, self.timeout);
+        // Its group dies when it ends: a server it started does not outlive the test run.
+        let ran = crate::process::output_within_budget(cmd, self.timeout, OUTPUT_BUDGET);
         // The worktree goes whatever the command did; a leftover is pruned by the next run.
         let _ = git(repo, &["worktree", "remove", "--force", &tree_text]);
         let _ = git(repo, &["worktree", "prune"]);

@@ -162,6 +162,8 @@ impl Tracker {
     /// repository lacks it) and comments the diagnostic. Local: sets `escalated` and
     /// `escalation` in the file. The diagnostic is redacted first.
     pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
+        // The diagnostic quotes agent and tool output: no control character reaches the tracker.
+        let diagnostic = &crate::sanitize::block(diagnostic);
         match self {
             Tracker::GitHub(t) => t.mark_escalated(number, diagnostic),
             Tracker::Local(t) => t.mark_escalated(number, diagnostic),
@@ -171,6 +173,7 @@ impl Tracker {
     /// Records that the issue is done. Local: `state` becomes `closed` (the runner merged
     /// locally). GitHub: nothing to do, the merged pull request closes the issue.
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        let note = &crate::sanitize::block(note);
         match self {
             Tracker::GitHub(_) => Ok(()),
             Tracker::Local(t) => t.close(number, note),
