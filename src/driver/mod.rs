@@ -505,7 +505,8 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::CheckoutMain => {
-                if let Err(e) = self.repo.checkout_main() {
+                // A post-checkout hook that hangs must not hold off a signal.
+                if let Err(e) = crate::process::cancellable(|| self.repo.checkout_main()) {
                     self.log(&format!(
                         "warning: cannot check out {}: {e}",
                         self.repo.main

@@ -178,9 +178,15 @@ fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Ou
         .env("GH_PROMPT_DISABLED", "1")
         .env("NO_COLOR", "1");
     crate::process::output_within(cmd, GH_TIMEOUT)
-        .map_err(|source| ForgeError::Spawn {
-            program: gh.display().to_string(),
-            source,
+        .map_err(|source| match crate::process::stopped(&source) {
+            Some(why) => ForgeError::Stopped {
+                command: command_text(gh, args),
+                why,
+            },
+            None => ForgeError::Spawn {
+                program: gh.display().to_string(),
+                source,
+            },
         })?
         .ok_or_else(|| ForgeError::Command {
             command: command_text(gh, args),

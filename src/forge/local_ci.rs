@@ -129,9 +129,15 @@ impl LocalCi {
         // The worktree goes whatever the command did; a leftover is pruned by the next run.
         let _ = git(repo, &["worktree", "remove", "--force", &tree_text]);
         let _ = git(repo, &["worktree", "prune"]);
-        let ran = ran.map_err(|source| ForgeError::Spawn {
-            program: format!("localCi.command `{}`", self.command_text()),
-            source,
+        let ran = ran.map_err(|source| match crate::process::stopped(&source) {
+            Some(why) => ForgeError::Stopped {
+                command: format!("localCi.command `{}`", self.command_text()),
+                why,
+            },
+            None => ForgeError::Spawn {
+                program: format!("localCi.command `{}`", self.command_text()),
+                source,
+            },
         })?;
         Ok(match ran {
             Some(out) => Verdict {
@@ -182,10 +188,19 @@ fn commit_of(repo: &Repo, branch: &str) -> Result<String, ForgeError> {
 }
 
 fn git(repo: &Repo, args: &[&str]) -> Result<std::process::Output, ForgeError> {
-    let out = crate::process::git_output(&repo.path, args).map_err(|source| ForgeError::Spawn {
-        program: "git".into(),
-        source,
-    })?;
+    let out =
+        crate::process::git_output(&repo.path, args).map_err(
+            |source| match crate::process::stopped(&source) {
+                Some(why) => ForgeError::Stopped {
+                    command: format!("git {}", args.join(" ")),
+                    why,
+                },
+                None => ForgeError::Spawn {
+                    program: "git".into(),
+                    source,
+                },
+            },
+        )?;
     if out.status.success() {
         Ok(out)
     } else {

@@ -31,6 +31,12 @@ pub enum ForgeError {
         /// Decided from what the command printed when the error is made.
         kind: CallFailureKind,
     },
+    /// The runner stopped the command (a shutdown, or the step's time limit).
+    #[error("`{command}` {why}")]
+    Stopped {
+        command: String,
+        why: crate::process::Stopped,
+    },
     #[error("could not read the output of `{command}`: {detail}")]
     Parse { command: String, detail: String },
     /// The local forge reads git.
@@ -43,6 +49,14 @@ impl Kinded for ForgeError {
         match self {
             ForgeError::Spawn { source, .. } => CallFailureKind::of_io(source),
             ForgeError::Command { kind, .. } => *kind,
+            ForgeError::Stopped {
+                why: crate::process::Stopped::Shutdown,
+                ..
+            } => CallFailureKind::Cancelled,
+            ForgeError::Stopped {
+                why: crate::process::Stopped::Deadline,
+                ..
+            } => CallFailureKind::StepDeadline,
             ForgeError::Parse { .. } => CallFailureKind::Other,
             ForgeError::Git(e) => e.kind(),
         }
