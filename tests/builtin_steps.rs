@@ -431,3 +431,38 @@ fn local_ci_output_keeps_its_end_and_its_background_processes_die_with_it() {
         "a server started by CI outlived it"
     );
 }
+
+/// SIGTERM while the local CI command runs (and ignores SIGTERM): the runner stops within
+/// seconds instead of waiting out localCi.timeoutMin, and the command's group is gone.
+#[test]
+fn sigterm_stops_a_running_local_ci_command_at_once() {
+    use std::time::{Duration, Instant};
+    let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+    let pids_file = p.root.join("ci.pids");
+    let script = format!(
+        "trap '' TERM\nsleep 600 &\necho $$ $! > {f}.tmp\nmv {f}.tmp {f}\nwait",
+        f = pids_file.display()
+    );
+    let mut extra = builtin_steps();
+    extra["localCi"] = json!({"command": ["sh", "-c", script]});
+    p.set_config(extra);
+    let child = p.spawn(&[]);
+    let pids: Vec<i32> = wait_for_file(&pids_file, Duration::from_secs(120))
+        .split_whitespace()
+        .map(|s| s.parse().expect("pid"))
+        .collect();
+    let asked = Instant::now();
+    e2e::signal(&child, libc::SIGTERM);
+    let out = e2e::wait_output(child, Duration::from_secs(60));
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "took {:?}: {}",
+        asked.elapsed(),
+        text(&out)
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(
+        e2e::survivors(&pids, Duration::from_secs(5)),
+        Vec::<i32>::new()
+    );
+}
