@@ -37,6 +37,7 @@ fn write_journal(path: &Path) -> (usize, usize) {
         seq += 1;
         lines += 1;
         let line = Line {
+            v: sdlc_runner::journal::FORMAT,
             seq,
             time: time.clone(),
             session: session.clone(),

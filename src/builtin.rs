@@ -4,6 +4,7 @@
 //! and counters are the same as for an agent-run step. monitorCI's polling lives in the
 //! driver (it waits); this module holds its one look at the checks.
 
+use crate::call_failure::{CallFailureKind, Kinded};
 use crate::forge::{CiState, Forge, ForgeError};
 use crate::repo::{Repo, RepoError};
 use crate::step::Step;
@@ -27,6 +28,24 @@ pub fn supports(step: Step) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failed {
     pub what: String,
+    /// What kind of call failure it was (`Other` for a refusal of the step itself).
+    pub kind: CallFailureKind,
+}
+
+impl Failed {
+    /// A failure the step decided itself (not a failed call).
+    pub fn other(what: String) -> Failed {
+        Failed {
+            what,
+            kind: CallFailureKind::Other,
+        }
+    }
+}
+
+impl Kinded for Failed {
+    fn kind(&self) -> CallFailureKind {
+        self.kind
+    }
 }
 
 impl std::fmt::Display for Failed {
@@ -38,6 +57,7 @@ impl std::fmt::Display for Failed {
 impl From<RepoError> for Failed {
     fn from(e: RepoError) -> Self {
         Failed {
+            kind: e.kind(),
             what: e.to_string(),
         }
     }
@@ -46,6 +66,7 @@ impl From<RepoError> for Failed {
 impl From<ForgeError> for Failed {
     fn from(e: ForgeError) -> Self {
         Failed {
+            kind: e.kind(),
             what: e.to_string(),
         }
     }
@@ -64,8 +85,11 @@ pub struct IssueFacts<'a> {
 
 impl IssueFacts<'_> {
     fn branch(&self) -> Result<&str, Failed> {
-        self.branch.ok_or_else(|| Failed {
-            what: format!("no feature branch is known for issue #{}", self.number),
+        self.branch.ok_or_else(|| {
+            Failed::other(format!(
+                "no feature branch is known for issue #{}",
+                self.number
+            ))
         })
     }
 }
@@ -76,12 +100,10 @@ impl IssueFacts<'_> {
 pub fn start_cycle(repo: &Repo) -> Result<String, Failed> {
     let foreign = repo.foreign_changes()?;
     if !foreign.is_empty() {
-        return Err(Failed {
-            what: format!(
-                "the working tree has changes that are not the runner's; commit or stash them:\n{}",
-                foreign.join("\n")
-            ),
-        });
+        return Err(Failed::other(format!(
+            "the working tree has changes that are not the runner's; commit or stash them:\n{}",
+            foreign.join("\n")
+        )));
     }
     repo.fetch()?;
     repo.checkout_main()?;
@@ -94,12 +116,10 @@ pub fn commit_push(repo: &Repo, issue: &IssueFacts) -> Result<String, Failed> {
     let branch = issue.branch()?;
     let current = repo.current_branch()?;
     if current.as_deref() != Some(branch) {
-        return Err(Failed {
-            what: format!(
-                "HEAD is on {}, not on the feature branch {branch}",
-                current.as_deref().unwrap_or("a detached HEAD")
-            ),
-        });
+        return Err(Failed::other(format!(
+            "HEAD is on {}, not on the feature branch {branch}",
+            current.as_deref().unwrap_or("a detached HEAD")
+        )));
     }
     let committed = repo.auto_commit(&format!(
         "feat: {} (#{})",
@@ -158,14 +178,14 @@ pub fn ci_settled(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<bool
         CiState::Pending => Ok(false),
         CiState::Failed => {
             let details = forge.failing_checks(repo, branch).unwrap_or_default();
-            Err(Failed {
-                what: format!("CI checks failing on {branch}\n{details}"),
-            })
+            Err(Failed::other(format!(
+                "CI checks failing on {branch}\n{details}"
+            )))
         }
         CiState::Passed | CiState::NoneConfigured if forge.ci_ok(state) => Ok(true),
-        _ => Err(Failed {
-            what: format!("no CI checks reported for {branch} and requireChecks is set"),
-        }),
+        _ => Err(Failed::other(format!(
+            "no CI checks reported for {branch} and requireChecks is set"
+        ))),
     }
 }
 

@@ -32,6 +32,17 @@ pub enum ClaimError {
     Tracker(#[from] crate::tracker::TrackerError),
 }
 
+impl crate::call_failure::Kinded for ClaimError {
+    fn kind(&self) -> crate::call_failure::CallFailureKind {
+        use crate::call_failure::CallFailureKind;
+        match self {
+            ClaimError::Io { source, .. } => CallFailureKind::of_io(source),
+            ClaimError::Corrupt { .. } => CallFailureKind::Other,
+            ClaimError::Tracker(e) => e.kind(),
+        }
+    }
+}
+
 /// Where claims are kept.
 #[derive(Debug)]
 pub enum ClaimStore {

@@ -131,11 +131,18 @@ pub fn classify_post_check(step_key: &str, what: &str) -> Classified {
     .finish()
 }
 
-/// A builtin step's failure (docs/classification.md): its output is read like an agent's, so
-/// a lost login, a full disk or a missing binary halt as they would for an agent. What
-/// nothing recognizes is a `POST_CHECK` failure of the step, except failing CI
-/// (`ci_failed`), which is the code's to fix (`TEST_ASSERTION` unless its log names a more
-/// precise class), so that a repair attempt gets it.
+/// A builtin step whose call was stopped at the step's `timeoutMin` (its process group
+/// killed): TIMEOUT, as for an agent that ran out of time.
+pub fn classify_builtin_timeout(step_key: &str, what: &str) -> Classified {
+    let mut verdict = Verdict::new(
+        FailureClass::Timeout,
+        format!("{step_key}: step timeout"),
+        what.to_string(),
+    );
+    verdict.headline = format!("{step_key}: ran past its timeoutMin and was stopped");
+    verdict.finish()
+}
+
 /// A runner call that failed on the network after the agent ran in the same attempt: the
 /// attempt cannot be issued again as it was (the agent would run twice), so it fails as
 /// NETWORK, which the machine waits out without spending an attempt.
@@ -150,6 +157,11 @@ pub fn classify_network(step_key: &str, what: &str) -> Classified {
     .finish()
 }
 
+/// A builtin step's failure (docs/classification.md): its output is read like an agent's, so
+/// a lost login, a full disk or a missing binary halt as they would for an agent. What
+/// nothing recognizes is a `POST_CHECK` failure of the step, except failing CI
+/// (`ci_failed`), which is the code's to fix (`TEST_ASSERTION` unless its log names a more
+/// precise class), so that a repair attempt gets it.
 pub fn classify_builtin(step_key: &str, what: &str, ci_failed: bool) -> Classified {
     if is_merge_conflict(what) {
         return Verdict {

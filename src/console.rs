@@ -15,7 +15,8 @@ use std::sync::{Mutex, OnceLock};
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stdout(), $($arg)*);
+        let text = format!($($arg)*);
+        let _ = writeln!(std::io::stdout(), "{}", $crate::sanitize::block(&text));
     }};
 }
 
@@ -141,6 +142,8 @@ fn status_slot() -> std::sync::MutexGuard<'static, Option<String>> {
 /// erased first and drawn again below the new line.
 pub fn narrate(line: &str) {
     use std::io::Write as _;
+    // No escape sequence or carriage return from a title or a tool's output acts on the terminal.
+    let line = &crate::sanitize::block(line);
     let style = STYLE.get().copied().unwrap_or_default();
     if let Some(text) = render(style, line, chrono::Utc::now()) {
         let status = status_slot();

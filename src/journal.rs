@@ -94,9 +94,21 @@ pub enum SessionEnd {
     HaltAcknowledged,
 }
 
+/// The journal format this runner writes and reads: every line carries it as `v`. A line
+/// without `v` was written before the format had a version (format 1, which reads the same).
+/// A line of a higher format comes from a newer runner: it is never read as torn nor cut away.
+pub const FORMAT: u32 = 2;
+
+fn format_1() -> u32 {
+    1
+}
+
 /// One line of the file.
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 pub struct Line {
+    /// The format the line was written in (see [`FORMAT`]).
+    #[serde(default = "format_1")]
+    pub v: u32,
     pub seq: u64,
     /// RFC 3339, UTC.
     pub time: String,
@@ -128,6 +140,13 @@ pub enum JournalError {
     },
     #[error("{}: no session is open: call begin or continue_session before appending (a bug in the runner)", path.display())]
     NoSession { path: PathBuf },
+    /// A line written by a newer runner: reading on (or cutting it as torn) would lose it.
+    #[error("{}:{line}: a record of journal format {version}, newer than the format {FORMAT} this runner reads; run the sdlc-runner version that wrote it (the journal was left as it is)", path.display())]
+    NewerFormat {
+        path: PathBuf,
+        line: u64,
+        version: u32,
+    },
     /// The file the runner appends to is no longer the journal (removed, replaced): writing on
     /// would record progress nobody can read back.
     #[error("{what}; the runner stops rather than write into a file nobody will read")]
@@ -322,6 +341,13 @@ fn parse_range(
             continue;
         }
         let parsed = parse_line(text);
+        if let Some(version) = newer_format(&parsed, text) {
+            return Err(JournalError::NewerFormat {
+                path: path.to_path_buf(),
+                line: line_at(file, offset),
+                version,
+            });
+        }
         match parsed {
             Ok(line) if complete => {
                 if let Some(prev) = out.lines.last() {
@@ -365,11 +391,27 @@ fn parse_range(
     Ok(out)
 }
 
+/// The format of a line written by a newer runner, whether or not this runner can parse the
+/// rest of it: such a line is neither torn nor garbage.
+fn newer_format(parsed: &Result<Line, serde_json::Error>, text: &[u8]) -> Option<u32> {
+    #[derive(Deserialize)]
+    struct Versioned {
+        v: u32,
+    }
+    let v = match parsed {
+        Ok(line) => line.v,
+        Err(_) => serde_json::from_slice::<Versioned>(text).ok()?.v,
+    };
+    (v > FORMAT).then_some(v)
+}
+
 /// The fields of the two common kinds of line, `event` and `effect`, read without the
 /// buffering that `#[serde(flatten)]` of an internally tagged enum costs (several times the
 /// parse time of a large journal).
 #[derive(Deserialize)]
 struct CommonLine<'a> {
+    #[serde(default = "format_1")]
+    v: u32,
     seq: u64,
     time: String,
     session: String,
@@ -392,6 +434,7 @@ fn parse_line(text: &[u8]) -> Result<Line, serde_json::Error> {
         };
         if let Some(record) = record {
             return Ok(Line {
+                v: common.v,
                 seq: common.seq,
                 time: common.time,
                 session: common.session,
@@ -715,6 +758,7 @@ impl Journal {
         let mut seq = self.next_seq;
         for record in records {
             let line = Line {
+                v: FORMAT,
                 seq,
                 time: time.clone(),
                 session: session.clone(),
@@ -864,6 +908,7 @@ mod tests {
 
     fn line(seq: u64, session: &str, record: Record) -> String {
         let mut s = serde_json::to_string(&Line {
+            v: FORMAT,
             seq,
             time: "2026-01-01T00:00:00.000Z".into(),
             session: session.into(),
@@ -959,6 +1004,48 @@ mod tests {
         let c = parse(text.as_bytes(), p).unwrap();
         assert_eq!(c.lines.len(), 1);
         assert!(c.torn_line.is_some());
+    }
+
+    #[test]
+    fn a_line_of_a_newer_format_is_an_error_naming_it_wherever_it_is() {
+        let p = Path::new("j.jsonl");
+        let newer = "{\"v\":3,\"seq\":2,\"time\":\"t\",\"session\":\"a\",\"kind\":\"lease\"}\n";
+        for text in [
+            start(1, "a") + newer,
+            start(1, "a") + newer.trim_end(),
+            start(1, "a") + newer + &event(3, "a", Event::Start),
+        ] {
+            let err = parse(text.as_bytes(), p).unwrap_err();
+            assert!(
+                matches!(
+                    err,
+                    JournalError::NewerFormat {
+                        line: 2,
+                        version: 3,
+                        ..
+                    }
+                ),
+                "{err}"
+            );
+            assert!(err.to_string().contains("format 3"), "{err}");
+        }
+        // A newer line this runner could parse is refused all the same.
+        let parsable = event(2, "a", Event::Start).replacen("\"v\":2", "\"v\":9", 1);
+        let err = parse((start(1, "a") + &parsable).as_bytes(), p).unwrap_err();
+        assert!(
+            matches!(err, JournalError::NewerFormat { version: 9, .. }),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_journal_without_versions_reads_as_format_1() {
+        let p = Path::new("j.jsonl");
+        let text = (start(1, "a") + &event(2, "a", Event::Start)).replace("\"v\":2,", "");
+        assert!(!text.contains("\"v\""));
+        let c = parse(text.as_bytes(), p).unwrap();
+        assert_eq!(c.lines.len(), 2);
+        assert!(c.lines.iter().all(|l| l.v == 1) && c.torn_line.is_none());
     }
 
     #[test]

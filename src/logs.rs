@@ -541,6 +541,7 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 /// Appends `line` (and a newline unless it has one) to `path` in a single write, creating the
 /// file with mode 0600. One write per line keeps lines whole when several writers append.
 pub fn append_line(path: &Path, line: &str) -> io::Result<()> {
+    let line = &crate::sanitize::block(line);
     let mut file = safe_fs::open(path, Mode::Append)?;
     let mut buf = String::with_capacity(line.len() + 1);
     buf.push_str(line);

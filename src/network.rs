@@ -1,5 +1,6 @@
 //! Whether a failed git, gh or tracker call failed for a transient network reason, from the
-//! text it printed. Deterministic; the patterns are the messages git (curl, ssh), gh and the
+//! text it printed: the table the adapters' classification (`call_failure`) reads for
+//! `CallFailureKind::Network`. Nothing else decides by it. Deterministic; the patterns are the messages git (curl, ssh), gh and the
 //! runner's own time-limit print for connection, DNS, TLS, HTTP 5xx and time-out failures.
 //! Anything else (authentication, a missing repository, a 404, a bad argument) is not
 //! transient and is handled as before.

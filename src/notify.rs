@@ -22,7 +22,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::process::{run_tracked, signal_group, Captured, ChildSlot};
+use crate::process::{run_tracked, signal_group, Budget, Captured, ChildSlot};
 use crate::redact::redact;
 
 /// How urgent a message is: info for progress, warning for retries/bounces/escalations,
@@ -232,7 +232,7 @@ impl Notifier {
     /// Logs the message and queues it for every channel. Never blocks on a channel and never
     /// fails: delivery problems end up in the log.
     pub fn send(&self, severity: Severity, message: &str) {
-        let text = redact(message);
+        let text = crate::sanitize::block(&redact(message)).into_owned();
         if severity < self.options.min_severity {
             append_log(
                 self.log.as_deref(),
@@ -446,6 +446,7 @@ impl Worker {
                     timeout,
                     Some(discord_delivered),
                     Some(&self.inflight),
+                    Budget::DEFAULT,
                 )
                 .map_err(|e| spawn_error(openclaw, e))?;
                 if out.marker_seen {
@@ -484,6 +485,7 @@ impl Worker {
                     timeout + Duration::from_secs(5),
                     None,
                     Some(&self.inflight),
+                    Budget::DEFAULT,
                 )
                 .map_err(|e| {
                     let mut err = spawn_error(&self.options.curl, e);
@@ -503,8 +505,15 @@ impl Worker {
                 cmd.args(args)
                     .arg(&job.text)
                     .env("SDLC_SEVERITY", job.severity.as_str());
-                let out = run_tracked(cmd, None, timeout, None, Some(&self.inflight))
-                    .map_err(|e| spawn_error(program, e))?;
+                let out = run_tracked(
+                    cmd,
+                    None,
+                    timeout,
+                    None,
+                    Some(&self.inflight),
+                    Budget::DEFAULT,
+                )
+                .map_err(|e| spawn_error(program, e))?;
                 judge(
                     &out,
                     || {

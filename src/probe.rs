@@ -17,6 +17,15 @@ pub enum ProbeError {
     Forge(#[from] ForgeError),
 }
 
+impl crate::call_failure::Kinded for ProbeError {
+    fn kind(&self) -> crate::call_failure::CallFailureKind {
+        match self {
+            ProbeError::Git(e) => e.kind(),
+            ProbeError::Forge(e) => e.kind(),
+        }
+    }
+}
+
 /// What the runner knows about the cycle when it checks a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StepContext {

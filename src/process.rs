@@ -4,14 +4,142 @@
 //! kills the whole group, and an optional "success marker" on stdout for CLIs that hang after
 //! doing their job. A grandchild holding the pipes open cannot keep the runner waiting.
 //! (The agent itself, which streams for hours, is run by `agent`.)
+//!
+//! Every child dies with its whole group: at its time limit, when the runner is asked to stop
+//! (SIGINT, SIGTERM, SIGHUP, seen by a signal handler of this module within milliseconds even
+//! while the async runtime is busy in a blocking call), at the deadline of the step it serves
+//! (see [`within_deadline`]), and as soon as it exits (a hook or a CI command that started a
+//! background process leaves nothing behind). A long command (local CI) gets SIGKILL if the
+//! runner dies.
+//!
+//! Captured output keeps its head and its tail within a fixed budget, so the error a command
+//! prints last survives however much it printed before.
 
+use std::cell::Cell;
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, Once};
 use std::thread;
 use std::time::{Duration, Instant};
+
+/// Why a child was stopped before it ended by itself, other than its own time limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Stopped {
+    #[error("stopped: the runner was asked to shut down")]
+    Shutdown,
+    #[error("stopped at the step's time limit (timeoutMin)")]
+    Deadline,
+}
+
+/// The [`Stopped`] an error of this module carries, if it is one.
+pub fn stopped(e: &io::Error) -> Option<Stopped> {
+    e.get_ref()?.downcast_ref::<Stopped>().copied()
+}
+
+fn stop_error(why: Stopped) -> io::Error {
+    let kind = match why {
+        Stopped::Shutdown => io::ErrorKind::Interrupted,
+        Stopped::Deadline => io::ErrorKind::TimedOut,
+    };
+    io::Error::new(kind, why)
+}
+
+/// Set by the signal handler (async-signal-safe: two atomic stores) on SIGINT, SIGTERM or SIGHUP.
+static STOP: AtomicBool = AtomicBool::new(false);
+static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+
+/// Installs (once per process) the handler that marks a stop request for every cancellable
+/// call. It runs beside the async runtime's own handlers, so a runtime blocked in a git call
+/// still has its call stopped within milliseconds.
+pub fn install_stop_handler() -> io::Result<()> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+            // SAFETY: the action only stores to atomics, which is async-signal-safe.
+            let registered = unsafe {
+                signal_hook_registry::register(sig, move || {
+                    STOP_SIGNAL.store(sig, Ordering::SeqCst);
+                    STOP.store(true, Ordering::SeqCst);
+                })
+            };
+            if let Err(e) = registered {
+                result = Err(e);
+            }
+        }
+    });
+    result
+}
+
+/// The signal number of the last stop request, if one came.
+pub fn stop_signal() -> Option<i32> {
+    STOP.load(Ordering::SeqCst)
+        .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
+}
+
+/// What the calls made on this thread inside a scope obey, beyond their own time limit.
+#[derive(Debug, Clone, Copy, Default)]
+struct Scope {
+    /// A stop request ends the call (its group killed) at once.
+    cancellable: bool,
+    /// The group is killed at this instant: the step the call serves is out of time.
+    deadline: Option<Instant>,
+}
+
+thread_local! {
+    static SCOPE: Cell<Scope> = const { Cell::new(Scope { cancellable: false, deadline: None }) };
+}
+
+fn scoped<T>(change: impl FnOnce(&mut Scope), f: impl FnOnce() -> T) -> T {
+    let before = SCOPE.with(Cell::get);
+    let mut inner = before;
+    change(&mut inner);
+    SCOPE.with(|s| s.set(inner));
+    struct Restore(Scope);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPE.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// Runs `f` so that every child it starts is stopped (group killed, `Err` with
+/// [`Stopped::Shutdown`]) as soon as the runner is asked to stop. The runner's own cleanup on
+/// shutdown (saving work in progress) runs outside such a scope.
+pub fn cancellable<T>(f: impl FnOnce() -> T) -> T {
+    scoped(|s| s.cancellable = true, f)
+}
+
+/// Runs `f` so that every child it starts is stopped (group killed, `Err` with
+/// [`Stopped::Deadline`]) at `deadline`, or at an earlier deadline of an enclosing scope.
+pub fn within_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
+    scoped(
+        |s| s.deadline = Some(s.deadline.map_or(deadline, |d| d.min(deadline))),
+        f,
+    )
+}
+
+impl Scope {
+    fn current() -> Scope {
+        SCOPE.with(Cell::get)
+    }
+
+    /// Whether a child of this scope must be stopped now, and why.
+    fn stop_now(&self) -> Option<Stopped> {
+        if self.cancellable && STOP.load(Ordering::SeqCst) {
+            return Some(Stopped::Shutdown);
+        }
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Some(Stopped::Deadline),
+            _ => None,
+        }
+    }
+}
 
 /// Longest a single git command may take: a fetch or push over a dead network must not hang
 /// an unattended run.
@@ -42,7 +170,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// What a child did. Output is lossily decoded and capped at `OUTPUT_CAP` bytes per stream.
+/// What a child did. Output is lossily decoded and kept within a [`Budget`] per stream.
 #[derive(Debug)]
 pub(crate) struct Captured {
     /// `None` when the child was killed by us (timeout or success marker).
@@ -55,19 +183,74 @@ pub(crate) struct Captured {
 
 impl Captured {
     /// What a child killed at its deadline had written so far.
-    fn timed_out(stdout: &[u8], stderr: &[u8]) -> Self {
+    fn timed_out(stdout: &Kept, stderr: &Kept) -> Self {
         Captured {
             status: None,
-            stdout: lossy(stdout),
-            stderr: lossy(stderr),
+            stdout: stdout.text(),
+            stderr: stderr.text(),
             timed_out: true,
             marker_seen: false,
         }
     }
 }
 
-/// Large enough for `gh issue list --limit 1000` with bodies; a bound all the same.
-const OUTPUT_CAP: usize = 64 * 1024 * 1024;
+/// Bytes of one stream kept: the first half and the last half of the budget, with a line
+/// saying how much was cut between them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget(pub usize);
+
+impl Budget {
+    /// Large enough for `gh issue list --limit 1000` with bodies; a bound all the same.
+    pub const DEFAULT: Budget = Budget(64 * 1024 * 1024);
+}
+
+/// One stream's output: its head, and a tail that keeps moving.
+struct Kept {
+    half: usize,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+    /// Bytes dropped from the front of `tail`.
+    cut: u64,
+}
+
+impl Kept {
+    fn new(budget: Budget) -> Kept {
+        Kept {
+            half: (budget.0 / 2).max(1),
+            head: Vec::new(),
+            tail: Vec::new(),
+            cut: 0,
+        }
+    }
+
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = self.half.saturating_sub(self.head.len());
+        let (first, rest) = bytes.split_at(bytes.len().min(room));
+        self.head.extend_from_slice(first);
+        bytes = rest;
+        if bytes.is_empty() {
+            return;
+        }
+        self.tail.extend_from_slice(bytes);
+        // Trimmed in batches (at twice the half), so each byte is moved at most once more.
+        if self.tail.len() >= 2 * self.half {
+            let excess = self.tail.len() - self.half;
+            self.tail.drain(..excess);
+            self.cut += excess as u64;
+        }
+    }
+
+    fn text(&self) -> String {
+        let mut all = self.head.clone();
+        let extra = self.tail.len().saturating_sub(self.half);
+        let cut = self.cut + extra as u64;
+        if cut > 0 {
+            all.extend_from_slice(format!("\n[… {cut} bytes of output cut …]\n").as_bytes());
+        }
+        all.extend_from_slice(&self.tail[extra..]);
+        lossy(&all)
+    }
+}
 
 enum Chunk {
     Out(Vec<u8>),
@@ -86,7 +269,7 @@ pub(crate) fn run_captured(
     timeout: Duration,
     marker: Option<fn(&str) -> bool>,
 ) -> io::Result<Captured> {
-    run_tracked(cmd, stdin, timeout, marker, None)
+    run_tracked(cmd, stdin, timeout, marker, None, Budget::DEFAULT)
 }
 
 /// `cmd` run to completion with its output captured, in its own process group; `None` when
@@ -95,7 +278,18 @@ pub(crate) fn output_within(
     cmd: Command,
     timeout: Duration,
 ) -> io::Result<Option<std::process::Output>> {
-    let out = run_captured(cmd, None, timeout, None)?;
+    output_within_budget(cmd, timeout, Budget::DEFAULT)
+}
+
+/// [`output_within`] for a long command (the local CI's): at most `budget` bytes of each
+/// stream kept (head and tail), and SIGKILL to the command if the runner dies.
+pub(crate) fn output_within_budget(
+    mut cmd: Command,
+    timeout: Duration,
+    budget: Budget,
+) -> io::Result<Option<std::process::Output>> {
+    die_with_parent(&mut cmd);
+    let out = run_tracked(cmd, None, timeout, None, None, budget)?;
     Ok(match out.status {
         Some(status) if !out.timed_out => Some(std::process::Output {
             status,
@@ -118,8 +312,13 @@ struct Running<'a> {
 }
 
 impl Running<'_> {
+    /// The exit status once the child exited. Whatever is left of its group (a background
+    /// process it started) is killed first, while the unreaped leader still holds the group id.
     fn try_wait(&mut self) -> io::Result<Option<ExitStatus>> {
         let guard = self.slot.map(|s| lock(s));
+        if exited_unreaped(self.pid) {
+            signal_group(self.pid);
+        }
         let status = self.child.try_wait();
         if let (Some(mut guard), Ok(Some(_))) = (guard, &status) {
             *guard = None;
@@ -142,7 +341,12 @@ pub(crate) fn run_tracked(
     timeout: Duration,
     marker: Option<fn(&str) -> bool>,
     slot: Option<&ChildSlot>,
+    budget: Budget,
 ) -> io::Result<Captured> {
+    let scope = Scope::current();
+    if let Some(why) = scope.stop_now() {
+        return Err(stop_error(why));
+    }
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {
@@ -178,8 +382,8 @@ pub(crate) fn run_tracked(
     drop(tx);
     let mut child = Running { child, pid, slot };
 
-    let mut stdout = Vec::new();
-    let mut stderr = Vec::new();
+    let mut stdout = Kept::new(budget);
+    let mut stderr = Kept::new(budget);
     let (mut out_eof, mut err_eof) = (false, false);
     let mut exited: Option<(ExitStatus, Instant)> = None;
     let grace = Duration::from_millis(500);
@@ -197,25 +401,29 @@ pub(crate) fn run_tracked(
             child.kill();
             return Ok(Captured::timed_out(&stdout, &stderr));
         }
+        if let (None, Some(why)) = (exited, scope.stop_now()) {
+            child.kill();
+            return Err(stop_error(why));
+        }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Chunk::Out(bytes)) => {
-                push_capped(&mut stdout, &bytes);
+                stdout.push(&bytes);
                 if let Some(marker) = marker {
-                    if marker(&String::from_utf8_lossy(&stdout)) {
+                    if marker(&stdout.text()) {
                         if exited.is_none() {
                             child.kill();
                         }
                         return Ok(Captured {
                             status: exited.map(|(s, _)| s),
-                            stdout: lossy(&stdout),
-                            stderr: lossy(&stderr),
+                            stdout: stdout.text(),
+                            stderr: stderr.text(),
                             timed_out: false,
                             marker_seen: true,
                         });
                     }
                 }
             }
-            Ok(Chunk::Err(bytes)) => push_capped(&mut stderr, &bytes),
+            Ok(Chunk::Err(bytes)) => stderr.push(&bytes),
             Ok(Chunk::OutEof) => out_eof = true,
             Ok(Chunk::ErrEof) => err_eof = true,
             Err(RecvTimeoutError::Timeout) => {}
@@ -224,12 +432,16 @@ pub(crate) fn run_tracked(
                 err_eof = true;
                 if exited.is_none() {
                     // Both pipes closed; the exit is imminent.
-                    let status = wait_until(&mut child, deadline)?;
+                    let status = wait_until(&mut child, deadline, &scope)?;
                     match status {
-                        Some(s) => exited = Some((s, Instant::now())),
-                        None => {
+                        Waited::Exited(s) => exited = Some((s, Instant::now())),
+                        Waited::TimedOut => {
                             child.kill();
                             return Ok(Captured::timed_out(&stdout, &stderr));
+                        }
+                        Waited::Stopped(why) => {
+                            child.kill();
+                            return Err(stop_error(why));
                         }
                     }
                 }
@@ -239,15 +451,15 @@ pub(crate) fn run_tracked(
     // Chunks the readers sent before the grace period ran out still belong to the output.
     while let Ok(chunk) = rx.try_recv() {
         match chunk {
-            Chunk::Out(bytes) => push_capped(&mut stdout, &bytes),
-            Chunk::Err(bytes) => push_capped(&mut stderr, &bytes),
+            Chunk::Out(bytes) => stdout.push(&bytes),
+            Chunk::Err(bytes) => stderr.push(&bytes),
             Chunk::OutEof | Chunk::ErrEof => {}
         }
     }
     Ok(Captured {
         status: exited.map(|(s, _)| s),
-        stdout: lossy(&stdout),
-        stderr: lossy(&stderr),
+        stdout: stdout.text(),
+        stderr: stderr.text(),
         timed_out: false,
         marker_seen: false,
     })
@@ -276,14 +488,23 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
 /// Polls for the exit, first every 50 µs and backing off to every 10 ms: a child that closed
 /// its pipes is usually reaped within microseconds, and a fixed first nap of 10 ms made each
 /// short git command cost up to 10 ms more than itself.
-fn wait_until(child: &mut Running<'_>, deadline: Instant) -> io::Result<Option<ExitStatus>> {
+enum Waited {
+    Exited(ExitStatus),
+    TimedOut,
+    Stopped(Stopped),
+}
+
+fn wait_until(child: &mut Running<'_>, deadline: Instant, scope: &Scope) -> io::Result<Waited> {
     let mut nap = Duration::from_micros(50);
     loop {
         if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
+            return Ok(Waited::Exited(status));
         }
         if Instant::now() >= deadline {
-            return Ok(None);
+            return Ok(Waited::TimedOut);
+        }
+        if let Some(why) = scope.stop_now() {
+            return Ok(Waited::Stopped(why));
         }
         thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(10));
@@ -312,10 +533,46 @@ fn spawn_reader<R: Read + Send + 'static>(
     });
 }
 
-fn push_capped(buf: &mut Vec<u8>, bytes: &[u8]) {
-    let room = OUTPUT_CAP.saturating_sub(buf.len());
-    buf.extend_from_slice(&bytes[..bytes.len().min(room)]);
+/// Whether child `pid` has exited, without reaping it (its group id stays held meanwhile).
+fn exited_unreaped(pid: u32) -> bool {
+    // SAFETY: waitid only writes into the zeroed siginfo we own; WNOWAIT leaves the child
+    // for `Child::try_wait` to reap.
+    unsafe {
+        let mut info: libc::siginfo_t = std::mem::zeroed();
+        let rc = libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        );
+        rc == 0 && info.si_pid() != 0
+    }
 }
+
+/// SIGKILL to the child when the runner dies, however it dies: a CI command must not run on
+/// for its time limit after the runner that waits for it is gone. Only for long commands: a
+/// pre-exec hook makes std fork instead of posix_spawn, about 0.4 ms more per spawn, which the
+/// many short git calls of a step do not pay (they end at their own time limit).
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut Command) {
+    let parent = std::process::id() as libc::pid_t;
+    // SAFETY: the closure runs in the forked child before exec and only calls the
+    // async-signal-safe prctl, getppid and _exit.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                libc::_exit(1);
+            }
+            Ok(())
+        });
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn die_with_parent(_cmd: &mut Command) {}
 
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -334,4 +591,81 @@ fn kill_group(pid: u32, child: &mut std::process::Child) {
     signal_group(pid);
     let _ = child.kill();
     let _ = child.wait();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", script]);
+        cmd
+    }
+
+    #[test]
+    fn output_past_the_budget_keeps_its_head_and_its_tail() {
+        let mut kept = Kept::new(Budget(1000));
+        kept.push(b"HEAD");
+        for _ in 0..10_000 {
+            kept.push(&[b'.'; 100]);
+        }
+        kept.push(b"the error at the end");
+        let text = kept.text();
+        assert!(text.starts_with("HEAD"), "{text}");
+        assert!(text.ends_with("the error at the end"), "{text}");
+        assert!(text.len() < 1100, "{}", text.len());
+        assert!(text.contains("bytes of output cut"), "{text}");
+        let mut small = Kept::new(Budget(1000));
+        small.push(b"all of it");
+        assert_eq!(small.text(), "all of it");
+    }
+
+    #[test]
+    fn a_background_process_dies_with_the_command_that_started_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let pid_file = dir.path().join("pid");
+        let script = format!("sleep 600 & echo $! > {}", pid_file.display());
+        let out = output_within(sh(&script), Duration::from_secs(10))
+            .expect("runs")
+            .expect("ends");
+        assert!(out.status.success());
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        // SAFETY: signal 0 only asks whether the process exists.
+        while unsafe { libc::kill(pid, 0) } == 0 {
+            assert!(Instant::now() < deadline, "the background sleep survived");
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    #[test]
+    fn a_deadline_stops_the_whole_group_and_says_why() {
+        let started = Instant::now();
+        let err = within_deadline(Instant::now() + Duration::from_millis(300), || {
+            output_within(sh("trap '' TERM; sleep 600"), Duration::from_secs(60))
+        })
+        .expect_err("stopped");
+        assert_eq!(stopped(&err), Some(Stopped::Deadline));
+        assert!(started.elapsed() < Duration::from_secs(5));
+        // Outside the scope the deadline no longer applies.
+        let out = output_within(sh("sleep 0.4; echo done"), Duration::from_secs(10));
+        assert!(out.expect("runs").is_some());
+    }
+
+    #[test]
+    fn the_earlier_deadline_of_nested_scopes_wins() {
+        let soon = Instant::now() + Duration::from_millis(200);
+        let err = within_deadline(soon, || {
+            within_deadline(soon + Duration::from_secs(60), || {
+                output_within(sh("sleep 600"), Duration::from_secs(60))
+            })
+        })
+        .expect_err("stopped");
+        assert_eq!(stopped(&err), Some(Stopped::Deadline));
+    }
 }

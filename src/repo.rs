@@ -5,6 +5,7 @@
 //! Every git call is an argument vector; branch names go in as full ref names
 //! (`refs/heads/<b>`) so that no name can be read as an option.
 
+use crate::call_failure::{CallFailureKind, Kinded};
 use crate::files;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,11 +34,38 @@ pub enum RepoError {
         status: Option<i32>,
         stderr: String,
         hint: &'static str,
+        /// Decided from `stderr` when the error is made.
+        kind: CallFailureKind,
+    },
+    /// The runner stopped the command (a shutdown, or the step's time limit).
+    #[error("`{command}` {why}")]
+    Stopped {
+        command: String,
+        why: crate::process::Stopped,
     },
     #[error("could not read the output of `{command}`: {detail}")]
     Parse { command: String, detail: String },
     #[error("refusing to commit on {branch} in {}: check out the issue's feature branch first", .path.display())]
     CommitOnMain { branch: String, path: PathBuf },
+}
+
+impl Kinded for RepoError {
+    fn kind(&self) -> CallFailureKind {
+        match self {
+            RepoError::Command { kind, .. } => *kind,
+            RepoError::Spawn { source, .. } => CallFailureKind::of_io(source),
+            RepoError::Stopped {
+                why: crate::process::Stopped::Shutdown,
+                ..
+            } => CallFailureKind::Cancelled,
+            RepoError::Stopped {
+                why: crate::process::Stopped::Deadline,
+                ..
+            } => CallFailureKind::StepDeadline,
+            RepoError::NotARepo { .. } => CallFailureKind::NotFound,
+            RepoError::Parse { .. } | RepoError::CommitOnMain { .. } => CallFailureKind::Other,
+        }
+    }
 }
 
 pub(crate) fn exit_text(status: &Option<i32>) -> String {
@@ -48,6 +76,20 @@ pub(crate) fn exit_text(status: &Option<i32>) -> String {
 }
 
 const GIT_HINT: &str = "inspect the repository with the same git command";
+
+/// What to do about a failed git command of this kind.
+fn hint_for(kind: CallFailureKind) -> &'static str {
+    match kind {
+        CallFailureKind::HookRejected => {
+            "a git hook refused it (its words are above; the project's hooks are in .git/hooks or core.hooksPath)"
+        }
+        CallFailureKind::LockHeld => {
+            "another git process holds a lock; if none is running, remove the stale lock file it names"
+        }
+        CallFailureKind::Permission => "check the permissions of the repository and the remote",
+        _ => GIT_HINT,
+    }
+}
 
 /// How the subject of every merge commit the runner makes begins (`Merge issue #N: title`).
 pub const MERGE_SUBJECT: &str = "Merge issue #";
@@ -138,15 +180,23 @@ impl Repo {
         // A fetch or push over a dead network must not hang an unattended run.
         let out = crate::process::output_within(cmd, GIT_TIMEOUT);
         crate::failpoint::point("git: after");
-        out.map_err(|source| RepoError::Spawn {
-            program: "git".to_string(),
-            source,
+        let command = || format!("git {} (in {})", args.join(" "), self.path.display());
+        out.map_err(|source| match crate::process::stopped(&source) {
+            Some(why) => RepoError::Stopped {
+                command: command(),
+                why,
+            },
+            None => RepoError::Spawn {
+                program: "git".to_string(),
+                source,
+            },
         })?
         .ok_or_else(|| RepoError::Command {
-            command: format!("git {} (in {})", args.join(" "), self.path.display()),
+            command: command(),
             status: None,
             stderr: format!("no answer within {} s; stopped", GIT_TIMEOUT.as_secs()),
             hint: "check the network and the remote",
+            kind: CallFailureKind::TimedOut,
         })
     }
 
@@ -159,11 +209,18 @@ impl Repo {
     }
 
     fn failed(&self, args: &[&str], out: &Output) -> RepoError {
+        // Hooks print to stdout as well; the kind reads both.
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        let kind = CallFailureKind::of_git(&format!(
+            "{stderr}\n{}",
+            String::from_utf8_lossy(&out.stdout)
+        ));
         RepoError::Command {
             command: format!("git {} (in {})", args.join(" "), self.path.display()),
             status: out.status.code(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            hint: GIT_HINT,
+            stderr,
+            hint: hint_for(kind),
+            kind,
         }
     }
 
@@ -390,6 +447,7 @@ impl Repo {
                 status: None,
                 stderr: format!("no branch {} locally or on origin", self.main),
                 hint: "create the main branch or set origin's HEAD",
+                kind: CallFailureKind::NotFound,
             });
         }
         if self.ref_exists(&remote_main)? {
@@ -474,8 +532,12 @@ impl Repo {
         loop {
             tries += 1;
             match self.merge_once(branch, message) {
-                Err(RepoError::Command { stderr, .. })
-                    if tries < TRIES && origin_moved(&stderr) =>
+                Err(e)
+                    if tries < TRIES
+                        && matches!(
+                            e.kind(),
+                            CallFailureKind::LostRace | CallFailureKind::LockHeld
+                        ) =>
                 {
                     std::thread::sleep(std::time::Duration::from_millis(
                         50 * u64::from(tries) + u64::from(std::process::id() % 50),
@@ -619,16 +681,4 @@ fn declares_issue(requirements: &Path, issue: u32) -> bool {
                 .is_some_and(|c| c.is_ascii_digit())
         })
     })
-}
-
-/// A push refused because the remote branch moved since the last fetch.
-fn origin_moved(stderr: &str) -> bool {
-    [
-        "non-fast-forward",
-        "fetch first",
-        "cannot lock ref",
-        "[rejected]",
-    ]
-    .iter()
-    .any(|m| stderr.contains(m))
 }

@@ -237,3 +237,232 @@ fn a_token_printed_by_local_ci_is_redacted_everywhere_it_goes() {
         assert!(!body.contains(token), "{body}");
     }
 }
+
+/// Installs `.git/hooks/<name>` in the project: `body` after a shebang.
+fn hook(p: &Project, name: &str, body: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    let path = p.project.join(".git/hooks").join(name);
+    std::fs::create_dir_all(path.parent().expect("hooks dir")).expect("hooks dir");
+    std::fs::write(&path, format!("#!/bin/sh\n{body}")).expect("hook");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A hook that ignores SIGTERM and hangs in a `sleep` it also shields; both pids are written
+/// to `<root>/<name>.pids` once it runs. With `once`, only its first run hangs.
+fn hanging_hook(p: &Project, name: &str, once: bool) -> std::path::PathBuf {
+    let pids = p.root.join(format!("{name}.pids"));
+    let marker = p.root.join(format!("{name}.ran"));
+    let guard = if once {
+        format!("[ -e {m} ] && exit 0\ntouch {m}\n", m = marker.display())
+    } else {
+        String::new()
+    };
+    hook(
+        p,
+        name,
+        &format!(
+            "{guard}trap '' TERM\ncat >/dev/null\nsleep 600 &\necho $$ $! > {pids}.tmp\nmv {pids}.tmp {pids}\nwait\n",
+            pids = pids.display()
+        ),
+    );
+    pids
+}
+
+fn wait_for_file(path: &std::path::Path, limit: std::time::Duration) -> String {
+    let deadline = std::time::Instant::now() + limit;
+    while std::time::Instant::now() < deadline {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            return text;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} was not written within {limit:?}", path.display());
+}
+
+/// SIGTERM while a builtin step's git command waits for a hook that ignores SIGTERM: the
+/// runner stops within seconds and the hook's whole process group is gone.
+#[test]
+fn sigterm_stops_a_builtin_step_blocked_in_a_hanging_hook() {
+    use std::time::{Duration, Instant};
+    for name in ["pre-push", "pre-merge-commit"] {
+        let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+        let pids_file = hanging_hook(&p, name, false);
+        let child = p.spawn(&[]);
+        let text_of_pids = wait_for_file(&pids_file, Duration::from_secs(120));
+        let pids: Vec<i32> = text_of_pids
+            .split_whitespace()
+            .map(|s| s.parse().expect("pid"))
+            .collect();
+        assert_eq!(pids.len(), 2, "{text_of_pids}");
+        let asked = Instant::now();
+        e2e::signal(&child, libc::SIGTERM);
+        let out = e2e::wait_output(child, Duration::from_secs(60));
+        let took = asked.elapsed();
+        assert!(
+            took < Duration::from_secs(10),
+            "{name}: the runner took {took:?} to stop: {}",
+            text(&out)
+        );
+        assert_eq!(code(&out), 0, "{name}: {}", text(&out));
+        assert!(text(&out).contains("shut down"), "{name}: {}", text(&out));
+        assert_eq!(
+            e2e::survivors(&pids, Duration::from_secs(5)),
+            Vec::<i32>::new(),
+            "{name}: the hook's processes outlived the runner"
+        );
+    }
+}
+
+/// A hook that hangs past the step's timeoutMin: its group is killed at the limit and the
+/// attempt fails as TIMEOUT; the next attempt (the hook passes now) merges.
+#[test]
+fn a_hook_hanging_past_the_steps_timeout_fails_the_attempt_as_timeout() {
+    use std::time::Duration;
+    let mut steps = e2e::builtin_steps();
+    steps["commitPush"]["timeoutMin"] = json!(0.05);
+    let p = Project::new(
+        &[(1, "First issue", "")],
+        json!({}),
+        json!({ "steps": steps }),
+    );
+    let pids_file = hanging_hook(&p, "pre-push", true);
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("commitPush: failed: TIMEOUT"), "{all}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    let pids: Vec<i32> = std::fs::read_to_string(pids_file)
+        .expect("the hook ran")
+        .split_whitespace()
+        .map(|s| s.parse().expect("pid"))
+        .collect();
+    assert_eq!(
+        e2e::survivors(&pids, Duration::from_secs(5)),
+        Vec::<i32>::new()
+    );
+}
+
+/// A pre-push hook that refuses the push: the attempt fails at once (no network waits), and
+/// what the runner says names the hook as the party that refused and carries its words.
+#[test]
+fn a_hook_that_rejects_the_push_is_named_as_the_refusing_party() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+    hook(
+        &p,
+        "pre-push",
+        "echo 'policy: pushes are frozen today' >&2\nexit 1\n",
+    );
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(all.contains("pushes are frozen today"), "{all}");
+    assert!(all.contains("a git hook refused"), "{all}");
+    assert!(
+        !all.contains("network:"),
+        "not waited out as a network blip: {all}"
+    );
+}
+
+/// The peak resident memory of a running process, in KiB (`VmHWM`), while it runs.
+fn peak_rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// A CI command that prints 100 MB before its error, and starts a server it never stops: the
+/// error at the end reaches the repair prompt, the runner's memory stays flat, and no server
+/// outlives the command that started it.
+#[test]
+fn local_ci_output_keeps_its_end_and_its_background_processes_die_with_it() {
+    use std::time::{Duration, Instant};
+    let p = Project::new(
+        &[(1, "First issue", "")],
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let daemons = p.root.join("daemons.pids");
+    let script = format!(
+        "sleep 600 & echo $! >> {daemons}\n\
+         test -e ci-fixed && exit 0\n\
+         head -c 100000000 /dev/zero | tr '\\0' 'x'\n\
+         echo; echo 'FATAL: the real error is at the end'; exit 1",
+        daemons = daemons.display()
+    );
+    let mut extra = builtin_steps();
+    extra["localCi"] = json!({"command": ["sh", "-c", script]});
+    p.set_config(extra);
+    let child = p.spawn(&[]);
+    let pid = child.id();
+    let watcher = std::thread::spawn(move || {
+        let mut peak = 0;
+        let deadline = Instant::now() + Duration::from_secs(180);
+        while let Some(kib) = peak_rss_kib(pid) {
+            peak = peak.max(kib);
+            if Instant::now() > deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        peak
+    });
+    let out = e2e::wait_output(child, Duration::from_secs(180));
+    let peak = watcher.join().expect("watcher");
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let prompt = p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("FATAL: the real error is at the end"),
+        "the end of the output is in the repair context: {}",
+        &prompt[prompt.len().saturating_sub(2000)..]
+    );
+    assert!(peak > 0 && peak <= 64 * 1024, "peak RSS {peak} KiB");
+    let pids: Vec<i32> = std::fs::read_to_string(&daemons)
+        .expect("the CI command ran")
+        .split_whitespace()
+        .map(|s| s.parse().expect("pid"))
+        .collect();
+    assert_eq!(pids.len(), 2, "one run per commit");
+    assert_eq!(
+        e2e::survivors(&pids, Duration::from_secs(5)),
+        Vec::<i32>::new(),
+        "a server started by CI outlived it"
+    );
+}
+
+/// SIGTERM while the local CI command runs (and ignores SIGTERM): the runner stops within
+/// seconds instead of waiting out localCi.timeoutMin, and the command's group is gone.
+#[test]
+fn sigterm_stops_a_running_local_ci_command_at_once() {
+    use std::time::{Duration, Instant};
+    let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+    let pids_file = p.root.join("ci.pids");
+    let script = format!(
+        "trap '' TERM\nsleep 600 &\necho $$ $! > {f}.tmp\nmv {f}.tmp {f}\nwait",
+        f = pids_file.display()
+    );
+    let mut extra = builtin_steps();
+    extra["localCi"] = json!({"command": ["sh", "-c", script]});
+    p.set_config(extra);
+    let child = p.spawn(&[]);
+    let pids: Vec<i32> = wait_for_file(&pids_file, Duration::from_secs(120))
+        .split_whitespace()
+        .map(|s| s.parse().expect("pid"))
+        .collect();
+    let asked = Instant::now();
+    e2e::signal(&child, libc::SIGTERM);
+    let out = e2e::wait_output(child, Duration::from_secs(60));
+    assert!(
+        asked.elapsed() < Duration::from_secs(10),
+        "took {:?}: {}",
+        asked.elapsed(),
+        text(&out)
+    );
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(
+        e2e::survivors(&pids, Duration::from_secs(5)),
+        Vec::<i32>::new()
+    );
+}

@@ -14,15 +14,19 @@ fn merges(p: &Project) -> Vec<u32> {
     e2e::merged_issues(&p.origin)
 }
 
+/// Agent steps get 0.6 s; builtin steps, which obey their timeoutMin too, get most of the
+/// lease (git on a loaded machine, a merge retried after a lost push race), and the lease
+/// still outlasts every step.
 fn lease(minutes: f64) -> serde_json::Value {
+    let builtin = minutes * 0.8;
     json!({"claims": {"leaseMinutes": minutes}, "steps": {
-        "startCycle": {"run": "builtin", "timeoutMin": 0.01},
+        "startCycle": {"run": "builtin", "timeoutMin": builtin},
         "startIssue": {"timeoutMin": 0.01}, "writeSpecs": {"timeoutMin": 0.01},
         "implement": {"timeoutMin": 0.01}, "simplify": {"timeoutMin": 0.01},
-        "verify": {"timeoutMin": 0.01}, "commitPush": {"run": "builtin", "timeoutMin": 0.01},
-        "createPR": {"run": "builtin", "timeoutMin": 0.01},
-        "monitorCI": {"run": "builtin", "timeoutMin": 0.01},
-        "merge": {"run": "builtin", "timeoutMin": 0.01},
+        "verify": {"timeoutMin": 0.01}, "commitPush": {"run": "builtin", "timeoutMin": builtin},
+        "createPR": {"run": "builtin", "timeoutMin": builtin},
+        "monitorCI": {"run": "builtin", "timeoutMin": builtin},
+        "merge": {"run": "builtin", "timeoutMin": builtin},
     }})
 }
 
@@ -110,7 +114,7 @@ fn a_killed_runners_issue_is_taken_over_after_its_lease_expires() {
         json!({"steps": {"verify": ["hang"]}}),
         json!({}),
     );
-    // A lease of 3 s: longer than every step's limit (0.6 s), short enough for a test.
+    // A lease of 3 s: longer than every step's limit, short enough for a test.
     let extra = lease(0.05);
     let first = p.add_runner("clone-a", &extra);
     let second = p.add_runner("clone-b", &extra);

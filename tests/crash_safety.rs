@@ -550,3 +550,29 @@ fn status_tells_a_running_runner_from_one_that_died() {
         .expect("replay");
     assert_eq!(code(&missing), 2, "{}", text(&missing));
 }
+
+#[test]
+fn a_journal_record_of_a_newer_format_stops_the_runner_and_is_kept() {
+    let p = one_issue(json!({"steps": {"implement": ["slow:60000", "ok"]}}));
+    let child = p.spawn(&[]);
+    p.wait_for_invocation("1 implement 1", WAIT);
+    kill9(child);
+    // A newer runner took over, wrote a record of a format this one does not know, and died.
+    let mut bytes = std::fs::read(p.journal_path()).expect("journal");
+    let last: serde_json::Value = p.journal().pop().expect("a record");
+    let seq = last["seq"].as_u64().expect("seq") + 1;
+    let newer = json!({"v": 3, "seq": seq, "time": "2026-01-01T00:00:00.000Z",
+        "session": last["session"], "kind": "mergeLease", "holder": "w2"});
+    bytes.extend_from_slice(format!("{newer}\n").as_bytes());
+    std::fs::write(p.journal_path(), &bytes).expect("write");
+
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    assert!(text(&out).contains("format 3"), "{}", text(&out));
+    assert_eq!(
+        std::fs::read(p.journal_path()).expect("journal"),
+        bytes,
+        "the journal is left untouched"
+    );
+    assert_eq!(p.count("1 implement 2"), 0, "no agent ran");
+}

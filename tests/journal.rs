@@ -415,6 +415,7 @@ proptest! {
             let mut next = Core::new(limits.clone(), Mode::Continuous);
             for e in &trace.events[..=k] { next.handle(e); }
             let line = serde_json::to_string(&journal::Line {
+                v: journal::FORMAT,
                 seq: 999_999, time: "t".into(), session: "s".into(),
                 record: Record::Event { event: trace.events[k], state: next.state().name().into() },
             }).unwrap();

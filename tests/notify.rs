@@ -262,6 +262,36 @@ fn command_channel_gets_message_and_severity() {
     );
 }
 
+/// Agent or CI output quoted in a notification cannot act on a terminal or a chat client:
+/// escape sequences and carriage returns arrive escaped, line breaks stay.
+#[test]
+fn control_characters_in_a_notification_arrive_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let program = script(
+        dir.path(),
+        "notify-me",
+        &format!("printf '%s' \"$1\" >> {}", out.display()),
+    );
+    let notifier = Notifier::with_options(
+        vec![Channel::Command {
+            program,
+            args: vec![],
+        }],
+        None,
+        fast_options(),
+    );
+    notifier.send(
+        Severity::Alert,
+        "verify failed\nerror: \x1b[31mred\x1b[0m\rover\u{9b}2J",
+    );
+    notifier.flush(Duration::from_secs(10));
+    assert_eq!(
+        read(&out),
+        "[ALERT] verify failed\nerror: \\x1b[31mred\\x1b[0m\\rover\\u{9b}2J"
+    );
+}
+
 #[test]
 fn webhook_posts_json_on_stdin_through_curl() {
     let dir = tempfile::tempdir().unwrap();

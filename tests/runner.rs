@@ -881,3 +881,31 @@ fn stderr_narrates_as_json_stamped_text_or_quietly() {
         text(&out)
     );
 }
+
+/// An issue title with a newline, a carriage return and escape sequences: no line of the
+/// orchestration log is forged by it, and no raw control byte reaches the console or the log.
+#[test]
+fn a_hostile_title_cannot_forge_log_lines_or_reach_the_terminal_raw() {
+    let title = "Greet\n[2026-01-01T00:00:00Z] FORGED issue #9: merged\r\x1b[2K\x1b[31mred\u{9b}2J";
+    let p = Project::new(&[(1, title, "Say hello.")], json!({}), json!({}));
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).expect("log");
+    for (what, body) in [("console", all.as_str()), ("log", log.as_str())] {
+        assert!(
+            !body
+                .lines()
+                .any(|l| l.contains("] FORGED") && !l.contains("Greet")),
+            "{what} has a forged line:\n{body}"
+        );
+        assert!(
+            !body.contains('\x1b') && !body.contains('\r') && !body.contains('\u{9b}'),
+            "{what} has raw control characters: {body:?}"
+        );
+    }
+    assert!(
+        log.contains("Greet\\n[2026-01-01T00:00:00Z] FORGED issue #9: merged\\r\\x1b[2K"),
+        "the title is shown escaped: {log}"
+    );
+}

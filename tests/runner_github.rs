@@ -600,14 +600,16 @@ fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
     ] {
         steps.insert(key.into(), quick.clone());
     }
+    // Builtin steps obey their timeoutMin: long enough for the fake gh's calls (5.4 s), and
+    // shorter than the lease.
     for key in ["startCycle", "commitPush", "createPR", "monitorCI", "merge"] {
-        steps.insert(key.into(), json!({"run": "builtin", "timeoutMin": 0.01}));
+        steps.insert(key.into(), json!({"run": "builtin", "timeoutMin": 0.09}));
     }
     let g = GhProject::new(
         &[(1, "Only issue", "")],
         json!({"steps": {"verify": ["hang"]}}),
         false,
-        json!({"claims": {"leaseMinutes": 0.05}, "steps": steps}),
+        json!({"claims": {"leaseMinutes": 0.1}, "steps": steps}),
     );
     g.set_state("prRecords", json!(true));
     let first = g.p.add_runner("clone-a", &json!({}));
@@ -631,7 +633,7 @@ fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
         "{shown}"
     );
     g.p.set_script(json!({}));
-    std::thread::sleep(std::time::Duration::from_secs(4));
+    std::thread::sleep(std::time::Duration::from_secs(7));
     let out = e2e::wait_output(
         g.p.spawn_runner(&second, "wb"),
         std::time::Duration::from_secs(120),

@@ -171,6 +171,24 @@ fn local_escalated_issues_are_excluded_durably() {
     assert_eq!(selected(t.select(&none()).unwrap()), 1);
 }
 
+/// An escalation note quotes agent output: its escape sequences and carriage returns reach the
+/// tracker escaped, its line breaks stay.
+#[test]
+fn control_characters_reach_the_tracker_escaped() {
+    let (d, t) = issues(&[local(1, None, "")]);
+    t.mark_escalated(1, "verify failed\nerror: \x1b[31mred\x1b[0m\rover")
+        .unwrap();
+    t.close(1, "merged \x1b]0;title\x07").unwrap();
+    let raw: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.path.join("1.json")).unwrap()).unwrap();
+    let note = raw["escalation"].as_str().unwrap();
+    assert!(
+        note.contains("verify failed\nerror: \\x1b[31mred\\x1b[0m\\rover"),
+        "{note:?}"
+    );
+    assert_eq!(raw["resolution"], "merged \\x1b]0;title\\x07");
+}
+
 #[test]
 fn local_nothing_to_do() {
     let (_d, t) = issues(&[]);

@@ -113,6 +113,7 @@ impl Driver {
                         Some(classify_post_check(step.key(), &e.to_string()))
                     }
                     // The agent ran: asking again would run it twice. NETWORK waits instead.
+                    network::Patient::Cancelled(ev) => return ev,
                     network::Patient::GaveUp(_) => Some(crate::classify::classify_network(
                         step.key(),
                         &self.last_output,

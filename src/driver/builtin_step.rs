@@ -7,7 +7,8 @@
 
 use super::{network, Driver};
 use crate::builtin::{self, Failed, IssueFacts};
-use crate::classify::{classify_builtin, classify_post_check};
+use crate::call_failure::CallFailureKind;
+use crate::classify::{classify_builtin, classify_builtin_timeout, classify_post_check};
 use crate::machine::{Event, Usage};
 use crate::notify::Severity;
 use crate::probe;
@@ -55,13 +56,18 @@ impl Driver {
             ),
         );
         let started = Instant::now();
+        // Every process the step starts (a git hook, the CI command) dies with its group at
+        // the step's timeoutMin.
+        let deadline = started + self.cfg.timeout(step);
         let outcome = if step == Step::MonitorCi {
             self.watch_ci(step).await
         } else {
             let what = format!("{} (builtin)", step.key());
-            match self.patiently(&what, |d| d.builtin_once(step)).await {
+            let once =
+                |d: &Driver| crate::process::within_deadline(deadline, || d.builtin_once(step));
+            match self.patiently(&what, once).await {
                 network::Patient::Done(result) => Ok(result),
-                network::Patient::GaveUp(ev) => Err(ev),
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
             }
         };
         let result = match outcome {
@@ -101,8 +107,13 @@ impl Driver {
                         let c = crate::classify::classify_network(step.key(), &self.last_output);
                         self.failed(step, issue, c, usage)
                     }
-                    network::Patient::GaveUp(ev) => ev,
+                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
                 }
+            }
+            Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
+                self.last_output = failed.what.clone();
+                let c = classify_builtin_timeout(step.key(), &failed.what);
+                self.failed(step, issue, c, usage)
             }
             Err(failed) => {
                 self.last_output = failed.what.clone();
@@ -136,9 +147,10 @@ impl Driver {
             Step::CommitPush => builtin::commit_push(&self.repo, facts),
             Step::CreatePr => builtin::create_pr(&self.repo, &self.forge, facts),
             Step::Merge => builtin::merge(&self.repo, &self.forge, facts),
-            other => Err(Failed {
-                what: format!("{} has no builtin implementation", other.key()),
-            }),
+            other => Err(Failed::other(format!(
+                "{} has no builtin implementation",
+                other.key()
+            ))),
         }
     }
 
@@ -150,12 +162,14 @@ impl Driver {
         loop {
             let settled = match self
                 .patiently("watching CI", |d| {
-                    d.with_facts(|facts| builtin::ci_settled(&d.repo, &d.forge, facts))
+                    crate::process::within_deadline(deadline, || {
+                        d.with_facts(|facts| builtin::ci_settled(&d.repo, &d.forge, facts))
+                    })
                 })
                 .await
             {
                 network::Patient::Done(result) => result,
-                network::Patient::GaveUp(ev) => return Err(ev),
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
             };
             match settled {
                 Ok(true) => return Ok(Ok("CI checks let the branch merge".to_string())),
@@ -163,12 +177,10 @@ impl Driver {
                 Ok(false) => {}
             }
             if Instant::now() + pause > deadline {
-                return Ok(Err(Failed {
-                    what: format!(
-                        "CI checks still pending after {} min (the step's timeoutMin)",
-                        self.cfg.timeout(step).as_secs() / 60
-                    ),
-                }));
+                return Ok(Err(Failed::other(format!(
+                    "CI checks still pending after {} min (the step's timeoutMin)",
+                    self.cfg.timeout(step).as_secs() / 60
+                ))));
             }
             let until = chrono::Utc::now() + chrono::Duration::seconds(pause.as_secs() as i64);
             self.log(&format!(

@@ -55,7 +55,9 @@ impl Driver {
             .await
         {
             super::network::Patient::Done(answer) => answer,
-            super::network::Patient::GaveUp(ev) => return Err(ev),
+            super::network::Patient::GaveUp(ev) | super::network::Patient::Cancelled(ev) => {
+                return Err(ev)
+            }
         };
         Ok(self.note_claim(issue, answer))
     }

@@ -66,7 +66,9 @@ impl Driver {
         let what = format!("reading issue #{issue} from the tracker");
         let read = match self.patiently(&what, |d| d.tracker.get(issue)).await {
             network::Patient::Done(read) => read,
-            network::Patient::GaveUp(event) => return Err(event),
+            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => {
+                return Err(event)
+            }
         };
         let found = match read {
             Ok(found) => found,

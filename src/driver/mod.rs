@@ -144,6 +144,8 @@ struct Driver {
 
 impl Driver {
     fn log(&self, line: &str) {
+        // One call, one line: nothing in it (an issue title, a tool's output) starts another.
+        let line = &crate::sanitize::one_line(line);
         let line = &match &self.fleet {
             Some(link) => crate::redact::redact(&format!("[w{}] {line}", link.worker)),
             None => crate::redact::redact(line),
@@ -496,7 +498,8 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::CheckoutMain => {
-                if let Err(e) = self.repo.checkout_main() {
+                // A post-checkout hook that hangs must not hold off a signal.
+                if let Err(e) = crate::process::cancellable(|| self.repo.checkout_main()) {
                     self.log(&format!(
                         "warning: cannot check out {}: {e}",
                         self.repo.main
@@ -607,7 +610,7 @@ impl Driver {
                 self.log(&format!("tracker: {what} failed: {e}"));
                 Event::TrackerWriteFailed
             }
-            network::Patient::GaveUp(event) => event,
+            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => event,
         }
     }
 
@@ -698,7 +701,7 @@ impl Driver {
                 .await
             {
                 network::Patient::Done(result) => result,
-                network::Patient::GaveUp(ev) => return Err(ev),
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
             };
             let others = self.describe_others();
             match selection {
@@ -715,6 +718,7 @@ impl Driver {
                             return Ok(Err(tracker::TrackerError::Command {
                                 command: format!("claiming issue #{}", issue.number),
                                 detail,
+                                kind: crate::call_failure::CallFailureKind::Other,
                             }))
                         }
                     }
@@ -814,7 +818,7 @@ impl Driver {
             .await
         {
             network::Patient::Done(result) => result,
-            network::Patient::GaveUp(ev) => return ev,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         };
         match done {
             Ok(true) => {
@@ -839,7 +843,7 @@ impl Driver {
             .await
         {
             network::Patient::Done(result) => result,
-            network::Patient::GaveUp(ev) => return ev,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         };
         match checked {
             Ok(Ok(())) => Event::PreconditionsOk { step },

@@ -1,10 +1,12 @@
-//! A runner call that fails for a transient network reason (see `crate::network`) is not
-//! retried here: the driver reports `NetworkFailed` and the machine decides — a wait on the
-//! network's own schedule and the same request again, or `ENVIRONMENT FAILURE: NETWORK` once
-//! `maxNetworkWaits` waits in a row did not help. Every wait is then journaled, replayed and
-//! bounded like any other. Every call site goes through [`Driver::patiently`].
+//! A runner call that fails for a transient network reason (its adapter classified it:
+//! `CallFailureKind::is_transient`) is not retried here: the driver reports `NetworkFailed` and
+//! the machine decides — a wait on the network's own schedule and the same request again, or
+//! `ENVIRONMENT FAILURE: NETWORK` once `maxNetworkWaits` waits in a row did not help. Every
+//! wait is then journaled, replayed and bounded like any other. Every call site goes through
+//! [`Driver::patiently`].
 
 use super::Driver;
+use crate::call_failure::{CallFailureKind, Kinded};
 use crate::machine::Event;
 
 /// How a call ended.
@@ -13,18 +15,24 @@ pub(super) enum Patient<T, E> {
     Done(Result<T, E>),
     /// The call failed on the network: the event for the machine (`NetworkFailed`).
     GaveUp(Event),
+    /// A signal stopped the call: the shutdown event.
+    Cancelled(Event),
 }
 
 impl Driver {
-    /// Makes the call once; a transient network failure becomes `NetworkFailed`, with what
-    /// failed kept for the diagnostic should the machine give up on the network.
-    pub(super) async fn patiently<T, E: std::fmt::Display>(
+    /// Makes the call once (a signal stops its process group at once, even while this thread
+    /// is blocked in it); a transient network failure becomes `NetworkFailed`, with what failed
+    /// kept for the diagnostic should the machine give up on the network.
+    pub(super) async fn patiently<T, E: std::fmt::Display + Kinded>(
         &mut self,
         what: &str,
         call: impl FnOnce(&Driver) -> Result<T, E>,
     ) -> Patient<T, E> {
-        match call(self) {
-            Err(e) if crate::network::is_transient(&e.to_string()) => {
+        match crate::process::cancellable(|| call(self)) {
+            Err(e) if e.kind() == CallFailureKind::Cancelled => {
+                Patient::Cancelled(self.shutdown.event())
+            }
+            Err(e) if e.kind().is_transient() => {
                 Patient::GaveUp(self.network_failed(what, &e.to_string()))
             }
             other => Patient::Done(other),

@@ -29,6 +29,10 @@ impl Shutdown {
     /// ssh session shuts down cleanly, as on SIGTERM).
     pub(super) fn watch_signals(&self) -> Result<(), String> {
         use tokio::signal::unix::{signal, SignalKind};
+        // Stops the process group of a git, gh or CI call under way, even while this thread
+        // is blocked waiting for it (the tasks below only run once it returns).
+        crate::process::install_stop_handler()
+            .map_err(|e| format!("cannot install signal handler: {e}"))?;
         for (kind, sig) in [
             (SignalKind::interrupt(), Signal::Int),
             (SignalKind::terminate(), Signal::Term),
@@ -52,9 +56,17 @@ impl Shutdown {
         let _ = self.tx.send(true);
     }
 
-    /// The signal that asked for the shutdown, if one did.
+    /// The signal that asked for the shutdown, if one did: recorded here, or seen by the
+    /// process runner's handler before the task that records it could run.
     pub(super) fn requested(&self) -> Option<Signal> {
-        *self.signal.lock().unwrap_or_else(|p| p.into_inner())
+        let recorded = *self.signal.lock().unwrap_or_else(|p| p.into_inner());
+        recorded.or_else(|| {
+            crate::process::stop_signal().map(|sig| match sig {
+                libc::SIGINT => Signal::Int,
+                libc::SIGHUP => Signal::Hup,
+                _ => Signal::Term,
+            })
+        })
     }
 
     /// The machine's event for the request (SIGTERM when asked without a signal).

@@ -2,6 +2,7 @@
 //! and its JSON is parsed by functions that hostile-input tests can reach directly.
 
 use super::{CiState, ForgeError, Pr, PrState};
+use crate::call_failure::CallFailureKind;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -177,15 +178,22 @@ fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Ou
         .env("GH_PROMPT_DISABLED", "1")
         .env("NO_COLOR", "1");
     crate::process::output_within(cmd, GH_TIMEOUT)
-        .map_err(|source| ForgeError::Spawn {
-            program: gh.display().to_string(),
-            source,
+        .map_err(|source| match crate::process::stopped(&source) {
+            Some(why) => ForgeError::Stopped {
+                command: command_text(gh, args),
+                why,
+            },
+            None => ForgeError::Spawn {
+                program: gh.display().to_string(),
+                source,
+            },
         })?
         .ok_or_else(|| ForgeError::Command {
             command: command_text(gh, args),
             status: None,
             stderr: format!("no answer within {} s; stopped", GH_TIMEOUT.as_secs()),
             hint: "check the network and `gh auth status`",
+            kind: CallFailureKind::TimedOut,
         })
 }
 
@@ -194,10 +202,12 @@ fn command_text(gh: &Path, args: &[&str]) -> String {
 }
 
 fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
+    let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     ForgeError::Command {
         command: command_text(gh, args),
         status: out.status.code(),
-        stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        kind: CallFailureKind::of_gh(&stderr),
+        stderr,
         hint: "check `gh auth status` and that the project's remote is a GitHub repository",
     }
 }

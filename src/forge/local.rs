@@ -50,6 +50,7 @@ fn io_error(path: &Path, what: &str, source: std::io::Error) -> ForgeError {
         status: None,
         stderr: source.to_string(),
         hint: "check the permissions of the runner's state directory",
+        kind: crate::call_failure::CallFailureKind::of_io(&source),
     }
 }
 
@@ -106,6 +107,7 @@ pub(super) fn create_pr(
     crate::safe_fs::create_private_dir(dir).map_err(|e| ForgeError::Command {
         command: format!("create {}", dir.display()),
         status: None,
+        kind: crate::call_failure::CallFailureKind::Permission,
         stderr: e.to_string(),
         hint: "check the runner's state directory",
     })?;

@@ -15,6 +15,10 @@ use std::time::Duration;
 /// Bytes of the command's output kept as the failing check's log excerpt.
 const EXCERPT_BYTES: usize = 4096;
 
+/// Bytes of each of the command's streams held while it runs (its head and its tail), however
+/// much it prints: the error at the end survives and memory stays flat.
+const OUTPUT_BUDGET: crate::process::Budget = crate::process::Budget(1 << 20);
+
 /// How the local forge runs CI.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalCi {
@@ -120,13 +124,20 @@ impl LocalCi {
         )?;
         let mut cmd = Command::new(program);
         cmd.args(args).current_dir(&tree);
-        let ran = crate::process::output_within(cmd, self.timeout);
+        // Its group dies when it ends: a server it started does not outlive the test run.
+        let ran = crate::process::output_within_budget(cmd, self.timeout, OUTPUT_BUDGET);
         // The worktree goes whatever the command did; a leftover is pruned by the next run.
         let _ = git(repo, &["worktree", "remove", "--force", &tree_text]);
         let _ = git(repo, &["worktree", "prune"]);
-        let ran = ran.map_err(|source| ForgeError::Spawn {
-            program: format!("localCi.command `{}`", self.command_text()),
-            source,
+        let ran = ran.map_err(|source| match crate::process::stopped(&source) {
+            Some(why) => ForgeError::Stopped {
+                command: format!("localCi.command `{}`", self.command_text()),
+                why,
+            },
+            None => ForgeError::Spawn {
+                program: format!("localCi.command `{}`", self.command_text()),
+                source,
+            },
         })?;
         Ok(match ran {
             Some(out) => Verdict {
@@ -177,17 +188,28 @@ fn commit_of(repo: &Repo, branch: &str) -> Result<String, ForgeError> {
 }
 
 fn git(repo: &Repo, args: &[&str]) -> Result<std::process::Output, ForgeError> {
-    let out = crate::process::git_output(&repo.path, args).map_err(|source| ForgeError::Spawn {
-        program: "git".into(),
-        source,
-    })?;
+    let out =
+        crate::process::git_output(&repo.path, args).map_err(
+            |source| match crate::process::stopped(&source) {
+                Some(why) => ForgeError::Stopped {
+                    command: format!("git {}", args.join(" ")),
+                    why,
+                },
+                None => ForgeError::Spawn {
+                    program: "git".into(),
+                    source,
+                },
+            },
+        )?;
     if out.status.success() {
         Ok(out)
     } else {
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
         Err(ForgeError::Command {
             command: format!("git {}", args.join(" ")),
             status: out.status.code(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            kind: crate::call_failure::CallFailureKind::of_git(&stderr),
+            stderr,
             hint: "inspect the repository with the same git command",
         })
     }
@@ -199,5 +221,6 @@ fn io_error(path: &Path, source: std::io::Error) -> ForgeError {
         status: None,
         stderr: source.to_string(),
         hint: "check the permissions of the runner's state directory and the temp directory",
+        kind: crate::call_failure::CallFailureKind::of_io(&source),
     }
 }

@@ -10,6 +10,7 @@ mod local_ci;
 pub use github::{parse_checks, parse_prs};
 pub use local_ci::LocalCi;
 
+use crate::call_failure::{CallFailureKind, Kinded};
 use crate::repo::{Repo, RepoError};
 use std::path::PathBuf;
 
@@ -27,12 +28,39 @@ pub enum ForgeError {
         status: Option<i32>,
         stderr: String,
         hint: &'static str,
+        /// Decided from what the command printed when the error is made.
+        kind: CallFailureKind,
+    },
+    /// The runner stopped the command (a shutdown, or the step's time limit).
+    #[error("`{command}` {why}")]
+    Stopped {
+        command: String,
+        why: crate::process::Stopped,
     },
     #[error("could not read the output of `{command}`: {detail}")]
     Parse { command: String, detail: String },
     /// The local forge reads git.
     #[error(transparent)]
     Git(#[from] RepoError),
+}
+
+impl Kinded for ForgeError {
+    fn kind(&self) -> CallFailureKind {
+        match self {
+            ForgeError::Spawn { source, .. } => CallFailureKind::of_io(source),
+            ForgeError::Command { kind, .. } => *kind,
+            ForgeError::Stopped {
+                why: crate::process::Stopped::Shutdown,
+                ..
+            } => CallFailureKind::Cancelled,
+            ForgeError::Stopped {
+                why: crate::process::Stopped::Deadline,
+                ..
+            } => CallFailureKind::StepDeadline,
+            ForgeError::Parse { .. } => CallFailureKind::Other,
+            ForgeError::Git(e) => e.kind(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

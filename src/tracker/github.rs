@@ -13,6 +13,7 @@
 //! is remembered for later calls; dependencies then come from the issue bodies only.
 
 use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
+use crate::call_failure::CallFailureKind;
 use crate::notify::tail;
 use crate::process::run_captured;
 use serde::Deserialize;
@@ -293,9 +294,13 @@ impl GitHub {
         let out =
             run_captured(cmd, stdin, self.timeout, None).map_err(|e| TrackerError::Command {
                 command: command.clone(),
-                detail: format!(
+                kind: CallFailureKind::of_io(&e),
+                detail: match crate::process::stopped(&e) {
+                    Some(why) => why.to_string(),
+                    None => format!(
                 "cannot run it ({e}); install the GitHub CLI or set the path to gh in the config"
             ),
+                },
             })?;
         if out.timed_out {
             return Err(TrackerError::Command {
@@ -304,12 +309,14 @@ impl GitHub {
                     "no answer within {}s; check the network and `gh auth status`",
                     self.timeout.as_secs()
                 ),
+                kind: CallFailureKind::TimedOut,
             });
         }
         match out.status.and_then(|s| s.code()) {
             Some(0) => Ok(out.stdout),
             code => Err(TrackerError::Command {
                 command,
+                kind: CallFailureKind::of_gh(&out.stderr),
                 detail: format!(
                     "{}: {}",
                     code.map_or_else(
@@ -585,6 +592,7 @@ mod claims {
                 None => Err(TrackerError::Command {
                     command: format!("claiming issue #{issue}"),
                     detail: "the claim comment is not listed after writing it".into(),
+                    kind: crate::call_failure::CallFailureKind::Other,
                 }),
             }
         }

@@ -26,6 +26,7 @@
 //! An "open milestone" here is a milestone that some open issue names.
 
 use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
+use crate::call_failure::CallFailureKind;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -206,6 +207,12 @@ fn read_issue_file(path: &Path, expected: Option<u32>) -> Result<IssueFile, Trac
     let bad = |message: String| TrackerError::File {
         path: path.to_path_buf(),
         message,
+        kind: CallFailureKind::Other,
+    };
+    let io = |e: std::io::Error, what: &str| TrackerError::File {
+        path: path.to_path_buf(),
+        message: format!("{what}: {e}"),
+        kind: CallFailureKind::of_io(&e),
     };
     let stem_number = path
         .file_stem()
@@ -215,7 +222,7 @@ fn read_issue_file(path: &Path, expected: Option<u32>) -> Result<IssueFile, Trac
         .ok_or_else(|| {
             bad("the name must be <issue number>.json (e.g. 12.json); rename or remove it".into())
         })?;
-    let text = fs::read_to_string(path).map_err(|e| bad(format!("cannot read it: {e}")))?;
+    let text = fs::read_to_string(path).map_err(|e| io(e, "cannot read it"))?;
     let file: IssueFile = serde_json::from_str(&text).map_err(|e| {
         bad(format!(
             "not a valid issue ({e}); expected {{\"number\": N, \"title\": \"…\", \"state\": \"open\"|\"closed\", …}}"
@@ -231,20 +238,24 @@ fn read_issue_file(path: &Path, expected: Option<u32>) -> Result<IssueFile, Trac
 }
 
 fn write_atomically(path: &Path, file: &IssueFile) -> Result<(), TrackerError> {
-    let bad = |message: String| TrackerError::File {
+    let io = |e: std::io::Error, what: &str| TrackerError::File {
         path: path.to_path_buf(),
-        message,
+        message: format!("{what}: {e}"),
+        kind: CallFailureKind::of_io(&e),
     };
     let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut json = serde_json::to_string_pretty(file)
-        .map_err(|e| bad(format!("cannot serialize the issue: {e}")))?;
+    let mut json = serde_json::to_string_pretty(file).map_err(|e| TrackerError::File {
+        path: path.to_path_buf(),
+        message: format!("cannot serialize the issue: {e}"),
+        kind: CallFailureKind::Other,
+    })?;
     json.push('\n');
     // The temp file has no .json extension, so a reader never mistakes it for an issue.
     let mut tmp = tempfile::Builder::new()
         .prefix(".issue-")
         .suffix(".tmp")
         .tempfile_in(dir)
-        .map_err(|e| bad(format!("cannot create a temporary file beside it: {e}")))?;
+        .map_err(|e| io(e, "cannot create a temporary file beside it"))?;
     // tempfile creates 0600 files; keep the issue file's own permissions.
     if let Ok(meta) = fs::metadata(path) {
         let _ = tmp.as_file().set_permissions(meta.permissions());
@@ -252,8 +263,8 @@ fn write_atomically(path: &Path, file: &IssueFile) -> Result<(), TrackerError> {
     crate::stats::fsynced();
     tmp.write_all(json.as_bytes())
         .and_then(|()| tmp.as_file().sync_all())
-        .map_err(|e| bad(format!("cannot write a temporary file beside it: {e}")))?;
+        .map_err(|e| io(e, "cannot write a temporary file beside it"))?;
     tmp.persist(path)
-        .map_err(|e| bad(format!("cannot replace it: {}", e.error)))?;
+        .map_err(|e| io(e.error, "cannot replace it"))?;
     Ok(())
 }

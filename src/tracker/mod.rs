@@ -27,6 +27,7 @@ pub use github::GitHub;
 pub use lease::{Claim, Claimed};
 pub use local::Local;
 
+use crate::call_failure::{CallFailureKind, Kinded};
 use std::collections::BTreeSet;
 use std::io;
 use std::path::PathBuf;
@@ -92,7 +93,12 @@ pub enum Selection {
 #[derive(Debug, thiserror::Error)]
 pub enum TrackerError {
     #[error("`{command}` failed: {detail}")]
-    Command { command: String, detail: String },
+    Command {
+        command: String,
+        detail: String,
+        /// Decided from what the command printed when the error is made.
+        kind: CallFailureKind,
+    },
     #[error(
         "`{command}` printed output that is not the expected JSON ({source}); \
          check that gh is up to date and logged in (`gh auth status`)"
@@ -103,7 +109,11 @@ pub enum TrackerError {
         source: serde_json::Error,
     },
     #[error("issue file {}: {message}", path.display())]
-    File { path: PathBuf, message: String },
+    File {
+        path: PathBuf,
+        message: String,
+        kind: CallFailureKind,
+    },
     #[error(
         "cannot read the issue directory {}: {source}; tracker.dir must be a directory of <N>.json files",
         dir.display()
@@ -115,6 +125,17 @@ pub enum TrackerError {
     },
     #[error("issue #{number} does not exist in {location}")]
     NotFound { number: u32, location: String },
+}
+
+impl Kinded for TrackerError {
+    fn kind(&self) -> CallFailureKind {
+        match self {
+            TrackerError::Command { kind, .. } | TrackerError::File { kind, .. } => *kind,
+            TrackerError::Json { .. } => CallFailureKind::Other,
+            TrackerError::Dir { source, .. } => CallFailureKind::of_io(source),
+            TrackerError::NotFound { .. } => CallFailureKind::NotFound,
+        }
+    }
 }
 
 /// The configured tracker.
@@ -141,6 +162,8 @@ impl Tracker {
     /// repository lacks it) and comments the diagnostic. Local: sets `escalated` and
     /// `escalation` in the file. The diagnostic is redacted first.
     pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
+        // The diagnostic quotes agent and tool output: no control character reaches the tracker.
+        let diagnostic = &crate::sanitize::block(diagnostic);
         match self {
             Tracker::GitHub(t) => t.mark_escalated(number, diagnostic),
             Tracker::Local(t) => t.mark_escalated(number, diagnostic),
@@ -150,6 +173,7 @@ impl Tracker {
     /// Records that the issue is done. Local: `state` becomes `closed` (the runner merged
     /// locally). GitHub: nothing to do, the merged pull request closes the issue.
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        let note = &crate::sanitize::block(note);
         match self {
             Tracker::GitHub(_) => Ok(()),
             Tracker::Local(t) => t.close(number, note),

@@ -1,0 +1,67 @@
+//! Text from outside the runner (issue titles and bodies, agent output, CI output, tool error
+//! messages) made safe for the runner's own outputs: the console, the orchestration log,
+//! notifications and the tracker. A control character is shown as an escape (`\n`, `\r`,
+//! `\x1b`, `\u{9b}`) instead of acting: a title with a newline cannot forge a log line of
+//! its own, and an escape sequence cannot reach the terminal raw.
+
+use std::borrow::Cow;
+
+/// `text` as one line: every control character escaped, newlines and tabs included.
+pub fn one_line(text: &str) -> Cow<'_, str> {
+    escape(text, false)
+}
+
+/// `text` as a block of lines: newlines and tabs kept, every other control character
+/// (carriage return, ESC, the rest of C0, DEL, C1) escaped.
+pub fn block(text: &str) -> Cow<'_, str> {
+    escape(text, true)
+}
+
+fn escape(text: &str, keep_lines: bool) -> Cow<'_, str> {
+    let acts = |c: char| c.is_control() && !(keep_lines && (c == '\n' || c == '\t'));
+    if !text.chars().any(acts) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if !acts(c) {
+            out.push(c);
+            continue;
+        }
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_title_cannot_forge_a_line_or_reach_the_terminal_raw() {
+        let title = "Fix it\n[2026-01-01T00:00:00Z] FORGED issue #9: merged\r\x1b[2K\u{9b}31m";
+        let line = one_line(title);
+        assert_eq!(
+            line,
+            "Fix it\\n[2026-01-01T00:00:00Z] FORGED issue #9: merged\\r\\x1b[2K\\u{9b}31m"
+        );
+        assert!(!line.chars().any(char::is_control));
+        let kept = block("a\n\tb\r\x1b[0m\x7f");
+        assert_eq!(kept, "a\n\tb\\r\\x1b[0m\\x7f");
+    }
+
+    #[test]
+    fn plain_text_is_not_copied() {
+        assert!(matches!(
+            one_line("issue #1: merged — ok"),
+            Cow::Borrowed(_)
+        ));
+        assert!(matches!(block("two\nlines"), Cow::Borrowed(_)));
+    }
+}
