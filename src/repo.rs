@@ -438,25 +438,12 @@ impl Repo {
     }
 
     /// Merges `branch` (origin's copy) into main with a merge commit and pushes main; then
-    /// deletes the branch on origin. A conflict aborts the merge and names the files. When
-    /// origin's main moved meanwhile (another runner merged first), the local merge is undone
-    /// and done again on top of the new main, a few times, before it counts as a failure.
+    /// deletes the branch on origin. A conflict aborts the merge and names the files. A push
+    /// that lost a race (origin's main moved meanwhile) undoes the local merge and fails; the
+    /// caller, holding the merge lease, decides whether that is contention to retry
+    /// (`sdlc_machine::fleet::Contention`), so no retry loop hides here.
     pub fn merge_into_main(&self, branch: &str, message: &str) -> Result<(), RepoError> {
-        const TRIES: u32 = 5;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.merge_once(branch, message) {
-                Err(RepoError::Command { stderr, .. })
-                    if tries < TRIES && origin_moved(&stderr) =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(
-                        50 * u64::from(tries) + u64::from(std::process::id() % 50),
-                    ));
-                }
-                other => return other,
-            }
-        }
+        self.merge_once(branch, message)
     }
 
     fn merge_once(&self, branch: &str, message: &str) -> Result<(), RepoError> {
@@ -471,20 +458,7 @@ impl Repo {
         };
         let out = self.git(&["merge", "--no-ff", "--quiet", "-m", message, &source])?;
         if !out.status.success() {
-            let conflicts = self
-                .git_ok(&["diff", "--name-only", "--diff-filter=U"])
-                .unwrap_or_default();
-            let _ = self.git(&["merge", "--abort"]);
-            let mut err = self.failed(&["merge", "--no-ff", &source], &out);
-            if let RepoError::Command { stderr, .. } = &mut err {
-                if !conflicts.trim().is_empty() {
-                    *stderr = format!(
-                        "merge conflict in: {}",
-                        conflicts.lines().collect::<Vec<_>>().join(", ")
-                    );
-                }
-            }
-            return Err(err);
+            return Err(self.merge_failed(&["merge", "--no-ff", &source], &out));
         }
         if let Err(e) = self.git_ok(&["push", "--quiet", "origin", &self.main]) {
             // Origin moved (another runner merged first): undo the local merge so that the
@@ -495,6 +469,107 @@ impl Repo {
         // A branch that is gone already is fine: the merge is what counts.
         let _ = self.git(&["push", "--quiet", "origin", "--delete", branch]);
         Ok(())
+    }
+
+    /// The commit origin's main points at, as last fetched; `None` without one.
+    pub fn origin_main(&self) -> Result<Option<String>, RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if !self.ref_exists(&remote_main)? {
+            return Ok(None);
+        }
+        Ok(Some(self.git_ok(&["rev-parse", &remote_main])?))
+    }
+
+    /// Before a merge: origin fetched, main refreshed to origin's, and origin's main merged
+    /// into `branch` (checked out afterwards) and the branch pushed when it lacked it, so that
+    /// the merge itself is a fast step on top of the newest main. Returns origin's main as it
+    /// stood, for [`Repo::lost_race`]. A conflict aborts the update and fails with the text
+    /// `merge conflict in: <files>` (the merge step's MERGE_CONFLICT repair takes it from
+    /// there).
+    pub fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, RepoError> {
+        self.fetch()?;
+        self.refresh_main_for(branch)?;
+        let base = self.origin_main()?;
+        self.git_ok(&["checkout", "--quiet", branch])?;
+        let Some(base_commit) = base.as_deref() else {
+            return Ok(None);
+        };
+        let head = format!("refs/heads/{branch}");
+        let args = ["merge-base", "--is-ancestor", base_commit, &head];
+        let out = self.git(&args)?;
+        match out.status.code() {
+            Some(0) => return Ok(base),
+            Some(1) => {}
+            _ => return Err(self.failed(&args, &out)),
+        }
+        let message = format!("Merge {} into {branch}", self.main);
+        let out = self.git(&["merge", "--no-ff", "--quiet", "-m", &message, base_commit])?;
+        if !out.status.success() {
+            return Err(self.merge_failed(&["merge", "--no-ff", base_commit], &out));
+        }
+        if self.branch_pushed(branch)? {
+            self.push_branch(branch)?;
+        }
+        Ok(base)
+    }
+
+    /// A merge that failed: the conflicting files named (`merge conflict in: …`), the merge
+    /// aborted so that the tree is clean again.
+    fn merge_failed(&self, args: &[&str], out: &Output) -> RepoError {
+        let conflicts = self
+            .git_ok(&["diff", "--name-only", "--diff-filter=U"])
+            .unwrap_or_default();
+        let _ = self.git(&["merge", "--abort"]);
+        let mut err = self.failed(args, out);
+        if let RepoError::Command { stderr, .. } = &mut err {
+            if !conflicts.trim().is_empty() {
+                *stderr = format!(
+                    "merge conflict in: {}",
+                    conflicts.lines().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        err
+    }
+
+    /// Main checked out and set to origin's. Commits on main that origin lacks are dropped
+    /// when they lose nothing: merge commits (a merge of `branch` whose push lost a race,
+    /// redone from the branch), or commits `branch` holds. Anything else stays and fails.
+    fn refresh_main_for(&self, branch: &str) -> Result<(), RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if !self.ref_exists(&remote_main)?
+            || !self.ref_exists(&format!("refs/heads/{}", self.main))?
+        {
+            return self.checkout_main();
+        }
+        let range = format!("{remote_main}..refs/heads/{}", self.main);
+        let head = format!("^refs/heads/{branch}");
+        let own = self.git_ok(&["rev-list", "--no-merges", &range, &head])?;
+        self.git_ok(&["checkout", "--quiet", &self.main])?;
+        if own.trim().is_empty() {
+            self.git_ok(&["reset", "--quiet", "--keep", &remote_main])?;
+            return Ok(());
+        }
+        self.checkout_main()
+    }
+
+    /// After a failed merge: whether it lost a race, i.e. origin's main moved on from `base`
+    /// (what [`Repo::bring_up_to_date`] saw) and `branch` is not in it. Fetches first.
+    pub fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, RepoError> {
+        self.fetch()?;
+        let now = self.origin_main()?;
+        if now.as_deref() == base || now.is_none() {
+            return Ok(false);
+        }
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        let head = format!("refs/heads/{branch}");
+        let args = ["merge-base", "--is-ancestor", &head, &remote_main];
+        let out = self.git(&args)?;
+        match out.status.code() {
+            Some(0) => Ok(false),
+            Some(1) => Ok(true),
+            _ => Err(self.failed(&args, &out)),
+        }
     }
 
     /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
@@ -592,16 +667,4 @@ fn declares_issue(requirements: &Path, issue: u32) -> bool {
                 .is_some_and(|c| c.is_ascii_digit())
         })
     })
-}
-
-/// A push refused because the remote branch moved since the last fetch.
-fn origin_moved(stderr: &str) -> bool {
-    [
-        "non-fast-forward",
-        "fetch first",
-        "cannot lock ref",
-        "[rejected]",
-    ]
-    .iter()
-    .any(|m| stderr.contains(m))
 }

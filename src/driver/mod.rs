@@ -11,6 +11,7 @@ mod claim;
 mod decision;
 mod fleet;
 pub mod invoke;
+mod merge;
 mod network;
 pub mod report;
 mod shutdown;
@@ -706,8 +707,9 @@ impl Driver {
                     }
                 }
                 Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. })
-                    if !others.is_empty() =>
+                    if !others.is_empty() || self.fleet_others_hold() =>
                 {
+                    let others = self.held_elsewhere(others);
                     self.log(&format!(
                         "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
                     ));

@@ -1,0 +1,95 @@
+//! Merges in a fleet: one merge at a time across the workers of `run --workers N` and across
+//! runners sharing one tracker (the merge lease), the branch brought up to date with main
+//! before it merges, and a lost push race taken as contention rather than a failed attempt.
+//! The merges here are the agent's (the default): the fake agent checks out main, pulls,
+//! merges and pushes, as a model would.
+
+mod e2e;
+
+use e2e::{merged_issues, text, wait_output, Project, Runner};
+use serde_json::json;
+use std::time::Duration;
+
+fn six() -> Vec<(u32, String)> {
+    (1..=6).map(|n| (n, format!("Issue {n}"))).collect()
+}
+
+fn refs(issues: &[(u32, String)]) -> Vec<(u32, &str, &str)> {
+    issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect()
+}
+
+/// No issue of the tracker was marked escalated.
+fn none_escalated(p: &Project, issues: &[(u32, String)]) -> Vec<u32> {
+    issues
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| p.issue(*n)["escalated"] == json!(true))
+        .collect()
+}
+
+/// The agent's merge attempts of each issue (`<issue> merge <attempt> …` lines).
+fn merge_attempts(log: &[(u32, String)], issue: u32) -> usize {
+    log.iter()
+        .filter(|(n, s)| *n == issue && s == "merge")
+        .count()
+}
+
+#[test]
+fn three_workers_with_agent_merges_merge_all_six_without_blaming_any() {
+    let issues = six();
+    // Every issue reaches its merge at about the same time: the pushes would race.
+    let p = Project::new(&refs(&issues), json!({}), json!({}));
+    let out = p.run(&["--workers", "3"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(
+        merged_issues(&p.origin),
+        (1..=6).collect::<Vec<_>>(),
+        "{all}"
+    );
+    assert!(none_escalated(&p, &issues).is_empty(), "{all}");
+    assert!(!all.contains("ESCALAT"), "{all}");
+    assert!(!all.contains("all issues escalated"), "{all}");
+    let log = e2e::invocations_in(&p.agent_log);
+    for n in 1..=6 {
+        assert_eq!(merge_attempts(&log, n), 1, "#{n}: one merge call\n{all}");
+    }
+}
+
+#[test]
+fn three_runners_with_agent_merges_on_one_tracker_merge_all_six() {
+    let issues = six();
+    let p = Project::new(&refs(&issues), json!({}), json!({}));
+    let extra = json!({"claims": {"leaseMinutes": 60}});
+    let runners: Vec<Runner> = ["a", "b", "c"]
+        .iter()
+        .map(|n| p.add_runner(&format!("clone-{n}"), &extra))
+        .collect();
+    let children: Vec<_> = runners
+        .iter()
+        .enumerate()
+        .map(|(i, r)| p.spawn_runner(r, &format!("r{i}")))
+        .collect();
+    let outs: Vec<_> = children
+        .into_iter()
+        .map(|c| wait_output(c, Duration::from_secs(180)))
+        .collect();
+    let all: String = outs.iter().map(text).collect();
+    for o in &outs {
+        assert_eq!(o.status.code(), Some(0), "{}", text(o));
+    }
+    assert_eq!(
+        merged_issues(&p.origin),
+        (1..=6).collect::<Vec<_>>(),
+        "{all}"
+    );
+    assert!(none_escalated(&p, &issues).is_empty(), "{all}");
+    let per_runner: Vec<_> = runners
+        .iter()
+        .map(|r| e2e::invocations_in(&r.agent_log))
+        .collect();
+    for n in 1..=6 {
+        let calls: usize = per_runner.iter().map(|l| merge_attempts(l, n)).sum();
+        assert_eq!(calls, 1, "#{n}: one merge call\n{all}");
+    }
+}
