@@ -93,3 +93,43 @@ fn three_runners_with_agent_merges_on_one_tracker_merge_all_six() {
         assert_eq!(calls, 1, "#{n}: one merge call\n{all}");
     }
 }
+
+/// Someone outside the merge lease pushes to main while a worker merges: the worker's push is
+/// rejected. That is contention, not the issue's failure: main is refreshed and the merge done
+/// again within the same attempt, so even one allowed attempt is enough.
+#[test]
+fn a_worker_that_loses_the_push_race_merges_again_without_spending_an_attempt() {
+    let issues: Vec<(u32, String)> = (1..=2).map(|n| (n, format!("Issue {n}"))).collect();
+    let p = Project::new(
+        &refs(&issues),
+        json!({"steps": {"merge": ["lose-race-once"]}}),
+        json!({"maxRetriesPerStep": 1}),
+    );
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(none_escalated(&p, &issues).is_empty(), "{all}");
+    assert!(all.contains("the merge lost a push race"), "{all}");
+    assert!(!all.contains("retrying as attempt 2"), "{all}");
+    let calls = p.invocations();
+    for n in 1..=2 {
+        let merges: Vec<&String> = calls
+            .iter()
+            .filter(|l| l.starts_with(&format!("{n} merge ")))
+            .collect();
+        assert_eq!(merges.len(), 2, "lost once, merged once: {merges:?}\n{all}");
+        assert!(
+            merges
+                .iter()
+                .all(|l| l.starts_with(&format!("{n} merge 1 "))),
+            "both within attempt 1: {merges:?}"
+        );
+    }
+    // Both foreign commits and both merges are on origin's main.
+    let files = e2e::git(&p.origin, &["ls-tree", "--name-only", "main"]);
+    assert!(
+        files.contains("elsewhere-1.txt") && files.contains("elsewhere-2.txt"),
+        "{files}"
+    );
+}

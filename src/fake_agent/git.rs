@@ -106,6 +106,54 @@ pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
     work().map_err(|e| io::Error::other(e.to_string()))
 }
 
+/// The merge of `merge`, except that between the merge and its push another party pushes a
+/// commit to origin's main (from a clone of its own), so the push is rejected: a lost race.
+pub fn merge_losing_race(ctx: &Context) -> Result<(), GitWorkError> {
+    let dir = &ctx.cwd;
+    let n = ctx.issue.unwrap_or(0);
+    let branch = branch_name(n);
+    checkout_and_pull_main(dir)?;
+    git(
+        dir,
+        &[
+            "merge",
+            "--no-ff",
+            &branch,
+            "-m",
+            &format!("Merge issue #{n}"),
+        ],
+    )?;
+    let origin = git(dir, &["remote", "get-url", "origin"])?;
+    let other = tempfile::tempdir().map_err(|source| GitWorkError::Write {
+        path: "a temporary directory".to_string(),
+        source,
+    })?;
+    let clone = other.path().join("other");
+    let clone_arg = clone.to_string_lossy().into_owned();
+    git(other.path(), &["clone", "--quiet", &origin, &clone_arg])?;
+    write(
+        &clone.join(format!("elsewhere-{n}.txt")),
+        "pushed by someone else\n",
+    )?;
+    git(&clone, &["add", "--", "."])?;
+    git(
+        &clone,
+        &[
+            "-c",
+            "user.name=someone",
+            "-c",
+            "user.email=someone@example.com",
+            "commit",
+            "--quiet",
+            "-m",
+            "a change pushed by someone else",
+        ],
+    )?;
+    git(&clone, &["push", "--quiet", "origin", "main"])?;
+    git(dir, &["push", "origin", "main"])?;
+    Ok(())
+}
+
 /// Leave the feature branch (for the `checkout-main` outcome).
 pub fn checkout_main(ctx: &Context) -> io::Result<()> {
     git(&ctx.cwd, &["checkout", "--quiet", "main"])
