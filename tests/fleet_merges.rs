@@ -133,3 +133,30 @@ fn a_worker_that_loses_the_push_race_merges_again_without_spending_an_attempt() 
         "{files}"
     );
 }
+
+/// A worker with nothing to take (the only other issue is escalated) while another worker
+/// still holds an issue finishes; it does not call "all issues escalated" and stop the fleet.
+/// The fleet ends as a single runner would, once the held issue is merged.
+#[test]
+fn a_worker_with_nothing_to_take_while_another_holds_an_issue_does_not_halt_the_fleet() {
+    let issues: Vec<(u32, String)> = (1..=2).map(|n| (n, format!("Issue {n}"))).collect();
+    let p = Project::new(
+        &refs(&issues),
+        json!({"steps": {"implement": ["busy:2500"]}}),
+        json!({}),
+    );
+    let mut quarantined = p.issue(1);
+    quarantined["escalated"] = json!(true);
+    std::fs::write(p.issues.join("1.json"), quarantined.to_string()).expect("issue 1");
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(merged_issues(&p.origin), vec![2], "{all}");
+    assert!(all.contains("nothing for this runner to do"), "{all}");
+    // The log lines, in order: the fleet stops only after #2 is merged.
+    let log = String::from_utf8_lossy(&out.stderr);
+    let merged_at = log.find("issue #2: merged").expect("#2 merged");
+    let halted_at = log.find("HALTED").unwrap_or(usize::MAX);
+    assert!(halted_at > merged_at, "no halt while #2 was held\n{all}");
+    // As for a single runner: the one issue left is escalated, which the run reports.
+    assert_eq!(out.status.code(), Some(1), "{all}");
+}
