@@ -160,3 +160,19 @@ fn a_worker_with_nothing_to_take_while_another_holds_an_issue_does_not_halt_the_
     // As for a single runner: the one issue left is escalated, which the run reports.
     assert_eq!(out.status.code(), Some(1), "{all}");
 }
+
+#[test]
+fn bounds_states_how_often_a_lost_race_is_merged_again() {
+    let p = Project::new(&[], json!({}), json!({"workers": 3}));
+    let out = p
+        .command(&["bounds", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("bounds");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("is merged again up to 3 times within its attempt")
+            && stdout.contains("at most 4 agent invocations"),
+        "{stdout}"
+    );
+}

@@ -22,6 +22,11 @@ pub fn run(config: &Path) -> i32 {
         b.per_cycle
     );
     out!("an attempt cut short by a runner crash counts as a failed attempt (KILLED): these figures hold across crashes and restarts");
+    let races = sdlc_machine::fleet::Contention::MAX_LOST_RACES;
+    out!(
+        "a merge that lost a push race (origin's main moved while it merged) is merged again up to {races} times within its attempt, as contention, not as an attempt: an agent-run merge attempt is then at most {} agent invocations, which the figures above count as one; builtin merges invoke no agent",
+        races + 1
+    );
     if cfg.workers > 1 {
         let n = u64::from(cfg.workers);
         out!(
