@@ -554,11 +554,13 @@ impl Repo {
     }
 
     /// After a failed merge: whether it lost a race, i.e. origin's main moved on from `base`
-    /// (what [`Repo::bring_up_to_date`] saw) and `branch` is not in it. Fetches first.
+    /// (what [`Repo::bring_up_to_date`] saw) and `branch` is not in it. Fetches first. Without
+    /// a `base` (no origin, or a forge that merges on its side) nothing can have raced.
     pub fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, RepoError> {
         self.fetch()?;
         let now = self.origin_main()?;
-        if now.as_deref() == base || now.is_none() {
+        // Without a main seen before the merge there is nothing to compare: no race.
+        if base.is_none() || now.is_none() || now.as_deref() == base {
             return Ok(false);
         }
         let remote_main = format!("refs/remotes/origin/{}", self.main);

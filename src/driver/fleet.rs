@@ -317,6 +317,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
             };
             match Driver::start(wcfg, wopts) {
                 Ok(Started::Ready(mut driver)) => {
+                    driver.release_merge_lease();
                     driver.fleet = Some(link);
                     if let Ok(mut s) = shared.shutdowns.lock() {
                         s.push(driver.shutdown.clone());

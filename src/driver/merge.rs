@@ -146,9 +146,17 @@ impl Driver {
         }
     }
 
-    /// Gives the fleet's turn and the tracker's lease back (merged or not).
+    /// Gives the tracker's lease and then the fleet's turn back (merged or not): the next
+    /// worker to get the turn finds the lease free.
     fn end_merge_turn(&mut self) {
+        self.release_merge_lease();
         self.fleet_report(|worker| Report::MergeDone { worker });
+    }
+
+    /// Gives this runner's merge lease back, if it holds it. Also at the start of a fleet's
+    /// worker: a lease left under its id by a killed run is stale (the project's lock is this
+    /// run's), and keeping it would make the worker that has the fleet's turn wait for it.
+    pub(super) fn release_merge_lease(&mut self) {
         let released = self
             .claims
             .as_ref()
@@ -171,7 +179,7 @@ impl Driver {
         loop {
             let first = contention.lost() == 0;
             let base = if conflict_repair && first {
-                self.repo.origin_main().ok().flatten()
+                self.main_before_merge()
             } else {
                 match self.up_to_date(issue).await {
                     Ok(base) => base,
@@ -222,6 +230,16 @@ impl Driver {
                 }
             }
         }
+    }
+
+    /// Origin's main as it stands before a merge the runner does not prepare (a conflict's
+    /// repair), to tell a lost race afterwards; `None` where the forge merges on its side.
+    fn main_before_merge(&self) -> Option<String> {
+        if !matches!(self.forge, Forge::Local { .. }) {
+            return None;
+        }
+        self.repo.fetch().ok()?;
+        self.repo.origin_main().ok().flatten()
     }
 
     /// Brings the issue's branch up to date with origin's main (local forge: on GitHub the
