@@ -310,8 +310,12 @@ impl Repo {
         let Some(main) = self.main_ref()? else {
             return Ok(false);
         };
-        let head = format!("refs/heads/{branch}");
-        let args = ["merge-base", "--is-ancestor", &head, &main];
+        self.is_ancestor(&format!("refs/heads/{branch}"), &main)
+    }
+
+    /// Whether commit `older` is an ancestor of (or is) `newer`.
+    fn is_ancestor(&self, older: &str, newer: &str) -> Result<bool, RepoError> {
+        let args = ["merge-base", "--is-ancestor", older, newer];
         let out = self.git(&args)?;
         match out.status.code() {
             Some(0) => Ok(true),
@@ -494,13 +498,8 @@ impl Repo {
         let Some(base_commit) = base.as_deref() else {
             return Ok(None);
         };
-        let head = format!("refs/heads/{branch}");
-        let args = ["merge-base", "--is-ancestor", base_commit, &head];
-        let out = self.git(&args)?;
-        match out.status.code() {
-            Some(0) => return Ok(base),
-            Some(1) => {}
-            _ => return Err(self.failed(&args, &out)),
+        if self.is_ancestor(base_commit, &format!("refs/heads/{branch}"))? {
+            return Ok(base);
         }
         let message = format!("Merge {} into {branch}", self.main);
         let out = self.git(&["merge", "--no-ff", "--quiet", "-m", &message, base_commit])?;
@@ -564,14 +563,7 @@ impl Repo {
             return Ok(false);
         }
         let remote_main = format!("refs/remotes/origin/{}", self.main);
-        let head = format!("refs/heads/{branch}");
-        let args = ["merge-base", "--is-ancestor", &head, &remote_main];
-        let out = self.git(&args)?;
-        match out.status.code() {
-            Some(0) => Ok(false),
-            Some(1) => Ok(true),
-            _ => Err(self.failed(&args, &out)),
-        }
+        Ok(!self.is_ancestor(&format!("refs/heads/{branch}"), &remote_main)?)
     }
 
     /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.

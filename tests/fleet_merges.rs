@@ -176,3 +176,38 @@ fn bounds_states_how_often_a_lost_race_is_merged_again() {
         "{stdout}"
     );
 }
+
+/// Another runner holds the merge lease: this runner's merge waits for it (keeping its issue),
+/// and once that lease has run out (its holder died) takes it over and merges; the lease is
+/// given back afterwards.
+#[test]
+fn a_merge_waits_for_another_runners_merge_lease_and_takes_over_an_expired_one() {
+    let p = Project::new(&[(1, "One", "")], json!({}), json!({}));
+    let r = p.add_runner("clone-a", &json!({}));
+    let claims = p.issues.join(".claims");
+    std::fs::create_dir_all(&claims).expect("claims dir");
+    let now = chrono::Utc::now();
+    let lease = json!({
+        "issue": 9, "worker": "ghost",
+        "claimedAt": now.to_rfc3339(),
+        "expiresAt": (now + chrono::Duration::seconds(6)).to_rfc3339(),
+    });
+    std::fs::write(claims.join("merge.json"), lease.to_string()).expect("lease");
+    let out = wait_output(p.spawn_runner(&r, "wa"), Duration::from_secs(120));
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1], "{all}");
+    assert!(
+        all.contains("waiting for the merge lease, held by worker ghost (merging #9)"),
+        "{all}"
+    );
+    let merged_at = std::fs::metadata(p.issues.join("1.json"))
+        .and_then(|m| m.modified())
+        .map(chrono::DateTime::<chrono::Utc>::from)
+        .expect("issue 1 closed");
+    assert!(
+        merged_at >= now + chrono::Duration::seconds(6),
+        "merged only after the ghost's lease ran out ({merged_at} vs {now})"
+    );
+    assert!(!claims.join("merge.json").exists(), "given back");
+}

@@ -837,27 +837,33 @@ fn a_signal_shutdown_wip_push_is_not_a_commit_push() {
     );
 }
 
+/// The demo project's clone and a second clone of its origin (the other party that pushes).
+fn project_and_other(root: &Path) -> (PathBuf, PathBuf) {
+    sdlc_runner::commands::demo::init_repository(root).expect("repository");
+    let origin = root.join("origin.git");
+    git(
+        root,
+        &["clone", "--quiet", origin.to_str().expect("utf8"), "other"],
+    );
+    let other = root.join("other");
+    configure(&other);
+    (root.join("project"), other)
+}
+
+/// A commit of `file` holding `text`, with `text` as its message.
+fn commit(dir: &Path, file: &str, text: &str) {
+    fs::write(dir.join(file), text).expect("write");
+    git(dir, &["add", file]);
+    git(dir, &["commit", "--quiet", "-m", text]);
+}
+
 /// A runner killed between its merge commit and the push leaves main one merge ahead of
 /// origin; once origin moved on, main cannot fast-forward. checkout_main drops such unpushed
 /// runner merges (they are redone from the branch) and nothing else.
 #[test]
 fn checkout_main_drops_only_an_unpushed_runner_merge_when_origin_moved_on() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    sdlc_runner::commands::demo::init_repository(root).expect("repository");
-    let origin = root.join("origin.git");
-    let a = root.join("project");
-    let b = root.join("other");
-    git(
-        root,
-        &["clone", "--quiet", origin.to_str().expect("utf8"), "other"],
-    );
-    configure(&b);
-    let commit = |dir: &Path, file: &str, message: &str| {
-        fs::write(dir.join(file), message).expect("write");
-        git(dir, &["add", file]);
-        git(dir, &["commit", "--quiet", "-m", message]);
-    };
+    let (a, b) = project_and_other(tmp.path());
     // a: a feature branch merged into main locally, the push never happened.
     git(&a, &["checkout", "--quiet", "-b", "1-x"]);
     commit(&a, "x.txt", "feat: x");
@@ -908,21 +914,7 @@ fn checkout_main_drops_only_an_unpushed_runner_merge_when_origin_moved_on() {
 #[test]
 fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    sdlc_runner::commands::demo::init_repository(root).expect("repository");
-    let origin = root.join("origin.git");
-    let a = root.join("project");
-    let b = root.join("other");
-    git(
-        root,
-        &["clone", "--quiet", origin.to_str().expect("utf8"), "other"],
-    );
-    configure(&b);
-    let commit = |dir: &Path, file: &str, text: &str| {
-        fs::write(dir.join(file), text).expect("write");
-        git(dir, &["add", file]);
-        git(dir, &["commit", "--quiet", "-m", text]);
-    };
+    let (a, b) = project_and_other(tmp.path());
     git(&a, &["checkout", "--quiet", "-b", "1-x"]);
     commit(&a, "x.txt", "feat: x");
     git(&a, &["push", "--quiet", "-u", "origin", "1-x"]);

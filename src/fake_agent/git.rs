@@ -111,18 +111,7 @@ pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
 pub fn merge_losing_race(ctx: &Context) -> Result<(), GitWorkError> {
     let dir = &ctx.cwd;
     let n = ctx.issue.unwrap_or(0);
-    let branch = branch_name(n);
-    checkout_and_pull_main(dir)?;
-    git(
-        dir,
-        &[
-            "merge",
-            "--no-ff",
-            &branch,
-            "-m",
-            &format!("Merge issue #{n}"),
-        ],
-    )?;
+    merge_on_main(dir, n)?;
     let origin = git(dir, &["remote", "get-url", "origin"])?;
     let other = tempfile::tempdir().map_err(|source| GitWorkError::Write {
         path: "a temporary directory".to_string(),
@@ -170,6 +159,16 @@ pub fn clean_everything(ctx: &Context) -> io::Result<()> {
 
 pub fn branch_name(n: u32) -> String {
     format!("{n}-issue-{n}")
+}
+
+/// Main checked out and pulled, and issue `n`'s branch merged into it (not pushed); the
+/// branch's name.
+fn merge_on_main(dir: &Path, n: u32) -> Result<String, GitWorkError> {
+    let branch = branch_name(n);
+    checkout_and_pull_main(dir)?;
+    let message = format!("Merge issue #{n}");
+    git(dir, &["merge", "--no-ff", &branch, "-m", &message])?;
+    Ok(branch)
 }
 
 /// `git checkout main` then a fast-forward pull; a main without an upstream skips the pull.
@@ -301,18 +300,7 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
         }
         Step::Merge => {
             let n = issue()?;
-            let branch = branch_name(n);
-            checkout_and_pull_main(dir)?;
-            git(
-                dir,
-                &[
-                    "merge",
-                    "--no-ff",
-                    &branch,
-                    "-m",
-                    &format!("Merge issue #{n}"),
-                ],
-            )?;
+            let branch = merge_on_main(dir, n)?;
             git(dir, &["push", "origin", "main"])?;
             Ok(format!("Merged {branch} into main and pushed."))
         }
