@@ -123,6 +123,14 @@ impl ClaimStore {
         }
     }
 
+    /// The merge lease on record, live or expired, where the store keeps one.
+    pub fn merge_lease(&self) -> Result<Option<Claim>, ClaimError> {
+        match self {
+            ClaimStore::Local { dir } => local::read_at(dir, dir.join(local::MERGE_LEASE)),
+            ClaimStore::GitHub(_) => Ok(None),
+        }
+    }
+
     /// The merge lease's file, where the store keeps one.
     pub fn merge_lease_file(&self) -> Option<PathBuf> {
         match self {
@@ -190,7 +198,7 @@ mod local {
         read_at(dir, path(dir, issue))
     }
 
-    fn read_at(dir: &Path, path: PathBuf) -> Result<Option<Claim>, ClaimError> {
+    pub fn read_at(dir: &Path, path: PathBuf) -> Result<Option<Claim>, ClaimError> {
         match crate::safe_fs::read_no_follow(&path) {
             Ok(bytes) => {
                 serde_json::from_slice(&bytes)

@@ -193,6 +193,15 @@ fn a_merge_waits_for_another_runners_merge_lease_and_takes_over_an_expired_one()
         "expiresAt": (now + chrono::Duration::seconds(6)).to_rfc3339(),
     });
     std::fs::write(claims.join("merge.json"), lease.to_string()).expect("lease");
+    let status = p
+        .command(&["status", "--config", r.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    let shown = String::from_utf8_lossy(&status.stdout);
+    assert!(
+        shown.contains("merge:    #9 by worker ghost until "),
+        "{shown}"
+    );
     let out = wait_output(p.spawn_runner(&r, "wa"), Duration::from_secs(120));
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
