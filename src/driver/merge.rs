@@ -146,6 +146,23 @@ impl Driver {
         }
     }
 
+    /// Extends this runner's merge lease by a lease from now, before merging again after a
+    /// lost race: several merges in one turn must not outlast the lease.
+    fn renew_merge_lease(&mut self, issue: u32) {
+        let renewed = self.claims.as_ref().map(|k| {
+            k.store
+                .lease_merge(issue, &k.worker, k.lease, chrono::Utc::now())
+        });
+        match renewed {
+            Some(Ok(Some(Claimed::Held(holder)))) => self.log(&format!(
+                "warning: the merge lease is now worker {}'s; merging anyway, origin decides",
+                holder.worker
+            )),
+            Some(Err(e)) => self.log(&format!("warning: cannot renew the merge lease: {e}")),
+            _ => {}
+        }
+    }
+
     /// Gives the tracker's lease and then the fleet's turn back (merged or not): the next
     /// worker to get the turn finds the lease free.
     fn end_merge_turn(&mut self) {
@@ -220,6 +237,7 @@ impl Driver {
                     if let Err(event) = self.pause_holding_claim(pause_ms).await {
                         return with_usage(event, spent);
                     }
+                    self.renew_merge_lease(issue);
                 }
                 AfterLostRace::GiveUp => {
                     self.log(&format!(
