@@ -11,6 +11,11 @@
 //! `<tracker dir>/.claims/.lock`, so a takeover can never remove a claim that was renewed or
 //! made a moment earlier. GitHub: the issue is assigned and labelled `sdlc-claimed`, and the
 //! claim is a comment; the comments are then read back and the earliest live claim wins.
+//!
+//! The **merge lease** makes merges one at a time across runners: `<tracker dir>/.claims/
+//! merge.json`, taken and released like a claim (same lock, same expiry, `issue` says what is
+//! being merged). On GitHub the forge merges a pull request atomically on its side, so no push
+//! can race there and no lease is kept (docs/scaling.md).
 
 use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
@@ -104,6 +109,55 @@ impl ClaimStore {
         }
     }
 
+    /// Takes the merge lease for `worker` (merging `issue`) until `now + lease`: `Won`, or
+    /// `Held` by another runner's live lease (an expired one is taken over). `None` where the
+    /// store keeps no merge lease (GitHub: the forge's merge cannot race).
+    pub fn lease_merge(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Claimed>, ClaimError> {
+        let until = expiry(now, lease);
+        match self {
+            ClaimStore::Local { dir } => {
+                let mine = Claim {
+                    issue,
+                    worker: worker.to_string(),
+                    claimed_at: now,
+                    expires_at: until,
+                };
+                local::take(dir, &dir.join(local::MERGE_LEASE), mine, now).map(Some)
+            }
+            ClaimStore::GitHub(_) => Ok(None),
+        }
+    }
+
+    /// The merge lease on record, live or expired, where the store keeps one.
+    pub fn merge_lease(&self) -> Result<Option<Claim>, ClaimError> {
+        match self {
+            ClaimStore::Local { dir } => local::read_at(dir, dir.join(local::MERGE_LEASE)),
+            ClaimStore::GitHub(_) => Ok(None),
+        }
+    }
+
+    /// The merge lease's file, where the store keeps one.
+    pub fn merge_lease_file(&self) -> Option<PathBuf> {
+        match self {
+            ClaimStore::Local { dir } => Some(dir.join(local::MERGE_LEASE)),
+            ClaimStore::GitHub(_) => None,
+        }
+    }
+
+    /// Gives `worker`'s merge lease up; another runner's is left alone.
+    pub fn release_merge(&self, worker: &str) -> Result<(), ClaimError> {
+        match self {
+            ClaimStore::Local { dir } => local::give_up(dir, &dir.join(local::MERGE_LEASE), worker),
+            ClaimStore::GitHub(_) => Ok(()),
+        }
+    }
+
     /// Gives `worker`'s claim on `issue` up; someone else's claim is left alone.
     pub fn release(&self, issue: u32, worker: &str) -> Result<(), ClaimError> {
         match self {
@@ -144,12 +198,18 @@ mod local {
         Ok(Locked { _file: file })
     }
 
+    /// The merge lease's file; not `<N>.json`, so no issue claim.
+    pub const MERGE_LEASE: &str = "merge.json";
+
     fn path(dir: &Path, issue: u32) -> PathBuf {
         dir.join(format!("{issue}.json"))
     }
 
     fn read(dir: &Path, issue: u32) -> Result<Option<Claim>, ClaimError> {
-        let path = path(dir, issue);
+        read_at(dir, path(dir, issue))
+    }
+
+    pub fn read_at(dir: &Path, path: PathBuf) -> Result<Option<Claim>, ClaimError> {
         match crate::safe_fs::read_no_follow(&path) {
             Ok(bytes) => {
                 serde_json::from_slice(&bytes)
@@ -164,13 +224,12 @@ mod local {
         }
     }
 
-    fn write(dir: &Path, claim: &Claim, fresh: bool) -> Result<(), ClaimError> {
+    fn write_at(dir: &Path, path: &Path, claim: &Claim, fresh: bool) -> Result<(), ClaimError> {
         let text = serde_json::to_vec(claim).map_err(|e| io(dir)(std::io::Error::other(e)))?;
-        let path = path(dir, claim.issue);
         if fresh {
-            crate::safe_fs::write_new(&path, &text).map_err(io(dir))
+            crate::safe_fs::write_new(path, &text).map_err(io(dir))
         } else {
-            crate::safe_fs::write_atomic(&path, &text).map_err(io(dir))
+            crate::safe_fs::write_atomic(path, &text).map_err(io(dir))
         }
     }
 
@@ -205,30 +264,41 @@ mod local {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<Claimed, ClaimError> {
-        let _held = lock(dir)?;
         let mine = Claim {
             issue,
             worker: worker.to_string(),
             claimed_at: now,
             expires_at: until,
         };
-        match read(dir, issue)? {
-            Some(c) if c.worker == worker => {
+        take(dir, &path(dir, issue), mine, now)
+    }
+
+    /// The lease at `path` for `mine.worker`: kept (renewed) when it is theirs already, taken
+    /// when free or expired, else `Held` by its live holder. Under the store's lock.
+    pub fn take(
+        dir: &Path,
+        path: &Path,
+        mine: Claim,
+        now: DateTime<Utc>,
+    ) -> Result<Claimed, ClaimError> {
+        let _held = lock(dir)?;
+        match read_at(dir, path.to_path_buf())? {
+            Some(c) if c.worker == mine.worker => {
                 let again = Claim {
                     claimed_at: c.claimed_at,
                     ..mine
                 };
-                write(dir, &again, false)?;
+                write_at(dir, path, &again, false)?;
                 Ok(Claimed::Won(again))
             }
             Some(c) if c.live(now) => Ok(Claimed::Held(c)),
             Some(_expired) => {
-                std::fs::remove_file(path(dir, issue)).map_err(io(dir))?;
-                write(dir, &mine, true)?;
+                std::fs::remove_file(path).map_err(io(dir))?;
+                write_at(dir, path, &mine, true)?;
                 Ok(Claimed::Won(mine))
             }
             None => {
-                write(dir, &mine, true)?;
+                write_at(dir, path, &mine, true)?;
                 Ok(Claimed::Won(mine))
             }
         }
@@ -248,11 +318,14 @@ mod local {
     }
 
     pub fn release(dir: &Path, issue: u32, worker: &str) -> Result<(), ClaimError> {
+        give_up(dir, &path(dir, issue), worker)
+    }
+
+    /// Removes the lease at `path` when `worker` holds it.
+    pub fn give_up(dir: &Path, path: &Path, worker: &str) -> Result<(), ClaimError> {
         let _held = lock(dir)?;
-        match read(dir, issue)? {
-            Some(c) if c.worker == worker => {
-                std::fs::remove_file(path(dir, issue)).map_err(io(dir))
-            }
+        match read_at(dir, path.to_path_buf())? {
+            Some(c) if c.worker == worker => std::fs::remove_file(path).map_err(io(dir)),
             _ => Ok(()),
         }
     }
@@ -326,5 +399,57 @@ mod tests {
                 .collect()
         });
         assert_eq!(winners.iter().filter(|w| **w).count(), 1, "{winners:?}");
+    }
+
+    #[test]
+    fn the_merge_lease_has_one_holder_expires_and_is_no_issue_claim() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let store = ClaimStore::local(tmp.path());
+        let won = |r: Result<Option<Claimed>, ClaimError>| match r {
+            Ok(Some(Claimed::Won(c))) => Some(c.worker),
+            Ok(Some(Claimed::Held(_))) => None,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(
+            won(store.lease_merge(3, "a", LEASE, at(0))),
+            Some("a".into())
+        );
+        assert_eq!(won(store.lease_merge(4, "b", LEASE, at(10))), None);
+        assert!(store.all().expect("all").is_empty(), "not an issue claim");
+        store.release_merge("b").expect("release");
+        assert_eq!(
+            won(store.lease_merge(4, "b", LEASE, at(20))),
+            None,
+            "b cannot release a's"
+        );
+        store.release_merge("a").expect("release");
+        assert_eq!(
+            won(store.lease_merge(4, "b", LEASE, at(30))),
+            Some("b".into())
+        );
+        // b dies holding it: after the lease, c takes it over.
+        assert_eq!(won(store.lease_merge(5, "c", LEASE, at(89))), None);
+        assert_eq!(
+            won(store.lease_merge(5, "c", LEASE, at(91))),
+            Some("c".into())
+        );
+        let racers: Vec<bool> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|w| {
+                    let store = ClaimStore::local(tmp.path());
+                    s.spawn(move || {
+                        matches!(
+                            store.lease_merge(9, &format!("r{w}"), LEASE, at(500)),
+                            Ok(Some(Claimed::Won(_)))
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("thread"))
+                .collect()
+        });
+        assert_eq!(racers.iter().filter(|w| **w).count(), 1, "{racers:?}");
     }
 }

@@ -370,8 +370,12 @@ impl Repo {
         let Some(main) = self.main_ref()? else {
             return Ok(false);
         };
-        let head = format!("refs/heads/{branch}");
-        let args = ["merge-base", "--is-ancestor", &head, &main];
+        self.is_ancestor(&format!("refs/heads/{branch}"), &main)
+    }
+
+    /// Whether commit `older` is an ancestor of (or is) `newer`.
+    fn is_ancestor(&self, older: &str, newer: &str) -> Result<bool, RepoError> {
+        let args = ["merge-base", "--is-ancestor", older, newer];
         let out = self.git(&args)?;
         match out.status.code() {
             Some(0) => Ok(true),
@@ -523,29 +527,12 @@ impl Repo {
     }
 
     /// Merges `branch` (origin's copy) into main with a merge commit and pushes main; then
-    /// deletes the branch on origin. A conflict aborts the merge and names the files. When
-    /// origin's main moved meanwhile (another runner merged first), the local merge is undone
-    /// and done again on top of the new main, a few times, before it counts as a failure.
+    /// deletes the branch on origin. A conflict aborts the merge and names the files. A push
+    /// that lost a race (origin's main moved meanwhile) undoes the local merge and fails; the
+    /// caller, holding the merge lease, decides whether that is contention to retry
+    /// (`sdlc_machine::fleet::Contention`), so no retry loop hides here.
     pub fn merge_into_main(&self, branch: &str, message: &str) -> Result<(), RepoError> {
-        const TRIES: u32 = 5;
-        let mut tries = 0;
-        loop {
-            tries += 1;
-            match self.merge_once(branch, message) {
-                Err(e)
-                    if tries < TRIES
-                        && matches!(
-                            e.kind(),
-                            CallFailureKind::LostRace | CallFailureKind::LockHeld
-                        ) =>
-                {
-                    std::thread::sleep(std::time::Duration::from_millis(
-                        50 * u64::from(tries) + u64::from(std::process::id() % 50),
-                    ));
-                }
-                other => return other,
-            }
-        }
+        self.merge_once(branch, message)
     }
 
     fn merge_once(&self, branch: &str, message: &str) -> Result<(), RepoError> {
@@ -560,20 +547,7 @@ impl Repo {
         };
         let out = self.git(&["merge", "--no-ff", "--quiet", "-m", message, &source])?;
         if !out.status.success() {
-            let conflicts = self
-                .git_ok(&["diff", "--name-only", "--diff-filter=U"])
-                .unwrap_or_default();
-            let _ = self.git(&["merge", "--abort"]);
-            let mut err = self.failed(&["merge", "--no-ff", &source], &out);
-            if let RepoError::Command { stderr, .. } = &mut err {
-                if !conflicts.trim().is_empty() {
-                    *stderr = format!(
-                        "merge conflict in: {}",
-                        conflicts.lines().collect::<Vec<_>>().join(", ")
-                    );
-                }
-            }
-            return Err(err);
+            return Err(self.merge_failed(&["merge", "--no-ff", &source], &out));
         }
         if let Err(e) = self.git_ok(&["push", "--quiet", "origin", &self.main]) {
             // Origin moved (another runner merged first): undo the local merge so that the
@@ -584,6 +558,97 @@ impl Repo {
         // A branch that is gone already is fine: the merge is what counts.
         let _ = self.git(&["push", "--quiet", "origin", "--delete", branch]);
         Ok(())
+    }
+
+    /// The commit origin's main points at, as last fetched; `None` without one.
+    pub fn origin_main(&self) -> Result<Option<String>, RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if !self.ref_exists(&remote_main)? {
+            return Ok(None);
+        }
+        Ok(Some(self.git_ok(&["rev-parse", &remote_main])?))
+    }
+
+    /// Before a merge: origin fetched, main refreshed to origin's, and origin's main merged
+    /// into `branch` (checked out afterwards) and the branch pushed when it lacked it, so that
+    /// the merge itself is a fast step on top of the newest main. Returns origin's main as it
+    /// stood, for [`Repo::lost_race`]. A conflict aborts the update and fails with the text
+    /// `merge conflict in: <files>` (the merge step's MERGE_CONFLICT repair takes it from
+    /// there).
+    pub fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, RepoError> {
+        self.fetch()?;
+        self.refresh_main_for(branch)?;
+        let base = self.origin_main()?;
+        self.git_ok(&["checkout", "--quiet", branch])?;
+        let Some(base_commit) = base.as_deref() else {
+            return Ok(None);
+        };
+        if self.is_ancestor(base_commit, &format!("refs/heads/{branch}"))? {
+            return Ok(base);
+        }
+        let message = format!("Merge {} into {branch}", self.main);
+        let out = self.git(&["merge", "--no-ff", "--quiet", "-m", &message, base_commit])?;
+        if !out.status.success() {
+            return Err(self.merge_failed(&["merge", "--no-ff", base_commit], &out));
+        }
+        if self.branch_pushed(branch)? {
+            self.push_branch(branch)?;
+        }
+        Ok(base)
+    }
+
+    /// A merge that failed: the conflicting files named (`merge conflict in: …`), the merge
+    /// aborted so that the tree is clean again.
+    fn merge_failed(&self, args: &[&str], out: &Output) -> RepoError {
+        let conflicts = self
+            .git_ok(&["diff", "--name-only", "--diff-filter=U"])
+            .unwrap_or_default();
+        let _ = self.git(&["merge", "--abort"]);
+        let mut err = self.failed(args, out);
+        if let RepoError::Command { stderr, .. } = &mut err {
+            if !conflicts.trim().is_empty() {
+                *stderr = format!(
+                    "merge conflict in: {}",
+                    conflicts.lines().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        err
+    }
+
+    /// Main checked out and set to origin's. Commits on main that origin lacks are dropped
+    /// when they lose nothing: merge commits (a merge of `branch` whose push lost a race,
+    /// redone from the branch), or commits `branch` holds. Anything else stays and fails.
+    fn refresh_main_for(&self, branch: &str) -> Result<(), RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if !self.ref_exists(&remote_main)?
+            || !self.ref_exists(&format!("refs/heads/{}", self.main))?
+        {
+            return self.checkout_main();
+        }
+        let range = format!("{remote_main}..refs/heads/{}", self.main);
+        let head = format!("^refs/heads/{branch}");
+        let own = self.git_ok(&["rev-list", "--no-merges", &range, &head])?;
+        self.git_ok(&["checkout", "--quiet", &self.main])?;
+        if own.trim().is_empty() {
+            self.git_ok(&["reset", "--quiet", "--keep", &remote_main])?;
+            return Ok(());
+        }
+        self.checkout_main()
+    }
+
+    /// After a failed merge: whether it lost a race, i.e. origin's main moved on from `base`
+    /// (what [`Repo::bring_up_to_date`] saw) and `branch` is not in it. Fetches first. Without
+    /// a `base` (no origin, or a forge that merges on its side) nothing can have raced.
+    pub fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, RepoError> {
+        self.fetch()?;
+        let now = self.origin_main()?;
+        // Without a main seen before the merge there is nothing to compare: no race.
+        if base.is_none() || now.is_none() || now.as_deref() == base {
+            return Ok(false);
+        }
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        Ok(!self.is_ancestor(&format!("refs/heads/{branch}"), &remote_main)?)
     }
 
     /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.

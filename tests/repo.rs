@@ -837,27 +837,33 @@ fn a_signal_shutdown_wip_push_is_not_a_commit_push() {
     );
 }
 
+/// The demo project's clone and a second clone of its origin (the other party that pushes).
+fn project_and_other(root: &Path) -> (PathBuf, PathBuf) {
+    sdlc_runner::commands::demo::init_repository(root).expect("repository");
+    let origin = root.join("origin.git");
+    git(
+        root,
+        &["clone", "--quiet", origin.to_str().expect("utf8"), "other"],
+    );
+    let other = root.join("other");
+    configure(&other);
+    (root.join("project"), other)
+}
+
+/// A commit of `file` holding `text`, with `text` as its message.
+fn commit(dir: &Path, file: &str, text: &str) {
+    fs::write(dir.join(file), text).expect("write");
+    git(dir, &["add", file]);
+    git(dir, &["commit", "--quiet", "-m", text]);
+}
+
 /// A runner killed between its merge commit and the push leaves main one merge ahead of
 /// origin; once origin moved on, main cannot fast-forward. checkout_main drops such unpushed
 /// runner merges (they are redone from the branch) and nothing else.
 #[test]
 fn checkout_main_drops_only_an_unpushed_runner_merge_when_origin_moved_on() {
     let tmp = tempfile::tempdir().expect("tempdir");
-    let root = tmp.path();
-    sdlc_runner::commands::demo::init_repository(root).expect("repository");
-    let origin = root.join("origin.git");
-    let a = root.join("project");
-    let b = root.join("other");
-    git(
-        root,
-        &["clone", "--quiet", origin.to_str().expect("utf8"), "other"],
-    );
-    configure(&b);
-    let commit = |dir: &Path, file: &str, message: &str| {
-        fs::write(dir.join(file), message).expect("write");
-        git(dir, &["add", file]);
-        git(dir, &["commit", "--quiet", "-m", message]);
-    };
+    let (a, b) = project_and_other(tmp.path());
     // a: a feature branch merged into main locally, the push never happened.
     git(&a, &["checkout", "--quiet", "-b", "1-x"]);
     commit(&a, "x.txt", "feat: x");
@@ -898,5 +904,69 @@ fn checkout_main_drops_only_an_unpushed_runner_merge_when_origin_moved_on() {
     assert_eq!(
         git(&a, &["log", "-1", "--format=%s", "main"]),
         "my own work on main"
+    );
+}
+
+/// Before a merge: main follows origin again (an agent's unpushed merge of this branch, with
+/// any subject, is dropped: the branch holds its work), origin's main is merged into the
+/// branch and the branch pushed; a conflict is named and aborted; a failed merge is a lost
+/// race only when origin's main moved and the branch is not in it.
+#[test]
+fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, b) = project_and_other(tmp.path());
+    git(&a, &["checkout", "--quiet", "-b", "1-x"]);
+    commit(&a, "x.txt", "feat: x");
+    git(&a, &["push", "--quiet", "-u", "origin", "1-x"]);
+    // An agent merged the branch on main, then its push lost to b's.
+    git(&a, &["checkout", "--quiet", "main"]);
+    git(
+        &a,
+        &[
+            "merge",
+            "--no-ff",
+            "--quiet",
+            "-m",
+            "an agent's merge",
+            "1-x",
+        ],
+    );
+    commit(&b, "y.txt", "feat: y");
+    git(&b, &["push", "--quiet", "origin", "main"]);
+
+    let repo = Repo::open(&a).expect("repo");
+    let base = repo.bring_up_to_date("1-x").expect("up to date");
+    assert_eq!(base, Some(git(&a, &["rev-parse", "origin/main"])));
+    assert_eq!(git(&a, &["rev-parse", "main"]), base.clone().expect("base"));
+    assert_eq!(git(&a, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
+    git(&a, &["merge-base", "--is-ancestor", "origin/main", "1-x"]);
+    assert_eq!(
+        git(&a, &["rev-parse", "1-x"]),
+        git(&a, &["rev-parse", "origin/1-x"]),
+        "the updated branch is pushed"
+    );
+    assert!(
+        !repo.lost_race("1-x", base.as_deref()).expect("race?"),
+        "nothing moved"
+    );
+    commit(&b, "z.txt", "feat: z");
+    git(&b, &["push", "--quiet", "origin", "main"]);
+    assert!(
+        repo.lost_race("1-x", base.as_deref()).expect("race?"),
+        "main moved, 1-x not in it"
+    );
+
+    // A conflict with main: named, aborted, the tree clean.
+    commit(&a, "z.txt", "a different z");
+    let err = repo
+        .bring_up_to_date("1-x")
+        .expect_err("conflict")
+        .to_string();
+    assert!(err.contains("merge conflict in: z.txt"), "{err}");
+    assert!(repo.is_clean().expect("clean"));
+    let classified = sdlc_runner::classify::classify_builtin("merge", &err, false);
+    assert_eq!(
+        classified.class,
+        sdlc_runner::failure::FailureClass::MergeConflict
     );
 }

@@ -32,6 +32,11 @@ pub fn run(config: &Path) -> i32 {
         if waits.is_empty() { "none".to_string() } else { waits.join(", ") }
     );
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
+    let races = sdlc_machine::fleet::Contention::MAX_LOST_RACES;
+    out!(
+        "a merge that lost a push race (origin's main moved while it merged) is merged again up to {races} times within its attempt, as contention, not as an attempt: an agent-run merge attempt is then at most {} agent invocations, which the figures above count as one; builtin merges invoke no agent",
+        races + 1
+    );
     if cfg.workers > 1 {
         let n = u64::from(cfg.workers);
         out!(

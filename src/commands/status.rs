@@ -75,6 +75,8 @@ pub struct Status {
     pub runner: String,
     /// Issue claims of the runners sharing the tracker (`--worker-id`), live or expired.
     pub claims: Vec<ClaimView>,
+    /// The merge lease of the runners sharing the local tracker, when one is on record.
+    pub merge_lease: Option<ClaimView>,
     /// The workers of `run --workers N` on this project, each with its own clone and session.
     pub workers: Vec<WorkerView>,
 }
@@ -147,8 +149,9 @@ pub struct ClaimView {
 }
 
 /// The claims on the configured tracker: the local tracker's files, or (asked through `gh`,
-/// within 10 s) the GitHub issues labelled claimed. A tracker that cannot be read shows none.
-fn claims(cfg: &Config) -> Vec<ClaimView> {
+/// within 10 s) the GitHub issues labelled claimed; and the local tracker's merge lease. A
+/// tracker that cannot be read shows none.
+fn claims(cfg: &Config) -> (Vec<ClaimView>, Option<ClaimView>) {
     let store = match &cfg.tracker {
         crate::config::TrackerConfig::Local { dir, .. } => crate::claims::ClaimStore::local(dir),
         crate::config::TrackerConfig::Github { .. } => {
@@ -158,19 +161,21 @@ fn claims(cfg: &Config) -> Vec<ClaimView> {
         }
     };
     let now = chrono::Utc::now();
-    store
+    let view = |c: crate::claims::Claim| ClaimView {
+        issue: c.issue,
+        live: c.live(now),
+        worker: c.worker,
+        expires_at: c
+            .expires_at
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    };
+    let claims = store
         .all()
         .unwrap_or_default()
         .into_iter()
-        .map(|c| ClaimView {
-            issue: c.issue,
-            live: c.live(now),
-            worker: c.worker,
-            expires_at: c
-                .expires_at
-                .to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        })
-        .collect()
+        .map(view)
+        .collect();
+    (claims, store.merge_lease().ok().flatten().map(view))
 }
 
 /// The lock file holds the pid of the runner holding it (emptied when it exits cleanly); a
@@ -263,7 +268,9 @@ pub struct StateFileView {
 
 pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
     let mut st = status_of_clone(cfg)?;
-    st.claims = claims(cfg);
+    let (claims, merge_lease) = claims(cfg);
+    st.claims = claims;
+    st.merge_lease = merge_lease;
     st.workers = workers(cfg);
     Ok(st)
 }
@@ -306,6 +313,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         log_dir: cfg.log_dir.clone(),
         runner: runner_liveness(&project),
         claims: Vec::new(),
+        merge_lease: None,
         workers: Vec::new(),
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
     };
@@ -459,9 +467,10 @@ impl Status {
             }
             line(format!("worker {}: {} ({how})", w.name, w.runner));
         }
-        for c in &self.claims {
+        let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
+        for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
             line(format!(
-                "claim:    #{} by worker {} until {}{}",
+                "{what} #{} by worker {} until {}{}",
                 c.issue,
                 c.worker,
                 c.expires_at,

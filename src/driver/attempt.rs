@@ -30,6 +30,9 @@ impl Driver {
         if self.shutdown.requested().is_some() {
             return self.shutdown.event();
         }
+        if step == Step::Merge {
+            return self.run_merge(issue, attempt, repair).await;
+        }
         if self.cfg.builtin(step) {
             return self.run_builtin(step, issue, attempt, repair).await;
         }

@@ -38,7 +38,7 @@ fn now_secs() -> u64 {
 
 impl Link {
     /// Hands a report to the coordinator and carries out its orders; `Some(start)` answers
-    /// `WantsIssue`.
+    /// `WantsIssue` and `WantsMerge`.
     pub fn report(&self, report: Report) -> Option<bool> {
         let orders = match self.shared.coordinator.lock() {
             Ok(mut c) => c.handle(report),
@@ -47,8 +47,8 @@ impl Link {
         let mut start = None;
         for order in orders {
             match order {
-                Order::Start { .. } => start = Some(true),
-                Order::Skip { .. } => start = Some(false),
+                Order::Start { .. } | Order::MergeGo { .. } => start = Some(true),
+                Order::Skip { .. } | Order::MergeWait { .. } => start = Some(false),
                 Order::PauseAll { until } => say!(
                     "fleet: every worker pauses until {} (a rate limit or quota)",
                     chrono::DateTime::from_timestamp(i64::try_from(until).unwrap_or(0), 0)
@@ -70,6 +70,22 @@ impl Link {
         start
     }
 
+    /// How many workers the fleet has.
+    pub fn workers(&self) -> u32 {
+        match self.shared.coordinator.lock() {
+            Ok(c) => c.limits().workers,
+            Err(p) => p.into_inner().limits().workers,
+        }
+    }
+
+    /// Whether another worker of the fleet holds an issue.
+    pub fn others_hold(&self) -> bool {
+        match self.shared.coordinator.lock() {
+            Ok(c) => c.others_hold(self.worker),
+            Err(p) => p.into_inner().others_hold(self.worker),
+        }
+    }
+
     pub fn may_dispatch(&self) -> Dispatch {
         match self.shared.coordinator.lock() {
             Ok(c) => c.may_dispatch(now_secs()),
@@ -83,6 +99,22 @@ impl Driver {
     pub(super) fn fleet_report(&self, report: impl FnOnce(Worker) -> Report) -> Option<bool> {
         let link = self.fleet.as_ref()?;
         link.report(report(link.worker))
+    }
+
+    /// Whether another worker of this runner's fleet holds an issue: then an empty selection
+    /// (all escalated or blocked) ends this worker, not the fleet (the coordinator's rule).
+    pub(super) fn fleet_others_hold(&self) -> bool {
+        self.fleet.as_ref().is_some_and(Link::others_hold)
+    }
+
+    /// What holds the remaining issues, for the message: other runners' claims, else the
+    /// fleet's other workers.
+    pub(super) fn held_elsewhere(&self, claims: String) -> String {
+        if claims.is_empty() {
+            "other workers of this fleet".to_string()
+        } else {
+            claims
+        }
     }
 
     /// Asks the fleet whether this worker may start `issue`; a refused issue's claim is given
@@ -285,6 +317,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
             };
             match Driver::start(wcfg, wopts) {
                 Ok(Started::Ready(mut driver)) => {
+                    driver.release_merge_lease();
                     driver.fleet = Some(link);
                     if let Ok(mut s) = shared.shutdowns.lock() {
                         s.push(driver.shutdown.clone());

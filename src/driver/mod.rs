@@ -12,6 +12,7 @@ mod decision;
 mod facts;
 mod fleet;
 pub mod invoke;
+mod merge;
 mod network;
 pub mod report;
 mod shutdown;
@@ -724,8 +725,9 @@ impl Driver {
                     }
                 }
                 Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. })
-                    if !others.is_empty() =>
+                    if !others.is_empty() || self.fleet_others_hold() =>
                 {
+                    let others = self.held_elsewhere(others);
                     self.log(&format!(
                         "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
                     ));

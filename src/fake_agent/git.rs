@@ -106,6 +106,43 @@ pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
     work().map_err(|e| io::Error::other(e.to_string()))
 }
 
+/// The merge of `merge`, except that between the merge and its push another party pushes a
+/// commit to origin's main (from a clone of its own), so the push is rejected: a lost race.
+pub fn merge_losing_race(ctx: &Context) -> Result<(), GitWorkError> {
+    let dir = &ctx.cwd;
+    let n = ctx.issue.unwrap_or(0);
+    merge_on_main(dir, n)?;
+    let origin = git(dir, &["remote", "get-url", "origin"])?;
+    let other = tempfile::tempdir().map_err(|source| GitWorkError::Write {
+        path: "a temporary directory".to_string(),
+        source,
+    })?;
+    let clone = other.path().join("other");
+    let clone_arg = clone.to_string_lossy().into_owned();
+    git(other.path(), &["clone", "--quiet", &origin, &clone_arg])?;
+    write(
+        &clone.join(format!("elsewhere-{n}.txt")),
+        "pushed by someone else\n",
+    )?;
+    git(&clone, &["add", "--", "."])?;
+    git(
+        &clone,
+        &[
+            "-c",
+            "user.name=someone",
+            "-c",
+            "user.email=someone@example.com",
+            "commit",
+            "--quiet",
+            "-m",
+            "a change pushed by someone else",
+        ],
+    )?;
+    git(&clone, &["push", "--quiet", "origin", "main"])?;
+    git(dir, &["push", "origin", "main"])?;
+    Ok(())
+}
+
 /// Leave the feature branch (for the `checkout-main` outcome).
 pub fn checkout_main(ctx: &Context) -> io::Result<()> {
     git(&ctx.cwd, &["checkout", "--quiet", "main"])
@@ -122,6 +159,16 @@ pub fn clean_everything(ctx: &Context) -> io::Result<()> {
 
 pub fn branch_name(n: u32) -> String {
     format!("{n}-issue-{n}")
+}
+
+/// Main checked out and pulled, and issue `n`'s branch merged into it (not pushed); the
+/// branch's name.
+fn merge_on_main(dir: &Path, n: u32) -> Result<String, GitWorkError> {
+    let branch = branch_name(n);
+    checkout_and_pull_main(dir)?;
+    let message = format!("Merge issue #{n}");
+    git(dir, &["merge", "--no-ff", &branch, "-m", &message])?;
+    Ok(branch)
 }
 
 /// `git checkout main` then a fast-forward pull; a main without an upstream skips the pull.
@@ -253,18 +300,7 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
         }
         Step::Merge => {
             let n = issue()?;
-            let branch = branch_name(n);
-            checkout_and_pull_main(dir)?;
-            git(
-                dir,
-                &[
-                    "merge",
-                    "--no-ff",
-                    &branch,
-                    "-m",
-                    &format!("Merge issue #{n}"),
-                ],
-            )?;
+            let branch = merge_on_main(dir, n)?;
             git(dir, &["push", "origin", "main"])?;
             Ok(format!("Merged {branch} into main and pushed."))
         }

@@ -60,6 +60,10 @@ pub enum Outcome {
     /// Merges origin's main into the feature branch, keeping the branch's side of every
     /// conflict, and pushes the branch: a merge-conflict repair.
     ResolveConflict,
+    /// merge, the first time for this issue: the merge is made on main, but before its push
+    /// someone else pushes a commit to origin's main, so the push is rejected (a lost push
+    /// race); the ok work after.
+    LoseRaceOnce,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,6 +112,7 @@ impl Outcome {
             "overloaded-once" => Outcome::OverloadedOnce,
             "write-shared" => Outcome::WriteShared,
             "resolve-conflict" => Outcome::ResolveConflict,
+            "lose-race-once" => Outcome::LoseRaceOnce,
             "silent-hang" => Outcome::SilentHang,
             "ignore-term" => Outcome::IgnoreTerm,
             "no-branch" => Outcome::NoBranch,
@@ -188,6 +193,24 @@ impl Outcome {
                 out.init()?;
                 super::git::write_shared(ctx)?;
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::LoseRaceOnce => {
+                out.init()?;
+                let marker = super::once_marker(ctx);
+                if marker.as_ref().is_none_or(|m| m.exists()) {
+                    return ok_work_and_result(ctx, out);
+                }
+                if let Some(m) = marker {
+                    std::fs::write(m, b"done\n")?;
+                }
+                let text = match git::merge_losing_race(ctx) {
+                    Ok(()) => "The push of main unexpectedly succeeded.".to_string(),
+                    Err(e) => format!("The step's git work failed: {e}"),
+                };
+                eprintln!("fake-agent: {text}");
+                out.assistant_text(&text)?;
+                out.result(json!({"is_error": true, "result": text}))?;
+                Ok(1)
             }
             Outcome::ResolveConflict => {
                 out.init()?;

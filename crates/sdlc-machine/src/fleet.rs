@@ -10,8 +10,14 @@
 //!   pauses every worker's next dispatch until it ends.
 //! - **The halt is sticky and global**: once any worker halts, or the coordinator halts the
 //!   fleet, no worker may dispatch again.
+//! - **One merge at a time**: the merge turn goes to one worker; the others queue for it in
+//!   the order they asked, so each waits for at most `workers - 1` merges.
+//!
+//! Beside the coordinator, two pure policies every runner follows around a merge, fleet or
+//! not: how long it waits for the merge lease ([`LeaseWait`]), and how a merge that lost a push
+//! race is retried ([`Contention`]): as contention on main, not as a failed attempt.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A worker's index, `0..workers`.
 pub type Worker = u32;
@@ -61,6 +67,14 @@ pub enum Report {
     Finished {
         worker: Worker,
     },
+    /// The worker is about to merge and asks for the merge turn (again, while it waits).
+    WantsMerge {
+        worker: Worker,
+    },
+    /// The worker's merge is over (merged or not): the turn passes on.
+    MergeDone {
+        worker: Worker,
+    },
 }
 
 /// Why the fleet halted.
@@ -99,6 +113,10 @@ pub enum Order {
     PauseAll { until: u64 },
     /// Every worker stops now: kill its agent, keep its work.
     HaltAll(FleetHalt),
+    /// The worker has the merge turn: it may merge now.
+    MergeGo { worker: Worker },
+    /// Another worker merges (or asked first): ask again after a pause.
+    MergeWait { worker: Worker, holder: Worker },
 }
 
 /// Whether a worker may dispatch an agent now.
@@ -120,6 +138,10 @@ pub struct Coordinator {
     spent_micros: u64,
     paused_until: Option<u64>,
     halt: Option<FleetHalt>,
+    /// The worker that has the merge turn.
+    merging: Option<Worker>,
+    /// Workers waiting for the merge turn, first come first served.
+    merge_queue: VecDeque<Worker>,
 }
 
 impl Coordinator {
@@ -133,7 +155,26 @@ impl Coordinator {
             spent_micros: 0,
             paused_until: None,
             halt: None,
+            merging: None,
+            merge_queue: VecDeque::new(),
         }
+    }
+
+    /// The worker that has the merge turn, if any.
+    pub fn merging(&self) -> Option<Worker> {
+        self.merging
+    }
+
+    /// The workers waiting for the merge turn, in the order they get it.
+    pub fn merge_queue(&self) -> impl Iterator<Item = Worker> + '_ {
+        self.merge_queue.iter().copied()
+    }
+
+    /// Whether a worker other than `worker` holds an issue: then an empty selection of
+    /// `worker`'s (every issue left escalated, blocked or held) is not the fleet's end, only
+    /// this worker's; it finishes instead of halting everyone.
+    pub fn others_hold(&self, worker: Worker) -> bool {
+        self.held.values().any(|w| *w != worker)
     }
 
     pub fn limits(&self) -> FleetLimits {
@@ -179,6 +220,15 @@ impl Coordinator {
 
     fn release(&mut self, worker: Worker) {
         self.held.retain(|_, w| *w != worker);
+        self.end_merge(worker);
+    }
+
+    /// `worker` neither merges nor waits to any more.
+    fn end_merge(&mut self, worker: Worker) {
+        if self.merging == Some(worker) {
+            self.merging = None;
+        }
+        self.merge_queue.retain(|w| *w != worker);
     }
 
     fn halt_all(&mut self, why: FleetHalt) -> Vec<Order> {
@@ -186,6 +236,9 @@ impl Coordinator {
             return Vec::new();
         }
         self.halt = Some(why);
+        // Every worker is being stopped: the merge turn and its queue end with the fleet.
+        self.merging = None;
+        self.merge_queue.clear();
         vec![Order::HaltAll(why)]
     }
 
@@ -200,7 +253,7 @@ impl Coordinator {
                 if refused {
                     return vec![Order::Skip { worker, issue }];
                 }
-                self.release(worker);
+                self.held.retain(|_, w| *w != worker);
                 self.held.insert(issue, worker);
                 vec![Order::Start { worker, issue }]
             }
@@ -250,7 +303,122 @@ impl Coordinator {
                 self.release(worker);
                 Vec::new()
             }
+            Report::WantsMerge { worker } => {
+                if self.halt.is_some() {
+                    // Nothing is granted after a halt; the worker is being stopped.
+                    return Vec::new();
+                }
+                // The turn's holder, else the first in the queue, has the right of way.
+                let ahead = self
+                    .merging
+                    .or_else(|| self.merge_queue.front().copied())
+                    .filter(|w| *w != worker);
+                if let Some(holder) = ahead {
+                    if !self.merge_queue.contains(&worker) {
+                        self.merge_queue.push_back(worker);
+                    }
+                    return vec![Order::MergeWait { worker, holder }];
+                }
+                self.merge_queue.retain(|w| *w != worker);
+                self.merging = Some(worker);
+                vec![Order::MergeGo { worker }]
+            }
+            Report::MergeDone { worker } => {
+                self.end_merge(worker);
+                Vec::new()
+            }
         }
+    }
+}
+
+/// How long a runner waits for the merge lease (the fleet's turn or the tracker's lease)
+/// before it gives up: pauses of `FIRST_MS` doubling to `MAX_MS`, until `limit_ms` have
+/// passed. The limit is the lease's own length: by then a holder that died has lost its lease
+/// and the waiter takes it over, so a longer wait is never needed. Pure: the caller sleeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LeaseWait {
+    limit_ms: u64,
+    waited_ms: u64,
+    next_ms: u64,
+}
+
+impl LeaseWait {
+    pub const FIRST_MS: u64 = 200;
+    pub const MAX_MS: u64 = 2_000;
+
+    pub fn new(limit_ms: u64) -> LeaseWait {
+        LeaseWait {
+            limit_ms,
+            waited_ms: 0,
+            next_ms: Self::FIRST_MS,
+        }
+    }
+
+    /// The lease is busy: how long to pause before asking again, or `None` when the wait is
+    /// over its limit (the merge then fails as the environment's, naming the holder).
+    pub fn busy(&mut self) -> Option<u64> {
+        if self.waited_ms >= self.limit_ms {
+            return None;
+        }
+        let pause = self.next_ms.min(self.limit_ms - self.waited_ms).max(1);
+        self.waited_ms += pause;
+        self.next_ms = (self.next_ms * 2).min(Self::MAX_MS);
+        Some(pause)
+    }
+
+    pub fn waited_ms(&self) -> u64 {
+        self.waited_ms
+    }
+
+    /// The most pauses a wait of `limit_ms` can make.
+    pub fn max_pauses(limit_ms: u64) -> u64 {
+        // The doubling pauses below MAX_MS, then MAX_MS each, and one shortened last pause.
+        let mut ramp = 0;
+        let mut sum = 0;
+        let mut p = Self::FIRST_MS;
+        while p < Self::MAX_MS && sum < limit_ms {
+            sum += p;
+            ramp += 1;
+            p *= 2;
+        }
+        ramp + limit_ms.saturating_sub(sum).div_ceil(Self::MAX_MS)
+    }
+}
+
+/// A merge that lost a push race (main on origin moved while it merged, and the branch is not
+/// in it) is contention on main, not a failure of the issue: main is refreshed, the branch
+/// brought up to date and the merge done again, without spending an attempt, up to
+/// [`Contention::MAX_LOST_RACES`] times per attempt. Past that the lost race is the attempt's
+/// failure like any other, so the machine's retry limit and bounds still hold.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Contention {
+    lost: u32,
+}
+
+/// What to do after a lost race.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AfterLostRace {
+    /// Refresh main and merge again, after this pause in milliseconds.
+    Retry { pause_ms: u64 },
+    /// Report the attempt as failed.
+    GiveUp,
+}
+
+impl Contention {
+    pub const MAX_LOST_RACES: u32 = 3;
+
+    pub fn lost_race(&mut self) -> AfterLostRace {
+        if self.lost >= Self::MAX_LOST_RACES {
+            return AfterLostRace::GiveUp;
+        }
+        self.lost += 1;
+        AfterLostRace::Retry {
+            pause_ms: 250 * u64::from(self.lost),
+        }
+    }
+
+    pub fn lost(&self) -> u32 {
+        self.lost
     }
 }
 
@@ -367,5 +535,56 @@ mod tests {
             c.handle(Report::Halted { worker: 0 }).is_empty(),
             "halts once"
         );
+    }
+
+    #[test]
+    fn one_merge_at_a_time_first_come_first_served() {
+        let mut c = Coordinator::new(limits());
+        let wants = |worker| Report::WantsMerge { worker };
+        assert_eq!(c.handle(wants(0)), vec![Order::MergeGo { worker: 0 }]);
+        assert_eq!(
+            c.handle(wants(2)),
+            vec![Order::MergeWait {
+                worker: 2,
+                holder: 0
+            }]
+        );
+        assert_eq!(
+            c.handle(wants(1)),
+            vec![Order::MergeWait {
+                worker: 1,
+                holder: 0
+            }]
+        );
+        c.handle(Report::MergeDone { worker: 0 });
+        // Worker 2 asked first: worker 1 waits for it even though the turn is free.
+        assert_eq!(
+            c.handle(wants(1)),
+            vec![Order::MergeWait {
+                worker: 1,
+                holder: 2
+            }]
+        );
+        assert_eq!(c.handle(wants(2)), vec![Order::MergeGo { worker: 2 }]);
+        // A worker that stops leaves the turn.
+        c.handle(Report::Finished { worker: 2 });
+        assert_eq!(c.handle(wants(1)), vec![Order::MergeGo { worker: 1 }]);
+        c.handle(Report::WantsIssue {
+            worker: 1,
+            issue: 5,
+        });
+        assert!(c.others_hold(0) && !c.others_hold(1));
+    }
+
+    #[test]
+    fn lease_waits_and_lost_races_are_bounded() {
+        let mut w = LeaseWait::new(1_000);
+        let pauses: Vec<u64> = std::iter::from_fn(|| w.busy()).collect();
+        assert_eq!(pauses, vec![200, 400, 400]);
+        let mut c = Contention::default();
+        for _ in 0..Contention::MAX_LOST_RACES {
+            assert!(matches!(c.lost_race(), AfterLostRace::Retry { .. }));
+        }
+        assert_eq!(c.lost_race(), AfterLostRace::GiveUp);
     }
 }

@@ -2,10 +2,15 @@
 //! workers' reports: no issue is ever held by two workers, an escalated issue is never
 //! restarted, after a halt no worker may dispatch and nothing starts, the consecutive
 //! escalations and the shared budget halt exactly at their limits, and the same interleaving
-//! always gives the same orders.
+//! always gives the same orders. The merge turn has at most one holder, a waiting worker sees
+//! at most `workers - 1` merges of others before its own, and the lease waits and the retries
+//! of a lost push race are bounded.
 
 use proptest::prelude::*;
-use sdlc_machine::fleet::{Coordinator, Dispatch, FleetHalt, FleetLimits, Order, Report};
+use sdlc_machine::fleet::{
+    AfterLostRace, Contention, Coordinator, Dispatch, FleetHalt, FleetLimits, LeaseWait, Order,
+    Report,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
 fn report(workers: u32) -> impl Strategy<Value = Report> {
@@ -18,7 +23,9 @@ fn report(workers: u32) -> impl Strategy<Value = Report> {
         2 => (w.clone(), issue).prop_map(|(worker, issue)| Report::Escalated { worker, issue }),
         1 => (w.clone(), 0u64..1000).prop_map(|(worker, until)| Report::Waiting { worker, until }),
         1 => w.clone().prop_map(|worker| Report::Halted { worker }),
-        1 => w.prop_map(|worker| Report::Finished { worker }),
+        1 => w.clone().prop_map(|worker| Report::Finished { worker }),
+        3 => w.clone().prop_map(|worker| Report::WantsMerge { worker }),
+        2 => w.prop_map(|worker| Report::MergeDone { worker }),
     ]
 }
 
@@ -48,6 +55,9 @@ proptest! {
         let mut in_a_row = 0u32;
         let mut spent = 0u64;
         let mut halted = false;
+        let mut merging: Option<u32> = None;
+        // For each waiting worker, the merges granted to others since it first waited.
+        let mut waited: BTreeMap<u32, u32> = BTreeMap::new();
         for r in &reports {
             let orders = c.handle(*r);
             for o in &orders {
@@ -64,10 +74,43 @@ proptest! {
                     Order::HaltAll(_) => {
                         prop_assert!(!halted, "one halt");
                         halted = true;
+                        merging = None;
+                        waited.clear();
+                    }
+                    Order::MergeGo { worker } => {
+                        prop_assert!(!halted, "no merge after a halt");
+                        if let Some(h) = merging {
+                            prop_assert_eq!(h, worker, "two merge holders");
+                        } else {
+                            for (w, n) in waited.iter_mut() {
+                                if *w != worker {
+                                    *n += 1;
+                                    prop_assert!(*n < limits.workers, "worker {} waited past {} merges", w, n);
+                                }
+                            }
+                        }
+                        merging = Some(worker);
+                        waited.remove(&worker);
+                    }
+                    Order::MergeWait { worker, holder } => {
+                        prop_assert_ne!(worker, holder);
+                        waited.entry(worker).or_insert(0);
                     }
                     Order::Skip { .. } | Order::PauseAll { .. } => {}
                 }
             }
+            match *r {
+                Report::Merged { worker, .. } | Report::Escalated { worker, .. }
+                | Report::Halted { worker } | Report::Finished { worker }
+                | Report::MergeDone { worker } => {
+                    if merging == Some(worker) {
+                        merging = None;
+                    }
+                    waited.remove(&worker);
+                }
+                _ => {}
+            }
+            prop_assert_eq!(c.merging(), merging);
             match *r {
                 Report::Merged { worker, issue } => {
                     holder.remove(&issue);
@@ -126,5 +169,31 @@ proptest! {
         for r in &reports {
             prop_assert_eq!(a.handle(*r), b.handle(*r));
         }
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_lease_wait_ends_within_its_limit(limit in 0u64..200_000) {
+        let mut w = LeaseWait::new(limit);
+        let mut pauses = 0u64;
+        let mut total = 0u64;
+        while let Some(p) = w.busy() {
+            prop_assert!((1..=LeaseWait::MAX_MS).contains(&p));
+            pauses += 1;
+            total += p;
+            prop_assert!(pauses <= LeaseWait::max_pauses(limit) + 1, "{} pauses for {}", pauses, limit);
+        }
+        prop_assert!(total <= limit.max(1), "waited {} past {}", total, limit);
+        prop_assert_eq!(w.busy(), None, "over for good");
+    }
+
+    #[test]
+    fn lost_races_are_retried_a_bounded_number_of_times(races in 0u32..20) {
+        let mut c = Contention::default();
+        let retries = (0..races)
+            .filter(|_| matches!(c.lost_race(), AfterLostRace::Retry { .. }))
+            .count() as u32;
+        prop_assert_eq!(retries, races.min(Contention::MAX_LOST_RACES));
     }
 }
