@@ -212,7 +212,7 @@ fn unknown_keys_name_the_path_and_suggest_the_closest() {
     // The old runner let `number`/`key` in a step override the step's identity.
     assert_eq!(
         errors(&with_project(r#""steps": {"merge": {"number": 1}}"#)),
-        ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run (keys starting with \"_\" are comments)"]
+        ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run, agent (keys starting with \"_\" are comments)"]
     );
 }
 
@@ -385,9 +385,9 @@ fn every_error_is_reported_not_just_the_first() {
             "maxRetries: unknown key; did you mean \"maxRetriesPerStep\"?",
             "projectPath: required: the path of the git repository to work on",
             "effort: \"max\" is not one of low|medium|high|xhigh",
+            "agent.command: expected a non-empty string, found string \"\"",
             "steps.verify.maxTurns: expected an integer ≥ 1, found number 0",
             "budget.perIssueUsd: expected a number > 0, found number 0",
-            "agent.command: expected a non-empty string, found string \"\"",
         ]
     );
 }
@@ -493,6 +493,10 @@ fn schema_and_validator_know_the_same_keys() {
     assert_eq!(property_names(&defs["BackoffFile"]), sorted(BACKOFF_KEYS));
     assert_eq!(property_names(&defs["BudgetFile"]), sorted(BUDGET_KEYS));
     assert_eq!(property_names(&defs["AgentFile"]), sorted(AGENT_KEYS));
+    assert_eq!(
+        property_names(&defs["StepAgentFile"]),
+        sorted(STEP_AGENT_KEYS)
+    );
     assert_eq!(property_names(&defs["NotifyFile"]), sorted(NOTIFY_KEYS));
     assert_eq!(property_names(&defs["TrackerFile"]), sorted(TRACKER_KEYS));
     assert_eq!(property_names(&defs["LocalCiFile"]), sorted(LOCAL_CI_KEYS));
