@@ -331,6 +331,7 @@ mod file {
 
     /// `agent.kind`: which CLI runs the steps.
     #[derive(Serialize, JsonSchema, Default)]
+    #[allow(dead_code)] // only described in the schema
     #[serde(rename_all = "lowercase")]
     pub enum AgentKindFile {
         /// Claude Code.
