@@ -829,7 +829,11 @@ mod tests {
         .unwrap();
         assert!(exit.stopped && exit.killed_by_runner());
         assert!(!exit.timed_out && !exit.idle_timed_out && !exit.cancelled);
-        assert!(exit.duration < Duration::from_secs(5), "{:?}", exit.duration);
+        assert!(
+            exit.duration < Duration::from_secs(5),
+            "{:?}",
+            exit.duration
+        );
         assert!(!cleanup::process_alive(first_pid(&seen)));
         assert!(!cleanup::group_alive(exit.pid as i32));
     }

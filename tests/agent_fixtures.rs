@@ -160,19 +160,20 @@ fn every_gemini_case_lands_in_its_class() {
         }
     }
     assert!(wrong.is_empty(), "{wrong:#?}");
-    assert_eq!(cases_in("gemini-cli"), sorted(table.iter().map(|(n, _)| *n)));
+    assert_eq!(
+        cases_in("gemini-cli"),
+        sorted(table.iter().map(|(n, _)| *n))
+    );
 }
 
 fn cases_in(dir: &str) -> Vec<String> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures")
         .join(dir);
-    let names = std::fs::read_dir(path)
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().to_string_lossy().to_string();
-            name.strip_suffix(".jsonl").map(str::to_string)
-        });
+    let names = std::fs::read_dir(path).unwrap().filter_map(|e| {
+        let name = e.unwrap().file_name().to_string_lossy().to_string();
+        name.strip_suffix(".jsonl").map(str::to_string)
+    });
     sorted(names)
 }
 

@@ -232,7 +232,11 @@ const RULES: &[(FailureClass, &str, &[&str])] = &[
     (
         FailureClass::RateLimit,
         "api status 429",
-        &["429 Too Many Requests", "rate limit exceeded", "rate_limit_exceeded"],
+        &[
+            "429 Too Many Requests",
+            "rate limit exceeded",
+            "rate_limit_exceeded",
+        ],
     ),
     (
         FailureClass::ContextWindow,

@@ -43,7 +43,11 @@ fn agents_in_use(cfg: &Config) -> Vec<&AgentConfig> {
     for step in Step::ALL {
         let agent = cfg.agent(step);
         let used = cfg.enabled(step) && !cfg.builtin(step) && agent.kind != AgentKind::Claude;
-        if used && !seen.iter().any(|a| a.kind == agent.kind && a.command == agent.command) {
+        if used
+            && !seen
+                .iter()
+                .any(|a| a.kind == agent.kind && a.command == agent.command)
+        {
             seen.push(agent);
         }
     }
@@ -57,7 +61,10 @@ pub fn checks(cfg: &Config) -> Vec<Check> {
         let Ok(program) = which::which(&agent.command) else {
             out.push(check(
                 Level::Fail,
-                format!("{} command \"{}\" is not on PATH", agent.kind, agent.command),
+                format!(
+                    "{} command \"{}\" is not on PATH",
+                    agent.kind, agent.command
+                ),
                 Some("install the CLI or set the agent's command to its path"),
             ));
             continue;
@@ -80,14 +87,24 @@ fn probe(agent: &AgentConfig, program: &PathBuf, args: &[&str]) -> Option<(bool,
     cmd.args(&agent.args).args(args).envs(&agent.env);
     cmd.stdin(std::process::Stdio::null());
     let out = crate::process::output_within(cmd, PROBE_TIMEOUT).ok()??;
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    let first = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_string();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let first = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim()
+        .to_string();
     Some((out.status.success(), first))
 }
 
 fn version(agent: &AgentConfig, program: &PathBuf) -> Check {
     match probe(agent, program, &["--version"]) {
-        Some((true, v)) => check(Level::Ok, format!("{} {} ({v})", agent.kind, program.display()), None),
+        Some((true, v)) => check(
+            Level::Ok,
+            format!("{} {} ({v})", agent.kind, program.display()),
+            None,
+        ),
         Some((false, e)) => check(
             Level::Warn,
             format!("`{} --version` failed: {e}", program.display()),
@@ -127,7 +144,9 @@ fn codex_login(agent: &AgentConfig, program: &PathBuf) -> Check {
 /// Gemini's authentication and the settings that make it hang or retry for minutes.
 fn gemini_settings(agent: &AgentConfig) -> Vec<Check> {
     let var = |k: &str| agent.env.get(k).cloned().or_else(|| std::env::var(k).ok());
-    let home = var("GEMINI_CLI_HOME").or_else(|| var("HOME")).unwrap_or_default();
+    let home = var("GEMINI_CLI_HOME")
+        .or_else(|| var("HOME"))
+        .unwrap_or_default();
     let path = PathBuf::from(home).join(".gemini").join("settings.json");
     let settings: serde_json::Value = std::fs::read_to_string(&path)
         .ok()
@@ -136,9 +155,14 @@ fn gemini_settings(agent: &AgentConfig) -> Vec<Check> {
     let at = |p: &str| settings.pointer(p).cloned();
     let mut out = Vec::new();
     let selected = at("/security/auth/selectedType").and_then(|v| v.as_str().map(str::to_string));
-    let key = ["GEMINI_API_KEY", "GOOGLE_API_KEY", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_USE_GCA"]
-        .into_iter()
-        .find(|k| var(k).is_some());
+    let key = [
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_USE_GCA",
+    ]
+    .into_iter()
+    .find(|k| var(k).is_some());
     out.push(match (&selected, key) {
         (None, Some(_)) if var("GOOGLE_GEMINI_BASE_URL").is_some() => check(
             Level::Fail,

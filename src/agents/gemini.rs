@@ -166,7 +166,10 @@ impl Reader {
                 .map(|t| truncate(t, MAX_RESULT_TEXT))
         };
         let stats = event.get("stats");
-        if let Some(models) = stats.and_then(|s| s.get("models")).and_then(Value::as_object) {
+        if let Some(models) = stats
+            .and_then(|s| s.get("models"))
+            .and_then(Value::as_object)
+        {
             for (model, usage) in models.iter().take(16) {
                 let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
                 self.summary.tokens.push(ModelTokens {
@@ -218,11 +221,23 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
         match obs.exit_code {
             Some(EXIT_NO_AUTH) => {
                 let what = format!("not logged in: {stderr_line}");
-                return Some(decided(FailureClass::Auth, "no auth method", &what, obs.stderr_tail, None));
+                return Some(decided(
+                    FailureClass::Auth,
+                    "no auth method",
+                    &what,
+                    obs.stderr_tail,
+                    None,
+                ));
             }
             Some(EXIT_UNTRUSTED) => {
                 let what = format!("the project folder is not trusted: {stderr_line}");
-                return Some(decided(FailureClass::ToolingEnv, "untrusted folder", &what, obs.stderr_tail, None));
+                return Some(decided(
+                    FailureClass::ToolingEnv,
+                    "untrusted folder",
+                    &what,
+                    obs.stderr_tail,
+                    None,
+                ));
             }
             _ => {}
         }
@@ -231,17 +246,35 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
     let reason = result.terminal_reason.as_deref().unwrap_or("");
     if reason == "FatalTurnLimitedError" || obs.exit_code == Some(EXIT_TURN_LIMIT) {
         let text = result.result_text.clone().unwrap_or_default();
-        return Some(decided(FailureClass::MaxTurns, "turn limit", "hit model.maxSessionTurns", &text, None));
+        return Some(decided(
+            FailureClass::MaxTurns,
+            "turn limit",
+            "hit model.maxSessionTurns",
+            &text,
+            None,
+        ));
     }
     if !result.is_error {
         if let Some(warning) = &summary.loop_detected {
             let what = format!("the CLI stopped a tool loop: {warning}");
-            return Some(decided(FailureClass::MaxTurns, "loop detected", &what, warning, None));
+            return Some(decided(
+                FailureClass::MaxTurns,
+                "loop detected",
+                &what,
+                warning,
+                None,
+            ));
         }
         if !summary.unavailable_tools.is_empty() {
             let tools = summary.unavailable_tools.join(", ");
             let what = format!("tools not offered by the CLI, nothing ran: {tools}");
-            return Some(decided(FailureClass::PermissionDenied, &format!("unavailable: {tools}"), &what, &what, None));
+            return Some(decided(
+                FailureClass::PermissionDenied,
+                &format!("unavailable: {tools}"),
+                &what,
+                &what,
+                None,
+            ));
         }
         return None;
     }
@@ -250,15 +283,21 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
     let has = |needles: &[&str]| needles.iter().any(|n| message.contains(n));
     let (class, evidence) = if has(&["exhausted your daily quota"]) {
         (FailureClass::Quota, "daily quota exhausted")
-    } else if has(&["API_KEY_INVALID", "API key not valid", "PERMISSION_DENIED", "UNAUTHENTICATED"])
-        || matches!(status, Some(401) | Some(403))
+    } else if has(&[
+        "API_KEY_INVALID",
+        "API key not valid",
+        "PERMISSION_DENIED",
+        "UNAUTHENTICATED",
+    ]) || matches!(status, Some(401) | Some(403))
     {
         (FailureClass::Auth, "not authenticated")
     } else if has(&["input token count", "exceeds the maximum number of tokens"]) {
         (FailureClass::ContextWindow, "context window")
     } else if status == Some(429) || has(&["RESOURCE_EXHAUSTED", "Quota exceeded for metric"]) {
         (FailureClass::RateLimit, "api status 429")
-    } else if status.is_some_and(|s| s >= 500) || has(&["overloaded", "\"INTERNAL\"", "UNAVAILABLE"]) {
+    } else if status.is_some_and(|s| s >= 500)
+        || has(&["overloaded", "\"INTERNAL\"", "UNAVAILABLE"])
+    {
         (FailureClass::Overloaded, "transient api failure")
     } else {
         return None;
@@ -278,7 +317,12 @@ pub fn failed_tool_output(tail: &str) -> String {
             let text = event
                 .get("output")
                 .and_then(Value::as_str)
-                .or_else(|| event.get("error").and_then(|e| e.get("message")).and_then(Value::as_str))
+                .or_else(|| {
+                    event
+                        .get("error")
+                        .and_then(|e| e.get("message"))
+                        .and_then(Value::as_str)
+                })
                 .unwrap_or("");
             out.push_str(text);
             out.push('\n');

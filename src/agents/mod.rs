@@ -105,13 +105,25 @@ pub fn classify(kind: AgentKind, obs: &Observation) -> Option<Classified> {
             summary.tool_calls
         );
         let tool = summary.last_tool.clone().unwrap_or_default();
-        return Some(decided(FailureClass::MaxTurns, "turn limit", &what, &tool, None));
+        return Some(decided(
+            FailureClass::MaxTurns,
+            "turn limit",
+            &what,
+            &tool,
+            None,
+        ));
     }
     if let Some(message) = &summary.offline {
         let what = format!(
             "{kind} kept reconnecting (not logged in, or no network): stopped after one call: {message}"
         );
-        return Some(decided(FailureClass::Auth, "reconnecting", &what, message, None));
+        return Some(decided(
+            FailureClass::Auth,
+            "reconnecting",
+            &what,
+            message,
+            None,
+        ));
     }
     let own = match kind {
         AgentKind::Codex => codex::classify(obs),
@@ -189,6 +201,110 @@ pub fn reset_wait_secs(message: &str, now_epoch_secs: i64) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::step::Step;
+
+    fn cfg(extra: &str) -> Config {
+        let dir = std::env::temp_dir();
+        let text = format!(r#"{{"projectPath": "{}"{extra}}}"#, dir.display());
+        Config::from_str(&text, &dir.join("c.json")).expect("valid config")
+    }
+
+    fn info(step: Step, skill: Option<&str>) -> AttemptInfo<'_> {
+        AttemptInfo {
+            step,
+            issue: 4,
+            attempt: 2,
+            prompt: "P",
+            skill,
+        }
+    }
+
+    fn env<'a>(inv: &'a Invocation, key: &str) -> Option<&'a str> {
+        inv.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn codex_runs_exec_json_unsandboxed_with_model_effort_and_skill() {
+        let c = cfg(
+            r#", "agent": {"kind": "codex", "args": ["wrap"]}, "model": "gpt-5", "effort": "high""#,
+        );
+        let inv = invocation(&c, "codex".into(), &info(Step::Verify, Some("SKILL")));
+        assert_eq!(
+            inv.args[..4],
+            [
+                "wrap",
+                "exec",
+                "--json",
+                "--dangerously-bypass-approvals-and-sandbox"
+            ]
+        );
+        let joined = inv.args.join(" ");
+        assert!(joined.contains("--model gpt-5"), "{joined}");
+        assert!(
+            joined.contains("-c model_reasoning_effort=\"high\""),
+            "{joined}"
+        );
+        let prompt = inv.args.last().unwrap();
+        assert!(
+            prompt.starts_with("P") && prompt.ends_with("SKILL"),
+            "{prompt}"
+        );
+        assert_eq!(env(&inv, "SDLC_STEP"), Some("verify"));
+        assert_eq!(env(&inv, "SDLC_STEP_NUMBER"), Some("6"));
+        assert_eq!(env(&inv, "SDLC_ISSUE"), Some("4"));
+        assert_eq!(env(&inv, "SDLC_ATTEMPT"), Some("2"));
+        assert_eq!(env(&inv, "CLAUDE_CODE_MAX_RETRIES"), None);
+        assert!(
+            !joined.contains("--max-turns"),
+            "codex has no turn flag: {joined}"
+        );
+    }
+
+    #[test]
+    fn gemini_runs_headless_in_yolo_mode_in_a_trusted_folder() {
+        let c = cfg(r#", "agent": {"kind": "gemini"}"#);
+        let inv = invocation(&c, "gemini".into(), &info(Step::Implement, None));
+        assert_eq!(
+            inv.args,
+            [
+                "-p",
+                "P",
+                "--output-format",
+                "stream-json",
+                "--approval-mode",
+                "yolo"
+            ],
+            "no model set: the CLI's own default, never a Claude model"
+        );
+        assert_eq!(env(&inv, "GEMINI_CLI_TRUST_WORKSPACE"), Some("true"));
+        assert_eq!(env(&inv, "GEMINI_TELEMETRY_ENABLED"), Some("false"));
+        assert_eq!(env(&inv, "SDLC_STEP"), Some("implement"));
+    }
+
+    #[test]
+    fn a_step_on_another_kind_gets_its_own_invocation_and_no_claude_model() {
+        let c = cfg(
+            r#", "model": "opus", "agent": {"env": {"A": "1"}}, "steps": {"implement": {"agent": {"kind": "codex"}}}"#,
+        );
+        let codex = invocation(&c, "codex".into(), &info(Step::Implement, None));
+        assert_eq!(codex.args[0], "exec");
+        assert!(
+            !codex.args.contains(&"opus".to_string()),
+            "{:?}",
+            codex.args
+        );
+        assert_eq!(
+            env(&codex, "A"),
+            Some("1"),
+            "env is merged over the top level"
+        );
+        let claude = invocation(&c, "claude".into(), &info(Step::Verify, None));
+        assert!(claude.args.windows(2).any(|w| w == ["--model", "opus"]));
+        assert_eq!(env(&claude, "CLAUDE_CODE_MAX_RETRIES"), Some("2"));
+    }
 
     #[test]
     fn the_reset_time_of_a_usage_message_is_the_next_such_local_time() {
@@ -213,7 +329,10 @@ mod tests {
             reset_wait_secs("try again at 1:05 PM", now),
             Some((local(13, 5) + 86_400 - now) as u64)
         );
-        assert_eq!(reset_wait_secs("try again at 12:30 AM", now), Some((local(0, 30) + 86_400 - now) as u64));
+        assert_eq!(
+            reset_wait_secs("try again at 12:30 AM", now),
+            Some((local(0, 30) + 86_400 - now) as u64)
+        );
         assert_eq!(reset_wait_secs("try again later", now), None);
         assert_eq!(reset_wait_secs("try again at noon", now), None);
     }

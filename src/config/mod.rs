@@ -184,7 +184,8 @@ impl Config {
         for step in Step::ALL {
             let agent = &self.step(step).agent;
             let used = self.enabled(step) && !self.builtin(step);
-            if used && agent.command != self.agent.command && which::which(&agent.command).is_err() {
+            if used && agent.command != self.agent.command && which::which(&agent.command).is_err()
+            {
                 problems.push(format!(
                     "steps.{}.agent.command: \"{}\" ({}) is not found on PATH (install the agent CLI or set steps.{}.agent.command)",
                     step.key(),

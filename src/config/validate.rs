@@ -56,7 +56,8 @@ pub(super) const STEP_FIELD_KEYS: &[&str] = &[
 pub(super) const CLEANUP_KEYS: &[&str] = &["processPatterns"];
 pub(super) const BACKOFF_KEYS: &[&str] = &["initialSeconds", "maxSeconds"];
 pub(super) const BUDGET_KEYS: &[&str] = &["perIssueUsd", "perSessionUsd", "perIssueMinutes"];
-pub(super) const AGENT_KEYS: &[&str] = &["kind", "command", "args", "env", "maxApiRetries", "pricing"];
+pub(super) const AGENT_KEYS: &[&str] =
+    &["kind", "command", "args", "env", "maxApiRetries", "pricing"];
 /// `steps.<key>.agent`: the top-level agent's keys but the price table, which is global.
 pub(super) const STEP_AGENT_KEYS: &[&str] = &["kind", "command", "args", "env", "maxApiRetries"];
 pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command", "minSeverity"];

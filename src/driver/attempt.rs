@@ -433,9 +433,8 @@ fn usage_of(
     step: Step,
 ) -> Usage {
     let result = summary.result.as_ref();
-    let priced = || {
-        agents::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step)).unwrap_or(0)
-    };
+    let priced =
+        || agents::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step)).unwrap_or(0);
     Usage {
         cost_micros: match result.and_then(|r| r.total_cost_usd) {
             Some(c) => (c.max(0.0) * 1e6) as u64,

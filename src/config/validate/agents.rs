@@ -116,8 +116,7 @@ impl Walker {
                 },
             };
             let (input, cached_input, output) = (usd("input"), usd("cachedInput"), usd("output"));
-            if let (Some(input), Some(cached_input), Some(output)) = (input, cached_input, output)
-            {
+            if let (Some(input), Some(cached_input), Some(output)) = (input, cached_input, output) {
                 pricing.insert(
                     model.clone(),
                     Price {
@@ -133,7 +132,12 @@ impl Walker {
 
     /// Budgets in dollars need the cost of every attempt: a step on a CLI that reports only
     /// tokens must name a model with a price.
-    pub(super) fn check_prices(&mut self, steps: &[StepConfig], pricing: &Pricing, budget: &Budget) {
+    pub(super) fn check_prices(
+        &mut self,
+        steps: &[StepConfig],
+        pricing: &Pricing,
+        budget: &Budget,
+    ) {
         let Some(budget_key) = budget
             .per_issue_usd
             .map(|_| "budget.perIssueUsd")
