@@ -224,9 +224,17 @@ pub struct FakeAgentArgs {
     /// JSON script choosing each attempt's outcome (default: $SDLC_FAKE_AGENT_SCRIPT, else all ok).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// Which CLI's stream to speak: claude, codex or gemini.
+    #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
+    pub kind: crate::agents::AgentKind,
     /// Everything the runner passes (model, prompt, flags) is accepted and ignored.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
+}
+
+fn parse_agent_kind(s: &str) -> Result<crate::agents::AgentKind, String> {
+    crate::agents::AgentKind::parse(s)
+        .ok_or_else(|| format!("\"{s}\" is not one of claude, codex, gemini"))
 }
 
 #[cfg(test)]
