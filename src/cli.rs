@@ -165,6 +165,9 @@ pub struct DemoArgs {
     /// Which story the scripted agent tells.
     #[arg(long, value_enum, default_value = "lifecycle")]
     pub scenario: DemoScenario,
+    /// Which CLI's stream the scripted agent speaks: claude, codex or gemini.
+    #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
+    pub agent: crate::agents::AgentKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -217,6 +220,9 @@ pub struct InitArgs {
     /// Where to write the config (default: `sdlc-config.json` at the repository's top level).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Which agent CLI the config drives: claude, codex or gemini.
+    #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
+    pub agent: crate::agents::AgentKind,
 }
 
 #[derive(Debug, clap::Args)]

@@ -10,6 +10,7 @@ pub mod gemini;
 mod kind;
 mod lines;
 mod pricing;
+pub mod template;
 
 pub use doctor::{checks as doctor_checks, Check as AgentCheck, Level as CheckLevel};
 pub use kind::AgentKind;

@@ -308,6 +308,26 @@ impl Emitter {
         self.line(&done)
     }
 
+    /// A shell command that failed with `output`, where the CLI reports commands (Claude's
+    /// failure is told by its result text instead).
+    pub fn failed_command(&mut self, command: &str, output: &str) -> io::Result<()> {
+        match self.kind {
+            AgentKind::Claude => Ok(()),
+            AgentKind::Codex => self.command(command, output, 101),
+            AgentKind::Gemini => {
+                let id = format!("run_shell_command__run_shell_command_{}", self.ids.hex(12));
+                let call = json!({"type": "tool_use", "timestamp": timestamp(),
+                    "tool_name": "run_shell_command", "tool_id": id,
+                    "parameters": {"command": command}});
+                self.line(&call)?;
+                let answer = json!({"type": "tool_result", "timestamp": timestamp(),
+                    "tool_id": id, "status": "error", "output": output,
+                    "error": {"type": "shell_error", "message": "exit code 101"}});
+                self.line(&answer)
+            }
+        }
+    }
+
     /// `turn.completed` with token usage, or `turn.failed` with only a message, as the real
     /// CLI ends a turn.
     fn codex_result(&mut self, overrides: &Value) -> io::Result<()> {

@@ -304,6 +304,7 @@ impl Outcome {
             Outcome::FailTest(k) => {
                 out.init()?;
                 let text = cargo_test_failure(ctx.issue.unwrap_or(0), k);
+                out.failed_command("cargo test", &text)?;
                 out.assistant_text(&text)?;
                 out.result(json!({"is_error": true, "result": text}))?;
                 Ok(1)
