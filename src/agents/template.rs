@@ -20,7 +20,9 @@ pub fn adapt(text: &str, kind: AgentKind) -> String {
     }
     let model = starting_model(kind);
     let global = match kind {
-        AgentKind::Gemini => format!("\"model\": \"{model}\",\n  \"_effort\": \"Gemini has no reasoning-effort setting.\","),
+        AgentKind::Gemini => format!(
+            "\"model\": \"{model}\",\n  \"_effort\": \"Gemini has no reasoning-effort setting.\","
+        ),
         _ => format!("\"model\": \"{model}\",\n  \"effort\": \"medium\","),
     };
     let step_model = match kind {

@@ -70,7 +70,11 @@ pub fn run(args: &InitArgs) -> i32 {
     if let Ok(cfg) = crate::config::Config::load(&target) {
         for c in crate::agents::doctor_checks(&cfg) {
             if c.level != crate::agents::CheckLevel::Ok {
-                say!("note: {}{}", c.detail, c.fix.map(|f| format!("; fix: {f}")).unwrap_or_default());
+                say!(
+                    "note: {}{}",
+                    c.detail,
+                    c.fix.map(|f| format!("; fix: {f}")).unwrap_or_default()
+                );
             }
         }
     }
