@@ -197,3 +197,64 @@ fn implement_on_codex_and_verify_on_claude() {
     let prompts = std::fs::read_to_string(p.root.join("prompts.log")).unwrap_or_default();
     assert!(prompts.contains("== 1 implement 1"), "{prompts}");
 }
+
+#[test]
+fn bounds_do_not_depend_on_the_agent_kind() {
+    let mut outputs = Vec::new();
+    for kind in ["claude", "codex", "gemini"] {
+        let p = project(kind, json!({}), json!({"maxRetriesPerStep": 4}));
+        let out = p
+            .command(&["bounds", "--config", p.config.to_str().expect("utf8")])
+            .output()
+            .expect("bounds");
+        assert_eq!(code(&out), 0, "{kind}: {}", text(&out));
+        outputs.push(String::from_utf8_lossy(&out.stdout).to_string());
+    }
+    assert!(!outputs[0].is_empty());
+    assert_eq!(outputs[0], outputs[1]);
+    assert_eq!(outputs[0], outputs[2]);
+}
+
+#[test]
+fn doctor_checks_each_kinds_login_and_settings() {
+    let p = project("codex", json!({}), json!({}));
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("doctor");
+    let all = text(&out);
+    assert!(all.contains("codex login: Logged in"), "{all}");
+
+    // Gemini with no key and no settings would exit 41 at once: doctor fails it.
+    let home = p.root.join("gemini-home");
+    std::fs::create_dir_all(home.join(".gemini")).expect("home");
+    let mut gemini = agent(&p, "gemini");
+    gemini["env"] = json!({"HOME": home.to_str().expect("utf8")});
+    p.set_config(json!({"agent": gemini.clone(), "steps": e2e::builtin_steps()}));
+    let doctor = |p: &Project| {
+        let out = p
+            .command(&["doctor", "--config", p.config.to_str().expect("utf8")])
+            .env_remove("GEMINI_API_KEY")
+            .env_remove("GOOGLE_API_KEY")
+            .env_remove("GOOGLE_GENAI_USE_VERTEXAI")
+            .env_remove("GOOGLE_GENAI_USE_GCA")
+            .env_remove("GOOGLE_GEMINI_BASE_URL")
+            .output()
+            .expect("doctor");
+        (code(&out), text(&out))
+    };
+    let (rc, all) = doctor(&p);
+    assert_eq!(rc, 2, "{all}");
+    assert!(all.contains("gemini has no auth method"), "{all}");
+    assert!(all.contains("general.maxAttempts"), "{all}");
+    // Settings that select an auth type, turn updates off and keep retries short: all ok.
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        r#"{"general": {"enableAutoUpdate": false, "maxAttempts": 2}, "security": {"auth": {"selectedType": "gemini-api-key"}}}"#,
+    )
+    .expect("settings");
+    let (_, all) = doctor(&p);
+    assert!(all.contains("gemini auth: gemini-api-key"), "{all}");
+    assert!(!all.contains("general.maxAttempts"), "{all}");
+    assert!(!all.contains("checks for updates"), "{all}");
+}
