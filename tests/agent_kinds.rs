@@ -258,3 +258,18 @@ fn doctor_checks_each_kinds_login_and_settings() {
     assert!(!all.contains("general.maxAttempts"), "{all}");
     assert!(!all.contains("checks for updates"), "{all}");
 }
+
+#[test]
+fn token_costs_are_priced_and_held_to_the_budget() {
+    let p = project("codex", json!({}), json!({}));
+    let mut codex = agent(&p, "codex");
+    // The fake reports 1000 input and 50 output tokens per call: $0.10 at this price.
+    codex["pricing"] = json!({"gpt-priced": {"input": 100, "cachedInput": 0, "output": 0}});
+    p.set_config(json!({"agent": codex, "model": "gpt-priced", "budget": {"perIssueUsd": 0.25}}));
+    let out = p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("issue budget"), "{all}");
+    // $0.10 per attempt: after two ($0.20) the third would exceed $0.25.
+    assert_eq!(p.count("1 "), 2, "{:?}", p.invocations());
+}

@@ -442,6 +442,9 @@ fn usage_of(
             None => priced(),
         },
         elapsed_ms: elapsed.as_millis() as u64,
-        turns: result.and_then(|r| r.num_turns).unwrap_or(0),
+        // A CLI stopped before its result still made the tool calls it was counted for.
+        turns: result
+            .and_then(|r| r.num_turns)
+            .unwrap_or(summary.tool_calls),
     }
 }
