@@ -7,7 +7,7 @@
 //! CLI has no turn limit and no structured error codes: the runner counts tool calls and reads
 //! the failure's text.
 
-use super::lines::{object, Lines};
+use super::lines::{dispatch, object, Events, Lines};
 use super::{reset_wait_secs, Stop};
 use crate::agents::ModelTokens;
 use crate::classify::{decided, Classified, Observation};
@@ -88,7 +88,7 @@ impl Reader {
     /// Feeds stdout; `false` once the agent should be stopped.
     pub fn feed(&mut self, bytes: &[u8]) -> bool {
         let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, &mut |line| self.line(line));
+        lines.feed(bytes, &mut |line| dispatch(self, line));
         self.lines = lines;
         self.stop.is_none()
     }
@@ -104,24 +104,42 @@ impl Reader {
 
     pub fn finish(mut self) -> StreamSummary {
         let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(&mut |line| self.line(line));
+        lines.finish(&mut |line| dispatch(&mut self, line));
         self.summary
     }
 
-    fn line(&mut self, line: Option<&str>) {
-        let Some(line) = line else {
-            self.summary.lines += 1;
-            self.summary.malformed_lines += 1;
-            return;
-        };
-        if line.trim().is_empty() {
+    fn tool_call(&mut self, id: &str, kind: &str) {
+        if !id.is_empty() && self.recent.iter().any(|r| r == id) {
             return;
         }
-        self.summary.lines += 1;
-        match object(line) {
-            Some(event) => self.event(&event),
-            None => self.summary.malformed_lines += 1,
+        if self.recent.len() == RECENT_ITEMS {
+            self.recent.pop_front();
         }
+        self.recent.push_back(id.to_string());
+        self.summary.tool_calls = self.summary.tool_calls.saturating_add(1);
+        self.summary.turns = self.summary.tool_calls;
+        self.summary.last_tool = Some(truncate(kind, 64));
+        if self.summary.tool_calls > self.max_turns && self.stop.is_none() {
+            self.summary.turn_limit = Some(self.max_turns);
+            self.stop = Some(Stop::TurnLimit);
+        }
+    }
+
+    fn result(&self, failed: bool, text: Option<String>) -> ResultEvent {
+        ResultEvent {
+            subtype: if failed { "error" } else { "success" }.to_string(),
+            is_error: failed,
+            result_text: text,
+            num_turns: Some(self.summary.tool_calls.saturating_add(1)),
+            session_id: self.summary.session_id.clone(),
+            ..ResultEvent::default()
+        }
+    }
+}
+
+impl Events for Reader {
+    fn summary_mut(&mut self) -> &mut StreamSummary {
+        &mut self.summary
     }
 
     fn event(&mut self, event: &Value) {
@@ -173,34 +191,6 @@ impl Reader {
                 self.summary.result = Some(self.result(true, message));
             }
             _ => {}
-        }
-    }
-
-    fn tool_call(&mut self, id: &str, kind: &str) {
-        if !id.is_empty() && self.recent.iter().any(|r| r == id) {
-            return;
-        }
-        if self.recent.len() == RECENT_ITEMS {
-            self.recent.pop_front();
-        }
-        self.recent.push_back(id.to_string());
-        self.summary.tool_calls = self.summary.tool_calls.saturating_add(1);
-        self.summary.turns = self.summary.tool_calls;
-        self.summary.last_tool = Some(truncate(kind, 64));
-        if self.summary.tool_calls > self.max_turns && self.stop.is_none() {
-            self.summary.turn_limit = Some(self.max_turns);
-            self.stop = Some(Stop::TurnLimit);
-        }
-    }
-
-    fn result(&self, failed: bool, text: Option<String>) -> ResultEvent {
-        ResultEvent {
-            subtype: if failed { "error" } else { "success" }.to_string(),
-            is_error: failed,
-            result_text: text,
-            num_turns: Some(self.summary.tool_calls.saturating_add(1)),
-            session_id: self.summary.session_id.clone(),
-            ..ResultEvent::default()
         }
     }
 }

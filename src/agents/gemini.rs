@@ -5,7 +5,7 @@
 //! token `stats` per model. API failures exit with the HTTP status modulo 256; setup failures
 //! (no auth, untrusted folder) print nothing on stdout and exit 41 or 55.
 
-use super::lines::{object, Lines};
+use super::lines::{dispatch, object, Events, Lines};
 use super::Stop;
 use crate::agents::ModelTokens;
 use crate::classify::{decided, Classified, Observation};
@@ -72,7 +72,7 @@ impl Reader {
 
     pub fn feed(&mut self, bytes: &[u8]) -> bool {
         let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, &mut |line| self.line(line));
+        lines.feed(bytes, &mut |line| dispatch(self, line));
         self.lines = lines;
         self.stop.is_none()
     }
@@ -88,24 +88,53 @@ impl Reader {
 
     pub fn finish(mut self) -> StreamSummary {
         let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(&mut |line| self.line(line));
+        lines.finish(&mut |line| dispatch(&mut self, line));
         self.summary
     }
 
-    fn line(&mut self, line: Option<&str>) {
-        let Some(line) = line else {
-            self.summary.lines += 1;
-            self.summary.malformed_lines += 1;
-            return;
+    fn result(&mut self, event: &Value) {
+        let failed = event.get("status").and_then(Value::as_str) != Some("success");
+        let error = event.get("error");
+        let field = |key: &str| {
+            error
+                .and_then(|e| e.get(key))
+                .and_then(Value::as_str)
+                .map(|t| truncate(t, MAX_RESULT_TEXT))
         };
-        if line.trim().is_empty() {
-            return;
+        let stats = event.get("stats");
+        if let Some(models) = stats
+            .and_then(|s| s.get("models"))
+            .and_then(Value::as_object)
+        {
+            for (model, usage) in models.iter().take(16) {
+                let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+                self.summary.tokens.push(ModelTokens {
+                    model: truncate(model, 128),
+                    input: n("input_tokens"),
+                    cached_input: n("cached"),
+                    output: n("output_tokens"),
+                });
+            }
         }
-        self.summary.lines += 1;
-        match object(line) {
-            Some(event) => self.event(&event),
-            None => self.summary.malformed_lines += 1,
-        }
+        let text = (!self.text.trim().is_empty()).then(|| self.text.clone());
+        self.summary.result = Some(ResultEvent {
+            subtype: if failed { "error" } else { "success" }.to_string(),
+            is_error: failed,
+            terminal_reason: field("type"),
+            result_text: field("message").or(text),
+            num_turns: Some(self.summary.tool_calls.saturating_add(1)),
+            duration_ms: stats
+                .and_then(|s| s.get("duration_ms"))
+                .and_then(Value::as_u64),
+            session_id: self.summary.session_id.clone(),
+            ..ResultEvent::default()
+        });
+    }
+}
+
+impl Events for Reader {
+    fn summary_mut(&mut self) -> &mut StreamSummary {
+        &mut self.summary
     }
 
     fn event(&mut self, event: &Value) {
@@ -154,45 +183,6 @@ impl Reader {
             "result" => self.result(event),
             _ => {}
         }
-    }
-
-    fn result(&mut self, event: &Value) {
-        let failed = event.get("status").and_then(Value::as_str) != Some("success");
-        let error = event.get("error");
-        let field = |key: &str| {
-            error
-                .and_then(|e| e.get(key))
-                .and_then(Value::as_str)
-                .map(|t| truncate(t, MAX_RESULT_TEXT))
-        };
-        let stats = event.get("stats");
-        if let Some(models) = stats
-            .and_then(|s| s.get("models"))
-            .and_then(Value::as_object)
-        {
-            for (model, usage) in models.iter().take(16) {
-                let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-                self.summary.tokens.push(ModelTokens {
-                    model: truncate(model, 128),
-                    input: n("input_tokens"),
-                    cached_input: n("cached"),
-                    output: n("output_tokens"),
-                });
-            }
-        }
-        let text = (!self.text.trim().is_empty()).then(|| self.text.clone());
-        self.summary.result = Some(ResultEvent {
-            subtype: if failed { "error" } else { "success" }.to_string(),
-            is_error: failed,
-            terminal_reason: field("type"),
-            result_text: field("message").or(text),
-            num_turns: Some(self.summary.tool_calls.saturating_add(1)),
-            duration_ms: stats
-                .and_then(|s| s.get("duration_ms"))
-                .and_then(Value::as_u64),
-            session_id: self.summary.session_id.clone(),
-            ..ResultEvent::default()
-        });
     }
 }
 

@@ -72,6 +72,31 @@ impl Lines {
     }
 }
 
+/// A JSON-lines reader's event handler.
+pub trait Events {
+    fn summary_mut(&mut self) -> &mut crate::stream::StreamSummary;
+    fn event(&mut self, event: &serde_json::Value);
+}
+
+/// Counts `line` and hands it to `target` when it is a JSON object; anything else (too long,
+/// not JSON) is counted malformed and skipped.
+pub fn dispatch(target: &mut impl Events, line: Option<&str>) {
+    let Some(line) = line else {
+        let summary = target.summary_mut();
+        summary.lines += 1;
+        summary.malformed_lines += 1;
+        return;
+    };
+    if line.trim().is_empty() {
+        return;
+    }
+    target.summary_mut().lines += 1;
+    match object(line) {
+        Some(event) => target.event(&event),
+        None => target.summary_mut().malformed_lines += 1,
+    }
+}
+
 /// Parses one line as a JSON object; blank lines and non-objects are `None`.
 pub fn object(line: &str) -> Option<serde_json::Value> {
     let line = line.trim();
