@@ -53,6 +53,8 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
             format!("model_reasoning_effort=\"{}\"", effort.as_str()),
         ]);
     }
+    // A configured prompt may start with a dash: it is never an option.
+    args.push("--".to_string());
     args.push(super::prompt_with_skill(a.prompt, a.skill));
     Invocation {
         program,
