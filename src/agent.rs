@@ -62,6 +62,8 @@ pub struct AgentExit {
     pub idle_timed_out: bool,
     /// A shutdown was requested through the cancel channel.
     pub cancelled: bool,
+    /// The caller's stream reader asked to stop the agent (turn limit, a CLI retrying forever).
+    pub stopped: bool,
     /// Last `tail_bytes` of stdout, lossy UTF-8.
     pub stdout_tail: String,
     /// Last `tail_bytes` of stderr, lossy UTF-8.
@@ -82,7 +84,7 @@ impl AgentExit {
     /// The runner ended the process (timeout, idle timeout or shutdown) rather than the
     /// process ending by itself.
     pub fn killed_by_runner(&self) -> bool {
-        self.timed_out || self.idle_timed_out || self.cancelled
+        self.timed_out || self.idle_timed_out || self.cancelled || self.stopped
     }
 }
 
@@ -200,6 +202,8 @@ enum StopReason {
     Timeout,
     Idle,
     Cancel,
+    /// The stream callback asked for it.
+    Stream,
     /// The agent itself exited; whatever is left in its group is an orphan.
     LeaderExited,
 }
@@ -233,6 +237,22 @@ pub async fn run_agent(
 pub async fn run_agent_with(
     run: &AgentRun,
     on_stdout: &mut (dyn FnMut(&[u8]) + Send),
+    cancel: watch::Receiver<bool>,
+    on_spawn: &mut (dyn FnMut(i32) + Send),
+) -> Result<AgentExit, AgentError> {
+    let mut keep_going = |chunk: &[u8]| {
+        on_stdout(chunk);
+        true
+    };
+    run_agent_stoppable(run, &mut keep_going, cancel, on_spawn).await
+}
+
+/// [`run_agent_with`] whose stdout callback may stop the agent: when it returns `false`, the
+/// agent's group is stopped as for a timeout and the exit says `stopped`. A CLI without a
+/// turn limit of its own is bounded this way.
+pub async fn run_agent_stoppable(
+    run: &AgentRun,
+    on_stdout: &mut (dyn FnMut(&[u8]) -> bool + Send),
     mut cancel: watch::Receiver<bool>,
     on_spawn: &mut (dyn FnMut(i32) + Send),
 ) -> Result<AgentExit, AgentError> {
@@ -329,8 +349,13 @@ pub async fn run_agent_with(
                 last_output = Instant::now();
                 stdout_bytes += n as u64;
                 out_tail.push(chunk);
-                on_stdout(chunk);
+                let keep_going = on_stdout(chunk);
                 write_live(&mut live_log, chunk, &mut live_log_error);
+                if !keep_going && stop.is_none() {
+                    stop = Some(StopReason::Stream);
+                    let _ = cleanup::signal_group(pgid, libc::SIGTERM);
+                    sigkill_at = Some(Instant::now() + run.kill_grace);
+                }
             }
             n = read_chunk(&mut stderr, &mut err_buf) => {
                 if n == 0 {
@@ -415,6 +440,7 @@ pub async fn run_agent_with(
         timed_out: stop == Some(StopReason::Timeout),
         idle_timed_out: stop == Some(StopReason::Idle),
         cancelled: stop == Some(StopReason::Cancel),
+        stopped: stop == Some(StopReason::Stream),
         stdout_tail: out_tail.into_string(),
         stderr_tail: err_tail.into_string(),
         stdout_bytes,
@@ -776,6 +802,40 @@ mod tests {
         let exit = run_agent(&run, &mut |_: &[u8]| {}, rx).await.unwrap();
         assert!(exit.cancelled);
         assert!(exit.duration < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn the_stream_callback_can_stop_the_agent() {
+        let dir = TempDir::new().unwrap();
+        let program = script(
+            &dir,
+            "agent.sh",
+            "sleep 300 & echo $!; while true; do echo tool; sleep 0.05; done",
+        );
+        let run = agent_run(&dir, program);
+        let mut seen = Vec::new();
+        let mut lines = 0;
+        let exit = run_agent_stoppable(
+            &run,
+            &mut |c: &[u8]| {
+                seen.extend_from_slice(c);
+                lines += c.iter().filter(|b| **b == b'\n').count();
+                lines < 5
+            },
+            no_cancel(),
+            &mut |_| {},
+        )
+        .await
+        .unwrap();
+        assert!(exit.stopped && exit.killed_by_runner());
+        assert!(!exit.timed_out && !exit.idle_timed_out && !exit.cancelled);
+        assert!(
+            exit.duration < Duration::from_secs(5),
+            "{:?}",
+            exit.duration
+        );
+        assert!(!cleanup::process_alive(first_pid(&seen)));
+        assert!(!cleanup::group_alive(exit.pid as i32));
     }
 
     #[tokio::test]

@@ -203,6 +203,25 @@ pub fn classify_builtin(step_key: &str, what: &str, ci_failed: bool) -> Classifi
     }
 }
 
+/// A failure decided outside the rules here (an agent adapter's own reading of its CLI):
+/// `evidence` feeds the signature, `headline` the summary, `excerpt` the repair prompt.
+pub fn decided(
+    class: FailureClass,
+    evidence: &str,
+    headline: &str,
+    excerpt: &str,
+    wait_hint_secs: Option<u64>,
+) -> Classified {
+    Verdict {
+        class,
+        evidence: evidence.to_string(),
+        headline: one_line(headline),
+        excerpt: excerpt.to_string(),
+        wait_hint_secs,
+    }
+    .finish()
+}
+
 /// Stable signature of a class and normalized text: FNV-1a 64 (std's `DefaultHasher` may
 /// change between Rust releases, and signatures are stored in journals).
 pub fn signature(class: FailureClass, normalized: &str) -> Signature {

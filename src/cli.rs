@@ -165,6 +165,9 @@ pub struct DemoArgs {
     /// Which story the scripted agent tells.
     #[arg(long, value_enum, default_value = "lifecycle")]
     pub scenario: DemoScenario,
+    /// Which CLI's stream the scripted agent speaks: claude, codex or gemini.
+    #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
+    pub agent: crate::agents::AgentKind,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -217,6 +220,9 @@ pub struct InitArgs {
     /// Where to write the config (default: `sdlc-config.json` at the repository's top level).
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// Which agent CLI the config drives: claude, codex or gemini.
+    #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
+    pub agent: crate::agents::AgentKind,
 }
 
 #[derive(Debug, clap::Args)]
@@ -224,9 +230,17 @@ pub struct FakeAgentArgs {
     /// JSON script choosing each attempt's outcome (default: $SDLC_FAKE_AGENT_SCRIPT, else all ok).
     #[arg(long, value_name = "FILE")]
     pub script: Option<PathBuf>,
+    /// Which CLI's stream to speak: claude, codex or gemini.
+    #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
+    pub kind: crate::agents::AgentKind,
     /// Everything the runner passes (model, prompt, flags) is accepted and ignored.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
+}
+
+fn parse_agent_kind(s: &str) -> Result<crate::agents::AgentKind, String> {
+    crate::agents::AgentKind::parse(s)
+        .ok_or_else(|| format!("\"{s}\" is not one of claude, codex, gemini"))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ pub use sdlc_machine::{failure, machine, step};
 #[macro_use]
 pub mod console;
 pub mod agent;
+pub mod agents;
 pub mod builtin;
 pub mod call_failure;
 pub mod claims;

@@ -102,6 +102,19 @@ pub struct StreamSummary {
     pub turns: u32,
     /// The name of the last tool the agent called.
     pub last_tool: Option<String>,
+    /// Tool calls the agent made (counted by the Codex and Gemini readers; a turn there).
+    pub tool_calls: u32,
+    /// Tokens by model, from CLIs that report tokens rather than dollars.
+    pub tokens: Vec<crate::agents::ModelTokens>,
+    /// The runner stopped the agent because its tool calls passed this `maxTurns`.
+    pub turn_limit: Option<u32>,
+    /// The CLI kept reconnecting for want of a network or credentials (its message); the
+    /// runner stopped it rather than wait for the idle timeout.
+    pub offline: Option<String>,
+    /// The CLI stopped a loop of identical calls itself and still reported success.
+    pub loop_detected: Option<String>,
+    /// Tools the agent called that the CLI did not offer (nothing ran).
+    pub unavailable_tools: Vec<String>,
     /// Non-blank lines seen (including spliced fragments).
     pub lines: u64,
     /// Lines that were not JSON (after every recovery), or longer than [`MAX_LINE_BYTES`].

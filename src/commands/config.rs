@@ -50,8 +50,15 @@ pub fn summary(c: &Config) -> String {
     out.push_str(&format!("  project: {}\n", c.project_path.display()));
     out.push_str(&format!("  logs:    {}\n", c.log_dir.display()));
     out.push_str(&format!(
-        "  agent:   {} (model {}, effort {})\n",
-        c.agent.command, c.model, c.effort
+        "  agent:   {} {} (model {}, effort {})\n",
+        c.agent.kind,
+        c.agent.command,
+        if c.model.is_empty() {
+            "the CLI's default"
+        } else {
+            &c.model
+        },
+        c.effort
     ));
     let tracker = match c.tracker.dir() {
         Some(dir) => format!("local {}", dir.display()),
@@ -70,7 +77,18 @@ pub fn summary(c: &Config) -> String {
             }
             let effort = c.effort(s).map(|e| format!("/{e}")).unwrap_or_default();
             let off = if c.enabled(s) { "" } else { " (disabled)" };
-            format!("{} {}{effort}{off}", s.key(), c.model(s))
+            let agent = c.agent(s);
+            let on = if agent.kind == c.agent.kind {
+                String::new()
+            } else {
+                format!(" on {}", agent.kind)
+            };
+            let model = if c.model(s).is_empty() {
+                "default"
+            } else {
+                c.model(s)
+            };
+            format!("{} {model}{effort}{on}{off}", s.key())
         })
         .collect();
     out.push_str(&format!("  steps:   {}\n", steps.join(", ")));

@@ -197,7 +197,8 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
         "logDir": "logs",
         "agent": {
             "command": exe.to_string_lossy(),
-            "args": ["fake-agent", "--script", script_path.to_string_lossy()],
+            "kind": args.agent.as_str(),
+            "args": ["fake-agent", "--kind", args.agent.as_str(), "--script", script_path.to_string_lossy()],
         },
         "tracker": { "kind": "local", "dir": "issues" },
         "forge": "local",

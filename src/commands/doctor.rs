@@ -142,6 +142,15 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     let in_repo = checks[0].verdict == Verdict::Ok;
     checks.push(skills(cfg));
     checks.push(agent(cfg));
+    checks.extend(crate::agents::doctor_checks(cfg).into_iter().map(|c| {
+        use crate::agents::CheckLevel as L;
+        let fix = c.fix.unwrap_or_default();
+        match c.level {
+            L::Ok => Check::ok("agent", c.detail),
+            L::Warn => Check::warn("agent", c.detail, fix),
+            L::Fail => Check::fail("agent", c.detail, fix),
+        }
+    }));
     checks.push(tracker(cfg));
     if let Some(ci) = &cfg.local_ci {
         checks.push(local_ci(ci));

@@ -28,7 +28,7 @@ pub fn run(args: &InitArgs) -> i32 {
         Some(path) => cwd.join(path),
         None => top.join("sdlc-config.json"),
     };
-    let text = config_text(&top, github.as_deref());
+    let text = crate::agents::template::adapt(&config_text(&top, github.as_deref()), args.agent);
     match crate::safe_fs::write_new(&target, text.as_bytes()) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -65,6 +65,18 @@ pub fn run(args: &InitArgs) -> i32 {
         ),
         Some(Err(e)) => say!("warning: cannot add it to .git/info/exclude ({e}); commit it or the runner will see a dirty tree"),
         _ => {}
+    }
+    // What the chosen CLI still needs before it can run unattended (binary, login, settings).
+    if let Ok(cfg) = crate::config::Config::load(&target) {
+        for c in crate::agents::doctor_checks(&cfg) {
+            if c.level != crate::agents::CheckLevel::Ok {
+                say!(
+                    "note: {}{}",
+                    c.detail,
+                    c.fix.map(|f| format!("; fix: {f}")).unwrap_or_default()
+                );
+            }
+        }
     }
     say!(
         "next: edit it, then `sdlc-runner doctor --config {}` and `sdlc-runner run --config {}`",

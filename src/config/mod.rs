@@ -111,6 +111,10 @@ impl Config {
     pub fn effort(&self, step: Step) -> Option<Effort> {
         self.step(step).effort
     }
+    /// The agent that runs `step`.
+    pub fn agent(&self, step: Step) -> &AgentConfig {
+        &self.step(step).agent
+    }
     pub fn max_turns(&self, step: Step) -> u32 {
         self.step(step).max_turns
     }
@@ -176,6 +180,20 @@ impl Config {
                 "agent.command: \"{}\" is not found on PATH (install the agent CLI or set agent.command)",
                 self.agent.command
             ));
+        }
+        for step in Step::ALL {
+            let agent = &self.step(step).agent;
+            let used = self.enabled(step) && !self.builtin(step);
+            if used && agent.command != self.agent.command && which::which(&agent.command).is_err()
+            {
+                problems.push(format!(
+                    "steps.{}.agent.command: \"{}\" ({}) is not found on PATH (install the agent CLI or set steps.{}.agent.command)",
+                    step.key(),
+                    agent.command,
+                    agent.kind,
+                    step.key()
+                ));
+            }
         }
         if let Some(dir) = self.tracker.dir() {
             if !dir.is_dir() {

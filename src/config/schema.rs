@@ -324,6 +324,50 @@ mod file {
         /// (startCycle, commitPush, createPR, monitorCI, merge only).
         #[serde(default)]
         pub run: super::StepRun,
+        /// This step's agent, merged over the top-level `agent`: `{"kind": "codex"}` runs the
+        /// step on Codex. A step that changes the kind keeps only `env` from the top level.
+        pub agent: Option<StepAgentFile>,
+    }
+
+    /// `agent.kind`: which CLI runs the steps.
+    #[derive(Serialize, JsonSchema, Default)]
+    #[allow(dead_code)] // only described in the schema
+    #[serde(rename_all = "lowercase")]
+    pub enum AgentKindFile {
+        /// Claude Code.
+        #[default]
+        Claude,
+        /// OpenAI Codex CLI (`codex exec --json`).
+        Codex,
+        /// Gemini CLI (`gemini -p … --output-format stream-json`).
+        Gemini,
+    }
+
+    /// A step's own agent settings.
+    #[derive(Serialize, JsonSchema)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    pub struct StepAgentFile {
+        pub kind: Option<AgentKindFile>,
+        /// Default: the top-level command for the same kind, else the kind's binary.
+        pub command: Option<String>,
+        pub args: Option<Vec<String>>,
+        /// Merged over the top-level `env`.
+        pub env: Option<BTreeMap<String, String>>,
+        /// Claude only.
+        #[schemars(range(min = 0, max = 100))]
+        pub max_api_retries: Option<u32>,
+    }
+
+    /// US dollars per million tokens of one model.
+    #[derive(Serialize, JsonSchema)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    pub struct PriceFile {
+        #[schemars(range(min = 0, max = 1_000_000))]
+        pub input: f64,
+        #[schemars(range(min = 0, max = 1_000_000))]
+        pub cached_input: f64,
+        #[schemars(range(min = 0, max = 1_000_000))]
+        pub output: f64,
     }
 
     #[derive(Serialize, JsonSchema, Default)]
@@ -396,7 +440,11 @@ mod file {
     #[derive(Serialize, JsonSchema)]
     #[serde(rename_all = "camelCase", deny_unknown_fields)]
     pub struct AgentFile {
-        /// The agent CLI, looked up on PATH.
+        /// Which agent CLI runs the steps (docs/agents.md).
+        #[serde(default)]
+        pub kind: AgentKindFile,
+        /// The agent CLI, looked up on PATH (default: the kind's binary, `claude`, `codex`
+        /// or `gemini`).
         #[serde(default = "d_command")]
         pub command: String,
         /// Extra arguments appended to the runner's own.
@@ -406,10 +454,16 @@ mod file {
         #[serde(default)]
         pub env: BTreeMap<String, String>,
         /// `CLAUDE_CODE_MAX_RETRIES` for the agent: low, so the runner's backoff is in charge.
+        /// Claude only.
         #[serde(default = "d_api_retries")]
         /// At most 100.
         #[schemars(range(min = 0, max = 100))]
         pub max_api_retries: u32,
+        /// Prices of models whose CLI reports tokens but no dollars, by model name; merged
+        /// over the shipped table (docs/agents.md). Budgets in dollars need one for every
+        /// model in use.
+        #[serde(default)]
+        pub pricing: BTreeMap<String, PriceFile>,
     }
 
     /// Extra notification channels (the log always gets every message; Discord is set with

@@ -215,7 +215,7 @@ fn unknown_keys_name_the_path_and_suggest_the_closest() {
     // The old runner let `number`/`key` in a step override the step's identity.
     assert_eq!(
         errors(&with_project(r#""steps": {"merge": {"number": 1}}"#)),
-        ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run (keys starting with \"_\" are comments)"]
+        ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run, agent (keys starting with \"_\" are comments)"]
     );
 }
 
@@ -388,9 +388,9 @@ fn every_error_is_reported_not_just_the_first() {
             "maxRetries: unknown key; did you mean \"maxRetriesPerStep\"?",
             "projectPath: required: the path of the git repository to work on",
             "effort: \"max\" is not one of low|medium|high|xhigh",
+            "agent.command: expected a non-empty string, found string \"\"",
             "steps.verify.maxTurns: expected an integer ≥ 1, found number 0",
             "budget.perIssueUsd: expected a number > 0, found number 0",
-            "agent.command: expected a non-empty string, found string \"\"",
         ]
     );
 }
@@ -496,6 +496,10 @@ fn schema_and_validator_know_the_same_keys() {
     assert_eq!(property_names(&defs["BackoffFile"]), sorted(BACKOFF_KEYS));
     assert_eq!(property_names(&defs["BudgetFile"]), sorted(BUDGET_KEYS));
     assert_eq!(property_names(&defs["AgentFile"]), sorted(AGENT_KEYS));
+    assert_eq!(
+        property_names(&defs["StepAgentFile"]),
+        sorted(STEP_AGENT_KEYS)
+    );
     assert_eq!(property_names(&defs["NotifyFile"]), sorted(NOTIFY_KEYS));
     assert_eq!(property_names(&defs["TrackerFile"]), sorted(TRACKER_KEYS));
     assert_eq!(property_names(&defs["LocalCiFile"]), sorted(LOCAL_CI_KEYS));
@@ -689,4 +693,123 @@ fn same_value(a: &Value, b: &Value) -> bool {
         }
         _ => a == b,
     }
+}
+
+#[test]
+fn agent_kind_defaults_to_claude_and_names_its_binary() {
+    let c = load(r#"{"projectPath": "p"}"#);
+    assert_eq!(c.agent.kind, crate::agents::AgentKind::Claude);
+    assert_eq!(c.agent.command, "claude");
+    let c = load(&with_project(r#""agent": {"kind": "codex"}"#));
+    assert_eq!(c.agent.command, "codex");
+    assert_eq!(c.model(Step::Implement), "", "no Claude model for codex");
+    assert_eq!(c.effort(Step::Implement), Some(Effort::Medium));
+    let c = load(&with_project(
+        r#""agent": {"kind": "gemini"}, "model": "gemini-2.5-pro""#,
+    ));
+    assert_eq!(c.agent.command, "gemini");
+    assert_eq!(c.model(Step::Verify), "gemini-2.5-pro");
+    assert_eq!(c.effort(Step::Verify), None);
+    assert_eq!(
+        errors(&with_project(r#""agent": {"kind": "cursor"}"#)),
+        ["agent.kind: \"cursor\" is not one of claude|codex|gemini"]
+    );
+}
+
+#[test]
+fn a_step_agent_is_merged_over_the_top_level_one() {
+    let c = load(&with_project(
+        r#""agent": {"command": "/opt/claude", "args": ["-x"], "env": {"A": "1", "B": "2"}},
+           "steps": {"implement": {"agent": {"kind": "codex", "env": {"B": "3"}}, "model": "gpt-5.5"},
+                     "verify": {"agent": {"args": ["-y"]}}}"#,
+    ));
+    let implement = c.agent(Step::Implement);
+    assert_eq!(implement.kind, crate::agents::AgentKind::Codex);
+    assert_eq!(
+        implement.command, "codex",
+        "another kind's command is not inherited"
+    );
+    assert!(implement.args.is_empty());
+    assert_eq!(implement.env.get("A").map(String::as_str), Some("1"));
+    assert_eq!(implement.env.get("B").map(String::as_str), Some("3"));
+    assert_eq!(c.model(Step::Implement), "gpt-5.5");
+    let verify = c.agent(Step::Verify);
+    assert_eq!(verify.command, "/opt/claude");
+    assert_eq!(verify.args, ["-y"]);
+    assert_eq!(c.model(Step::Verify), "sonnet");
+    // A Claude model set globally is not passed to the codex step.
+    let c = load(&with_project(
+        r#""model": "opus", "steps": {"implement": {"agent": {"kind": "codex"}}}"#,
+    ));
+    assert_eq!(c.model(Step::Implement), "");
+    assert_eq!(c.model(Step::Verify), "opus");
+}
+
+#[test]
+fn keys_meaningless_for_a_kind_are_errors_that_say_so() {
+    assert_eq!(
+        errors(&with_project(
+            r#""agent": {"kind": "gemini"}, "effort": "high""#
+        )),
+        ["effort: gemini has no reasoning-effort setting: remove effort"]
+    );
+    assert_eq!(
+        errors(&with_project(
+            r#""steps": {"verify": {"agent": {"kind": "gemini"}, "effort": "low"}}"#
+        )),
+        ["steps.verify.effort: gemini has no reasoning-effort setting: remove steps.verify.effort"]
+    );
+    let errs = errors(&with_project(
+        r#""agent": {"kind": "codex", "maxApiRetries": 1}"#,
+    ));
+    assert_eq!(errs.len(), 1);
+    assert!(
+        errs[0].starts_with("agent.maxApiRetries: means nothing for codex"),
+        "{errs:?}"
+    );
+    // An inherited global effort is dropped for a gemini step, as for haiku.
+    let c = load(&with_project(
+        r#""effort": "high", "steps": {"verify": {"agent": {"kind": "gemini"}}}"#,
+    ));
+    assert_eq!(c.effort(Step::Verify), None);
+    assert_eq!(c.effort(Step::Implement), Some(Effort::High));
+}
+
+#[test]
+fn usd_budgets_need_a_price_for_every_token_reporting_model() {
+    let errs = errors(&with_project(
+        r#""budget": {"perIssueUsd": 5}, "agent": {"kind": "codex"}, "steps": {"verify": {"model": "gpt-5.5"}, "implement": {"model": "gpt-5"}}"#,
+    ));
+    assert!(
+        errs.iter().any(|e| e.starts_with(
+            "steps.startIssue.model: budget.perIssueUsd needs the cost of every step"
+        )),
+        "{errs:#?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e
+                .starts_with("agent.pricing: model \"gpt-5.5\" (step verify, codex) has no price")),
+        "{errs:#?}"
+    );
+    assert!(
+        !errs.iter().any(|e| e.contains("\"gpt-5\" ")),
+        "gpt-5 is in the shipped table: {errs:#?}"
+    );
+    let c = load(&with_project(
+        r#""budget": {"perSessionUsd": 50}, "agent": {"kind": "codex", "pricing": {"gpt-5.5": {"input": 2, "cachedInput": 0.2, "output": 16}}}, "model": "gpt-5.5""#,
+    ));
+    assert_eq!(c.pricing["gpt-5.5"].output, 16.0);
+    assert_eq!(
+        errors(&with_project(
+            r#""agent": {"pricing": {"m": {"input": -1, "output": 1}}}"#
+        )),
+        [
+            "agent.pricing.m.input: expected a number ≥ 0, found number -1",
+            "agent.pricing.m.cachedInput: missing: US dollars per million tokens (0 if free)",
+        ]
+    );
+    // Without a budget, or with Claude (which reports dollars), no price is needed.
+    load(&with_project(r#""agent": {"kind": "codex"}"#));
+    load(&with_project(r#""budget": {"perIssueUsd": 5}"#));
 }

@@ -85,6 +85,7 @@ pub fn is_haiku(model: &str) -> bool {
 /// One step's settings with the global fallbacks and defaults already applied.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StepConfig {
+    /// Empty for a Codex or Gemini step without a model: the CLI runs its own default.
     pub model: String,
     /// `None` when the model is a Haiku model (the effort is dropped, not sent).
     pub effort: Option<Effort>,
@@ -100,6 +101,8 @@ pub struct StepConfig {
     pub enabled: bool,
     /// Who does the step: the agent, or the runner itself without a model.
     pub run: StepRun,
+    /// The agent of this step: `steps.<key>.agent` merged over the top-level `agent`.
+    pub agent: AgentConfig,
 }
 
 /// `steps.<key>.run`. Only the steps in [`crate::builtin::STEPS`] can be builtin.
@@ -135,6 +138,8 @@ pub struct Budget {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AgentConfig {
+    /// Which CLI this is (`agent.kind`).
+    pub kind: crate::agents::AgentKind,
     /// Program name or path of the agent CLI (looked up on PATH by the driver).
     pub command: String,
     /// Extra arguments appended after the runner's own.
@@ -253,7 +258,11 @@ pub struct Config {
     /// Global idle timeout, the fallback of `steps.<key>.idleTimeoutMin`.
     pub idle_timeout: Duration,
     pub discord_channel_id: Option<String>,
+    /// The top-level agent; a step's own is [`StepConfig::agent`].
     pub agent: AgentConfig,
+    /// USD per million tokens by model (`agent.pricing` over the shipped table), for CLIs
+    /// that report tokens but no dollars.
+    pub pricing: crate::agents::Pricing,
     pub notify: NotifyConfig,
     pub tracker: TrackerConfig,
     /// Whether a repository with no CI configured may merge only after checks exist.

@@ -3,6 +3,10 @@
 //! in `duplicates.rs`.)
 
 use super::*;
+use crate::agents::AgentKind;
+
+mod agents;
+use agents::{no_effort, step_model};
 
 pub(super) const TOP_KEYS: &[&str] = &[
     "projectPath",
@@ -47,11 +51,15 @@ pub(super) const STEP_FIELD_KEYS: &[&str] = &[
     "prompt",
     "enabled",
     "run",
+    "agent",
 ];
 pub(super) const CLEANUP_KEYS: &[&str] = &["processPatterns"];
 pub(super) const BACKOFF_KEYS: &[&str] = &["initialSeconds", "maxSeconds"];
 pub(super) const BUDGET_KEYS: &[&str] = &["perIssueUsd", "perSessionUsd", "perIssueMinutes"];
-pub(super) const AGENT_KEYS: &[&str] = &["command", "args", "env", "maxApiRetries"];
+pub(super) const AGENT_KEYS: &[&str] =
+    &["kind", "command", "args", "env", "maxApiRetries", "pricing"];
+/// `steps.<key>.agent`: the top-level agent's keys but the price table, which is global.
+pub(super) const STEP_AGENT_KEYS: &[&str] = &["kind", "command", "args", "env", "maxApiRetries"];
 pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command", "minSeverity"];
 pub(super) const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
 pub(super) const LOCAL_CI_KEYS: &[&str] = &["command", "timeoutMin"];
@@ -339,15 +347,24 @@ impl Walker {
         let plugins_path = self.path(&top, "pluginsPath", base);
         let model = self.text(&top, "model");
         let effort_raw = self.effort(&top, "effort");
+        let agent = self.agent(&top);
+        if effort_raw.is_some() && !agent.kind.has_effort() {
+            self.err("effort".into(), no_effort(agent.kind, "effort"));
+        }
         if let (Some(m), Some(_)) = (&model, effort_raw) {
-            if is_haiku(m) {
+            if is_haiku(m) && agent.kind == AgentKind::Claude {
                 self.err(
                     "effort".into(),
                     format!("model \"{m}\" does not support effort: remove effort, or set it per step on non-haiku steps"),
                 );
             }
         }
-        let global_model = model.clone().unwrap_or_else(|| DEFAULT_MODEL.to_string());
+        // A Claude model name is never passed to another CLI: without `model`, those run
+        // their own default.
+        let global_model = model.clone().unwrap_or_else(|| match agent.kind {
+            AgentKind::Claude => DEFAULT_MODEL.to_string(),
+            _ => String::new(),
+        });
         let log_dir = self.path(&top, "logDir", base);
         let max_log_mb = self
             .positive(&top, "maxLogDiskUsageMB", MAX_LOG_MB)
@@ -372,6 +389,7 @@ impl Walker {
             model.is_some(),
             effort_raw,
             idle_timeout_min,
+            &agent,
         );
         let any_skill = steps.iter().any(|s| s.skill.is_some());
         if any_skill && plugins_path.is_none() && top.get("pluginsPath").is_none() {
@@ -470,6 +488,8 @@ impl Walker {
             per_session_usd: self.positive(&budget_obj, "perSessionUsd", MAX_USD),
             per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes", MAX_MINUTES),
         };
+        let pricing = self.pricing(&top);
+        self.check_prices(&steps, &pricing, &budget);
 
         let discord_channel_id = match top.get("discordChannelId") {
             None => None,
@@ -489,7 +509,6 @@ impl Walker {
             }
         };
 
-        let agent = self.agent(&top);
         let notify = self.notify(&top);
         let tracker = self.tracker(&top, base);
         let require_checks = self.boolean(&top, "requireChecks").unwrap_or(false);
@@ -539,6 +558,7 @@ impl Walker {
             idle_timeout: minutes(idle_timeout_min),
             discord_channel_id,
             agent,
+            pricing,
             notify,
             tracker,
             require_checks,
@@ -581,6 +601,7 @@ impl Walker {
         global_model_set: bool,
         global_effort: Option<Effort>,
         idle_timeout_min: f64,
+        top_agent: &AgentConfig,
     ) -> [StepConfig; Step::COUNT] {
         let keys = step_keys();
         let steps_obj = self.object_of(top.path("steps"), top.get("steps"), &keys, "step");
@@ -592,13 +613,17 @@ impl Walker {
             );
             let model = self.text(&o, "model");
             let effort = self.effort(&o, "effort");
-            if effort.is_some() {
+            let agent = self.step_agent(&o, top_agent);
+            if effort.is_some() && !agent.kind.has_effort() {
+                self.err(o.path("effort"), no_effort(agent.kind, &o.path("effort")));
+            }
+            if effort.is_some() && agent.kind == AgentKind::Claude {
                 match &model {
                     Some(m) if is_haiku(m) => self.err(
                         o.path("effort"),
                         format!("model \"{m}\" does not support effort: remove effort from this step"),
                     ),
-                    None if global_model_set && is_haiku(global_model) => self.err(
+                    None if global_model_set && top_agent.kind == AgentKind::Claude && is_haiku(global_model) => self.err(
                         o.path("effort"),
                         format!(
                             "model \"{global_model}\" (the global model) does not support effort: remove effort from this step or set {}",
@@ -661,11 +686,11 @@ impl Walker {
                     ),
                 );
             }
-            let model = model.unwrap_or_else(|| global_model.to_string());
-            let effort = if is_haiku(&model) {
-                None
-            } else {
-                Some(effort.or(global_effort).unwrap_or(DEFAULT_EFFORT))
+            let model = step_model(model, global_model, top_agent.kind, agent.kind);
+            let effort = match agent.kind {
+                AgentKind::Gemini => None,
+                AgentKind::Claude if is_haiku(&model) => None,
+                _ => Some(effort.or(global_effort).unwrap_or(DEFAULT_EFFORT)),
             };
             StepConfig {
                 model,
@@ -677,6 +702,7 @@ impl Walker {
                 prompt,
                 enabled: enabled || !step.can_be_disabled(),
                 run,
+                agent,
             }
         })
     }
@@ -714,41 +740,7 @@ impl Walker {
 
     fn agent(&mut self, top: &Obj) -> AgentConfig {
         let o = self.object(top.path("agent"), top.get("agent"), AGENT_KEYS);
-        let command = self
-            .text(&o, "command")
-            .unwrap_or_else(|| DEFAULT_AGENT_COMMAND.to_string());
-        let args = self.strings(&o, "args", false, None).unwrap_or_default();
-        let mut env = BTreeMap::new();
-        if let Some(v) = o.get("env") {
-            let path = o.path("env");
-            match v {
-                // Keys here are variable names, not schema keys, so `_` is not a comment.
-                Value::Object(map) => {
-                    for (k, val) in map {
-                        if k.is_empty() || k.contains('=') || k.contains('\0') {
-                            self.err(join(&path, k), "not a valid environment variable name");
-                            continue;
-                        }
-                        match val {
-                            Value::String(s) => {
-                                env.insert(k.clone(), s.clone());
-                            }
-                            other => self.expected(join(&path, k), "a string", other),
-                        }
-                    }
-                }
-                other => self.expected(path, "an object of strings", other),
-            }
-        }
-        let max_api_retries = self
-            .uint(&o, "maxApiRetries", 0, MAX_COUNT)
-            .unwrap_or(DEFAULT_MAX_API_RETRIES);
-        AgentConfig {
-            command,
-            args,
-            env,
-            max_api_retries,
-        }
+        self.agent_fields(&o, None)
     }
 
     fn notify(&mut self, top: &Obj) -> NotifyConfig {

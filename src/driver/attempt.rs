@@ -4,8 +4,9 @@
 use super::invoke::{self, AttemptInfo, IssueContext, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
-use crate::agent::{run_agent_with, AgentError, AgentExit, AgentRun};
-use crate::classify::{classify, classify_post_check, Classified, Observation};
+use crate::agent::{run_agent_stoppable, AgentError, AgentExit, AgentRun};
+use crate::agents::{self, AgentKind};
+use crate::classify::{classify_post_check, Classified, Observation};
 use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
@@ -13,7 +14,7 @@ use crate::machine::{Event, Usage};
 use crate::notify::Severity;
 use crate::probe;
 use crate::step::Step;
-use crate::stream::{StreamReader, StreamSummary};
+use crate::stream::StreamSummary;
 use std::time::Instant;
 
 impl Driver {
@@ -68,7 +69,16 @@ impl Driver {
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
-        let ran = execute(&run, &self.shutdown, self.journal.as_mut(), live.as_ref()).await;
+        let kind = self.cfg.agent(step).kind;
+        let reader = agents::Reader::new(kind, self.cfg.max_turns(step));
+        let ran = execute(
+            &run,
+            reader,
+            &self.shutdown,
+            self.journal.as_mut(),
+            live.as_ref(),
+        )
+        .await;
         crate::failpoint::point("agent exited");
         if let Some(e) = ran.unrecorded_group {
             self.log(&format!(
@@ -86,7 +96,7 @@ impl Driver {
         if exit.cancelled {
             return self.shutdown.event();
         }
-        let usage = usage_of(&summary, started.elapsed());
+        let usage = usage_of(&summary, started.elapsed(), &self.cfg, step);
         if let Some(id) = summary
             .session_id
             .as_ref()
@@ -95,7 +105,7 @@ impl Driver {
             self.log(&format!("agent session {id}"));
         }
         let temp = std::env::temp_dir();
-        let failure = match classify(&observation(&exit, &summary, &temp)) {
+        let failure = match agents::classify(kind, &observation(&exit, &summary, &temp)) {
             Some(c) => Some(c),
             None if !check_after => None,
             None => {
@@ -169,7 +179,18 @@ impl Driver {
             prompt: &prompt,
             skill: skill_text.as_deref(),
         };
-        let inv = invoke::invocation(&self.cfg, self.program.clone(), &info);
+        let command = &self.cfg.agent(step).command;
+        let program = if *command == self.cfg.agent.command {
+            self.program.clone()
+        } else {
+            which::which(command).map_err(|e| {
+                format!(
+                    "steps.{}.agent.command `{command}` not found on PATH ({e}); install it or set the step's agent.command",
+                    step.key()
+                )
+            })?
+        };
+        let inv = agents::invocation(&self.cfg, program, &info);
         let live_log = self.logs.live_log(step.key());
         let budget = self.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
@@ -320,20 +341,21 @@ struct Ran {
 /// as it exists so that a restarted runner can stop what this one leaves behind.
 async fn execute(
     run: &AgentRun,
+    mut reader: agents::Reader,
     shutdown: &Shutdown,
     journal: Option<&mut Journal>,
     live: Option<&crate::progress::Live>,
 ) -> Ran {
-    let mut reader = StreamReader::new();
     let mut unrecorded_group = None;
     let mut journal = journal;
     let ticker = live.map(crate::progress::Live::tick);
     let exit = {
         let mut sink = |bytes: &[u8]| {
-            reader.feed(bytes);
+            let keep_going = reader.feed(bytes);
             if let Some(live) = live {
                 live.observe(reader.summary());
             }
+            keep_going
         };
         let mut on_spawn = |pgid: i32| {
             let group = AgentGroup {
@@ -347,7 +369,7 @@ async fn execute(
             }
             crate::failpoint::point("agent spawned");
         };
-        run_agent_with(run, &mut sink, shutdown.receiver(), &mut on_spawn).await
+        run_agent_stoppable(run, &mut sink, shutdown.receiver(), &mut on_spawn).await
     };
     if let Some(ticker) = ticker {
         ticker.abort();
@@ -412,14 +434,28 @@ fn last_words(summary: &StreamSummary, exit: &AgentExit) -> String {
     }
 }
 
-/// What the attempt spent, as the stream reported it.
-fn usage_of(summary: &StreamSummary, elapsed: std::time::Duration) -> Usage {
+/// What the attempt spent, as the stream reported it: dollars where the CLI says them, else
+/// its tokens at `agent.pricing` (0 for a model without a price, which `config check`
+/// refuses when budgets are in dollars).
+fn usage_of(
+    summary: &StreamSummary,
+    elapsed: std::time::Duration,
+    cfg: &crate::config::Config,
+    step: Step,
+) -> Usage {
     let result = summary.result.as_ref();
+    let priced =
+        || agents::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step)).unwrap_or(0);
     Usage {
-        cost_micros: result
-            .and_then(|r| r.total_cost_usd)
-            .map_or(0, |c| (c.max(0.0) * 1e6) as u64),
+        cost_micros: match result.and_then(|r| r.total_cost_usd) {
+            Some(c) => (c.max(0.0) * 1e6) as u64,
+            None if cfg.agent(step).kind == AgentKind::Claude => 0,
+            None => priced(),
+        },
         elapsed_ms: elapsed.as_millis() as u64,
-        turns: result.and_then(|r| r.num_turns).unwrap_or(0),
+        // A CLI stopped before its result still made the tool calls it was counted for.
+        turns: result
+            .and_then(|r| r.num_turns)
+            .unwrap_or(summary.tool_calls),
     }
 }

@@ -98,7 +98,8 @@ pub struct AttemptInfo<'a> {
 }
 
 pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation {
-    let mut args = cfg.agent.args.clone();
+    let agent = cfg.agent(a.step);
+    let mut args = agent.args.clone();
     args.extend([
         "--model".to_string(),
         cfg.model(a.step).to_string(),
@@ -115,8 +116,7 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
         args.push("--append-system-prompt".to_string());
         args.push(skill.to_string());
     }
-    let mut env: Vec<(String, String)> = cfg
-        .agent
+    let mut env: Vec<(String, String)> = agent
         .env
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
@@ -126,7 +126,7 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
     }
     env.push((
         "CLAUDE_CODE_MAX_RETRIES".into(),
-        cfg.agent.max_api_retries.to_string(),
+        agent.max_api_retries.to_string(),
     ));
     env.push(("SDLC_STEP".into(), a.step.key().into()));
     env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));

@@ -1,13 +1,18 @@
-//! Stream-json events shaped like the real CLI's (`tests/fixtures/claude-cli/`), written one
-//! per line and flushed at once so a runner watching for idleness sees them as they happen.
+//! Events shaped like the real CLIs' (`tests/fixtures/claude-cli/`, `codex-cli/`,
+//! `gemini-cli/`), written one per line and flushed at once so a runner watching for
+//! idleness sees them as they happen. Each method speaks the stream of the emitter's kind.
 
+use crate::agents::AgentKind;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 use std::time::Instant;
 
 /// Writes one invocation's events; keeps what the final `result` event must repeat.
 pub struct Emitter {
+    kind: AgentKind,
     out: Box<dyn Write>,
+    /// Codex item numbering (`item_N`).
+    items: u64,
     session_id: String,
     model: String,
     cwd: String,
@@ -18,10 +23,18 @@ pub struct Emitter {
 }
 
 impl Emitter {
-    pub fn new(out: Box<dyn Write>, model: &str, cwd: &str, cost_usd: f64) -> Emitter {
+    pub fn new(
+        kind: AgentKind,
+        out: Box<dyn Write>,
+        model: &str,
+        cwd: &str,
+        cost_usd: f64,
+    ) -> Emitter {
         let mut ids = IdSource::new();
         Emitter {
+            kind,
             out,
+            items: 0,
             session_id: ids.uuid(),
             model: model.to_string(),
             cwd: cwd.to_string(),
@@ -43,7 +56,30 @@ impl Emitter {
         self.out.flush()
     }
 
+    pub fn kind(&self) -> AgentKind {
+        self.kind
+    }
+
+    fn item(&mut self) -> String {
+        let id = format!("item_{}", self.items);
+        self.items += 1;
+        id
+    }
+
     pub fn init(&mut self) -> io::Result<()> {
+        match self.kind {
+            AgentKind::Codex => {
+                let started = json!({"type": "thread.started", "thread_id": self.session_id});
+                self.line(&started)?;
+                return self.line(&json!({"type": "turn.started"}));
+            }
+            AgentKind::Gemini => {
+                let event = json!({"type": "init", "timestamp": timestamp(),
+                    "session_id": self.session_id, "model": self.model});
+                return self.line(&event);
+            }
+            AgentKind::Claude => {}
+        }
         let event = json!({
             "type": "system",
             "subtype": "init",
@@ -83,12 +119,31 @@ impl Emitter {
     }
 
     pub fn assistant_text(&mut self, text: &str) -> io::Result<()> {
-        let event = self.assistant(json!([{"type": "text", "text": text}]));
+        let event = match self.kind {
+            AgentKind::Claude => self.assistant(json!([{"type": "text", "text": text}])),
+            AgentKind::Codex => json!({"type": "item.completed",
+                "item": {"id": self.item(), "type": "agent_message", "text": text}}),
+            AgentKind::Gemini => json!({"type": "message", "timestamp": timestamp(),
+                "role": "assistant", "content": text, "delta": true}),
+        };
         self.line(&event)
     }
 
     /// A tool call that the CLI ran, in its own assistant turn, and the tool's answer.
     pub fn tool_call(&mut self, tool: &str, input: Value) -> io::Result<()> {
+        match self.kind {
+            AgentKind::Codex => return self.command(&format!("{tool} {input}"), "done\n", 0),
+            AgentKind::Gemini => {
+                let id = format!("{tool}__{tool}_{}", self.ids.hex(12));
+                let call = json!({"type": "tool_use", "timestamp": timestamp(),
+                    "tool_name": tool, "tool_id": id, "parameters": input});
+                self.line(&call)?;
+                let answer = json!({"type": "tool_result", "timestamp": timestamp(),
+                    "tool_id": id, "status": "success", "output": "done"});
+                return self.line(&answer);
+            }
+            AgentKind::Claude => {}
+        }
         let tool_use_id = format!("toolu_fake{}", self.ids.hex(24));
         let call = self.assistant(json!([
             {"type": "tool_use", "id": tool_use_id, "name": tool, "input": input}
@@ -110,6 +165,24 @@ impl Emitter {
     /// A tool call the CLI refused, as the real CLI reports it (tool_use, then
     /// `system/permission_denied`, then the error tool_result); the final result lists it.
     pub fn permission_denied(&mut self, tool: &str, input: Value) -> io::Result<()> {
+        match self.kind {
+            AgentKind::Codex => {
+                return self.command(&format!("{tool} {input}"), "Operation not permitted\n", 1)
+            }
+            AgentKind::Gemini => {
+                // Gemini's way of refusing: the tool was never offered.
+                let id = format!("{tool}__{tool}_{}", self.ids.hex(12));
+                let call = json!({"type": "tool_use", "timestamp": timestamp(),
+                    "tool_name": tool, "tool_id": id, "parameters": input});
+                self.line(&call)?;
+                let message = format!("Tool \"{tool}\" not found.");
+                let answer = json!({"type": "tool_result", "timestamp": timestamp(),
+                    "tool_id": id, "status": "error", "output": message,
+                    "error": {"type": "tool_not_registered", "message": message}});
+                return self.line(&answer);
+            }
+            AgentKind::Claude => {}
+        }
         let tool_use_id = format!("toolu_fake{}", self.ids.hex(24));
         let call = self.assistant(json!([
             {"type": "tool_use", "id": tool_use_id, "name": tool, "input": input}
@@ -155,9 +228,14 @@ impl Emitter {
         let mut written: u64 = 0;
         let mut n: u64 = 0;
         while written < bytes {
-            let event = self.assistant(json!([
-                {"type": "text", "text": format!("flood line {n}: {filler}")}
-            ]));
+            let text = format!("flood line {n}: {filler}");
+            let event = match self.kind {
+                AgentKind::Claude => self.assistant(json!([{"type": "text", "text": text}])),
+                AgentKind::Codex => json!({"type": "item.completed",
+                    "item": {"id": self.item(), "type": "agent_message", "text": text}}),
+                AgentKind::Gemini => json!({"type": "message", "role": "assistant",
+                    "content": text, "delta": true}),
+            };
             let mut line = serde_json::to_vec(&event)?;
             line.push(b'\n');
             self.out.write_all(&line)?;
@@ -173,6 +251,11 @@ impl Emitter {
     /// The final `result` event: a success unless `overrides` says otherwise. A `result`
     /// of null is dropped, as the real `error_max_turns` result has no `result` field.
     pub fn result(&mut self, overrides: Value) -> io::Result<()> {
+        match self.kind {
+            AgentKind::Codex => return self.codex_result(&overrides),
+            AgentKind::Gemini => return self.gemini_result(&overrides),
+            AgentKind::Claude => {}
+        }
         let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let mut event: Map<String, Value> = json!({
             "type": "result",
@@ -203,6 +286,103 @@ impl Emitter {
             event.remove("result");
         }
         self.line(&Value::Object(event))
+    }
+}
+
+impl Emitter {
+    /// A Codex `command_execution` item, started and completed.
+    pub fn command(&mut self, command: &str, output: &str, exit_code: i32) -> io::Result<()> {
+        let id = self.item();
+        let started = json!({"type": "item.started", "item": {"id": id,
+            "type": "command_execution", "command": command, "aggregated_output": "",
+            "exit_code": null, "status": "in_progress"}});
+        self.line(&started)?;
+        let status = if exit_code == 0 {
+            "completed"
+        } else {
+            "failed"
+        };
+        let done = json!({"type": "item.completed", "item": {"id": id,
+            "type": "command_execution", "command": command, "aggregated_output": output,
+            "exit_code": exit_code, "status": status}});
+        self.line(&done)
+    }
+
+    /// A shell command that failed with `output`, where the CLI reports commands (Claude's
+    /// failure is told by its result text instead).
+    pub fn failed_command(&mut self, command: &str, output: &str) -> io::Result<()> {
+        match self.kind {
+            AgentKind::Claude => Ok(()),
+            AgentKind::Codex => self.command(command, output, 101),
+            AgentKind::Gemini => {
+                let id = format!("run_shell_command__run_shell_command_{}", self.ids.hex(12));
+                let call = json!({"type": "tool_use", "timestamp": timestamp(),
+                    "tool_name": "run_shell_command", "tool_id": id,
+                    "parameters": {"command": command}});
+                self.line(&call)?;
+                let answer = json!({"type": "tool_result", "timestamp": timestamp(),
+                    "tool_id": id, "status": "error", "output": output,
+                    "error": {"type": "shell_error", "message": "exit code 101"}});
+                self.line(&answer)
+            }
+        }
+    }
+
+    /// `turn.completed` with token usage, or `turn.failed` with only a message, as the real
+    /// CLI ends a turn.
+    fn codex_result(&mut self, overrides: &Value) -> io::Result<()> {
+        if overrides.get("is_error").and_then(Value::as_bool) == Some(true) {
+            let message = failure_text(overrides);
+            self.line(&json!({"type": "error", "message": message}))?;
+            return self.line(&json!({"type": "turn.failed", "error": {"message": message}}));
+        }
+        self.line(
+            &json!({"type": "turn.completed", "usage": {"input_tokens": 1000,
+            "cached_input_tokens": 0, "cache_write_input_tokens": 0, "output_tokens": 50,
+            "reasoning_output_tokens": 0}}),
+        )
+    }
+
+    /// Gemini's `result` with per-model token stats.
+    fn gemini_result(&mut self, overrides: &Value) -> io::Result<()> {
+        let elapsed = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let model = if self.model == "auto" {
+            "gemini-fake"
+        } else {
+            &self.model
+        };
+        let stats = json!({"total_tokens": 1050, "input_tokens": 1000, "output_tokens": 50,
+            "cached": 0, "input": 1000, "duration_ms": elapsed, "tool_calls": 0,
+            "models": {model: {"total_tokens": 1050, "input_tokens": 1000,
+                "output_tokens": 50, "cached": 0, "input": 1000}}});
+        let event = if overrides.get("is_error").and_then(Value::as_bool) == Some(true) {
+            let kind =
+                if overrides.get("subtype").and_then(Value::as_str) == Some("error_max_turns") {
+                    "FatalTurnLimitedError"
+                } else {
+                    "unknown"
+                };
+            json!({"type": "result", "timestamp": timestamp(), "status": "error",
+                "error": {"type": kind, "message": failure_text(overrides)}, "stats": stats})
+        } else {
+            json!({"type": "result", "timestamp": timestamp(), "status": "success",
+                "stats": stats})
+        };
+        self.line(&event)
+    }
+}
+
+/// The message of a failed result: its `result`, else its `errors`.
+fn failure_text(overrides: &Value) -> String {
+    match overrides.get("result").and_then(Value::as_str) {
+        Some(text) => text.to_string(),
+        None => overrides
+            .get("errors")
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+            .and_then(Value::as_str)
+            .unwrap_or("failed")
+            .to_string(),
     }
 }
 

@@ -13,6 +13,7 @@ pub use git::branch_name;
 pub use outcome::Outcome;
 pub use script::{Script, DEFAULT_COST_USD};
 
+use crate::agents::AgentKind;
 use crate::cli::FakeAgentArgs;
 use crate::step::Step;
 use events::Emitter;
@@ -48,7 +49,7 @@ pub enum FakeAgentError {
         key: String,
         why: String,
     },
-    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, checkout-main-once, git-clean or slow:<ms>")]
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, checkout-main-once, git-clean, slow:<ms>, tool-loop or rate-limit-once")]
     UnknownOutcome {
         path: PathBuf,
         key: String,
@@ -116,13 +117,21 @@ impl Context {
 
 /// Entry point of the hidden subcommand; returns the process exit code.
 pub fn run(args: &FakeAgentArgs) -> i32 {
+    if let Some(code) = probe(args) {
+        return code;
+    }
     match prepare(args) {
         Ok((ctx, script, outcome)) => {
-            log_prompt(&ctx, &args.rest);
-            let model = model_arg(&args.rest).unwrap_or("claude-fake");
+            log_prompt(&ctx, args);
+            let default_model = match args.kind {
+                AgentKind::Claude => "claude-fake",
+                AgentKind::Codex => "gpt-fake",
+                AgentKind::Gemini => "auto",
+            };
+            let model = model_arg(&args.rest).unwrap_or(default_model);
             let cwd = ctx.cwd.display().to_string();
             let stdout: Box<dyn Write> = Box::new(std::io::BufWriter::new(std::io::stdout()));
-            let mut out = Emitter::new(stdout, model, &cwd, script.cost_usd);
+            let mut out = Emitter::new(args.kind, stdout, model, &cwd, script.cost_usd);
             match outcome.perform(&ctx, &mut out) {
                 Ok(code) => code,
                 Err(e) => {
@@ -137,6 +146,17 @@ pub fn run(args: &FakeAgentArgs) -> i32 {
             SCRIPT_ERROR_EXIT
         }
     }
+}
+
+/// What `doctor` asks of an agent CLI: its version, and Codex's login status.
+fn probe(args: &FakeAgentArgs) -> Option<i32> {
+    let rest: Vec<&str> = args.rest.iter().map(String::as_str).collect();
+    match (args.kind, rest.as_slice()) {
+        (_, ["--version"]) => println!("{}-fake 0.0.0", args.kind),
+        (AgentKind::Codex, ["login", "status"]) => println!("Logged in using an API key (fake)"),
+        _ => return None,
+    }
+    Some(0)
 }
 
 fn prepare(args: &FakeAgentArgs) -> Result<(Context, Script, Outcome), FakeAgentError> {
@@ -175,16 +195,21 @@ fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
 }
 
 /// With `SDLC_FAKE_AGENT_PROMPT_LOG` set, appends `== <issue> <step> <attempt>` and the
-/// prompt the runner passed (`-p`), so a test can read what an attempt was told.
-fn log_prompt(ctx: &Context, rest: &[String]) {
+/// prompt the runner passed (`-p`, or Codex's last argument), so a test can read what an
+/// attempt was told.
+fn log_prompt(ctx: &Context, args: &FakeAgentArgs) {
     let Some(path) = std::env::var_os(PROMPT_LOG_ENV) else {
         return;
     };
-    let prompt = rest
-        .iter()
-        .position(|a| a == "-p")
-        .and_then(|i| rest.get(i + 1))
-        .map_or("", String::as_str);
+    let rest = &args.rest;
+    let prompt = match args.kind {
+        AgentKind::Codex => rest.last().map_or("", String::as_str),
+        _ => rest
+            .iter()
+            .position(|a| a == "-p")
+            .and_then(|i| rest.get(i + 1))
+            .map_or("", String::as_str),
+    };
     let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
     let text = format!("== {issue} {} {}\n{prompt}\n", ctx.step.key(), ctx.attempt);
     let _ = std::fs::OpenOptions::new()

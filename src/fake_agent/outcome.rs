@@ -3,6 +3,7 @@
 use super::events::Emitter;
 use super::git;
 use super::Context;
+use crate::agents::AgentKind;
 use serde_json::json;
 use std::io;
 use std::time::Duration;
@@ -64,6 +65,11 @@ pub enum Outcome {
     /// someone else pushes a commit to origin's main, so the push is rejected (a lost push
     /// race); the ok work after.
     LoseRaceOnce,
+    /// Tool calls for ever, a few per second: a model that never stops (Codex and Gemini
+    /// have no turn limit the runner can pass).
+    ToolLoop,
+    /// The recorded rate limit the first time this issue's step is invoked, the ok work after.
+    RateLimitOnce,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,6 +81,29 @@ pub enum Recording {
 }
 
 impl Recording {
+    /// Recorded stdout, exit code and last stderr line of the real CLI of `kind`.
+    fn replay(self, kind: AgentKind) -> (&'static str, i32, &'static str) {
+        match (kind, self) {
+            (AgentKind::Claude, _) => {
+                let (stdout, rc) = self.stdout_and_rc();
+                (stdout, rc.trim().parse().unwrap_or(1), "")
+            }
+            (AgentKind::Codex, Recording::RateLimit) => (include_str!("codex-rate-limit.jsonl"), 1, ""),
+            (AgentKind::Codex, Recording::Overloaded) => (include_str!("codex-overloaded.jsonl"), 1, ""),
+            (AgentKind::Codex, Recording::Auth) => (include_str!("codex-auth.jsonl"), 1, ""),
+            // Acted out as it happens, by `codex_offline`.
+            (AgentKind::Codex, Recording::NotLoggedIn) => ("", 124, ""),
+            (AgentKind::Gemini, Recording::RateLimit) => (include_str!("gemini-rate-limit.jsonl"), 173, ""),
+            (AgentKind::Gemini, Recording::Overloaded) => (include_str!("gemini-overloaded.jsonl"), 247, ""),
+            (AgentKind::Gemini, Recording::Auth) => (include_str!("gemini-auth.jsonl"), 144, ""),
+            (AgentKind::Gemini, Recording::NotLoggedIn) => (
+                "",
+                41,
+                "Please set an Auth method in your settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA",
+            ),
+        }
+    }
+
     fn stdout_and_rc(self) -> (&'static str, &'static str) {
         match self {
             Recording::NotLoggedIn => (
@@ -120,6 +149,8 @@ impl Outcome {
             "git-clean" => Outcome::GitClean,
             "checkout-main-once" => Outcome::CheckoutMainOnce,
             "leak-secrets" => Outcome::LeakSecrets,
+            "tool-loop" => Outcome::ToolLoop,
+            "rate-limit-once" => Outcome::RateLimitOnce,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -147,6 +178,45 @@ impl Outcome {
             Outcome::Ok => {
                 out.init()?;
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::Quota(secs) if out.kind() != AgentKind::Claude => {
+                out.init()?;
+                let text = if out.kind() == AgentKind::Codex {
+                    // The local wall-clock time of the reset, as Codex words it.
+                    let at = chrono::Local::now() + chrono::Duration::seconds(secs + 59);
+                    format!(
+                        "You’ve hit your usage limit. Upgrade to Pro, visit the usage settings to purchase more credits or try again at {}.",
+                        at.format("%-I:%M %p")
+                    )
+                } else {
+                    "[API Error: You have exhausted your daily quota on this model.]".to_string()
+                };
+                out.result(json!({"is_error": true, "result": text}))?;
+                Ok(if out.kind() == AgentKind::Gemini {
+                    173
+                } else {
+                    1
+                })
+            }
+            Outcome::ToolLoop => {
+                out.init()?;
+                let mut n: u64 = 0;
+                loop {
+                    out.tool_call("Bash", json!({"command": format!("true # {n}")}))?;
+                    n += 1;
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+            }
+            Outcome::RateLimitOnce => {
+                let marker = super::once_marker(ctx);
+                if marker.as_ref().is_some_and(|m| m.exists()) {
+                    out.init()?;
+                    return ok_work_and_result(ctx, out);
+                }
+                if let Some(m) = marker {
+                    std::fs::write(m, b"done\n")?;
+                }
+                Outcome::Recorded(Recording::RateLimit).perform(ctx, out)
             }
             Outcome::Quota(secs) => {
                 out.init()?;
@@ -257,6 +327,7 @@ impl Outcome {
             Outcome::FailTest(k) => {
                 out.init()?;
                 let text = cargo_test_failure(ctx.issue.unwrap_or(0), k);
+                out.failed_command("cargo test", &text)?;
                 out.assistant_text(&text)?;
                 out.result(json!({"is_error": true, "result": text}))?;
                 Ok(1)
@@ -314,14 +385,18 @@ impl Outcome {
                 if let Some(m) = marker {
                     std::fs::write(m, b"done\n")?;
                 }
-                let (stdout, rc) = Recording::Overloaded.stdout_and_rc();
-                out.raw(stdout)?;
-                Ok(rc.trim().parse().unwrap_or(1))
+                Outcome::Recorded(Recording::Overloaded).perform(ctx, out)
+            }
+            Outcome::Recorded(Recording::NotLoggedIn) if out.kind() == AgentKind::Codex => {
+                codex_offline(out)
             }
             Outcome::Recorded(recording) => {
-                let (stdout, rc) = recording.stdout_and_rc();
+                let (stdout, rc, stderr) = recording.replay(out.kind());
                 out.raw(stdout)?;
-                Ok(rc.trim().parse().unwrap_or(1))
+                if !stderr.is_empty() {
+                    eprintln!("{stderr}");
+                }
+                Ok(rc)
             }
             Outcome::Hang => {
                 out.init()?;
@@ -360,6 +435,15 @@ fn ok_work_and_result(ctx: &Context, out: &mut Emitter) -> io::Result<i32> {
             out.result(json!({"is_error": true, "result": text}))?;
             Ok(1)
         }
+    }
+}
+
+/// Codex without credentials and without network: it says it is reconnecting, for ever.
+fn codex_offline(out: &mut Emitter) -> io::Result<i32> {
+    out.init()?;
+    loop {
+        out.raw("{\"type\":\"error\",\"message\":\"Reconnecting... waiting for network (Connection failed: error sending request)\"}\n")?;
+        std::thread::sleep(Duration::from_secs(1));
     }
 }
 

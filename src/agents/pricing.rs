@@ -1,0 +1,100 @@
+//! What an attempt cost when the CLI reports tokens but no dollars (`agent.pricing`).
+//!
+//! The shipped table holds list prices as published when they were written down (the date is
+//! in docs/agents.md); a config's `agent.pricing` entries replace them model by model.
+
+use std::collections::BTreeMap;
+
+/// US dollars per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Price {
+    pub input: f64,
+    /// Input tokens served from the provider's prompt cache.
+    pub cached_input: f64,
+    pub output: f64,
+}
+
+/// Model name → price.
+pub type Pricing = BTreeMap<String, Price>;
+
+/// Tokens one model spent in one attempt. `input` includes `cached_input`, as both CLIs
+/// report it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ModelTokens {
+    /// The model the CLI named; empty when it names none (Codex), then the step's model.
+    pub model: String,
+    pub input: u64,
+    pub cached_input: u64,
+    pub output: u64,
+}
+
+/// The date of [`shipped`]'s figures, repeated in docs/agents.md.
+pub const SHIPPED_AS_OF: &str = "2025-09-01";
+
+/// List prices shipped with the runner (USD per million tokens).
+pub fn shipped() -> Pricing {
+    let p = |input, cached_input, output| Price {
+        input,
+        cached_input,
+        output,
+    };
+    [
+        ("gpt-5", p(1.25, 0.125, 10.0)),
+        ("gpt-5-codex", p(1.25, 0.125, 10.0)),
+        ("gpt-5-mini", p(0.25, 0.025, 2.0)),
+        ("gpt-5-nano", p(0.05, 0.005, 0.4)),
+        ("gemini-2.5-pro", p(1.25, 0.31, 10.0)),
+        ("gemini-2.5-flash", p(0.30, 0.075, 2.5)),
+        ("gemini-2.5-flash-lite", p(0.10, 0.025, 0.4)),
+    ]
+    .into_iter()
+    .map(|(m, price)| (m.to_string(), price))
+    .collect()
+}
+
+/// The cost of `tokens` in micro-dollars; `None` when a model that spent tokens has no price.
+/// `fallback_model` names the tokens whose model the CLI did not say.
+pub fn cost_micros(pricing: &Pricing, tokens: &[ModelTokens], fallback_model: &str) -> Option<u64> {
+    let mut usd = 0.0;
+    for t in tokens {
+        if t.input == 0 && t.output == 0 {
+            continue;
+        }
+        let model = if t.model.is_empty() {
+            fallback_model
+        } else {
+            &t.model
+        };
+        let price = pricing.get(model)?;
+        let cached = t.cached_input.min(t.input);
+        usd += ((t.input - cached) as f64 * price.input
+            + cached as f64 * price.cached_input
+            + t.output as f64 * price.output)
+            / 1e6;
+    }
+    Some((usd * 1e6).round() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cached_input_is_priced_apart_and_unknown_models_have_no_cost() {
+        let pricing = shipped();
+        let tokens = [ModelTokens {
+            model: String::new(),
+            input: 1_000_000,
+            cached_input: 400_000,
+            output: 100_000,
+        }];
+        // 0.6 M × 1.25 + 0.4 M × 0.125 + 0.1 M × 10 = 0.75 + 0.05 + 1.0 = 1.80 USD
+        assert_eq!(cost_micros(&pricing, &tokens, "gpt-5"), Some(1_800_000));
+        assert_eq!(cost_micros(&pricing, &tokens, "gpt-unknown"), None);
+        let idle = [ModelTokens {
+            model: "unpriced".into(),
+            ..Default::default()
+        }];
+        assert_eq!(cost_micros(&pricing, &idle, "gpt-5"), Some(0));
+    }
+}

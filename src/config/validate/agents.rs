@@ -1,0 +1,197 @@
+//! The `agent` object, its per-step override `steps.<key>.agent`, and the price table
+//! `agent.pricing` (docs/agents.md).
+
+use super::*;
+use crate::agents::{AgentKind, Price, Pricing};
+
+const PRICE_KEYS: &[&str] = &["input", "cachedInput", "output"];
+
+impl Walker {
+    /// The fields of an agent object. `base`: the top-level agent a step's agent is merged
+    /// over; a step that switches to another kind keeps only the environment from it, since a
+    /// command and arguments for one CLI mean nothing to another.
+    pub(super) fn agent_fields(&mut self, o: &Obj, base: Option<&AgentConfig>) -> AgentConfig {
+        let kinds: Vec<&str> = AgentKind::ALL.iter().map(|k| k.as_str()).collect();
+        let kind = self
+            .choice(o, "kind", &kinds)
+            .map(|i| AgentKind::ALL[i])
+            .or(base.map(|b| b.kind))
+            .unwrap_or_default();
+        let inherited = base.filter(|b| b.kind == kind);
+        let command = self
+            .text(o, "command")
+            .or_else(|| inherited.map(|b| b.command.clone()))
+            .unwrap_or_else(|| kind.default_command().to_string());
+        let args = self
+            .strings(o, "args", false, None)
+            .or_else(|| inherited.map(|b| b.args.clone()))
+            .unwrap_or_default();
+        let mut env = base.map(|b| b.env.clone()).unwrap_or_default();
+        if let Some(v) = o.get("env") {
+            let path = o.path("env");
+            match v {
+                // Keys here are variable names, not schema keys, so `_` is not a comment.
+                Value::Object(map) => {
+                    for (k, val) in map {
+                        if k.is_empty() || k.contains('=') || k.contains('\0') {
+                            self.err(join(&path, k), "not a valid environment variable name");
+                            continue;
+                        }
+                        match val {
+                            Value::String(s) => {
+                                env.insert(k.clone(), s.clone());
+                            }
+                            other => self.expected(join(&path, k), "a string", other),
+                        }
+                    }
+                }
+                other => self.expected(path, "an object of strings", other),
+            }
+        }
+        if o.get("maxApiRetries").is_some() && !kind.takes_api_retries() {
+            self.err(
+                o.path("maxApiRetries"),
+                format!(
+                    "means nothing for {kind}: its retry settings live in its own configuration \
+                     (see docs/agents.md); remove maxApiRetries"
+                ),
+            );
+        }
+        let max_api_retries = self
+            .uint(o, "maxApiRetries", 0, MAX_COUNT)
+            .or(inherited.map(|b| b.max_api_retries))
+            .unwrap_or(DEFAULT_MAX_API_RETRIES);
+        AgentConfig {
+            kind,
+            command,
+            args,
+            env,
+            max_api_retries,
+        }
+    }
+
+    /// `steps.<key>.agent` merged over the top-level agent.
+    pub(super) fn step_agent(&mut self, step: &Obj, top: &AgentConfig) -> AgentConfig {
+        let o = self.object(step.path("agent"), step.get("agent"), STEP_AGENT_KEYS);
+        self.agent_fields(&o, Some(top))
+    }
+
+    /// `agent.pricing` over the shipped table.
+    pub(super) fn pricing(&mut self, top: &Obj) -> Pricing {
+        let mut pricing = crate::agents::shipped_pricing();
+        let Some(Value::Object(agent)) = top.get("agent") else {
+            return pricing;
+        };
+        let path = join(&top.path("agent"), "pricing");
+        let Some(v) = agent.get("pricing") else {
+            return pricing;
+        };
+        let Value::Object(models) = v else {
+            self.expected(path, "an object mapping model names to prices", v);
+            return pricing;
+        };
+        for (model, entry) in models {
+            if model.starts_with('_') {
+                continue;
+            }
+            let o = self.object(join(&path, model), Some(entry), PRICE_KEYS);
+            let mut usd = |key: &str| match o.get(key) {
+                None => {
+                    self.err(
+                        o.path(key),
+                        "missing: US dollars per million tokens (0 if free)",
+                    );
+                    None
+                }
+                Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
+                    Some(n) if n > MAX_USD => {
+                        self.above_maximum(o.path(key), n, MAX_USD);
+                        None
+                    }
+                    Some(n) => Some(n),
+                    None => {
+                        self.expected(o.path(key), "a number ≥ 0", v);
+                        None
+                    }
+                },
+            };
+            let (input, cached_input, output) = (usd("input"), usd("cachedInput"), usd("output"));
+            if let (Some(input), Some(cached_input), Some(output)) = (input, cached_input, output) {
+                pricing.insert(
+                    model.clone(),
+                    Price {
+                        input,
+                        cached_input,
+                        output,
+                    },
+                );
+            }
+        }
+        pricing
+    }
+
+    /// Budgets in dollars need the cost of every attempt: a step on a CLI that reports only
+    /// tokens must name a model with a price.
+    pub(super) fn check_prices(
+        &mut self,
+        steps: &[StepConfig],
+        pricing: &Pricing,
+        budget: &Budget,
+    ) {
+        let Some(budget_key) = budget
+            .per_issue_usd
+            .map(|_| "budget.perIssueUsd")
+            .or(budget.per_session_usd.map(|_| "budget.perSessionUsd"))
+        else {
+            return;
+        };
+        for (step, s) in Step::ALL.iter().zip(steps) {
+            if !s.enabled || s.run == StepRun::Builtin || s.agent.kind.reports_cost() {
+                continue;
+            }
+            let kind = s.agent.kind;
+            if s.model.is_empty() {
+                self.err(
+                    format!("steps.{}.model", step.key()),
+                    format!(
+                        "{budget_key} needs the cost of every step, and {kind} reports tokens, not dollars: \
+                         name the model (the CLI's own default has no known price)"
+                    ),
+                );
+            } else if !pricing.contains_key(&s.model) {
+                self.err(
+                    "agent.pricing".into(),
+                    format!(
+                        "model \"{}\" (step {}, {kind}) has no price, and {budget_key} needs one: add \
+                         agent.pricing.\"{}\" = {{\"input\": …, \"cachedInput\": …, \"output\": …}} in US dollars per million tokens",
+                        s.model,
+                        step.key(),
+                        s.model
+                    ),
+                );
+            }
+        }
+    }
+}
+
+/// The complaint about an effort given to a CLI without one.
+pub(super) fn no_effort(kind: AgentKind, path: &str) -> String {
+    format!("{kind} has no reasoning-effort setting: remove {path}")
+}
+
+/// A step's model: its own, else the global one when the step runs the top-level kind (a
+/// Claude model name is never passed to another CLI), else Claude's default for a Claude
+/// step, else empty (the CLI's own default).
+pub(super) fn step_model(
+    own: Option<String>,
+    global: &str,
+    top: AgentKind,
+    kind: AgentKind,
+) -> String {
+    match own {
+        Some(m) => m,
+        None if kind == top => global.to_string(),
+        None if kind == AgentKind::Claude => DEFAULT_MODEL.to_string(),
+        None => String::new(),
+    }
+}
