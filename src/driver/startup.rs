@@ -38,8 +38,11 @@ impl Driver {
                 cfg.agent.command
             )
         })?;
-        let repo = Repo::open(&cfg.project_path)
+        let mut repo = Repo::open(&cfg.project_path)
             .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
+        if let Some(dir) = cfg.tracker.dir() {
+            repo.own_dir(dir);
+        }
         let project = cfg.project_path.clone();
         let runner_dir = RunnerDir::locate(&project).map_err(|e| e.to_string())?;
         let mut notes = Vec::new();
