@@ -15,6 +15,7 @@ mod network;
 pub mod report;
 mod shutdown;
 mod startup;
+pub(crate) use startup::settle_tracker;
 
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
@@ -593,11 +594,24 @@ impl Driver {
             }
             Effect::Halt(reason) => {
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
+                let mut quarantined: Vec<u32> =
+                    self.core.runner().escalated.iter().copied().collect();
+                if matches!(reason, HaltReason::AllIssuesEscalated) {
+                    if let Ok(Selection::AllEscalated { numbers }) =
+                        self.tracker.select(&Default::default())
+                    {
+                        quarantined.extend(numbers);
+                    }
+                }
+                quarantined.sort_unstable();
+                quarantined.dedup();
                 let text = report::halt_diagnostic(
                     &reason,
                     self.core.runner(),
                     &self.last_output,
                     &self.logs.dir.display().to_string(),
+                    &quarantined,
+                    &self.cfg.file,
                 );
                 out!("{text}");
                 let _ = append_line(&self.logs.orchestration_log(), &text);

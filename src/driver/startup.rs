@@ -81,27 +81,7 @@ impl Driver {
                 }),
             },
         };
-        let tracker = match &cfg.tracker {
-            TrackerConfig::Local {
-                dir,
-                label,
-                escalated_label,
-            } => {
-                let mut t = tracker::Local::new(dir.clone());
-                t.label = label.clone();
-                t.escalated_label = escalated_label.clone();
-                Tracker::Local(t)
-            }
-            TrackerConfig::Github {
-                label,
-                escalated_label,
-            } => {
-                let mut t = tracker::GitHub::new(project.clone());
-                t.label = label.clone();
-                t.escalated_label = escalated_label.clone();
-                Tracker::GitHub(t)
-            }
-        };
+        let tracker = Tracker::from_config(&cfg);
         let logs = Logs {
             dir: cfg.log_dir.clone(),
         };
@@ -140,7 +120,7 @@ impl Driver {
         };
         // Before the sticky halt: saying why this issue will not be worked is more useful.
         if let Mode::SingleIssue(n) = mode {
-            if let Some(code) = single_issue_refusal(&tracker, n) {
+            if let Some(code) = single_issue_refusal(&tracker, n, &cfg.file) {
                 return Ok(Started::Exit(code));
             }
         }
@@ -170,8 +150,9 @@ impl Driver {
         if let Some((session, headline)) = &recovered.sticky_halt {
             if !opts.ack_halt {
                 say!(
-                    "refusing to run: session {session} halted: {headline}\nInspect the diagnostic in {} and the project, fix the cause, then run again with --ack-halt.",
-                    logs.orchestration_log().display()
+                    "refusing to run: session {session} halted: {headline}\nInspect the diagnostic in {} and the project, fix the cause, then acknowledge the halt: `sdlc-runner run --config {} --ack-halt` (or `sdlc-runner release N --config {1}` first to release escalated issue N).",
+                    logs.orchestration_log().display(),
+                    cfg.file.display()
                 );
                 return Ok(Started::Exit(1));
             }
@@ -429,12 +410,12 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
 
 /// `--issue N` on an issue the tracker marks escalated, or on one already closed: the exit
 /// code to stop with, after saying why.
-fn single_issue_refusal(tracker: &Tracker, n: u32) -> Option<i32> {
+fn single_issue_refusal(tracker: &Tracker, n: u32, config: &std::path::Path) -> Option<i32> {
     match tracker.get(n) {
         Ok(issue) if issue.escalated => {
             say!(
-                "issue #{n} is marked escalated in the tracker (quarantined): the runner does not work on it. Release it by removing the mark ({}), then run again.",
-                tracker.release_hint(n)
+                "issue #{n} is marked escalated in the tracker (quarantined): the runner does not work on it. Release it with `{}`, then run again.",
+                tracker.release_hint(n, config)
             );
             Some(1)
         }
@@ -448,7 +429,7 @@ fn single_issue_refusal(tracker: &Tracker, n: u32) -> Option<i32> {
 
 /// Writes the escalations and merges recorded in `session` that the tracker does not show.
 /// Each is checked first, so an escalation comment is not posted twice.
-fn settle_tracker(
+pub(crate) fn settle_tracker(
     tracker: &Tracker,
     session: &str,
     recorded: &[Effect],
