@@ -177,3 +177,102 @@ fn init_issue_new_doctor_run_then_the_printed_recovery_works() {
     assert_eq!(merged_issues(&n.origin), vec![1, 2, 3], "{outputs:?}");
     assert_eq!(git(&n.project, &["status", "--porcelain"]), "");
 }
+
+/// A project after `init` with the scripted agent and the given issues (`issue new` args).
+fn initialised(issues: &[&[&str]]) -> Newcomer {
+    let n = Newcomer::new();
+    ok(&n.sdlc(&["init"]), "init");
+    use_scripted_agent(&n.config());
+    for args in issues {
+        let mut all = vec!["issue", "new"];
+        all.extend_from_slice(args);
+        ok(&n.sdlc(&all), "issue new");
+    }
+    n
+}
+
+#[test]
+fn a_missing_issue_is_a_usage_error_without_a_session() {
+    let n = initialised(&[&["Only one"]]);
+    let out = n.sdlc(&["run", "--issue", "99"]);
+    let text = all(&out);
+    assert_eq!(out.status.code(), Some(2), "{text}");
+    assert!(text.contains("#99 does not exist"), "{text}");
+    let journal = n.project.join(".git/sdlc-runner/journal.jsonl");
+    let recorded = std::fs::read_to_string(&journal).unwrap_or_default();
+    assert!(!recorded.contains("sessionStart"), "{recorded}");
+}
+
+/// Runs `sdlc-runner ARGS`; while it refuses (exit 2) naming a command to run first, runs
+/// that command exactly as printed (following its own refusals the same way), then again.
+fn follow(n: &Newcomer, args: &[&str], said: &mut Vec<String>) -> String {
+    for _ in 0..3 {
+        let out = n.sdlc(args);
+        let text = all(&out);
+        if out.status.code() == Some(0) {
+            return text;
+        }
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {text}");
+        assert!(text.contains("precondition"), "{text}");
+        let command = text
+            .split('`')
+            .find(|c| c.starts_with("sdlc-runner run "))
+            .unwrap_or_else(|| panic!("no command to run in: {text}"))
+            .to_string();
+        assert!(said.len() < 10, "{said:?}");
+        said.push(command.clone());
+        let words: Vec<&str> = command.split_whitespace().collect();
+        follow(n, &words[1..], said);
+    }
+    panic!("{args:?} never became runnable: {said:?}");
+}
+
+#[test]
+fn a_step_that_cannot_run_says_what_to_do_and_doing_it_works() {
+    let n = initialised(&[&["Step by step"]]);
+    let mut said = Vec::new();
+    // verify on a fresh issue: each refusal names the step that makes its precondition hold.
+    let text = follow(&n, &["run", "--step", "verify"], &mut said);
+    assert!(text.contains("verify"), "{text}");
+    let steps: Vec<&str> = said.iter().filter_map(|c| c.rsplit(' ').next()).collect();
+    assert_eq!(steps, ["startIssue", "implement", "writeSpecs"], "{said:?}");
+}
+
+#[test]
+fn an_issue_without_the_label_is_named_not_skipped_silently() {
+    let n = initialised(&[&["Not yet", "--label", "later"]]);
+    let out = n.sdlc(&["run"]);
+    let text = ok(&out, "run");
+    assert!(text.contains("#1 lack the label automatable"), "{text}");
+    let list = ok(&n.sdlc(&["issue", "list"]), "issue list");
+    assert!(list.contains("lacks the label automatable"), "{list}");
+}
+
+#[test]
+fn dry_run_needs_no_agent_and_names_the_binary_it_would_run() {
+    let n = initialised(&[&["Plan it"]]);
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(n.config()).expect("config")).expect("json");
+    cfg["agent"] = json!({"command": "no-such-agent-installed"});
+    std::fs::write(n.config(), cfg.to_string()).expect("config");
+    let text = ok(&n.sdlc(&["run", "--dry-run"]), "dry run");
+    assert!(text.contains("would work on issue #1"), "{text}");
+    assert!(
+        text.contains("step 3 writeSpecs: no-such-agent-installed"),
+        "{text}"
+    );
+    assert!(
+        text.contains("a clean issue: 5 agent invocation(s) and 5 builtin action(s)"),
+        "{text}"
+    );
+    // A real run still refuses before anything starts.
+    assert_eq!(n.sdlc(&["run"]).status.code(), Some(2));
+}
+
+#[test]
+fn decide_with_nothing_pending_has_its_own_code() {
+    let n = initialised(&[]);
+    let out = n.sdlc(&["decide", "retry"]);
+    assert_eq!(out.status.code(), Some(3), "{}", all(&out));
+    assert!(all(&out).contains("nothing to decide"), "{}", all(&out));
+}

@@ -29,10 +29,11 @@ pub fn run(args: &DemoArgs) -> i32 {
             out!("  issues/    the local tracker (closed and escalated issues are marked)");
             out!("  logs/      orchestration log and one log per attempt");
             out!("  project/.git/sdlc-runner/journal.jsonl   the write-ahead journal (the runner's own state)");
-            out!(
-                "inspect with: sdlc-runner status --config {}",
-                config.display()
-            );
+            // After `cargo run` no `sdlc-runner` is on PATH: name this very binary.
+            let me = std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "sdlc-runner".to_string());
+            out!("inspect with: {me} status --config {}", config.display());
             code
         }
         Err(e) => {

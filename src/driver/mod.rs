@@ -258,6 +258,18 @@ impl Driver {
         }
     }
 
+    /// An open issue skipped for lacking the selection label is said, not silently passed over.
+    fn say_unlabelled(&self) {
+        let skipped = self.tracker.open_without_label();
+        if !skipped.is_empty() {
+            self.log(&format!(
+                "open issue(s) {} lack the label {}, so the runner does not select them; add the label to have them worked",
+                issue_list(&skipped),
+                self.tracker.label()
+            ));
+        }
+    }
+
     /// `--dry-run`: show the issue and the first invocation; change nothing.
     fn dry_run(&mut self) -> i32 {
         out!("dry run: project {}", self.cfg.project_path.display());
@@ -272,13 +284,17 @@ impl Driver {
             }
             Ok(Selection::NoIssues) => {
                 out!("no open automatable issue: nothing to do");
+                self.say_unlabelled();
                 return 0;
             }
             Ok(Selection::AllEscalated { numbers }) => {
-                out!("would halt: all issues escalated ({numbers:?})")
+                out!(
+                    "would halt: all issues escalated ({})",
+                    issue_list(&numbers)
+                )
             }
             Ok(Selection::AllBlocked { numbers }) => {
-                out!("would halt: all issues blocked ({numbers:?})")
+                out!("would halt: all issues blocked ({})", issue_list(&numbers))
             }
             Err(e) => {
                 say!("error: tracker: {e}");
@@ -338,8 +354,11 @@ impl Driver {
             }
         }
         let b = crate::machine::bounds::compute(&self.cfg.limits());
+        let (agent, builtin) = crate::commands::bounds::split(&self.cfg);
         out!(
-            "worst case: {} agent invocations between merges, {} before a halt if nothing succeeds",
+            "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt if nothing succeeds",
+            agent.len(),
+            builtin.len(),
             b.between_merges,
             b.nothing_succeeds
         );
@@ -774,10 +793,13 @@ impl Driver {
                     issue: issue.number,
                 }
             }
-            Ok(Selection::NoIssues) => Event::NoIssues,
+            Ok(Selection::NoIssues) => {
+                self.say_unlabelled();
+                Event::NoIssues
+            }
             Ok(Selection::AllEscalated { .. }) => Event::AllEscalated,
             Ok(Selection::AllBlocked { numbers }) => {
-                self.log(&format!("blocked issues: {numbers:?}"));
+                self.log(&format!("blocked issues: {}", issue_list(&numbers)));
                 Event::AllBlocked
             }
             Err(e) => {
@@ -851,4 +873,13 @@ enum Outcome {
     Continue,
     Next(Event),
     Exit(i32),
+}
+
+/// `#1, #2` for messages.
+fn issue_list(numbers: &[u32]) -> String {
+    numbers
+        .iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

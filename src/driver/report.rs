@@ -87,7 +87,7 @@ fn dollars(micros: u64) -> String {
 
 fn spend(s: &Spend) -> String {
     format!(
-        "{} invocation(s), {} turn(s), {}",
+        "{} step attempt(s), {} turn(s), {}",
         s.invocations,
         s.turns,
         dollars(s.cost_micros)

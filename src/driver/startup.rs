@@ -27,17 +27,32 @@ impl Driver {
         if let Some(id) = &opts.discord_channel {
             cfg.discord_channel_id = Some(id.clone());
         }
-        let problems = cfg.environment_problems();
+        let mut problems = cfg.environment_problems();
+        if opts.dry_run {
+            // A dry run starts no agent; its plan says what a real run would start.
+            problems.retain(|p| !p.starts_with("agent.command:"));
+        }
         if !problems.is_empty() {
             return Err(format!("{}: {}", cfg.file.display(), problems.join("; ")));
         }
-        let program = which::which(&cfg.agent.command).map_err(|e| {
-            format!(
+        let program = match which::which(&cfg.agent.command) {
+            Ok(program) => program,
+            // A dry run runs no agent: its plan names the command it would run.
+            Err(e) if opts.dry_run => {
+                say!(
+                    "note: agent.command `{}` is not on PATH ({e}); a real run needs it installed",
+                    cfg.agent.command
+                );
+                PathBuf::from(&cfg.agent.command)
+            }
+            Err(e) => {
+                return Err(format!(
                 "{}: agent.command `{}` not found on PATH ({e}); install it or set agent.command",
                 cfg.file.display(),
                 cfg.agent.command
-            )
-        })?;
+            ))
+            }
+        };
         let mut repo = Repo::open(&cfg.project_path)
             .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
         if let Some(dir) = cfg.tracker.dir() {
@@ -194,6 +209,11 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                 }
             }
         };
+        if let (Mode::SingleStep(step), None) = (mode, &recovered.open_session) {
+            if let Some(code) = single_step_refusal(&repo, &forge, step, &state, &cfg.file) {
+                return Ok(Started::Exit(code));
+            }
+        }
         let continuing = recovered.open_session.filter(|_| !opts.dry_run);
         let mut restart = Event::Start;
         let mut failures: [Option<FailureDetail>; Step::COUNT] = Default::default();
@@ -216,7 +236,11 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                     open.id,
                     open.events.len(),
                     if core.runner().mode != mode {
-                        format!(", now as {mode:?} (was {:?})", core.runner().mode)
+                        format!(
+                            ", now as {} (was {})",
+                            describe_mode(mode),
+                            describe_mode(core.runner().mode)
+                        )
                     } else {
                         String::new()
                     }
@@ -423,8 +447,69 @@ fn single_issue_refusal(tracker: &Tracker, n: u32, config: &std::path::Path) -> 
             say!("issue #{n} is already closed: nothing to do");
             Some(0)
         }
+        Err(e @ tracker::TrackerError::NotFound { .. }) => {
+            say!("error: --issue {n}: {e}; pass the number of an open issue (`sdlc-runner issue list --config {}` for the local tracker)", config.display());
+            Some(2)
+        }
         _ => None,
     }
+}
+
+/// `--step K` whose precondition does not hold (docs/lifecycle.md): a usage error, said with
+/// the check that failed and the command that makes it hold, before any session starts.
+fn single_step_refusal(
+    repo: &Repo,
+    forge: &Forge,
+    step: Step,
+    state: &StateFile,
+    config: &std::path::Path,
+) -> Option<i32> {
+    let issue = state.current_issue.or_else(|| {
+        repo.current_branch()
+            .ok()
+            .flatten()
+            .and_then(|b| crate::repo::leading_issue(&b))
+    });
+    let ctx = probe::StepContext {
+        issue,
+        feature: state.feature_name.clone(),
+    };
+    let check = match probe::precondition(repo, forge, step, &ctx) {
+        Ok(Err(check)) => check,
+        // Holds, or git/the forge cannot be asked now: the run itself reports that.
+        _ => return None,
+    };
+    use crate::step::Check;
+    let config = config.display();
+    let earlier = |s: Step| {
+        format!(
+            "run the step that makes it hold first: `sdlc-runner run --config {config} --step {}`",
+            s.key()
+        )
+    };
+    let what = match check {
+        Check::CleanWorkingTree => "commit or stash the changes `git status` shows".to_string(),
+        Check::OnMainBranch => format!("check out {} (`git checkout {0}`)", repo.main),
+        Check::FeatureBranchExists | Check::OnFeatureBranch | Check::IssueNumberKnown => format!(
+            "no issue branch is checked out: {} (or work a whole issue: `run --issue N`)",
+            earlier(Step::StartIssue)
+        ),
+        Check::SpecFilesExist => earlier(Step::WriteSpecs),
+        Check::CommitsExistOnBranch => earlier(Step::Implement),
+        Check::BranchPushedToRemote => earlier(Step::CommitPush),
+        Check::PrExists => earlier(Step::CreatePr),
+        Check::CiChecksPassing => format!("wait for CI to pass, or {}", earlier(Step::MonitorCi)),
+    };
+    say!(
+        "error: --step {}: cannot run now: its precondition \"{}\" does not hold{}; {what}",
+        step.key(),
+        check.name(),
+        match issue {
+            Some(n) => format!(" (issue #{n})"),
+            None => String::new(),
+        }
+    );
+    Some(2)
 }
 
 /// Writes the escalations and merges recorded in `session` that the tracker does not show.
@@ -510,4 +595,13 @@ fn claim_keeper(
         others: Default::default(),
         refused: Default::default(),
     }))
+}
+
+/// A run mode as the command line spells it, for messages.
+fn describe_mode(mode: Mode) -> String {
+    match mode {
+        Mode::Continuous => "a run of every issue".to_string(),
+        Mode::SingleIssue(n) => format!("run --issue {n}"),
+        Mode::SingleStep(step) => format!("run --step {}", step.key()),
+    }
 }

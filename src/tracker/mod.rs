@@ -170,6 +170,29 @@ impl Tracker {
         }
     }
 
+    /// Open issues that `run` never selects because they lack the selection label (local
+    /// tracker only: on GitHub that would be one more `gh` call per empty selection).
+    pub fn open_without_label(&self) -> Vec<u32> {
+        match self {
+            Tracker::GitHub(_) => Vec::new(),
+            Tracker::Local(t) => t
+                .all()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|i| i.state_open && !i.labels.contains(&t.label))
+                .map(|i| i.number)
+                .collect(),
+        }
+    }
+
+    /// The label `run` selects by.
+    pub fn label(&self) -> &str {
+        match self {
+            Tracker::GitHub(t) => &t.label,
+            Tracker::Local(t) => &t.label,
+        }
+    }
+
     /// The tracker a config names.
     pub fn from_config(cfg: &crate::config::Config) -> Tracker {
         match &cfg.tracker {
