@@ -184,6 +184,11 @@ pub struct DemoArgs {
     /// Which story the scripted agent tells.
     #[arg(long, value_enum, default_value = "lifecycle")]
     pub scenario: DemoScenario,
+    /// Watch the lifecycle on a copy of this repository instead of an empty one: the demo's
+    /// origin is a bare clone of it in the demo directory, so the repository itself (and its
+    /// remotes) is only read, never written or pushed to.
+    #[arg(long, value_name = "REPO")]
+    pub repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -276,3 +276,30 @@ fn decide_with_nothing_pending_has_its_own_code() {
     assert_eq!(out.status.code(), Some(3), "{}", all(&out));
     assert!(all(&out).contains("nothing to decide"), "{}", all(&out));
 }
+
+#[test]
+fn the_demo_on_your_own_repository_never_touches_it_or_its_origin() {
+    let mine = Newcomer::new();
+    let before_project = git(&mine.project, &["for-each-ref"]);
+    let before_origin = git(&mine.origin, &["for-each-ref"]);
+    let demo_dir = mine.root.join("demo");
+    let out = Command::new(BIN)
+        .args(["demo", "--repo"])
+        .arg(&mine.project)
+        .arg("--dir")
+        .arg(&demo_dir)
+        .output()
+        .expect("demo");
+    let text = ok(&out, "demo --repo");
+    assert!(
+        text.contains("agent calls: 16 for 3 merged issue(s)"),
+        "{text}"
+    );
+    assert_eq!(merged_issues(&demo_dir.join("origin.git")), vec![1, 2, 3]);
+    assert_eq!(git(&mine.project, &["for-each-ref"]), before_project);
+    assert_eq!(git(&mine.origin, &["for-each-ref"]), before_origin);
+    assert_eq!(git(&mine.project, &["status", "--porcelain"]), "");
+    // The copy holds the repository's own history under the demo's merges.
+    let log = git(&demo_dir.join("project"), &["log", "--format=%s", "main"]);
+    assert!(log.contains("initial commit"), "{log}");
+}
