@@ -303,3 +303,40 @@ fn the_demo_on_your_own_repository_never_touches_it_or_its_origin() {
     let log = git(&demo_dir.join("project"), &["log", "--format=%s", "main"]);
     assert!(log.contains("initial commit"), "{log}");
 }
+
+#[test]
+fn the_release_an_issue_run_prints_for_a_quarantined_issue_works_as_printed() {
+    let n = initialised(&[&["Hard one"]]);
+    std::fs::write(
+        &n.script,
+        json!({"steps": {"1:verify": ["fail-test", "fail-test", "fail-test"]}}).to_string(),
+    )
+    .expect("script");
+    let out = n.sdlc(&["run", "--issue", "1"]);
+    assert_eq!(out.status.code(), Some(1), "{}", all(&out));
+    assert_eq!(n.issue(1)["escalated"], true);
+    let note = n.issue(1)["escalation"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(note.contains("sdlc-runner release 1"), "{note}");
+
+    let out = n.sdlc(&["run", "--issue", "1"]);
+    let text = all(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    let command = text
+        .split('`')
+        .find(|c| c.starts_with("sdlc-runner release "))
+        .unwrap_or_else(|| panic!("no release command in: {text}"))
+        .to_string();
+    std::fs::write(&n.script, "{}").expect("script");
+    let words: Vec<&str> = command.split_whitespace().collect();
+    ok(&n.sdlc(&words[1..]), &command);
+    let shown = ok(&n.sdlc(&["issue", "show", "1"]), "issue show");
+    assert!(shown.contains("selectable"), "{shown}");
+    ok(
+        &n.sdlc(&["run", "--issue", "1"]),
+        "run --issue 1 after release",
+    );
+    assert_eq!(merged_issues(&n.origin), vec![1]);
+}

@@ -269,7 +269,7 @@ fn tracker(cfg: &Config) -> Check {
         return Check::fail(
             "tracker",
             format!("tracker.dir {dir} is not a directory"),
-            "create it (`sdlc-runner issue new \"title\"` does) or correct tracker.dir",
+            "create the directory (`sdlc-runner issue new \"title\"` does) or correct tracker.dir",
         );
     }
     let issues =
