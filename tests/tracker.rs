@@ -664,3 +664,20 @@ fn local_create_numbers_files_and_release_and_reopen_undo_the_runners_marks() {
         serde_json::from_str(&fs::read_to_string(tmp.path().join("4.json")).unwrap()).unwrap();
     assert_eq!(kept["custom"], 1);
 }
+
+#[test]
+fn github_release_removes_the_escalated_label_only_when_it_is_there() {
+    let f = FakeGh::new();
+    fs::write(f.data.join("label"), "").unwrap();
+    f.put(
+        "view_7.json",
+        &gh_issue(7, None, &["automatable", "sdlc-escalated"], ""),
+    );
+    assert!(f.tracker.lift_quarantine(7).unwrap());
+    let calls = f.calls();
+    assert!(calls[0].starts_with("issue view 7 --json"), "{calls:?}");
+    assert_eq!(calls[1], "issue edit 7 --remove-label sdlc-escalated");
+    f.put("view_8.json", &gh_issue(8, None, &["automatable"], ""));
+    assert!(!f.tracker.lift_quarantine(8).unwrap());
+    assert_eq!(f.calls().len(), 3, "nothing to remove: no edit");
+}
