@@ -4,6 +4,9 @@
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+/// The config every command reads when `--config` is not given (what `init` writes).
+pub const DEFAULT_CONFIG: &str = "sdlc-config.json";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "sdlc-runner",
@@ -28,14 +31,14 @@ pub enum Command {
     /// bound when it sets `workers`).
     Bounds {
         /// The config file whose limits bound the run.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
     },
     /// Show the session's state, counters, current issue and step, whether its runner is
     /// alive, and where the logs are.
     Status {
         /// The config file of the project to inspect.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
@@ -53,7 +56,7 @@ pub enum Command {
         #[arg(value_name = "OPTION")]
         option: String,
         /// The config file of the project whose runner is waiting.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
     },
     /// Check or describe the config file.
@@ -68,7 +71,7 @@ pub enum Command {
     /// log directory, disk space): one line per check with ok, warn or fail and the fix.
     Doctor {
         /// The config file to check.
-        #[arg(long, value_name = "FILE")]
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
     },
     /// Print a shell completion script to stdout.
@@ -83,6 +86,22 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
     },
+    /// The local tracker's issues: create, list, show and reopen them (one JSON file per
+    /// issue in `tracker.dir`).
+    Issue {
+        #[command(subcommand)]
+        command: IssueCommand,
+    },
+    /// Lift the quarantine of escalated issues in one step: the tracker's mark is removed and
+    /// a halted session is acknowledged, so the next `run` selects them again.
+    Release {
+        /// The issues to release.
+        #[arg(value_name = "N", required = true, value_parser = clap::value_parser!(u32).range(1..))]
+        issues: Vec<u32>,
+        /// The config file of the project.
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
     /// A scripted stand-in for the agent CLI, used by the demo and the tests.
     #[command(hide = true)]
     FakeAgent(FakeAgentArgs),
@@ -91,7 +110,7 @@ pub enum Command {
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The config file (docs/interfaces.md; `sdlc-runner init` writes one).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
     pub config: PathBuf,
     /// Print what would run; change nothing.
     #[arg(long)]
@@ -168,6 +187,11 @@ pub struct DemoArgs {
     /// Which CLI's stream the scripted agent speaks: claude, codex or gemini.
     #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
     pub agent: crate::agents::AgentKind,
+    /// Watch the lifecycle on a copy of this repository instead of an empty one: the demo's
+    /// origin is a bare clone of it in the demo directory, so the repository itself (and its
+    /// remotes) is only read, never written or pushed to.
+    #[arg(long, value_name = "REPO")]
+    pub repo: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -213,6 +237,53 @@ pub enum ConfigCommand {
     },
     /// Print the JSON Schema of the config.
     Schema,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum IssueCommand {
+    /// Write a new open issue with the next free number; prints the number.
+    New {
+        /// The issue's title.
+        #[arg(value_name = "TITLE")]
+        title: String,
+        /// A file holding the issue's body (`-` reads stdin).
+        #[arg(long, value_name = "FILE")]
+        body_file: Option<PathBuf>,
+        /// A label (repeat for more). Default: the tracker's selection label (`automatable`),
+        /// so that `run` works on it.
+        #[arg(long, value_name = "LABEL")]
+        label: Vec<String>,
+        /// An issue this one waits for (repeat for more): adds `Depends on: #N` to the body.
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        depends_on: Vec<u32>,
+        /// The config file of the project.
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// One line per issue: number, state, whether `run` would select it (and why not), title.
+    List {
+        /// The config file of the project.
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// One issue in full: title, state, labels, dependencies, body, escalation diagnostic.
+    Show {
+        /// The issue.
+        #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        number: u32,
+        /// The config file of the project.
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
+    /// Open a closed issue again.
+    Reopen {
+        /// The issue.
+        #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        number: u32,
+        /// The config file of the project.
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
 }
 
 #[derive(Debug, clap::Args)]

@@ -27,6 +27,8 @@ fn main() {
         Command::Init(args) => commands::init::run(args),
         Command::Doctor { config } => commands::doctor::run(config),
         Command::Completions { shell } => commands::completions::run(*shell),
+        Command::Issue { command } => commands::issue::run(command),
+        Command::Release { issues, config } => commands::release::run(issues, config),
         Command::Man { out_dir } => commands::man::run(out_dir.as_deref()),
     };
     if matches!(&cli.command, Command::Run(_) | Command::Demo(_)) {

@@ -104,6 +104,9 @@ pub struct Repo {
     has_origin: std::sync::OnceLock<bool>,
     /// The git directory of this work tree (where its index and HEAD locks live), asked once.
     git_dir: std::sync::OnceLock<Option<PathBuf>>,
+    /// Directories inside the work tree that belong to the runner's tracker (the local
+    /// tracker's issue files), relative and ending in `/`: never dirt, never committed.
+    own_dirs: Vec<String>,
 }
 
 /// Longest a single git command may take.
@@ -138,9 +141,34 @@ impl Repo {
             main: String::new(),
             has_origin: std::sync::OnceLock::new(),
             git_dir: std::sync::OnceLock::new(),
+            own_dirs: Vec::new(),
         };
         repo.main = repo.detect_main()?;
         Ok(repo)
+    }
+
+    /// Declares `dir` the tracker's: when it lies inside the work tree, its files (untracked,
+    /// or tracked and rewritten by the runner when it closes or escalates an issue) never make
+    /// the tree dirty and are never staged by an auto-commit. A directory outside the work
+    /// tree changes nothing.
+    pub fn own_dir(&mut self, dir: &Path) {
+        let (Ok(top), Ok(dir)) = (self.path.canonicalize(), dir.canonicalize()) else {
+            return;
+        };
+        if let Ok(relative) = dir.strip_prefix(&top) {
+            if relative.as_os_str().is_empty() {
+                return;
+            }
+            let mut prefix = relative.to_string_lossy().into_owned();
+            prefix.push('/');
+            self.own_dirs.push(prefix);
+        }
+    }
+
+    /// The runner's own file: an artifact in `.claude/` or a file of the tracker.
+    fn is_own(&self, path: &str) -> bool {
+        files::is_runner_artifact(path)
+            || self.own_dirs.iter().any(|d| path.starts_with(d.as_str()))
     }
 
     fn detect_main(&self) -> Result<String, RepoError> {
@@ -265,13 +293,28 @@ impl Repo {
     }
 
     fn dirty_paths(&self) -> Result<Vec<String>, RepoError> {
+        Ok(self
+            .foreign_entries()?
+            .into_iter()
+            .map(|(_, path)| path)
+            .collect())
+    }
+
+    /// `(XY code, path)` of every change `git status` shows that is not the runner's own.
+    fn foreign_entries(&self) -> Result<Vec<(String, String)>, RepoError> {
         // -uall lists files inside untracked directories, so `.claude/` is never one opaque
-        // entry (docs/design-notes.md); -z keeps unusual names intact.
-        let text = self.git_ok(&["status", "--porcelain=v1", "-z", "--untracked-files=all"])?;
-        let mut paths = Vec::new();
+        // entry (docs/design-notes.md); -z keeps unusual names intact. The output is read
+        // untrimmed: the first entry's code may start with a space (` M path`).
+        let args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"];
+        let out = self.git(&args)?;
+        if !out.status.success() {
+            return Err(self.failed(&args, &out));
+        }
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut found = Vec::new();
         let mut entries = text.split('\0');
         while let Some(entry) = entries.next() {
-            if entry.len() < 4 {
+            if entry.len() < 4 || !entry.is_char_boundary(3) {
                 continue;
             }
             let (code, path) = entry.split_at(3);
@@ -279,11 +322,11 @@ impl Repo {
                 entries.next(); // the rename's source path
             }
             // The runner's own files (and any copy of them) are never the issue's mess.
-            if !files::is_runner_artifact(path) {
-                paths.push(path.to_string());
+            if !self.is_own(path) {
+                found.push((code[..2].to_string(), path.to_string()));
             }
         }
-        Ok(paths)
+        Ok(found)
     }
 
     fn local_branches(&self) -> Result<Vec<String>, RepoError> {
@@ -417,7 +460,7 @@ impl Repo {
         let staged = self.git_ok(&["diff", "--cached", "--name-only", "-z"])?;
         let artifacts: Vec<&str> = staged
             .split('\0')
-            .filter(|p| files::is_runner_artifact(p))
+            .filter(|p| !p.is_empty() && self.is_own(p))
             .collect();
         if !artifacts.is_empty() {
             let mut unstage = vec!["reset", "--quiet", "--"];
@@ -504,11 +547,10 @@ impl Repo {
 
     /// `git status --porcelain` lines that are not the runner's own files, for a message.
     pub fn foreign_changes(&self) -> Result<Vec<String>, RepoError> {
-        let out = self.git_ok(&["status", "--porcelain", "--untracked-files=all"])?;
-        Ok(out
-            .lines()
-            .filter(|l| l.len() > 3 && !files::is_runner_artifact(l[3..].trim_matches('"')))
-            .map(str::to_string)
+        Ok(self
+            .foreign_entries()?
+            .into_iter()
+            .map(|(code, path)| format!("{code} {path}"))
             .collect())
     }
 

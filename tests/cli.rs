@@ -381,3 +381,45 @@ fn init_never_writes_through_a_symlinked_exclude_file() {
         "precious\n"
     );
 }
+
+#[test]
+fn doctor_reads_issue_files_as_run_does_and_counts_a_config_error_once() {
+    let p = Project::new(&[(1, "Ready", "")], json!({}), json!({}));
+    std::fs::write(
+        p.issues.join("2.json"),
+        r#"{"number": 2, "title": "no state"}"#,
+    )
+    .expect("bad issue");
+    let (code, report) = doctor(&p);
+    assert_eq!(code, 2, "{report}");
+    assert!(
+        line(&report, "tracker").starts_with("fail") && line(&report, "tracker").contains("2.json"),
+        "{report}"
+    );
+    std::fs::remove_file(p.issues.join("2.json")).expect("rm");
+    std::fs::write(
+        p.issues.join("2.json"),
+        r#"{"number": 2, "title": "later", "state": "open", "labels": ["later"]}"#,
+    )
+    .expect("unlabelled issue");
+    let (code, report) = doctor(&p);
+    assert_eq!(code, 0, "{report}");
+    assert!(
+        line(&report, "tracker").contains("1 selectable")
+            && line(&report, "tracker").contains("without the label (never selected): #2"),
+        "{report}"
+    );
+
+    std::fs::write(
+        &p.config,
+        r#"{"projectPath": "project", "maxRetriesPerStep": "x"}"#,
+    )
+    .expect("bad config");
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("doctor");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr.contains("1 check(s) failed"), "{stderr}");
+}

@@ -352,7 +352,7 @@ fn a_step_mode_restart_counts_the_attempt_the_crash_interrupted() {
     let out = q.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(
-        text(&out).contains("now as Continuous (was SingleStep(Implement))"),
+        text(&out).contains("now as a run of every issue (was run --step implement)"),
         "the killed --step run's session is continued: {}",
         text(&out)
     );

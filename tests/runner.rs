@@ -266,13 +266,18 @@ fn single_issue_mode_works_only_that_issue() {
 }
 
 #[test]
-fn single_step_mode_runs_one_step_and_a_failed_precondition_exits_1() {
+fn single_step_mode_runs_one_step_and_a_failed_precondition_exits_2() {
     let p = one_issue(json!({}));
     let out = p.run(&["--step", "verify"]);
     assert_eq!(
         code(&out),
-        1,
-        "verify on main: precondition fails: {}",
+        2,
+        "verify on main: precondition fails, a usage error: {}",
+        text(&out)
+    );
+    assert!(
+        text(&out).contains("precondition \"on feature branch\" does not hold"),
+        "{}",
         text(&out)
     );
     assert!(p.invocations().is_empty(), "{:?}", p.invocations());

@@ -608,7 +608,7 @@ fn github_mark_escalated_creates_the_label_and_comments() {
         "{comment}"
     );
     assert!(
-        comment.contains("Remove the `sdlc-escalated` label"),
+        comment.contains("`sdlc-runner release 7` (or remove the `sdlc-escalated` label)"),
         "{comment}"
     );
     // GitHub closes issues through the merged PR: close is a no-op.
@@ -650,4 +650,52 @@ fn github_errors_name_the_command_and_stderr() {
         err.contains("no-such-gh") && err.contains("install the GitHub CLI"),
         "{err}"
     );
+}
+
+#[test]
+fn local_create_numbers_files_and_release_and_reopen_undo_the_runners_marks() {
+    let tmp = tempfile::tempdir().unwrap();
+    let l = Local::new(tmp.path());
+    fs::write(
+        tmp.path().join("4.json"),
+        json!({"number": 4, "title": "t", "state": "open", "custom": 1}).to_string(),
+    )
+    .unwrap();
+    let n = l.create("New one", "", &["automatable".into()]).unwrap();
+    assert_eq!(n, 5, "one more than the highest file");
+    let tracker = Tracker::Local(l.clone());
+    assert_eq!(selected(tracker.select(&none()).unwrap()), 5);
+    let mut labelled = l.clone();
+    labelled.escalated_label = "stuck".into();
+    labelled.mark_escalated(5, "boom").unwrap();
+    assert!(labelled.get(5).unwrap().escalated);
+    assert!(labelled.lift_quarantine(5).unwrap());
+    assert!(!labelled.get(5).unwrap().escalated);
+    assert!(
+        !labelled.lift_quarantine(5).unwrap(),
+        "nothing left to lift"
+    );
+    l.close(5, "merged").unwrap();
+    assert!(l.reopen(5).unwrap());
+    assert!(l.get(5).unwrap().state_open);
+    let kept: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(tmp.path().join("4.json")).unwrap()).unwrap();
+    assert_eq!(kept["custom"], 1);
+}
+
+#[test]
+fn github_release_removes_the_escalated_label_only_when_it_is_there() {
+    let f = FakeGh::new();
+    fs::write(f.data.join("label"), "").unwrap();
+    f.put(
+        "view_7.json",
+        &gh_issue(7, None, &["automatable", "sdlc-escalated"], ""),
+    );
+    assert!(f.tracker.lift_quarantine(7).unwrap());
+    let calls = f.calls();
+    assert!(calls[0].starts_with("issue view 7 --json"), "{calls:?}");
+    assert_eq!(calls[1], "issue edit 7 --remove-label sdlc-escalated");
+    f.put("view_8.json", &gh_issue(8, None, &["automatable"], ""));
+    assert!(!f.tracker.lift_quarantine(8).unwrap());
+    assert_eq!(f.calls().len(), 3, "nothing to remove: no edit");
 }

@@ -187,8 +187,8 @@ fn bounds_covers_the_configured_number_of_workers() {
             .and_then(|n| n.parse().ok())
             .unwrap_or_else(|| panic!("{line}"))
     };
-    let between = figure("agent invocations between two successful merges");
-    let nothing = figure("agent invocations before a halt when nothing succeeds");
+    let between = figure("step attempts between two successful merges");
+    let nothing = figure("step attempts before a halt when nothing succeeds");
     assert!(
         stdout.contains(&format!(
             "with 3 workers: at most {} between two merges of the fleet, {} before",

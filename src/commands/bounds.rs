@@ -1,4 +1,6 @@
-//! `sdlc-runner bounds --config F`: the exact worst-case agent invocations for a config.
+//! `sdlc-runner bounds --config F`: the exact worst-case step attempts for a config. The
+//! machine counts attempts whoever performs them, so the figures are agent invocations and
+//! builtin actions together; the lines after them say how a clean issue splits.
 
 use crate::machine::bounds;
 use std::path::Path;
@@ -10,16 +12,28 @@ pub fn run(config: &Path) -> i32 {
     };
     let b = bounds::compute(&cfg.limits());
     out!(
-        "agent invocations between two successful merges (worst case): {}",
+        "step attempts between two successful merges (worst case): {}",
         b.between_merges
     );
     out!(
-        "agent invocations before a halt when nothing succeeds (worst case): {}",
+        "step attempts before a halt when nothing succeeds (worst case): {}",
         b.nothing_succeeds
     );
+    out!("step attempts in one cycle (worst case): {}", b.per_cycle);
+    let (agent, builtin) = split(&cfg);
     out!(
-        "agent invocations in one cycle (worst case): {}",
-        b.per_cycle
+        "a step attempt is an agent invocation or, for a builtin step, the runner's own git and forge action (no agent call): these figures count both, so they bound the agent invocations too"
+    );
+    out!(
+        "a clean issue: {} agent invocation(s) ({}) and {} builtin action(s) ({})",
+        agent.len(),
+        agent.join(", "),
+        builtin.len(),
+        if builtin.is_empty() {
+            "none".to_string()
+        } else {
+            builtin.join(", ")
+        }
     );
     out!("an attempt cut short by a runner crash counts as a failed attempt (KILLED): these figures hold across crashes and restarts");
     let l = cfg.limits();
@@ -46,4 +60,16 @@ pub fn run(config: &Path) -> i32 {
         );
     }
     0
+}
+
+/// The enabled steps by who performs them: `(agent steps, builtin steps)`, as keys.
+pub fn split(cfg: &crate::config::Config) -> (Vec<&'static str>, Vec<&'static str>) {
+    let enabled = crate::step::Step::ALL
+        .into_iter()
+        .filter(|s| cfg.enabled(*s));
+    let (builtin, agent): (Vec<_>, Vec<_>) = enabled.partition(|s| cfg.builtin(*s));
+    (
+        agent.iter().map(|s| s.key()).collect(),
+        builtin.iter().map(|s| s.key()).collect(),
+    )
 }

@@ -4,6 +4,9 @@ use crate::machine::DecisionOption;
 use crate::runner_dir::RunnerDir;
 use std::path::Path;
 
+/// `decide` when no runner waits for a decision.
+pub const NOTHING_PENDING: i32 = 3;
+
 pub fn run(option: &str, config: &Path) -> i32 {
     let Some(option) = DecisionOption::parse(option) else {
         let names: Vec<&str> = DecisionOption::ALL.iter().map(|o| o.name()).collect();
@@ -29,9 +32,11 @@ pub fn run(option: &str, config: &Path) -> i32 {
             out!("answered {}: {}", path.display(), option.name());
             0
         }
+        // Nothing is waiting: the command line was fine but there is nothing to answer, which
+        // is not a halt (1) either; 3 is decide's own code for it (README "Exit codes").
         Err(e @ crate::decision_file::AnswerError::NotPending(_)) => {
-            say!("error: {e}");
-            1
+            say!("nothing to decide: {e}");
+            NOTHING_PENDING
         }
         Err(e) => {
             say!("error: {e}");

@@ -29,10 +29,11 @@ pub fn run(args: &DemoArgs) -> i32 {
             out!("  issues/    the local tracker (closed and escalated issues are marked)");
             out!("  logs/      orchestration log and one log per attempt");
             out!("  project/.git/sdlc-runner/journal.jsonl   the write-ahead journal (the runner's own state)");
-            out!(
-                "inspect with: sdlc-runner status --config {}",
-                config.display()
-            );
+            // After `cargo run` no `sdlc-runner` is on PATH: name this very binary.
+            let me = std::env::current_exe()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|_| "sdlc-runner".to_string());
+            out!("inspect with: {me} status --config {}", config.display());
             code
         }
         Err(e) => {
@@ -144,6 +145,44 @@ pub fn init_repository(root: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// A bare `root/origin.git` cloned from `source` and its clone `root/project`: the runner
+/// pushes and merges into the copy only; `source` is read once by `git clone`.
+fn copy_repository(root: &Path, source: &Path) -> Result<(), String> {
+    let source = source
+        .canonicalize()
+        .map_err(|e| format!("--repo {}: {e}", source.display()))?;
+    let origin = root.join("origin.git");
+    git(
+        root,
+        &[
+            "clone",
+            "--quiet",
+            "--bare",
+            "--no-local",
+            &source.to_string_lossy(),
+            "origin.git",
+        ],
+    )
+    .map_err(|e| {
+        format!(
+            "--repo {} must be a git repository with a commit: {e}",
+            source.display()
+        )
+    })?;
+    git(
+        root,
+        &["clone", "--quiet", &origin.to_string_lossy(), "project"],
+    )?;
+    let project = root.join("project");
+    git(&project, &["config", "user.name", "sdlc-runner demo"])?;
+    git(
+        &project,
+        &["config", "user.email", "demo@sdlc-runner.invalid"],
+    )?;
+    git(&project, &["config", "commit.gpgsign", "false"])?;
+    Ok(())
+}
+
 /// Create the demo directory and return the path of its config file.
 fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
     let root = match &args.dir {
@@ -167,7 +206,10 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
         ));
     }
     std::fs::create_dir_all(&issues).map_err(|e| format!("{}: {e}", issues.display()))?;
-    init_repository(&root)?;
+    match &args.repo {
+        Some(source) => copy_repository(&root, source)?,
+        None => init_repository(&root)?,
+    }
 
     let script = match args.scenario {
         DemoScenario::Lifecycle => {

@@ -96,17 +96,18 @@ pub fn run(config: &Path) -> i32 {
             checks.extend(diagnose(&cfg));
             checks
         }
-        Err(e) => {
-            let mut checks = vec![Check::fail(
-                "config",
-                format!("{} is not a valid config", config.display()),
-                "correct the keys named below (`sdlc-runner config check --config FILE`)",
-            )];
-            for line in e.lines() {
-                checks.push(Check::fail("config", line.to_string(), "see above"));
-            }
-            checks
-        }
+        // One failed check per error, so the count at the end is the number of errors.
+        Err(e) => e
+            .lines()
+            .into_iter()
+            .map(|line| {
+                Check::fail(
+                    "config",
+                    line.to_string(),
+                    "correct it (`sdlc-runner config schema` lists every key)",
+                )
+            })
+            .collect(),
     };
     for check in &checks {
         out!("{}", check.line());
@@ -260,32 +261,76 @@ fn agent(cfg: &Config) -> Check {
     }
 }
 
+/// The local tracker is read exactly as `run` reads it (every issue file, the same errors),
+/// and the labels `run` selects by are counted.
 fn tracker(cfg: &Config) -> Check {
-    match &cfg.tracker {
-        TrackerConfig::Local { dir, label, .. } => match std::fs::read_dir(dir) {
-            Ok(entries) => {
-                let files = entries
-                    .filter_map(Result::ok)
-                    .filter(|e| e.path().extension().is_some_and(|x| x == "json"))
-                    .count();
-                Check::ok(
-                    "tracker",
-                    format!(
-                        "local {}: {files} issue file(s), label {label}",
-                        dir.display()
-                    ),
-                )
-            }
-            Err(e) => Check::fail(
+    let local = match crate::tracker::Tracker::from_config(cfg) {
+        crate::tracker::Tracker::Local(t) => t,
+        crate::tracker::Tracker::GitHub(t) => {
+            return Check::ok(
                 "tracker",
-                format!("tracker.dir {}: {e}", dir.display()),
-                "create the directory or correct tracker.dir",
-            ),
-        },
-        TrackerConfig::Github { label, .. } => {
-            Check::ok("tracker", format!("github issues labelled {label}, via gh"))
+                format!("github issues labelled {}, via gh", t.label),
+            )
         }
+    };
+    let dir = local.dir.display();
+    if !local.dir.is_dir() {
+        return Check::fail(
+            "tracker",
+            format!("tracker.dir {dir} is not a directory"),
+            "create the directory (`sdlc-runner issue new \"title\"` does) or correct tracker.dir",
+        );
     }
+    let issues =
+        match local.all() {
+            Ok(issues) => issues,
+            Err(e) => return Check::fail(
+                "tracker",
+                e.to_string(),
+                "correct or remove the file: `run` refuses the whole tracker while it is invalid",
+            ),
+        };
+    let open: Vec<_> = issues.iter().filter(|i| i.state_open).collect();
+    let selectable = open
+        .iter()
+        .filter(|i| i.labels.contains(&local.label) && !i.escalated)
+        .count();
+    let unlabelled: Vec<String> = open
+        .iter()
+        .filter(|i| !i.labels.contains(&local.label))
+        .map(|i| format!("#{}", i.number))
+        .collect();
+    let escalated: Vec<String> = open
+        .iter()
+        .filter(|i| i.escalated)
+        .map(|i| format!("#{}", i.number))
+        .collect();
+    let mut detail = format!(
+        "local {dir}: {} issue file(s), {} open, {selectable} selectable (label {})",
+        issues.len(),
+        open.len(),
+        local.label
+    );
+    if !unlabelled.is_empty() {
+        detail.push_str(&format!(
+            "; without the label (never selected): {}",
+            unlabelled.join(", ")
+        ));
+    }
+    if !escalated.is_empty() {
+        detail.push_str(&format!("; quarantined: {}", escalated.join(", ")));
+    }
+    if selectable == 0 {
+        return Check::warn(
+            "tracker",
+            detail,
+            format!(
+                "`run` has nothing to do: add an issue with `sdlc-runner issue new \"title\"` (labelled {})",
+                local.label
+            ),
+        );
+    }
+    Check::ok("tracker", detail)
 }
 
 fn local_ci(ci: &crate::config::LocalCi) -> Check {
@@ -467,7 +512,7 @@ fn excludes(cfg: &Config) -> Check {
         Check::warn(
             "exclude",
             format!("{} lacks {}", path.display(), missing.join(" ")),
-            "nothing to do: the first run adds them (until then these files would show as untracked)",
+            "`sdlc-runner init` adds them, and so does the first `run`; until then `git status` lists the runner's files as untracked",
         )
     }
 }

@@ -6,6 +6,9 @@
 use crate::cli::InitArgs;
 use std::path::{Path, PathBuf};
 
+/// The local tracker's directory, relative to the config file.
+pub const LOCAL_TRACKER_DIR: &str = "issues";
+
 pub fn run(args: &InitArgs) -> i32 {
     let cwd = match std::env::current_dir() {
         Ok(dir) => dir,
@@ -51,11 +54,44 @@ pub fn run(args: &InitArgs) -> i32 {
         .strip_prefix(&top)
         .ok()
         .map(|relative| exclude(&top, relative));
+    // The local tracker's directory: created (doctor and run need it) and kept out of git, so
+    // that neither new issue files nor the runner's own writes to them ever dirty the tree.
+    if github.is_none() {
+        let issues = target
+            .parent()
+            .unwrap_or(top.as_path())
+            .join(LOCAL_TRACKER_DIR);
+        if let Err(e) = std::fs::create_dir_all(&issues) {
+            say!(
+                "warning: cannot create {} ({e}); create it before running",
+                issues.display()
+            );
+        }
+        if let Ok(relative) = issues.strip_prefix(&top) {
+            let pattern = format!("/{}/", relative.display());
+            if let Err(e) = crate::files::add_excludes(
+                &top,
+                &[pattern],
+                "# the local tracker's issue files (sdlc-runner init)",
+            ) {
+                say!("warning: cannot add {} to .git/info/exclude ({e}); the runner ignores it anyway", issues.display());
+            }
+        }
+    }
+    // The runner's own files, so `doctor` has nothing to warn about right after init.
+    let artifacts: Vec<String> = crate::files::exclude_patterns().collect();
+    if let Err(e) = crate::files::add_excludes(
+        &top,
+        &artifacts,
+        "# sdlc-runner artifacts (with their temporary and renamed copies)",
+    ) {
+        say!("warning: cannot add the runner's files to .git/info/exclude ({e}); the first run tries again");
+    }
     out!("{}", target.display());
     match &github {
         Some(slug) => say!("wrote {}: tracker and forge github ({slug}, through `gh`); steps startCycle, commitPush, createPR, monitorCI and merge are builtin", target.display()),
         None => say!(
-            "wrote {}: no GitHub remote, so the local tracker (issues/ beside the config) and the local forge; steps startCycle, commitPush, createPR, monitorCI and merge are builtin",
+            "wrote {}: no GitHub remote, so the local tracker (issues/ beside the config, kept out of git; add issues with `sdlc-runner issue new \"title\"`) and the local forge; steps startCycle, commitPush, createPR, monitorCI and merge are builtin",
             target.display()
         ),
     }
@@ -149,7 +185,7 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
         ),
         None => (
             r#"  "tracker": {
-    "_comment": "No GitHub remote: one JSON file per issue in this directory (relative to this file). Create it and add issues before running.",
+    "_comment": "No GitHub remote: one JSON file per issue in this directory (relative to this file), kept out of git. Add issues with `sdlc-runner issue new \"title\"` (labelled automatable unless --label says otherwise); the format is in the README.",
     "kind": "local",
     "dir": "issues"
   },"#

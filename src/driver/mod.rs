@@ -17,6 +17,7 @@ mod network;
 pub mod report;
 mod shutdown;
 mod startup;
+pub(crate) use startup::settle_tracker;
 
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
@@ -258,6 +259,18 @@ impl Driver {
         }
     }
 
+    /// An open issue skipped for lacking the selection label is said, not silently passed over.
+    fn say_unlabelled(&self) {
+        let skipped = self.tracker.open_without_label();
+        if !skipped.is_empty() {
+            self.log(&format!(
+                "open issue(s) {} lack the label {}, so the runner does not select them; add the label to have them worked",
+                issue_list(&skipped),
+                self.tracker.label()
+            ));
+        }
+    }
+
     /// `--dry-run`: show the issue and the first invocation; change nothing.
     fn dry_run(&mut self) -> i32 {
         out!("dry run: project {}", self.cfg.project_path.display());
@@ -272,13 +285,17 @@ impl Driver {
             }
             Ok(Selection::NoIssues) => {
                 out!("no open automatable issue: nothing to do");
+                self.say_unlabelled();
                 return 0;
             }
             Ok(Selection::AllEscalated { numbers }) => {
-                out!("would halt: all issues escalated ({numbers:?})")
+                out!(
+                    "would halt: all issues escalated ({})",
+                    issue_list(&numbers)
+                )
             }
             Ok(Selection::AllBlocked { numbers }) => {
-                out!("would halt: all issues blocked ({numbers:?})")
+                out!("would halt: all issues blocked ({})", issue_list(&numbers))
             }
             Err(e) => {
                 say!("error: tracker: {e}");
@@ -338,8 +355,11 @@ impl Driver {
             }
         }
         let b = crate::machine::bounds::compute(&self.cfg.limits());
+        let (agent, builtin) = crate::commands::bounds::split(&self.cfg);
         out!(
-            "worst case: {} agent invocations between merges, {} before a halt if nothing succeeds",
+            "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt if nothing succeeds",
+            agent.len(),
+            builtin.len(),
             b.between_merges,
             b.nothing_succeeds
         );
@@ -574,11 +594,24 @@ impl Driver {
             }
             Effect::Halt(reason) => {
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
+                let mut quarantined: Vec<u32> =
+                    self.core.runner().escalated.iter().copied().collect();
+                if matches!(reason, HaltReason::AllIssuesEscalated) {
+                    if let Ok(Selection::AllEscalated { numbers }) =
+                        self.tracker.select(&Default::default())
+                    {
+                        quarantined.extend(numbers);
+                    }
+                }
+                quarantined.sort_unstable();
+                quarantined.dedup();
                 let text = report::halt_diagnostic(
                     &reason,
                     self.core.runner(),
                     &self.last_output,
                     &self.logs.dir.display().to_string(),
+                    &quarantined,
+                    &self.cfg.file,
                 );
                 out!("{text}");
                 let _ = append_line(&self.logs.orchestration_log(), &text);
@@ -780,10 +813,13 @@ impl Driver {
                     issue: issue.number,
                 }
             }
-            Ok(Selection::NoIssues) => Event::NoIssues,
+            Ok(Selection::NoIssues) => {
+                self.say_unlabelled();
+                Event::NoIssues
+            }
             Ok(Selection::AllEscalated { .. }) => Event::AllEscalated,
             Ok(Selection::AllBlocked { numbers }) => {
-                self.log(&format!("blocked issues: {numbers:?}"));
+                self.log(&format!("blocked issues: {}", issue_list(&numbers)));
                 Event::AllBlocked
             }
             Err(e) => {
@@ -865,4 +901,13 @@ enum Outcome {
     Continue,
     Next(Event),
     Exit(i32),
+}
+
+/// `#1, #2` for messages.
+fn issue_list(numbers: &[u32]) -> String {
+    numbers
+        .iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

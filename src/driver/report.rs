@@ -99,7 +99,7 @@ fn dollars(micros: u64) -> String {
 
 fn spend(s: &Spend) -> String {
     format!(
-        "{} invocation(s), {} turn(s), {}",
+        "{} step attempt(s), {} turn(s), {}",
         s.invocations,
         s.turns,
         dollars(s.cost_micros)
@@ -229,7 +229,17 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
 }
 
 /// Everything a person needs after a halt (docs/counters-and-bounds.md), first line = the headline.
-pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs: &str) -> String {
+///
+/// `quarantined` are the issues the halt leaves escalated (this session's and, for "all issues
+/// escalated", the tracker's); `config` is the config file the recovery commands name.
+pub fn halt_diagnostic(
+    reason: &HaltReason,
+    r: &Runner,
+    output_tail: &str,
+    logs: &str,
+    quarantined: &[u32],
+    config: &std::path::Path,
+) -> String {
     let loop_type = match reason {
         HaltReason::ConsecutiveEscalations {
             cause: EscalationCause::BounceLoop,
@@ -276,11 +286,32 @@ pub fn halt_diagnostic(reason: &HaltReason, r: &Runner, output_tail: &str, logs:
         out.push_str(&format!("\nstep: {} ({})", step.key(), step.number()));
     }
     out.push_str(&evidence(r, output_tail, logs));
-    out.push_str(
-        "\nnothing was reset, committed or checked out. Inspect, fix the cause, then run again with --ack-halt.",
-    );
+    if matches!(reason, HaltReason::AllIssuesEscalated) && !quarantined.is_empty() {
+        let list: Vec<String> = quarantined.iter().map(|n| format!("#{n}")).collect();
+        out.push_str(&format!(
+            "\nquarantined in the tracker: {}",
+            list.join(", ")
+        ));
+    }
+    out.push_str("\nnothing was reset, committed or checked out.");
+    out.push_str(&recovery(quarantined, config));
     // The headline and evidence quote failure details too, not only the agent's output.
     redact(&out)
+}
+
+/// What to do after a halt, as commands to run exactly as printed.
+fn recovery(quarantined: &[u32], config: &std::path::Path) -> String {
+    let config = config.display();
+    if quarantined.is_empty() {
+        return format!(
+            " Inspect, fix the cause, then acknowledge the halt and go on: `sdlc-runner run --config {config} --ack-halt`"
+        );
+    }
+    let numbers: Vec<String> = quarantined.iter().map(u32::to_string).collect();
+    format!(
+        " Inspect, fix the cause, then release the escalated issues (lifts their quarantine and acknowledges this halt) and run again:\n  sdlc-runner release {} --config {config}\n  sdlc-runner run --config {config}\nor keep them quarantined and go on with the others: `sdlc-runner run --config {config} --ack-halt`",
+        numbers.join(" ")
+    )
 }
 
 #[cfg(test)]
@@ -350,7 +381,14 @@ mod tests {
             "{}token=sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123456789",
             "x".repeat(900)
         );
-        let d = halt_diagnostic(&reason, &r, &tail, "/tmp/logs");
+        let d = halt_diagnostic(
+            &reason,
+            &r,
+            &tail,
+            "/tmp/logs",
+            &[3, 5],
+            std::path::Path::new("c.json"),
+        );
         assert!(
             d.starts_with("FAILURE LOOP DETECTED: consecutive escalations\n"),
             "{d}"
@@ -362,6 +400,7 @@ mod tests {
             "TEST_ASSERTION",
             "/tmp/logs",
             "--ack-halt",
+            "sdlc-runner release 3 5 --config c.json",
         ] {
             assert!(d.contains(needle), "missing {needle}: {d}");
         }

@@ -27,19 +27,37 @@ impl Driver {
         if let Some(id) = &opts.discord_channel {
             cfg.discord_channel_id = Some(id.clone());
         }
-        let problems = cfg.environment_problems();
+        let mut problems = cfg.environment_problems();
+        if opts.dry_run {
+            // A dry run starts no agent; its plan says what a real run would start.
+            problems.retain(|p| !p.starts_with("agent.command:"));
+        }
         if !problems.is_empty() {
             return Err(format!("{}: {}", cfg.file.display(), problems.join("; ")));
         }
-        let program = which::which(&cfg.agent.command).map_err(|e| {
-            format!(
+        let program = match which::which(&cfg.agent.command) {
+            Ok(program) => program,
+            // A dry run runs no agent: its plan names the command it would run.
+            Err(e) if opts.dry_run => {
+                say!(
+                    "note: agent.command `{}` is not on PATH ({e}); a real run needs it installed",
+                    cfg.agent.command
+                );
+                PathBuf::from(&cfg.agent.command)
+            }
+            Err(e) => {
+                return Err(format!(
                 "{}: agent.command `{}` not found on PATH ({e}); install it or set agent.command",
                 cfg.file.display(),
                 cfg.agent.command
-            )
-        })?;
-        let repo = Repo::open(&cfg.project_path)
+            ))
+            }
+        };
+        let mut repo = Repo::open(&cfg.project_path)
             .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
+        if let Some(dir) = cfg.tracker.dir() {
+            repo.own_dir(dir);
+        }
         let project = cfg.project_path.clone();
         let runner_dir = RunnerDir::locate(&project).map_err(|e| e.to_string())?;
         let mut notes = Vec::new();
@@ -78,27 +96,7 @@ impl Driver {
                 }),
             },
         };
-        let tracker = match &cfg.tracker {
-            TrackerConfig::Local {
-                dir,
-                label,
-                escalated_label,
-            } => {
-                let mut t = tracker::Local::new(dir.clone());
-                t.label = label.clone();
-                t.escalated_label = escalated_label.clone();
-                Tracker::Local(t)
-            }
-            TrackerConfig::Github {
-                label,
-                escalated_label,
-            } => {
-                let mut t = tracker::GitHub::new(project.clone());
-                t.label = label.clone();
-                t.escalated_label = escalated_label.clone();
-                Tracker::GitHub(t)
-            }
-        };
+        let tracker = Tracker::from_config(&cfg);
         let logs = Logs {
             dir: cfg.log_dir.clone(),
         };
@@ -137,7 +135,7 @@ impl Driver {
         };
         // Before the sticky halt: saying why this issue will not be worked is more useful.
         if let Mode::SingleIssue(n) = mode {
-            if let Some(code) = single_issue_refusal(&tracker, n) {
+            if let Some(code) = single_issue_refusal(&tracker, n, &cfg.file) {
                 return Ok(Started::Exit(code));
             }
         }
@@ -167,8 +165,9 @@ impl Driver {
         if let Some((session, headline)) = &recovered.sticky_halt {
             if !opts.ack_halt {
                 say!(
-                    "refusing to run: session {session} halted: {headline}\nInspect the diagnostic in {} and the project, fix the cause, then run again with --ack-halt.",
-                    logs.orchestration_log().display()
+                    "refusing to run: session {session} halted: {headline}\nInspect the diagnostic in {} and the project, fix the cause, then acknowledge the halt: `sdlc-runner run --config {} --ack-halt` (or `sdlc-runner release N --config {1}` first to release escalated issue N).",
+                    logs.orchestration_log().display(),
+                    cfg.file.display()
                 );
                 return Ok(Started::Exit(1));
             }
@@ -210,6 +209,11 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                 }
             }
         };
+        if let (Mode::SingleStep(step), None) = (mode, &recovered.open_session) {
+            if let Some(code) = single_step_refusal(&repo, &forge, step, &state, &cfg.file) {
+                return Ok(Started::Exit(code));
+            }
+        }
         let continuing = recovered.open_session.filter(|_| !opts.dry_run);
         let mut restart = Event::Start;
         let mut failures: [Option<FailureDetail>; Step::COUNT] = Default::default();
@@ -232,7 +236,11 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                     open.id,
                     open.events.len(),
                     if core.runner().mode != mode {
-                        format!(", now as {mode:?} (was {:?})", core.runner().mode)
+                        format!(
+                            ", now as {} (was {})",
+                            describe_mode(mode),
+                            describe_mode(core.runner().mode)
+                        )
                     } else {
                         String::new()
                     }
@@ -425,12 +433,12 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
 
 /// `--issue N` on an issue the tracker marks escalated, or on one already closed: the exit
 /// code to stop with, after saying why.
-fn single_issue_refusal(tracker: &Tracker, n: u32) -> Option<i32> {
+fn single_issue_refusal(tracker: &Tracker, n: u32, config: &std::path::Path) -> Option<i32> {
     match tracker.get(n) {
         Ok(issue) if issue.escalated => {
             say!(
-                "issue #{n} is marked escalated in the tracker (quarantined): the runner does not work on it. Release it by removing the mark ({}), then run again.",
-                tracker.release_hint(n)
+                "issue #{n} is marked escalated in the tracker (quarantined): the runner does not work on it. Release it with `{}`, then run again.",
+                tracker.release_hint(n, config)
             );
             Some(1)
         }
@@ -438,13 +446,74 @@ fn single_issue_refusal(tracker: &Tracker, n: u32) -> Option<i32> {
             say!("issue #{n} is already closed: nothing to do");
             Some(0)
         }
+        Err(e @ tracker::TrackerError::NotFound { .. }) => {
+            say!("error: --issue {n}: {e}; pass the number of an open issue (`sdlc-runner issue list --config {}` for the local tracker)", config.display());
+            Some(2)
+        }
         _ => None,
     }
 }
 
+/// `--step K` whose precondition does not hold (docs/lifecycle.md): a usage error, said with
+/// the check that failed and the command that makes it hold, before any session starts.
+fn single_step_refusal(
+    repo: &Repo,
+    forge: &Forge,
+    step: Step,
+    state: &StateFile,
+    config: &std::path::Path,
+) -> Option<i32> {
+    let issue = state.current_issue.or_else(|| {
+        repo.current_branch()
+            .ok()
+            .flatten()
+            .and_then(|b| crate::repo::leading_issue(&b))
+    });
+    let ctx = probe::StepContext {
+        issue,
+        feature: state.feature_name.clone(),
+    };
+    let check = match probe::precondition(repo, forge, step, &ctx) {
+        Ok(Err(check)) => check,
+        // Holds, or git/the forge cannot be asked now: the run itself reports that.
+        _ => return None,
+    };
+    use crate::step::Check;
+    let config = config.display();
+    let earlier = |s: Step| {
+        format!(
+            "run the step that makes it hold first: `sdlc-runner run --config {config} --step {}`",
+            s.key()
+        )
+    };
+    let what = match check {
+        Check::CleanWorkingTree => "commit or stash the changes `git status` shows".to_string(),
+        Check::OnMainBranch => format!("check out {} (`git checkout {0}`)", repo.main),
+        Check::FeatureBranchExists | Check::OnFeatureBranch | Check::IssueNumberKnown => format!(
+            "no issue branch is checked out: {} (or work a whole issue: `run --issue N`)",
+            earlier(Step::StartIssue)
+        ),
+        Check::SpecFilesExist => earlier(Step::WriteSpecs),
+        Check::CommitsExistOnBranch => earlier(Step::Implement),
+        Check::BranchPushedToRemote => earlier(Step::CommitPush),
+        Check::PrExists => earlier(Step::CreatePr),
+        Check::CiChecksPassing => format!("wait for CI to pass, or {}", earlier(Step::MonitorCi)),
+    };
+    say!(
+        "error: --step {}: cannot run now: its precondition \"{}\" does not hold{}; {what}",
+        step.key(),
+        check.name(),
+        match issue {
+            Some(n) => format!(" (issue #{n})"),
+            None => String::new(),
+        }
+    );
+    Some(2)
+}
+
 /// Writes the escalations and merges recorded in `session` that the tracker does not show.
 /// Each is checked first, so an escalation comment is not posted twice.
-fn settle_tracker(
+pub(crate) fn settle_tracker(
     tracker: &Tracker,
     session: &str,
     recorded: &[Effect],
@@ -525,4 +594,13 @@ fn claim_keeper(
         others: Default::default(),
         refused: Default::default(),
     }))
+}
+
+/// A run mode as the command line spells it, for messages.
+fn describe_mode(mode: Mode) -> String {
+    match mode {
+        Mode::Continuous => "a run of every issue".to_string(),
+        Mode::SingleIssue(n) => format!("run --issue {n}"),
+        Mode::SingleStep(step) => format!("run --step {}", step.key()),
+    }
 }

@@ -175,7 +175,7 @@ impl GitHub {
             "sdlc-runner gave up on this issue; remove the label to let it run again",
         )?;
         let how = format!(
-            "Remove the `{}` label to let it be selected again.",
+            "Release it with `sdlc-runner release {number}` (or remove the `{}` label) to let it be selected again.",
             self.escalated_label
         );
         let body = escalation_text(diagnostic, &how, MAX_COMMENT_BYTES);
@@ -184,6 +184,25 @@ impl GitHub {
             Some(body.into_bytes()),
         )?;
         Ok(())
+    }
+
+    /// Lifts the quarantine: removes the escalated label. Returns whether it was there.
+    pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
+        let was = self.get(number)?.escalated;
+        if was {
+            let n = number.to_string();
+            self.gh(
+                &[
+                    "issue",
+                    "edit",
+                    n.as_str(),
+                    "--remove-label",
+                    &self.escalated_label,
+                ],
+                None,
+            )?;
+        }
+        Ok(was)
     }
 
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {

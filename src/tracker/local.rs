@@ -119,7 +119,7 @@ impl Local {
 
     pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
         let how = format!(
-            "Set \"escalated\" to false in {} to let it be selected again.",
+            "Release it with `sdlc-runner release {number}` (or set \"escalated\" to false in {}) to let it be selected again.",
             self.path(number).display()
         );
         self.update(number, |f| {
@@ -139,6 +139,76 @@ impl Local {
                 f.resolution = Some(crate::redact::redact(note));
             }
         })
+    }
+
+    /// Writes a new open issue with the next free number (one more than the highest file)
+    /// and returns the number. The file is created exclusively, so two writers never share
+    /// a number.
+    pub fn create(&self, title: &str, body: &str, labels: &[String]) -> Result<u32, TrackerError> {
+        let next = self.load_all()?.keys().max().copied().unwrap_or(0) + 1;
+        let file = IssueFile {
+            number: next,
+            title: title.to_string(),
+            body: body.to_string(),
+            state: State::Open,
+            labels: labels.to_vec(),
+            milestone: None,
+            parent: None,
+            escalated: false,
+            escalation: None,
+            resolution: None,
+            other: serde_json::Map::new(),
+        };
+        let path = self.path(next);
+        let mut json = serde_json::to_string_pretty(&file).map_err(|e| TrackerError::File {
+            path: path.clone(),
+            message: format!("cannot serialize the issue: {e}"),
+            kind: CallFailureKind::Other,
+        })?;
+        json.push('\n');
+        crate::safe_fs::write_new(&path, json.as_bytes()).map_err(|e| TrackerError::File {
+            path: path.clone(),
+            message: format!("cannot create it: {e}"),
+            kind: CallFailureKind::of_io(&e),
+        })?;
+        Ok(next)
+    }
+
+    /// Every issue file, by number; an invalid file is an error naming it.
+    pub fn all(&self) -> Result<Vec<Issue>, TrackerError> {
+        Ok(self.load_all()?.into_values().collect())
+    }
+
+    /// The escalation diagnostic and the resolution note kept in the issue's file.
+    pub fn notes(&self, number: u32) -> Result<(Option<String>, Option<String>), TrackerError> {
+        let file = read_issue_file(&self.path(number), Some(number))?;
+        Ok((file.escalation, file.resolution))
+    }
+
+    /// Lifts the quarantine: `escalated` false, the escalated label gone, the diagnostic
+    /// dropped. Returns whether the issue was quarantined.
+    pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
+        let mut was = false;
+        let label = self.escalated_label.clone();
+        self.update(number, |f| {
+            was = f.escalated || f.labels.contains(&label);
+            f.escalated = false;
+            f.escalation = None;
+            f.labels.retain(|l| *l != label);
+        })?;
+        Ok(was)
+    }
+
+    /// Opens a closed issue again (its resolution note is dropped). Returns whether it was
+    /// closed.
+    pub fn reopen(&self, number: u32) -> Result<bool, TrackerError> {
+        let mut was = false;
+        self.update(number, |f| {
+            was = f.state == State::Closed;
+            f.state = State::Open;
+            f.resolution = None;
+        })?;
+        Ok(was)
     }
 
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {

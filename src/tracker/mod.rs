@@ -180,18 +180,65 @@ impl Tracker {
         }
     }
 
-    /// How a person releases a quarantined issue, for messages.
-    pub fn release_hint(&self, number: u32) -> String {
+    /// How a person releases a quarantined issue, for messages: the one command that lifts
+    /// the mark in the tracker and acknowledges a halted session (`sdlc-runner release`).
+    pub fn release_hint(&self, number: u32, config: &std::path::Path) -> String {
+        format!("sdlc-runner release {number} --config {}", config.display())
+    }
+
+    /// Lifts the durable quarantine. Returns whether the issue was quarantined.
+    pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
         match self {
-            Tracker::GitHub(t) => format!(
-                "gh issue edit {number} --remove-label {}",
-                t.escalated_label
-            ),
-            Tracker::Local(t) => format!(
-                "set \"escalated\": false and drop the label {} in {}",
-                t.escalated_label,
-                t.dir.join(format!("{number}.json")).display()
-            ),
+            Tracker::GitHub(t) => t.lift_quarantine(number),
+            Tracker::Local(t) => t.lift_quarantine(number),
+        }
+    }
+
+    /// Open issues that `run` never selects because they lack the selection label (local
+    /// tracker only: on GitHub that would be one more `gh` call per empty selection).
+    pub fn open_without_label(&self) -> Vec<u32> {
+        match self {
+            Tracker::GitHub(_) => Vec::new(),
+            Tracker::Local(t) => t
+                .all()
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|i| i.state_open && !i.labels.contains(&t.label))
+                .map(|i| i.number)
+                .collect(),
+        }
+    }
+
+    /// The label `run` selects by.
+    pub fn label(&self) -> &str {
+        match self {
+            Tracker::GitHub(t) => &t.label,
+            Tracker::Local(t) => &t.label,
+        }
+    }
+
+    /// The tracker a config names.
+    pub fn from_config(cfg: &crate::config::Config) -> Tracker {
+        match &cfg.tracker {
+            crate::config::TrackerConfig::Local {
+                dir,
+                label,
+                escalated_label,
+            } => {
+                let mut t = Local::new(dir.clone());
+                t.label = label.clone();
+                t.escalated_label = escalated_label.clone();
+                Tracker::Local(t)
+            }
+            crate::config::TrackerConfig::Github {
+                label,
+                escalated_label,
+            } => {
+                let mut t = GitHub::new(cfg.project_path.clone());
+                t.label = label.clone();
+                t.escalated_label = escalated_label.clone();
+                Tracker::GitHub(t)
+            }
         }
     }
 

@@ -1,0 +1,112 @@
+//! `sdlc-runner release N… --config F`: the one command that lifts the quarantine of
+//! escalated issues. Under the project's lock it (1) writes what a halted session recorded
+//! but the tracker does not show yet (as `run --ack-halt` would), (2) acknowledges that halt
+//! in the journal, so the next run starts a new session whose escalations-this-session are
+//! empty, and (3) removes each issue's escalation mark in the tracker. The next `run` selects
+//! them again.
+
+use crate::journal::{Journal, SessionEnd};
+use crate::logs::Logs;
+use crate::machine::Effect;
+use crate::runner_dir::RunnerDir;
+use crate::tracker::{Tracker, TrackerError};
+use std::path::Path;
+
+pub fn run(issues: &[u32], config: &Path) -> i32 {
+    let cfg = match super::load_config(config) {
+        Ok(cfg) => cfg,
+        Err(code) => return code,
+    };
+    let tracker = Tracker::from_config(&cfg);
+    // Every issue must exist before anything is written.
+    for &n in issues {
+        match tracker.get(n) {
+            Ok(_) => {}
+            Err(e @ TrackerError::NotFound { .. }) => {
+                say!("error: {e}: nothing released");
+                return 2;
+            }
+            Err(e) => {
+                say!("error: cannot read issue #{n}: {e}; nothing released");
+                return 1;
+            }
+        }
+    }
+    let runner_dir = match RunnerDir::locate(&cfg.project_path) {
+        Ok(dir) => dir,
+        Err(e) => {
+            say!("error: {e}");
+            return 2;
+        }
+    };
+    let journal_path = runner_dir.journal();
+    // The lock keeps a running runner from writing the journal beside us; a project that
+    // never ran has no journal and nothing to acknowledge.
+    let _lock = if journal_path.exists() {
+        match crate::files::acquire_lock(&runner_dir.lock(), &cfg.project_path) {
+            Ok(lock) => Some(lock),
+            Err(e) => {
+                say!("error: {e}");
+                return 2;
+            }
+        }
+    } else {
+        None
+    };
+    if _lock.is_some() {
+        let (mut journal, recovered) = match Journal::open(&journal_path) {
+            Ok(opened) => opened,
+            Err(e) => {
+                say!("error: journal {}: {e}", journal_path.display());
+                return 2;
+            }
+        };
+        if let Some((session, headline)) = &recovered.sticky_halt {
+            let recorded = recovered
+                .last_session
+                .as_ref()
+                .map(|s| s.tracker_effects.as_slice())
+                .unwrap_or_default();
+            let logs = Logs {
+                dir: cfg.log_dir.clone(),
+            };
+            if let Err(e) = crate::driver::settle_tracker(&tracker, session, recorded, &logs) {
+                say!("error: {e}; nothing released, the halt stays: run release again once the tracker is reachable");
+                return 1;
+            }
+            if let Err(e) = journal.end(SessionEnd::HaltAcknowledged) {
+                say!("error: journal {}: {e}", journal_path.display());
+                return 2;
+            }
+            say!("acknowledged the halt of session {session} ({headline}); the next run starts a new session");
+        } else if let Some(open) = &recovered.open_session {
+            let counted: Vec<u32> = open
+                .tracker_effects
+                .iter()
+                .filter_map(|e| match e {
+                    Effect::MarkEscalated { issue } if issues.contains(issue) => Some(*issue),
+                    _ => None,
+                })
+                .collect();
+            if !counted.is_empty() {
+                let list: Vec<String> = counted.iter().map(|n| format!("#{n}")).collect();
+                say!(
+                    "warning: session {} is still open (its runner stopped before the end) and counts {} as escalated in it: the next run continues it and skips them until that session ends",
+                    open.id,
+                    list.join(", ")
+                );
+            }
+        }
+    }
+    for &n in issues {
+        match tracker.lift_quarantine(n) {
+            Ok(true) => say!("released issue #{n}: the next run may select it"),
+            Ok(false) => say!("issue #{n} was not quarantined in the tracker"),
+            Err(e) => {
+                say!("error: cannot release issue #{n}: {e}");
+                return 1;
+            }
+        }
+    }
+    0
+}

@@ -1,0 +1,144 @@
+//! The README tells the truth about today's binary: its sample outputs (bounds, the demo's
+//! session and halt) are what the binary prints now, and its shell blocks that are safe to
+//! run (completions and man pages into a fresh home directory) work as written. A change to
+//! the output that the README does not follow fails here.
+
+mod e2e;
+
+use e2e::BIN;
+use std::path::Path;
+use std::process::Command;
+
+fn readme() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md")
+}
+
+/// The fenced block of `lang` that follows the first line containing `marker`.
+fn block_after(text: &str, marker: &str, lang: &str) -> Vec<String> {
+    let from = text
+        .find(marker)
+        .unwrap_or_else(|| panic!("README lacks {marker:?}"));
+    let fence = format!("```{lang}\n");
+    let start = from + text[from..].find(&fence).expect("a block after the marker") + fence.len();
+    let end = start + text[start..].find("```").expect("closed block");
+    text[start..end].lines().map(str::to_string).collect()
+}
+
+/// Every README line (but `…`) is an output line, in the same order.
+fn in_order(readme_lines: &[String], output: &str) {
+    let out: Vec<&str> = output.lines().collect();
+    let mut at = 0;
+    for line in readme_lines.iter().filter(|l| l.as_str() != "…") {
+        match out[at..].iter().position(|o| o == line) {
+            Some(i) => at += i + 1,
+            None => panic!(
+                "README line not in today's output (in this order):\n{line}\n--- output:\n{output}"
+            ),
+        }
+    }
+}
+
+fn demo(dir: &Path, scenario: &str) -> (String, String) {
+    let out = Command::new(BIN)
+        .args(["demo", "--scenario", scenario, "--dir"])
+        .arg(dir)
+        .output()
+        .expect("demo");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    // Off a terminal every narrated line starts with a time stamp `[…] `.
+    let stderr: String = String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .map(
+            |l| match l.strip_prefix('[').and_then(|r| r.split_once("] ")) {
+                Some((_, rest)) => rest,
+                None => l,
+            },
+        )
+        .collect::<Vec<_>>()
+        .join("\n");
+    (stdout, stderr)
+}
+
+#[test]
+fn the_bounds_sample_is_todays_output() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let config = tmp.path().join("c.json");
+    std::fs::write(&config, r#"{"projectPath": "."}"#).expect("config");
+    let out = Command::new(BIN)
+        .args(["bounds", "--config"])
+        .arg(&config)
+        .output()
+        .expect("bounds");
+    let text = String::from_utf8_lossy(&out.stdout);
+    in_order(
+        &block_after(&readme(), "**Bounds.** With the defaults", "text"),
+        &text,
+    );
+}
+
+#[test]
+fn the_demo_samples_are_todays_output() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let text = readme();
+
+    let dir = tmp.path().join("demo1");
+    let (stdout, stderr) = demo(&dir, "lifecycle");
+    let dir = dir.canonicalize().expect("demo dir");
+    let stderr = stderr.replace(&dir.display().to_string(), "/tmp/demo1");
+    in_order(&block_after(&text, "## A session", "text"), &stderr);
+    in_order(&block_after(&text, "and on stdout:", "text"), &stdout);
+    let promised = "agent calls: 16 for\n3 merged issue(s), 5.3 per merged issue";
+    assert!(text.contains(promised), "the introduction's figure");
+
+    let dir = tmp.path().join("demo2");
+    let (stdout, _) = demo(&dir, "failure-loop");
+    let dir = dir.canonicalize().expect("demo dir");
+    let stdout = stdout.replace(&dir.display().to_string(), "/tmp/demo2");
+    in_order(
+        &block_after(&text, "A halt's diagnostic (from", "text"),
+        &stdout,
+    );
+    assert!(stdout.contains("agent calls: 11 "), "{stdout}");
+    assert!(text.contains("of those 13, 11 were agent\ncalls"));
+}
+
+/// The `sh` blocks after "Shell completions" run as written in a fresh home directory with
+/// the binary on PATH as `sdlc-runner`.
+#[test]
+fn the_completion_and_man_commands_work_on_a_fresh_home() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("home");
+    let bin = tmp.path().join("bin");
+    std::fs::create_dir_all(&home).expect("home");
+    std::fs::create_dir_all(&bin).expect("bin");
+    std::os::unix::fs::symlink(BIN, bin.join("sdlc-runner")).expect("link");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let lines = block_after(&readme(), "Shell completions and man pages come from", "sh");
+    assert!(lines.iter().any(|l| l.contains("completions bash")));
+    for line in &lines {
+        let out = Command::new("sh")
+            .args(["-c", line])
+            .env("HOME", &home)
+            .env("PATH", &path)
+            .current_dir(&home)
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let completion = home.join(".local/share/bash-completion/completions/sdlc-runner");
+    let script = std::fs::read_to_string(&completion).expect("completion written");
+    assert!(script.contains("sdlc-runner"), "{script}");
+    assert!(home.join(".local/share/man/man1/sdlc-runner.1").is_file());
+    // The zsh line is in a zsh block of its own, never run by sh.
+    let zsh = block_after(&readme(), "In zsh", "zsh");
+    assert!(zsh.iter().all(|l| !l.is_empty() && l.contains("zsh")));
+}
