@@ -28,14 +28,10 @@ pub fn run(config: &Path, json: bool) -> i32 {
         }
     };
     if json {
-        let encoded = serde_json::to_value(&report).and_then(|mut v| {
-            redact_json(&mut v);
-            serde_json::to_string_pretty(&v)
-        });
-        match encoded {
+        match encode(&report) {
             Ok(text) => out!("{text}"),
             Err(e) => {
-                say!("error: cannot encode the status as JSON: {e}");
+                say!("error: {e}");
                 return 2;
             }
         }
@@ -43,6 +39,21 @@ pub fn run(config: &Path, json: bool) -> i32 {
         out_raw!("{}", redact(&report.text()));
     }
     0
+}
+
+/// The document `status --json` prints (and `GET /api/status` serves), redacted.
+pub fn encode(report: &Status) -> Result<String, String> {
+    serde_json::to_value(report)
+        .and_then(|mut v| {
+            redact_json(&mut v);
+            serde_json::to_string_pretty(&v)
+        })
+        .map_err(|e| format!("cannot encode the status as JSON: {e}"))
+}
+
+/// [`status`] as the `--json` document.
+pub fn json(cfg: &Config) -> Result<String, String> {
+    encode(&status(cfg).map_err(|e| e.to_string())?)
 }
 
 /// Everything `status` shows; `--json` prints exactly this.
