@@ -334,3 +334,51 @@ fn clients_that_never_read_do_not_grow_the_runner_memory() {
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2, 3, 4]);
 }
+
+/// `run --workers 2 --http`: one server for the fleet; every worker's records arrive, each
+/// worker's in its own journal's order, and the status document lists the workers.
+#[test]
+fn a_fleet_serves_every_workers_records_in_order() {
+    let p = Project::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Bye."),
+            (3, "Add a name", "Greet by name."),
+        ],
+        json!({"steps": {"implement": ["busy:300"]}}),
+        json!({"steps": e2e::builtin_steps()}),
+    );
+    let addr = free_port();
+    let mut runner = p.spawn(&["--workers", "2", "--http", &addr.to_string()]);
+    wait_up(addr, &mut runner);
+    let events = follow_events(addr);
+    p.wait_for_invocation("", Duration::from_secs(60));
+    let (status, body) = get(addr, "/api/status", &[]);
+    assert_eq!(status, 200);
+    let doc: Value = serde_json::from_str(&body).expect("JSON");
+    let names: Vec<&str> = doc["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .filter_map(|w| w["name"].as_str())
+        .collect();
+    assert_eq!(names, ["w0", "w1"], "{body}");
+    let out = wait_output(runner, Duration::from_secs(180));
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let events = events.join().expect("client");
+    for w in ["w0", "w1"] {
+        let mine: Vec<&Value> = events.iter().filter(|e| e["worker"] == w).collect();
+        assert!(!mine.is_empty(), "no record of {w}");
+        let journal = p
+            .project
+            .join(format!(".git/sdlc-runner/workers/{w}/.git/sdlc-runner/journal.jsonl"));
+        let seqs: Vec<u64> = std::fs::read_to_string(&journal)
+            .expect("worker journal")
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok()?["seq"].as_u64())
+            .collect();
+        let got: Vec<u64> = mine.iter().filter_map(|e| e["seq"].as_u64()).collect();
+        assert_eq!(got, seqs[seqs.len() - got.len()..], "{w} in journal order");
+        assert_eq!(got[0], 1, "{w} from its first record");
+    }
+}
