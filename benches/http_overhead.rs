@@ -29,9 +29,7 @@ fn follower(addr: SocketAddr) -> std::thread::JoinHandle<usize> {
         let mut s = loop {
             match TcpStream::connect(addr) {
                 Ok(s) => break s,
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(2))
-                }
+                Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(2)),
                 Err(e) => panic!("no server on {addr}: {e}"),
             }
         };
@@ -40,7 +38,8 @@ fn follower(addr: SocketAddr) -> std::thread::JoinHandle<usize> {
         let poller = std::thread::spawn(move || {
             while let Ok(mut c) = TcpStream::connect(addr) {
                 for path in ["/api/status", "/metrics"] {
-                    let req = format!("GET {path} HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n");
+                    let req =
+                        format!("GET {path} HTTP/1.1\r\nHost: b\r\nConnection: close\r\n\r\n");
                     if c.write_all(req.as_bytes()).is_err() {
                         return;
                     }
@@ -95,10 +94,19 @@ fn main() {
             }
             let s = stats(&out);
             let gap = s.gap_median_us as f64 / 1e3;
-            if with_http { on.push(gap) } else { off.push(gap) }
+            if with_http {
+                on.push(gap)
+            } else {
+                off.push(gap)
+            }
         }
     }
-    let show = |v: &[f64]| v.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join(", ");
+    let show = |v: &[f64]| {
+        v.iter()
+            .map(|g| format!("{g:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
     println!("workload: {ISSUES} issues x 10 steps, fake agent, local tracker and forge; {RUNS} runs each, alternating");
     println!(
         "runner overhead per step without --http: {:.2} ms (runs: {})",
@@ -110,8 +118,5 @@ fn main() {
         median(on.clone()),
         show(&on)
     );
-    println!(
-        "difference: {:+.2} ms per step",
-        median(on) - median(off)
-    );
+    println!("difference: {:+.2} ms per step", median(on) - median(off));
 }

@@ -36,8 +36,17 @@ fn get(addr: SocketAddr, path: &str, headers: &[&str]) -> (u16, String) {
         .nth(1)
         .and_then(|c| c.parse().ok())
         .expect("status code");
-    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
-    (status, if chunked { dechunk(body) } else { body.to_string() })
+    let chunked = head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked");
+    (
+        status,
+        if chunked {
+            dechunk(body)
+        } else {
+            body.to_string()
+        },
+    )
 }
 
 fn dechunk(mut body: &str) -> String {
@@ -87,7 +96,12 @@ fn follow_events(addr: SocketAddr) -> std::thread::JoinHandle<Vec<Value>> {
 
 fn status_json(p: &Project) -> Value {
     let out = p
-        .command(&["status", "--config", p.config.to_str().expect("utf8"), "--json"])
+        .command(&[
+            "status",
+            "--config",
+            p.config.to_str().expect("utf8"),
+            "--json",
+        ])
         .output()
         .expect("status");
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -130,9 +144,7 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         scrape
             .samples
             .iter()
-            .find(|s| {
-                s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v))
-            })
+            .find(|s| s.metric == name && labels.iter().all(|(k, v)| s.labels.get(k) == Some(*v)))
             .map(|s| match s.value {
                 prometheus_parse::Value::Counter(v)
                 | prometheus_parse::Value::Gauge(v)
@@ -146,7 +158,10 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         "{body}"
     );
     assert_eq!(
-        value("sdlc_steps_finished_total", &[("step", "writeSpecs"), ("outcome", "ok")]),
+        value(
+            "sdlc_steps_finished_total",
+            &[("step", "writeSpecs"), ("outcome", "ok")]
+        ),
         Some(1.0),
         "{body}"
     );
@@ -159,7 +174,10 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         "{body}"
     );
     assert_eq!(
-        value("sdlc_worker_state", &[("worker", "runner"), ("state", "WriteSpecs")]),
+        value(
+            "sdlc_worker_state",
+            &[("worker", "runner"), ("state", "WriteSpecs")]
+        ),
         Some(0.0),
         "{body}"
     );
@@ -170,8 +188,14 @@ fn status_is_the_status_json_document_and_metrics_parse() {
 
     let (status, page) = get(addr, "/", &[]);
     assert_eq!(status, 200);
-    assert!(page.contains("id=\"state-Implement\""), "the diagram is inlined");
-    assert!(!page.contains("src=\"http"), "nothing is fetched from elsewhere");
+    assert!(
+        page.contains("id=\"state-Implement\""),
+        "the diagram is inlined"
+    );
+    assert!(
+        !page.contains("src=\"http"),
+        "nothing is fetched from elsewhere"
+    );
 
     signal(&runner, libc::SIGTERM);
     let out = wait_output(runner, Duration::from_secs(60));
@@ -183,7 +207,10 @@ fn status_is_the_status_json_document_and_metrics_parse() {
 #[test]
 fn events_arrive_in_journal_order_and_the_stream_ends_with_the_run() {
     let p = Project::new(
-        &[(1, "Add a greeting", "Say hello."), (2, "Add a farewell", "Bye.")],
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Bye."),
+        ],
         json!({"steps": {"*": ["busy:150"], "2:verify": ["fail-test", "ok"]}}),
         json!({}),
     );
@@ -226,11 +253,20 @@ fn a_token_is_required_off_loopback() {
     assert!(text(&out).contains("http.tokenEnv"), "{}", text(&out));
     assert!(p.invocations().is_empty(), "no agent ran");
 
-    p.set_config(json!({"http": {"listen": format!("0.0.0.0:{port}"), "tokenEnv": "SDLC_TEST_HTTP_TOKEN"}}));
+    p.set_config(
+        json!({"http": {"listen": format!("0.0.0.0:{port}"), "tokenEnv": "SDLC_TEST_HTTP_TOKEN"}}),
+    );
     let mut unset = p.command(&["run", "--config", p.config.to_str().expect("utf8")]);
-    let out = unset.env_remove("SDLC_TEST_HTTP_TOKEN").output().expect("run");
+    let out = unset
+        .env_remove("SDLC_TEST_HTTP_TOKEN")
+        .output()
+        .expect("run");
     assert_eq!(code(&out), 2, "{}", text(&out));
-    assert!(text(&out).contains("SDLC_TEST_HTTP_TOKEN"), "{}", text(&out));
+    assert!(
+        text(&out).contains("SDLC_TEST_HTTP_TOKEN"),
+        "{}",
+        text(&out)
+    );
     assert!(p.invocations().is_empty(), "no agent ran");
 
     let token = "s3cret-token-for-the-test";
@@ -329,7 +365,10 @@ fn clients_that_never_read_do_not_grow_the_runner_memory() {
     drop(idle);
     std::thread::sleep(Duration::from_millis(300));
     let (code_now, _) = get(addr, "/api/status", &[]);
-    assert_eq!(code_now, 200, "a well-behaved client is served after the flood");
+    assert_eq!(
+        code_now, 200,
+        "a well-behaved client is served after the flood"
+    );
     let out = wait_output(runner, Duration::from_secs(180));
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2, 3, 4]);
@@ -369,9 +408,9 @@ fn a_fleet_serves_every_workers_records_in_order() {
     for w in ["w0", "w1"] {
         let mine: Vec<&Value> = events.iter().filter(|e| e["worker"] == w).collect();
         assert!(!mine.is_empty(), "no record of {w}");
-        let journal = p
-            .project
-            .join(format!(".git/sdlc-runner/workers/{w}/.git/sdlc-runner/journal.jsonl"));
+        let journal = p.project.join(format!(
+            ".git/sdlc-runner/workers/{w}/.git/sdlc-runner/journal.jsonl"
+        ));
         let seqs: Vec<u64> = std::fs::read_to_string(&journal)
             .expect("worker journal")
             .lines()

@@ -31,9 +31,8 @@ fn chromium() -> String {
 }
 
 fn which(name: &str) -> bool {
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(name).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(name).is_file()))
 }
 
 fn free_port() -> SocketAddr {
@@ -178,7 +177,14 @@ fn the_page_of_a_running_demo_shows_workers_the_current_state_and_live_events() 
     let tmp = tempfile::tempdir().expect("tempdir");
     let addr = free_port();
     let demo = Command::new(BIN)
-        .args(["demo", "--pace", "1200", "--http", &addr.to_string(), "--dir"])
+        .args([
+            "demo",
+            "--pace",
+            "1200",
+            "--http",
+            &addr.to_string(),
+            "--dir",
+        ])
         .arg(tmp.path().join("demo"))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -250,7 +256,9 @@ fn the_page_of_a_running_demo_shows_workers_the_current_state_and_live_events() 
         .filter_map(Value::as_str)
         .collect();
     assert!(
-        current.iter().any(|id| ["state-Specify", "state-Build", "state-Deliver"].contains(id)),
+        current
+            .iter()
+            .any(|id| ["state-Specify", "state-Build", "state-Deliver"].contains(id)),
         "{shown}"
     );
     assert_eq!(shown["badges"], json!(["runner"]), "{shown}");

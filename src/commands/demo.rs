@@ -53,8 +53,14 @@ pub fn run(args: &DemoArgs) -> i32 {
 /// `seconds`, or until Ctrl-C / SIGTERM.
 fn linger(server: &crate::http::Server, seconds: Option<u64>) {
     match seconds {
-        Some(s) => out!("\nthe demo is over; its status page stays at http://{}/ for {s} s", server.addr()),
-        None => out!("\nthe demo is over; its status page stays at http://{}/ until Ctrl-C", server.addr()),
+        Some(s) => out!(
+            "\nthe demo is over; its status page stays at http://{}/ for {s} s",
+            server.addr()
+        ),
+        None => out!(
+            "\nthe demo is over; its status page stays at http://{}/ until Ctrl-C",
+            server.addr()
+        ),
     }
     let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -128,10 +128,14 @@ fn summary(v: &serde_json::Value) -> String {
         .iter()
         .filter_map(|k| {
             let x = &inner[*k];
-            (!x.is_null()).then(|| format!("{k} {}", x.as_str().map_or(x.to_string(), str::to_string)))
+            (!x.is_null())
+                .then(|| format!("{k} {}", x.as_str().map_or(x.to_string(), str::to_string)))
         })
         .collect();
-    let state = v["state"].as_str().map(|s| format!(" → {s}")).unwrap_or_default();
+    let state = v["state"]
+        .as_str()
+        .map(|s| format!(" → {s}"))
+        .unwrap_or_default();
     if bits.is_empty() {
         format!("{time} {name}{state}")
     } else {
@@ -153,7 +157,11 @@ fn draw(frame: &mut Frame, picture: &Picture) {
         .sticky_halt
         .clone()
         .or_else(|| st.workers.iter().find_map(|w| w.sticky_halt.clone()));
-    let workers = if st.workers.is_empty() { 1 } else { st.workers.len() };
+    let workers = if st.workers.is_empty() {
+        1
+    } else {
+        st.workers.len()
+    };
     let [head, halt_area, table_area, bar_area, events_area] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(if halt.is_some() { 3 } else { 0 }),
@@ -165,12 +173,20 @@ fn draw(frame: &mut Frame, picture: &Picture) {
     let session = st
         .session
         .as_ref()
-        .map(|s| format!("session {s} ({})", st.session_status.as_deref().unwrap_or("?")))
+        .map(|s| {
+            format!(
+                "session {s} ({})",
+                st.session_status.as_deref().unwrap_or("?")
+            )
+        })
         .unwrap_or_else(|| "no session yet".into());
     frame.render_widget(
         Paragraph::new(vec![
             Line::from(vec![
-                Span::styled("sdlc-runner ", Style::default().add_modifier(Modifier::BOLD)),
+                Span::styled(
+                    "sdlc-runner ",
+                    Style::default().add_modifier(Modifier::BOLD),
+                ),
                 Span::raw(format!("{} · {}", st.project.display(), st.runner)),
             ]),
             Line::from(format!("{session} · q quits")),
@@ -258,7 +274,11 @@ fn draw(frame: &mut Frame, picture: &Picture) {
         .map(|l| ListItem::new(l.as_str()))
         .collect();
     frame.render_widget(
-        List::new(items).block(Block::default().borders(Borders::ALL).title("recent records")),
+        List::new(items).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title("recent records"),
+        ),
         events_area,
     );
 }
@@ -271,7 +291,13 @@ fn bars(st: &Status) -> Vec<(String, u32, u32)> {
     let mut out: Vec<(String, u32, u32)> = c
         .attempts
         .iter()
-        .map(|(step, n)| (format!("failed attempts {step}"), *n, c.max_retries_per_step))
+        .map(|(step, n)| {
+            (
+                format!("failed attempts {step}"),
+                *n,
+                c.max_retries_per_step,
+            )
+        })
         .collect();
     out.push(("bounces".into(), c.bounces, c.max_bounce_retries));
     out.push((

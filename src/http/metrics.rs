@@ -130,11 +130,7 @@ impl Metrics {
             "Cost the agent reported for finished attempts, in US dollars, by step and model",
             m.agent_cost.clone(),
         );
-        r.register(
-            "escalations",
-            "Issues escalated",
-            m.escalations.clone(),
-        );
+        r.register("escalations", "Issues escalated", m.escalations.clone());
         r.register("halts", "Session halts, by reason", m.halts.clone());
         r.register(
             "waits",

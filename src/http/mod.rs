@@ -28,7 +28,7 @@ pub use feed::{BACKLOG, CHANNEL};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{watch, Semaphore};
 
 /// Connections served at once; more are closed as soon as they are accepted.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -67,7 +67,9 @@ pub fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<Settings>, St
         (None, None) => return Ok(None),
     };
     let addr: SocketAddr = listen.parse().map_err(|_| {
-        format!("{source}: \"{listen}\" is not an address and port: write one such as 127.0.0.1:8080")
+        format!(
+            "{source}: \"{listen}\" is not an address and port: write one such as 127.0.0.1:8080"
+        )
     })?;
     let token = match &cfg.http.token_env {
         None => None,
@@ -328,11 +330,7 @@ async fn metrics(State(app): State<App>) -> Response {
 
 /// The backlog, then every record as it is appended. `Last-Event-ID` (sent by a reconnecting
 /// browser) skips what the client already has.
-async fn events(
-    State(app): State<App>,
-    headers: HeaderMap,
-    uri: Uri,
-) -> Response {
+async fn events(State(app): State<App>, headers: HeaderMap, uri: Uri) -> Response {
     let Some((backlog, receiver)) = app.feed.subscribe() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "the run is over\n").into_response();
     };
