@@ -116,7 +116,11 @@ fn one_issue(script: Value) -> Project {
 /// `status --json`, and `/metrics` parses as Prometheus text with the run's counts.
 #[test]
 fn status_is_the_status_json_document_and_metrics_parse() {
-    let p = one_issue(json!({"steps": {"implement": ["hang"]}}));
+    let p = Project::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"implement": ["hang"]}, "costUsd": 0.25}),
+        json!({"budget": {"perSessionUsd": 5}}),
+    );
     let addr = free_port();
     let mut runner = p.spawn(&["--http", &addr.to_string()]);
     wait_up(addr, &mut runner);
@@ -130,6 +134,9 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         let served: Value = serde_json::from_str(&body).expect("JSON");
         if served == cli {
             assert_eq!(served["currentStep"], "implement");
+            // Spend against the budget: startCycle, startIssue and writeSpecs at $0.25 each.
+            assert_eq!(served["budgets"]["perSessionUsd"], 5.0, "{served}");
+            assert_eq!(served["budgets"]["sessionUsd"], 0.75, "{served}");
             matched = true;
             break;
         }

@@ -73,6 +73,8 @@ pub struct Status {
     pub current_issue: Option<u32>,
     pub current_step: Option<String>,
     pub counters: Option<Counters>,
+    /// Spend against the configured budgets (`None` before the first session).
+    pub budgets: Option<Budgets>,
     pub last_failure: Option<LastFailureView>,
     /// Headline of an unacknowledged halt: `run` refuses until `--ack-halt`.
     pub sticky_halt: Option<String>,
@@ -221,6 +223,18 @@ pub struct Counters {
     pub max_rate_limit_waits: u32,
 }
 
+/// What the session and the current issue spent, beside their budgets (`None`: no budget).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budgets {
+    pub issue_usd: f64,
+    pub per_issue_usd: Option<f64>,
+    pub issue_minutes: f64,
+    pub per_issue_minutes: Option<f64>,
+    pub session_usd: f64,
+    pub per_session_usd: Option<f64>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Limited {
     pub count: u32,
@@ -309,6 +323,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         current_issue: None,
         current_step: None,
         counters: None,
+        budgets: None,
         last_failure: None,
         sticky_halt: rec.sticky_halt.as_ref().map(|(_, h)| h.clone()),
         wasted_since_last_merge: None,
@@ -356,6 +371,15 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
     st.current_issue = r.issue;
     st.current_step = state.step().map(|s| s.key().to_string());
     st.counters = Some(counters(&core));
+    let usd = |micros: u64| micros as f64 / 1_000_000.0;
+    st.budgets = Some(Budgets {
+        issue_usd: usd(r.issue_cost_micros),
+        per_issue_usd: r.limits.per_issue_budget_micros.map(usd),
+        issue_minutes: r.issue_elapsed_ms as f64 / 60_000.0,
+        per_issue_minutes: r.limits.per_issue_budget_ms.map(|ms| ms as f64 / 60_000.0),
+        session_usd: usd(r.session_cost_micros),
+        per_session_usd: r.limits.per_session_budget_micros.map(usd),
+    });
     st.last_failure = r.last_failure.map(|f| LastFailureView {
         step: f.step.key().to_string(),
         class: f.class.name().to_string(),
@@ -575,6 +599,22 @@ impl Status {
             line(format!(
                 "  rate-limit waits in a row: {}/{}",
                 c.rate_limit_wait_streak, c.max_rate_limit_waits
+            ));
+        }
+        if let Some(b) = &self.budgets {
+            let of = |spent: String, limit: Option<f64>, unit: &str| match limit {
+                Some(l) => format!("{spent} of {l:.2}{unit}"),
+                None => format!("{spent} (no budget)"),
+            };
+            line(format!(
+                "spend:    issue ${}, issue time {}, session ${}",
+                of(format!("{:.2}", b.issue_usd), b.per_issue_usd, ""),
+                of(
+                    format!("{:.1}", b.issue_minutes),
+                    b.per_issue_minutes,
+                    " min"
+                ),
+                of(format!("{:.2}", b.session_usd), b.per_session_usd, ""),
             ));
         }
         if let Some(f) = &self.last_failure {

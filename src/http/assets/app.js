@@ -45,6 +45,7 @@
   }
 
   function bar(label, count, limit) {
+    const round = (x) => (Number.isInteger(x) ? x : x.toFixed(2));
     const row = text("div", "", "bar");
     row.appendChild(text("span", label));
     const track = text("div", "", "track");
@@ -54,7 +55,7 @@
     if (ratio >= 1) fill.classList.add("full"); else if (ratio >= 0.66) fill.classList.add("warn");
     track.appendChild(fill);
     row.appendChild(track);
-    row.appendChild(text("span", limit > 0 ? count + " / " + limit : String(count), "num"));
+    row.appendChild(text("span", limit > 0 ? round(count) + " / " + round(limit) : String(round(count)), "num"));
     return row;
   }
 
@@ -95,6 +96,7 @@
     if (b) {
       if (b.perSessionUsd != null) bars.appendChild(bar("session spend (USD)", b.sessionUsd, b.perSessionUsd));
       if (b.perIssueUsd != null) bars.appendChild(bar("issue spend (USD)", b.issueUsd, b.perIssueUsd));
+      if (b.perIssueMinutes != null) bars.appendChild(bar("issue time (min)", Math.round(b.issueMinutes), b.perIssueMinutes));
     }
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
