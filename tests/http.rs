@@ -134,6 +134,7 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         let served: Value = serde_json::from_str(&body).expect("JSON");
         if served == cli {
             assert_eq!(served["currentStep"], "implement");
+            assert_eq!(served["currentAttempt"], 1);
             // Spend against the budget: startCycle, startIssue and writeSpecs at $0.25 each.
             assert_eq!(served["budgets"]["perSessionUsd"], 5.0, "{served}");
             assert_eq!(served["budgets"]["sessionUsd"], 0.75, "{served}");

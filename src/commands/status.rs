@@ -72,6 +72,8 @@ pub struct Status {
     pub state: Option<String>,
     pub current_issue: Option<u32>,
     pub current_step: Option<String>,
+    /// The attempt of the current step the agent (or the runner) is working on, if one is.
+    pub current_attempt: Option<u32>,
     pub counters: Option<Counters>,
     /// Spend against the configured budgets (`None` before the first session).
     pub budgets: Option<Budgets>,
@@ -103,6 +105,7 @@ pub struct WorkerView {
     pub state: Option<String>,
     pub current_issue: Option<u32>,
     pub current_step: Option<String>,
+    pub current_attempt: Option<u32>,
     pub sticky_halt: Option<String>,
 }
 
@@ -143,6 +146,7 @@ fn workers(cfg: &Config) -> Vec<WorkerView> {
                 state: st.as_ref().and_then(|s| s.state.clone()),
                 current_issue: st.as_ref().and_then(|s| s.current_issue),
                 current_step: st.as_ref().and_then(|s| s.current_step.clone()),
+                current_attempt: st.as_ref().and_then(|s| s.current_attempt),
                 sticky_halt: st.and_then(|s| s.sticky_halt),
             }
         })
@@ -322,6 +326,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         state: None,
         current_issue: None,
         current_step: None,
+        current_attempt: None,
         counters: None,
         budgets: None,
         last_failure: None,
@@ -370,6 +375,10 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
     st.state = Some(state.name().to_string());
     st.current_issue = r.issue;
     st.current_step = state.step().map(|s| s.key().to_string());
+    st.current_attempt = session.last_effects.iter().find_map(|e| match e {
+        crate::machine::Effect::RunStep { attempt, .. } => Some(*attempt),
+        _ => None,
+    });
     st.counters = Some(counters(&core));
     let usd = |micros: u64| micros as f64 / 1_000_000.0;
     st.budgets = Some(Budgets {
@@ -488,6 +497,9 @@ impl Status {
             }
             if let (Some(n), Some(step)) = (w.current_issue, &w.current_step) {
                 how.push_str(&format!(", issue #{n} at {step}"));
+                if let Some(a) = w.current_attempt {
+                    how.push_str(&format!(" attempt {a}"));
+                }
             }
             if let Some(h) = &w.sticky_halt {
                 how.push_str(&format!(", HALTED: {h}"));
@@ -538,8 +550,11 @@ impl Status {
                     .map_or("none".to_string(), |i| format!("#{i}"))
             ));
             line(format!(
-                "step:     {}",
-                self.current_step.as_deref().unwrap_or("none")
+                "step:     {}{}",
+                self.current_step.as_deref().unwrap_or("none"),
+                self.current_attempt
+                    .map(|a| format!(" (attempt {a})"))
+                    .unwrap_or_default()
             ));
         }
         if let Some(d) = &self.divergence {

@@ -69,8 +69,8 @@
     halt.hidden = !halted;
     halt.textContent = halted ? "HALTED: " + halted + (st.lastFailure ? "\nlast failure: " + st.lastFailure.class + " in " + st.lastFailure.step + " (" + st.lastFailure.signature + ")" : "") : "";
     const rows = fleet
-      ? st.workers.map((w) => ({ name: w.name, state: w.state, issue: w.currentIssue, step: w.currentStep, runner: w.runner }))
-      : [{ name: "runner", state: st.state, issue: st.currentIssue, step: st.currentStep, runner: st.runner }];
+      ? st.workers.map((w) => ({ name: w.name, state: w.state, issue: w.currentIssue, step: w.currentStep, attempt: w.currentAttempt, runner: w.runner }))
+      : [{ name: "runner", state: st.state, issue: st.currentIssue, step: st.currentStep, attempt: st.currentAttempt, runner: st.runner }];
     const body = $("workers").tBodies[0];
     body.replaceChildren();
     for (const r of rows) {
@@ -78,7 +78,7 @@
       const tr = document.createElement("tr");
       tr.className = "worker";
       tr.dataset.worker = r.name;
-      for (const v of [r.name, states.get(r.name) || r.state || "—", r.issue ? "#" + r.issue : "—", r.step || "—", r.runner]) tr.appendChild(text("td", v));
+      for (const v of [r.name, states.get(r.name) || r.state || "—", r.issue ? "#" + r.issue : "—", r.step ? r.step + (r.attempt ? " · attempt " + r.attempt : "") : "—", r.runner]) tr.appendChild(text("td", v));
       body.appendChild(tr);
     }
     const bars = $("bars");
