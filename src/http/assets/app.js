@@ -31,6 +31,14 @@
       if (!at.has(holder)) at.set(holder, []);
       at.get(holder).push(worker);
     }
+    // On a narrow screen the diagram scrolls sideways: bring the first worker's state into view.
+    const box = $("diagram");
+    const first = at.keys().next().value;
+    if (first && box.scrollWidth > box.clientWidth) {
+      const r = first.getBoundingClientRect();
+      const b = box.getBoundingClientRect();
+      box.scrollLeft += r.left + r.width / 2 - (b.left + b.width / 2);
+    }
     for (const [holder, workers] of at) {
       const rect = holder.querySelector("rect");
       const badge = document.createElementNS("http://www.w3.org/2000/svg", "text");
