@@ -15,6 +15,8 @@
 mod feed;
 mod metrics;
 mod page;
+#[cfg(test)]
+mod tests;
 
 use crate::config::Config;
 use axum::extract::State;
