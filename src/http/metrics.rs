@@ -284,3 +284,91 @@ impl Metrics {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::{FailureClass, Signature};
+    use crate::machine::HaltReason;
+
+    fn line(record: Record) -> Line {
+        Line {
+            seq: 1,
+            time: "2026-01-01T00:00:00.000Z".into(),
+            session: "s".into(),
+            record,
+        }
+    }
+
+    fn effect(effect: Effect) -> Line {
+        line(Record::Effect {
+            effect,
+            state: "Verify".into(),
+        })
+    }
+
+    #[test]
+    fn records_move_the_counters_they_name() {
+        let mut m = Metrics::new(std::array::from_fn(|i| {
+            if i == Step::Verify.index() {
+                "opus".to_string()
+            } else {
+                "builtin".to_string()
+            }
+        }));
+        m.observe(
+            "w1",
+            &effect(Effect::RunStep {
+                step: Step::Verify,
+                issue: 4,
+                attempt: 2,
+                repair: true,
+            }),
+        );
+        let usage = Usage {
+            cost_micros: 1_500_000,
+            elapsed_ms: 2_500,
+            turns: 7,
+        };
+        m.observe(
+            "w1",
+            &line(Record::Event {
+                event: Event::StepFailed {
+                    step: Step::Verify,
+                    class: FailureClass::RateLimit,
+                    signature: Signature(1),
+                    usage,
+                    wait_hint_secs: None,
+                },
+                state: "BackingOff".into(),
+            }),
+        );
+        m.observe(
+            "w1",
+            &effect(Effect::Notify(Notice::Waiting {
+                step: Step::Verify,
+                class: FailureClass::RateLimit,
+                seconds: 60,
+            })),
+        );
+        m.observe("w1", &effect(Effect::Wait { seconds: 60 }));
+        m.observe("w1", &effect(Effect::Halt(HaltReason::SessionBudget)));
+        let text = m.encode();
+        let class = FailureClass::RateLimit.name();
+        for expected in [
+            "sdlc_step_attempts_total{step=\"verify\"} 1".to_string(),
+            format!("sdlc_steps_finished_total{{step=\"verify\",outcome=\"{class}\"}} 1"),
+            "sdlc_agent_seconds_total{step=\"verify\",model=\"opus\"} 2.5".to_string(),
+            "sdlc_agent_turns_total{step=\"verify\",model=\"opus\"} 7".to_string(),
+            "sdlc_agent_cost_usd_total{step=\"verify\",model=\"opus\"} 1.5".to_string(),
+            format!("sdlc_waits_total{{kind=\"{class}\"}} 1"),
+            format!("sdlc_wait_seconds_total{{kind=\"{class}\"}} 60"),
+            "sdlc_halts_total{reason=\"sessionBudget\"} 1".to_string(),
+            "sdlc_worker_state{worker=\"w1\",state=\"BackingOff\"} 1".to_string(),
+        ] {
+            assert!(text.contains(&expected), "{expected} missing from:\n{text}");
+        }
+        // A retry is an attempt, not a step started.
+        assert!(!text.contains("sdlc_steps_started_total{"), "{text}");
+    }
+}
