@@ -370,6 +370,27 @@ fn clients_that_never_read_do_not_grow_the_runner_memory() {
         after < before + 16 * 1024,
         "the runner grew from {before} KiB to {after} KiB"
     );
+    // The idle clients stay connected while the run appends records: the peak stays flat.
+    let mut peak = after;
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while runner.try_wait().expect("try_wait").is_none() && Instant::now() < deadline {
+        let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .ok()
+            .and_then(|t| {
+                t.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            });
+        peak = peak.max(rss.unwrap_or(0));
+        if e2e::merged_issues(&p.origin).len() >= 3 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(
+        peak < before + 16 * 1024,
+        "while clients did not read, the runner grew from {before} KiB to {peak} KiB"
+    );
     drop(idle);
     std::thread::sleep(Duration::from_millis(300));
     let (code_now, _) = get(addr, "/api/status", &[]);
