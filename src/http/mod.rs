@@ -40,6 +40,9 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long `/api/status` answers from the last document before reading the files again.
 const STATUS_TTL: Duration = Duration::from_millis(500);
+/// The same with the GitHub tracker, whose claims `status` asks `gh` for: the page must not
+/// spend the API rate limit the run needs.
+const STATUS_TTL_GITHUB: Duration = Duration::from_secs(15);
 /// How often the journals are checked for new records.
 const POLL: Duration = Duration::from_millis(100);
 
@@ -125,6 +128,10 @@ impl Server {
         let app = App {
             feed: feed.clone(),
             status: Arc::new(StatusCache {
+                ttl: match cfg.tracker {
+                    crate::config::TrackerConfig::Github { .. } => STATUS_TTL_GITHUB,
+                    crate::config::TrackerConfig::Local { .. } => STATUS_TTL,
+                },
                 cfg: cfg.clone(),
                 last: tokio::sync::Mutex::new(None),
             }),
@@ -192,15 +199,16 @@ struct App {
 
 struct StatusCache {
     cfg: Config,
+    ttl: Duration,
     last: tokio::sync::Mutex<Option<(Instant, Arc<str>)>>,
 }
 
 impl StatusCache {
-    /// The status document, read again at most every [`STATUS_TTL`] however many ask.
+    /// The status document, read again at most every `ttl` however many ask.
     async fn get(&self) -> Result<Arc<str>, String> {
         let mut last = self.last.lock().await;
         if let Some((at, doc)) = last.as_ref() {
-            if at.elapsed() < STATUS_TTL {
+            if at.elapsed() < self.ttl {
                 return Ok(doc.clone());
             }
         }
