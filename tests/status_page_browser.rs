@@ -161,14 +161,24 @@ const PROBE: &str = r#"JSON.stringify({
   html: document.documentElement.outerHTML.length
 })"#;
 
-fn stop(mut demo: Child) {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let pid = i32::try_from(demo.id()).expect("pid");
-    while demo.try_wait().expect("try_wait").is_none() {
-        assert!(Instant::now() < deadline, "the demo did not stop");
-        // SAFETY: kill(2) on the child we spawned. The second one ends the linger.
-        unsafe { libc::kill(pid, libc::SIGTERM) };
-        std::thread::sleep(Duration::from_millis(500));
+/// The demo process, stopped however the test ends (a panic included): SIGTERM stops the
+/// run, the next one ends the linger.
+struct Demo(Child);
+
+impl Drop for Demo {
+    fn drop(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let pid = i32::try_from(self.0.id()).expect("pid");
+        while matches!(self.0.try_wait(), Ok(None)) {
+            if Instant::now() > deadline {
+                let _ = self.0.kill();
+                let _ = self.0.wait();
+                return;
+            }
+            // SAFETY: kill(2) on the child we spawned.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+            std::thread::sleep(Duration::from_millis(500));
+        }
     }
 }
 
@@ -176,20 +186,22 @@ fn stop(mut demo: Child) {
 fn the_page_of_a_running_demo_shows_workers_the_current_state_and_live_events() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let addr = free_port();
-    let demo = Command::new(BIN)
-        .args([
-            "demo",
-            "--pace",
-            "1200",
-            "--http",
-            &addr.to_string(),
-            "--dir",
-        ])
-        .arg(tmp.path().join("demo"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("demo");
+    let _demo = Demo(
+        Command::new(BIN)
+            .args([
+                "demo",
+                "--pace",
+                "1200",
+                "--http",
+                &addr.to_string(),
+                "--dir",
+            ])
+            .arg(tmp.path().join("demo"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("demo"),
+    );
     let deadline = Instant::now() + Duration::from_secs(60);
     // Until an agent step runs: the picture then has a worker in a step state.
     loop {
@@ -265,5 +277,4 @@ fn the_page_of_a_running_demo_shows_workers_the_current_state_and_live_events() 
     let newest = shown["events"][0].as_str().expect("an event");
     assert!(newest.contains("[runner]"), "{newest}");
     drop(chrome);
-    stop(demo);
 }
