@@ -41,8 +41,11 @@ pub enum Command {
         #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
         config: PathBuf,
         /// Print JSON instead of text.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "watch")]
         json: bool,
+        /// Keep the picture on screen, refreshed in place (a terminal UI; q quits).
+        #[arg(long)]
+        watch: bool,
     },
     /// Re-drive the machine from a journal's recorded events and report any divergence.
     Replay {
@@ -140,6 +143,11 @@ pub struct RunArgs {
     /// (overrides the config's `workers`).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=32))]
     pub workers: Option<u32>,
+    /// Serve a read-only status page, `/api/status`, `/api/events` (SSE) and `/metrics` on
+    /// this address, such as 127.0.0.1:8080 (overrides `http.listen`). Any address other
+    /// than loopback needs `http.tokenEnv`.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
     /// How stderr narrates the run: `text` (time-stamped when stderr is not a terminal) or
     /// `json` (one object per line: ts, level, msg).
     #[arg(long, value_enum, default_value = "text")]
@@ -192,6 +200,17 @@ pub struct DemoArgs {
     /// remotes) is only read, never written or pushed to.
     #[arg(long, value_name = "REPO")]
     pub repo: Option<PathBuf>,
+    /// Serve the live status page on this address (as `run --http`), slow the scripted agent
+    /// down so that a person can follow the issues through the machine, and keep serving the
+    /// final picture after the run until Ctrl-C.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
+    /// Milliseconds each scripted agent call takes (default: 2000 with --http, else 0).
+    #[arg(long, value_name = "MS")]
+    pub pace: Option<u64>,
+    /// With --http: seconds to keep serving after the run (default: until Ctrl-C).
+    #[arg(long, value_name = "SECONDS", requires = "http")]
+    pub linger: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

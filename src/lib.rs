@@ -23,6 +23,7 @@ pub mod failpoint;
 pub mod fake_agent;
 pub mod files;
 pub mod forge;
+pub mod http;
 pub mod journal;
 pub mod logs;
 pub mod network;

@@ -19,7 +19,12 @@ fn main() {
         Command::Config { command } => commands::config::run(command),
         Command::Bounds { config } => commands::bounds::run(config),
         Command::Replay { journal } => commands::replay::run(journal),
-        Command::Status { config, json } => commands::status::run(config, *json),
+        Command::Status {
+            config,
+            json: _,
+            watch: true,
+        } => commands::watch::run(config),
+        Command::Status { config, json, .. } => commands::status::run(config, *json),
         Command::FakeAgent(args) => sdlc_runner::fake_agent::run(args),
         Command::Run(args) => commands::run::run(args),
         Command::Demo(args) => commands::demo::run(args),

@@ -4,42 +4,11 @@
 
 mod e2e;
 
-use e2e::Project;
+use e2e::{openpty, Project};
 use serde_json::json;
 use std::io::Read;
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::Stdio;
 use std::time::Duration;
-
-/// A pseudo-terminal of 120 columns: (master, slave).
-fn openpty() -> (std::fs::File, OwnedFd) {
-    let mut master = -1;
-    let mut slave = -1;
-    let size = libc::winsize {
-        ws_row: 40,
-        ws_col: 120,
-        ws_xpixel: 0,
-        ws_ypixel: 0,
-    };
-    // SAFETY: openpty writes two descriptors into the ints we pass and reads `size`.
-    let rc = unsafe {
-        libc::openpty(
-            &mut master,
-            &mut slave,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            &size,
-        )
-    };
-    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
-    // SAFETY: both descriptors were just opened for us and are owned by nothing else.
-    unsafe {
-        (
-            std::fs::File::from_raw_fd(master),
-            OwnedFd::from_raw_fd(slave),
-        )
-    }
-}
 
 #[test]
 fn a_terminal_gets_a_status_line_redrawn_in_place_then_the_summary() {

@@ -18,7 +18,14 @@ pub fn run(args: &DemoArgs) -> i32 {
                 Ok(cfg) => cfg,
                 Err(code) => return code,
             };
+            let server = match crate::http::start_for(args.http.as_deref(), &cfg) {
+                Ok(server) => server,
+                Err(code) => return code,
+            };
             let code = driver::run(cfg, RunOptions::default());
+            if let Some(server) = server {
+                linger(&server, args.linger);
+            }
             let dir = config.parent().unwrap_or(Path::new("."));
             out!("\n{}", agent_calls(dir));
             out!(
@@ -41,6 +48,41 @@ pub fn run(args: &DemoArgs) -> i32 {
             2
         }
     }
+}
+
+/// Keeps the status page up after the demo so that a person can look at the end state:
+/// `seconds`, or until Ctrl-C / SIGTERM.
+fn linger(server: &crate::http::Server, seconds: Option<u64>) {
+    match seconds {
+        Some(s) => out!(
+            "\nthe demo is over; its status page stays at http://{}/ for {s} s",
+            server.addr()
+        ),
+        None => out!(
+            "\nthe demo is over; its status page stays at http://{}/ until Ctrl-C",
+            server.addr()
+        ),
+    }
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
+        return;
+    };
+    runtime.block_on(async {
+        let forever = std::time::Duration::from_secs(u64::from(u32::MAX));
+        let wait = tokio::time::sleep(seconds.map_or(forever, std::time::Duration::from_secs));
+        let Ok(mut term) =
+            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        else {
+            return;
+        };
+        tokio::select! {
+            _ = wait => {}
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
+    });
 }
 
 /// How many model calls the run made per merged issue: one archived attempt log per agent
@@ -230,6 +272,14 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
             serde_json::json!({ "steps": { "verify": ["fail-test"] }, "costUsd": 0.05 })
         }
     };
+    // Paced: every call without a scripted outcome works (tool calls) for this long.
+    let pace = args
+        .pace
+        .unwrap_or(if args.http.is_some() { 2000 } else { 0 });
+    let mut script = script;
+    if pace > 0 {
+        script["steps"]["*"] = serde_json::json!([format!("busy:{pace}")]);
+    }
     let script_path = root.join("agent-script.json");
     write(&script_path, &format!("{script:#}\n"))?;
     let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;

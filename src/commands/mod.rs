@@ -14,6 +14,7 @@ pub mod release;
 pub mod replay;
 pub mod run;
 pub mod status;
+pub mod watch;
 
 /// Load a config for a command, or print every error (naming file and key) and give the
 /// exit code 2 of docs/interfaces.md.

@@ -16,6 +16,12 @@ pub fn run(args: &RunArgs) -> i32 {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
+    // Serves until the run is over; dropping it ends every client's stream after the last
+    // records.
+    let _server = match crate::http::start_for(args.http.as_deref(), &cfg) {
+        Ok(server) => server,
+        Err(code) => return code,
+    };
     driver::run(
         cfg,
         RunOptions {

@@ -28,14 +28,10 @@ pub fn run(config: &Path, json: bool) -> i32 {
         }
     };
     if json {
-        let encoded = serde_json::to_value(&report).and_then(|mut v| {
-            redact_json(&mut v);
-            serde_json::to_string_pretty(&v)
-        });
-        match encoded {
+        match encode(&report) {
             Ok(text) => out!("{text}"),
             Err(e) => {
-                say!("error: cannot encode the status as JSON: {e}");
+                say!("error: {e}");
                 return 2;
             }
         }
@@ -43,6 +39,21 @@ pub fn run(config: &Path, json: bool) -> i32 {
         out_raw!("{}", redact(&report.text()));
     }
     0
+}
+
+/// The document `status --json` prints (and `GET /api/status` serves), redacted.
+pub fn encode(report: &Status) -> Result<String, String> {
+    serde_json::to_value(report)
+        .and_then(|mut v| {
+            redact_json(&mut v);
+            serde_json::to_string_pretty(&v)
+        })
+        .map_err(|e| format!("cannot encode the status as JSON: {e}"))
+}
+
+/// [`status`] as the `--json` document.
+pub fn json(cfg: &Config) -> Result<String, String> {
+    encode(&status(cfg).map_err(|e| e.to_string())?)
 }
 
 /// Everything `status` shows; `--json` prints exactly this.
@@ -61,7 +72,11 @@ pub struct Status {
     pub state: Option<String>,
     pub current_issue: Option<u32>,
     pub current_step: Option<String>,
+    /// The attempt of the current step the agent (or the runner) is working on, if one is.
+    pub current_attempt: Option<u32>,
     pub counters: Option<Counters>,
+    /// Spend against the configured budgets (`None` before the first session).
+    pub budgets: Option<Budgets>,
     pub last_failure: Option<LastFailureView>,
     /// Headline of an unacknowledged halt: `run` refuses until `--ack-halt`.
     pub sticky_halt: Option<String>,
@@ -92,6 +107,7 @@ pub struct WorkerView {
     pub state: Option<String>,
     pub current_issue: Option<u32>,
     pub current_step: Option<String>,
+    pub current_attempt: Option<u32>,
     pub sticky_halt: Option<String>,
 }
 
@@ -132,6 +148,7 @@ fn workers(cfg: &Config) -> Vec<WorkerView> {
                 state: st.as_ref().and_then(|s| s.state.clone()),
                 current_issue: st.as_ref().and_then(|s| s.current_issue),
                 current_step: st.as_ref().and_then(|s| s.current_step.clone()),
+                current_attempt: st.as_ref().and_then(|s| s.current_attempt),
                 sticky_halt: st.and_then(|s| s.sticky_halt),
             }
         })
@@ -213,6 +230,18 @@ pub struct Counters {
     pub max_consecutive_same_failure: u32,
     pub rate_limit_wait_streak: u32,
     pub max_rate_limit_waits: u32,
+}
+
+/// What the session and the current issue spent, beside their budgets (`None`: no budget).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budgets {
+    pub issue_usd: f64,
+    pub per_issue_usd: Option<f64>,
+    pub issue_minutes: f64,
+    pub per_issue_minutes: Option<f64>,
+    pub session_usd: f64,
+    pub per_session_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -304,7 +333,9 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         state: None,
         current_issue: None,
         current_step: None,
+        current_attempt: None,
         counters: None,
+        budgets: None,
         last_failure: None,
         sticky_halt: rec.sticky_halt.as_ref().map(|(_, h)| h.clone()),
         wasted_since_last_merge: None,
@@ -352,7 +383,20 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
     st.state = Some(state.name().to_string());
     st.current_issue = r.issue;
     st.current_step = state.step().map(|s| s.key().to_string());
+    st.current_attempt = session.last_effects.iter().find_map(|e| match e {
+        crate::machine::Effect::RunStep { attempt, .. } => Some(*attempt),
+        _ => None,
+    });
     st.counters = Some(counters(&core));
+    let usd = |micros: u64| micros as f64 / 1_000_000.0;
+    st.budgets = Some(Budgets {
+        issue_usd: usd(r.issue_cost_micros),
+        per_issue_usd: r.limits.per_issue_budget_micros.map(usd),
+        issue_minutes: r.issue_elapsed_ms as f64 / 60_000.0,
+        per_issue_minutes: r.limits.per_issue_budget_ms.map(|ms| ms as f64 / 60_000.0),
+        session_usd: usd(r.session_cost_micros),
+        per_session_usd: r.limits.per_session_budget_micros.map(usd),
+    });
     st.last_failure = r.last_failure.map(|f| LastFailureView {
         step: f.step.key().to_string(),
         class: f.class.name().to_string(),
@@ -461,6 +505,9 @@ impl Status {
             }
             if let (Some(n), Some(step)) = (w.current_issue, &w.current_step) {
                 how.push_str(&format!(", issue #{n} at {step}"));
+                if let Some(a) = w.current_attempt {
+                    how.push_str(&format!(" attempt {a}"));
+                }
             }
             if let Some(h) = &w.sticky_halt {
                 how.push_str(&format!(", HALTED: {h}"));
@@ -512,8 +559,11 @@ impl Status {
                     .map_or("none".to_string(), |i| format!("#{i}"))
             ));
             line(format!(
-                "step:     {}",
-                self.current_step.as_deref().unwrap_or("none")
+                "step:     {}{}",
+                self.current_step.as_deref().unwrap_or("none"),
+                self.current_attempt
+                    .map(|a| format!(" (attempt {a})"))
+                    .unwrap_or_default()
             ));
         }
         if let Some(d) = &self.divergence {
@@ -573,6 +623,22 @@ impl Status {
             line(format!(
                 "  rate-limit waits in a row: {}/{}",
                 c.rate_limit_wait_streak, c.max_rate_limit_waits
+            ));
+        }
+        if let Some(b) = &self.budgets {
+            let of = |spent: String, limit: Option<f64>, unit: &str| match limit {
+                Some(l) => format!("{spent} of {l:.2}{unit}"),
+                None => format!("{spent} (no budget)"),
+            };
+            line(format!(
+                "spend:    issue ${}, issue time {}, session ${}",
+                of(format!("{:.2}", b.issue_usd), b.per_issue_usd, ""),
+                of(
+                    format!("{:.1}", b.issue_minutes),
+                    b.per_issue_minutes,
+                    " min"
+                ),
+                of(format!("{:.2}", b.session_usd), b.per_session_usd, ""),
             ));
         }
         if let Some(f) = &self.last_failure {

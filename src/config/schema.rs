@@ -228,6 +228,7 @@ mod file {
         /// local forge has no CI.
         pub local_ci: Option<LocalCiFile>,
         pub claims: Option<ClaimsFile>,
+        pub http: Option<HttpFile>,
         /// Issues worked at once, each by its own worker on its own clone under the runner's
         /// state directory (`run --workers` overrides it). 1: one issue at a time.
         #[serde(default = "d_workers")]
@@ -245,6 +246,18 @@ mod file {
         /// At most 10080 (seven days).
         #[schemars(range(min = 0, max = 10_080))]
         pub lease_minutes: f64,
+    }
+
+    /// The read-only status server of `run --http` (off unless `listen` is set).
+    #[derive(Serialize, JsonSchema)]
+    #[serde(rename_all = "camelCase", deny_unknown_fields)]
+    pub struct HttpFile {
+        /// Address to serve the status page, `/api/status`, `/api/events` and `/metrics` on,
+        /// such as `127.0.0.1:8080` (`run --http` overrides it).
+        pub listen: Option<String>,
+        /// The environment variable holding the bearer token every request must carry
+        /// (`Authorization: Bearer <token>`); required when `listen` is not a loopback address.
+        pub token_env: Option<String>,
     }
 
     /// CI of the local forge.

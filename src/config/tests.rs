@@ -504,6 +504,7 @@ fn schema_and_validator_know_the_same_keys() {
     assert_eq!(property_names(&defs["TrackerFile"]), sorted(TRACKER_KEYS));
     assert_eq!(property_names(&defs["LocalCiFile"]), sorted(LOCAL_CI_KEYS));
     assert_eq!(property_names(&defs["ClaimsFile"]), sorted(CLAIMS_KEYS));
+    assert_eq!(property_names(&defs["HttpFile"]), sorted(HTTP_KEYS));
     assert_eq!(s["required"], serde_json::json!(["projectPath"]));
     assert_eq!(s["properties"]["maxRetriesPerStep"]["default"], 3);
     assert_eq!(

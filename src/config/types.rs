@@ -274,6 +274,16 @@ pub struct Config {
     pub claim_lease: Duration,
     /// Issues worked at once (`run --workers` overrides it).
     pub workers: u32,
+    /// The status server (`run --http`); off unless an address is given.
+    pub http: HttpConfig,
+}
+
+/// `http`: where the read-only status server listens and which variable holds its token.
+/// The address is checked when the server starts (`crate::http`), where `--http` is too.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HttpConfig {
+    pub listen: Option<String>,
+    pub token_env: Option<String>,
 }
 
 /// A CI command of the local forge.

@@ -40,6 +40,7 @@ pub(super) const TOP_KEYS: &[&str] = &[
     "localCi",
     "claims",
     "workers",
+    "http",
 ];
 pub(super) const STEP_FIELD_KEYS: &[&str] = &[
     "model",
@@ -64,6 +65,7 @@ pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command", "minSeverity"
 pub(super) const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
 pub(super) const LOCAL_CI_KEYS: &[&str] = &["command", "timeoutMin"];
 pub(super) const CLAIMS_KEYS: &[&str] = &["leaseMinutes"];
+pub(super) const HTTP_KEYS: &[&str] = &["listen", "tokenEnv"];
 
 // ---------------------------------------------------------------------------------------------
 // The walker
@@ -527,6 +529,21 @@ impl Walker {
                 .unwrap_or(DEFAULT_CLAIM_LEASE_MIN),
         );
 
+        let http_obj = self.object(top.path("http"), top.get("http"), HTTP_KEYS);
+        let listen = self.text(&http_obj, "listen");
+        if let Some(addr) = &listen {
+            if addr.parse::<std::net::SocketAddr>().is_err() {
+                self.err(
+                    http_obj.path("listen"),
+                    format!("\"{addr}\" is not an address and port: write one such as \"127.0.0.1:8080\""),
+                );
+            }
+        }
+        let http = HttpConfig {
+            listen,
+            token_env: self.text(&http_obj, "tokenEnv"),
+        };
+
         let project_path = project_path?;
         let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
         Some(Config {
@@ -566,6 +583,7 @@ impl Walker {
             local_ci,
             claim_lease,
             workers,
+            http,
         })
     }
 

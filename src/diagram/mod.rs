@@ -12,12 +12,13 @@ use crate::step::{Check, Step};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 mod fleet;
+mod page;
 mod render;
 #[cfg(test)]
 mod tests;
 mod views;
 
-pub use render::{dot, mermaid, render_all, scxml, Rendered};
+pub use render::{dot, mermaid, render_all, scxml, Rendered, PAGE_SVG};
 pub use views::{detail_views, overview, View};
 
 /// Pseudo-state for "the process exits but the machine keeps its position" (signal stop).

@@ -248,7 +248,7 @@ pub(super) fn dot_doc(graph: &Graph, look: &Look) -> String {
     out
 }
 
-fn xml_escape(s: &str) -> String {
+pub(super) fn xml_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -311,6 +311,9 @@ pub fn scxml(graph: &Graph) -> String {
     out
 }
 
+/// The overview as the live status page draws it (`run --http`), compiled into the binary.
+pub const PAGE_SVG: &str = "overview-page.svg";
+
 /// One file `diagram` writes and `--check` compares.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rendered {
@@ -338,6 +341,11 @@ pub fn render_all(graph: &Graph) -> Vec<Rendered> {
         edges: 0,
     });
     let mut views = vec![overview(graph)];
+    files.push(Rendered {
+        name: PAGE_SVG.to_string(),
+        text: super::page::svg(graph, &views[0]),
+        edges: views[0].graph.edges.len(),
+    });
     views.extend(detail_views(graph));
     for view in &views {
         let edges = view.graph.edges.len();

@@ -27,7 +27,7 @@ fn is_step_state(name: &str) -> bool {
 }
 
 /// The superstate that directly holds a step state: what the overview folds it into.
-fn phase_of(graph: &Graph, name: &str) -> Option<&'static str> {
+pub(super) fn phase_of(graph: &Graph, name: &str) -> Option<&'static str> {
     if !is_step_state(name) {
         return None;
     }

@@ -388,3 +388,33 @@ pub fn signal(child: &Child, sig: i32) {
         libc::kill(pid, sig);
     }
 }
+
+/// A pseudo-terminal of 120 columns: (master, slave).
+pub fn openpty() -> (std::fs::File, std::os::fd::OwnedFd) {
+    let mut master = -1;
+    let mut slave = -1;
+    let size = libc::winsize {
+        ws_row: 40,
+        ws_col: 120,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    // SAFETY: openpty writes two descriptors into the ints we pass and reads `size`.
+    let rc = unsafe {
+        libc::openpty(
+            &mut master,
+            &mut slave,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            &size,
+        )
+    };
+    assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+    // SAFETY: both descriptors were just opened for us and are owned by nothing else.
+    unsafe {
+        (
+            <std::fs::File as std::os::fd::FromRawFd>::from_raw_fd(master),
+            <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(slave),
+        )
+    }
+}

@@ -1,0 +1,156 @@
+"use strict";
+// The status page: the document of /api/status, then every journal record from /api/events.
+// A token given as ?token= is passed on to both (a browser's EventSource sends no headers).
+(function () {
+  const token = new URLSearchParams(location.search).get("token");
+  const q = token ? "?token=" + encodeURIComponent(token) : "";
+  const $ = (id) => document.getElementById(id);
+  const states = new Map();   // worker -> machine state name
+  let fleet = false;
+  let refreshTimer = null;
+
+  function text(tag, content, cls) {
+    const el = document.createElement(tag);
+    el.textContent = content;
+    if (cls) el.className = cls;
+    return el;
+  }
+
+  function highlight() {
+    document.querySelectorAll("#diagram .current").forEach((el) => el.classList.remove("current"));
+    document.querySelectorAll("#diagram .badge").forEach((el) => el.remove());
+    const at = new Map();
+    for (const [worker, state] of states) {
+      if (fleet && worker === "runner") continue;
+      const el = document.getElementById("state-" + state);
+      if (!el) continue;
+      el.classList.add("current");
+      const box = el.closest(".state");
+      if (box) box.classList.add("current");
+      const holder = box || el;
+      if (!at.has(holder)) at.set(holder, []);
+      at.get(holder).push(worker);
+    }
+    // On a narrow screen the diagram scrolls sideways: bring the first worker's state into view.
+    const box = $("diagram");
+    const first = at.keys().next().value;
+    if (first && box.scrollWidth > box.clientWidth) {
+      const r = first.getBoundingClientRect();
+      const b = box.getBoundingClientRect();
+      box.scrollLeft += r.left + r.width / 2 - (b.left + b.width / 2);
+    }
+    for (const [holder, workers] of at) {
+      const rect = holder.querySelector("rect");
+      const badge = document.createElementNS("http://www.w3.org/2000/svg", "text");
+      badge.setAttribute("class", "badge");
+      badge.setAttribute("x", Number(rect.getAttribute("x")) + Number(rect.getAttribute("width")) - 4);
+      badge.setAttribute("y", Number(rect.getAttribute("y")) - 4);
+      badge.setAttribute("text-anchor", "end");
+      badge.textContent = workers.join(" ");
+      holder.appendChild(badge);
+      holder.setAttribute("data-workers", workers.join(" "));
+    }
+  }
+
+  function bar(label, count, limit) {
+    const round = (x) => (Number.isInteger(x) ? x : x.toFixed(2));
+    const row = text("div", "", "bar");
+    row.appendChild(text("span", label));
+    const track = text("div", "", "track");
+    const fill = text("div", "", "fill");
+    const ratio = limit > 0 ? Math.min(1, count / limit) : 0;
+    fill.style.width = (ratio * 100).toFixed(1) + "%";
+    if (ratio >= 1) fill.classList.add("full"); else if (ratio >= 0.66) fill.classList.add("warn");
+    track.appendChild(fill);
+    row.appendChild(track);
+    row.appendChild(text("span", limit > 0 ? round(count) + " / " + round(limit) : String(round(count)), "num"));
+    return row;
+  }
+
+  function render(st) {
+    fleet = (st.workers || []).length > 0;
+    const parts = [st.project, "runner " + st.runner];
+    if (st.session) parts.push("session " + st.session + " (" + st.sessionStatus + ")");
+    $("summary").textContent = parts.join(" · ");
+    const halt = $("halt");
+    const halted = st.stickyHalt || (st.workers || []).map((w) => w.stickyHalt).find(Boolean);
+    halt.hidden = !halted;
+    halt.textContent = halted ? "HALTED: " + halted + (st.lastFailure ? "\nlast failure: " + st.lastFailure.class + " in " + st.lastFailure.step + " (" + st.lastFailure.signature + ")" : "") : "";
+    const rows = fleet
+      ? st.workers.map((w) => ({ name: w.name, state: w.state, issue: w.currentIssue, step: w.currentStep, attempt: w.currentAttempt, runner: w.runner }))
+      : [{ name: "runner", state: st.state, issue: st.currentIssue, step: st.currentStep, attempt: st.currentAttempt, runner: st.runner }];
+    const body = $("workers").tBodies[0];
+    body.replaceChildren();
+    for (const r of rows) {
+      if (r.state && !states.has(r.name)) states.set(r.name, r.state);
+      const tr = document.createElement("tr");
+      tr.className = "worker";
+      tr.dataset.worker = r.name;
+      for (const v of [r.name, states.get(r.name) || r.state || "—", r.issue ? "#" + r.issue : "—", r.step ? r.step + (r.attempt ? " · attempt " + r.attempt : "") : "—", r.runner]) tr.appendChild(text("td", v));
+      body.appendChild(tr);
+    }
+    const bars = $("bars");
+    bars.replaceChildren();
+    const c = st.counters;
+    if (c) {
+      for (const [step, n] of Object.entries(c.attempts)) bars.appendChild(bar("failed attempts · " + step, n, c.maxRetriesPerStep));
+      bars.appendChild(bar("bounces", c.bounces, c.maxBounceRetries));
+      bars.appendChild(bar("consecutive escalations", c.consecutiveEscalations, c.maxConsecutiveEscalations));
+      for (const [step, v] of Object.entries(c.phaseFailures)) if (v.limit > 0) bars.appendChild(bar("failures in a row · " + step, v.count, v.limit));
+      for (const [step, n] of Object.entries(c.sameSignatureStreak)) bars.appendChild(bar("same failure · " + step, n, c.maxConsecutiveSameFailure));
+      bars.appendChild(bar("rate-limit waits in a row", c.rateLimitWaitStreak, c.maxRateLimitWaits));
+    }
+    const b = st.budgets;
+    if (b) {
+      if (b.perSessionUsd != null) bars.appendChild(bar("session spend (USD)", b.sessionUsd, b.perSessionUsd));
+      if (b.perIssueUsd != null) bars.appendChild(bar("issue spend (USD)", b.issueUsd, b.perIssueUsd));
+      if (b.perIssueMinutes != null) bars.appendChild(bar("issue time (min)", Math.round(b.issueMinutes), b.perIssueMinutes));
+    }
+    const w = st.wastedSinceLastMerge;
+    if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
+    highlight();
+  }
+
+  function refresh() {
+    if (refreshTimer) return;
+    refreshTimer = setTimeout(() => {
+      refreshTimer = null;
+      fetch("api/status" + q).then((r) => r.json()).then(render).catch(() => {});
+    }, 400);
+  }
+
+  function describe(r) {
+    const thing = r.event || r.effect || {};
+    const name = thing.event || thing.effect || r.kind;
+    const bits = [];
+    for (const k of ["step", "issue", "attempt", "class", "seconds"]) if (thing[k] !== undefined) bits.push(k + " " + thing[k]);
+    if (r.kind === "sessionEnd") bits.push(r.end.how + (r.end.headline ? ": " + r.end.headline : ""));
+    if (r.kind === "failure") bits.push(r.detail.class + ": " + r.detail.summary);
+    if (thing.effect === "halt" || (r.effect && r.effect.reason)) bits.push(r.effect.reason);
+    return name + (bits.length ? " (" + bits.join(", ") + ")" : "") + (r.state ? " → " + r.state : "");
+  }
+
+  function onRecord(r) {
+    const li = document.createElement("li");
+    li.className = "event";
+    li.appendChild(text("span", (r.time || "").slice(11, 19) + " ", "t"));
+    li.appendChild(text("span", "[" + r.worker + "] ", "w"));
+    const what = text("span", describe(r));
+    if (r.kind === "sessionEnd" && r.end.how === "halt") what.classList.add("halt-ev");
+    li.appendChild(what);
+    const list = $("events");
+    list.insertBefore(li, list.firstChild);
+    while (list.children.length > 200) list.removeChild(list.lastChild);
+    if (r.kind === "event" && r.state) {
+      states.set(r.worker, r.state);
+      highlight();
+    }
+    refresh();
+  }
+
+  fetch("api/status" + q).then((r) => r.json()).then(render).catch(() => {});
+  const source = new EventSource("api/events" + q);
+  source.onopen = () => { $("conn").textContent = "live"; $("conn").className = "pill on"; };
+  source.onerror = () => { $("conn").textContent = "reconnecting…"; $("conn").className = "pill off"; };
+  source.onmessage = (m) => { try { onRecord(JSON.parse(m.data)); } catch (e) { /* a record this page does not know */ } };
+})();

@@ -1,0 +1,374 @@
+//! The Prometheus metrics of `GET /metrics`, counted from the journal records the feed reads
+//! (never from the driver: the run pays nothing for them). Counters start at zero when the
+//! server starts, as a process's counters do; the names and labels are listed in the README.
+
+use crate::journal::{Line, Record};
+use crate::machine::{Effect, Event, Notice, Usage};
+use crate::step::Step;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicU64;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StepLabel {
+    step: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Finished {
+    step: String,
+    /// `ok`, or the failure class (`TEST_FAILURE`, `QUOTA`, …).
+    outcome: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StepModel {
+    step: String,
+    model: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Reason {
+    reason: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WaitKind {
+    kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerState {
+    worker: String,
+    state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct WorkerLabel {
+    worker: String,
+}
+
+type FloatCounter = Counter<f64, AtomicU64>;
+
+/// Every metric, registered once.
+pub struct Metrics {
+    registry: Registry,
+    /// The model of each step (`builtin` for the runner's own steps), for the agent labels.
+    models: [String; Step::COUNT],
+    steps_started: Family<StepLabel, Counter>,
+    attempts: Family<StepLabel, Counter>,
+    steps_finished: Family<Finished, Counter>,
+    agent_seconds: Family<StepModel, FloatCounter>,
+    agent_turns: Family<StepModel, Counter>,
+    agent_cost: Family<StepModel, FloatCounter>,
+    escalations: Counter,
+    halts: Family<Reason, Counter>,
+    waits: Family<WaitKind, Counter>,
+    wait_seconds: Family<WaitKind, Counter>,
+    merged: Counter,
+    worker_state: Family<WorkerState, Gauge>,
+    records: Family<WorkerLabel, Counter>,
+    /// Each worker's state as last set to 1, so that the gauge of the previous one drops to 0.
+    current: BTreeMap<String, String>,
+    /// The class of the `Waiting` notice of the batch being read, for the next `Wait`.
+    wait_class: BTreeMap<String, String>,
+}
+
+impl Metrics {
+    pub fn new(models: [String; Step::COUNT]) -> Metrics {
+        let mut m = Metrics {
+            registry: Registry::with_prefix("sdlc"),
+            models,
+            steps_started: Family::default(),
+            attempts: Family::default(),
+            steps_finished: Family::default(),
+            agent_seconds: Family::default(),
+            agent_turns: Family::default(),
+            agent_cost: Family::default(),
+            escalations: Counter::default(),
+            halts: Family::default(),
+            waits: Family::default(),
+            wait_seconds: Family::default(),
+            merged: Counter::default(),
+            worker_state: Family::default(),
+            records: Family::default(),
+            current: BTreeMap::new(),
+            wait_class: BTreeMap::new(),
+        };
+        let r = &mut m.registry;
+        r.register(
+            "steps_started",
+            "Steps started (first attempts), by step",
+            m.steps_started.clone(),
+        );
+        r.register(
+            "step_attempts",
+            "Attempts dispatched (first ones and retries), by step",
+            m.attempts.clone(),
+        );
+        r.register(
+            "steps_finished",
+            "Attempts finished, by step and outcome (ok or the failure class)",
+            m.steps_finished.clone(),
+        );
+        r.register(
+            "agent_seconds",
+            "Wall-clock time of finished attempts, by step and model",
+            m.agent_seconds.clone(),
+        );
+        r.register(
+            "agent_turns",
+            "Agent turns of finished attempts, by step and model",
+            m.agent_turns.clone(),
+        );
+        r.register(
+            "agent_cost_usd",
+            "Cost the agent reported for finished attempts, in US dollars, by step and model",
+            m.agent_cost.clone(),
+        );
+        r.register("escalations", "Issues escalated", m.escalations.clone());
+        r.register("halts", "Session halts, by reason", m.halts.clone());
+        r.register(
+            "waits",
+            "Waits begun (rate limit, quota, backoff), by kind",
+            m.waits.clone(),
+        );
+        r.register(
+            "wait_seconds",
+            "Seconds of the waits begun, by kind",
+            m.wait_seconds.clone(),
+        );
+        r.register("issues_merged", "Issues merged", m.merged.clone());
+        r.register(
+            "worker_state",
+            "1 for the machine state each worker is in, 0 for the states it left",
+            m.worker_state.clone(),
+        );
+        r.register(
+            "journal_records",
+            "Journal records read, by worker",
+            m.records.clone(),
+        );
+        m
+    }
+
+    /// The text exposition (OpenMetrics, which Prometheus reads).
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing into a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+
+    /// Moves `worker`'s state gauge; also used for the records before the server started.
+    pub fn set_state(&mut self, worker: &str, state: &str) {
+        if let Some(old) = self.current.get(worker) {
+            if old == state {
+                return;
+            }
+            self.worker_state
+                .get_or_create(&WorkerState {
+                    worker: worker.to_string(),
+                    state: old.clone(),
+                })
+                .set(0);
+        }
+        self.worker_state
+            .get_or_create(&WorkerState {
+                worker: worker.to_string(),
+                state: state.to_string(),
+            })
+            .set(1);
+        self.current.insert(worker.to_string(), state.to_string());
+    }
+
+    fn usage(&self, step: Step, usage: &Usage) {
+        let labels = StepModel {
+            step: step.key().to_string(),
+            model: self.models[step.index()].clone(),
+        };
+        self.agent_seconds
+            .get_or_create(&labels)
+            .inc_by(usage.elapsed_ms as f64 / 1000.0);
+        self.agent_turns
+            .get_or_create(&labels)
+            .inc_by(u64::from(usage.turns));
+        self.agent_cost
+            .get_or_create(&labels)
+            .inc_by(usage.cost_micros as f64 / 1_000_000.0);
+    }
+
+    /// Counts one record read after the server started.
+    pub fn observe(&mut self, worker: &str, line: &Line) {
+        self.records
+            .get_or_create(&WorkerLabel {
+                worker: worker.to_string(),
+            })
+            .inc();
+        match &line.record {
+            Record::Event { event, state } => {
+                self.wait_class.remove(worker);
+                self.set_state(worker, state);
+                match event {
+                    Event::StepSucceeded { step, usage } => {
+                        self.finished(*step, "ok");
+                        self.usage(*step, usage);
+                    }
+                    Event::StepFailed {
+                        step, class, usage, ..
+                    } => {
+                        self.finished(*step, class.name());
+                        self.usage(*step, usage);
+                    }
+                    _ => {}
+                }
+            }
+            Record::Effect { effect, .. } => self.effect(worker, effect),
+            _ => {}
+        }
+    }
+
+    fn finished(&self, step: Step, outcome: &str) {
+        self.steps_finished
+            .get_or_create(&Finished {
+                step: step.key().to_string(),
+                outcome: outcome.to_string(),
+            })
+            .inc();
+    }
+
+    fn effect(&mut self, worker: &str, effect: &Effect) {
+        match effect {
+            Effect::RunStep { step, attempt, .. } => {
+                let label = StepLabel {
+                    step: step.key().to_string(),
+                };
+                self.attempts.get_or_create(&label).inc();
+                if *attempt <= 1 {
+                    self.steps_started.get_or_create(&label).inc();
+                }
+            }
+            Effect::Notify(Notice::Waiting { class, .. }) => {
+                self.wait_class
+                    .insert(worker.to_string(), class.name().to_string());
+            }
+            Effect::Wait { seconds } => {
+                let kind = WaitKind {
+                    kind: self
+                        .wait_class
+                        .get(worker)
+                        .cloned()
+                        .unwrap_or_else(|| "backoff".to_string()),
+                };
+                self.waits.get_or_create(&kind).inc();
+                self.wait_seconds.get_or_create(&kind).inc_by(*seconds);
+            }
+            Effect::MarkEscalated { .. } => {
+                self.escalations.inc();
+            }
+            Effect::RecordMerged { .. } => {
+                self.merged.inc();
+            }
+            Effect::Halt(reason) => {
+                let reason = serde_json::to_value(reason)
+                    .ok()
+                    .and_then(|v| v.get("reason")?.as_str().map(str::to_string))
+                    .unwrap_or_else(|| "unknown".to_string());
+                self.halts.get_or_create(&Reason { reason }).inc();
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::{FailureClass, Signature};
+    use crate::machine::HaltReason;
+
+    fn line(record: Record) -> Line {
+        Line {
+            seq: 1,
+            time: "2026-01-01T00:00:00.000Z".into(),
+            session: "s".into(),
+            record,
+        }
+    }
+
+    fn effect(effect: Effect) -> Line {
+        line(Record::Effect {
+            effect,
+            state: "Verify".into(),
+        })
+    }
+
+    #[test]
+    fn records_move_the_counters_they_name() {
+        let mut m = Metrics::new(std::array::from_fn(|i| {
+            if i == Step::Verify.index() {
+                "opus".to_string()
+            } else {
+                "builtin".to_string()
+            }
+        }));
+        m.observe(
+            "w1",
+            &effect(Effect::RunStep {
+                step: Step::Verify,
+                issue: 4,
+                attempt: 2,
+                repair: true,
+            }),
+        );
+        let usage = Usage {
+            cost_micros: 1_500_000,
+            elapsed_ms: 2_500,
+            turns: 7,
+        };
+        m.observe(
+            "w1",
+            &line(Record::Event {
+                event: Event::StepFailed {
+                    step: Step::Verify,
+                    class: FailureClass::RateLimit,
+                    signature: Signature(1),
+                    usage,
+                    wait_hint_secs: None,
+                },
+                state: "BackingOff".into(),
+            }),
+        );
+        m.observe(
+            "w1",
+            &effect(Effect::Notify(Notice::Waiting {
+                step: Step::Verify,
+                class: FailureClass::RateLimit,
+                seconds: 60,
+            })),
+        );
+        m.observe("w1", &effect(Effect::Wait { seconds: 60 }));
+        m.observe("w1", &effect(Effect::Halt(HaltReason::SessionBudget)));
+        let text = m.encode();
+        let class = FailureClass::RateLimit.name();
+        for expected in [
+            "sdlc_step_attempts_total{step=\"verify\"} 1".to_string(),
+            format!("sdlc_steps_finished_total{{step=\"verify\",outcome=\"{class}\"}} 1"),
+            "sdlc_agent_seconds_total{step=\"verify\",model=\"opus\"} 2.5".to_string(),
+            "sdlc_agent_turns_total{step=\"verify\",model=\"opus\"} 7".to_string(),
+            "sdlc_agent_cost_usd_total{step=\"verify\",model=\"opus\"} 1.5".to_string(),
+            format!("sdlc_waits_total{{kind=\"{class}\"}} 1"),
+            format!("sdlc_wait_seconds_total{{kind=\"{class}\"}} 60"),
+            "sdlc_halts_total{reason=\"sessionBudget\"} 1".to_string(),
+            "sdlc_worker_state{worker=\"w1\",state=\"BackingOff\"} 1".to_string(),
+        ] {
+            assert!(text.contains(&expected), "{expected} missing from:\n{text}");
+        }
+        // A retry is an attempt, not a step started.
+        assert!(!text.contains("sdlc_steps_started_total{"), "{text}");
+    }
+}
