@@ -118,10 +118,22 @@ impl Driver {
             Err(failed) => {
                 self.last_output = failed.what.clone();
                 let ci = step == Step::MonitorCi && failed.what.starts_with("CI checks failing");
-                let c = classify_builtin(step.key(), &failed.what, ci);
+                let c = classify_builtin(step.key(), &self.without_branch(&failed.what), ci);
                 self.failed(step, issue, c, usage)
             }
         }
+    }
+
+    /// `text` with this issue's branch name taken out: the same refusal (a hook, a protected
+    /// remote) must have the same signature on every issue, so that it is seen as the
+    /// environment's and not blamed on each issue in turn.
+    fn without_branch(&self, text: &str) -> String {
+        let found = self.repo.feature_branch(self.issue.number).ok().flatten();
+        [found.as_deref(), self.issue.branch.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|b| !b.is_empty())
+            .fold(text.to_string(), |t, b| t.replace(b, "<branch>"))
     }
 
     /// The issue as the builtin steps see it. The branch is git's `<n>-*` branch when there
