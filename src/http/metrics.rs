@@ -293,6 +293,7 @@ mod tests {
 
     fn line(record: Record) -> Line {
         Line {
+            v: crate::journal::FORMAT,
             seq: 1,
             time: "2026-01-01T00:00:00.000Z".into(),
             session: "s".into(),
