@@ -402,6 +402,10 @@ impl Model {
         if let Event::PreconditionsOk { step } = *ev {
             self.out = Some(step);
         }
+        // A network wait on the attempt's own call issues the same attempt again: it stays out.
+        if matches!(ev, Event::NetworkFailed | Event::WaitOver) {
+            self.out = out;
+        }
         // A restart while an attempt is out: that attempt failed with the runner.
         let interrupted;
         let ev = match (ev, out) {
