@@ -83,7 +83,11 @@ fn the_driver_starts_no_process_and_never_blocks_in_a_sleep() {
 #[test]
 fn the_driver_decides_nothing_from_error_text() {
     for (name, code) in driver_sources() {
-        for banned in ["is_transient(&", ".to_string().contains(", "stderr.contains("] {
+        for banned in [
+            "is_transient(&",
+            ".to_string().contains(",
+            "stderr.contains(",
+        ] {
             assert!(
                 !code.contains(banned),
                 "src/driver/{name} decides from error text (`{banned}`): classify once at the adapter (CallFailureKind)"

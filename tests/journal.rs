@@ -52,6 +52,9 @@ fn fail(step: Step, class: FailureClass, sig: u64) -> Event {
 
 /// Issue 1 fails startCycle twice with one signature: escalated for a repeated failure.
 /// Issue 2 then fails the same way: two consecutive escalations halt the session.
+/// Two issues escalated in a row, each failing its own way (the same failure on both would be
+/// the environment's), each escalation recorded by the tracker: the consecutive-escalations
+/// halt.
 fn halting_events() -> Vec<Event> {
     let mut ev = vec![Event::Start];
     for issue in [1, 2] {
@@ -60,8 +63,13 @@ fn halting_events() -> Vec<Event> {
             ev.push(Event::PreconditionsOk {
                 step: Step::StartCycle,
             });
-            ev.push(fail(Step::StartCycle, FailureClass::TestAssertion, 7));
+            ev.push(fail(
+                Step::StartCycle,
+                FailureClass::TestAssertion,
+                6 + u64::from(issue),
+            ));
         }
+        ev.push(Event::TrackerUpdated);
     }
     ev
 }
@@ -76,7 +84,7 @@ fn tmp_journal() -> (tempfile::TempDir, PathBuf) {
 fn a_crashed_session_is_continued_with_its_counters() {
     let (_dir, path) = tmp_journal();
     let limits = Limits::default();
-    let events = &halting_events()[..6]; // issue 1 escalated, issue 2 selected
+    let events = &halting_events()[..8]; // issue 1 escalated, issue 2 selected
     let (mut j, rec) = Journal::open(&path).unwrap();
     assert_eq!(rec.lines, 0);
     assert!(rec.open_session.is_none());
@@ -524,7 +532,7 @@ fn replay_reproduces_a_journal_exactly() {
     let (code, out, err) = run(bin().arg("replay").arg(&path));
     assert_eq!(code, 0, "{out}{err}");
     assert!(
-        out.contains(&format!("session {first}: 11 events, "))
+        out.contains(&format!("session {first}: 13 events, "))
             && out.contains("reproduced exactly"),
         "{out}"
     );

@@ -33,11 +33,21 @@ pub struct Limits {
     /// Manual approval: retries-exhausted asks a person instead of escalating.
     pub manual_approval: bool,
     /// Network waits in a row for one runner action (a git, gh or tracker call) before the
-    /// session halts as `NETWORK`.
+    /// session halts as `NETWORK`. (Journals of earlier versions lack it: the default.)
+    #[serde(default = "default_max_network_waits")]
     pub max_network_waits: u32,
     /// First network wait; it doubles up to `backoff_max_secs`. Seconds, because a DNS or
     /// connection blip usually clears in seconds, unlike a rate limit.
+    #[serde(default = "default_network_backoff_initial_secs")]
     pub network_backoff_initial_secs: u32,
+}
+
+fn default_max_network_waits() -> u32 {
+    Limits::default().max_network_waits
+}
+
+fn default_network_backoff_initial_secs() -> u32 {
+    Limits::default().network_backoff_initial_secs
 }
 
 impl Default for Limits {
