@@ -523,6 +523,8 @@ impl Repo {
 
     /// Git's lock files of this repository (index, HEAD, config) older than `age`: a git
     /// process that died left them, and every git command that writes fails while they exist.
+    /// A lock is stale only when no process holds it open: git keeps its lock file open for as
+    /// long as it holds the lock.
     pub fn stale_locks(&self, age: std::time::Duration) -> Vec<PathBuf> {
         let git_dir = self.git_dir.get_or_init(|| {
             self.git_ok(&["rev-parse", "--absolute-git-dir"])
@@ -542,6 +544,7 @@ impl Repo {
                     .and_then(|t| t.elapsed().ok())
                     .is_some_and(|elapsed| elapsed >= age)
             })
+            .filter(|p| !held_open(p))
             .collect()
     }
 
@@ -621,7 +624,7 @@ impl Repo {
         self.fetch()?;
         self.refresh_main_for(branch)?;
         let base = self.origin_main()?;
-        self.git_ok(&["checkout", "--quiet", branch])?;
+        self.checkout_finishing(branch)?;
         let Some(base_commit) = base.as_deref() else {
             return Ok(None);
         };
@@ -637,6 +640,35 @@ impl Repo {
             self.push_branch(branch)?;
         }
         Ok(base)
+    }
+
+    /// `git checkout <target>`, finishing one a killed runner left half done: when git refuses
+    /// because files in the way would be overwritten, and every one of them already holds
+    /// exactly the target's content (what the interrupted checkout wrote), nothing can be lost
+    /// and the checkout is forced. Anything else is refused as git refused it.
+    fn checkout_finishing(&self, target: &str) -> Result<(), RepoError> {
+        let out = self.git(&["checkout", "--quiet", target])?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let in_the_way: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with('\t'))
+            .map(str::trim)
+            .collect();
+        let leftovers = !in_the_way.is_empty()
+            && stderr.contains("would be overwritten by checkout")
+            && in_the_way.iter().all(|path| {
+                let ours = std::fs::read(self.path.join(path));
+                let theirs = self.git(&["show", &format!("{target}:{path}")]);
+                matches!((ours, theirs), (Ok(a), Ok(b)) if b.status.success() && a == b.stdout)
+            });
+        if !leftovers {
+            return Err(self.failed(&["checkout", "--quiet", target], &out));
+        }
+        self.git_ok(&["checkout", "--quiet", "--force", target])?;
+        Ok(())
     }
 
     /// A merge that failed: the conflicting files named (`merge conflict in: …`), the merge
@@ -671,7 +703,7 @@ impl Repo {
         let range = format!("{remote_main}..refs/heads/{}", self.main);
         let head = format!("^refs/heads/{branch}");
         let own = self.git_ok(&["rev-list", "--no-merges", &range, &head])?;
-        self.git_ok(&["checkout", "--quiet", &self.main])?;
+        self.checkout_finishing(&self.main.clone())?;
         if own.trim().is_empty() {
             self.git_ok(&["reset", "--quiet", "--keep", &remote_main])?;
             return Ok(());
@@ -753,6 +785,20 @@ impl Repo {
             Err(missing)
         }
     }
+}
+
+/// Whether any process has `path` open (Linux: a look through `/proc/<pid>/fd`). Where that
+/// cannot be read, every lock counts as held: nothing is taken for stale on a guess.
+fn held_open(path: &Path) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    procs.flatten().any(|p| {
+        std::fs::read_dir(p.path().join("fd")).is_ok_and(|fds| {
+            fds.flatten()
+                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        })
+    })
 }
 
 fn stdout(out: &Output) -> String {

@@ -13,6 +13,21 @@ use std::time::Duration;
 const STALE_LOCK_AGE: Duration = Duration::from_secs(30);
 
 impl Driver {
+    /// After a runner died mid-git (killed, a broken pipe): the lock files its git left that
+    /// no process holds are removed, so the continued session does not fail on its own
+    /// leftovers. Anything else stays for the workspace check to name.
+    pub(super) fn clear_locks_of_a_killed_runner(&mut self) {
+        for lock in self.repo.stale_locks(Duration::ZERO) {
+            match std::fs::remove_file(&lock) {
+                Ok(()) => self.log(&format!(
+                    "removed {}, left by the previous runner's git (no process holds it)",
+                    lock.display()
+                )),
+                Err(e) => self.log(&format!("warning: cannot remove {}: {e}", lock.display())),
+            }
+        }
+    }
+
     /// `Some(WorkspaceUnfit)` when a fact the runner owns is wrong. `with_tree`: also the
     /// tree, which must hold nothing but the runner's own files before a cycle's first step.
     pub(super) fn workspace_check(&mut self, step: Step, with_tree: bool) -> Option<Event> {

@@ -116,6 +116,9 @@ struct Driver {
     core: Core,
     /// The restart event (`Start`, or `ModeChanged` when this run's mode differs).
     first: Event,
+    /// This run continues a session whose runner stopped without ending it (killed, crashed):
+    /// git locks its git commands left behind are its own to clear.
+    recovering: bool,
     /// Side effects of the last recorded batch, to complete before anything else (a crash may
     /// have cut them short; each is idempotent).
     redo: Vec<Effect>,
@@ -184,6 +187,9 @@ impl Driver {
             project.display(),
             self.core.state().name()
         ));
+        if self.recovering {
+            self.clear_locks_of_a_killed_runner();
+        }
         if !self.redo.is_empty() {
             self.log(&format!(
                 "completing the {} recorded effect(s) the previous runner may not have carried out",

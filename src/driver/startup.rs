@@ -215,6 +215,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
         }
         let continuing = recovered.open_session.filter(|_| !opts.dry_run);
+        let recovering = continuing.is_some();
         let mut restart = Event::Start;
         let mut failures: [Option<FailureDetail>; Step::COUNT] = Default::default();
         let mut stale_agents = Vec::new();
@@ -288,6 +289,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             session,
             core,
             first: restart,
+            recovering,
             redo,
             _lock: lock,
             shutdown: Shutdown::new(),
