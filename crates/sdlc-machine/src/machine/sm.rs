@@ -181,6 +181,30 @@ impl Runner {
         Transition(State::waiting_for_network(seconds))
     }
 
+    /// The answer to a tracker write, the same for a merge and an escalation: `recorded` goes
+    /// on; a refusal halts naming the issue; the network is waited out; a restart writes again.
+    fn on_tracker_write(
+        &mut self,
+        event: &Event,
+        issue: u32,
+        merged: bool,
+        fx: &mut Fx,
+        recorded: impl FnOnce(&mut Self, &mut Fx) -> Outcome<State>,
+    ) -> Outcome<State> {
+        match *event {
+            Event::TrackerUpdated => recorded(self, fx),
+            Event::TrackerWriteFailed => self.halt(HaltReason::TrackerWrite { issue, merged }, fx),
+            Event::NetworkFailed => self.network_failed(fx),
+            Event::Start | Event::ModeChanged { .. } => {
+                if let Event::ModeChanged { mode } = *event {
+                    self.mode = mode;
+                }
+                self.reissue(fx)
+            }
+            _ => Super,
+        }
+    }
+
     /// The outstanding request again, from the state that issued it (after a network wait or
     /// a restart); the network-wait count stays.
     fn reissue(&mut self, fx: &mut Fx) -> Outcome<State> {
@@ -835,24 +859,10 @@ impl Runner {
     /// The merge happened; the tracker is being told. Nothing here can unmerge it.
     #[state(superstate = "session")]
     fn recording_merge(&mut self, issue: &u32, event: &Event, context: &mut Fx) -> Outcome<State> {
-        match *event {
-            Event::TrackerUpdated => self.merge_recorded(*issue, context),
-            Event::TrackerWriteFailed => self.halt(
-                HaltReason::TrackerWrite {
-                    issue: *issue,
-                    merged: true,
-                },
-                context,
-            ),
-            Event::NetworkFailed => self.network_failed(context),
-            Event::Start | Event::ModeChanged { .. } => {
-                if let Event::ModeChanged { mode } = *event {
-                    self.mode = mode;
-                }
-                self.reissue(context)
-            }
-            _ => Super,
-        }
+        let issue = *issue;
+        self.on_tracker_write(event, issue, true, context, |r, fx| {
+            r.merge_recorded(issue, fx)
+        })
     }
 
     /// The cycle gave up on its issue; the tracker is being told (durable quarantine).
@@ -864,24 +874,11 @@ impl Runner {
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
-        match *event {
-            Event::TrackerUpdated => self.escalation_recorded(*step, *cause, context),
-            Event::TrackerWriteFailed => self.halt(
-                HaltReason::TrackerWrite {
-                    issue: self.current_issue(),
-                    merged: false,
-                },
-                context,
-            ),
-            Event::NetworkFailed => self.network_failed(context),
-            Event::Start | Event::ModeChanged { .. } => {
-                if let Event::ModeChanged { mode } = *event {
-                    self.mode = mode;
-                }
-                self.reissue(context)
-            }
-            _ => Super,
-        }
+        let (step, cause) = (*step, *cause);
+        let issue = self.current_issue();
+        self.on_tracker_write(event, issue, false, context, |r, fx| {
+            r.escalation_recorded(step, cause, fx)
+        })
     }
 
     /// A runner action failed on the network; its request is issued again after the wait.
