@@ -775,6 +775,37 @@ pub fn running_text(r: &RunningStepView) -> String {
     text
 }
 
+/// What a runner does this moment, short (the table beside it names the step): `3m05s · 14
+/// turns · $0.42 · Edit`, `RATE_LIMIT until 16:40:00 UTC (25s)`, or `—`.
+pub fn now_text(running: Option<&RunningStepView>, wait: Option<&WaitView>) -> String {
+    let clock = |s: u64| crate::progress::clock(std::time::Duration::from_secs(s));
+    match (running, wait) {
+        (Some(r), _) => {
+            let s = &r.step;
+            let mut text = format!(
+                "{} · {} turn{}",
+                clock(r.elapsed_seconds),
+                s.turns,
+                if s.turns == 1 { "" } else { "s" }
+            );
+            if let Some(cost) = s.cost_usd {
+                text.push_str(&format!(" · ${cost:.2}"));
+            }
+            if let Some(tool) = &s.last_tool {
+                text.push_str(&format!(" · {tool}"));
+            }
+            text
+        }
+        (None, Some(w)) => format!(
+            "{} until {} ({})",
+            w.wait.reason,
+            w.wait.until.format("%H:%M:%S UTC"),
+            clock(w.remaining_seconds)
+        ),
+        (None, None) => "—".to_string(),
+    }
+}
+
 /// `RATE_LIMIT until 2026-11-25 16:40:00 UTC (25s left)`.
 pub fn wait_text(w: &WaitView) -> String {
     format!(
