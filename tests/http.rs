@@ -199,8 +199,8 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         .output()
         .expect("status");
     assert!(
-        text(&out).contains("running:  implement attempt 1 of #1 for ")
-            && text(&out).contains("1 turn, last tool Read"),
+        text(&out).contains("running:  implement attempt 1 of #1 · ")
+            && text(&out).contains(" · 1 turn · Read"),
         "{}",
         text(&out)
     );

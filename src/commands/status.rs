@@ -754,53 +754,37 @@ impl Status {
     }
 }
 
-/// `implement attempt 2 of #12 for 3m05s: 14 turns, $0.42, last tool Edit`.
+/// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit`.
 pub fn running_text(r: &RunningStepView) -> String {
     let s = &r.step;
-    let mut text = format!(
-        "{} attempt {} of #{} for {}: {} turn{}",
+    format!(
+        "{} attempt {} of #{} · {}",
         s.step,
         s.attempt,
         s.issue,
-        crate::progress::clock(std::time::Duration::from_secs(r.elapsed_seconds)),
-        s.turns,
-        if s.turns == 1 { "" } else { "s" }
-    );
-    if let Some(cost) = s.cost_usd {
-        text.push_str(&format!(", ${cost:.2}"));
-    }
-    if let Some(tool) = &s.last_tool {
-        text.push_str(&format!(", last tool {tool}"));
-    }
-    text
+        tally(r)
+    )
+}
+
+fn tally(r: &RunningStepView) -> String {
+    crate::progress::tally(
+        std::time::Duration::from_secs(r.elapsed_seconds),
+        r.step.turns,
+        r.step.cost_usd,
+        r.step.last_tool.as_deref(),
+    )
 }
 
 /// What a runner does this moment, short (the table beside it names the step): `3m05s · 14
 /// turns · $0.42 · Edit`, `RATE_LIMIT until 16:40:00 UTC (25s)`, or `—`.
 pub fn now_text(running: Option<&RunningStepView>, wait: Option<&WaitView>) -> String {
-    let clock = |s: u64| crate::progress::clock(std::time::Duration::from_secs(s));
     match (running, wait) {
-        (Some(r), _) => {
-            let s = &r.step;
-            let mut text = format!(
-                "{} · {} turn{}",
-                clock(r.elapsed_seconds),
-                s.turns,
-                if s.turns == 1 { "" } else { "s" }
-            );
-            if let Some(cost) = s.cost_usd {
-                text.push_str(&format!(" · ${cost:.2}"));
-            }
-            if let Some(tool) = &s.last_tool {
-                text.push_str(&format!(" · {tool}"));
-            }
-            text
-        }
+        (Some(r), _) => tally(r),
         (None, Some(w)) => format!(
             "{} until {} ({})",
             w.wait.reason,
             w.wait.until.format("%H:%M:%S UTC"),
-            clock(w.remaining_seconds)
+            crate::progress::clock(std::time::Duration::from_secs(w.remaining_seconds))
         ),
         (None, None) => "—".to_string(),
     }
