@@ -565,3 +565,37 @@ fn a_rate_limit_wait_is_shown_with_its_end_time() {
         "a dead runner waits for nothing: {st:#}"
     );
 }
+
+/// With `--workers 2`, each worker's running step is shown under its own name, live.
+#[test]
+fn each_worker_shows_its_running_step() {
+    let p = Project::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Bye."),
+        ],
+        json!({"steps": {"implement": ["hang"]}}),
+        json!({"steps": e2e::builtin_steps()}),
+    );
+    let runner = p.spawn(&["--workers", "2"]);
+    let st = status_until(&p, "showed both workers' Read", |st| {
+        st["workers"].as_array().is_some_and(|ws| {
+            ws.len() == 2 && ws.iter().all(|w| w["runningStep"]["lastTool"] == "Read")
+        })
+    });
+    let mut issues: Vec<u64> = st["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .map(|w| {
+            assert_eq!(w["runningStep"]["step"], "implement", "{st:#}");
+            assert_eq!(w["runningStep"]["turns"], 1, "{st:#}");
+            w["runningStep"]["issue"].as_u64().expect("issue")
+        })
+        .collect();
+    issues.sort_unstable();
+    assert_eq!(issues, [1, 2], "{st:#}");
+    signal(&runner, libc::SIGTERM);
+    let out = wait_output(runner, Duration::from_secs(60));
+    assert_eq!(code(&out), 0, "{}", text(&out));
+}
