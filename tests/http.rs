@@ -128,7 +128,7 @@ fn status_until(p: &Project, what: &str, ready: impl Fn(&Value) -> bool) -> Valu
             return st;
         }
         assert!(Instant::now() < deadline, "never {what}: {st:#}");
-        std::thread::sleep(Duration::from_millis(200));
+        std::thread::sleep(Duration::from_millis(500));
     }
 }
 
