@@ -25,6 +25,7 @@ pub mod files;
 pub mod forge;
 pub mod http;
 pub mod journal;
+pub mod live_status;
 pub mod logs;
 pub mod network;
 pub mod notify;

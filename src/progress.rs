@@ -51,24 +51,44 @@ impl Snapshot {
 
     /// The line, at most `width` characters.
     pub fn render(&self, elapsed: Duration, width: usize) -> String {
-        let mut line = format!(
-            "#{} {} {} attempt {} · {} · {} turn{}",
+        let line = format!(
+            "#{} {} {} attempt {} · {}",
             self.issue,
             self.step.number(),
             self.step.key(),
             self.attempt,
-            clock(elapsed),
-            self.turns,
-            if self.turns == 1 { "" } else { "s" }
+            tally(
+                elapsed,
+                self.turns,
+                self.cost_usd,
+                self.last_tool.as_deref()
+            )
         );
-        if let Some(cost) = self.cost_usd {
-            line.push_str(&format!(" · ${cost:.2}"));
-        }
-        if let Some(tool) = &self.last_tool {
-            line.push_str(&format!(" · {tool}"));
-        }
         fit(&line, width)
     }
+}
+
+/// A running step's time and work so far: `3m05s · 14 turns · $0.42 · Edit` (the cost and the
+/// tool once known). The terminal line and `status` say it alike.
+pub fn tally(
+    elapsed: Duration,
+    turns: u32,
+    cost_usd: Option<f64>,
+    last_tool: Option<&str>,
+) -> String {
+    let mut text = format!(
+        "{} · {} turn{}",
+        clock(elapsed),
+        turns,
+        if turns == 1 { "" } else { "s" }
+    );
+    if let Some(cost) = cost_usd {
+        text.push_str(&format!(" · ${cost:.2}"));
+    }
+    if let Some(tool) = last_tool {
+        text.push_str(&format!(" · {tool}"));
+    }
+    text
 }
 
 /// `45s`, `3m05s`, `1h02m`.

@@ -108,6 +108,30 @@ fn status_json(p: &Project) -> Value {
     serde_json::from_slice(&out.stdout).expect("status --json is JSON")
 }
 
+/// The document without what is computed at the moment of reading (elapsed, remaining).
+fn without_clock(mut v: Value) -> Value {
+    if let Some(r) = v["runningStep"].as_object_mut() {
+        r.remove("elapsedSeconds");
+    }
+    if let Some(w) = v["wait"].as_object_mut() {
+        w.remove("remainingSeconds");
+    }
+    v
+}
+
+/// Polls `status --json` until `ready` holds for it.
+fn status_until(p: &Project, what: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let st = status_json(p);
+        if ready(&st) {
+            return st;
+        }
+        assert!(Instant::now() < deadline, "never {what}: {st:#}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
 fn one_issue(script: Value) -> Project {
     Project::new(&[(1, "Add a greeting", "Say hello.")], script, json!({}))
 }
@@ -132,7 +156,7 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         let (status, body) = get(addr, "/api/status", &[]);
         assert_eq!(status, 200, "{body}");
         let served: Value = serde_json::from_str(&body).expect("JSON");
-        if served == cli {
+        if without_clock(served.clone()) == without_clock(cli) {
             assert_eq!(served["currentStep"], "implement");
             assert_eq!(served["currentAttempt"], 1);
             // Spend against the budget: startCycle, startIssue and writeSpecs at $0.25 each.
@@ -143,6 +167,43 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         }
     }
     assert!(matched, "/api/status never equalled status --json");
+
+    // The running attempt, live: as the fake agent streamed it (one Read, one turn).
+    let st = status_until(&p, "showed the agent's Read", |st| {
+        st["runningStep"]["lastTool"] == "Read"
+            && st["runningStep"]["elapsedSeconds"].as_u64() > Some(0)
+    });
+    let running = &st["runningStep"];
+    assert_eq!(running["step"], "implement", "{st:#}");
+    assert_eq!(running["issue"], 1, "{st:#}");
+    assert_eq!(running["attempt"], 1, "{st:#}");
+    assert_eq!(running["turns"], 1, "{st:#}");
+    assert!(running["startedAt"].is_string(), "{st:#}");
+    assert_eq!(
+        running["costUsd"],
+        Value::Null,
+        "reported with the result only: {st:#}"
+    );
+    assert_eq!(st["wait"], Value::Null, "{st:#}");
+    // The server answers from a document at most half a second old.
+    std::thread::sleep(Duration::from_millis(700));
+    let (_, body) = get(addr, "/api/status", &[]);
+    let served: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(served["runningStep"]["lastTool"], "Read", "{served:#}");
+    assert!(
+        served["runningStep"]["elapsedSeconds"].as_u64() > Some(0),
+        "{served:#}"
+    );
+    let out = p
+        .command(&["status", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    assert!(
+        text(&out).contains("running:  implement attempt 1 of #1 · ")
+            && text(&out).contains(" · 1 turn · Read"),
+        "{}",
+        text(&out)
+    );
 
     let (status, body) = get(addr, "/metrics", &[]);
     assert_eq!(status, 200);
@@ -449,4 +510,92 @@ fn a_fleet_serves_every_workers_records_in_order() {
         assert_eq!(got, seqs[seqs.len() - got.len()..], "{w} in journal order");
         assert_eq!(got[0], 1, "{w} from its first record");
     }
+}
+
+/// During a rate-limit backoff, `status --json` and `/api/status` show the wait, what it waits
+/// for and until when, and no running step; a dead runner's last snapshot is not shown.
+#[test]
+fn a_rate_limit_wait_is_shown_with_its_end_time() {
+    let p = Project::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"implement": ["rate-limit", "hang"]}}),
+        json!({"backoff": {"initialSeconds": 20, "maxSeconds": 20}}),
+    );
+    let addr = free_port();
+    let mut runner = p.spawn(&["--http", &addr.to_string()]);
+    wait_up(addr, &mut runner);
+    let st = status_until(&p, "showed the wait", |st| st["wait"].is_object());
+    let wait = &st["wait"];
+    assert_eq!(wait["reason"], "RATE_LIMIT", "{st:#}");
+    assert_eq!(wait["seconds"], 20, "{st:#}");
+    let at = |key: &str| {
+        chrono::DateTime::parse_from_rfc3339(wait[key].as_str().expect("a time")).expect("RFC 3339")
+    };
+    assert_eq!((at("until") - at("startedAt")).num_seconds(), 20, "{st:#}");
+    assert!(
+        wait["remainingSeconds"].as_u64().is_some_and(|s| s <= 20),
+        "{st:#}"
+    );
+    assert_eq!(st["runningStep"], Value::Null, "{st:#}");
+    std::thread::sleep(Duration::from_millis(700));
+    let (_, body) = get(addr, "/api/status", &[]);
+    let served: Value = serde_json::from_str(&body).expect("JSON");
+    assert_eq!(served["wait"]["until"], wait["until"], "{served:#}");
+    let out = p
+        .command(&["status", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    assert!(
+        text(&out).contains("waiting:  RATE_LIMIT until "),
+        "{}",
+        text(&out)
+    );
+
+    // A runner killed in its wait leaves its last snapshot; it is not shown as live.
+    signal(&runner, libc::SIGKILL);
+    let _ = wait_output(runner, Duration::from_secs(60));
+    let snapshot = p.project.join(".git/sdlc-runner/live.json");
+    let left: Value =
+        serde_json::from_slice(&std::fs::read(&snapshot).expect("live.json")).expect("JSON");
+    assert!(left["wait"].is_object(), "{left:#}");
+    let st = status_json(&p);
+    assert_eq!(
+        st["wait"],
+        Value::Null,
+        "a dead runner waits for nothing: {st:#}"
+    );
+}
+
+/// With `--workers 2`, each worker's running step is shown under its own name, live.
+#[test]
+fn each_worker_shows_its_running_step() {
+    let p = Project::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Bye."),
+        ],
+        json!({"steps": {"implement": ["hang"]}}),
+        json!({"steps": e2e::builtin_steps()}),
+    );
+    let runner = p.spawn(&["--workers", "2"]);
+    let st = status_until(&p, "showed both workers' Read", |st| {
+        st["workers"].as_array().is_some_and(|ws| {
+            ws.len() == 2 && ws.iter().all(|w| w["runningStep"]["lastTool"] == "Read")
+        })
+    });
+    let mut issues: Vec<u64> = st["workers"]
+        .as_array()
+        .expect("workers")
+        .iter()
+        .map(|w| {
+            assert_eq!(w["runningStep"]["step"], "implement", "{st:#}");
+            assert_eq!(w["runningStep"]["turns"], 1, "{st:#}");
+            w["runningStep"]["issue"].as_u64().expect("issue")
+        })
+        .collect();
+    issues.sort_unstable();
+    assert_eq!(issues, [1, 2], "{st:#}");
+    signal(&runner, libc::SIGTERM);
+    let out = wait_output(runner, Duration::from_secs(60));
+    assert_eq!(code(&out), 0, "{}", text(&out));
 }

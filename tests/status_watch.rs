@@ -44,7 +44,7 @@ fn watch_draws_the_running_step_and_q_quits() {
         }
         String::from_utf8_lossy(&seen).to_string()
     });
-    std::thread::sleep(Duration::from_millis(2500));
+    std::thread::sleep(Duration::from_millis(3500));
     master.write_all(b"q").expect("press q");
     let deadline = Instant::now() + Duration::from_secs(10);
     let status = loop {
@@ -68,6 +68,8 @@ fn watch_draws_the_running_step_and_q_quits() {
         "counters",
         "running",
         "runStep",
+        // The live attempt: the fake agent's one Read.
+        "Read",
     ] {
         assert!(seen.contains(needle), "{needle:?} not drawn:\n{seen}");
     }

@@ -74,6 +74,10 @@ pub struct Status {
     pub current_step: Option<String>,
     /// The attempt of the current step the agent (or the runner) is working on, if one is.
     pub current_attempt: Option<u32>,
+    /// The step the runner runs now, live (only while the runner that wrote it holds the lock).
+    pub running_step: Option<RunningStepView>,
+    /// The wait the runner is in now (a backoff, quota, network or fleet pause), live.
+    pub wait: Option<WaitView>,
     pub counters: Option<Counters>,
     /// Spend against the configured budgets (`None` before the first session).
     pub budgets: Option<Budgets>,
@@ -108,7 +112,61 @@ pub struct WorkerView {
     pub current_issue: Option<u32>,
     pub current_step: Option<String>,
     pub current_attempt: Option<u32>,
+    pub running_step: Option<RunningStepView>,
+    pub wait: Option<WaitView>,
     pub sticky_halt: Option<String>,
+}
+
+/// The running step of `live.json`, with its elapsed time at the moment of reading.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningStepView {
+    #[serde(flatten)]
+    pub step: crate::live_status::RunningStep,
+    pub elapsed_seconds: u64,
+}
+
+/// The wait of `live.json`, with the seconds left at the moment of reading.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitView {
+    #[serde(flatten)]
+    pub wait: crate::live_status::Wait,
+    pub remaining_seconds: u64,
+}
+
+/// The running step and the wait of the runner of `project`, when the runner that wrote them
+/// is the one holding the lock now and is alive (a dead runner's last snapshot is not shown).
+fn live(project: &Path) -> (Option<RunningStepView>, Option<WaitView>) {
+    let Ok(dir) = crate::runner_dir::RunnerDir::locate(project) else {
+        return (None, None);
+    };
+    let holder = lock_holder(&dir).filter(|pid| crate::cleanup::process_alive(*pid));
+    let Some(snap) = crate::live_status::read(&dir.dir) else {
+        return (None, None);
+    };
+    if holder.and_then(|p| u32::try_from(p).ok()) != Some(snap.pid) {
+        return (None, None);
+    }
+    let now = chrono::Utc::now();
+    let secs = |d: chrono::TimeDelta| u64::try_from(d.num_seconds()).unwrap_or(0);
+    (
+        snap.step.map(|step| RunningStepView {
+            elapsed_seconds: secs(now - step.started_at),
+            step,
+        }),
+        snap.wait.map(|wait| WaitView {
+            remaining_seconds: secs(wait.until - now),
+            wait,
+        }),
+    )
+}
+
+/// The pid the lock file names (emptied when the runner exits cleanly).
+fn lock_holder(dir: &crate::runner_dir::RunnerDir) -> Option<i32> {
+    crate::safe_fs::read_no_follow(&dir.lock())
+        .ok()
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<i32>().ok())
 }
 
 /// Each worker clone's own status (`<git dir>/sdlc-runner/workers/w<k>`).
@@ -140,7 +198,10 @@ fn workers(cfg: &Config) -> Vec<WorkerView> {
             wcfg.project_path = clone.clone();
             wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
             let st = status_of_clone(&wcfg).ok();
+            let (running_step, wait) = live(&clone);
             WorkerView {
+                running_step,
+                wait,
                 name: format!("w{k}"),
                 runner: runner_liveness(&clone),
                 clone,
@@ -202,10 +263,7 @@ pub(crate) fn runner_liveness(project: &Path) -> String {
     let Ok(dir) = crate::runner_dir::RunnerDir::locate(project) else {
         return "not running".into();
     };
-    let pid = crate::safe_fs::read_no_follow(&dir.lock())
-        .ok()
-        .and_then(|b| String::from_utf8_lossy(&b).trim().parse::<i32>().ok());
-    match pid {
+    match lock_holder(&dir) {
         Some(pid) if crate::cleanup::process_alive(pid) => format!("running (pid {pid})"),
         Some(pid) => format!("not running (runner pid {pid} died without cleaning up; the next run continues its session)"),
         None => "not running".into(),
@@ -322,6 +380,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
             .join("journal.jsonl"),
     };
     let rec = Journal::read(&journal_path)?;
+    let (running_step, wait) = live(&project);
     let mut st = Status {
         project: project.clone(),
         journal: journal_path,
@@ -334,6 +393,8 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         current_issue: None,
         current_step: None,
         current_attempt: None,
+        running_step,
+        wait,
         counters: None,
         budgets: None,
         last_failure: None,
@@ -513,6 +574,12 @@ impl Status {
                 how.push_str(&format!(", HALTED: {h}"));
             }
             line(format!("worker {}: {} ({how})", w.name, w.runner));
+            if let Some(r) = &w.running_step {
+                line(format!("  running:  {}", running_text(r)));
+            }
+            if let Some(wait) = &w.wait {
+                line(format!("  waiting:  {}", wait_text(wait)));
+            }
         }
         let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
         for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
@@ -565,6 +632,12 @@ impl Status {
                     .map(|a| format!(" (attempt {a})"))
                     .unwrap_or_default()
             ));
+        }
+        if let Some(r) = &self.running_step {
+            line(format!("running:  {}", running_text(r)));
+        }
+        if let Some(w) = &self.wait {
+            line(format!("waiting:  {}", wait_text(w)));
         }
         if let Some(d) = &self.divergence {
             line(format!(
@@ -679,6 +752,52 @@ impl Status {
         ));
         o
     }
+}
+
+/// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit`.
+pub fn running_text(r: &RunningStepView) -> String {
+    let s = &r.step;
+    format!(
+        "{} attempt {} of #{} · {}",
+        s.step,
+        s.attempt,
+        s.issue,
+        tally(r)
+    )
+}
+
+fn tally(r: &RunningStepView) -> String {
+    crate::progress::tally(
+        std::time::Duration::from_secs(r.elapsed_seconds),
+        r.step.turns,
+        r.step.cost_usd,
+        r.step.last_tool.as_deref(),
+    )
+}
+
+/// What a runner does this moment, short (the table beside it names the step): `3m05s · 14
+/// turns · $0.42 · Edit`, `RATE_LIMIT until 16:40:00 UTC (25s)`, or `—`.
+pub fn now_text(running: Option<&RunningStepView>, wait: Option<&WaitView>) -> String {
+    match (running, wait) {
+        (Some(r), _) => tally(r),
+        (None, Some(w)) => format!(
+            "{} until {} ({})",
+            w.wait.reason,
+            w.wait.until.format("%H:%M:%S UTC"),
+            crate::progress::clock(std::time::Duration::from_secs(w.remaining_seconds))
+        ),
+        (None, None) => "—".to_string(),
+    }
+}
+
+/// `RATE_LIMIT until 2026-11-25 16:40:00 UTC (25s left)`.
+pub fn wait_text(w: &WaitView) -> String {
+    format!(
+        "{} until {} ({} left)",
+        w.wait.reason,
+        w.wait.until.format("%Y-%m-%d %H:%M:%S UTC"),
+        crate::progress::clock(std::time::Duration::from_secs(w.remaining_seconds))
+    )
 }
 
 fn render_map(m: &BTreeMap<String, u32>) -> String {

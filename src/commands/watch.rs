@@ -209,6 +209,7 @@ fn draw(frame: &mut Frame, picture: &Picture) {
             dash(st.state.clone()),
             dash(st.current_issue.map(|i| format!("#{i}"))),
             dash(st.current_step.clone()),
+            status::now_text(st.running_step.as_ref(), st.wait.as_ref()),
             st.runner.clone(),
         ])]
     } else {
@@ -220,6 +221,7 @@ fn draw(frame: &mut Frame, picture: &Picture) {
                     dash(w.state.clone()),
                     dash(w.current_issue.map(|i| format!("#{i}"))),
                     dash(w.current_step.clone()),
+                    status::now_text(w.running_step.as_ref(), w.wait.as_ref()),
                     w.runner.clone(),
                 ])
             })
@@ -233,11 +235,12 @@ fn draw(frame: &mut Frame, picture: &Picture) {
                 Constraint::Length(18),
                 Constraint::Length(7),
                 Constraint::Length(12),
-                Constraint::Min(10),
+                Constraint::Min(30),
+                Constraint::Length(20),
             ],
         )
         .header(
-            Row::new(vec!["worker", "state", "issue", "step", "runner"])
+            Row::new(vec!["worker", "state", "issue", "step", "now", "runner"])
                 .style(Style::default().add_modifier(Modifier::BOLD)),
         )
         .block(Block::default().borders(Borders::ALL).title("workers")),

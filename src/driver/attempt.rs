@@ -77,6 +77,7 @@ impl Driver {
             &self.shutdown,
             self.journal.as_mut(),
             live.as_ref(),
+            &self.live,
         )
         .await;
         crate::failpoint::point("agent exited");
@@ -345,16 +346,19 @@ async fn execute(
     shutdown: &Shutdown,
     journal: Option<&mut Journal>,
     live: Option<&crate::progress::Live>,
+    status: &crate::live_status::LiveStatus,
 ) -> Ran {
     let mut unrecorded_group = None;
     let mut journal = journal;
     let ticker = live.map(crate::progress::Live::tick);
+    let flusher = status.tick();
     let exit = {
         let mut sink = |bytes: &[u8]| {
             let keep_going = reader.feed(bytes);
             if let Some(live) = live {
                 live.observe(reader.summary());
             }
+            status.observe(reader.summary());
             keep_going
         };
         let mut on_spawn = |pgid: i32| {
@@ -371,6 +375,7 @@ async fn execute(
         };
         run_agent_stoppable(run, &mut sink, shutdown.receiver(), &mut on_spawn).await
     };
+    flusher.abort();
     if let Some(ticker) = ticker {
         ticker.abort();
         crate::console::clear_status();

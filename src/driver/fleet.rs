@@ -151,9 +151,14 @@ impl Driver {
                     self.log(&format!(
                         "fleet pause: waiting {secs} s{ends} for another worker's rate limit"
                     ));
-                    tokio::select! {
-                        _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => {}
-                        _ = self.shutdown.wait() => return Some(self.shutdown.event()),
+                    self.live.wait_started("FLEET_PAUSE", secs);
+                    let stopped = tokio::select! {
+                        _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => false,
+                        _ = self.shutdown.wait() => true,
+                    };
+                    self.live.wait_ended();
+                    if stopped {
+                        return Some(self.shutdown.event());
                     }
                 }
             }

@@ -25,7 +25,7 @@ use crate::files::{self, StateFile};
 use crate::forge::Forge;
 use crate::journal::{FailureDetail, Journal, SessionEnd};
 use crate::logs::{append_line, Logs};
-use crate::machine::{Core, Effect, Event, HaltReason, Mode, State};
+use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, State};
 use crate::notify::{Notifier, Severity};
 use crate::probe::{self, StepContext};
 use crate::repo::Repo;
@@ -145,6 +145,10 @@ struct Driver {
     claims: Option<claim::ClaimKeeper>,
     /// The fleet this driver is a worker of (`run --workers N`).
     fleet: Option<fleet::Link>,
+    /// The running step and the current wait, for `status` (`live.json`).
+    live: crate::live_status::LiveStatus,
+    /// What the next `Wait` waits for, from the notice before it in the same batch.
+    wait_reason: Option<String>,
 }
 
 impl Driver {
@@ -180,6 +184,8 @@ impl Driver {
         self.state.runner_pid = Some(std::process::id());
         self.state.signal_shutdown = None;
         self.save_state();
+        self.live.reset();
+        self.log_live_warning();
         self.log(&format!(
             "sdlc-runner {} session {} on {} (state {})",
             env!("CARGO_PKG_VERSION"),
@@ -426,6 +432,13 @@ impl Driver {
         1
     }
 
+    /// Logs the first failed write of `live.json`, once.
+    fn log_live_warning(&self) {
+        if let Some(warning) = self.live.take_warning() {
+            self.log(&warning);
+        }
+    }
+
     fn end_session(&mut self, end: SessionEnd) -> Result<(), crate::journal::JournalError> {
         match self.journal.as_mut() {
             Some(j) => j.end(end),
@@ -487,7 +500,10 @@ impl Driver {
                 repair,
             } => {
                 crate::stats::step();
+                self.live.step_started(issue, step, attempt);
                 let event = self.run_step(step, issue, attempt, repair).await;
+                self.live.step_ended();
+                self.log_live_warning();
                 if let Event::StepSucceeded { usage, .. } | Event::StepFailed { usage, .. } = &event
                 {
                     let micros = usage.cost_micros;
@@ -510,11 +526,17 @@ impl Driver {
                     .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
                     .unwrap_or_default();
                 self.log(&format!("waiting {seconds} s{until}"));
+                let reason = self.wait_reason.take();
+                self.live
+                    .wait_started(reason.as_deref().unwrap_or("BACKOFF"), seconds);
+                self.log_live_warning();
                 let sleep = tokio::time::sleep(Duration::from_secs(seconds));
-                tokio::select! {
+                let next = tokio::select! {
                     _ = sleep => Outcome::Next(Event::WaitOver),
                     _ = self.shutdown.wait() => Outcome::Next(self.shutdown.event()),
-                }
+                };
+                self.live.wait_ended();
+                next
             }
             Effect::AutoCommit(kind) => {
                 match self.repo.auto_commit(&kind.message()) {
@@ -587,6 +609,13 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::Notify(n) => {
+                match &n {
+                    Notice::Waiting { class, .. } => {
+                        self.wait_reason = Some(class.name().to_string());
+                    }
+                    Notice::NetworkWait { .. } => self.wait_reason = Some("NETWORK".to_string()),
+                    _ => {}
+                }
                 let (severity, text) = report::notice(&n);
                 self.notifier.send(severity, &text);
                 match &self.fleet {

@@ -298,9 +298,11 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             failures,
             last_output: String::new(),
             state,
+            live: crate::live_status::LiveStatus::new(&runner_dir.dir),
             runner_dir,
             claims,
             fleet: None,
+            wait_reason: None,
         };
         for note in notes {
             driver.log(&note);

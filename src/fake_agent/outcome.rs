@@ -21,6 +21,7 @@ pub enum Outcome {
     BenignPermission,
     /// Replays of recorded real-CLI outputs (fixtures under `src/fake_agent/`).
     Recorded(Recording),
+    /// Reads the README (one tool call, one turn), then works silently for ever.
     Hang,
     SilentHang,
     IgnoreTerm,
@@ -400,6 +401,7 @@ impl Outcome {
             }
             Outcome::Hang => {
                 out.init()?;
+                out.tool_call("Read", json!({"file_path": "README.md"}))?;
                 sleep_forever()
             }
             Outcome::SilentHang => sleep_forever(),

@@ -77,8 +77,8 @@
     halt.hidden = !halted;
     halt.textContent = halted ? "HALTED: " + halted + (st.lastFailure ? "\nlast failure: " + st.lastFailure.class + " in " + st.lastFailure.step + " (" + st.lastFailure.signature + ")" : "") : "";
     const rows = fleet
-      ? st.workers.map((w) => ({ name: w.name, state: w.state, issue: w.currentIssue, step: w.currentStep, attempt: w.currentAttempt, runner: w.runner }))
-      : [{ name: "runner", state: st.state, issue: st.currentIssue, step: st.currentStep, attempt: st.currentAttempt, runner: st.runner }];
+      ? st.workers.map((w) => ({ name: w.name, state: w.state, issue: w.currentIssue, step: w.currentStep, attempt: w.currentAttempt, running: w.runningStep, wait: w.wait, runner: w.runner }))
+      : [{ name: "runner", state: st.state, issue: st.currentIssue, step: st.currentStep, attempt: st.currentAttempt, running: st.runningStep, wait: st.wait, runner: st.runner }];
     const body = $("workers").tBodies[0];
     body.replaceChildren();
     for (const r of rows) {
@@ -86,7 +86,11 @@
       const tr = document.createElement("tr");
       tr.className = "worker";
       tr.dataset.worker = r.name;
-      for (const v of [r.name, states.get(r.name) || r.state || "—", r.issue ? "#" + r.issue : "—", r.step ? r.step + (r.attempt ? " · attempt " + r.attempt : "") : "—", r.runner]) tr.appendChild(text("td", v));
+      for (const v of [r.name, states.get(r.name) || r.state || "—", r.issue ? "#" + r.issue : "—", r.step ? r.step + (r.attempt ? " · attempt " + r.attempt : "") : "—"]) tr.appendChild(text("td", v));
+      const now = text("td", "", "now");
+      now.live = { running: r.running, wait: r.wait };
+      tr.appendChild(now);
+      tr.appendChild(text("td", r.runner));
       body.appendChild(tr);
     }
     const bars = $("bars");
@@ -109,7 +113,37 @@
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
     highlight();
+    tickNow();
   }
+
+  // The running step's elapsed time and a wait's time left, counted from the times the runner
+  // wrote (startedAt, until), so they move between two status documents.
+  function clock(s) {
+    s = Math.max(0, Math.floor(s));
+    if (s < 60) return s + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m" + String(s % 60).padStart(2, "0") + "s";
+    return Math.floor(s / 3600) + "h" + String(Math.floor((s % 3600) / 60)).padStart(2, "0") + "m";
+  }
+
+  function tickNow() {
+    for (const td of document.querySelectorAll("td.now")) {
+      const l = td.live || {};
+      if (l.running) {
+        const r = l.running;
+        const bits = [clock((Date.now() - Date.parse(r.startedAt)) / 1000), r.turns + (r.turns === 1 ? " turn" : " turns")];
+        if (r.costUsd != null) bits.push("$" + r.costUsd.toFixed(2));
+        if (r.lastTool) bits.push(r.lastTool);
+        td.textContent = bits.join(" · ");
+      } else if (l.wait) {
+        td.textContent = l.wait.reason + " until " + l.wait.until.slice(11, 19) + " UTC (" + clock((Date.parse(l.wait.until) - Date.now()) / 1000) + " left)";
+      } else {
+        td.textContent = "—";
+      }
+    }
+  }
+  setInterval(tickNow, 1000);
+  // Turns and the last tool are not journaled: the status is read again now and then.
+  setInterval(() => refresh(), 5000);
 
   function refresh() {
     if (refreshTimer) return;

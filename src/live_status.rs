@@ -1,0 +1,302 @@
+//! The live part of `status`: the step a runner is running now (issue, step, attempt, when it
+//! started, turns and cost so far, the last tool the agent used) and the wait it is in (what it
+//! waits for and until when). Only the driver knows these; it keeps them in `live.json` in its
+//! runner directory (a fleet worker in its own clone's) for `status`, `/api/status`, the page
+//! and `status --watch` to read.
+//!
+//! The file is a courtesy, never a cost to the run: written when a step or wait starts or ends
+//! and, while the agent streams, at most once per [`MIN_INTERVAL`]; replaced atomically (never
+//! through a link) but never fsync'd; a failed write is reported once and otherwise ignored.
+//! Times are absolute (a start time, an end time), so a reader computes the elapsed time, and
+//! the process id says whose snapshot it is: a reader shows it only while that runner holds
+//! the lock, so a dead runner's last snapshot is never mistaken for live work.
+
+use crate::step::Step;
+use crate::stream::StreamSummary;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The file's name in the runner directory.
+pub const FILE_NAME: &str = "live.json";
+/// The shortest time between two writes caused by the agent's stream.
+pub const MIN_INTERVAL: Duration = Duration::from_secs(1);
+
+/// What `live.json` holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Snapshot {
+    /// The runner process that wrote it.
+    pub pid: u32,
+    pub step: Option<RunningStep>,
+    pub wait: Option<Wait>,
+}
+
+/// The attempt being run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningStep {
+    pub issue: u32,
+    pub step: String,
+    pub attempt: u32,
+    pub started_at: DateTime<Utc>,
+    /// Assistant turns the agent streamed so far (0 for the runner's own steps).
+    pub turns: u32,
+    /// What the agent reported it cost; agents report it with their result, so `None` while
+    /// the step runs.
+    pub cost_usd: Option<f64>,
+    pub last_tool: Option<String>,
+}
+
+/// A wait without spending an attempt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Wait {
+    /// What it waits for: the failure class (`RATE_LIMIT`, `QUOTA`, `OVERLOADED`, …),
+    /// `NETWORK`, or `FLEET_PAUSE` (another worker's rate limit or quota).
+    pub reason: String,
+    pub seconds: u64,
+    pub started_at: DateTime<Utc>,
+    pub until: DateTime<Utc>,
+}
+
+/// Reads the snapshot in `runner_dir` (never through a link); `None` when there is none or it
+/// cannot be read.
+pub fn read(runner_dir: &Path) -> Option<Snapshot> {
+    let bytes = crate::safe_fs::read_no_follow(&runner_dir.join(FILE_NAME)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// The driver's writer of `live.json`; cheap to clone (the clones share one snapshot).
+#[derive(Clone)]
+pub struct LiveStatus {
+    inner: Arc<Mutex<Writer>>,
+}
+
+struct Writer {
+    path: PathBuf,
+    now: Snapshot,
+    last_write: Option<Instant>,
+    /// Changed since the last write.
+    dirty: bool,
+    /// The first failed write, until the driver logs it; later failures are silent.
+    warning: Option<String>,
+    warned: bool,
+}
+
+impl LiveStatus {
+    pub fn new(runner_dir: &Path) -> LiveStatus {
+        LiveStatus {
+            inner: Arc::new(Mutex::new(Writer {
+                path: runner_dir.join(FILE_NAME),
+                now: Snapshot {
+                    pid: std::process::id(),
+                    ..Snapshot::default()
+                },
+                last_write: None,
+                dirty: false,
+                warning: None,
+                warned: false,
+            })),
+        }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut Writer)) {
+        let mut w = match self.inner.lock() {
+            Ok(w) => w,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        f(&mut w);
+    }
+
+    /// This runner runs nothing yet: replaces what an earlier runner left.
+    pub fn reset(&self) {
+        self.with(|w| {
+            w.now.step = None;
+            w.now.wait = None;
+            w.write();
+        });
+    }
+
+    pub fn step_started(&self, issue: u32, step: Step, attempt: u32) {
+        self.with(|w| {
+            w.now.step = Some(RunningStep {
+                issue,
+                step: step.key().to_string(),
+                attempt,
+                started_at: Utc::now(),
+                turns: 0,
+                cost_usd: None,
+                last_tool: None,
+            });
+            w.write();
+        });
+    }
+
+    pub fn step_ended(&self) {
+        self.with(|w| {
+            if w.now.step.take().is_some() {
+                w.write();
+            }
+        });
+    }
+
+    /// Takes what the agent streamed so far; written when [`MIN_INTERVAL`] has passed since
+    /// the last write, else by the next [`LiveStatus::flush_due`].
+    pub fn observe(&self, summary: &StreamSummary) {
+        self.with(|w| {
+            let Some(s) = w.now.step.as_mut() else { return };
+            let cost = summary.result.as_ref().and_then(|r| r.total_cost_usd);
+            if s.turns != summary.turns || s.cost_usd != cost || s.last_tool != summary.last_tool {
+                s.turns = summary.turns;
+                s.cost_usd = cost;
+                s.last_tool.clone_from(&summary.last_tool);
+                w.dirty = true;
+            }
+            w.flush_due();
+        });
+    }
+
+    /// Writes a change held back by the interval, once the interval has passed.
+    pub fn flush_due(&self) {
+        self.with(Writer::flush_due);
+    }
+
+    /// Flushes held-back changes every [`MIN_INTERVAL`] until the returned task is aborted (an
+    /// agent that streams a tool call and then works silently is still shown).
+    pub fn tick(&self) -> tokio::task::JoinHandle<()> {
+        let live = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(MIN_INTERVAL).await;
+                live.flush_due();
+            }
+        })
+    }
+
+    pub fn wait_started(&self, reason: &str, seconds: u64) {
+        self.with(|w| {
+            let started_at = Utc::now();
+            let until = i64::try_from(seconds)
+                .ok()
+                .and_then(chrono::TimeDelta::try_seconds)
+                .and_then(|d| started_at.checked_add_signed(d))
+                .unwrap_or(started_at);
+            w.now.wait = Some(Wait {
+                reason: reason.to_string(),
+                seconds,
+                started_at,
+                until,
+            });
+            w.write();
+        });
+    }
+
+    pub fn wait_ended(&self) {
+        self.with(|w| {
+            if w.now.wait.take().is_some() {
+                w.write();
+            }
+        });
+    }
+
+    /// The first write that failed, once, for the driver's log.
+    pub fn take_warning(&self) -> Option<String> {
+        let mut out = None;
+        self.with(|w| out = w.warning.take());
+        out
+    }
+}
+
+impl Writer {
+    fn flush_due(&mut self) {
+        if self.dirty && self.last_write.is_none_or(|t| t.elapsed() >= MIN_INTERVAL) {
+            self.write();
+        }
+    }
+
+    fn write(&mut self) {
+        self.last_write = Some(Instant::now());
+        self.dirty = false;
+        let written = serde_json::to_vec(&self.now)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                crate::safe_fs::replace_unsynced(&self.path, &bytes).map_err(|e| e.to_string())
+            });
+        if let Err(e) = written {
+            if !self.warned {
+                self.warned = true;
+                self.warning = Some(format!(
+                    "warning: cannot write the live status {} ({e}); `status` will not show the running step (the run goes on)",
+                    self.path.display()
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_step_is_written_at_once_and_the_stream_at_most_once_a_second() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = LiveStatus::new(dir.path());
+        live.step_started(7, Step::Implement, 2);
+        let first = read(dir.path()).unwrap();
+        assert_eq!(first.pid, std::process::id());
+        let step = first.step.unwrap();
+        assert_eq!(
+            (step.issue, step.step.as_str(), step.attempt),
+            (7, "implement", 2)
+        );
+
+        let summary = StreamSummary {
+            turns: 3,
+            last_tool: Some("Edit".into()),
+            ..Default::default()
+        };
+        live.observe(&summary);
+        let held = read(dir.path()).unwrap().step.unwrap();
+        assert_eq!(held.turns, 0, "within the interval the change waits");
+        std::thread::sleep(MIN_INTERVAL);
+        live.flush_due();
+        let flushed = read(dir.path()).unwrap().step.unwrap();
+        assert_eq!(
+            (flushed.turns, flushed.last_tool.as_deref()),
+            (3, Some("Edit"))
+        );
+
+        live.step_ended();
+        live.wait_started("RATE_LIMIT", 30);
+        let wait = read(dir.path()).unwrap();
+        assert!(wait.step.is_none());
+        let wait = wait.wait.unwrap();
+        assert_eq!(wait.reason, "RATE_LIMIT");
+        assert_eq!((wait.until - wait.started_at).num_seconds(), 30);
+        live.wait_ended();
+        assert_eq!(read(dir.path()).unwrap().wait, None);
+        assert_eq!(live.take_warning(), None);
+    }
+
+    #[test]
+    fn a_failed_write_is_reported_once_and_never_follows_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join("gone");
+        let live = LiveStatus::new(&gone);
+        live.step_started(1, Step::Implement, 1);
+        assert!(live.take_warning().unwrap().contains("live status"));
+        live.step_ended();
+        assert_eq!(live.take_warning(), None, "said once");
+
+        let target = dir.path().join("target");
+        std::fs::write(&target, b"keep").unwrap();
+        std::os::unix::fs::symlink(&target, dir.path().join(FILE_NAME)).unwrap();
+        assert_eq!(read(dir.path()), None, "a link is not read through");
+        LiveStatus::new(dir.path()).reset();
+        assert_eq!(std::fs::read(&target).unwrap(), b"keep");
+    }
+}
