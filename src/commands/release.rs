@@ -3,7 +3,8 @@
 //! but the tracker does not show yet (as `run --ack-halt` would), (2) acknowledges that halt
 //! in the journal, so the next run starts a new session whose escalations-this-session are
 //! empty, and (3) removes each issue's escalation mark in the tracker. The next `run` selects
-//! them again.
+//! them again. A fleet's halt (`run --workers N`) is acknowledged the same way: its sticky
+//! halt file goes.
 
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
@@ -40,9 +41,10 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
         }
     };
     let journal_path = runner_dir.journal();
-    // The lock keeps a running runner from writing the journal beside us; a project that
+    let fleet_halt = crate::driver::fleet_halt_file(&runner_dir.dir);
+    // The lock keeps a running runner (or fleet) from writing beside us; a project that
     // never ran has no journal and nothing to acknowledge.
-    let _lock = if journal_path.exists() {
+    let _lock = if journal_path.exists() || fleet_halt.exists() {
         match crate::files::acquire_lock(&runner_dir.lock(), &cfg.project_path) {
             Ok(lock) => Some(lock),
             Err(e) => {
@@ -53,7 +55,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
     } else {
         None
     };
-    if _lock.is_some() {
+    if _lock.is_some() && journal_path.exists() {
         let (mut journal, recovered) = match Journal::open(&journal_path) {
             Ok(opened) => opened,
             Err(e) => {
@@ -97,6 +99,19 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
                 );
             }
         }
+    }
+    if let Ok(text) = std::fs::read_to_string(&fleet_halt) {
+        if let Err(e) = std::fs::remove_file(&fleet_halt) {
+            say!(
+                "error: {}: {e}; the issues stay quarantined",
+                fleet_halt.display()
+            );
+            return 2;
+        }
+        say!(
+            "acknowledged the fleet's halt ({}); the next run --workers starts again",
+            text.trim()
+        );
     }
     for &n in issues {
         match tracker.lift_quarantine(n) {

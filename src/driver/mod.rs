@@ -11,6 +11,7 @@ mod claim;
 mod decision;
 mod facts;
 mod fleet;
+pub(crate) use fleet::halt_file as fleet_halt_file;
 pub mod invoke;
 mod merge;
 mod network;
