@@ -171,9 +171,19 @@ fn escalations_across_workers_halt_the_whole_fleet_and_the_halt_sticks() {
         text(&released)
     );
     let resumed = p.command(&args(&commands[1])).output().expect("run");
+    let code = resumed.status.code();
     let resumed = text(&resumed);
+    assert_eq!(code, Some(0), "{resumed}");
     assert!(!resumed.contains("the last fleet halted"), "{resumed}");
     assert!(resumed.contains("fleet: 3 workers"), "{resumed}");
+    let merged = merged_issues(&p.origin);
+    for n in &escalated {
+        assert!(
+            merged.contains(n),
+            "released #{n} merged: {merged:?}\n{}\n{resumed}",
+            text(&released)
+        );
+    }
 }
 
 /// kill -9 of the whole fleet mid-run: the next `run --workers 3` resumes every worker's
