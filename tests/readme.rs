@@ -75,6 +75,52 @@ fn the_bounds_sample_is_todays_output() {
         &block_after(&readme(), "**Bounds.** With the defaults", "text"),
         &text,
     );
+
+    // `init`'s config: the five model-free steps builtin.
+    let builtin = r#"{"run": "builtin"}"#;
+    std::fs::write(
+        &config,
+        format!(
+            r#"{{"projectPath": ".", "steps": {{"startCycle": {builtin}, "commitPush": {builtin}, "createPR": {builtin}, "monitorCI": {builtin}, "merge": {builtin}}}}}"#
+        ),
+    )
+    .expect("config");
+    let out = Command::new(BIN)
+        .args(["bounds", "--config"])
+        .arg(&config)
+        .output()
+        .expect("bounds");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let figure = |label: &str| -> String {
+        text.lines()
+            .find_map(|l| l.strip_prefix(label))
+            .unwrap_or_else(|| panic!("{label} in {text}"))
+            .trim()
+            .to_string()
+    };
+    let steps = [
+        "step attempts between two successful merges (worst case):",
+        "step attempts before a halt when nothing succeeds (worst case):",
+        "step attempts in one cycle (worst case):",
+    ]
+    .map(figure)
+    .join(" / ");
+    let agent = [
+        "agent invocations between two successful merges (worst case):",
+        "agent invocations before a halt when nothing succeeds (worst case):",
+        "agent invocations in one cycle (worst case):",
+    ]
+    .map(figure)
+    .join(" / ");
+    let promised = format!("{steps}\nstep attempts but {agent} agent invocations");
+    assert!(
+        readme().contains(&promised),
+        "README should say: {promised}"
+    );
+    assert!(
+        text.contains("a clean issue: 5 agent invocation(s)"),
+        "{text}"
+    );
 }
 
 #[test]

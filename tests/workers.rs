@@ -137,6 +137,53 @@ fn escalations_across_workers_halt_the_whole_fleet_and_the_halt_sticks() {
     let again = p.run(&["--workers", "3"]);
     assert_eq!(again.status.code(), Some(2), "{}", text(&again));
     assert!(text(&again).contains("--ack-halt"), "{}", text(&again));
+    assert!(
+        text(&again).contains("sdlc-runner release N"),
+        "{}",
+        text(&again)
+    );
+
+    // The printed recovery, done exactly as printed once the cause is fixed: release the
+    // escalated issues (which acknowledges the fleet's halt too), then run again.
+    let commands: Vec<Vec<String>> = all
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("sdlc-runner "))
+        .map(|c| c.split_whitespace().map(str::to_string).collect())
+        .collect();
+    assert_eq!(commands.len(), 2, "release, then run: {all}");
+    assert_eq!(commands[0][0], "release", "{all}");
+    assert_eq!(commands[1][0], "run", "{all}");
+    let escalated: Vec<u32> = commands[0][1..]
+        .iter()
+        .take_while(|w| !w.starts_with("--"))
+        .map(|w| w.parse().expect("issue number"))
+        .collect();
+    assert!(escalated.len() >= 2, "{all}");
+    p.set_script(json!({}));
+    fn args(c: &[String]) -> Vec<&str> {
+        c.iter().map(String::as_str).collect()
+    }
+    let released = p.command(&args(&commands[0])).output().expect("release");
+    assert_eq!(released.status.code(), Some(0), "{}", text(&released));
+    assert!(
+        text(&released).contains("fleet's halt"),
+        "{}",
+        text(&released)
+    );
+    let resumed = p.command(&args(&commands[1])).output().expect("run");
+    let code = resumed.status.code();
+    let resumed = text(&resumed);
+    assert_eq!(code, Some(0), "{resumed}");
+    assert!(!resumed.contains("the last fleet halted"), "{resumed}");
+    assert!(resumed.contains("fleet: 3 workers"), "{resumed}");
+    let merged = merged_issues(&p.origin);
+    for n in &escalated {
+        assert!(
+            merged.contains(n),
+            "released #{n} merged: {merged:?}\n{}\n{resumed}",
+            text(&released)
+        );
+    }
 }
 
 /// kill -9 of the whole fleet mid-run: the next `run --workers 3` resumes every worker's

@@ -1,6 +1,7 @@
-//! `sdlc-runner bounds --config F`: the exact worst-case step attempts for a config. The
-//! machine counts attempts whoever performs them, so the figures are agent invocations and
-//! builtin actions together; the lines after them say how a clean issue splits.
+//! `sdlc-runner bounds --config F`: the exact worst-case step attempts for a config (the
+//! machine counts attempts whoever performs them: agent invocations and builtin actions
+//! together), then the worst case of agent invocations alone for the config's builtin steps,
+//! and how a clean issue splits.
 
 use crate::machine::bounds;
 use std::path::Path;
@@ -20,9 +21,22 @@ pub fn run(config: &Path) -> i32 {
         b.nothing_succeeds
     );
     out!("step attempts in one cycle (worst case): {}", b.per_cycle);
+    let a = bounds::agent_invocations(&cfg.limits(), &builtin_steps(&cfg));
+    out!(
+        "agent invocations between two successful merges (worst case): {}",
+        a.between_merges
+    );
+    out!(
+        "agent invocations before a halt when nothing succeeds (worst case): {}",
+        a.nothing_succeeds
+    );
+    out!(
+        "agent invocations in one cycle (worst case): {}",
+        a.per_cycle
+    );
     let (agent, builtin) = split(&cfg);
     out!(
-        "a step attempt is an agent invocation or, for a builtin step, the runner's own git and forge action (no agent call): these figures count both, so they bound the agent invocations too"
+        "a step attempt is an agent invocation or, for a builtin step, the runner's own git and forge action (no agent call); the agent invocations are the agent steps' attempts and the repair attempts of builtin monitorCI and merge, where the agent fixes before the runner acts again"
     );
     out!(
         "a clean issue: {} agent invocation(s) ({}) and {} builtin action(s) ({})",
@@ -60,6 +74,12 @@ pub fn run(config: &Path) -> i32 {
         );
     }
     0
+}
+
+/// Which steps the runner performs itself, by step index: what `bounds::agent_invocations`
+/// leaves out.
+pub fn builtin_steps(cfg: &crate::config::Config) -> [bool; crate::step::Step::COUNT] {
+    crate::step::Step::ALL.map(|s| cfg.builtin(s))
 }
 
 /// The enabled steps by who performs them: `(agent steps, builtin steps)`, as keys.

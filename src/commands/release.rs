@@ -3,7 +3,8 @@
 //! but the tracker does not show yet (as `run --ack-halt` would), (2) acknowledges that halt
 //! in the journal, so the next run starts a new session whose escalations-this-session are
 //! empty, and (3) removes each issue's escalation mark in the tracker. The next `run` selects
-//! them again.
+//! them again. A fleet's halt (`run --workers N`) is acknowledged the same way: its sticky
+//! halt file goes.
 
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
@@ -40,9 +41,13 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
         }
     };
     let journal_path = runner_dir.journal();
-    // The lock keeps a running runner from writing the journal beside us; a project that
+    let logs = Logs {
+        dir: cfg.log_dir.clone(),
+    };
+    let fleet_halt = crate::driver::fleet_halt_file(&runner_dir.dir);
+    // The lock keeps a running runner (or fleet) from writing beside us; a project that
     // never ran has no journal and nothing to acknowledge.
-    let _lock = if journal_path.exists() {
+    let _lock = if journal_path.exists() || fleet_halt.exists() {
         match crate::files::acquire_lock(&runner_dir.lock(), &cfg.project_path) {
             Ok(lock) => Some(lock),
             Err(e) => {
@@ -53,50 +58,46 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
     } else {
         None
     };
-    if _lock.is_some() {
-        let (mut journal, recovered) = match Journal::open(&journal_path) {
-            Ok(opened) => opened,
-            Err(e) => {
-                say!("error: journal {}: {e}", journal_path.display());
-                return 2;
-            }
-        };
-        if let Some((session, headline)) = &recovered.sticky_halt {
-            let recorded = recovered
-                .last_session
-                .as_ref()
-                .map(|s| s.tracker_effects.as_slice())
-                .unwrap_or_default();
-            let logs = Logs {
-                dir: cfg.log_dir.clone(),
+    if _lock.is_some() && journal_path.exists() {
+        if let Err(code) = acknowledge(&journal_path, &tracker, &logs, issues, false) {
+            return code;
+        }
+    }
+    // A fleet's workers were stopped with their sessions open: the fleet's halt is theirs, so
+    // their recorded tracker writes are carried out and their sessions end acknowledged;
+    // otherwise the next run would continue them and mark the released issues again.
+    if fleet_halt.exists() {
+        for clone in worker_clones(&runner_dir.dir) {
+            let Ok(dir) = RunnerDir::locate(&clone) else {
+                continue;
             };
-            if let Err(e) = crate::driver::settle_tracker(&tracker, session, recorded, &logs) {
-                say!("error: {e}; nothing released, the halt stays: run release again once the tracker is reachable");
-                return 1;
+            if !dir.journal().exists() {
+                continue;
             }
-            if let Err(e) = journal.end(SessionEnd::HaltAcknowledged) {
-                say!("error: journal {}: {e}", journal_path.display());
-                return 2;
-            }
-            say!("acknowledged the halt of session {session} ({headline}); the next run starts a new session");
-        } else if let Some(open) = &recovered.open_session {
-            let counted: Vec<u32> = open
-                .tracker_effects
-                .iter()
-                .filter_map(|e| match e {
-                    Effect::MarkEscalated { issue } if issues.contains(issue) => Some(*issue),
-                    _ => None,
-                })
-                .collect();
-            if !counted.is_empty() {
-                let list: Vec<String> = counted.iter().map(|n| format!("#{n}")).collect();
-                say!(
-                    "warning: session {} is still open (its runner stopped before the end) and counts {} as escalated in it: the next run continues it and skips them until that session ends",
-                    open.id,
-                    list.join(", ")
-                );
+            let _worker_lock = match crate::files::acquire_lock(&dir.lock(), &clone) {
+                Ok(lock) => lock,
+                Err(e) => {
+                    say!("error: {e}");
+                    return 2;
+                }
+            };
+            if let Err(code) = acknowledge(&dir.journal(), &tracker, &logs, issues, true) {
+                return code;
             }
         }
+    }
+    if let Ok(text) = std::fs::read_to_string(&fleet_halt) {
+        if let Err(e) = std::fs::remove_file(&fleet_halt) {
+            say!(
+                "error: {}: {e}; the issues stay quarantined",
+                fleet_halt.display()
+            );
+            return 2;
+        }
+        say!(
+            "acknowledged the fleet's halt ({}); the next run --workers starts again",
+            text.trim()
+        );
     }
     for &n in issues {
         match tracker.lift_quarantine(n) {
@@ -109,4 +110,90 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
         }
     }
     0
+}
+
+/// Acknowledges a halted session recorded in `journal_path` after carrying out the tracker
+/// writes it recorded; `end_open`: also ends an open session that way (a fleet's stopped
+/// worker), else only warns that it counts the issues as escalated.
+fn acknowledge(
+    journal_path: &Path,
+    tracker: &Tracker,
+    logs: &Logs,
+    issues: &[u32],
+    end_open: bool,
+) -> Result<(), i32> {
+    let (mut journal, recovered) = match Journal::open(journal_path) {
+        Ok(opened) => opened,
+        Err(e) => {
+            say!("error: journal {}: {e}", journal_path.display());
+            return Err(2);
+        }
+    };
+    if let Some((session, headline)) = &recovered.sticky_halt {
+        let recorded = recovered
+            .last_session
+            .as_ref()
+            .map(|s| s.tracker_effects.as_slice())
+            .unwrap_or_default();
+        if let Err(e) = crate::driver::settle_tracker(tracker, session, recorded, logs) {
+            say!("error: {e}; nothing released, the halt stays: run release again once the tracker is reachable");
+            return Err(1);
+        }
+        if let Err(e) = journal.end(SessionEnd::HaltAcknowledged) {
+            say!("error: journal {}: {e}", journal_path.display());
+            return Err(2);
+        }
+        say!("acknowledged the halt of session {session} ({headline}); the next run starts a new session");
+    } else if let Some(open) = recovered.open_session.as_ref().filter(|_| end_open) {
+        if let Err(e) =
+            crate::driver::settle_tracker(tracker, &open.id, &open.tracker_effects, logs)
+        {
+            say!("error: {e}; nothing released, the halt stays: run release again once the tracker is reachable");
+            return Err(1);
+        }
+        // It ends as the fleet did: halted, exit 1, with nothing left to acknowledge.
+        journal.continue_session(&open.id);
+        if let Err(e) = journal.end(SessionEnd::Exit { code: 1 }) {
+            say!("error: journal {}: {e}", journal_path.display());
+            return Err(2);
+        }
+        say!(
+            "ended the stopped session {} of {}: the next run starts a new one",
+            open.id,
+            journal_path.display()
+        );
+    } else if let Some(open) = &recovered.open_session {
+        let counted: Vec<u32> = open
+            .tracker_effects
+            .iter()
+            .filter_map(|e| match e {
+                Effect::MarkEscalated { issue } if issues.contains(issue) => Some(*issue),
+                _ => None,
+            })
+            .collect();
+        if !counted.is_empty() {
+            let list: Vec<String> = counted.iter().map(|n| format!("#{n}")).collect();
+            say!(
+                "warning: session {} is still open (its runner stopped before the end) and counts {} as escalated in it: the next run continues it and skips them until that session ends",
+                open.id,
+                list.join(", ")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The workers' clones of a fleet (`<runner dir>/workers/w*`).
+fn worker_clones(runner_dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut clones: Vec<_> = std::fs::read_dir(runner_dir.join("workers"))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.join(".git").exists())
+                .collect()
+        })
+        .unwrap_or_default();
+    clones.sort();
+    clones
 }

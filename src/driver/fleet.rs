@@ -166,8 +166,8 @@ impl Driver {
     }
 }
 
-/// The file that keeps a fleet halt across runs.
-fn halt_file(runner_dir: &Path) -> PathBuf {
+/// The file that keeps a fleet halt across runs (`release` removes it too).
+pub(crate) fn halt_file(runner_dir: &Path) -> PathBuf {
     runner_dir.join("fleet-halt")
 }
 
@@ -208,7 +208,7 @@ fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String
     if let Ok(text) = std::fs::read_to_string(&halt) {
         if !opts.ack_halt {
             return Err(format!(
-                "the last fleet halted: {}; inspect the workers' logs, fix the cause, then run again with --ack-halt",
+                "the last fleet halted: {}; inspect the workers' logs, fix the cause, then release the escalated issues (`sdlc-runner release N --config {file}`, which acknowledges the halt too) or acknowledge it: `sdlc-runner run --config {file} --workers {workers} --ack-halt`",
                 text.trim()
             ));
         }
@@ -342,8 +342,13 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         }
         codes
     });
-    let halt = shared.coordinator.lock().ok().and_then(|c| c.halt());
-    if let Some(why) = halt {
+    let halt = shared.coordinator.lock().ok().and_then(|c| {
+        Some((
+            c.halt()?,
+            c.escalated().iter().copied().collect::<Vec<u32>>(),
+        ))
+    });
+    if let Some((why, escalated)) = halt {
         let headline = why.headline();
         if let Err(e) = crate::safe_fs::write_atomic(
             &halt_file(&plan.runner_dir),
@@ -351,7 +356,11 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         ) {
             say!("warning: cannot record the fleet halt: {e}");
         }
-        out!("{headline}\nevery worker was stopped; each clone under {} keeps its work. Inspect, fix the cause, then run again with --ack-halt.", plan.runner_dir.join("workers").display());
+        out!(
+            "{headline}\nevery worker was stopped; each clone under {} keeps its work.{}",
+            plan.runner_dir.join("workers").display(),
+            super::report::recovery(&escalated, &cfg.file, &format!(" --workers {workers}"))
+        );
         return 1;
     }
     codes.into_iter().max().unwrap_or(0)

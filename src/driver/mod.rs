@@ -11,6 +11,7 @@ mod claim;
 mod decision;
 mod facts;
 mod fleet;
+pub(crate) use fleet::halt_file as fleet_halt_file;
 pub mod invoke;
 mod merge;
 mod network;
@@ -366,12 +367,19 @@ impl Driver {
                 break;
             }
         }
-        let b = crate::machine::bounds::compute(&self.cfg.limits());
+        let limits = self.cfg.limits();
+        let b = crate::machine::bounds::compute(&limits);
+        let a = crate::machine::bounds::agent_invocations(
+            &limits,
+            &crate::commands::bounds::builtin_steps(&self.cfg),
+        );
         let (agent, builtin) = crate::commands::bounds::split(&self.cfg);
         out!(
-            "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt if nothing succeeds",
+            "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} agent invocations between merges, {} before a halt if nothing succeeds; {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt",
             agent.len(),
             builtin.len(),
+            a.between_merges,
+            a.nothing_succeeds,
             b.between_merges,
             b.nothing_succeeds
         );

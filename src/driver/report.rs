@@ -294,22 +294,23 @@ pub fn halt_diagnostic(
         ));
     }
     out.push_str("\nnothing was reset, committed or checked out.");
-    out.push_str(&recovery(quarantined, config));
+    out.push_str(&recovery(quarantined, config, ""));
     // The headline and evidence quote failure details too, not only the agent's output.
     redact(&out)
 }
 
-/// What to do after a halt, as commands to run exactly as printed.
-fn recovery(quarantined: &[u32], config: &std::path::Path) -> String {
+/// What to do after a halt, as commands to run exactly as printed. `run_args`: what the
+/// halted `run` had beyond `--config` that the next one needs too (` --workers N`).
+pub(crate) fn recovery(quarantined: &[u32], config: &std::path::Path, run_args: &str) -> String {
     let config = config.display();
     if quarantined.is_empty() {
         return format!(
-            " Inspect, fix the cause, then acknowledge the halt and go on: `sdlc-runner run --config {config} --ack-halt`"
+            " Inspect, fix the cause, then acknowledge the halt and go on: `sdlc-runner run --config {config}{run_args} --ack-halt`"
         );
     }
     let numbers: Vec<String> = quarantined.iter().map(u32::to_string).collect();
     format!(
-        " Inspect, fix the cause, then release the escalated issues (lifts their quarantine and acknowledges this halt) and run again:\n  sdlc-runner release {} --config {config}\n  sdlc-runner run --config {config}\nor keep them quarantined and go on with the others: `sdlc-runner run --config {config} --ack-halt`",
+        " Inspect, fix the cause, then release the escalated issues (lifts their quarantine and acknowledges this halt) and run again:\n  sdlc-runner release {} --config {config}\n  sdlc-runner run --config {config}{run_args}\nor keep them quarantined and go on with the others: `sdlc-runner run --config {config}{run_args} --ack-halt`",
         numbers.join(" ")
     )
 }

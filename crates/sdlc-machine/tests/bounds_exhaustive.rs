@@ -26,7 +26,9 @@ type Key = (State, Runner, Option<Effect>);
 
 /// The decision-relevant part of the machine: statistics, money and issue identities never
 /// change what it does next when the adversary always offers a fresh issue.
-fn key(core: &Core, pending: Option<Effect>) -> Key {
+/// `repaired`: the steps whose repairs are counted (builtin steps the agent repairs), where
+/// the last failure class and the repairs decide whether the next attempt is an agent call.
+fn key(core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) -> Key {
     let mut r = core.runner().clone();
     r.stats = Default::default();
     r.escalated.clear();
@@ -36,8 +38,15 @@ fn key(core: &Core, pending: Option<Effect>) -> Key {
     r.issue_cost_micros = 0;
     r.issue_elapsed_ms = 0;
     r.session_cost_micros = 0;
-    r.last_class = [None; Step::COUNT];
-    r.repairs = [0; Step::COUNT];
+    for (i, &counted) in repaired.iter().enumerate() {
+        if counted {
+            // Only "code-fixable or not" matters.
+            r.last_class[i] = r.last_class[i].filter(|c| c.code_fixable());
+        } else {
+            r.last_class[i] = None;
+            r.repairs[i] = 0;
+        }
+    }
     // Only "same signature as the last one or not" matters, not the value.
     for sig in r.last_signature.iter_mut() {
         *sig = sig.map(|_| Signature(0));
@@ -60,6 +69,8 @@ fn key(core: &Core, pending: Option<Effect>) -> Key {
         r.same_failure = [0; Step::COUNT];
         r.last_signature = [None; Step::COUNT];
         r.bounces = 0;
+        r.last_class = [None; Step::COUNT];
+        r.repairs = [0; Step::COUNT];
     }
     if let Some(pos) = at_step {
         let reach = r.limits.max_bounce_retries.saturating_sub(r.bounces) as usize;
@@ -77,18 +88,28 @@ fn key(core: &Core, pending: Option<Effect>) -> Key {
     }
     r.outstanding = r
         .outstanding
-        .map(|(s, e)| (anonymous_state(s), anonymous(e)));
-    (anonymous_state(*core.state()), r, pending.map(anonymous))
+        .map(|(s, e)| (anonymous_state(s), anonymous(e, repaired)));
+    (
+        anonymous_state(*core.state()),
+        r,
+        pending.map(|e| anonymous(e, repaired)),
+    )
 }
 
-/// The effect with its issue number taken out (every issue is a fresh one).
-fn anonymous(e: Effect) -> Effect {
+/// The effect with its issue number taken out (every issue is a fresh one), and whether an
+/// attempt is a repair where that is counted (`repaired`).
+fn anonymous(e: Effect, repaired: [bool; Step::COUNT]) -> Effect {
     match e {
-        Effect::RunStep { step, attempt, .. } => Effect::RunStep {
+        Effect::RunStep {
+            step,
+            attempt,
+            repair,
+            ..
+        } => Effect::RunStep {
             step,
             issue: 0,
             attempt,
-            repair: false,
+            repair: repair && repaired[step.index()],
         },
         Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
         Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
@@ -105,13 +126,23 @@ fn anonymous_state(s: State) -> State {
 
 struct Search {
     goal: Goal,
+    /// Count agent invocations alone for these builtin steps: an attempt of a builtin step
+    /// costs nothing unless it is a repair (the agent fixes, then the runner acts).
+    builtin: Option<[bool; Step::COUNT]>,
     memo: HashMap<Key, Option<u64>>,
 }
 
 impl Search {
     /// Most invocations from here to the goal, `None` if the goal cannot be reached.
     fn best(&mut self, core: &Core, pending: Effect) -> Option<u64> {
-        let k = key(core, Some(pending));
+        let mut repaired = [false; Step::COUNT];
+        if let Some(builtin) = self.builtin {
+            for s in Step::ALL {
+                repaired[s.index()] =
+                    builtin[s.index()] && matches!(s, Step::Verify | Step::MonitorCi | Step::Merge);
+            }
+        }
+        let k = key(core, Some(pending), repaired);
         if let Some(v) = self.memo.get(&k) {
             return *v;
         }
@@ -143,7 +174,7 @@ impl Search {
                 }
                 (0, evs)
             }
-            Effect::RunStep { step, .. } => {
+            Effect::RunStep { step, repair, .. } => {
                 let u = Usage::default();
                 let fail = |class, sig| Event::StepFailed {
                     step,
@@ -165,7 +196,11 @@ impl Search {
                 if self.goal == Goal::NextMerge {
                     evs.push(Event::StepSucceeded { step, usage: u });
                 }
-                (1, evs)
+                let agent_call = match self.builtin {
+                    Some(builtin) => !builtin[step.index()] || repair,
+                    None => true,
+                };
+                (u64::from(agent_call), evs)
             }
             Effect::Exit { .. } | Effect::AskDecision { .. } => return self.terminal(core),
             other => unreachable!("{other:?}"),
@@ -207,10 +242,15 @@ impl Search {
 }
 
 fn worst(limits: &Limits, goal: Goal) -> u64 {
+    worst_of(limits, goal, None)
+}
+
+fn worst_of(limits: &Limits, goal: Goal, builtin: Option<[bool; Step::COUNT]>) -> u64 {
     let mut core = Core::new(limits.clone(), Mode::Continuous);
     let req = request(core.handle(&Event::Start)).expect("start requests");
     let mut s = Search {
         goal,
+        builtin,
         memo: HashMap::new(),
     };
     s.best(&core, req).expect("goal reachable")
@@ -308,6 +348,106 @@ fn computed_bounds_equal_the_exhaustive_worst_case() {
     assert!(
         failures.is_empty(),
         "bound mismatches:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Agent invocations alone: the search counts an attempt only when its step is not builtin
+/// or it is a repair, and finds at most the computed figure for every builtin set, exactly it
+/// where no phase limit binds.
+#[test]
+fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
+    let model_free = [
+        Step::StartCycle,
+        Step::CommitPush,
+        Step::CreatePr,
+        Step::MonitorCi,
+        Step::Merge,
+    ];
+    let mut five = [false; Step::COUNT];
+    for s in model_free {
+        five[s.index()] = true;
+    }
+    let mut merge_only = [false; Step::COUNT];
+    merge_only[Step::Merge.index()] = true;
+    let sets = [
+        ("none", [false; Step::COUNT]),
+        ("five model-free", five),
+        ("merge", merge_only),
+        ("all", [true; Step::COUNT]),
+    ];
+    let mut phase = [0u32; Step::COUNT];
+    phase[Step::Merge.index()] = 3;
+    let configs = [
+        (
+            "R=3 B=1 E=2 W=1 M=1",
+            Limits {
+                max_retries_per_step: 3,
+                max_bounce_retries: 1,
+                max_consecutive_escalations: 2,
+                max_consecutive_same_failure: 0,
+                max_consecutive_failures: [0; Step::COUNT],
+                max_rate_limit_waits: 1,
+                max_repair_iterations: 1,
+                max_network_waits: 0,
+                ..Limits::default()
+            },
+            true,
+        ),
+        (
+            "R=2 B=2 E=1 W=0 M=2 S=2 no simplify",
+            Limits {
+                max_retries_per_step: 2,
+                max_bounce_retries: 2,
+                max_consecutive_escalations: 1,
+                max_consecutive_same_failure: 2,
+                max_consecutive_failures: [0; Step::COUNT],
+                max_rate_limit_waits: 0,
+                max_repair_iterations: 2,
+                simplify_enabled: false,
+                max_network_waits: 1,
+                ..Limits::default()
+            },
+            true,
+        ),
+        (
+            "R=3 B=1 E=2 W=0 M=2 F(merge)=3",
+            Limits {
+                max_retries_per_step: 3,
+                max_bounce_retries: 1,
+                max_consecutive_escalations: 2,
+                max_consecutive_same_failure: 0,
+                max_consecutive_failures: phase,
+                max_rate_limit_waits: 0,
+                max_repair_iterations: 2,
+                max_network_waits: 0,
+                ..Limits::default()
+            },
+            false, // a phase limit binds: sound, not exact
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, limits, exact) in &configs {
+        for (set, builtin) in &sets {
+            let computed = bounds::agent_invocations(limits, builtin);
+            let merge = worst_of(limits, Goal::NextMerge, Some(*builtin));
+            let halt = worst_of(limits, Goal::HaltWithoutSuccess, Some(*builtin));
+            let ok = if *exact {
+                computed.between_merges == merge && computed.nothing_succeeds == halt
+            } else {
+                computed.between_merges >= merge && computed.nothing_succeeds >= halt
+            };
+            if !ok {
+                failures.push(format!(
+                    "{name}, builtin {set}: computed {}/{} exhaustive {merge}/{halt}",
+                    computed.between_merges, computed.nothing_succeeds
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "agent bound mismatches:\n{}",
         failures.join("\n")
     );
 }

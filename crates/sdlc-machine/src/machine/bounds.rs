@@ -1,4 +1,4 @@
-//! The exact worst case (docs/counters-and-bounds.md "Bound"): the largest number of agent invocations the
+//! The exact worst case (docs/counters-and-bounds.md "Bound"): the largest number of step attempts (agent invocations and builtin actions together) the
 //! machine can spend for a given config, over every possible sequence of outcomes.
 //!
 //! Derivation (each claim is checked against an exhaustive search of the real machine in
@@ -107,6 +107,69 @@ pub fn compute(limits: &Limits) -> Bounds {
         between_merges: saturate(between * waits),
         nothing_succeeds: saturate(failures_only * waits),
         per_cycle: saturate(per_cycle),
+    }
+}
+
+/// Whether a step runs the agent only in its repair attempts when it is builtin: the steps
+/// whose dispatch can be a repair (`dispatch` in `sm.rs`). A builtin step's other attempts are
+/// the runner's own git and forge actions.
+const fn repairs_by_agent(step: Step) -> bool {
+    matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
+}
+
+/// The worst case of agent invocations alone, for a config whose builtin steps are
+/// `builtin[step.index()]`: attempts of agent steps, plus the repair attempts of builtin steps
+/// that hand the failure to the agent before acting again. Sound, and exact when no phase
+/// limit binds (checked against the exhaustive search in `tests/bounds_exhaustive.rs`):
+/// - In one cycle an agent step is attempted at most `R` times without waits (`R − 1`
+///   failures, then a success or the escalating failure), plus one success per bounce when a
+///   bounce can land on an agent step; every such attempt can follow `W` waits.
+/// - A builtin step is repaired only right after a code-fixable failure of its own, at most
+///   `maxRepairIterations` times per cycle, and a repair that waits is repaired again: at most
+///   `min(M, (R − 1)(W + 1))` agent invocations per cycle.
+/// - At most `E` cycles run between two merges or before the halt. Every figure is also
+///   capped by the exact attempt figures of [`compute`], which count every attempt.
+pub fn agent_invocations(limits: &Limits, builtin: &[bool; Step::COUNT]) -> Bounds {
+    let all = compute(limits);
+    let steps: Vec<Step> = limits.enabled_steps().collect();
+    if !steps.iter().any(|s| builtin[s.index()]) {
+        return all;
+    }
+    let r = u128::from(limits.max_retries_per_step.max(1));
+    let b = u128::from(limits.max_bounce_retries);
+    let e = u128::from(limits.max_consecutive_escalations.max(1));
+    let waits = u128::from(limits.max_rate_limit_waits) + 1;
+    let m = u128::from(limits.max_repair_iterations);
+    let agent = |s: &Step| !builtin[s.index()];
+    let n_agent = steps.iter().filter(|s| agent(s)).count() as u128;
+    let bounce_on_agent = steps.iter().filter(|s| agent(s)).any(|&s| {
+        limits
+            .next_step(s)
+            .is_some_and(|next| next.has_precondition())
+    });
+    let landed = if bounce_on_agent { b } else { 0 };
+    let repairable: Vec<Step> = steps
+        .iter()
+        .copied()
+        .filter(|s| builtin[s.index()] && repairs_by_agent(*s))
+        .collect();
+    let repairs_of = |per_failure: u128| (repairable.len() as u128) * m.min((r - 1) * per_failure);
+    let cycle = waits * (n_agent * r + landed) + repairs_of(waits);
+    let per_cycle = n_agent * r + landed + repairs_of(1);
+
+    let first = steps.first().copied().unwrap_or(Step::StartCycle);
+    let nothing_succeeds = if agent(&first) {
+        u128::from(all.nothing_succeeds)
+    } else if repairs_by_agent(first) {
+        e * m.min((r - 1) * waits)
+    } else {
+        0
+    };
+
+    Bounds {
+        between_merges: saturate(e * cycle).min(all.between_merges),
+        nothing_succeeds: saturate(nothing_succeeds).min(all.nothing_succeeds),
+        per_cycle: saturate(per_cycle).min(all.per_cycle),
     }
 }
 
