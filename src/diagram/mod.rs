@@ -441,7 +441,7 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     // never change which edge is taken.
     let cap_attempt = r.limits.max_retries_per_step + 2;
     r.outstanding = r.outstanding.map(|(s, e)| {
-        let e = match anonymous(e) {
+        let e = match e.without_issue() {
             Effect::RunStep {
                 step,
                 issue,
@@ -455,7 +455,7 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
             },
             other => other,
         };
-        (anonymous_state(s), e)
+        (s.without_issue(), e)
     });
     // Whether the last escalation can match the next one is what matters; which failure it
     // was multiplies the states without adding an edge.
@@ -465,34 +465,7 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
         f.class = FailureClass::TestAssertion;
         (0, f)
     });
-    (anonymous_state(state), r)
-}
-
-fn anonymous(e: Effect) -> Effect {
-    match e {
-        Effect::RunStep {
-            step,
-            attempt,
-            repair,
-            ..
-        } => Effect::RunStep {
-            step,
-            issue: 0,
-            attempt,
-            repair,
-        },
-        Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
-        Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
-        Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
-        other => other,
-    }
-}
-
-fn anonymous_state(s: State) -> State {
-    match s {
-        State::RecordingMerge { .. } => State::RecordingMerge { issue: 0 },
-        other => other,
-    }
+    (state.without_issue(), r)
 }
 
 /// An edge that every leaf under a superstate has is drawn once, from the superstate.

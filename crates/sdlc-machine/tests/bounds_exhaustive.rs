@@ -88,9 +88,9 @@ fn key(core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) -> K
     }
     r.outstanding = r
         .outstanding
-        .map(|(s, e)| (anonymous_state(s), anonymous(e, repaired)));
+        .map(|(s, e)| (s.without_issue(), anonymous(e, repaired)));
     (
-        anonymous_state(*core.state()),
+        core.state().without_issue(),
         r,
         pending.map(|e| anonymous(e, repaired)),
     )
@@ -98,28 +98,20 @@ fn key(core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) -> K
 
 /// The effect with its issue number taken out (every issue is a fresh one), and whether an
 /// attempt is a repair where that is counted (`repaired`).
+/// The effect without its issue; a repair flag only where it can change the count.
 fn anonymous(e: Effect, repaired: [bool; Step::COUNT]) -> Effect {
-    match e {
+    match e.without_issue() {
         Effect::RunStep {
             step,
+            issue,
             attempt,
             repair,
-            ..
         } => Effect::RunStep {
             step,
-            issue: 0,
+            issue,
             attempt,
             repair: repair && repaired[step.index()],
         },
-        Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
-        Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
-        other => other,
-    }
-}
-
-fn anonymous_state(s: State) -> State {
-    match s {
-        State::RecordingMerge { .. } => State::RecordingMerge { issue: 0 },
         other => other,
     }
 }

@@ -999,6 +999,14 @@ impl State {
         matches!(self, State::Halted { .. } | State::Finished { .. })
     }
 
+    /// The same state with its issue number taken out (see [`Effect::without_issue`]).
+    pub fn without_issue(self) -> State {
+        match self {
+            State::RecordingMerge { .. } => State::recording_merge(0),
+            other => other,
+        }
+    }
+
     /// The variant's name, as used in diagrams and the journal.
     pub fn name(&self) -> &'static str {
         match self {

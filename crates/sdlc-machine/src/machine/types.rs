@@ -562,6 +562,28 @@ impl Effect {
         )
     }
 
+    /// The same effect with its issue number taken out: for searches over the machine's
+    /// states (the exhaustive bound, the diagrams), where which issue it is never decides.
+    pub fn without_issue(self) -> Effect {
+        match self {
+            Effect::RunStep {
+                step,
+                attempt,
+                repair,
+                ..
+            } => Effect::RunStep {
+                step,
+                issue: 0,
+                attempt,
+                repair,
+            },
+            Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
+            Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
+            Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
+            other => other,
+        }
+    }
+
     pub const fn label(&self) -> &'static str {
         match self {
             Effect::SelectIssue => "SelectIssue",
