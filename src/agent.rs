@@ -295,6 +295,7 @@ pub async fn run_agent_stoppable(
         program: program_name.clone(),
         source,
     })?;
+    crate::repo::answers::child_started();
     crate::stats::spawned(false);
     let pid = child.id().unwrap_or(0);
     let pgid = pid as i32;

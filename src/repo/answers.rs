@@ -1,0 +1,274 @@
+//! Answers to git queries that read refs (`symbolic-ref`, `for-each-ref`, `rev-parse`,
+//! `merge-base`, `log`, `rev-list`, `remote`), kept for the moment in which nothing can have
+//! changed them: the runner's probes around one step ask the same few questions several
+//! times in a row, and each answer is a git spawn (about a millisecond).
+//!
+//! An answer is forgotten as soon as this process starts any other child (a git command that
+//! is not such a query, the agent, a CI command, `gh`: anything that may move a ref), as soon
+//! as the files git keeps refs in look different ([`RefStamp`]: HEAD, packed-refs and the
+//! ref directories, whose times change with every ref written in them), and in any case after
+//! [`FRESH_FOR`], so that a person acting on the clone in a way the stamp cannot see (a branch
+//! in a nested ref directory) is seen no later than if the question had been asked that much
+//! earlier.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// How long an answer is reused at most.
+pub const FRESH_FOR: Duration = Duration::from_millis(500);
+
+/// Counts the children started that may have changed a ref; an answer is valid only in the
+/// epoch it was given in.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+type Key = (PathBuf, Vec<String>);
+
+/// What the files holding refs looked like: (path, inode, size, modification time in ns) of
+/// each that exists.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RefStamp(Vec<(u64, u64, i128)>);
+
+impl RefStamp {
+    /// The stamp of a clone whose own git directory is `git_dir` (a linked work tree's keeps
+    /// its HEAD there) and whose shared refs live in `common_dir`.
+    pub fn of(git_dir: &Path, common_dir: &Path) -> RefStamp {
+        use std::os::unix::fs::MetadataExt;
+        let paths = [
+            git_dir.join("HEAD"),
+            common_dir.join("packed-refs"),
+            common_dir.join("refs/heads"),
+            common_dir.join("refs/remotes/origin"),
+            common_dir.join("refs/tags"),
+        ];
+        RefStamp(
+            paths
+                .iter()
+                .map(|p| match std::fs::metadata(p) {
+                    Ok(m) => (
+                        m.ino(),
+                        m.size(),
+                        i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+                    ),
+                    Err(_) => (0, 0, 0),
+                })
+                .collect(),
+        )
+    }
+}
+
+struct Answer {
+    epoch: u64,
+    at: Instant,
+    stamp: RefStamp,
+    output: Output,
+}
+
+static ANSWERS: Mutex<Option<HashMap<Key, Answer>>> = Mutex::new(None);
+
+thread_local! {
+    /// Set while this thread starts a query's own git, which changes nothing.
+    static QUERYING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether `args` only read refs (and so may be answered again from memory).
+pub fn is_query(args: &[&str]) -> bool {
+    matches!(
+        args.first().copied(),
+        Some("symbolic-ref" | "for-each-ref" | "rev-parse" | "merge-base" | "log" | "rev-list")
+    ) || args == ["remote"]
+}
+
+/// A child process was started: unless it is a query's own git, every answer is forgotten.
+pub fn child_started() {
+    if !QUERYING.with(Cell::get) {
+        EPOCH.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The answer to `git args` in `dir`, from memory when still valid, else from `ask` (which
+/// runs the git), remembered when it came back. `stamp` tells what the ref files look like.
+pub fn answer<E>(
+    dir: &Path,
+    args: &[&str],
+    stamp: impl Fn() -> RefStamp,
+    ask: impl FnOnce() -> Result<Output, E>,
+) -> Result<Output, E> {
+    let key: Key = (
+        dir.to_path_buf(),
+        args.iter().map(|a| a.to_string()).collect(),
+    );
+    let epoch = EPOCH.load(Ordering::SeqCst);
+    let before = stamp();
+    if let Some(known) = lock().as_ref().and_then(|m| m.get(&key)) {
+        if known.epoch == epoch && known.at.elapsed() < FRESH_FOR && known.stamp == before {
+            return Ok(known.output.clone());
+        }
+    }
+    QUERYING.with(|q| q.set(true));
+    let asked = ask();
+    QUERYING.with(|q| q.set(false));
+    let output = asked?;
+    // A child started by another thread while this one asked, or anyone writing a ref
+    // meanwhile, may have changed the answer: it is then not kept.
+    if EPOCH.load(Ordering::SeqCst) == epoch && stamp() == before {
+        let mut answers = lock();
+        let answers = answers.get_or_insert_with(HashMap::new);
+        answers.retain(|_, a| a.epoch == epoch);
+        answers.insert(
+            key,
+            Answer {
+                epoch,
+                at: Instant::now(),
+                stamp: before,
+                output: output.clone(),
+            },
+        );
+    }
+    Ok(output)
+}
+
+fn lock() -> std::sync::MutexGuard<'static, Option<HashMap<Key, Answer>>> {
+    // A panic while holding the map leaves nothing half-written that matters: start afresh.
+    ANSWERS.lock().unwrap_or_else(|poisoned| {
+        let mut guard = poisoned.into_inner();
+        *guard = None;
+        guard
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    fn out(text: &str) -> Output {
+        Output {
+            status: std::process::ExitStatus::from_raw(0),
+            stdout: text.as_bytes().to_vec(),
+            stderr: Vec::new(),
+        }
+    }
+
+    fn ask_counting<'a>(
+        count: &'a Cell<u32>,
+        text: &'a str,
+    ) -> impl FnOnce() -> Result<Output, ()> + 'a {
+        move || {
+            count.set(count.get() + 1);
+            Ok(out(text))
+        }
+    }
+
+    #[test]
+    fn a_query_asked_twice_runs_once_until_a_child_starts() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let asked = Cell::new(0);
+        let args = ["symbolic-ref", "--quiet", "--short", "HEAD"];
+        let first = answer(
+            dir.path(),
+            &args,
+            || RefStamp::of(dir.path(), dir.path()),
+            ask_counting(&asked, "main"),
+        )
+        .expect("answer");
+        let again = answer(
+            dir.path(),
+            &args,
+            || RefStamp::of(dir.path(), dir.path()),
+            ask_counting(&asked, "other"),
+        )
+        .expect("answer");
+        // Other threads' tests may start children in between; then the second is asked too,
+        // and what matters is that a remembered answer is never one from before a child.
+        if asked.get() == 1 {
+            assert_eq!(again.stdout, first.stdout);
+        }
+        child_started();
+        let after = answer(
+            dir.path(),
+            &args,
+            || RefStamp::of(dir.path(), dir.path()),
+            ask_counting(&asked, "feature"),
+        )
+        .expect("answer");
+        assert_eq!(after.stdout, b"feature", "a child may have moved HEAD");
+    }
+
+    #[test]
+    fn an_answer_goes_stale_with_time() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let asked = Cell::new(0);
+        let args = ["for-each-ref", "refs/heads/"];
+        answer(
+            dir.path(),
+            &args,
+            || RefStamp::of(dir.path(), dir.path()),
+            ask_counting(&asked, "a"),
+        )
+        .expect("answer");
+        std::thread::sleep(FRESH_FOR + Duration::from_millis(20));
+        let later = answer(
+            dir.path(),
+            &args,
+            || RefStamp::of(dir.path(), dir.path()),
+            ask_counting(&asked, "b"),
+        )
+        .expect("answer");
+        assert_eq!(later.stdout, b"b");
+        assert_eq!(asked.get(), 2);
+    }
+
+    #[test]
+    fn a_ref_written_by_anyone_is_seen_at_once() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("refs/heads")).expect("refs");
+        let asked = Cell::new(0);
+        let args = ["rev-parse", "--verify", "--quiet", "refs/heads/7-login"];
+        let stamp = || RefStamp::of(dir.path(), dir.path());
+        answer(dir.path(), &args, stamp, ask_counting(&asked, "")).expect("answer");
+        // What `git branch` from another process does: a new file in refs/heads.
+        std::fs::write(dir.path().join("refs/heads/7-login"), "0123\n").expect("ref");
+        let after = answer(dir.path(), &args, stamp, ask_counting(&asked, "0123")).expect("answer");
+        assert_eq!(after.stdout, b"0123");
+        assert_eq!(asked.get(), 2);
+    }
+
+    #[test]
+    fn only_ref_reads_are_queries() {
+        assert!(is_query(&["rev-parse", "--verify", "HEAD"]));
+        assert!(is_query(&["remote"]));
+        assert!(!is_query(&["remote", "add", "origin", "x"]));
+        for mutating in [
+            "fetch", "push", "checkout", "commit", "reset", "merge", "status",
+        ] {
+            assert!(!is_query(&[mutating]), "{mutating} is not a query");
+        }
+    }
+
+    #[test]
+    fn a_failed_ask_is_not_remembered() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let args = ["rev-list", "--count", "HEAD"];
+        assert!(answer(
+            dir.path(),
+            &args,
+            || RefStamp::of(dir.path(), dir.path()),
+            || Err::<Output, &str>("spawn failed")
+        )
+        .is_err());
+        let asked = Cell::new(0);
+        answer(
+            dir.path(),
+            &args,
+            || RefStamp::of(dir.path(), dir.path()),
+            ask_counting(&asked, "3"),
+        )
+        .expect("answer");
+        assert_eq!(asked.get(), 1);
+    }
+}
