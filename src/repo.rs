@@ -5,6 +5,8 @@
 //! Every git call is an argument vector; branch names go in as full ref names
 //! (`refs/heads/<b>`) so that no name can be read as an option.
 
+pub mod answers;
+
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::files;
 use std::fs;
@@ -102,8 +104,9 @@ pub struct Repo {
     /// Whether the clone has an `origin` remote, asked once (remotes do not change under a
     /// run, and asking costs a git spawn per fetch).
     has_origin: std::sync::OnceLock<bool>,
-    /// The git directory of this work tree (where its index and HEAD locks live), asked once.
-    git_dir: std::sync::OnceLock<Option<PathBuf>>,
+    /// The git directory of this work tree (where its index and HEAD locks live) and the
+    /// common one (where shared refs live; the same but in a linked work tree), asked once.
+    git_dirs: std::sync::OnceLock<Option<(PathBuf, PathBuf)>>,
     /// Directories inside the work tree that belong to the runner's tracker (the local
     /// tracker's issue files), relative and ending in `/`: never dirt, never committed.
     own_dirs: Vec<String>,
@@ -140,7 +143,7 @@ impl Repo {
             path: path.to_path_buf(),
             main: String::new(),
             has_origin: std::sync::OnceLock::new(),
-            git_dir: std::sync::OnceLock::new(),
+            git_dirs: std::sync::OnceLock::new(),
             own_dirs: Vec::new(),
         };
         repo.main = repo.detect_main()?;
@@ -198,6 +201,37 @@ impl Repo {
     }
 
     fn git(&self, args: &[&str]) -> Result<Output, RepoError> {
+        if answers::is_query(args) {
+            if let Some((git_dir, common_dir)) = self.git_dirs() {
+                return answers::answer(
+                    &self.path,
+                    args,
+                    || answers::RefStamp::of(git_dir, common_dir),
+                    || self.run_git(args),
+                );
+            }
+        }
+        self.run_git(args)
+    }
+
+    fn git_dirs(&self) -> Option<&(PathBuf, PathBuf)> {
+        self.git_dirs
+            .get_or_init(|| {
+                let out = self
+                    .run_git(&["rev-parse", "--absolute-git-dir", "--git-common-dir"])
+                    .ok()
+                    .filter(|o| o.status.success())?;
+                let text = String::from_utf8_lossy(&out.stdout).into_owned();
+                let mut lines = text.lines();
+                let git_dir = PathBuf::from(lines.next()?.trim());
+                let common = PathBuf::from(lines.next()?.trim());
+                // Printed relative to the work tree unless it is elsewhere.
+                Some((git_dir, self.path.join(common)))
+            })
+            .as_ref()
+    }
+
+    fn run_git(&self, args: &[&str]) -> Result<Output, RepoError> {
         let mut cmd = Command::new("git");
         cmd.args(args)
             .current_dir(&self.path)
@@ -521,22 +555,13 @@ impl Repo {
         Ok(!subjects.is_empty() && subjects.iter().all(|s| s.starts_with(MERGE_SUBJECT)))
     }
 
-    /// Git's lock files of this repository (index, HEAD, config) older than `age`: a git
-    /// process that died left them, and every git command that writes fails while they exist.
-    /// A lock is stale only when no process holds it open: git keeps its lock file open for as
-    /// long as it holds the lock.
+    /// Git's lock files of this repository (index, HEAD, config, packed-refs and any ref's)
+    /// older than `age`: a git process that died left them, and every git command that writes
+    /// them fails while they exist. A lock is stale only when no process holds it open: git
+    /// keeps its index, HEAD and config locks open for as long as it holds them.
     pub fn stale_locks(&self, age: std::time::Duration) -> Vec<PathBuf> {
-        let git_dir = self.git_dir.get_or_init(|| {
-            self.git_ok(&["rev-parse", "--absolute-git-dir"])
-                .ok()
-                .map(|dir| PathBuf::from(dir.trim()))
-        });
-        let Some(git_dir) = git_dir else {
-            return Vec::new();
-        };
-        ["index.lock", "HEAD.lock", "config.lock"]
-            .iter()
-            .map(|name| git_dir.join(name))
+        self.lock_files()
+            .into_iter()
             .filter(|p| {
                 std::fs::symlink_metadata(p)
                     .and_then(|m| m.modified())
@@ -546,6 +571,48 @@ impl Repo {
             })
             .filter(|p| !held_open(p))
             .collect()
+    }
+
+    /// The lock files a git killed with its runner left, whatever their age: those no process
+    /// holds open, and only while no git process works in this clone (a ref's lock is closed
+    /// before git renames it into place, so being open is no proof for those).
+    pub fn locks_of_a_dead_git(&self) -> Vec<PathBuf> {
+        if git_running_in(&self.path) {
+            return Vec::new();
+        }
+        self.stale_locks(std::time::Duration::ZERO)
+    }
+
+    fn lock_files(&self) -> Vec<PathBuf> {
+        let Some((git_dir, common_dir)) = self.git_dirs() else {
+            return Vec::new();
+        };
+        let mut found: Vec<PathBuf> = ["index.lock", "HEAD.lock", "config.lock"]
+            .iter()
+            .map(|name| git_dir.join(name))
+            .chain(std::iter::once(common_dir.join("packed-refs.lock")))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .collect();
+        // Ref names nest a few levels (refs/remotes/origin/<branch>); a deeper tree is not
+        // walked further.
+        let mut dirs = vec![(common_dir.join("refs"), 0)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if kind.is_dir() && depth < 8 {
+                    dirs.push((path, depth + 1));
+                } else if kind.is_file() && path.extension().is_some_and(|e| e == "lock") {
+                    found.push(path);
+                }
+            }
+        }
+        found
     }
 
     /// `git status --porcelain` lines that are not the runner's own files, for a message.
@@ -644,8 +711,8 @@ impl Repo {
 
     /// `git checkout <target>`, finishing one a killed runner left half done: when git refuses
     /// because files in the way would be overwritten, and every one of them already holds
-    /// exactly the target's content (what the interrupted checkout wrote), nothing can be lost
-    /// and the checkout is forced. Anything else is refused as git refused it.
+    /// the target's content or the start of it (what the interrupted checkout wrote, up to
+    /// where it was cut), nothing can be lost and the checkout is forced. Anything else is refused as git refused it.
     fn checkout_finishing(&self, target: &str) -> Result<(), RepoError> {
         let out = self.git(&["checkout", "--quiet", target])?;
         if out.status.success() {
@@ -662,7 +729,9 @@ impl Repo {
             && in_the_way.iter().all(|path| {
                 let ours = std::fs::read(self.path.join(path));
                 let theirs = self.git(&["show", &format!("{target}:{path}")]);
-                matches!((ours, theirs), (Ok(a), Ok(b)) if b.status.success() && a == b.stdout)
+                // A kill mid-write leaves a file short of its content (often empty): a
+                // prefix of the target's holds nothing the target does not.
+                matches!((ours, theirs), (Ok(a), Ok(b)) if b.status.success() && b.stdout.starts_with(&a))
             });
         if !leftovers {
             return Err(self.failed(&["checkout", "--quiet", target], &out));
@@ -789,6 +858,20 @@ impl Repo {
 
 /// Whether any process has `path` open (Linux: a look through `/proc/<pid>/fd`). Where that
 /// cannot be read, every lock counts as held: nothing is taken for stale on a guess.
+/// Whether a git process runs with its working directory in `clone` (its work tree or its
+/// git directory inside it).
+fn git_running_in(clone: &Path) -> bool {
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let clone = clone.canonicalize().unwrap_or_else(|_| clone.to_path_buf());
+    procs.flatten().any(|p| {
+        let is_git = std::fs::read_to_string(p.path().join("comm"))
+            .is_ok_and(|comm| comm.trim_end().starts_with("git"));
+        is_git && std::fs::read_link(p.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&clone))
+    })
+}
+
 fn held_open(path: &Path) -> bool {
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return true;

@@ -581,3 +581,38 @@ fn a_journal_record_of_a_newer_format_stops_the_runner_and_is_kept() {
     );
     assert_eq!(p.count("1 implement 2"), 0, "no agent ran");
 }
+
+#[test]
+fn a_runner_killed_after_closing_a_merged_issue_tells_the_tracker_again_and_goes_on() {
+    let p = Project::new(
+        &[
+            (1, "First issue", "Do it."),
+            (2, "Second issue", "Then this."),
+        ],
+        json!({}),
+        json!({}),
+    );
+    // Killed right after the tracker closed #1, before its answer was journaled: the journal
+    // holds the merge, and its PR shows merged.
+    let out = p
+        .command(&["run", "--config", p.config.to_str().expect("utf8")])
+        .env(sdlc_runner::failpoint::CRASH_AT_ENV, "tracker: closed")
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        None,
+        "killed by the failpoint: {}",
+        text(&out)
+    );
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        !text(&out).contains("internal error"),
+        "the continued session must tell the tracker, not stop: {}",
+        text(&out)
+    );
+    assert_eq!(p.count("1 merge"), 1, "#1 merged once");
+    assert_eq!(p.count("2 merge"), 1, "#2 merged after it");
+    assert_eq!(sessions(&p), 1, "one session across the crash");
+}

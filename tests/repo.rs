@@ -970,3 +970,70 @@ fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart
         sdlc_runner::failure::FailureClass::MergeConflict
     );
 }
+
+/// A runner killed in the middle of checking out its branch leaves the branch's files
+/// untracked on main, the last one cut short (empty): the update before the merge finishes
+/// that checkout, since each file holds the branch's content or the start of it. A file
+/// that holds anything else is the operator's and stops it.
+#[test]
+fn a_checkout_a_kill_cut_short_mid_file_is_finished_and_nothing_else_is_overwritten() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, _b) = project_and_other(tmp.path());
+    git(&a, &["checkout", "--quiet", "-b", "1-x"]);
+    std::fs::create_dir_all(a.join("specs")).expect("specs");
+    std::fs::write(a.join("specs/design.md"), "# Design\n\nA change.\n").expect("write");
+    std::fs::write(a.join("specs/requirements.md"), "# Requirements\n").expect("write");
+    git(&a, &["add", "specs"]);
+    git(&a, &["commit", "--quiet", "-m", "docs: specs"]);
+    git(&a, &["push", "--quiet", "-u", "origin", "1-x"]);
+    git(&a, &["checkout", "--quiet", "main"]);
+    // What the killed checkout of 1-x left: one file whole, one created but not yet written.
+    std::fs::create_dir_all(a.join("specs")).expect("specs");
+    std::fs::write(a.join("specs/design.md"), "# Design\n\nA change.\n").expect("write");
+    std::fs::write(a.join("specs/requirements.md"), "").expect("write");
+
+    let repo = Repo::open(&a).expect("repo");
+    repo.bring_up_to_date("1-x")
+        .expect("the cut checkout is finished");
+    assert_eq!(git(&a, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
+    assert_eq!(
+        std::fs::read_to_string(a.join("specs/requirements.md")).expect("read"),
+        "# Requirements\n"
+    );
+
+    // The operator's own file in the way is never overwritten.
+    git(&a, &["checkout", "--quiet", "main"]);
+    std::fs::create_dir_all(a.join("specs")).expect("specs");
+    std::fs::write(a.join("specs/requirements.md"), "my notes\n").expect("write");
+    assert!(repo.bring_up_to_date("1-x").is_err());
+    assert_eq!(
+        std::fs::read_to_string(a.join("specs/requirements.md")).expect("read"),
+        "my notes\n"
+    );
+}
+
+/// A git killed mid-fetch or mid-prune leaves ref locks (`packed-refs.lock`, a ref's own
+/// `.lock`) that make every later fetch fail: they are found with the index's, and a killed
+/// runner's are removed once no git works in the clone.
+#[test]
+fn ref_locks_a_killed_git_left_are_found() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, _b) = project_and_other(tmp.path());
+    let repo = Repo::open(&a).expect("repo");
+    assert!(repo.locks_of_a_dead_git().is_empty());
+    let git_dir = a.join(".git");
+    std::fs::create_dir_all(git_dir.join("refs/remotes/origin")).expect("refs");
+    let ref_lock = git_dir.join("refs/remotes/origin/2-issue-2.lock");
+    let packed = git_dir.join("packed-refs.lock");
+    std::fs::write(&ref_lock, "").expect("lock");
+    std::fs::write(&packed, "").expect("lock");
+    let mut found = repo.locks_of_a_dead_git();
+    found.sort();
+    let mut expected = vec![packed.clone(), ref_lock.clone()];
+    expected.sort();
+    assert_eq!(found, expected);
+    // Young locks are no workspace fault yet: git holds its locks for milliseconds.
+    assert!(repo
+        .stale_locks(std::time::Duration::from_secs(30))
+        .is_empty());
+}

@@ -17,7 +17,7 @@ impl Driver {
     /// no process holds are removed, so the continued session does not fail on its own
     /// leftovers. Anything else stays for the workspace check to name.
     pub(super) fn clear_locks_of_a_killed_runner(&mut self) {
-        for lock in self.repo.stale_locks(Duration::ZERO) {
+        for lock in self.repo.locks_of_a_dead_git() {
             match std::fs::remove_file(&lock) {
                 Ok(()) => self.log(&format!(
                     "removed {}, left by the previous runner's git (no process holds it)",

@@ -348,12 +348,16 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             if self.state.current_issue == Some(issue) {
                 self.feature = self.state.feature_name.clone();
             }
-            let merged = self.issue.branch.as_ref().is_some_and(|b| {
-                matches!(
-                    self.forge.pr_for_branch(&self.repo, b),
-                    Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged
-                )
-            });
+            // A merge the journal already records is being told to the tracker: the
+            // restart event re-issues that request.
+            let recorded = self.core.runner().merged.contains(&issue);
+            let merged = !recorded
+                && self.issue.branch.as_ref().is_some_and(|b| {
+                    matches!(
+                        self.forge.pr_for_branch(&self.repo, b),
+                        Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged
+                    )
+                });
             if merged {
                 self.log(&format!(
                     "issue #{issue}: its PR is merged; recording the merge"
