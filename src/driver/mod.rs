@@ -23,15 +23,14 @@ pub(crate) use startup::settle_tracker;
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
 use crate::files::{self, StateFile};
-use crate::forge::Forge;
 use crate::journal::{FailureDetail, Journal, SessionEnd};
 use crate::logs::{append_line, Logs};
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, State};
-use crate::notify::{Notifier, Severity};
+use crate::notify::Severity;
+use crate::ports::{AgentPort, Clock, ForgePort, GitPort, NotifierPort, TrackerPort};
 use crate::probe::{self, StepContext};
-use crate::repo::Repo;
 use crate::step::Step;
-use crate::tracker::{self, Selection, Tracker};
+use crate::tracker::{self, Selection};
 use invoke::{AttemptInfo, IssueContext};
 use shutdown::Shutdown;
 use std::path::PathBuf;
@@ -99,14 +98,18 @@ struct Driver {
     opts: RunOptions,
     /// The agent binary, resolved on PATH once at startup.
     program: PathBuf,
-    /// The project's git repository (plain git facts and commits).
-    repo: Repo,
-    /// Where PRs and CI are read (GitHub through `gh`, or the local forge).
-    forge: Forge,
-    /// Where issues are selected, closed and marked escalated.
-    tracker: Tracker,
-    /// Chat, webhook and command channels; deduplicated and redacted.
-    notifier: Notifier,
+    /// The project's git repository (plain git facts and commits): the git port.
+    repo: Box<dyn GitPort>,
+    /// Where PRs and CI are read (GitHub through `gh`, or the local forge): the forge port.
+    forge: Box<dyn ForgePort>,
+    /// Where issues are selected, closed and marked escalated: the tracker port.
+    tracker: Box<dyn TrackerPort>,
+    /// Chat, webhook and command channels; deduplicated and redacted: the notifier port.
+    notifier: Box<dyn NotifierPort>,
+    /// Runs one agent attempt: the agent port.
+    agent: Box<dyn AgentPort>,
+    /// "Now" and every wait: the clock port.
+    clock: std::sync::Arc<dyn Clock>,
     /// The orchestration log, live logs and per-attempt archives.
     logs: Logs,
     /// `None` in a dry run, which must not touch the project.
@@ -523,14 +526,14 @@ impl Driver {
                 Outcome::Next(event)
             }
             Effect::Wait { seconds } => {
-                let until = u64::try_from(chrono::Utc::now().timestamp())
+                let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)
                     .saturating_add(seconds);
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting { worker, until });
                 let until = i64::try_from(seconds)
                     .ok()
                     .and_then(chrono::TimeDelta::try_seconds)
-                    .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+                    .and_then(|d| self.clock.now().checked_add_signed(d))
                     .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
                     .unwrap_or_default();
                 self.log(&format!("waiting {seconds} s{until}"));
@@ -538,7 +541,7 @@ impl Driver {
                 self.live
                     .wait_started(reason.as_deref().unwrap_or("BACKOFF"), seconds);
                 self.log_live_warning();
-                let sleep = tokio::time::sleep(Duration::from_secs(seconds));
+                let sleep = self.clock.sleep(Duration::from_secs(seconds));
                 let next = tokio::select! {
                     _ = sleep => Outcome::Next(Event::WaitOver),
                     _ = self.shutdown.wait() => Outcome::Next(self.shutdown.event()),
@@ -559,7 +562,7 @@ impl Driver {
                 if let Err(e) = crate::process::cancellable(|| self.repo.checkout_main()) {
                     self.log(&format!(
                         "warning: cannot check out {}: {e}",
-                        self.repo.main
+                        self.repo.main()
                     ));
                 }
                 Outcome::Continue
@@ -894,7 +897,7 @@ impl Driver {
         let what = format!("checking whether {} is already done", step.key());
         let done = match self
             .patiently(&what, |d| {
-                probe::already_done(&d.repo, &d.forge, step, &ctx)
+                probe::already_done(&*d.repo, &*d.forge, step, &ctx)
             })
             .await
         {
@@ -919,7 +922,7 @@ impl Driver {
         let what = format!("checking the preconditions of {}", step.key());
         let checked = match self
             .patiently(&what, |d| {
-                probe::precondition(&d.repo, &d.forge, step, &ctx)
+                probe::precondition(&*d.repo, &*d.forge, step, &ctx)
             })
             .await
         {

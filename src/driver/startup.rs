@@ -14,6 +14,10 @@ use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
 use crate::notify::{Channel, Notifier};
+use crate::ports::agent::ProcessAgent;
+use crate::ports::clock::TokioClock;
+use crate::ports::forge::ForgeAdapter;
+use crate::ports::{ForgePort, GitPort, Ports, TrackerPort};
 use crate::probe;
 use crate::repo::Repo;
 use crate::runner_dir::RunnerDir;
@@ -58,14 +62,35 @@ impl Driver {
         if let Some(dir) = cfg.tracker.dir() {
             repo.own_dir(dir);
         }
+        let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
+        let ports = production_ports(&cfg, repo, &runner_dir);
+        Driver::start_on(cfg, opts, program, ports)
+    }
+
+    /// Startup on the given ports: the runner directory and its lock, journal recovery, the
+    /// sticky halt. Nothing here starts a process; every outside call goes through `ports`.
+    pub(super) fn start_on(
+        cfg: Config,
+        opts: RunOptions,
+        program: PathBuf,
+        ports: Ports,
+    ) -> Result<Started, String> {
+        let Ports {
+            git: repo,
+            forge,
+            tracker,
+            agent,
+            notifier,
+            clock,
+        } = ports;
         let project = cfg.project_path.clone();
-        let runner_dir = RunnerDir::locate(&project).map_err(|e| e.to_string())?;
+        let runner_dir = repo.runner_dir()?;
         let mut notes = Vec::new();
         let lock = if opts.dry_run {
             None
         } else {
             runner_dir.ensure().map_err(|e| e.to_string())?;
-            files::check_artifact_dir(&project)?;
+            repo.check_artifact_dir()?;
             let lock =
                 files::acquire_lock(&runner_dir.lock(), &project).map_err(|e| e.to_string())?;
             // Under the lock: no other runner can be migrating at the same time.
@@ -77,56 +102,10 @@ impl Driver {
             }
             Some(lock)
         };
-        let forge = match cfg.forge {
-            ForgeKind::Github => Forge::GitHub {
-                gh: PathBuf::from("gh"),
-                repo_dir: project.clone(),
-                require_checks: cfg.require_checks,
-            },
-            ForgeKind::Local => Forge::Local {
-                require_checks: cfg.require_checks,
-                // The runner opens PRs only when it runs createPR itself.
-                pulls: cfg
-                    .builtin(Step::CreatePr)
-                    .then(|| runner_dir.dir.join("pulls")),
-                ci: cfg.local_ci.as_ref().map(|c| crate::forge::LocalCi {
-                    command: c.command.clone(),
-                    timeout: c.timeout,
-                    results: runner_dir.dir.join("ci"),
-                }),
-            },
-        };
-        let tracker = Tracker::from_config(&cfg);
         let logs = Logs {
             dir: cfg.log_dir.clone(),
         };
         logs.create().map_err(|e| format!("logDir: {e}"))?;
-        let mut channels = Vec::new();
-        if let Some(target) = &cfg.discord_channel_id {
-            channels.push(Channel::Discord {
-                openclaw: PathBuf::from("openclaw"),
-                target: target.clone(),
-            });
-        }
-        if let Some(url) = &cfg.notify.webhook_url {
-            channels.push(Channel::Webhook { url: url.clone() });
-        }
-        if let Some(cmd) = &cfg.notify.command {
-            if let Some((program, args)) = cmd.split_first() {
-                channels.push(Channel::Command {
-                    program: program.into(),
-                    args: args.to_vec(),
-                });
-            }
-        }
-        let notifier = Notifier::with_options(
-            channels,
-            Some(logs.orchestration_log()),
-            crate::notify::NotifyOptions {
-                min_severity: cfg.notify.min_severity,
-                ..Default::default()
-            },
-        );
 
         let mode = match (opts.step, opts.issue) {
             (Some(step), _) => Mode::SingleStep(step),
@@ -135,7 +114,7 @@ impl Driver {
         };
         // Before the sticky halt: saying why this issue will not be worked is more useful.
         if let Mode::SingleIssue(n) = mode {
-            if let Some(code) = single_issue_refusal(&tracker, n, &cfg.file) {
+            if let Some(code) = single_issue_refusal(&*tracker, n, &cfg.file) {
                 return Ok(Started::Exit(code));
             }
         }
@@ -180,7 +159,7 @@ impl Driver {
                 .map(|s| s.tracker_effects.as_slice())
                 .unwrap_or_default();
             if !opts.dry_run {
-                if let Err(e) = settle_tracker(&tracker, session, recorded, &logs) {
+                if let Err(e) = settle_tracker(&*tracker, session, recorded, &logs) {
                     say!(
                         "refusing to acknowledge the halt of session {session}: {e}
 The halt stays; run again with --ack-halt once the tracker is reachable."
@@ -210,7 +189,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
         };
         if let (Mode::SingleStep(step), None) = (mode, &recovered.open_session) {
-            if let Some(code) = single_step_refusal(&repo, &forge, step, &state, &cfg.file) {
+            if let Some(code) = single_step_refusal(&*repo, &*forge, step, &state, &cfg.file) {
                 return Ok(Started::Exit(code));
             }
         }
@@ -284,6 +263,8 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             forge,
             tracker,
             notifier,
+            agent,
+            clock,
             logs,
             journal,
             session,
@@ -350,7 +331,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             let merged = self.issue.branch.as_ref().is_some_and(|b| {
                 matches!(
-                    self.forge.pr_for_branch(&self.repo, b),
+                    self.forge.pr_for_branch(b),
                     Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged
                 )
             });
@@ -365,7 +346,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             return restart;
         }
-        let detected = match probe::detect_progress(&self.repo, &self.forge, Some(&self.state)) {
+        let detected = match probe::detect_progress(&*self.repo, &*self.forge, Some(&self.state)) {
             Ok(d) => d,
             Err(e) => {
                 self.log(&format!(
@@ -405,7 +386,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                 if let Err(e) = self.repo.checkout_main() {
                     self.log(&format!(
                         "warning: cannot check out {}: {e}",
-                        self.repo.main
+                        self.repo.main()
                     ));
                 }
                 return restart;
@@ -435,9 +416,77 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
     }
 }
 
+/// The production adapters of a config: git and the forge through their commands, the
+/// configured tracker, the agent as a child process, the configured channels, tokio's clock.
+fn production_ports(cfg: &Config, repo: Repo, runner_dir: &RunnerDir) -> Ports {
+    let forge = match cfg.forge {
+        ForgeKind::Github => Forge::GitHub {
+            gh: PathBuf::from("gh"),
+            repo_dir: cfg.project_path.clone(),
+            require_checks: cfg.require_checks,
+        },
+        ForgeKind::Local => Forge::Local {
+            require_checks: cfg.require_checks,
+            // The runner opens PRs only when it runs createPR itself.
+            pulls: cfg
+                .builtin(Step::CreatePr)
+                .then(|| runner_dir.dir.join("pulls")),
+            ci: cfg.local_ci.as_ref().map(|c| crate::forge::LocalCi {
+                command: c.command.clone(),
+                timeout: c.timeout,
+                results: runner_dir.dir.join("ci"),
+            }),
+        },
+    };
+    let mut channels = Vec::new();
+    if let Some(target) = &cfg.discord_channel_id {
+        channels.push(Channel::Discord {
+            openclaw: PathBuf::from("openclaw"),
+            target: target.clone(),
+        });
+    }
+    if let Some(url) = &cfg.notify.webhook_url {
+        channels.push(Channel::Webhook { url: url.clone() });
+    }
+    if let Some(cmd) = &cfg.notify.command {
+        if let Some((program, args)) = cmd.split_first() {
+            channels.push(Channel::Command {
+                program: program.into(),
+                args: args.to_vec(),
+            });
+        }
+    }
+    let logs = Logs {
+        dir: cfg.log_dir.clone(),
+    };
+    let notifier = Notifier::with_options(
+        channels,
+        Some(logs.orchestration_log()),
+        crate::notify::NotifyOptions {
+            min_severity: cfg.notify.min_severity,
+            ..Default::default()
+        },
+    );
+    Ports {
+        forge: Box::new(ForgeAdapter {
+            forge,
+            repo: repo.clone(),
+        }),
+        git: Box::new(repo),
+        tracker: Box::new(Tracker::from_config(cfg)),
+        agent: Box::new(ProcessAgent),
+        notifier: Box::new(notifier),
+        clock: std::sync::Arc::new(TokioClock),
+    }
+}
+
 /// `--issue N` on an issue the tracker marks escalated, or on one already closed: the exit
 /// code to stop with, after saying why.
-fn single_issue_refusal(tracker: &Tracker, n: u32, config: &std::path::Path) -> Option<i32> {
+fn single_issue_refusal(
+    tracker: &dyn TrackerPort,
+    n: u32,
+    config: &std::path::Path,
+) -> Option<i32> {
     match tracker.get(n) {
         Ok(issue) if issue.escalated => {
             say!(
@@ -461,8 +510,8 @@ fn single_issue_refusal(tracker: &Tracker, n: u32, config: &std::path::Path) -> 
 /// `--step K` whose precondition does not hold (docs/lifecycle.md): a usage error, said with
 /// the check that failed and the command that makes it hold, before any session starts.
 fn single_step_refusal(
-    repo: &Repo,
-    forge: &Forge,
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
     step: Step,
     state: &StateFile,
     config: &std::path::Path,
@@ -492,7 +541,7 @@ fn single_step_refusal(
     };
     let what = match check {
         Check::CleanWorkingTree => "commit or stash the changes `git status` shows".to_string(),
-        Check::OnMainBranch => format!("check out {} (`git checkout {0}`)", repo.main),
+        Check::OnMainBranch => format!("check out {} (`git checkout {0}`)", repo.main()),
         Check::FeatureBranchExists | Check::OnFeatureBranch | Check::IssueNumberKnown => format!(
             "no issue branch is checked out: {} (or work a whole issue: `run --issue N`)",
             earlier(Step::StartIssue)
@@ -518,7 +567,7 @@ fn single_step_refusal(
 /// Writes the escalations and merges recorded in `session` that the tracker does not show.
 /// Each is checked first, so an escalation comment is not posted twice.
 pub(crate) fn settle_tracker(
-    tracker: &Tracker,
+    tracker: &dyn TrackerPort,
     session: &str,
     recorded: &[Effect],
     logs: &Logs,

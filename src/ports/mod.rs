@@ -1,0 +1,46 @@
+//! The ports: the only way the driver reaches the world. Each trait says what one outside
+//! party does for the runner (git, the issue tracker, the forge, the agent, the notification
+//! channels, the clock), with one error type per port whose failures are classified once, at
+//! the adapter, into a [`CallFailureKind`](crate::call_failure::CallFailureKind).
+//!
+//! The production adapters live beside the code they wrap (`repo.rs`, `forge/`, `tracker/`,
+//! `agent.rs`, `notify.rs`, [`clock::TokioClock`]); the in-memory fakes in [`fake`] let tests
+//! run the driver in-process, with no git, gh or agent process and no real sleep.
+
+pub mod agent;
+pub mod clock;
+pub mod fake;
+pub mod forge;
+pub mod git;
+pub mod notifier;
+pub mod tracker;
+
+pub use agent::AgentPort;
+pub use clock::Clock;
+pub use forge::ForgePort;
+pub use git::GitPort;
+pub use notifier::NotifierPort;
+pub use tracker::TrackerPort;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed future, so that the async ports can be called through `dyn`.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Everything the driver calls outside itself, one adapter per port.
+pub struct Ports {
+    /// The project's git repository.
+    pub git: Box<dyn GitPort>,
+    /// Pull requests and CI.
+    pub forge: Box<dyn ForgePort>,
+    /// Issues: selection, reads, closing and quarantine.
+    pub tracker: Box<dyn TrackerPort>,
+    /// The coding agent: one attempt per call.
+    pub agent: Box<dyn AgentPort>,
+    /// Chat, webhook and command channels.
+    pub notifier: Box<dyn NotifierPort>,
+    /// "Now" and every wait.
+    pub clock: Arc<dyn Clock>,
+}
