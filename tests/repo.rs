@@ -4,9 +4,9 @@
 mod e2e;
 
 use e2e::git;
+use sdlc_runner::files::StateFile as Hint;
 use sdlc_runner::files::{self, StateFile};
 use sdlc_runner::forge::{CiState, Forge, ForgeError, PrState};
-use sdlc_runner::files::StateFile as Hint;
 use sdlc_runner::ports::forge::ForgeAdapter;
 use sdlc_runner::probe::{self, Detected, ProbeError, StepContext};
 use sdlc_runner::repo::{Repo, RepoError};

@@ -84,6 +84,65 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
     })
 }
 
+/// How a run on given ports ended (`run_on_ports`).
+#[derive(Debug)]
+pub struct PortsRun {
+    /// The process exit code `run` would have returned (docs/interfaces.md).
+    pub code: i32,
+    /// The run's journal file, under the runner directory the git port named.
+    pub journal: PathBuf,
+}
+
+impl PortsRun {
+    /// The journal's lines, for a test to read what the machine was told and decided.
+    pub fn journal_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.journal)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// Runs the lifecycle of one runner on `ports` in this process: the driver and the machine
+/// as `run` has them, every outside call through the ports. With the fakes of
+/// [`crate::ports::fake`] no process is started and no wait sleeps; the runner's own files
+/// (journal, lock, state file, logs) are real files under the config's project and log
+/// directories and the directory the git port names.
+pub fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -> PortsRun {
+    let journal = match ports.git.runner_dir() {
+        Ok(dir) => dir.journal(),
+        Err(e) => {
+            say!("error: {e}");
+            return PortsRun {
+                code: 2,
+                journal: PathBuf::new(),
+            };
+        }
+    };
+    let code = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(async move {
+            let program = PathBuf::from(&cfg.agent.command);
+            match Driver::start_on(cfg, opts, program, ports) {
+                Ok(Started::Ready(driver)) => driver.drive().await,
+                Ok(Started::Exit(code)) => code,
+                Err(msg) => {
+                    say!("error: {msg}");
+                    2
+                }
+            }
+        }),
+        Err(e) => {
+            say!("error: cannot start the async runtime: {e}");
+            2
+        }
+    };
+    PortsRun { code, journal }
+}
+
 enum Started {
     Ready(Box<Driver>),
     Exit(i32),

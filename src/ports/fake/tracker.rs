@@ -40,7 +40,12 @@ impl FakeTracker {
     }
 
     /// A write, refused when the tracker is read-only.
-    fn write(&self, number: u32, what: &str, edit: impl FnOnce(&mut Issue)) -> Result<(), TrackerError> {
+    fn write(
+        &self,
+        number: u32,
+        what: &str,
+        edit: impl FnOnce(&mut Issue),
+    ) -> Result<(), TrackerError> {
         self.network(&format!("{what} #{number}"))?;
         let mut w = self.world.lock();
         if w.script.tracker_read_only {
@@ -70,9 +75,8 @@ impl TrackerPort for FakeTracker {
             .filter(|i| i.labels.contains(&self.label))
             .cloned()
             .collect();
-        let mut blocks = |_: &crate::tracker::Scope, n: u32| {
-            Ok(w.issues.get(&n).is_some_and(|i| i.state_open))
-        };
+        let mut blocks =
+            |_: &crate::tracker::Scope, n: u32| Ok(w.issues.get(&n).is_some_and(|i| i.state_open));
         crate::tracker::select_from(&[], &candidates, excluded, &mut blocks)
     }
     fn get(&self, number: u32) -> Result<Issue, TrackerError> {
