@@ -65,7 +65,7 @@ impl Driver {
             Severity::Info,
             &format!("issue #{issue}: {} started (attempt {attempt})", step.key()),
         );
-        let started_at = chrono::Utc::now();
+        let started_at = self.clock.now();
         let started = Instant::now();
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
@@ -108,7 +108,10 @@ impl Driver {
             self.log(&format!("agent session {id}"));
         }
         let temp = std::env::temp_dir();
-        let failure = match agents::classify(kind, &observation(&exit, &summary, &temp)) {
+        let failure = match agents::classify(
+            kind,
+            &observation(&exit, &summary, &temp, self.clock.now().timestamp()),
+        ) {
             Some(c) => Some(c),
             None if !check_after => None,
             None => {
@@ -423,6 +426,7 @@ fn observation<'a>(
     exit: &'a AgentExit,
     summary: &'a StreamSummary,
     temp_dir: &'a std::path::Path,
+    now_epoch_secs: i64,
 ) -> Observation<'a> {
     Observation {
         exit_code: exit.exit_code,
@@ -432,7 +436,7 @@ fn observation<'a>(
         summary,
         stderr_tail: &exit.stderr_tail,
         output_tail: &exit.stdout_tail,
-        now_epoch_secs: chrono::Utc::now().timestamp(),
+        now_epoch_secs,
         temp_dir,
     }
 }

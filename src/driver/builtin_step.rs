@@ -196,7 +196,7 @@ impl Driver {
                     self.cfg.timeout(step).as_secs() / 60
                 ))));
             }
-            let until = chrono::Utc::now() + chrono::Duration::seconds(pause.as_secs() as i64);
+            let until = self.clock.now() + chrono::Duration::seconds(pause.as_secs() as i64);
             self.log(&format!(
                 "CI pending; looking again at {}",
                 until.format("%H:%M:%S UTC")

@@ -94,7 +94,7 @@ impl Driver {
         loop {
             let answer = self.claims.as_ref().map(|k| {
                 k.store
-                    .lease_merge(issue, &store_worker, lease, chrono::Utc::now())
+                    .lease_merge(issue, &store_worker, lease, self.clock.now())
             });
             let holder = match answer {
                 None | Some(Ok(None)) => return Ok(()),
@@ -151,7 +151,7 @@ impl Driver {
     fn renew_merge_lease(&mut self, issue: u32) {
         let renewed = self.claims.as_ref().map(|k| {
             k.store
-                .lease_merge(issue, &k.worker, k.lease, chrono::Utc::now())
+                .lease_merge(issue, &k.worker, k.lease, self.clock.now())
         });
         match renewed {
             Some(Ok(Some(Claimed::Held(holder)))) => self.log(&format!(

@@ -222,7 +222,10 @@ impl Driver {
             Some(link) => crate::redact::redact(&format!("[w{}] {line}", link.worker)),
             None => crate::redact::redact(line),
         };
-        let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let stamp = self
+            .clock
+            .now()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let _ = append_line(&self.logs.orchestration_log(), &format!("[{stamp}] {line}"));
         say!("{line}");
     }
@@ -517,7 +520,7 @@ impl Driver {
     }
 
     fn save_state(&mut self) {
-        self.state.last_transition_at = Some(chrono::Utc::now().to_rfc3339());
+        self.state.last_transition_at = Some(self.clock.now().to_rfc3339());
         if let Err(e) = files::write_state(&self.cfg.project_path, &self.state) {
             self.log(&format!("warning: cannot write the state file: {e}"));
         }

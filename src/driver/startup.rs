@@ -6,23 +6,16 @@
 use super::invoke::IssueContext;
 use super::shutdown::Shutdown;
 use super::{Driver, RunOptions, Started, KILL_GRACE};
-use crate::config::{Config, ForgeKind, TrackerConfig};
+use crate::config::{Config, TrackerConfig};
 use crate::files::{self, StateFile};
-use crate::forge::Forge;
 use crate::journal::FailureDetail;
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
-use crate::notify::{Channel, Notifier};
-use crate::ports::agent::ProcessAgent;
-use crate::ports::clock::TokioClock;
-use crate::ports::forge::ForgeAdapter;
 use crate::ports::{ForgePort, GitPort, Ports, TrackerPort};
 use crate::probe;
-use crate::repo::Repo;
-use crate::runner_dir::RunnerDir;
 use crate::step::Step;
-use crate::tracker::{self, Tracker};
+use crate::tracker;
 use std::path::PathBuf;
 
 impl Driver {
@@ -57,13 +50,7 @@ impl Driver {
             ))
             }
         };
-        let mut repo = Repo::open(&cfg.project_path)
-            .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
-        if let Some(dir) = cfg.tracker.dir() {
-            repo.own_dir(dir);
-        }
-        let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
-        let ports = production_ports(&cfg, repo, &runner_dir);
+        let ports = Ports::production(&cfg)?;
         Driver::start_on(cfg, opts, program, ports)
     }
 
@@ -413,70 +400,6 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             issue: d.issue,
             next: d.next,
         }
-    }
-}
-
-/// The production adapters of a config: git and the forge through their commands, the
-/// configured tracker, the agent as a child process, the configured channels, tokio's clock.
-fn production_ports(cfg: &Config, repo: Repo, runner_dir: &RunnerDir) -> Ports {
-    let forge = match cfg.forge {
-        ForgeKind::Github => Forge::GitHub {
-            gh: PathBuf::from("gh"),
-            repo_dir: cfg.project_path.clone(),
-            require_checks: cfg.require_checks,
-        },
-        ForgeKind::Local => Forge::Local {
-            require_checks: cfg.require_checks,
-            // The runner opens PRs only when it runs createPR itself.
-            pulls: cfg
-                .builtin(Step::CreatePr)
-                .then(|| runner_dir.dir.join("pulls")),
-            ci: cfg.local_ci.as_ref().map(|c| crate::forge::LocalCi {
-                command: c.command.clone(),
-                timeout: c.timeout,
-                results: runner_dir.dir.join("ci"),
-            }),
-        },
-    };
-    let mut channels = Vec::new();
-    if let Some(target) = &cfg.discord_channel_id {
-        channels.push(Channel::Discord {
-            openclaw: PathBuf::from("openclaw"),
-            target: target.clone(),
-        });
-    }
-    if let Some(url) = &cfg.notify.webhook_url {
-        channels.push(Channel::Webhook { url: url.clone() });
-    }
-    if let Some(cmd) = &cfg.notify.command {
-        if let Some((program, args)) = cmd.split_first() {
-            channels.push(Channel::Command {
-                program: program.into(),
-                args: args.to_vec(),
-            });
-        }
-    }
-    let logs = Logs {
-        dir: cfg.log_dir.clone(),
-    };
-    let notifier = Notifier::with_options(
-        channels,
-        Some(logs.orchestration_log()),
-        crate::notify::NotifyOptions {
-            min_severity: cfg.notify.min_severity,
-            ..Default::default()
-        },
-    );
-    Ports {
-        forge: Box::new(ForgeAdapter {
-            forge,
-            repo: repo.clone(),
-        }),
-        git: Box::new(repo),
-        tracker: Box::new(Tracker::from_config(cfg)),
-        agent: Box::new(ProcessAgent),
-        notifier: Box::new(notifier),
-        clock: std::sync::Arc::new(TokioClock),
     }
 }
 
