@@ -5,7 +5,7 @@
 //! driver (it waits); this module holds its one look at the checks.
 
 use crate::call_failure::{CallFailureKind, Kinded};
-use crate::forge::{CiState, ForgeError};
+use crate::forge::CiState;
 use crate::ports::{ForgePort, GitPort};
 use crate::repo::RepoError;
 use crate::step::Step;
@@ -57,15 +57,6 @@ impl std::fmt::Display for Failed {
 
 impl From<RepoError> for Failed {
     fn from(e: RepoError) -> Self {
-        Failed {
-            kind: e.kind(),
-            what: e.to_string(),
-        }
-    }
-}
-
-impl From<ForgeError> for Failed {
-    fn from(e: ForgeError) -> Self {
         Failed {
             kind: e.kind(),
             what: e.to_string(),

@@ -4,28 +4,14 @@
 //! module combines them (so neither depends on the other's callers).
 
 use crate::files::StateFile;
-use crate::forge::{CiState, ForgeError, PrState};
+use crate::forge::{CiState, PrState};
 use crate::ports::{ForgePort, GitPort};
 use crate::repo::{leading_issue, RepoError};
 use crate::step::{Check, Step};
 
-/// A probe reads git and the forge; either can fail, and the message is theirs unchanged.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    #[error(transparent)]
-    Git(#[from] RepoError),
-    #[error(transparent)]
-    Forge(#[from] ForgeError),
-}
-
-impl crate::call_failure::Kinded for ProbeError {
-    fn kind(&self) -> crate::call_failure::CallFailureKind {
-        match self {
-            ProbeError::Git(e) => e.kind(),
-            ProbeError::Forge(e) => e.kind(),
-        }
-    }
-}
+/// A probe reads git and the forge; either can fail, and the message is theirs unchanged
+/// (the forge's error is the git port's type).
+pub type ProbeError = RepoError;
 
 /// What the runner knows about the cycle when it checks a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 
 use sdlc_runner::config::Config;
 use sdlc_runner::driver::{run_on_ports, PortsRun, RunOptions};
-use sdlc_runner::ports::fake::{self, FakeClock, RecordingNotifier, World};
+use sdlc_runner::ports::fake::{self, FakeAgent, FakeClock, Outcome, RecordingNotifier, World};
 use sdlc_runner::step::Step;
 use serde_json::{json, Value};
 use std::path::Path;
@@ -62,7 +62,14 @@ impl Bench {
 
     /// One run on the fakes; fails when it took anything like real time.
     fn run(&self) -> Ran {
-        let (ports, clock, notifier) = fake::ports(&self.world, &self.state_dir());
+        self.run_scripted(|_| {})
+    }
+
+    /// One run, with the agent's outcomes scripted first.
+    fn run_scripted(&self, script: impl FnOnce(&FakeAgent)) -> Ran {
+        let (ports, fakes) = fake::ports(&self.world, &self.state_dir());
+        script(&fakes.agent);
+        let (clock, notifier) = (fakes.clock, fakes.notifier);
         let started = Instant::now();
         let run = run_on_ports(self.cfg.clone(), RunOptions::default(), ports);
         let took = started.elapsed();
@@ -250,4 +257,28 @@ fn a_lost_push_race_is_contention_not_an_attempt() {
     assert!(!ran.journal_has("\"stepFailed\""), "{}", ran.log);
     // The pause before merging again went through the clock.
     assert_eq!(ran.clock.waits().len(), 1, "{:?}", ran.clock.waits());
+}
+
+#[test]
+fn a_failed_agent_attempt_is_retried_and_the_issue_still_merges() {
+    let b = Bench::new(&[(1, "First")], json!({}));
+    let ran = b.run_scripted(|agent| {
+        agent.script(
+            1,
+            Step::WriteSpecs,
+            1,
+            Outcome::Fail("error: the model gave up".to_string()),
+        )
+    });
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(w.merges, vec![1], "{}", ran.log);
+    let specs: Vec<u32> = w
+        .invocations
+        .iter()
+        .filter(|(i, s, _)| *i == 1 && *s == Step::WriteSpecs)
+        .map(|(_, _, attempt)| *attempt)
+        .collect();
+    assert_eq!(specs, vec![1, 2], "{}", ran.log);
+    assert!(ran.journal_has("\"stepFailed\""), "{}", ran.log);
 }

@@ -1,5 +1,6 @@
-//! The forge port: pull requests and CI of a branch. Its error is [`ForgeError`], kinded at
-//! the adapter like the git port's (the local forge's git failures keep their git kind).
+//! The forge port: pull requests and CI of a branch. Its error is [`ForgeError`], the git
+//! port's type: the forge's calls are commands like git's (`gh`, or git for the local forge)
+//! and fail the same ways, kinded once at the adapter.
 
 pub use crate::forge::ForgeError;
 use crate::forge::{CiState, Forge, Pr};

@@ -20,11 +20,14 @@ pub enum Outcome {
     Fail(String),
 }
 
+/// Outcomes by (issue, step, attempt).
+type Scripted = BTreeMap<(u32, Step, u32), Outcome>;
+
 /// The fake agent port. Unscripted invocations succeed.
 #[derive(Debug, Clone)]
 pub struct FakeAgent {
     world: World,
-    script: Arc<Mutex<BTreeMap<(u32, Step, u32), Outcome>>>,
+    script: Arc<Mutex<Scripted>>,
 }
 
 impl FakeAgent {

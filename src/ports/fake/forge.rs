@@ -20,15 +20,13 @@ impl FakeForge {
 
     /// A scripted network failure, if one is due.
     fn network(&self, command: &str) -> Result<(), ForgeError> {
-        let mut w = self.world.lock();
-        if w.script.forge_network_failures == 0 {
+        if !super::world::due(&mut self.world.lock().script.forge_network_failures) {
             return Ok(());
         }
-        w.script.forge_network_failures -= 1;
         Err(ForgeError::Command {
             command: command.to_string(),
             status: Some(1),
-            stderr: "error connecting to api.github.com".to_string(),
+            stderr: super::world::NETWORK_DOWN.to_string(),
             hint: "a fake network failure",
             kind: CallFailureKind::Network,
         })
@@ -57,15 +55,14 @@ impl ForgePort for FakeForge {
     fn merge_pr(&self, branch: &str, _message: &str) -> Result<(), ForgeError> {
         self.network("gh pr merge")?;
         let mut w = self.world.lock();
-        if w.script.lost_races > 0 {
+        if super::world::due(&mut w.script.lost_races) {
             // Another merger's commit lands first; this push is refused.
-            w.script.lost_races -= 1;
             w.origin_main += 1;
-            return Err(ForgeError::Git(super::git::git_failed(
+            return Err(super::git::git_failed(
                 "git push origin main",
                 "! [rejected] main -> main (fetch first)",
                 CallFailureKind::LostRace,
-            )));
+            ));
         }
         let Some(issue) = crate::repo::leading_issue(branch) else {
             return Err(ForgeError::Parse {

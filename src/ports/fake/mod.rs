@@ -26,18 +26,32 @@ use super::Ports;
 use std::path::Path;
 use std::sync::Arc;
 
-/// Ports on `world`, with the runner's state under `state_dir` (journal, lock); the returned
-/// clock and notifier are the ones the ports hold, for the test to read.
-pub fn ports(world: &World, state_dir: &Path) -> (Ports, FakeClock, RecordingNotifier) {
-    let clock = FakeClock::default();
-    let notifier = RecordingNotifier::default();
+/// The fakes a test keeps a hold of while the driver holds the same ones as its ports.
+#[derive(Debug, Clone)]
+pub struct Handles {
+    /// Every wait the driver asked for.
+    pub clock: FakeClock,
+    /// Every message sent.
+    pub notifier: RecordingNotifier,
+    /// Script its outcomes before the run.
+    pub agent: FakeAgent,
+}
+
+/// Ports on `world`, with the runner's state under `state_dir` (journal, lock), and the
+/// handles of the fakes the test reads or scripts.
+pub fn ports(world: &World, state_dir: &Path) -> (Ports, Handles) {
+    let handles = Handles {
+        clock: FakeClock::default(),
+        notifier: RecordingNotifier::default(),
+        agent: FakeAgent::new(world.clone()),
+    };
     let ports = Ports {
         git: Box::new(FakeGit::new(world.clone(), state_dir)),
         forge: Box::new(FakeForge::new(world.clone())),
         tracker: Box::new(FakeTracker::new(world.clone())),
-        agent: Box::new(FakeAgent::new(world.clone())),
-        notifier: Box::new(notifier.clone()),
-        clock: Arc::new(clock.clone()),
+        agent: Box::new(handles.agent.clone()),
+        notifier: Box::new(handles.notifier.clone()),
+        clock: Arc::new(handles.clock.clone()),
     };
-    (ports, clock, notifier)
+    (ports, handles)
 }

@@ -27,14 +27,12 @@ impl FakeTracker {
 
     /// A scripted network failure, if one is due.
     fn network(&self, command: &str) -> Result<(), TrackerError> {
-        let mut w = self.world.lock();
-        if w.script.tracker_network_failures == 0 {
+        if !super::world::due(&mut self.world.lock().script.tracker_network_failures) {
             return Ok(());
         }
-        w.script.tracker_network_failures -= 1;
         Err(TrackerError::Command {
             command: command.to_string(),
-            detail: "error connecting to api.github.com".to_string(),
+            detail: super::world::NETWORK_DOWN.to_string(),
             kind: CallFailureKind::Network,
         })
     }

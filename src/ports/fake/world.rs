@@ -110,3 +110,13 @@ impl World {
         edit(&mut self.lock().script);
     }
 }
+
+/// Counts a scripted fault down: `true` when one was due (and is now spent).
+pub(super) fn due(counter: &mut u32) -> bool {
+    let due = *counter > 0;
+    *counter = counter.saturating_sub(1);
+    due
+}
+
+/// What a fake network failure says.
+pub(super) const NETWORK_DOWN: &str = "error connecting to api.github.com";
