@@ -5,8 +5,9 @@
 //! driver (it waits); this module holds its one look at the checks.
 
 use crate::call_failure::{CallFailureKind, Kinded};
-use crate::forge::{CiState, Forge, ForgeError};
-use crate::repo::{Repo, RepoError};
+use crate::forge::CiState;
+use crate::ports::{ForgePort, GitPort};
+use crate::repo::RepoError;
 use crate::step::Step;
 use std::path::Path;
 
@@ -63,15 +64,6 @@ impl From<RepoError> for Failed {
     }
 }
 
-impl From<ForgeError> for Failed {
-    fn from(e: ForgeError) -> Self {
-        Failed {
-            kind: e.kind(),
-            what: e.to_string(),
-        }
-    }
-}
-
 /// What a builtin step needs to know of the issue.
 #[derive(Debug, Clone)]
 pub struct IssueFacts<'a> {
@@ -97,7 +89,7 @@ impl IssueFacts<'_> {
 /// startCycle: main checked out and fast-forwarded to origin. A tree with changes that are
 /// not the runner's is refused: they are someone's work, and checking out over them could
 /// lose it.
-pub fn start_cycle(repo: &Repo) -> Result<String, Failed> {
+pub fn start_cycle(repo: &dyn GitPort) -> Result<String, Failed> {
     let foreign = repo.foreign_changes()?;
     if !foreign.is_empty() {
         return Err(Failed::other(format!(
@@ -107,12 +99,12 @@ pub fn start_cycle(repo: &Repo) -> Result<String, Failed> {
     }
     repo.fetch()?;
     repo.checkout_main()?;
-    Ok(format!("checked out {} and fast-forwarded it", repo.main))
+    Ok(format!("checked out {} and fast-forwarded it", repo.main()))
 }
 
 /// commitPush: what the agents left is committed on the feature branch and the branch is
 /// pushed (with a lease).
-pub fn commit_push(repo: &Repo, issue: &IssueFacts) -> Result<String, Failed> {
+pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
     let branch = issue.branch()?;
     let current = repo.current_branch()?;
     if current.as_deref() != Some(branch) {
@@ -136,12 +128,16 @@ pub fn commit_push(repo: &Repo, issue: &IssueFacts) -> Result<String, Failed> {
 
 /// createPR: title from the issue, body from the spec's requirements, `Closes #N` so that
 /// the forge closes the issue on merge.
-pub fn create_pr(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<String, Failed> {
+pub fn create_pr(
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
+    issue: &IssueFacts,
+) -> Result<String, Failed> {
     let branch = issue.branch()?;
     let title = format!("{} (#{})", one_line(issue.title), issue.number);
     let spec = repo.spec_dir(issue.number, issue.feature);
     let body = pr_body(issue.number, spec.as_deref());
-    let pr = forge.create_pr(repo, branch, &title, &body)?;
+    let pr = forge.create_pr(branch, &title, &body)?;
     Ok(format!("pull request {} is open for {branch}", pr.url))
 }
 
@@ -171,13 +167,13 @@ const MAX_BODY_LINES: usize = 80;
 
 /// monitorCI, one look: `Ok(true)` when the checks let the branch merge, `Ok(false)` while
 /// they are pending, `Err` with the failing checks when they failed.
-pub fn ci_settled(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<bool, Failed> {
+pub fn ci_settled(forge: &dyn ForgePort, issue: &IssueFacts) -> Result<bool, Failed> {
     let branch = issue.branch()?;
-    let state = forge.ci_state(repo, branch)?;
+    let state = forge.ci_state(branch)?;
     match state {
         CiState::Pending => Ok(false),
         CiState::Failed => {
-            let details = forge.failing_checks(repo, branch).unwrap_or_default();
+            let details = forge.failing_checks(branch).unwrap_or_default();
             Err(Failed::other(format!(
                 "CI checks failing on {branch}\n{details}"
             )))
@@ -191,7 +187,11 @@ pub fn ci_settled(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<bool
 
 /// merge: the PR merged with a merge commit and the branch deleted. Closing the issue is
 /// the runner's `RecordMerged` effect, as for an agent-run merge.
-pub fn merge(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<String, Failed> {
+pub fn merge(
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
+    issue: &IssueFacts,
+) -> Result<String, Failed> {
     let branch = issue.branch()?;
     let message = format!(
         "{}{}: {}",
@@ -199,8 +199,8 @@ pub fn merge(repo: &Repo, forge: &Forge, issue: &IssueFacts) -> Result<String, F
         issue.number,
         one_line(issue.title)
     );
-    forge.merge_pr(repo, branch, &message)?;
-    Ok(format!("merged {branch} into {}", repo.main))
+    forge.merge_pr(branch, &message)?;
+    Ok(format!("merged {branch} into {}", repo.main()))
 }
 
 fn one_line(text: &str) -> String {

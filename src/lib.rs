@@ -29,6 +29,7 @@ pub mod live_status;
 pub mod logs;
 pub mod network;
 pub mod notify;
+pub mod ports;
 pub mod probe;
 pub mod process;
 pub mod progress;

@@ -4,27 +4,14 @@
 //! module combines them (so neither depends on the other's callers).
 
 use crate::files::StateFile;
-use crate::forge::{CiState, Forge, ForgeError, PrState};
-use crate::repo::{leading_issue, Repo, RepoError};
+use crate::forge::{CiState, PrState};
+use crate::ports::{ForgePort, GitPort};
+use crate::repo::{leading_issue, RepoError};
 use crate::step::{Check, Step};
 
-/// A probe reads git and the forge; either can fail, and the message is theirs unchanged.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    #[error(transparent)]
-    Git(#[from] RepoError),
-    #[error(transparent)]
-    Forge(#[from] ForgeError),
-}
-
-impl crate::call_failure::Kinded for ProbeError {
-    fn kind(&self) -> crate::call_failure::CallFailureKind {
-        match self {
-            ProbeError::Git(e) => e.kind(),
-            ProbeError::Forge(e) => e.kind(),
-        }
-    }
-}
+/// A probe reads git and the forge; either can fail, and the message is theirs unchanged
+/// (the forge's error is the git port's type).
+pub type ProbeError = RepoError;
 
 /// What the runner knows about the cycle when it checks a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -36,17 +23,17 @@ pub struct StepContext {
 
 /// The branch the cycle works on: the issue's feature branch, or without a known issue the
 /// checked-out branch unless it is main.
-fn work_branch(repo: &Repo, ctx: &StepContext) -> Result<Option<String>, RepoError> {
+fn work_branch(repo: &dyn GitPort, ctx: &StepContext) -> Result<Option<String>, RepoError> {
     match ctx.issue {
         Some(issue) => repo.feature_branch(issue),
-        None => Ok(repo.current_branch()?.filter(|b| *b != repo.main)),
+        None => Ok(repo.current_branch()?.filter(|b| *b != repo.main())),
     }
 }
 
 /// Checked out on the cycle's feature branch.
-fn on_feature_branch(repo: &Repo, ctx: &StepContext) -> Result<Option<String>, RepoError> {
+fn on_feature_branch(repo: &dyn GitPort, ctx: &StepContext) -> Result<Option<String>, RepoError> {
     let current = repo.current_branch()?;
-    let Some(current) = current.filter(|b| *b != repo.main) else {
+    let Some(current) = current.filter(|b| *b != repo.main()) else {
         return Ok(None);
     };
     match ctx.issue {
@@ -58,15 +45,15 @@ fn on_feature_branch(repo: &Repo, ctx: &StepContext) -> Result<Option<String>, R
 /// The docs/lifecycle.md precondition of `step`, checks in contract order. `Ok(Err(check))` names the
 /// first check that failed; `Err` means git or gh could not be asked.
 pub fn precondition(
-    repo: &Repo,
-    forge: &Forge,
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
     step: Step,
     ctx: &StepContext,
 ) -> Result<Result<(), Check>, ProbeError> {
     for &check in Check::of(step) {
         let holds = match check {
             Check::CleanWorkingTree => repo.is_clean()?,
-            Check::OnMainBranch => repo.current_branch()?.as_deref() == Some(repo.main.as_str()),
+            Check::OnMainBranch => repo.current_branch()?.as_deref() == Some(repo.main()),
             Check::FeatureBranchExists => on_feature_branch(repo, ctx)?.is_some(),
             Check::IssueNumberKnown => ctx.issue.is_some(),
             Check::SpecFilesExist => ctx
@@ -86,12 +73,12 @@ pub fn precondition(
             },
             Check::PrExists => match work_branch(repo, ctx)? {
                 Some(b) => forge
-                    .pr_for_branch(repo, &b)?
+                    .pr_for_branch(&b)?
                     .is_some_and(|pr| pr.state != PrState::Closed),
                 None => false,
             },
             Check::CiChecksPassing => match work_branch(repo, ctx)? {
-                Some(b) => forge.ci_ok(forge.ci_state(repo, &b)?),
+                Some(b) => forge.ci_ok(forge.ci_state(&b)?),
                 None => false,
             },
         };
@@ -106,8 +93,8 @@ pub fn precondition(
 /// what is wrong, for the failure record. implement's auto-commit is the caller's (it needs
 /// the commit message), so implement has no check here.
 pub fn post_check(
-    repo: &Repo,
-    forge: &Forge,
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
     step: Step,
     ctx: &StepContext,
 ) -> Result<Result<(), String>, ProbeError> {
@@ -165,7 +152,7 @@ pub fn post_check(
             let Some(branch) = work_branch(repo, ctx)? else {
                 return Ok(Err("no feature branch to check CI for".into()));
             };
-            let state = forge.ci_state(repo, &branch)?;
+            let state = forge.ci_state(&branch)?;
             if forge.ci_ok(state) {
                 return Ok(Ok(()));
             }
@@ -186,8 +173,8 @@ pub fn post_check(
 /// without running it again (docs/interfaces.md): commitPush when the work is committed and all on origin,
 /// createPR when a PR exists, merge when it is merged.
 pub fn already_done(
-    repo: &Repo,
-    forge: &Forge,
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
     step: Step,
     ctx: &StepContext,
 ) -> Result<bool, ProbeError> {
@@ -208,10 +195,10 @@ pub fn already_done(
                 && repo.commits_ahead_of_main(&branch)? > 0)
         }
         Step::CreatePr => Ok(forge
-            .pr_for_branch(repo, &branch)?
+            .pr_for_branch(&branch)?
             .is_some_and(|pr| pr.state != PrState::Closed)),
         _ => Ok(forge
-            .pr_for_branch(repo, &branch)?
+            .pr_for_branch(&branch)?
             .is_some_and(|pr| pr.state == PrState::Merged)),
     }
 }
@@ -239,8 +226,8 @@ pub struct Detected {
 /// the result. simplify counts as done only on the same evidence as verify, or when the state
 /// file records it. `None` when HEAD is not on an issue branch.
 pub fn detect_progress(
-    repo: &Repo,
-    forge: &Forge,
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
     state_hint: Option<&StateFile>,
 ) -> Result<Option<Detected>, ProbeError> {
     let Some(branch) = repo.current_branch()? else {
@@ -249,7 +236,7 @@ pub fn detect_progress(
     let Some(issue) = leading_issue(&branch) else {
         return Ok(None);
     };
-    if branch == repo.main {
+    if branch == repo.main() {
         return Ok(None);
     }
     repo.fetch()?;
@@ -259,7 +246,7 @@ pub fn detect_progress(
     let feature = repo
         .spec_dir(issue, recorded_feature)
         .and_then(|d| d.file_name().and_then(|n| n.to_str()).map(str::to_string));
-    let pr = forge.pr_for_branch(repo, &branch)?;
+    let pr = forge.pr_for_branch(&branch)?;
     if pr.as_ref().is_some_and(|p| p.state == PrState::Merged) {
         return Ok(Some(Detected {
             issue,
@@ -298,7 +285,7 @@ pub fn detect_progress(
             already_done(repo, forge, Step::CommitPush, &ctx)?,
         )
         && advance(Step::CreatePr, pr_open)
-        && advance(Step::MonitorCi, forge.ci_ok(forge.ci_state(repo, &branch)?));
+        && advance(Step::MonitorCi, forge.ci_ok(forge.ci_state(&branch)?));
 
     if let Some(s) = hint.filter(|s| s.signal_shutdown.is_some()) {
         let cap = Step::from_number(s.last_completed_step).unwrap_or(Step::StartIssue);

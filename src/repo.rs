@@ -11,7 +11,7 @@ use crate::call_failure::{CallFailureKind, Kinded};
 use crate::files;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 /// The four files a spec directory must hold, non-empty.
 pub const SPEC_FILES: [&str; 4] = [
@@ -112,8 +112,7 @@ pub struct Repo {
     own_dirs: Vec<String>,
 }
 
-/// Longest a single git command may take.
-const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(300);
+use crate::process::GIT_TIMEOUT;
 
 impl Repo {
     pub fn open(path: &Path) -> Result<Repo, RepoError> {
@@ -232,15 +231,9 @@ impl Repo {
     }
 
     fn run_git(&self, args: &[&str]) -> Result<Output, RepoError> {
-        let mut cmd = Command::new("git");
-        cmd.args(args)
-            .current_dir(&self.path)
-            // Never wait for credentials in an unattended run; parse messages in one language.
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("LC_ALL", "C");
         crate::failpoint::point("git: before");
         // A fetch or push over a dead network must not hang an unattended run.
-        let out = crate::process::output_within(cmd, GIT_TIMEOUT);
+        let out = crate::process::git_within(&self.path, args);
         crate::failpoint::point("git: after");
         let command = || format!("git {} (in {})", args.join(" "), self.path.display());
         out.map_err(|source| match crate::process::stopped(&source) {
@@ -263,11 +256,17 @@ impl Repo {
     }
 
     fn git_ok(&self, args: &[&str]) -> Result<String, RepoError> {
+        self.git_checked(args).map(|out| stdout(&out))
+    }
+
+    /// `git ARGS` in the work tree; a failure is classified from what git printed (the
+    /// local forge and its CI read git through this too).
+    pub(crate) fn git_checked(&self, args: &[&str]) -> Result<Output, RepoError> {
         let out = self.git(args)?;
         if !out.status.success() {
             return Err(self.failed(args, &out));
         }
-        Ok(stdout(&out))
+        Ok(out)
     }
 
     fn failed(&self, args: &[&str], out: &Output) -> RepoError {

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-/// (file, how many `tokio::time::sleep` it may hold, why the wait is bounded and whose policy
+/// (file, how many waits (`clock.sleep`) it may hold, why the wait is bounded and whose policy
 /// it follows).
 const WAITS: &[(&str, usize, &str)] = &[
     (
@@ -99,7 +99,9 @@ fn the_driver_decides_nothing_from_error_text() {
 #[test]
 fn every_wait_of_the_driver_is_listed_with_its_bound() {
     for (name, code) in driver_sources() {
-        let sleeps = code.matches("tokio::time::sleep").count();
+        // Through the clock port or not, a wait is a wait.
+        let sleeps =
+            code.matches("tokio::time::sleep").count() + code.matches("clock.sleep(").count();
         let allowed = WAITS
             .iter()
             .find(|(file, _, _)| *file == name)
@@ -107,6 +109,103 @@ fn every_wait_of_the_driver_is_listed_with_its_bound() {
         assert!(
             sleeps <= allowed,
             "src/driver/{name} waits {sleeps} time(s), {allowed} listed: a wait is the machine's (an Effect::Wait), or listed here with what bounds it"
+        );
+    }
+}
+
+/// Calls into the world that only an adapter may make: the driver holds the ports
+/// (`src/ports/`) and reaches git, the forge, the tracker, the agent, the notification
+/// channels and the clock through them alone, so the in-memory fakes can stand in for all.
+const CONCRETE: &[&str] = &[
+    "tokio::time::sleep",
+    "Repo::",
+    "Forge::",
+    "Tracker::",
+    "Notifier::",
+    "run_agent_stoppable",
+    "git_output(",
+    "crate::repo::Repo",
+    "crate::forge::Forge",
+    "crate::tracker::Tracker",
+    "crate::notify::Notifier",
+    "chrono::Utc::now()",
+];
+
+/// (file, call, why it may stay): the fleet's setup, before any driver exists, clones
+/// origin for its workers, and its coordinator's clock.
+const CONCRETE_ALLOWED: &[(&str, &str, &str)] = &[
+    (
+        "fleet.rs",
+        "Repo::",
+        "the fleet's setup opens the project to clone origin for its workers",
+    ),
+    ("fleet.rs", "crate::repo::Repo", "the same setup"),
+    (
+        "fleet.rs",
+        "git_output(",
+        "the same setup reads origin's URL",
+    ),
+    ("fleet.rs", "chrono::Utc::now()", "the pure coordinator's clock for fleet pauses (sdlc_machine::fleet takes seconds since the epoch)"),
+    ("claim.rs", "chrono::Utc::now()", "ClaimKeeper, outside the driver, filters live claims by the time now"),
+    (
+        "mod.rs",
+        "chrono::Utc::now()",
+        "the orchestration log's time stamps",
+    ),
+    (
+        "attempt.rs",
+        "chrono::Utc::now()",
+        "an attempt's start stamp and the classifier's epoch for quota resets",
+    ),
+    (
+        "builtin_step.rs",
+        "chrono::Utc::now()",
+        "the time in the CI polling message",
+    ),
+    (
+        "merge.rs",
+        "chrono::Utc::now()",
+        "merge lease stamps in the claim store",
+    ),
+    (
+        "claim.rs",
+        "chrono::Utc::now()",
+        "claim lease stamps in the claim store",
+    ),
+];
+
+#[test]
+fn the_driver_reaches_the_world_only_through_the_ports() {
+    for (name, code) in driver_sources() {
+        for call in CONCRETE {
+            let allowed = CONCRETE_ALLOWED
+                .iter()
+                .any(|(file, c, _)| *file == name && c == call);
+            assert!(
+                allowed || !code.contains(call),
+                "src/driver/{name} calls `{call}` directly: the driver reaches the world only through the ports (src/ports/: git, tracker, forge, agent, notifier, clock), so that the fakes can stand in"
+            );
+        }
+    }
+}
+
+#[test]
+fn the_driver_holds_one_port_of_each_kind() {
+    let (_, code) = driver_sources()
+        .into_iter()
+        .find(|(name, _)| name == "mod.rs")
+        .expect("src/driver/mod.rs");
+    for field in [
+        "repo: Box<dyn GitPort>",
+        "forge: Box<dyn ForgePort>",
+        "tracker: Box<dyn TrackerPort>",
+        "notifier: Box<dyn NotifierPort>",
+        "agent: Box<dyn AgentPort>",
+        "clock: std::sync::Arc<dyn Clock>",
+    ] {
+        assert!(
+            code.contains(field),
+            "the Driver no longer holds `{field}`: every outside party is a port"
         );
     }
 }

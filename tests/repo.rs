@@ -4,9 +4,11 @@
 mod e2e;
 
 use e2e::git;
+use sdlc_runner::files::StateFile as Hint;
 use sdlc_runner::files::{self, StateFile};
 use sdlc_runner::forge::{CiState, Forge, ForgeError, PrState};
-use sdlc_runner::probe::{already_done, detect_progress, post_check, precondition, StepContext};
+use sdlc_runner::ports::forge::ForgeAdapter;
+use sdlc_runner::probe::{self, Detected, ProbeError, StepContext};
 use sdlc_runner::repo::{Repo, RepoError};
 use sdlc_runner::step::{Check, Step};
 use std::fs;
@@ -173,6 +175,44 @@ echo "unexpected gh call: $*" >&2; exit 2
 fn configure(dir: &Path) {
     git(dir, &["config", "user.email", "t@example.com"]);
     git(dir, &["config", "user.name", "Test"]);
+}
+
+/// The probes take the forge port; these tests name a forge and the repository it reads.
+fn on(repo: &Repo, forge: &Forge) -> ForgeAdapter {
+    ForgeAdapter {
+        forge: forge.clone(),
+        repo: repo.clone(),
+    }
+}
+
+fn precondition(
+    r: &Repo,
+    forge: &Forge,
+    step: Step,
+    c: &StepContext,
+) -> Result<Result<(), Check>, ProbeError> {
+    probe::precondition(r, &on(r, forge), step, c)
+}
+
+fn post_check(
+    r: &Repo,
+    forge: &Forge,
+    step: Step,
+    c: &StepContext,
+) -> Result<Result<(), String>, ProbeError> {
+    probe::post_check(r, &on(r, forge), step, c)
+}
+
+fn already_done(r: &Repo, forge: &Forge, step: Step, c: &StepContext) -> Result<bool, ProbeError> {
+    probe::already_done(r, &on(r, forge), step, c)
+}
+
+fn detect_progress(
+    r: &Repo,
+    forge: &Forge,
+    hint: Option<&Hint>,
+) -> Result<Option<Detected>, ProbeError> {
+    probe::detect_progress(r, &on(r, forge), hint)
 }
 
 const LOCAL: Forge = Forge::Local {

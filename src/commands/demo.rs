@@ -5,7 +5,6 @@
 use crate::cli::{DemoArgs, DemoScenario};
 use crate::driver::{self, RunOptions};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 pub fn run(args: &DemoArgs) -> i32 {
     match setup(args) {
@@ -120,16 +119,12 @@ fn agent_calls(dir: &Path) -> String {
 }
 
 fn git(cwd: &Path, args: &[&str]) -> Result<(), String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .map_err(|e| {
-            format!(
-                "git {}: cannot run git ({e}); the demo needs git on PATH",
-                args.join(" ")
-            )
-        })?;
+    let out = crate::process::git_output(cwd, args).map_err(|e| {
+        format!(
+            "git {}: cannot run git ({e}); the demo needs git on PATH",
+            args.join(" ")
+        )
+    })?;
     if out.status.success() {
         Ok(())
     } else {

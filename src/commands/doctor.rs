@@ -409,11 +409,7 @@ fn remote(cfg: &Config) -> Check {
             )
         };
     }
-    let mut cmd = Command::new("git");
-    cmd.args(["ls-remote", "--heads", "origin"])
-        .current_dir(&cfg.project_path)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C");
+    let cmd = crate::process::git_command(&cfg.project_path, &["ls-remote", "--heads", "origin"]);
     match crate::process::output_within(cmd, PROBE_TIMEOUT) {
         Ok(Some(out)) if out.status.success() => Check::ok("remote", "origin reachable"),
         Ok(Some(out)) => Check::fail(

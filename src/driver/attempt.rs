@@ -4,7 +4,7 @@
 use super::invoke::{self, AttemptInfo, IssueContext, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
-use crate::agent::{run_agent_stoppable, AgentError, AgentExit, AgentRun};
+use crate::agent::{AgentError, AgentExit, AgentRun};
 use crate::agents::{self, AgentKind};
 use crate::classify::{classify_post_check, Classified, Observation};
 use crate::failure::FailureClass;
@@ -12,6 +12,7 @@ use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
 use crate::machine::{Event, Usage};
 use crate::notify::Severity;
+use crate::ports::AgentPort;
 use crate::probe;
 use crate::step::Step;
 use crate::stream::StreamSummary;
@@ -64,7 +65,7 @@ impl Driver {
             Severity::Info,
             &format!("issue #{issue}: {} started (attempt {attempt})", step.key()),
         );
-        let started_at = chrono::Utc::now();
+        let started_at = self.clock.now();
         let started = Instant::now();
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
@@ -72,6 +73,7 @@ impl Driver {
         let kind = self.cfg.agent(step).kind;
         let reader = agents::Reader::new(kind, self.cfg.max_turns(step));
         let ran = execute(
+            &*self.agent,
             &run,
             reader,
             &self.shutdown,
@@ -106,7 +108,10 @@ impl Driver {
             self.log(&format!("agent session {id}"));
         }
         let temp = std::env::temp_dir();
-        let failure = match agents::classify(kind, &observation(&exit, &summary, &temp)) {
+        let failure = match agents::classify(
+            kind,
+            &observation(&exit, &summary, &temp, self.clock.now().timestamp()),
+        ) {
             Some(c) => Some(c),
             None if !check_after => None,
             None => {
@@ -116,7 +121,9 @@ impl Driver {
                 let ctx = self.step_context();
                 let what = format!("checking the outcome of {}", step.key());
                 match self
-                    .patiently(&what, |d| probe::post_check(&d.repo, &d.forge, step, &ctx))
+                    .patiently(&what, |d| {
+                        probe::post_check(&*d.repo, &*d.forge, step, &ctx)
+                    })
                     .await
                 {
                     network::Patient::Done(Ok(Ok(()))) => None,
@@ -341,6 +348,7 @@ struct Ran {
 /// Runs the agent, reading its stream as it arrives, and journals its process group as soon
 /// as it exists so that a restarted runner can stop what this one leaves behind.
 async fn execute(
+    agent: &dyn AgentPort,
     run: &AgentRun,
     mut reader: agents::Reader,
     shutdown: &Shutdown,
@@ -373,7 +381,9 @@ async fn execute(
             }
             crate::failpoint::point("agent spawned");
         };
-        run_agent_stoppable(run, &mut sink, shutdown.receiver(), &mut on_spawn).await
+        agent
+            .run(run, &mut sink, shutdown.receiver(), &mut on_spawn)
+            .await
     };
     flusher.abort();
     if let Some(ticker) = ticker {
@@ -416,6 +426,7 @@ fn observation<'a>(
     exit: &'a AgentExit,
     summary: &'a StreamSummary,
     temp_dir: &'a std::path::Path,
+    now_epoch_secs: i64,
 ) -> Observation<'a> {
     Observation {
         exit_code: exit.exit_code,
@@ -425,7 +436,7 @@ fn observation<'a>(
         summary,
         stderr_tail: &exit.stderr_tail,
         output_tail: &exit.stdout_tail,
-        now_epoch_secs: chrono::Utc::now().timestamp(),
+        now_epoch_secs,
         temp_dir,
     }
 }

@@ -90,7 +90,9 @@ impl Driver {
                 let ctx = self.step_context();
                 let what = format!("checking the outcome of {}", step.key());
                 match self
-                    .patiently(&what, |d| probe::post_check(&d.repo, &d.forge, step, &ctx))
+                    .patiently(&what, |d| {
+                        probe::post_check(&*d.repo, &*d.forge, step, &ctx)
+                    })
                     .await
                 {
                     network::Patient::Done(Ok(Ok(()))) => self.succeeded(step, issue, usage),
@@ -155,10 +157,10 @@ impl Driver {
 
     fn builtin_with(&self, step: Step, facts: &IssueFacts) -> Result<String, Failed> {
         match step {
-            Step::StartCycle => builtin::start_cycle(&self.repo),
-            Step::CommitPush => builtin::commit_push(&self.repo, facts),
-            Step::CreatePr => builtin::create_pr(&self.repo, &self.forge, facts),
-            Step::Merge => builtin::merge(&self.repo, &self.forge, facts),
+            Step::StartCycle => builtin::start_cycle(&*self.repo),
+            Step::CommitPush => builtin::commit_push(&*self.repo, facts),
+            Step::CreatePr => builtin::create_pr(&*self.repo, &*self.forge, facts),
+            Step::Merge => builtin::merge(&*self.repo, &*self.forge, facts),
             other => Err(Failed::other(format!(
                 "{} has no builtin implementation",
                 other.key()
@@ -175,7 +177,7 @@ impl Driver {
             let settled = match self
                 .patiently("watching CI", |d| {
                     crate::process::within_deadline(deadline, || {
-                        d.with_facts(|facts| builtin::ci_settled(&d.repo, &d.forge, facts))
+                        d.with_facts(|facts| builtin::ci_settled(&*d.forge, facts))
                     })
                 })
                 .await
@@ -194,13 +196,13 @@ impl Driver {
                     self.cfg.timeout(step).as_secs() / 60
                 ))));
             }
-            let until = chrono::Utc::now() + chrono::Duration::seconds(pause.as_secs() as i64);
+            let until = self.clock.now() + chrono::Duration::seconds(pause.as_secs() as i64);
             self.log(&format!(
                 "CI pending; looking again at {}",
                 until.format("%H:%M:%S UTC")
             ));
             tokio::select! {
-                _ = tokio::time::sleep(pause) => {}
+                _ = self.clock.sleep(pause) => {}
                 _ = self.shutdown.wait() => return Err(self.shutdown.event()),
             }
             pause = (pause * 2).min(CI_POLL_MAX);

@@ -49,7 +49,7 @@ impl Driver {
             .patiently(&what, |d| {
                 d.claims
                     .as_ref()
-                    .map(|k| k.store.claim(issue, &k.worker, k.lease, chrono::Utc::now()))
+                    .map(|k| k.store.claim(issue, &k.worker, k.lease, d.clock.now()))
                     .transpose()
             })
             .await
@@ -110,7 +110,7 @@ impl Driver {
     pub(super) fn keep_claim(&mut self, extra: Duration) -> Option<Event> {
         let issue = self.core.runner().issue?;
         let keeper = self.claims.as_mut()?;
-        let now = chrono::Utc::now();
+        let now = self.clock.now();
         let lease = keeper.lease + extra;
         let fresh = match keeper.held {
             Some((n, until)) if n == issue => {

@@ -46,7 +46,7 @@ impl Driver {
                 return Event::DecisionTimedOut;
             }
             tokio::select! {
-                _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                _ = self.clock.sleep(Duration::from_millis(250)) => {}
                 _ = self.shutdown.wait() => return self.shutdown.event(),
             }
         }

@@ -153,7 +153,7 @@ impl Driver {
                     ));
                     self.live.wait_started("FLEET_PAUSE", secs);
                     let stopped = tokio::select! {
-                        _ = tokio::time::sleep(std::time::Duration::from_secs(secs)) => false,
+                        _ = self.clock.sleep(std::time::Duration::from_secs(secs)) => false,
                         _ = self.shutdown.wait() => true,
                     };
                     self.live.wait_ended();

@@ -15,7 +15,7 @@ use super::{network, Driver};
 use crate::claims::Claimed;
 use crate::classify::classify_builtin;
 use crate::failure::FailureClass;
-use crate::forge::Forge;
+
 use crate::machine::{Event, Signal, Usage};
 use crate::step::Step;
 use sdlc_machine::fleet::{AfterLostRace, Contention, LeaseWait, Report};
@@ -94,7 +94,7 @@ impl Driver {
         loop {
             let answer = self.claims.as_ref().map(|k| {
                 k.store
-                    .lease_merge(issue, &store_worker, lease, chrono::Utc::now())
+                    .lease_merge(issue, &store_worker, lease, self.clock.now())
             });
             let holder = match answer {
                 None | Some(Ok(None)) => return Ok(()),
@@ -141,7 +141,7 @@ impl Driver {
             return Err(event);
         }
         tokio::select! {
-            _ = tokio::time::sleep(Duration::from_millis(ms)) => Ok(()),
+            _ = self.clock.sleep(Duration::from_millis(ms)) => Ok(()),
             _ = self.shutdown.wait() => Err(self.shutdown.event()),
         }
     }
@@ -151,7 +151,7 @@ impl Driver {
     fn renew_merge_lease(&mut self, issue: u32) {
         let renewed = self.claims.as_ref().map(|k| {
             k.store
-                .lease_merge(issue, &k.worker, k.lease, chrono::Utc::now())
+                .lease_merge(issue, &k.worker, k.lease, self.clock.now())
         });
         match renewed {
             Some(Ok(Some(Claimed::Held(holder)))) => self.log(&format!(
@@ -230,7 +230,7 @@ impl Driver {
                     }
                     self.log(&format!(
                         "issue #{issue}: the merge lost a push race (origin's {} moved meanwhile); refreshing main and merging again, not counted as an attempt ({} of {})",
-                        self.repo.main,
+                        self.repo.main(),
                         contention.lost(),
                         Contention::MAX_LOST_RACES
                     ));
@@ -253,7 +253,7 @@ impl Driver {
     /// Origin's main as it stands before a merge the runner does not prepare (a conflict's
     /// repair), to tell a lost race afterwards; `None` where the forge merges on its side.
     fn main_before_merge(&self) -> Option<String> {
-        if !matches!(self.forge, Forge::Local { .. }) {
+        if !self.forge.is_local() {
             return None;
         }
         self.repo.fetch().ok()?;
@@ -265,14 +265,14 @@ impl Driver {
     /// `Err(event)` for a conflict (MERGE_CONFLICT) or another failure of the step.
     async fn up_to_date(&mut self, issue: u32) -> Result<Option<String>, Event> {
         let step = Step::Merge;
-        if !matches!(self.forge, Forge::Local { .. }) {
+        if !self.forge.is_local() {
             return Ok(None);
         }
         let Ok(Some(branch)) = self.repo.feature_branch(issue) else {
             // No branch to bring up to date: the step's own checks say what is missing.
             return Ok(self.repo.origin_main().ok().flatten());
         };
-        let what = format!("bringing {branch} up to date with {}", self.repo.main);
+        let what = format!("bringing {branch} up to date with {}", self.repo.main());
         match self
             .patiently(&what, |d| d.repo.bring_up_to_date(&branch))
             .await

@@ -23,15 +23,14 @@ pub(crate) use startup::settle_tracker;
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
 use crate::files::{self, StateFile};
-use crate::forge::Forge;
 use crate::journal::{FailureDetail, Journal, SessionEnd};
 use crate::logs::{append_line, Logs};
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, State};
-use crate::notify::{Notifier, Severity};
+use crate::notify::Severity;
+use crate::ports::{AgentPort, Clock, ForgePort, GitPort, NotifierPort, TrackerPort};
 use crate::probe::{self, StepContext};
-use crate::repo::Repo;
 use crate::step::Step;
-use crate::tracker::{self, Selection, Tracker};
+use crate::tracker::{self, Selection};
 use invoke::{AttemptInfo, IssueContext};
 use shutdown::Shutdown;
 use std::path::PathBuf;
@@ -85,6 +84,65 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
     })
 }
 
+/// How a run on given ports ended (`run_on_ports`).
+#[derive(Debug)]
+pub struct PortsRun {
+    /// The process exit code `run` would have returned (docs/interfaces.md).
+    pub code: i32,
+    /// The run's journal file, under the runner directory the git port named.
+    pub journal: PathBuf,
+}
+
+impl PortsRun {
+    /// The journal's lines, for a test to read what the machine was told and decided.
+    pub fn journal_lines(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.journal)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+/// Runs the lifecycle of one runner on `ports` in this process: the driver and the machine
+/// as `run` has them, every outside call through the ports. With the fakes of
+/// [`crate::ports::fake`] no process is started and no wait sleeps; the runner's own files
+/// (journal, lock, state file, logs) are real files under the config's project and log
+/// directories and the directory the git port names.
+pub fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -> PortsRun {
+    let journal = match ports.git.runner_dir() {
+        Ok(dir) => dir.journal(),
+        Err(e) => {
+            say!("error: {e}");
+            return PortsRun {
+                code: 2,
+                journal: PathBuf::new(),
+            };
+        }
+    };
+    let code = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime.block_on(async move {
+            let program = PathBuf::from(&cfg.agent.command);
+            match Driver::start_on(cfg, opts, program, ports) {
+                Ok(Started::Ready(driver)) => driver.drive().await,
+                Ok(Started::Exit(code)) => code,
+                Err(msg) => {
+                    say!("error: {msg}");
+                    2
+                }
+            }
+        }),
+        Err(e) => {
+            say!("error: cannot start the async runtime: {e}");
+            2
+        }
+    };
+    PortsRun { code, journal }
+}
+
 enum Started {
     Ready(Box<Driver>),
     Exit(i32),
@@ -99,14 +157,18 @@ struct Driver {
     opts: RunOptions,
     /// The agent binary, resolved on PATH once at startup.
     program: PathBuf,
-    /// The project's git repository (plain git facts and commits).
-    repo: Repo,
-    /// Where PRs and CI are read (GitHub through `gh`, or the local forge).
-    forge: Forge,
-    /// Where issues are selected, closed and marked escalated.
-    tracker: Tracker,
-    /// Chat, webhook and command channels; deduplicated and redacted.
-    notifier: Notifier,
+    /// The project's git repository (plain git facts and commits): the git port.
+    repo: Box<dyn GitPort>,
+    /// Where PRs and CI are read (GitHub through `gh`, or the local forge): the forge port.
+    forge: Box<dyn ForgePort>,
+    /// Where issues are selected, closed and marked escalated: the tracker port.
+    tracker: Box<dyn TrackerPort>,
+    /// Chat, webhook and command channels; deduplicated and redacted: the notifier port.
+    notifier: Box<dyn NotifierPort>,
+    /// Runs one agent attempt: the agent port.
+    agent: Box<dyn AgentPort>,
+    /// "Now" and every wait: the clock port.
+    clock: std::sync::Arc<dyn Clock>,
     /// The orchestration log, live logs and per-attempt archives.
     logs: Logs,
     /// `None` in a dry run, which must not touch the project.
@@ -160,7 +222,10 @@ impl Driver {
             Some(link) => crate::redact::redact(&format!("[w{}] {line}", link.worker)),
             None => crate::redact::redact(line),
         };
-        let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let stamp = self
+            .clock
+            .now()
+            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let _ = append_line(&self.logs.orchestration_log(), &format!("[{stamp}] {line}"));
         say!("{line}");
     }
@@ -455,7 +520,7 @@ impl Driver {
     }
 
     fn save_state(&mut self) {
-        self.state.last_transition_at = Some(chrono::Utc::now().to_rfc3339());
+        self.state.last_transition_at = Some(self.clock.now().to_rfc3339());
         if let Err(e) = files::write_state(&self.cfg.project_path, &self.state) {
             self.log(&format!("warning: cannot write the state file: {e}"));
         }
@@ -523,14 +588,14 @@ impl Driver {
                 Outcome::Next(event)
             }
             Effect::Wait { seconds } => {
-                let until = u64::try_from(chrono::Utc::now().timestamp())
+                let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)
                     .saturating_add(seconds);
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting { worker, until });
                 let until = i64::try_from(seconds)
                     .ok()
                     .and_then(chrono::TimeDelta::try_seconds)
-                    .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+                    .and_then(|d| self.clock.now().checked_add_signed(d))
                     .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
                     .unwrap_or_default();
                 self.log(&format!("waiting {seconds} s{until}"));
@@ -538,7 +603,7 @@ impl Driver {
                 self.live
                     .wait_started(reason.as_deref().unwrap_or("BACKOFF"), seconds);
                 self.log_live_warning();
-                let sleep = tokio::time::sleep(Duration::from_secs(seconds));
+                let sleep = self.clock.sleep(Duration::from_secs(seconds));
                 let next = tokio::select! {
                     _ = sleep => Outcome::Next(Event::WaitOver),
                     _ = self.shutdown.wait() => Outcome::Next(self.shutdown.event()),
@@ -559,7 +624,7 @@ impl Driver {
                 if let Err(e) = crate::process::cancellable(|| self.repo.checkout_main()) {
                     self.log(&format!(
                         "warning: cannot check out {}: {e}",
-                        self.repo.main
+                        self.repo.main()
                     ));
                 }
                 Outcome::Continue
@@ -894,7 +959,7 @@ impl Driver {
         let what = format!("checking whether {} is already done", step.key());
         let done = match self
             .patiently(&what, |d| {
-                probe::already_done(&d.repo, &d.forge, step, &ctx)
+                probe::already_done(&*d.repo, &*d.forge, step, &ctx)
             })
             .await
         {
@@ -919,7 +984,7 @@ impl Driver {
         let what = format!("checking the preconditions of {}", step.key());
         let checked = match self
             .patiently(&what, |d| {
-                probe::precondition(&d.repo, &d.forge, step, &ctx)
+                probe::precondition(&*d.repo, &*d.forge, step, &ctx)
             })
             .await
         {

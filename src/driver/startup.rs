@@ -6,19 +6,16 @@
 use super::invoke::IssueContext;
 use super::shutdown::Shutdown;
 use super::{Driver, RunOptions, Started, KILL_GRACE};
-use crate::config::{Config, ForgeKind, TrackerConfig};
+use crate::config::{Config, TrackerConfig};
 use crate::files::{self, StateFile};
-use crate::forge::Forge;
 use crate::journal::FailureDetail;
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
-use crate::notify::{Channel, Notifier};
+use crate::ports::{ForgePort, GitPort, Ports, TrackerPort};
 use crate::probe;
-use crate::repo::Repo;
-use crate::runner_dir::RunnerDir;
 use crate::step::Step;
-use crate::tracker::{self, Tracker};
+use crate::tracker;
 use std::path::PathBuf;
 
 impl Driver {
@@ -53,19 +50,34 @@ impl Driver {
             ))
             }
         };
-        let mut repo = Repo::open(&cfg.project_path)
-            .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
-        if let Some(dir) = cfg.tracker.dir() {
-            repo.own_dir(dir);
-        }
+        let ports = Ports::production(&cfg)?;
+        Driver::start_on(cfg, opts, program, ports)
+    }
+
+    /// Startup on the given ports: the runner directory and its lock, journal recovery, the
+    /// sticky halt. Nothing here starts a process; every outside call goes through `ports`.
+    pub(super) fn start_on(
+        cfg: Config,
+        opts: RunOptions,
+        program: PathBuf,
+        ports: Ports,
+    ) -> Result<Started, String> {
+        let Ports {
+            git: repo,
+            forge,
+            tracker,
+            agent,
+            notifier,
+            clock,
+        } = ports;
         let project = cfg.project_path.clone();
-        let runner_dir = RunnerDir::locate(&project).map_err(|e| e.to_string())?;
+        let runner_dir = repo.runner_dir()?;
         let mut notes = Vec::new();
         let lock = if opts.dry_run {
             None
         } else {
             runner_dir.ensure().map_err(|e| e.to_string())?;
-            files::check_artifact_dir(&project)?;
+            repo.check_artifact_dir()?;
             let lock =
                 files::acquire_lock(&runner_dir.lock(), &project).map_err(|e| e.to_string())?;
             // Under the lock: no other runner can be migrating at the same time.
@@ -77,56 +89,10 @@ impl Driver {
             }
             Some(lock)
         };
-        let forge = match cfg.forge {
-            ForgeKind::Github => Forge::GitHub {
-                gh: PathBuf::from("gh"),
-                repo_dir: project.clone(),
-                require_checks: cfg.require_checks,
-            },
-            ForgeKind::Local => Forge::Local {
-                require_checks: cfg.require_checks,
-                // The runner opens PRs only when it runs createPR itself.
-                pulls: cfg
-                    .builtin(Step::CreatePr)
-                    .then(|| runner_dir.dir.join("pulls")),
-                ci: cfg.local_ci.as_ref().map(|c| crate::forge::LocalCi {
-                    command: c.command.clone(),
-                    timeout: c.timeout,
-                    results: runner_dir.dir.join("ci"),
-                }),
-            },
-        };
-        let tracker = Tracker::from_config(&cfg);
         let logs = Logs {
             dir: cfg.log_dir.clone(),
         };
         logs.create().map_err(|e| format!("logDir: {e}"))?;
-        let mut channels = Vec::new();
-        if let Some(target) = &cfg.discord_channel_id {
-            channels.push(Channel::Discord {
-                openclaw: PathBuf::from("openclaw"),
-                target: target.clone(),
-            });
-        }
-        if let Some(url) = &cfg.notify.webhook_url {
-            channels.push(Channel::Webhook { url: url.clone() });
-        }
-        if let Some(cmd) = &cfg.notify.command {
-            if let Some((program, args)) = cmd.split_first() {
-                channels.push(Channel::Command {
-                    program: program.into(),
-                    args: args.to_vec(),
-                });
-            }
-        }
-        let notifier = Notifier::with_options(
-            channels,
-            Some(logs.orchestration_log()),
-            crate::notify::NotifyOptions {
-                min_severity: cfg.notify.min_severity,
-                ..Default::default()
-            },
-        );
 
         let mode = match (opts.step, opts.issue) {
             (Some(step), _) => Mode::SingleStep(step),
@@ -135,7 +101,7 @@ impl Driver {
         };
         // Before the sticky halt: saying why this issue will not be worked is more useful.
         if let Mode::SingleIssue(n) = mode {
-            if let Some(code) = single_issue_refusal(&tracker, n, &cfg.file) {
+            if let Some(code) = single_issue_refusal(&*tracker, n, &cfg.file) {
                 return Ok(Started::Exit(code));
             }
         }
@@ -180,7 +146,7 @@ impl Driver {
                 .map(|s| s.tracker_effects.as_slice())
                 .unwrap_or_default();
             if !opts.dry_run {
-                if let Err(e) = settle_tracker(&tracker, session, recorded, &logs) {
+                if let Err(e) = settle_tracker(&*tracker, session, recorded, &logs) {
                     say!(
                         "refusing to acknowledge the halt of session {session}: {e}
 The halt stays; run again with --ack-halt once the tracker is reachable."
@@ -210,7 +176,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
         };
         if let (Mode::SingleStep(step), None) = (mode, &recovered.open_session) {
-            if let Some(code) = single_step_refusal(&repo, &forge, step, &state, &cfg.file) {
+            if let Some(code) = single_step_refusal(&*repo, &*forge, step, &state, &cfg.file) {
                 return Ok(Started::Exit(code));
             }
         }
@@ -284,6 +250,8 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             forge,
             tracker,
             notifier,
+            agent,
+            clock,
             logs,
             journal,
             session,
@@ -354,7 +322,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             let merged = !recorded
                 && self.issue.branch.as_ref().is_some_and(|b| {
                     matches!(
-                        self.forge.pr_for_branch(&self.repo, b),
+                        self.forge.pr_for_branch(b),
                         Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged
                     )
                 });
@@ -369,7 +337,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             return restart;
         }
-        let detected = match probe::detect_progress(&self.repo, &self.forge, Some(&self.state)) {
+        let detected = match probe::detect_progress(&*self.repo, &*self.forge, Some(&self.state)) {
             Ok(d) => d,
             Err(e) => {
                 self.log(&format!(
@@ -409,7 +377,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                 if let Err(e) = self.repo.checkout_main() {
                     self.log(&format!(
                         "warning: cannot check out {}: {e}",
-                        self.repo.main
+                        self.repo.main()
                     ));
                 }
                 return restart;
@@ -441,7 +409,11 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
 
 /// `--issue N` on an issue the tracker marks escalated, or on one already closed: the exit
 /// code to stop with, after saying why.
-fn single_issue_refusal(tracker: &Tracker, n: u32, config: &std::path::Path) -> Option<i32> {
+fn single_issue_refusal(
+    tracker: &dyn TrackerPort,
+    n: u32,
+    config: &std::path::Path,
+) -> Option<i32> {
     match tracker.get(n) {
         Ok(issue) if issue.escalated => {
             say!(
@@ -465,8 +437,8 @@ fn single_issue_refusal(tracker: &Tracker, n: u32, config: &std::path::Path) -> 
 /// `--step K` whose precondition does not hold (docs/lifecycle.md): a usage error, said with
 /// the check that failed and the command that makes it hold, before any session starts.
 fn single_step_refusal(
-    repo: &Repo,
-    forge: &Forge,
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
     step: Step,
     state: &StateFile,
     config: &std::path::Path,
@@ -496,7 +468,7 @@ fn single_step_refusal(
     };
     let what = match check {
         Check::CleanWorkingTree => "commit or stash the changes `git status` shows".to_string(),
-        Check::OnMainBranch => format!("check out {} (`git checkout {0}`)", repo.main),
+        Check::OnMainBranch => format!("check out {} (`git checkout {0}`)", repo.main()),
         Check::FeatureBranchExists | Check::OnFeatureBranch | Check::IssueNumberKnown => format!(
             "no issue branch is checked out: {} (or work a whole issue: `run --issue N`)",
             earlier(Step::StartIssue)
@@ -522,7 +494,7 @@ fn single_step_refusal(
 /// Writes the escalations and merges recorded in `session` that the tracker does not show.
 /// Each is checked first, so an escalation comment is not posted twice.
 pub(crate) fn settle_tracker(
-    tracker: &Tracker,
+    tracker: &dyn TrackerPort,
     session: &str,
     recorded: &[Effect],
     logs: &Logs,

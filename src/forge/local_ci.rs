@@ -118,17 +118,14 @@ impl LocalCi {
             .map_err(|e| io_error(Path::new("a temporary directory"), e))?;
         let tree = scratch.path().join("tree");
         let tree_text = tree.to_string_lossy().into_owned();
-        git(
-            repo,
-            &["worktree", "add", "--detach", "--quiet", &tree_text, sha],
-        )?;
+        repo.git_checked(&["worktree", "add", "--detach", "--quiet", &tree_text, sha])?;
         let mut cmd = Command::new(program);
         cmd.args(args).current_dir(&tree);
         // Its group dies when it ends: a server it started does not outlive the test run.
         let ran = crate::process::output_within_budget(cmd, self.timeout, OUTPUT_BUDGET);
         // The worktree goes whatever the command did; a leftover is pruned by the next run.
-        let _ = git(repo, &["worktree", "remove", "--force", &tree_text]);
-        let _ = git(repo, &["worktree", "prune"]);
+        let _ = repo.git_checked(&["worktree", "remove", "--force", &tree_text]);
+        let _ = repo.git_checked(&["worktree", "prune"]);
         let ran = ran.map_err(|source| match crate::process::stopped(&source) {
             Some(why) => ForgeError::Stopped {
                 command: format!("localCi.command `{}`", self.command_text()),
@@ -175,44 +172,13 @@ fn excerpt(stdout: &[u8], stderr: &[u8]) -> String {
 }
 
 fn commit_of(repo: &Repo, branch: &str) -> Result<String, ForgeError> {
-    let out = git(
-        repo,
-        &[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{branch}^{{commit}}"),
-        ],
-    )?;
+    let out = repo.git_checked(&[
+        "rev-parse",
+        "--verify",
+        "--quiet",
+        &format!("{branch}^{{commit}}"),
+    ])?;
     Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
-
-fn git(repo: &Repo, args: &[&str]) -> Result<std::process::Output, ForgeError> {
-    let out =
-        crate::process::git_output(&repo.path, args).map_err(
-            |source| match crate::process::stopped(&source) {
-                Some(why) => ForgeError::Stopped {
-                    command: format!("git {}", args.join(" ")),
-                    why,
-                },
-                None => ForgeError::Spawn {
-                    program: "git".into(),
-                    source,
-                },
-            },
-        )?;
-    if out.status.success() {
-        Ok(out)
-    } else {
-        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
-        Err(ForgeError::Command {
-            command: format!("git {}", args.join(" ")),
-            status: out.status.code(),
-            kind: crate::call_failure::CallFailureKind::of_git(&stderr),
-            stderr,
-            hint: "inspect the repository with the same git command",
-        })
-    }
 }
 
 fn io_error(path: &Path, source: std::io::Error) -> ForgeError {

@@ -10,58 +10,15 @@ mod local_ci;
 pub use github::{parse_checks, parse_prs};
 pub use local_ci::LocalCi;
 
-use crate::call_failure::{CallFailureKind, Kinded};
 use crate::repo::{Repo, RepoError};
 use std::path::PathBuf;
 
-/// Why the forge could not answer. The messages name the command and what to check.
-#[derive(Debug, thiserror::Error)]
-pub enum ForgeError {
-    #[error("could not run {program}: {source}; is it installed and on PATH?")]
-    Spawn {
-        program: String,
-        source: std::io::Error,
-    },
-    #[error("`{command}` failed (exit {}): {stderr}; {hint}", crate::repo::exit_text(.status))]
-    Command {
-        command: String,
-        status: Option<i32>,
-        stderr: String,
-        hint: &'static str,
-        /// Decided from what the command printed when the error is made.
-        kind: CallFailureKind,
-    },
-    /// The runner stopped the command (a shutdown, or the step's time limit).
-    #[error("`{command}` {why}")]
-    Stopped {
-        command: String,
-        why: crate::process::Stopped,
-    },
-    #[error("could not read the output of `{command}`: {detail}")]
-    Parse { command: String, detail: String },
-    /// The local forge reads git.
-    #[error(transparent)]
-    Git(#[from] RepoError),
-}
-
-impl Kinded for ForgeError {
-    fn kind(&self) -> CallFailureKind {
-        match self {
-            ForgeError::Spawn { source, .. } => CallFailureKind::of_io(source),
-            ForgeError::Command { kind, .. } => *kind,
-            ForgeError::Stopped {
-                why: crate::process::Stopped::Shutdown,
-                ..
-            } => CallFailureKind::Cancelled,
-            ForgeError::Stopped {
-                why: crate::process::Stopped::Deadline,
-                ..
-            } => CallFailureKind::StepDeadline,
-            ForgeError::Parse { .. } => CallFailureKind::Other,
-            ForgeError::Git(e) => e.kind(),
-        }
-    }
-}
+/// Why the forge could not answer. Its calls are commands like git's (`gh`, or git itself for
+/// the local forge) and fail the same ways — a command that could not start, failed (its
+/// kind decided from what it printed), was stopped by the runner, or printed what cannot be
+/// read — so it is the same type as the git port's error: one definition, classified once.
+/// The messages name the command and what to check.
+pub type ForgeError = RepoError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CiState {

@@ -1,0 +1,101 @@
+//! A forge as data: PRs by branch, CI scripted; a merge lands on origin's main of the world.
+
+use super::world::World;
+use crate::call_failure::CallFailureKind;
+use crate::forge::{CiState, Pr, PrState};
+use crate::ports::forge::{ForgeError, ForgePort};
+
+/// The fake forge port. It plays the local forge (origin is the forge), so merges race on
+/// origin's main.
+#[derive(Debug, Clone)]
+pub struct FakeForge {
+    world: World,
+}
+
+impl FakeForge {
+    /// The forge of `world`.
+    pub fn new(world: World) -> FakeForge {
+        FakeForge { world }
+    }
+
+    /// A scripted network failure, if one is due.
+    fn network(&self, command: &str) -> Result<(), ForgeError> {
+        if !super::world::due(&mut self.world.lock().script.forge_network_failures) {
+            return Ok(());
+        }
+        Err(ForgeError::Command {
+            command: command.to_string(),
+            status: Some(1),
+            stderr: super::world::NETWORK_DOWN.to_string(),
+            hint: "a fake network failure",
+            kind: CallFailureKind::Network,
+        })
+    }
+}
+
+impl ForgePort for FakeForge {
+    fn pr_for_branch(&self, branch: &str) -> Result<Option<Pr>, ForgeError> {
+        self.network("gh pr list")?;
+        Ok(self.world.lock().prs.get(branch).cloned())
+    }
+    fn ci_state(&self, _branch: &str) -> Result<CiState, ForgeError> {
+        self.network("gh pr checks")?;
+        Ok(self.world.lock().script.ci.unwrap_or(CiState::Passed))
+    }
+    fn create_pr(&self, branch: &str, _title: &str, _body: &str) -> Result<Pr, ForgeError> {
+        self.network("gh pr create")?;
+        let mut w = self.world.lock();
+        let pr = w.prs.entry(branch.to_string()).or_insert_with(|| Pr {
+            number: 0,
+            url: format!("fake://pulls/{branch}"),
+            state: PrState::Open,
+        });
+        Ok(pr.clone())
+    }
+    fn merge_pr(&self, branch: &str, _message: &str) -> Result<(), ForgeError> {
+        self.network("gh pr merge")?;
+        let mut w = self.world.lock();
+        if super::world::due(&mut w.script.lost_races) {
+            // Another merger's commit lands first; this push is refused.
+            w.origin_main += 1;
+            return Err(super::git::git_failed(
+                "git push origin main",
+                "! [rejected] main -> main (fetch first)",
+                CallFailureKind::LostRace,
+            ));
+        }
+        let Some(issue) = crate::repo::leading_issue(branch) else {
+            return Err(ForgeError::Parse {
+                command: "gh pr merge".to_string(),
+                detail: format!("{branch} is no issue branch"),
+            });
+        };
+        match w.prs.get_mut(branch) {
+            Some(pr) => pr.state = PrState::Merged,
+            None => {
+                return Err(ForgeError::Command {
+                    command: "gh pr merge".to_string(),
+                    status: Some(1),
+                    stderr: format!("no pull request found for branch {branch}"),
+                    hint: "a fake forge failure",
+                    kind: CallFailureKind::NotFound,
+                })
+            }
+        }
+        if let Some(b) = w.branches.get_mut(branch) {
+            b.merged = true;
+        }
+        w.origin_main += 1;
+        w.merges.push(issue);
+        Ok(())
+    }
+    fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
+        Ok(format!("test (fake): failing on {branch}"))
+    }
+    fn require_checks(&self) -> bool {
+        false
+    }
+    fn is_local(&self) -> bool {
+        true
+    }
+}

@@ -1,0 +1,155 @@
+//! A git repository as data: branches with commit counts, origin's copy, spec files.
+
+use super::world::World;
+use crate::call_failure::CallFailureKind;
+use crate::ports::git::{GitError, GitPort};
+use crate::repo::leading_issue;
+use crate::runner_dir::RunnerDir;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The fake git port; its runner directory is a real directory the test provides.
+#[derive(Debug, Clone)]
+pub struct FakeGit {
+    world: World,
+    state_dir: PathBuf,
+}
+
+impl FakeGit {
+    /// Git of `world`; the runner keeps its state under `state_dir`.
+    pub fn new(world: World, state_dir: &Path) -> FakeGit {
+        FakeGit {
+            world,
+            state_dir: state_dir.to_path_buf(),
+        }
+    }
+}
+
+/// A failed git command of `kind`, as the real adapter would classify it.
+pub(super) fn git_failed(command: &str, stderr: &str, kind: CallFailureKind) -> GitError {
+    GitError::Command {
+        command: command.to_string(),
+        status: Some(1),
+        stderr: stderr.to_string(),
+        hint: "a fake git failure",
+        kind,
+    }
+}
+
+fn unknown(branch: &str) -> GitError {
+    git_failed(
+        &format!("git rev-parse refs/heads/{branch}"),
+        &format!("fatal: unknown branch {branch}"),
+        CallFailureKind::NotFound,
+    )
+}
+
+impl GitPort for FakeGit {
+    fn main(&self) -> &str {
+        "main"
+    }
+    fn current_branch(&self) -> Result<Option<String>, GitError> {
+        Ok(Some(self.world.lock().current.clone()))
+    }
+    fn is_clean(&self) -> Result<bool, GitError> {
+        Ok(self.world.lock().foreign_changes.is_empty())
+    }
+    fn foreign_changes(&self) -> Result<Vec<String>, GitError> {
+        Ok(self.world.lock().foreign_changes.clone())
+    }
+    fn feature_branch(&self, issue: u32) -> Result<Option<String>, GitError> {
+        let w = self.world.lock();
+        Ok(w.branches
+            .keys()
+            .find(|b| leading_issue(b) == Some(issue))
+            .cloned())
+    }
+    fn adopt_pushed_branch(&self, _issue: u32) -> Result<Option<String>, GitError> {
+        Ok(None)
+    }
+    fn commits_ahead_of_main(&self, branch: &str) -> Result<u32, GitError> {
+        let w = self.world.lock();
+        let b = w.branches.get(branch).ok_or_else(|| unknown(branch))?;
+        Ok(if b.merged { 0 } else { b.commits })
+    }
+    fn branch_pushed(&self, branch: &str) -> Result<bool, GitError> {
+        Ok(self
+            .world
+            .lock()
+            .branches
+            .get(branch)
+            .is_some_and(|b| b.on_origin))
+    }
+    fn unpushed_commits(&self, branch: &str) -> Result<u32, GitError> {
+        let w = self.world.lock();
+        let b = w.branches.get(branch).ok_or_else(|| unknown(branch))?;
+        Ok(b.commits.saturating_sub(b.pushed))
+    }
+    fn auto_commit(&self, _message: &str) -> Result<bool, GitError> {
+        // The fake agent commits its own work: nothing is left uncommitted.
+        Ok(false)
+    }
+    fn checkout_main(&self) -> Result<(), GitError> {
+        self.world.lock().current = "main".to_string();
+        Ok(())
+    }
+    fn stale_locks(&self, _age: Duration) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    fn locks_of_a_dead_git(&self) -> Vec<PathBuf> {
+        Vec::new()
+    }
+    fn push_branch(&self, branch: &str) -> Result<(), GitError> {
+        let mut w = self.world.lock();
+        if w.script.reject_pushes {
+            return Err(git_failed(
+                &format!("git push origin refs/heads/{branch}"),
+                "push rejected by policy\nerror: failed to push some refs (pre-push hook declined)",
+                CallFailureKind::HookRejected,
+            ));
+        }
+        let b = w.branches.get_mut(branch).ok_or_else(|| unknown(branch))?;
+        b.pushed = b.commits;
+        b.on_origin = true;
+        Ok(())
+    }
+    fn origin_main(&self) -> Result<Option<String>, GitError> {
+        Ok(Some(self.world.lock().origin_main.to_string()))
+    }
+    fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, GitError> {
+        let mut w = self.world.lock();
+        let main = w.origin_main;
+        let b = w.branches.get_mut(branch).ok_or_else(|| unknown(branch))?;
+        b.base = main;
+        Ok(Some(main.to_string()))
+    }
+    fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, GitError> {
+        let w = self.world.lock();
+        let merged = w.branches.get(branch).is_some_and(|b| b.merged);
+        Ok(!merged && base.is_some_and(|b| b != w.origin_main.to_string()))
+    }
+    fn fetch(&self) -> Result<(), GitError> {
+        Ok(())
+    }
+    fn spec_dir(&self, _issue: u32, _feature: Option<&str>) -> Option<PathBuf> {
+        None
+    }
+    fn spec_files_ok(&self, issue: u32, _feature: Option<&str>) -> Result<(), Vec<String>> {
+        if self.world.lock().specs.contains(&issue) {
+            Ok(())
+        } else {
+            Err(crate::repo::SPEC_FILES.map(str::to_string).to_vec())
+        }
+    }
+    fn runner_dir(&self) -> Result<RunnerDir, String> {
+        Ok(RunnerDir {
+            dir: self.state_dir.clone(),
+        })
+    }
+    fn check_artifact_dir(&self) -> Result<(), String> {
+        Ok(())
+    }
+    fn exclude_artifacts(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,122 @@
+//! The data the fake ports share: a repository, its origin, the forge's PRs and CI, the
+//! tracker's issues, and the scripted faults.
+
+use crate::forge::{CiState, Pr};
+use crate::step::Step;
+use crate::tracker::Issue;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// A feature branch of the fake repository.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Branch {
+    /// Commits of its own (ahead of main).
+    pub commits: u32,
+    /// Of those, the ones origin has.
+    pub pushed: u32,
+    /// Origin has the branch.
+    pub on_origin: bool,
+    /// Origin's main commit the branch was last brought up to date with.
+    pub base: u32,
+    /// Merged into origin's main.
+    pub merged: bool,
+}
+
+/// Faults the fakes act out, each counted down as it happens.
+#[derive(Debug, Clone, Default)]
+pub struct Script {
+    /// The tracker refuses every write (close, quarantine) as a permission failure.
+    pub tracker_read_only: bool,
+    /// The next this many tracker calls fail on the network.
+    pub tracker_network_failures: u32,
+    /// The next this many forge calls fail on the network.
+    pub forge_network_failures: u32,
+    /// Every push is refused by a hook.
+    pub reject_pushes: bool,
+    /// The next this many merges lose the push race: another merger's commit lands on
+    /// origin's main just before, and the merge is refused.
+    pub lost_races: u32,
+    /// A person closes issue `.0` in the tracker right after its step `.1` succeeded.
+    pub close_after: Option<(u32, Step)>,
+    /// CI of every branch.
+    pub ci: Option<CiState>,
+}
+
+/// Everything the fakes hold.
+#[derive(Debug, Clone, Default)]
+pub struct WorldState {
+    /// The checked-out branch; `main` at the start.
+    pub current: String,
+    /// Commits on origin's main (each merge adds one): its "commit id".
+    pub origin_main: u32,
+    /// Feature branches by name.
+    pub branches: BTreeMap<String, Branch>,
+    /// Changes in the tree that are nobody's work (`git status` paths).
+    pub foreign_changes: Vec<String>,
+    /// Issues whose spec files are written.
+    pub specs: BTreeSet<u32>,
+    /// PRs by head branch.
+    pub prs: BTreeMap<String, Pr>,
+    /// Issues by number.
+    pub issues: BTreeMap<u32, Issue>,
+    /// Scripted faults.
+    pub script: Script,
+    /// Every agent invocation: (issue, step, attempt).
+    pub invocations: Vec<(u32, Step, u32)>,
+    /// Every merge into origin's main, by issue, in order.
+    pub merges: Vec<u32>,
+    /// Every successful tracker write: `close #N` or `escalate #N`.
+    pub tracker_writes: Vec<String>,
+}
+
+/// The shared world; clones share it.
+#[derive(Debug, Clone)]
+pub struct World(Arc<Mutex<WorldState>>);
+
+impl World {
+    /// A repository on main and a tracker holding `issues` (number, title), open and
+    /// labelled for automation with `label`.
+    pub fn new(issues: &[(u32, &str)], label: &str) -> World {
+        let mut state = WorldState {
+            current: "main".to_string(),
+            ..Default::default()
+        };
+        for &(number, title) in issues {
+            state.issues.insert(
+                number,
+                Issue {
+                    number,
+                    title: title.to_string(),
+                    body: String::new(),
+                    labels: vec![label.to_string()],
+                    milestone: None,
+                    state_open: true,
+                    escalated: false,
+                    parent: None,
+                    closed_by_merged_pr: None,
+                },
+            );
+        }
+        World(Arc::new(Mutex::new(state)))
+    }
+
+    /// The state, locked (a panic in another holder does not hide it).
+    pub fn lock(&self) -> MutexGuard<'_, WorldState> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the scripted faults.
+    pub fn script(&self, edit: impl FnOnce(&mut Script)) {
+        edit(&mut self.lock().script);
+    }
+}
+
+/// Counts a scripted fault down: `true` when one was due (and is now spent).
+pub(super) fn due(counter: &mut u32) -> bool {
+    let due = *counter > 0;
+    *counter = counter.saturating_sub(1);
+    due
+}
+
+/// What a fake network failure says.
+pub(super) const NETWORK_DOWN: &str = "error connecting to api.github.com";

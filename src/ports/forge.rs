@@ -1,0 +1,71 @@
+//! The forge port: pull requests and CI of a branch. Its error is [`ForgeError`], the git
+//! port's type: the forge's calls are commands like git's (`gh`, or git for the local forge)
+//! and fail the same ways, kinded once at the adapter.
+
+pub use crate::forge::ForgeError;
+use crate::forge::{CiState, Forge, Pr};
+use crate::repo::Repo;
+
+/// Where PRs are opened and merged and CI is read.
+pub trait ForgePort: Send + Sync {
+    /// The PR whose head is `branch`: an open one wins over a merged one over a closed one.
+    fn pr_for_branch(&self, branch: &str) -> Result<Option<Pr>, ForgeError>;
+    /// The branch's CI as it stands now.
+    fn ci_state(&self, branch: &str) -> Result<CiState, ForgeError>;
+    /// Opens the PR of `branch`, or returns its open PR as it is (a retry never opens two).
+    fn create_pr(&self, branch: &str, title: &str, body: &str) -> Result<Pr, ForgeError>;
+    /// Merges the PR of `branch` with `message` and deletes the branch.
+    fn merge_pr(&self, branch: &str, message: &str) -> Result<(), ForgeError>;
+    /// Each failing check's name, link and the end of its log where the forge has one.
+    fn failing_checks(&self, branch: &str) -> Result<String, ForgeError>;
+    /// `requireChecks`: "no CI configured" does not let a branch merge.
+    fn require_checks(&self) -> bool;
+    /// Origin itself plays the forge (the offline `local` forge): merges race on origin's
+    /// main, so the merge step brings the branch up to date first.
+    fn is_local(&self) -> bool;
+    /// Whether CI in `state` lets the branch merge.
+    fn ci_ok(&self, state: CiState) -> bool {
+        match state {
+            CiState::Passed => true,
+            CiState::NoneConfigured => !self.require_checks(),
+            CiState::Pending | CiState::Failed => false,
+        }
+    }
+}
+
+/// The production forge: GitHub through `gh`, or the local forge, which reads the project's
+/// git (hence the repository it holds).
+#[derive(Debug, Clone)]
+pub struct ForgeAdapter {
+    /// Which forge, and its settings.
+    pub forge: Forge,
+    /// The project's repository, for the local forge's git reads and the base branch.
+    pub repo: Repo,
+}
+
+impl ForgePort for ForgeAdapter {
+    fn pr_for_branch(&self, branch: &str) -> Result<Option<Pr>, ForgeError> {
+        self.forge.pr_for_branch(&self.repo, branch)
+    }
+    fn ci_state(&self, branch: &str) -> Result<CiState, ForgeError> {
+        self.forge.ci_state(&self.repo, branch)
+    }
+    fn create_pr(&self, branch: &str, title: &str, body: &str) -> Result<Pr, ForgeError> {
+        self.forge.create_pr(&self.repo, branch, title, body)
+    }
+    fn merge_pr(&self, branch: &str, message: &str) -> Result<(), ForgeError> {
+        self.forge.merge_pr(&self.repo, branch, message)
+    }
+    fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
+        self.forge.failing_checks(&self.repo, branch)
+    }
+    fn require_checks(&self) -> bool {
+        self.forge.require_checks()
+    }
+    fn is_local(&self) -> bool {
+        matches!(self.forge, Forge::Local { .. })
+    }
+    fn ci_ok(&self, state: CiState) -> bool {
+        self.forge.ci_ok(state)
+    }
+}

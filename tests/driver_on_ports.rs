@@ -1,0 +1,284 @@
+//! The driver on in-memory ports (`driver::run_on_ports` with `ports::fake`): its decisions
+//! tested in-process, each run in milliseconds, with no git, gh or agent process and no
+//! real sleep. The real-binary tests with real git stay the outer ring.
+
+use sdlc_runner::config::Config;
+use sdlc_runner::driver::{run_on_ports, PortsRun, RunOptions};
+use sdlc_runner::ports::fake::{self, FakeAgent, FakeClock, Outcome, RecordingNotifier, World};
+use sdlc_runner::step::Step;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// A project directory, a config over it (the zero-token steps builtin, as `init` writes
+/// them) and the world of the fakes.
+struct Bench {
+    dir: tempfile::TempDir,
+    cfg: Config,
+    world: World,
+}
+
+impl Bench {
+    fn new(issues: &[(u32, &str)], extra: Value) -> Bench {
+        let dir = tempfile::tempdir().expect("tempdir");
+        for d in ["project", "issues", "logs", "state"] {
+            std::fs::create_dir(dir.path().join(d)).expect("dir");
+        }
+        let mut cfg = json!({
+            "projectPath": "project",
+            "logDir": "logs",
+            "agent": {"command": "fake-claude"},
+            "tracker": {"kind": "local", "dir": "issues"},
+            "forge": "local",
+            "steps": {
+                "startCycle": {"run": "builtin"},
+                "commitPush": {"run": "builtin"},
+                "createPR": {"run": "builtin"},
+                "monitorCI": {"run": "builtin"},
+                "merge": {"run": "builtin"},
+            },
+        });
+        if let (Some(base), Some(more)) = (cfg.as_object_mut(), extra.as_object()) {
+            for (k, v) in more {
+                base.insert(k.clone(), v.clone());
+            }
+        }
+        let file = dir.path().join("sdlc-config.json");
+        std::fs::write(&file, cfg.to_string()).expect("config");
+        let cfg = Config::load(&file).expect("a valid config");
+        let label = sdlc_runner::tracker::Tracker::from_config(&cfg)
+            .label()
+            .to_string();
+        Bench {
+            world: World::new(issues, &label),
+            cfg,
+            dir,
+        }
+    }
+
+    fn state_dir(&self) -> std::path::PathBuf {
+        self.dir.path().join("state")
+    }
+
+    /// One run on the fakes; fails when it took anything like real time.
+    fn run(&self) -> Ran {
+        self.run_scripted(|_| {})
+    }
+
+    /// One run, with the agent's outcomes scripted first.
+    fn run_scripted(&self, script: impl FnOnce(&FakeAgent)) -> Ran {
+        let (ports, fakes) = fake::ports(&self.world, &self.state_dir());
+        script(&fakes.agent);
+        let (clock, notifier) = (fakes.clock, fakes.notifier);
+        let started = Instant::now();
+        let run = run_on_ports(self.cfg.clone(), RunOptions::default(), ports);
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(5), "the run took {took:?}");
+        Ran {
+            run,
+            clock,
+            notifier,
+            log: std::fs::read_to_string(
+                self.dir
+                    .path()
+                    .join("logs")
+                    .join(sdlc_runner::logs::ORCHESTRATION_LOG),
+            )
+            .unwrap_or_default(),
+        }
+    }
+}
+
+struct Ran {
+    run: PortsRun,
+    clock: FakeClock,
+    notifier: RecordingNotifier,
+    log: String,
+}
+
+impl Ran {
+    fn alerts(&self) -> String {
+        self.notifier
+            .sent()
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn journal_has(&self, needle: &str) -> bool {
+        self.run.journal_lines().iter().any(|l| l.contains(needle))
+    }
+}
+
+fn exists(path: &Path) -> bool {
+    path.exists()
+}
+
+#[test]
+fn every_issue_is_merged_once_and_nothing_waits() {
+    let b = Bench::new(&[(1, "First"), (2, "Second"), (3, "Third")], json!({}));
+    let ran = b.run();
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(w.merges, vec![1, 2, 3], "{}", ran.log);
+    assert_eq!(
+        w.tracker_writes,
+        vec!["close #1", "close #2", "close #3"],
+        "{}",
+        ran.log
+    );
+    assert!(w.issues.values().all(|i| !i.state_open && !i.escalated));
+    // The agent ran the model steps of each issue, once each; the runner did the rest.
+    for n in [1, 2, 3] {
+        for step in [Step::StartIssue, Step::WriteSpecs, Step::Implement] {
+            assert_eq!(
+                w.invocations.iter().filter(|i| **i == (n, step, 1)).count(),
+                1,
+                "#{n} {step:?}: {:?}",
+                w.invocations
+            );
+        }
+        assert!(!w.invocations.iter().any(
+            |(i, s, _)| *i == n && matches!(s, Step::CommitPush | Step::CreatePr | Step::Merge)
+        ));
+    }
+    assert!(ran.clock.waits().is_empty(), "{:?}", ran.clock.waits());
+    assert!(exists(&ran.run.journal));
+    assert!(ran.journal_has("\"recordMerged\""), "{}", ran.log);
+}
+
+#[test]
+fn a_read_only_tracker_halts_after_exactly_one_merge() {
+    let b = Bench::new(&[(1, "First"), (2, "Second")], json!({}));
+    b.world.script(|s| s.tracker_read_only = true);
+    let ran = b.run();
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 1, "{}", ran.log);
+    assert_eq!(w.merges, vec![1], "{}", ran.log);
+    assert!(
+        ran.log.contains("ENVIRONMENT FAILURE: TRACKER"),
+        "{}",
+        ran.log
+    );
+    assert!(ran.alerts().contains("ENVIRONMENT FAILURE: TRACKER"));
+    assert!(
+        !w.invocations.iter().any(|(i, _, _)| *i == 2),
+        "{:?}",
+        w.invocations
+    );
+}
+
+#[test]
+fn tracker_network_failures_are_waited_out_on_the_machines_schedule() {
+    let b = Bench::new(&[(1, "First")], json!({}));
+    b.world.script(|s| s.tracker_network_failures = 3);
+    let ran = b.run();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(b.world.lock().merges, vec![1]);
+    assert_eq!(
+        ran.clock.waits(),
+        [2, 4, 8].map(Duration::from_secs).to_vec(),
+        "{}",
+        ran.log
+    );
+}
+
+#[test]
+fn a_network_that_stays_down_halts_after_max_network_waits() {
+    let b = Bench::new(
+        &[(1, "First")],
+        json!({"maxNetworkWaits": 4, "backoff": {"initialSeconds": 60, "maxSeconds": 900}}),
+    );
+    b.world.script(|s| s.forge_network_failures = u32::MAX);
+    let ran = b.run();
+    assert_eq!(ran.run.code, 1, "{}", ran.log);
+    assert!(
+        ran.log.contains("ENVIRONMENT FAILURE: NETWORK"),
+        "{}",
+        ran.log
+    );
+    assert_eq!(
+        ran.clock.waits(),
+        [2, 4, 8, 16].map(Duration::from_secs).to_vec(),
+        "{}",
+        ran.log
+    );
+    let w = b.world.lock();
+    assert!(w.merges.is_empty());
+    assert!(
+        !w.issues[&1].escalated,
+        "the network is not the issue's fault"
+    );
+}
+
+#[test]
+fn an_issue_a_person_closes_mid_run_is_withdrawn_and_never_merged() {
+    let b = Bench::new(&[(1, "First"), (2, "Second")], json!({}));
+    b.world
+        .script(|s| s.close_after = Some((1, Step::Implement)));
+    let ran = b.run();
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(w.merges, vec![2], "{}", ran.log);
+    assert!(!w.issues[&1].escalated);
+    assert!(ran.journal_has("\"issueWithdrawn\""), "{}", ran.log);
+    // Nothing after implement ran for #1, and the runner wrote nothing to it.
+    assert!(
+        !w.invocations.contains(&(1, Step::Simplify, 1)),
+        "{:?}",
+        w.invocations
+    );
+    assert!(!w.tracker_writes.iter().any(|t| t.ends_with("#1")));
+}
+
+#[test]
+fn a_hook_rejecting_every_push_halts_for_the_environment_without_a_second_quarantine() {
+    let b = Bench::new(&[(1, "First"), (2, "Second"), (3, "Third")], json!({}));
+    b.world.script(|s| s.reject_pushes = true);
+    let ran = b.run();
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 1, "{}", ran.log);
+    assert!(ran.log.contains("on two issues in a row"), "{}", ran.log);
+    assert!(!w.issues[&2].escalated, "#2 quarantined: {}", ran.log);
+    assert!(!w.issues[&3].escalated, "#3 reached: {}", ran.log);
+    assert!(w.merges.is_empty());
+}
+
+#[test]
+fn a_lost_push_race_is_contention_not_an_attempt() {
+    let b = Bench::new(&[(1, "First")], json!({}));
+    b.world.script(|s| s.lost_races = 1);
+    let ran = b.run();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(b.world.lock().merges, vec![1], "{}", ran.log);
+    assert!(ran.log.contains("lost a push race"), "{}", ran.log);
+    // One merge attempt, and no failure of it recorded for the machine.
+    assert!(!ran.journal_has("\"stepFailed\""), "{}", ran.log);
+    // The pause before merging again went through the clock.
+    assert_eq!(ran.clock.waits().len(), 1, "{:?}", ran.clock.waits());
+}
+
+#[test]
+fn a_failed_agent_attempt_is_retried_and_the_issue_still_merges() {
+    let b = Bench::new(&[(1, "First")], json!({}));
+    let ran = b.run_scripted(|agent| {
+        agent.script(
+            1,
+            Step::WriteSpecs,
+            1,
+            Outcome::Fail("error: the model gave up".to_string()),
+        )
+    });
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(w.merges, vec![1], "{}", ran.log);
+    let specs: Vec<u32> = w
+        .invocations
+        .iter()
+        .filter(|(i, s, _)| *i == 1 && *s == Step::WriteSpecs)
+        .map(|(_, _, attempt)| *attempt)
+        .collect();
+    assert_eq!(specs, vec![1, 2], "{}", ran.log);
+    assert!(ran.journal_has("\"stepFailed\""), "{}", ran.log);
+}
