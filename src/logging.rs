@@ -1,0 +1,264 @@
+//! The one logging system: everything the runner says goes out as a `tracing` event, and two
+//! formatting layers write it.
+//!
+//! - **Narration** (`say!`, target [`NARRATION`]) and the **orchestration record**
+//!   (`Driver::log`, target [`ORCHESTRATION`]) are info, warn or error events whose level comes
+//!   from the line's first words ([`crate::console::Level::of`]). The console layer always
+//!   writes them in the run's style (`-q` drops the info ones); the orchestration layer
+//!   appends the orchestration events to the log file the event names.
+//! - **Diagnostics** (`debug!`/`trace!` at the ports: each child process, each event fed to the
+//!   machine, each effect performed; `warn!` of the clean-up) are written to the console only
+//!   when `RUST_LOG` or `run -v` asks for them, in the same style: a text line with the level
+//!   and the module, or one JSON object with `target` and the event's fields.
+//!
+//! Every sink gets redacted text (`redact::redact`) with control characters escaped
+//! (`sanitize`): one line per orchestration entry, a block of lines for narration.
+
+use std::fmt;
+use std::path::Path;
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::{filter_fn, EnvFilter, FilterExt};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::console::{self, LogFormat, Style};
+
+/// Target of `say!`: narration on the console.
+pub const NARRATION: &str = "sdlc_runner::narration";
+/// Target of `Driver::log`: narration on the console and in the orchestration log.
+pub const ORCHESTRATION: &str = "sdlc_runner::orchestration";
+
+/// The diagnostics `-v` shows when `RUST_LOG` is not set: the runner's own down to debug,
+/// other crates' warnings (hyper and tokio at debug would drown the runner's).
+const VERBOSE: &str = "warn,sdlc_runner=debug";
+/// The diagnostics shown by default: warnings and errors.
+const DEFAULT: &str = "warn";
+
+/// Installs the subscriber for the rest of the process: the console layer (narration always,
+/// diagnostics as `RUST_LOG` says, else as `verbose` says) and the orchestration-log layer.
+/// A second call, or a subscriber someone else installed first, is left as it is.
+pub fn init(verbose: bool) {
+    let diagnostics = EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| EnvFilter::new(if verbose { VERBOSE } else { DEFAULT }));
+    let console = ConsoleLayer.with_filter(filter_fn(|m| is_narration(m.target())).or(diagnostics));
+    let orchestration = OrchestrationLayer.with_filter(filter_fn(|m| m.target() == ORCHESTRATION));
+    let _ = tracing_subscriber::registry()
+        .with(console)
+        .with(orchestration)
+        .try_init();
+}
+
+fn is_narration(target: &str) -> bool {
+    target == NARRATION || target == ORCHESTRATION
+}
+
+/// One line of narration as an event (what `say!` does).
+pub fn narrate(line: &str) {
+    match console::Level::of(line) {
+        console::Level::Info => tracing::info!(target: NARRATION, "{line}"),
+        console::Level::Warn => tracing::warn!(target: NARRATION, "{line}"),
+        console::Level::Error => tracing::error!(target: NARRATION, "{line}"),
+    }
+}
+
+/// Where an orchestration entry belongs: its log file and what it is about.
+#[derive(Debug, Clone, Copy)]
+pub struct Origin<'a> {
+    /// The orchestration log of the driver that wrote the entry.
+    pub log: &'a Path,
+    /// The fleet worker, when the driver is one (`[w<n>] ` before the line).
+    pub worker: Option<u32>,
+    /// The issue being worked, if any.
+    pub issue: Option<u32>,
+    /// The step the machine is in, if any.
+    pub step: Option<&'static str>,
+}
+
+/// One orchestration entry as an event (what `Driver::log` does): the console and the
+/// orchestration log of `origin` get it, with `worker`, `issue` and `step` as fields.
+pub fn orchestrate(origin: Origin<'_>, line: &str) {
+    let log = origin.log.display();
+    macro_rules! at {
+        ($level:ident) => {
+            tracing::$level!(
+                target: ORCHESTRATION,
+                orchestration_log = %log,
+                worker = origin.worker,
+                issue = origin.issue,
+                step = origin.step,
+                "{line}"
+            )
+        };
+    }
+    match console::Level::of(line) {
+        console::Level::Info => at!(info),
+        console::Level::Warn => at!(warn),
+        console::Level::Error => at!(error),
+    }
+}
+
+/// An event's fields: the message, the routing fields, and the rest for the JSON form.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    log: Option<String>,
+    worker: Option<u64>,
+    rest: Vec<(&'static str, serde_json::Value)>,
+}
+
+impl Fields {
+    fn of(event: &Event<'_>) -> Fields {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        fields
+    }
+
+    fn put(&mut self, field: &Field, value: serde_json::Value) {
+        match (field.name(), value) {
+            ("message", serde_json::Value::String(s)) => self.message = s,
+            ("orchestration_log", serde_json::Value::String(s)) => self.log = Some(s),
+            ("worker", serde_json::Value::Number(n)) if n.as_u64().is_some() => {
+                self.worker = n.as_u64();
+                self.rest.push(("worker", serde_json::Value::Number(n)));
+            }
+            (name, value) => self.rest.push((name, value)),
+        }
+    }
+
+    /// The entry as the runner writes it: one line, `[w<n>] ` first for a fleet worker's,
+    /// secrets masked.
+    fn orchestration_line(&self) -> String {
+        let line = crate::sanitize::one_line(&self.message);
+        crate::redact::redact(&match self.worker {
+            Some(w) => format!("[w{w}] {line}"),
+            None => line.into_owned(),
+        })
+    }
+}
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.put(field, value.into());
+    }
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.put(field, value.into());
+    }
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.put(field, value.into());
+    }
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.put(field, value.into());
+    }
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        self.put(field, value.into());
+    }
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.put(field, format!("{value:?}").into());
+    }
+}
+
+/// Writes narration and diagnostics to stderr in the run's style.
+struct ConsoleLayer;
+
+impl<S: Subscriber> Layer<S> for ConsoleLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let style = console::style();
+        let meta = event.metadata();
+        let fields = Fields::of(event);
+        let now = chrono::Utc::now();
+        let text = if is_narration(meta.target()) {
+            let line = if meta.target() == ORCHESTRATION {
+                fields.orchestration_line()
+            } else {
+                crate::redact::redact(&crate::sanitize::block(&fields.message))
+            };
+            console::render_at(style, level_of(meta.level()), &line, &fields.rest, now)
+        } else {
+            Some(diagnostic(style, meta, &fields, now))
+        };
+        if let Some(text) = text {
+            console::write_line(&text);
+        }
+    }
+}
+
+/// Appends orchestration events to the log file each names, stamped to the second.
+struct OrchestrationLayer;
+
+impl<S: Subscriber> Layer<S> for OrchestrationLayer {
+    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+        let fields = Fields::of(event);
+        let Some(log) = &fields.log else { return };
+        let stamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        // The console is the only place left to say that the log cannot be written, and it
+        // would say so on every line: the run goes on without it, as it always has.
+        let _ = crate::logs::append_line(
+            Path::new(log),
+            &format!("[{stamp}] {}", fields.orchestration_line()),
+        );
+    }
+}
+
+/// The narration level of a tracing level (narration is never debug or trace).
+fn level_of(level: &Level) -> console::Level {
+    if *level == Level::ERROR {
+        console::Level::Error
+    } else if *level == Level::WARN {
+        console::Level::Warn
+    } else {
+        console::Level::Info
+    }
+}
+
+/// A diagnostic as text (`DEBUG sdlc_runner::process: git status: exit 0 in 3 ms cwd=…`,
+/// stamped off a terminal) or as one JSON object (`ts`, `level`, `target`, `msg` and the
+/// event's fields).
+fn diagnostic(
+    style: Style,
+    meta: &tracing::Metadata<'_>,
+    fields: &Fields,
+    now: chrono::DateTime<chrono::Utc>,
+) -> String {
+    let msg = crate::redact::redact(&crate::sanitize::one_line(&fields.message));
+    match style.format {
+        LogFormat::Json => {
+            let mut object = serde_json::Map::new();
+            object.insert("ts".into(), console::json_time(now).into());
+            object.insert("level".into(), meta.level().as_str().to_lowercase().into());
+            object.insert("target".into(), meta.target().into());
+            object.insert("msg".into(), msg.into());
+            for (name, value) in &fields.rest {
+                object.insert((*name).into(), redacted(value));
+            }
+            serde_json::Value::Object(object).to_string()
+        }
+        LogFormat::Text => {
+            let mut line = format!("{:>5} {}: {msg}", meta.level().as_str(), meta.target());
+            for (name, value) in &fields.rest {
+                let shown = match value {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let shown = crate::redact::redact(&crate::sanitize::one_line(&shown));
+                line.push_str(&format!(" {name}={shown}"));
+            }
+            if style.stamp {
+                format!("[{}] {line}", console::text_time(now))
+            } else {
+                line
+            }
+        }
+    }
+}
+
+fn redacted(value: &serde_json::Value) -> serde_json::Value {
+    match value {
+        serde_json::Value::String(s) => crate::redact::redact(s).into(),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
