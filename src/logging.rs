@@ -18,9 +18,11 @@ use std::fmt;
 use std::path::Path;
 
 use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id};
 use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::filter::{filter_fn, EnvFilter, FilterExt};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
 use crate::console::{self, LogFormat, Style};
@@ -29,20 +31,32 @@ use crate::console::{self, LogFormat, Style};
 pub const NARRATION: &str = "sdlc_runner::narration";
 /// Target of `Driver::log`: narration on the console and in the orchestration log.
 pub const ORCHESTRATION: &str = "sdlc_runner::orchestration";
+/// Target of the spans that say whose work an event is part of (a fleet worker's): always
+/// seen by the console layer, whatever `RUST_LOG` says, so that a line's fields do not depend
+/// on the filter.
+const CONTEXT: &str = "sdlc_runner::context";
 
 /// The diagnostics `-v` shows when `RUST_LOG` is not set: the runner's own down to debug,
 /// other crates' warnings (hyper and tokio at debug would drown the runner's).
 const VERBOSE: &str = "warn,sdlc_runner=debug";
+/// `-vv`: also what each call printed.
+const VERY_VERBOSE: &str = "warn,sdlc_runner=trace";
 /// The diagnostics shown by default: warnings and errors.
 const DEFAULT: &str = "warn";
 
 /// Installs the subscriber for the rest of the process: the console layer (narration always,
-/// diagnostics as `RUST_LOG` says, else as `verbose` says) and the orchestration-log layer.
-/// A second call, or a subscriber someone else installed first, is left as it is.
-pub fn init(verbose: bool) {
-    let diagnostics = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(if verbose { VERBOSE } else { DEFAULT }));
-    let console = ConsoleLayer.with_filter(filter_fn(|m| is_narration(m.target())).or(diagnostics));
+/// diagnostics as `RUST_LOG` says, else as the count of `-v` says) and the orchestration-log
+/// layer. A second call, or a subscriber someone else installed first, is left as it is.
+pub fn init(verbose: u8) {
+    let diagnostics = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        EnvFilter::new(match verbose {
+            0 => DEFAULT,
+            1 => VERBOSE,
+            _ => VERY_VERBOSE,
+        })
+    });
+    let always = filter_fn(|m| is_narration(m.target()) || m.target() == CONTEXT);
+    let console = ConsoleLayer.with_filter(always.or(diagnostics));
     let orchestration = OrchestrationLayer.with_filter(filter_fn(|m| m.target() == ORCHESTRATION));
     let _ = tracing_subscriber::registry()
         .with(console)
@@ -61,6 +75,11 @@ pub fn narrate(line: &str) {
         console::Level::Warn => tracing::warn!(target: NARRATION, "{line}"),
         console::Level::Error => tracing::error!(target: NARRATION, "{line}"),
     }
+}
+
+/// The span of fleet worker `worker`: the events inside it carry `worker` as a field.
+pub fn worker_span(worker: u32) -> tracing::Span {
+    tracing::info_span!(target: CONTEXT, "worker", worker)
 }
 
 /// Where an orchestration entry belongs: its log file and what it is about.
@@ -159,14 +178,40 @@ impl Visit for Fields {
     }
 }
 
+/// The fields of a span (a fleet worker's `worker`), kept for the diagnostics inside it.
+struct SpanFields(Vec<(&'static str, serde_json::Value)>);
+
 /// Writes narration and diagnostics to stderr in the run's style.
 struct ConsoleLayer;
 
-impl<S: Subscriber> Layer<S> for ConsoleLayer {
-    fn on_event(&self, event: &Event<'_>, _ctx: Context<'_, S>) {
+impl<S> Layer<S> for ConsoleLayer
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(SpanFields(fields.rest));
+        }
+    }
+
+    fn on_event(&self, event: &Event<'_>, ctx: Context<'_, S>) {
         let style = console::style();
         let meta = event.metadata();
-        let fields = Fields::of(event);
+        let mut fields = Fields::of(event);
+        // A diagnostic says which worker (or other enclosing span) it comes from.
+        if let Some(scope) = ctx.event_scope(event) {
+            for span in scope.from_root() {
+                if let Some(SpanFields(outer)) = span.extensions().get::<SpanFields>() {
+                    for (name, value) in outer {
+                        if !fields.rest.iter().any(|(n, _)| n == name) {
+                            fields.rest.push((name, value.clone()));
+                        }
+                    }
+                }
+            }
+        }
         let now = chrono::Utc::now();
         let text = if is_narration(meta.target()) {
             let line = if meta.target() == ORCHESTRATION {

@@ -6,7 +6,10 @@ fn main() {
     let cli = Cli::parse();
     // One logging system for every command: narration, the orchestration log and, as
     // `RUST_LOG` or `run -v` ask, the runner's diagnostics (src/logging.rs).
-    let verbose = matches!(&cli.command, Command::Run(args) if args.verbose);
+    let verbose = match &cli.command {
+        Command::Run(args) => args.verbose,
+        _ => 0,
+    };
     sdlc_runner::logging::init(verbose);
     let code = match &cli.command {
         Command::Diagram(args) => commands::diagram::run(args),

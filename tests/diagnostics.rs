@@ -13,7 +13,8 @@ fn project() -> Project {
     Project::new(&[(1, "First", "")], json!({}), json!({}))
 }
 
-/// `run` with `args`, `RUST_LOG` as given (removed when `None`).
+/// `run` with `args`, `RUST_LOG` as given (removed when `None`). stderr goes to a file: a
+/// verbose run writes more than a pipe holds before the runner is waited for.
 fn run(p: &Project, args: &[&str], rust_log: Option<&str>) -> Output {
     let mut all = vec!["run", "--config", p.config.to_str().expect("utf8")];
     all.extend_from_slice(args);
@@ -22,12 +23,15 @@ fn run(p: &Project, args: &[&str], rust_log: Option<&str>) -> Output {
         Some(filter) => cmd.env("RUST_LOG", filter),
         None => cmd.env_remove("RUST_LOG"),
     };
+    let path = p.root.join("stderr.txt");
+    let file = std::fs::File::create(&path).expect("stderr file");
     let child = cmd
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::from(file))
         .spawn()
         .expect("spawn runner");
-    let out = wait_output(child, Duration::from_secs(120));
+    let mut out = wait_output(child, Duration::from_secs(120));
+    out.stderr = std::fs::read(&path).expect("stderr");
     assert_eq!(code(&out), 0, "{}", text(&out));
     out
 }
@@ -63,10 +67,23 @@ fn verbose_shows_each_call_event_and_effect_stamped_like_the_narration() {
             .all(|l| l.starts_with("[20") && l.contains("Z] ")),
         "{err}"
     );
+    // What each call printed is for -vv.
+    assert!(!err.contains("TRACE"), "{err}");
     // Diagnostics are for the console; the orchestration log keeps the narration only.
     let log = orchestration_log(&p);
     assert!(log.contains("verify: succeeded"), "{log}");
     assert!(!log.contains("DEBUG"), "{log}");
+}
+
+#[test]
+fn very_verbose_adds_what_each_call_printed() {
+    let p = project();
+    let out = run(&p, &["-vv"], None);
+    let err = stderr(&out);
+    assert!(
+        err.contains("TRACE sdlc_runner::process: output program=git stdout="),
+        "{err}"
+    );
 }
 
 #[test]
@@ -136,4 +153,23 @@ fn json_diagnostics_are_one_object_per_line_with_level_target_and_fields() {
     );
     // An orchestration entry about an issue carries it as a field.
     assert!(narrated_with_issue > 0, "{err}");
+}
+
+#[test]
+fn a_fleet_workers_diagnostics_and_json_lines_name_the_worker() {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({}),
+        json!({ "steps": e2e::builtin_steps() }),
+    );
+    let out = run(&p, &["--workers", "2", "-v", "--log-format", "json"], None);
+    let err = stderr(&out);
+    for worker in [0, 1] {
+        let named = err.lines().any(|line| {
+            let v: serde_json::Value = serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line:?}"));
+            v["level"] == "debug" && v["target"] == "sdlc_runner::process" && v["worker"] == worker
+        });
+        assert!(named, "no git call of worker {worker}:\n{err}");
+    }
 }
