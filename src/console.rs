@@ -2,11 +2,12 @@
 //! the output was piped into `head`) must not stop an unattended run. The orchestration log
 //! still gets every line; the console is best effort.
 //!
-//! stdout holds what a script would parse (dry-run plans, status, the halt diagnostic);
-//! stderr narrates. `run` sets the narration's style once: plain lines on a terminal, lines
-//! stamped with the time when stderr is a file or a pipe, or one JSON object per line
-//! (`--log-format json`, fields in docs/interfaces.md), and `-q` keeps only warnings and
-//! errors.
+//! stdout holds what a script would parse (dry-run plans, status, the halt diagnostic): `out!`
+//! writes it plainly. stderr narrates: `say!` is a `tracing` event that the console layer of
+//! [`crate::logging`] renders here. `run` sets the narration's style once: plain lines on a
+//! terminal, lines stamped with the time when stderr is a file or a pipe, or one JSON object
+//! per line (`--log-format json`, fields in docs/interfaces.md), and `-q` keeps only warnings
+//! and errors.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -20,7 +21,8 @@ macro_rules! out {
     }};
 }
 
-/// One line of narration on stderr, in the run's style; ignores a write error.
+/// One line of narration: a `tracing` event written on stderr in the run's style (a write
+/// error is ignored).
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
