@@ -6,16 +6,17 @@ mod e2e;
 
 use e2e::{code, text, wait_output, Project};
 use serde_json::json;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 fn project() -> Project {
     Project::new(&[(1, "First", "")], json!({}), json!({}))
 }
 
-/// `run` with `args`, `RUST_LOG` as given (removed when `None`). stderr goes to a file: a
-/// verbose run writes more than a pipe holds before the runner is waited for.
-fn run(p: &Project, args: &[&str], rust_log: Option<&str>) -> Output {
+/// The stderr of a successful `run` with `args`, `RUST_LOG` as given (removed when `None`).
+/// It goes to a file: a verbose run writes more than a pipe holds before the runner is waited
+/// for.
+fn run(p: &Project, args: &[&str], rust_log: Option<&str>) -> String {
     let mut all = vec!["run", "--config", p.config.to_str().expect("utf8")];
     all.extend_from_slice(args);
     let mut cmd = p.command(&all);
@@ -33,11 +34,17 @@ fn run(p: &Project, args: &[&str], rust_log: Option<&str>) -> Output {
     let mut out = wait_output(child, Duration::from_secs(120));
     out.stderr = std::fs::read(&path).expect("stderr");
     assert_eq!(code(&out), 0, "{}", text(&out));
-    out
+    String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn stderr(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+/// Every line of `err` as the JSON object it must be.
+fn json_lines(err: &str) -> Vec<serde_json::Value> {
+    err.lines()
+        .map(|line| {
+            serde_json::from_str(line)
+                .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line:?}"))
+        })
+        .collect()
 }
 
 fn orchestration_log(p: &Project) -> String {
@@ -47,8 +54,7 @@ fn orchestration_log(p: &Project) -> String {
 #[test]
 fn verbose_shows_each_call_event_and_effect_stamped_like_the_narration() {
     let p = project();
-    let out = run(&p, &["-v"], None);
-    let err = stderr(&out);
+    let err = run(&p, &["-v"], None);
     for wanted in [
         "DEBUG sdlc_runner::process: run program=git args=",
         "DEBUG sdlc_runner::process: exited program=git",
@@ -78,8 +84,7 @@ fn verbose_shows_each_call_event_and_effect_stamped_like_the_narration() {
 #[test]
 fn very_verbose_adds_what_each_call_printed() {
     let p = project();
-    let out = run(&p, &["-vv"], None);
-    let err = stderr(&out);
+    let err = run(&p, &["-vv"], None);
     assert!(
         err.contains("TRACE sdlc_runner::process: output program=git stdout="),
         "{err}"
@@ -89,8 +94,7 @@ fn very_verbose_adds_what_each_call_printed() {
 #[test]
 fn without_verbose_or_rust_log_no_diagnostic_appears() {
     let p = project();
-    let out = run(&p, &[], None);
-    let err = stderr(&out);
+    let err = run(&p, &[], None);
     assert!(err.contains("verify: succeeded"), "{err}");
     assert!(!err.contains("DEBUG"), "{err}");
     assert!(!err.contains("sdlc_runner::"), "{err}");
@@ -99,8 +103,7 @@ fn without_verbose_or_rust_log_no_diagnostic_appears() {
 #[test]
 fn rust_log_alone_turns_them_on_and_never_hides_the_narration() {
     let p = project();
-    let out = run(&p, &[], Some("sdlc_runner::tracker=debug"));
-    let err = stderr(&out);
+    let err = run(&p, &[], Some("sdlc_runner::tracker=debug"));
     assert!(err.contains("DEBUG sdlc_runner::tracker: select"), "{err}");
     assert!(
         !err.contains("sdlc_runner::process"),
@@ -110,8 +113,7 @@ fn rust_log_alone_turns_them_on_and_never_hides_the_narration() {
 
     // A filter that lets nothing through still leaves the narration.
     let q = project();
-    let out = run(&q, &[], Some("off"));
-    let err = stderr(&out);
+    let err = run(&q, &[], Some("off"));
     assert!(err.contains("verify: succeeded"), "{err}");
     assert!(!err.contains("DEBUG"), "{err}");
 }
@@ -119,22 +121,19 @@ fn rust_log_alone_turns_them_on_and_never_hides_the_narration() {
 #[test]
 fn json_diagnostics_are_one_object_per_line_with_level_target_and_fields() {
     let p = project();
-    let out = run(&p, &["-v", "--log-format", "json"], None);
-    let err = stderr(&out);
+    let err = run(&p, &["-v", "--log-format", "json"], None);
     let mut debug = 0;
     let mut narrated_with_issue = 0;
-    for line in err.lines() {
-        let v: serde_json::Value = serde_json::from_str(line)
-            .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line:?}"));
-        assert!(v["ts"].as_str().is_some_and(|t| t.ends_with('Z')), "{line}");
-        assert!(v["msg"].is_string(), "{line}");
+    for v in json_lines(&err) {
+        assert!(v["ts"].as_str().is_some_and(|t| t.ends_with('Z')), "{v}");
+        assert!(v["msg"].is_string(), "{v}");
         match v["level"].as_str() {
             Some("debug") => {
                 assert!(
                     v["target"]
                         .as_str()
                         .is_some_and(|t| t.starts_with("sdlc_runner::")),
-                    "{line}"
+                    "{v}"
                 );
                 debug += 1;
             }
@@ -143,7 +142,7 @@ fn json_diagnostics_are_one_object_per_line_with_level_target_and_fields() {
                     narrated_with_issue += 1;
                 }
             }
-            other => panic!("level {other:?}: {line}"),
+            other => panic!("level {other:?}: {v}"),
         }
     }
     assert!(debug > 10, "{err}");
@@ -162,12 +161,9 @@ fn a_fleet_workers_diagnostics_and_json_lines_name_the_worker() {
         json!({}),
         json!({ "steps": e2e::builtin_steps() }),
     );
-    let out = run(&p, &["--workers", "2", "-v", "--log-format", "json"], None);
-    let err = stderr(&out);
+    let err = run(&p, &["--workers", "2", "-v", "--log-format", "json"], None);
     for worker in [0, 1] {
-        let named = err.lines().any(|line| {
-            let v: serde_json::Value = serde_json::from_str(line)
-                .unwrap_or_else(|e| panic!("not one JSON object ({e}): {line:?}"));
+        let named = json_lines(&err).iter().any(|v| {
             v["level"] == "debug" && v["target"] == "sdlc_runner::process" && v["worker"] == worker
         });
         assert!(named, "no git call of worker {worker}:\n{err}");
