@@ -48,13 +48,8 @@ const DEFAULT: &str = "warn";
 /// diagnostics as `RUST_LOG` says, else as the count of `-v` says) and the orchestration-log
 /// layer. A second call, or a subscriber someone else installed first, is left as it is.
 pub fn init(verbose: u8) {
-    let diagnostics = EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        EnvFilter::new(match verbose {
-            0 => DEFAULT,
-            1 => VERBOSE,
-            _ => VERY_VERBOSE,
-        })
-    });
+    let rust_log = std::env::var("RUST_LOG").ok();
+    let (diagnostics, refused) = diagnostics_filter(rust_log.as_deref(), verbose);
     let always = filter_fn(|m| is_narration(m.target()) || m.target() == CONTEXT);
     let console = ConsoleLayer.with_filter(always.or(diagnostics));
     let orchestration = OrchestrationLayer.with_filter(filter_fn(|m| m.target() == ORCHESTRATION));
@@ -62,6 +57,34 @@ pub fn init(verbose: u8) {
         .with(console)
         .with(orchestration)
         .try_init();
+    if let Some(warning) = refused {
+        narrate(&warning);
+    }
+}
+
+/// The filter of diagnostics: `RUST_LOG` when set, else by the count of `-v`. A `RUST_LOG` that
+/// does not parse is not ignored silently: the warning to narrate comes with the fallback.
+fn diagnostics_filter(rust_log: Option<&str>, verbose: u8) -> (EnvFilter, Option<String>) {
+    let by_flag = || {
+        EnvFilter::new(match verbose {
+            0 => DEFAULT,
+            1 => VERBOSE,
+            _ => VERY_VERBOSE,
+        })
+    };
+    match rust_log.filter(|v| !v.trim().is_empty()) {
+        None => (by_flag(), None),
+        Some(directives) => match EnvFilter::try_new(directives) {
+            Ok(filter) => (filter, None),
+            Err(e) => (
+                by_flag(),
+                Some(format!(
+                    "warning: RUST_LOG={directives:?} is not a filter ({e}); diagnostics as \
+                     without it (example: RUST_LOG=sdlc_runner=debug)"
+                )),
+            ),
+        },
+    }
 }
 
 fn is_narration(target: &str) -> bool {

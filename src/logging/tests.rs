@@ -176,3 +176,33 @@ fn narration_levels_come_from_the_first_words_and_never_go_below_info() {
     assert_eq!(level_of(&Level::INFO), console::Level::Info);
     assert_eq!(level_of(&Level::DEBUG), console::Level::Info);
 }
+
+/// The directives of a filter, in any order.
+fn directives(filter: &EnvFilter) -> std::collections::BTreeSet<String> {
+    filter.to_string().split(',').map(str::to_string).collect()
+}
+
+fn same(filter: &EnvFilter, spelled: &str) -> bool {
+    directives(filter) == spelled.split(',').map(str::to_string).collect()
+}
+
+#[test]
+fn rust_log_decides_and_a_bad_one_is_said_not_ignored() {
+    let (filter, refused) = diagnostics_filter(Some("sdlc_runner::tracker=debug"), 0);
+    assert!(same(&filter, "sdlc_runner::tracker=debug"), "{filter}");
+    assert_eq!(refused, None);
+    let (filter, refused) = diagnostics_filter(None, 1);
+    assert!(same(&filter, VERBOSE), "{filter}");
+    assert_eq!(refused, None);
+    let (filter, refused) = diagnostics_filter(Some("  "), 2);
+    assert!(same(&filter, VERY_VERBOSE), "{filter}");
+    assert_eq!(refused, None);
+    let (filter, refused) = diagnostics_filter(Some("sdlc_runner=loud"), 0);
+    assert!(same(&filter, DEFAULT), "{filter}");
+    let warning = refused.expect("a warning");
+    assert!(
+        warning.starts_with("warning: RUST_LOG=\"sdlc_runner=loud\" is not a filter"),
+        "{warning}"
+    );
+    assert_eq!(console::Level::of(&warning), console::Level::Warn);
+}
