@@ -298,6 +298,7 @@ pub async fn run_agent_stoppable(
     crate::repo::answers::child_started();
     crate::stats::spawned(false);
     let pid = child.id().unwrap_or(0);
+    tracing::debug!(program = %program_name, pid, cwd = %run.cwd.display(), "agent started");
     let pgid = pid as i32;
     on_spawn(pgid);
     let mut guard = GroupGuard {

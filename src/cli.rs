@@ -155,9 +155,11 @@ pub struct RunArgs {
     /// Only warnings and errors on stderr (the orchestration log keeps everything).
     #[arg(short, long, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Also the runner's internal diagnostics (as `RUST_LOG=debug`).
-    #[arg(short, long)]
-    pub verbose: bool,
+    /// Also the runner's diagnostics on stderr: each git, gh and tracker call, each event
+    /// and effect (as `RUST_LOG=sdlc_runner=debug`); `-vv` adds what each call printed
+    /// (`trace`). `RUST_LOG`, when set, decides instead.
+    #[arg(short, long, action = clap::ArgAction::Count)]
+    pub verbose: u8,
 }
 
 fn parse_worker_id(s: &str) -> Result<String, String> {

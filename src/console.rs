@@ -2,11 +2,12 @@
 //! the output was piped into `head`) must not stop an unattended run. The orchestration log
 //! still gets every line; the console is best effort.
 //!
-//! stdout holds what a script would parse (dry-run plans, status, the halt diagnostic);
-//! stderr narrates. `run` sets the narration's style once: plain lines on a terminal, lines
-//! stamped with the time when stderr is a file or a pipe, or one JSON object per line
-//! (`--log-format json`, fields in docs/interfaces.md), and `-q` keeps only warnings and
-//! errors.
+//! stdout holds what a script would parse (dry-run plans, status, the halt diagnostic): `out!`
+//! writes it plainly. stderr narrates: `say!` is a `tracing` event that the console layer of
+//! [`crate::logging`] renders here. `run` sets the narration's style once: plain lines on a
+//! terminal, lines stamped with the time when stderr is a file or a pipe, or one JSON object
+//! per line (`--log-format json`, fields in docs/interfaces.md), and `-q` keeps only warnings
+//! and errors.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -20,7 +21,8 @@ macro_rules! out {
     }};
 }
 
-/// One line of narration on stderr, in the run's style; ignores a write error.
+/// One line of narration: a `tracing` event written on stderr in the run's style (a write
+/// error is ignored).
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
@@ -108,22 +110,52 @@ pub fn set_style(style: Style) {
     let _ = STYLE.set(style);
 }
 
+/// The style set by `run` (the default one before, and for every other command).
+pub fn style() -> Style {
+    STYLE.get().copied().unwrap_or_default()
+}
+
 /// The text of one narrated line in `style`, or `None` when the style leaves it out.
 pub fn render(style: Style, line: &str, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
-    let level = Level::of(line);
+    render_at(style, Level::of(line), line, &[], now)
+}
+
+/// [`render`] at a given level; `fields` (an orchestration entry's worker, issue and step)
+/// are added to the JSON object after `msg`, the text line already says them.
+pub fn render_at(
+    style: Style,
+    level: Level,
+    line: &str,
+    fields: &[(&'static str, serde_json::Value)],
+    now: chrono::DateTime<chrono::Utc>,
+) -> Option<String> {
     if style.quiet && level == Level::Info {
         return None;
     }
     Some(match style.format {
-        LogFormat::Json => serde_json::json!({
-            "ts": now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true),
-            "level": level.name(),
-            "msg": line,
-        })
-        .to_string(),
-        LogFormat::Text if style.stamp => format!("[{}] {line}", now.format("%Y-%m-%dT%H:%M:%SZ")),
+        LogFormat::Json => {
+            let mut object = serde_json::Map::new();
+            object.insert("ts".into(), json_time(now).into());
+            object.insert("level".into(), level.name().into());
+            object.insert("msg".into(), line.into());
+            for (name, value) in fields {
+                object.insert((*name).into(), value.clone());
+            }
+            serde_json::Value::Object(object).to_string()
+        }
+        LogFormat::Text if style.stamp => format!("[{}] {line}", text_time(now)),
         LogFormat::Text => line.to_string(),
     })
+}
+
+/// The `ts` of a JSON line: RFC 3339, UTC, milliseconds.
+pub fn json_time(now: chrono::DateTime<chrono::Utc>) -> String {
+    now.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+/// The stamp of a text line off a terminal.
+pub fn text_time(now: chrono::DateTime<chrono::Utc>) -> impl std::fmt::Display {
+    now.format("%Y-%m-%dT%H:%M:%SZ")
 }
 
 /// The status line on screen, if any: a narrated line is written above it.
@@ -138,22 +170,23 @@ fn status_slot() -> std::sync::MutexGuard<'static, Option<String>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// Writes one narrated line to stderr; a closed stderr is ignored. A status line on screen is
-/// erased first and drawn again below the new line.
+/// One line of narration: a `tracing` event the console layer writes in the run's style
+/// (see [`crate::logging`]).
 pub fn narrate(line: &str) {
+    crate::logging::narrate(line);
+}
+
+/// Writes one formatted line to stderr; a closed stderr is ignored. A status line on screen
+/// is erased first and drawn again below the new line.
+pub fn write_line(text: &str) {
     use std::io::Write as _;
-    // No escape sequence or carriage return from a title or a tool's output acts on the terminal.
-    let line = &crate::sanitize::block(line);
-    let style = STYLE.get().copied().unwrap_or_default();
-    if let Some(text) = render(style, line, chrono::Utc::now()) {
-        let status = status_slot();
-        let mut err = std::io::stderr().lock();
-        let _ = match status.as_deref() {
-            Some(bar) => write!(err, "{CLEAR_LINE}{text}\n{bar}"),
-            None => writeln!(err, "{text}"),
-        };
-        let _ = err.flush();
-    }
+    let status = status_slot();
+    let mut err = std::io::stderr().lock();
+    let _ = match status.as_deref() {
+        Some(bar) => write!(err, "{CLEAR_LINE}{text}\n{bar}"),
+        None => writeln!(err, "{text}"),
+    };
+    let _ = err.flush();
 }
 
 static NO_LIVE: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -26,6 +26,7 @@ pub mod forge;
 pub mod http;
 pub mod journal;
 pub mod live_status;
+pub mod logging;
 pub mod logs;
 pub mod network;
 pub mod notify;

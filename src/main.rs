@@ -4,16 +4,13 @@ use sdlc_runner::commands;
 
 fn main() {
     let cli = Cli::parse();
-    // The runner's internal diagnostics (`tracing`), on stderr: `RUST_LOG` when set, else
-    // warnings, or everything down to debug with `run -v`.
-    let verbose = matches!(&cli.command, Command::Run(args) if args.verbose);
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(if verbose { "debug" } else { "warn" })
-    });
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    // One logging system for every command: narration, the orchestration log and, as
+    // `RUST_LOG` or `run -v` ask, the runner's diagnostics (src/logging.rs).
+    let verbose = match &cli.command {
+        Command::Run(args) => args.verbose,
+        _ => 0,
+    };
+    sdlc_runner::logging::init(verbose);
     let code = match &cli.command {
         Command::Diagram(args) => commands::diagram::run(args),
         Command::Config { command } => commands::config::run(command),

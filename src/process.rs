@@ -351,6 +351,56 @@ impl Running<'_> {
 }
 
 pub(crate) fn run_tracked(
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
+    timeout: Duration,
+    marker: Option<fn(&str) -> bool>,
+    slot: Option<&ChildSlot>,
+    budget: Budget,
+) -> io::Result<Captured> {
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let args = shown_args(&cmd);
+    let cwd = cmd
+        .get_current_dir()
+        .map_or_else(|| ".".to_string(), |d| d.display().to_string());
+    tracing::debug!(%program, %args, %cwd, "run");
+    let started = Instant::now();
+    let result = run_tracked_inner(cmd, stdin, timeout, marker, slot, budget);
+    let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match &result {
+        Ok(c) if c.timed_out => tracing::debug!(%program, %args, ms, "timed out; stopped"),
+        Ok(c) if c.marker_seen => tracing::debug!(%program, %args, ms, "success marker seen"),
+        Ok(c) => match c.status {
+            Some(status) => match status.code() {
+                Some(code) => tracing::debug!(%program, %args, ms, code, "exited"),
+                None => tracing::debug!(%program, %args, ms, %status, "killed"),
+            },
+            None => tracing::debug!(%program, %args, ms, "stopped"),
+        },
+        Err(e) => tracing::debug!(%program, %args, ms, "failed: {e}"),
+    }
+    if let Ok(c) = &result {
+        tracing::trace!(%program, stdout = %c.stdout, stderr = %c.stderr, "output");
+    }
+    result
+}
+
+/// A command's arguments for a diagnostic, each cut to a readable length (a PR body or an
+/// escalation note can be pages long).
+fn shown_args(cmd: &Command) -> String {
+    const LONGEST: usize = 120;
+    let mut shown = Vec::new();
+    for arg in cmd.get_args() {
+        let arg = arg.to_string_lossy();
+        match arg.char_indices().nth(LONGEST) {
+            Some((cut, _)) => shown.push(format!("{}…", &arg[..cut])),
+            None => shown.push(arg.into_owned()),
+        }
+    }
+    shown.join(" ")
+}
+
+fn run_tracked_inner(
     mut cmd: Command,
     stdin: Option<Vec<u8>>,
     timeout: Duration,

@@ -320,14 +320,17 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                 shared: shared.clone(),
                 worker,
             };
-            match Driver::start(wcfg, wopts) {
+            // Every diagnostic of this worker, from its start on, says `worker=<k>`.
+            let span = crate::logging::worker_span(worker);
+            match span.in_scope(|| Driver::start(wcfg, wopts)) {
                 Ok(Started::Ready(mut driver)) => {
                     driver.release_merge_lease();
                     driver.fleet = Some(link);
                     if let Ok(mut s) = shared.shutdowns.lock() {
                         s.push(driver.shutdown.clone());
                     }
-                    tasks.push(tokio::spawn(async move { driver.drive().await }));
+                    let drive = tracing::Instrument::instrument(driver.drive(), span);
+                    tasks.push(tokio::spawn(drive));
                 }
                 Ok(Started::Exit(code)) => tasks.push(tokio::spawn(async move { code })),
                 Err(msg) => {

@@ -215,19 +215,20 @@ struct Driver {
 }
 
 impl Driver {
+    /// One entry of the orchestration log, narrated on the console too: a `tracing` event
+    /// with the worker, the issue and the step as fields (src/logging.rs writes it).
     fn log(&self, line: &str) {
-        // One call, one line: nothing in it (an issue title, a tool's output) starts another.
-        let line = &crate::sanitize::one_line(line);
-        let line = &match &self.fleet {
-            Some(link) => crate::redact::redact(&format!("[w{}] {line}", link.worker)),
-            None => crate::redact::redact(line),
-        };
-        let stamp = self
-            .clock
-            .now()
-            .to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        let _ = append_line(&self.logs.orchestration_log(), &format!("[{stamp}] {line}"));
-        say!("{line}");
+        let log = self.logs.orchestration_log();
+        let state = self.core.state();
+        crate::logging::orchestrate(
+            crate::logging::Origin {
+                log: &log,
+                worker: self.fleet.as_ref().map(|link| link.worker),
+                issue: (self.issue.number != 0).then_some(self.issue.number),
+                step: state.step().map(|step| step.key()),
+            },
+            line,
+        );
     }
 
     async fn drive(mut self) -> i32 {
@@ -284,6 +285,7 @@ impl Driver {
             }
             let effects = self.core.handle(&event).to_vec();
             let state = *self.core.state();
+            tracing::debug!(?event, state = state.name(), ?effects, "event");
             let requests = effects.iter().filter(|e| e.is_request()).count();
             let exit_last = effects
                 .iter()
@@ -534,6 +536,7 @@ impl Driver {
     }
 
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
+        tracing::debug!(?effect, "perform");
         let claim_for = match &effect {
             Effect::RunStep { .. } | Effect::CheckPreconditions { .. } => Some(Duration::ZERO),
             Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),

@@ -152,9 +152,24 @@ impl Tracker {
         &self,
         escalated_this_session: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
-        match self {
+        let selected = match self {
             Tracker::GitHub(t) => t.select(escalated_this_session),
             Tracker::Local(t) => t.select(escalated_this_session),
+        };
+        let outcome = match &selected {
+            Ok(Selection::Issue(issue)) => format!("issue #{}", issue.number),
+            Ok(other) => format!("{other:?}"),
+            Err(e) => format!("failed: {e}"),
+        };
+        tracing::debug!(tracker = self.kind(), %outcome, "select");
+        selected
+    }
+
+    /// `github` or `local`, for diagnostics.
+    fn kind(&self) -> &'static str {
+        match self {
+            Tracker::GitHub(_) => "github",
+            Tracker::Local(_) => "local",
         }
     }
 
@@ -164,20 +179,22 @@ impl Tracker {
     pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
         // The diagnostic quotes agent and tool output: no control character reaches the tracker.
         let diagnostic = &crate::sanitize::block(diagnostic);
-        match self {
+        let marked = match self {
             Tracker::GitHub(t) => t.mark_escalated(number, diagnostic),
             Tracker::Local(t) => t.mark_escalated(number, diagnostic),
-        }
+        };
+        traced(self.kind(), "mark escalated", number, marked)
     }
 
     /// Records that the issue is done. Local: `state` becomes `closed` (the runner merged
     /// locally). GitHub: nothing to do, the merged pull request closes the issue.
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         let note = &crate::sanitize::block(note);
-        match self {
+        let closed = match self {
             Tracker::GitHub(_) => Ok(()),
             Tracker::Local(t) => t.close(number, note),
-        }
+        };
+        traced(self.kind(), "close", number, closed)
     }
 
     /// How a person releases a quarantined issue, for messages: the one command that lifts
@@ -188,10 +205,11 @@ impl Tracker {
 
     /// Lifts the durable quarantine. Returns whether the issue was quarantined.
     pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
-        match self {
+        let lifted = match self {
             Tracker::GitHub(t) => t.lift_quarantine(number),
             Tracker::Local(t) => t.lift_quarantine(number),
-        }
+        };
+        traced(self.kind(), "lift quarantine", number, lifted)
     }
 
     /// Open issues that `run` never selects because they lack the selection label (local
@@ -252,11 +270,26 @@ impl Tracker {
     }
 
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
-        match self {
+        let got = match self {
             Tracker::GitHub(t) => t.get(number),
             Tracker::Local(t) => t.get(number),
-        }
+        };
+        traced(self.kind(), "get", number, got)
     }
+}
+
+/// One tracker call as a debug diagnostic: what, which issue, and how it ended.
+fn traced<T>(
+    tracker: &'static str,
+    call: &'static str,
+    issue: u32,
+    result: Result<T, TrackerError>,
+) -> Result<T, TrackerError> {
+    match &result {
+        Ok(_) => tracing::debug!(tracker, issue, "{call}: ok"),
+        Err(e) => tracing::debug!(tracker, issue, "{call}: failed: {e}"),
+    }
+    result
 }
 
 /// The pool selection works in.
