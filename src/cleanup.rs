@@ -14,6 +14,9 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rustix::io::Errno;
+use rustix::process::{kill_process, test_kill_process_group, Pid, Signal};
+
 /// How long [`kill_matching`] waits after SIGTERM before it sends SIGKILL.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(5);
 
@@ -156,24 +159,21 @@ impl ProtectSet {
 }
 
 /// Sends `signal` to every member of process group `pgid`. `ESRCH` (group empty) is `Ok`.
-pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
+pub fn signal_group(pgid: i32, signal: Signal) -> io::Result<()> {
     if pgid <= 1 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("refusing to signal process group {pgid}"),
         ));
     }
-    // SAFETY: killpg has no memory-safety preconditions; pgid > 1 was checked above, so it
-    // can never mean "our own group" (0) or "every process" (-1 / 1).
-    let rc = unsafe { libc::killpg(pgid, signal) };
-    if rc == 0 {
+    // pgid > 1 was checked above, so it can never mean "our own group" (0) or "every
+    // process" (-1 / 1).
+    let Some(group) = Pid::from_raw(pgid) else {
         return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
-        Ok(())
-    } else {
-        Err(err)
+    };
+    match rustix::process::kill_process_group(group, signal) {
+        Ok(()) | Err(Errno::SRCH) => Ok(()),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -182,9 +182,11 @@ pub fn group_alive(pgid: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
-    // SAFETY: signal 0 only checks for existence and permission; nothing is delivered.
-    let rc = unsafe { libc::killpg(pgid, 0) };
-    if rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+    // Signal 0 only checks for existence and permission; nothing is delivered.
+    let Some(group) = Pid::from_raw(pgid) else {
+        return false;
+    };
+    if test_kill_process_group(group) == Err(Errno::SRCH) {
         return false;
     }
     // killpg succeeds while zombies remain in the group; only a live member counts.
@@ -228,7 +230,7 @@ pub fn end_group(pgid: i32, kill_at: Instant, term_sent: bool) -> GroupKill {
         return GroupKill::AlreadyGone;
     }
     if !term_sent {
-        if let Err(err) = signal_group(pgid, libc::SIGTERM) {
+        if let Err(err) = signal_group(pgid, Signal::TERM) {
             tracing::warn!("[CLEANUP] could not send SIGTERM to process group {pgid}: {err}");
             return GroupKill::Refused;
         }
@@ -238,7 +240,7 @@ pub fn end_group(pgid: i32, kill_at: Instant, term_sent: bool) -> GroupKill {
     }) {
         return GroupKill::Terminated;
     }
-    if let Err(err) = signal_group(pgid, libc::SIGKILL) {
+    if let Err(err) = signal_group(pgid, Signal::KILL) {
         tracing::warn!("[CLEANUP] could not send SIGKILL to process group {pgid}: {err}");
     }
     wait_until(AFTER_KILL_WAIT, || !group_alive(pgid));
@@ -288,17 +290,18 @@ impl Target {
 
     /// Sends `signal` if the pid still names the scanned process. ESRCH counts as done;
     /// any other error is logged and skipped so one stubborn process never aborts the rest.
-    fn signal(&self, signal: i32) -> bool {
+    fn signal(&self, signal: Signal) -> bool {
         if !self.still_running() {
             return false;
         }
-        // SAFETY: kill has no memory-safety preconditions; pid > 1 is guaranteed by the scan.
-        let rc = unsafe { libc::kill(self.pid, signal) };
-        if rc == 0 {
+        // pid > 1 is guaranteed by the scan.
+        let Some(pid) = Pid::from_raw(self.pid) else {
+            return false;
+        };
+        let Err(err) = kill_process(pid, signal) else {
             return true;
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ESRCH) {
+        };
+        if err != Errno::SRCH {
             tracing::warn!(
                 "[CLEANUP] could not signal pid {} ({}): {err}",
                 self.pid,
@@ -330,7 +333,7 @@ pub fn kill_matching_with_grace(
     let targets = find_matching(patterns, protect);
     let mut signalled = Vec::new();
     for target in &targets {
-        if target.signal(libc::SIGTERM) {
+        if target.signal(Signal::TERM) {
             signalled.push((target.pid, target.cmdline.clone()));
         }
     }
@@ -339,7 +342,7 @@ pub fn kill_matching_with_grace(
     }
     if !wait_until(grace, || targets.iter().all(|t| !t.still_running())) {
         for target in &targets {
-            target.signal(libc::SIGKILL);
+            target.signal(Signal::KILL);
         }
         wait_until(AFTER_KILL_WAIT, || {
             targets.iter().all(|t| !t.still_running())
@@ -365,8 +368,7 @@ fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
             return Vec::new();
         }
     };
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    let my_uid = unsafe { libc::geteuid() };
+    let my_uid = rustix::process::geteuid().as_raw();
     let mut targets = Vec::new();
     for pid in pids {
         if pid <= 1 || protect.contains(pid) {
@@ -507,7 +509,7 @@ mod tests {
         );
         assert_eq!(killed.len(), 1);
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        assert_eq!(child.wait().unwrap().signal(), Some(Signal::KILL.as_raw()));
         assert!(started.elapsed() < Duration::from_secs(4));
     }
 

@@ -402,7 +402,7 @@ impl Logs {
         // content into a log.
         let opened = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(crate::safe_fs::open_flags(rustix::fs::OFlags::NOFOLLOW))
             .open(live_log);
         match opened {
             Ok(mut input) => {
@@ -510,8 +510,7 @@ pub fn default_dir_in(state_home: &Path, project_path: &Path) -> PathBuf {
 pub fn state_home() -> PathBuf {
     state_home_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")).unwrap_or_else(
         || {
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let uid = unsafe { libc::geteuid() };
+            let uid = rustix::process::geteuid().as_raw();
             std::env::temp_dir().join(format!("sdlc-runner-state-{uid}"))
         },
     )
