@@ -852,12 +852,7 @@ mod tests {
     }
 
     fn peak_rss_kib() -> u64 {
-        std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
+        crate::stats::peak_rss_kib().expect("VmHWM in /proc/self/status")
     }
 
     #[tokio::test]

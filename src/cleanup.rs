@@ -9,8 +9,6 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -49,30 +47,27 @@ impl ProcStat {
 
 /// Reads `/proc/<pid>/stat`; `None` when the process does not exist (or the line is odd).
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    Some(ProcStat::from(stat))
 }
 
-/// The command name may contain spaces and parentheses, so fields are counted from the
-/// *last* `)`.
-fn parse_stat(text: &str) -> Option<ProcStat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let pid = text.get(..open)?.trim().parse().ok()?;
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state), so field n is rest[n - 3].
-    Some(ProcStat {
-        pid,
-        state: rest.first()?.chars().next()?,
-        ppid: rest.get(1)?.parse().ok()?,
-        pgrp: rest.get(2)?.parse().ok()?,
-        session: rest.get(3)?.parse().ok()?,
-        start_time: rest.get(19)?.parse().ok()?,
-    })
+impl From<procfs::process::Stat> for ProcStat {
+    fn from(stat: procfs::process::Stat) -> Self {
+        ProcStat {
+            pid: stat.pid,
+            state: stat.state,
+            ppid: stat.ppid,
+            pgrp: stat.pgrp,
+            session: stat.session,
+            start_time: stat.starttime,
+        }
+    }
 }
 
 /// The command line of `pid` with its NUL separators turned into spaces; `None` for a
-/// process that is gone or has no command line (kernel threads, zombies).
+/// process that is gone or has no command line (kernel threads, zombies). Read here rather
+/// than through `procfs`, whose `cmdline()` refuses a command line that is not UTF-8: such a
+/// process must still be matched by a pattern.
 pub fn read_cmdline(pid: i32) -> Option<String> {
     let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let trimmed = raw.strip_suffix(&[0]).unwrap_or(&raw);
@@ -88,14 +83,8 @@ pub fn read_cmdline(pid: i32) -> Option<String> {
 
 /// Every pid listed in `/proc`.
 fn all_pids() -> io::Result<Vec<i32>> {
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc")? {
-        let Ok(entry) = entry else { continue };
-        if let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
-            pids.push(pid);
-        }
-    }
-    Ok(pids)
+    let processes = procfs::process::all_processes().map_err(io::Error::other)?;
+    Ok(processes.flatten().map(|p| p.pid()).collect())
 }
 
 /// Whether `pid` is running (exists and is not a zombie). A zombie is treated as gone: on
@@ -374,8 +363,9 @@ fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
         if pid <= 1 || protect.contains(pid) {
             continue;
         }
-        let owned_by_us =
-            fs::metadata(Path::new("/proc").join(pid.to_string())).is_ok_and(|m| m.uid() == my_uid);
+        let owned_by_us = procfs::process::Process::new(pid)
+            .and_then(|p| p.uid())
+            .is_ok_and(|uid| uid == my_uid);
         if !owned_by_us {
             continue;
         }
@@ -438,15 +428,21 @@ mod tests {
 
     #[test]
     fn parses_stat_with_parens_and_spaces_in_the_name() {
-        let line = "1234 (we (ir) d) S 10 1234 1234 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
-        let stat = parse_stat(line).unwrap();
+        use procfs::FromRead;
+        let line = concat!(
+            "1234 (we (ir) d) S 10 1234 1234 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 987654 ",
+            "3133440 383 18446744073709551615 94129052884992 94129052904873 140728705925648 ",
+            "0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 94129052920880 94129052922496 94130068983808 ",
+            "140728705927906 140728705927926 140728705927926 140728705929195 0",
+        );
+        let stat = ProcStat::from(procfs::process::Stat::from_read(line.as_bytes()).unwrap());
         assert_eq!(stat.pid, 1234);
         assert_eq!(stat.state, 'S');
         assert_eq!(stat.ppid, 10);
         assert_eq!(stat.pgrp, 1234);
         assert_eq!(stat.session, 1234);
         assert_eq!(stat.start_time, 987654);
-        assert!(parse_stat("garbage").is_none());
+        assert!(procfs::process::Stat::from_read("garbage".as_bytes()).is_err());
     }
 
     #[test]
