@@ -20,6 +20,7 @@ use tokio::time::{sleep_until, Instant};
 
 use crate::cleanup;
 use crate::logs::{LiveCap, LiveLog};
+use rustix::process::Signal;
 
 /// Read buffer per stream; large enough that a chatty agent costs few wakeups.
 const CHUNK: usize = 64 * 1024;
@@ -191,7 +192,7 @@ struct GroupGuard {
 impl Drop for GroupGuard {
     fn drop(&mut self) {
         if self.armed {
-            let _ = cleanup::signal_group(self.pgid, libc::SIGKILL);
+            let _ = cleanup::signal_group(self.pgid, Signal::KILL);
         }
     }
 }
@@ -289,7 +290,11 @@ pub async fn run_agent_stoppable(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    die_with_parent(&mut command);
+    // The agent gets SIGKILL when the runner dies, however it dies: an unattended agent must
+    // never go on working a tree that its runner no longer watches. Its own children are
+    // stopped through the process group (by this runner, or by the next one from the
+    // journal's record of the group).
+    crate::process::die_with_parent(command.as_std_mut());
     let stats_started = crate::stats::agent_starting();
     let mut child = command.spawn().map_err(|source| AgentError::Spawn {
         program: program_name.clone(),
@@ -331,7 +336,7 @@ pub async fn run_agent_stoppable(
 
     if *cancel.borrow_and_update() {
         stop = Some(StopReason::Cancel);
-        let _ = cleanup::signal_group(pgid, libc::SIGTERM);
+        let _ = cleanup::signal_group(pgid, Signal::TERM);
         sigkill_at = Some(Instant::now() + run.kill_grace);
     }
 
@@ -355,7 +360,7 @@ pub async fn run_agent_stoppable(
                 write_live(&mut live_log, chunk, &mut live_log_error);
                 if !keep_going && stop.is_none() {
                     stop = Some(StopReason::Stream);
-                    let _ = cleanup::signal_group(pgid, libc::SIGTERM);
+                    let _ = cleanup::signal_group(pgid, Signal::TERM);
                     sigkill_at = Some(Instant::now() + run.kill_grace);
                 }
             }
@@ -380,7 +385,7 @@ pub async fn run_agent_stoppable(
                 if stop.is_none() {
                     stop = Some(StopReason::LeaderExited);
                     if cleanup::group_alive(pgid) {
-                        let _ = cleanup::signal_group(pgid, libc::SIGTERM);
+                        let _ = cleanup::signal_group(pgid, Signal::TERM);
                         sigkill_at = Some(Instant::now() + run.kill_grace);
                     }
                 }
@@ -390,19 +395,19 @@ pub async fn run_agent_stoppable(
             }
             _ = sleep_until(deadline), if stop.is_none() => {
                 stop = Some(StopReason::Timeout);
-                let _ = cleanup::signal_group(pgid, libc::SIGTERM);
+                let _ = cleanup::signal_group(pgid, Signal::TERM);
                 sigkill_at = Some(Instant::now() + run.kill_grace);
             }
             _ = sleep_until(idle_deadline), if stop.is_none() => {
                 stop = Some(StopReason::Idle);
-                let _ = cleanup::signal_group(pgid, libc::SIGTERM);
+                let _ = cleanup::signal_group(pgid, Signal::TERM);
                 sigkill_at = Some(Instant::now() + run.kill_grace);
             }
             changed = cancel.changed(), if stop.is_none() && watch_cancel => {
                 match changed {
                     Ok(()) if *cancel.borrow_and_update() => {
                         stop = Some(StopReason::Cancel);
-                        let _ = cleanup::signal_group(pgid, libc::SIGTERM);
+                        let _ = cleanup::signal_group(pgid, Signal::TERM);
                         sigkill_at = Some(Instant::now() + run.kill_grace);
                     }
                     Ok(()) => {}
@@ -411,7 +416,7 @@ pub async fn run_agent_stoppable(
                 }
             }
             _ = sleep_until(sigkill_at.unwrap_or(far_future)), if sigkill_at.is_some() => {
-                let _ = cleanup::signal_group(pgid, libc::SIGKILL);
+                let _ = cleanup::signal_group(pgid, Signal::KILL);
                 sigkill_at = None;
             }
             _ = sleep_until(abandon_at.unwrap_or(far_future)), if abandon_at.is_some() => {
@@ -452,32 +457,6 @@ pub async fn run_agent_stoppable(
         live_log_error,
     })
 }
-
-/// The agent gets SIGKILL when the runner dies, however it dies (kill -9 included): an
-/// unattended agent must never go on working a tree that its runner no longer watches. Its own
-/// children are stopped through the process group (by this runner, or by the next one from
-/// the journal's record of the group).
-#[cfg(target_os = "linux")]
-fn die_with_parent(command: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the forked child before exec and only calls the
-    // async-signal-safe prctl, getppid and _exit.
-    unsafe {
-        command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            // The runner may have died between fork and prctl: then nobody would signal us.
-            if libc::getppid() != parent {
-                libc::_exit(1);
-            }
-            Ok(())
-        });
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn die_with_parent(_command: &mut Command) {}
 
 /// Writes synchronously: a write lands in the page cache in microseconds, and the occasional
 /// cut-back of the tail is bounded by the cap; handing each chunk to a blocking thread would
@@ -633,7 +612,7 @@ mod tests {
         let run = agent_run(&dir, script(&dir, "agent.sh", "kill -KILL $$"));
         let (exit, _) = run_collect(&run).await;
         assert_eq!(exit.exit_code, None);
-        assert_eq!(exit.signal, Some(libc::SIGKILL));
+        assert_eq!(exit.signal, Some(Signal::KILL.as_raw()));
         assert!(!exit.killed_by_runner());
     }
 
@@ -677,7 +656,7 @@ mod tests {
         run.timeout = Duration::from_millis(300);
         let (exit, seen) = run_collect(&run).await;
         assert!(exit.timed_out && !exit.idle_timed_out && !exit.cancelled);
-        assert_eq!(exit.signal, Some(libc::SIGTERM));
+        assert_eq!(exit.signal, Some(Signal::TERM.as_raw()));
         assert_eq!(seen, b"started\n");
         assert!(
             exit.duration < Duration::from_secs(5),
@@ -727,7 +706,7 @@ mod tests {
         run.kill_grace = Duration::from_millis(400);
         let (exit, _) = run_collect(&run).await;
         assert!(exit.timed_out);
-        assert_eq!(exit.signal, Some(libc::SIGKILL));
+        assert_eq!(exit.signal, Some(Signal::KILL.as_raw()));
         assert!(exit.duration >= Duration::from_millis(700));
         assert!(
             exit.duration < Duration::from_secs(5),
@@ -875,12 +854,7 @@ mod tests {
     }
 
     fn peak_rss_kib() -> u64 {
-        std::fs::read_to_string("/proc/self/status")
-            .unwrap()
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .unwrap()
+        crate::stats::peak_rss_kib().expect("VmHWM in /proc/self/status")
     }
 
     #[tokio::test]

@@ -169,7 +169,6 @@ impl ClaimStore {
 
 mod local {
     use super::*;
-    use std::os::fd::AsRawFd;
 
     fn io(dir: &Path) -> impl FnOnce(std::io::Error) -> ClaimError + '_ {
         move |source| ClaimError::Io {
@@ -191,10 +190,8 @@ mod local {
             .write(true)
             .open(dir.join(".lock"))
             .map_err(io(dir))?;
-        // SAFETY: flock on a descriptor we own; it blocks until the lock is ours.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } != 0 {
-            return Err(io(dir)(std::io::Error::last_os_error()));
-        }
+        // Blocks until the lock is ours: claim updates are short, and every runner waits its turn.
+        fs4::FileExt::lock(&file).map_err(io(dir))?;
         Ok(Locked { _file: file })
     }
 

@@ -9,10 +9,11 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::io;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
+
+use rustix::io::Errno;
+use rustix::process::{kill_process, test_kill_process_group, Pid, Signal};
 
 /// How long [`kill_matching`] waits after SIGTERM before it sends SIGKILL.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(5);
@@ -46,30 +47,27 @@ impl ProcStat {
 
 /// Reads `/proc/<pid>/stat`; `None` when the process does not exist (or the line is odd).
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
-    let text = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    Some(ProcStat::from(stat))
 }
 
-/// The command name may contain spaces and parentheses, so fields are counted from the
-/// *last* `)`.
-fn parse_stat(text: &str) -> Option<ProcStat> {
-    let open = text.find('(')?;
-    let close = text.rfind(')')?;
-    let pid = text.get(..open)?.trim().parse().ok()?;
-    let rest: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // rest[0] is field 3 (state), so field n is rest[n - 3].
-    Some(ProcStat {
-        pid,
-        state: rest.first()?.chars().next()?,
-        ppid: rest.get(1)?.parse().ok()?,
-        pgrp: rest.get(2)?.parse().ok()?,
-        session: rest.get(3)?.parse().ok()?,
-        start_time: rest.get(19)?.parse().ok()?,
-    })
+impl From<procfs::process::Stat> for ProcStat {
+    fn from(stat: procfs::process::Stat) -> Self {
+        ProcStat {
+            pid: stat.pid,
+            state: stat.state,
+            ppid: stat.ppid,
+            pgrp: stat.pgrp,
+            session: stat.session,
+            start_time: stat.starttime,
+        }
+    }
 }
 
 /// The command line of `pid` with its NUL separators turned into spaces; `None` for a
-/// process that is gone or has no command line (kernel threads, zombies).
+/// process that is gone or has no command line (kernel threads, zombies). Read here rather
+/// than through `procfs`, whose `cmdline()` refuses a command line that is not UTF-8: such a
+/// process must still be matched by a pattern.
 pub fn read_cmdline(pid: i32) -> Option<String> {
     let raw = fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     let trimmed = raw.strip_suffix(&[0]).unwrap_or(&raw);
@@ -85,14 +83,8 @@ pub fn read_cmdline(pid: i32) -> Option<String> {
 
 /// Every pid listed in `/proc`.
 fn all_pids() -> io::Result<Vec<i32>> {
-    let mut pids = Vec::new();
-    for entry in fs::read_dir("/proc")? {
-        let Ok(entry) = entry else { continue };
-        if let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse().ok()) {
-            pids.push(pid);
-        }
-    }
-    Ok(pids)
+    let processes = procfs::process::all_processes().map_err(io::Error::other)?;
+    Ok(processes.flatten().map(|p| p.pid()).collect())
 }
 
 /// Whether `pid` is running (exists and is not a zombie). A zombie is treated as gone: on
@@ -156,24 +148,21 @@ impl ProtectSet {
 }
 
 /// Sends `signal` to every member of process group `pgid`. `ESRCH` (group empty) is `Ok`.
-pub fn signal_group(pgid: i32, signal: i32) -> io::Result<()> {
+pub fn signal_group(pgid: i32, signal: Signal) -> io::Result<()> {
     if pgid <= 1 {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
             format!("refusing to signal process group {pgid}"),
         ));
     }
-    // SAFETY: killpg has no memory-safety preconditions; pgid > 1 was checked above, so it
-    // can never mean "our own group" (0) or "every process" (-1 / 1).
-    let rc = unsafe { libc::killpg(pgid, signal) };
-    if rc == 0 {
+    // pgid > 1 was checked above, so it can never mean "our own group" (0) or "every
+    // process" (-1 / 1).
+    let Some(group) = Pid::from_raw(pgid) else {
         return Ok(());
-    }
-    let err = io::Error::last_os_error();
-    if err.raw_os_error() == Some(libc::ESRCH) {
-        Ok(())
-    } else {
-        Err(err)
+    };
+    match rustix::process::kill_process_group(group, signal) {
+        Ok(()) | Err(Errno::SRCH) => Ok(()),
+        Err(err) => Err(err.into()),
     }
 }
 
@@ -182,9 +171,11 @@ pub fn group_alive(pgid: i32) -> bool {
     if pgid <= 1 {
         return false;
     }
-    // SAFETY: signal 0 only checks for existence and permission; nothing is delivered.
-    let rc = unsafe { libc::killpg(pgid, 0) };
-    if rc != 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH) {
+    // Signal 0 only checks for existence and permission; nothing is delivered.
+    let Some(group) = Pid::from_raw(pgid) else {
+        return false;
+    };
+    if test_kill_process_group(group) == Err(Errno::SRCH) {
         return false;
     }
     // killpg succeeds while zombies remain in the group; only a live member counts.
@@ -228,7 +219,7 @@ pub fn end_group(pgid: i32, kill_at: Instant, term_sent: bool) -> GroupKill {
         return GroupKill::AlreadyGone;
     }
     if !term_sent {
-        if let Err(err) = signal_group(pgid, libc::SIGTERM) {
+        if let Err(err) = signal_group(pgid, Signal::TERM) {
             tracing::warn!("[CLEANUP] could not send SIGTERM to process group {pgid}: {err}");
             return GroupKill::Refused;
         }
@@ -238,7 +229,7 @@ pub fn end_group(pgid: i32, kill_at: Instant, term_sent: bool) -> GroupKill {
     }) {
         return GroupKill::Terminated;
     }
-    if let Err(err) = signal_group(pgid, libc::SIGKILL) {
+    if let Err(err) = signal_group(pgid, Signal::KILL) {
         tracing::warn!("[CLEANUP] could not send SIGKILL to process group {pgid}: {err}");
     }
     wait_until(AFTER_KILL_WAIT, || !group_alive(pgid));
@@ -288,17 +279,18 @@ impl Target {
 
     /// Sends `signal` if the pid still names the scanned process. ESRCH counts as done;
     /// any other error is logged and skipped so one stubborn process never aborts the rest.
-    fn signal(&self, signal: i32) -> bool {
+    fn signal(&self, signal: Signal) -> bool {
         if !self.still_running() {
             return false;
         }
-        // SAFETY: kill has no memory-safety preconditions; pid > 1 is guaranteed by the scan.
-        let rc = unsafe { libc::kill(self.pid, signal) };
-        if rc == 0 {
+        // pid > 1 is guaranteed by the scan.
+        let Some(pid) = Pid::from_raw(self.pid) else {
+            return false;
+        };
+        let Err(err) = kill_process(pid, signal) else {
             return true;
-        }
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() != Some(libc::ESRCH) {
+        };
+        if err != Errno::SRCH {
             tracing::warn!(
                 "[CLEANUP] could not signal pid {} ({}): {err}",
                 self.pid,
@@ -330,7 +322,7 @@ pub fn kill_matching_with_grace(
     let targets = find_matching(patterns, protect);
     let mut signalled = Vec::new();
     for target in &targets {
-        if target.signal(libc::SIGTERM) {
+        if target.signal(Signal::TERM) {
             signalled.push((target.pid, target.cmdline.clone()));
         }
     }
@@ -339,7 +331,7 @@ pub fn kill_matching_with_grace(
     }
     if !wait_until(grace, || targets.iter().all(|t| !t.still_running())) {
         for target in &targets {
-            target.signal(libc::SIGKILL);
+            target.signal(Signal::KILL);
         }
         wait_until(AFTER_KILL_WAIT, || {
             targets.iter().all(|t| !t.still_running())
@@ -365,15 +357,15 @@ fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
             return Vec::new();
         }
     };
-    // SAFETY: geteuid cannot fail and has no preconditions.
-    let my_uid = unsafe { libc::geteuid() };
+    let my_uid = rustix::process::geteuid().as_raw();
     let mut targets = Vec::new();
     for pid in pids {
         if pid <= 1 || protect.contains(pid) {
             continue;
         }
-        let owned_by_us =
-            fs::metadata(Path::new("/proc").join(pid.to_string())).is_ok_and(|m| m.uid() == my_uid);
+        let owned_by_us = procfs::process::Process::new(pid)
+            .and_then(|p| p.uid())
+            .is_ok_and(|uid| uid == my_uid);
         if !owned_by_us {
             continue;
         }
@@ -436,15 +428,21 @@ mod tests {
 
     #[test]
     fn parses_stat_with_parens_and_spaces_in_the_name() {
-        let line = "1234 (we (ir) d) S 10 1234 1234 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
-        let stat = parse_stat(line).unwrap();
+        use procfs::FromRead;
+        let line = concat!(
+            "1234 (we (ir) d) S 10 1234 1234 0 -1 4194304 100 0 0 0 1 2 0 0 20 0 1 0 987654 ",
+            "3133440 383 18446744073709551615 94129052884992 94129052904873 140728705925648 ",
+            "0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 94129052920880 94129052922496 94130068983808 ",
+            "140728705927906 140728705927926 140728705927926 140728705929195 0",
+        );
+        let stat = ProcStat::from(procfs::process::Stat::from_read(line.as_bytes()).unwrap());
         assert_eq!(stat.pid, 1234);
         assert_eq!(stat.state, 'S');
         assert_eq!(stat.ppid, 10);
         assert_eq!(stat.pgrp, 1234);
         assert_eq!(stat.session, 1234);
         assert_eq!(stat.start_time, 987654);
-        assert!(parse_stat("garbage").is_none());
+        assert!(procfs::process::Stat::from_read("garbage".as_bytes()).is_err());
     }
 
     #[test]
@@ -507,7 +505,7 @@ mod tests {
         );
         assert_eq!(killed.len(), 1);
         use std::os::unix::process::ExitStatusExt;
-        assert_eq!(child.wait().unwrap().signal(), Some(libc::SIGKILL));
+        assert_eq!(child.wait().unwrap().signal(), Some(Signal::KILL.as_raw()));
         assert!(started.elapsed() < Duration::from_secs(4));
     }
 

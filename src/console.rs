@@ -225,14 +225,9 @@ pub fn clear_status() {
 /// Columns of the terminal on stderr (80 when it cannot be asked), less one so that the cursor
 /// never wraps to a new line.
 pub fn width() -> usize {
-    // SAFETY: TIOCGWINSZ fills a winsize struct we own; on failure it is left zeroed.
-    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
-    // SAFETY: fd 2 is stderr; the ioctl only writes into `size`.
-    let rc = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut size) };
-    let cols = if rc == 0 && size.ws_col > 0 {
-        usize::from(size.ws_col)
-    } else {
-        80
+    let cols = match rustix::termios::tcgetwinsize(std::io::stderr()) {
+        Ok(size) if size.ws_col > 0 => usize::from(size.ws_col),
+        _ => 80,
     };
     cols.saturating_sub(1).max(20)
 }

@@ -60,9 +60,8 @@ pub fn point(label: &str) {
     };
     if crash {
         say!("failpoint {n} ({label}): killing the runner");
-        // SAFETY: kill(2) on our own pid; nothing after this runs.
-        unsafe {
-            libc::kill(libc::getpid(), libc::SIGKILL);
-        }
+        // Nothing after this runs.
+        let _ =
+            rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
     }
 }

@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
 /// Directory of the runner artifacts, relative to the project.
@@ -283,7 +282,7 @@ pub fn add_excludes(project: &Path, patterns: &[String], heading: &str) -> io::R
         .create(true)
         .append(true)
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(crate::safe_fs::open_flags(rustix::fs::OFlags::NOFOLLOW))
         .open(&exclude)?;
     let ends_open = f.metadata()?.len() > 0 && {
         use std::io::{Read, Seek, SeekFrom};
@@ -382,20 +381,20 @@ pub fn acquire_lock(path: &Path, project: &Path) -> Result<Lock, LockError> {
         .create(true)
         .truncate(false)
         .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW)
+        .custom_flags(crate::safe_fs::open_flags(rustix::fs::OFlags::NOFOLLOW))
         .open(&path)
         .map_err(io_err)?;
-    // SAFETY: flock on a file descriptor we own for the duration of the call.
-    let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
-    if rc != 0 {
-        let err = io::Error::last_os_error();
-        if err.raw_os_error() == Some(libc::EWOULDBLOCK) {
+    // Never waits: a second runner on the same project is refused at once. The lock lives as
+    // long as the descriptor, so it is released however the holder ends.
+    match fs4::FileExt::try_lock(&file) {
+        Ok(()) => {}
+        Err(fs4::TryLockError::WouldBlock) => {
             return Err(LockError::Held {
                 pid: read_holder_pid(&mut file),
                 project: project.to_path_buf(),
             });
         }
-        return Err(io_err(err));
+        Err(fs4::TryLockError::Error(err)) => return Err(io_err(err)),
     }
     let pid = std::process::id();
     file.set_len(0).map_err(io_err)?;
@@ -680,52 +679,22 @@ mod tests {
     }
 
     #[test]
-    fn lock_held_by_another_process_names_its_pid() {
+    fn a_lock_held_through_another_descriptor_is_refused_until_it_is_closed() {
         let d = tempfile::tempdir().unwrap();
         let lock_path = d.path().join("lock");
-        // `flock(1)` holds the lock in a child for as long as the child sleeps.
-        if Command::new("flock").arg("--version").output().is_err() {
-            say!("flock(1) not installed; skipping");
-            return;
+        // A flock belongs to an open file description, so a second open of the file contends
+        // like another process would; closing it is what a dying holder's kernel does.
+        let holder = File::create(&lock_path).unwrap();
+        fs4::FileExt::try_lock(&holder).unwrap();
+        match acquire_lock(&lock_path, d.path()) {
+            // The holder wrote no pid, so it is reported as unknown rather than stale.
+            Err(LockError::Held { pid, .. }) => assert_eq!(pid, None),
+            other => panic!("the held lock was taken: {other:?}"),
         }
-        use std::os::unix::process::CommandExt;
-        // Its own process group, so the `sleep` that flock(1) forks (and that inherits the
-        // locked fd) is ended with it.
-        let mut child = Command::new("flock")
-            .process_group(0)
-            .arg("-x")
-            .arg(&lock_path)
-            .args(["sleep", "30"])
-            .spawn()
-            .unwrap();
-        let mut held = None;
-        for _ in 0..200 {
-            match acquire_lock(&d.path().join("lock"), d.path()) {
-                Err(LockError::Held { pid, .. }) => {
-                    held = Some(pid);
-                    break;
-                }
-                Ok(l) => {
-                    drop(l);
-                    std::thread::sleep(std::time::Duration::from_millis(10));
-                }
-                Err(e) => panic!("{e}"),
-            }
-        }
-        // SAFETY: signals only the process group this test created.
-        unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
-        child.wait().unwrap();
-        // flock(1) writes no pid, so the holder is reported as unknown rather than stale.
-        assert_eq!(held, Some(None));
-        // The killed `sleep` closes the fd as it exits, which may be a moment after flock(1) is
-        // reaped.
-        let freed = (0..200).any(|_| {
-            let ok = acquire_lock(&d.path().join("lock"), d.path()).is_ok();
-            if !ok {
-                std::thread::sleep(std::time::Duration::from_millis(10));
-            }
-            ok
-        });
-        assert!(freed, "the lock was not released when its holder died");
+        drop(holder);
+        assert!(
+            acquire_lock(&lock_path, d.path()).is_ok(),
+            "the lock was not released when its holder closed it"
+        );
     }
 }

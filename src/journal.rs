@@ -648,7 +648,7 @@ impl Journal {
             .append(true)
             .create(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(crate::safe_fs::open_flags(rustix::fs::OFlags::NOFOLLOW))
             .open(path)
             .map_err(io_err(
                 "cannot open the journal (a symlink there is refused)",

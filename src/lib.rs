@@ -37,6 +37,7 @@ pub mod progress;
 pub mod redact;
 pub mod repo;
 pub mod runner_dir;
+pub mod runtime;
 pub mod safe_fs;
 pub mod sanitize;
 pub mod stats;

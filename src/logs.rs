@@ -402,7 +402,7 @@ impl Logs {
         // content into a log.
         let opened = std::fs::OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(crate::safe_fs::open_flags(rustix::fs::OFlags::NOFOLLOW))
             .open(live_log);
         match opened {
             Ok(mut input) => {
@@ -496,7 +496,11 @@ pub fn default_dir_in(state_home: &Path, project_path: &Path) -> PathBuf {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_else(|| "project".to_string());
-    let hash = fnv1a(absolute.as_os_str().as_encoded_bytes());
+    // FNV-1a 64: stable across Rust versions, unlike std's `DefaultHasher`, so a project keeps
+    // its log directory across upgrades.
+    let mut hasher = fnv::FnvHasher::default();
+    std::hash::Hasher::write(&mut hasher, absolute.as_os_str().as_encoded_bytes());
+    let hash = std::hash::Hasher::finish(&hasher);
     // 32 bits: short enough to read, and a clash needs two projects with the same name too.
     let short = (hash >> 32) ^ (hash & 0xffff_ffff);
     state_home
@@ -510,8 +514,7 @@ pub fn default_dir_in(state_home: &Path, project_path: &Path) -> PathBuf {
 pub fn state_home() -> PathBuf {
     state_home_from(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME")).unwrap_or_else(
         || {
-            // SAFETY: geteuid has no preconditions and cannot fail.
-            let uid = unsafe { libc::geteuid() };
+            let uid = rustix::process::geteuid().as_raw();
             std::env::temp_dir().join(format!("sdlc-runner-state-{uid}"))
         },
     )
@@ -525,17 +528,6 @@ pub fn state_home_from(
 ) -> Option<PathBuf> {
     let absolute = |v: Option<OsString>| v.map(PathBuf::from).filter(|p| p.is_absolute());
     absolute(xdg_state_home).or_else(|| absolute(home).map(|h| h.join(".local").join("state")))
-}
-
-/// FNV-1a 64: stable across Rust versions, unlike std's `DefaultHasher`, so a project keeps
-/// its log directory across upgrades.
-fn fnv1a(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
 }
 
 /// Appends `line` (and a newline unless it has one) to `path` in a single write, creating the

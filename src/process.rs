@@ -19,9 +19,9 @@ use std::cell::Cell;
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, Mutex, MutexGuard, Once};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -48,8 +48,8 @@ fn stop_error(why: Stopped) -> io::Error {
 }
 
 /// Set by the signal handler (async-signal-safe: two atomic stores) on SIGINT, SIGTERM or SIGHUP.
-static STOP: AtomicBool = AtomicBool::new(false);
-static STOP_SIGNAL: AtomicI32 = AtomicI32::new(0);
+static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+static STOP_SIGNAL: LazyLock<Arc<AtomicUsize>> = LazyLock::new(Arc::default);
 
 /// Installs (once per process) the handler that marks a stop request for every cancellable
 /// call. It runs beside the async runtime's own handlers, so a runtime blocked in a git call
@@ -58,14 +58,13 @@ pub fn install_stop_handler() -> io::Result<()> {
     static ONCE: Once = Once::new();
     let mut result = Ok(());
     ONCE.call_once(|| {
-        for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
-            // SAFETY: the action only stores to atomics, which is async-signal-safe.
-            let registered = unsafe {
-                signal_hook_registry::register(sig, move || {
-                    STOP_SIGNAL.store(sig, Ordering::SeqCst);
-                    STOP.store(true, Ordering::SeqCst);
-                })
-            };
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            // Actions run in the order registered: the signal is recorded before the stop is.
+            let registered = usize::try_from(sig)
+                .map_err(io::Error::other)
+                .and_then(|n| signal_hook::flag::register_usize(sig, Arc::clone(&STOP_SIGNAL), n))
+                .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&STOP)));
             if let Err(e) = registered {
                 result = Err(e);
             }
@@ -78,6 +77,7 @@ pub fn install_stop_handler() -> io::Result<()> {
 pub fn stop_signal() -> Option<i32> {
     STOP.load(Ordering::SeqCst)
         .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
+        .and_then(|n| i32::try_from(n).ok())
 }
 
 /// What the calls made on this thread inside a scope obey, beyond their own time limit.
@@ -536,7 +536,10 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
     let mut tries = 0;
     loop {
         match cmd.spawn() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && tries < 10 => {
+            Err(e)
+                if e.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
+                    && tries < 10 =>
+            {
                 tries += 1;
                 thread::sleep(Duration::from_millis(20));
             }
@@ -601,36 +604,36 @@ fn spawn_reader<R: Read + Send + 'static>(
 
 /// Whether child `pid` has exited, without reaping it (its group id stays held meanwhile).
 fn exited_unreaped(pid: u32) -> bool {
-    // SAFETY: waitid only writes into the zeroed siginfo we own; WNOWAIT leaves the child
-    // for `Child::try_wait` to reap.
-    unsafe {
-        let mut info: libc::siginfo_t = std::mem::zeroed();
-        let rc = libc::waitid(
-            libc::P_PID,
-            pid as libc::id_t,
-            &mut info,
-            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
-        );
-        rc == 0 && info.si_pid() != 0
-    }
+    use rustix::process::{waitid, Pid, WaitId, WaitIdOptions};
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return false;
+    };
+    // WNOWAIT leaves the child for `Child::try_wait` to reap.
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    matches!(waitid(WaitId::Pid(pid), options), Ok(Some(_)))
 }
 
-/// SIGKILL to the child when the runner dies, however it dies: a CI command must not run on
-/// for its time limit after the runner that waits for it is gone. Only for long commands: a
-/// pre-exec hook makes std fork instead of posix_spawn, about 0.4 ms more per spawn, which the
-/// many short git calls of a step do not pay (they end at their own time limit).
+/// SIGKILL to the child when the runner dies, however it dies (kill -9 included): a CI
+/// command must not run on for its time limit, nor an unattended agent go on working a tree,
+/// after the runner that waits for it is gone. Only for long commands: a pre-exec hook makes
+/// std fork instead of posix_spawn, about 0.4 ms more per spawn, which the many short git
+/// calls of a step do not pay (they end at their own time limit).
+///
+/// This is the runner's one `unsafe` block.
 #[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: the closure runs in the forked child before exec and only calls the
-    // async-signal-safe prctl, getppid and _exit.
+pub(crate) fn die_with_parent(cmd: &mut Command) {
+    use rustix::process::{getpid, getppid, set_parent_process_death_signal, Signal};
+    let parent = getpid();
+    // SAFETY: the closure runs in the forked child before exec. It only makes the raw
+    // syscalls prctl and getppid and builds an `io::Error` from an errno, which allocates
+    // nothing; so it is async-signal-safe, as a closure after fork must be.
     unsafe {
         cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                return Err(io::Error::last_os_error());
-            }
-            if libc::getppid() != parent {
-                libc::_exit(1);
+            set_parent_process_death_signal(Some(Signal::KILL))?;
+            // The runner may have died between fork and prctl: then nobody would signal us,
+            // so the spawn fails instead.
+            if getppid() != Some(parent) {
+                return Err(rustix::io::Errno::SRCH.into());
             }
             Ok(())
         });
@@ -638,7 +641,7 @@ fn die_with_parent(cmd: &mut Command) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn die_with_parent(_cmd: &mut Command) {}
+pub(crate) fn die_with_parent(_cmd: &mut Command) {}
 
 fn lossy(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
@@ -648,7 +651,7 @@ fn lossy(bytes: &[u8]) -> String {
 pub(crate) fn signal_group(pid: u32) {
     if let Ok(pgid) = i32::try_from(pid) {
         // The one group signaller (it refuses group ids that could mean ourselves or everyone).
-        let _ = crate::cleanup::signal_group(pgid, libc::SIGKILL);
+        let _ = crate::cleanup::signal_group(pgid, rustix::process::Signal::KILL);
     }
 }
 
@@ -702,8 +705,8 @@ mod tests {
             .parse()
             .expect("a pid");
         let deadline = Instant::now() + Duration::from_secs(5);
-        // SAFETY: signal 0 only asks whether the process exists.
-        while unsafe { libc::kill(pid, 0) } == 0 {
+        let pid = rustix::process::Pid::from_raw(pid).expect("a positive pid");
+        while rustix::process::test_kill_process(pid).is_ok() {
             assert!(Instant::now() < deadline, "the background sleep survived");
             thread::sleep(Duration::from_millis(20));
         }

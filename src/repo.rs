@@ -855,30 +855,30 @@ impl Repo {
     }
 }
 
-/// Whether any process has `path` open (Linux: a look through `/proc/<pid>/fd`). Where that
-/// cannot be read, every lock counts as held: nothing is taken for stale on a guess.
 /// Whether a git process runs with its working directory in `clone` (its work tree or its
-/// git directory inside it).
+/// git directory inside it). Where that cannot be read, one is taken to run.
 fn git_running_in(clone: &Path) -> bool {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
+    let Ok(procs) = procfs::process::all_processes() else {
         return true;
     };
     let clone = clone.canonicalize().unwrap_or_else(|_| clone.to_path_buf());
     procs.flatten().any(|p| {
-        let is_git = std::fs::read_to_string(p.path().join("comm"))
-            .is_ok_and(|comm| comm.trim_end().starts_with("git"));
-        is_git && std::fs::read_link(p.path().join("cwd")).is_ok_and(|cwd| cwd.starts_with(&clone))
+        let is_git = p.stat().is_ok_and(|stat| stat.comm.starts_with("git"));
+        is_git && p.cwd().is_ok_and(|cwd| cwd.starts_with(&clone))
     })
 }
 
+/// Whether any process has `path` open (Linux: a look through `/proc/<pid>/fd`). Where that
+/// cannot be read, every lock counts as held: nothing is taken for stale on a guess.
 fn held_open(path: &Path) -> bool {
-    let Ok(procs) = std::fs::read_dir("/proc") else {
+    let Ok(procs) = procfs::process::all_processes() else {
         return true;
     };
     procs.flatten().any(|p| {
-        std::fs::read_dir(p.path().join("fd")).is_ok_and(|fds| {
-            fds.flatten()
-                .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|target| target == path))
+        p.fd().is_ok_and(|fds| {
+            fds.flatten().any(
+                |fd| matches!(&fd.target, procfs::process::FDTarget::Path(target) if target == path),
+            )
         })
     })
 }
@@ -916,4 +916,25 @@ fn declares_issue(requirements: &Path, issue: u32) -> bool {
                 .is_some_and(|c| c.is_ascii_digit())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_file_counts_as_held_only_while_a_process_has_it_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lock = dir
+            .path()
+            .canonicalize()
+            .expect("canonical")
+            .join("index.lock");
+        fs::write(&lock, "").expect("lock file");
+        assert!(!held_open(&lock), "nobody has {} open", lock.display());
+        let open = fs::File::open(&lock).expect("open");
+        assert!(held_open(&lock), "this test holds {} open", lock.display());
+        drop(open);
+        assert!(!held_open(&lock));
+    }
 }

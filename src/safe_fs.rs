@@ -13,6 +13,7 @@
 //! Only the final component is checked: a home directory reached through a link (`~/.local`
 //! pointing to another disk) is an ordinary setup, not an attack.
 
+use rustix::fs::OFlags;
 use std::ffi::OsString;
 use std::fs::{self, DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Write};
@@ -73,8 +74,7 @@ impl From<UnsafeDir> for io::Error {
 }
 
 fn euid() -> u32 {
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    unsafe { libc::geteuid() }
+    rustix::process::geteuid().as_raw()
 }
 
 fn io_at(path: &Path) -> impl FnOnce(io::Error) -> UnsafeDir + '_ {
@@ -170,9 +170,9 @@ pub fn open(path: &Path, mode: Mode) -> io::Result<File> {
     let mut options = OpenOptions::new();
     // O_NONBLOCK only matters for a FIFO, which is refused just below; it keeps the open itself
     // from hanging on one that has no reader.
-    options
-        .mode(FILE_MODE)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC);
+    options.mode(FILE_MODE).custom_flags(open_flags(
+        OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+    ));
     match mode {
         Mode::Append => options.append(true).create(true),
         Mode::CreateNew => options.write(true).create_new(true),
@@ -198,23 +198,20 @@ pub fn open(path: &Path, mode: Mode) -> io::Result<File> {
 }
 
 fn clear_nonblock(file: &File) -> io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let fd = file.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own; F_GETFL/F_SETFL take and return plain ints.
-    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    if flags < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    // SAFETY: as above.
-    if unsafe { libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let flags = rustix::fs::fcntl_getfl(file)?;
+    rustix::fs::fcntl_setfl(file, flags - OFlags::NONBLOCK)?;
     Ok(())
+}
+
+/// `flags` as [`std::os::unix::fs::OpenOptionsExt::custom_flags`] takes them.
+pub(crate) fn open_flags(flags: OFlags) -> i32 {
+    // The C `int` of open(2), whose bits rustix keeps unsigned.
+    i32::from_ne_bytes(flags.bits().to_ne_bytes())
 }
 
 /// Adds the path to an error, and turns the bare `ELOOP` of a refused link into advice.
 fn describe(err: io::Error, path: &Path) -> io::Error {
-    if err.raw_os_error() == Some(libc::ELOOP) {
+    if err.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
         return io::Error::new(
             io::ErrorKind::PermissionDenied,
             format!(
@@ -233,7 +230,7 @@ pub fn read_no_follow(path: &Path) -> io::Result<Vec<u8>> {
     use std::io::Read;
     let mut file = OpenOptions::new()
         .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .custom_flags(open_flags(OFlags::NOFOLLOW | OFlags::CLOEXEC))
         .open(path)
         .map_err(|err| {
             if err.kind() == io::ErrorKind::NotFound {
@@ -405,9 +402,14 @@ mod tests {
     fn open_refuses_a_fifo_without_blocking() {
         let (_root, dir, _) = setup();
         let fifo = dir.join("fifo.log");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: mkfifo with a valid NUL-terminated path.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
         // With no reader the open itself fails (ENXIO); either way nothing blocks.
         for m in [Mode::Append, Mode::Truncate] {
             let err = open(&fifo, m).unwrap_err();
@@ -416,7 +418,7 @@ mod tests {
         // With a reader present the open succeeds at the syscall and is refused afterwards.
         let _reader = OpenOptions::new()
             .read(true)
-            .custom_flags(libc::O_NONBLOCK)
+            .custom_flags(open_flags(OFlags::NONBLOCK))
             .open(&fifo)
             .unwrap();
         let err = open(&fifo, Mode::Append).unwrap_err();

@@ -76,11 +76,11 @@ pub fn agent_finished(started: Instant) {
 
 /// The process's peak resident set (`VmHWM` of `/proc/self/status`), in KiB.
 pub fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    procfs::process::Process::myself()
+        .ok()?
+        .status()
+        .ok()?
+        .vmhwm
 }
 
 /// The stats line (see the module documentation).

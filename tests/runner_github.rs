@@ -13,13 +13,36 @@ use std::path::PathBuf;
 
 const FAKE_GH: &str = include_str!("fake_gh.py");
 
-/// The fake `gh` is a Python script: without python3 these stories cannot be told.
+/// The fake `gh` is a Python script: without python3 these stories cannot be told. On a
+/// developer's machine the test says so and skips; in CI (`CI` set, as `.ci/run` does) a
+/// missing python3 fails the test, so a green CI run never hides eleven untold stories.
 fn python3_missing() -> bool {
-    let missing = which::which("python3").is_err();
-    if missing {
-        eprintln!("skipped: python3 is not on PATH (tests/fake_gh.py needs it)");
+    if which::which("python3").is_ok() {
+        return false;
     }
-    missing
+    let why = "python3 is not on PATH (tests/fake_gh.py needs it)";
+    assert!(
+        !in_ci(std::env::var_os("CI")),
+        "{why}; install python3 on the CI machine"
+    );
+    eprintln!("skipped: {why}");
+    true
+}
+
+/// Whether `CI` (its value) asks for a CI run: set, and not empty, `0` or `false`.
+fn in_ci(ci: Option<OsString>) -> bool {
+    ci.is_some_and(|v| !matches!(v.to_str(), Some("" | "0" | "false")))
+}
+
+#[test]
+fn a_ci_run_is_told_by_the_ci_variable() {
+    for yes in ["true", "1", "yes"] {
+        assert!(in_ci(Some(OsString::from(yes))), "{yes}");
+    }
+    assert!(!in_ci(None));
+    for no in ["", "0", "false"] {
+        assert!(!in_ci(Some(OsString::from(no))), "{no:?}");
+    }
 }
 
 struct GhProject {

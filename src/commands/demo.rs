@@ -62,10 +62,7 @@ fn linger(server: &crate::http::Server, seconds: Option<u64>) {
             server.addr()
         ),
     }
-    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    else {
+    let Ok(runtime) = crate::runtime::build(None) else {
         return;
     };
     runtime.block_on(async {

@@ -591,18 +591,7 @@ fn nearest_existing(path: &Path) -> Option<PathBuf> {
 }
 
 fn free_bytes(path: &Path) -> Option<u64> {
-    use std::os::unix::ffi::OsStrExt;
-    let c_path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
-    // SAFETY: c_path is a valid NUL-terminated string and stat points to writable memory of
-    // the right type; statvfs fills it on success.
-    let rc = unsafe { libc::statvfs(c_path.as_ptr(), stat.as_mut_ptr()) };
-    if rc != 0 {
-        return None;
-    }
-    // SAFETY: statvfs returned 0, so the struct is initialised.
-    let stat = unsafe { stat.assume_init() };
-    Some(stat.f_bavail.saturating_mul(stat.f_frsize))
+    fs4::available_space(path).ok()
 }
 
 fn first_line(bytes: &[u8]) -> String {

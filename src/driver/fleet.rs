@@ -290,11 +290,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         })),
         shutdowns: Mutex::new(Vec::new()),
     });
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(workers.clamp(2, 16) as usize)
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::runtime::build(Some(workers.clamp(2, 16) as usize)) {
         Ok(rt) => rt,
         Err(e) => {
             say!("error: cannot start the async runtime: {e}");

@@ -62,10 +62,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
         crate::console::disable_live();
         return fleet::run(cfg, opts, workers);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::runtime::build(None) {
         Ok(rt) => rt,
         Err(e) => {
             say!("error: cannot start the async runtime: {e}");

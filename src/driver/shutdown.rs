@@ -62,8 +62,8 @@ impl Shutdown {
         let recorded = *self.signal.lock().unwrap_or_else(|p| p.into_inner());
         recorded.or_else(|| {
             crate::process::stop_signal().map(|sig| match sig {
-                libc::SIGINT => Signal::Int,
-                libc::SIGHUP => Signal::Hup,
+                signal_hook::consts::SIGINT => Signal::Int,
+                signal_hook::consts::SIGHUP => Signal::Hup,
                 _ => Signal::Term,
             })
         })

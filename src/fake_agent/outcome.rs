@@ -406,10 +406,11 @@ impl Outcome {
             }
             Outcome::SilentHang => sleep_forever(),
             Outcome::IgnoreTerm => {
-                // SAFETY: installs the predefined SIG_IGN disposition; no handler code runs.
-                unsafe {
-                    libc::signal(libc::SIGTERM, libc::SIG_IGN);
-                }
+                // A handler that only sets a flag nobody reads: SIGTERM no longer ends us.
+                signal_hook::flag::register(
+                    signal_hook::consts::SIGTERM,
+                    std::sync::Arc::default(),
+                )?;
                 out.init()?;
                 sleep_forever()
             }

@@ -382,10 +382,7 @@ fn serve(
     mut tail: feed::Tail,
     mut stopped: watch::Receiver<bool>,
 ) {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match crate::runtime::build(None) {
         Ok(rt) => rt,
         Err(e) => {
             say!("warning: the status server cannot start its runtime: {e}");

@@ -56,6 +56,16 @@ fn resolves_the_configured_dir_or_a_per_user_per_project_state_dir() {
 }
 
 #[test]
+fn the_default_dir_of_a_project_never_changes_across_releases() {
+    // A changed hash would orphan every project's existing logs.
+    let dir = default_dir_in(
+        Path::new("/state"),
+        Path::new("/nonexistent-sdlc-runner/proj"),
+    );
+    assert_eq!(dir, Path::new("/state/sdlc-runner/proj-75839301"));
+}
+
+#[test]
 fn the_default_dir_separates_projects_with_the_same_name() {
     let state = Path::new("/home/u/.local/state");
     let a = default_dir_in(state, Path::new("/src/one/app"));
