@@ -470,7 +470,9 @@ impl Driver {
 
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
         let claim_for = match &effect {
-            Effect::RunStep { .. } | Effect::CheckPreconditions { .. } => Some(Duration::ZERO),
+            Effect::RunStep { .. }
+            | Effect::CheckPreconditions { .. }
+            | Effect::LookAtCi { .. } => Some(Duration::ZERO),
             Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),
             Effect::AskDecision { .. } => Some(self.cfg.decision_timeout),
             _ => None,
@@ -522,6 +524,7 @@ impl Driver {
                 }
                 Outcome::Next(event)
             }
+            Effect::LookAtCi { issue, look } => Outcome::Next(self.look_at_ci(issue, look).await),
             Effect::Wait { seconds } => {
                 let until = u64::try_from(chrono::Utc::now().timestamp())
                     .unwrap_or(0)
@@ -622,6 +625,7 @@ impl Driver {
                         self.wait_reason = Some(class.name().to_string());
                     }
                     Notice::NetworkWait { .. } => self.wait_reason = Some("NETWORK".to_string()),
+                    Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
                     _ => {}
                 }
                 let (severity, text) = report::notice(&n);
