@@ -466,3 +466,25 @@ fn sigterm_stops_a_running_local_ci_command_at_once() {
         Vec::<i32>::new()
     );
 }
+
+/// `bounds` says how often one monitorCI attempt looks at CI, from monitorCI's timeoutMin: the
+/// waits between looks are the machine's, on its CI schedule.
+#[test]
+fn bounds_states_how_often_one_monitor_ci_attempt_looks_at_ci() {
+    let p = Project::new(
+        &[],
+        json!({}),
+        json!({"steps": {"monitorCI": {"run": "builtin", "timeoutMin": 2}}}),
+    );
+    let out = p
+        .command(&["bounds", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("bounds");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    // 10 + 20 + 40 = 70 s fit in 120 s, the next 80 s do not: three waits, four looks.
+    assert!(
+        stdout.contains("per monitorCI attempt: at most 4 (waits of 10, 20, 40 s between, within monitorCI's timeoutMin of 120 s)"),
+        "{stdout}"
+    );
+}

@@ -21,11 +21,6 @@ const WAITS: &[(&str, usize, &str)] = &[
         "watching for a person's answer file; bounded by the machine's decision timeout",
     ),
     (
-        "builtin_step.rs",
-        1,
-        "monitorCI polling the forge between looks, bounded by the step's timeoutMin (not yet the machine's)",
-    ),
-    (
         "fleet.rs",
         1,
         "a fleet-wide pause ordered by the pure coordinator (sdlc_machine::fleet)",

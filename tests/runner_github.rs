@@ -528,6 +528,52 @@ fn failing_ci_is_repaired_by_the_agent_with_the_failing_check_and_its_log() {
     g.assert_only_known_calls();
 }
 
+/// monitorCI's wait for pending CI is the machine's: the look that finds CI pending is an
+/// event (`ciPending`), the pause a journaled `wait`, the next look a request (`lookAtCi`) that
+/// starts no agent; a network failure on the way is waited out on the network's schedule.
+/// `replay` reproduces the whole run from the journal.
+#[test]
+fn pending_ci_and_a_network_blip_are_journaled_waits_that_replay_exactly() {
+    assert!(!python3_missing(), "python3 is needed for tests/fake_gh.py");
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "")],
+        json!({}),
+        false,
+        json!({"steps": e2e::builtin_steps()}),
+    );
+    g.set_state("prRecords", json!(true));
+    let pending = json!([{"name": "unit-tests", "state": "PENDING", "bucket": "pending",
+        "link": "https://github.invalid/o/r/actions/runs/5/job/77"}]);
+    let passing = json!([{"name": "unit-tests", "state": "SUCCESS", "bucket": "pass",
+        "link": "https://github.invalid/o/r/actions/runs/6/job/78"}]);
+    g.set_state("checks", json!([pending, passing]));
+    g.set_state("failMatchingOnce", json!([["pr", "checks"]]));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(g.state()["prs"][0]["state"], "MERGED", "{all}");
+    assert!(all.contains("CI pending; look 2 at CI in 10 s"), "{all}");
+    let journal = std::fs::read_to_string(g.p.journal_path()).expect("journal");
+    for recorded in [
+        r#""event":"ciPending""#,
+        r#""effect":"lookAtCi""#,
+        r#""event":"networkFailed""#,
+        r#""notice":"networkWait""#,
+    ] {
+        assert!(
+            journal.contains(recorded),
+            "{recorded} not in the journal:\n{journal}"
+        );
+    }
+    // Another look at CI never starts the agent: the builtin monitorCI ran none.
+    assert_eq!(g.p.count("1 monitorCI"), 0, "{:?}", g.p.invocations());
+    let replay =
+        g.p.command(&["replay", g.p.journal_path().to_str().expect("utf8")])
+            .output()
+            .expect("replay");
+    assert_eq!(code(&replay), 0, "replay: {}", text(&replay));
+}
+
 /// Three runner processes, three clones, one (fake) GitHub: issues are claimed with a label,
 /// an assignment and a comment before work starts, so none is worked by two runners, and each
 /// claim is released when its issue is merged.

@@ -59,6 +59,17 @@ pub fn run(config: &Path) -> i32 {
         1 + l.max_network_waits,
         if waits.is_empty() { "none".to_string() } else { waits.join(", ") }
     );
+    let polls = l.ci_polls();
+    out!(
+        "CI looks (gh pr checks, or the local CI command's verdict) per monitorCI attempt: at most {} (waits of {} s between, within monitorCI's timeoutMin of {} s), then the attempt fails as TIMEOUT; no look starts an agent or spends an attempt",
+        1 + polls.len(),
+        if polls.is_empty() {
+            "none".to_string()
+        } else {
+            polls.iter().map(u64::to_string).collect::<Vec<_>>().join(", ")
+        },
+        l.ci_timeout_secs
+    );
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
     let races = sdlc_machine::fleet::Contention::MAX_LOST_RACES;
     out!(

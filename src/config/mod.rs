@@ -223,6 +223,9 @@ impl Config {
             manual_approval: self.approval == Approval::Manual,
             max_network_waits: self.max_network_waits,
             network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,
+            ci_poll_initial_secs: Limits::default().ci_poll_initial_secs,
+            ci_poll_max_secs: Limits::default().ci_poll_max_secs,
+            ci_timeout_secs: self.timeout(Step::MonitorCi).as_secs(),
         }
     }
 }

@@ -136,6 +136,10 @@ fn limits_convert_to_exact_units() {
             manual_approval: true,
             max_network_waits: 3,
             network_backoff_initial_secs: 2,
+            ci_poll_initial_secs: 10,
+            ci_poll_max_secs: 120,
+            // monitorCI's timeoutMin (the default 10 minutes) bounds its waits for CI.
+            ci_timeout_secs: 600,
         }
     );
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));

@@ -126,6 +126,7 @@ fn decision(effects: &[Effect]) -> (Kind, &'static str) {
             Effect::Notify(Notice::Bounced { .. }) => return (Kind::Bounce, ""),
             Effect::Notify(Notice::Waiting { .. }) => return (Kind::Wait, ""),
             Effect::Notify(Notice::NetworkWait { .. }) => return (Kind::Wait, "network"),
+            Effect::Notify(Notice::CiPending { .. }) => return (Kind::Wait, "CI"),
             Effect::MarkEscalated { .. } => return (Kind::Escalate, ""),
             Effect::RecordMerged { .. } => return (Kind::Merged, ""),
             Effect::AskDecision { .. } => return (Kind::AskPerson, ""),
@@ -185,6 +186,7 @@ fn alphabet(core: &Core) -> Vec<Event> {
         Event::NetworkFailed,
         Event::TrackerUpdated,
         Event::TrackerWriteFailed,
+        Event::CiPending { usage },
     ];
     let r = core.runner();
     let fresh = core
@@ -262,6 +264,8 @@ fn exploration_limits() -> Vec<Limits> {
         max_repair_iterations: 1,
         // One network wait shows both edges: wait, and halt when waiting did not help.
         max_network_waits: 1,
+        // One wait for CI shows both edges: look again, and fail when CI stays pending.
+        ci_timeout_secs: u64::from(Limits::default().ci_poll_initial_secs),
         ..Limits::default()
     };
     let manual = Limits {
@@ -427,6 +431,16 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     r.session_cost_micros = cap(r.session_cost_micros, r.limits.per_session_budget_micros);
     r.issue_cost_micros = cap(r.issue_cost_micros, r.limits.per_issue_budget_micros);
     r.issue_elapsed_ms = cap(r.issue_elapsed_ms, r.limits.per_issue_budget_ms);
+    // What the attempt's looks at CI cost joins the budgets' sums at its outcome.
+    let money = r
+        .limits
+        .per_issue_budget_micros
+        .max(r.limits.per_session_budget_micros);
+    r.pending_usage = Usage {
+        cost_micros: cap(r.pending_usage.cost_micros, money),
+        elapsed_ms: cap(r.pending_usage.elapsed_ms, r.limits.per_issue_budget_ms),
+        turns: 0,
+    };
     // Finished issues only matter as "offered again or not": one token each.
     let token = |set: &std::collections::BTreeSet<u32>, t: u32| {
         if set.is_empty() {

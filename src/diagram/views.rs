@@ -20,18 +20,16 @@ pub struct View {
 /// The view that holds the states outside every phase, and the superstates around the phases.
 const SESSION_VIEW: &str = "session";
 
-fn is_step_state(name: &str) -> bool {
-    Step::ALL
-        .iter()
-        .any(|s| crate::machine::state_of_step(*s).name() == name)
-}
-
-/// The superstate that directly holds a step state: what the overview folds it into.
+/// The superstate that directly holds a state, when it is a phase (it holds step states): what
+/// the overview folds it into. A phase's own waits (monitorCI's wait for CI) fold with it.
 pub(super) fn phase_of(graph: &Graph, name: &str) -> Option<&'static str> {
-    if !is_step_state(name) {
-        return None;
-    }
-    graph.leaves.get(name).and_then(|a| a.last().copied())
+    let parent = |leaf: &str| graph.leaves.get(leaf).and_then(|a| a.last().copied());
+    let holder = parent(name)?;
+    let holds_a_step = Step::ALL.iter().any(|s| {
+        let step_state = crate::machine::state_of_step(*s).name();
+        parent(step_state) == Some(holder)
+    });
+    holds_a_step.then_some(holder)
 }
 
 /// The phases in lifecycle order, read from the machine's nesting rather than listed here, so

@@ -13,11 +13,7 @@ use crate::machine::{Event, Usage};
 use crate::notify::Severity;
 use crate::probe;
 use crate::step::Step;
-use std::time::{Duration, Instant};
-
-/// First and longest pause between two looks at CI.
-const CI_POLL_FIRST: Duration = Duration::from_secs(10);
-const CI_POLL_MAX: Duration = Duration::from_secs(120);
+use std::time::Instant;
 
 impl Driver {
     pub(super) async fn run_builtin(
@@ -60,13 +56,13 @@ impl Driver {
         // the step's timeoutMin.
         let deadline = started + self.cfg.timeout(step);
         let outcome = if step == Step::MonitorCi {
-            self.watch_ci(step).await
+            self.look_once(step).await
         } else {
             let what = format!("{} (builtin)", step.key());
             let once =
                 |d: &Driver| crate::process::within_deadline(deadline, || d.builtin_once(step));
             match self.patiently(&what, once).await {
-                network::Patient::Done(result) => Ok(result),
+                network::Patient::Done(result) => Ok(result.map(Some)),
                 network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
             }
         };
@@ -79,9 +75,46 @@ impl Driver {
             Err(event) => return event,
         };
         usage.elapsed_ms += started.elapsed().as_millis() as u64;
+        self.builtin_outcome(step, issue, result, usage, agent_ran)
+            .await
+    }
+
+    /// One more look at CI within the monitorCI attempt under way (the machine waited since
+    /// the last): no agent runs.
+    pub(super) async fn look_at_ci(&mut self, issue: u32, look: u32) -> Event {
+        self.know_issue(issue);
+        let step = Step::MonitorCi;
+        self.log(&format!("issue #{issue} {}: look {look} at CI", step.key()));
+        let started = Instant::now();
+        let result = match self.look_once(step).await {
+            Ok(result) => result,
+            Err(event) => return event,
+        };
+        let usage = Usage {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..Usage::default()
+        };
+        self.builtin_outcome(step, issue, result, usage, false)
+            .await
+    }
+
+    /// What a builtin action's result means for the machine: `Ok(None)` is CI still pending;
+    /// `Ok(Some(done))` goes through the same post-step check as an agent's attempt.
+    async fn builtin_outcome(
+        &mut self,
+        step: Step,
+        issue: u32,
+        result: Result<Option<String>, Failed>,
+        usage: Usage,
+        agent_ran: bool,
+    ) -> Event {
         crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
-            Ok(done) => {
+            Ok(None) => {
+                self.log(&format!("{}: CI pending", step.key()));
+                Event::CiPending { usage }
+            }
+            Ok(Some(done)) => {
                 self.last_output = done.clone();
                 self.log(&format!("{}: {done}", step.key()));
                 if let Some(event) = self.workspace_check(step, false) {
@@ -168,44 +201,24 @@ impl Driver {
         }
     }
 
-    /// Looks at CI until the checks settle or the step's time limit passes, pausing longer
-    /// each time (up to two minutes). `Err(event)`: the network gave up or a shutdown came.
-    async fn watch_ci(&mut self, step: Step) -> Result<Result<String, Failed>, Event> {
+    /// One look at CI: `Ok(None)` while the checks have not settled. The look dies with its
+    /// process group at the step's timeoutMin; the waits between looks are the machine's.
+    async fn look_once(&mut self, step: Step) -> Result<Result<Option<String>, Failed>, Event> {
         let deadline = Instant::now() + self.cfg.timeout(step);
-        let mut pause = CI_POLL_FIRST;
-        loop {
-            let settled = match self
-                .patiently("watching CI", |d| {
-                    crate::process::within_deadline(deadline, || {
-                        d.with_facts(|facts| builtin::ci_settled(&*d.forge, facts))
-                    })
+        let settled = self
+            .patiently("watching CI", |d| {
+                crate::process::within_deadline(deadline, || {
+                    d.with_facts(|facts| builtin::ci_settled(&*d.forge, facts))
                 })
-                .await
-            {
-                network::Patient::Done(result) => result,
-                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
-            };
-            match settled {
-                Ok(true) => return Ok(Ok("CI checks let the branch merge".to_string())),
-                Err(failed) => return Ok(Err(failed)),
-                Ok(false) => {}
+            })
+            .await;
+        match settled {
+            network::Patient::Done(Ok(true)) => {
+                Ok(Ok(Some("CI checks let the branch merge".to_string())))
             }
-            if Instant::now() + pause > deadline {
-                return Ok(Err(Failed::other(format!(
-                    "CI checks still pending after {} min (the step's timeoutMin)",
-                    self.cfg.timeout(step).as_secs() / 60
-                ))));
-            }
-            let until = self.clock.now() + chrono::Duration::seconds(pause.as_secs() as i64);
-            self.log(&format!(
-                "CI pending; looking again at {}",
-                until.format("%H:%M:%S UTC")
-            ));
-            tokio::select! {
-                _ = self.clock.sleep(pause) => {}
-                _ = self.shutdown.wait() => return Err(self.shutdown.event()),
-            }
-            pause = (pause * 2).min(CI_POLL_MAX);
+            network::Patient::Done(Ok(false)) => Ok(Ok(None)),
+            network::Patient::Done(Err(failed)) => Ok(Err(failed)),
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
         }
     }
 }

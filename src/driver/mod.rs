@@ -535,7 +535,9 @@ impl Driver {
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
         tracing::debug!(?effect, "perform");
         let claim_for = match &effect {
-            Effect::RunStep { .. } | Effect::CheckPreconditions { .. } => Some(Duration::ZERO),
+            Effect::RunStep { .. }
+            | Effect::CheckPreconditions { .. }
+            | Effect::LookAtCi { .. } => Some(Duration::ZERO),
             Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),
             Effect::AskDecision { .. } => Some(self.cfg.decision_timeout),
             _ => None,
@@ -587,6 +589,7 @@ impl Driver {
                 }
                 Outcome::Next(event)
             }
+            Effect::LookAtCi { issue, look } => Outcome::Next(self.look_at_ci(issue, look).await),
             Effect::Wait { seconds } => {
                 let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)
@@ -687,6 +690,7 @@ impl Driver {
                         self.wait_reason = Some(class.name().to_string());
                     }
                     Notice::NetworkWait { .. } => self.wait_reason = Some("NETWORK".to_string()),
+                    Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
                     _ => {}
                 }
                 let (severity, text) = report::notice(&n);

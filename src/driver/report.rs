@@ -79,6 +79,16 @@ fn notice_text(n: &Notice) -> (Severity, String) {
                 "issue #{issue}: closed, relabelled or escalated by a person during the cycle; dropped (branch kept, nothing merged or written to it)"
             ),
         ),
+        Notice::CiPending { seconds, look } => (
+            Severity::Info,
+            format!("monitorCI: CI pending; look {look} at CI in {seconds} s"),
+        ),
+        Notice::CiStillPending { waited_secs } => (
+            Severity::Warning,
+            format!(
+                "monitorCI: CI still pending after {waited_secs} s of waits (the step's timeoutMin); the attempt failed (TIMEOUT)"
+            ),
+        ),
         Notice::NothingToDo => (
             Severity::Info,
             "no open automatable issue: nothing to do".into(),

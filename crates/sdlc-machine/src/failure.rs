@@ -168,6 +168,9 @@ impl Signature {
     /// lost): recorded as dispatched, never as finished. Fixed, so that the same step
     /// interrupted twice in a row counts as the same failure.
     pub const INTERRUPTED: Signature = Signature(0x696e_7465_7272_7570);
+    /// The signature of a monitorCI attempt whose CI stayed pending through the step's time
+    /// limit (decided by the machine, so fixed: the same wait twice is the same failure).
+    pub const CI_STILL_PENDING: Signature = Signature(0x6369_5f70_656e_6469);
 }
 
 impl fmt::Display for Signature {

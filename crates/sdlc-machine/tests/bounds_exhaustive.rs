@@ -38,6 +38,7 @@ fn key(core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) -> K
     r.issue_cost_micros = 0;
     r.issue_elapsed_ms = 0;
     r.session_cost_micros = 0;
+    r.pending_usage = Usage::default();
     for (i, &counted) in repaired.iter().enumerate() {
         if counted {
             // Only "code-fixable or not" matters.
@@ -166,7 +167,11 @@ impl Search {
                 }
                 (0, evs)
             }
-            Effect::RunStep { step, repair, .. } => {
+            Effect::RunStep { .. } | Effect::LookAtCi { .. } => {
+                let (step, repair) = match pending {
+                    Effect::RunStep { step, repair, .. } => (step, repair),
+                    _ => (Step::MonitorCi, false),
+                };
                 let u = Usage::default();
                 let fail = |class, sig| Event::StepFailed {
                     step,
@@ -188,9 +193,15 @@ impl Search {
                 if self.goal == Goal::NextMerge {
                     evs.push(Event::StepSucceeded { step, usage: u });
                 }
-                let agent_call = match self.builtin {
-                    Some(builtin) => !builtin[step.index()] || repair,
-                    None => true,
+                if step == Step::MonitorCi {
+                    evs.push(Event::CiPending { usage: u });
+                }
+                // Another look at CI is the runner's alone: it neither starts an agent nor
+                // counts as an attempt.
+                let agent_call = match (pending, self.builtin) {
+                    (Effect::LookAtCi { .. }, _) => false,
+                    (_, Some(builtin)) => !builtin[step.index()] || repair,
+                    (_, None) => true,
                 };
                 (u64::from(agent_call), evs)
             }
@@ -286,6 +297,8 @@ fn small_limits() -> Vec<(String, Limits)> {
                         max_rate_limit_waits: if b == 1 { 1 } else { 0 },
                         simplify_enabled: !(r == 2 && b == 2),
                         max_network_waits: (r + e) % 2,
+                        // CI pending: no wait, or one wait and a second look.
+                        ci_timeout_secs: if b == 1 { 10 } else { 0 },
                         ..Limits::default()
                     };
                     out.push((
@@ -316,6 +329,7 @@ fn small_limits() -> Vec<(String, Limits)> {
             max_consecutive_failures: multi,
             max_rate_limit_waits: 0,
             max_network_waits: 1,
+            ci_timeout_secs: 10,
             ..Limits::default()
         };
         out.push((format!("R={r} B={b} E={e} multi-phase"), l));
@@ -382,6 +396,7 @@ fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
                 max_rate_limit_waits: 1,
                 max_repair_iterations: 1,
                 max_network_waits: 0,
+                ci_timeout_secs: 10,
                 ..Limits::default()
             },
             true,
@@ -398,6 +413,7 @@ fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
                 max_repair_iterations: 2,
                 simplify_enabled: false,
                 max_network_waits: 1,
+                ci_timeout_secs: 10,
                 ..Limits::default()
             },
             true,
@@ -413,6 +429,7 @@ fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
                 max_rate_limit_waits: 0,
                 max_repair_iterations: 2,
                 max_network_waits: 0,
+                ci_timeout_secs: 10,
                 ..Limits::default()
             },
             false, // a phase limit binds: sound, not exact

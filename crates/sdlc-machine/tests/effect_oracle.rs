@@ -83,7 +83,8 @@ fn any_step(t: &mut Tape) -> Step {
 
 /// A stale, duplicate or out-of-place event, as a resumed or confused driver might send.
 fn noise(t: &mut Tape, last: Option<Event>) -> Event {
-    match t.pick(14) {
+    match t.pick(15) {
+        14 => Event::CiPending { usage: usage(t) },
         9 => Event::NetworkFailed,
         10 => Event::TrackerUpdated,
         11 => Event::TrackerWriteFailed,
@@ -137,6 +138,7 @@ fn answer(
             Effect::SelectIssue
                 | Effect::CheckPreconditions { .. }
                 | Effect::RunStep { .. }
+                | Effect::LookAtCi { .. }
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
         )
@@ -180,9 +182,28 @@ fn answer(
             57 => Event::AlreadyDone { step },
             _ => Event::PreconditionsOk { step },
         },
+        Some(Effect::LookAtCi { .. }) => {
+            let u = usage(t);
+            match t.pick(4) {
+                0 => Event::StepSucceeded {
+                    step: Step::MonitorCi,
+                    usage: u,
+                },
+                1 | 2 => Event::CiPending { usage: u },
+                _ => Event::StepFailed {
+                    step: Step::MonitorCi,
+                    class: failure_class(t),
+                    signature: Signature(u64::from(t.pick(3))),
+                    usage: u,
+                    wait_hint_secs: None,
+                },
+            }
+        }
         Some(Effect::RunStep { step, .. }) => {
             let u = usage(t);
             match t.pick(20) {
+                // monitorCI's first look may find CI pending.
+                13..=16 if step == Step::MonitorCi => Event::CiPending { usage: u },
                 0..=16 => Event::StepSucceeded { step, usage: u },
                 _ => {
                     let class = failure_class(t);
@@ -345,10 +366,22 @@ fn limits() -> impl Strategy<Value = Limits> {
             proptest::sample::select(vec![60u64, 100, 300, 3_600]),
             prop::collection::vec((0usize..Step::COUNT, 1u32..=3), 0..2),
             0u32..=3,
+            // (first pause, longest pause, time limit): none, a few and many looks.
+            proptest::sample::select(vec![
+                (5u32, 5u32, 0u64),
+                (5, 5, 10),
+                (5, 20, 60),
+                (10, 120, 600),
+            ]),
         ),
     )
         .prop_map(
-            |((r, b, e, s), (w, repairs, simplify, manual), (pi, ps, pt), (quota, phases, net))| {
+            |(
+                (r, b, e, s),
+                (w, repairs, simplify, manual),
+                (pi, ps, pt),
+                (quota, phases, net, (ci_first, ci_max, ci_timeout)),
+            )| {
                 let mut f = [0u32; Step::COUNT];
                 for (i, v) in phases {
                     f[i] = v;
@@ -371,6 +404,9 @@ fn limits() -> impl Strategy<Value = Limits> {
                     manual_approval: manual,
                     max_network_waits: net,
                     network_backoff_initial_secs: 2,
+                    ci_poll_initial_secs: ci_first,
+                    ci_poll_max_secs: ci_max,
+                    ci_timeout_secs: ci_timeout,
                 }
             },
         )

@@ -30,8 +30,10 @@ fn limits() -> impl Strategy<Value = Limits> {
         0u32..=2,
         any::<bool>(),
         prop::collection::vec((0usize..Step::COUNT, 0u32..=4), 0..3),
+        // monitorCI's time limit: no wait for CI, two, or the default's seven.
+        proptest::sample::select(vec![0u64, 30, 600]),
     )
-        .prop_map(|(r, b, e, s, w, simplify, phases)| {
+        .prop_map(|(r, b, e, s, w, simplify, phases, ci)| {
             let mut f = [0u32; Step::COUNT];
             for (i, v) in phases {
                 f[i] = v;
@@ -44,6 +46,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                 max_consecutive_failures: f,
                 max_rate_limit_waits: w,
                 simplify_enabled: simplify,
+                ci_timeout_secs: ci,
                 ..Limits::default()
             }
         })
@@ -69,6 +72,7 @@ fn reply() -> impl Strategy<Value = Reply> {
         1 => Just(Reply::AlreadyDone),
         1 => Just(Reply::Crash),
         1 => Just(Reply::Network),
+        2 => Just(Reply::CiPending),
     ]
 }
 
@@ -192,6 +196,8 @@ proptest! {
                 }
                 Effect::RecordMerged { .. } => streak = 0,
                 Effect::Wait { .. } => after_wait = true,
+                // The wait before another look at CI belongs to the attempt under way.
+                Effect::LookAtCi { .. } => after_wait = false,
                 Effect::Halt(_) => {
                     let batch = &trace.effects[batch_start..];
                     prop_assert!(!batch.iter().any(|e| matches!(e,
@@ -201,7 +207,7 @@ proptest! {
                 }
                 _ => {}
             }
-            if matches!(e, Effect::SelectIssue | Effect::CheckPreconditions { .. } | Effect::RunStep { .. } | Effect::Wait { .. }) {
+            if matches!(e, Effect::SelectIssue | Effect::CheckPreconditions { .. } | Effect::RunStep { .. } | Effect::LookAtCi { .. } | Effect::Wait { .. }) {
                 batch_start = i + 1;
             }
         }
@@ -354,6 +360,25 @@ struct Model {
     last_escalation: Option<(u32, Step, FailureClass, u64)>,
     /// The step whose attempt is out (answered `PreconditionsOk`, no outcome yet).
     out: Option<Step>,
+    /// Looks at CI that found it pending in the attempt out, and whether the runner waits
+    /// for the next look now (a restart then waits again: nothing was cut short).
+    ci_pending: u32,
+    ci_waiting: bool,
+}
+
+/// How many times one monitorCI attempt may find CI pending and wait: pauses doubling from
+/// the first to the longest, at least a second each, while their sum stays within the limit.
+fn ci_waits_allowed(l: &Limits) -> u32 {
+    let (mut n, mut pause, mut sum) = (0u32, u64::from(l.ci_poll_initial_secs), 0u64);
+    loop {
+        let p = pause.min(u64::from(l.ci_poll_max_secs)).max(1);
+        if sum + p > l.ci_timeout_secs {
+            return n;
+        }
+        sum += p;
+        n += 1;
+        pause = pause.saturating_mul(2);
+    }
 }
 
 impl Model {
@@ -371,6 +396,8 @@ impl Model {
             halted: false,
             last_escalation: None,
             out: None,
+            ci_pending: 0,
+            ci_waiting: false,
         }
     }
 
@@ -401,14 +428,45 @@ impl Model {
         let out = self.out.take();
         if let Event::PreconditionsOk { step } = *ev {
             self.out = Some(step);
+            self.ci_pending = 0;
+            self.ci_waiting = false;
         }
-        // A network wait on the attempt's own call issues the same attempt again: it stays out.
-        if matches!(ev, Event::NetworkFailed | Event::WaitOver) {
+        // A network wait on the attempt's own call issues the same attempt again, and CI
+        // pending is looked at again: the attempt stays out.
+        if matches!(
+            ev,
+            Event::NetworkFailed | Event::WaitOver | Event::CiPending { .. }
+        ) {
             self.out = out;
         }
-        // A restart while an attempt is out: that attempt failed with the runner.
+        if *ev == Event::WaitOver {
+            self.ci_waiting = false;
+        }
+        // A restart while an attempt is out: that attempt failed with the runner, unless the
+        // runner was waiting for CI's next look (it waits again).
         let interrupted;
         let ev = match (ev, out) {
+            (Event::Start, Some(_)) if self.ci_waiting => {
+                self.out = out;
+                ev
+            }
+            (Event::CiPending { .. }, Some(Step::MonitorCi)) => {
+                if self.ci_pending < ci_waits_allowed(&self.l) {
+                    self.ci_pending += 1;
+                    self.ci_waiting = true;
+                    return;
+                }
+                // Pending through the step's time limit: the attempt failed.
+                self.out = None;
+                interrupted = Event::StepFailed {
+                    step: Step::MonitorCi,
+                    class: FailureClass::Timeout,
+                    signature: Signature::CI_STILL_PENDING,
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                };
+                &interrupted
+            }
             (Event::Start, Some(step)) => {
                 interrupted = Event::StepFailed {
                     step,

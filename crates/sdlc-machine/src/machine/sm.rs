@@ -88,6 +88,13 @@ pub struct Runner {
     /// The issue and failure of the last escalation, to tell an environment's failure (the
     /// same on two issues in a row) from the issues'.
     pub last_escalation: Option<(u32, LastFailure)>,
+    // -- attempt scope: reset by `dispatch` --
+    /// Waits between looks at CI in the monitorCI attempt under way, and their seconds.
+    pub ci_waits: u32,
+    pub ci_waited_secs: u64,
+    /// What the attempt under way cost before its outcome (its looks at CI that found CI
+    /// pending, and their waits): added to the outcome's usage, so an attempt is counted once.
+    pub pending_usage: Usage,
 }
 
 type Fx = Vec<Effect>;
@@ -120,6 +127,9 @@ impl Runner {
             outstanding: None,
             network_waits: 0,
             last_escalation: None,
+            ci_waits: 0,
+            ci_waited_secs: 0,
+            pending_usage: Usage::default(),
         }
     }
 
@@ -432,6 +442,9 @@ impl Runner {
             self.repairs[i] += 1;
         }
         self.dispatched = true;
+        self.ci_waits = 0;
+        self.ci_waited_secs = 0;
+        self.pending_usage = Usage::default();
         let run = Effect::RunStep {
             step,
             issue: self.current_issue(),
@@ -579,6 +592,50 @@ impl Runner {
         self.enter(step, fx)
     }
 
+    /// The attempt's outcome with what it cost before it (see `pending_usage`).
+    fn with_pending(&mut self, usage: &Usage) -> Usage {
+        let before = std::mem::take(&mut self.pending_usage);
+        Usage {
+            cost_micros: before.cost_micros.saturating_add(usage.cost_micros),
+            elapsed_ms: before.elapsed_ms.saturating_add(usage.elapsed_ms),
+            turns: before.turns.saturating_add(usage.turns),
+        }
+    }
+
+    /// monitorCI looked at CI and it has not settled: wait on the CI schedule and look again,
+    /// or, when the next wait would pass the step's time limit, fail the attempt (TIMEOUT).
+    fn ci_pending(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.pending_usage = self.with_pending(usage);
+        let pauses = self.limits.ci_polls();
+        let Some(&seconds) = pauses.get(self.ci_waits as usize) else {
+            fx.push(Effect::Notify(Notice::CiStillPending {
+                waited_secs: self.ci_waited_secs,
+            }));
+            let usage = self.with_pending(&Usage::default());
+            return self.failed(
+                Step::MonitorCi,
+                FailureClass::Timeout,
+                Signature::CI_STILL_PENDING,
+                &usage,
+                None,
+                fx,
+            );
+        };
+        self.ci_waits += 1;
+        self.ci_waited_secs += seconds;
+        // The wait is part of the attempt's time, as the issue's time budget sees it.
+        self.pending_usage.elapsed_ms = self
+            .pending_usage
+            .elapsed_ms
+            .saturating_add(seconds.saturating_mul(1000));
+        fx.push(Effect::Notify(Notice::CiPending {
+            seconds,
+            look: self.ci_waits + 1,
+        }));
+        fx.push(Effect::Wait { seconds });
+        Transition(State::waiting_for_ci(seconds))
+    }
+
     /// On (re)start in a step state: a dispatched attempt without a recorded outcome did not
     /// survive the runner, so it failed (`KILLED`); otherwise the step is entered again.
     fn restart_step(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
@@ -640,6 +697,7 @@ impl Runner {
                 self.bounce(step, check, fx)
             }
             Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
+                let usage = self.with_pending(&usage);
                 self.succeeded(step, &usage, fx)
             }
             Event::StepFailed {
@@ -649,7 +707,11 @@ impl Runner {
                 usage,
                 wait_hint_secs,
             } if s == step && self.dispatched => {
+                let usage = self.with_pending(&usage);
                 self.failed(step, class, signature, &usage, wait_hint_secs, fx)
+            }
+            Event::CiPending { usage } if step == Step::MonitorCi && self.dispatched => {
+                self.ci_pending(&usage, fx)
             }
             Event::NetworkFailed => self.network_failed(fx),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
@@ -906,6 +968,36 @@ impl Runner {
         }
     }
 
+    /// monitorCI's attempt is under way and CI has not settled: the pause before the next look.
+    /// A restart waits again and looks (what CI says is idempotent to read); the attempt's
+    /// waits so far stay counted, so no restart lengthens it past the step's time limit.
+    #[state(superstate = "deliver")]
+    fn waiting_for_ci(&mut self, seconds: &u64, event: &Event, context: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::WaitOver => {
+                self.dispatched = true;
+                let look = Effect::LookAtCi {
+                    issue: self.current_issue(),
+                    look: self.ci_waits + 1,
+                };
+                self.request(State::monitor_ci(), look, context);
+                Transition(State::monitor_ci())
+            }
+            Event::Start => {
+                context.push(Effect::Wait { seconds: *seconds });
+                Handled
+            }
+            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
+                Some(outcome) => outcome,
+                None => {
+                    context.push(Effect::Wait { seconds: *seconds });
+                    Handled
+                }
+            },
+            _ => Super,
+        }
+    }
+
     /// Manual approval: a person decides what happens after retries are spent.
     #[state(superstate = "cycle")]
     fn awaiting_decision(
@@ -988,6 +1080,7 @@ impl State {
             State::CreatePr {} => Step::CreatePr,
             State::MonitorCi {} => Step::MonitorCi,
             State::Merge {} => Step::Merge,
+            State::WaitingForCi { .. } => Step::MonitorCi,
             State::BackingOff { step, .. }
             | State::AwaitingDecision { step }
             | State::Escalating { step, .. } => *step,
@@ -1026,6 +1119,7 @@ impl State {
             State::RecordingMerge { .. } => "RecordingMerge",
             State::Escalating { .. } => "Escalating",
             State::WaitingForNetwork { .. } => "WaitingForNetwork",
+            State::WaitingForCi { .. } => "WaitingForCi",
             State::Halted { .. } => "Halted",
             State::Finished { .. } => "Finished",
         }

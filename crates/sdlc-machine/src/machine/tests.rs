@@ -66,6 +66,12 @@ fn states() -> Vec<(State, &'static str, Option<Step>, &'static [&'static str])>
             &["Session", "Cycle"],
         ),
         (
+            State::WaitingForCi { seconds: 10 },
+            "WaitingForCi",
+            Some(Step::MonitorCi),
+            DELIVER,
+        ),
+        (
             State::AwaitingDecision { step: Step::Merge },
             "AwaitingDecision",
             Some(Step::Merge),
@@ -172,6 +178,7 @@ fn machine_labels_of_events_and_effects() {
         (Event::TrackerWriteFailed, "TrackerWriteFailed"),
         (Event::IssueWithdrawn { issue: 1 }, "IssueWithdrawn"),
         (Event::WorkspaceUnfit { step }, "WorkspaceUnfit"),
+        (Event::CiPending { usage }, "CiPending"),
     ];
     for (event, label) in events {
         assert_eq!(event.label(), label);
@@ -193,6 +200,7 @@ fn machine_labels_of_events_and_effects() {
             "RunStep",
             true,
         ),
+        (Effect::LookAtCi { issue: 1, look: 2 }, "LookAtCi", true),
         (Effect::Wait { seconds: 1 }, "Wait", true),
         (
             Effect::AutoCommit(CommitKind::PartialWork),
@@ -354,4 +362,112 @@ fn machine_backoff_doubles_from_the_initial_wait_up_to_the_cap() {
     assert_eq!(waits, [3, 6, 12, 20, 20]);
     assert_eq!(l.backoff_secs(0), 3, "the first wait, however counted");
     assert_eq!(l.backoff_secs(u32::MAX), 20, "no overflow");
+}
+
+/// Drives a fresh issue to monitorCI's first attempt, every earlier step succeeding.
+fn at_monitor_ci(limits: Limits) -> Core {
+    let mut core = Core::new(limits, Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 4 });
+    for step in Step::ALL {
+        core.handle(&Event::PreconditionsOk { step });
+        if step == Step::MonitorCi {
+            return core;
+        }
+        core.handle(&Event::StepSucceeded {
+            step,
+            usage: Usage::default(),
+        });
+    }
+    unreachable!("monitorCI is a step")
+}
+
+#[test]
+fn machine_ci_pending_waits_on_its_schedule_then_times_out_as_one_failed_attempt() {
+    let limits = Limits::default();
+    assert_eq!(limits.ci_polls(), [10, 20, 40, 80, 120, 120, 120]);
+    let mut core = at_monitor_ci(limits.clone());
+    let look = Usage {
+        cost_micros: 5,
+        elapsed_ms: 100,
+        turns: 1,
+    };
+    for (n, &seconds) in limits.ci_polls().iter().enumerate() {
+        let fx = core.handle(&Event::CiPending { usage: look }).to_vec();
+        let next = n as u32 + 2;
+        assert_eq!(
+            fx,
+            [
+                Effect::Notify(Notice::CiPending {
+                    seconds,
+                    look: next
+                }),
+                Effect::Wait { seconds }
+            ]
+        );
+        assert_eq!(core.state().name(), "WaitingForCi");
+        // A restart in the wait waits again: nothing was cut short.
+        assert_eq!(core.handle(&Event::Start), [Effect::Wait { seconds }]);
+        assert_eq!(
+            core.handle(&Event::WaitOver),
+            [Effect::LookAtCi {
+                issue: 4,
+                look: next
+            }]
+        );
+    }
+    assert_eq!(core.runner().attempts[Step::MonitorCi.index()], 0);
+    let fx = core.handle(&Event::CiPending { usage: look }).to_vec();
+    assert_eq!(
+        fx[0],
+        Effect::Notify(Notice::CiStillPending { waited_secs: 510 })
+    );
+    assert_eq!(
+        fx.last(),
+        Some(&Effect::CheckPreconditions {
+            step: Step::MonitorCi
+        })
+    );
+    let r = core.runner();
+    assert_eq!(r.attempts[Step::MonitorCi.index()], 1, "one attempt spent");
+    assert_eq!(r.stats.total.invocations, Step::COUNT as u64 - 1, "{r:?}");
+    // The looks' cost and the waits' time are the attempt's.
+    assert_eq!(r.last_usage.cost_micros, 8 * 5);
+    assert_eq!(r.last_usage.elapsed_ms, 8 * 100 + 510_000);
+    assert_eq!(
+        r.last_failure.map(|f| (f.class, f.signature)),
+        Some((
+            FailureClass::Timeout,
+            crate::failure::Signature::CI_STILL_PENDING
+        ))
+    );
+}
+
+#[test]
+fn machine_ci_passing_after_pending_looks_is_one_attempt_with_their_usage() {
+    let mut core = at_monitor_ci(Limits::default());
+    let look = Usage {
+        cost_micros: 7,
+        elapsed_ms: 1,
+        turns: 0,
+    };
+    core.handle(&Event::CiPending { usage: look });
+    core.handle(&Event::WaitOver);
+    // A look that fails on the network is asked again after the network's wait.
+    core.handle(&Event::NetworkFailed);
+    assert_eq!(
+        core.handle(&Event::WaitOver),
+        [Effect::LookAtCi { issue: 4, look: 2 }]
+    );
+    let fx = core
+        .handle(&Event::StepSucceeded {
+            step: Step::MonitorCi,
+            usage: look,
+        })
+        .to_vec();
+    assert_eq!(fx, [Effect::CheckPreconditions { step: Step::Merge }]);
+    let r = core.runner();
+    assert_eq!(r.last_usage.cost_micros, 14);
+    assert_eq!(r.last_usage.elapsed_ms, 2 + 10_000);
+    assert_eq!(r.stats.total.invocations, Step::COUNT as u64 - 1);
 }

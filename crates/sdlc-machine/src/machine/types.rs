@@ -40,6 +40,28 @@ pub struct Limits {
     /// connection blip usually clears in seconds, unlike a rate limit.
     #[serde(default = "default_network_backoff_initial_secs")]
     pub network_backoff_initial_secs: u32,
+    /// monitorCI: the first pause between two looks at CI; it doubles up to
+    /// `ci_poll_max_secs`. (Journals of earlier versions, whose shell polled, lack these.)
+    #[serde(default = "default_ci_poll_initial_secs")]
+    pub ci_poll_initial_secs: u32,
+    #[serde(default = "default_ci_poll_max_secs")]
+    pub ci_poll_max_secs: u32,
+    /// monitorCI: how long CI may stay pending within one attempt (the step's `timeoutMin`)
+    /// before the attempt fails as `TIMEOUT`.
+    #[serde(default = "default_ci_timeout_secs")]
+    pub ci_timeout_secs: u64,
+}
+
+fn default_ci_poll_initial_secs() -> u32 {
+    Limits::default().ci_poll_initial_secs
+}
+
+fn default_ci_poll_max_secs() -> u32 {
+    Limits::default().ci_poll_max_secs
+}
+
+fn default_ci_timeout_secs() -> u64 {
+    Limits::default().ci_timeout_secs
 }
 
 fn default_max_network_waits() -> u32 {
@@ -72,6 +94,9 @@ impl Default for Limits {
             manual_approval: false,
             max_network_waits: 10,
             network_backoff_initial_secs: 2,
+            ci_poll_initial_secs: 10,
+            ci_poll_max_secs: 120,
+            ci_timeout_secs: 600,
         }
     }
 }
@@ -112,6 +137,29 @@ impl Limits {
     /// seconds first, doubling to the same cap as the rate-limit backoff.
     pub fn network_backoff_secs(&self, n: u32) -> u32 {
         doubling(self.network_backoff_initial_secs, n, self.backoff_max_secs)
+    }
+
+    /// The pause before the `n`-th look at CI after the first (1-based) within one monitorCI
+    /// attempt: its own schedule, doubling to `ci_poll_max_secs`.
+    pub fn ci_poll_secs(&self, n: u32) -> u32 {
+        doubling(self.ci_poll_initial_secs, n, self.ci_poll_max_secs)
+    }
+
+    /// The pauses between looks at CI in one monitorCI attempt, in order: every wait whose
+    /// sum stays within `ci_timeout_secs`. A zero pause (a misconfiguration the loader never
+    /// produces) still counts one second, so the list is finite.
+    pub fn ci_polls(&self) -> Vec<u64> {
+        let mut pauses = Vec::new();
+        let mut waited = 0u64;
+        loop {
+            let n = u32::try_from(pauses.len() + 1).unwrap_or(u32::MAX);
+            let pause = u64::from(self.ci_poll_secs(n)).max(1);
+            if waited + pause > self.ci_timeout_secs {
+                return pauses;
+            }
+            waited += pause;
+            pauses.push(pause);
+        }
     }
 }
 
@@ -281,6 +329,13 @@ pub enum Event {
     WorkspaceUnfit {
         step: Step,
     },
+    /// The runner looked at CI for monitorCI (in `RunStep`, or `LookAtCi`) and the checks
+    /// have not settled: the machine waits on its CI schedule and asks for another look, or
+    /// fails the attempt as `TIMEOUT` once the step's time limit would pass. `usage` is what
+    /// the look (and a repair attempt's agent before it) cost.
+    CiPending {
+        usage: Usage,
+    },
 }
 
 impl Event {
@@ -310,6 +365,7 @@ impl Event {
             Event::TrackerWriteFailed => "TrackerWriteFailed",
             Event::IssueWithdrawn { .. } => "IssueWithdrawn",
             Event::WorkspaceUnfit { .. } => "WorkspaceUnfit",
+            Event::CiPending { .. } => "CiPending",
         }
     }
 }
@@ -495,6 +551,16 @@ pub enum Notice {
     Withdrawn {
         issue: u32,
     },
+    /// CI has not settled: the next look follows after `seconds` (`look` is its number in
+    /// the attempt, the first look being 1).
+    CiPending {
+        seconds: u64,
+        look: u32,
+    },
+    /// CI stayed pending through the step's time limit: the attempt failed (TIMEOUT).
+    CiStillPending {
+        waited_secs: u64,
+    },
     ShuttingDown {
         signal: Signal,
     },
@@ -514,6 +580,13 @@ pub enum Effect {
         issue: u32,
         attempt: u32,
         repair: bool,
+    },
+    /// Look at the issue's CI once more within the monitorCI attempt under way (answered by
+    /// `CiPending`, `StepSucceeded`, `StepFailed` or `NetworkFailed`, as `RunStep`). No agent
+    /// runs: only `RunStep` starts one.
+    LookAtCi {
+        issue: u32,
+        look: u32,
     },
     Wait {
         seconds: u64,
@@ -554,6 +627,7 @@ impl Effect {
             Effect::SelectIssue
                 | Effect::CheckPreconditions { .. }
                 | Effect::RunStep { .. }
+                | Effect::LookAtCi { .. }
                 | Effect::Wait { .. }
                 | Effect::AskDecision { .. }
                 | Effect::RecordMerged { .. }
@@ -578,6 +652,7 @@ impl Effect {
                 repair,
             },
             Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
+            Effect::LookAtCi { look, .. } => Effect::LookAtCi { issue: 0, look },
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
             Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
             other => other,
@@ -589,6 +664,7 @@ impl Effect {
             Effect::SelectIssue => "SelectIssue",
             Effect::CheckPreconditions { .. } => "CheckPreconditions",
             Effect::RunStep { .. } => "RunStep",
+            Effect::LookAtCi { .. } => "LookAtCi",
             Effect::Wait { .. } => "Wait",
             Effect::AutoCommit(_) => "AutoCommit",
             Effect::CheckoutMain => "CheckoutMain",

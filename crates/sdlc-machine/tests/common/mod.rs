@@ -19,6 +19,8 @@ pub enum Reply {
     /// The runner dies (kill -9) while the request is outstanding: a fresh core is rebuilt
     /// from the recorded events, as a restarted runner does from its journal, and restarted.
     Crash,
+    /// monitorCI looked at CI and it has not settled (any other step takes it as `Ok`).
+    CiPending,
 }
 
 /// The request in a batch of effects (at most one per batch).
@@ -129,12 +131,20 @@ pub fn drive(
                 Reply::Network => Event::NetworkFailed,
                 _ => Event::PreconditionsOk { step },
             },
-            Effect::RunStep { step, .. } => {
+            Effect::RunStep { .. } | Effect::LookAtCi { .. } => {
+                let step = match req {
+                    Effect::RunStep { step, .. } => step,
+                    _ => Step::MonitorCi,
+                };
                 let reply = next_reply(step, true);
-                if reply != Reply::Network {
+                // Only a step's attempt may start an agent; another look at CI never does.
+                if reply != Reply::Network && matches!(req, Effect::RunStep { .. }) {
                     trace.invocations += 1;
                 }
                 match reply {
+                    Reply::CiPending if step == Step::MonitorCi => {
+                        Event::CiPending { usage: usage() }
+                    }
                     Reply::Network => Event::NetworkFailed,
                     Reply::Fail(class, sig) => Event::StepFailed {
                         step,

@@ -21,6 +21,8 @@ pub enum At {
     Escalating(Step, EscalationCause),
     /// A runner call failed on the network; waiting this many seconds.
     NetworkWait(u64),
+    /// monitorCI found CI pending; waiting this many seconds before the next look.
+    CiWait(u64),
     Halted(HaltReason),
     Finished(u8),
 }
@@ -63,6 +65,11 @@ pub struct Model {
     pub last_failure: Option<(Step, FailureClass, Signature)>,
     /// The issue and the failure that ended the last escalated cycle since the last merge.
     pub last_escalation: Option<(u32, Step, FailureClass, Signature)>,
+    /// In the attempt under way: waits between looks at CI, their seconds, and what the
+    /// looks before the outcome cost (added to the outcome's usage).
+    pub ci_waits: u32,
+    pub ci_waited: u64,
+    pub pending: Usage,
     pub fx: Vec<Effect>,
 }
 
@@ -104,6 +111,9 @@ impl Model {
             net_waits: 0,
             last_failure: None,
             last_escalation: None,
+            ci_waits: 0,
+            ci_waited: 0,
+            pending: Usage::default(),
             fx: Vec::new(),
         }
     }
@@ -342,6 +352,9 @@ impl Model {
             self.repairs[i] += 1;
         }
         self.dispatched = true;
+        self.ci_waits = 0;
+        self.ci_waited = 0;
+        self.pending = Usage::default();
         let run = Effect::RunStep {
             step,
             issue: self.issue(),
@@ -480,6 +493,69 @@ impl Model {
         self.enter(step);
     }
 
+    /// The outcome's usage plus what the attempt's earlier looks at CI cost.
+    fn settle(&mut self, u: &Usage) -> Usage {
+        let p = std::mem::take(&mut self.pending);
+        Usage {
+            cost_micros: p.cost_micros + u.cost_micros,
+            elapsed_ms: p.elapsed_ms + u.elapsed_ms,
+            turns: p.turns + u.turns,
+        }
+    }
+
+    /// CI pending: the next pause is `initial · 2^waits`, capped, at least a second; when it
+    /// would take the attempt's waits past the step's time limit, the attempt fails.
+    fn ci_pending(&mut self, u: &Usage) {
+        self.pending = self.settle(u);
+        let factor = 1u64 << self.ci_waits.min(30);
+        let pause = (u64::from(self.l.ci_poll_initial_secs) * factor)
+            .min(u64::from(self.l.ci_poll_max_secs))
+            .max(1);
+        if self.ci_waited + pause > self.l.ci_timeout_secs {
+            self.fx.push(Effect::Notify(Notice::CiStillPending {
+                waited_secs: self.ci_waited,
+            }));
+            let u = self.settle(&Usage::default());
+            return self.failed(
+                Step::MonitorCi,
+                FailureClass::Timeout,
+                Signature::CI_STILL_PENDING,
+                &u,
+                None,
+            );
+        }
+        self.ci_waits += 1;
+        self.ci_waited += pause;
+        self.pending.elapsed_ms += pause * 1000;
+        self.fx.push(Effect::Notify(Notice::CiPending {
+            seconds: pause,
+            look: self.ci_waits + 1,
+        }));
+        self.fx.push(Effect::Wait { seconds: pause });
+        self.at = At::CiWait(pause);
+    }
+
+    fn on_ci_wait(&mut self, seconds: u64, ev: &Event) -> bool {
+        match *ev {
+            Event::WaitOver => {
+                self.dispatched = true;
+                let look = Effect::LookAtCi {
+                    issue: self.issue(),
+                    look: self.ci_waits + 1,
+                };
+                self.ask(At::Step(Step::MonitorCi), look);
+            }
+            Event::Start => self.fx.push(Effect::Wait { seconds }),
+            Event::ModeChanged { mode } => {
+                if self.change_mode(mode).is_none() {
+                    self.fx.push(Effect::Wait { seconds });
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
     fn restart_step(&mut self, step: Step) {
         if self.dispatched {
             return self.failed(
@@ -561,6 +637,7 @@ impl Model {
                 )
             }
             At::NetworkWait(_) => self.on_network_wait(ev),
+            At::CiWait(seconds) => self.on_ci_wait(seconds, ev),
             At::Halted(_) | At::Finished(_) => true,
         };
         if !handled {
@@ -668,7 +745,11 @@ impl Model {
                 self.bounce(step, check)
             }
             Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
-                self.succeeded(step, &usage)
+                let u = self.settle(&usage);
+                self.succeeded(step, &u)
+            }
+            Event::CiPending { usage } if step == Step::MonitorCi && self.dispatched => {
+                self.ci_pending(&usage)
             }
             Event::StepFailed {
                 step: s,
@@ -677,7 +758,8 @@ impl Model {
                 usage,
                 wait_hint_secs,
             } if s == step && self.dispatched => {
-                self.failed(step, class, signature, &usage, wait_hint_secs)
+                let u = self.settle(&usage);
+                self.failed(step, class, signature, &u, wait_hint_secs)
             }
             Event::NetworkFailed => self.network_failed(),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
@@ -739,7 +821,10 @@ impl Model {
     }
 
     fn on_cycle_or_session(&mut self, ev: &Event) {
-        let in_cycle = matches!(self.at, At::Step(_) | At::Backoff(..) | At::Decision(_));
+        let in_cycle = matches!(
+            self.at,
+            At::Step(_) | At::Backoff(..) | At::Decision(_) | At::CiWait(_)
+        );
         match *ev {
             Event::Resume { issue, next } if in_cycle && Some(issue) == self.issue => {
                 self.enter(next)
