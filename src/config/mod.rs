@@ -13,9 +13,9 @@
 //! global effort drops it (as the old runner did at run time) instead of failing validation.
 
 use crate::machine::Limits;
-use crate::notify::Severity;
 use crate::step::Step;
 use schemars::JsonSchema;
+use sdlc_machine::severity::Severity;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;

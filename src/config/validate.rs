@@ -666,10 +666,10 @@ impl Walker {
             let prompt = self.text(&o, "prompt");
             let run = match self.text(&o, "run").as_deref() {
                 None | Some("agent") => StepRun::Agent,
-                Some("builtin") if crate::builtin::supports(step) => StepRun::Builtin,
+                Some("builtin") if step.can_be_builtin() => StepRun::Builtin,
                 Some("builtin") => {
                     let builtin: Vec<&str> =
-                        crate::builtin::STEPS.iter().map(|s| s.key()).collect();
+                        Step::BUILTIN.iter().map(|s| s.key()).collect();
                     self.err(
                         o.path("run"),
                         format!(
