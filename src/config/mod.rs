@@ -24,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod defaults;
+mod definition;
 mod duplicates;
 mod error;
 mod messages;
@@ -37,6 +38,7 @@ pub use defaults::*;
 use duplicates::duplicate_keys;
 pub use error::*;
 use messages::*;
+use schema::Shape;
 pub use schema::{schema, schema_json};
 pub use types::*;
 use validate::*;

@@ -481,30 +481,36 @@ fn sorted(keys: &[&str]) -> Vec<String> {
     v
 }
 
+/// The schema is generated from the definitions; these are the parts of it that come from
+/// lists kept elsewhere (the core's steps and severities, the agents' kinds).
 #[test]
-fn schema_and_validator_know_the_same_keys() {
+fn the_schema_takes_its_lists_from_the_core() {
     let s = schema();
     let defs = &s["definitions"];
-    assert_eq!(property_names(&s), sorted(TOP_KEYS));
-    assert_eq!(property_names(&defs["StepFile"]), sorted(STEP_FIELD_KEYS));
     assert_eq!(property_names(&defs["StepsFile"]), sorted(&step_keys()));
     assert_eq!(
         property_names(&defs["MaxConsecutiveFailures"]),
         sorted(&step_keys())
     );
-    assert_eq!(property_names(&defs["CleanupFile"]), sorted(CLEANUP_KEYS));
-    assert_eq!(property_names(&defs["BackoffFile"]), sorted(BACKOFF_KEYS));
-    assert_eq!(property_names(&defs["BudgetFile"]), sorted(BUDGET_KEYS));
-    assert_eq!(property_names(&defs["AgentFile"]), sorted(AGENT_KEYS));
     assert_eq!(
-        property_names(&defs["StepAgentFile"]),
-        sorted(STEP_AGENT_KEYS)
+        defs["MaxConsecutiveFailures"]["properties"]["verify"]["maximum"],
+        100.0
     );
-    assert_eq!(property_names(&defs["NotifyFile"]), sorted(NOTIFY_KEYS));
-    assert_eq!(property_names(&defs["TrackerFile"]), sorted(TRACKER_KEYS));
-    assert_eq!(property_names(&defs["LocalCiFile"]), sorted(LOCAL_CI_KEYS));
-    assert_eq!(property_names(&defs["ClaimsFile"]), sorted(CLAIMS_KEYS));
-    assert_eq!(property_names(&defs["HttpFile"]), sorted(HTTP_KEYS));
+    assert_eq!(
+        property_names(&defs["StepFile"]),
+        sorted(&[
+            "model",
+            "effort",
+            "maxTurns",
+            "timeoutMin",
+            "idleTimeoutMin",
+            "skill",
+            "prompt",
+            "enabled",
+            "run",
+            "agent"
+        ])
+    );
     assert_eq!(s["required"], serde_json::json!(["projectPath"]));
     assert_eq!(s["properties"]["maxRetriesPerStep"]["default"], 3);
     assert_eq!(
@@ -513,16 +519,42 @@ fn schema_and_validator_know_the_same_keys() {
     );
     assert_eq!(s["patternProperties"]["^_"]["description"], "comment");
     assert_eq!(
+        defs["StepsFile"]["patternProperties"]["^_"]["description"],
+        "comment"
+    );
+    assert_eq!(
         defs["Effort"]["enum"],
         serde_json::json!(["low", "medium", "high", "xhigh"])
+    );
+    assert_eq!(
+        defs["NotifyFile"]["properties"]["minSeverity"]["enum"],
+        serde_json::json!(["info", "warning", "alert"])
+    );
+    assert_eq!(
+        defs["AgentFile"]["properties"]["kind"]["enum"],
+        serde_json::json!(["claude", "codex", "gemini"])
     );
 }
 
 #[test]
+fn the_validator_reads_keys_and_ranges_from_the_definitions() {
+    let backoff = Shape::top().child("backoff");
+    assert_eq!(backoff.keys(), ["initialSeconds", "maxSeconds"]);
+    assert_eq!(backoff.range("maxSeconds"), (Some(1.0), Some(604_800.0)));
+    assert_eq!(Shape::top().child("steps").keys(), step_keys());
+    let prices = Shape::top().child("agent").child("pricing").entries();
+    assert_eq!(prices.keys(), ["input", "cachedInput", "output"]);
+    assert_eq!(Shape::top().choices("approval"), ["auto", "manual"]);
+    assert_eq!(Shape::top().default::<u32>("workers"), Some(1));
+    assert_eq!(Shape::top().child("nothing").keys(), Vec::<&str>::new());
+}
+
+#[test]
 fn suggestions_are_only_made_when_obvious() {
-    assert_eq!(suggest("maxTurn", STEP_FIELD_KEYS), Some("maxTurns"));
-    assert_eq!(suggest("timeout", STEP_FIELD_KEYS), Some("timeoutMin"));
-    assert_eq!(suggest("xyz", STEP_FIELD_KEYS), None);
+    let step_fields = Shape::top().child("steps").child("verify").keys();
+    assert_eq!(suggest("maxTurn", &step_fields), Some("maxTurns"));
+    assert_eq!(suggest("timeout", &step_fields), Some("timeoutMin"));
+    assert_eq!(suggest("xyz", &step_fields), None);
     assert_eq!(suggest("monitorci", &step_keys()), Some("monitorCI"));
 }
 

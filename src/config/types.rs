@@ -165,7 +165,7 @@ impl Default for NotifyConfig {
         NotifyConfig {
             webhook_url: None,
             command: None,
-            min_severity: DEFAULT_NOTIFY_MIN_SEVERITY,
+            min_severity: definition::d::min_severity(),
         }
     }
 }
