@@ -28,6 +28,7 @@ mod definition;
 mod duplicates;
 mod error;
 mod messages;
+mod reference;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -38,6 +39,7 @@ pub use defaults::*;
 use duplicates::duplicate_keys;
 pub use error::*;
 use messages::*;
+pub use reference::reference_markdown;
 use schema::Shape;
 pub use schema::{schema, schema_json};
 pub use types::*;
