@@ -6,13 +6,18 @@
 //!
 //! # Adding a key
 //!
-//! 1. Add the field here, with its doc comment, default and range.
-//! 2. Read it where it is used: in `validate.rs`, `self.uint(&o, "key")` (or `positive`,
-//!    `text`, `choice`, …) checks it against this declaration, and `o.default("key")` gives
-//!    its default; put the value in the typed [`super::Config`].
-//! 3. Run `cargo test --lib config`: the tests regenerate nothing, they fail with what to do.
-//!    `docs/config.md` is rewritten with `SDLC_BLESS=1 cargo test --lib config::tests::docs`,
-//!    and `examples/sdlc-config.json` must show the key (or a `_key` comment) and its default.
+//! 1. Declare it here: the field with its doc comment, `#[serde(default = "d::…")]` and a
+//!    function in [`d`] if it has a default, `#[schemars(range(…))]` if it is a number.
+//! 2. Use it: read it in `validate.rs` with the reader for its type (`self.uint_or_default(&o,
+//!    "key")`, `positive`, `text`, `pick`, `boolean`, …), which takes the range, the choices
+//!    and the default from step 1, put it in the typed [`super::Config`] (`types.rs`), and
+//!    use that field where it matters.
+//! 3. Show it in `examples/sdlc-config.json` (the key, or a `_key` comment) and regenerate
+//!    docs/config.md with `SDLC_BLESS=1 cargo test --lib config::tests::docs`. Both are
+//!    checked: `cargo test --lib config` fails, naming the key, until they are done.
+//!
+//! Nothing else lists keys, defaults or ranges: the unknown-key check, the "expected …"
+//! and "above the maximum" messages and `config schema` all read the declaration.
 //!
 //! Validation walks the raw JSON rather than deserializing into these types, because serde
 //! stops at the first error and cannot name the path; these types are never built at run time.
