@@ -459,7 +459,7 @@ impl Walker {
         }
         let min_severity = self
             .pick::<Severity>(&o, "minSeverity")
-            .unwrap_or_else(|| o.shape.default("minSeverity").unwrap_or(Severity::Warning));
+            .unwrap_or_else(definition::d::min_severity);
         NotifyConfig {
             webhook_url,
             command,

@@ -560,3 +560,16 @@ fn usd_budgets_need_a_price_for_every_token_reporting_model() {
     load(&with_project(r#""agent": {"kind": "codex"}"#));
     load(&with_project(r#""budget": {"perIssueUsd": 5}"#));
 }
+
+/// A step's agent object declares no defaults of its own: a Claude step under a Codex
+/// top-level agent still gets Claude's `maxApiRetries` default, not zero.
+#[test]
+fn a_step_agent_of_another_kind_gets_the_declared_defaults() {
+    let c = load(&with_project(
+        r#""agent": {"kind": "codex"}, "steps": {"verify": {"model": "opus", "agent": {"kind": "claude"}}}"#,
+    ));
+    let verify = c.agent(Step::Verify);
+    assert_eq!(verify.kind, crate::agents::AgentKind::Claude);
+    assert_eq!(verify.max_api_retries, 2);
+    assert_eq!(verify.command, "claude");
+}

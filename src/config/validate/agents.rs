@@ -57,7 +57,8 @@ impl Walker {
         let max_api_retries = self
             .uint(o, "maxApiRetries")
             .or(inherited.map(|b| b.max_api_retries))
-            .unwrap_or_else(|| o.shape.default("maxApiRetries").unwrap_or_default());
+            // A step's agent declares no default of its own: it is the top-level one's.
+            .unwrap_or_else(definition::d::max_api_retries);
         AgentConfig {
             kind,
             command,
