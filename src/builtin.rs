@@ -11,18 +11,12 @@ use crate::repo::RepoError;
 use crate::step::Step;
 use std::path::Path;
 
-/// The steps the runner can do without an agent.
-pub const STEPS: [Step; 5] = [
-    Step::StartCycle,
-    Step::CommitPush,
-    Step::CreatePr,
-    Step::MonitorCi,
-    Step::Merge,
-];
+/// The steps the runner can do without an agent (the core's list).
+pub const STEPS: [Step; 5] = Step::BUILTIN;
 
-/// Whether `step` has a builtin implementation.
+/// Whether the runner can do `step` without an agent.
 pub fn supports(step: Step) -> bool {
-    STEPS.contains(&step)
+    step.can_be_builtin()
 }
 
 /// Why a builtin step failed, with the output that shows it.

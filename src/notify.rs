@@ -25,34 +25,7 @@ use std::time::{Duration, Instant};
 use crate::process::{run_tracked, signal_group, Budget, Captured, ChildSlot};
 use crate::redact::redact;
 
-/// How urgent a message is: info for progress, warning for retries/bounces/escalations,
-/// alert for halts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Severity {
-    Info,
-    Warning,
-    Alert,
-}
-
-impl Severity {
-    /// Lower-case name, as passed in `SDLC_SEVERITY` to a command channel.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Severity::Info => "info",
-            Severity::Warning => "warning",
-            Severity::Alert => "alert",
-        }
-    }
-
-    /// The prefix every delivered message starts with.
-    pub const fn prefix(self) -> &'static str {
-        match self {
-            Severity::Info => "[INFO]",
-            Severity::Warning => "[WARNING]",
-            Severity::Alert => "[ALERT]",
-        }
-    }
-}
+pub use sdlc_machine::severity::Severity;
 
 /// Where notifications go (besides the log, which always gets them).
 #[derive(Debug, Clone, PartialEq, Eq)]

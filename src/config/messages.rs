@@ -40,7 +40,7 @@ pub(super) fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
     }
     let best = known
         .iter()
-        .map(|k| (edit_distance(&lower, &k.to_ascii_lowercase()), *k))
+        .map(|k| (strsim::levenshtein(&lower, &k.to_ascii_lowercase()), *k))
         .min_by_key(|(d, _)| *d);
     if let Some((d, k)) = best {
         if d <= 2.max(unknown.chars().count() / 4) {
@@ -54,21 +54,6 @@ pub(super) fn suggest<'k>(unknown: &str, known: &[&'k str]) -> Option<&'k str> {
             .find(|k| k.to_ascii_lowercase().starts_with(&lower));
     }
     None
-}
-
-pub(super) fn edit_distance(a: &str, b: &str) -> usize {
-    let a: Vec<char> = a.chars().collect();
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.iter().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// A number as a person wrote it: integers without a fraction or exponent.

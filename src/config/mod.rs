@@ -13,9 +13,9 @@
 //! global effort drops it (as the old runner did at run time) instead of failing validation.
 
 use crate::machine::Limits;
-use crate::notify::Severity;
 use crate::step::Step;
 use schemars::JsonSchema;
+use sdlc_machine::severity::Severity;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -24,9 +24,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 mod defaults;
+mod definition;
 mod duplicates;
 mod error;
 mod messages;
+mod reference;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -37,6 +39,8 @@ pub use defaults::*;
 use duplicates::duplicate_keys;
 pub use error::*;
 use messages::*;
+pub use reference::reference_markdown;
+use schema::Shape;
 pub use schema::{schema, schema_json};
 pub use types::*;
 use validate::*;

@@ -105,7 +105,7 @@ pub struct StepConfig {
     pub agent: AgentConfig,
 }
 
-/// `steps.<key>.run`. Only the steps in [`crate::builtin::STEPS`] can be builtin.
+/// `steps.<key>.run`. Only the steps in [`Step::BUILTIN`] can be builtin.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StepRun {
@@ -157,7 +157,7 @@ pub struct NotifyConfig {
     /// Program and arguments; the message is appended as the last argument.
     pub command: Option<Vec<String>>,
     /// Below this, messages reach the orchestration log only.
-    pub min_severity: crate::notify::Severity,
+    pub min_severity: Severity,
 }
 
 impl Default for NotifyConfig {
@@ -165,7 +165,7 @@ impl Default for NotifyConfig {
         NotifyConfig {
             webhook_url: None,
             command: None,
-            min_severity: DEFAULT_NOTIFY_MIN_SEVERITY,
+            min_severity: definition::d::min_severity(),
         }
     }
 }

@@ -6,316 +6,11 @@ use super::*;
 use crate::agents::AgentKind;
 
 mod agents;
+mod reader;
 use agents::{no_effort, step_model};
-
-pub(super) const TOP_KEYS: &[&str] = &[
-    "projectPath",
-    "pluginsPath",
-    "model",
-    "effort",
-    "logDir",
-    "maxLogDiskUsageMB",
-    "cleanup",
-    "steps",
-    "maxRetriesPerStep",
-    "maxBounceRetries",
-    "maxConsecutiveEscalations",
-    "maxConsecutiveFailures",
-    "maxConsecutiveSameFailure",
-    "maxRateLimitWaits",
-    "maxNetworkWaits",
-    "backoff",
-    "maxQuotaWaitMinutes",
-    "maxRepairIterations",
-    "approval",
-    "decisionTimeoutMinutes",
-    "budget",
-    "idleTimeoutMin",
-    "discordChannelId",
-    "agent",
-    "notify",
-    "tracker",
-    "requireChecks",
-    "forge",
-    "localCi",
-    "claims",
-    "workers",
-    "http",
-];
-pub(super) const STEP_FIELD_KEYS: &[&str] = &[
-    "model",
-    "effort",
-    "maxTurns",
-    "timeoutMin",
-    "idleTimeoutMin",
-    "skill",
-    "prompt",
-    "enabled",
-    "run",
-    "agent",
-];
-pub(super) const CLEANUP_KEYS: &[&str] = &["processPatterns"];
-pub(super) const BACKOFF_KEYS: &[&str] = &["initialSeconds", "maxSeconds"];
-pub(super) const BUDGET_KEYS: &[&str] = &["perIssueUsd", "perSessionUsd", "perIssueMinutes"];
-pub(super) const AGENT_KEYS: &[&str] =
-    &["kind", "command", "args", "env", "maxApiRetries", "pricing"];
-/// `steps.<key>.agent`: the top-level agent's keys but the price table, which is global.
-pub(super) const STEP_AGENT_KEYS: &[&str] = &["kind", "command", "args", "env", "maxApiRetries"];
-pub(super) const NOTIFY_KEYS: &[&str] = &["webhookUrl", "command", "minSeverity"];
-pub(super) const TRACKER_KEYS: &[&str] = &["kind", "dir", "label", "escalatedLabel"];
-pub(super) const LOCAL_CI_KEYS: &[&str] = &["command", "timeoutMin"];
-pub(super) const CLAIMS_KEYS: &[&str] = &["leaseMinutes"];
-pub(super) const HTTP_KEYS: &[&str] = &["listen", "tokenEnv"];
-
-// ---------------------------------------------------------------------------------------------
-// The walker
-
-#[derive(Default)]
-pub(super) struct Walker {
-    pub(super) errors: Vec<KeyError>,
-}
-
-/// An object being read: its key path and, if it really was an object, its members.
-pub(super) struct Obj<'v> {
-    path: String,
-    map: Option<&'v Map<String, Value>>,
-}
-
-impl<'v> Obj<'v> {
-    fn get(&self, key: &str) -> Option<&'v Value> {
-        self.map?.get(key)
-    }
-    fn path(&self, key: &str) -> String {
-        join(&self.path, key)
-    }
-}
-
-pub(super) fn join(path: &str, key: &str) -> String {
-    let key = printable(key);
-    if path.is_empty() {
-        key
-    } else {
-        format!("{path}.{key}")
-    }
-}
-
-pub(super) fn step_keys() -> Vec<&'static str> {
-    Step::ALL.iter().map(|s| s.key()).collect()
-}
+pub(super) use reader::{join, step_keys, Obj, Walker};
 
 impl Walker {
-    pub(super) fn err(&mut self, path: String, message: impl Into<String>) {
-        self.errors.push(KeyError {
-            path,
-            message: message.into(),
-        });
-    }
-
-    fn expected(&mut self, path: String, what: &str, found: &Value) {
-        // The old runner accepted numeric strings for some keys: say how to fix such a value.
-        let hint = match found {
-            Value::String(s)
-                if ["an integer", "a number", "0 (off)"]
-                    .iter()
-                    .any(|p| what.starts_with(p)) =>
-            {
-                s.trim()
-                    .parse::<f64>()
-                    .ok()
-                    .map(|_| format!(" (write {} without quotes)", s.trim()))
-                    .unwrap_or_default()
-            }
-            _ => String::new(),
-        };
-        self.err(
-            path,
-            format!("expected {what}, found {}{hint}", describe(found)),
-        );
-    }
-
-    /// Reads `v` as an object whose keys must be in `known` (or start with `_`).
-    fn object<'v>(&mut self, path: String, v: Option<&'v Value>, known: &[&str]) -> Obj<'v> {
-        self.object_of(path, v, known, "key")
-    }
-
-    /// Like `object`; `noun` names what the keys are ("key", or "step" under `steps`).
-    fn object_of<'v>(
-        &mut self,
-        path: String,
-        v: Option<&'v Value>,
-        known: &[&str],
-        noun: &str,
-    ) -> Obj<'v> {
-        let map = match v {
-            None => None,
-            Some(Value::Object(map)) => {
-                for key in map.keys() {
-                    if !key.starts_with('_') && !known.contains(&key.as_str()) {
-                        let message = unknown_message(key, known, noun);
-                        self.err(join(&path, key), message);
-                    }
-                }
-                Some(map)
-            }
-            Some(other) => {
-                self.expected(path.clone(), "an object", other);
-                None
-            }
-        };
-        Obj { path, map }
-    }
-
-    /// An integer in `min..=max`.
-    fn uint(&mut self, o: &Obj, key: &str, min: u32, max: u32) -> Option<u32> {
-        let v = o.get(key)?;
-        match v
-            .as_f64()
-            .filter(|n| n.is_finite() && n.fract() == 0.0 && *n >= f64::from(min))
-        {
-            Some(n) if n > f64::from(max) => {
-                self.above_maximum(o.path(key), n, f64::from(max));
-                None
-            }
-            Some(n) => Some(n as u32),
-            None => {
-                self.expected(o.path(key), &format!("an integer ≥ {min}"), v);
-                None
-            }
-        }
-    }
-
-    /// A finite number > 0 and ≤ `max`.
-    fn positive(&mut self, o: &Obj, key: &str, max: f64) -> Option<f64> {
-        let v = o.get(key)?;
-        match v.as_f64().filter(|n| n.is_finite() && *n > 0.0) {
-            Some(n) if n > max => {
-                self.above_maximum(o.path(key), n, max);
-                None
-            }
-            Some(n) => Some(n),
-            None => {
-                self.expected(o.path(key), "a number > 0", v);
-                None
-            }
-        }
-    }
-
-    fn above_maximum(&mut self, path: String, n: f64, max: f64) {
-        self.err(
-            path,
-            format!("{} is above the maximum {}", number(n), number(max)),
-        );
-    }
-
-    fn boolean(&mut self, o: &Obj, key: &str) -> Option<bool> {
-        let v = o.get(key)?;
-        match v {
-            Value::Bool(b) => Some(*b),
-            other => {
-                self.expected(o.path(key), "true or false", other);
-                None
-            }
-        }
-    }
-
-    /// A string with something in it besides whitespace.
-    fn text(&mut self, o: &Obj, key: &str) -> Option<String> {
-        let v = o.get(key)?;
-        self.text_value(o.path(key), v)
-    }
-
-    fn text_value(&mut self, path: String, v: &Value) -> Option<String> {
-        match v {
-            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-            other => {
-                self.expected(path, "a non-empty string", other);
-                None
-            }
-        }
-    }
-
-    /// One of `allowed`, returned as its index.
-    fn choice(&mut self, o: &Obj, key: &str, allowed: &[&str]) -> Option<usize> {
-        let v = o.get(key)?;
-        let list = allowed.join("|");
-        match v {
-            Value::String(s) => match allowed.iter().position(|a| a == s) {
-                Some(i) => Some(i),
-                None => {
-                    self.err(
-                        o.path(key),
-                        format!("{} is not one of {list}", describe_str(s)),
-                    );
-                    None
-                }
-            },
-            other => {
-                self.expected(o.path(key), &format!("one of {list}"), other);
-                None
-            }
-        }
-    }
-
-    fn effort(&mut self, o: &Obj, key: &str) -> Option<Effort> {
-        let names: Vec<&str> = Effort::ALL.iter().map(|e| e.as_str()).collect();
-        self.choice(o, key, &names).map(|i| Effort::ALL[i])
-    }
-
-    /// An array of strings. `blank` is the complaint about a blank item, if blanks are wrong.
-    fn strings(
-        &mut self,
-        o: &Obj,
-        key: &str,
-        non_empty: bool,
-        blank: Option<&str>,
-    ) -> Option<Vec<String>> {
-        let v = o.get(key)?;
-        let path = o.path(key);
-        let Value::Array(items) = v else {
-            self.expected(path, "an array of strings", v);
-            return None;
-        };
-        if non_empty && items.is_empty() {
-            self.err(
-                path,
-                "expected a non-empty array of strings, found an empty array",
-            );
-            return None;
-        }
-        let mut out = Vec::with_capacity(items.len());
-        let mut ok = true;
-        for (i, item) in items.iter().enumerate() {
-            match item {
-                Value::String(s) => match blank.filter(|_| s.trim().is_empty()) {
-                    Some(complaint) => {
-                        self.err(format!("{path}[{i}]"), complaint);
-                        ok = false;
-                    }
-                    None => out.push(s.clone()),
-                },
-                other => {
-                    self.expected(format!("{path}[{i}]"), "a string", other);
-                    ok = false;
-                }
-            }
-        }
-        ok.then_some(out)
-    }
-
-    /// A path; relative paths resolve against the config file's directory. `""` = unset,
-    /// as in the old runner's `logDir`.
-    fn path(&mut self, o: &Obj, key: &str, base: &Path) -> Option<PathBuf> {
-        let v = o.get(key)?;
-        match v {
-            Value::String(s) if s.is_empty() => None,
-            Value::String(s) => Some(absolute(&base.join(s))),
-            other => {
-                self.expected(o.path(key), "a path (string)", other);
-                None
-            }
-        }
-    }
-
     pub(super) fn config(&mut self, root: &Value, file: &Path, base: &Path) -> Option<Config> {
         if !root.is_object() {
             self.err(
@@ -327,7 +22,7 @@ impl Walker {
             );
             return None;
         }
-        let top = self.object(String::new(), Some(root), TOP_KEYS);
+        let top = self.object(String::new(), Some(root), Shape::top());
 
         let project_path = match top.get("projectPath") {
             None => {
@@ -348,7 +43,7 @@ impl Walker {
         };
         let plugins_path = self.path(&top, "pluginsPath", base);
         let model = self.text(&top, "model");
-        let effort_raw = self.effort(&top, "effort");
+        let effort_raw = self.pick::<Effort>(&top, "effort");
         let agent = self.agent(&top);
         if effort_raw.is_some() && !agent.kind.has_effort() {
             self.err("effort".into(), no_effort(agent.kind, "effort"));
@@ -368,11 +63,9 @@ impl Walker {
             _ => String::new(),
         });
         let log_dir = self.path(&top, "logDir", base);
-        let max_log_mb = self
-            .positive(&top, "maxLogDiskUsageMB", MAX_LOG_MB)
-            .unwrap_or(DEFAULT_MAX_LOG_DISK_USAGE_MB);
+        let max_log_mb = self.positive_or_default(&top, "maxLogDiskUsageMB");
 
-        let cleanup_obj = self.object(top.path("cleanup"), top.get("cleanup"), CLEANUP_KEYS);
+        let cleanup_obj = self.member(&top, "cleanup");
         let process_patterns = self
             .strings(
                 &cleanup_obj,
@@ -382,9 +75,7 @@ impl Walker {
             )
             .unwrap_or_default();
 
-        let idle_timeout_min = self
-            .positive(&top, "idleTimeoutMin", MAX_MINUTES)
-            .unwrap_or(DEFAULT_IDLE_TIMEOUT_MIN);
+        let idle_timeout_min = self.positive_or_default(&top, "idleTimeoutMin");
         let steps = self.steps(
             &top,
             &global_model,
@@ -409,22 +100,21 @@ impl Walker {
             );
         }
 
-        let max_retries_per_step = self
-            .uint(&top, "maxRetriesPerStep", 1, MAX_COUNT)
-            .unwrap_or(defaults::machine().max_retries_per_step);
-        let max_bounce_retries = self
-            .uint(&top, "maxBounceRetries", 0, MAX_COUNT)
-            .unwrap_or(defaults::machine().max_bounce_retries);
-        let max_consecutive_escalations = self
-            .uint(&top, "maxConsecutiveEscalations", 1, MAX_COUNT)
-            .unwrap_or(defaults::machine().max_consecutive_escalations);
+        let max_retries_per_step = self.uint_or_default(&top, "maxRetriesPerStep");
+        let max_bounce_retries = self.uint_or_default(&top, "maxBounceRetries");
+        let max_consecutive_escalations = self.uint_or_default(&top, "maxConsecutiveEscalations");
         let max_consecutive_failures = self.consecutive_failures(&top);
-        let same_default = defaults::machine().max_consecutive_same_failure;
+        let same_default = top.default("maxConsecutiveSameFailure");
+        let same_max = top
+            .shape
+            .range("maxConsecutiveSameFailure")
+            .1
+            .unwrap_or(f64::MAX);
         let max_consecutive_same_failure = match top.get("maxConsecutiveSameFailure") {
             None => same_default,
             Some(v) => match v.as_f64() {
-                Some(n) if n.fract() == 0.0 && n > f64::from(MAX_COUNT) => {
-                    self.above_maximum("maxConsecutiveSameFailure".into(), n, f64::from(MAX_COUNT));
+                Some(n) if n.fract() == 0.0 && n > same_max => {
+                    self.above_maximum("maxConsecutiveSameFailure".into(), n, same_max);
                     same_default
                 }
                 Some(n) if n == 0.0 || (n >= 2.0 && n.fract() == 0.0) => n as u32,
@@ -438,20 +128,12 @@ impl Walker {
                 }
             },
         };
-        let max_rate_limit_waits = self
-            .uint(&top, "maxRateLimitWaits", 0, MAX_WAITS)
-            .unwrap_or(defaults::machine().max_rate_limit_waits);
-        let max_network_waits = self
-            .uint(&top, "maxNetworkWaits", 0, MAX_WAITS)
-            .unwrap_or(DEFAULT_MAX_NETWORK_WAITS);
+        let max_rate_limit_waits = self.uint_or_default(&top, "maxRateLimitWaits");
+        let max_network_waits = self.uint_or_default(&top, "maxNetworkWaits");
 
-        let backoff_obj = self.object(top.path("backoff"), top.get("backoff"), BACKOFF_KEYS);
-        let initial_seconds = self
-            .uint(&backoff_obj, "initialSeconds", 1, MAX_SECONDS)
-            .unwrap_or(defaults::machine().backoff_initial_secs);
-        let max_seconds = self
-            .uint(&backoff_obj, "maxSeconds", 1, MAX_SECONDS)
-            .unwrap_or(defaults::machine().backoff_max_secs);
+        let backoff_obj = self.member(&top, "backoff");
+        let initial_seconds = self.uint_or_default(&backoff_obj, "initialSeconds");
+        let max_seconds = self.uint_or_default(&backoff_obj, "maxSeconds");
         if max_seconds < initial_seconds {
             self.err(
                 "backoff.maxSeconds".into(),
@@ -459,36 +141,33 @@ impl Walker {
             );
         }
 
+        let quota_default: f64 = top.default("maxQuotaWaitMinutes");
+        let quota_max = top.shape.range("maxQuotaWaitMinutes").1.unwrap_or(f64::MAX);
         let max_quota_wait_min = match top.get("maxQuotaWaitMinutes") {
-            None => defaults::max_quota_wait_min(),
+            None => quota_default,
             Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
-                Some(n) if n > MAX_MINUTES => {
-                    self.above_maximum("maxQuotaWaitMinutes".into(), n, MAX_MINUTES);
-                    defaults::max_quota_wait_min()
+                Some(n) if n > quota_max => {
+                    self.above_maximum("maxQuotaWaitMinutes".into(), n, quota_max);
+                    quota_default
                 }
                 Some(n) => n,
                 None => {
                     self.expected("maxQuotaWaitMinutes".into(), "a number ≥ 0", v);
-                    defaults::max_quota_wait_min()
+                    quota_default
                 }
             },
         };
-        let max_repair_iterations = self
-            .uint(&top, "maxRepairIterations", 0, MAX_COUNT)
-            .unwrap_or(defaults::machine().max_repair_iterations);
-        let approval = match self.choice(&top, "approval", &["auto", "manual"]) {
-            Some(1) => Approval::Manual,
-            _ => Approval::Auto,
-        };
-        let decision_timeout_min = self
-            .positive(&top, "decisionTimeoutMinutes", MAX_MINUTES)
-            .unwrap_or(DEFAULT_DECISION_TIMEOUT_MIN);
+        let max_repair_iterations = self.uint_or_default(&top, "maxRepairIterations");
+        let approval = self
+            .pick::<Approval>(&top, "approval")
+            .unwrap_or_else(|| top.default("approval"));
+        let decision_timeout_min = self.positive_or_default(&top, "decisionTimeoutMinutes");
 
-        let budget_obj = self.object(top.path("budget"), top.get("budget"), BUDGET_KEYS);
+        let budget_obj = self.member(&top, "budget");
         let budget = Budget {
-            per_issue_usd: self.positive(&budget_obj, "perIssueUsd", MAX_USD),
-            per_session_usd: self.positive(&budget_obj, "perSessionUsd", MAX_USD),
-            per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes", MAX_MINUTES),
+            per_issue_usd: self.positive(&budget_obj, "perIssueUsd"),
+            per_session_usd: self.positive(&budget_obj, "perSessionUsd"),
+            per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes"),
         };
         let pricing = self.pricing(&top);
         self.check_prices(&steps, &pricing, &budget);
@@ -513,23 +192,21 @@ impl Walker {
 
         let notify = self.notify(&top);
         let tracker = self.tracker(&top, base);
-        let require_checks = self.boolean(&top, "requireChecks").unwrap_or(false);
-        let forge = match self.choice(&top, "forge", &["github", "local"]) {
-            Some(0) => ForgeKind::Github,
-            Some(_) => ForgeKind::Local,
+        let require_checks = self
+            .boolean(&top, "requireChecks")
+            .unwrap_or_else(|| top.default("requireChecks"));
+        let forge = match self.pick::<ForgeKind>(&top, "forge") {
+            Some(forge) => forge,
             None if tracker.kind() == TrackerKind::Local => ForgeKind::Local,
             None => ForgeKind::Github,
         };
 
         let local_ci = self.local_ci(&top, forge);
-        let workers = self.uint(&top, "workers", 1, MAX_WORKERS).unwrap_or(1);
-        let claims_obj = self.object(top.path("claims"), top.get("claims"), CLAIMS_KEYS);
-        let claim_lease = minutes(
-            self.positive(&claims_obj, "leaseMinutes", MAX_MINUTES)
-                .unwrap_or(DEFAULT_CLAIM_LEASE_MIN),
-        );
+        let workers = self.uint_or_default(&top, "workers");
+        let claims_obj = self.member(&top, "claims");
+        let claim_lease = minutes(self.positive_or_default(&claims_obj, "leaseMinutes"));
 
-        let http_obj = self.object(top.path("http"), top.get("http"), HTTP_KEYS);
+        let http_obj = self.member(&top, "http");
         let listen = self.text(&http_obj, "listen");
         if let Some(addr) = &listen {
             if addr.parse::<std::net::SocketAddr>().is_err() {
@@ -589,7 +266,7 @@ impl Walker {
 
     fn local_ci(&mut self, top: &Obj, forge: ForgeKind) -> Option<LocalCi> {
         top.get("localCi")?;
-        let o = self.object(top.path("localCi"), top.get("localCi"), LOCAL_CI_KEYS);
+        let o = self.member(top, "localCi");
         if forge != ForgeKind::Local {
             self.err(
                 top.path("localCi"),
@@ -603,9 +280,7 @@ impl Walker {
                 "missing: the program and its arguments, e.g. [\"cargo\", \"test\"]",
             );
         }
-        let timeout_min = self
-            .positive(&o, "timeoutMin", MAX_MINUTES)
-            .unwrap_or(DEFAULT_LOCAL_CI_TIMEOUT_MIN);
+        let timeout_min = self.positive_or_default(&o, "timeoutMin");
         Some(LocalCi {
             command: command?,
             timeout: minutes(timeout_min),
@@ -621,16 +296,16 @@ impl Walker {
         idle_timeout_min: f64,
         top_agent: &AgentConfig,
     ) -> [StepConfig; Step::COUNT] {
-        let keys = step_keys();
-        let steps_obj = self.object_of(top.path("steps"), top.get("steps"), &keys, "step");
+        let steps_obj = self.object_of(
+            top.path("steps"),
+            top.get("steps"),
+            top.shape.child("steps"),
+            "step",
+        );
         Step::ALL.map(|step| {
-            let o = self.object(
-                steps_obj.path(step.key()),
-                steps_obj.get(step.key()),
-                STEP_FIELD_KEYS,
-            );
+            let o = self.member(&steps_obj, step.key());
             let model = self.text(&o, "model");
-            let effort = self.effort(&o, "effort");
+            let effort = self.pick::<Effort>(&o, "effort");
             let agent = self.step_agent(&o, top_agent);
             if effort.is_some() && !agent.kind.has_effort() {
                 self.err(o.path("effort"), no_effort(agent.kind, &o.path("effort")));
@@ -651,9 +326,9 @@ impl Walker {
                     _ => {}
                 }
             }
-            let max_turns = self.uint(&o, "maxTurns", 1, MAX_TURNS).unwrap_or(DEFAULT_MAX_TURNS);
-            let timeout_min = self.positive(&o, "timeoutMin", MAX_MINUTES).unwrap_or(DEFAULT_TIMEOUT_MIN);
-            let idle_min = self.positive(&o, "idleTimeoutMin", MAX_MINUTES).unwrap_or(idle_timeout_min);
+            let max_turns = self.uint_or_default(&o, "maxTurns");
+            let timeout_min = self.positive_or_default(&o, "timeoutMin");
+            let idle_min = self.positive(&o, "idleTimeoutMin").unwrap_or(idle_timeout_min);
             let skill = self.text(&o, "skill");
             if let Some(s) = &skill {
                 if s.contains('/') || s.contains('\\') || s == ".." {
@@ -666,10 +341,10 @@ impl Walker {
             let prompt = self.text(&o, "prompt");
             let run = match self.text(&o, "run").as_deref() {
                 None | Some("agent") => StepRun::Agent,
-                Some("builtin") if crate::builtin::supports(step) => StepRun::Builtin,
+                Some("builtin") if step.can_be_builtin() => StepRun::Builtin,
                 Some("builtin") => {
                     let builtin: Vec<&str> =
-                        crate::builtin::STEPS.iter().map(|s| s.key()).collect();
+                        Step::BUILTIN.iter().map(|s| s.key()).collect();
                     self.err(
                         o.path("run"),
                         format!(
@@ -739,6 +414,7 @@ impl Walker {
         let o = Obj {
             path: path.clone(),
             map: Some(map),
+            shape: top.shape.child("maxConsecutiveFailures"),
         };
         for key in map.keys() {
             if key.starts_with('_') {
@@ -746,7 +422,7 @@ impl Walker {
             }
             match Step::from_key(key) {
                 Some(step) => {
-                    if let Some(n) = self.uint(&o, key, 0, MAX_COUNT) {
+                    if let Some(n) = self.uint(&o, key) {
                         out[step.index()] = n;
                     }
                 }
@@ -757,12 +433,12 @@ impl Walker {
     }
 
     fn agent(&mut self, top: &Obj) -> AgentConfig {
-        let o = self.object(top.path("agent"), top.get("agent"), AGENT_KEYS);
+        let o = self.member(top, "agent");
         self.agent_fields(&o, None)
     }
 
     fn notify(&mut self, top: &Obj) -> NotifyConfig {
-        let o = self.object(top.path("notify"), top.get("notify"), NOTIFY_KEYS);
+        let o = self.member(top, "notify");
         let webhook_url = self.text(&o, "webhookUrl");
         if let Some(url) = &webhook_url {
             if !(url.starts_with("https://") || url.starts_with("http://")) {
@@ -781,12 +457,9 @@ impl Walker {
                 );
             }
         }
-        let min_severity = match self.choice(&o, "minSeverity", &["info", "warning", "alert"]) {
-            Some(0) => Severity::Info,
-            Some(2) => Severity::Alert,
-            Some(_) => Severity::Warning,
-            None => DEFAULT_NOTIFY_MIN_SEVERITY,
-        };
+        let min_severity = self
+            .pick::<Severity>(&o, "minSeverity")
+            .unwrap_or_else(definition::d::min_severity);
         NotifyConfig {
             webhook_url,
             command,
@@ -795,11 +468,10 @@ impl Walker {
     }
 
     fn tracker(&mut self, top: &Obj, base: &Path) -> TrackerConfig {
-        let o = self.object(top.path("tracker"), top.get("tracker"), TRACKER_KEYS);
-        let kind = match self.choice(&o, "kind", &["github", "local"]) {
-            Some(1) => TrackerKind::Local,
-            _ => TrackerKind::Github,
-        };
+        let o = self.member(top, "tracker");
+        let kind = self
+            .pick::<TrackerKind>(&o, "kind")
+            .unwrap_or_else(|| o.default("kind"));
         let dir = self.path(&o, "dir", base);
         match (kind, &dir) {
             (TrackerKind::Local, None) => self.err(
@@ -814,12 +486,10 @@ impl Walker {
             }
             _ => {}
         }
-        let label = self
-            .text(&o, "label")
-            .unwrap_or_else(|| DEFAULT_LABEL.to_string());
+        let label = self.text(&o, "label").unwrap_or_else(|| o.default("label"));
         let escalated_label = self
             .text(&o, "escalatedLabel")
-            .unwrap_or_else(|| DEFAULT_ESCALATED_LABEL.to_string());
+            .unwrap_or_else(|| o.default("escalatedLabel"));
         match (kind, dir) {
             (TrackerKind::Local, Some(dir)) => TrackerConfig::Local {
                 dir,

@@ -10,4 +10,5 @@
 pub mod failure;
 pub mod fleet;
 pub mod machine;
+pub mod severity;
 pub mod step;

@@ -91,6 +91,20 @@ impl Step {
         !matches!(self, Step::StartCycle | Step::Simplify | Step::CommitPush)
     }
 
+    /// The steps the runner can do itself, without an agent (`steps.<key>.run: "builtin"`).
+    pub const BUILTIN: [Step; 5] = [
+        Step::StartCycle,
+        Step::CommitPush,
+        Step::CreatePr,
+        Step::MonitorCi,
+        Step::Merge,
+    ];
+
+    /// Whether the runner can do this step without an agent.
+    pub fn can_be_builtin(self) -> bool {
+        Step::BUILTIN.contains(&self)
+    }
+
     /// Steps that only the `simplify` switch may turn off; every other step is mandatory.
     pub const fn can_be_disabled(self) -> bool {
         matches!(self, Step::Simplify)

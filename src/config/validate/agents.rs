@@ -4,17 +4,14 @@
 use super::*;
 use crate::agents::{AgentKind, Price, Pricing};
 
-const PRICE_KEYS: &[&str] = &["input", "cachedInput", "output"];
-
 impl Walker {
     /// The fields of an agent object. `base`: the top-level agent a step's agent is merged
     /// over; a step that switches to another kind keeps only the environment from it, since a
     /// command and arguments for one CLI mean nothing to another.
     pub(super) fn agent_fields(&mut self, o: &Obj, base: Option<&AgentConfig>) -> AgentConfig {
-        let kinds: Vec<&str> = AgentKind::ALL.iter().map(|k| k.as_str()).collect();
         let kind = self
-            .choice(o, "kind", &kinds)
-            .map(|i| AgentKind::ALL[i])
+            .choice(o, "kind")
+            .and_then(|name| AgentKind::ALL.into_iter().find(|k| k.as_str() == name))
             .or(base.map(|b| b.kind))
             .unwrap_or_default();
         let inherited = base.filter(|b| b.kind == kind);
@@ -58,9 +55,10 @@ impl Walker {
             );
         }
         let max_api_retries = self
-            .uint(o, "maxApiRetries", 0, MAX_COUNT)
+            .uint(o, "maxApiRetries")
             .or(inherited.map(|b| b.max_api_retries))
-            .unwrap_or(DEFAULT_MAX_API_RETRIES);
+            // A step's agent declares no default of its own: it is the top-level one's.
+            .unwrap_or_else(definition::d::max_api_retries);
         AgentConfig {
             kind,
             command,
@@ -72,7 +70,7 @@ impl Walker {
 
     /// `steps.<key>.agent` merged over the top-level agent.
     pub(super) fn step_agent(&mut self, step: &Obj, top: &AgentConfig) -> AgentConfig {
-        let o = self.object(step.path("agent"), step.get("agent"), STEP_AGENT_KEYS);
+        let o = self.member(step, "agent");
         self.agent_fields(&o, Some(top))
     }
 
@@ -90,11 +88,12 @@ impl Walker {
             self.expected(path, "an object mapping model names to prices", v);
             return pricing;
         };
+        let prices = top.shape.child("agent").child("pricing").entries();
         for (model, entry) in models {
             if model.starts_with('_') {
                 continue;
             }
-            let o = self.object(join(&path, model), Some(entry), PRICE_KEYS);
+            let o = self.object(join(&path, model), Some(entry), prices);
             let mut usd = |key: &str| match o.get(key) {
                 None => {
                     self.err(
@@ -104,8 +103,12 @@ impl Walker {
                     None
                 }
                 Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
-                    Some(n) if n > MAX_USD => {
-                        self.above_maximum(o.path(key), n, MAX_USD);
+                    Some(n) if n > o.shape.range(key).1.unwrap_or(f64::MAX) => {
+                        self.above_maximum(
+                            o.path(key),
+                            n,
+                            o.shape.range(key).1.unwrap_or(f64::MAX),
+                        );
                         None
                     }
                     Some(n) => Some(n),

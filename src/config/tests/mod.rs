@@ -1,5 +1,7 @@
 use super::*;
 
+mod docs;
+
 const FILE: &str = "/work/cfg/sdlc-config.json";
 
 fn load(text: &str) -> Config {
@@ -445,262 +447,6 @@ fn missing_file_names_the_path() {
 }
 
 #[test]
-fn shipped_example_and_old_example_validate() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let example = Config::load(&root.join("examples/sdlc-config.json"));
-    let example = match example {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    };
-    assert_eq!(example.max_turns(Step::Implement), 150);
-    assert_eq!(example.budget.per_session_usd, Some(200.0));
-    let old = match Config::load(&root.join("tests/fixtures/old-sdlc-config.example.json")) {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    };
-    let turns: Vec<u32> = Step::ALL.iter().map(|&s| old.max_turns(s)).collect();
-    assert_eq!(turns, [10, 25, 60, 150, 60, 100, 15, 45, 60, 10]);
-    let timeouts: Vec<u64> = Step::ALL
-        .iter()
-        .map(|&s| old.timeout(s).as_secs() / 60)
-        .collect();
-    assert_eq!(timeouts, [5, 5, 15, 30, 15, 20, 5, 5, 20, 5]);
-    assert_eq!(old.effort(Step::Merge), None);
-    assert_eq!(old.effort(Step::WriteSpecs), Some(Effort::Xhigh));
-    assert_eq!(old.cleanup.process_patterns, ["--remote-debugging-port"]);
-}
-
-fn property_names(v: &Value) -> Vec<String> {
-    let mut names: Vec<String> = v["properties"]
-        .as_object()
-        .map(|m| m.keys().cloned().collect())
-        .unwrap_or_default();
-    names.sort();
-    names
-}
-
-fn sorted(keys: &[&str]) -> Vec<String> {
-    let mut v: Vec<String> = keys.iter().map(|s| s.to_string()).collect();
-    v.sort();
-    v
-}
-
-#[test]
-fn schema_and_validator_know_the_same_keys() {
-    let s = schema();
-    let defs = &s["definitions"];
-    assert_eq!(property_names(&s), sorted(TOP_KEYS));
-    assert_eq!(property_names(&defs["StepFile"]), sorted(STEP_FIELD_KEYS));
-    assert_eq!(property_names(&defs["StepsFile"]), sorted(&step_keys()));
-    assert_eq!(
-        property_names(&defs["MaxConsecutiveFailures"]),
-        sorted(&step_keys())
-    );
-    assert_eq!(property_names(&defs["CleanupFile"]), sorted(CLEANUP_KEYS));
-    assert_eq!(property_names(&defs["BackoffFile"]), sorted(BACKOFF_KEYS));
-    assert_eq!(property_names(&defs["BudgetFile"]), sorted(BUDGET_KEYS));
-    assert_eq!(property_names(&defs["AgentFile"]), sorted(AGENT_KEYS));
-    assert_eq!(
-        property_names(&defs["StepAgentFile"]),
-        sorted(STEP_AGENT_KEYS)
-    );
-    assert_eq!(property_names(&defs["NotifyFile"]), sorted(NOTIFY_KEYS));
-    assert_eq!(property_names(&defs["TrackerFile"]), sorted(TRACKER_KEYS));
-    assert_eq!(property_names(&defs["LocalCiFile"]), sorted(LOCAL_CI_KEYS));
-    assert_eq!(property_names(&defs["ClaimsFile"]), sorted(CLAIMS_KEYS));
-    assert_eq!(property_names(&defs["HttpFile"]), sorted(HTTP_KEYS));
-    assert_eq!(s["required"], serde_json::json!(["projectPath"]));
-    assert_eq!(s["properties"]["maxRetriesPerStep"]["default"], 3);
-    assert_eq!(
-        s["properties"]["maxConsecutiveFailures"]["default"],
-        serde_json::json!({"verify": 3})
-    );
-    assert_eq!(s["patternProperties"]["^_"]["description"], "comment");
-    assert_eq!(
-        defs["Effort"]["enum"],
-        serde_json::json!(["low", "medium", "high", "xhigh"])
-    );
-}
-
-#[test]
-fn suggestions_are_only_made_when_obvious() {
-    assert_eq!(suggest("maxTurn", STEP_FIELD_KEYS), Some("maxTurns"));
-    assert_eq!(suggest("timeout", STEP_FIELD_KEYS), Some("timeoutMin"));
-    assert_eq!(suggest("xyz", STEP_FIELD_KEYS), None);
-    assert_eq!(suggest("monitorci", &step_keys()), Some("monitorCI"));
-}
-
-/// The first `$ref` target inside a schema node (`Option<T>` fields wrap it in `anyOf`).
-fn referenced<'s>(schema: &'s Value, node: &'s Value) -> Option<&'s Value> {
-    let name = match node {
-        Value::Object(m) => match m.get("$ref").and_then(Value::as_str) {
-            Some(r) => r.rsplit('/').next(),
-            None => return m.values().find_map(|v| referenced(schema, v)),
-        },
-        Value::Array(items) => return items.iter().find_map(|v| referenced(schema, v)),
-        _ => None,
-    }?;
-    schema["definitions"].get(name)
-}
-
-/// Every `(path, default)` the schema declares: top-level keys, the keys of nested objects,
-/// and each step's keys (checked on `verify`).
-fn schema_defaults() -> Vec<(Vec<String>, Value)> {
-    let schema = schema();
-    let mut out = Vec::new();
-    let Some(top) = schema["properties"].as_object() else {
-        panic!("the schema has properties");
-    };
-    for (key, prop) in top {
-        if let Some(d) = prop.get("default") {
-            out.push((vec![key.clone()], d.clone()));
-        }
-        let Some(def) = referenced(&schema, prop) else {
-            continue;
-        };
-        let nested: Vec<(Vec<String>, &Value)> = if key == "steps" {
-            let Some(step) = def["properties"]
-                .get("verify")
-                .and_then(|v| referenced(&schema, v))
-            else {
-                panic!("steps.verify has a definition");
-            };
-            vec![(vec![key.clone(), "verify".into()], step)]
-        } else {
-            vec![(vec![key.clone()], def)]
-        };
-        for (prefix, def) in nested {
-            for (sub, p) in def["properties"].as_object().into_iter().flatten() {
-                if let Some(d) = p.get("default") {
-                    let mut path = prefix.clone();
-                    path.push(sub.clone());
-                    out.push((path, d.clone()));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The smallest valid config in which `path` can be set: an object that is optional but has
-/// required keys of its own (`localCi` needs `command`) gets them.
-fn base_for(path: &[String]) -> Value {
-    match path.first().map(String::as_str) {
-        Some("localCi") => serde_json::json!({
-            "projectPath": "proj", "forge": "local", "localCi": {"command": ["true"]}
-        }),
-        _ => serde_json::json!({"projectPath": "proj"}),
-    }
-}
-
-fn with_value(path: &[String], value: Value) -> Value {
-    let mut root = base_for(path);
-    let mut at = &mut root;
-    for (i, key) in path.iter().enumerate() {
-        if i + 1 == path.len() {
-            at[key.as_str()] = value.clone();
-        } else {
-            if at.get(key.as_str()).is_none() {
-                at[key.as_str()] = serde_json::json!({});
-            }
-            at = &mut at[key.as_str()];
-        }
-    }
-    root
-}
-
-#[test]
-fn the_schema_and_the_loader_agree_on_every_default() {
-    let defaults = schema_defaults();
-    assert!(
-        defaults.len() >= 20,
-        "the walk finds the defaults: {defaults:?}"
-    );
-    for (path, value) in defaults {
-        // Writing a default out must change nothing the loader produces.
-        let minimal = load(&base_for(&path).to_string());
-        let text = with_value(&path, value.clone()).to_string();
-        let explicit = match Config::from_str(&text, Path::new(FILE)) {
-            Ok(c) => c,
-            Err(e) => panic!(
-                "{} = {value}: the schema's default is rejected:\n{e}",
-                path.join(".")
-            ),
-        };
-        assert_eq!(
-            explicit,
-            minimal,
-            "{} = {value} (the schema's default) is not the loader's default",
-            path.join(".")
-        );
-    }
-}
-
-/// The example config says its values are the defaults unless a comment says otherwise: a
-/// value that differs from the schema's default must have its `_<key>` comment.
-#[test]
-fn the_example_config_states_every_value_that_is_not_the_default() {
-    let text = include_str!("../../examples/sdlc-config.json");
-    let example: Value = serde_json::from_str(text).expect("the example is JSON");
-    let mut silent = Vec::new();
-    for (path, default) in schema_defaults() {
-        let mut at = &example;
-        let mut ancestors = Vec::new();
-        for key in &path {
-            ancestors.push(at);
-            at = &at[key.as_str()];
-        }
-        if at.is_null() || same_value(at, &default) {
-            continue;
-        }
-        let leaf = path.last().map(String::as_str).unwrap_or_default();
-        let commented = ancestors
-            .last()
-            .is_some_and(|p| p.get(format!("_{leaf}")).is_some())
-            || ancestors.iter().any(|a| {
-                a.get("_comment")
-                    .and_then(Value::as_str)
-                    .is_some_and(|c| c.contains(leaf))
-            });
-        if !commented {
-            silent.push(format!(
-                "{} is {at}, not the default {default}",
-                path.join(".")
-            ));
-        }
-    }
-    assert!(
-        silent.is_empty(),
-        "examples/sdlc-config.json, values no comment explains:\n{}",
-        silent.join("\n")
-    );
-}
-
-/// JSON equality as a reader sees it: `60` is `60.0`, and comment keys are not values.
-fn same_value(a: &Value, b: &Value) -> bool {
-    match (a, b) {
-        (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-        (Value::Object(x), Value::Object(y)) => {
-            let keys = |m: &Map<String, Value>| {
-                m.iter()
-                    .filter(|(k, _)| !k.starts_with('_'))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect::<Vec<_>>()
-            };
-            let (x, y) = (keys(x), keys(y));
-            x.len() == y.len()
-                && x.iter()
-                    .zip(&y)
-                    .all(|((kx, vx), (ky, vy))| kx == ky && same_value(vx, vy))
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_value(a, b))
-        }
-        _ => a == b,
-    }
-}
-
-#[test]
 fn agent_kind_defaults_to_claude_and_names_its_binary() {
     let c = load(r#"{"projectPath": "p"}"#);
     assert_eq!(c.agent.kind, crate::agents::AgentKind::Claude);
@@ -817,4 +563,17 @@ fn usd_budgets_need_a_price_for_every_token_reporting_model() {
     // Without a budget, or with Claude (which reports dollars), no price is needed.
     load(&with_project(r#""agent": {"kind": "codex"}"#));
     load(&with_project(r#""budget": {"perIssueUsd": 5}"#));
+}
+
+/// A step's agent object declares no defaults of its own: a Claude step under a Codex
+/// top-level agent still gets Claude's `maxApiRetries` default, not zero.
+#[test]
+fn a_step_agent_of_another_kind_gets_the_declared_defaults() {
+    let c = load(&with_project(
+        r#""agent": {"kind": "codex"}, "steps": {"verify": {"model": "opus", "agent": {"kind": "claude"}}}"#,
+    ));
+    let verify = c.agent(Step::Verify);
+    assert_eq!(verify.kind, crate::agents::AgentKind::Claude);
+    assert_eq!(verify.max_api_retries, 2);
+    assert_eq!(verify.command, "claude");
 }

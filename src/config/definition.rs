@@ -1,0 +1,499 @@
+//! The config file's keys, each declared once: its name (the serde name), type, default
+//! (`#[serde(default = ...)]`, values in [`d`]), range (`#[schemars(range(...))]`) and
+//! documentation (the doc comment). `config schema`, the key lists and ranges the validator
+//! checks, the defaults it fills in and the table in docs/config.md are all derived from
+//! these types; nothing else lists keys.
+//!
+//! # Adding a key
+//!
+//! 1. Declare it here: the field with its doc comment, `#[serde(default = "d::…")]` and a
+//!    function in [`d`] if it has a default, `#[schemars(range(…))]` if it is a number.
+//! 2. Use it: read it in `validate.rs` with the reader for its type (`self.uint_or_default(&o,
+//!    "key")`, `positive`, `text`, `pick`, `boolean`, …), which takes the range, the choices
+//!    and the default from step 1, put it in the typed [`super::Config`] (`types.rs`), and
+//!    use that field where it matters.
+//! 3. Show it in `examples/sdlc-config.json` (the key, or a `_key` comment) and regenerate
+//!    docs/config.md with `SDLC_BLESS=1 cargo test --lib config::tests::docs`. Both are
+//!    checked: `cargo test --lib config` fails, naming the key, until they are done.
+//!
+//! Nothing else lists keys, defaults or ranges: the unknown-key check, the "expected …"
+//! and "above the maximum" messages and `config schema` all read the declaration.
+//!
+//! Validation walks the raw JSON rather than deserializing into these types, because serde
+//! stops at the first error and cannot name the path; these types are never built at run time.
+
+use super::{Approval, Effort, ForgeKind, Severity, StepRun, TrackerKind};
+use crate::agents::AgentKind;
+use crate::step::Step;
+use schemars::gen::SchemaGenerator;
+use schemars::schema::{InstanceType, Schema, SchemaObject};
+use schemars::JsonSchema;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// sdlc-runner configuration (a superset of the old runner's sdlc-config.json). Keys
+/// starting with `_` are comments and are allowed in every object. Relative paths resolve
+/// against the directory of the config file.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schemars(title = "sdlc-runner config")]
+pub struct ConfigFile {
+    /// The git repository the agent works in.
+    pub project_path: String,
+    /// Root of the plugins checkout; skills are read from
+    /// `<pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md`. Required when a step names a skill.
+    pub plugins_path: Option<String>,
+    /// Global model, used by steps without their own `model`.
+    #[serde(default = "d::model")]
+    pub model: String,
+    /// Global reasoning effort (`CLAUDE_CODE_EFFORT_LEVEL`). Not allowed with a haiku model;
+    /// steps on a haiku model drop an inherited effort.
+    #[serde(default = "d::effort")]
+    pub effort: Effort,
+    /// Log directory. Default: `$XDG_STATE_HOME/sdlc-runner/<project name>-<hash of its path>`
+    /// (else under `~/.local/state`). `""` means the default.
+    pub log_dir: Option<String>,
+    /// Step logs are pruned (oldest first) to stay under this many MB.
+    #[serde(default = "d::max_log_disk_usage_mb", rename = "maxLogDiskUsageMB")]
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub max_log_disk_usage_mb: f64,
+    pub cleanup: Option<CleanupFile>,
+    /// Per-step overrides, by step key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "steps_schema")]
+    pub steps: Option<BTreeMap<String, StepFile>>,
+    /// Failed attempts of a step in one cycle before the cycle escalates.
+    #[serde(default = "d::max_retries_per_step")]
+    #[schemars(range(min = 1, max = 100))]
+    pub max_retries_per_step: u32,
+    /// Precondition bounces per cycle; the cycle escalates when the count exceeds this.
+    #[serde(default = "d::max_bounce_retries")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_bounce_retries: u32,
+    /// Consecutive escalations that halt the session.
+    #[serde(default = "d::max_consecutive_escalations")]
+    #[schemars(range(min = 1, max = 100))]
+    pub max_consecutive_escalations: u32,
+    /// Consecutive failures of a step across the session that halt it, by step key
+    /// (0 disables). Entries are merged over the default `{"verify": 3}`.
+    #[serde(default = "d::max_consecutive_failures")]
+    #[schemars(schema_with = "consecutive_failures_schema")]
+    pub max_consecutive_failures: BTreeMap<String, u32>,
+    /// Failures of a step in a row with the same signature that escalate early: 0 (off) or ≥ 2.
+    #[serde(default = "d::max_consecutive_same_failure")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_consecutive_same_failure: u32,
+    /// Rate-limit / overload / quota waits in a row before halting.
+    #[serde(default = "d::max_rate_limit_waits")]
+    #[schemars(range(min = 0, max = 1000))]
+    pub max_rate_limit_waits: u32,
+    /// Waits in a row for a git/gh/tracker call failing for a transient network reason
+    /// (connection, DNS, TLS, HTTP 5xx, time-out) before halting with
+    /// `ENVIRONMENT FAILURE: NETWORK`. No attempt is spent, no issue blamed.
+    #[serde(default = "d::max_network_waits")]
+    #[schemars(range(min = 0, max = 1000))]
+    pub max_network_waits: u32,
+    pub backoff: Option<BackoffFile>,
+    /// Longest wait for a plan's usage window to reset before halting.
+    #[serde(default = "d::max_quota_wait_minutes")]
+    #[schemars(range(min = 0, max = 10_080))]
+    pub max_quota_wait_minutes: f64,
+    /// Repair prompts (carrying the last classified failure) per step and cycle.
+    #[serde(default = "d::max_repair_iterations")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_repair_iterations: u32,
+    /// `manual`: when a step runs out of retries, ask a person (`sdlc-runner decide`)
+    /// instead of escalating.
+    #[serde(default)]
+    pub approval: Approval,
+    /// How long a manual decision may take before the session halts.
+    #[serde(default = "d::decision_timeout_minutes")]
+    #[schemars(range(min = 0, max = 10_080))]
+    pub decision_timeout_minutes: f64,
+    pub budget: Option<BudgetFile>,
+    /// Kill an agent that prints nothing for this long (default for every step).
+    #[serde(default = "d::idle_timeout_min")]
+    #[schemars(range(min = 0, max = 10_080))]
+    pub idle_timeout_min: f64,
+    /// Discord channel for notifications through `openclaw` (a string: ids exceed JSON's exact integers).
+    pub discord_channel_id: Option<String>,
+    pub agent: Option<AgentFile>,
+    pub notify: Option<NotifyFile>,
+    pub tracker: Option<TrackerFile>,
+    /// Whether a repository with no CI configured must not merge.
+    #[serde(default)]
+    pub require_checks: bool,
+    /// Where pushes, pull requests and CI live. Default: `local` when `tracker.kind` is
+    /// `local`, else `github`.
+    pub forge: Option<ForgeKind>,
+    /// The local forge's CI: a command run in a clean worktree of the branch. Unset: the
+    /// local forge has no CI.
+    pub local_ci: Option<LocalCiFile>,
+    pub claims: Option<ClaimsFile>,
+    pub http: Option<HttpFile>,
+    /// Issues worked at once, each by its own worker on its own clone under the runner's
+    /// state directory (`run --workers` overrides it). 1: one issue at a time.
+    #[serde(default = "d::workers")]
+    #[schemars(range(min = 1, max = 32))]
+    pub workers: u32,
+}
+
+/// Issue claims of runners started with `--worker-id` (many runners on one tracker).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ClaimsFile {
+    /// How long a claim lasts without renewal; a runner renews it at every step and before
+    /// every wait. Must exceed every step's timeoutMin. An expired claim may be taken over.
+    #[serde(default = "d::lease_minutes")]
+    #[schemars(range(min = 0, max = 10_080))]
+    pub lease_minutes: f64,
+}
+
+/// The read-only status server of `run --http` (off unless `listen` is set).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct HttpFile {
+    /// Address to serve the status page, `/api/status`, `/api/events` and `/metrics` on,
+    /// such as `127.0.0.1:8080` (`run --http` overrides it).
+    pub listen: Option<String>,
+    /// The environment variable holding the bearer token every request must carry
+    /// (`Authorization: Bearer <token>`); required when `listen` is not a loopback address.
+    pub token_env: Option<String>,
+}
+
+/// CI of the local forge.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalCiFile {
+    /// Program and arguments (no shell), run in a fresh worktree of the branch's commit;
+    /// exit 0 passes.
+    pub command: Vec<String>,
+    /// Longest the command may run before it counts as failed.
+    #[serde(default = "d::local_ci_timeout_min")]
+    #[schemars(range(min = 0, max = 10_080))]
+    pub timeout_min: f64,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CleanupFile {
+    /// Patterns matched against full process command lines; matching processes are
+    /// killed after every step, on escalation and on shutdown.
+    #[serde(default)]
+    pub process_patterns: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepFile {
+    /// Model of this step (default: the global model).
+    pub model: Option<String>,
+    /// Effort of this step (default: the global effort). Not allowed with a haiku model.
+    pub effort: Option<Effort>,
+    /// Agent turns of one attempt.
+    #[serde(default = "d::max_turns")]
+    #[schemars(range(min = 1, max = 10_000))]
+    pub max_turns: u32,
+    /// Wall-clock limit of one attempt, in minutes (fractions allowed).
+    #[serde(default = "d::timeout_min")]
+    #[schemars(range(min = 0, max = 10_080))]
+    pub timeout_min: f64,
+    /// Idle limit of one attempt, in minutes (default: the global `idleTimeoutMin`).
+    #[schemars(range(min = 0, max = 10_080))]
+    pub idle_timeout_min: Option<f64>,
+    /// Skill directory name under `<pluginsPath>/plugins/nmg-sdlc/skills/`; its SKILL.md is
+    /// appended to the system prompt.
+    pub skill: Option<String>,
+    /// Replaces the built-in prompt of this step.
+    pub prompt: Option<String>,
+    /// Only `simplify` may be disabled.
+    #[serde(default = "d::enabled")]
+    pub enabled: bool,
+    /// `builtin`: the runner does the step with git and the forge, without a model
+    /// (startCycle, commitPush, createPR, monitorCI, merge only).
+    #[serde(default)]
+    pub run: StepRun,
+    /// This step's agent, merged over the top-level `agent`: `{"kind": "codex"}` runs the
+    /// step on Codex. A step that changes the kind keeps only `env` from the top level.
+    pub agent: Option<StepAgentFile>,
+}
+
+/// A step's own agent settings.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct StepAgentFile {
+    /// Which agent CLI runs this step (default: the top-level `agent.kind`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "agent_kind_schema")]
+    pub kind: Option<String>,
+    /// Default: the top-level command for the same kind, else the kind's binary.
+    pub command: Option<String>,
+    pub args: Option<Vec<String>>,
+    /// Merged over the top-level `env`.
+    pub env: Option<BTreeMap<String, String>>,
+    /// Claude only.
+    #[schemars(range(min = 0, max = 100))]
+    pub max_api_retries: Option<u32>,
+}
+
+/// US dollars per million tokens of one model.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PriceFile {
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub input: f64,
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub cached_input: f64,
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub output: f64,
+}
+
+/// Exponential backoff for rate limits and overloads: initial, doubling, capped.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BackoffFile {
+    #[serde(default = "d::backoff_initial_seconds")]
+    #[schemars(range(min = 1, max = 604_800))]
+    pub initial_seconds: u32,
+    #[serde(default = "d::backoff_max_seconds")]
+    #[schemars(range(min = 1, max = 604_800))]
+    pub max_seconds: u32,
+}
+
+/// Budgets, off when unset. An issue budget escalates the issue; the session budget halts.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct BudgetFile {
+    /// Agent cost (`total_cost_usd`) per issue, in US dollars.
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub per_issue_usd: Option<f64>,
+    /// Agent cost per session, in US dollars.
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub per_session_usd: Option<f64>,
+    /// Agent wall time per issue, in minutes.
+    #[schemars(range(min = 0, max = 10_080))]
+    pub per_issue_minutes: Option<f64>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AgentFile {
+    /// Which agent CLI runs the steps (docs/agents.md).
+    #[serde(default = "d::agent_kind")]
+    #[schemars(schema_with = "agent_kind_schema")]
+    pub kind: String,
+    /// The agent CLI, looked up on PATH (default: the kind's binary, `claude`, `codex`
+    /// or `gemini`).
+    #[serde(default = "d::agent_command")]
+    pub command: String,
+    /// Extra arguments appended to the runner's own.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Extra environment variables for the agent.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// `CLAUDE_CODE_MAX_RETRIES` for the agent: low, so the runner's backoff is in charge.
+    /// Claude only.
+    #[serde(default = "d::max_api_retries")]
+    #[schemars(range(min = 0, max = 100))]
+    pub max_api_retries: u32,
+    /// Prices of models whose CLI reports tokens but no dollars, by model name; merged
+    /// over the shipped table (docs/agents.md). Budgets in dollars need one for every
+    /// model in use.
+    #[serde(default)]
+    pub pricing: BTreeMap<String, PriceFile>,
+}
+
+/// Extra notification channels (the log always gets every message; Discord is set with
+/// `discordChannelId`).
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct NotifyFile {
+    /// Discord/Slack-compatible webhook URL.
+    pub webhook_url: Option<String>,
+    /// Program and arguments; the message is passed as the last argument.
+    #[schemars(length(min = 1))]
+    pub command: Option<Vec<String>>,
+    /// Messages below this severity reach the orchestration log only: `warning` keeps a
+    /// chat channel to failures, escalations and halts; `info` sends every step's start
+    /// and end too.
+    #[serde(default = "d::min_severity")]
+    #[schemars(schema_with = "severity_schema")]
+    pub min_severity: Severity,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrackerFile {
+    #[serde(default)]
+    pub kind: TrackerKind,
+    /// Issue directory of the local tracker (required when `kind` is `local`).
+    pub dir: Option<String>,
+    /// Only issues with this label are worked on.
+    #[serde(default = "d::label")]
+    pub label: String,
+    /// Label (GitHub) that durably quarantines an escalated issue.
+    #[serde(default = "d::escalated_label")]
+    pub escalated_label: String,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lists that belong to the core (steps, severities) or to the agents (kinds), not to the file
+
+/// `steps`: one optional [`StepFile`] per step key of the core's step list.
+fn steps_schema(gen: &mut SchemaGenerator) -> Schema {
+    let step = gen.subschema_for::<StepFile>();
+    let steps = closed_object(Step::ALL.iter().map(|s| (s.key(), step.clone())));
+    definition(gen, "StepsFile", steps)
+}
+
+/// `maxConsecutiveFailures`: an optional limit per step key (0 disables), each in 0..=100.
+fn consecutive_failures_schema(gen: &mut SchemaGenerator) -> Schema {
+    let mut limit = gen.subschema_for::<u32>().into_object();
+    limit.number().minimum = Some(0.0);
+    limit.number().maximum = Some(100.0);
+    let limit = Schema::Object(limit);
+    let limits = closed_object(Step::ALL.iter().map(|s| (s.key(), limit.clone())));
+    definition(gen, "MaxConsecutiveFailures", limits)
+}
+
+/// `schema` as a named definition, referenced where it is used (as derived types are).
+fn definition(gen: &mut SchemaGenerator, name: &str, schema: Schema) -> Schema {
+    gen.definitions_mut().insert(name.to_string(), schema);
+    Schema::new_ref(format!("{}{name}", gen.settings().definitions_path))
+}
+
+fn closed_object<'k>(properties: impl Iterator<Item = (&'k str, Schema)>) -> Schema {
+    let mut o = SchemaObject {
+        instance_type: Some(InstanceType::Object.into()),
+        ..Default::default()
+    };
+    let object = o.object();
+    for (key, schema) in properties {
+        object.properties.insert(key.to_string(), schema);
+    }
+    object.additional_properties = Some(Box::new(Schema::Bool(false)));
+    Schema::Object(o)
+}
+
+fn agent_kind_schema(_: &mut SchemaGenerator) -> Schema {
+    names(AgentKind::ALL.iter().map(|k| k.as_str()))
+}
+
+fn severity_schema(_: &mut SchemaGenerator) -> Schema {
+    names(Severity::ALL.iter().map(|s| s.as_str()))
+}
+
+fn names<'n>(names: impl Iterator<Item = &'n str>) -> Schema {
+    Schema::Object(SchemaObject {
+        instance_type: Some(InstanceType::String.into()),
+        enum_values: Some(names.map(|n| n.into()).collect()),
+        ..Default::default()
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// Defaults
+
+/// The default of every key that has one. The counters' defaults are the core's
+/// (`Limits::default()`), so the config and the machine cannot disagree.
+pub(super) mod d {
+    use super::super::{machine, Effort, Severity, DEFAULT_EFFORT, DEFAULT_MODEL};
+    use std::collections::BTreeMap;
+
+    pub fn model() -> String {
+        DEFAULT_MODEL.into()
+    }
+    pub fn effort() -> Effort {
+        DEFAULT_EFFORT
+    }
+    pub fn max_log_disk_usage_mb() -> f64 {
+        500.0
+    }
+    pub fn max_retries_per_step() -> u32 {
+        machine().max_retries_per_step
+    }
+    pub fn max_bounce_retries() -> u32 {
+        machine().max_bounce_retries
+    }
+    pub fn max_consecutive_escalations() -> u32 {
+        machine().max_consecutive_escalations
+    }
+    /// The core's per-step limits, written as the file would (steps at 0 are off and left out).
+    pub fn max_consecutive_failures() -> BTreeMap<String, u32> {
+        let limits = machine().max_consecutive_failures;
+        crate::step::Step::ALL
+            .iter()
+            .filter(|s| limits[s.index()] > 0)
+            .map(|s| (s.key().to_string(), limits[s.index()]))
+            .collect()
+    }
+    pub fn max_consecutive_same_failure() -> u32 {
+        machine().max_consecutive_same_failure
+    }
+    pub fn max_rate_limit_waits() -> u32 {
+        machine().max_rate_limit_waits
+    }
+    /// With the default backoff (60 s doubling to 900 s) about two hours of outage are waited
+    /// out.
+    pub fn max_network_waits() -> u32 {
+        10
+    }
+    /// The core's cap, in minutes.
+    pub fn max_quota_wait_minutes() -> f64 {
+        machine().max_quota_wait_secs as f64 / 60.0
+    }
+    pub fn max_repair_iterations() -> u32 {
+        machine().max_repair_iterations
+    }
+    pub fn decision_timeout_minutes() -> f64 {
+        60.0
+    }
+    pub fn idle_timeout_min() -> f64 {
+        10.0
+    }
+    pub fn workers() -> u32 {
+        1
+    }
+    pub fn lease_minutes() -> f64 {
+        60.0
+    }
+    pub fn local_ci_timeout_min() -> f64 {
+        20.0
+    }
+    pub fn max_turns() -> u32 {
+        20
+    }
+    pub fn timeout_min() -> f64 {
+        10.0
+    }
+    pub fn enabled() -> bool {
+        true
+    }
+    pub fn backoff_initial_seconds() -> u32 {
+        machine().backoff_initial_secs
+    }
+    pub fn backoff_max_seconds() -> u32 {
+        machine().backoff_max_secs
+    }
+    pub fn agent_kind() -> String {
+        crate::agents::AgentKind::default().as_str().into()
+    }
+    pub fn agent_command() -> String {
+        crate::agents::AgentKind::default().default_command().into()
+    }
+    /// `CLAUDE_CODE_MAX_RETRIES`: low, so that the runner's own backoff is in charge.
+    pub fn max_api_retries() -> u32 {
+        2
+    }
+    /// Chat channels get warnings and alerts; progress stays in the log.
+    pub fn min_severity() -> Severity {
+        Severity::Warning
+    }
+    pub fn label() -> String {
+        "automatable".into()
+    }
+    pub fn escalated_label() -> String {
+        "sdlc-escalated".into()
+    }
+}
