@@ -107,6 +107,9 @@ impl PortsRun {
 /// (journal, lock, state file, logs) are real files under the config's project and log
 /// directories and the directory the git port names.
 pub fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -> PortsRun {
+    // The orchestration log is written by the logging layer: a caller that installed none
+    // would get a run without its record.
+    crate::logging::init(0);
     let journal = match ports.git.runner_dir() {
         Ok(dir) => dir.journal(),
         Err(e) => {
