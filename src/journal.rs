@@ -24,16 +24,7 @@ pub fn journal_path(project: &Path) -> Result<PathBuf, crate::runner_dir::Runner
     Ok(crate::runner_dir::RunnerDir::locate(project)?.journal())
 }
 
-/// What the classifier said about a failed attempt beyond its class and signature, so that a
-/// restarted runner can hand the same failure context to a repair attempt.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct FailureDetail {
-    pub step: crate::step::Step,
-    pub class: crate::failure::FailureClass,
-    pub summary: String,
-    pub excerpt: String,
-}
+pub use crate::failure::FailureDetail;
 
 /// An agent's process group, recorded as soon as it is spawned: if the runner dies, the next
 /// one can stop whatever of that group is still running (the start time tells a reused pid
@@ -163,8 +154,6 @@ pub struct OpenSession {
     pub events: Vec<Event>,
     /// The same events with their line's seq and the recorded state after each.
     pub recorded: Vec<RecordedEvent>,
-    /// Failure contexts recorded in the session, in order.
-    pub failures: Vec<FailureDetail>,
     /// Agent process groups spawned in the session, in order.
     pub agents: Vec<AgentGroup>,
     /// The effects recorded with the last event. Effects of earlier events were all performed
@@ -179,6 +168,8 @@ pub struct OpenSession {
 pub struct RecordedEvent {
     pub seq: u64,
     pub event: Event,
+    /// The failure context journaled with a `StepFailed`, fed to the machine with it.
+    pub failure: Option<FailureDetail>,
     pub state: String,
 }
 
@@ -459,6 +450,8 @@ fn preview(text: &[u8]) -> String {
 pub struct Batch {
     pub seq: u64,
     pub event: Event,
+    /// The failure context recorded right after the event (a `StepFailed`'s).
+    pub failure: Option<FailureDetail>,
     /// The state the event led to, as recorded.
     pub state: String,
     pub effects: Vec<Effect>,
@@ -471,7 +464,6 @@ pub struct SessionLog {
     pub limits: Limits,
     pub mode: Mode,
     pub batches: Vec<Batch>,
-    pub failures: Vec<FailureDetail>,
     pub agents: Vec<AgentGroup>,
     /// `(seq, how)` once the session ended (a normal exit or a halt).
     pub end: Option<(u64, SessionEnd)>,
@@ -489,6 +481,7 @@ impl SessionLog {
                 .map(|b| RecordedEvent {
                     seq: b.seq,
                     event: b.event,
+                    failure: b.failure.clone(),
                     state: b.state.clone(),
                 })
                 .collect(),
@@ -512,7 +505,6 @@ impl SessionLog {
             id: self.id,
             limits: self.limits,
             mode: self.mode,
-            failures: self.failures,
             agents: self.agents,
         }
     }
@@ -536,7 +528,6 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
                 limits: limits.clone(),
                 mode: *mode,
                 batches: Vec::new(),
-                failures: Vec::new(),
                 agents: Vec::new(),
                 end: None,
                 acknowledged: false,
@@ -566,6 +557,7 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
             Record::Event { event, state } => session.batches.push(Batch {
                 seq: line.seq,
                 event: *event,
+                failure: None,
                 state: state.clone(),
                 effects: Vec::new(),
             }),
@@ -578,7 +570,12 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
                     )))
                 }
             },
-            Record::Failure { detail } => session.failures.push(detail.clone()),
+            Record::Failure { detail } => {
+                // It follows the event that reported it (`record_step`).
+                if let Some(batch) = session.batches.last_mut() {
+                    batch.failure = Some(detail.clone());
+                }
+            }
             Record::Agent { group } => session.agents.push(*group),
             Record::SessionEnd { end } => session.end = Some((line.seq, end.clone())),
             Record::SessionStart { .. } => {}
@@ -871,15 +868,31 @@ pub fn rebuild(
     mode: Mode,
     recorded: &[(Event, String)],
 ) -> (Core, Option<Divergence>) {
+    rebuild_reported(
+        limits,
+        mode,
+        recorded
+            .iter()
+            .map(|(event, state)| (event, None, state.as_str())),
+    )
+}
+
+/// `rebuild` with the failure context each event was journaled with: the machine keeps it as
+/// it did when the event was first handled.
+fn rebuild_reported<'a>(
+    limits: &Limits,
+    mode: Mode,
+    recorded: impl Iterator<Item = (&'a Event, Option<&'a FailureDetail>, &'a str)>,
+) -> (Core, Option<Divergence>) {
     let mut core = Core::new(limits.clone(), mode);
     let mut divergence = None;
-    for (i, (event, state)) in recorded.iter().enumerate() {
-        core.handle(event);
+    for (i, (event, failure, state)) in recorded.enumerate() {
+        core.handle_reported(event, failure.cloned());
         let actual = core.state().name();
         if divergence.is_none() && actual != state {
             divergence = Some(Divergence {
                 seq: i as u64,
-                expected: state.clone(),
+                expected: state.to_string(),
                 actual: actual.to_string(),
             });
         }
@@ -889,12 +902,14 @@ pub fn rebuild(
 
 /// `rebuild` for a recovered session; the divergence carries the journal seq.
 pub fn rebuild_session(session: &OpenSession) -> (Core, Option<Divergence>) {
-    let pairs: Vec<(Event, String)> = session
-        .recorded
-        .iter()
-        .map(|r| (r.event, r.state.clone()))
-        .collect();
-    let (core, divergence) = rebuild(&session.limits, session.mode, &pairs);
+    let (core, divergence) = rebuild_reported(
+        &session.limits,
+        session.mode,
+        session
+            .recorded
+            .iter()
+            .map(|r| (&r.event, r.failure.as_ref(), r.state.as_str())),
+    );
     let divergence = divergence.map(|d| Divergence {
         seq: session.recorded[d.seq as usize].seq,
         ..d

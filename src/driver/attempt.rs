@@ -21,7 +21,7 @@ use std::time::Instant;
 impl Driver {
     /// One attempt of `step`: build the invocation, run the agent, archive its log, and turn
     /// what it did into the machine's next event. The failure context of a `StepFailed` is
-    /// kept in `self.failures` for the journal and the next repair prompt.
+    /// handed with it to the machine and the journal (`self.reported`).
     pub(super) async fn run_step(
         &mut self,
         step: Step,
@@ -170,7 +170,7 @@ impl Driver {
         // The failure this step last had, recorded in the journal, so a restarted runner
         // repairs with the same context.
         let repair_ctx = if repair {
-            self.failures[step.index()].as_ref().map(|c| RepairContext {
+            self.core.failure(step).map(|c| RepairContext {
                 class: c.class.to_string(),
                 summary: c.summary.clone(),
                 excerpt: c.excerpt.clone(),
@@ -311,7 +311,7 @@ impl Driver {
     /// next repair attempt. The journal is a sink like any other: no secret the agent
     /// printed goes in.
     fn remember_failure(&mut self, step: Step, class: FailureClass, summary: &str, excerpt: &str) {
-        self.failures[step.index()] = Some(FailureDetail {
+        self.reported = Some(FailureDetail {
             step,
             class,
             summary: crate::redact::redact(summary),

@@ -29,8 +29,9 @@ impl Driver {
         // call fails the attempt as NETWORK instead of asking for it again.
         let mut agent_ran = false;
         let conflict = step == Step::Merge
-            && self.failures[step.index()]
-                .as_ref()
+            && self
+                .core
+                .failure(step)
                 .is_some_and(|f| f.class == crate::failure::FailureClass::MergeConflict);
         if repair && (step == Step::MonitorCi || conflict) {
             match self.run_agent(step, issue, attempt, true, false).await {

@@ -191,9 +191,10 @@ struct Driver {
     issue: IssueContext,
     /// The spec directory's feature name, once a probe has seen it.
     feature: Option<String>,
-    /// The last classified failure of each step: journaled with its `StepFailed`, given to
-    /// the next repair prompt and the decision file; rebuilt from the journal on restart.
-    failures: [Option<FailureDetail>; Step::COUNT],
+    /// The context of the failure the answer being produced reports, handed to the machine
+    /// and the journal with that `StepFailed` and taken at once: the machine keeps each step's
+    /// last one (`Core::failure`) for the next repair prompt and the decision file.
+    reported: Option<FailureDetail>,
     /// What the last attempt (or the last failed call) said, for the halt and escalation
     /// diagnostics.
     last_output: String,
@@ -280,7 +281,12 @@ impl Driver {
             if let Some(code) = self.check_runner_files() {
                 return code;
             }
-            let effects = self.core.handle(&event).to_vec();
+            let reported = self.reported.take();
+            let failure = match event {
+                Event::StepFailed { step, .. } => reported.filter(|d| d.step == step),
+                _ => None,
+            };
+            let effects = self.core.handle_reported(&event, failure.clone()).to_vec();
             let state = *self.core.state();
             tracing::debug!(?event, state = state.name(), ?effects, "event");
             let requests = effects.iter().filter(|e| e.is_request()).count();
@@ -296,10 +302,6 @@ impl Driver {
                 ));
                 return 1;
             }
-            let failure = match event {
-                Event::StepFailed { step, .. } => self.failures[step.index()].clone(),
-                _ => None,
-            };
             let recorded = match self.journal.as_mut() {
                 Some(j) => j.record_step(&event, failure.as_ref(), &effects, &state),
                 None => Ok(()),
@@ -641,7 +643,6 @@ impl Driver {
                 self.state.last_completed_step = 0;
                 self.state.pr_number = None;
                 self.feature = None;
-                self.failures = Default::default();
                 self.save_state();
                 Outcome::Continue
             }
