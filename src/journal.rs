@@ -11,7 +11,7 @@
 //! valid JSONL. Garbage anywhere else means the file was edited or damaged: that is an error
 //! naming the line, never a guess.
 
-use crate::machine::{Core, Effect, Event, HaltReason, Limits, Mode, State};
+use crate::machine::{Core, Effect, Event, HaltReason, Limits, Mode, Report, State};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
@@ -51,6 +51,11 @@ pub enum Record {
     Event {
         event: Event,
         state: String,
+        /// What the attempt or the failed call reported with the event said (redacted, its
+        /// tail): the machine's last words for the diagnostics. Absent when it said nothing
+        /// new, and in journals of earlier versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        said: Option<String>,
     },
     /// An effect the machine emitted for the preceding event, before it is performed.
     Effect {
@@ -168,8 +173,9 @@ pub struct OpenSession {
 pub struct RecordedEvent {
     pub seq: u64,
     pub event: Event,
-    /// The failure context journaled with a `StepFailed`, fed to the machine with it.
-    pub failure: Option<FailureDetail>,
+    /// What the event reported (a `StepFailed`'s failure context, what was said), fed to the
+    /// machine with it.
+    pub report: Report,
     pub state: String,
 }
 
@@ -411,6 +417,7 @@ struct CommonLine<'a> {
     event: Option<Event>,
     effect: Option<Effect>,
     state: Option<String>,
+    said: Option<String>,
 }
 
 /// One line as a [`Line`]. An `event` or `effect` line takes the fast path; anything else,
@@ -419,7 +426,11 @@ struct CommonLine<'a> {
 fn parse_line(text: &[u8]) -> Result<Line, serde_json::Error> {
     if let Ok(common) = serde_json::from_slice::<CommonLine>(text) {
         let record = match (&*common.kind, common.event, common.effect, common.state) {
-            ("event", Some(event), _, Some(state)) => Some(Record::Event { event, state }),
+            ("event", Some(event), _, Some(state)) => Some(Record::Event {
+                event,
+                state,
+                said: common.said,
+            }),
             ("effect", _, Some(effect), Some(state)) => Some(Record::Effect { effect, state }),
             _ => None,
         };
@@ -450,8 +461,9 @@ fn preview(text: &[u8]) -> String {
 pub struct Batch {
     pub seq: u64,
     pub event: Event,
-    /// The failure context recorded right after the event (a `StepFailed`'s).
-    pub failure: Option<FailureDetail>,
+    /// What the event reported: what was said, recorded with it, and the failure context
+    /// recorded right after it (a `StepFailed`'s).
+    pub report: Report,
     /// The state the event led to, as recorded.
     pub state: String,
     pub effects: Vec<Effect>,
@@ -481,7 +493,7 @@ impl SessionLog {
                 .map(|b| RecordedEvent {
                     seq: b.seq,
                     event: b.event,
-                    failure: b.failure.clone(),
+                    report: b.report.clone(),
                     state: b.state.clone(),
                 })
                 .collect(),
@@ -554,10 +566,13 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
             )));
         }
         match &line.record {
-            Record::Event { event, state } => session.batches.push(Batch {
+            Record::Event { event, state, said } => session.batches.push(Batch {
                 seq: line.seq,
                 event: *event,
-                failure: None,
+                report: Report {
+                    failure: None,
+                    said: said.clone(),
+                },
                 state: state.clone(),
                 effects: Vec::new(),
             }),
@@ -573,7 +588,7 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
             Record::Failure { detail } => {
                 // It follows the event that reported it (`record_step`).
                 if let Some(batch) = session.batches.last_mut() {
-                    batch.failure = Some(detail.clone());
+                    batch.report.failure = Some(detail.clone());
                 }
             }
             Record::Agent { group } => session.agents.push(*group),
@@ -809,12 +824,12 @@ impl Journal {
         Ok(bytes)
     }
 
-    /// The event with the state it led to (and the failure context of a `StepFailed`), then
-    /// one record per effect, in one fsync.
+    /// The event with the state it led to and what it reported (the failure context of a
+    /// `StepFailed`, what was said), then one record per effect, in one fsync.
     pub fn record_step(
         &mut self,
         event: &Event,
-        failure: Option<&FailureDetail>,
+        report: &Report,
         effects: &[Effect],
         state_after: &State,
     ) -> Result<(), JournalError> {
@@ -823,8 +838,9 @@ impl Journal {
         records.push(Record::Event {
             event: *event,
             state: state.clone(),
+            said: report.said.clone(),
         });
-        if let Some(detail) = failure {
+        if let Some(detail) = &report.failure {
             records.push(Record::Failure {
                 detail: detail.clone(),
             });
@@ -873,21 +889,21 @@ pub fn rebuild(
         mode,
         recorded
             .iter()
-            .map(|(event, state)| (event, None, state.as_str())),
+            .map(|(event, state)| (event, Report::default(), state.as_str())),
     )
 }
 
-/// `rebuild` with the failure context each event was journaled with: the machine keeps it as
-/// it did when the event was first handled.
+/// `rebuild` with what each event was journaled with: the machine keeps it as it did when the
+/// event was first handled.
 fn rebuild_reported<'a>(
     limits: &Limits,
     mode: Mode,
-    recorded: impl Iterator<Item = (&'a Event, Option<&'a FailureDetail>, &'a str)>,
+    recorded: impl Iterator<Item = (&'a Event, Report, &'a str)>,
 ) -> (Core, Option<Divergence>) {
     let mut core = Core::new(limits.clone(), mode);
     let mut divergence = None;
-    for (i, (event, failure, state)) in recorded.enumerate() {
-        core.handle_reported(event, failure.cloned());
+    for (i, (event, report, state)) in recorded.enumerate() {
+        core.handle_reported(event, report);
         let actual = core.state().name();
         if divergence.is_none() && actual != state {
             divergence = Some(Divergence {
@@ -908,7 +924,7 @@ pub fn rebuild_session(session: &OpenSession) -> (Core, Option<Divergence>) {
         session
             .recorded
             .iter()
-            .map(|r| (&r.event, r.failure.as_ref(), r.state.as_str())),
+            .map(|r| (&r.event, r.report.clone(), r.state.as_str())),
     );
     let divergence = divergence.map(|d| Divergence {
         seq: session.recorded[d.seq as usize].seq,
@@ -954,6 +970,7 @@ mod tests {
             Record::Event {
                 event,
                 state: "Selecting".into(),
+                said: None,
             },
         )
     }

@@ -281,7 +281,7 @@ impl Driver {
             network::Patient::Done(Ok(base)) => Ok(base),
             network::Patient::Done(Err(e)) => {
                 let text = format!("{what}: {e}");
-                self.last_output = text.clone();
+                self.say(text.clone());
                 let c = classify_builtin(step.key(), &text, false);
                 Err(self.failed(step, issue, c, Usage::default()))
             }

@@ -22,6 +22,19 @@ pub struct Core {
     /// `StepFailed`: the context of the step's next repair attempt and of the decision file.
     /// Kept beside the statig storage because it is text: the state search never sees it.
     details: [Option<FailureDetail>; Step::COUNT],
+    /// What the last attempt or failed runner call said, as reported with its event: the
+    /// tail the halt and escalation diagnostics show.
+    last_words: String,
+}
+
+/// What an event reports beyond its `Copy` fields: text the machine keeps for the driver's
+/// prompts and diagnostics but never decides by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The context of the failure a `StepFailed` reports.
+    pub failure: Option<FailureDetail>,
+    /// What the attempt or the failed call said (`None`: it said nothing new).
+    pub said: Option<String>,
 }
 
 impl Clone for Core {
@@ -30,6 +43,7 @@ impl Clone for Core {
             sm: self.sm.clone(),
             fx: Vec::with_capacity(16),
             details: self.details.clone(),
+            last_words: self.last_words.clone(),
         }
     }
 }
@@ -54,6 +68,7 @@ impl Core {
             sm,
             fx,
             details: Default::default(),
+            last_words: String::new(),
         }
     }
 
@@ -63,14 +78,18 @@ impl Core {
     /// `Exit` is its last effect: the driver performs the effects in order and takes the
     /// request's answer as the next event. A batch without a request is the machine's bug.
     pub fn handle(&mut self, event: &Event) -> &[Effect] {
-        self.handle_reported(event, None)
+        self.handle_reported(event, Report::default())
     }
 
-    /// [`Core::handle`] for an event that reports a failure with its context: a `StepFailed`
-    /// keeps `detail` as its step's last failure (a detail of another step is ignored). A
-    /// batch that resets the cycle forgets every step's detail, as the cycle's counters.
-    pub fn handle_reported(&mut self, event: &Event, detail: Option<FailureDetail>) -> &[Effect] {
-        if let (Event::StepFailed { step, .. }, Some(detail)) = (event, detail) {
+    /// [`Core::handle`] for an event with what it reports: a `StepFailed` keeps the failure
+    /// context as its step's last failure (a context of another step is ignored), and what
+    /// was said replaces the last words. A batch that resets the cycle forgets every step's
+    /// failure context, as the cycle's counters.
+    pub fn handle_reported(&mut self, event: &Event, report: Report) -> &[Effect] {
+        if let Some(said) = report.said {
+            self.last_words = said;
+        }
+        if let (Event::StepFailed { step, .. }, Some(detail)) = (event, report.failure) {
             if detail.step == *step {
                 self.details[step.index()] = Some(detail);
             }
@@ -81,6 +100,11 @@ impl Core {
             self.details = Default::default();
         }
         &self.fx
+    }
+
+    /// What the last attempt or failed call said, for the halt and escalation diagnostics.
+    pub fn last_words(&self) -> &str {
+        &self.last_words
     }
 
     /// The last failure of `step` in this cycle, with the context its report carried.
@@ -242,18 +266,26 @@ mod restart_tests {
             };
             effects = core.handle(&event).to_vec();
         };
-        let effects = core.handle_reported(&failed(1), Some(other_step)).to_vec();
+        let report = |failure: FailureDetail, said: &str| Report {
+            failure: Some(failure),
+            said: Some(said.to_string()),
+        };
+        let effects = core
+            .handle_reported(&failed(1), report(other_step, "first"))
+            .to_vec();
+        assert_eq!(core.last_words(), "first");
         assert_eq!(core.failure(Step::Verify), None, "a detail of another step");
         assert_eq!(core.failure(Step::Implement), None);
         assert!(until_dispatch(&mut core, effects));
         let effects = core
-            .handle_reported(&failed(2), Some(detail.clone()))
+            .handle_reported(&failed(2), report(detail.clone(), "second"))
             .to_vec();
         assert_eq!(core.failure(Step::Implement), Some(&detail));
         assert!(until_dispatch(&mut core, effects));
-        // A failure reported without context keeps the step's last context.
+        // A failure reported without context keeps the step's last context and words.
         let mut effects = core.handle(&failed(3)).to_vec();
         assert_eq!(core.failure(Step::Implement), Some(&detail));
+        assert_eq!(core.last_words(), "second");
         // Failing on, the cycle ends (escalated): the next cycle starts without it.
         let mut n = 4;
         while until_dispatch(&mut core, effects) {
@@ -261,6 +293,8 @@ mod restart_tests {
             n += 1;
         }
         assert_eq!(core.failure(Step::Implement), None, "{:?}", core.state());
+        // The words outlive the cycle: the escalation and a halt after it quote them.
+        assert_eq!(core.last_words(), "second");
     }
 
     #[test]
