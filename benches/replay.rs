@@ -63,6 +63,7 @@ fn write_journal(path: &Path) -> (usize, usize) {
         write(Record::Event {
             event,
             state: state.clone(),
+            said: None,
         });
         events += 1;
         for &effect in &effects {

@@ -11,7 +11,7 @@
 //! valid JSONL. Garbage anywhere else means the file was edited or damaged: that is an error
 //! naming the line, never a guess.
 
-use crate::machine::{Core, Effect, Event, HaltReason, Limits, Mode, State};
+use crate::machine::{Core, Effect, Event, HaltReason, Limits, Mode, Report, State};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fs::{self, File, OpenOptions};
@@ -24,16 +24,7 @@ pub fn journal_path(project: &Path) -> Result<PathBuf, crate::runner_dir::Runner
     Ok(crate::runner_dir::RunnerDir::locate(project)?.journal())
 }
 
-/// What the classifier said about a failed attempt beyond its class and signature, so that a
-/// restarted runner can hand the same failure context to a repair attempt.
-#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct FailureDetail {
-    pub step: crate::step::Step,
-    pub class: crate::failure::FailureClass,
-    pub summary: String,
-    pub excerpt: String,
-}
+pub use crate::failure::FailureDetail;
 
 /// An agent's process group, recorded as soon as it is spawned: if the runner dies, the next
 /// one can stop whatever of that group is still running (the start time tells a reused pid
@@ -60,6 +51,11 @@ pub enum Record {
     Event {
         event: Event,
         state: String,
+        /// What the attempt or the failed call reported with the event said (redacted, its
+        /// tail): the machine's last words for the diagnostics. Absent when it said nothing
+        /// new, and in journals of earlier versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        said: Option<String>,
     },
     /// An effect the machine emitted for the preceding event, before it is performed.
     Effect {
@@ -163,8 +159,6 @@ pub struct OpenSession {
     pub events: Vec<Event>,
     /// The same events with their line's seq and the recorded state after each.
     pub recorded: Vec<RecordedEvent>,
-    /// Failure contexts recorded in the session, in order.
-    pub failures: Vec<FailureDetail>,
     /// Agent process groups spawned in the session, in order.
     pub agents: Vec<AgentGroup>,
     /// The effects recorded with the last event. Effects of earlier events were all performed
@@ -179,6 +173,9 @@ pub struct OpenSession {
 pub struct RecordedEvent {
     pub seq: u64,
     pub event: Event,
+    /// What the event reported (a `StepFailed`'s failure context, what was said), fed to the
+    /// machine with it.
+    pub report: Report,
     pub state: String,
 }
 
@@ -420,6 +417,7 @@ struct CommonLine<'a> {
     event: Option<Event>,
     effect: Option<Effect>,
     state: Option<String>,
+    said: Option<String>,
 }
 
 /// One line as a [`Line`]. An `event` or `effect` line takes the fast path; anything else,
@@ -428,7 +426,11 @@ struct CommonLine<'a> {
 fn parse_line(text: &[u8]) -> Result<Line, serde_json::Error> {
     if let Ok(common) = serde_json::from_slice::<CommonLine>(text) {
         let record = match (&*common.kind, common.event, common.effect, common.state) {
-            ("event", Some(event), _, Some(state)) => Some(Record::Event { event, state }),
+            ("event", Some(event), _, Some(state)) => Some(Record::Event {
+                event,
+                state,
+                said: common.said,
+            }),
             ("effect", _, Some(effect), Some(state)) => Some(Record::Effect { effect, state }),
             _ => None,
         };
@@ -459,6 +461,9 @@ fn preview(text: &[u8]) -> String {
 pub struct Batch {
     pub seq: u64,
     pub event: Event,
+    /// What the event reported: what was said, recorded with it, and the failure context
+    /// recorded right after it (a `StepFailed`'s).
+    pub report: Report,
     /// The state the event led to, as recorded.
     pub state: String,
     pub effects: Vec<Effect>,
@@ -471,7 +476,6 @@ pub struct SessionLog {
     pub limits: Limits,
     pub mode: Mode,
     pub batches: Vec<Batch>,
-    pub failures: Vec<FailureDetail>,
     pub agents: Vec<AgentGroup>,
     /// `(seq, how)` once the session ended (a normal exit or a halt).
     pub end: Option<(u64, SessionEnd)>,
@@ -489,6 +493,7 @@ impl SessionLog {
                 .map(|b| RecordedEvent {
                     seq: b.seq,
                     event: b.event,
+                    report: b.report.clone(),
                     state: b.state.clone(),
                 })
                 .collect(),
@@ -512,7 +517,6 @@ impl SessionLog {
             id: self.id,
             limits: self.limits,
             mode: self.mode,
-            failures: self.failures,
             agents: self.agents,
         }
     }
@@ -536,7 +540,6 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
                 limits: limits.clone(),
                 mode: *mode,
                 batches: Vec::new(),
-                failures: Vec::new(),
                 agents: Vec::new(),
                 end: None,
                 acknowledged: false,
@@ -563,9 +566,13 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
             )));
         }
         match &line.record {
-            Record::Event { event, state } => session.batches.push(Batch {
+            Record::Event { event, state, said } => session.batches.push(Batch {
                 seq: line.seq,
                 event: *event,
+                report: Report {
+                    failure: None,
+                    said: said.clone(),
+                },
                 state: state.clone(),
                 effects: Vec::new(),
             }),
@@ -578,7 +585,12 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
                     )))
                 }
             },
-            Record::Failure { detail } => session.failures.push(detail.clone()),
+            Record::Failure { detail } => {
+                // It follows the event that reported it (`record_step`).
+                if let Some(batch) = session.batches.last_mut() {
+                    batch.report.failure = Some(detail.clone());
+                }
+            }
             Record::Agent { group } => session.agents.push(*group),
             Record::SessionEnd { end } => session.end = Some((line.seq, end.clone())),
             Record::SessionStart { .. } => {}
@@ -812,12 +824,12 @@ impl Journal {
         Ok(bytes)
     }
 
-    /// The event with the state it led to (and the failure context of a `StepFailed`), then
-    /// one record per effect, in one fsync.
+    /// The event with the state it led to and what it reported (the failure context of a
+    /// `StepFailed`, what was said), then one record per effect, in one fsync.
     pub fn record_step(
         &mut self,
         event: &Event,
-        failure: Option<&FailureDetail>,
+        report: &Report,
         effects: &[Effect],
         state_after: &State,
     ) -> Result<(), JournalError> {
@@ -826,8 +838,9 @@ impl Journal {
         records.push(Record::Event {
             event: *event,
             state: state.clone(),
+            said: report.said.clone(),
         });
-        if let Some(detail) = failure {
+        if let Some(detail) = &report.failure {
             records.push(Record::Failure {
                 detail: detail.clone(),
             });
@@ -871,15 +884,31 @@ pub fn rebuild(
     mode: Mode,
     recorded: &[(Event, String)],
 ) -> (Core, Option<Divergence>) {
+    rebuild_reported(
+        limits,
+        mode,
+        recorded
+            .iter()
+            .map(|(event, state)| (event, Report::default(), state.as_str())),
+    )
+}
+
+/// `rebuild` with what each event was journaled with: the machine keeps it as it did when the
+/// event was first handled.
+fn rebuild_reported<'a>(
+    limits: &Limits,
+    mode: Mode,
+    recorded: impl Iterator<Item = (&'a Event, Report, &'a str)>,
+) -> (Core, Option<Divergence>) {
     let mut core = Core::new(limits.clone(), mode);
     let mut divergence = None;
-    for (i, (event, state)) in recorded.iter().enumerate() {
-        core.handle(event);
+    for (i, (event, report, state)) in recorded.enumerate() {
+        core.handle_reported(event, report);
         let actual = core.state().name();
         if divergence.is_none() && actual != state {
             divergence = Some(Divergence {
                 seq: i as u64,
-                expected: state.clone(),
+                expected: state.to_string(),
                 actual: actual.to_string(),
             });
         }
@@ -889,12 +918,14 @@ pub fn rebuild(
 
 /// `rebuild` for a recovered session; the divergence carries the journal seq.
 pub fn rebuild_session(session: &OpenSession) -> (Core, Option<Divergence>) {
-    let pairs: Vec<(Event, String)> = session
-        .recorded
-        .iter()
-        .map(|r| (r.event, r.state.clone()))
-        .collect();
-    let (core, divergence) = rebuild(&session.limits, session.mode, &pairs);
+    let (core, divergence) = rebuild_reported(
+        &session.limits,
+        session.mode,
+        session
+            .recorded
+            .iter()
+            .map(|r| (&r.event, r.report.clone(), r.state.as_str())),
+    );
     let divergence = divergence.map(|d| Divergence {
         seq: session.recorded[d.seq as usize].seq,
         ..d
@@ -939,6 +970,7 @@ mod tests {
             Record::Event {
                 event,
                 state: "Selecting".into(),
+                said: None,
             },
         )
     }

@@ -30,7 +30,8 @@ fn record(
         .iter()
         .map(|e| {
             let fx = core.handle(e).to_vec();
-            j.record_step(e, None, &fx, core.state()).unwrap();
+            j.record_step(e, &Default::default(), &fx, core.state())
+                .unwrap();
             core.snapshot()
         })
         .collect()
@@ -109,7 +110,7 @@ fn a_crashed_session_is_continued_with_its_counters() {
     j.continue_session(&open.id);
     let mut core = rebuilt;
     let fx = core.handle(&Event::Start).to_vec();
-    j.record_step(&Event::Start, None, &fx, core.state())
+    j.record_step(&Event::Start, &Default::default(), &fx, core.state())
         .unwrap();
     let lines = journal::read_contents(&path).unwrap().lines;
     let seqs: Vec<u64> = lines.iter().map(|l| l.seq).collect();
@@ -176,7 +177,8 @@ fn a_normal_exit_ends_the_session() {
     assert!(matches!(
         j.append(&[Record::Event {
             event: Event::Start,
-            state: "Selecting".into()
+            state: "Selecting".into(),
+            said: None,
         }]),
         Err(JournalError::NoSession { .. })
     ));
@@ -425,7 +427,7 @@ proptest! {
             let line = serde_json::to_string(&journal::Line {
                 v: journal::FORMAT,
                 seq: 999_999, time: "t".into(), session: "s".into(),
-                record: Record::Event { event: trace.events[k], state: next.state().name().into() },
+                record: Record::Event { event: trace.events[k], state: next.state().name().into(), said: None },
             }).unwrap();
             let partial = &line.as_bytes()[..torn.min(line.len())];
             let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
@@ -787,4 +789,67 @@ fn replay_accepts_a_batch_cut_by_a_crash_only_before_a_restart() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let (code, out, _) = run(bin().arg("replay").arg(&path));
     assert_eq!(code, 1, "{out}");
+}
+
+/// The failure context journaled with a `StepFailed` is the machine's again after a restart,
+/// for the step that reported it (a reset cycle does not bring back the previous issue's), and
+/// so are the last words the diagnostics quote.
+#[test]
+fn the_failure_context_of_the_cycle_is_rebuilt_from_the_journal() {
+    let (_dir, path) = tmp_journal();
+    let limits = Limits::default();
+    let (mut j, _) = Journal::open(&path).unwrap();
+    j.begin(&limits, Mode::Continuous).unwrap();
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    let detail = |issue: u32| journal::FailureDetail {
+        step: Step::StartCycle,
+        class: FailureClass::TestAssertion,
+        summary: format!("issue {issue}: 1 test failed"),
+        excerpt: "assertion failed".into(),
+    };
+    // Issue 1 is escalated after two failures; issue 2 fails once and the runner dies.
+    let events = halting_events();
+    let until_death = &events[..events.len() - 2];
+    for event in until_death {
+        let failure = match event {
+            Event::StepFailed {
+                signature: Signature(sig),
+                ..
+            } => Some(detail(*sig as u32 - 6)),
+            _ => None,
+        };
+        let report = sdlc_runner::machine::Report {
+            said: failure.as_ref().map(|d| d.summary.clone()),
+            failure,
+        };
+        let fx = core.handle_reported(event, report.clone()).to_vec();
+        j.record_step(event, &report, &fx, core.state()).unwrap();
+    }
+    assert_eq!(core.failure(Step::StartCycle), Some(&detail(2)));
+    drop(j);
+
+    let (_, rec) = Journal::open(&path).unwrap();
+    let open = rec.open_session.expect("the session did not end");
+    let (rebuilt, divergence) = rebuild_session(&open);
+    assert_eq!(divergence, None);
+    assert_eq!(rebuilt.failure(Step::StartCycle), Some(&detail(2)));
+    assert_eq!(rebuilt.failure(Step::Implement), None);
+    assert_eq!(rebuilt.last_words(), core.last_words());
+    assert_eq!(rebuilt.last_words(), "issue 2: 1 test failed");
+
+    // Restarted right after issue 2 was selected: issue 1's context went with its cycle.
+    let open_at_selection = journal::OpenSession {
+        recorded: open.recorded[..8].to_vec(),
+        ..open.clone()
+    };
+    assert_eq!(
+        open_at_selection.recorded[7].event,
+        Event::IssueSelected { issue: 2 }
+    );
+    let (rebuilt, _) = rebuild_session(&open_at_selection);
+    assert_eq!(rebuilt.failure(Step::StartCycle), None);
+    // `rebuild` of bare events invents no context.
+    let bare: Vec<(Event, String)> = until_death.iter().map(|e| (*e, String::new())).collect();
+    let (rebuilt, _) = rebuild(&limits, Mode::Continuous, &bare);
+    assert_eq!(rebuilt.failure(Step::StartCycle), None);
 }

@@ -21,7 +21,7 @@ use std::time::Instant;
 impl Driver {
     /// One attempt of `step`: build the invocation, run the agent, archive its log, and turn
     /// what it did into the machine's next event. The failure context of a `StepFailed` is
-    /// kept in `self.failures` for the journal and the next repair prompt.
+    /// handed with it to the machine and the journal (`self.report`).
     pub(super) async fn run_step(
         &mut self,
         step: Step,
@@ -95,7 +95,7 @@ impl Driver {
         };
         let header = attempt_header(&exit, issue, step, &self.session, attempt, started_at);
         self.archive(&header, &run.live_log);
-        self.last_output = last_words(&summary, &exit);
+        self.say(last_words(&summary, &exit));
         if exit.cancelled {
             return self.shutdown.event();
         }
@@ -137,7 +137,7 @@ impl Driver {
                     network::Patient::Cancelled(ev) => return ev,
                     network::Patient::GaveUp(_) => Some(crate::classify::classify_network(
                         step.key(),
-                        &self.last_output,
+                        self.just_said(),
                     )),
                 }
             }
@@ -170,7 +170,7 @@ impl Driver {
         // The failure this step last had, recorded in the journal, so a restarted runner
         // repairs with the same context.
         let repair_ctx = if repair {
-            self.failures[step.index()].as_ref().map(|c| RepairContext {
+            self.core.failure(step).map(|c| RepairContext {
                 class: c.class.to_string(),
                 summary: c.summary.clone(),
                 excerpt: c.excerpt.clone(),
@@ -311,7 +311,7 @@ impl Driver {
     /// next repair attempt. The journal is a sink like any other: no secret the agent
     /// printed goes in.
     fn remember_failure(&mut self, step: Step, class: FailureClass, summary: &str, excerpt: &str) {
-        self.failures[step.index()] = Some(FailureDetail {
+        self.report.failure = Some(FailureDetail {
             step,
             class,
             summary: crate::redact::redact(summary),
@@ -323,7 +323,7 @@ impl Driver {
     /// environment is broken, not the issue.
     pub(super) fn environment_failure(&mut self, step: Step, message: &str) -> Event {
         self.log(&format!("{}: {message}", step.key()));
-        self.last_output = message.to_string();
+        self.say(message.to_string());
         let class = FailureClass::ToolingEnv;
         self.remember_failure(step, class, &format!("{class}: {message}"), message);
         let normalized = crate::classify::normalize(message);

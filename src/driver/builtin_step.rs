@@ -29,8 +29,9 @@ impl Driver {
         // call fails the attempt as NETWORK instead of asking for it again.
         let mut agent_ran = false;
         let conflict = step == Step::Merge
-            && self.failures[step.index()]
-                .as_ref()
+            && self
+                .core
+                .failure(step)
                 .is_some_and(|f| f.class == crate::failure::FailureClass::MergeConflict);
         if repair && (step == Step::MonitorCi || conflict) {
             match self.run_agent(step, issue, attempt, true, false).await {
@@ -69,7 +70,7 @@ impl Driver {
         let result = match outcome {
             Ok(result) => result,
             Err(Event::NetworkFailed) if agent_ran => {
-                let c = crate::classify::classify_network(step.key(), &self.last_output);
+                let c = crate::classify::classify_network(step.key(), self.just_said());
                 return self.failed(step, issue, c, usage);
             }
             Err(event) => return event,
@@ -115,7 +116,7 @@ impl Driver {
                 Event::CiPending { usage }
             }
             Ok(Some(done)) => {
-                self.last_output = done.clone();
+                self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
                 if let Some(event) = self.workspace_check(step, false) {
                     return event;
@@ -139,19 +140,19 @@ impl Driver {
                         usage,
                     ),
                     network::Patient::GaveUp(_) if agent_ran => {
-                        let c = crate::classify::classify_network(step.key(), &self.last_output);
+                        let c = crate::classify::classify_network(step.key(), self.just_said());
                         self.failed(step, issue, c, usage)
                     }
                     network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
                 }
             }
             Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
-                self.last_output = failed.what.clone();
+                self.say(failed.what.clone());
                 let c = classify_builtin_timeout(step.key(), &failed.what);
                 self.failed(step, issue, c, usage)
             }
             Err(failed) => {
-                self.last_output = failed.what.clone();
+                self.say(failed.what.clone());
                 let ci = step == Step::MonitorCi && failed.what.starts_with("CI checks failing");
                 let c = classify_builtin(step.key(), &self.without_branch(&failed.what), ci);
                 self.failed(step, issue, c, usage)

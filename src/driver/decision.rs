@@ -17,8 +17,9 @@ impl Driver {
             .filter(|f| f.step == step)
             .map(|f| f.signature.to_string())
             .unwrap_or_default();
-        let last = self.failures[step.index()]
-            .as_ref()
+        let last = self
+            .core
+            .failure(step)
             .map(|c| format!("{} ({signature}): {}", c.class, c.summary));
         let request =
             decision_file::Request::new(&self.session, issue, step.key(), last, &self.cfg.file);

@@ -33,17 +33,15 @@ impl Driver {
     pub(super) fn workspace_check(&mut self, step: Step, with_tree: bool) -> Option<Event> {
         let locks = self.repo.stale_locks(STALE_LOCK_AGE);
         if let Some(lock) = locks.first() {
-            self.last_output = format!(
+            let said = format!(
                 "the git lock file {} is left over (older than {} s): git commands in {} fail while it exists.\nfix: make sure no git process is running in the project, then remove it: rm {}",
                 lock.display(),
                 STALE_LOCK_AGE.as_secs(),
                 self.cfg.project_path.display(),
                 lock.display()
             );
-            self.log(&format!(
-                "workspace: {}",
-                self.last_output.replace('\n', "; ")
-            ));
+            self.log(&format!("workspace: {}", said.replace('\n', "; ")));
+            self.say(said);
             return Some(Event::WorkspaceUnfit { step });
         }
         if !with_tree {
@@ -53,17 +51,15 @@ impl Driver {
             Ok(changes) if !changes.is_empty() => {
                 let shown: Vec<&str> = changes.iter().take(10).map(String::as_str).collect();
                 let more = changes.len().saturating_sub(shown.len());
-                self.last_output = format!(
+                let said = format!(
                     "the working tree of {} has changes that are no issue's work before {} (the runner never works over them):\n{}{}\nfix: commit, stash or remove them (git stash --include-untracked), or add the paths to .git/info/exclude if they belong to a tool",
                     self.cfg.project_path.display(),
                     step.key(),
                     shown.join("\n"),
                     if more > 0 { format!("\n… and {more} more") } else { String::new() }
                 );
-                self.log(&format!(
-                    "workspace: {}",
-                    self.last_output.replace('\n', "; ")
-                ));
+                self.log(&format!("workspace: {}", said.replace('\n', "; ")));
+                self.say(said);
                 Some(Event::WorkspaceUnfit { step })
             }
             _ => None,
@@ -102,7 +98,9 @@ impl Driver {
         } else {
             return Ok(None);
         };
-        self.last_output = format!("issue #{issue} was {why} by a person during the cycle");
+        self.say(format!(
+            "issue #{issue} was {why} by a person during the cycle"
+        ));
         self.log(&format!(
             "issue #{issue} was {why} in the tracker while the runner worked on it: the cycle is dropped (branch kept), nothing is merged or written to the issue"
         ));

@@ -188,8 +188,9 @@ impl Driver {
         // A conflict's repair attempt has the agent bring the branch up to date; doing it
         // here first would only meet the same conflict again.
         let conflict_repair = repair
-            && self.failures[step.index()]
-                .as_ref()
+            && self
+                .core
+                .failure(step)
                 .is_some_and(|f| f.class == FailureClass::MergeConflict);
         let mut contention = Contention::default();
         let mut spent = Usage::default();
@@ -280,7 +281,7 @@ impl Driver {
             network::Patient::Done(Ok(base)) => Ok(base),
             network::Patient::Done(Err(e)) => {
                 let text = format!("{what}: {e}");
-                self.last_output = text.clone();
+                self.say(text.clone());
                 let c = classify_builtin(step.key(), &text, false);
                 Err(self.failed(step, issue, c, Usage::default()))
             }

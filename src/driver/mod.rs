@@ -23,9 +23,9 @@ pub(crate) use startup::settle_tracker;
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
 use crate::files::{self, StateFile};
-use crate::journal::{FailureDetail, Journal, SessionEnd};
+use crate::journal::{Journal, SessionEnd};
 use crate::logs::{append_line, Logs};
-use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, State};
+use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, Report, State};
 use crate::notify::Severity;
 use crate::ports::{AgentPort, Clock, ForgePort, GitPort, NotifierPort, TrackerPort};
 use crate::probe::{self, StepContext};
@@ -194,12 +194,12 @@ struct Driver {
     issue: IssueContext,
     /// The spec directory's feature name, once a probe has seen it.
     feature: Option<String>,
-    /// The last classified failure of each step: journaled with its `StepFailed`, given to
-    /// the next repair prompt and the decision file; rebuilt from the journal on restart.
-    failures: [Option<FailureDetail>; Step::COUNT],
-    /// What the last attempt (or the last failed call) said, for the halt and escalation
-    /// diagnostics.
-    last_output: String,
+    /// What the answer being produced reports beyond the event (a `StepFailed`'s failure
+    /// context, what the attempt or the failed call said), handed to the machine and the
+    /// journal with that event and taken at once: the machine keeps each step's last failure
+    /// (`Core::failure`, for the next repair prompt and the decision file) and the last words
+    /// (`Core::last_words`, for the halt and escalation diagnostics).
+    report: Report,
     /// The `.claude` state file mirrored for tools that read the Node runner's format.
     state: StateFile,
     /// Where the journal, the lock and the decision file live.
@@ -283,7 +283,15 @@ impl Driver {
             if let Some(code) = self.check_runner_files() {
                 return code;
             }
-            let effects = self.core.handle(&event).to_vec();
+            let reported = std::mem::take(&mut self.report);
+            let report = Report {
+                failure: match event {
+                    Event::StepFailed { step, .. } => reported.failure.filter(|d| d.step == step),
+                    _ => None,
+                },
+                said: reported.said.as_deref().map(last_words_kept),
+            };
+            let effects = self.core.handle_reported(&event, report.clone()).to_vec();
             let state = *self.core.state();
             tracing::debug!(?event, state = state.name(), ?effects, "event");
             let requests = effects.iter().filter(|e| e.is_request()).count();
@@ -299,12 +307,8 @@ impl Driver {
                 ));
                 return 1;
             }
-            let failure = match event {
-                Event::StepFailed { step, .. } => self.failures[step.index()].clone(),
-                _ => None,
-            };
             let recorded = match self.journal.as_mut() {
-                Some(j) => j.record_step(&event, failure.as_ref(), &effects, &state),
+                Some(j) => j.record_step(&event, &report, &effects, &state),
                 None => Ok(()),
             };
             if let Err(e) = recorded {
@@ -644,7 +648,6 @@ impl Driver {
                 self.state.last_completed_step = 0;
                 self.state.pr_number = None;
                 self.feature = None;
-                self.failures = Default::default();
                 self.save_state();
                 Outcome::Continue
             }
@@ -664,7 +667,7 @@ impl Driver {
                 let text = report::escalation_diagnostic(
                     issue,
                     self.core.runner(),
-                    &self.last_output,
+                    self.core.last_words(),
                     &self.logs.dir.display().to_string(),
                 );
                 let what = format!("marking issue #{issue} escalated in the tracker");
@@ -723,7 +726,7 @@ impl Driver {
                 let text = report::halt_diagnostic(
                     &reason,
                     self.core.runner(),
-                    &self.last_output,
+                    self.core.last_words(),
                     &self.logs.dir.display().to_string(),
                     &quarantined,
                     &self.cfg.file,
@@ -755,7 +758,7 @@ impl Driver {
         match written {
             network::Patient::Done(Ok(())) => Event::TrackerUpdated,
             network::Patient::Done(Err(e)) => {
-                self.last_output = format!("{what}: {e}");
+                self.say(format!("{what}: {e}"));
                 self.log(&format!("tracker: {what} failed: {e}"));
                 Event::TrackerWriteFailed
             }
@@ -1016,6 +1019,32 @@ enum Outcome {
     Continue,
     Next(Event),
     Exit(i32),
+}
+
+/// The longest tail of what was said that the machine keeps and the journal records: far more
+/// than the diagnostics quote, which is what makes the cut invisible in them.
+const LAST_WORDS_CHARS: usize = 4000;
+
+/// What the machine keeps of what was said: redacted (the journal is a sink like any other)
+/// and its tail only.
+fn last_words_kept(said: &str) -> String {
+    let said = crate::redact::redact(said);
+    match said.char_indices().rev().nth(LAST_WORDS_CHARS - 1) {
+        Some((cut, _)) => said[cut..].to_string(),
+        None => said,
+    }
+}
+
+impl Driver {
+    /// What the answer being produced said, for the diagnostics (see `report`).
+    fn say(&mut self, text: String) {
+        self.report.said = Some(text);
+    }
+
+    /// What the answer being produced has said so far (see `report`).
+    fn just_said(&self) -> &str {
+        self.report.said.as_deref().unwrap_or_default()
+    }
 }
 
 /// `#1, #2` for messages.

@@ -43,7 +43,7 @@ impl Driver {
     /// event.
     pub(super) fn network_failed(&mut self, what: &str, error: &str) -> Event {
         let first_line = error.lines().next().unwrap_or_default();
-        self.last_output = format!("{what} failed on the network: {error}");
+        self.say(format!("{what} failed on the network: {error}"));
         self.log(&format!("network: {what} failed ({first_line})"));
         Event::NetworkFailed
     }

@@ -8,7 +8,6 @@ use super::shutdown::Shutdown;
 use super::{Driver, RunOptions, Started, KILL_GRACE};
 use crate::config::{Config, TrackerConfig};
 use crate::files::{self, StateFile};
-use crate::journal::FailureDetail;
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
@@ -183,15 +182,13 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
         let continuing = recovered.open_session.filter(|_| !opts.dry_run);
         let recovering = continuing.is_some();
         let mut restart = Event::Start;
-        let mut failures: [Option<FailureDetail>; Step::COUNT] = Default::default();
         let mut stale_agents = Vec::new();
         let mut redo = Vec::new();
         let (core, session) = match continuing {
             Some(open) => {
                 // The session goes on whatever the mode: its counters are the journal's.
-                let recorded: Vec<(Event, String)> =
-                    open.events.iter().map(|e| (*e, String::new())).collect();
-                let (core, _) = crate::journal::rebuild(&limits, open.mode, &recorded);
+                // With each failure's journaled context, for the next repair prompt.
+                let (core, _) = crate::journal::rebuild_session(&open);
                 if core.runner().mode != mode {
                     restart = Event::ModeChanged { mode };
                 }
@@ -212,10 +209,6 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                         String::new()
                     }
                 );
-                for detail in open.failures {
-                    let i = detail.step.index();
-                    failures[i] = Some(detail);
-                }
                 stale_agents = open.agents;
                 redo = open
                     .last_effects
@@ -263,8 +256,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             shutdown: Shutdown::new(),
             issue: IssueContext::default(),
             feature: None,
-            failures,
-            last_output: String::new(),
+            report: Default::default(),
             state,
             live: crate::live_status::LiveStatus::new(&runner_dir.dir),
             runner_dir,

@@ -210,7 +210,7 @@ impl Metrics {
             })
             .inc();
         match &line.record {
-            Record::Event { event, state } => {
+            Record::Event { event, state, .. } => {
                 self.wait_class.remove(worker);
                 self.set_state(worker, state);
                 match event {
@@ -334,6 +334,7 @@ mod tests {
         m.observe(
             "w1",
             &line(Record::Event {
+                said: None,
                 event: Event::StepFailed {
                     step: Step::Verify,
                     class: FailureClass::RateLimit,

@@ -35,6 +35,19 @@ pub enum FailureClass {
     MergeConflict,
 }
 
+/// What the classifier said about a failed attempt beyond its class and signature: the
+/// context a repair attempt and the decision file show. It rides with the `StepFailed` that
+/// reports it into the machine's storage ([`crate::machine::Core::handle_reported`]) and is
+/// journaled with that event, so a replay rebuilds it.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
+#[serde(rename_all = "camelCase")]
+pub struct FailureDetail {
+    pub step: crate::step::Step,
+    pub class: FailureClass,
+    pub summary: String,
+    pub excerpt: String,
+}
+
 /// What the machine does with a failure of a given class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Disposition {

@@ -10,12 +10,31 @@ mod types;
 pub use sm::{state_of as state_of_step, LastFailure, Runner, Spend, State, Stats, Superstate};
 pub use types::*;
 
+use crate::failure::FailureDetail;
+use crate::step::Step;
 use statig::blocking::{InitializedStateMachine, IntoStateMachineExt};
 
 /// The machine plus a reusable effect buffer: the only API the driver sees.
 pub struct Core {
     sm: InitializedStateMachine<Runner>,
     fx: Vec<Effect>,
+    /// The last classified failure of each step in the current cycle, as reported with its
+    /// `StepFailed`: the context of the step's next repair attempt and of the decision file.
+    /// Kept beside the statig storage because it is text: the state search never sees it.
+    details: [Option<FailureDetail>; Step::COUNT],
+    /// What the last attempt or failed runner call said, as reported with its event: the
+    /// tail the halt and escalation diagnostics show.
+    last_words: String,
+}
+
+/// What an event reports beyond its `Copy` fields: text the machine keeps for the driver's
+/// prompts and diagnostics but never decides by.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The context of the failure a `StepFailed` reports.
+    pub failure: Option<FailureDetail>,
+    /// What the attempt or the failed call said (`None`: it said nothing new).
+    pub said: Option<String>,
 }
 
 impl Clone for Core {
@@ -23,6 +42,8 @@ impl Clone for Core {
         Core {
             sm: self.sm.clone(),
             fx: Vec::with_capacity(16),
+            details: self.details.clone(),
+            last_words: self.last_words.clone(),
         }
     }
 }
@@ -43,7 +64,12 @@ impl Core {
             .uninitialized_state_machine()
             .init_with_context(&mut fx);
         fx.clear();
-        Core { sm, fx }
+        Core {
+            sm,
+            fx,
+            details: Default::default(),
+            last_words: String::new(),
+        }
     }
 
     /// Feed one event; the returned effects are valid until the next call.
@@ -52,9 +78,38 @@ impl Core {
     /// `Exit` is its last effect: the driver performs the effects in order and takes the
     /// request's answer as the next event. A batch without a request is the machine's bug.
     pub fn handle(&mut self, event: &Event) -> &[Effect] {
+        self.handle_reported(event, Report::default())
+    }
+
+    /// [`Core::handle`] for an event with what it reports: a `StepFailed` keeps the failure
+    /// context as its step's last failure (a context of another step is ignored), and what
+    /// was said replaces the last words. A batch that resets the cycle forgets every step's
+    /// failure context, as the cycle's counters.
+    pub fn handle_reported(&mut self, event: &Event, report: Report) -> &[Effect] {
+        if let Some(said) = report.said {
+            self.last_words = said;
+        }
+        if let (Event::StepFailed { step, .. }, Some(detail)) = (event, report.failure) {
+            if detail.step == *step {
+                self.details[step.index()] = Some(detail);
+            }
+        }
         self.fx.clear();
         self.sm.handle_with_context(event, &mut self.fx);
+        if self.fx.contains(&Effect::ResetCycle) {
+            self.details = Default::default();
+        }
         &self.fx
+    }
+
+    /// What the last attempt or failed call said, for the halt and escalation diagnostics.
+    pub fn last_words(&self) -> &str {
+        &self.last_words
+    }
+
+    /// The last failure of `step` in this cycle, with the context its report carried.
+    pub fn failure(&self, step: Step) -> Option<&FailureDetail> {
+        self.details[step.index()].as_ref()
     }
 
     pub fn state(&self) -> &State {
@@ -174,6 +229,72 @@ mod restart_tests {
             shown.contains("Verify") && shown.contains("attempts"),
             "{shown}"
         );
+    }
+
+    #[test]
+    fn a_failure_reported_with_its_context_is_kept_for_its_step_until_the_cycle_resets() {
+        let mut core = dispatched_at(Step::Implement, Mode::Continuous);
+        let failed = |n: u64| Event::StepFailed {
+            step: Step::Implement,
+            class: crate::failure::FailureClass::TestAssertion,
+            signature: crate::failure::Signature(n),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        };
+        let detail = FailureDetail {
+            step: Step::Implement,
+            class: crate::failure::FailureClass::TestAssertion,
+            summary: "1 test failed".into(),
+            excerpt: "assertion failed: left == right".into(),
+        };
+        let other_step = FailureDetail {
+            step: Step::Verify,
+            ..detail.clone()
+        };
+        // Answers the requests of a batch until the next attempt of the step is dispatched
+        // (true) or the cycle is reset (false).
+        let until_dispatch = |core: &mut Core, mut effects: Vec<Effect>| loop {
+            if effects.contains(&Effect::ResetCycle) {
+                return false;
+            }
+            let event = match effects.iter().find(|e| e.is_request()) {
+                Some(Effect::RunStep { .. }) => return true,
+                Some(Effect::Wait { .. }) => Event::WaitOver,
+                Some(Effect::CheckPreconditions { step }) => Event::PreconditionsOk { step: *step },
+                Some(Effect::MarkEscalated { .. }) => Event::TrackerUpdated,
+                other => panic!("unexpected request {other:?} in {:?}", core.state()),
+            };
+            effects = core.handle(&event).to_vec();
+        };
+        let report = |failure: FailureDetail, said: &str| Report {
+            failure: Some(failure),
+            said: Some(said.to_string()),
+        };
+        let effects = core
+            .handle_reported(&failed(1), report(other_step, "first"))
+            .to_vec();
+        assert_eq!(core.last_words(), "first");
+        assert_eq!(core.failure(Step::Verify), None, "a detail of another step");
+        assert_eq!(core.failure(Step::Implement), None);
+        assert!(until_dispatch(&mut core, effects));
+        let effects = core
+            .handle_reported(&failed(2), report(detail.clone(), "second"))
+            .to_vec();
+        assert_eq!(core.failure(Step::Implement), Some(&detail));
+        assert!(until_dispatch(&mut core, effects));
+        // A failure reported without context keeps the step's last context and words.
+        let mut effects = core.handle(&failed(3)).to_vec();
+        assert_eq!(core.failure(Step::Implement), Some(&detail));
+        assert_eq!(core.last_words(), "second");
+        // Failing on, the cycle ends (escalated): the next cycle starts without it.
+        let mut n = 4;
+        while until_dispatch(&mut core, effects) {
+            effects = core.handle(&failed(n)).to_vec();
+            n += 1;
+        }
+        assert_eq!(core.failure(Step::Implement), None, "{:?}", core.state());
+        // The words outlive the cycle: the escalation and a halt after it quote them.
+        assert_eq!(core.last_words(), "second");
     }
 
     #[test]
