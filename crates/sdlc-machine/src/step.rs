@@ -203,6 +203,12 @@ mod tests {
     }
 
     #[test]
+    fn only_the_steps_that_need_no_model_are_builtin() {
+        assert!(Step::Merge.can_be_builtin() && Step::MonitorCi.can_be_builtin());
+        assert!(!Step::Implement.can_be_builtin() && !Step::WriteSpecs.can_be_builtin());
+    }
+
+    #[test]
     fn checks_belong_to_steps_with_preconditions() {
         for s in Step::ALL {
             assert_eq!(s.has_precondition(), !Check::of(s).is_empty(), "{s}");
