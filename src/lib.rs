@@ -20,7 +20,7 @@ mod decision_file;
 mod diagram;
 pub mod driver;
 pub mod failpoint;
-pub mod fake_agent;
+mod fake_agent;
 pub mod files;
 pub mod forge;
 mod http;
