@@ -14,12 +14,10 @@ pub mod agents;
 mod builtin;
 mod call_failure;
 mod claims;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod classify;
 mod cleanup;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod cli;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod commands;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod config;
@@ -27,7 +25,6 @@ mod decision_file;
 mod diagram;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod driver;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod failpoint;
 mod fake_agent;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
@@ -39,13 +36,10 @@ mod http;
 pub mod journal;
 mod live_status;
 pub mod logging;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod logs;
 mod network;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod notify;
 pub mod ports;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod probe;
 mod process;
 mod progress;
@@ -57,7 +51,6 @@ mod runtime;
 mod safe_fs;
 mod sanitize;
 pub mod stats;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod stream;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod tracker;

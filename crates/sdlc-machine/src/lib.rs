@@ -14,7 +14,6 @@ pub mod failure;
 pub mod fleet;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod machine;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod severity;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod step;
