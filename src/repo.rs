@@ -5,7 +5,7 @@
 //! Every git call is an argument vector; branch names go in as full ref names
 //! (`refs/heads/<b>`) so that no name can be read as an option.
 
-pub mod answers;
+pub(crate) mod answers;
 
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::files;
