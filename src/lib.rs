@@ -29,7 +29,6 @@ mod fake_agent;
 pub mod files;
 pub mod forge;
 mod http;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod journal;
 mod live_status;
 pub mod logging;
@@ -48,5 +47,4 @@ mod safe_fs;
 mod sanitize;
 pub mod stats;
 pub mod stream;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod tracker;
