@@ -18,7 +18,6 @@ mod cleanup;
 #[allow(missing_docs)]
 pub mod cli;
 pub mod commands;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod config;
 mod decision_file;
 mod diagram;
