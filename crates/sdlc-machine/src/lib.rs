@@ -8,12 +8,10 @@
 //! (`cargo mutants`, see ARCHITECTURE.md) try every mutant of the machine.
 #![warn(missing_docs)]
 
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod failure;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod fleet;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod machine;
 pub mod severity;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod step;
