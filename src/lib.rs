@@ -21,7 +21,6 @@ pub mod commands;
 pub mod config;
 mod decision_file;
 mod diagram;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod driver;
 pub mod failpoint;
 mod fake_agent;

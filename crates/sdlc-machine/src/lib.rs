@@ -9,7 +9,6 @@
 #![warn(missing_docs)]
 
 pub mod failure;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod fleet;
 #[allow(missing_docs)] // Documentation owed (issue 21, item 6).
 pub mod machine;
