@@ -10,7 +10,9 @@
 
 pub mod failure;
 pub mod fleet;
-#[allow(missing_docs)] // Documentation owed (issue 21, item 6).
+// machine/* is being reworked on another branch (failures and last output move into it);
+// its items get their docs there, then this allowance goes (issue 21, item 6).
+#[allow(missing_docs)]
 pub mod machine;
 pub mod severity;
 pub mod step;
