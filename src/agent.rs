@@ -32,11 +32,15 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 /// What to run and under which limits. A zero `timeout` or `idle_timeout` disables that limit.
 #[derive(Debug, Clone)]
 pub struct AgentRun {
+    /// The agent CLI to run, found on PATH when not a path.
     pub program: PathBuf,
+    /// Its arguments, passed as a vector (no shell).
     pub args: Vec<String>,
+    /// The working directory: the project's clone.
     pub cwd: PathBuf,
     /// Added to (not replacing) the runner's environment.
     pub env: Vec<(String, String)>,
+    /// Wall-clock limit of the attempt; the agent's process group is stopped when it passes.
     pub timeout: Duration,
     /// Longest stretch without a byte on stdout or stderr.
     pub idle_timeout: Duration,
@@ -73,6 +77,7 @@ pub struct AgentExit {
     pub stdout_bytes: u64,
     /// Total bytes the agent wrote to stderr.
     pub stderr_bytes: u64,
+    /// Wall-clock time from spawn to exit.
     pub duration: Duration,
     /// Pid of the agent, which is also its process-group id.
     pub pid: u32,
@@ -90,23 +95,30 @@ impl AgentExit {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why an agent could not be run or waited for; each message names what to check in the config.
 pub enum AgentError {
     #[error(
         "agent command `{program}` could not be started: {source}; check `agent.command` in the \
          config and that it is installed and on PATH"
     )]
+    /// The program could not be started (not installed, not on PATH, not executable).
     Spawn {
+        /// The program as configured.
         program: String,
         #[source]
+        /// The operating system's error.
         source: io::Error,
     },
     #[error(
         "agent working directory {} is not usable: {source}; check `projectPath` in the config",
         path.display()
     )]
+    /// The working directory could not be used.
     WorkingDir {
+        /// The directory.
         path: PathBuf,
         #[source]
+        /// The operating system's error.
         source: io::Error,
     },
     #[error(
@@ -114,16 +126,23 @@ pub enum AgentError {
          (`logDir`) exists and is writable",
         path.display()
     )]
+    /// The live log could not be opened, so the attempt was not started.
     LiveLog {
+        /// The live log's path.
         path: PathBuf,
         #[source]
+        /// The operating system's error.
         source: io::Error,
     },
     #[error("waiting for agent command `{program}` (pid {pid}) failed: {source}")]
+    /// Waiting for the started agent failed.
     Wait {
+        /// The program as configured.
         program: String,
+        /// Its pid, also its process-group id.
         pid: u32,
         #[source]
+        /// The operating system's error.
         source: io::Error,
     },
 }

@@ -8,16 +8,7 @@ use crate::call_failure::{CallFailureKind, Kinded};
 use crate::forge::CiState;
 use crate::ports::{ForgePort, GitPort};
 use crate::repo::RepoError;
-use crate::step::Step;
 use std::path::Path;
-
-/// The steps the runner can do without an agent (the core's list).
-pub const STEPS: [Step; 5] = Step::BUILTIN;
-
-/// Whether the runner can do `step` without an agent.
-pub fn supports(step: Step) -> bool {
-    step.can_be_builtin()
-}
 
 /// Why a builtin step failed, with the output that shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -225,11 +216,5 @@ mod tests {
         let body = pr_body(1, Some(dir.path()));
         assert!(body.contains("line 79\n") && !body.contains("line 80\n"));
         assert!(body.contains("truncated"));
-    }
-
-    #[test]
-    fn only_the_steps_that_need_no_model_are_builtin() {
-        assert!(supports(Step::Merge) && supports(Step::MonitorCi));
-        assert!(!supports(Step::Implement) && !supports(Step::WriteSpecs));
     }
 }

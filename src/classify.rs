@@ -69,6 +69,7 @@ const MAX_EVIDENCE_LINES: usize = 20;
 /// Everything observed of one finished attempt.
 #[derive(Debug, Clone, Copy)]
 pub struct Observation<'a> {
+    /// The agent's exit code; `None` when a signal ended it.
     pub exit_code: Option<i32>,
     /// Killed by the runner's wall-clock step timeout.
     pub timed_out: bool,
@@ -76,18 +77,24 @@ pub struct Observation<'a> {
     pub idle_timed_out: bool,
     /// Ended by a signal the runner did not send.
     pub killed: bool,
+    /// What the agent's stream-json output said (result event, API errors, retries).
     pub summary: &'a StreamSummary,
+    /// The last bytes of the agent's stderr, where CLIs print auth and network errors.
     pub stderr_tail: &'a str,
     /// The last bytes of stdout (stream-json lines, or plain text from other agents).
     pub output_tail: &'a str,
+    /// The current time in Unix seconds, to tell whether a quota reset is still ahead.
     pub now_epoch_secs: i64,
+    /// The temporary directory, whose path is normalized out of signatures.
     pub temp_dir: &'a Path,
 }
 
 /// A classified failure.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Classified {
+    /// What kind of failure it was; decides retry, backoff, escalation or halt.
     pub class: FailureClass,
+    /// The normalized text that tells this failure apart from others of its class.
     pub signature: Signature,
     /// One line, at most [`MAX_SUMMARY_CHARS`] characters, starting with the class name.
     pub summary: String,

@@ -132,18 +132,8 @@ impl ProtectSet {
         set
     }
 
-    /// Also protect `pid` (for example a helper the caller knows about).
-    pub fn protect(&mut self, pid: i32) {
-        self.pids.insert(pid);
-    }
-
     pub fn contains(&self, pid: i32) -> bool {
         self.pids.contains(&pid)
-    }
-
-    /// The protected pids, ascending.
-    pub fn pids(&self) -> impl Iterator<Item = i32> + '_ {
-        self.pids.iter().copied()
     }
 }
 
@@ -514,7 +504,7 @@ mod tests {
         let marker = unique_marker("protected");
         let mut child = sleeper(&marker, false);
         let mut protect = ProtectSet::current();
-        protect.protect(child.id() as i32);
+        protect.pids.insert(child.id() as i32);
         let killed = kill_matching(std::slice::from_ref(&marker), &protect);
         assert!(killed.is_empty());
         assert!(process_alive(child.id() as i32));

@@ -12,7 +12,6 @@
 use std::sync::{Mutex, OnceLock};
 
 /// `println!` that ignores a write error.
-#[macro_export]
 macro_rules! out {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -23,7 +22,6 @@ macro_rules! out {
 
 /// One line of narration: a `tracing` event written on stderr in the run's style (a write
 /// error is ignored).
-#[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
         $crate::console::narrate(&format!($($arg)*));
@@ -31,7 +29,6 @@ macro_rules! say {
 }
 
 /// `print!` that ignores a write error.
-#[macro_export]
 macro_rules! out_raw {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -115,12 +112,8 @@ pub fn style() -> Style {
     STYLE.get().copied().unwrap_or_default()
 }
 
-/// The text of one narrated line in `style`, or `None` when the style leaves it out.
-pub fn render(style: Style, line: &str, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
-    render_at(style, Level::of(line), line, &[], now)
-}
-
-/// [`render`] at a given level; `fields` (an orchestration entry's worker, issue and step)
+/// The text of one narrated line in `style` at `level`, or `None` when the style leaves it out
+/// (`quiet` drops plain progress); `fields` (an orchestration entry's worker, issue and step)
 /// are added to the JSON object after `msg`, the text line already says them.
 pub fn render_at(
     style: Style,
@@ -236,6 +229,11 @@ pub fn width() -> usize {
 mod tests {
     use super::*;
     use chrono::TimeZone;
+
+    /// A line rendered at the level its text implies, as `say` does.
+    fn render(style: Style, line: &str, now: chrono::DateTime<chrono::Utc>) -> Option<String> {
+        render_at(style, Level::of(line), line, &[], now)
+    }
 
     fn at() -> chrono::DateTime<chrono::Utc> {
         chrono::Utc

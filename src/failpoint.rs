@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
+/// Environment variable naming the crash point: the N-th point reached, or the first point
+/// with that label.
 pub const CRASH_AT_ENV: &str = "SDLC_RUNNER_CRASH_AT";
+/// Environment variable naming a file to which every crash point reached is appended.
 pub const CRASH_LOG_ENV: &str = "SDLC_RUNNER_CRASH_LOG";
 
 static REACHED: AtomicU64 = AtomicU64::new(0);

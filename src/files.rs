@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 /// Directory of the runner artifacts, relative to the project.
 pub const ARTIFACT_DIR: &str = ".claude";
+/// The state file in the Node runner's format, relative to the project; a mirror of the journal for tools that read it.
 pub const STATE_FILE: &str = ".claude/sdlc-state.json";
+/// The flag file that tells the agent's skills to run non-interactively, relative to the project.
 pub const AUTO_MODE_FILE: &str = ".claude/auto-mode";
 
 /// Name prefixes of every file a runner (this one or an older one) ever wrote in `.claude/`:
@@ -75,19 +77,27 @@ fn artifact_dir(project: &Path) -> io::Result<PathBuf> {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
 pub struct StateFile {
+    /// The lifecycle step in progress, 1 to 10 (0 before the first).
     pub current_step: u8,
+    /// The last step that finished, 0 when none did.
     pub last_completed_step: u8,
+    /// The issue the cycle works on.
     pub current_issue: Option<u32>,
+    /// Its feature branch.
     pub current_branch: Option<String>,
+    /// The spec directory's name for the issue.
     pub feature_name: Option<String>,
     /// Attempts per step, keyed by the step number as a string (the Node runner's format).
     pub retries: BTreeMap<String, u32>,
+    /// The pid of the runner that wrote the file.
     pub runner_pid: Option<u32>,
     /// Set by a signal shutdown to the signal's name. The Node runner wrote `true`, read here as
     /// `"unknown"`; `false` reads as unset.
     #[serde(deserialize_with = "signal_shutdown_compat")]
     pub signal_shutdown: Option<String>,
+    /// When the machine last changed state, RFC 3339.
     pub last_transition_at: Option<String>,
+    /// The issue's pull request, once it has one.
     pub pr_number: Option<u32>,
 }
 
@@ -105,6 +115,7 @@ fn signal_shutdown_compat<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Stri
     })
 }
 
+/// Where the state file of `project` is.
 pub fn state_path(project: &Path) -> PathBuf {
     project.join(STATE_FILE)
 }
@@ -125,14 +136,18 @@ pub fn write_state(project: &Path, s: &StateFile) -> io::Result<()> {
 /// Result of reading the state file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StateLoad {
+    /// There is no state file (a fresh project).
     Missing,
+    /// The file as read.
     Ok(StateFile),
     /// The file could not be read or parsed. It was moved aside to `backup` in the runner's
     /// archive (outside the work tree, so it can never make the tree dirty; when the move
     /// failed, `error` says so and `backup` is the path it would have had), so the runner
     /// starts from the journal instead of from a file it cannot trust.
     Corrupt {
+        /// Why the file could not be trusted (and, when it failed, why it could not be moved).
         error: String,
+        /// Where the bad file went.
         backup: PathBuf,
     },
 }
@@ -191,11 +206,13 @@ fn move_aside(path: &Path, archive: &Path, mut error: String) -> StateLoad {
 pub struct AutoMode;
 
 impl AutoMode {
+    /// Where the flag of `project` is.
     pub fn path(project: &Path) -> PathBuf {
         project.join(AUTO_MODE_FILE)
     }
 }
 
+/// Creates the flag (and `.claude/`) if missing; owner-only, never through a link.
 pub fn create_auto_mode(project: &Path) -> io::Result<()> {
     artifact_dir(project)?;
     crate::safe_fs::open(&AutoMode::path(project), crate::safe_fs::Mode::Append).map(drop)
@@ -210,6 +227,7 @@ pub fn remove_auto_mode(project: &Path) -> io::Result<bool> {
     }
 }
 
+/// Whether the flag is there.
 pub fn auto_mode_exists(project: &Path) -> bool {
     AutoMode::path(project).is_file()
 }
@@ -321,15 +339,28 @@ fn git_stdout(dir: &Path, args: &[&str]) -> io::Result<String> {
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why the runner lock of a project could not be taken.
 pub enum LockError {
+    /// Another runner holds it.
     #[error(
         "another sdlc-runner ({}) is running on {}; stop it first, or wait for it to finish",
         pid_text(.pid),
         .project.display()
     )]
-    Held { pid: Option<u32>, project: PathBuf },
+    Held {
+        /// The holder's pid as it wrote it in the lock file; `None` when unreadable.
+        pid: Option<u32>,
+        /// The project it runs on.
+        project: PathBuf,
+    },
+    /// The lock file could not be opened, locked or written.
     #[error("cannot use the lock file {}: {source}; check that the runner directory is writable and the lock is not a symlink", .path.display())]
-    Io { path: PathBuf, source: io::Error },
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: io::Error,
+    },
 }
 
 fn pid_text(pid: &Option<u32>) -> String {
@@ -349,6 +380,7 @@ pub struct Lock {
 }
 
 impl Lock {
+    /// The lock file.
     pub fn path(&self) -> &Path {
         &self.path
     }

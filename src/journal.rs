@@ -32,6 +32,7 @@ pub use crate::failure::FailureDetail;
 #[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentGroup {
+    /// The process-group id (the agent's pid).
     pub pgid: i32,
     /// The leader's start time in clock ticks since boot (`/proc/<pid>/stat` field 22).
     pub start_ticks: u64,
@@ -41,15 +42,22 @@ pub struct AgentGroup {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum Record {
+    /// A session began: what it runs under, so that a replay rebuilds the same machine.
     SessionStart {
+        /// The limits the machine was built with.
         limits: Limits,
+        /// Whole run, single issue or single step.
         mode: Mode,
+        /// The runner's pid.
         pid: u32,
+        /// The runner's version (`CARGO_PKG_VERSION`).
         version: String,
     },
     /// An event fed to the machine and the name of the state it led to.
     Event {
+        /// The event as fed.
         event: Event,
+        /// The name of the state it led to.
         state: String,
         /// What the attempt or the failed call reported with the event said (redacted, its
         /// tail): the machine's last words for the diagnostics. Absent when it said nothing
@@ -59,18 +67,24 @@ pub enum Record {
     },
     /// An effect the machine emitted for the preceding event, before it is performed.
     Effect {
+        /// The effect as emitted.
         effect: Effect,
+        /// The name of the state the machine was in.
         state: String,
     },
+    /// The session ended.
     SessionEnd {
+        /// How.
         end: SessionEnd,
     },
     /// The failure context of the `StepFailed` event just before it.
     Failure {
+        /// What the classifier said.
         detail: FailureDetail,
     },
     /// An agent process group was spawned.
     Agent {
+        /// The group's id and leader start time.
         group: AgentGroup,
     },
 }
@@ -79,11 +93,16 @@ pub enum Record {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
 #[serde(tag = "how", rename_all = "camelCase")]
 pub enum SessionEnd {
+    /// The runner exited by itself with `code`.
     Exit {
+        /// The process exit code.
         code: u8,
     },
+    /// The machine halted.
     Halt {
+        /// Why, as the machine said.
         reason: HaltReason,
+        /// The halt's one-line headline, shown until acknowledged.
         headline: String,
     },
     /// `run --ack-halt`: the operator has seen the halt; a new session may start.
@@ -105,55 +124,84 @@ pub struct Line {
     /// The format the line was written in (see [`FORMAT`]).
     #[serde(default = "format_1")]
     pub v: u32,
+    /// Sequence number, one more than the line before it across sessions.
     pub seq: u64,
     /// RFC 3339, UTC.
     pub time: String,
+    /// The id of the session the line belongs to.
     pub session: String,
     #[serde(flatten)]
+    /// What the line records, flattened into it (`kind` names it).
     pub record: Record,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why the journal could not be read or written; each message says what to do.
 pub enum JournalError {
     #[error("{}: {action}: {source} (check the permissions of the project's .claude directory and the free disk space)", path.display())]
+    /// A file operation failed.
     Io {
+        /// The file.
         path: PathBuf,
+        /// What the runner was doing (`append`, `open`, …).
         action: &'static str,
         #[source]
+        /// The operating system's error.
         source: io::Error,
     },
     #[error("{}:{line}: not a journal record ({message}); the journal was damaged or edited: move it aside to start over, losing the session's counters", path.display())]
+    /// A line before the last one is not a journal record.
     Garbage {
+        /// The file.
         path: PathBuf,
+        /// The line's 1-based number.
         line: u64,
+        /// What the parser said.
         message: String,
     },
     #[error("{}:{line}: {message}; the journal was damaged or edited: move it aside to start over, losing the session's counters", path.display())]
+    /// A line is a record but does not follow from the ones before (sequence, session).
     Inconsistent {
+        /// The file.
         path: PathBuf,
+        /// The line's 1-based number.
         line: u64,
+        /// What is inconsistent.
         message: String,
     },
     #[error("{}: no session is open: call begin or continue_session before appending (a bug in the runner)", path.display())]
-    NoSession { path: PathBuf },
+    /// An append without an open session: a bug in the runner.
+    NoSession {
+        /// The file.
+        path: PathBuf,
+    },
     /// A line written by a newer runner: reading on (or cutting it as torn) would lose it.
     #[error("{}:{line}: a record of journal format {version}, newer than the format {FORMAT} this runner reads; run the sdlc-runner version that wrote it (the journal was left as it is)", path.display())]
     NewerFormat {
+        /// The file.
         path: PathBuf,
+        /// The line's 1-based number.
         line: u64,
+        /// The format the line says it has.
         version: u32,
     },
     /// The file the runner appends to is no longer the journal (removed, replaced): writing on
     /// would record progress nobody can read back.
     #[error("{what}; the runner stops rather than write into a file nobody will read")]
-    Vanished { what: String },
+    Vanished {
+        /// What happened to the file.
+        what: String,
+    },
 }
 
 /// A session as the file records it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OpenSession {
+    /// The session id.
     pub id: String,
+    /// The limits it started with.
     pub limits: Limits,
+    /// The mode it started in.
     pub mode: Mode,
     /// The recorded events, in order.
     pub events: Vec<Event>,
@@ -170,12 +218,16 @@ pub struct OpenSession {
 }
 
 #[derive(Debug, Clone, PartialEq)]
+/// One event of the open session as recorded, to replay it.
 pub struct RecordedEvent {
+    /// Its sequence number.
     pub seq: u64,
+    /// The event.
     pub event: Event,
     /// What the event reported (a `StepFailed`'s failure context, what was said), fed to the
     /// machine with it.
     pub report: Report,
+    /// The state it led to.
     pub state: String,
 }
 
@@ -199,7 +251,9 @@ pub struct Recovered {
 /// The parsed file.
 #[derive(Debug, Clone, Default)]
 pub struct Contents {
+    /// Every valid line, in order.
     pub lines: Vec<Line>,
+    /// A torn or garbage last line, as text.
     pub torn_line: Option<String>,
     /// Bytes up to the end of the last valid line.
     pub valid_len: u64,
@@ -459,23 +513,31 @@ fn preview(text: &[u8]) -> String {
 /// One recorded event with the effects recorded after it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Batch {
+    /// The event's sequence number.
     pub seq: u64,
+    /// The event.
     pub event: Event,
     /// What the event reported: what was said, recorded with it, and the failure context
     /// recorded right after it (a `StepFailed`'s).
     pub report: Report,
     /// The state the event led to, as recorded.
     pub state: String,
+    /// The effects the machine emitted for it.
     pub effects: Vec<Effect>,
 }
 
 /// One session as the file records it, in order.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SessionLog {
+    /// The session id.
     pub id: String,
+    /// The limits it started with.
     pub limits: Limits,
+    /// The mode it started in.
     pub mode: Mode,
+    /// Its events with their effects, in order.
     pub batches: Vec<Batch>,
+    /// The agent process groups it spawned, in order.
     pub agents: Vec<AgentGroup>,
     /// `(seq, how)` once the session ended (a normal exit or a halt).
     pub end: Option<(u64, SessionEnd)>,
@@ -863,6 +925,7 @@ impl Journal {
         result
     }
 
+    /// The journal file.
     pub fn path(&self) -> &Path {
         &self.path
     }
@@ -873,7 +936,9 @@ impl Journal {
 pub struct Divergence {
     /// The journal seq of the event (for `rebuild`, the event's 0-based index in its slice).
     pub seq: u64,
+    /// The state the journal recorded.
     pub expected: String,
+    /// The state the machine reaches now.
     pub actual: String,
 }
 

@@ -1,45 +1,48 @@
 //! sdlc-runner: a sans-IO state machine that drives an AI coding agent through the software
 //! lifecycle, and the tokio shell that performs its effects. See ARCHITECTURE.md.
+#![warn(missing_docs)]
 
 // The pure core is its own crate (crates/sdlc-machine); its modules keep their paths here.
 pub use sdlc_machine::{failure, machine, step};
 
 #[macro_use]
-pub mod console;
+mod console;
 pub mod agent;
 pub mod agents;
-pub mod builtin;
-pub mod call_failure;
-pub mod claims;
+mod builtin;
+mod call_failure;
+mod claims;
 pub mod classify;
-pub mod cleanup;
+mod cleanup;
+// clap turns doc comments into help text, so cli's types are documented by their help.
+#[allow(missing_docs)]
 pub mod cli;
 pub mod commands;
 pub mod config;
-pub mod decision_file;
-pub mod diagram;
+mod decision_file;
+mod diagram;
 pub mod driver;
 pub mod failpoint;
-pub mod fake_agent;
+mod fake_agent;
 pub mod files;
 pub mod forge;
-pub mod http;
+mod http;
 pub mod journal;
-pub mod live_status;
+mod live_status;
 pub mod logging;
 pub mod logs;
-pub mod network;
+mod network;
 pub mod notify;
 pub mod ports;
 pub mod probe;
-pub mod process;
-pub mod progress;
+mod process;
+mod progress;
 pub mod redact;
 pub mod repo;
-pub mod runner_dir;
-pub mod runtime;
-pub mod safe_fs;
-pub mod sanitize;
+mod runner_dir;
+mod runtime;
+mod safe_fs;
+mod sanitize;
 pub mod stats;
 pub mod stream;
 pub mod tracker;

@@ -29,6 +29,7 @@ const MAX_NAME_SUFFIX: u32 = 10_000;
 /// The log directory of one project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Logs {
+    /// The directory (`logDir` of the config) that holds live and archived attempt logs.
     pub dir: PathBuf,
 }
 
@@ -37,16 +38,23 @@ pub struct Logs {
 pub struct AttemptHeader {
     /// The issue the attempt worked on; first in the file name so `ls` groups by issue.
     pub issue: u32,
+    /// The step's config key (e.g. `implement`), written in the file name.
     pub step_key: String,
     /// The agent's session id (or a runner-made one when the agent reported none).
     pub session: String,
+    /// Attempt number within the step, starting at 1.
     pub attempt: u32,
     /// When the attempt started; also names the file.
     pub started_at: DateTime<Utc>,
+    /// The agent's exit code; `None` when a signal ended it.
     pub exit_code: Option<i32>,
+    /// The signal that ended the agent, if one did.
     pub signal: Option<i32>,
+    /// Wall-clock time from spawn to exit.
     pub duration: Duration,
+    /// Whether the runner killed it at the step's wall-clock timeout.
     pub timed_out: bool,
+    /// Whether the runner killed it for going silent longer than `idleTimeoutMin`.
     pub idle_timed_out: bool,
     /// Stopped by a shutdown request.
     pub cancelled: bool,
@@ -91,7 +99,9 @@ impl AttemptHeader {
 /// at most an eighth of the budget in its live log and another eighth in its archive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveCap {
+    /// Bytes kept from the start of the output.
     pub head: u64,
+    /// Bytes kept from the end of the output.
     pub tail: u64,
 }
 
@@ -101,6 +111,7 @@ const MARKER_MAX: u64 = 160;
 const HEADER_MAX: u64 = 4096;
 
 impl LiveCap {
+    /// The cap for a log-disk budget of `budget_bytes` (`maxLogDiskUsageMB` in bytes).
     pub fn for_budget(budget_bytes: u64) -> LiveCap {
         let part = (budget_bytes / 16).max(1024);
         LiveCap {
@@ -165,6 +176,8 @@ impl LiveLog {
         self.dropped
     }
 
+    /// Appends `chunk`, keeping the head as written and only the last `tail` bytes after it;
+    /// an error is the file's write error.
     pub fn write(&mut self, mut chunk: &[u8]) -> io::Result<()> {
         use std::os::unix::fs::FileExt;
         if self.head < self.cap.head {

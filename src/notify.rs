@@ -31,15 +31,28 @@ pub use sdlc_machine::severity::Severity;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Channel {
     /// `openclaw message send --channel discord --target <target> -m <message>`.
-    Discord { openclaw: PathBuf, target: String },
+    Discord {
+        /// The `openclaw` program.
+        openclaw: PathBuf,
+        /// The Discord channel or user it sends to.
+        target: String,
+    },
     /// A Discord- or Slack-compatible incoming webhook. Posted with `curl` (no HTTP crate in
     /// this project): `curl -sS -f -m <secs> -H 'Content-Type: application/json'
     /// --data-binary @- <url>`, the JSON body `{"content": msg, "text": msg}` on stdin. The URL
     /// is on curl's command line, so it is visible in `ps` on this machine while the post runs.
     /// Content longer than Discord's 2000 characters is cut, with a note pointing to the log.
-    Webhook { url: String },
+    Webhook {
+        /// The webhook's URL, a secret: whoever has it can post.
+        url: String,
+    },
     /// `<program> <args...> <message>` with `SDLC_SEVERITY` set to info|warning|alert.
-    Command { program: PathBuf, args: Vec<String> },
+    Command {
+        /// The program to run.
+        program: PathBuf,
+        /// Arguments before the message.
+        args: Vec<String>,
+    },
 }
 
 impl Channel {
@@ -70,6 +83,7 @@ pub struct NotifyOptions {
     pub curl: PathBuf,
     /// How long `Drop` waits for queued deliveries. Default 10 s.
     pub drop_wait: Duration,
+    /// Source of the current time, for deduplication; a fake in tests.
     pub clock: Clock,
     /// Messages below this severity go to the log only, not to the channels (a chat channel
     /// is not for twenty progress lines per issue). Default `Info`: everything.
@@ -146,6 +160,7 @@ impl Notifier {
         )
     }
 
+    /// A notifier sending to `channels` (none: log only) and appending every message to `log`, with the delivery options given.
     pub fn with_options(
         channels: Vec<Channel>,
         log: Option<PathBuf>,

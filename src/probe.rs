@@ -16,6 +16,7 @@ pub type ProbeError = RepoError;
 /// What the runner knows about the cycle when it checks a step.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StepContext {
+    /// The issue the cycle works on, if one is selected.
     pub issue: Option<u32>,
     /// The spec directory name recorded for the issue, if any.
     pub feature: Option<String>,
@@ -206,7 +207,9 @@ pub fn already_done(
 /// How far the checked-out feature branch got (docs/persistence.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Detected {
+    /// The issue whose branch is checked out.
     pub issue: u32,
+    /// The checked-out branch's name.
     pub branch: String,
     /// The first step not yet done.
     pub next: Step,

@@ -5,7 +5,7 @@
 //! Every git call is an argument vector; branch names go in as full ref names
 //! (`refs/heads/<b>`) so that no name can be read as an option.
 
-pub mod answers;
+pub(crate) mod answers;
 
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::files;
@@ -21,20 +21,35 @@ pub const SPEC_FILES: [&str; 4] = [
     "feature.gherkin",
 ];
 
+/// Why a git (or forge CLI) call failed; every message names the command and what to check.
 #[derive(Debug, thiserror::Error)]
 pub enum RepoError {
+    /// The project path is not inside a git work tree.
     #[error("{} is not a git repository (git said: {detail}); set projectPath to the root of a git clone", .path.display())]
-    NotARepo { path: PathBuf, detail: String },
+    NotARepo {
+        /// The path given as `projectPath`.
+        path: PathBuf,
+        /// What git said.
+        detail: String,
+    },
+    /// The program could not be started.
     #[error("could not run {program}: {source}; is it installed and on PATH?")]
     Spawn {
+        /// The program (`git`, `gh`, the CI command).
         program: String,
+        /// The operating system's error.
         source: std::io::Error,
     },
+    /// The command ran and failed.
     #[error("`{command}` failed (exit {}): {stderr}; {hint}", exit_text(.status))]
     Command {
+        /// The command line, for the message.
         command: String,
+        /// Its exit code; `None` when a signal ended it.
         status: Option<i32>,
+        /// What it printed on stderr.
         stderr: String,
+        /// What to check, in the reader's terms.
         hint: &'static str,
         /// Decided from `stderr` when the error is made.
         kind: CallFailureKind,
@@ -42,13 +57,27 @@ pub enum RepoError {
     /// The runner stopped the command (a shutdown, or the step's time limit).
     #[error("`{command}` {why}")]
     Stopped {
+        /// The command line, for the message.
         command: String,
+        /// Why it was stopped.
         why: crate::process::Stopped,
     },
+    /// The command succeeded but its output was not what the runner reads.
     #[error("could not read the output of `{command}`: {detail}")]
-    Parse { command: String, detail: String },
+    Parse {
+        /// The command line, for the message.
+        command: String,
+        /// What was wrong with the output.
+        detail: String,
+    },
+    /// A commit was asked for on the default branch, which the runner never commits to.
     #[error("refusing to commit on {branch} in {}: check out the issue's feature branch first", .path.display())]
-    CommitOnMain { branch: String, path: PathBuf },
+    CommitOnMain {
+        /// The branch checked out.
+        branch: String,
+        /// The work tree.
+        path: PathBuf,
+    },
 }
 
 impl Kinded for RepoError {
@@ -96,8 +125,10 @@ fn hint_for(kind: CallFailureKind) -> &'static str {
 /// How the subject of every merge commit the runner makes begins (`Merge issue #N: title`).
 pub const MERGE_SUBJECT: &str = "Merge issue #";
 
+/// A git work tree the runner drives with the `git` CLI (argument vectors, time-limited).
 #[derive(Debug, Clone)]
 pub struct Repo {
+    /// The work tree's top level.
     pub path: PathBuf,
     /// The default branch: origin's HEAD, else `main`, else `master`.
     pub main: String,
@@ -115,6 +146,7 @@ pub struct Repo {
 use crate::process::GIT_TIMEOUT;
 
 impl Repo {
+    /// Opens the work tree that contains `path`; `NotARepo` when there is none.
     pub fn open(path: &Path) -> Result<Repo, RepoError> {
         let out = crate::process::git_output(path, &["rev-parse", "--show-toplevel"]);
         let out = match out {

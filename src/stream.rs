@@ -42,17 +42,26 @@ const RATE_LIMIT_NEEDLES: [&str; 2] = [
 /// The final `result` event of a run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ResultEvent {
+    /// `subtype` of the result (`success`, `error_max_turns`, `error_during_execution`, …).
     pub subtype: String,
+    /// The CLI's own verdict that the run failed.
     pub is_error: bool,
+    /// Why the CLI stopped, when it says (`terminal_reason`).
     pub terminal_reason: Option<String>,
+    /// The HTTP status of the API error that ended the run, if any.
     pub api_error_status: Option<u16>,
     /// `result`, or the `errors` array joined by newlines (max-turns results carry no
     /// `result`), truncated to [`MAX_RESULT_TEXT`] bytes.
     pub result_text: Option<String>,
+    /// What the CLI reports the run cost, in US dollars.
     pub total_cost_usd: Option<f64>,
+    /// Model turns the run took.
     pub num_turns: Option<u32>,
+    /// The run's duration as the CLI measured it, in milliseconds.
     pub duration_ms: Option<u64>,
+    /// The session id, to resume or find the session later.
     pub session_id: Option<String>,
+    /// Tool uses the CLI refused for lack of permission.
     pub permission_denials: Vec<PermissionDenial>,
     /// `api_error_type`, e.g. `overloaded_error`, `authentication_error`.
     pub api_error_type: Option<String>,
@@ -61,6 +70,7 @@ pub struct ResultEvent {
 /// One entry of the result's `permission_denials`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PermissionDenial {
+    /// The refused tool (`Write`, `Bash`, …).
     pub tool_name: String,
     /// The file the tool would have touched (`file_path`, `notebook_path` or `path` of the
     /// tool input); `None` for tools without one, such as Bash.
@@ -70,8 +80,11 @@ pub struct PermissionDenial {
 /// A `system/api_retry` event: the CLI is retrying an API error itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ApiRetry {
+    /// The CLI's retry number.
     pub attempt: Option<u32>,
+    /// The HTTP status it is retrying.
     pub error_status: Option<u16>,
+    /// The error text it reported.
     pub error: Option<String>,
 }
 
@@ -96,6 +109,7 @@ pub struct StreamSummary {
     /// Epoch seconds from the last `rate_limit_event` whose window was exhausted
     /// (`status: "rejected"`), cleared by a later event that allows requests again.
     pub quota_resets_at: Option<i64>,
+    /// Whether any `rate_limit_event` was seen, exhausted or not.
     pub saw_rate_limit_event: bool,
     /// Assistant turns so far: assistant events with a new message id (the CLI splits one
     /// message into an event per content block).
@@ -156,6 +170,7 @@ impl Default for StreamReader {
 }
 
 impl StreamReader {
+    /// A reader that has seen no line yet.
     pub fn new() -> Self {
         StreamReader {
             summary: StreamSummary::default(),

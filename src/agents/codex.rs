@@ -95,6 +95,7 @@ impl Reader {
         self.stop.is_none()
     }
 
+    /// What the output said so far.
     pub fn summary(&self) -> &StreamSummary {
         &self.summary
     }
@@ -104,6 +105,7 @@ impl Reader {
         self.lines.buffered_bytes() + self.recent.iter().map(String::capacity).sum::<usize>()
     }
 
+    /// Reads a last line without a newline and returns what the whole output said.
     pub fn finish(mut self) -> StreamSummary {
         let mut lines = std::mem::take(&mut self.lines);
         lines.finish(&mut |line| dispatch(&mut self, line));

@@ -14,16 +14,22 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
 const GEMINI_MAX_ATTEMPTS: u64 = 3;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How bad a finding is; `Fail` makes `doctor` exit non-zero.
 pub enum Level {
+    /// Nothing to do.
     Ok,
+    /// Works, but something will likely cost time or money.
     Warn,
+    /// The agent cannot be used as configured.
     Fail,
 }
 
 /// One finding about one agent.
 #[derive(Debug, Clone)]
 pub struct Check {
+    /// How bad it is.
     pub level: Level,
+    /// What was found, one line.
     pub detail: String,
     /// What to do about a warning or failure.
     pub fix: Option<String>,

@@ -60,6 +60,7 @@ pub struct Reader {
 }
 
 impl Reader {
+    /// A reader that stops the agent after `max_turns` tool calls.
     pub fn new(max_turns: u32) -> Reader {
         Reader {
             lines: Lines::default(),
@@ -70,6 +71,7 @@ impl Reader {
         }
     }
 
+    /// Feeds a chunk of stdout; `false` once the agent should be stopped.
     pub fn feed(&mut self, bytes: &[u8]) -> bool {
         let mut lines = std::mem::take(&mut self.lines);
         lines.feed(bytes, &mut |line| dispatch(self, line));
@@ -77,6 +79,7 @@ impl Reader {
         self.stop.is_none()
     }
 
+    /// What the output said so far.
     pub fn summary(&self) -> &StreamSummary {
         &self.summary
     }
@@ -86,6 +89,7 @@ impl Reader {
         self.lines.buffered_bytes() + self.text.capacity()
     }
 
+    /// Reads a last line without a newline and returns what the whole output said.
     pub fn finish(mut self) -> StreamSummary {
         let mut lines = std::mem::take(&mut self.lines);
         lines.finish(&mut |line| dispatch(&mut self, line));

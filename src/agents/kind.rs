@@ -15,8 +15,10 @@ pub enum AgentKind {
 }
 
 impl AgentKind {
+    /// Every supported CLI, in the order docs and messages list them.
     pub const ALL: [AgentKind; 3] = [AgentKind::Claude, AgentKind::Codex, AgentKind::Gemini];
 
+    /// The name used in the config's `agent.kind` and in messages.
     pub const fn as_str(self) -> &'static str {
         match self {
             AgentKind::Claude => "claude",
@@ -25,6 +27,7 @@ impl AgentKind {
         }
     }
 
+    /// The kind named `s` in the config, `None` for an unknown name.
     pub fn parse(s: &str) -> Option<AgentKind> {
         AgentKind::ALL.into_iter().find(|k| k.as_str() == s)
     }

@@ -47,8 +47,11 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
 /// The stream reader of one attempt.
 #[derive(Debug)]
 pub enum Reader {
+    /// Claude Code's stream-json.
     Claude(StreamReader),
+    /// Codex's `exec --json` events.
     Codex(codex::Reader),
+    /// Gemini CLI's stream-json.
     Gemini(gemini::Reader),
 }
 
@@ -74,6 +77,7 @@ impl Reader {
         }
     }
 
+    /// What the output said so far.
     pub fn summary(&self) -> &StreamSummary {
         match self {
             Reader::Claude(r) => r.summary(),
@@ -82,6 +86,7 @@ impl Reader {
         }
     }
 
+    /// Reads a last line without a newline and returns what the whole output said.
     pub fn finish(self) -> StreamSummary {
         match self {
             Reader::Claude(r) => r.finish(),

@@ -8,9 +8,11 @@ use std::collections::BTreeMap;
 /// US dollars per million tokens.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Price {
+    /// Input tokens not served from the cache.
     pub input: f64,
     /// Input tokens served from the provider's prompt cache.
     pub cached_input: f64,
+    /// Output tokens, reasoning included.
     pub output: f64,
 }
 
@@ -23,8 +25,11 @@ pub type Pricing = BTreeMap<String, Price>;
 pub struct ModelTokens {
     /// The model the CLI named; empty when it names none (Codex), then the step's model.
     pub model: String,
+    /// Input tokens, cached ones included.
     pub input: u64,
+    /// Input tokens served from the prompt cache.
     pub cached_input: u64,
+    /// Output tokens.
     pub output: u64,
 }
 

@@ -6,16 +6,25 @@
 //! never cut into pieces.
 
 /// Placeholders written in place of volatile data.
-pub const TS: &str = "<TS>";
-pub const UUID: &str = "<UUID>";
-pub const ADDR: &str = "<ADDR>";
-pub const HEX: &str = "<HEX>";
-pub const ID: &str = "<ID>";
-pub const PID: &str = "<PID>";
-pub const DUR: &str = "<DUR>";
-pub const HOME: &str = "<HOME>";
-pub const TMP: &str = "<TMP>";
-pub const SESSION: &str = "<SESSION>";
+const TS: &str = "<TS>";
+/// Placeholder for a UUID (e.g. a request id).
+const UUID: &str = "<UUID>";
+/// Placeholder for a `0x…` memory address.
+const ADDR: &str = "<ADDR>";
+/// Placeholder for a long hexadecimal run such as a commit hash.
+const HEX: &str = "<HEX>";
+/// Placeholder for a long decimal id.
+const ID: &str = "<ID>";
+/// Placeholder for a process id.
+const PID: &str = "<PID>";
+/// Placeholder for a duration such as `1.2s` or `350ms`.
+const DUR: &str = "<DUR>";
+/// Placeholder for the user's home directory.
+const HOME: &str = "<HOME>";
+/// Placeholder for the temporary directory.
+const TMP: &str = "<TMP>";
+/// Placeholder for an agent session id.
+const SESSION: &str = "<SESSION>";
 
 /// Replace volatile data in `text` by placeholders; see the module doc.
 pub fn normalize(text: &str) -> String {

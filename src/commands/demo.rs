@@ -6,6 +6,9 @@ use crate::cli::{DemoArgs, DemoScenario};
 use crate::driver::{self, RunOptions};
 use std::path::{Path, PathBuf};
 
+/// `demo`: builds a throwaway project with sample issues and runs the fake agent through
+/// them, then says where everything was kept; returns the run's exit code, 2 when the
+/// setup fails.
 pub fn run(args: &DemoArgs) -> i32 {
     match setup(args) {
         Ok(config) => {

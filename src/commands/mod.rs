@@ -1,24 +1,53 @@
 //! One module per subcommand; each returns the process exit code.
 
-pub mod bounds;
-pub mod completions;
-pub mod config;
-pub mod decide;
+pub(crate) mod bounds;
+pub(crate) mod completions;
+pub(crate) mod config;
+pub(crate) mod decide;
 pub mod demo;
-pub mod diagram;
-pub mod doctor;
-pub mod init;
-pub mod issue;
-pub mod man;
-pub mod release;
-pub mod replay;
-pub mod run;
-pub mod status;
-pub mod watch;
+pub(crate) mod diagram;
+pub(crate) mod doctor;
+pub(crate) mod init;
+pub(crate) mod issue;
+pub(crate) mod man;
+pub(crate) mod release;
+pub(crate) mod replay;
+pub(crate) mod run;
+pub(crate) mod status;
+pub(crate) mod watch;
+
+use crate::cli::Command;
+
+/// Runs one parsed subcommand and returns the process exit code (0 success, 2 bad config or
+/// arguments, others as docs/interfaces.md lists per command).
+pub fn dispatch(command: &Command) -> i32 {
+    match command {
+        Command::Diagram(args) => diagram::run(args),
+        Command::Config { command } => config::run(command),
+        Command::Bounds { config } => bounds::run(config),
+        Command::Replay { journal } => replay::run(journal),
+        Command::Status {
+            config,
+            json: _,
+            watch: true,
+        } => watch::run(config),
+        Command::Status { config, json, .. } => status::run(config, *json),
+        Command::FakeAgent(args) => crate::fake_agent::run(args),
+        Command::Run(args) => run::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Decide { option, config } => decide::run(option, config),
+        Command::Init(args) => init::run(args),
+        Command::Doctor { config } => doctor::run(config),
+        Command::Completions { shell } => completions::run(*shell),
+        Command::Issue { command } => issue::run(command),
+        Command::Release { issues, config } => release::run(issues, config),
+        Command::Man { out_dir } => man::run(out_dir.as_deref()),
+    }
+}
 
 /// Load a config for a command, or print every error (naming file and key) and give the
 /// exit code 2 of docs/interfaces.md.
-pub fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
+pub(crate) fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
     crate::config::Config::load(path).map_err(|e| {
         for line in e.lines() {
             say!("{line}");

@@ -8,35 +8,58 @@ use super::*;
 /// One problem in the file, at a key path such as `steps.verify.effort` (empty = the whole file).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyError {
+    /// The key path, `steps.verify.effort` style; empty for the whole file.
     pub path: String,
+    /// What is wrong and what to write instead.
     pub message: String,
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why a config file could not be loaded; every message starts with the file name.
 pub enum ConfigError {
     #[error("{}: cannot read the config file: {source} (check the path given to --config)", path.display())]
+    /// The file could not be read.
     Read {
+        /// The path given.
         path: PathBuf,
         #[source]
+        /// The operating system's error.
         source: std::io::Error,
     },
     #[error("{file}:{line}:{column}: not valid UTF-8: byte 0x{byte:02x} at offset {offset} (save the file as UTF-8)")]
+    /// The file is not UTF-8.
     Encoding {
+        /// The file's name as shown in messages.
         file: String,
+        /// 1-based line of the bad byte.
         line: usize,
+        /// 1-based column of the bad byte.
         column: usize,
+        /// Byte offset of the bad byte.
         offset: usize,
+        /// The bad byte.
         byte: u8,
     },
     #[error("{file}:{line}:{column}: invalid JSON: {message}")]
+    /// The file is not JSON.
     Syntax {
+        /// The file's name as shown in messages.
         file: String,
+        /// 1-based line where parsing failed.
         line: usize,
+        /// 1-based column where parsing failed.
         column: usize,
+        /// What the parser said.
         message: String,
     },
+    /// The file is JSON but keys or values are wrong: every problem found, not just the first.
     #[error("{}", render_errors(file, errors))]
-    Invalid { file: String, errors: Vec<KeyError> },
+    Invalid {
+        /// The file's name as shown in messages.
+        file: String,
+        /// Each problem at its key path.
+        errors: Vec<KeyError>,
+    },
 }
 
 impl ConfigError {

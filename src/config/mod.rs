@@ -105,9 +105,11 @@ impl Config {
         }
     }
 
+    /// The resolved settings of `step`.
     pub fn step(&self, step: Step) -> &StepConfig {
         &self.steps[step.index()]
     }
+    /// The model `step` runs on; empty when a Codex or Gemini step leaves it to the CLI.
     pub fn model(&self, step: Step) -> &str {
         &self.step(step).model
     }
@@ -119,18 +121,23 @@ impl Config {
     pub fn agent(&self, step: Step) -> &AgentConfig {
         &self.step(step).agent
     }
+    /// The turn limit of one attempt of `step`.
     pub fn max_turns(&self, step: Step) -> u32 {
         self.step(step).max_turns
     }
+    /// The wall-clock limit of one attempt of `step`.
     pub fn timeout(&self, step: Step) -> Duration {
         self.step(step).timeout
     }
+    /// How long an attempt of `step` may print nothing before it is killed.
     pub fn idle_timeout(&self, step: Step) -> Duration {
         self.step(step).idle_timeout
     }
+    /// The skill whose SKILL.md is appended to `step`'s system prompt, if any.
     pub fn skill(&self, step: Step) -> Option<&str> {
         self.step(step).skill.as_deref()
     }
+    /// The prompt replacing `step`'s built-in one, if any.
     pub fn prompt(&self, step: Step) -> Option<&str> {
         self.step(step).prompt.as_deref()
     }
@@ -139,6 +146,7 @@ impl Config {
         self.step(step).run == StepRun::Builtin
     }
 
+    /// Whether `step` runs at all (`steps.<key>.enabled`).
     pub fn enabled(&self, step: Step) -> bool {
         self.step(step).enabled
     }

@@ -9,6 +9,9 @@ use super::*;
 /// absent: the old runner excluded it because it overthinks on coding work.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
+// schemars would turn variant docs into the schema (a `oneOf` instead of the `enum` list that
+// docs/config.md and the walker read); the values are the config's own words.
+#[allow(missing_docs)]
 pub enum Effort {
     Low,
     Medium,
@@ -17,8 +20,10 @@ pub enum Effort {
 }
 
 impl Effort {
+    /// Every effort the config accepts, least first.
     pub const ALL: [Effort; 4] = [Effort::Low, Effort::Medium, Effort::High, Effort::Xhigh];
 
+    /// The value written in the config and sent to the agent.
     pub const fn as_str(self) -> &'static str {
         match self {
             Effort::Low => "low",
@@ -28,6 +33,7 @@ impl Effort {
         }
     }
 
+    /// The effort written as `s`; `None` for any other text (including `max`).
     pub fn parse(s: &str) -> Option<Effort> {
         Effort::ALL.into_iter().find(|e| e.as_str() == s)
     }
@@ -89,6 +95,8 @@ pub struct StepConfig {
     pub model: String,
     /// `None` when the model is a Haiku model (the effort is dropped, not sent).
     pub effort: Option<Effort>,
+    /// Turn limit of one attempt (`--max-turns`; the runner counts tool calls for CLIs without
+    /// one).
     pub max_turns: u32,
     /// Wall-clock limit of one attempt.
     pub timeout: Duration,
@@ -98,6 +106,7 @@ pub struct StepConfig {
     pub skill: Option<String>,
     /// Replaces the built-in prompt of the step.
     pub prompt: Option<String>,
+    /// `false` skips the step (`steps.<key>.enabled`).
     pub enabled: bool,
     /// Who does the step: the agent, or the runner itself without a model.
     pub run: StepRun,
@@ -117,26 +126,34 @@ pub enum StepRun {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// `cleanup`: leftover processes the runner kills after every step.
 pub struct Cleanup {
     /// Patterns matched against full command lines of leftover processes after each step.
     pub process_patterns: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `backoff`: the exponential wait after a transient failure.
 pub struct Backoff {
+    /// The first wait, in seconds.
     pub initial_seconds: u32,
+    /// The longest wait, in seconds.
     pub max_seconds: u32,
 }
 
 /// Budgets as written in the file; `None` = off. `Config::limits` converts them to exact units.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Budget {
+    /// Agent cost per issue, in US dollars.
     pub per_issue_usd: Option<f64>,
+    /// Agent cost per session, in US dollars.
     pub per_session_usd: Option<f64>,
+    /// Agent wall time per issue, in minutes.
     pub per_issue_minutes: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// `agent` (top level, or a step's own merged over it): which CLI runs and how.
 pub struct AgentConfig {
     /// Which CLI this is (`agent.kind`).
     pub kind: crate::agents::AgentKind,
@@ -151,6 +168,7 @@ pub struct AgentConfig {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// `notify`: where notifications go besides the orchestration log.
 pub struct NotifyConfig {
     /// Discord/Slack-compatible webhook.
     pub webhook_url: Option<String>,
@@ -173,21 +191,26 @@ impl Default for NotifyConfig {
 /// Where issues come from; the local tracker carries its directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TrackerConfig {
+    /// GitHub issues of the project's repository, through `gh`.
     Github {
         /// Issues with this label are candidates.
         label: String,
         /// The durable quarantine label.
         escalated_label: String,
     },
+    /// A directory of JSON issue files.
     Local {
         /// One `<N>.json` file per issue (absolute).
         dir: PathBuf,
+        /// Issues with this label are candidates.
         label: String,
+        /// The durable quarantine label.
         escalated_label: String,
     },
 }
 
 impl TrackerConfig {
+    /// `github` or `local`.
     pub fn kind(&self) -> TrackerKind {
         match self {
             TrackerConfig::Github { .. } => TrackerKind::Github,
@@ -203,12 +226,14 @@ impl TrackerConfig {
         }
     }
 
+    /// The selection label.
     pub fn label(&self) -> &str {
         match self {
             TrackerConfig::Github { label, .. } | TrackerConfig::Local { label, .. } => label,
         }
     }
 
+    /// The durable quarantine label.
     pub fn escalated_label(&self) -> &str {
         match self {
             TrackerConfig::Github {
@@ -226,7 +251,9 @@ impl TrackerConfig {
 pub struct Config {
     /// The config file itself (absolute); relative paths inside it were resolved against its directory.
     pub file: PathBuf,
+    /// The project's git clone (`projectPath`, absolute).
     pub project_path: PathBuf,
+    /// Root of the plugins checkout the skills are read from (`pluginsPath`).
     pub plugins_path: Option<PathBuf>,
     /// Global model, the fallback of `steps.<key>.model`.
     pub model: String,
@@ -235,38 +262,55 @@ pub struct Config {
     /// Resolved log directory: `logDir`, else the per-user, per-project
     /// [`crate::logs::default_dir`].
     pub log_dir: PathBuf,
+    /// `maxLogDiskUsageMB` in bytes: step logs are pruned to stay under it.
     pub max_log_disk_usage_bytes: u64,
+    /// Leftover processes to kill after every step.
     pub cleanup: Cleanup,
     /// Indexed by `Step::index()`.
     pub steps: [StepConfig; Step::COUNT],
+    /// Failed attempts of a step in one cycle before the cycle escalates (`maxRetriesPerStep`).
     pub max_retries_per_step: u32,
+    /// Precondition bounces per cycle before the cycle escalates (`maxBounceRetries`).
     pub max_bounce_retries: u32,
+    /// Consecutive escalations that halt the session (`maxConsecutiveEscalations`).
     pub max_consecutive_escalations: u32,
     /// Indexed by `Step::index()`; 0 = off.
     pub max_consecutive_failures: [u32; Step::COUNT],
+    /// Failures of a step in a row with the same signature that escalate early; 0 is off.
     pub max_consecutive_same_failure: u32,
+    /// Rate-limit, overload and quota waits in a row before the run halts.
     pub max_rate_limit_waits: u32,
     /// Waits in a row for a git/gh/tracker call that failed for a transient network reason,
     /// before the run halts with `ENVIRONMENT FAILURE: NETWORK`.
     pub max_network_waits: u32,
+    /// The wait after a transient failure.
     pub backoff: Backoff,
+    /// Longest wait for a usage window to reset before halting (`maxQuotaWaitMinutes`).
     pub max_quota_wait: Duration,
+    /// Repair prompts per step and cycle (`maxRepairIterations`).
     pub max_repair_iterations: u32,
+    /// `manual`: a step out of retries asks a person (`decide`) instead of escalating.
     pub approval: Approval,
+    /// How long a manual decision may take before the session halts.
     pub decision_timeout: Duration,
+    /// Spend limits; off unless set.
     pub budget: Budget,
     /// Global idle timeout, the fallback of `steps.<key>.idleTimeoutMin`.
     pub idle_timeout: Duration,
+    /// Discord channel for notifications through `openclaw`.
     pub discord_channel_id: Option<String>,
     /// The top-level agent; a step's own is [`StepConfig::agent`].
     pub agent: AgentConfig,
     /// USD per million tokens by model (`agent.pricing` over the shipped table), for CLIs
     /// that report tokens but no dollars.
     pub pricing: crate::agents::Pricing,
+    /// Webhook, command and minimum severity of notifications.
     pub notify: NotifyConfig,
+    /// Where issues come from.
     pub tracker: TrackerConfig,
     /// Whether a repository with no CI configured may merge only after checks exist.
     pub require_checks: bool,
+    /// Where pushes, pull requests and CI live.
     pub forge: ForgeKind,
     /// The local forge's CI command, if any.
     pub local_ci: Option<LocalCi>,
@@ -282,13 +326,17 @@ pub struct Config {
 /// The address is checked when the server starts (`crate::http`), where `--http` is too.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct HttpConfig {
+    /// The address to listen on (`http.listen`); `None`: no server unless `--http` gives one.
     pub listen: Option<String>,
+    /// The environment variable holding the bearer token requests must carry.
     pub token_env: Option<String>,
 }
 
 /// A CI command of the local forge.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalCi {
+    /// The CI command and its arguments (no shell).
     pub command: Vec<String>,
+    /// How long one CI run may take before it counts as failed.
     pub timeout: Duration,
 }

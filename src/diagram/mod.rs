@@ -18,8 +18,7 @@ mod render;
 mod tests;
 mod views;
 
-pub use render::{dot, mermaid, render_all, scxml, Rendered, PAGE_SVG};
-pub use views::{detail_views, overview, View};
+pub use render::{render_all, Rendered};
 
 /// Pseudo-state for "the process exits but the machine keeps its position" (signal stop).
 pub(super) const EXITED: &str = "Exited";
@@ -50,20 +49,6 @@ pub enum Kind {
 }
 
 impl Kind {
-    pub const ALL: [Kind; 11] = [
-        Kind::Advance,
-        Kind::Retry,
-        Kind::Bounce,
-        Kind::Escalate,
-        Kind::Wait,
-        Kind::Continue,
-        Kind::AskPerson,
-        Kind::Halt,
-        Kind::Merged,
-        Kind::Restart,
-        Kind::Stop,
-    ];
-
     /// The word the guards already use, so the full diagram's labels stay as they were.
     pub const fn name(self) -> &'static str {
         match self {

@@ -1,4 +1,5 @@
-use super::render::{dot_doc, mermaid_doc, wrap, Look};
+use super::render::{dot_doc, mermaid_doc, scxml, wrap, Look};
+use super::views::{detail_views, overview};
 use super::*;
 
 fn graph() -> &'static Graph {

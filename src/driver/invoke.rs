@@ -8,16 +8,22 @@ use std::path::{Path, PathBuf};
 /// What the previous failed attempt of this step left for a repair attempt.
 #[derive(Debug, Clone, Default)]
 pub struct RepairContext {
+    /// The failure class's contract name (`TEST_ASSERTION` style).
     pub class: String,
+    /// The classifier's one-line summary.
     pub summary: String,
+    /// The output lines that show the failure.
     pub excerpt: String,
 }
 
 /// Everything the prompt may mention about the current issue.
 #[derive(Debug, Clone, Default)]
 pub struct IssueContext {
+    /// The issue's number.
     pub number: u32,
+    /// Its title.
     pub title: String,
+    /// Its feature branch, once known.
     pub branch: Option<String>,
 }
 
@@ -83,20 +89,30 @@ pub fn prompt(
 /// Argument vector and environment for one attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invocation {
+    /// The agent CLI.
     pub program: PathBuf,
+    /// Its arguments, in order (no shell).
     pub args: Vec<String>,
+    /// Variables added to the runner's environment.
     pub env: Vec<(String, String)>,
 }
 
+/// What one attempt is, for building its invocation.
 pub struct AttemptInfo<'a> {
+    /// The step the attempt runs.
     pub step: Step,
+    /// The issue it works on.
     pub issue: u32,
+    /// Attempt number within the step, from 1.
     pub attempt: u32,
+    /// The prompt the agent gets.
     pub prompt: &'a str,
     /// Contents of the step's skill file, when it names one.
     pub skill: Option<&'a str>,
 }
 
+/// The Claude Code argument vector and environment that run attempt `a` with its step's
+/// settings from `cfg` (`program` already resolved on PATH).
 pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation {
     let agent = cfg.agent(a.step);
     let mut args = agent.args.clone();

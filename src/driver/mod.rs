@@ -39,10 +39,15 @@ use std::time::Duration;
 /// Flags of `sdlc-runner run` beyond the config.
 #[derive(Debug, Clone, Default)]
 pub struct RunOptions {
+    /// `--dry-run`: print what would run, change nothing.
     pub dry_run: bool,
+    /// `--issue N`: work on this issue only.
     pub issue: Option<u32>,
+    /// `--step N`: run this one step only.
     pub step: Option<Step>,
+    /// `--discord-channel`: overrides the config's `discordChannelId`.
     pub discord_channel: Option<String>,
+    /// `--ack-halt`: the operator has seen the sticky halt; a new session may start.
     pub ack_halt: bool,
     /// This runner's name for issue claims; claims are off without it.
     pub worker_id: Option<String>,

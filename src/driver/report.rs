@@ -6,6 +6,7 @@ use crate::machine::{EscalationCause, HaltReason, Notice, Runner, Spend};
 use crate::notify::Severity;
 use crate::redact::redact;
 
+/// The severity and text of a notice the machine emitted, redacted.
 pub fn notice(n: &Notice) -> (Severity, String) {
     let (severity, text) = notice_text(n);
     (severity, redact(&text))

@@ -9,9 +9,8 @@ mod git;
 mod outcome;
 mod script;
 
-pub use git::branch_name;
 pub use outcome::Outcome;
-pub use script::{Script, DEFAULT_COST_USD};
+pub use script::Script;
 
 use crate::agents::AgentKind;
 use crate::cli::FakeAgentArgs;

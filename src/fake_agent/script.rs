@@ -5,7 +5,7 @@ use super::FakeAgentError;
 use crate::step::Step;
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// Cost reported by every invocation when the script does not say.
 pub const DEFAULT_COST_USD: f64 = 0.01;
@@ -22,8 +22,6 @@ struct ScriptFile {
 /// invocation instead of the one attempt that would have reached it.
 #[derive(Debug)]
 pub struct Script {
-    /// Where it came from, for messages; `None` for the built-in all-`ok` script.
-    pub path: Option<PathBuf>,
     steps: BTreeMap<String, Vec<(String, Outcome)>>,
     pub cost_usd: f64,
 }
@@ -31,7 +29,6 @@ pub struct Script {
 impl Default for Script {
     fn default() -> Script {
         Script {
-            path: None,
             steps: BTreeMap::new(),
             cost_usd: DEFAULT_COST_USD,
         }
@@ -94,11 +91,7 @@ impl Script {
         if !cost_usd.is_finite() || cost_usd < 0.0 {
             return Err(bad("costUsd", "must be a non-negative number".to_string()));
         }
-        Ok(Script {
-            path: Some(path.to_path_buf()),
-            steps,
-            cost_usd,
-        })
+        Ok(Script { steps, cost_usd })
     }
 
     /// The outcome for this attempt: `"<issue>:<step>"` beats `"<step>"` beats `"*"`, else

@@ -22,7 +22,9 @@ const OUTPUT_BUDGET: crate::process::Budget = crate::process::Budget(1 << 20);
 /// How the local forge runs CI.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocalCi {
+    /// The CI command and its arguments (no shell), run in a detached worktree of the commit.
     pub command: Vec<String>,
+    /// How long one CI run may take before it counts as failed.
     pub timeout: Duration,
     /// Where verdicts are kept (`<runner dir>/ci`).
     pub results: PathBuf,

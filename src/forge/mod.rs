@@ -21,36 +21,55 @@ use std::path::PathBuf;
 pub type ForgeError = RepoError;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The checks of a pull request's head commit, as the merge gate sees them.
 pub enum CiState {
+    /// No checks are configured for the commit; mergeable unless `requireChecks` is set.
     NoneConfigured,
+    /// At least one check is still running or queued.
     Pending,
+    /// At least one check failed (or was cancelled).
     Failed,
+    /// Every check finished and passed.
     Passed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a pull request is.
 pub enum PrState {
+    /// Open: can be merged.
     Open,
+    /// Merged into the default branch.
     Merged,
+    /// Closed without merging.
     Closed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+/// A pull request as the forge reports it.
 pub struct Pr {
     /// 0 for the local forge, which has no numbers.
     pub number: u32,
+    /// Its web address; the local forge writes `local:<branch>#<number>`.
     pub url: String,
+    /// Open, merged or closed.
     pub state: PrState,
 }
 
 #[derive(Debug, Clone)]
+/// Where pull requests and CI live (`forge` in the config).
 pub enum Forge {
+    /// GitHub through the `gh` CLI.
     GitHub {
+        /// The `gh` program.
         gh: PathBuf,
+        /// The clone `gh` runs in, which tells it the repository.
         repo_dir: PathBuf,
+        /// Whether a commit without checks must not be merged.
         require_checks: bool,
     },
+    /// No remote forge: branches are merged locally, CI is a local command.
     Local {
+        /// Whether a commit without checks must not be merged.
         require_checks: bool,
         /// Where the pull-request records live when the runner opens PRs itself (builtin
         /// createPR). `None`: an agent opens them, and a pushed branch stands for its PR.
@@ -61,6 +80,7 @@ pub enum Forge {
 }
 
 impl Forge {
+    /// Whether a commit without checks must not be merged (`forge.requireChecks`).
     pub fn require_checks(&self) -> bool {
         match self {
             Forge::GitHub { require_checks, .. } | Forge::Local { require_checks, .. } => {

@@ -26,7 +26,6 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-pub use feed::{BACKLOG, CHANNEL};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::time::Duration;
 
 #[derive(Debug)]
+/// The GitHub tracker: issues read and marked through the `gh` CLI, run in the project's clone.
 pub struct GitHub {
     /// The `gh` program. Default `gh` (found on PATH).
     pub gh: PathBuf,
@@ -78,6 +79,8 @@ struct GhIssue {
 }
 
 impl GitHub {
+    /// A tracker for the repository of the clone at `repo_dir`, with the default labels and a
+    /// two-minute limit per `gh` call.
     pub fn new(repo_dir: impl Into<PathBuf>) -> GitHub {
         GitHub {
             gh: PathBuf::from("gh"),
@@ -89,6 +92,8 @@ impl GitHub {
         }
     }
 
+    /// The lowest-numbered open issue with the selection label that is neither escalated (durably
+    /// or in `escalated_this_session`) nor waiting for an open dependency.
     pub fn select(
         &self,
         escalated_this_session: &BTreeSet<u32>,
@@ -166,6 +171,8 @@ impl GitHub {
         Ok(())
     }
 
+    /// Quarantines the issue: adds the escalated label and a comment with `diagnostic` and how to
+    /// release it.
     pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
         let n = number.to_string();
         self.add_label(
@@ -205,6 +212,7 @@ impl GitHub {
         Ok(was)
     }
 
+    /// The issue `number`, open or closed.
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         self.view(number, BASE_FIELDS)?
             .ok_or_else(|| TrackerError::NotFound {
@@ -573,6 +581,8 @@ mod claims {
                 .collect())
         }
 
+        /// Claims `issue` for `worker` until `until` with a claim comment, unless another worker's
+        /// live claim holds it; `Won` only when the comments read back show this worker as holder.
         pub fn claim(
             &self,
             issue: u32,
@@ -616,6 +626,7 @@ mod claims {
             }
         }
 
+        /// Extends `worker`'s claim to `until`; `Some(holder)` when another worker holds it now.
         pub fn renew(
             &self,
             issue: u32,
@@ -646,6 +657,7 @@ mod claims {
             }
         }
 
+        /// Gives the claim up if `worker` holds it; nothing otherwise.
         pub fn release(&self, issue: u32, worker: &str) -> Result<(), TrackerError> {
             if holder(issue, &self.comments(issue)?).is_some_and(|h| h.worker == worker) {
                 self.note(issue, format!("{PREFIX} released: worker={worker}"))?;

@@ -8,13 +8,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Claim {
+    /// The claimed issue.
     pub issue: u32,
+    /// The worker id of the runner that holds it.
     pub worker: String,
+    /// When the lease was taken or last renewed.
     pub claimed_at: DateTime<Utc>,
+    /// When it lapses unless renewed; after that another runner may take it.
     pub expires_at: DateTime<Utc>,
 }
 
 impl Claim {
+    /// Whether the lease still holds at `now`.
     pub fn live(&self, now: DateTime<Utc>) -> bool {
         self.expires_at > now
     }

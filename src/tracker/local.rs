@@ -34,7 +34,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone)]
+/// The local tracker: one JSON file per issue (`<N>.json`) in a directory, for offline use and
+/// tests.
 pub struct Local {
+    /// The directory of issue files (`tracker.dir`).
     pub dir: PathBuf,
     /// Only issues carrying this label are selected. Default `automatable`.
     pub label: String,
@@ -77,6 +80,7 @@ struct IssueFile {
 const MAX_ESCALATION_BYTES: usize = 16 * 1024;
 
 impl Local {
+    /// A tracker over the issue files in `dir`, with the default labels.
     pub fn new(dir: impl Into<PathBuf>) -> Local {
         Local {
             dir: dir.into(),
@@ -85,6 +89,8 @@ impl Local {
         }
     }
 
+    /// The lowest-numbered open issue with the selection label that is neither escalated (durably
+    /// or in `escalated_this_session`) nor waiting for an open dependency.
     pub fn select(
         &self,
         escalated_this_session: &BTreeSet<u32>,
@@ -117,6 +123,8 @@ impl Local {
         )
     }
 
+    /// Quarantines the issue: sets `escalated` and records `diagnostic` with how to release it (a
+    /// person's own escalation text is kept).
     pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
         let how = format!(
             "Release it with `sdlc-runner release {number}` (or set \"escalated\" to false in {}) to let it be selected again.",
@@ -131,6 +139,8 @@ impl Local {
         })
     }
 
+    /// Closes the issue, recording `note` (the GitHub tracker's issues are closed by their merged
+    /// PR).
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         self.update(number, |f| {
             // A person who closed it first keeps their resolution.
@@ -211,6 +221,7 @@ impl Local {
         Ok(was)
     }
 
+    /// The issue `number`, open or closed; `NotFound` when it has no file.
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         let path = self.path(number);
         if !path.exists() {

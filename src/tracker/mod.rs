@@ -35,11 +35,17 @@ use std::path::PathBuf;
 /// One issue as the runner sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Issue {
+    /// The issue's number, unique in the tracker.
     pub number: u32,
+    /// Its title, which names its feature branch.
     pub title: String,
+    /// Its body, where `Depends on: #N` lines are read.
     pub body: String,
+    /// Its labels; the selection label makes it a candidate.
     pub labels: Vec<String>,
+    /// Its milestone's title, if any.
     pub milestone: Option<String>,
+    /// Whether it is open.
     pub state_open: bool,
     /// Durably quarantined: GitHub label `sdlc-escalated` (configurable), local field
     /// `escalated` (or the same label in the file's `labels`).
@@ -76,25 +82,33 @@ impl Issue {
 /// What the tracker offers the next cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Selection {
+    /// The issue to work on.
     Issue(Issue),
     /// No open `automatable` issue at all: nothing to do (exit 0).
     NoIssues,
     /// Candidates exist, but every one is escalated (halt `all issues escalated`).
     AllEscalated {
+        /// The escalated candidates, ascending.
         numbers: Vec<u32>,
     },
     /// Every candidate that is not escalated waits for an open dependency (halt
     /// `all issues blocked`). `numbers` are the blocked candidates, ascending.
     AllBlocked {
+        /// The blocked candidates, ascending.
         numbers: Vec<u32>,
     },
 }
 
 #[derive(Debug, thiserror::Error)]
+/// Why the tracker could not be read or written; `Kinded` tells a transient failure from a lasting
+/// one.
 pub enum TrackerError {
     #[error("`{command}` failed: {detail}")]
+    /// A `gh` or tracker command failed.
     Command {
+        /// The command line, for the message.
         command: String,
+        /// What it printed.
         detail: String,
         /// Decided from what the command printed when the error is made.
         kind: CallFailureKind,
@@ -103,28 +117,44 @@ pub enum TrackerError {
         "`{command}` printed output that is not the expected JSON ({source}); \
          check that gh is up to date and logged in (`gh auth status`)"
     )]
+    /// A command's output was not the JSON expected.
     Json {
+        /// The command line, for the message.
         command: String,
         #[source]
+        /// The parser's error.
         source: serde_json::Error,
     },
     #[error("issue file {}: {message}", path.display())]
+    /// A local issue file could not be read, parsed or written.
     File {
+        /// The file.
         path: PathBuf,
+        /// What went wrong.
         message: String,
+        /// Transient or lasting, for the machine.
         kind: CallFailureKind,
     },
     #[error(
         "cannot read the issue directory {}: {source}; tracker.dir must be a directory of <N>.json files",
         dir.display()
     )]
+    /// The local tracker's directory could not be listed.
     Dir {
+        /// The directory.
         dir: PathBuf,
         #[source]
+        /// The operating system's error.
         source: io::Error,
     },
+    /// The issue does not exist.
     #[error("issue #{number} does not exist in {location}")]
-    NotFound { number: u32, location: String },
+    NotFound {
+        /// The issue asked for.
+        number: u32,
+        /// Where it was looked for (repository or directory).
+        location: String,
+    },
 }
 
 impl Kinded for TrackerError {
@@ -141,7 +171,9 @@ impl Kinded for TrackerError {
 /// The configured tracker.
 #[derive(Debug)]
 pub enum Tracker {
+    /// GitHub issues through `gh`.
     GitHub(GitHub),
+    /// A directory of JSON issue files.
     Local(Local),
 }
 
@@ -269,6 +301,7 @@ impl Tracker {
         issue.labels.contains(label)
     }
 
+    /// The issue `number`, open or closed.
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         let got = match self {
             Tracker::GitHub(t) => t.get(number),

@@ -9,23 +9,39 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
 pub enum FailureClass {
+    /// Tests ran and an assertion failed.
     TestAssertion,
+    /// The type checker rejected the code.
     Typecheck,
+    /// A linter or formatter check failed.
     Lint,
+    /// The build or compilation failed.
     BuildCompile,
+    /// The environment cannot run the agent (binary missing, refused to run, disk full): halt.
     ToolingEnv,
+    /// Killed by the runner at the step's wall-clock timeout.
     Timeout,
+    /// The agent used up its turns without finishing.
     MaxTurns,
+    /// The agent was refused a tool it needed.
     PermissionDenied,
+    /// The API's rate limit: waited out with backoff.
     RateLimit,
+    /// The API is overloaded: waited out with backoff.
     Overloaded,
+    /// The plan's usage window is exhausted: wait until it resets.
     Quota,
+    /// Not logged in or an invalid key: halt.
     Auth,
+    /// The conversation outgrew the model's context window; another attempt cannot help.
     ContextWindow,
+    /// Ended by a signal the runner did not send, or the runner died during the attempt.
     Killed,
+    /// Killed by the runner after printing nothing for `idleTimeoutMin`.
     Idle,
     /// A runner-side check after the step failed (e.g. no feature branch after startIssue).
     PostCheck,
+    /// None of the above could be recognized in the output.
     Unknown,
     /// A git/gh/tracker call failed for a transient network reason (connection, DNS, TLS,
     /// HTTP 5xx, time-out): waited out, never the issue's fault.
@@ -42,9 +58,13 @@ pub enum FailureClass {
 #[derive(Serialize, Deserialize, Debug, Clone, PartialEq, Eq, Hash)]
 #[serde(rename_all = "camelCase")]
 pub struct FailureDetail {
+    /// The step whose attempt failed.
     pub step: crate::step::Step,
+    /// The class the classifier gave the failure.
     pub class: FailureClass,
+    /// The one-line summary, starting with the class name.
     pub summary: String,
+    /// The lines of output that show the failure, handed to a repair attempt.
     pub excerpt: String,
 }
 
@@ -67,11 +87,14 @@ pub enum Disposition {
 /// Whom a failure belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Scope {
+    /// The issue's work is at fault: it counts against the issue.
     Issue,
+    /// The environment is at fault (API, network, login): the issue is not charged.
     Environment,
 }
 
 impl FailureClass {
+    /// Every class, in declaration order (`index` is the position here).
     pub const ALL: [FailureClass; 19] = [
         FailureClass::TestAssertion,
         FailureClass::Typecheck,
@@ -93,12 +116,15 @@ impl FailureClass {
         FailureClass::Network,
         FailureClass::MergeConflict,
     ];
+    /// How many classes there are.
     pub const COUNT: usize = Self::ALL.len();
 
+    /// The class's position in [`FailureClass::ALL`], for per-class counters.
     pub const fn index(self) -> usize {
         self as usize
     }
 
+    /// What the machine does with a failure of this class (docs/classification.md).
     pub const fn disposition(self) -> Disposition {
         use FailureClass::*;
         match self {
@@ -113,6 +139,7 @@ impl FailureClass {
         }
     }
 
+    /// Whether a later attempt may succeed without anything changing (retry or a wait).
     pub const fn retryable(self) -> bool {
         matches!(
             self.disposition(),
@@ -120,6 +147,7 @@ impl FailureClass {
         )
     }
 
+    /// Whom a failure of this class belongs to, from its disposition.
     pub const fn scope(self) -> Scope {
         match self.disposition() {
             Disposition::Retry | Disposition::EscalateNow => Scope::Issue,
@@ -138,6 +166,7 @@ impl FailureClass {
         )
     }
 
+    /// The class's contract name (`TEST_ASSERTION` style), as journaled and printed.
     pub const fn name(self) -> &'static str {
         use FailureClass::*;
         match self {

@@ -25,6 +25,7 @@ pub type Worker = u32;
 /// The fleet-wide limits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FleetLimits {
+    /// How many workers run, each on its own issue (at least 1).
     pub workers: u32,
     /// Escalations in a row, across workers, that halt the fleet (at least 1).
     pub max_consecutive_escalations: u32,
@@ -37,42 +38,58 @@ pub struct FleetLimits {
 pub enum Report {
     /// The worker wants to start (or resume) `issue`.
     WantsIssue {
+        /// The reporting worker.
         worker: Worker,
+        /// The issue it selected.
         issue: u32,
     },
     /// An attempt of the worker spent this much.
     Spent {
+        /// The reporting worker.
         worker: Worker,
+        /// The attempt's cost in micro-dollars.
         micros: u64,
     },
+    /// The worker merged `issue`: the fleet's escalation streak ends.
     Merged {
+        /// The reporting worker.
         worker: Worker,
+        /// The merged issue.
         issue: u32,
     },
+    /// The worker escalated `issue`: no worker takes it again this session.
     Escalated {
+        /// The reporting worker.
         worker: Worker,
+        /// The escalated issue.
         issue: u32,
     },
     /// The worker hit a rate limit or quota and waits until `until` (seconds, any epoch the
     /// caller uses consistently).
     Waiting {
+        /// The reporting worker.
         worker: Worker,
+        /// When the wait ends.
         until: u64,
     },
     /// The worker's own machine halted.
     Halted {
+        /// The reporting worker.
         worker: Worker,
     },
     /// The worker stopped (nothing left for it, or a shutdown); it holds nothing any more.
     Finished {
+        /// The reporting worker.
         worker: Worker,
     },
     /// The worker is about to merge and asks for the merge turn (again, while it waits).
     WantsMerge {
+        /// The reporting worker.
         worker: Worker,
     },
     /// The worker's merge is over (merged or not): the turn passes on.
     MergeDone {
+        /// The reporting worker.
         worker: Worker,
     },
 }
@@ -80,12 +97,25 @@ pub enum Report {
 /// Why the fleet halted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FleetHalt {
-    ConsecutiveEscalations { count: u32 },
-    SessionBudget { spent_micros: u64 },
-    WorkerHalted { worker: Worker },
+    /// `max_consecutive_escalations` escalations in a row across the workers.
+    ConsecutiveEscalations {
+        /// The streak's length.
+        count: u32,
+    },
+    /// The workers together reached the session budget.
+    SessionBudget {
+        /// What they spent, in micro-dollars.
+        spent_micros: u64,
+    },
+    /// One worker's own machine halted, which stops them all.
+    WorkerHalted {
+        /// The worker that halted.
+        worker: Worker,
+    },
 }
 
 impl FleetHalt {
+    /// The halt's one-line headline for the console, the notification and `status`.
     pub fn headline(&self) -> String {
         match self {
             FleetHalt::ConsecutiveEscalations { count } => {
@@ -106,27 +136,54 @@ impl FleetHalt {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Order {
     /// The worker may work on the issue.
-    Start { worker: Worker, issue: u32 },
+    Start {
+        /// The worker addressed.
+        worker: Worker,
+        /// The issue it now holds.
+        issue: u32,
+    },
     /// The worker must leave the issue alone (held by another, escalated, or halted).
-    Skip { worker: Worker, issue: u32 },
+    Skip {
+        /// The worker addressed.
+        worker: Worker,
+        /// The issue to leave alone.
+        issue: u32,
+    },
     /// No worker dispatches before `until`.
-    PauseAll { until: u64 },
+    PauseAll {
+        /// When dispatching may resume, in the reports' time unit.
+        until: u64,
+    },
     /// Every worker stops now: kill its agent, keep its work.
     HaltAll(FleetHalt),
     /// The worker has the merge turn: it may merge now.
-    MergeGo { worker: Worker },
+    MergeGo {
+        /// The worker addressed.
+        worker: Worker,
+    },
     /// Another worker merges (or asked first): ask again after a pause.
-    MergeWait { worker: Worker, holder: Worker },
+    MergeWait {
+        /// The worker addressed.
+        worker: Worker,
+        /// The worker that has the turn.
+        holder: Worker,
+    },
 }
 
 /// Whether a worker may dispatch an agent now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dispatch {
+    /// Yes.
     Go,
+    /// Not before this time (a fleet-wide pause for a rate limit or quota).
     WaitUntil(u64),
+    /// Never: the fleet halted.
     Stop,
 }
 
+/// The pure coordinator of `run --workers N`: reports in, orders out. It gives each issue to
+/// one worker at a time, counts escalations and spend across workers, grants the merge turn
+/// to one worker at a time and halts the whole fleet when a fleet-wide limit is reached.
 #[derive(Debug, Clone)]
 pub struct Coordinator {
     limits: FleetLimits,
@@ -145,6 +202,7 @@ pub struct Coordinator {
 }
 
 impl Coordinator {
+    /// A coordinator with nothing held, escalated or spent.
     pub fn new(limits: FleetLimits) -> Coordinator {
         Coordinator {
             limits,
@@ -177,18 +235,22 @@ impl Coordinator {
         self.held.values().any(|w| *w != worker)
     }
 
+    /// The limits it was made with.
     pub fn limits(&self) -> FleetLimits {
         self.limits
     }
 
+    /// Why the fleet halted, once it has.
     pub fn halt(&self) -> Option<FleetHalt> {
         self.halt
     }
 
+    /// The worker that holds `issue`, if any.
     pub fn holder(&self, issue: u32) -> Option<Worker> {
         self.held.get(&issue).copied()
     }
 
+    /// The issue `worker` holds, if any.
     pub fn held_by(&self, worker: Worker) -> Option<u32> {
         self.held
             .iter()
@@ -196,18 +258,22 @@ impl Coordinator {
             .map(|(issue, _)| *issue)
     }
 
+    /// The issues escalated this session, by any worker.
     pub fn escalated(&self) -> &BTreeSet<u32> {
         &self.escalated
     }
 
+    /// Escalations in a row across the workers since the last merge.
     pub fn consecutive_escalations(&self) -> u32 {
         self.consecutive_escalations
     }
 
+    /// What the workers spent together, in micro-dollars.
     pub fn spent_micros(&self) -> u64 {
         self.spent_micros
     }
 
+    /// Whether a worker may start an agent at `now` (in the reports' time unit).
     pub fn may_dispatch(&self, now: u64) -> Dispatch {
         if self.halt.is_some() {
             return Dispatch::Stop;
@@ -343,9 +409,12 @@ pub struct LeaseWait {
 }
 
 impl LeaseWait {
+    /// The first pause, in milliseconds.
     pub const FIRST_MS: u64 = 200;
+    /// The longest pause, in milliseconds.
     pub const MAX_MS: u64 = 2_000;
 
+    /// A wait that gives up after `limit_ms` milliseconds of pauses.
     pub fn new(limit_ms: u64) -> LeaseWait {
         LeaseWait {
             limit_ms,
@@ -366,6 +435,7 @@ impl LeaseWait {
         Some(pause)
     }
 
+    /// The pauses handed out so far, in milliseconds.
     pub fn waited_ms(&self) -> u64 {
         self.waited_ms
     }
@@ -399,14 +469,20 @@ pub struct Contention {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AfterLostRace {
     /// Refresh main and merge again, after this pause in milliseconds.
-    Retry { pause_ms: u64 },
+    Retry {
+        /// How long to pause first.
+        pause_ms: u64,
+    },
     /// Report the attempt as failed.
     GiveUp,
 }
 
 impl Contention {
+    /// Lost races per attempt that are merged again for free.
     pub const MAX_LOST_RACES: u32 = 3;
 
+    /// Records a lost race: merge again after a pause growing by 250 ms per race, or give up
+    /// past [`Contention::MAX_LOST_RACES`].
     pub fn lost_race(&mut self) -> AfterLostRace {
         if self.lost >= Self::MAX_LOST_RACES {
             return AfterLostRace::GiveUp;
@@ -417,6 +493,7 @@ impl Contention {
         }
     }
 
+    /// The races lost so far in this attempt.
     pub fn lost(&self) -> u32 {
         self.lost
     }

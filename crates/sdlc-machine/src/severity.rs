@@ -9,8 +9,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// Progress: a step started or finished, an issue merged.
     Info,
+    /// Something went wrong but the run goes on: a retry, a bounce, an escalation.
     Warning,
+    /// The run stopped and needs a person: a halt.
     Alert,
 }
 

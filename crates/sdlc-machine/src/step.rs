@@ -8,21 +8,32 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Step {
+    /// 1: the runner makes sure the clone is clean and on an up-to-date main.
     StartCycle,
+    /// 2: the issue's feature branch is created.
     StartIssue,
+    /// 3: the specs for the issue are written.
     WriteSpecs,
+    /// 4: the code is written.
     Implement,
+    /// 5: the change is simplified.
     Simplify,
+    /// 6: the change is verified against the specs and the tests.
     Verify,
+    /// 7: the work is committed and pushed.
     CommitPush,
+    /// 8: the pull request is opened.
     CreatePr,
+    /// 9: CI is watched and its failures repaired.
     MonitorCi,
+    /// 10: the pull request is merged.
     Merge,
 }
 
 impl Step {
     /// How many steps the lifecycle has.
     pub const COUNT: usize = 10;
+    /// Every step in execution order; a step's number is its position plus one.
     pub const ALL: [Step; Self::COUNT] = [
         Step::StartCycle,
         Step::StartIssue,
@@ -62,10 +73,12 @@ impl Step {
         }
     }
 
+    /// The step numbered `n` (1 to 10); `None` outside that range.
     pub fn from_number(n: u8) -> Option<Step> {
         Step::ALL.get((n as usize).checked_sub(1)?).copied()
     }
 
+    /// The step whose config key is `key` (`writeSpecs`, `monitorCI`, …).
     pub fn from_key(key: &str) -> Option<Step> {
         Step::ALL.iter().copied().find(|s| s.key() == key)
     }
@@ -78,10 +91,12 @@ impl Step {
         }
     }
 
+    /// The step after this one; `None` after merge.
     pub fn next(self) -> Option<Step> {
         Step::from_number(self.number() + 1)
     }
 
+    /// The step before this one; `None` before startCycle.
     pub fn prev(self) -> Option<Step> {
         Step::from_number(self.number().checked_sub(1)?)
     }
@@ -121,15 +136,25 @@ impl fmt::Display for Step {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Check {
+    /// The work tree has no uncommitted changes.
     CleanWorkingTree,
+    /// The default branch is checked out.
     OnMainBranch,
+    /// The issue's feature branch exists.
     FeatureBranchExists,
+    /// The cycle knows which issue it works on.
     IssueNumberKnown,
+    /// The issue's spec files exist.
     SpecFilesExist,
+    /// The issue's feature branch is checked out.
     OnFeatureBranch,
+    /// The feature branch has commits that main does not.
     CommitsExistOnBranch,
+    /// The feature branch is pushed to origin.
     BranchPushedToRemote,
+    /// The issue's pull request exists.
     PrExists,
+    /// The pull request's CI checks pass.
     CiChecksPassing,
 }
 
@@ -200,6 +225,12 @@ mod tests {
         assert_eq!(Step::from_number(11), None);
         assert_eq!(Step::parse("4abc"), None);
         assert_eq!(Step::parse(""), None);
+    }
+
+    #[test]
+    fn only_the_steps_that_need_no_model_are_builtin() {
+        assert!(Step::Merge.can_be_builtin() && Step::MonitorCi.can_be_builtin());
+        assert!(!Step::Implement.can_be_builtin() && !Step::WriteSpecs.can_be_builtin());
     }
 
     #[test]

@@ -603,4 +603,3 @@ fn an_unavailable_network_halts_from_any_state_without_spending_an_attempt() {
     let fx = selecting.handle(&Event::NetworkUnavailable).to_vec();
     assert!(fx.contains(&Effect::Halt(HaltReason::Network)), "{fx:?}");
 }
-
