@@ -215,6 +215,20 @@ impl Runner {
         }
     }
 
+    /// A wait interrupted by a restart (or a mode change that keeps the run going) is waited
+    /// again in full; any other event goes to the superstate.
+    fn wait_again(&mut self, seconds: u64, event: &Event, context: &mut Fx) -> Outcome<State> {
+        let outcome = match *event {
+            Event::Start => None,
+            Event::ModeChanged { mode } => self.change_mode(mode, context),
+            _ => return Super,
+        };
+        outcome.unwrap_or_else(|| {
+            context.push(Effect::Wait { seconds });
+            Handled
+        })
+    }
+
     /// The outstanding request again, from the state that issued it (after a network wait or
     /// a restart); the network-wait count stays.
     fn reissue(&mut self, fx: &mut Fx) -> Outcome<State> {
@@ -953,18 +967,7 @@ impl Runner {
     ) -> Outcome<State> {
         match *event {
             Event::WaitOver => self.reissue(context),
-            Event::Start => {
-                context.push(Effect::Wait { seconds: *seconds });
-                Handled
-            }
-            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
-                Some(outcome) => outcome,
-                None => {
-                    context.push(Effect::Wait { seconds: *seconds });
-                    Handled
-                }
-            },
-            _ => Super,
+            _ => self.wait_again(*seconds, event, context),
         }
     }
 
@@ -983,18 +986,7 @@ impl Runner {
                 self.request(State::monitor_ci(), look, context);
                 Transition(State::monitor_ci())
             }
-            Event::Start => {
-                context.push(Effect::Wait { seconds: *seconds });
-                Handled
-            }
-            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
-                Some(outcome) => outcome,
-                None => {
-                    context.push(Effect::Wait { seconds: *seconds });
-                    Handled
-                }
-            },
-            _ => Super,
+            _ => self.wait_again(*seconds, event, context),
         }
     }
 
