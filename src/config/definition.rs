@@ -22,6 +22,8 @@
 //! Validation walks the raw JSON rather than deserializing into these types, because serde
 //! stops at the first error and cannot name the path; these types are never built at run time.
 
+use super::validate::rules::*;
+use super::validate::{Obj, Walker};
 use super::{Approval, Effort, ForgeKind, Severity, StepRun, TrackerKind};
 use crate::agents::AgentKind;
 use crate::step::Step;
@@ -30,14 +32,22 @@ use schemars::schema::{InstanceType, Schema, SchemaObject};
 use schemars::JsonSchema;
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::time::Duration;
 
+config_object! {
 /// sdlc-runner configuration (a superset of the old runner's sdlc-config.json). Keys
 /// starting with `_` are comments and are allowed in every object. Relative paths resolve
 /// against the directory of the config file.
-#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schemars(title = "sdlc-runner config")]
-pub struct ConfigFile {
+pub struct ConfigFile =>
+/// The keys of the top level that are read as written (the rest are resolved in
+/// `validate.rs`); [`super::Config`] dereferences to them.
+#[derive(Debug, Clone, PartialEq)]
+// The sections' fields carry no doc comment of their own (it would become a description in
+// the schema); their types are documented.
+#[allow(missing_docs)]
+pub struct Settings {
     /// The git repository the agent works in.
     pub project_path: String,
     /// Root of the plugins checkout; skills are read from
@@ -56,8 +66,8 @@ pub struct ConfigFile {
     /// Step logs are pruned (oldest first) to stay under this many MB.
     #[serde(default = "d::max_log_disk_usage_mb", rename = "maxLogDiskUsageMB")]
     #[schemars(range(min = 0, max = 1_000_000))]
-    pub max_log_disk_usage_mb: f64,
-    pub cleanup: Option<CleanupFile>,
+    pub max_log_disk_usage_bytes: f64 => u64 = megabytes,
+    pub cleanup: Option<CleanupFile> => Cleanup = Cleanup::member,
     /// Per-step overrides, by step key.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "steps_schema")]
@@ -65,15 +75,15 @@ pub struct ConfigFile {
     /// Failed attempts of a step in one cycle before the cycle escalates.
     #[serde(default = "d::max_retries_per_step")]
     #[schemars(range(min = 1, max = 100))]
-    pub max_retries_per_step: u32,
+    pub max_retries_per_step: u32 => u32 = count,
     /// Precondition bounces per cycle; the cycle escalates when the count exceeds this.
     #[serde(default = "d::max_bounce_retries")]
     #[schemars(range(min = 0, max = 100))]
-    pub max_bounce_retries: u32,
+    pub max_bounce_retries: u32 => u32 = count,
     /// Consecutive escalations that halt the session.
     #[serde(default = "d::max_consecutive_escalations")]
     #[schemars(range(min = 1, max = 100))]
-    pub max_consecutive_escalations: u32,
+    pub max_consecutive_escalations: u32 => u32 = count,
     /// Consecutive failures of a step across the session that halt it, by step key
     /// (0 disables). Entries are merged over the default `{"verify": 3}`.
     #[serde(default = "d::max_consecutive_failures")]
@@ -82,83 +92,94 @@ pub struct ConfigFile {
     /// Failures of a step in a row with the same signature that escalate early: 0 (off) or ≥ 2.
     #[serde(default = "d::max_consecutive_same_failure")]
     #[schemars(range(min = 0, max = 100))]
-    pub max_consecutive_same_failure: u32,
+    pub max_consecutive_same_failure: u32 => u32 = same_failure_limit,
     /// Rate-limit / overload / quota waits in a row before halting.
     #[serde(default = "d::max_rate_limit_waits")]
     #[schemars(range(min = 0, max = 1000))]
-    pub max_rate_limit_waits: u32,
+    pub max_rate_limit_waits: u32 => u32 = count,
     /// Waits in a row for a git/gh/tracker call failing for a transient network reason
     /// (connection, DNS, TLS, HTTP 5xx, time-out) before halting with
     /// `ENVIRONMENT FAILURE: NETWORK`. No attempt is spent, no issue blamed.
     #[serde(default = "d::max_network_waits")]
     #[schemars(range(min = 0, max = 1000))]
-    pub max_network_waits: u32,
-    pub backoff: Option<BackoffFile>,
+    pub max_network_waits: u32 => u32 = count,
+    pub backoff: Option<BackoffFile> => Backoff = backoff,
     /// Longest wait for a plan's usage window to reset before halting.
-    #[serde(default = "d::max_quota_wait_minutes")]
+    #[serde(default = "d::max_quota_wait_minutes", rename = "maxQuotaWaitMinutes")]
     #[schemars(range(min = 0, max = 10_080))]
-    pub max_quota_wait_minutes: f64,
+    pub max_quota_wait: f64 => Duration = minutes_or_zero,
     /// Repair prompts (carrying the last classified failure) per step and cycle.
     #[serde(default = "d::max_repair_iterations")]
     #[schemars(range(min = 0, max = 100))]
-    pub max_repair_iterations: u32,
+    pub max_repair_iterations: u32 => u32 = count,
     /// `manual`: when a step runs out of retries, ask a person (`sdlc-runner decide`)
     /// instead of escalating.
     #[serde(default)]
-    pub approval: Approval,
+    pub approval: Approval => Approval = choice,
     /// How long a manual decision may take before the session halts.
-    #[serde(default = "d::decision_timeout_minutes")]
+    #[serde(default = "d::decision_timeout_minutes", rename = "decisionTimeoutMinutes")]
     #[schemars(range(min = 0, max = 10_080))]
-    pub decision_timeout_minutes: f64,
-    pub budget: Option<BudgetFile>,
+    pub decision_timeout: f64 => Duration = minutes,
+    pub budget: Option<BudgetFile> => Budget = Budget::member,
     /// Kill an agent that prints nothing for this long (default for every step).
     #[serde(default = "d::idle_timeout_min")]
     #[schemars(range(min = 0, max = 10_080))]
     pub idle_timeout_min: f64,
     /// Discord channel for notifications through `openclaw` (a string: ids exceed JSON's exact integers).
-    pub discord_channel_id: Option<String>,
+    pub discord_channel_id: Option<String> => Option<String> = channel_id,
     pub agent: Option<AgentFile>,
-    pub notify: Option<NotifyFile>,
+    pub notify: Option<NotifyFile> => NotifyConfig = NotifyConfig::member,
     pub tracker: Option<TrackerFile>,
     /// Whether a repository with no CI configured must not merge.
     #[serde(default)]
-    pub require_checks: bool,
+    pub require_checks: bool => bool = flag,
     /// Where pushes, pull requests and CI live. Default: `local` when `tracker.kind` is
     /// `local`, else `github`.
     pub forge: Option<ForgeKind>,
     /// The local forge's CI: a command run in a clean worktree of the branch. Unset: the
     /// local forge has no CI.
     pub local_ci: Option<LocalCiFile>,
-    pub claims: Option<ClaimsFile>,
-    pub http: Option<HttpFile>,
+    pub claims: Option<ClaimsFile> => Claims = Claims::member,
+    pub http: Option<HttpFile> => HttpConfig = HttpConfig::member,
     /// Issues worked at once, each by its own worker on its own clone under the runner's
     /// state directory (`run --workers` overrides it). 1: one issue at a time.
     #[serde(default = "d::workers")]
     #[schemars(range(min = 1, max = 32))]
-    pub workers: u32,
+    pub workers: u32 => u32 = count,
+}
 }
 
+config_object! {
 /// Issue claims of runners started with `--worker-id` (many runners on one tracker).
-#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct ClaimsFile {
+pub struct ClaimsFile =>
+/// `claims`: issue claims of runners with a worker id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Claims {
     /// How long a claim lasts without renewal; a runner renews it at every step and before
     /// every wait. Must exceed every step's timeoutMin. An expired claim may be taken over.
-    #[serde(default = "d::lease_minutes")]
+    #[serde(default = "d::lease_minutes", rename = "leaseMinutes")]
     #[schemars(range(min = 0, max = 10_080))]
-    pub lease_minutes: f64,
+    pub lease: f64 => Duration = minutes,
+}
 }
 
+config_object! {
 /// The read-only status server of `run --http` (off unless `listen` is set).
-#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct HttpFile {
+pub struct HttpFile =>
+/// `http`: where the read-only status server listens and which variable holds its token.
+/// Whether the address can be bound is found when the server starts (`crate::http`), where
+/// `--http` is read too.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct HttpConfig {
     /// Address to serve the status page, `/api/status`, `/api/events` and `/metrics` on,
     /// such as `127.0.0.1:8080` (`run --http` overrides it).
-    pub listen: Option<String>,
+    pub listen: Option<String> => Option<String> = listen_address,
     /// The environment variable holding the bearer token every request must carry
     /// (`Authorization: Bearer <token>`); required when `listen` is not a loopback address.
-    pub token_env: Option<String>,
+    pub token_env: Option<String> => Option<String> = Walker::text,
+}
 }
 
 /// CI of the local forge.
@@ -174,18 +195,26 @@ pub struct LocalCiFile {
     pub timeout_min: f64,
 }
 
-#[derive(Serialize, JsonSchema)]
+config_object! {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CleanupFile {
+pub struct CleanupFile =>
+/// `cleanup`: leftover processes the runner kills after every step.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Cleanup {
     /// Patterns matched against full process command lines; matching processes are
     /// killed after every step, on escalation and on shutdown.
     #[serde(default)]
-    pub process_patterns: Vec<String>,
+    pub process_patterns: Vec<String> => Vec<String> = process_patterns,
+}
 }
 
-#[derive(Serialize, JsonSchema)]
+config_object! {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct StepFile {
+pub struct StepFile =>
+/// The keys of a step that are read as written (the rest are resolved in `validate.rs`);
+/// [`super::StepConfig`] dereferences to them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepSettings {
     /// Model of this step (default: the global model).
     pub model: Option<String>,
     /// Effort of this step (default: the global effort). Not allowed with a haiku model.
@@ -193,19 +222,19 @@ pub struct StepFile {
     /// Agent turns of one attempt.
     #[serde(default = "d::max_turns")]
     #[schemars(range(min = 1, max = 10_000))]
-    pub max_turns: u32,
+    pub max_turns: u32 => u32 = count,
     /// Wall-clock limit of one attempt, in minutes (fractions allowed).
-    #[serde(default = "d::timeout_min")]
+    #[serde(default = "d::timeout_min", rename = "timeoutMin")]
     #[schemars(range(min = 0, max = 10_080))]
-    pub timeout_min: f64,
+    pub timeout: f64 => Duration = minutes,
     /// Idle limit of one attempt, in minutes (default: the global `idleTimeoutMin`).
     #[schemars(range(min = 0, max = 10_080))]
     pub idle_timeout_min: Option<f64>,
     /// Skill directory name under `<pluginsPath>/plugins/nmg-sdlc/skills/`; its SKILL.md is
     /// appended to the system prompt.
-    pub skill: Option<String>,
+    pub skill: Option<String> => Option<String> = skill_name,
     /// Replaces the built-in prompt of this step.
-    pub prompt: Option<String>,
+    pub prompt: Option<String> => Option<String> = Walker::text,
     /// Only `simplify` may be disabled.
     #[serde(default = "d::enabled")]
     pub enabled: bool,
@@ -216,6 +245,7 @@ pub struct StepFile {
     /// This step's agent, merged over the top-level `agent`: `{"kind": "codex"}` runs the
     /// step on Codex. A step that changes the kind keeps only `env` from the top level.
     pub agent: Option<StepAgentFile>,
+}
 }
 
 /// A step's own agent settings.
@@ -248,31 +278,43 @@ pub struct PriceFile {
     pub output: f64,
 }
 
+config_object! {
 /// Exponential backoff for rate limits and overloads: initial, doubling, capped.
-#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BackoffFile {
+pub struct BackoffFile =>
+/// `backoff`: the exponential wait after a transient failure, `initial_seconds` doubling up
+/// to `max_seconds`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+// Its two keys are described by the object (a doc comment would add to the schema).
+#[allow(missing_docs)]
+pub struct Backoff {
     #[serde(default = "d::backoff_initial_seconds")]
     #[schemars(range(min = 1, max = 604_800))]
-    pub initial_seconds: u32,
+    pub initial_seconds: u32 => u32 = count,
     #[serde(default = "d::backoff_max_seconds")]
     #[schemars(range(min = 1, max = 604_800))]
-    pub max_seconds: u32,
+    pub max_seconds: u32 => u32 = count,
+}
 }
 
+config_object! {
 /// Budgets, off when unset. An issue budget escalates the issue; the session budget halts.
-#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BudgetFile {
+pub struct BudgetFile =>
+/// Budgets as written in the file; `None` = off. `Config::limits` converts them to exact
+/// units.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Budget {
     /// Agent cost (`total_cost_usd`) per issue, in US dollars.
     #[schemars(range(min = 0, max = 1_000_000))]
-    pub per_issue_usd: Option<f64>,
+    pub per_issue_usd: Option<f64> => Option<f64> = Walker::positive,
     /// Agent cost per session, in US dollars.
     #[schemars(range(min = 0, max = 1_000_000))]
-    pub per_session_usd: Option<f64>,
+    pub per_session_usd: Option<f64> => Option<f64> = Walker::positive,
     /// Agent wall time per issue, in minutes.
     #[schemars(range(min = 0, max = 10_080))]
-    pub per_issue_minutes: Option<f64>,
+    pub per_issue_minutes: Option<f64> => Option<f64> = Walker::positive,
+}
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -304,22 +346,26 @@ pub struct AgentFile {
     pub pricing: BTreeMap<String, PriceFile>,
 }
 
+config_object! {
 /// Extra notification channels (the log always gets every message; Discord is set with
 /// `discordChannelId`).
-#[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct NotifyFile {
+pub struct NotifyFile =>
+/// `notify`: where notifications go besides the orchestration log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotifyConfig {
     /// Discord/Slack-compatible webhook URL.
-    pub webhook_url: Option<String>,
+    pub webhook_url: Option<String> => Option<String> = url,
     /// Program and arguments; the message is passed as the last argument.
     #[schemars(length(min = 1))]
-    pub command: Option<Vec<String>>,
+    pub command: Option<Vec<String>> => Option<Vec<String>> = command,
     /// Messages below this severity reach the orchestration log only: `warning` keeps a
     /// chat channel to failures, escalations and halts; `info` sends every step's start
     /// and end too.
     #[serde(default = "d::min_severity")]
     #[schemars(schema_with = "severity_schema")]
-    pub min_severity: Severity,
+    pub min_severity: Severity => Severity = choice,
+}
 }
 
 #[derive(Serialize, JsonSchema)]

@@ -23,6 +23,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+#[macro_use]
+mod declare;
 mod defaults;
 mod definition;
 mod duplicates;
@@ -36,6 +38,9 @@ mod types;
 mod validate;
 
 pub use defaults::*;
+pub use definition::{
+    Backoff, Budget, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings,
+};
 use duplicates::duplicate_keys;
 pub use error::*;
 use messages::*;

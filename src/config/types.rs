@@ -95,23 +95,25 @@ pub struct StepConfig {
     pub model: String,
     /// `None` when the model is a Haiku model (the effort is dropped, not sent).
     pub effort: Option<Effort>,
-    /// Turn limit of one attempt (`--max-turns`; the runner counts tool calls for CLIs without
-    /// one).
-    pub max_turns: u32,
-    /// Wall-clock limit of one attempt.
-    pub timeout: Duration,
     /// An attempt that prints nothing for this long is killed (class `IDLE`).
     pub idle_timeout: Duration,
-    /// Skill name: `<pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md`.
-    pub skill: Option<String>,
-    /// Replaces the built-in prompt of the step.
-    pub prompt: Option<String>,
     /// `false` skips the step (`steps.<key>.enabled`).
     pub enabled: bool,
     /// Who does the step: the agent, or the runner itself without a model.
     pub run: StepRun,
     /// The agent of this step: `steps.<key>.agent` merged over the top-level `agent`.
     pub agent: AgentConfig,
+    /// Turns, time limit, skill and prompt, as written or defaulted.
+    pub settings: StepSettings,
+}
+
+/// The step's keys read as written (turns, time limit, skill, prompt) are its
+/// [`StepSettings`]: declared once, in the definition, with no copy here.
+impl std::ops::Deref for StepConfig {
+    type Target = StepSettings;
+    fn deref(&self) -> &StepSettings {
+        &self.settings
+    }
 }
 
 /// `steps.<key>.run`. Only the steps in [`Step::BUILTIN`] can be builtin.
@@ -123,33 +125,6 @@ pub enum StepRun {
     Agent,
     /// The runner does it with git and the forge: no tokens.
     Builtin,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-/// `cleanup`: leftover processes the runner kills after every step.
-pub struct Cleanup {
-    /// Patterns matched against full command lines of leftover processes after each step.
-    pub process_patterns: Vec<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-/// `backoff`: the exponential wait after a transient failure.
-pub struct Backoff {
-    /// The first wait, in seconds.
-    pub initial_seconds: u32,
-    /// The longest wait, in seconds.
-    pub max_seconds: u32,
-}
-
-/// Budgets as written in the file; `None` = off. `Config::limits` converts them to exact units.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Budget {
-    /// Agent cost per issue, in US dollars.
-    pub per_issue_usd: Option<f64>,
-    /// Agent cost per session, in US dollars.
-    pub per_session_usd: Option<f64>,
-    /// Agent wall time per issue, in minutes.
-    pub per_issue_minutes: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -165,27 +140,6 @@ pub struct AgentConfig {
     pub env: BTreeMap<String, String>,
     /// `CLAUDE_CODE_MAX_RETRIES`: kept low so the runner's own backoff is in charge.
     pub max_api_retries: u32,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-/// `notify`: where notifications go besides the orchestration log.
-pub struct NotifyConfig {
-    /// Discord/Slack-compatible webhook.
-    pub webhook_url: Option<String>,
-    /// Program and arguments; the message is appended as the last argument.
-    pub command: Option<Vec<String>>,
-    /// Below this, messages reach the orchestration log only.
-    pub min_severity: Severity,
-}
-
-impl Default for NotifyConfig {
-    fn default() -> Self {
-        NotifyConfig {
-            webhook_url: None,
-            command: None,
-            min_severity: definition::d::min_severity(),
-        }
-    }
 }
 
 /// Where issues come from; the local tracker carries its directory.
@@ -246,7 +200,9 @@ impl TrackerConfig {
     }
 }
 
-/// A validated config with every default filled in and every path absolute.
+/// A validated config with every default filled in and every path absolute. The keys read
+/// as written are its [`Settings`] (`cfg.workers`, `cfg.backoff`, …, through `Deref`); the
+/// fields here are the ones resolved across keys.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// The config file itself (absolute); relative paths inside it were resolved against its directory.
@@ -262,74 +218,40 @@ pub struct Config {
     /// Resolved log directory: `logDir`, else the per-user, per-project
     /// [`crate::logs::default_dir`].
     pub log_dir: PathBuf,
-    /// `maxLogDiskUsageMB` in bytes: step logs are pruned to stay under it.
-    pub max_log_disk_usage_bytes: u64,
-    /// Leftover processes to kill after every step.
-    pub cleanup: Cleanup,
     /// Indexed by `Step::index()`.
     pub steps: [StepConfig; Step::COUNT],
-    /// Failed attempts of a step in one cycle before the cycle escalates (`maxRetriesPerStep`).
-    pub max_retries_per_step: u32,
-    /// Precondition bounces per cycle before the cycle escalates (`maxBounceRetries`).
-    pub max_bounce_retries: u32,
-    /// Consecutive escalations that halt the session (`maxConsecutiveEscalations`).
-    pub max_consecutive_escalations: u32,
     /// Indexed by `Step::index()`; 0 = off.
     pub max_consecutive_failures: [u32; Step::COUNT],
-    /// Failures of a step in a row with the same signature that escalate early; 0 is off.
-    pub max_consecutive_same_failure: u32,
-    /// Rate-limit, overload and quota waits in a row before the run halts.
-    pub max_rate_limit_waits: u32,
-    /// Waits in a row for a git/gh/tracker call that failed for a transient network reason,
-    /// before the run halts with `ENVIRONMENT FAILURE: NETWORK`.
-    pub max_network_waits: u32,
-    /// The wait after a transient failure.
-    pub backoff: Backoff,
-    /// Longest wait for a usage window to reset before halting (`maxQuotaWaitMinutes`).
-    pub max_quota_wait: Duration,
-    /// Repair prompts per step and cycle (`maxRepairIterations`).
-    pub max_repair_iterations: u32,
-    /// `manual`: a step out of retries asks a person (`decide`) instead of escalating.
-    pub approval: Approval,
-    /// How long a manual decision may take before the session halts.
-    pub decision_timeout: Duration,
-    /// Spend limits; off unless set.
-    pub budget: Budget,
     /// Global idle timeout, the fallback of `steps.<key>.idleTimeoutMin`.
     pub idle_timeout: Duration,
-    /// Discord channel for notifications through `openclaw`.
-    pub discord_channel_id: Option<String>,
     /// The top-level agent; a step's own is [`StepConfig::agent`].
     pub agent: AgentConfig,
     /// USD per million tokens by model (`agent.pricing` over the shipped table), for CLIs
     /// that report tokens but no dollars.
     pub pricing: crate::agents::Pricing,
-    /// Webhook, command and minimum severity of notifications.
-    pub notify: NotifyConfig,
     /// Where issues come from.
     pub tracker: TrackerConfig,
-    /// Whether a repository with no CI configured may merge only after checks exist.
-    pub require_checks: bool,
     /// Where pushes, pull requests and CI live.
     pub forge: ForgeKind,
     /// The local forge's CI command, if any.
     pub local_ci: Option<LocalCi>,
-    /// How long a runner's claim on an issue lasts without renewal (`--worker-id`).
-    pub claim_lease: Duration,
-    /// Issues worked at once (`run --workers` overrides it).
-    pub workers: u32,
-    /// The status server (`run --http`); off unless an address is given.
-    pub http: HttpConfig,
+    /// Every top-level key read as written, with its declared default.
+    pub settings: Settings,
 }
 
-/// `http`: where the read-only status server listens and which variable holds its token.
-/// The address is checked when the server starts (`crate::http`), where `--http` is too.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HttpConfig {
-    /// The address to listen on (`http.listen`); `None`: no server unless `--http` gives one.
-    pub listen: Option<String>,
-    /// The environment variable holding the bearer token requests must carry.
-    pub token_env: Option<String>,
+// The keys read as written are declared once, in the definition, and reached through
+// `Deref`, so that adding one adds no field here.
+impl std::ops::Deref for Config {
+    type Target = Settings;
+    fn deref(&self) -> &Settings {
+        &self.settings
+    }
+}
+
+impl std::ops::DerefMut for Config {
+    fn deref_mut(&mut self) -> &mut Settings {
+        &mut self.settings
+    }
 }
 
 /// A CI command of the local forge.

@@ -7,6 +7,7 @@ use crate::agents::AgentKind;
 
 mod agents;
 mod reader;
+pub(super) mod rules;
 use agents::{no_effort, step_model};
 pub(super) use reader::{join, step_keys, Obj, Walker};
 
@@ -63,18 +64,6 @@ impl Walker {
             _ => String::new(),
         });
         let log_dir = self.path(&top, "logDir", base);
-        let max_log_mb = self.positive_or_default(&top, "maxLogDiskUsageMB");
-
-        let cleanup_obj = self.member(&top, "cleanup");
-        let process_patterns = self
-            .strings(
-                &cleanup_obj,
-                "processPatterns",
-                false,
-                Some("an empty pattern would match every process; remove it"),
-            )
-            .unwrap_or_default();
-
         let idle_timeout_min = self.positive_or_default(&top, "idleTimeoutMin");
         let steps = self.steps(
             &top,
@@ -100,126 +89,19 @@ impl Walker {
             );
         }
 
-        let max_retries_per_step = self.uint_or_default(&top, "maxRetriesPerStep");
-        let max_bounce_retries = self.uint_or_default(&top, "maxBounceRetries");
-        let max_consecutive_escalations = self.uint_or_default(&top, "maxConsecutiveEscalations");
+        // Every key read as written, by the rule its declaration names.
+        let settings = Settings::read(self, &top);
         let max_consecutive_failures = self.consecutive_failures(&top);
-        let same_default = top.default("maxConsecutiveSameFailure");
-        let same_max = top
-            .shape
-            .range("maxConsecutiveSameFailure")
-            .1
-            .unwrap_or(f64::MAX);
-        let max_consecutive_same_failure = match top.get("maxConsecutiveSameFailure") {
-            None => same_default,
-            Some(v) => match v.as_f64() {
-                Some(n) if n.fract() == 0.0 && n > same_max => {
-                    self.above_maximum("maxConsecutiveSameFailure".into(), n, same_max);
-                    same_default
-                }
-                Some(n) if n == 0.0 || (n >= 2.0 && n.fract() == 0.0) => n as u32,
-                _ => {
-                    self.expected(
-                        "maxConsecutiveSameFailure".into(),
-                        "0 (off) or an integer ≥ 2",
-                        v,
-                    );
-                    same_default
-                }
-            },
-        };
-        let max_rate_limit_waits = self.uint_or_default(&top, "maxRateLimitWaits");
-        let max_network_waits = self.uint_or_default(&top, "maxNetworkWaits");
-
-        let backoff_obj = self.member(&top, "backoff");
-        let initial_seconds = self.uint_or_default(&backoff_obj, "initialSeconds");
-        let max_seconds = self.uint_or_default(&backoff_obj, "maxSeconds");
-        if max_seconds < initial_seconds {
-            self.err(
-                "backoff.maxSeconds".into(),
-                format!("{max_seconds} is less than backoff.initialSeconds ({initial_seconds})"),
-            );
-        }
-
-        let quota_default: f64 = top.default("maxQuotaWaitMinutes");
-        let quota_max = top.shape.range("maxQuotaWaitMinutes").1.unwrap_or(f64::MAX);
-        let max_quota_wait_min = match top.get("maxQuotaWaitMinutes") {
-            None => quota_default,
-            Some(v) => match v.as_f64().filter(|n| n.is_finite() && *n >= 0.0) {
-                Some(n) if n > quota_max => {
-                    self.above_maximum("maxQuotaWaitMinutes".into(), n, quota_max);
-                    quota_default
-                }
-                Some(n) => n,
-                None => {
-                    self.expected("maxQuotaWaitMinutes".into(), "a number ≥ 0", v);
-                    quota_default
-                }
-            },
-        };
-        let max_repair_iterations = self.uint_or_default(&top, "maxRepairIterations");
-        let approval = self
-            .pick::<Approval>(&top, "approval")
-            .unwrap_or_else(|| top.default("approval"));
-        let decision_timeout_min = self.positive_or_default(&top, "decisionTimeoutMinutes");
-
-        let budget_obj = self.member(&top, "budget");
-        let budget = Budget {
-            per_issue_usd: self.positive(&budget_obj, "perIssueUsd"),
-            per_session_usd: self.positive(&budget_obj, "perSessionUsd"),
-            per_issue_minutes: self.positive(&budget_obj, "perIssueMinutes"),
-        };
         let pricing = self.pricing(&top);
-        self.check_prices(&steps, &pricing, &budget);
+        self.check_prices(&steps, &pricing, &settings.budget);
 
-        let discord_channel_id = match top.get("discordChannelId") {
-            None => None,
-            Some(Value::String(s)) if !s.trim().is_empty() => Some(s.clone()),
-            Some(v @ Value::Number(_)) => {
-                // Discord ids exceed 2^53, so a JSON number has already lost digits.
-                self.expected(
-                    "discordChannelId".into(),
-                    "a string (write the id in quotes: large numbers lose digits in JSON)",
-                    v,
-                );
-                None
-            }
-            Some(v) => {
-                self.expected("discordChannelId".into(), "a non-empty string", v);
-                None
-            }
-        };
-
-        let notify = self.notify(&top);
         let tracker = self.tracker(&top, base);
-        let require_checks = self
-            .boolean(&top, "requireChecks")
-            .unwrap_or_else(|| top.default("requireChecks"));
         let forge = match self.pick::<ForgeKind>(&top, "forge") {
             Some(forge) => forge,
             None if tracker.kind() == TrackerKind::Local => ForgeKind::Local,
             None => ForgeKind::Github,
         };
-
         let local_ci = self.local_ci(&top, forge);
-        let workers = self.uint_or_default(&top, "workers");
-        let claims_obj = self.member(&top, "claims");
-        let claim_lease = minutes(self.positive_or_default(&claims_obj, "leaseMinutes"));
-
-        let http_obj = self.member(&top, "http");
-        let listen = self.text(&http_obj, "listen");
-        if let Some(addr) = &listen {
-            if addr.parse::<std::net::SocketAddr>().is_err() {
-                self.err(
-                    http_obj.path("listen"),
-                    format!("\"{addr}\" is not an address and port: write one such as \"127.0.0.1:8080\""),
-                );
-            }
-        }
-        let http = HttpConfig {
-            listen,
-            token_env: self.text(&http_obj, "tokenEnv"),
-        };
 
         let project_path = project_path?;
         let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
@@ -230,37 +112,15 @@ impl Walker {
             model: global_model,
             effort: effort_raw.unwrap_or(DEFAULT_EFFORT),
             log_dir,
-            max_log_disk_usage_bytes: (max_log_mb * 1024.0 * 1024.0).round() as u64,
-            cleanup: Cleanup { process_patterns },
             steps,
-            max_retries_per_step,
-            max_bounce_retries,
-            max_consecutive_escalations,
             max_consecutive_failures,
-            max_consecutive_same_failure,
-            max_rate_limit_waits,
-            max_network_waits,
-            backoff: Backoff {
-                initial_seconds,
-                max_seconds,
-            },
-            max_quota_wait: minutes(max_quota_wait_min),
-            max_repair_iterations,
-            approval,
-            decision_timeout: minutes(decision_timeout_min),
-            budget,
             idle_timeout: minutes(idle_timeout_min),
-            discord_channel_id,
             agent,
             pricing,
-            notify,
             tracker,
-            require_checks,
             forge,
             local_ci,
-            claim_lease,
-            workers,
-            http,
+            settings,
         })
     }
 
@@ -326,19 +186,8 @@ impl Walker {
                     _ => {}
                 }
             }
-            let max_turns = self.uint_or_default(&o, "maxTurns");
-            let timeout_min = self.positive_or_default(&o, "timeoutMin");
+            let settings = StepSettings::read(self, &o);
             let idle_min = self.positive(&o, "idleTimeoutMin").unwrap_or(idle_timeout_min);
-            let skill = self.text(&o, "skill");
-            if let Some(s) = &skill {
-                if s.contains('/') || s.contains('\\') || s == ".." {
-                    self.err(
-                        o.path("skill"),
-                        format!("\"{s}\" is not a skill name: give the directory name under <pluginsPath>/plugins/nmg-sdlc/skills/"),
-                    );
-                }
-            }
-            let prompt = self.text(&o, "prompt");
             let run = match self.text(&o, "run").as_deref() {
                 None | Some("agent") => StepRun::Agent,
                 Some("builtin") if step.can_be_builtin() => StepRun::Builtin,
@@ -388,14 +237,11 @@ impl Walker {
             StepConfig {
                 model,
                 effort,
-                max_turns,
-                timeout: minutes(timeout_min),
                 idle_timeout: minutes(idle_min),
-                skill,
-                prompt,
                 enabled: enabled || !step.can_be_disabled(),
                 run,
                 agent,
+                settings,
             }
         })
     }
@@ -435,36 +281,6 @@ impl Walker {
     fn agent(&mut self, top: &Obj) -> AgentConfig {
         let o = self.member(top, "agent");
         self.agent_fields(&o, None)
-    }
-
-    fn notify(&mut self, top: &Obj) -> NotifyConfig {
-        let o = self.member(top, "notify");
-        let webhook_url = self.text(&o, "webhookUrl");
-        if let Some(url) = &webhook_url {
-            if !(url.starts_with("https://") || url.starts_with("http://")) {
-                self.err(
-                    o.path("webhookUrl"),
-                    format!("\"{url}\" is not an http:// or https:// URL"),
-                );
-            }
-        }
-        let command = self.strings(&o, "command", true, None);
-        if let Some([program, ..]) = command.as_deref() {
-            if program.trim().is_empty() {
-                self.err(
-                    format!("{}[0]", o.path("command")),
-                    "the program name is empty",
-                );
-            }
-        }
-        let min_severity = self
-            .pick::<Severity>(&o, "minSeverity")
-            .unwrap_or_else(definition::d::min_severity);
-        NotifyConfig {
-            webhook_url,
-            command,
-            min_severity,
-        }
     }
 
     fn tracker(&mut self, top: &Obj, base: &Path) -> TrackerConfig {

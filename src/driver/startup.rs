@@ -550,18 +550,18 @@ fn claim_keeper(
         .max()
         .unwrap_or_default()
         + cfg.local_ci.as_ref().map(|c| c.timeout).unwrap_or_default();
-    if cfg.claim_lease <= longest {
+    if cfg.claims.lease <= longest {
         return Err(format!(
             "{}: claims.leaseMinutes ({}) must exceed the longest step's timeoutMin plus localCi.timeoutMin ({} min): a claim would expire while its runner still works; raise claims.leaseMinutes",
             cfg.file.display(),
-            cfg.claim_lease.as_secs_f64() / 60.0,
+            cfg.claims.lease.as_secs_f64() / 60.0,
             longest.as_secs_f64() / 60.0
         ));
     }
     Ok(Some(super::claim::ClaimKeeper {
         store,
         worker,
-        lease: cfg.claim_lease,
+        lease: cfg.claims.lease,
         held: None,
         others: Default::default(),
         refused: Default::default(),

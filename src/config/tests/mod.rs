@@ -63,7 +63,14 @@ fn minimal_config_has_every_default() {
     assert_eq!(c.agent.command, "claude");
     assert!(c.agent.args.is_empty() && c.agent.env.is_empty());
     assert_eq!(c.agent.max_api_retries, 2);
-    assert_eq!(c.notify, NotifyConfig::default());
+    assert_eq!(
+        c.notify,
+        NotifyConfig {
+            webhook_url: None,
+            command: None,
+            min_severity: Severity::Warning,
+        }
+    );
     assert_eq!(c.tracker.kind(), TrackerKind::Github);
     assert_eq!(c.tracker.dir(), None);
     assert_eq!(c.tracker.label(), "automatable");

@@ -25,15 +25,17 @@ impl<'v> Obj<'v> {
         join(&self.path, key)
     }
     /// The declared default of `key` (see `definition.rs`).
-    pub(in crate::config) fn default<T: serde::de::DeserializeOwned + Default>(
-        &self,
-        key: &str,
-    ) -> T {
-        let declared = self.shape.default(key);
-        // A reader asked for the default of a key declared without one: a slip in
-        // definition.rs that the config tests hit, never the user's fault.
-        debug_assert!(declared.is_some(), "{key} has no declared default");
-        declared.unwrap_or_default()
+    pub(in crate::config) fn default<T: serde::de::DeserializeOwned>(&self, key: &str) -> T {
+        match self.shape.default(key) {
+            Some(declared) => declared,
+            // A rule asked for the default of a key declared without one: a slip in
+            // definition.rs that every load of a config (and so the first config test)
+            // hits, never the user's fault.
+            None => panic!(
+                "config key {} is read with its default but declares none in definition.rs",
+                self.path(key)
+            ),
+        }
     }
 }
 
@@ -143,11 +145,6 @@ impl Walker {
                 None
             }
         }
-    }
-
-    /// `uint`, or the declared default when the key is absent or wrong.
-    pub(in crate::config) fn uint_or_default(&mut self, o: &Obj, key: &str) -> u32 {
-        self.uint(o, key).unwrap_or_else(|| o.default(key))
     }
 
     /// `positive`, or the declared default when the key is absent or wrong.
