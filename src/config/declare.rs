@@ -106,6 +106,12 @@ macro_rules! config_object {
                 #[allow(non_camel_case_types, dead_code)]
                 enum Key { $($all),* }
                 let keys = o.shape.keys();
+                debug_assert_eq!(
+                    keys.len(),
+                    [$(stringify!($all)),*].len(),
+                    "{}: the schema's keys and the declaration's fields differ",
+                    stringify!($typed)
+                );
                 let key = |k: Key| keys.get(k as usize).copied().unwrap_or_default();
                 $typed {
                     $( $field: $rule(w, o, key(Key::$field)), )*

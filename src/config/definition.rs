@@ -4,23 +4,23 @@
 //! checks, the defaults it fills in and the table in docs/config.md are all derived from
 //! these types; nothing else lists keys.
 //!
+//! A key the runner uses as written names, after `=>`, its typed form and the rule that reads
+//! it (`validate/rules.rs`); `config_object!` (`declare.rs`) derives from the same entry the
+//! typed struct (`Settings`, `StepSettings`, `Backoff`, …) and its reader. A key declared
+//! without `=>` depends on other keys and is resolved in `validate.rs`.
+//!
 //! # Adding a key
 //!
-//! 1. Declare it here: the field with its doc comment, `#[serde(default = "d::…")]` and a
-//!    function in [`d`] if it has a default, `#[schemars(range(…))]` if it is a number.
-//! 2. Use it: read it in `validate.rs` with the reader for its type (`self.uint_or_default(&o,
-//!    "key")`, `positive`, `text`, `pick`, `boolean`, …), which takes the range, the choices
-//!    and the default from step 1, put it in the typed [`super::Config`] (`types.rs`), and
-//!    use that field where it matters.
-//! 3. Show it in `examples/sdlc-config.json` (the key, or a `_key` comment) and regenerate
-//!    docs/config.md with `SDLC_BLESS=1 cargo test --lib config::tests::docs`. Both are
-//!    checked: `cargo test --lib config` fails, naming the key, until they are done.
+//! Declare it here (the field with its doc comment, `#[serde(default = "d::…")]` and a
+//! function in [`d`] if it has a default, `#[schemars(range(…))]` if it is a number, and
+//! `=> type = rule`), use it (`cfg.the_key`), show it in `examples/sdlc-config.json` and
+//! regenerate docs/config.md with `SDLC_BLESS=1 cargo test --lib config::tests::docs`; the
+//! last two are checked by `cargo test --lib config`, which names the key. docs/interfaces.md
+//! ("Adding a key") walks through it.
 //!
-//! Nothing else lists keys, defaults or ranges: the unknown-key check, the "expected …"
-//! and "above the maximum" messages and `config schema` all read the declaration.
-//!
-//! Validation walks the raw JSON rather than deserializing into these types, because serde
-//! stops at the first error and cannot name the path; these types are never built at run time.
+//! Validation walks the raw JSON rather than deserializing into the `…File` types, because
+//! serde stops at the first error and cannot name the path; those types are never built at
+//! run time, only their schema.
 
 use super::validate::rules::*;
 use super::validate::{Obj, Walker};

@@ -154,6 +154,44 @@ fn limits_convert_to_exact_units() {
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));
 }
 
+/// The typed settings find each key by its position in the declaration: every one gets the
+/// value written at its own name, not a neighbour's.
+#[test]
+fn each_setting_reads_the_key_declared_with_it() {
+    let c = load(&with_project(
+        r#""maxLogDiskUsageMB": 2, "cleanup": {"processPatterns": ["chrome"]},
+           "maxRateLimitWaits": 11, "maxNetworkWaits": 12, "maxRepairIterations": 13,
+           "decisionTimeoutMinutes": 14, "discordChannelId": "15", "requireChecks": true,
+           "notify": {"webhookUrl": "https://hook", "command": ["tell"], "minSeverity": "info"},
+           "claims": {"leaseMinutes": 16}, "http": {"listen": "127.0.0.1:17", "tokenEnv": "T"},
+           "workers": 18, "steps": {"verify": {"maxTurns": 19, "timeoutMin": 20, "prompt": "p"}}"#,
+    ));
+    assert_eq!(c.max_log_disk_usage_bytes, 2 * 1024 * 1024);
+    assert_eq!(c.cleanup.process_patterns, ["chrome"]);
+    assert_eq!(
+        (
+            c.max_rate_limit_waits,
+            c.max_network_waits,
+            c.max_repair_iterations
+        ),
+        (11, 12, 13)
+    );
+    assert_eq!(c.decision_timeout, Duration::from_secs(14 * 60));
+    assert_eq!(c.discord_channel_id.as_deref(), Some("15"));
+    assert!(c.require_checks);
+    assert_eq!(c.notify.webhook_url.as_deref(), Some("https://hook"));
+    assert_eq!(c.notify.command.as_deref(), Some(&["tell".to_string()][..]));
+    assert_eq!(c.notify.min_severity, Severity::Info);
+    assert_eq!(c.claims.lease, Duration::from_secs(16 * 60));
+    assert_eq!(c.http.listen.as_deref(), Some("127.0.0.1:17"));
+    assert_eq!(c.http.token_env.as_deref(), Some("T"));
+    assert_eq!(c.workers, 18);
+    assert_eq!(c.max_turns(Step::Verify), 19);
+    assert_eq!(c.timeout(Step::Verify), Duration::from_secs(20 * 60));
+    assert_eq!(c.prompt(Step::Verify), Some("p"));
+    assert_eq!(c.max_turns(Step::Implement), 20);
+}
+
 #[test]
 fn consecutive_failures_merge_over_the_verify_default() {
     let c = load(&with_project(r#""maxConsecutiveFailures": {"merge": 4}"#));
