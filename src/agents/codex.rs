@@ -7,14 +7,14 @@
 //! CLI has no turn limit and no structured error codes: the runner counts tool calls and reads
 //! the failure's text.
 
-use super::lines::{dispatch, object, Events, Lines};
+use super::lines::{object, Events, JsonLinesReader, Progress};
 use super::{reset_wait_secs, Stop};
 use crate::agents::ModelTokens;
 use crate::classify::{decided, Classified, Observation};
 use crate::config::Config;
 use crate::driver::invoke::{AttemptInfo, Invocation};
 use crate::failure::FailureClass;
-use crate::stream::{truncate, ResultEvent, StreamSummary, MAX_RESULT_TEXT};
+use crate::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -64,55 +64,18 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
 }
 
 /// Incremental reader of `codex exec --json` output.
-#[derive(Debug)]
-pub struct Reader {
-    lines: Lines,
-    summary: StreamSummary,
-    max_turns: u32,
+pub type Reader = JsonLinesReader<Codex>;
+
+/// What the reader of Codex's stream keeps of its own.
+#[derive(Debug, Default)]
+pub struct Codex {
     recent: VecDeque<String>,
     last_message: Option<String>,
-    stop: Option<Stop>,
 }
 
-impl Reader {
-    /// `max_turns`: tool calls allowed before the runner stops the agent.
-    pub fn new(max_turns: u32) -> Reader {
-        Reader {
-            lines: Lines::default(),
-            summary: StreamSummary::default(),
-            max_turns,
-            recent: VecDeque::new(),
-            last_message: None,
-            stop: None,
-        }
-    }
-
-    /// Feeds stdout; `false` once the agent should be stopped.
-    pub fn feed(&mut self, bytes: &[u8]) -> bool {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, &mut |line| dispatch(self, line));
-        self.lines = lines;
-        self.stop.is_none()
-    }
-
-    /// What the output said so far.
-    pub fn summary(&self) -> &StreamSummary {
-        &self.summary
-    }
-
-    /// Bytes held in buffers: bounded whatever the input.
-    pub fn buffered_bytes(&self) -> usize {
-        self.lines.buffered_bytes() + self.recent.iter().map(String::capacity).sum::<usize>()
-    }
-
-    /// Reads a last line without a newline and returns what the whole output said.
-    pub fn finish(mut self) -> StreamSummary {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(&mut |line| dispatch(&mut self, line));
-        self.summary
-    }
-
-    fn tool_call(&mut self, id: &str, kind: &str) {
+impl Codex {
+    /// A tool item, counted once although it is both started and completed.
+    fn tool_call(&mut self, p: &mut Progress, id: &str, kind: &str) {
         if !id.is_empty() && self.recent.iter().any(|r| r == id) {
             return;
         }
@@ -120,36 +83,30 @@ impl Reader {
             self.recent.pop_front();
         }
         self.recent.push_back(id.to_string());
-        self.summary.tool_calls = self.summary.tool_calls.saturating_add(1);
-        self.summary.turns = self.summary.tool_calls;
-        self.summary.last_tool = Some(truncate(kind, 64));
-        if self.summary.tool_calls > self.max_turns && self.stop.is_none() {
-            self.summary.turn_limit = Some(self.max_turns);
-            self.stop = Some(Stop::TurnLimit);
-        }
+        p.tool_call(Some(kind));
     }
 
-    fn result(&self, failed: bool, text: Option<String>) -> ResultEvent {
+    fn result(p: &Progress, failed: bool, text: Option<String>) -> ResultEvent {
         ResultEvent {
             subtype: if failed { "error" } else { "success" }.to_string(),
             is_error: failed,
             result_text: text,
-            num_turns: Some(self.summary.tool_calls.saturating_add(1)),
-            session_id: self.summary.session_id.clone(),
+            num_turns: Some(p.summary.tool_calls.saturating_add(1)),
+            session_id: p.summary.session_id.clone(),
             ..ResultEvent::default()
         }
     }
 }
 
-impl Events for Reader {
-    fn summary_mut(&mut self) -> &mut StreamSummary {
-        &mut self.summary
+impl Events for Codex {
+    fn buffered_bytes(&self) -> usize {
+        self.recent.iter().map(String::capacity).sum::<usize>()
     }
 
-    fn event(&mut self, event: &Value) {
+    fn event(&mut self, p: &mut Progress, event: &Value) {
         let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
         match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "thread.started" => self.summary.session_id = text(event, "thread_id"),
+            "thread.started" => p.summary.session_id = text(event, "thread_id"),
             "item.started" | "item.completed" => {
                 let Some(item) = event.get("item") else {
                     return;
@@ -161,30 +118,30 @@ impl Events for Reader {
                     }
                 } else if !NOT_TOOLS.contains(&kind) {
                     let id = text(item, "id").unwrap_or_default();
-                    self.tool_call(&id, kind);
+                    self.tool_call(p, &id, kind);
                 }
             }
             "error" => {
                 if let Some(message) = text(event, "message") {
                     // Without network or credentials the CLI retries for ever.
-                    if message.contains("waiting for network") && self.summary.result.is_none() {
-                        self.summary.offline = Some(truncate(&message, 1024));
-                        self.stop.get_or_insert(Stop::Offline);
+                    if message.contains("waiting for network") && p.summary.result.is_none() {
+                        p.summary.offline = Some(truncate(&message, 1024));
+                        p.stop.get_or_insert(Stop::Offline);
                     }
-                    self.summary.api_error_message = Some(truncate(&message, 1024));
+                    p.summary.api_error_message = Some(truncate(&message, 1024));
                 }
             }
             "turn.completed" => {
                 if let Some(usage) = event.get("usage") {
                     let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-                    self.summary.tokens.push(ModelTokens {
+                    p.summary.tokens.push(ModelTokens {
                         model: String::new(),
                         input: n("input_tokens"),
                         cached_input: n("cached_input_tokens"),
                         output: n("output_tokens"),
                     });
                 }
-                self.summary.result = Some(self.result(false, self.last_message.clone()));
+                p.summary.result = Some(Codex::result(p, false, self.last_message.clone()));
             }
             "turn.failed" => {
                 let message = event
@@ -192,7 +149,7 @@ impl Events for Reader {
                     .and_then(|e| e.get("message"))
                     .and_then(Value::as_str)
                     .map(|m| truncate(m, MAX_RESULT_TEXT));
-                self.summary.result = Some(self.result(true, message));
+                p.summary.result = Some(Codex::result(p, true, message));
             }
             _ => {}
         }

@@ -5,14 +5,13 @@
 //! token `stats` per model. API failures exit with the HTTP status modulo 256; setup failures
 //! (no auth, untrusted folder) print nothing on stdout and exit 41 or 55.
 
-use super::lines::{dispatch, object, Events, Lines};
-use super::Stop;
+use super::lines::{object, Events, JsonLinesReader, Progress};
 use crate::agents::ModelTokens;
 use crate::classify::{decided, Classified, Observation};
 use crate::config::Config;
 use crate::driver::invoke::{AttemptInfo, Invocation};
 use crate::failure::FailureClass;
-use crate::stream::{truncate, ResultEvent, StreamSummary, MAX_RESULT_TEXT};
+use crate::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use serde_json::Value;
 use std::path::PathBuf;
 
@@ -49,54 +48,17 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
 }
 
 /// Incremental reader of Gemini's stream-json output.
-#[derive(Debug)]
-pub struct Reader {
-    lines: Lines,
-    summary: StreamSummary,
-    max_turns: u32,
+pub type Reader = JsonLinesReader<Gemini>;
+
+/// What the reader of Gemini's stream keeps of its own.
+#[derive(Debug, Default)]
+pub struct Gemini {
     /// The assistant's text since its last tool call, for diagnostics.
     text: String,
-    stop: Option<Stop>,
 }
 
-impl Reader {
-    /// A reader that stops the agent after `max_turns` tool calls.
-    pub fn new(max_turns: u32) -> Reader {
-        Reader {
-            lines: Lines::default(),
-            summary: StreamSummary::default(),
-            max_turns,
-            text: String::new(),
-            stop: None,
-        }
-    }
-
-    /// Feeds a chunk of stdout; `false` once the agent should be stopped.
-    pub fn feed(&mut self, bytes: &[u8]) -> bool {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.feed(bytes, &mut |line| dispatch(self, line));
-        self.lines = lines;
-        self.stop.is_none()
-    }
-
-    /// What the output said so far.
-    pub fn summary(&self) -> &StreamSummary {
-        &self.summary
-    }
-
-    /// Bytes held in buffers: bounded whatever the input.
-    pub fn buffered_bytes(&self) -> usize {
-        self.lines.buffered_bytes() + self.text.capacity()
-    }
-
-    /// Reads a last line without a newline and returns what the whole output said.
-    pub fn finish(mut self) -> StreamSummary {
-        let mut lines = std::mem::take(&mut self.lines);
-        lines.finish(&mut |line| dispatch(&mut self, line));
-        self.summary
-    }
-
-    fn result(&mut self, event: &Value) {
+impl Gemini {
+    fn result(&mut self, p: &mut Progress, event: &Value) {
         let failed = event.get("status").and_then(Value::as_str) != Some("success");
         let error = event.get("error");
         let field = |key: &str| {
@@ -112,7 +74,7 @@ impl Reader {
         {
             for (model, usage) in models.iter().take(16) {
                 let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
-                self.summary.tokens.push(ModelTokens {
+                p.summary.tokens.push(ModelTokens {
                     model: truncate(model, 128),
                     input: n("input_tokens"),
                     cached_input: n("cached"),
@@ -121,30 +83,30 @@ impl Reader {
             }
         }
         let text = (!self.text.trim().is_empty()).then(|| self.text.clone());
-        self.summary.result = Some(ResultEvent {
+        p.summary.result = Some(ResultEvent {
             subtype: if failed { "error" } else { "success" }.to_string(),
             is_error: failed,
             terminal_reason: field("type"),
             result_text: field("message").or(text),
-            num_turns: Some(self.summary.tool_calls.saturating_add(1)),
+            num_turns: Some(p.summary.tool_calls.saturating_add(1)),
             duration_ms: stats
                 .and_then(|s| s.get("duration_ms"))
                 .and_then(Value::as_u64),
-            session_id: self.summary.session_id.clone(),
+            session_id: p.summary.session_id.clone(),
             ..ResultEvent::default()
         });
     }
 }
 
-impl Events for Reader {
-    fn summary_mut(&mut self) -> &mut StreamSummary {
-        &mut self.summary
+impl Events for Gemini {
+    fn buffered_bytes(&self) -> usize {
+        self.text.capacity()
     }
 
-    fn event(&mut self, event: &Value) {
+    fn event(&mut self, p: &mut Progress, event: &Value) {
         let text = |v: &Value, key: &str| v.get(key).and_then(Value::as_str).map(str::to_string);
         match event.get("type").and_then(Value::as_str).unwrap_or("") {
-            "init" => self.summary.session_id = text(event, "session_id"),
+            "init" => p.summary.session_id = text(event, "session_id"),
             "message" if text(event, "role").as_deref() == Some("assistant") => {
                 if let Some(content) = text(event, "content") {
                     if self.text.len() + content.len() <= MAX_RESULT_TEXT {
@@ -154,15 +116,7 @@ impl Events for Reader {
             }
             "tool_use" => {
                 self.text.clear();
-                self.summary.tool_calls = self.summary.tool_calls.saturating_add(1);
-                self.summary.turns = self.summary.tool_calls;
-                if let Some(name) = text(event, "tool_name") {
-                    self.summary.last_tool = Some(truncate(&name, 64));
-                }
-                if self.summary.tool_calls > self.max_turns && self.stop.is_none() {
-                    self.summary.turn_limit = Some(self.max_turns);
-                    self.stop = Some(Stop::TurnLimit);
-                }
+                p.tool_call(text(event, "tool_name").as_deref());
             }
             "tool_result" => {
                 let kind = event.get("error").and_then(|e| e.get("type"));
@@ -170,7 +124,7 @@ impl Events for Reader {
                     // The tool id is `<tool>__<tool>_<n>`.
                     let id = text(event, "tool_id").unwrap_or_default();
                     let tool = id.split("__").next().unwrap_or_default().to_string();
-                    let tools = &mut self.summary.unavailable_tools;
+                    let tools = &mut p.summary.unavailable_tools;
                     if !tools.contains(&tool) && tools.len() < MAX_UNAVAILABLE_TOOLS {
                         tools.push(truncate(&tool, 64));
                     }
@@ -179,12 +133,12 @@ impl Events for Reader {
             "error" => {
                 let message = text(event, "message").unwrap_or_default();
                 if message.contains("Loop detected") {
-                    self.summary.loop_detected = Some(truncate(&message, 1024));
+                    p.summary.loop_detected = Some(truncate(&message, 1024));
                 } else if !message.is_empty() {
-                    self.summary.api_error_message = Some(truncate(&message, 1024));
+                    p.summary.api_error_message = Some(truncate(&message, 1024));
                 }
             }
-            "result" => self.result(event),
+            "result" => self.result(p, event),
             _ => {}
         }
     }
@@ -212,28 +166,18 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
         .trim();
     let guarded = obs.timed_out || obs.idle_timed_out || obs.killed;
     if !guarded && result.is_none() {
-        match obs.exit_code {
-            Some(EXIT_NO_AUTH) => {
-                let what = format!("not logged in: {stderr_line}");
-                return Some(decided(
-                    FailureClass::Auth,
-                    "no auth method",
-                    &what,
-                    obs.stderr_tail,
-                    None,
-                ));
-            }
-            Some(EXIT_UNTRUSTED) => {
-                let what = format!("the project folder is not trusted: {stderr_line}");
-                return Some(decided(
-                    FailureClass::ToolingEnv,
-                    "untrusted folder",
-                    &what,
-                    obs.stderr_tail,
-                    None,
-                ));
-            }
-            _ => {}
+        let setup = match obs.exit_code {
+            Some(EXIT_NO_AUTH) => Some((FailureClass::Auth, "no auth method", "not logged in")),
+            Some(EXIT_UNTRUSTED) => Some((
+                FailureClass::ToolingEnv,
+                "untrusted folder",
+                "the project folder is not trusted",
+            )),
+            _ => None,
+        };
+        if let Some((class, signature, what)) = setup {
+            let what = format!("{what}: {stderr_line}");
+            return Some(decided(class, signature, &what, obs.stderr_tail, None));
         }
     }
     let result = result?;

@@ -1,6 +1,7 @@
 //! Splits a byte stream into lines with bounded memory, for the JSON-lines readers.
 
-use crate::stream::MAX_LINE_BYTES;
+use super::Stop;
+use crate::stream::{truncate, StreamSummary, MAX_LINE_BYTES};
 
 /// Capacity above which an emptied buffer is released instead of reused.
 const RETAIN_CAPACITY: usize = 64 * 1024;
@@ -72,28 +73,106 @@ impl Lines {
     }
 }
 
-/// A JSON-lines reader's event handler.
-pub trait Events {
-    fn summary_mut(&mut self) -> &mut crate::stream::StreamSummary;
-    fn event(&mut self, event: &serde_json::Value);
+/// What every JSON-lines reader keeps besides its CLI's own state: the summary so far, the
+/// step's turn limit and why the agent should stop.
+#[derive(Debug, Default)]
+pub struct Progress {
+    /// What the output said so far.
+    pub summary: StreamSummary,
+    /// Tool calls allowed before the runner stops the agent.
+    pub max_turns: u32,
+    /// Set once the agent should be stopped.
+    pub stop: Option<Stop>,
+}
+
+impl Progress {
+    /// One tool call (`name`: the tool, when the event says): counted as a turn, and past
+    /// `max_turns` the agent is asked to stop, since these CLIs have no limit of their own.
+    pub fn tool_call(&mut self, name: Option<&str>) {
+        let summary = &mut self.summary;
+        summary.tool_calls = summary.tool_calls.saturating_add(1);
+        summary.turns = summary.tool_calls;
+        if let Some(name) = name {
+            summary.last_tool = Some(truncate(name, 64));
+        }
+        if summary.tool_calls > self.max_turns && self.stop.is_none() {
+            summary.turn_limit = Some(self.max_turns);
+            self.stop = Some(Stop::TurnLimit);
+        }
+    }
+}
+
+/// A CLI's handler of the JSON objects of its stream.
+pub trait Events: Default {
+    /// Handles one JSON object of the stream, noting what it says in `p`.
+    fn event(&mut self, p: &mut Progress, event: &serde_json::Value);
+    /// Bytes of its own state held (bounded whatever the input).
+    fn buffered_bytes(&self) -> usize;
+}
+
+/// The incremental reader of a JSON-lines agent stream with flat memory: lines split
+/// (overlong ones dropped whole), each JSON object handed to the CLI's handler `E`.
+#[derive(Debug)]
+pub struct JsonLinesReader<E> {
+    lines: Lines,
+    progress: Progress,
+    events: E,
+}
+
+impl<E: Events> JsonLinesReader<E> {
+    /// `max_turns`: tool calls allowed before the runner stops the agent.
+    pub fn new(max_turns: u32) -> Self {
+        JsonLinesReader {
+            lines: Lines::default(),
+            progress: Progress {
+                max_turns,
+                ..Progress::default()
+            },
+            events: E::default(),
+        }
+    }
+
+    /// Feeds a chunk of stdout; `false` once the agent should be stopped.
+    pub fn feed(&mut self, bytes: &[u8]) -> bool {
+        let (events, p) = (&mut self.events, &mut self.progress);
+        self.lines
+            .feed(bytes, &mut |line| dispatch(events, p, line));
+        self.progress.stop.is_none()
+    }
+
+    /// What the output said so far.
+    pub fn summary(&self) -> &StreamSummary {
+        &self.progress.summary
+    }
+
+    /// Bytes held in buffers: bounded whatever the input.
+    pub fn buffered_bytes(&self) -> usize {
+        self.lines.buffered_bytes() + self.events.buffered_bytes()
+    }
+
+    /// Reads a last line without a newline and returns what the whole output said.
+    pub fn finish(mut self) -> StreamSummary {
+        let (events, p) = (&mut self.events, &mut self.progress);
+        self.lines.finish(&mut |line| dispatch(events, p, line));
+        self.progress.summary
+    }
 }
 
 /// Counts `line` and hands it to `target` when it is a JSON object; anything else (too long,
 /// not JSON) is counted malformed and skipped.
-pub fn dispatch(target: &mut impl Events, line: Option<&str>) {
+fn dispatch(target: &mut impl Events, p: &mut Progress, line: Option<&str>) {
     let Some(line) = line else {
-        let summary = target.summary_mut();
-        summary.lines += 1;
-        summary.malformed_lines += 1;
+        p.summary.lines += 1;
+        p.summary.malformed_lines += 1;
         return;
     };
     if line.trim().is_empty() {
         return;
     }
-    target.summary_mut().lines += 1;
+    p.summary.lines += 1;
     match object(line) {
-        Some(event) => target.event(&event),
-        None => target.summary_mut().malformed_lines += 1,
+        Some(event) => target.event(p, &event),
+        None => p.summary.malformed_lines += 1,
     }
 }
 
