@@ -9,7 +9,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicU64;
 
@@ -80,80 +80,60 @@ pub struct Metrics {
 
 impl Metrics {
     pub fn new(models: [String; Step::COUNT]) -> Metrics {
-        let mut m = Metrics {
-            registry: Registry::with_prefix("sdlc"),
+        let mut registry = Registry::with_prefix("sdlc");
+        let r = &mut registry;
+        // Registered in this order, which is the order of the exposition.
+        Metrics {
+            steps_started: metric(
+                r,
+                "steps_started",
+                "Steps started (first attempts), by step",
+            ),
+            attempts: metric(
+                r,
+                "step_attempts",
+                "Attempts dispatched (first ones and retries), by step",
+            ),
+            steps_finished: metric(
+                r,
+                "steps_finished",
+                "Attempts finished, by step and outcome (ok or the failure class)",
+            ),
+            agent_seconds: metric(
+                r,
+                "agent_seconds",
+                "Wall-clock time of finished attempts, by step and model",
+            ),
+            agent_turns: metric(
+                r,
+                "agent_turns",
+                "Agent turns of finished attempts, by step and model",
+            ),
+            agent_cost: metric(
+                r,
+                "agent_cost_usd",
+                "Cost the agent reported for finished attempts, in US dollars, by step and model",
+            ),
+            escalations: metric(r, "escalations", "Issues escalated"),
+            halts: metric(r, "halts", "Session halts, by reason"),
+            waits: metric(
+                r,
+                "waits",
+                "Waits begun (rate limit, quota, backoff), by kind",
+            ),
+            wait_seconds: metric(r, "wait_seconds", "Seconds of the waits begun, by kind"),
+            merged: metric(r, "issues_merged", "Issues merged"),
+            worker_state: metric(
+                r,
+                "worker_state",
+                "1 for the machine state each worker is in, 0 for the states it left",
+            ),
+            records: metric(r, "journal_records", "Journal records read, by worker"),
+            registry,
             models,
-            steps_started: Family::default(),
-            attempts: Family::default(),
-            steps_finished: Family::default(),
-            agent_seconds: Family::default(),
-            agent_turns: Family::default(),
-            agent_cost: Family::default(),
-            escalations: Counter::default(),
-            halts: Family::default(),
-            waits: Family::default(),
-            wait_seconds: Family::default(),
-            merged: Counter::default(),
-            worker_state: Family::default(),
-            records: Family::default(),
             current: BTreeMap::new(),
             wait_class: BTreeMap::new(),
-        };
-        let r = &mut m.registry;
-        r.register(
-            "steps_started",
-            "Steps started (first attempts), by step",
-            m.steps_started.clone(),
-        );
-        r.register(
-            "step_attempts",
-            "Attempts dispatched (first ones and retries), by step",
-            m.attempts.clone(),
-        );
-        r.register(
-            "steps_finished",
-            "Attempts finished, by step and outcome (ok or the failure class)",
-            m.steps_finished.clone(),
-        );
-        r.register(
-            "agent_seconds",
-            "Wall-clock time of finished attempts, by step and model",
-            m.agent_seconds.clone(),
-        );
-        r.register(
-            "agent_turns",
-            "Agent turns of finished attempts, by step and model",
-            m.agent_turns.clone(),
-        );
-        r.register(
-            "agent_cost_usd",
-            "Cost the agent reported for finished attempts, in US dollars, by step and model",
-            m.agent_cost.clone(),
-        );
-        r.register("escalations", "Issues escalated", m.escalations.clone());
-        r.register("halts", "Session halts, by reason", m.halts.clone());
-        r.register(
-            "waits",
-            "Waits begun (rate limit, quota, backoff), by kind",
-            m.waits.clone(),
-        );
-        r.register(
-            "wait_seconds",
-            "Seconds of the waits begun, by kind",
-            m.wait_seconds.clone(),
-        );
-        r.register("issues_merged", "Issues merged", m.merged.clone());
-        r.register(
-            "worker_state",
-            "1 for the machine state each worker is in, 0 for the states it left",
-            m.worker_state.clone(),
-        );
-        r.register(
-            "journal_records",
-            "Journal records read, by worker",
-            m.records.clone(),
-        );
-        m
+        }
     }
 
     /// The text exposition (OpenMetrics, which Prometheus reads).
@@ -283,6 +263,13 @@ impl Metrics {
             _ => {}
         }
     }
+}
+
+/// A new metric, registered under `name` (the registry adds the prefix and the unit suffix).
+fn metric<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str) -> M {
+    let metric = M::default();
+    r.register(name, help, metric.clone());
+    metric
 }
 
 #[cfg(test)]
