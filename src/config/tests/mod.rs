@@ -27,6 +27,14 @@ fn errors(text: &str) -> Vec<String> {
     }
 }
 
+/// Each `(rest, expected)`: the config of a project with `rest` besides fails with exactly
+/// the `expected` errors.
+fn rejects(cases: &[(&str, &[&str])]) {
+    for (rest, expected) in cases {
+        assert_eq!(errors(&with_project(rest)), *expected, "for {rest}");
+    }
+}
+
 fn with_project(rest: &str) -> String {
     format!(r#"{{"projectPath": "p", {rest}}}"#)
 }
@@ -243,65 +251,35 @@ fn comment_keys_are_allowed_in_every_schema_object() {
 
 #[test]
 fn unknown_keys_name_the_path_and_suggest_the_closest() {
-    assert_eq!(
-        errors(&with_project(r#""maxRetries": 3"#)),
-        ["maxRetries: unknown key; did you mean \"maxRetriesPerStep\"?"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""Model": "opus""#)),
-        ["Model: unknown key; did you mean \"model\"?"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""steps": {"verify": {"maxturns": 3}}"#)),
-        ["steps.verify.maxturns: unknown key; did you mean \"maxTurns\"?"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""backoff": {"jitter": 1}"#)),
-        ["backoff.jitter: unknown key; expected one of initialSeconds, maxSeconds (keys starting with \"_\" are comments)"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""frobnicate": true"#)),
-        ["frobnicate: unknown key (keys starting with \"_\" are comments; `sdlc-runner config schema` lists every key)"]
-    );
+    rejects(&[
+(r#""maxRetries": 3"#, &["maxRetries: unknown key; did you mean \"maxRetriesPerStep\"?"]),
+(r#""Model": "opus""#, &["Model: unknown key; did you mean \"model\"?"]),
+(r#""steps": {"verify": {"maxturns": 3}}"#, &["steps.verify.maxturns: unknown key; did you mean \"maxTurns\"?"]),
+(r#""backoff": {"jitter": 1}"#, &["backoff.jitter: unknown key; expected one of initialSeconds, maxSeconds (keys starting with \"_\" are comments)"]),
+(r#""frobnicate": true"#, &["frobnicate: unknown key (keys starting with \"_\" are comments; `sdlc-runner config schema` lists every key)"]),
+]);
     // The old runner let `number`/`key` in a step override the step's identity.
-    assert_eq!(
-        errors(&with_project(r#""steps": {"merge": {"number": 1}}"#)),
-        ["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run, agent (keys starting with \"_\" are comments)"]
-    );
+    rejects(&[
+(r#""steps": {"merge": {"number": 1}}"#, &["steps.merge.number: unknown key; expected one of model, effort, maxTurns, timeoutMin, idleTimeoutMin, skill, prompt, enabled, run, agent (keys starting with \"_\" are comments)"]),
+]);
 }
 
 #[test]
 fn unknown_step_keys_are_named() {
-    assert_eq!(
-        errors(&with_project(r#""steps": {"verfy": {}}"#)),
-        ["steps.verfy: unknown step; did you mean \"verify\"?"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""steps": {"draftIssue": {}}"#)),
-        ["steps.draftIssue: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge"]
-    );
-    assert_eq!(
-        errors(&with_project(
-            r#""maxConsecutiveFailures": {"createPr": 1}"#
-        )),
-        ["maxConsecutiveFailures.createPr: unknown step; did you mean \"createPR\"?"]
-    );
+    rejects(&[
+(r#""steps": {"verfy": {}}"#, &["steps.verfy: unknown step; did you mean \"verify\"?"]),
+(r#""steps": {"draftIssue": {}}"#, &["steps.draftIssue: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge"]),
+(r#""maxConsecutiveFailures": {"createPr": 1}"#, &["maxConsecutiveFailures.createPr: unknown step; did you mean \"createPR\"?"]),
+]);
 }
 
 #[test]
 fn haiku_with_effort_is_an_error() {
-    assert_eq!(
-        errors(&with_project(r#""steps": {"merge": {"model": "haiku", "effort": "low"}}"#)),
-        ["steps.merge.effort: model \"haiku\" does not support effort: remove effort from this step"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""model": "haiku", "effort": "low""#)),
-        ["effort: model \"haiku\" does not support effort: remove effort, or set it per step on non-haiku steps"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""model": "haiku", "steps": {"verify": {"effort": "high"}}"#)),
-        ["steps.verify.effort: model \"haiku\" (the global model) does not support effort: remove effort from this step or set steps.verify.model"]
-    );
+    rejects(&[
+(r#""steps": {"merge": {"model": "haiku", "effort": "low"}}"#, &["steps.merge.effort: model \"haiku\" does not support effort: remove effort from this step"]),
+(r#""model": "haiku", "effort": "low""#, &["effort: model \"haiku\" does not support effort: remove effort, or set it per step on non-haiku steps"]),
+(r#""model": "haiku", "steps": {"verify": {"effort": "high"}}"#, &["steps.verify.effort: model \"haiku\" (the global model) does not support effort: remove effort from this step or set steps.verify.model"]),
+]);
     // A step that sets its own non-haiku model may have an effort under a haiku global model.
     load(&with_project(
         r#""model": "haiku", "steps": {"verify": {"model": "opus", "effort": "high"}}"#,
@@ -310,78 +288,47 @@ fn haiku_with_effort_is_an_error() {
 
 #[test]
 fn bad_enum_values_list_the_choices() {
-    assert_eq!(
-        errors(&with_project(r#""steps": {"verify": {"effort": "max"}}"#)),
-        ["steps.verify.effort: \"max\" is not one of low|medium|high|xhigh"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""approval": "ask""#)),
-        ["approval: \"ask\" is not one of auto|manual"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""tracker": {"kind": "jira"}"#)),
-        ["tracker.kind: \"jira\" is not one of github|local"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""forge": "gitlab""#)),
-        ["forge: \"gitlab\" is not one of github|local"]
-    );
+    rejects(&[
+        (
+            r#""steps": {"verify": {"effort": "max"}}"#,
+            &["steps.verify.effort: \"max\" is not one of low|medium|high|xhigh"],
+        ),
+        (
+            r#""approval": "ask""#,
+            &["approval: \"ask\" is not one of auto|manual"],
+        ),
+        (
+            r#""tracker": {"kind": "jira"}"#,
+            &["tracker.kind: \"jira\" is not one of github|local"],
+        ),
+        (
+            r#""forge": "gitlab""#,
+            &["forge: \"gitlab\" is not one of github|local"],
+        ),
+    ]);
 }
 
 #[test]
 fn wrong_types_name_the_expected_type() {
-    assert_eq!(
-        errors(&with_project(r#""maxRetriesPerStep": "3""#)),
-        ["maxRetriesPerStep: expected an integer ≥ 1, found string \"3\" (write 3 without quotes)"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""maxRetriesPerStep": 0"#)),
-        ["maxRetriesPerStep: expected an integer ≥ 1, found number 0"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""maxBounceRetries": 2.5"#)),
-        ["maxBounceRetries: expected an integer ≥ 0, found number 2.5"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""maxConsecutiveSameFailure": 1"#)),
-        ["maxConsecutiveSameFailure: expected 0 (off) or an integer ≥ 2, found number 1"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""steps": {"verify": null}"#)),
-        ["steps.verify: expected an object, found null"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""steps": {"verify": {"timeoutMin": -1}}"#)),
-        ["steps.verify.timeoutMin: expected a number > 0, found number -1"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""requireChecks": "yes""#)),
-        ["requireChecks: expected true or false, found string \"yes\""]
-    );
-    assert_eq!(
-        errors(&with_project(r#""model": "  ""#)),
-        ["model: expected a non-empty string, found string \"  \""]
-    );
-    assert_eq!(
-        errors(&with_project(
-            r#""cleanup": {"processPatterns": ["chrome", 3, ""]}"#
-        )),
-        [
+    rejects(&[
+(r#""maxRetriesPerStep": "3""#, &["maxRetriesPerStep: expected an integer ≥ 1, found string \"3\" (write 3 without quotes)"]),
+(r#""maxRetriesPerStep": 0"#, &["maxRetriesPerStep: expected an integer ≥ 1, found number 0"]),
+(r#""maxBounceRetries": 2.5"#, &["maxBounceRetries: expected an integer ≥ 0, found number 2.5"]),
+(r#""maxConsecutiveSameFailure": 1"#, &["maxConsecutiveSameFailure: expected 0 (off) or an integer ≥ 2, found number 1"]),
+(r#""steps": {"verify": null}"#, &["steps.verify: expected an object, found null"]),
+(r#""steps": {"verify": {"timeoutMin": -1}}"#, &["steps.verify.timeoutMin: expected a number > 0, found number -1"]),
+(r#""requireChecks": "yes""#, &["requireChecks: expected true or false, found string \"yes\""]),
+(r#""model": "  ""#, &["model: expected a non-empty string, found string \"  \""]),
+(r#""cleanup": {"processPatterns": ["chrome", 3, ""]}"#, &[
             "cleanup.processPatterns[1]: expected a string, found number 3",
             "cleanup.processPatterns[2]: an empty pattern would match every process; remove it"
-        ]
-    );
-    assert_eq!(
-        errors(&with_project(r#""agent": {"env": {"A": 1}, "args": "x"}"#)),
-        [
+        ]),
+(r#""agent": {"env": {"A": 1}, "args": "x"}"#, &[
             "agent.args: expected an array of strings, found string \"x\"",
             "agent.env.A: expected a string, found number 1"
-        ]
-    );
-    assert_eq!(
-        errors(&with_project(r#""discordChannelId": 123"#)),
-        ["discordChannelId: expected a string (write the id in quotes: large numbers lose digits in JSON), found number 123"]
-    );
+        ]),
+(r#""discordChannelId": 123"#, &["discordChannelId: expected a string (write the id in quotes: large numbers lose digits in JSON), found number 123"]),
+]);
     assert_eq!(
         errors("[1]"),
         ["expected a JSON object at the top level, found an array"]
@@ -394,37 +341,17 @@ fn cross_field_rules() {
         errors("{}"),
         ["projectPath: required: the path of the git repository to work on"]
     );
-    assert_eq!(
-        errors(&with_project(r#""steps": {"verify": {"enabled": false}}"#)),
-        ["steps.verify.enabled: verify cannot be disabled (only simplify can)"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""steps": {"verify": {"skill": "verify-code"}}"#)),
-        ["pluginsPath: required because steps verify name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)"]
-    );
-    assert_eq!(
-        errors(&with_project(
-            r#""backoff": {"initialSeconds": 120, "maxSeconds": 60}"#
-        )),
-        ["backoff.maxSeconds: 60 is less than backoff.initialSeconds (120)"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""tracker": {"kind": "local"}"#)),
-        ["tracker.dir: required when tracker.kind is \"local\": the directory holding one file per issue"]
-    );
-    assert_eq!(
-        errors(&with_project(r#""tracker": {"dir": "issues"}"#)),
-        ["tracker.dir: only used by the local tracker: set tracker.kind to \"local\" or remove tracker.dir"]
-    );
-    assert_eq!(
-        errors(&with_project(
-            r#""notify": {"webhookUrl": "hooks.example.com", "command": []}"#
-        )),
-        [
+    rejects(&[
+(r#""steps": {"verify": {"enabled": false}}"#, &["steps.verify.enabled: verify cannot be disabled (only simplify can)"]),
+(r#""steps": {"verify": {"skill": "verify-code"}}"#, &["pluginsPath: required because steps verify name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)"]),
+(r#""backoff": {"initialSeconds": 120, "maxSeconds": 60}"#, &["backoff.maxSeconds: 60 is less than backoff.initialSeconds (120)"]),
+(r#""tracker": {"kind": "local"}"#, &["tracker.dir: required when tracker.kind is \"local\": the directory holding one file per issue"]),
+(r#""tracker": {"dir": "issues"}"#, &["tracker.dir: only used by the local tracker: set tracker.kind to \"local\" or remove tracker.dir"]),
+(r#""notify": {"webhookUrl": "hooks.example.com", "command": []}"#, &[
             "notify.webhookUrl: \"hooks.example.com\" is not an http:// or https:// URL",
             "notify.command: expected a non-empty array of strings, found an empty array"
-        ]
-    );
+        ]),
+]);
 }
 
 #[test]
@@ -463,20 +390,16 @@ fn duplicate_keys_are_errors_except_comments() {
 
 #[test]
 fn json_syntax_errors_give_line_and_column() {
-    let e = Config::from_str("{\n  \"projectPath\": \"p\",\n}\n", Path::new("c.json"))
-        .err()
-        .map(|e| e.to_string());
-    assert_eq!(
-        e.as_deref(),
-        Some("c.json:3:1: invalid JSON: trailing comma")
-    );
-    let e = Config::from_str("", Path::new("c.json"))
-        .err()
-        .map(|e| e.to_string());
-    assert_eq!(
-        e.as_deref(),
-        Some("c.json:1:0: invalid JSON: EOF while parsing a value")
-    );
+    for (text, expected) in [
+        (
+            "{\n  \"projectPath\": \"p\",\n}\n",
+            "c.json:3:1: invalid JSON: trailing comma",
+        ),
+        ("", "c.json:1:0: invalid JSON: EOF while parsing a value"),
+    ] {
+        let e = Config::from_str(text, Path::new("c.json")).err();
+        assert_eq!(e.map(|e| e.to_string()).as_deref(), Some(expected));
+    }
 }
 
 #[test]
@@ -506,10 +429,10 @@ fn agent_kind_defaults_to_claude_and_names_its_binary() {
     assert_eq!(c.agent.command, "gemini");
     assert_eq!(c.model(Step::Verify), "gemini-2.5-pro");
     assert_eq!(c.effort(Step::Verify), None);
-    assert_eq!(
-        errors(&with_project(r#""agent": {"kind": "cursor"}"#)),
-        ["agent.kind: \"cursor\" is not one of claude|codex|gemini"]
-    );
+    rejects(&[(
+        r#""agent": {"kind": "cursor"}"#,
+        &["agent.kind: \"cursor\" is not one of claude|codex|gemini"],
+    )]);
 }
 
 #[test]
@@ -543,18 +466,10 @@ fn a_step_agent_is_merged_over_the_top_level_one() {
 
 #[test]
 fn keys_meaningless_for_a_kind_are_errors_that_say_so() {
-    assert_eq!(
-        errors(&with_project(
-            r#""agent": {"kind": "gemini"}, "effort": "high""#
-        )),
-        ["effort: gemini has no reasoning-effort setting: remove effort"]
-    );
-    assert_eq!(
-        errors(&with_project(
-            r#""steps": {"verify": {"agent": {"kind": "gemini"}, "effort": "low"}}"#
-        )),
-        ["steps.verify.effort: gemini has no reasoning-effort setting: remove steps.verify.effort"]
-    );
+    rejects(&[
+(r#""agent": {"kind": "gemini"}, "effort": "high""#, &["effort: gemini has no reasoning-effort setting: remove effort"]),
+(r#""steps": {"verify": {"agent": {"kind": "gemini"}, "effort": "low"}}"#, &["steps.verify.effort: gemini has no reasoning-effort setting: remove steps.verify.effort"]),
+]);
     let errs = errors(&with_project(
         r#""agent": {"kind": "codex", "maxApiRetries": 1}"#,
     ));
@@ -596,15 +511,13 @@ fn usd_budgets_need_a_price_for_every_token_reporting_model() {
         r#""budget": {"perSessionUsd": 50}, "agent": {"kind": "codex", "pricing": {"gpt-5.5": {"input": 2, "cachedInput": 0.2, "output": 16}}}, "model": "gpt-5.5""#,
     ));
     assert_eq!(c.pricing["gpt-5.5"].output, 16.0);
-    assert_eq!(
-        errors(&with_project(
-            r#""agent": {"pricing": {"m": {"input": -1, "output": 1}}}"#
-        )),
-        [
+    rejects(&[(
+        r#""agent": {"pricing": {"m": {"input": -1, "output": 1}}}"#,
+        &[
             "agent.pricing.m.input: expected a number ≥ 0, found number -1",
             "agent.pricing.m.cachedInput: missing: US dollars per million tokens (0 if free)",
-        ]
-    );
+        ],
+    )]);
     // Without a budget, or with Claude (which reports dollars), no price is needed.
     load(&with_project(r#""agent": {"kind": "codex"}"#));
     load(&with_project(r#""budget": {"perIssueUsd": 5}"#));
