@@ -210,9 +210,7 @@ mod tests {
     use crate::step::Step;
 
     fn cfg(extra: &str) -> Config {
-        let dir = std::env::temp_dir();
-        let text = format!(r#"{{"projectPath": "{}"{extra}}}"#, dir.display());
-        Config::from_str(&text, &dir.join("c.json")).expect("valid config")
+        Config::for_test(extra)
     }
 
     fn info(step: Step, skill: Option<&str>) -> AttemptInfo<'_> {

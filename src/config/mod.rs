@@ -110,6 +110,18 @@ impl Config {
         }
     }
 
+    /// A valid config for unit tests: the project is the temporary directory, `extra` is
+    /// appended to the top-level object (`, "key": value`, …).
+    #[cfg(test)]
+    pub(crate) fn for_test(extra: &str) -> Config {
+        let dir = std::env::temp_dir();
+        let text = format!(r#"{{"projectPath": "{}"{extra}}}"#, dir.display());
+        match Config::from_str(&text, &dir.join("c.json")) {
+            Ok(c) => c,
+            Err(e) => panic!("not a valid test config: {e}"),
+        }
+    }
+
     /// The resolved settings of `step`.
     pub fn step(&self, step: Step) -> &StepConfig {
         &self.steps[step.index()]
