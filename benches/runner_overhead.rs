@@ -2,9 +2,11 @@
 //! through all ten steps on the local tracker and forge, with the fake agent (this binary's
 //! `fake-agent`, doing the step's git work and exiting at once). The runner's
 //! `SDLC_RUNNER_STATS=1` line gives the time inside agent runs, the gaps between one agent's
-//! end and the next one's start (the runner's work between two steps), and the child
-//! processes and fsyncs it issued. Printed beside the cost of one `git` spawn and of one
-//! fsync measured in the same run: what bounds the figure.
+//! end and the next one's start (the runner's work between two steps), the runner's own CPU
+//! time, and the child processes (and forks among them) and fsyncs it issued. Printed beside
+//! the cost of one `git` spawn and of one fsync measured in the same run: what bounds the
+//! figure. On a loaded machine the wall-clock gaps mostly measure the other processes; the
+//! CPU time per step and the counts are what to compare between two builds.
 //!
 //! `cargo bench --bench runner_overhead`
 
@@ -20,6 +22,7 @@ fn main() {
     let bin = runner_binary();
     let mut gap_medians = Vec::new();
     let mut per_step = Vec::new();
+    let mut cpu_per_step = Vec::new();
     let mut last = None;
     for _ in 0..RUNS {
         let p = Project::new(&bin, ISSUES, json!({}), json!({}));
@@ -34,6 +37,7 @@ fn main() {
         gap_medians.push(s.gap_median_us as f64 / 1e3);
         let outside = wall.as_secs_f64() * 1e3 - s.agent_ms as f64;
         per_step.push(outside / s.steps as f64);
+        cpu_per_step.push(s.cpu_ms as f64 / s.steps as f64);
         last = Some((s, p));
     }
     let (s, p) = last.expect("one run");
@@ -70,13 +74,24 @@ fn main() {
         median(per_step)
     );
     println!(
-        "per step: {:.1} child processes ({:.1} git), {:.1} fsyncs ({} steps: {} spawns, {} git, {} fsyncs)",
+        "runner CPU per step (its own threads, startup included): {:.1} ms (runs: {})",
+        median(cpu_per_step.clone()),
+        cpu_per_step
+            .iter()
+            .map(|c| format!("{c:.1}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "per step: {:.1} child processes ({:.1} git, {:.1} forked), {:.1} fsyncs ({} steps: {} spawns, {} git, {} forks, {} fsyncs)",
         s.spawns as f64 / steps,
         git_per_step,
+        s.forks as f64 / steps,
         fsync_per_step,
         s.steps,
         s.spawns,
         s.git_spawns,
+        s.forks,
         s.fsyncs
     );
     println!(
