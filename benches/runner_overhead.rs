@@ -61,26 +61,16 @@ fn main() {
         "workload: {ISSUES} issues x 10 steps (createPR observed done), fake agent, local tracker and forge; {RUNS} runs"
     );
     println!(
-        "runner overhead per step (median gap between agents): {:.1} ms (runs: {})",
-        median(gap_medians.clone()),
-        gap_medians
-            .iter()
-            .map(|g| format!("{g:.1}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "runner overhead per step (median gap between agents): {}",
+        median_of_runs(&gap_medians)
     );
     println!(
         "runner time per step outside the agent (mean, startup included): {:.1} ms",
         median(per_step)
     );
     println!(
-        "runner CPU per step (its own threads, startup included): {:.1} ms (runs: {})",
-        median(cpu_per_step.clone()),
-        cpu_per_step
-            .iter()
-            .map(|c| format!("{c:.1}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        "runner CPU per step (its own threads, startup included): {}",
+        median_of_runs(&cpu_per_step)
     );
     println!(
         "per step: {:.1} child processes ({:.1} git, {:.1} forked), {:.1} fsyncs ({} steps: {} spawns, {} git, {} forks, {} fsyncs)",
@@ -101,4 +91,14 @@ fn main() {
         "bound: {git_per_step:.1} git x {git_rev_parse:.2} ms + {fsync_per_step:.1} fsyncs x {fsync:.2} ms = {:.1} ms per step (the run's whole count over its steps; some overlap the agent)",
         git_per_step * git_rev_parse + fsync_per_step * fsync
     );
+}
+
+/// `M ms (runs: a, b, …)`: the median of the runs' figures, and each.
+fn median_of_runs(runs: &[f64]) -> String {
+    let each: Vec<String> = runs.iter().map(|x| format!("{x:.1}")).collect();
+    format!(
+        "{:.1} ms (runs: {})",
+        median(runs.to_vec()),
+        each.join(", ")
+    )
 }
