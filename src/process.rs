@@ -628,7 +628,7 @@ fn exited_unreaped(pid: u32) -> bool {
 /// after the runner that waits for it is gone. Only for long commands: a pre-exec hook makes
 /// std fork instead of posix_spawn, which the many short git calls of a step must not pay (they
 /// end at their own time limit). Forking the multi-threaded runner copies its page tables,
-/// takes copy-on-write faults afterwards and waits for the child's exec: about 0.4 ms of the
+/// takes copy-on-write faults afterwards and waits for the child's exec: 0.2 to 0.4 ms of the
 /// runner's CPU per git call, 1.4 to 2.4 ms per step in the benchmark. Counted as `forks` in
 /// the stats line.
 ///
