@@ -1,13 +1,17 @@
 //! The runner's own costs, counted always (a relaxed atomic add each): child processes
-//! spawned (git among them), fsyncs, steps run, time spent inside agent runs and the gaps
-//! between one agent's end and the next one's start. With `SDLC_RUNNER_STATS=1`, `run` and
-//! `demo` print them at exit on stderr, one line, with the process's peak RSS (`VmHWM`):
+//! spawned (git among them), spawns that had to fork (a pre-exec hook: the agent's and the
+//! local CI's), fsyncs, steps run, time spent inside agent runs and the gaps between one
+//! agent's end and the next one's start. With `SDLC_RUNNER_STATS=1`, `run` and `demo` print
+//! them at exit on stderr, one line, with the process's own CPU time (all its threads, not its
+//! children) and its peak RSS (`VmHWM`):
 //!
 //! ```text
-//! stats: spawns=N git_spawns=G fsyncs=M steps=K agent_ms=A gaps=n gap_median_us=X vmhwm_kib=H
+//! stats: spawns=N git_spawns=G forks=F fsyncs=M steps=K agent_ms=A gaps=n gap_median_us=X cpu_ms=C vmhwm_kib=H
 //! ```
 //!
-//! The performance benchmarks (`benches/`) read that line; nothing else depends on it.
+//! The performance benchmarks (`benches/`) and `tests/step_costs.rs` read that line; nothing
+//! else depends on it. Counts and CPU time are what to compare on a loaded machine, where the
+//! wall-clock gaps mostly measure the other processes.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
@@ -15,6 +19,7 @@ use std::time::{Duration, Instant};
 
 static SPAWNS: AtomicU64 = AtomicU64::new(0);
 static GIT_SPAWNS: AtomicU64 = AtomicU64::new(0);
+static FORKS: AtomicU64 = AtomicU64::new(0);
 static FSYNCS: AtomicU64 = AtomicU64::new(0);
 static STEPS: AtomicU64 = AtomicU64::new(0);
 static AGENT_NANOS: AtomicU64 = AtomicU64::new(0);
@@ -38,6 +43,11 @@ pub fn spawned(git: bool) {
     if git {
         GIT_SPAWNS.fetch_add(1, Ordering::Relaxed);
     }
+}
+
+/// A command got a pre-exec hook: its spawn will fork the runner instead of `posix_spawn`.
+pub fn forking() {
+    FORKS.fetch_add(1, Ordering::Relaxed);
 }
 
 /// An fsync (`sync_all` or `sync_data`) was issued.
@@ -83,20 +93,30 @@ pub fn peak_rss_kib() -> Option<u64> {
         .vmhwm
 }
 
+/// CPU time this process used so far, all its threads (those ended included), in ms.
+pub fn cpu_ms() -> u64 {
+    use rustix::time::{clock_gettime, ClockId};
+    let t = clock_gettime(ClockId::ProcessCPUTime);
+    let ms = t.tv_sec.saturating_mul(1000) + t.tv_nsec / 1_000_000;
+    u64::try_from(ms).unwrap_or(0)
+}
+
 /// The stats line (see the module documentation).
 pub fn line() -> String {
     let mut gaps = GAPS.lock().unwrap_or_else(|p| p.into_inner()).1.clone();
     gaps.sort_unstable();
     let median = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
     format!(
-        "stats: spawns={} git_spawns={} fsyncs={} steps={} agent_ms={} gaps={} gap_median_us={} vmhwm_kib={}",
+        "stats: spawns={} git_spawns={} forks={} fsyncs={} steps={} agent_ms={} gaps={} gap_median_us={} cpu_ms={} vmhwm_kib={}",
         SPAWNS.load(Ordering::Relaxed),
         GIT_SPAWNS.load(Ordering::Relaxed),
+        FORKS.load(Ordering::Relaxed),
         FSYNCS.load(Ordering::Relaxed),
         STEPS.load(Ordering::Relaxed),
         Duration::from_nanos(AGENT_NANOS.load(Ordering::Relaxed)).as_millis(),
         gaps.len(),
         median,
+        cpu_ms(),
         peak_rss_kib().unwrap_or(0),
     )
 }

@@ -91,11 +91,13 @@ impl Project {
 pub struct Stats {
     pub spawns: u64,
     pub git_spawns: u64,
+    pub forks: u64,
     pub fsyncs: u64,
     pub steps: u64,
     pub agent_ms: u64,
     pub gaps: u64,
     pub gap_median_us: u64,
+    pub cpu_ms: u64,
     pub vmhwm_kib: u64,
 }
 
@@ -113,11 +115,13 @@ pub fn stats(out: &Output) -> Stats {
         match key {
             "spawns" => s.spawns = value,
             "git_spawns" => s.git_spawns = value,
+            "forks" => s.forks = value,
             "fsyncs" => s.fsyncs = value,
             "steps" => s.steps = value,
             "agent_ms" => s.agent_ms = value,
             "gaps" => s.gaps = value,
             "gap_median_us" => s.gap_median_us = value,
+            "cpu_ms" => s.cpu_ms = value,
             "vmhwm_kib" => s.vmhwm_kib = value,
             _ => {}
         }
