@@ -687,6 +687,17 @@ impl Driver {
                 });
                 Outcome::Next(self.tracker_written(&what, written))
             }
+            Effect::Unquarantine { issue } => {
+                let note = report::release_note(issue, self.core.runner());
+                let what = format!("lifting the quarantine of issue #{issue} in the tracker");
+                let written = self
+                    .patiently(&what, |d| d.tracker.unquarantine(issue, &note))
+                    .await;
+                if matches!(written, network::Patient::Done(Ok(()))) {
+                    self.log(&format!("tracker: issue #{issue} released: {note}"));
+                }
+                Outcome::Next(self.tracker_written(&what, written))
+            }
             Effect::Cleanup => {
                 let killed =
                     kill_matching(&self.cfg.cleanup.process_patterns, &ProtectSet::current());
