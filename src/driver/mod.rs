@@ -544,7 +544,15 @@ impl Driver {
         }
     }
 
+    /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`).
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
+        let before = crate::stats::spawns();
+        let outcome = self.perform_effect(effect, state).await;
+        crate::stats::effect_performed(effect.label(), before, crate::stats::spawns());
+        outcome
+    }
+
+    async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
         tracing::debug!(?effect, "perform");
         let claim_for = match &effect {
             Effect::RunStep { .. }
