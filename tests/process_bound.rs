@@ -8,7 +8,6 @@ mod e2e;
 use e2e::{code, text, Project};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
 
 /// `key=value` fields after `prefix` on the last line of `out` that has it.
 fn fields(out: &str, prefix: &str) -> BTreeMap<String, u64> {
@@ -106,13 +105,7 @@ fn a_failing_run_of_builtin_steps_starts_no_more_processes_than_bounds_prints() 
         json!({}),
         json!({"steps": e2e::builtin_steps()}),
     );
-    let hook = p.project.join(".git/hooks/pre-push");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\necho 'push rejected by policy' >&2\nexit 1\n",
-    )
-    .expect("hook");
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.reject_every_push();
     let all = started_within_the_bound(p);
     assert!(all.contains("on two issues in a row"), "{all}");
 }

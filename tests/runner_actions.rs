@@ -206,13 +206,7 @@ fn a_hook_rejecting_every_push_quarantines_neither_issue() {
         json!({}),
         builtin(),
     );
-    let hook = p.project.join(".git/hooks/pre-push");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\necho 'push rejected by policy' >&2\nexit 1\n",
-    )
-    .expect("hook");
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.reject_every_push();
     let out = p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 1, "{all}");
