@@ -320,7 +320,7 @@ pub async fn run_agent_stoppable(
         source,
     })?;
     crate::repo::answers::child_started();
-    crate::stats::spawned(false);
+    crate::stats::agent_spawned();
     let pid = child.id().unwrap_or(0);
     tracing::debug!(program = %program_name, pid, cwd = %run.cwd.display(), "agent started");
     let pgid = pid as i32;

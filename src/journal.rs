@@ -212,8 +212,9 @@ pub struct OpenSession {
     /// The effects recorded with the last event. Effects of earlier events were all performed
     /// before the next event was recorded; these may have been cut short by a crash.
     pub last_effects: Vec<Effect>,
-    /// Every `MarkEscalated` and `RecordMerged` recorded in the session, in order: what the
-    /// tracker must show once the session is over, even if a call was given up on.
+    /// Every `MarkEscalated`, `RecordMerged` and `Unquarantine` recorded in the session, in
+    /// order: what the tracker must show once the session is over, even if a call was given up
+    /// on.
     pub tracker_effects: Vec<Effect>,
 }
 
@@ -571,7 +572,9 @@ impl SessionLog {
                 .filter(|e| {
                     matches!(
                         e,
-                        Effect::MarkEscalated { .. } | Effect::RecordMerged { .. }
+                        Effect::MarkEscalated { .. }
+                            | Effect::RecordMerged { .. }
+                            | Effect::Unquarantine { .. }
                     )
                 })
                 .copied()

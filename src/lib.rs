@@ -36,6 +36,7 @@ pub mod notify;
 pub mod ports;
 pub mod probe;
 mod process;
+mod process_bounds;
 mod progress;
 pub mod redact;
 pub mod repo;

@@ -2,17 +2,22 @@
 //! spawned (git among them), spawns that had to fork (a pre-exec hook: the agent's and the
 //! local CI's), fsyncs, steps run, time spent inside agent runs and the gaps between one
 //! agent's end and the next one's start. With `SDLC_RUNNER_STATS=1`, `run` and `demo` print
-//! them at exit on stderr, one line, with the process's own CPU time (all its threads, not its
+//! them at exit on stderr, a line of counts with the process's own CPU time (all its threads, not its
 //! children) and its peak RSS (`VmHWM`):
 //!
 //! ```text
-//! stats: spawns=N git_spawns=G forks=F fsyncs=M steps=K agent_ms=A gaps=n gap_median_us=X cpu_ms=C vmhwm_kib=H
+//! stats: spawns=N git_spawns=G forks=F fsyncs=M steps=K agent_ms=A gaps=n gap_median_us=X cpu_ms=C vmhwm_kib=H agents=A
+//! stats-effects: CheckPreconditions=3 RunStep=9 …
 //! ```
 //!
-//! The performance benchmarks (`benches/`) and `tests/step_costs.rs` read that line; nothing
-//! else depends on it. Counts and CPU time are what to compare on a loaded machine, where the
-//! wall-clock gaps mostly measure the other processes.
+//! `agents` counts agent processes among the spawns; the second line is the most child
+//! processes one performed effect of each kind started (`startup`: before the first effect).
+//! The performance benchmarks (`benches/`) and `tests/step_costs.rs` read the first line;
+//! `tests/process_bound.rs` checks both against what `bounds` prints. Counts and CPU time are
+//! what to compare on a loaded machine, where the wall-clock gaps mostly measure the other
+//! processes.
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -22,6 +27,11 @@ static GIT_SPAWNS: AtomicU64 = AtomicU64::new(0);
 static FORKS: AtomicU64 = AtomicU64::new(0);
 static FSYNCS: AtomicU64 = AtomicU64::new(0);
 static STEPS: AtomicU64 = AtomicU64::new(0);
+static AGENTS: AtomicU64 = AtomicU64::new(0);
+
+/// The most children one performed effect of each kind started, kept only when the stats are
+/// printed.
+static EFFECT_MAX: Mutex<BTreeMap<&'static str, u64>> = Mutex::new(BTreeMap::new());
 static AGENT_NANOS: AtomicU64 = AtomicU64::new(0);
 
 /// The end of the last agent run and the gaps (µs) between agent runs, kept only when the
@@ -48,6 +58,28 @@ pub fn spawned(git: bool) {
 /// A command got a pre-exec hook: its spawn will fork the runner instead of `posix_spawn`.
 pub fn forking() {
     FORKS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// An agent process was started (a spawn of its own).
+pub fn agent_spawned() {
+    spawned(false);
+    AGENTS.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Child processes started so far.
+pub fn spawns() -> u64 {
+    SPAWNS.load(Ordering::Relaxed)
+}
+
+/// An effect of kind `label` was performed: `before` and `after` are [`spawns`] around it.
+/// The first effect also records what was started before it, as `startup`.
+pub fn effect_performed(label: &'static str, before: u64, after: u64) {
+    if enabled() {
+        let mut max = EFFECT_MAX.lock().unwrap_or_else(|p| p.into_inner());
+        max.entry("startup").or_insert(before);
+        let seen = max.entry(label).or_insert(0);
+        *seen = (*seen).max(after.saturating_sub(before));
+    }
 }
 
 /// An fsync (`sync_all` or `sync_data`) was issued.
@@ -107,7 +139,7 @@ pub fn line() -> String {
     gaps.sort_unstable();
     let median = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
     format!(
-        "stats: spawns={} git_spawns={} forks={} fsyncs={} steps={} agent_ms={} gaps={} gap_median_us={} cpu_ms={} vmhwm_kib={}",
+        "stats: spawns={} git_spawns={} forks={} fsyncs={} steps={} agent_ms={} gaps={} gap_median_us={} cpu_ms={} vmhwm_kib={} agents={}",
         SPAWNS.load(Ordering::Relaxed),
         GIT_SPAWNS.load(Ordering::Relaxed),
         FORKS.load(Ordering::Relaxed),
@@ -118,7 +150,15 @@ pub fn line() -> String {
         median,
         cpu_ms(),
         peak_rss_kib().unwrap_or(0),
+        AGENTS.load(Ordering::Relaxed),
     )
+}
+
+/// The per-effect line (see the module documentation).
+pub fn effects_line() -> String {
+    let max = EFFECT_MAX.lock().unwrap_or_else(|p| p.into_inner());
+    let fields: Vec<String> = max.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!("stats-effects: {}", fields.join(" "))
 }
 
 /// Prints the stats line on stderr when `SDLC_RUNNER_STATS=1`: plain, whatever the
@@ -127,5 +167,6 @@ pub fn report() {
     if enabled() {
         use std::io::Write as _;
         let _ = writeln!(std::io::stderr(), "{}", line());
+        let _ = writeln!(std::io::stderr(), "{}", effects_line());
     }
 }

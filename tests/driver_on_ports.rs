@@ -233,13 +233,27 @@ fn an_issue_a_person_closes_mid_run_is_withdrawn_and_never_merged() {
 }
 
 #[test]
-fn a_hook_rejecting_every_push_halts_for_the_environment_without_a_second_quarantine() {
+fn a_hook_rejecting_every_push_halts_for_the_environment_and_releases_the_first_issue() {
     let b = Bench::new(&[(1, "First"), (2, "Second"), (3, "Third")], json!({}));
     b.world.script(|s| s.reject_pushes = true);
     let ran = b.run();
     let w = b.world.lock();
     assert_eq!(ran.run.code, 1, "{}", ran.log);
     assert!(ran.log.contains("on two issues in a row"), "{}", ran.log);
+    // #1 was quarantined for the hook's failure alone: the machine lifted it again.
+    assert!(!w.issues[&1].escalated, "#1 left quarantined: {}", ran.log);
+    assert_eq!(
+        w.tracker_writes,
+        ["escalate #1", "release #1"],
+        "{}",
+        ran.log
+    );
+    assert!(ran.journal_has("\"unquarantine\""), "{}", ran.log);
+    assert!(
+        ran.log.contains("#1's quarantine was lifted") && ran.log.contains("#1 and then #2"),
+        "{}",
+        ran.log
+    );
     assert!(!w.issues[&2].escalated, "#2 quarantined: {}", ran.log);
     assert!(!w.issues[&3].escalated, "#3 reached: {}", ran.log);
     assert!(w.merges.is_empty());

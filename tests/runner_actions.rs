@@ -197,25 +197,28 @@ fn the_operators_uncommitted_work_halts_before_the_first_step() {
 }
 
 /// A host hook rejecting every push fails every issue the same way: the second issue is not
-/// quarantined, and the halt says the failure is the environment's.
+/// quarantined, the first's quarantine is lifted again, and the halt says the failure is the
+/// environment's (exit 1).
 #[test]
-fn a_hook_rejecting_every_push_quarantines_no_second_issue() {
+fn a_hook_rejecting_every_push_quarantines_neither_issue() {
     let p = Project::new(
         &[(1, "First", "x"), (2, "Second", "y"), (3, "Third", "z")],
         json!({}),
         builtin(),
     );
-    let hook = p.project.join(".git/hooks/pre-push");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\necho 'push rejected by policy' >&2\nexit 1\n",
-    )
-    .expect("hook");
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    p.reject_every_push();
     let out = p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 1, "{all}");
     assert!(all.contains("on two issues in a row"), "{all}");
+    // #1's quarantine rested on the hook's rejection alone: lifted in the tracker, with why.
+    assert_ne!(p.issue(1)["escalated"], true, "#1 left quarantined: {all}");
+    let released = p.issue(1)["released"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(released.contains("ended issue #2 too"), "{released}");
+    assert!(all.contains("#1's quarantine was lifted"), "{all}");
     assert_ne!(p.issue(2)["escalated"], true, "#2 quarantined: {all}");
     assert_ne!(p.issue(3)["escalated"], true, "#3 reached: {all}");
 }

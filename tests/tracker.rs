@@ -699,3 +699,45 @@ fn github_release_removes_the_escalated_label_only_when_it_is_there() {
     assert!(!f.tracker.lift_quarantine(8).unwrap());
     assert_eq!(f.calls().len(), 3, "nothing to remove: no edit");
 }
+
+#[test]
+fn local_unquarantine_lifts_the_runners_mark_and_says_why() {
+    let (d, t) = issues(&[with(
+        local(1, None, ""),
+        "labels",
+        json!(["automatable", "sdlc-escalated"]),
+    )]);
+    t.mark_escalated(1, "POST_CHECK at commitPush").unwrap();
+    assert!(t.get(1).unwrap().escalated);
+    t.unquarantine(1, "the same failure ended issue #2 too\x1b[31m")
+        .unwrap();
+    let issue = t.get(1).unwrap();
+    assert!(!issue.escalated, "{issue:?}");
+    assert!(!issue.labels.iter().any(|l| l == "sdlc-escalated"));
+    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+    let raw: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(d.path.join("1.json")).unwrap()).unwrap();
+    assert_eq!(raw["escalation"], serde_json::Value::Null);
+    let why = raw["released"].as_str().unwrap();
+    assert!(why.contains("ended issue #2 too"), "{why}");
+    assert!(!why.contains('\x1b'), "control characters escaped: {why:?}");
+}
+
+#[test]
+fn github_unquarantine_removes_the_label_and_comments_why() {
+    let f = FakeGh::new();
+    // The runner marked the issue before: the repository has the label.
+    fs::write(f.data.join("label"), "").unwrap();
+    f.tracker
+        .unquarantine(7, "the same failure ended issue #8 too")
+        .unwrap();
+    assert_eq!(
+        f.calls(),
+        vec![
+            "issue edit 7 --remove-label sdlc-escalated",
+            "issue comment 7 --body-file -",
+        ]
+    );
+    let comment = fs::read_to_string(f.data.join("comment")).unwrap();
+    assert!(comment.contains("ended issue #8 too"), "{comment}");
+}

@@ -76,6 +76,31 @@ pub fn run(config: &Path) -> i32 {
         "a merge that lost a push race (origin's main moved while it merged) is merged again up to {races} times within its attempt, as contention, not as an attempt: an agent-run merge attempt is then at most {} agent invocations, which the figures above count as one; builtin merges invoke no agent",
         races + 1
     );
+    let p = crate::process_bounds::compute(&l, &builtin_steps(&cfg));
+    let pair = |x: crate::process_bounds::Processes| {
+        format!(
+            "{} agent process(es) and {} other process(es)",
+            x.agents, x.others
+        )
+    };
+    out!(
+        "processes the runner starts (worst case; agent processes apart from git, gh, CI, tracker and notifier processes): one issue, selection to merge or escalation: {}",
+        pair(p.per_issue)
+    );
+    out!(
+        "processes between two successful merges (worst case, startup included): {}",
+        pair(p.between_merges)
+    );
+    out!(
+        "processes before a halt when nothing succeeds (worst case, startup included): {}",
+        pair(p.nothing_succeeds)
+    );
+    out!("a run that merges k issues starts at most k + 1 times the between-merges figures");
+    let rows: Vec<String> = crate::process_bounds::CHILDREN
+        .iter()
+        .map(|(label, c)| format!("{label}={}", c.others))
+        .collect();
+    out!("children per effect, other than agents: {}", rows.join(" "));
     if cfg.workers > 1 {
         let n = u64::from(cfg.workers);
         out!(

@@ -166,8 +166,16 @@ fn acknowledge(
         let counted: Vec<u32> = open
             .tracker_effects
             .iter()
-            .filter_map(|e| match e {
-                Effect::MarkEscalated { issue } if issues.contains(issue) => Some(*issue),
+            .enumerate()
+            .filter_map(|(at, e)| match e {
+                // A quarantine the session lifted again does not count.
+                Effect::MarkEscalated { issue }
+                    if issues.contains(issue)
+                        && !open.tracker_effects[at + 1..]
+                            .contains(&Effect::Unquarantine { issue: *issue }) =>
+                {
+                    Some(*issue)
+                }
                 _ => None,
             })
             .collect();

@@ -6,7 +6,8 @@
 
 use crate::failure::{FailureClass, Signature};
 use crate::machine::{
-    Core, DecisionOption, Effect, Event, HaltReason, Limits, Mode, Notice, Signal, State, Usage,
+    Core, DecisionOption, Effect, Event, FailuresSeen, HaltReason, Limits, Mode, Notice, Signal,
+    State, Usage,
 };
 use crate::step::{Check, Step};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
@@ -113,6 +114,8 @@ fn decision(effects: &[Effect]) -> (Kind, &'static str) {
             Effect::Notify(Notice::NetworkWait { .. }) => return (Kind::Wait, "network"),
             Effect::Notify(Notice::CiPending { .. }) => return (Kind::Wait, "CI"),
             Effect::MarkEscalated { .. } => return (Kind::Escalate, ""),
+            // The halt of the same failure on two issues, after the first one's release.
+            Effect::Unquarantine { .. } => return (Kind::Halt, "same failure on two issues"),
             Effect::RecordMerged { .. } => return (Kind::Merged, ""),
             Effect::AskDecision { .. } => return (Kind::AskPerson, ""),
             _ => {}
@@ -457,7 +460,16 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
         (s.without_issue(), e)
     });
     // Whether the last escalation can match the next one is what matters; which failure it
-    // was multiplies the states without adding an edge.
+    // was multiplies the states without adding an edge. Likewise which failures a step saw
+    // only matters for the step at hand (whether its escalation may be released later), and
+    // only as one way or several.
+    for (i, seen) in r.failures_seen.iter_mut().enumerate() {
+        *seen = match *seen {
+            _ if Some(i) != current => FailuresSeen::None,
+            FailuresSeen::Only(..) => FailuresSeen::Only(FailureClass::TestAssertion, Signature(0)),
+            other => other,
+        };
+    }
     r.last_escalation = r.last_escalation.map(|(_, mut f)| {
         f.signature = Signature(0);
         f.step = Step::StartCycle;

@@ -18,6 +18,7 @@ fn every_state_of_the_machine_is_reached() {
         "BackingOff",
         "AwaitingDecision",
         "Escalating",
+        "Releasing",
         "RecordingMerge",
         "WaitingForNetwork",
         "Halted",
@@ -81,6 +82,23 @@ fn guards_tell_apart_what_one_event_can_do() {
         "Escalating"
     ));
     assert!(has("Escalating", "TrackerUpdated", "", "Selecting"));
+    // The same failure on two issues in a row: the first one's quarantine is lifted, then
+    // the halt; a tracker refusing the release halts on the tracker.
+    assert!(g.edges.iter().any(|e| e.event == "StepFailed"
+        && e.guard == "halt: same failure on two issues"
+        && e.to == "Releasing"));
+    assert!(has(
+        "Releasing",
+        "TrackerUpdated",
+        "halt: same failure on two issues",
+        "Halted"
+    ));
+    assert!(has(
+        "Releasing",
+        "TrackerWriteFailed",
+        "halt: tracker",
+        "Halted"
+    ));
     assert!(has(
         "Escalating",
         "TrackerWriteFailed",
@@ -200,6 +218,7 @@ fn diagram_overview_is_small_and_has_every_decisive_kind() {
             "Finished",
             "Halted",
             "RecordingMerge",
+            "Releasing",
             "Selecting",
             "Specify"
         ])

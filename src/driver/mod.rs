@@ -544,7 +544,15 @@ impl Driver {
         }
     }
 
+    /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`).
     async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
+        let before = crate::stats::spawns();
+        let outcome = self.perform_effect(effect, state).await;
+        crate::stats::effect_performed(effect.label(), before, crate::stats::spawns());
+        outcome
+    }
+
+    async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
         tracing::debug!(?effect, "perform");
         let claim_for = match &effect {
             Effect::RunStep { .. }
@@ -685,6 +693,17 @@ impl Driver {
                     worker,
                     issue,
                 });
+                Outcome::Next(self.tracker_written(&what, written))
+            }
+            Effect::Unquarantine { issue } => {
+                let note = report::release_note(issue, self.core.runner());
+                let what = format!("lifting the quarantine of issue #{issue} in the tracker");
+                let written = self
+                    .patiently(&what, |d| d.tracker.unquarantine(issue, &note))
+                    .await;
+                if matches!(written, network::Patient::Done(Ok(()))) {
+                    self.log(&format!("tracker: issue #{issue} released: {note}"));
+                }
                 Outcome::Next(self.tracker_written(&what, written))
             }
             Effect::Cleanup => {

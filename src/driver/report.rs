@@ -80,6 +80,18 @@ fn notice_text(n: &Notice) -> (Severity, String) {
                 "issue #{issue}: closed, relabelled or escalated by a person during the cycle; dropped (branch kept, nothing merged or written to it)"
             ),
         ),
+        Notice::Released {
+            issue,
+            second,
+            step,
+            class,
+        } => (
+            Severity::Warning,
+            format!(
+                "issue #{issue}: quarantine lifted: the same {class} failure at {} ended issue #{second} too, so it is the environment's, not the issues'",
+                step.key()
+            ),
+        ),
         Notice::CiPending { seconds, look } => (
             Severity::Info,
             format!("monitorCI: CI pending; look {look} at CI in {seconds} s"),
@@ -204,12 +216,50 @@ pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &s
     out
 }
 
+/// The note left on an issue whose quarantine the runner lifts (`Effect::Unquarantine`): the
+/// failure that escalated it ended the next issue too.
+pub fn release_note(issue: u32, r: &Runner) -> String {
+    let second = r
+        .issue
+        .map(|n| format!("issue #{n}"))
+        .unwrap_or_else(|| "the next issue".into());
+    let how = match r.last_escalation {
+        Some((_, f)) => format!(
+            "the same failure ({} at {}, signature {})",
+            f.class,
+            f.step.key(),
+            f.signature
+        ),
+        None => "the same failure".into(),
+    };
+    format!(
+        "sdlc-runner lifted the quarantine it had put on issue #{issue}: {how} that escalated it ended {second} too, so its cause is the environment's (a hook, the tree, a service), not this issue's. The run halted for a person to fix that cause; this issue will be selected again afterwards."
+    )
+}
+
+/// The first issue of a same-failure pair and whether its quarantine was lifted.
+fn pair(r: &Runner) -> (String, bool) {
+    match r.last_escalation {
+        Some((first, _)) => (format!("#{first}"), !r.escalated.contains(&first)),
+        None => ("the previous issue".into(), false),
+    }
+}
+
 /// What the halt means, where its headline alone does not say: whom it blames and not.
 fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
     Some(match *reason {
         HaltReason::TrackerWrite { issue, merged: true } => format!(
             "issue #{issue} was merged, but the tracker could not be told: it stays merged for this session and is never selected again. Make the tracker writable (see the error below), close issue #{issue} there by hand if it is still open, then run again with --ack-halt."
         ),
+        HaltReason::TrackerWrite {
+            issue,
+            merged: false,
+        } if r.issue.is_some_and(|n| n != issue) => {
+            let second = r.issue.map(|n| format!("#{n}")).unwrap_or_default();
+            format!(
+                "the same failure ended issue #{issue} and then issue {second} in a row: the environment's, not theirs, so {second} was not quarantined; but the tracker refused to lift #{issue}'s quarantine. Make the tracker writable (see the error below), then release #{issue} as below."
+            )
+        }
         HaltReason::TrackerWrite { issue, merged: false } => format!(
             "issue #{issue} gave up, but the tracker could not record its escalation. Make the tracker writable (see the error below), then run again with --ack-halt."
         ),
@@ -220,14 +270,18 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
             "a fact the runner owns is wrong (below, with the fix); no issue was blamed or quarantined.".to_string()
         }
         HaltReason::SameFailureAcrossIssues { step, class } => {
-            let first = r
-                .escalated
-                .iter()
-                .next_back()
+            let (first, released) = pair(r);
+            let second = r
+                .issue
                 .map(|n| format!("#{n}"))
-                .unwrap_or_else(|| "the previous issue".into());
+                .unwrap_or_else(|| "the next issue".into());
+            let first_fate = if released {
+                format!("{first}'s quarantine was lifted in the tracker (released: its step had failed no other way)")
+            } else {
+                format!("{first} stays quarantined (its step had also failed another way, which may be its own) — release it once the cause is fixed")
+            };
             format!(
-                "the same {class} failure at {} ended two different issues in a row: its cause is common to both (the environment, a hook, the tree), not theirs. The second issue was not quarantined; {first} was — lift its quarantine once the cause is fixed.",
+                "the same {class} failure at {} ended two different issues in a row, {first} and then {second}: its cause is common to both (the environment, a hook, the tree), not theirs. {second} was not quarantined; {first_fate}.",
                 step.key()
             )
         }

@@ -483,20 +483,28 @@ fn single_step_refusal(
     Some(2)
 }
 
-/// Writes the escalations and merges recorded in `session` that the tracker does not show.
-/// Each is checked first, so an escalation comment is not posted twice.
+/// Writes the escalations, merges and lifted quarantines recorded in `session` that the
+/// tracker does not show. Each is checked first, so an escalation comment is not posted twice;
+/// an escalation the session lifted later is not written at all.
 pub(crate) fn settle_tracker(
     tracker: &dyn TrackerPort,
     session: &str,
     recorded: &[Effect],
     logs: &Logs,
 ) -> Result<(), String> {
-    for effect in recorded {
+    for (at, effect) in recorded.iter().enumerate() {
         let (issue, escalation) = match *effect {
             Effect::MarkEscalated { issue } => (issue, true),
             Effect::RecordMerged { issue } => (issue, false),
+            Effect::Unquarantine { issue } => {
+                settle_release(tracker, session, issue)?;
+                continue;
+            }
             _ => continue,
         };
+        if escalation && recorded[at + 1..].contains(&Effect::Unquarantine { issue }) {
+            continue;
+        }
         let found = match tracker.get(issue) {
             Ok(found) => found,
             // Deleted since: nothing left to mark.
@@ -525,6 +533,22 @@ pub(crate) fn settle_tracker(
         written.map_err(|e| format!("cannot write issue #{issue}'s recorded outcome: {e}"))?;
     }
     Ok(())
+}
+
+/// Lifts a quarantine `session` recorded lifting when the tracker still shows it.
+fn settle_release(tracker: &dyn TrackerPort, session: &str, issue: u32) -> Result<(), String> {
+    match tracker.get(issue) {
+        Ok(found) if found.escalated => {}
+        Ok(_) | Err(tracker::TrackerError::NotFound { .. }) => return Ok(()),
+        Err(e) => return Err(format!("cannot check issue #{issue} in the tracker: {e}")),
+    }
+    say!("the tracker still shows issue #{issue} quarantined, which session {session} released; lifting it now");
+    let note = format!(
+        "sdlc-runner lifted its quarantine of this issue in session {session}: the failure that escalated it ended the next issue too (the environment's, not this issue's); the tracker could not be written then."
+    );
+    tracker
+        .unquarantine(issue, &note)
+        .map_err(|e| format!("cannot lift issue #{issue}'s quarantine: {e}"))
 }
 
 /// The claims of a runner started with `--worker-id`. Its lease must outlast the longest thing

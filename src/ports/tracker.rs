@@ -18,6 +18,8 @@ pub trait TrackerPort: Send + Sync {
     fn close(&self, number: u32, note: &str) -> Result<(), TrackerError>;
     /// Quarantines the issue durably with the diagnostic.
     fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError>;
+    /// Lifts the quarantine the runner put on the issue, with a note saying why.
+    fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError>;
     /// Open issues that lack the selection label (said, never selected).
     fn open_without_label(&self) -> Vec<u32>;
     /// The label selection requires.
@@ -44,6 +46,9 @@ impl TrackerPort for Tracker {
     }
     fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
         Tracker::mark_escalated(self, number, diagnostic)
+    }
+    fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        Tracker::unquarantine(self, number, note)
     }
     fn open_without_label(&self) -> Vec<u32> {
         Tracker::open_without_label(self)

@@ -193,23 +193,31 @@ impl GitHub {
         Ok(())
     }
 
+    /// Lifts the runner's own quarantine: removes the escalated label and comments `note`
+    /// saying why.
+    pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        self.remove_escalated_label(number)?;
+        let n = number.to_string();
+        self.gh(
+            &["issue", "comment", n.as_str(), "--body-file", "-"],
+            Some(crate::redact::redact(note).into_bytes()),
+        )?;
+        Ok(())
+    }
+
     /// Lifts the quarantine: removes the escalated label. Returns whether it was there.
     pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
         let was = self.get(number)?.escalated;
         if was {
-            let n = number.to_string();
-            self.gh(
-                &[
-                    "issue",
-                    "edit",
-                    n.as_str(),
-                    "--remove-label",
-                    &self.escalated_label,
-                ],
-                None,
-            )?;
+            self.remove_escalated_label(number)?;
         }
         Ok(was)
+    }
+
+    fn remove_escalated_label(&self, number: u32) -> Result<(), TrackerError> {
+        let n = number.to_string();
+        let args = ["issue", "edit", &n, "--remove-label", &self.escalated_label];
+        self.gh(&args, None).map(drop)
     }
 
     /// The issue `number`, open or closed.

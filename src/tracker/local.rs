@@ -17,7 +17,9 @@
 //! ([]), `milestone` (null), `parent` (null: the number of a parent issue), `escalated`
 //! (false) and `escalation` (null: the diagnostic of the escalation) are optional. The runner
 //! writes `escalated`/`escalation` when it quarantines an issue, and `state: "closed"` plus
-//! `resolution` (a note) when it merged the issue's work. Keys it does not know are kept as
+//! `resolution` (a note) when it merged the issue's work. When it lifts a quarantine of its own
+//! (the same failure ended the next issue too: the environment's), `escalated` becomes false,
+//! the escalated label and `escalation` go, and `released` says why. Keys it does not know are kept as
 //! they are. Files not ending in `.json` are ignored; a `.json` file that is not a valid
 //! issue, or whose name is not its `number`, is an error naming the file. Every write goes to
 //! a temporary file in the same directory that is then renamed over the issue file, so a
@@ -72,6 +74,8 @@ struct IssueFile {
     escalation: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     resolution: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    released: Option<String>,
     #[serde(flatten)]
     other: serde_json::Map<String, serde_json::Value>,
 }
@@ -167,6 +171,7 @@ impl Local {
             escalated: false,
             escalation: None,
             resolution: None,
+            released: None,
             other: serde_json::Map::new(),
         };
         let path = self.path(next);
@@ -207,6 +212,18 @@ impl Local {
             f.labels.retain(|l| *l != label);
         })?;
         Ok(was)
+    }
+
+    /// Lifts the runner's own quarantine with `note` saying why (`released`): the issue can be
+    /// selected again.
+    pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        let label = self.escalated_label.clone();
+        self.update(number, |f| {
+            f.escalated = false;
+            f.escalation = None;
+            f.labels.retain(|l| *l != label);
+            f.released = Some(crate::redact::redact(note));
+        })
     }
 
     /// Opens a closed issue again (its resolution note is dropped). Returns whether it was

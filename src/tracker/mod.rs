@@ -235,6 +235,18 @@ impl Tracker {
         format!("sdlc-runner release {number} --config {}", config.display())
     }
 
+    /// Lifts the quarantine the runner put on the issue this session, with `note` saying why
+    /// (the failure was the environment's). GitHub: the escalated label removed and a comment.
+    /// Local: `escalated` false, the label and the diagnostic gone, `released` the note.
+    pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        let note = &crate::sanitize::block(note);
+        let lifted = match self {
+            Tracker::GitHub(t) => t.unquarantine(number, note),
+            Tracker::Local(t) => t.unquarantine(number, note),
+        };
+        traced(self.kind(), "unquarantine", number, lifted)
+    }
+
     /// Lifts the durable quarantine. Returns whether the issue was quarantined.
     pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
         let lifted = match self {

@@ -96,6 +96,18 @@ pub fn git(cwd: &Path, args: &[&str]) -> String {
 }
 
 impl Project {
+    /// A pre-push hook in the project that rejects every push (a host's policy).
+    pub fn reject_every_push(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        let hook = self.project.join(".git/hooks/pre-push");
+        std::fs::write(
+            &hook,
+            "#!/bin/sh\necho 'push rejected by policy' >&2\nexit 1\n",
+        )
+        .expect("hook");
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
     /// `issues`: (number, title, body). `script`: the fake agent's script. `extra`: config keys
     /// merged over the defaults of the test config.
     pub fn new(issues: &[(u32, &str, &str)], script: Value, extra: Value) -> Project {

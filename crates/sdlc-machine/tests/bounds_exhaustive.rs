@@ -83,6 +83,10 @@ fn key(core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) -> K
     }
     r.merged.clear();
     r.withdrawn.clear();
+    // Which failures a quarantine rests on only decides whether the halt of the same failure
+    // on two issues lifts the first one's quarantine: no attempt either way.
+    r.failures_seen = Default::default();
+    r.last_escalation_alone = false;
     r.last_escalation = r.last_escalation.map(|(_, f)| (0, f));
     if let Some(f) = r.last_escalation.as_mut().map(|(_, f)| f) {
         f.signature = Signature(0);
@@ -150,7 +154,9 @@ impl Search {
                 let fresh = core.escalated().len() as u32 + 1;
                 (0, vec![Event::IssueSelected { issue: fresh }])
             }
-            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } => {
+            Effect::RecordMerged { .. }
+            | Effect::MarkEscalated { .. }
+            | Effect::Unquarantine { .. } => {
                 (0, vec![Event::TrackerUpdated, Event::TrackerWriteFailed])
             }
             Effect::Wait { .. } => (0, vec![Event::WaitOver]),

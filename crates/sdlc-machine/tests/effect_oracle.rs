@@ -141,13 +141,18 @@ fn answer(
                 | Effect::LookAtCi { .. }
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
+                | Effect::Unquarantine { .. }
         )
     );
     if own_call && t.pick(25) == 24 {
         return Event::NetworkFailed;
     }
     match request {
-        Some(Effect::RecordMerged { .. } | Effect::MarkEscalated { .. }) => match t.pick(40) {
+        Some(
+            Effect::RecordMerged { .. }
+            | Effect::MarkEscalated { .. }
+            | Effect::Unquarantine { .. },
+        ) => match t.pick(40) {
             39 => Event::TrackerWriteFailed,
             _ => Event::TrackerUpdated,
         },

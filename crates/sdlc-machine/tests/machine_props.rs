@@ -369,6 +369,12 @@ struct Model {
     halted: bool,
     /// The issue and (step, class, signature) of the last escalation since a merge.
     last_escalation: Option<(u32, Step, FailureClass, u64)>,
+    /// Whether that step failed no other way in that cycle.
+    last_escalation_alone: bool,
+    /// Every way each step failed in this cycle (waits aside).
+    how: [Vec<(FailureClass, u64)>; Step::COUNT],
+    /// The same failure ended the next issue too: the first one's quarantine is being lifted.
+    releasing: Option<u32>,
     /// The step whose attempt is out (answered `PreconditionsOk`, no outcome yet).
     out: Option<Step>,
     /// Looks at CI that found it pending in the attempt out, and whether the runner waits
@@ -406,6 +412,9 @@ impl Model {
             same: [(0, 0); Step::COUNT],
             halted: false,
             last_escalation: None,
+            last_escalation_alone: false,
+            how: Default::default(),
+            releasing: None,
             out: None,
             ci_pending: 0,
             ci_waiting: false,
@@ -416,13 +425,20 @@ impl Model {
     fn escalate(&mut self, own: Option<(Step, FailureClass, u64)>) {
         let issue = self.issue.unwrap_or(0);
         if let (Some(now), Some((before, s, c, g))) = (own, self.last_escalation) {
-            // The same failure on two issues in a row is the environment's: halt.
+            // The same failure on two issues in a row is the environment's: halt, after
+            // lifting the first's quarantine when it rested on that failure alone.
             if before != issue && now == (s, c, g) {
-                self.halted = true;
+                if self.last_escalation_alone {
+                    self.releasing = Some(before);
+                } else {
+                    self.halted = true;
+                }
                 return;
             }
         }
         self.last_escalation = own.map(|(s, c, g)| (issue, s, c, g));
+        self.last_escalation_alone =
+            own.is_some_and(|(s, c, g)| self.how[s.index()].iter().all(|&h| h == (c, g)));
         self.streak += 1;
         if let Some(i) = self.issue {
             self.escalated.insert(i);
@@ -434,6 +450,18 @@ impl Model {
 
     fn apply(&mut self, ev: &Event, _now: Option<Step>) {
         if self.halted {
+            return;
+        }
+        if let Some(first) = self.releasing {
+            match ev {
+                Event::TrackerUpdated => {
+                    self.escalated.remove(&first);
+                    self.streak -= 1;
+                    self.halted = true;
+                }
+                Event::TrackerWriteFailed => self.halted = true,
+                _ => {}
+            }
             return;
         }
         let out = self.out.take();
@@ -500,6 +528,7 @@ impl Model {
                 self.attempts = [0; Step::COUNT];
                 self.bounces = 0;
                 self.same = [(0, 0); Step::COUNT];
+                self.how = Default::default();
             }
             Event::NoIssues | Event::AllEscalated | Event::AllBlocked => self.halted = true,
             Event::PreconditionFailed { .. } => {
@@ -545,6 +574,7 @@ impl Model {
                 self.waits = 0;
                 self.attempts[i] += 1;
                 self.phase[i] += 1;
+                self.how[i].push((class, signature.0));
                 self.same[i] = if self.same[i].0 == signature.0 {
                     (signature.0, self.same[i].1 + 1)
                 } else {

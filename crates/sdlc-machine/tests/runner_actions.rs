@@ -68,10 +68,16 @@ impl World {
                     usage: Usage::default(),
                 },
             },
-            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } if network => {
+            Effect::RecordMerged { .. }
+            | Effect::MarkEscalated { .. }
+            | Effect::Unquarantine { .. }
+                if network =>
+            {
                 Event::NetworkFailed
             }
-            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } => match self.pick(8) {
+            Effect::RecordMerged { .. }
+            | Effect::MarkEscalated { .. }
+            | Effect::Unquarantine { .. } => match self.pick(8) {
                 7 => Event::TrackerWriteFailed,
                 _ => Event::TrackerUpdated,
             },
@@ -311,58 +317,152 @@ fn an_unfit_workspace_halts_as_the_environment_without_blaming_the_issue() {
     assert!(!fx.iter().any(|e| matches!(e, Effect::MarkEscalated { .. })));
 }
 
-/// Two issues escalated in a row by the same failure of the same step: the second is not
-/// quarantined and the session halts as the environment's.
-#[test]
-fn the_same_failure_on_two_issues_in_a_row_is_the_environments() {
+/// A failed attempt of startCycle with signature `sig` (after its preconditions held).
+fn fail_start_cycle(core: &mut Core, sig: u64) -> Vec<Effect> {
+    core.handle(&Event::PreconditionsOk {
+        step: Step::StartCycle,
+    });
+    core.handle(&Event::StepFailed {
+        step: Step::StartCycle,
+        class: FailureClass::PostCheck,
+        signature: Signature(sig),
+        usage: Usage::default(),
+        wait_hint_secs: None,
+    })
+    .to_vec()
+}
+
+/// Fails startCycle with `sigs` in turn, then with 42, until the cycle ends (the batch that
+/// asks the tracker or halts).
+fn until_the_cycle_ends(core: &mut Core, sigs: &[u64]) -> Vec<Effect> {
+    for n in 0..10 {
+        let fx = fail_start_cycle(core, sigs.get(n).copied().unwrap_or(42));
+        if fx.iter().any(|e| {
+            matches!(
+                e,
+                Effect::MarkEscalated { .. } | Effect::Unquarantine { .. } | Effect::Halt(_)
+            )
+        }) {
+            return fx;
+        }
+    }
+    panic!("the cycle did not end");
+}
+
+/// Issue 1 escalated by startCycle's failures `first` (then 42), issue 2 selected: the core
+/// before issue 2's first attempt.
+fn first_issue_escalated(first: &[u64]) -> Core {
     let l = Limits {
         max_consecutive_escalations: 3,
         ..Limits::default()
     };
-    let mut core = Core::new(l.clone(), Mode::Continuous);
-    let fail = |core: &mut Core, sig| {
-        core.handle(&Event::PreconditionsOk {
-            step: Step::StartCycle,
-        })
-        .to_vec();
-        core.handle(&Event::StepFailed {
-            step: Step::StartCycle,
-            class: FailureClass::PostCheck,
-            signature: Signature(sig),
-            usage: Usage::default(),
-            wait_hint_secs: None,
-        })
-        .to_vec()
-    };
+    let mut core = Core::new(l, Mode::Continuous);
     core.handle(&Event::Start);
     core.handle(&Event::IssueSelected { issue: 1 });
-    let until_the_cycle_ends = |core: &mut Core| {
-        for _ in 0..10 {
-            let fx = fail(core, 42);
-            if fx
-                .iter()
-                .any(|e| matches!(e, Effect::MarkEscalated { .. } | Effect::Halt(_)))
-            {
-                return fx;
-            }
-        }
-        panic!("the cycle did not end");
-    };
-    let last = until_the_cycle_ends(&mut core);
+    let last = until_the_cycle_ends(&mut core, first);
     assert!(
         last.contains(&Effect::MarkEscalated { issue: 1 }),
         "{last:?}"
     );
     core.handle(&Event::TrackerUpdated);
     core.handle(&Event::IssueSelected { issue: 2 });
-    let last = until_the_cycle_ends(&mut core);
-    assert!(
-        last.contains(&Effect::Halt(HaltReason::SameFailureAcrossIssues {
-            step: Step::StartCycle,
-            class: FailureClass::PostCheck
-        })),
+    core
+}
+
+const SAME_ACROSS: HaltReason = HaltReason::SameFailureAcrossIssues {
+    step: Step::StartCycle,
+    class: FailureClass::PostCheck,
+};
+
+/// Two issues escalated in a row by the same failure of the same step: the second is not
+/// quarantined, the first's quarantine is lifted in the tracker (it rested on that failure
+/// alone), and the session halts as the environment's.
+#[test]
+fn the_same_failure_on_two_issues_in_a_row_is_the_environments_and_releases_the_first() {
+    let mut core = first_issue_escalated(&[]);
+    let last = until_the_cycle_ends(&mut core, &[]);
+    assert_eq!(
+        last.iter().filter(|e| e.is_request()).collect::<Vec<_>>(),
+        [&Effect::Unquarantine { issue: 1 }],
         "{last:?}"
     );
     assert!(!last.contains(&Effect::MarkEscalated { issue: 2 }));
-    assert!(!core.runner().escalated.contains(&2));
+    assert!(
+        !last.iter().any(|e| matches!(e, Effect::Halt(_))),
+        "{last:?}"
+    );
+    assert_eq!(core.state().name(), "Releasing");
+    // Still quarantined until the tracker says the release is written.
+    assert!(core.runner().escalated.contains(&1));
+    let fx = core.handle(&Event::TrackerUpdated).to_vec();
+    assert!(
+        fx.contains(&Effect::Notify(Notice::Released {
+            issue: 1,
+            second: 2,
+            step: Step::StartCycle,
+            class: FailureClass::PostCheck,
+        })),
+        "{fx:?}"
+    );
+    assert!(fx.contains(&Effect::Halt(SAME_ACROSS)), "{fx:?}");
+    assert_eq!(fx.last(), Some(&Effect::Exit { code: 1 }));
+    assert!(core.runner().escalated.is_empty(), "{:?}", core.runner());
+    assert_eq!(core.runner().consecutive_escalations, 0);
+    assert!(core.is_terminal());
+}
+
+/// The first issue's step failed another way too before the shared failure escalated it: its
+/// quarantine was (also) its own, so it stays; the second is still spared.
+#[test]
+fn a_first_issue_that_also_failed_its_own_way_stays_quarantined() {
+    let mut core = first_issue_escalated(&[7]);
+    let last = until_the_cycle_ends(&mut core, &[]);
+    assert!(last.contains(&Effect::Halt(SAME_ACROSS)), "{last:?}");
+    assert!(!last.iter().any(|e| matches!(
+        e,
+        Effect::Unquarantine { .. } | Effect::MarkEscalated { .. }
+    )));
+    assert_eq!(
+        core.runner().escalated.iter().copied().collect::<Vec<_>>(),
+        [1]
+    );
+}
+
+/// Only the first issue's failures count: the second failing another way first still shares
+/// the failure that ended both, and the first is released.
+#[test]
+fn the_second_issues_other_failures_do_not_keep_the_first_quarantined() {
+    let mut core = first_issue_escalated(&[]);
+    let last = until_the_cycle_ends(&mut core, &[9]);
+    assert!(
+        last.contains(&Effect::Unquarantine { issue: 1 }),
+        "{last:?}"
+    );
+}
+
+/// A tracker that refuses the release halts naming the tracker and the first issue, which stays
+/// quarantined (the recovery command releases it); the network is waited out and the release
+/// asked again; a restart asks again.
+#[test]
+fn a_refused_release_halts_on_the_tracker_and_the_network_is_waited_out() {
+    let mut core = first_issue_escalated(&[]);
+    until_the_cycle_ends(&mut core, &[]);
+    let fx = core.handle(&Event::NetworkFailed).to_vec();
+    assert!(
+        fx.iter().any(|e| matches!(e, Effect::Wait { .. })),
+        "{fx:?}"
+    );
+    let fx = core.handle(&Event::WaitOver).to_vec();
+    assert_eq!(fx, [Effect::Unquarantine { issue: 1 }]);
+    let fx = core.handle(&Event::Start).to_vec();
+    assert_eq!(fx, [Effect::Unquarantine { issue: 1 }]);
+    let fx = core.handle(&Event::TrackerWriteFailed).to_vec();
+    assert!(
+        fx.contains(&Effect::Halt(HaltReason::TrackerWrite {
+            issue: 1,
+            merged: false
+        })),
+        "{fx:?}"
+    );
+    assert!(core.runner().escalated.contains(&1));
 }

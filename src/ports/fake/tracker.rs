@@ -95,6 +95,9 @@ impl TrackerPort for FakeTracker {
     fn mark_escalated(&self, number: u32, _diagnostic: &str) -> Result<(), TrackerError> {
         self.write(number, "escalate", |i| i.escalated = true)
     }
+    fn unquarantine(&self, number: u32, _note: &str) -> Result<(), TrackerError> {
+        self.write(number, "release", |i| i.escalated = false)
+    }
     fn open_without_label(&self) -> Vec<u32> {
         let w = self.world.lock();
         w.issues

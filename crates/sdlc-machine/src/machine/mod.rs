@@ -7,7 +7,9 @@ mod sm;
 mod tests;
 mod types;
 
-pub use sm::{state_of as state_of_step, LastFailure, Runner, Spend, State, Stats, Superstate};
+pub use sm::{
+    state_of as state_of_step, FailuresSeen, LastFailure, Runner, Spend, State, Stats, Superstate,
+};
 pub use types::*;
 
 use crate::failure::FailureDetail;

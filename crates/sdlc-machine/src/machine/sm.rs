@@ -48,6 +48,29 @@ pub struct LastFailure {
     pub signature: Signature,
 }
 
+/// How the failed attempts of one step in the cycle failed: whether a quarantine rests on one
+/// failure alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FailuresSeen {
+    /// The step has not failed in this cycle.
+    #[default]
+    None,
+    /// Every failed attempt failed this way.
+    Only(FailureClass, Signature),
+    /// At least two different ways.
+    Several,
+}
+
+impl FailuresSeen {
+    fn and(self, class: FailureClass, signature: Signature) -> FailuresSeen {
+        match self {
+            FailuresSeen::None => FailuresSeen::Only(class, signature),
+            FailuresSeen::Only(c, s) if (c, s) == (class, signature) => self,
+            _ => FailuresSeen::Several,
+        }
+    }
+}
+
 /// Shared storage of the machine: every counter of docs/counters-and-bounds.md.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Runner {
@@ -64,6 +87,8 @@ pub struct Runner {
     pub last_signature: [Option<Signature>; Step::COUNT],
     pub last_class: [Option<FailureClass>; Step::COUNT],
     pub repairs: [u32; Step::COUNT],
+    /// How each step's failed attempts failed in this cycle (waits aside).
+    pub failures_seen: [FailuresSeen; Step::COUNT],
     pub issue_cost_micros: u64,
     pub issue_elapsed_ms: u64,
     // -- session scope --
@@ -88,6 +113,9 @@ pub struct Runner {
     /// The issue and failure of the last escalation, to tell an environment's failure (the
     /// same on two issues in a row) from the issues'.
     pub last_escalation: Option<(u32, LastFailure)>,
+    /// Whether that failure was the only way the escalating step failed in its cycle: then
+    /// the quarantine rests on it alone, and the same failure on the next issue releases it.
+    pub last_escalation_alone: bool,
     // -- attempt scope: reset by `dispatch` --
     /// Waits between looks at CI in the monitorCI attempt under way, and their seconds.
     pub ci_waits: u32,
@@ -112,6 +140,7 @@ impl Runner {
             last_signature: [None; Step::COUNT],
             last_class: [None; Step::COUNT],
             repairs: [0; Step::COUNT],
+            failures_seen: [FailuresSeen::None; Step::COUNT],
             issue_cost_micros: 0,
             issue_elapsed_ms: 0,
             consecutive_escalations: 0,
@@ -127,6 +156,7 @@ impl Runner {
             outstanding: None,
             network_waits: 0,
             last_escalation: None,
+            last_escalation_alone: false,
             ci_waits: 0,
             ci_waited_secs: 0,
             pending_usage: Usage::default(),
@@ -142,6 +172,7 @@ impl Runner {
         self.last_signature = [None; Step::COUNT];
         self.last_class = [None; Step::COUNT];
         self.repairs = [0; Step::COUNT];
+        self.failures_seen = [FailuresSeen::None; Step::COUNT];
         self.issue_cost_micros = 0;
         self.issue_elapsed_ms = 0;
     }
@@ -191,19 +222,19 @@ impl Runner {
         Transition(State::waiting_for_network(seconds))
     }
 
-    /// The answer to a tracker write, the same for a merge and an escalation: `recorded` goes
-    /// on; a refusal halts naming the issue; the network is waited out; a restart writes again.
+    /// The answer to a tracker write, the same for a merge, an escalation and a release:
+    /// `recorded` goes on; a refusal halts naming the issue; the network is waited out; a
+    /// restart writes again.
     fn on_tracker_write(
         &mut self,
         event: &Event,
-        issue: u32,
-        merged: bool,
+        refused: HaltReason,
         fx: &mut Fx,
         recorded: impl FnOnce(&mut Self, &mut Fx) -> Outcome<State>,
     ) -> Outcome<State> {
         match *event {
             Event::TrackerUpdated => recorded(self, fx),
-            Event::TrackerWriteFailed => self.halt(HaltReason::TrackerWrite { issue, merged }, fx),
+            Event::TrackerWriteFailed => self.halt(refused, fx),
             Event::NetworkFailed => self.network_failed(fx),
             Event::Start | Event::ModeChanged { .. } => {
                 if let Event::ModeChanged { mode } = *event {
@@ -353,24 +384,62 @@ impl Runner {
         };
         if let (Some(now), Some((previous, before))) = (own, self.last_escalation) {
             if previous != issue && before == now {
-                // Two issues failing the same way, one after the other: the cause is common
-                // to both, so the second is not quarantined; the session stops instead.
-                return self.halt(
-                    HaltReason::SameFailureAcrossIssues {
-                        step,
-                        class: now.class,
-                    },
-                    fx,
-                );
+                return self.same_failure_across_issues(step, now.class, fx);
             }
         }
         self.last_escalation = own.map(|f| (issue, f));
+        self.last_escalation_alone = own.is_some_and(|f| {
+            self.failures_seen[step.index()] == FailuresSeen::Only(f.class, f.signature)
+        });
         self.escalated.insert(issue);
         self.consecutive_escalations += 1;
         self.dispatched = false;
         let state = State::escalating(step, cause);
         self.request(state, Effect::MarkEscalated { issue }, fx);
         Transition(state)
+    }
+
+    /// Two issues failing the same way, one after the other: the cause is common to both, so
+    /// the second is not quarantined and the session stops. The first's quarantine is lifted
+    /// first when that failure was the only way its step failed (it was never the issue's);
+    /// when its step also failed another way, its quarantine stays (docs/counters-and-bounds.md).
+    fn same_failure_across_issues(
+        &mut self,
+        step: Step,
+        class: FailureClass,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let halt = HaltReason::SameFailureAcrossIssues { step, class };
+        match self.last_escalation {
+            Some((first, _)) if self.last_escalation_alone => {
+                self.dispatched = false;
+                let state = State::releasing(step, class);
+                self.request(state, Effect::Unquarantine { issue: first }, fx);
+                Transition(state)
+            }
+            _ => self.halt(halt, fx),
+        }
+    }
+
+    /// The tracker lifted the first issue's quarantine: it no longer counts as escalated, and
+    /// the session halts as the environment's.
+    fn release_recorded(
+        &mut self,
+        first: u32,
+        step: Step,
+        class: FailureClass,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        if self.escalated.remove(&first) {
+            self.consecutive_escalations = self.consecutive_escalations.saturating_sub(1);
+        }
+        fx.push(Effect::Notify(Notice::Released {
+            issue: first,
+            second: self.current_issue(),
+            step,
+            class,
+        }));
+        self.halt(HaltReason::SameFailureAcrossIssues { step, class }, fx)
     }
 
     /// The tracker recorded the quarantine: stop, end the run or select the next issue.
@@ -560,6 +629,7 @@ impl Runner {
             self.last_signature[i] = Some(signature);
         }
         self.last_class[i] = Some(class);
+        self.failures_seen[i] = self.failures_seen[i].and(class, signature);
 
         let phase_limit = self.limits.max_consecutive_failures[i];
         if phase_limit > 0 && self.phase_failures[i] >= phase_limit {
@@ -936,9 +1006,11 @@ impl Runner {
     #[state(superstate = "session")]
     fn recording_merge(&mut self, issue: &u32, event: &Event, context: &mut Fx) -> Outcome<State> {
         let issue = *issue;
-        self.on_tracker_write(event, issue, true, context, |r, fx| {
-            r.merge_recorded(issue, fx)
-        })
+        let refused = HaltReason::TrackerWrite {
+            issue,
+            merged: true,
+        };
+        self.on_tracker_write(event, refused, context, |r, fx| r.merge_recorded(issue, fx))
     }
 
     /// The cycle gave up on its issue; the tracker is being told (durable quarantine).
@@ -951,9 +1023,33 @@ impl Runner {
         context: &mut Fx,
     ) -> Outcome<State> {
         let (step, cause) = (*step, *cause);
-        let issue = self.current_issue();
-        self.on_tracker_write(event, issue, false, context, |r, fx| {
+        let refused = HaltReason::TrackerWrite {
+            issue: self.current_issue(),
+            merged: false,
+        };
+        self.on_tracker_write(event, refused, context, |r, fx| {
             r.escalation_recorded(step, cause, fx)
+        })
+    }
+
+    /// The same failure ended two issues in a row; the tracker is lifting the first one's
+    /// quarantine before the session halts.
+    #[state(superstate = "session")]
+    fn releasing(
+        &mut self,
+        step: &Step,
+        class: &FailureClass,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        let (step, class) = (*step, *class);
+        let first = self.last_escalation.map_or(0, |(issue, _)| issue);
+        let refused = HaltReason::TrackerWrite {
+            issue: first,
+            merged: false,
+        };
+        self.on_tracker_write(event, refused, context, |r, fx| {
+            r.release_recorded(first, step, class, fx)
         })
     }
 
@@ -1075,7 +1171,8 @@ impl State {
             State::WaitingForCi { .. } => Step::MonitorCi,
             State::BackingOff { step, .. }
             | State::AwaitingDecision { step }
-            | State::Escalating { step, .. } => *step,
+            | State::Escalating { step, .. }
+            | State::Releasing { step, .. } => *step,
             _ => return None,
         })
     }
@@ -1110,6 +1207,7 @@ impl State {
             State::AwaitingDecision { .. } => "AwaitingDecision",
             State::RecordingMerge { .. } => "RecordingMerge",
             State::Escalating { .. } => "Escalating",
+            State::Releasing { .. } => "Releasing",
             State::WaitingForNetwork { .. } => "WaitingForNetwork",
             State::WaitingForCi { .. } => "WaitingForCi",
             State::Halted { .. } => "Halted",

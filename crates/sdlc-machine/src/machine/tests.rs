@@ -211,6 +211,7 @@ fn machine_labels_of_events_and_effects() {
         (Effect::ResetCycle, "ResetCycle", false),
         (Effect::RecordMerged { issue: 1 }, "RecordMerged", true),
         (Effect::MarkEscalated { issue: 1 }, "MarkEscalated", true),
+        (Effect::Unquarantine { issue: 1 }, "Unquarantine", true),
         (Effect::Cleanup, "Cleanup", false),
         (Effect::Notify(Notice::NothingToDo), "Notify", false),
         (Effect::AskDecision { step, issue: 1 }, "AskDecision", true),

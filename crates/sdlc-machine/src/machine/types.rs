@@ -313,7 +313,7 @@ pub enum Event {
     /// step, a tracker write) failed for a transient network reason: the machine decides
     /// whether to wait and call again or to halt.
     NetworkFailed,
-    /// The tracker recorded the merge or the escalation asked for.
+    /// The tracker recorded the merge, the escalation or the release asked for.
     TrackerUpdated,
     /// The tracker could not be written (read-only, permission, not found, refused): an
     /// environment failure, never a new cycle.
@@ -428,8 +428,9 @@ pub enum HaltReason {
     RunnerStateLost,
     /// The network stayed down through every allowed wait.
     Network,
-    /// The tracker could not record a merge or an escalation. A merge stays final for the
-    /// session whether or not the tracker was told.
+    /// The tracker could not record a merge or an escalation, or lift a quarantine (`issue`
+    /// then is not the current one). A merge stays final for the session whether or not the
+    /// tracker was told.
     TrackerWrite {
         issue: u32,
         merged: bool,
@@ -443,6 +444,8 @@ pub enum HaltReason {
         step: Step,
     },
     /// The same failure ended two different issues in a row: the environment's, not theirs.
+    /// The second is not quarantined; the first was released before the halt when that failure
+    /// was the only way its step had failed (`Runner::last_escalation_alone`).
     SameFailureAcrossIssues {
         step: Step,
         class: FailureClass,
@@ -551,6 +554,14 @@ pub enum Notice {
     Withdrawn {
         issue: u32,
     },
+    /// The failure that escalated `issue` ended `second` too, at `step` with `class`: the
+    /// environment's, so `issue`'s quarantine was lifted in the tracker.
+    Released {
+        issue: u32,
+        second: u32,
+        step: Step,
+        class: FailureClass,
+    },
     /// CI has not settled: the next look follows after `seconds` (`look` is its number in
     /// the attempt, the first look being 1).
     CiPending {
@@ -604,6 +615,12 @@ pub enum Effect {
     MarkEscalated {
         issue: u32,
     },
+    /// Lift the quarantine this session put on an issue, with a note saying why: the failure
+    /// that escalated it ended the next issue too, so it was never the issue's (answered like
+    /// `RecordMerged`).
+    Unquarantine {
+        issue: u32,
+    },
     /// Kill the agent's process tree and the configured patterns.
     Cleanup,
     Notify(Notice),
@@ -632,6 +649,7 @@ impl Effect {
                 | Effect::AskDecision { .. }
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
+                | Effect::Unquarantine { .. }
                 | Effect::Exit { .. }
         )
     }
@@ -654,6 +672,7 @@ impl Effect {
             Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
             Effect::LookAtCi { look, .. } => Effect::LookAtCi { issue: 0, look },
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
+            Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
             Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
             other => other,
         }
@@ -671,6 +690,7 @@ impl Effect {
             Effect::ResetCycle => "ResetCycle",
             Effect::RecordMerged { .. } => "RecordMerged",
             Effect::MarkEscalated { .. } => "MarkEscalated",
+            Effect::Unquarantine { .. } => "Unquarantine",
             Effect::Cleanup => "Cleanup",
             Effect::Notify(_) => "Notify",
             Effect::AskDecision { .. } => "AskDecision",

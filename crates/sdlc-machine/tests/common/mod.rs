@@ -163,7 +163,9 @@ pub fn drive(
                     },
                 }
             }
-            Effect::RecordMerged { .. } | Effect::MarkEscalated { .. } => Event::TrackerUpdated,
+            Effect::RecordMerged { .. }
+            | Effect::MarkEscalated { .. }
+            | Effect::Unquarantine { .. } => Event::TrackerUpdated,
             other => unreachable!("not a request: {other:?}"),
         };
     }

@@ -19,6 +19,9 @@ pub enum At {
     RecordingMerge(u32),
     /// The issue is given up; the tracker is being told.
     Escalating(Step, EscalationCause),
+    /// The same failure ended the next issue too; the tracker is lifting the first one's
+    /// quarantine before the halt.
+    Releasing(Step, FailureClass),
     /// A runner call failed on the network; waiting this many seconds.
     NetworkWait(u64),
     /// monitorCI found CI pending; waiting this many seconds before the next look.
@@ -41,6 +44,8 @@ pub struct Model {
     pub last_sig: [Option<Signature>; Step::COUNT],
     pub last_class: [Option<FailureClass>; Step::COUNT],
     pub repairs: [u32; Step::COUNT],
+    /// Every way each step's attempts failed in this cycle (waits aside), in order.
+    pub failed_how: [Vec<(FailureClass, Signature)>; Step::COUNT],
     pub issue_cost: u64,
     pub issue_ms: u64,
     pub streak: u32,
@@ -65,6 +70,8 @@ pub struct Model {
     pub last_failure: Option<(Step, FailureClass, Signature)>,
     /// The issue and the failure that ended the last escalated cycle since the last merge.
     pub last_escalation: Option<(u32, Step, FailureClass, Signature)>,
+    /// Whether every failed attempt of that escalation's step in its cycle failed that way.
+    pub last_escalation_alone: bool,
     /// In the attempt under way: waits between looks at CI, their seconds, and what the
     /// looks before the outcome cost (added to the outcome's usage).
     pub ci_waits: u32,
@@ -93,6 +100,7 @@ impl Model {
             last_sig: [None; Step::COUNT],
             last_class: [None; Step::COUNT],
             repairs: [0; Step::COUNT],
+            failed_how: Default::default(),
             issue_cost: 0,
             issue_ms: 0,
             streak: 0,
@@ -111,6 +119,7 @@ impl Model {
             net_waits: 0,
             last_failure: None,
             last_escalation: None,
+            last_escalation_alone: false,
             ci_waits: 0,
             ci_waited: 0,
             pending: Usage::default(),
@@ -198,6 +207,7 @@ impl Model {
         self.last_sig = [None; Step::COUNT];
         self.last_class = [None; Step::COUNT];
         self.repairs = [0; Step::COUNT];
+        self.failed_how = Default::default();
         self.issue_cost = 0;
         self.issue_ms = 0;
         self.fx.push(Effect::Notify(Notice::CycleStarted { issue }));
@@ -266,14 +276,41 @@ impl Model {
             (now, self.last_escalation)
         {
             if before != issue && (s, class, sig) == (s0, class0, sig0) {
+                // The environment's: the second is not quarantined; the first is released
+                // when its step never failed any other way in its cycle.
+                if self.last_escalation_alone {
+                    self.dispatched = false;
+                    return self.ask(
+                        At::Releasing(step, class),
+                        Effect::Unquarantine { issue: before },
+                    );
+                }
                 return self.halt(HaltReason::SameFailureAcrossIssues { step, class });
             }
         }
         self.last_escalation = now;
+        self.last_escalation_alone = now.is_some_and(|(_, s, class, sig)| {
+            self.failed_how[s.index()]
+                .iter()
+                .all(|&how| how == (class, sig))
+        });
         self.escalated.insert(issue);
         self.streak += 1;
         self.dispatched = false;
         self.ask(At::Escalating(step, cause), Effect::MarkEscalated { issue });
+    }
+
+    fn release_recorded(&mut self, first: u32, step: Step, class: FailureClass) {
+        if self.escalated.remove(&first) {
+            self.streak -= 1;
+        }
+        self.fx.push(Effect::Notify(Notice::Released {
+            issue: first,
+            second: self.issue(),
+            step,
+            class,
+        }));
+        self.halt(HaltReason::SameFailureAcrossIssues { step, class });
     }
 
     fn escalation_recorded(&mut self, step: Step, cause: EscalationCause) {
@@ -460,6 +497,7 @@ impl Model {
             self.last_sig[i] = Some(sig);
         }
         self.last_class[i] = Some(class);
+        self.failed_how[i].push((class, sig));
         let limit = self.l.max_consecutive_failures[i];
         if limit > 0 && self.phase[i] >= limit {
             return self.halt(HaltReason::MaxConsecutiveFailures { step, limit });
@@ -632,6 +670,17 @@ impl Model {
                     |m| m.escalation_recorded(step, cause),
                     HaltReason::TrackerWrite {
                         issue,
+                        merged: false,
+                    },
+                )
+            }
+            At::Releasing(step, class) => {
+                let first = self.last_escalation.map_or(0, |e| e.0);
+                self.on_tracker_write(
+                    ev,
+                    |m| m.release_recorded(first, step, class),
+                    HaltReason::TrackerWrite {
+                        issue: first,
                         merged: false,
                     },
                 )

@@ -1,0 +1,250 @@
+//! The most child processes the shell starts to perform one effect (`CHILDREN`), and from it
+//! and the machine's bounds the most processes a run starts, which `sdlc-runner bounds`
+//! prints: agent processes apart from git, gh, CI, tracker and notifier processes.
+//!
+//! The table is the adapters' worst case for the local tracker and forge and for GitHub,
+//! read from the adapters (`repo.rs`, `probe.rs`, `builtin.rs`, `forge/`, `tracker/`,
+//! `notify.rs`) with a margin; `tests/process_bound.rs` runs the real binary with
+//! `SDLC_RUNNER_STATS=1`, which counts the children each performed effect started, and fails
+//! when one effect started more than its row says or a run more than the total: an adapter
+//! that starts more processes cannot leave the table stale unnoticed.
+
+use crate::machine::bounds::{self, Bounds};
+use crate::machine::Limits;
+use crate::step::Step;
+use sdlc_machine::fleet::Contention;
+
+/// What one performed effect may start at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Children {
+    /// Agent processes.
+    pub agents: u64,
+    /// Every other child: git, gh, the local CI command, tracker and notifier commands.
+    pub others: u64,
+}
+
+const fn others(n: u64) -> Children {
+    Children {
+        agents: 0,
+        others: n,
+    }
+}
+
+/// The rows of the table, by the name `Effect::label` gives (and `startup`: what the runner
+/// starts before its first effect). `RunStep` is split by who performs the step.
+pub const CHILDREN: &[(&str, Children)] = &[
+    // Recovery checks, the lock, the remote, the workspace and branch facts.
+    ("startup", others(16)),
+    // gh issue list, the milestones, the claims' comments (local: none).
+    ("SelectIssue", others(4)),
+    // The lock files, the tree, the branch, the forge's PR and CI (a check per precondition).
+    ("CheckPreconditions", others(12)),
+    // An agent step: the agent (an agent-run merge again per lost push race) and the post-step
+    // check's git and forge calls.
+    (
+        "RunStep",
+        Children {
+            agents: 1 + Contention::MAX_LOST_RACES as u64,
+            others: 16,
+        },
+    ),
+    // A builtin step: git, gh or the local forge and its CI command, a merge again per lost
+    // push race, a repair's agent first.
+    (
+        "RunStepBuiltin",
+        Children {
+            agents: 1,
+            others: 64,
+        },
+    ),
+    ("LookAtCi", others(8)),
+    // gh: label, label create, label again, comment.
+    ("RecordMerged", others(4)),
+    ("MarkEscalated", others(4)),
+    ("Unquarantine", others(4)),
+    ("AutoCommit", others(8)),
+    ("CheckoutMain", others(6)),
+    ("Cleanup", others(0)),
+    // A `command` notifier: one process per message.
+    ("Notify", others(1)),
+    ("Wait", others(0)),
+    ("ResetCycle", others(0)),
+    ("AskDecision", others(1)),
+    // The halt's notification and, for "all issues escalated", the tracker's list.
+    ("Halt", others(4)),
+    // Claims released, the state file.
+    ("Exit", others(4)),
+];
+
+/// The row of `label`.
+pub fn children(label: &str) -> Children {
+    CHILDREN
+        .iter()
+        .find(|(l, _)| *l == label)
+        .map_or(others(0), |(_, c)| *c)
+}
+
+/// The most fire-and-forget effects one batch carries (auto-commit, checkout, two notices,
+/// the halt), as children.
+fn per_batch() -> u64 {
+    [
+        "AutoCommit",
+        "CheckoutMain",
+        "Notify",
+        "Notify",
+        "Halt",
+        "Cleanup",
+    ]
+    .iter()
+    .map(|l| children(l).others)
+    .sum()
+}
+
+/// Processes of one window of the run: `agents` and every other child.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Processes {
+    /// Agent processes.
+    pub agents: u64,
+    /// git, gh, CI, tracker and notifier processes.
+    pub others: u64,
+}
+
+/// The figures `bounds` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessBounds {
+    /// One issue's cycle, selection to its merge or escalation.
+    pub per_issue: Processes,
+    /// Between two merges (startup included).
+    pub between_merges: Processes,
+    /// Before the halt when nothing succeeds (startup included).
+    pub nothing_succeeds: Processes,
+}
+
+/// The window's processes when it holds at most `attempts` step attempts (waits included),
+/// `cycles` cycles and `agents` agent invocations counted as attempts.
+fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool) -> Processes {
+    let n = l.enabled_steps().count() as u64;
+    let b = u64::from(l.max_bounce_retries);
+    let retries = 1 + u64::from(l.max_network_waits);
+    let looks = attempts.saturating_mul(l.ci_polls().len() as u64);
+    // Each check answers with a dispatch, a step already done or a bounce.
+    let checks = attempts.saturating_add(cycles.saturating_mul(n + b + 1));
+    let selects = cycles + 1;
+    let writes = cycles + 2;
+    let run = children("RunStep")
+        .others
+        .max(children("RunStepBuiltin").others);
+    let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
+    let calls = attempts
+        .saturating_mul(run)
+        .saturating_add(own(checks, "CheckPreconditions"))
+        .saturating_add(own(looks, "LookAtCi"))
+        .saturating_add(own(selects, "SelectIssue"))
+        .saturating_add(writes.saturating_mul(children("MarkEscalated").others));
+    // Every call of the runner's own may be made again after a network wait.
+    let requests = (attempts + checks + looks + selects + writes).saturating_mul(retries);
+    let waits = attempts + looks + requests;
+    let batches = requests + waits + 1;
+    let races = if agent_merge {
+        u64::from(Contention::MAX_LOST_RACES).saturating_mul(attempts)
+    } else {
+        0
+    };
+    Processes {
+        agents: agents.saturating_add(races),
+        others: calls
+            .saturating_mul(retries)
+            .saturating_add(batches.saturating_mul(per_batch()))
+            .saturating_add(children("startup").others + children("Exit").others),
+    }
+}
+
+/// The bounds for `limits` and the config's builtin steps (`builtin[step.index()]`).
+pub fn compute(l: &Limits, builtin: &[bool; Step::COUNT]) -> ProcessBounds {
+    let attempts: Bounds = bounds::compute(l);
+    let agents = bounds::agent_invocations(l, builtin);
+    let waits = 1 + u64::from(l.max_rate_limit_waits);
+    let e = u64::from(l.max_consecutive_escalations.max(1));
+    let agent_merge = l.enabled(Step::Merge) && !builtin[Step::Merge.index()];
+    ProcessBounds {
+        per_issue: window(
+            l,
+            attempts.per_cycle.saturating_mul(waits),
+            1,
+            agents.per_cycle.saturating_mul(waits),
+            agent_merge,
+        ),
+        between_merges: window(
+            l,
+            attempts.between_merges,
+            e,
+            agents.between_merges,
+            agent_merge,
+        ),
+        nothing_succeeds: window(
+            l,
+            attempts.nothing_succeeds,
+            e,
+            agents.nothing_succeeds,
+            agent_merge,
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_effect_has_a_row() {
+        use crate::machine::{Effect, HaltReason, Notice};
+        let effects = [
+            Effect::SelectIssue,
+            Effect::CheckPreconditions { step: Step::Verify },
+            Effect::RunStep {
+                step: Step::Verify,
+                issue: 1,
+                attempt: 1,
+                repair: false,
+            },
+            Effect::LookAtCi { issue: 1, look: 1 },
+            Effect::Wait { seconds: 1 },
+            Effect::AutoCommit(crate::machine::CommitKind::PartialWork),
+            Effect::CheckoutMain,
+            Effect::ResetCycle,
+            Effect::RecordMerged { issue: 1 },
+            Effect::MarkEscalated { issue: 1 },
+            Effect::Unquarantine { issue: 1 },
+            Effect::Cleanup,
+            Effect::Notify(Notice::NothingToDo),
+            Effect::AskDecision {
+                step: Step::Verify,
+                issue: 1,
+            },
+            Effect::Halt(HaltReason::Network),
+            Effect::Exit { code: 0 },
+        ];
+        for e in effects {
+            assert!(
+                CHILDREN.iter().any(|(l, _)| *l == e.label()),
+                "{} has no row",
+                e.label()
+            );
+        }
+    }
+
+    #[test]
+    fn more_limits_more_processes() {
+        let none = [false; Step::COUNT];
+        let base = compute(&Limits::default(), &none);
+        let more = compute(
+            &Limits {
+                max_retries_per_step: 5,
+                ..Limits::default()
+            },
+            &none,
+        );
+        assert!(more.between_merges.others > base.between_merges.others);
+        assert!(base.per_issue.agents <= base.between_merges.agents);
+    }
+}
