@@ -22,7 +22,7 @@ use std::time::Duration;
 /// lasts at most one lease per worker ahead, and a wait for the tracker's lease one lease
 /// (its holder's lease runs out by then), with two seconds of slack for the clocks. `None`
 /// for a runner alone: it has no turn to take.
-pub(super) fn turn_wait_ms(claim_lease: Option<Duration>, workers: u32) -> Option<u64> {
+pub(crate) fn turn_wait_ms(claim_lease: Option<Duration>, workers: u32) -> Option<u64> {
     let lease = claim_lease?;
     let limit = lease.saturating_mul(workers.max(1)) + Duration::from_secs(2);
     Some(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX))
