@@ -226,6 +226,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                                 | Effect::CheckoutMain
                                 | Effect::ResetCycle
                                 | Effect::Cleanup
+                                | Effect::ReleaseMergeTurn
                         )
                     })
                     .collect();
