@@ -39,17 +39,16 @@ pub const CHILDREN: &[(&str, Children)] = &[
     ("SelectIssue", others(4)),
     // The lock files, the tree, the branch, the forge's PR and CI (a check per precondition).
     ("CheckPreconditions", others(12)),
-    // An agent step: the agent (an agent-run merge again per lost push race) and the post-step
-    // check's git and forge calls.
+    // An agent step: the agent and the post-step check's git and forge calls. A merge run
+    // again after a lost push race is a `RunStep` of its own.
     (
         "RunStep",
         Children {
-            agents: 1 + Contention::MAX_LOST_RACES as u64,
+            agents: 1,
             others: 16,
         },
     ),
-    // A builtin step: git, gh or the local forge and its CI command, a merge again per lost
-    // push race, a repair's agent first.
+    // A builtin step: git, gh or the local forge and its CI command, a repair's agent first.
     (
         "RunStepBuiltin",
         Children {
@@ -58,6 +57,10 @@ pub const CHILDREN: &[(&str, Children)] = &[
         },
     ),
     ("LookAtCi", others(8)),
+    // The merge lease in the tracker: GitHub's comment read, written, read back (local: none).
+    ("TakeMergeTurn", others(4)),
+    ("ReleaseMergeTurn", others(2)),
+    ("Pause", others(0)),
     // gh: label, label create, label again, comment.
     ("RecordMerged", others(4)),
     ("MarkEscalated", others(4)),
@@ -134,16 +137,27 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     let run = children("RunStep")
         .others
         .max(children("RunStepBuiltin").others);
+    // A lost push race runs the merge again (agent-run or builtin), after a pause and a
+    // merge turn taken again; each wait for the turn is at most `turn_pauses` pauses, each
+    // followed by one more request for the turn.
+    let reruns = u64::from(Contention::MAX_LOST_RACES).saturating_mul(attempts);
+    let turn_pauses = l
+        .merge_turn_wait_ms
+        .map_or(0, sdlc_machine::fleet::LeaseWait::max_pauses);
+    let turns = (attempts + reruns).saturating_mul(1 + turn_pauses);
     let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
-    let calls = attempts
+    let calls = (attempts + reruns)
         .saturating_mul(run)
+        .saturating_add(own(turns, "TakeMergeTurn"))
+        .saturating_add(own(attempts + reruns, "ReleaseMergeTurn"))
         .saturating_add(own(checks, "CheckPreconditions"))
         .saturating_add(own(looks, "LookAtCi"))
         .saturating_add(own(selects, "SelectIssue"))
         .saturating_add(writes.saturating_mul(children("MarkEscalated").others));
     // Every call of the runner's own may be made again after a network wait.
-    let requests = (attempts + checks + looks + selects + writes).saturating_mul(retries);
-    let waits = attempts + looks + requests;
+    let requests = (attempts + reruns + turns + checks + looks + selects + writes)
+        .saturating_mul(retries);
+    let waits = attempts + looks + requests + turns;
     let batches = requests + waits + 1;
     let races = if agent_merge {
         u64::from(Contention::MAX_LOST_RACES).saturating_mul(attempts)
@@ -209,6 +223,9 @@ mod tests {
             },
             Effect::LookAtCi { issue: 1, look: 1 },
             Effect::Wait { seconds: 1 },
+            Effect::Pause { millis: 1 },
+            Effect::TakeMergeTurn { issue: 1 },
+            Effect::ReleaseMergeTurn,
             Effect::AutoCommit(crate::machine::CommitKind::PartialWork),
             Effect::CheckoutMain,
             Effect::ResetCycle,

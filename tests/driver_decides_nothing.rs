@@ -13,7 +13,7 @@ const WAITS: &[(&str, usize, &str)] = &[
     (
         "mod.rs",
         1,
-        "the machine's own Wait effect (backoff, quota, network waits): its length is the machine's",
+        "the machine's own Wait and Pause effects (backoff, quota, network, CI and merge-turn waits): their length is the machine's",
     ),
     (
         "decision.rs",
@@ -24,11 +24,6 @@ const WAITS: &[(&str, usize, &str)] = &[
         "fleet.rs",
         1,
         "a fleet-wide pause ordered by the pure coordinator (sdlc_machine::fleet)",
-    ),
-    (
-        "merge.rs",
-        1,
-        "the merge turn and lease waits, on the pure LeaseWait schedule (sdlc_machine::fleet)",
     ),
 ];
 

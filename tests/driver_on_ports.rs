@@ -67,11 +67,16 @@ impl Bench {
 
     /// One run, with the agent's outcomes scripted first.
     fn run_scripted(&self, script: impl FnOnce(&FakeAgent)) -> Ran {
+        self.run_as(RunOptions::default(), script)
+    }
+
+    /// One run with these flags (a worker id, say), the agent scripted first.
+    fn run_as(&self, opts: RunOptions, script: impl FnOnce(&FakeAgent)) -> Ran {
         let (ports, fakes) = fake::ports(&self.world, &self.state_dir());
         script(&fakes.agent);
         let (clock, notifier) = (fakes.clock, fakes.notifier);
         let started = Instant::now();
-        let run = run_on_ports(self.cfg.clone(), RunOptions::default(), ports);
+        let run = run_on_ports(self.cfg.clone(), opts, ports);
         let took = started.elapsed();
         assert!(took < Duration::from_secs(5), "the run took {took:?}");
         Ran {
@@ -271,6 +276,85 @@ fn a_lost_push_race_is_contention_not_an_attempt() {
     assert!(!ran.journal_has("\"stepFailed\""), "{}", ran.log);
     // The pause before merging again went through the clock.
     assert_eq!(ran.clock.waits().len(), 1, "{:?}", ran.clock.waits());
+}
+
+/// A runner with a worker id shares its merges: the machine asks for the merge turn, pauses
+/// on the LeaseWait schedule while another runner's merge lease holds it (the holder named),
+/// takes the lease over once it ran out, merges again after a lost push race without
+/// spending an attempt, and gives the turn back. Each step is a journaled event or effect,
+/// and `replay` reproduces the run from the journal.
+#[test]
+fn a_wait_for_the_merge_lease_and_a_lost_race_are_journaled_and_replay_exactly() {
+    use sdlc_runner::ports::Clock;
+    let b = Bench::new(&[(1, "First")], json!({"claims": {"leaseMinutes": 600}}));
+    let claims = b.dir.path().join("issues").join(".claims");
+    std::fs::create_dir_all(&claims).expect("claims dir");
+    // Another runner's merge lease, running out 1 s into the fake clock's run.
+    let start = FakeClock::default().now();
+    let lease = json!({
+        "issue": 9, "worker": "ghost",
+        "claimedAt": start.to_rfc3339(),
+        "expiresAt": (start + chrono::Duration::seconds(1)).to_rfc3339(),
+    });
+    std::fs::write(claims.join("merge.json"), lease.to_string()).expect("lease");
+    b.world.script(|s| s.lost_races = 1);
+    let opts = RunOptions {
+        worker_id: Some("w1".into()),
+        ..RunOptions::default()
+    };
+    let ran = b.run_as(opts, |_| {});
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(b.world.lock().merges, vec![1], "{}", ran.log);
+    // The wait is told once, naming the holder.
+    let told = ran.alerts();
+    assert_eq!(
+        told.matches("waiting for the merge lease, held by worker ghost (merging #9)")
+            .count(),
+        1,
+        "{told}"
+    );
+    for recorded in [
+        r#""effect":"takeMergeTurn""#,
+        r#""event":"mergeTurnBusy""#,
+        r#""effect":"pause""#,
+        r#""event":"mergeTurnTaken""#,
+        r#""event":"mergeRaceLost""#,
+        r#""notice":"mergeRaceLost""#,
+        r#""effect":"releaseMergeTurn""#,
+    ] {
+        assert!(
+            ran.journal_has(recorded),
+            "{recorded} not journaled\n{}",
+            ran.log
+        );
+    }
+    // The race was no attempt: nothing failed, and the turn was given back.
+    assert!(!ran.journal_has("\"stepFailed\""), "{}", ran.log);
+    assert!(
+        !claims.join("merge.json").exists(),
+        "the lease is given back"
+    );
+    // The pauses went through the clock: 200 ms doubling, until the ghost's lease ran out,
+    // then the one after the lost race.
+    let waits = ran.clock.waits();
+    assert_eq!(
+        waits[..3],
+        [
+            Duration::from_millis(200),
+            Duration::from_millis(400),
+            Duration::from_millis(800)
+        ],
+        "{waits:?}"
+    );
+    assert_eq!(waits.last(), Some(&Duration::from_millis(250)), "{waits:?}");
+    let replay = std::process::Command::new(env!("CARGO_BIN_EXE_sdlc-runner"))
+        .arg("replay")
+        .arg(&ran.run.journal)
+        .output()
+        .expect("replay");
+    let said = String::from_utf8_lossy(&replay.stdout);
+    assert_eq!(replay.status.code(), Some(0), "{said}");
+    assert!(!said.contains("diverge"), "{said}");
 }
 
 #[test]

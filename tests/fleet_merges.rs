@@ -175,6 +175,14 @@ fn bounds_states_how_often_a_lost_race_is_merged_again() {
             && stdout.contains("at most 4 agent invocations"),
         "{stdout}"
     );
+    // The waits for the merge turn and the agent calls of the re-runs have figures of their own.
+    assert!(
+        stdout
+            .contains("merge turn (with --worker-id or workers): asked for before every merge run")
+            && stdout.contains("then the session halts (MERGE LEASE) naming the holder")
+            && stdout.contains("agent invocations with every lost race merged again: "),
+        "{stdout}"
+    );
 }
 
 /// Another runner holds the merge lease: this runner's merge waits for it (keeping its issue),

@@ -71,11 +71,7 @@ pub fn run(config: &Path) -> i32 {
         l.ci_timeout_secs
     );
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
-    let races = sdlc_machine::fleet::Contention::MAX_LOST_RACES;
-    out!(
-        "a merge that lost a push race (origin's main moved while it merged) is merged again up to {races} times within its attempt, as contention, not as an attempt: an agent-run merge attempt is then at most {} agent invocations, which the figures above count as one; builtin merges invoke no agent",
-        races + 1
-    );
+    merges(&cfg);
     let p = crate::process_bounds::compute(&l, &builtin_steps(&cfg));
     let pair = |x: crate::process_bounds::Processes| {
         format!(
@@ -110,6 +106,37 @@ pub fn run(config: &Path) -> i32 {
         );
     }
     0
+}
+
+/// What merging among other mergers adds (`bounds::merges`): lost races merged again, the
+/// agent calls they make, the waits for the merge turn.
+fn merges(cfg: &crate::config::Config) {
+    let mut limits = cfg.limits();
+    limits.merge_turn_wait_ms = crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers);
+    let m = bounds::merges(&limits, &builtin_steps(cfg));
+    let races = m.runs_per_attempt.saturating_sub(1);
+    out!(
+        "a merge that lost a push race (origin's main moved while it merged) is merged again up to {races} times within its attempt, as contention, not as an attempt (the step-attempt figures above stand): a merge attempt is at most {} merge runs and at most {} agent invocations ({})",
+        m.runs_per_attempt,
+        m.agent_calls_per_attempt,
+        if cfg.builtin(crate::step::Step::Merge) {
+            "builtin merge: only a repair attempt calls the agent, a run again after a race is no repair"
+        } else {
+            "agent-run merge: every run"
+        }
+    );
+    out!(
+        "agent invocations with every lost race merged again: {} between two successful merges, {} before a halt when nothing succeeds, {} in one cycle (worst case)",
+        m.agent_invocations.between_merges,
+        m.agent_invocations.nothing_succeeds,
+        m.agent_invocations.per_cycle
+    );
+    if let Some((pauses, limit_ms)) = m.pauses_per_turn_wait {
+        out!(
+            "merge turn (with --worker-id or workers): asked for before every merge run; while another worker or runner holds it, at most {pauses} pauses (200 ms doubling to 2 s) within {} s, then the session halts (MERGE LEASE) naming the holder, no issue blamed",
+            limit_ms / 1000
+        );
+    }
 }
 
 /// Which steps the runner performs itself, by step index: what `bounds::agent_invocations`

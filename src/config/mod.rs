@@ -255,6 +255,9 @@ impl Config {
             ci_poll_initial_secs: Limits::default().ci_poll_initial_secs,
             ci_poll_max_secs: Limits::default().ci_poll_max_secs,
             ci_timeout_secs: self.timeout(Step::MonitorCi).as_secs(),
+            // The run's, not the config's: the driver sets it when it shares the merge
+            // (`driver::merge::turn_wait_ms`).
+            merge_turn_wait_ms: None,
         }
     }
 }

@@ -150,6 +150,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::Workspace { .. } => "workspace",
         HaltReason::SameFailureAcrossIssues { .. } => "same failure on two issues",
         HaltReason::RepeatedKills { .. } => "runner killed",
+        HaltReason::MergeTurnHeld { .. } => "merge lease",
     }
 }
 
@@ -176,6 +177,19 @@ fn alphabet(core: &Core) -> Vec<Event> {
         Event::TrackerWriteFailed,
         Event::CiPending { usage },
     ];
+    // The merge turn and lost races, where the limits share the merge (`exploration_limits`
+    // keeps that space small).
+    if core.runner().limits.merge_turn_wait_ms.is_some() {
+        evs.extend([
+            Event::MergeTurnTaken,
+            Event::MergeTurnBusy,
+            Event::MergeRaceLost {
+                class: FailureClass::Unknown,
+                signature: Signature(5),
+                usage,
+            },
+        ]);
+    }
     let r = core.runner();
     let fresh = core
         .escalated()
@@ -266,7 +280,16 @@ fn exploration_limits() -> Vec<Limits> {
         max_consecutive_escalations: 3,
         ..base.clone()
     };
-    vec![base, manual, budgeted]
+    // Merging among other mergers: one pause for a busy turn shows both edges (wait, and halt
+    // past the limit); one attempt per step keeps the space small.
+    let shared = Limits {
+        merge_turn_wait_ms: Some(sdlc_machine::fleet::LeaseWait::FIRST_MS),
+        max_retries_per_step: 1,
+        max_bounce_retries: 0,
+        max_consecutive_failures: [0; Step::COUNT],
+        ..base.clone()
+    };
+    vec![base, manual, budgeted, shared]
 }
 
 /// Explore the machine from its initial state with every event kind.
@@ -410,6 +433,12 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     }
     // The last failure only feeds diagnostics.
     r.last_failure = None;
+    // The merge turn's wait and the lost races only matter at merge.
+    if state.step() != Some(Step::Merge) {
+        r.merge_wait = sdlc_machine::fleet::LeaseWait::new(0);
+        r.contention = Default::default();
+        r.merge_rerun = false;
+    }
     let n = r.escalated.len().min(2) as u32;
     r.escalated = (1..=n).collect();
     r.issue = r

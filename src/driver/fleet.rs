@@ -70,14 +70,6 @@ impl Link {
         start
     }
 
-    /// How many workers the fleet has.
-    pub fn workers(&self) -> u32 {
-        match self.shared.coordinator.lock() {
-            Ok(c) => c.limits().workers,
-            Err(p) => p.into_inner().limits().workers,
-        }
-    }
-
     /// Whether another worker of the fleet holds an issue.
     pub fn others_hold(&self) -> bool {
         match self.shared.coordinator.lock() {

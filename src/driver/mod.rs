@@ -14,6 +14,7 @@ mod fleet;
 pub(crate) use fleet::halt_file as fleet_halt_file;
 pub mod invoke;
 mod merge;
+pub(crate) use merge::turn_wait_ms;
 mod network;
 pub mod report;
 mod shutdown;
@@ -292,6 +293,9 @@ impl Driver {
             let report = Report {
                 failure: match event {
                     Event::StepFailed { step, .. } => reported.failure.filter(|d| d.step == step),
+                    Event::MergeRaceLost { .. } => {
+                        reported.failure.filter(|d| d.step == Step::Merge)
+                    }
                     _ => None,
                 },
                 said: reported.said.as_deref().map(last_words_kept),
@@ -557,8 +561,10 @@ impl Driver {
         let claim_for = match &effect {
             Effect::RunStep { .. }
             | Effect::CheckPreconditions { .. }
-            | Effect::LookAtCi { .. } => Some(Duration::ZERO),
+            | Effect::LookAtCi { .. }
+            | Effect::TakeMergeTurn { .. } => Some(Duration::ZERO),
             Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),
+            Effect::Pause { millis } => Some(Duration::from_millis(*millis)),
             Effect::AskDecision { .. } => Some(self.cfg.decision_timeout),
             _ => None,
         };
@@ -626,13 +632,18 @@ impl Driver {
                 self.live
                     .wait_started(reason.as_deref().unwrap_or("BACKOFF"), seconds);
                 self.log_live_warning();
-                let sleep = self.clock.sleep(Duration::from_secs(seconds));
-                let next = tokio::select! {
-                    _ = sleep => Outcome::Next(Event::WaitOver),
-                    _ = self.shutdown.wait() => Outcome::Next(self.shutdown.event()),
-                };
+                let next = self.sleep(Duration::from_secs(seconds)).await;
                 self.live.wait_ended();
-                next
+                Outcome::Next(next)
+            }
+            // Short and frequent (the merge turn): not narrated, not shown as a wait.
+            Effect::Pause { millis } => {
+                Outcome::Next(self.sleep(Duration::from_millis(millis)).await)
+            }
+            Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue)),
+            Effect::ReleaseMergeTurn => {
+                self.release_merge_turn();
+                Outcome::Continue
             }
             Effect::AutoCommit(kind) => {
                 match self.repo.auto_commit(&kind.message()) {
@@ -723,7 +734,11 @@ impl Driver {
                     Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
                     _ => {}
                 }
-                let (severity, text) = report::notice(&n);
+                let (severity, mut text) = report::notice(&n);
+                if let Notice::WaitingForMergeTurn { .. } = n {
+                    // Who holds the turn, as the answer that found it busy said.
+                    text = format!("{}; {text}", self.core.last_words());
+                }
                 self.notifier.send(severity, &text);
                 match &self.fleet {
                     Some(link) => say!("[w{}] {}", link.worker, text),
@@ -790,7 +805,17 @@ impl Driver {
         }
     }
 
+    /// The machine's wait (`Wait`, `Pause`), cut short by a shutdown: its answer.
+    async fn sleep(&mut self, duration: Duration) -> Event {
+        tokio::select! {
+            _ = self.clock.sleep(duration) => Event::WaitOver,
+            _ = self.shutdown.wait() => self.shutdown.event(),
+        }
+    }
+
     fn exit(&mut self, code: u8, state: &State) -> i32 {
+        // A merge turn held when the run stops (a halt, a signal) is given back with it.
+        self.release_merge_turn();
         self.fleet_report(|worker| sdlc_machine::fleet::Report::Finished { worker });
         if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
             self.release_claim(issue);

@@ -102,6 +102,23 @@ fn notice_text(n: &Notice) -> (Severity, String) {
                 "monitorCI: CI still pending after {waited_secs} s of waits (the step's timeoutMin); the attempt failed (TIMEOUT)"
             ),
         ),
+        Notice::WaitingForMergeTurn { limit_ms } => (
+            Severity::Info,
+            format!(
+                "merge: the merge turn is busy; waiting at most {} s for it, no attempt spent",
+                limit_ms / 1000
+            ),
+        ),
+        Notice::MergeRaceLost { lost, max } => (
+            Severity::Warning,
+            format!(
+                "merge: lost a push race (origin's main moved meanwhile); refreshing main and merging again, not counted as an attempt ({lost} of {max})"
+            ),
+        ),
+        Notice::MergeRacesExhausted { lost } => (
+            Severity::Warning,
+            format!("merge: lost {lost} push races in a row; this attempt counts as failed"),
+        ),
         Notice::NothingToDo => (
             Severity::Info,
             "no open automatable issue: nothing to do".into(),
@@ -289,6 +306,10 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
             "{kills} attempt(s) of {} in a row were cut short by the runner's own death (killed, crashed, machine restarted): not the issue's failure, so it was not quarantined. Find what kills the runner (OOM killer? a supervisor's time limit?).",
             step.key()
         ),
+        HaltReason::MergeTurnHeld { waited_ms } => format!(
+            "the merge turn could not be had after {} s of waiting: another worker or runner kept it (or the tracker's merge lease could not be written; below). No issue was blamed: see to the holder, then run again with --ack-halt.",
+            waited_ms / 1000
+        ),
         _ => return None,
     })
 }
@@ -323,7 +344,8 @@ pub fn halt_diagnostic(
         | HaltReason::TrackerStale { .. }
         | HaltReason::Workspace { .. }
         | HaltReason::SameFailureAcrossIssues { .. }
-        | HaltReason::RepeatedKills { .. } => "environment",
+        | HaltReason::RepeatedKills { .. }
+        | HaltReason::MergeTurnHeld { .. } => "environment",
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",

@@ -105,7 +105,11 @@ impl Driver {
             }
         }
         let claims = claim_keeper(&cfg, &opts)?;
-        let limits = cfg.limits();
+        let mut limits = cfg.limits();
+        limits.merge_turn_wait_ms = super::turn_wait_ms(
+            claims.as_ref().map(|k| k.lease),
+            opts.workers.unwrap_or(cfg.workers),
+        );
         let mut journal_path = runner_dir.journal();
         let legacy = project.join(crate::runner_dir::LEGACY_JOURNAL);
         if opts.dry_run && !journal_path.exists() && legacy.is_file() {
@@ -222,6 +226,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                                 | Effect::CheckoutMain
                                 | Effect::ResetCycle
                                 | Effect::Cleanup
+                                | Effect::ReleaseMergeTurn
                         )
                     })
                     .collect();

@@ -400,8 +400,9 @@ impl Coordinator {
 /// How long a runner waits for the merge lease (the fleet's turn or the tracker's lease)
 /// before it gives up: pauses of `FIRST_MS` doubling to `MAX_MS`, until `limit_ms` have
 /// passed. The limit is the lease's own length: by then a holder that died has lost its lease
-/// and the waiter takes it over, so a longer wait is never needed. Pure: the caller sleeps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// and the waiter takes it over, so a longer wait is never needed. Pure: the machine keeps one
+/// per wait for the merge turn and asks the driver for each pause (`Effect::Pause`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct LeaseWait {
     limit_ms: u64,
     waited_ms: u64,
@@ -459,8 +460,11 @@ impl LeaseWait {
 /// in it) is contention on main, not a failure of the issue: main is refreshed, the branch
 /// brought up to date and the merge done again, without spending an attempt, up to
 /// [`Contention::MAX_LOST_RACES`] times per attempt. Past that the lost race is the attempt's
-/// failure like any other, so the machine's retry limit and bounds still hold.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// failure like any other, so the machine's retry limit and bounds still hold. The machine keeps
+/// one per merge attempt.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct Contention {
     lost: u32,
 }

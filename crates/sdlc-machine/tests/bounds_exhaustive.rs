@@ -10,6 +10,7 @@ mod common;
 
 use common::{first_check, request};
 use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::fleet::Contention;
 use sdlc_machine::machine::{bounds, Core, Effect, Event, Limits, Mode, Runner, State, Usage};
 use sdlc_machine::step::Step;
 use std::collections::HashMap;
@@ -81,6 +82,11 @@ fn key(core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) -> K
             r.last_signature[i] = None;
         }
     }
+    // The merge turn's wait and the lost races only matter at merge.
+    if at_step != Some(Step::Merge) {
+        r.merge_wait = sdlc_machine::fleet::LeaseWait::new(0);
+        r.contention = Contention::default();
+    }
     r.merged.clear();
     r.withdrawn.clear();
     // Which failures a quarantine rests on only decides whether the halt of the same failure
@@ -126,6 +132,9 @@ struct Search {
     /// Count agent invocations alone for these builtin steps: an attempt of a builtin step
     /// costs nothing unless it is a repair (the agent fixes, then the runner acts).
     builtin: Option<[bool; Step::COUNT]>,
+    /// Whether a merge run may lose a push race (`MergeRaceLost`) and the merge turn be
+    /// busy: a race merged again is no attempt, but an agent-run merge calls the agent again.
+    races: bool,
     memo: HashMap<Key, Option<u64>>,
 }
 
@@ -159,7 +168,15 @@ impl Search {
             | Effect::Unquarantine { .. } => {
                 (0, vec![Event::TrackerUpdated, Event::TrackerWriteFailed])
             }
-            Effect::Wait { .. } => (0, vec![Event::WaitOver]),
+            Effect::Wait { .. } | Effect::Pause { .. } => (0, vec![Event::WaitOver]),
+            Effect::TakeMergeTurn { .. } => (
+                0,
+                vec![
+                    Event::MergeTurnTaken,
+                    Event::MergeTurnBusy,
+                    Event::TrackerWriteFailed,
+                ],
+            ),
             Effect::CheckPreconditions { step } => {
                 let mut evs = vec![Event::PreconditionsOk { step }];
                 if self.goal == Goal::NextMerge {
@@ -202,6 +219,13 @@ impl Search {
                 if step == Step::MonitorCi {
                     evs.push(Event::CiPending { usage: u });
                 }
+                if step == Step::Merge && self.races {
+                    evs.push(Event::MergeRaceLost {
+                        class: FailureClass::Unknown,
+                        signature: Signature(last + 1),
+                        usage: u,
+                    });
+                }
                 // Another look at CI is the runner's alone: it neither starts an agent nor
                 // counts as an attempt.
                 let agent_call = match (pending, self.builtin) {
@@ -220,8 +244,15 @@ impl Search {
             events.push(Event::NetworkFailed);
         }
         let mut best: Option<u64> = None;
+        // A race merged again is no attempt (only the one past the free re-runs is); it is
+        // an agent call where the run was one.
+        let gives_up = core.runner().contention.lost() >= Contention::MAX_LOST_RACES;
         for ev in events {
-            let cost = if ev == Event::NetworkFailed { 0 } else { cost };
+            let cost = match ev {
+                Event::NetworkFailed => 0,
+                Event::MergeRaceLost { .. } if self.builtin.is_none() && !gives_up => 0,
+                _ => cost,
+            };
             let mut next = core.clone();
             let effects = next.handle(&ev).to_vec();
             let merged = effects
@@ -255,11 +286,21 @@ fn worst(limits: &Limits, goal: Goal) -> u64 {
 }
 
 fn worst_of(limits: &Limits, goal: Goal, builtin: Option<[bool; Step::COUNT]>) -> u64 {
+    worst_with(limits, goal, builtin, false)
+}
+
+fn worst_with(
+    limits: &Limits,
+    goal: Goal,
+    builtin: Option<[bool; Step::COUNT]>,
+    races: bool,
+) -> u64 {
     let mut core = Core::new(limits.clone(), Mode::Continuous);
     let req = request(core.handle(&Event::Start)).expect("start requests");
     let mut s = Search {
         goal,
         builtin,
+        races,
         memo: HashMap::new(),
     };
     s.best(&core, req).expect("goal reachable")
@@ -463,6 +504,87 @@ fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
     assert!(
         failures.is_empty(),
         "agent bound mismatches:\n{}",
+        failures.join("\n")
+    );
+}
+
+/// Merging among other mergers: the merge turn may be busy (a pause, then a halt past its
+/// limit) and every merge run may lose a push race. The step-attempt figures stand (a race
+/// merged again is no attempt), and the agent invocations with the re-runs are exactly
+/// `bounds::merges`' figure.
+#[test]
+fn lost_races_spend_no_attempt_and_their_agent_runs_are_counted_exactly() {
+    let mut five = [false; Step::COUNT];
+    for s in [
+        Step::StartCycle,
+        Step::CommitPush,
+        Step::CreatePr,
+        Step::MonitorCi,
+        Step::Merge,
+    ] {
+        five[s.index()] = true;
+    }
+    let sets = [("none", [false; Step::COUNT]), ("five model-free", five)];
+    let configs = [
+        (
+            "R=2 B=0 E=2 W=1 turn",
+            Limits {
+                max_retries_per_step: 2,
+                max_bounce_retries: 0,
+                max_consecutive_escalations: 2,
+                max_consecutive_same_failure: 0,
+                max_consecutive_failures: [0; Step::COUNT],
+                max_rate_limit_waits: 1,
+                max_repair_iterations: 1,
+                max_network_waits: 0,
+                ci_timeout_secs: 0,
+                merge_turn_wait_ms: Some(300),
+                ..Limits::default()
+            },
+        ),
+        (
+            "R=3 B=1 E=1 W=0 S=2 alone",
+            Limits {
+                max_retries_per_step: 3,
+                max_bounce_retries: 1,
+                max_consecutive_escalations: 1,
+                max_consecutive_same_failure: 2,
+                max_consecutive_failures: [0; Step::COUNT],
+                max_rate_limit_waits: 0,
+                max_repair_iterations: 2,
+                max_network_waits: 1,
+                ci_timeout_secs: 0,
+                merge_turn_wait_ms: None,
+                ..Limits::default()
+            },
+        ),
+    ];
+    let mut failures = Vec::new();
+    for (name, limits) in &configs {
+        let attempts = bounds::compute(limits);
+        let merge = worst_with(limits, Goal::NextMerge, None, true);
+        let halt = worst_with(limits, Goal::HaltWithoutSuccess, None, true);
+        if (attempts.between_merges, attempts.nothing_succeeds) != (merge, halt) {
+            failures.push(format!(
+                "{name}, step attempts: computed {}/{} exhaustive {merge}/{halt}",
+                attempts.between_merges, attempts.nothing_succeeds
+            ));
+        }
+        for (set, builtin) in &sets {
+            let computed = bounds::merges(limits, builtin).agent_invocations;
+            let merge = worst_with(limits, Goal::NextMerge, Some(*builtin), true);
+            let halt = worst_with(limits, Goal::HaltWithoutSuccess, Some(*builtin), true);
+            if (computed.between_merges, computed.nothing_succeeds) != (merge, halt) {
+                failures.push(format!(
+                    "{name}, builtin {set}: computed {}/{} exhaustive {merge}/{halt}",
+                    computed.between_merges, computed.nothing_succeeds
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "bound mismatches with lost races:\n{}",
         failures.join("\n")
     );
 }

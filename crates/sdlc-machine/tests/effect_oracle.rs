@@ -83,7 +83,14 @@ fn any_step(t: &mut Tape) -> Step {
 
 /// A stale, duplicate or out-of-place event, as a resumed or confused driver might send.
 fn noise(t: &mut Tape, last: Option<Event>) -> Event {
-    match t.pick(15) {
+    match t.pick(18) {
+        15 => Event::MergeTurnTaken,
+        16 => Event::MergeTurnBusy,
+        17 => Event::MergeRaceLost {
+            class: failure_class(t),
+            signature: Signature(u64::from(t.pick(3))),
+            usage: usage(t),
+        },
         14 => Event::CiPending { usage: usage(t) },
         9 => Event::NetworkFailed,
         10 => Event::TrackerUpdated,
@@ -142,6 +149,7 @@ fn answer(
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
                 | Effect::Unquarantine { .. }
+                | Effect::TakeMergeTurn { .. }
         )
     );
     if own_call && t.pick(25) == 24 {
@@ -204,9 +212,20 @@ fn answer(
                 },
             }
         }
+        Some(Effect::TakeMergeTurn { .. }) => match t.pick(12) {
+            0..=6 => Event::MergeTurnTaken,
+            11 => Event::TrackerWriteFailed,
+            _ => Event::MergeTurnBusy,
+        },
         Some(Effect::RunStep { step, .. }) => {
             let u = usage(t);
             match t.pick(20) {
+                // The merge may lose a push race to someone who pushed meanwhile.
+                10..=12 if step == Step::Merge => Event::MergeRaceLost {
+                    class: failure_class(t),
+                    signature: Signature(u64::from(t.pick(3))),
+                    usage: u,
+                },
                 // monitorCI's first look may find CI pending.
                 13..=16 if step == Step::MonitorCi => Event::CiPending { usage: u },
                 0..=16 => Event::StepSucceeded { step, usage: u },
@@ -230,7 +249,7 @@ fn answer(
                 }
             }
         }
-        Some(Effect::Wait { .. }) => Event::WaitOver,
+        Some(Effect::Wait { .. } | Effect::Pause { .. }) => Event::WaitOver,
         Some(Effect::AskDecision { .. }) => match t.pick(4) {
             0 => Event::Decided {
                 option: DecisionOption::Retry,
@@ -370,7 +389,10 @@ fn limits() -> impl Strategy<Value = Limits> {
             // 100 is the backoff ceiling, the wait when a quota failure gives no hint.
             proptest::sample::select(vec![60u64, 100, 300, 3_600]),
             prop::collection::vec((0usize..Step::COUNT, 1u32..=3), 0..2),
-            0u32..=3,
+            (
+                0u32..=3,
+                proptest::sample::select(vec![None, Some(1u64), Some(1_500), Some(5_000)]),
+            ),
             // (first pause, longest pause, time limit): none, a few and many looks.
             proptest::sample::select(vec![
                 (5u32, 5u32, 0u64),
@@ -385,7 +407,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                 (r, b, e, s),
                 (w, repairs, simplify, manual),
                 (pi, ps, pt),
-                (quota, phases, net, (ci_first, ci_max, ci_timeout)),
+                (quota, phases, (net, merge_turn), (ci_first, ci_max, ci_timeout)),
             )| {
                 let mut f = [0u32; Step::COUNT];
                 for (i, v) in phases {
@@ -412,6 +434,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                     ci_poll_initial_secs: ci_first,
                     ci_poll_max_secs: ci_max,
                     ci_timeout_secs: ci_timeout,
+                    merge_turn_wait_ms: merge_turn,
                 }
             },
         )

@@ -17,6 +17,7 @@ use common::{drive, Reply, Trace};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
 use sdlc_machine::failure::{Disposition, FailureClass, Signature};
+use sdlc_machine::fleet::Contention;
 use sdlc_machine::machine::{bounds, Core, Effect, Event, HaltReason, Limits, Mode, Notice, Usage};
 use sdlc_machine::step::Step;
 use std::collections::{BTreeSet, VecDeque};
@@ -94,13 +95,17 @@ fn run(limits: &Limits, backlog: u32, queues: &[Vec<Reply>]) -> (Core, Trace) {
             (
                 false,
                 Some(
-                    r @ (Reply::Precondition | Reply::AlreadyDone | Reply::Crash | Reply::Network),
+                    r @ (Reply::Precondition
+                    | Reply::AlreadyDone
+                    | Reply::Crash
+                    | Reply::Network
+                    | Reply::Busy),
                 ),
             ) => {
                 q.pop_front();
                 r
             }
-            (true, Some(Reply::Precondition | Reply::AlreadyDone)) => {
+            (true, Some(Reply::Precondition | Reply::AlreadyDone | Reply::Busy)) => {
                 q.pop_front();
                 Reply::Ok
             }
@@ -125,8 +130,76 @@ fn config() -> ProptestConfig {
     }
 }
 
+/// Replies of a merge among other mergers: lost races and a busy turn besides the rest.
+fn merge_queue() -> impl Strategy<Value = Vec<Reply>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => reply(),
+            2 => Just(Reply::LostRace),
+            2 => Just(Reply::Busy),
+        ],
+        0..20,
+    )
+}
+
 proptest! {
     #![proptest_config(config())]
+
+    /// With a merge turn to take and races to lose, the step attempts between merges stay
+    /// within `bounds::compute` (a race merged again is no attempt), every run within
+    /// `bounds::merges`' agent figure (every step agent-run), no attempt merges again more
+    /// than `MAX_LOST_RACES` times, and a wait for the turn never pauses past its limit.
+    #[test]
+    fn merges_among_other_mergers_stay_within_the_bounds(
+        l in limits(),
+        limit_ms in proptest::sample::select(vec![1u64, 900, 5_000]),
+        backlog in 0u32..4,
+        mut qs in queues(),
+        merge in merge_queue(),
+    ) {
+        let l = Limits { merge_turn_wait_ms: Some(limit_ms), ..l };
+        qs[Step::Merge.index()] = merge;
+        let (core, trace) = run(&l, backlog, &qs);
+        prop_assert!(core.is_terminal() || trace.exit == Some(0));
+        let attempts = bounds::compute(&l).between_merges;
+        let runs = bounds::merges(&l, &[false; Step::COUNT]).agent_invocations.between_merges;
+        let (mut since_attempts, mut since_runs, mut paused) = (0u64, 0u64, 0u64);
+        let mut last_run: Option<&Effect> = None;
+        let mut network_wait = false;
+        for e in &trace.effects {
+            match e {
+                Effect::Notify(Notice::NetworkWait { .. }) => network_wait = true,
+                Effect::Notify(Notice::MergeRaceLost { lost, max }) => {
+                    prop_assert!(lost <= max && *max == Contention::MAX_LOST_RACES);
+                    // The run that lost was no attempt.
+                    since_attempts -= 1;
+                    paused = 0;
+                }
+                Effect::Notify(Notice::WaitingForMergeTurn { .. }) => paused = 0,
+                Effect::Pause { millis } => {
+                    paused += millis;
+                    prop_assert!(paused <= limit_ms.max(Contention::MAX_LOST_RACES as u64 * 250));
+                }
+                Effect::RunStep { .. } => {
+                    if !(network_wait && last_run == Some(e)) {
+                        since_attempts += 1;
+                        since_runs += 1;
+                    }
+                    last_run = Some(e);
+                    network_wait = false;
+                }
+                Effect::RecordMerged { .. } => {
+                    prop_assert!(since_attempts <= attempts, "{since_attempts} > {attempts}");
+                    prop_assert!(since_runs <= runs, "{since_runs} > {runs}");
+                    since_attempts = 0;
+                    since_runs = 0;
+                }
+                _ => {}
+            }
+        }
+        prop_assert!(since_attempts <= attempts, "tail {since_attempts} > {attempts}");
+        prop_assert!(since_runs <= runs, "tail {since_runs} > {runs}");
+    }
 
     #[test]
     fn scripts_terminate_within_the_bound(l in limits(), backlog in 0u32..5, qs in queues()) {

@@ -157,6 +157,8 @@ fn limits_convert_to_exact_units() {
             ci_poll_max_secs: 120,
             // monitorCI's timeoutMin (the default 10 minutes) bounds its waits for CI.
             ci_timeout_secs: 600,
+            // The run sets it when it shares its merges; the config alone does not.
+            merge_turn_wait_ms: None,
         }
     );
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));

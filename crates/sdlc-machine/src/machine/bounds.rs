@@ -173,6 +173,55 @@ pub fn agent_invocations(limits: &Limits, builtin: &[bool; Step::COUNT]) -> Boun
     }
 }
 
+/// What merging among other mergers adds (docs/scaling.md, "Merges"). A merge that lost a
+/// push race is merged again without spending an attempt, so the step-attempt figures of
+/// [`compute`] stand; the agent may be called again, which these figures count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MergeBounds {
+    /// Merge runs per merge attempt: its own, and one per lost race merged again
+    /// (`fleet::Contention::MAX_LOST_RACES`).
+    pub runs_per_attempt: u64,
+    /// Agent invocations per merge attempt: every run when the agent merges; with a builtin
+    /// merge, only a repair attempt's one (a run again after a race is no repair).
+    pub agent_calls_per_attempt: u64,
+    /// Pauses in one wait for the merge turn (`fleet::LeaseWait`), and the wait's limit in
+    /// milliseconds; `None` for a runner alone (no turn to wait for).
+    pub pauses_per_turn_wait: Option<(u64, u64)>,
+    /// Agent invocations with every lost race merged again: [`agent_invocations`] plus, for an
+    /// agent-run merge, the re-runs of every merge dispatch. Exact where no phase limit binds
+    /// and no other step is builtin; sound always.
+    pub agent_invocations: Bounds,
+}
+
+/// The figures of [`MergeBounds`] for `limits` and the config's builtin steps:
+/// - every merge dispatch (an attempt, or a run after a rate-limit wait) can lose
+///   `L = MAX_LOST_RACES` races before its outcome, each one more run;
+/// - a cycle dispatches merge at most `R (W + 1)` times (`R` attempts, each after up to `W`
+///   waits), and `E` cycles run between two merges; before a halt when nothing succeeds
+///   merge never runs.
+pub fn merges(limits: &Limits, builtin: &[bool; Step::COUNT]) -> MergeBounds {
+    let races = u128::from(crate::fleet::Contention::MAX_LOST_RACES);
+    let agent_merge = !builtin[Step::Merge.index()];
+    let base = agent_invocations(limits, builtin);
+    let r = u128::from(limits.max_retries_per_step.max(1));
+    let e = u128::from(limits.max_consecutive_escalations.max(1));
+    let waits = u128::from(limits.max_rate_limit_waits) + 1;
+    let extra = |dispatches: u128| if agent_merge { races * dispatches } else { 0 };
+    let add = |figure: u64, more: u128| saturate(u128::from(figure) + more);
+    MergeBounds {
+        runs_per_attempt: saturate(1 + races),
+        agent_calls_per_attempt: if agent_merge { saturate(1 + races) } else { 1 },
+        pauses_per_turn_wait: limits
+            .merge_turn_wait_ms
+            .map(|ms| (crate::fleet::LeaseWait::max_pauses(ms), ms)),
+        agent_invocations: Bounds {
+            between_merges: add(base.between_merges, extra(e * r * waits)),
+            nothing_succeeds: base.nothing_succeeds,
+            per_cycle: add(base.per_cycle, extra(r)),
+        },
+    }
+}
+
 fn saturate(n: u128) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }

@@ -91,8 +91,13 @@ impl Core {
         if let Some(said) = report.said {
             self.last_words = said;
         }
-        if let (Event::StepFailed { step, .. }, Some(detail)) = (event, report.failure) {
-            if detail.step == *step {
+        let failed_step = match event {
+            Event::StepFailed { step, .. } => Some(*step),
+            Event::MergeRaceLost { .. } => Some(Step::Merge),
+            _ => None,
+        };
+        if let (Some(step), Some(detail)) = (failed_step, report.failure) {
+            if detail.step == step {
                 self.details[step.index()] = Some(detail);
             }
         }

@@ -9,6 +9,7 @@
 
 use super::types::*;
 use crate::failure::{Disposition, FailureClass, Signature};
+use crate::fleet::{AfterLostRace, Contention, LeaseWait};
 use crate::step::{Check, Step};
 use serde::{Deserialize, Serialize};
 use statig::prelude::*;
@@ -123,6 +124,13 @@ pub struct Runner {
     /// What the attempt under way cost before its outcome (its looks at CI that found CI
     /// pending, and their waits): added to the outcome's usage, so an attempt is counted once.
     pub pending_usage: Usage,
+    // -- merge scope (docs/scaling.md, "Merges") --
+    /// The wait for the merge turn under way: its pauses so far, on the `LeaseWait` schedule.
+    pub merge_wait: LeaseWait,
+    /// The push races the merge attempt under way lost (reset by `dispatch`).
+    pub contention: Contention,
+    /// A lost race asked for the merge again: the next merge run is the same attempt's.
+    pub merge_rerun: bool,
 }
 
 type Fx = Vec<Effect>;
@@ -160,6 +168,9 @@ impl Runner {
             ci_waits: 0,
             ci_waited_secs: 0,
             pending_usage: Usage::default(),
+            merge_wait: LeaseWait::new(0),
+            contention: Contention::default(),
+            merge_rerun: false,
         }
     }
 
@@ -175,6 +186,7 @@ impl Runner {
         self.failures_seen = [FailuresSeen::None; Step::COUNT];
         self.issue_cost_micros = 0;
         self.issue_elapsed_ms = 0;
+        self.merge_rerun = false;
     }
 
     fn current_issue(&self) -> u32 {
@@ -492,30 +504,8 @@ impl Runner {
     }
 
     fn dispatch(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
-        let last = self.last_usage;
-        let over = |spent: u64, budget: Option<u64>, last: u64| {
-            budget.is_some_and(|b| spent >= b || spent.saturating_add(last) > b)
-        };
-        if over(
-            self.session_cost_micros,
-            self.limits.per_session_budget_micros,
-            last.cost_micros,
-        ) {
-            return self.halt(HaltReason::SessionBudget, fx);
-        }
-        if over(
-            self.issue_cost_micros,
-            self.limits.per_issue_budget_micros,
-            last.cost_micros,
-        ) || over(
-            self.issue_elapsed_ms,
-            self.limits.per_issue_budget_ms,
-            last.elapsed_ms,
-        ) {
-            if !self.single_step() {
-                return self.escalate(step, EscalationCause::IssueBudget, fx);
-            }
-            return self.finish(1, fx);
+        if let Some(outcome) = self.over_budget(step, fx) {
+            return outcome;
         }
         let i = step.index();
         let repair = matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
@@ -528,6 +518,8 @@ impl Runner {
         self.ci_waits = 0;
         self.ci_waited_secs = 0;
         self.pending_usage = Usage::default();
+        self.contention = Contention::default();
+        self.merge_rerun = false;
         let run = Effect::RunStep {
             step,
             issue: self.current_issue(),
@@ -536,6 +528,37 @@ impl Runner {
         };
         self.request(state_of(step), run, fx);
         Handled
+    }
+
+    /// The budgets allow no attempt of `step`: the session halts, the issue escalates or a
+    /// single step ends. `None`: the attempt may start.
+    fn over_budget(&mut self, step: Step, fx: &mut Fx) -> Option<Outcome<State>> {
+        let last = self.last_usage;
+        let over = |spent: u64, budget: Option<u64>, last: u64| {
+            budget.is_some_and(|b| spent >= b || spent.saturating_add(last) > b)
+        };
+        if over(
+            self.session_cost_micros,
+            self.limits.per_session_budget_micros,
+            last.cost_micros,
+        ) {
+            return Some(self.halt(HaltReason::SessionBudget, fx));
+        }
+        if over(
+            self.issue_cost_micros,
+            self.limits.per_issue_budget_micros,
+            last.cost_micros,
+        ) || over(
+            self.issue_elapsed_ms,
+            self.limits.per_issue_budget_ms,
+            last.elapsed_ms,
+        ) {
+            if !self.single_step() {
+                return Some(self.escalate(step, EscalationCause::IssueBudget, fx));
+            }
+            return Some(self.finish(1, fx));
+        }
+        None
     }
 
     fn bounce(&mut self, step: Step, check: Check, fx: &mut Fx) -> Outcome<State> {
@@ -720,6 +743,123 @@ impl Runner {
         Transition(State::waiting_for_ci(seconds))
     }
 
+    /// The merge step's preconditions hold: within the budgets, wait for the merge turn (a
+    /// new wait) and merge.
+    fn merge_ready(&mut self, fx: &mut Fx) -> Outcome<State> {
+        if let Some(outcome) = self.over_budget(Step::Merge, fx) {
+            return outcome;
+        }
+        self.merge_wait = LeaseWait::new(self.limits.merge_turn_wait_ms.unwrap_or(0));
+        self.take_merge_turn(fx)
+    }
+
+    /// Ask for the merge turn (the holder's ask renews it), or merge at once when there is no
+    /// turn to take.
+    fn take_merge_turn(&mut self, fx: &mut Fx) -> Outcome<State> {
+        if self.limits.merge_turn_wait_ms.is_none() {
+            return self.merge_in_turn(fx);
+        }
+        let take = Effect::TakeMergeTurn {
+            issue: self.current_issue(),
+        };
+        self.request(State::merge(), take, fx);
+        Transition(State::merge())
+    }
+
+    /// The runner holds the merge turn (or needs none): the attempt, or the same attempt's
+    /// merge again after a lost race.
+    fn merge_in_turn(&mut self, fx: &mut Fx) -> Outcome<State> {
+        if !self.merge_rerun {
+            return match self.dispatch(Step::Merge, fx) {
+                Handled => Transition(State::merge()),
+                other => other,
+            };
+        }
+        self.merge_rerun = false;
+        self.dispatched = true;
+        let run = Effect::RunStep {
+            step: Step::Merge,
+            issue: self.current_issue(),
+            attempt: self.attempts[Step::Merge.index()] + 1,
+            // The last failure was the race, not the branch's: nothing to repair.
+            repair: false,
+        };
+        self.request(State::merge(), run, fx);
+        Transition(State::merge())
+    }
+
+    /// Another merger holds the turn: pause on the `LeaseWait` schedule and ask again, or,
+    /// past the wait's limit, halt naming the holder (the last words): no issue is blamed.
+    fn merge_turn_busy(&mut self, fx: &mut Fx) -> Outcome<State> {
+        let first = self.merge_wait.waited_ms() == 0;
+        match self.merge_wait.busy() {
+            Some(millis) => {
+                if first {
+                    fx.push(Effect::Notify(Notice::WaitingForMergeTurn {
+                        limit_ms: self.limits.merge_turn_wait_ms.unwrap_or(0),
+                    }));
+                }
+                fx.push(Effect::Pause { millis });
+                Transition(State::waiting_to_merge(millis))
+            }
+            None => self.halt(
+                HaltReason::MergeTurnHeld {
+                    waited_ms: self.merge_wait.waited_ms(),
+                },
+                fx,
+            ),
+        }
+    }
+
+    /// The merge run lost a push race: not an attempt. Pause, take the turn again (renewing
+    /// it) and merge on the new main, as `Contention` allows; past that the race is the
+    /// attempt's failure.
+    fn merge_race_lost(
+        &mut self,
+        class: FailureClass,
+        signature: Signature,
+        usage: &Usage,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        match self.contention.lost_race() {
+            AfterLostRace::Retry { pause_ms } => {
+                self.pending_usage = self.with_pending(usage);
+                self.dispatched = false;
+                self.merge_rerun = true;
+                self.merge_wait = LeaseWait::new(self.limits.merge_turn_wait_ms.unwrap_or(0));
+                fx.push(Effect::Notify(Notice::MergeRaceLost {
+                    lost: self.contention.lost(),
+                    max: Contention::MAX_LOST_RACES,
+                }));
+                fx.push(Effect::Pause { millis: pause_ms });
+                Transition(State::waiting_to_merge(pause_ms))
+            }
+            AfterLostRace::GiveUp => {
+                self.release_merge_turn(fx);
+                fx.push(Effect::Notify(Notice::MergeRacesExhausted {
+                    lost: Contention::MAX_LOST_RACES + 1,
+                }));
+                let usage = self.with_pending(usage);
+                self.failed(Step::Merge, class, signature, &usage, None, fx)
+            }
+        }
+    }
+
+    /// Whether `step`'s state asked for the merge turn and has no answer yet: the only time
+    /// an answer about the turn means anything.
+    fn turn_asked(&self, step: Step) -> bool {
+        step == Step::Merge
+            && !self.dispatched
+            && matches!(self.outstanding, Some((_, Effect::TakeMergeTurn { .. })))
+    }
+
+    /// The merge run ended (merged or not): the turn goes back, where there is one.
+    fn release_merge_turn(&mut self, fx: &mut Fx) {
+        if self.limits.merge_turn_wait_ms.is_some() {
+            fx.push(Effect::ReleaseMergeTurn);
+        }
+    }
+
     /// On (re)start in a step state: a dispatched attempt without a recorded outcome did not
     /// survive the runner, so it failed (`KILLED`); otherwise the step is entered again.
     fn restart_step(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
@@ -772,6 +912,9 @@ impl Runner {
                 None => self.restart_step(step, fx),
             },
             Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
+                if step == Step::Merge {
+                    return self.merge_ready(fx);
+                }
                 self.dispatch(step, fx)
             }
             Event::AlreadyDone { step: s } if s == step && !self.dispatched => {
@@ -781,6 +924,9 @@ impl Runner {
                 self.bounce(step, check, fx)
             }
             Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
+                if step == Step::Merge {
+                    self.release_merge_turn(fx);
+                }
                 let usage = self.with_pending(&usage);
                 self.succeeded(step, &usage, fx)
             }
@@ -791,6 +937,9 @@ impl Runner {
                 usage,
                 wait_hint_secs,
             } if s == step && self.dispatched => {
+                if step == Step::Merge {
+                    self.release_merge_turn(fx);
+                }
                 let usage = self.with_pending(&usage);
                 self.failed(step, class, signature, &usage, wait_hint_secs, fx)
             }
@@ -803,6 +952,21 @@ impl Runner {
             }
             Event::WorkspaceUnfit { step: s } if s == step => {
                 self.halt(HaltReason::Workspace { step }, fx)
+            }
+            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_in_turn(fx),
+            Event::MergeTurnBusy if self.turn_asked(step) => self.merge_turn_busy(fx),
+            // The tracker's merge lease cannot be written: the environment's, like a wait
+            // past its limit.
+            Event::TrackerWriteFailed if self.turn_asked(step) => {
+                let waited_ms = self.merge_wait.waited_ms();
+                self.halt(HaltReason::MergeTurnHeld { waited_ms }, fx)
+            }
+            Event::MergeRaceLost {
+                class,
+                signature,
+                usage,
+            } if step == Step::Merge && self.dispatched => {
+                self.merge_race_lost(class, signature, &usage, fx)
             }
             _ => Super,
         }
@@ -1086,6 +1250,33 @@ impl Runner {
         }
     }
 
+    /// The pause before asking for the merge turn again: it was busy, or a merge lost a push
+    /// race. No attempt is under way; a restart pauses again and asks.
+    #[state(superstate = "deliver")]
+    fn waiting_to_merge(
+        &mut self,
+        millis: &u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        let pause = Effect::Pause { millis: *millis };
+        match *event {
+            Event::WaitOver => self.take_merge_turn(context),
+            Event::Start => {
+                context.push(pause);
+                Handled
+            }
+            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
+                Some(outcome) => outcome,
+                None => {
+                    context.push(pause);
+                    Handled
+                }
+            },
+            _ => Super,
+        }
+    }
+
     /// Manual approval: a person decides what happens after retries are spent.
     #[state(superstate = "cycle")]
     fn awaiting_decision(
@@ -1169,6 +1360,7 @@ impl State {
             State::MonitorCi {} => Step::MonitorCi,
             State::Merge {} => Step::Merge,
             State::WaitingForCi { .. } => Step::MonitorCi,
+            State::WaitingToMerge { .. } => Step::Merge,
             State::BackingOff { step, .. }
             | State::AwaitingDecision { step }
             | State::Escalating { step, .. }
@@ -1210,6 +1402,7 @@ impl State {
             State::Releasing { .. } => "Releasing",
             State::WaitingForNetwork { .. } => "WaitingForNetwork",
             State::WaitingForCi { .. } => "WaitingForCi",
+            State::WaitingToMerge { .. } => "WaitingToMerge",
             State::Halted { .. } => "Halted",
             State::Finished { .. } => "Finished",
         }

@@ -50,6 +50,12 @@ pub struct Limits {
     /// before the attempt fails as `TIMEOUT`.
     #[serde(default = "default_ci_timeout_secs")]
     pub ci_timeout_secs: u64,
+    /// The merge turn (the fleet's turn and the tracker's merge lease) is taken before every
+    /// merge run, and a busy turn waited for on the `fleet::LeaseWait` schedule up to this
+    /// many milliseconds; `None`: a runner alone, no turn to take (journals of earlier
+    /// versions, whose shell took the turn, lack it).
+    #[serde(default)]
+    pub merge_turn_wait_ms: Option<u64>,
 }
 
 fn default_ci_poll_initial_secs() -> u32 {
@@ -97,6 +103,7 @@ impl Default for Limits {
             ci_poll_initial_secs: 10,
             ci_poll_max_secs: 120,
             ci_timeout_secs: 600,
+            merge_turn_wait_ms: None,
         }
     }
 }
@@ -336,6 +343,19 @@ pub enum Event {
     CiPending {
         usage: Usage,
     },
+    /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
+    MergeTurnTaken,
+    /// Another worker or runner holds the merge turn; the driver reports who (the last words).
+    /// The machine waits on the `LeaseWait` schedule and asks again, or halts past its limit.
+    MergeTurnBusy,
+    /// The merge failed because origin's main moved while it ran and the branch is not in it:
+    /// contention, not an attempt. The machine refreshes and merges again as
+    /// `fleet::Contention` allows; past that this failure is the attempt's.
+    MergeRaceLost {
+        class: FailureClass,
+        signature: Signature,
+        usage: Usage,
+    },
 }
 
 impl Event {
@@ -366,6 +386,9 @@ impl Event {
             Event::IssueWithdrawn { .. } => "IssueWithdrawn",
             Event::WorkspaceUnfit { .. } => "WorkspaceUnfit",
             Event::CiPending { .. } => "CiPending",
+            Event::MergeTurnTaken => "MergeTurnTaken",
+            Event::MergeTurnBusy => "MergeTurnBusy",
+            Event::MergeRaceLost { .. } => "MergeRaceLost",
         }
     }
 }
@@ -455,6 +478,11 @@ pub enum HaltReason {
         step: Step,
         kills: u32,
     },
+    /// The merge turn stayed with another worker or runner past its wait limit, or the
+    /// tracker's merge lease could not be taken: no issue is blamed.
+    MergeTurnHeld {
+        waited_ms: u64,
+    },
 }
 
 impl HaltReason {
@@ -489,6 +517,7 @@ impl HaltReason {
                 format!("ENVIRONMENT FAILURE: {class} on two issues in a row")
             }
             HaltReason::RepeatedKills { .. } => "ENVIRONMENT FAILURE: RUNNER KILLED".into(),
+            HaltReason::MergeTurnHeld { .. } => "ENVIRONMENT FAILURE: MERGE LEASE".into(),
         }
     }
 }
@@ -575,6 +604,20 @@ pub enum Notice {
     ShuttingDown {
         signal: Signal,
     },
+    /// The merge turn is busy: waiting for it, at most `limit_ms` (said once per wait).
+    WaitingForMergeTurn {
+        limit_ms: u64,
+    },
+    /// The merge lost a push race: main is refreshed and the merge run again (`lost` of
+    /// `max` free re-runs in this attempt).
+    MergeRaceLost {
+        lost: u32,
+        max: u32,
+    },
+    /// The merge lost more races in a row than are re-run for free: the attempt failed.
+    MergeRacesExhausted {
+        lost: u32,
+    },
 }
 
 /// Effects out, performed by the driver in order.
@@ -602,6 +645,19 @@ pub enum Effect {
     Wait {
         seconds: u64,
     },
+    /// A short wait for another merger (the merge turn, after a lost race): answered by
+    /// `WaitOver` or `ShutdownRequested`, like `Wait`.
+    Pause {
+        millis: u64,
+    },
+    /// Take the merge turn: the fleet's, then the tracker's merge lease; the holder renews
+    /// it (answered by `MergeTurnTaken`, `MergeTurnBusy`, `TrackerWriteFailed` when the lease
+    /// cannot be written, or `NetworkFailed`).
+    TakeMergeTurn {
+        issue: u32,
+    },
+    /// Give the merge turn back (merged or not); idempotent.
+    ReleaseMergeTurn,
     AutoCommit(CommitKind),
     CheckoutMain,
     /// Clear the cycle's fields in the state file.
@@ -646,6 +702,8 @@ impl Effect {
                 | Effect::RunStep { .. }
                 | Effect::LookAtCi { .. }
                 | Effect::Wait { .. }
+                | Effect::Pause { .. }
+                | Effect::TakeMergeTurn { .. }
                 | Effect::AskDecision { .. }
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
@@ -673,6 +731,7 @@ impl Effect {
             Effect::LookAtCi { look, .. } => Effect::LookAtCi { issue: 0, look },
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
             Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
+            Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
             Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
             other => other,
         }
@@ -685,6 +744,9 @@ impl Effect {
             Effect::RunStep { .. } => "RunStep",
             Effect::LookAtCi { .. } => "LookAtCi",
             Effect::Wait { .. } => "Wait",
+            Effect::Pause { .. } => "Pause",
+            Effect::TakeMergeTurn { .. } => "TakeMergeTurn",
+            Effect::ReleaseMergeTurn => "ReleaseMergeTurn",
             Effect::AutoCommit(_) => "AutoCommit",
             Effect::CheckoutMain => "CheckoutMain",
             Effect::ResetCycle => "ResetCycle",

@@ -21,6 +21,10 @@ pub enum Reply {
     Crash,
     /// monitorCI looked at CI and it has not settled (any other step takes it as `Ok`).
     CiPending,
+    /// The merge lost a push race (any other step takes it as `Ok`).
+    LostRace,
+    /// Another merger holds the merge turn (answers `TakeMergeTurn`).
+    Busy,
 }
 
 /// The request in a batch of effects (at most one per batch).
@@ -116,7 +120,16 @@ pub fn drive(
                     None => Event::AllEscalated,
                 }
             }
-            Effect::Wait { .. } => Event::WaitOver,
+            Effect::Wait { .. } | Effect::Pause { .. } => Event::WaitOver,
+            Effect::TakeMergeTurn { .. } => match next_reply(Step::Merge, false) {
+                Reply::Busy => Event::MergeTurnBusy,
+                Reply::Network => Event::NetworkFailed,
+                Reply::Crash => Event::Start,
+                Reply::Shutdown => Event::ShutdownRequested {
+                    signal: sdlc_machine::machine::Signal::Term,
+                },
+                _ => Event::MergeTurnTaken,
+            },
             Effect::AskDecision { .. } => Event::DecisionTimedOut,
             Effect::CheckPreconditions { step } => match next_reply(step, false) {
                 Reply::Precondition if step.has_precondition() => Event::PreconditionFailed {
@@ -137,11 +150,21 @@ pub fn drive(
                     _ => Step::MonitorCi,
                 };
                 let reply = next_reply(step, true);
+                // A race merged again is no attempt; the one past the free re-runs is.
+                let free_race = reply == Reply::LostRace
+                    && step == Step::Merge
+                    && core.runner().contention.lost()
+                        < sdlc_machine::fleet::Contention::MAX_LOST_RACES;
                 // Only a step's attempt may start an agent; another look at CI never does.
-                if reply != Reply::Network && matches!(req, Effect::RunStep { .. }) {
+                if reply != Reply::Network && !free_race && matches!(req, Effect::RunStep { .. }) {
                     trace.invocations += 1;
                 }
                 match reply {
+                    Reply::LostRace if step == Step::Merge => Event::MergeRaceLost {
+                        class: FailureClass::Unknown,
+                        signature: Signature(9),
+                        usage: usage(),
+                    },
                     Reply::CiPending if step == Step::MonitorCi => {
                         Event::CiPending { usage: usage() }
                     }

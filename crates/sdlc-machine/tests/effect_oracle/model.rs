@@ -26,6 +26,8 @@ pub enum At {
     NetworkWait(u64),
     /// monitorCI found CI pending; waiting this many seconds before the next look.
     CiWait(u64),
+    /// The merge turn was busy or the merge lost a race: pausing this many milliseconds.
+    MergePause(u64),
     Halted(HaltReason),
     Finished(u8),
 }
@@ -77,6 +79,13 @@ pub struct Model {
     pub ci_waits: u32,
     pub ci_waited: u64,
     pub pending: Usage,
+    /// The wait for the merge turn under way: milliseconds paused and the next pause.
+    pub turn_waited: u64,
+    pub turn_next: u64,
+    /// Push races the merge attempt under way lost, and whether the next merge run is the
+    /// same attempt's again.
+    pub races: u32,
+    pub rerun: bool,
     pub fx: Vec<Effect>,
 }
 
@@ -123,6 +132,10 @@ impl Model {
             ci_waits: 0,
             ci_waited: 0,
             pending: Usage::default(),
+            turn_waited: 0,
+            turn_next: 200,
+            races: 0,
+            rerun: false,
             fx: Vec::new(),
         }
     }
@@ -210,6 +223,7 @@ impl Model {
         self.failed_how = Default::default();
         self.issue_cost = 0;
         self.issue_ms = 0;
+        self.rerun = false;
         self.fx.push(Effect::Notify(Notice::CycleStarted { issue }));
         self.enter(first);
     }
@@ -361,14 +375,17 @@ impl Model {
         budget.is_some_and(|b| spent >= b || spent.saturating_add(last) > b)
     }
 
-    fn dispatch(&mut self, step: Step) {
+    /// Whether a budget forbids another attempt of `step` (and the session, the issue or the
+    /// single step ended for it).
+    fn budget_spent(&mut self, step: Step) -> bool {
         let last = self.last_usage;
         if Self::over(
             self.session_cost,
             self.l.per_session_budget_micros,
             last.cost_micros,
         ) {
-            return self.halt(HaltReason::SessionBudget);
+            self.halt(HaltReason::SessionBudget);
+            return true;
         }
         if Self::over(
             self.issue_cost,
@@ -377,9 +394,18 @@ impl Model {
         ) || Self::over(self.issue_ms, self.l.per_issue_budget_ms, last.elapsed_ms)
         {
             if self.single_step() {
-                return self.finish(1);
+                self.finish(1);
+            } else {
+                self.escalate(step, EscalationCause::IssueBudget);
             }
-            return self.escalate(step, EscalationCause::IssueBudget);
+            return true;
+        }
+        false
+    }
+
+    fn dispatch(&mut self, step: Step) {
+        if self.budget_spent(step) {
+            return;
         }
         let i = step.index();
         let repair = matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
@@ -392,6 +418,8 @@ impl Model {
         self.ci_waits = 0;
         self.ci_waited = 0;
         self.pending = Usage::default();
+        self.races = 0;
+        self.rerun = false;
         let run = Effect::RunStep {
             step,
             issue: self.issue(),
@@ -594,6 +622,119 @@ impl Model {
         true
     }
 
+    /// Merge's preconditions hold: within the budgets, a new wait for the merge turn.
+    fn merge_ready(&mut self) {
+        if self.budget_spent(Step::Merge) {
+            return;
+        }
+        self.turn_waited = 0;
+        self.turn_next = 200;
+        self.take_turn();
+    }
+
+    /// Ask for the merge turn; without one (a runner alone) merge at once.
+    fn take_turn(&mut self) {
+        match self.l.merge_turn_wait_ms {
+            None => self.merge_now(),
+            Some(_) => self.ask(
+                At::Step(Step::Merge),
+                Effect::TakeMergeTurn {
+                    issue: self.issue(),
+                },
+            ),
+        }
+    }
+
+    /// The attempt, or after a lost race the same attempt's merge again (no repair).
+    fn merge_now(&mut self) {
+        if !self.rerun {
+            return self.dispatch(Step::Merge);
+        }
+        self.rerun = false;
+        self.dispatched = true;
+        let run = Effect::RunStep {
+            step: Step::Merge,
+            issue: self.issue(),
+            attempt: self.attempts[Step::Merge.index()] + 1,
+            repair: false,
+        };
+        self.ask(At::Step(Step::Merge), run);
+    }
+
+    /// Busy: pauses of 200 ms doubling to 2 s, the last one cut at the limit; at the limit
+    /// the session halts (nobody's issue is blamed).
+    fn turn_busy(&mut self) {
+        let limit = self.l.merge_turn_wait_ms.unwrap_or(0);
+        if self.turn_waited >= limit {
+            return self.halt(HaltReason::MergeTurnHeld {
+                waited_ms: self.turn_waited,
+            });
+        }
+        if self.turn_waited == 0 {
+            self.fx.push(Effect::Notify(Notice::WaitingForMergeTurn {
+                limit_ms: limit,
+            }));
+        }
+        let pause = self.turn_next.min(limit - self.turn_waited).max(1);
+        self.turn_waited += pause;
+        self.turn_next = (self.turn_next * 2).min(2_000);
+        self.fx.push(Effect::Pause { millis: pause });
+        self.at = At::MergePause(pause);
+    }
+
+    /// An answer about the merge turn counts only while the turn was asked for.
+    fn turn_asked(&self, step: Step) -> bool {
+        step == Step::Merge
+            && !self.dispatched
+            && matches!(self.outstanding, Some((_, Effect::TakeMergeTurn { .. })))
+    }
+
+    fn release_turn(&mut self) {
+        if self.l.merge_turn_wait_ms.is_some() {
+            self.fx.push(Effect::ReleaseMergeTurn);
+        }
+    }
+
+    /// A lost race: three are merged again for free (pauses of 250 ms per race), the
+    /// fourth is the attempt's failure.
+    fn race_lost(&mut self, class: FailureClass, sig: Signature, u: &Usage) {
+        if self.races < 3 {
+            self.races += 1;
+            self.pending = self.settle(u);
+            self.dispatched = false;
+            self.rerun = true;
+            self.turn_waited = 0;
+            self.turn_next = 200;
+            self.fx.push(Effect::Notify(Notice::MergeRaceLost {
+                lost: self.races,
+                max: 3,
+            }));
+            let millis = 250 * u64::from(self.races);
+            self.fx.push(Effect::Pause { millis });
+            self.at = At::MergePause(millis);
+            return;
+        }
+        self.release_turn();
+        self.fx
+            .push(Effect::Notify(Notice::MergeRacesExhausted { lost: 4 }));
+        let u = self.settle(u);
+        self.failed(Step::Merge, class, sig, &u, None);
+    }
+
+    fn on_merge_pause(&mut self, millis: u64, ev: &Event) -> bool {
+        match *ev {
+            Event::WaitOver => self.take_turn(),
+            Event::Start => self.fx.push(Effect::Pause { millis }),
+            Event::ModeChanged { mode } => {
+                if self.change_mode(mode).is_none() {
+                    self.fx.push(Effect::Pause { millis });
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
     fn restart_step(&mut self, step: Step) {
         if self.dispatched {
             return self.failed(
@@ -687,6 +828,7 @@ impl Model {
             }
             At::NetworkWait(_) => self.on_network_wait(ev),
             At::CiWait(seconds) => self.on_ci_wait(seconds, ev),
+            At::MergePause(millis) => self.on_merge_pause(millis, ev),
             At::Halted(_) | At::Finished(_) => true,
         };
         if !handled {
@@ -787,13 +929,20 @@ impl Model {
                 }
             }
             Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
-                self.dispatch(step)
+                if step == Step::Merge {
+                    self.merge_ready()
+                } else {
+                    self.dispatch(step)
+                }
             }
             Event::AlreadyDone { step: s } if s == step && !self.dispatched => self.advance(step),
             Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
                 self.bounce(step, check)
             }
             Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
+                if step == Step::Merge {
+                    self.release_turn();
+                }
                 let u = self.settle(&usage);
                 self.succeeded(step, &u)
             }
@@ -807,9 +956,24 @@ impl Model {
                 usage,
                 wait_hint_secs,
             } if s == step && self.dispatched => {
+                if step == Step::Merge {
+                    self.release_turn();
+                }
                 let u = self.settle(&usage);
                 self.failed(step, class, signature, &u, wait_hint_secs)
             }
+            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_now(),
+            Event::MergeTurnBusy if self.turn_asked(step) => self.turn_busy(),
+            Event::TrackerWriteFailed if self.turn_asked(step) => {
+                self.halt(HaltReason::MergeTurnHeld {
+                    waited_ms: self.turn_waited,
+                })
+            }
+            Event::MergeRaceLost {
+                class,
+                signature,
+                usage,
+            } if step == Step::Merge && self.dispatched => self.race_lost(class, signature, &usage),
             Event::NetworkFailed => self.network_failed(),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
                 self.withdraw(issue)
@@ -872,7 +1036,7 @@ impl Model {
     fn on_cycle_or_session(&mut self, ev: &Event) {
         let in_cycle = matches!(
             self.at,
-            At::Step(_) | At::Backoff(..) | At::Decision(_) | At::CiWait(_)
+            At::Step(_) | At::Backoff(..) | At::Decision(_) | At::CiWait(_) | At::MergePause(_)
         );
         match *ev {
             Event::Resume { issue, next } if in_cycle && Some(issue) == self.issue => {
