@@ -319,7 +319,7 @@ pub async fn run_agent_stoppable(
         program: program_name.clone(),
         source,
     })?;
-    crate::repo::answers::child_started();
+    crate::git::repo::answers::child_started();
     crate::stats::spawned(false);
     let pid = child.id().unwrap_or(0);
     tracing::debug!(program = %program_name, pid, cwd = %run.cwd.display(), "agent started");

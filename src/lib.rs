@@ -26,6 +26,7 @@ pub mod failpoint;
 mod fake_agent;
 pub mod files;
 pub mod forge;
+mod git;
 mod http;
 pub mod journal;
 mod live_status;
@@ -38,7 +39,6 @@ pub mod probe;
 mod process;
 mod progress;
 pub mod redact;
-pub mod repo;
 mod runner_dir;
 mod runtime;
 mod safe_fs;
@@ -46,3 +46,7 @@ mod sanitize;
 pub mod stats;
 pub mod stream;
 pub mod tracker;
+
+// The paths modules had before the layout by layer, kept while branches written against them
+// merge; new code names the layer (`crate::git::repo`).
+pub use git::repo;

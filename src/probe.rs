@@ -5,8 +5,8 @@
 
 use crate::files::StateFile;
 use crate::forge::{CiState, PrState};
+use crate::git::repo::{leading_issue, RepoError};
 use crate::ports::{ForgePort, GitPort};
-use crate::repo::{leading_issue, RepoError};
 use crate::step::{Check, Step};
 
 /// A probe reads git and the forge; either can fail, and the message is theirs unchanged

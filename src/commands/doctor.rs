@@ -175,7 +175,7 @@ fn uses_github(cfg: &Config) -> bool {
 }
 
 fn project(cfg: &Config) -> Check {
-    match crate::repo::Repo::open(&cfg.project_path) {
+    match crate::git::repo::Repo::open(&cfg.project_path) {
         Ok(repo) => Check::ok(
             "project",
             format!(
@@ -239,7 +239,7 @@ fn agent(cfg: &Config) -> Check {
             format!(
                 "`{} --version` exited {}: {}",
                 program.display(),
-                crate::repo::exit_text(&out.status.code()),
+                crate::git::repo::exit_text(&out.status.code()),
                 first_line(&out.stderr)
             ),
             "run the agent by hand once to see whether it works",

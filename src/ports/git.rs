@@ -5,8 +5,8 @@
 //!
 //! Branch names are the runner's `<issue>-<slug>`; "main" is the default branch.
 
-use crate::repo::Repo;
-pub use crate::repo::RepoError as GitError;
+use crate::git::repo::Repo;
+pub use crate::git::repo::RepoError as GitError;
 use std::path::PathBuf;
 use std::time::Duration;
 

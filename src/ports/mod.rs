@@ -24,9 +24,9 @@ pub use tracker::TrackerPort;
 
 use crate::config::{Config, ForgeKind};
 use crate::forge::Forge;
+use crate::git::repo::Repo;
 use crate::logs::Logs;
 use crate::notify::{Channel, Notifier};
-use crate::repo::Repo;
 use crate::runner_dir::RunnerDir;
 use crate::step::Step;
 use crate::tracker::Tracker;
