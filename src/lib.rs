@@ -9,6 +9,7 @@ pub use sdlc_machine::{failure, machine, step};
 mod console;
 pub mod agent;
 pub mod agents;
+mod artifacts;
 mod builtin;
 mod call_failure;
 mod claims;
@@ -24,7 +25,6 @@ mod diagram;
 pub mod driver;
 pub mod failpoint;
 mod fake_agent;
-pub mod files;
 pub mod forge;
 mod git;
 mod http;
@@ -50,3 +50,10 @@ pub mod tracker;
 // The paths modules had before the layout by layer, kept while branches written against them
 // merge; new code names the layer (`crate::git::repo`).
 pub use git::repo;
+/// The runner's files outside its own directory, by their old path: `.claude/` artifacts,
+/// git's exclude lines and the single-runner lock.
+pub mod files {
+    pub use crate::artifacts::*;
+    pub use crate::git::exclude::*;
+    pub use crate::runner_dir::lock::*;
+}

@@ -3,7 +3,7 @@
 //! journal does not know got. `repo` holds plain git facts; `forge` holds PRs and CI; this
 //! module combines them (so neither depends on the other's callers).
 
-use crate::files::StateFile;
+use crate::artifacts::StateFile;
 use crate::forge::{CiState, PrState};
 use crate::git::repo::{leading_issue, RepoError};
 use crate::ports::{ForgePort, GitPort};

@@ -481,15 +481,16 @@ fn runner_state(cfg: &Config) -> Vec<Check> {
 }
 
 fn artifacts(cfg: &Config) -> Check {
-    match crate::files::check_artifact_dir(&cfg.project_path) {
+    match crate::artifacts::check_artifact_dir(&cfg.project_path) {
         Ok(()) => Check::ok("artifacts", ".claude/ is usable"),
         Err(e) => Check::fail("artifacts", e, "as the message says"),
     }
 }
 
 fn excludes(cfg: &Config) -> Check {
-    let patterns: Vec<String> = crate::files::exclude_patterns().collect();
-    let (path, missing) = match crate::files::missing_excludes(&cfg.project_path, &patterns) {
+    let patterns: Vec<String> = crate::artifacts::exclude_patterns().collect();
+    let (path, missing) = match crate::git::exclude::missing_excludes(&cfg.project_path, &patterns)
+    {
         Ok(found) => found,
         Err(e) => {
             return Check::warn(

@@ -3,9 +3,9 @@
 //! of docs/counters-and-bounds.md (rebuilt from the recorded events), the last failure, a sticky halt, the work
 //! wasted since the last merge, the state file and where the logs are.
 
+use crate::artifacts::{self, StateFile};
 use crate::config::Config;
 use crate::failure::FailureClass;
-use crate::files::{self, StateFile};
 use crate::journal::{self, Journal, OpenSession, SessionEnd};
 use crate::logs::ORCHESTRATION_LOG;
 use crate::machine::{Core, Spend};
@@ -520,10 +520,10 @@ fn counters(core: &Core) -> Counters {
     }
 }
 
-/// Reads the state file without `files::read_state`'s recovery (which moves a corrupt file
+/// Reads the state file without `artifacts::read_state`'s recovery (which moves a corrupt file
 /// aside): `status` must not change anything on disk.
 fn state_file(project: &Path) -> StateFileView {
-    let path = files::state_path(project);
+    let path = artifacts::state_path(project);
     let (status, content, error) = match std::fs::read(&path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => ("missing", None, None),
         Err(e) => ("corrupt", None, Some(format!("cannot read it: {e}"))),

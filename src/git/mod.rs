@@ -2,4 +2,5 @@
 //! agent's scripted commits aside). `repo` is the project's clone behind `GitPort`;
 //! `exclude` the runner's lines in `.git/info/exclude`.
 
+pub mod exclude;
 pub mod repo;

@@ -7,8 +7,8 @@
 
 pub(crate) mod answers;
 
+use crate::artifacts;
 use crate::call_failure::CallFailureKind;
-use crate::files;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -101,7 +101,7 @@ impl Repo {
 
     /// The runner's own file: an artifact in `.claude/` or a file of the tracker.
     fn is_own(&self, path: &str) -> bool {
-        files::is_runner_artifact(path)
+        artifacts::is_runner_artifact(path)
             || self.own_dirs.iter().any(|d| path.starts_with(d.as_str()))
     }
 
