@@ -13,7 +13,6 @@ mod artifacts;
 mod builtin;
 mod call_failure;
 mod claims;
-pub mod classify;
 mod cleanup;
 // clap turns doc comments into help text, so cli's types are documented by their help.
 #[allow(missing_docs)]
@@ -44,11 +43,11 @@ mod runtime;
 mod safe_fs;
 mod sanitize;
 pub mod stats;
-pub mod stream;
 pub mod tracker;
 
 // The paths modules had before the layout by layer, kept while branches written against them
 // merge; new code names the layer (`crate::git::repo`).
+pub use agent::{classify, stream};
 pub use git::repo;
 /// The runner's files outside its own directory, by their old path: `.claude/` artifacts,
 /// git's exclude lines and the single-runner lock.
