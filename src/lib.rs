@@ -31,7 +31,6 @@ pub mod journal;
 mod live_status;
 pub mod logging;
 pub mod logs;
-mod network;
 pub mod notify;
 pub mod ports;
 pub mod probe;
