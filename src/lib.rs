@@ -10,9 +10,7 @@ mod console;
 pub mod agent;
 pub mod agents;
 mod artifacts;
-mod builtin;
 mod call_failure;
-mod claims;
 mod cleanup;
 // clap turns doc comments into help text, so cli's types are documented by their help.
 #[allow(missing_docs)]
@@ -33,7 +31,6 @@ pub mod logging;
 pub mod logs;
 pub mod notify;
 pub mod ports;
-pub mod probe;
 mod process;
 mod progress;
 pub mod redact;
@@ -42,12 +39,16 @@ mod runtime;
 mod safe_fs;
 mod sanitize;
 pub mod stats;
+mod steps;
 pub mod tracker;
 
 // The paths modules had before the layout by layer, kept while branches written against them
 // merge; new code names the layer (`crate::git::repo`).
 pub use agent::{classify, stream};
 pub use git::repo;
+use steps::builtin;
+pub use steps::checks as probe;
+use tracker::claims;
 /// The runner's files outside its own directory, by their old path: `.claude/` artifacts,
 /// git's exclude lines and the single-runner lock.
 pub mod files {

@@ -150,15 +150,17 @@ fn workers(cfg: &Config) -> Vec<WorkerView> {
 /// tracker that cannot be read shows none.
 fn claims(cfg: &Config) -> (Vec<ClaimView>, Option<ClaimView>) {
     let store = match &cfg.tracker {
-        crate::config::TrackerConfig::Local { dir, .. } => crate::claims::ClaimStore::local(dir),
+        crate::config::TrackerConfig::Local { dir, .. } => {
+            crate::tracker::claims::ClaimStore::local(dir)
+        }
         crate::config::TrackerConfig::Github { .. } => {
             let mut gh = crate::tracker::GitHub::new(&cfg.project_path);
             gh.timeout = std::time::Duration::from_secs(10);
-            crate::claims::ClaimStore::GitHub(Box::new(gh))
+            crate::tracker::claims::ClaimStore::GitHub(Box::new(gh))
         }
     };
     let now = chrono::Utc::now();
-    let view = |c: crate::claims::Claim| ClaimView {
+    let view = |c: crate::tracker::claims::Claim| ClaimView {
         issue: c.issue,
         live: c.live(now),
         worker: c.worker,
