@@ -1,5 +1,5 @@
 //! What kind of failure a git, gh or tracker call had, decided once, where the call is made
-//! (the adapters in `repo`, `forge` and `tracker`), from what the tool printed or the error
+//! (the adapters in `git`, `forge` and `tracker`), from what the tool printed or the error
 //! the system returned. Everything downstream (the network patience of the driver, the merge
 //! retry on a lost push race) decides by this kind, never by the text.
 
