@@ -1,7 +1,9 @@
 //! What kind of failure a git, gh or tracker call had, decided once, where the call is made
-//! (the adapters in `repo`, `forge` and `tracker`), from what the tool printed or the error
+//! (the adapters in `git`, `forge` and `tracker`), from what the tool printed or the error
 //! the system returned. Everything downstream (the network patience of the driver, the merge
 //! retry on a lost push race) decides by this kind, never by the text.
+
+mod transient_network;
 
 use std::io;
 
@@ -87,7 +89,7 @@ impl CallFailureKind {
             "hook rejected",
         ]) {
             CallFailureKind::HookRejected
-        } else if crate::network::is_transient(&text) {
+        } else if transient_network::is_transient(&text) {
             CallFailureKind::Network
         } else if text.contains("failed to push some refs") {
             // Refused before any ref was rejected by the remote: the local pre-push hook.
@@ -118,7 +120,7 @@ impl CallFailureKind {
     pub fn of_gh(stderr: &str) -> CallFailureKind {
         let text = stderr.to_ascii_lowercase();
         let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
-        if crate::network::is_transient(&text) {
+        if transient_network::is_transient(&text) {
             CallFailureKind::Network
         } else if has(&[
             "http 403",

@@ -9,10 +9,8 @@ pub use sdlc_machine::{failure, machine, step};
 mod console;
 pub mod agent;
 pub mod agents;
-mod builtin;
+mod artifacts;
 mod call_failure;
-mod claims;
-pub mod classify;
 mod cleanup;
 // clap turns doc comments into help text, so cli's types are documented by their help.
 #[allow(missing_docs)]
@@ -24,26 +22,38 @@ mod diagram;
 pub mod driver;
 pub mod failpoint;
 mod fake_agent;
-pub mod files;
 pub mod forge;
+mod git;
 mod http;
 pub mod journal;
 mod live_status;
 pub mod logging;
 pub mod logs;
-mod network;
 pub mod notify;
 pub mod ports;
-pub mod probe;
 mod process;
 mod process_bounds;
 mod progress;
 pub mod redact;
-pub mod repo;
 mod runner_dir;
 mod runtime;
 mod safe_fs;
 mod sanitize;
 pub mod stats;
-pub mod stream;
+mod steps;
 pub mod tracker;
+
+// The paths modules had before the layout by layer, kept while branches written against them
+// merge; new code names the layer (`crate::git::repo`).
+pub use agent::{classify, stream};
+pub use git::repo;
+use steps::builtin;
+pub use steps::checks as probe;
+use tracker::claims;
+/// The runner's files outside its own directory, by their old path: `.claude/` artifacts,
+/// git's exclude lines and the single-runner lock.
+pub mod files {
+    pub use crate::artifacts::*;
+    pub use crate::git::exclude::*;
+    pub use crate::runner_dir::lock::*;
+}

@@ -4,8 +4,8 @@
 //! driver's summary line ("implement: succeeded in 3m05s (14 turns, $0.42)") takes its place.
 //! Off a terminal nothing here prints: narration stays one time-stamped line per event.
 
+use crate::agent::stream::StreamSummary;
 use crate::step::Step;
-use crate::stream::StreamSummary;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -180,7 +180,7 @@ mod tests {
             s.render(Duration::from_secs(3725), 200),
             "#12 4 implement attempt 2 · 1h02m · 14 turns · Edit"
         );
-        summary.result = Some(crate::stream::ResultEvent {
+        summary.result = Some(crate::agent::stream::ResultEvent {
             total_cost_usd: Some(0.4234),
             ..Default::default()
         });

@@ -69,7 +69,7 @@ pub fn run(args: &InitArgs) -> i32 {
         }
         if let Ok(relative) = issues.strip_prefix(&top) {
             let pattern = format!("/{}/", relative.display());
-            if let Err(e) = crate::files::add_excludes(
+            if let Err(e) = crate::git::exclude::add_excludes(
                 &top,
                 &[pattern],
                 "# the local tracker's issue files (sdlc-runner init)",
@@ -79,8 +79,8 @@ pub fn run(args: &InitArgs) -> i32 {
         }
     }
     // The runner's own files, so `doctor` has nothing to warn about right after init.
-    let artifacts: Vec<String> = crate::files::exclude_patterns().collect();
-    if let Err(e) = crate::files::add_excludes(
+    let artifacts: Vec<String> = crate::artifacts::exclude_patterns().collect();
+    if let Err(e) = crate::git::exclude::add_excludes(
         &top,
         &artifacts,
         "# sdlc-runner artifacts (with their temporary and renamed copies)",
@@ -163,7 +163,7 @@ pub fn github_slug(url: &str) -> Option<String> {
 /// it was added.
 fn exclude(top: &Path, relative: &Path) -> std::io::Result<bool> {
     let pattern = format!("/{}", relative.display());
-    crate::files::add_excludes(top, &[pattern], "# sdlc-runner config (sdlc-runner init)")
+    crate::git::exclude::add_excludes(top, &[pattern], "# sdlc-runner config (sdlc-runner init)")
         .map(|added| added > 0)
 }
 

@@ -48,7 +48,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
     // The lock keeps a running runner (or fleet) from writing beside us; a project that
     // never ran has no journal and nothing to acknowledge.
     let _lock = if journal_path.exists() || fleet_halt.exists() {
-        match crate::files::acquire_lock(&runner_dir.lock(), &cfg.project_path) {
+        match crate::runner_dir::lock::acquire_lock(&runner_dir.lock(), &cfg.project_path) {
             Ok(lock) => Some(lock),
             Err(e) => {
                 say!("error: {e}");
@@ -74,7 +74,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
             if !dir.journal().exists() {
                 continue;
             }
-            let _worker_lock = match crate::files::acquire_lock(&dir.lock(), &clone) {
+            let _worker_lock = match crate::runner_dir::lock::acquire_lock(&dir.lock(), &clone) {
                 Ok(lock) => lock,
                 Err(e) => {
                     say!("error: {e}");

@@ -12,7 +12,7 @@ use crate::machine::{
 use crate::step::{Check, Step};
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
-mod fleet;
+mod coordinator;
 mod page;
 mod render;
 #[cfg(test)]

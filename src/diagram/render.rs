@@ -1,10 +1,8 @@
 //! Rendering a graph or a view as Mermaid, Graphviz DOT and SCXML, and the set of files the
 //! `diagram` command writes and checks.
 
-use super::views::{detail_views, overview};
+use super::views::{detail_views, ordered, overview};
 use super::{Graph, Kind, EXITED};
-use crate::machine::Core;
-use crate::step::Step;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
 /// Nested superstate tree: superstate → (child superstates, leaves).
@@ -44,20 +42,6 @@ fn walk(t: &Tree, node: Option<&'static str>, depth: usize, visit: &mut dyn FnMu
             visit(Visit::Leave, &pad);
         }
     }
-}
-
-/// Steps first in lifecycle order (a phase drawn as one state ranks with its first step), then
-/// the rest alphabetically.
-pub(super) fn ordered(names: &BTreeSet<String>) -> Vec<&String> {
-    let rank = |n: &str| {
-        Step::ALL.iter().position(|s| {
-            let state = crate::machine::state_of_step(*s);
-            state.name() == n || Core::ancestors(&state).last() == Some(&n)
-        })
-    };
-    let mut v: Vec<&String> = names.iter().collect();
-    v.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), (*n).clone()));
-    v
 }
 
 pub fn mermaid(graph: &Graph) -> String {
@@ -337,7 +321,7 @@ pub fn render_all(graph: &Graph) -> Vec<Rendered> {
     ];
     files.push(Rendered {
         name: "fleet.mmd".to_string(),
-        text: super::fleet::mermaid(),
+        text: super::coordinator::mermaid(),
         edges: 0,
     });
     let mut views = vec![overview(graph)];

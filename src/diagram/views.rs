@@ -1,9 +1,8 @@
 //! The views a reviewer reads beside the full diagram: an overview of the superstates and the
 //! decisive edges, and one detail view per superstate, all cut from the same exploration.
 
-use super::render::ordered;
 use super::{Edge, Graph, Kind, EXITED};
-use crate::machine::Event;
+use crate::machine::{Core, Event};
 use crate::step::Step;
 use std::collections::{BTreeMap, BTreeSet};
 /// A picture for a reader: a small graph rendered like the full one, with the names its edges
@@ -183,4 +182,17 @@ fn detail_view(graph: &Graph, name: String) -> View {
         outside,
         name,
     }
+}
+/// Steps first in lifecycle order (a phase drawn as one state ranks with its first step), then
+/// the rest alphabetically.
+pub(super) fn ordered(names: &BTreeSet<String>) -> Vec<&String> {
+    let rank = |n: &str| {
+        Step::ALL.iter().position(|s| {
+            let state = crate::machine::state_of_step(*s);
+            state.name() == n || Core::ancestors(&state).last() == Some(&n)
+        })
+    };
+    let mut v: Vec<&String> = names.iter().collect();
+    v.sort_by_key(|n| (rank(n).unwrap_or(usize::MAX), (*n).clone()));
+    v
 }

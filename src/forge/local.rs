@@ -6,7 +6,7 @@
 //! a records directory a pushed branch stands for its open PR.
 
 use super::{ForgeError, Pr, PrState};
-use crate::repo::Repo;
+use crate::git::repo::Repo;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 

@@ -6,7 +6,7 @@
 //! and fails.
 
 use super::{CiState, ForgeError};
-use crate::repo::Repo;
+use crate::git::repo::Repo;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,7 +76,7 @@ impl LocalCi {
                         self.timeout.as_secs() / 60
                     )
                 } else {
-                    format!("exit {}", crate::repo::exit_text(&v.exit))
+                    format!("exit {}", crate::git::repo::exit_text(&v.exit))
                 };
                 format!(
                     "local CI `{}` failed on {} ({how})\n{}",

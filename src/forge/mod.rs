@@ -10,7 +10,7 @@ mod local_ci;
 pub use github::{parse_checks, parse_prs};
 pub use local_ci::LocalCi;
 
-use crate::repo::{Repo, RepoError};
+use crate::git::repo::{Repo, RepoError};
 use std::path::PathBuf;
 
 /// Why the forge could not answer. Its calls are commands like git's (`gh`, or git itself for

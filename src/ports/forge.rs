@@ -4,7 +4,7 @@
 
 pub use crate::forge::ForgeError;
 use crate::forge::{CiState, Forge, Pr};
-use crate::repo::Repo;
+use crate::git::repo::Repo;
 
 /// Where PRs are opened and merged and CI is read.
 pub trait ForgePort: Send + Sync {

@@ -5,8 +5,8 @@
 //!
 //! Branch names are the runner's `<issue>-<slug>`; "main" is the default branch.
 
-use crate::repo::Repo;
-pub use crate::repo::RepoError as GitError;
+use crate::git::repo::Repo;
+pub use crate::git::repo::RepoError as GitError;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -129,9 +129,9 @@ impl GitPort for Repo {
         crate::runner_dir::RunnerDir::locate(&self.path).map_err(|e| e.to_string())
     }
     fn check_artifact_dir(&self) -> Result<(), String> {
-        crate::files::check_artifact_dir(&self.path)
+        crate::artifacts::check_artifact_dir(&self.path)
     }
     fn exclude_artifacts(&self) -> std::io::Result<()> {
-        crate::files::exclude_artifacts(&self.path)
+        crate::git::exclude::exclude_artifacts(&self.path)
     }
 }

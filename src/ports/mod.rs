@@ -3,8 +3,8 @@
 //! channels, the clock), with one error type per port whose failures are classified once, at
 //! the adapter, into a [`CallFailureKind`](crate::call_failure::CallFailureKind).
 //!
-//! The production adapters live beside the code they wrap (`repo.rs`, `forge/`, `tracker/`,
-//! `agent.rs`, `notify.rs`, [`clock::TokioClock`]); the in-memory fakes in [`fake`] let tests
+//! The production adapters live beside the code they wrap (`git/`, `forge/`, `tracker/`,
+//! `agent/`, `notify/`, [`clock::TokioClock`]); the in-memory fakes in [`fake`] let tests
 //! run the driver in-process, with no git, gh or agent process and no real sleep.
 
 pub mod agent;
@@ -24,9 +24,9 @@ pub use tracker::TrackerPort;
 
 use crate::config::{Config, ForgeKind};
 use crate::forge::Forge;
+use crate::git::repo::Repo;
 use crate::logs::Logs;
 use crate::notify::{Channel, Notifier};
-use crate::repo::Repo;
 use crate::runner_dir::RunnerDir;
 use crate::step::Step;
 use crate::tracker::Tracker;

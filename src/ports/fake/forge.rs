@@ -64,7 +64,7 @@ impl ForgePort for FakeForge {
                 CallFailureKind::LostRace,
             ));
         }
-        let Some(issue) = crate::repo::leading_issue(branch) else {
+        let Some(issue) = crate::git::repo::leading_issue(branch) else {
             return Err(ForgeError::Parse {
                 command: "gh pr merge".to_string(),
                 detail: format!("{branch} is no issue branch"),

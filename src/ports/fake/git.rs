@@ -2,8 +2,8 @@
 
 use super::world::World;
 use crate::call_failure::CallFailureKind;
+use crate::git::repo::leading_issue;
 use crate::ports::git::{GitError, GitPort};
-use crate::repo::leading_issue;
 use crate::runner_dir::RunnerDir;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -138,7 +138,7 @@ impl GitPort for FakeGit {
         if self.world.lock().specs.contains(&issue) {
             Ok(())
         } else {
-            Err(crate::repo::SPEC_FILES.map(str::to_string).to_vec())
+            Err(crate::git::repo::SPEC_FILES.map(str::to_string).to_vec())
         }
     }
     fn runner_dir(&self) -> Result<RunnerDir, String> {

@@ -6,8 +6,8 @@
 
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::forge::CiState;
+use crate::git::repo::RepoError;
 use crate::ports::{ForgePort, GitPort};
-use crate::repo::RepoError;
 use std::path::Path;
 
 /// Why a builtin step failed, with the output that shows it.
@@ -180,7 +180,7 @@ pub fn merge(
     let branch = issue.branch()?;
     let message = format!(
         "{}{}: {}",
-        crate::repo::MERGE_SUBJECT,
+        crate::git::repo::MERGE_SUBJECT,
         issue.number,
         one_line(issue.title)
     );

@@ -8,6 +8,8 @@
 //! symlink, belongs to someone else or is writable by others: an unattended runner must never
 //! write its journal where another local user can redirect it.
 
+pub mod lock;
+
 use crate::safe_fs::{self, UnsafeDir};
 use std::fs::{self, File};
 use std::io;

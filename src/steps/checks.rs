@@ -1,12 +1,12 @@
 //! The checks around a step that need both git and the forge: preconditions, post-step
 //! checks, whether a side-effecting step's outcome already holds, and how far a branch the
-//! journal does not know got. `repo` holds plain git facts; `forge` holds PRs and CI; this
+//! journal does not know got. `git::repo` holds plain git facts; `forge` holds PRs and CI; this
 //! module combines them (so neither depends on the other's callers).
 
-use crate::files::StateFile;
+use crate::artifacts::StateFile;
 use crate::forge::{CiState, PrState};
+use crate::git::repo::{leading_issue, RepoError};
 use crate::ports::{ForgePort, GitPort};
-use crate::repo::{leading_issue, RepoError};
 use crate::step::{Check, Step};
 
 /// A probe reads git and the forge; either can fail, and the message is theirs unchanged

@@ -13,19 +13,22 @@
 
 use std::collections::HashMap;
 use std::fs::OpenOptions;
-use std::io::{self, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::process::{run_tracked, signal_group, Budget, Captured, ChildSlot};
+use crate::process::{signal_group, ChildSlot};
 use crate::redact::redact;
 
 pub use sdlc_machine::severity::Severity;
+
+mod delivery;
+
+use delivery::Worker;
 
 /// Where notifications go (besides the log, which always gets them).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -358,224 +361,6 @@ fn append_log(log: Option<&Path>, line: &str) {
     if let Ok(mut file) = OpenOptions::new().create(true).append(true).open(path) {
         // One write call per entry so concurrent appenders do not interleave inside a line.
         let _ = file.write_all(entry.as_bytes());
-    }
-}
-
-struct Worker {
-    channels: Vec<Channel>,
-    log: Option<PathBuf>,
-    options: NotifyOptions,
-    inflight: ChildSlot,
-    closing: Arc<AtomicBool>,
-}
-
-/// Why one delivery attempt failed, and whether another attempt can help.
-struct AttemptError {
-    message: String,
-    retryable: bool,
-}
-
-impl Worker {
-    fn deliver(&self, job: &Job) {
-        for channel in &self.channels {
-            let attempts = self.options.attempts.max(1);
-            let mut backoff = self.options.backoff;
-            for attempt in 1..=attempts {
-                if self.closing.load(Ordering::SeqCst) {
-                    append_log(
-                        self.log.as_deref(),
-                        &format!("[notify] Warning: {} abandoned at shutdown", channel.name()),
-                    );
-                    return;
-                }
-                match self.attempt(channel, job) {
-                    Ok(()) => break,
-                    Err(e) if e.retryable && attempt < attempts => {
-                        append_log(
-                            self.log.as_deref(),
-                            &format!(
-                                "[notify] {} attempt {attempt}/{attempts} failed, retrying in {}ms: {}",
-                                channel.name(),
-                                backoff.as_millis(),
-                                redact(&e.message)
-                            ),
-                        );
-                        thread::sleep(backoff);
-                        backoff = backoff.saturating_mul(2);
-                    }
-                    Err(e) => {
-                        append_log(
-                            self.log.as_deref(),
-                            &format!(
-                                "[notify] Warning: {} failed after {attempt} attempt(s): {}",
-                                channel.name(),
-                                redact(&e.message)
-                            ),
-                        );
-                        break;
-                    }
-                }
-            }
-        }
-    }
-
-    fn attempt(&self, channel: &Channel, job: &Job) -> Result<(), AttemptError> {
-        let timeout = self.options.timeout;
-        match channel {
-            Channel::Discord { openclaw, target } => {
-                let mut cmd = Command::new(openclaw);
-                cmd.args(["message", "send", "--channel", "discord", "--target"])
-                    .arg(target)
-                    .arg("-m")
-                    .arg(&job.text);
-                let out = run_tracked(
-                    cmd,
-                    None,
-                    timeout,
-                    Some(discord_delivered),
-                    Some(&self.inflight),
-                    Budget::DEFAULT,
-                )
-                .map_err(|e| spawn_error(openclaw, e))?;
-                if out.marker_seen {
-                    return Ok(());
-                }
-                judge(
-                    &out,
-                    || {
-                        format!(
-                            "openclaw message send timed out ({}s) with no success marker",
-                            timeout.as_secs_f32()
-                        )
-                    },
-                    "openclaw message send",
-                    &format!("{}{}", out.stdout, out.stderr),
-                )
-            }
-            Channel::Webhook { url } => {
-                let text = webhook_text(&job.text);
-                let body = serde_json::json!({ "content": text, "text": text }).to_string();
-                let secs = timeout.as_secs().max(1).to_string();
-                let mut cmd = Command::new(&self.options.curl);
-                cmd.args(["-sS", "-f", "-m"])
-                    .arg(&secs)
-                    .args([
-                        "-H",
-                        "Content-Type: application/json",
-                        "--data-binary",
-                        "@-",
-                    ])
-                    .arg(url);
-                // curl enforces `-m` itself; our limit is a backstop for a stuck curl.
-                let out = run_tracked(
-                    cmd,
-                    Some(body.into_bytes()),
-                    timeout + Duration::from_secs(5),
-                    None,
-                    Some(&self.inflight),
-                    Budget::DEFAULT,
-                )
-                .map_err(|e| {
-                    let mut err = spawn_error(&self.options.curl, e);
-                    err.message
-                        .push_str(" (webhook notifications are posted with curl; install it)");
-                    err
-                })?;
-                judge(
-                    &out,
-                    || format!("curl timed out after {}s", secs),
-                    "curl",
-                    &out.stderr,
-                )
-            }
-            Channel::Command { program, args } => {
-                let mut cmd = Command::new(program);
-                cmd.args(args)
-                    .arg(&job.text)
-                    .env("SDLC_SEVERITY", job.severity.as_str());
-                let out = run_tracked(
-                    cmd,
-                    None,
-                    timeout,
-                    None,
-                    Some(&self.inflight),
-                    Budget::DEFAULT,
-                )
-                .map_err(|e| spawn_error(program, e))?;
-                judge(
-                    &out,
-                    || {
-                        format!(
-                            "{} timed out after {}s",
-                            program.display(),
-                            timeout.as_secs_f32()
-                        )
-                    },
-                    &program.display().to_string(),
-                    &format!("{}{}", out.stdout, out.stderr),
-                )
-            }
-        }
-    }
-}
-
-/// One delivery's verdict from its process: a timeout or a non-zero exit is worth another try.
-fn judge(
-    out: &Captured,
-    timed_out: impl FnOnce() -> String,
-    what: &str,
-    output: &str,
-) -> Result<(), AttemptError> {
-    if out.timed_out {
-        return Err(AttemptError {
-            message: timed_out(),
-            retryable: true,
-        });
-    }
-    match out.status.and_then(|s| s.code()) {
-        Some(0) => Ok(()),
-        code => Err(AttemptError {
-            message: format!(
-                "{what} exited with {}: {}",
-                describe_exit(code),
-                tail(output, 500)
-            ),
-            retryable: true,
-        }),
-    }
-}
-
-/// Discord rejects webhook content over 2000 characters; the head of a message (the halt
-/// diagnostic's first line) matters most, so the tail is cut.
-fn webhook_text(text: &str) -> String {
-    const LIMIT: usize = 2000;
-    const MARK: &str = "… (truncated; full text in the runner log)";
-    if text.chars().count() <= LIMIT {
-        return text.to_string();
-    }
-    let keep = LIMIT - MARK.chars().count();
-    let mut cut: String = text.chars().take(keep).collect();
-    cut.push_str(MARK);
-    cut
-}
-
-fn discord_delivered(stdout: &str) -> bool {
-    let lower = stdout.to_ascii_lowercase();
-    lower.contains("sent via") || lower.contains("message id")
-}
-
-fn spawn_error(program: &Path, e: io::Error) -> AttemptError {
-    AttemptError {
-        retryable: e.kind() != io::ErrorKind::NotFound
-            && e.kind() != io::ErrorKind::PermissionDenied,
-        message: format!("cannot run {}: {e}", program.display()),
-    }
-}
-
-fn describe_exit(code: Option<i32>) -> String {
-    match code {
-        Some(c) => format!("code {c}"),
-        None => "a signal".to_string(),
     }
 }
 

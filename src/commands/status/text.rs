@@ -1,0 +1,268 @@
+//! The human-readable form of `status`, and the one-line texts `watch` shares with it.
+
+use super::{RunningStepView, Status, WaitView};
+use std::collections::BTreeMap;
+
+impl Status {
+    /// The human-readable form.
+    pub fn text(&self) -> String {
+        let mut o = String::new();
+        let mut line = |s: String| {
+            o.push_str(&s);
+            o.push('\n');
+        };
+        line(format!("project:  {}", self.project.display()));
+        line(format!("runner:   {}", self.runner));
+        for w in &self.workers {
+            let mut how = w
+                .session_status
+                .clone()
+                .unwrap_or_else(|| "no session".into());
+            if let Some(state) = &w.state {
+                how.push_str(&format!(", {state}"));
+            }
+            if let (Some(n), Some(step)) = (w.current_issue, &w.current_step) {
+                how.push_str(&format!(", issue #{n} at {step}"));
+                if let Some(a) = w.current_attempt {
+                    how.push_str(&format!(" attempt {a}"));
+                }
+            }
+            if let Some(h) = &w.sticky_halt {
+                how.push_str(&format!(", HALTED: {h}"));
+            }
+            line(format!("worker {}: {} ({how})", w.name, w.runner));
+            if let Some(r) = &w.running_step {
+                line(format!("  running:  {}", running_text(r)));
+            }
+            if let Some(wait) = &w.wait {
+                line(format!("  waiting:  {}", wait_text(wait)));
+            }
+        }
+        let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
+        for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
+            line(format!(
+                "{what} #{} by worker {} until {}{}",
+                c.issue,
+                c.worker,
+                c.expires_at,
+                if c.live {
+                    ""
+                } else {
+                    " (expired: may be taken over)"
+                }
+            ));
+        }
+        line(format!(
+            "journal:  {} ({} records)",
+            self.journal.display(),
+            self.journal_lines
+        ));
+        if let Some(t) = &self.torn_line {
+            line(format!("  warning: {t}"));
+        }
+        if let Some(h) = &self.sticky_halt {
+            line(format!(
+                "HALTED:   {h} — `run` refuses to start until you inspect the cause and pass --ack-halt"
+            ));
+        }
+        match &self.session {
+            None => line("session:  none recorded yet".into()),
+            Some(id) => {
+                let mut how = self.session_status.clone().unwrap_or_default();
+                if let Some(code) = self.exit_code {
+                    how.push_str(&format!(" (code {code})"));
+                }
+                line(format!("session:  {id} ({how})"));
+            }
+        }
+        if let Some(state) = &self.state {
+            line(format!("state:    {state}"));
+            line(format!(
+                "issue:    {}",
+                self.current_issue
+                    .map_or("none".to_string(), |i| format!("#{i}"))
+            ));
+            line(format!(
+                "step:     {}{}",
+                self.current_step.as_deref().unwrap_or("none"),
+                self.current_attempt
+                    .map(|a| format!(" (attempt {a})"))
+                    .unwrap_or_default()
+            ));
+        }
+        if let Some(r) = &self.running_step {
+            line(format!("running:  {}", running_text(r)));
+        }
+        if let Some(w) = &self.wait {
+            line(format!("waiting:  {}", wait_text(w)));
+        }
+        if let Some(d) = &self.divergence {
+            line(format!(
+                "  warning: the journal diverges from the machine at {d}"
+            ));
+        }
+        if let Some(c) = &self.counters {
+            line("counters:".into());
+            line(format!(
+                "  failed attempts (limit {} per step): {}",
+                c.max_retries_per_step,
+                render_map(&c.attempts)
+            ));
+            line(format!(
+                "  bounces: {} (escalate above {})",
+                c.bounces, c.max_bounce_retries
+            ));
+            line(format!(
+                "  consecutive escalations: {}/{}",
+                c.consecutive_escalations, c.max_consecutive_escalations
+            ));
+            let escalated: Vec<String> =
+                c.escalated_issues.iter().map(|i| format!("#{i}")).collect();
+            line(format!(
+                "  escalated issues: {}",
+                if escalated.is_empty() {
+                    "none".to_string()
+                } else {
+                    escalated.join(", ")
+                }
+            ));
+            let phases: Vec<String> = c
+                .phase_failures
+                .iter()
+                .map(|(k, v)| {
+                    if v.limit > 0 {
+                        format!("{k} {}/{}", v.count, v.limit)
+                    } else {
+                        format!("{k} {} (no limit)", v.count)
+                    }
+                })
+                .collect();
+            line(format!(
+                "  consecutive failures per step: {}",
+                if phases.is_empty() {
+                    "none".to_string()
+                } else {
+                    phases.join(", ")
+                }
+            ));
+            line(format!(
+                "  same-signature streak (limit {}): {}",
+                c.max_consecutive_same_failure,
+                render_map(&c.same_signature_streak)
+            ));
+            line(format!(
+                "  rate-limit waits in a row: {}/{}",
+                c.rate_limit_wait_streak, c.max_rate_limit_waits
+            ));
+        }
+        if let Some(b) = &self.budgets {
+            let of = |spent: String, limit: Option<f64>, unit: &str| match limit {
+                Some(l) => format!("{spent} of {l:.2}{unit}"),
+                None => format!("{spent} (no budget)"),
+            };
+            line(format!(
+                "spend:    issue ${}, issue time {}, session ${}",
+                of(format!("{:.2}", b.issue_usd), b.per_issue_usd, ""),
+                of(
+                    format!("{:.1}", b.issue_minutes),
+                    b.per_issue_minutes,
+                    " min"
+                ),
+                of(format!("{:.2}", b.session_usd), b.per_session_usd, ""),
+            ));
+        }
+        if let Some(f) = &self.last_failure {
+            line(format!(
+                "last failure: {} in {} (signature {})",
+                f.class, f.step, f.signature
+            ));
+        }
+        if let Some(w) = &self.wasted_since_last_merge {
+            line(format!(
+                "since the last merge ({} merges this session): {} invocations, {} turns, ${:.2}",
+                w.merges, w.since_merge.invocations, w.since_merge.turns, w.since_merge.cost_usd
+            ));
+            for (class, s) in &w.failed_by_class {
+                line(format!(
+                    "  failed {class}: {} invocations, {} turns, ${:.2}",
+                    s.invocations, s.turns, s.cost_usd
+                ));
+            }
+        }
+        let sf = &self.state_file;
+        match (&sf.content, &sf.error) {
+            (Some(s), _) => line(format!(
+                "state file: {} (step {}, last completed {}, issue {})",
+                sf.path.display(),
+                s.current_step,
+                s.last_completed_step,
+                s.current_issue
+                    .map_or("none".to_string(), |i| format!("#{i}"))
+            )),
+            (None, Some(e)) => line(format!("state file: {}: {e}", sf.path.display())),
+            (None, None) => line(format!("state file: {} (missing)", sf.path.display())),
+        }
+        line(format!("logs:     {}", self.log_dir.display()));
+        line(format!(
+            "orchestration log: {}",
+            self.orchestration_log.display()
+        ));
+        o
+    }
+}
+
+/// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit`.
+pub fn running_text(r: &RunningStepView) -> String {
+    let s = &r.step;
+    format!(
+        "{} attempt {} of #{} · {}",
+        s.step,
+        s.attempt,
+        s.issue,
+        tally(r)
+    )
+}
+
+fn tally(r: &RunningStepView) -> String {
+    crate::progress::tally(
+        std::time::Duration::from_secs(r.elapsed_seconds),
+        r.step.turns,
+        r.step.cost_usd,
+        r.step.last_tool.as_deref(),
+    )
+}
+
+/// What a runner does this moment, short (the table beside it names the step): `3m05s · 14
+/// turns · $0.42 · Edit`, `RATE_LIMIT until 16:40:00 UTC (25s)`, or `—`.
+pub fn now_text(running: Option<&RunningStepView>, wait: Option<&WaitView>) -> String {
+    match (running, wait) {
+        (Some(r), _) => tally(r),
+        (None, Some(w)) => format!(
+            "{} until {} ({})",
+            w.wait.reason,
+            w.wait.until.format("%H:%M:%S UTC"),
+            crate::progress::clock(std::time::Duration::from_secs(w.remaining_seconds))
+        ),
+        (None, None) => "—".to_string(),
+    }
+}
+
+/// `RATE_LIMIT until 2026-11-25 16:40:00 UTC (25s left)`.
+pub fn wait_text(w: &WaitView) -> String {
+    format!(
+        "{} until {} ({} left)",
+        w.wait.reason,
+        w.wait.until.format("%Y-%m-%d %H:%M:%S UTC"),
+        crate::progress::clock(std::time::Duration::from_secs(w.remaining_seconds))
+    )
+}
+
+fn render_map(m: &BTreeMap<String, u32>) -> String {
+    if m.is_empty() {
+        return "none".to_string();
+    }
+    m.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

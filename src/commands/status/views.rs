@@ -1,0 +1,180 @@
+//! What `status` shows, as serialized by `--json`: the views of the runner, its workers,
+//! the running step, the counters, budgets, spend and claims.
+
+use crate::artifacts::StateFile;
+use crate::machine::Spend;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// Everything `status` shows; `--json` prints exactly this.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    pub project: PathBuf,
+    pub journal: PathBuf,
+    pub journal_lines: u64,
+    pub torn_line: Option<String>,
+    /// The last session (open or ended), `None` when the journal holds none.
+    pub session: Option<String>,
+    /// `open`, `exited`, `halted` or `haltAcknowledged`.
+    pub session_status: Option<String>,
+    pub exit_code: Option<u8>,
+    pub state: Option<String>,
+    pub current_issue: Option<u32>,
+    pub current_step: Option<String>,
+    /// The attempt of the current step the agent (or the runner) is working on, if one is.
+    pub current_attempt: Option<u32>,
+    /// The step the runner runs now, live (only while the runner that wrote it holds the lock).
+    pub running_step: Option<RunningStepView>,
+    /// The wait the runner is in now (a backoff, quota, network or fleet pause), live.
+    pub wait: Option<WaitView>,
+    pub counters: Option<Counters>,
+    /// Spend against the configured budgets (`None` before the first session).
+    pub budgets: Option<Budgets>,
+    pub last_failure: Option<LastFailureView>,
+    /// Headline of an unacknowledged halt: `run` refuses until `--ack-halt`.
+    pub sticky_halt: Option<String>,
+    pub wasted_since_last_merge: Option<Wasted>,
+    /// The recorded state the machine no longer reproduces (`replay` tells more).
+    pub divergence: Option<String>,
+    pub state_file: StateFileView,
+    pub log_dir: PathBuf,
+    pub orchestration_log: PathBuf,
+    /// Whether a runner works on the project now: `running` (with its pid), `not running`.
+    pub runner: String,
+    /// Issue claims of the runners sharing the tracker (`--worker-id`), live or expired.
+    pub claims: Vec<ClaimView>,
+    /// The merge lease of the runners sharing the local tracker, when one is on record.
+    pub merge_lease: Option<ClaimView>,
+    /// The workers of `run --workers N` on this project, each with its own clone and session.
+    pub workers: Vec<WorkerView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkerView {
+    /// `w0`, `w1`, …
+    pub name: String,
+    pub clone: PathBuf,
+    pub runner: String,
+    pub session_status: Option<String>,
+    pub state: Option<String>,
+    pub current_issue: Option<u32>,
+    pub current_step: Option<String>,
+    pub current_attempt: Option<u32>,
+    pub running_step: Option<RunningStepView>,
+    pub wait: Option<WaitView>,
+    pub sticky_halt: Option<String>,
+}
+
+/// The running step of `live.json`, with its elapsed time at the moment of reading.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunningStepView {
+    #[serde(flatten)]
+    pub step: crate::live_status::RunningStep,
+    pub elapsed_seconds: u64,
+}
+
+/// The wait of `live.json`, with the seconds left at the moment of reading.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitView {
+    #[serde(flatten)]
+    pub wait: crate::live_status::Wait,
+    pub remaining_seconds: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClaimView {
+    pub issue: u32,
+    pub worker: String,
+    pub expires_at: String,
+    /// `false` once the lease ran out: another runner may take the issue over.
+    pub live: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Counters {
+    /// Failed attempts per step in this cycle, by step key (steps with none are left out).
+    pub attempts: BTreeMap<String, u32>,
+    pub max_retries_per_step: u32,
+    pub bounces: u32,
+    pub max_bounce_retries: u32,
+    pub consecutive_escalations: u32,
+    pub max_consecutive_escalations: u32,
+    pub escalated_issues: Vec<u32>,
+    /// Consecutive failures per step across the session, with the step's limit (0 = off).
+    pub phase_failures: BTreeMap<String, Limited>,
+    /// Same-signature failures in a row per step in this cycle.
+    pub same_signature_streak: BTreeMap<String, u32>,
+    pub max_consecutive_same_failure: u32,
+    pub rate_limit_wait_streak: u32,
+    pub max_rate_limit_waits: u32,
+}
+
+/// What the session and the current issue spent, beside their budgets (`None`: no budget).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Budgets {
+    pub issue_usd: f64,
+    pub per_issue_usd: Option<f64>,
+    pub issue_minutes: f64,
+    pub per_issue_minutes: Option<f64>,
+    pub session_usd: f64,
+    pub per_session_usd: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Limited {
+    pub count: u32,
+    pub limit: u32,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LastFailureView {
+    pub step: String,
+    pub class: String,
+    pub signature: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SpendView {
+    pub invocations: u64,
+    pub turns: u64,
+    pub cost_usd: f64,
+}
+
+impl From<&Spend> for SpendView {
+    fn from(s: &Spend) -> Self {
+        SpendView {
+            invocations: s.invocations,
+            turns: s.turns,
+            cost_usd: s.cost_micros as f64 / 1_000_000.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Wasted {
+    pub merges: u64,
+    pub since_merge: SpendView,
+    /// Failed attempts since the last merge, by failure class (classes with none left out).
+    pub failed_by_class: BTreeMap<String, SpendView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StateFileView {
+    pub path: PathBuf,
+    /// `missing`, `ok` or `corrupt`.
+    pub status: String,
+    pub content: Option<StateFile>,
+    pub error: Option<String>,
+}

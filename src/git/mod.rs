@@ -1,0 +1,6 @@
+//! Git, the port's adapter: every git command of the runner lives in this folder (the fake
+//! agent's scripted commits aside). `repo` is the project's clone behind `GitPort`;
+//! `exclude` the runner's lines in `.git/info/exclude`.
+
+pub mod exclude;
+pub mod repo;

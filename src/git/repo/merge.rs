@@ -1,0 +1,186 @@
+//! Getting work onto origin: push, fetch, the branch brought up to date with main, the merge
+//! into main and whether a failed one lost a race.
+
+use super::{Repo, RepoError};
+use std::process::Output;
+
+impl Repo {
+    /// Pushes `branch` to origin and sets it upstream. With a lease: a branch someone else
+    /// moved on origin since our last fetch is not overwritten.
+    pub fn push_branch(&self, branch: &str) -> Result<(), RepoError> {
+        self.git_ok(&[
+            "push",
+            "--quiet",
+            "--force-with-lease",
+            "--set-upstream",
+            "origin",
+            &format!("refs/heads/{branch}:refs/heads/{branch}"),
+        ])?;
+        Ok(())
+    }
+
+    /// Merges `branch` (origin's copy) into main with a merge commit and pushes main; then
+    /// deletes the branch on origin. A conflict aborts the merge and names the files. A push
+    /// that lost a race (origin's main moved meanwhile) undoes the local merge and fails; the
+    /// caller, holding the merge lease, decides whether that is contention to retry
+    /// (`sdlc_machine::fleet::Contention`), so no retry loop hides here.
+    pub fn merge_into_main(&self, branch: &str, message: &str) -> Result<(), RepoError> {
+        self.merge_once(branch, message)
+    }
+
+    fn merge_once(&self, branch: &str, message: &str) -> Result<(), RepoError> {
+        self.fetch()?;
+        self.checkout_main()?;
+        let before = self.git_ok(&["rev-parse", "HEAD"])?.trim().to_string();
+        let theirs = format!("refs/remotes/origin/{branch}");
+        let source = if self.ref_exists(&theirs)? {
+            theirs
+        } else {
+            format!("refs/heads/{branch}")
+        };
+        let out = self.git(&["merge", "--no-ff", "--quiet", "-m", message, &source])?;
+        if !out.status.success() {
+            return Err(self.merge_failed(&["merge", "--no-ff", &source], &out));
+        }
+        if let Err(e) = self.git_ok(&["push", "--quiet", "origin", &self.main]) {
+            // Origin moved (another runner merged first): undo the local merge so that the
+            // next attempt starts from origin's main instead of a main that diverged from it.
+            let _ = self.git(&["reset", "--quiet", "--keep", &before]);
+            return Err(e);
+        }
+        // A branch that is gone already is fine: the merge is what counts.
+        let _ = self.git(&["push", "--quiet", "origin", "--delete", branch]);
+        Ok(())
+    }
+
+    /// The commit origin's main points at, as last fetched; `None` without one.
+    pub fn origin_main(&self) -> Result<Option<String>, RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if !self.ref_exists(&remote_main)? {
+            return Ok(None);
+        }
+        Ok(Some(self.git_ok(&["rev-parse", &remote_main])?))
+    }
+
+    /// Before a merge: origin fetched, main refreshed to origin's, and origin's main merged
+    /// into `branch` (checked out afterwards) and the branch pushed when it lacked it, so that
+    /// the merge itself is a fast step on top of the newest main. Returns origin's main as it
+    /// stood, for [`Repo::lost_race`]. A conflict aborts the update and fails with the text
+    /// `merge conflict in: <files>` (the merge step's MERGE_CONFLICT repair takes it from
+    /// there).
+    pub fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, RepoError> {
+        self.fetch()?;
+        self.refresh_main_for(branch)?;
+        let base = self.origin_main()?;
+        self.checkout_finishing(branch)?;
+        let Some(base_commit) = base.as_deref() else {
+            return Ok(None);
+        };
+        if self.is_ancestor(base_commit, &format!("refs/heads/{branch}"))? {
+            return Ok(base);
+        }
+        let message = format!("Merge {} into {branch}", self.main);
+        let out = self.git(&["merge", "--no-ff", "--quiet", "-m", &message, base_commit])?;
+        if !out.status.success() {
+            return Err(self.merge_failed(&["merge", "--no-ff", base_commit], &out));
+        }
+        if self.branch_pushed(branch)? {
+            self.push_branch(branch)?;
+        }
+        Ok(base)
+    }
+
+    /// `git checkout <target>`, finishing one a killed runner left half done: when git refuses
+    /// because files in the way would be overwritten, and every one of them already holds
+    /// the target's content or the start of it (what the interrupted checkout wrote, up to
+    /// where it was cut), nothing can be lost and the checkout is forced. Anything else is refused as git refused it.
+    fn checkout_finishing(&self, target: &str) -> Result<(), RepoError> {
+        let out = self.git(&["checkout", "--quiet", target])?;
+        if out.status.success() {
+            return Ok(());
+        }
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let in_the_way: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with('\t'))
+            .map(str::trim)
+            .collect();
+        let leftovers = !in_the_way.is_empty()
+            && stderr.contains("would be overwritten by checkout")
+            && in_the_way.iter().all(|path| {
+                let ours = std::fs::read(self.path.join(path));
+                let theirs = self.git(&["show", &format!("{target}:{path}")]);
+                // A kill mid-write leaves a file short of its content (often empty): a
+                // prefix of the target's holds nothing the target does not.
+                matches!((ours, theirs), (Ok(a), Ok(b)) if b.status.success() && b.stdout.starts_with(&a))
+            });
+        if !leftovers {
+            return Err(self.failed(&["checkout", "--quiet", target], &out));
+        }
+        self.git_ok(&["checkout", "--quiet", "--force", target])?;
+        Ok(())
+    }
+
+    /// A merge that failed: the conflicting files named (`merge conflict in: …`), the merge
+    /// aborted so that the tree is clean again.
+    fn merge_failed(&self, args: &[&str], out: &Output) -> RepoError {
+        let conflicts = self
+            .git_ok(&["diff", "--name-only", "--diff-filter=U"])
+            .unwrap_or_default();
+        let _ = self.git(&["merge", "--abort"]);
+        let mut err = self.failed(args, out);
+        if let RepoError::Command { stderr, .. } = &mut err {
+            if !conflicts.trim().is_empty() {
+                *stderr = format!(
+                    "merge conflict in: {}",
+                    conflicts.lines().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        err
+    }
+
+    /// Main checked out and set to origin's. Commits on main that origin lacks are dropped
+    /// when they lose nothing: merge commits (a merge of `branch` whose push lost a race,
+    /// redone from the branch), or commits `branch` holds. Anything else stays and fails.
+    fn refresh_main_for(&self, branch: &str) -> Result<(), RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if !self.ref_exists(&remote_main)?
+            || !self.ref_exists(&format!("refs/heads/{}", self.main))?
+        {
+            return self.checkout_main();
+        }
+        let range = format!("{remote_main}..refs/heads/{}", self.main);
+        let head = format!("^refs/heads/{branch}");
+        let own = self.git_ok(&["rev-list", "--no-merges", &range, &head])?;
+        self.checkout_finishing(&self.main.clone())?;
+        if own.trim().is_empty() {
+            self.git_ok(&["reset", "--quiet", "--keep", &remote_main])?;
+            return Ok(());
+        }
+        self.checkout_main()
+    }
+
+    /// After a failed merge: whether it lost a race, i.e. origin's main moved on from `base`
+    /// (what [`Repo::bring_up_to_date`] saw) and `branch` is not in it. Fetches first. Without
+    /// a `base` (no origin, or a forge that merges on its side) nothing can have raced.
+    pub fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, RepoError> {
+        self.fetch()?;
+        let now = self.origin_main()?;
+        // Without a main seen before the merge there is nothing to compare: no race.
+        if base.is_none() || now.is_none() || now.as_deref() == base {
+            return Ok(false);
+        }
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        Ok(!self.is_ancestor(&format!("refs/heads/{branch}"), &remote_main)?)
+    }
+
+    /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
+    pub fn fetch(&self) -> Result<(), RepoError> {
+        if !self.has_origin()? {
+            return Ok(());
+        }
+        self.git_ok(&["fetch", "--quiet", "--prune", "origin"])?;
+        Ok(())
+    }
+}

@@ -1,0 +1,207 @@
+//! The work tree: auto-commit, main checked out again, git's lock files (stale or left by a
+//! killed git), changes that are not the runner's.
+
+use super::{Repo, RepoError, MERGE_SUBJECT};
+use crate::call_failure::CallFailureKind;
+use std::path::{Path, PathBuf};
+
+impl Repo {
+    /// `git add -A` and commit when the tree is dirty. Never on main (docs/design-notes.md),
+    /// and `--no-verify` because this saves work a failing hook must not lose.
+    pub fn auto_commit(&self, message: &str) -> Result<bool, RepoError> {
+        if self.is_clean()? {
+            return Ok(false);
+        }
+        let branch = self.current_branch()?;
+        if branch.as_deref() == Some(self.main.as_str()) {
+            return Err(RepoError::CommitOnMain {
+                branch: self.main.clone(),
+                path: self.path.clone(),
+            });
+        }
+        // Runner artifacts are ignored through .git/info/exclude, so `add -A` leaves them out;
+        // naming them in an exclude pathspec would make git refuse ("paths are ignored").
+        self.git_ok(&["add", "-A"])?;
+        let staged = self.git_ok(&["diff", "--cached", "--name-only", "-z"])?;
+        let artifacts: Vec<&str> = staged
+            .split('\0')
+            .filter(|p| !p.is_empty() && self.is_own(p))
+            .collect();
+        if !artifacts.is_empty() {
+            let mut unstage = vec!["reset", "--quiet", "--"];
+            unstage.extend(artifacts);
+            self.git_ok(&unstage)?;
+        }
+        if self.git(&["diff", "--cached", "--quiet"])?.status.success() {
+            return Ok(false);
+        }
+        self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
+        Ok(true)
+    }
+
+    /// Checks out main and fast-forwards it to origin's copy when there is one.
+    pub fn checkout_main(&self) -> Result<(), RepoError> {
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        if self.ref_exists(&format!("refs/heads/{}", self.main))? {
+            self.git_ok(&["checkout", "--quiet", &self.main])?;
+        } else if self.ref_exists(&remote_main)? {
+            self.git_ok(&[
+                "checkout",
+                "--quiet",
+                "-b",
+                &self.main,
+                "--track",
+                &remote_main,
+            ])?;
+        } else {
+            return Err(RepoError::Command {
+                command: format!("git checkout {} (in {})", self.main, self.path.display()),
+                status: None,
+                stderr: format!("no branch {} locally or on origin", self.main),
+                hint: "create the main branch or set origin's HEAD",
+                kind: CallFailureKind::NotFound,
+            });
+        }
+        if self.ref_exists(&remote_main)? {
+            if let Err(e) = self.git_ok(&["merge", "--ff-only", "--quiet", &remote_main]) {
+                // A runner killed between its merge commit and the push leaves main ahead of
+                // origin with that merge only; once origin moved on (another worker merged),
+                // main can no longer fast-forward. The merge is redone from the branch, so
+                // dropping it loses nothing. Anything else on main is left alone.
+                if !self.only_unpushed_runner_merges(&remote_main)? {
+                    return Err(e);
+                }
+                self.git_ok(&["reset", "--quiet", "--keep", &remote_main])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Main (checked out) holds commits origin's main lacks, and every one of them is a merge
+    /// the runner made (its subject starts with [`MERGE_SUBJECT`]).
+    fn only_unpushed_runner_merges(&self, remote_main: &str) -> Result<bool, RepoError> {
+        let range = format!("{remote_main}..HEAD");
+        let subjects = self.git_ok(&["log", "--first-parent", "--format=%s", &range])?;
+        let subjects: Vec<&str> = subjects.lines().filter(|l| !l.is_empty()).collect();
+        Ok(!subjects.is_empty() && subjects.iter().all(|s| s.starts_with(MERGE_SUBJECT)))
+    }
+
+    /// Git's lock files of this repository (index, HEAD, config, packed-refs and any ref's)
+    /// older than `age`: a git process that died left them, and every git command that writes
+    /// them fails while they exist. A lock is stale only when no process holds it open: git
+    /// keeps its index, HEAD and config locks open for as long as it holds them.
+    pub fn stale_locks(&self, age: std::time::Duration) -> Vec<PathBuf> {
+        self.lock_files()
+            .into_iter()
+            .filter(|p| {
+                std::fs::symlink_metadata(p)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|elapsed| elapsed >= age)
+            })
+            .filter(|p| !held_open(p))
+            .collect()
+    }
+
+    /// The lock files a git killed with its runner left, whatever their age: those no process
+    /// holds open, and only while no git process works in this clone (a ref's lock is closed
+    /// before git renames it into place, so being open is no proof for those).
+    pub fn locks_of_a_dead_git(&self) -> Vec<PathBuf> {
+        if git_running_in(&self.path) {
+            return Vec::new();
+        }
+        self.stale_locks(std::time::Duration::ZERO)
+    }
+
+    fn lock_files(&self) -> Vec<PathBuf> {
+        let Some((git_dir, common_dir)) = self.git_dirs() else {
+            return Vec::new();
+        };
+        let mut found: Vec<PathBuf> = ["index.lock", "HEAD.lock", "config.lock"]
+            .iter()
+            .map(|name| git_dir.join(name))
+            .chain(std::iter::once(common_dir.join("packed-refs.lock")))
+            .filter(|p| std::fs::symlink_metadata(p).is_ok())
+            .collect();
+        // Ref names nest a few levels (refs/remotes/origin/<branch>); a deeper tree is not
+        // walked further.
+        let mut dirs = vec![(common_dir.join("refs"), 0)];
+        while let Some((dir, depth)) = dirs.pop() {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let path = entry.path();
+                if kind.is_dir() && depth < 8 {
+                    dirs.push((path, depth + 1));
+                } else if kind.is_file() && path.extension().is_some_and(|e| e == "lock") {
+                    found.push(path);
+                }
+            }
+        }
+        found
+    }
+
+    /// `git status --porcelain` lines that are not the runner's own files, for a message.
+    pub fn foreign_changes(&self) -> Result<Vec<String>, RepoError> {
+        Ok(self
+            .foreign_entries()?
+            .into_iter()
+            .map(|(code, path)| format!("{code} {path}"))
+            .collect())
+    }
+}
+
+/// Whether a git process runs with its working directory in `clone` (its work tree or its
+/// git directory inside it). Where that cannot be read, one is taken to run.
+fn git_running_in(clone: &Path) -> bool {
+    let Ok(procs) = procfs::process::all_processes() else {
+        return true;
+    };
+    let clone = clone.canonicalize().unwrap_or_else(|_| clone.to_path_buf());
+    procs.flatten().any(|p| {
+        let is_git = p.stat().is_ok_and(|stat| stat.comm.starts_with("git"));
+        is_git && p.cwd().is_ok_and(|cwd| cwd.starts_with(&clone))
+    })
+}
+
+/// Whether any process has `path` open (Linux: a look through `/proc/<pid>/fd`). Where that
+/// cannot be read, every lock counts as held: nothing is taken for stale on a guess.
+fn held_open(path: &Path) -> bool {
+    let Ok(procs) = procfs::process::all_processes() else {
+        return true;
+    };
+    procs.flatten().any(|p| {
+        p.fd().is_ok_and(|fds| {
+            fds.flatten().any(
+                |fd| matches!(&fd.target, procfs::process::FDTarget::Path(target) if target == path),
+            )
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn a_lock_file_counts_as_held_only_while_a_process_has_it_open() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let lock = dir
+            .path()
+            .canonicalize()
+            .expect("canonical")
+            .join("index.lock");
+        fs::write(&lock, "").expect("lock file");
+        assert!(!held_open(&lock), "nobody has {} open", lock.display());
+        let open = fs::File::open(&lock).expect("open");
+        assert!(held_open(&lock), "this test holds {} open", lock.display());
+        drop(open);
+        assert!(!held_open(&lock));
+    }
+}

@@ -1,0 +1,64 @@
+//! Why the journal could not be read or written.
+
+use super::FORMAT;
+use std::io;
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+/// Why the journal could not be read or written; each message says what to do.
+pub enum JournalError {
+    #[error("{}: {action}: {source} (check the permissions of the project's .claude directory and the free disk space)", path.display())]
+    /// A file operation failed.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the runner was doing (`append`, `open`, …).
+        action: &'static str,
+        #[source]
+        /// The operating system's error.
+        source: io::Error,
+    },
+    #[error("{}:{line}: not a journal record ({message}); the journal was damaged or edited: move it aside to start over, losing the session's counters", path.display())]
+    /// A line before the last one is not a journal record.
+    Garbage {
+        /// The file.
+        path: PathBuf,
+        /// The line's 1-based number.
+        line: u64,
+        /// What the parser said.
+        message: String,
+    },
+    #[error("{}:{line}: {message}; the journal was damaged or edited: move it aside to start over, losing the session's counters", path.display())]
+    /// A line is a record but does not follow from the ones before (sequence, session).
+    Inconsistent {
+        /// The file.
+        path: PathBuf,
+        /// The line's 1-based number.
+        line: u64,
+        /// What is inconsistent.
+        message: String,
+    },
+    #[error("{}: no session is open: call begin or continue_session before appending (a bug in the runner)", path.display())]
+    /// An append without an open session: a bug in the runner.
+    NoSession {
+        /// The file.
+        path: PathBuf,
+    },
+    /// A line written by a newer runner: reading on (or cutting it as torn) would lose it.
+    #[error("{}:{line}: a record of journal format {version}, newer than the format {FORMAT} this runner reads; run the sdlc-runner version that wrote it (the journal was left as it is)", path.display())]
+    NewerFormat {
+        /// The file.
+        path: PathBuf,
+        /// The line's 1-based number.
+        line: u64,
+        /// The format the line says it has.
+        version: u32,
+    },
+    /// The file the runner appends to is no longer the journal (removed, replaced): writing on
+    /// would record progress nobody can read back.
+    #[error("{what}; the runner stops rather than write into a file nobody will read")]
+    Vanished {
+        /// What happened to the file.
+        what: String,
+    },
+}
