@@ -155,8 +155,8 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_add(own(selects, "SelectIssue"))
         .saturating_add(writes.saturating_mul(children("MarkEscalated").others));
     // Every call of the runner's own may be made again after a network wait.
-    let requests = (attempts + reruns + turns + checks + looks + selects + writes)
-        .saturating_mul(retries);
+    let requests =
+        (attempts + reruns + turns + checks + looks + selects + writes).saturating_mul(retries);
     let waits = attempts + looks + requests + turns;
     let batches = requests + waits + 1;
     let races = if agent_merge {
