@@ -9,7 +9,7 @@ pub use sdlc_machine::{failure, machine, step};
 mod console;
 pub mod agent;
 pub mod agents;
-mod artifacts;
+pub mod artifacts;
 mod call_failure;
 mod cleanup;
 // clap turns doc comments into help text, so cli's types are documented by their help.
@@ -23,7 +23,7 @@ pub mod driver;
 pub mod failpoint;
 mod fake_agent;
 pub mod forge;
-mod git;
+pub mod git;
 mod http;
 pub mod journal;
 mod live_status;
@@ -40,20 +40,5 @@ mod runtime;
 mod safe_fs;
 mod sanitize;
 pub mod stats;
-mod steps;
+pub mod steps;
 pub mod tracker;
-
-// The paths modules had before the layout by layer, kept while branches written against them
-// merge; new code names the layer (`crate::git::repo`).
-pub use agent::{classify, stream};
-pub use git::repo;
-use steps::builtin;
-pub use steps::checks as probe;
-use tracker::claims;
-/// The runner's files outside its own directory, by their old path: `.claude/` artifacts,
-/// git's exclude lines and the single-runner lock.
-pub mod files {
-    pub use crate::artifacts::*;
-    pub use crate::git::exclude::*;
-    pub use crate::runner_dir::lock::*;
-}

@@ -15,8 +15,8 @@
 //! the process id says whose snapshot it is: a reader shows it only while that runner holds
 //! the lock, so a dead runner's last snapshot is never mistaken for live work.
 
+use crate::agent::stream::StreamSummary;
 use crate::step::Step;
-use crate::stream::StreamSummary;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

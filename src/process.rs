@@ -555,7 +555,7 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
             }
             other => {
                 if other.is_ok() {
-                    crate::repo::answers::child_started();
+                    crate::git::repo::answers::child_started();
                     crate::stats::spawned(cmd.get_program() == "git");
                 }
                 return other;

@@ -4,10 +4,10 @@
 //! (docs/agents.md). A caller's `timeout` (exit 124) in a capture is the runner's own step
 //! timeout here.
 
+use sdlc_runner::agent::classify::{Classified, Observation};
+use sdlc_runner::agent::stream::StreamSummary;
 use sdlc_runner::agents::{self, AgentKind};
-use sdlc_runner::classify::{Classified, Observation};
 use sdlc_runner::failure::FailureClass::{self, *};
-use sdlc_runner::stream::StreamSummary;
 use std::path::{Path, PathBuf};
 
 const NOW: i64 = 1_778_560_000;

@@ -2,9 +2,9 @@
 //! `tests/fixtures/claude-cli/` and realistic tool outputs in `tests/fixtures/tool-output/`,
 //! each with the class it must get (docs/classification.md), plus the cases no fixture captures.
 
-use sdlc_runner::classify::{classify, classify_post_check, Classified, Observation};
+use sdlc_runner::agent::classify::{classify, classify_post_check, Classified, Observation};
+use sdlc_runner::agent::stream::{StreamReader, StreamSummary};
 use sdlc_runner::failure::FailureClass::{self, *};
-use sdlc_runner::stream::{StreamReader, StreamSummary};
 use std::path::{Path, PathBuf};
 
 const NOW: i64 = 1_778_560_000;

@@ -114,7 +114,7 @@ const CONCRETE: &[&str] = &[
     "Notifier::",
     "run_agent_stoppable",
     "git_output(",
-    "crate::repo::Repo",
+    "crate::git::repo::Repo",
     "crate::forge::Forge",
     "crate::tracker::Tracker",
     "crate::notify::Notifier",
@@ -129,7 +129,7 @@ const CONCRETE_ALLOWED: &[(&str, &str, &str)] = &[
         "Repo::",
         "the fleet's setup opens the project to clone origin for its workers",
     ),
-    ("fleet.rs", "crate::repo::Repo", "the same setup"),
+    ("fleet.rs", "crate::git::repo::Repo", "the same setup"),
     (
         "fleet.rs",
         "git_output(",

@@ -4,9 +4,9 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
+use sdlc_runner::agent::stream::StreamReader;
+use sdlc_runner::artifacts::{self, StateLoad};
 use sdlc_runner::config::Config;
-use sdlc_runner::files::{self, StateLoad};
-use sdlc_runner::stream::StreamReader;
 use sdlc_runner::tracker::Local;
 use std::path::Path;
 
@@ -142,10 +142,10 @@ proptest! {
     #[test]
     fn the_state_file_loader_never_panics(bytes in input(STATE)) {
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = files::state_path(dir.path());
+        let path = artifacts::state_path(dir.path());
         std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
         std::fs::write(&path, &bytes).expect("write");
-        if let StateLoad::Corrupt { error, .. } = files::read_state(dir.path(), &dir.path().join("archive")) {
+        if let StateLoad::Corrupt { error, .. } = artifacts::read_state(dir.path(), &dir.path().join("archive")) {
             prop_assert!(error.contains("not a valid state file"), "{error}");
         }
     }

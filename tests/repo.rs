@@ -4,13 +4,14 @@
 mod e2e;
 
 use e2e::git;
-use sdlc_runner::files::StateFile as Hint;
-use sdlc_runner::files::{self, StateFile};
+use sdlc_runner::artifacts::StateFile as Hint;
+use sdlc_runner::artifacts::{self, StateFile};
 use sdlc_runner::forge::{CiState, Forge, ForgeError, PrState};
+use sdlc_runner::git::exclude::exclude_artifacts;
+use sdlc_runner::git::repo::{Repo, RepoError};
 use sdlc_runner::ports::forge::ForgeAdapter;
-use sdlc_runner::probe::{self, Detected, ProbeError, StepContext};
-use sdlc_runner::repo::{Repo, RepoError};
 use sdlc_runner::step::{Check, Step};
+use sdlc_runner::steps::checks::{self as probe, Detected, ProbeError, StepContext};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -66,7 +67,7 @@ impl Fixture {
             ],
         );
         configure(&other);
-        files::exclude_artifacts(&work).unwrap();
+        exclude_artifacts(&work).unwrap();
         Fixture {
             _root: root,
             work,
@@ -277,8 +278,8 @@ fn branch_cleanliness_and_feature_branch_lookup() {
     assert_eq!(r.current_branch().unwrap().as_deref(), Some("main"));
     assert!(r.is_clean().unwrap());
     // Runner artifacts are excluded; anything else is dirt.
-    files::create_auto_mode(&f.work).unwrap();
-    files::write_state(&f.work, &StateFile::default()).unwrap();
+    artifacts::create_auto_mode(&f.work).unwrap();
+    artifacts::write_state(&f.work, &StateFile::default()).unwrap();
     assert!(r.is_clean().unwrap());
     f.write("notes/new.txt", "x");
     assert!(!r.is_clean().unwrap());
@@ -667,8 +668,8 @@ fn auto_commit_commits_only_real_work_and_never_on_main() {
     );
     assert!(r.is_clean().unwrap());
     assert!(!r.auto_commit("nothing").unwrap());
-    files::write_state(&f.work, &StateFile::default()).unwrap();
-    files::create_auto_mode(&f.work).unwrap();
+    artifacts::write_state(&f.work, &StateFile::default()).unwrap();
+    artifacts::create_auto_mode(&f.work).unwrap();
     assert!(!r.auto_commit("only artifacts").unwrap());
     assert_eq!(
         git(&f.work, &["log", "-1", "--format=%s"]),
@@ -1004,7 +1005,7 @@ fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart
         .to_string();
     assert!(err.contains("merge conflict in: z.txt"), "{err}");
     assert!(repo.is_clean().expect("clean"));
-    let classified = sdlc_runner::classify::classify_builtin("merge", &err, false);
+    let classified = sdlc_runner::agent::classify::classify_builtin("merge", &err, false);
     assert_eq!(
         classified.class,
         sdlc_runner::failure::FailureClass::MergeConflict

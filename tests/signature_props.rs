@@ -9,9 +9,9 @@
 
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
-use sdlc_runner::classify::{classify, normalize, signature, Observation};
+use sdlc_runner::agent::classify::{classify, normalize, signature, Observation};
+use sdlc_runner::agent::stream::StreamReader;
 use sdlc_runner::failure::FailureClass;
-use sdlc_runner::stream::StreamReader;
 use std::path::{Path, PathBuf};
 
 fn config() -> ProptestConfig {

@@ -3,7 +3,7 @@
 //! spliced into another line, single-JSON output, gigantic lines, and 100 MB of input with
 //! bounded memory.
 
-use sdlc_runner::stream::{
+use sdlc_runner::agent::stream::{
     soft_failure, PermissionDenial, ResultEvent, SoftFailure, StreamReader, StreamSummary,
     MAX_BUFFERED_BYTES, MAX_LINE_BYTES, MAX_RESULT_TEXT,
 };

@@ -9,12 +9,12 @@
 
 use super::lines::{object, Events, JsonLinesReader, Progress};
 use super::{reset_wait_secs, Stop};
+use crate::agent::classify::{decided, Classified, Observation};
+use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use crate::agents::ModelTokens;
-use crate::classify::{decided, Classified, Observation};
 use crate::config::Config;
 use crate::driver::invoke::{AttemptInfo, Invocation};
 use crate::failure::FailureClass;
-use crate::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::PathBuf;

@@ -6,12 +6,12 @@
 //! (no auth, untrusted folder) print nothing on stdout and exit 41 or 55.
 
 use super::lines::{object, Events, JsonLinesReader, Progress};
+use crate::agent::classify::{decided, Classified, Observation};
+use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use crate::agents::ModelTokens;
-use crate::classify::{decided, Classified, Observation};
 use crate::config::Config;
 use crate::driver::invoke::{AttemptInfo, Invocation};
 use crate::failure::FailureClass;
-use crate::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use serde_json::Value;
 use std::path::PathBuf;
 

@@ -1,7 +1,7 @@
 //! Splits a byte stream into lines with bounded memory, for the JSON-lines readers.
 
 use super::Stop;
-use crate::stream::{truncate, StreamSummary, MAX_LINE_BYTES};
+use crate::agent::stream::{truncate, StreamSummary, MAX_LINE_BYTES};
 
 /// Capacity above which an emptied buffer is released instead of reused.
 const RETAIN_CAPACITY: usize = 64 * 1024;

@@ -18,11 +18,11 @@ pub use pricing::{
     cost_micros, shipped as shipped_pricing, ModelTokens, Price, Pricing, SHIPPED_AS_OF,
 };
 
-use crate::classify::{decided, Classified, Observation};
+use crate::agent::classify::{decided, Classified, Observation};
+use crate::agent::stream::{StreamReader, StreamSummary};
 use crate::config::{AgentConfig, Config};
 use crate::driver::invoke::{self, AttemptInfo, Invocation};
 use crate::failure::FailureClass;
-use crate::stream::{StreamReader, StreamSummary};
 use chrono::TimeZone;
 use std::path::PathBuf;
 
@@ -102,7 +102,7 @@ impl Reader {
 /// output of their failed tool calls.
 pub fn classify(kind: AgentKind, obs: &Observation) -> Option<Classified> {
     if kind == AgentKind::Claude {
-        return crate::classify::classify(obs);
+        return crate::agent::classify::classify(obs);
     }
     let summary = obs.summary;
     if let Some(limit) = summary.turn_limit {
@@ -143,7 +143,7 @@ pub fn classify(kind: AgentKind, obs: &Observation) -> Option<Classified> {
         AgentKind::Codex => codex::failed_tool_output(obs.output_tail),
         _ => gemini::failed_tool_output(obs.output_tail),
     };
-    crate::classify::classify(&Observation {
+    crate::agent::classify::classify(&Observation {
         output_tail: &plain,
         ..*obs
     })

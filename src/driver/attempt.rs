@@ -4,18 +4,18 @@
 use super::invoke::{self, AttemptInfo, IssueContext, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
+use crate::agent::classify::{classify_post_check, Classified, Observation};
+use crate::agent::stream::StreamSummary;
 use crate::agent::{AgentError, AgentExit, AgentRun};
 use crate::agents::{self, AgentKind};
-use crate::classify::{classify_post_check, Classified, Observation};
 use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
 use crate::machine::{Event, Usage};
 use crate::notify::Severity;
 use crate::ports::AgentPort;
-use crate::probe;
 use crate::step::Step;
-use crate::stream::StreamSummary;
+use crate::steps::checks;
 use std::time::Instant;
 
 impl Driver {
@@ -122,7 +122,7 @@ impl Driver {
                 let what = format!("checking the outcome of {}", step.key());
                 match self
                     .patiently(&what, |d| {
-                        probe::post_check(&*d.repo, &*d.forge, step, &ctx)
+                        checks::post_check(&*d.repo, &*d.forge, step, &ctx)
                     })
                     .await
                 {
@@ -135,7 +135,7 @@ impl Driver {
                     }
                     // The agent ran: asking again would run it twice. NETWORK waits instead.
                     network::Patient::Cancelled(ev) => return ev,
-                    network::Patient::GaveUp(_) => Some(crate::classify::classify_network(
+                    network::Patient::GaveUp(_) => Some(crate::agent::classify::classify_network(
                         step.key(),
                         self.just_said(),
                     )),
@@ -326,11 +326,11 @@ impl Driver {
         self.say(message.to_string());
         let class = FailureClass::ToolingEnv;
         self.remember_failure(step, class, &format!("{class}: {message}"), message);
-        let normalized = crate::classify::normalize(message);
+        let normalized = crate::agent::classify::normalize(message);
         Event::StepFailed {
             step,
             class,
-            signature: crate::classify::signature(class, &normalized),
+            signature: crate::agent::classify::signature(class, &normalized),
             usage: Usage::default(),
             wait_hint_secs: None,
         }

@@ -6,13 +6,13 @@
 //! (the conflicting files are the repair context) before the runner merges again.
 
 use super::{network, Driver};
-use crate::builtin::{self, Failed, IssueFacts};
+use crate::agent::classify::{classify_builtin, classify_builtin_timeout, classify_post_check};
 use crate::call_failure::CallFailureKind;
-use crate::classify::{classify_builtin, classify_builtin_timeout, classify_post_check};
 use crate::machine::{Event, Usage};
 use crate::notify::Severity;
-use crate::probe;
 use crate::step::Step;
+use crate::steps::builtin::{self, Failed, IssueFacts};
+use crate::steps::checks;
 use std::time::Instant;
 
 impl Driver {
@@ -70,7 +70,7 @@ impl Driver {
         let result = match outcome {
             Ok(result) => result,
             Err(Event::NetworkFailed) if agent_ran => {
-                let c = crate::classify::classify_network(step.key(), self.just_said());
+                let c = crate::agent::classify::classify_network(step.key(), self.just_said());
                 return self.failed(step, issue, c, usage);
             }
             Err(event) => return event,
@@ -125,7 +125,7 @@ impl Driver {
                 let what = format!("checking the outcome of {}", step.key());
                 match self
                     .patiently(&what, |d| {
-                        probe::post_check(&*d.repo, &*d.forge, step, &ctx)
+                        checks::post_check(&*d.repo, &*d.forge, step, &ctx)
                     })
                     .await
                 {
@@ -140,7 +140,8 @@ impl Driver {
                         usage,
                     ),
                     network::Patient::GaveUp(_) if agent_ran => {
-                        let c = crate::classify::classify_network(step.key(), self.just_said());
+                        let c =
+                            crate::agent::classify::classify_network(step.key(), self.just_said());
                         self.failed(step, issue, c, usage)
                     }
                     network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,

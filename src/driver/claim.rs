@@ -4,8 +4,8 @@
 //! over) stops the run like a shutdown signal: the other runner owns the issue now.
 
 use super::Driver;
-use crate::claims::{Claim, ClaimStore, Claimed};
 use crate::machine::{Event, Signal};
+use crate::tracker::claims::{Claim, ClaimStore, Claimed};
 use std::time::Duration;
 
 /// One runner's claims.
@@ -25,7 +25,7 @@ pub(super) struct ClaimKeeper {
 
 impl ClaimKeeper {
     /// Live claims of other runners.
-    pub fn others_now(&self) -> Result<Vec<Claim>, crate::claims::ClaimError> {
+    pub fn others_now(&self) -> Result<Vec<Claim>, crate::tracker::claims::ClaimError> {
         let now = chrono::Utc::now();
         Ok(self
             .store
@@ -65,7 +65,7 @@ impl Driver {
     fn note_claim(
         &mut self,
         issue: u32,
-        answer: Result<Option<Claimed>, crate::claims::ClaimError>,
+        answer: Result<Option<Claimed>, crate::tracker::claims::ClaimError>,
     ) -> Result<bool, String> {
         let Some(keeper) = self.claims.as_mut() else {
             return Ok(true);

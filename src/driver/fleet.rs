@@ -11,8 +11,8 @@
 use super::shutdown::Shutdown;
 use super::{Driver, RunOptions, Started};
 use crate::config::Config;
+use crate::git::repo::Repo;
 use crate::machine::{Event, Signal};
-use crate::repo::Repo;
 use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Worker};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -179,7 +179,7 @@ struct Plan {
     runner_dir: PathBuf,
     clones: Vec<PathBuf>,
     base_id: String,
-    _lock: crate::files::Lock,
+    _lock: crate::runner_dir::lock::Lock,
 }
 
 fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String> {
@@ -194,8 +194,8 @@ fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String
     let runner_dir = crate::runner_dir::RunnerDir::locate(project).map_err(|e| e.to_string())?;
     runner_dir.ensure().map_err(|e| e.to_string())?;
     // The project's own lock: no single runner works beside the fleet.
-    let lock =
-        crate::files::acquire_lock(&runner_dir.lock(), project).map_err(|e| e.to_string())?;
+    let lock = crate::runner_dir::lock::acquire_lock(&runner_dir.lock(), project)
+        .map_err(|e| e.to_string())?;
     let halt = halt_file(&runner_dir.dir);
     if let Ok(text) = std::fs::read_to_string(&halt) {
         if !opts.ack_halt {

@@ -8,9 +8,9 @@
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
 use super::{network, Driver};
-use crate::claims::Claimed;
-use crate::classify::classify_builtin;
+use crate::agent::classify::classify_builtin;
 use crate::failure::FailureClass;
+use crate::tracker::claims::Claimed;
 
 use crate::machine::{Event, Signal, Usage};
 use crate::step::Step;

@@ -21,16 +21,16 @@ mod shutdown;
 mod startup;
 pub(crate) use startup::settle_tracker;
 
+use crate::artifacts::{self, StateFile};
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
-use crate::files::{self, StateFile};
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::{append_line, Logs};
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, Report, State};
 use crate::notify::Severity;
 use crate::ports::{AgentPort, Clock, ForgePort, GitPort, NotifierPort, TrackerPort};
-use crate::probe::{self, StepContext};
 use crate::step::Step;
+use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
 use invoke::{AttemptInfo, IssueContext};
 use shutdown::Shutdown;
@@ -193,7 +193,7 @@ struct Driver {
     redo: Vec<Effect>,
     /// Held for the whole run so that no second runner works on the project; checked before
     /// every event (`check_runner_files`).
-    _lock: Option<files::Lock>,
+    _lock: Option<crate::runner_dir::lock::Lock>,
     /// The operator's stop request; every wait and the agent watch it.
     shutdown: Shutdown,
     /// The issue the prompts talk about (number, title, feature branch).
@@ -246,12 +246,12 @@ impl Driver {
             return self.dry_run();
         }
         let project = self.cfg.project_path.clone();
-        if let Err(e) = files::exclude_artifacts(&project) {
+        if let Err(e) = crate::git::exclude::exclude_artifacts(&project) {
             self.log(&format!(
                 "warning: cannot keep runner files out of git: {e}"
             ));
         }
-        if let Err(e) = files::create_auto_mode(&project) {
+        if let Err(e) = artifacts::create_auto_mode(&project) {
             self.log(&format!("warning: cannot create the auto-mode flag: {e}"));
         }
         self.state.runner_pid = Some(std::process::id());
@@ -536,7 +536,7 @@ impl Driver {
 
     fn save_state(&mut self) {
         self.state.last_transition_at = Some(self.clock.now().to_rfc3339());
-        if let Err(e) = files::write_state(&self.cfg.project_path, &self.state) {
+        if let Err(e) = artifacts::write_state(&self.cfg.project_path, &self.state) {
             self.log(&format!("warning: cannot write the state file: {e}"));
         }
     }
@@ -587,7 +587,7 @@ impl Driver {
                 None => {
                     self.state.runner_pid = None;
                     self.save_state();
-                    let _ = files::remove_auto_mode(&self.cfg.project_path);
+                    let _ = artifacts::remove_auto_mode(&self.cfg.project_path);
                     Outcome::Exit(1)
                 }
             },
@@ -830,7 +830,7 @@ impl Driver {
             self.state.signal_shutdown = Some(signal.name().to_string());
             self.state.runner_pid = None;
             self.save_state();
-            let _ = files::remove_auto_mode(&project);
+            let _ = artifacts::remove_auto_mode(&project);
             self.log(&format!(
                 "{}: shut down; next run continues session {}",
                 signal.name(),
@@ -843,7 +843,7 @@ impl Driver {
         }
         self.state.runner_pid = None;
         self.save_state();
-        let _ = files::remove_auto_mode(&project);
+        let _ = artifacts::remove_auto_mode(&project);
         let r = self.core.runner();
         self.log(&format!(
             "done (exit {code}): {} merge(s); {}",
@@ -1018,7 +1018,7 @@ impl Driver {
         let what = format!("checking whether {} is already done", step.key());
         let done = match self
             .patiently(&what, |d| {
-                probe::already_done(&*d.repo, &*d.forge, step, &ctx)
+                checks::already_done(&*d.repo, &*d.forge, step, &ctx)
             })
             .await
         {
@@ -1043,7 +1043,7 @@ impl Driver {
         let what = format!("checking the preconditions of {}", step.key());
         let checked = match self
             .patiently(&what, |d| {
-                probe::precondition(&*d.repo, &*d.forge, step, &ctx)
+                checks::precondition(&*d.repo, &*d.forge, step, &ctx)
             })
             .await
         {

@@ -6,14 +6,14 @@
 use super::invoke::IssueContext;
 use super::shutdown::Shutdown;
 use super::{Driver, RunOptions, Started, KILL_GRACE};
+use crate::artifacts::{self, StateFile};
 use crate::config::{Config, TrackerConfig};
-use crate::files::{self, StateFile};
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
 use crate::ports::{ForgePort, GitPort, Ports, TrackerPort};
-use crate::probe;
 use crate::step::Step;
+use crate::steps::checks;
 use crate::tracker;
 use std::path::PathBuf;
 
@@ -77,8 +77,8 @@ impl Driver {
         } else {
             runner_dir.ensure().map_err(|e| e.to_string())?;
             repo.check_artifact_dir()?;
-            let lock =
-                files::acquire_lock(&runner_dir.lock(), &project).map_err(|e| e.to_string())?;
+            let lock = crate::runner_dir::lock::acquire_lock(&runner_dir.lock(), &project)
+                .map_err(|e| e.to_string())?;
             // Under the lock: no other runner can be migrating at the same time.
             if let Some(note) = runner_dir
                 .migrate_legacy_journal(&project)
@@ -164,12 +164,12 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             say!("halt of session {session} acknowledged; starting a new session");
         }
         let state = if opts.dry_run {
-            files::peek_state(&project).unwrap_or_default()
+            artifacts::peek_state(&project).unwrap_or_default()
         } else {
-            match files::read_state(&project, &runner_dir.archive()) {
-                files::StateLoad::Ok(s) => s,
-                files::StateLoad::Missing => StateFile::default(),
-                files::StateLoad::Corrupt { error, backup } => {
+            match artifacts::read_state(&project, &runner_dir.archive()) {
+                artifacts::StateLoad::Ok(s) => s,
+                artifacts::StateLoad::Missing => StateFile::default(),
+                artifacts::StateLoad::Corrupt { error, backup } => {
                     say!(
                         "warning: state file was corrupt ({error}); moved to {} and rebuilt from the journal",
                         backup.display()
@@ -334,7 +334,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             return restart;
         }
-        let detected = match probe::detect_progress(&*self.repo, &*self.forge, Some(&self.state)) {
+        let detected = match checks::detect_progress(&*self.repo, &*self.forge, Some(&self.state)) {
             Ok(d) => d,
             Err(e) => {
                 self.log(&format!(
@@ -444,13 +444,13 @@ fn single_step_refusal(
         repo.current_branch()
             .ok()
             .flatten()
-            .and_then(|b| crate::repo::leading_issue(&b))
+            .and_then(|b| crate::git::repo::leading_issue(&b))
     });
-    let ctx = probe::StepContext {
+    let ctx = checks::StepContext {
         issue,
         feature: state.feature_name.clone(),
     };
-    let check = match probe::precondition(repo, forge, step, &ctx) {
+    let check = match checks::precondition(repo, forge, step, &ctx) {
         Ok(Err(check)) => check,
         // Holds, or git/the forge cannot be asked now: the run itself reports that.
         _ => return None,
@@ -567,10 +567,10 @@ fn claim_keeper(
         return Ok(None);
     };
     let store = match &cfg.tracker {
-        TrackerConfig::Local { dir, .. } => crate::claims::ClaimStore::local(dir),
-        TrackerConfig::Github { .. } => {
-            crate::claims::ClaimStore::GitHub(Box::new(tracker::GitHub::new(&cfg.project_path)))
-        }
+        TrackerConfig::Local { dir, .. } => crate::tracker::claims::ClaimStore::local(dir),
+        TrackerConfig::Github { .. } => crate::tracker::claims::ClaimStore::GitHub(Box::new(
+            tracker::GitHub::new(&cfg.project_path),
+        )),
     };
     let longest = Step::ALL
         .iter()

@@ -49,7 +49,8 @@ pub struct Lock {
 }
 
 impl Lock {
-    /// The lock file.
+    /// The lock file (the tests read the holder it names).
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -13,6 +13,7 @@ use std::path::Path;
 /// Why a builtin step failed, with the output that shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failed {
+    /// What failed and the output that shows it.
     pub what: String,
     /// What kind of call failure it was (`Other` for a refusal of the step itself).
     pub kind: CallFailureKind,
@@ -52,7 +53,9 @@ impl From<RepoError> for Failed {
 /// What a builtin step needs to know of the issue.
 #[derive(Debug, Clone)]
 pub struct IssueFacts<'a> {
+    /// The issue's number.
     pub number: u32,
+    /// The issue's title.
     pub title: &'a str,
     /// The feature branch (`<number>-<slug>`), once startIssue made it.
     pub branch: Option<&'a str>,
