@@ -11,7 +11,7 @@ use std::path::Path;
 /// it follows).
 const WAITS: &[(&str, usize, &str)] = &[
     (
-        "mod.rs",
+        "perform.rs",
         1,
         "the machine's own Wait and Pause effects (backoff, quota, network, CI and merge-turn waits): their length is the machine's",
     ),

@@ -15,131 +15,17 @@
 //! Captured output keeps its head and its tail within a fixed budget, so the error a command
 //! prints last survives however much it printed before.
 
-use std::cell::Cell;
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
-use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Once};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-/// Why a child was stopped before it ended by itself, other than its own time limit.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-pub enum Stopped {
-    #[error("stopped: the runner was asked to shut down")]
-    Shutdown,
-    #[error("stopped at the step's time limit (timeoutMin)")]
-    Deadline,
-}
-
-/// The [`Stopped`] an error of this module carries, if it is one.
-pub fn stopped(e: &io::Error) -> Option<Stopped> {
-    e.get_ref()?.downcast_ref::<Stopped>().copied()
-}
-
-fn stop_error(why: Stopped) -> io::Error {
-    let kind = match why {
-        Stopped::Shutdown => io::ErrorKind::Interrupted,
-        Stopped::Deadline => io::ErrorKind::TimedOut,
-    };
-    io::Error::new(kind, why)
-}
-
-/// Set by the signal handler (async-signal-safe: two atomic stores) on SIGINT, SIGTERM or SIGHUP.
-static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
-static STOP_SIGNAL: LazyLock<Arc<AtomicUsize>> = LazyLock::new(Arc::default);
-
-/// Installs (once per process) the handler that marks a stop request for every cancellable
-/// call. It runs beside the async runtime's own handlers, so a runtime blocked in a git call
-/// still has its call stopped within milliseconds.
-pub fn install_stop_handler() -> io::Result<()> {
-    static ONCE: Once = Once::new();
-    let mut result = Ok(());
-    ONCE.call_once(|| {
-        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-        for sig in [SIGINT, SIGTERM, SIGHUP] {
-            // Actions run in the order registered: the signal is recorded before the stop is.
-            let registered = usize::try_from(sig)
-                .map_err(io::Error::other)
-                .and_then(|n| signal_hook::flag::register_usize(sig, Arc::clone(&STOP_SIGNAL), n))
-                .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&STOP)));
-            if let Err(e) = registered {
-                result = Err(e);
-            }
-        }
-    });
-    result
-}
-
-/// The signal number of the last stop request, if one came.
-pub fn stop_signal() -> Option<i32> {
-    STOP.load(Ordering::SeqCst)
-        .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
-        .and_then(|n| i32::try_from(n).ok())
-}
-
-/// What the calls made on this thread inside a scope obey, beyond their own time limit.
-#[derive(Debug, Clone, Copy, Default)]
-struct Scope {
-    /// A stop request ends the call (its group killed) at once.
-    cancellable: bool,
-    /// The group is killed at this instant: the step the call serves is out of time.
-    deadline: Option<Instant>,
-}
-
-thread_local! {
-    static SCOPE: Cell<Scope> = const { Cell::new(Scope { cancellable: false, deadline: None }) };
-}
-
-fn scoped<T>(change: impl FnOnce(&mut Scope), f: impl FnOnce() -> T) -> T {
-    let before = SCOPE.with(Cell::get);
-    let mut inner = before;
-    change(&mut inner);
-    SCOPE.with(|s| s.set(inner));
-    struct Restore(Scope);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            SCOPE.with(|s| s.set(self.0));
-        }
-    }
-    let _restore = Restore(before);
-    f()
-}
-
-/// Runs `f` so that every child it starts is stopped (group killed, `Err` with
-/// [`Stopped::Shutdown`]) as soon as the runner is asked to stop. The runner's own cleanup on
-/// shutdown (saving work in progress) runs outside such a scope.
-pub fn cancellable<T>(f: impl FnOnce() -> T) -> T {
-    scoped(|s| s.cancellable = true, f)
-}
-
-/// Runs `f` so that every child it starts is stopped (group killed, `Err` with
-/// [`Stopped::Deadline`]) at `deadline`, or at an earlier deadline of an enclosing scope.
-pub fn within_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
-    scoped(
-        |s| s.deadline = Some(s.deadline.map_or(deadline, |d| d.min(deadline))),
-        f,
-    )
-}
-
-impl Scope {
-    fn current() -> Scope {
-        SCOPE.with(Cell::get)
-    }
-
-    /// Whether a child of this scope must be stopped now, and why.
-    fn stop_now(&self) -> Option<Stopped> {
-        if self.cancellable && STOP.load(Ordering::SeqCst) {
-            return Some(Stopped::Shutdown);
-        }
-        match self.deadline {
-            Some(d) if Instant::now() >= d => Some(Stopped::Deadline),
-            _ => None,
-        }
-    }
-}
+mod stop;
+pub use stop::{cancellable, install_stop_handler, stop_signal, stopped, within_deadline, Stopped};
+use stop::{stop_error, Scope};
 
 /// Longest a single git command may take: a fetch or push over a dead network must not hang
 /// an unattended run.
@@ -677,78 +563,4 @@ fn kill_group(pid: u32, child: &mut std::process::Child) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sh(script: &str) -> Command {
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", script]);
-        cmd
-    }
-
-    #[test]
-    fn output_past_the_budget_keeps_its_head_and_its_tail() {
-        let mut kept = Kept::new(Budget(1000));
-        kept.push(b"HEAD");
-        for _ in 0..10_000 {
-            kept.push(&[b'.'; 100]);
-        }
-        kept.push(b"the error at the end");
-        let text = kept.text();
-        assert!(text.starts_with("HEAD"), "{text}");
-        assert!(text.ends_with("the error at the end"), "{text}");
-        assert!(text.len() < 1100, "{}", text.len());
-        assert!(text.contains("bytes of output cut"), "{text}");
-        let mut small = Kept::new(Budget(1000));
-        small.push(b"all of it");
-        assert_eq!(small.text(), "all of it");
-    }
-
-    #[test]
-    fn a_background_process_dies_with_the_command_that_started_it() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let pid_file = dir.path().join("pid");
-        let script = format!("sleep 600 & echo $! > {}", pid_file.display());
-        let out = output_within(sh(&script), Duration::from_secs(10))
-            .expect("runs")
-            .expect("ends");
-        assert!(out.status.success());
-        let pid: i32 = std::fs::read_to_string(&pid_file)
-            .expect("pid")
-            .trim()
-            .parse()
-            .expect("a pid");
-        let deadline = Instant::now() + Duration::from_secs(5);
-        let pid = rustix::process::Pid::from_raw(pid).expect("a positive pid");
-        while rustix::process::test_kill_process(pid).is_ok() {
-            assert!(Instant::now() < deadline, "the background sleep survived");
-            thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    #[test]
-    fn a_deadline_stops_the_whole_group_and_says_why() {
-        let started = Instant::now();
-        let err = within_deadline(Instant::now() + Duration::from_millis(300), || {
-            output_within(sh("trap '' TERM; sleep 600"), Duration::from_secs(60))
-        })
-        .expect_err("stopped");
-        assert_eq!(stopped(&err), Some(Stopped::Deadline));
-        assert!(started.elapsed() < Duration::from_secs(5));
-        // Outside the scope the deadline no longer applies.
-        let out = output_within(sh("sleep 0.4; echo done"), Duration::from_secs(10));
-        assert!(out.expect("runs").is_some());
-    }
-
-    #[test]
-    fn the_earlier_deadline_of_nested_scopes_wins() {
-        let soon = Instant::now() + Duration::from_millis(200);
-        let err = within_deadline(soon, || {
-            within_deadline(soon + Duration::from_secs(60), || {
-                output_within(sh("sleep 600"), Duration::from_secs(60))
-            })
-        })
-        .expect_err("stopped");
-        assert_eq!(stopped(&err), Some(Stopped::Deadline));
-    }
-}
+mod tests;

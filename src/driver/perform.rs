@@ -1,0 +1,271 @@
+//! One effect performed: the one call it asks for, through the ports, and the event that
+//! answers it. What the answer means is the machine's.
+
+use super::*;
+
+impl Driver {
+    /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`).
+    pub(super) async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
+        let before = crate::stats::spawns();
+        let outcome = self.perform_effect(effect, state).await;
+        crate::stats::effect_performed(effect.label(), before, crate::stats::spawns());
+        outcome
+    }
+
+    pub(super) async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
+        tracing::debug!(?effect, "perform");
+        let claim_for = match &effect {
+            Effect::RunStep { .. }
+            | Effect::CheckPreconditions { .. }
+            | Effect::LookAtCi { .. }
+            | Effect::TakeMergeTurn { .. } => Some(Duration::ZERO),
+            Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),
+            Effect::Pause { millis } => Some(Duration::from_millis(*millis)),
+            Effect::AskDecision { .. } => Some(self.cfg.decision_timeout),
+            _ => None,
+        };
+        if let Some(extra) = claim_for {
+            if let Some(event) = self.keep_claim(extra) {
+                return Outcome::Next(event);
+            }
+        }
+        if matches!(
+            effect,
+            Effect::RunStep { .. } | Effect::CheckPreconditions { .. }
+        ) {
+            if let Some(event) = self.fleet_gate().await {
+                return Outcome::Next(event);
+            }
+        }
+        match effect {
+            Effect::SelectIssue => match self.select_issue().await {
+                Some(event) => Outcome::Next(event),
+                None => {
+                    self.state.runner_pid = None;
+                    self.save_state();
+                    let _ = artifacts::remove_auto_mode(&self.cfg.project_path);
+                    Outcome::Exit(1)
+                }
+            },
+            Effect::CheckPreconditions { step } => {
+                Outcome::Next(self.check_preconditions(step).await)
+            }
+            Effect::RunStep {
+                step,
+                issue,
+                attempt,
+                repair,
+            } => {
+                crate::stats::step();
+                self.live.step_started(issue, step, attempt);
+                let event = self.run_step(step, issue, attempt, repair).await;
+                self.live.step_ended();
+                self.log_live_warning();
+                if let Event::StepSucceeded { usage, .. } | Event::StepFailed { usage, .. } = &event
+                {
+                    let micros = usage.cost_micros;
+                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent {
+                        worker,
+                        micros,
+                    });
+                }
+                Outcome::Next(event)
+            }
+            Effect::LookAtCi { issue, look } => Outcome::Next(self.look_at_ci(issue, look).await),
+            Effect::Wait { seconds } => {
+                let until = u64::try_from(self.clock.now().timestamp())
+                    .unwrap_or(0)
+                    .saturating_add(seconds);
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting { worker, until });
+                let until = i64::try_from(seconds)
+                    .ok()
+                    .and_then(chrono::TimeDelta::try_seconds)
+                    .and_then(|d| self.clock.now().checked_add_signed(d))
+                    .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
+                    .unwrap_or_default();
+                self.log(&format!("waiting {seconds} s{until}"));
+                let reason = self.wait_reason.take();
+                self.live
+                    .wait_started(reason.as_deref().unwrap_or("BACKOFF"), seconds);
+                self.log_live_warning();
+                let next = self.sleep(Duration::from_secs(seconds)).await;
+                self.live.wait_ended();
+                Outcome::Next(next)
+            }
+            // Short and frequent (the merge turn): not narrated, not shown as a wait.
+            Effect::Pause { millis } => {
+                Outcome::Next(self.sleep(Duration::from_millis(millis)).await)
+            }
+            Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue)),
+            Effect::ReleaseMergeTurn => {
+                self.release_merge_turn();
+                Outcome::Continue
+            }
+            Effect::AutoCommit(kind) => {
+                match self.repo.auto_commit(&kind.message()) {
+                    Ok(true) => self.log(&format!("committed: {}", kind.message())),
+                    Ok(false) => {}
+                    Err(e) => self.log(&format!("auto-commit skipped: {e}")),
+                }
+                Outcome::Continue
+            }
+            Effect::CheckoutMain => {
+                // A post-checkout hook that hangs must not hold off a signal.
+                if let Err(e) = crate::process::cancellable(|| self.repo.checkout_main()) {
+                    self.log(&format!(
+                        "warning: cannot check out {}: {e}",
+                        self.repo.main()
+                    ));
+                }
+                Outcome::Continue
+            }
+            Effect::ResetCycle => {
+                self.state.current_issue = None;
+                self.state.current_branch = None;
+                self.state.feature_name = None;
+                self.state.retries.clear();
+                self.state.current_step = 0;
+                self.state.last_completed_step = 0;
+                self.state.pr_number = None;
+                self.feature = None;
+                self.save_state();
+                Outcome::Continue
+            }
+            Effect::RecordMerged { issue } => {
+                // The merge is already final (journaled with the event that led here); the
+                // claim and the fleet learn of it whatever the tracker answers.
+                self.release_claim(issue);
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Merged { worker, issue });
+                let what = format!("closing issue #{issue} in the tracker");
+                let written = self
+                    .patiently(&what, |d| d.tracker.close(issue, "merged by sdlc-runner"))
+                    .await;
+                crate::failpoint::point("tracker: closed");
+                Outcome::Next(self.tracker_written(&what, written))
+            }
+            Effect::MarkEscalated { issue } => {
+                let text = report::escalation_diagnostic(
+                    issue,
+                    self.core.runner(),
+                    self.core.last_words(),
+                    &self.logs.dir.display().to_string(),
+                );
+                let what = format!("marking issue #{issue} escalated in the tracker");
+                let written = self
+                    .patiently(&what, |d| d.tracker.mark_escalated(issue, &text))
+                    .await;
+                crate::failpoint::point("tracker: marked escalated");
+                self.release_claim(issue);
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Escalated {
+                    worker,
+                    issue,
+                });
+                Outcome::Next(self.tracker_written(&what, written))
+            }
+            Effect::Unquarantine { issue } => {
+                let note = report::release_note(issue, self.core.runner());
+                let what = format!("lifting the quarantine of issue #{issue} in the tracker");
+                let written = self
+                    .patiently(&what, |d| d.tracker.unquarantine(issue, &note))
+                    .await;
+                if matches!(written, network::Patient::Done(Ok(()))) {
+                    self.log(&format!("tracker: issue #{issue} released: {note}"));
+                }
+                Outcome::Next(self.tracker_written(&what, written))
+            }
+            Effect::Cleanup => {
+                let killed =
+                    kill_matching(&self.cfg.cleanup.process_patterns, &ProtectSet::current());
+                for (pid, cmd) in killed {
+                    self.log(&format!("cleanup: stopped pid {pid} ({cmd})"));
+                }
+                Outcome::Continue
+            }
+            Effect::Notify(n) => {
+                match &n {
+                    Notice::Waiting { class, .. } => {
+                        self.wait_reason = Some(class.name().to_string());
+                    }
+                    Notice::NetworkWait { .. } => self.wait_reason = Some("NETWORK".to_string()),
+                    Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
+                    _ => {}
+                }
+                let (severity, mut text) = report::notice(&n);
+                if let Notice::WaitingForMergeTurn { .. } = n {
+                    // Who holds the turn, as the answer that found it busy said.
+                    text = format!("{}; {text}", self.core.last_words());
+                }
+                self.notifier.send(severity, &text);
+                match &self.fleet {
+                    Some(link) => say!("[w{}] {}", link.worker, text),
+                    None => say!("{}", text),
+                }
+                Outcome::Continue
+            }
+            Effect::AskDecision { step, issue } => {
+                Outcome::Next(self.ask_decision(step, issue).await)
+            }
+            Effect::Halt(reason) => {
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
+                let mut quarantined: Vec<u32> =
+                    self.core.runner().escalated.iter().copied().collect();
+                if matches!(reason, HaltReason::AllIssuesEscalated) {
+                    if let Ok(Selection::AllEscalated { numbers }) =
+                        self.tracker.select(&Default::default())
+                    {
+                        quarantined.extend(numbers);
+                    }
+                }
+                quarantined.sort_unstable();
+                quarantined.dedup();
+                let text = report::halt_diagnostic(
+                    &reason,
+                    self.core.runner(),
+                    self.core.last_words(),
+                    &self.logs.dir.display().to_string(),
+                    &quarantined,
+                    &self.cfg.file,
+                );
+                out!("{text}");
+                let _ = append_line(&self.logs.orchestration_log(), &text);
+                self.notifier.send(Severity::Alert, &text);
+                if let Err(e) = self.end_session(SessionEnd::Halt {
+                    reason,
+                    headline: reason.headline(),
+                }) {
+                    self.log(&format!(
+                        "warning: cannot record the halt in the journal: {e}"
+                    ));
+                }
+                Outcome::Continue
+            }
+            Effect::Exit { code } => Outcome::Exit(self.exit(code, state)),
+        }
+    }
+
+    /// The machine's event for a tracker write: written, refused (the environment's, with the
+    /// error kept for the halt diagnostic) or failed on the network.
+    pub(super) fn tracker_written(
+        &mut self,
+        what: &str,
+        written: network::Patient<(), tracker::TrackerError>,
+    ) -> Event {
+        match written {
+            network::Patient::Done(Ok(())) => Event::TrackerUpdated,
+            network::Patient::Done(Err(e)) => {
+                self.say(format!("{what}: {e}"));
+                self.log(&format!("tracker: {what} failed: {e}"));
+                Event::TrackerWriteFailed
+            }
+            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => event,
+        }
+    }
+
+    /// The machine's wait (`Wait`, `Pause`), cut short by a shutdown: its answer.
+    pub(super) async fn sleep(&mut self, duration: Duration) -> Event {
+        tokio::select! {
+            _ = self.clock.sleep(duration) => Event::WaitOver,
+            _ = self.shutdown.wait() => self.shutdown.event(),
+        }
+    }
+}

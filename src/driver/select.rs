@@ -1,0 +1,218 @@
+//! Which issue next, and whether a step may start: the tracker asked (claims taken with a
+//! worker id), a person's decision read, the step's preconditions checked through the ports.
+
+use super::*;
+
+impl Driver {
+    /// The issue to work on: the one named by `--issue`, else the tracker's choice. Issues this
+    /// session merged or a person withdrew are never offered again, whatever the tracker still
+    /// says of them; they are finished, not escalated.
+    pub(super) fn ask_tracker(&self) -> Result<Selection, tracker::TrackerError> {
+        let runner = self.core.runner();
+        let finished: std::collections::BTreeSet<u32> =
+            runner.merged.union(&runner.withdrawn).copied().collect();
+        let selection = match runner.mode {
+            Mode::SingleIssue(n) => return self.tracker.get(n).map(Selection::Issue),
+            _ => {
+                let mut excluded = self.core.escalated().clone();
+                excluded.extend(finished.iter().copied());
+                if let Some(keeper) = &self.claims {
+                    excluded.extend(keeper.others.keys().copied());
+                    excluded.extend(keeper.refused.iter().copied());
+                }
+                self.tracker.select(&excluded)?
+            }
+        };
+        Ok(match selection {
+            Selection::AllEscalated { numbers } => {
+                let left: Vec<u32> = numbers
+                    .into_iter()
+                    .filter(|n| !finished.contains(n))
+                    .collect();
+                if left.is_empty() {
+                    Selection::NoIssues
+                } else {
+                    Selection::AllEscalated { numbers: left }
+                }
+            }
+            other => other,
+        })
+    }
+
+    /// The tracker's selection, claimed: an issue another runner holds is skipped and the
+    /// tracker asked again; when only such issues are left, there is nothing for this runner
+    /// to do (they are not escalated or blocked: someone is working on them).
+    pub(super) async fn select_claimed(
+        &mut self,
+    ) -> Result<Result<Selection, tracker::TrackerError>, Event> {
+        // Each skipped issue is excluded from the next question, so this ends.
+        loop {
+            if self.claims.is_some() {
+                self.claimed_by_others();
+            }
+            let selection = match self
+                .patiently("asking the tracker for the next issue", |d| d.ask_tracker())
+                .await
+            {
+                network::Patient::Done(result) => result,
+                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+            };
+            let others = self.describe_others();
+            match selection {
+                Ok(Selection::Issue(issue)) if self.claims.is_some() => {
+                    let claimed = match self.claim_selected(issue.number).await {
+                        Ok(claimed) => claimed,
+                        Err(event) => return Err(event),
+                    };
+                    match claimed {
+                        Ok(true) if self.fleet_refuses(issue.number) => continue,
+                        Ok(true) => return Ok(Ok(Selection::Issue(issue))),
+                        Ok(false) => continue,
+                        Err(detail) => {
+                            return Ok(Err(tracker::TrackerError::Command {
+                                command: format!("claiming issue #{}", issue.number),
+                                detail,
+                                kind: crate::call_failure::CallFailureKind::Other,
+                            }))
+                        }
+                    }
+                }
+                Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. })
+                    if !others.is_empty() || self.fleet_others_hold() =>
+                {
+                    let others = self.held_elsewhere(others);
+                    self.log(&format!(
+                        "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
+                    ));
+                    return Ok(Ok(Selection::NoIssues));
+                }
+                other => return Ok(other),
+            }
+        }
+    }
+
+    /// The next event from the tracker; `None` when the tracker itself failed.
+    pub(super) async fn select_issue(&mut self) -> Option<Event> {
+        let mode = self.core.runner().mode;
+        let selection = match mode {
+            Mode::SingleStep(_) if self.issue.number > 0 => {
+                return Some(Event::IssueSelected {
+                    issue: self.issue.number,
+                });
+            }
+            Mode::SingleStep(_) if self.state.current_issue.is_some() => {
+                let n = self.state.current_issue.unwrap_or_default();
+                self.issue = IssueContext {
+                    number: n,
+                    title: String::new(),
+                    branch: self.state.current_branch.clone(),
+                };
+                return Some(Event::IssueSelected { issue: n });
+            }
+            _ => match self.select_claimed().await {
+                Ok(result) => result,
+                Err(ev) => return Some(ev),
+            },
+        };
+        let event = match selection {
+            Ok(Selection::Issue(issue)) => {
+                self.log(&format!(
+                    "selected issue #{}: {}",
+                    issue.number, issue.title
+                ));
+                self.issue = IssueContext {
+                    number: issue.number,
+                    title: issue.title.clone(),
+                    branch: Some(issue.branch()),
+                };
+                self.state.current_issue = Some(issue.number);
+                self.state.current_branch = Some(issue.branch());
+                self.state.signal_shutdown = None;
+                self.save_state();
+                Event::IssueSelected {
+                    issue: issue.number,
+                }
+            }
+            Ok(Selection::NoIssues) => {
+                self.say_unlabelled();
+                Event::NoIssues
+            }
+            Ok(Selection::AllEscalated { .. }) => Event::AllEscalated,
+            Ok(Selection::AllBlocked { numbers }) => {
+                self.log(&format!("blocked issues: {}", issue_list(&numbers)));
+                Event::AllBlocked
+            }
+            Err(e) => {
+                // Not a failure loop and no agent ran: stop without a sticky halt, keeping the
+                // session open so that the next run continues with the same counters.
+                self.log(&format!("tracker failed: {e}"));
+                self.notifier.send(
+                    Severity::Alert,
+                    &format!("sdlc-runner stopped: the issue tracker failed: {e}"),
+                );
+                return None;
+            }
+        };
+        Some(event)
+    }
+
+    pub(super) async fn check_preconditions(&mut self, step: Step) -> Event {
+        let ctx = self.step_context();
+        self.state.current_step = step.number();
+        self.save_state();
+        if let Some(event) = self.workspace_check(step, step == Step::StartCycle) {
+            return event;
+        }
+        match self.withdrawn_by_a_person().await {
+            Ok(Some(event)) => return event,
+            Ok(None) => {}
+            Err(event) => return event,
+        }
+        let what = format!("checking whether {} is already done", step.key());
+        let done = match self
+            .patiently(&what, |d| {
+                checks::already_done(&*d.repo, &*d.forge, step, &ctx)
+            })
+            .await
+        {
+            network::Patient::Done(result) => result,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        match done {
+            Ok(true) => {
+                self.log(&format!(
+                    "{}: already done (observed in git); not run again",
+                    step.key()
+                ));
+                self.state.last_completed_step = step.number();
+                return Event::AlreadyDone { step };
+            }
+            Ok(false) => {}
+            Err(e) => self.log(&format!(
+                "{}: idempotency probe failed ({e}); treating as not done",
+                step.key()
+            )),
+        }
+        let what = format!("checking the preconditions of {}", step.key());
+        let checked = match self
+            .patiently(&what, |d| {
+                checks::precondition(&*d.repo, &*d.forge, step, &ctx)
+            })
+            .await
+        {
+            network::Patient::Done(result) => result,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        match checked {
+            Ok(Ok(())) => Event::PreconditionsOk { step },
+            Ok(Err(check)) => Event::PreconditionFailed { step, check },
+            Err(e) => {
+                self.log(&format!("{}: precondition probe failed: {e}", step.key()));
+                match crate::step::Check::of(step).first() {
+                    Some(&check) => Event::PreconditionFailed { step, check },
+                    None => Event::PreconditionsOk { step },
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! Stopping children early: the runner's stop request (a signal handler of its own, seen
+//! within milliseconds even while the async runtime is blocked in a call) and the scopes a
+//! call runs in (cancellable on a stop request, bounded by the deadline of the step it serves).
+
+use std::cell::Cell;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock, Once};
+use std::time::Instant;
+
+/// Why a child was stopped before it ended by itself, other than its own time limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Stopped {
+    #[error("stopped: the runner was asked to shut down")]
+    Shutdown,
+    #[error("stopped at the step's time limit (timeoutMin)")]
+    Deadline,
+}
+
+/// The [`Stopped`] an error of this module carries, if it is one.
+pub fn stopped(e: &io::Error) -> Option<Stopped> {
+    e.get_ref()?.downcast_ref::<Stopped>().copied()
+}
+
+pub(super) fn stop_error(why: Stopped) -> io::Error {
+    let kind = match why {
+        Stopped::Shutdown => io::ErrorKind::Interrupted,
+        Stopped::Deadline => io::ErrorKind::TimedOut,
+    };
+    io::Error::new(kind, why)
+}
+
+/// Set by the signal handler (async-signal-safe: two atomic stores) on SIGINT, SIGTERM or SIGHUP.
+static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
+static STOP_SIGNAL: LazyLock<Arc<AtomicUsize>> = LazyLock::new(Arc::default);
+
+/// Installs (once per process) the handler that marks a stop request for every cancellable
+/// call. It runs beside the async runtime's own handlers, so a runtime blocked in a git call
+/// still has its call stopped within milliseconds.
+pub fn install_stop_handler() -> io::Result<()> {
+    static ONCE: Once = Once::new();
+    let mut result = Ok(());
+    ONCE.call_once(|| {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            // Actions run in the order registered: the signal is recorded before the stop is.
+            let registered = usize::try_from(sig)
+                .map_err(io::Error::other)
+                .and_then(|n| signal_hook::flag::register_usize(sig, Arc::clone(&STOP_SIGNAL), n))
+                .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&STOP)));
+            if let Err(e) = registered {
+                result = Err(e);
+            }
+        }
+    });
+    result
+}
+
+/// The signal number of the last stop request, if one came.
+pub fn stop_signal() -> Option<i32> {
+    STOP.load(Ordering::SeqCst)
+        .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
+        .and_then(|n| i32::try_from(n).ok())
+}
+
+/// What the calls made on this thread inside a scope obey, beyond their own time limit.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Scope {
+    /// A stop request ends the call (its group killed) at once.
+    cancellable: bool,
+    /// The group is killed at this instant: the step the call serves is out of time.
+    deadline: Option<Instant>,
+}
+
+thread_local! {
+    static SCOPE: Cell<Scope> = const { Cell::new(Scope { cancellable: false, deadline: None }) };
+}
+
+fn scoped<T>(change: impl FnOnce(&mut Scope), f: impl FnOnce() -> T) -> T {
+    let before = SCOPE.with(Cell::get);
+    let mut inner = before;
+    change(&mut inner);
+    SCOPE.with(|s| s.set(inner));
+    struct Restore(Scope);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            SCOPE.with(|s| s.set(self.0));
+        }
+    }
+    let _restore = Restore(before);
+    f()
+}
+
+/// Runs `f` so that every child it starts is stopped (group killed, `Err` with
+/// [`Stopped::Shutdown`]) as soon as the runner is asked to stop. The runner's own cleanup on
+/// shutdown (saving work in progress) runs outside such a scope.
+pub fn cancellable<T>(f: impl FnOnce() -> T) -> T {
+    scoped(|s| s.cancellable = true, f)
+}
+
+/// Runs `f` so that every child it starts is stopped (group killed, `Err` with
+/// [`Stopped::Deadline`]) at `deadline`, or at an earlier deadline of an enclosing scope.
+pub fn within_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
+    scoped(
+        |s| s.deadline = Some(s.deadline.map_or(deadline, |d| d.min(deadline))),
+        f,
+    )
+}
+
+impl Scope {
+    pub(super) fn current() -> Scope {
+        SCOPE.with(Cell::get)
+    }
+
+    /// Whether a child of this scope must be stopped now, and why.
+    pub(super) fn stop_now(&self) -> Option<Stopped> {
+        if self.cancellable && STOP.load(Ordering::SeqCst) {
+            return Some(Stopped::Shutdown);
+        }
+        match self.deadline {
+            Some(d) if Instant::now() >= d => Some(Stopped::Deadline),
+            _ => None,
+        }
+    }
+}
