@@ -13,7 +13,8 @@ impl Driver {
     }
 
     pub(super) async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
-        tracing::debug!(?effect, "perform");
+        // The effect loop's diagnostics keep the driver's target, wherever the code lives.
+        tracing::debug!(target: "sdlc_runner::driver", ?effect, "perform");
         let claim_for = match &effect {
             Effect::RunStep { .. }
             | Effect::CheckPreconditions { .. }

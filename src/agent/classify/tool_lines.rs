@@ -46,15 +46,15 @@ pub(super) fn go_compile_line(t: &str) -> bool {
     if t.contains("_test.go:") && !t.contains("undefined:") {
         return false;
     }
-    let rest = &t[at + 4..];
-    let mut parts = rest.splitn(3, ':');
-    let line_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    let col_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    line_ok && col_ok && parts.next().is_some_and(|m| m.starts_with(' '))
+    let mut parts = t[at + 4..].splitn(3, ':');
+    line_and_column(&mut parts) && parts.next().is_some_and(|m| m.starts_with(' '))
+}
+
+/// The `LINE:COL` after a file name in a compiler's or linter's row, both decimal numbers.
+fn line_and_column<'a>(parts: &mut impl Iterator<Item = &'a str>) -> bool {
+    let number =
+        |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    number(parts.next()) && number(parts.next())
 }
 
 /// gcc/clang/javac: `file.c:3:5: error: ...`, `Foo.java:3: error: ...`.
@@ -109,19 +109,14 @@ pub(super) fn flake8_row(t: &str) -> bool {
         return false;
     };
     let mut parts = t[at + 4..].splitn(3, ':');
-    let line_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    let col_ok = parts
-        .next()
-        .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    let position_ok = line_and_column(&mut parts);
     let code = parts.next().unwrap_or("").trim_start();
     let letters = code.bytes().take_while(u8::is_ascii_uppercase).count();
     let digits = code[letters..]
         .bytes()
         .take_while(u8::is_ascii_digit)
         .count();
-    line_ok && col_ok && (1..=3).contains(&letters) && (2..=4).contains(&digits)
+    position_ok && (1..=3).contains(&letters) && (2..=4).contains(&digits)
 }
 
 pub(super) fn is_test_line(line: &str) -> bool {
