@@ -22,6 +22,17 @@ fn kill9(child: Child) {
     let _ = e2e::wait_output(child, Duration::from_secs(30));
 }
 
+/// Runs `p` with the failpoint armed at `point` and checks the runner died there (no exit code).
+fn killed_at(p: &Project, point: &str) -> std::process::Output {
+    let out = p
+        .command(&["run", "--config", p.config.to_str().expect("utf8")])
+        .env(sdlc_runner::failpoint::CRASH_AT_ENV, point)
+        .output()
+        .expect("run");
+    assert_eq!(out.status.code(), None, "killed at {point}: {}", text(&out));
+    out
+}
+
 fn sessions(p: &Project) -> usize {
     p.journal()
         .iter()
@@ -386,20 +397,7 @@ fn a_repair_attempt_after_a_restart_still_has_the_failure_context() {
 
     // The same session, killed right after the failure was recorded.
     let p = one_issue(script);
-    let out = p
-        .command(&["run", "--config", p.config.to_str().expect("utf8")])
-        .env(
-            sdlc_runner::failpoint::CRASH_AT_ENV,
-            (recorded + 1).to_string(),
-        )
-        .output()
-        .expect("run");
-    assert_eq!(
-        out.status.code(),
-        None,
-        "killed by the failpoint: {}",
-        text(&out)
-    );
+    killed_at(&p, &(recorded + 1).to_string());
     assert_eq!(p.count("1 verify 2"), 0, "killed before the repair attempt");
     let out = p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -499,17 +497,7 @@ fn a_runner_killed_while_migrating_the_old_journal_loses_nothing() {
         std::fs::create_dir_all(p.project.join(".claude")).expect("dir");
         std::fs::rename(p.journal_path(), p.claude("sdlc-journal.jsonl")).expect("move");
 
-        let crashed = p
-            .command(&["run", "--config", p.config.to_str().expect("utf8")])
-            .env(sdlc_runner::failpoint::CRASH_AT_ENV, point)
-            .output()
-            .expect("run");
-        assert_eq!(
-            crashed.status.code(),
-            None,
-            "killed at {point}: {}",
-            text(&crashed)
-        );
+        killed_at(&p, point);
         assert!(p.journal_path().exists(), "copied before {point}");
         assert_eq!(
             p.claude("sdlc-journal.jsonl").exists(),
@@ -594,17 +582,7 @@ fn a_runner_killed_after_closing_a_merged_issue_tells_the_tracker_again_and_goes
     );
     // Killed right after the tracker closed #1, before its answer was journaled: the journal
     // holds the merge, and its PR shows merged.
-    let out = p
-        .command(&["run", "--config", p.config.to_str().expect("utf8")])
-        .env(sdlc_runner::failpoint::CRASH_AT_ENV, "tracker: closed")
-        .output()
-        .expect("run");
-    assert_eq!(
-        out.status.code(),
-        None,
-        "killed by the failpoint: {}",
-        text(&out)
-    );
+    killed_at(&p, "tracker: closed");
     let out = p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(
