@@ -310,12 +310,13 @@ pub fn explore() -> Graph {
 fn explore_with(limits: Limits, graph: &mut Graph) {
     let start = Core::new(limits, Mode::Continuous);
     graph.initial = start.state().name().to_string();
-    let mut seen: HashSet<(State, crate::machine::Runner)> = HashSet::new();
+    // The keys are kept as 128-bit digests (two distinct keys sharing one is out of reach at
+    // this many states), not as whole machines.
+    // A machine is queued only the first time its key is met, so the queue never holds
+    // the same machine twice.
+    let mut seen: HashSet<u128> = HashSet::from([digest(&exploration_key(&start))]);
     let mut queue = VecDeque::from([start]);
     while let Some(core) = queue.pop_front() {
-        if !seen.insert(exploration_key(&core)) {
-            continue;
-        }
         assert!(
             seen.len() < MAX_EXPLORED,
             "state exploration did not converge: a counter escapes exploration_key"
@@ -391,13 +392,26 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                     cause,
                 });
             }
-            queue.push_back(next);
+            if seen.insert(digest(&exploration_key(&next))) {
+                queue.push_back(next);
+            }
         }
     }
 }
 
 /// Two machine values that offer the same edges share a key: issue numbers, spend beyond the
 /// budgets, statistics and the counters of other steps do not change which edges exist.
+/// Two independent 64-bit hashes of `key`, as one number.
+fn digest(key: &impl std::hash::Hash) -> u128 {
+    use std::hash::{DefaultHasher, Hasher};
+    let mut a = DefaultHasher::new();
+    key.hash(&mut a);
+    let mut b = DefaultHasher::new();
+    b.write_u64(0x9e37_79b9_7f4a_7c15);
+    key.hash(&mut b);
+    (u128::from(a.finish()) << 64) | u128::from(b.finish())
+}
+
 fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
     let (state, mut r) = core.snapshot();
     if state.is_terminal() {
