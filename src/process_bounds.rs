@@ -145,6 +145,8 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .merge_turn_wait_ms
         .map_or(0, sdlc_machine::fleet::LeaseWait::max_pauses);
     let turns = (attempts + reruns).saturating_mul(1 + turn_pauses);
+    // A turn taken after a pause is followed by the merge's checks again: once per merge run.
+    let checks = checks.saturating_add(attempts + reruns);
     let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
     let calls = (attempts + reruns)
         .saturating_mul(run)

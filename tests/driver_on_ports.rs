@@ -278,6 +278,34 @@ fn a_lost_push_race_is_contention_not_an_attempt() {
     assert_eq!(ran.clock.waits().len(), 1, "{:?}", ran.clock.waits());
 }
 
+/// A person closes the issue while its merge pauses after a lost push race: the runner reads
+/// the issue again before merging again, drops it (withdrawn, nobody blamed) and merges the
+/// next one. Before, the merge ran again straight after the pause and merged a closed issue.
+#[test]
+fn an_issue_closed_while_its_merge_paused_is_not_merged() {
+    let b = Bench::new(&[(1, "First"), (2, "Second")], json!({}));
+    b.world.script(|s| {
+        s.lost_races = 1;
+        s.close_on_lost_race = Some(1);
+    });
+    let ran = b.run();
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(
+        w.merges,
+        vec![2],
+        "#1 was merged after it was closed: {}",
+        ran.log
+    );
+    assert!(!w.issues[&1].escalated, "{}", ran.log);
+    assert!(ran.journal_has("\"issueWithdrawn\""), "{}", ran.log);
+    assert!(
+        !w.tracker_writes.iter().any(|t| t.ends_with("#1")),
+        "{:?}",
+        w.tracker_writes
+    );
+}
+
 /// A runner with a worker id shares its merges: the machine asks for the merge turn, pauses
 /// on the LeaseWait schedule while another runner's merge lease holds it (the holder named),
 /// takes the lease over once it ran out, merges again after a lost push race without

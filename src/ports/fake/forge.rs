@@ -58,6 +58,10 @@ impl ForgePort for FakeForge {
         if super::world::due(&mut w.script.lost_races) {
             // Another merger's commit lands first; this push is refused.
             w.origin_main += 1;
+            let closing = w.script.close_on_lost_race.take();
+            if let Some(issue) = closing.and_then(|n| w.issues.get_mut(&n)) {
+                issue.state_open = false;
+            }
             return Err(super::git::git_failed(
                 "git push origin main",
                 "! [rejected] main -> main (fetch first)",

@@ -38,6 +38,8 @@ pub struct Script {
     pub lost_races: u32,
     /// A person closes issue `.0` in the tracker right after its step `.1` succeeded.
     pub close_after: Option<(u32, Step)>,
+    /// A person closes this issue in the tracker while its merge pauses after a lost race.
+    pub close_on_lost_race: Option<u32>,
     /// CI of every branch.
     pub ci: Option<CiState>,
 }

@@ -131,6 +131,13 @@ pub struct Runner {
     pub contention: Contention,
     /// A lost race asked for the merge again: the next merge run is the same attempt's.
     pub merge_rerun: bool,
+    /// The runner paused while waiting for the merge turn: the world may have changed (a
+    /// person closed the issue, another merger merged it), so the turn, once taken, is
+    /// followed by the merge's checks again before the merge runs.
+    pub paused_for_turn: bool,
+    /// The merge turn is held while the merge's checks run again: their answer merges, or
+    /// gives the turn back.
+    pub turn_held: bool,
 }
 
 type Fx = Vec<Effect>;
@@ -171,6 +178,8 @@ impl Runner {
             merge_wait: LeaseWait::new(0),
             contention: Contention::default(),
             merge_rerun: false,
+            paused_for_turn: false,
+            turn_held: false,
         }
     }
 
@@ -287,6 +296,9 @@ impl Runner {
     /// Enter a step: ask for its preconditions.
     fn enter(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
         self.dispatched = false;
+        // A turn is never held across a new entry: a restart or a bounce lost or gave it.
+        self.paused_for_turn = false;
+        self.turn_held = false;
         self.request(state_of(step), Effect::CheckPreconditions { step }, fx);
         Transition(state_of(step))
     }
@@ -750,6 +762,7 @@ impl Runner {
             return outcome;
         }
         self.merge_wait = LeaseWait::new(self.limits.merge_turn_wait_ms.unwrap_or(0));
+        self.paused_for_turn = false;
         self.take_merge_turn(fx)
     }
 
@@ -757,7 +770,7 @@ impl Runner {
     /// turn to take.
     fn take_merge_turn(&mut self, fx: &mut Fx) -> Outcome<State> {
         if self.limits.merge_turn_wait_ms.is_none() {
-            return self.merge_in_turn(fx);
+            return self.merge_turn_taken(fx);
         }
         let take = Effect::TakeMergeTurn {
             issue: self.current_issue(),
@@ -788,6 +801,29 @@ impl Runner {
         Transition(State::merge())
     }
 
+    /// The merge turn is this runner's (or there is none to take). Straight after the merge's
+    /// checks it merges; after a pause it checks again first (holding the turn), because a
+    /// person may have closed or relabelled the issue, or the branch changed, while it waited.
+    fn merge_turn_taken(&mut self, fx: &mut Fx) -> Outcome<State> {
+        if !self.paused_for_turn {
+            return self.merge_in_turn(fx);
+        }
+        self.paused_for_turn = false;
+        self.turn_held = true;
+        let check = Effect::CheckPreconditions { step: Step::Merge };
+        self.request(State::merge(), check, fx);
+        Transition(State::merge())
+    }
+
+    /// The merge's checks, run again with the turn held, did not clear the merge: the turn
+    /// goes back before anything else happens.
+    fn give_turn_back(&mut self, step: Step, fx: &mut Fx) {
+        if step == Step::Merge && self.turn_held {
+            self.turn_held = false;
+            self.release_merge_turn(fx);
+        }
+    }
+
     /// Another merger holds the turn: pause on the `LeaseWait` schedule and ask again, or,
     /// past the wait's limit, halt naming the holder (the last words): no issue is blamed.
     fn merge_turn_busy(&mut self, fx: &mut Fx) -> Outcome<State> {
@@ -799,6 +835,7 @@ impl Runner {
                         limit_ms: self.limits.merge_turn_wait_ms.unwrap_or(0),
                     }));
                 }
+                self.paused_for_turn = true;
                 fx.push(Effect::Pause { millis });
                 Transition(State::waiting_to_merge(millis))
             }
@@ -831,6 +868,7 @@ impl Runner {
                     lost: self.contention.lost(),
                     max: Contention::MAX_LOST_RACES,
                 }));
+                self.paused_for_turn = true;
                 fx.push(Effect::Pause { millis: pause_ms });
                 Transition(State::waiting_to_merge(pause_ms))
             }
@@ -912,15 +950,21 @@ impl Runner {
                 None => self.restart_step(step, fx),
             },
             Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
+                if step == Step::Merge && self.turn_held {
+                    self.turn_held = false;
+                    return self.merge_in_turn(fx);
+                }
                 if step == Step::Merge {
                     return self.merge_ready(fx);
                 }
                 self.dispatch(step, fx)
             }
             Event::AlreadyDone { step: s } if s == step && !self.dispatched => {
+                self.give_turn_back(step, fx);
                 self.advance(step, fx)
             }
             Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
+                self.give_turn_back(step, fx);
                 self.bounce(step, check, fx)
             }
             Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
@@ -948,12 +992,13 @@ impl Runner {
             }
             Event::NetworkFailed => self.network_failed(fx),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
+                self.give_turn_back(step, fx);
                 self.withdraw(issue, fx)
             }
             Event::WorkspaceUnfit { step: s } if s == step => {
                 self.halt(HaltReason::Workspace { step }, fx)
             }
-            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_in_turn(fx),
+            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_turn_taken(fx),
             Event::MergeTurnBusy if self.turn_asked(step) => self.merge_turn_busy(fx),
             // The tracker's merge lease cannot be written: the environment's, like a wait
             // past its limit.

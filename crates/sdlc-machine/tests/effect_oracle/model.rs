@@ -86,6 +86,10 @@ pub struct Model {
     /// same attempt's again.
     pub races: u32,
     pub rerun: bool,
+    /// Milliseconds paused for the merge since its checks last ran: a turn taken after any
+    /// pause is followed by the checks again, with the turn held.
+    pub paused_since_checks: u64,
+    pub holding_turn: bool,
     pub fx: Vec<Effect>,
 }
 
@@ -136,6 +140,8 @@ impl Model {
             turn_next: 200,
             races: 0,
             rerun: false,
+            paused_since_checks: 0,
+            holding_turn: false,
             fx: Vec::new(),
         }
     }
@@ -185,6 +191,8 @@ impl Model {
 
     fn enter(&mut self, step: Step) {
         self.dispatched = false;
+        self.paused_since_checks = 0;
+        self.holding_turn = false;
         self.ask(At::Step(step), Effect::CheckPreconditions { step });
     }
 
@@ -629,13 +637,14 @@ impl Model {
         }
         self.turn_waited = 0;
         self.turn_next = 200;
+        self.paused_since_checks = 0;
         self.take_turn();
     }
 
     /// Ask for the merge turn; without one (a runner alone) merge at once.
     fn take_turn(&mut self) {
         match self.l.merge_turn_wait_ms {
-            None => self.merge_now(),
+            None => self.turn_taken(),
             Some(_) => self.ask(
                 At::Step(Step::Merge),
                 Effect::TakeMergeTurn {
@@ -678,6 +687,7 @@ impl Model {
         let pause = self.turn_next.min(limit - self.turn_waited).max(1);
         self.turn_waited += pause;
         self.turn_next = (self.turn_next * 2).min(2_000);
+        self.paused_since_checks += pause;
         self.fx.push(Effect::Pause { millis: pause });
         self.at = At::MergePause(pause);
     }
@@ -687,6 +697,28 @@ impl Model {
         step == Step::Merge
             && !self.dispatched
             && matches!(self.outstanding, Some((_, Effect::TakeMergeTurn { .. })))
+    }
+
+    /// The turn is ours (or none is needed): after any pause since the merge's checks, they
+    /// run again first, the turn held; otherwise the merge runs.
+    fn turn_taken(&mut self) {
+        if self.paused_since_checks == 0 {
+            return self.merge_now();
+        }
+        self.paused_since_checks = 0;
+        self.holding_turn = true;
+        self.ask(
+            At::Step(Step::Merge),
+            Effect::CheckPreconditions { step: Step::Merge },
+        );
+    }
+
+    /// Checks run again with the turn held and the merge did not follow: the turn goes back.
+    fn drop_held_turn(&mut self) {
+        if self.holding_turn {
+            self.holding_turn = false;
+            self.release_turn();
+        }
     }
 
     fn release_turn(&mut self) {
@@ -710,6 +742,7 @@ impl Model {
                 max: 3,
             }));
             let millis = 250 * u64::from(self.races);
+            self.paused_since_checks += millis;
             self.fx.push(Effect::Pause { millis });
             self.at = At::MergePause(millis);
             return;
@@ -929,14 +962,21 @@ impl Model {
                 }
             }
             Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
-                if step == Step::Merge {
+                if self.holding_turn {
+                    self.holding_turn = false;
+                    self.merge_now()
+                } else if step == Step::Merge {
                     self.merge_ready()
                 } else {
                     self.dispatch(step)
                 }
             }
-            Event::AlreadyDone { step: s } if s == step && !self.dispatched => self.advance(step),
+            Event::AlreadyDone { step: s } if s == step && !self.dispatched => {
+                self.drop_held_turn();
+                self.advance(step)
+            }
             Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
+                self.drop_held_turn();
                 self.bounce(step, check)
             }
             Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
@@ -962,7 +1002,7 @@ impl Model {
                 let u = self.settle(&usage);
                 self.failed(step, class, signature, &u, wait_hint_secs)
             }
-            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_now(),
+            Event::MergeTurnTaken if self.turn_asked(step) => self.turn_taken(),
             Event::MergeTurnBusy if self.turn_asked(step) => self.turn_busy(),
             Event::TrackerWriteFailed if self.turn_asked(step) => {
                 self.halt(HaltReason::MergeTurnHeld {
@@ -976,6 +1016,7 @@ impl Model {
             } if step == Step::Merge && self.dispatched => self.race_lost(class, signature, &usage),
             Event::NetworkFailed => self.network_failed(),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
+                self.drop_held_turn();
                 self.withdraw(issue)
             }
             Event::WorkspaceUnfit { step: s } if s == step => {
