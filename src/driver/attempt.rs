@@ -265,7 +265,6 @@ impl Driver {
             }
         }
         self.state.last_completed_step = step.number();
-        self.state.retries.remove(step.key());
         self.save_state();
         self.notifier.send(
             Severity::Info,
@@ -291,11 +290,6 @@ impl Driver {
             c.signature,
             c.summary
         ));
-        *self
-            .state
-            .retries
-            .entry(step.key().to_string())
-            .or_default() += 1;
         self.save_state();
         self.remember_failure(step, c.class, &c.summary, &c.excerpt);
         Event::StepFailed {

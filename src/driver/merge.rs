@@ -136,12 +136,6 @@ impl Driver {
                 usage,
                 ..
             } if class != FailureClass::MergeConflict && self.lost_race(issue, base.as_deref()) => {
-                // Not the attempt's failure (unless the machine says so): the state file's
-                // count of failed attempts takes it back.
-                if let Some(n) = self.state.retries.get_mut(step.key()) {
-                    *n = n.saturating_sub(1);
-                }
-                self.save_state();
                 self.log(&format!(
                     "issue #{issue}: the merge lost a push race (origin's {} moved meanwhile)",
                     self.repo.main()

@@ -303,6 +303,7 @@ impl Driver {
                 said: reported.said.as_deref().map(last_words_kept),
             };
             let effects = self.core.handle_reported(&event, report.clone()).to_vec();
+            self.mirror_retries(&event);
             let state = *self.core.state();
             tracing::debug!(?event, state = state.name(), ?effects, "event");
             let requests = effects.iter().filter(|e| e.is_request()).count();
@@ -351,6 +352,24 @@ impl Driver {
                     return 1;
                 }
             }
+        }
+    }
+
+    /// The state file's count of failed attempts per step follows the events the machine took:
+    /// a failure counts, a success clears it, and a lost push race (no attempt) leaves it be.
+    fn mirror_retries(&mut self, event: &Event) {
+        match *event {
+            Event::StepFailed { step, .. } => {
+                *self
+                    .state
+                    .retries
+                    .entry(step.key().to_string())
+                    .or_default() += 1;
+            }
+            Event::StepSucceeded { step, .. } => {
+                self.state.retries.remove(step.key());
+            }
+            _ => {}
         }
     }
 

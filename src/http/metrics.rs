@@ -66,6 +66,7 @@ pub struct Metrics {
     agent_turns: Family<StepModel, Counter>,
     agent_cost: Family<StepModel, FloatCounter>,
     escalations: Counter,
+    releases: Counter,
     halts: Family<Reason, Counter>,
     waits: Family<WaitKind, Counter>,
     wait_seconds: Family<WaitKind, Counter>,
@@ -115,6 +116,11 @@ impl Metrics {
                 "Cost the agent reported for finished attempts, in US dollars, by step and model",
             ),
             escalations: metric(r, "escalations", "Issues escalated"),
+            releases: metric(
+                r,
+                "escalations_released",
+                "Escalations lifted again: the same failure ended the next issue too, so it was the environment's",
+            ),
             halts: metric(r, "halts", "Session halts, by reason"),
             waits: metric(
                 r,
@@ -250,6 +256,11 @@ impl Metrics {
             Effect::MarkEscalated { .. } => {
                 self.escalations.inc();
             }
+            // A counter never goes down: a lifted escalation is counted on its own, so that
+            // escalations minus releases is what stays quarantined.
+            Effect::Unquarantine { .. } => {
+                self.releases.inc();
+            }
             Effect::RecordMerged { .. } => {
                 self.merged.inc();
             }
@@ -341,6 +352,9 @@ mod tests {
             })),
         );
         m.observe("w1", &effect(Effect::Wait { seconds: 60 }));
+        m.observe("w1", &effect(Effect::MarkEscalated { issue: 1 }));
+        m.observe("w1", &effect(Effect::MarkEscalated { issue: 2 }));
+        m.observe("w1", &effect(Effect::Unquarantine { issue: 1 }));
         m.observe("w1", &effect(Effect::Halt(HaltReason::SessionBudget)));
         let text = m.encode();
         let class = FailureClass::RateLimit.name();
@@ -353,6 +367,8 @@ mod tests {
             format!("sdlc_waits_total{{kind=\"{class}\"}} 1"),
             format!("sdlc_wait_seconds_total{{kind=\"{class}\"}} 60"),
             "sdlc_halts_total{reason=\"sessionBudget\"} 1".to_string(),
+            "sdlc_escalations_total 2".to_string(),
+            "sdlc_escalations_released_total 1".to_string(),
             "sdlc_worker_state{worker=\"w1\",state=\"BackingOff\"} 1".to_string(),
         ] {
             assert!(text.contains(&expected), "{expected} missing from:\n{text}");
