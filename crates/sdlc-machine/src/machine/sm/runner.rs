@@ -12,8 +12,11 @@ use std::collections::BTreeSet;
 /// Work spent, for the wasted-work report.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Spend {
+    /// Agent invocations (attempts) counted.
     pub invocations: u64,
+    /// Agent turns, as the agents reported them.
     pub turns: u64,
+    /// Cost in micro-dollars.
     pub cost_micros: u64,
 }
 
@@ -28,8 +31,11 @@ impl Spend {
 /// Statistics that never influence a decision (projected out when exploring the graph).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Stats {
+    /// Merges this session.
     pub merges: u64,
+    /// Everything spent this session.
     pub total: Spend,
+    /// Spent since the last merge: the work a report would call wasted if nothing merges.
     pub since_merge: Spend,
     /// Spend of failed attempts since the last merge, by `FailureClass::index`.
     pub failed_by_class: [Spend; FailureClass::COUNT],
@@ -38,8 +44,11 @@ pub struct Stats {
 /// The last failure seen, for diagnostics.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct LastFailure {
+    /// The step that failed.
     pub step: Step,
+    /// How it failed.
     pub class: FailureClass,
+    /// The failure's signature, to tell the same failure from another of its class.
     pub signature: Signature,
 }
 
@@ -69,31 +78,49 @@ impl FailuresSeen {
 /// Shared storage of the machine: every counter of docs/counters-and-bounds.md.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Runner {
+    /// The limits of docs/counters-and-bounds.md, fixed for the session.
     pub limits: Limits,
+    /// How the session runs (continuous, one issue, one step); a restart may change it.
     pub mode: Mode,
     /// Issue of the current cycle.
     pub issue: Option<u32>,
     /// Whether the current step's attempt was dispatched (vs. waiting for its preconditions).
     pub dispatched: bool,
     // -- cycle scope: reset by `begin_cycle` --
+    /// Failed attempts of each step in this cycle, by step index.
     pub attempts: [u32; Step::COUNT],
+    /// Bounces in this cycle (a step's precondition failed and an earlier step ran again).
     pub bounces: u32,
+    /// Same-signature failures in a row of each step in this cycle.
     pub same_failure: [u32; Step::COUNT],
+    /// The signature of each step's last failure in this cycle, for `same_failure`.
     pub last_signature: [Option<Signature>; Step::COUNT],
+    /// The class of each step's last failure in this cycle: whether its next attempt repairs.
     pub last_class: [Option<FailureClass>; Step::COUNT],
+    /// Repair attempts of each step in this cycle (within `max_repair_iterations`).
     pub repairs: [u32; Step::COUNT],
     /// How each step's failed attempts failed in this cycle (waits aside).
     pub failures_seen: [FailuresSeen; Step::COUNT],
+    /// What this cycle's attempts cost, in micro-dollars (the per-issue budget).
     pub issue_cost_micros: u64,
+    /// How long this cycle's attempts took, in milliseconds (the per-issue time budget).
     pub issue_elapsed_ms: u64,
     // -- session scope --
+    /// Escalations in a row this session: a merge resets it, the limit halts.
     pub consecutive_escalations: u32,
+    /// Issues escalated this session: no selection offers them again.
     pub escalated: BTreeSet<u32>,
+    /// Failures in a row of each step across the session (`maxConsecutiveFailures`).
     pub phase_failures: [u32; Step::COUNT],
+    /// Rate-limit, overload and quota waits in a row.
     pub wait_streak: u32,
+    /// What the session's attempts cost, in micro-dollars (the session budget).
     pub session_cost_micros: u64,
+    /// The last attempt's usage: a budget refuses an attempt that would likely pass it.
     pub last_usage: Usage,
+    /// The last failure of the session, for the diagnostics and the same-failure check.
     pub last_failure: Option<LastFailure>,
+    /// The wasted-work figures; never read by a decision.
     pub stats: Stats,
     /// Issues merged this session: final, whether or not the tracker could be told, so no
     /// selection offers them again.
@@ -114,6 +141,7 @@ pub struct Runner {
     // -- attempt scope: reset by `dispatch` --
     /// Waits between looks at CI in the monitorCI attempt under way, and their seconds.
     pub ci_waits: u32,
+    /// Their seconds, for the diagnostic when CI never settles.
     pub ci_waited_secs: u64,
     /// What the attempt under way cost before its outcome (its looks at CI that found CI
     /// pending, and their waits): added to the outcome's usage, so an attempt is counted once.
@@ -131,6 +159,7 @@ pub struct Runner {
 pub(super) type Fx = Vec<Effect>;
 
 impl Runner {
+    /// Storage with every counter at zero and nothing selected.
     pub fn new(limits: Limits, mode: Mode) -> Self {
         Runner {
             limits,

@@ -44,11 +44,13 @@ impl State {
         })
     }
 
+    /// Whether nothing leaves this state (`Halted`, `Finished`).
     pub fn is_terminal(&self) -> bool {
         matches!(self, State::Halted { .. } | State::Finished { .. })
     }
 
-    /// The same state with its issue number taken out (see [`Effect::without_issue`]).
+    /// The same state with its issue number taken out (see
+    /// [`Effect::without_issue`](crate::machine::Effect::without_issue)).
     pub fn without_issue(self) -> State {
         match self {
             State::RecordingMerge { .. } => State::recording_merge(0),

@@ -19,21 +19,27 @@ pub enum Mode {
 /// What one attempt cost, as reported by the agent and measured by the driver.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Usage {
+    /// Cost in micro-dollars.
     pub cost_micros: u64,
+    /// Wall-clock time in milliseconds.
     pub elapsed_ms: u64,
+    /// Agent turns.
     pub turns: u32,
 }
 
 /// Which signal asked the runner to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Signal {
+    /// SIGINT (Ctrl-C).
     Int,
+    /// SIGTERM.
     Term,
     /// The terminal went away (ssh dropped, window closed): a shutdown like SIGTERM.
     Hup,
 }
 
 impl Signal {
+    /// The signal's conventional name (`SIGINT`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             Signal::Int => "SIGINT",
@@ -56,11 +62,13 @@ pub enum DecisionOption {
 }
 
 impl DecisionOption {
+    /// Every option, in the order a person is offered them.
     pub const ALL: [DecisionOption; 3] = [
         DecisionOption::Retry,
         DecisionOption::Skip,
         DecisionOption::Halt,
     ];
+    /// The option as written in the decision file.
     pub const fn name(self) -> &'static str {
         match self {
             DecisionOption::Retry => "retry",
@@ -68,6 +76,7 @@ impl DecisionOption {
             DecisionOption::Halt => "halt",
         }
     }
+    /// The option written `s`, if any.
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|o| o.name() == s)
     }
@@ -85,10 +94,12 @@ pub enum Event {
     /// A restart in another mode than the session's (`run`, `run --issue N`, `run --step K`):
     /// the counters carry over, then the machine restarts as on `Start`.
     ModeChanged {
+        /// The mode of this run.
         mode: Mode,
     },
     /// The tracker chose the next issue.
     IssueSelected {
+        /// The issue.
         issue: u32,
     },
     /// No open automatable issue at all: nothing to do.
@@ -99,33 +110,49 @@ pub enum Event {
     AllBlocked,
     /// On start: observed work in progress, `next` is the first step not yet completed.
     Resume {
+        /// The issue whose branch holds the work.
         issue: u32,
+        /// The first step not yet done.
         next: Step,
     },
     /// On start: the current branch's PR is already merged.
     AlreadyMerged {
+        /// The issue.
         issue: u32,
     },
     /// The step may start.
     PreconditionsOk {
+        /// The step.
         step: Step,
     },
     /// The step's outcome already holds (idempotent side effects): record it done, do not run.
     AlreadyDone {
+        /// The step.
         step: Step,
     },
+    /// A precondition of the step does not hold: an earlier step must run again (a bounce).
     PreconditionFailed {
+        /// The step.
         step: Step,
+        /// The check that failed.
         check: Check,
     },
+    /// The attempt succeeded.
     StepSucceeded {
+        /// The step.
         step: Step,
+        /// What the attempt cost.
         usage: Usage,
     },
+    /// The attempt failed, classified by the driver.
     StepFailed {
+        /// The step.
         step: Step,
+        /// How it failed.
         class: FailureClass,
+        /// The failure's signature (same failure or another).
         signature: Signature,
+        /// What the attempt cost.
         usage: Usage,
         /// For QUOTA: seconds until the usage window resets, as the CLI reported.
         wait_hint_secs: Option<u64>,
@@ -134,11 +161,14 @@ pub enum Event {
     WaitOver,
     /// A person answered a decision point.
     Decided {
+        /// The option chosen.
         option: DecisionOption,
     },
     /// Nobody answered the decision point in time.
     DecisionTimedOut,
+    /// A signal asked the runner to stop.
     ShutdownRequested {
+        /// Which signal.
         signal: Signal,
     },
     /// A git/gh/tracker call kept failing for a transient network reason through every
@@ -157,12 +187,14 @@ pub enum Event {
     /// Read before a step: a person closed the issue, took its `automatable` label away or
     /// marked it escalated. Their decision wins: the cycle is dropped, nothing is merged.
     IssueWithdrawn {
+        /// The issue taken back.
         issue: u32,
     },
     /// A fact the runner owns is wrong before a step or its post-step check (a git lock file,
     /// changes in the tree that are nobody's work of this cycle): the environment's fault,
     /// never the issue's.
     WorkspaceUnfit {
+        /// The step about to run or just run.
         step: Step,
     },
     /// The runner looked at CI for monitorCI (in `RunStep`, or `LookAtCi`) and the checks
@@ -170,6 +202,7 @@ pub enum Event {
     /// fails the attempt as `TIMEOUT` once the step's time limit would pass. `usage` is what
     /// the look (and a repair attempt's agent before it) cost.
     CiPending {
+        /// What the look cost.
         usage: Usage,
     },
     /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
@@ -181,8 +214,11 @@ pub enum Event {
     /// contention, not an attempt. The machine refreshes and merges again as
     /// `fleet::Contention` allows; past that this failure is the attempt's.
     MergeRaceLost {
+        /// How the merge failed.
         class: FailureClass,
+        /// The failure's signature.
         signature: Signature,
+        /// What the merge run cost.
         usage: Usage,
     },
 }

@@ -19,15 +19,21 @@ pub struct Limits {
     pub max_consecutive_failures: [u32; Step::COUNT],
     /// Rate-limit/overload/quota waits in a row before halting.
     pub max_rate_limit_waits: u32,
+    /// First rate-limit or overload wait; it doubles up to `backoff_max_secs`.
     pub backoff_initial_secs: u32,
+    /// Longest wait of any backoff schedule (rate limit and network).
     pub backoff_max_secs: u32,
+    /// Longest quota window the runner waits for; a longer one halts.
     pub max_quota_wait_secs: u64,
     /// Repair prompts (carrying the last classified failure) per step and cycle.
     pub max_repair_iterations: u32,
+    /// Whether the simplify step runs (it is skipped otherwise).
     pub simplify_enabled: bool,
     /// Budgets, `None` = off. Money in micro-dollars so that arithmetic stays exact.
     pub per_issue_budget_micros: Option<u64>,
+    /// Session budget in micro-dollars.
     pub per_session_budget_micros: Option<u64>,
+    /// Time budget per issue in milliseconds (attempts and CI waits).
     pub per_issue_budget_ms: Option<u64>,
     /// Manual approval: retries-exhausted asks a person instead of escalating.
     pub manual_approval: bool,
@@ -44,6 +50,7 @@ pub struct Limits {
     #[serde(default = "default_ci_poll_initial_secs")]
     pub ci_poll_initial_secs: u32,
     #[serde(default = "default_ci_poll_max_secs")]
+    /// monitorCI: the longest pause between two looks at CI.
     pub ci_poll_max_secs: u32,
     /// monitorCI: how long CI may stay pending within one attempt (the step's `timeoutMin`)
     /// before the attempt fails as `TIMEOUT`.
@@ -108,6 +115,7 @@ impl Default for Limits {
 }
 
 impl Limits {
+    /// Whether `step` runs: every step but a disabled simplify.
     pub fn enabled(&self, step: Step) -> bool {
         step != Step::Simplify || self.simplify_enabled
     }
@@ -130,6 +138,7 @@ impl Limits {
         Some(s)
     }
 
+    /// The steps that run, in order.
     pub fn enabled_steps(&self) -> impl Iterator<Item = Step> + '_ {
         Step::ALL.into_iter().filter(|s| self.enabled(*s))
     }
