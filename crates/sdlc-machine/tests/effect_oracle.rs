@@ -12,7 +12,7 @@
 //! changed, the repair limit off by one, the auto-commit after implement dropped, the quota
 //! cap ignored, a stale event acted on, single-step mode ignored, the spend statistics wrong.
 
-#[path = "effect_oracle/model.rs"]
+#[path = "effect_oracle/model/mod.rs"]
 mod model;
 
 use model::Model;

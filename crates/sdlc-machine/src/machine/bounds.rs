@@ -111,8 +111,8 @@ pub fn compute(limits: &Limits) -> Bounds {
 }
 
 /// Whether a step runs the agent only in its repair attempts when it is builtin: the steps
-/// whose dispatch can be a repair (`dispatch` in `sm.rs`). A builtin step's other attempts are
-/// the runner's own git and forge actions.
+/// whose dispatch can be a repair (`dispatch` in `sm/step_outcome.rs`). A builtin step's
+/// other attempts are the runner's own git and forge actions.
 const fn repairs_by_agent(step: Step) -> bool {
     matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
 }

@@ -60,6 +60,7 @@ impl std::fmt::Debug for Core {
 }
 
 impl Core {
+    /// A machine in `Selecting` with every counter at zero: feed it `Start` to begin.
     pub fn new(limits: Limits, mode: Mode) -> Self {
         let mut fx = Vec::with_capacity(16);
         let sm = Runner::new(limits, mode)
@@ -119,14 +120,17 @@ impl Core {
         self.details[step.index()].as_ref()
     }
 
+    /// The current state.
     pub fn state(&self) -> &State {
         self.sm.state()
     }
 
+    /// The shared storage: every counter, the limits and the mode.
     pub fn runner(&self) -> &Runner {
         &self.sm
     }
 
+    /// Whether the machine halted or finished: no event moves it on.
     pub fn is_terminal(&self) -> bool {
         self.state().is_terminal()
     }

@@ -1,0 +1,26 @@
+//! The session-level coordinator of `run --workers N`: pure like the machine (reports in,
+//! orders out, no clock: times are passed in), it owns what is global to the workers.
+//!
+//! - **One issue, one worker.** A worker asks before it starts an issue; an issue another
+//!   worker holds, or one escalated in this session, is refused.
+//! - **Consecutive escalations** are counted across workers in the order they complete; a merge
+//!   anywhere resets the count, and reaching the limit halts every worker.
+//! - **The session budget** is the sum of every worker's spend.
+//! - **Rate limits and quotas** are the account's, not a worker's: a wait one worker reports
+//!   pauses every worker's next dispatch until it ends.
+//! - **The halt is sticky and global**: once any worker halts, or the coordinator halts the
+//!   fleet, no worker may dispatch again.
+//! - **One merge at a time**: the merge turn goes to one worker; the others queue for it in
+//!   the order they asked, so each waits for at most `workers - 1` merges.
+//!
+//! Beside the coordinator, two pure policies every runner follows around a merge, fleet or
+//! not: how long it waits for the merge lease ([`LeaseWait`]), and how a merge that lost a push
+//! race is retried ([`Contention`]): as contention on main, not as a failed attempt.
+
+mod coordinator;
+mod merge_policy;
+#[cfg(test)]
+mod tests;
+
+pub use coordinator::*;
+pub use merge_policy::*;

@@ -1,0 +1,140 @@
+//! Giving up on an issue: the escalation (durable quarantine), the decision a person takes
+//! instead under manual approval, and the release of the first issue when the same failure
+//! ends the next one too (the environment's, not theirs).
+
+use super::{FailuresSeen, Fx, Runner, State};
+use crate::failure::FailureClass;
+use crate::machine::types::*;
+use crate::step::Step;
+use statig::prelude::*;
+
+impl Runner {
+    pub(super) fn escalate(
+        &mut self,
+        step: Step,
+        cause: EscalationCause,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let issue = self.current_issue();
+        // The failure that ends this cycle, when it is this step's own (not a bounce, a
+        // budget or a person's skip).
+        let own = match cause {
+            EscalationCause::RetriesExhausted
+            | EscalationCause::SameFailureRepeated
+            | EscalationCause::NonRetryable => self.last_failure.filter(|f| f.step == step),
+            _ => None,
+        };
+        if let (Some(now), Some((previous, before))) = (own, self.last_escalation) {
+            if previous != issue && before == now {
+                return self.same_failure_across_issues(step, now.class, fx);
+            }
+        }
+        self.last_escalation = own.map(|f| (issue, f));
+        self.last_escalation_alone = own.is_some_and(|f| {
+            self.failures_seen[step.index()] == FailuresSeen::Only(f.class, f.signature)
+        });
+        self.escalated.insert(issue);
+        self.consecutive_escalations += 1;
+        self.dispatched = false;
+        let state = State::escalating(step, cause);
+        self.request(state, Effect::MarkEscalated { issue }, fx);
+        Transition(state)
+    }
+
+    /// Two issues failing the same way, one after the other: the cause is common to both, so
+    /// the second is not quarantined and the session stops. The first's quarantine is lifted
+    /// first when that failure was the only way its step failed (it was never the issue's);
+    /// when its step also failed another way, its quarantine stays (docs/counters-and-bounds.md).
+    pub(super) fn same_failure_across_issues(
+        &mut self,
+        step: Step,
+        class: FailureClass,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let halt = HaltReason::SameFailureAcrossIssues { step, class };
+        match self.last_escalation {
+            Some((first, _)) if self.last_escalation_alone => {
+                self.dispatched = false;
+                let state = State::releasing(step, class);
+                self.request(state, Effect::Unquarantine { issue: first }, fx);
+                Transition(state)
+            }
+            _ => self.halt(halt, fx),
+        }
+    }
+
+    /// The tracker lifted the first issue's quarantine: it no longer counts as escalated, and
+    /// the session halts as the environment's.
+    pub(super) fn release_recorded(
+        &mut self,
+        first: u32,
+        step: Step,
+        class: FailureClass,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        if self.escalated.remove(&first) {
+            self.consecutive_escalations = self.consecutive_escalations.saturating_sub(1);
+        }
+        fx.push(Effect::Notify(Notice::Released {
+            issue: first,
+            second: self.current_issue(),
+            step,
+            class,
+        }));
+        self.halt(HaltReason::SameFailureAcrossIssues { step, class }, fx)
+    }
+
+    /// The tracker recorded the quarantine: stop, end the run or select the next issue.
+    pub(super) fn escalation_recorded(
+        &mut self,
+        step: Step,
+        cause: EscalationCause,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let issue = self.current_issue();
+        let consecutive = self.consecutive_escalations;
+        if let Mode::SingleIssue(_) = self.mode {
+            fx.push(Effect::Cleanup);
+            fx.push(Effect::AutoCommit(CommitKind::PartialWork));
+            fx.push(Effect::CheckoutMain);
+            fx.push(Effect::Notify(Notice::Escalated {
+                issue,
+                step,
+                cause,
+                consecutive,
+            }));
+            return self.finish(1, fx);
+        }
+        if consecutive >= self.limits.max_consecutive_escalations {
+            return self.halt(HaltReason::ConsecutiveEscalations { cause, step }, fx);
+        }
+        fx.push(Effect::Cleanup);
+        fx.push(Effect::AutoCommit(CommitKind::PartialWork));
+        fx.push(Effect::CheckoutMain);
+        fx.push(Effect::ResetCycle);
+        fx.push(Effect::Notify(Notice::Escalated {
+            issue,
+            step,
+            cause,
+            consecutive,
+        }));
+        self.select_next(fx)
+    }
+
+    /// Retries are spent: a person decides (manual approval) or the issue escalates.
+    pub(super) fn give_up(
+        &mut self,
+        step: Step,
+        cause: EscalationCause,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        if self.limits.manual_approval {
+            fx.push(Effect::AskDecision {
+                step,
+                issue: self.current_issue(),
+            });
+            return Transition(State::awaiting_decision(step));
+        }
+        self.escalate(step, cause, fx)
+    }
+}

@@ -1,0 +1,91 @@
+//! The runner's own requests (git, gh, the tracker): issuing one, waiting out a network
+//! failure of its call and issuing it again, and the answer to a tracker write.
+
+use super::{Fx, Runner, State};
+use crate::machine::types::*;
+use statig::prelude::*;
+
+impl Runner {
+    /// Issue a request the runner answers with a call of its own (git, gh, the tracker): a
+    /// network failure of that call is waited out and the same request issued again.
+    pub(super) fn request(&mut self, state: State, effect: Effect, fx: &mut Fx) {
+        self.network_waits = 0;
+        self.outstanding = Some((state, effect));
+        fx.push(effect);
+    }
+
+    /// The outstanding request's call failed on the network: wait on the network's own
+    /// schedule and call again, or halt once `max_network_waits` waits in a row did not help.
+    /// No attempt is spent and no issue blamed.
+    pub(super) fn network_failed(&mut self, fx: &mut Fx) -> Outcome<State> {
+        if self.outstanding.is_none() {
+            return Handled;
+        }
+        if self.network_waits >= self.limits.max_network_waits {
+            return self.halt(HaltReason::Network, fx);
+        }
+        self.network_waits += 1;
+        let seconds = u64::from(self.limits.network_backoff_secs(self.network_waits));
+        fx.push(Effect::Notify(Notice::NetworkWait {
+            seconds,
+            wait: self.network_waits,
+        }));
+        fx.push(Effect::Wait { seconds });
+        Transition(State::waiting_for_network(seconds))
+    }
+
+    /// The answer to a tracker write, the same for a merge, an escalation and a release:
+    /// `recorded` goes on; a refusal halts naming the issue; the network is waited out; a
+    /// restart writes again.
+    pub(super) fn on_tracker_write(
+        &mut self,
+        event: &Event,
+        refused: HaltReason,
+        fx: &mut Fx,
+        recorded: impl FnOnce(&mut Self, &mut Fx) -> Outcome<State>,
+    ) -> Outcome<State> {
+        match *event {
+            Event::TrackerUpdated => recorded(self, fx),
+            Event::TrackerWriteFailed => self.halt(refused, fx),
+            Event::NetworkFailed => self.network_failed(fx),
+            Event::Start | Event::ModeChanged { .. } => {
+                if let Event::ModeChanged { mode } = *event {
+                    self.mode = mode;
+                }
+                self.reissue(fx)
+            }
+            _ => Super,
+        }
+    }
+
+    /// A wait interrupted by a restart (or a mode change that keeps the run going) is waited
+    /// again in full; any other event goes to the superstate.
+    pub(super) fn wait_again(
+        &mut self,
+        seconds: u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        let outcome = match *event {
+            Event::Start => None,
+            Event::ModeChanged { mode } => self.change_mode(mode, context),
+            _ => return Super,
+        };
+        outcome.unwrap_or_else(|| {
+            context.push(Effect::Wait { seconds });
+            Handled
+        })
+    }
+
+    /// The outstanding request again, from the state that issued it (after a network wait or
+    /// a restart); the network-wait count stays.
+    pub(super) fn reissue(&mut self, fx: &mut Fx) -> Outcome<State> {
+        match self.outstanding {
+            Some((state, effect)) => {
+                fx.push(effect);
+                Transition(state)
+            }
+            None => self.select_next(fx),
+        }
+    }
+}

@@ -1,0 +1,248 @@
+//! The machine's shared storage (`Runner`, every counter of docs/counters-and-bounds.md) with
+//! the small records it keeps, its constructor and the bookkeeping every handler shares.
+
+use super::State;
+use crate::failure::{FailureClass, Signature};
+use crate::fleet::{Contention, LeaseWait};
+use crate::machine::types::*;
+use crate::step::Step;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+
+/// Work spent, for the wasted-work report.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Spend {
+    /// Agent invocations (attempts) counted.
+    pub invocations: u64,
+    /// Agent turns, as the agents reported them.
+    pub turns: u64,
+    /// Cost in micro-dollars.
+    pub cost_micros: u64,
+}
+
+impl Spend {
+    pub(super) fn add(&mut self, usage: &Usage) {
+        self.invocations += 1;
+        self.turns += u64::from(usage.turns);
+        self.cost_micros += usage.cost_micros;
+    }
+}
+
+/// Statistics that never influence a decision (projected out when exploring the graph).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Stats {
+    /// Merges this session.
+    pub merges: u64,
+    /// Everything spent this session.
+    pub total: Spend,
+    /// Spent since the last merge: the work a report would call wasted if nothing merges.
+    pub since_merge: Spend,
+    /// Spend of failed attempts since the last merge, by `FailureClass::index`.
+    pub failed_by_class: [Spend; FailureClass::COUNT],
+}
+
+/// The last failure seen, for diagnostics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct LastFailure {
+    /// The step that failed.
+    pub step: Step,
+    /// How it failed.
+    pub class: FailureClass,
+    /// The failure's signature, to tell the same failure from another of its class.
+    pub signature: Signature,
+}
+
+/// How the failed attempts of one step in the cycle failed: whether a quarantine rests on one
+/// failure alone.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum FailuresSeen {
+    /// The step has not failed in this cycle.
+    #[default]
+    None,
+    /// Every failed attempt failed this way.
+    Only(FailureClass, Signature),
+    /// At least two different ways.
+    Several,
+}
+
+impl FailuresSeen {
+    pub(super) fn and(self, class: FailureClass, signature: Signature) -> FailuresSeen {
+        match self {
+            FailuresSeen::None => FailuresSeen::Only(class, signature),
+            FailuresSeen::Only(c, s) if (c, s) == (class, signature) => self,
+            _ => FailuresSeen::Several,
+        }
+    }
+}
+
+/// Shared storage of the machine: every counter of docs/counters-and-bounds.md.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Runner {
+    /// The limits of docs/counters-and-bounds.md, fixed for the session.
+    pub limits: Limits,
+    /// How the session runs (continuous, one issue, one step); a restart may change it.
+    pub mode: Mode,
+    /// Issue of the current cycle.
+    pub issue: Option<u32>,
+    /// Whether the current step's attempt was dispatched (vs. waiting for its preconditions).
+    pub dispatched: bool,
+    // -- cycle scope: reset by `begin_cycle` --
+    /// Failed attempts of each step in this cycle, by step index.
+    pub attempts: [u32; Step::COUNT],
+    /// Bounces in this cycle (a step's precondition failed and an earlier step ran again).
+    pub bounces: u32,
+    /// Same-signature failures in a row of each step in this cycle.
+    pub same_failure: [u32; Step::COUNT],
+    /// The signature of each step's last failure in this cycle, for `same_failure`.
+    pub last_signature: [Option<Signature>; Step::COUNT],
+    /// The class of each step's last failure in this cycle: whether its next attempt repairs.
+    pub last_class: [Option<FailureClass>; Step::COUNT],
+    /// Repair attempts of each step in this cycle (within `max_repair_iterations`).
+    pub repairs: [u32; Step::COUNT],
+    /// How each step's failed attempts failed in this cycle (waits aside).
+    pub failures_seen: [FailuresSeen; Step::COUNT],
+    /// What this cycle's attempts cost, in micro-dollars (the per-issue budget).
+    pub issue_cost_micros: u64,
+    /// How long this cycle's attempts took, in milliseconds (the per-issue time budget).
+    pub issue_elapsed_ms: u64,
+    // -- session scope --
+    /// Escalations in a row this session: a merge resets it, the limit halts.
+    pub consecutive_escalations: u32,
+    /// Issues escalated this session: no selection offers them again.
+    pub escalated: BTreeSet<u32>,
+    /// Failures in a row of each step across the session (`maxConsecutiveFailures`).
+    pub phase_failures: [u32; Step::COUNT],
+    /// Rate-limit, overload and quota waits in a row.
+    pub wait_streak: u32,
+    /// What the session's attempts cost, in micro-dollars (the session budget).
+    pub session_cost_micros: u64,
+    /// The last attempt's usage: a budget refuses an attempt that would likely pass it.
+    pub last_usage: Usage,
+    /// The last failure of the session, for the diagnostics and the same-failure check.
+    pub last_failure: Option<LastFailure>,
+    /// The wasted-work figures; never read by a decision.
+    pub stats: Stats,
+    /// Issues merged this session: final, whether or not the tracker could be told, so no
+    /// selection offers them again.
+    pub merged: BTreeSet<u32>,
+    /// Issues a person took back during the session (closed, relabelled, escalated).
+    pub withdrawn: BTreeSet<u32>,
+    /// The request the runner is answering now and the state that issued it: what a network
+    /// wait calls again.
+    pub outstanding: Option<(State, Effect)>,
+    /// Network waits in a row on the outstanding request.
+    pub network_waits: u32,
+    /// The issue and failure of the last escalation, to tell an environment's failure (the
+    /// same on two issues in a row) from the issues'.
+    pub last_escalation: Option<(u32, LastFailure)>,
+    /// Whether that failure was the only way the escalating step failed in its cycle: then
+    /// the quarantine rests on it alone, and the same failure on the next issue releases it.
+    pub last_escalation_alone: bool,
+    // -- attempt scope: reset by `dispatch` --
+    /// Waits between looks at CI in the monitorCI attempt under way, and their seconds.
+    pub ci_waits: u32,
+    /// Their seconds, for the diagnostic when CI never settles.
+    pub ci_waited_secs: u64,
+    /// What the attempt under way cost before its outcome (its looks at CI that found CI
+    /// pending, and their waits): added to the outcome's usage, so an attempt is counted once.
+    pub pending_usage: Usage,
+    // -- merge scope (docs/scaling.md, "Merges") --
+    /// The wait for the merge turn under way: its pauses so far, on the `LeaseWait` schedule.
+    pub merge_wait: LeaseWait,
+    /// The push races the merge attempt under way lost (reset by `dispatch`).
+    pub contention: Contention,
+    /// A lost race asked for the merge again: the next merge run is the same attempt's.
+    pub merge_rerun: bool,
+    /// The runner paused while waiting for the merge turn: the world may have changed (a
+    /// person closed the issue, another merger merged it), so the turn, once taken, is
+    /// followed by the merge's checks again before the merge runs.
+    pub paused_for_turn: bool,
+    /// The merge turn is held while the merge's checks run again: their answer merges, or
+    /// gives the turn back.
+    pub turn_held: bool,
+}
+
+/// The effect buffer every handler pushes to.
+pub(super) type Fx = Vec<Effect>;
+
+impl Runner {
+    /// Storage with every counter at zero and nothing selected.
+    pub fn new(limits: Limits, mode: Mode) -> Self {
+        Runner {
+            limits,
+            mode,
+            issue: None,
+            dispatched: false,
+            attempts: [0; Step::COUNT],
+            bounces: 0,
+            same_failure: [0; Step::COUNT],
+            last_signature: [None; Step::COUNT],
+            last_class: [None; Step::COUNT],
+            repairs: [0; Step::COUNT],
+            failures_seen: [FailuresSeen::None; Step::COUNT],
+            issue_cost_micros: 0,
+            issue_elapsed_ms: 0,
+            consecutive_escalations: 0,
+            escalated: BTreeSet::new(),
+            phase_failures: [0; Step::COUNT],
+            wait_streak: 0,
+            session_cost_micros: 0,
+            last_usage: Usage::default(),
+            last_failure: None,
+            stats: Stats::default(),
+            merged: BTreeSet::new(),
+            withdrawn: BTreeSet::new(),
+            outstanding: None,
+            network_waits: 0,
+            last_escalation: None,
+            last_escalation_alone: false,
+            ci_waits: 0,
+            ci_waited_secs: 0,
+            pending_usage: Usage::default(),
+            merge_wait: LeaseWait::new(0),
+            contention: Contention::default(),
+            merge_rerun: false,
+            paused_for_turn: false,
+            turn_held: false,
+        }
+    }
+
+    pub(super) fn begin_cycle(&mut self, issue: u32) {
+        self.issue = Some(issue);
+        self.dispatched = false;
+        self.attempts = [0; Step::COUNT];
+        self.bounces = 0;
+        self.same_failure = [0; Step::COUNT];
+        self.last_signature = [None; Step::COUNT];
+        self.last_class = [None; Step::COUNT];
+        self.repairs = [0; Step::COUNT];
+        self.failures_seen = [FailuresSeen::None; Step::COUNT];
+        self.issue_cost_micros = 0;
+        self.issue_elapsed_ms = 0;
+        self.merge_rerun = false;
+    }
+
+    pub(super) fn current_issue(&self) -> u32 {
+        self.issue.unwrap_or(0)
+    }
+
+    pub(super) fn single_step(&self) -> bool {
+        matches!(self.mode, Mode::SingleStep(_))
+    }
+
+    pub(super) fn record_usage(&mut self, usage: &Usage) {
+        self.issue_cost_micros += usage.cost_micros;
+        self.issue_elapsed_ms += usage.elapsed_ms;
+        self.session_cost_micros += usage.cost_micros;
+        self.last_usage = *usage;
+        self.stats.total.add(usage);
+        self.stats.since_merge.add(usage);
+    }
+
+    /// Issues no selection may offer again this session: escalated, merged or withdrawn.
+    pub fn excluded(&self, issue: u32) -> bool {
+        self.escalated.contains(&issue)
+            || self.merged.contains(&issue)
+            || self.withdrawn.contains(&issue)
+    }
+}

@@ -1,0 +1,129 @@
+//! What the ten step states do with each event (`on_step`), including a restart, which
+//! counts an interrupted attempt, and a restart in another mode.
+
+use super::{Fx, Runner, State};
+use crate::failure::{FailureClass, Signature};
+use crate::machine::types::*;
+use crate::step::Step;
+use statig::prelude::*;
+
+impl Runner {
+    /// On (re)start in a step state: a dispatched attempt without a recorded outcome did not
+    /// survive the runner, so it failed (`KILLED`); otherwise the step is entered again.
+    pub(super) fn restart_step(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        if self.dispatched {
+            let usage = Usage::default();
+            return self.failed(
+                step,
+                FailureClass::Killed,
+                Signature::INTERRUPTED,
+                &usage,
+                None,
+                fx,
+            );
+        }
+        self.enter(step, fx)
+    }
+
+    /// A restart in another mode. Counters carry over; the cycle in progress continues unless
+    /// the new mode is about another issue (it is put aside: main checked out, the cycle's
+    /// counters dropped, not escalated) or names a single step (that step is entered).
+    /// `None`: carry on as on `Start`.
+    pub(super) fn change_mode(&mut self, mode: Mode, fx: &mut Fx) -> Option<Outcome<State>> {
+        self.mode = mode;
+        match (mode, self.issue) {
+            (Mode::SingleIssue(n), Some(current)) if n != current => {
+                self.dispatched = false;
+                fx.push(Effect::CheckoutMain);
+                fx.push(Effect::ResetCycle);
+                Some(self.select_next(fx))
+            }
+            (Mode::SingleStep(step), Some(_)) => Some(self.enter(step, fx)),
+            _ => None,
+        }
+    }
+
+    /// Everything a step state does; the ten step handlers only name their step.
+    pub(super) fn on_step(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::Start => self.restart_step(step, fx),
+            // `--step` naming the step whose attempt was cut short: that attempt counts, as
+            // on any restart, or a crash loop under `--step` would never escalate.
+            Event::ModeChanged {
+                mode: mode @ Mode::SingleStep(s),
+            } if s == step && self.dispatched => {
+                self.mode = mode;
+                self.restart_step(step, fx)
+            }
+            Event::ModeChanged { mode } => match self.change_mode(mode, fx) {
+                Some(outcome) => outcome,
+                None => self.restart_step(step, fx),
+            },
+            Event::PreconditionsOk { step: s } if s == step && !self.dispatched => {
+                if step == Step::Merge && self.turn_held {
+                    self.turn_held = false;
+                    return self.merge_in_turn(fx);
+                }
+                if step == Step::Merge {
+                    return self.merge_ready(fx);
+                }
+                self.dispatch(step, fx)
+            }
+            Event::AlreadyDone { step: s } if s == step && !self.dispatched => {
+                self.give_turn_back(step, fx);
+                self.advance(step, fx)
+            }
+            Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
+                self.give_turn_back(step, fx);
+                self.bounce(step, check, fx)
+            }
+            Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
+                if step == Step::Merge {
+                    self.release_merge_turn(fx);
+                }
+                let usage = self.with_pending(&usage);
+                self.succeeded(step, &usage, fx)
+            }
+            Event::StepFailed {
+                step: s,
+                class,
+                signature,
+                usage,
+                wait_hint_secs,
+            } if s == step && self.dispatched => {
+                if step == Step::Merge {
+                    self.release_merge_turn(fx);
+                }
+                let usage = self.with_pending(&usage);
+                self.failed(step, class, signature, &usage, wait_hint_secs, fx)
+            }
+            Event::CiPending { usage } if step == Step::MonitorCi && self.dispatched => {
+                self.ci_pending(&usage, fx)
+            }
+            Event::NetworkFailed => self.network_failed(fx),
+            Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
+                self.give_turn_back(step, fx);
+                self.withdraw(issue, fx)
+            }
+            Event::WorkspaceUnfit { step: s } if s == step => {
+                self.halt(HaltReason::Workspace { step }, fx)
+            }
+            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_turn_taken(fx),
+            Event::MergeTurnBusy if self.turn_asked(step) => self.merge_turn_busy(fx),
+            // The tracker's merge lease cannot be written: the environment's, like a wait
+            // past its limit.
+            Event::TrackerWriteFailed if self.turn_asked(step) => {
+                let waited_ms = self.merge_wait.waited_ms();
+                self.halt(HaltReason::MergeTurnHeld { waited_ms }, fx)
+            }
+            Event::MergeRaceLost {
+                class,
+                signature,
+                usage,
+            } if step == Step::Merge && self.dispatched => {
+                self.merge_race_lost(class, signature, &usage, fx)
+            }
+            _ => Super,
+        }
+    }
+}

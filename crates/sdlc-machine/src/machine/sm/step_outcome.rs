@@ -1,0 +1,252 @@
+//! One attempt of a step: its dispatch within the budgets, a failed precondition (bounce),
+//! its success or classified failure, and monitorCI's looks at a CI still pending.
+
+use super::state::state_of;
+use super::{Fx, LastFailure, Runner, State};
+use crate::failure::{Disposition, FailureClass, Signature};
+use crate::fleet::Contention;
+use crate::machine::types::*;
+use crate::step::{Check, Step};
+use statig::prelude::*;
+
+impl Runner {
+    pub(super) fn dispatch(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        if let Some(outcome) = self.over_budget(step, fx) {
+            return outcome;
+        }
+        let i = step.index();
+        let repair = matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
+            && self.last_class[i].is_some_and(FailureClass::code_fixable)
+            && self.repairs[i] < self.limits.max_repair_iterations;
+        if repair {
+            self.repairs[i] += 1;
+        }
+        self.dispatched = true;
+        self.ci_waits = 0;
+        self.ci_waited_secs = 0;
+        self.pending_usage = Usage::default();
+        self.contention = Contention::default();
+        self.merge_rerun = false;
+        let run = Effect::RunStep {
+            step,
+            issue: self.current_issue(),
+            attempt: self.attempts[i] + 1,
+            repair,
+        };
+        self.request(state_of(step), run, fx);
+        Handled
+    }
+
+    /// The budgets allow no attempt of `step`: the session halts, the issue escalates or a
+    /// single step ends. `None`: the attempt may start.
+    pub(super) fn over_budget(&mut self, step: Step, fx: &mut Fx) -> Option<Outcome<State>> {
+        let last = self.last_usage;
+        let over = |spent: u64, budget: Option<u64>, last: u64| {
+            budget.is_some_and(|b| spent >= b || spent.saturating_add(last) > b)
+        };
+        if over(
+            self.session_cost_micros,
+            self.limits.per_session_budget_micros,
+            last.cost_micros,
+        ) {
+            return Some(self.halt(HaltReason::SessionBudget, fx));
+        }
+        if over(
+            self.issue_cost_micros,
+            self.limits.per_issue_budget_micros,
+            last.cost_micros,
+        ) || over(
+            self.issue_elapsed_ms,
+            self.limits.per_issue_budget_ms,
+            last.elapsed_ms,
+        ) {
+            if !self.single_step() {
+                return Some(self.escalate(step, EscalationCause::IssueBudget, fx));
+            }
+            return Some(self.finish(1, fx));
+        }
+        None
+    }
+
+    pub(super) fn bounce(&mut self, step: Step, check: Check, fx: &mut Fx) -> Outcome<State> {
+        if self.single_step() {
+            // A single step whose precondition fails changes nothing and exits 1.
+            return self.finish(1, fx);
+        }
+        self.bounces += 1;
+        let prev = match self.limits.prev_step(step) {
+            Some(prev) if self.bounces <= self.limits.max_bounce_retries => prev,
+            _ => return self.escalate(step, EscalationCause::BounceLoop, fx),
+        };
+        fx.push(Effect::Notify(Notice::Bounced {
+            from: step,
+            to: prev,
+            check,
+            bounces: self.bounces,
+        }));
+        self.enter(prev, fx)
+    }
+
+    pub(super) fn succeeded(&mut self, step: Step, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        let i = step.index();
+        self.record_usage(usage);
+        self.wait_streak = 0;
+        self.phase_failures[i] = 0;
+        self.same_failure[i] = 0;
+        self.last_signature[i] = None;
+        self.last_class[i] = None;
+        if step == Step::Implement {
+            fx.push(Effect::AutoCommit(CommitKind::Implemented {
+                issue: self.current_issue(),
+            }));
+        }
+        self.advance(step, fx)
+    }
+
+    pub(super) fn failed(
+        &mut self,
+        step: Step,
+        class: FailureClass,
+        signature: Signature,
+        usage: &Usage,
+        wait_hint_secs: Option<u64>,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let i = step.index();
+        self.record_usage(usage);
+        self.stats.failed_by_class[class.index()].add(usage);
+        self.last_failure = Some(LastFailure {
+            step,
+            class,
+            signature,
+        });
+        match class.disposition() {
+            Disposition::HaltEnvironment => {
+                return self.halt(HaltReason::Environment { class, step }, fx);
+            }
+            Disposition::Backoff | Disposition::WaitForQuota => {
+                self.wait_streak += 1;
+                if self.wait_streak > self.limits.max_rate_limit_waits {
+                    return self.halt(HaltReason::WaitsExhausted { class, step }, fx);
+                }
+                let seconds = if class.disposition() == Disposition::WaitForQuota {
+                    let hint = wait_hint_secs.unwrap_or(u64::from(self.limits.backoff_max_secs));
+                    if hint > self.limits.max_quota_wait_secs {
+                        return self.halt(HaltReason::QuotaTooLong { step }, fx);
+                    }
+                    hint
+                } else {
+                    u64::from(self.limits.backoff_secs(self.wait_streak))
+                };
+                self.dispatched = false;
+                fx.push(Effect::Notify(Notice::Waiting {
+                    step,
+                    class,
+                    seconds,
+                }));
+                fx.push(Effect::Wait { seconds });
+                return Transition(State::backing_off(step, seconds));
+            }
+            Disposition::Retry | Disposition::EscalateNow => {}
+        }
+        self.wait_streak = 0;
+        self.attempts[i] += 1;
+        self.phase_failures[i] += 1;
+        if self.last_signature[i] == Some(signature) {
+            self.same_failure[i] += 1;
+        } else {
+            self.same_failure[i] = 1;
+            self.last_signature[i] = Some(signature);
+        }
+        self.last_class[i] = Some(class);
+        self.failures_seen[i] = self.failures_seen[i].and(class, signature);
+
+        let phase_limit = self.limits.max_consecutive_failures[i];
+        if phase_limit > 0 && self.phase_failures[i] >= phase_limit {
+            return self.halt(
+                HaltReason::MaxConsecutiveFailures {
+                    step,
+                    limit: phase_limit,
+                },
+                fx,
+            );
+        }
+        if self.single_step() {
+            return self.finish(1, fx);
+        }
+        let same_limit = self.limits.max_consecutive_same_failure;
+        if class == FailureClass::Killed
+            && (self.attempts[i] >= self.limits.max_retries_per_step
+                || (same_limit > 0 && self.same_failure[i] >= same_limit))
+        {
+            // The runner's own deaths, not the issue's failures: stop and say so rather than
+            // quarantine the issue.
+            return self.halt(
+                HaltReason::RepeatedKills {
+                    step,
+                    kills: self.same_failure[i],
+                },
+                fx,
+            );
+        }
+        if class.disposition() == Disposition::EscalateNow {
+            return self.escalate(step, EscalationCause::NonRetryable, fx);
+        }
+        if self.attempts[i] >= self.limits.max_retries_per_step {
+            return self.give_up(step, EscalationCause::RetriesExhausted, fx);
+        }
+        if same_limit > 0 && self.same_failure[i] >= same_limit {
+            return self.give_up(step, EscalationCause::SameFailureRepeated, fx);
+        }
+        fx.push(Effect::Notify(Notice::Retrying {
+            step,
+            attempt: self.attempts[i] + 1,
+            class,
+        }));
+        self.enter(step, fx)
+    }
+
+    /// The attempt's outcome with what it cost before it (see `pending_usage`).
+    pub(super) fn with_pending(&mut self, usage: &Usage) -> Usage {
+        let before = std::mem::take(&mut self.pending_usage);
+        Usage {
+            cost_micros: before.cost_micros.saturating_add(usage.cost_micros),
+            elapsed_ms: before.elapsed_ms.saturating_add(usage.elapsed_ms),
+            turns: before.turns.saturating_add(usage.turns),
+        }
+    }
+
+    /// monitorCI looked at CI and it has not settled: wait on the CI schedule and look again,
+    /// or, when the next wait would pass the step's time limit, fail the attempt (TIMEOUT).
+    pub(super) fn ci_pending(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.pending_usage = self.with_pending(usage);
+        let pauses = self.limits.ci_polls();
+        let Some(&seconds) = pauses.get(self.ci_waits as usize) else {
+            fx.push(Effect::Notify(Notice::CiStillPending {
+                waited_secs: self.ci_waited_secs,
+            }));
+            let usage = self.with_pending(&Usage::default());
+            return self.failed(
+                Step::MonitorCi,
+                FailureClass::Timeout,
+                Signature::CI_STILL_PENDING,
+                &usage,
+                None,
+                fx,
+            );
+        };
+        self.ci_waits += 1;
+        self.ci_waited_secs += seconds;
+        // The wait is part of the attempt's time, as the issue's time budget sees it.
+        self.pending_usage.elapsed_ms = self
+            .pending_usage
+            .elapsed_ms
+            .saturating_add(seconds.saturating_mul(1000));
+        fx.push(Effect::Notify(Notice::CiPending {
+            seconds,
+            look: self.ci_waits + 1,
+        }));
+        fx.push(Effect::Wait { seconds });
+        Transition(State::waiting_for_ci(seconds))
+    }
+}

@@ -1,0 +1,323 @@
+//! What comes out of the machine: `Effect`, with what it announces (`Notice`) and the
+//! auto-commits it asks for (`CommitKind`).
+
+use super::{EscalationCause, HaltReason, Signal};
+use crate::failure::FailureClass;
+use crate::step::{Check, Step};
+use serde::{Deserialize, Serialize};
+
+/// Auto-commit messages of docs/lifecycle.md, counters-and-bounds.md, persistence.md.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CommitKind {
+    /// The implement step succeeded: its work is committed.
+    Implemented {
+        /// The issue implemented.
+        issue: u32,
+    },
+    /// The issue escalated: what the agent left is committed on its branch.
+    PartialWork,
+    /// A signal stops the runner: the work so far is committed.
+    OnSignal(Signal),
+}
+
+impl CommitKind {
+    /// The commit message.
+    pub fn message(&self) -> String {
+        match self {
+            CommitKind::Implemented { issue } => format!("feat: implement issue #{issue}"),
+            CommitKind::PartialWork => "chore: save partial work before escalation".into(),
+            CommitKind::OnSignal(sig) => format!("chore: save work on signal {}", sig.name()),
+        }
+    }
+}
+
+/// What the machine wants announced (severity is implied by the kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "notice", rename_all = "camelCase")]
+pub enum Notice {
+    /// A cycle started on an issue.
+    CycleStarted {
+        /// The issue.
+        issue: u32,
+    },
+    /// A step failed and is tried again.
+    Retrying {
+        /// The step.
+        step: Step,
+        /// The attempt about to start (1-based).
+        attempt: u32,
+        /// How the last attempt failed.
+        class: FailureClass,
+    },
+    /// A step's precondition failed: an earlier step runs again.
+    Bounced {
+        /// The step whose precondition failed.
+        from: Step,
+        /// The step run again.
+        to: Step,
+        /// The failed check.
+        check: Check,
+        /// Bounces in this cycle, this one included.
+        bounces: u32,
+    },
+    /// A rate limit, overload or quota is waited out; no attempt is spent.
+    Waiting {
+        /// The step that met it.
+        step: Step,
+        /// What it met.
+        class: FailureClass,
+        /// How long the wait lasts.
+        seconds: u64,
+    },
+    /// The cycle gave up on its issue: quarantined in the tracker.
+    Escalated {
+        /// The issue.
+        issue: u32,
+        /// The step it gave up at.
+        step: Step,
+        /// Why.
+        cause: EscalationCause,
+        /// Escalations in a row, this one included.
+        consecutive: u32,
+    },
+    /// The issue's PR is merged and the tracker told.
+    Merged {
+        /// The issue.
+        issue: u32,
+    },
+    /// No open issue to work on: the session ends.
+    NothingToDo,
+    /// A runner action is waited on: its call failed for a network reason.
+    NetworkWait {
+        /// How long this wait lasts.
+        seconds: u64,
+        /// Waits in a row on this call, this one included.
+        wait: u32,
+    },
+    /// A person closed, relabelled or escalated the issue: the cycle was dropped.
+    Withdrawn {
+        /// The issue.
+        issue: u32,
+    },
+    /// The failure that escalated `issue` ended `second` too, at `step` with `class`: the
+    /// environment's, so `issue`'s quarantine was lifted in the tracker.
+    Released {
+        /// The issue whose quarantine was lifted.
+        issue: u32,
+        /// The issue that failed the same way next.
+        second: u32,
+        /// The step both failed at.
+        step: Step,
+        /// How both failed.
+        class: FailureClass,
+    },
+    /// CI has not settled: the next look follows after `seconds` (`look` is its number in
+    /// the attempt, the first look being 1).
+    CiPending {
+        /// The pause before the next look.
+        seconds: u64,
+        /// The number of the next look.
+        look: u32,
+    },
+    /// CI stayed pending through the step's time limit: the attempt failed (TIMEOUT).
+    CiStillPending {
+        /// How long CI was waited for in the attempt.
+        waited_secs: u64,
+    },
+    /// A signal stops the runner.
+    ShuttingDown {
+        /// Which signal.
+        signal: Signal,
+    },
+    /// The merge turn is busy: waiting for it, at most `limit_ms` (said once per wait).
+    WaitingForMergeTurn {
+        /// How long the wait may last.
+        limit_ms: u64,
+    },
+    /// The merge lost a push race: main is refreshed and the merge run again (`lost` of
+    /// `max` free re-runs in this attempt).
+    MergeRaceLost {
+        /// Races lost in this attempt so far.
+        lost: u32,
+        /// Races merged again for free per attempt.
+        max: u32,
+    },
+    /// The merge lost more races in a row than are re-run for free: the attempt failed.
+    MergeRacesExhausted {
+        /// Races lost in this attempt.
+        lost: u32,
+    },
+}
+
+/// Effects out, performed by the driver in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "effect", rename_all = "camelCase")]
+pub enum Effect {
+    /// Ask the tracker for the next issue (excluding `Core::escalated()`).
+    SelectIssue,
+    /// Check a step's preconditions (answered by `PreconditionsOk`, `AlreadyDone`,
+    /// `PreconditionFailed`, `IssueWithdrawn`, `WorkspaceUnfit` or `NetworkFailed`).
+    CheckPreconditions {
+        /// The step about to start.
+        step: Step,
+    },
+    /// Run one attempt of a step (answered by its outcome: `StepSucceeded`, `StepFailed`, for
+    /// monitorCI `CiPending`, for merge `MergeRaceLost`; a runner's call may answer
+    /// `NetworkFailed`).
+    RunStep {
+        /// The step.
+        step: Step,
+        /// The issue of the cycle.
+        issue: u32,
+        /// The attempt's number (1-based), failed attempts of the step before it plus one.
+        attempt: u32,
+        /// Whether the prompt carries the step's last classified failure, to repair it.
+        repair: bool,
+    },
+    /// Look at the issue's CI once more within the monitorCI attempt under way (answered by
+    /// `CiPending`, `StepSucceeded`, `StepFailed` or `NetworkFailed`, as `RunStep`). No agent
+    /// runs: only `RunStep` starts one.
+    LookAtCi {
+        /// The issue of the cycle.
+        issue: u32,
+        /// The look's number in the attempt (the first look being 1).
+        look: u32,
+    },
+    /// Wait out a rate limit, a quota window, a network failure or CI (answered by `WaitOver`
+    /// or `ShutdownRequested`).
+    Wait {
+        /// How long.
+        seconds: u64,
+    },
+    /// A short wait for another merger (the merge turn, after a lost race): answered by
+    /// `WaitOver` or `ShutdownRequested`, like `Wait`.
+    Pause {
+        /// How long.
+        millis: u64,
+    },
+    /// Take the merge turn: the fleet's, then the tracker's merge lease; the holder renews
+    /// it (answered by `MergeTurnTaken`, `MergeTurnBusy`, `TrackerWriteFailed` when the lease
+    /// cannot be written, or `NetworkFailed`).
+    TakeMergeTurn {
+        /// The issue to merge.
+        issue: u32,
+    },
+    /// Give the merge turn back (merged or not); idempotent.
+    ReleaseMergeTurn,
+    /// Commit what the working tree holds, with this kind's message.
+    AutoCommit(CommitKind),
+    /// Check out the main branch: the cycle's branch is left as it is.
+    CheckoutMain,
+    /// Clear the cycle's fields in the state file.
+    ResetCycle,
+    /// The issue's PR is merged: close it in the tracker (answered by `TrackerUpdated`,
+    /// `TrackerWriteFailed` or `NetworkFailed`).
+    RecordMerged {
+        /// The merged issue.
+        issue: u32,
+    },
+    /// Durable quarantine in the tracker (answered like `RecordMerged`).
+    MarkEscalated {
+        /// The issue to quarantine.
+        issue: u32,
+    },
+    /// Lift the quarantine this session put on an issue, with a note saying why: the failure
+    /// that escalated it ended the next issue too, so it was never the issue's (answered like
+    /// `RecordMerged`).
+    Unquarantine {
+        /// The issue to release.
+        issue: u32,
+    },
+    /// Kill the agent's process tree and the configured patterns.
+    Cleanup,
+    /// Announce something (console, log, notification channels).
+    Notify(Notice),
+    /// Pause for a person (manual approval): write the decision file and wait.
+    AskDecision {
+        /// The step whose retries are spent.
+        step: Step,
+        /// The issue of the cycle.
+        issue: u32,
+    },
+    /// Report why the session halted (the driver writes the diagnostic).
+    Halt(HaltReason),
+    /// End the run with this exit code; always the batch's last effect.
+    Exit {
+        /// The process exit code: 0 when the run ended as asked (or on a signal), 1 on a halt
+        /// or a failed single issue or step.
+        code: u8,
+    },
+}
+
+impl Effect {
+    /// Effects that wait for an answer: performing one yields the machine's next event (or,
+    /// for `Exit`, ends the run). Every other effect is fire-and-forget.
+    pub const fn is_request(&self) -> bool {
+        matches!(
+            self,
+            Effect::SelectIssue
+                | Effect::CheckPreconditions { .. }
+                | Effect::RunStep { .. }
+                | Effect::LookAtCi { .. }
+                | Effect::Wait { .. }
+                | Effect::Pause { .. }
+                | Effect::TakeMergeTurn { .. }
+                | Effect::AskDecision { .. }
+                | Effect::RecordMerged { .. }
+                | Effect::MarkEscalated { .. }
+                | Effect::Unquarantine { .. }
+                | Effect::Exit { .. }
+        )
+    }
+
+    /// The same effect with its issue number taken out: for searches over the machine's
+    /// states (the exhaustive bound, the diagrams), where which issue it is never decides.
+    pub fn without_issue(self) -> Effect {
+        match self {
+            Effect::RunStep {
+                step,
+                attempt,
+                repair,
+                ..
+            } => Effect::RunStep {
+                step,
+                issue: 0,
+                attempt,
+                repair,
+            },
+            Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
+            Effect::LookAtCi { look, .. } => Effect::LookAtCi { issue: 0, look },
+            Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
+            Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
+            Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
+            Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
+            other => other,
+        }
+    }
+
+    /// The variant's name, for diagrams and logs.
+    pub const fn label(&self) -> &'static str {
+        match self {
+            Effect::SelectIssue => "SelectIssue",
+            Effect::CheckPreconditions { .. } => "CheckPreconditions",
+            Effect::RunStep { .. } => "RunStep",
+            Effect::LookAtCi { .. } => "LookAtCi",
+            Effect::Wait { .. } => "Wait",
+            Effect::Pause { .. } => "Pause",
+            Effect::TakeMergeTurn { .. } => "TakeMergeTurn",
+            Effect::ReleaseMergeTurn => "ReleaseMergeTurn",
+            Effect::AutoCommit(_) => "AutoCommit",
+            Effect::CheckoutMain => "CheckoutMain",
+            Effect::ResetCycle => "ResetCycle",
+            Effect::RecordMerged { .. } => "RecordMerged",
+            Effect::MarkEscalated { .. } => "MarkEscalated",
+            Effect::Unquarantine { .. } => "Unquarantine",
+            Effect::Cleanup => "Cleanup",
+            Effect::Notify(_) => "Notify",
+            Effect::AskDecision { .. } => "AskDecision",
+            Effect::Halt(_) => "Halt",
+            Effect::Exit { .. } => "Exit",
+        }
+    }
+}

@@ -1,0 +1,259 @@
+//! What goes into the machine: `Event`, and the values events carry (the run's `Mode`, an
+//! attempt's `Usage`, the stopping `Signal`, a person's `DecisionOption`).
+
+use crate::failure::{FailureClass, Signature};
+use crate::step::{Check, Step};
+use serde::{Deserialize, Serialize};
+
+/// How the session was asked to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Mode {
+    /// Every open issue, one after another.
+    Continuous,
+    /// `--issue N`: one issue; its merge or escalation ends the run.
+    SingleIssue(u32),
+    /// `--step N`: one step on the current issue, no retries.
+    SingleStep(Step),
+}
+
+/// What one attempt cost, as reported by the agent and measured by the driver.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Usage {
+    /// Cost in micro-dollars.
+    pub cost_micros: u64,
+    /// Wall-clock time in milliseconds.
+    pub elapsed_ms: u64,
+    /// Agent turns.
+    pub turns: u32,
+}
+
+/// Which signal asked the runner to stop.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Signal {
+    /// SIGINT (Ctrl-C).
+    Int,
+    /// SIGTERM.
+    Term,
+    /// The terminal went away (ssh dropped, window closed): a shutdown like SIGTERM.
+    Hup,
+}
+
+impl Signal {
+    /// The signal's conventional name (`SIGINT`, ...).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Signal::Int => "SIGINT",
+            Signal::Term => "SIGTERM",
+            Signal::Hup => "SIGHUP",
+        }
+    }
+}
+
+/// A person's answer at a decision point (manual approval).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DecisionOption {
+    /// One more attempt of the step.
+    Retry,
+    /// Give up on this issue: escalate it.
+    Skip,
+    /// Stop the session.
+    Halt,
+}
+
+impl DecisionOption {
+    /// Every option, in the order a person is offered them.
+    pub const ALL: [DecisionOption; 3] = [
+        DecisionOption::Retry,
+        DecisionOption::Skip,
+        DecisionOption::Halt,
+    ];
+    /// The option as written in the decision file.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DecisionOption::Retry => "retry",
+            DecisionOption::Skip => "skip",
+            DecisionOption::Halt => "halt",
+        }
+    }
+    /// The option written `s`, if any.
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.name() == s)
+    }
+}
+
+/// Inputs to the machine. The driver produces exactly these and nothing else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum Event {
+    /// The session started or restarted (after a crash or a signal): reissue what is pending.
+    /// An attempt that was dispatched but has no recorded outcome was interrupted with the
+    /// runner: it counts as a failed attempt (`KILLED`), so a crash loop is bounded like any
+    /// other failure.
+    Start,
+    /// A restart in another mode than the session's (`run`, `run --issue N`, `run --step K`):
+    /// the counters carry over, then the machine restarts as on `Start`.
+    ModeChanged {
+        /// The mode of this run.
+        mode: Mode,
+    },
+    /// The tracker chose the next issue.
+    IssueSelected {
+        /// The issue.
+        issue: u32,
+    },
+    /// No open automatable issue at all: nothing to do.
+    NoIssues,
+    /// Every open candidate is escalated (this session or durably).
+    AllEscalated,
+    /// Every open candidate waits on an unmerged dependency.
+    AllBlocked,
+    /// On start: observed work in progress, `next` is the first step not yet completed.
+    Resume {
+        /// The issue whose branch holds the work.
+        issue: u32,
+        /// The first step not yet done.
+        next: Step,
+    },
+    /// On start: the current branch's PR is already merged.
+    AlreadyMerged {
+        /// The issue.
+        issue: u32,
+    },
+    /// The step may start.
+    PreconditionsOk {
+        /// The step.
+        step: Step,
+    },
+    /// The step's outcome already holds (idempotent side effects): record it done, do not run.
+    AlreadyDone {
+        /// The step.
+        step: Step,
+    },
+    /// A precondition of the step does not hold: an earlier step must run again (a bounce).
+    PreconditionFailed {
+        /// The step.
+        step: Step,
+        /// The check that failed.
+        check: Check,
+    },
+    /// The attempt succeeded.
+    StepSucceeded {
+        /// The step.
+        step: Step,
+        /// What the attempt cost.
+        usage: Usage,
+    },
+    /// The attempt failed, classified by the driver.
+    StepFailed {
+        /// The step.
+        step: Step,
+        /// How it failed.
+        class: FailureClass,
+        /// The failure's signature (same failure or another).
+        signature: Signature,
+        /// What the attempt cost.
+        usage: Usage,
+        /// For QUOTA: seconds until the usage window resets, as the CLI reported.
+        wait_hint_secs: Option<u64>,
+    },
+    /// A wait effect has elapsed.
+    WaitOver,
+    /// A person answered a decision point.
+    Decided {
+        /// The option chosen.
+        option: DecisionOption,
+    },
+    /// Nobody answered the decision point in time.
+    DecisionTimedOut,
+    /// A signal asked the runner to stop.
+    ShutdownRequested {
+        /// Which signal.
+        signal: Signal,
+    },
+    /// A git/gh/tracker call kept failing for a transient network reason through every
+    /// allowed wait (`maxNetworkWaits`): nothing can be done until the network is back.
+    /// (Journals of earlier versions, whose shell did the waiting, end with it.)
+    NetworkUnavailable,
+    /// The runner's call for the outstanding request (selecting, probing a step, a builtin
+    /// step, a tracker write) failed for a transient network reason: the machine decides
+    /// whether to wait and call again or to halt.
+    NetworkFailed,
+    /// The tracker recorded the merge, the escalation or the release asked for.
+    TrackerUpdated,
+    /// The tracker could not be written (read-only, permission, not found, refused): an
+    /// environment failure, never a new cycle.
+    TrackerWriteFailed,
+    /// Read before a step: a person closed the issue, took its `automatable` label away or
+    /// marked it escalated. Their decision wins: the cycle is dropped, nothing is merged.
+    IssueWithdrawn {
+        /// The issue taken back.
+        issue: u32,
+    },
+    /// A fact the runner owns is wrong before a step or its post-step check (a git lock file,
+    /// changes in the tree that are nobody's work of this cycle): the environment's fault,
+    /// never the issue's.
+    WorkspaceUnfit {
+        /// The step about to run or just run.
+        step: Step,
+    },
+    /// The runner looked at CI for monitorCI (in `RunStep`, or `LookAtCi`) and the checks
+    /// have not settled: the machine waits on its CI schedule and asks for another look, or
+    /// fails the attempt as `TIMEOUT` once the step's time limit would pass. `usage` is what
+    /// the look (and a repair attempt's agent before it) cost.
+    CiPending {
+        /// What the look cost.
+        usage: Usage,
+    },
+    /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
+    MergeTurnTaken,
+    /// Another worker or runner holds the merge turn; the driver reports who (the last words).
+    /// The machine waits on the `LeaseWait` schedule and asks again, or halts past its limit.
+    MergeTurnBusy,
+    /// The merge failed because origin's main moved while it ran and the branch is not in it:
+    /// contention, not an attempt. The machine refreshes and merges again as
+    /// `fleet::Contention` allows; past that this failure is the attempt's.
+    MergeRaceLost {
+        /// How the merge failed.
+        class: FailureClass,
+        /// The failure's signature.
+        signature: Signature,
+        /// What the merge run cost.
+        usage: Usage,
+    },
+}
+
+impl Event {
+    /// A short label for diagrams and logs.
+    pub const fn label(&self) -> &'static str {
+        match self {
+            Event::Start => "Start",
+            Event::ModeChanged { .. } => "ModeChanged",
+            Event::IssueSelected { .. } => "IssueSelected",
+            Event::NoIssues => "NoIssues",
+            Event::AllEscalated => "AllEscalated",
+            Event::AllBlocked => "AllBlocked",
+            Event::Resume { .. } => "Resume",
+            Event::AlreadyMerged { .. } => "AlreadyMerged",
+            Event::PreconditionsOk { .. } => "PreconditionsOk",
+            Event::AlreadyDone { .. } => "AlreadyDone",
+            Event::PreconditionFailed { .. } => "PreconditionFailed",
+            Event::StepSucceeded { .. } => "StepSucceeded",
+            Event::StepFailed { .. } => "StepFailed",
+            Event::WaitOver => "WaitOver",
+            Event::Decided { .. } => "Decided",
+            Event::DecisionTimedOut => "DecisionTimedOut",
+            Event::ShutdownRequested { .. } => "ShutdownRequested",
+            Event::NetworkUnavailable => "NetworkUnavailable",
+            Event::NetworkFailed => "NetworkFailed",
+            Event::TrackerUpdated => "TrackerUpdated",
+            Event::TrackerWriteFailed => "TrackerWriteFailed",
+            Event::IssueWithdrawn { .. } => "IssueWithdrawn",
+            Event::WorkspaceUnfit { .. } => "WorkspaceUnfit",
+            Event::CiPending { .. } => "CiPending",
+            Event::MergeTurnTaken => "MergeTurnTaken",
+            Event::MergeTurnBusy => "MergeTurnBusy",
+            Event::MergeRaceLost { .. } => "MergeRaceLost",
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! The limits and switches the machine counts against, read from the config, and the
+//! schedules of its waits.
+
+use crate::step::Step;
+use serde::{Deserialize, Serialize};
+
+/// The counters' limits and switches of docs/counters-and-bounds.md, read from the config.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Limits {
+    /// Failed attempts of one step in one cycle before the cycle escalates (≥ 1).
+    pub max_retries_per_step: u32,
+    /// Bounces per cycle; the cycle escalates when the count exceeds it.
+    pub max_bounce_retries: u32,
+    /// Consecutive escalations that halt the session (≥ 1).
+    pub max_consecutive_escalations: u32,
+    /// Same-signature failures in a row of one step that escalate early (0 = off, else ≥ 2).
+    pub max_consecutive_same_failure: u32,
+    /// Consecutive failures of a step across the session that halt (0 = off), by step index.
+    pub max_consecutive_failures: [u32; Step::COUNT],
+    /// Rate-limit/overload/quota waits in a row before halting.
+    pub max_rate_limit_waits: u32,
+    /// First rate-limit or overload wait; it doubles up to `backoff_max_secs`.
+    pub backoff_initial_secs: u32,
+    /// Longest wait of any backoff schedule (rate limit and network).
+    pub backoff_max_secs: u32,
+    /// Longest quota window the runner waits for; a longer one halts.
+    pub max_quota_wait_secs: u64,
+    /// Repair prompts (carrying the last classified failure) per step and cycle.
+    pub max_repair_iterations: u32,
+    /// Whether the simplify step runs (it is skipped otherwise).
+    pub simplify_enabled: bool,
+    /// Budgets, `None` = off. Money in micro-dollars so that arithmetic stays exact.
+    pub per_issue_budget_micros: Option<u64>,
+    /// Session budget in micro-dollars.
+    pub per_session_budget_micros: Option<u64>,
+    /// Time budget per issue in milliseconds (attempts and CI waits).
+    pub per_issue_budget_ms: Option<u64>,
+    /// Manual approval: retries-exhausted asks a person instead of escalating.
+    pub manual_approval: bool,
+    /// Network waits in a row for one runner action (a git, gh or tracker call) before the
+    /// session halts as `NETWORK`. (Journals of earlier versions lack it: the default.)
+    #[serde(default = "default_max_network_waits")]
+    pub max_network_waits: u32,
+    /// First network wait; it doubles up to `backoff_max_secs`. Seconds, because a DNS or
+    /// connection blip usually clears in seconds, unlike a rate limit.
+    #[serde(default = "default_network_backoff_initial_secs")]
+    pub network_backoff_initial_secs: u32,
+    /// monitorCI: the first pause between two looks at CI; it doubles up to
+    /// `ci_poll_max_secs`. (Journals of earlier versions, whose shell polled, lack these.)
+    #[serde(default = "default_ci_poll_initial_secs")]
+    pub ci_poll_initial_secs: u32,
+    #[serde(default = "default_ci_poll_max_secs")]
+    /// monitorCI: the longest pause between two looks at CI.
+    pub ci_poll_max_secs: u32,
+    /// monitorCI: how long CI may stay pending within one attempt (the step's `timeoutMin`)
+    /// before the attempt fails as `TIMEOUT`.
+    #[serde(default = "default_ci_timeout_secs")]
+    pub ci_timeout_secs: u64,
+    /// The merge turn (the fleet's turn and the tracker's merge lease) is taken before every
+    /// merge run, and a busy turn waited for on the `fleet::LeaseWait` schedule up to this
+    /// many milliseconds; `None`: a runner alone, no turn to take (journals of earlier
+    /// versions, whose shell took the turn, lack it).
+    #[serde(default)]
+    pub merge_turn_wait_ms: Option<u64>,
+}
+
+fn default_ci_poll_initial_secs() -> u32 {
+    Limits::default().ci_poll_initial_secs
+}
+
+fn default_ci_poll_max_secs() -> u32 {
+    Limits::default().ci_poll_max_secs
+}
+
+fn default_ci_timeout_secs() -> u64 {
+    Limits::default().ci_timeout_secs
+}
+
+fn default_max_network_waits() -> u32 {
+    Limits::default().max_network_waits
+}
+
+fn default_network_backoff_initial_secs() -> u32 {
+    Limits::default().network_backoff_initial_secs
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        let mut max_consecutive_failures = [0; Step::COUNT];
+        max_consecutive_failures[Step::Verify.index()] = 3;
+        Limits {
+            max_retries_per_step: 3,
+            max_bounce_retries: 3,
+            max_consecutive_escalations: 2,
+            max_consecutive_same_failure: 2,
+            max_consecutive_failures,
+            max_rate_limit_waits: 5,
+            backoff_initial_secs: 60,
+            backoff_max_secs: 900,
+            max_quota_wait_secs: 6 * 3600,
+            max_repair_iterations: 2,
+            simplify_enabled: true,
+            per_issue_budget_micros: None,
+            per_session_budget_micros: None,
+            per_issue_budget_ms: None,
+            manual_approval: false,
+            max_network_waits: 10,
+            network_backoff_initial_secs: 2,
+            ci_poll_initial_secs: 10,
+            ci_poll_max_secs: 120,
+            ci_timeout_secs: 600,
+            merge_turn_wait_ms: None,
+        }
+    }
+}
+
+impl Limits {
+    /// Whether `step` runs: every step but a disabled simplify.
+    pub fn enabled(&self, step: Step) -> bool {
+        step != Step::Simplify || self.simplify_enabled
+    }
+
+    /// The next enabled step after `step`, `None` after merge.
+    pub fn next_step(&self, step: Step) -> Option<Step> {
+        let mut s = step.next()?;
+        while !self.enabled(s) {
+            s = s.next()?;
+        }
+        Some(s)
+    }
+
+    /// The enabled step a bounce from `step` goes back to.
+    pub fn prev_step(&self, step: Step) -> Option<Step> {
+        let mut s = step.prev()?;
+        while !self.enabled(s) {
+            s = s.prev()?;
+        }
+        Some(s)
+    }
+
+    /// The steps that run, in order.
+    pub fn enabled_steps(&self) -> impl Iterator<Item = Step> + '_ {
+        Step::ALL.into_iter().filter(|s| self.enabled(*s))
+    }
+
+    /// Backoff before the `n`-th wait in a row (1-based): initial · 2^(n-1), capped.
+    pub fn backoff_secs(&self, n: u32) -> u32 {
+        doubling(self.backoff_initial_secs, n, self.backoff_max_secs)
+    }
+
+    /// Network wait before the `n`-th wait in a row on one call (1-based): its own schedule,
+    /// seconds first, doubling to the same cap as the rate-limit backoff.
+    pub fn network_backoff_secs(&self, n: u32) -> u32 {
+        doubling(self.network_backoff_initial_secs, n, self.backoff_max_secs)
+    }
+
+    /// The pause before the `n`-th look at CI after the first (1-based) within one monitorCI
+    /// attempt: its own schedule, doubling to `ci_poll_max_secs`.
+    pub fn ci_poll_secs(&self, n: u32) -> u32 {
+        doubling(self.ci_poll_initial_secs, n, self.ci_poll_max_secs)
+    }
+
+    /// The pauses between looks at CI in one monitorCI attempt, in order: every wait whose
+    /// sum stays within `ci_timeout_secs`. A zero pause (a misconfiguration the loader never
+    /// produces) still counts one second, so the list is finite.
+    pub fn ci_polls(&self) -> Vec<u64> {
+        let mut pauses = Vec::new();
+        let mut waited = 0u64;
+        loop {
+            let n = u32::try_from(pauses.len() + 1).unwrap_or(u32::MAX);
+            let pause = u64::from(self.ci_poll_secs(n)).max(1);
+            if waited + pause > self.ci_timeout_secs {
+                return pauses;
+            }
+            waited += pause;
+            pauses.push(pause);
+        }
+    }
+}
+
+/// `initial · 2^(n-1)` for the `n`-th wait (1-based), capped at `max`.
+fn doubling(initial: u32, n: u32, max: u32) -> u32 {
+    let factor = 1u64 << n.saturating_sub(1).min(30);
+    (u64::from(initial) * factor).min(u64::from(max)) as u32
+}

@@ -1,0 +1,105 @@
+//! The generators of the properties: limits, failure classes, scripted replies, events.
+
+use crate::common::Reply;
+use proptest::prelude::*;
+use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::machine::{Event, Limits, Usage};
+use sdlc_machine::step::Step;
+
+pub fn limits() -> impl Strategy<Value = Limits> {
+    (
+        1u32..=4,
+        0u32..=3,
+        1u32..=3,
+        prop_oneof![Just(0u32), Just(2), Just(3)],
+        0u32..=2,
+        any::<bool>(),
+        prop::collection::vec((0usize..Step::COUNT, 0u32..=4), 0..3),
+        // monitorCI's time limit: no wait for CI, two, or the default's seven.
+        proptest::sample::select(vec![0u64, 30, 600]),
+    )
+        .prop_map(|(r, b, e, s, w, simplify, phases, ci)| {
+            let mut f = [0u32; Step::COUNT];
+            for (i, v) in phases {
+                f[i] = v;
+            }
+            Limits {
+                max_retries_per_step: r,
+                max_bounce_retries: b,
+                max_consecutive_escalations: e,
+                max_consecutive_same_failure: s,
+                max_consecutive_failures: f,
+                max_rate_limit_waits: w,
+                simplify_enabled: simplify,
+                ci_timeout_secs: ci,
+                ..Limits::default()
+            }
+        })
+}
+
+pub fn class() -> impl Strategy<Value = FailureClass> {
+    prop_oneof![
+        6 => Just(FailureClass::TestAssertion),
+        2 => Just(FailureClass::BuildCompile),
+        1 => Just(FailureClass::Timeout),
+        2 => Just(FailureClass::RateLimit),
+        1 => Just(FailureClass::Quota),
+        1 => Just(FailureClass::ContextWindow),
+        1 => Just(FailureClass::Auth),
+    ]
+}
+
+pub fn reply() -> impl Strategy<Value = Reply> {
+    prop_oneof![
+        4 => Just(Reply::Ok),
+        5 => (class(), 1u64..4).prop_map(|(c, s)| Reply::Fail(c, s)),
+        2 => Just(Reply::Precondition),
+        1 => Just(Reply::AlreadyDone),
+        1 => Just(Reply::Crash),
+        1 => Just(Reply::Network),
+        2 => Just(Reply::CiPending),
+    ]
+}
+
+/// One queue of replies per step; an exhausted queue cooperates (`Ok`), so every script ends.
+pub fn queues() -> impl Strategy<Value = Vec<Vec<Reply>>> {
+    prop::collection::vec(
+        prop_oneof![Just(vec![]), prop::collection::vec(reply(), 0..14)],
+        10,
+    )
+}
+
+/// Replies of a merge among other mergers: lost races and a busy turn besides the rest.
+pub fn merge_queue() -> impl Strategy<Value = Vec<Reply>> {
+    prop::collection::vec(
+        prop_oneof![
+            3 => reply(),
+            2 => Just(Reply::LostRace),
+            2 => Just(Reply::Busy),
+        ],
+        0..20,
+    )
+}
+
+pub fn any_event() -> impl Strategy<Value = Event> {
+    let step = (0usize..Step::COUNT).prop_map(|i| Step::ALL[i]);
+    prop_oneof![
+        Just(Event::Start),
+        Just(Event::NoIssues),
+        Just(Event::WaitOver),
+        (1u32..9).prop_map(|issue| Event::IssueSelected { issue }),
+        step.clone()
+            .prop_map(|step| Event::PreconditionsOk { step }),
+        step.clone().prop_map(|step| Event::StepSucceeded {
+            step,
+            usage: Usage::default()
+        }),
+        (step, class()).prop_map(|(step, class)| Event::StepFailed {
+            step,
+            class,
+            signature: Signature(1),
+            usage: Usage::default(),
+            wait_hint_secs: None
+        }),
+    ]
+}
