@@ -60,6 +60,11 @@ pub const CHILDREN: &[(&str, Children)] = &[
     // The merge lease in the tracker: GitHub's comment read, written, read back (local: none).
     ("TakeMergeTurn", others(4)),
     ("ReleaseMergeTurn", others(2)),
+    // The claim (GitHub: its comment read, written, read back; local: none) and, for a
+    // takeover, the pushed branch adopted.
+    ("ClaimIssue", others(8)),
+    // The claim's lease extended (GitHub: its comment edited; local: none).
+    ("RenewClaim", others(4)),
     ("Pause", others(0)),
     // gh: label, label create, label again, comment.
     ("RecordMerged", others(4)),
@@ -156,9 +161,21 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_add(own(looks, "LookAtCi"))
         .saturating_add(own(selects, "SelectIssue"))
         .saturating_add(writes.saturating_mul(children("MarkEscalated").others));
+    // Where issues are claimed: each selection claims its issue (an issue another runner
+    // holds costs one selection and one claim more, once per cycle), and every request that
+    // works on the issue or waits is preceded by a renewal.
+    let (claims, renewals) = if l.claims {
+        let worked = attempts + reruns + turns + checks + looks;
+        (selects, worked + attempts + looks + turns)
+    } else {
+        (0, 0)
+    };
+    let calls = calls
+        .saturating_add(own(claims, "ClaimIssue"))
+        .saturating_add(own(renewals, "RenewClaim"));
     // Every call of the runner's own may be made again after a network wait.
-    let requests =
-        (attempts + reruns + turns + checks + looks + selects + writes).saturating_mul(retries);
+    let requests = (attempts + reruns + turns + checks + looks + selects + writes + claims)
+        .saturating_mul(retries);
     let waits = attempts + looks + requests + turns;
     let batches = requests + waits + 1;
     let races = if agent_merge {

@@ -306,6 +306,68 @@ fn an_issue_closed_while_its_merge_paused_is_not_merged() {
     );
 }
 
+/// Claims are the machine's: the selected issue is claimed (`ClaimIssue`), and the claim is
+/// renewed before every request that works on the issue or waits (`RenewClaim`, answered
+/// before the request goes out). When another runner has taken the issue over meanwhile (this
+/// runner's lease ran out), the renewal answers `ClaimLost`: the runner stops before the next
+/// request, nothing more is done on the issue, and the run can be replayed.
+#[test]
+fn a_claim_taken_over_mid_run_stops_the_runner_before_its_next_request() {
+    use sdlc_runner::ports::Clock;
+    let b = Bench::new(&[(1, "First")], json!({"claims": {"leaseMinutes": 600}}));
+    let claims = b.dir.path().join("issues").join(".claims");
+    std::fs::create_dir_all(&claims).expect("claims dir");
+    // Another runner's merge lease, so that the merge pauses (a wait renews the claim).
+    let start = FakeClock::default().now();
+    let lease = |issue: u32, worker: &str, secs: i64| {
+        json!({
+            "issue": issue, "worker": worker,
+            "claimedAt": start.to_rfc3339(),
+            "expiresAt": (start + chrono::Duration::seconds(secs)).to_rfc3339(),
+        })
+        .to_string()
+    };
+    std::fs::write(claims.join("merge.json"), lease(9, "ghost", 1)).expect("lease");
+    // After implement, another runner holds #1's claim.
+    let stolen = lease(1, "w2", 86_400);
+    b.world.script(|s| {
+        s.write_after = Some((1, Step::Implement, claims.join("1.json"), stolen.clone()));
+    });
+    let opts = RunOptions {
+        worker_id: Some("w1".into()),
+        ..RunOptions::default()
+    };
+    let ran = b.run_as(opts, |_| {});
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert!(b.world.lock().merges.is_empty(), "{}", ran.log);
+    for recorded in [
+        r#""effect":"claimIssue""#,
+        r#""event":"claimTaken""#,
+        r#""effect":"renewClaim""#,
+        r#""event":"claimRenewed""#,
+        r#""event":"claimLost""#,
+        r#""notice":"claimLost""#,
+    ] {
+        assert!(
+            ran.journal_has(recorded),
+            "{recorded} not journaled\n{}",
+            ran.log
+        );
+    }
+    assert!(ran.log.contains("now claimed by worker w2"), "{}", ran.log);
+    // The other runner's claim is left as it is.
+    let now = std::fs::read_to_string(claims.join("1.json")).expect("claim");
+    assert!(now.contains("\"w2\""), "{now}");
+    let replay = std::process::Command::new(env!("CARGO_BIN_EXE_sdlc-runner"))
+        .arg("replay")
+        .arg(&ran.run.journal)
+        .output()
+        .expect("replay");
+    let said = String::from_utf8_lossy(&replay.stdout);
+    assert_eq!(replay.status.code(), Some(0), "{said}");
+    assert!(!said.contains("diverge"), "{said}");
+}
+
 /// A runner with a worker id shares its merges: the machine asks for the merge turn, pauses
 /// on the LeaseWait schedule while another runner's merge lease holds it (the holder named),
 /// takes the lease over once it ran out, merges again after a lost push race without

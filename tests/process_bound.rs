@@ -30,21 +30,28 @@ fn figure(bounds: &str, prefix: &str) -> (u64, u64) {
         .lines()
         .find(|l| l.starts_with(prefix))
         .unwrap_or_else(|| panic!("no `{prefix}` line in:\n{bounds}"));
-    let numbers: Vec<u64> = line
-        .rsplit(':')
-        .next()
-        .unwrap_or_default()
+    pair(line.rsplit(':').next().unwrap_or_default())
+}
+
+/// `(agents, others)` of "A agent process(es) and B other process(es)".
+fn pair(text: &str) -> (u64, u64) {
+    let numbers: Vec<u64> = text
         .split_whitespace()
         .filter_map(|w| w.parse().ok())
         .collect();
-    assert_eq!(numbers.len(), 2, "{line}");
+    assert_eq!(numbers.len(), 2, "{text}");
     (numbers[0], numbers[1])
 }
 
 /// Runs `p` with the stats on, then checks what it started against `bounds` for its config.
-fn started_within_the_bound(mut p: Project) -> String {
+fn started_within_the_bound(p: Project) -> String {
+    started_within_the_bound_as(p, &[], "processes between two successful merges")
+}
+
+/// The same for a run with `args`, against the `bounds` line starting with `figure_line`.
+fn started_within_the_bound_as(mut p: Project, args: &[&str], figure_line: &str) -> String {
     p.env.push(("SDLC_RUNNER_STATS".into(), "1".into()));
-    let out = p.run(&[]);
+    let out = p.run(args);
     let all = text(&out);
     assert_eq!(code(&out), 1, "the scenario halts: {all}");
     let bounds = p
@@ -57,7 +64,22 @@ fn started_within_the_bound(mut p: Project) -> String {
     let per_effect = fields(&stderr, "stats-effects: ");
     let table = fields(&bounds, "children per effect, other than agents: ");
     // No merge happened: the whole run is one window before the first merge.
-    let (agents, others) = figure(&bounds, "processes between two successful merges");
+    let (agents, others) = match figure_line.strip_prefix("with --worker-id") {
+        // The claims' line holds the three figures: the middle one is between two merges.
+        Some(_) => {
+            let line = bounds
+                .lines()
+                .find(|l| l.starts_with(figure_line))
+                .unwrap_or_else(|| panic!("no `{figure_line}` line in:\n{bounds}"));
+            let between = line
+                .split("between two merges ")
+                .nth(1)
+                .and_then(|rest| rest.split(';').next())
+                .unwrap_or_else(|| panic!("no between-merges figure in {line}"));
+            pair(between)
+        }
+        None => figure(&bounds, figure_line),
+    };
     assert!(stats["agents"] >= 1, "{all}");
     assert!(
         stats["agents"] <= agents,
@@ -95,6 +117,19 @@ fn a_failing_run_starts_no_more_processes_than_bounds_prints() {
         json!({}),
     );
     started_within_the_bound(p);
+}
+
+/// With a worker id every selected issue is claimed and the claim renewed before each request
+/// (`ClaimIssue`, `RenewClaim`): still within what `bounds` prints for a claiming runner.
+#[test]
+fn a_failing_run_with_claims_starts_no_more_processes_than_bounds_prints() {
+    let p = Project::new(
+        &[(1, "First", "x"), (2, "Second", "y")],
+        json!({"steps": {"verify": ["fail-test"]}}),
+        json!({}),
+    );
+    let all = started_within_the_bound_as(p, &["--worker-id", "w1"], "with --worker-id");
+    assert!(all.contains("claimed issue #1 as worker w1"), "{all}");
 }
 
 /// The builtin steps against a hook that rejects every push: the environment's halt.

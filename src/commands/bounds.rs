@@ -91,6 +91,18 @@ pub fn run(config: &Path) -> i32 {
         "processes before a halt when nothing succeeds (worst case, startup included): {}",
         pair(p.nothing_succeeds)
     );
+    let claimed = crate::machine::Limits {
+        claims: true,
+        merge_turn_wait_ms: crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers),
+        ..l.clone()
+    };
+    let c = crate::process_bounds::compute(&claimed, &builtin_steps(&cfg));
+    out!(
+        "with --worker-id (issues claimed, the merge turn shared): each selected issue is claimed, an issue another runner holds is skipped (one selection and one claim more, once per cycle each), and every request that works on the issue or waits renews the claim first; processes: one issue {}; between two merges {}; before a halt when nothing succeeds {}",
+        pair(c.per_issue),
+        pair(c.between_merges),
+        pair(c.nothing_succeeds)
+    );
     out!("a run that merges k issues starts at most k + 1 times the between-merges figures");
     let rows: Vec<String> = crate::process_bounds::CHILDREN
         .iter()

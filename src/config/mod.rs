@@ -258,6 +258,9 @@ impl Config {
             // The run's, not the config's: the driver sets it when it shares the merge
             // (`driver::merge::turn_wait_ms`).
             merge_turn_wait_ms: None,
+            // The run's too: claims come with a worker id.
+            claims: false,
+            decision_wait_secs: self.decision_timeout.as_secs(),
         }
     }
 }

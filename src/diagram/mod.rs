@@ -221,6 +221,13 @@ fn alphabet(core: &Core) -> Vec<Event> {
     if let Some(issue) = core.runner().issue {
         evs.push(Event::IssueWithdrawn { issue });
     }
+    // Claims, where runners share a tracker: the answers to a claim, and to a renewal.
+    if let Some((_, Effect::ClaimIssue { issue })) = core.runner().outstanding {
+        evs.extend([Event::ClaimTaken { issue }, Event::ClaimHeld { issue }]);
+    }
+    if let (Some(_), Some(issue)) = (core.held_back(), core.runner().issue) {
+        evs.extend([Event::ClaimRenewed, Event::ClaimLost { issue }]);
+    }
     if let Some(step) = core.state().step() {
         evs.push(Event::WorkspaceUnfit { step });
         evs.push(Event::PreconditionsOk { step });
@@ -284,6 +291,7 @@ fn exploration_limits() -> Vec<Limits> {
     // past the limit); one attempt per step keeps the space small.
     let shared = Limits {
         merge_turn_wait_ms: Some(sdlc_machine::fleet::LeaseWait::FIRST_MS),
+        claims: true,
         max_retries_per_step: 1,
         max_bounce_retries: 0,
         max_consecutive_failures: [0; Step::COUNT],
@@ -412,10 +420,10 @@ fn digest(key: &impl std::hash::Hash) -> u128 {
     (u128::from(a.finish()) << 64) | u128::from(b.finish())
 }
 
-fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
+fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect>) {
     let (state, mut r) = core.snapshot();
     if state.is_terminal() {
-        return (state, crate::machine::Runner::new(r.limits, r.mode));
+        return (state, crate::machine::Runner::new(r.limits, r.mode), None);
     }
     // Per-step counters of steps other than the current one are abstracted away: every edge
     // they could enable is also reached with the step current (the state space stays small).
@@ -519,7 +527,8 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner) {
         f.class = FailureClass::TestAssertion;
         (0, f)
     });
-    (state.without_issue(), r)
+    let held_back = core.held_back().map(Effect::without_issue);
+    (state.without_issue(), r, held_back)
 }
 
 /// An edge that every leaf under a superstate has is drawn once, from the superstate.

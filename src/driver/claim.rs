@@ -1,10 +1,10 @@
-//! The driver's side of issue claims (`--worker-id`): claim before an issue starts, renew
-//! before each step and each wait, release when the issue is merged or escalated and when the
-//! run ends. Losing a claim (this runner's lease ran out and another runner took the issue
-//! over) stops the run like a shutdown signal: the other runner owns the issue now.
+//! The driver's side of issue claims (`--worker-id`): it performs the machine's `ClaimIssue`
+//! and `RenewClaim` (when to claim, renew, and what a held or lost claim means are the
+//! machine's), releases a claim when the issue is merged or escalated and when the run ends,
+//! and keeps the claims of other runners out of the tracker's selection.
 
 use super::Driver;
-use crate::machine::{Event, Signal};
+use crate::machine::Event;
 use crate::tracker::claims::{Claim, ClaimStore, Claimed};
 use std::time::Duration;
 
@@ -37,13 +37,10 @@ impl ClaimKeeper {
 }
 
 impl Driver {
-    /// Claims the selected issue, waiting out a network blip like any tracker call.
-    /// `Ok(Ok(true))`: this runner holds it; `Ok(Ok(false))`: another runner does, and it is
-    /// left out of the next selection; `Err(event)`: the network gave up or a shutdown came.
-    pub(super) async fn claim_selected(
-        &mut self,
-        issue: u32,
-    ) -> Result<Result<bool, String>, Event> {
+    /// `ClaimIssue`: claims the selected issue. `ClaimTaken` (also when this runner keeps no
+    /// claims), `ClaimHeld` when another runner holds it or the fleet gives it to another
+    /// worker, `TrackerWriteFailed` when the claim cannot be written, or the network's event.
+    pub(super) async fn claim_issue(&mut self, issue: u32) -> Event {
         let what = format!("claiming issue #{issue}");
         let answer = match self
             .patiently(&what, |d| {
@@ -56,10 +53,19 @@ impl Driver {
         {
             super::network::Patient::Done(answer) => answer,
             super::network::Patient::GaveUp(ev) | super::network::Patient::Cancelled(ev) => {
-                return Err(ev)
+                return ev
             }
         };
-        Ok(self.note_claim(issue, answer))
+        match self.note_claim(issue, answer) {
+            Ok(true) if self.fleet_refuses(issue) => Event::ClaimHeld { issue },
+            Ok(true) => Event::ClaimTaken { issue },
+            Ok(false) => Event::ClaimHeld { issue },
+            Err(detail) => {
+                self.say(format!("{what}: {detail}"));
+                self.log(&format!("tracker: {what} failed: {detail}"));
+                Event::TrackerWriteFailed
+            }
+        }
     }
 
     fn note_claim(
@@ -105,11 +111,14 @@ impl Driver {
         }
     }
 
-    /// Renews the claim on the machine's current issue so that it outlasts `extra` more than
-    /// a lease. `Some(event)` (a shutdown) when the issue is no longer this runner's.
-    pub(super) fn keep_claim(&mut self, extra: Duration) -> Option<Event> {
-        let issue = self.core.runner().issue?;
-        let keeper = self.claims.as_mut()?;
+    /// `RenewClaim`: renews the claim on `issue` so that it outlasts `extra` more than a
+    /// lease; a claim with more than half its lease left needs no write before a step.
+    /// `ClaimRenewed`, `ClaimLost` when another runner holds it now, or `TrackerWriteFailed`
+    /// when the claim cannot be written (the machine goes ahead; the next renewal tells).
+    pub(super) fn renew_claim(&mut self, issue: u32, extra: Duration) -> Event {
+        let Some(keeper) = self.claims.as_mut() else {
+            return Event::ClaimRenewed;
+        };
         let now = self.clock.now();
         let lease = keeper.lease + extra;
         let fresh = match keeper.held {
@@ -120,7 +129,7 @@ impl Driver {
             _ => false,
         };
         if fresh {
-            return None;
+            return Event::ClaimRenewed;
         }
         match keeper.store.renew(issue, &keeper.worker, lease, now) {
             Ok(None) => {
@@ -129,25 +138,22 @@ impl Driver {
                     .and_then(|d| now.checked_add_signed(d))
                     .unwrap_or(now);
                 keeper.held = Some((issue, until));
-                None
+                Event::ClaimRenewed
             }
             Ok(Some(holder)) => {
                 keeper.held = None;
                 let line = format!(
-                    "warning: issue #{issue} is now claimed by worker {} (this runner's lease ran out); stopping so that only one runner works on it",
+                    "warning: issue #{issue} is now claimed by worker {} (this runner's lease ran out)",
                     holder.worker
                 );
                 self.log(&line);
-                self.shutdown.request(Signal::Term);
-                Some(self.shutdown.event())
+                Event::ClaimLost { issue }
             }
             Err(e) => {
-                // The claim stays as it was; an expired lease is at worst shared for a moment,
-                // and the next renewal tells.
                 self.log(&format!(
                     "warning: cannot renew the claim on issue #{issue}: {e}"
                 ));
-                None
+                Event::TrackerWriteFailed
             }
         }
     }

@@ -15,21 +15,6 @@ impl Driver {
     pub(super) async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
         // The effect loop's diagnostics keep the driver's target, wherever the code lives.
         tracing::debug!(target: "sdlc_runner::driver", ?effect, "perform");
-        let claim_for = match &effect {
-            Effect::RunStep { .. }
-            | Effect::CheckPreconditions { .. }
-            | Effect::LookAtCi { .. }
-            | Effect::TakeMergeTurn { .. } => Some(Duration::ZERO),
-            Effect::Wait { seconds } => Some(Duration::from_secs(*seconds)),
-            Effect::Pause { millis } => Some(Duration::from_millis(*millis)),
-            Effect::AskDecision { .. } => Some(self.cfg.decision_timeout),
-            _ => None,
-        };
-        if let Some(extra) = claim_for {
-            if let Some(event) = self.keep_claim(extra) {
-                return Outcome::Next(event);
-            }
-        }
         if matches!(
             effect,
             Effect::RunStep { .. } | Effect::CheckPreconditions { .. }
@@ -98,6 +83,10 @@ impl Driver {
                 Outcome::Next(self.sleep(Duration::from_millis(millis)).await)
             }
             Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue)),
+            Effect::ClaimIssue { issue } => Outcome::Next(self.claim_issue(issue).await),
+            Effect::RenewClaim { issue, secs } => {
+                Outcome::Next(self.renew_claim(issue, Duration::from_secs(secs)))
+            }
             Effect::ReleaseMergeTurn => {
                 self.release_merge_turn();
                 Outcome::Continue

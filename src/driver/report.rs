@@ -123,6 +123,12 @@ fn notice_text(n: &Notice) -> (Severity, String) {
             Severity::Info,
             "no open automatable issue: nothing to do".into(),
         ),
+        Notice::ClaimLost { issue } => (
+            Severity::Warning,
+            format!(
+                "issue #{issue} is now another runner's (this runner's claim ran out); stopping so that only one runner works on it: work saved"
+            ),
+        ),
         Notice::ShuttingDown { signal } => (
             Severity::Warning,
             format!(

@@ -20,6 +20,7 @@ impl Driver {
                     excluded.extend(keeper.others.keys().copied());
                     excluded.extend(keeper.refused.iter().copied());
                 }
+                excluded.extend(runner.held_elsewhere.iter().copied());
                 self.tracker.select(&excluded)?
             }
         };
@@ -39,56 +40,55 @@ impl Driver {
         })
     }
 
-    /// The tracker's selection, claimed: an issue another runner holds is skipped and the
-    /// tracker asked again; when only such issues are left, there is nothing for this runner
-    /// to do (they are not escalated or blocked: someone is working on them).
+    /// The tracker's selection, leaving out the issues other runners hold (the machine claims
+    /// the one selected, `ClaimIssue`); when only such issues are left, there is nothing for
+    /// this runner to do (they are not escalated or blocked: someone is working on them).
     pub(super) async fn select_claimed(
         &mut self,
     ) -> Result<Result<Selection, tracker::TrackerError>, Event> {
-        // Each skipped issue is excluded from the next question, so this ends.
-        loop {
-            if self.claims.is_some() {
-                self.claimed_by_others();
-            }
-            let selection = match self
-                .patiently("asking the tracker for the next issue", |d| d.ask_tracker())
-                .await
-            {
-                network::Patient::Done(result) => result,
-                network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
-            };
-            let others = self.describe_others();
-            match selection {
-                Ok(Selection::Issue(issue)) if self.claims.is_some() => {
-                    let claimed = match self.claim_selected(issue.number).await {
-                        Ok(claimed) => claimed,
-                        Err(event) => return Err(event),
-                    };
-                    match claimed {
-                        Ok(true) if self.fleet_refuses(issue.number) => continue,
-                        Ok(true) => return Ok(Ok(Selection::Issue(issue))),
-                        Ok(false) => continue,
-                        Err(detail) => {
-                            return Ok(Err(tracker::TrackerError::Command {
-                                command: format!("claiming issue #{}", issue.number),
-                                detail,
-                                kind: crate::call_failure::CallFailureKind::Other,
-                            }))
-                        }
-                    }
-                }
-                Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. })
-                    if !others.is_empty() || self.fleet_others_hold() =>
-                {
-                    let others = self.held_elsewhere(others);
-                    self.log(&format!(
-                        "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
-                    ));
-                    return Ok(Ok(Selection::NoIssues));
-                }
-                other => return Ok(other),
-            }
+        if self.claims.is_some() {
+            self.claimed_by_others();
         }
+        let selection = match self
+            .patiently("asking the tracker for the next issue", |d| d.ask_tracker())
+            .await
+        {
+            network::Patient::Done(result) => result,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+        };
+        let mut others = self.describe_others();
+        let held: Vec<String> = self
+            .core
+            .runner()
+            .held_elsewhere
+            .iter()
+            .filter(|n| {
+                self.claims
+                    .as_ref()
+                    .is_none_or(|k| !k.others.contains_key(n))
+            })
+            .map(|n| format!("#{n}"))
+            .collect();
+        if !held.is_empty() {
+            let held = held.join(", ");
+            others = if others.is_empty() {
+                held
+            } else {
+                format!("{others}, {held}")
+            };
+        }
+        Ok(match selection {
+            Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. })
+                if !others.is_empty() || self.fleet_others_hold() =>
+            {
+                let others = self.held_elsewhere(others);
+                self.log(&format!(
+                    "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
+                ));
+                Ok(Selection::NoIssues)
+            }
+            other => other,
+        })
     }
 
     /// The next event from the tracker; `None` when the tracker itself failed.

@@ -106,6 +106,7 @@ impl Driver {
         }
         let claims = claim_keeper(&cfg, &opts)?;
         let mut limits = cfg.limits();
+        limits.claims = claims.is_some();
         limits.merge_turn_wait_ms = super::turn_wait_ms(
             claims.as_ref().map(|k| k.lease),
             opts.workers.unwrap_or(cfg.workers),

@@ -435,6 +435,8 @@ fn limits() -> impl Strategy<Value = Limits> {
                     ci_poll_max_secs: ci_max,
                     ci_timeout_secs: ci_timeout,
                     merge_turn_wait_ms: merge_turn,
+                    claims: false,
+                    decision_wait_secs: 0,
                 }
             },
         )

@@ -81,6 +81,18 @@ impl World {
                 7 => Event::TrackerWriteFailed,
                 _ => Event::TrackerUpdated,
             },
+            Effect::ClaimIssue { .. } if network => Event::NetworkFailed,
+            Effect::ClaimIssue { issue } => match self.pick(6) {
+                5 => Event::TrackerWriteFailed,
+                4 => Event::ClaimHeld { issue },
+                _ => Event::ClaimTaken { issue },
+            },
+            Effect::RenewClaim { issue, .. } => match self.pick(12) {
+                11 => Event::ClaimLost { issue },
+                10 => Event::TrackerWriteFailed,
+                9 => Event::NetworkFailed,
+                _ => Event::ClaimRenewed,
+            },
             Effect::Wait { .. } => Event::WaitOver,
             Effect::AskDecision { .. } => Event::DecisionTimedOut,
             other => unreachable!("not a request: {other:?}"),
@@ -171,6 +183,77 @@ proptest! {
             })
             .count();
         prop_assert_eq!(merges, merged.len());
+    }
+
+    /// Claims, where runners share a tracker: no cycle starts on an issue this runner did not
+    /// claim; every request that works on the issue is issued only once its claim was renewed
+    /// (or could not be written); a claim lost to another runner stops the run at once; an
+    /// issue held elsewhere is skipped; a claim the tracker refuses halts. The session ends
+    /// whatever the tracker and the other runners do.
+    #[test]
+    fn claims_are_taken_before_work_and_renewed_before_every_request(
+        l in limits(),
+        backlog in 1u32..5,
+        tape in prop::collection::vec(any::<u8>(), 0..600),
+    ) {
+        let l = Limits { claims: true, ..l };
+        let mut world = World { tape, at: 0, backlog };
+        let log = session(&l, &mut world);
+        let mut asked: Option<Effect> = None;
+        for (event, effects) in &log {
+            let request = effects.iter().copied().find(Effect::is_request);
+            if let Event::ClaimLost { issue } = event {
+                prop_assert_eq!(
+                    effects.as_slice().last(),
+                    Some(&Effect::Exit { code: 0 }),
+                    "a lost claim stops the run: {:?}", effects
+                );
+                let told = Effect::Notify(Notice::ClaimLost { issue: *issue });
+                prop_assert!(effects.contains(&told), "{:?}", effects);
+            }
+            for e in effects {
+                if let Effect::Notify(Notice::CycleStarted { issue }) = e {
+                    prop_assert_eq!(*event, Event::ClaimTaken { issue: *issue }, "#{} started unclaimed", issue);
+                }
+            }
+            // The issue the request works on (`None`: any; a precondition check names none).
+            let works_on = match request {
+                Some(
+                    Effect::RunStep { issue, .. }
+                    | Effect::LookAtCi { issue, .. }
+                    | Effect::TakeMergeTurn { issue },
+                ) => Some(Some(issue)),
+                Some(Effect::CheckPreconditions { .. }) => Some(None),
+                _ => None,
+            };
+            if let Some(issue) = works_on {
+                let renewed = matches!(
+                    asked,
+                    Some(Effect::RenewClaim { issue: i, .. }) if issue.is_none_or(|n| n == i)
+                );
+                prop_assert!(
+                    renewed
+                        && matches!(
+                            event,
+                            Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed
+                        ),
+                    "{:?} issued after {:?} answered {:?}",
+                    request,
+                    asked,
+                    event
+                );
+            }
+            if let Event::ClaimHeld { .. } = event {
+                prop_assert_eq!(request, Some(Effect::SelectIssue));
+            }
+            if matches!(asked, Some(Effect::ClaimIssue { .. })) && *event == Event::TrackerWriteFailed {
+                prop_assert!(
+                    effects.iter().any(|e| matches!(e, Effect::Halt(HaltReason::TrackerWrite { merged: false, .. }))),
+                    "a refused claim halts on the tracker: {:?}", effects
+                );
+            }
+            asked = request;
+        }
     }
 
     /// Network waits: the n-th wait in a row on one call lasts `2 · 2^(n-1)` seconds (capped),

@@ -159,6 +159,9 @@ fn limits_convert_to_exact_units() {
             ci_timeout_secs: 600,
             // The run sets it when it shares its merges; the config alone does not.
             merge_turn_wait_ms: None,
+            claims: false,
+            // decisionTimeoutMinutes, 60 by default: a claim is renewed to outlast the wait.
+            decision_wait_secs: 3600,
         }
     );
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));

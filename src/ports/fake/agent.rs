@@ -93,6 +93,13 @@ impl FakeAgent {
                 i.state_open = false;
             }
         }
+        if let Some((i, s, path, text)) = &w.script.write_after {
+            if (*i, *s) == (issue, step) {
+                if let Err(e) = std::fs::write(path, text) {
+                    panic!("the scripted write of {} failed: {e}", path.display());
+                }
+            }
+        }
     }
 }
 

@@ -40,6 +40,9 @@ pub struct Script {
     pub close_after: Option<(u32, Step)>,
     /// A person closes this issue in the tracker while its merge pauses after a lost race.
     pub close_on_lost_race: Option<u32>,
+    /// Someone else writes file `.2` with `.3` right after step `.1` of issue `.0` succeeded
+    /// (another runner's claim, say).
+    pub write_after: Option<(u32, Step, std::path::PathBuf, String)>,
     /// CI of every branch.
     pub ci: Option<CiState>,
 }

@@ -27,6 +27,10 @@ pub struct Core {
     /// What the last attempt or failed runner call said, as reported with its event: the
     /// tail the halt and escalation diagnostics show.
     last_words: String,
+    /// The request held back until the claim on the issue under way is renewed
+    /// (`RenewClaim`): issued on the renewal's answer, dropped on any other event (a restart
+    /// issues its requests anew, a lost claim or a signal stops the run).
+    held_back: Option<Effect>,
 }
 
 /// What an event reports beyond its `Copy` fields: text the machine keeps for the driver's
@@ -46,6 +50,7 @@ impl Clone for Core {
             fx: Vec::with_capacity(16),
             details: self.details.clone(),
             last_words: self.last_words.clone(),
+            held_back: self.held_back,
         }
     }
 }
@@ -72,6 +77,7 @@ impl Core {
             fx,
             details: Default::default(),
             last_words: String::new(),
+            held_back: None,
         }
     }
 
@@ -103,11 +109,47 @@ impl Core {
             }
         }
         self.fx.clear();
+        if let Some(request) = self.held_back.take() {
+            // The renewal's answer is no event of the states': renewed, or not writable (the
+            // lease may lapse; the next renewal tells), the request held back goes ahead.
+            if matches!(
+                event,
+                Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed
+            ) {
+                self.fx.push(request);
+                return &self.fx;
+            }
+        }
         self.sm.handle_with_context(event, &mut self.fx);
         if self.fx.contains(&Effect::ResetCycle) {
             self.details = Default::default();
         }
+        self.hold_back_for_renewal();
         &self.fx
+    }
+
+    /// Where issues are claimed, a request that works on the issue under way or waits is held
+    /// back and the claim renewed first, so that no runner works on an issue it no longer
+    /// holds and none loses its claim in a long wait. The state does not change: the
+    /// renewal is a gate before the request, not a step of the lifecycle.
+    fn hold_back_for_renewal(&mut self) {
+        let Some(issue) = self.sm.issue else {
+            return;
+        };
+        let Some(at) = self.fx.iter().position(Effect::is_request) else {
+            return;
+        };
+        let request = self.fx[at];
+        if let Some(secs) = sm::renewal_before(&self.sm.limits, &request) {
+            self.fx[at] = Effect::RenewClaim { issue, secs };
+            self.held_back = Some(request);
+        }
+    }
+
+    /// The request held back for a claim renewal, if any (part of what the machine is, for
+    /// searches over its states).
+    pub fn held_back(&self) -> Option<Effect> {
+        self.held_back
     }
 
     /// What the last attempt or failed call said, for the halt and escalation diagnostics.

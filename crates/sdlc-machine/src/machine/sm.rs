@@ -14,6 +14,9 @@
 #![allow(missing_docs)]
 
 #[warn(missing_docs)]
+mod claims;
+pub(crate) use claims::renewal_before;
+#[warn(missing_docs)]
 mod cycle;
 #[warn(missing_docs)]
 mod escalation;
@@ -61,6 +64,7 @@ impl Runner {
                 self.dispatched = false;
                 Handled
             }
+            Event::ClaimLost { issue } => self.claim_lost(issue, context),
             // Wherever it happens (selecting, probing a step, closing an issue): no attempt is
             // spent and no issue blamed; the session stops until a person sees to the network.
             Event::NetworkUnavailable => self.halt(HaltReason::Network, context),
@@ -81,12 +85,13 @@ impl Runner {
                 Handled
             }
             Event::NetworkFailed => self.network_failed(context),
-            Event::IssueSelected { issue } => {
-                let first = match self.mode {
-                    Mode::SingleStep(step) => step,
-                    _ => Step::StartCycle,
-                };
-                self.start_issue_cycle(issue, first, context)
+            Event::IssueSelected { issue } => self.selected(issue, context),
+            Event::ClaimTaken { issue } if self.claiming(issue) => self.claim_taken(issue, context),
+            Event::ClaimHeld { issue } if self.claiming(issue) => self.claim_held(issue, context),
+            Event::TrackerWriteFailed
+                if matches!(self.outstanding, Some((_, Effect::ClaimIssue { .. }))) =>
+            {
+                self.claim_refused(context)
             }
             Event::Resume { issue, next } => {
                 if self.excluded(issue) {

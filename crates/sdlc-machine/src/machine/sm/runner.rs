@@ -127,6 +127,9 @@ pub struct Runner {
     pub merged: BTreeSet<u32>,
     /// Issues a person took back during the session (closed, relabelled, escalated).
     pub withdrawn: BTreeSet<u32>,
+    /// Issues another runner held when this runner tried to claim them, left out of its
+    /// selections until its next cycle starts (their claims may run out meanwhile).
+    pub held_elsewhere: BTreeSet<u32>,
     /// The request the runner is answering now and the state that issued it: what a network
     /// wait calls again.
     pub outstanding: Option<(State, Effect)>,
@@ -192,6 +195,7 @@ impl Runner {
             stats: Stats::default(),
             merged: BTreeSet::new(),
             withdrawn: BTreeSet::new(),
+            held_elsewhere: BTreeSet::new(),
             outstanding: None,
             network_waits: 0,
             last_escalation: None,
@@ -209,6 +213,7 @@ impl Runner {
 
     pub(super) fn begin_cycle(&mut self, issue: u32) {
         self.issue = Some(issue);
+        self.held_elsewhere.clear();
         self.dispatched = false;
         self.attempts = [0; Step::COUNT];
         self.bounces = 0;

@@ -135,6 +135,12 @@ pub enum Notice {
         /// How long the wait may last.
         limit_ms: u64,
     },
+    /// Another runner took the issue under way over (this runner's claim ran out): this
+    /// runner stops so that only one works on it.
+    ClaimLost {
+        /// The issue taken over.
+        issue: u32,
+    },
     /// The merge lost a push race: main is refreshed and the merge run again (`lost` of
     /// `max` free re-runs in this attempt).
     MergeRaceLost {
@@ -205,6 +211,23 @@ pub enum Effect {
     },
     /// Give the merge turn back (merged or not); idempotent.
     ReleaseMergeTurn,
+    /// Claim the selected issue for this runner (runners sharing a tracker, `--worker-id`):
+    /// answered by `ClaimTaken`, `ClaimHeld`, `TrackerWriteFailed` when the claim cannot be
+    /// written, or `NetworkFailed`.
+    ClaimIssue {
+        /// The issue selected.
+        issue: u32,
+    },
+    /// Renew the claim on the issue under way so that it outlasts `secs` more than a lease
+    /// (the wait about to begin), before the request held back for it: answered by
+    /// `ClaimRenewed`, `ClaimLost`, or `TrackerWriteFailed`/`NetworkFailed` when the claim
+    /// cannot be written (the request goes ahead: the next renewal tells).
+    RenewClaim {
+        /// The issue under way.
+        issue: u32,
+        /// How long the request held back may take beyond a step (its wait).
+        secs: u64,
+    },
     /// Commit what the working tree holds, with this kind's message.
     AutoCommit(CommitKind),
     /// Check out the main branch: the cycle's branch is left as it is.
@@ -263,6 +286,8 @@ impl Effect {
                 | Effect::Wait { .. }
                 | Effect::Pause { .. }
                 | Effect::TakeMergeTurn { .. }
+                | Effect::ClaimIssue { .. }
+                | Effect::RenewClaim { .. }
                 | Effect::AskDecision { .. }
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
@@ -291,6 +316,8 @@ impl Effect {
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
             Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
             Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
+            Effect::ClaimIssue { .. } => Effect::ClaimIssue { issue: 0 },
+            Effect::RenewClaim { secs, .. } => Effect::RenewClaim { issue: 0, secs },
             Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
             other => other,
         }
@@ -306,6 +333,8 @@ impl Effect {
             Effect::Wait { .. } => "Wait",
             Effect::Pause { .. } => "Pause",
             Effect::TakeMergeTurn { .. } => "TakeMergeTurn",
+            Effect::ClaimIssue { .. } => "ClaimIssue",
+            Effect::RenewClaim { .. } => "RenewClaim",
             Effect::ReleaseMergeTurn => "ReleaseMergeTurn",
             Effect::AutoCommit(_) => "AutoCommit",
             Effect::CheckoutMain => "CheckoutMain",

@@ -221,6 +221,27 @@ pub enum Event {
         /// What the merge run cost.
         usage: Usage,
     },
+    /// This runner now holds the selected issue's claim (`ClaimIssue`): taken, or taken over
+    /// from a runner whose lease ran out.
+    ClaimTaken {
+        /// The issue claimed.
+        issue: u32,
+    },
+    /// Another runner holds the selected issue's claim, or the fleet gave the issue to another
+    /// worker: it is left out of this selection.
+    ClaimHeld {
+        /// The issue held elsewhere.
+        issue: u32,
+    },
+    /// The claim on the issue under way is renewed (`RenewClaim`), or needed no renewal yet:
+    /// the request held back for it is issued.
+    ClaimRenewed,
+    /// Another runner holds the claim on the issue under way: this runner's lease ran out and
+    /// the issue was taken over. Only one runner may work on it, so this one stops.
+    ClaimLost {
+        /// The issue taken over.
+        issue: u32,
+    },
 }
 
 impl Event {
@@ -254,6 +275,10 @@ impl Event {
             Event::MergeTurnTaken => "MergeTurnTaken",
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",
+            Event::ClaimTaken { .. } => "ClaimTaken",
+            Event::ClaimHeld { .. } => "ClaimHeld",
+            Event::ClaimRenewed => "ClaimRenewed",
+            Event::ClaimLost { .. } => "ClaimLost",
         }
     }
 }

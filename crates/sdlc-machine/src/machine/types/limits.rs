@@ -62,6 +62,16 @@ pub struct Limits {
     /// versions, whose shell took the turn, lack it).
     #[serde(default)]
     pub merge_turn_wait_ms: Option<u64>,
+    /// Issues are claimed (runners sharing a tracker, `--worker-id`): each selected issue is
+    /// claimed before its cycle starts, and the claim renewed before every request that works
+    /// on the issue or waits (journals of earlier versions, whose shell kept the claims, lack
+    /// it).
+    #[serde(default)]
+    pub claims: bool,
+    /// How long a person's decision is waited for (manual approval): the claim is renewed to
+    /// outlast it. 0 where no decision is waited for.
+    #[serde(default)]
+    pub decision_wait_secs: u64,
 }
 
 fn default_ci_poll_initial_secs() -> u32 {
@@ -110,6 +120,8 @@ impl Default for Limits {
             ci_poll_max_secs: 120,
             ci_timeout_secs: 600,
             merge_turn_wait_ms: None,
+            claims: false,
+            decision_wait_secs: 0,
         }
     }
 }
