@@ -20,11 +20,6 @@ const WAITS: &[(&str, usize, &str)] = &[
         1,
         "watching for a person's answer file; bounded by the machine's decision timeout",
     ),
-    (
-        "fleet.rs",
-        1,
-        "a fleet-wide pause ordered by the pure coordinator (sdlc_machine::fleet)",
-    ),
 ];
 
 fn driver_sources() -> Vec<(String, String)> {

@@ -318,4 +318,16 @@ fn a_rate_limit_of_one_worker_pauses_the_others() {
         all.contains("fleet pause: waiting") && all.contains("for another worker's rate limit"),
         "{all}"
     );
+    // The pause is the machine's: an event and a wait of the paused worker's journal, so
+    // `replay` reproduces it.
+    let journals: String = (0..2)
+        .filter_map(|w| {
+            std::fs::read_to_string(p.project.join(format!(
+                ".git/sdlc-runner/workers/w{w}/.git/sdlc-runner/journal.jsonl"
+            )))
+            .ok()
+        })
+        .collect();
+    assert!(journals.contains(r#""event":"fleetPaused""#), "{journals}");
+    assert!(journals.contains(r#""notice":"fleetPause""#), "{journals}");
 }

@@ -225,6 +225,15 @@ fn alphabet(core: &Core) -> Vec<Event> {
     if let Some((_, Effect::ClaimIssue { issue })) = core.runner().outstanding {
         evs.extend([Event::ClaimTaken { issue }, Event::ClaimHeld { issue }]);
     }
+    // A fleet pause answers a step's request instead of the request's own answer; only a
+    // fleet shares its merges, so the limits that share them show it (the space stays small).
+    if let Some((asked_in, Effect::RunStep { .. } | Effect::CheckPreconditions { .. })) =
+        core.runner().outstanding
+    {
+        if asked_in == *core.state() && core.runner().limits.merge_turn_wait_ms.is_some() {
+            evs.push(Event::FleetPaused { seconds: 30 });
+        }
+    }
     if let (Some(_), Some(issue)) = (core.held_back(), core.runner().issue) {
         evs.extend([Event::ClaimRenewed, Event::ClaimLost { issue }]);
     }
@@ -488,6 +497,17 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect
             std::collections::BTreeSet::from([t])
         }
     };
+    // Fleet pauses in a row only matter while their request is still outstanding (its step
+    // state, or a wait before it is issued again): the next request starts them at zero.
+    let asked_here = r.outstanding.is_some_and(|(asked_in, _)| asked_in == state);
+    if !asked_here
+        && !matches!(
+            state,
+            State::WaitingForFleet { .. } | State::WaitingForNetwork { .. }
+        )
+    {
+        r.fleet_pauses = 0;
+    }
     r.merged = token(&r.merged, 1_000);
     r.withdrawn = token(&r.withdrawn, 1_001);
     // Issue numbers and signature values in the outstanding request and the last escalation

@@ -123,37 +123,20 @@ impl Driver {
         true
     }
 
-    /// Before a dispatch: waits out a fleet-wide pause; `Some(event)` (a shutdown) once the
-    /// fleet halted.
-    pub(super) async fn fleet_gate(&mut self) -> Option<Event> {
+    /// Before a dispatch: the fleet's answer instead of the request's when it may not go
+    /// ahead now: `FleetPaused` while the fleet pauses (the machine waits and asks again), the
+    /// shutdown event once the fleet halted.
+    pub(super) fn fleet_gate(&mut self) -> Option<Event> {
         let link = self.fleet.clone()?;
-        loop {
-            match link.may_dispatch() {
-                Dispatch::Go => return None,
-                Dispatch::Stop => {
-                    self.shutdown.request(Signal::Term);
-                    return Some(self.shutdown.event());
-                }
-                Dispatch::WaitUntil(until) => {
-                    let secs = until.saturating_sub(now_secs()).max(1);
-                    let ends =
-                        chrono::DateTime::from_timestamp(i64::try_from(until).unwrap_or(0), 0)
-                            .map(|t| t.format(", until %H:%M:%S UTC").to_string())
-                            .unwrap_or_default();
-                    self.log(&format!(
-                        "fleet pause: waiting {secs} s{ends} for another worker's rate limit"
-                    ));
-                    self.live.wait_started("FLEET_PAUSE", secs);
-                    let stopped = tokio::select! {
-                        _ = self.clock.sleep(std::time::Duration::from_secs(secs)) => false,
-                        _ = self.shutdown.wait() => true,
-                    };
-                    self.live.wait_ended();
-                    if stopped {
-                        return Some(self.shutdown.event());
-                    }
-                }
+        match link.may_dispatch() {
+            Dispatch::Go => None,
+            Dispatch::Stop => {
+                self.shutdown.request(Signal::Term);
+                Some(self.shutdown.event())
             }
+            Dispatch::WaitUntil(until) => Some(Event::FleetPaused {
+                seconds: until.saturating_sub(now_secs()).max(1),
+            }),
         }
     }
 }

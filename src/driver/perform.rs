@@ -19,7 +19,7 @@ impl Driver {
             effect,
             Effect::RunStep { .. } | Effect::CheckPreconditions { .. }
         ) {
-            if let Some(event) = self.fleet_gate().await {
+            if let Some(event) = self.fleet_gate() {
                 return Outcome::Next(event);
             }
         }
@@ -178,6 +178,9 @@ impl Driver {
                     }
                     Notice::NetworkWait { .. } => self.wait_reason = Some("NETWORK".to_string()),
                     Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
+                    Notice::FleetPause { .. } => {
+                        self.wait_reason = Some("FLEET_PAUSE".to_string());
+                    }
                     _ => {}
                 }
                 let (severity, mut text) = report::notice(&n);

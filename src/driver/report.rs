@@ -68,6 +68,12 @@ fn notice_text(n: &Notice) -> (Severity, String) {
             ),
         ),
         Notice::Merged { issue } => (Severity::Info, format!("issue #{issue}: merged")),
+        Notice::FleetPause { seconds, pause } => (
+            Severity::Warning,
+            format!(
+                "fleet pause: waiting {seconds} s for another worker's rate limit or quota (pause {pause} in a row); no attempt spent"
+            ),
+        ),
         Notice::NetworkWait { seconds, wait } => (
             Severity::Warning,
             format!(

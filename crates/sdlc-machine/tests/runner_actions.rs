@@ -664,3 +664,52 @@ fn a_lost_race_reads_the_issue_again_before_merging_again() {
     assert_eq!(fx.first(), Some(&Effect::ReleaseMergeTurn), "{fx:?}");
     assert!(!fx.iter().any(|e| matches!(e, Effect::RunStep { .. })));
 }
+
+/// A fleet pause (another worker's rate limit) is the machine's wait: the request was not
+/// performed, it is issued again after the wait, a restart waits again, and more pauses in a
+/// row on one request than a runner alone would wait out halt without blaming the issue.
+#[test]
+fn a_fleet_pause_waits_then_asks_again_and_is_bounded() {
+    let l = Limits {
+        max_rate_limit_waits: 1,
+        ..Limits::default()
+    };
+    let mut core = Core::new(l, Mode::Continuous);
+    core.handle(&Event::Start);
+    let check = Effect::CheckPreconditions {
+        step: Step::StartCycle,
+    };
+    assert_eq!(
+        core.handle(&Event::IssueSelected { issue: 1 }).last(),
+        Some(&check)
+    );
+    let fx = core.handle(&Event::FleetPaused { seconds: 30 }).to_vec();
+    assert_eq!(
+        fx,
+        vec![
+            Effect::Notify(Notice::FleetPause {
+                seconds: 30,
+                pause: 1
+            }),
+            Effect::Wait { seconds: 30 }
+        ]
+    );
+    assert_eq!(core.state().name(), "WaitingForFleet");
+    assert_eq!(
+        core.handle(&Event::Start).to_vec(),
+        vec![Effect::Wait { seconds: 30 }]
+    );
+    assert_eq!(core.handle(&Event::WaitOver).to_vec(), vec![check]);
+    core.handle(&Event::FleetPaused { seconds: 5 });
+    assert_eq!(core.handle(&Event::WaitOver).to_vec(), vec![check]);
+    let fx = core.handle(&Event::FleetPaused { seconds: 5 }).to_vec();
+    assert!(
+        fx.contains(&Effect::Halt(HaltReason::WaitsExhausted {
+            class: FailureClass::RateLimit,
+            step: Step::StartCycle
+        })),
+        "{fx:?}"
+    );
+    assert!(core.runner().escalated.is_empty());
+    assert_eq!(core.runner().attempts, [0; Step::COUNT], "no attempt spent");
+}

@@ -124,6 +124,7 @@ impl Runner {
         match *event {
             // Observed progress on start overrides the recorded position, never the counters.
             Event::Resume { issue, next } if Some(issue) == self.issue => self.enter(next, context),
+            Event::FleetPaused { seconds } => self.fleet_paused(seconds, context),
             _ => Super,
         }
     }
@@ -276,6 +277,21 @@ impl Runner {
     /// A runner action failed on the network; its request is issued again after the wait.
     #[state(superstate = "session")]
     fn waiting_for_network(
+        &mut self,
+        seconds: &u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::WaitOver => self.reissue(context),
+            _ => self.wait_again(*seconds, event, context),
+        }
+    }
+
+    /// The fleet pauses every worker (another worker's rate limit or quota) before the
+    /// outstanding request; it is issued again after the wait. A restart waits again.
+    #[state(superstate = "cycle")]
+    fn waiting_for_fleet(
         &mut self,
         seconds: &u64,
         event: &Event,

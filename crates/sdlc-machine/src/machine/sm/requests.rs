@@ -10,6 +10,7 @@ impl Runner {
     /// network failure of that call is waited out and the same request issued again.
     pub(super) fn request(&mut self, state: State, effect: Effect, fx: &mut Fx) {
         self.network_waits = 0;
+        self.fleet_pauses = 0;
         self.outstanding = Some((state, effect));
         fx.push(effect);
     }
@@ -60,6 +61,28 @@ impl Runner {
 
     /// A wait interrupted by a restart (or a mode change that keeps the run going) is waited
     /// again in full; any other event goes to the superstate.
+    /// The fleet paused every worker before the outstanding request (another worker's rate
+    /// limit or quota): wait, then issue it again. The provider's limit is everyone's, so more
+    /// pauses in a row on one request than a runner alone would wait out halt the session
+    /// (`WaitsExhausted`, a rate limit), no attempt spent and no issue blamed.
+    pub(super) fn fleet_paused(&mut self, seconds: u64, fx: &mut Fx) -> Outcome<State> {
+        let Some((state, _)) = self.outstanding else {
+            return Handled;
+        };
+        if self.fleet_pauses > self.limits.max_rate_limit_waits {
+            let step = state.step().unwrap_or(crate::step::Step::StartCycle);
+            let class = crate::failure::FailureClass::RateLimit;
+            return self.halt(HaltReason::WaitsExhausted { class, step }, fx);
+        }
+        self.fleet_pauses += 1;
+        fx.push(Effect::Notify(Notice::FleetPause {
+            seconds,
+            pause: self.fleet_pauses,
+        }));
+        fx.push(Effect::Wait { seconds });
+        Transition(State::waiting_for_fleet(seconds))
+    }
+
     pub(super) fn wait_again(
         &mut self,
         seconds: u64,

@@ -133,6 +133,8 @@ pub struct Runner {
     /// The request the runner is answering now and the state that issued it: what a network
     /// wait calls again.
     pub outstanding: Option<(State, Effect)>,
+    /// Fleet pauses in a row on the outstanding request.
+    pub fleet_pauses: u32,
     /// Network waits in a row on the outstanding request.
     pub network_waits: u32,
     /// The issue and failure of the last escalation, to tell an environment's failure (the
@@ -198,6 +200,7 @@ impl Runner {
             held_elsewhere: BTreeSet::new(),
             outstanding: None,
             network_waits: 0,
+            fleet_pauses: 0,
             last_escalation: None,
             last_escalation_alone: false,
             ci_waits: 0,

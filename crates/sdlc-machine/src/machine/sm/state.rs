@@ -79,6 +79,7 @@ impl State {
             State::Releasing { .. } => "Releasing",
             State::WaitingForNetwork { .. } => "WaitingForNetwork",
             State::WaitingForCi { .. } => "WaitingForCi",
+            State::WaitingForFleet { .. } => "WaitingForFleet",
             State::WaitingToMerge { .. } => "WaitingToMerge",
             State::Halted { .. } => "Halted",
             State::Finished { .. } => "Finished",

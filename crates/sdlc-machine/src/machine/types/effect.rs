@@ -88,6 +88,14 @@ pub enum Notice {
     },
     /// No open issue to work on: the session ends.
     NothingToDo,
+    /// The fleet pauses every worker for another worker's rate limit or quota: this worker's
+    /// request waits.
+    FleetPause {
+        /// How long this wait lasts.
+        seconds: u64,
+        /// Fleet pauses in a row on this request, this one included.
+        pause: u32,
+    },
     /// A runner action is waited on: its call failed for a network reason.
     NetworkWait {
         /// How long this wait lasts.

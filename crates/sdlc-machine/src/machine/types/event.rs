@@ -236,6 +236,13 @@ pub enum Event {
     /// The claim on the issue under way is renewed (`RenewClaim`), or needed no renewal yet:
     /// the request held back for it is issued.
     ClaimRenewed,
+    /// The fleet's coordinator pauses every worker this long (another worker hit a rate limit
+    /// or quota: the provider is the same): the request was not performed and is issued again
+    /// after the wait.
+    FleetPaused {
+        /// Seconds until the pause ends.
+        seconds: u64,
+    },
     /// Another runner holds the claim on the issue under way: this runner's lease ran out and
     /// the issue was taken over. Only one runner may work on it, so this one stops.
     ClaimLost {
@@ -279,6 +286,7 @@ impl Event {
             Event::ClaimHeld { .. } => "ClaimHeld",
             Event::ClaimRenewed => "ClaimRenewed",
             Event::ClaimLost { .. } => "ClaimLost",
+            Event::FleetPaused { .. } => "FleetPaused",
         }
     }
 }
