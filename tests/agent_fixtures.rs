@@ -6,7 +6,8 @@
 
 use sdlc_runner::agent::classify::{Classified, Observation};
 use sdlc_runner::agent::stream::StreamSummary;
-use sdlc_runner::agents::{self, AgentKind};
+use sdlc_runner::agents;
+use sdlc_runner::config::AgentKind;
 use sdlc_runner::failure::FailureClass::{self, *};
 use std::path::{Path, PathBuf};
 

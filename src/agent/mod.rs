@@ -9,6 +9,7 @@
 
 pub mod classify;
 pub mod stream;
+pub mod tokens;
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -322,7 +323,7 @@ pub async fn run_agent_stoppable(
         program: program_name.clone(),
         source,
     })?;
-    crate::git::repo::answers::child_started();
+    crate::process::children::child_started();
     crate::stats::agent_spawned();
     let pid = child.id().unwrap_or(0);
     tracing::debug!(program = %program_name, pid, cwd = %run.cwd.display(), "agent started");

@@ -8,9 +8,9 @@
 use super::lines::{object, Events, JsonLinesReader, Progress};
 use crate::agent::classify::{decided, Classified, Observation};
 use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
-use crate::agents::ModelTokens;
+use crate::agent::tokens::ModelTokens;
+use crate::agents::claude::{AttemptInfo, Invocation};
 use crate::config::Config;
-use crate::driver::invoke::{AttemptInfo, Invocation};
 use crate::failure::FailureClass;
 use serde_json::Value;
 use std::path::PathBuf;

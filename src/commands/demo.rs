@@ -20,10 +20,11 @@ pub fn run(args: &DemoArgs) -> i32 {
                 Ok(cfg) => cfg,
                 Err(code) => return code,
             };
-            let server = match crate::http::start_for(args.http.as_deref(), &cfg) {
-                Ok(server) => server,
-                Err(code) => return code,
-            };
+            let server =
+                match crate::http::start_for(args.http.as_deref(), &cfg, super::status::json) {
+                    Ok(server) => server,
+                    Err(code) => return code,
+                };
             let code = driver::run(cfg, RunOptions::default());
             if let Some(server) = server {
                 linger(&server, args.linger);

@@ -3,7 +3,7 @@
 //! in `duplicates.rs`.)
 
 use super::*;
-use crate::agents::AgentKind;
+use crate::config::AgentKind;
 
 mod agents;
 mod reader;

@@ -1,13 +1,15 @@
 //! One agent attempt: prompt and invocation, the run itself, the attempt log, and the
 //! classification or post-step check that becomes the machine's next event.
 
-use super::invoke::{self, AttemptInfo, IssueContext, RepairContext};
+use super::invoke::{self, IssueContext, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
 use crate::agent::stream::StreamSummary;
 use crate::agent::{AgentError, AgentExit, AgentRun};
-use crate::agents::{self, AgentKind};
+use crate::agents;
+use crate::agents::claude::AttemptInfo;
+use crate::config::AgentKind;
 use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
@@ -460,8 +462,10 @@ fn usage_of(
     step: Step,
 ) -> Usage {
     let result = summary.result.as_ref();
-    let priced =
-        || agents::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step)).unwrap_or(0);
+    let priced = || {
+        crate::agent::tokens::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step))
+            .unwrap_or(0)
+    };
     Usage {
         cost_micros: match result.and_then(|r| r.total_cost_usd) {
             Some(c) => (c.max(0.0) * 1e6) as u64,

@@ -2,7 +2,7 @@
 //! `gemini-cli/`), written one per line and flushed at once so a runner watching for
 //! idleness sees them as they happen. Each method speaks the stream of the emitter's kind.
 
-use crate::agents::AgentKind;
+use crate::config::AgentKind;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 use std::time::Instant;

@@ -12,8 +12,8 @@ mod script;
 pub use outcome::Outcome;
 pub use script::Script;
 
-use crate::agents::AgentKind;
 use crate::cli::FakeAgentArgs;
+use crate::config::AgentKind;
 use crate::step::Step;
 use events::Emitter;
 use std::io::Write;

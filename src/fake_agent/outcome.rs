@@ -3,7 +3,7 @@
 use super::events::Emitter;
 use super::git;
 use super::Context;
-use crate::agents::AgentKind;
+use crate::config::AgentKind;
 use serde_json::json;
 use std::io;
 use std::time::Duration;
