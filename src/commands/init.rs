@@ -106,8 +106,8 @@ pub fn run(args: &InitArgs) -> i32 {
     }
     // What the chosen CLI still needs before it can run unattended (binary, login, settings).
     if let Ok(cfg) = crate::config::Config::load(&target) {
-        for c in crate::agents::doctor_checks(&cfg) {
-            if c.level != crate::agents::CheckLevel::Ok {
+        for c in crate::agent::cli::doctor_checks(&cfg) {
+            if c.level != crate::agent::cli::CheckLevel::Ok {
                 say!(
                     "note: {}{}",
                     c.detail,

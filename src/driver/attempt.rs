@@ -5,10 +5,9 @@ use super::invoke::{self, IssueContext, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
+use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
 use crate::agent::{AgentError, AgentExit, AgentRun};
-use crate::agents;
-use crate::agents::claude::AttemptInfo;
 use crate::config::AgentKind;
 use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
@@ -73,7 +72,7 @@ impl Driver {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
         let kind = self.cfg.agent(step).kind;
-        let reader = agents::Reader::new(kind, self.cfg.max_turns(step));
+        let reader = cli::Reader::new(kind, self.cfg.max_turns(step));
         let ran = execute(
             &*self.agent,
             &run,
@@ -110,7 +109,7 @@ impl Driver {
             self.log(&format!("agent session {id}"));
         }
         let temp = std::env::temp_dir();
-        let failure = match agents::classify(
+        let failure = match cli::classify(
             kind,
             &observation(&exit, &summary, &temp, self.clock.now().timestamp()),
         ) {
@@ -200,7 +199,7 @@ impl Driver {
                 )
             })?
         };
-        let inv = agents::invocation(&self.cfg, program, &info);
+        let inv = cli::invocation(&self.cfg, program, &info);
         let live_log = self.logs.live_log(step.key());
         let budget = self.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
@@ -352,7 +351,7 @@ struct Ran {
 async fn execute(
     agent: &dyn AgentPort,
     run: &AgentRun,
-    mut reader: agents::Reader,
+    mut reader: cli::Reader,
     shutdown: &Shutdown,
     journal: Option<&mut Journal>,
     live: Option<&crate::progress::Live>,

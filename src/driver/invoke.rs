@@ -1,6 +1,6 @@
 //! The prompt of one step attempt (docs/interfaces.md "Agent invocation"): the step's
 //! instruction, the issue and, for a repair, the previous failure. Pure: the argument vector
-//! and environment that carry it are the agent adapter's (`agents`).
+//! and environment that carry it are the agent adapter's (`agent::cli`).
 
 use crate::config::Config;
 use crate::step::Step;

@@ -10,9 +10,9 @@
 use super::lines::{object, Events, JsonLinesReader, Progress};
 use super::{reset_wait_secs, Stop};
 use crate::agent::classify::{decided, Classified, Observation};
+use crate::agent::cli::claude::{AttemptInfo, Invocation};
 use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use crate::agent::tokens::ModelTokens;
-use crate::agents::claude::{AttemptInfo, Invocation};
 use crate::config::Config;
 use crate::failure::FailureClass;
 use serde_json::Value;

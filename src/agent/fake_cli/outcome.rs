@@ -19,7 +19,7 @@ pub enum Outcome {
     SoftIsError,
     SoftPermission,
     BenignPermission,
-    /// Replays of recorded real-CLI outputs (fixtures under `src/fake_agent/`).
+    /// Replays of recorded real-CLI outputs (fixtures under `src/agent/fake_cli/`).
     Recorded(Recording),
     /// Reads the README (one tool call, one turn), then works silently for ever.
     Hang,
