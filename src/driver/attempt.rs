@@ -20,6 +20,41 @@ use crate::steps::checks;
 use std::time::Instant;
 
 impl Driver {
+    /// The post-step check after a step's work: `Ok(None)` when it holds, `Ok(Some(failure))`
+    /// when it does not, `Err(event)` when the machine must hear something else first (the
+    /// workspace unfit, a stop request, a network wait). Once an agent ran (`agent_ran`), a
+    /// check that cannot reach git or the forge fails the attempt as NETWORK: asking again
+    /// would run the agent twice.
+    pub(super) async fn post_step_check(
+        &mut self,
+        step: Step,
+        agent_ran: bool,
+    ) -> Result<Option<Classified>, Event> {
+        if let Some(event) = self.workspace_check(step, false) {
+            return Err(event);
+        }
+        let ctx = self.step_context();
+        let what = format!("checking the outcome of {}", step.key());
+        match self
+            .patiently(&what, |d| {
+                checks::post_check(&*d.repo, &*d.forge, step, &ctx)
+            })
+            .await
+        {
+            network::Patient::Done(Ok(Ok(()))) => Ok(None),
+            network::Patient::Done(Ok(Err(what))) => {
+                Ok(Some(classify_post_check(step.key(), &what)))
+            }
+            network::Patient::Done(Err(e)) => {
+                Ok(Some(classify_post_check(step.key(), &e.to_string())))
+            }
+            network::Patient::GaveUp(_) if agent_ran => Ok(Some(
+                crate::agent::classify::classify_network(step.key(), self.just_said()),
+            )),
+            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
+        }
+    }
+
     /// One attempt of `step`: build the invocation, run the agent, archive its log, and turn
     /// what it did into the machine's next event. The failure context of a `StepFailed` is
     /// handed with it to the machine and the journal (`self.report`).
@@ -115,33 +150,10 @@ impl Driver {
         ) {
             Some(c) => Some(c),
             None if !check_after => None,
-            None => {
-                if let Some(event) = self.workspace_check(step, false) {
-                    return event;
-                }
-                let ctx = self.step_context();
-                let what = format!("checking the outcome of {}", step.key());
-                match self
-                    .patiently(&what, |d| {
-                        checks::post_check(&*d.repo, &*d.forge, step, &ctx)
-                    })
-                    .await
-                {
-                    network::Patient::Done(Ok(Ok(()))) => None,
-                    network::Patient::Done(Ok(Err(what))) => {
-                        Some(classify_post_check(step.key(), &what))
-                    }
-                    network::Patient::Done(Err(e)) => {
-                        Some(classify_post_check(step.key(), &e.to_string()))
-                    }
-                    // The agent ran: asking again would run it twice. NETWORK waits instead.
-                    network::Patient::Cancelled(ev) => return ev,
-                    network::Patient::GaveUp(_) => Some(crate::agent::classify::classify_network(
-                        step.key(),
-                        self.just_said(),
-                    )),
-                }
-            }
+            None => match self.post_step_check(step, true).await {
+                Ok(failure) => failure,
+                Err(event) => return event,
+            },
         };
         match failure {
             None => self.succeeded(step, issue, usage),

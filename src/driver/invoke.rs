@@ -91,15 +91,9 @@ pub fn prompt(
 mod tests {
     use super::*;
 
-    fn cfg(extra: &str) -> Config {
-        let dir = std::env::temp_dir();
-        let text = format!(r#"{{"projectPath": "{}"{extra}}}"#, dir.display());
-        Config::from_str(&text, &dir.join("c.json")).expect("valid config")
-    }
-
     #[test]
     fn repair_prompt_carries_the_classified_failure() {
-        let c = cfg("");
+        let c = Config::for_test("");
         let issue = IssueContext {
             number: 3,
             title: "Add x".into(),

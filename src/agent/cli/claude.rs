@@ -75,15 +75,9 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
 mod tests {
     use super::*;
 
-    fn cfg(extra: &str) -> Config {
-        let dir = std::env::temp_dir();
-        let text = format!(r#"{{"projectPath": "{}"{extra}}}"#, dir.display());
-        Config::from_str(&text, &dir.join("c.json")).expect("valid config")
-    }
-
     #[test]
     fn argument_vector_and_environment_follow_the_contract() {
-        let c = cfg(
+        let c = Config::for_test(
             r#", "steps": {"verify": {"maxTurns": 7, "effort": "high"}}, "agent": {"args": ["wrap"]}"#,
         );
         let a = AttemptInfo {
@@ -113,7 +107,7 @@ mod tests {
 
     #[test]
     fn haiku_gets_no_effort_variable() {
-        let c = cfg(r#", "model": "haiku""#);
+        let c = Config::for_test(r#", "model": "haiku""#);
         let a = AttemptInfo {
             step: Step::Implement,
             issue: 1,
