@@ -9,8 +9,8 @@
 
 use super::lines::{object, Events, JsonLinesReader, Progress};
 use super::{reset_wait_secs, Stop};
+use super::{AttemptInfo, Invocation};
 use crate::agent::classify::{decided, Classified, Observation};
-use crate::agent::cli::claude::{AttemptInfo, Invocation};
 use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use crate::agent::tokens::ModelTokens;
 use crate::config::Config;

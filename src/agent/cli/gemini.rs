@@ -6,8 +6,8 @@
 //! (no auth, untrusted folder) print nothing on stdout and exit 41 or 55.
 
 use super::lines::{object, Events, JsonLinesReader, Progress};
+use super::{AttemptInfo, Invocation};
 use crate::agent::classify::{decided, Classified, Observation};
-use crate::agent::cli::claude::{AttemptInfo, Invocation};
 use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
 use crate::agent::tokens::ModelTokens;
 use crate::config::Config;
