@@ -196,7 +196,7 @@ pub struct DemoArgs {
     pub scenario: DemoScenario,
     /// Which CLI's stream the scripted agent speaks: claude, codex or gemini.
     #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
-    pub agent: crate::agents::AgentKind,
+    pub agent: crate::config::AgentKind,
     /// Watch the lifecycle on a copy of this repository instead of an empty one: the demo's
     /// origin is a bare clone of it in the demo directory, so the repository itself (and its
     /// remotes) is only read, never written or pushed to.
@@ -314,7 +314,7 @@ pub struct InitArgs {
     pub config: Option<PathBuf>,
     /// Which agent CLI the config drives: claude, codex or gemini.
     #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
-    pub agent: crate::agents::AgentKind,
+    pub agent: crate::config::AgentKind,
 }
 
 #[derive(Debug, clap::Args)]
@@ -324,14 +324,14 @@ pub struct FakeAgentArgs {
     pub script: Option<PathBuf>,
     /// Which CLI's stream to speak: claude, codex or gemini.
     #[arg(long, value_name = "KIND", default_value = "claude", value_parser = parse_agent_kind)]
-    pub kind: crate::agents::AgentKind,
+    pub kind: crate::config::AgentKind,
     /// Everything the runner passes (model, prompt, flags) is accepted and ignored.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
 }
 
-fn parse_agent_kind(s: &str) -> Result<crate::agents::AgentKind, String> {
-    crate::agents::AgentKind::parse(s)
+fn parse_agent_kind(s: &str) -> Result<crate::config::AgentKind, String> {
+    crate::config::AgentKind::parse(s)
         .ok_or_else(|| format!("\"{s}\" is not one of claude, codex, gemini"))
 }
 

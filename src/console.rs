@@ -4,7 +4,7 @@
 //!
 //! stdout holds what a script would parse (dry-run plans, status, the halt diagnostic): `out!`
 //! writes it plainly. stderr narrates: `say!` is a `tracing` event that the console layer of
-//! [`crate::logging`] renders here. `run` sets the narration's style once: plain lines on a
+//! `crate::logging` renders here. `run` sets the narration's style once: plain lines on a
 //! terminal, lines stamped with the time when stderr is a file or a pipe, or one JSON object
 //! per line (`--log-format json`, fields in docs/interfaces.md), and `-q` keeps only warnings
 //! and errors.
@@ -163,10 +163,18 @@ fn status_slot() -> std::sync::MutexGuard<'static, Option<String>> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-/// One line of narration: a `tracing` event the console layer writes in the run's style
-/// (see [`crate::logging`]).
+/// Target of `say!`: narration on the console. The logging layers (`crate::logging`) read
+/// it; narration is emitted here so that the console stands below the logging system.
+pub const NARRATION: &str = "sdlc_runner::narration";
+
+/// One line of narration (what `say!` does): a `tracing` event, of the level its first words
+/// say, that the console layer writes in the run's style (see `crate::logging`).
 pub fn narrate(line: &str) {
-    crate::logging::narrate(line);
+    match Level::of(line) {
+        Level::Info => tracing::info!(target: NARRATION, "{line}"),
+        Level::Warn => tracing::warn!(target: NARRATION, "{line}"),
+        Level::Error => tracing::error!(target: NARRATION, "{line}"),
+    }
 }
 
 /// Writes one formatted line to stderr; a closed stderr is ignored. A status line on screen

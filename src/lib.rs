@@ -8,7 +8,6 @@ pub use sdlc_machine::{failure, machine, step};
 #[macro_use]
 mod console;
 pub mod agent;
-pub mod agents;
 pub mod artifacts;
 mod call_failure;
 mod cleanup;
@@ -21,7 +20,6 @@ mod decision_file;
 mod diagram;
 pub mod driver;
 pub mod failpoint;
-mod fake_agent;
 pub mod forge;
 pub mod git;
 mod http;

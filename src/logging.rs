@@ -1,7 +1,7 @@
 //! The one logging system: everything the runner says goes out as a `tracing` event, and two
 //! formatting layers write it.
 //!
-//! - **Narration** (`say!`, target [`NARRATION`]) and the **orchestration record**
+//! - **Narration** (`say!`, target [`console::NARRATION`]) and the **orchestration record**
 //!   (`Driver::log`, target [`ORCHESTRATION`]) are info, warn or error events whose level comes
 //!   from the line's first words ([`crate::console::Level::of`]). The console layer always
 //!   writes them in the run's style (`-q` drops the info ones); the orchestration layer
@@ -25,10 +25,8 @@ use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 
-use crate::console::{self, LogFormat, Style};
+use crate::console::{self, narrate, LogFormat, Style, NARRATION};
 
-/// Target of `say!`: narration on the console.
-pub const NARRATION: &str = "sdlc_runner::narration";
 /// Target of `Driver::log`: narration on the console and in the orchestration log.
 pub const ORCHESTRATION: &str = "sdlc_runner::orchestration";
 /// Target of the spans that say whose work an event is part of (a fleet worker's): always
@@ -89,15 +87,6 @@ fn diagnostics_filter(rust_log: Option<&str>, verbose: u8) -> (EnvFilter, Option
 
 fn is_narration(target: &str) -> bool {
     target == NARRATION || target == ORCHESTRATION
-}
-
-/// One line of narration as an event (what `say!` does).
-pub fn narrate(line: &str) {
-    match console::Level::of(line) {
-        console::Level::Info => tracing::info!(target: NARRATION, "{line}"),
-        console::Level::Warn => tracing::warn!(target: NARRATION, "{line}"),
-        console::Level::Error => tracing::error!(target: NARRATION, "{line}"),
-    }
 }
 
 /// The span of fleet worker `worker`: the events inside it carry `worker` as a field.

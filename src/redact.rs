@@ -118,13 +118,32 @@ static PROCESS_SECRETS: LazyLock<Vec<String>> = LazyLock::new(|| {
 /// What a rule does with one match: `None` keeps the matched text.
 type Replace = fn(&Captures, Option<char>) -> Option<String>;
 
+/// Which characters a token's body is made of.
+type CharClass = fn(char) -> bool;
+
 struct Rule {
     re: Regex,
-    replace: Replace,
+    replace: Replacement,
+}
+
+/// How a rule replaces a match.
+enum Replacement {
+    /// Its own function.
+    With(Replace),
+    /// A token known by its prefix ([`PREFIXED_TOKENS`]): [`masked_prefix`] with the least
+    /// length of its body and the characters the body is made of.
+    MaskedPrefix {
+        min: usize,
+        allowed: fn(char) -> bool,
+    },
 }
 
 impl Rule {
     fn new(pattern: &str, replace: Replace) -> Rule {
+        Rule::with(pattern, Replacement::With(replace))
+    }
+
+    fn with(pattern: &str, replace: Replacement) -> Rule {
         // The patterns are constants checked by the tests; a typo must fail loudly in them.
         #[allow(clippy::expect_used)]
         let re = Regex::new(pattern).expect("redaction pattern compiles");
@@ -137,7 +156,13 @@ impl Rule {
         for caps in self.re.captures_iter(text) {
             let Some(m) = caps.get(0) else { continue };
             let before = text[..m.start()].chars().next_back();
-            if let Some(replacement) = (self.replace)(&caps, before) {
+            let replaced = match self.replace {
+                Replacement::With(replace) => replace(&caps, before),
+                Replacement::MaskedPrefix { min, allowed } => {
+                    masked_prefix(&caps, before, min, allowed)
+                }
+            };
+            if let Some(replacement) = replaced {
                 out.push_str(&text[last..m.start()]);
                 out.push_str(&replacement);
                 last = m.end();
@@ -162,7 +187,7 @@ fn masked_prefix(
     caps: &Captures,
     before: Option<char>,
     min: usize,
-    allowed: fn(char) -> bool,
+    allowed: CharClass,
 ) -> Option<String> {
     if !starts_word(before) {
         return None;
@@ -186,8 +211,24 @@ fn upper_digit(c: char) -> bool {
     c.is_ascii_uppercase() || c.is_ascii_digit()
 }
 
+/// API tokens known by their prefix, in the order they are tried (`sk-ant-` before `sk-`):
+/// (pattern: the prefix, then the body; the least length of the body; its characters).
+const PREFIXED_TOKENS: [(&str, usize, CharClass); 7] = [
+    (r"(sk-ant-)([A-Za-z0-9_-]+)", 8, key_char),
+    (r"(sk-)([A-Za-z0-9_-]+)", 16, key_char),
+    (
+        r"(github_pat_|gh[pousr]_)([A-Za-z0-9_-]+)",
+        10,
+        alnum_underscore,
+    ),
+    (r"(xox[abprse]-)([A-Za-z0-9_-]+)", 10, key_char),
+    (r"(AIza)([A-Za-z0-9_-]+)", 30, key_char),
+    (r"(npm_)([A-Za-z0-9_-]+)", 20, alnum),
+    (r"(pypi-)([A-Za-z0-9_-]+)", 16, key_char),
+];
+
 static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
-    vec![
+    let mut rules = vec![
         // A PEM private key, to its END line or, when the text was cut, to the end.
         Rule::new(
             r"(?s)-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----.*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\z)",
@@ -218,27 +259,11 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
             r"(?i)(bearer[ \t]+)([A-Za-z0-9._~+/=-]+)",
             |caps, before| starts_word(before).then(|| format!("{}{MASK}", group(caps, 1))),
         ),
-        Rule::new(r"(sk-ant-)([A-Za-z0-9_-]+)", |c, b| {
-            masked_prefix(c, b, 8, key_char)
-        }),
-        Rule::new(r"(sk-)([A-Za-z0-9_-]+)", |c, b| {
-            masked_prefix(c, b, 16, key_char)
-        }),
-        Rule::new(r"(github_pat_|gh[pousr]_)([A-Za-z0-9_-]+)", |c, b| {
-            masked_prefix(c, b, 10, alnum_underscore)
-        }),
-        Rule::new(r"(xox[abprse]-)([A-Za-z0-9_-]+)", |c, b| {
-            masked_prefix(c, b, 10, key_char)
-        }),
-        Rule::new(r"(AIza)([A-Za-z0-9_-]+)", |c, b| {
-            masked_prefix(c, b, 30, key_char)
-        }),
-        Rule::new(r"(npm_)([A-Za-z0-9_-]+)", |c, b| {
-            masked_prefix(c, b, 20, alnum)
-        }),
-        Rule::new(r"(pypi-)([A-Za-z0-9_-]+)", |c, b| {
-            masked_prefix(c, b, 16, key_char)
-        }),
+    ];
+    rules.extend(PREFIXED_TOKENS.iter().map(|&(pattern, min, allowed)| {
+        Rule::with(pattern, Replacement::MaskedPrefix { min, allowed })
+    }));
+    rules.extend([
         // AWS access key ids are exactly 20 characters: a longer run is some other word.
         Rule::new(r"(AKIA|ASIA)([A-Za-z0-9]+)", |caps, before| {
             let body = group(caps, 2);
@@ -292,7 +317,8 @@ static RULES: LazyLock<Vec<Rule>> = LazyLock::new(|| {
                     .then(|| format!("{name}{sep}{open}{MASK}{close}"))
             },
         ),
-    ]
+    ]);
+    rules
 });
 
 /// Redacts a text that arrives in chunks. Complete lines are redacted and released; an

@@ -5,8 +5,9 @@
 //! timeout here.
 
 use sdlc_runner::agent::classify::{Classified, Observation};
+use sdlc_runner::agent::cli;
 use sdlc_runner::agent::stream::StreamSummary;
-use sdlc_runner::agents::{self, AgentKind};
+use sdlc_runner::config::AgentKind;
 use sdlc_runner::failure::FailureClass::{self, *};
 use std::path::{Path, PathBuf};
 
@@ -45,7 +46,7 @@ fn case(kind: AgentKind, name: &str, max_turns: u32) -> Seen {
         .trim()
         .parse()
         .unwrap();
-    let mut reader = agents::Reader::new(kind, max_turns);
+    let mut reader = cli::Reader::new(kind, max_turns);
     let mut stopped = false;
     let mut fed = 0;
     for chunk in stdout.chunks(97) {
@@ -60,7 +61,7 @@ fn case(kind: AgentKind, name: &str, max_turns: u32) -> Seen {
     // The runner's own timeout ended the capture's 124 cases; a stopped agent exits by SIGTERM.
     let timed_out = rc == 124 && !stopped;
     let exit = if stopped || timed_out { None } else { Some(rc) };
-    let classified = agents::classify(
+    let classified = cli::classify(
         kind,
         &Observation {
             exit_code: exit,
@@ -229,7 +230,7 @@ fn codex_usage_limit_waits_until_the_time_the_message_names() {
     assert!(wait > 0 && wait <= 24 * 3600, "{wait}");
     assert_eq!(
         Some(wait),
-        agents::reset_wait_secs("try again at 3:20 PM.", NOW)
+        cli::reset_wait_secs("try again at 3:20 PM.", NOW)
     );
 }
 
@@ -258,7 +259,7 @@ fn the_readers_report_session_turns_tokens_and_outcome() {
 #[test]
 fn unknown_events_and_junk_are_tolerated_and_memory_stays_flat() {
     for kind in [AgentKind::Codex, AgentKind::Gemini] {
-        let mut reader = agents::Reader::new(kind, MAX_TURNS);
+        let mut reader = cli::Reader::new(kind, MAX_TURNS);
         reader.feed(b"{\"type\":\"something.new\",\"x\":[1,2]}\nnot json\n\xff\xfe\n");
         let long = vec![b'a'; 6 * 1024 * 1024];
         reader.feed(&long);
@@ -269,8 +270,8 @@ fn unknown_events_and_junk_are_tolerated_and_memory_stays_flat() {
         assert_eq!(summary.malformed_lines, 3, "{kind}");
         assert!(summary.result.is_some_and(|r| !r.is_error), "{kind}");
     }
-    let mut codex = agents::codex::Reader::new(MAX_TURNS);
-    let mut gemini = agents::gemini::Reader::new(MAX_TURNS);
+    let mut codex = cli::codex::Reader::new(MAX_TURNS);
+    let mut gemini = cli::gemini::Reader::new(MAX_TURNS);
     for _ in 0..20 {
         let chunk = vec![b'{'; 1024 * 1024];
         codex.feed(&chunk);

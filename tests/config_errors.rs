@@ -86,6 +86,82 @@ fn invalid_config_exits_2_listing_every_error() {
     );
 }
 
+/// Several errors are listed in the order `config check` has always listed them: the order in
+/// which the walker reads the keys (the file's key order, except that a key others depend on,
+/// such as `agent` or `idleTimeoutMin`, is read before them). Deriving the readers from the
+/// declarations once changed it for `maxLogDiskUsageMB`, `cleanup`, `maxConsecutiveFailures`,
+/// `requireChecks`, `workers`, the prices and a step's `idleTimeoutMin`; this pins it.
+#[test]
+fn several_errors_are_listed_in_the_order_the_keys_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("repo")).unwrap();
+    write(
+        dir.path(),
+        "sdlc-config.json",
+        r#"{
+  "projectPath": "repo",
+  "pluginsPath": "plugins",
+  "model": 7,
+  "logDir": 5,
+  "maxLogDiskUsageMB": -1,
+  "cleanup": {"processPatterns": [""]},
+  "steps": {"verify": {"maxTurns": "x", "skill": "a/b", "idleTimeoutMin": -1, "timeoutMin": 0}},
+  "maxRetriesPerStep": -1,
+  "maxConsecutiveFailures": {"verify": "x"},
+  "maxConsecutiveSameFailure": 1,
+  "backoff": {"initialSeconds": 10, "maxSeconds": 5},
+  "approval": "sometimes",
+  "budget": {"perIssueUsd": -1},
+  "idleTimeoutMin": -1,
+  "discordChannelId": 123,
+  "agent": {"command": ""},
+  "notify": {"webhookUrl": "ftp://x"},
+  "tracker": {"kind": "jira"},
+  "requireChecks": "yes",
+  "forge": "gitlab",
+  "localCi": {"command": []},
+  "claims": {"leaseMinutes": -1},
+  "http": {"listen": "nowhere"},
+  "workers": 0
+}"#,
+    );
+    let out = runner(&["config", "check", "sdlc-config.json"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let expected = [
+        "model: expected a non-empty string, found number 7",
+        "agent.command: expected a non-empty string, found string \"\"",
+        "logDir: expected a path (string), found number 5",
+        "maxLogDiskUsageMB: expected a number > 0, found number -1",
+        "cleanup.processPatterns[0]: an empty pattern would match every process; remove it",
+        "idleTimeoutMin: expected a number > 0, found number -1",
+        "steps.verify.maxTurns: expected an integer ≥ 1, found string \"x\"",
+        "steps.verify.timeoutMin: expected a number > 0, found number 0",
+        "steps.verify.idleTimeoutMin: expected a number > 0, found number -1",
+        "steps.verify.skill: \"a/b\" is not a skill name: give the directory name under <pluginsPath>/plugins/nmg-sdlc/skills/",
+        "maxRetriesPerStep: expected an integer ≥ 1, found number -1",
+        "maxConsecutiveFailures.verify: expected an integer ≥ 0, found string \"x\"",
+        "maxConsecutiveSameFailure: expected 0 (off) or an integer ≥ 2, found number 1",
+        "backoff.maxSeconds: 5 is less than backoff.initialSeconds (10)",
+        "approval: \"sometimes\" is not one of auto|manual",
+        "budget.perIssueUsd: expected a number > 0, found number -1",
+        "discordChannelId: expected a string (write the id in quotes: large numbers lose digits in JSON), found number 123",
+        "notify.webhookUrl: \"ftp://x\" is not an http:// or https:// URL",
+        "tracker.kind: \"jira\" is not one of github|local",
+        "requireChecks: expected true or false, found string \"yes\"",
+        "forge: \"gitlab\" is not one of github|local",
+        "localCi: only the local forge runs a CI command: remove localCi or set \"forge\": \"local\"",
+        "localCi.command: expected a non-empty array of strings, found an empty array",
+        "workers: expected an integer ≥ 1, found number 0",
+        "claims.leaseMinutes: expected a number > 0, found number -1",
+        "http.listen: \"nowhere\" is not an address and port: write one such as \"127.0.0.1:8080\"",
+    ];
+    let listed: Vec<String> = text(&out.stderr)
+        .lines()
+        .map(|l| l.trim_start_matches("sdlc-config.json: ").to_string())
+        .collect();
+    assert_eq!(listed, expected);
+}
+
 #[test]
 fn json_syntax_error_exits_2_with_line_and_column() {
     let dir = tempfile::tempdir().unwrap();

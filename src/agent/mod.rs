@@ -1,3 +1,9 @@
+//! The agent port's adapter. This module runs one attempt of any agent CLI as a child
+//! process; `stream` reads Claude Code's stream-json and `classify` judges an attempt; `cli`
+//! holds what differs per CLI (invocation, stream reader, classification, doctor checks);
+//! `tokens` prices what a CLI reports in tokens; `fake_cli` is the scripted stand-in CLI that
+//! the demo and the end-to-end tests run in place of a real one.
+//!
 //! One agent attempt as a child process (docs/interfaces.md "Agent invocation", docs/persistence.md signals): spawned in
 //! its own process group, its output streamed to the live log and to the caller's parser as
 //! it arrives, bounded by a wall-clock and an idle timeout, and its whole process group gone
@@ -8,7 +14,10 @@
 //! ([`LiveCap`]).
 
 pub mod classify;
+pub mod cli;
+pub(crate) mod fake_cli;
 pub mod stream;
+pub mod tokens;
 
 use std::io;
 use std::os::unix::process::ExitStatusExt;
@@ -322,7 +331,7 @@ pub async fn run_agent_stoppable(
         program: program_name.clone(),
         source,
     })?;
-    crate::git::repo::answers::child_started();
+    crate::process::children::child_started();
     crate::stats::agent_spawned();
     let pid = child.id().unwrap_or(0);
     tracing::debug!(program = %program_name, pid, cwd = %run.cwd.display(), "agent started");

@@ -128,7 +128,7 @@ pub struct StreamSummary {
     /// Tool calls the agent made (counted by the Codex and Gemini readers; a turn there).
     pub tool_calls: u32,
     /// Tokens by model, from CLIs that report tokens rather than dollars.
-    pub tokens: Vec<crate::agents::ModelTokens>,
+    pub tokens: Vec<crate::agent::tokens::ModelTokens>,
     /// The runner stopped the agent because its tool calls passed this `maxTurns`.
     pub turn_limit: Option<u32>,
     /// The CLI kept reconnecting for want of a network or credentials (its message); the

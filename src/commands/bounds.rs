@@ -21,7 +21,7 @@ pub fn run(config: &Path) -> i32 {
         b.nothing_succeeds
     );
     out!("step attempts in one cycle (worst case): {}", b.per_cycle);
-    let a = bounds::agent_invocations(&cfg.limits(), &builtin_steps(&cfg));
+    let a = bounds::agent_invocations(&cfg.limits(), &cfg.builtin_steps());
     out!(
         "agent invocations between two successful merges (worst case): {}",
         a.between_merges
@@ -34,7 +34,7 @@ pub fn run(config: &Path) -> i32 {
         "agent invocations in one cycle (worst case): {}",
         a.per_cycle
     );
-    let (agent, builtin) = split(&cfg);
+    let (agent, builtin) = cfg.steps_by_performer();
     out!(
         "a step attempt is an agent invocation or, for a builtin step, the runner's own git and forge action (no agent call); the agent invocations are the agent steps' attempts and the repair attempts of builtin monitorCI and merge, where the agent fixes before the runner acts again"
     );
@@ -72,7 +72,7 @@ pub fn run(config: &Path) -> i32 {
     );
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
     merges(&cfg);
-    let p = crate::process_bounds::compute(&l, &builtin_steps(&cfg));
+    let p = crate::process_bounds::compute(&l, &cfg.builtin_steps());
     let pair = |x: crate::process_bounds::Processes| {
         format!(
             "{} agent process(es) and {} other process(es)",
@@ -96,7 +96,7 @@ pub fn run(config: &Path) -> i32 {
         merge_turn_wait_ms: crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers),
         ..l.clone()
     };
-    let c = crate::process_bounds::compute(&claimed, &builtin_steps(&cfg));
+    let c = crate::process_bounds::compute(&claimed, &cfg.builtin_steps());
     out!(
         "with --worker-id (issues claimed, the merge turn shared): each selected issue is claimed, an issue another runner holds is skipped (one selection and one claim more, once per cycle each), and every request that works on the issue or waits renews the claim first; processes: one issue {}; between two merges {}; before a halt when nothing succeeds {}",
         pair(c.per_issue),
@@ -125,7 +125,7 @@ pub fn run(config: &Path) -> i32 {
 fn merges(cfg: &crate::config::Config) {
     let mut limits = cfg.limits();
     limits.merge_turn_wait_ms = crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers);
-    let m = bounds::merges(&limits, &builtin_steps(cfg));
+    let m = bounds::merges(&limits, &cfg.builtin_steps());
     let races = m.runs_per_attempt.saturating_sub(1);
     out!(
         "a merge that lost a push race (origin's main moved while it merged) is merged again up to {races} times within its attempt, as contention, not as an attempt (the step-attempt figures above stand): a merge attempt is at most {} merge runs and at most {} agent invocations ({})",
@@ -149,22 +149,4 @@ fn merges(cfg: &crate::config::Config) {
             limit_ms / 1000
         );
     }
-}
-
-/// Which steps the runner performs itself, by step index: what `bounds::agent_invocations`
-/// leaves out.
-pub fn builtin_steps(cfg: &crate::config::Config) -> [bool; crate::step::Step::COUNT] {
-    crate::step::Step::ALL.map(|s| cfg.builtin(s))
-}
-
-/// The enabled steps by who performs them: `(agent steps, builtin steps)`, as keys.
-pub fn split(cfg: &crate::config::Config) -> (Vec<&'static str>, Vec<&'static str>) {
-    let enabled = crate::step::Step::ALL
-        .into_iter()
-        .filter(|s| cfg.enabled(*s));
-    let (builtin, agent): (Vec<_>, Vec<_>) = enabled.partition(|s| cfg.builtin(*s));
-    (
-        agent.iter().map(|s| s.key()).collect(),
-        builtin.iter().map(|s| s.key()).collect(),
-    )
 }

@@ -20,10 +20,11 @@ pub fn run(args: &DemoArgs) -> i32 {
                 Ok(cfg) => cfg,
                 Err(code) => return code,
             };
-            let server = match crate::http::start_for(args.http.as_deref(), &cfg) {
-                Ok(server) => server,
-                Err(code) => return code,
-            };
+            let server =
+                match crate::http::start_for(args.http.as_deref(), &cfg, super::status::json) {
+                    Ok(server) => server,
+                    Err(code) => return code,
+                };
             let code = driver::run(cfg, RunOptions::default());
             if let Some(server) = server {
                 linger(&server, args.linger);
@@ -164,17 +165,8 @@ pub fn init_repository(root: &Path) -> Result<(), String> {
             "origin.git",
         ],
     )?;
-    git(
-        root,
-        &["clone", "--quiet", &origin.to_string_lossy(), "project"],
-    )?;
+    clone_project(root, &origin)?;
     git(&project, &["checkout", "--quiet", "-B", "main"])?;
-    git(&project, &["config", "user.name", "sdlc-runner demo"])?;
-    git(
-        &project,
-        &["config", "user.email", "demo@sdlc-runner.invalid"],
-    )?;
-    git(&project, &["config", "commit.gpgsign", "false"])?;
     write(&project.join("README.md"), "# demo project\n")?;
     git(&project, &["add", "README.md"])?;
     git(&project, &["commit", "--quiet", "-m", "initial commit"])?;
@@ -206,6 +198,11 @@ fn copy_repository(root: &Path, source: &Path) -> Result<(), String> {
             source.display()
         )
     })?;
+    clone_project(root, &origin)
+}
+
+/// `root/project`, a clone of `origin` that commits as the demo's author, unsigned.
+fn clone_project(root: &Path, origin: &Path) -> Result<(), String> {
     git(
         root,
         &["clone", "--quiet", &origin.to_string_lossy(), "project"],

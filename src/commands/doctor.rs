@@ -142,8 +142,8 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     let in_repo = checks[0].verdict == Verdict::Ok;
     checks.push(skills(cfg));
     checks.push(agent(cfg));
-    checks.extend(crate::agents::doctor_checks(cfg).into_iter().map(|c| {
-        use crate::agents::CheckLevel as L;
+    checks.extend(crate::agent::cli::doctor_checks(cfg).into_iter().map(|c| {
+        use crate::agent::cli::CheckLevel as L;
         let fix = c.fix.unwrap_or_default();
         match c.level {
             L::Ok => Check::ok("agent", c.detail),

@@ -6,6 +6,8 @@
 use crate::cli::InitArgs;
 use std::path::{Path, PathBuf};
 
+mod template;
+
 /// The local tracker's directory, relative to the config file.
 pub const LOCAL_TRACKER_DIR: &str = "issues";
 
@@ -31,7 +33,7 @@ pub fn run(args: &InitArgs) -> i32 {
         Some(path) => cwd.join(path),
         None => top.join("sdlc-config.json"),
     };
-    let text = crate::agents::template::adapt(&config_text(&top, github.as_deref()), args.agent);
+    let text = template::adapt(&config_text(&top, github.as_deref()), args.agent);
     match crate::safe_fs::write_new(&target, text.as_bytes()) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -104,8 +106,8 @@ pub fn run(args: &InitArgs) -> i32 {
     }
     // What the chosen CLI still needs before it can run unattended (binary, login, settings).
     if let Ok(cfg) = crate::config::Config::load(&target) {
-        for c in crate::agents::doctor_checks(&cfg) {
-            if c.level != crate::agents::CheckLevel::Ok {
+        for c in crate::agent::cli::doctor_checks(&cfg) {
+            if c.level != crate::agent::cli::CheckLevel::Ok {
                 say!(
                     "note: {}{}",
                     c.detail,

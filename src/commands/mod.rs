@@ -32,7 +32,11 @@ pub fn dispatch(command: &Command) -> i32 {
             watch: true,
         } => watch::run(config),
         Command::Status { config, json, .. } => status::run(config, *json),
-        Command::FakeAgent(args) => crate::fake_agent::run(args),
+        Command::FakeAgent(args) => crate::agent::fake_cli::run(&crate::agent::fake_cli::Request {
+            script: args.script.as_deref(),
+            kind: args.kind,
+            rest: &args.rest,
+        }),
         Command::Run(args) => run::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Decide { option, config } => decide::run(option, config),

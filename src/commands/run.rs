@@ -18,7 +18,7 @@ pub fn run(args: &RunArgs) -> i32 {
     };
     // Serves until the run is over; dropping it ends every client's stream after the last
     // records.
-    let _server = match crate::http::start_for(args.http.as_deref(), &cfg) {
+    let _server = match crate::http::start_for(args.http.as_deref(), &cfg, super::status::json) {
         Ok(server) => server,
         Err(code) => return code,
     };

@@ -25,7 +25,7 @@
 use super::validate::rules::*;
 use super::validate::{Obj, Walker};
 use super::{Approval, Effort, ForgeKind, Severity, StepRun, TrackerKind};
-use crate::agents::AgentKind;
+use crate::config::AgentKind;
 use crate::step::Step;
 use schemars::gen::SchemaGenerator;
 use schemars::schema::{InstanceType, Schema, SchemaObject};
@@ -523,10 +523,10 @@ pub(super) mod d {
         machine().backoff_max_secs
     }
     pub fn agent_kind() -> String {
-        crate::agents::AgentKind::default().as_str().into()
+        crate::config::AgentKind::default().as_str().into()
     }
     pub fn agent_command() -> String {
-        crate::agents::AgentKind::default().default_command().into()
+        crate::config::AgentKind::default().default_command().into()
     }
     /// `CLAUDE_CODE_MAX_RETRIES`: low, so that the runner's own backoff is in charge.
     pub fn max_api_retries() -> u32 {

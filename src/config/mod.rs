@@ -23,6 +23,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+mod agent_kind;
 #[macro_use]
 mod declare;
 mod defaults;
@@ -30,6 +31,7 @@ mod definition;
 mod duplicates;
 mod error;
 mod messages;
+mod pricing;
 mod reference;
 mod schema;
 #[cfg(test)]
@@ -37,6 +39,7 @@ mod tests;
 mod types;
 mod validate;
 
+pub use agent_kind::AgentKind;
 pub use defaults::*;
 pub use definition::{
     Backoff, Budget, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings,
@@ -44,6 +47,7 @@ pub use definition::{
 use duplicates::duplicate_keys;
 pub use error::*;
 use messages::*;
+pub use pricing::{shipped as shipped_pricing, Price, Pricing, SHIPPED_AS_OF};
 pub use reference::reference_markdown;
 use schema::Shape;
 pub use schema::{schema, schema_json};
@@ -166,6 +170,22 @@ impl Config {
     /// Whether `step` runs at all (`steps.<key>.enabled`).
     pub fn enabled(&self, step: Step) -> bool {
         self.step(step).enabled
+    }
+
+    /// Which steps the runner performs itself, by step index: what
+    /// `bounds::agent_invocations` leaves out.
+    pub fn builtin_steps(&self) -> [bool; Step::COUNT] {
+        Step::ALL.map(|s| self.builtin(s))
+    }
+
+    /// The enabled steps by who performs them: `(agent steps, builtin steps)`, as keys.
+    pub fn steps_by_performer(&self) -> (Vec<&'static str>, Vec<&'static str>) {
+        let enabled = Step::ALL.into_iter().filter(|s| self.enabled(*s));
+        let (builtin, agent): (Vec<_>, Vec<_>) = enabled.partition(|s| self.builtin(*s));
+        (
+            agent.iter().map(|s| s.key()).collect(),
+            builtin.iter().map(|s| s.key()).collect(),
+        )
     }
 
     /// The SKILL.md of a step's skill, where the old runner looked for it.

@@ -131,7 +131,7 @@ pub enum StepRun {
 /// `agent` (top level, or a step's own merged over it): which CLI runs and how.
 pub struct AgentConfig {
     /// Which CLI this is (`agent.kind`).
-    pub kind: crate::agents::AgentKind,
+    pub kind: crate::config::AgentKind,
     /// Program name or path of the agent CLI (looked up on PATH by the driver).
     pub command: String,
     /// Extra arguments appended after the runner's own.
@@ -228,7 +228,7 @@ pub struct Config {
     pub agent: AgentConfig,
     /// USD per million tokens by model (`agent.pricing` over the shipped table), for CLIs
     /// that report tokens but no dollars.
-    pub pricing: crate::agents::Pricing,
+    pub pricing: crate::config::Pricing,
     /// Where issues come from.
     pub tracker: TrackerConfig,
     /// Where pushes, pull requests and CI live.

@@ -3,7 +3,7 @@
 //! in `duplicates.rs`.)
 
 use super::*;
-use crate::agents::AgentKind;
+use crate::config::AgentKind;
 
 mod agents;
 mod reader;
@@ -64,6 +64,11 @@ impl Walker {
             _ => String::new(),
         });
         let log_dir = self.path(&top, "logDir", base);
+        // Every key read as written, by the rule its declaration names. Its errors are listed
+        // in the order `config check` has always used (each key where the walker reads the
+        // keys that depend on it); a key declared later is listed last.
+        let (settings, mut held) = self.held(&top, |w| Settings::read(w, &top));
+        held.release(self, &["maxLogDiskUsageMB", "cleanup"]);
         let idle_timeout_min = self.positive_or_default(&top, "idleTimeoutMin");
         let steps = self.steps(
             &top,
@@ -89,19 +94,43 @@ impl Walker {
             );
         }
 
-        // Every key read as written, by the rule its declaration names.
-        let settings = Settings::read(self, &top);
+        held.release(
+            self,
+            &[
+                "maxRetriesPerStep",
+                "maxBounceRetries",
+                "maxConsecutiveEscalations",
+            ],
+        );
         let max_consecutive_failures = self.consecutive_failures(&top);
+        held.release(
+            self,
+            &[
+                "maxConsecutiveSameFailure",
+                "maxRateLimitWaits",
+                "maxNetworkWaits",
+                "backoff",
+                "maxQuotaWaitMinutes",
+                "maxRepairIterations",
+                "approval",
+                "decisionTimeoutMinutes",
+                "budget",
+            ],
+        );
         let pricing = self.pricing(&top);
         self.check_prices(&steps, &pricing, &settings.budget);
+        held.release(self, &["discordChannelId", "notify"]);
 
         let tracker = self.tracker(&top, base);
+        held.release(self, &["requireChecks"]);
         let forge = match self.pick::<ForgeKind>(&top, "forge") {
             Some(forge) => forge,
             None if tracker.kind() == TrackerKind::Local => ForgeKind::Local,
             None => ForgeKind::Github,
         };
         let local_ci = self.local_ci(&top, forge);
+        held.release(self, &["workers", "claims", "http"]);
+        held.release_rest(self);
 
         let project_path = project_path?;
         let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
@@ -186,8 +215,10 @@ impl Walker {
                     _ => {}
                 }
             }
-            let settings = StepSettings::read(self, &o);
+            let (settings, mut held) = self.held(&o, |w| StepSettings::read(w, &o));
+            held.release(self, &["maxTurns", "timeoutMin"]);
             let idle_min = self.positive(&o, "idleTimeoutMin").unwrap_or(idle_timeout_min);
+            held.release_rest(self);
             let run = match self.text(&o, "run").as_deref() {
                 None | Some("agent") => StepRun::Agent,
                 Some("builtin") if step.can_be_builtin() => StepRun::Builtin,

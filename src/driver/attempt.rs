@@ -1,13 +1,14 @@
 //! One agent attempt: prompt and invocation, the run itself, the attempt log, and the
 //! classification or post-step check that becomes the machine's next event.
 
-use super::invoke::{self, AttemptInfo, IssueContext, RepairContext};
+use super::invoke::{self, IssueContext, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
+use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
 use crate::agent::{AgentError, AgentExit, AgentRun};
-use crate::agents::{self, AgentKind};
+use crate::config::AgentKind;
 use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
@@ -19,6 +20,41 @@ use crate::steps::checks;
 use std::time::Instant;
 
 impl Driver {
+    /// The post-step check after a step's work: `Ok(None)` when it holds, `Ok(Some(failure))`
+    /// when it does not, `Err(event)` when the machine must hear something else first (the
+    /// workspace unfit, a stop request, a network wait). Once an agent ran (`agent_ran`), a
+    /// check that cannot reach git or the forge fails the attempt as NETWORK: asking again
+    /// would run the agent twice.
+    pub(super) async fn post_step_check(
+        &mut self,
+        step: Step,
+        agent_ran: bool,
+    ) -> Result<Option<Classified>, Event> {
+        if let Some(event) = self.workspace_check(step, false) {
+            return Err(event);
+        }
+        let ctx = self.step_context();
+        let what = format!("checking the outcome of {}", step.key());
+        match self
+            .patiently(&what, |d| {
+                checks::post_check(&*d.repo, &*d.forge, step, &ctx)
+            })
+            .await
+        {
+            network::Patient::Done(Ok(Ok(()))) => Ok(None),
+            network::Patient::Done(Ok(Err(what))) => {
+                Ok(Some(classify_post_check(step.key(), &what)))
+            }
+            network::Patient::Done(Err(e)) => {
+                Ok(Some(classify_post_check(step.key(), &e.to_string())))
+            }
+            network::Patient::GaveUp(_) if agent_ran => Ok(Some(
+                crate::agent::classify::classify_network(step.key(), self.just_said()),
+            )),
+            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
+        }
+    }
+
     /// One attempt of `step`: build the invocation, run the agent, archive its log, and turn
     /// what it did into the machine's next event. The failure context of a `StepFailed` is
     /// handed with it to the machine and the journal (`self.report`).
@@ -71,7 +107,7 @@ impl Driver {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
         let kind = self.cfg.agent(step).kind;
-        let reader = agents::Reader::new(kind, self.cfg.max_turns(step));
+        let reader = cli::Reader::new(kind, self.cfg.max_turns(step));
         let ran = execute(
             &*self.agent,
             &run,
@@ -108,39 +144,16 @@ impl Driver {
             self.log(&format!("agent session {id}"));
         }
         let temp = std::env::temp_dir();
-        let failure = match agents::classify(
+        let failure = match cli::classify(
             kind,
             &observation(&exit, &summary, &temp, self.clock.now().timestamp()),
         ) {
             Some(c) => Some(c),
             None if !check_after => None,
-            None => {
-                if let Some(event) = self.workspace_check(step, false) {
-                    return event;
-                }
-                let ctx = self.step_context();
-                let what = format!("checking the outcome of {}", step.key());
-                match self
-                    .patiently(&what, |d| {
-                        checks::post_check(&*d.repo, &*d.forge, step, &ctx)
-                    })
-                    .await
-                {
-                    network::Patient::Done(Ok(Ok(()))) => None,
-                    network::Patient::Done(Ok(Err(what))) => {
-                        Some(classify_post_check(step.key(), &what))
-                    }
-                    network::Patient::Done(Err(e)) => {
-                        Some(classify_post_check(step.key(), &e.to_string()))
-                    }
-                    // The agent ran: asking again would run it twice. NETWORK waits instead.
-                    network::Patient::Cancelled(ev) => return ev,
-                    network::Patient::GaveUp(_) => Some(crate::agent::classify::classify_network(
-                        step.key(),
-                        self.just_said(),
-                    )),
-                }
-            }
+            None => match self.post_step_check(step, true).await {
+                Ok(failure) => failure,
+                Err(event) => return event,
+            },
         };
         match failure {
             None => self.succeeded(step, issue, usage),
@@ -198,7 +211,7 @@ impl Driver {
                 )
             })?
         };
-        let inv = agents::invocation(&self.cfg, program, &info);
+        let inv = cli::invocation(&self.cfg, program, &info);
         let live_log = self.logs.live_log(step.key());
         let budget = self.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
@@ -344,7 +357,7 @@ struct Ran {
 async fn execute(
     agent: &dyn AgentPort,
     run: &AgentRun,
-    mut reader: agents::Reader,
+    mut reader: cli::Reader,
     shutdown: &Shutdown,
     journal: Option<&mut Journal>,
     live: Option<&crate::progress::Live>,
@@ -454,8 +467,10 @@ fn usage_of(
     step: Step,
 ) -> Usage {
     let result = summary.result.as_ref();
-    let priced =
-        || agents::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step)).unwrap_or(0);
+    let priced = || {
+        crate::agent::tokens::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step))
+            .unwrap_or(0)
+    };
     Usage {
         cost_micros: match result.and_then(|r| r.total_cost_usd) {
             Some(c) => (c.max(0.0) * 1e6) as u64,

@@ -6,13 +6,12 @@
 //! (the conflicting files are the repair context) before the runner merges again.
 
 use super::{network, Driver};
-use crate::agent::classify::{classify_builtin, classify_builtin_timeout, classify_post_check};
+use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Event, Usage};
 use crate::notify::Severity;
 use crate::step::Step;
 use crate::steps::builtin::{self, Failed, IssueFacts};
-use crate::steps::checks;
 use std::time::Instant;
 
 impl Driver {
@@ -118,33 +117,10 @@ impl Driver {
             Ok(Some(done)) => {
                 self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
-                if let Some(event) = self.workspace_check(step, false) {
-                    return event;
-                }
-                let ctx = self.step_context();
-                let what = format!("checking the outcome of {}", step.key());
-                match self
-                    .patiently(&what, |d| {
-                        checks::post_check(&*d.repo, &*d.forge, step, &ctx)
-                    })
-                    .await
-                {
-                    network::Patient::Done(Ok(Ok(()))) => self.succeeded(step, issue, usage),
-                    network::Patient::Done(Ok(Err(what))) => {
-                        self.failed(step, issue, classify_post_check(step.key(), &what), usage)
-                    }
-                    network::Patient::Done(Err(e)) => self.failed(
-                        step,
-                        issue,
-                        classify_post_check(step.key(), &e.to_string()),
-                        usage,
-                    ),
-                    network::Patient::GaveUp(_) if agent_ran => {
-                        let c =
-                            crate::agent::classify::classify_network(step.key(), self.just_said());
-                        self.failed(step, issue, c, usage)
-                    }
-                    network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
+                match self.post_step_check(step, agent_ran).await {
+                    Ok(None) => self.succeeded(step, issue, usage),
+                    Ok(Some(failure)) => self.failed(step, issue, failure, usage),
+                    Err(event) => event,
                 }
             }
             Err(failed) if failed.kind == CallFailureKind::StepDeadline => {

@@ -23,6 +23,7 @@ mod shutdown;
 mod startup;
 pub(crate) use startup::settle_tracker;
 
+use crate::agent::cli::{claude, AttemptInfo};
 use crate::artifacts::{self, StateFile};
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
@@ -34,7 +35,7 @@ use crate::ports::{AgentPort, Clock, ForgePort, GitPort, NotifierPort, TrackerPo
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
-use invoke::{AttemptInfo, IssueContext};
+use invoke::IssueContext;
 use shutdown::Shutdown;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -443,7 +444,7 @@ impl Driver {
                 prompt: &prompt,
                 skill: None,
             };
-            let inv = invoke::invocation(&self.cfg, self.program.clone(), &info);
+            let inv = claude::invocation(&self.cfg, self.program.clone(), &info);
             let skill = self
                 .cfg
                 .skill_file(step)
@@ -470,11 +471,8 @@ impl Driver {
         }
         let limits = self.cfg.limits();
         let b = crate::machine::bounds::compute(&limits);
-        let a = crate::machine::bounds::agent_invocations(
-            &limits,
-            &crate::commands::bounds::builtin_steps(&self.cfg),
-        );
-        let (agent, builtin) = crate::commands::bounds::split(&self.cfg);
+        let a = crate::machine::bounds::agent_invocations(&limits, &self.cfg.builtin_steps());
+        let (agent, builtin) = self.cfg.steps_by_performer();
         out!(
             "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} agent invocations between merges, {} before a halt if nothing succeeds; {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt",
             agent.len(),

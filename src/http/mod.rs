@@ -45,6 +45,10 @@ const STATUS_TTL_GITHUB: Duration = Duration::from_secs(15);
 /// How often the journals are checked for new records.
 const POLL: Duration = Duration::from_millis(100);
 
+/// Reads the `status --json` document of a config's project. The application (`commands`)
+/// gives it to the server, which only serves it: the server stands below the commands.
+pub type StatusDocument = fn(&Config) -> Result<String, String>;
+
 /// Where to listen and the token to require.
 #[derive(Clone)]
 pub struct Settings {
@@ -104,8 +108,13 @@ pub struct Server {
 
 impl Server {
     /// Binds now (so that a busy port is an error before the run starts) and serves from a
-    /// thread of its own. `cfg` is the run's config: its project's journals are followed.
-    pub fn start(settings: Settings, cfg: &Config) -> Result<Server, String> {
+    /// thread of its own. `cfg` is the run's config: its project's journals are followed, and
+    /// `/api/status` serves `document` of it.
+    pub fn start(
+        settings: Settings,
+        cfg: &Config,
+        document: StatusDocument,
+    ) -> Result<Server, String> {
         let listener = std::net::TcpListener::bind(settings.addr)
             .map_err(|e| format!("--http {}: cannot listen there: {e}", settings.addr))?;
         listener
@@ -132,6 +141,7 @@ impl Server {
                     crate::config::TrackerConfig::Local { .. } => STATUS_TTL,
                 },
                 cfg: cfg.clone(),
+                document,
                 last: tokio::sync::Mutex::new(None),
             }),
             token: settings.token.map(Arc::from),
@@ -165,7 +175,11 @@ impl Drop for Server {
 }
 
 /// Starts the server the flag or the config asks for, saying where; `Err` is the exit code.
-pub fn start_for(flag: Option<&str>, cfg: &Config) -> Result<Option<Server>, i32> {
+pub fn start_for(
+    flag: Option<&str>,
+    cfg: &Config,
+    document: StatusDocument,
+) -> Result<Option<Server>, i32> {
     let settings = match settings(flag, cfg) {
         Ok(Some(s)) => s,
         Ok(None) => return Ok(None),
@@ -174,7 +188,7 @@ pub fn start_for(flag: Option<&str>, cfg: &Config) -> Result<Option<Server>, i32
             return Err(2);
         }
     };
-    match Server::start(settings, cfg) {
+    match Server::start(settings, cfg, document) {
         Ok(server) => {
             say!(
                 "status page: http://{}/ (also /api/status, /api/events, /metrics)",
@@ -198,6 +212,7 @@ struct App {
 
 struct StatusCache {
     cfg: Config,
+    document: StatusDocument,
     ttl: Duration,
     last: tokio::sync::Mutex<Option<(Instant, Arc<str>)>>,
 }
@@ -211,8 +226,8 @@ impl StatusCache {
                 return Ok(doc.clone());
             }
         }
-        let cfg = self.cfg.clone();
-        let doc = tokio::task::spawn_blocking(move || crate::commands::status::json(&cfg))
+        let (cfg, document) = (self.cfg.clone(), self.document);
+        let doc = tokio::task::spawn_blocking(move || document(&cfg))
             .await
             .map_err(|e| format!("the status reader failed: {e}"))??;
         let doc: Arc<str> = Arc::from(doc);

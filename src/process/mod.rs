@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
+pub mod children;
 mod stop;
 pub use stop::{cancellable, install_stop_handler, stop_signal, stopped, within_deadline, Stopped};
 use stop::{stop_error, Scope};
@@ -441,7 +442,7 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
             }
             other => {
                 if other.is_ok() {
-                    crate::git::repo::answers::child_started();
+                    children::child_started();
                     crate::stats::spawned(cmd.get_program() == "git");
                 }
                 return other;

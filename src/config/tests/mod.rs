@@ -422,7 +422,7 @@ fn missing_file_names_the_path() {
 #[test]
 fn agent_kind_defaults_to_claude_and_names_its_binary() {
     let c = load(r#"{"projectPath": "p"}"#);
-    assert_eq!(c.agent.kind, crate::agents::AgentKind::Claude);
+    assert_eq!(c.agent.kind, crate::config::AgentKind::Claude);
     assert_eq!(c.agent.command, "claude");
     let c = load(&with_project(r#""agent": {"kind": "codex"}"#));
     assert_eq!(c.agent.command, "codex");
@@ -448,7 +448,7 @@ fn a_step_agent_is_merged_over_the_top_level_one() {
                      "verify": {"agent": {"args": ["-y"]}}}"#,
     ));
     let implement = c.agent(Step::Implement);
-    assert_eq!(implement.kind, crate::agents::AgentKind::Codex);
+    assert_eq!(implement.kind, crate::config::AgentKind::Codex);
     assert_eq!(
         implement.command, "codex",
         "another kind's command is not inherited"
@@ -536,7 +536,7 @@ fn a_step_agent_of_another_kind_gets_the_declared_defaults() {
         r#""agent": {"kind": "codex"}, "steps": {"verify": {"model": "opus", "agent": {"kind": "claude"}}}"#,
     ));
     let verify = c.agent(Step::Verify);
-    assert_eq!(verify.kind, crate::agents::AgentKind::Claude);
+    assert_eq!(verify.kind, crate::config::AgentKind::Claude);
     assert_eq!(verify.max_api_retries, 2);
     assert_eq!(verify.command, "claude");
 }

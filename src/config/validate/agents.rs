@@ -2,7 +2,7 @@
 //! `agent.pricing` (docs/agents.md).
 
 use super::*;
-use crate::agents::{AgentKind, Price, Pricing};
+use crate::config::{AgentKind, Price, Pricing};
 
 impl Walker {
     /// The fields of an agent object. `base`: the top-level agent a step's agent is merged
@@ -76,7 +76,7 @@ impl Walker {
 
     /// `agent.pricing` over the shipped table.
     pub(super) fn pricing(&mut self, top: &Obj) -> Pricing {
-        let mut pricing = crate::agents::shipped_pricing();
+        let mut pricing = crate::config::shipped_pricing();
         let Some(Value::Object(agent)) = top.get("agent") else {
             return pricing;
         };

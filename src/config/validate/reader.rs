@@ -52,7 +52,68 @@ pub(in crate::config) fn step_keys() -> Vec<&'static str> {
     Step::ALL.iter().map(|s| s.key()).collect()
 }
 
+/// Errors a reader recorded, held back so that each is listed where its key's errors belong
+/// (see [`Walker::held`]).
+pub(in crate::config) struct Held {
+    /// The path of the object whose members were read.
+    object: String,
+    errors: Vec<KeyError>,
+}
+
+impl Held {
+    /// Lists the held errors of the members `keys`, key by key in that order (a key's own
+    /// errors in the order found).
+    pub(in crate::config) fn release(&mut self, w: &mut Walker, keys: &[&str]) {
+        for key in keys {
+            let held = std::mem::take(&mut self.errors);
+            let (mine, rest): (Vec<KeyError>, Vec<KeyError>) = held
+                .into_iter()
+                .partition(|e| member_of(&self.object, &e.path) == *key);
+            w.errors.extend(mine);
+            self.errors = rest;
+        }
+    }
+
+    /// Lists every error still held (of keys no `release` named), in the order found.
+    pub(in crate::config) fn release_rest(self, w: &mut Walker) {
+        w.errors.extend(self.errors);
+    }
+}
+
+/// The member of the object at `object` that the key path `path` lies in.
+fn member_of<'p>(object: &str, path: &'p str) -> &'p str {
+    let inside = if object.is_empty() {
+        path
+    } else {
+        path.strip_prefix(object)
+            .and_then(|p| p.strip_prefix('.'))
+            .unwrap_or(path)
+    };
+    inside.split(['.', '[']).next().unwrap_or(inside)
+}
+
 impl Walker {
+    /// Runs `read` on the members of `o`, holding back the errors it records: the caller
+    /// lists them with [`Held::release`] where each key's errors belong, so that a reader
+    /// derived from the declaration (which reads its keys in declaration order) keeps the
+    /// order in which `config check` lists errors.
+    pub(in crate::config) fn held<T>(
+        &mut self,
+        o: &Obj,
+        read: impl FnOnce(&mut Walker) -> T,
+    ) -> (T, Held) {
+        let mark = self.errors.len();
+        let value = read(self);
+        let errors = self.errors.split_off(mark);
+        (
+            value,
+            Held {
+                object: o.path.clone(),
+                errors,
+            },
+        )
+    }
+
     pub(in crate::config) fn err(&mut self, path: String, message: impl Into<String>) {
         self.errors.push(KeyError {
             path,

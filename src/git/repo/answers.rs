@@ -11,20 +11,16 @@
 //! in a nested ref directory) is seen no later than if the question had been asked that much
 //! earlier.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use crate::process::children;
+
 /// How long an answer is reused at most.
 pub const FRESH_FOR: Duration = Duration::from_millis(500);
-
-/// Counts the children started that may have changed a ref; an answer is valid only in the
-/// epoch it was given in.
-static EPOCH: AtomicU64 = AtomicU64::new(0);
 
 type Key = (PathBuf, Vec<String>);
 
@@ -70,24 +66,12 @@ struct Answer {
 
 static ANSWERS: Mutex<Option<HashMap<Key, Answer>>> = Mutex::new(None);
 
-thread_local! {
-    /// Set while this thread starts a query's own git, which changes nothing.
-    static QUERYING: Cell<bool> = const { Cell::new(false) };
-}
-
 /// Whether `args` only read refs (and so may be answered again from memory).
 pub fn is_query(args: &[&str]) -> bool {
     matches!(
         args.first().copied(),
         Some("symbolic-ref" | "for-each-ref" | "rev-parse" | "merge-base" | "log" | "rev-list")
     ) || args == ["remote"]
-}
-
-/// A child process was started: unless it is a query's own git, every answer is forgotten.
-pub fn child_started() {
-    if !QUERYING.with(Cell::get) {
-        EPOCH.fetch_add(1, Ordering::SeqCst);
-    }
 }
 
 /// The answer to `git args` in `dir`, from memory when still valid, else from `ask` (which
@@ -102,20 +86,18 @@ pub fn answer<E>(
         dir.to_path_buf(),
         args.iter().map(|a| a.to_string()).collect(),
     );
-    let epoch = EPOCH.load(Ordering::SeqCst);
+    // An answer is valid only in the epoch of children started it was given in.
+    let epoch = children::epoch();
     let before = stamp();
     if let Some(known) = lock().as_ref().and_then(|m| m.get(&key)) {
         if known.epoch == epoch && known.at.elapsed() < FRESH_FOR && known.stamp == before {
             return Ok(known.output.clone());
         }
     }
-    QUERYING.with(|q| q.set(true));
-    let asked = ask();
-    QUERYING.with(|q| q.set(false));
-    let output = asked?;
+    let output = children::quietly(ask)?;
     // A child started by another thread while this one asked, or anyone writing a ref
     // meanwhile, may have changed the answer: it is then not kept.
-    if EPOCH.load(Ordering::SeqCst) == epoch && stamp() == before {
+    if children::epoch() == epoch && stamp() == before {
         let mut answers = lock();
         let answers = answers.get_or_insert_with(HashMap::new);
         answers.retain(|_, a| a.epoch == epoch);
@@ -144,6 +126,8 @@ fn lock() -> std::sync::MutexGuard<'static, Option<HashMap<Key, Answer>>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::process::children::child_started;
+    use std::cell::Cell;
     use std::os::unix::process::ExitStatusExt;
 
     fn out(text: &str) -> Output {

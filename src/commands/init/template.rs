@@ -2,7 +2,7 @@
 //! template is written for Claude; this swaps the agent, the models (one with a shipped price,
 //! since the template sets budgets in dollars) and drops what the CLI has no use for.
 
-use super::AgentKind;
+use crate::config::AgentKind;
 
 /// The model each kind's config starts with: priced in the shipped table.
 pub fn starting_model(kind: AgentKind) -> &'static str {
@@ -49,7 +49,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         for kind in AgentKind::ALL {
             let path = dir.path().join(format!("{kind}.json"));
-            let text = adapt(&crate::commands::init::config_text(dir.path(), None), kind);
+            let text = adapt(&super::super::config_text(dir.path(), None), kind);
             std::fs::write(&path, &text).expect("write");
             let config = crate::config::Config::load(&path)
                 .unwrap_or_else(|e| panic!("{kind}: {}", e.lines().join("\n")));

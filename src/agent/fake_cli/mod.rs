@@ -12,12 +12,11 @@ mod script;
 pub use outcome::Outcome;
 pub use script::Script;
 
-use crate::agents::AgentKind;
-use crate::cli::FakeAgentArgs;
+use crate::config::AgentKind;
 use crate::step::Step;
 use events::Emitter;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Exit code for a broken script or environment: distinct from anything an outcome returns
 /// by default, so a test sees a scripting mistake rather than a scripted failure.
@@ -114,8 +113,20 @@ impl Context {
     }
 }
 
+/// What the fake agent was started with: the hidden subcommand's arguments (`cli` parses
+/// them; the fake CLI stands below the command line).
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The script (`--script`); else `$SDLC_FAKE_AGENT_SCRIPT`, else every attempt succeeds.
+    pub script: Option<&'a Path>,
+    /// Which CLI's stream to speak.
+    pub kind: AgentKind,
+    /// Everything else the runner passed (model, prompt, flags).
+    pub rest: &'a [String],
+}
+
 /// Entry point of the hidden subcommand; returns the process exit code.
-pub fn run(args: &FakeAgentArgs) -> i32 {
+pub fn run(args: &Request) -> i32 {
     if let Some(code) = probe(args) {
         return code;
     }
@@ -127,7 +138,7 @@ pub fn run(args: &FakeAgentArgs) -> i32 {
                 AgentKind::Codex => "gpt-fake",
                 AgentKind::Gemini => "auto",
             };
-            let model = model_arg(&args.rest).unwrap_or(default_model);
+            let model = model_arg(args.rest).unwrap_or(default_model);
             let cwd = ctx.cwd.display().to_string();
             let stdout: Box<dyn Write> = Box::new(std::io::BufWriter::new(std::io::stdout()));
             let mut out = Emitter::new(args.kind, stdout, model, &cwd, script.cost_usd);
@@ -148,7 +159,7 @@ pub fn run(args: &FakeAgentArgs) -> i32 {
 }
 
 /// What `doctor` asks of an agent CLI: its version, and Codex's login status.
-fn probe(args: &FakeAgentArgs) -> Option<i32> {
+fn probe(args: &Request) -> Option<i32> {
     let rest: Vec<&str> = args.rest.iter().map(String::as_str).collect();
     match (args.kind, rest.as_slice()) {
         (_, ["--version"]) => println!("{}-fake 0.0.0", args.kind),
@@ -158,10 +169,10 @@ fn probe(args: &FakeAgentArgs) -> Option<i32> {
     Some(0)
 }
 
-fn prepare(args: &FakeAgentArgs) -> Result<(Context, Script, Outcome), FakeAgentError> {
+fn prepare(args: &Request) -> Result<(Context, Script, Outcome), FakeAgentError> {
     let path = args
         .script
-        .clone()
+        .map(Path::to_path_buf)
         .or_else(|| std::env::var_os(SCRIPT_ENV).map(PathBuf::from));
     let script = match path {
         Some(path) => Script::load(&path)?,
@@ -196,7 +207,7 @@ fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
 /// With `SDLC_FAKE_AGENT_PROMPT_LOG` set, appends `== <issue> <step> <attempt>` and the
 /// prompt the runner passed (`-p`, or Codex's last argument), so a test can read what an
 /// attempt was told.
-fn log_prompt(ctx: &Context, args: &FakeAgentArgs) {
+fn log_prompt(ctx: &Context, args: &Request) {
     let Some(path) = std::env::var_os(PROMPT_LOG_ENV) else {
         return;
     };

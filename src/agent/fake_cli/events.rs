@@ -2,7 +2,7 @@
 //! `gemini-cli/`), written one per line and flushed at once so a runner watching for
 //! idleness sees them as they happen. Each method speaks the stream of the emitter's kind.
 
-use crate::agents::AgentKind;
+use crate::config::AgentKind;
 use serde_json::{json, Map, Value};
 use std::io::{self, Write};
 use std::time::Instant;
@@ -134,21 +134,14 @@ impl Emitter {
         match self.kind {
             AgentKind::Codex => return self.command(&format!("{tool} {input}"), "done\n", 0),
             AgentKind::Gemini => {
-                let id = format!("{tool}__{tool}_{}", self.ids.hex(12));
-                let call = json!({"type": "tool_use", "timestamp": timestamp(),
-                    "tool_name": tool, "tool_id": id, "parameters": input});
-                self.line(&call)?;
+                let id = self.gemini_tool_use(tool, &input)?;
                 let answer = json!({"type": "tool_result", "timestamp": timestamp(),
                     "tool_id": id, "status": "success", "output": "done"});
                 return self.line(&answer);
             }
             AgentKind::Claude => {}
         }
-        let tool_use_id = format!("toolu_fake{}", self.ids.hex(24));
-        let call = self.assistant(json!([
-            {"type": "tool_use", "id": tool_use_id, "name": tool, "input": input}
-        ]));
-        self.line(&call)?;
+        let tool_use_id = self.claude_tool_use(tool, &input)?;
         let answer = json!({
             "type": "user",
             "message": {"role": "user", "content": [
@@ -162,6 +155,25 @@ impl Emitter {
         self.line(&answer)
     }
 
+    /// Gemini's `tool_use` line; returns the call's id.
+    fn gemini_tool_use(&mut self, tool: &str, input: &Value) -> io::Result<String> {
+        let id = format!("{tool}__{tool}_{}", self.ids.hex(12));
+        let call = json!({"type": "tool_use", "timestamp": timestamp(),
+            "tool_name": tool, "tool_id": id, "parameters": input});
+        self.line(&call)?;
+        Ok(id)
+    }
+
+    /// Claude's assistant message holding one `tool_use`; returns the call's id.
+    fn claude_tool_use(&mut self, tool: &str, input: &Value) -> io::Result<String> {
+        let tool_use_id = format!("toolu_fake{}", self.ids.hex(24));
+        let call = self.assistant(json!([
+            {"type": "tool_use", "id": tool_use_id, "name": tool, "input": input}
+        ]));
+        self.line(&call)?;
+        Ok(tool_use_id)
+    }
+
     /// A tool call the CLI refused, as the real CLI reports it (tool_use, then
     /// `system/permission_denied`, then the error tool_result); the final result lists it.
     pub fn permission_denied(&mut self, tool: &str, input: Value) -> io::Result<()> {
@@ -171,10 +183,7 @@ impl Emitter {
             }
             AgentKind::Gemini => {
                 // Gemini's way of refusing: the tool was never offered.
-                let id = format!("{tool}__{tool}_{}", self.ids.hex(12));
-                let call = json!({"type": "tool_use", "timestamp": timestamp(),
-                    "tool_name": tool, "tool_id": id, "parameters": input});
-                self.line(&call)?;
+                let id = self.gemini_tool_use(tool, &input)?;
                 let message = format!("Tool \"{tool}\" not found.");
                 let answer = json!({"type": "tool_result", "timestamp": timestamp(),
                     "tool_id": id, "status": "error", "output": message,
@@ -183,11 +192,7 @@ impl Emitter {
             }
             AgentKind::Claude => {}
         }
-        let tool_use_id = format!("toolu_fake{}", self.ids.hex(24));
-        let call = self.assistant(json!([
-            {"type": "tool_use", "id": tool_use_id, "name": tool, "input": input}
-        ]));
-        self.line(&call)?;
+        let tool_use_id = self.claude_tool_use(tool, &input)?;
         let reason = format!("{tool} was denied by the permission policy");
         let denied = json!({
             "type": "system",

@@ -6,11 +6,11 @@
 //! (no auth, untrusted folder) print nothing on stdout and exit 41 or 55.
 
 use super::lines::{object, Events, JsonLinesReader, Progress};
+use super::{AttemptInfo, Invocation};
 use crate::agent::classify::{decided, Classified, Observation};
 use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
-use crate::agents::ModelTokens;
+use crate::agent::tokens::ModelTokens;
 use crate::config::Config;
-use crate::driver::invoke::{AttemptInfo, Invocation};
 use crate::failure::FailureClass;
 use serde_json::Value;
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 use super::events::Emitter;
 use super::git;
 use super::Context;
-use crate::agents::AgentKind;
+use crate::config::AgentKind;
 use serde_json::json;
 use std::io;
 use std::time::Duration;
@@ -19,7 +19,7 @@ pub enum Outcome {
     SoftIsError,
     SoftPermission,
     BenignPermission,
-    /// Replays of recorded real-CLI outputs (fixtures under `src/fake_agent/`).
+    /// Replays of recorded real-CLI outputs (fixtures under `src/agent/fake_cli/`).
     Recorded(Recording),
     /// Reads the README (one tool call, one turn), then works silently for ever.
     Hang,
@@ -208,17 +208,7 @@ impl Outcome {
                     std::thread::sleep(Duration::from_millis(20));
                 }
             }
-            Outcome::RateLimitOnce => {
-                let marker = super::once_marker(ctx);
-                if marker.as_ref().is_some_and(|m| m.exists()) {
-                    out.init()?;
-                    return ok_work_and_result(ctx, out);
-                }
-                if let Some(m) = marker {
-                    std::fs::write(m, b"done\n")?;
-                }
-                Outcome::Recorded(Recording::RateLimit).perform(ctx, out)
-            }
+            Outcome::RateLimitOnce => once_then_ok(ctx, out, Recording::RateLimit),
             Outcome::Quota(secs) => {
                 out.init()?;
                 let resets_at = chrono::Utc::now().timestamp() + secs;
@@ -377,17 +367,7 @@ impl Outcome {
                 out.permission_denied("AskUserQuestion", question)?;
                 ok_work_and_result(ctx, out)
             }
-            Outcome::OverloadedOnce => {
-                let marker = super::once_marker(ctx);
-                if marker.as_ref().is_some_and(|m| m.exists()) {
-                    out.init()?;
-                    return ok_work_and_result(ctx, out);
-                }
-                if let Some(m) = marker {
-                    std::fs::write(m, b"done\n")?;
-                }
-                Outcome::Recorded(Recording::Overloaded).perform(ctx, out)
-            }
+            Outcome::OverloadedOnce => once_then_ok(ctx, out, Recording::Overloaded),
             Outcome::Recorded(Recording::NotLoggedIn) if out.kind() == AgentKind::Codex => {
                 codex_offline(out)
             }
@@ -424,6 +404,20 @@ impl Outcome {
 }
 
 /// The step's git work, then a success result, or an error result when git refuses.
+/// `recording` the first time this attempt's marker is missing (the marker is then written),
+/// the usual work and result every time after.
+fn once_then_ok(ctx: &Context, out: &mut Emitter, recording: Recording) -> io::Result<i32> {
+    let marker = super::once_marker(ctx);
+    if marker.as_ref().is_some_and(|m| m.exists()) {
+        out.init()?;
+        return ok_work_and_result(ctx, out);
+    }
+    if let Some(m) = marker {
+        std::fs::write(m, b"done\n")?;
+    }
+    Outcome::Recorded(recording).perform(ctx, out)
+}
+
 fn ok_work_and_result(ctx: &Context, out: &mut Emitter) -> io::Result<i32> {
     match git::do_step_work(ctx) {
         Ok(summary) => {

@@ -9,11 +9,11 @@
 
 use super::lines::{object, Events, JsonLinesReader, Progress};
 use super::{reset_wait_secs, Stop};
+use super::{AttemptInfo, Invocation};
 use crate::agent::classify::{decided, Classified, Observation};
 use crate::agent::stream::{truncate, ResultEvent, MAX_RESULT_TEXT};
-use crate::agents::ModelTokens;
+use crate::agent::tokens::ModelTokens;
 use crate::config::Config;
-use crate::driver::invoke::{AttemptInfo, Invocation};
 use crate::failure::FailureClass;
 use serde_json::Value;
 use std::collections::VecDeque;

@@ -2,7 +2,7 @@
 //! its version, whether it is logged in, and settings that would make it wait for a person or
 //! spend minutes retrying on its own. (Claude's binary is checked by `doctor` itself.)
 
-use super::AgentKind;
+use crate::config::AgentKind;
 use crate::config::{AgentConfig, Config};
 use crate::step::Step;
 use std::path::PathBuf;

@@ -4,26 +4,21 @@
 //! and the machine only see the common shape: an [`Invocation`], a [`StreamSummary`] and a
 //! [`Classified`] failure.
 
+pub mod claude;
 pub mod codex;
 mod doctor;
 pub mod gemini;
-mod kind;
 mod lines;
-mod pricing;
-pub mod template;
 
 pub use doctor::{checks as doctor_checks, Check as AgentCheck, Level as CheckLevel};
-pub use kind::AgentKind;
-pub use pricing::{
-    cost_micros, shipped as shipped_pricing, ModelTokens, Price, Pricing, SHIPPED_AS_OF,
-};
 
 use crate::agent::classify::{decided, Classified, Observation};
 use crate::agent::stream::{StreamReader, StreamSummary};
+use crate::config::AgentKind;
 use crate::config::{AgentConfig, Config};
-use crate::driver::invoke::{self, AttemptInfo, Invocation};
 use crate::failure::FailureClass;
 use chrono::TimeZone;
+pub use claude::{AttemptInfo, Invocation};
 use std::path::PathBuf;
 
 /// Why a reader asks the runner to stop the agent before it ends by itself.
@@ -38,7 +33,7 @@ pub enum Stop {
 /// The argument vector and environment of one attempt of `a.step` on its agent.
 pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation {
     match cfg.agent(a.step).kind {
-        AgentKind::Claude => invoke::invocation(cfg, program, a),
+        AgentKind::Claude => claude::invocation(cfg, program, a),
         AgentKind::Codex => codex::invocation(cfg, program, a),
         AgentKind::Gemini => gemini::invocation(cfg, program, a),
     }

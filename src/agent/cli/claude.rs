@@ -1,0 +1,122 @@
+//! Claude Code's invocation (docs/interfaces.md "Agent invocation"): the argument vector and
+//! environment of one attempt, and the shape every agent CLI's invocation shares. Pure: the
+//! driver spawns what this builds.
+
+use crate::config::Config;
+use crate::step::Step;
+use std::path::PathBuf;
+
+/// Argument vector and environment for one attempt.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Invocation {
+    /// The agent CLI.
+    pub program: PathBuf,
+    /// Its arguments, in order (no shell).
+    pub args: Vec<String>,
+    /// Variables added to the runner's environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// What one attempt is, for building its invocation.
+pub struct AttemptInfo<'a> {
+    /// The step the attempt runs.
+    pub step: Step,
+    /// The issue it works on.
+    pub issue: u32,
+    /// Attempt number within the step, from 1.
+    pub attempt: u32,
+    /// The prompt the agent gets.
+    pub prompt: &'a str,
+    /// Contents of the step's skill file, when it names one.
+    pub skill: Option<&'a str>,
+}
+
+/// The Claude Code argument vector and environment that run attempt `a` with its step's
+/// settings from `cfg` (`program` already resolved on PATH).
+pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation {
+    let agent = cfg.agent(a.step);
+    let mut args = agent.args.clone();
+    args.extend([
+        "--model".to_string(),
+        cfg.model(a.step).to_string(),
+        "-p".to_string(),
+        a.prompt.to_string(),
+        "--dangerously-skip-permissions".to_string(),
+        "--verbose".to_string(),
+        "--output-format".to_string(),
+        "stream-json".to_string(),
+        "--max-turns".to_string(),
+        cfg.max_turns(a.step).to_string(),
+    ]);
+    if let Some(skill) = a.skill {
+        args.push("--append-system-prompt".to_string());
+        args.push(skill.to_string());
+    }
+    let mut env: Vec<(String, String)> = agent
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(effort) = cfg.effort(a.step) {
+        env.push(("CLAUDE_CODE_EFFORT_LEVEL".into(), effort.as_str().into()));
+    }
+    env.push((
+        "CLAUDE_CODE_MAX_RETRIES".into(),
+        agent.max_api_retries.to_string(),
+    ));
+    env.push(("SDLC_STEP".into(), a.step.key().into()));
+    env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));
+    env.push(("SDLC_ISSUE".into(), a.issue.to_string()));
+    env.push(("SDLC_ATTEMPT".into(), a.attempt.to_string()));
+    Invocation { program, args, env }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn argument_vector_and_environment_follow_the_contract() {
+        let c = Config::for_test(
+            r#", "steps": {"verify": {"maxTurns": 7, "effort": "high"}}, "agent": {"args": ["wrap"]}"#,
+        );
+        let a = AttemptInfo {
+            step: Step::Verify,
+            issue: 4,
+            attempt: 2,
+            prompt: "P",
+            skill: Some("SKILL"),
+        };
+        let inv = invocation(&c, "claude".into(), &a);
+        assert_eq!(inv.args[0], "wrap");
+        let joined = inv.args.join(" ");
+        assert!(joined.contains("-p P --dangerously-skip-permissions --verbose --output-format stream-json --max-turns 7 --append-system-prompt SKILL"), "{joined}");
+        let get = |k: &str| {
+            inv.env
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("SDLC_STEP"), Some("verify"));
+        assert_eq!(get("SDLC_STEP_NUMBER"), Some("6"));
+        assert_eq!(get("SDLC_ISSUE"), Some("4"));
+        assert_eq!(get("SDLC_ATTEMPT"), Some("2"));
+        assert_eq!(get("CLAUDE_CODE_EFFORT_LEVEL"), Some("high"));
+        assert_eq!(get("CLAUDE_CODE_MAX_RETRIES"), Some("2"));
+    }
+
+    #[test]
+    fn haiku_gets_no_effort_variable() {
+        let c = Config::for_test(r#", "model": "haiku""#);
+        let a = AttemptInfo {
+            step: Step::Implement,
+            issue: 1,
+            attempt: 1,
+            prompt: "P",
+            skill: None,
+        };
+        let inv = invocation(&c, "claude".into(), &a);
+        assert!(inv.env.iter().all(|(k, _)| k != "CLAUDE_CODE_EFFORT_LEVEL"));
+        assert!(!inv.args.contains(&"--append-system-prompt".to_string()));
+    }
+}

@@ -1,0 +1,36 @@
+//! How many children this process has started that may have changed something on disk: the
+//! epoch a cache of git answers (`git::repo::answers`) is valid in. Every spawn of the process
+//! runner and of the agent runner ends the epoch, except the spawn of a read-only query run
+//! inside [`quietly`]. It lives here, below git, because the process runner counts the spawns.
+
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Counts the children started that may have changed a ref.
+static EPOCH: AtomicU64 = AtomicU64::new(0);
+
+thread_local! {
+    /// Set while this thread starts a query's own git, which changes nothing.
+    static QUERYING: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A child process was started: unless it is a query's own (inside [`quietly`]), the epoch
+/// ends.
+pub fn child_started() {
+    if !QUERYING.with(Cell::get) {
+        EPOCH.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The current epoch: an answer given in it is valid while it lasts.
+pub fn epoch() -> u64 {
+    EPOCH.load(Ordering::SeqCst)
+}
+
+/// Runs `ask`, whose children this thread starts change nothing (a read-only query's git).
+pub fn quietly<T>(ask: impl FnOnce() -> T) -> T {
+    QUERYING.with(|q| q.set(true));
+    let asked = ask();
+    QUERYING.with(|q| q.set(false));
+    asked
+}

@@ -1,0 +1,338 @@
+//! No import cycle between the top-level modules of `src/`: each module may name lower ones
+//! (`crate::<module>`), never one that names it back, directly or through others. A cycle
+//! means two modules can only be understood, tested and changed together; the fix is to move
+//! the piece both need down into the lower one.
+//!
+//! The check reads the sources (comments and string literals left out), collects every
+//! `crate::<module>` a file names, including the modules of a `use crate::{a, b::c}` group,
+//! and fails on any cycle, naming its modules and the files that close it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Which top-level modules each top-level module names, and in which files.
+type Graph = BTreeMap<String, BTreeMap<String, BTreeSet<String>>>;
+
+#[test]
+fn top_level_modules_form_no_import_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = graph_of(&src);
+    assert!(
+        graph.len() > 10,
+        "the check found only {} top-level modules under {}: it reads the wrong place",
+        graph.len(),
+        src.display()
+    );
+    let cycles: Vec<String> = strongly_connected(&graph)
+        .into_iter()
+        .filter(|group| group.len() > 1)
+        .map(|group| describe(&graph, &group))
+        .collect();
+    assert!(
+        cycles.is_empty(),
+        "import cycles between top-level modules of src/ (move what both sides need into \
+         the lower module):\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn the_scanner_sees_paths_groups_and_nothing_in_comments_or_strings() {
+    let text = r##"
+        use crate::alpha::X;
+        use crate::{beta, gamma::{Y, Z}, self as _};
+        fn f() { crate::delta::g(); let _ = "crate::epsilon"; let _ = r#"crate::zeta"#; }
+        // crate::eta
+        /* crate::theta /* nested */ crate::iota */
+        const C: char = '"'; fn l<'a>(_: &'a str) { crate::kappa::h(); }
+        macro_rules! m { () => { $crate::lambda::k() } }
+    "##;
+    let named: BTreeSet<String> = crate_paths(&strip(text)).into_iter().collect();
+    let expected: BTreeSet<String> = ["alpha", "beta", "gamma", "delta", "kappa", "self"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    assert_eq!(named, expected);
+}
+
+#[test]
+fn a_cycle_is_found_and_named() {
+    let mut graph = Graph::new();
+    let mut edge = |from: &str, to: &str| {
+        graph
+            .entry(from.to_string())
+            .or_default()
+            .entry(to.to_string())
+            .or_default()
+            .insert(format!("{from}.rs"));
+        graph.entry(to.to_string()).or_default();
+    };
+    edge("a", "b");
+    edge("b", "c");
+    edge("c", "a");
+    edge("c", "d");
+    let groups: Vec<Vec<String>> = strongly_connected(&graph)
+        .into_iter()
+        .filter(|g| g.len() > 1)
+        .collect();
+    assert_eq!(groups, vec![vec!["a".to_string(), "b".into(), "c".into()]]);
+    let text = describe(&graph, &groups[0]);
+    assert!(
+        text.contains("a -> b (a.rs)") && text.contains("c -> a (c.rs)"),
+        "{text}"
+    );
+    assert!(!text.contains("-> d"), "{text}");
+}
+
+/// The top-level modules of `src/` (files and folders, apart from the crate roots) and the
+/// modules each names.
+fn graph_of(src: &Path) -> Graph {
+    let mut tops = BTreeSet::new();
+    for entry in std::fs::read_dir(src).expect("src/ is readable") {
+        let path = entry.expect("an entry of src/").path();
+        let name = module_name(&path);
+        if path.is_dir() || (name.ends_with(".rs") && name != "lib.rs" && name != "main.rs") {
+            tops.insert(name.trim_end_matches(".rs").to_string());
+        }
+    }
+    let mut graph: Graph = tops.iter().map(|t| (t.clone(), BTreeMap::new())).collect();
+    for file in rust_files(src) {
+        let rel = file
+            .strip_prefix(src)
+            .expect("a file under src/")
+            .to_string_lossy()
+            .to_string();
+        let top = rel
+            .split('/')
+            .next()
+            .expect("a path")
+            .trim_end_matches(".rs")
+            .to_string();
+        if !tops.contains(&top) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        for named in crate_paths(&strip(&text)) {
+            if named != top && tops.contains(&named) {
+                graph
+                    .get_mut(&top)
+                    .expect("every top-level module is in the graph")
+                    .entry(named)
+                    .or_default()
+                    .insert(rel.clone());
+            }
+        }
+    }
+    graph
+}
+
+fn module_name(path: &Path) -> String {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or_else(|| panic!("{} is not a UTF-8 name", path.display()))
+        .to_string()
+}
+
+fn rust_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(dir) = todo.pop() {
+        for entry in
+            std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("cannot read {}: {e}", dir.display()))
+        {
+            let path = entry.expect("a directory entry").path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if path.extension().and_then(|e| e.to_str()) == Some("rs") {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// `text` without comments, string literals and character literals, which may mention paths
+/// the code does not use.
+fn strip(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let ident = |at: usize| at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_');
+    while i < b.len() {
+        if b[i..].starts_with(b"//") {
+            i = text[i..].find('\n').map_or(b.len(), |n| i + n);
+        } else if b[i..].starts_with(b"/*") {
+            let mut depth = 0;
+            while i < b.len() {
+                if b[i..].starts_with(b"/*") {
+                    depth += 1;
+                    i += 2;
+                } else if b[i..].starts_with(b"*/") {
+                    depth -= 1;
+                    i += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    i += 1;
+                }
+            }
+        } else if let Some(hashes) = raw_string_start(&b[i..]).filter(|_| !ident(i)) {
+            let open = text[i..].find('"').expect("a raw string has a quote") + i + 1;
+            let close = format!("\"{}", "#".repeat(hashes));
+            i = text[open..]
+                .find(&close)
+                .map_or(b.len(), |n| open + n + close.len());
+            out.push_str("\"\"");
+        } else if b[i] == b'"' {
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                i += if b[i] == b'\\' { 2 } else { 1 };
+            }
+            i += 1;
+            out.push_str("\"\"");
+        } else if b[i] == b'\'' && b.get(i + 1) == Some(&b'\\') {
+            i = text[i + 2..].find('\'').map_or(b.len(), |n| i + 2 + n + 1);
+        } else if b[i] == b'\'' && b.get(i + 2) == Some(&b'\'') {
+            i += 3;
+        } else {
+            let c = text[i..].chars().next().expect("a character");
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// How many `#` a raw string starting here has (`r"`, `r#"`, `br##"`, ...).
+fn raw_string_start(b: &[u8]) -> Option<usize> {
+    let rest = b.strip_prefix(b"b").unwrap_or(b).strip_prefix(b"r")?;
+    let hashes = rest.iter().take_while(|&&c| c == b'#').count();
+    (rest.get(hashes) == Some(&b'"')).then_some(hashes)
+}
+
+/// The first segment after each `crate::` (not `$crate::`, which a macro expands where it
+/// is used), and each first segment of a `crate::{...}` group.
+fn crate_paths(code: &str) -> Vec<String> {
+    let b = code.as_bytes();
+    let mut named = Vec::new();
+    let mut from = 0;
+    while let Some(at) = code[from..].find("crate::").map(|n| from + n) {
+        from = at + "crate::".len();
+        if at > 0 && (b[at - 1].is_ascii_alphanumeric() || b[at - 1] == b'_' || b[at - 1] == b'$') {
+            continue;
+        }
+        if b.get(from) == Some(&b'{') {
+            let mut depth = 0;
+            let mut expect = true;
+            let mut i = from;
+            while i < b.len() {
+                match b[i] {
+                    b'{' => {
+                        depth += 1;
+                        expect = depth == 1;
+                    }
+                    b'}' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    b',' if depth == 1 => expect = true,
+                    c if depth == 1 && expect && (c.is_ascii_alphabetic() || c == b'_') => {
+                        let word = identifier(&code[i..]);
+                        i += word.len();
+                        named.push(word);
+                        expect = false;
+                        continue;
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+        } else {
+            let word = identifier(&code[from..]);
+            if !word.is_empty() {
+                named.push(word);
+            }
+        }
+    }
+    named
+}
+
+fn identifier(text: &str) -> String {
+    text.chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+        .collect()
+}
+
+/// The strongly connected groups of `graph` (Tarjan), each sorted; a group of more than one
+/// module is a cycle.
+fn strongly_connected(graph: &Graph) -> Vec<Vec<String>> {
+    struct Search<'g> {
+        graph: &'g Graph,
+        index: BTreeMap<&'g str, usize>,
+        low: BTreeMap<&'g str, usize>,
+        stack: Vec<&'g str>,
+        groups: Vec<Vec<String>>,
+    }
+    impl<'g> Search<'g> {
+        fn visit(&mut self, v: &'g str) {
+            let n = self.index.len();
+            self.index.insert(v, n);
+            self.low.insert(v, n);
+            self.stack.push(v);
+            for w in self.graph[v].keys() {
+                let w = w.as_str();
+                if !self.index.contains_key(w) {
+                    self.visit(w);
+                    let low = self.low[v].min(self.low[w]);
+                    self.low.insert(v, low);
+                } else if self.stack.contains(&w) {
+                    let low = self.low[v].min(self.index[w]);
+                    self.low.insert(v, low);
+                }
+            }
+            if self.low[v] == self.index[v] {
+                let mut group = Vec::new();
+                while let Some(w) = self.stack.pop() {
+                    group.push(w.to_string());
+                    if w == v {
+                        break;
+                    }
+                }
+                group.sort();
+                self.groups.push(group);
+            }
+        }
+    }
+    let mut search = Search {
+        graph,
+        index: BTreeMap::new(),
+        low: BTreeMap::new(),
+        stack: Vec::new(),
+        groups: Vec::new(),
+    };
+    for v in graph.keys() {
+        if !search.index.contains_key(v.as_str()) {
+            search.visit(v);
+        }
+    }
+    search.groups
+}
+
+/// A cycle's modules and every import between them, with the files that make it.
+fn describe(graph: &Graph, group: &[String]) -> String {
+    let mut lines = vec![format!("cycle: {}", group.join(", "))];
+    for from in group {
+        for (to, files) in &graph[from] {
+            if group.contains(to) {
+                let files: Vec<&str> = files.iter().map(String::as_str).collect();
+                lines.push(format!("  {from} -> {to} ({})", files.join(", ")));
+            }
+        }
+    }
+    lines.join("\n")
+}
