@@ -14,6 +14,7 @@ use std::process::Output;
 
 mod error;
 mod merge;
+mod refs;
 mod specs;
 mod workspace;
 
@@ -142,6 +143,9 @@ impl Repo {
                 );
             }
         }
+        if answers::moves_no_ref(args) {
+            return answers::keeping_answers(|| self.run_git(args));
+        }
         self.run_git(args)
     }
 
@@ -217,16 +221,6 @@ impl Repo {
         }
     }
 
-    fn ref_exists(&self, full_ref: &str) -> Result<bool, RepoError> {
-        let out = self.git(&[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{full_ref}^{{commit}}"),
-        ])?;
-        Ok(out.status.success())
-    }
-
     /// The ref that stands for main in comparisons: origin's copy when there is one (it is
     /// what PRs merge into), else the local branch.
     fn main_ref(&self) -> Result<Option<String>, RepoError> {
@@ -239,16 +233,6 @@ impl Repo {
             }
         }
         Ok(None)
-    }
-
-    /// `None` when HEAD is detached.
-    pub fn current_branch(&self) -> Result<Option<String>, RepoError> {
-        let out = self.git(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
-        match out.status.code() {
-            Some(0) => Ok(Some(stdout(&out))),
-            Some(1) => Ok(None),
-            _ => Err(self.failed(&["symbolic-ref", "--quiet", "--short", "HEAD"], &out)),
-        }
     }
 
     /// No staged, unstaged or untracked changes. Excluded files never show; the runner's own
@@ -292,11 +276,6 @@ impl Repo {
             }
         }
         Ok(found)
-    }
-
-    fn local_branches(&self) -> Result<Vec<String>, RepoError> {
-        let text = self.git_ok(&["for-each-ref", "--format=%(refname:short)", "refs/heads/"])?;
-        Ok(text.lines().map(str::to_string).collect())
     }
 
     /// When this clone has no branch of `issue` but origin has one (another runner pushed it

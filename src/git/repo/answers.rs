@@ -83,6 +83,25 @@ pub fn is_query(args: &[&str]) -> bool {
     ) || args == ["remote"]
 }
 
+/// Whether `args` read the work tree or the index without writing any ref (`status`, `diff`,
+/// `ls-files`, `show`): not remembered, since files change under them unseen, but starting
+/// one forgets no answer. (`status` may refresh the index's stat data; refs stay as they are.)
+pub fn moves_no_ref(args: &[&str]) -> bool {
+    matches!(
+        args.first().copied(),
+        Some("status" | "diff" | "ls-files" | "show")
+    )
+}
+
+/// Runs `run` (the start of a git that moves no ref, see [`moves_no_ref`]) without
+/// forgetting the answers kept.
+pub fn keeping_answers<T>(run: impl FnOnce() -> T) -> T {
+    let was = QUERYING.with(|q| q.replace(true));
+    let result = run();
+    QUERYING.with(|q| q.set(was));
+    result
+}
+
 /// A child process was started: unless it is a query's own git, every answer is forgotten.
 pub fn child_started() {
     if !QUERYING.with(Cell::get) {
@@ -109,10 +128,7 @@ pub fn answer<E>(
             return Ok(known.output.clone());
         }
     }
-    QUERYING.with(|q| q.set(true));
-    let asked = ask();
-    QUERYING.with(|q| q.set(false));
-    let output = asked?;
+    let output = keeping_answers(ask)?;
     // A child started by another thread while this one asked, or anyone writing a ref
     // meanwhile, may have changed the answer: it is then not kept.
     if EPOCH.load(Ordering::SeqCst) == epoch && stamp() == before {

@@ -55,11 +55,7 @@ impl Repo {
 
     /// The commit origin's main points at, as last fetched; `None` without one.
     pub fn origin_main(&self) -> Result<Option<String>, RepoError> {
-        let remote_main = format!("refs/remotes/origin/{}", self.main);
-        if !self.ref_exists(&remote_main)? {
-            return Ok(None);
-        }
-        Ok(Some(self.git_ok(&["rev-parse", &remote_main])?))
+        self.ref_commit(&format!("refs/remotes/origin/{}", self.main))
     }
 
     /// Before a merge: origin fetched, main refreshed to origin's, and origin's main merged
@@ -70,8 +66,10 @@ impl Repo {
     /// there).
     pub fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, RepoError> {
         self.fetch()?;
-        self.refresh_main_for(branch)?;
+        // Read before main is refreshed, which moves no ref of origin: the listing that
+        // answers this also answers the refresh's own questions.
         let base = self.origin_main()?;
+        self.refresh_main_for(branch)?;
         self.checkout_finishing(branch)?;
         let Some(base_commit) = base.as_deref() else {
             return Ok(None);
