@@ -109,6 +109,60 @@ pub fn child_started() {
     }
 }
 
+/// The moment an answer is read in: the epoch and what the ref files looked like at its
+/// start.
+pub struct Moment {
+    epoch: u64,
+    stamp: RefStamp,
+}
+
+impl Moment {
+    /// Now, with the ref files looking like `stamp`.
+    pub fn now(stamp: RefStamp) -> Moment {
+        Moment {
+            epoch: EPOCH.load(Ordering::SeqCst),
+            stamp,
+        }
+    }
+}
+
+fn key(dir: &Path, args: &[&str]) -> Key {
+    (
+        dir.to_path_buf(),
+        args.iter().map(|a| a.to_string()).collect(),
+    )
+}
+
+/// The kept answer to `git args` in `dir` when it is still valid at `now`, without asking.
+pub fn recall(dir: &Path, args: &[&str], now: &Moment) -> Option<Output> {
+    let answers = lock();
+    let known = answers.as_ref()?.get(&key(dir, args))?;
+    (known.epoch == now.epoch && known.at.elapsed() < FRESH_FOR && known.stamp == now.stamp)
+        .then(|| known.output.clone())
+}
+
+/// Keeps `output` as the answer to `git args` in `dir`, read at `since` (by that command, or
+/// on the side by another that printed the same fact, as `git status --branch` prints the
+/// checked-out branch), unless a child started by another thread meanwhile or anyone writing
+/// a ref (the files look like `stamp_now` no more like `since`) may have changed it.
+pub fn learn(dir: &Path, args: &[&str], output: &Output, since: Moment, stamp_now: &RefStamp) {
+    if EPOCH.load(Ordering::SeqCst) != since.epoch || *stamp_now != since.stamp {
+        return;
+    }
+    let mut answers = lock();
+    let answers = answers.get_or_insert_with(HashMap::new);
+    answers.retain(|_, a| a.epoch == since.epoch);
+    answers.insert(
+        key(dir, args),
+        Answer {
+            epoch: since.epoch,
+            at: Instant::now(),
+            stamp: since.stamp,
+            output: output.clone(),
+        },
+    );
+}
+
 /// The answer to `git args` in `dir`, from memory when still valid, else from `ask` (which
 /// runs the git), remembered when it came back. `stamp` tells what the ref files look like.
 pub fn answer<E>(
@@ -117,34 +171,12 @@ pub fn answer<E>(
     stamp: impl Fn() -> RefStamp,
     ask: impl FnOnce() -> Result<Output, E>,
 ) -> Result<Output, E> {
-    let key: Key = (
-        dir.to_path_buf(),
-        args.iter().map(|a| a.to_string()).collect(),
-    );
-    let epoch = EPOCH.load(Ordering::SeqCst);
-    let before = stamp();
-    if let Some(known) = lock().as_ref().and_then(|m| m.get(&key)) {
-        if known.epoch == epoch && known.at.elapsed() < FRESH_FOR && known.stamp == before {
-            return Ok(known.output.clone());
-        }
+    let now = Moment::now(stamp());
+    if let Some(known) = recall(dir, args, &now) {
+        return Ok(known);
     }
     let output = keeping_answers(ask)?;
-    // A child started by another thread while this one asked, or anyone writing a ref
-    // meanwhile, may have changed the answer: it is then not kept.
-    if EPOCH.load(Ordering::SeqCst) == epoch && stamp() == before {
-        let mut answers = lock();
-        let answers = answers.get_or_insert_with(HashMap::new);
-        answers.retain(|_, a| a.epoch == epoch);
-        answers.insert(
-            key,
-            Answer {
-                epoch,
-                at: Instant::now(),
-                stamp: before,
-                output: output.clone(),
-            },
-        );
-    }
+    learn(dir, args, &output, now, &stamp());
     Ok(output)
 }
 

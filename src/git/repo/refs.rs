@@ -5,15 +5,16 @@
 //! git spawn of its own. One `for-each-ref` answers them all, and `answers` keeps that answer
 //! for as long as nothing can have moved a ref.
 
-use super::{Repo, RepoError};
+use super::{answers, Repo, RepoError, HEAD_BRANCH};
 
 /// One branch ref as `for-each-ref` listed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct BranchRef {
     /// The full name (`refs/heads/7-login`, `refs/remotes/origin/main`).
     pub full: String,
-    /// The name as `--short` prints it (git's unambiguous short form, as `symbolic-ref
-    /// --short` and `rev-parse --abbrev-ref` give it).
+    /// The branch's own name: the full name less `refs/heads/` (`7-login`) or
+    /// `refs/remotes/` (`origin/main`), as `git status` prints the checked-out one (never
+    /// git's disambiguated `heads/7-login`, which a tag of the same name would bring).
     pub short: String,
     /// The commit it names.
     pub commit: String,
@@ -23,7 +24,7 @@ pub(super) struct BranchRef {
 
 /// `%(HEAD)` is `*` for the branch this work tree has checked out, else a space; ref names hold
 /// no spaces, so the fields split on them.
-const FORMAT: &str = "--format=%(HEAD)%(objectname) %(refname) %(refname:short)";
+const FORMAT: &str = "--format=%(HEAD)%(objectname) %(refname) %(refname:lstrip=2)";
 
 /// The namespaces listed: a ref elsewhere is asked with `rev-parse`.
 const LISTED: [&str; 2] = ["refs/heads/", "refs/remotes/origin/"];
@@ -80,6 +81,16 @@ impl Repo {
     /// [`Repo::branch_refs`]; only a detached HEAD or a branch without a commit yet (which
     /// `for-each-ref` cannot list) costs a `symbolic-ref` of its own.
     pub fn current_branch(&self) -> Result<Option<String>, RepoError> {
+        // A `git status` that just printed it (see `Repo::foreign_entries`).
+        if let Some(told) = self
+            .ref_stamp()
+            .and_then(|now| answers::recall(&self.path, &HEAD_BRANCH, &answers::Moment::now(now)))
+        {
+            return Ok(told
+                .status
+                .success()
+                .then(|| String::from_utf8_lossy(&told.stdout).trim().to_string()));
+        }
         if let Some(head) = self
             .branch_refs()?
             .into_iter()
@@ -87,7 +98,7 @@ impl Repo {
         {
             return Ok(Some(head.short));
         }
-        let args = ["symbolic-ref", "--quiet", "--short", "HEAD"];
+        let args = HEAD_BRANCH;
         let out = self.git(&args)?;
         match out.status.code() {
             Some(0) => Ok(Some(

@@ -44,9 +44,11 @@ impl Repo {
     /// Checks out main and fast-forwards it to origin's copy when there is one.
     pub fn checkout_main(&self) -> Result<(), RepoError> {
         let remote_main = format!("refs/remotes/origin/{}", self.main);
-        // Asked before the checkout, which creates or moves only the local main.
-        let has_remote_main = self.ref_exists(&remote_main)?;
-        if self.ref_exists(&format!("refs/heads/{}", self.main))? {
+        // Asked before the checkout, which moves neither.
+        let remote_commit = self.ref_commit(&remote_main)?;
+        let local_commit = self.ref_commit(&format!("refs/heads/{}", self.main))?;
+        let has_remote_main = remote_commit.is_some();
+        if local_commit.is_some() {
             self.git_ok(&["checkout", "--quiet", &self.main])?;
         } else if has_remote_main {
             self.git_ok(&[
@@ -66,7 +68,9 @@ impl Repo {
                 kind: CallFailureKind::NotFound,
             });
         }
-        if has_remote_main {
+        // A main created from origin's, or already where origin's is, has nothing to
+        // fast-forward.
+        if has_remote_main && local_commit.is_some() && local_commit != remote_commit {
             if let Err(e) = self.git_ok(&["merge", "--ff-only", "--quiet", &remote_main]) {
                 // A runner killed between its merge commit and the push leaves main ahead of
                 // origin with that merge only; once origin moved on (another worker merged),
