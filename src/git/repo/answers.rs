@@ -3,8 +3,12 @@
 //! changed them: the runner's probes around one step ask the same few questions several
 //! times in a row, and each answer is a git spawn (about a millisecond).
 //!
+//! A command that prints a fact on the side may leave it here as the answer to the query that
+//! asks it ([`learn`]): `git status --branch` tells the checked-out branch.
+//!
 //! An answer is forgotten as soon as this process starts any other child (a git command that
-//! is not such a query, the agent, a CI command, `gh`: anything that may move a ref), as soon
+//! is not such a query, the agent, a CI command, `gh`: anything that may move a ref; a git
+//! that only reads the tree or the index, [`moves_no_ref`], is no such child), as soon
 //! as the files git keeps refs in look different ([`RefStamp`]: HEAD, packed-refs and the
 //! ref directories, whose times change with every ref written in them), and in any case after
 //! [`FRESH_FOR`], so that a person acting on the clone in a way the stamp cannot see (a branch
