@@ -255,11 +255,13 @@ impl Repo {
     /// out" (see `answers`), which the checks ask next.
     fn foreign_entries(&self) -> Result<Vec<(String, String)>, RepoError> {
         // -uall lists files inside untracked directories, so `.claude/` is never one opaque
-        // entry (docs/design-notes.md); -z keeps unusual names intact.
+        // entry (docs/design-notes.md); -z keeps unusual names intact; the branch header
+        // without the ahead/behind counts, a walk of history nobody reads.
         let args = [
             "status",
             "--porcelain=v2",
             "--branch",
+            "--no-ahead-behind",
             "-z",
             "--untracked-files=all",
         ];
