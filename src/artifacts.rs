@@ -234,6 +234,36 @@ pub fn auto_mode_exists(project: &Path) -> bool {
 mod tests {
     use super::*;
 
+    /// Open descriptors of this process on a replaced (deleted) file under `dir`.
+    fn held_replaced(dir: &Path) -> usize {
+        fs::read_dir("/proc/self/fd")
+            .expect("/proc/self/fd")
+            .flatten()
+            .filter_map(|fd| fs::read_link(fd.path()).ok())
+            .filter(|t| t.starts_with(dir) && t.to_string_lossy().ends_with(" (deleted)"))
+            .count()
+    }
+
+    #[test]
+    fn a_replaced_state_file_is_closed_aside_and_none_is_kept_open() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().canonicalize().unwrap();
+        for step in 1..=20 {
+            let s = StateFile {
+                current_step: step,
+                ..StateFile::default()
+            };
+            write_state(&dir, &s).unwrap();
+            let read = fs::read_to_string(state_path(&dir)).unwrap();
+            assert!(read.contains(&format!("\"currentStep\": {step}")), "{read}");
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while held_replaced(&dir) > 0 && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert_eq!(held_replaced(&dir), 0, "replaced state files left open");
+    }
+
     #[test]
     fn state_round_trips_atomically_without_leftover_temp_files() {
         let d = tempfile::tempdir().unwrap();

@@ -1078,3 +1078,43 @@ fn ref_locks_a_killed_git_left_are_found() {
         .stale_locks(std::time::Duration::from_secs(30))
         .is_empty());
 }
+
+/// On its branch with a clean tree, the update before a merge moves main to origin's without
+/// checking anything out (no post-checkout hook runs, no file is rewritten): main only behind
+/// origin's is set to it; main with a commit of its own still goes through the checkouts.
+#[test]
+fn main_behind_origin_is_moved_beside_the_checked_out_branch() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, b) = project_and_other(tmp.path());
+    git(&a, &["checkout", "--quiet", "-b", "1-x"]);
+    commit(&a, "x.txt", "feat: x");
+    commit(&b, "y.txt", "feat: y");
+    git(&b, &["push", "--quiet", "origin", "main"]);
+    let hook = a.join(".git/hooks/post-checkout");
+    let ran = tmp.path().join("checkouts");
+    fs::write(
+        &hook,
+        format!("#!/bin/sh\necho \"$3\" >> '{}'\n", ran.display()),
+    )
+    .expect("hook");
+    fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+
+    let repo = Repo::open(&a).expect("repo");
+    let base = repo.bring_up_to_date("1-x").expect("up to date");
+    assert_eq!(base, Some(git(&a, &["rev-parse", "origin/main"])));
+    assert_eq!(
+        git(&a, &["rev-parse", "main"]),
+        git(&a, &["rev-parse", "origin/main"])
+    );
+    assert_eq!(git(&a, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
+    git(&a, &["merge-base", "--is-ancestor", "origin/main", "1-x"]);
+    assert!(!ran.exists(), "checked out: {:?}", fs::read_to_string(&ran));
+
+    // A commit of main's own that origin lacks: the checkouts decide, as before.
+    git(&a, &["checkout", "--quiet", "main"]);
+    commit(&a, "own.txt", "main's own");
+    git(&a, &["checkout", "--quiet", "1-x"]);
+    fs::remove_file(&ran).expect("reset the record");
+    let _ = repo.bring_up_to_date("1-x");
+    assert!(ran.exists(), "main with work of its own is checked out");
+}

@@ -14,7 +14,9 @@ use std::process::Output;
 
 mod error;
 mod merge;
+mod refs;
 mod specs;
+mod status;
 mod workspace;
 
 pub(crate) use error::exit_text;
@@ -142,6 +144,9 @@ impl Repo {
                 );
             }
         }
+        if answers::moves_no_ref(args) {
+            return answers::keeping_answers(|| self.run_git(args));
+        }
         self.run_git(args)
     }
 
@@ -217,16 +222,6 @@ impl Repo {
         }
     }
 
-    fn ref_exists(&self, full_ref: &str) -> Result<bool, RepoError> {
-        let out = self.git(&[
-            "rev-parse",
-            "--verify",
-            "--quiet",
-            &format!("{full_ref}^{{commit}}"),
-        ])?;
-        Ok(out.status.success())
-    }
-
     /// The ref that stands for main in comparisons: origin's copy when there is one (it is
     /// what PRs merge into), else the local branch.
     fn main_ref(&self) -> Result<Option<String>, RepoError> {
@@ -239,16 +234,6 @@ impl Repo {
             }
         }
         Ok(None)
-    }
-
-    /// `None` when HEAD is detached.
-    pub fn current_branch(&self) -> Result<Option<String>, RepoError> {
-        let out = self.git(&["symbolic-ref", "--quiet", "--short", "HEAD"])?;
-        match out.status.code() {
-            Some(0) => Ok(Some(stdout(&out))),
-            Some(1) => Ok(None),
-            _ => Err(self.failed(&["symbolic-ref", "--quiet", "--short", "HEAD"], &out)),
-        }
     }
 
     /// No staged, unstaged or untracked changes. Excluded files never show; the runner's own
@@ -266,37 +251,48 @@ impl Repo {
     }
 
     /// `(XY code, path)` of every change `git status` shows that is not the runner's own.
+    /// The branch it prints on the side is kept as the answer to "which branch is checked
+    /// out" (see `answers`), which the checks ask next.
     fn foreign_entries(&self) -> Result<Vec<(String, String)>, RepoError> {
         // -uall lists files inside untracked directories, so `.claude/` is never one opaque
-        // entry (docs/design-notes.md); -z keeps unusual names intact. The output is read
-        // untrimmed: the first entry's code may start with a space (` M path`).
-        let args = ["status", "--porcelain=v1", "-z", "--untracked-files=all"];
+        // entry (docs/design-notes.md); -z keeps unusual names intact; the branch header
+        // without the ahead/behind counts, a walk of history nobody reads.
+        let args = [
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "--no-ahead-behind",
+            "-z",
+            "--untracked-files=all",
+        ];
+        let since = self.ref_stamp().map(answers::Moment::now);
         let out = self.git(&args)?;
         if !out.status.success() {
             return Err(self.failed(&args, &out));
         }
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut found = Vec::new();
-        let mut entries = text.split('\0');
-        while let Some(entry) = entries.next() {
-            if entry.len() < 4 || !entry.is_char_boundary(3) {
-                continue;
-            }
-            let (code, path) = entry.split_at(3);
-            if code.starts_with('R') || code.starts_with('C') {
-                entries.next(); // the rename's source path
-            }
-            // The runner's own files (and any copy of them) are never the issue's mess.
-            if !self.is_own(path) {
-                found.push((code[..2].to_string(), path.to_string()));
-            }
+        let status = status::parse(&String::from_utf8_lossy(&out.stdout));
+        if let (Some(since), Some(now), true) = (since, self.ref_stamp(), status.branch_known) {
+            answers::learn(
+                &self.path,
+                &HEAD_BRANCH,
+                &head_answer(status.branch.as_deref()),
+                since,
+                &now,
+            );
         }
-        Ok(found)
+        // The runner's own files (and any copy of them) are never the issue's mess.
+        Ok(status
+            .entries
+            .into_iter()
+            .filter(|(_, path)| !self.is_own(path))
+            .collect())
     }
 
-    fn local_branches(&self) -> Result<Vec<String>, RepoError> {
-        let text = self.git_ok(&["for-each-ref", "--format=%(refname:short)", "refs/heads/"])?;
-        Ok(text.lines().map(str::to_string).collect())
+    /// What the ref files look like now, for `answers`; `None` when the git directory is
+    /// unknown.
+    fn ref_stamp(&self) -> Option<answers::RefStamp> {
+        self.git_dirs()
+            .map(|(git_dir, common_dir)| answers::RefStamp::of(git_dir, common_dir))
     }
 
     /// When this clone has no branch of `issue` but origin has one (another runner pushed it
@@ -404,6 +400,21 @@ impl Repo {
             (true, Some(newest), Some(created)) => Ok(newest != created),
             _ => Ok(true),
         }
+    }
+}
+
+/// `symbolic-ref --quiet --short HEAD`: which branch is checked out.
+const HEAD_BRANCH: [&str; 4] = ["symbolic-ref", "--quiet", "--short", "HEAD"];
+
+/// What `symbolic-ref` of [`HEAD_BRANCH`] prints for `branch` (exit 1: detached).
+fn head_answer(branch: Option<&str>) -> Output {
+    use std::os::unix::process::ExitStatusExt;
+    Output {
+        status: std::process::ExitStatus::from_raw(if branch.is_some() { 0 } else { 1 << 8 }),
+        stdout: branch
+            .map(|b| format!("{b}\n").into_bytes())
+            .unwrap_or_default(),
+        stderr: Vec::new(),
     }
 }
 

@@ -27,10 +27,11 @@ pub fn epoch() -> u64 {
     EPOCH.load(Ordering::SeqCst)
 }
 
-/// Runs `ask`, whose children this thread starts change nothing (a read-only query's git).
+/// Runs `ask`, whose children this thread starts change no ref (a read-only query's git, or
+/// one that reads only the tree or the index); nested calls keep the outer setting.
 pub fn quietly<T>(ask: impl FnOnce() -> T) -> T {
-    QUERYING.with(|q| q.set(true));
+    let was = QUERYING.with(|q| q.replace(true));
     let asked = ask();
-    QUERYING.with(|q| q.set(false));
+    QUERYING.with(|q| q.set(was));
     asked
 }

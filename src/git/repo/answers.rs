@@ -3,8 +3,12 @@
 //! changed them: the runner's probes around one step ask the same few questions several
 //! times in a row, and each answer is a git spawn (about a millisecond).
 //!
+//! A command that prints a fact on the side may leave it here as the answer to the query that
+//! asks it ([`learn`]): `git status --branch` tells the checked-out branch.
+//!
 //! An answer is forgotten as soon as this process starts any other child (a git command that
-//! is not such a query, the agent, a CI command, `gh`: anything that may move a ref), as soon
+//! is not such a query, the agent, a CI command, `gh`: anything that may move a ref; a git
+//! that only reads the tree or the index, [`moves_no_ref`], is no such child), as soon
 //! as the files git keeps refs in look different ([`RefStamp`]: HEAD, packed-refs and the
 //! ref directories, whose times change with every ref written in them), and in any case after
 //! [`FRESH_FOR`], so that a person acting on the clone in a way the stamp cannot see (a branch
@@ -74,6 +78,76 @@ pub fn is_query(args: &[&str]) -> bool {
     ) || args == ["remote"]
 }
 
+/// Whether `args` read the work tree or the index without writing any ref (`status`, `diff`,
+/// `ls-files`, `show`): not remembered, since files change under them unseen, but starting
+/// one forgets no answer. (`status` may refresh the index's stat data; refs stay as they are.)
+pub fn moves_no_ref(args: &[&str]) -> bool {
+    matches!(
+        args.first().copied(),
+        Some("status" | "diff" | "ls-files" | "show")
+    )
+}
+
+/// Runs `run` (the start of a git that moves no ref, see [`moves_no_ref`]) without
+/// forgetting the answers kept.
+pub fn keeping_answers<T>(run: impl FnOnce() -> T) -> T {
+    children::quietly(run)
+}
+
+/// The moment an answer is read in: the epoch and what the ref files looked like at its
+/// start.
+pub struct Moment {
+    epoch: u64,
+    stamp: RefStamp,
+}
+
+impl Moment {
+    /// Now, with the ref files looking like `stamp`.
+    pub fn now(stamp: RefStamp) -> Moment {
+        Moment {
+            epoch: children::epoch(),
+            stamp,
+        }
+    }
+}
+
+fn key(dir: &Path, args: &[&str]) -> Key {
+    (
+        dir.to_path_buf(),
+        args.iter().map(|a| a.to_string()).collect(),
+    )
+}
+
+/// The kept answer to `git args` in `dir` when it is still valid at `now`, without asking.
+pub fn recall(dir: &Path, args: &[&str], now: &Moment) -> Option<Output> {
+    let answers = lock();
+    let known = answers.as_ref()?.get(&key(dir, args))?;
+    (known.epoch == now.epoch && known.at.elapsed() < FRESH_FOR && known.stamp == now.stamp)
+        .then(|| known.output.clone())
+}
+
+/// Keeps `output` as the answer to `git args` in `dir`, read at `since` (by that command, or
+/// on the side by another that printed the same fact, as `git status --branch` prints the
+/// checked-out branch), unless a child started by another thread meanwhile or anyone writing
+/// a ref (the files look like `stamp_now` no more like `since`) may have changed it.
+pub fn learn(dir: &Path, args: &[&str], output: &Output, since: Moment, stamp_now: &RefStamp) {
+    if children::epoch() != since.epoch || *stamp_now != since.stamp {
+        return;
+    }
+    let mut answers = lock();
+    let answers = answers.get_or_insert_with(HashMap::new);
+    answers.retain(|_, a| a.epoch == since.epoch);
+    answers.insert(
+        key(dir, args),
+        Answer {
+            epoch: since.epoch,
+            at: Instant::now(),
+            stamp: since.stamp,
+            output: output.clone(),
+        },
+    );
+}
+
 /// The answer to `git args` in `dir`, from memory when still valid, else from `ask` (which
 /// runs the git), remembered when it came back. `stamp` tells what the ref files look like.
 pub fn answer<E>(
@@ -82,35 +156,12 @@ pub fn answer<E>(
     stamp: impl Fn() -> RefStamp,
     ask: impl FnOnce() -> Result<Output, E>,
 ) -> Result<Output, E> {
-    let key: Key = (
-        dir.to_path_buf(),
-        args.iter().map(|a| a.to_string()).collect(),
-    );
-    // An answer is valid only in the epoch of children started it was given in.
-    let epoch = children::epoch();
-    let before = stamp();
-    if let Some(known) = lock().as_ref().and_then(|m| m.get(&key)) {
-        if known.epoch == epoch && known.at.elapsed() < FRESH_FOR && known.stamp == before {
-            return Ok(known.output.clone());
-        }
+    let now = Moment::now(stamp());
+    if let Some(known) = recall(dir, args, &now) {
+        return Ok(known);
     }
-    let output = children::quietly(ask)?;
-    // A child started by another thread while this one asked, or anyone writing a ref
-    // meanwhile, may have changed the answer: it is then not kept.
-    if children::epoch() == epoch && stamp() == before {
-        let mut answers = lock();
-        let answers = answers.get_or_insert_with(HashMap::new);
-        answers.retain(|_, a| a.epoch == epoch);
-        answers.insert(
-            key,
-            Answer {
-                epoch,
-                at: Instant::now(),
-                stamp: before,
-                output: output.clone(),
-            },
-        );
-    }
+    let output = keeping_answers(ask)?;
+    learn(dir, args, &output, now, &stamp());
     Ok(output)
 }
 

@@ -55,11 +55,7 @@ impl Repo {
 
     /// The commit origin's main points at, as last fetched; `None` without one.
     pub fn origin_main(&self) -> Result<Option<String>, RepoError> {
-        let remote_main = format!("refs/remotes/origin/{}", self.main);
-        if !self.ref_exists(&remote_main)? {
-            return Ok(None);
-        }
-        Ok(Some(self.git_ok(&["rev-parse", &remote_main])?))
+        self.ref_commit(&format!("refs/remotes/origin/{}", self.main))
     }
 
     /// Before a merge: origin fetched, main refreshed to origin's, and origin's main merged
@@ -70,9 +66,13 @@ impl Repo {
     /// there).
     pub fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, RepoError> {
         self.fetch()?;
-        self.refresh_main_for(branch)?;
+        // Read before main is refreshed, which moves no ref of origin: the listing that
+        // answers this also answers the refresh's own questions.
         let base = self.origin_main()?;
-        self.checkout_finishing(branch)?;
+        if !self.refresh_main_beside(branch)? {
+            self.refresh_main_for(branch)?;
+            self.checkout_finishing(branch)?;
+        }
         let Some(base_commit) = base.as_deref() else {
             return Ok(None);
         };
@@ -138,6 +138,48 @@ impl Repo {
             }
         }
         err
+    }
+
+    /// What [`Repo::refresh_main_for`] and the checkout of `branch` after it come to, done
+    /// without a checkout where that changes nothing in the tree: with `branch` checked out
+    /// and the tree clean, main already at origin's or only behind it (nothing of its own)
+    /// is set with `update-ref` (guarded by its old commit). `false`, having changed nothing,
+    /// where the checkouts are needed: main or origin's main missing, main with commits of
+    /// its own, another branch checked out or a dirty tree (a checkout a killed runner left
+    /// half done is finished there).
+    fn refresh_main_beside(&self, branch: &str) -> Result<bool, RepoError> {
+        let local_main = format!("refs/heads/{}", self.main);
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        let (Some(local), Some(remote)) = (
+            self.ref_commit(&local_main)?,
+            self.ref_commit(&remote_main)?,
+        ) else {
+            return Ok(false);
+        };
+        if !self.is_clean()? || self.current_branch()?.as_deref() != Some(branch) {
+            return Ok(false);
+        }
+        if local == remote {
+            return Ok(true);
+        }
+        let range = format!("{remote_main}..{local_main}");
+        let head = format!("^refs/heads/{branch}");
+        if !self
+            .git_ok(&["rev-list", "--no-merges", &range, &head])?
+            .trim()
+            .is_empty()
+        {
+            return Ok(false);
+        }
+        self.git_ok(&[
+            "update-ref",
+            "-m",
+            "sdlc-runner: main set to origin's",
+            &local_main,
+            &remote,
+            &local,
+        ])?;
+        Ok(true)
     }
 
     /// Main checked out and set to origin's. Commits on main that origin lacks are dropped

@@ -23,16 +23,18 @@ impl Repo {
         // naming them in an exclude pathspec would make git refuse ("paths are ignored").
         self.git_ok(&["add", "-A"])?;
         let staged = self.git_ok(&["diff", "--cached", "--name-only", "-z"])?;
-        let artifacts: Vec<&str> = staged
+        let (artifacts, work): (Vec<&str>, Vec<&str>) = staged
             .split('\0')
-            .filter(|p| !p.is_empty() && self.is_own(p))
-            .collect();
+            .filter(|p| !p.is_empty())
+            .partition(|p| self.is_own(p));
         if !artifacts.is_empty() {
             let mut unstage = vec!["reset", "--quiet", "--"];
             unstage.extend(artifacts);
             self.git_ok(&unstage)?;
         }
-        if self.git(&["diff", "--cached", "--quiet"])?.status.success() {
+        // What stays staged is the listing less what was unstaged: nothing to commit when
+        // it held only the runner's own files.
+        if work.is_empty() {
             return Ok(false);
         }
         self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
@@ -42,9 +44,13 @@ impl Repo {
     /// Checks out main and fast-forwards it to origin's copy when there is one.
     pub fn checkout_main(&self) -> Result<(), RepoError> {
         let remote_main = format!("refs/remotes/origin/{}", self.main);
-        if self.ref_exists(&format!("refs/heads/{}", self.main))? {
+        // Asked before the checkout, which moves neither.
+        let remote_commit = self.ref_commit(&remote_main)?;
+        let local_commit = self.ref_commit(&format!("refs/heads/{}", self.main))?;
+        let has_remote_main = remote_commit.is_some();
+        if local_commit.is_some() {
             self.git_ok(&["checkout", "--quiet", &self.main])?;
-        } else if self.ref_exists(&remote_main)? {
+        } else if has_remote_main {
             self.git_ok(&[
                 "checkout",
                 "--quiet",
@@ -62,7 +68,9 @@ impl Repo {
                 kind: CallFailureKind::NotFound,
             });
         }
-        if self.ref_exists(&remote_main)? {
+        // A main created from origin's, or already where origin's is, has nothing to
+        // fast-forward.
+        if has_remote_main && local_commit.is_some() && local_commit != remote_commit {
             if let Err(e) = self.git_ok(&["merge", "--ff-only", "--quiet", &remote_main]) {
                 // A runner killed between its merge commit and the push leaves main ahead of
                 // origin with that merge only; once origin moved on (another worker merged),
