@@ -18,7 +18,7 @@ const WAITS: &[(&str, usize, &str)] = &[
     (
         "decision.rs",
         1,
-        "watching for a person's answer file; bounded by the machine's decision timeout",
+        "watching for a person's answer file (250 ms apart, on the clock port) until the machine's decision deadline (Limits::decision_wait_secs), which then answers DecisionTimedOut",
     ),
 ];
 

@@ -470,3 +470,35 @@ fn a_failed_agent_attempt_is_retried_and_the_issue_still_merges() {
     assert_eq!(specs, vec![1, 2], "{}", ran.log);
     assert!(ran.journal_has("\"stepFailed\""), "{}", ran.log);
 }
+
+/// Manual approval: the wait for a person's decision lasts the machine's decision time
+/// (`Limits::decision_wait_secs`, from `decisionTimeoutMinutes`) on the clock port, then the
+/// machine halts `DecisionTimeout`; nothing real waits.
+#[test]
+fn a_decision_nobody_gives_times_out_on_the_clock_port() {
+    let b = Bench::new(
+        &[(1, "First")],
+        json!({"approval": "manual", "decisionTimeoutMinutes": 1, "maxRetriesPerStep": 1}),
+    );
+    let ran = b.run_scripted(|agent| {
+        agent.script(
+            1,
+            Step::WriteSpecs,
+            1,
+            Outcome::Fail("error: the model gave up".to_string()),
+        )
+    });
+    assert_eq!(ran.run.code, 1, "{}", ran.log);
+    assert!(ran.journal_has("\"effect\":\"askDecision\""), "{}", ran.log);
+    assert!(
+        ran.journal_has("\"event\":\"decisionTimedOut\""),
+        "{}",
+        ran.log
+    );
+    let waited: Duration = ran.clock.waits().iter().sum();
+    assert!(
+        waited >= Duration::from_secs(60) && waited < Duration::from_secs(62),
+        "waited {waited:?}"
+    );
+    assert!(b.world.lock().merges.is_empty());
+}

@@ -107,6 +107,41 @@ fn a_read_only_tracker_halts_after_one_merge_instead_of_merging_again() {
     assert_eq!(p.issue(1)["state"], "open", "the tracker file is untouched");
 }
 
+/// Claims the runner cannot write (`--worker-id`, the local tracker's claims directory
+/// read-only): the machine halts naming the tracker and the issue before any work on it; no
+/// cycle starts on an issue this runner does not hold. (Before, the runner stopped as if the
+/// tracker could not be read, with no halt to tell why.)
+#[test]
+fn a_claim_the_tracker_cannot_write_halts_before_any_work() {
+    let p = Project::new(&[(1, "Only issue", "Do one thing.")], json!({}), builtin());
+    let claims = p.issues.join(".claims");
+    std::fs::create_dir_all(&claims).expect("claims dir");
+    std::fs::set_permissions(&claims, std::fs::Permissions::from_mode(0o555))
+        .expect("chmod claims");
+    let config = p.config.to_str().expect("utf8").to_string();
+    let cmd = unprivileged(
+        &p,
+        p.command(&["run", "--config", &config, "--worker-id", "w1"]),
+    );
+    let out = output_of(cmd);
+    let all = text(&out);
+    let _ = std::fs::set_permissions(&claims, std::fs::Permissions::from_mode(0o755));
+    if running_as_root() {
+        let _ = Command::new("chown")
+            .args(["-R", "0:0"])
+            .arg(&p.root)
+            .status();
+    }
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: TRACKER"), "{all}");
+    assert!(all.contains("could not claim issue #1"), "{all}");
+    assert!(
+        !all.contains("cycle started"),
+        "no work on an unclaimed issue: {all}"
+    );
+    assert_eq!(merges_of(&p, 1), 0, "{all}");
+}
+
 /// A person closes the issue while the runner works on it: the cycle is dropped before the
 /// next step, nothing is merged, the person's fields stay, and the next issue is worked.
 #[test]

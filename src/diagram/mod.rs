@@ -146,7 +146,9 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::DecisionTimeout => "decision timeout",
         HaltReason::RunnerStateLost => "runner state lost",
         HaltReason::Network => "network",
-        HaltReason::TrackerWrite { .. } | HaltReason::TrackerStale { .. } => "tracker",
+        HaltReason::TrackerWrite { .. }
+        | HaltReason::TrackerStale { .. }
+        | HaltReason::ClaimRefused { .. } => "tracker",
         HaltReason::Workspace { .. } => "workspace",
         HaltReason::SameFailureAcrossIssues { .. } => "same failure on two issues",
         HaltReason::RepeatedKills { .. } => "runner killed",

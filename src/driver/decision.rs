@@ -5,7 +5,7 @@ use crate::decision_file::{self, read_answer};
 use crate::machine::Event;
 use crate::notify::Severity;
 use crate::step::Step;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 impl Driver {
     pub(super) async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
@@ -35,14 +35,23 @@ impl Driver {
                 self.cfg.file.display()
             ),
         );
-        let deadline = Instant::now() + self.cfg.decision_timeout;
+        // How long is the machine's (its limits, journaled with the session); a session begun
+        // before the machine kept it waits the config's.
+        let wait = match self.core.runner().limits.decision_wait_secs {
+            0 => self.cfg.decision_timeout,
+            secs => Duration::from_secs(secs),
+        };
+        let deadline = chrono::TimeDelta::from_std(wait)
+            .ok()
+            .and_then(|d| self.clock.now().checked_add_signed(d))
+            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
         loop {
             if let Some(option) = read_answer(&path) {
                 let _ = std::fs::remove_file(&path);
                 self.log(&format!("decision: {}", option.name()));
                 return Event::Decided { option };
             }
-            if Instant::now() >= deadline {
+            if self.clock.now() >= deadline {
                 let _ = std::fs::remove_file(&path);
                 return Event::DecisionTimedOut;
             }

@@ -292,6 +292,9 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
         HaltReason::TrackerWrite { issue, merged: false } => format!(
             "issue #{issue} gave up, but the tracker could not record its escalation. Make the tracker writable (see the error below), then run again with --ack-halt."
         ),
+        HaltReason::ClaimRefused { issue } => format!(
+            "this runner could not claim issue #{issue} (see the error below), so it did not start it: a runner works only on issues it holds. Make the claims writable (the local tracker's .claims directory, or the GitHub token's right to comment), then run again with --ack-halt."
+        ),
         HaltReason::TrackerStale { issue } => format!(
             "the tracker offered issue #{issue} again, which this session already merged or a person withdrew: it still shows it open. Close it in the tracker (or fix what keeps it open), then run again with --ack-halt."
         ),
@@ -354,6 +357,7 @@ pub fn halt_diagnostic(
         | HaltReason::Network
         | HaltReason::TrackerWrite { .. }
         | HaltReason::TrackerStale { .. }
+        | HaltReason::ClaimRefused { .. }
         | HaltReason::Workspace { .. }
         | HaltReason::SameFailureAcrossIssues { .. }
         | HaltReason::RepeatedKills { .. }

@@ -248,7 +248,7 @@ proptest! {
             }
             if matches!(asked, Some(Effect::ClaimIssue { .. })) && *event == Event::TrackerWriteFailed {
                 prop_assert!(
-                    effects.iter().any(|e| matches!(e, Effect::Halt(HaltReason::TrackerWrite { merged: false, .. }))),
+                    effects.iter().any(|e| matches!(e, Effect::Halt(HaltReason::ClaimRefused { .. }))),
                     "a refused claim halts on the tracker: {:?}", effects
                 );
             }
@@ -663,6 +663,14 @@ fn a_lost_race_reads_the_issue_again_before_merging_again() {
         .to_vec();
     assert_eq!(fx.first(), Some(&Effect::ReleaseMergeTurn), "{fx:?}");
     assert!(!fx.iter().any(|e| matches!(e, Effect::RunStep { .. })));
+    // The attempt that lost the race ends as its failure, counted, not bounced away: a
+    // bounce would leave it uncounted and its free runs again with it.
+    assert_eq!(core.runner().attempts[Step::Merge.index()], 1, "{fx:?}");
+    assert!(
+        !fx.iter()
+            .any(|e| matches!(e, Effect::Notify(Notice::Bounced { .. }))),
+        "{fx:?}"
+    );
 }
 
 /// A fleet pause (another worker's rate limit) is the machine's wait: the request was not

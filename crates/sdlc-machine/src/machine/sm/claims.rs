@@ -51,13 +51,7 @@ impl Runner {
             Some((_, Effect::ClaimIssue { issue })) => issue,
             _ => 0,
         };
-        self.halt(
-            HaltReason::TrackerWrite {
-                issue,
-                merged: false,
-            },
-            fx,
-        )
+        self.halt(HaltReason::ClaimRefused { issue }, fx)
     }
 
     /// Another runner took the issue under way over: stop as on a signal (the work in the

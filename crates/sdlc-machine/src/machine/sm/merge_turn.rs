@@ -79,6 +79,22 @@ impl Runner {
         }
     }
 
+    /// The checks after a lost race's pause failed: the attempt that lost the race ends as
+    /// its failure, counted like any other, instead of being merged again for free (a bounce
+    /// now would leave the attempt uncounted, and its free runs again with it). `None` when
+    /// no race is pending.
+    pub(super) fn checks_failed_after_race(&mut self, fx: &mut Fx) -> Option<Outcome<State>> {
+        if !(self.turn_held && self.merge_rerun) {
+            return None;
+        }
+        let (class, signature) = self.lost_race.take()?;
+        self.turn_held = false;
+        self.merge_rerun = false;
+        self.release_merge_turn(fx);
+        let usage = self.with_pending(&Usage::default());
+        Some(self.failed(Step::Merge, class, signature, &usage, None, fx))
+    }
+
     /// Another merger holds the turn: pause on the `LeaseWait` schedule and ask again, or,
     /// past the wait's limit, halt naming the holder (the last words): no issue is blamed.
     pub(super) fn merge_turn_busy(&mut self, fx: &mut Fx) -> Outcome<State> {
@@ -115,6 +131,7 @@ impl Runner {
     ) -> Outcome<State> {
         match self.contention.lost_race() {
             AfterLostRace::Retry { pause_ms } => {
+                self.lost_race = Some((class, signature));
                 self.pending_usage = self.with_pending(usage);
                 self.dispatched = false;
                 self.merge_rerun = true;

@@ -165,6 +165,10 @@ pub struct Runner {
     /// The merge turn is held while the merge's checks run again: their answer merges, or
     /// gives the turn back.
     pub turn_held: bool,
+    /// How the merge attempt under way failed when it lost its last push race: should the
+    /// checks after the pause fail, that is the attempt's failure (the attempt ends, counted,
+    /// rather than vanish in a bounce).
+    pub lost_race: Option<(FailureClass, Signature)>,
 }
 
 /// The effect buffer every handler pushes to.
@@ -211,6 +215,7 @@ impl Runner {
             merge_rerun: false,
             paused_for_turn: false,
             turn_held: false,
+            lost_race: None,
         }
     }
 
@@ -228,6 +233,7 @@ impl Runner {
         self.issue_cost_micros = 0;
         self.issue_elapsed_ms = 0;
         self.merge_rerun = false;
+        self.lost_race = None;
     }
 
     pub(super) fn current_issue(&self) -> u32 {

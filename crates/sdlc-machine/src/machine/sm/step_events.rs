@@ -74,6 +74,9 @@ impl Runner {
                 self.advance(step, fx)
             }
             Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
+                if let Some(outcome) = self.checks_failed_after_race(fx) {
+                    return outcome;
+                }
                 self.give_turn_back(step, fx);
                 self.bounce(step, check, fx)
             }

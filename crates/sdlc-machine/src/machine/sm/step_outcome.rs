@@ -27,6 +27,7 @@ impl Runner {
         self.pending_usage = Usage::default();
         self.contention = Contention::default();
         self.merge_rerun = false;
+        self.lost_race = None;
         let run = Effect::RunStep {
             step,
             issue: self.current_issue(),

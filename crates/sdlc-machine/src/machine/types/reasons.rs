@@ -98,6 +98,12 @@ pub enum HaltReason {
         /// Whether it was the record of a merge.
         merged: bool,
     },
+    /// The claim on the selected issue could not be written (runners sharing a tracker): no
+    /// cycle starts on an issue this runner does not hold.
+    ClaimRefused {
+        /// The issue selected.
+        issue: u32,
+    },
     /// The tracker offered an issue this session already merged or dropped.
     TrackerStale {
         /// The issue offered.
@@ -158,7 +164,9 @@ impl HaltReason {
             HaltReason::RunnerStateLost => "ENVIRONMENT FAILURE: RUNNER STATE LOST".into(),
             HaltReason::Network => "ENVIRONMENT FAILURE: NETWORK".into(),
             HaltReason::TrackerWrite { .. } => "ENVIRONMENT FAILURE: TRACKER".into(),
-            HaltReason::TrackerStale { .. } => "ENVIRONMENT FAILURE: TRACKER".into(),
+            HaltReason::TrackerStale { .. } | HaltReason::ClaimRefused { .. } => {
+                "ENVIRONMENT FAILURE: TRACKER".into()
+            }
             HaltReason::Workspace { .. } => "ENVIRONMENT FAILURE: WORKSPACE".into(),
             HaltReason::SameFailureAcrossIssues { class, .. } => {
                 format!("ENVIRONMENT FAILURE: {class} on two issues in a row")

@@ -215,6 +215,20 @@ impl Model {
                 self.drop_held_turn();
                 self.advance(step)
             }
+            Event::PreconditionFailed { step: s, .. }
+                if s == step && !self.dispatched && self.holding_turn && self.rerun =>
+            {
+                // The attempt that lost the race ends as its failure: counted, not bounced.
+                self.holding_turn = false;
+                self.rerun = false;
+                self.release_turn();
+                let (class, sig) = self
+                    .race_failure
+                    .take()
+                    .unwrap_or((FailureClass::Unknown, Signature(0)));
+                let u = self.settle(&Usage::default());
+                self.failed(Step::Merge, class, sig, &u, None);
+            }
             Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
                 self.drop_held_turn();
                 self.bounce(step, check)

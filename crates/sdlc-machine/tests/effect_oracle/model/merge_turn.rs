@@ -108,6 +108,7 @@ impl Model {
     pub(super) fn race_lost(&mut self, class: FailureClass, sig: Signature, u: &Usage) {
         if self.races < 3 {
             self.races += 1;
+            self.race_failure = Some((class, sig));
             self.pending = self.settle(u);
             self.dispatched = false;
             self.rerun = true;

@@ -91,6 +91,9 @@ pub struct Model {
     /// same attempt's again.
     pub races: u32,
     pub rerun: bool,
+    /// How the attempt failed when it lost its last race: its failure, should the checks
+    /// after the pause fail.
+    pub race_failure: Option<(FailureClass, Signature)>,
     /// Milliseconds paused for the merge since its checks last ran: a turn taken after any
     /// pause is followed by the checks again, with the turn held.
     pub paused_since_checks: u64,
@@ -139,6 +142,7 @@ impl Model {
             turn_next: 200,
             races: 0,
             rerun: false,
+            race_failure: None,
             paused_since_checks: 0,
             holding_turn: false,
             fx: Vec::new(),
