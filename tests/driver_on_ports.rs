@@ -114,6 +114,29 @@ impl Ran {
     fn journal_has(&self, needle: &str) -> bool {
         self.run.journal_lines().iter().any(|l| l.contains(needle))
     }
+
+    /// Fails naming the first of `records` the journal lacks.
+    fn journaled(&self, records: &[&str]) {
+        for recorded in records {
+            assert!(
+                self.journal_has(recorded),
+                "{recorded} not journaled\n{}",
+                self.log
+            );
+        }
+    }
+
+    /// The real binary's `replay` reproduces the run from its journal.
+    fn replays_exactly(&self) {
+        let replay = std::process::Command::new(env!("CARGO_BIN_EXE_sdlc-runner"))
+            .arg("replay")
+            .arg(&self.run.journal)
+            .output()
+            .expect("replay");
+        let said = String::from_utf8_lossy(&replay.stdout);
+        assert_eq!(replay.status.code(), Some(0), "{said}");
+        assert!(!said.contains("diverge"), "{said}");
+    }
 }
 
 fn exists(path: &Path) -> bool {
@@ -340,32 +363,19 @@ fn a_claim_taken_over_mid_run_stops_the_runner_before_its_next_request() {
     let ran = b.run_as(opts, |_| {});
     assert_eq!(ran.run.code, 0, "{}", ran.log);
     assert!(b.world.lock().merges.is_empty(), "{}", ran.log);
-    for recorded in [
+    ran.journaled(&[
         r#""effect":"claimIssue""#,
         r#""event":"claimTaken""#,
         r#""effect":"renewClaim""#,
         r#""event":"claimRenewed""#,
         r#""event":"claimLost""#,
         r#""notice":"claimLost""#,
-    ] {
-        assert!(
-            ran.journal_has(recorded),
-            "{recorded} not journaled\n{}",
-            ran.log
-        );
-    }
+    ]);
     assert!(ran.log.contains("now claimed by worker w2"), "{}", ran.log);
     // The other runner's claim is left as it is.
     let now = std::fs::read_to_string(claims.join("1.json")).expect("claim");
     assert!(now.contains("\"w2\""), "{now}");
-    let replay = std::process::Command::new(env!("CARGO_BIN_EXE_sdlc-runner"))
-        .arg("replay")
-        .arg(&ran.run.journal)
-        .output()
-        .expect("replay");
-    let said = String::from_utf8_lossy(&replay.stdout);
-    assert_eq!(replay.status.code(), Some(0), "{said}");
-    assert!(!said.contains("diverge"), "{said}");
+    ran.replays_exactly();
 }
 
 /// A runner with a worker id shares its merges: the machine asks for the merge turn, pauses
@@ -403,7 +413,7 @@ fn a_wait_for_the_merge_lease_and_a_lost_race_are_journaled_and_replay_exactly()
         1,
         "{told}"
     );
-    for recorded in [
+    ran.journaled(&[
         r#""effect":"takeMergeTurn""#,
         r#""event":"mergeTurnBusy""#,
         r#""effect":"pause""#,
@@ -411,13 +421,7 @@ fn a_wait_for_the_merge_lease_and_a_lost_race_are_journaled_and_replay_exactly()
         r#""event":"mergeRaceLost""#,
         r#""notice":"mergeRaceLost""#,
         r#""effect":"releaseMergeTurn""#,
-    ] {
-        assert!(
-            ran.journal_has(recorded),
-            "{recorded} not journaled\n{}",
-            ran.log
-        );
-    }
+    ]);
     // The race was no attempt: nothing failed, and the turn was given back.
     assert!(!ran.journal_has("\"stepFailed\""), "{}", ran.log);
     assert!(
@@ -437,14 +441,7 @@ fn a_wait_for_the_merge_lease_and_a_lost_race_are_journaled_and_replay_exactly()
         "{waits:?}"
     );
     assert_eq!(waits.last(), Some(&Duration::from_millis(250)), "{waits:?}");
-    let replay = std::process::Command::new(env!("CARGO_BIN_EXE_sdlc-runner"))
-        .arg("replay")
-        .arg(&ran.run.journal)
-        .output()
-        .expect("replay");
-    let said = String::from_utf8_lossy(&replay.stdout);
-    assert_eq!(replay.status.code(), Some(0), "{said}");
-    assert!(!said.contains("diverge"), "{said}");
+    ran.replays_exactly();
 }
 
 #[test]

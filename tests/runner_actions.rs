@@ -68,6 +68,25 @@ fn output_of(mut cmd: Command) -> std::process::Output {
     e2e::wait_output(child, std::time::Duration::from_secs(120))
 }
 
+/// `run` with `args` as a user who cannot write `dir` (made read-only for the run, writable
+/// again after, the tree given back to the test's user).
+fn run_with_read_only(p: &Project, dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o555)).expect("chmod");
+    let config = p.config.to_str().expect("utf8").to_string();
+    let mut all_args = vec!["run", "--config", &config];
+    all_args.extend_from_slice(args);
+    let out = output_of(unprivileged(p, p.command(&all_args)));
+    let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o755));
+    if running_as_root() {
+        // Back to the test's own user, so that git reads the repositories without complaint.
+        let _ = Command::new("chown")
+            .args(["-R", "0:0"])
+            .arg(&p.root)
+            .status();
+    }
+    out
+}
+
 /// A tracker the runner cannot write: the merge happens once, is final for the session, and
 /// the runner halts naming the tracker and the issue instead of selecting it again and again.
 #[test]
@@ -80,20 +99,8 @@ fn a_read_only_tracker_halts_after_one_merge_instead_of_merging_again() {
         json!({}),
         builtin(),
     );
-    std::fs::set_permissions(&p.issues, std::fs::Permissions::from_mode(0o555))
-        .expect("chmod issues");
-    let config = p.config.to_str().expect("utf8").to_string();
-    let cmd = unprivileged(&p, p.command(&["run", "--config", &config]));
-    let out = output_of(cmd);
+    let out = run_with_read_only(&p, &p.issues, &[]);
     let all = text(&out);
-    let _ = std::fs::set_permissions(&p.issues, std::fs::Permissions::from_mode(0o755));
-    if running_as_root() {
-        // Back to the test's own user, so that git reads the repositories without complaint.
-        let _ = Command::new("chown")
-            .args(["-R", "0:0"])
-            .arg(&p.root)
-            .status();
-    }
     assert_eq!(code(&out), 1, "{all}");
     assert!(all.contains("ENVIRONMENT FAILURE: TRACKER"), "{all}");
     assert!(
@@ -116,22 +123,8 @@ fn a_claim_the_tracker_cannot_write_halts_before_any_work() {
     let p = Project::new(&[(1, "Only issue", "Do one thing.")], json!({}), builtin());
     let claims = p.issues.join(".claims");
     std::fs::create_dir_all(&claims).expect("claims dir");
-    std::fs::set_permissions(&claims, std::fs::Permissions::from_mode(0o555))
-        .expect("chmod claims");
-    let config = p.config.to_str().expect("utf8").to_string();
-    let cmd = unprivileged(
-        &p,
-        p.command(&["run", "--config", &config, "--worker-id", "w1"]),
-    );
-    let out = output_of(cmd);
+    let out = run_with_read_only(&p, &claims, &["--worker-id", "w1"]);
     let all = text(&out);
-    let _ = std::fs::set_permissions(&claims, std::fs::Permissions::from_mode(0o755));
-    if running_as_root() {
-        let _ = Command::new("chown")
-            .args(["-R", "0:0"])
-            .arg(&p.root)
-            .status();
-    }
     assert_eq!(code(&out), 1, "{all}");
     assert!(all.contains("ENVIRONMENT FAILURE: TRACKER"), "{all}");
     assert!(all.contains("could not claim issue #1"), "{all}");

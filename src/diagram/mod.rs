@@ -113,6 +113,7 @@ fn decision(effects: &[Effect]) -> (Kind, &'static str) {
             Effect::Notify(Notice::Waiting { .. }) => return (Kind::Wait, ""),
             Effect::Notify(Notice::NetworkWait { .. }) => return (Kind::Wait, "network"),
             Effect::Notify(Notice::CiPending { .. }) => return (Kind::Wait, "CI"),
+            Effect::Notify(Notice::FleetPause { .. }) => return (Kind::Wait, "fleet pause"),
             Effect::MarkEscalated { .. } => return (Kind::Escalate, ""),
             // The halt of the same failure on two issues, after the first one's release.
             Effect::Unquarantine { .. } => return (Kind::Halt, "same failure on two issues"),

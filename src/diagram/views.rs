@@ -54,12 +54,13 @@ fn overview_node(graph: &Graph, name: &str) -> String {
 /// or when it advances out of its phase. Edges of one (from, to, kind) become one, labelled with
 /// the causes (or, where a kind has none, the events) that take it.
 pub fn overview(graph: &Graph) -> View {
-    // A network wait returns to the state that waited: the overview draws it as that state's
-    // own wait, not as a state of its own.
-    let network = "WaitingForNetwork";
+    // A network wait or a fleet pause returns to the state that waited: the overview draws it
+    // as that state's own wait, not as a state of its own.
+    let beside = |name: &str| matches!(name, "WaitingForNetwork" | "WaitingForFleet");
+    let claim_lost = Event::ClaimLost { issue: 0 }.label();
     let mut leaves = BTreeMap::new();
     for (leaf, ancestors) in &graph.leaves {
-        if leaf == network {
+        if beside(leaf) {
             continue;
         }
         match phase_of(graph, leaf) {
@@ -76,11 +77,13 @@ pub fn overview(graph: &Graph) -> View {
     let restart = Event::Start.label();
     let mut merged: BTreeMap<(String, String, Kind), BTreeSet<&'static str>> = BTreeMap::new();
     for e in &graph.edges {
-        if e.from == network {
+        // A claim lost to another runner stops the run as a signal does: the detailed views
+        // draw it from every state it can reach.
+        if beside(&e.from) || e.event == claim_lost {
             continue;
         }
         let from = overview_node(graph, &e.from);
-        let to = if e.to == network {
+        let to = if beside(&e.to) {
             from.clone()
         } else {
             overview_node(graph, &e.to)

@@ -203,11 +203,12 @@ struct Driver {
     issue: IssueContext,
     /// The spec directory's feature name, once a probe has seen it.
     feature: Option<String>,
-    /// What the answer being produced reports beyond the event (a `StepFailed`'s failure
-    /// context, what the attempt or the failed call said), handed to the machine and the
-    /// journal with that event and taken at once: the machine keeps each step's last failure
-    /// (`Core::failure`, for the next repair prompt and the decision file) and the last words
-    /// (`Core::last_words`, for the halt and escalation diagnostics).
+    /// Where the effect being performed collects what its answer reports beyond the event (a
+    /// `StepFailed`'s failure context, what the attempt or the failed call said): `perform`
+    /// empties it before the effect and hands it out with the answer, so nothing in it outlives
+    /// one effect. The machine keeps each step's last failure (`Core::failure`, for the next
+    /// repair prompt and the decision file) and the last words (`Core::last_words`, for the halt
+    /// and escalation diagnostics).
     report: Report,
     /// The `.claude` state file mirrored for tools that read the Node runner's format.
     state: StateFile,
@@ -283,6 +284,8 @@ impl Driver {
             }
         }
         let mut event = self.initial_event(self.first);
+        // What was said before the first event (its answer's words, if any).
+        let mut reported = std::mem::take(&mut self.report);
         loop {
             if let Some(signal) = self.shutdown.requested() {
                 if !matches!(event, Event::ShutdownRequested { .. }) {
@@ -292,16 +295,16 @@ impl Driver {
             if let Some(code) = self.check_runner_files() {
                 return code;
             }
-            let reported = std::mem::take(&mut self.report);
+            let answered = std::mem::take(&mut reported);
             let report = Report {
                 failure: match event {
-                    Event::StepFailed { step, .. } => reported.failure.filter(|d| d.step == step),
+                    Event::StepFailed { step, .. } => answered.failure.filter(|d| d.step == step),
                     Event::MergeRaceLost { .. } => {
-                        reported.failure.filter(|d| d.step == Step::Merge)
+                        answered.failure.filter(|d| d.step == Step::Merge)
                     }
                     _ => None,
                 },
-                said: reported.said.as_deref().map(last_words_kept),
+                said: answered.said.as_deref().map(last_words_kept),
             };
             let effects = self.core.handle_reported(&event, report.clone()).to_vec();
             self.mirror_retries(&event);
@@ -333,8 +336,15 @@ impl Driver {
             }
             crate::failpoint::point(event.label());
             let mut next = None;
+            let mut batch = Report::default();
             for effect in effects {
-                match self.perform(effect, &state).await {
+                let (outcome, report) = self.perform(effect, &state).await;
+                // What a later effect of the batch says is the newer word.
+                batch = Report {
+                    failure: report.failure.or(batch.failure),
+                    said: report.said.or(batch.said),
+                };
+                match outcome {
                     Outcome::Continue => {}
                     Outcome::Next(ev) => next = Some(ev),
                     Outcome::Exit(code) => {
@@ -344,7 +354,10 @@ impl Driver {
                 }
             }
             match next {
-                Some(ev) => event = ev,
+                Some(ev) => {
+                    event = ev;
+                    reported = batch;
+                }
                 None => {
                     self.log(&format!(
                         "internal error: no request after {event:?} in {}",

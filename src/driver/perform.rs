@@ -4,12 +4,14 @@
 use super::*;
 
 impl Driver {
-    /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`).
-    pub(super) async fn perform(&mut self, effect: Effect, state: &State) -> Outcome {
+    /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`):
+    /// its outcome (the answer, for a request) and what the answer reports beyond the event.
+    pub(super) async fn perform(&mut self, effect: Effect, state: &State) -> (Outcome, Report) {
+        self.report = Report::default();
         let before = crate::stats::spawns();
         let outcome = self.perform_effect(effect, state).await;
         crate::stats::effect_performed(effect.label(), before, crate::stats::spawns());
-        outcome
+        (outcome, std::mem::take(&mut self.report))
     }
 
     pub(super) async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {

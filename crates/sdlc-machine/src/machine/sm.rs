@@ -282,10 +282,7 @@ impl Runner {
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
-        match *event {
-            Event::WaitOver => self.reissue(context),
-            _ => self.wait_again(*seconds, event, context),
-        }
+        self.before_reissue(*seconds, event, context)
     }
 
     /// The fleet pauses every worker (another worker's rate limit or quota) before the
@@ -297,10 +294,7 @@ impl Runner {
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
-        match *event {
-            Event::WaitOver => self.reissue(context),
-            _ => self.wait_again(*seconds, event, context),
-        }
+        self.before_reissue(*seconds, event, context)
     }
 
     /// monitorCI's attempt is under way and CI has not settled: the pause before the next look.

@@ -83,6 +83,20 @@ impl Runner {
         Transition(State::waiting_for_fleet(seconds))
     }
 
+    /// A wait before the outstanding request is issued again (the network's, the fleet's):
+    /// over, the request goes out; a restart waits again.
+    pub(super) fn before_reissue(
+        &mut self,
+        seconds: u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::WaitOver => self.reissue(context),
+            _ => self.wait_again(seconds, event, context),
+        }
+    }
+
     pub(super) fn wait_again(
         &mut self,
         seconds: u64,

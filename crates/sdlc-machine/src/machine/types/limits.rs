@@ -68,8 +68,9 @@ pub struct Limits {
     /// it).
     #[serde(default)]
     pub claims: bool,
-    /// How long a person's decision is waited for (manual approval): the claim is renewed to
-    /// outlast it. 0 where no decision is waited for.
+    /// How long a person's decision is waited for (manual approval), after which the session
+    /// halts; the claim is renewed to outlast it. 0 in journals of earlier versions (the
+    /// driver then waits `decisionTimeoutMinutes`).
     #[serde(default)]
     pub decision_wait_secs: u64,
 }
@@ -121,7 +122,8 @@ impl Default for Limits {
             ci_timeout_secs: 600,
             merge_turn_wait_ms: None,
             claims: false,
-            decision_wait_secs: 0,
+            // decisionTimeoutMinutes' default, 60 minutes.
+            decision_wait_secs: 3600,
         }
     }
 }
