@@ -1,0 +1,120 @@
+//! The events the exploration feeds each machine value: every kind, with payloads chosen to
+//! satisfy every guard from that value (the issue under way, the outstanding request, the
+//! last signature), and only where the runner can send them.
+
+use crate::failure::{FailureClass, Signature};
+use crate::machine::{Core, DecisionOption, Effect, Event, Signal, Usage};
+use crate::step::{Check, Step};
+
+/// Every kind of event, with payloads chosen to satisfy every guard from `core`'s value.
+pub(super) fn alphabet(core: &Core) -> Vec<Event> {
+    let usage = Usage {
+        cost_micros: 400_000,
+        elapsed_ms: 1_000,
+        turns: 1,
+    };
+    let mut evs = vec![
+        Event::Start,
+        Event::NoIssues,
+        Event::AllEscalated,
+        Event::AllBlocked,
+        Event::WaitOver,
+        Event::DecisionTimedOut,
+        Event::ShutdownRequested {
+            signal: Signal::Term,
+        },
+        Event::NetworkUnavailable,
+        Event::NetworkFailed,
+        Event::TrackerUpdated,
+        Event::TrackerWriteFailed,
+        Event::CiPending { usage },
+    ];
+    // The merge turn and lost races, where the limits share the merge (`exploration_limits`
+    // keeps that space small).
+    if core.runner().limits.merge_turn_wait_ms.is_some() {
+        evs.extend([
+            Event::MergeTurnTaken,
+            Event::MergeTurnBusy,
+            Event::MergeRaceLost {
+                class: FailureClass::Unknown,
+                signature: Signature(5),
+                usage,
+            },
+        ]);
+    }
+    let r = core.runner();
+    let fresh = core
+        .escalated()
+        .iter()
+        .chain(&r.merged)
+        .chain(&r.withdrawn)
+        .max()
+        .map_or(1, |m| m + 1);
+    // A stale tracker offering a finished issue again.
+    if let Some(&done) = r.merged.iter().chain(&r.withdrawn).next() {
+        evs.push(Event::IssueSelected { issue: done });
+    }
+    evs.push(Event::IssueSelected { issue: fresh });
+    evs.push(Event::AlreadyMerged { issue: fresh });
+    // The driver sends Resume only on start, when git shows progress: it may name any step.
+    let resumed = core.runner().issue.unwrap_or(fresh);
+    for next in Step::ALL {
+        evs.push(Event::Resume {
+            issue: resumed,
+            next,
+        });
+    }
+    if let Some(&old) = core.escalated().iter().next() {
+        evs.push(Event::IssueSelected { issue: old });
+    }
+    for option in DecisionOption::ALL {
+        evs.push(Event::Decided { option });
+    }
+    if let Some(issue) = core.runner().issue {
+        evs.push(Event::IssueWithdrawn { issue });
+    }
+    // Claims, where runners share a tracker: the answers to a claim, and to a renewal.
+    if let Some((_, Effect::ClaimIssue { issue })) = core.runner().outstanding {
+        evs.extend([Event::ClaimTaken { issue }, Event::ClaimHeld { issue }]);
+    }
+    // A fleet pause answers a step's request instead of the request's own answer; only a
+    // fleet shares its merges, so the limits that share them show it (the space stays small).
+    if let Some((asked_in, Effect::RunStep { .. } | Effect::CheckPreconditions { .. })) =
+        core.runner().outstanding
+    {
+        if asked_in == *core.state() && core.runner().limits.merge_turn_wait_ms.is_some() {
+            evs.push(Event::FleetPaused { seconds: 30 });
+        }
+    }
+    if let (Some(_), Some(issue)) = (core.held_back(), core.runner().issue) {
+        evs.extend([Event::ClaimRenewed, Event::ClaimLost { issue }]);
+    }
+    if let Some(step) = core.state().step() {
+        evs.push(Event::WorkspaceUnfit { step });
+        evs.push(Event::PreconditionsOk { step });
+        evs.push(Event::AlreadyDone { step });
+        if let Some(&check) = Check::of(step).first() {
+            evs.push(Event::PreconditionFailed { step, check });
+        }
+        evs.push(Event::StepSucceeded { step, usage });
+        let last = core.runner().last_signature[step.index()].map_or(0, |s| s.0);
+        for (class, sig, hint) in [
+            (FailureClass::TestAssertion, last + 1, None),
+            (FailureClass::TestAssertion, last, None),
+            (FailureClass::ContextWindow, last + 1, None),
+            (FailureClass::RateLimit, 7, None),
+            (FailureClass::Quota, 8, Some(60)),
+            (FailureClass::Quota, 8, Some(u64::MAX)),
+            (FailureClass::Auth, 9, None),
+        ] {
+            evs.push(Event::StepFailed {
+                step,
+                class,
+                signature: Signature(sig),
+                usage,
+                wait_hint_secs: hint,
+            });
+        }
+    }
+    evs
+}

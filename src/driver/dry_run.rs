@@ -1,0 +1,105 @@
+//! `run --dry-run`: the issue the runner would take and the first invocation it would make,
+//! with nothing changed.
+
+use super::*;
+
+impl Driver {
+    /// `--dry-run`: show the issue and the first invocation; change nothing.
+    pub(super) fn dry_run(&mut self) -> i32 {
+        out!("dry run: project {}", self.cfg.project_path.display());
+        match self.ask_tracker() {
+            Ok(Selection::Issue(issue)) => {
+                out!("would work on issue #{}: {}", issue.number, issue.title);
+                self.issue = IssueContext {
+                    number: issue.number,
+                    title: issue.title,
+                    branch: None,
+                };
+            }
+            Ok(Selection::NoIssues) => {
+                out!("no open automatable issue: nothing to do");
+                self.say_unlabelled();
+                return 0;
+            }
+            Ok(Selection::AllEscalated { numbers }) => {
+                out!(
+                    "would halt: all issues escalated ({})",
+                    issue_list(&numbers)
+                )
+            }
+            Ok(Selection::AllBlocked { numbers }) => {
+                out!("would halt: all issues blocked ({})", issue_list(&numbers))
+            }
+            Err(e) => {
+                say!("error: tracker: {e}");
+                return 2;
+            }
+        }
+        let first = match self.core.runner().mode {
+            Mode::SingleStep(step) => step,
+            _ => Step::StartCycle,
+        };
+        for step in Step::ALL
+            .into_iter()
+            .filter(|s| s.number() >= first.number() && self.cfg.enabled(*s))
+        {
+            if self.cfg.builtin(step) {
+                out!(
+                    "step {} {}: builtin (the runner does it; no agent call)",
+                    step.number(),
+                    step.key()
+                );
+                if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
+                    break;
+                }
+                continue;
+            }
+            let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
+            let info = AttemptInfo {
+                step,
+                issue: self.issue.number,
+                attempt: 1,
+                prompt: &prompt,
+                skill: None,
+            };
+            let inv = claude::invocation(&self.cfg, self.program.clone(), &info);
+            let skill = self
+                .cfg
+                .skill_file(step)
+                .map(|p| format!(" (+ skill {})", p.display()))
+                .unwrap_or_default();
+            out!(
+                "step {} {}: {} {}{skill}",
+                step.number(),
+                step.key(),
+                inv.program.display(),
+                inv.args
+                    .iter()
+                    .map(|a| if a.contains(' ') {
+                        format!("{a:?}")
+                    } else {
+                        a.clone()
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
+                break;
+            }
+        }
+        let limits = self.cfg.limits();
+        let b = crate::machine::bounds::compute(&limits);
+        let a = crate::machine::bounds::agent_invocations(&limits, &self.cfg.builtin_steps());
+        let (agent, builtin) = self.cfg.steps_by_performer();
+        out!(
+            "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} agent invocations between merges, {} before a halt if nothing succeeds; {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt",
+            agent.len(),
+            builtin.len(),
+            a.between_merges,
+            a.nothing_succeeds,
+            b.between_merges,
+            b.nothing_succeeds
+        );
+        0
+    }
+}
