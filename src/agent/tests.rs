@@ -50,6 +50,16 @@ fn first_pid(stdout: &[u8]) -> i32 {
         .unwrap()
 }
 
+/// The agent was stopped within seconds and nothing of its process group is left.
+fn stopped_promptly_leaving_nothing(exit: &AgentExit) {
+    assert!(
+        exit.duration < Duration::from_secs(5),
+        "{:?}",
+        exit.duration
+    );
+    assert!(!cleanup::group_alive(exit.pid as i32));
+}
+
 #[test]
 fn tail_keeps_only_the_last_bytes() {
     let mut tail = Tail::new(4);
@@ -174,12 +184,7 @@ async fn wall_clock_timeout_terminates_the_agent() {
     assert!(exit.timed_out && !exit.idle_timed_out && !exit.cancelled);
     assert_eq!(exit.signal, Some(Signal::TERM.as_raw()));
     assert_eq!(seen, b"started\n");
-    assert!(
-        exit.duration < Duration::from_secs(5),
-        "{:?}",
-        exit.duration
-    );
-    assert!(!cleanup::group_alive(exit.pid as i32));
+    stopped_promptly_leaving_nothing(&exit);
 }
 
 #[tokio::test]
@@ -224,12 +229,7 @@ async fn an_agent_ignoring_sigterm_is_killed_after_the_grace_period() {
     assert!(exit.timed_out);
     assert_eq!(exit.signal, Some(Signal::KILL.as_raw()));
     assert!(exit.duration >= Duration::from_millis(700));
-    assert!(
-        exit.duration < Duration::from_secs(5),
-        "{:?}",
-        exit.duration
-    );
-    assert!(!cleanup::group_alive(exit.pid as i32));
+    stopped_promptly_leaving_nothing(&exit);
 }
 
 #[tokio::test]
@@ -266,12 +266,7 @@ async fn grandchildren_do_not_outlive_the_agent() {
         !cleanup::process_alive(grandchild),
         "orphan {grandchild} killed"
     );
-    assert!(!cleanup::group_alive(exit.pid as i32));
-    assert!(
-        exit.duration < Duration::from_secs(5),
-        "{:?}",
-        exit.duration
-    );
+    stopped_promptly_leaving_nothing(&exit);
 }
 
 #[tokio::test]
@@ -326,13 +321,8 @@ async fn the_stream_callback_can_stop_the_agent() {
     .unwrap();
     assert!(exit.stopped && exit.killed_by_runner());
     assert!(!exit.timed_out && !exit.idle_timed_out && !exit.cancelled);
-    assert!(
-        exit.duration < Duration::from_secs(5),
-        "{:?}",
-        exit.duration
-    );
     assert!(!cleanup::process_alive(first_pid(&seen)));
-    assert!(!cleanup::group_alive(exit.pid as i32));
+    stopped_promptly_leaving_nothing(&exit);
 }
 
 #[tokio::test]

@@ -180,16 +180,22 @@ fn create_refuses_a_dir_others_could_tamper_with() {
     assert_eq!(mode(&real), 0o777, "refused, not repaired");
 }
 
+/// A created log directory and, beside it, a file a link must never write through.
+fn logs_beside_a_precious_file() -> (TempDir, Logs, std::path::PathBuf) {
+    let root = TempDir::new().unwrap();
+    let outside = root.path().join("outside");
+    fs::write(&outside, "precious").unwrap();
+    let logs = Logs {
+        dir: root.path().join("logs"),
+    };
+    logs.create().unwrap();
+    (root, logs, outside)
+}
+
 #[test]
 fn create_refuses_a_link_at_a_fixed_log_name() {
     for name in [ORCHESTRATION_LOG, "verify-live.log"] {
-        let root = TempDir::new().unwrap();
-        let outside = root.path().join("outside");
-        fs::write(&outside, "precious").unwrap();
-        let logs = Logs {
-            dir: root.path().join("logs"),
-        };
-        logs.create().unwrap();
+        let (_root, logs, outside) = logs_beside_a_precious_file();
         symlink(&outside, logs.dir.join(name)).unwrap();
         let err = logs.create().unwrap_err().to_string();
         assert!(err.contains(name) && err.contains("remove"), "{err}");
@@ -205,13 +211,7 @@ fn create_refuses_a_link_at_a_fixed_log_name() {
 
 #[test]
 fn no_log_file_is_written_through_a_link() {
-    let root = TempDir::new().unwrap();
-    let outside = root.path().join("outside");
-    fs::write(&outside, "precious").unwrap();
-    let logs = Logs {
-        dir: root.path().join("logs"),
-    };
-    logs.create().unwrap();
+    let (_root, logs, outside) = logs_beside_a_precious_file();
     symlink(&outside, logs.orchestration_log()).unwrap();
     let err = append_line(&logs.orchestration_log(), "x").unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
