@@ -78,6 +78,7 @@ pub const CHILDREN: &[(&str, Children)] = &[
     ("Wait", others(0)),
     ("ResetCycle", others(0)),
     ("AskDecision", others(1)),
+    ("LookForDecision", others(0)),
     // The halt's notification and, for "all issues escalated", the tracker's list.
     ("Halt", others(4)),
     // Claims released, the state file.

@@ -13,12 +13,7 @@ const WAITS: &[(&str, usize, &str)] = &[
     (
         "perform.rs",
         1,
-        "the machine's own Wait and Pause effects (backoff, quota, network, CI and merge-turn waits): their length is the machine's",
-    ),
-    (
-        "decision.rs",
-        1,
-        "watching for a person's answer file (250 ms apart, on the clock port) until the machine's decision deadline (Limits::decision_wait_secs), which then answers DecisionTimedOut",
+        "the machine's own Wait and Pause effects (backoff, quota, network, CI, fleet, merge-turn and decision waits): their length is the machine's",
     ),
 ];
 

@@ -70,6 +70,7 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
     for option in DecisionOption::ALL {
         evs.push(Event::Decided { option });
     }
+    evs.push(Event::DecisionPending);
     if let Some(issue) = core.runner().issue {
         evs.push(Event::IssueWithdrawn { issue });
     }

@@ -179,6 +179,9 @@ fn exploration_limits() -> Vec<Limits> {
     };
     let manual = Limits {
         manual_approval: true,
+        // One look that finds no answer shows both edges: wait and look again, and halt when
+        // the decision time is up.
+        decision_wait_secs: 3,
         ..base.clone()
     };
     let budgeted = Limits {

@@ -1,14 +1,16 @@
-//! Manual approval: the decision file, the notification, and waiting for `sdlc-runner decide`.
+//! Manual approval: the decision file, the notification, and a look for the answer of
+//! `sdlc-runner decide` (the machine waits between looks and decides when to give up).
 
 use super::Driver;
 use crate::decision_file::{self, read_answer};
 use crate::machine::Event;
 use crate::notify::Severity;
 use crate::step::Step;
-use std::time::Duration;
 
 impl Driver {
-    pub(super) async fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
+    /// `AskDecision`: writes the decision file, tells the person, and looks once for the
+    /// answer. How long the answer is waited for, and how often looked for, is the machine's.
+    pub(super) fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
         let path = self.runner_dir.decision();
         let signature = self
             .core
@@ -35,30 +37,19 @@ impl Driver {
                 self.cfg.file.display()
             ),
         );
-        // How long is the machine's (its limits, journaled with the session); a session begun
-        // before the machine kept it waits the config's.
-        let wait = match self.core.runner().limits.decision_wait_secs {
-            0 => self.cfg.decision_timeout,
-            secs => Duration::from_secs(secs),
-        };
-        let deadline = chrono::TimeDelta::from_std(wait)
-            .ok()
-            .and_then(|d| self.clock.now().checked_add_signed(d))
-            .unwrap_or(chrono::DateTime::<chrono::Utc>::MAX_UTC);
-        loop {
-            if let Some(option) = read_answer(&path) {
+        self.look_for_decision()
+    }
+
+    /// `LookForDecision` (and the end of `AskDecision`): a person's answer, or `DecisionPending`.
+    pub(super) fn look_for_decision(&mut self) -> Event {
+        let path = self.runner_dir.decision();
+        match read_answer(&path) {
+            Some(option) => {
                 let _ = std::fs::remove_file(&path);
                 self.log(&format!("decision: {}", option.name()));
-                return Event::Decided { option };
+                Event::Decided { option }
             }
-            if self.clock.now() >= deadline {
-                let _ = std::fs::remove_file(&path);
-                return Event::DecisionTimedOut;
-            }
-            tokio::select! {
-                _ = self.clock.sleep(Duration::from_millis(250)) => {}
-                _ = self.shutdown.wait() => return self.shutdown.event(),
-            }
+            None => Event::DecisionPending,
         }
     }
 }

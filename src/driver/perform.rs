@@ -197,10 +197,13 @@ impl Driver {
                 }
                 Outcome::Continue
             }
-            Effect::AskDecision { step, issue } => {
-                Outcome::Next(self.ask_decision(step, issue).await)
-            }
+            Effect::AskDecision { step, issue } => Outcome::Next(self.ask_decision(step, issue)),
+            Effect::LookForDecision { .. } => Outcome::Next(self.look_for_decision()),
             Effect::Halt(reason) => {
+                if reason == HaltReason::DecisionTimeout {
+                    // Nobody answered in time: the question is withdrawn with the halt.
+                    let _ = std::fs::remove_file(self.runner_dir.decision());
+                }
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
                 let mut quarantined: Vec<u32> =
                     self.core.runner().escalated.iter().copied().collect();

@@ -549,3 +549,84 @@ fn a_refused_release_halts_on_the_tracker_and_the_network_is_waited_out() {
     );
     assert!(core.runner().escalated.contains(&1));
 }
+
+/// Manual approval: the wait for a person's answer is the machine's. Nobody answering yet is
+/// an event (`DecisionPending`): the machine waits 2 s, doubling to 30 s, looks again
+/// (`LookForDecision`), and halts `DecisionTimeout` once the next wait would pass its decision
+/// time; an answer found at any look decides.
+#[test]
+fn the_wait_for_a_decision_is_the_machines_and_ends_on_time() {
+    let l = Limits {
+        manual_approval: true,
+        max_retries_per_step: 1,
+        decision_wait_secs: 60,
+        ..Limits::default()
+    };
+    let mut core = Core::new(l, Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 1 });
+    core.handle(&Event::PreconditionsOk {
+        step: Step::StartCycle,
+    });
+    let fx = core
+        .handle(&Event::StepFailed {
+            step: Step::StartCycle,
+            class: FailureClass::TestAssertion,
+            signature: Signature(1),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    let ask = Effect::AskDecision {
+        step: Step::StartCycle,
+        issue: 1,
+    };
+    assert_eq!(fx.last(), Some(&ask), "{fx:?}");
+    let look = Effect::LookForDecision {
+        step: Step::StartCycle,
+        issue: 1,
+    };
+    let mut waits = Vec::new();
+    let fx = loop {
+        let fx = core.handle(&Event::DecisionPending).to_vec();
+        match fx.as_slice() {
+            [Effect::Pause { millis }] => waits.push(*millis / 1000),
+            _ => break fx,
+        }
+        assert_eq!(core.handle(&Event::WaitOver).to_vec(), vec![look]);
+    };
+    assert_eq!(waits, vec![2, 4, 8, 16, 30]);
+    assert!(
+        fx.contains(&Effect::Halt(HaltReason::DecisionTimeout)),
+        "{fx:?}"
+    );
+    // A restart asks again, with a new wait; an answer decides.
+    let mut core = Core::new(
+        Limits {
+            manual_approval: true,
+            max_retries_per_step: 1,
+            ..Limits::default()
+        },
+        Mode::Continuous,
+    );
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 1 });
+    core.handle(&Event::PreconditionsOk {
+        step: Step::StartCycle,
+    });
+    core.handle(&Event::StepFailed {
+        step: Step::StartCycle,
+        class: FailureClass::TestAssertion,
+        signature: Signature(1),
+        usage: Usage::default(),
+        wait_hint_secs: None,
+    });
+    core.handle(&Event::DecisionPending);
+    assert_eq!(core.handle(&Event::Start).to_vec(), vec![ask]);
+    let fx = core
+        .handle(&Event::Decided {
+            option: sdlc_machine::machine::DecisionOption::Halt,
+        })
+        .to_vec();
+    assert!(fx.contains(&Effect::Halt(HaltReason::Operator)), "{fx:?}");
+}

@@ -355,15 +355,17 @@ impl Runner {
             Event::ModeChanged { mode } => match self.change_mode(mode, context) {
                 Some(outcome) => outcome,
                 None => {
-                    context.push(Effect::AskDecision {
-                        step: *step,
-                        issue: self.current_issue(),
-                    });
+                    self.ask_decision(*step, context);
                     Handled
                 }
             },
             Event::Start => {
-                context.push(Effect::AskDecision {
+                self.ask_decision(*step, context);
+                Handled
+            }
+            Event::DecisionPending => self.decision_pending(context),
+            Event::WaitOver => {
+                context.push(Effect::LookForDecision {
                     step: *step,
                     issue: self.current_issue(),
                 });

@@ -8,6 +8,12 @@ use crate::machine::types::*;
 use crate::step::Step;
 use statig::prelude::*;
 
+/// The first wait for a person's answer, in seconds; it doubles up to
+/// [`DECISION_LOOK_MAX_SECS`].
+pub const DECISION_LOOK_FIRST_SECS: u64 = 2;
+/// The longest wait between two looks for a person's answer, in seconds.
+pub const DECISION_LOOK_MAX_SECS: u64 = 30;
+
 impl Runner {
     pub(super) fn escalate(
         &mut self,
@@ -121,6 +127,38 @@ impl Runner {
         self.select_next(fx)
     }
 
+    /// Ask a person, a new wait for the answer.
+    pub(super) fn ask_decision(&mut self, step: Step, fx: &mut Fx) {
+        self.decision_looks = 0;
+        self.decision_waited_secs = 0;
+        fx.push(Effect::AskDecision {
+            step,
+            issue: self.current_issue(),
+        });
+    }
+
+    /// Nobody has answered yet: wait 2 s, doubling to 30 s, and look again; once the next
+    /// wait would pass the decision time, halt (`DecisionTimeout`), nobody's issue blamed.
+    pub(super) fn decision_pending(&mut self, fx: &mut Fx) -> Outcome<State> {
+        let limit = match self.limits.decision_wait_secs {
+            // A session begun before the machine kept the decision time: the default's.
+            0 => Limits::default().decision_wait_secs,
+            secs => secs,
+        };
+        let next =
+            (DECISION_LOOK_FIRST_SECS << self.decision_looks.min(8)).min(DECISION_LOOK_MAX_SECS);
+        if self.decision_waited_secs + next > limit {
+            return self.halt(HaltReason::DecisionTimeout, fx);
+        }
+        self.decision_looks += 1;
+        self.decision_waited_secs += next;
+        // Quiet: a look every few seconds is no wait to narrate; the state says it waits.
+        fx.push(Effect::Pause {
+            millis: next * 1000,
+        });
+        Handled
+    }
+
     /// Retries are spent: a person decides (manual approval) or the issue escalates.
     pub(super) fn give_up(
         &mut self,
@@ -129,10 +167,7 @@ impl Runner {
         fx: &mut Fx,
     ) -> Outcome<State> {
         if self.limits.manual_approval {
-            fx.push(Effect::AskDecision {
-                step,
-                issue: self.current_issue(),
-            });
+            self.ask_decision(step, fx);
             return Transition(State::awaiting_decision(step));
         }
         self.escalate(step, cause, fx)

@@ -135,6 +135,11 @@ pub struct Runner {
     pub outstanding: Option<(State, Effect)>,
     /// Fleet pauses in a row on the outstanding request.
     pub fleet_pauses: u32,
+    /// The wait for a person's decision under way: looks that found no answer, and the
+    /// seconds waited between them.
+    pub decision_looks: u32,
+    /// See `decision_looks`.
+    pub decision_waited_secs: u64,
     /// Network waits in a row on the outstanding request.
     pub network_waits: u32,
     /// The issue and failure of the last escalation, to tell an environment's failure (the
@@ -205,6 +210,8 @@ impl Runner {
             outstanding: None,
             network_waits: 0,
             fleet_pauses: 0,
+            decision_looks: 0,
+            decision_waited_secs: 0,
             last_escalation: None,
             last_escalation_alone: false,
             ci_waits: 0,

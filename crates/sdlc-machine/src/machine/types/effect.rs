@@ -204,8 +204,9 @@ pub enum Effect {
         /// How long.
         seconds: u64,
     },
-    /// A short wait for another merger (the merge turn, after a lost race): answered by
-    /// `WaitOver` or `ShutdownRequested`, like `Wait`.
+    /// A short, quiet wait (for another merger: the merge turn, after a lost race; between two
+    /// looks for a person's decision): answered by `WaitOver` or `ShutdownRequested`, like
+    /// `Wait`, and not narrated.
     Pause {
         /// How long.
         millis: u64,
@@ -264,8 +265,18 @@ pub enum Effect {
     Cleanup,
     /// Announce something (console, log, notification channels).
     Notify(Notice),
-    /// Pause for a person (manual approval): write the decision file and wait.
+    /// Ask a person (manual approval): write the decision file, tell the person, and look
+    /// once for the answer (answered by `Decided`, `DecisionPending`, or `DecisionTimedOut`
+    /// when the request cannot be written).
     AskDecision {
+        /// The step whose retries are spent.
+        step: Step,
+        /// The issue of the cycle.
+        issue: u32,
+    },
+    /// Look once more for a person's answer to the decision file (answered by `Decided` or
+    /// `DecisionPending`).
+    LookForDecision {
         /// The step whose retries are spent.
         step: Step,
         /// The issue of the cycle.
@@ -297,6 +308,7 @@ impl Effect {
                 | Effect::ClaimIssue { .. }
                 | Effect::RenewClaim { .. }
                 | Effect::AskDecision { .. }
+                | Effect::LookForDecision { .. }
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
                 | Effect::Unquarantine { .. }
@@ -327,6 +339,7 @@ impl Effect {
             Effect::ClaimIssue { .. } => Effect::ClaimIssue { issue: 0 },
             Effect::RenewClaim { secs, .. } => Effect::RenewClaim { issue: 0, secs },
             Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
+            Effect::LookForDecision { step, .. } => Effect::LookForDecision { step, issue: 0 },
             other => other,
         }
     }
@@ -353,6 +366,7 @@ impl Effect {
             Effect::Cleanup => "Cleanup",
             Effect::Notify(_) => "Notify",
             Effect::AskDecision { .. } => "AskDecision",
+            Effect::LookForDecision { .. } => "LookForDecision",
             Effect::Halt(_) => "Halt",
             Effect::Exit { .. } => "Exit",
         }

@@ -164,8 +164,12 @@ pub enum Event {
         /// The option chosen.
         option: DecisionOption,
     },
-    /// Nobody answered the decision point in time.
+    /// Nobody answered the decision point in time, or its request could not be written.
     DecisionTimedOut,
+    /// Nobody has answered the decision point yet (`AskDecision`, `LookForDecision`): the
+    /// machine waits on its own schedule and looks again, or halts once its decision time is
+    /// up.
+    DecisionPending,
     /// A signal asked the runner to stop.
     ShutdownRequested {
         /// Which signal.
@@ -271,6 +275,7 @@ impl Event {
             Event::WaitOver => "WaitOver",
             Event::Decided { .. } => "Decided",
             Event::DecisionTimedOut => "DecisionTimedOut",
+            Event::DecisionPending => "DecisionPending",
             Event::ShutdownRequested { .. } => "ShutdownRequested",
             Event::NetworkUnavailable => "NetworkUnavailable",
             Event::NetworkFailed => "NetworkFailed",
