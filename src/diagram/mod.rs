@@ -391,6 +391,13 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect
             std::collections::BTreeSet::from([t])
         }
     };
+    // The wait for a decision only matters while the machine awaits one: every way into that
+    // state starts the wait afresh.
+    if !matches!(state, State::AwaitingDecision { .. }) {
+        r.decision_looks = 0;
+        r.decision_waited_secs = 0;
+        r.decision_paused = false;
+    }
     // Fleet pauses in a row only matter while their request is still outstanding (its step
     // state, or a wait before it is issued again): the next request starts them at zero.
     let asked_here = r.outstanding.is_some_and(|(asked_in, _)| asked_in == state);

@@ -364,7 +364,8 @@ impl Runner {
                 Handled
             }
             Event::DecisionPending => self.decision_pending(context),
-            Event::WaitOver => {
+            Event::WaitOver if self.decision_paused => {
+                self.decision_paused = false;
                 context.push(Effect::LookForDecision {
                     step: *step,
                     issue: self.current_issue(),

@@ -131,6 +131,7 @@ impl Runner {
     pub(super) fn ask_decision(&mut self, step: Step, fx: &mut Fx) {
         self.decision_looks = 0;
         self.decision_waited_secs = 0;
+        self.decision_paused = false;
         fx.push(Effect::AskDecision {
             step,
             issue: self.current_issue(),
@@ -152,6 +153,7 @@ impl Runner {
         }
         self.decision_looks += 1;
         self.decision_waited_secs += next;
+        self.decision_paused = true;
         // Quiet: a look every few seconds is no wait to narrate; the state says it waits.
         fx.push(Effect::Pause {
             millis: next * 1000,

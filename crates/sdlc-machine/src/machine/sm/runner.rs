@@ -140,6 +140,9 @@ pub struct Runner {
     pub decision_looks: u32,
     /// See `decision_looks`.
     pub decision_waited_secs: u64,
+    /// A pause before the next look for a person's answer is under way: only its end
+    /// (`WaitOver`) asks for the look.
+    pub decision_paused: bool,
     /// Network waits in a row on the outstanding request.
     pub network_waits: u32,
     /// The issue and failure of the last escalation, to tell an environment's failure (the
@@ -212,6 +215,7 @@ impl Runner {
             fleet_pauses: 0,
             decision_looks: 0,
             decision_waited_secs: 0,
+            decision_paused: false,
             last_escalation: None,
             last_escalation_alone: false,
             ci_waits: 0,
