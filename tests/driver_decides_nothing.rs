@@ -176,10 +176,8 @@ fn the_driver_holds_one_port_of_each_kind() {
         .find(|(name, _)| name == "mod.rs")
         .expect("src/driver/mod.rs");
     for field in [
-        "repo: Box<dyn GitPort>",
-        "forge: Box<dyn ForgePort>",
-        "tracker: Box<dyn TrackerPort>",
-        "notifier: Box<dyn NotifierPort>",
+        "io: Io,",
+        "notifier: std::sync::Arc<dyn NotifierPort>",
         "agent: Box<dyn AgentPort>",
         "clock: std::sync::Arc<dyn Clock>",
     ] {
@@ -187,5 +185,57 @@ fn the_driver_holds_one_port_of_each_kind() {
             code.contains(field),
             "the Driver no longer holds `{field}`: every outside party is a port"
         );
+    }
+    let world =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/ports/world.rs"))
+            .expect("src/ports/world.rs");
+    for field in [
+        "git: Box<dyn GitPort>",
+        "forge: Box<dyn ForgePort>",
+        "tracker: Box<dyn TrackerPort>",
+        "claims: Option<ClaimStore>",
+    ] {
+        assert!(
+            world.contains(field),
+            "the blocking ports' World no longer holds `{field}`"
+        );
+    }
+}
+
+/// The driver's async code never waits for a child process: the ports whose adapters start
+/// children (git, the forge, the tracker, the claim store) are held only inside `ports::Io`,
+/// which makes every call on the blocking pool. Checked here by what the driver's state may
+/// hold, and at run time by the process runner (a debug build panics at a child started by
+/// async code) and by the in-memory fakes (a call made on the runtime's thread panics).
+#[test]
+fn the_driver_holds_the_blocking_ports_only_behind_io() {
+    let sources = driver_sources();
+    for (file, name) in [
+        ("mod.rs", "struct Driver {"),
+        ("claim.rs", "struct ClaimKeeper {"),
+    ] {
+        let (_, code) = sources
+            .iter()
+            .find(|(f, _)| f == file)
+            .unwrap_or_else(|| panic!("src/driver/{file}"));
+        let start = code
+            .find(name)
+            .unwrap_or_else(|| panic!("src/driver/{file} has no `{name}`"));
+        let body = &code[start..];
+        let body = &body[..body.find("\n}").expect("the struct's end")];
+        for held in [
+            "GitPort",
+            "ForgePort",
+            "TrackerPort",
+            "ClaimStore",
+            ": Repo,",
+            "Repo>",
+            "Tracker>",
+        ] {
+            assert!(
+                !body.contains(held),
+                "src/driver/{file}: `{name}` holds `{held}`: a blocking port is held only inside ports::Io, so that async code cannot call it on the runtime's thread"
+            );
+        }
     }
 }

@@ -30,14 +30,14 @@ impl Driver {
         step: Step,
         agent_ran: bool,
     ) -> Result<Option<Classified>, Event> {
-        if let Some(event) = self.workspace_check(step, false) {
+        if let Some(event) = self.workspace_check(step, false).await {
             return Err(event);
         }
         let ctx = self.step_context();
         let what = format!("checking the outcome of {}", step.key());
         match self
-            .patiently(&what, |d| {
-                checks::post_check(&*d.repo, &*d.forge, step, &ctx)
+            .patiently(&what, move |w| {
+                checks::post_check(&*w.git, &*w.forge, step, &ctx)
             })
             .await
         {
@@ -87,6 +87,7 @@ impl Driver {
         repair: bool,
         check_after: bool,
     ) -> Event {
+        self.know_issue(issue).await;
         let run = match self.prepare(step, issue, attempt, repair) {
             Ok(run) => run,
             Err(message) => return self.environment_failure(step, &message),
@@ -156,7 +157,7 @@ impl Driver {
             },
         };
         match failure {
-            None => self.succeeded(step, issue, usage),
+            None => self.succeeded(step, issue, usage).await,
             Some(c) => self.failed(step, issue, c, usage),
         }
     }
@@ -191,7 +192,6 @@ impl Driver {
         } else {
             None
         };
-        self.know_issue(issue);
         let prompt = invoke::prompt(&self.cfg, step, &self.issue, repair_ctx.as_ref());
         let info = AttemptInfo {
             step,
@@ -238,13 +238,9 @@ impl Driver {
 
     /// The prompt's issue facts, asked of the tracker and git when the runner restarted
     /// mid-cycle with nothing in memory.
-    pub(super) fn know_issue(&mut self, issue: u32) {
+    pub(super) async fn know_issue(&mut self, issue: u32) {
         if self.issue.number != issue {
-            self.issue = IssueContext {
-                number: issue,
-                title: self.tracker.get(issue).map(|i| i.title).unwrap_or_default(),
-                branch: self.repo.feature_branch(issue).ok().flatten(),
-            };
+            self.issue = self.io.call(move |w| IssueContext::asked(w, issue)).await;
         }
     }
 
@@ -263,7 +259,7 @@ impl Driver {
         }
     }
 
-    pub(super) fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
+    pub(super) async fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
         self.log(&format!(
             "{}: succeeded in {} ({} turns, ${:.2})",
             step.key(),
@@ -272,7 +268,7 @@ impl Driver {
             usage.cost_micros as f64 / 1e6
         ));
         if step == Step::StartIssue {
-            if let Ok(Some(branch)) = self.repo.current_branch() {
+            if let Ok(Some(branch)) = self.io.call(|w| w.git.current_branch()).await {
                 self.issue.branch = Some(branch.clone());
                 self.state.current_branch = Some(branch);
             }

@@ -10,6 +10,7 @@ use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Event, Usage};
 use crate::notify::Severity;
+use crate::ports::{GitPort, World};
 use crate::step::Step;
 use crate::steps::builtin::{self, Failed, IssueFacts};
 use std::time::Instant;
@@ -22,7 +23,7 @@ impl Driver {
         attempt: u32,
         repair: bool,
     ) -> Event {
-        self.know_issue(issue);
+        self.know_issue(issue).await;
         let mut usage = Usage::default();
         // Whether the agent ran in this attempt: then a network failure of the runner's own
         // call fails the attempt as NETWORK instead of asking for it again.
@@ -59,8 +60,12 @@ impl Driver {
             self.look_once(step).await
         } else {
             let what = format!("{} (builtin)", step.key());
-            let once =
-                |d: &Driver| crate::process::within_deadline(deadline, || d.builtin_once(step));
+            let facts = self.facts();
+            let once = move |w: &World| {
+                crate::process::within_deadline(deadline, || {
+                    facts.with(&*w.git, |facts| builtin_with(w, step, facts))
+                })
+            };
             match self.patiently(&what, once).await {
                 network::Patient::Done(result) => Ok(result.map(Some)),
                 network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
@@ -82,7 +87,7 @@ impl Driver {
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
     /// the last): no agent runs.
     pub(super) async fn look_at_ci(&mut self, issue: u32, look: u32) -> Event {
-        self.know_issue(issue);
+        self.know_issue(issue).await;
         let step = Step::MonitorCi;
         self.log(&format!("issue #{issue} {}: look {look} at CI", step.key()));
         let started = Instant::now();
@@ -118,7 +123,7 @@ impl Driver {
                 self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
                 match self.post_step_check(step, agent_ran).await {
-                    Ok(None) => self.succeeded(step, issue, usage),
+                    Ok(None) => self.succeeded(step, issue, usage).await,
                     Ok(Some(failure)) => self.failed(step, issue, failure, usage),
                     Err(event) => event,
                 }
@@ -131,7 +136,8 @@ impl Driver {
             Err(failed) => {
                 self.say(failed.what.clone());
                 let ci = step == Step::MonitorCi && failed.what.starts_with("CI checks failing");
-                let c = classify_builtin(step.key(), &self.without_branch(&failed.what), ci);
+                let text = self.without_branch(&failed.what).await;
+                let c = classify_builtin(step.key(), &text, ci);
                 self.failed(step, issue, c, usage)
             }
         }
@@ -140,8 +146,12 @@ impl Driver {
     /// `text` with this issue's branch name taken out: the same refusal (a hook, a protected
     /// remote) must have the same signature on every issue, so that it is seen as the
     /// environment's and not blamed on each issue in turn.
-    fn without_branch(&self, text: &str) -> String {
-        let found = self.repo.feature_branch(self.issue.number).ok().flatten();
+    async fn without_branch(&self, text: &str) -> String {
+        let number = self.issue.number;
+        let found = self
+            .io
+            .call(move |w| w.git.feature_branch(number).ok().flatten())
+            .await;
         [found.as_deref(), self.issue.branch.as_deref()]
             .into_iter()
             .flatten()
@@ -149,33 +159,13 @@ impl Driver {
             .fold(text.to_string(), |t, b| t.replace(b, "<branch>"))
     }
 
-    /// The issue as the builtin steps see it. The branch is git's `<n>-*` branch when there
-    /// is one: the agent that ran startIssue chose its slug.
-    fn with_facts<T>(&self, act: impl FnOnce(&IssueFacts) -> T) -> T {
-        let found = self.repo.feature_branch(self.issue.number).ok().flatten();
-        act(&IssueFacts {
+    /// The issue as the builtin steps see it, for a call off the runtime.
+    fn facts(&self) -> Facts {
+        Facts {
             number: self.issue.number,
-            title: &self.issue.title,
-            branch: found.as_deref().or(self.issue.branch.as_deref()),
-            feature: self.feature.as_deref(),
-        })
-    }
-
-    /// One try of a builtin step other than monitorCI.
-    fn builtin_once(&self, step: Step) -> Result<String, Failed> {
-        self.with_facts(|facts| self.builtin_with(step, facts))
-    }
-
-    fn builtin_with(&self, step: Step, facts: &IssueFacts) -> Result<String, Failed> {
-        match step {
-            Step::StartCycle => builtin::start_cycle(&*self.repo),
-            Step::CommitPush => builtin::commit_push(&*self.repo, facts),
-            Step::CreatePr => builtin::create_pr(&*self.repo, &*self.forge, facts),
-            Step::Merge => builtin::merge(&*self.repo, &*self.forge, facts),
-            other => Err(Failed::other(format!(
-                "{} has no builtin implementation",
-                other.key()
-            ))),
+            title: self.issue.title.clone(),
+            branch: self.issue.branch.clone(),
+            feature: self.feature.clone(),
         }
     }
 
@@ -183,10 +173,11 @@ impl Driver {
     /// process group at the step's timeoutMin; the waits between looks are the machine's.
     async fn look_once(&mut self, step: Step) -> Result<Result<Option<String>, Failed>, Event> {
         let deadline = Instant::now() + self.cfg.timeout(step);
+        let facts = self.facts();
         let settled = self
-            .patiently("watching CI", |d| {
+            .patiently("watching CI", move |w| {
                 crate::process::within_deadline(deadline, || {
-                    d.with_facts(|facts| builtin::ci_settled(&*d.forge, facts))
+                    facts.with(&*w.git, |facts| builtin::ci_settled(&*w.forge, facts))
                 })
             })
             .await;
@@ -198,5 +189,42 @@ impl Driver {
             network::Patient::Done(Err(failed)) => Ok(Err(failed)),
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
         }
+    }
+}
+
+/// The issue as the builtin steps see it, owned so that a call off the runtime takes it along.
+struct Facts {
+    number: u32,
+    title: String,
+    branch: Option<String>,
+    feature: Option<String>,
+}
+
+impl Facts {
+    /// Runs `act` on the facts. The branch is git's `<n>-*` branch when there is one: the
+    /// agent that ran startIssue chose its slug.
+    fn with<T>(&self, git: &dyn GitPort, act: impl FnOnce(&IssueFacts) -> T) -> T {
+        let found = git.feature_branch(self.number).ok().flatten();
+        act(&IssueFacts {
+            number: self.number,
+            title: &self.title,
+            branch: found.as_deref().or(self.branch.as_deref()),
+            feature: self.feature.as_deref(),
+        })
+    }
+}
+
+/// One try of a builtin step other than monitorCI.
+fn builtin_with(world: &World, step: Step, facts: &IssueFacts) -> Result<String, Failed> {
+    let (git, forge) = (&*world.git, &*world.forge);
+    match step {
+        Step::StartCycle => builtin::start_cycle(git),
+        Step::CommitPush => builtin::commit_push(git, facts),
+        Step::CreatePr => builtin::create_pr(git, forge, facts),
+        Step::Merge => builtin::merge(git, forge, facts),
+        other => Err(Failed::other(format!(
+            "{} has no builtin implementation",
+            other.key()
+        ))),
     }
 }

@@ -8,10 +8,9 @@ use crate::machine::Event;
 use crate::tracker::claims::{Claim, ClaimStore, Claimed};
 use std::time::Duration;
 
-/// One runner's claims.
+/// One runner's claims (their store is a port of the driver's world).
 #[derive(Debug)]
 pub(super) struct ClaimKeeper {
-    pub store: ClaimStore,
     pub worker: String,
     pub lease: Duration,
     /// The issue held and until when.
@@ -23,31 +22,47 @@ pub(super) struct ClaimKeeper {
     pub refused: std::collections::BTreeSet<u32>,
 }
 
-impl ClaimKeeper {
-    /// Live claims of other runners.
-    pub fn others_now(&self) -> Result<Vec<Claim>, crate::tracker::claims::ClaimError> {
-        let now = chrono::Utc::now();
-        Ok(self
-            .store
-            .all()?
-            .into_iter()
-            .filter(|c| c.worker != self.worker && c.live(now))
-            .collect())
-    }
+/// Live claims of runners other than `worker`.
+fn others_now(
+    store: &ClaimStore,
+    worker: &str,
+) -> Result<Vec<Claim>, crate::tracker::claims::ClaimError> {
+    let now = chrono::Utc::now();
+    Ok(store
+        .all()?
+        .into_iter()
+        .filter(|c| c.worker != worker && c.live(now))
+        .collect())
 }
 
 impl Driver {
+    /// `call` on the claim store with this runner's worker id, off the runtime; `None` for a
+    /// runner that keeps no claims.
+    pub(super) async fn on_claims<T: Send + 'static>(
+        &self,
+        call: impl FnOnce(&ClaimStore, &str) -> T + Send + 'static,
+    ) -> Option<T> {
+        let worker = self.claims.as_ref()?.worker.clone();
+        self.io
+            .call(move |w| w.claims.as_ref().map(|store| call(store, &worker)))
+            .await
+    }
+
     /// `ClaimIssue`: claims the selected issue. `ClaimTaken` (also when this runner keeps no
     /// claims), `ClaimHeld` when another runner holds it or the fleet gives it to another
     /// worker, `TrackerWriteFailed` when the claim cannot be written, or the network's event.
     pub(super) async fn claim_issue(&mut self, issue: u32) -> Event {
         let what = format!("claiming issue #{issue}");
+        let asked = self
+            .claims
+            .as_ref()
+            .map(|k| (k.worker.clone(), k.lease, self.clock.now()));
         let answer = match self
-            .patiently(&what, |d| {
-                d.claims
-                    .as_ref()
-                    .map(|k| k.store.claim(issue, &k.worker, k.lease, d.clock.now()))
-                    .transpose()
+            .patiently(&what, move |w| match (&w.claims, asked) {
+                (Some(store), Some((worker, lease, now))) => {
+                    store.claim(issue, &worker, lease, now).map(Some)
+                }
+                _ => Ok(None),
             })
             .await
         {
@@ -56,8 +71,8 @@ impl Driver {
                 return ev
             }
         };
-        match self.note_claim(issue, answer) {
-            Ok(true) if self.fleet_refuses(issue) => Event::ClaimHeld { issue },
+        match self.note_claim(issue, answer).await {
+            Ok(true) if self.fleet_refuses(issue).await => Event::ClaimHeld { issue },
             Ok(true) => Event::ClaimTaken { issue },
             Ok(false) => Event::ClaimHeld { issue },
             Err(detail) => {
@@ -68,7 +83,7 @@ impl Driver {
         }
     }
 
-    fn note_claim(
+    async fn note_claim(
         &mut self,
         issue: u32,
         answer: Result<Option<Claimed>, crate::tracker::claims::ClaimError>,
@@ -86,7 +101,11 @@ impl Driver {
                     c.expires_at.format("%H:%M:%S UTC")
                 );
                 self.log(&line);
-                match self.repo.adopt_pushed_branch(issue) {
+                match self
+                    .io
+                    .call(move |w| w.git.adopt_pushed_branch(issue))
+                    .await
+                {
                     Ok(Some(branch)) => self.log(&format!(
                         "issue #{issue}: continuing from the pushed branch {branch}"
                     )),
@@ -115,7 +134,7 @@ impl Driver {
     /// lease; a claim with more than half its lease left needs no write before a step.
     /// `ClaimRenewed`, `ClaimLost` when another runner holds it now, or `TrackerWriteFailed`
     /// when the claim cannot be written (the machine goes ahead; the next renewal tells).
-    pub(super) fn renew_claim(&mut self, issue: u32, extra: Duration) -> Event {
+    pub(super) async fn renew_claim(&mut self, issue: u32, extra: Duration) -> Event {
         let Some(keeper) = self.claims.as_mut() else {
             return Event::ClaimRenewed;
         };
@@ -131,7 +150,13 @@ impl Driver {
         if fresh {
             return Event::ClaimRenewed;
         }
-        match keeper.store.renew(issue, &keeper.worker, lease, now) {
+        let renewed = self
+            .on_claims(move |store, worker| store.renew(issue, worker, lease, now))
+            .await;
+        let Some(keeper) = self.claims.as_mut() else {
+            return Event::ClaimRenewed;
+        };
+        match renewed.unwrap_or(Ok(None)) {
             Ok(None) => {
                 let until = chrono::TimeDelta::from_std(lease)
                     .ok()
@@ -159,14 +184,17 @@ impl Driver {
     }
 
     /// Gives the claim on `issue` up (merged, escalated, or the run ends).
-    pub(super) fn release_claim(&mut self, issue: u32) {
+    pub(super) async fn release_claim(&mut self, issue: u32) {
         let Some(keeper) = self.claims.as_mut() else {
             return;
         };
         if keeper.held.is_some_and(|(n, _)| n == issue) {
             keeper.held = None;
         }
-        if let Err(e) = keeper.store.release(issue, &keeper.worker) {
+        let released = self
+            .on_claims(move |store, worker| store.release(issue, worker))
+            .await;
+        if let Some(Err(e)) = released {
             self.log(&format!(
                 "warning: cannot release the claim on issue #{issue}: {e}"
             ));
@@ -174,15 +202,16 @@ impl Driver {
     }
 
     /// Refreshes the issues to leave out of a selection: held by other runners right now.
-    pub(super) fn claimed_by_others(&mut self) {
-        let Some(keeper) = self.claims.as_mut() else {
-            return;
-        };
-        match keeper.others_now() {
-            Ok(claims) => keeper.others = claims.into_iter().map(|c| (c.issue, c)).collect(),
-            Err(e) => self.log(&format!(
+    pub(super) async fn claimed_by_others(&mut self) {
+        let read = self.on_claims(others_now).await;
+        match (read, self.claims.as_mut()) {
+            (Some(Ok(claims)), Some(keeper)) => {
+                keeper.others = claims.into_iter().map(|c| (c.issue, c)).collect();
+            }
+            (Some(Err(e)), _) => self.log(&format!(
                 "warning: cannot read the other runners' claims: {e}"
             )),
+            _ => {}
         }
     }
 

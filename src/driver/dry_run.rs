@@ -5,9 +5,10 @@ use super::*;
 
 impl Driver {
     /// `--dry-run`: show the issue and the first invocation; change nothing.
-    pub(super) fn dry_run(&mut self) -> i32 {
+    pub(super) async fn dry_run(&mut self) -> i32 {
         out!("dry run: project {}", self.cfg.project_path.display());
-        match self.ask_tracker() {
+        let query = self.tracker_query();
+        match self.io.call(move |w| query.ask(&*w.tracker)).await {
             Ok(Selection::Issue(issue)) => {
                 out!("would work on issue #{}: {}", issue.number, issue.title);
                 self.issue = IssueContext {
@@ -18,7 +19,7 @@ impl Driver {
             }
             Ok(Selection::NoIssues) => {
                 out!("no open automatable issue: nothing to do");
-                self.say_unlabelled();
+                self.say_unlabelled().await;
                 return 0;
             }
             Ok(Selection::AllEscalated { numbers }) => {

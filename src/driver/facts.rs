@@ -16,8 +16,8 @@ impl Driver {
     /// After a runner died mid-git (killed, a broken pipe): the lock files its git left that
     /// no process holds are removed, so the continued session does not fail on its own
     /// leftovers. Anything else stays for the workspace check to name.
-    pub(super) fn clear_locks_of_a_killed_runner(&mut self) {
-        for lock in self.repo.locks_of_a_dead_git() {
+    pub(super) async fn clear_locks_of_a_killed_runner(&mut self) {
+        for lock in self.io.call(|w| w.git.locks_of_a_dead_git()).await {
             match std::fs::remove_file(&lock) {
                 Ok(()) => self.log(&format!(
                     "removed {}, left by the previous runner's git (no process holds it)",
@@ -30,8 +30,8 @@ impl Driver {
 
     /// `Some(WorkspaceUnfit)` when a fact the runner owns is wrong. `with_tree`: also the
     /// tree, which must hold nothing but the runner's own files before a cycle's first step.
-    pub(super) fn workspace_check(&mut self, step: Step, with_tree: bool) -> Option<Event> {
-        let locks = self.repo.stale_locks(STALE_LOCK_AGE);
+    pub(super) async fn workspace_check(&mut self, step: Step, with_tree: bool) -> Option<Event> {
+        let locks = self.io.call(|w| w.git.stale_locks(STALE_LOCK_AGE)).await;
         if let Some(lock) = locks.first() {
             let said = format!(
                 "the git lock file {} is left over (older than {} s): git commands in {} fail while it exists.\nfix: make sure no git process is running in the project, then remove it: rm {}",
@@ -47,7 +47,7 @@ impl Driver {
         if !with_tree {
             return None;
         }
-        match self.repo.foreign_changes() {
+        match self.io.call(|w| w.git.foreign_changes()).await {
             Ok(changes) if !changes.is_empty() => {
                 let shown: Vec<&str> = changes.iter().take(10).map(String::as_str).collect();
                 let more = changes.len().saturating_sub(shown.len());
@@ -75,14 +75,19 @@ impl Driver {
             return Ok(None);
         };
         let what = format!("reading issue #{issue} from the tracker");
-        let read = match self.patiently(&what, |d| d.tracker.get(issue)).await {
+        let read = self.patiently(&what, move |w| {
+            w.tracker
+                .get(issue)
+                .map(|found| (w.tracker.selectable(&found), found))
+        });
+        let read = match read.await {
             network::Patient::Done(read) => read,
             network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => {
                 return Err(event)
             }
         };
-        let found = match read {
-            Ok(found) => found,
+        let (selectable, found) = match read {
+            Ok(read) => read,
             Err(e) => {
                 self.log(&format!("warning: {what}: {e}"));
                 return Ok(None);
@@ -93,7 +98,7 @@ impl Driver {
             "closed"
         } else if found.escalated {
             "marked escalated"
-        } else if !explicit && !self.tracker.selectable(&found) {
+        } else if !explicit && !selectable {
             "no longer labelled for automation"
         } else {
             return Ok(None);

@@ -111,12 +111,12 @@ impl Driver {
 
     /// Asks the fleet whether this worker may start `issue`; a refused issue's claim is given
     /// back and the issue left out of this worker's next selection.
-    pub(super) fn fleet_refuses(&mut self, issue: u32) -> bool {
+    pub(super) async fn fleet_refuses(&mut self, issue: u32) -> bool {
         let wants = |worker| Report::WantsIssue { worker, issue };
         if self.fleet_report(wants) != Some(false) {
             return false;
         }
-        self.release_claim(issue);
+        self.release_claim(issue).await;
         if let Some(keeper) = self.claims.as_mut() {
             keeper.refused.insert(issue);
         }
@@ -276,27 +276,32 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         "fleet: {workers} workers on clones under {}",
         plan.runner_dir.join("workers").display()
     );
+    // Each worker's startup is synchronous and may block (the tracker, git): it runs before
+    // the runtime drives anything, outside its context.
+    let mut started = Vec::new();
+    for (k, clone) in plan.clones.iter().enumerate() {
+        let worker = k as Worker;
+        let mut wcfg = cfg.clone();
+        wcfg.project_path = clone.clone();
+        wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
+        let wopts = RunOptions {
+            worker_id: Some(format!("{}-w{k}", plan.base_id)),
+            ..opts.clone()
+        };
+        // Every diagnostic of this worker, from its start on, says `worker=<k>`.
+        let span = crate::logging::worker_span(worker);
+        let result = span.in_scope(|| Driver::start(wcfg, wopts));
+        started.push((k, worker, span, result));
+    }
     let codes: Vec<i32> = runtime.block_on(async {
         let mut tasks = Vec::new();
-        for (k, clone) in plan.clones.iter().enumerate() {
-            let worker = k as Worker;
-            let mut wcfg = cfg.clone();
-            wcfg.project_path = clone.clone();
-            wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
-            let wopts = RunOptions {
-                worker_id: Some(format!("{}-w{k}", plan.base_id)),
-                ..opts.clone()
-            };
-            let link = Link {
-                shared: shared.clone(),
-                worker,
-            };
-            // Every diagnostic of this worker, from its start on, says `worker=<k>`.
-            let span = crate::logging::worker_span(worker);
-            match span.in_scope(|| Driver::start(wcfg, wopts)) {
+        for (k, worker, span, result) in started {
+            match result {
                 Ok(Started::Ready(mut driver)) => {
-                    driver.release_merge_lease();
-                    driver.fleet = Some(link);
+                    driver.fleet = Some(Link {
+                        shared: shared.clone(),
+                        worker,
+                    });
                     if let Ok(mut s) = shared.shutdowns.lock() {
                         s.push(driver.shutdown.clone());
                     }

@@ -28,6 +28,22 @@ pub struct IssueContext {
     pub branch: Option<String>,
 }
 
+impl IssueContext {
+    /// The issue's facts asked of the tracker and git (a runner that restarted mid-cycle has
+    /// nothing in memory); what they cannot tell stays empty.
+    pub(crate) fn asked(world: &crate::ports::World, issue: u32) -> IssueContext {
+        IssueContext {
+            number: issue,
+            title: world
+                .tracker
+                .get(issue)
+                .map(|i| i.title)
+                .unwrap_or_default(),
+            branch: world.git.feature_branch(issue).ok().flatten(),
+        }
+    }
+}
+
 /// The built-in instruction of each step; `steps.<key>.prompt` replaces it.
 pub fn default_prompt(step: Step) -> &'static str {
     match step {

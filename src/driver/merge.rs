@@ -31,7 +31,7 @@ pub(crate) fn turn_wait_ms(claim_lease: Option<Duration>, workers: u32) -> Optio
 impl Driver {
     /// `TakeMergeTurn`: one ask for the fleet's turn, then one for the tracker's merge lease
     /// (the holder's ask renews it). Busy: who holds it is said for the diagnostics.
-    pub(super) fn take_merge_turn(&mut self, issue: u32) -> Event {
+    pub(super) async fn take_merge_turn(&mut self, issue: u32) -> Event {
         if let Some(link) = self.fleet.clone() {
             match link.report(Report::WantsMerge {
                 worker: link.worker,
@@ -52,17 +52,24 @@ impl Driver {
         }
         // The merge lease lasts a claim's lease: a holder that died delays the others by
         // at most that.
-        let answer = self.claims.as_ref().map(|k| {
-            k.store
-                .lease_merge(issue, &k.worker, k.lease, self.clock.now())
-        });
+        let Some(lease) = self.claims.as_ref().map(|k| k.lease) else {
+            return Event::MergeTurnTaken;
+        };
+        let now = self.clock.now();
+        let asked = self
+            .on_claims(move |store, worker| {
+                let answer = store.lease_merge(issue, worker, lease, now);
+                (answer, store.merge_lease_file())
+            })
+            .await;
+        let (answer, lease_file) = match asked {
+            Some((answer, file)) => (Some(answer), file),
+            None => (None, None),
+        };
         match answer {
             None | Some(Ok(None)) | Some(Ok(Some(Claimed::Won(_)))) => Event::MergeTurnTaken,
             Some(Ok(Some(Claimed::Held(holder)))) => {
-                let file = self
-                    .claims
-                    .as_ref()
-                    .and_then(|k| k.store.merge_lease_file())
+                let file = lease_file
                     .map(|f| format!("; remove {} if that runner is gone", f.display()))
                     .unwrap_or_default();
                 let text = format!(
@@ -86,19 +93,18 @@ impl Driver {
 
     /// `ReleaseMergeTurn`: the tracker's lease and then the fleet's turn given back (merged or
     /// not), so that the next worker to get the turn finds the lease free. Idempotent.
-    pub(super) fn release_merge_turn(&mut self) {
-        self.release_merge_lease();
+    pub(super) async fn release_merge_turn(&mut self) {
+        self.release_merge_lease().await;
         self.fleet_report(|worker| Report::MergeDone { worker });
     }
 
     /// Gives this runner's merge lease back, if it holds it. Also at the start of a fleet's
     /// worker: a lease left under its id by a killed run is stale (the project's lock is this
     /// run's), and keeping it would make the worker that has the fleet's turn wait for it.
-    pub(super) fn release_merge_lease(&mut self) {
+    pub(super) async fn release_merge_lease(&mut self) {
         let released = self
-            .claims
-            .as_ref()
-            .map(|k| k.store.release_merge(&k.worker));
+            .on_claims(|store, worker| store.release_merge(worker))
+            .await;
         if let Some(Err(e)) = released {
             self.log(&format!("warning: cannot give the merge lease back: {e}"));
         }
@@ -117,7 +123,7 @@ impl Driver {
                 .failure(step)
                 .is_some_and(|f| f.class == FailureClass::MergeConflict);
         let base = if conflict_repair {
-            self.main_before_merge()
+            self.main_before_merge().await
         } else {
             match self.up_to_date(issue).await {
                 Ok(base) => base,
@@ -129,35 +135,42 @@ impl Driver {
         } else {
             self.run_agent(step, issue, attempt, repair, true).await
         };
-        match event {
+        let failed = match event {
             Event::StepFailed {
                 class,
                 signature,
                 usage,
                 ..
-            } if class != FailureClass::MergeConflict && self.lost_race(issue, base.as_deref()) => {
-                self.log(&format!(
-                    "issue #{issue}: the merge lost a push race (origin's {} moved meanwhile)",
-                    self.repo.main()
-                ));
-                Event::MergeRaceLost {
-                    class,
-                    signature,
-                    usage,
-                }
-            }
-            other => other,
+            } if class != FailureClass::MergeConflict => (class, signature, usage),
+            other => return other,
+        };
+        if !self.lost_race(issue, base).await {
+            return event;
+        }
+        self.log(&format!(
+            "issue #{issue}: the merge lost a push race (origin's {} moved meanwhile)",
+            self.main
+        ));
+        let (class, signature, usage) = failed;
+        Event::MergeRaceLost {
+            class,
+            signature,
+            usage,
         }
     }
 
     /// Origin's main as it stands before a merge the runner does not prepare (a conflict's
     /// repair), to tell a lost race afterwards; `None` where the forge merges on its side.
-    fn main_before_merge(&self) -> Option<String> {
-        if !self.forge.is_local() {
+    async fn main_before_merge(&self) -> Option<String> {
+        if !self.forge_local {
             return None;
         }
-        self.repo.fetch().ok()?;
-        self.repo.origin_main().ok().flatten()
+        self.io
+            .call(|w| {
+                w.git.fetch().ok()?;
+                w.git.origin_main().ok().flatten()
+            })
+            .await
     }
 
     /// Brings the issue's branch up to date with origin's main (local forge: on GitHub the
@@ -165,16 +178,20 @@ impl Driver {
     /// `Err(event)` for a conflict (MERGE_CONFLICT) or another failure of the step.
     async fn up_to_date(&mut self, issue: u32) -> Result<Option<String>, Event> {
         let step = Step::Merge;
-        if !self.forge.is_local() {
+        if !self.forge_local {
             return Ok(None);
         }
-        let Ok(Some(branch)) = self.repo.feature_branch(issue) else {
-            // No branch to bring up to date: the step's own checks say what is missing.
-            return Ok(self.repo.origin_main().ok().flatten());
+        let branch = match self.io.call(move |w| w.git.feature_branch(issue)).await {
+            Ok(Some(branch)) => branch,
+            _ => {
+                // No branch to bring up to date: the step's own checks say what is missing.
+                let main = self.io.call(|w| w.git.origin_main().ok().flatten()).await;
+                return Ok(main);
+            }
         };
-        let what = format!("bringing {branch} up to date with {}", self.repo.main());
+        let what = format!("bringing {branch} up to date with {}", self.main);
         match self
-            .patiently(&what, |d| d.repo.bring_up_to_date(&branch))
+            .patiently(&what, move |w| w.git.bring_up_to_date(&branch))
             .await
         {
             network::Patient::Done(Ok(base)) => Ok(base),
@@ -191,10 +208,12 @@ impl Driver {
     /// Whether the failed merge lost a race: origin's main moved on from `base` and the
     /// branch is not in it. A question git cannot answer counts as no race (the failure then
     /// stands as the attempt's).
-    fn lost_race(&self, issue: u32, base: Option<&str>) -> bool {
-        match self.repo.feature_branch(issue) {
-            Ok(Some(branch)) => self.repo.lost_race(&branch, base).unwrap_or(false),
-            _ => false,
-        }
+    async fn lost_race(&self, issue: u32, base: Option<String>) -> bool {
+        self.io
+            .call(move |w| match w.git.feature_branch(issue) {
+                Ok(Some(branch)) => w.git.lost_race(&branch, base.as_deref()).unwrap_or(false),
+                _ => false,
+            })
+            .await
     }
 }

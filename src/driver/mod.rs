@@ -32,7 +32,7 @@ use crate::journal::{Journal, SessionEnd};
 use crate::logs::{append_line, Logs};
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, Report, State};
 use crate::notify::Severity;
-use crate::ports::{AgentPort, Clock, ForgePort, GitPort, NotifierPort, TrackerPort};
+use crate::ports::{AgentPort, Clock, Io, NotifierPort, World};
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
@@ -79,16 +79,17 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
             return 2;
         }
     };
-    runtime.block_on(async move {
-        match Driver::start(cfg, opts) {
-            Ok(Started::Ready(driver)) => driver.drive().await,
-            Ok(Started::Exit(code)) => code,
-            Err(msg) => {
-                say!("error: {msg}");
-                2
-            }
+    // Startup is synchronous and may block (the tracker, git): it runs before the runtime
+    // drives anything, outside its context.
+    let started = Driver::start(cfg, opts);
+    match started {
+        Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
+        Ok(Started::Exit(code)) => code,
+        Err(msg) => {
+            say!("error: {msg}");
+            2
         }
-    })
+    }
 }
 
 /// How a run on given ports ended (`run_on_ports`).
@@ -134,17 +135,18 @@ pub fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -
         .enable_all()
         .build()
     {
-        Ok(runtime) => runtime.block_on(async move {
+        Ok(runtime) => {
             let program = PathBuf::from(&cfg.agent.command);
-            match Driver::start_on(cfg, opts, program, ports) {
-                Ok(Started::Ready(driver)) => driver.drive().await,
+            let started = Driver::start_on(cfg, opts, program, ports);
+            match started {
+                Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
                 Ok(Started::Exit(code)) => code,
                 Err(msg) => {
                     say!("error: {msg}");
                     2
                 }
             }
-        }),
+        }
         Err(e) => {
             say!("error: cannot start the async runtime: {e}");
             2
@@ -167,14 +169,15 @@ struct Driver {
     opts: RunOptions,
     /// The agent binary, resolved on PATH once at startup.
     program: PathBuf,
-    /// The project's git repository (plain git facts and commits): the git port.
-    repo: Box<dyn GitPort>,
-    /// Where PRs and CI are read (GitHub through `gh`, or the local forge): the forge port.
-    forge: Box<dyn ForgePort>,
-    /// Where issues are selected, closed and marked escalated: the tracker port.
-    tracker: Box<dyn TrackerPort>,
+    /// The blocking ports (git, the forge, the tracker, the claim store), reached only through
+    /// [`Io::call`]: every call runs off the runtime, so no child process blocks it.
+    io: Io,
+    /// The default branch's name, as the git port found it at startup.
+    main: String,
+    /// Whether the forge is the local one (the runner merges; on GitHub the forge does).
+    forge_local: bool,
     /// Chat, webhook and command channels; deduplicated and redacted: the notifier port.
-    notifier: Box<dyn NotifierPort>,
+    notifier: std::sync::Arc<dyn NotifierPort>,
     /// Runs one agent attempt: the agent port.
     agent: Box<dyn AgentPort>,
     /// "Now" and every wait: the clock port.
@@ -248,10 +251,10 @@ impl Driver {
             return 2;
         }
         if self.opts.dry_run {
-            return self.dry_run();
+            return self.dry_run().await;
         }
         let project = self.cfg.project_path.clone();
-        if let Err(e) = crate::git::exclude::exclude_artifacts(&project) {
+        if let Err(e) = self.io.call(|w| w.git.exclude_artifacts()).await {
             self.log(&format!(
                 "warning: cannot keep runner files out of git: {e}"
             ));
@@ -271,8 +274,13 @@ impl Driver {
             project.display(),
             self.core.state().name()
         ));
+        if self.fleet.is_some() {
+            // A lease left under this worker's id by a killed run is stale (the project's
+            // lock is this run's): keeping it would make the worker with the turn wait.
+            self.release_merge_lease().await;
+        }
         if self.recovering {
-            self.clear_locks_of_a_killed_runner();
+            self.clear_locks_of_a_killed_runner().await;
         }
         if !self.redo.is_empty() {
             self.log(&format!(
@@ -284,7 +292,7 @@ impl Driver {
                 let _ = self.perform(effect, &state).await;
             }
         }
-        let mut event = self.initial_event(self.first);
+        let mut event = self.initial_event(self.first).await;
         // What was said before the first event (its answer's words, if any).
         let mut reported = std::mem::take(&mut self.report);
         loop {
@@ -349,7 +357,10 @@ impl Driver {
                     Outcome::Continue => {}
                     Outcome::Next(ev) => next = Some(ev),
                     Outcome::Exit(code) => {
-                        self.notifier.flush(Duration::from_secs(35));
+                        let notifier = std::sync::Arc::clone(&self.notifier);
+                        self.io
+                            .call(move |_| notifier.flush(Duration::from_secs(35)))
+                            .await;
                         return code;
                     }
                 }
@@ -389,13 +400,20 @@ impl Driver {
     }
 
     /// An open issue skipped for lacking the selection label is said, not silently passed over.
-    fn say_unlabelled(&self) {
-        let skipped = self.tracker.open_without_label();
+    async fn say_unlabelled(&self) {
+        let (skipped, label) = self
+            .io
+            .call(|w| {
+                (
+                    w.tracker.open_without_label(),
+                    w.tracker.label().to_string(),
+                )
+            })
+            .await;
         if !skipped.is_empty() {
             self.log(&format!(
-                "open issue(s) {} lack the label {}, so the runner does not select them; add the label to have them worked",
+                "open issue(s) {} lack the label {label}, so the runner does not select them; add the label to have them worked",
                 issue_list(&skipped),
-                self.tracker.label()
             ));
         }
     }
@@ -482,12 +500,12 @@ impl Driver {
         }
     }
 
-    fn exit(&mut self, code: u8, state: &State) -> i32 {
+    async fn exit(&mut self, code: u8, state: &State) -> i32 {
         // A merge turn held when the run stops (a halt, a signal) is given back with it.
-        self.release_merge_turn();
+        self.release_merge_turn().await;
         self.fleet_report(|worker| sdlc_machine::fleet::Report::Finished { worker });
         if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
-            self.release_claim(issue);
+            self.release_claim(issue).await;
         }
         let project = self.cfg.project_path.clone();
         if matches!(state, State::Halted { .. }) {

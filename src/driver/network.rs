@@ -8,6 +8,7 @@
 use super::Driver;
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::machine::Event;
+use crate::ports::World;
 
 /// How a call ended.
 pub(super) enum Patient<T, E> {
@@ -20,15 +21,23 @@ pub(super) enum Patient<T, E> {
 }
 
 impl Driver {
-    /// Makes the call once (a signal stops its process group at once, even while this thread
-    /// is blocked in it); a transient network failure becomes `NetworkFailed`, with what failed
-    /// kept for the diagnostic should the machine give up on the network.
-    pub(super) async fn patiently<T, E: std::fmt::Display + Kinded>(
+    /// Makes the call once, off the runtime (a signal stops its process group at once); a
+    /// transient network failure becomes `NetworkFailed`, with what failed kept for the
+    /// diagnostic should the machine give up on the network.
+    pub(super) async fn patiently<T, E>(
         &mut self,
         what: &str,
-        call: impl FnOnce(&Driver) -> Result<T, E>,
-    ) -> Patient<T, E> {
-        match crate::process::cancellable(|| call(self)) {
+        call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
+    ) -> Patient<T, E>
+    where
+        T: Send + 'static,
+        E: std::fmt::Display + Kinded + Send + 'static,
+    {
+        let answer = self
+            .io
+            .call(move |world| crate::process::cancellable(|| call(world)))
+            .await;
+        match answer {
             Err(e) if e.kind() == CallFailureKind::Cancelled => {
                 Patient::Cancelled(self.shutdown.event())
             }

@@ -84,17 +84,18 @@ impl Driver {
             Effect::Pause { millis } => {
                 Outcome::Next(self.sleep(Duration::from_millis(millis)).await)
             }
-            Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue)),
+            Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue).await),
             Effect::ClaimIssue { issue } => Outcome::Next(self.claim_issue(issue).await),
             Effect::RenewClaim { issue, secs } => {
-                Outcome::Next(self.renew_claim(issue, Duration::from_secs(secs)))
+                Outcome::Next(self.renew_claim(issue, Duration::from_secs(secs)).await)
             }
             Effect::ReleaseMergeTurn => {
-                self.release_merge_turn();
+                self.release_merge_turn().await;
                 Outcome::Continue
             }
             Effect::AutoCommit(kind) => {
-                match self.repo.auto_commit(&kind.message()) {
+                let message = kind.message();
+                match self.io.call(move |w| w.git.auto_commit(&message)).await {
                     Ok(true) => self.log(&format!("committed: {}", kind.message())),
                     Ok(false) => {}
                     Err(e) => self.log(&format!("auto-commit skipped: {e}")),
@@ -103,11 +104,9 @@ impl Driver {
             }
             Effect::CheckoutMain => {
                 // A post-checkout hook that hangs must not hold off a signal.
-                if let Err(e) = crate::process::cancellable(|| self.repo.checkout_main()) {
-                    self.log(&format!(
-                        "warning: cannot check out {}: {e}",
-                        self.repo.main()
-                    ));
+                let checkout = |w: &World| crate::process::cancellable(|| w.git.checkout_main());
+                if let Err(e) = self.io.call(checkout).await {
+                    self.log(&format!("warning: cannot check out {}: {e}", self.main));
                 }
                 Outcome::Continue
             }
@@ -126,11 +125,13 @@ impl Driver {
             Effect::RecordMerged { issue } => {
                 // The merge is already final (journaled with the event that led here); the
                 // claim and the fleet learn of it whatever the tracker answers.
-                self.release_claim(issue);
+                self.release_claim(issue).await;
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Merged { worker, issue });
                 let what = format!("closing issue #{issue} in the tracker");
                 let written = self
-                    .patiently(&what, |d| d.tracker.close(issue, "merged by sdlc-runner"))
+                    .patiently(&what, move |w| {
+                        w.tracker.close(issue, "merged by sdlc-runner")
+                    })
                     .await;
                 crate::failpoint::point("tracker: closed");
                 Outcome::Next(self.tracker_written(&what, written))
@@ -144,10 +145,10 @@ impl Driver {
                 );
                 let what = format!("marking issue #{issue} escalated in the tracker");
                 let written = self
-                    .patiently(&what, |d| d.tracker.mark_escalated(issue, &text))
+                    .patiently(&what, move |w| w.tracker.mark_escalated(issue, &text))
                     .await;
                 crate::failpoint::point("tracker: marked escalated");
-                self.release_claim(issue);
+                self.release_claim(issue).await;
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Escalated {
                     worker,
                     issue,
@@ -157,17 +158,21 @@ impl Driver {
             Effect::Unquarantine { issue } => {
                 let note = report::release_note(issue, self.core.runner());
                 let what = format!("lifting the quarantine of issue #{issue} in the tracker");
-                let written = self
-                    .patiently(&what, |d| d.tracker.unquarantine(issue, &note))
-                    .await;
+                let written = {
+                    let note = note.clone();
+                    self.patiently(&what, move |w| w.tracker.unquarantine(issue, &note))
+                        .await
+                };
                 if matches!(written, network::Patient::Done(Ok(()))) {
                     self.log(&format!("tracker: issue #{issue} released: {note}"));
                 }
                 Outcome::Next(self.tracker_written(&what, written))
             }
             Effect::Cleanup => {
-                let killed =
-                    kill_matching(&self.cfg.cleanup.process_patterns, &ProtectSet::current());
+                let patterns = self.cfg.cleanup.process_patterns.clone();
+                // Its grace between SIGTERM and SIGKILL is a wait: off the runtime.
+                let kill = move |_: &World| kill_matching(&patterns, &ProtectSet::current());
+                let killed = self.io.call(kill).await;
                 for (pid, cmd) in killed {
                     self.log(&format!("cleanup: stopped pid {pid} ({cmd})"));
                 }
@@ -208,9 +213,11 @@ impl Driver {
                 let mut quarantined: Vec<u32> =
                     self.core.runner().escalated.iter().copied().collect();
                 if matches!(reason, HaltReason::AllIssuesEscalated) {
-                    if let Ok(Selection::AllEscalated { numbers }) =
-                        self.tracker.select(&Default::default())
-                    {
+                    let selected = self
+                        .io
+                        .call(|w| w.tracker.select(&Default::default()))
+                        .await;
+                    if let Ok(Selection::AllEscalated { numbers }) = selected {
                         quarantined.extend(numbers);
                     }
                 }
@@ -237,7 +244,7 @@ impl Driver {
                 }
                 Outcome::Continue
             }
-            Effect::Exit { code } => Outcome::Exit(self.exit(code, state)),
+            Effect::Exit { code } => Outcome::Exit(self.exit(code, state).await),
         }
     }
 

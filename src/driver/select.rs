@@ -2,28 +2,54 @@
 //! worker id), a person's decision read, the step's preconditions checked through the ports.
 
 use super::*;
+use std::collections::BTreeSet;
 
 impl Driver {
+    /// What to ask the tracker for the next issue, from what this runner knows.
+    pub(super) fn tracker_query(&self) -> TrackerQuery {
+        let runner = self.core.runner();
+        let finished: BTreeSet<u32> = runner.merged.union(&runner.withdrawn).copied().collect();
+        let mut excluded = self.core.escalated().clone();
+        excluded.extend(finished.iter().copied());
+        if let Some(keeper) = &self.claims {
+            excluded.extend(keeper.others.keys().copied());
+            excluded.extend(keeper.refused.iter().copied());
+        }
+        excluded.extend(runner.held_elsewhere.iter().copied());
+        TrackerQuery {
+            only: match runner.mode {
+                Mode::SingleIssue(n) => Some(n),
+                _ => None,
+            },
+            excluded,
+            finished,
+        }
+    }
+}
+
+/// A question for the tracker: which issue next.
+pub(super) struct TrackerQuery {
+    /// The issue named by `--issue`.
+    only: Option<u32>,
+    /// Issues not to be offered: escalated, finished, held by other runners.
+    excluded: BTreeSet<u32>,
+    /// Issues this session merged or a person withdrew.
+    finished: BTreeSet<u32>,
+}
+
+impl TrackerQuery {
     /// The issue to work on: the one named by `--issue`, else the tracker's choice. Issues this
     /// session merged or a person withdrew are never offered again, whatever the tracker still
     /// says of them; they are finished, not escalated.
-    pub(super) fn ask_tracker(&self) -> Result<Selection, tracker::TrackerError> {
-        let runner = self.core.runner();
-        let finished: std::collections::BTreeSet<u32> =
-            runner.merged.union(&runner.withdrawn).copied().collect();
-        let selection = match runner.mode {
-            Mode::SingleIssue(n) => return self.tracker.get(n).map(Selection::Issue),
-            _ => {
-                let mut excluded = self.core.escalated().clone();
-                excluded.extend(finished.iter().copied());
-                if let Some(keeper) = &self.claims {
-                    excluded.extend(keeper.others.keys().copied());
-                    excluded.extend(keeper.refused.iter().copied());
-                }
-                excluded.extend(runner.held_elsewhere.iter().copied());
-                self.tracker.select(&excluded)?
-            }
-        };
+    pub(super) fn ask(
+        &self,
+        tracker: &dyn crate::ports::TrackerPort,
+    ) -> Result<Selection, tracker::TrackerError> {
+        if let Some(n) = self.only {
+            return tracker.get(n).map(Selection::Issue);
+        }
+        let finished = &self.finished;
+        let selection = tracker.select(&self.excluded)?;
         Ok(match selection {
             Selection::AllEscalated { numbers } => {
                 let left: Vec<u32> = numbers
@@ -39,7 +65,9 @@ impl Driver {
             other => other,
         })
     }
+}
 
+impl Driver {
     /// The tracker's selection, leaving out the issues other runners hold (the machine claims
     /// the one selected, `ClaimIssue`); when only such issues are left, there is nothing for
     /// this runner to do (they are not escalated or blocked: someone is working on them).
@@ -47,10 +75,13 @@ impl Driver {
         &mut self,
     ) -> Result<Result<Selection, tracker::TrackerError>, Event> {
         if self.claims.is_some() {
-            self.claimed_by_others();
+            self.claimed_by_others().await;
         }
+        let query = self.tracker_query();
         let selection = match self
-            .patiently("asking the tracker for the next issue", |d| d.ask_tracker())
+            .patiently("asking the tracker for the next issue", move |w| {
+                query.ask(&*w.tracker)
+            })
             .await
         {
             network::Patient::Done(result) => result,
@@ -134,7 +165,7 @@ impl Driver {
                 }
             }
             Ok(Selection::NoIssues) => {
-                self.say_unlabelled();
+                self.say_unlabelled().await;
                 Event::NoIssues
             }
             Ok(Selection::AllEscalated { .. }) => Event::AllEscalated,
@@ -160,7 +191,7 @@ impl Driver {
         let ctx = self.step_context();
         self.state.current_step = step.number();
         self.save_state();
-        if let Some(event) = self.workspace_check(step, step == Step::StartCycle) {
+        if let Some(event) = self.workspace_check(step, step == Step::StartCycle).await {
             return event;
         }
         match self.withdrawn_by_a_person().await {
@@ -169,9 +200,10 @@ impl Driver {
             Err(event) => return event,
         }
         let what = format!("checking whether {} is already done", step.key());
+        let probe = ctx.clone();
         let done = match self
-            .patiently(&what, |d| {
-                checks::already_done(&*d.repo, &*d.forge, step, &ctx)
+            .patiently(&what, move |w| {
+                checks::already_done(&*w.git, &*w.forge, step, &probe)
             })
             .await
         {
@@ -195,8 +227,8 @@ impl Driver {
         }
         let what = format!("checking the preconditions of {}", step.key());
         let checked = match self
-            .patiently(&what, |d| {
-                checks::precondition(&*d.repo, &*d.forge, step, &ctx)
+            .patiently(&what, move |w| {
+                checks::precondition(&*w.git, &*w.forge, step, &ctx)
             })
             .await
         {

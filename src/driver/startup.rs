@@ -107,7 +107,7 @@ impl Driver {
                 return Ok(Started::Exit(code));
             }
         }
-        let claims = claim_keeper(&cfg, &opts)?;
+        let (claims, claim_store) = claim_keeper(&cfg, &opts)?.unzip();
         let mut limits = cfg.limits();
         limits.claims = claims.is_some();
         limits.merge_turn_wait_ms = super::turn_wait_ms(
@@ -248,10 +248,15 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             cfg,
             opts,
             program,
-            repo,
-            forge,
-            tracker,
-            notifier,
+            main: repo.main().to_string(),
+            forge_local: forge.is_local(),
+            io: crate::ports::Io::new(crate::ports::World {
+                git: repo,
+                forge,
+                tracker,
+                claims: claim_store,
+            }),
+            notifier: std::sync::Arc::from(notifier),
             agent,
             clock,
             logs,
@@ -301,7 +306,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
     /// never moves it, except that a merged PR for the issue's branch means the merge is done.
     /// Without a cycle, git may show work the journal does not know (a branch made by hand):
     /// it is adopted unless the tracker marks the issue escalated.
-    pub(super) fn initial_event(&mut self, restart: Event) -> Event {
+    pub(super) async fn initial_event(&mut self, restart: Event) -> Event {
         if self.core.is_terminal() || matches!(restart, Event::ModeChanged { .. }) {
             return restart;
         }
@@ -309,24 +314,21 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             return restart;
         }
         if let Some(issue) = self.core.runner().issue {
-            self.issue = IssueContext {
-                number: issue,
-                title: self.tracker.get(issue).map(|i| i.title).unwrap_or_default(),
-                branch: self.repo.feature_branch(issue).ok().flatten(),
-            };
+            self.issue = self.io.call(move |w| IssueContext::asked(w, issue)).await;
             if self.state.current_issue == Some(issue) {
                 self.feature = self.state.feature_name.clone();
             }
             // A merge the journal already records is being told to the tracker: the
             // restart event re-issues that request.
             let recorded = self.core.runner().merged.contains(&issue);
-            let merged = !recorded
-                && self.issue.branch.as_ref().is_some_and(|b| {
-                    matches!(
-                        self.forge.pr_for_branch(b),
-                        Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged
-                    )
-                });
+            let branch = self.issue.branch.clone().filter(|_| !recorded);
+            let merged = match branch {
+                Some(b) => {
+                    let pr = self.io.call(move |w| w.forge.pr_for_branch(&b)).await;
+                    matches!(pr, Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged)
+                }
+                None => false,
+            };
             if merged {
                 self.log(&format!(
                     "issue #{issue}: its PR is merged; recording the merge"
@@ -338,7 +340,12 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             return restart;
         }
-        let detected = match checks::detect_progress(&*self.repo, &*self.forge, Some(&self.state)) {
+        let state = self.state.clone();
+        let progress = self
+            .io
+            .call(move |w| checks::detect_progress(&*w.git, &*w.forge, Some(&state)))
+            .await;
+        let detected = match progress {
             Ok(d) => d,
             Err(e) => {
                 self.log(&format!(
@@ -355,7 +362,8 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                 return restart;
             }
         }
-        let issue = match self.tracker.get(d.issue) {
+        let number = d.issue;
+        let issue = match self.io.call(move |w| w.tracker.get(number)).await {
             Ok(issue) => issue,
             Err(e) => {
                 self.log(&format!(
@@ -375,11 +383,8 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
         if d.merged {
             if !issue.state_open {
                 // Merged and closed: only the checkout to main was left to do.
-                if let Err(e) = self.repo.checkout_main() {
-                    self.log(&format!(
-                        "warning: cannot check out {}: {e}",
-                        self.repo.main()
-                    ));
+                if let Err(e) = self.io.call(|w| w.git.checkout_main()).await {
+                    self.log(&format!("warning: cannot check out {}: {e}", self.main));
                 }
                 return restart;
             }
@@ -482,7 +487,13 @@ fn settle_release(tracker: &dyn TrackerPort, session: &str, issue: u32) -> Resul
 fn claim_keeper(
     cfg: &Config,
     opts: &RunOptions,
-) -> Result<Option<super::claim::ClaimKeeper>, String> {
+) -> Result<
+    Option<(
+        super::claim::ClaimKeeper,
+        crate::tracker::claims::ClaimStore,
+    )>,
+    String,
+> {
     let Some(worker) = opts.worker_id.clone() else {
         return Ok(None);
     };
@@ -507,14 +518,14 @@ fn claim_keeper(
             longest.as_secs_f64() / 60.0
         ));
     }
-    Ok(Some(super::claim::ClaimKeeper {
-        store,
+    let keeper = super::claim::ClaimKeeper {
         worker,
         lease: cfg.claims.lease,
         held: None,
         others: Default::default(),
         refused: Default::default(),
-    }))
+    };
+    Ok(Some((keeper, store)))
 }
 
 /// A run mode as the command line spells it, for messages.

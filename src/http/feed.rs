@@ -51,25 +51,28 @@ pub struct Feed {
 
 /// Where the journals of a run are: the project's own, and each fleet worker's clone.
 pub struct Journals {
-    pub project: PathBuf,
+    /// The project's journal.
+    pub journal: Option<PathBuf>,
+    /// Where the fleet's workers keep their clones.
     pub workers_dir: Option<PathBuf>,
 }
 
 impl Journals {
+    /// Located once, when the server starts (git tells where the runner's directory is): the
+    /// server's polls then read files only, and never wait for a child on its runtime.
     pub fn of(project: &Path) -> Journals {
+        let dir = crate::runner_dir::RunnerDir::locate(project).ok();
         Journals {
-            project: project.to_path_buf(),
-            workers_dir: crate::runner_dir::RunnerDir::locate(project)
-                .ok()
-                .map(|d| d.dir.join("workers")),
+            journal: dir.as_ref().map(|d| d.journal()),
+            workers_dir: dir.map(|d| d.dir.join("workers")),
         }
     }
 
     /// `(worker, journal)`: `runner` for the project's journal, `w<k>` for each clone's.
     fn list(&self) -> Vec<(String, PathBuf)> {
         let mut all = Vec::new();
-        if let Ok(path) = crate::journal::journal_path(&self.project) {
-            all.push(("runner".to_string(), path));
+        if let Some(path) = &self.journal {
+            all.push(("runner".to_string(), path.clone()));
         }
         let Some(dir) = &self.workers_dir else {
             return all;
@@ -86,8 +89,14 @@ impl Journals {
             .collect();
         workers.sort();
         for (k, clone) in workers {
-            if let Ok(path) = crate::journal::journal_path(&clone) {
-                all.push((format!("w{k}"), path));
+            // The fleet makes plain clones: each one's git directory is the `.git` inside it,
+            // found without asking git (the server polls on its runtime's thread).
+            let git_dir = clone.join(".git");
+            if git_dir.is_dir() {
+                let dir = crate::runner_dir::RunnerDir {
+                    dir: git_dir.join(crate::runner_dir::DIR_NAME),
+                };
+                all.push((format!("w{k}"), dir.journal()));
             }
         }
         all

@@ -227,9 +227,10 @@ impl StatusCache {
             }
         }
         let (cfg, document) = (self.cfg.clone(), self.document);
-        let doc = tokio::task::spawn_blocking(move || document(&cfg))
-            .await
-            .map_err(|e| format!("the status reader failed: {e}"))??;
+        let doc =
+            tokio::task::spawn_blocking(move || crate::process::off_runtime(|| document(&cfg)))
+                .await
+                .map_err(|e| format!("the status reader failed: {e}"))??;
         let doc: Arc<str> = Arc::from(doc);
         *last = Some((Instant::now(), doc.clone()));
         Ok(doc)

@@ -14,6 +14,7 @@ pub mod forge;
 pub mod git;
 pub mod notifier;
 pub mod tracker;
+pub mod world;
 
 pub use agent::AgentPort;
 pub use clock::Clock;
@@ -21,6 +22,7 @@ pub use forge::ForgePort;
 pub use git::GitPort;
 pub use notifier::NotifierPort;
 pub use tracker::TrackerPort;
+pub use world::{Io, World};
 
 use crate::config::{Config, ForgeKind};
 use crate::forge::Forge;

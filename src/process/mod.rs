@@ -6,8 +6,8 @@
 //! (The agent itself, which streams for hours, is run by `agent`.)
 //!
 //! Every child dies with its whole group: at its time limit, when the runner is asked to stop
-//! (SIGINT, SIGTERM, SIGHUP, seen by a signal handler of this module within milliseconds even
-//! while the async runtime is busy in a blocking call), at the deadline of the step it serves
+//! (SIGINT, SIGTERM, SIGHUP, seen by a signal handler of this module within milliseconds on
+//! whatever thread the call runs), at the deadline of the step it serves
 //! (see [`within_deadline`]), and as soon as it exits (a hook or a CI command that started a
 //! background process leaves nothing behind). A long command (local CI) gets SIGKILL if the
 //! runner dies.
@@ -24,9 +24,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub mod children;
+mod off_runtime;
 mod stop;
-pub use stop::{cancellable, install_stop_handler, stop_signal, stopped, within_deadline, Stopped};
-use stop::{stop_error, Scope};
+pub use off_runtime::{may_block, off_runtime};
+use stop::stop_error;
+pub use stop::{
+    cancellable, install_stop_handler, stop_signal, stopped, within_deadline, Scope, Stopped,
+};
 
 /// Longest a single git command may take: a fetch or push over a dead network must not hang
 /// an unattended run.
@@ -261,6 +265,7 @@ pub(crate) fn run_tracked(
         .get_current_dir()
         .map_or_else(|| ".".to_string(), |d| d.display().to_string());
     tracing::debug!(%program, %args, %cwd, "run");
+    off_runtime::check(&program, &args);
     let started = Instant::now();
     let result = run_tracked_inner(cmd, stdin, timeout, marker, slot, budget);
     let ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

@@ -63,9 +63,11 @@ pub fn stop_signal() -> Option<i32> {
         .and_then(|n| i32::try_from(n).ok())
 }
 
-/// What the calls made on this thread inside a scope obey, beyond their own time limit.
+/// What the calls made on this thread inside a scope obey, beyond their own time limit. A call
+/// handed to another thread takes its caller's scope along ([`Scope::current`],
+/// [`Scope::enter`]): where it runs does not change what stops it.
 #[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Scope {
+pub struct Scope {
     /// A stop request ends the call (its group killed) at once.
     cancellable: bool,
     /// The group is killed at this instant: the step the call serves is out of time.
@@ -108,8 +110,15 @@ pub fn within_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
 }
 
 impl Scope {
-    pub(super) fn current() -> Scope {
+    /// The scope of the calls made on this thread now.
+    pub fn current() -> Scope {
         SCOPE.with(Cell::get)
+    }
+
+    /// Runs `f` on this thread in this scope (a caller's, taken along to the thread that
+    /// makes its call), restoring the thread's own scope after.
+    pub fn enter<T>(self, f: impl FnOnce() -> T) -> T {
+        scoped(|s| *s = self, f)
     }
 
     /// Whether a child of this scope must be stopped now, and why.

@@ -20,7 +20,13 @@ impl FakeForge {
 
     /// A scripted network failure, if one is due.
     fn network(&self, command: &str) -> Result<(), ForgeError> {
-        if !super::world::due(&mut self.world.lock().script.forge_network_failures) {
+        if !super::world::due(
+            &mut self
+                .world
+                .lock_for_blocking_call()
+                .script
+                .forge_network_failures,
+        ) {
             return Ok(());
         }
         Err(ForgeError::Command {
@@ -36,15 +42,20 @@ impl FakeForge {
 impl ForgePort for FakeForge {
     fn pr_for_branch(&self, branch: &str) -> Result<Option<Pr>, ForgeError> {
         self.network("gh pr list")?;
-        Ok(self.world.lock().prs.get(branch).cloned())
+        Ok(self.world.lock_for_blocking_call().prs.get(branch).cloned())
     }
     fn ci_state(&self, _branch: &str) -> Result<CiState, ForgeError> {
         self.network("gh pr checks")?;
-        Ok(self.world.lock().script.ci.unwrap_or(CiState::Passed))
+        Ok(self
+            .world
+            .lock_for_blocking_call()
+            .script
+            .ci
+            .unwrap_or(CiState::Passed))
     }
     fn create_pr(&self, branch: &str, _title: &str, _body: &str) -> Result<Pr, ForgeError> {
         self.network("gh pr create")?;
-        let mut w = self.world.lock();
+        let mut w = self.world.lock_for_blocking_call();
         let pr = w.prs.entry(branch.to_string()).or_insert_with(|| Pr {
             number: 0,
             url: format!("fake://pulls/{branch}"),
@@ -54,7 +65,7 @@ impl ForgePort for FakeForge {
     }
     fn merge_pr(&self, branch: &str, _message: &str) -> Result<(), ForgeError> {
         self.network("gh pr merge")?;
-        let mut w = self.world.lock();
+        let mut w = self.world.lock_for_blocking_call();
         if super::world::due(&mut w.script.lost_races) {
             // Another merger's commit lands first; this push is refused.
             w.origin_main += 1;

@@ -49,16 +49,20 @@ impl GitPort for FakeGit {
         "main"
     }
     fn current_branch(&self) -> Result<Option<String>, GitError> {
-        Ok(Some(self.world.lock().current.clone()))
+        Ok(Some(self.world.lock_for_blocking_call().current.clone()))
     }
     fn is_clean(&self) -> Result<bool, GitError> {
-        Ok(self.world.lock().foreign_changes.is_empty())
+        Ok(self
+            .world
+            .lock_for_blocking_call()
+            .foreign_changes
+            .is_empty())
     }
     fn foreign_changes(&self) -> Result<Vec<String>, GitError> {
-        Ok(self.world.lock().foreign_changes.clone())
+        Ok(self.world.lock_for_blocking_call().foreign_changes.clone())
     }
     fn feature_branch(&self, issue: u32) -> Result<Option<String>, GitError> {
-        let w = self.world.lock();
+        let w = self.world.lock_for_blocking_call();
         Ok(w.branches
             .keys()
             .find(|b| leading_issue(b) == Some(issue))
@@ -68,20 +72,20 @@ impl GitPort for FakeGit {
         Ok(None)
     }
     fn commits_ahead_of_main(&self, branch: &str) -> Result<u32, GitError> {
-        let w = self.world.lock();
+        let w = self.world.lock_for_blocking_call();
         let b = w.branches.get(branch).ok_or_else(|| unknown(branch))?;
         Ok(if b.merged { 0 } else { b.commits })
     }
     fn branch_pushed(&self, branch: &str) -> Result<bool, GitError> {
         Ok(self
             .world
-            .lock()
+            .lock_for_blocking_call()
             .branches
             .get(branch)
             .is_some_and(|b| b.on_origin))
     }
     fn unpushed_commits(&self, branch: &str) -> Result<u32, GitError> {
-        let w = self.world.lock();
+        let w = self.world.lock_for_blocking_call();
         let b = w.branches.get(branch).ok_or_else(|| unknown(branch))?;
         Ok(b.commits.saturating_sub(b.pushed))
     }
@@ -90,7 +94,7 @@ impl GitPort for FakeGit {
         Ok(false)
     }
     fn checkout_main(&self) -> Result<(), GitError> {
-        self.world.lock().current = "main".to_string();
+        self.world.lock_for_blocking_call().current = "main".to_string();
         Ok(())
     }
     fn stale_locks(&self, _age: Duration) -> Vec<PathBuf> {
@@ -100,7 +104,7 @@ impl GitPort for FakeGit {
         Vec::new()
     }
     fn push_branch(&self, branch: &str) -> Result<(), GitError> {
-        let mut w = self.world.lock();
+        let mut w = self.world.lock_for_blocking_call();
         if w.script.reject_pushes {
             return Err(git_failed(
                 &format!("git push origin refs/heads/{branch}"),
@@ -114,17 +118,19 @@ impl GitPort for FakeGit {
         Ok(())
     }
     fn origin_main(&self) -> Result<Option<String>, GitError> {
-        Ok(Some(self.world.lock().origin_main.to_string()))
+        Ok(Some(
+            self.world.lock_for_blocking_call().origin_main.to_string(),
+        ))
     }
     fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, GitError> {
-        let mut w = self.world.lock();
+        let mut w = self.world.lock_for_blocking_call();
         let main = w.origin_main;
         let b = w.branches.get_mut(branch).ok_or_else(|| unknown(branch))?;
         b.base = main;
         Ok(Some(main.to_string()))
     }
     fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, GitError> {
-        let w = self.world.lock();
+        let w = self.world.lock_for_blocking_call();
         let merged = w.branches.get(branch).is_some_and(|b| b.merged);
         Ok(!merged && base.is_some_and(|b| b != w.origin_main.to_string()))
     }
@@ -135,7 +141,7 @@ impl GitPort for FakeGit {
         None
     }
     fn spec_files_ok(&self, issue: u32, _feature: Option<&str>) -> Result<(), Vec<String>> {
-        if self.world.lock().specs.contains(&issue) {
+        if self.world.lock_for_blocking_call().specs.contains(&issue) {
             Ok(())
         } else {
             Err(crate::git::repo::SPEC_FILES.map(str::to_string).to_vec())

@@ -27,7 +27,13 @@ impl FakeTracker {
 
     /// A scripted network failure, if one is due.
     fn network(&self, command: &str) -> Result<(), TrackerError> {
-        if !super::world::due(&mut self.world.lock().script.tracker_network_failures) {
+        if !super::world::due(
+            &mut self
+                .world
+                .lock_for_blocking_call()
+                .script
+                .tracker_network_failures,
+        ) {
             return Ok(());
         }
         Err(TrackerError::Command {
@@ -45,7 +51,7 @@ impl FakeTracker {
         edit: impl FnOnce(&mut Issue),
     ) -> Result<(), TrackerError> {
         self.network(&format!("{what} #{number}"))?;
-        let mut w = self.world.lock();
+        let mut w = self.world.lock_for_blocking_call();
         if w.script.tracker_read_only {
             return Err(TrackerError::File {
                 path: format!("issues/{number}.json").into(),
@@ -66,7 +72,7 @@ impl FakeTracker {
 impl TrackerPort for FakeTracker {
     fn select(&self, excluded: &BTreeSet<u32>) -> Result<Selection, TrackerError> {
         self.network("gh issue list")?;
-        let w = self.world.lock();
+        let w = self.world.lock_for_blocking_call();
         let candidates: Vec<Issue> = w
             .issues
             .values()
@@ -80,7 +86,7 @@ impl TrackerPort for FakeTracker {
     fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         self.network(&format!("gh issue view {number}"))?;
         self.world
-            .lock()
+            .lock_for_blocking_call()
             .issues
             .get(&number)
             .cloned()
@@ -99,7 +105,7 @@ impl TrackerPort for FakeTracker {
         self.write(number, "release", |i| i.escalated = false)
     }
     fn open_without_label(&self) -> Vec<u32> {
-        let w = self.world.lock();
+        let w = self.world.lock_for_blocking_call();
         w.issues
             .values()
             .filter(|i| i.state_open && !i.labels.contains(&self.label))

@@ -110,6 +110,18 @@ impl World {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// The state, locked for a call of a port whose production adapter blocks (git, the
+    /// forge, the tracker). Such a call made on a thread that drives async code panics: the
+    /// driver must make it through `ports::Io`, off the runtime, as it must with the real
+    /// adapters.
+    pub(super) fn lock_for_blocking_call(&self) -> MutexGuard<'_, WorldState> {
+        assert!(
+            crate::process::may_block(),
+            "a blocking port was called on a thread that drives async code: call it through ports::Io"
+        );
+        self.lock()
+    }
+
     /// Sets the scripted faults.
     pub fn script(&self, edit: impl FnOnce(&mut Script)) {
         edit(&mut self.lock().script);
