@@ -172,7 +172,7 @@ pub(super) fn parse_range(
             parsed if is_last => {
                 let why = match parsed {
                     Ok(_) => "complete record without its newline (the write was cut off)".into(),
-                    Err(e) => e.to_string(),
+                    Err(e) => crate::sanitize::one_line(&e.to_string()).into_owned(),
                 };
                 out.torn_line = Some(format!(
                     "line {} ({} bytes) is torn and was ignored: {why}: {}",
@@ -185,7 +185,13 @@ pub(super) fn parse_range(
                 return Err(JournalError::Garbage {
                     path: path.to_path_buf(),
                     line: line_at(file, offset),
-                    message: format!("{e}: {}", preview(text)),
+                    // The parser quotes what it read (an unknown kind): escaped, like the
+                    // preview, so that no byte of the file reaches the terminal raw.
+                    message: format!(
+                        "{}: {}",
+                        crate::sanitize::one_line(&e.to_string()),
+                        preview(text)
+                    ),
                 })
             }
             Ok(_) => unreachable!("a complete line is handled above"),
