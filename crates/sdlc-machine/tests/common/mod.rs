@@ -27,6 +27,21 @@ pub enum Reply {
     Busy,
 }
 
+/// How the claim store answers a claim or its renewal (runners sharing a tracker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimReply {
+    /// Taken, or renewed.
+    Yes,
+    /// Another runner holds the issue: `ClaimHeld` to a claim, `ClaimLost` to a renewal.
+    Other,
+    /// The claim cannot be written (`TrackerWriteFailed`).
+    Unwritable,
+    /// The claim store's call fails on the network.
+    Network,
+    /// The runner dies while the claim or renewal is outstanding.
+    Crash,
+}
+
 /// The request in a batch of effects (at most one per batch).
 pub fn request(effects: &[Effect]) -> Option<Effect> {
     let mut reqs = effects.iter().filter(|e| e.is_request());
@@ -81,6 +96,19 @@ pub fn drive(
     core: &mut Core,
     backlog: u32,
     max_events: usize,
+    next_reply: impl FnMut(Step, bool) -> Reply,
+) -> Trace {
+    drive_claiming(core, backlog, max_events, || ClaimReply::Yes, next_reply)
+}
+
+/// [`drive`] where the claim store answers claims and renewals from `next_claim`; the
+/// tracker leaves out the issues the machine found held elsewhere, and offers nothing when
+/// only those are left.
+pub fn drive_claiming(
+    core: &mut Core,
+    backlog: u32,
+    max_events: usize,
+    mut next_claim: impl FnMut() -> ClaimReply,
     mut next_reply: impl FnMut(Step, bool) -> Reply,
 ) -> Trace {
     let mut trace = Trace::default();
@@ -112,14 +140,31 @@ pub fn drive(
                 return trace;
             }
             Effect::SelectIssue => {
-                let escalated = core.escalated();
-                let open: Vec<u32> = (1..=backlog).filter(|i| !merged(&trace, *i)).collect();
-                match open.iter().find(|i| !escalated.contains(i)) {
+                let (escalated, held) = (core.escalated(), &core.runner().held_elsewhere);
+                let open: Vec<u32> = (1..=backlog)
+                    .filter(|i| !merged(&trace, *i) && !escalated.contains(i))
+                    .collect();
+                match open.iter().find(|i| !held.contains(i)) {
                     Some(issue) => Event::IssueSelected { issue: *issue },
-                    None if open.is_empty() => Event::NoIssues,
+                    // Only issues other runners hold are left: nothing to do.
+                    None if !open.is_empty() || escalated.is_empty() => Event::NoIssues,
                     None => Event::AllEscalated,
                 }
             }
+            Effect::ClaimIssue { issue } => match next_claim() {
+                ClaimReply::Yes => Event::ClaimTaken { issue },
+                ClaimReply::Other => Event::ClaimHeld { issue },
+                ClaimReply::Unwritable => Event::TrackerWriteFailed,
+                ClaimReply::Network => Event::NetworkFailed,
+                ClaimReply::Crash => Event::Start,
+            },
+            Effect::RenewClaim { issue, .. } => match next_claim() {
+                ClaimReply::Yes => Event::ClaimRenewed,
+                ClaimReply::Other => Event::ClaimLost { issue },
+                ClaimReply::Unwritable => Event::TrackerWriteFailed,
+                ClaimReply::Network => Event::NetworkFailed,
+                ClaimReply::Crash => Event::Start,
+            },
             Effect::Wait { .. } | Effect::Pause { .. } => Event::WaitOver,
             Effect::TakeMergeTurn { .. } => match next_reply(Step::Merge, false) {
                 Reply::Busy => Event::MergeTurnBusy,
