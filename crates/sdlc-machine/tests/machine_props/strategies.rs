@@ -119,7 +119,14 @@ pub fn any_event() -> impl Strategy<Value = Event> {
         Just(Event::Start),
         Just(Event::NoIssues),
         Just(Event::WaitOver),
+        Just(Event::ClaimRenewed),
+        Just(Event::MergeTurnTaken),
+        Just(Event::MergeTurnBusy),
+        Just(Event::TrackerWriteFailed),
         (1u32..9).prop_map(|issue| Event::IssueSelected { issue }),
+        (1u32..9).prop_map(|issue| Event::ClaimTaken { issue }),
+        (1u32..9).prop_map(|issue| Event::ClaimHeld { issue }),
+        (1u32..9).prop_map(|issue| Event::ClaimLost { issue }),
         step.clone()
             .prop_map(|step| Event::PreconditionsOk { step }),
         step.clone().prop_map(|step| Event::StepSucceeded {
