@@ -16,6 +16,7 @@
 //! less than it lasts, a cycle started before the claim, the request held back let go after a
 //! lost claim, a refused claim halting for another reason.
 
+mod common;
 #[path = "effect_oracle/model/mod.rs"]
 mod model;
 

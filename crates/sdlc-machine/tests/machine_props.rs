@@ -374,11 +374,11 @@ proptest! {
                 // The renewal's answer lets exactly the request held back go, renewed for it.
                 prop_assert_eq!(effects.len(), 1, "{:?} released {:?}", ev, effects);
                 let released = request.unwrap_or(Effect::Exit { code: 9 });
-                prop_assert_eq!(model::renewal_due(&l, &released), Some(secs), "{:?} held back for {}s", released, secs);
+                prop_assert_eq!(common::renewal_due(&l, &released), Some(secs), "{:?} held back for {}s", released, secs);
                 prop_assert_eq!(model.issue, Some(issue));
             } else if let Some(req) = request {
                 prop_assert!(
-                    !(l.claims && model.issue.is_some()) || model::renewal_due(&l, &req).is_none(),
+                    !(l.claims && model.issue.is_some()) || common::renewal_due(&l, &req).is_none(),
                     "{:?} issued after {:?} without renewing the claim on {:?}", req, ev, model.issue
                 );
             }

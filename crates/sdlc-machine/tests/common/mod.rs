@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use sdlc_machine::failure::{FailureClass, Signature};
-use sdlc_machine::machine::{Core, Effect, Event, Usage};
+use sdlc_machine::machine::{Core, Effect, Event, Limits, Usage};
 use sdlc_machine::step::{Check, Step};
 
 /// A response to a request effect.
@@ -40,6 +40,22 @@ pub enum ClaimReply {
     Network,
     /// The runner dies while the claim or renewal is outstanding.
     Crash,
+}
+
+/// The renewal a claiming runner owes before `request`, from docs/scaling.md: each step,
+/// precondition check, look at CI and request for the merge turn (for as long as a step), and
+/// each wait and pause (for as long as it lasts), and the wait for a person's decision.
+pub fn renewal_due(l: &Limits, request: &Effect) -> Option<u64> {
+    match *request {
+        Effect::RunStep { .. }
+        | Effect::CheckPreconditions { .. }
+        | Effect::LookAtCi { .. }
+        | Effect::TakeMergeTurn { .. } => Some(0),
+        Effect::Wait { seconds } => Some(seconds),
+        Effect::Pause { millis } => Some(millis.div_ceil(1000)),
+        Effect::AskDecision { .. } => Some(l.decision_wait_secs),
+        _ => None,
+    }
 }
 
 /// The request in a batch of effects (at most one per batch).

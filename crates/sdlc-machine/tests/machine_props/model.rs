@@ -68,22 +68,6 @@ pub enum Waiting {
     MergeTurn,
 }
 
-/// The renewal a claiming runner owes before `request`, from docs/scaling.md: each step,
-/// precondition check, look at CI and request for the merge turn (for as long as a step), and
-/// each wait and pause (for as long as it lasts), and the wait for a person's decision.
-pub fn renewal_due(l: &Limits, request: &Effect) -> Option<u64> {
-    match *request {
-        Effect::RunStep { .. }
-        | Effect::CheckPreconditions { .. }
-        | Effect::LookAtCi { .. }
-        | Effect::TakeMergeTurn { .. } => Some(0),
-        Effect::Wait { seconds } => Some(seconds),
-        Effect::Pause { millis } => Some(millis / 1000 + u64::from(millis % 1000 != 0)),
-        Effect::AskDecision { .. } => Some(l.decision_wait_secs),
-        _ => None,
-    }
-}
-
 /// How many times one monitorCI attempt may find CI pending and wait: pauses doubling from
 /// the first to the longest, at least a second each, while their sum stays within the limit.
 pub fn ci_waits_allowed(l: &Limits) -> u32 {

@@ -4,6 +4,7 @@
 //! and stops at once when the issue was taken over.
 
 use super::{At, Model};
+use crate::common::renewal_due;
 use sdlc_machine::machine::{CommitKind, Effect, Event, HaltReason, Notice, Signal};
 use sdlc_machine::step::Step;
 
@@ -63,22 +64,6 @@ impl Model {
         self.dispatched = false;
     }
 
-    /// How long the claim must outlast `request` when it needs a renewal first: a step, a
-    /// precondition check, a look at CI or an ask for the merge turn (0: a step's time), a
-    /// wait or pause (its seconds, rounded up), the wait for a person's decision.
-    fn renewal_for(&self, request: &Effect) -> Option<u64> {
-        match *request {
-            Effect::RunStep { .. }
-            | Effect::CheckPreconditions { .. }
-            | Effect::LookAtCi { .. }
-            | Effect::TakeMergeTurn { .. } => Some(0),
-            Effect::Wait { seconds } => Some(seconds),
-            Effect::Pause { millis } => Some(millis.div_ceil(1000)),
-            Effect::AskDecision { .. } => Some(self.l.decision_wait_secs),
-            _ => None,
-        }
-    }
-
     /// With an issue under way, a claiming runner issues `RenewClaim` in place of such a
     /// request and keeps the request until the renewal is answered.
     pub(super) fn renew_first(&mut self) {
@@ -88,7 +73,7 @@ impl Model {
         let Some(at) = self.fx.iter().position(Effect::is_request) else {
             return;
         };
-        if let Some(secs) = self.renewal_for(&self.fx[at]) {
+        if let Some(secs) = renewal_due(&self.l, &self.fx[at]) {
             self.held_back = Some(self.fx[at]);
             self.fx[at] = Effect::RenewClaim { issue, secs };
         }
