@@ -5,13 +5,18 @@
 //! The generator covers what the other properties leave out: budgets (cost and time, issue
 //! and session), single-issue and single-step modes, manual approval (retry, skip, halt,
 //! timeout), quota waits with and without a reset hint, repair iterations, restarts in every
-//! state and in other modes, shutdowns, and stale or duplicate events (the kind a resumed
-//! runner produces), which the machine must ignore.
+//! state and in other modes, shutdowns, claims (docs/scaling.md, "Claims": taken, held
+//! elsewhere, refused, renewals renewed, unwritable or lost), and stale or duplicate events
+//! (the kind a resumed runner produces), which the machine must ignore.
 //!
 //! Mutations this catches that the counter model cannot: a budget comparison or a usage sum
 //! changed, the repair limit off by one, the auto-commit after implement dropped, the quota
-//! cap ignored, a stale event acted on, single-step mode ignored, the spend statistics wrong.
+//! cap ignored, a stale event acted on, single-step mode ignored, the spend statistics wrong;
+//! and of claims: a request (e.g. a look at CI) not held back for a renewal, a wait renewed for
+//! less than it lasts, a cycle started before the claim, the request held back let go after a
+//! lost claim, a refused claim halting for another reason.
 
+mod common;
 #[path = "effect_oracle/model/mod.rs"]
 mod model;
 
@@ -83,7 +88,17 @@ fn any_step(t: &mut Tape) -> Step {
 
 /// A stale, duplicate or out-of-place event, as a resumed or confused driver might send.
 fn noise(t: &mut Tape, last: Option<Event>) -> Event {
-    match t.pick(18) {
+    match t.pick(22) {
+        18 => Event::ClaimTaken {
+            issue: 1 + t.pick(3),
+        },
+        19 => Event::ClaimHeld {
+            issue: 1 + t.pick(3),
+        },
+        20 => Event::ClaimRenewed,
+        21 => Event::ClaimLost {
+            issue: 1 + t.pick(3),
+        },
         15 => Event::MergeTurnTaken,
         16 => Event::MergeTurnBusy,
         17 => Event::MergeRaceLost {
@@ -127,16 +142,29 @@ fn noise(t: &mut Tape, last: Option<Event>) -> Event {
     }
 }
 
+/// What the tracker knows: issues closed (merged or withdrawn), escalated, and held by other
+/// runners as this runner found when it claimed them.
+struct Tracker<'a> {
+    closed: &'a BTreeSet<u32>,
+    escalated: &'a BTreeSet<u32>,
+    held: &'a BTreeSet<u32>,
+    backlog: u32,
+}
+
 /// The world's answer to the request in `effects`.
 fn answer(
     t: &mut Tape,
     effects: &[Effect],
-    merged: &BTreeSet<u32>,
-    escalated: &BTreeSet<u32>,
-    backlog: u32,
+    tracker: &Tracker,
     mode: Mode,
     current: Option<u32>,
 ) -> Event {
+    let Tracker {
+        closed: merged,
+        escalated,
+        held,
+        backlog,
+    } = *tracker;
     let request = effects.iter().rev().find(|e| e.is_request()).copied();
     // Any call of the runner's own may fail on the network, now and then.
     let own_call = matches!(
@@ -150,6 +178,8 @@ fn answer(
                 | Effect::MarkEscalated { .. }
                 | Effect::Unquarantine { .. }
                 | Effect::TakeMergeTurn { .. }
+                | Effect::ClaimIssue { .. }
+                | Effect::RenewClaim { .. }
         )
     );
     if own_call && t.pick(25) == 24 {
@@ -171,6 +201,15 @@ fn answer(
             let open: Vec<u32> = (1..=backlog)
                 .filter(|n| !merged.contains(n) && !escalated.contains(n))
                 .collect();
+            // The selection leaves out the issues other runners hold (a stale one may not).
+            let free: Vec<u32> = open.iter().copied().filter(|n| !held.contains(n)).collect();
+            if free.is_empty() && !open.is_empty() {
+                return match t.pick(8) {
+                    7 => Event::IssueSelected { issue: open[0] },
+                    _ => Event::NoIssues,
+                };
+            }
+            let open = free;
             match (open.first(), t.pick(30)) {
                 // On a start the driver may find the issue's PR merged already.
                 (Some(&issue), 28) => Event::AlreadyMerged { issue },
@@ -212,6 +251,16 @@ fn answer(
                 },
             }
         }
+        Some(Effect::ClaimIssue { issue }) => match t.pick(12) {
+            0..=7 => Event::ClaimTaken { issue },
+            11 => Event::TrackerWriteFailed,
+            _ => Event::ClaimHeld { issue },
+        },
+        Some(Effect::RenewClaim { issue, .. }) => match t.pick(40) {
+            39 => Event::ClaimLost { issue },
+            36..=38 => Event::TrackerWriteFailed,
+            _ => Event::ClaimRenewed,
+        },
         Some(Effect::TakeMergeTurn { .. }) => match t.pick(12) {
             0..=6 => Event::MergeTurnTaken,
             11 => Event::TrackerWriteFailed,
@@ -325,6 +374,13 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
         {
             return Err(format!("statistics after {event:?}: {:?}", r.stats));
         }
+        if (&r.held_elsewhere, core.held_back()) != (&model.held, model.held_back) {
+            return Err(format!(
+                "claims after {event:?}: held elsewhere {:?}, held back {:?}",
+                r.held_elsewhere,
+                core.held_back()
+            ));
+        }
         if core.is_terminal() != model.terminal() {
             return Err(format!("terminal after {event:?}: {}", core.is_terminal()));
         }
@@ -356,15 +412,13 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
                 _ => noise(&mut tape, last),
             }
         } else {
-            answer(
-                &mut tape,
-                &actual,
-                &closed,
-                &model.escalated,
+            let tracker = Tracker {
+                closed: &closed,
+                escalated: &model.escalated,
+                held: &model.held,
                 backlog,
-                model.mode,
-                model.issue,
-            )
+            };
+            answer(&mut tape, &actual, &tracker, model.mode, model.issue)
         };
     }
     Err("the session did not end within 4000 events".into())
@@ -392,6 +446,10 @@ fn limits() -> impl Strategy<Value = Limits> {
             (
                 0u32..=3,
                 proptest::sample::select(vec![None, Some(1u64), Some(1_500), Some(5_000)]),
+                // Runners sharing a tracker claim their issues, and renew before a decision
+                // for as long as a person may take.
+                any::<bool>(),
+                proptest::sample::select(vec![0u64, 900]),
             ),
             // (first pause, longest pause, time limit): none, a few and many looks.
             proptest::sample::select(vec![
@@ -407,7 +465,12 @@ fn limits() -> impl Strategy<Value = Limits> {
                 (r, b, e, s),
                 (w, repairs, simplify, manual),
                 (pi, ps, pt),
-                (quota, phases, (net, merge_turn), (ci_first, ci_max, ci_timeout)),
+                (
+                    quota,
+                    phases,
+                    (net, merge_turn, claims, decision),
+                    (ci_first, ci_max, ci_timeout),
+                ),
             )| {
                 let mut f = [0u32; Step::COUNT];
                 for (i, v) in phases {
@@ -435,8 +498,8 @@ fn limits() -> impl Strategy<Value = Limits> {
                     ci_poll_max_secs: ci_max,
                     ci_timeout_secs: ci_timeout,
                     merge_turn_wait_ms: merge_turn,
-                    claims: false,
-                    decision_wait_secs: 0,
+                    claims,
+                    decision_wait_secs: decision,
                 }
             },
         )
@@ -503,15 +566,13 @@ fn a_cooperative_session_merges_its_backlog() {
                 _ => {}
             }
         }
-        event = answer(
-            &mut tape,
-            &effects,
-            &merged,
-            &model.escalated,
-            3,
-            Mode::Continuous,
-            model.issue,
-        );
+        let tracker = Tracker {
+            closed: &merged,
+            escalated: &model.escalated,
+            held: &model.held,
+            backlog: 3,
+        };
+        event = answer(&mut tape, &effects, &tracker, Mode::Continuous, model.issue);
     }
     assert_eq!(merged, BTreeSet::from([1, 2, 3]));
     assert_eq!(implemented, 3);

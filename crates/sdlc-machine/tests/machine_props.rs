@@ -3,7 +3,7 @@
 //! | property | mutation it catches |
 //! |---|---|
 //! | `scripts_terminate_within_the_bound` | a counter that never reaches its limit (`attempts`, `bounces`, `consecutive_escalations` or `wait_streak` not incremented; `>=` turned into `>`) — the run exceeds the bound or never exits |
-//! | `reference_model_agrees_after_every_event` | any counter incremented or reset at the wrong site (e.g. attempts reset on a bounce, phase streak not reset on success, bounces not reset by a new cycle) |
+//! | `reference_model_agrees_after_every_event` | any counter incremented or reset at the wrong site (e.g. attempts reset on a bounce, phase streak not reset on success, bounces not reset by a new cycle); with claims and the merge turn: a request (e.g. a pause) not held back for a renewal, a lost claim letting the held-back request go, an issue held elsewhere not left out, a turn taken after a pause merging without the checks again, the checks after a lost race bouncing instead of failing the attempt |
 //! | `invariants_hold` → escalation streak | halting one escalation late or early; a merge not resetting the streak |
 //! | `invariants_hold` → bounce oracle | `bounces += 1` removed (runs of a step per cycle exceed 1 + bounces) |
 //! | `invariants_hold` → escalated never selected | the escalated set not consulted on selection |
@@ -17,7 +17,7 @@ mod model;
 #[path = "machine_props/strategies.rs"]
 mod strategies;
 
-use common::{drive, Reply, Trace};
+use common::{drive, drive_claiming, ClaimReply, Reply, Trace};
 use model::Model;
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -25,12 +25,18 @@ use sdlc_machine::fleet::Contention;
 use sdlc_machine::machine::{bounds, Core, Effect, Event, HaltReason, Limits, Mode, Notice, Usage};
 use sdlc_machine::step::Step;
 use std::collections::{BTreeSet, VecDeque};
-use strategies::{any_event, limits, merge_queue, queues};
+use strategies::{any_event, limits, merge_queue, queues, Script};
 
-fn run(limits: &Limits, backlog: u32, queues: &[Vec<Reply>]) -> (Core, Trace) {
+fn run(limits: &Limits, backlog: u32, script: &Script) -> (Core, Trace) {
     let mut core = Core::new(limits.clone(), Mode::Continuous);
-    let mut qs: Vec<VecDeque<Reply>> = queues.iter().map(|q| q.iter().copied().collect()).collect();
-    let trace = drive(&mut core, backlog, 100_000, |step, running| {
+    let mut qs: Vec<VecDeque<Reply>> = script
+        .steps
+        .iter()
+        .map(|q| q.iter().copied().collect())
+        .collect();
+    let mut claims: VecDeque<ClaimReply> = script.claims.iter().copied().collect();
+    let next_claim = || claims.pop_front().unwrap_or(ClaimReply::Yes);
+    let trace = drive_claiming(&mut core, backlog, 100_000, next_claim, |step, running| {
         let q = &mut qs[step.index()];
         match (running, q.front().copied()) {
             // Precondition replies answer CheckPreconditions; outcomes answer RunStep.
@@ -88,7 +94,7 @@ proptest! {
         merge in merge_queue(),
     ) {
         let l = Limits { merge_turn_wait_ms: Some(limit_ms), ..l };
-        qs[Step::Merge.index()] = merge;
+        qs.steps[Step::Merge.index()] = merge;
         let (core, trace) = run(&l, backlog, &qs);
         prop_assert!(core.is_terminal() || trace.exit == Some(0));
         let attempts = bounds::compute(&l).between_merges;
@@ -315,14 +321,41 @@ proptest! {
         }
     }
 
+    /// The naive model agrees with the machine after every event, with claims and a merge
+    /// turn as the limits switch them on, and the world answering claims held or lost,
+    /// renewals that cannot be written, a busy turn and lost push races. Beside the counters it
+    /// checks the claim rules (docs/scaling.md, "Claims"): no cycle starts unclaimed, every
+    /// request that works on the issue or waits comes out only through a renewal as long as it
+    /// (exactly one request, nothing else, on the renewal's answer), a lost claim stops at
+    /// once, a refused claim or an issue held elsewhere offered again halts.
     #[test]
-    fn reference_model_agrees_after_every_event(l in limits(), backlog in 1u32..4, qs in queues()) {
+    fn reference_model_agrees_after_every_event(
+        l in limits(),
+        backlog in 1u32..4,
+        mut qs in queues(),
+        merge in merge_queue(),
+    ) {
+        qs.steps[Step::Merge.index()] = merge;
         let (_core, trace) = run(&l, backlog, &qs);
         let mut core = Core::new(l.clone(), Mode::Continuous);
         let mut model = Model::new(&l);
+        let mut asked: Option<Effect> = None;
         for ev in &trace.events {
-            core.handle(ev);
-            model.apply(ev, core.state().step());
+            let renewal = match asked {
+                Some(Effect::RenewClaim { issue, secs }) if matches!(
+                    ev,
+                    Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed
+                ) => Some((issue, secs)),
+                _ => None,
+            };
+            let effects = core.handle(ev).to_vec();
+            model.apply(ev, asked.as_ref());
+            let request = common::request(&effects);
+            if let Event::ClaimLost { issue } = *ev {
+                prop_assert_eq!(request, Some(Effect::Exit { code: 0 }), "a lost claim stops the run: {:?}", effects);
+                let told = Effect::Notify(Notice::ClaimLost { issue });
+                prop_assert!(effects.contains(&told), "{:?}", effects);
+            }
             let r = core.runner();
             prop_assert_eq!(r.attempts, model.attempts, "attempts after {:?}", ev);
             prop_assert_eq!(r.bounces, model.bounces, "bounces after {:?}", ev);
@@ -330,6 +363,40 @@ proptest! {
             prop_assert_eq!(&r.escalated, &model.escalated, "escalated after {:?}", ev);
             prop_assert_eq!(r.phase_failures, model.phase, "phase streaks after {:?}", ev);
             prop_assert_eq!(r.wait_streak, model.waits, "wait streak after {:?}", ev);
+            prop_assert_eq!(r.contention.lost(), model.races, "races lost after {:?}", ev);
+            prop_assert_eq!(&r.held_elsewhere, &model.held, "issues held elsewhere after {:?}", ev);
+            if model.halted || model.stopped {
+                asked = request;
+                continue;
+            }
+            prop_assert_eq!(r.issue, model.issue, "the issue under way after {:?}", ev);
+            if let Some((issue, secs)) = renewal {
+                // The renewal's answer lets exactly the request held back go, renewed for it.
+                prop_assert_eq!(effects.len(), 1, "{:?} released {:?}", ev, effects);
+                let released = request.unwrap_or(Effect::Exit { code: 9 });
+                prop_assert_eq!(common::renewal_due(&l, &released), Some(secs), "{:?} held back for {}s", released, secs);
+                prop_assert_eq!(model.issue, Some(issue));
+            } else if let Some(req) = request {
+                prop_assert!(
+                    !(l.claims && model.issue.is_some()) || common::renewal_due(&l, &req).is_none(),
+                    "{:?} issued after {:?} without renewing the claim on {:?}", req, ev, model.issue
+                );
+            }
+            match request {
+                Some(Effect::RenewClaim { issue, .. }) => {
+                    prop_assert!(l.claims && model.issue == Some(issue), "renewed {} on {:?}", issue, model.issue);
+                }
+                Some(Effect::ClaimIssue { issue }) => {
+                    prop_assert!(l.claims && model.claiming == Some(issue), "claimed {}", issue);
+                }
+                _ => {}
+            }
+            asked = request;
+        }
+        // The model ends the session where the contract does (it halts on the decision, the
+        // machine once it is recorded, so only the end is compared).
+        if !model.stopped {
+            prop_assert_eq!(core.is_terminal(), model.halted, "ended: {:?}", trace.effects.last());
         }
     }
 }

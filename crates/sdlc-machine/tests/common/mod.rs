@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use sdlc_machine::failure::{FailureClass, Signature};
-use sdlc_machine::machine::{Core, Effect, Event, Usage};
+use sdlc_machine::machine::{Core, Effect, Event, Limits, Usage};
 use sdlc_machine::step::{Check, Step};
 
 /// A response to a request effect.
@@ -25,6 +25,37 @@ pub enum Reply {
     LostRace,
     /// Another merger holds the merge turn (answers `TakeMergeTurn`).
     Busy,
+}
+
+/// How the claim store answers a claim or its renewal (runners sharing a tracker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimReply {
+    /// Taken, or renewed.
+    Yes,
+    /// Another runner holds the issue: `ClaimHeld` to a claim, `ClaimLost` to a renewal.
+    Other,
+    /// The claim cannot be written (`TrackerWriteFailed`).
+    Unwritable,
+    /// The claim store's call fails on the network.
+    Network,
+    /// The runner dies while the claim or renewal is outstanding.
+    Crash,
+}
+
+/// The renewal a claiming runner owes before `request`, from docs/scaling.md: each step,
+/// precondition check, look at CI and request for the merge turn (for as long as a step), and
+/// each wait and pause (for as long as it lasts), and the wait for a person's decision.
+pub fn renewal_due(l: &Limits, request: &Effect) -> Option<u64> {
+    match *request {
+        Effect::RunStep { .. }
+        | Effect::CheckPreconditions { .. }
+        | Effect::LookAtCi { .. }
+        | Effect::TakeMergeTurn { .. } => Some(0),
+        Effect::Wait { seconds } => Some(seconds),
+        Effect::Pause { millis } => Some(millis.div_ceil(1000)),
+        Effect::AskDecision { .. } => Some(l.decision_wait_secs),
+        _ => None,
+    }
 }
 
 /// The request in a batch of effects (at most one per batch).
@@ -81,6 +112,19 @@ pub fn drive(
     core: &mut Core,
     backlog: u32,
     max_events: usize,
+    next_reply: impl FnMut(Step, bool) -> Reply,
+) -> Trace {
+    drive_claiming(core, backlog, max_events, || ClaimReply::Yes, next_reply)
+}
+
+/// [`drive`] where the claim store answers claims and renewals from `next_claim`; the
+/// tracker leaves out the issues the machine found held elsewhere, and offers nothing when
+/// only those are left.
+pub fn drive_claiming(
+    core: &mut Core,
+    backlog: u32,
+    max_events: usize,
+    mut next_claim: impl FnMut() -> ClaimReply,
     mut next_reply: impl FnMut(Step, bool) -> Reply,
 ) -> Trace {
     let mut trace = Trace::default();
@@ -112,14 +156,31 @@ pub fn drive(
                 return trace;
             }
             Effect::SelectIssue => {
-                let escalated = core.escalated();
-                let open: Vec<u32> = (1..=backlog).filter(|i| !merged(&trace, *i)).collect();
-                match open.iter().find(|i| !escalated.contains(i)) {
+                let (escalated, held) = (core.escalated(), &core.runner().held_elsewhere);
+                let open: Vec<u32> = (1..=backlog)
+                    .filter(|i| !merged(&trace, *i) && !escalated.contains(i))
+                    .collect();
+                match open.iter().find(|i| !held.contains(i)) {
                     Some(issue) => Event::IssueSelected { issue: *issue },
-                    None if open.is_empty() => Event::NoIssues,
+                    // Only issues other runners hold are left: nothing to do.
+                    None if !open.is_empty() || escalated.is_empty() => Event::NoIssues,
                     None => Event::AllEscalated,
                 }
             }
+            Effect::ClaimIssue { issue } => match next_claim() {
+                ClaimReply::Yes => Event::ClaimTaken { issue },
+                ClaimReply::Other => Event::ClaimHeld { issue },
+                ClaimReply::Unwritable => Event::TrackerWriteFailed,
+                ClaimReply::Network => Event::NetworkFailed,
+                ClaimReply::Crash => Event::Start,
+            },
+            Effect::RenewClaim { issue, .. } => match next_claim() {
+                ClaimReply::Yes => Event::ClaimRenewed,
+                ClaimReply::Other => Event::ClaimLost { issue },
+                ClaimReply::Unwritable => Event::TrackerWriteFailed,
+                ClaimReply::Network => Event::NetworkFailed,
+                ClaimReply::Crash => Event::Start,
+            },
             Effect::Wait { .. } | Effect::Pause { .. } => Event::WaitOver,
             Effect::TakeMergeTurn { .. } => match next_reply(Step::Merge, false) {
                 Reply::Busy => Event::MergeTurnBusy,

@@ -1,8 +1,9 @@
 //! An independent, deliberately naive model of the counters, checked against the machine
-//! after every event.
+//! after every event: with claims (docs/scaling.md, "Claims") and the merge turn
+//! (docs/scaling.md, "Merges") as the world switches them on.
 
 use sdlc_machine::failure::{Disposition, FailureClass, Signature};
-use sdlc_machine::machine::{Event, Limits, Usage};
+use sdlc_machine::machine::{Effect, Event, Limits, Usage};
 use sdlc_machine::step::Step;
 use std::collections::BTreeSet;
 
@@ -29,10 +30,42 @@ pub struct Model {
     pub releasing: Option<u32>,
     /// The step whose attempt is out (answered `PreconditionsOk`, no outcome yet).
     pub out: Option<Step>,
-    /// Looks at CI that found it pending in the attempt out, and whether the runner waits
-    /// for the next look now (a restart then waits again: nothing was cut short).
+    /// Looks at CI that found it pending in the attempt out.
     pub ci_pending: u32,
-    pub ci_waiting: bool,
+    /// The runner waits (the network, a backoff, CI, a pause for the merge turn): a restart
+    /// waits again, and changes nothing.
+    pub waiting: Option<Waiting>,
+    // -- claims --
+    /// The issue whose claim was asked for and not answered yet.
+    pub claiming: Option<u32>,
+    /// Issues another runner held when claimed, left out until the next cycle starts.
+    pub held: BTreeSet<u32>,
+    /// The claim on the issue under way was lost to another runner: the run stopped.
+    pub stopped: bool,
+    // -- the merge turn --
+    /// The turn was asked for and not answered yet.
+    pub asking_turn: bool,
+    /// The runner paused for the merge since the merge's checks last ran.
+    pub paused: bool,
+    /// The turn is held while the merge's checks run again.
+    pub turn_held: bool,
+    /// The wait for the turn under way: milliseconds paused, and the next pause.
+    pub waited_ms: u64,
+    pub next_pause_ms: u64,
+    /// Races lost by the merge attempt under way, whether the next merge run is that
+    /// attempt's again, and how it failed when it last lost.
+    pub races: u32,
+    pub rerun: bool,
+    pub race_failure: Option<(FailureClass, Signature)>,
+}
+
+/// What the runner waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Waiting {
+    /// The network, a backoff or CI: the wait's end goes on where the runner was.
+    Other,
+    /// A pause before asking for the merge turn (busy, or a lost race): its end asks.
+    MergeTurn,
 }
 
 /// How many times one monitorCI attempt may find CI pending and wait: pauses doubling from
@@ -69,8 +102,84 @@ impl Model {
             releasing: None,
             out: None,
             ci_pending: 0,
-            ci_waiting: false,
+            waiting: None,
+            claiming: None,
+            held: BTreeSet::new(),
+            stopped: false,
+            asking_turn: false,
+            paused: false,
+            turn_held: false,
+            waited_ms: 0,
+            next_pause_ms: 200,
+            races: 0,
+            rerun: false,
+            race_failure: None,
         }
+    }
+
+    /// A new cycle on `issue`: the cycle's counters start again, and no issue is held
+    /// elsewhere any more as far as this runner knows.
+    fn begin(&mut self, issue: u32) {
+        self.issue = Some(issue);
+        self.attempts = [0; Step::COUNT];
+        self.bounces = 0;
+        self.same = [(0, 0); Step::COUNT];
+        self.how = Default::default();
+        self.held.clear();
+        self.rerun = false;
+        self.race_failure = None;
+    }
+
+    /// A step entered again (its checks asked for): no turn is asked for or held.
+    fn enter(&mut self) {
+        self.asking_turn = false;
+        self.paused = false;
+        self.turn_held = false;
+    }
+
+    /// The merge run goes out: the same attempt again after a lost race, or a new attempt.
+    fn merge_runs(&mut self) {
+        self.out = Some(Step::Merge);
+        if !self.rerun {
+            self.races = 0;
+        }
+        self.rerun = false;
+    }
+
+    /// The turn is the runner's (or there is none): after a pause the merge's checks run
+    /// again first, the turn held; otherwise the merge runs.
+    fn turn_taken(&mut self) {
+        self.asking_turn = false;
+        if self.paused {
+            self.paused = false;
+            self.turn_held = true;
+        } else {
+            self.merge_runs();
+        }
+    }
+
+    fn take_turn(&mut self) {
+        if self.l.merge_turn_wait_ms.is_none() {
+            self.turn_taken();
+        } else {
+            self.asking_turn = true;
+        }
+    }
+
+    /// Busy: pauses of 200 ms doubling to 2 s, the last one cut at the limit; at the limit
+    /// the session halts.
+    fn turn_busy(&mut self) {
+        self.asking_turn = false;
+        let limit = self.l.merge_turn_wait_ms.unwrap_or(0);
+        if self.waited_ms >= limit {
+            self.halted = true;
+            return;
+        }
+        let pause = self.next_pause_ms.min(limit - self.waited_ms).max(1);
+        self.waited_ms += pause;
+        self.next_pause_ms = (self.next_pause_ms * 2).min(2_000);
+        self.paused = true;
+        self.waiting = Some(Waiting::MergeTurn);
     }
 
     /// `own`: the step's own failure that ended the cycle (none for a bounce loop).
@@ -100,8 +209,47 @@ impl Model {
         }
     }
 
-    pub fn apply(&mut self, ev: &Event, _now: Option<Step>) {
-        if self.halted {
+    /// An answer about the merge turn, which counts only while the turn is asked for.
+    fn merge_turn_event(&mut self, ev: &Event) -> bool {
+        if !self.asking_turn {
+            return false;
+        }
+        match ev {
+            Event::MergeTurnTaken => self.turn_taken(),
+            Event::MergeTurnBusy => self.turn_busy(),
+            // The tracker's merge lease cannot be written: the environment's.
+            Event::TrackerWriteFailed => self.halted = true,
+            _ => return false,
+        }
+        true
+    }
+
+    /// `asked`: the machine's request `ev` answers (the model knows what it asked for, as
+    /// the world does).
+    pub fn apply(&mut self, ev: &Event, asked: Option<&Effect>) {
+        if self.halted || self.stopped {
+            return;
+        }
+        if let Some(Effect::RenewClaim { .. }) = asked {
+            match ev {
+                // The renewal is a gate, not a step: renewed or not writable, the request
+                // held back goes out and nothing else changes.
+                Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed => return,
+                Event::ClaimLost { .. } => {
+                    self.stopped = true;
+                    self.out = None;
+                    return;
+                }
+                _ => {}
+            }
+        }
+        if let Event::ClaimLost { .. } = ev {
+            self.stopped = true;
+            self.out = None;
+            return;
+        }
+        if *ev == Event::Start && self.waiting.is_some() {
+            // A restart in a wait waits again.
             return;
         }
         if let Some(first) = self.releasing {
@@ -116,11 +264,42 @@ impl Model {
             }
             return;
         }
+        if let Event::TrackerUpdated = ev {
+            if matches!(
+                asked,
+                Some(Effect::RecordMerged { .. } | Effect::MarkEscalated { .. })
+            ) {
+                // Recorded: the runner selects its next issue (or halts, or finishes).
+                self.issue = None;
+            }
+        }
+        if self.merge_turn_event(ev) {
+            return;
+        }
+        let waiting = self.waiting.take();
+        if *ev == Event::WaitOver && waiting == Some(Waiting::MergeTurn) {
+            self.take_turn();
+            return;
+        }
+        if *ev == Event::NetworkFailed {
+            self.waiting = Some(Waiting::Other);
+        }
         let out = self.out.take();
         if let Event::PreconditionsOk { step } = *ev {
-            self.out = Some(step);
             self.ci_pending = 0;
-            self.ci_waiting = false;
+            if step != Step::Merge {
+                self.out = Some(step);
+                // A new attempt: no race lost in it yet.
+                self.races = 0;
+            } else if self.turn_held {
+                self.turn_held = false;
+                self.merge_runs();
+            } else {
+                self.waited_ms = 0;
+                self.next_pause_ms = 200;
+                self.paused = false;
+                self.take_turn();
+            }
         }
         // A network wait on the attempt's own call issues the same attempt again, and CI
         // pending is looked at again: the attempt stays out.
@@ -130,21 +309,19 @@ impl Model {
         ) {
             self.out = out;
         }
-        if *ev == Event::WaitOver {
-            self.ci_waiting = false;
+        if *ev == Event::Start {
+            self.claiming = None;
+            if out.is_none() {
+                self.enter();
+            }
         }
-        // A restart while an attempt is out: that attempt failed with the runner, unless the
-        // runner was waiting for CI's next look (it waits again).
+        // A restart while an attempt is out: that attempt failed with the runner.
         let interrupted;
         let ev = match (ev, out) {
-            (Event::Start, Some(_)) if self.ci_waiting => {
-                self.out = out;
-                ev
-            }
             (Event::CiPending { .. }, Some(Step::MonitorCi)) => {
                 if self.ci_pending < ci_waits_allowed(&self.l) {
                     self.ci_pending += 1;
-                    self.ci_waiting = true;
+                    self.waiting = Some(Waiting::Other);
                     return;
                 }
                 // Pending through the step's time limit: the attempt failed.
@@ -168,6 +345,56 @@ impl Model {
                 };
                 &interrupted
             }
+            (
+                Event::MergeRaceLost {
+                    class, signature, ..
+                },
+                Some(Step::Merge),
+            ) => {
+                if self.races < 3 {
+                    // Contention, not an attempt: pause, take the turn again, merge again.
+                    self.races += 1;
+                    self.race_failure = Some((*class, *signature));
+                    self.rerun = true;
+                    self.waited_ms = 0;
+                    self.next_pause_ms = 200;
+                    self.paused = true;
+                    self.waiting = Some(Waiting::MergeTurn);
+                    return;
+                }
+                // The fourth race in a row is the attempt's failure.
+                interrupted = Event::StepFailed {
+                    step: Step::Merge,
+                    class: *class,
+                    signature: *signature,
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                };
+                &interrupted
+            }
+            (
+                Event::PreconditionFailed {
+                    step: Step::Merge, ..
+                },
+                _,
+            ) if self.turn_held && self.rerun => {
+                // The checks after a lost race's pause failed: the attempt that lost the race
+                // ends as its failure, counted, instead of vanishing in a bounce.
+                self.turn_held = false;
+                self.rerun = false;
+                let (class, signature) = self
+                    .race_failure
+                    .take()
+                    .unwrap_or((FailureClass::Unknown, Signature(0)));
+                interrupted = Event::StepFailed {
+                    step: Step::Merge,
+                    class,
+                    signature,
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                };
+                &interrupted
+            }
             _ => ev,
         };
         match *ev {
@@ -176,14 +403,30 @@ impl Model {
                     self.halted = true;
                     return;
                 }
-                self.issue = Some(issue);
-                self.attempts = [0; Step::COUNT];
-                self.bounces = 0;
-                self.same = [(0, 0); Step::COUNT];
-                self.how = Default::default();
+                if !self.l.claims {
+                    return self.begin(issue);
+                }
+                if self.held.contains(&issue) {
+                    // Left out, and offered anyway: a stale tracker halts.
+                    self.halted = true;
+                    return;
+                }
+                // Claimed first: no cycle starts on an issue this runner did not claim.
+                self.claiming = Some(issue);
             }
+            Event::ClaimTaken { issue } if self.claiming == Some(issue) => {
+                self.claiming = None;
+                self.begin(issue);
+            }
+            Event::ClaimHeld { issue } if self.claiming == Some(issue) => {
+                self.claiming = None;
+                self.held.insert(issue);
+            }
+            // A claim the tracker cannot write halts: the tracker's failure.
+            Event::TrackerWriteFailed if self.claiming.is_some() => self.halted = true,
             Event::NoIssues | Event::AllEscalated | Event::AllBlocked => self.halted = true,
             Event::PreconditionFailed { .. } => {
+                self.turn_held = false;
                 self.bounces += 1;
                 if self.bounces > self.l.max_bounce_retries {
                     self.escalate(None);
@@ -199,6 +442,7 @@ impl Model {
                 }
             }
             Event::AlreadyDone { step: Step::Merge } => {
+                self.turn_held = false;
                 self.streak = 0;
                 self.last_escalation = None;
             }
@@ -219,6 +463,7 @@ impl Model {
                         if self.waits > self.l.max_rate_limit_waits {
                             self.halted = true;
                         }
+                        self.waiting = Some(Waiting::Other);
                         return;
                     }
                     _ => {}

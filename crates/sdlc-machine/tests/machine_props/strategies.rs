@@ -1,6 +1,6 @@
 //! The generators of the properties: limits, failure classes, scripted replies, events.
 
-use crate::common::Reply;
+use crate::common::{ClaimReply, Reply};
 use proptest::prelude::*;
 use sdlc_machine::failure::{FailureClass, Signature};
 use sdlc_machine::machine::{Event, Limits, Usage};
@@ -17,8 +17,14 @@ pub fn limits() -> impl Strategy<Value = Limits> {
         prop::collection::vec((0usize..Step::COUNT, 0u32..=4), 0..3),
         // monitorCI's time limit: no wait for CI, two, or the default's seven.
         proptest::sample::select(vec![0u64, 30, 600]),
+        // Runners sharing a tracker claim their issues; a turn to take before merging (none:
+        // a runner alone), with a wait for it of one pause, a few, or many.
+        (
+            any::<bool>(),
+            proptest::sample::select(vec![None, Some(1u64), Some(900), Some(5_000)]),
+        ),
     )
-        .prop_map(|(r, b, e, s, w, simplify, phases, ci)| {
+        .prop_map(|(r, b, e, s, w, simplify, phases, ci, (claims, turn))| {
             let mut f = [0u32; Step::COUNT];
             for (i, v) in phases {
                 f[i] = v;
@@ -32,6 +38,8 @@ pub fn limits() -> impl Strategy<Value = Limits> {
                 max_rate_limit_waits: w,
                 simplify_enabled: simplify,
                 ci_timeout_secs: ci,
+                claims,
+                merge_turn_wait_ms: turn,
                 ..Limits::default()
             }
         })
@@ -61,12 +69,36 @@ pub fn reply() -> impl Strategy<Value = Reply> {
     ]
 }
 
-/// One queue of replies per step; an exhausted queue cooperates (`Ok`), so every script ends.
-pub fn queues() -> impl Strategy<Value = Vec<Vec<Reply>>> {
-    prop::collection::vec(
-        prop_oneof![Just(vec![]), prop::collection::vec(reply(), 0..14)],
-        10,
+/// What the world answers: one queue of replies per step, and the claim store's answers in
+/// the order claims and renewals are asked for. An exhausted queue cooperates (`Ok`, `Yes`),
+/// so every script ends.
+#[derive(Debug, Clone)]
+pub struct Script {
+    pub steps: Vec<Vec<Reply>>,
+    pub claims: Vec<ClaimReply>,
+}
+
+pub fn queues() -> impl Strategy<Value = Script> {
+    (
+        prop::collection::vec(
+            prop_oneof![Just(vec![]), prop::collection::vec(reply(), 0..14)],
+            10,
+        ),
+        prop_oneof![Just(vec![]), prop::collection::vec(claim_reply(), 0..40)],
     )
+        .prop_map(|(steps, claims)| Script { steps, claims })
+}
+
+/// Mostly a claim taken or renewed; now and then held or lost to another runner, not
+/// writable, failing on the network, or the runner dying while it is asked.
+pub fn claim_reply() -> impl Strategy<Value = ClaimReply> {
+    prop_oneof![
+        14 => Just(ClaimReply::Yes),
+        1 => Just(ClaimReply::Other),
+        2 => Just(ClaimReply::Unwritable),
+        2 => Just(ClaimReply::Network),
+        1 => Just(ClaimReply::Crash),
+    ]
 }
 
 /// Replies of a merge among other mergers: lost races and a busy turn besides the rest.
@@ -87,7 +119,14 @@ pub fn any_event() -> impl Strategy<Value = Event> {
         Just(Event::Start),
         Just(Event::NoIssues),
         Just(Event::WaitOver),
+        Just(Event::ClaimRenewed),
+        Just(Event::MergeTurnTaken),
+        Just(Event::MergeTurnBusy),
+        Just(Event::TrackerWriteFailed),
         (1u32..9).prop_map(|issue| Event::IssueSelected { issue }),
+        (1u32..9).prop_map(|issue| Event::ClaimTaken { issue }),
+        (1u32..9).prop_map(|issue| Event::ClaimHeld { issue }),
+        (1u32..9).prop_map(|issue| Event::ClaimLost { issue }),
         step.clone()
             .prop_map(|step| Event::PreconditionsOk { step }),
         step.clone().prop_map(|step| Event::StepSucceeded {

@@ -15,6 +15,7 @@ impl Model {
             return self.halt(HaltReason::TrackerStale { issue });
         }
         self.issue = Some(issue);
+        self.held.clear();
         self.dispatched = false;
         self.attempts = [0; Step::COUNT];
         self.bounces = 0;

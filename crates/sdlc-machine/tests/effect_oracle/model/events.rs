@@ -49,6 +49,9 @@ impl Model {
     /// The effects of `ev`, exactly.
     pub fn on(&mut self, ev: &Event) -> Vec<Effect> {
         self.fx.clear();
+        if let Some(request) = self.after_renewal(ev) {
+            return vec![request];
+        }
         match self.at {
             At::Halted(r) => {
                 if matches!(ev, Event::Start | Event::ModeChanged { .. }) {
@@ -107,6 +110,7 @@ impl Model {
         if !handled {
             self.on_cycle_or_session(ev);
         }
+        self.renew_first();
         std::mem::take(&mut self.fx)
     }
 
@@ -158,7 +162,10 @@ impl Model {
                 self.ask(At::Selecting, Effect::SelectIssue);
             }
             Event::NetworkFailed => self.network_failed(),
-            Event::IssueSelected { issue } => self.start_cycle(issue, self.first_step()),
+            Event::IssueSelected { issue } => self.offered(issue),
+            Event::ClaimTaken { .. } | Event::ClaimHeld { .. } | Event::TrackerWriteFailed => {
+                return self.on_claim_answer(ev)
+            }
             Event::Resume { issue, next } => {
                 if self.escalated.contains(&issue)
                     || self.merged.contains(&issue)
@@ -348,6 +355,7 @@ impl Model {
                 self.fx.push(Effect::Exit { code: 0 });
                 self.dispatched = false;
             }
+            Event::ClaimLost { issue } => self.claim_lost(issue),
             Event::NetworkUnavailable => self.halt(HaltReason::Network),
             _ => {}
         }

@@ -9,6 +9,7 @@ use sdlc_machine::step::Step;
 use std::collections::BTreeSet;
 
 mod attempt;
+mod claims;
 mod cycle;
 mod escalation;
 mod events;
@@ -98,6 +99,10 @@ pub struct Model {
     /// pause is followed by the checks again, with the turn held.
     pub paused_since_checks: u64,
     pub holding_turn: bool,
+    /// Issues another runner held when this one claimed them: left out until a cycle starts.
+    pub held: BTreeSet<u32>,
+    /// The request kept back until the claim on the issue under way is renewed.
+    pub held_back: Option<Effect>,
     pub fx: Vec<Effect>,
 }
 
@@ -145,6 +150,8 @@ impl Model {
             race_failure: None,
             paused_since_checks: 0,
             holding_turn: false,
+            held: BTreeSet::new(),
+            held_back: None,
             fx: Vec::new(),
         }
     }
