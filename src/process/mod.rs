@@ -24,6 +24,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub mod children;
+mod git_program;
+pub use git_program::git_program;
 mod stop;
 pub use stop::{cancellable, install_stop_handler, stop_signal, stopped, within_deadline, Stopped};
 use stop::{stop_error, Scope};
@@ -42,9 +44,10 @@ pub fn git_within(
 }
 
 /// The git command line every git call of the runner starts: never prompting (an unattended
-/// run must not wait for credentials), messages in one language (the adapters classify them).
+/// run must not wait for credentials), messages in one language (the adapters classify them),
+/// and the git looked up once ([`git_program`]).
 pub fn git_command(dir: &std::path::Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
+    let mut cmd = Command::new(git_program());
     cmd.args(args)
         .current_dir(dir)
         .env("GIT_TERMINAL_PROMPT", "0")
