@@ -258,7 +258,12 @@ pub(crate) fn run_tracked(
     slot: Option<&ChildSlot>,
     budget: Budget,
 ) -> io::Result<Captured> {
-    let program = cmd.get_program().to_string_lossy().into_owned();
+    // The git looked up once is named as one types it: the log reads `git`, not its path.
+    let program = if std::path::Path::new(cmd.get_program()) == git_program() {
+        "git".to_string()
+    } else {
+        cmd.get_program().to_string_lossy().into_owned()
+    };
     let args = shown_args(&cmd);
     let cwd = cmd
         .get_current_dir()
@@ -446,7 +451,8 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
             other => {
                 if other.is_ok() {
                     children::child_started();
-                    crate::stats::spawned(cmd.get_program() == "git");
+                    let git = std::path::Path::new(cmd.get_program()) == git_program();
+                    crate::stats::spawned(git);
                 }
                 return other;
             }
