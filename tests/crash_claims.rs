@@ -11,8 +11,7 @@ mod e2e;
 use e2e::{code, text, Project};
 use serde_json::{json, Value};
 use std::os::unix::process::ExitStatusExt;
-use std::process::{Output, Stdio};
-use std::time::Duration;
+use std::process::Output;
 
 const WORKER: &str = "wa";
 
@@ -27,22 +26,11 @@ fn project() -> Project {
 }
 
 fn run(p: &Project, crash_at: Option<&str>) -> Output {
-    let mut cmd = p.command(&[
-        "run",
-        "--config",
-        p.config.to_str().expect("utf8"),
-        "--worker-id",
-        WORKER,
-    ]);
-    if let Some(label) = crash_at {
-        cmd.env(sdlc_runner::failpoint::CRASH_AT_ENV, label);
-    }
-    let child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn runner");
-    e2e::wait_output(child, Duration::from_secs(120))
+    let crash: Vec<(&str, &str)> = crash_at
+        .map(|label| (sdlc_runner::failpoint::CRASH_AT_ENV, label))
+        .into_iter()
+        .collect();
+    p.run_env(&["--worker-id", WORKER], &crash)
 }
 
 fn claims(p: &Project) -> Vec<Value> {
@@ -147,18 +135,7 @@ fn killed_at(label: &str) -> (Project, Vec<String>) {
     assert_eq!(calls(&p), reference(), "{label}: the agent's calls");
     assert!(claims(&p).is_empty(), "{label}: the claim was released");
 
-    let journal = p.journal_path();
-    let replay = p
-        .command(&["replay", journal.to_str().expect("utf8")])
-        .output()
-        .expect("replay");
-    assert_eq!(code(&replay), 0, "{label}: replay: {}", text(&replay));
-    let sessions = p
-        .journal()
-        .iter()
-        .filter(|l| l["kind"] == "sessionStart")
-        .count();
-    assert_eq!(sessions, 1, "{label}: one session across the kill");
+    p.replays_exactly();
     let events = journaled(&p, "event", "event");
     for foreign in ["claimHeld", "claimLost", "trackerWriteFailed"] {
         assert!(

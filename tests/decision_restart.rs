@@ -58,20 +58,6 @@ fn kill_while_waiting(p: &Project, mut runner: Child) {
     assert_eq!(request["step"], "verify", "{request}");
 }
 
-/// The journal replays exactly and holds one session, continued across the kill.
-fn check_journal(p: &Project) -> Vec<Value> {
-    let journal = p.journal_path();
-    let replay = p
-        .command(&["replay", journal.to_str().expect("utf8")])
-        .output()
-        .expect("replay");
-    assert_eq!(code(&replay), 0, "replay: {}", text(&replay));
-    let lines = p.journal();
-    let starts = lines.iter().filter(|l| l["kind"] == "sessionStart").count();
-    assert_eq!(starts, 1, "one session across the kill");
-    lines
-}
-
 fn effects(lines: &[Value], name: &str) -> usize {
     lines
         .iter()
@@ -86,15 +72,7 @@ fn a_decision_written_while_the_runner_was_dead_is_picked_up_after_the_restart()
     assert_eq!(p.count("1 verify"), 3);
     // The person fixed the cause and answers while no runner is alive.
     p.set_script(json!({}));
-    let answer = p
-        .command(&[
-            "decide",
-            "retry",
-            "--config",
-            p.config.to_str().expect("utf8"),
-        ])
-        .output()
-        .expect("decide");
+    let answer = p.decide("retry");
     assert_eq!(code(&answer), 0, "{}", text(&answer));
 
     let out = p.run(&[]);
@@ -107,7 +85,7 @@ fn a_decision_written_while_the_runner_was_dead_is_picked_up_after_the_restart()
     assert_eq!(p.count("1 verify"), 4, "{:?}", p.invocations());
     assert_eq!(p.count("1 verify 3 ok"), 1, "{:?}", p.invocations());
     assert!(!decision_file(&p).exists(), "the answered request is gone");
-    let lines = check_journal(&p);
+    let lines = p.replays_exactly();
     assert!(
         lines.iter().any(|l| l["kind"] == "event"
             && l["event"]["event"] == "decided"
@@ -145,7 +123,7 @@ fn a_restart_without_a_decision_waits_again_and_halts_on_time() {
     assert_eq!(p.count("1 verify"), 3, "no attempt without a decision");
     assert!(e2e::merged_issues(&p.origin).is_empty());
     assert!(!decision_file(&p).exists(), "the question is withdrawn");
-    let lines = check_journal(&p);
+    let lines = p.replays_exactly();
     assert_eq!(
         effects(&lines, "askDecision"),
         2,
