@@ -50,10 +50,29 @@ impl Request {
     }
 }
 
-/// Writes the request (atomically, never through a symlink).
+/// Writes the request (atomically, never through a symlink). A runner restarted while it
+/// waited asks the same question again (same session, issue and step): an answer already in
+/// the file for that question is kept, so a decision made while no runner was alive is not
+/// lost. An answer the runner has read is removed with the file; were that removal refused,
+/// this write in the same directory would be refused too, so a read answer is never reused.
 pub fn write_request(path: &Path, request: &Request) -> io::Result<()> {
-    let text = serde_json::to_string_pretty(request).map_err(io::Error::other)?;
+    let mut request = request.clone();
+    if request.answer.is_none() {
+        request.answer = answer_to(path, &request);
+    }
+    let text = serde_json::to_string_pretty(&request).map_err(io::Error::other)?;
     safe_fs::write_atomic(path, text.as_bytes())
+}
+
+/// The valid answer in the file when it answers the same question as `request`.
+fn answer_to(path: &Path, request: &Request) -> Option<String> {
+    let bytes = safe_fs::read_no_follow(path).ok()?;
+    let asked: serde_json::Value = serde_json::from_slice(&bytes).ok()?;
+    let same = asked.get("session")?.as_str()? == request.session
+        && asked.get("issue")?.as_u64()? == u64::from(request.issue)
+        && asked.get("step")?.as_str()? == request.step;
+    let option = DecisionOption::parse(asked.get("answer")?.as_str()?)?;
+    same.then(|| option.name().to_string())
 }
 
 /// The answer in the file, if there is a valid one.
@@ -138,6 +157,22 @@ mod tests {
         let back: Request = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
         assert_eq!(back.issue, 3);
         assert_eq!(back.answer.as_deref(), Some("skip"));
+
+        // Asked again (a restarted runner): the answer stays; another question's does not.
+        write_request(&path, &request).unwrap();
+        assert_eq!(read_answer(&path), Some(DecisionOption::Skip));
+        for other in [
+            Request::new("s2", 3, "verify", None, Path::new("c.json")),
+            Request::new("s", 4, "verify", None, Path::new("c.json")),
+            Request::new("s", 3, "implement", None, Path::new("c.json")),
+        ] {
+            answer(&path, DecisionOption::Skip).unwrap();
+            write_request(&path, &other).unwrap();
+            assert_eq!(read_answer(&path), None, "{other:?}");
+        }
+        std::fs::remove_file(&path).unwrap();
+        write_request(&path, &request).unwrap();
+        assert_eq!(read_answer(&path), None, "a removed answer is gone");
 
         std::fs::write(&path, b"{ nope").unwrap();
         let err = answer(&path, DecisionOption::Halt).unwrap_err().to_string();

@@ -1,9 +1,10 @@
 //! Crash injection for the crash-consistency tests: named points at every boundary where a
 //! crash matters (before and after each journal write, around git calls, right after an agent
-//! is spawned and after it exits, after state-file and tracker writes). With the environment
-//! variable `SDLC_RUNNER_CRASH_AT=N` the runner kills itself with SIGKILL when it reaches the
-//! N-th point, exactly like `kill -9` from outside but at a reproducible moment; with
-//! `SDLC_RUNNER_CRASH_AT=<label>` (not a number) at the first point of that label. With
+//! is spawned and after it exits, after state-file and tracker writes, after a claim or its
+//! renewal is written). With the environment variable `SDLC_RUNNER_CRASH_AT=N` the runner
+//! kills itself with SIGKILL when it reaches the N-th point, exactly like `kill -9` from
+//! outside but at a reproducible moment; with `SDLC_RUNNER_CRASH_AT=<label>` (not a number)
+//! at the first point of that label. With
 //! `SDLC_RUNNER_CRASH_LOG=FILE` every point reached is appended to FILE (to count them).
 //! Without either variable a point costs one atomic increment.
 

@@ -273,3 +273,77 @@ fn token_costs_are_priced_and_held_to_the_budget() {
     // $0.10 per attempt: after two ($0.20) the third would exceed $0.25.
     assert_eq!(p.count("1 "), 2, "{:?}", p.invocations());
 }
+
+/// The `step N <key>: …` line of a dry run's output for `key`.
+fn dry_run_line<'a>(all: &'a str, key: &str) -> &'a str {
+    let marker = format!(" {key}: ");
+    all.lines()
+        .find(|l| l.starts_with("step ") && l.contains(&marker))
+        .unwrap_or_else(|| panic!("no dry-run line for {key}: {all}"))
+}
+
+#[test]
+fn the_dry_run_prints_the_invocation_of_the_configured_cli() {
+    // Options only each CLI takes: what the dry run shows is what that CLI would get.
+    let own = [
+        (
+            "claude",
+            "--dangerously-skip-permissions --verbose --output-format stream-json",
+        ),
+        (
+            "codex",
+            "exec --json --dangerously-bypass-approvals-and-sandbox",
+        ),
+        ("gemini", "--output-format stream-json --approval-mode yolo"),
+    ];
+    for (kind, flags) in own {
+        let p = project(kind, json!({}), json!({}));
+        let out = p.run(&["--dry-run"]);
+        let all = text(&out);
+        assert_eq!(code(&out), 0, "{kind}: {all}");
+        for step in ["writeSpecs", "implement", "verify"] {
+            let line = dry_run_line(&all, step);
+            assert!(
+                line.contains(&format!(": {BIN} fake-agent --kind {kind} ")),
+                "{kind}: {line}"
+            );
+            assert!(line.contains(flags), "{kind}: {line}");
+            for (other, theirs) in own.iter().filter(|(k, _)| *k != kind) {
+                assert!(
+                    !line.contains(theirs),
+                    "{kind} shows {other}'s options: {line}"
+                );
+            }
+        }
+        assert!(
+            p.invocations().is_empty(),
+            "{kind}: a dry run calls no agent"
+        );
+    }
+
+    // A step on another CLI shows that CLI's own command, not the run's agent.
+    let p = Project::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let gemini = p.root.join("gemini-cli");
+    std::fs::write(&gemini, "#!/bin/sh\nexit 0\n").expect("write");
+    std::fs::set_permissions(&gemini, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let gemini = gemini.to_str().expect("utf8");
+    let mut steps = e2e::builtin_steps();
+    steps["implement"] = json!({"agent": {"kind": "gemini", "command": gemini}});
+    p.set_config(json!({"steps": steps}));
+    let out = p.run(&["--dry-run"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let implement = dry_run_line(&all, "implement");
+    assert!(
+        implement.contains(&format!(": {gemini} -p "))
+            && implement.contains("--approval-mode yolo"),
+        "{implement}"
+    );
+    let verify = dry_run_line(&all, "verify");
+    assert!(verify.contains(&format!(": {BIN} fake-agent ")), "{verify}");
+    assert!(
+        verify.contains("--dangerously-skip-permissions"),
+        "{verify}"
+    );
+}

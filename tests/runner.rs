@@ -405,15 +405,7 @@ fn manual_approval_pauses_until_decide_answers() {
     assert_eq!(p.count("1 verify"), 3);
     // The person fixed the cause: the granted attempt succeeds.
     p.set_script(json!({}));
-    let answer = p
-        .command(&[
-            "decide",
-            "retry",
-            "--config",
-            p.config.to_str().expect("utf8"),
-        ])
-        .output()
-        .expect("decide");
+    let answer = p.decide("retry");
     assert_eq!(code(&answer), 0, "{}", text(&answer));
     let out = e2e::wait_output(child, Duration::from_secs(60));
     assert_eq!(code(&out), 0, "{}", text(&out));

@@ -63,7 +63,7 @@ impl Driver {
                 prompt: &prompt,
                 skill: None,
             };
-            let inv = claude::invocation(&self.cfg, self.program.clone(), &info);
+            let inv = cli::planned_invocation(&self.cfg, &self.program, &info);
             let skill = self
                 .cfg
                 .skill_file(step)

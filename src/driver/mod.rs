@@ -24,7 +24,7 @@ mod shutdown;
 mod startup;
 pub(crate) use startup::settle_tracker;
 
-use crate::agent::cli::{claude, AttemptInfo};
+use crate::agent::cli::{self, AttemptInfo};
 use crate::artifacts::{self, StateFile};
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;

@@ -24,7 +24,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 pub mod children;
+mod git_program;
 mod off_runtime;
+pub use git_program::git_program;
 mod stop;
 pub use off_runtime::{may_block, off_runtime};
 use stop::stop_error;
@@ -46,9 +48,10 @@ pub fn git_within(
 }
 
 /// The git command line every git call of the runner starts: never prompting (an unattended
-/// run must not wait for credentials), messages in one language (the adapters classify them).
+/// run must not wait for credentials), messages in one language (the adapters classify them),
+/// and the git looked up once ([`git_program`]).
 pub fn git_command(dir: &std::path::Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
+    let mut cmd = Command::new(git_program());
     cmd.args(args)
         .current_dir(dir)
         .env("GIT_TERMINAL_PROMPT", "0")
@@ -259,7 +262,12 @@ pub(crate) fn run_tracked(
     slot: Option<&ChildSlot>,
     budget: Budget,
 ) -> io::Result<Captured> {
-    let program = cmd.get_program().to_string_lossy().into_owned();
+    // The git looked up once is named as one types it: the log reads `git`, not its path.
+    let program = if std::path::Path::new(cmd.get_program()) == git_program() {
+        "git".to_string()
+    } else {
+        cmd.get_program().to_string_lossy().into_owned()
+    };
     let args = shown_args(&cmd);
     let cwd = cmd
         .get_current_dir()
@@ -448,7 +456,8 @@ fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
             other => {
                 if other.is_ok() {
                     children::child_started();
-                    crate::stats::spawned(cmd.get_program() == "git");
+                    let git = std::path::Path::new(cmd.get_program()) == git_program();
+                    crate::stats::spawned(git);
                 }
                 return other;
             }

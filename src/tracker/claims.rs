@@ -87,10 +87,14 @@ impl ClaimStore {
         now: DateTime<Utc>,
     ) -> Result<Claimed, ClaimError> {
         let until = expiry(now, lease);
-        match self {
-            ClaimStore::Local { dir } => local::claim(dir, issue, worker, now, until),
-            ClaimStore::GitHub(gh) => Ok(gh.claim(issue, worker, now, until)?),
+        let claimed = match self {
+            ClaimStore::Local { dir } => local::claim(dir, issue, worker, now, until)?,
+            ClaimStore::GitHub(gh) => gh.claim(issue, worker, now, until)?,
+        };
+        if matches!(claimed, Claimed::Won(_)) {
+            crate::failpoint::point("claims: claim written");
         }
+        Ok(claimed)
     }
 
     /// Extends `worker`'s lease on `issue` to `now + lease`. `Ok(Some(holder))` when the claim
@@ -103,10 +107,14 @@ impl ClaimStore {
         now: DateTime<Utc>,
     ) -> Result<Option<Claim>, ClaimError> {
         let until = expiry(now, lease);
-        match self {
-            ClaimStore::Local { dir } => local::renew(dir, issue, worker, now, until),
-            ClaimStore::GitHub(gh) => Ok(gh.renew(issue, worker, now, until)?),
+        let holder = match self {
+            ClaimStore::Local { dir } => local::renew(dir, issue, worker, now, until)?,
+            ClaimStore::GitHub(gh) => gh.renew(issue, worker, now, until)?,
+        };
+        if holder.is_none() {
+            crate::failpoint::point("claims: renewal written");
         }
+        Ok(holder)
     }
 
     /// Takes the merge lease for `worker` (merging `issue`) until `now + lease`: `Won`, or

@@ -174,10 +174,16 @@ impl Project {
 
     /// `sdlc-runner run --config C ARGS`, waiting at most two minutes.
     pub fn run(&self, args: &[&str]) -> Output {
+        self.run_env(args, &[])
+    }
+
+    /// [`Project::run`] with more environment (e.g. a crash point).
+    pub fn run_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let mut all = vec!["run", "--config", self.config.to_str().expect("utf8")];
         all.extend_from_slice(args);
         let child = self
             .command(&all)
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -328,6 +334,33 @@ impl Project {
     /// The runner's journal, under the clone's git directory.
     pub fn journal_path(&self) -> PathBuf {
         self.project.join(".git/sdlc-runner/journal.jsonl")
+    }
+
+    /// `sdlc-runner decide OPTION` for this project.
+    pub fn decide(&self, option: &str) -> Output {
+        self.command(&[
+            "decide",
+            option,
+            "--config",
+            self.config.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("decide")
+    }
+
+    /// Checks that `replay` reproduces the journal exactly and that it holds one session
+    /// (continued across every kill); returns its records.
+    pub fn replays_exactly(&self) -> Vec<Value> {
+        let journal = self.journal_path();
+        let replay = self
+            .command(&["replay", journal.to_str().expect("utf8")])
+            .output()
+            .expect("replay");
+        assert_eq!(code(&replay), 0, "replay: {}", text(&replay));
+        let lines = self.journal();
+        let starts = lines.iter().filter(|l| l["kind"] == "sessionStart").count();
+        assert_eq!(starts, 1, "one session across every kill");
+        lines
     }
 
     pub fn journal(&self) -> Vec<Value> {

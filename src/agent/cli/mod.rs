@@ -19,7 +19,7 @@ use crate::config::{AgentConfig, Config};
 use crate::failure::FailureClass;
 use chrono::TimeZone;
 pub use claude::{AttemptInfo, Invocation};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Why a reader asks the runner to stop the agent before it ends by itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -37,6 +37,19 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
         AgentKind::Codex => codex::invocation(cfg, program, a),
         AgentKind::Gemini => gemini::invocation(cfg, program, a),
     }
+}
+
+/// What a dry run shows for attempt `a`: [`invocation`] on the step's own agent, whose program
+/// is `program` (the run's agent, resolved) when the step uses the run's agent command, and the
+/// step's command as configured otherwise (a dry run needs no agent installed).
+pub fn planned_invocation(cfg: &Config, program: &Path, a: &AttemptInfo) -> Invocation {
+    let command = &cfg.agent(a.step).command;
+    let program = if *command == cfg.agent.command {
+        program.to_path_buf()
+    } else {
+        PathBuf::from(command)
+    };
+    invocation(cfg, program, a)
 }
 
 /// The stream reader of one attempt.
