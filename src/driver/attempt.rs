@@ -1,6 +1,7 @@
 //! One agent attempt: prompt and invocation, the run itself, the attempt log, and the
 //! classification or post-step check that becomes the machine's next event.
 
+use super::facts::Probe;
 use super::invoke::{self, IssueContext, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
@@ -30,17 +31,23 @@ impl Driver {
         step: Step,
         agent_ran: bool,
     ) -> Result<Option<Classified>, Event> {
-        if let Some(event) = self.workspace_check(step, false).await {
-            return Err(event);
-        }
         let ctx = self.step_context();
-        let what = format!("checking the outcome of {}", step.key());
-        match self
-            .patiently(&what, move |w| {
-                checks::post_check(&*w.git, &*w.forge, step, &ctx)
+        // The git locks first (never blamed on the attempt), then the step's check, in one
+        // call off the runtime.
+        let facts = self.facts_to_ask(false).without_issue();
+        let probe = self
+            .io
+            .call(move |w| {
+                crate::process::cancellable(|| {
+                    Probe::ask(w, facts, |w| {
+                        checks::post_check(&*w.git, &*w.forge, step, &ctx)
+                    })
+                })
             })
-            .await
-        {
+            .await;
+        let checked = self.facts_verdict(step, probe)?;
+        let what = format!("checking the outcome of {}", step.key());
+        match self.judge(&what, checked) {
             network::Patient::Done(Ok(Ok(()))) => Ok(None),
             network::Patient::Done(Ok(Err(what))) => {
                 Ok(Some(classify_post_check(step.key(), &what)))

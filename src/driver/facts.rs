@@ -1,11 +1,18 @@
 //! Facts the runner owns, checked before a step and before a post-step check so that their
 //! failures are reported as the environment's and never blamed on an issue: git lock files a
 //! dead process left behind, changes in the tree that are no cycle's work, and a person's own
-//! decision about the issue (closed, relabelled, marked escalated).
+//! decision about the issue (closed, relabelled, marked escalated). They are asked in one call
+//! off the runtime together with the step's own checks (`Probe`): one trip to the blocking
+//! pool per request, not one per question.
 
 use super::{network, Driver};
+use crate::call_failure::Kinded;
 use crate::machine::{Event, Mode};
+use crate::ports::git::GitError;
+use crate::ports::World;
 use crate::step::Step;
+use crate::tracker::{Issue, TrackerError};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// A git lock file older than this is taken as left behind by a process that died: git holds
@@ -28,11 +35,12 @@ impl Driver {
         }
     }
 
-    /// `Some(WorkspaceUnfit)` when a fact the runner owns is wrong. `with_tree`: also the
-    /// tree, which must hold nothing but the runner's own files before a cycle's first step.
-    pub(super) async fn workspace_check(&mut self, step: Step, with_tree: bool) -> Option<Event> {
-        let locks = self.io.call(|w| w.git.stale_locks(STALE_LOCK_AGE)).await;
-        if let Some(lock) = locks.first() {
+    /// The verdict on the facts `probe` found, in the order they were asked: `Err(event)`
+    /// when one decides (a stale git lock or foreign changes: `WorkspaceUnfit`; the person
+    /// withdrew the issue: `IssueWithdrawn`; the tracker could not be asked: the network's or
+    /// the shutdown's event), else `Ok` with what was asked after them.
+    pub(super) fn facts_verdict<T>(&mut self, step: Step, probe: Probe<T>) -> Result<T, Event> {
+        if let Some(lock) = probe.locks.first() {
             let said = format!(
                 "the git lock file {} is left over (older than {} s): git commands in {} fail while it exists.\nfix: make sure no git process is running in the project, then remove it: rm {}",
                 lock.display(),
@@ -42,13 +50,10 @@ impl Driver {
             );
             self.log(&format!("workspace: {}", said.replace('\n', "; ")));
             self.say(said);
-            return Some(Event::WorkspaceUnfit { step });
+            return Err(Event::WorkspaceUnfit { step });
         }
-        if !with_tree {
-            return None;
-        }
-        match self.io.call(|w| w.git.foreign_changes()).await {
-            Ok(changes) if !changes.is_empty() => {
+        if let Some(Ok(changes)) = &probe.foreign {
+            if !changes.is_empty() {
                 let shown: Vec<&str> = changes.iter().take(10).map(String::as_str).collect();
                 let more = changes.len().saturating_sub(shown.len());
                 let said = format!(
@@ -60,47 +65,40 @@ impl Driver {
                 );
                 self.log(&format!("workspace: {}", said.replace('\n', "; ")));
                 self.say(said);
-                Some(Event::WorkspaceUnfit { step })
+                return Err(Event::WorkspaceUnfit { step });
             }
-            _ => None,
         }
+        if let (Some(read), Some(issue)) = (probe.issue, self.core.runner().issue) {
+            if let Some(event) = self.withdrawn_by_a_person(issue, read)? {
+                return Err(event);
+            }
+        }
+        // A fact that decided returned above; a probe always asks what follows otherwise.
+        probe.then.ok_or(Event::WorkspaceUnfit { step })
     }
 
-    /// Reads the issue from the tracker: `Ok(Some(IssueWithdrawn))` when a person closed it,
-    /// took its automatable label away (not under `--issue`, which names it explicitly) or
-    /// marked it escalated; `Err(event)` when the tracker could not be asked for the network.
-    /// Any other failure to read leaves the decision to the step's own checks.
-    pub(super) async fn withdrawn_by_a_person(&mut self) -> Result<Option<Event>, Event> {
-        let Some(issue) = self.core.runner().issue else {
-            return Ok(None);
-        };
+    /// What the tracker's answer about `issue` means: `Ok(Some(IssueWithdrawn))` when a person
+    /// closed it, took its automatable label away (not under `--issue`, which names it
+    /// explicitly) or marked it escalated; `Err(event)` when the tracker could not be asked for
+    /// the network. Any other failure to read leaves the decision to the step's own checks.
+    fn withdrawn_by_a_person(
+        &mut self,
+        issue: u32,
+        read: Result<(bool, Issue), TrackerError>,
+    ) -> Result<Option<Event>, Event> {
         let what = format!("reading issue #{issue} from the tracker");
-        let read = self.patiently(&what, move |w| {
-            w.tracker
-                .get(issue)
-                .map(|found| (w.tracker.selectable(&found), found))
-        });
-        let read = match read.await {
-            network::Patient::Done(read) => read,
+        let found = match self.judge(&what, read) {
+            network::Patient::Done(Ok(found)) => found,
+            network::Patient::Done(Err(e)) => {
+                self.log(&format!("warning: {what}: {e}"));
+                return Ok(None);
+            }
             network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => {
                 return Err(event)
             }
         };
-        let (selectable, found) = match read {
-            Ok(read) => read,
-            Err(e) => {
-                self.log(&format!("warning: {what}: {e}"));
-                return Ok(None);
-            }
-        };
         let explicit = matches!(self.core.runner().mode, Mode::SingleIssue(_));
-        let why = if !found.state_open {
-            "closed"
-        } else if found.escalated {
-            "marked escalated"
-        } else if !explicit && !selectable {
-            "no longer labelled for automation"
-        } else {
+        let Some(why) = withdrawn(&found.1, found.0, explicit) else {
             return Ok(None);
         };
         self.say(format!(
@@ -110,5 +108,100 @@ impl Driver {
             "issue #{issue} was {why} in the tracker while the runner worked on it: the cycle is dropped (branch kept), nothing is merged or written to the issue"
         ));
         Ok(Some(Event::IssueWithdrawn { issue }))
+    }
+
+    /// What to ask before `step` (`with_tree`: the tree too, which must hold nothing but the
+    /// runner's own files before a cycle's first step).
+    pub(super) fn facts_to_ask(&self, with_tree: bool) -> FactsAsked {
+        FactsAsked {
+            with_tree,
+            issue: self.core.runner().issue,
+            explicit: matches!(self.core.runner().mode, Mode::SingleIssue(_)),
+        }
+    }
+}
+
+impl FactsAsked {
+    /// The same, without the tracker's answer about the issue (after a step: a person's
+    /// decision is read before the next one).
+    pub(super) fn without_issue(self) -> FactsAsked {
+        FactsAsked {
+            issue: None,
+            ..self
+        }
+    }
+}
+
+/// Why a person took `issue` out of the runner's hands, if they did.
+fn withdrawn(issue: &Issue, selectable: bool, explicit: bool) -> Option<&'static str> {
+    if !issue.state_open {
+        Some("closed")
+    } else if issue.escalated {
+        Some("marked escalated")
+    } else if !explicit && !selectable {
+        Some("no longer labelled for automation")
+    } else {
+        None
+    }
+}
+
+/// Which facts a probe asks before a step or a post-step check.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct FactsAsked {
+    with_tree: bool,
+    /// The issue under way, whose state the tracker is asked for (none: not asked).
+    issue: Option<u32>,
+    explicit: bool,
+}
+
+/// The facts the runner owns and a person's decision, asked in one call off the runtime (each
+/// only while the ones before it let the step go on), then what the step itself asks.
+pub(super) struct Probe<T> {
+    /// Git lock files left behind.
+    locks: Vec<PathBuf>,
+    /// Changes in the tree that are no issue's work, when asked.
+    foreign: Option<Result<Vec<String>, GitError>>,
+    /// The issue as the tracker has it, and whether it is still selectable, when asked.
+    issue: Option<Result<(bool, Issue), TrackerError>>,
+    /// What the step asks after the facts, when none of them decided.
+    then: Option<T>,
+}
+
+impl<T> Probe<T> {
+    /// Asks `facts` of `world` in order, stopping at the first that decides, then `then`.
+    pub(super) fn ask(world: &World, facts: FactsAsked, then: impl FnOnce(&World) -> T) -> Self {
+        let mut probe = Probe {
+            locks: world.git.stale_locks(STALE_LOCK_AGE),
+            foreign: None,
+            issue: None,
+            then: None,
+        };
+        if !probe.locks.is_empty() {
+            return probe;
+        }
+        if facts.with_tree {
+            let foreign = world.git.foreign_changes();
+            let decides = matches!(&foreign, Ok(changes) if !changes.is_empty());
+            probe.foreign = Some(foreign);
+            if decides {
+                return probe;
+            }
+        }
+        if let Some(issue) = facts.issue {
+            let read = world
+                .tracker
+                .get(issue)
+                .map(|found| (world.tracker.selectable(&found), found));
+            let decides = match &read {
+                Ok((selectable, found)) => withdrawn(found, *selectable, facts.explicit).is_some(),
+                Err(e) => network::ends_the_sequence(e.kind()),
+            };
+            probe.issue = Some(read);
+            if decides {
+                return probe;
+            }
+        }
+        probe.then = Some(then(world));
+        probe
     }
 }

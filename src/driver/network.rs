@@ -37,6 +37,16 @@ impl Driver {
             .io
             .call(move |world| crate::process::cancellable(|| call(world)))
             .await;
+        self.judge(what, answer)
+    }
+
+    /// What the answer of a call made off the runtime (see [`Driver::patiently`]) means: its
+    /// own result, or the event of a network failure or of a shutdown that stopped it.
+    pub(super) fn judge<T, E: std::fmt::Display + Kinded>(
+        &mut self,
+        what: &str,
+        answer: Result<T, E>,
+    ) -> Patient<T, E> {
         match answer {
             Err(e) if e.kind() == CallFailureKind::Cancelled => {
                 Patient::Cancelled(self.shutdown.event())
@@ -56,4 +66,10 @@ impl Driver {
         self.log(&format!("network: {what} failed ({first_line})"));
         Event::NetworkFailed
     }
+}
+
+/// Whether a call's answer ends a sequence of calls made in one go off the runtime: a failure
+/// [`Driver::judge`] turns into the network's or the shutdown's event.
+pub(super) fn ends_the_sequence(kind: CallFailureKind) -> bool {
+    kind == CallFailureKind::Cancelled || kind.is_transient()
 }

@@ -1,6 +1,7 @@
 //! Which issue next, and whether a step may start: the tracker asked (claims taken with a
 //! worker id), a person's decision read, the step's preconditions checked through the ports.
 
+use super::facts::Probe;
 use super::*;
 use std::collections::BTreeSet;
 
@@ -187,31 +188,28 @@ impl Driver {
         Some(event)
     }
 
+    /// The facts the runner owns, a person's decision, whether the step is already done and
+    /// its preconditions: asked in one call off the runtime, judged in that order.
     pub(super) async fn check_preconditions(&mut self, step: Step) -> Event {
         let ctx = self.step_context();
         self.state.current_step = step.number();
         self.save_state();
-        if let Some(event) = self.workspace_check(step, step == Step::StartCycle).await {
-            return event;
-        }
-        match self.withdrawn_by_a_person().await {
-            Ok(Some(event)) => return event,
-            Ok(None) => {}
-            Err(event) => return event,
-        }
-        let what = format!("checking whether {} is already done", step.key());
-        let probe = ctx.clone();
-        let done = match self
-            .patiently(&what, move |w| {
-                checks::already_done(&*w.git, &*w.forge, step, &probe)
+        let facts = self.facts_to_ask(step == Step::StartCycle);
+        let probe = self
+            .io
+            .call(move |w| {
+                crate::process::cancellable(|| {
+                    Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx))
+                })
             })
-            .await
-        {
-            network::Patient::Done(result) => result,
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+            .await;
+        let asked = match self.facts_verdict(step, probe) {
+            Ok(asked) => asked,
+            Err(event) => return event,
         };
-        match done {
-            Ok(true) => {
+        let what = format!("checking whether {} is already done", step.key());
+        match self.judge(&what, asked.done) {
+            network::Patient::Done(Ok(true)) => {
                 self.log(&format!(
                     "{}: already done (observed in git); not run again",
                     step.key()
@@ -219,32 +217,51 @@ impl Driver {
                 self.state.last_completed_step = step.number();
                 return Event::AlreadyDone { step };
             }
-            Ok(false) => {}
-            Err(e) => self.log(&format!(
+            network::Patient::Done(Ok(false)) => {}
+            network::Patient::Done(Err(e)) => self.log(&format!(
                 "{}: idempotency probe failed ({e}); treating as not done",
                 step.key()
             )),
-        }
-        let what = format!("checking the preconditions of {}", step.key());
-        let checked = match self
-            .patiently(&what, move |w| {
-                checks::precondition(&*w.git, &*w.forge, step, &ctx)
-            })
-            .await
-        {
-            network::Patient::Done(result) => result,
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        }
+        let Some(checked) = asked.checked else {
+            // Only an answer that ends the sequence leaves the preconditions unasked.
+            return Event::PreconditionsOk { step };
         };
-        match checked {
-            Ok(Ok(())) => Event::PreconditionsOk { step },
-            Ok(Err(check)) => Event::PreconditionFailed { step, check },
-            Err(e) => {
+        let what = format!("checking the preconditions of {}", step.key());
+        match self.judge(&what, checked) {
+            network::Patient::Done(Ok(Ok(()))) => Event::PreconditionsOk { step },
+            network::Patient::Done(Ok(Err(check))) => Event::PreconditionFailed { step, check },
+            network::Patient::Done(Err(e)) => {
                 self.log(&format!("{}: precondition probe failed: {e}", step.key()));
                 match crate::step::Check::of(step).first() {
                     Some(&check) => Event::PreconditionFailed { step, check },
                     None => Event::PreconditionsOk { step },
                 }
             }
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
+        }
+    }
+}
+
+/// What a step's own checks said: already done, then (unless that settled it) its
+/// preconditions.
+struct StepProbe {
+    done: Result<bool, checks::ProbeError>,
+    checked: Option<Result<Result<(), crate::step::Check>, checks::ProbeError>>,
+}
+
+impl StepProbe {
+    fn ask(world: &World, step: Step, ctx: &StepContext) -> StepProbe {
+        let done = checks::already_done(&*world.git, &*world.forge, step, ctx);
+        let settled = match &done {
+            Ok(done) => *done,
+            Err(e) => network::ends_the_sequence(crate::call_failure::Kinded::kind(e)),
+        };
+        StepProbe {
+            checked: (!settled)
+                .then(|| checks::precondition(&*world.git, &*world.forge, step, ctx)),
+            done,
         }
     }
 }
