@@ -237,3 +237,34 @@ fn a_claim_planted_as_a_symlink_is_never_written_through() {
     assert!(merges(&p).is_empty());
     assert!(e2e::invocations_in(&r.agent_log).is_empty(), "no agent ran");
 }
+
+/// A session's limits are its journal's (its counters must replay): one begun without a worker
+/// id and continued with one claims nothing, and the runner says so instead of letting the
+/// operator believe the issue is protected.
+#[test]
+fn a_session_begun_without_a_worker_id_says_it_claims_nothing_when_continued_with_one() {
+    let p = Project::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let crash = [(sdlc_runner::failpoint::CRASH_AT_ENV, "agent spawned")];
+    let killed = p.run_env(&[], &crash);
+    assert_eq!(killed.status.code(), None, "killed at the crash point");
+    let out = p.run_env(&["--worker-id", "wa"], &[]);
+    let text = e2e::text(&out);
+    assert_eq!(e2e::code(&out), 0, "{text}");
+    assert!(
+        text.contains("was begun without --worker-id") && text.contains("claims no issue"),
+        "{text}"
+    );
+    assert_eq!(merges(&p), vec![1], "{text}");
+    let claimed: Vec<String> = std::fs::read_dir(p.issues.join(".claims"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|name| name.ends_with(".json"))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        claimed.is_empty(),
+        "no claim was written: {claimed:?} {text}"
+    );
+}

@@ -200,6 +200,14 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                 if core.runner().mode != mode {
                     restart = Event::ModeChanged { mode };
                 }
+                // The session's limits are its journal's, so that its counters replay: a
+                // session begun without a worker id claims nothing when continued with one.
+                if claims.is_some() && !core.runner().limits.claims {
+                    say!(
+                        "warning: session {} was begun without --worker-id and keeps its limits: this run claims no issue and shares no merge turn until the session ends (another runner on the same tracker could take the same issue meanwhile)",
+                        open.id
+                    );
+                }
                 if let Some(j) = journal.as_mut() {
                     j.continue_session(&open.id);
                 }
