@@ -28,8 +28,10 @@ pub struct Core {
     /// tail the halt and escalation diagnostics show.
     last_words: String,
     /// The request held back until the claim on the issue under way is renewed
-    /// (`RenewClaim`): issued on the renewal's answer, dropped on any other event (a restart
-    /// issues its requests anew, a lost claim or a signal stops the run).
+    /// (`RenewClaim`): issued on the renewal's answer; on a restart, a step's run or a look at
+    /// CI is kept and the renewal asked for again (it never started); dropped on any other
+    /// event (a restart issues the other requests anew, a lost claim or a signal stops the
+    /// run, a restart in another mode is the state's to decide).
     held_back: Option<Effect>,
 }
 
@@ -119,6 +121,14 @@ impl Core {
                 self.fx.push(request);
                 return &self.fx;
             }
+            if *event == Event::Start && started_when_asked(&request) {
+                // The runner died before the renewal was answered: the run (or look at CI)
+                // never started, but its state counts it under way and would fail it as
+                // KILLED. Renew again and keep it, so that it goes out as the same attempt.
+                self.fx.push(request);
+                self.hold_back_for_renewal();
+                return &self.fx;
+            }
         }
         self.sm.handle_with_context(event, &mut self.fx);
         if self.fx.contains(&Effect::ResetCycle) {
@@ -201,6 +211,15 @@ impl Core {
         names.reverse();
         names
     }
+}
+
+/// Whether the state counts `request` as started the moment it asks for it (`dispatched`): a
+/// step's run, and a look at CI within monitorCI's attempt. A restart fails such a request as
+/// KILLED; every other held-back request is asked for anew by the state on a restart
+/// (preconditions, the merge turn after the checks again, a wait or pause in full, the
+/// decision), so dropping it loses nothing.
+fn started_when_asked(request: &Effect) -> bool {
+    matches!(request, Effect::RunStep { .. } | Effect::LookAtCi { .. })
 }
 
 fn superstate_name(s: &Superstate) -> &'static str {
