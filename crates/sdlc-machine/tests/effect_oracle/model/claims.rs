@@ -80,23 +80,20 @@ impl Model {
     }
 
     /// The renewal's answer: renewed, or not writable (the lease may lapse; the next renewal
-    /// tells), the request held back goes out as it was. A restart before the answer keeps a
-    /// step's run or a look at CI (neither started, so no attempt was under way) and asks for
-    /// the same renewal again. Any other event drops it.
+    /// tells), the request held back goes out as it was. Any other event drops it; a step's
+    /// run or a look at CI dropped so is remembered for this event as never started.
     pub(super) fn after_renewal(&mut self, ev: &Event) -> Option<Effect> {
+        self.unsent_run = None;
         let request = self.held_back.take()?;
-        match (ev, request) {
-            (Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed, _) => {
-                Some(request)
-            }
-            (Event::Start, Effect::RunStep { .. } | Effect::LookAtCi { .. }) => {
-                self.held_back = Some(request);
-                Some(Effect::RenewClaim {
-                    issue: self.issue?,
-                    secs: renewal_due(&self.l, &request)?,
-                })
-            }
-            _ => None,
+        if matches!(
+            ev,
+            Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed
+        ) {
+            return Some(request);
         }
+        if let Effect::RunStep { .. } | Effect::LookAtCi { .. } = request {
+            self.unsent_run = Some(request);
+        }
+        None
     }
 }
