@@ -192,7 +192,7 @@ pub(super) fn parse_range(
                         crate::sanitize::one_line(&e.to_string()),
                         preview(text)
                     ),
-                })
+                });
             }
             Ok(_) => unreachable!("a complete line is handled above"),
         }
