@@ -208,6 +208,18 @@ fn runs_and_kills(p: &Project) -> (Vec<(String, u64)>, Vec<String>) {
     (runs, kills)
 }
 
+/// Runs until the failpoint `label` kills the runner; the journal's effect names so far.
+fn killed_by(p: &Project, label: &str) -> Vec<String> {
+    let killed = run(p, Some(label));
+    let said = text(&killed);
+    assert_eq!(
+        killed.status.signal(),
+        Some(libc::SIGKILL),
+        "{label}: {said}"
+    );
+    journaled(p, "effect", "effect")
+}
+
 /// The runner dies with a step's run held back for the claim's renewal, twice: first right
 /// after the batch asking for the renewal before startCycle's first run was journaled, then,
 /// restarted, right after it wrote that renewal (a restarted runner knows nothing of its
@@ -228,14 +240,7 @@ fn a_runner_killed_while_renewing_before_a_step_runs_that_step_once_as_the_same_
         calls(&p)
     };
     let p = quiet_project();
-    let killed = run(&p, Some("PreconditionsOk"));
-    assert_eq!(
-        killed.status.signal(),
-        Some(libc::SIGKILL),
-        "{}",
-        text(&killed)
-    );
-    let asked = journaled(&p, "effect", "effect");
+    let asked = killed_by(&p, "PreconditionsOk");
     assert_eq!(
         asked.last().map(String::as_str),
         Some("renewClaim"),
@@ -243,17 +248,10 @@ fn a_runner_killed_while_renewing_before_a_step_runs_that_step_once_as_the_same_
     );
     assert!(calls(&p).is_empty(), "no agent ran yet: {:?}", calls(&p));
 
-    let killed = run(&p, Some("claims: renewal written"));
-    assert_eq!(
-        killed.status.signal(),
-        Some(libc::SIGKILL),
-        "{}",
-        text(&killed)
-    );
+    let asked = killed_by(&p, "claims: renewal written");
     let (runs, kills) = runs_and_kills(&p);
     assert!(kills.is_empty(), "a restart counted an attempt: {kills:?}");
     assert!(runs.is_empty(), "{runs:?}");
-    let asked = journaled(&p, "effect", "effect");
     assert_eq!(
         asked.iter().rev().take(2).collect::<Vec<_>>(),
         ["renewClaim", "renewClaim"],
