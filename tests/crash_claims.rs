@@ -4,7 +4,8 @@
 //! answer was journaled. Restarted with the same worker id, the runner takes its own claim as
 //! its own and finishes the issue exactly once: merged once, every step's agent calls as in
 //! the run without a kill, no claim of another worker, no halt, and a journal of one session
-//! that `replay` reproduces exactly.
+//! that `replay` reproduces exactly. A runner killed while renewing before a step's run
+//! counts no attempt for the run that never started, and runs it once, as the same attempt.
 
 mod e2e;
 
@@ -181,4 +182,97 @@ fn a_runner_killed_after_renewing_its_claim_finishes_the_issue_once() {
     assert_eq!(before, after);
     assert_eq!(answer, "claimRenewed");
     assert!(effects.iter().any(|e| e == "wait"), "{effects:?}");
+}
+
+/// One issue, every step an agent's and none failing: no wait anywhere.
+fn quiet_project() -> Project {
+    Project::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}))
+}
+
+/// The journal's `runStep` effects as `(step, attempt)`, and every record that names a
+/// KILLED failure (a failed event, or the machine's notice of the attempt it counted).
+fn runs_and_kills(p: &Project) -> (Vec<(String, u64)>, Vec<String>) {
+    let mut runs = Vec::new();
+    let mut kills = Vec::new();
+    for l in p.journal() {
+        let effect = &l["effect"];
+        if l["kind"] == "effect" && effect["effect"] == "runStep" {
+            let step = effect["step"].as_str().unwrap_or_default().to_string();
+            runs.push((step, effect["attempt"].as_u64().unwrap_or_default()));
+        }
+        let line = l.to_string();
+        if line.contains(r#""class":"KILLED""#) {
+            kills.push(line);
+        }
+    }
+    (runs, kills)
+}
+
+/// Runs until the failpoint `label` kills the runner; the journal's effect names so far.
+fn killed_by(p: &Project, label: &str) -> Vec<String> {
+    let killed = run(p, Some(label));
+    let said = text(&killed);
+    assert_eq!(
+        killed.status.signal(),
+        Some(libc::SIGKILL),
+        "{label}: {said}"
+    );
+    journaled(p, "effect", "effect")
+}
+
+/// The runner dies with a step's run held back for the claim's renewal, twice: first right
+/// after the batch asking for the renewal before startCycle's first run was journaled, then,
+/// restarted, right after it wrote that renewal (a restarted runner knows nothing of its
+/// lease, so its first renewal is always written). The run never started, so it is no
+/// attempt: no KILLED failure, the agent runs startCycle once, as attempt 1, and the
+/// journal replays exactly.
+///
+/// Killed at its first renewal written, a runner that was never restarted would die before a
+/// wait, not a step: a renewal before a step is written only once less than half the lease
+/// is left, and the lease must outlast every step's timeoutMin, so no test lease is short
+/// enough for that to happen on a schedule. The restart is what makes the write certain.
+#[test]
+fn a_runner_killed_while_renewing_before_a_step_runs_that_step_once_as_the_same_attempt() {
+    let reference = {
+        let p = quiet_project();
+        let out = run(&p, None);
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        calls(&p)
+    };
+    let p = quiet_project();
+    let asked = killed_by(&p, "PreconditionsOk");
+    assert_eq!(
+        asked.last().map(String::as_str),
+        Some("renewClaim"),
+        "{asked:?}"
+    );
+    assert!(calls(&p).is_empty(), "no agent ran yet: {:?}", calls(&p));
+
+    let asked = killed_by(&p, "claims: renewal written");
+    let (runs, kills) = runs_and_kills(&p);
+    assert!(kills.is_empty(), "a restart counted an attempt: {kills:?}");
+    assert!(runs.is_empty(), "{runs:?}");
+    assert_eq!(
+        asked.iter().rev().take(2).collect::<Vec<_>>(),
+        ["renewClaim", "renewClaim"],
+        "the restart asked for the renewal again, nothing else: {asked:?}"
+    );
+    assert!(calls(&p).is_empty(), "no agent ran yet: {:?}", calls(&p));
+
+    let out = run(&p, None);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(!all.contains("KILLED"), "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "merged once: {all}");
+    assert_eq!(calls(&p), reference, "each step's agent ran once");
+    let (runs, kills) = runs_and_kills(&p);
+    assert!(kills.is_empty(), "{kills:?}");
+    let start = runs.iter().filter(|(step, _)| step == "startCycle");
+    assert_eq!(
+        start.collect::<Vec<_>>(),
+        [&("startCycle".to_string(), 1)],
+        "{runs:?}"
+    );
+    assert!(claims(&p).is_empty(), "the claim was released");
+    p.replays_exactly();
 }

@@ -14,7 +14,9 @@
 //! cap ignored, a stale event acted on, single-step mode ignored, the spend statistics wrong;
 //! and of claims: a request (e.g. a look at CI) not held back for a renewal, a wait renewed for
 //! less than it lasts, a cycle started before the claim, the request held back let go after a
-//! lost claim, a refused claim halting for another reason.
+//! lost claim, a refused claim halting for another reason, a restart before a renewal's answer
+//! failing the step's run held back for it as KILLED (it never started) or letting it go
+//! without the renewal asked for again.
 
 mod common;
 #[path = "effect_oracle/model/mod.rs"]

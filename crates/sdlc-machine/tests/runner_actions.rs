@@ -100,6 +100,40 @@ impl World {
     }
 }
 
+impl World {
+    /// [`World::answer`], and the requests of monitorCI's looks and the merge turn: CI may be
+    /// pending, a merge may lose its push race, the turn is the runner's.
+    fn answer_all(&mut self, request: Effect) -> Event {
+        match request {
+            Effect::RunStep {
+                step: Step::MonitorCi,
+                ..
+            }
+            | Effect::LookAtCi { .. }
+                if self.pick(3) == 0 =>
+            {
+                Event::CiPending {
+                    usage: Usage::default(),
+                }
+            }
+            Effect::LookAtCi { .. } => Event::StepSucceeded {
+                step: Step::MonitorCi,
+                usage: Usage::default(),
+            },
+            Effect::RunStep {
+                step: Step::Merge, ..
+            } if self.pick(3) == 0 => Event::MergeRaceLost {
+                class: FailureClass::Unknown,
+                signature: Signature(3),
+                usage: Usage::default(),
+            },
+            Effect::TakeMergeTurn { .. } => Event::MergeTurnTaken,
+            Effect::Pause { .. } => Event::WaitOver,
+            other => self.answer(other),
+        }
+    }
+}
+
 /// Runs a session against the world; returns every batch of effects with its event.
 fn session(l: &Limits, world: &mut World) -> Vec<(Event, Vec<Effect>)> {
     let mut core = Core::new(l.clone(), Mode::Continuous);
@@ -253,6 +287,71 @@ proptest! {
                 );
             }
             asked = request;
+        }
+    }
+
+    /// A restart between a renewal and its answer (the runner killed while the claim store
+    /// was being written): whatever request was held back, no attempt is counted, since none
+    /// started. A step's run or a look at CI held back is kept: the restart asks for the same
+    /// renewal again, and its answer lets out the very request held back, the same attempt
+    /// number; any other request the state asks for anew, again behind a renewal.
+    #[test]
+    fn a_restart_during_a_renewal_counts_no_attempt_and_runs_the_same_one(
+        l in limits(),
+        turn in prop::option::of(1u64..3_000),
+        backlog in 1u32..4,
+        tape in prop::collection::vec(any::<u8>(), 0..600),
+    ) {
+        let l = Limits { claims: true, merge_turn_wait_ms: turn, ..l };
+        let mut world = World { tape, at: 0, backlog };
+        let mut core = Core::new(l.clone(), Mode::Continuous);
+        let mut recorded = Vec::new();
+        let mut event = Event::Start;
+        // The request a restart kept behind its renewal, until the renewal is answered.
+        let mut kept: Option<Effect> = None;
+        for _ in 0..20_000 {
+            if let Event::IssueWithdrawn { .. } = event {
+                event = Event::IssueWithdrawn { issue: core.runner().issue.unwrap_or(0) };
+            }
+            let effects = core.handle(&event).to_vec();
+            recorded.push(event);
+            let request = effects.iter().copied().find(Effect::is_request);
+            if let Some(held) = kept.take() {
+                if matches!(event, Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed) {
+                    prop_assert_eq!(&effects, &vec![held], "after {:?}", event);
+                }
+            }
+            event = match request {
+                Some(Effect::Exit { .. }) => break,
+                Some(renewal @ Effect::RenewClaim { .. }) if world.pick(3) == 0 => {
+                    // Killed before the answer: a new runner rebuilt from the journal.
+                    let held = core.held_back();
+                    let before = core.runner().clone();
+                    core = Core::new(l.clone(), Mode::Continuous);
+                    for e in &recorded {
+                        core.handle(e);
+                    }
+                    let again = core.handle(&Event::Start).to_vec();
+                    recorded.push(Event::Start);
+                    let r = core.runner();
+                    prop_assert_eq!(r.attempts, before.attempts, "a restart counted an attempt: {:?}", again);
+                    prop_assert_eq!(r.phase_failures, before.phase_failures);
+                    prop_assert_eq!(r.same_failure, before.same_failure);
+                    prop_assert_eq!(r.repairs, before.repairs);
+                    if let Some(run @ (Effect::RunStep { .. } | Effect::LookAtCi { .. })) = held {
+                        prop_assert_eq!(&again, &vec![renewal], "held back {:?}", run);
+                        prop_assert_eq!(core.held_back(), Some(run));
+                        kept = Some(run);
+                    }
+                    match again.iter().copied().find(Effect::is_request) {
+                        Some(Effect::Exit { .. }) => break,
+                        Some(next) => world.answer_all(next),
+                        None => panic!("no request after a restart in {:?}", core.state()),
+                    }
+                }
+                Some(r) => world.answer_all(r),
+                None => panic!("no request after {event:?} in {:?}", core.state()),
+            };
         }
     }
 

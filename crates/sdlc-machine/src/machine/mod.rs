@@ -19,7 +19,7 @@ use statig::blocking::{InitializedStateMachine, IntoStateMachineExt};
 /// The machine plus a reusable effect buffer: the only API the driver sees.
 pub struct Core {
     sm: InitializedStateMachine<Runner>,
-    fx: Vec<Effect>,
+    fx: sm::Fx,
     /// The last classified failure of each step in the current cycle, as reported with its
     /// `StepFailed`: the context of the step's next repair attempt and of the decision file.
     /// Kept beside the statig storage because it is text: the state search never sees it.
@@ -29,7 +29,8 @@ pub struct Core {
     last_words: String,
     /// The request held back until the claim on the issue under way is renewed
     /// (`RenewClaim`): issued on the renewal's answer, dropped on any other event (a restart
-    /// issues its requests anew, a lost claim or a signal stops the run).
+    /// issues its requests anew, told that this one never went out; a lost claim or a
+    /// signal stops the run).
     held_back: Option<Effect>,
 }
 
@@ -47,7 +48,7 @@ impl Clone for Core {
     fn clone(&self) -> Self {
         Core {
             sm: self.sm.clone(),
-            fx: Vec::with_capacity(16),
+            fx: sm::Fx::default(),
             details: self.details.clone(),
             last_words: self.last_words.clone(),
             held_back: self.held_back,
@@ -67,7 +68,7 @@ impl std::fmt::Debug for Core {
 impl Core {
     /// A machine in `Selecting` with every counter at zero: feed it `Start` to begin.
     pub fn new(limits: Limits, mode: Mode) -> Self {
-        let mut fx = Vec::with_capacity(16);
+        let mut fx = sm::Fx::default();
         let sm = Runner::new(limits, mode)
             .uninitialized_state_machine()
             .init_with_context(&mut fx);
@@ -109,6 +110,7 @@ impl Core {
             }
         }
         self.fx.clear();
+        self.fx.unsent = false;
         if let Some(request) = self.held_back.take() {
             // The renewal's answer is no event of the states': renewed, or not writable (the
             // lease may lapse; the next renewal tells), the request held back goes ahead.
@@ -119,6 +121,9 @@ impl Core {
                 self.fx.push(request);
                 return &self.fx;
             }
+            // Any other event drops it; the state hears that it never went out (a restart
+            // asks for a step's run again rather than fail it as KILLED).
+            self.fx.unsent = true;
         }
         self.sm.handle_with_context(event, &mut self.fx);
         if self.fx.contains(&Effect::ResetCycle) {
@@ -348,6 +353,94 @@ mod restart_tests {
         assert_eq!(core.failure(Step::Implement), None, "{:?}", core.state());
         // The words outlive the cycle: the escalation and a halt after it quote them.
         assert_eq!(core.last_words(), "second");
+    }
+
+    /// A claiming runner at the renewal before `until`'s first run, every earlier step
+    /// succeeding: the run is held back, the renewal unanswered.
+    fn renewing_before(until: Step) -> Core {
+        let limits = Limits {
+            claims: true,
+            ..Limits::default()
+        };
+        let mut core = Core::new(limits, Mode::Continuous);
+        let mut event = Event::Start;
+        loop {
+            let effects = core.handle(&event).to_vec();
+            let request = effects.iter().find(|e| e.is_request()).copied();
+            event = match (request, core.held_back()) {
+                (Some(Effect::SelectIssue), _) => Event::IssueSelected { issue: 1 },
+                (Some(Effect::ClaimIssue { issue }), _) => Event::ClaimTaken { issue },
+                (Some(Effect::RenewClaim { .. }), Some(Effect::RunStep { step, .. }))
+                    if step == until =>
+                {
+                    return core;
+                }
+                (Some(Effect::RenewClaim { .. }), _) => Event::ClaimRenewed,
+                (Some(Effect::CheckPreconditions { step }), _) => Event::PreconditionsOk { step },
+                (Some(Effect::RunStep { step, .. }), _) => Event::StepSucceeded {
+                    step,
+                    usage: Usage::default(),
+                },
+                other => panic!("unexpected request {other:?} in {:?}", core.state()),
+            };
+        }
+    }
+
+    #[test]
+    fn a_restart_before_a_renewals_answer_runs_the_held_back_attempt_uncounted() {
+        let run = Effect::RunStep {
+            step: Step::Implement,
+            issue: 1,
+            attempt: 1,
+            repair: false,
+        };
+        let renewal = Effect::RenewClaim { issue: 1, secs: 0 };
+        // A restart that goes on with the issue and the step: the same renewal, then the run.
+        for restart in [
+            Event::Start,
+            Event::ModeChanged {
+                mode: Mode::SingleIssue(1),
+            },
+            Event::ModeChanged {
+                mode: Mode::SingleStep(Step::Implement),
+            },
+        ] {
+            let mut core = renewing_before(Step::Implement);
+            assert_eq!(core.held_back(), Some(run));
+            assert_eq!(core.handle(&restart), [renewal], "after {restart:?}");
+            assert_eq!(
+                core.runner().attempts,
+                [0; Step::COUNT],
+                "after {restart:?}"
+            );
+            assert_eq!(
+                core.handle(&Event::ClaimRenewed),
+                [run],
+                "after {restart:?}"
+            );
+        }
+        // A restart about another issue or step: the state decides, and counts nothing.
+        let mut core = renewing_before(Step::Implement);
+        let other_issue = Event::ModeChanged {
+            mode: Mode::SingleIssue(2),
+        };
+        let effects = core.handle(&other_issue).to_vec();
+        assert_eq!(
+            effects,
+            [
+                Effect::CheckoutMain,
+                Effect::ResetCycle,
+                Effect::SelectIssue
+            ]
+        );
+        let mut core = renewing_before(Step::Implement);
+        let other_step = Event::ModeChanged {
+            mode: Mode::SingleStep(Step::Verify),
+        };
+        assert_eq!(core.handle(&other_step), [renewal]);
+        let check = Effect::CheckPreconditions { step: Step::Verify };
+        assert_eq!(core.held_back(), Some(check));
+        assert_eq!(core.runner().attempts, [0; Step::COUNT]);
     }
 
     #[test]

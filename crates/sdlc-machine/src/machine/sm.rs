@@ -39,7 +39,7 @@ pub use state::state_of;
 use super::types::*;
 use crate::failure::FailureClass;
 use crate::step::Step;
-use runner::Fx;
+pub(crate) use runner::Fx;
 use serde::{Deserialize, Serialize};
 use statig::prelude::*;
 

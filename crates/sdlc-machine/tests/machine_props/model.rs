@@ -240,6 +240,10 @@ impl Model {
                     self.out = None;
                     return;
                 }
+                // Killed before the answer, with an attempt out: its run (or its next look at
+                // CI) waited for the renewal and never started. The restart renews again and
+                // the attempt stays out, uncounted.
+                Event::Start if self.out.is_some() => return,
                 _ => {}
             }
         }

@@ -179,8 +179,39 @@ pub struct Runner {
     pub lost_race: Option<(FailureClass, Signature)>,
 }
 
-/// The effect buffer every handler pushes to.
-pub(super) type Fx = Vec<Effect>;
+/// The effect buffer every handler pushes to, with what the claim gate before the states
+/// knows (`Core` holds a request back until the claim is renewed, and the states never see
+/// the renewal).
+#[derive(Debug)]
+pub struct Fx {
+    effects: Vec<Effect>,
+    /// The request the state asked for last was held back for a claim renewal that got no
+    /// answer: it never went out. A restart must not take a step's run as under way then.
+    pub(crate) unsent: bool,
+}
+
+impl Default for Fx {
+    fn default() -> Self {
+        // A batch is a handful of effects: one allocation serves every event.
+        Fx {
+            effects: Vec::with_capacity(16),
+            unsent: false,
+        }
+    }
+}
+
+impl std::ops::Deref for Fx {
+    type Target = Vec<Effect>;
+    fn deref(&self) -> &Vec<Effect> {
+        &self.effects
+    }
+}
+
+impl std::ops::DerefMut for Fx {
+    fn deref_mut(&mut self) -> &mut Vec<Effect> {
+        &mut self.effects
+    }
+}
 
 impl Runner {
     /// Storage with every counter at zero and nothing selected.

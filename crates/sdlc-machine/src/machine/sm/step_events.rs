@@ -9,8 +9,13 @@ use statig::prelude::*;
 
 impl Runner {
     /// On (re)start in a step state: a dispatched attempt without a recorded outcome did not
-    /// survive the runner, so it failed (`KILLED`); otherwise the step is entered again.
+    /// survive the runner, so it failed (`KILLED`); otherwise the step is entered again. A
+    /// run (or look at CI) the runner died holding back for a claim renewal never started:
+    /// it is asked for again as it was, the same attempt, behind a new renewal.
     pub(super) fn restart_step(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        if self.dispatched && fx.unsent {
+            return self.reissue(fx);
+        }
         if self.dispatched {
             let usage = Usage::default();
             return self.failed(

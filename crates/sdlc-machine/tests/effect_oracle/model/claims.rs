@@ -80,13 +80,20 @@ impl Model {
     }
 
     /// The renewal's answer: renewed, or not writable (the lease may lapse; the next renewal
-    /// tells), the request held back goes out as it was. Any other event drops it.
+    /// tells), the request held back goes out as it was. Any other event drops it; a step's
+    /// run or a look at CI dropped so is remembered for this event as never started.
     pub(super) fn after_renewal(&mut self, ev: &Event) -> Option<Effect> {
+        self.unsent_run = None;
         let request = self.held_back.take()?;
-        matches!(
+        if matches!(
             ev,
             Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed
-        )
-        .then_some(request)
+        ) {
+            return Some(request);
+        }
+        if let Effect::RunStep { .. } | Effect::LookAtCi { .. } = request {
+            self.unsent_run = Some(request);
+        }
+        None
     }
 }

@@ -9,6 +9,11 @@ use sdlc_machine::step::Step;
 
 impl Model {
     pub(super) fn restart_step(&mut self, step: Step) {
+        if let (true, Some(run)) = (self.dispatched, self.unsent_run) {
+            // The runner died waiting for the renewal before this run: it never started.
+            self.fx.push(run);
+            return;
+        }
         if self.dispatched {
             return self.failed(
                 step,

@@ -103,6 +103,9 @@ pub struct Model {
     pub held: BTreeSet<u32>,
     /// The request kept back until the claim on the issue under way is renewed.
     pub held_back: Option<Effect>,
+    /// A step's run or look at CI held back for a renewal that the event at hand left
+    /// unanswered: it never started, and a restart asks for it again as it was.
+    pub unsent_run: Option<Effect>,
     pub fx: Vec<Effect>,
 }
 
@@ -152,6 +155,7 @@ impl Model {
             holding_turn: false,
             held: BTreeSet::new(),
             held_back: None,
+            unsent_run: None,
             fx: Vec::new(),
         }
     }
