@@ -205,3 +205,67 @@ impl<T> Probe<T> {
         probe
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::fake;
+
+    fn world_of(fakes: &fake::World) -> (World, tempfile::TempDir) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let (ports, _) = fake::ports(fakes, dir.path());
+        let world = World {
+            git: ports.git,
+            forge: ports.forge,
+            tracker: ports.tracker,
+            claims: None,
+        };
+        (world, dir)
+    }
+
+    const ASK: FactsAsked = FactsAsked {
+        with_tree: true,
+        issue: Some(1),
+        explicit: false,
+    };
+
+    #[test]
+    fn a_probe_asks_the_step_only_when_the_facts_let_it_go_on() {
+        let fakes = fake::World::new(&[(1, "First")], "automatable");
+        let (world, _dir) = world_of(&fakes);
+        let probe = Probe::ask(&world, ASK, |_| "asked");
+        assert!(probe.locks.is_empty());
+        assert!(matches!(probe.foreign, Some(Ok(ref c)) if c.is_empty()));
+        assert!(matches!(probe.issue, Some(Ok((true, _)))));
+        assert_eq!(probe.then, Some("asked"));
+    }
+
+    #[test]
+    fn a_person_s_decision_or_a_tracker_that_cannot_be_asked_ends_the_probe() {
+        let fakes = fake::World::new(&[(1, "First")], "automatable");
+        let (world, _dir) = world_of(&fakes);
+        fakes
+            .lock()
+            .issues
+            .entry(1)
+            .and_modify(|i| i.state_open = false);
+        let closed = Probe::ask(&world, ASK, |_| panic!("the step was asked after a close"));
+        assert!(matches!(closed.issue, Some(Ok((_, ref i))) if !i.state_open));
+        assert!(closed.then.is_none());
+
+        fakes
+            .lock()
+            .issues
+            .entry(1)
+            .and_modify(|i| i.state_open = true);
+        fakes.script(|s| s.tracker_network_failures = 1);
+        let unreachable = Probe::ask(&world, ASK, |_| panic!("the step was asked offline"));
+        assert!(matches!(unreachable.issue, Some(Err(_))));
+        assert!(unreachable.then.is_none());
+
+        // Not asked about the issue (after a step): straight to the step's own check.
+        let after = Probe::ask(&world, ASK.without_issue(), |_| "asked");
+        assert!(after.issue.is_none());
+        assert_eq!(after.then, Some("asked"));
+    }
+}
