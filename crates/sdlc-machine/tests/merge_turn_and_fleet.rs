@@ -129,6 +129,38 @@ fn a_lost_race_reads_the_issue_again_before_merging_again() {
     );
 }
 
+/// A restart while the merge's checks run again after a lost race (the turn is not held any
+/// more: the runner that died gave it back): checks that fail now still end the attempt that
+/// lost the race as its failure, counted, instead of bouncing it away uncounted.
+#[test]
+fn checks_failing_after_a_lost_race_and_a_restart_count_the_attempt() {
+    let mut core = asking_for_the_merge_turn();
+    core.handle(&Event::MergeTurnTaken);
+    core.handle(&Event::MergeRaceLost {
+        class: FailureClass::Unknown,
+        signature: Signature(1),
+        usage: Usage::default(),
+    });
+    core.handle(&Event::WaitOver);
+    let fx = core.handle(&Event::MergeTurnTaken).to_vec();
+    assert_eq!(fx, vec![Effect::CheckPreconditions { step: Step::Merge }]);
+    let fx = core.handle(&Event::Start).to_vec();
+    assert_eq!(fx, vec![Effect::CheckPreconditions { step: Step::Merge }]);
+    let fx = core
+        .handle(&Event::PreconditionFailed {
+            step: Step::Merge,
+            check: Check::CiChecksPassing,
+        })
+        .to_vec();
+    assert_eq!(core.runner().attempts[Step::Merge.index()], 1, "{fx:?}");
+    assert!(
+        !fx.iter()
+            .any(|e| matches!(e, Effect::Notify(Notice::Bounced { .. }))),
+        "{fx:?}"
+    );
+    assert!(!fx.iter().any(|e| matches!(e, Effect::RunStep { .. })));
+}
+
 /// A fleet pause (another worker's rate limit) is the machine's wait: the request was not
 /// performed, it is issued again after the wait, a restart waits again, and more pauses in a
 /// row on one request than a runner alone would wait out halt without blaming the issue.

@@ -381,9 +381,10 @@ impl Model {
                     step: Step::Merge, ..
                 },
                 _,
-            ) if self.turn_held && self.rerun => {
-                // The checks after a lost race's pause failed: the attempt that lost the race
-                // ends as its failure, counted, instead of vanishing in a bounce.
+            ) if self.rerun => {
+                // The checks after a lost race's pause failed (the turn held, or given back by
+                // a restart): the attempt that lost the race ends as its failure, counted,
+                // instead of vanishing in a bounce.
                 self.turn_held = false;
                 self.rerun = false;
                 let (class, signature) = self

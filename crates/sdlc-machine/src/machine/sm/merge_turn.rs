@@ -81,10 +81,15 @@ impl Runner {
 
     /// The checks after a lost race's pause failed: the attempt that lost the race ends as
     /// its failure, counted like any other, instead of being merged again for free (a bounce
-    /// now would leave the attempt uncounted, and its free runs again with it). `None` when
-    /// no race is pending.
-    pub(super) fn checks_failed_after_race(&mut self, fx: &mut Fx) -> Option<Outcome<State>> {
-        if !(self.turn_held && self.merge_rerun) {
+    /// now would leave the attempt uncounted, and its free runs again with it). The same after
+    /// a restart during those checks, when the turn is no longer held. `None` when no race is
+    /// pending.
+    pub(super) fn checks_failed_after_race(
+        &mut self,
+        step: Step,
+        fx: &mut Fx,
+    ) -> Option<Outcome<State>> {
+        if step != Step::Merge || !self.merge_rerun {
             return None;
         }
         let (class, signature) = self.lost_race.take()?;

@@ -79,7 +79,7 @@ impl Runner {
                 self.advance(step, fx)
             }
             Event::PreconditionFailed { step: s, check } if s == step && !self.dispatched => {
-                if let Some(outcome) = self.checks_failed_after_race(fx) {
+                if let Some(outcome) = self.checks_failed_after_race(step, fx) {
                     return outcome;
                 }
                 self.give_turn_back(step, fx);

@@ -228,9 +228,10 @@ impl Model {
                 self.advance(step)
             }
             Event::PreconditionFailed { step: s, .. }
-                if s == step && !self.dispatched && self.holding_turn && self.rerun =>
+                if s == step && step == Step::Merge && !self.dispatched && self.rerun =>
             {
-                // The attempt that lost the race ends as its failure: counted, not bounced.
+                // The attempt that lost the race ends as its failure: counted, not bounced,
+                // whether the turn is still held or a restart gave it back.
                 self.holding_turn = false;
                 self.rerun = false;
                 self.release_turn();
