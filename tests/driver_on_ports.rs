@@ -329,6 +329,26 @@ fn an_issue_closed_while_its_merge_paused_is_not_merged() {
     );
 }
 
+/// The local tracker's claims directory of `b`, made.
+fn claims_dir(b: &Bench) -> std::path::PathBuf {
+    let claims = b.dir.path().join("issues").join(".claims");
+    std::fs::create_dir_all(&claims).expect("claims dir");
+    claims
+}
+
+/// A claim (or the merge lease) of `worker` on `issue`, taken when the fake clock starts and
+/// running out `secs` later.
+fn lease(issue: u32, worker: &str, secs: i64) -> String {
+    use sdlc_runner::ports::Clock;
+    let start = FakeClock::default().now();
+    json!({
+        "issue": issue, "worker": worker,
+        "claimedAt": start.to_rfc3339(),
+        "expiresAt": (start + chrono::Duration::seconds(secs)).to_rfc3339(),
+    })
+    .to_string()
+}
+
 /// Claims are the machine's: the selected issue is claimed (`ClaimIssue`), and the claim is
 /// renewed before every request that works on the issue or waits (`RenewClaim`, answered
 /// before the request goes out). When another runner has taken the issue over meanwhile (this
@@ -336,20 +356,9 @@ fn an_issue_closed_while_its_merge_paused_is_not_merged() {
 /// request, nothing more is done on the issue, and the run can be replayed.
 #[test]
 fn a_claim_taken_over_mid_run_stops_the_runner_before_its_next_request() {
-    use sdlc_runner::ports::Clock;
     let b = Bench::new(&[(1, "First")], json!({"claims": {"leaseMinutes": 600}}));
-    let claims = b.dir.path().join("issues").join(".claims");
-    std::fs::create_dir_all(&claims).expect("claims dir");
+    let claims = claims_dir(&b);
     // Another runner's merge lease, so that the merge pauses (a wait renews the claim).
-    let start = FakeClock::default().now();
-    let lease = |issue: u32, worker: &str, secs: i64| {
-        json!({
-            "issue": issue, "worker": worker,
-            "claimedAt": start.to_rfc3339(),
-            "expiresAt": (start + chrono::Duration::seconds(secs)).to_rfc3339(),
-        })
-        .to_string()
-    };
     std::fs::write(claims.join("merge.json"), lease(9, "ghost", 1)).expect("lease");
     // After implement, another runner holds #1's claim.
     let stolen = lease(1, "w2", 86_400);
@@ -385,18 +394,10 @@ fn a_claim_taken_over_mid_run_stops_the_runner_before_its_next_request() {
 /// and `replay` reproduces the run from the journal.
 #[test]
 fn a_wait_for_the_merge_lease_and_a_lost_race_are_journaled_and_replay_exactly() {
-    use sdlc_runner::ports::Clock;
     let b = Bench::new(&[(1, "First")], json!({"claims": {"leaseMinutes": 600}}));
-    let claims = b.dir.path().join("issues").join(".claims");
-    std::fs::create_dir_all(&claims).expect("claims dir");
+    let claims = claims_dir(&b);
     // Another runner's merge lease, running out 1 s into the fake clock's run.
-    let start = FakeClock::default().now();
-    let lease = json!({
-        "issue": 9, "worker": "ghost",
-        "claimedAt": start.to_rfc3339(),
-        "expiresAt": (start + chrono::Duration::seconds(1)).to_rfc3339(),
-    });
-    std::fs::write(claims.join("merge.json"), lease.to_string()).expect("lease");
+    std::fs::write(claims.join("merge.json"), lease(9, "ghost", 1)).expect("lease");
     b.world.script(|s| s.lost_races = 1);
     let opts = RunOptions {
         worker_id: Some("w1".into()),
