@@ -30,6 +30,15 @@ pub enum CallFailureKind {
     StepDeadline,
     /// The runner was asked to stop (a signal); the call's process group was killed.
     Cancelled,
+    /// The remote does not answer as a repository (a URL to a missing directory or repository,
+    /// a host that refuses the protocol): no wait helps, a person fixes the URL.
+    Unreachable,
+    /// The remote refused git's credentials (or git had none to offer without a prompt).
+    Auth,
+    /// A branch git was asked to check out is checked out in another worktree.
+    WorktreeConflict,
+    /// The disk (or the user's quota) is full.
+    DiskFull,
     /// Anything else: a bad argument, a refusal of another kind.
     Other,
 }
@@ -38,6 +47,52 @@ impl CallFailureKind {
     /// Worth waiting for and trying again unchanged: the network's failures.
     pub fn is_transient(self) -> bool {
         matches!(self, CallFailureKind::Network | CallFailureKind::TimedOut)
+    }
+
+    /// The runner's own environment failed the call (the remote, credentials, a lock, another
+    /// worktree, the disk, permissions), not the work it was asked to do: no issue is to blame
+    /// and no retry of the issue's attempt helps.
+    pub fn is_environment(self) -> bool {
+        matches!(
+            self,
+            CallFailureKind::Unreachable
+                | CallFailureKind::Auth
+                | CallFailureKind::LockHeld
+                | CallFailureKind::WorktreeConflict
+                | CallFailureKind::DiskFull
+                | CallFailureKind::Permission
+        )
+    }
+
+    /// What the failure is and what fixes it, in an operator's words, for an environment kind.
+    pub fn cause_and_fix(self) -> Option<(&'static str, &'static str)> {
+        Some(match self {
+            CallFailureKind::Unreachable => (
+                "the remote cannot be reached",
+                "check origin's URL (`git remote -v`, `git remote set-url origin <url>`) and the network",
+            ),
+            CallFailureKind::Auth => (
+                "the remote refused git's credentials",
+                "renew the credentials (token, credential helper or SSH key) of the user the runner runs as",
+            ),
+            CallFailureKind::LockHeld => (
+                "another git process holds a lock",
+                "let it finish, or remove the stale lock file it names if no git runs",
+            ),
+            CallFailureKind::WorktreeConflict => (
+                "the branch is checked out in another worktree",
+                "check out another branch there (`git worktree list` names it) or set baseBranch",
+            ),
+            CallFailureKind::DiskFull => (
+                "the disk is full",
+                "free space on the disk that holds the project and its git directory",
+            ),
+            CallFailureKind::Permission => (
+                "permission denied",
+                "check the permissions of the repository, its git directory and the remote",
+            ),
+            _ => return None,
+        })
     }
 
     /// The kind of an error the system returned for the call itself (it could not be started,
@@ -55,6 +110,7 @@ impl CallFailureKind {
             io::ErrorKind::NotFound => CallFailureKind::NotFound,
             io::ErrorKind::TimedOut => CallFailureKind::TimedOut,
             io::ErrorKind::WouldBlock | io::ErrorKind::AlreadyExists => CallFailureKind::LockHeld,
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => CallFailureKind::DiskFull,
             _ => CallFailureKind::Other,
         }
     }
@@ -63,7 +119,11 @@ impl CallFailureKind {
     pub fn of_git(stderr: &str) -> CallFailureKind {
         let text = stderr.to_ascii_lowercase();
         let has = |needles: &[&str]| needles.iter().any(|n| text.contains(n));
-        if has(&["conflict (", "automatic merge failed", "merge conflict in"]) {
+        if has(&["no space left on device", "disk quota exceeded"]) {
+            CallFailureKind::DiskFull
+        } else if has(&["is already checked out at", "is already used by worktree"]) {
+            CallFailureKind::WorktreeConflict
+        } else if has(&["conflict (", "automatic merge failed", "merge conflict in"]) {
             CallFailureKind::Conflict
         } else if has(&[
             "index.lock': file exists",
@@ -91,6 +151,15 @@ impl CallFailureKind {
             CallFailureKind::HookRejected
         } else if transient_network::is_transient(&text) {
             CallFailureKind::Network
+        } else if has(&[
+            "authentication failed",
+            "could not read username",
+            "could not read password",
+            "terminal prompts disabled",
+            "invalid username or password",
+            "the requested url returned error: 401",
+        ]) {
+            CallFailureKind::Auth
         } else if text.contains("failed to push some refs") {
             // Refused before any ref was rejected by the remote: the local pre-push hook.
             CallFailureKind::HookRejected
@@ -102,8 +171,12 @@ impl CallFailureKind {
         ]) {
             CallFailureKind::Permission
         } else if has(&[
-            "repository not found",
             "does not appear to be a git repository",
+            "could not read from remote repository",
+            "repository not found",
+        ]) {
+            CallFailureKind::Unreachable
+        } else if has(&[
             "not a git repository",
             "couldn't find remote ref",
             "unknown revision",
@@ -148,6 +221,7 @@ impl CallFailureKind {
 
 /// An error that knows its [`CallFailureKind`].
 pub trait Kinded {
+    /// What made the call fail.
     fn kind(&self) -> CallFailureKind;
 }
 
@@ -222,10 +296,10 @@ mod tests {
                 "git@github.com: Permission denied (publickey).\nfatal: Could not read from remote repository.",
                 K::Permission,
             ),
-            ("ERROR: Repository not found.", K::NotFound),
+            ("ERROR: Repository not found.", K::Unreachable),
             (
                 "fatal: 'origin' does not appear to be a git repository\nfatal: Could not read from remote repository.",
-                K::NotFound,
+                K::Unreachable,
             ),
             ("fatal: couldn't find remote ref 7-x", K::NotFound),
             (
@@ -233,6 +307,40 @@ mod tests {
                 K::NotFound,
             ),
             ("fatal: bad revision 'zz'", K::Other),
+            // A remote URL that points at a directory that is gone.
+            (
+                "fatal: '/tmp/p/moved-away.git' does not appear to be a git repository\nfatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.",
+                K::Unreachable,
+            ),
+            (
+                "remote: Invalid username or password.\nfatal: Authentication failed for 'https://github.com/o/r.git/'",
+                K::Auth,
+            ),
+            (
+                "fatal: could not read Username for 'https://github.com': terminal prompts disabled",
+                K::Auth,
+            ),
+            // git 2.4x, and git before 2.42.
+            (
+                "fatal: 'main' is already used by worktree at '/tmp/p/project'",
+                K::WorktreeConflict,
+            ),
+            (
+                "fatal: 'main' is already checked out at '/tmp/p/project'",
+                K::WorktreeConflict,
+            ),
+            (
+                "error: unable to write file .git/objects/3f/1a2b: No space left on device\nfatal: unable to write new index file",
+                K::DiskFull,
+            ),
+            (
+                "fatal: Unable to create '/p/.git/index.lock': No space left on device",
+                K::DiskFull,
+            ),
+            (
+                "error: cannot lock ref 'refs/heads/7-x': Unable to create '/p/.git/refs/heads/7-x.lock': File exists.",
+                K::LockHeld,
+            ),
             ("", K::Other),
         ] {
             assert_eq!(K::of_git(text), kind, "{text}");
@@ -300,5 +408,30 @@ mod tests {
         assert!(K::Network.is_transient() && K::TimedOut.is_transient());
         assert!(!K::StepDeadline.is_transient() && !K::Cancelled.is_transient());
         assert!(!K::LostRace.is_transient() && !K::Permission.is_transient());
+    }
+
+    #[test]
+    fn the_environments_kinds_name_their_cause_and_fix() {
+        for k in [
+            K::Unreachable,
+            K::Auth,
+            K::LockHeld,
+            K::WorktreeConflict,
+            K::DiskFull,
+            K::Permission,
+        ] {
+            assert!(k.is_environment(), "{k:?}");
+            assert!(k.cause_and_fix().is_some(), "{k:?}");
+        }
+        for k in [
+            K::Conflict,
+            K::HookRejected,
+            K::LostRace,
+            K::Network,
+            K::Other,
+        ] {
+            assert!(!k.is_environment(), "{k:?}");
+            assert!(k.cause_and_fix().is_none(), "{k:?}");
+        }
     }
 }

@@ -9,7 +9,7 @@ pub use sdlc_machine::{failure, machine, step};
 mod console;
 pub mod agent;
 pub mod artifacts;
-mod call_failure;
+pub mod call_failure;
 mod cleanup;
 // clap turns doc comments into help text, so cli's types are documented by their help.
 #[allow(missing_docs)]

@@ -1005,7 +1005,12 @@ fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart
         .to_string();
     assert!(err.contains("merge conflict in: z.txt"), "{err}");
     assert!(repo.is_clean().expect("clean"));
-    let classified = sdlc_runner::agent::classify::classify_builtin("merge", &err, false);
+    let classified = sdlc_runner::agent::classify::classify_builtin(
+        "merge",
+        &err,
+        sdlc_runner::call_failure::CallFailureKind::Conflict,
+        false,
+    );
     assert_eq!(
         classified.class,
         sdlc_runner::failure::FailureClass::MergeConflict

@@ -168,12 +168,45 @@ pub fn classify_network(step_key: &str, what: &str) -> Classified {
     .finish()
 }
 
-/// A builtin step's failure (docs/classification.md): its output is read like an agent's, so
-/// a lost login, a full disk or a missing binary halt as they would for an agent. What
-/// nothing recognizes is a `POST_CHECK` failure of the step, except failing CI
-/// (`ci_failed`), which is the code's to fix (`TEST_ASSERTION` unless its log names a more
-/// precise class), so that a repair attempt gets it.
-pub fn classify_builtin(step_key: &str, what: &str, ci_failed: bool) -> Classified {
+/// A builtin step's failure (docs/classification.md). The kind its adapter gave the failed
+/// call decides first: the runner's own environment (the remote unreachable, credentials
+/// refused, a lock, a branch checked out in another worktree, a full disk, permissions) is
+/// never the issue's, so it halts naming the cause and the fix (`AUTH` for credentials,
+/// `TOOLING_ENV` for the rest). Then the output is read like an agent's, so a lost login, a
+/// full disk or a missing binary halt as they would for an agent. What nothing recognizes is
+/// a `POST_CHECK` failure of the step, except failing CI (`ci_failed`), which is the code's to
+/// fix (`TEST_ASSERTION` unless its log names a more precise class), so that a repair attempt
+/// gets it.
+pub fn classify_builtin(
+    step_key: &str,
+    what: &str,
+    kind: crate::call_failure::CallFailureKind,
+    ci_failed: bool,
+) -> Classified {
+    if let Some((cause, fix)) = kind.cause_and_fix() {
+        let class = if kind == crate::call_failure::CallFailureKind::Auth {
+            FailureClass::Auth
+        } else {
+            FailureClass::ToolingEnv
+        };
+        let said = what
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+            .map_or_else(|| one_line(what), str::to_string);
+        return Verdict {
+            class,
+            // The cause, not the paths and names in git's words: the same environment
+            // failure on every issue has one signature.
+            evidence: format!("{step_key}: the runner's own git: {cause}"),
+            headline: format!(
+                "{step_key}: {cause} (not the issue's); fix: {fix}; git said: {said}"
+            ),
+            excerpt: what.to_string(),
+            wait_hint_secs: None,
+        }
+        .finish();
+    }
     if is_merge_conflict(what) {
         return Verdict {
             class: FailureClass::MergeConflict,

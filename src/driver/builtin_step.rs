@@ -137,7 +137,7 @@ impl Driver {
                 self.say(failed.what.clone());
                 let ci = step == Step::MonitorCi && failed.what.starts_with("CI checks failing");
                 let text = self.without_branch(&failed.what).await;
-                let c = classify_builtin(step.key(), &text, ci);
+                let c = classify_builtin(step.key(), &text, failed.kind, ci);
                 self.failed(step, issue, c, usage)
             }
         }

@@ -9,6 +9,7 @@
 
 use super::{network, Driver};
 use crate::agent::classify::classify_builtin;
+use crate::call_failure::Kinded;
 use crate::failure::FailureClass;
 use crate::tracker::claims::Claimed;
 
@@ -198,7 +199,7 @@ impl Driver {
             network::Patient::Done(Err(e)) => {
                 let text = format!("{what}: {e}");
                 self.say(text.clone());
-                let c = classify_builtin(step.key(), &text, false);
+                let c = classify_builtin(step.key(), &text, e.kind(), false);
                 Err(self.failed(step, issue, c, Usage::default()))
             }
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),

@@ -44,3 +44,63 @@ fn patterns() {
     assert!(c_compile_error("main.c:3:5: error: expected ';'"));
     assert!(is_rust_error_code("error[E0308]: mismatched types"));
 }
+
+/// The runner's own git failing for the environment is classified from the kind its adapter
+/// decided from git's real words: a halt naming the cause and the fix, never the issue's.
+#[test]
+fn the_runners_own_git_failing_for_the_environment_is_not_the_issues() {
+    use crate::call_failure::CallFailureKind as K;
+    let cases = [
+        (
+            "`git push --quiet origin refs/heads/7-x:refs/heads/7-x (in /tmp/a/project)` failed (exit 128): fatal: '/tmp/a/moved-away.git' does not appear to be a git repository\nfatal: Could not read from remote repository.",
+            FailureClass::ToolingEnv,
+            "remote cannot be reached",
+        ),
+        (
+            "`git push` failed (exit 128): remote: Invalid username or password.\nfatal: Authentication failed for 'https://github.com/o/r.git/'",
+            FailureClass::Auth,
+            "credentials",
+        ),
+        (
+            "`git checkout --quiet main (in /tmp/a/linked)` failed (exit 128): fatal: 'main' is already used by worktree at '/tmp/a/project'",
+            FailureClass::ToolingEnv,
+            "another worktree",
+        ),
+        (
+            "`git commit` failed (exit 128): fatal: Unable to create '/tmp/a/project/.git/index.lock': File exists.\n\nAnother git process seems to be running in this repository",
+            FailureClass::ToolingEnv,
+            "lock",
+        ),
+        (
+            "`git fetch` failed (exit 128): error: unable to write file .git/objects/pack/tmp_pack_x: No space left on device\nfatal: index-pack failed",
+            FailureClass::ToolingEnv,
+            "disk is full",
+        ),
+    ];
+    for (text, class, cause) in cases {
+        let kind = K::of_git(text);
+        let c = classify_builtin("commitPush", text, kind, false);
+        assert_eq!(c.class, class, "{text}");
+        assert_eq!(
+            c.class.disposition(),
+            crate::failure::Disposition::HaltEnvironment,
+            "{text}"
+        );
+        assert!(c.summary.contains(cause), "{}", c.summary);
+        assert!(c.summary.contains("fix:"), "{}", c.summary);
+        // The same failure on another issue's branch, in another directory: one signature.
+        let other = text.replace("7-x", "9-y").replace("/tmp/a/", "/tmp/b/");
+        assert_eq!(
+            classify_builtin("commitPush", &other, K::of_git(&other), false).signature,
+            c.signature,
+            "{text}"
+        );
+    }
+    // What the issue's own commits cause stays the issue's.
+    let conflict = "merge conflict in: shared.txt";
+    let c = classify_builtin("merge", conflict, K::of_git(conflict), false);
+    assert_eq!(c.class, FailureClass::MergeConflict);
+    let hook = "remote: no pushes on Fridays\n ! [remote rejected] main -> main (pre-receive hook declined)\nerror: failed to push some refs to '/tmp/origin.git'";
+    let c = classify_builtin("commitPush", hook, K::of_git(hook), false);
+    assert_eq!(c.class.scope(), crate::failure::Scope::Issue, "{c:?}");
+}
