@@ -175,14 +175,25 @@ fn uses_github(cfg: &Config) -> bool {
 
 fn project(cfg: &Config) -> Check {
     match crate::git::repo::Repo::open(&cfg.project_path) {
-        Ok(repo) => Check::ok(
-            "project",
-            format!(
-                "{}: git repository, default branch {}",
-                cfg.project_path.display(),
-                repo.main
+        Ok(mut repo) => match repo.settle_base(cfg.base_branch.as_deref()) {
+            Ok(source) => Check::ok(
+                "project",
+                format!(
+                    "{}: git repository, {}",
+                    cfg.project_path.display(),
+                    crate::git::repo::describe_base(&repo.main, &source, &cfg.file)
+                ),
             ),
-        ),
+            // The remote check below says what is wrong with origin.
+            Err(e) => Check::fail(
+                "project",
+                format!(
+                    "{}: git repository, but its base branch cannot be asked from origin: {e}",
+                    cfg.project_path.display()
+                ),
+                "fix origin (see the remote line), or set baseBranch in the config",
+            ),
+        },
         Err(e) => Check::fail(
             "project",
             format!("projectPath: {e}"),

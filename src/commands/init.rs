@@ -242,6 +242,7 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
 
 {tracker}
 {forge}
+  "_baseBranch": "Unset: issues merge into origin's default branch, asked from origin at every start (`sdlc-runner doctor` names it). Set \"baseBranch\": \"<branch>\" to merge into another one.",
   "requireChecks": false
 }}
 "#

@@ -136,6 +136,10 @@ pub struct Settings {
     /// Where pushes, pull requests and CI live. Default: `local` when `tracker.kind` is
     /// `local`, else `github`.
     pub forge: Option<ForgeKind>,
+    /// The branch issues are merged into, as origin names it (`main`, no `refs/heads/`).
+    /// Unset: origin's default branch, asked from origin at the start of every run
+    /// (`git ls-remote --symref origin HEAD`), never guessed from the clone's own branches.
+    pub base_branch: Option<String> => Option<String> = branch_name,
     /// The local forge's CI: a command run in a clean worktree of the branch. Unset: the
     /// local forge has no CI.
     pub local_ci: Option<LocalCiFile>,

@@ -12,12 +12,17 @@ use crate::call_failure::CallFailureKind;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+mod base;
 mod error;
 mod merge;
 mod refs;
+mod rescue;
 mod specs;
 mod status;
 mod workspace;
+
+pub use base::{describe_base, BaseSource};
+pub use rescue::RESCUE_REFS;
 
 pub(crate) use error::exit_text;
 use error::hint_for;
@@ -32,7 +37,9 @@ pub const MERGE_SUBJECT: &str = "Merge issue #";
 pub struct Repo {
     /// The work tree's top level.
     pub path: PathBuf,
-    /// The default branch: origin's HEAD, else `main`, else `master`.
+    /// The base branch issues merge into: what [`Repo::settle_base`] settled (the config's
+    /// `baseBranch`, else origin's default branch); until then the clone's guess (its
+    /// `origin/HEAD`, else `main`, else `master`).
     pub main: String,
     /// Whether the clone has an `origin` remote, asked once (remotes do not change under a
     /// run, and asking costs a git spawn per fetch).

@@ -33,8 +33,14 @@ pub trait GitPort: Send + Sync {
     /// Commits every change of the tree (never the runner's files) with `message`;
     /// `Ok(false)` when there was nothing to commit. Refused on main.
     fn auto_commit(&self, message: &str) -> Result<bool, GitError>;
-    /// Checks out main and fast-forwards it to origin.
+    /// Leaves the tree on main: checked out and fast-forwarded to origin, or, where another
+    /// worktree has main checked out, a detached HEAD at origin's main.
     fn checkout_main(&self) -> Result<(), GitError>;
+    /// Whether HEAD stands where the next issue's branch starts: main checked out (or a
+    /// detached HEAD at origin's main while another worktree has main).
+    fn on_main(&self) -> Result<bool, GitError> {
+        Ok(self.current_branch()?.as_deref() == Some(self.main()))
+    }
     /// Git lock files (index, HEAD, refs) older than `age` that no process holds.
     fn stale_locks(&self, age: Duration) -> Vec<PathBuf>;
     /// The lock files a git killed with its runner left, whatever their age, while no git
@@ -96,7 +102,10 @@ impl GitPort for Repo {
         Repo::auto_commit(self, message)
     }
     fn checkout_main(&self) -> Result<(), GitError> {
-        Repo::checkout_main(self)
+        Repo::park_on_main(self).map(drop)
+    }
+    fn on_main(&self) -> Result<bool, GitError> {
+        Repo::on_main(self)
     }
     fn stale_locks(&self, age: Duration) -> Vec<PathBuf> {
         Repo::stale_locks(self, age)

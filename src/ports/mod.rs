@@ -66,6 +66,15 @@ impl Ports {
     pub fn production(cfg: &Config) -> Result<Ports, String> {
         let mut repo = Repo::open(&cfg.project_path)
             .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
+        // Before the forge gets its copy: both merge into the same, settled, main. An origin
+        // that cannot be asked stops the run here, before any issue is selected or blamed.
+        let source = repo
+            .settle_base(cfg.base_branch.as_deref())
+            .map_err(|e| format!("{}: {e}", cfg.project_path.display()))?;
+        say!(
+            "{}",
+            crate::git::repo::describe_base(&repo.main, &source, &cfg.file)
+        );
         if let Some(dir) = cfg.tracker.dir() {
             repo.own_dir(dir);
         }

@@ -74,9 +74,10 @@ impl IssueFacts<'_> {
     }
 }
 
-/// startCycle: main checked out and fast-forwarded to origin. A tree with changes that are
-/// not the runner's is refused: they are someone's work, and checking out over them could
-/// lose it.
+/// startCycle: main checked out and fast-forwarded to origin; where another worktree has main
+/// checked out (the project is a linked worktree), a detached HEAD at origin's main instead,
+/// since main must never be needed here. A tree with changes that are not the runner's is
+/// refused: they are someone's work, and checking out over them could lose it.
 pub fn start_cycle(repo: &dyn GitPort) -> Result<String, Failed> {
     let foreign = repo.foreign_changes()?;
     if !foreign.is_empty() {
@@ -87,7 +88,7 @@ pub fn start_cycle(repo: &dyn GitPort) -> Result<String, Failed> {
     }
     repo.fetch()?;
     repo.checkout_main()?;
-    Ok(format!("checked out {} and fast-forwarded it", repo.main()))
+    Ok(format!("on {} as origin has it", repo.main()))
 }
 
 /// commitPush: what the agents left is committed on the feature branch and the branch is

@@ -54,7 +54,7 @@ pub fn precondition(
     for &check in Check::of(step) {
         let holds = match check {
             Check::CleanWorkingTree => repo.is_clean()?,
-            Check::OnMainBranch => repo.current_branch()?.as_deref() == Some(repo.main()),
+            Check::OnMainBranch => repo.on_main()?,
             Check::FeatureBranchExists => on_feature_branch(repo, ctx)?.is_some(),
             Check::IssueNumberKnown => ctx.issue.is_some(),
             Check::SpecFilesExist => ctx

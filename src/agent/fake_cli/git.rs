@@ -106,6 +106,68 @@ pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
     work().map_err(|e| io::Error::other(e.to_string()))
 }
 
+/// A teammate pushes a change of `shared.txt` to origin's main from a clone of their own, so
+/// that this issue's `shared.txt` conflicts with main at merge time.
+pub fn teammate_writes_shared(ctx: &Context) -> Result<(), GitWorkError> {
+    let dir = &ctx.cwd;
+    let n = ctx.issue.unwrap_or(0);
+    let origin = git(dir, &["remote", "get-url", "origin"])?;
+    let other = tempfile::tempdir().map_err(|source| GitWorkError::Write {
+        path: "a temporary directory".to_string(),
+        source,
+    })?;
+    let clone = other.path().join("teammate");
+    let clone_arg = clone.to_string_lossy().into_owned();
+    git(other.path(), &["clone", "--quiet", &origin, &clone_arg])?;
+    write(
+        &clone.join("shared.txt"),
+        &format!("written by a teammate while issue {n} was worked on\n"),
+    )?;
+    git(&clone, &["add", "--", "shared.txt"])?;
+    git(
+        &clone,
+        &[
+            "-c",
+            "user.name=teammate",
+            "-c",
+            "user.email=teammate@example.com",
+            "commit",
+            "--quiet",
+            "-m",
+            "a teammate's change to shared.txt",
+        ],
+    )?;
+    let head = git(&clone, &["symbolic-ref", "--short", "HEAD"])?;
+    git(&clone, &["push", "--quiet", "origin", &head])?;
+    Ok(())
+}
+
+/// Starts merging origin's default branch into the issue's branch and stops at the conflict:
+/// `MERGE_HEAD` and unmerged paths with conflict markers stay in the tree.
+pub fn leave_conflict(ctx: &Context) -> Result<String, GitWorkError> {
+    let dir = &ctx.cwd;
+    let n = ctx.issue.unwrap_or(0);
+    let branch = branch_name(n);
+    let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+    if current.trim() != branch {
+        git(dir, &["checkout", "--quiet", &branch])?;
+    }
+    git(dir, &["fetch", "--quiet", "origin"])?;
+    let main = git(
+        dir,
+        &["symbolic-ref", "--short", "refs/remotes/origin/HEAD"],
+    )
+    .unwrap_or_else(|_| "origin/main".to_string());
+    // Expected to fail: the conflict is what this outcome leaves behind.
+    let said = match git(dir, &["merge", "--no-edit", &main]) {
+        Ok(_) => "the merge went through".to_string(),
+        Err(e) => e.to_string(),
+    };
+    Ok(format!(
+        "Started merging {main} into {branch} and gave up: {said}"
+    ))
+}
+
 /// The merge of `merge`, except that between the merge and its push another party pushes a
 /// commit to origin's main (from a clone of its own), so the push is rejected: a lost race.
 pub fn merge_losing_race(ctx: &Context) -> Result<(), GitWorkError> {
@@ -228,7 +290,9 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
             if exists {
                 git(dir, &["checkout", &branch])?;
             } else {
-                git(dir, &["checkout", "-b", &branch, "main"])?;
+                // From HEAD, where startCycle left the tree: main, or origin's default
+                // branch when that is another (the precondition holds HEAD there).
+                git(dir, &["checkout", "-b", &branch])?;
             }
             Ok(format!("Started issue #{n} on branch {branch}."))
         }

@@ -66,6 +66,13 @@ pub enum Outcome {
     /// someone else pushes a commit to origin's main, so the push is rejected (a lost push
     /// race); the ok work after.
     LoseRaceOnce,
+    /// The ok work plus `shared.txt`, and a teammate pushes another `shared.txt` to origin's
+    /// main meanwhile: the branch conflicts with main at merge time. The first time for the
+    /// issue only (remembered beside the invocation log, across runs); the ok work after.
+    WriteSharedRaced,
+    /// Starts merging origin's main into the branch, leaves the conflict unfinished
+    /// (`MERGE_HEAD`, conflict markers in the tree) and fails: a repair given up half-way.
+    LeaveConflict,
     /// Tool calls for ever, a few per second: a model that never stops (Codex and Gemini
     /// have no turn limit the runner can pass).
     ToolLoop,
@@ -143,6 +150,8 @@ impl Outcome {
             "write-shared" => Outcome::WriteShared,
             "resolve-conflict" => Outcome::ResolveConflict,
             "lose-race-once" => Outcome::LoseRaceOnce,
+            "write-shared-raced" => Outcome::WriteSharedRaced,
+            "leave-conflict" => Outcome::LeaveConflict,
             "silent-hang" => Outcome::SilentHang,
             "ignore-term" => Outcome::IgnoreTerm,
             "no-branch" => Outcome::NoBranch,
@@ -254,6 +263,27 @@ impl Outcome {
                 out.init()?;
                 super::git::write_shared(ctx)?;
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::WriteSharedRaced => {
+                out.init()?;
+                let marker = super::once_marker(ctx);
+                if marker.as_ref().is_none_or(|m| !m.exists()) {
+                    super::git::write_shared(ctx)?;
+                    super::git::teammate_writes_shared(ctx)
+                        .map_err(|e| io::Error::other(e.to_string()))?;
+                    if let Some(m) = marker {
+                        std::fs::write(m, b"done\n")?;
+                    }
+                }
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::LeaveConflict => {
+                out.init()?;
+                let text =
+                    super::git::leave_conflict(ctx).map_err(|e| io::Error::other(e.to_string()))?;
+                out.assistant_text(&text)?;
+                out.result(json!({"is_error": true, "result": text}))?;
+                Ok(1)
             }
             Outcome::LoseRaceOnce => {
                 out.init()?;

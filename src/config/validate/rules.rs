@@ -110,6 +110,34 @@ pub(in crate::config) fn channel_id(w: &mut Walker, o: &Obj, key: &str) -> Optio
     }
 }
 
+/// A branch name as origin names it: what `git check-ref-format --branch` takes, without a
+/// `refs/` prefix (which would name a ref, not a branch).
+pub(in crate::config) fn branch_name(w: &mut Walker, o: &Obj, key: &str) -> Option<String> {
+    let name = w.text(o, key)?;
+    let bad = name.is_empty()
+        || name.starts_with('-')
+        || name.starts_with('/')
+        || name.starts_with("refs/")
+        || name.ends_with('/')
+        || name.ends_with('.')
+        || name.ends_with(".lock")
+        || name.contains("..")
+        || name.contains("//")
+        || name.contains("@{")
+        || name == "@"
+        || name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || "~^:?*[\\".contains(c));
+    if bad {
+        w.err(
+            o.path(key),
+            format!("\"{name}\" is not a branch name: give the branch as origin names it, such as \"main\" (no refs/heads/ prefix, no spaces or ~^:?*[\\)"),
+        );
+        return None;
+    }
+    Some(name)
+}
+
 /// Patterns matched against command lines; an empty one would match every process.
 pub(in crate::config) fn process_patterns(w: &mut Walker, o: &Obj, key: &str) -> Vec<String> {
     w.strings(

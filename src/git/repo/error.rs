@@ -52,6 +52,41 @@ pub enum RepoError {
         /// What was wrong with the output.
         detail: String,
     },
+    /// The remote could not be asked (at the start of a run, or by `doctor`).
+    #[error("{remote} ({url}) cannot be reached: {said}; check its URL (`git remote -v`; `git remote set-url {remote} <url>` to change it), the network and git's credentials for this user")]
+    Remote {
+        /// The remote's name.
+        remote: String,
+        /// Its URL as configured.
+        url: String,
+        /// What git said.
+        said: String,
+        /// Decided from what git said.
+        kind: CallFailureKind,
+    },
+    /// Files with conflict markers were about to be committed or merged.
+    #[error("refusing to {what} in {}: merge conflict in: {} (conflict markers <<<<<<< or >>>>>>> left in them); resolve the conflicts first", .path.display(), .paths.join(", "))]
+    ConflictMarkers {
+        /// What was refused (`commit`, `count {branch} as up to date with main`).
+        what: String,
+        /// The work tree.
+        path: PathBuf,
+        /// The files that hold markers.
+        paths: Vec<String>,
+    },
+    /// An unfinished merge, rebase, cherry-pick or revert was aborted before a commit of the
+    /// runner; what the tree held is kept on a rescue ref.
+    #[error("{op} was in progress in {} (unfinished: {}): aborted it rather than conclude it; what the tree held is kept on {rescue} (`git log -p {rescue}` shows it); nothing was committed", .path.display(), if .paths.is_empty() { "no file".to_string() } else { .paths.join(", ") })]
+    Rescued {
+        /// The operation (`a merge`, `a rebase`, …).
+        op: &'static str,
+        /// The work tree.
+        path: PathBuf,
+        /// The unmerged paths it left.
+        paths: Vec<String>,
+        /// The ref holding a commit of the tree as it was.
+        rescue: String,
+    },
     /// A commit was asked for on the default branch, which the runner never commits to.
     #[error("refusing to commit on {branch} in {}: check out the issue's feature branch first", .path.display())]
     CommitOnMain {
@@ -76,7 +111,11 @@ impl Kinded for RepoError {
                 ..
             } => CallFailureKind::StepDeadline,
             RepoError::NotARepo { .. } => CallFailureKind::NotFound,
-            RepoError::Parse { .. } | RepoError::CommitOnMain { .. } => CallFailureKind::Other,
+            RepoError::Remote { kind, .. } => *kind,
+            RepoError::ConflictMarkers { .. } => CallFailureKind::Conflict,
+            RepoError::Parse { .. }
+            | RepoError::CommitOnMain { .. }
+            | RepoError::Rescued { .. } => CallFailureKind::Other,
         }
     }
 }
@@ -99,7 +138,6 @@ pub(super) fn hint_for(kind: CallFailureKind) -> &'static str {
         CallFailureKind::LockHeld => {
             "another git process holds a lock; if none is running, remove the stale lock file it names"
         }
-        CallFailureKind::Permission => "check the permissions of the repository and the remote",
-        _ => GIT_HINT,
+        other => other.cause_and_fix().map_or(GIT_HINT, |(_, fix)| fix),
     }
 }

@@ -63,20 +63,38 @@ impl Repo {
     /// the merge itself is a fast step on top of the newest main. Returns origin's main as it
     /// stood, for [`Repo::lost_race`]. A conflict aborts the update and fails with the text
     /// `merge conflict in: <files>` (the merge step's MERGE_CONFLICT repair takes it from
-    /// there).
+    /// there); so does a branch whose own commits carry conflict markers (a merge someone
+    /// concluded with them): it never counts as up to date. An unfinished merge (or rebase,
+    /// cherry-pick, revert) left in the tree is aborted, never built on, its tree kept on a
+    /// rescue ref the error names. Where main is checked out in another worktree, local main
+    /// is left alone: everything here reads origin's.
     pub fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, RepoError> {
         self.fetch()?;
+        self.abort_unfinished(branch)?;
         // Read before main is refreshed, which moves no ref of origin: the listing that
         // answers this also answers the refresh's own questions.
         let base = self.origin_main()?;
-        if !self.refresh_main_beside(branch)? {
+        if self.main_checked_out_elsewhere()? {
+            if self.current_branch()?.as_deref() != Some(branch) {
+                self.checkout_finishing(branch)?;
+            }
+        } else if !self.refresh_main_beside(branch)? {
             self.refresh_main_for(branch)?;
             self.checkout_finishing(branch)?;
         }
         let Some(base_commit) = base.as_deref() else {
             return Ok(None);
         };
-        if self.is_ancestor(base_commit, &format!("refs/heads/{branch}"))? {
+        let head = format!("refs/heads/{branch}");
+        let marked = self.files_with_markers(&[&format!("{base_commit}...{head}")], &head)?;
+        if !marked.is_empty() {
+            return Err(RepoError::ConflictMarkers {
+                what: format!("count {branch} as up to date with {}", self.main),
+                path: self.path.clone(),
+                paths: marked,
+            });
+        }
+        if self.is_ancestor(base_commit, &head)? {
             return Ok(base);
         }
         let message = format!("Merge {} into {branch}", self.main);

@@ -7,17 +7,25 @@ use std::path::{Path, PathBuf};
 
 impl Repo {
     /// `git add -A` and commit when the tree is dirty. Never on main (docs/design-notes.md),
-    /// and `--no-verify` because this saves work a failing hook must not lose.
+    /// and `--no-verify` because this saves work a failing hook must not lose. Never a
+    /// conclusion of someone's unfinished merge, rebase, cherry-pick or revert: that is
+    /// aborted, what the tree held kept on a rescue ref, and the error names the ref
+    /// (`Rescued`). Never a file with conflict markers: refused, naming the files
+    /// (`ConflictMarkers`), nothing staged.
     pub fn auto_commit(&self, message: &str) -> Result<bool, RepoError> {
-        if self.is_clean()? {
-            return Ok(false);
-        }
         let branch = self.current_branch()?;
         if branch.as_deref() == Some(self.main.as_str()) {
+            if self.is_clean()? {
+                return Ok(false);
+            }
             return Err(RepoError::CommitOnMain {
                 branch: self.main.clone(),
                 path: self.path.clone(),
             });
+        }
+        self.abort_unfinished(branch.as_deref().unwrap_or("detached-head"))?;
+        if self.is_clean()? {
+            return Ok(false);
         }
         // Runner artifacts are ignored through .git/info/exclude, so `add -A` leaves them out;
         // naming them in an exclude pathspec would make git refuse ("paths are ignored").
@@ -36,6 +44,16 @@ impl Repo {
         // it held only the runner's own files.
         if work.is_empty() {
             return Ok(false);
+        }
+        let marked = self.files_with_markers(&["--cached"], "")?;
+        if !marked.is_empty() {
+            // Unstaged again: the files stay as they are in the tree, for a person or a repair.
+            self.git_ok(&["reset", "--quiet"])?;
+            return Err(RepoError::ConflictMarkers {
+                what: "commit".to_string(),
+                path: self.path.clone(),
+                paths: marked,
+            });
         }
         self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
         Ok(true)
@@ -83,6 +101,48 @@ impl Repo {
             }
         }
         Ok(())
+    }
+
+    /// Leaves the work tree on main, as the step after a cycle and startCycle want it: main
+    /// checked out and fast-forwarded to origin's ([`Repo::checkout_main`]), or, where main is
+    /// checked out in another worktree (git refuses a second checkout, and moving it would
+    /// pull that tree's files from under it), a detached HEAD at origin's main (else at
+    /// main), which is where a branch for the next issue starts. Returns what it did.
+    pub fn park_on_main(&self) -> Result<String, RepoError> {
+        if !self.main_checked_out_elsewhere()? {
+            self.checkout_main()?;
+            return Ok(format!("checked out {} and fast-forwarded it", self.main));
+        }
+        let remote_main = format!("refs/remotes/origin/{}", self.main);
+        let target = if self.ref_exists(&remote_main)? {
+            remote_main
+        } else {
+            format!("refs/heads/{}", self.main)
+        };
+        self.git_ok(&["checkout", "--quiet", "--detach", &target])?;
+        Ok(format!(
+            "{} is checked out in another worktree: HEAD detached at {target}",
+            self.main
+        ))
+    }
+
+    /// Whether HEAD stands where the next issue's branch starts: main checked out, or, where
+    /// main is checked out in another worktree, a detached HEAD at origin's main (or main).
+    pub fn on_main(&self) -> Result<bool, RepoError> {
+        match self.current_branch()? {
+            Some(branch) => Ok(branch == self.main),
+            None => {
+                if !self.main_checked_out_elsewhere()? {
+                    return Ok(false);
+                }
+                let head = self.ref_commit("HEAD")?;
+                let main = match self.ref_commit(&format!("refs/remotes/origin/{}", self.main))? {
+                    Some(commit) => Some(commit),
+                    None => self.ref_commit(&format!("refs/heads/{}", self.main))?,
+                };
+                Ok(head.is_some() && head == main)
+            }
+        }
     }
 
     /// Main (checked out) holds commits origin's main lacks, and every one of them is a merge
