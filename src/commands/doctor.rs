@@ -139,7 +139,7 @@ pub fn run(config: &Path) -> i32 {
 /// Every check after the config loaded, in the order an operator would fix them.
 pub fn diagnose(cfg: &Config) -> Vec<Check> {
     let mut checks = vec![project(cfg)];
-    let in_repo = checks[0].verdict == Verdict::Ok;
+    let in_repo = checks[0].verdict != Verdict::Fail;
     checks.push(skills(cfg));
     checks.push(agent(cfg));
     checks.extend(crate::agent::cli::doctor_checks(cfg).into_iter().map(|c| {
@@ -184,12 +184,13 @@ fn project(cfg: &Config) -> Check {
                     crate::git::repo::describe_base(&repo.main, &source, &cfg.file)
                 ),
             ),
-            // The remote check below says what is wrong with origin.
-            Err(e) => Check::fail(
+            // The remote line says what is wrong with origin; `run` would stop on it.
+            Err(_) => Check::warn(
                 "project",
                 format!(
-                    "{}: git repository, but its base branch cannot be asked from origin: {e}",
-                    cfg.project_path.display()
+                    "{}: git repository; its base branch cannot be asked from origin (guessed: {})",
+                    cfg.project_path.display(),
+                    repo.main
                 ),
                 "fix origin (see the remote line), or set baseBranch in the config",
             ),

@@ -35,11 +35,13 @@ impl Repo {
         let args = ["ls-remote", "--symref", "origin", "HEAD"];
         let out = self.run_git(&args)?;
         if !out.status.success() {
-            let said = String::from_utf8_lossy(&out.stderr).trim().to_string();
-            let kind = match CallFailureKind::of_git(&said) {
+            let all = String::from_utf8_lossy(&out.stderr).trim().to_string();
+            let kind = match CallFailureKind::of_git(&all) {
                 k if k.is_transient() || k.is_environment() => k,
                 _ => CallFailureKind::Unreachable,
             };
+            // git's first line says it; the rest is advice the error gives in its own words.
+            let said = all.lines().next().unwrap_or("no output").to_string();
             return Err(RepoError::Remote {
                 remote: "origin".to_string(),
                 url: self.origin_url(),
