@@ -306,3 +306,27 @@ fn a_linked_worktree_works_while_main_is_checked_out_in_the_primary_clone() {
     assert_eq!(git(&p.project, &["rev-parse", "HEAD"]), primary_head);
     assert_eq!(git(&p.project, &["status", "--porcelain"]), "");
 }
+
+/// Origin disappears while the issue is worked (its directory moved away during CI): the merge
+/// step's fetch fails on the runner's own git, which is the environment's, not the issue's:
+/// the run halts naming the cause and the fix, and the issue is not quarantined.
+#[test]
+fn origin_gone_during_the_cycle_halts_for_the_environment_without_blaming_the_issue() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+    let moved = format!(
+        "mv {} {}",
+        p.origin.display(),
+        p.root.join("moved-away.git").display()
+    );
+    p.set_config(builtin(
+        json!({"localCi": {"command": ["sh", "-c", moved]}}),
+    ));
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE"), "{all}");
+    assert!(all.contains("the remote cannot be reached"), "the cause: {all}");
+    assert!(all.contains("git remote set-url origin"), "the fix: {all}");
+    assert_ne!(p.issue(1)["escalated"], json!(true), "{all}");
+    assert!(!all.contains("release 1"), "{all}");
+}
