@@ -81,7 +81,7 @@ impl CallFailureKind {
             ),
             CallFailureKind::WorktreeConflict => (
                 "the branch is checked out in another worktree",
-                "check out another branch there (`git worktree list` names it) or set baseBranch",
+                "check out another branch there (`git worktree list` names the worktree)",
             ),
             CallFailureKind::DiskFull => (
                 "the disk is full",

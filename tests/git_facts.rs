@@ -325,7 +325,10 @@ fn origin_gone_during_the_cycle_halts_for_the_environment_without_blaming_the_is
     let all = text(&out);
     assert_eq!(code(&out), 1, "{all}");
     assert!(all.contains("ENVIRONMENT FAILURE"), "{all}");
-    assert!(all.contains("the remote cannot be reached"), "the cause: {all}");
+    assert!(
+        all.contains("the remote cannot be reached"),
+        "the cause: {all}"
+    );
     assert!(all.contains("git remote set-url origin"), "the fix: {all}");
     assert_ne!(p.issue(1)["escalated"], json!(true), "{all}");
     assert!(!all.contains("release 1"), "{all}");

@@ -41,11 +41,23 @@ fn clone() -> Clone {
     let work = root.join("work");
     git(
         &root,
-        &["init", "-q", "--bare", "-b", "main", origin.to_str().expect("utf8")],
+        &[
+            "init",
+            "-q",
+            "--bare",
+            "-b",
+            "main",
+            origin.to_str().expect("utf8"),
+        ],
     );
     git(
         &root,
-        &["clone", "-q", origin.to_str().expect("utf8"), work.to_str().expect("utf8")],
+        &[
+            "clone",
+            "-q",
+            origin.to_str().expect("utf8"),
+            work.to_str().expect("utf8"),
+        ],
     );
     configure(&work);
     commit(&work, "a.txt", "one\n", "initial");
@@ -120,7 +132,12 @@ fn an_unfinished_operation_is_aborted_and_rescued_never_committed() {
             "{op}"
         );
         assert_eq!(git(&c.work, &["status", "--porcelain"]), "", "{op}");
-        for marker in ["MERGE_HEAD", "CHERRY_PICK_HEAD", "rebase-merge", "rebase-apply"] {
+        for marker in [
+            "MERGE_HEAD",
+            "CHERRY_PICK_HEAD",
+            "rebase-merge",
+            "rebase-apply",
+        ] {
             assert!(!c.work.join(".git").join(marker).exists(), "{op}: {marker}");
         }
     }
@@ -201,7 +218,14 @@ fn a_linked_worktree_is_parked_at_origins_main_without_checking_main_out() {
     let linked = c.root.join("linked");
     git(
         &c.work,
-        &["worktree", "add", "-q", "-b", "7-x", linked.to_str().expect("utf8")],
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "-b",
+            "7-x",
+            linked.to_str().expect("utf8"),
+        ],
     );
     let repo = Repo::open(&linked).expect("open");
     assert!(repo.main_checked_out_elsewhere().expect("listed"));
