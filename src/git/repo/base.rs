@@ -72,24 +72,27 @@ impl Repo {
 
     /// Whether main is checked out in a worktree other than this one (the primary clone of a
     /// linked worktree, or a linked one of this clone): then this work tree must never check
-    /// it out (git refuses) nor move it (the other tree's index would fall out of step).
+    /// it out (git refuses) nor move it (the other tree's index would fall out of step). Read
+    /// from the HEAD files of the clone's worktrees, which is all `git worktree list` reads:
+    /// asked around every cycle, it costs no git process.
     pub fn main_checked_out_elsewhere(&self) -> Result<bool, RepoError> {
-        let listing = self.git_ok(&["worktree", "list", "--porcelain"])?;
-        let here = self
-            .path
+        let Some((git_dir, common_dir)) = self.git_dirs() else {
+            return Ok(false);
+        };
+        let own = git_dir.canonicalize().unwrap_or_else(|_| git_dir.clone());
+        let common = common_dir
             .canonicalize()
-            .unwrap_or_else(|_| self.path.clone());
-        let wanted = format!("branch refs/heads/{}", self.main);
-        let mut tree: Option<std::path::PathBuf> = None;
-        for line in listing.lines() {
-            if let Some(path) = line.strip_prefix("worktree ") {
-                let path = std::path::PathBuf::from(path);
-                tree = Some(path.canonicalize().unwrap_or(path));
-            } else if line == wanted && tree.as_ref().is_some_and(|t| *t != here) {
-                return Ok(true);
-            }
+            .unwrap_or_else(|_| common_dir.clone());
+        let mut heads = vec![common.clone()];
+        if let Ok(entries) = std::fs::read_dir(common.join("worktrees")) {
+            heads.extend(entries.flatten().map(|e| e.path()));
         }
-        Ok(false)
+        let wanted = format!("ref: refs/heads/{}", self.main);
+        Ok(heads.into_iter().any(|dir| {
+            let dir = dir.canonicalize().unwrap_or(dir);
+            dir != own
+                && std::fs::read_to_string(dir.join("HEAD")).is_ok_and(|head| head.trim() == wanted)
+        }))
     }
 }
 

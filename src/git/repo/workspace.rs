@@ -13,20 +13,18 @@ impl Repo {
     /// (`Rescued`). Never a file with conflict markers: refused, naming the files
     /// (`ConflictMarkers`), nothing staged.
     pub fn auto_commit(&self, message: &str) -> Result<bool, RepoError> {
+        // A clean tree commits nothing, so it concludes nothing either.
+        if self.is_clean()? {
+            return Ok(false);
+        }
         let branch = self.current_branch()?;
         if branch.as_deref() == Some(self.main.as_str()) {
-            if self.is_clean()? {
-                return Ok(false);
-            }
             return Err(RepoError::CommitOnMain {
                 branch: self.main.clone(),
                 path: self.path.clone(),
             });
         }
         self.abort_unfinished(branch.as_deref().unwrap_or("detached-head"))?;
-        if self.is_clean()? {
-            return Ok(false);
-        }
         // Runner artifacts are ignored through .git/info/exclude, so `add -A` leaves them out;
         // naming them in an exclude pathspec would make git refuse ("paths are ignored").
         self.git_ok(&["add", "-A"])?;
@@ -45,7 +43,13 @@ impl Repo {
         if work.is_empty() {
             return Ok(false);
         }
-        let marked = self.files_with_markers(&["--cached"], "")?;
+        // Git's check of the staged lines is asked only when a file holds a marker at all.
+        let suspect = work.iter().any(|p| holds_marker(&self.path.join(p)));
+        let marked = if suspect {
+            self.files_with_markers(&["--cached"], "")?
+        } else {
+            Vec::new()
+        };
         if !marked.is_empty() {
             // Unstaged again: the files stay as they are in the tree, for a person or a repair.
             self.git_ok(&["reset", "--quiet"])?;
@@ -222,6 +226,22 @@ impl Repo {
             .map(|(code, path)| format!("{code} {path}"))
             .collect())
     }
+}
+
+/// Whether the file holds a line that starts like a conflict marker (`<<<<<<<`, `>>>>>>>`);
+/// a file that cannot be read (deleted, a directory, a link) holds none.
+fn holds_marker(path: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    std::fs::read(path).is_ok_and(|bytes| {
+        bytes
+            .split(|b| *b == b'\n')
+            .any(|line| line.starts_with(b"<<<<<<<") || line.starts_with(b">>>>>>>"))
+    })
 }
 
 /// Whether a git process runs with its working directory in `clone` (its work tree or its
