@@ -540,3 +540,29 @@ fn a_step_agent_of_another_kind_gets_the_declared_defaults() {
     assert_eq!(verify.max_api_retries, 2);
     assert_eq!(verify.command, "claude");
 }
+
+#[test]
+fn base_branch_is_a_branch_name_as_origin_names_it() {
+    assert_eq!(
+        load(&with_project(r#""baseBranch": "release/2""#))
+            .base_branch
+            .as_deref(),
+        Some("release/2")
+    );
+    assert_eq!(load(r#"{"projectPath": "p"}"#).base_branch, None);
+    for bad in [
+        "refs/heads/main",
+        "-main",
+        "a b",
+        "x..y",
+        "main.lock",
+        "a~1",
+    ] {
+        let errs = errors(&with_project(&format!(r#""baseBranch": "{bad}""#)));
+        assert!(
+            errs.iter()
+                .any(|e| e.starts_with("baseBranch:") && e.contains("is not a branch name")),
+            "{bad}: {errs:?}"
+        );
+    }
+}
