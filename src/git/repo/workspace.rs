@@ -228,14 +228,21 @@ impl Repo {
     }
 }
 
-/// Whether the file holds a line that starts like a conflict marker (`<<<<<<<`, `>>>>>>>`);
-/// a file that cannot be read (deleted, a directory, a link) holds none.
+/// Files larger than this are not read for markers: they count as holding one, so that git's
+/// own check decides (an auto-commit never holds a large file in memory).
+const MARKER_SCAN_LIMIT: u64 = 4 << 20;
+
+/// Whether the file may hold a line that starts like a conflict marker (`<<<<<<<`,
+/// `>>>>>>>`); a file that cannot be read (deleted, a directory, a link) holds none.
 fn holds_marker(path: &Path) -> bool {
     let Ok(meta) = std::fs::symlink_metadata(path) else {
         return false;
     };
     if !meta.is_file() {
         return false;
+    }
+    if meta.len() > MARKER_SCAN_LIMIT {
+        return true;
     }
     std::fs::read(path).is_ok_and(|bytes| {
         bytes
