@@ -19,7 +19,7 @@
 
 use std::collections::HashSet;
 use std::io;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
@@ -32,6 +32,9 @@ pub const SCOPE_VAR: &str = "SDLC_RUNNER_SCOPE";
 pub const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
 
 static NEXT: AtomicU64 = AtomicU64::new(1);
+/// This process adopts orphans ([`adopt_orphans`]): only then is a child it did not register
+/// an orphan (a process that starts children by other means, a test harness, is not one).
+static ADOPTING: AtomicBool = AtomicBool::new(false);
 /// Steps of this process running now (a fleet runs several).
 static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Held for reading by every spawn until its pid is registered, for writing by a scan that
@@ -140,7 +143,7 @@ impl Drop for Marked {
 pub fn adopt_orphans() -> Adopting {
     let pid = rustix::process::getpid();
     match rustix::process::set_child_subreaper(Some(pid)) {
-        Ok(()) => {}
+        Ok(()) => ADOPTING.store(true, Ordering::SeqCst),
         Err(e) => tracing::warn!(
             "cannot become the child subreaper ({e}): a descendant that clears its environment and detaches may outlive the run"
         ),
@@ -182,16 +185,19 @@ fn carries(pid: i32, pick: impl Fn(&[u8]) -> bool) -> bool {
 /// remains.
 fn stop(pick: impl Fn(i32, bool) -> bool, grace: Duration) -> Vec<(i32, String)> {
     let me = i32::try_from(std::process::id()).unwrap_or(0);
+    let adopting = ADOPTING.load(Ordering::SeqCst);
     let targets = {
         let _no_spawn = SPAWNING.write().unwrap_or_else(|p| p.into_inner());
         let own = own();
         cleanup::find_where(&ProtectSet::current(), |stat, _| {
-            let adopted = stat.ppid == me && !own.contains(&(stat.pid as u32));
+            let adopted = adopting && stat.ppid == me && !own.contains(&(stat.pid as u32));
             pick(stat.pid, adopted)
         })
     };
     let stopped = cleanup::end_targets(&targets, grace);
-    reap_adopted(me);
+    if adopting {
+        reap_adopted(me);
+    }
     stopped
 }
 
