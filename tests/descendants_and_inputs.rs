@@ -173,3 +173,47 @@ fn a_log_dir_inside_the_work_tree_is_not_the_projects_change() {
     let tracked = e2e::git(&p.origin, &["ls-tree", "-r", "--name-only", "main"]);
     assert!(!tracked.contains("logs/"), "{tracked}");
 }
+
+#[test]
+fn on_github_the_issues_comments_reach_the_agent_too() {
+    use std::os::unix::fs::PermissionsExt;
+    if which::which("python3").is_err() {
+        assert!(std::env::var_os("CI").is_none(), "python3 is needed in CI");
+        eprintln!("skipped: python3 is not on PATH (tests/fake_gh.py needs it)");
+        return;
+    }
+    let mut p = Project::new(
+        &[],
+        json!({}),
+        json!({"tracker": {"kind": "github"}, "forge": "github"}),
+    );
+    let bin = p.root.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    let gh = bin.join("gh");
+    std::fs::write(&gh, include_str!("fake_gh.py")).expect("gh");
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let state = json!({
+        "origin": p.origin, "old": false, "labels": ["automatable"], "milestones": [],
+        "issues": [{"number": 1, "title": "Add x", "body": "Do it.", "state": "OPEN",
+            "labels": ["automatable"], "milestone": null,
+            "comments": ["Use the blue one, not the red one."],
+            "commentTimes": ["2026-01-01T00:00:00Z"]}],
+    });
+    std::fs::write(bin.join("state.json"), state.to_string()).expect("state");
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let dirs = std::iter::once(bin.clone()).chain(std::env::split_paths(&path));
+    p.env
+        .push(("PATH".into(), std::env::join_paths(dirs).expect("PATH")));
+    for var in ["HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"] {
+        p.env.push((var.into(), "http://127.0.0.1:9".into()));
+    }
+    p.env.push(("GH_TOKEN".into(), "invalid".into()));
+    let out = p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let handed = std::fs::read_to_string(p.project.join(".git/sdlc-runner/issues/1.md"))
+        .expect("the issue's file");
+    assert!(
+        handed.contains("Do it.") && handed.contains("Use the blue one, not the red one."),
+        "{handed}"
+    );
+}

@@ -181,7 +181,11 @@ async fn a_command_line_too_long_for_the_system_is_not_a_missing_program() {
 async fn a_child_that_left_the_group_and_holds_the_pipes_ends_with_the_attempt() {
     let dir = TempDir::new().unwrap();
     // setsid: its own session and group, out of reach of a group kill; the pipes held.
-    let agent = script(&dir, "agent.sh", "setsid sleep 300 & echo $!; exit 0");
+    let agent = script(
+        &dir,
+        "agent.sh",
+        "setsid sleep 300 & echo $!; sleep 0.3; exit 0",
+    );
     let mut run = agent_run(&dir, agent);
     run.kill_grace = Duration::from_millis(300);
     let (exit, seen) = run_collect(&run).await;

@@ -77,8 +77,9 @@ fn what_a_step_left_outside_its_groups_ends_with_the_step() {
     let dir = tempfile::tempdir().expect("tempdir");
     let pid_file = dir.path().join("pid");
     // A hook's daemon: its own session, so the group kill at the command's end misses it.
+    // (The pause lets it leave the group before the command's end kills the group.)
     let script = format!(
-        "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! > {}",
+        "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! > {}; sleep 0.3",
         pid_file.display()
     );
     within_deadline(Instant::now() + Duration::from_secs(60), || {
