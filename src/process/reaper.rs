@@ -79,7 +79,7 @@ impl Mark {
     /// Sends `signal` to every live process carrying this mark, without waiting; returns
     /// how many were signalled.
     pub fn signal(self, signal: rustix::process::Signal) -> usize {
-        let wanted = entry(&self.value());
+        let wanted = self.value();
         let targets = cleanup::find_where(&ProtectSet::current(), |stat, _| {
             carries(stat.pid, |e| e == wanted.as_bytes())
         });
@@ -116,7 +116,7 @@ impl Marked {
     pub fn end(mut self, grace: Duration) -> Vec<(i32, String)> {
         self.done = true;
         let sole = ACTIVE.load(Ordering::SeqCst) == 1;
-        let wanted = entry(&self.mark.value());
+        let wanted = self.mark.value();
         let stopped = stop(
             |pid, adopted| (sole && adopted) || carries(pid, |e| e == wanted.as_bytes()),
             grace,
@@ -159,7 +159,7 @@ pub struct Adopting {
 
 impl Drop for Adopting {
     fn drop(&mut self) {
-        let ours = entry(&format!("{}.", std::process::id()));
+        let ours = format!("{}.", std::process::id());
         let stopped = stop(
             |pid, adopted| adopted || carries(pid, |e| e.starts_with(ours.as_bytes())),
             LEFTOVER_GRACE,
@@ -170,14 +170,16 @@ impl Drop for Adopting {
     }
 }
 
-/// `VAR=value`, as an entry of `/proc/<pid>/environ` reads.
-fn entry(value: &str) -> String {
-    format!("{SCOPE_VAR}={value}")
-}
-
-/// Whether an entry of `pid`'s environment (as it was at its exec) satisfies `pick`.
+/// Whether `pid` carries a mark (its environment as it was at its exec holds [`SCOPE_VAR`])
+/// whose value satisfies `pick`.
 fn carries(pid: i32, pick: impl Fn(&[u8]) -> bool) -> bool {
-    std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.split(|&b| b == 0).any(pick))
+    use std::os::unix::ffi::OsStrExt;
+    procfs::process::Process::new(pid)
+        .and_then(|p| p.environ())
+        .is_ok_and(|env| {
+            env.get(std::ffi::OsStr::new(SCOPE_VAR))
+                .is_some_and(|v| pick(v.as_bytes()))
+        })
 }
 
 /// Stops every process `pick(pid, adopted)` selects (`adopted`: an orphan this process
