@@ -253,9 +253,9 @@ fn wait_until(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     }
 }
 
-/// One process found by a pattern scan, pinned by its start time.
+/// One process found by a scan, pinned by its start time.
 #[derive(Debug, Clone)]
-struct Target {
+pub(crate) struct Target {
     pid: i32,
     start_time: u64,
     cmdline: String,
@@ -269,7 +269,7 @@ impl Target {
 
     /// Sends `signal` if the pid still names the scanned process. ESRCH counts as done;
     /// any other error is logged and skipped so one stubborn process never aborts the rest.
-    fn signal(&self, signal: Signal) -> bool {
+    pub(crate) fn signal(&self, signal: Signal) -> bool {
         if !self.still_running() {
             return false;
         }
@@ -309,9 +309,14 @@ pub fn kill_matching_with_grace(
     protect: &ProtectSet,
     grace: Duration,
 ) -> Vec<(i32, String)> {
-    let targets = find_matching(patterns, protect);
+    end_targets(&find_matching(patterns, protect), grace)
+}
+
+/// SIGTERM to every target still running, up to `grace` for them to exit, then SIGKILL to
+/// those left. Returns the pid and command line of each process that was signalled.
+pub(crate) fn end_targets(targets: &[Target], grace: Duration) -> Vec<(i32, String)> {
     let mut signalled = Vec::new();
-    for target in &targets {
+    for target in targets {
         if target.signal(Signal::TERM) {
             signalled.push((target.pid, target.cmdline.clone()));
         }
@@ -320,7 +325,7 @@ pub fn kill_matching_with_grace(
         return signalled;
     }
     if !wait_until(grace, || targets.iter().all(|t| !t.still_running())) {
-        for target in &targets {
+        for target in targets {
             target.signal(Signal::KILL);
         }
         wait_until(AFTER_KILL_WAIT, || {
@@ -340,10 +345,21 @@ fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
     if patterns.is_empty() {
         return Vec::new();
     }
+    find_where(protect, |_, cmdline| {
+        patterns.iter().any(|p| cmdline.contains(p))
+    })
+}
+
+/// Every running process of this user, other than the protected ones and zombies, for which
+/// `pick(stat, command line)` holds, each pinned by its start time.
+pub(crate) fn find_where(
+    protect: &ProtectSet,
+    mut pick: impl FnMut(&ProcStat, &str) -> bool,
+) -> Vec<Target> {
     let pids = match all_pids() {
         Ok(pids) => pids,
         Err(err) => {
-            tracing::warn!("[CLEANUP] could not list /proc to match process patterns: {err}");
+            tracing::warn!("[CLEANUP] could not list /proc to find processes to stop: {err}");
             return Vec::new();
         }
     };
@@ -359,10 +375,14 @@ fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
         if !owned_by_us {
             continue;
         }
-        let (Some(stat), Some(cmdline)) = (read_stat(pid), read_cmdline(pid)) else {
+        let Some(stat) = read_stat(pid) else {
             continue;
         };
-        if stat.is_zombie() || !patterns.iter().any(|p| cmdline.contains(p)) {
+        if stat.is_zombie() {
+            continue;
+        }
+        let cmdline = read_cmdline(pid).unwrap_or_default();
+        if !pick(&stat, &cmdline) {
             continue;
         }
         targets.push(Target {

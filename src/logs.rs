@@ -325,6 +325,29 @@ impl Logs {
         Ok(())
     }
 
+    /// When the directory lies inside the work tree `project` (`logDir: "logs"` beside the
+    /// code), the `info/exclude` pattern that keeps it out of git: the runner's own logs are
+    /// not changes of the project (neither the workspace check nor a commit may see them).
+    /// `None` outside it, or when either path cannot be resolved.
+    pub fn exclude_pattern_in(&self, project: &Path) -> Option<String> {
+        let dir = self.dir.canonicalize().ok()?;
+        let project = project.canonicalize().ok()?;
+        let inside = dir.strip_prefix(&project).ok()?;
+        if inside.as_os_str().is_empty() {
+            return None;
+        }
+        let mut pattern = String::from("/");
+        for c in inside.to_str()?.chars() {
+            // A name is matched as written, not as a glob.
+            if matches!(c, '*' | '?' | '[' | '\\' | '!' | '#') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern.push('/');
+        Some(pattern)
+    }
+
     /// `sdlc-runner.log`.
     pub fn orchestration_log(&self) -> PathBuf {
         self.dir.join(ORCHESTRATION_LOG)

@@ -122,6 +122,25 @@ pub enum AgentError {
         source: io::Error,
     },
     #[error(
+        "agent command `{program}` could not be started: its command line is too long for the \
+         system ({bytes} bytes of arguments, the longest {longest}; Linux takes at most \
+         {MAX_ARG_BYTES} bytes per argument): {source}; the prompt or the step's settings \
+         carry more than a command line can hold"
+    )]
+    /// The kernel refused the command line (`E2BIG`): the program is there, what it was
+    /// handed is too large.
+    ArgumentsTooLong {
+        /// The program as configured.
+        program: String,
+        /// Bytes of all arguments together.
+        bytes: usize,
+        /// Bytes of the longest argument.
+        longest: usize,
+        #[source]
+        /// The operating system's error.
+        source: io::Error,
+    },
+    #[error(
         "agent working directory {} is not usable: {source}; check `projectPath` in the config",
         path.display()
     )]
@@ -157,6 +176,28 @@ pub enum AgentError {
         /// The operating system's error.
         source: io::Error,
     },
+}
+
+/// Linux's limit on one argument (`MAX_ARG_STRLEN`, 32 pages of 4 KiB).
+pub const MAX_ARG_BYTES: usize = 128 * 1024;
+
+impl AgentError {
+    /// The agent could not be started: `E2BIG` is a command line too long, never a program
+    /// missing.
+    fn spawn(program: &str, args: &[String], source: io::Error) -> AgentError {
+        if source.raw_os_error() == Some(rustix::io::Errno::TOOBIG.raw_os_error()) {
+            return AgentError::ArgumentsTooLong {
+                program: program.to_string(),
+                bytes: args.iter().map(String::len).sum(),
+                longest: args.iter().map(String::len).max().unwrap_or(0),
+                source,
+            };
+        }
+        AgentError::Spawn {
+            program: program.to_string(),
+            source,
+        }
+    }
 }
 
 /// Keeps the last `cap` bytes written to it. Bytes are compacted only when the buffer reaches
@@ -311,11 +352,16 @@ pub async fn run_agent_stoppable(
         })?;
 
     let started = Instant::now();
+    // Every process the agent starts carries the attempt's mark, whatever group or session
+    // it moves to: what is left of them is stopped when the attempt ends.
+    let attempt = crate::process::reaper::begin();
+    let mark = attempt.mark();
     let mut command = Command::new(&run.program);
     command
         .args(&run.args)
         .current_dir(&run.cwd)
         .envs(run.env.iter().map(|(k, v)| (k, v)))
+        .env(crate::process::reaper::SCOPE_VAR, mark.value())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -327,10 +373,8 @@ pub async fn run_agent_stoppable(
     // journal's record of the group).
     crate::process::die_with_parent(command.as_std_mut());
     let stats_started = crate::stats::agent_starting();
-    let mut child = command.spawn().map_err(|source| AgentError::Spawn {
-        program: program_name.clone(),
-        source,
-    })?;
+    let mut child = crate::process::reaper::spawned(|| command.spawn(), tokio::process::Child::id)
+        .map_err(|source| AgentError::spawn(&program_name, &run.args, source))?;
     crate::process::children::child_started();
     crate::stats::agent_spawned();
     let pid = child.id().unwrap_or(0);
@@ -367,7 +411,7 @@ pub async fn run_agent_stoppable(
 
     if *cancel.borrow_and_update() {
         stop = Some(StopReason::Cancel);
-        let _ = cleanup::signal_group(pgid, Signal::TERM);
+        terminate(pgid, mark);
         sigkill_at = Some(Instant::now() + run.kill_grace);
     }
 
@@ -391,7 +435,7 @@ pub async fn run_agent_stoppable(
                 write_live(&mut live_log, chunk, &mut live_log_error);
                 if !keep_going && stop.is_none() {
                     stop = Some(StopReason::Stream);
-                    let _ = cleanup::signal_group(pgid, Signal::TERM);
+                    terminate(pgid, mark);
                     sigkill_at = Some(Instant::now() + run.kill_grace);
                 }
             }
@@ -413,9 +457,13 @@ pub async fn run_agent_stoppable(
                     source,
                 })?;
                 status = Some(exit);
+                crate::process::reaper::reaped(pid);
                 if stop.is_none() {
                     stop = Some(StopReason::LeaderExited);
-                    if cleanup::group_alive(pgid) {
+                    // A child that left the group (setsid) but carries the attempt's mark
+                    // holds the pipes as long as it lives.
+                    let escaped = mark.signal(Signal::TERM) > 0;
+                    if cleanup::group_alive(pgid) || escaped {
                         let _ = cleanup::signal_group(pgid, Signal::TERM);
                         sigkill_at = Some(Instant::now() + run.kill_grace);
                     }
@@ -426,19 +474,19 @@ pub async fn run_agent_stoppable(
             }
             _ = sleep_until(deadline), if stop.is_none() => {
                 stop = Some(StopReason::Timeout);
-                let _ = cleanup::signal_group(pgid, Signal::TERM);
+                terminate(pgid, mark);
                 sigkill_at = Some(Instant::now() + run.kill_grace);
             }
             _ = sleep_until(idle_deadline), if stop.is_none() => {
                 stop = Some(StopReason::Idle);
-                let _ = cleanup::signal_group(pgid, Signal::TERM);
+                terminate(pgid, mark);
                 sigkill_at = Some(Instant::now() + run.kill_grace);
             }
             changed = cancel.changed(), if stop.is_none() && watch_cancel => {
                 match changed {
                     Ok(()) if *cancel.borrow_and_update() => {
                         stop = Some(StopReason::Cancel);
-                        let _ = cleanup::signal_group(pgid, Signal::TERM);
+                        terminate(pgid, mark);
                         sigkill_at = Some(Instant::now() + run.kill_grace);
                     }
                     Ok(()) => {}
@@ -448,6 +496,7 @@ pub async fn run_agent_stoppable(
             }
             _ = sleep_until(sigkill_at.unwrap_or(far_future)), if sigkill_at.is_some() => {
                 let _ = cleanup::signal_group(pgid, Signal::KILL);
+                mark.signal(Signal::KILL);
                 sigkill_at = None;
             }
             _ = sleep_until(abandon_at.unwrap_or(far_future)), if abandon_at.is_some() => {
@@ -463,6 +512,8 @@ pub async fn run_agent_stoppable(
     // still run; the group must be empty before we return.
     reap_group(pgid, sigkill_at, run.kill_grace).await;
     guard.armed = false;
+    let grace = run.kill_grace;
+    let _ = tokio::task::spawn_blocking(move || attempt.end(grace)).await;
     crate::stats::agent_finished(stats_started);
 
     if live_log_error.is_none() {
@@ -487,6 +538,12 @@ pub async fn run_agent_stoppable(
         pid,
         live_log_error,
     })
+}
+
+/// SIGTERM to the agent's group and to whatever carries the attempt's mark outside it.
+fn terminate(pgid: i32, mark: crate::process::reaper::Mark) {
+    let _ = cleanup::signal_group(pgid, Signal::TERM);
+    mark.signal(Signal::TERM);
 }
 
 /// Writes synchronously: a write lands in the page cache in microseconds, and the occasional

@@ -161,6 +161,45 @@ async fn a_missing_program_is_a_spawn_error_naming_it() {
 }
 
 #[tokio::test]
+async fn a_command_line_too_long_for_the_system_is_not_a_missing_program() {
+    let dir = TempDir::new().unwrap();
+    let mut run = agent_run(&dir, script(&dir, "agent.sh", "exit 0"));
+    run.args = vec!["-p".into(), "x".repeat(MAX_ARG_BYTES + 1)];
+    let err = run_agent(&run, &mut |_: &[u8]| {}, no_cancel())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, AgentError::ArgumentsTooLong { longest, .. } if longest == MAX_ARG_BYTES + 1),
+        "{err:?}"
+    );
+    let message = err.to_string();
+    assert!(!message.contains("installed"), "{message}");
+    assert!(message.contains("too long"), "{message}");
+}
+
+#[tokio::test]
+async fn a_child_that_left_the_group_and_holds_the_pipes_ends_with_the_attempt() {
+    let dir = TempDir::new().unwrap();
+    // setsid: its own session and group, out of reach of a group kill; the pipes held.
+    let agent = script(
+        &dir,
+        "agent.sh",
+        "setsid sleep 300 & echo $!; sleep 0.3; exit 0",
+    );
+    let mut run = agent_run(&dir, agent);
+    run.kill_grace = Duration::from_millis(300);
+    let (exit, seen) = run_collect(&run).await;
+    assert_eq!(exit.exit_code, Some(0));
+    let escaped = first_pid(&seen);
+    assert!(
+        !cleanup::process_alive(escaped),
+        "{escaped} outlived the attempt"
+    );
+    // Its pipes were let go of at once, not after the wait for stragglers.
+    assert!(exit.duration < DRAIN_AFTER_KILL, "{:?}", exit.duration);
+}
+
+#[tokio::test]
 async fn a_missing_working_directory_is_not_blamed_on_the_program() {
     let dir = TempDir::new().unwrap();
     let mut run = agent_run(&dir, script(&dir, "agent.sh", "exit 0"));

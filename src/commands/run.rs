@@ -12,6 +12,9 @@ pub fn run(args: &RunArgs) -> i32 {
         stamp: !terminal,
         live: terminal && args.log_format == crate::console::LogFormat::Text && !args.quiet,
     });
+    // Orphans of the run's descendants (a daemon an agent or a hook detached) come to the
+    // runner rather than to init, so that none outlives its step or the run (dropped last).
+    let _descendants = crate::process::reaper::adopt_orphans();
     let cfg = match super::load_config(&args.config) {
         Ok(cfg) => cfg,
         Err(code) => return code,

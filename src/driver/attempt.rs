@@ -18,6 +18,7 @@ use crate::notify::Severity;
 use crate::ports::AgentPort;
 use crate::step::Step;
 use crate::steps::checks;
+use crate::tracker::IssueText;
 use std::time::Instant;
 
 impl Driver {
@@ -95,9 +96,16 @@ impl Driver {
         check_after: bool,
     ) -> Event {
         self.know_issue(issue).await;
-        let run = match self.prepare(step, issue, attempt, repair) {
+        let text = match self.issue_text(issue).await {
+            Ok(text) => text,
+            Err(event) => return event,
+        };
+        let run = match self.prepare(step, issue, attempt, repair, text.as_ref()) {
             Ok(run) => run,
-            Err(message) => return self.environment_failure(step, &message),
+            Err(Unprepared::Environment(message)) => {
+                return self.environment_failure(step, &message)
+            }
+            Err(Unprepared::TooLarge(message)) => return self.too_large(step, issue, &message),
         };
         self.log(&format!(
             "issue #{issue} step {} {} attempt {attempt}{}",
@@ -135,6 +143,9 @@ impl Driver {
         let summary = ran.summary;
         let exit = match ran.exit {
             Ok(exit) => exit,
+            Err(e @ AgentError::ArgumentsTooLong { .. }) => {
+                return self.too_large(step, issue, &e.to_string())
+            }
             Err(e) => return self.environment_failure(step, &e.to_string()),
         };
         let header = attempt_header(&exit, issue, step, &self.session, attempt, started_at);
@@ -169,25 +180,58 @@ impl Driver {
         }
     }
 
+    /// The issue's whole text as the tracker has it now; `Ok(None)` when there is no issue or
+    /// the tracker cannot say (the agent then has the title only, and is told so by the log).
+    async fn issue_text(&mut self, issue: u32) -> Result<Option<IssueText>, Event> {
+        if issue == 0 {
+            return Ok(None);
+        }
+        match self
+            .patiently("reading the issue", move |w| w.tracker.text(issue))
+            .await
+        {
+            network::Patient::Done(Ok(text)) => Ok(Some(text)),
+            network::Patient::Done(Err(e)) => {
+                self.log(&format!(
+                    "warning: the text of issue #{issue} cannot be read ({e}); the agent gets its title only"
+                ));
+                Ok(None)
+            }
+            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
+        }
+    }
+
+    /// The issue's text in the file the prompt names, redacted like every text the runner
+    /// hands out; refused when it is larger than an agent is ever handed.
+    fn write_issue_text(&self, text: &IssueText) -> Result<std::path::PathBuf, Unprepared> {
+        let rendered = text.render_within().map_err(Unprepared::TooLarge)?;
+        self.runner_dir
+            .write_issue_text(text.number, &crate::redact::redact(&rendered))
+            .map_err(|e| Unprepared::Environment(e.to_string()))
+    }
+
     /// The agent's argument vector, environment and limits for this attempt, with room made
-    /// in the log budget; `Err` when the step's skill file cannot be read.
+    /// in the log budget; `Err` when the step's skill file cannot be read, the issue's text
+    /// cannot be written or is too large.
     fn prepare(
         &mut self,
         step: Step,
         issue: u32,
         attempt: u32,
         repair: bool,
-    ) -> Result<AgentRun, String> {
+        text: Option<&IssueText>,
+    ) -> Result<AgentRun, Unprepared> {
         let skill_text = match self.cfg.skill_file(step) {
             Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
-                format!(
+                Unprepared::Environment(format!(
                     "skill file {} for step {} cannot be read: {e}",
                     path.display(),
                     step.key()
-                )
+                ))
             })?),
             None => None,
         };
+        let text_file = text.map(|t| self.write_issue_text(t)).transpose()?;
         // The failure this step last had, recorded in the journal, so a restarted runner
         // repairs with the same context.
         let repair_ctx = if repair {
@@ -199,7 +243,13 @@ impl Driver {
         } else {
             None
         };
-        let prompt = invoke::prompt(&self.cfg, step, &self.issue, repair_ctx.as_ref());
+        let prompt = invoke::prompt_with(
+            &self.cfg,
+            step,
+            &self.issue,
+            repair_ctx.as_ref(),
+            text_file.as_deref(),
+        );
         let info = AttemptInfo {
             step,
             issue,
@@ -212,13 +262,17 @@ impl Driver {
             self.program.clone()
         } else {
             which::which(command).map_err(|e| {
-                format!(
+                Unprepared::Environment(format!(
                     "steps.{}.agent.command `{command}` not found on PATH ({e}); install it or set the step's agent.command",
                     step.key()
-                )
+                ))
             })?
         };
-        let inv = cli::invocation(&self.cfg, program, &info);
+        let mut inv = cli::invocation(&self.cfg, program, &info);
+        if let Some(file) = &text_file {
+            inv.env
+                .push((ISSUE_FILE_VAR.to_string(), file.display().to_string()));
+        }
         let live_log = self.logs.live_log(step.key());
         let budget = self.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
@@ -329,6 +383,27 @@ impl Driver {
         });
     }
 
+    /// What the agent would be handed for this issue is more than it can be handed (the
+    /// issue's text over the cap, a command line the system refuses): the issue's, and no
+    /// attempt can change it, so it is escalated at once with the sizes (`CONTEXT_WINDOW`),
+    /// never taken for a broken environment.
+    fn too_large(&mut self, step: Step, issue: u32, message: &str) -> Event {
+        self.say(message.to_string());
+        let class = FailureClass::ContextWindow;
+        let normalized = crate::agent::classify::normalize(message);
+        let c = Classified {
+            class,
+            signature: crate::agent::classify::signature(class, &normalized),
+            summary: format!("{class}: {message}")
+                .chars()
+                .take(crate::agent::classify::MAX_SUMMARY_CHARS)
+                .collect(),
+            wait_hint_secs: None,
+            excerpt: message.to_string(),
+        };
+        self.failed(step, issue, c, Usage::default())
+    }
+
     /// The agent could not even be run (binary vanished, skill file unreadable): the
     /// environment is broken, not the issue.
     pub(super) fn environment_failure(&mut self, step: Step, message: &str) -> Event {
@@ -345,6 +420,18 @@ impl Driver {
             wait_hint_secs: None,
         }
     }
+}
+
+/// The environment variable that names the file of the issue's whole text for the agent
+/// (the prompt names it too).
+pub const ISSUE_FILE_VAR: &str = "SDLC_ISSUE_FILE";
+
+/// Why an attempt could not be prepared.
+enum Unprepared {
+    /// The runner's environment (a skill file, the agent command, the runner directory).
+    Environment(String),
+    /// The issue is larger than an agent is handed.
+    TooLarge(String),
 }
 
 /// What running the agent produced.

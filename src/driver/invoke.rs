@@ -64,12 +64,37 @@ pub fn default_prompt(step: Step) -> &'static str {
 /// the branch mergeable.
 pub const RESOLVE_CONFLICT_PROMPT: &str = "The feature branch no longer merges cleanly into main. Bring it up to date: fetch origin, merge origin's main into the feature branch, resolve every conflict keeping the intent of both changes, make sure the tests pass, commit the merge and push the feature branch. Do not merge the branch into main: the runner does that.";
 
-/// The full prompt of one attempt.
+/// Characters of the issue's title the prompt carries: the title is a name there, not the
+/// issue (a pasted log as a title must not make the command line too long for the system).
+pub const PROMPT_TITLE_CHARS: usize = 200;
+
+/// The full prompt of one attempt, without a file of the issue's text.
 pub fn prompt(
     cfg: &Config,
     step: Step,
     issue: &IssueContext,
     repair: Option<&RepairContext>,
+) -> String {
+    prompt_with(cfg, step, issue, repair, None)
+}
+
+/// The title as one line of at most [`PROMPT_TITLE_CHARS`] characters.
+fn short_title(title: &str) -> String {
+    let line = crate::sanitize::one_line(title.trim());
+    match line.char_indices().nth(PROMPT_TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.into_owned(),
+    }
+}
+
+/// The full prompt of one attempt; `text_file` holds the issue's whole text (title, body,
+/// comments), which the prompt points the agent to rather than carrying it.
+pub fn prompt_with(
+    cfg: &Config,
+    step: Step,
+    issue: &IssueContext,
+    repair: Option<&RepairContext>,
+    text_file: Option<&Path>,
 ) -> String {
     let base = if step == Step::Merge && cfg.builtin(step) {
         RESOLVE_CONFLICT_PROMPT
@@ -78,9 +103,19 @@ pub fn prompt(
     };
     let mut text = base.to_string();
     if issue.number > 0 {
-        text.push_str(&format!("\n\nIssue #{}: {}", issue.number, issue.title));
+        text.push_str(&format!(
+            "\n\nIssue #{}: {}",
+            issue.number,
+            short_title(&issue.title)
+        ));
         if let Some(branch) = &issue.branch {
             text.push_str(&format!("\nFeature branch: {branch}"));
+        }
+        if let Some(file) = text_file {
+            text.push_str(&format!(
+                "\nThe issue's full text (title, description and comments) is in the file {}: read it before you start.",
+                file.display()
+            ));
         }
     }
     text.push_str("\nYou are running unattended: do not ask questions; if you cannot proceed, say why and stop.");
@@ -127,5 +162,21 @@ mod tests {
         );
         let plain = prompt(&c, Step::Verify, &issue, None);
         assert!(!plain.contains("previous attempt"));
+    }
+
+    #[test]
+    fn the_prompt_names_the_issue_file_and_carries_a_short_title() {
+        let c = Config::for_test("");
+        let issue = IssueContext {
+            number: 3,
+            title: format!("{}\nsecond line", "x".repeat(200_000)),
+            branch: None,
+        };
+        let file = Path::new("/git/sdlc-runner/issues/3.md");
+        let p = prompt_with(&c, Step::Implement, &issue, None, Some(file));
+        assert!(p.len() < 2_000, "{} bytes", p.len());
+        assert!(p.contains("/git/sdlc-runner/issues/3.md"), "{p}");
+        let title_line = p.lines().find(|l| l.starts_with("Issue #3: ")).unwrap();
+        assert!(title_line.ends_with('…'), "{title_line}");
     }
 }

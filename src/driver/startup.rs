@@ -95,6 +95,21 @@ impl Driver {
             dir: cfg.log_dir.clone(),
         };
         logs.create().map_err(|e| format!("logDir: {e}"))?;
+        if let Some(pattern) = logs.exclude_pattern_in(&cfg.project_path) {
+            if !opts.dry_run {
+                crate::git::exclude::add_excludes(
+                    &cfg.project_path,
+                    &[pattern],
+                    "# sdlc-runner logs (logDir inside the work tree)",
+                )
+                .map_err(|e| {
+                    format!(
+                        "logDir {}: cannot keep it out of git: {e}",
+                        logs.dir.display()
+                    )
+                })?;
+            }
+        }
 
         let mode = match (opts.step, opts.issue) {
             (Some(step), _) => Mode::SingleStep(step),

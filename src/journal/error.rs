@@ -54,6 +54,19 @@ pub enum JournalError {
         /// The format the line says it has.
         version: u32,
     },
+    /// A complete record of a kind this runner does not read (a newer runner's): cutting it
+    /// as torn would lose it.
+    #[error("{}:{line}: a complete record of {kind} that this runner does not read ({message}); it was probably written by a newer sdlc-runner: run that version, or move the journal aside to start over, losing the session's counters (the journal was left as it is)", path.display())]
+    UnknownRecord {
+        /// The file.
+        path: PathBuf,
+        /// The line's 1-based number.
+        line: u64,
+        /// Its `kind`, as read.
+        kind: String,
+        /// What the parser said.
+        message: String,
+    },
     /// The file the runner appends to is no longer the journal (removed, replaced): writing on
     /// would record progress nobody can read back.
     #[error("{what}; the runner stops rather than write into a file nobody will read")]

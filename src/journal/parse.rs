@@ -169,36 +169,69 @@ pub(super) fn parse_range(
                 out.lines.push(line);
                 out.valid_len = next as u64;
             }
+            Err(e) if complete => {
+                if let Some(kind) = unknown_record(text) {
+                    return Err(JournalError::UnknownRecord {
+                        path: path.to_path_buf(),
+                        line: line_at(file, offset),
+                        kind,
+                        message: crate::sanitize::one_line(&e.to_string()).into_owned(),
+                    });
+                }
+                if !is_last {
+                    return Err(garbage(path, line_at(file, offset), &e, text));
+                }
+                out.torn_line = Some(torn(file, offset, text, &e.to_string()));
+            }
             parsed if is_last => {
                 let why = match parsed {
                     Ok(_) => "complete record without its newline (the write was cut off)".into(),
-                    Err(e) => crate::sanitize::one_line(&e.to_string()).into_owned(),
+                    Err(e) => e.to_string(),
                 };
-                out.torn_line = Some(format!(
-                    "line {} ({} bytes) is torn and was ignored: {why}: {}",
-                    line_at(file, offset),
-                    text.len(),
-                    preview(text)
-                ));
+                out.torn_line = Some(torn(file, offset, text, &why));
             }
-            Err(e) => {
-                return Err(JournalError::Garbage {
-                    path: path.to_path_buf(),
-                    line: line_at(file, offset),
-                    // The parser quotes what it read (an unknown kind): escaped, like the
-                    // preview, so that no byte of the file reaches the terminal raw.
-                    message: format!(
-                        "{}: {}",
-                        crate::sanitize::one_line(&e.to_string()),
-                        preview(text)
-                    ),
-                });
-            }
+            Err(e) => return Err(garbage(path, line_at(file, offset), &e, text)),
             Ok(_) => unreachable!("a complete line is handled above"),
         }
         offset = next;
     }
     Ok(out)
+}
+
+/// A line that is a complete JSON object (a write is one `write` of whole lines, so a crash
+/// cannot leave one) but no record this runner reads: its `kind`, or what it is. Such a line
+/// was written, most likely by a newer runner; cutting it as torn would lose it.
+fn unknown_record(text: &[u8]) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_slice(text).ok()?;
+    let kind = match value.get("kind") {
+        Some(serde_json::Value::String(k)) => format!("kind {:?}", crate::sanitize::one_line(k)),
+        Some(_) | None => "a JSON object without a known kind".to_string(),
+    };
+    value.is_object().then_some(kind)
+}
+
+fn garbage(path: &Path, line: u64, e: &serde_json::Error, text: &[u8]) -> JournalError {
+    JournalError::Garbage {
+        path: path.to_path_buf(),
+        line,
+        // The parser quotes what it read: escaped, like the preview, so that no byte of the
+        // file reaches the terminal raw.
+        message: format!(
+            "{}: {}",
+            crate::sanitize::one_line(&e.to_string()),
+            preview(text)
+        ),
+    }
+}
+
+fn torn(file: &[u8], offset: usize, text: &[u8], why: &str) -> String {
+    format!(
+        "line {} ({} bytes) is torn and was ignored: {}: {}",
+        line_at(file, offset),
+        text.len(),
+        crate::sanitize::one_line(why),
+        preview(text)
+    )
 }
 
 /// The format of a line written by a newer runner, whether or not this runner can parse the

@@ -96,9 +96,33 @@ fn blank_lines_are_skipped_and_a_zero_filled_tail_is_torn() {
 #[test]
 fn a_garbage_last_line_with_its_newline_is_torn_too() {
     let p = Path::new("j.jsonl");
-    let text = start(1, "a") + "{\"seq\": 2, \"kind\": \"nonsense\"}\n";
+    let text = start(1, "a") + "{\"seq\": 2, \"kind\": \"nonsen\n";
     let c = parse(text.as_bytes(), p).unwrap();
     assert_eq!(c.lines.len(), 1);
+    assert!(c.torn_line.is_some());
+}
+
+#[test]
+fn a_complete_record_of_an_unknown_kind_is_an_error_naming_it_wherever_it_is() {
+    let p = Path::new("j.jsonl");
+    let future = "{\"v\":2,\"seq\":2,\"time\":\"t\",\"session\":\"a\",\"kind\":\"lease\"}\n";
+    for text in [
+        start(1, "a") + future,
+        start(1, "a") + future + &event(3, "a", Event::Start),
+    ] {
+        let err = parse(text.as_bytes(), p).unwrap_err();
+        assert!(
+            matches!(&err, JournalError::UnknownRecord { line: 2, kind, .. } if kind.contains("lease")),
+            "{err:?}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("j.jsonl:2:") && msg.contains("left as it is"),
+            "{msg}"
+        );
+    }
+    // Without its newline it may be a cut write: torn, as before.
+    let c = parse((start(1, "a") + future.trim_end()).as_bytes(), p).unwrap();
     assert!(c.torn_line.is_some());
 }
 

@@ -4,7 +4,7 @@
 //! `TrackerWriteFailed`, never by reading the message.
 
 pub use crate::tracker::TrackerError;
-use crate::tracker::{Issue, Selection, Tracker};
+use crate::tracker::{Issue, IssueText, Selection, Tracker};
 use std::collections::BTreeSet;
 
 /// The issue tracker of the project.
@@ -14,6 +14,11 @@ pub trait TrackerPort: Send + Sync {
     fn select(&self, excluded: &BTreeSet<u32>) -> Result<Selection, TrackerError>;
     /// One issue as the tracker shows it now (a person may have closed or relabelled it).
     fn get(&self, number: u32) -> Result<Issue, TrackerError>;
+    /// The issue's whole text for the agent (title, body, and comments where the tracker
+    /// has them).
+    fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
+        self.get(number).map(|i| IssueText::of(&i))
+    }
     /// Records that the issue is done (merged).
     fn close(&self, number: u32, note: &str) -> Result<(), TrackerError>;
     /// Quarantines the issue durably with the diagnostic.
@@ -40,6 +45,9 @@ impl TrackerPort for Tracker {
     }
     fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         Tracker::get(self, number)
+    }
+    fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
+        Tracker::text(self, number)
     }
     fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         Tracker::close(self, number, note)

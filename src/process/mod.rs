@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 pub mod children;
 mod git_program;
 mod off_runtime;
+pub mod reaper;
 pub use git_program::git_program;
 mod stop;
 pub use off_runtime::{may_block, off_runtime};
@@ -239,6 +240,9 @@ impl Running<'_> {
             signal_group(self.pid);
         }
         let status = self.child.try_wait();
+        if let Ok(Some(_)) = &status {
+            reaper::reaped(self.pid);
+        }
         if let (Some(mut guard), Ok(Some(_))) = (guard, &status) {
             *guard = None;
         }
@@ -248,6 +252,7 @@ impl Running<'_> {
     fn kill(&mut self) {
         let guard = self.slot.map(|s| lock(s));
         kill_group(self.pid, &mut self.child);
+        reaper::reaped(self.pid);
         if let Some(mut guard) = guard {
             *guard = None;
         }
@@ -330,6 +335,10 @@ fn run_tracked_inner(
     .stdout(Stdio::piped())
     .stderr(Stdio::piped())
     .process_group(0);
+    // What the child leaves behind outside its group (a hook's daemon) ends with the step.
+    if let Some(mark) = scope.mark() {
+        cmd.env(reaper::SCOPE_VAR, mark.value());
+    }
     let deadline = Instant::now() + timeout;
     let mut child = spawn_retrying(&mut cmd)?;
     let pid = child.id();
@@ -445,7 +454,7 @@ fn run_tracked_inner(
 fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
     let mut tries = 0;
     loop {
-        match cmd.spawn() {
+        match reaper::spawned(|| cmd.spawn(), |c| Some(c.id())) {
             Err(e)
                 if e.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
                     && tries < 10 =>

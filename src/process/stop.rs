@@ -72,10 +72,18 @@ pub struct Scope {
     cancellable: bool,
     /// The group is killed at this instant: the step the call serves is out of time.
     deadline: Option<Instant>,
+    /// The step the call serves: what its child leaves outside its group ends with the step.
+    mark: Option<super::reaper::Mark>,
 }
 
 thread_local! {
-    static SCOPE: Cell<Scope> = const { Cell::new(Scope { cancellable: false, deadline: None }) };
+    static SCOPE: Cell<Scope> = const {
+        Cell::new(Scope {
+            cancellable: false,
+            deadline: None,
+            mark: None,
+        })
+    };
 }
 
 fn scoped<T>(change: impl FnOnce(&mut Scope), f: impl FnOnce() -> T) -> T {
@@ -102,11 +110,22 @@ pub fn cancellable<T>(f: impl FnOnce() -> T) -> T {
 
 /// Runs `f` so that every child it starts is stopped (group killed, `Err` with
 /// [`Stopped::Deadline`]) at `deadline`, or at an earlier deadline of an enclosing scope.
+/// The outermost such scope is a step: whatever its children leave running outside their
+/// groups (a hook's or the CI command's daemon) is stopped when it ends.
 pub fn within_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
-    scoped(
-        |s| s.deadline = Some(s.deadline.map_or(deadline, |d| d.min(deadline))),
+    let step = Scope::current().mark.is_none().then(super::reaper::begin);
+    let mark = step.as_ref().map(super::reaper::Marked::mark);
+    let out = scoped(
+        |s| {
+            s.deadline = Some(s.deadline.map_or(deadline, |d| d.min(deadline)));
+            s.mark = s.mark.or(mark);
+        },
         f,
-    )
+    );
+    if let Some(step) = step {
+        step.end(super::reaper::LEFTOVER_GRACE);
+    }
+    out
 }
 
 impl Scope {
@@ -119,6 +138,11 @@ impl Scope {
     /// makes its call), restoring the thread's own scope after.
     pub fn enter<T>(self, f: impl FnOnce() -> T) -> T {
         scoped(|s| *s = self, f)
+    }
+
+    /// The step the calls of this scope serve, if they serve one.
+    pub fn mark(&self) -> Option<super::reaper::Mark> {
+        self.mark
     }
 
     /// Whether a child of this scope must be stopped now, and why.

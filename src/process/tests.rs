@@ -71,3 +71,37 @@ fn the_earlier_deadline_of_nested_scopes_wins() {
     .expect_err("stopped");
     assert_eq!(stopped(&err), Some(Stopped::Deadline));
 }
+
+#[test]
+fn what_a_step_left_outside_its_groups_ends_with_the_step() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let pid_file = dir.path().join("pid");
+    // A hook's daemon: its own session, so the group kill at the command's end misses it.
+    // (The pause lets it leave the group before the command's end kills the group.)
+    let script = format!(
+        "setsid sleep 600 </dev/null >/dev/null 2>&1 & echo $! > {}; sleep 0.3",
+        pid_file.display()
+    );
+    within_deadline(Instant::now() + Duration::from_secs(60), || {
+        let out = output_within(sh(&script), Duration::from_secs(10))
+            .expect("runs")
+            .expect("ends");
+        assert!(out.status.success());
+        let pid: i32 = std::fs::read_to_string(&pid_file)
+            .expect("pid")
+            .trim()
+            .parse()
+            .expect("a pid");
+        thread::sleep(Duration::from_millis(100));
+        assert!(crate::cleanup::process_alive(pid), "alive within the step");
+    });
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    assert!(
+        !crate::cleanup::process_alive(pid),
+        "{pid} outlived its step"
+    );
+}

@@ -80,6 +80,28 @@ impl RunnerDir {
         self.dir.join("journal.jsonl")
     }
 
+    /// The file that hands issue `number`'s whole text to the agent (see
+    /// [`RunnerDir::write_issue_text`]).
+    pub fn issue_text(&self, number: u32) -> PathBuf {
+        self.dir.join("issues").join(format!("{number}.md"))
+    }
+
+    /// Writes issue `number`'s text for the agent, in a private directory of its own under
+    /// the runner directory: outside the work tree, so neither a commit nor `git clean`
+    /// touches it. Returns the file.
+    pub fn write_issue_text(&self, number: u32, text: &str) -> Result<PathBuf, RunnerDirError> {
+        let path = self.issue_text(number);
+        let dir = self.dir.join("issues");
+        self.ensure()?;
+        safe_fs::create_private_dir(&dir)?;
+        safe_fs::replace_unsynced(&path, text.as_bytes()).map_err(|source| RunnerDirError::Io {
+            path: path.clone(),
+            action: "cannot write the issue's text for the agent",
+            source,
+        })?;
+        Ok(path)
+    }
+
     pub fn lock(&self) -> PathBuf {
         self.dir.join("lock")
     }

@@ -231,6 +231,19 @@ impl GitHub {
             })
     }
 
+    /// The issue's title, body and comments (`gh issue view N --json title,body,comments`).
+    pub fn text(&self, number: u32) -> Result<super::IssueText, TrackerError> {
+        let n = number.to_string();
+        let args = ["issue", "view", n.as_str(), "--json", "title,body,comments"];
+        let out = self.gh(&args, None)?;
+        serde_json::from_str::<super::text::GhText>(&out)
+            .map(|t| t.into_text(number))
+            .map_err(|source| TrackerError::Json {
+                command: self.display(&args),
+                source,
+            })
+    }
+
     /// The titles of the open milestones.
     fn open_milestones(&self) -> Result<Vec<String>, TrackerError> {
         let args = [

@@ -24,12 +24,14 @@ mod github;
 mod lease;
 mod local;
 mod selection;
+mod text;
 
 pub use github::GitHub;
 pub use lease::{Claim, Claimed};
 pub use local::Local;
 pub use selection::body_dependencies;
 pub(crate) use selection::{select_from, Scope};
+pub use text::{Comment, IssueText, MAX_ISSUE_TEXT_BYTES};
 
 use crate::call_failure::{CallFailureKind, Kinded};
 use std::collections::BTreeSet;
@@ -182,6 +184,14 @@ pub enum Tracker {
 }
 
 impl Tracker {
+    /// The issue's whole text for the agent: title and body, and on GitHub the comments.
+    pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
+        match self {
+            Tracker::GitHub(t) => traced(self.kind(), "text", number, t.text(number)),
+            Tracker::Local(_) => self.get(number).map(|i| IssueText::of(&i)),
+        }
+    }
+
     /// Chooses the next issue. `escalated_this_session` are excluded on top of the durable
     /// marks.
     pub fn select(

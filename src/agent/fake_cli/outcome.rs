@@ -46,6 +46,10 @@ pub enum Outcome {
     /// `git clean -fdx` (as a step prompt asking for a clean tree may lead an agent to do),
     /// then the step's ok work.
     GitClean,
+    /// Leaves two daemons holding its stdout, each in a session of its own (`setsid sleep`),
+    /// one of them with an empty environment, then does the ok work: an agent that forgot
+    /// a server it started.
+    Daemon,
     /// Starts a child process (`sleep`) in its own process group, waits this many
     /// milliseconds, then does the ok work: an agent with work in flight, for kill tests.
     Slow(u64),
@@ -157,6 +161,7 @@ impl Outcome {
             "no-branch" => Outcome::NoBranch,
             "checkout-main" => Outcome::CheckoutMain,
             "git-clean" => Outcome::GitClean,
+            "daemon" => Outcome::Daemon,
             "checkout-main-once" => Outcome::CheckoutMainOnce,
             "leak-secrets" => Outcome::LeakSecrets,
             "tool-loop" => Outcome::ToolLoop,
@@ -244,6 +249,21 @@ impl Outcome {
                 out.assistant_text("Checked out main.")?;
                 out.result(json!({"result": "Checked out main."}))?;
                 Ok(0)
+            }
+            Outcome::Daemon => {
+                out.init()?;
+                for cleared in [false, true] {
+                    let mut cmd =
+                        std::process::Command::new(if cleared { "env" } else { "setsid" });
+                    if cleared {
+                        cmd.args(["-i", "setsid"]);
+                    }
+                    let child = cmd.args(["sleep", "300"]).spawn()?;
+                    super::log_child(child.id());
+                    // Left running on purpose: it escaped the agent's process group.
+                    std::mem::forget(child);
+                }
+                ok_work_and_result(ctx, out)
             }
             Outcome::GitClean => {
                 out.init()?;

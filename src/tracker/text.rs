@@ -1,0 +1,141 @@
+//! The whole text of an issue as the agent reads it: title, body and, on GitHub, the
+//! comments. It reaches the agent through a file (see `driver::invoke`), never through a
+//! command-line argument, whose size the kernel limits.
+
+use serde::Deserialize;
+
+/// The most the runner hands an agent of one issue's text (title, body and comments, as
+/// rendered). An issue over it is refused for that issue (escalated with its size), never
+/// cut silently: what an agent is told must be the issue as written.
+pub const MAX_ISSUE_TEXT_BYTES: usize = 1024 * 1024;
+
+/// One comment on an issue.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Comment {
+    /// Who wrote it (GitHub login), when known.
+    pub author: String,
+    /// What it says.
+    pub body: String,
+}
+
+/// What an issue says, in full.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct IssueText {
+    /// The issue's number.
+    pub number: u32,
+    /// Its title.
+    pub title: String,
+    /// Its body.
+    pub body: String,
+    /// Its comments, oldest first.
+    pub comments: Vec<Comment>,
+}
+
+impl IssueText {
+    /// An issue's title and body, without comments (a tracker that has none).
+    pub fn of(issue: &super::Issue) -> IssueText {
+        IssueText {
+            number: issue.number,
+            title: issue.title.clone(),
+            body: issue.body.clone(),
+            comments: Vec::new(),
+        }
+    }
+
+    /// [`IssueText::render`], refused (with a message naming the size, the cap and the fix)
+    /// when it is over [`MAX_ISSUE_TEXT_BYTES`].
+    pub fn render_within(&self) -> Result<String, String> {
+        let rendered = self.render();
+        if rendered.len() > MAX_ISSUE_TEXT_BYTES {
+            return Err(format!(
+                "issue #{} is {} bytes (title, description and comments), more than the {MAX_ISSUE_TEXT_BYTES} bytes the runner hands an agent; shorten it (a long log belongs in an attachment) and release it",
+                self.number,
+                rendered.len()
+            ));
+        }
+        Ok(rendered)
+    }
+
+    /// The text as a Markdown document, for the agent to read.
+    pub fn render(&self) -> String {
+        let mut out = format!("# Issue #{}: {}\n\n", self.number, self.title);
+        if self.body.trim().is_empty() {
+            out.push_str("(no description)\n");
+        } else {
+            out.push_str(&self.body);
+            if !self.body.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        for (i, c) in self.comments.iter().enumerate() {
+            let by = if c.author.is_empty() {
+                String::new()
+            } else {
+                format!(" by {}", c.author)
+            };
+            out.push_str(&format!("\n## Comment {}{by}\n\n{}", i + 1, c.body));
+            if !c.body.ends_with('\n') {
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// `gh issue view N --json title,body,comments`, as printed.
+#[derive(Deserialize)]
+pub(super) struct GhText {
+    title: String,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    comments: Vec<GhComment>,
+}
+
+#[derive(Deserialize)]
+struct GhComment {
+    #[serde(default)]
+    author: Option<GhAuthor>,
+    #[serde(default)]
+    body: String,
+}
+
+#[derive(Deserialize)]
+struct GhAuthor {
+    #[serde(default)]
+    login: String,
+}
+
+impl GhText {
+    pub(super) fn into_text(self, number: u32) -> IssueText {
+        IssueText {
+            number,
+            title: self.title,
+            body: self.body.unwrap_or_default(),
+            comments: self
+                .comments
+                .into_iter()
+                .map(|c| Comment {
+                    author: c.author.map(|a| a.login).unwrap_or_default(),
+                    body: c.body,
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gh_comments_are_read_and_rendered_in_order() {
+        let json = r#"{"title":"T","body":"B","comments":[{"author":{"login":"ann"},"body":"first"},{"body":"second"}]}"#;
+        let text = serde_json::from_str::<GhText>(json).unwrap().into_text(4);
+        let doc = text.render();
+        assert!(doc.starts_with("# Issue #4: T\n\nB\n"), "{doc}");
+        let first = doc.find("## Comment 1 by ann\n\nfirst").unwrap();
+        let second = doc.find("## Comment 2\n\nsecond").unwrap();
+        assert!(first < second, "{doc}");
+    }
+}
