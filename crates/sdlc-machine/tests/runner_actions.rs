@@ -884,7 +884,7 @@ proptest! {
                 None => panic!("no request after {event:?} in {:?}", core.state()),
             }
         }
-        panic!("the session did not end within 20000 events");
+        prop_assert!(false, "the session did not end within 20000 events");
     }
 }
 
