@@ -373,8 +373,25 @@ pub async fn run_agent_stoppable(
     // journal's record of the group).
     crate::process::die_with_parent(command.as_std_mut());
     let stats_started = crate::stats::agent_starting();
-    let mut child = crate::process::reaper::spawned(|| command.spawn(), tokio::process::Child::id)
-        .map_err(|source| AgentError::spawn(&program_name, &run.args, source))?;
+    // A script written just before while another thread forked is busy (ETXTBSY) for a
+    // moment: a few short retries, as for the runner's other children, rather than an
+    // environment halt for a race of the runner's own.
+    let mut busy_retries = 0;
+    let mut child = loop {
+        match crate::process::reaper::spawned(|| command.spawn(), tokio::process::Child::id) {
+            Err(e)
+                if e.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
+                    && busy_retries < 10 =>
+            {
+                busy_retries += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            spawned => {
+                break spawned
+                    .map_err(|source| AgentError::spawn(&program_name, &run.args, source))?
+            }
+        }
+    };
     crate::process::children::child_started();
     crate::stats::agent_spawned();
     let pid = child.id().unwrap_or(0);
