@@ -43,11 +43,10 @@ impl Driver {
                 issue,
                 attempt,
                 repair,
-                commit,
             } => {
                 crate::stats::step();
                 self.live.step_started(issue, step, attempt);
-                let event = self.run_step(step, issue, attempt, repair, commit).await;
+                let event = self.run_step(step, issue, attempt, repair).await;
                 self.live.step_ended();
                 self.log_live_warning();
                 if let Event::StepSucceeded { usage, .. } | Event::StepFailed { usage, .. } = &event
@@ -60,11 +59,7 @@ impl Driver {
                 }
                 Outcome::Next(event)
             }
-            Effect::LookAtCi {
-                issue,
-                look,
-                commit,
-            } => Outcome::Next(self.look_at_ci(issue, look, commit).await),
+            Effect::LookAtCi { issue, look } => Outcome::Next(self.look_at_ci(issue, look).await),
             Effect::Wait { seconds } => {
                 let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)

@@ -137,8 +137,7 @@ pub(super) fn merge_pr(
     repo: &Repo,
     _pulls: Option<&Path>,
     branch: &str,
-    commit: &str,
     message: &str,
 ) -> Result<(), ForgeError> {
-    repo.merge_into_main(branch, commit, message)
+    repo.merge_into_main(branch, message)
 }

@@ -49,12 +49,7 @@ impl LocalCi {
 
     /// Runs the command on `branch`'s commit unless that commit has a verdict already.
     pub fn state(&self, repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
-        self.state_of(repo, &commit_of(repo, branch)?)
-    }
-
-    /// Runs the command on commit `sha` unless it has a verdict already.
-    pub fn state_of(&self, repo: &Repo, sha: &str) -> Result<CiState, ForgeError> {
-        let sha = sha.to_string();
+        let sha = commit_of(repo, branch)?;
         let verdict = match self.read(&sha) {
             Some(v) => v,
             None => {
@@ -72,12 +67,7 @@ impl LocalCi {
 
     /// The failing check's name and the end of its output, as repair context.
     pub fn failing(&self, repo: &Repo, branch: &str) -> Result<String, ForgeError> {
-        self.failing_of(&commit_of(repo, branch)?)
-    }
-
-    /// The failing check of commit `sha`, as [`LocalCi::failing`].
-    pub fn failing_of(&self, sha: &str) -> Result<String, ForgeError> {
-        let sha = sha.to_string();
+        let sha = commit_of(repo, branch)?;
         Ok(match self.read(&sha) {
             Some(v) if !v.passed => {
                 let how = if v.timed_out {

@@ -322,7 +322,6 @@ mod tests {
                 issue: 4,
                 attempt: 2,
                 repair: true,
-                commit: None,
             }),
         );
         let usage = Usage {

@@ -226,10 +226,9 @@ pub fn drive_claiming(
                         signature: Signature(9),
                         usage: usage(),
                     },
-                    Reply::CiPending if step == Step::MonitorCi => Event::CiPending {
-                        usage: usage(),
-                        commit: None,
-                    },
+                    Reply::CiPending if step == Step::MonitorCi => {
+                        Event::CiPending { usage: usage() }
+                    }
                     Reply::Network => Event::NetworkFailed,
                     Reply::Fail(class, sig) => Event::StepFailed {
                         step,
