@@ -297,6 +297,10 @@ fn check_journal(
                     Some("stepFailed") => {
                         done.remove(&step);
                     }
+                    // monitorCI ends with the commit CI passed, which the merge then carries.
+                    Some("ciPassed") => {
+                        done.insert("monitorCi".to_string());
+                    }
                     // The one thing git is asked after a crash: whether the current issue's
                     // PR was merged after the journal's last record (a runner killed between
                     // its merge and recording it). The merge is then recorded, not redone.

@@ -308,6 +308,45 @@ fn a_linked_worktree_works_while_main_is_checked_out_in_the_primary_clone() {
     assert_eq!(git(&p.project, &["status", "--porcelain"]), "");
 }
 
+/// The same linked worktree with the local forge: the runner merges the verified commit into
+/// origin's main itself, and never needs main checked out for it (main stays checked out in
+/// the primary clone, untouched).
+#[test]
+fn a_linked_worktree_merges_through_the_local_forge_while_main_is_checked_out_elsewhere() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), builtin(json!({})));
+    let linked = p.root.join("linked");
+    git(
+        &p.project,
+        &[
+            "worktree",
+            "add",
+            "-q",
+            "--detach",
+            linked.to_str().expect("utf8"),
+        ],
+    );
+    let mut cfg: Value =
+        serde_json::from_str(&std::fs::read_to_string(&p.config).expect("config")).expect("json");
+    cfg["projectPath"] = json!("linked");
+    std::fs::write(&p.config, cfg.to_string()).expect("config");
+    let primary_head = git(&p.project, &["rev-parse", "HEAD"]);
+
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        p.origin_main_log().contains("Merge issue #1"),
+        "merged into origin's main: {all}"
+    );
+    assert_eq!(p.issue(1)["state"], json!("closed"), "{all}");
+    assert_eq!(
+        git(&p.project, &["symbolic-ref", "--short", "HEAD"]),
+        "main"
+    );
+    assert_eq!(git(&p.project, &["rev-parse", "HEAD"]), primary_head);
+    assert_eq!(git(&p.project, &["status", "--porcelain"]), "");
+}
+
 /// Origin disappears while the issue is worked (its directory moved away during CI): the merge
 /// step's fetch fails on the runner's own git, which is the environment's, not the issue's:
 /// the run halts naming the cause and the fix, and the issue is not quarantined.
