@@ -202,12 +202,16 @@ def pr_cmd(state, args):
         if not prs:
             fail("no open pull requests found for branch \"%s\"" % branch)
         pr = prs[-1]
+        # --match-head-commit: GitHub refuses the merge when the PR's head is another commit.
+        head = opt(args, "--match-head-commit")
+        if head is not None and remote_heads(state).get(branch) != head:
+            fail("GraphQL: Head branch was modified. Review and try the merge again. (mergePullRequest)")
         work = tempfile.mkdtemp()
         try:
             for step in (["clone", "--quiet", state["origin"], work],
                          ["-C", work, "-c", "user.name=gh", "-c", "user.email=gh@invalid",
                           "merge", "--no-ff", "--quiet", "-m",
-                          "Merge pull request #%d from %s" % (pr["number"], branch), "origin/" + branch],
+                          "Merge pull request #%d from %s" % (pr["number"], branch), head or ("origin/" + branch)],
                          ["-C", work, "push", "--quiet", "origin", "HEAD:main"]):
                 out = subprocess.run(["git", *step], capture_output=True, text=True)
                 if out.returncode != 0:

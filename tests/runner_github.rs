@@ -469,6 +469,22 @@ fn builtin_steps_open_and_merge_the_pr_through_gh_without_an_agent() {
         "{:?}",
         g.calls()
     );
+    // The merge names the commit CI passed: the merge commit's second parent on origin.
+    let merge = g
+        .calls()
+        .into_iter()
+        .find(|c| c.starts_with(&["pr".to_string(), "merge".to_string()]))
+        .expect("the merge call");
+    let at = merge.iter().position(|a| a == "--match-head-commit");
+    let verified = at
+        .and_then(|i| merge.get(i + 1))
+        .cloned()
+        .unwrap_or_default();
+    let parents = e2e::git(&g.p.origin, &["log", "-1", "--format=%P", "main"]);
+    assert!(
+        !verified.is_empty() && parents.ends_with(&verified),
+        "gh pr merge --match-head-commit <the verified sha>: {merge:?}, main's parents {parents}"
+    );
     let prs = g.state()["prs"].clone();
     let pr = &prs[0];
     assert_eq!(pr["state"], "MERGED", "{prs}");

@@ -3,8 +3,13 @@
 //! last signature), and only where the runner can send them.
 
 use crate::failure::{FailureClass, Signature};
-use crate::machine::{Core, DecisionOption, Effect, Event, Signal, Usage};
+use crate::machine::{Commit, Core, DecisionOption, Effect, Event, Signal, Usage};
 use crate::step::{Check, Step};
+
+/// A commit id for the exploration: which one never decides an edge, only whether two differ.
+fn commit(n: u8) -> Commit {
+    Commit::parse(&format!("{n:02x}").repeat(20)).unwrap_or_else(|| unreachable!("40 hex digits"))
+}
 
 /// Every kind of event, with payloads chosen to satisfy every guard from `core`'s value.
 pub(super) fn alphabet(core: &Core) -> Vec<Event> {
@@ -27,8 +32,14 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
         Event::NetworkFailed,
         Event::TrackerUpdated,
         Event::TrackerWriteFailed,
-        Event::CiPending { usage },
     ];
+    // CI's verdicts are about commits; which one never decides an edge. (A person's moves,
+    // `CiPassed` and `BranchMoved`, are not explored yet: the space they open does not
+    // converge under `exploration_key`.)
+    evs.push(Event::CiPending {
+        usage,
+        commit: Some(commit(1)),
+    });
     // The merge turn and lost races, where the limits share the merge (`exploration_limits`
     // keeps that space small).
     if core.runner().limits.merge_turn_wait_ms.is_some() {

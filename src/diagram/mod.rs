@@ -155,6 +155,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::SameFailureAcrossIssues { .. } => "same failure on two issues",
         HaltReason::RepeatedKills { .. } => "runner killed",
         HaltReason::MergeTurnHeld { .. } => "merge lease",
+        HaltReason::BranchMoved { .. } => "branch moved by a person",
     }
 }
 
@@ -358,6 +359,15 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect
     }
     // The last failure only feeds diagnostics.
     r.last_failure = None;
+    // Which commit CI looks at or passed is carried, never decided on.
+    r.ci_commit = None;
+    r.verified = None;
+    // A person's moves in the cycle only count while CI or the merge looks at the branch.
+    if !matches!(state.step(), Some(Step::MonitorCi | Step::Merge))
+        && !matches!(state, State::WaitingForCi { .. })
+    {
+        r.head_moves = 0;
+    }
     // The merge turn's wait and the lost races only matter at merge.
     if state.step() != Some(Step::Merge) {
         r.merge_wait = sdlc_machine::fleet::LeaseWait::new(0);
@@ -421,11 +431,18 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect
                 issue,
                 attempt,
                 repair,
+                commit: _,
             } => Effect::RunStep {
                 step,
                 issue,
                 attempt: attempt.min(cap_attempt),
                 repair,
+                commit: None,
+            },
+            Effect::LookAtCi { issue, look, .. } => Effect::LookAtCi {
+                issue,
+                look,
+                commit: None,
             },
             other => other,
         };

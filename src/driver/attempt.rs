@@ -72,15 +72,18 @@ impl Driver {
         issue: u32,
         attempt: u32,
         repair: bool,
+        commit: Option<crate::machine::Commit>,
     ) -> Event {
         if self.shutdown.requested().is_some() {
             return self.shutdown.event();
         }
         if step == Step::Merge {
-            return self.run_merge(issue, attempt, repair).await;
+            return self.run_merge(issue, attempt, repair, commit).await;
         }
         if self.cfg.builtin(step) {
-            return self.run_builtin(step, issue, attempt, repair).await;
+            return self
+                .run_builtin(step, issue, attempt, repair, commit, false)
+                .await;
         }
         self.run_agent(step, issue, attempt, repair, true).await
     }

@@ -8,20 +8,24 @@
 use super::{network, Driver};
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
-use crate::machine::{Event, Usage};
+use crate::machine::{Commit, Event, Usage};
 use crate::notify::Severity;
 use crate::ports::{GitPort, World};
 use crate::step::Step;
-use crate::steps::builtin::{self, Failed, IssueFacts};
+use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
 use std::time::Instant;
 
 impl Driver {
+    /// `commit`: for monitorCI the commit its look is for (none: the one the runner pushed);
+    /// for merge the commit to merge, `verified` when CI passed it in this cycle.
     pub(super) async fn run_builtin(
         &mut self,
         step: Step,
         issue: u32,
         attempt: u32,
         repair: bool,
+        commit: Option<Commit>,
+        verified: bool,
     ) -> Event {
         self.know_issue(issue).await;
         let mut usage = Usage::default();
@@ -57,17 +61,20 @@ impl Driver {
         // the step's timeoutMin.
         let deadline = started + self.cfg.timeout(step);
         let outcome = if step == Step::MonitorCi {
-            self.look_once(step).await
+            self.look_once(step, commit).await
         } else {
             let what = format!("{} (builtin)", step.key());
             let facts = self.facts();
+            let target = commit.map(|c| (c.hex(), verified));
             let once = move |w: &World| {
                 crate::process::within_deadline(deadline, || {
-                    facts.with(&*w.git, |facts| builtin_with(w, step, facts))
+                    facts.with(&*w.git, |facts| {
+                        builtin_with(w, step, facts, target.as_ref())
+                    })
                 })
             };
             match self.patiently(&what, once).await {
-                network::Patient::Done(result) => Ok(result.map(Some)),
+                network::Patient::Done(result) => Ok(result.map(Looked::Done)),
                 network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
             }
         };
@@ -86,12 +93,23 @@ impl Driver {
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
     /// the last): no agent runs.
-    pub(super) async fn look_at_ci(&mut self, issue: u32, look: u32) -> Event {
+    pub(super) async fn look_at_ci(
+        &mut self,
+        issue: u32,
+        look: u32,
+        commit: Option<Commit>,
+    ) -> Event {
         self.know_issue(issue).await;
         let step = Step::MonitorCi;
-        self.log(&format!("issue #{issue} {}: look {look} at CI", step.key()));
+        let of = commit
+            .map(|c| format!(" of {}", c.short()))
+            .unwrap_or_default();
+        self.log(&format!(
+            "issue #{issue} {}: look {look} at CI{of}",
+            step.key()
+        ));
         let started = Instant::now();
-        let result = match self.look_once(step).await {
+        let result = match self.look_once(step, commit).await {
             Ok(result) => result,
             Err(event) => return event,
         };
@@ -103,23 +121,41 @@ impl Driver {
             .await
     }
 
-    /// What a builtin action's result means for the machine: `Ok(None)` is CI still pending;
-    /// `Ok(Some(done))` goes through the same post-step check as an agent's attempt.
+    /// What a builtin action's result means for the machine: CI still pending on a commit;
+    /// a person's move (the event that tells it); done, which goes through the same post-step
+    /// check as an agent's attempt (monitorCI's success names the commit CI passed).
     async fn builtin_outcome(
         &mut self,
         step: Step,
         issue: u32,
-        result: Result<Option<String>, Failed>,
+        result: Result<Looked, Failed>,
         usage: Usage,
         agent_ran: bool,
     ) -> Event {
         crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
-            Ok(None) => {
-                self.log(&format!("{}: CI pending", step.key()));
-                Event::CiPending { usage }
+            Ok(Looked::Pending(commit)) => {
+                self.log(&format!("{}: CI pending on {}", step.key(), commit.short()));
+                Event::CiPending {
+                    usage,
+                    commit: Some(commit),
+                }
             }
-            Ok(Some(done)) => {
+            Ok(Looked::Person(event)) => event,
+            Ok(Looked::Passed(commit)) => {
+                let done = format!("CI checks let {} merge", commit.short());
+                self.say(done.clone());
+                self.log(&format!("{}: {done}", step.key()));
+                match self.post_step_check(step, agent_ran).await {
+                    Ok(None) => match self.succeeded(step, issue, usage).await {
+                        Event::StepSucceeded { usage, .. } => Event::CiPassed { commit, usage },
+                        other => other,
+                    },
+                    Ok(Some(failure)) => self.failed(step, issue, failure, usage),
+                    Err(event) => event,
+                }
+            }
+            Ok(Looked::Done(done)) => {
                 self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
                 match self.post_step_check(step, agent_ran).await {
@@ -169,27 +205,104 @@ impl Driver {
         }
     }
 
-    /// One look at CI: `Ok(None)` while the checks have not settled. The look dies with its
-    /// process group at the step's timeoutMin; the waits between looks are the machine's.
-    async fn look_once(&mut self, step: Step) -> Result<Result<Option<String>, Failed>, Event> {
+    /// One look at CI, for `commit` (none: the one the runner pushed): origin's branch looked
+    /// at first, so that a person's move is an event. The look dies with its process group at
+    /// the step's timeoutMin; the waits between looks are the machine's.
+    async fn look_once(
+        &mut self,
+        step: Step,
+        commit: Option<Commit>,
+    ) -> Result<Result<Looked, Failed>, Event> {
         let deadline = Instant::now() + self.cfg.timeout(step);
         let facts = self.facts();
+        let expected = commit.map(|c| c.hex());
         let settled = self
             .patiently("watching CI", move |w| {
                 crate::process::within_deadline(deadline, || {
-                    facts.with(&*w.git, |facts| builtin::ci_settled(&*w.forge, facts))
+                    facts.with(&*w.git, |facts| {
+                        builtin::ci_settled(&*w.git, &*w.forge, facts, expected.as_deref())
+                    })
                 })
             })
             .await;
-        match settled {
-            network::Patient::Done(Ok(true)) => {
-                Ok(Ok(Some("CI checks let the branch merge".to_string())))
+        let looked = match settled {
+            network::Patient::Done(Ok(looked)) => looked,
+            network::Patient::Done(Err(failed)) => return Ok(Err(failed)),
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+        };
+        Ok(match looked {
+            CiLook::Pending(c) => self.commit_of(&c).map(Looked::Pending),
+            CiLook::Passed(c) => self.commit_of(&c).map(Looked::Passed),
+            CiLook::Person(head) => Ok(Looked::Person(self.persons_move(head))),
+        })
+    }
+
+    /// A commit id git printed, as the machine carries it.
+    fn commit_of(&self, hex: &str) -> Result<Commit, Failed> {
+        Commit::parse(hex).ok_or_else(|| {
+            Failed::other(format!(
+                "git named the commit `{hex}`, which is no commit id (40 or 64 hex digits)"
+            ))
+        })
+    }
+
+    /// The event that tells the machine of a person's move a look found, said and logged.
+    pub(super) fn persons_move(&mut self, head: Head) -> Event {
+        let issue = self.issue.number;
+        let branch = self.issue.branch.clone().unwrap_or_default();
+        match head {
+            Head::Merged => {
+                self.say(format!(
+                    "issue #{issue}: {branch} was merged into {} by a person; recorded as merged, not merged again",
+                    self.main
+                ));
+                Event::AlreadyMerged { issue }
             }
-            network::Patient::Done(Ok(false)) => Ok(Ok(None)),
-            network::Patient::Done(Err(failed)) => Ok(Err(failed)),
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
+            Head::Gone(what) => {
+                self.say(format!(
+                    "issue #{issue}: a person {what} ({branch}): the cycle is dropped, nothing is merged"
+                ));
+                Event::IssueWithdrawn { issue }
+            }
+            Head::Moved { ours, head, on_top } => {
+                let (Some(o), Some(h)) = (Commit::parse(&ours), Commit::parse(&head)) else {
+                    self.say(format!(
+                        "issue #{issue}: origin's {branch} moved to `{head}`, which is no commit id"
+                    ));
+                    return Event::WorkspaceUnfit {
+                        step: self.core.state().step().unwrap_or(Step::MonitorCi),
+                    };
+                };
+                let how = if on_top {
+                    "a person pushed commits on top of"
+                } else {
+                    "a person rewrote the branch: its head no longer holds"
+                };
+                self.say(format!(
+                    "issue #{issue}: origin's {branch} is at {}: {how} {}",
+                    h.short(),
+                    o.short()
+                ));
+                Event::BranchMoved {
+                    ours: o,
+                    head: h,
+                    on_top,
+                }
+            }
+            Head::At(_) => Event::WorkspaceUnfit {
+                step: self.core.state().step().unwrap_or(Step::MonitorCi),
+            },
         }
     }
+}
+
+/// What a builtin action found: CI pending or passed on a commit, a person's move (its
+/// event), or the step done.
+enum Looked {
+    Pending(Commit),
+    Passed(Commit),
+    Person(Event),
+    Done(String),
 }
 
 /// The issue as the builtin steps see it, owned so that a call off the runtime takes it along.
@@ -214,14 +327,25 @@ impl Facts {
     }
 }
 
-/// One try of a builtin step other than monitorCI.
-fn builtin_with(world: &World, step: Step, facts: &IssueFacts) -> Result<String, Failed> {
+/// One try of a builtin step other than monitorCI; `target` is merge's commit and whether CI
+/// passed it in this cycle.
+fn builtin_with(
+    world: &World,
+    step: Step,
+    facts: &IssueFacts,
+    target: Option<&(String, bool)>,
+) -> Result<String, Failed> {
     let (git, forge) = (&*world.git, &*world.forge);
     match step {
         Step::StartCycle => builtin::start_cycle(git),
         Step::CommitPush => builtin::commit_push(git, facts),
         Step::CreatePr => builtin::create_pr(git, forge, facts),
-        Step::Merge => builtin::merge(git, forge, facts),
+        Step::Merge => match target {
+            Some((commit, verified)) => builtin::merge(git, forge, facts, commit, *verified),
+            None => Err(Failed::other(
+                "the merge was asked for without a commit to merge".to_string(),
+            )),
+        },
         other => Err(Failed::other(format!(
             "{} has no builtin implementation",
             other.key()

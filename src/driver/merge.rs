@@ -13,8 +13,9 @@ use crate::call_failure::Kinded;
 use crate::failure::FailureClass;
 use crate::tracker::claims::Claimed;
 
-use crate::machine::{Event, Signal, Usage};
+use crate::machine::{Commit, Event, Signal, Usage};
 use crate::step::Step;
+use crate::steps::builtin::{self, Failed, Head, IssueFacts, Look};
 use sdlc_machine::fleet::Report;
 use std::time::Duration;
 
@@ -111,11 +112,25 @@ impl Driver {
         }
     }
 
-    /// One merge run (`RunStep` of merge, within the turn): the branch brought up to date,
-    /// then the merge, agent-run or builtin. A failure that lost a push race is answered as
-    /// `MergeRaceLost`: the machine decides whether it is merged again.
-    pub(super) async fn run_merge(&mut self, issue: u32, attempt: u32, repair: bool) -> Event {
+    /// One merge run (`RunStep` of merge, within the turn): origin's branch looked at first
+    /// (one fetch: a person's merge, a closed PR or deleted branch, a moved head are the
+    /// machine's events, and nothing is merged), then exactly `commit`, the one CI passed in
+    /// this cycle, merged (builtin: an atomic push that fails should the branch or main move;
+    /// without a verdict of this cycle, origin's head once CI lets it merge). An agent-run
+    /// merge has the branch brought up to date first, as before. A failure that lost a push
+    /// race is answered as `MergeRaceLost`: the machine decides whether it is merged again.
+    pub(super) async fn run_merge(
+        &mut self,
+        issue: u32,
+        attempt: u32,
+        repair: bool,
+        commit: Option<Commit>,
+    ) -> Event {
         let step = Step::Merge;
+        let (target, main) = match self.look_before_merge(issue, commit).await {
+            Ok(found) => found,
+            Err(event) => return event,
+        };
         // A conflict's repair attempt has the agent bring the branch up to date; doing it
         // here first would only meet the same conflict again.
         let conflict_repair = repair
@@ -123,16 +138,20 @@ impl Driver {
                 .core
                 .failure(step)
                 .is_some_and(|f| f.class == FailureClass::MergeConflict);
-        let base = if conflict_repair {
-            self.main_before_merge().await
+        let builtin = self.cfg.builtin(step);
+        let base = if builtin || conflict_repair {
+            // The builtin merge merges the verified commit itself, never a branch updated
+            // after CI passed it.
+            main.filter(|_| self.forge_local)
         } else {
             match self.up_to_date(issue).await {
                 Ok(base) => base,
                 Err(event) => return event,
             }
         };
-        let event = if self.cfg.builtin(step) {
-            self.run_builtin(step, issue, attempt, repair).await
+        let event = if builtin {
+            self.run_builtin(step, issue, attempt, repair, Some(target), commit.is_some())
+                .await
         } else {
             self.run_agent(step, issue, attempt, repair, true).await
         };
@@ -145,6 +164,15 @@ impl Driver {
             } if class != FailureClass::MergeConflict => (class, signature, usage),
             other => return other,
         };
+        // The merge was refused: a person's move since the look (the atomic push's lease on
+        // the branch failed) is the answer, not the attempt's failure.
+        if builtin {
+            if let network::Patient::Done(Ok(look)) = self.look_raw(Some(target)).await {
+                if !matches!(look.head, Head::At(_)) {
+                    return self.persons_move(look.head);
+                }
+            }
+        }
         if !self.lost_race(issue, base).await {
             return event;
         }
@@ -160,18 +188,51 @@ impl Driver {
         }
     }
 
-    /// Origin's main as it stands before a merge the runner does not prepare (a conflict's
-    /// repair), to tell a lost race afterwards; `None` where the forge merges on its side.
-    async fn main_before_merge(&self) -> Option<String> {
-        if !self.forge_local {
-            return None;
+    /// One look at origin's branch against `commit` (none: the local head).
+    async fn look_raw(&mut self, commit: Option<Commit>) -> network::Patient<Look, Failed> {
+        let expected = commit.map(|c| c.hex());
+        let number = self.issue.number;
+        let title = self.issue.title.clone();
+        let branch = self.issue.branch.clone();
+        self.patiently("looking at the branch before the merge", move |w| {
+            let found = w.git.feature_branch(number).ok().flatten();
+            let facts = IssueFacts {
+                number,
+                title: &title,
+                branch: found.as_deref().or(branch.as_deref()),
+                feature: None,
+            };
+            builtin::look(&*w.git, &*w.forge, &facts, expected.as_deref())
+        })
+        .await
+    }
+
+    /// The look before the merge: `Ok` with the commit to merge (`commit`, when origin's head
+    /// still is it; without one, origin's head as the runner pushed it) and origin's main as
+    /// the fetch saw it; `Err` with the event of a person's move or of a failed look.
+    async fn look_before_merge(
+        &mut self,
+        issue: u32,
+        commit: Option<Commit>,
+    ) -> Result<(Commit, Option<String>), Event> {
+        let step = Step::Merge;
+        let looked = self.look_raw(commit).await;
+        match looked {
+            network::Patient::Done(Ok(look)) => match look.head {
+                Head::At(head) => match Commit::parse(&head) {
+                    Some(c) => Ok((c, look.main)),
+                    None => Err(self.persons_move(Head::At(head))),
+                },
+                other => Err(self.persons_move(other)),
+            },
+            network::Patient::Done(Err(failed)) => {
+                let text = format!("looking at the branch before the merge: {failed}");
+                self.say(text.clone());
+                let c = classify_builtin(step.key(), &text, false);
+                Err(self.failed(step, issue, c, Usage::default()))
+            }
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
         }
-        self.io
-            .call(|w| {
-                w.git.fetch().ok()?;
-                w.git.origin_main().ok().flatten()
-            })
-            .await
     }
 
     /// Brings the issue's branch up to date with origin's main (local forge: on GitHub the

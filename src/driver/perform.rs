@@ -43,10 +43,11 @@ impl Driver {
                 issue,
                 attempt,
                 repair,
+                commit,
             } => {
                 crate::stats::step();
                 self.live.step_started(issue, step, attempt);
-                let event = self.run_step(step, issue, attempt, repair).await;
+                let event = self.run_step(step, issue, attempt, repair, commit).await;
                 self.live.step_ended();
                 self.log_live_warning();
                 if let Event::StepSucceeded { usage, .. } | Event::StepFailed { usage, .. } = &event
@@ -59,7 +60,11 @@ impl Driver {
                 }
                 Outcome::Next(event)
             }
-            Effect::LookAtCi { issue, look } => Outcome::Next(self.look_at_ci(issue, look).await),
+            Effect::LookAtCi {
+                issue,
+                look,
+                commit,
+            } => Outcome::Next(self.look_at_ci(issue, look, commit).await),
             Effect::Wait { seconds } => {
                 let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)

@@ -325,6 +325,24 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
             "the merge turn could not be had after {} s of waiting: another worker or runner kept it (or the tracker's merge lease could not be written; below). No issue was blamed: see to the holder, then run again with --ack-halt.",
             waited_ms / 1000
         ),
+        HaltReason::BranchMoved {
+            issue,
+            ours,
+            head,
+            on_top: false,
+        } => format!(
+            "a person rewrote issue #{issue}'s branch on origin: its head {} no longer holds {}, the commit the runner pushed and CI checked. Nothing was merged and no issue was blamed. Decide what the branch should be (push {} back, or keep the rewrite and let CI check it), then run again with --ack-halt.",
+            head.short(),
+            ours.short(),
+            ours.short()
+        ),
+        HaltReason::BranchMoved {
+            issue, ours, head, ..
+        } => format!(
+            "commits kept being pushed on top of issue #{issue}'s branch on origin while the runner waited for CI (now at {}, after {}): more times than monitorCI's CI schedule has waits. Nothing was merged and no issue was blamed; run again with --ack-halt once the branch is settled.",
+            head.short(),
+            ours.short()
+        ),
         _ => return None,
     })
 }
@@ -362,6 +380,7 @@ pub fn halt_diagnostic(
         | HaltReason::SameFailureAcrossIssues { .. }
         | HaltReason::RepeatedKills { .. }
         | HaltReason::MergeTurnHeld { .. } => "environment",
+        HaltReason::BranchMoved { .. } => "a person's move",
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",

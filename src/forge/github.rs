@@ -233,9 +233,23 @@ pub(super) fn create_pr(
 }
 
 /// `gh pr merge --merge --delete-branch`: a merge commit, as the reference runner's agents
-/// made, and the branch removed on GitHub.
-pub(super) fn merge_pr(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<(), ForgeError> {
-    let args = ["pr", "merge", branch, "--merge", "--delete-branch"];
+/// made, and the branch removed on GitHub; `--match-head-commit`: only while the PR's head is
+/// `commit`, the one CI passed (GitHub refuses the merge if a push moved it meanwhile).
+pub(super) fn merge_pr(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    branch: &str,
+    commit: &str,
+) -> Result<(), ForgeError> {
+    let args = [
+        "pr",
+        "merge",
+        branch,
+        "--merge",
+        "--delete-branch",
+        "--match-head-commit",
+        commit,
+    ];
     let out = run_gh(gh, repo_dir, &args)?;
     if !out.status.success() {
         return Err(gh_failed(gh, &args, &out));

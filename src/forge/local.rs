@@ -137,7 +137,8 @@ pub(super) fn merge_pr(
     repo: &Repo,
     _pulls: Option<&Path>,
     branch: &str,
+    commit: &str,
     message: &str,
 ) -> Result<(), ForgeError> {
-    repo.merge_into_main(branch, message)
+    repo.merge_into_main(branch, commit, message)
 }

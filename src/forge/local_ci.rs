@@ -49,7 +49,12 @@ impl LocalCi {
 
     /// Runs the command on `branch`'s commit unless that commit has a verdict already.
     pub fn state(&self, repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
-        let sha = commit_of(repo, branch)?;
+        self.state_of(repo, &commit_of(repo, branch)?)
+    }
+
+    /// Runs the command on commit `sha` unless it has a verdict already.
+    pub fn state_of(&self, repo: &Repo, sha: &str) -> Result<CiState, ForgeError> {
+        let sha = sha.to_string();
         let verdict = match self.read(&sha) {
             Some(v) => v,
             None => {
@@ -67,7 +72,12 @@ impl LocalCi {
 
     /// The failing check's name and the end of its output, as repair context.
     pub fn failing(&self, repo: &Repo, branch: &str) -> Result<String, ForgeError> {
-        let sha = commit_of(repo, branch)?;
+        self.failing_of(&commit_of(repo, branch)?)
+    }
+
+    /// The failing check of commit `sha`, as [`LocalCi::failing`].
+    pub fn failing_of(&self, sha: &str) -> Result<String, ForgeError> {
+        let sha = sha.to_string();
         Ok(match self.read(&sha) {
             Some(v) if !v.passed => {
                 let how = if v.timed_out {

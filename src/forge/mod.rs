@@ -107,6 +107,36 @@ impl Forge {
         }
     }
 
+    /// CI of commit `commit`, origin's head of `branch` as the caller just read it. The local
+    /// forge runs its CI command on that very commit; GitHub reports the checks of the PR's
+    /// head, which the caller's look found to be `commit` (and the merge is refused by GitHub
+    /// should the head have moved since: `--match-head-commit`).
+    pub fn ci_state_of(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        commit: &str,
+    ) -> Result<CiState, ForgeError> {
+        match self {
+            Forge::Local { ci: Some(ci), .. } => ci.state_of(repo, commit),
+            Forge::Local { ci: None, .. } => Ok(CiState::NoneConfigured),
+            Forge::GitHub { gh, repo_dir, .. } => github::ci_state(gh, repo_dir, branch),
+        }
+    }
+
+    /// [`Forge::failing_checks`] for commit `commit`.
+    pub fn failing_checks_of(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        commit: &str,
+    ) -> Result<String, ForgeError> {
+        match self {
+            Forge::Local { ci: Some(ci), .. } => ci.failing_of(commit),
+            _ => self.failing_checks(repo, branch),
+        }
+    }
+
     /// Opens the PR of `branch` (builtin createPR). An open PR of the branch is returned as
     /// it is, so a retried attempt never opens a second one.
     pub fn create_pr(
@@ -135,11 +165,21 @@ impl Forge {
         }
     }
 
-    /// Merges the PR of `branch` and deletes the branch (builtin merge).
-    pub fn merge_pr(&self, repo: &Repo, branch: &str, message: &str) -> Result<(), ForgeError> {
+    /// Merges the PR of `branch` and deletes the branch (builtin merge), exactly when its
+    /// head is `commit` (the commit CI passed); otherwise the merge is refused and nothing
+    /// changes.
+    pub fn merge_pr(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        commit: &str,
+        message: &str,
+    ) -> Result<(), ForgeError> {
         match self {
-            Forge::GitHub { gh, repo_dir, .. } => github::merge_pr(gh, repo_dir, branch),
-            Forge::Local { pulls, .. } => local::merge_pr(repo, pulls.as_deref(), branch, message),
+            Forge::GitHub { gh, repo_dir, .. } => github::merge_pr(gh, repo_dir, branch, commit),
+            Forge::Local { pulls, .. } => {
+                local::merge_pr(repo, pulls.as_deref(), branch, commit, message)
+            }
         }
     }
 

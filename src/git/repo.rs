@@ -19,6 +19,7 @@ mod refs;
 mod rescue;
 mod specs;
 mod status;
+mod verified;
 mod workspace;
 
 pub use base::{describe_base, BaseSource};
@@ -28,6 +29,7 @@ pub(crate) use error::exit_text;
 use error::hint_for;
 pub use error::RepoError;
 pub use specs::{leading_issue, SPEC_FILES};
+pub use verified::BranchOnOrigin;
 
 /// How the subject of every merge commit the runner makes begins (`Merge issue #N: title`).
 pub const MERGE_SUBJECT: &str = "Merge issue #";

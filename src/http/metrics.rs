@@ -322,6 +322,7 @@ mod tests {
                 issue: 4,
                 attempt: 2,
                 repair: true,
+                commit: None,
             }),
         );
         let usage = Usage {

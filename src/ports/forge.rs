@@ -14,8 +14,13 @@ pub trait ForgePort: Send + Sync {
     fn ci_state(&self, branch: &str) -> Result<CiState, ForgeError>;
     /// Opens the PR of `branch`, or returns its open PR as it is (a retry never opens two).
     fn create_pr(&self, branch: &str, title: &str, body: &str) -> Result<Pr, ForgeError>;
-    /// Merges the PR of `branch` with `message` and deletes the branch.
-    fn merge_pr(&self, branch: &str, message: &str) -> Result<(), ForgeError>;
+    /// CI of commit `commit`, origin's head of `branch` as a look just read it.
+    fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError>;
+    /// [`ForgePort::failing_checks`] for commit `commit`.
+    fn failing_checks_of(&self, branch: &str, commit: &str) -> Result<String, ForgeError>;
+    /// Merges exactly `commit`, the PR of `branch`'s head, with `message`, and deletes the
+    /// branch; refused, changing nothing, when the head is no longer `commit`.
+    fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError>;
     /// Each failing check's name, link and the end of its log where the forge has one.
     fn failing_checks(&self, branch: &str) -> Result<String, ForgeError>;
     /// `requireChecks`: "no CI configured" does not let a branch merge.
@@ -53,8 +58,14 @@ impl ForgePort for ForgeAdapter {
     fn create_pr(&self, branch: &str, title: &str, body: &str) -> Result<Pr, ForgeError> {
         self.forge.create_pr(&self.repo, branch, title, body)
     }
-    fn merge_pr(&self, branch: &str, message: &str) -> Result<(), ForgeError> {
-        self.forge.merge_pr(&self.repo, branch, message)
+    fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
+        self.forge.ci_state_of(&self.repo, branch, commit)
+    }
+    fn failing_checks_of(&self, branch: &str, commit: &str) -> Result<String, ForgeError> {
+        self.forge.failing_checks_of(&self.repo, branch, commit)
+    }
+    fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError> {
+        self.forge.merge_pr(&self.repo, branch, commit, message)
     }
     fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
         self.forge.failing_checks(&self.repo, branch)

@@ -58,6 +58,11 @@ pub trait GitPort: Send + Sync {
     fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, GitError>;
     /// Fetches origin (a no-op without origin).
     fn fetch(&self) -> Result<(), GitError>;
+    /// One fetch, then where origin's copy of `branch` stands: its head, the local head and
+    /// origin's main.
+    fn branch_on_origin(&self, branch: &str) -> Result<crate::git::repo::BranchOnOrigin, GitError>;
+    /// Whether commit `older` is `newer` or one of its ancestors.
+    fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, GitError>;
     /// The spec directory of `issue` (`specs/<issue>-…`), the recorded `feature` first.
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf>;
     /// `Err(missing)` names the spec files that are missing or empty.
@@ -127,6 +132,12 @@ impl GitPort for Repo {
     }
     fn fetch(&self) -> Result<(), GitError> {
         Repo::fetch(self)
+    }
+    fn branch_on_origin(&self, branch: &str) -> Result<crate::git::repo::BranchOnOrigin, GitError> {
+        Repo::branch_on_origin(self, branch)
+    }
+    fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, GitError> {
+        Repo::contains_commit(self, newer, older)
     }
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
         Repo::spec_dir(self, issue, feature)

@@ -117,11 +117,13 @@ fn anonymous(e: Effect, repaired: [bool; Step::COUNT]) -> Effect {
             issue,
             attempt,
             repair,
+            commit,
         } => Effect::RunStep {
             step,
             issue,
             attempt,
             repair: repair && repaired[step.index()],
+            commit,
         },
         other => other,
     }
@@ -217,7 +219,10 @@ impl Search {
                     evs.push(Event::StepSucceeded { step, usage: u });
                 }
                 if step == Step::MonitorCi {
-                    evs.push(Event::CiPending { usage: u });
+                    evs.push(Event::CiPending {
+                        usage: u,
+                        commit: None,
+                    });
                 }
                 if step == Step::Merge && self.races {
                     evs.push(Event::MergeRaceLost {

@@ -108,7 +108,10 @@ fn noise(t: &mut Tape, last: Option<Event>) -> Event {
             signature: Signature(u64::from(t.pick(3))),
             usage: usage(t),
         },
-        14 => Event::CiPending { usage: usage(t) },
+        14 => Event::CiPending {
+            usage: usage(t),
+            commit: None,
+        },
         9 => Event::NetworkFailed,
         10 => Event::TrackerUpdated,
         11 => Event::TrackerWriteFailed,
@@ -243,7 +246,10 @@ fn answer(
                     step: Step::MonitorCi,
                     usage: u,
                 },
-                1 | 2 => Event::CiPending { usage: u },
+                1 | 2 => Event::CiPending {
+                    usage: u,
+                    commit: None,
+                },
                 _ => Event::StepFailed {
                     step: Step::MonitorCi,
                     class: failure_class(t),
@@ -278,7 +284,10 @@ fn answer(
                     usage: u,
                 },
                 // monitorCI's first look may find CI pending.
-                13..=16 if step == Step::MonitorCi => Event::CiPending { usage: u },
+                13..=16 if step == Step::MonitorCi => Event::CiPending {
+                    usage: u,
+                    commit: None,
+                },
                 0..=16 => Event::StepSucceeded { step, usage: u },
                 _ => {
                     let class = failure_class(t);

@@ -9,7 +9,7 @@
 use proptest::prelude::*;
 use sdlc_machine::failure::{FailureClass, Signature};
 use sdlc_machine::machine::{
-    bounds, Core, Effect, Event, HaltReason, Limits, Mode, Notice, State, Usage,
+    bounds, Commit, Core, Effect, Event, HaltReason, Limits, Mode, Notice, State, Usage,
 };
 use sdlc_machine::step::Step;
 use std::collections::BTreeMap;
@@ -114,6 +114,7 @@ impl World {
             {
                 Event::CiPending {
                     usage: Usage::default(),
+                    commit: None,
                 }
             }
             Effect::LookAtCi { .. } => Event::StepSucceeded {
@@ -728,4 +729,262 @@ fn the_wait_for_a_decision_is_the_machines_and_ends_on_time() {
         })
         .to_vec();
     assert!(fx.contains(&Effect::Halt(HaltReason::Operator)), "{fx:?}");
+}
+
+/// A world where CI verdicts are for commits and a person may move the branch: monitorCI's
+/// looks answer for one of three commits, the merge's checks and run may find the branch
+/// moved, merged by hand or withdrawn.
+struct Moving {
+    world: World,
+}
+
+fn commit(n: u8) -> Commit {
+    Commit::parse(&format!("{:02x}", n % 3 + 1).repeat(20)).expect("commit")
+}
+
+impl Moving {
+    fn answer(&mut self, request: Effect, issue: u32) -> Event {
+        let w = &mut self.world;
+        let moved = |w: &mut World| Event::BranchMoved {
+            ours: commit(w.pick(3)),
+            head: commit(w.pick(3)),
+            on_top: w.pick(2) == 0,
+        };
+        match request {
+            Effect::RunStep {
+                step: Step::MonitorCi,
+                ..
+            }
+            | Effect::LookAtCi { .. } => match w.pick(8) {
+                0 | 1 => Event::CiPending {
+                    usage: Usage::default(),
+                    commit: Some(commit(w.pick(3))),
+                },
+                2 => moved(w),
+                3 => Event::AlreadyMerged { issue },
+                4 => Event::IssueWithdrawn { issue },
+                5 => Event::StepFailed {
+                    step: Step::MonitorCi,
+                    class: FailureClass::TestAssertion,
+                    signature: Signature(7),
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                },
+                _ => Event::CiPassed {
+                    commit: commit(w.pick(3)),
+                    usage: Usage::default(),
+                },
+            },
+            Effect::CheckPreconditions { step: Step::Merge } => match w.pick(6) {
+                0 => moved(w),
+                1 => Event::AlreadyMerged { issue },
+                _ => Event::PreconditionsOk { step: Step::Merge },
+            },
+            Effect::RunStep {
+                step: Step::Merge, ..
+            } => match w.pick(6) {
+                0 => moved(w),
+                1 => Event::AlreadyMerged { issue },
+                2 => Event::IssueWithdrawn { issue },
+                3 => Event::MergeRaceLost {
+                    class: FailureClass::Unknown,
+                    signature: Signature(3),
+                    usage: Usage::default(),
+                },
+                _ => Event::StepSucceeded {
+                    step: Step::Merge,
+                    usage: Usage::default(),
+                },
+            },
+            Effect::TakeMergeTurn { .. } => Event::MergeTurnTaken,
+            Effect::Pause { .. } => Event::WaitOver,
+            other => w.answer(other),
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// A merge request only ever carries the commit a CI-passed event verified in the same
+    /// cycle, and none after the branch moved; a person's move (the branch moved, merged by
+    /// hand, the PR closed) never escalates an issue nor counts an attempt against it, and a
+    /// rewritten branch stops the session with nothing merged.
+    #[test]
+    fn merges_carry_the_verified_commit_and_a_persons_move_blames_nobody(
+        l in limits(),
+        turn in any::<bool>(),
+        tape in prop::collection::vec(any::<u8>(), 0..600),
+    ) {
+        let l = Limits {
+            merge_turn_wait_ms: turn.then_some(1_000),
+            ..l
+        };
+        let mut moving = Moving { world: World { tape, at: 0, backlog: 3 } };
+        let mut core = Core::new(l, Mode::Continuous);
+        let mut event = Event::Start;
+        let mut verified: Option<Commit> = None;
+        for _ in 0..20_000 {
+            if let Event::IssueWithdrawn { .. } = event {
+                event = Event::IssueWithdrawn {
+                    issue: core.runner().issue.unwrap_or(0),
+                };
+            }
+            match event {
+                Event::CiPassed { commit, .. } => verified = Some(commit),
+                Event::BranchMoved { .. } => verified = None,
+                _ => {}
+            }
+            let attempts_before: u32 = core.runner().attempts.iter().sum();
+            let effects = core.handle(&event).to_vec();
+            let persons_move = matches!(
+                event,
+                Event::BranchMoved { .. } | Event::AlreadyMerged { .. } | Event::IssueWithdrawn { .. }
+            );
+            if persons_move {
+                for e in &effects {
+                    prop_assert!(
+                        !matches!(e, Effect::MarkEscalated { .. } | Effect::Notify(Notice::Escalated { .. })),
+                        "{event:?} escalated: {effects:?}"
+                    );
+                }
+                let attempts_after: u32 = core.runner().attempts.iter().sum();
+                prop_assert!(
+                    attempts_after <= attempts_before || core.runner().issue.is_none(),
+                    "{event:?} counted an attempt"
+                );
+            }
+            if let Event::BranchMoved { on_top: false, ours, head } = event {
+                if effects.iter().any(|e| matches!(e, Effect::Halt(_))) {
+                    prop_assert!(effects.iter().any(|e| matches!(
+                        e,
+                        Effect::Halt(HaltReason::BranchMoved { ours: o, head: h, on_top: false, .. })
+                            if *o == ours && *h == head
+                    )), "{effects:?}");
+                }
+            }
+            for e in &effects {
+                match *e {
+                    Effect::Notify(Notice::CycleStarted { .. }) => verified = None,
+                    Effect::RunStep { step: Step::MonitorCi, .. } => verified = None,
+                    Effect::RunStep { step: Step::Merge, commit, .. } => {
+                        prop_assert_eq!(commit, verified, "the merge carries the verified commit");
+                    }
+                    Effect::RunStep { commit, .. } => prop_assert_eq!(commit, None),
+                    _ => {}
+                }
+            }
+            let request = effects.iter().copied().find(Effect::is_request);
+            match request {
+                Some(Effect::Exit { .. }) => return Ok(()),
+                Some(r) => {
+                    let issue = core.runner().issue.unwrap_or(0);
+                    event = moving.answer(r, issue);
+                }
+                None => panic!("no request after {event:?} in {:?}", core.state()),
+            }
+        }
+        prop_assert!(false, "the session did not end within 20000 events");
+    }
+}
+
+/// Commits on top during monitorCI send the look to the new head; a rewrite halts naming both
+/// commits with nothing merged; a person's merge seen before the merge is recorded, no merge
+/// runs.
+#[test]
+fn a_moved_branch_is_looked_at_again_or_stops_the_session() {
+    let ours = commit(0);
+    let theirs = commit(1);
+    let to_monitor_ci = |core: &mut Core| {
+        core.handle(&Event::Start);
+        core.handle(&Event::IssueSelected { issue: 5 });
+        for step in [
+            Step::StartCycle,
+            Step::StartIssue,
+            Step::WriteSpecs,
+            Step::Implement,
+            Step::Simplify,
+            Step::Verify,
+            Step::CommitPush,
+            Step::CreatePr,
+        ] {
+            core.handle(&Event::PreconditionsOk { step });
+            core.handle(&Event::StepSucceeded {
+                step,
+                usage: Usage::default(),
+            });
+        }
+        core.handle(&Event::PreconditionsOk {
+            step: Step::MonitorCi,
+        })
+        .to_vec()
+    };
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    let run = to_monitor_ci(&mut core);
+    assert!(
+        matches!(
+            run.last(),
+            Some(Effect::RunStep {
+                step: Step::MonitorCi,
+                commit: None,
+                ..
+            })
+        ),
+        "{run:?}"
+    );
+    // On top: wait, then look at the person's head.
+    let fx = core
+        .handle(&Event::BranchMoved {
+            ours,
+            head: theirs,
+            on_top: true,
+        })
+        .to_vec();
+    assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+    let fx = core.handle(&Event::WaitOver).to_vec();
+    assert!(
+        matches!(fx.last(), Some(Effect::LookAtCi { commit: Some(c), .. }) if *c == theirs),
+        "{fx:?}"
+    );
+    // CI passes on it: the merge carries it.
+    core.handle(&Event::CiPassed {
+        commit: theirs,
+        usage: Usage::default(),
+    });
+    let fx = core
+        .handle(&Event::PreconditionsOk { step: Step::Merge })
+        .to_vec();
+    assert!(
+        matches!(fx.last(), Some(Effect::RunStep { step: Step::Merge, commit: Some(c), .. }) if *c == theirs),
+        "{fx:?}"
+    );
+    // The merge finds it rewritten: the session stops, the issue is not blamed.
+    let fx = core
+        .handle(&Event::BranchMoved {
+            ours: theirs,
+            head: ours,
+            on_top: false,
+        })
+        .to_vec();
+    assert!(
+        fx.contains(&Effect::Halt(HaltReason::BranchMoved {
+            issue: 5,
+            ours: theirs,
+            head: ours,
+            on_top: false
+        })),
+        "{fx:?}"
+    );
+    assert!(core.escalated().is_empty());
+    assert_eq!(core.runner().attempts, [0; Step::COUNT]);
+
+    // A person's merge seen by the merge's checks: recorded, nothing merged.
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    to_monitor_ci(&mut core);
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    let fx = core.handle(&Event::AlreadyMerged { issue: 5 }).to_vec();
+    assert_eq!(fx, vec![Effect::RecordMerged { issue: 5 }]);
 }

@@ -19,38 +19,23 @@ impl Repo {
         Ok(())
     }
 
-    /// Merges `branch` (origin's copy) into main with a merge commit and pushes main; then
-    /// deletes the branch on origin. A conflict aborts the merge and names the files. A push
-    /// that lost a race (origin's main moved meanwhile) undoes the local merge and fails; the
-    /// caller, holding the merge lease, decides whether that is contention to retry
-    /// (`sdlc_machine::fleet::Contention`), so no retry loop hides here.
-    pub fn merge_into_main(&self, branch: &str, message: &str) -> Result<(), RepoError> {
-        self.merge_once(branch, message)
+    /// Merges `commit`, origin's head of `branch` that CI passed, into origin's main with a
+    /// merge commit and deletes the branch on origin, without checking main out: see
+    /// [`Repo::merge_verified`]. A conflict names the files; a push that lost a race (origin's
+    /// main moved meanwhile) or found the branch moved fails with nothing changed on origin,
+    /// and the caller, holding the merge lease, decides whether that is contention to retry
+    /// (`sdlc_machine::fleet::Contention`) or a person's move, so no retry loop hides here.
+    pub fn merge_into_main(
+        &self,
+        branch: &str,
+        commit: &str,
+        message: &str,
+    ) -> Result<(), RepoError> {
+        self.merge_once(branch, commit, message)
     }
 
-    fn merge_once(&self, branch: &str, message: &str) -> Result<(), RepoError> {
-        self.fetch()?;
-        self.checkout_main()?;
-        let before = self.git_ok(&["rev-parse", "HEAD"])?.trim().to_string();
-        let theirs = format!("refs/remotes/origin/{branch}");
-        let source = if self.ref_exists(&theirs)? {
-            theirs
-        } else {
-            format!("refs/heads/{branch}")
-        };
-        let out = self.git(&["merge", "--no-ff", "--quiet", "-m", message, &source])?;
-        if !out.status.success() {
-            return Err(self.merge_failed(&["merge", "--no-ff", &source], &out));
-        }
-        if let Err(e) = self.git_ok(&["push", "--quiet", "origin", &self.main]) {
-            // Origin moved (another runner merged first): undo the local merge so that the
-            // next attempt starts from origin's main instead of a main that diverged from it.
-            let _ = self.git(&["reset", "--quiet", "--keep", &before]);
-            return Err(e);
-        }
-        // A branch that is gone already is fine: the merge is what counts.
-        let _ = self.git(&["push", "--quiet", "origin", "--delete", branch]);
-        Ok(())
+    fn merge_once(&self, branch: &str, commit: &str, message: &str) -> Result<(), RepoError> {
+        self.merge_verified(branch, commit, message)
     }
 
     /// The commit origin's main points at, as last fetched; `None` without one.

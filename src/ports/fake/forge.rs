@@ -53,6 +53,12 @@ impl ForgePort for FakeForge {
             .ci
             .unwrap_or(CiState::Passed))
     }
+    fn ci_state_of(&self, branch: &str, _commit: &str) -> Result<CiState, ForgeError> {
+        self.ci_state(branch)
+    }
+    fn failing_checks_of(&self, branch: &str, _commit: &str) -> Result<String, ForgeError> {
+        self.failing_checks(branch)
+    }
     fn create_pr(&self, branch: &str, _title: &str, _body: &str) -> Result<Pr, ForgeError> {
         self.network("gh pr create")?;
         let mut w = self.world.lock_for_blocking_call();
@@ -63,9 +69,23 @@ impl ForgePort for FakeForge {
         });
         Ok(pr.clone())
     }
-    fn merge_pr(&self, branch: &str, _message: &str) -> Result<(), ForgeError> {
+    fn merge_pr(&self, branch: &str, commit: &str, _message: &str) -> Result<(), ForgeError> {
         self.network("gh pr merge")?;
         let mut w = self.world.lock_for_blocking_call();
+        let head = w
+            .branches
+            .get(branch)
+            .filter(|b| b.on_origin)
+            .map(|b| super::git::fake_commit(branch, b.pushed));
+        if head.as_deref() != Some(commit) {
+            return Err(ForgeError::Command {
+                command: "gh pr merge --match-head-commit".to_string(),
+                status: Some(1),
+                stderr: format!("head branch {branch} was modified: {commit} is not its head"),
+                hint: "a fake forge failure",
+                kind: CallFailureKind::Other,
+            });
+        }
         if super::world::due(&mut w.script.lost_races) {
             // Another merger's commit lands first; this push is refused.
             w.origin_main += 1;

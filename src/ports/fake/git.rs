@@ -44,6 +44,22 @@ fn unknown(branch: &str) -> GitError {
     )
 }
 
+/// The fake id of `branch`'s commit number `n` (`main` for origin's main): a branch's own
+/// number in the first eight hex digits, the commit's count in the rest.
+pub(super) fn fake_commit(branch: &str, n: u32) -> String {
+    format!("{:08x}{n:032x}", branch_id(branch))
+}
+
+fn branch_id(branch: &str) -> u32 {
+    if branch == "main" {
+        return 0;
+    }
+    // FNV-1a: stable across runs, never 0 for a branch name in practice.
+    branch.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ u32::from(b)).wrapping_mul(0x0100_0193)
+    }) | 1
+}
+
 impl GitPort for FakeGit {
     fn main(&self) -> &str {
         "main"
@@ -136,6 +152,36 @@ impl GitPort for FakeGit {
     }
     fn fetch(&self) -> Result<(), GitError> {
         Ok(())
+    }
+    fn branch_on_origin(&self, branch: &str) -> Result<crate::git::repo::BranchOnOrigin, GitError> {
+        let w = self.world.lock_for_blocking_call();
+        let b = w.branches.get(branch);
+        Ok(crate::git::repo::BranchOnOrigin {
+            head: b
+                .filter(|b| b.on_origin)
+                .map(|b| fake_commit(branch, b.pushed)),
+            local: b.map(|b| fake_commit(branch, b.commits)),
+            main: Some(fake_commit("main", w.origin_main)),
+        })
+    }
+    fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, GitError> {
+        let w = self.world.lock_for_blocking_call();
+        let split = |c: &str| {
+            let id = u32::from_str_radix(c.get(..8)?, 16).ok()?;
+            let n = u32::from_str_radix(c.get(8..)?, 16).ok()?;
+            Some((id, n))
+        };
+        let (Some((new_id, new_n)), Some((old_id, old_n))) = (split(newer), split(older)) else {
+            return Ok(false);
+        };
+        if new_id == old_id {
+            return Ok(old_n <= new_n);
+        }
+        // Origin's main holds a branch's commits once it is merged.
+        Ok(new_id == 0
+            && w.branches
+                .iter()
+                .any(|(name, b)| b.merged && branch_id(name) == old_id && old_n <= b.pushed))
     }
     fn spec_dir(&self, _issue: u32, _feature: Option<&str>) -> Option<PathBuf> {
         None

@@ -393,6 +393,7 @@ mod restart_tests {
             issue: 1,
             attempt: 1,
             repair: false,
+            commit: None,
         };
         let renewal = Effect::RenewClaim { issue: 1, secs: 0 };
         // A restart that goes on with the issue and the step: the same renewal, then the run.

@@ -23,6 +23,8 @@ mod escalation;
 #[warn(missing_docs)]
 mod merge_turn;
 #[warn(missing_docs)]
+mod moved;
+#[warn(missing_docs)]
 mod requests;
 #[warn(missing_docs)]
 mod runner;
@@ -308,6 +310,7 @@ impl Runner {
                 let look = Effect::LookAtCi {
                     issue: self.current_issue(),
                     look: self.ci_waits + 1,
+                    commit: self.ci_commit,
                 };
                 self.request(State::monitor_ci(), look, context);
                 Transition(State::monitor_ci())

@@ -178,7 +178,13 @@ fn machine_labels_of_events_and_effects() {
         (Event::TrackerWriteFailed, "TrackerWriteFailed"),
         (Event::IssueWithdrawn { issue: 1 }, "IssueWithdrawn"),
         (Event::WorkspaceUnfit { step }, "WorkspaceUnfit"),
-        (Event::CiPending { usage }, "CiPending"),
+        (
+            Event::CiPending {
+                usage,
+                commit: None,
+            },
+            "CiPending",
+        ),
     ];
     for (event, label) in events {
         assert_eq!(event.label(), label);
@@ -196,11 +202,20 @@ fn machine_labels_of_events_and_effects() {
                 issue: 1,
                 attempt: 1,
                 repair: false,
+                commit: None,
             },
             "RunStep",
             true,
         ),
-        (Effect::LookAtCi { issue: 1, look: 2 }, "LookAtCi", true),
+        (
+            Effect::LookAtCi {
+                issue: 1,
+                look: 2,
+                commit: None,
+            },
+            "LookAtCi",
+            true,
+        ),
         (Effect::Wait { seconds: 1 }, "Wait", true),
         (
             Effect::AutoCommit(CommitKind::PartialWork),
@@ -394,7 +409,12 @@ fn machine_ci_pending_waits_on_its_schedule_then_times_out_as_one_failed_attempt
         turns: 1,
     };
     for (n, &seconds) in limits.ci_polls().iter().enumerate() {
-        let fx = core.handle(&Event::CiPending { usage: look }).to_vec();
+        let fx = core
+            .handle(&Event::CiPending {
+                usage: look,
+                commit: None,
+            })
+            .to_vec();
         let next = n as u32 + 2;
         assert_eq!(
             fx,
@@ -413,12 +433,18 @@ fn machine_ci_pending_waits_on_its_schedule_then_times_out_as_one_failed_attempt
             core.handle(&Event::WaitOver),
             [Effect::LookAtCi {
                 issue: 4,
-                look: next
+                look: next,
+                commit: None,
             }]
         );
     }
     assert_eq!(core.runner().attempts[Step::MonitorCi.index()], 0);
-    let fx = core.handle(&Event::CiPending { usage: look }).to_vec();
+    let fx = core
+        .handle(&Event::CiPending {
+            usage: look,
+            commit: None,
+        })
+        .to_vec();
     assert_eq!(
         fx[0],
         Effect::Notify(Notice::CiStillPending { waited_secs: 510 })
@@ -452,13 +478,20 @@ fn machine_ci_passing_after_pending_looks_is_one_attempt_with_their_usage() {
         elapsed_ms: 1,
         turns: 0,
     };
-    core.handle(&Event::CiPending { usage: look });
+    core.handle(&Event::CiPending {
+        usage: look,
+        commit: None,
+    });
     core.handle(&Event::WaitOver);
     // A look that fails on the network is asked again after the network's wait.
     core.handle(&Event::NetworkFailed);
     assert_eq!(
         core.handle(&Event::WaitOver),
-        [Effect::LookAtCi { issue: 4, look: 2 }]
+        [Effect::LookAtCi {
+            issue: 4,
+            look: 2,
+            commit: None,
+        }]
     );
     let fx = core
         .handle(&Event::StepSucceeded {

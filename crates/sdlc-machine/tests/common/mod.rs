@@ -226,9 +226,10 @@ pub fn drive_claiming(
                         signature: Signature(9),
                         usage: usage(),
                     },
-                    Reply::CiPending if step == Step::MonitorCi => {
-                        Event::CiPending { usage: usage() }
-                    }
+                    Reply::CiPending if step == Step::MonitorCi => Event::CiPending {
+                        usage: usage(),
+                        commit: None,
+                    },
                     Reply::Network => Event::NetworkFailed,
                     Reply::Fail(class, sig) => Event::StepFailed {
                         step,

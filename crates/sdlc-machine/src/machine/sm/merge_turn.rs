@@ -51,6 +51,7 @@ impl Runner {
             attempt: self.attempts[Step::Merge.index()] + 1,
             // The last failure was the race, not the branch's: nothing to repair.
             repair: false,
+            commit: self.merge_commit(Step::Merge),
         };
         self.request(State::merge(), run, fx);
         Transition(State::merge())

@@ -177,6 +177,20 @@ pub struct Runner {
     /// checks after the pause fail, that is the attempt's failure (the attempt ends, counted,
     /// rather than vanish in a bounce).
     pub lost_race: Option<(FailureClass, Signature)>,
+    // -- the verified commit (docs/lifecycle.md, "The verified commit") --
+    /// The commit monitorCI's next look at CI is for: what the last look saw, or a person's
+    /// newer head pushed on top of it. `None` before the attempt's first look, which is for
+    /// the branch the runner pushed.
+    #[serde(default)]
+    pub ci_commit: Option<Commit>,
+    /// The commit CI passed in this cycle (`CiPassed`): the only one a merge request carries.
+    /// Cleared when monitorCI runs again and when the branch moves.
+    #[serde(default)]
+    pub verified: Option<Commit>,
+    /// Times in this cycle a person's commits on top of the branch sent it back to CI:
+    /// bounded by the length of monitorCI's CI schedule, past which the session stops.
+    #[serde(default)]
+    pub head_moves: u32,
 }
 
 /// The effect buffer every handler pushes to, with what the claim gate before the states
@@ -258,6 +272,9 @@ impl Runner {
             paused_for_turn: false,
             turn_held: false,
             lost_race: None,
+            ci_commit: None,
+            verified: None,
+            head_moves: 0,
         }
     }
 
@@ -276,6 +293,9 @@ impl Runner {
         self.issue_elapsed_ms = 0;
         self.merge_rerun = false;
         self.lost_race = None;
+        self.ci_commit = None;
+        self.verified = None;
+        self.head_moves = 0;
     }
 
     pub(super) fn current_issue(&self) -> u32 {

@@ -105,8 +105,32 @@ impl Runner {
                 let usage = self.with_pending(&usage);
                 self.failed(step, class, signature, &usage, wait_hint_secs, fx)
             }
-            Event::CiPending { usage } if step == Step::MonitorCi && self.dispatched => {
+            Event::CiPending { usage, commit } if step == Step::MonitorCi && self.dispatched => {
+                self.ci_commit = commit.or(self.ci_commit);
                 self.ci_pending(&usage, fx)
+            }
+            Event::CiPassed { commit, usage } if step == Step::MonitorCi && self.dispatched => {
+                self.ci_commit = Some(commit);
+                self.verified = Some(commit);
+                let usage = self.with_pending(&usage);
+                self.succeeded(step, &usage, fx)
+            }
+            Event::BranchMoved { ours, head, on_top } if self.looks_at_the_branch(step) => {
+                self.branch_moved(step, ours, head, on_top, fx)
+            }
+            Event::AlreadyMerged { issue }
+                if Some(issue) == self.issue && self.looks_at_the_branch(step) =>
+            {
+                self.let_go_of_turn(step, fx);
+                self.merged(issue, fx)
+            }
+            Event::IssueWithdrawn { issue }
+                if Some(issue) == self.issue
+                    && self.dispatched
+                    && self.looks_at_the_branch(step) =>
+            {
+                self.let_go_of_turn(step, fx);
+                self.withdraw(issue, fx)
             }
             Event::NetworkFailed => self.network_failed(fx),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {

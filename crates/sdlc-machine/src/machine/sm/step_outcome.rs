@@ -24,6 +24,11 @@ impl Runner {
         self.dispatched = true;
         self.ci_waits = 0;
         self.ci_waited_secs = 0;
+        if step == Step::MonitorCi {
+            // A new attempt looks at the branch as the runner pushed it.
+            self.ci_commit = None;
+            self.verified = None;
+        }
         self.pending_usage = Usage::default();
         self.contention = Contention::default();
         self.merge_rerun = false;
@@ -33,6 +38,7 @@ impl Runner {
             issue: self.current_issue(),
             attempt: self.attempts[i] + 1,
             repair,
+            commit: self.merge_commit(step),
         };
         self.request(state_of(step), run, fx);
         Handled

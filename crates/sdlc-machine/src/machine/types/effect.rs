@@ -1,7 +1,7 @@
 //! What comes out of the machine: `Effect`, with what it announces (`Notice`) and the
 //! auto-commits it asks for (`CommitKind`).
 
-use super::{EscalationCause, HaltReason, Signal};
+use super::{Commit, EscalationCause, HaltReason, Signal};
 use crate::failure::FailureClass;
 use crate::step::{Check, Step};
 use serde::{Deserialize, Serialize};
@@ -188,6 +188,11 @@ pub enum Effect {
         attempt: u32,
         /// Whether the prompt carries the step's last classified failure, to repair it.
         repair: bool,
+        /// For merge: the commit CI passed in this cycle (`CiPassed`), the only one the merge
+        /// may merge. `None` for other steps, and for a merge with no verdict in this cycle
+        /// (the merge then asks CI about origin's head itself). Absent in older journals.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<Commit>,
     },
     /// Look at the issue's CI once more within the monitorCI attempt under way (answered by
     /// `CiPending`, `StepSucceeded`, `StepFailed` or `NetworkFailed`, as `RunStep`). No agent
@@ -197,6 +202,10 @@ pub enum Effect {
         issue: u32,
         /// The look's number in the attempt (the first look being 1).
         look: u32,
+        /// The commit the look is for (the one the last look saw, or a person's newer head);
+        /// absent in older journals, and then the look is for the branch's local head.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<Commit>,
     },
     /// Wait out a rate limit, a quota window, a network failure or CI (answered by `WaitOver`
     /// or `ShutdownRequested`).
@@ -324,15 +333,21 @@ impl Effect {
                 step,
                 attempt,
                 repair,
+                commit,
                 ..
             } => Effect::RunStep {
                 step,
                 issue: 0,
                 attempt,
                 repair,
+                commit,
             },
             Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
-            Effect::LookAtCi { look, .. } => Effect::LookAtCi { issue: 0, look },
+            Effect::LookAtCi { look, commit, .. } => Effect::LookAtCi {
+                issue: 0,
+                look,
+                commit,
+            },
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
             Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
             Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },

@@ -1,6 +1,7 @@
 //! What goes into the machine: `Event`, and the values events carry (the run's `Mode`, an
 //! attempt's `Usage`, the stopping `Signal`, a person's `DecisionOption`).
 
+use super::Commit;
 use crate::failure::{FailureClass, Signature};
 use crate::step::{Check, Step};
 use serde::{Deserialize, Serialize};
@@ -115,7 +116,9 @@ pub enum Event {
         /// The first step not yet done.
         next: Step,
     },
-    /// On start: the current branch's PR is already merged.
+    /// On start: the current branch's PR is already merged. Before monitorCI's look at CI or
+    /// the merge: a person merged the branch (the commit the runner pushed is in origin's
+    /// main), so the runner records it merged and merges nothing.
     AlreadyMerged {
         /// The issue.
         issue: u32,
@@ -189,7 +192,8 @@ pub enum Event {
     /// environment failure, never a new cycle.
     TrackerWriteFailed,
     /// Read before a step: a person closed the issue, took its `automatable` label away or
-    /// marked it escalated. Their decision wins: the cycle is dropped, nothing is merged.
+    /// marked it escalated; or, before monitorCI's look at CI or the merge, closed the PR or
+    /// deleted the branch. Their decision wins: the cycle is dropped, nothing is merged.
     IssueWithdrawn {
         /// The issue taken back.
         issue: u32,
@@ -208,6 +212,31 @@ pub enum Event {
     CiPending {
         /// What the look cost.
         usage: Usage,
+        /// The commit the look was for: origin's head of the branch, the one the runner
+        /// pushed. The next look is for it. Absent in journals of earlier versions.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<Commit>,
+    },
+    /// monitorCI's look found CI passed on `commit`, origin's head of the branch, and the
+    /// step's post-check holds: the attempt succeeded, and `commit` is the one the merge may
+    /// merge (the verified commit).
+    CiPassed {
+        /// The commit CI passed.
+        commit: Commit,
+        /// What the attempt cost.
+        usage: Usage,
+    },
+    /// Before a look at CI or the merge, origin's head of the branch was not the commit
+    /// expected (`ours`): a person moved it. `on_top`: the new head holds ours (commits pushed
+    /// on top), so CI runs again on it; otherwise the branch was rewritten and nothing of it
+    /// is merged.
+    BranchMoved {
+        /// The commit the runner pushed or CI verified.
+        ours: Commit,
+        /// Origin's head of the branch now.
+        head: Commit,
+        /// Whether `head` holds `ours`.
+        on_top: bool,
     },
     /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
     MergeTurnTaken,
@@ -284,6 +313,8 @@ impl Event {
             Event::IssueWithdrawn { .. } => "IssueWithdrawn",
             Event::WorkspaceUnfit { .. } => "WorkspaceUnfit",
             Event::CiPending { .. } => "CiPending",
+            Event::CiPassed { .. } => "CiPassed",
+            Event::BranchMoved { .. } => "BranchMoved",
             Event::MergeTurnTaken => "MergeTurnTaken",
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",

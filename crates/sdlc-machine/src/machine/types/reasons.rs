@@ -1,6 +1,7 @@
 //! Why a cycle gave up on its issue (`EscalationCause`) and why the session halted
 //! (`HaltReason`).
 
+use super::Commit;
 use crate::failure::FailureClass;
 use crate::step::Step;
 use serde::{Deserialize, Serialize};
@@ -130,6 +131,20 @@ pub enum HaltReason {
         /// Kills in a row.
         kills: u32,
     },
+    /// A person moved the issue's branch on origin during monitorCI or the merge: rewrote it
+    /// (`on_top` false: its head no longer holds the commit the runner pushed or CI verified),
+    /// or kept pushing on top past monitorCI's CI schedule. Nothing is merged and no issue is
+    /// blamed; a person decides what becomes of the branch.
+    BranchMoved {
+        /// The issue whose branch moved.
+        issue: u32,
+        /// The commit the runner pushed or CI verified.
+        ours: Commit,
+        /// Origin's head of the branch.
+        head: Commit,
+        /// Whether `head` holds `ours`.
+        on_top: bool,
+    },
     /// The merge turn stayed with another worker or runner past its wait limit, or the
     /// tracker's merge lease could not be taken: no issue is blamed.
     MergeTurnHeld {
@@ -173,6 +188,12 @@ impl HaltReason {
             }
             HaltReason::RepeatedKills { .. } => "ENVIRONMENT FAILURE: RUNNER KILLED".into(),
             HaltReason::MergeTurnHeld { .. } => "ENVIRONMENT FAILURE: MERGE LEASE".into(),
+            HaltReason::BranchMoved { on_top: false, .. } => {
+                "HALTED: the branch was rewritten on origin".into()
+            }
+            HaltReason::BranchMoved { on_top: true, .. } => {
+                "HALTED: the branch kept moving on origin".into()
+            }
         }
     }
 }

@@ -71,6 +71,7 @@ impl Model {
             issue: self.issue(),
             attempt: self.attempts[i] + 1,
             repair,
+            commit: None,
         };
         self.ask(At::Step(step), run);
     }
@@ -254,6 +255,7 @@ impl Model {
                 let look = Effect::LookAtCi {
                     issue: self.issue(),
                     look: self.ci_waits + 1,
+                    commit: None,
                 };
                 self.ask(At::Step(Step::MonitorCi), look);
             }

@@ -253,7 +253,7 @@ impl Model {
                 let u = self.settle(&usage);
                 self.succeeded(step, &u)
             }
-            Event::CiPending { usage } if step == Step::MonitorCi && self.dispatched => {
+            Event::CiPending { usage, .. } if step == Step::MonitorCi && self.dispatched => {
                 self.ci_pending(&usage)
             }
             Event::StepFailed {
@@ -285,6 +285,21 @@ impl Model {
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
                 self.drop_held_turn();
                 self.withdraw(issue)
+            }
+            // The look before monitorCI's look at CI and before the merge (its checks, its
+            // run) sees a person's move: a closed PR or deleted branch drops the cycle, a
+            // merge by hand is recorded; a merge run under way gives its turn back.
+            Event::IssueWithdrawn { issue }
+                if Some(issue) == self.issue && self.looks_at_the_branch(step) =>
+            {
+                self.let_go_of_turn(step);
+                self.withdraw(issue)
+            }
+            Event::AlreadyMerged { issue }
+                if Some(issue) == self.issue && self.looks_at_the_branch(step) =>
+            {
+                self.let_go_of_turn(step);
+                self.merged(issue)
             }
             Event::WorkspaceUnfit { step: s } if s == step => {
                 self.halt(HaltReason::Workspace { step })

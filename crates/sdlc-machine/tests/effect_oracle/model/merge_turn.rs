@@ -42,6 +42,7 @@ impl Model {
             issue: self.issue(),
             attempt: self.attempts[Step::Merge.index()] + 1,
             repair: false,
+            commit: None,
         };
         self.ask(At::Step(Step::Merge), run);
     }
@@ -95,6 +96,37 @@ impl Model {
             self.holding_turn = false;
             self.release_turn();
         }
+    }
+
+    /// Whether the request under way at `step` looked at the branch on origin first.
+    pub(super) fn looks_at_the_branch(&self, step: Step) -> bool {
+        match step {
+            Step::MonitorCi => self.dispatched,
+            Step::Merge => matches!(
+                self.outstanding,
+                Some((
+                    _,
+                    Effect::CheckPreconditions { .. } | Effect::RunStep { .. }
+                ))
+            ),
+            _ => false,
+        }
+    }
+
+    /// A person's move ends the merge's hold on the turn (a run under way, or the checks
+    /// with the turn held).
+    pub(super) fn let_go_of_turn(&mut self, step: Step) {
+        if step != Step::Merge {
+            return;
+        }
+        if self.dispatched {
+            self.release_turn();
+        } else {
+            self.drop_held_turn();
+        }
+        self.holding_turn = false;
+        self.rerun = false;
+        self.race_failure = None;
     }
 
     pub(super) fn release_turn(&mut self) {

@@ -1,0 +1,96 @@
+//! A person's move seen by the look before monitorCI's look at CI or the merge (one fetch):
+//! the branch moved on origin (commits on top: CI again on the new head; rewritten: the
+//! session stops, nothing merged, no issue blamed), merged or withdrawn by hand. And the
+//! commit a merge request carries: only the one CI passed in this cycle.
+
+use super::{Fx, Runner, State};
+use crate::machine::types::*;
+use crate::step::Step;
+use statig::prelude::*;
+
+impl Runner {
+    /// The commit a run of `step` carries: for merge, the one CI passed in this cycle.
+    pub(super) fn merge_commit(&self, step: Step) -> Option<Commit> {
+        if step == Step::Merge {
+            self.verified
+        } else {
+            None
+        }
+    }
+
+    /// Whether `step`'s outstanding request looked at the branch on origin first: monitorCI's
+    /// looks at CI, and the merge's checks and run. Only their answers can tell of a person's
+    /// move.
+    pub(super) fn looks_at_the_branch(&self, step: Step) -> bool {
+        match step {
+            Step::MonitorCi => self.dispatched,
+            Step::Merge => matches!(
+                self.outstanding,
+                Some((
+                    _,
+                    Effect::CheckPreconditions { .. } | Effect::RunStep { .. }
+                ))
+            ),
+            _ => false,
+        }
+    }
+
+    /// A person's move ends the merge's hold on the turn: a merge run under way, or the
+    /// checks run again with the turn held.
+    pub(super) fn let_go_of_turn(&mut self, step: Step, fx: &mut Fx) {
+        if step != Step::Merge {
+            return;
+        }
+        if self.dispatched {
+            self.release_merge_turn(fx);
+        } else {
+            self.give_turn_back(step, fx);
+        }
+        self.turn_held = false;
+        self.merge_rerun = false;
+        self.lost_race = None;
+    }
+
+    /// Origin's head of the branch is not `ours`. On top of it: the verdict on `ours` no
+    /// longer says what would be merged, so CI looks again at `head` after a wait of
+    /// monitorCI's CI schedule (from the merge too: back in monitorCI's attempt, its schedule
+    /// from the start); more moves in a cycle than the schedule has waits, or a rewrite, stop
+    /// the session naming both commits. No attempt is
+    /// spent and no issue blamed either way: the move was a person's.
+    pub(super) fn branch_moved(
+        &mut self,
+        step: Step,
+        ours: Commit,
+        head: Commit,
+        on_top: bool,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        self.let_go_of_turn(step, fx);
+        self.verified = None;
+        if step == Step::Merge {
+            // Back to CI from the merge: the new head's CI gets the schedule from its start.
+            self.ci_waits = 0;
+            self.ci_waited_secs = 0;
+        }
+        let polls = self.limits.ci_polls();
+        let moves_left = (self.head_moves as usize) < polls.len();
+        let waits_left = polls.get(self.ci_waits as usize).is_some();
+        if !on_top || !moves_left || !waits_left {
+            self.dispatched = false;
+            let issue = self.current_issue();
+            return self.halt(
+                HaltReason::BranchMoved {
+                    issue,
+                    ours,
+                    head,
+                    on_top,
+                },
+                fx,
+            );
+        }
+        self.head_moves += 1;
+        self.ci_commit = Some(head);
+        self.dispatched = true;
+        self.ci_pending(&Usage::default(), fx)
+    }
+}

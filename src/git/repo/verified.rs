@@ -1,0 +1,160 @@
+//! The verified commit in git: where origin's branch stands against the commit CI passed, and
+//! the merge of exactly that commit into origin's main, made without checking main out (a
+//! tree written by `merge-tree`, a commit made by `commit-tree`) and pushed in one atomic push
+//! that fails when origin's main moved or the branch is no longer that commit.
+
+use super::{Repo, RepoError};
+
+/// Where origin's copy of a branch stands, read after one fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchOnOrigin {
+    /// Origin's head of the branch; `None` when origin has no such branch (deleted).
+    pub head: Option<String>,
+    /// The branch's local head: what the runner committed and pushed.
+    pub local: Option<String>,
+    /// Origin's main.
+    pub main: Option<String>,
+}
+
+impl Repo {
+    /// One fetch, then origin's head of `branch`, the local head and origin's main.
+    pub fn branch_on_origin(&self, branch: &str) -> Result<BranchOnOrigin, RepoError> {
+        self.fetch()?;
+        Ok(BranchOnOrigin {
+            head: self.ref_commit(&format!("refs/remotes/origin/{branch}"))?,
+            local: self.ref_commit(&format!("refs/heads/{branch}"))?,
+            main: self.origin_main()?,
+        })
+    }
+
+    /// Whether commit `older` is `newer` or one of its ancestors.
+    pub fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, RepoError> {
+        self.is_ancestor(older, newer)
+    }
+
+    /// Merges exactly `commit`, origin's head of `branch` that CI passed, into origin's main
+    /// with a merge commit, and deletes the branch on origin, in one atomic push: it fails, and
+    /// nothing changes on origin, when origin's main moved since the fetch (a lost race) or the
+    /// branch is no longer at `commit` (a person moved it). Main is never checked out. A merge
+    /// that conflicts names the files (`merge conflict in: …`); one whose result adds conflict
+    /// markers is refused before anything is pushed.
+    pub(super) fn merge_verified(
+        &self,
+        branch: &str,
+        commit: &str,
+        message: &str,
+    ) -> Result<(), RepoError> {
+        self.fetch()?;
+        let Some(base) = self.origin_main()? else {
+            return Err(refused(
+                &format!("git rev-parse refs/remotes/origin/{}", self.main),
+                format!("origin has no branch {} to merge {branch} into", self.main),
+                "check that origin is the project's remote and has its default branch",
+            ));
+        };
+        let write = ["merge-tree", "--write-tree", "--name-only", &base, commit];
+        let out = self.git(&write)?;
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        let mut lines = text.lines();
+        let tree = lines.next().unwrap_or_default().trim().to_string();
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => {
+                let conflicts: Vec<&str> =
+                    lines.take_while(|l| !l.is_empty()).map(str::trim).collect();
+                return Err(refused(
+                    &write.join(" "),
+                    format!("merge conflict in: {}", conflicts.join(", ")),
+                    "the branch must be brought up to date with main (the merge step's repair)",
+                ));
+            }
+            _ => return Err(self.failed(&write, &out)),
+        }
+        let marked = self.conflict_markers_added(&base, &tree)?;
+        if !marked.is_empty() {
+            return Err(refused(
+                &format!("git diff {base} {tree}"),
+                format!(
+                    "the merge of {branch} would add conflict markers to {} in {}",
+                    marked.join(", "),
+                    self.main
+                ),
+                "resolve the conflict on the branch and push it; nothing was pushed to main",
+            ));
+        }
+        let merge = self
+            .git_ok(&[
+                "commit-tree",
+                &tree,
+                "-p",
+                &base,
+                "-p",
+                commit,
+                "-m",
+                message,
+            ])?
+            .trim()
+            .to_string();
+        let lease = format!("--force-with-lease=refs/heads/{branch}:{commit}");
+        self.git_ok(&[
+            "push",
+            "--quiet",
+            "--atomic",
+            &lease,
+            "origin",
+            &format!("{merge}:refs/heads/{}", self.main),
+            &format!(":refs/heads/{branch}"),
+        ])?;
+        // Main's local copy is the runner's to refresh when it next checks it out; the
+        // fetch keeps origin's refs true for the checks after the merge.
+        let _ = self.fetch();
+        Ok(())
+    }
+
+    /// Files in which the change from `base` to `tree` adds a conflict marker line.
+    fn conflict_markers_added(&self, base: &str, tree: &str) -> Result<Vec<String>, RepoError> {
+        let diff = self.git_ok(&["diff", "--no-color", "--no-ext-diff", "-U0", base, tree])?;
+        Ok(marked_files(&diff))
+    }
+}
+
+/// The files of a unified diff whose added lines hold conflict markers (`<<<<<<< ` or
+/// `>>>>>>> `; a `=======` line alone is a heading's underline as often as a marker).
+fn marked_files(diff: &str) -> Vec<String> {
+    let mut marked: Vec<String> = Vec::new();
+    let mut file = "";
+    for line in diff.lines() {
+        if let Some(name) = line.strip_prefix("+++ ") {
+            file = name.strip_prefix("b/").unwrap_or(name);
+        } else if let Some(added) = line.strip_prefix('+') {
+            let marker = added.starts_with("<<<<<<< ") || added.starts_with(">>>>>>> ");
+            if marker && marked.last().map(String::as_str) != Some(file) {
+                marked.push(file.to_string());
+            }
+        }
+    }
+    marked
+}
+
+fn refused(command: &str, stderr: String, hint: &'static str) -> RepoError {
+    RepoError::Command {
+        command: command.to_string(),
+        status: None,
+        stderr,
+        hint,
+        kind: crate::call_failure::CallFailureKind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::marked_files;
+
+    #[test]
+    fn added_conflict_markers_are_found_and_a_heading_underline_is_not() {
+        let diff = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,5 @@\n+<<<<<<< HEAD\n+ours\n+=======\n+theirs\n+>>>>>>> branch\n\
+                    diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n+Title\n+=======\n\
+                    diff --git a/old.txt b/old.txt\n--- a/old.txt\n+++ b/old.txt\n@@ -1 +0,0 @@\n-<<<<<<< HEAD\n";
+        assert_eq!(marked_files(diff), vec!["a.txt".to_string()]);
+    }
+}

@@ -1,0 +1,211 @@
+//! What reaches main is the commit CI verified, and a person's move during CI is an event the
+//! runner answers: the real binary on real git with the local forge, whose CI command blocks
+//! until the test has acted (a force-push, commits on top, a merge by hand).
+
+mod e2e;
+
+use e2e::{code, git, text, Project};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// A project whose builtin monitorCI runs a CI command that records the commit it tests and,
+/// on its first run, waits until the test opens the gate.
+struct Gated {
+    p: Project,
+    started: PathBuf,
+    gate: PathBuf,
+    runs: PathBuf,
+}
+
+fn gated() -> Gated {
+    let p = Project::new(&[(1, "First issue", "Do one thing.")], json!({}), json!({}));
+    let started = p.root.join("ci-started");
+    let gate = p.root.join("ci-gate");
+    let runs = p.root.join("ci-runs.log");
+    let script = format!(
+        "git rev-parse HEAD >> {runs}; touch {started}; while [ ! -e {gate} ]; do sleep 0.05; done",
+        runs = runs.display(),
+        started = started.display(),
+        gate = gate.display()
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    p.set_config(extra);
+    Gated {
+        p,
+        started,
+        gate,
+        runs,
+    }
+}
+
+impl Gated {
+    /// Starts the runner and waits until CI runs on the branch: (runner, branch, the commit
+    /// the runner pushed).
+    fn start_until_ci(&self) -> (Child, String, String) {
+        let child = self.p.spawn(&[]);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !self.started.exists() {
+            assert!(Instant::now() < deadline, "CI never started");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let heads = git(
+            &self.p.origin,
+            &[
+                "for-each-ref",
+                "--format=%(refname:short) %(objectname)",
+                "refs/heads",
+            ],
+        );
+        let (branch, sha) = heads
+            .lines()
+            .filter_map(|l| l.split_once(' '))
+            .find(|(b, _)| b.starts_with("1-"))
+            .map(|(b, s)| (b.to_string(), s.to_string()))
+            .expect("the issue's branch on origin");
+        (child, branch, sha)
+    }
+
+    /// A person's clone of origin with `branch` checked out.
+    fn person(&self, branch: &str) -> PathBuf {
+        let dir = self.p.root.join("person");
+        git(
+            &self.p.root,
+            &[
+                "clone",
+                "--quiet",
+                self.p.origin.to_str().expect("utf8"),
+                "person",
+            ],
+        );
+        for (k, v) in [("user.name", "A Person"), ("user.email", "person@invalid")] {
+            git(&dir, &["config", k, v]);
+        }
+        git(&dir, &["checkout", "--quiet", branch]);
+        dir
+    }
+
+    fn open_gate_and_wait(&self, child: Child) -> std::process::Output {
+        std::fs::write(&self.gate, "go").expect("gate");
+        e2e::wait_output(child, Duration::from_secs(120))
+    }
+
+    fn ci_runs(&self) -> Vec<String> {
+        std::fs::read_to_string(&self.runs)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+}
+
+fn commit_file(dir: &Path, name: &str, body: &str, message: &str) -> String {
+    std::fs::write(dir.join(name), body).expect("write");
+    git(dir, &["add", name]);
+    git(dir, &["commit", "--quiet", "-m", message]);
+    git(dir, &["rev-parse", "HEAD"])
+}
+
+/// A person force-pushes the branch while CI tests the runner's commit: the rewritten head,
+/// which CI never checked, is not merged, the issue is neither closed nor escalated, and the
+/// run stops naming the branch and both commits.
+#[test]
+fn a_force_push_during_ci_is_not_merged_and_blames_no_issue() {
+    let g = gated();
+    let (child, branch, ours) = g.start_until_ci();
+    let person = g.person(&branch);
+    git(&person, &["reset", "--quiet", "--hard", "HEAD~1"]);
+    let theirs = commit_file(&person, "rewritten.txt", "a person's version\n", "rewrite");
+    git(&person, &["push", "--quiet", "--force", "origin", &branch]);
+
+    let out = g.open_gate_and_wait(child);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "the run stops: {all}");
+    let main_log = git(&g.p.origin, &["log", "--format=%H %s", "main"]);
+    assert!(
+        !main_log.contains(&theirs),
+        "the rewritten head reached main: {main_log}"
+    );
+    assert!(!main_log.contains("Merge issue #1"), "{main_log}");
+    let issue = g.p.issue(1);
+    assert_eq!(issue["state"], "open", "{issue}");
+    assert_eq!(issue["escalated"], false, "{issue}");
+    for named in [branch.as_str(), &ours[..12], &theirs[..12]] {
+        assert!(all.contains(named), "the stop names {named}: {all}");
+    }
+    assert!(
+        all.contains("escalated issues this session: none") && all.contains("no issue was blamed"),
+        "no issue is blamed: {all}"
+    );
+    // The person's rewrite stays on origin: nothing of the runner's overwrote it.
+    let head = git(&g.p.origin, &["rev-parse", &format!("refs/heads/{branch}")]);
+    assert_eq!(head, theirs);
+}
+
+/// A person pushes a commit on top of the runner's while CI tests the runner's: CI runs again
+/// on the new head, and that head, the one CI passed, is what is merged.
+#[test]
+fn commits_pushed_on_top_during_ci_are_tested_again_then_merged() {
+    let g = gated();
+    let (child, branch, ours) = g.start_until_ci();
+    let person = g.person(&branch);
+    let theirs = commit_file(&person, "more.txt", "a person's addition\n", "add more");
+    git(&person, &["push", "--quiet", "origin", &branch]);
+
+    let out = g.open_gate_and_wait(child);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(
+        g.ci_runs(),
+        vec![ours, theirs.clone()],
+        "CI ran on both heads: {all}"
+    );
+    let merge = git(&g.p.origin, &["log", "-1", "--format=%s %P", "main"]);
+    assert!(merge.starts_with("Merge issue #1"), "{merge}");
+    assert!(
+        merge.ends_with(&theirs),
+        "the merge's second parent is the tested head: {merge}"
+    );
+    assert_eq!(g.p.issue(1)["state"], "closed");
+}
+
+/// A person merges the branch into main while CI runs: the runner sees it, records the issue
+/// merged once and merges nothing a second time.
+#[test]
+fn a_persons_merge_during_ci_is_recorded_once_and_not_merged_again() {
+    let g = gated();
+    let (child, branch, _ours) = g.start_until_ci();
+    let person = g.person(&branch);
+    git(&person, &["checkout", "--quiet", "main"]);
+    git(
+        &person,
+        &[
+            "merge",
+            "--quiet",
+            "--no-ff",
+            "-m",
+            "Merged by hand",
+            &format!("origin/{branch}"),
+        ],
+    );
+    git(&person, &["push", "--quiet", "origin", "main"]);
+    let merged_by_hand = git(&person, &["rev-parse", "HEAD"]);
+
+    let out = g.open_gate_and_wait(child);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let origin_main = git(&g.p.origin, &["rev-parse", "main"]);
+    assert_eq!(
+        origin_main, merged_by_hand,
+        "nothing was merged after the person's merge: {all}"
+    );
+    assert_eq!(g.p.issue(1)["state"], "closed", "{all}");
+    let records =
+        g.p.journal()
+            .iter()
+            .filter(|l| l["effect"]["effect"] == "recordMerged")
+            .count();
+    assert_eq!(records, 1, "the issue was closed once");
+}
