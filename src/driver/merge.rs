@@ -228,7 +228,7 @@ impl Driver {
             network::Patient::Done(Err(failed)) => {
                 let text = format!("looking at the branch before the merge: {failed}");
                 self.say(text.clone());
-                let c = classify_builtin(step.key(), &text, false);
+                let c = classify_builtin(step.key(), &text, failed.kind, false);
                 Err(self.failed(step, issue, c, Usage::default()))
             }
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
