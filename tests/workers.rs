@@ -287,6 +287,24 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
     );
     let shared = e2e::git(&p.origin, &["show", "main:shared.txt"]);
     assert!(shared.starts_with("written by issue"), "{shared}");
+    // The repaired head is new to CI: it is looked at and passed before it is merged, and it
+    // is the commit that reaches main (not the one CI passed before the conflict).
+    let head = all
+        .split("the repaired branch is pushed at ")
+        .nth(1)
+        .and_then(|rest| rest.get(..12))
+        .expect("the repair's push is reported")
+        .to_string();
+    let after = all.split(&format!("pushed at {head}")).nth(1).unwrap_or_default();
+    assert!(
+        after.contains(&format!("CI checks let {head} merge")),
+        "CI passed the repaired head before the merge: {all}"
+    );
+    let parents = e2e::git(&p.origin, &["log", "--format=%P", "-1", "main"]);
+    assert!(
+        parents.split_whitespace().any(|c| c.starts_with(&head)),
+        "main's merge commit merges the repaired head {head}: {parents}\n{all}"
+    );
 }
 
 /// A rate limit is the account's: when one worker backs off, the others' next dispatch waits

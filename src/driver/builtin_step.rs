@@ -43,6 +43,11 @@ impl Driver {
                 other => return other,
             }
             agent_ran = true;
+            if conflict {
+                if let Some(event) = self.pushed_repair(step, issue, commit, &usage).await {
+                    return event;
+                }
+            }
         }
         self.log(&format!(
             "issue #{issue} step {} {} attempt {attempt} (builtin)",
@@ -89,6 +94,49 @@ impl Driver {
         usage.elapsed_ms += started.elapsed().as_millis() as u64;
         self.builtin_outcome(step, issue, result, usage, agent_ran)
             .await
+    }
+
+    /// The merge's conflict repair ran: the branch is pushed, and a head that moved past
+    /// `verified` goes back to CI (`MergeRepaired`) instead of being merged unverified.
+    /// `None`: the repair changed nothing and the merge is tried as it was.
+    async fn pushed_repair(
+        &mut self,
+        step: Step,
+        issue: u32,
+        verified: Option<Commit>,
+        usage: &Usage,
+    ) -> Option<Event> {
+        let verified = verified.map(|c| c.hex()).unwrap_or_default();
+        let facts = self.facts();
+        let pushed = self
+            .patiently("pushing the repaired branch", move |w| {
+                facts.with(&*w.git, |facts| builtin::push_repair(&*w.git, facts, &verified))
+            })
+            .await;
+        let failed = match pushed {
+            network::Patient::Done(Ok(None)) => return None,
+            network::Patient::Done(Ok(Some(head))) => match self.commit_of(&head) {
+                Ok(head) => {
+                    let said = format!(
+                        "the repaired branch is pushed at {}: CI looks at it before the merge",
+                        head.short()
+                    );
+                    self.say(said.clone());
+                    self.log(&format!("{}: {said}", step.key()));
+                    return Some(Event::MergeRepaired {
+                        head,
+                        usage: usage.clone(),
+                    });
+                }
+                Err(failed) => failed,
+            },
+            network::Patient::Done(Err(failed)) => failed,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Some(ev),
+        };
+        self.say(failed.what.clone());
+        let text = self.without_branch(&failed.what).await;
+        let c = classify_builtin(step.key(), &text, failed.kind, false);
+        Some(self.failed(step, issue, c, usage.clone()))
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since

@@ -318,6 +318,29 @@ pub fn merge(
     ))
 }
 
+/// After the merge's conflict repair (the agent brought the branch up to date with main): the
+/// branch pushed, as the agent may not have, and origin's head of it when the repair moved it
+/// past `verified`, the commit CI passed. `None`: the repair left the branch where it was.
+pub fn push_repair(
+    repo: &dyn GitPort,
+    issue: &IssueFacts,
+    verified: &str,
+) -> Result<Option<String>, Failed> {
+    let branch = issue.branch()?;
+    repo.push_branch(branch)?;
+    let seen = repo.branch_on_origin(branch)?;
+    match (seen.local.as_deref(), seen.head.as_deref()) {
+        (Some(local), Some(head)) if local == head => {
+            Ok((head != verified).then(|| head.to_string()))
+        }
+        (local, head) => Err(Failed::other(format!(
+            "after the conflict's repair origin's {branch} is at {} and the local branch at {}: the push did not take",
+            head.map(short).unwrap_or("nothing"),
+            local.map(short).unwrap_or("nothing")
+        ))),
+    }
+}
+
 /// A commit id as a person reads it: its first 12 hex digits.
 pub fn short(commit: &str) -> &str {
     commit.get(..12).unwrap_or(commit)

@@ -733,7 +733,7 @@ fn the_wait_for_a_decision_is_the_machines_and_ends_on_time() {
 
 /// A world where CI verdicts are for commits and a person may move the branch: monitorCI's
 /// looks answer for one of three commits, the merge's checks and run may find the branch
-/// moved, merged by hand or withdrawn.
+/// moved, merged by hand or withdrawn, and a merge may conflict and its repair push a new head.
 struct Moving {
     world: World,
 }
@@ -782,10 +782,21 @@ impl Moving {
             },
             Effect::RunStep {
                 step: Step::Merge, ..
-            } => match w.pick(6) {
+            } => match w.pick(8) {
                 0 => moved(w),
                 1 => Event::AlreadyMerged { issue },
                 2 => Event::IssueWithdrawn { issue },
+                4 => Event::StepFailed {
+                    step: Step::Merge,
+                    class: FailureClass::MergeConflict,
+                    signature: Signature(5),
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                },
+                5 => Event::MergeRepaired {
+                    head: commit(w.pick(3)),
+                    usage: Usage::default(),
+                },
                 3 => Event::MergeRaceLost {
                     class: FailureClass::Unknown,
                     signature: Signature(3),
@@ -832,7 +843,7 @@ proptest! {
             }
             match event {
                 Event::CiPassed { commit, .. } => verified = Some(commit),
-                Event::BranchMoved { .. } => verified = None,
+                Event::BranchMoved { .. } | Event::MergeRepaired { .. } => verified = None,
                 _ => {}
             }
             let attempts_before: u32 = core.runner().attempts.iter().sum();
@@ -987,4 +998,105 @@ fn a_moved_branch_is_looked_at_again_or_stops_the_session() {
     });
     let fx = core.handle(&Event::AlreadyMerged { issue: 5 }).to_vec();
     assert_eq!(fx, vec![Effect::RecordMerged { issue: 5 }]);
+}
+
+/// A merge that conflicted is repaired by the agent and the repaired head pushed: CI looks at
+/// that head before any merge, the merge then carries it (never the commit verified before the
+/// conflict), and the merge after the repair is a plain one, not a second repair.
+#[test]
+fn a_repaired_conflict_goes_through_ci_again_before_it_is_merged() {
+    let ours = commit(0);
+    let repaired = commit(1);
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 5 });
+    for step in [
+        Step::StartCycle,
+        Step::StartIssue,
+        Step::WriteSpecs,
+        Step::Implement,
+        Step::Simplify,
+        Step::Verify,
+        Step::CommitPush,
+        Step::CreatePr,
+    ] {
+        core.handle(&Event::PreconditionsOk { step });
+        core.handle(&Event::StepSucceeded {
+            step,
+            usage: Usage::default(),
+        });
+    }
+    core.handle(&Event::PreconditionsOk {
+        step: Step::MonitorCi,
+    });
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    core.handle(&Event::PreconditionsOk { step: Step::Merge });
+    let fx = core
+        .handle(&Event::StepFailed {
+            step: Step::Merge,
+            class: FailureClass::MergeConflict,
+            signature: Signature(5),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    let run = |fx: &[Effect]| {
+        fx.iter().find_map(|e| match *e {
+            Effect::RunStep {
+                step: Step::Merge,
+                repair,
+                commit,
+                ..
+            } => Some((repair, commit)),
+            _ => None,
+        })
+    };
+    let fx = if run(&fx).is_some() {
+        fx
+    } else {
+        core.handle(&Event::PreconditionsOk { step: Step::Merge })
+            .to_vec()
+    };
+    assert_eq!(run(&fx), Some((true, Some(ours))), "the repair: {fx:?}");
+    let spent = Usage {
+        cost_micros: 40_000,
+        elapsed_ms: 1_000,
+        turns: 3,
+    };
+    let fx = core
+        .handle(&Event::MergeRepaired {
+            head: repaired,
+            usage: spent,
+        })
+        .to_vec();
+    assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+    assert!(
+        fx.iter().all(|e| !matches!(e, Effect::RunStep { .. })),
+        "nothing merged: {fx:?}"
+    );
+    let fx = core.handle(&Event::WaitOver).to_vec();
+    assert!(
+        matches!(fx.last(), Some(Effect::LookAtCi { commit: Some(c), .. }) if *c == repaired),
+        "CI looks at the repaired head: {fx:?}"
+    );
+    core.handle(&Event::CiPassed {
+        commit: repaired,
+        usage: Usage::default(),
+    });
+    let fx = core
+        .handle(&Event::PreconditionsOk { step: Step::Merge })
+        .to_vec();
+    assert_eq!(
+        run(&fx),
+        Some((false, Some(repaired))),
+        "a plain merge of the repaired head: {fx:?}"
+    );
+    assert!(core.escalated().is_empty());
+    assert!(
+        core.runner().issue_cost_micros >= spent.cost_micros,
+        "the repair's cost is counted"
+    );
 }

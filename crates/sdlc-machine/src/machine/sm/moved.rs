@@ -93,4 +93,25 @@ impl Runner {
         self.dispatched = true;
         self.ci_pending(&Usage::default(), fx)
     }
+
+    /// The merge's repair brought the branch up to date with main and the runner pushed it:
+    /// its head is new to CI, so the merge waits for CI's verdict on it (monitorCI's schedule
+    /// from its start), and the next merge is a plain one again, not another repair. Bounded:
+    /// each repair is counted against `max_repair_iterations`, and each conflict that follows
+    /// is a failed merge attempt.
+    pub(super) fn merge_repaired(
+        &mut self,
+        head: Commit,
+        usage: &Usage,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        self.let_go_of_turn(Step::Merge, fx);
+        self.last_class[Step::Merge.index()] = None;
+        self.verified = None;
+        self.ci_waits = 0;
+        self.ci_waited_secs = 0;
+        self.ci_commit = Some(head);
+        self.dispatched = true;
+        self.ci_pending(usage, fx)
+    }
 }

@@ -118,6 +118,9 @@ impl Runner {
             Event::BranchMoved { ours, head, on_top } if self.looks_at_the_branch(step) => {
                 self.branch_moved(step, ours, head, on_top, fx)
             }
+            Event::MergeRepaired { head, usage } if step == Step::Merge && self.dispatched => {
+                self.merge_repaired(head, &usage, fx)
+            }
             Event::AlreadyMerged { issue }
                 if Some(issue) == self.issue && self.looks_at_the_branch(step) =>
             {

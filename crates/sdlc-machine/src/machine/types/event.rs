@@ -238,6 +238,15 @@ pub enum Event {
         /// Whether `head` holds `ours`.
         on_top: bool,
     },
+    /// The merge's repair attempt (its last try conflicted with main) brought the branch up to
+    /// date with main and the runner pushed it: `head`, a commit CI has not seen, is what a
+    /// merge would now merge, so CI looks at it first. No merge of the commit verified before.
+    MergeRepaired {
+        /// Origin's head of the branch after the repair's push.
+        head: Commit,
+        /// What the repair cost.
+        usage: Usage,
+    },
     /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
     MergeTurnTaken,
     /// Another worker or runner holds the merge turn; the driver reports who (the last words).
@@ -315,6 +324,7 @@ impl Event {
             Event::CiPending { .. } => "CiPending",
             Event::CiPassed { .. } => "CiPassed",
             Event::BranchMoved { .. } => "BranchMoved",
+            Event::MergeRepaired { .. } => "MergeRepaired",
             Event::MergeTurnTaken => "MergeTurnTaken",
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",
