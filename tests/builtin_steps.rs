@@ -286,7 +286,8 @@ fn sigterm_stops_a_builtin_step_blocked_in_a_hanging_hook() {
     use std::time::{Duration, Instant};
     // The builtin merge makes its merge commit with `commit-tree` (main is never checked
     // out), so no `pre-merge-commit` hook runs any more: the push's hook is the one that hangs.
-    for name in ["pre-push"] {
+    {
+        let name = "pre-push";
         let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
         let pids_file = hanging_hook(&p, name, false);
         let child = p.spawn(&[]);

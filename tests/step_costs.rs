@@ -51,18 +51,19 @@ fn only_the_agent_forks_the_runner_and_a_step_stays_within_its_spawn_budget() {
         "one fork per agent run, none per git call: {s:?}"
     );
     assert!(git > 0, "{s:?}");
-    // Today two issues take 18 steps, 88 children: 70 git (3.9 per step, the 9 of the
+    // Today two issues take 18 steps, 97 children: 79 git (4.4 per step, the 9 of the
     // runner's start included; the branch refs are one `for-each-ref` per moment, `git
     // status` also tells the branch and forgets no ref answer, main is brought to origin's
-    // without checkouts when the tree lets it) and the 18 agents. The few spare calls are for
-    // an answer that outlived its half second on a loaded machine; one more git call per step
-    // breaks either budget.
+    // without checkouts when the tree lets it; the look at origin's branch before the merge,
+    // which sees a person's move, is one fetch, one `for-each-ref` and one ancestry test per
+    // issue) and the 18 agents. The few spare calls are for an answer that outlived its half
+    // second on a loaded machine; one more git call per step breaks either budget.
     assert!(
-        git <= 4 * steps + 4,
-        "{git} git calls for {steps} steps: over the budget of 4 per step and 4 ({s:?})"
+        git <= 4 * steps + 10,
+        "{git} git calls for {steps} steps: over the budget of 4 per step and 10 ({s:?})"
     );
     assert!(
-        spawns <= 5 * steps + 4,
-        "{spawns} child processes for {steps} steps: over the budget of 5 per step and 4 ({s:?})"
+        spawns <= 5 * steps + 10,
+        "{spawns} child processes for {steps} steps: over the budget of 5 per step and 10 ({s:?})"
     );
 }

@@ -44,7 +44,8 @@ impl Repo {
         commit: &str,
         message: &str,
     ) -> Result<(), RepoError> {
-        self.fetch()?;
+        // No fetch of its own: the look before the merge fetched moments ago, and should
+        // origin's main have moved since, the push below is no fast-forward and fails whole.
         let Some(base) = self.origin_main()? else {
             return Err(refused(
                 &format!("git rev-parse refs/remotes/origin/{}", self.main),
