@@ -366,6 +366,61 @@ fn a_hook_that_rejects_the_push_is_named_as_the_refusing_party() {
     );
 }
 
+/// A pre-push hook refuses the issue's push once (the project's own lint): the attempt fails
+/// as the code's (LINT), its repair attempt hands the agent the hook's words, and the push
+/// after the repair passes and the issue is merged.
+#[test]
+fn a_hook_refusal_gets_a_repair_by_the_agent_with_the_hooks_words() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+    let marker = p.root.join("refused-once");
+    hook(
+        &p,
+        "pre-push",
+        &format!(
+            "test -e {m} && exit 0\ntouch {m}\necho 'lint: src/x.rs:3: missing doc comment' >&2\nexit 1\n",
+            m = marker.display()
+        ),
+    );
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("commitPush: failed: LINT"), "{all}");
+    let prompt = p.prompt(1, "commitPush", 2).expect("the repair prompt");
+    assert!(prompt.contains("missing doc comment"), "{prompt}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+}
+
+/// A hook that refuses every push the same way: the first issue escalates after its repair,
+/// the second fails the same way, so the refusal is the environment's: the run halts naming
+/// it and the second issue is not quarantined. (The first stays quarantined here: its repair,
+/// whose own push the hook refused too, failed another way, which may be its own.)
+#[test]
+fn the_same_hook_refusal_on_two_issues_is_the_environments() {
+    let p = Project::new(
+        &[(1, "First issue", ""), (2, "Second issue", "")],
+        json!({}),
+        builtin_steps(),
+    );
+    hook(
+        &p,
+        "pre-push",
+        "echo 'policy: pushes are frozen today' >&2\nexit 1\n",
+    );
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(
+        p.prompt(1, "commitPush", 2).is_some(),
+        "issue #1 got its repair: {all}"
+    );
+    assert!(
+        all.contains("ENVIRONMENT FAILURE: LINT on two issues in a row"),
+        "{all}"
+    );
+    assert_eq!(p.issue(2)["escalated"], json!(false), "{all}");
+    assert!(all.contains("pushes are frozen today"), "{all}");
+}
+
 /// The peak resident memory of a running process, in KiB (`VmHWM`), while it runs.
 fn peak_rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;

@@ -80,6 +80,46 @@ fn a_detached_daemon_ends_with_its_step_and_none_outlives_the_run() {
     );
 }
 
+/// The runner is killed outright (SIGKILL: no step's end and no run's end run) while an agent's
+/// detached daemon runs: the next runner of the work tree stops it before any step, and says
+/// so. (A daemon that also cleared its environment is out of reach once its runner is gone.)
+#[test]
+fn a_daemon_left_by_a_killed_runner_is_stopped_by_the_next_run() {
+    let p = Project::new(
+        &[(1, "Add x", "Do it.")],
+        json!({"steps": {"implement": ["daemon:60000", "ok"]}}),
+        builtin_steps(),
+    );
+    let mut runner = p.spawn(&[]);
+    p.wait_for_invocation("child ", Duration::from_secs(60));
+    std::thread::sleep(Duration::from_millis(300));
+    let daemons = children_before(&p, "never");
+    assert_eq!(daemons.len(), 2, "{:?}", p.invocations());
+    runner.kill().expect("SIGKILL the runner");
+    let _ = runner.wait();
+    let marked = daemons[0];
+    assert_eq!(
+        survivors(&[marked], Duration::from_millis(300)),
+        vec![marked],
+        "the daemon outlives a runner killed outright"
+    );
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains(&format!("stopped pid {marked} "))
+            && all.contains("by a runner that was killed"),
+        "{all}"
+    );
+    assert_eq!(
+        survivors(&[marked], Duration::from_millis(300)),
+        Vec::<i32>::new(),
+        "the daemon was stopped by the next run\n{all}"
+    );
+    // The one with a cleared environment carries no mark: end it here.
+    e2e::kill_pids(&daemons[1..]);
+}
+
 #[test]
 fn an_issue_of_any_size_reaches_the_agent_through_a_file_or_is_escalated_with_its_size() {
     let title = format!("Crash log: {}", "frame at 0x7f00 ".repeat(12_800));

@@ -69,6 +69,14 @@ fn a_merge_left_half_done_then_escalated_and_released_never_puts_markers_on_main
         rescued.iter().any(|r| all.contains(r.as_str())),
         "the run names the rescue ref {rescued:?}: {all}"
     );
+    let note = p.issue(1)["escalation"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        rescued.iter().any(|r| note.contains(r.as_str())),
+        "the escalation note names the rescue ref {rescued:?}: {note}"
+    );
     let rescue = &rescued[0];
     assert!(
         !markers_in(&p.project, rescue).is_empty(),

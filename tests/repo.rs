@@ -226,6 +226,7 @@ fn ctx(issue: Option<u32>) -> StepContext {
     StepContext {
         issue,
         feature: None,
+        verified: None,
     }
 }
 

@@ -209,3 +209,25 @@ fn a_persons_merge_during_ci_is_recorded_once_and_not_merged_again() {
             .count();
     assert_eq!(records, 1, "the issue was closed once");
 }
+
+/// An agent-run merge that reports success without merging: the issue is not recorded merged
+/// (the commit CI passed is not on origin's main), the attempt fails, and the next attempt's
+/// merge lands that commit.
+#[test]
+fn an_agent_merge_that_did_not_land_the_verified_commit_is_not_recorded_merged() {
+    let mut steps = e2e::builtin_steps();
+    steps["merge"] = json!({});
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({"steps": {"merge": ["no-branch", "ok"]}}),
+        json!({ "steps": steps }),
+    );
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("merge reported success, but") && all.contains("is not on origin's main"),
+        "the first merge is not taken at its word: {all}"
+    );
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+}

@@ -285,6 +285,12 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
         prompt.contains("no longer merges cleanly") && prompt.contains("shared.txt"),
         "{prompt}"
     );
+    assert!(
+        prompt.contains("shared.txt, both sides as the merge leaves them")
+            && prompt.contains("<<<<<<<")
+            && prompt.contains(">>>>>>>"),
+        "the repair sees both sides of the conflict: {prompt}"
+    );
     let shared = e2e::git(&p.origin, &["show", "main:shared.txt"]);
     assert!(shared.starts_with("written by issue"), "{shared}");
     // The repaired head is new to CI: it is looked at and passed before it is merged, and it
@@ -295,7 +301,10 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
         .and_then(|rest| rest.get(..12))
         .expect("the repair's push is reported")
         .to_string();
-    let after = all.split(&format!("pushed at {head}")).nth(1).unwrap_or_default();
+    let after = all
+        .split(&format!("pushed at {head}"))
+        .nth(1)
+        .unwrap_or_default();
     assert!(
         after.contains(&format!("CI checks let {head} merge")),
         "CI passed the repaired head before the merge: {all}"

@@ -230,6 +230,24 @@ pub fn classify_builtin(
         temp_dir: Path::new("/"),
     };
     let found = classify(&obs).filter(|c| c.class != FailureClass::Unknown);
+    if kind == crate::call_failure::CallFailureKind::HookRejected {
+        // The project's own check refused the issue's commits: the code's to fix, so the
+        // step's repair attempt hands the agent the hook's words (a lint unless they name a
+        // more precise class). The same refusal on the next issue too is the environment's.
+        let class = found
+            .as_ref()
+            .map(|c| c.class)
+            .filter(|c| c.code_fixable())
+            .unwrap_or(FailureClass::Lint);
+        return Verdict {
+            class,
+            evidence: format!("{step_key}: a git hook refused: {what}"),
+            headline: format!("{step_key}: a git hook refused: {}", one_line(what)),
+            excerpt: what.to_string(),
+            wait_hint_secs: None,
+        }
+        .finish();
+    }
     match found {
         Some(c) if !ci_failed || c.class.code_fixable() => c,
         Some(c) if c.class.disposition() != crate::failure::Disposition::Retry => c,

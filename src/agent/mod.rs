@@ -361,7 +361,7 @@ pub async fn run_agent_stoppable(
         .args(&run.args)
         .current_dir(&run.cwd)
         .envs(run.env.iter().map(|(k, v)| (k, v)))
-        .env(crate::process::reaper::SCOPE_VAR, mark.value())
+        .envs(mark.vars(Some(&run.cwd)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -37,7 +37,9 @@ impl Driver {
                 .core
                 .failure(step)
                 .is_some_and(|f| f.class == crate::failure::FailureClass::MergeConflict);
-        if repair && (step == Step::MonitorCi || conflict) {
+        // A repair hands the agent the last failure first: failing CI, a conflict with main, a
+        // hook's refusal of the push.
+        if repair && (step != Step::Merge || conflict) {
             match self.run_agent(step, issue, attempt, true, false).await {
                 Event::StepSucceeded { usage: spent, .. } => usage = spent,
                 other => return other,
@@ -110,7 +112,9 @@ impl Driver {
         let facts = self.facts();
         let pushed = self
             .patiently("pushing the repaired branch", move |w| {
-                facts.with(&*w.git, |facts| builtin::push_repair(&*w.git, facts, &verified))
+                facts.with(&*w.git, |facts| {
+                    builtin::push_repair(&*w.git, facts, &verified)
+                })
             })
             .await;
         let failed = match pushed {

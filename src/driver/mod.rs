@@ -497,6 +497,7 @@ impl Driver {
         StepContext {
             issue: self.core.runner().issue,
             feature: self.feature.clone(),
+            verified: self.core.runner().verified.map(|c| c.hex()),
         }
     }
 

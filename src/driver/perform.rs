@@ -142,12 +142,23 @@ impl Driver {
                 Outcome::Next(self.tracker_written(&what, written))
             }
             Effect::MarkEscalated { issue } => {
-                let text = report::escalation_diagnostic(
+                let known = self.issue.branch.clone();
+                let rescued = self
+                    .io
+                    .call(move |w| {
+                        let branch = w.git.feature_branch(issue).ok().flatten().or(known);
+                        branch
+                            .and_then(|b| w.git.rescue_refs(&b).ok())
+                            .unwrap_or_default()
+                    })
+                    .await;
+                let mut text = report::escalation_diagnostic(
                     issue,
                     self.core.runner(),
                     self.core.last_words(),
                     &self.logs.dir.display().to_string(),
                 );
+                text.push_str(&report::rescued(&rescued));
                 let what = format!("marking issue #{issue} escalated in the tracker");
                 let written = self
                     .patiently(&what, move |w| w.tracker.mark_escalated(issue, &text))

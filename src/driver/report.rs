@@ -245,6 +245,18 @@ pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &s
     out
 }
 
+/// What an escalation says of the work the runner aborted rather than commit (an unfinished
+/// merge or rebase with its conflict markers): the refs that keep it. Empty when there is none.
+pub fn rescued(refs: &[String]) -> String {
+    if refs.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n\nUnfinished work the runner aborted rather than commit (a merge or rebase left half done) is kept on {}; `git log -p <ref>` shows it, `git checkout -b <branch> <ref>` takes it up.",
+        refs.join(", ")
+    )
+}
+
 /// The note left on an issue whose quarantine the runner lifts (`Effect::Unquarantine`): the
 /// failure that escalated it ended the next issue too.
 pub fn release_note(issue: u32, r: &Runner) -> String {

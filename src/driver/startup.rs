@@ -91,6 +91,7 @@ impl Driver {
             }
             Some(lock)
         };
+        let lock_held = lock.is_some();
         let logs = Logs {
             dir: cfg.log_dir.clone(),
         };
@@ -305,6 +306,9 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             driver.log(&note);
         }
         driver.stop_stale_agents(&stale_agents);
+        if lock_held {
+            driver.stop_leftovers();
+        }
         Ok(Started::Ready(Box::new(driver)))
     }
 
@@ -321,6 +325,19 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                     g.pgid
                 )),
             }
+        }
+    }
+
+    /// What a killed runner's steps detached from their groups (a daemon an agent or a hook
+    /// started with `setsid`) still runs in this work tree: stopped before any step starts.
+    /// The lock is ours, so no live runner serves the work tree.
+    fn stop_leftovers(&self) {
+        let dir = &self.cfg.project_path;
+        for (pid, cmd) in crate::process::reaper::stop_leftovers(dir) {
+            self.log(&format!(
+                "stopped pid {pid} ({cmd}), left running in {} by a runner that was killed",
+                dir.display()
+            ));
         }
     }
 

@@ -22,6 +22,11 @@ pub trait GitPort: Send + Sync {
     fn foreign_changes(&self) -> Result<Vec<String>, GitError>;
     /// The local branch of `issue` (`<issue>-…`); a branch only on origin is not looked at.
     fn feature_branch(&self, issue: u32) -> Result<Option<String>, GitError>;
+    /// The rescue refs kept for `branch`: unfinished work the runner aborted rather than
+    /// commit. None where the port keeps no such refs.
+    fn rescue_refs(&self, _branch: &str) -> Result<Vec<String>, GitError> {
+        Ok(Vec::new())
+    }
     /// Makes a local branch of `issue`'s branch on origin, when only origin has one.
     fn adopt_pushed_branch(&self, issue: u32) -> Result<Option<String>, GitError>;
     /// Commits on `branch` that main does not have.
@@ -87,6 +92,9 @@ impl GitPort for Repo {
     }
     fn foreign_changes(&self) -> Result<Vec<String>, GitError> {
         Repo::foreign_changes(self)
+    }
+    fn rescue_refs(&self, branch: &str) -> Result<Vec<String>, GitError> {
+        Repo::rescue_refs(self, branch)
     }
     fn feature_branch(&self, issue: u32) -> Result<Option<String>, GitError> {
         Repo::feature_branch(self, issue)

@@ -337,7 +337,8 @@ fn run_tracked_inner(
     .process_group(0);
     // What the child leaves behind outside its group (a hook's daemon) ends with the step.
     if let Some(mark) = scope.mark() {
-        cmd.env(reaper::SCOPE_VAR, mark.value());
+        let dir = cmd.get_current_dir().map(std::path::Path::to_path_buf);
+        cmd.envs(mark.vars(dir.as_deref()));
     }
     let deadline = Instant::now() + timeout;
     let mut child = spawn_retrying(&mut cmd)?;

@@ -28,6 +28,12 @@ use crate::cleanup::{self, ProtectSet};
 /// The environment variable that carries a step's mark to every process the step starts.
 pub const SCOPE_VAR: &str = "SDLC_RUNNER_SCOPE";
 
+/// The environment variable naming the directory a marked process was started in (the work
+/// tree its step serves). A runner killed outright (SIGKILL, the OOM killer) ends no step and
+/// no run, so what its steps detached runs on; the next runner of that work tree stops it
+/// ([`stop_leftovers`]).
+pub const WHERE_VAR: &str = "SDLC_RUNNER_WORKTREE";
+
 /// How long what a step left behind gets between SIGTERM and SIGKILL.
 pub const LEFTOVER_GRACE: Duration = Duration::from_secs(2);
 
@@ -74,6 +80,16 @@ impl Mark {
     /// The value of [`SCOPE_VAR`] in the environment of the step's processes.
     pub fn value(self) -> String {
         format!("{}.{}", std::process::id(), self.0)
+    }
+
+    /// The environment a process of this step gets: its mark, and `dir`, the directory it
+    /// starts in, for the next runner should this one be killed outright.
+    pub fn vars(self, dir: Option<&std::path::Path>) -> Vec<(&'static str, std::ffi::OsString)> {
+        let mut vars = vec![(SCOPE_VAR, self.value().into())];
+        if let Some(dir) = dir {
+            vars.push((WHERE_VAR, dir.as_os_str().to_owned()));
+        }
+        vars
     }
 
     /// Sends `signal` to every live process carrying this mark, without waiting; returns
@@ -168,6 +184,41 @@ impl Drop for Adopting {
             tracing::debug!(pid, %cmdline, "stopped at the run's end");
         }
     }
+}
+
+/// Stops what the steps of a runner that no longer lives left running in `dir`: processes
+/// whose mark names another runner, one that is gone, and that were started in `dir`. For a
+/// runner's start under the project's lock (no live runner then serves `dir`). Blocking;
+/// returns the pid and command line of each process stopped.
+pub fn stop_leftovers(dir: &std::path::Path) -> Vec<(i32, String)> {
+    use std::os::unix::ffi::OsStrExt;
+    let me = std::process::id().to_string();
+    let dir = dir.as_os_str().as_bytes().to_vec();
+    let gone = |runner: &[u8]| {
+        let runner = String::from_utf8_lossy(runner);
+        runner != me && !std::path::Path::new("/proc").join(runner.as_ref()).exists()
+    };
+    stop(
+        |pid, _| {
+            let Ok(env) = procfs::process::Process::new(pid).and_then(|p| p.environ()) else {
+                return false;
+            };
+            let mark = env.get(std::ffi::OsStr::new(SCOPE_VAR));
+            let place = env.get(std::ffi::OsStr::new(WHERE_VAR));
+            match (mark, place) {
+                (Some(mark), Some(place)) => {
+                    let runner = mark
+                        .as_bytes()
+                        .split(|b| *b == b'.')
+                        .next()
+                        .unwrap_or_default();
+                    place.as_bytes() == dir.as_slice() && !runner.is_empty() && gone(runner)
+                }
+                _ => false,
+            }
+        },
+        LEFTOVER_GRACE,
+    )
 }
 
 /// Whether `pid` carries a mark (its environment as it was at its exec holds [`SCOPE_VAR`])

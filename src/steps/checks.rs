@@ -20,6 +20,8 @@ pub struct StepContext {
     pub issue: Option<u32>,
     /// The spec directory name recorded for the issue, if any.
     pub feature: Option<String>,
+    /// The commit CI passed in this cycle, which a merge must land on origin's main.
+    pub verified: Option<String>,
 }
 
 /// The branch the cycle works on: the issue's feature branch, or without a known issue the
@@ -166,6 +168,26 @@ pub fn post_check(
                 }
             }))
         }
+        // A merge is recorded only when the commit CI passed reached origin's main: an agent
+        // that reports a merge it did not make, or merged another head, is caught here.
+        Step::Merge => {
+            let Some(commit) = ctx.verified.as_deref() else {
+                return Ok(Ok(()));
+            };
+            repo.fetch()?;
+            let main = repo.main();
+            let landed = match repo.origin_main()? {
+                Some(tip) => repo.contains_commit(&tip, commit)?,
+                None => false,
+            };
+            if landed {
+                return Ok(Ok(()));
+            }
+            Ok(Err(format!(
+                "merge reported success, but {} (the commit CI passed) is not on origin's {main}",
+                crate::steps::builtin::short(commit)
+            )))
+        }
         _ => Ok(Ok(())),
     }
 }
@@ -263,6 +285,7 @@ pub fn detect_progress(
     let ctx = StepContext {
         issue: Some(issue),
         feature: feature.clone(),
+        verified: None,
     };
 
     // Only the state file can vouch for verify: with the local forge an open PR is nothing

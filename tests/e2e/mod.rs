@@ -426,6 +426,16 @@ pub fn survivors(pids: &[i32], limit: Duration) -> Vec<i32> {
     }
 }
 
+/// SIGKILL to each of `pids` (processes a test left running on purpose).
+pub fn kill_pids(pids: &[i32]) {
+    for &pid in pids {
+        // SAFETY: kill(2) on pids the test's own fake agent logged; no memory is shared.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}
+
 pub fn signal(child: &Child, sig: i32) {
     let pid = i32::try_from(child.id()).expect("pid");
     // SAFETY: kill(2) on a pid we spawned; no memory is shared.

@@ -101,6 +101,16 @@ impl Step {
         Step::from_number(self.number().checked_sub(1)?)
     }
 
+    /// Whether a failure of this step that the code can fix (a test, a lint, a conflict, a
+    /// hook's refusal of the commit or push) gets a repair attempt: the next attempt is handed
+    /// the failure to fix first, within `maxRepairIterations` (docs/lifecycle.md).
+    pub const fn repairs(self) -> bool {
+        matches!(
+            self,
+            Step::Verify | Step::CommitPush | Step::MonitorCi | Step::Merge
+        )
+    }
+
     /// Whether the runner checks an artifact before this step may start (docs/lifecycle.md).
     pub const fn has_precondition(self) -> bool {
         !matches!(self, Step::StartCycle | Step::Simplify | Step::CommitPush)

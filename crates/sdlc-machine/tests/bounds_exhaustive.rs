@@ -146,8 +146,11 @@ impl Search {
         let mut repaired = [false; Step::COUNT];
         if let Some(builtin) = self.builtin {
             for s in Step::ALL {
-                repaired[s.index()] =
-                    builtin[s.index()] && matches!(s, Step::Verify | Step::MonitorCi | Step::Merge);
+                repaired[s.index()] = builtin[s.index()]
+                    && matches!(
+                        s,
+                        Step::Verify | Step::CommitPush | Step::MonitorCi | Step::Merge
+                    );
             }
         }
         let k = key(core, Some(pending), repaired);

@@ -48,8 +48,9 @@ pub enum Outcome {
     GitClean,
     /// Leaves two daemons holding its stdout, each in a session of its own (`setsid sleep`),
     /// one of them with an empty environment, then does the ok work: an agent that forgot
-    /// a server it started.
-    Daemon,
+    /// a server it started. Then waits this many milliseconds (`daemon:<ms>`; none for
+    /// `daemon`): the runner can be killed while they run.
+    Daemon(u64),
     /// Starts a child process (`sleep`) in its own process group, waits this many
     /// milliseconds, then does the ok work: an agent with work in flight, for kill tests.
     Slow(u64),
@@ -161,7 +162,7 @@ impl Outcome {
             "no-branch" => Outcome::NoBranch,
             "checkout-main" => Outcome::CheckoutMain,
             "git-clean" => Outcome::GitClean,
-            "daemon" => Outcome::Daemon,
+            "daemon" => Outcome::Daemon(0),
             "checkout-main-once" => Outcome::CheckoutMainOnce,
             "leak-secrets" => Outcome::LeakSecrets,
             "tool-loop" => Outcome::ToolLoop,
@@ -173,6 +174,8 @@ impl Outcome {
                     Outcome::Flood(mb.parse().ok()?)
                 } else if let Some(secs) = name.strip_prefix("quota:") {
                     Outcome::Quota(secs.parse().ok()?)
+                } else if let Some(ms) = name.strip_prefix("daemon:") {
+                    Outcome::Daemon(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("slow:") {
                     Outcome::Slow(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("busy:") {
@@ -250,7 +253,7 @@ impl Outcome {
                 out.result(json!({"result": "Checked out main."}))?;
                 Ok(0)
             }
-            Outcome::Daemon => {
+            Outcome::Daemon(ms) => {
                 out.init()?;
                 for cleared in [false, true] {
                     let mut cmd =
@@ -263,6 +266,7 @@ impl Outcome {
                     // Left running on purpose: it escaped the agent's process group.
                     std::mem::forget(child);
                 }
+                std::thread::sleep(Duration::from_millis(ms));
                 ok_work_and_result(ctx, out)
             }
             Outcome::GitClean => {

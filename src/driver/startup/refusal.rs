@@ -52,6 +52,7 @@ pub(super) fn single_step_refusal(
     let ctx = checks::StepContext {
         issue,
         feature: state.feature_name.clone(),
+        verified: None,
     };
     let check = match checks::precondition(repo, forge, step, &ctx) {
         Ok(Err(check)) => check,

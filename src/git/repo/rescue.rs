@@ -74,6 +74,14 @@ impl Repo {
         })
     }
 
+    /// The rescue refs kept for `label` (a branch), oldest first: what an escalation names as
+    /// the work the runner aborted rather than commit.
+    pub fn rescue_refs(&self, label: &str) -> Result<Vec<String>, RepoError> {
+        let pattern = format!("{RESCUE_REFS}{}-*", ref_safe(label));
+        let listed = self.git_ok(&["for-each-ref", "--format=%(refname)", &pattern])?;
+        Ok(listed.lines().map(str::to_string).collect())
+    }
+
     /// A commit of the work tree as it stands, made through a scratch index (the real one
     /// may hold unmerged entries, which no tree can be written from) and kept on
     /// `refs/sdlc-runner/rescue/<label>-<time>`; no branch, index or file is touched.

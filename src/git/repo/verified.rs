@@ -4,6 +4,7 @@
 //! that fails when origin's main moved or the branch is no longer that commit.
 
 use super::{Repo, RepoError};
+use crate::call_failure::CallFailureKind;
 
 /// Where origin's copy of a branch stands, read after one fetch.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -49,8 +50,10 @@ impl Repo {
         let Some(base) = self.origin_main()? else {
             return Err(refused(
                 &format!("git rev-parse refs/remotes/origin/{}", self.main),
+                None,
                 format!("origin has no branch {} to merge {branch} into", self.main),
                 "check that origin is the project's remote and has its default branch",
+                CallFailureKind::NotFound,
             ));
         };
         let write = ["merge-tree", "--write-tree", "--name-only", &base, commit];
@@ -63,10 +66,13 @@ impl Repo {
             Some(1) => {
                 let conflicts: Vec<&str> =
                     lines.take_while(|l| !l.is_empty()).map(str::trim).collect();
+                let sides = self.both_sides(&tree, &conflicts);
                 return Err(refused(
                     &write.join(" "),
-                    format!("merge conflict in: {}", conflicts.join(", ")),
+                    Some(1),
+                    format!("merge conflict in: {}{sides}", conflicts.join(", ")),
                     "the branch must be brought up to date with main (the merge step's repair)",
+                    CallFailureKind::Conflict,
                 ));
             }
             _ => return Err(self.failed(&write, &out)),
@@ -75,12 +81,14 @@ impl Repo {
         if !marked.is_empty() {
             return Err(refused(
                 &format!("git diff {base} {tree}"),
+                None,
                 format!(
                     "the merge of {branch} would add conflict markers to {} in {}",
                     marked.join(", "),
                     self.main
                 ),
                 "resolve the conflict on the branch and push it; nothing was pushed to main",
+                CallFailureKind::Conflict,
             ));
         }
         let merge = self
@@ -112,6 +120,27 @@ impl Repo {
         Ok(())
     }
 
+    /// Both sides of each conflicting file, as the merge's `tree` holds it (between git's
+    /// conflict markers), cut to a readable size: what the repair needs beyond the names.
+    fn both_sides(&self, tree: &str, conflicts: &[&str]) -> String {
+        let mut sides = String::new();
+        for path in conflicts.iter().take(SIDES_FILES) {
+            let Ok(text) = self.git_ok(&["show", &format!("{tree}:{path}")]) else {
+                continue;
+            };
+            let mut cut = text.len().min(SIDES_BYTES);
+            while !text.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            let more = if cut < text.len() { "\n[…cut]" } else { "" };
+            sides.push_str(&format!(
+                "\n\n{path}, both sides as the merge leaves them:\n{}{more}",
+                &text[..cut]
+            ));
+        }
+        sides
+    }
+
     /// Files in which the change from `base` to `tree` adds a conflict marker line.
     fn conflict_markers_added(&self, base: &str, tree: &str) -> Result<Vec<String>, RepoError> {
         let diff = self.git_ok(&["diff", "--no-color", "--no-ext-diff", "-U0", base, tree])?;
@@ -137,15 +166,28 @@ fn marked_files(diff: &str) -> Vec<String> {
     marked
 }
 
-fn refused(command: &str, stderr: String, hint: &'static str) -> RepoError {
+/// A refusal of the merge: `status` is the exit code of the git command that found it (none
+/// when the runner's own check did).
+fn refused(
+    command: &str,
+    status: Option<i32>,
+    stderr: String,
+    hint: &'static str,
+    kind: CallFailureKind,
+) -> RepoError {
     RepoError::Command {
         command: command.to_string(),
-        status: None,
+        status,
         stderr,
         hint,
-        kind: crate::call_failure::CallFailureKind::Other,
+        kind,
     }
 }
+
+/// How much of each conflicting file (with both sides between git's markers) the failure
+/// carries to the repair, and for how many files.
+const SIDES_BYTES: usize = 4000;
+const SIDES_FILES: usize = 5;
 
 #[cfg(test)]
 mod tests {

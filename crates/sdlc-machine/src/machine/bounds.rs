@@ -114,7 +114,7 @@ pub fn compute(limits: &Limits) -> Bounds {
 /// whose dispatch can be a repair (`dispatch` in `sm/step_outcome.rs`). A builtin step's
 /// other attempts are the runner's own git and forge actions.
 const fn repairs_by_agent(step: Step) -> bool {
-    matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
+    step.repairs()
 }
 
 /// The worst case of agent invocations alone, for a config whose builtin steps are

@@ -42,9 +42,23 @@ impl Runner {
         self.escalated.insert(issue);
         self.consecutive_escalations += 1;
         self.dispatched = false;
+        // Unless the escalation halts (which leaves the tree as it is for a person), the
+        // partial work is saved before the tracker is told, so that the note can name where
+        // it went (an unfinished merge is aborted, its tree kept on a rescue ref).
+        if self.escalation_goes_on() {
+            fx.push(Effect::Cleanup);
+            fx.push(Effect::AutoCommit(CommitKind::PartialWork));
+        }
         let state = State::escalating(step, cause);
         self.request(state, Effect::MarkEscalated { issue }, fx);
         Transition(state)
+    }
+
+    /// Whether the escalation under way ends in something other than a halt: the single
+    /// issue's run ends, or the next issue is selected.
+    fn escalation_goes_on(&self) -> bool {
+        matches!(self.mode, Mode::SingleIssue(_))
+            || self.consecutive_escalations < self.limits.max_consecutive_escalations
     }
 
     /// Two issues failing the same way, one after the other: the cause is common to both, so
@@ -100,8 +114,6 @@ impl Runner {
         let issue = self.current_issue();
         let consecutive = self.consecutive_escalations;
         if let Mode::SingleIssue(_) = self.mode {
-            fx.push(Effect::Cleanup);
-            fx.push(Effect::AutoCommit(CommitKind::PartialWork));
             fx.push(Effect::CheckoutMain);
             fx.push(Effect::Notify(Notice::Escalated {
                 issue,
@@ -114,8 +126,6 @@ impl Runner {
         if consecutive >= self.limits.max_consecutive_escalations {
             return self.halt(HaltReason::ConsecutiveEscalations { cause, step }, fx);
         }
-        fx.push(Effect::Cleanup);
-        fx.push(Effect::AutoCommit(CommitKind::PartialWork));
         fx.push(Effect::CheckoutMain);
         fx.push(Effect::ResetCycle);
         fx.push(Effect::Notify(Notice::Escalated {

@@ -15,7 +15,7 @@ impl Runner {
             return outcome;
         }
         let i = step.index();
-        let repair = matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
+        let repair = step.repairs()
             && self.last_class[i].is_some_and(FailureClass::code_fixable)
             && self.repairs[i] < self.limits.max_repair_iterations;
         if repair {

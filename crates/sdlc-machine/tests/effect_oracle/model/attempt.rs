@@ -54,8 +54,10 @@ impl Model {
             return;
         }
         let i = step.index();
-        let repair = matches!(step, Step::Verify | Step::MonitorCi | Step::Merge)
-            && self.last_class[i].is_some_and(FailureClass::code_fixable)
+        let repair = matches!(
+            step,
+            Step::Verify | Step::CommitPush | Step::MonitorCi | Step::Merge
+        ) && self.last_class[i].is_some_and(FailureClass::code_fixable)
             && self.repairs[i] < self.l.max_repair_iterations;
         if repair {
             self.repairs[i] += 1;

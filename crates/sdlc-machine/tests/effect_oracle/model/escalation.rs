@@ -44,6 +44,12 @@ impl Model {
         self.escalated.insert(issue);
         self.streak += 1;
         self.dispatched = false;
+        if matches!(self.mode, Mode::SingleIssue(_))
+            || self.streak < self.l.max_consecutive_escalations
+        {
+            self.fx
+                .extend([Effect::Cleanup, Effect::AutoCommit(CommitKind::PartialWork)]);
+        }
         self.ask(At::Escalating(step, cause), Effect::MarkEscalated { issue });
     }
 
@@ -69,24 +75,14 @@ impl Model {
             consecutive: self.streak,
         });
         if matches!(self.mode, Mode::SingleIssue(_)) {
-            self.fx.extend([
-                Effect::Cleanup,
-                Effect::AutoCommit(CommitKind::PartialWork),
-                Effect::CheckoutMain,
-                notice,
-            ]);
+            self.fx.extend([Effect::CheckoutMain, notice]);
             return self.finish(1);
         }
         if self.streak >= self.l.max_consecutive_escalations {
             return self.halt(HaltReason::ConsecutiveEscalations { cause, step });
         }
-        self.fx.extend([
-            Effect::Cleanup,
-            Effect::AutoCommit(CommitKind::PartialWork),
-            Effect::CheckoutMain,
-            Effect::ResetCycle,
-            notice,
-        ]);
+        self.fx
+            .extend([Effect::CheckoutMain, Effect::ResetCycle, notice]);
         self.select_next();
     }
 
