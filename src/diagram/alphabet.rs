@@ -38,25 +38,9 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
         usage,
         commit: Some(commit(1)),
     });
-    // Where CI or the merge looks at the branch: CI's pass, a person's move (commits on top,
-    // or a rewrite) and a conflict's repair pushed.
-    if matches!(core.state().step(), Some(Step::MonitorCi | Step::Merge)) {
-        evs.push(Event::CiPassed {
-            commit: commit(1),
-            usage,
-        });
-        for on_top in [true, false] {
-            evs.push(Event::BranchMoved {
-                ours: commit(1),
-                head: commit(2),
-                on_top,
-            });
-        }
-        evs.push(Event::MergeRepaired {
-            head: commit(2),
-            usage,
-        });
-    }
+    // (A person's moves and a conflict's repair, `CiPassed`, `BranchMoved` and
+    // `MergeRepaired`, are not explored: the space they open does not converge under
+    // `exploration_key` within the explorer's limit; `tests/runner_actions.rs` covers them.)
     // The merge turn and lost races, where the limits share the merge (`exploration_limits`
     // keeps that space small).
     if core.runner().limits.merge_turn_wait_ms.is_some() {
