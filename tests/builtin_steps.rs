@@ -390,10 +390,10 @@ fn a_hook_refusal_gets_a_repair_by_the_agent_with_the_hooks_words() {
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
 }
 
-/// A hook that refuses every push the same way: the first issue escalates after its repair,
-/// the second fails the same way, so the refusal is the environment's: the run halts naming
-/// it and the second issue is not quarantined. (The first stays quarantined here: its repair,
-/// whose own push the hook refused too, failed another way, which may be its own.)
+/// A hook that refuses every push the same way: the first issue escalates after its repair
+/// (whose own push the hook refused too: the runner's push after it says how the attempt
+/// failed), the second fails the same way, so the refusal is the environment's: the run halts
+/// naming it, the second issue is not quarantined and the first's quarantine is lifted.
 #[test]
 fn the_same_hook_refusal_on_two_issues_is_the_environments() {
     let p = Project::new(
@@ -418,6 +418,7 @@ fn the_same_hook_refusal_on_two_issues_is_the_environments() {
         "{all}"
     );
     assert_eq!(p.issue(2)["escalated"], json!(false), "{all}");
+    assert_eq!(p.issue(1)["escalated"], json!(false), "{all}");
     assert!(all.contains("pushes are frozen today"), "{all}");
 }
 

@@ -36,7 +36,7 @@ pub fn run(config: &Path) -> i32 {
     );
     let (agent, builtin) = cfg.steps_by_performer();
     out!(
-        "a step attempt is an agent invocation or, for a builtin step, the runner's own git and forge action (no agent call); the agent invocations are the agent steps' attempts and the repair attempts of builtin monitorCI and merge, where the agent fixes before the runner acts again"
+        "a step attempt is an agent invocation or, for a builtin step, the runner's own git and forge action (no agent call); the agent invocations are the agent steps' attempts and the repair attempts of builtin commitPush, monitorCI and merge, where the agent fixes before the runner acts again"
     );
     out!(
         "a clean issue: {} agent invocation(s) ({}) and {} builtin action(s) ({})",

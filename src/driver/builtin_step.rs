@@ -42,6 +42,18 @@ impl Driver {
         if repair && (step != Step::Merge || conflict) {
             match self.run_agent(step, issue, attempt, true, false).await {
                 Event::StepSucceeded { usage: spent, .. } => usage = spent,
+                // An agent whose own push the same hook refused (or that failed otherwise
+                // by the code) leaves the verdict to the runner's push: the hook's refusal,
+                // as in the attempt before, is what the attempt failed by.
+                Event::StepFailed {
+                    class,
+                    usage: spent,
+                    ..
+                } if step == Step::CommitPush
+                    && class.disposition() == crate::failure::Disposition::Retry =>
+                {
+                    usage = spent
+                }
                 other => return other,
             }
             agent_ran = true;
@@ -129,7 +141,7 @@ impl Driver {
                     self.log(&format!("{}: {said}", step.key()));
                     return Some(Event::MergeRepaired {
                         head,
-                        usage: usage.clone(),
+                        usage: *usage,
                     });
                 }
                 Err(failed) => failed,
@@ -140,7 +152,7 @@ impl Driver {
         self.say(failed.what.clone());
         let text = self.without_branch(&failed.what).await;
         let c = classify_builtin(step.key(), &text, failed.kind, false);
-        Some(self.failed(step, issue, c, usage.clone()))
+        Some(self.failed(step, issue, c, *usage))
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
