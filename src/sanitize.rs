@@ -11,6 +11,19 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
     escape(text, false)
 }
 
+/// The longest title, in characters, the runner repeats in its own lines, commit messages and
+/// PR titles (GitHub refuses a PR title over 256): a pasted log as a title is cut, not copied.
+pub const TITLE_CHARS: usize = 200;
+
+/// `text`'s first line, trimmed and cut to [`TITLE_CHARS`] characters (`…` where it was cut).
+pub fn title(text: &str) -> String {
+    let first = text.lines().next().unwrap_or_default().trim();
+    match first.char_indices().nth(TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", &first[..cut]),
+        None => first.to_string(),
+    }
+}
+
 /// `text` as a block of lines: newlines and tabs kept, every other control character
 /// (carriage return, ESC, the rest of C0, DEL, C1) escaped.
 pub fn block(text: &str) -> Cow<'_, str> {
@@ -54,6 +67,15 @@ mod tests {
         assert!(!line.chars().any(char::is_control));
         let kept = block("a\n\tb\r\x1b[0m\x7f");
         assert_eq!(kept, "a\n\tb\\r\\x1b[0m\\x7f");
+    }
+
+    #[test]
+    fn a_long_title_is_cut_to_its_first_line_and_a_readable_length() {
+        let long = format!("{}\nsecond line", "é".repeat(300));
+        let cut = title(&long);
+        assert_eq!(cut.chars().count(), TITLE_CHARS + 1);
+        assert!(cut.ends_with('…') && !cut.contains("second"));
+        assert_eq!(title("  Fix it  \nmore"), "Fix it");
     }
 
     #[test]

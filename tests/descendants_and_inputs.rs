@@ -146,6 +146,20 @@ fn an_issue_of_any_size_reaches_the_agent_through_a_file_or_is_escalated_with_it
     let shown: String = all.chars().take(4_000).collect();
     assert!(!all.contains("ENVIRONMENT"), "{shown}");
     assert!(!all.contains("installed and on PATH"), "{shown}");
+    // The runner's own lines repeat a readable part of the title, never all of it, and so do
+    // its commit and merge messages.
+    let longest = all.lines().map(str::len).max().unwrap_or(0);
+    assert!(
+        longest < 2_000,
+        "a line of {longest} bytes in the run's output"
+    );
+    let messages = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    let longest = messages.lines().map(str::len).max().unwrap_or(0);
+    assert!(
+        longest < 1_000,
+        "a commit subject of {longest} bytes: {}",
+        &messages[..messages.len().min(2_000)]
+    );
     // #1 was worked: the prompt stays small and names the file that holds the whole issue.
     let prompt = p.prompt(1, "startIssue", 1).expect("#1 reached the agent");
     assert!(prompt.len() < 4_000, "prompt of {} bytes", prompt.len());

@@ -150,7 +150,8 @@ impl Driver {
             Ok(Selection::Issue(issue)) => {
                 self.log(&format!(
                     "selected issue #{}: {}",
-                    issue.number, issue.title
+                    issue.number,
+                    crate::sanitize::title(&issue.title)
                 ));
                 self.issue = IssueContext {
                     number: issue.number,

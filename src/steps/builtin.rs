@@ -347,7 +347,7 @@ pub fn short(commit: &str) -> &str {
 }
 
 fn one_line(text: &str) -> String {
-    text.lines().next().unwrap_or_default().trim().to_string()
+    crate::sanitize::title(text)
 }
 
 #[cfg(test)]
