@@ -110,7 +110,9 @@ impl Driver {
         let facts = self.facts();
         let pushed = self
             .patiently("pushing the repaired branch", move |w| {
-                facts.with(&*w.git, |facts| builtin::push_repair(&*w.git, facts, &verified))
+                facts.with(&*w.git, |facts| {
+                    builtin::push_repair(&*w.git, facts, &verified)
+                })
             })
             .await;
         let failed = match pushed {
