@@ -257,7 +257,7 @@ mod tests {
         let cancelled =
             br#"{"check_runs":[{"name":"a","status":"completed","conclusion":"cancelled"}]}"#;
         assert_eq!(parse_checks(cancelled, no_status), Ok(CiState::Failed));
-        assert!(parse_checks(b"[]", no_status).is_err());
+        assert!(parse_checks(b"not json", no_status).is_err());
     }
 
     #[test]
