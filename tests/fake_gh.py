@@ -313,11 +313,16 @@ def serve():
         fail("fake gh: no arguments", 2)
     # A network blip: "failNext": N fails the next N calls, "failAlways": true every call,
     # the way gh reports a connection it could not make.
-    # "failMatching": [[words...], ...] fails only the calls whose argv starts with them.
-    matching = any(args[: len(m)] == m for m in state.get("failMatching", []))
+    # "failMatching": [[words...], ...] fails only the calls whose argv starts with them
+    # (each word matches an argument it begins).
+    def starts(m):
+        return len(args) >= len(m) and all(a.startswith(w) for a, w in zip(args, m))
+
+    matching = any(starts(m) for m in state.get("failMatching", []))
     # "failMatchingOnce": [[words...], ...] fails the first call that starts with each, once.
+    # (Each word matches an argument it begins.)
     once = state.get("failMatchingOnce", [])
-    hit = next((m for m in once if args[: len(m)] == m), None)
+    hit = next((m for m in once if starts(m)), None)
     if hit is not None:
         once.remove(hit)
         save(state)
@@ -332,6 +337,8 @@ def serve():
     if args[:2] == ["api", "--include"] and "/commits/" in args[2]:
         commit_ci(state, args[2])
     elif args[0] == "api" and any(a.startswith("repos/{owner}/{repo}/milestones") for a in args):
+        if "--include" in args:
+            sys.stdout.write("HTTP/2.0 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\r\n")
         print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
     elif args[0] == "issue" and len(args) > 1:
         issue_cmd(state, args[1:])

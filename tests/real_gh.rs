@@ -158,3 +158,50 @@ fn the_fake_api_serves_rate_limits_the_way_github_does() {
         String::from_utf8_lossy(&third.stderr)
     );
 }
+
+/// A primary limit (403, `X-RateLimit-Remaining: 0`) and a secondary one (`Retry-After`) on
+/// the looks at CI, and a primary limit on the very first call of the run (the selection's):
+/// each is waited out until it lifts, the issue merges, no attempt is spent and nothing is
+/// escalated or blamed.
+#[test]
+fn rate_limits_during_the_run_and_at_start_are_waited_out_and_blame_nobody() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| {
+        a.limits = vec![
+            ("milestones".into(), Limit::Primary { reset_in_secs: 1 }),
+            ("check-runs".into(), Limit::Primary { reset_in_secs: 1 }),
+            (
+                "check-runs".into(),
+                Limit::Secondary {
+                    retry_after: Some(1),
+                },
+            ),
+        ]
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert_eq!(g.api.with(|a| a.limited.len()), 3, "{requests:#?}");
+    assert_eq!(
+        all.matches("GitHub rate limit: waiting").count(),
+        3,
+        "three waits, each named: {all}"
+    );
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls[0].state, "MERGED", "{all}");
+    assert!(!g.issue_open(1), "{all}");
+    assert!(!all.contains("escalat"), "nothing escalated: {all}");
+    assert!(!all.contains("attempt 2"), "no attempt spent: {all}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    // The waits are journaled like every other.
+    let journal = g.p.journal();
+    let limited = journal
+        .iter()
+        .filter(|r| r["event"]["event"] == "rateLimited")
+        .count();
+    assert_eq!(limited, 3, "{journal:#?}");
+}

@@ -565,7 +565,10 @@ fn pending_ci_and_a_network_blip_are_journaled_waits_that_replay_exactly() {
     let passing = json!([{"name": "unit-tests", "state": "SUCCESS", "bucket": "pass",
         "link": "https://github.invalid/o/r/actions/runs/6/job/78"}]);
     g.set_state("checks", json!([pending, passing]));
-    g.set_state("failMatchingOnce", json!([["api", "--include"]]));
+    g.set_state(
+        "failMatchingOnce",
+        json!([["api", "--include", "repos/{owner}/{repo}/commits/"]]),
+    );
     let out = g.p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");

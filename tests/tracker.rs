@@ -328,7 +328,7 @@ if [ -f "$D/old" ]; then
   done
 fi
 case "$1 $2" in
-  "api --paginate") cat "$D/milestones.json";;
+  "api --include") printf 'HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n'; cat "$D/milestones.json";;
   "issue list")
     case " $* " in
       *" --state all "*) cat "$D/milestone.json";;
@@ -407,10 +407,9 @@ impl FakeGh {
 /// (Blocks: #2, merged; depends on #30 outside the milestone). Sprint 2 and the repo have
 /// more work that must not be chosen first.
 fn sprint_fixture(f: &FakeGh, with_pr_info: bool) {
-    // Two pages, as `gh api --paginate` prints them.
     fs::write(
         f.data.join("milestones.json"),
-        "[{\"title\":\"Sprint 2\",\"open_issues\":1}]\n[{\"title\":\"Sprint 1\",\"open_issues\":3}]",
+        "[{\"title\":\"Sprint 2\",\"open_issues\":1},{\"title\":\"Sprint 1\",\"open_issues\":3}]",
     )
     .unwrap();
     let mut open = vec![
@@ -460,7 +459,7 @@ fn github_selects_in_the_first_milestone_honouring_merged_prs() {
     let calls = f.calls();
     assert_eq!(
         calls[0],
-        "api --paginate repos/{owner}/{repo}/milestones?state=open&per_page=100"
+        "api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=1"
     );
     assert_eq!(
         calls[1],
@@ -626,7 +625,7 @@ fn github_errors_name_the_command_and_stderr() {
     .unwrap();
     let err = f.tracker.select(&none()).unwrap_err().to_string();
     assert!(
-        err.contains("api --paginate repos/{owner}/{repo}/milestones"),
+        err.contains("api --include repos/{owner}/{repo}/milestones"),
         "{err}"
     );
     assert!(

@@ -1,8 +1,8 @@
 //! The GitHub tracker, through the `gh` CLI run in the project directory (so `gh` resolves
 //! the repository from its git remote).
 //!
-//! Calls: `gh api --paginate repos/{owner}/{repo}/milestones?state=open&per_page=100` for the
-//! open milestones; `gh issue list --state open --label <label> --limit 1000 --json …` for the
+//! Calls: `gh api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=N`
+//! for the open milestones (a rate limit told from the answer's status and headers); `gh issue list --state open --label <label> --limit 1000 --json …` for the
 //! candidates; `gh issue list --state all --milestone <title> --json …` for the dependencies
 //! inside the chosen milestone (or `gh issue view N --json …` per dependency without one);
 //! `gh issue edit --add-label`, `gh label create` and `gh issue comment --body-file -` for the
@@ -244,22 +244,24 @@ impl GitHub {
             })
     }
 
-    /// The titles of the open milestones.
+    /// The titles of the open milestones, page by page (`gh api --include` prints one page
+    /// with its head; a page shorter than the page size is the last).
     fn open_milestones(&self) -> Result<Vec<String>, TrackerError> {
-        let args = [
-            "api",
-            "--paginate",
-            "repos/{owner}/{repo}/milestones?state=open&per_page=100",
-        ];
-        let out = self.gh(&args, None)?;
-        // `--paginate` prints one JSON array per page, back to back.
         let mut titles = Vec::new();
-        for page in serde_json::Deserializer::from_str(&out).into_iter::<Vec<GhMilestone>>() {
-            let page = page.map_err(|source| TrackerError::Json {
-                command: self.display(&args),
-                source,
-            })?;
-            titles.extend(page.into_iter().map(|m| m.title));
+        for page in 1.. {
+            let endpoint =
+                format!("repos/{{owner}}/{{repo}}/milestones?state=open&per_page=100&page={page}");
+            let out = self.api(&endpoint)?;
+            let list: Vec<GhMilestone> =
+                serde_json::from_str(&out).map_err(|source| TrackerError::Json {
+                    command: self.display(&["api", &endpoint]),
+                    source,
+                })?;
+            let last = list.len() < 100;
+            titles.extend(list.into_iter().map(|m| m.title));
+            if last {
+                break;
+            }
         }
         Ok(titles)
     }
@@ -333,6 +335,61 @@ impl GitHub {
     }
 
     fn gh(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<String, TrackerError> {
+        let out = self.run_gh(args, stdin)?;
+        match out.status.and_then(|s| s.code()) {
+            Some(0) => Ok(out.stdout),
+            code => Err(self.failed(args, code, &out.stderr, CallFailureKind::of_gh(&out.stderr))),
+        }
+    }
+
+    /// `gh api --include <endpoint>`: the body of GitHub's answer. A failed answer's kind is
+    /// decided from its status and headers (a rate limit among them), not from gh's words;
+    /// no answer at all (gh could not reach the API) from what gh printed.
+    fn api(&self, endpoint: &str) -> Result<String, TrackerError> {
+        let args = ["api", "--include", endpoint];
+        let out = self.run_gh(&args, None)?;
+        let code = out.status.and_then(|s| s.code());
+        let Some(answer) = crate::call_failure::HttpAnswer::parse(out.stdout.as_bytes()) else {
+            let kind = CallFailureKind::of_gh(&out.stderr);
+            return Err(self.failed(&args, code, &out.stderr, kind));
+        };
+        if answer.ok() && code == Some(0) {
+            return Ok(String::from_utf8_lossy(&answer.body).into_owned());
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let said = format!("HTTP {}; {}", answer.status, out.stderr.trim());
+        Err(self.failed(&args, code, &said, answer.failure_kind(now)))
+    }
+
+    fn failed(
+        &self,
+        args: &[&str],
+        code: Option<i32>,
+        stderr: &str,
+        kind: CallFailureKind,
+    ) -> TrackerError {
+        TrackerError::Command {
+            command: self.display(args),
+            kind,
+            detail: format!(
+                "{}: {}",
+                code.map_or_else(
+                    || "killed by a signal".to_string(),
+                    |c| format!("exit code {c}")
+                ),
+                tail(&crate::redact::redact(stderr), 2000)
+            ),
+        }
+    }
+
+    /// Runs `gh args` within the time limit; its output whatever its exit code.
+    fn run_gh(
+        &self,
+        args: &[&str],
+        stdin: Option<Vec<u8>>,
+    ) -> Result<crate::process::Captured, TrackerError> {
         let mut cmd = Command::new(&self.gh);
         cmd.args(args)
             .current_dir(&self.repo_dir)
@@ -362,21 +419,7 @@ impl GitHub {
                 kind: CallFailureKind::TimedOut,
             });
         }
-        match out.status.and_then(|s| s.code()) {
-            Some(0) => Ok(out.stdout),
-            code => Err(TrackerError::Command {
-                command,
-                kind: CallFailureKind::of_gh(&out.stderr),
-                detail: format!(
-                    "{}: {}",
-                    code.map_or_else(
-                        || "killed by a signal".to_string(),
-                        |c| format!("exit code {c}")
-                    ),
-                    tail(&crate::redact::redact(&out.stderr), 2000)
-                ),
-            }),
-        }
+        Ok(out)
     }
 
     /// The command as a person would type it, for error messages.
