@@ -119,6 +119,10 @@ def render(issue, fields):
 
 def issue_cmd(state, args):
     sub = args[0]
+    if sub == "list" and args[-1] == "--json":
+        # gh lists the fields it knows when --json has none.
+        known = AVAILABLE + ([] if state.get("old") else list(OPTIONAL))
+        fail("Specify one or more comma-separated fields for `--json`:\n  " + "\n  ".join(sorted(known)))
     if sub == "list":
         fields = opt(args, "--json", "").split(",")
         check_fields(state, fields)

@@ -8,9 +8,10 @@
 //! `gh issue edit --add-label`, `gh label create` and `gh issue comment --body-file -` for the
 //! escalation mark.
 //!
-//! Older `gh` releases reject the `parent` and `closedByPullRequestsReferences` JSON fields
-//! ("Unknown JSON field"). The query is then retried without the fields `gh` named, and that
-//! is remembered for later calls; dependencies then come from the issue bodies only.
+//! Older `gh` releases lack the `parent` and `closedByPullRequestsReferences` JSON fields
+//! (gh 2.23 has neither). Which ones this gh knows is probed once per run (`gh issue list
+//! --json` lists its fields); the others are never asked for, and dependencies then come
+//! from the issue bodies only.
 
 mod claims;
 
@@ -39,7 +40,7 @@ pub struct GitHub {
     pub escalated_label: String,
     /// Time limit of one `gh` call. Default 120 s.
     pub timeout: Duration,
-    /// Bit set of the optional JSON fields this `gh` rejected.
+    /// Bit set of the optional JSON fields this `gh` lacks, with bit 7 once probed.
     unsupported: AtomicU8,
 }
 
@@ -302,36 +303,49 @@ impl GitHub {
         }
     }
 
-    /// Runs `args --json <fields + supported optional fields>`, dropping the optional fields
-    /// an older `gh` reports as unknown. Returns stdout and the command that produced it.
+    /// Runs `args --json <fields + the optional fields this gh knows>`. Returns stdout and
+    /// the command that produced it.
     fn json_query(&self, args: &[&str], fields: &str) -> Result<(String, String), TrackerError> {
-        loop {
-            let unsupported = self.unsupported.load(Ordering::Relaxed);
-            let mut all = fields.to_string();
-            for (name, bit) in OPTIONAL_FIELDS {
-                if unsupported & bit == 0 {
-                    all.push(',');
-                    all.push_str(name);
-                }
-            }
-            let mut full: Vec<&str> = args.to_vec();
-            full.extend_from_slice(&["--json", all.as_str()]);
-            match self.gh(&full, None) {
-                Ok(out) => return Ok((out, self.display(&full))),
-                Err(e) if mentions(&e, "unknown json field") => {
-                    let newly: u8 = OPTIONAL_FIELDS
-                        .iter()
-                        .filter(|(name, bit)| unsupported & bit == 0 && mentions(&e, name))
-                        .map(|(_, bit)| bit)
-                        .sum();
-                    if newly == 0 {
-                        return Err(e);
-                    }
-                    self.unsupported.fetch_or(newly, Ordering::Relaxed);
-                }
-                Err(e) => return Err(e),
+        let unsupported = self.unsupported_fields();
+        let mut all = fields.to_string();
+        for (name, bit) in OPTIONAL_FIELDS {
+            if unsupported & bit == 0 {
+                all.push(',');
+                all.push_str(name);
             }
         }
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend_from_slice(&["--json", all.as_str()]);
+        let out = self.gh(&full, None)?;
+        Ok((out, self.display(&full)))
+    }
+
+    /// The optional fields this gh lacks, probed once per run: `gh issue list --json` without
+    /// a field list prints the fields it knows, one per indented line (gh 2.23 and later
+    /// alike, without a request to GitHub). A field it does not list is never asked for.
+    fn unsupported_fields(&self) -> u8 {
+        const PROBED: u8 = 0x80;
+        let known = self.unsupported.load(Ordering::Relaxed);
+        if known & PROBED != 0 {
+            return known & !PROBED;
+        }
+        let listed: BTreeSet<String> = match self.run_gh(&["issue", "list", "--json"], None) {
+            Ok(out) => out
+                .stdout
+                .lines()
+                .chain(out.stderr.lines())
+                .filter(|l| l.starts_with("  "))
+                .map(|l| l.trim().to_string())
+                .collect(),
+            Err(_) => BTreeSet::new(),
+        };
+        let missing: u8 = OPTIONAL_FIELDS
+            .iter()
+            .filter(|(name, _)| !listed.contains(*name))
+            .map(|(_, bit)| bit)
+            .sum();
+        self.unsupported.store(missing | PROBED, Ordering::Relaxed);
+        missing
     }
 
     fn gh(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<String, TrackerError> {
