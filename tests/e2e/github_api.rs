@@ -399,11 +399,13 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
         }
         ("DELETE", ["git", "refs", "heads", branch @ ..]) => {
             let branch = branch.join("/");
-            git(&api.origin, &["branch", "-D", &branch]);
-            Some(Answer {
-                status: 204,
-                headers: vec![],
-                body: Value::Null,
+            Some(match git(&api.origin, &["branch", "-D", &branch]) {
+                Ok(_) => Answer {
+                    status: 204,
+                    headers: vec![],
+                    body: Value::Null,
+                },
+                Err(_) => status(422, "Reference does not exist"),
             })
         }
         ("POST", ["labels"]) => {
