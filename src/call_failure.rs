@@ -3,7 +3,10 @@
 //! the system returned. Everything downstream (the network patience of the driver, the merge
 //! retry on a lost push race) decides by this kind, never by the text.
 
+mod http_answer;
 mod transient_network;
+
+pub use http_answer::{HttpAnswer, SECONDARY_LIMIT_SECS};
 
 use std::io;
 
@@ -39,6 +42,14 @@ pub enum CallFailureKind {
     WorktreeConflict,
     /// The disk (or the user's quota) is full.
     DiskFull,
+    /// GitHub's rate limit (primary or secondary), told from the answer's status and
+    /// headers (`http_answer.rs`): nothing is wrong but the pace; the call may be made again
+    /// after `wait_secs`.
+    RateLimited {
+        /// Seconds until GitHub lets the caller in again (the limit's reset, `Retry-After`,
+        /// or one minute).
+        wait_secs: u64,
+    },
     /// Anything else: a bad argument, a refusal of another kind.
     Other,
 }

@@ -93,6 +93,37 @@ fn init_writes_a_valid_local_config_once_and_keeps_the_tree_clean() {
 }
 
 #[test]
+fn init_refuses_a_gh_older_than_the_minimum_by_name() {
+    let repo = new_repo();
+    git(
+        repo.path(),
+        &["remote", "add", "origin", "git@github.com:acme/widget.git"],
+    );
+    let bin = tempfile::tempdir().expect("bin");
+    let gh = bin.path().join("gh");
+    std::fs::write(&gh, "#!/bin/sh\necho 'gh version 2.20.2 (2022-11-15)'\n").expect("gh");
+    Command::new("chmod")
+        .arg("755")
+        .arg(&gh)
+        .status()
+        .expect("chmod");
+    let path = std::env::join_paths(std::iter::once(bin.path().to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .expect("PATH");
+    let out = Command::new(BIN)
+        .args(["init"])
+        .env("PATH", path)
+        .current_dir(repo.path())
+        .output()
+        .expect("run init");
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("gh 2.20.2") && err.contains("2.23.0"), "{err}");
+    assert!(!repo.path().join("sdlc-config.json").exists());
+}
+
+#[test]
 fn init_detects_a_github_remote_and_refuses_outside_a_repository() {
     let repo = new_repo();
     git(
@@ -219,13 +250,14 @@ fn doctor_asks_gh_whether_it_is_logged_in_for_the_github_forge() {
     )))
     .expect("PATH");
     p.env.push(("PATH".into(), path));
+    let version = "#!/bin/sh\n[ \"$1\" = --version ] && echo 'gh version 2.23.0 (2023-02-27 Debian 2.23.0+dfsg1-1)' && exit 0\n";
     for (script, verdict) in [
         (
-            "#!/bin/sh\necho 'You are not logged into any GitHub hosts.' >&2\nexit 1\n",
+            format!("{version}echo 'You are not logged into any GitHub hosts.' >&2\nexit 1\n"),
             "fail",
         ),
         (
-            "#!/bin/sh\necho 'Logged in to github.com account t'\nexit 0\n",
+            format!("{version}echo 'Logged in to github.com account t'\nexit 0\n"),
             "ok",
         ),
     ] {
@@ -248,6 +280,41 @@ fn doctor_asks_gh_whether_it_is_logged_in_for_the_github_forge() {
             assert_eq!(code, 0, "{report}");
         }
     }
+}
+
+#[test]
+fn doctor_refuses_a_gh_older_than_the_minimum_by_name() {
+    let mut p = Project::new(
+        &[],
+        json!({}),
+        json!({"tracker": {"kind": "github"}, "forge": "github"}),
+    );
+    let bin = p.root.join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let gh = bin.join("gh");
+    let path = std::env::join_paths(std::iter::once(bin.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .expect("PATH");
+    p.env.push(("PATH".into(), path));
+    std::fs::write(
+        &gh,
+        "#!/bin/sh\n[ \"$1\" = --version ] && echo 'gh version 2.20.2 (2022-11-15 Ubuntu 2.20.2+dfsg1-1)' && exit 0\necho 'Logged in to github.com account t'\n",
+    )
+    .expect("fake gh");
+    Command::new("chmod")
+        .arg("755")
+        .arg(&gh)
+        .status()
+        .expect("chmod");
+    let (code, report) = doctor(&p);
+    let gh_line = line(&report, "gh");
+    assert_eq!(code, 2, "{report}");
+    assert!(gh_line.starts_with("fail"), "{report}");
+    assert!(
+        gh_line.contains("gh 2.20.2") && gh_line.contains("2.23.0"),
+        "the version found and the one needed: {report}"
+    );
 }
 
 #[test]

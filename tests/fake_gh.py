@@ -119,6 +119,10 @@ def render(issue, fields):
 
 def issue_cmd(state, args):
     sub = args[0]
+    if sub == "list" and args[-1] == "--json":
+        # gh lists the fields it knows when --json has none.
+        known = AVAILABLE + ([] if state.get("old") else list(OPTIONAL))
+        fail("Specify one or more comma-separated fields for `--json`:\n  " + "\n  ".join(sorted(known)))
     if sub == "list":
         fields = opt(args, "--json", "").split(",")
         check_fields(state, fields)
@@ -258,6 +262,46 @@ def pr_cmd(state, args):
         fail("fake gh: unsupported pr subcommand %r" % sub, 2)
 
 
+def as_check_run(check):
+    """A `gh pr checks` entry of the state file as GitHub's REST API lists a check run."""
+    bucket = check.get("bucket", "pass")
+    status = "in_progress" if bucket == "pending" else "completed"
+    conclusion = {"pass": "success", "fail": "failure", "skipping": "skipped",
+                  "cancel": "cancelled"}.get(bucket)
+    return {"name": check.get("name", ""), "status": status, "conclusion": conclusion,
+            "html_url": check.get("link")}
+
+
+def commit_ci(state, endpoint):
+    """`gh api --include repos/{owner}/{repo}/commits/<ref>/check-runs|status`.
+
+    "checks": a list of check lists; each CI look takes the next one, the last one stays. A
+    look is the check runs and then the statuses; the details of a failing look (the same two
+    calls right after it) see the same list again.
+    """
+    if endpoint.split("?")[0].endswith("/status"):
+        body = {"state": "pending", "statuses": [], "total_count": 0}
+        if state.pop("lookInProgress", None) and any(
+                c.get("bucket") == "fail" for c in state.get("lastChecks", [])):
+            state["afterFailingLook"] = True
+        save(state)
+    else:
+        seq = state.get("checks") or [[]]
+        if state.pop("afterFailingLook", None) and "lastChecks" in state:
+            current = state["lastChecks"]
+        else:
+            current = seq[0]
+            state["lastChecks"] = current
+            state["lookInProgress"] = True
+            if len(seq) > 1:
+                state["checks"] = seq[1:]
+        save(state)
+        runs = [as_check_run(c) for c in current]
+        body = {"total_count": len(runs), "check_runs": runs}
+    sys.stdout.write("HTTP/2.0 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\r\n")
+    print(json.dumps(body))
+
+
 def main():
     with open(os.path.join(HERE, "state.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -273,11 +317,16 @@ def serve():
         fail("fake gh: no arguments", 2)
     # A network blip: "failNext": N fails the next N calls, "failAlways": true every call,
     # the way gh reports a connection it could not make.
-    # "failMatching": [[words...], ...] fails only the calls whose argv starts with them.
-    matching = any(args[: len(m)] == m for m in state.get("failMatching", []))
+    # "failMatching": [[words...], ...] fails only the calls whose argv starts with them
+    # (each word matches an argument it begins).
+    def starts(m):
+        return len(args) >= len(m) and all(a.startswith(w) for a, w in zip(args, m))
+
+    matching = any(starts(m) for m in state.get("failMatching", []))
     # "failMatchingOnce": [[words...], ...] fails the first call that starts with each, once.
+    # (Each word matches an argument it begins.)
     once = state.get("failMatchingOnce", [])
-    hit = next((m for m in once if args[: len(m)] == m), None)
+    hit = next((m for m in once if starts(m)), None)
     if hit is not None:
         once.remove(hit)
         save(state)
@@ -287,7 +336,13 @@ def serve():
             state["failNext"] -= 1
             save(state)
         fail("error connecting to api.github.com\ncheck your internet connection or https://githubstatus.com")
-    if args[0] == "api" and any(a.startswith("repos/{owner}/{repo}/milestones") for a in args):
+    if args[0] != "api" or "--include" not in args:
+        state.pop("afterFailingLook", None)
+    if args[:2] == ["api", "--include"] and "/commits/" in args[2]:
+        commit_ci(state, args[2])
+    elif args[0] == "api" and any(a.startswith("repos/{owner}/{repo}/milestones") for a in args):
+        if "--include" in args:
+            sys.stdout.write("HTTP/2.0 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\r\n")
         print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
     elif args[0] == "issue" and len(args) > 1:
         issue_cmd(state, args[1:])

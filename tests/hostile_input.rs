@@ -20,8 +20,9 @@ const JOURNAL: &str = concat!(
 );
 const GH_ISSUES: &str = r#"[{"number": 3, "title": "T", "body": "Depends on: #2", "state": "OPEN", "labels": [{"name": "automatable"}], "milestone": null, "closedByPullRequestsReferences": [], "parent": null}]"#;
 const GH_PRS: &str = r#"[{"number": 7, "url": "https://example.invalid/pr/7", "state": "MERGED"}, {"number": 9, "url": "u", "state": "OPEN"}]"#;
-const GH_CHECKS: &str =
-    r#"[{"bucket": "pass", "state": "SUCCESS"}, {"bucket": "pending", "state": "IN_PROGRESS"}]"#;
+const GH_CHECKS: &str = r#"{"total_count": 2, "check_runs": [{"name": "a", "status": "completed", "conclusion": "success"}, {"name": "b", "status": "in_progress", "conclusion": null}]}"#;
+const GH_STATUSES: &str =
+    r#"{"state": "success", "statuses": [{"context": "ci/x", "state": "success"}]}"#;
 const EXAMPLE: &str = include_str!("../examples/sdlc-config.json");
 const STATE: &str = r#"{"currentStep": 3, "lastCompletedStep": 2, "currentIssue": 7, "currentBranch": "7-x", "featureName": "x", "retries": {"verify": 1}, "runnerPid": 12}"#;
 const ISSUE: &str = r#"{"number": 1, "title": "T", "state": "open", "labels": ["automatable"], "body": "Depends on: #2"}"#;
@@ -122,6 +123,7 @@ proptest! {
         issues in input(GH_ISSUES),
         prs in input(GH_PRS),
         checks in input(GH_CHECKS),
+        statuses in input(GH_STATUSES),
     ) {
         let gh = sdlc_runner::tracker::GitHub::new(std::path::PathBuf::from("."));
         let text = String::from_utf8_lossy(&issues);
@@ -134,7 +136,7 @@ proptest! {
         if let Err(e) = sdlc_runner::forge::parse_prs(&prs) {
             prop_assert!(printable(&e), "{e:?}");
         }
-        if let Err(e) = sdlc_runner::forge::parse_checks(&checks) {
+        if let Err(e) = sdlc_runner::forge::parse_checks(&checks, &statuses) {
             prop_assert!(printable(&e), "{e:?}");
         }
     }
@@ -195,7 +197,7 @@ fn the_gh_samples_parse() {
     let pr = sdlc_runner::forge::parse_prs(GH_PRS.as_bytes()).expect("prs");
     assert_eq!(pr.map(|p| p.number), Some(9), "an open PR wins");
     assert_eq!(
-        sdlc_runner::forge::parse_checks(GH_CHECKS.as_bytes()),
+        sdlc_runner::forge::parse_checks(GH_CHECKS.as_bytes(), GH_STATUSES.as_bytes()),
         Ok(sdlc_runner::forge::CiState::Pending)
     );
 }

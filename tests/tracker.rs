@@ -327,8 +327,14 @@ if [ -f "$D/old" ]; then
     esac
   done
 fi
+if [ "$1 $2" = "issue list" ] && [ "${{@: -1}}" = "--json" ]; then
+  echo 'Specify one or more comma-separated fields for `--json`:' >&2
+  printf '  %s\n' body labels milestone number state title >&2
+  if [ ! -f "$D/old" ]; then printf '  %s\n' closedByPullRequestsReferences parent >&2; fi
+  exit 1
+fi
 case "$1 $2" in
-  "api --paginate") cat "$D/milestones.json";;
+  "api --include") printf 'HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n'; cat "$D/milestones.json";;
   "issue list")
     case " $* " in
       *" --state all "*) cat "$D/milestone.json";;
@@ -407,10 +413,9 @@ impl FakeGh {
 /// (Blocks: #2, merged; depends on #30 outside the milestone). Sprint 2 and the repo have
 /// more work that must not be chosen first.
 fn sprint_fixture(f: &FakeGh, with_pr_info: bool) {
-    // Two pages, as `gh api --paginate` prints them.
     fs::write(
         f.data.join("milestones.json"),
-        "[{\"title\":\"Sprint 2\",\"open_issues\":1}]\n[{\"title\":\"Sprint 1\",\"open_issues\":3}]",
+        "[{\"title\":\"Sprint 2\",\"open_issues\":1},{\"title\":\"Sprint 1\",\"open_issues\":3}]",
     )
     .unwrap();
     let mut open = vec![
@@ -460,19 +465,21 @@ fn github_selects_in_the_first_milestone_honouring_merged_prs() {
     let calls = f.calls();
     assert_eq!(
         calls[0],
-        "api --paginate repos/{owner}/{repo}/milestones?state=open&per_page=100"
+        "api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=1"
     );
+    // The probe of the fields this gh knows, once.
+    assert_eq!(calls[1], "issue list --json");
     assert_eq!(
-        calls[1],
+        calls[2],
         "issue list --state open --label automatable --limit 1000 --json \
          number,title,body,labels,milestone,state,parent,closedByPullRequestsReferences"
     );
     assert_eq!(
-        calls[2],
+        calls[3],
         "issue list --state all --milestone Sprint 1 --limit 1000 --json \
          number,state,milestone,parent,closedByPullRequestsReferences"
     );
-    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert_eq!(calls.len(), 4, "{calls:?}");
 
     let session: BTreeSet<u32> = [6].into();
     assert_eq!(
@@ -482,7 +489,7 @@ fn github_selects_in_the_first_milestone_honouring_merged_prs() {
 }
 
 #[test]
-fn github_older_gh_without_optional_fields_is_tolerated() {
+fn github_older_gh_is_never_asked_for_fields_it_lacks() {
     let f = FakeGh::new();
     sprint_fixture(&f, false);
     fs::write(f.data.join("old"), "").unwrap();
@@ -493,24 +500,26 @@ fn github_older_gh_without_optional_fields_is_tolerated() {
         .iter()
         .filter(|c| c.starts_with("issue list"))
         .collect();
+    // Probed once, from the fields gh lists; no call is refused for an unknown field.
+    assert_eq!(lists[0], "issue list --json", "{calls:?}");
     assert!(
-        lists[0].ends_with("state,parent,closedByPullRequestsReferences"),
+        lists[1].ends_with("--json number,title,body,labels,milestone,state"),
         "{calls:?}"
     );
     assert!(
-        lists[1].ends_with("state,closedByPullRequestsReferences"),
+        lists[2].ends_with("--json number,state,milestone"),
         "{calls:?}"
     );
-    assert!(
-        lists[2].ends_with("--json number,title,body,labels,milestone,state"),
-        "{calls:?}"
+    assert_eq!(lists.len(), 3, "{calls:?}");
+    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 5);
+    assert_eq!(
+        f.calls()
+            .iter()
+            .filter(|c| *c == "issue list --json")
+            .count(),
+        1,
+        "probed once per run"
     );
-    // Remembered: the milestone query goes straight to the reduced field list.
-    assert!(
-        lists[3].ends_with("--json number,state,milestone"),
-        "{calls:?}"
-    );
-    assert_eq!(lists.len(), 4, "{calls:?}");
 }
 
 #[test]
@@ -626,7 +635,7 @@ fn github_errors_name_the_command_and_stderr() {
     .unwrap();
     let err = f.tracker.select(&none()).unwrap_err().to_string();
     assert!(
-        err.contains("api --paginate repos/{owner}/{repo}/milestones"),
+        err.contains("api --include repos/{owner}/{repo}/milestones"),
         "{err}"
     );
     assert!(
@@ -692,12 +701,13 @@ fn github_release_removes_the_escalated_label_only_when_it_is_there() {
         &gh_issue(7, None, &["automatable", "sdlc-escalated"], ""),
     );
     assert!(f.tracker.lift_quarantine(7).unwrap());
+    // calls[0]: the probe of the fields this gh knows.
     let calls = f.calls();
-    assert!(calls[0].starts_with("issue view 7 --json"), "{calls:?}");
-    assert_eq!(calls[1], "issue edit 7 --remove-label sdlc-escalated");
+    assert!(calls[1].starts_with("issue view 7 --json"), "{calls:?}");
+    assert_eq!(calls[2], "issue edit 7 --remove-label sdlc-escalated");
     f.put("view_8.json", &gh_issue(8, None, &["automatable"], ""));
     assert!(!f.tracker.lift_quarantine(8).unwrap());
-    assert_eq!(f.calls().len(), 3, "nothing to remove: no edit");
+    assert_eq!(f.calls().len(), 4, "nothing to remove: no edit");
 }
 
 #[test]

@@ -371,12 +371,25 @@ fn gh_auth(cfg: &Config) -> Check {
             "install the GitHub CLI (https://cli.github.com) and run `gh auth login`",
         );
     }
+    let version = match crate::forge::github::check_gh_version(Path::new("gh"), &cfg.project_path) {
+        Ok(v) => v,
+        Err(why) => {
+            let (a, b, c) = crate::forge::github::GH_MINIMUM;
+            return Check::fail(
+                "gh",
+                why,
+                format!("install gh {a}.{b}.{c} or later (the distribution's package, or https://cli.github.com)"),
+            );
+        }
+    };
     let mut cmd = Command::new("gh");
     cmd.args(["auth", "status"])
         .current_dir(&cfg.project_path)
         .env("GH_PROMPT_DISABLED", "1");
     match crate::process::output_within(cmd, PROBE_TIMEOUT) {
-        Ok(Some(out)) if out.status.success() => Check::ok("gh", "gh auth status: logged in"),
+        Ok(Some(out)) if out.status.success() => {
+            Check::ok("gh", format!("gh {version}; gh auth status: logged in"))
+        }
         Ok(Some(out)) => {
             let text = format!(
                 "{}{}",

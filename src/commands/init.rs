@@ -33,6 +33,13 @@ pub fn run(args: &InitArgs) -> i32 {
         Some(path) => cwd.join(path),
         None => top.join("sdlc-config.json"),
     };
+    if let Some(old) = github
+        .as_ref()
+        .and_then(|_| crate::forge::github::older_gh(Path::new("gh"), &top))
+    {
+        say!("error: {old}; install a newer gh (the distribution's package, or https://cli.github.com), then run init again");
+        return 2;
+    }
     let text = template::adapt(&config_text(&top, github.as_deref()), args.agent);
     match crate::safe_fs::write_new(&target, text.as_bytes()) {
         Ok(()) => {}

@@ -113,6 +113,7 @@ fn decision(effects: &[Effect]) -> (Kind, &'static str) {
             Effect::Notify(Notice::Bounced { .. }) => return (Kind::Bounce, ""),
             Effect::Notify(Notice::Waiting { .. }) => return (Kind::Wait, ""),
             Effect::Notify(Notice::NetworkWait { .. }) => return (Kind::Wait, "network"),
+            Effect::Notify(Notice::RateLimitWait { .. }) => return (Kind::Wait, "rate limit"),
             Effect::Notify(Notice::CiPending { .. }) => return (Kind::Wait, "CI"),
             Effect::Notify(Notice::FleetPause { .. }) => return (Kind::Wait, "fleet pause"),
             Effect::MarkEscalated { .. } => return (Kind::Escalate, ""),

@@ -54,6 +54,12 @@ impl Driver {
             Err(e) if e.kind().is_transient() => {
                 Patient::GaveUp(self.network_failed(what, &e.to_string()))
             }
+            Err(e) => match e.kind() {
+                CallFailureKind::RateLimited { wait_secs } => {
+                    Patient::GaveUp(self.rate_limited(what, wait_secs, &e.to_string()))
+                }
+                _ => Patient::Done(Err(e)),
+            },
             other => Patient::Done(other),
         }
     }
@@ -68,8 +74,23 @@ impl Driver {
     }
 }
 
+impl Driver {
+    /// Says which call GitHub's rate limit refused and returns the event; the machine decides
+    /// the wait.
+    pub(super) fn rate_limited(&mut self, what: &str, wait_secs: u64, error: &str) -> Event {
+        let first_line = error.lines().next().unwrap_or_default();
+        self.say(format!(
+            "{what} hit GitHub's rate limit (it lifts in {wait_secs} s): {first_line}"
+        ));
+        self.log(&format!("rate limit: {what} refused ({first_line})"));
+        Event::RateLimited { wait_secs }
+    }
+}
+
 /// Whether a call's answer ends a sequence of calls made in one go off the runtime: a failure
 /// [`Driver::judge`] turns into the network's or the shutdown's event.
 pub(super) fn ends_the_sequence(kind: CallFailureKind) -> bool {
-    kind == CallFailureKind::Cancelled || kind.is_transient()
+    kind == CallFailureKind::Cancelled
+        || kind.is_transient()
+        || matches!(kind, CallFailureKind::RateLimited { .. })
 }

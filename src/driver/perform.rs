@@ -200,6 +200,9 @@ impl Driver {
                         self.wait_reason = Some(class.name().to_string());
                     }
                     Notice::NetworkWait { .. } => self.wait_reason = Some("NETWORK".to_string()),
+                    Notice::RateLimitWait { .. } => {
+                        self.wait_reason = Some("RATE_LIMIT".to_string());
+                    }
                     Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
                     Notice::FleetPause { .. } => {
                         self.wait_reason = Some("FLEET_PAUSE".to_string());

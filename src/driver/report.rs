@@ -80,6 +80,12 @@ fn notice_text(n: &Notice) -> (Severity, String) {
                 "network: waiting {seconds} s before calling again (network wait {wait} in a row); no attempt spent"
             ),
         ),
+        Notice::RateLimitWait { seconds, wait } => (
+            Severity::Warning,
+            format!(
+                "GitHub rate limit: waiting {seconds} s for it to lift before calling again (rate-limit wait {wait} in a row); no attempt spent, no issue blamed"
+            ),
+        ),
         Notice::Withdrawn { issue } => (
             Severity::Warning,
             format!(

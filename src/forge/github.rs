@@ -1,7 +1,12 @@
 //! The GitHub forge, through the `gh` CLI: every call has a hard time limit, never prompts,
 //! and its JSON is parsed by functions that hostile-input tests can reach directly.
 
-use super::{CiState, ForgeError, Pr, PrState};
+mod ci;
+
+pub use ci::parse_checks;
+pub(super) use ci::{ci_state_of, failing_checks_of};
+
+use super::{ForgeError, Pr, PrState};
 use crate::call_failure::CallFailureKind;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -12,14 +17,6 @@ struct GhPr {
     number: u32,
     url: String,
     state: String,
-}
-
-#[derive(Deserialize)]
-struct GhCheck {
-    #[serde(default)]
-    bucket: Option<String>,
-    #[serde(default)]
-    state: Option<String>,
 }
 
 /// The PR whose head is `branch` (see [`parse_prs`] for which one wins).
@@ -46,45 +43,6 @@ pub(super) fn pr_for_branch(
         command: command_text(gh, &args),
         detail,
     })
-}
-
-/// `gh pr checks` exits 1 on failing checks and 8 on pending ones (a defect of the older
-/// runner, docs/design-notes.md), so the JSON on stdout is read whatever the exit code, and
-/// only its absence is an error.
-pub(super) fn ci_state(
-    gh: &PathBuf,
-    repo_dir: &PathBuf,
-    branch: &str,
-) -> Result<CiState, ForgeError> {
-    let mut out = None;
-    // `bucket` is missing from older gh; the raw `state` is enough to classify.
-    for fields in ["name,state,bucket", "name,state"] {
-        let args = ["pr", "checks", branch, "--json", fields];
-        let o = run_gh(gh, repo_dir, &args)?;
-        let stderr = String::from_utf8_lossy(&o.stderr).to_ascii_lowercase();
-        if stderr.contains("no checks reported") {
-            return Ok(CiState::NoneConfigured);
-        }
-        if stderr.contains("unknown json field") && fields.contains("bucket") {
-            continue;
-        }
-        out = Some((o, args));
-        break;
-    }
-    let Some((out, args)) = out else {
-        return Err(ForgeError::Parse {
-            command: command_text(gh, &["pr", "checks", branch]),
-            detail: "gh accepted no JSON field set".to_string(),
-        });
-    };
-    match parse_checks(&out.stdout) {
-        Ok(state) => Ok(state),
-        Err(detail) if out.status.success() => Err(ForgeError::Parse {
-            command: command_text(gh, &args),
-            detail,
-        }),
-        Err(_) => Err(gh_failed(gh, &args, &out)),
-    }
 }
 
 /// The PR `gh pr list --json number,url,state` describes for one branch: with several (a
@@ -123,54 +81,14 @@ pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
     Ok(best)
 }
 
-/// What `gh pr checks --json …` says about CI: no checks, pending, failed or passed.
-pub fn parse_checks(json: &[u8]) -> Result<CiState, String> {
-    let checks: Vec<GhCheck> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-    if checks.is_empty() {
-        return Ok(CiState::NoneConfigured);
-    }
-    let mut pending = false;
-    for c in &checks {
-        match classify_check(c) {
-            CiState::Failed => return Ok(CiState::Failed),
-            CiState::Pending => pending = true,
-            _ => {}
-        }
-    }
-    Ok(if pending {
-        CiState::Pending
-    } else {
-        CiState::Passed
-    })
-}
-
-fn classify_check(c: &GhCheck) -> CiState {
-    if let Some(bucket) = &c.bucket {
-        return match bucket.to_ascii_lowercase().as_str() {
-            "pass" | "skipping" => CiState::Passed,
-            "pending" => CiState::Pending,
-            _ => CiState::Failed, // fail, cancel, and anything newer we cannot vouch for
-        };
-    }
-    match c
-        .state
-        .as_deref()
-        .unwrap_or("")
-        .to_ascii_uppercase()
-        .as_str()
-    {
-        "SUCCESS" | "SKIPPED" | "NEUTRAL" => CiState::Passed,
-        "PENDING" | "QUEUED" | "IN_PROGRESS" | "WAITING" | "REQUESTED" | "EXPECTED" => {
-            CiState::Pending
-        }
-        _ => CiState::Failed,
-    }
-}
-
 /// A hung `gh` must not hang an unattended run: every call has a hard timeout.
 const GH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
 
-fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Output, ForgeError> {
+pub(super) fn run_gh(
+    gh: &PathBuf,
+    dir: &PathBuf,
+    args: &[&str],
+) -> Result<std::process::Output, ForgeError> {
     let mut cmd = Command::new(gh);
     cmd.args(args)
         .current_dir(dir)
@@ -197,11 +115,11 @@ fn run_gh(gh: &PathBuf, dir: &PathBuf, args: &[&str]) -> Result<std::process::Ou
         })
 }
 
-fn command_text(gh: &Path, args: &[&str]) -> String {
+pub(super) fn command_text(gh: &Path, args: &[&str]) -> String {
     format!("{} {}", gh.display(), args.join(" "))
 }
 
-fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
+pub(super) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     ForgeError::Command {
         command: command_text(gh, args),
@@ -257,67 +175,83 @@ pub(super) fn merge_pr(
     Ok(())
 }
 
-#[derive(Deserialize)]
-struct FailingCheck {
-    name: String,
-    #[serde(default)]
-    bucket: Option<String>,
-    #[serde(default)]
-    state: Option<String>,
-    #[serde(default)]
-    link: Option<String>,
+/// The oldest `gh` the adapters' calls work with: every call they make is answered by gh
+/// 2.23.0 (Debian 12's) and later. Newer releases only add what the runner does not need.
+pub const GH_MINIMUM: (u32, u32, u32) = (2, 23, 0);
+
+/// The version `gh --version` printed (`gh version 2.23.0 (2023-02-27 …)`).
+pub fn parse_gh_version(text: &str) -> Option<(u32, u32, u32)> {
+    let word = text.lines().next()?.split_whitespace().nth(2)?;
+    let core = word.trim_start_matches('v');
+    let core = core.split(['-', '+']).next()?;
+    let mut parts = core.split('.').map(|p| p.parse::<u32>().ok());
+    Some((
+        parts.next()??,
+        parts.next()??,
+        parts.next().flatten().unwrap_or(0),
+    ))
 }
 
-/// Lines of a failed job's log kept for the repair context.
-const LOG_TAIL_LINES: usize = 60;
-
-/// The failing checks' names and links, each with the end of its job log when the link is
-/// a GitHub Actions job (`…/actions/runs/<run>/job/<job>`).
-pub(super) fn failing_checks(
-    gh: &PathBuf,
-    repo_dir: &PathBuf,
-    branch: &str,
-) -> Result<String, ForgeError> {
-    let args = ["pr", "checks", branch, "--json", "name,state,bucket,link"];
-    let out = run_gh(gh, repo_dir, &args)?;
-    let checks: Vec<FailingCheck> =
-        serde_json::from_slice(&out.stdout).map_err(|e| ForgeError::Parse {
-            command: command_text(gh, &args),
-            detail: e.to_string(),
-        })?;
-    let mut text = String::new();
-    for c in checks {
-        let probe = GhCheck {
-            bucket: c.bucket.clone(),
-            state: c.state.clone(),
-        };
-        if classify_check(&probe) != CiState::Failed {
-            continue;
+/// `gh --version` of `gh`: its version when it is [`GH_MINIMUM`] or later, or what is wrong in
+/// an operator's words (the version found and the one needed, or why none was read).
+pub fn check_gh_version(gh: &Path, dir: &Path) -> Result<String, String> {
+    let (a, b, c) = GH_MINIMUM;
+    let mut cmd = Command::new(gh);
+    cmd.arg("--version")
+        .current_dir(dir)
+        .env("GH_PROMPT_DISABLED", "1");
+    let out = match crate::process::output_within(cmd, std::time::Duration::from_secs(20)) {
+        Ok(Some(out)) => out,
+        Ok(None) => {
+            return Err(format!(
+                "`{} --version` gave no answer within 20 s",
+                gh.display()
+            ))
         }
-        let link = c.link.unwrap_or_default();
-        text.push_str(&format!("failing check: {} {link}\n", c.name));
-        let job = link
-            .split("/job/")
-            .nth(1)
-            .map(|j| {
-                j.split(['/', '?', '#'])
-                    .next()
-                    .unwrap_or_default()
-                    .to_string()
-            })
-            .filter(|j| !j.is_empty() && j.chars().all(|ch| ch.is_ascii_digit()));
-        if let Some(job) = job {
-            let log_args = ["run", "view", "--job", job.as_str(), "--log-failed"];
-            if let Ok(log) = run_gh(gh, repo_dir, &log_args) {
-                let log = String::from_utf8_lossy(&log.stdout);
-                let lines: Vec<&str> = log.lines().collect();
-                let tail = &lines[lines.len().saturating_sub(LOG_TAIL_LINES)..];
-                for line in tail {
-                    text.push_str(line);
-                    text.push('\n');
-                }
-            }
+        Err(e) => {
+            return Err(format!(
+                "`{} --version` cannot be started: {e}",
+                gh.display()
+            ))
         }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    match parse_gh_version(&text) {
+        Some(v) if v >= GH_MINIMUM => Ok(format!("{}.{}.{}", v.0, v.1, v.2)),
+        Some(v) => Err(format!(
+            "gh {}.{}.{} is older than {a}.{b}.{c}, the oldest gh the runner works with",
+            v.0, v.1, v.2
+        )),
+        None => Err(format!(
+            "`{} --version` printed no version the runner can read (it needs gh {a}.{b}.{c} or later)",
+            gh.display()
+        )),
     }
-    Ok(text)
+}
+
+/// What is wrong when `gh` answers with a version older than [`GH_MINIMUM`]; `None` when it
+/// is recent enough or gave no version (a missing gh is `doctor`'s to report).
+pub fn older_gh(gh: &Path, dir: &Path) -> Option<String> {
+    check_gh_version(gh, dir)
+        .err()
+        .filter(|why| why.contains(" is older than "))
+}
+
+#[cfg(test)]
+mod version_tests {
+    use super::*;
+
+    #[test]
+    fn gh_versions_are_read_as_gh_prints_them() {
+        let debian =
+            "gh version 2.23.0 (2023-02-27 Debian 2.23.0+dfsg1-1)\nhttps://github.com/cli/cli/releases/tag/v2.23.0\n";
+        assert_eq!(parse_gh_version(debian), Some((2, 23, 0)));
+        assert_eq!(
+            parse_gh_version("gh version 2.63.2 (2024-12-05)"),
+            Some((2, 63, 2))
+        );
+        assert_eq!(parse_gh_version("gh version 2.4.0-rc1"), Some((2, 4, 0)));
+        assert_eq!(parse_gh_version("Logged in"), None);
+        assert!((2, 22, 1) < GH_MINIMUM && (2, 23, 0) >= GH_MINIMUM && (3, 0, 0) > GH_MINIMUM);
+    }
 }

@@ -98,42 +98,33 @@ impl Forge {
         }
     }
 
-    /// The branch's CI. The local forge runs its CI command once per commit, if it has one.
+    /// The branch's CI (on GitHub: its head's). The local forge runs its CI command once per
+    /// commit, if it has one.
     pub fn ci_state(&self, repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
         match self {
             Forge::Local { ci: Some(ci), .. } => ci.state(repo, branch),
             Forge::Local { ci: None, .. } => Ok(CiState::NoneConfigured),
-            Forge::GitHub { gh, repo_dir, .. } => github::ci_state(gh, repo_dir, branch),
+            Forge::GitHub { gh, repo_dir, .. } => github::ci_state_of(gh, repo_dir, branch),
         }
     }
 
-    /// CI of commit `commit`, origin's head of `branch` as the caller just read it. The local
-    /// forge runs its CI command on that very commit; GitHub reports the checks of the PR's
-    /// head, which the caller's look found to be `commit` (and the merge is refused by GitHub
-    /// should the head have moved since: `--match-head-commit`).
-    pub fn ci_state_of(
-        &self,
-        repo: &Repo,
-        branch: &str,
-        commit: &str,
-    ) -> Result<CiState, ForgeError> {
+    /// CI of commit `commit` (origin's head of the branch as the caller just read it). The
+    /// local forge runs its CI command on that very commit; GitHub reports that commit's
+    /// check runs and statuses, whatever the PR's head is by now.
+    pub fn ci_state_of(&self, repo: &Repo, commit: &str) -> Result<CiState, ForgeError> {
         match self {
             Forge::Local { ci: Some(ci), .. } => ci.state_of(repo, commit),
             Forge::Local { ci: None, .. } => Ok(CiState::NoneConfigured),
-            Forge::GitHub { gh, repo_dir, .. } => github::ci_state(gh, repo_dir, branch),
+            Forge::GitHub { gh, repo_dir, .. } => github::ci_state_of(gh, repo_dir, commit),
         }
     }
 
     /// [`Forge::failing_checks`] for commit `commit`.
-    pub fn failing_checks_of(
-        &self,
-        repo: &Repo,
-        branch: &str,
-        commit: &str,
-    ) -> Result<String, ForgeError> {
+    pub fn failing_checks_of(&self, commit: &str) -> Result<String, ForgeError> {
         match self {
             Forge::Local { ci: Some(ci), .. } => ci.failing_of(commit),
-            _ => self.failing_checks(repo, branch),
+            Forge::GitHub { gh, repo_dir, .. } => github::failing_checks_of(gh, repo_dir, commit),
+            Forge::Local { ci: None, .. } => Ok(String::new()),
         }
     }
 
@@ -187,7 +178,7 @@ impl Forge {
     /// check's name and link, with the end of its log where the forge provides one.
     pub fn failing_checks(&self, repo: &Repo, branch: &str) -> Result<String, ForgeError> {
         match self {
-            Forge::GitHub { gh, repo_dir, .. } => github::failing_checks(gh, repo_dir, branch),
+            Forge::GitHub { gh, repo_dir, .. } => github::failing_checks_of(gh, repo_dir, branch),
             Forge::Local { ci: Some(ci), .. } => ci.failing(repo, branch),
             Forge::Local { ci: None, .. } => Ok(String::new()),
         }

@@ -58,11 +58,11 @@ impl ForgePort for ForgeAdapter {
     fn create_pr(&self, branch: &str, title: &str, body: &str) -> Result<Pr, ForgeError> {
         self.forge.create_pr(&self.repo, branch, title, body)
     }
-    fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
-        self.forge.ci_state_of(&self.repo, branch, commit)
+    fn ci_state_of(&self, _branch: &str, commit: &str) -> Result<CiState, ForgeError> {
+        self.forge.ci_state_of(&self.repo, commit)
     }
-    fn failing_checks_of(&self, branch: &str, commit: &str) -> Result<String, ForgeError> {
-        self.forge.failing_checks_of(&self.repo, branch, commit)
+    fn failing_checks_of(&self, _branch: &str, commit: &str) -> Result<String, ForgeError> {
+        self.forge.failing_checks_of(commit)
     }
     fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError> {
         self.forge.merge_pr(&self.repo, branch, commit, message)

@@ -1,16 +1,17 @@
 //! The GitHub tracker, through the `gh` CLI run in the project directory (so `gh` resolves
 //! the repository from its git remote).
 //!
-//! Calls: `gh api --paginate repos/{owner}/{repo}/milestones?state=open&per_page=100` for the
-//! open milestones; `gh issue list --state open --label <label> --limit 1000 --json …` for the
+//! Calls: `gh api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=N`
+//! for the open milestones (a rate limit told from the answer's status and headers); `gh issue list --state open --label <label> --limit 1000 --json …` for the
 //! candidates; `gh issue list --state all --milestone <title> --json …` for the dependencies
 //! inside the chosen milestone (or `gh issue view N --json …` per dependency without one);
 //! `gh issue edit --add-label`, `gh label create` and `gh issue comment --body-file -` for the
 //! escalation mark.
 //!
-//! Older `gh` releases reject the `parent` and `closedByPullRequestsReferences` JSON fields
-//! ("Unknown JSON field"). The query is then retried without the fields `gh` named, and that
-//! is remembered for later calls; dependencies then come from the issue bodies only.
+//! Older `gh` releases lack the `parent` and `closedByPullRequestsReferences` JSON fields
+//! (gh 2.23 has neither). Which ones this gh knows is probed once per run (`gh issue list
+//! --json` lists its fields); the others are never asked for, and dependencies then come
+//! from the issue bodies only.
 
 mod claims;
 
@@ -39,7 +40,7 @@ pub struct GitHub {
     pub escalated_label: String,
     /// Time limit of one `gh` call. Default 120 s.
     pub timeout: Duration,
-    /// Bit set of the optional JSON fields this `gh` rejected.
+    /// Bit set of the optional JSON fields this `gh` lacks, with bit 7 once probed.
     unsupported: AtomicU8,
 }
 
@@ -244,22 +245,24 @@ impl GitHub {
             })
     }
 
-    /// The titles of the open milestones.
+    /// The titles of the open milestones, page by page (`gh api --include` prints one page
+    /// with its head; a page shorter than the page size is the last).
     fn open_milestones(&self) -> Result<Vec<String>, TrackerError> {
-        let args = [
-            "api",
-            "--paginate",
-            "repos/{owner}/{repo}/milestones?state=open&per_page=100",
-        ];
-        let out = self.gh(&args, None)?;
-        // `--paginate` prints one JSON array per page, back to back.
         let mut titles = Vec::new();
-        for page in serde_json::Deserializer::from_str(&out).into_iter::<Vec<GhMilestone>>() {
-            let page = page.map_err(|source| TrackerError::Json {
-                command: self.display(&args),
-                source,
-            })?;
-            titles.extend(page.into_iter().map(|m| m.title));
+        for page in 1.. {
+            let endpoint =
+                format!("repos/{{owner}}/{{repo}}/milestones?state=open&per_page=100&page={page}");
+            let out = self.api(&endpoint)?;
+            let list: Vec<GhMilestone> =
+                serde_json::from_str(&out).map_err(|source| TrackerError::Json {
+                    command: self.display(&["api", &endpoint]),
+                    source,
+                })?;
+            let last = list.len() < 100;
+            titles.extend(list.into_iter().map(|m| m.title));
+            if last {
+                break;
+            }
         }
         Ok(titles)
     }
@@ -300,39 +303,107 @@ impl GitHub {
         }
     }
 
-    /// Runs `args --json <fields + supported optional fields>`, dropping the optional fields
-    /// an older `gh` reports as unknown. Returns stdout and the command that produced it.
+    /// Runs `args --json <fields + the optional fields this gh knows>`. Returns stdout and
+    /// the command that produced it.
     fn json_query(&self, args: &[&str], fields: &str) -> Result<(String, String), TrackerError> {
-        loop {
-            let unsupported = self.unsupported.load(Ordering::Relaxed);
-            let mut all = fields.to_string();
-            for (name, bit) in OPTIONAL_FIELDS {
-                if unsupported & bit == 0 {
-                    all.push(',');
-                    all.push_str(name);
-                }
-            }
-            let mut full: Vec<&str> = args.to_vec();
-            full.extend_from_slice(&["--json", all.as_str()]);
-            match self.gh(&full, None) {
-                Ok(out) => return Ok((out, self.display(&full))),
-                Err(e) if mentions(&e, "unknown json field") => {
-                    let newly: u8 = OPTIONAL_FIELDS
-                        .iter()
-                        .filter(|(name, bit)| unsupported & bit == 0 && mentions(&e, name))
-                        .map(|(_, bit)| bit)
-                        .sum();
-                    if newly == 0 {
-                        return Err(e);
-                    }
-                    self.unsupported.fetch_or(newly, Ordering::Relaxed);
-                }
-                Err(e) => return Err(e),
+        let unsupported = self.unsupported_fields();
+        let mut all = fields.to_string();
+        for (name, bit) in OPTIONAL_FIELDS {
+            if unsupported & bit == 0 {
+                all.push(',');
+                all.push_str(name);
             }
         }
+        let mut full: Vec<&str> = args.to_vec();
+        full.extend_from_slice(&["--json", all.as_str()]);
+        let out = self.gh(&full, None)?;
+        Ok((out, self.display(&full)))
+    }
+
+    /// The optional fields this gh lacks, probed once per run: `gh issue list --json` without
+    /// a field list prints the fields it knows, one per indented line (gh 2.23 and later
+    /// alike, without a request to GitHub). A field it does not list is never asked for.
+    fn unsupported_fields(&self) -> u8 {
+        const PROBED: u8 = 0x80;
+        let known = self.unsupported.load(Ordering::Relaxed);
+        if known & PROBED != 0 {
+            return known & !PROBED;
+        }
+        let listed: BTreeSet<String> = match self.run_gh(&["issue", "list", "--json"], None) {
+            Ok(out) => out
+                .stdout
+                .lines()
+                .chain(out.stderr.lines())
+                .filter(|l| l.starts_with("  "))
+                .map(|l| l.trim().to_string())
+                .collect(),
+            Err(_) => BTreeSet::new(),
+        };
+        let missing: u8 = OPTIONAL_FIELDS
+            .iter()
+            .filter(|(name, _)| !listed.contains(*name))
+            .map(|(_, bit)| bit)
+            .sum();
+        self.unsupported.store(missing | PROBED, Ordering::Relaxed);
+        missing
     }
 
     fn gh(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<String, TrackerError> {
+        let out = self.run_gh(args, stdin)?;
+        match out.status.and_then(|s| s.code()) {
+            Some(0) => Ok(out.stdout),
+            code => Err(self.failed(args, code, &out.stderr, CallFailureKind::of_gh(&out.stderr))),
+        }
+    }
+
+    /// `gh api --include <endpoint>`: the body of GitHub's answer. A failed answer's kind is
+    /// decided from its status and headers (a rate limit among them), not from gh's words;
+    /// no answer at all (gh could not reach the API) from what gh printed.
+    fn api(&self, endpoint: &str) -> Result<String, TrackerError> {
+        let args = ["api", "--include", endpoint];
+        let out = self.run_gh(&args, None)?;
+        let code = out.status.and_then(|s| s.code());
+        let Some(answer) = crate::call_failure::HttpAnswer::parse(out.stdout.as_bytes()) else {
+            let kind = CallFailureKind::of_gh(&out.stderr);
+            return Err(self.failed(&args, code, &out.stderr, kind));
+        };
+        if answer.ok() && code == Some(0) {
+            return Ok(String::from_utf8_lossy(&answer.body).into_owned());
+        }
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        let said = format!("HTTP {}; {}", answer.status, out.stderr.trim());
+        Err(self.failed(&args, code, &said, answer.failure_kind(now)))
+    }
+
+    fn failed(
+        &self,
+        args: &[&str],
+        code: Option<i32>,
+        stderr: &str,
+        kind: CallFailureKind,
+    ) -> TrackerError {
+        TrackerError::Command {
+            command: self.display(args),
+            kind,
+            detail: format!(
+                "{}: {}",
+                code.map_or_else(
+                    || "killed by a signal".to_string(),
+                    |c| format!("exit code {c}")
+                ),
+                tail(&crate::redact::redact(stderr), 2000)
+            ),
+        }
+    }
+
+    /// Runs `gh args` within the time limit; its output whatever its exit code.
+    fn run_gh(
+        &self,
+        args: &[&str],
+        stdin: Option<Vec<u8>>,
+    ) -> Result<crate::process::Captured, TrackerError> {
         let mut cmd = Command::new(&self.gh);
         cmd.args(args)
             .current_dir(&self.repo_dir)
@@ -362,21 +433,7 @@ impl GitHub {
                 kind: CallFailureKind::TimedOut,
             });
         }
-        match out.status.and_then(|s| s.code()) {
-            Some(0) => Ok(out.stdout),
-            code => Err(TrackerError::Command {
-                command,
-                kind: CallFailureKind::of_gh(&out.stderr),
-                detail: format!(
-                    "{}: {}",
-                    code.map_or_else(
-                        || "killed by a signal".to_string(),
-                        |c| format!("exit code {c}")
-                    ),
-                    tail(&crate::redact::redact(&out.stderr), 2000)
-                ),
-            }),
-        }
+        Ok(out)
     }
 
     /// The command as a person would type it, for error messages.

@@ -116,7 +116,10 @@ impl Core {
             // lease may lapse; the next renewal tells), the request held back goes ahead.
             if matches!(
                 event,
-                Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed
+                Event::ClaimRenewed
+                    | Event::TrackerWriteFailed
+                    | Event::NetworkFailed
+                    | Event::RateLimited { .. }
             ) {
                 self.fx.push(request);
                 return &self.fx;

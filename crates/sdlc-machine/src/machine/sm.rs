@@ -87,6 +87,7 @@ impl Runner {
                 Handled
             }
             Event::NetworkFailed => self.network_failed(context),
+            Event::RateLimited { wait_secs } => self.rate_limited(wait_secs, context),
             Event::IssueSelected { issue } => self.selected(issue, context),
             Event::ClaimTaken { issue } if self.claiming(issue) => self.claim_taken(issue, context),
             Event::ClaimHeld { issue } if self.claiming(issue) => self.claim_held(issue, context),

@@ -16,6 +16,8 @@ pub enum Reply {
     Shutdown,
     /// The runner's own call (a probe, a builtin step) fails on the network: no agent ran.
     Network,
+    /// GitHub's rate limit refuses the runner's own call (lifting in that many seconds).
+    RateLimited(u64),
     /// The runner dies (kill -9) while the request is outstanding: a fresh core is rebuilt
     /// from the recorded events, as a restarted runner does from its journal, and restarted.
     Crash,
@@ -185,6 +187,7 @@ pub fn drive_claiming(
             Effect::TakeMergeTurn { .. } => match next_reply(Step::Merge, false) {
                 Reply::Busy => Event::MergeTurnBusy,
                 Reply::Network => Event::NetworkFailed,
+                Reply::RateLimited(wait_secs) => Event::RateLimited { wait_secs },
                 Reply::Crash => Event::Start,
                 Reply::Shutdown => Event::ShutdownRequested {
                     signal: sdlc_machine::machine::Signal::Term,
@@ -203,6 +206,7 @@ pub fn drive_claiming(
                 },
                 Reply::Crash => Event::Start,
                 Reply::Network => Event::NetworkFailed,
+                Reply::RateLimited(wait_secs) => Event::RateLimited { wait_secs },
                 _ => Event::PreconditionsOk { step },
             },
             Effect::RunStep { .. } | Effect::LookAtCi { .. } => {
@@ -217,7 +221,8 @@ pub fn drive_claiming(
                     && core.runner().contention.lost()
                         < sdlc_machine::fleet::Contention::MAX_LOST_RACES;
                 // Only a step's attempt may start an agent; another look at CI never does.
-                if reply != Reply::Network && !free_race && matches!(req, Effect::RunStep { .. }) {
+                let own_call_failed = matches!(reply, Reply::Network | Reply::RateLimited(_));
+                if !own_call_failed && !free_race && matches!(req, Effect::RunStep { .. }) {
                     trace.invocations += 1;
                 }
                 match reply {
@@ -231,6 +236,7 @@ pub fn drive_claiming(
                         commit: None,
                     },
                     Reply::Network => Event::NetworkFailed,
+                    Reply::RateLimited(wait_secs) => Event::RateLimited { wait_secs },
                     Reply::Fail(class, sig) => Event::StepFailed {
                         step,
                         class,

@@ -10,6 +10,7 @@ impl Runner {
     /// network failure of that call is waited out and the same request issued again.
     pub(super) fn request(&mut self, state: State, effect: Effect, fx: &mut Fx) {
         self.network_waits = 0;
+        self.rate_limit_waits = 0;
         self.fleet_pauses = 0;
         self.outstanding = Some((state, effect));
         fx.push(effect);
@@ -35,6 +36,27 @@ impl Runner {
         Transition(State::waiting_for_network(seconds))
     }
 
+    /// GitHub's rate limit refused the outstanding request's call: wait until it lifts (at
+    /// most `Limits::MAX_RATE_LIMIT_WAIT_SECS`) and call again; `max_network_waits` such waits
+    /// in a row on one request halt as the network's failure would. No attempt is spent and
+    /// no issue blamed.
+    pub(super) fn rate_limited(&mut self, wait_secs: u64, fx: &mut Fx) -> Outcome<State> {
+        if self.outstanding.is_none() {
+            return Handled;
+        }
+        if self.rate_limit_waits >= self.limits.max_network_waits {
+            return self.halt(HaltReason::Network, fx);
+        }
+        self.rate_limit_waits += 1;
+        let seconds = Limits::rate_limit_wait_secs(wait_secs);
+        fx.push(Effect::Notify(Notice::RateLimitWait {
+            seconds,
+            wait: self.rate_limit_waits,
+        }));
+        fx.push(Effect::Wait { seconds });
+        Transition(State::waiting_for_network(seconds))
+    }
+
     /// The answer to a tracker write, the same for a merge, an escalation and a release:
     /// `recorded` goes on; a refusal halts naming the issue; the network is waited out; a
     /// restart writes again.
@@ -49,6 +71,7 @@ impl Runner {
             Event::TrackerUpdated => recorded(self, fx),
             Event::TrackerWriteFailed => self.halt(refused, fx),
             Event::NetworkFailed => self.network_failed(fx),
+            Event::RateLimited { wait_secs } => self.rate_limited(wait_secs, fx),
             Event::Start | Event::ModeChanged { .. } => {
                 if let Event::ModeChanged { mode } = *event {
                     self.mode = mode;

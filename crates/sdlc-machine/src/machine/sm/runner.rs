@@ -145,6 +145,8 @@ pub struct Runner {
     pub decision_paused: bool,
     /// Network waits in a row on the outstanding request.
     pub network_waits: u32,
+    /// Rate-limit waits in a row on the outstanding request.
+    pub rate_limit_waits: u32,
     /// The issue and failure of the last escalation, to tell an environment's failure (the
     /// same on two issues in a row) from the issues'.
     pub last_escalation: Option<(u32, LastFailure)>,
@@ -257,6 +259,7 @@ impl Runner {
             held_elsewhere: BTreeSet::new(),
             outstanding: None,
             network_waits: 0,
+            rate_limit_waits: 0,
             fleet_pauses: 0,
             decision_looks: 0,
             decision_waited_secs: 0,

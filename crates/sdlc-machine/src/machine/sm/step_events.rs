@@ -136,6 +136,7 @@ impl Runner {
                 self.withdraw(issue, fx)
             }
             Event::NetworkFailed => self.network_failed(fx),
+            Event::RateLimited { wait_secs } => self.rate_limited(wait_secs, fx),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
                 self.give_turn_back(step, fx);
                 self.withdraw(issue, fx)

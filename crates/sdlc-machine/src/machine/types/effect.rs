@@ -103,6 +103,13 @@ pub enum Notice {
         /// Waits in a row on this call, this one included.
         wait: u32,
     },
+    /// A runner action is waited on: GitHub's rate limit refused its call.
+    RateLimitWait {
+        /// How long this wait lasts.
+        seconds: u64,
+        /// Rate-limit waits in a row on this call, this one included.
+        wait: u32,
+    },
     /// A person closed, relabelled or escalated the issue: the cycle was dropped.
     Withdrawn {
         /// The issue.

@@ -186,6 +186,14 @@ pub enum Event {
     /// step, a tracker write) failed for a transient network reason: the machine decides
     /// whether to wait and call again or to halt.
     NetworkFailed,
+    /// The runner's call for the outstanding request was refused by GitHub's rate limit
+    /// (told from the answer's status and headers by the adapter): nothing is wrong but the
+    /// pace. The machine waits until the limit lifts and calls again; no attempt is spent and
+    /// no issue blamed.
+    RateLimited {
+        /// Seconds until GitHub lets the runner in again, as the answer said.
+        wait_secs: u64,
+    },
     /// The tracker recorded the merge, the escalation or the release asked for.
     TrackerUpdated,
     /// The tracker could not be written (read-only, permission, not found, refused): an
@@ -317,6 +325,7 @@ impl Event {
             Event::ShutdownRequested { .. } => "ShutdownRequested",
             Event::NetworkUnavailable => "NetworkUnavailable",
             Event::NetworkFailed => "NetworkFailed",
+            Event::RateLimited { .. } => "RateLimited",
             Event::TrackerUpdated => "TrackerUpdated",
             Event::TrackerWriteFailed => "TrackerWriteFailed",
             Event::IssueWithdrawn { .. } => "IssueWithdrawn",

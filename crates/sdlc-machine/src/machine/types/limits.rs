@@ -164,6 +164,21 @@ impl Limits {
 
     /// Network wait before the `n`-th wait in a row on one call (1-based): its own schedule,
     /// seconds first, doubling to the same cap as the rate-limit backoff.
+    /// The longest wait for GitHub's rate limit to lift: a primary limit resets within the
+    /// hour, so a longer reset (a clock far off) is not believed; a minute more covers a
+    /// reset a little past the hour.
+    pub const MAX_RATE_LIMIT_WAIT_SECS: u64 = 3_660;
+
+    /// The wait before the `n`-th call again after GitHub's rate limit asked for `wait_secs`:
+    /// that, one second more (the reset is a whole second), at most
+    /// [`Limits::MAX_RATE_LIMIT_WAIT_SECS`].
+    pub fn rate_limit_wait_secs(wait_secs: u64) -> u64 {
+        wait_secs
+            .saturating_add(1)
+            .min(Self::MAX_RATE_LIMIT_WAIT_SECS)
+    }
+
+    /// First network wait, doubling (see `network_backoff_initial_secs`).
     pub fn network_backoff_secs(&self, n: u32) -> u32 {
         doubling(self.network_backoff_initial_secs, n, self.backoff_max_secs)
     }

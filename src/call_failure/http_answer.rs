@@ -1,0 +1,164 @@
+//! GitHub's answer as `gh api --include` prints it (the status line, the headers, a blank
+//! line, the body), and what a failed answer's status and headers mean. Rate limits are told
+//! from the headers GitHub sends with them, never from the message's prose: a primary limit
+//! (403 or 429 with `X-RateLimit-Remaining: 0`) lasts until `X-RateLimit-Reset`, a secondary
+//! one (`Retry-After`, or 429 without it) for `Retry-After` seconds or one minute.
+
+use super::CallFailureKind;
+
+/// How long GitHub asks a client to wait after a secondary limit that names no time.
+pub const SECONDARY_LIMIT_SECS: u64 = 60;
+
+/// One answer of GitHub's HTTP API.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpAnswer {
+    /// The HTTP status (200, 404, …).
+    pub status: u16,
+    /// The headers, names in lower case, in the order received.
+    pub headers: Vec<(String, String)>,
+    /// The body (JSON for GitHub's API).
+    pub body: Vec<u8>,
+}
+
+impl HttpAnswer {
+    /// The first value of header `name` (any case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Reads `gh api --include`'s output. `None` when it does not start with an HTTP status
+    /// line (gh printed nothing: it could not reach the API at all).
+    pub fn parse(out: &[u8]) -> Option<HttpAnswer> {
+        let (head, body) = split_head(out)?;
+        let head = String::from_utf8_lossy(head);
+        let mut lines = head.lines();
+        let status_line = lines.next()?;
+        let mut words = status_line.split_whitespace();
+        if !words.next()?.starts_with("HTTP/") {
+            return None;
+        }
+        let status: u16 = words.next()?.parse().ok()?;
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        Some(HttpAnswer {
+            status,
+            headers,
+            body: body.to_vec(),
+        })
+    }
+
+    /// Whether GitHub answered with a success status.
+    pub fn ok(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+
+    /// What a failed answer means, from its status and headers. `now_epoch_secs`: the time
+    /// the answer arrived, against which a primary limit's reset is measured.
+    pub fn failure_kind(&self, now_epoch_secs: u64) -> CallFailureKind {
+        let number = |name: &str| self.header(name).and_then(|v| v.trim().parse::<u64>().ok());
+        let limited_status = matches!(self.status, 403 | 429);
+        if limited_status && number("x-ratelimit-remaining") == Some(0) {
+            let reset = number("x-ratelimit-reset").unwrap_or(now_epoch_secs);
+            // A reset already past (clocks differ) still needs a moment before the next call.
+            let wait_secs = reset.saturating_sub(now_epoch_secs).max(1);
+            return CallFailureKind::RateLimited { wait_secs };
+        }
+        if let Some(after) = number("retry-after").filter(|_| limited_status) {
+            return CallFailureKind::RateLimited {
+                wait_secs: after.max(1),
+            };
+        }
+        match self.status {
+            429 => CallFailureKind::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS,
+            },
+            401 => CallFailureKind::Auth,
+            403 => CallFailureKind::Permission,
+            404 | 410 => CallFailureKind::NotFound,
+            409 => CallFailureKind::Conflict,
+            500..=599 => CallFailureKind::Network,
+            _ => CallFailureKind::Other,
+        }
+    }
+}
+
+/// The head and the body, split at the first empty line (CRLF or LF).
+fn split_head(out: &[u8]) -> Option<(&[u8], &[u8])> {
+    for (sep, len) in [(&b"\r\n\r\n"[..], 4), (&b"\n\n"[..], 2)] {
+        if let Some(at) = out.windows(len).position(|w| w == sep) {
+            return Some((&out[..at], &out[at + len..]));
+        }
+    }
+    // A head with no body at all (a 204) ends at the output's end.
+    out.starts_with(b"HTTP/").then_some((out, &[][..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use CallFailureKind as K;
+
+    fn answer(text: &str) -> HttpAnswer {
+        HttpAnswer::parse(text.as_bytes()).expect("an HTTP answer")
+    }
+
+    #[test]
+    fn the_head_and_the_body_are_read_as_gh_prints_them() {
+        let a = answer("HTTP/2.0 200 OK\r\nContent-Type: application/json\r\nX-Ratelimit-Remaining: 4999\r\n\r\n{\"a\":1}");
+        assert_eq!(a.status, 200);
+        assert_eq!(a.header("X-RateLimit-Remaining"), Some("4999"));
+        assert_eq!(a.body, b"{\"a\":1}");
+        assert!(a.ok());
+        // gh 2.23 ends the status line with a bare LF.
+        let a = answer("HTTP/1.1 404 Not Found\nContent-Length: 2\r\n\r\n{}");
+        assert_eq!((a.status, a.body.as_slice()), (404, &b"{}"[..]));
+        assert!(HttpAnswer::parse(b"").is_none());
+        assert!(HttpAnswer::parse(b"[]").is_none());
+    }
+
+    #[test]
+    fn limits_are_told_by_status_and_headers_not_by_prose() {
+        let now = 1_000_000;
+        let primary = answer("HTTP/2.0 403 Forbidden\r\nX-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: 1000120\r\n\r\n{\"message\":\"API rate limit exceeded\"}");
+        assert_eq!(primary.failure_kind(now), K::RateLimited { wait_secs: 120 });
+        let primary_429 =
+            answer("HTTP/2.0 429 Too Many Requests\r\nx-ratelimit-remaining: 0\r\nx-ratelimit-reset: 999000\r\n\r\n{}");
+        assert_eq!(
+            primary_429.failure_kind(now),
+            K::RateLimited { wait_secs: 1 }
+        );
+        let secondary = answer("HTTP/2.0 403 Forbidden\r\nRetry-After: 30\r\nX-RateLimit-Remaining: 12\r\n\r\n{\"message\":\"You have exceeded a secondary rate limit\"}");
+        assert_eq!(
+            secondary.failure_kind(now),
+            K::RateLimited { wait_secs: 30 }
+        );
+        let bare_429 = answer("HTTP/2.0 429 Too Many Requests\r\n\r\n{}");
+        assert_eq!(
+            bare_429.failure_kind(now),
+            K::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS
+            }
+        );
+        // The same words without the headers are a refusal, not a limit.
+        let prose = answer("HTTP/2.0 403 Forbidden\r\nX-RateLimit-Remaining: 4000\r\n\r\n{\"message\":\"API rate limit exceeded\"}");
+        assert_eq!(prose.failure_kind(now), K::Permission);
+        assert_eq!(
+            answer("HTTP/2.0 404 Not Found\r\n\r\n{}").failure_kind(now),
+            K::NotFound
+        );
+        assert_eq!(
+            answer("HTTP/2.0 502 Bad Gateway\r\n\r\n").failure_kind(now),
+            K::Network
+        );
+        assert_eq!(
+            answer("HTTP/2.0 401 Unauthorized\r\n\r\n{}").failure_kind(now),
+            K::Auth
+        );
+    }
+}

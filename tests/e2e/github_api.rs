@@ -1,0 +1,682 @@
+//! A fake GitHub API for the real `gh`: a small HTTP/1.1 server on a local port that answers
+//! the REST and GraphQL requests `gh` makes for the runner's calls, the way GitHub answers
+//! them. `gh` reaches it through its proxy setting: with `GH_HOST=github.localhost` gh 2.23
+//! talks plain HTTP to `api.github.localhost`, and `HTTP_PROXY` sends that here ([`GitHubApi::env`]).
+//!
+//! State ([`Api`]): issues, labels, pull requests, check runs per commit, and rate-limit
+//! switches. A merge is performed on the bare origin with git, as GitHub would on its copy,
+//! and closes the issues its PR's body says it closes (unless `close_on_merge` is off).
+//! Every request is logged ([`Api::requests`]); one the fake does not know is answered with
+//! an error and logged as `UNKNOWN …`, so a test sees what gh asked for.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The repository the fake serves (`GH_REPO`).
+pub const OWNER: &str = "o";
+pub const REPO: &str = "r";
+
+#[derive(Debug, Clone)]
+pub struct Issue {
+    pub number: u32,
+    pub title: String,
+    pub body: String,
+    pub open: bool,
+    pub labels: Vec<String>,
+    pub comments: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pull {
+    pub number: u32,
+    pub head: String,
+    pub base: String,
+    pub title: String,
+    pub body: String,
+    /// OPEN, CLOSED or MERGED.
+    pub state: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct CheckRun {
+    pub name: String,
+    /// queued, in_progress or completed.
+    pub status: String,
+    /// success, failure, … once completed.
+    pub conclusion: Option<String>,
+}
+
+impl CheckRun {
+    pub fn passed(name: &str) -> CheckRun {
+        CheckRun {
+            name: name.into(),
+            status: "completed".into(),
+            conclusion: Some("success".into()),
+        }
+    }
+    pub fn failed(name: &str) -> CheckRun {
+        CheckRun {
+            name: name.into(),
+            status: "completed".into(),
+            conclusion: Some("failure".into()),
+        }
+    }
+    pub fn running(name: &str) -> CheckRun {
+        CheckRun {
+            name: name.into(),
+            status: "in_progress".into(),
+            conclusion: None,
+        }
+    }
+}
+
+/// One rate-limit answer, served instead of the next request that matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Limit {
+    /// 403, `X-RateLimit-Remaining: 0`, `X-RateLimit-Reset` this many seconds from now.
+    Primary { reset_in_secs: u64 },
+    /// 403 with `Retry-After` (or, `None`, 429 without it).
+    Secondary { retry_after: Option<u64> },
+}
+
+/// Everything the fake GitHub holds.
+#[derive(Debug, Default)]
+pub struct Api {
+    pub origin: PathBuf,
+    pub issues: Vec<Issue>,
+    pub labels: Vec<String>,
+    pub pulls: Vec<Pull>,
+    /// Check runs by commit sha.
+    pub checks: HashMap<String, Vec<CheckRun>>,
+    /// Check runs of a commit the map does not name (none: no CI configured).
+    pub default_checks: Vec<CheckRun>,
+    /// Whether a merge closes the issues its PR's body names ("Closes #N").
+    pub close_on_merge: bool,
+    /// Limits served, in order, to the next requests whose log line contains the pattern
+    /// (an empty pattern matches every request).
+    pub limits: Vec<(String, Limit)>,
+    /// `METHOD path` for REST, `graphql Operation` for GraphQL, in order.
+    pub requests: Vec<String>,
+    /// The limits served, as (request, limit).
+    pub limited: Vec<(String, Limit)>,
+}
+
+/// The running server; it stops with the test process.
+pub struct GitHubApi {
+    pub port: u16,
+    pub state: Arc<Mutex<Api>>,
+}
+
+impl GitHubApi {
+    /// Serves `api` on a free local port.
+    pub fn start(mut api: Api) -> GitHubApi {
+        api.close_on_merge = true;
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let state = Arc::new(Mutex::new(api));
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = shared.clone();
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &state);
+                });
+            }
+        });
+        GitHubApi { port, state }
+    }
+
+    /// The environment that points the real `gh` at this server.
+    pub fn env(&self, config_dir: &Path) -> Vec<(String, std::ffi::OsString)> {
+        let proxy = format!("http://127.0.0.1:{}", self.port);
+        let mut env: Vec<(String, std::ffi::OsString)> = vec![
+            ("GH_HOST".into(), "github.localhost".into()),
+            ("GH_REPO".into(), format!("{OWNER}/{REPO}").into()),
+            ("GH_TOKEN".into(), "fake-token".into()),
+            ("GH_CONFIG_DIR".into(), config_dir.into()),
+            ("GH_NO_UPDATE_NOTIFIER".into(), "1".into()),
+        ];
+        for var in ["HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy"] {
+            env.push((var.into(), proxy.clone().into()));
+        }
+        for var in ["NO_PROXY", "no_proxy"] {
+            env.push((var.into(), "".into()));
+        }
+        env
+    }
+
+    pub fn with<T>(&self, f: impl FnOnce(&mut Api) -> T) -> T {
+        f(&mut self.state.lock().expect("api state"))
+    }
+
+    pub fn requests(&self) -> Vec<String> {
+        self.with(|a| a.requests.clone())
+    }
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+struct Request {
+    method: String,
+    path: String,
+    body: Vec<u8>,
+}
+
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_string();
+    let target = words.next()?.to_string();
+    // Through a proxy the target is absolute: http://api.github.localhost/path.
+    let path = match target.strip_prefix("http://") {
+        Some(rest) => rest
+            .find('/')
+            .map_or("/".to_string(), |i| rest[i..].to_string()),
+        None => target,
+    };
+    let mut length = 0usize;
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).ok()?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request { method, path, body })
+}
+
+struct Answer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Value,
+}
+
+fn ok(body: Value) -> Answer {
+    Answer {
+        status: 200,
+        headers: vec![],
+        body,
+    }
+}
+
+fn status(status: u16, message: &str) -> Answer {
+    Answer {
+        status,
+        headers: vec![],
+        body: json!({"message": message, "documentation_url": "https://docs.github.com/rest"}),
+    }
+}
+
+fn serve(stream: TcpStream, state: &Mutex<Api>) -> std::io::Result<()> {
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let Some(req) = read_request(&mut reader) else {
+        return Ok(());
+    };
+    let answer = {
+        let mut api = state.lock().expect("api state");
+        answer(&mut api, &req)
+    };
+    let reason = match answer.status {
+        200 => "OK",
+        201 => "Created",
+        204 => "No Content",
+        403 => "Forbidden",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        409 => "Conflict",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        _ => "Error",
+    };
+    let body = if answer.status == 204 {
+        Vec::new()
+    } else {
+        answer.body.to_string().into_bytes()
+    };
+    let mut head = format!(
+        "HTTP/1.1 {} {reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
+        answer.status,
+        body.len()
+    );
+    let has = |name: &str| {
+        answer
+            .headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case(name))
+    };
+    if !has("x-ratelimit-remaining") {
+        head.push_str(&format!(
+            "X-RateLimit-Limit: 5000\r\nX-RateLimit-Remaining: 4999\r\nX-RateLimit-Reset: {}\r\n",
+            now() + 3600
+        ));
+    }
+    for (k, v) in &answer.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    writer.write_all(head.as_bytes())?;
+    writer.write_all(&body)?;
+    writer.flush()
+}
+
+fn answer(api: &mut Api, req: &Request) -> Answer {
+    let graphql: Value = if req.path == "/graphql" {
+        serde_json::from_slice(&req.body).unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
+    let line = if req.path == "/graphql" {
+        let query = graphql["query"].as_str().unwrap_or_default();
+        format!("graphql {}", operation(query))
+    } else {
+        format!("{} {}", req.method, req.path)
+    };
+    api.requests.push(line.clone());
+    if req.method == "CONNECT" {
+        // A git transfer through the proxy (gh pulling the clone after a merge), not an API
+        // call: logged, and refused.
+        return status(405, "the fake GitHub API serves no git transfers");
+    }
+    if let Some(i) = api
+        .limits
+        .iter()
+        .position(|(pattern, _)| line.contains(pattern.as_str()))
+    {
+        let (_, limit) = api.limits.remove(i);
+        api.limited.push((line, limit));
+        return limited(limit);
+    }
+    let answer = if req.path == "/graphql" {
+        graphql_answer(api, &graphql)
+    } else {
+        rest_answer(api, req)
+    };
+    if let Some(a) = answer {
+        return a;
+    }
+    api.requests.push(format!("UNKNOWN {line}"));
+    status(
+        404,
+        "Not Found (the fake GitHub API does not know this request)",
+    )
+}
+
+fn limited(limit: Limit) -> Answer {
+    match limit {
+        Limit::Primary { reset_in_secs } => Answer {
+            status: 403,
+            headers: vec![
+                ("X-RateLimit-Limit".into(), "5000".into()),
+                ("X-RateLimit-Remaining".into(), "0".into()),
+                (
+                    "X-RateLimit-Reset".into(),
+                    (now() + reset_in_secs).to_string(),
+                ),
+            ],
+            body: json!({"message": "API rate limit exceeded for user ID 1.",
+                "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"}),
+        },
+        Limit::Secondary { retry_after } => Answer {
+            status: if retry_after.is_some() { 403 } else { 429 },
+            headers: retry_after
+                .map(|s| vec![("Retry-After".to_string(), s.to_string())])
+                .unwrap_or_default(),
+            body: json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
+                "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#secondary-rate-limits"}),
+        },
+    }
+}
+
+/// The operation's name: `query IssueSearch(` → `IssueSearch`.
+fn operation(query: &str) -> String {
+    for kw in ["query ", "mutation "] {
+        if let Some(i) = query.find(kw) {
+            let rest = &query[i + kw.len()..];
+            let name: String = rest
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            if !name.is_empty() {
+                return name;
+            }
+        }
+    }
+    "anonymous".to_string()
+}
+
+fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
+    let (path, _query) = req.path.split_once('?').unwrap_or((req.path.as_str(), ""));
+    let prefix = format!("/repos/{OWNER}/{REPO}");
+    let rest = path.strip_prefix(&prefix)?;
+    let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
+    match (req.method.as_str(), parts.as_slice()) {
+        ("GET", []) => Some(ok(repository_rest())),
+        ("GET", ["milestones"]) => Some(ok(json!([]))),
+        ("GET", ["commits", git_ref, "check-runs"]) => {
+            let sha = resolve(api, git_ref);
+            let runs: Vec<Value> = api
+                .checks
+                .get(&sha)
+                .unwrap_or(&api.default_checks)
+                .iter()
+                .enumerate()
+                .map(|(i, r)| {
+                    json!({"id": 1000 + i, "name": r.name, "head_sha": sha, "status": r.status,
+                        "conclusion": r.conclusion,
+                        "html_url": format!("https://github.localhost/{OWNER}/{REPO}/runs/{}", 1000 + i)})
+                })
+                .collect();
+            Some(ok(json!({"total_count": runs.len(), "check_runs": runs})))
+        }
+        ("GET", ["commits", git_ref, "status"]) => {
+            let sha = resolve(api, git_ref);
+            Some(ok(
+                json!({"state": "pending", "sha": sha, "statuses": [], "total_count": 0}),
+            ))
+        }
+        ("DELETE", ["git", "refs", "heads", branch @ ..]) => {
+            let branch = branch.join("/");
+            Some(match git(&api.origin, &["branch", "-D", &branch]) {
+                Ok(_) => Answer {
+                    status: 204,
+                    headers: vec![],
+                    body: Value::Null,
+                },
+                Err(_) => status(422, "Reference does not exist"),
+            })
+        }
+        ("POST", ["labels"]) => {
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let name = body["name"].as_str().unwrap_or_default().to_string();
+            api.labels.push(name.clone());
+            Some(Answer {
+                status: 201,
+                headers: vec![],
+                body: json!({"name": name, "id": 1}),
+            })
+        }
+        _ => None,
+    }
+}
+
+fn repository_rest() -> Value {
+    json!({"id": 1, "name": REPO, "full_name": format!("{OWNER}/{REPO}"),
+        "owner": {"login": OWNER}, "default_branch": "main", "private": false})
+}
+
+/// A branch name or a sha, as the origin knows it.
+fn resolve(api: &Api, git_ref: &str) -> String {
+    let decoded = git_ref.replace("%2F", "/");
+    let out = Command::new("git")
+        .args([
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("{decoded}^{{commit}}"),
+        ])
+        .current_dir(&api.origin)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).trim().to_string(),
+        _ => decoded,
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).to_string())
+    }
+}
+
+fn repository_gql() -> Value {
+    json!({"id": "R_1", "name": REPO, "owner": {"login": OWNER}, "hasIssuesEnabled": true,
+        "description": "", "hasWikiEnabled": false, "viewerPermission": "ADMIN",
+        "defaultBranchRef": {"name": "main"}, "parent": null, "isPrivate": false,
+        "mergeCommitAllowed": true, "rebaseMergeAllowed": true, "squashMergeAllowed": true})
+}
+
+fn issue_gql(i: &Issue) -> Value {
+    let labels: Vec<Value> = i
+        .labels
+        .iter()
+        .map(|l| json!({"id": format!("L_{l}"), "name": l, "description": "", "color": "ededed"}))
+        .collect();
+    let comments: Vec<Value> = i
+        .comments
+        .iter()
+        .enumerate()
+        .map(|(n, c)| {
+            json!({"id": format!("C_{n}"), "author": {"login": "runner"}, "authorAssociation": "OWNER",
+                "body": c, "createdAt": "2026-01-01T00:00:00Z", "includesCreatedEdit": false,
+                "isMinimized": false, "minimizedReason": "", "reactionGroups": [],
+                "url": "", "viewerDidAuthor": true})
+        })
+        .collect();
+    json!({"__typename": "Issue", "id": format!("I_{}", i.number), "number": i.number,
+        "title": i.title, "body": i.body,
+        "url": format!("https://github.localhost/{OWNER}/{REPO}/issues/{}", i.number),
+        "state": if i.open { "OPEN" } else { "CLOSED" },
+        "labels": {"nodes": labels, "totalCount": i.labels.len()},
+        "milestone": null,
+        "comments": {"nodes": comments, "totalCount": i.comments.len(),
+            "pageInfo": {"hasNextPage": false, "endCursor": null}}})
+}
+
+fn pull_gql(api: &Api, p: &Pull) -> Value {
+    let oid = resolve(api, &p.head);
+    json!({"id": format!("PR_{}", p.number), "number": p.number, "title": p.title,
+        "url": format!("https://github.localhost/{OWNER}/{REPO}/pull/{}", p.number),
+        "state": p.state, "headRefName": p.head, "baseRefName": p.base, "headRefOid": oid,
+        "isCrossRepository": false, "mergeStateStatus": "CLEAN",
+        "headRepositoryOwner": {"id": "U_1", "login": OWNER, "name": OWNER},
+        "commits": {"nodes": [{"commit": {"oid": oid}}]}})
+}
+
+fn graphql_answer(api: &mut Api, request: &Value) -> Option<Answer> {
+    let query = request["query"].as_str().unwrap_or_default();
+    let vars = &request["variables"];
+    let data = match operation(query).as_str() {
+        "IssueSearch" => {
+            // "label:automatable repo:o/r state:open type:issue"
+            let q = vars["query"].as_str().unwrap_or_default();
+            let label = q
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix("label:"))
+                .map(|l| l.trim_matches('"').to_string());
+            let want_open = !q.contains("state:closed");
+            let nodes: Vec<Value> = api
+                .issues
+                .iter()
+                .filter(|i| i.open == want_open || !q.contains("state:"))
+                .filter(|i| label.as_ref().is_none_or(|l| i.labels.contains(l)))
+                .map(issue_gql)
+                .collect();
+            json!({"repository": {"hasIssuesEnabled": true},
+                "search": {"issueCount": nodes.len(), "nodes": nodes,
+                    "pageInfo": {"hasNextPage": false, "endCursor": null}}})
+        }
+        "IssueList" => {
+            let nodes: Vec<Value> = api.issues.iter().map(issue_gql).collect();
+            json!({"repository": {"hasIssuesEnabled": true,
+                "issues": {"totalCount": nodes.len(), "nodes": nodes,
+                    "pageInfo": {"hasNextPage": false, "endCursor": null}}}})
+        }
+        "IssueByNumber" => {
+            let n = vars["number"].as_u64().unwrap_or(0);
+            let issue = api.issues.iter().find(|i| u64::from(i.number) == n);
+            match issue {
+                Some(i) => json!({"repository": {"hasIssuesEnabled": true, "issue": issue_gql(i)}}),
+                None => {
+                    return Some(ok(
+                        json!({"data": {"repository": {"hasIssuesEnabled": true, "issue": null}},
+                        "errors": [{"type": "NOT_FOUND", "path": ["repository", "issue"],
+                        "message": format!("Could not resolve to an issue or pull request with the number of {n}.")}]}),
+                    ))
+                }
+            }
+        }
+        "RepositoryInfo" | "RepositoryNetwork" => json!({"repository": repository_gql()}),
+        "UserCurrent" => json!({"viewer": {"login": OWNER}}),
+        "CommentsForIssue" => {
+            let n = vars["number"].as_u64().unwrap_or(0);
+            let issue = api.issues.iter().find(|i| u64::from(i.number) == n);
+            let comments = issue.map_or(json!({"nodes": [], "totalCount": 0}), |i| {
+                issue_gql(i)["comments"].clone()
+            });
+            json!({"repository": {"issue": {"comments": comments}}})
+        }
+        "PullRequestList" => {
+            let head = vars["headBranch"].as_str();
+            let states: Vec<String> = vars["state"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|s| s.as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_else(|| vec!["OPEN".into()]);
+            let nodes: Vec<Value> = api
+                .pulls
+                .iter()
+                .rev()
+                .filter(|p| head.is_none_or(|h| p.head == h) && states.contains(&p.state))
+                .map(|p| pull_gql(api, p))
+                .collect();
+            json!({"repository": {"pullRequests": {"totalCount": nodes.len(), "nodes": nodes,
+                "pageInfo": {"hasNextPage": false, "endCursor": null}}}})
+        }
+        "PullRequestForBranch" => {
+            let head = vars["headRefName"].as_str().unwrap_or_default();
+            let states: Option<Vec<String>> = vars["states"].as_array().map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            });
+            let nodes: Vec<Value> = api
+                .pulls
+                .iter()
+                .rev()
+                .filter(|p| p.head == head && states.as_ref().is_none_or(|s| s.contains(&p.state)))
+                .map(|p| pull_gql(api, p))
+                .collect();
+            json!({"repository": {"pullRequests": {"nodes": nodes}, "defaultBranchRef": {"name": "main"}}})
+        }
+        "PullRequest_fields" => {
+            let fields: Vec<Value> = ["id", "number", "state", "mergeStateStatus", "headRefOid"]
+                .iter()
+                .map(|f| json!({"name": f}))
+                .collect();
+            json!({"PullRequest": {"fields": fields}})
+        }
+        "PullRequestCreate" => {
+            let input = &vars["input"];
+            let number = 100 + api.pulls.len() as u32 + 1;
+            let pull = Pull {
+                number,
+                head: input["headRefName"].as_str().unwrap_or_default().into(),
+                base: input["baseRefName"].as_str().unwrap_or_default().into(),
+                title: input["title"].as_str().unwrap_or_default().into(),
+                body: input["body"].as_str().unwrap_or_default().into(),
+                state: "OPEN".into(),
+            };
+            let node = pull_gql(api, &pull);
+            api.pulls.push(pull);
+            json!({"createPullRequest": {"pullRequest": node}})
+        }
+        "PullRequestMerge" => {
+            let input = &vars["input"];
+            let id = input["pullRequestId"].as_str().unwrap_or_default();
+            let expected = input["expectedHeadOid"].as_str();
+            match merge(api, id, expected) {
+                Ok(()) => json!({"mergePullRequest": {"clientMutationId": null}}),
+                Err(message) => {
+                    return Some(ok(json!({"data": {"mergePullRequest": null},
+                        "errors": [{"type": "UNPROCESSABLE", "path": ["mergePullRequest"], "message": message}]})))
+                }
+            }
+        }
+        _ => return None,
+    };
+    Some(ok(json!({"data": data})))
+}
+
+/// Merges the PR with a merge commit on the bare origin, as GitHub would.
+fn merge(api: &mut Api, id: &str, expected: Option<&str>) -> Result<(), String> {
+    let Some(i) = api
+        .pulls
+        .iter()
+        .position(|p| format!("PR_{}", p.number) == id && p.state == "OPEN")
+    else {
+        return Err("Pull request is not open".into());
+    };
+    let pull = api.pulls[i].clone();
+    let head = resolve(api, &pull.head);
+    if expected.is_some_and(|e| e != head) {
+        return Err("Head branch was modified. Review and try the merge again.".into());
+    }
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = work.path();
+    let origin = api.origin.to_string_lossy().to_string();
+    let message = format!("Merge pull request #{} from {}", pull.number, pull.head);
+    git(dir, &["clone", "--quiet", &origin, "w"])?;
+    let w = dir.join("w");
+    git(
+        &w,
+        &[
+            "-c",
+            "user.name=GitHub",
+            "-c",
+            "user.email=noreply@github.localhost",
+            "merge",
+            "--no-ff",
+            "--quiet",
+            "-m",
+            &message,
+            &head,
+        ],
+    )?;
+    git(
+        &w,
+        &["push", "--quiet", "origin", &format!("HEAD:{}", pull.base)],
+    )?;
+    api.pulls[i].state = "MERGED".into();
+    if api.close_on_merge {
+        let body = pull.body.to_ascii_lowercase();
+        for issue in &mut api.issues {
+            if body.contains(&format!("closes #{}", issue.number)) {
+                issue.open = false;
+            }
+        }
+    }
+    Ok(())
+}
