@@ -295,7 +295,10 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
         .and_then(|rest| rest.get(..12))
         .expect("the repair's push is reported")
         .to_string();
-    let after = all.split(&format!("pushed at {head}")).nth(1).unwrap_or_default();
+    let after = all
+        .split(&format!("pushed at {head}"))
+        .nth(1)
+        .unwrap_or_default();
     assert!(
         after.contains(&format!("CI checks let {head} merge")),
         "CI passed the repaired head before the merge: {all}"

@@ -110,7 +110,9 @@ impl Driver {
         let facts = self.facts();
         let pushed = self
             .patiently("pushing the repaired branch", move |w| {
-                facts.with(&*w.git, |facts| builtin::push_repair(&*w.git, facts, &verified))
+                facts.with(&*w.git, |facts| {
+                    builtin::push_repair(&*w.git, facts, &verified)
+                })
             })
             .await;
         let failed = match pushed {
@@ -125,7 +127,7 @@ impl Driver {
                     self.log(&format!("{}: {said}", step.key()));
                     return Some(Event::MergeRepaired {
                         head,
-                        usage: usage.clone(),
+                        usage: *usage,
                     });
                 }
                 Err(failed) => failed,
@@ -136,7 +138,7 @@ impl Driver {
         self.say(failed.what.clone());
         let text = self.without_branch(&failed.what).await;
         let c = classify_builtin(step.key(), &text, failed.kind, false);
-        Some(self.failed(step, issue, c, usage.clone()))
+        Some(self.failed(step, issue, c, *usage))
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
