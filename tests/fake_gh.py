@@ -8,6 +8,12 @@ a pushed branch is an open PR, a branch merged into origin/main is a merged one,
 merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every invocation's
 argv is appended to gh.log as one JSON line. Calls are serialized by an exclusive lock on
 state.lock, so several runners may share one fake GitHub.
+
+Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
+"staleOpen" (reads show these issues open), "mergeGate" (what `pr view` says of a PR's
+mergeability), "refuseMerge" (gh's words refusing every merge), "authHosts" (the hosts
+`auth status --hostname` accepts). `pr merge --delete-branch` touches the clone it runs in
+as real gh does (checks out main, pulls, deletes the local branch).
 """
 import datetime
 import fcntl

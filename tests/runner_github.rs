@@ -138,7 +138,7 @@ impl GhProject {
                     ["api", _]
                         | ["issue", "list" | "view" | "edit" | "comment" | "close"]
                         | ["label", "create"]
-                        | ["pr", "list" | "checks" | "create" | "merge"]
+                        | ["pr", "list" | "view" | "checks" | "create" | "merge"]
                         | ["run", "view"]
                 ),
                 "unexpected gh call {c:?}"
@@ -669,34 +669,43 @@ fn branch_protection_refusing_the_merge_halts_naming_the_rule_without_repair_or_
     assert_eq!(g.called(&["pr", "merge"]), 1, "{:?}", g.calls());
 }
 
+/// With GitHub's fields saying `gate` before the merge: the run halts naming `rule`, and gh
+/// is never asked to merge.
+fn halts_before_the_merge(gate: Value, rule: &str) {
+    let g = builtin_project("mergeGate", gate.clone());
+    let out = g.p.run(&[]);
+    assert_halted_for_the_rule(&g, &out, rule);
+    assert_eq!(g.called(&["pr", "merge"]), 0, "{gate}: {:?}", g.calls());
+}
+
 #[test]
-fn a_required_review_or_a_draft_seen_before_the_merge_halts_naming_it_and_merges_nothing() {
+fn a_required_review_or_requested_changes_seen_before_the_merge_halt_naming_them() {
     if python3_missing() {
         return;
     }
-    for (gate, rule) in [
-        (
-            json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "REVIEW_REQUIRED"}),
-            "an approving review is required",
-        ),
-        (
-            json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "CHANGES_REQUESTED"}),
-            "a reviewer requested changes",
-        ),
-        (
-            json!({"mergeStateStatus": "DRAFT", "isDraft": true}),
-            "the pull request is a draft",
-        ),
-        (
-            json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "APPROVED"}),
-            "required status checks",
-        ),
-    ] {
-        let g = builtin_project("mergeGate", gate.clone());
-        let out = g.p.run(&[]);
-        assert_halted_for_the_rule(&g, &out, rule);
-        assert_eq!(g.called(&["pr", "merge"]), 0, "{gate}: {:?}", g.calls());
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "REVIEW_REQUIRED"}),
+        "an approving review is required",
+    );
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "CHANGES_REQUESTED"}),
+        "a reviewer requested changes",
+    );
+}
+
+#[test]
+fn a_draft_or_required_checks_seen_before_the_merge_halt_naming_them() {
+    if python3_missing() {
+        return;
     }
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "DRAFT", "isDraft": true}),
+        "the pull request is a draft",
+    );
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "APPROVED"}),
+        "required status checks",
+    );
 }
 
 #[test]
