@@ -287,6 +287,7 @@ fn an_issue_the_runner_merged_is_never_worked_again_even_if_it_stays_open() {
         assert_eq!(code(&out), 0, "{all}");
         assert_eq!(g.p.invocations().len(), before, "{:?}", g.p.invocations());
         assert_eq!(g.issue(1)["state"], "CLOSED", "closed again: {all}");
+        assert!(all.contains("an earlier session merged it"), "{all}");
         let mut state = g.state();
         state["issues"][0]["state"] = json!("OPEN");
         std::fs::write(g.bin.join("state.json"), state.to_string()).expect("state");
