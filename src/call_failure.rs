@@ -27,6 +27,9 @@ pub enum CallFailureKind {
     HookRejected,
     /// A merge conflict.
     Conflict,
+    /// The forge's rules for the base branch refuse the merge (branch protection, a required
+    /// review or check, a draft PR): a person's to satisfy, never the code to repair.
+    Policy,
     /// The call ran past its own time limit and was stopped (a dead network, a hung tool).
     TimedOut,
     /// The step the call served ran out of time (`timeoutMin`); its process group was killed.

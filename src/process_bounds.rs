@@ -66,8 +66,10 @@ pub const CHILDREN: &[(&str, Children)] = &[
     // The claim's lease extended (GitHub: its comment edited; local: none).
     ("RenewClaim", others(4)),
     ("Pause", others(0)),
+    // The claim released (GitHub: its comment), then gh: the issue read back and, when the
+    // merge left it open, commented on and closed.
+    ("RecordMerged", others(8)),
     // gh: label, label create, label again, comment.
-    ("RecordMerged", others(4)),
     ("MarkEscalated", others(4)),
     ("Unquarantine", others(4)),
     ("AutoCommit", others(8)),

@@ -8,6 +8,12 @@ a pushed branch is an open PR, a branch merged into origin/main is a merged one,
 merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every invocation's
 argv is appended to gh.log as one JSON line. Calls are serialized by an exclusive lock on
 state.lock, so several runners may share one fake GitHub.
+
+Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
+"staleOpen" (reads show these issues open), "mergeGate" (what `pr view` says of a PR's
+mergeability), "refuseMerge" (gh's words refusing every merge), "authHosts" (the hosts
+`auth status --hostname` accepts). `pr merge --delete-branch` touches the clone it runs in
+as real gh does (checks out main, pulls, deletes the local branch).
 """
 import datetime
 import fcntl
@@ -77,7 +83,11 @@ def merged(state, sha):
 
 
 def refresh(state):
-    """Closes issue N once a branch `N-...` is merged into origin/main."""
+    """Closes issue N once a branch `N-...` is merged into origin/main, unless "noClose" says
+    GitHub does not close issues on merge (a token that cannot write issues, a PR whose base
+    is not the default branch)."""
+    if state.get("noClose"):
+        return
     heads = remote_heads(state)
     for issue in state["issues"]:
         if issue["state"] != "OPEN":
@@ -98,14 +108,15 @@ def check_fields(state, fields):
             fail('Unknown JSON field: "%s"' % f)
 
 
-def render(issue, fields):
+def render(state, issue, fields):
     full = {
         "number": issue["number"],
         "title": issue["title"],
         "body": issue["body"],
         "labels": [{"name": l} for l in issue["labels"]],
         "milestone": {"title": issue["milestone"]} if issue.get("milestone") else None,
-        "state": issue["state"],
+        # "staleOpen": [N, ...]: GitHub's reads still show N open after it was closed.
+        "state": "OPEN" if issue["number"] in state.get("staleOpen", []) else issue["state"],
         "parent": None,
         "closedByPullRequestsReferences": [],
         "comments": [
@@ -132,13 +143,14 @@ def issue_cmd(state, args):
         milestone = opt(args, "--milestone")
         out = []
         for i in sorted(state["issues"], key=lambda i: -i["number"]):
-            if want_state != "ALL" and i["state"] != want_state:
+            shown = "OPEN" if i["number"] in state.get("staleOpen", []) else i["state"]
+            if want_state != "ALL" and shown != want_state:
                 continue
             if label is not None and label not in i["labels"]:
                 continue
             if milestone is not None and i.get("milestone") != milestone:
                 continue
-            out.append(render(i, fields))
+            out.append(render(state, i, fields))
         print(json.dumps(out))
         return
     number = int(args[1])
@@ -149,7 +161,7 @@ def issue_cmd(state, args):
         fields = opt(args, "--json", "").split(",")
         check_fields(state, fields)
         refresh(state)
-        print(json.dumps(render(issue, fields)))
+        print(json.dumps(render(state, issue, fields)))
     elif sub == "edit":
         label = opt(args, "--add-label")
         remove = opt(args, "--remove-label")
@@ -173,8 +185,31 @@ def issue_cmd(state, args):
         now = datetime.datetime.now(datetime.timezone.utc)
         issue.setdefault("commentTimes", []).append(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
         save(state)
+    elif sub == "close":
+        if len(args) != 2:
+            fail("fake gh: only `issue close N` is supported: %r" % args, 2)
+        if issue["state"] == "CLOSED":
+            sys.stderr.write("! Issue #%d (%s) is already closed\n" % (number, issue["title"]))
+            return
+        issue["state"] = "CLOSED"
+        state.setdefault("closedBy", {})[str(number)] = "gh issue close"
+        save(state)
+        sys.stderr.write("✓ Closed issue #%d (%s)\n" % (number, issue["title"]))
     else:
         fail("fake gh: unsupported issue subcommand %r" % sub, 2)
+
+
+def clean_up_clone(branch):
+    """What a real `gh pr merge --delete-branch` does to the clone it runs in: the merged
+    branch checked out is left for the default branch, which is pulled, and the local branch
+    is deleted."""
+    here = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True)
+    if here("rev-parse", "--verify", "--quiet", "refs/heads/" + branch).returncode != 0:
+        return
+    if here("symbolic-ref", "--quiet", "--short", "HEAD").stdout.strip() == branch:
+        here("checkout", "--quiet", "main")
+        here("pull", "--quiet", "--ff-only")
+    here("branch", "-D", branch)
 
 
 def pr_cmd(state, args):
@@ -198,14 +233,29 @@ def pr_cmd(state, args):
                     "title": title, "body": body})
         save(state)
         print(url)
+    elif sub == "view":
+        # "mergeGate": what GitHub says of the PR's mergeability (branch protection, reviews,
+        # a draft); by default a PR that may be merged.
+        fields = opt(args, "--json", "").split(",")
+        prs = [p for p in state.get("prs", []) if p["branch"] == args[1]]
+        if not prs:
+            fail("no pull requests found for branch \"%s\"" % args[1])
+        full = {"number": prs[-1]["number"], "state": prs[-1]["state"],
+                "mergeStateStatus": "CLEAN", "reviewDecision": "", "isDraft": False,
+                "mergeable": "MERGEABLE"}
+        full.update(state.get("mergeGate", {}))
+        print(json.dumps({f: full.get(f) for f in fields}))
     elif sub == "merge":
         branch = args[1]
-        if "--merge" not in args or "--delete-branch" not in args:
+        if "--merge" not in args:
             fail("fake gh: unexpected pr merge arguments %r" % args, 2)
         prs = [p for p in state.get("prs", []) if p["branch"] == branch and p["state"] == "OPEN"]
         if not prs:
             fail("no open pull requests found for branch \"%s\"" % branch)
         pr = prs[-1]
+        # "refuseMerge": GitHub's answer when the base branch's rules refuse the merge.
+        if state.get("refuseMerge"):
+            fail("X Pull request #%d is not mergeable: %s" % (pr["number"], state["refuseMerge"]))
         # --match-head-commit: GitHub refuses the merge when the PR's head is another commit.
         head = opt(args, "--match-head-commit")
         if head is not None and remote_heads(state).get(branch) != head:
@@ -222,9 +272,12 @@ def pr_cmd(state, args):
                     fail("fake gh: merge failed: %s" % out.stderr)
         finally:
             shutil.rmtree(work, ignore_errors=True)
-        git_origin(state, "branch", "-D", branch)
+        if "--delete-branch" in args:
+            git_origin(state, "branch", "-D", branch)
+            clean_up_clone(branch)
         pr["state"] = "MERGED"
-        for m in re.finditer(r"(?i)closes #(\d+)", pr["body"]):
+        closing = [] if state.get("noClose") else re.finditer(r"(?i)closes #(\d+)", pr["body"])
+        for m in closing:
             for issue in state["issues"]:
                 if issue["number"] == int(m.group(1)):
                     issue["state"] = "CLOSED"
@@ -350,6 +403,12 @@ def serve():
         print(state.get("jobLogs", {}).get(opt(args, "--job"), ""))
     elif args[0] == "pr" and len(args) > 1:
         pr_cmd(state, args[1:])
+    elif args[:2] == ["auth", "status"]:
+        # "authHosts": the hosts gh is logged in to (github.com and GitHub Enterprise ones).
+        host = opt(args, "--hostname", "github.com")
+        if host not in state.get("authHosts", []):
+            fail("You are not logged into any accounts on %s" % host)
+        sys.stderr.write("%s\n  ✓ Logged in to %s as runner (GH_TOKEN)\n" % (host, host))
     elif args[0] == "label" and len(args) > 2 and args[1] == "create":
         if args[2] in state["labels"]:
             fail('label with name "%s" already exists; use `--force` to update its color and description' % args[2])

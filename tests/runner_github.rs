@@ -136,9 +136,9 @@ impl GhProject {
                 matches!(
                     head.as_slice(),
                     ["api", _]
-                        | ["issue", "list" | "view" | "edit" | "comment"]
+                        | ["issue", "list" | "view" | "edit" | "comment" | "close"]
                         | ["label", "create"]
-                        | ["pr", "list" | "create" | "merge"]
+                        | ["pr", "list" | "view" | "create" | "merge"]
                         | ["run", "view"]
                 ),
                 "unexpected gh call {c:?}"
@@ -196,6 +196,106 @@ fn a_full_cycle_on_github_merges_the_issue_through_gh() {
     assert_eq!(g.p.count("1 merge"), 1, "{:?}", g.p.invocations());
     assert_eq!(g.called(&["issue", "edit"]), 0, "nothing escalated");
     g.assert_only_known_calls();
+}
+
+#[test]
+fn an_issue_github_did_not_close_on_merge_is_closed_by_the_runner_with_its_comment() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({}),
+    );
+    // The merging token cannot write issues, or the PR's base is not the default branch.
+    g.set_state("noClose", json!(true));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    let issue = g.issue(1);
+    assert_eq!(issue["state"], "CLOSED", "the runner closed it: {all}");
+    assert_eq!(g.called(&["issue", "close", "1"]), 1, "{:?}", g.calls());
+    let comments = issue["comments"].to_string();
+    assert!(comments.contains("left the issue open"), "{comments}");
+    g.assert_only_known_calls();
+}
+
+#[test]
+fn an_issue_github_closed_on_merge_is_not_closed_or_commented_on_again() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({}),
+    );
+    let out = g.p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(g.issue(1)["state"], "CLOSED");
+    assert_eq!(g.called(&["issue", "close"]), 0, "{:?}", g.calls());
+    assert_eq!(g.called(&["issue", "comment"]), 0, "{:?}", g.calls());
+}
+
+#[test]
+fn a_dependency_the_runner_just_merged_counts_as_done_while_github_still_shows_it_open() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Base", "The base."), (2, "On top", "Depends on: #1")],
+        json!({}),
+        false,
+        json!({}),
+    );
+    // GitHub closes an issue a second or two after the merge; its reads lag behind.
+    g.set_state("staleOpen", json!([1]));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(!all.contains("blocked"), "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1, 2], "{all}");
+    assert_eq!(g.p.count("1 startCycle"), 1, "{:?}", g.p.invocations());
+}
+
+#[test]
+fn an_issue_the_runner_merged_is_never_worked_again_even_if_it_stays_open() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({}),
+    );
+    let out = g.p.run(&[]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1]);
+    // GitHub shows it open again (a close that did not stick, or a token that cannot write
+    // issues): the next sessions must neither work it again nor leave it open.
+    let mut state = g.state();
+    state["issues"][0]["state"] = json!("OPEN");
+    state["noClose"] = json!(true);
+    std::fs::write(g.bin.join("state.json"), state.to_string()).expect("state");
+    let before = g.p.invocations().len();
+    for _ in 0..2 {
+        let out = g.p.run(&[]);
+        let all = text(&out);
+        assert_eq!(code(&out), 0, "{all}");
+        assert_eq!(g.p.invocations().len(), before, "{:?}", g.p.invocations());
+        assert_eq!(g.issue(1)["state"], "CLOSED", "closed again: {all}");
+        assert!(all.contains("an earlier session merged it"), "{all}");
+        let mut state = g.state();
+        state["issues"][0]["state"] = json!("OPEN");
+        std::fs::write(g.bin.join("state.json"), state.to_string()).expect("state");
+    }
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1]);
+    assert_eq!(g.p.branch(), "main");
 }
 
 #[test]
@@ -512,6 +612,194 @@ fn builtin_steps_open_and_merge_the_pr_through_gh_without_an_agent() {
         g.p.origin_main_log()
     );
     g.assert_only_known_calls();
+}
+
+/// Two issues through builtin steps on GitHub, with `key` set to `value` in the fake's state.
+fn builtin_project(key: &str, value: Value) -> GhProject {
+    let g = GhProject::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Say bye."),
+        ],
+        json!({}),
+        false,
+        json!({ "steps": e2e::builtin_steps() }),
+    );
+    g.set_state("prRecords", json!(true));
+    g.set_state(key, value);
+    g
+}
+
+/// The run halted for the base branch's rule `rule` at the merge of issue 1: no conflict
+/// repair by an agent, no issue escalated, nothing merged, issue 2 never started.
+fn assert_halted_for_the_rule(g: &GhProject, out: &std::process::Output, rule: &str) {
+    let all = text(out);
+    assert_eq!(code(out), 1, "{all}");
+    assert!(
+        all.contains(rule),
+        "the halt names the rule {rule:?}: {all}"
+    );
+    assert!(!all.contains("MERGE_CONFLICT"), "{all}");
+    assert_eq!(
+        g.p.count("1 merge"),
+        0,
+        "no repair: {:?}",
+        g.p.invocations()
+    );
+    assert_eq!(g.p.count("2 "), 0, "{:?}", g.p.invocations());
+    assert_eq!(
+        g.called(&["issue", "edit"]),
+        0,
+        "nobody escalated: {:?}",
+        g.calls()
+    );
+    assert!(
+        !g.p.origin_main_log().contains("Merge pull request"),
+        "{all}"
+    );
+    assert_eq!(g.issue(1)["state"], "OPEN");
+}
+
+#[test]
+fn branch_protection_refusing_the_merge_halts_naming_the_rule_without_repair_or_blame() {
+    if python3_missing() {
+        return;
+    }
+    // GitHub said nothing before the merge (its mergeability still being computed), then
+    // refused it: gh's words are all there is.
+    let g = builtin_project(
+        "refuseMerge",
+        json!("the base branch policy prohibits the merge"),
+    );
+    g.set_state(
+        "mergeGate",
+        json!({"mergeStateStatus": "UNKNOWN", "mergeable": "UNKNOWN"}),
+    );
+    let out = g.p.run(&[]);
+    assert_halted_for_the_rule(&g, &out, "base branch policy prohibits the merge");
+    assert_eq!(g.called(&["pr", "merge"]), 1, "{:?}", g.calls());
+}
+
+/// With GitHub's fields saying `gate` before the merge: the run halts naming `rule`, and gh
+/// is never asked to merge.
+fn halts_before_the_merge(gate: Value, rule: &str) {
+    let g = builtin_project("mergeGate", gate.clone());
+    let out = g.p.run(&[]);
+    assert_halted_for_the_rule(&g, &out, rule);
+    assert_eq!(g.called(&["pr", "merge"]), 0, "{gate}: {:?}", g.calls());
+}
+
+#[test]
+fn a_required_review_or_requested_changes_seen_before_the_merge_halt_naming_them() {
+    if python3_missing() {
+        return;
+    }
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "REVIEW_REQUIRED"}),
+        "an approving review is required",
+    );
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "CHANGES_REQUESTED"}),
+        "a reviewer requested changes",
+    );
+}
+
+#[test]
+fn a_draft_or_required_checks_seen_before_the_merge_halt_naming_them() {
+    if python3_missing() {
+        return;
+    }
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "DRAFT", "isDraft": true}),
+        "the pull request is a draft",
+    );
+    halts_before_the_merge(
+        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "APPROVED"}),
+        "required status checks",
+    );
+}
+
+#[test]
+fn the_merge_leaves_the_clone_to_the_runner_and_deletes_the_branch_on_origin() {
+    if python3_missing() {
+        return;
+    }
+    let g = builtin_project("mergeGate", json!({}));
+    let out = g.p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        g.p.origin_main_log().contains("Merge pull request #200"),
+        "{all}"
+    );
+    let merge = g
+        .calls()
+        .into_iter()
+        .find(|c| c.starts_with(&["pr".to_string(), "merge".to_string()]))
+        .expect("the merge call");
+    assert!(
+        !merge.iter().any(|a| a == "--delete-branch"),
+        "gh never touches the clone: {merge:?}"
+    );
+    let local = e2e::git(&g.p.project, &["branch", "--list", "1-issue-1"]);
+    assert!(
+        local.contains("1-issue-1"),
+        "the local branch is the runner's: {all}"
+    );
+    let remote = e2e::git(&g.p.origin, &["branch", "--list", "1-issue-1"]);
+    assert!(remote.trim().is_empty(), "deleted on origin: {remote}");
+    assert_eq!(g.p.branch(), "main");
+}
+
+#[test]
+fn init_takes_a_github_enterprise_remote_gh_is_logged_in_to_for_github() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(&[], json!({}), false, json!({}));
+    g.set_state("authHosts", json!(["ghe.example.com"]));
+    let init = |url: &str| {
+        let repo = tempfile::tempdir().expect("tempdir");
+        e2e::git(repo.path(), &["init", "-q", "-b", "main"]);
+        e2e::git(repo.path(), &["remote", "add", "origin", url]);
+        let mut cmd = std::process::Command::new(e2e::BIN);
+        cmd.args(["init", "--config", "runner.json"])
+            .current_dir(repo.path());
+        for (k, v) in &g.p.env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().expect("run init");
+        assert_eq!(code(&out), 0, "{url}: {}", text(&out));
+        let body = std::fs::read_to_string(repo.path().join("runner.json")).expect("config");
+        (body, text(&out))
+    };
+    for url in [
+        "https://ghe.example.com/acme/widget.git",
+        "git@ghe.example.com:acme/widget.git",
+        "ssh://git@ghe.example.com/acme/widget",
+    ] {
+        let (body, said) = init(url);
+        assert!(
+            body.contains("\"kind\": \"github\"") && body.contains("\"forge\": \"github\""),
+            "{url}: {body}"
+        );
+        assert!(
+            said.contains("ghe.example.com/acme/widget"),
+            "{url}: {said}"
+        );
+    }
+    assert!(
+        g.called(&["auth", "status", "--hostname", "ghe.example.com"]) >= 3,
+        "{:?}",
+        g.calls()
+    );
+    // A host gh is not logged in to is no GitHub the runner can use.
+    let (body, said) = init("https://git.example.org/acme/widget.git");
+    assert!(body.contains("\"kind\": \"local\""), "{body}");
+    assert!(
+        said.contains("git.example.org"),
+        "the message names the host: {said}"
+    );
 }
 
 #[test]

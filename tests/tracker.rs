@@ -347,6 +347,7 @@ case "$1 $2" in
     if [ ! -f "$D/label" ]; then echo "failed to update https://github.com/o/r/issues/$3: 'sdlc-escalated' not found" >&2; exit 1; fi;;
   "label create") touch "$D/label";;
   "issue comment") cat > "$D/comment";;
+  "issue close") touch "$D/closed_$3";;
   *) echo "fake gh: unexpected $*" >&2; exit 2;;
 esac
 "#,
@@ -620,9 +621,20 @@ fn github_mark_escalated_creates_the_label_and_comments() {
         comment.contains("`sdlc-runner release 7` (or remove the `sdlc-escalated` label)"),
         "{comment}"
     );
-    // GitHub closes issues through the merged PR: close is a no-op.
-    f.tracker.close(7, "merged").unwrap();
-    assert_eq!(f.calls().len(), 4);
+    // GitHub closed the issue through the merged PR: close only reads it back.
+    let mut closed = gh_issue(7, None, &["automatable"], "");
+    closed["state"] = json!("CLOSED");
+    f.put("view_7.json", &closed);
+    f.tracker.close(7, "merged by sdlc-runner").unwrap();
+    assert_eq!(f.calls().len(), 5, "{:?}", f.calls());
+    assert!(!f.data.join("closed_7").exists());
+    // GitHub left it open (the token cannot write issues, the base is not the default
+    // branch): the runner says why and closes it.
+    f.put("view_7.json", &gh_issue(7, None, &["automatable"], ""));
+    f.tracker.close(7, "merged by sdlc-runner").unwrap();
+    assert!(f.data.join("closed_7").exists(), "{:?}", f.calls());
+    let comment = fs::read_to_string(f.data.join("comment")).unwrap();
+    assert!(comment.contains("left the issue open"), "{comment}");
 }
 
 #[test]

@@ -183,6 +183,21 @@ pub fn classify_builtin(
     kind: crate::call_failure::CallFailureKind,
     ci_failed: bool,
 ) -> Classified {
+    if kind == crate::call_failure::CallFailureKind::Policy {
+        return Verdict {
+            class: FailureClass::ToolingEnv,
+            // The rule, never the PR's number or branch: the same rule refusing every issue's
+            // merge has one signature.
+            evidence: format!("{step_key}: the base branch's rules refuse the merge"),
+            headline: format!(
+                "{step_key}: the base branch's rules refuse the merge (not the issue's): {}; fix: a person approves the PR, marks it ready or lets the required checks pass, or changes the branch protection",
+                without_pr_numbers(&one_line(words_of(what)))
+            ),
+            excerpt: without_pr_numbers(what),
+            wait_hint_secs: None,
+        }
+        .finish();
+    }
     if let Some((cause, fix)) = kind.cause_and_fix() {
         let class = if kind == crate::call_failure::CallFailureKind::Auth {
             FailureClass::Auth
@@ -210,7 +225,7 @@ pub fn classify_builtin(
     if is_merge_conflict(what) {
         return Verdict {
             class: FailureClass::MergeConflict,
-            evidence: format!("{step_key}: {what}"),
+            evidence: format!("{step_key}: {}", without_pr_numbers(what)),
             headline: format!("{step_key}: {}", one_line(what)),
             excerpt: what.to_string(),
             wait_hint_secs: None,
@@ -263,6 +278,32 @@ pub fn classify_builtin(
         .finish(),
         _ => classify_post_check(step_key, what),
     }
+}
+
+/// What a failed command said, without the command line before it (`` `cmd` failed (exit
+/// N): said ``), which names the branch and the commit.
+fn words_of(what: &str) -> &str {
+    match what.strip_prefix('`').and_then(|rest| rest.split_once("`")) {
+        Some((_, after)) => after.split_once("): ").map_or(after, |(_, said)| said),
+        None => what,
+    }
+}
+
+/// `text` with every `#<number>` (a PR's or an issue's, which differ from issue to issue)
+/// written `#N`.
+fn without_pr_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        out.push(c);
+        if c == '#' && chars.peek().is_some_and(char::is_ascii_digit) {
+            while chars.peek().is_some_and(char::is_ascii_digit) {
+                chars.next();
+            }
+            out.push('N');
+        }
+    }
+    out
 }
 
 /// A failure decided outside the rules here (an agent adapter's own reading of its CLI):

@@ -1,6 +1,7 @@
 //! `sdlc-runner init`: a commented starting config for the repository in the current
 //! directory. The tracker and forge follow the `origin` remote (GitHub when it points at
-//! github.com, else the local tracker and forge); the five steps that need no model run as
+//! github.com or at a GitHub Enterprise host `gh` is logged in to, else the local tracker and
+//! forge); the five steps that need no model run as
 //! builtin steps. An existing file is never overwritten.
 
 use crate::cli::InitArgs;
@@ -26,8 +27,14 @@ pub fn run(args: &InitArgs) -> i32 {
             return 2;
         }
     };
-    let remote = origin_url(&top);
-    let github = remote.as_deref().and_then(github_slug);
+    let remote = origin_url(&top).and_then(|url| remote_slug(&url));
+    let github = remote
+        .as_ref()
+        .filter(|(host, _)| host == "github.com" || gh_logged_in(&top, host))
+        .map(|(host, slug)| match host.as_str() {
+            "github.com" => slug.clone(),
+            _ => format!("{host}/{slug}"),
+        });
     let target = match &args.config {
         Some(path) if path.is_absolute() => path.clone(),
         Some(path) => cwd.join(path),
@@ -97,6 +104,9 @@ pub fn run(args: &InitArgs) -> i32 {
         say!("warning: cannot add the runner's files to .git/info/exclude ({e}); the first run tries again");
     }
     out!("{}", target.display());
+    if let (None, Some((host, _))) = (&github, &remote) {
+        say!("note: origin is on {host}, which `gh auth status --hostname {host}` does not accept; if it is a GitHub Enterprise server, log in (`gh auth login --hostname {host}`) and run init again for the github tracker and forge");
+    }
     match &github {
         Some(slug) => say!("wrote {}: tracker and forge github ({slug}, through `gh`); steps startCycle, commitPush, createPR, monitorCI and merge are builtin", target.display()),
         None => say!(
@@ -153,19 +163,49 @@ fn origin_url(top: &Path) -> Option<String> {
         .filter(|url| !url.is_empty())
 }
 
-/// `owner/name` of a GitHub remote in any of its spellings (https, ssh, scp-like), else None.
-pub fn github_slug(url: &str) -> Option<String> {
-    let rest = url
-        .strip_prefix("https://github.com/")
-        .or_else(|| url.strip_prefix("http://github.com/"))
-        .or_else(|| url.strip_prefix("ssh://git@github.com/"))
-        .or_else(|| url.strip_prefix("git@github.com:"))?;
-    let rest = rest.trim_end_matches('/');
+/// The host and `owner/name` of a remote on any host, in any of its spellings
+/// (`https://host/o/n`, `ssh://[user@]host[:port]/o/n`, `user@host:o/n`), else None.
+pub fn remote_slug(url: &str) -> Option<(String, String)> {
+    let (host, path) = if let Some(rest) = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"))
+        .or_else(|| url.strip_prefix("ssh://"))
+    {
+        let (authority, path) = rest.split_once('/')?;
+        let host = authority.rsplit('@').next()?;
+        (host.split(':').next()?, path)
+    } else {
+        // scp-like: `[user@]host:path`, never a local path (those have no colon before a slash).
+        let (authority, path) = url.split_once(':')?;
+        if authority.contains('/') || url.contains("://") {
+            return None;
+        }
+        (authority.rsplit('@').next()?, path)
+    };
+    if host.is_empty() {
+        return None;
+    }
+    let rest = path.trim_start_matches('/').trim_end_matches('/');
     let rest = rest.strip_suffix(".git").unwrap_or(rest);
     let mut parts = rest.split('/');
     let (owner, name) = (parts.next()?, parts.next()?);
     (parts.next().is_none() && !owner.is_empty() && !name.is_empty())
-        .then(|| format!("{owner}/{name}"))
+        .then(|| (host.to_ascii_lowercase(), format!("{owner}/{name}")))
+}
+
+/// Whether `gh` is logged in to `host` (a GitHub Enterprise server answers like github.com):
+/// what makes a remote there one the github tracker and forge can use. No gh, or no answer
+/// within the limit, is a no.
+fn gh_logged_in(top: &Path, host: &str) -> bool {
+    let mut cmd = std::process::Command::new("gh");
+    cmd.args(["auth", "status", "--hostname", host])
+        .current_dir(top)
+        .env("GH_PROMPT_DISABLED", "1")
+        .env("NO_COLOR", "1");
+    matches!(
+        crate::process::output_within(cmd, std::time::Duration::from_secs(30)),
+        Ok(Some(out)) if out.status.success()
+    )
 }
 
 /// Adds `/<relative>` to `.git/info/exclude` unless a line already says so; `Ok(true)` when
@@ -261,23 +301,33 @@ mod tests {
     use super::*;
 
     #[test]
-    fn github_remotes_in_every_spelling() {
-        for url in [
-            "https://github.com/acme/widget.git",
-            "https://github.com/acme/widget",
-            "https://github.com/acme/widget/",
-            "git@github.com:acme/widget.git",
-            "ssh://git@github.com/acme/widget.git",
+    fn remotes_in_every_spelling_on_any_host() {
+        for (url, host) in [
+            ("https://github.com/acme/widget.git", "github.com"),
+            ("https://github.com/acme/widget", "github.com"),
+            ("https://github.com/acme/widget/", "github.com"),
+            ("git@github.com:acme/widget.git", "github.com"),
+            ("ssh://git@github.com/acme/widget.git", "github.com"),
+            ("https://GHE.example.com/acme/widget.git", "ghe.example.com"),
+            (
+                "ssh://git@ghe.example.com:2222/acme/widget",
+                "ghe.example.com",
+            ),
+            ("git@ghe.example.com:acme/widget", "ghe.example.com"),
         ] {
-            assert_eq!(github_slug(url).as_deref(), Some("acme/widget"), "{url}");
+            assert_eq!(
+                remote_slug(url),
+                Some((host.to_string(), "acme/widget".to_string())),
+                "{url}"
+            );
         }
         for url in [
-            "https://gitlab.com/acme/widget.git",
             "/srv/git/widget.git",
+            "file:///srv/git/acme/widget.git",
             "https://github.com/acme",
             "https://github.com/acme/widget/tree/main",
         ] {
-            assert_eq!(github_slug(url), None, "{url}");
+            assert_eq!(remote_slug(url), None, "{url}");
         }
     }
 

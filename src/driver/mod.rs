@@ -226,6 +226,9 @@ struct Driver {
     live: crate::live_status::LiveStatus,
     /// What the next `Wait` waits for, from the notice before it in the same batch.
     wait_reason: Option<String>,
+    /// Issues an earlier session of the journal merged: facts the tracker may not show yet
+    /// (or ever), for selection and dependencies.
+    merged_before: std::collections::BTreeSet<u32>,
 }
 
 impl Driver {

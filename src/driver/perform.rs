@@ -234,7 +234,7 @@ impl Driver {
                 if matches!(reason, HaltReason::AllIssuesEscalated) {
                     let selected = self
                         .io
-                        .call(|w| w.tracker.select(&Default::default()))
+                        .call(|w| w.tracker.select(&Default::default(), &Default::default()))
                         .await;
                     if let Ok(Selection::AllEscalated { numbers }) = selected {
                         quarantined.extend(numbers);

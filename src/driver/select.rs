@@ -17,6 +17,7 @@ impl Driver {
             excluded.extend(keeper.refused.iter().copied());
         }
         excluded.extend(runner.held_elsewhere.iter().copied());
+        let merged = runner.merged.union(&self.merged_before).copied().collect();
         TrackerQuery {
             only: match runner.mode {
                 Mode::SingleIssue(n) => Some(n),
@@ -24,6 +25,7 @@ impl Driver {
             },
             excluded,
             finished,
+            merged,
         }
     }
 }
@@ -36,6 +38,9 @@ pub(super) struct TrackerQuery {
     excluded: BTreeSet<u32>,
     /// Issues this session merged or a person withdrew.
     finished: BTreeSet<u32>,
+    /// Issues the runner merged, this session or an earlier one (the journal's facts): done
+    /// as dependencies whatever the tracker shows.
+    merged: BTreeSet<u32>,
 }
 
 impl TrackerQuery {
@@ -50,7 +55,7 @@ impl TrackerQuery {
             return tracker.get(n).map(Selection::Issue);
         }
         let finished = &self.finished;
-        let selection = tracker.select(&self.excluded)?;
+        let selection = tracker.select(&self.excluded, &self.merged)?;
         Ok(match selection {
             Selection::AllEscalated { numbers } => {
                 let left: Vec<u32> = numbers
@@ -147,6 +152,20 @@ impl Driver {
             },
         };
         let event = match selection {
+            Ok(Selection::Issue(issue))
+                if self.merged_before.contains(&issue.number)
+                    && !self.core.runner().merged.contains(&issue.number) =>
+            {
+                // The journal's fact, reported as such: the machine records the merge again
+                // (the tracker closes the issue) instead of working on finished work.
+                self.log(&format!(
+                    "issue #{} is open in the tracker, but an earlier session merged it",
+                    issue.number
+                ));
+                Event::AlreadyMerged {
+                    issue: issue.number,
+                }
+            }
             Ok(Selection::Issue(issue)) => {
                 self.log(&format!(
                     "selected issue #{}: {}",

@@ -203,6 +203,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
                 return Ok(Started::Exit(code));
             }
         }
+        let merged_before = recovered.merged.clone();
         let continuing = recovered.open_session.filter(|_| !opts.dry_run);
         let recovering = continuing.is_some();
         let mut restart = Event::Start;
@@ -301,6 +302,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             claims,
             fleet: None,
             wait_reason: None,
+            merged_before,
         };
         for note in notes {
             driver.log(&note);

@@ -7,7 +7,7 @@ pub use ci::parse_checks;
 pub(super) use ci::{ci_state_of, failing_checks_of};
 
 use super::{ForgeError, Pr, PrState};
-use crate::call_failure::CallFailureKind;
+use crate::call_failure::{CallFailureKind, Kinded};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -150,27 +150,134 @@ pub(super) fn create_pr(
     Ok(())
 }
 
-/// `gh pr merge --merge --delete-branch`: a merge commit, as the reference runner's agents
-/// made, and the branch removed on GitHub; `--match-head-commit`: only while the PR's head is
-/// `commit`, the one CI passed (GitHub refuses the merge if a push moved it meanwhile).
+/// What GitHub says of a PR's mergeability (`gh pr view --json …`).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GhMergeGate {
+    #[serde(default)]
+    merge_state_status: Option<String>,
+    #[serde(default)]
+    review_decision: Option<String>,
+    #[serde(default)]
+    is_draft: Option<bool>,
+}
+
+/// The fields [`merge_refusal`] reads.
+const MERGE_GATE_FIELDS: &str = "mergeStateStatus,reviewDecision,isDraft,mergeable";
+
+/// The base branch's rule that keeps the PR from merging, from what
+/// `gh pr view --json mergeStateStatus,reviewDecision,isDraft,mergeable` printed; `None` when
+/// nothing does as far as GitHub can tell: clean, only non-required checks failing
+/// (`UNSTABLE`), not computed yet (`UNKNOWN`), or a conflict (`DIRTY`), which the merge
+/// itself meets as one.
+pub fn merge_refusal(json: &[u8]) -> Result<Option<&'static str>, String> {
+    let gate: GhMergeGate = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    let status = gate
+        .merge_state_status
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    if gate.is_draft == Some(true) || status == "DRAFT" {
+        return Ok(Some(
+            "the pull request is a draft (a person marks it ready for review)",
+        ));
+    }
+    Ok(match status.as_str() {
+        "BLOCKED" => Some(
+            match gate
+                .review_decision
+                .unwrap_or_default()
+                .to_ascii_uppercase()
+                .as_str()
+            {
+                "REVIEW_REQUIRED" => "an approving review is required by branch protection",
+                "CHANGES_REQUESTED" => "a reviewer requested changes",
+                _ => "required status checks or another branch protection rule are not satisfied",
+            },
+        ),
+        "BEHIND" => {
+            Some("branch protection requires the branch to be up to date with the base branch")
+        }
+        _ => None,
+    })
+}
+
+/// Whether gh's words refusing a merge name a rule of the base branch rather than a conflict
+/// (`Pull request #3 is not mergeable: the base branch policy prohibits the merge`): the
+/// fallback when GitHub's fields said nothing before the merge.
+pub fn refused_by_policy(stderr: &str) -> bool {
+    let text = stderr.to_ascii_lowercase();
+    [
+        "base branch policy prohibits the merge",
+        "protected branch",
+        "review is required",
+        "approving review",
+        "changes requested",
+        "required status check",
+        "is in draft",
+        "is still a draft",
+    ]
+    .iter()
+    .any(|rule| text.contains(rule))
+}
+
+/// `gh pr merge --merge`: a merge commit, as the reference runner's agents made;
+/// `--match-head-commit`: only while the PR's head is `commit`, the one CI passed (GitHub
+/// refuses the merge if a push moved it meanwhile). GitHub's fields are asked first, so a rule
+/// of the base branch (a required review, required checks, a draft) is an answer of its own
+/// (`CallFailureKind::Policy`), never a conflict. No `--delete-branch`: gh would check out
+/// the default branch, pull and delete the local branch in the project's clone, which is the
+/// runner's; the branch is deleted on origin by the runner's own git after the merge.
 pub(super) fn merge_pr(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     branch: &str,
     commit: &str,
 ) -> Result<(), ForgeError> {
+    let view = ["pr", "view", branch, "--json", MERGE_GATE_FIELDS];
+    let out = run_gh(gh, repo_dir, &view)?;
+    if out.status.success() {
+        if let Ok(Some(rule)) = merge_refusal(&out.stdout) {
+            return Err(ForgeError::Command {
+                command: command_text(gh, &view),
+                status: out.status.code(),
+                stderr: format!("GitHub refuses the merge of {branch}: {rule}"),
+                hint: "have a person satisfy the rule or change the base branch's protection, then run again",
+                kind: CallFailureKind::Policy,
+            });
+        }
+    } else {
+        let failed = gh_failed(gh, &view, &out);
+        // Without GitHub's fields (an older gh, a field it lacks) the merge's own answer
+        // decides; a network failure is the machine's to wait out.
+        if failed.kind().is_transient() {
+            return Err(failed);
+        }
+    }
     let args = [
         "pr",
         "merge",
         branch,
         "--merge",
-        "--delete-branch",
         "--match-head-commit",
         commit,
     ];
     let out = run_gh(gh, repo_dir, &args)?;
     if !out.status.success() {
-        return Err(gh_failed(gh, &args, &out));
+        return Err(match gh_failed(gh, &args, &out) {
+            ForgeError::Command {
+                command,
+                status,
+                stderr,
+                ..
+            } if refused_by_policy(&stderr) => ForgeError::Command {
+                command,
+                status,
+                stderr,
+                hint: "have a person satisfy the rule or change the base branch's protection, then run again",
+                kind: CallFailureKind::Policy,
+            },
+            other => other,
+        });
     }
     Ok(())
 }
@@ -253,5 +360,48 @@ mod version_tests {
         assert_eq!(parse_gh_version("gh version 2.4.0-rc1"), Some((2, 4, 0)));
         assert_eq!(parse_gh_version("Logged in"), None);
         assert!((2, 22, 1) < GH_MINIMUM && (2, 23, 0) >= GH_MINIMUM && (3, 0, 0) > GH_MINIMUM);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn github_fields_name_the_rule_that_keeps_a_pr_from_merging() {
+        let rule = |json: &str| merge_refusal(json.as_bytes()).expect("json");
+        assert_eq!(
+            rule(r#"{"mergeStateStatus":"CLEAN","isDraft":false}"#),
+            None
+        );
+        for open in ["UNSTABLE", "UNKNOWN", "DIRTY", "HAS_HOOKS"] {
+            let json = format!(r#"{{"mergeStateStatus":"{open}","reviewDecision":null}}"#);
+            assert_eq!(rule(&json), None, "{open}");
+        }
+        let draft = rule(r#"{"mergeStateStatus":"DRAFT","isDraft":true}"#);
+        assert!(draft.is_some_and(|r| r.contains("draft")), "{draft:?}");
+        let review = rule(r#"{"mergeStateStatus":"BLOCKED","reviewDecision":"REVIEW_REQUIRED"}"#);
+        assert!(review.is_some_and(|r| r.contains("review")), "{review:?}");
+        let checks = rule(r#"{"mergeStateStatus":"BLOCKED","reviewDecision":"APPROVED"}"#);
+        assert!(checks.is_some_and(|r| r.contains("checks")), "{checks:?}");
+        let behind = rule(r#"{"mergeStateStatus":"BEHIND"}"#);
+        assert!(
+            behind.is_some_and(|r| r.contains("up to date")),
+            "{behind:?}"
+        );
+        assert!(merge_refusal(b"not json").is_err());
+    }
+
+    #[test]
+    fn gh_words_of_a_rule_are_not_a_conflict() {
+        assert!(refused_by_policy(
+            "X Pull request #3 is not mergeable: the base branch policy prohibits the merge."
+        ));
+        assert!(refused_by_policy(
+            "GraphQL: At least 1 approving review is required by reviewers with write access. (mergePullRequest)"
+        ));
+        assert!(!refused_by_policy(
+            "X Pull request #3 is not mergeable: the merge commit cannot be cleanly created."
+        ));
     }
 }

@@ -7,7 +7,7 @@ pub mod github;
 mod local;
 mod local_ci;
 
-pub use github::{parse_checks, parse_prs};
+pub use github::{merge_refusal, parse_checks, parse_prs, refused_by_policy};
 pub use local_ci::LocalCi;
 
 use crate::git::repo::{Repo, RepoError};
@@ -167,7 +167,17 @@ impl Forge {
         message: &str,
     ) -> Result<(), ForgeError> {
         match self {
-            Forge::GitHub { gh, repo_dir, .. } => github::merge_pr(gh, repo_dir, branch, commit),
+            Forge::GitHub { gh, repo_dir, .. } => {
+                github::merge_pr(gh, repo_dir, branch, commit)?;
+                // The merge is done whatever becomes of the branch: a branch left on origin
+                // is untidy, not a failed merge.
+                if let Err(e) = repo.delete_origin_branch(branch) {
+                    tracing::warn!(
+                        "merged {branch}, but cannot delete it on origin: {e}; delete it by hand (`git push origin --delete {branch}`)"
+                    );
+                }
+                Ok(())
+            }
             Forge::Local { pulls, .. } => {
                 local::merge_pr(repo, pulls.as_deref(), branch, commit, message)
             }

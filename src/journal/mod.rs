@@ -196,6 +196,10 @@ pub struct Recovered {
     pub last_session: Option<OpenSession>,
     /// How `last_session` ended; `None` while it is open.
     pub last_end: Option<SessionEnd>,
+    /// Every issue any session recorded as merged (`RecordMerged`): merged is final, so a
+    /// later session neither works on one again nor waits for it as a dependency, whatever
+    /// the tracker still shows.
+    pub merged: std::collections::BTreeSet<u32>,
 }
 
 /// The parsed file.

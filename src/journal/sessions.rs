@@ -166,7 +166,16 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
         lines: lines.len() as u64,
         ..Recovered::default()
     };
-    let Some(last) = sessions(lines, path)?.pop() else {
+    let mut all = sessions(lines, path)?;
+    rec.merged = all
+        .iter()
+        .flat_map(|s| s.batches.iter().flat_map(|b| b.effects.iter()))
+        .filter_map(|e| match e {
+            Effect::RecordMerged { issue } => Some(*issue),
+            _ => None,
+        })
+        .collect();
+    let Some(last) = all.pop() else {
         return Ok(rec);
     };
     rec.sticky_halt = match &last.end {

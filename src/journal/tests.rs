@@ -231,3 +231,36 @@ fn end_without_a_session_is_refused_except_an_acknowledgement() {
     assert!(j.session().is_none());
     j.end(SessionEnd::HaltAcknowledged).unwrap();
 }
+
+/// Every merge any session recorded is a fact recovery hands on, ended sessions' included.
+#[test]
+fn recovery_names_every_issue_any_session_merged() {
+    let p = Path::new("j.jsonl");
+    let merged = |seq: u64, session: &str, issue: u32| {
+        line(
+            seq,
+            session,
+            Record::Effect {
+                effect: Effect::RecordMerged { issue },
+                state: "RecordingMerge".into(),
+            },
+        )
+    };
+    let text = start(1, "a")
+        + &event(2, "a", Event::IssueSelected { issue: 3 })
+        + &merged(3, "a", 3)
+        + &line(
+            4,
+            "a",
+            Record::SessionEnd {
+                end: SessionEnd::Exit { code: 0 },
+            },
+        )
+        + &start(5, "b")
+        + &event(6, "b", Event::AlreadyMerged { issue: 7 })
+        + &merged(7, "b", 7);
+    let c = parse(text.as_bytes(), p).unwrap();
+    let rec = recover(&c.lines, p).unwrap();
+    assert_eq!(rec.merged, [3, 7].into());
+    assert_eq!(recover(&[], p).unwrap().merged, Default::default());
+}

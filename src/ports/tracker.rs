@@ -10,8 +10,13 @@ use std::collections::BTreeSet;
 /// The issue tracker of the project.
 pub trait TrackerPort: Send + Sync {
     /// The next issue to work on, excluding `excluded` on top of the tracker's own durable
-    /// marks (escalated, closed, blocked by an open dependency).
-    fn select(&self, excluded: &BTreeSet<u32>) -> Result<Selection, TrackerError>;
+    /// marks (escalated, closed, blocked by an open dependency); `merged` (issues the runner
+    /// merged) are done as dependencies whatever the tracker shows.
+    fn select(
+        &self,
+        excluded: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError>;
     /// One issue as the tracker shows it now (a person may have closed or relabelled it).
     fn get(&self, number: u32) -> Result<Issue, TrackerError>;
     /// The issue's whole text for the agent (title, body, and comments where the tracker
@@ -40,8 +45,12 @@ pub trait TrackerPort: Send + Sync {
 }
 
 impl TrackerPort for Tracker {
-    fn select(&self, excluded: &BTreeSet<u32>) -> Result<Selection, TrackerError> {
-        Tracker::select(self, excluded)
+    fn select(
+        &self,
+        excluded: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
+        Tracker::select_after(self, excluded, merged)
     }
     fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         Tracker::get(self, number)

@@ -6,7 +6,8 @@
 //! candidates; `gh issue list --state all --milestone <title> --json …` for the dependencies
 //! inside the chosen milestone (or `gh issue view N --json …` per dependency without one);
 //! `gh issue edit --add-label`, `gh label create` and `gh issue comment --body-file -` for the
-//! escalation mark.
+//! escalation mark; `gh issue view`, `gh issue comment` and `gh issue close` for a merged issue
+//! GitHub left open.
 //!
 //! Older `gh` releases lack the `parent` and `closedByPullRequestsReferences` JSON fields
 //! (gh 2.23 has neither). Which ones this gh knows is probed once per run (`gh issue list
@@ -101,6 +102,15 @@ impl GitHub {
         &self,
         escalated_this_session: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
+        self.select_after(escalated_this_session, &BTreeSet::new())
+    }
+
+    /// [`GitHub::select`], with `merged` (issues the runner merged) done as dependencies.
+    pub fn select_after(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
         let milestones = self.open_milestones()?;
         let candidates: Vec<Issue> = self
             .issue_list(&["--state", "open", "--label", &self.label], BASE_FIELDS)?
@@ -137,6 +147,7 @@ impl GitHub {
             &milestones,
             &candidates,
             escalated_this_session,
+            merged,
             &mut blocks,
         )
     }
@@ -194,6 +205,25 @@ impl GitHub {
             Some(body.into_bytes()),
         )?;
         Ok(())
+    }
+
+    /// Makes sure the merged issue is closed. GitHub closes it from the PR's "Closes #N" only
+    /// when the merging token may write issues and the PR's base is the default branch, so
+    /// the state is read back; an issue still open gets `note` as a comment and is closed.
+    /// Safe to repeat: a closed issue is left alone.
+    pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        if !self.get(number)?.state_open {
+            return Ok(());
+        }
+        let n = number.to_string();
+        let body = format!(
+            "{note}: GitHub left the issue open after the merge, so sdlc-runner closed it."
+        );
+        self.gh(
+            &["issue", "comment", n.as_str(), "--body-file", "-"],
+            Some(crate::redact::redact(&body).into_bytes()),
+        )?;
+        self.gh(&["issue", "close", n.as_str()], None).map(drop)
     }
 
     /// Lifts the runner's own quarantine: removes the escalated label and comments `note`

@@ -99,6 +99,15 @@ impl Local {
         &self,
         escalated_this_session: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
+        self.select_after(escalated_this_session, &BTreeSet::new())
+    }
+
+    /// [`Local::select`], with `merged` (issues the runner merged) done as dependencies.
+    pub fn select_after(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
         let all = self.load_all()?;
         let open_milestones: Vec<String> = all
             .values()
@@ -123,6 +132,7 @@ impl Local {
             &open_milestones,
             &candidates,
             escalated_this_session,
+            merged,
             &mut blocks,
         )
     }

@@ -198,9 +198,19 @@ impl Tracker {
         &self,
         escalated_this_session: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
+        self.select_after(escalated_this_session, &BTreeSet::new())
+    }
+
+    /// [`Tracker::select`], with `merged` (issues the runner merged) done as dependencies
+    /// whatever the tracker shows of them.
+    pub fn select_after(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
         let selected = match self {
-            Tracker::GitHub(t) => t.select(escalated_this_session),
-            Tracker::Local(t) => t.select(escalated_this_session),
+            Tracker::GitHub(t) => t.select_after(escalated_this_session, merged),
+            Tracker::Local(t) => t.select_after(escalated_this_session, merged),
         };
         let outcome = match &selected {
             Ok(Selection::Issue(issue)) => format!("issue #{}", issue.number),
@@ -233,11 +243,12 @@ impl Tracker {
     }
 
     /// Records that the issue is done. Local: `state` becomes `closed` (the runner merged
-    /// locally). GitHub: nothing to do, the merged pull request closes the issue.
+    /// locally). GitHub: the merged pull request usually closed it; one still open is
+    /// closed with `note` as its comment.
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         let note = &crate::sanitize::block(note);
         let closed = match self {
-            Tracker::GitHub(_) => Ok(()),
+            Tracker::GitHub(t) => t.close(number, note),
             Tracker::Local(t) => t.close(number, note),
         };
         traced(self.kind(), "close", number, closed)
@@ -483,11 +494,11 @@ mod tests {
             issue(4, None, ""),
             issue(7, Some("a"), ""),
         ];
-        let s = select_from(&["b".into(), "a".into()], &cands, &none, &mut never).unwrap();
+        let s = select_from(&["b".into(), "a".into()], &cands, &none, &none, &mut never).unwrap();
         assert!(matches!(s, Selection::Issue(i) if i.number == 7));
-        let s = select_from(&[], &cands, &none, &mut never).unwrap();
+        let s = select_from(&[], &cands, &none, &none, &mut never).unwrap();
         assert!(matches!(s, Selection::Issue(i) if i.number == 4));
-        let s = select_from(&[], &[], &none, &mut never).unwrap();
+        let s = select_from(&[], &[], &none, &none, &mut never).unwrap();
         assert_eq!(s, Selection::NoIssues);
         let mut scopes = Vec::new();
         let mut record = |s: &Scope, n: u32| {
@@ -495,8 +506,13 @@ mod tests {
             Ok(true)
         };
         let cands = vec![issue(2, Some("m"), "Depends on: #1")];
-        let s = select_from(&["m".into()], &cands, &none, &mut record).unwrap();
+        let s = select_from(&["m".into()], &cands, &none, &none, &mut record).unwrap();
         assert_eq!(s, Selection::AllBlocked { numbers: vec![2] });
         assert_eq!(scopes, vec![(Scope::Milestone("m".into()), 1)]);
+        // A dependency the runner merged is done, whatever the tracker still says of it.
+        let merged: BTreeSet<u32> = [1].into();
+        let mut open = |_: &Scope, _: u32| Ok(true);
+        let s = select_from(&["m".into()], &cands, &none, &merged, &mut open).unwrap();
+        assert!(matches!(&s, Selection::Issue(i) if i.number == 2), "{s:?}");
     }
 }

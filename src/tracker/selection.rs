@@ -14,11 +14,14 @@ pub(crate) enum Scope {
 
 /// The selection rule shared by both backends. `candidates` are the open issues carrying the
 /// automatable label, in any milestone; `open_milestones` are the titles of open milestones;
-/// `blocks(scope, n)` says whether dependency `n` still holds a candidate back in `scope`.
+/// `blocks(scope, n)` says whether dependency `n` still holds a candidate back in `scope`;
+/// `merged` are issues the runner merged, done as dependencies whatever the tracker shows
+/// (GitHub closes an issue a moment after its merge, or not at all).
 pub(crate) fn select_from(
     open_milestones: &[String],
     candidates: &[Issue],
     escalated_this_session: &BTreeSet<u32>,
+    merged: &BTreeSet<u32>,
     blocks: &mut dyn FnMut(&Scope, u32) -> Result<bool, TrackerError>,
 ) -> Result<Selection, TrackerError> {
     let excluded = |i: &Issue| i.escalated || escalated_this_session.contains(&i.number);
@@ -54,7 +57,7 @@ pub(crate) fn select_from(
     for issue in &active {
         let mut ready = true;
         for dep in issue.dependencies() {
-            if blocks(&scope, dep)? {
+            if !merged.contains(&dep) && blocks(&scope, dep)? {
                 ready = false;
                 break;
             }

@@ -319,8 +319,10 @@ pub(super) fn agent_reported(
 /// forge names the conflicting files, GitHub says the pull request is not mergeable.
 pub fn is_merge_conflict(what: &str) -> bool {
     let lower = what.to_ascii_lowercase();
+    // GitHub says "not mergeable" of a PR its base branch's rules refuse too: no conflict.
+    let by_rule = lower.contains("policy prohibits the merge");
     lower.contains("merge conflict in:")
-        || lower.contains("is not mergeable")
+        || (lower.contains("is not mergeable") && !by_rule)
         || lower.contains("merge commit cannot be cleanly created")
 }
 

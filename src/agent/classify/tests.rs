@@ -104,3 +104,38 @@ fn the_runners_own_git_failing_for_the_environment_is_not_the_issues() {
     let c = classify_builtin("commitPush", hook, K::of_git(hook), false);
     assert_eq!(c.class.scope(), crate::failure::Scope::Issue, "{c:?}");
 }
+
+#[test]
+fn a_base_branch_rule_refusing_the_merge_halts_with_one_signature_for_every_issue() {
+    use crate::call_failure::CallFailureKind as K;
+    let refused = |pr: u32, branch: &str| {
+        format!(
+            "`gh pr merge {branch} --merge --match-head-commit 0123456789abcdef0123456789abcdef01234567` failed (exit 1): X Pull request #{pr} is not mergeable: the base branch policy prohibits the merge; have a person satisfy the rule"
+        )
+    };
+    let first = classify_builtin("merge", &refused(3, "3-a"), K::Policy, false);
+    assert_eq!(first.class, FailureClass::ToolingEnv, "{first:?}");
+    assert_eq!(
+        first.class.disposition(),
+        crate::failure::Disposition::HaltEnvironment
+    );
+    assert!(
+        first
+            .summary
+            .contains("base branch policy prohibits the merge"),
+        "{first:?}"
+    );
+    assert!(first.summary.contains("not the issue's"), "{first:?}");
+    assert!(!first.summary.contains("#3"), "{first:?}");
+    let second = classify_builtin("merge", &refused(4, "4-b"), K::Policy, false);
+    assert_eq!(second.signature, first.signature);
+    // A real conflict stays the issue's to repair, and its PR number is no part of it either.
+    let conflict =
+        |pr: u32| format!("X Pull request #{pr} is not mergeable: merge conflict in: a.txt");
+    let c3 = classify_builtin("merge", &conflict(3), K::Other, false);
+    assert_eq!(c3.class, FailureClass::MergeConflict);
+    assert_eq!(
+        classify_builtin("merge", &conflict(4), K::Other, false).signature,
+        c3.signature
+    );
+}

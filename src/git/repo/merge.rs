@@ -38,6 +38,19 @@ impl Repo {
         self.merge_verified(branch, commit, message)
     }
 
+    /// Deletes `branch` on origin, once its PR is merged (the forge's merge leaves it). Local
+    /// branches and the checkout are left as they are.
+    pub fn delete_origin_branch(&self, branch: &str) -> Result<(), RepoError> {
+        self.git_ok(&[
+            "push",
+            "--quiet",
+            "origin",
+            "--delete",
+            &format!("refs/heads/{branch}"),
+        ])?;
+        Ok(())
+    }
+
     /// The commit origin's main points at, as last fetched; `None` without one.
     pub fn origin_main(&self) -> Result<Option<String>, RepoError> {
         self.ref_commit(&format!("refs/remotes/origin/{}", self.main))

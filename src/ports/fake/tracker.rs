@@ -70,7 +70,11 @@ impl FakeTracker {
 }
 
 impl TrackerPort for FakeTracker {
-    fn select(&self, excluded: &BTreeSet<u32>) -> Result<Selection, TrackerError> {
+    fn select(
+        &self,
+        excluded: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
         self.network("gh issue list")?;
         let w = self.world.lock_for_blocking_call();
         let candidates: Vec<Issue> = w
@@ -81,7 +85,7 @@ impl TrackerPort for FakeTracker {
             .collect();
         let mut blocks =
             |_: &crate::tracker::Scope, n: u32| Ok(w.issues.get(&n).is_some_and(|i| i.state_open));
-        crate::tracker::select_from(&[], &candidates, excluded, &mut blocks)
+        crate::tracker::select_from(&[], &candidates, excluded, merged, &mut blocks)
     }
     fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         self.network(&format!("gh issue view {number}"))?;
