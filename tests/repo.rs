@@ -139,6 +139,9 @@ impl Fixture {
 echo "$@" >> "{d}/calls.log"
 case "$1 $2" in
   "pr list") cat "{d}/pr-list.json"; exit $(cat "{d}/pr-list.rc" 2>/dev/null || echo 0) ;;
+  "api --include")
+    case "$3" in *check-runs*) cat "{d}/check-runs.http" ;; *) cat "{d}/status.http" ;; esac
+    exit $(cat "{d}/api.rc" 2>/dev/null || echo 0) ;;
   "pr checks")
     case "$*" in *bucket*) if [ -f "{d}/no-bucket" ]; then echo 'Unknown JSON field: "bucket"' >&2; exit 1; fi ;; esac
     cat "{d}/checks.json" 2>/dev/null; cat "{d}/checks.err" >&2 2>/dev/null
@@ -162,10 +165,48 @@ echo "unexpected gh call: $*" >&2; exit 2
         fs::write(self.gh_dir.join("pr-list.json"), json).unwrap();
     }
 
+    /// The checks as `gh pr checks --json` lists them (`json`, `err`, `rc`), and the same
+    /// checks as GitHub's REST API answers `gh api --include` for the commit's check runs and
+    /// statuses (a `Bad credentials` error: HTTP 401).
     fn checks(&self, json: &str, err: &str, rc: i32) {
         fs::write(self.gh_dir.join("checks.json"), json).unwrap();
         fs::write(self.gh_dir.join("checks.err"), err).unwrap();
         fs::write(self.gh_dir.join("checks.rc"), rc.to_string()).unwrap();
+        let listed: Vec<serde_json::Value> = serde_json::from_str(json).unwrap_or_default();
+        let runs: Vec<serde_json::Value> = listed
+            .iter()
+            .map(|c| {
+                let how = c["bucket"]
+                    .as_str()
+                    .or(c["state"].as_str())
+                    .unwrap_or_default()
+                    .to_ascii_lowercase();
+                let (status, conclusion) = match how.as_str() {
+                    "pass" | "success" => ("completed", Some("success")),
+                    "fail" | "failure" => ("completed", Some("failure")),
+                    "skipping" | "skipped" => ("completed", Some("skipped")),
+                    _ => ("in_progress", None),
+                };
+                serde_json::json!({"name": c["name"], "status": status, "conclusion": conclusion})
+            })
+            .collect();
+        let (head, api_rc, runs_body, status_body) = if err.contains("HTTP 401") {
+            let body = r#"{"message":"Bad credentials"}"#.to_string();
+            ("HTTP/2.0 401 Unauthorized", 1, body.clone(), body)
+        } else {
+            (
+                "HTTP/2.0 200 OK",
+                0,
+                serde_json::json!({"total_count": runs.len(), "check_runs": runs}).to_string(),
+                r#"{"state":"pending","statuses":[],"total_count":0}"#.to_string(),
+            )
+        };
+        let answer = |body: &str| {
+            format!("{head}\r\nContent-Type: application/json; charset=utf-8\r\n\r\n{body}\n")
+        };
+        fs::write(self.gh_dir.join("check-runs.http"), answer(&runs_body)).unwrap();
+        fs::write(self.gh_dir.join("status.http"), answer(&status_body)).unwrap();
+        fs::write(self.gh_dir.join("api.rc"), api_rc.to_string()).unwrap();
     }
 
     fn gh_calls(&self) -> String {
@@ -528,19 +569,19 @@ fn merge_needs_passing_ci_with_distinct_states() {
     assert_eq!(pre(&f, &gh, Step::Merge, Some(7)), Ok(()));
     assert_eq!(pre(&f, &strict, Step::Merge, Some(7)), Ok(()));
 
-    // An older gh without `bucket`: the raw state decides.
-    fs::write(f.gh_dir.join("no-bucket"), "").unwrap();
+    // CI is asked through the REST API every gh answers, never `gh pr checks --json`.
     f.checks(r#"[{"name":"t","state":"FAILURE"}]"#, "", 1);
     assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Failed);
     assert!(f
         .gh_calls()
-        .contains("pr checks 7-login --json name,state\n"));
+        .contains("api --include repos/{owner}/{repo}/commits/7-login/check-runs"));
+    assert!(!f.gh_calls().contains("pr checks"));
 
     // Neither JSON nor a known message: an error that names the command.
     f.checks("", "HTTP 401: Bad credentials", 1);
     let err = gh.ci_state(&r, "7-login").unwrap_err().to_string();
     assert!(
-        err.contains("pr checks 7-login") && err.contains("Bad credentials"),
+        err.contains("commits/7-login/check-runs") && err.contains("HTTP 401"),
         "{err}"
     );
 
