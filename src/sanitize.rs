@@ -15,13 +15,18 @@ pub fn one_line(text: &str) -> Cow<'_, str> {
 /// PR titles (GitHub refuses a PR title over 256): a pasted log as a title is cut, not copied.
 pub const TITLE_CHARS: usize = 200;
 
-/// `text`'s first line, trimmed and cut to [`TITLE_CHARS`] characters (`…` where it was cut).
+/// `text` cut to [`TITLE_CHARS`] characters (`…` where it was cut); the runner's lines
+/// escape what it holds.
 pub fn title(text: &str) -> String {
-    let first = text.lines().next().unwrap_or_default().trim();
-    match first.char_indices().nth(TITLE_CHARS) {
-        Some((cut, _)) => format!("{}…", &first[..cut]),
-        None => first.to_string(),
+    match text.char_indices().nth(TITLE_CHARS) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
     }
+}
+
+/// `text`'s first line, trimmed and cut like [`title`]: a commit subject or a PR title.
+pub fn subject(text: &str) -> String {
+    title(text.lines().next().unwrap_or_default().trim())
 }
 
 /// `text` as a block of lines: newlines and tabs kept, every other control character
@@ -72,10 +77,12 @@ mod tests {
     #[test]
     fn a_long_title_is_cut_to_its_first_line_and_a_readable_length() {
         let long = format!("{}\nsecond line", "é".repeat(300));
-        let cut = title(&long);
+        let cut = subject(&long);
         assert_eq!(cut.chars().count(), TITLE_CHARS + 1);
         assert!(cut.ends_with('…') && !cut.contains("second"));
-        assert_eq!(title("  Fix it  \nmore"), "Fix it");
+        assert_eq!(subject("  Fix it  \nmore"), "Fix it");
+        assert_eq!(title("Fix it\nmore"), "Fix it\nmore");
+        assert_eq!(title(&long).chars().count(), TITLE_CHARS + 1);
     }
 
     #[test]

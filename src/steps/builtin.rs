@@ -347,7 +347,7 @@ pub fn short(commit: &str) -> &str {
 }
 
 fn one_line(text: &str) -> String {
-    crate::sanitize::title(text)
+    crate::sanitize::subject(text)
 }
 
 #[cfg(test)]
