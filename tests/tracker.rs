@@ -66,12 +66,12 @@ fn local_first_milestone_with_work_wins_and_lowest_number_in_it() {
         // Closed issues do not make a milestone open.
         with(local(6, Some("a-closed"), ""), "state", json!("closed")),
     ]);
-    assert_eq!(selected(t.select(&none()).unwrap()), 2);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 2);
     let session: BTreeSet<u32> = [2, 3].into();
     // v1 is exhausted by this session's escalations: the next milestone is used.
-    assert_eq!(selected(t.select(&session).unwrap()), 1);
+    assert_eq!(selected(t.select(&session, &none()).unwrap()), 1);
     let session: BTreeSet<u32> = [1, 2, 3].into();
-    assert_eq!(selected(t.select(&session).unwrap()), 4);
+    assert_eq!(selected(t.select(&session, &none()).unwrap()), 4);
 }
 
 #[test]
@@ -87,20 +87,20 @@ fn local_dependencies_inside_the_milestone_must_be_closed() {
         with(local(15, Some("m"), ""), "labels", json!(["epic"])),
     ]);
     // #9 waits for the open #12; #10's dependency is closed.
-    assert_eq!(selected(t.select(&none()).unwrap()), 10);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 10);
     t.close(10, "merged by sdlc-runner").unwrap();
     // #13 depends on an issue of another milestone and on a number that does not exist.
-    assert_eq!(selected(t.select(&none()).unwrap()), 13);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 13);
     t.close(13, "merged").unwrap();
     // #14's parent #15 is open in the milestone; #9 still waits for #12.
     assert_eq!(
-        t.select(&none()).unwrap(),
+        t.select(&none(), &none()).unwrap(),
         Selection::AllBlocked {
             numbers: vec![9, 14]
         }
     );
     t.close(12, "done by hand").unwrap();
-    assert_eq!(selected(t.select(&none()).unwrap()), 9);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 9);
 }
 
 #[test]
@@ -110,7 +110,7 @@ fn local_mutual_dependencies_are_all_blocked() {
         local(2, None, "depends on: #1"),
     ]);
     assert_eq!(
-        t.select(&none()).unwrap(),
+        t.select(&none(), &none()).unwrap(),
         Selection::AllBlocked {
             numbers: vec![1, 2]
         }
@@ -128,10 +128,10 @@ fn local_escalated_issues_are_excluded_durably() {
             json!(["automatable", "sdlc-escalated"]),
         ),
     ]);
-    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 1);
     let session: BTreeSet<u32> = [1].into();
     assert_eq!(
-        t.select(&session).unwrap(),
+        t.select(&session, &none()).unwrap(),
         Selection::AllEscalated {
             numbers: vec![1, 2, 3]
         }
@@ -144,7 +144,7 @@ fn local_escalated_issues_are_excluded_durably() {
     .unwrap();
     // A later session (empty session set) still skips it.
     assert_eq!(
-        t.select(&none()).unwrap(),
+        t.select(&none(), &none()).unwrap(),
         Selection::AllEscalated {
             numbers: vec![1, 2, 3]
         }
@@ -168,7 +168,7 @@ fn local_escalated_issues_are_excluded_durably() {
     let mut edited = raw.clone();
     edited["escalated"] = json!(false);
     fs::write(d.path.join("1.json"), edited.to_string()).unwrap();
-    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 1);
 }
 
 /// An escalation note quotes agent output: its escape sequences and carriage returns reach the
@@ -192,12 +192,12 @@ fn control_characters_reach_the_tracker_escaped() {
 #[test]
 fn local_nothing_to_do() {
     let (_d, t) = issues(&[]);
-    assert_eq!(t.select(&none()).unwrap(), Selection::NoIssues);
+    assert_eq!(t.select(&none(), &none()).unwrap(), Selection::NoIssues);
     let (_d, t) = issues(&[
         with(local(1, None, ""), "state", json!("closed")),
         with(local(2, Some("m"), ""), "labels", json!(["bug"])),
     ]);
-    assert_eq!(t.select(&none()).unwrap(), Selection::NoIssues);
+    assert_eq!(t.select(&none(), &none()).unwrap(), Selection::NoIssues);
 }
 
 #[test]
@@ -210,11 +210,14 @@ fn local_configurable_label() {
     .unwrap();
     let mut l = Local::new(tmp.path());
     assert_eq!(
-        Tracker::Local(l.clone()).select(&none()).unwrap(),
+        Tracker::Local(l.clone()).select(&none(), &none()).unwrap(),
         Selection::NoIssues
     );
     l.label = "robot".into();
-    assert_eq!(selected(Tracker::Local(l).select(&none()).unwrap()), 1);
+    assert_eq!(
+        selected(Tracker::Local(l).select(&none(), &none()).unwrap()),
+        1
+    );
 }
 
 #[test]
@@ -222,10 +225,10 @@ fn local_malformed_files_are_named() {
     let (d, t) = issues(&[local(1, None, "")]);
     fs::write(d.path.join("README.md"), "not an issue").unwrap();
     fs::create_dir(d.path.join("attachments.json")).unwrap();
-    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 1);
 
     fs::write(d.path.join("2.json"), "{\"number\": 2, \"title\": ").unwrap();
-    let err = t.select(&none()).unwrap_err().to_string();
+    let err = t.select(&none(), &none()).unwrap_err().to_string();
     assert!(
         err.contains("2.json") && err.contains("not a valid issue"),
         "{err}"
@@ -236,7 +239,7 @@ fn local_malformed_files_are_named() {
         json!({"number": 2, "title": "x", "state": "maybe"}).to_string(),
     )
     .unwrap();
-    let err = t.select(&none()).unwrap_err().to_string();
+    let err = t.select(&none(), &none()).unwrap_err().to_string();
     assert!(err.contains("2.json") && err.contains("maybe"), "{err}");
 
     fs::write(
@@ -244,7 +247,7 @@ fn local_malformed_files_are_named() {
         json!({"number": 3, "title": "x", "state": "open"}).to_string(),
     )
     .unwrap();
-    let err = t.select(&none()).unwrap_err().to_string();
+    let err = t.select(&none(), &none()).unwrap_err().to_string();
     assert!(
         err.contains("2.json") && err.contains("file name says 2"),
         "{err}"
@@ -252,14 +255,14 @@ fn local_malformed_files_are_named() {
 
     fs::remove_file(d.path.join("2.json")).unwrap();
     fs::write(d.path.join("notes.json"), "{}").unwrap();
-    let err = t.select(&none()).unwrap_err().to_string();
+    let err = t.select(&none(), &none()).unwrap_err().to_string();
     assert!(
         err.contains("notes.json") && err.contains("<issue number>.json"),
         "{err}"
     );
 
     let missing = Tracker::Local(Local::new(d.path.join("nope")));
-    let err = missing.select(&none()).unwrap_err();
+    let err = missing.select(&none(), &none()).unwrap_err();
     assert!(matches!(err, TrackerError::Dir { .. }), "{err}");
     assert!(err.to_string().contains("nope"), "{err}");
 }
@@ -462,7 +465,7 @@ fn github_selects_in_the_first_milestone_honouring_merged_prs() {
     let f = FakeGh::new();
     sprint_fixture(&f, true);
     // #5 waits: its dependency #1 was closed but its PR was not merged.
-    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 6);
+    assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 6);
     let calls = f.calls();
     assert_eq!(
         calls[0],
@@ -484,7 +487,7 @@ fn github_selects_in_the_first_milestone_honouring_merged_prs() {
 
     let session: BTreeSet<u32> = [6].into();
     assert_eq!(
-        f.tracker.select(&session).unwrap(),
+        f.tracker.select(&session, &none()).unwrap(),
         Selection::AllBlocked { numbers: vec![5] }
     );
 }
@@ -495,7 +498,7 @@ fn github_older_gh_is_never_asked_for_fields_it_lacks() {
     sprint_fixture(&f, false);
     fs::write(f.data.join("old"), "").unwrap();
     // Without PR information a closed dependency counts as done, so #5 is ready.
-    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 5);
+    assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 5);
     let calls = f.calls();
     let lists: Vec<&String> = calls
         .iter()
@@ -512,7 +515,7 @@ fn github_older_gh_is_never_asked_for_fields_it_lacks() {
         "{calls:?}"
     );
     assert_eq!(lists.len(), 3, "{calls:?}");
-    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 5);
+    assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 5);
     assert_eq!(
         f.calls()
             .iter()
@@ -540,7 +543,7 @@ fn github_repo_wide_without_milestones_views_dependencies() {
         .remove("closedByPullRequestsReferences");
     f.put("view_1.json", &one);
     // #2 waits for the open, non-automatable #1; #99 does not exist.
-    assert_eq!(selected(f.tracker.select(&none()).unwrap()), 3);
+    assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 3);
     let calls = f.calls();
     assert!(
         calls.iter().any(|c| c.starts_with("issue view 1 --json")),
@@ -553,14 +556,17 @@ fn github_repo_wide_without_milestones_views_dependencies() {
 
     let session: BTreeSet<u32> = [3].into();
     assert_eq!(
-        f.tracker.select(&session).unwrap(),
+        f.tracker.select(&session, &none()).unwrap(),
         Selection::AllBlocked {
             numbers: vec![2, 4]
         }
     );
     // No automatable issue open at all.
     f.put("open.json", &json!([]));
-    assert_eq!(f.tracker.select(&none()).unwrap(), Selection::NoIssues);
+    assert_eq!(
+        f.tracker.select(&none(), &none()).unwrap(),
+        Selection::NoIssues
+    );
 }
 
 #[test]
@@ -652,7 +658,7 @@ fn github_errors_name_the_command_and_stderr() {
         "HTTP 401: Bad credentials (https://api.github.com/graphql)\n",
     )
     .unwrap();
-    let err = f.tracker.select(&none()).unwrap_err().to_string();
+    let err = f.tracker.select(&none(), &none()).unwrap_err().to_string();
     assert!(
         err.contains("api --include repos/{owner}/{repo}/milestones"),
         "{err}"
@@ -665,7 +671,7 @@ fn github_errors_name_the_command_and_stderr() {
     fs::remove_file(f.data.join("fail")).unwrap();
     fs::write(f.data.join("milestones.json"), "[]").unwrap();
     fs::write(f.data.join("open.json"), "<html>rate limited</html>").unwrap();
-    let err = f.tracker.select(&none()).unwrap_err().to_string();
+    let err = f.tracker.select(&none(), &none()).unwrap_err().to_string();
     assert!(
         err.contains("issue list --state open") && err.contains("not the expected JSON"),
         "{err}"
@@ -673,7 +679,10 @@ fn github_errors_name_the_command_and_stderr() {
 
     let mut gh = GitHub::new(&f.repo);
     gh.gh = f.data.join("no-such-gh");
-    let err = Tracker::GitHub(gh).select(&none()).unwrap_err().to_string();
+    let err = Tracker::GitHub(gh)
+        .select(&none(), &none())
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("no-such-gh") && err.contains("install the GitHub CLI"),
         "{err}"
@@ -692,7 +701,7 @@ fn local_create_numbers_files_and_release_and_reopen_undo_the_runners_marks() {
     let n = l.create("New one", "", &["automatable".into()]).unwrap();
     assert_eq!(n, 5, "one more than the highest file");
     let tracker = Tracker::Local(l.clone());
-    assert_eq!(selected(tracker.select(&none()).unwrap()), 5);
+    assert_eq!(selected(tracker.select(&none(), &none()).unwrap()), 5);
     let mut labelled = l.clone();
     labelled.escalated_label = "stuck".into();
     labelled.mark_escalated(5, "boom").unwrap();
@@ -743,7 +752,7 @@ fn local_unquarantine_lifts_the_runners_mark_and_says_why() {
     let issue = t.get(1).unwrap();
     assert!(!issue.escalated, "{issue:?}");
     assert!(!issue.labels.iter().any(|l| l == "sdlc-escalated"));
-    assert_eq!(selected(t.select(&none()).unwrap()), 1);
+    assert_eq!(selected(t.select(&none(), &none()).unwrap()), 1);
     let raw: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(d.path.join("1.json")).unwrap()).unwrap();
     assert_eq!(raw["escalation"], serde_json::Value::Null);

@@ -50,7 +50,7 @@ impl TrackerPort for Tracker {
         excluded: &BTreeSet<u32>,
         merged: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
-        Tracker::select_after(self, excluded, merged)
+        Tracker::select(self, excluded, merged)
     }
     fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         Tracker::get(self, number)

@@ -93,17 +93,10 @@ impl Local {
         }
     }
 
-    /// The lowest-numbered open issue with the selection label that is neither escalated (durably
-    /// or in `escalated_this_session`) nor waiting for an open dependency.
+    /// The lowest-numbered open issue with the selection label that is neither escalated
+    /// (durably or in `escalated_this_session`) nor waiting for an open dependency; `merged` (issues the runner merged) count as done
+    /// dependencies.
     pub fn select(
-        &self,
-        escalated_this_session: &BTreeSet<u32>,
-    ) -> Result<Selection, TrackerError> {
-        self.select_after(escalated_this_session, &BTreeSet::new())
-    }
-
-    /// [`Local::select`], with `merged` (issues the runner merged) done as dependencies.
-    pub fn select_after(
         &self,
         escalated_this_session: &BTreeSet<u32>,
         merged: &BTreeSet<u32>,

@@ -192,25 +192,17 @@ impl Tracker {
         }
     }
 
-    /// Chooses the next issue. `escalated_this_session` are excluded on top of the durable
-    /// marks.
+    /// The lowest-numbered open issue with the selection label that is neither escalated
+    /// (durably or in `escalated_this_session`) nor waiting for an open dependency; `merged` (issues the runner merged) count as done
+    /// dependencies whatever the tracker shows of them.
     pub fn select(
-        &self,
-        escalated_this_session: &BTreeSet<u32>,
-    ) -> Result<Selection, TrackerError> {
-        self.select_after(escalated_this_session, &BTreeSet::new())
-    }
-
-    /// [`Tracker::select`], with `merged` (issues the runner merged) done as dependencies
-    /// whatever the tracker shows of them.
-    pub fn select_after(
         &self,
         escalated_this_session: &BTreeSet<u32>,
         merged: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
         let selected = match self {
-            Tracker::GitHub(t) => t.select_after(escalated_this_session, merged),
-            Tracker::Local(t) => t.select_after(escalated_this_session, merged),
+            Tracker::GitHub(t) => t.select(escalated_this_session, merged),
+            Tracker::Local(t) => t.select(escalated_this_session, merged),
         };
         let outcome = match &selected {
             Ok(Selection::Issue(issue)) => format!("issue #{}", issue.number),

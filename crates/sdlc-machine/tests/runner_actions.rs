@@ -899,6 +899,24 @@ proptest! {
     }
 }
 
+/// Issue 5 carried through every step before monitorCI, whose run is requested: the effects
+/// of that request.
+fn monitor_ci_of_issue_5(core: &mut Core) -> Vec<Effect> {
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 5 });
+    for step in Step::ALL.into_iter().take_while(|&s| s != Step::MonitorCi) {
+        core.handle(&Event::PreconditionsOk { step });
+        core.handle(&Event::StepSucceeded {
+            step,
+            usage: Usage::default(),
+        });
+    }
+    core.handle(&Event::PreconditionsOk {
+        step: Step::MonitorCi,
+    })
+    .to_vec()
+}
+
 /// Commits on top during monitorCI send the look to the new head; a rewrite halts naming both
 /// commits with nothing merged; a person's merge seen before the merge is recorded, no merge
 /// runs.
@@ -906,32 +924,8 @@ proptest! {
 fn a_moved_branch_is_looked_at_again_or_stops_the_session() {
     let ours = commit(0);
     let theirs = commit(1);
-    let to_monitor_ci = |core: &mut Core| {
-        core.handle(&Event::Start);
-        core.handle(&Event::IssueSelected { issue: 5 });
-        for step in [
-            Step::StartCycle,
-            Step::StartIssue,
-            Step::WriteSpecs,
-            Step::Implement,
-            Step::Simplify,
-            Step::Verify,
-            Step::CommitPush,
-            Step::CreatePr,
-        ] {
-            core.handle(&Event::PreconditionsOk { step });
-            core.handle(&Event::StepSucceeded {
-                step,
-                usage: Usage::default(),
-            });
-        }
-        core.handle(&Event::PreconditionsOk {
-            step: Step::MonitorCi,
-        })
-        .to_vec()
-    };
     let mut core = Core::new(Limits::default(), Mode::Continuous);
-    let run = to_monitor_ci(&mut core);
+    let run = monitor_ci_of_issue_5(&mut core);
     assert!(
         matches!(
             run.last(),
@@ -991,7 +985,7 @@ fn a_moved_branch_is_looked_at_again_or_stops_the_session() {
 
     // A person's merge seen by the merge's checks: recorded, nothing merged.
     let mut core = Core::new(Limits::default(), Mode::Continuous);
-    to_monitor_ci(&mut core);
+    monitor_ci_of_issue_5(&mut core);
     core.handle(&Event::CiPassed {
         commit: ours,
         usage: Usage::default(),
@@ -1008,27 +1002,7 @@ fn a_repaired_conflict_goes_through_ci_again_before_it_is_merged() {
     let ours = commit(0);
     let repaired = commit(1);
     let mut core = Core::new(Limits::default(), Mode::Continuous);
-    core.handle(&Event::Start);
-    core.handle(&Event::IssueSelected { issue: 5 });
-    for step in [
-        Step::StartCycle,
-        Step::StartIssue,
-        Step::WriteSpecs,
-        Step::Implement,
-        Step::Simplify,
-        Step::Verify,
-        Step::CommitPush,
-        Step::CreatePr,
-    ] {
-        core.handle(&Event::PreconditionsOk { step });
-        core.handle(&Event::StepSucceeded {
-            step,
-            usage: Usage::default(),
-        });
-    }
-    core.handle(&Event::PreconditionsOk {
-        step: Step::MonitorCi,
-    });
+    monitor_ci_of_issue_5(&mut core);
     core.handle(&Event::CiPassed {
         commit: ours,
         usage: Usage::default(),
