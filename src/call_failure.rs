@@ -30,6 +30,10 @@ pub enum CallFailureKind {
     /// The forge's rules for the base branch refuse the merge (branch protection, a required
     /// review or check, a draft PR): a person's to satisfy, never the code to repair.
     Policy,
+    /// The forge's rules want the branch up to date with the base branch before the merge, and
+    /// the base branch moved since (GitHub's `BEHIND`): the machine has the branch updated and
+    /// CI passes the new head; nobody's fault.
+    Behind,
     /// The call ran past its own time limit and was stopped (a dead network, a hung tool).
     TimedOut,
     /// The step the call served ran out of time (`timeoutMin`); its process group was killed.

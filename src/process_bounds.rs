@@ -57,6 +57,9 @@ pub const CHILDREN: &[(&str, Children)] = &[
         },
     ),
     ("LookAtCi", others(8)),
+    // After a merge conflict's repair: fetch, an unfinished operation aborted onto a rescue
+    // ref, main refreshed, the markers' check, the merge, the push and origin's head read.
+    ("UpdateBranch", others(24)),
     // The merge lease in the tracker: GitHub's comment read, written, read back (local: none).
     ("TakeMergeTurn", others(4)),
     ("ReleaseMergeTurn", others(2)),
@@ -155,6 +158,8 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     let turns = (attempts + reruns).saturating_mul(1 + turn_pauses);
     // A turn taken after a pause is followed by the merge's checks again: once per merge run.
     let checks = checks.saturating_add(attempts + reruns);
+    // A merge attempt that repairs a conflict updates the branch once after the agent.
+    let updates = attempts;
     let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
     let calls = (attempts + reruns)
         .saturating_mul(run)
@@ -162,13 +167,14 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_add(own(attempts + reruns, "ReleaseMergeTurn"))
         .saturating_add(own(checks, "CheckPreconditions"))
         .saturating_add(own(looks, "LookAtCi"))
+        .saturating_add(own(updates, "UpdateBranch"))
         .saturating_add(own(selects, "SelectIssue"))
         .saturating_add(writes.saturating_mul(children("MarkEscalated").others));
     // Where issues are claimed: each selection claims its issue (an issue another runner
     // holds costs one selection and one claim more, once per cycle), and every request that
     // works on the issue or waits is preceded by a renewal.
     let (claims, renewals) = if l.claims {
-        let worked = attempts + reruns + turns + checks + looks;
+        let worked = attempts + reruns + turns + checks + looks + updates;
         (selects, worked + attempts + looks + turns)
     } else {
         (0, 0)
@@ -177,8 +183,9 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_add(own(claims, "ClaimIssue"))
         .saturating_add(own(renewals, "RenewClaim"));
     // Every call of the runner's own may be made again after a network wait.
-    let requests = (attempts + reruns + turns + checks + looks + selects + writes + claims)
-        .saturating_mul(retries);
+    let requests =
+        (attempts + reruns + turns + checks + looks + updates + selects + writes + claims)
+            .saturating_mul(retries);
     let waits = attempts + looks + requests + turns;
     let batches = requests + waits + 1;
     let races = if agent_merge {
@@ -247,6 +254,10 @@ mod tests {
             Effect::LookAtCi {
                 issue: 1,
                 look: 1,
+                commit: None,
+            },
+            Effect::UpdateBranch {
+                issue: 1,
                 commit: None,
             },
             Effect::Wait { seconds: 1 },

@@ -358,3 +358,50 @@ fn a_rate_limit_of_one_worker_pauses_the_others() {
     assert!(journals.contains(r#""event":"fleetPaused""#), "{journals}");
     assert!(journals.contains(r#""notice":"fleetPause""#), "{journals}");
 }
+
+/// The runner killed (SIGKILL) after the conflict's repaired branch was pushed and before the
+/// update was recorded: the run after it counts the attempt, sees origin's head on top of the
+/// commit CI passed, has CI pass that head and merges it; nothing unverified reaches main and
+/// neither issue is escalated.
+#[test]
+fn a_kill_after_the_repaired_branch_is_pushed_merges_only_what_ci_passed_after_it() {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({"steps": {
+            "implement": ["write-shared"],
+            "verify": ["busy:500"],
+            "merge": ["resolve-conflict"],
+        }}),
+        builtin(),
+    );
+    let killed = p.run_env(
+        &["--workers", "2"],
+        &[(
+            sdlc_runner::failpoint::CRASH_AT_ENV,
+            "branch updated: pushed",
+        )],
+    );
+    let first = text(&killed);
+    assert_eq!(
+        killed.status.code(),
+        None,
+        "killed at the failpoint: {first}"
+    );
+    assert!(first.contains("MERGE_CONFLICT"), "{first}");
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{first}\n---\n{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(!all.contains("escalated"), "{all}");
+    // Main's last merge merges a head CI passed in the second run.
+    let parents = e2e::git(&p.origin, &["log", "--format=%P", "-1", "main"]);
+    let merged_head = parents
+        .split_whitespace()
+        .nth(1)
+        .expect("a merge commit")
+        .to_string();
+    assert!(
+        all.contains(&format!("CI checks let {} merge", &merged_head[..12])),
+        "CI passed {merged_head} before its merge: {all}"
+    );
+}

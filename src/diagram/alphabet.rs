@@ -38,8 +38,8 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
         usage,
         commit: Some(commit(1)),
     });
-    // (A person's moves and a conflict's repair, `CiPassed`, `BranchMoved` and
-    // `MergeRepaired`, are not explored: the space they open does not converge under
+    // (A person's moves and a conflict's repair, `CiPassed`, `BranchMoved`, `Repaired` and
+    // `BranchUpdated`, are not explored: the space they open does not converge under
     // `exploration_key` within the explorer's limit; `tests/runner_actions.rs` covers them.)
     // The merge turn and lost races, where the limits share the merge (`exploration_limits`
     // keeps that space small).

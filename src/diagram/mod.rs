@@ -157,6 +157,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::RepeatedKills { .. } => "runner killed",
         HaltReason::MergeTurnHeld { .. } => "merge lease",
         HaltReason::BranchMoved { .. } => "branch moved by a person",
+        HaltReason::MainKeptMoving { .. } => "main kept moving",
     }
 }
 
@@ -443,6 +444,10 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect
             Effect::LookAtCi { issue, look, .. } => Effect::LookAtCi {
                 issue,
                 look,
+                commit: None,
+            },
+            Effect::UpdateBranch { issue, .. } => Effect::UpdateBranch {
+                issue,
                 commit: None,
             },
             other => other,

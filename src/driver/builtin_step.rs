@@ -3,7 +3,9 @@
 //! checks until they settle; only a repair attempt (CI failed last time) runs the agent, with
 //! the failing checks as its repair context, before watching again. Likewise a merge whose
 //! branch conflicted with main: its repair attempt has the agent bring the branch up to date
-//! (the conflicting files are the repair context) before the runner merges again.
+//! (the conflicting files are the repair context); the update and push that follow are the
+//! machine's next request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before
+//! any merge.
 
 use super::{network, Driver};
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
@@ -58,9 +60,9 @@ impl Driver {
             }
             agent_ran = true;
             if conflict {
-                if let Some(event) = self.pushed_repair(step, issue, commit, &usage).await {
-                    return event;
-                }
+                // The runner's half of the repair (the update and its push) is a request of
+                // the machine's own: `UpdateBranch`.
+                return Event::Repaired { step, usage };
             }
         }
         self.log(&format!(
@@ -108,51 +110,6 @@ impl Driver {
         usage.elapsed_ms += started.elapsed().as_millis() as u64;
         self.builtin_outcome(step, issue, result, usage, agent_ran)
             .await
-    }
-
-    /// The merge's conflict repair ran: the branch is pushed, and a head that moved past
-    /// `verified` goes back to CI (`MergeRepaired`) instead of being merged unverified.
-    /// `None`: the repair changed nothing and the merge is tried as it was.
-    async fn pushed_repair(
-        &mut self,
-        step: Step,
-        issue: u32,
-        verified: Option<Commit>,
-        usage: &Usage,
-    ) -> Option<Event> {
-        let verified = verified.map(|c| c.hex()).unwrap_or_default();
-        let facts = self.facts();
-        let pushed = self
-            .patiently("pushing the repaired branch", move |w| {
-                facts.with(&*w.git, |facts| {
-                    builtin::push_repair(&*w.git, facts, &verified)
-                })
-            })
-            .await;
-        let failed = match pushed {
-            network::Patient::Done(Ok(None)) => return None,
-            network::Patient::Done(Ok(Some(head))) => match self.commit_of(&head) {
-                Ok(head) => {
-                    let said = format!(
-                        "the repaired branch is pushed at {}: CI looks at it before the merge",
-                        head.short()
-                    );
-                    self.say(said.clone());
-                    self.log(&format!("{}: {said}", step.key()));
-                    return Some(Event::MergeRepaired {
-                        head,
-                        usage: *usage,
-                    });
-                }
-                Err(failed) => failed,
-            },
-            network::Patient::Done(Err(failed)) => failed,
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Some(ev),
-        };
-        self.say(failed.what.clone());
-        let text = self.without_branch(&failed.what).await;
-        let c = classify_builtin(step.key(), &text, failed.kind, false);
-        Some(self.failed(step, issue, c, *usage))
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
@@ -228,6 +185,12 @@ impl Driver {
                     Err(event) => event,
                 }
             }
+            // The base branch's protection wants the branch up to date: the machine's to ask.
+            Err(failed) if failed.kind == CallFailureKind::Behind => {
+                self.say(failed.what.clone());
+                self.log(&format!("{}: {}", step.key(), failed.what));
+                Event::BranchBehind { usage }
+            }
             Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
                 self.say(failed.what.clone());
                 let c = classify_builtin_timeout(step.key(), &failed.what);
@@ -246,7 +209,7 @@ impl Driver {
     /// `text` with this issue's branch name taken out: the same refusal (a hook, a protected
     /// remote) must have the same signature on every issue, so that it is seen as the
     /// environment's and not blamed on each issue in turn.
-    async fn without_branch(&self, text: &str) -> String {
+    pub(super) async fn without_branch(&self, text: &str) -> String {
         let number = self.issue.number;
         let found = self
             .io
@@ -260,7 +223,7 @@ impl Driver {
     }
 
     /// The issue as the builtin steps see it, for a call off the runtime.
-    fn facts(&self) -> Facts {
+    pub(super) fn facts(&self) -> Facts {
         Facts {
             number: self.issue.number,
             title: self.issue.title.clone(),
@@ -302,7 +265,7 @@ impl Driver {
     }
 
     /// A commit id git printed, as the machine carries it.
-    fn commit_of(&self, hex: &str) -> Result<Commit, Failed> {
+    pub(super) fn commit_of(&self, hex: &str) -> Result<Commit, Failed> {
         Commit::parse(hex).ok_or_else(|| {
             Failed::other(format!(
                 "git named the commit `{hex}`, which is no commit id (40 or 64 hex digits)"
@@ -370,7 +333,7 @@ enum Looked {
 }
 
 /// The issue as the builtin steps see it, owned so that a call off the runtime takes it along.
-struct Facts {
+pub(super) struct Facts {
     number: u32,
     title: String,
     branch: Option<String>,
@@ -380,7 +343,7 @@ struct Facts {
 impl Facts {
     /// Runs `act` on the facts. The branch is git's `<n>-*` branch when there is one: the
     /// agent that ran startIssue chose its slug.
-    fn with<T>(&self, git: &dyn GitPort, act: impl FnOnce(&IssueFacts) -> T) -> T {
+    pub(super) fn with<T>(&self, git: &dyn GitPort, act: impl FnOnce(&IssueFacts) -> T) -> T {
         let found = git.feature_branch(self.number).ok().flatten();
         act(&IssueFacts {
             number: self.number,

@@ -188,6 +188,53 @@ impl Driver {
         }
     }
 
+    /// `UpdateBranch`, after the agent repaired the merge's conflict: the branch brought up to
+    /// date with origin's main (a merge left half done is aborted first and kept on a rescue
+    /// ref; one that still conflicts is the merge's MERGE_CONFLICT, both sides in its words;
+    /// markers are refused) and pushed. `BranchUpdated` with origin's head, which CI passes
+    /// before any merge.
+    pub(super) async fn update_branch(&mut self, issue: u32, commit: Option<Commit>) -> Event {
+        let step = Step::Merge;
+        self.know_issue(issue).await;
+        let started = std::time::Instant::now();
+        let verified = commit.map(|c| c.hex()).unwrap_or_default();
+        let facts = self.facts();
+        let what = format!("bringing the branch up to date with {}", self.main);
+        let updated = self
+            .patiently(&what, move |w| {
+                facts.with(&*w.git, |facts| {
+                    builtin::update_branch(&*w.git, facts, &verified)
+                })
+            })
+            .await;
+        let usage = Usage {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..Usage::default()
+        };
+        let failed = match updated {
+            network::Patient::Done(Ok(head)) => match self.commit_of(&head) {
+                Ok(head) => {
+                    crate::failpoint::point("branch updated: pushed");
+                    let said = format!(
+                        "the repaired branch is pushed at {}: CI looks at it before the merge",
+                        head.short()
+                    );
+                    self.say(said.clone());
+                    self.log(&format!("{}: {said}", step.key()));
+                    return Event::BranchUpdated { head, usage };
+                }
+                Err(failed) => failed,
+            },
+            network::Patient::Done(Err(failed)) => failed,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        let text = format!("{what}: {}", failed.what);
+        self.say(text.clone());
+        let text = self.without_branch(&text).await;
+        let c = classify_builtin(step.key(), &text, failed.kind, false);
+        self.failed(step, issue, c, usage)
+    }
+
     /// One look at origin's branch against `commit` (none: the local head).
     async fn look_raw(&mut self, commit: Option<Commit>) -> network::Patient<Look, Failed> {
         let expected = commit.map(|c| c.hex());

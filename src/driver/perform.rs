@@ -65,6 +65,9 @@ impl Driver {
                 look,
                 commit,
             } => Outcome::Next(self.look_at_ci(issue, look, commit).await),
+            Effect::UpdateBranch { issue, commit } => {
+                Outcome::Next(self.update_branch(issue, commit).await)
+            }
             Effect::Wait { seconds } => {
                 let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)

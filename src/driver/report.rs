@@ -361,6 +361,9 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
             head.short(),
             ours.short()
         ),
+        HaltReason::MainKeptMoving { issue } => format!(
+            "the base branch's protection requires issue #{issue}'s branch to be up to date with the base branch before its merge, and the base branch moved again each time the runner brought the branch up to date and CI passed it: more times than monitorCI's CI schedule has waits. Nothing was merged and no issue was blamed; run again with --ack-halt when the base branch is quieter, or relax the rule that branches be up to date."
+        ),
         _ => return None,
     })
 }
@@ -399,6 +402,7 @@ pub fn halt_diagnostic(
         | HaltReason::RepeatedKills { .. }
         | HaltReason::MergeTurnHeld { .. } => "environment",
         HaltReason::BranchMoved { .. } => "a person's move",
+        HaltReason::MainKeptMoving { .. } => "main kept moving",
         HaltReason::SessionBudget => "session budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",

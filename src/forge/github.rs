@@ -168,8 +168,9 @@ const MERGE_GATE_FIELDS: &str = "mergeStateStatus,reviewDecision,isDraft,mergeab
 /// The base branch's rule that keeps the PR from merging, from what
 /// `gh pr view --json mergeStateStatus,reviewDecision,isDraft,mergeable` printed; `None` when
 /// nothing does as far as GitHub can tell: clean, only non-required checks failing
-/// (`UNSTABLE`), not computed yet (`UNKNOWN`), or a conflict (`DIRTY`), which the merge
-/// itself meets as one.
+/// (`UNSTABLE`), not computed yet (`UNKNOWN`), a conflict (`DIRTY`), which the merge itself
+/// meets as one, or a branch behind the base branch (`BEHIND`, [`merge_behind`]), which the
+/// runner brings up to date.
 pub fn merge_refusal(json: &[u8]) -> Result<Option<&'static str>, String> {
     let gate: GhMergeGate = serde_json::from_slice(json).map_err(|e| e.to_string())?;
     let status = gate
@@ -194,10 +195,16 @@ pub fn merge_refusal(json: &[u8]) -> Result<Option<&'static str>, String> {
                 _ => "required status checks or another branch protection rule are not satisfied",
             },
         ),
-        "BEHIND" => {
-            Some("branch protection requires the branch to be up to date with the base branch")
-        }
         _ => None,
+    })
+}
+
+/// Whether GitHub's fields say the base branch's protection wants the branch up to date with
+/// it before the merge, and it is not (`mergeStateStatus: BEHIND`).
+pub fn merge_behind(json: &[u8]) -> bool {
+    serde_json::from_slice::<GhMergeGate>(json).is_ok_and(|gate| {
+        gate.merge_state_status
+            .is_some_and(|s| s.eq_ignore_ascii_case("BEHIND"))
     })
 }
 
@@ -236,6 +243,17 @@ pub(super) fn merge_pr(
     let view = ["pr", "view", branch, "--json", MERGE_GATE_FIELDS];
     let out = run_gh(gh, repo_dir, &view)?;
     if out.status.success() {
+        if merge_behind(&out.stdout) {
+            return Err(ForgeError::Command {
+                command: command_text(gh, &view),
+                status: out.status.code(),
+                stderr: format!(
+                    "GitHub wants {branch} up to date with the base branch before the merge"
+                ),
+                hint: "the runner brings the branch up to date and CI passes it first",
+                kind: CallFailureKind::Behind,
+            });
+        }
         if let Ok(Some(rule)) = merge_refusal(&out.stdout) {
             return Err(ForgeError::Command {
                 command: command_text(gh, &view),
@@ -384,11 +402,14 @@ mod tests {
         assert!(review.is_some_and(|r| r.contains("review")), "{review:?}");
         let checks = rule(r#"{"mergeStateStatus":"BLOCKED","reviewDecision":"APPROVED"}"#);
         assert!(checks.is_some_and(|r| r.contains("checks")), "{checks:?}");
-        let behind = rule(r#"{"mergeStateStatus":"BEHIND"}"#);
-        assert!(
-            behind.is_some_and(|r| r.contains("up to date")),
-            "{behind:?}"
+        assert_eq!(
+            rule(r#"{"mergeStateStatus":"BEHIND"}"#),
+            None,
+            "not a rule's refusal"
         );
+        assert!(merge_behind(br#"{"mergeStateStatus":"BEHIND"}"#));
+        assert!(!merge_behind(br#"{"mergeStateStatus":"CLEAN"}"#));
+        assert!(!merge_behind(b"not json"));
         assert!(merge_refusal(b"not json").is_err());
     }
 

@@ -318,25 +318,27 @@ pub fn merge(
     ))
 }
 
-/// After the merge's conflict repair (the agent brought the branch up to date with main): the
-/// branch pushed, as the agent may not have, and origin's head of it when the repair moved it
-/// past `verified`, the commit CI passed. `None`: the repair left the branch where it was.
-pub fn push_repair(
+/// `UpdateBranch` after the merge's conflict repair: the branch brought up to date with
+/// origin's main (the agent's repair normally did it; what it left half done is aborted and
+/// kept on a rescue ref, markers are refused, a conflict is the merge's), pushed, as the agent
+/// may not have, and origin's head of it then, which must be the local branch's: the commit
+/// CI looks at before any merge. `verified` names the commit CI passed before, in the words.
+pub fn update_branch(
     repo: &dyn GitPort,
     issue: &IssueFacts,
     verified: &str,
-) -> Result<Option<String>, Failed> {
+) -> Result<String, Failed> {
     let branch = issue.branch()?;
+    repo.bring_up_to_date(branch)?;
     repo.push_branch(branch)?;
     let seen = repo.branch_on_origin(branch)?;
     match (seen.local.as_deref(), seen.head.as_deref()) {
-        (Some(local), Some(head)) if local == head => {
-            Ok((head != verified).then(|| head.to_string()))
-        }
+        (Some(local), Some(head)) if local == head => Ok(head.to_string()),
         (local, head) => Err(Failed::other(format!(
-            "after the conflict's repair origin's {branch} is at {} and the local branch at {}: the push did not take",
+            "after the conflict's repair origin's {branch} is at {} and the local branch at {} (CI passed {}): the push did not take",
             head.map(short).unwrap_or("nothing"),
-            local.map(short).unwrap_or("nothing")
+            local.map(short).unwrap_or("nothing"),
+            if verified.is_empty() { "no commit yet" } else { short(verified) }
         ))),
     }
 }

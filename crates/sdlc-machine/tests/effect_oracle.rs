@@ -179,6 +179,7 @@ fn answer(
                 | Effect::CheckPreconditions { .. }
                 | Effect::RunStep { .. }
                 | Effect::LookAtCi { .. }
+                | Effect::UpdateBranch { .. }
                 | Effect::RecordMerged { .. }
                 | Effect::MarkEscalated { .. }
                 | Effect::Unquarantine { .. }

@@ -782,7 +782,10 @@ impl Moving {
             },
             Effect::RunStep {
                 step: Step::Merge, ..
-            } => match w.pick(8) {
+            } => match w.pick(9) {
+                8 => Event::BranchBehind {
+                    usage: Usage::default(),
+                },
                 0 => moved(w),
                 1 => Event::AlreadyMerged { issue },
                 2 => Event::IssueWithdrawn { issue },
@@ -793,8 +796,8 @@ impl Moving {
                     usage: Usage::default(),
                     wait_hint_secs: None,
                 },
-                5 => Event::MergeRepaired {
-                    head: commit(w.pick(3)),
+                5 => Event::Repaired {
+                    step: Step::Merge,
                     usage: Usage::default(),
                 },
                 3 => Event::MergeRaceLost {
@@ -804,6 +807,21 @@ impl Moving {
                 },
                 _ => Event::StepSucceeded {
                     step: Step::Merge,
+                    usage: Usage::default(),
+                },
+            },
+            Effect::UpdateBranch { .. } => match w.pick(6) {
+                0 => moved(w),
+                1 => Event::StepFailed {
+                    step: Step::Merge,
+                    class: FailureClass::MergeConflict,
+                    signature: Signature(5),
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                },
+                2 => Event::NetworkFailed,
+                _ => Event::BranchUpdated {
+                    head: commit(w.pick(3)),
                     usage: Usage::default(),
                 },
             },
@@ -843,7 +861,7 @@ proptest! {
             }
             match event {
                 Event::CiPassed { commit, .. } => verified = Some(commit),
-                Event::BranchMoved { .. } | Event::MergeRepaired { .. } => verified = None,
+                Event::BranchMoved { .. } | Event::BranchUpdated { .. } => verified = None,
                 _ => {}
             }
             let attempts_before: u32 = core.runner().attempts.iter().sum();
@@ -1040,10 +1058,30 @@ fn a_repaired_conflict_goes_through_ci_again_before_it_is_merged() {
         elapsed_ms: 1_000,
         turns: 3,
     };
+    // The agent's repair is done; the runner's update and push are a request of their own,
+    // and a network failure of it asks for it again, never for the agent's repair.
+    let update = Effect::UpdateBranch {
+        issue: 5,
+        commit: Some(ours),
+    };
     let fx = core
-        .handle(&Event::MergeRepaired {
-            head: repaired,
+        .handle(&Event::Repaired {
+            step: Step::Merge,
             usage: spent,
+        })
+        .to_vec();
+    assert_eq!(fx.last(), Some(&update), "{fx:?}");
+    core.handle(&Event::NetworkFailed);
+    let fx = core.handle(&Event::WaitOver).to_vec();
+    assert_eq!(fx.last(), Some(&update), "the update again: {fx:?}");
+    assert!(
+        fx.iter().all(|e| !matches!(e, Effect::RunStep { .. })),
+        "the agent's repair is not run twice: {fx:?}"
+    );
+    let fx = core
+        .handle(&Event::BranchUpdated {
+            head: repaired,
+            usage: Usage::default(),
         })
         .to_vec();
     assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
@@ -1072,5 +1110,80 @@ fn a_repaired_conflict_goes_through_ci_again_before_it_is_merged() {
     assert!(
         core.runner().issue_cost_micros >= spent.cost_micros,
         "the repair's cost is counted"
+    );
+}
+
+/// GitHub wants the branch up to date with main before the merge (`BEHIND`): the branch is
+/// updated and its new head goes through CI before a plain merge of it; no attempt is spent
+/// and nobody is blamed. Main overtaking the branch more often than CI's schedule has waits
+/// halts naming it.
+#[test]
+fn a_branch_behind_main_is_updated_and_passes_ci_again_and_a_main_that_keeps_moving_halts() {
+    let ours = commit(0);
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    monitor_ci_of_issue_5(&mut core);
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    let mut verified = ours;
+    let polls = Limits::default().ci_polls().len();
+    for round in 0..=polls {
+        let fx = core
+            .handle(&Event::PreconditionsOk { step: Step::Merge })
+            .to_vec();
+        assert!(
+            fx.iter().any(|e| matches!(e, Effect::RunStep { step: Step::Merge, repair: false, commit: Some(c), .. } if *c == verified)),
+            "round {round}: a plain merge of the verified head: {fx:?}"
+        );
+        let fx = core
+            .handle(&Event::BranchBehind {
+                usage: Usage::default(),
+            })
+            .to_vec();
+        assert!(
+            fx.iter()
+                .all(|e| !matches!(e, Effect::MarkEscalated { .. })),
+            "{fx:?}"
+        );
+        if round == polls {
+            assert!(
+                fx.contains(&Effect::Halt(HaltReason::MainKeptMoving { issue: 5 })),
+                "past the schedule: {fx:?}"
+            );
+            break;
+        }
+        assert_eq!(
+            fx.last(),
+            Some(&Effect::UpdateBranch {
+                issue: 5,
+                commit: Some(verified)
+            }),
+            "round {round}: {fx:?}"
+        );
+        let head = commit(round as u8 + 1);
+        let fx = core
+            .handle(&Event::BranchUpdated {
+                head,
+                usage: Usage::default(),
+            })
+            .to_vec();
+        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+        let fx = core.handle(&Event::WaitOver).to_vec();
+        assert!(
+            matches!(fx.last(), Some(Effect::LookAtCi { commit: Some(c), .. }) if *c == head),
+            "CI looks at the updated head: {fx:?}"
+        );
+        core.handle(&Event::CiPassed {
+            commit: head,
+            usage: Usage::default(),
+        });
+        verified = head;
+    }
+    assert!(core.escalated().is_empty());
+    assert_eq!(
+        core.runner().attempts.iter().sum::<u32>(),
+        0,
+        "no attempt spent"
     );
 }

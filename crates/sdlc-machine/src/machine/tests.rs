@@ -505,3 +505,19 @@ fn machine_ci_passing_after_pending_looks_is_one_attempt_with_their_usage() {
     assert_eq!(r.last_usage.elapsed_ms, 2 + 10_000);
     assert_eq!(r.stats.total.invocations, Step::COUNT as u64 - 1);
 }
+
+/// A journal written before the update became its own request names the event
+/// `mergeRepaired`; it still replays, as the same `BranchUpdated`.
+#[test]
+fn an_older_journals_merge_repaired_reads_as_branch_updated() {
+    let head = Commit::parse(&"ab".repeat(20)).expect("commit");
+    let event = Event::BranchUpdated {
+        head,
+        usage: Usage::default(),
+    };
+    let now = serde_json::to_string(&event).expect("serialize");
+    assert!(now.contains("\"branchUpdated\""), "{now}");
+    let older = now.replace("\"branchUpdated\"", "\"mergeRepaired\"");
+    let read: Event = serde_json::from_str(&older).expect("an older journal's record");
+    assert_eq!(read, event);
+}

@@ -52,6 +52,7 @@ pub fn renewal_due(l: &Limits, request: &Effect) -> Option<u64> {
         Effect::RunStep { .. }
         | Effect::CheckPreconditions { .. }
         | Effect::LookAtCi { .. }
+        | Effect::UpdateBranch { .. }
         | Effect::TakeMergeTurn { .. } => Some(0),
         Effect::Wait { seconds } => Some(seconds),
         Effect::Pause { millis } => Some(millis.div_ceil(1000)),

@@ -3,6 +3,7 @@
 //! session stops, nothing merged, no issue blamed), merged or withdrawn by hand. And the
 //! commit a merge request carries: only the one CI passed in this cycle.
 
+use super::state::state_of;
 use super::{Fx, Runner, State};
 use crate::machine::types::*;
 use crate::step::Step;
@@ -28,7 +29,9 @@ impl Runner {
                 self.outstanding,
                 Some((
                     _,
-                    Effect::CheckPreconditions { .. } | Effect::RunStep { .. }
+                    Effect::CheckPreconditions { .. }
+                        | Effect::RunStep { .. }
+                        | Effect::UpdateBranch { .. }
                 ))
             ),
             _ => false,
@@ -94,7 +97,35 @@ impl Runner {
         self.ci_pending(&Usage::default(), fx)
     }
 
-    /// The merge's repair brought the branch up to date with main and the runner pushed it:
+    /// The agent repaired the merge's conflict: the runner's own half of the repair attempt
+    /// follows as a request of its own (`UpdateBranch`), so that a network failure or a rate
+    /// limit of the runner's call asks for that call again, never for the agent's repair.
+    pub(super) fn update_branch(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.pending_usage = self.with_pending(usage);
+        let update = Effect::UpdateBranch {
+            issue: self.current_issue(),
+            commit: self.verified,
+        };
+        self.request(state_of(Step::Merge), update, fx);
+        Handled
+    }
+
+    /// The base branch's protection wants the branch up to date with main, which moved since CI
+    /// passed it: the branch is updated (`UpdateBranch`) and its new head goes through CI, as
+    /// for a person's push on top. Counted with those moves: more in a cycle than monitorCI's
+    /// schedule has waits halt (`MainKeptMoving`). No attempt is spent and no issue blamed.
+    pub(super) fn branch_behind(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.let_go_of_turn(Step::Merge, fx);
+        let issue = self.current_issue();
+        if self.head_moves as usize >= self.limits.ci_polls().len() {
+            self.dispatched = false;
+            return self.halt(HaltReason::MainKeptMoving { issue }, fx);
+        }
+        self.head_moves += 1;
+        self.update_branch(usage, fx)
+    }
+
+    /// The runner brought the branch up to date with main after the repair and pushed it:
     /// its head is new to CI, so the merge waits for CI's verdict on it (monitorCI's schedule
     /// from its start), and the next merge is a plain one again, not another repair. Bounded:
     /// each repair is counted against `max_repair_iterations`, and each conflict that follows

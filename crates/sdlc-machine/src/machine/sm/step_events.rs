@@ -118,7 +118,15 @@ impl Runner {
             Event::BranchMoved { ours, head, on_top } if self.looks_at_the_branch(step) => {
                 self.branch_moved(step, ours, head, on_top, fx)
             }
-            Event::MergeRepaired { head, usage } if step == Step::Merge && self.dispatched => {
+            Event::Repaired { step: s, usage }
+                if s == step && step == Step::Merge && self.dispatched =>
+            {
+                self.update_branch(&usage, fx)
+            }
+            Event::BranchBehind { usage } if step == Step::Merge && self.dispatched => {
+                self.branch_behind(&usage, fx)
+            }
+            Event::BranchUpdated { head, usage } if step == Step::Merge && self.dispatched => {
                 self.merge_repaired(head, &usage, fx)
             }
             Event::AlreadyMerged { issue }

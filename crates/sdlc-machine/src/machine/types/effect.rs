@@ -214,6 +214,21 @@ pub enum Effect {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commit: Option<Commit>,
     },
+    /// Bring the issue's branch up to date with origin's main and push it, after the merge's
+    /// repair of a conflict (answered by `BranchUpdated`; by `StepFailed` of merge when it
+    /// still conflicts (MERGE_CONFLICT, the conflicting paths and both sides in the failure's
+    /// words) or the runner's own git failed; a person's move (`BranchMoved`,
+    /// `AlreadyMerged`, `IssueWithdrawn`); `NetworkFailed` or `RateLimited`, after which it is
+    /// asked for again: the agent's repair is never run twice for one call). Nothing is
+    /// committed that holds conflict markers; a half-done merge is aborted first.
+    UpdateBranch {
+        /// The issue of the cycle.
+        issue: u32,
+        /// The commit CI passed before the conflict (the branch's head the runner expects on
+        /// origin); `None` without a verdict in this cycle.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        commit: Option<Commit>,
+    },
     /// Wait out a rate limit, a quota window, a network failure or CI (answered by `WaitOver`
     /// or `ShutdownRequested`).
     Wait {
@@ -318,6 +333,7 @@ impl Effect {
                 | Effect::CheckPreconditions { .. }
                 | Effect::RunStep { .. }
                 | Effect::LookAtCi { .. }
+                | Effect::UpdateBranch { .. }
                 | Effect::Wait { .. }
                 | Effect::Pause { .. }
                 | Effect::TakeMergeTurn { .. }
@@ -355,6 +371,7 @@ impl Effect {
                 look,
                 commit,
             },
+            Effect::UpdateBranch { commit, .. } => Effect::UpdateBranch { issue: 0, commit },
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
             Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
             Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
@@ -372,6 +389,7 @@ impl Effect {
             Effect::SelectIssue => "SelectIssue",
             Effect::CheckPreconditions { .. } => "CheckPreconditions",
             Effect::RunStep { .. } => "RunStep",
+            Effect::UpdateBranch { .. } => "UpdateBranch",
             Effect::LookAtCi { .. } => "LookAtCi",
             Effect::Wait { .. } => "Wait",
             Effect::Pause { .. } => "Pause",

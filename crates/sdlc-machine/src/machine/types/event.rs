@@ -246,13 +246,33 @@ pub enum Event {
         /// Whether `head` holds `ours`.
         on_top: bool,
     },
-    /// The merge's repair attempt (its last try conflicted with main) brought the branch up to
-    /// date with main and the runner pushed it: `head`, a commit CI has not seen, is what a
-    /// merge would now merge, so CI looks at it first. No merge of the commit verified before.
-    MergeRepaired {
-        /// Origin's head of the branch after the repair's push.
+    /// A builtin step's repair attempt: the agent repaired what the step's last failure
+    /// named (for merge: the conflict with main) and the runner's own action of the step is
+    /// still to do; the machine asks for it next (merge: `UpdateBranch`). Answers a `RunStep`
+    /// with `repair` of a builtin step whose action follows the agent's.
+    Repaired {
+        /// The step repaired.
+        step: Step,
+        /// What the agent's repair cost.
+        usage: Usage,
+    },
+    /// The merge was refused because the base branch's protection requires the branch to be up
+    /// to date with main, and main moved since CI passed the branch (GitHub's `BEHIND`).
+    /// Nothing was merged and nothing is the issue's: the machine asks for `UpdateBranch`, and
+    /// the updated head goes through CI before the merge.
+    BranchBehind {
+        /// What the merge's look and ask cost.
+        usage: Usage,
+    },
+    /// `UpdateBranch` brought the branch up to date with origin's main and pushed it: `head`,
+    /// a commit CI has not passed, is what a merge would now merge, so CI looks at it first.
+    /// No merge of the commit verified before. (Journals written before the update became its
+    /// own request call it `mergeRepaired`.)
+    #[serde(alias = "mergeRepaired")]
+    BranchUpdated {
+        /// Origin's head of the branch after the runner's push.
         head: Commit,
-        /// What the repair cost.
+        /// What the repair and the update cost.
         usage: Usage,
     },
     /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
@@ -333,7 +353,9 @@ impl Event {
             Event::CiPending { .. } => "CiPending",
             Event::CiPassed { .. } => "CiPassed",
             Event::BranchMoved { .. } => "BranchMoved",
-            Event::MergeRepaired { .. } => "MergeRepaired",
+            Event::Repaired { .. } => "Repaired",
+            Event::BranchBehind { .. } => "BranchBehind",
+            Event::BranchUpdated { .. } => "BranchUpdated",
             Event::MergeTurnTaken => "MergeTurnTaken",
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",

@@ -145,6 +145,14 @@ pub enum HaltReason {
         /// Whether `head` holds `ours`.
         on_top: bool,
     },
+    /// Main moved ahead of the issue's branch before each merge, more times in the cycle than
+    /// monitorCI's CI schedule has waits, where the base branch's protection requires the
+    /// branch up to date: each update's head went through CI and main had moved again.
+    /// Nothing is merged and no issue is blamed.
+    MainKeptMoving {
+        /// The issue whose merge kept being overtaken.
+        issue: u32,
+    },
     /// The merge turn stayed with another worker or runner past its wait limit, or the
     /// tracker's merge lease could not be taken: no issue is blamed.
     MergeTurnHeld {
@@ -193,6 +201,9 @@ impl HaltReason {
             }
             HaltReason::BranchMoved { on_top: true, .. } => {
                 "HALTED: the branch kept moving on origin".into()
+            }
+            HaltReason::MainKeptMoving { .. } => {
+                "HALTED: main kept moving ahead of the branch".into()
             }
         }
     }
