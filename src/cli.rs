@@ -247,9 +247,8 @@ pub struct DiagramArgs {
 pub enum ConfigCommand {
     /// Validate a config file against the schema and the value rules only: exit 0, or exit 2
     /// naming every bad key. `doctor` checks the environment.
-    #[command(group(clap::ArgGroup::new("source").required(true).args(["config", "file"])))]
     Check {
-        /// The config file.
+        /// The config file [default: sdlc-config.json, as for every command].
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// The config file, as a positional (same as --config).

@@ -345,3 +345,95 @@ fn the_release_an_issue_run_prints_for_a_quarantined_issue_works_as_printed() {
     );
     assert_eq!(merged_issues(&n.origin), vec![1]);
 }
+
+/// The README's `issue new --body-file spec.md` with spec.md in the project: `run` would
+/// refuse to start over the untracked file, so `doctor` fails naming it and `--dry-run` warns
+/// before its plan; once it is gone (or the body comes on stdin, as the README now shows),
+/// doctor is ready again.
+#[test]
+fn a_body_file_left_in_the_tree_is_named_by_doctor_and_the_dry_run_before_run_refuses_it() {
+    let n = initialised(&[]);
+    let spec = n.project.join("spec.md");
+    std::fs::write(&spec, "Add a health endpoint.\n").expect("spec");
+    ok(
+        &n.sdlc(&[
+            "issue",
+            "new",
+            "Add a health endpoint",
+            "--body-file",
+            "spec.md",
+        ]),
+        "issue new",
+    );
+    let doctor = n.sdlc(&["doctor"]);
+    let said = all(&doctor);
+    assert_ne!(doctor.status.code(), Some(0), "{said}");
+    assert!(
+        said.lines().any(|l| l.starts_with("fail  tree")
+            && l.contains("?? spec.md")
+            && l.contains("git stash")),
+        "doctor names the file and the fix: {said}"
+    );
+    let plan = ok(&n.sdlc(&["run", "--dry-run"]), "dry run");
+    assert!(
+        plan.contains(
+            "warning: the working tree has changes that are no issue's work (?? spec.md)"
+        ),
+        "{plan}"
+    );
+    let run = n.sdlc(&["run"]);
+    assert!(
+        all(&run).contains("?? spec.md"),
+        "run refuses what doctor named: {}",
+        all(&run)
+    );
+    std::fs::remove_file(&spec).expect("remove spec.md");
+    let mut stdin_body = Command::new(BIN)
+        .args(["issue", "new", "Say goodbye", "--body-file", "-"])
+        .current_dir(&n.project)
+        .env("XDG_STATE_HOME", n.root.join("state"))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("issue new");
+    {
+        use std::io::Write;
+        let mut input = stdin_body.stdin.take().expect("stdin");
+        input
+            .write_all(b"Print a farewell.\n")
+            .expect("write the body");
+    }
+    let out = stdin_body.wait_with_output().expect("issue new");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(n.issue(2)["body"], "Print a farewell.\n");
+    let doctor = all(&n.sdlc(&["doctor"]));
+    assert!(
+        doctor.lines().any(|l| l.starts_with("ok    tree")),
+        "{doctor}"
+    );
+}
+
+/// `config check` reads `./sdlc-config.json` as every command does, and a missing config file
+/// points at `init`.
+#[test]
+fn config_check_reads_the_default_file_and_a_missing_one_suggests_init() {
+    let n = Newcomer::new();
+    let missing = n.sdlc(&["run"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        all(&missing).contains("sdlc-runner init"),
+        "{}",
+        all(&missing)
+    );
+    let missing = n.sdlc(&["config", "check"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        all(&missing).contains("sdlc-runner init"),
+        "{}",
+        all(&missing)
+    );
+    ok(&n.sdlc(&["init"]), "init");
+    let checked = ok(&n.sdlc(&["config", "check"]), "config check");
+    assert!(checked.contains("sdlc-config.json: ok"), "{checked}");
+}

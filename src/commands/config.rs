@@ -10,8 +10,7 @@ pub fn run(command: &ConfigCommand) -> i32 {
     match command {
         ConfigCommand::Check { config, file } => match config.as_ref().or(file.as_ref()) {
             Some(path) => check(path),
-            // clap requires one of the two.
-            None => 2,
+            None => check(Path::new(crate::cli::DEFAULT_CONFIG)),
         },
         ConfigCommand::Schema => {
             out!("{}", config::schema_json());

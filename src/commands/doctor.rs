@@ -11,7 +11,7 @@ use std::time::Duration;
 
 mod local_state;
 
-use local_state::{artifacts, disk, excludes, log_dir, runner_state};
+use local_state::{artifacts, disk, excludes, log_dir, runner_state, tree};
 
 /// How long a probe of another program (agent --version, gh auth status, git ls-remote) may take.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -163,6 +163,7 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
         checks.extend(runner_state(cfg));
         checks.push(artifacts(cfg));
         checks.push(excludes(cfg));
+        checks.push(tree(cfg));
     }
     checks.push(log_dir(cfg));
     checks.push(disk(cfg));

@@ -17,7 +17,7 @@ pub struct KeyError {
 #[derive(Debug, thiserror::Error)]
 /// Why a config file could not be loaded; every message starts with the file name.
 pub enum ConfigError {
-    #[error("{}: cannot read the config file: {source} (check the path given to --config)", path.display())]
+    #[error("{}: cannot read the config file: {source} ({})", path.display(), read_hint(source))]
     /// The file could not be read.
     Read {
         /// The path given.
@@ -85,4 +85,14 @@ fn render_error(file: &str, e: &KeyError) -> String {
 fn render_errors(file: &str, errors: &[KeyError]) -> String {
     let lines: Vec<String> = errors.iter().map(|e| render_error(file, e)).collect();
     lines.join("\n")
+}
+
+/// What to do about a config file that cannot be read: a missing one is most often a project
+/// never set up, which `init` does.
+fn read_hint(source: &std::io::Error) -> &'static str {
+    if source.kind() == std::io::ErrorKind::NotFound {
+        "run `sdlc-runner init` in the project's directory to write one, or name another with --config"
+    } else {
+        "check the path given to --config and its permissions"
+    }
 }

@@ -7,6 +7,16 @@ impl Driver {
     /// `--dry-run`: show the issue and the first invocation; change nothing.
     pub(super) async fn dry_run(&mut self) -> i32 {
         out!("dry run: project {}", self.cfg.project_path.display());
+        // What `run` refuses before it starts an issue, said before the plan it would not reach.
+        if let Ok(changes) = self.io.call(|w| w.git.foreign_changes()).await {
+            if !changes.is_empty() {
+                out!(
+                    "warning: the working tree has changes that are no issue's work ({}): `run` refuses to start an issue over them; fix: {}",
+                    foreign_list(&changes, ", "),
+                    FOREIGN_FIX
+                );
+            }
+        }
         let query = self.tracker_query();
         match self.io.call(move |w| query.ask(&*w.tracker)).await {
             Ok(Selection::Issue(issue)) => {

@@ -54,14 +54,11 @@ impl Driver {
         }
         if let Some(Ok(changes)) = &probe.foreign {
             if !changes.is_empty() {
-                let shown: Vec<&str> = changes.iter().take(10).map(String::as_str).collect();
-                let more = changes.len().saturating_sub(shown.len());
                 let said = format!(
-                    "the working tree of {} has changes that are no issue's work before {} (the runner never works over them):\n{}{}\nfix: commit, stash or remove them (git stash --include-untracked), or add the paths to .git/info/exclude if they belong to a tool",
+                    "the working tree of {} has changes that are no issue's work before {} (the runner never works over them):\n{}\nfix: {FOREIGN_FIX}",
                     self.cfg.project_path.display(),
                     step.key(),
-                    shown.join("\n"),
-                    if more > 0 { format!("\n… and {more} more") } else { String::new() }
+                    foreign_list(changes, "\n"),
                 );
                 self.log(&format!("workspace: {}", said.replace('\n', "; ")));
                 self.say(said);
@@ -204,6 +201,21 @@ impl<T> Probe<T> {
         probe.then = Some(then(world));
         probe
     }
+}
+
+/// What to do about changes in the working tree that are no issue's work.
+pub(crate) const FOREIGN_FIX: &str = "commit, stash or remove them (git stash --include-untracked), or add the paths to .git/info/exclude if they belong to a tool";
+
+/// The first ten of `changes` (`git status --porcelain` lines), joined by `sep`, and how many
+/// more there are.
+pub(crate) fn foreign_list(changes: &[String], sep: &str) -> String {
+    let shown: Vec<&str> = changes.iter().take(10).map(String::as_str).collect();
+    let more = changes.len().saturating_sub(shown.len());
+    let mut list = shown.join(sep);
+    if more > 0 {
+        list.push_str(&format!("{sep}… and {more} more"));
+    }
+    list
 }
 
 #[cfg(test)]

@@ -22,6 +22,7 @@ pub mod report;
 mod select;
 mod shutdown;
 mod startup;
+pub(crate) use facts::{foreign_list, FOREIGN_FIX};
 pub(crate) use startup::settle_tracker;
 
 use crate::agent::cli::{self, AttemptInfo};

@@ -92,6 +92,61 @@ pub(super) fn excludes(cfg: &Config) -> Check {
     }
 }
 
+/// The working tree as `run` sees it before it starts an issue: changes that are no issue's
+/// work (an untracked file such as the body given to `issue new --body-file`, an edit in
+/// progress) make it refuse to start, so doctor says so first. On another branch (an issue
+/// under way) they may be that issue's: a warning.
+pub(super) fn tree(cfg: &Config) -> Check {
+    let mut repo = match crate::git::repo::Repo::open(&cfg.project_path) {
+        Ok(repo) => repo,
+        Err(e) => {
+            return Check::warn(
+                "tree",
+                format!("cannot read the working tree: {e}"),
+                "see the project line",
+            )
+        }
+    };
+    let _ = repo.settle_base(cfg.base_branch.as_deref());
+    let changes = match repo.foreign_changes() {
+        Ok(changes) => changes,
+        Err(e) => {
+            return Check::warn(
+                "tree",
+                format!("cannot read the working tree: {e}"),
+                "see the project line",
+            )
+        }
+    };
+    if changes.is_empty() {
+        return Check::ok("tree", "no changes but the runner's own files");
+    }
+    let detail = format!(
+        "{} has changes that are no issue's work: {}",
+        cfg.project_path.display(),
+        crate::driver::foreign_list(&changes, ", ")
+    );
+    let fix = crate::driver::FOREIGN_FIX;
+    {
+        {
+            let on_base = repo
+                .current_branch()
+                .ok()
+                .flatten()
+                .is_some_and(|b| b == repo.main);
+            if on_base {
+                Check::fail(
+                    "tree",
+                    format!("{detail}; `run` refuses to start an issue over them"),
+                    fix,
+                )
+            } else {
+                Check::warn("tree", format!("{detail}; unless they are the issue's under way, `run` refuses them before the next issue"), fix)
+            }
+        }
+    }
+}
+
 pub(super) fn log_dir(cfg: &Config) -> Check {
     let dir = &cfg.log_dir;
     match std::fs::symlink_metadata(dir) {

@@ -417,6 +417,10 @@ fn missing_file_names_the_path() {
         e.starts_with("/nonexistent/sdlc-config.json: cannot read the config file: "),
         "{e}"
     );
+    assert!(
+        e.contains("sdlc-runner init"),
+        "a missing file suggests init: {e}"
+    );
 }
 
 #[test]

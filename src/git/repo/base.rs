@@ -17,6 +17,10 @@ pub enum BaseSource {
     OriginHeadRef,
     /// The clone has no origin: its own `main`, else `master`.
     Local,
+    /// Origin names no default branch (its HEAD points at a branch it does not have, as a
+    /// new bare repository's does) and the clone never fetched one: the clone's own `main`,
+    /// else `master`.
+    OriginNamesNone,
 }
 
 impl Repo {
@@ -60,7 +64,7 @@ impl Repo {
                 return Ok(BaseSource::OriginHeadRef);
             }
         }
-        Ok(BaseSource::Local)
+        Ok(BaseSource::OriginNamesNone)
     }
 
     /// Origin's URL as configured (for messages); empty when it cannot be read.
@@ -108,6 +112,9 @@ pub fn describe_base(main: &str, source: &BaseSource, config: &std::path::Path) 
         ),
         BaseSource::Local => format!(
             "base branch {main} (no origin remote: the clone's own {main}; set baseBranch to choose)"
+        ),
+        BaseSource::OriginNamesNone => format!(
+            "base branch {main} (origin names no default branch: its HEAD points at a branch it does not have; the clone's own {main}; set baseBranch to choose)"
         ),
     }
 }
