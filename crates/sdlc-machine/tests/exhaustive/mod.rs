@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 use crate::common::{first_check, request};
+use sdlc_machine::digest::{Digester, Recorder};
 use sdlc_machine::failure::{FailureClass, Signature};
 use sdlc_machine::fleet::Contention;
 use sdlc_machine::machine::{Core, Effect, Event, Limits, Mode, Runner, State, Usage};
@@ -30,7 +31,7 @@ pub enum Goal {
 /// when the adversary always offers a fresh issue.
 /// `repaired`: the steps whose repairs are counted (builtin steps the agent repairs), where
 /// the last failure class and the repairs decide whether the next attempt is an agent call.
-fn key(h: &mut impl Hasher, core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) {
+fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bool; Step::COUNT]) {
     // Every field is named, so that a field added to `Runner` fails to compile here until it
     // is kept in the key or said to be irrelevant.
     let Runner {
@@ -217,8 +218,7 @@ struct Search {
     races: bool,
     /// The worst case from each abstract state met so far, by the key's digest.
     memo: Memo,
-    /// Scratch space for the digest.
-    buf: Vec<u8>,
+    digester: Digester,
 }
 
 /// Digests are uniform already: the map takes their low bits instead of hashing again.
@@ -244,89 +244,6 @@ type Memo = HashMap<[u64; 2], u64, BuildHasherDefault<Prehashed>>;
 
 const UNREACHABLE: u64 = u64::MAX;
 
-/// The key's `Hash` stream, recorded as bytes to digest in one pass: SipHash fed field by
-/// field spent most of the search's time in the overhead of its many small writes. Integers
-/// go in as LEB128 varints (prefix-free, so the stream still decodes to one key): most are
-/// 0 or small, and the 1.4 kB a key took at full width dominated the digest's time.
-struct Recorder<'a>(&'a mut Vec<u8>);
-
-impl Recorder<'_> {
-    fn varint(&mut self, mut v: u64) {
-        while v >= 0x80 {
-            self.0.push((v as u8) | 0x80);
-            v >>= 7;
-        }
-        self.0.push(v as u8);
-    }
-}
-
-impl Hasher for Recorder<'_> {
-    fn finish(&self) -> u64 {
-        0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        // Raw bytes (a `str`'s) carry their length, so that what follows cannot be taken
-        // for part of them.
-        self.varint(bytes.len() as u64);
-        self.0.extend_from_slice(bytes);
-    }
-    fn write_u8(&mut self, v: u8) {
-        self.varint(v.into());
-    }
-    fn write_u16(&mut self, v: u16) {
-        self.varint(v.into());
-    }
-    fn write_u32(&mut self, v: u32) {
-        self.varint(v.into());
-    }
-    fn write_u64(&mut self, v: u64) {
-        self.varint(v);
-    }
-    fn write_u128(&mut self, v: u128) {
-        self.varint(v as u64);
-        self.varint((v >> 64) as u64);
-    }
-    fn write_usize(&mut self, v: usize) {
-        self.varint(v as u64);
-    }
-    fn write_i8(&mut self, v: i8) {
-        self.write_i64(v.into());
-    }
-    fn write_i16(&mut self, v: i16) {
-        self.write_i64(v.into());
-    }
-    fn write_i32(&mut self, v: i32) {
-        self.write_i64(v.into());
-    }
-    fn write_i64(&mut self, v: i64) {
-        // Zigzag: small negative numbers stay short too.
-        self.varint(((v << 1) ^ (v >> 63)) as u64);
-    }
-    fn write_i128(&mut self, v: i128) {
-        self.write_u128(((v << 1) ^ (v >> 127)) as u128);
-    }
-    fn write_isize(&mut self, v: isize) {
-        self.write_i64(v as i64);
-    }
-}
-
-/// Two independent 64-bit SipHashes of the key's stream (`buf` is scratch space).
-fn digest(
-    buf: &mut Vec<u8>,
-    core: &Core,
-    pending: Option<Effect>,
-    repaired: [bool; Step::COUNT],
-) -> [u64; 2] {
-    buf.clear();
-    key(&mut Recorder(buf), core, pending, repaired);
-    let mut a = std::hash::DefaultHasher::new();
-    a.write(buf);
-    let mut b = std::hash::DefaultHasher::new();
-    b.write_u64(0x9e37_79b9_7f4a_7c15);
-    b.write(buf);
-    [a.finish(), b.finish()]
-}
-
 impl Search {
     fn new(goal: Goal, builtin: Option<[bool; Step::COUNT]>, races: bool) -> Search {
         let mut repaired = [false; Step::COUNT];
@@ -345,13 +262,16 @@ impl Search {
             repaired,
             races,
             memo: Memo::default(),
-            buf: Vec::new(),
+            digester: Digester::new(),
         }
     }
 
     /// Most invocations from here to the goal, `None` if the goal cannot be reached.
     fn best(&mut self, core: &Core, pending: Effect) -> Option<u64> {
-        let k = digest(&mut self.buf, core, Some(pending), self.repaired);
+        let repaired = self.repaired;
+        let k = self
+            .digester
+            .stream(|h| key(h, core, Some(pending), repaired));
         if let Some(&v) = self.memo.get(&k) {
             return (v != UNREACHABLE).then_some(v);
         }
