@@ -10,6 +10,7 @@ use crate::machine::{
 };
 use crate::step::Step;
 use alphabet::alphabet;
+use sdlc_machine::digest::Digester;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 mod alphabet;
@@ -224,11 +225,11 @@ pub fn explore() -> Graph {
 fn explore_with(limits: Limits, graph: &mut Graph) {
     let start = Core::new(limits, Mode::Continuous);
     graph.initial = start.state().name().to_string();
-    // The keys are kept as 128-bit digests (two distinct keys sharing one is out of reach at
-    // this many states), not as whole machines.
+    // The keys are kept as 128-bit digests (`sdlc_machine::digest`), not as whole machines.
     // A machine is queued only the first time its key is met, so the queue never holds
     // the same machine twice.
-    let mut seen: HashSet<u128> = HashSet::from([digest(&exploration_key(&start))]);
+    let mut digester = Digester::new();
+    let mut seen: HashSet<[u64; 2]> = HashSet::from([digester.digest(&exploration_key(&start))]);
     let mut queue = VecDeque::from([start]);
     while let Some(core) = queue.pop_front() {
         assert!(
@@ -306,7 +307,7 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
                     cause,
                 });
             }
-            if seen.insert(digest(&exploration_key(&next))) {
+            if seen.insert(digester.digest(&exploration_key(&next))) {
                 queue.push_back(next);
             }
         }
@@ -315,17 +316,6 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
 
 /// Two machine values that offer the same edges share a key: issue numbers, spend beyond the
 /// budgets, statistics and the counters of other steps do not change which edges exist.
-/// Two independent 64-bit hashes of `key`, as one number.
-fn digest(key: &impl std::hash::Hash) -> u128 {
-    use std::hash::{DefaultHasher, Hasher};
-    let mut a = DefaultHasher::new();
-    key.hash(&mut a);
-    let mut b = DefaultHasher::new();
-    b.write_u64(0x9e37_79b9_7f4a_7c15);
-    key.hash(&mut b);
-    (u128::from(a.finish()) << 64) | u128::from(b.finish())
-}
-
 fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect>) {
     let (state, mut r) = core.snapshot();
     if state.is_terminal() {

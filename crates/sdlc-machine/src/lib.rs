@@ -1,7 +1,8 @@
 //! The pure core of sdlc-runner: the hierarchical lifecycle machine (`machine`), the ten
 //! steps and their precondition checks (`step`), the failure classes with what each means
 //! for the machine (`failure`), the severities notices are delivered by (`severity`), and the
-//! coordinator of `run --workers N` with the merge policies every runner follows (`fleet`).
+//! coordinator of `run --workers N` with the merge policies every runner follows (`fleet`),
+//! and the digests the state searches remember machine values by (`digest`).
 //!
 //! It is a crate of its own so that the compiler, not a convention, keeps it sans-IO: its
 //! only dependencies are `statig` and `serde`, so it cannot spawn a process, read a file or a
@@ -9,6 +10,7 @@
 //! (`cargo mutants`, see ARCHITECTURE.md) try every mutant of the machine.
 #![warn(missing_docs)]
 
+pub mod digest;
 pub mod failure;
 pub mod fleet;
 pub mod machine;
