@@ -7,7 +7,7 @@
 
 use super::super::{CiState, ForgeError};
 use super::{command_text, gh_failed, run_gh};
-use crate::call_failure::HttpAnswer;
+use crate::call_failure::{path_segment, HttpAnswer};
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -137,25 +137,12 @@ pub(in crate::forge) fn api_get(
     Err(error)
 }
 
-/// `ref` as one path segment of a REST address (a branch name may hold `/`).
-fn segment(git_ref: &str) -> String {
-    let mut out = String::new();
-    for b in git_ref.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 fn both(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     git_ref: &str,
 ) -> Result<(HttpAnswer, HttpAnswer, String), ForgeError> {
-    let base = format!("repos/{{owner}}/{{repo}}/commits/{}", segment(git_ref));
+    let base = format!("repos/{{owner}}/{{repo}}/commits/{}", path_segment(git_ref));
     let runs = api_get(gh, repo_dir, &format!("{base}/{CHECK_RUNS}"))?;
     let statuses = api_get(gh, repo_dir, &format!("{base}/status"))?;
     Ok((runs, statuses, base))
@@ -262,8 +249,8 @@ mod tests {
 
     #[test]
     fn a_branch_name_is_one_path_segment() {
-        assert_eq!(segment("7-fix/x y"), "7-fix%2Fx%20y");
-        assert_eq!(segment("0123abc"), "0123abc");
+        assert_eq!(path_segment("7-fix/x y"), "7-fix%2Fx%20y");
+        assert_eq!(path_segment("0123abc"), "0123abc");
         assert_eq!(
             actions_job("https://github.com/o/r/actions/runs/5/job/77?pr=3"),
             Some("77".to_string())
