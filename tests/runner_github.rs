@@ -210,7 +210,7 @@ fn a_full_cycle_on_github_merges_the_issue_through_gh() {
     assert!(
         g.calls()
             .iter()
-            .any(|c| c[0] == "api" && c[2].ends_with("/check-runs?per_page=100")),
+            .any(|c| c[0] == "api" && c[2].ends_with("/check-runs?per_page=100&page=1")),
         "{:?}",
         g.calls()
     );
