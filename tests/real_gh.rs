@@ -110,9 +110,8 @@ fn a_full_cycle_through_the_real_gh_merges_the_verified_commit() {
     // CI was asked about the commit that was merged, not about a branch or a PR.
     let merged_head = git(&g.p.origin, &["rev-parse", "main^2"]);
     assert!(
-        requests
-            .iter()
-            .any(|r| r == &format!(
+        requests.iter().any(|r| r
+            == &format!(
                 "GET /repos/{OWNER}/{REPO}/commits/{merged_head}/check-runs?per_page=100&page=1"
             )),
         "{requests:#?}"
@@ -404,4 +403,38 @@ fn a_failing_check_on_the_second_page_of_check_runs_is_not_missed_through_the_re
         "{issue:?}"
     );
     assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+}
+
+/// A rate limit that outlasts every allowed wait halts naming GitHub's rate limit, when it
+/// lifts and what to do, not the network; nothing is worked or blamed.
+#[test]
+fn a_rate_limit_that_outlasts_the_waits_halts_naming_it_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"maxNetworkWaits": 1}),
+    );
+    g.api.with(|a| {
+        a.limits = vec![
+            ("milestones".into(), Limit::Primary { reset_in_secs: 1 }),
+            ("milestones".into(), Limit::Primary { reset_in_secs: 600 }),
+        ]
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(
+        all.contains("ENVIRONMENT FAILURE: GITHUB RATE LIMIT"),
+        "{all}"
+    );
+    assert!(!all.contains("ENVIRONMENT FAILURE: NETWORK"), "{all}");
+    assert!(all.contains("the rate limit lifts at: "), "{all}");
+    assert!(
+        all.contains("lifts in 600 s") || all.contains("lifts in 599 s"),
+        "the last refusal's wait: {all}"
+    );
+    assert!(all.contains("--ack-halt"), "what to do: {all}");
+    assert_eq!(g.p.count("1 "), 0, "{:?}", g.p.invocations());
 }

@@ -835,7 +835,8 @@ fn github_tracker_writes_that_meet_the_rate_limit_say_so_with_the_wait() {
         CallFailureKind::RateLimited { wait_secs } => (1..=31).contains(&wait_secs),
         _ => false,
     };
-    let writes: [(&str, &dyn Fn() -> Result<(), TrackerError>); 6] = [
+    type Write<'a> = &'a dyn Fn() -> Result<(), TrackerError>;
+    let writes: [(&str, Write); 6] = [
         ("GET repos/{owner}/{repo}/labels/", &|| {
             f.tracker.mark_escalated(7, "x")
         }),

@@ -5,9 +5,8 @@
 //! for the open milestones (a rate limit told from the answer's status and headers); `gh issue list --state open --label <label> --limit 1000 --json …` for the
 //! candidates; `gh issue list --state all --milestone <title> --json …` for the dependencies
 //! inside the chosen milestone (or `gh issue view N --json …` per dependency without one);
-//! `gh issue edit --add-label`, `gh label create` and `gh issue comment --body-file -` for the
-//! escalation mark; `gh issue view`, `gh issue comment` and `gh issue close` for a merged issue
-//! GitHub left open.
+//! the escalation mark, the close of a merged issue GitHub left open, and the claims'
+//! comments go through the REST API (`rest.rs`), so a rate limit on a write is a wait.
 //!
 //! Older `gh` releases lack the `parent` and `closedByPullRequestsReferences` JSON fields
 //! (gh 2.23 has neither). Which ones this gh knows is probed once per run (`gh issue list
