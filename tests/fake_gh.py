@@ -9,7 +9,8 @@ merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every i
 argv is appended to gh.log as one JSON line. Calls are serialized by an exclusive lock on
 state.lock, so several runners may share one fake GitHub.
 
-Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
+The tracker's REST calls (`api --include [-X M] repos/{owner}/{repo}/issues…|labels…`) are
+served from the same state. Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
 "staleOpen" (reads show these issues open), "mergeGate" (what `pr view` says of a PR's
 mergeability), "refuseMerge" (gh's words refusing every merge), "authHosts" (the hosts
 `auth status --hostname` accepts). `pr merge --delete-branch` touches the clone it runs in
@@ -355,6 +356,95 @@ def commit_ci(state, endpoint):
     print(json.dumps(body))
 
 
+def rest_issue(state, issue):
+    """An issue as GitHub's REST API answers it."""
+    shown = "OPEN" if issue["number"] in state.get("staleOpen", []) else issue["state"]
+    return {"number": issue["number"], "title": issue["title"], "body": issue["body"],
+            "state": shown.lower(), "labels": [{"name": l} for l in issue["labels"]],
+            "milestone": {"title": issue["milestone"]} if issue.get("milestone") else None}
+
+
+def answer(status, body, code=None):
+    """`gh api --include`'s output: the status line, the headers, the body; gh exits 1 on a
+    status that is not a success."""
+    reason = {200: "OK", 201: "Created", 204: "No Content", 404: "Not Found",
+              422: "Unprocessable Entity"}.get(status, "Error")
+    sys.stdout.write("HTTP/2.0 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n\r\n" % (status, reason))
+    if body is not None:
+        print(json.dumps(body))
+    if status >= 300:
+        sys.stderr.write("gh: %s (HTTP %d)\n" % (reason, status))
+        sys.exit(1)
+
+
+def rest_cmd(state, args):
+    """The tracker's REST calls: `gh api --include [-X METHOD] <endpoint> [--input -]`."""
+    method = opt(args, "-X", "GET")
+    endpoint = next(a for a in args[1:] if a.startswith("repos/"))
+    path, _, query = endpoint.partition("?")
+    params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
+    parts = path.split("/")[3:]
+    sent = json.loads(sys.stdin.read() or "null") if "--input" in args else None
+    if parts and parts[0] == "labels":
+        if method == "GET":
+            name = parts[1].replace("%20", " ")
+            return answer(200, {"name": name}) if name in state["labels"] else answer(404, {"message": "Not Found"})
+        if sent["name"] in state["labels"]:
+            return answer(422, {"message": "Validation Failed", "errors": [{"code": "already_exists"}]})
+        state["labels"].append(sent["name"])
+        save(state)
+        return answer(201, sent)
+    if parts == ["issues"]:
+        refresh(state)
+        label = params.get("labels")
+        page = int(params.get("page", "1"))
+        found = [rest_issue(state, i) for i in sorted(state["issues"], key=lambda i: -i["number"])
+                 if rest_issue(state, i)["state"] == params.get("state", "open")
+                 and (label is None or label in i["labels"])]
+        return answer(200, found if page == 1 else [])
+    number = int(parts[1])
+    issue = next((i for i in state["issues"] if i["number"] == number), None)
+    if issue is None:
+        return answer(404, {"message": "Not Found"})
+    rest = parts[2:]
+    if rest == [] and method == "GET":
+        refresh(state)
+        return answer(200, rest_issue(state, issue))
+    if rest == [] and method == "PATCH":
+        if sent.get("state") == "closed" and issue["state"] != "CLOSED":
+            issue["state"] = "CLOSED"
+            state.setdefault("closedBy", {})[str(number)] = "the REST API"
+        save(state)
+        return answer(200, rest_issue(state, issue))
+    if rest == ["comments"] and method == "POST":
+        issue.setdefault("comments", []).append(sent["body"])
+        now = datetime.datetime.now(datetime.timezone.utc)
+        issue.setdefault("commentTimes", []).append(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+        save(state)
+        return answer(201, {"body": sent["body"]})
+    if rest == ["comments"]:
+        page = int(params.get("page", "1"))
+        comments = [{"body": b, "created_at": at}
+                    for b, at in zip(issue.get("comments", []), issue.get("commentTimes", []))]
+        return answer(200, comments if page == 1 else [])
+    if rest == ["labels"] and method == "POST":
+        for label in sent["labels"]:
+            if label not in state["labels"]:
+                state["labels"].append(label)
+            if label not in issue["labels"]:
+                issue["labels"].append(label)
+        save(state)
+        return answer(200, [{"name": l} for l in issue["labels"]])
+    if len(rest) == 2 and rest[0] == "labels" and method == "DELETE":
+        name = rest[1].replace("%20", " ")
+        if name not in issue["labels"]:
+            return answer(404, {"message": "Label does not exist"})
+        issue["labels"].remove(name)
+        save(state)
+        return answer(200, [{"name": l} for l in issue["labels"]])
+    fail("fake gh: unsupported REST call %r" % args, 2)
+
+
 def main():
     with open(os.path.join(HERE, "state.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -397,6 +487,9 @@ def serve():
         if "--include" in args:
             sys.stdout.write("HTTP/2.0 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\r\n")
         print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
+    elif args[:2] == ["api", "--include"] and any(
+            a.startswith("repos/{owner}/{repo}/" + w) for a in args for w in ("issues", "labels")):
+        rest_cmd(state, args)
     elif args[0] == "issue" and len(args) > 1:
         issue_cmd(state, args[1:])
     elif args[:2] == ["run", "view"] and "--log-failed" in args:

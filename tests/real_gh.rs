@@ -48,6 +48,7 @@ impl RealGh {
                     open: true,
                     labels: vec!["automatable".into()],
                     comments: vec![],
+                    closed_by_runner: false,
                 })
                 .collect(),
             labels: vec!["automatable".into()],
@@ -106,7 +107,9 @@ fn a_full_cycle_through_the_real_gh_merges_the_verified_commit() {
     let merged_head = git(&g.p.origin, &["rev-parse", "main^2"]);
     assert!(
         requests.iter().any(|r| r
-            == &format!("GET /repos/{OWNER}/{REPO}/commits/{merged_head}/check-runs?per_page=100")),
+            == &format!(
+                "GET /repos/{OWNER}/{REPO}/commits/{merged_head}/check-runs?per_page=100&page=1"
+            )),
         "{requests:#?}"
     );
     assert!(
@@ -202,4 +205,234 @@ fn rate_limits_during_the_run_and_at_start_are_waited_out_and_blame_nobody() {
         .filter(|r| r["event"]["event"] == "rateLimited")
         .count();
     assert_eq!(limited, 3, "{journal:#?}");
+}
+
+/// GitHub leaves the issue open after the merge (a token that cannot write issues, a base
+/// that is not the default branch): the runner reads it back through the real gh, comments
+/// why and closes it.
+#[test]
+fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| a.close_on_merge = false);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    let issue = g
+        .api
+        .with(|a| a.issues.iter().find(|i| i.number == 1).cloned())
+        .expect("issue 1");
+    assert!(!issue.open && issue.closed_by_runner, "{issue:?}\n{all}");
+    assert!(
+        issue
+            .comments
+            .iter()
+            .any(|c| c.contains("left the issue open")),
+        "{issue:?}"
+    );
+}
+
+/// A dependency merged, then its dependent, in one run through the real gh: the dependent
+/// is not held back by its dependency's state on GitHub.
+#[test]
+fn a_dependency_is_merged_then_its_dependent_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Greet loudly", "Depends on: #1"),
+        ],
+        json!({}),
+    );
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!all.contains("all issues blocked"), "{all}");
+    let merged: Vec<String> = g.api.with(|a| {
+        a.pulls
+            .iter()
+            .filter(|p| p.state == "MERGED")
+            .map(|p| p.head.clone())
+            .collect()
+    });
+    assert_eq!(merged.len(), 2, "{merged:?}\n{all}");
+    assert!(
+        merged[0].starts_with("1-") && merged[1].starts_with("2-"),
+        "{merged:?}"
+    );
+    assert!(!g.issue_open(1) && !g.issue_open(2), "{all}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+}
+
+/// Branch protection at the merge (GitHub's fields: BLOCKED, a review required), through the
+/// real gh: the run halts naming the rule, the PR is not merged, no agent repairs anything
+/// and no issue is blamed.
+#[test]
+fn branch_protection_at_the_merge_halts_naming_the_rule_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api
+        .with(|a| a.merge_gate = Some(("BLOCKED".into(), "REVIEW_REQUIRED".into())));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(all.contains("an approving review is required"), "{all}");
+    assert!(!all.contains("MERGE_CONFLICT"), "{all}");
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls[0].state, "OPEN", "{pulls:?}\n{all}");
+    assert!(
+        !requests.iter().any(|r| r.contains("PullRequestMerge")),
+        "{requests:#?}"
+    );
+    let labels = g
+        .api
+        .with(|a| {
+            a.issues
+                .iter()
+                .find(|i| i.number == 1)
+                .map(|i| i.labels.clone())
+        })
+        .expect("issue 1");
+    assert!(
+        !labels.iter().any(|l| l == "sdlc-escalated"),
+        "{labels:?}\n{all}"
+    );
+    assert_eq!(g.p.count("1 merge"), 0, "{:?}", g.p.invocations());
+}
+
+/// A primary limit on the close and a secondary one on the comment, the tracker writes after
+/// a merge GitHub left open: both waited out, the issue closed with its comment, nothing
+/// escalated and no halt.
+#[test]
+fn rate_limits_on_the_trackers_writes_are_waited_out_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| {
+        a.close_on_merge = false;
+        a.limits = vec![
+            (
+                format!("POST /repos/{OWNER}/{REPO}/issues/1/comments"),
+                Limit::Secondary {
+                    retry_after: Some(1),
+                },
+            ),
+            (
+                format!("PATCH /repos/{OWNER}/{REPO}/issues/1"),
+                Limit::Primary { reset_in_secs: 1 },
+            ),
+        ]
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert_eq!(g.api.with(|a| a.limited.len()), 2, "{requests:#?}");
+    assert_eq!(
+        all.matches("GitHub rate limit: waiting").count(),
+        2,
+        "two waits, each named: {all}"
+    );
+    assert!(!g.issue_open(1), "{all}");
+    assert!(!all.contains("escalat") && !all.contains("HALT"), "{all}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+}
+
+/// 150 check runs on the verified commit, the one failing on the second page: CI has failed
+/// (before, the first 100 passing runs let it merge), the agent's repair is told that check,
+/// and when the repair leaves CI failing the issue is escalated through the real gh (the
+/// label created and added, the comment written), never merged.
+#[test]
+fn a_failing_check_on_the_second_page_of_check_runs_is_not_missed_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| {
+        a.default_checks = (0..150)
+            .map(|i| {
+                let name = format!("check-{i}");
+                if i == 120 {
+                    CheckRun::failed(&name)
+                } else {
+                    CheckRun::passed(&name)
+                }
+            })
+            .collect()
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert!(all.contains("monitorCI: failed"), "{all}");
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls[0].state, "OPEN", "never merged: {all}");
+    let prompt = g.p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(prompt.contains("check-120"), "{prompt}");
+    assert!(
+        requests
+            .iter()
+            .any(|r| r.ends_with("check-runs?per_page=100&page=2")),
+        "{requests:#?}"
+    );
+    let issue = g
+        .api
+        .with(|a| a.issues.iter().find(|i| i.number == 1).cloned())
+        .expect("issue 1");
+    assert!(
+        issue.labels.iter().any(|l| l == "sdlc-escalated"),
+        "{issue:?}\n{all}"
+    );
+    assert!(g
+        .api
+        .with(|a| a.labels.contains(&"sdlc-escalated".to_string())));
+    assert!(
+        issue.comments.iter().any(|c| c.contains("TEST_ASSERTION")),
+        "{issue:?}"
+    );
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+}
+
+/// A rate limit that outlasts every allowed wait halts naming GitHub's rate limit, when it
+/// lifts and what to do, not the network; nothing is worked or blamed.
+#[test]
+fn a_rate_limit_that_outlasts_the_waits_halts_naming_it_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"maxNetworkWaits": 1}),
+    );
+    g.api.with(|a| {
+        a.limits = vec![
+            ("milestones".into(), Limit::Primary { reset_in_secs: 1 }),
+            ("milestones".into(), Limit::Primary { reset_in_secs: 600 }),
+        ]
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(
+        all.contains("ENVIRONMENT FAILURE: GITHUB RATE LIMIT"),
+        "{all}"
+    );
+    assert!(!all.contains("ENVIRONMENT FAILURE: NETWORK"), "{all}");
+    assert!(all.contains("the rate limit lifts at: "), "{all}");
+    assert!(
+        all.contains("lifts in 600 s") || all.contains("lifts in 599 s"),
+        "the last refusal's wait: {all}"
+    );
+    assert!(all.contains("--ack-halt"), "what to do: {all}");
+    assert_eq!(g.p.count("1 "), 0, "{:?}", g.p.invocations());
 }

@@ -127,6 +127,29 @@ impl GhProject {
     }
 }
 
+/// The tracker's REST calls on issue 1 (through `gh api --include`, as the fake gh logs them).
+const LABEL_1: [&str; 5] = [
+    "api",
+    "--include",
+    "-X",
+    "POST",
+    "repos/{owner}/{repo}/issues/1/labels",
+];
+const COMMENT_1: [&str; 5] = [
+    "api",
+    "--include",
+    "-X",
+    "POST",
+    "repos/{owner}/{repo}/issues/1/comments",
+];
+const CLOSE_1: [&str; 5] = [
+    "api",
+    "--include",
+    "-X",
+    "PATCH",
+    "repos/{owner}/{repo}/issues/1",
+];
+
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_full_cycle_on_github_merges_the_issue_through_gh() {
@@ -168,14 +191,14 @@ fn a_full_cycle_on_github_merges_the_issue_through_gh() {
     assert!(
         g.calls()
             .iter()
-            .any(|c| c[0] == "api" && c[2].ends_with("/check-runs?per_page=100")),
+            .any(|c| c[0] == "api" && c[2].ends_with("/check-runs?per_page=100&page=1")),
         "{:?}",
         g.calls()
     );
     // The pushed branch is an open PR, so createPR is observed as done and not run.
     assert_eq!(g.p.count("1 createPR"), 0, "{:?}", g.p.invocations());
     assert_eq!(g.p.count("1 merge"), 1, "{:?}", g.p.invocations());
-    assert_eq!(g.called(&["issue", "edit"]), 0, "nothing escalated");
+    assert_eq!(g.called(&LABEL_1), 0, "nothing escalated");
     g.assert_only_known_calls();
 }
 
@@ -199,7 +222,7 @@ fn an_issue_github_did_not_close_on_merge_is_closed_by_the_runner_with_its_comme
     assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
     let issue = g.issue(1);
     assert_eq!(issue["state"], "CLOSED", "the runner closed it: {all}");
-    assert_eq!(g.called(&["issue", "close", "1"]), 1, "{:?}", g.calls());
+    assert_eq!(g.called(&CLOSE_1), 1, "{:?}", g.calls());
     let comments = issue["comments"].to_string();
     assert!(comments.contains("left the issue open"), "{comments}");
     g.assert_only_known_calls();
@@ -220,8 +243,8 @@ fn an_issue_github_closed_on_merge_is_not_closed_or_commented_on_again() {
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(g.issue(1)["state"], "CLOSED");
-    assert_eq!(g.called(&["issue", "close"]), 0, "{:?}", g.calls());
-    assert_eq!(g.called(&["issue", "comment"]), 0, "{:?}", g.calls());
+    assert_eq!(g.called(&CLOSE_1), 0, "{:?}", g.calls());
+    assert_eq!(g.called(&COMMENT_1), 0, "{:?}", g.calls());
 }
 
 #[test]
@@ -310,8 +333,17 @@ fn an_escalated_issue_is_labelled_and_commented_on_github_and_the_run_halts() {
         "durable quarantine label: {one}\n{all}"
     );
     // The label did not exist yet: the runner created it, then labelled the issue.
-    assert_eq!(g.called(&["label", "create", "sdlc-escalated"]), 1);
-    assert_eq!(g.called(&["issue", "edit", "1", "--add-label"]), 2);
+    assert_eq!(
+        g.called(&[
+            "api",
+            "--include",
+            "-X",
+            "POST",
+            "repos/{owner}/{repo}/labels"
+        ]),
+        1
+    );
+    assert_eq!(g.called(&LABEL_1), 1);
     let comments = one["comments"].as_array().expect("a comment");
     assert_eq!(comments.len(), 1, "{one}");
     let comment = comments[0].as_str().expect("text");
@@ -481,7 +513,7 @@ fn an_escalation_the_network_kept_from_the_tracker_is_written_before_the_halt_is
         json!({"maxConsecutiveFailures": {"verify": 0}, "maxNetworkWaits": 1}),
     );
     // Labelling fails the way a dropped connection does; everything else works.
-    g.set_state("failMatching", json!([["issue", "edit"]]));
+    g.set_state("failMatching", json!([LABEL_1]));
     let out = g.p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 1, "{all}");
@@ -638,12 +670,7 @@ fn assert_halted_for_the_rule(g: &GhProject, out: &std::process::Output, rule: &
         g.p.invocations()
     );
     assert_eq!(g.p.count("2 "), 0, "{:?}", g.p.invocations());
-    assert_eq!(
-        g.called(&["issue", "edit"]),
-        0,
-        "nobody escalated: {:?}",
-        g.calls()
-    );
+    assert_eq!(g.called(&LABEL_1), 0, "nobody escalated: {:?}", g.calls());
     assert!(
         !g.p.origin_main_log().contains("Merge pull request"),
         "{all}"
@@ -1047,10 +1074,7 @@ fn a_network_blip_while_claiming_is_waited_out() {
         json!({"claims": {"leaseMinutes": 30}, "steps": e2e::builtin_steps()}),
     );
     g.set_state("prRecords", json!(true));
-    g.set_state(
-        "failMatchingOnce",
-        json!([["issue", "edit", "1", "--add-label", "sdlc-claimed"]]),
-    );
+    g.set_state("failMatchingOnce", json!([LABEL_1]));
     let out = g.p.run(&["--worker-id", "w1"]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");

@@ -337,7 +337,35 @@ if [ "$1 $2" = "issue list" ] && [ "${{@: -1}}" = "--json" ]; then
   exit 1
 fi
 case "$1 $2" in
-  "api --include") printf 'HTTP/2.0 200 OK\r\nContent-Type: application/json\r\n\r\n'; cat "$D/milestones.json";;
+  "api --include")
+    method=GET; endpoint="$3"
+    if [ "$3" = "-X" ]; then method="$4"; endpoint="$5"; fi
+    # <data>/limit: the next call whose "METHOD endpoint" holds its words meets GitHub's
+    # primary rate limit, once.
+    if [ -f "$D/limit" ] && case "$method $endpoint" in *"$(cat "$D/limit")"*) true;; *) false;; esac; then
+      rm "$D/limit"
+      printf 'HTTP/2.0 403 Forbidden\r\nX-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: %s\r\n\r\n{{"message":"API rate limit exceeded for user ID 1."}}' "$(( $(date +%s) + 30 ))"
+      echo 'gh: API rate limit exceeded for user ID 1. (HTTP 403)' >&2; exit 1
+    fi
+    ok() {{ printf 'HTTP/2.0 %s\r\nContent-Type: application/json\r\n\r\n' "$1"; }}
+    case "$method $endpoint" in
+      "GET repos/{{owner}}/{{repo}}/milestones"*) ok "200 OK"; cat "$D/milestones.json";;
+      "GET repos/{{owner}}/{{repo}}/labels/"*)
+        if [ -f "$D/label" ]; then ok "200 OK"; echo '{{"name":"x"}}';
+        else ok "404 Not Found"; echo '{{"message":"Not Found"}}'; exit 1; fi;;
+      "POST repos/{{owner}}/{{repo}}/labels") cat > "$D/label_created"; touch "$D/label"; ok "201 Created"; echo '{{}}';;
+      "POST repos/{{owner}}/{{repo}}/issues/"*/labels) cat > "$D/labelled"; ok "200 OK"; echo '[]';;
+      "DELETE repos/{{owner}}/{{repo}}/issues/"*/labels/*) ok "200 OK"; echo '[]';;
+      "POST repos/{{owner}}/{{repo}}/issues/"*/comments) cat > "$D/comment.json"
+        python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["body"])' "$D/comment.json" > "$D/comment"
+        ok "201 Created"; echo '{{}}';;
+      "PATCH repos/{{owner}}/{{repo}}/issues/"*) n="${{endpoint##*/}}"; cat > "$D/closed_$n"; ok "200 OK"; echo '{{}}';;
+      "GET repos/{{owner}}/{{repo}}/issues/"*)
+        n="${{endpoint##*/}}"
+        if [ -f "$D/view_$n.json" ]; then ok "200 OK"; cat "$D/view_$n.json";
+        else ok "404 Not Found"; echo '{{"message":"Not Found"}}'; exit 1; fi;;
+      *) echo "fake gh: unexpected $*" >&2; exit 2;;
+    esac;;
   "issue list")
     case " $* " in
       *" --state all "*) cat "$D/milestone.json";;
@@ -608,12 +636,22 @@ fn github_mark_escalated_creates_the_label_and_comments() {
     assert_eq!(
         calls,
         vec![
-            "issue edit 7 --add-label sdlc-escalated",
-            "label create sdlc-escalated --color B60205 --description sdlc-runner gave up on this issue; remove the label to let it run again",
-            "issue edit 7 --add-label sdlc-escalated",
-            "issue comment 7 --body-file -",
+            "api --include repos/{owner}/{repo}/labels/sdlc-escalated",
+            "api --include -X POST repos/{owner}/{repo}/labels --input -",
+            "api --include -X POST repos/{owner}/{repo}/issues/7/labels --input -",
+            "api --include -X POST repos/{owner}/{repo}/issues/7/comments --input -",
         ]
     );
+    let created: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(f.data.join("label_created")).unwrap()).unwrap();
+    assert_eq!(
+        created,
+        json!({"name": "sdlc-escalated", "color": "B60205",
+            "description": "sdlc-runner gave up on this issue; remove the label to let it run again"})
+    );
+    let labelled: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(f.data.join("labelled")).unwrap()).unwrap();
+    assert_eq!(labelled, json!({"labels": ["sdlc-escalated"]}));
     let comment = fs::read_to_string(f.data.join("comment")).unwrap();
     assert!(
         comment.contains("FAILURE LOOP DETECTED: consecutive escalations"),
@@ -634,18 +672,19 @@ fn github_mark_escalated_creates_the_label_and_comments() {
     let before = f.calls().len();
     f.tracker.close(7, "merged by sdlc-runner").unwrap();
     let calls = f.calls();
-    assert!(
-        calls[before..]
-            .iter()
-            .all(|c| c.starts_with("issue view 7") || c == "issue list --json"),
-        "only reads (the issue, and gh's fields once per run): {calls:?}"
+    assert_eq!(
+        calls[before..],
+        ["api --include repos/{owner}/{repo}/issues/7"],
+        "only the issue is read"
     );
     assert!(!f.data.join("closed_7").exists());
     // GitHub left it open (the token cannot write issues, the base is not the default
     // branch): the runner says why and closes it.
     f.put("view_7.json", &gh_issue(7, None, &["automatable"], ""));
     f.tracker.close(7, "merged by sdlc-runner").unwrap();
-    assert!(f.data.join("closed_7").exists(), "{:?}", f.calls());
+    let closed: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(f.data.join("closed_7")).unwrap()).unwrap();
+    assert_eq!(closed["state"], "closed", "{:?}", f.calls());
     let comment = fs::read_to_string(f.data.join("comment")).unwrap();
     assert!(comment.contains("left the issue open"), "{comment}");
 }
@@ -732,7 +771,10 @@ fn github_release_removes_the_escalated_label_only_when_it_is_there() {
     // calls[0]: the probe of the fields this gh knows.
     let calls = f.calls();
     assert!(calls[1].starts_with("issue view 7 --json"), "{calls:?}");
-    assert_eq!(calls[2], "issue edit 7 --remove-label sdlc-escalated");
+    assert_eq!(
+        calls[2],
+        "api --include -X DELETE repos/{owner}/{repo}/issues/7/labels/sdlc-escalated"
+    );
     f.put("view_8.json", &gh_issue(8, None, &["automatable"], ""));
     assert!(!f.tracker.lift_quarantine(8).unwrap());
     assert_eq!(f.calls().len(), 4, "nothing to remove: no edit");
@@ -772,10 +814,50 @@ fn github_unquarantine_removes_the_label_and_comments_why() {
     assert_eq!(
         f.calls(),
         vec![
-            "issue edit 7 --remove-label sdlc-escalated",
-            "issue comment 7 --body-file -",
+            "api --include -X DELETE repos/{owner}/{repo}/issues/7/labels/sdlc-escalated",
+            "api --include -X POST repos/{owner}/{repo}/issues/7/comments --input -",
         ]
     );
     let comment = fs::read_to_string(f.data.join("comment")).unwrap();
     assert!(comment.contains("ended issue #8 too"), "{comment}");
+}
+
+/// Every write of the GitHub tracker (the label, its creation, the comment, the close, the
+/// read before the close, the label's removal) that meets GitHub's rate limit fails as a rate
+/// limit with the time until it lifts, told from the answer's status and headers, so the
+/// machine waits it out instead of halting on a refused write.
+#[test]
+fn github_tracker_writes_that_meet_the_rate_limit_say_so_with_the_wait() {
+    use sdlc_runner::call_failure::{CallFailureKind, Kinded};
+    let f = FakeGh::new();
+    f.put("view_7.json", &gh_issue(7, None, &["automatable"], ""));
+    let limited = |e: TrackerError| match e.kind() {
+        CallFailureKind::RateLimited { wait_secs } => (1..=31).contains(&wait_secs),
+        _ => false,
+    };
+    type Write<'a> = &'a dyn Fn() -> Result<(), TrackerError>;
+    let writes: [(&str, Write); 6] = [
+        ("GET repos/{owner}/{repo}/labels/", &|| {
+            f.tracker.mark_escalated(7, "x")
+        }),
+        ("POST repos/{owner}/{repo}/labels", &|| {
+            f.tracker.mark_escalated(7, "x")
+        }),
+        ("/issues/7/comments", &|| f.tracker.mark_escalated(7, "x")),
+        ("GET repos/{owner}/{repo}/issues/7", &|| {
+            f.tracker.close(7, "merged")
+        }),
+        ("PATCH", &|| f.tracker.close(7, "merged")),
+        ("DELETE", &|| f.tracker.unquarantine(7, "lifted")),
+    ];
+    for (words, write) in writes {
+        let _ = fs::remove_file(f.data.join("label"));
+        fs::write(f.data.join("limit"), words).unwrap();
+        let e = write().expect_err(words);
+        let shown = e.to_string();
+        assert!(limited(e), "{words}: {shown}");
+        assert!(shown.contains("HTTP 403"), "{shown}");
+        assert!(!f.data.join("limit").exists(), "{words} was asked");
+        write().unwrap_or_else(|e| panic!("{words}: once lifted: {e}"));
+    }
 }

@@ -88,6 +88,20 @@ impl HttpAnswer {
     }
 }
 
+/// `text` as one path segment or query value of a REST address: a branch or label name may
+/// hold `/`, spaces or `&`.
+pub fn path_segment(text: &str) -> String {
+    let mut out = String::new();
+    for b in text.bytes() {
+        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// The head and the body, split at the first empty line (CRLF or LF).
 fn split_head(out: &[u8]) -> Option<(&[u8], &[u8])> {
     for (sep, len) in [(&b"\r\n\r\n"[..], 4), (&b"\n\n"[..], 2)] {

@@ -150,6 +150,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::DecisionTimeout => "decision timeout",
         HaltReason::RunnerStateLost => "runner state lost",
         HaltReason::Network => "network",
+        HaltReason::RateLimit { .. } => "rate limit",
         HaltReason::TrackerWrite { .. }
         | HaltReason::TrackerStale { .. }
         | HaltReason::ClaimRefused { .. } => "tracker",

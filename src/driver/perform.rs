@@ -245,7 +245,7 @@ impl Driver {
                 }
                 quarantined.sort_unstable();
                 quarantined.dedup();
-                let text = report::halt_diagnostic(
+                let mut text = report::halt_diagnostic(
                     &reason,
                     self.core.runner(),
                     self.core.last_words(),
@@ -253,6 +253,18 @@ impl Driver {
                     &quarantined,
                     &self.cfg.file,
                 );
+                if let HaltReason::RateLimit { wait_secs } = reason {
+                    // The machine keeps no clock: the reset's time is told here, from now.
+                    let lifts = i64::try_from(wait_secs)
+                        .ok()
+                        .and_then(chrono::Duration::try_seconds)
+                        .and_then(|d| self.clock.now().checked_add_signed(d));
+                    if let Some(lifts) = lifts {
+                        let at = text.find('\n').unwrap_or(text.len());
+                        let line = lifts.format("%Y-%m-%d %H:%M:%S UTC");
+                        text.insert_str(at, &format!("\nthe rate limit lifts at: {line}"));
+                    }
+                }
                 out!("{text}");
                 let _ = append_line(&self.logs.orchestration_log(), &text);
                 self.notifier.send(Severity::Alert, &text);

@@ -310,6 +310,10 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
         HaltReason::TrackerWrite { issue, merged: false } => format!(
             "issue #{issue} gave up, but the tracker could not record its escalation. Make the tracker writable (see the error below), then run again with --ack-halt."
         ),
+        HaltReason::RateLimit { wait_secs } => format!(
+            "GitHub's API rate limit refused the same call {} times in a row (maxNetworkWaits), each time waited out until it said the limit lifts; the last refusal says it lifts in {wait_secs} s. No issue was blamed and no attempt spent. Run again with --ack-halt once it has lifted (`gh api rate_limit` shows what is left); if it keeps happening, fewer runners share the token, or give the runner a token of its own.",
+            r.limits.max_network_waits + 1
+        ),
         HaltReason::ClaimRefused { issue } => format!(
             "this runner could not claim issue #{issue} (see the error below), so it did not start it: a runner works only on issues it holds. Make the claims writable (the local tracker's .claims directory, or the GitHub token's right to comment), then run again with --ack-halt."
         ),
@@ -394,6 +398,7 @@ pub fn halt_diagnostic(
         | HaltReason::QuotaTooLong { .. }
         | HaltReason::RunnerStateLost
         | HaltReason::Network
+        | HaltReason::RateLimit { .. }
         | HaltReason::TrackerWrite { .. }
         | HaltReason::TrackerStale { .. }
         | HaltReason::ClaimRefused { .. }

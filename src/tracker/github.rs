@@ -5,9 +5,8 @@
 //! for the open milestones (a rate limit told from the answer's status and headers); `gh issue list --state open --label <label> --limit 1000 --json …` for the
 //! candidates; `gh issue list --state all --milestone <title> --json …` for the dependencies
 //! inside the chosen milestone (or `gh issue view N --json …` per dependency without one);
-//! `gh issue edit --add-label`, `gh label create` and `gh issue comment --body-file -` for the
-//! escalation mark; `gh issue view`, `gh issue comment` and `gh issue close` for a merged issue
-//! GitHub left open.
+//! the escalation mark, the close of a merged issue GitHub left open, and the claims'
+//! comments go through the REST API (`rest.rs`), so a rate limit on a write is a wait.
 //!
 //! Older `gh` releases lack the `parent` and `closedByPullRequestsReferences` JSON fields
 //! (gh 2.23 has neither). Which ones this gh knows is probed once per run (`gh issue list
@@ -15,6 +14,7 @@
 //! from the issue bodies only.
 
 mod claims;
+mod rest;
 
 use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
 use crate::call_failure::CallFailureKind;
@@ -145,43 +145,9 @@ impl GitHub {
         )
     }
 
-    /// Adds `label` to the issue, creating the label when the repository lacks it.
-    fn add_label(
-        &self,
-        number: u32,
-        label: &str,
-        color: &str,
-        description: &str,
-    ) -> Result<(), TrackerError> {
-        let n = number.to_string();
-        let add = ["issue", "edit", n.as_str(), "--add-label", label];
-        if let Err(e) = self.gh(&add, None) {
-            if !mentions(&e, "not found") {
-                return Err(e);
-            }
-            let create = [
-                "label",
-                "create",
-                label,
-                "--color",
-                color,
-                "--description",
-                description,
-            ];
-            if let Err(e) = self.gh(&create, None) {
-                if !mentions(&e, "already exists") {
-                    return Err(e);
-                }
-            }
-            self.gh(&add, None)?;
-        }
-        Ok(())
-    }
-
     /// Quarantines the issue: adds the escalated label and a comment with `diagnostic` and how to
     /// release it.
     pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
-        let n = number.to_string();
         self.add_label(
             number,
             &self.escalated_label,
@@ -192,12 +158,10 @@ impl GitHub {
             "Release it with `sdlc-runner release {number}` (or remove the `{}` label) to let it be selected again.",
             self.escalated_label
         );
-        let body = escalation_text(diagnostic, &how, MAX_COMMENT_BYTES);
-        self.gh(
-            &["issue", "comment", n.as_str(), "--body-file", "-"],
-            Some(body.into_bytes()),
-        )?;
-        Ok(())
+        self.comment(
+            number,
+            &escalation_text(diagnostic, &how, MAX_COMMENT_BYTES),
+        )
     }
 
     /// Makes sure the merged issue is closed. GitHub closes it from the PR's "Closes #N" only
@@ -205,30 +169,21 @@ impl GitHub {
     /// the state is read back; an issue still open gets `note` as a comment and is closed.
     /// Safe to repeat: a closed issue is left alone.
     pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
-        if !self.get(number)?.state_open {
+        if !self.is_open(number)? {
             return Ok(());
         }
-        let n = number.to_string();
         let body = format!(
             "{note}: GitHub left the issue open after the merge, so sdlc-runner closed it."
         );
-        self.gh(
-            &["issue", "comment", n.as_str(), "--body-file", "-"],
-            Some(crate::redact::redact(&body).into_bytes()),
-        )?;
-        self.gh(&["issue", "close", n.as_str()], None).map(drop)
+        self.comment(number, &crate::redact::redact(&body))?;
+        self.close_issue(number)
     }
 
     /// Lifts the runner's own quarantine: removes the escalated label and comments `note`
     /// saying why.
     pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         self.remove_escalated_label(number)?;
-        let n = number.to_string();
-        self.gh(
-            &["issue", "comment", n.as_str(), "--body-file", "-"],
-            Some(crate::redact::redact(note).into_bytes()),
-        )?;
-        Ok(())
+        self.comment(number, &crate::redact::redact(note))
     }
 
     /// Lifts the quarantine: removes the escalated label. Returns whether it was there.
@@ -241,9 +196,7 @@ impl GitHub {
     }
 
     fn remove_escalated_label(&self, number: u32) -> Result<(), TrackerError> {
-        let n = number.to_string();
-        let args = ["issue", "edit", &n, "--remove-label", &self.escalated_label];
-        self.gh(&args, None).map(drop)
+        self.remove_label(number, &self.escalated_label)
     }
 
     /// The issue `number`, open or closed.
@@ -275,9 +228,9 @@ impl GitHub {
         for page in 1.. {
             let endpoint =
                 format!("repos/{{owner}}/{{repo}}/milestones?state=open&per_page=100&page={page}");
-            let out = self.api(&endpoint)?;
+            let out = self.rest("GET", &endpoint, None)?;
             let list: Vec<GhMilestone> =
-                serde_json::from_str(&out).map_err(|source| TrackerError::Json {
+                serde_json::from_slice(&out).map_err(|source| TrackerError::Json {
                     command: self.display(&["api", &endpoint]),
                     source,
                 })?;
@@ -377,27 +330,6 @@ impl GitHub {
             Some(0) => Ok(out.stdout),
             code => Err(self.failed(args, code, &out.stderr, CallFailureKind::of_gh(&out.stderr))),
         }
-    }
-
-    /// `gh api --include <endpoint>`: the body of GitHub's answer. A failed answer's kind is
-    /// decided from its status and headers (a rate limit among them), not from gh's words;
-    /// no answer at all (gh could not reach the API) from what gh printed.
-    fn api(&self, endpoint: &str) -> Result<String, TrackerError> {
-        let args = ["api", "--include", endpoint];
-        let out = self.run_gh(&args, None)?;
-        let code = out.status.and_then(|s| s.code());
-        let Some(answer) = crate::call_failure::HttpAnswer::parse(out.stdout.as_bytes()) else {
-            let kind = CallFailureKind::of_gh(&out.stderr);
-            return Err(self.failed(&args, code, &out.stderr, kind));
-        };
-        if answer.ok() && code == Some(0) {
-            return Ok(String::from_utf8_lossy(&answer.body).into_owned());
-        }
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let said = format!("HTTP {}; {}", answer.status, out.stderr.trim());
-        Err(self.failed(&args, code, &said, answer.failure_kind(now)))
     }
 
     fn failed(

@@ -32,6 +32,8 @@ pub struct Issue {
     pub open: bool,
     pub labels: Vec<String>,
     pub comments: Vec<String>,
+    /// Closed by a REST call (the runner's close), not by a merge.
+    pub closed_by_runner: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -98,6 +100,12 @@ pub struct Api {
     pub checks: HashMap<String, Vec<CheckRun>>,
     /// Check runs of a commit the map does not name (none: no CI configured).
     pub default_checks: Vec<CheckRun>,
+    /// Check runs of the first commit CI is asked about (a failing CI before its repair);
+    /// every later commit gets `default_checks`.
+    pub first_commit_checks: Vec<CheckRun>,
+    /// What GitHub says of every PR's mergeability: `mergeStateStatus` and `reviewDecision`
+    /// (by default CLEAN and none).
+    pub merge_gate: Option<(String, String)>,
     /// Whether a merge closes the issues its PR's body names ("Closes #N").
     pub close_on_merge: bool,
     /// Limits served, in order, to the next requests whose log line contains the pattern
@@ -188,6 +196,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         None => target,
     };
     let mut length = 0usize;
+    let mut chunked = false;
     loop {
         let mut h = String::new();
         reader.read_line(&mut h).ok()?;
@@ -199,10 +208,24 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
             if k.trim().eq_ignore_ascii_case("content-length") {
                 length = v.trim().parse().unwrap_or(0);
             }
+            if k.trim().eq_ignore_ascii_case("transfer-encoding") {
+                chunked = v.to_ascii_lowercase().contains("chunked");
+            }
         }
     }
     let mut body = vec![0; length];
     reader.read_exact(&mut body).ok()?;
+    // gh sends a body read from standard input (`--input -`) in chunks.
+    while chunked {
+        let mut size = String::new();
+        reader.read_line(&mut size).ok()?;
+        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
+        let mut chunk = vec![0; size + 2];
+        reader.read_exact(&mut chunk).ok()?;
+        chunk.truncate(size);
+        body.extend(chunk);
+        chunked = size > 0;
+    }
     Some(Request { method, path, body })
 }
 
@@ -367,8 +390,102 @@ fn operation(query: &str) -> String {
     "anonymous".to_string()
 }
 
+/// A query parameter of a REST address.
+fn param<'q>(query: &'q str, name: &str) -> Option<&'q str> {
+    query
+        .split('&')
+        .filter_map(|p| p.split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+}
+
+/// Percent-decoding of a path segment or a query value.
+fn decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            if let Some(b) = text
+                .get(i + 1..i + 3)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+            {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn issue_rest(i: &Issue) -> Value {
+    json!({"number": i.number, "title": i.title, "body": i.body,
+        "state": if i.open { "open" } else { "closed" },
+        "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
+        "milestone": null,
+        "html_url": format!("https://github.localhost/{OWNER}/{REPO}/issues/{}", i.number)})
+}
+
+/// The tracker's REST calls on one issue: read it, close it, comment, label.
+fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) -> Option<Answer> {
+    let number: u32 = parts.first()?.parse().ok()?;
+    let Some(issue) = api.issues.iter_mut().find(|i| i.number == number) else {
+        return Some(status(404, "Not Found"));
+    };
+    Some(match (method, &parts[1..]) {
+        ("GET", []) => ok(issue_rest(issue)),
+        ("PATCH", []) => {
+            if body["state"] == "closed" {
+                issue.open = false;
+                issue.closed_by_runner = true;
+            }
+            ok(issue_rest(issue))
+        }
+        ("GET", ["comments"]) => {
+            let comments: Vec<Value> = issue
+                .comments
+                .iter()
+                .map(|c| json!({"body": c, "created_at": "2026-01-01T00:00:00Z"}))
+                .collect();
+            ok(json!(comments))
+        }
+        ("POST", ["comments"]) => {
+            let text = body["body"].as_str().unwrap_or_default().to_string();
+            issue.comments.push(text.clone());
+            Answer {
+                status: 201,
+                headers: vec![],
+                body: json!({"body": text}),
+            }
+        }
+        ("POST", ["labels"]) => {
+            for l in body["labels"].as_array().into_iter().flatten() {
+                let l = l.as_str().unwrap_or_default().to_string();
+                if !issue.labels.contains(&l) {
+                    issue.labels.push(l);
+                }
+            }
+            let labels: Vec<Value> = issue.labels.iter().map(|l| json!({"name": l})).collect();
+            ok(json!(labels))
+        }
+        ("DELETE", ["labels", name]) => {
+            let name = decoded(name);
+            if !issue.labels.contains(&name) {
+                return Some(status(404, "Label does not exist"));
+            }
+            issue.labels.retain(|l| *l != name);
+            let labels: Vec<Value> = issue.labels.iter().map(|l| json!({"name": l})).collect();
+            ok(json!(labels))
+        }
+        _ => return None,
+    })
+}
+
 fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
-    let (path, _query) = req.path.split_once('?').unwrap_or((req.path.as_str(), ""));
+    let (path, query) = req.path.split_once('?').unwrap_or((req.path.as_str(), ""));
     let prefix = format!("/repos/{OWNER}/{REPO}");
     let rest = path.strip_prefix(&prefix)?;
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
@@ -377,19 +494,32 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
         ("GET", ["milestones"]) => Some(ok(json!([]))),
         ("GET", ["commits", git_ref, "check-runs"]) => {
             let sha = resolve(api, git_ref);
-            let runs: Vec<Value> = api
-                .checks
-                .get(&sha)
-                .unwrap_or(&api.default_checks)
+            if !api.first_commit_checks.is_empty() && api.checks.is_empty() {
+                let first = std::mem::take(&mut api.first_commit_checks);
+                api.checks.insert(sha.clone(), first);
+            }
+            let all = api.checks.get(&sha).unwrap_or(&api.default_checks);
+            // GitHub's pages: 30 runs unless per_page (at most 100) says otherwise.
+            let per_page: usize = param(query, "per_page")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(30)
+                .min(100);
+            let page: usize = param(query, "page")
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(1)
+                .max(1);
+            let runs: Vec<Value> = all
                 .iter()
                 .enumerate()
+                .skip((page - 1) * per_page)
+                .take(per_page)
                 .map(|(i, r)| {
                     json!({"id": 1000 + i, "name": r.name, "head_sha": sha, "status": r.status,
                         "conclusion": r.conclusion,
                         "html_url": format!("https://github.localhost/{OWNER}/{REPO}/runs/{}", 1000 + i)})
                 })
                 .collect();
-            Some(ok(json!({"total_count": runs.len(), "check_runs": runs})))
+            Some(ok(json!({"total_count": all.len(), "check_runs": runs})))
         }
         ("GET", ["commits", git_ref, "status"]) => {
             let sha = resolve(api, git_ref);
@@ -411,12 +541,27 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
         ("POST", ["labels"]) => {
             let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
             let name = body["name"].as_str().unwrap_or_default().to_string();
+            if api.labels.contains(&name) {
+                return Some(status(422, "Validation Failed"));
+            }
             api.labels.push(name.clone());
             Some(Answer {
                 status: 201,
                 headers: vec![],
                 body: json!({"name": name, "id": 1}),
             })
+        }
+        ("GET", ["labels", name]) => {
+            let name = decoded(name);
+            Some(if api.labels.contains(&name) {
+                ok(json!({"name": name, "id": 1}))
+            } else {
+                status(404, "Not Found")
+            })
+        }
+        (method, ["issues", rest @ ..]) => {
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            issue_rest_answer(api, method, rest, &body)
         }
         _ => None,
     }
@@ -494,10 +639,16 @@ fn issue_gql(i: &Issue) -> Value {
 
 fn pull_gql(api: &Api, p: &Pull) -> Value {
     let oid = resolve(api, &p.head);
+    let (merge_state, review) = api
+        .merge_gate
+        .clone()
+        .unwrap_or_else(|| ("CLEAN".into(), String::new()));
+    let review = (!review.is_empty()).then_some(review);
     json!({"id": format!("PR_{}", p.number), "number": p.number, "title": p.title,
         "url": format!("https://github.localhost/{OWNER}/{REPO}/pull/{}", p.number),
         "state": p.state, "headRefName": p.head, "baseRefName": p.base, "headRefOid": oid,
-        "isCrossRepository": false, "mergeStateStatus": "CLEAN",
+        "isCrossRepository": false, "mergeStateStatus": merge_state,
+        "reviewDecision": review, "isDraft": false, "mergeable": "MERGEABLE",
         "headRepositoryOwner": {"id": "U_1", "login": OWNER, "name": OWNER},
         "commits": {"nodes": [{"commit": {"oid": oid}}]}})
 }

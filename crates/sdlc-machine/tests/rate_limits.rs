@@ -96,7 +96,8 @@ proptest! {
     }
 
     /// A limit that never lifts halts the session once the waits in a row reach
-    /// `maxNetworkWaits`, each at most the cap: no escalation, no attempt.
+    /// `maxNetworkWaits`, each at most the cap: no escalation, no attempt; the halt is the
+    /// rate limit's, with the time it still lasts.
     #[test]
     fn a_limit_that_never_lifts_halts_without_blaming_anyone(wait in 0u64..1_000_000, at in 0usize..Step::COUNT) {
         let limits = Limits::default();
@@ -111,7 +112,9 @@ proptest! {
             }
         }
         prop_assert_eq!(trace.exit, Some(1));
-        prop_assert!(trace.effects.contains(&Effect::Halt(HaltReason::Network)), "{:?}", trace.effects);
+        // The halt names the rate limit and how long it still lasts, not the network.
+        let halt = Effect::Halt(HaltReason::RateLimit { wait_secs: wait });
+        prop_assert!(trace.effects.contains(&halt), "{:?}", trace.effects);
         prop_assert_eq!(escalations(&trace), 0);
         prop_assert!(waits.iter().all(|w| *w <= Limits::MAX_RATE_LIMIT_WAIT_SECS));
         prop_assert_eq!(waits.len() as u32, limits.max_network_waits);

@@ -7,18 +7,24 @@
 
 use super::super::{CiState, ForgeError};
 use super::{command_text, gh_failed, run_gh};
-use crate::call_failure::HttpAnswer;
+use crate::call_failure::{path_segment, HttpAnswer};
 use serde::Deserialize;
 use std::path::PathBuf;
 
-/// GitHub lists at most 100 check runs per page; a commit with more is rare enough that the
-/// first 100 (the newest of each name, GitHub's default `filter=latest`) decide.
-const CHECK_RUNS: &str = "check-runs?per_page=100";
+/// GitHub lists at most 100 check runs per page; a commit with more (a large matrix) is read
+/// page by page, so a failing check on a later page is never missed.
+const PER_PAGE: usize = 100;
 
 #[derive(Deserialize)]
 struct CheckRuns {
     #[serde(default)]
     check_runs: Vec<CheckRun>,
+}
+
+/// Whether another page of check runs follows one of `on_page` runs, `seen` read so far of
+/// the `total` GitHub counts (without a count, a full page may have a successor).
+fn more_runs(total: Option<usize>, seen: usize, on_page: usize) -> bool {
+    on_page == PER_PAGE && total.is_none_or(|t| seen < t)
 }
 
 #[derive(Deserialize)]
@@ -108,6 +114,36 @@ fn parse_both(
     Ok((runs.check_runs, status.statuses))
 }
 
+/// Every page of the commit's check runs, as one body `parse_checks` reads.
+fn all_check_runs(gh: &PathBuf, repo_dir: &PathBuf, base: &str) -> Result<Vec<u8>, ForgeError> {
+    let mut runs: Vec<serde_json::Value> = Vec::new();
+    for page in 1.. {
+        let endpoint = format!("{base}/check-runs?per_page={PER_PAGE}&page={page}");
+        let answer = api_get(gh, repo_dir, &endpoint)?;
+        #[derive(Deserialize)]
+        struct Page {
+            #[serde(default)]
+            total_count: Option<usize>,
+            #[serde(default)]
+            check_runs: Vec<serde_json::Value>,
+        }
+        let one: Page = serde_json::from_slice(&answer.body).map_err(|e| ForgeError::Parse {
+            command: command_text(gh, &["api", &endpoint]),
+            detail: format!("check runs: {e}"),
+        })?;
+        let on_page = one.check_runs.len();
+        runs.extend(one.check_runs);
+        if !more_runs(one.total_count, runs.len(), on_page) {
+            break;
+        }
+    }
+    Ok(
+        serde_json::json!({"total_count": runs.len(), "check_runs": runs})
+            .to_string()
+            .into_bytes(),
+    )
+}
+
 /// `gh api --include <endpoint>`: GitHub's answer with its status and headers. A failed
 /// answer is an error whose kind its status and headers decide; no answer at all (gh could
 /// not reach the API) is classified from what gh printed.
@@ -137,26 +173,14 @@ pub(in crate::forge) fn api_get(
     Err(error)
 }
 
-/// `ref` as one path segment of a REST address (a branch name may hold `/`).
-fn segment(git_ref: &str) -> String {
-    let mut out = String::new();
-    for b in git_ref.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
+/// The commit's check runs (every page, as one body) and its combined status.
 fn both(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     git_ref: &str,
-) -> Result<(HttpAnswer, HttpAnswer, String), ForgeError> {
-    let base = format!("repos/{{owner}}/{{repo}}/commits/{}", segment(git_ref));
-    let runs = api_get(gh, repo_dir, &format!("{base}/{CHECK_RUNS}"))?;
+) -> Result<(Vec<u8>, HttpAnswer, String), ForgeError> {
+    let base = format!("repos/{{owner}}/{{repo}}/commits/{}", path_segment(git_ref));
+    let runs = all_check_runs(gh, repo_dir, &base)?;
     let statuses = api_get(gh, repo_dir, &format!("{base}/status"))?;
     Ok((runs, statuses, base))
 }
@@ -169,7 +193,7 @@ pub(in crate::forge) fn ci_state_of(
     git_ref: &str,
 ) -> Result<CiState, ForgeError> {
     let (runs, statuses, base) = both(gh, repo_dir, git_ref)?;
-    parse_checks(&runs.body, &statuses.body).map_err(|detail| ForgeError::Parse {
+    parse_checks(&runs, &statuses.body).map_err(|detail| ForgeError::Parse {
         command: command_text(gh, &["api", &base]),
         detail,
     })
@@ -187,7 +211,7 @@ pub(in crate::forge) fn failing_checks_of(
 ) -> Result<String, ForgeError> {
     let (runs, statuses, base) = both(gh, repo_dir, git_ref)?;
     let (runs, statuses) =
-        parse_both(&runs.body, &statuses.body).map_err(|detail| ForgeError::Parse {
+        parse_both(&runs, &statuses.body).map_err(|detail| ForgeError::Parse {
             command: command_text(gh, &["api", &base]),
             detail,
         })?;
@@ -261,9 +285,21 @@ mod tests {
     }
 
     #[test]
+    fn check_runs_are_read_until_githubs_count_is_reached() {
+        assert!(more_runs(Some(150), 100, 100), "page 2 of 150");
+        assert!(!more_runs(Some(150), 150, 50), "a short page is the last");
+        assert!(!more_runs(Some(100), 100, 100), "exactly one full page");
+        assert!(
+            more_runs(None, 100, 100),
+            "no count: a full page may have more"
+        );
+        assert!(!more_runs(None, 40, 40));
+    }
+
+    #[test]
     fn a_branch_name_is_one_path_segment() {
-        assert_eq!(segment("7-fix/x y"), "7-fix%2Fx%20y");
-        assert_eq!(segment("0123abc"), "0123abc");
+        assert_eq!(path_segment("7-fix/x y"), "7-fix%2Fx%20y");
+        assert_eq!(path_segment("0123abc"), "0123abc");
         assert_eq!(
             actions_job("https://github.com/o/r/actions/runs/5/job/77?pr=3"),
             Some("77".to_string())

@@ -11,19 +11,12 @@ use serde::Deserialize;
 const CLAIMED_LABEL: &str = "sdlc-claimed";
 const PREFIX: &str = "sdlc-runner claim";
 
+/// A comment as GitHub's REST API lists it.
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct GhComment {
     #[serde(default)]
     body: String,
     created_at: DateTime<Utc>,
-}
-
-#[derive(Debug, Deserialize)]
-struct WithComments {
-    number: u32,
-    #[serde(default)]
-    comments: Vec<GhComment>,
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -108,51 +101,44 @@ fn holder(issue: u32, comments: &[GhComment]) -> Option<Claim> {
 }
 
 impl GitHub {
+    /// The issue's comments, oldest first, every page (`GET …/issues/N/comments`).
     fn comments(&self, issue: u32) -> Result<Vec<GhComment>, TrackerError> {
-        let n = issue.to_string();
-        let args = ["issue", "view", n.as_str(), "--json", "number,comments"];
-        let out = self.gh(&args, None)?;
-        let parsed: WithComments =
-            serde_json::from_str(&out).map_err(|source| TrackerError::Json {
-                command: self.display(&args),
-                source,
-            })?;
-        Ok(parsed.comments)
+        let endpoint = format!("repos/{{owner}}/{{repo}}/issues/{issue}/comments");
+        self.pages(&endpoint)?
+            .into_iter()
+            .map(|c| {
+                serde_json::from_value(c).map_err(|source| TrackerError::Json {
+                    command: self.display(&["api", &endpoint]),
+                    source,
+                })
+            })
+            .collect()
     }
 
     fn note(&self, issue: u32, text: String) -> Result<(), TrackerError> {
-        let n = issue.to_string();
-        self.gh(
-            &["issue", "comment", n.as_str(), "--body-file", "-"],
-            Some(text.into_bytes()),
-        )
-        .map(|_| ())
+        self.comment(issue, &text)
     }
 
     /// Every issue labelled claimed, with its holder (live or expired).
     pub fn claims(&self) -> Result<Vec<Claim>, TrackerError> {
-        let args = [
-            "issue",
-            "list",
-            "--state",
-            "open",
-            "--label",
-            CLAIMED_LABEL,
-            "--limit",
-            super::LIST_LIMIT,
-            "--json",
-            "number,comments",
-        ];
-        let out = self.gh(&args, None)?;
-        let list: Vec<WithComments> =
-            serde_json::from_str(&out).map_err(|source| TrackerError::Json {
-                command: self.display(&args),
-                source,
-            })?;
-        Ok(list
-            .iter()
-            .filter_map(|i| holder(i.number, &i.comments))
-            .collect())
+        let endpoint = format!(
+            "repos/{{owner}}/{{repo}}/issues?state=open&labels={}",
+            crate::call_failure::path_segment(CLAIMED_LABEL)
+        );
+        let mut claims = Vec::new();
+        for issue in self.pages(&endpoint)? {
+            // The issues' list holds pull requests too; none is ever claimed.
+            let Some(number) = issue
+                .get("number")
+                .and_then(serde_json::Value::as_u64)
+                .and_then(|n| u32::try_from(n).ok())
+                .filter(|_| issue.get("pull_request").is_none())
+            else {
+                continue;
+            };
+            claims.extend(holder(number, &self.comments(number)?));
+        }
+        Ok(claims)
     }
 
     /// Claims `issue` for `worker` until `until` with a claim comment, unless another worker's
@@ -235,11 +221,7 @@ impl GitHub {
     pub fn release(&self, issue: u32, worker: &str) -> Result<(), TrackerError> {
         if holder(issue, &self.comments(issue)?).is_some_and(|h| h.worker == worker) {
             self.note(issue, format!("{PREFIX} released: worker={worker}"))?;
-            let n = issue.to_string();
-            self.gh(
-                &["issue", "edit", n.as_str(), "--remove-label", CLAIMED_LABEL],
-                None,
-            )?;
+            self.remove_label(issue, CLAIMED_LABEL)?;
         }
         Ok(())
     }

@@ -38,14 +38,14 @@ impl Runner {
 
     /// GitHub's rate limit refused the outstanding request's call: wait until it lifts (at
     /// most `Limits::MAX_RATE_LIMIT_WAIT_SECS`) and call again; `max_network_waits` such waits
-    /// in a row on one request halt as the network's failure would. No attempt is spent and
-    /// no issue blamed.
+    /// in a row on one request halt, naming the limit and how long it still lasts. No attempt
+    /// is spent and no issue blamed.
     pub(super) fn rate_limited(&mut self, wait_secs: u64, fx: &mut Fx) -> Outcome<State> {
         if self.outstanding.is_none() {
             return Handled;
         }
         if self.rate_limit_waits >= self.limits.max_network_waits {
-            return self.halt(HaltReason::Network, fx);
+            return self.halt(HaltReason::RateLimit { wait_secs }, fx);
         }
         self.rate_limit_waits += 1;
         let seconds = Limits::rate_limit_wait_secs(wait_secs);

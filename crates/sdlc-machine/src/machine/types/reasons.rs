@@ -90,6 +90,12 @@ pub enum HaltReason {
     RunnerStateLost,
     /// The network stayed down through every allowed wait.
     Network,
+    /// GitHub's rate limit refused one request through every allowed wait
+    /// (`maxNetworkWaits` in a row).
+    RateLimit {
+        /// Seconds until the limit lifts, as GitHub's last refusal said.
+        wait_secs: u64,
+    },
     /// The tracker could not record a merge or an escalation, or lift a quarantine (`issue`
     /// then is not the current one). A merge stays final for the session whether or not the
     /// tracker was told.
@@ -186,6 +192,7 @@ impl HaltReason {
             HaltReason::DecisionTimeout => "HALTED: decision timed out".into(),
             HaltReason::RunnerStateLost => "ENVIRONMENT FAILURE: RUNNER STATE LOST".into(),
             HaltReason::Network => "ENVIRONMENT FAILURE: NETWORK".into(),
+            HaltReason::RateLimit { .. } => "ENVIRONMENT FAILURE: GITHUB RATE LIMIT".into(),
             HaltReason::TrackerWrite { .. } => "ENVIRONMENT FAILURE: TRACKER".into(),
             HaltReason::TrackerStale { .. } | HaltReason::ClaimRefused { .. } => {
                 "ENVIRONMENT FAILURE: TRACKER".into()
