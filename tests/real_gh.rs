@@ -211,6 +211,7 @@ fn rate_limits_during_the_run_and_at_start_are_waited_out_and_blame_nobody() {
 /// that is not the default branch): the runner reads it back through the real gh, comments
 /// why and closes it.
 #[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the_real_gh() {
     if !real_gh_wanted() {
         return;
@@ -239,6 +240,7 @@ fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the
 /// A dependency merged, then its dependent, in one run through the real gh: the dependent
 /// is not held back by its dependency's state on GitHub.
 #[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn a_dependency_is_merged_then_its_dependent_through_the_real_gh() {
     if !real_gh_wanted() {
         return;
@@ -275,6 +277,7 @@ fn a_dependency_is_merged_then_its_dependent_through_the_real_gh() {
 /// real gh: the run halts naming the rule, the PR is not merged, no agent repairs anything
 /// and no issue is blamed.
 #[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn branch_protection_at_the_merge_halts_naming_the_rule_through_the_real_gh() {
     if !real_gh_wanted() {
         return;
@@ -314,6 +317,7 @@ fn branch_protection_at_the_merge_halts_naming_the_rule_through_the_real_gh() {
 /// a merge GitHub left open: both waited out, the issue closed with its comment, nothing
 /// escalated and no halt.
 #[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn rate_limits_on_the_trackers_writes_are_waited_out_through_the_real_gh() {
     if !real_gh_wanted() {
         return;
@@ -354,6 +358,7 @@ fn rate_limits_on_the_trackers_writes_are_waited_out_through_the_real_gh() {
 /// and when the repair leaves CI failing the issue is escalated through the real gh (the
 /// label created and added, the comment written), never merged.
 #[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn a_failing_check_on_the_second_page_of_check_runs_is_not_missed_through_the_real_gh() {
     if !real_gh_wanted() {
         return;
@@ -406,6 +411,7 @@ fn a_failing_check_on_the_second_page_of_check_runs_is_not_missed_through_the_re
 /// A rate limit that outlasts every allowed wait halts naming GitHub's rate limit, when it
 /// lifts and what to do, not the network; nothing is worked or blamed.
 #[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn a_rate_limit_that_outlasts_the_waits_halts_naming_it_through_the_real_gh() {
     if !real_gh_wanted() {
         return;

@@ -357,7 +357,6 @@ case "$1 $2" in
       "POST repos/{{owner}}/{{repo}}/issues/"*/labels) cat > "$D/labelled"; ok "200 OK"; echo '[]';;
       "DELETE repos/{{owner}}/{{repo}}/issues/"*/labels/*) ok "200 OK"; echo '[]';;
       "POST repos/{{owner}}/{{repo}}/issues/"*/comments) cat > "$D/comment.json"
-        python3 -c 'import json,sys; sys.stdout.write(json.load(open(sys.argv[1]))["body"])' "$D/comment.json" > "$D/comment"
         ok "201 Created"; echo '{{}}';;
       "PATCH repos/{{owner}}/{{repo}}/issues/"*) n="${{endpoint##*/}}"; cat > "$D/closed_$n"; ok "200 OK"; echo '{{}}';;
       "GET repos/{{owner}}/{{repo}}/issues/"*)
@@ -652,7 +651,7 @@ fn github_mark_escalated_creates_the_label_and_comments() {
     let labelled: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(f.data.join("labelled")).unwrap()).unwrap();
     assert_eq!(labelled, json!({"labels": ["sdlc-escalated"]}));
-    let comment = fs::read_to_string(f.data.join("comment")).unwrap();
+    let comment = comment_body(&f.data);
     assert!(
         comment.contains("FAILURE LOOP DETECTED: consecutive escalations"),
         "{comment}"
@@ -685,7 +684,7 @@ fn github_mark_escalated_creates_the_label_and_comments() {
     let closed: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(f.data.join("closed_7")).unwrap()).unwrap();
     assert_eq!(closed["state"], "closed", "{:?}", f.calls());
-    let comment = fs::read_to_string(f.data.join("comment")).unwrap();
+    let comment = comment_body(&f.data);
     assert!(comment.contains("left the issue open"), "{comment}");
 }
 
@@ -818,7 +817,7 @@ fn github_unquarantine_removes_the_label_and_comments_why() {
             "api --include -X POST repos/{owner}/{repo}/issues/7/comments --input -",
         ]
     );
-    let comment = fs::read_to_string(f.data.join("comment")).unwrap();
+    let comment = comment_body(&f.data);
     assert!(comment.contains("ended issue #8 too"), "{comment}");
 }
 
@@ -860,4 +859,11 @@ fn github_tracker_writes_that_meet_the_rate_limit_say_so_with_the_wait() {
         assert!(!f.data.join("limit").exists(), "{words} was asked");
         write().unwrap_or_else(|e| panic!("{words}: once lifted: {e}"));
     }
+}
+
+/// The body of the last comment the fake gh was given (`POST …/comments`, a JSON object).
+fn comment_body(data: &Path) -> String {
+    let json = fs::read_to_string(data.join("comment.json")).expect("a comment was written");
+    let value: serde_json::Value = serde_json::from_str(&json).expect("the comment is JSON");
+    value["body"].as_str().expect("a body").to_string()
 }
