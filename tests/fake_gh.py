@@ -12,7 +12,8 @@ state.lock, so several runners may share one fake GitHub.
 The tracker's REST calls (`api --include [-X M] repos/{owner}/{repo}/issues…|labels…`) are
 served from the same state. Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
 "staleOpen" (reads show these issues open), "mergeGate" (what `pr view` says of a PR's
-mergeability), "refuseMerge" (gh's words refusing every merge), "authHosts" (the hosts
+mergeability), "requireUpToDate" (`pr view` says BEHIND while the branch lacks main),
+"teammateMoves" (pushes to main right before that many merge looks), "refuseMerge" (gh's words refusing every merge), "authHosts" (the hosts
 `auth status --hostname` accepts). `pr merge --delete-branch` touches the clone it runs in
 as real gh does (checks out main, pulls, deletes the local branch).
 """
@@ -73,6 +74,30 @@ def remote_heads(state):
         name, sha = line.split()
         heads[name] = sha
     return heads
+
+
+def up_to_date(state, head):
+    """Whether the branch head holds origin's main."""
+    return git_origin(state, "merge-base", "--is-ancestor", "main", head).returncode == 0
+
+
+def teammate_push(state):
+    """A teammate's commit on origin's main: one new file, made without a work tree."""
+    origin = state["origin"]
+    main = git_origin(state, "rev-parse", "main").stdout.strip()
+    n = len(git_origin(state, "rev-list", "main").stdout.split())
+    def git(*args, input=None):
+        env = dict(os.environ, GIT_AUTHOR_NAME="Teammate", GIT_AUTHOR_EMAIL="t@example.invalid",
+                   GIT_COMMITTER_NAME="Teammate", GIT_COMMITTER_EMAIL="t@example.invalid")
+        out = subprocess.run(["git", "-C", origin, *args], input=input, capture_output=True,
+                             text=True, env=env)
+        if out.returncode != 0:
+            fail("fake gh: git %r failed: %s" % (args, out.stderr), 2)
+        return out.stdout.strip()
+    blob = git("hash-object", "-w", "--stdin", input="a teammate's change %d\n" % n)
+    tree = git("mktree", input=git("ls-tree", "main") + "\n100644 blob %s\tteammate-%d.txt\n" % (blob, n))
+    commit = git("commit-tree", tree, "-p", main, "-m", "a teammate's change %d" % n)
+    git("update-ref", "refs/heads/main", commit, main)
 
 
 def merged(state, sha):
@@ -245,6 +270,15 @@ def pr_cmd(state, args):
                 "mergeStateStatus": "CLEAN", "reviewDecision": "", "isDraft": False,
                 "mergeable": "MERGEABLE"}
         full.update(state.get("mergeGate", {}))
+        # "teammateMoves": that many times, a teammate pushes to main right before the merge's
+        # look; "requireUpToDate": then GitHub says BEHIND until the branch holds main.
+        head = remote_heads(state).get(args[1])
+        if head and state.get("teammateMoves", 0) > 0 and up_to_date(state, head):
+            state["teammateMoves"] -= 1
+            teammate_push(state)
+            save(state)
+        if head and state.get("requireUpToDate") and not up_to_date(state, head):
+            full["mergeStateStatus"] = "BEHIND"
         print(json.dumps({f: full.get(f) for f in fields}))
     elif sub == "merge":
         branch = args[1]

@@ -1085,3 +1085,53 @@ fn a_network_blip_while_claiming_is_waited_out() {
         "{all}"
     );
 }
+
+/// Branch protection wants the branch up to date with main, and a teammate pushed to main
+/// after CI passed it: GitHub says BEHIND. The runner brings the branch up to date, CI passes
+/// the new head, and that head is merged; nothing is blamed, no agent runs for it, and both
+/// the teammate's change and the issue's reach main.
+#[test]
+#[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
+fn a_branch_behind_main_is_brought_up_to_date_and_merged_after_ci_passes_it() {
+    if python3_missing() {
+        return;
+    }
+    let g = builtin_project("requireUpToDate", json!(true));
+    g.set_state("teammateMoves", json!(1));
+    let out = g.p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("GitHub wants") && all.contains("up to date with the base branch"),
+        "the merge said why it did not merge: {all}"
+    );
+    let head = all
+        .split(", is pushed at ")
+        .nth(1)
+        .and_then(|rest| rest.get(..12))
+        .expect("the update's push is reported")
+        .to_string();
+    let after = all
+        .split(&format!("pushed at {head}"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        after.contains(&format!("CI checks let {head} merge")),
+        "CI passed the updated head before the merge: {all}"
+    );
+    let main = g.p.origin_main_log();
+    assert!(main.contains("Merge pull request"), "{main}\n{all}");
+    let files = e2e::git(&g.p.origin, &["ls-tree", "--name-only", "main"]);
+    assert!(
+        files.contains("teammate-"),
+        "the teammate's change stays: {files}"
+    );
+    assert_eq!(
+        g.p.count("1 merge"),
+        0,
+        "no agent for the update: {:?}",
+        g.p.invocations()
+    );
+    assert!(!all.contains("escalat"), "{all}");
+    assert_eq!(g.issue(1)["state"], "CLOSED", "{all}");
+}

@@ -296,7 +296,7 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
     // The repaired head is new to CI: it is looked at and passed before it is merged, and it
     // is the commit that reaches main (not the one CI passed before the conflict).
     let head = all
-        .split("the repaired branch is pushed at ")
+        .split(", is pushed at ")
         .nth(1)
         .and_then(|rest| rest.get(..12))
         .expect("the repair's push is reported")

@@ -216,7 +216,8 @@ impl Driver {
                 Ok(head) => {
                     crate::failpoint::point("branch updated: pushed");
                     let said = format!(
-                        "the repaired branch is pushed at {}: CI looks at it before the merge",
+                        "the branch, up to date with {}, is pushed at {}: CI looks at it before the merge",
+                        self.main,
                         head.short()
                     );
                     self.say(said.clone());
