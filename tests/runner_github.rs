@@ -1105,20 +1105,7 @@ fn a_branch_behind_main_is_brought_up_to_date_and_merged_after_ci_passes_it() {
         all.contains("GitHub wants") && all.contains("up to date with the base branch"),
         "the merge said why it did not merge: {all}"
     );
-    let head = all
-        .split(", is pushed at ")
-        .nth(1)
-        .and_then(|rest| rest.get(..12))
-        .expect("the update's push is reported")
-        .to_string();
-    let after = all
-        .split(&format!("pushed at {head}"))
-        .nth(1)
-        .unwrap_or_default();
-    assert!(
-        after.contains(&format!("CI checks let {head} merge")),
-        "CI passed the updated head before the merge: {all}"
-    );
+    e2e::updated_head_passed_ci(&all);
     let main = g.p.origin_main_log();
     assert!(main.contains("Merge pull request"), "{main}\n{all}");
     let files = e2e::git(&g.p.origin, &["ls-tree", "--name-only", "main"]);

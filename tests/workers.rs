@@ -251,15 +251,7 @@ fn bounds_covers_the_configured_number_of_workers() {
 /// runner merges it: both issues merged, the conflict bounded by the merge step's attempts.
 #[test]
 fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
-    let p = Project::new(
-        &[(1, "One", ""), (2, "Two", "")],
-        json!({"steps": {
-            "implement": ["write-shared"],
-            "verify": ["busy:500"],
-            "merge": ["resolve-conflict"],
-        }}),
-        builtin(),
-    );
+    let p = conflicting_pair();
     let out = p.run(&["--workers", "2"]);
     let all = text(&out);
     assert_eq!(out.status.code(), Some(0), "{all}");
@@ -295,20 +287,7 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
     assert!(shared.starts_with("written by issue"), "{shared}");
     // The repaired head is new to CI: it is looked at and passed before it is merged, and it
     // is the commit that reaches main (not the one CI passed before the conflict).
-    let head = all
-        .split(", is pushed at ")
-        .nth(1)
-        .and_then(|rest| rest.get(..12))
-        .expect("the repair's push is reported")
-        .to_string();
-    let after = all
-        .split(&format!("pushed at {head}"))
-        .nth(1)
-        .unwrap_or_default();
-    assert!(
-        after.contains(&format!("CI checks let {head} merge")),
-        "CI passed the repaired head before the merge: {all}"
-    );
+    let head = e2e::updated_head_passed_ci(&all);
     let parents = e2e::git(&p.origin, &["log", "--format=%P", "-1", "main"]);
     assert!(
         parents.split_whitespace().any(|c| c.starts_with(&head)),
@@ -365,15 +344,7 @@ fn a_rate_limit_of_one_worker_pauses_the_others() {
 /// neither issue is escalated.
 #[test]
 fn a_kill_after_the_repaired_branch_is_pushed_merges_only_what_ci_passed_after_it() {
-    let p = Project::new(
-        &[(1, "One", ""), (2, "Two", "")],
-        json!({"steps": {
-            "implement": ["write-shared"],
-            "verify": ["busy:500"],
-            "merge": ["resolve-conflict"],
-        }}),
-        builtin(),
-    );
+    let p = conflicting_pair();
     let killed = p.run_env(
         &["--workers", "2"],
         &[(
@@ -404,4 +375,18 @@ fn a_kill_after_the_repaired_branch_is_pushed_merges_only_what_ci_passed_after_i
         all.contains(&format!("CI checks let {} merge", &merged_head[..12])),
         "CI passed {merged_head} before its merge: {all}"
     );
+}
+
+/// Two issues that both write `shared.txt`, so the second merge conflicts; the merge's repair
+/// resolves it.
+fn conflicting_pair() -> Project {
+    Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({"steps": {
+            "implement": ["write-shared"],
+            "verify": ["busy:500"],
+            "merge": ["resolve-conflict"],
+        }}),
+        builtin(),
+    )
 }

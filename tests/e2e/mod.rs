@@ -475,3 +475,24 @@ pub fn openpty() -> (std::fs::File, std::os::fd::OwnedFd) {
         )
     }
 }
+
+/// The head the runner's update of the branch pushed (`…, is pushed at <12 hex>`), checked to
+/// be one CI passed before anything after it: what a merge after the update may merge.
+#[allow(dead_code)]
+pub fn updated_head_passed_ci(all: &str) -> String {
+    let head = all
+        .split(", is pushed at ")
+        .nth(1)
+        .and_then(|rest| rest.get(..12))
+        .expect("the update's push is reported")
+        .to_string();
+    let after = all
+        .split(&format!("pushed at {head}"))
+        .nth(1)
+        .unwrap_or_default();
+    assert!(
+        after.contains(&format!("CI checks let {head} merge")),
+        "CI passed the updated head {head} before the merge: {all}"
+    );
+    head
+}
