@@ -153,7 +153,7 @@ fn a_branch_with_committed_markers_is_never_up_to_date() {
     git(&c.work, &["commit", "-qam", "concluded with markers"]);
     git(&c.work, &["push", "-q", "origin", "7-x"]);
     let repo = Repo::open(&c.work).expect("open");
-    let err = repo.bring_up_to_date("7-x").expect_err("refused");
+    let err = repo.bring_up_to_date("7-x", None).expect_err("refused");
     assert!(matches!(err, RepoError::ConflictMarkers { .. }), "{err}");
     let text = err.to_string();
     assert!(text.contains("merge conflict in: a.txt"), "{text}");

@@ -990,6 +990,50 @@ fn checkout_main_drops_only_an_unpushed_runner_merge_when_origin_moved_on() {
     );
 }
 
+/// A person pushed to the branch on origin, and the clone's branch lacks that commit (the
+/// runner looked at it, CI passed it, but nothing fetched it into the branch): the update,
+/// leased on origin's head, brings it in beside main, so the push is a fast-forward that keeps
+/// the person's commit. A person's push after the look refuses the push.
+#[test]
+fn an_update_leased_on_origins_head_keeps_a_persons_commit_and_refuses_a_later_push() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let (a, b) = project_and_other(tmp.path());
+    git(&a, &["checkout", "--quiet", "-b", "1-x"]);
+    commit(&a, "x.txt", "feat: x");
+    git(&a, &["push", "--quiet", "-u", "origin", "1-x"]);
+    git(&b, &["fetch", "--quiet", "origin"]);
+    git(&b, &["checkout", "--quiet", "-b", "1-x", "origin/1-x"]);
+    commit(&b, "person.txt", "a person's commit");
+    git(&b, &["push", "--quiet", "origin", "1-x"]);
+    let persons = git(&b, &["rev-parse", "HEAD"]);
+    git(&b, &["checkout", "--quiet", "main"]);
+    commit(&b, "y.txt", "feat: y");
+    git(&b, &["push", "--quiet", "origin", "main"]);
+
+    let repo = Repo::open(&a).expect("repo");
+    repo.bring_up_to_date("1-x", Some(&persons))
+        .expect("up to date");
+    git(&a, &["merge-base", "--is-ancestor", &persons, "1-x"]);
+    git(&a, &["merge-base", "--is-ancestor", "origin/main", "1-x"]);
+    let on_origin = git(&a, &["ls-remote", "origin", "refs/heads/1-x"]);
+    assert!(
+        on_origin.starts_with(&git(&a, &["rev-parse", "1-x"])),
+        "the update is pushed: {on_origin}"
+    );
+
+    // The lease is what the caller looked at: a push since then is never overwritten.
+    let looked = git(&a, &["rev-parse", "1-x"]);
+    git(&b, &["fetch", "--quiet", "origin"]);
+    git(&b, &["checkout", "--quiet", "-B", "1-x", "origin/1-x"]);
+    commit(&b, "later.txt", "a later push");
+    git(&b, &["push", "--quiet", "origin", "1-x"]);
+    let later = git(&b, &["rev-parse", "HEAD"]);
+    commit(&a, "z.txt", "feat: z");
+    assert!(repo.push_branch("1-x", Some(&looked)).is_err());
+    let on_origin = git(&a, &["ls-remote", "origin", "refs/heads/1-x"]);
+    assert!(on_origin.starts_with(&later), "{on_origin}");
+}
+
 /// Before a merge: main follows origin again (an agent's unpushed merge of this branch, with
 /// any subject, is dropped: the branch holds its work), origin's main is merged into the
 /// branch and the branch pushed; a conflict is named and aborted; a failed merge is a lost
@@ -1018,7 +1062,7 @@ fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart
     git(&b, &["push", "--quiet", "origin", "main"]);
 
     let repo = Repo::open(&a).expect("repo");
-    let base = repo.bring_up_to_date("1-x").expect("up to date");
+    let base = repo.bring_up_to_date("1-x", None).expect("up to date");
     assert_eq!(base, Some(git(&a, &["rev-parse", "origin/main"])));
     assert_eq!(git(&a, &["rev-parse", "main"]), base.clone().expect("base"));
     assert_eq!(git(&a, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
@@ -1042,7 +1086,7 @@ fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart
     // A conflict with main: named, aborted, the tree clean.
     commit(&a, "z.txt", "a different z");
     let err = repo
-        .bring_up_to_date("1-x")
+        .bring_up_to_date("1-x", None)
         .expect_err("conflict")
         .to_string();
     assert!(err.contains("merge conflict in: z.txt"), "{err}");
@@ -1081,7 +1125,7 @@ fn a_checkout_a_kill_cut_short_mid_file_is_finished_and_nothing_else_is_overwrit
     std::fs::write(a.join("specs/requirements.md"), "").expect("write");
 
     let repo = Repo::open(&a).expect("repo");
-    repo.bring_up_to_date("1-x")
+    repo.bring_up_to_date("1-x", None)
         .expect("the cut checkout is finished");
     assert_eq!(git(&a, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
     assert_eq!(
@@ -1093,7 +1137,7 @@ fn a_checkout_a_kill_cut_short_mid_file_is_finished_and_nothing_else_is_overwrit
     git(&a, &["checkout", "--quiet", "main"]);
     std::fs::create_dir_all(a.join("specs")).expect("specs");
     std::fs::write(a.join("specs/requirements.md"), "my notes\n").expect("write");
-    assert!(repo.bring_up_to_date("1-x").is_err());
+    assert!(repo.bring_up_to_date("1-x", None).is_err());
     assert_eq!(
         std::fs::read_to_string(a.join("specs/requirements.md")).expect("read"),
         "my notes\n"
@@ -1147,7 +1191,7 @@ fn main_behind_origin_is_moved_beside_the_checked_out_branch() {
     fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
 
     let repo = Repo::open(&a).expect("repo");
-    let base = repo.bring_up_to_date("1-x").expect("up to date");
+    let base = repo.bring_up_to_date("1-x", None).expect("up to date");
     assert_eq!(base, Some(git(&a, &["rev-parse", "origin/main"])));
     assert_eq!(
         git(&a, &["rev-parse", "main"]),
@@ -1162,6 +1206,6 @@ fn main_behind_origin_is_moved_beside_the_checked_out_branch() {
     commit(&a, "own.txt", "main's own");
     git(&a, &["checkout", "--quiet", "1-x"]);
     fs::remove_file(&ran).expect("reset the record");
-    let _ = repo.bring_up_to_date("1-x");
+    let _ = repo.bring_up_to_date("1-x", None);
     assert!(ran.exists(), "main with work of its own is checked out");
 }

@@ -295,6 +295,101 @@ fn a_merge_conflict_between_two_workers_is_repaired_and_merged() {
     );
 }
 
+/// Origin's `post-receive` hook plays a person who pushes to an issue's branch the moment the
+/// agent has pushed its conflict repair (a merge of main into the branch): `on_top` adds a
+/// commit on top of the repair, otherwise the person rewrites the branch (a commit on the
+/// repair's first parent, the repair dropped). The person's commit changes `person.txt`.
+fn person_moves_the_branch_after_the_repair(origin: &std::path::Path, on_top: bool) {
+    let parent = if on_top { "$new" } else { "$new^1" };
+    let hook = origin.join("hooks/post-receive");
+    let body = format!(
+        r#"#!/bin/sh
+while read old new ref; do
+  [ "$ref" = refs/heads/main ] && continue
+  [ -e "$GIT_DIR/person-moved" ] && continue
+  git log -1 --format=%s "$new" | grep -q '^Merge main into the branch' || continue
+  : > "$GIT_DIR/person-moved"
+  blob=$(echo "a person's line" | git hash-object -w --stdin)
+  git read-tree --index-output="$GIT_DIR/person.index" "{parent}^{{tree}}"
+  GIT_INDEX_FILE="$GIT_DIR/person.index" git update-index --add --cacheinfo 100644,$blob,person.txt
+  tree=$(GIT_INDEX_FILE="$GIT_DIR/person.index" git write-tree)
+  c=$(GIT_AUTHOR_NAME=person GIT_AUTHOR_EMAIL=p@x GIT_COMMITTER_NAME=person GIT_COMMITTER_EMAIL=p@x git commit-tree $tree -p "{parent}" -m "a person's commit")
+  git update-ref "$ref" $c
+  echo $c > "$GIT_DIR/person-commit"
+done
+"#
+    );
+    std::fs::write(&hook, body).expect("write the hook");
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A person pushes to the branch right after the agent pushed its conflict repair: the
+/// runner's update of the branch never overwrites the person's commit. On top of the repair,
+/// CI looks at the person's head and that head is merged, the person's commit in main.
+#[test]
+fn a_persons_push_after_the_conflict_repair_is_merged_not_overwritten() {
+    let p = conflicting_pair();
+    person_moves_the_branch_after_the_repair(&p.origin, true);
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    let person = std::fs::read_to_string(p.origin.join("person-commit"))
+        .expect("the person pushed (the hook ran)");
+    let person = person.trim();
+    let contains = std::process::Command::new("git")
+        .args(["merge-base", "--is-ancestor", person, "main"])
+        .current_dir(&p.origin)
+        .status()
+        .expect("git");
+    assert!(
+        contains.success(),
+        "the person's commit {person} reaches main: {all}"
+    );
+    assert!(
+        all.contains(&format!("CI checks let {} merge", &person[..12])),
+        "CI passed the person's head before the merge: {all}"
+    );
+    let repairs = p
+        .invocations()
+        .into_iter()
+        .filter(|l| l.contains(" merge "))
+        .count();
+    assert_eq!(repairs, 1, "one repair by the agent, not a second: {all}");
+    assert!(
+        !all.contains("ESCALATED") && !all.contains("escalated"),
+        "{all}"
+    );
+}
+
+/// A person rewrites the branch right after the agent pushed its conflict repair: the runner
+/// neither overwrites the person's branch nor merges it unverified. The session stops naming
+/// the move, no issue blamed, origin's branch still the person's.
+#[test]
+fn a_persons_rewrite_after_the_conflict_repair_stops_the_session_and_is_kept() {
+    let p = conflicting_pair();
+    person_moves_the_branch_after_the_repair(&p.origin, false);
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    let person = std::fs::read_to_string(p.origin.join("person-commit"))
+        .expect("the person pushed (the hook ran)");
+    let person = person.trim().to_string();
+    assert!(
+        all.contains("a person rewrote the branch"),
+        "the person's rewrite is named: {all}"
+    );
+    let heads = e2e::git(
+        &p.origin,
+        &["for-each-ref", "--format=%(objectname)", "refs/heads/"],
+    );
+    assert!(
+        heads.lines().any(|h| h == person),
+        "origin's branch is still the person's {person}: {heads}\n{all}"
+    );
+    assert!(!all.contains("ESCALATED"), "{all}");
+}
+
 /// A rate limit is the account's: when one worker backs off, the others' next dispatch waits
 /// for the same pause.
 #[test]

@@ -144,7 +144,7 @@ impl Driver {
             // after CI passed it.
             main.filter(|_| self.forge_local)
         } else {
-            match self.up_to_date(issue).await {
+            match self.up_to_date(issue, target.hex()).await {
                 Ok(base) => base,
                 Err(event) => return event,
             }
@@ -203,7 +203,7 @@ impl Driver {
         let updated = self
             .patiently(&what, move |w| {
                 facts.with(&*w.git, |facts| {
-                    builtin::update_branch(&*w.git, facts, &verified)
+                    builtin::update_branch(&*w.git, &*w.forge, facts, &verified)
                 })
             })
             .await;
@@ -212,20 +212,25 @@ impl Driver {
             ..Usage::default()
         };
         let failed = match updated {
-            network::Patient::Done(Ok(head)) => match self.commit_of(&head) {
-                Ok(head) => {
-                    crate::failpoint::point("branch updated: pushed");
-                    let said = format!(
+            network::Patient::Done(Ok(builtin::Update::Person(head))) => {
+                return self.persons_move(head)
+            }
+            network::Patient::Done(Ok(builtin::Update::Pushed(head))) => {
+                match self.commit_of(&head) {
+                    Ok(head) => {
+                        crate::failpoint::point("branch updated: pushed");
+                        let said = format!(
                         "the branch, up to date with {}, is pushed at {}: CI looks at it before the merge",
                         self.main,
                         head.short()
                     );
-                    self.say(said.clone());
-                    self.log(&format!("{}: {said}", step.key()));
-                    return Event::BranchUpdated { head, usage };
+                        self.say(said.clone());
+                        self.log(&format!("{}: {said}", step.key()));
+                        return Event::BranchUpdated { head, usage };
+                    }
+                    Err(failed) => failed,
                 }
-                Err(failed) => failed,
-            },
+            }
             network::Patient::Done(Err(failed)) => failed,
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         };
@@ -285,8 +290,9 @@ impl Driver {
 
     /// Brings the issue's branch up to date with origin's main (local forge: on GitHub the
     /// forge merges against its newest main itself). `Ok(origin's main)` as it stood;
-    /// `Err(event)` for a conflict (MERGE_CONFLICT) or another failure of the step.
-    async fn up_to_date(&mut self, issue: u32) -> Result<Option<String>, Event> {
+    /// `Err(event)` for a conflict (MERGE_CONFLICT) or another failure of the step. The push
+    /// is leased on `seen`, origin's head the look before the merge found.
+    async fn up_to_date(&mut self, issue: u32, seen: String) -> Result<Option<String>, Event> {
         let step = Step::Merge;
         if !self.forge_local {
             return Ok(None);
@@ -301,7 +307,7 @@ impl Driver {
         };
         let what = format!("bringing {branch} up to date with {}", self.main);
         match self
-            .patiently(&what, move |w| w.git.bring_up_to_date(&branch))
+            .patiently(&what, move |w| w.git.bring_up_to_date(&branch, Some(&seen)))
             .await
         {
             network::Patient::Done(Ok(base)) => Ok(base),

@@ -51,13 +51,18 @@ pub trait GitPort: Send + Sync {
     /// The lock files a git killed with its runner left, whatever their age, while no git
     /// works in the clone.
     fn locks_of_a_dead_git(&self) -> Vec<PathBuf>;
-    /// Pushes `branch` to origin with a lease. A hook's refusal is `HookRejected`.
-    fn push_branch(&self, branch: &str) -> Result<(), GitError>;
+    /// Pushes `branch` to origin with a lease: on `lease` (the commit origin's branch must
+    /// still be at), or where the last fetch left it. A hook's refusal is `HookRejected`.
+    fn push_branch(&self, branch: &str, lease: Option<&str>) -> Result<(), GitError>;
     /// Origin's main commit after a fetch; `None` without origin.
     fn origin_main(&self) -> Result<Option<String>, GitError>;
     /// Merges origin's main into `branch` and pushes it; returns the main commit it is now
     /// based on. A conflict is `Conflict`.
-    fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, GitError>;
+    fn bring_up_to_date(
+        &self,
+        branch: &str,
+        lease: Option<&str>,
+    ) -> Result<Option<String>, GitError>;
     /// Whether origin's main moved past `base` while `branch` was being merged (another
     /// merger won the push race).
     fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, GitError>;
@@ -126,14 +131,18 @@ impl GitPort for Repo {
     fn locks_of_a_dead_git(&self) -> Vec<PathBuf> {
         Repo::locks_of_a_dead_git(self)
     }
-    fn push_branch(&self, branch: &str) -> Result<(), GitError> {
-        Repo::push_branch(self, branch)
+    fn push_branch(&self, branch: &str, lease: Option<&str>) -> Result<(), GitError> {
+        Repo::push_branch(self, branch, lease)
     }
     fn origin_main(&self) -> Result<Option<String>, GitError> {
         Repo::origin_main(self)
     }
-    fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, GitError> {
-        Repo::bring_up_to_date(self, branch)
+    fn bring_up_to_date(
+        &self,
+        branch: &str,
+        lease: Option<&str>,
+    ) -> Result<Option<String>, GitError> {
+        Repo::bring_up_to_date(self, branch, lease)
     }
     fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, GitError> {
         Repo::lost_race(self, branch, base)

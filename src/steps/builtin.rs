@@ -107,7 +107,7 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Fai
         one_line(issue.title),
         issue.number
     ))?;
-    repo.push_branch(branch)?;
+    repo.push_branch(branch, None)?;
     Ok(if committed {
         format!("committed the remaining changes and pushed {branch}")
     } else {
@@ -221,11 +221,7 @@ pub fn look(
     let Some(head) = seen.head else {
         return looked(Head::Gone("deleted the branch on origin"));
     };
-    if !forge.is_local()
-        && forge
-            .pr_for_branch(branch)?
-            .is_some_and(|pr| pr.state == crate::forge::PrState::Closed)
-    {
+    if pr_closed(forge, branch)? {
         return looked(Head::Gone("closed the pull request"));
     }
     if head == ours {
@@ -325,15 +321,33 @@ pub fn merge(
 /// CI looks at before any merge. `verified` names the commit CI passed before, in the words.
 pub fn update_branch(
     repo: &dyn GitPort,
+    forge: &dyn ForgePort,
     issue: &IssueFacts,
     verified: &str,
-) -> Result<String, Failed> {
+) -> Result<Update, Failed> {
     let branch = issue.branch()?;
-    repo.bring_up_to_date(branch)?;
-    repo.push_branch(branch)?;
+    let before = repo.branch_on_origin(branch)?;
+    if let Some(head) = persons_move_since(repo, forge, branch, verified, &before)? {
+        return Ok(Update::Person(head));
+    }
+    // Leased on what the look found: a person's push after it (the update's own fetch
+    // would otherwise make it the lease) refuses the push, and is then what is reported.
+    let lease = before.head.as_deref();
+    let pushed = repo
+        .bring_up_to_date(branch, lease)
+        .and_then(|_| repo.push_branch(branch, lease));
+    if let Err(e) = pushed {
+        let after = repo.branch_on_origin(branch)?;
+        if after.head != before.head {
+            if let Some(head) = persons_move_since(repo, forge, branch, verified, &after)? {
+                return Ok(Update::Person(head));
+            }
+        }
+        return Err(e.into());
+    }
     let seen = repo.branch_on_origin(branch)?;
     match (seen.local.as_deref(), seen.head.as_deref()) {
-        (Some(local), Some(head)) if local == head => Ok(head.to_string()),
+        (Some(local), Some(head)) if local == head => Ok(Update::Pushed(head.to_string())),
         (local, head) => Err(Failed::other(format!(
             "after the conflict's repair origin's {branch} is at {} and the local branch at {} (CI passed {}): the push did not take",
             head.map(short).unwrap_or("nothing"),
@@ -341,6 +355,61 @@ pub fn update_branch(
             if verified.is_empty() { "no commit yet" } else { short(verified) }
         ))),
     }
+}
+
+/// What the update after a conflict's repair did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Update {
+    /// The branch, up to date with main, is on origin at this commit.
+    Pushed(String),
+    /// A person moved the branch during the repair; nothing was pushed over it.
+    Person(Head),
+}
+
+/// A person's move of `branch` while the agent repaired its conflict, as `seen` on origin:
+/// merged into main, deleted or its pull request closed, or a head that is neither `verified`
+/// (the commit whose merge conflicted) nor one the local branch holds (the agent pushed its
+/// repair itself). `None`: only the runner and its agent moved it.
+fn persons_move_since(
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
+    branch: &str,
+    verified: &str,
+    seen: &crate::git::repo::BranchOnOrigin,
+) -> Result<Option<Head>, Failed> {
+    let Some(local) = seen.local.as_deref() else {
+        return Err(Failed::other(format!(
+            "the branch {branch} is gone from this clone after the conflict's repair"
+        )));
+    };
+    if let Some(main) = seen.main.as_deref() {
+        if !verified.is_empty() && repo.contains_commit(main, verified)? {
+            return Ok(Some(Head::Merged));
+        }
+    }
+    let Some(head) = seen.head.as_deref() else {
+        return Ok(Some(Head::Gone("deleted the branch on origin")));
+    };
+    if pr_closed(forge, branch)? {
+        return Ok(Some(Head::Gone("closed the pull request")));
+    }
+    if head == verified || repo.contains_commit(local, head)? {
+        return Ok(None);
+    }
+    Ok(Some(Head::Moved {
+        ours: local.to_string(),
+        head: head.to_string(),
+        on_top: repo.contains_commit(head, local)?,
+    }))
+}
+
+/// Whether the forge says a person closed the branch's pull request (never on the local
+/// forge, which has none).
+fn pr_closed(forge: &dyn ForgePort, branch: &str) -> Result<bool, Failed> {
+    Ok(!forge.is_local()
+        && forge
+            .pr_for_branch(branch)?
+            .is_some_and(|pr| pr.state == crate::forge::PrState::Closed))
 }
 
 /// A commit id as a person reads it: its first 12 hex digits.

@@ -1113,6 +1113,75 @@ fn a_repaired_conflict_goes_through_ci_again_before_it_is_merged() {
     );
 }
 
+/// A person pushes on top of the agent's conflict repair before the runner's update: the
+/// update answers `BranchMoved` (on top), CI looks at the person's head, and the merge that
+/// follows is a plain merge of that head (it holds the repair), not a second repair by the
+/// agent; nobody blamed.
+#[test]
+fn a_persons_push_on_top_of_the_repair_is_merged_plainly_after_ci() {
+    let ours = commit(0);
+    let repaired = commit(1);
+    let persons = commit(2);
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    monitor_ci_of_issue_5(&mut core);
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    core.handle(&Event::PreconditionsOk { step: Step::Merge });
+    let fx = core
+        .handle(&Event::StepFailed {
+            step: Step::Merge,
+            class: FailureClass::MergeConflict,
+            signature: Signature(5),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    if !fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        core.handle(&Event::PreconditionsOk { step: Step::Merge });
+    }
+    core.handle(&Event::Repaired {
+        step: Step::Merge,
+        usage: Usage::default(),
+    });
+    let fx = core
+        .handle(&Event::BranchMoved {
+            ours: repaired,
+            head: persons,
+            on_top: true,
+        })
+        .to_vec();
+    assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+    let fx = core.handle(&Event::WaitOver).to_vec();
+    assert!(
+        matches!(fx.last(), Some(Effect::LookAtCi { commit: Some(c), .. }) if *c == persons),
+        "CI looks at the person's head: {fx:?}"
+    );
+    core.handle(&Event::CiPassed {
+        commit: persons,
+        usage: Usage::default(),
+    });
+    let fx = core
+        .handle(&Event::PreconditionsOk { step: Step::Merge })
+        .to_vec();
+    let run = fx.iter().find_map(|e| match *e {
+        Effect::RunStep {
+            step: Step::Merge,
+            repair,
+            commit,
+            ..
+        } => Some((repair, commit)),
+        _ => None,
+    });
+    assert_eq!(
+        run,
+        Some((false, Some(persons))),
+        "a plain merge of the person's head: {fx:?}"
+    );
+    assert!(core.escalated().is_empty());
+}
+
 /// GitHub wants the branch up to date with main before the merge (`BEHIND`): the branch is
 /// updated and its new head goes through CI before a plain merge of it; no attempt is spent
 /// and nobody is blamed. Main overtaking the branch more often than CI's schedule has waits

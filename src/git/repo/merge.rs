@@ -5,13 +5,19 @@ use super::{Repo, RepoError};
 use std::process::Output;
 
 impl Repo {
-    /// Pushes `branch` to origin and sets it upstream. With a lease: a branch someone else
-    /// moved on origin since our last fetch is not overwritten.
-    pub fn push_branch(&self, branch: &str) -> Result<(), RepoError> {
+    /// Pushes `branch` to origin and sets it upstream, with a lease. `lease`: the commit
+    /// origin's branch must still be at, read by the caller's own look; without one, where the
+    /// last fetch left it. An explicit lease matters after a fetch: the fetch moves the
+    /// remote-tracking ref to a person's push, and a lease on that ref would overwrite it.
+    pub fn push_branch(&self, branch: &str, lease: Option<&str>) -> Result<(), RepoError> {
+        let lease = match lease {
+            Some(commit) => format!("--force-with-lease=refs/heads/{branch}:{commit}"),
+            None => "--force-with-lease".to_string(),
+        };
         self.git_ok(&[
             "push",
             "--quiet",
-            "--force-with-lease",
+            &lease,
             "--set-upstream",
             "origin",
             &format!("refs/heads/{branch}:refs/heads/{branch}"),
@@ -65,8 +71,14 @@ impl Repo {
     /// concluded with them): it never counts as up to date. An unfinished merge (or rebase,
     /// cherry-pick, revert) left in the tree is aborted, never built on, its tree kept on a
     /// rescue ref the error names. Where main is checked out in another worktree, local main
-    /// is left alone: everything here reads origin's.
-    pub fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, RepoError> {
+    /// is left alone: everything here reads origin's. `lease`: origin's head of the branch as
+    /// the caller looked at it; the branch is brought up to date with it too when it lacks it
+    /// (a person's push), and the push is leased on it (see [`Repo::push_branch`]).
+    pub fn bring_up_to_date(
+        &self,
+        branch: &str,
+        lease: Option<&str>,
+    ) -> Result<Option<String>, RepoError> {
         self.fetch()?;
         self.abort_unfinished(branch)?;
         // Read before main is refreshed, which moves no ref of origin: the listing that
@@ -80,10 +92,23 @@ impl Repo {
             self.refresh_main_for(branch)?;
             self.checkout_finishing(branch)?;
         }
+        let head = format!("refs/heads/{branch}");
+        let mut moved = false;
+        if let Some(theirs) = lease {
+            // Origin's branch holds a commit the clone's lacks (a person's push that CI then
+            // passed): it is merged in, so the push below is a fast-forward that keeps it.
+            if !self.is_ancestor(theirs, &head)? {
+                let message = format!("Merge origin's {branch} into {branch}");
+                let out = self.git(&["merge", "--no-ff", "--quiet", "-m", &message, theirs])?;
+                if !out.status.success() {
+                    return Err(self.merge_failed(&["merge", "--no-ff", theirs], &out));
+                }
+                moved = true;
+            }
+        }
         let Some(base_commit) = base.as_deref() else {
             return Ok(None);
         };
-        let head = format!("refs/heads/{branch}");
         let marked = self.files_with_markers(&[&format!("{base_commit}...{head}")], &head)?;
         if !marked.is_empty() {
             return Err(RepoError::ConflictMarkers {
@@ -92,16 +117,16 @@ impl Repo {
                 paths: marked,
             });
         }
-        if self.is_ancestor(base_commit, &head)? {
-            return Ok(base);
+        if !self.is_ancestor(base_commit, &head)? {
+            let message = format!("Merge {} into {branch}", self.main);
+            let out = self.git(&["merge", "--no-ff", "--quiet", "-m", &message, base_commit])?;
+            if !out.status.success() {
+                return Err(self.merge_failed(&["merge", "--no-ff", base_commit], &out));
+            }
+            moved = true;
         }
-        let message = format!("Merge {} into {branch}", self.main);
-        let out = self.git(&["merge", "--no-ff", "--quiet", "-m", &message, base_commit])?;
-        if !out.status.success() {
-            return Err(self.merge_failed(&["merge", "--no-ff", base_commit], &out));
-        }
-        if self.branch_pushed(branch)? {
-            self.push_branch(branch)?;
+        if moved && self.branch_pushed(branch)? {
+            self.push_branch(branch, lease)?;
         }
         Ok(base)
     }

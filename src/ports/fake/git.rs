@@ -119,7 +119,7 @@ impl GitPort for FakeGit {
     fn locks_of_a_dead_git(&self) -> Vec<PathBuf> {
         Vec::new()
     }
-    fn push_branch(&self, branch: &str) -> Result<(), GitError> {
+    fn push_branch(&self, branch: &str, _lease: Option<&str>) -> Result<(), GitError> {
         let mut w = self.world.lock_for_blocking_call();
         if w.script.reject_pushes {
             return Err(git_failed(
@@ -138,7 +138,11 @@ impl GitPort for FakeGit {
             self.world.lock_for_blocking_call().origin_main.to_string(),
         ))
     }
-    fn bring_up_to_date(&self, branch: &str) -> Result<Option<String>, GitError> {
+    fn bring_up_to_date(
+        &self,
+        branch: &str,
+        _lease: Option<&str>,
+    ) -> Result<Option<String>, GitError> {
         let mut w = self.world.lock_for_blocking_call();
         let main = w.origin_main;
         let b = w.branches.get_mut(branch).ok_or_else(|| unknown(branch))?;

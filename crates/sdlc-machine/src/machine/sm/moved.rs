@@ -91,6 +91,12 @@ impl Runner {
                 fx,
             );
         }
+        if step == Step::Merge && matches!(self.outstanding, Some((_, Effect::UpdateBranch { .. })))
+        {
+            // The person's head holds the agent's repair: once CI passes it, the merge is a
+            // plain one again, as after the runner's own update.
+            self.last_class[Step::Merge.index()] = None;
+        }
         self.head_moves += 1;
         self.ci_commit = Some(head);
         self.dispatched = true;
