@@ -140,7 +140,8 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     let n = l.enabled_steps().count() as u64;
     let b = u64::from(l.max_bounce_retries);
     let retries = 1 + u64::from(l.max_network_waits);
-    let looks = attempts.saturating_mul(l.ci_polls().len() as u64);
+    // A look after each wait of monitorCI's schedule, and one right after a repair's fix.
+    let looks = attempts.saturating_mul(l.ci_polls().len() as u64 + 1);
     // Each check answers with a dispatch, a step already done or a bounce.
     let checks = attempts.saturating_add(cycles.saturating_mul(n + b + 1));
     let selects = cycles + 1;

@@ -178,6 +178,19 @@ fn local_ci_runs_in_a_clean_worktree_and_its_failure_is_repaired() {
         "{prompt}"
     );
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    // The agent's fix and the runner's look at CI are two requests: a rate limit or network
+    // failure of the look asks for the look again, never for the agent's fix.
+    let journal =
+        std::fs::read_to_string(p.project.join(".git/sdlc-runner/journal.jsonl")).expect("journal");
+    let repaired = journal
+        .lines()
+        .position(|l| l.contains(r#""event":"repaired""#) && l.contains(r#""monitorCi""#))
+        .unwrap_or_else(|| panic!("the agent's fix answers Repaired: {journal}"));
+    let after: String = journal.lines().skip(repaired).collect();
+    assert!(
+        after.contains(r#""lookAtCi""#),
+        "the look at CI follows as its own request: {journal}"
+    );
     // One run per commit: the failing one and the fix (post-checks and merge reuse them).
     let ran = std::fs::read_to_string(&runs).expect("ci ran");
     assert_eq!(ran.lines().count(), 2, "{ran}");

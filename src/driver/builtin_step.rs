@@ -59,9 +59,9 @@ impl Driver {
                 other => return other,
             }
             agent_ran = true;
-            if conflict {
-                // The runner's half of the repair (the update and its push) is a request of
-                // the machine's own: `UpdateBranch`.
+            if conflict || step == Step::MonitorCi {
+                // The runner's half of the repair is a request of the machine's own: the
+                // update and its push (`UpdateBranch`), or the look at CI (`LookAtCi`).
                 return Event::Repaired { step, usage };
             }
         }

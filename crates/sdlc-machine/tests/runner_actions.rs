@@ -1182,6 +1182,92 @@ fn a_persons_push_on_top_of_the_repair_is_merged_plainly_after_ci() {
     assert!(core.escalated().is_empty());
 }
 
+/// monitorCI's repair after failing CI is two requests too: the agent's fix (`RunStep` with
+/// `repair`, answered by `Repaired`) and the runner's look at CI (`LookAtCi` for the head the
+/// agent pushed). A rate limit or a network failure of the look asks for the look again, never
+/// for the agent's repair.
+#[test]
+fn a_ci_repair_is_followed_by_a_look_of_its_own_and_a_rate_limit_never_reruns_the_agent() {
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    monitor_ci_of_issue_5(&mut core);
+    let fx = core
+        .handle(&Event::StepFailed {
+            step: Step::MonitorCi,
+            class: FailureClass::TestAssertion,
+            signature: Signature(9),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        fx
+    } else {
+        core.handle(&Event::PreconditionsOk {
+            step: Step::MonitorCi,
+        })
+        .to_vec()
+    };
+    assert!(
+        matches!(
+            fx.last(),
+            Some(Effect::RunStep {
+                step: Step::MonitorCi,
+                repair: true,
+                ..
+            })
+        ),
+        "the repair: {fx:?}"
+    );
+    let spent = Usage {
+        cost_micros: 30_000,
+        elapsed_ms: 1_000,
+        turns: 2,
+    };
+    let look = Effect::LookAtCi {
+        issue: 5,
+        look: 1,
+        commit: None,
+    };
+    let fx = core
+        .handle(&Event::Repaired {
+            step: Step::MonitorCi,
+            usage: spent,
+        })
+        .to_vec();
+    assert_eq!(fx.last(), Some(&look), "the runner's look follows: {fx:?}");
+    for failure in [Event::RateLimited { wait_secs: 60 }, Event::NetworkFailed] {
+        let fx = core.handle(&failure).to_vec();
+        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+        let fx = core.handle(&Event::WaitOver).to_vec();
+        assert_eq!(fx.last(), Some(&look), "the look again: {fx:?}");
+        assert!(
+            fx.iter().all(|e| !matches!(e, Effect::RunStep { .. })),
+            "the agent's repair is not run twice: {fx:?}"
+        );
+    }
+    let fx = core
+        .handle(&Event::CiPassed {
+            commit: commit(4),
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert!(core.escalated().is_empty(), "{fx:?}");
+    assert!(
+        core.runner().issue_cost_micros >= spent.cost_micros,
+        "the repair's cost is counted"
+    );
+    assert!(
+        matches!(
+            fx.last(),
+            Some(Effect::CheckPreconditions {
+                step: Step::Merge,
+                ..
+            })
+        ),
+        "the merge follows: {fx:?}"
+    );
+}
+
 /// GitHub wants the branch up to date with main before the merge (`BEHIND`): the branch is
 /// updated and its new head goes through CI before a plain merge of it; no attempt is spent
 /// and nobody is blamed. Main overtaking the branch more often than CI's schedule has waits

@@ -116,6 +116,22 @@ impl Runner {
         Handled
     }
 
+    /// The agent fixed what failed CI and pushed: the runner's look at CI for the head it
+    /// pushed is a request of its own (`LookAtCi`, the attempt's first look), so a network
+    /// failure or rate limit of the look asks for the look again, never for the agent's fix.
+    pub(super) fn ci_repaired(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.pending_usage = self.with_pending(usage);
+        self.ci_commit = None;
+        self.verified = None;
+        let look = Effect::LookAtCi {
+            issue: self.current_issue(),
+            look: self.ci_waits + 1,
+            commit: None,
+        };
+        self.request(state_of(Step::MonitorCi), look, fx);
+        Handled
+    }
+
     /// The base branch's protection wants the branch up to date with main, which moved since CI
     /// passed it: the branch is updated (`UpdateBranch`) and its new head goes through CI, as
     /// for a person's push on top. Counted with those moves: more in a cycle than monitorCI's

@@ -123,6 +123,11 @@ impl Runner {
             {
                 self.update_branch(&usage, fx)
             }
+            Event::Repaired { step: s, usage }
+                if s == step && step == Step::MonitorCi && self.dispatched =>
+            {
+                self.ci_repaired(&usage, fx)
+            }
             Event::BranchBehind { usage } if step == Step::Merge && self.dispatched => {
                 self.branch_behind(&usage, fx)
             }
