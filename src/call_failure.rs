@@ -3,7 +3,7 @@
 //! the system returned. Everything downstream (the network patience of the driver, the merge
 //! retry on a lost push race) decides by this kind, never by the text.
 
-mod http_answer;
+pub mod http_answer;
 mod transient_network;
 
 pub use http_answer::{path_segment, HttpAnswer, SECONDARY_LIMIT_SECS};

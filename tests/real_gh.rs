@@ -207,6 +207,50 @@ fn rate_limits_during_the_run_and_at_start_are_waited_out_and_blame_nobody() {
     assert_eq!(limited, 3, "{journal:#?}");
 }
 
+/// A primary rate limit on the selection's search of issues and the pull request's own calls
+/// through the real gh (`gh issue list`, `gh pr create`, `gh pr merge`, which print only
+/// GitHub's words): the runner asks GitHub's
+/// account of the limit (`/rate_limit`), waits until it lifts and makes the same call again.
+/// The issue merges, no attempt is spent and nothing is blamed or halted as a permission.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn rate_limits_on_the_pull_requests_calls_are_waited_out_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| {
+        a.limits = vec![
+            // Two seconds: GitHub's account, asked right after, still says the budget is spent.
+            ("IssueSearch".into(), Limit::Primary { reset_in_secs: 2 }),
+            (
+                "PullRequestCreate".into(),
+                Limit::Primary { reset_in_secs: 2 },
+            ),
+            (
+                "PullRequestMerge".into(),
+                Limit::Primary { reset_in_secs: 2 },
+            ),
+        ]
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert_eq!(g.api.with(|a| a.limited.len()), 3, "{requests:#?}");
+    assert_eq!(
+        all.matches("GitHub rate limit: waiting").count(),
+        3,
+        "three waits, each named: {all}"
+    );
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls.len(), 1, "one pull request: {pulls:#?}");
+    assert_eq!(pulls[0].state, "MERGED", "{all}");
+    assert!(!all.contains("escalat"), "nothing escalated: {all}");
+    assert!(!all.contains("attempt 2"), "no attempt spent: {all}");
+    assert!(!all.contains("PERMISSION"), "{all}");
+}
+
 /// GitHub leaves the issue open after the merge (a token that cannot write issues, a base
 /// that is not the default branch): the runner reads it back through the real gh, comments
 /// why and closes it.

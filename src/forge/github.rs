@@ -7,7 +7,7 @@ pub use ci::parse_checks;
 pub(super) use ci::{ci_state_of, failing_checks_of};
 
 use super::{ForgeError, Pr, PrState};
-use crate::call_failure::{CallFailureKind, Kinded};
+use crate::call_failure::{http_answer, CallFailureKind, Kinded};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -37,7 +37,7 @@ pub(super) fn pr_for_branch(
     ];
     let out = run_gh(gh, repo_dir, &args)?;
     if !out.status.success() {
-        return Err(gh_failed(gh, &args, &out));
+        return Err(gh_refused(gh, repo_dir, &args, &out));
     }
     parse_prs(&out.stdout).map_err(|detail| ForgeError::Parse {
         command: command_text(gh, &args),
@@ -119,6 +119,34 @@ pub(super) fn command_text(gh: &Path, args: &[&str]) -> String {
     format!("{} {}", gh.display(), args.join(" "))
 }
 
+/// `gh_failed` for a gh command that prints only GitHub's words (`gh pr …`): where those could
+/// be a rate limit's (a refusal, or words the runner does not know), GitHub's own account of
+/// the budget (`gh api --include rate_limit`, which costs none of it) decides: a spent budget
+/// is `RateLimited` until it resets, whatever the words said.
+pub(super) fn gh_refused(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    args: &[&str],
+    out: &std::process::Output,
+) -> ForgeError {
+    let mut error = gh_failed(gh, args, out);
+    if let ForgeError::Command { kind, .. } = &mut error {
+        if matches!(kind, CallFailureKind::Permission | CallFailureKind::Other) {
+            if let Some(wait_secs) = budget_spent(gh, repo_dir) {
+                *kind = CallFailureKind::RateLimited { wait_secs };
+            }
+        }
+    }
+    error
+}
+
+/// Seconds until GitHub's spent budget resets, from `GET /rate_limit`; `None` when nothing is
+/// spent or GitHub could not be asked.
+fn budget_spent(gh: &PathBuf, repo_dir: &PathBuf) -> Option<u64> {
+    let out = run_gh(gh, repo_dir, &http_answer::BUDGET_ARGS).ok()?;
+    http_answer::budget_spent_now(&out.stdout)
+}
+
 pub(super) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     ForgeError::Command {
@@ -145,7 +173,7 @@ pub(super) fn create_pr(
     ];
     let out = run_gh(gh, repo_dir, &args)?;
     if !out.status.success() {
-        return Err(gh_failed(gh, &args[..6], &out));
+        return Err(gh_refused(gh, repo_dir, &args[..6], &out));
     }
     Ok(())
 }
@@ -264,7 +292,7 @@ pub(super) fn merge_pr(
             });
         }
     } else {
-        let failed = gh_failed(gh, &view, &out);
+        let failed = gh_refused(gh, repo_dir, &view, &out);
         // Without GitHub's fields (an older gh, a field it lacks) the merge's own answer
         // decides; a network failure is the machine's to wait out.
         if failed.kind().is_transient() {
@@ -281,7 +309,7 @@ pub(super) fn merge_pr(
     ];
     let out = run_gh(gh, repo_dir, &args)?;
     if !out.status.success() {
-        return Err(match gh_failed(gh, &args, &out) {
+        return Err(match gh_refused(gh, repo_dir, &args, &out) {
             ForgeError::Command {
                 command,
                 status,

@@ -17,7 +17,7 @@ mod claims;
 mod rest;
 
 use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
-use crate::call_failure::CallFailureKind;
+use crate::call_failure::{http_answer, CallFailureKind};
 use crate::notify::tail;
 use crate::process::run_captured;
 use serde::Deserialize;
@@ -328,8 +328,24 @@ impl GitHub {
         let out = self.run_gh(args, stdin)?;
         match out.status.and_then(|s| s.code()) {
             Some(0) => Ok(out.stdout),
-            code => Err(self.failed(args, code, &out.stderr, CallFailureKind::of_gh(&out.stderr))),
+            code => {
+                let mut kind = CallFailureKind::of_gh(&out.stderr);
+                if matches!(kind, CallFailureKind::Permission | CallFailureKind::Other) {
+                    if let Some(wait_secs) = self.budget_spent() {
+                        kind = CallFailureKind::RateLimited { wait_secs };
+                    }
+                }
+                Err(self.failed(args, code, &out.stderr, kind))
+            }
         }
+    }
+
+    /// gh's `issue` commands print only GitHub's words: where those could be a rate limit's,
+    /// GitHub's own account of the budget (`GET /rate_limit`, which costs none of it) says
+    /// whether it is spent and until when.
+    fn budget_spent(&self) -> Option<u64> {
+        let out = self.run_gh(&http_answer::BUDGET_ARGS, None).ok()?;
+        http_answer::budget_spent_now(out.stdout.as_bytes())
     }
 
     fn failed(

@@ -115,6 +115,9 @@ pub struct Api {
     pub requests: Vec<String>,
     /// The limits served, as (request, limit).
     pub limited: Vec<(String, Limit)>,
+    /// Until when (epoch seconds) `GET /rate_limit` says the budget is spent: the reset of
+    /// the last primary limit served, as GitHub's own account of the limit would.
+    pub spent_until: u64,
 }
 
 /// The running server; it stops with the test process.
@@ -329,6 +332,9 @@ fn answer(api: &mut Api, req: &Request) -> Answer {
     {
         let (_, limit) = api.limits.remove(i);
         api.limited.push((line, limit));
+        if let Limit::Primary { reset_in_secs } = limit {
+            api.spent_until = now() + reset_in_secs;
+        }
         return limited(limit);
     }
     let answer = if req.path == "/graphql" {
@@ -486,6 +492,17 @@ fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) 
 
 fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
     let (path, query) = req.path.split_once('?').unwrap_or((req.path.as_str(), ""));
+    if req.method == "GET" && path == "/rate_limit" {
+        // GitHub's account of the budget; asking for it costs nothing.
+        let spent = api.spent_until > now();
+        let resource = json!({"limit": 5000, "used": if spent { 5000 } else { 1 },
+            "remaining": if spent { 0 } else { 4999 },
+            "reset": if spent { api.spent_until } else { now() + 3600 }});
+        return Some(ok(
+            json!({"resources": {"core": resource, "graphql": resource},
+            "rate": resource}),
+        ));
+    }
     let prefix = format!("/repos/{OWNER}/{REPO}");
     let rest = path.strip_prefix(&prefix)?;
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
