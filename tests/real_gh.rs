@@ -281,6 +281,41 @@ fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the
     );
 }
 
+/// GitHub's rate limit refuses the close right after the runner's comment on an issue GitHub
+/// left open: the wait is followed by the same request, which closes the issue without saying
+/// the same thing twice.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_rate_limit_between_the_comment_and_the_close_comments_once_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| {
+        a.close_on_merge = false;
+        a.limits = vec![(
+            format!("PATCH /repos/{OWNER}/{REPO}/issues/1"),
+            Limit::Primary { reset_in_secs: 1 },
+        )];
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert_eq!(g.api.with(|a| a.limited.len()), 1, "{requests:#?}");
+    let issue = g
+        .api
+        .with(|a| a.issues.iter().find(|i| i.number == 1).cloned())
+        .expect("issue 1");
+    assert!(!issue.open && issue.closed_by_runner, "{issue:?}\n{all}");
+    let said = issue
+        .comments
+        .iter()
+        .filter(|c| c.contains("left the issue open"))
+        .count();
+    assert_eq!(said, 1, "one comment: {issue:?}\n{all}");
+}
+
 /// A dependency merged, then its dependent, in one run through the real gh: the dependent
 /// is not held back by its dependency's state on GitHub.
 #[test]

@@ -359,6 +359,8 @@ case "$1 $2" in
       "POST repos/{{owner}}/{{repo}}/issues/"*/comments) cat > "$D/comment.json"
         ok "201 Created"; echo '{{}}';;
       "PATCH repos/{{owner}}/{{repo}}/issues/"*) n="${{endpoint##*/}}"; cat > "$D/closed_$n"; ok "200 OK"; echo '{{}}';;
+      "GET repos/{{owner}}/{{repo}}/issues/"*/comments*) ok "200 OK"
+        if [ -f "$D/comment.json" ]; then printf '['; cat "$D/comment.json"; printf ']'; else echo '[]'; fi;;
       "GET repos/{{owner}}/{{repo}}/issues/"*)
         n="${{endpoint##*/}}"
         if [ -f "$D/view_$n.json" ]; then ok "200 OK"; cat "$D/view_$n.json";
@@ -638,6 +640,7 @@ fn github_mark_escalated_creates_the_label_and_comments() {
             "api --include repos/{owner}/{repo}/labels/sdlc-escalated",
             "api --include -X POST repos/{owner}/{repo}/labels --input -",
             "api --include -X POST repos/{owner}/{repo}/issues/7/labels --input -",
+            "api --include repos/{owner}/{repo}/issues/7/comments?per_page=100&page=1",
             "api --include -X POST repos/{owner}/{repo}/issues/7/comments --input -",
         ]
     );
@@ -686,6 +689,16 @@ fn github_mark_escalated_creates_the_label_and_comments() {
     assert_eq!(closed["state"], "closed", "{:?}", f.calls());
     let comment = comment_body(&f.data);
     assert!(comment.contains("left the issue open"), "{comment}");
+    // The same close asked again (a rate limit refused the close after the comment): the
+    // newest comment already says it, so only the close is sent.
+    let before = f.calls().len();
+    f.tracker.close(7, "merged by sdlc-runner").unwrap();
+    let again = &f.calls()[before..];
+    assert!(
+        again.iter().all(|c| !c.contains("-X POST")),
+        "nothing said twice: {again:?}"
+    );
+    assert!(again.iter().any(|c| c.contains("-X PATCH")), "{again:?}");
 }
 
 #[test]
@@ -814,6 +827,7 @@ fn github_unquarantine_removes_the_label_and_comments_why() {
         f.calls(),
         vec![
             "api --include -X DELETE repos/{owner}/{repo}/issues/7/labels/sdlc-escalated",
+            "api --include repos/{owner}/{repo}/issues/7/comments?per_page=100&page=1",
             "api --include -X POST repos/{owner}/{repo}/issues/7/comments --input -",
         ]
     );

@@ -80,9 +80,15 @@ impl GitHub {
         }
     }
 
-    /// Comments `text` on the issue.
+    /// Comments `text` on the issue, unless its newest comment already says it: a write the
+    /// machine asks for again (after a rate limit or a network failure refused the call that
+    /// followed the comment) says nothing twice.
     pub(super) fn comment(&self, number: u32, text: &str) -> Result<(), TrackerError> {
         let endpoint = format!("repos/{{owner}}/{{repo}}/issues/{number}/comments");
+        let newest = self.pages(&endpoint)?.pop();
+        if newest.is_some_and(|c| c["body"].as_str().map(str::trim) == Some(text.trim())) {
+            return Ok(());
+        }
         self.rest("POST", &endpoint, Some(&json!({ "body": text })))
             .map(drop)
     }
