@@ -313,3 +313,80 @@ fn the_step_timeout_reaches_everything_in_the_sandbox() {
     );
     p.replays_exactly();
 }
+
+/// `doctor`'s line about the sandbox (the first one), with `env` added.
+fn doctor_sandbox_line(p: &Project, env: &[(&str, &str)]) -> String {
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().expect("utf8")])
+        .envs(env.iter().copied())
+        .output()
+        .expect("doctor");
+    let all = text(&out);
+    all.lines()
+        .find(|l| l.get(6..16) == Some("sandbox   "))
+        .unwrap_or_else(|| panic!("no sandbox line: {all}"))
+        .to_string()
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn doctor_runs_true_inside_bubblewrap() {
+    bwrap_installed();
+    let p = project(json!({}));
+    configure(&p, sandboxed(&p, "bwrap", json!({"network": "none"})));
+    let line = doctor_sandbox_line(&p, &[]);
+    assert!(line.starts_with("ok "), "{line}");
+    assert!(line.contains("`true` inside bwrap ran"), "{line}");
+    assert!(line.contains("no network"), "{line}");
+}
+
+#[test]
+fn doctor_warns_when_the_agent_runs_unattended_without_a_sandbox() {
+    let p = project(json!({}));
+    let agent = json!({"command": BIN, "args": ["fake-agent"]});
+    configure(&p, agent.clone());
+    let line = doctor_sandbox_line(&p, &[]);
+    assert!(line.starts_with("warn "), "{line}");
+    assert!(line.contains("without a sandbox"), "{line}");
+    assert!(line.contains("\"kind\": \"bwrap\""), "the fix: {line}");
+    let mut chosen = agent;
+    chosen["sandbox"] = json!({"kind": "none"});
+    configure(&p, chosen);
+    let line = doctor_sandbox_line(&p, &[]);
+    assert!(line.starts_with("ok "), "{line}");
+    assert!(line.contains("none (chosen)"), "{line}");
+}
+
+#[test]
+fn a_sandbox_that_cannot_start_halts_once_as_the_environments_and_doctor_names_the_fix() {
+    // A bwrap that fails the way bubblewrap does where user namespaces are off.
+    let p = project(json!({}));
+    let bin = p.root.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let fake = write_tool(
+        &p,
+        "bwrap",
+        "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
+    );
+    std::os::unix::fs::symlink(&fake, bin.join("bwrap")).expect("link");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").expect("PATH"));
+    configure(&p, sandboxed(&p, "bwrap", json!({})));
+    let line = doctor_sandbox_line(&p, &[("PATH", &path)]);
+    assert!(line.starts_with("fail "), "{line}");
+    assert!(line.contains("user namespaces"), "{line}");
+
+    let out = p.run_env(&[], &[("PATH", &path)]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: TOOLING_ENV"), "{all}");
+    assert!(all.contains("sandbox (bwrap) could not start"), "{all}");
+    assert!(all.contains("user namespaces"), "{all}");
+    assert!(p.invocations().is_empty(), "{:?}", p.invocations());
+    let failures = p
+        .journal()
+        .iter()
+        .filter(|l| l["event"]["event"] == "stepFailed")
+        .count();
+    assert_eq!(failures, 1, "one attempt, then the halt: {:?}", p.journal());
+    assert_eq!(p.issue(1)["escalated"], false, "not the issue's fault");
+}

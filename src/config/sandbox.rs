@@ -107,6 +107,9 @@ pub struct SandboxConfig {
     pub env: Vec<String>,
     /// The container image of podman and docker.
     pub image: Option<String>,
+    /// A `kind` was written (`none` included): the operator chose; doctor warns only when
+    /// nobody did.
+    pub chosen: bool,
 }
 
 impl Walker {
@@ -117,6 +120,7 @@ impl Walker {
         let mut out = base.cloned().unwrap_or_default();
         if let Some(kind) = self.pick::<SandboxKind>(&s, "kind") {
             out.kind = kind;
+            out.chosen = true;
         }
         if let Some(network) = self.pick::<SandboxNetwork>(&s, "network") {
             out.network = network;
@@ -201,7 +205,10 @@ mod tests {
     fn no_sandbox_unless_asked() {
         let c = config(r#""model": "sonnet""#).expect("valid");
         assert_eq!(c.agent.sandbox.kind, SandboxKind::None);
+        assert!(!c.agent.sandbox.chosen);
         assert_eq!(c.agent(Step::Implement).sandbox.kind, SandboxKind::None);
+        let c = config(r#""agent": {"sandbox": {"kind": "none"}}"#).expect("valid");
+        assert!(c.agent(Step::Implement).sandbox.chosen);
     }
 
     #[test]
