@@ -390,3 +390,43 @@ fn a_sandbox_that_cannot_start_halts_once_as_the_environments_and_doctor_names_t
     assert_eq!(failures, 1, "one attempt, then the halt: {:?}", p.journal());
     assert_eq!(p.issue(1)["escalated"], false, "not the issue's fault");
 }
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn workers_clones_work_in_bubblewrap_with_the_objects_they_borrow() {
+    bwrap_installed();
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"steps": {"implement": ["tool"]}}),
+        json!({}),
+    );
+    // A worker's clone borrows the project's objects (alternates): reading history needs them.
+    let tool = write_tool(
+        &p,
+        "history",
+        "if git show --stat HEAD~1 >/dev/null; then echo OBJECTS-READ; else echo OBJECTS-MISSING; fi\n",
+    );
+    let tools = p.root.join("tools");
+    configure(
+        &p,
+        sandboxed(
+            &p,
+            "bwrap",
+            json!({"readOnly": [tools.to_str().expect("utf8")]}),
+        ),
+    );
+    let out = p.run_env(
+        &["--workers", "2"],
+        &[("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8"))],
+    );
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2], "{all}");
+    let logs = all_text_under(&p.root.join("logs"));
+    assert!(logs.contains("OBJECTS-READ"), "{logs}");
+    assert!(!logs.contains("OBJECTS-MISSING"), "{logs}");
+    assert!(
+        !logs.contains("info/alternates"),
+        "git found the borrowed objects: {logs}"
+    );
+}

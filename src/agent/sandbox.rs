@@ -2,7 +2,7 @@
 //! inside bubblewrap, podman or docker, and the environment it is handed. What the agent sees:
 //!
 //! - the work tree (for a worker, its clone) read-write, with the git directory, so it can
-//!   commit; the runner's own directory under it (journal, lock, claims, decisions) hidden
+//!   commit, and the object directories a clone borrows (its alternates) read-only; the runner's own directory under it (journal, lock, claims, decisions) hidden
 //!   behind an empty read-only directory, with only the files the runner hands the step (the
 //!   issue's text) bound back read-only;
 //! - the system (`/usr`, `/etc`, `/lib*`, `/bin`, `/sbin`) read-only, its own `/tmp`, `/proc`
@@ -211,6 +211,25 @@ fn program_place(program: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
     (dir, link)
 }
 
+/// The object directories the clone's git directory borrows (`objects/info/alternates`; a
+/// worker's clone borrows the project's), outside the work tree: bound read-only so the
+/// history the clone shares with them can be read.
+fn borrowed_objects(spec: &Spec) -> Vec<PathBuf> {
+    let Some(git_dir) = spec.runner_dir.parent() else {
+        return Vec::new();
+    };
+    let objects = git_dir.join("objects");
+    let Ok(text) = std::fs::read_to_string(objects.join("info/alternates")) else {
+        return Vec::new();
+    };
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| objects.join(l))
+        .filter(|p| !p.starts_with(spec.work_tree))
+        .collect()
+}
+
 /// bubblewrap's argument vector (bwrap applies its options in order: later mounts cover
 /// earlier ones, so the runner's directory is hidden last, after every bind that could
 /// show it).
@@ -261,6 +280,10 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
             let g = s(git_dir);
             push(&["--bind", &g, &g]);
         }
+    }
+    for objects in borrowed_objects(spec) {
+        let o = s(&objects);
+        push(&["--ro-bind-try", &o, &o]);
     }
     for p in &spec.config.read_only {
         let p = s(&configured(p, spec.home));
@@ -334,6 +357,11 @@ pub fn container_args(
     if let Some(git_dir) = spec.runner_dir.parent() {
         if !git_dir.starts_with(spec.work_tree) {
             volume(git_dir, false);
+        }
+    }
+    for objects in borrowed_objects(spec) {
+        if objects.exists() {
+            volume(&objects, true);
         }
     }
     for p in &spec.config.read_only {

@@ -307,3 +307,34 @@ fn a_sandbox_that_could_not_start_is_told_from_the_agents_own_failure() {
     assert!(failed_to_start(SandboxKind::Docker, Some(127), 0, "").is_some());
     assert_eq!(failed_to_start(SandboxKind::Docker, Some(1), 0, ""), None);
 }
+
+#[test]
+fn a_clones_borrowed_objects_are_bound_read_only() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let tree = tmp.path().join("w0");
+    let info = tree.join(".git/objects/info");
+    std::fs::create_dir_all(&info).expect("info");
+    std::fs::write(
+        info.join("alternates"),
+        "/w/project/.git/objects\n../../../w0-own/objects\n",
+    )
+    .expect("alternates");
+    let c = config(SandboxKind::Bwrap);
+    let runner_dir = tree.join(".git/sdlc-runner");
+    let s = Spec {
+        work_tree: &tree,
+        runner_dir: &runner_dir,
+        ..spec(&c, &[])
+    };
+    let args = bwrap_args(&s, Path::new("/usr/bin/claude"), &[]);
+    assert!(has(
+        &args,
+        &[
+            "--ro-bind-try",
+            "/w/project/.git/objects",
+            "/w/project/.git/objects"
+        ]
+    ));
+    // Relative to the objects directory, and within the work tree: bound with it already.
+    assert!(!args.iter().any(|a| a.contains("w0-own")), "{args:?}");
+}
