@@ -341,6 +341,19 @@ fn doctor_runs_true_inside_bubblewrap() {
 }
 
 #[test]
+fn the_dry_run_says_the_agent_runs_inside_the_sandbox() {
+    let p = project(json!({}));
+    configure(&p, sandboxed(&p, "bwrap", json!({"network": "none"})));
+    let out = p.run(&["--dry-run"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("  inside bwrap (no network): the work tree writable"),
+        "{all}"
+    );
+}
+
+#[test]
 fn doctor_warns_when_the_agent_runs_unattended_without_a_sandbox() {
     let p = project(json!({}));
     let agent = json!({"command": BIN, "args": ["fake-agent"]});

@@ -168,6 +168,27 @@ pub fn environment(
     env
 }
 
+/// What a dry run says of the step's sandbox; `None` without one.
+pub fn planned(config: &SandboxConfig) -> Option<String> {
+    let network = match config.network {
+        SandboxNetwork::Host => "network kept",
+        SandboxNetwork::None => "no network",
+    };
+    let image = config
+        .image
+        .as_ref()
+        .filter(|_| config.kind.is_container())
+        .map(|i| format!(", image {i}"))
+        .unwrap_or_default();
+    (config.kind != SandboxKind::None).then(|| {
+        format!(
+            "inside {}{image} ({network}): the work tree writable, the runner's directory, the \
+             home and the tokens out of reach",
+            config.kind
+        )
+    })
+}
+
 /// A variable of the runner's own environment, for [`wrap`].
 pub fn runner_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
