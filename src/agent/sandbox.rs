@@ -221,13 +221,17 @@ fn in_system(p: &Path) -> bool {
 
 /// The directory holding the agent's program (resolved through links, so a CLI installed by
 /// a package manager finds its modules beside it), when it is not in the system directories;
-/// and the link itself, to be recreated inside.
-fn program_place(program: &Path) -> (Option<PathBuf>, Option<PathBuf>) {
+/// the program alone when that directory is the home directory or holds it (binding it would
+/// show the whole home); and the link itself, to be recreated inside.
+fn program_place(program: &Path, home: Option<&Path>) -> (Option<PathBuf>, Option<PathBuf>) {
     let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     let dir = real
         .parent()
         .filter(|d| !in_system(d) && *d != Path::new("/"))
-        .map(Path::to_path_buf);
+        .map(|d| match home {
+            Some(h) if h.starts_with(d) => real.clone(),
+            _ => d.to_path_buf(),
+        });
     let link = (real != program && !in_system(program)).then(|| real.clone());
     (dir, link)
 }
@@ -286,7 +290,7 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
             push(&["--ro-bind-try", &p, &p]);
         }
     }
-    let (program_dir, link) = program_place(program);
+    let (program_dir, link) = program_place(program, spec.home);
     if let Some(dir) = &program_dir {
         let d = s(dir);
         push(&["--ro-bind", &d, &d]);
@@ -345,56 +349,53 @@ pub fn container_args(
         "--tmpfs".into(),
         "/tmp".into(),
     ];
-    let uid = rustix::process::getuid().as_raw();
-    let gid = rustix::process::getgid().as_raw();
-    a.extend(["--user".into(), format!("{uid}:{gid}")]);
+    if spec.config.kind == SandboxKind::Podman {
+        // Rootless podman maps the runner's user to itself only with keep-id.
+        a.push("--userns=keep-id".into());
+    } else {
+        let uid = rustix::process::getuid().as_raw();
+        let gid = rustix::process::getgid().as_raw();
+        a.extend(["--user".into(), format!("{uid}:{gid}")]);
+    }
     if spec.config.network == SandboxNetwork::None {
         a.extend(["--network".into(), "none".into()]);
     }
-    let mut volume = |host: &Path, ro: bool| {
-        let p = s(host);
-        a.push("--volume".into());
-        a.push(if ro {
-            format!("{p}:{p}:ro")
-        } else {
-            format!("{p}:{p}")
-        });
-    };
     if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
+        a.extend(["--tmpfs".into(), s(home)]);
         for entry in cli_home_entries(spec.agent) {
             let p = home.join(entry);
             if p.exists() {
-                volume(&p, false);
+                volume(&mut a, &p, false);
             }
         }
         for entry in GIT_CONFIG {
             let p = home.join(entry);
             if p.exists() {
-                volume(&p, true);
+                volume(&mut a, &p, true);
             }
         }
     }
-    volume(spec.work_tree, false);
+    volume(&mut a, spec.work_tree, false);
     if let Some(git_dir) = spec.runner_dir.parent() {
         if !git_dir.starts_with(spec.work_tree) {
-            volume(git_dir, false);
+            volume(&mut a, git_dir, false);
         }
     }
     for objects in borrowed_objects(spec) {
         if objects.exists() {
-            volume(&objects, true);
+            volume(&mut a, &objects, true);
         }
     }
     for p in &spec.config.read_only {
         let p = configured(p, spec.home);
         if p.exists() {
-            volume(&p, true);
+            volume(&mut a, &p, true);
         }
     }
     for p in &spec.config.writable {
         let p = configured(p, spec.home);
         if p.exists() {
-            volume(&p, false);
+            volume(&mut a, &p, false);
         }
     }
     // An anonymous volume hides the runner's directory; the handed files come back on top.
@@ -417,6 +418,17 @@ pub fn container_args(
     a.push(s(program));
     a.extend(agent_args.iter().cloned());
     a
+}
+
+/// `--volume host:host` (read-only with `ro`): the path where it is on the host.
+fn volume(a: &mut Vec<String>, host: &Path, ro: bool) {
+    let p = s(host);
+    a.push("--volume".into());
+    a.push(if ro {
+        format!("{p}:{p}:ro")
+    } else {
+        format!("{p}:{p}")
+    });
 }
 
 /// Whether an attempt that ended like this never got past the sandbox's own setup: the

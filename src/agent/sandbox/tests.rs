@@ -246,14 +246,11 @@ fn podman_runs_the_same_layout_in_the_image_with_values_kept_out_of_the_argument
         !args.iter().any(|a| a.contains("sk-ant-secret")),
         "a value in the arguments is readable by any user: {args:?}"
     );
-    let uid = rustix::process::getuid().as_raw();
-    assert!(has(
-        &args,
-        &[
-            "--user",
-            &format!("{uid}:{}", rustix::process::getgid().as_raw())
-        ]
-    ));
+    assert!(
+        has(&args, &["--userns=keep-id"]),
+        "rootless podman keeps the user"
+    );
+    assert!(has(&args, &["--tmpfs", "/home/op"]));
     let tree = at(&args, &["--volume", "/w/project:/w/project"]).expect("tree");
     let hidden = at(&args, &["--volume", "/w/project/.git/sdlc-runner"]).expect("hidden");
     assert!(tree < hidden);
@@ -270,6 +267,9 @@ fn docker_has_the_same_layout_and_host_network_adds_no_flag() {
     };
     let args = container_args(&spec(&c, &[]), Path::new("/usr/bin/claude"), &[], &[]);
     assert!(!has(&args, &["--network"]));
+    let uid = rustix::process::getuid().as_raw();
+    let gid = rustix::process::getgid().as_raw();
+    assert!(has(&args, &["--user", &format!("{uid}:{gid}")]));
     assert_eq!(args.last().map(String::as_str), Some("/usr/bin/claude"));
 }
 
@@ -337,4 +337,27 @@ fn a_clones_borrowed_objects_are_bound_read_only() {
     ));
     // Relative to the objects directory, and within the work tree: bound with it already.
     assert!(!args.iter().any(|a| a.contains("w0-own")), "{args:?}");
+}
+
+#[test]
+fn a_program_in_the_home_directory_is_bound_alone_never_the_home() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let home = tmp.path().join("op");
+    std::fs::create_dir_all(home.join(".local/bin")).expect("home");
+    for p in [home.join("agent"), home.join(".local/bin/claude")] {
+        std::fs::write(&p, "").expect("program");
+    }
+    let c = config(SandboxKind::Bwrap);
+    let s = Spec {
+        home: Some(&home),
+        ..spec(&c, &[])
+    };
+    let h = home.display().to_string();
+    let alone = bwrap_args(&s, &home.join("agent"), &[]);
+    let program = format!("{h}/agent");
+    assert!(has(&alone, &["--ro-bind", &program, &program]), "{alone:?}");
+    assert!(!has(&alone, &["--ro-bind", &h, &h]), "{alone:?}");
+    let dir = bwrap_args(&s, &home.join(".local/bin/claude"), &[]);
+    let bin = format!("{h}/.local/bin");
+    assert!(has(&dir, &["--ro-bind", &bin, &bin]), "{dir:?}");
 }
