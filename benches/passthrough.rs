@@ -21,6 +21,7 @@ fn agent_run(dir: &Path, cap: LiveCap) -> AgentRun {
         args: vec!["-c".into(), BYTES.to_string(), "/dev/zero".into()],
         cwd: dir.to_path_buf(),
         env: Vec::new(),
+        isolated_env: false,
         timeout: Duration::from_secs(600),
         idle_timeout: Duration::from_secs(600),
         kill_grace: Duration::from_secs(5),

@@ -1,5 +1,5 @@
 //! A newcomer's `cargo test` needs only the Rust toolchain and git: every test that needs a
-//! tool the distribution provides (python3 for the fake `gh`, the real `gh`, Chromium) is
+//! tool the distribution provides (python3 for the fake `gh`, the real `gh`, Chromium, bubblewrap) is
 //! `#[ignore = "needs <tool>; …"]`, and `.ci/run` installs the tools and runs those tests as
 //! a step of their own (`cargo test -- --ignored`), where a missing tool fails them.
 //!
@@ -17,6 +17,8 @@ const MARKERS: &[(&str, &str)] = &[
     // The fake GitHub API is there for the real gh to talk to.
     ("GitHubApi::start", "gh"),
     ("Command::new(chromium())", "Chromium"),
+    // The sandbox's tests start the agent inside the distribution's bubblewrap.
+    ("bwrap_installed()", "bubblewrap"),
 ];
 
 /// One function of a test file: its name as called (`name(` or `Type::name(`), whether it is
@@ -225,7 +227,7 @@ fn ci_installs_the_tools_and_runs_the_ignored_tests() {
     let run = ci
         .find("cargo test --locked -- --ignored")
         .expect("a step running `cargo test --locked -- --ignored`");
-    for tool in ["chromium", "gh", "python3"] {
+    for tool in ["chromium", "gh", "python3", "bubblewrap"] {
         let install = ci
             .find(&format!("apt-get install -y {tool}"))
             .unwrap_or_else(|| panic!(".ci/run does not install {tool}"));

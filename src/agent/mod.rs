@@ -16,6 +16,7 @@
 pub mod classify;
 pub mod cli;
 pub(crate) mod fake_cli;
+pub mod sandbox;
 pub mod stream;
 pub mod tokens;
 
@@ -52,6 +53,9 @@ pub struct AgentRun {
     pub cwd: PathBuf,
     /// Added to (not replacing) the runner's environment.
     pub env: Vec<(String, String)>,
+    /// `env` is the whole environment (a sandboxed agent's): the runner's own is not
+    /// inherited.
+    pub isolated_env: bool,
     /// Wall-clock limit of the attempt; the agent's process group is stopped when it passes.
     pub timeout: Duration,
     /// Longest stretch without a byte on stdout or stderr.
@@ -357,6 +361,9 @@ pub async fn run_agent_stoppable(
     let attempt = crate::process::reaper::begin();
     let mark = attempt.mark();
     let mut command = Command::new(&run.program);
+    if run.isolated_env {
+        command.env_clear();
+    }
     command
         .args(&run.args)
         .current_dir(&run.cwd)

@@ -16,6 +16,7 @@ fn agent_run(dir: &TempDir, program: PathBuf) -> AgentRun {
         args: Vec::new(),
         cwd: dir.path().to_path_buf(),
         env: Vec::new(),
+        isolated_env: false,
         timeout: Duration::from_secs(30),
         idle_timeout: Duration::from_secs(30),
         kill_grace: Duration::from_millis(500),

@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod local_state;
+mod sandbox;
 
 use local_state::{artifacts, disk, excludes, log_dir, runner_state, tree};
 
@@ -151,6 +152,7 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
             L::Fail => Check::fail("agent", c.detail, fix),
         }
     }));
+    checks.extend(sandbox::checks(cfg));
     checks.push(tracker(cfg));
     if let Some(ci) = &cfg.local_ci {
         checks.push(local_ci(ci));

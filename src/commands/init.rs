@@ -216,8 +216,21 @@ fn exclude(top: &Path, relative: &Path) -> std::io::Result<bool> {
         .map(|added| added > 0)
 }
 
+/// The agent's sandbox in the starting config: bubblewrap where it is installed. Where it is
+/// not, the key is left out (JSON has no commented-out line) and a `_sandbox` comment says
+/// how to turn it on; doctor then warns that the agent runs unsandboxed.
+pub fn sandbox_text(bwrap_installed: bool) -> &'static str {
+    if bwrap_installed {
+        r#"    "_sandbox": "The agent runs in bubblewrap (installed here): it can change the work tree and nothing else, not the runner's journal, your home or your tokens (README, \"The agent in a sandbox\"). \"kind\": \"none\" runs it unsandboxed.",
+    "sandbox": { "kind": "bwrap" }"#
+    } else {
+        r#"    "_sandbox": "bubblewrap is not installed here, so the agent runs unsandboxed and reaches all you can (doctor warns). Install it (apt-get install bubblewrap) and add \"sandbox\": {\"kind\": \"bwrap\"} to this object: the agent can then change the work tree and nothing else (README, \"The agent in a sandbox\").""#
+    }
+}
+
 /// The config's text. JSON has no comments: keys starting with `_` are the config's comments.
 pub fn config_text(project: &Path, github: Option<&str>) -> String {
+    let sandbox = sandbox_text(which::which("bwrap").is_ok());
     let project = serde_json::Value::from(project.to_string_lossy().into_owned());
     let (tracker, forge) = match github {
         Some(slug) => (
@@ -256,7 +269,8 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
   "agent": {{
     "_comment": "The agent CLI on PATH, its extra arguments and environment.",
     "command": "claude",
-    "args": []
+    "args": [],
+{sandbox}
   }},
 
   "steps": {{
@@ -328,6 +342,29 @@ mod tests {
             "https://github.com/acme/widget/tree/main",
         ] {
             assert_eq!(remote_slug(url), None, "{url}");
+        }
+    }
+
+    #[test]
+    fn the_sandbox_is_bubblewrap_where_it_is_installed_and_a_comment_where_not() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for installed in [true, false] {
+            let text = config_text(dir.path(), None).replace(
+                sandbox_text(which::which("bwrap").is_ok()),
+                sandbox_text(installed),
+            );
+            let path = dir.path().join(format!("c-{installed}.json"));
+            std::fs::write(&path, &text).expect("write");
+            let config = crate::config::Config::load(&path)
+                .unwrap_or_else(|e| panic!("{installed}: {}", e.lines().join("\n")));
+            let sandbox = &config.agent.sandbox;
+            if installed {
+                assert_eq!(sandbox.kind, crate::config::SandboxKind::Bwrap);
+            } else {
+                assert_eq!(sandbox.kind, crate::config::SandboxKind::None);
+                assert!(!sandbox.chosen, "doctor warns about it");
+                assert!(text.contains("apt-get install bubblewrap"), "{text}");
+            }
         }
     }
 

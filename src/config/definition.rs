@@ -268,6 +268,8 @@ pub struct StepAgentFile {
     /// Claude only.
     #[schemars(range(min = 0, max = 100))]
     pub max_api_retries: Option<u32>,
+    /// Merged over the top-level `sandbox` key by key.
+    pub sandbox: Option<super::sandbox::SandboxFile>,
 }
 
 /// US dollars per million tokens of one model.
@@ -348,6 +350,8 @@ pub struct AgentFile {
     /// model in use.
     #[serde(default)]
     pub pricing: BTreeMap<String, PriceFile>,
+    /// Where the agent runs and what it can reach (default: no sandbox).
+    pub sandbox: Option<super::sandbox::SandboxFile>,
 }
 
 config_object! {

@@ -33,6 +33,7 @@ mod error;
 mod messages;
 mod pricing;
 mod reference;
+mod sandbox;
 mod schema;
 #[cfg(test)]
 mod tests;
@@ -49,6 +50,7 @@ pub use error::*;
 use messages::*;
 pub use pricing::{shipped as shipped_pricing, Price, Pricing, SHIPPED_AS_OF};
 pub use reference::reference_markdown;
+pub use sandbox::{SandboxConfig, SandboxKind, SandboxNetwork};
 use schema::Shape;
 pub use schema::{schema, schema_json};
 pub use types::*;

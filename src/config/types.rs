@@ -140,6 +140,8 @@ pub struct AgentConfig {
     pub env: BTreeMap<String, String>,
     /// `CLAUDE_CODE_MAX_RETRIES`: kept low so the runner's own backoff is in charge.
     pub max_api_retries: u32,
+    /// Where the agent runs (`agent.sandbox`, a step's over the top level's).
+    pub sandbox: crate::config::SandboxConfig,
 }
 
 /// Where issues come from; the local tracker carries its directory.

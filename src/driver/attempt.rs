@@ -8,7 +8,7 @@ use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
 use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
-use crate::agent::{AgentError, AgentExit, AgentRun};
+use crate::agent::{sandbox, AgentError, AgentExit, AgentRun};
 use crate::config::AgentKind;
 use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
@@ -157,6 +157,14 @@ impl Driver {
         if exit.cancelled {
             return self.shutdown.event();
         }
+        if let Some(message) = sandbox::failed_to_start(
+            self.cfg.agent(step).sandbox.kind,
+            exit.exit_code,
+            exit.stdout_bytes,
+            &exit.stderr_tail,
+        ) {
+            return self.environment_failure(step, &message);
+        }
         let usage = usage_of(&summary, started.elapsed(), &self.cfg, step);
         if let Some(id) = summary
             .session_id
@@ -276,6 +284,31 @@ impl Driver {
             inv.env
                 .push((ISSUE_FILE_VAR.to_string(), file.display().to_string()));
         }
+        let agent = self.cfg.agent(step);
+        let home = sandbox::runner_home();
+        let handed: Vec<std::path::PathBuf> = text_file.iter().cloned().collect();
+        let spec = sandbox::Spec {
+            config: &agent.sandbox,
+            agent: agent.kind,
+            work_tree: &self.cfg.project_path,
+            runner_dir: &self.runner_dir.dir,
+            handed: &handed,
+            home: home.as_deref(),
+        };
+        let wrapped = sandbox::wrap(
+            &spec,
+            &inv.program,
+            &inv.args,
+            &inv.env,
+            &sandbox::runner_var,
+        )
+        .map_err(|e| Unprepared::Environment(e.to_string()))?;
+        let isolated_env = wrapped.is_some();
+        if let Some(w) = wrapped {
+            inv.program = w.program;
+            inv.args = w.args;
+            inv.env = w.env;
+        }
         let live_log = self.logs.live_log(step.key());
         let budget = self.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
@@ -291,6 +324,7 @@ impl Driver {
             args: inv.args,
             cwd: self.cfg.project_path.clone(),
             env: inv.env,
+            isolated_env,
             timeout: self.cfg.timeout(step),
             idle_timeout: self.cfg.idle_timeout(step),
             kill_grace: KILL_GRACE,

@@ -94,6 +94,9 @@ impl Driver {
                     .collect::<Vec<_>>()
                     .join(" ")
             );
+            if let Some(line) = crate::agent::sandbox::planned(&self.cfg.agent(step).sandbox) {
+                out!("  {line}");
+            }
             if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
                 break;
             }

@@ -83,7 +83,17 @@ pub enum Outcome {
     ToolLoop,
     /// The recorded rate limit the first time this step is invoked, the ok work after.
     RateLimitOnce,
+    /// Runs the program `$SDLC_FAKE_AGENT_TOOL` names (no arguments, in the working
+    /// directory), says what it printed, then does the ok work whatever it exited with: an
+    /// agent's shell command, for the sandbox's tests.
+    Tool,
+    /// Tries a TCP connection to this port on the loopback address, says whether it got one,
+    /// then does the ok work: an agent reaching the network.
+    Connect(u16),
 }
+
+/// The program the `tool` outcome runs.
+pub const TOOL_ENV: &str = "SDLC_FAKE_AGENT_TOOL";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Recording {
@@ -167,6 +177,7 @@ impl Outcome {
             "leak-secrets" => Outcome::LeakSecrets,
             "tool-loop" => Outcome::ToolLoop,
             "rate-limit-once" => Outcome::RateLimitOnce,
+            "tool" => Outcome::Tool,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -180,6 +191,8 @@ impl Outcome {
                     Outcome::Slow(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("busy:") {
                     Outcome::Busy(ms.parse().ok()?)
+                } else if let Some(port) = name.strip_prefix("connect:") {
+                    Outcome::Connect(port.parse().ok()?)
                 } else if let Some(code) = name.strip_prefix("exit:") {
                     Outcome::Exit(code.parse().ok()?)
                 } else {
@@ -226,6 +239,36 @@ impl Outcome {
                 }
             }
             Outcome::RateLimitOnce => once_then_ok(ctx, out, Recording::RateLimit),
+            Outcome::Tool => {
+                out.init()?;
+                let tool = std::env::var_os(TOOL_ENV).unwrap_or_default();
+                let said = match std::process::Command::new(&tool)
+                    .current_dir(&ctx.cwd)
+                    .output()
+                {
+                    Ok(o) => format!(
+                        "{} exited {:?}: {}{}",
+                        tool.to_string_lossy(),
+                        o.status.code(),
+                        String::from_utf8_lossy(&o.stdout),
+                        String::from_utf8_lossy(&o.stderr)
+                    ),
+                    Err(e) => format!("{} could not run: {e}", tool.to_string_lossy()),
+                };
+                out.assistant_text(&said)?;
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::Connect(port) => {
+                out.init()?;
+                let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+                let said =
+                    match std::net::TcpStream::connect_timeout(&address, Duration::from_secs(5)) {
+                        Ok(_) => format!("connected to {address}"),
+                        Err(e) => format!("no connection to {address}: {e}"),
+                    };
+                out.assistant_text(&said)?;
+                ok_work_and_result(ctx, out)
+            }
             Outcome::Quota(secs) => {
                 out.init()?;
                 let resets_at = chrono::Utc::now().timestamp() + secs;
@@ -565,6 +608,8 @@ mod tests {
             ("exit:7", Outcome::Exit(7)),
             ("not-logged-in", Outcome::Recorded(Recording::NotLoggedIn)),
             ("ignore-term", Outcome::IgnoreTerm),
+            ("tool", Outcome::Tool),
+            ("connect:8080", Outcome::Connect(8080)),
         ] {
             assert_eq!(Outcome::parse(name), Some(outcome), "{name}");
         }
@@ -575,6 +620,7 @@ mod tests {
             "flood:",
             "flood:-1",
             "exit:x",
+            "connect:70000",
             "hang ",
         ] {
             assert_eq!(Outcome::parse(name), None, "{name:?}");

@@ -59,12 +59,14 @@ impl Walker {
             .or(inherited.map(|b| b.max_api_retries))
             // A step's agent declares no default of its own: it is the top-level one's.
             .unwrap_or_else(definition::d::max_api_retries);
+        let sandbox = self.sandbox(o, base.map(|b| &b.sandbox));
         AgentConfig {
             kind,
             command,
             args,
             env,
             max_api_retries,
+            sandbox,
         }
     }
 

@@ -1,0 +1,270 @@
+//! `agent.sandbox` (top level and per step): where the agent's process runs and what it can
+//! reach. The layout itself (the argument vector of each kind) is `agent/sandbox.rs`; this is
+//! the key as written and its typed form.
+
+use super::validate::{join, Obj, Walker};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the agent runs in: `none` (as the runner's user, everything reachable), `bwrap`
+/// (bubblewrap from the distribution), `podman` or `docker` (a container from `image`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+// Variant docs would turn the schema's `enum` into a `oneOf` the walker does not read.
+#[allow(missing_docs)]
+pub enum SandboxKind {
+    #[default]
+    None,
+    Bwrap,
+    Podman,
+    Docker,
+}
+
+impl SandboxKind {
+    /// The name written in the config, and the program run for the kind (`none` runs none).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            SandboxKind::None => "none",
+            SandboxKind::Bwrap => "bwrap",
+            SandboxKind::Podman => "podman",
+            SandboxKind::Docker => "docker",
+        }
+    }
+
+    /// The distribution's package that provides the kind's program.
+    pub const fn package(self) -> &'static str {
+        match self {
+            SandboxKind::None => "",
+            SandboxKind::Bwrap => "bubblewrap",
+            SandboxKind::Podman => "podman",
+            SandboxKind::Docker => "docker.io",
+        }
+    }
+
+    /// Whether the agent runs in a container image rather than on the host's own system.
+    pub const fn is_container(self) -> bool {
+        matches!(self, SandboxKind::Podman | SandboxKind::Docker)
+    }
+}
+
+impl std::fmt::Display for SandboxKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `host` keeps the network; `none` cuts it entirely (an agent that reaches its model through
+/// a local endpoint outside the sandbox cannot reach it either).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+// As for SandboxKind: the values are the config's own words.
+#[allow(missing_docs)]
+pub enum SandboxNetwork {
+    #[default]
+    Host,
+    None,
+}
+
+/// Where the agent runs and what it can reach (README, "The agent in a sandbox"). A step's
+/// own `sandbox` is merged over the top level's key by key.
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SandboxFile {
+    /// `none` runs the agent as the runner's user with everything it can reach; `bwrap`
+    /// (bubblewrap), `podman` or `docker` let it change the work tree and nothing else.
+    #[serde(default)]
+    pub kind: SandboxKind,
+    /// `none` cuts the network off inside the sandbox.
+    #[serde(default)]
+    pub network: SandboxNetwork,
+    /// More paths the agent may read (absolute, or `~/…` in the runner's home).
+    #[serde(default)]
+    pub read_only: Vec<String>,
+    /// More paths the agent may change (absolute, or `~/…`).
+    #[serde(default)]
+    pub writable: Vec<String>,
+    /// Names of more environment variables passed in (the tracker's and forge's tokens
+    /// never are unless listed here).
+    #[serde(default)]
+    pub env: Vec<String>,
+    /// The container image (podman and docker only): it must hold the agent CLI.
+    pub image: Option<String>,
+}
+
+/// `agent.sandbox` resolved: a step's own keys over the top level's.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SandboxConfig {
+    /// What the agent runs in.
+    pub kind: SandboxKind,
+    /// Whether it keeps the network.
+    pub network: SandboxNetwork,
+    /// More paths it may read, as written (`~/` is the runner's home).
+    pub read_only: Vec<String>,
+    /// More paths it may change, as written.
+    pub writable: Vec<String>,
+    /// Names of more variables passed in.
+    pub env: Vec<String>,
+    /// The container image of podman and docker.
+    pub image: Option<String>,
+    /// A `kind` was written (`none` included): the operator chose; doctor warns only when
+    /// nobody did.
+    pub chosen: bool,
+}
+
+impl Walker {
+    /// The `sandbox` member of agent object `o`, merged key by key over `base` (the top
+    /// level's, for a step).
+    pub(super) fn sandbox(&mut self, o: &Obj, base: Option<&SandboxConfig>) -> SandboxConfig {
+        let s = self.member(o, "sandbox");
+        let mut out = base.cloned().unwrap_or_default();
+        if let Some(kind) = self.pick::<SandboxKind>(&s, "kind") {
+            out.kind = kind;
+            out.chosen = true;
+        }
+        if let Some(network) = self.pick::<SandboxNetwork>(&s, "network") {
+            out.network = network;
+        }
+        for (key, list) in [
+            ("readOnly", &mut out.read_only),
+            ("writable", &mut out.writable),
+        ] {
+            if let Some(paths) = self.strings(&s, key, false, Some("a blank path")) {
+                for (i, p) in paths.iter().enumerate() {
+                    if !(p.starts_with('/') || p.starts_with("~/")) {
+                        self.err(
+                            format!("{}[{i}]", s.path(key)),
+                            format!(
+                                "\"{p}\" is relative: write an absolute path or one in the home \
+                                 directory as \"~/…\" (the sandbox has no working directory to \
+                                 resolve it against)"
+                            ),
+                        );
+                    }
+                }
+                *list = paths;
+            }
+        }
+        if let Some(names) = self.strings(&s, "env", false, Some("a blank variable name")) {
+            for (i, n) in names.iter().enumerate() {
+                if n.contains('=') || n.contains('\0') {
+                    self.err(
+                        format!("{}[{i}]", s.path("env")),
+                        "not a valid environment variable name",
+                    );
+                }
+            }
+            out.env = names;
+        }
+        if let Some(image) = self.text(&s, "image") {
+            out.image = Some(image);
+        }
+        if out.kind.is_container() && out.image.is_none() {
+            self.err(
+                join(&s.path, "image"),
+                format!(
+                    "sandbox kind {} runs the agent in a container: name the image that holds \
+                     the agent CLI (\"image\": \"…\")",
+                    out.kind
+                ),
+            );
+        }
+        if !out.kind.is_container() {
+            if let Some(v @ Value::String(_)) = s.get("image") {
+                self.err(
+                    s.path("image"),
+                    format!(
+                        "{v} means nothing for sandbox kind {}: only podman and docker run an \
+                         image; remove it",
+                        out.kind
+                    ),
+                );
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::config::{Config, SandboxKind, SandboxNetwork};
+    use crate::step::Step;
+    use std::path::Path;
+
+    fn config(rest: &str) -> Result<Config, Vec<String>> {
+        let text = format!(r#"{{"projectPath": "p", {rest}}}"#);
+        Config::from_str(&text, Path::new("c.json")).map_err(|e| {
+            e.lines()
+                .into_iter()
+                .map(|l| l.strip_prefix("c.json: ").map(str::to_string).unwrap_or(l))
+                .collect()
+        })
+    }
+
+    #[test]
+    fn no_sandbox_unless_asked() {
+        let c = config(r#""model": "sonnet""#).expect("valid");
+        assert_eq!(c.agent.sandbox.kind, SandboxKind::None);
+        assert!(!c.agent.sandbox.chosen);
+        assert_eq!(c.agent(Step::Implement).sandbox.kind, SandboxKind::None);
+        let c = config(r#""agent": {"sandbox": {"kind": "none"}}"#).expect("valid");
+        assert!(c.agent(Step::Implement).sandbox.chosen);
+    }
+
+    #[test]
+    fn a_steps_sandbox_is_merged_over_the_top_levels_key_by_key() {
+        let c = config(
+            r#""agent": {"sandbox": {"kind": "bwrap", "readOnly": ["~/ref"], "env": ["X"]}},
+               "steps": {"verify": {"agent": {"sandbox": {"network": "none"}}},
+                         "implement": {"agent": {"kind": "codex", "sandbox": {"env": []}}}}"#,
+        )
+        .expect("valid");
+        let verify = &c.agent(Step::Verify).sandbox;
+        assert_eq!(verify.kind, SandboxKind::Bwrap);
+        assert_eq!(verify.network, SandboxNetwork::None);
+        assert_eq!(verify.read_only, ["~/ref"]);
+        let implement = &c.agent(Step::Implement).sandbox;
+        assert_eq!(
+            implement.kind,
+            SandboxKind::Bwrap,
+            "another CLI keeps the sandbox"
+        );
+        assert!(implement.env.is_empty());
+        assert_eq!(
+            c.agent(Step::WriteSpecs).sandbox.network,
+            SandboxNetwork::Host
+        );
+    }
+
+    #[test]
+    fn mistakes_are_named_with_their_fix() {
+        for (rest, expected) in [
+            (
+                r#""agent": {"sandbox": {"kind": "podman"}}"#,
+                "agent.sandbox.image: sandbox kind podman runs the agent in a container: name the image that holds the agent CLI (\"image\": \"…\")",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "image": "x"}}"#,
+                "agent.sandbox.image: \"x\" means nothing for sandbox kind bwrap: only podman and docker run an image; remove it",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "writable": ["cache"]}}"#,
+                "agent.sandbox.writable[0]: \"cache\" is relative: write an absolute path or one in the home directory as \"~/…\" (the sandbox has no working directory to resolve it against)",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "firejail"}}"#,
+                "agent.sandbox.kind: \"firejail\" is not one of none|bwrap|podman|docker",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "mounts": []}}"#,
+                "agent.sandbox.mounts: unknown key",
+            ),
+        ] {
+            let errors = config(rest).expect_err(rest);
+            assert!(
+                errors.iter().any(|e| e.starts_with(expected)),
+                "{rest}: {errors:?}"
+            );
+        }
+    }
+}
