@@ -83,6 +83,13 @@ pub enum Outcome {
     ToolLoop,
     /// The recorded rate limit the first time this step is invoked, the ok work after.
     RateLimitOnce,
+    /// Claude tool calls for ever, one every this many milliseconds, each model request
+    /// reporting 200 000 input tokens: a tool loop spending money fast, whose CLI's own cap
+    /// does not fire (a proxied model). Only the runner's meter stops it.
+    Spend(u64),
+    /// The real CLI's `--max-budget-usd` stop (`error_max_budget_usd`, exit 1), replayed;
+    /// refused (exit 3) when the runner did not pass `--max-budget-usd`.
+    MaxBudget,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +174,7 @@ impl Outcome {
             "leak-secrets" => Outcome::LeakSecrets,
             "tool-loop" => Outcome::ToolLoop,
             "rate-limit-once" => Outcome::RateLimitOnce,
+            "max-budget" => Outcome::MaxBudget,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -178,6 +186,8 @@ impl Outcome {
                     Outcome::Daemon(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("slow:") {
                     Outcome::Slow(ms.parse().ok()?)
+                } else if let Some(ms) = name.strip_prefix("spend:") {
+                    Outcome::Spend(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("busy:") {
                     Outcome::Busy(ms.parse().ok()?)
                 } else if let Some(code) = name.strip_prefix("exit:") {
@@ -226,6 +236,27 @@ impl Outcome {
                 }
             }
             Outcome::RateLimitOnce => once_then_ok(ctx, out, Recording::RateLimit),
+            Outcome::Spend(ms) => {
+                out.set_input_tokens(200_000);
+                out.init()?;
+                let mut n: u64 = 0;
+                loop {
+                    out.tool_call("Bash", json!({"command": format!("true # {n}")}))?;
+                    n += 1;
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+            }
+            Outcome::MaxBudget => {
+                let Some(cap) = out.max_budget_usd() else {
+                    eprintln!(
+                        "fake-agent: max-budget needs --max-budget-usd, and the runner passed none"
+                    );
+                    return Ok(super::SCRIPT_ERROR_EXIT);
+                };
+                eprintln!("fake-agent: --max-budget-usd {cap}");
+                out.raw(include_str!("max-budget.jsonl"))?;
+                Ok(1)
+            }
             Outcome::Quota(secs) => {
                 out.init()?;
                 let resets_at = chrono::Utc::now().timestamp() + secs;
