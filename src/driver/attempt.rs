@@ -580,6 +580,6 @@ fn usage_of(
         // A CLI stopped before its result still made the tool calls it was counted for.
         turns: result
             .and_then(|r| r.num_turns)
-            .unwrap_or(summary.tool_calls),
+            .unwrap_or(summary.tool_calls.max(summary.turns)),
     }
 }

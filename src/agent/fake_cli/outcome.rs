@@ -237,6 +237,9 @@ impl Outcome {
             }
             Outcome::RateLimitOnce => once_then_ok(ctx, out, Recording::RateLimit),
             Outcome::Spend(ms) => {
+                if let Some(cap) = out.max_budget_usd() {
+                    say_cap(cap);
+                }
                 out.set_input_tokens(200_000);
                 out.init()?;
                 let mut n: u64 = 0;
@@ -253,7 +256,7 @@ impl Outcome {
                     );
                     return Ok(super::SCRIPT_ERROR_EXIT);
                 };
-                eprintln!("fake-agent: --max-budget-usd {cap}");
+                say_cap(cap);
                 out.raw(include_str!("max-budget.jsonl"))?;
                 Ok(1)
             }
@@ -501,6 +504,14 @@ fn once_then_ok(ctx: &Context, out: &mut Emitter, recording: Recording) -> io::R
         std::fs::write(m, b"done\n")?;
     }
     Outcome::Recorded(recording).perform(ctx, out)
+}
+
+/// Tells stderr the cap the runner passed, in one write: the runner's live log interleaves
+/// stdout and stderr, and a test reads the line whole.
+fn say_cap(cap: &str) {
+    use std::io::Write;
+    let line = format!("fake-agent: --max-budget-usd {cap}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 fn ok_work_and_result(ctx: &Context, out: &mut Emitter) -> io::Result<i32> {
