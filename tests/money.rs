@@ -154,3 +154,52 @@ fn claudes_own_budget_stop_is_budget_and_gets_what_is_left() {
     let logs = logs(&p.root.join("logs"));
     assert!(logs.contains("--max-budget-usd 5\n"), "{logs}");
 }
+
+#[test]
+fn doctor_says_a_cli_that_streams_no_usage_is_capped_by_turns_and_timeout() {
+    let p = Project::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let codex = json!({
+        "kind": "codex",
+        "command": e2e::BIN,
+        "args": ["fake-agent", "--kind", "codex", "--script", p.script.to_str().unwrap()],
+    });
+    p.set_config(json!({
+        "agent": codex,
+        "model": "gpt-5",
+        "budget": {"perIssueUsd": 3},
+        "steps": {"implement": {"maxTurns": 40}},
+    }));
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("doctor");
+    let all = text(&out);
+    assert!(
+        all.contains("codex reports its tokens only when a call ends")
+            && all.contains("implement maxTurns 40"),
+        "{all}"
+    );
+    // Claude streams each request's usage: no such warning.
+    p.set_config(json!({"budget": {"perIssueUsd": 3}}));
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("doctor");
+    assert!(
+        !text(&out).contains("only when a call ends"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("has no price"), "{}", text(&out));
+    // A Claude model without a price: only the CLI's own cap stops a call.
+    p.set_config(json!({"model": "claude-fake", "budget": {"perIssueUsd": 3}}));
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("doctor");
+    assert!(
+        text(&out).contains("claude model claude-fake has no price"),
+        "{}",
+        text(&out)
+    );
+}
