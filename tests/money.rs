@@ -203,3 +203,44 @@ fn doctor_says_a_cli_that_streams_no_usage_is_capped_by_turns_and_timeout() {
         text(&out)
     );
 }
+
+#[test]
+fn bounds_prints_the_most_the_run_can_spend() {
+    let p = Project::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let bounds = |p: &Project| {
+        let out = p
+            .command(&["bounds", "--config", p.config.to_str().unwrap()])
+            .output()
+            .expect("bounds");
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(bounds(&p).contains("money (worst case): not bounded in dollars"));
+    // The agent invocations between merges (lost races merged again) times the per-call cap.
+    p.set_config(json!({"budget": {"perCallUsd": 0.5}}));
+    let all = bounds(&p);
+    let line = all
+        .lines()
+        .find(|l| l.starts_with("money (worst case"))
+        .unwrap_or_else(|| panic!("{all}"));
+    // "agent invocations with every lost race merged again: N between two successful merges, …"
+    let invocations: f64 = all
+        .lines()
+        .find(|l| l.starts_with("agent invocations with every lost race"))
+        .and_then(|l| l.split(": ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{all}"));
+    let between = invocations * 0.5;
+    assert!(
+        line.contains(&format!("${between:.2} between two successful merges")),
+        "{line}\n{all}"
+    );
+    // The issue budget is tighter: two cycles (maxConsecutiveEscalations) of $3.
+    p.set_config(json!({"budget": {"perCallUsd": 0.5, "perIssueUsd": 3}}));
+    let all = bounds(&p);
+    assert!(all.contains("$6.00 between two successful merges"), "{all}");
+    assert!(all.contains("2 cycles × perIssueUsd $3.00"), "{all}");
+    p.set_config(json!({"budget": {"perCallUsd": 0.5, "perIssueUsd": 3, "perSessionUsd": 4}}));
+    assert!(bounds(&p).contains("$4.00 between two successful merges"));
+}

@@ -309,10 +309,14 @@ impl Runner {
         matches!(self.mode, Mode::SingleStep(_))
     }
 
-    /// What the next attempt may spend: the least of what the issue's and the session's
-    /// budgets have left and the per-call cap; `None` when no dollar budget is set.
+    /// What the next agent call may spend: the least of what the issue's and the session's
+    /// budgets have left (the attempt's earlier runs, a merge's lost races, counted) and the
+    /// per-call cap; `None` when no dollar budget is set.
     pub fn money_left_micros(&self) -> Option<u64> {
-        let left = |budget: Option<u64>, spent: u64| budget.map(|b| b.saturating_sub(spent));
+        let pending = self.pending_usage.cost_micros;
+        let left = |budget: Option<u64>, spent: u64| {
+            budget.map(|b: u64| b.saturating_sub(spent.saturating_add(pending)))
+        };
         [
             left(self.limits.per_issue_budget_micros, self.issue_cost_micros),
             left(

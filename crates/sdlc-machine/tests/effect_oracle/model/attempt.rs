@@ -53,11 +53,12 @@ impl Model {
     pub(super) fn money_left_micros(&self) -> Option<u64> {
         let mut left: Option<u64> = None;
         let mut take = |v: u64| left = Some(left.map_or(v, |l| l.min(v)));
+        let pending = self.pending.cost_micros;
         if let Some(b) = self.l.per_issue_budget_micros {
-            take(b.saturating_sub(self.issue_cost));
+            take(b.saturating_sub(self.issue_cost + pending));
         }
         if let Some(b) = self.l.per_session_budget_micros {
-            take(b.saturating_sub(self.session_cost));
+            take(b.saturating_sub(self.session_cost + pending));
         }
         if let Some(c) = self.l.per_call_budget_micros {
             take(c);
