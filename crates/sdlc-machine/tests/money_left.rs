@@ -19,9 +19,12 @@ fn at_implement(l: Limits, earlier: u64) -> (Core, Effect) {
         event = match request {
             Some(Effect::SelectIssue) => Event::IssueSelected { issue: 3 },
             Some(Effect::CheckPreconditions { step }) => Event::PreconditionsOk { step },
-            Some(run @ Effect::RunStep { step, .. }) if step == Step::Implement => {
-                return (core, run)
-            }
+            Some(
+                run @ Effect::RunStep {
+                    step: Step::Implement,
+                    ..
+                },
+            ) => return (core, run),
             Some(Effect::RunStep { step, .. }) => Event::StepSucceeded {
                 step,
                 usage: Usage {
@@ -263,7 +266,7 @@ mod spend {
                         }
                     } else {
                         match pick(8) {
-                            0 | 1 | 2 => {
+                            0..=2 => {
                                 spent.succeeded = true;
                                 Event::StepSucceeded { step, usage }
                             }
