@@ -134,6 +134,17 @@ fn the_per_call_cap_stops_each_call_and_the_attempts_stay_bounded() {
         assert!(*cost >= 1.0 && *cost < 1.0 + MESSAGE_USD, "{failures:?}");
     }
     assert!(logs(&p.root.join("logs")).contains("--max-budget-usd 1\n"));
+    let status = p
+        .command(&["status", "--json", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("status");
+    let doc: Value =
+        serde_json::from_slice(&status.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&status)));
+    let budgets = &doc["budgets"];
+    assert_eq!(budgets["perCallUsd"], 1.0, "{doc}");
+    assert_eq!(budgets["callLeftUsd"], 1.0, "{doc}");
+    let spent = budgets["sessionUsd"].as_f64().unwrap_or(0.0);
+    assert!((spent - 3.20008).abs() < 1e-6, "{doc}");
 }
 
 #[test]
