@@ -251,6 +251,7 @@ mod tests {
                 attempt: 1,
                 repair: false,
                 commit: None,
+                money_left_micros: None,
             },
             Effect::LookAtCi {
                 issue: 1,

@@ -280,3 +280,74 @@ fn unknown_events_and_junk_are_tolerated_and_memory_stays_flat() {
     assert!(codex.buffered_bytes() <= 5 * 1024 * 1024);
     assert!(gemini.buffered_bytes() <= 5 * 1024 * 1024);
 }
+
+/// The real CLI's tool loop, metered: each model request's `usage` is priced as it streams,
+/// and the reader asks to stop the agent at the message whose cost reaches the money given,
+/// classified `BUDGET` with what was spent.
+#[test]
+fn a_claude_run_is_stopped_at_the_message_whose_cost_reaches_its_money() {
+    let stdout = fixture("claude-cli", "tool-loop.jsonl");
+    let mut pricing = sdlc_runner::config::shipped_pricing();
+    // Each assistant message of the capture reports 100 input and 1 output tokens:
+    // 100 × $4/M + 1 × $20/M = $0.00042.
+    pricing.insert(
+        "claude-opus-5-5".into(),
+        sdlc_runner::config::Price {
+            input: 4.0,
+            cached_input: 0.4,
+            output: 20.0,
+            cache_write: 5.0,
+        },
+    );
+    let mut reader = cli::Reader::new(AgentKind::Claude, MAX_TURNS).metered(pricing, "opus", 800);
+    let mut fed = 0;
+    for line in stdout.split_inclusive(|b| *b == b'\n') {
+        fed += 1;
+        if !reader.feed(line) {
+            break;
+        }
+    }
+    let summary = reader.finish();
+    let money = summary.money_reached.expect("stopped at its money");
+    assert_eq!(money.spent_micros, 840, "two messages: {summary:?}");
+    assert_eq!(money.limit_micros, 800);
+    assert_eq!(
+        summary.turns, 2,
+        "stopped at the second message, line {fed}"
+    );
+    let classified = cli::classify(
+        AgentKind::Claude,
+        &Observation {
+            exit_code: None,
+            timed_out: false,
+            idle_timed_out: false,
+            killed: false,
+            summary: &summary,
+            stderr_tail: "",
+            output_tail: "",
+            now_epoch_secs: NOW,
+            temp_dir: Path::new("/tmp"),
+        },
+    )
+    .expect("a failure");
+    assert_eq!(classified.class, Budget);
+    assert!(
+        classified.summary.contains("$0.00"),
+        "{}",
+        classified.summary
+    );
+}
+
+/// Without a price for the model, the meter never stops the agent (the CLI's own cap and
+/// the step's limits do), rather than stopping it at a cost it cannot know.
+#[test]
+fn an_unpriced_model_is_not_metered() {
+    let stdout = fixture("claude-cli", "tool-loop.jsonl");
+    let mut reader = cli::Reader::new(AgentKind::Claude, MAX_TURNS).metered(
+        sdlc_runner::config::Pricing::new(),
+        "opus",
+        1,
+    );
+    assert!(reader.feed(&stdout));
+    assert_eq!(reader.finish().money_reached, None);
+}

@@ -80,6 +80,8 @@ fn every_claude_cli_fixture_has_its_class() {
         ("success", None, Flags::default()),
         ("bash-then-done", None, Flags::default()),
         ("tool-loop", Some(MaxTurns), Flags::default()),
+        // `--max-budget-usd` reached: the CLI's own cap, an attempt stopped at its money.
+        ("max-budget", Some(Budget), Flags::default()),
         // Exit 0, but a dangerous `rm -rf` was denied: a serious denial (AskUserQuestion is
         // not reported as a denial at all).
         ("ask-user", Some(PermissionDenied), Flags::default()),

@@ -138,10 +138,22 @@ pub struct StreamSummary {
     pub loop_detected: Option<String>,
     /// Tools the agent called that the CLI did not offer (nothing ran).
     pub unavailable_tools: Vec<String>,
+    /// The runner stopped the agent because the running cost of its tokens reached the
+    /// money the attempt was given.
+    pub money_reached: Option<MoneyReached>,
     /// Non-blank lines seen (including spliced fragments).
     pub lines: u64,
     /// Lines that were not JSON (after every recovery), or longer than [`MAX_LINE_BYTES`].
     pub malformed_lines: u64,
+}
+
+/// The running cost of an attempt reached the money it was given.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MoneyReached {
+    /// What the attempt's tokens cost when it was stopped, in micro-dollars.
+    pub spent_micros: u64,
+    /// What the attempt was given, in micro-dollars.
+    pub limit_micros: u64,
 }
 
 /// Why an exit-0 result still failed (docs/lifecycle.md "soft failure").
@@ -170,6 +182,9 @@ pub struct StreamReader {
     fragment: Option<String>,
     /// Id of the last assistant message, to count turns rather than content blocks.
     last_message_id: Option<String>,
+    /// The tokens already counted for the last assistant message: the CLI repeats a
+    /// message's usage on each of its content blocks, which must count once.
+    last_message_tokens: crate::agent::tokens::ModelTokens,
 }
 
 impl Default for StreamReader {
@@ -188,6 +203,7 @@ impl StreamReader {
             whole: Some(Vec::new()),
             fragment: None,
             last_message_id: None,
+            last_message_tokens: crate::agent::tokens::ModelTokens::default(),
         }
     }
 
@@ -394,9 +410,14 @@ impl StreamReader {
     fn handle_assistant(&mut self, event: &Value) {
         let message = event.get("message");
         let id = message.and_then(|m| m.get("id")).and_then(Value::as_str);
-        if id.is_none() || id != self.last_message_id.as_deref() {
+        let new_message = id.is_none() || id != self.last_message_id.as_deref();
+        if new_message {
             self.summary.turns = self.summary.turns.saturating_add(1);
             self.last_message_id = id.map(|id| truncate(id, 128));
+            self.last_message_tokens = crate::agent::tokens::ModelTokens::default();
+        }
+        if let Some(m) = message {
+            self.count_usage(m);
         }
         if let Some(blocks) = message
             .and_then(|m| m.get("content"))
@@ -436,6 +457,61 @@ impl StreamReader {
             {
                 self.summary.api_error_status = Some(status);
             }
+        }
+    }
+
+    /// Adds what an assistant message's `usage` says beyond what this message already
+    /// counted (its content blocks repeat it, possibly growing), under the message's model.
+    fn count_usage(&mut self, message: &Value) {
+        let Some(usage) = message.get("usage") else {
+            return;
+        };
+        let n = |key: &str| usage.get(key).and_then(Value::as_u64).unwrap_or(0);
+        let model = message
+            .get("model")
+            .and_then(Value::as_str)
+            .filter(|m| *m != "<synthetic>")
+            .unwrap_or("");
+        let (read, write) = (
+            n("cache_read_input_tokens"),
+            n("cache_creation_input_tokens"),
+        );
+        let now = crate::agent::tokens::ModelTokens {
+            model: truncate(model, 128),
+            // Claude reports the uncached input apart; the table's `input` includes the
+            // cache reads, as Codex and Gemini report it.
+            input: n("input_tokens").saturating_add(read),
+            cached_input: read,
+            cache_write: write,
+            output: n("output_tokens"),
+        };
+        let before = &self.last_message_tokens;
+        let delta = crate::agent::tokens::ModelTokens {
+            model: now.model.clone(),
+            input: now.input.saturating_sub(before.input),
+            cached_input: now.cached_input.saturating_sub(before.cached_input),
+            cache_write: now.cache_write.saturating_sub(before.cache_write),
+            output: now.output.saturating_sub(before.output),
+        };
+        self.last_message_tokens = crate::agent::tokens::ModelTokens {
+            model: now.model,
+            input: now.input.max(before.input),
+            cached_input: now.cached_input.max(before.cached_input),
+            cache_write: now.cache_write.max(before.cache_write),
+            output: now.output.max(before.output),
+        };
+        let tokens = &mut self.summary.tokens;
+        match tokens.iter().position(|t| t.model == delta.model) {
+            Some(i) => {
+                let t = &mut tokens[i];
+                t.input = t.input.saturating_add(delta.input);
+                t.cached_input = t.cached_input.saturating_add(delta.cached_input);
+                t.cache_write = t.cache_write.saturating_add(delta.cache_write);
+                t.output = t.output.saturating_add(delta.output);
+            }
+            // A handful of models at most; bounded all the same.
+            None if tokens.len() < 16 => tokens.push(delta),
+            None => {}
         }
     }
 

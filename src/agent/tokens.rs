@@ -14,6 +14,8 @@ pub struct ModelTokens {
     pub input: u64,
     /// Input tokens served from the prompt cache.
     pub cached_input: u64,
+    /// Input tokens written to the prompt cache, not part of `input` (Claude).
+    pub cache_write: u64,
     /// Output tokens.
     pub output: u64,
 }
@@ -23,7 +25,7 @@ pub struct ModelTokens {
 pub fn cost_micros(pricing: &Pricing, tokens: &[ModelTokens], fallback_model: &str) -> Option<u64> {
     let mut usd = 0.0;
     for t in tokens {
-        if t.input == 0 && t.output == 0 {
+        if t.input == 0 && t.output == 0 && t.cache_write == 0 {
             continue;
         }
         let model = if t.model.is_empty() {
@@ -35,6 +37,7 @@ pub fn cost_micros(pricing: &Pricing, tokens: &[ModelTokens], fallback_model: &s
         let cached = t.cached_input.min(t.input);
         usd += ((t.input - cached) as f64 * price.input
             + cached as f64 * price.cached_input
+            + t.cache_write as f64 * price.cache_write
             + t.output as f64 * price.output)
             / 1e6;
     }
@@ -53,6 +56,7 @@ mod tests {
             input: 1_000_000,
             cached_input: 400_000,
             output: 100_000,
+            ..Default::default()
         }];
         // 0.6 M × 1.25 + 0.4 M × 0.125 + 0.1 M × 10 = 0.75 + 0.05 + 1.0 = 1.80 USD
         assert_eq!(cost_micros(&pricing, &tokens, "gpt-5"), Some(1_800_000));

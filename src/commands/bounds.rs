@@ -72,6 +72,7 @@ pub fn run(config: &Path) -> i32 {
     );
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
     merges(&cfg);
+    money(&cfg);
     let p = crate::process_bounds::compute(&l, &cfg.builtin_steps());
     let pair = |x: crate::process_bounds::Processes| {
         format!(
@@ -118,6 +119,45 @@ pub fn run(config: &Path) -> i32 {
         );
     }
     0
+}
+
+/// The most the run can spend (`bounds::money`), when a dollar budget bounds it.
+fn money(cfg: &crate::config::Config) {
+    let mut limits = cfg.limits();
+    limits.merge_turn_wait_ms = crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers);
+    let m = bounds::money(&limits, &cfg.builtin_steps());
+    let usd = |micros: Option<u64>| micros.map(|m| format!("${:.2}", m as f64 / 1e6));
+    let (Some(between), Some(nothing), Some(cycle)) = (
+        usd(m.between_merges),
+        usd(m.nothing_succeeds),
+        usd(m.per_cycle),
+    ) else {
+        out!("money (worst case): not bounded in dollars (set budget.perCallUsd, and perIssueUsd or perSessionUsd, to bound it)");
+        return;
+    };
+    let mut terms = Vec::new();
+    if let Some(c) = cfg.budget.per_call_usd {
+        terms.push(format!("agent invocations × perCallUsd ${c:.2}"));
+    }
+    if let Some(i) = cfg.budget.per_issue_usd {
+        terms.push(format!(
+            "{} cycles × perIssueUsd ${i:.2}",
+            limits.max_consecutive_escalations.max(1)
+        ));
+    }
+    if let Some(s) = cfg.budget.per_session_usd {
+        terms.push(format!("perSessionUsd ${s:.2}"));
+    }
+    out!(
+        "money (worst case, the least of {}): {between} between two successful merges, {nothing} before a halt when nothing succeeds, {cycle} in one cycle; each agent call may pass the money it was handed by one model request's cost (the stream event that reached it), and a CLI that reports its tokens only when a call ends (codex, gemini) is held to it between calls only (doctor)",
+        terms.join(", ")
+    );
+    if cfg.workers > 1 {
+        out!(
+            "with {} workers: each worker is held to these figures, the session budget shared",
+            cfg.workers
+        );
+    }
 }
 
 /// What merging among other mergers adds (`bounds::merges`): lost races merged again, the

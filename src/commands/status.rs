@@ -295,6 +295,8 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
         per_issue_minutes: r.limits.per_issue_budget_ms.map(|ms| ms as f64 / 60_000.0),
         session_usd: usd(r.session_cost_micros),
         per_session_usd: r.limits.per_session_budget_micros.map(usd),
+        per_call_usd: r.limits.per_call_budget_micros.map(usd),
+        call_left_usd: r.money_left_micros().map(usd),
     });
     st.last_failure = r.last_failure.map(|f| LastFailureView {
         step: f.step.key().to_string(),

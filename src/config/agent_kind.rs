@@ -56,6 +56,12 @@ impl AgentKind {
         matches!(self, AgentKind::Claude)
     }
 
+    /// Whether the CLI streams each model request's usage as it happens, so that the runner
+    /// can stop a call at its money; the others report tokens only when they end.
+    pub const fn streams_usage(self) -> bool {
+        matches!(self, AgentKind::Claude)
+    }
+
     /// Whether the CLI enforces the step's turn limit itself (`--max-turns`); for the others
     /// the runner counts tool calls from the stream and stops the agent.
     pub const fn limits_turns(self) -> bool {

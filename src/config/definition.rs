@@ -282,6 +282,9 @@ pub struct PriceFile {
     pub cached_input: f64,
     #[schemars(range(min = 0, max = 1_000_000))]
     pub output: f64,
+    /// Input tokens written to the prompt cache (Claude); 1.25 × `input` when unset.
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub cache_write: Option<f64>,
 }
 
 config_object! {
@@ -320,6 +323,10 @@ pub struct Budget {
     /// Agent wall time per issue, in minutes.
     #[schemars(range(min = 0, max = 10_080))]
     pub per_issue_minutes: Option<f64> => Option<f64> = Walker::positive,
+    /// The most one agent call may spend, in US dollars: the runner stops the agent when its
+    /// running cost reaches it (or what the issue's or session's budget has left, if less).
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub per_call_usd: Option<f64> => Option<f64> = Walker::positive,
 }
 }
 

@@ -31,7 +31,7 @@ mod definition;
 mod duplicates;
 mod error;
 mod messages;
-mod pricing;
+pub(crate) mod pricing;
 mod reference;
 mod sandbox;
 mod schema;
@@ -271,6 +271,7 @@ impl Config {
             per_issue_budget_micros: self.budget.per_issue_usd.map(usd_to_micros),
             per_session_budget_micros: self.budget.per_session_usd.map(usd_to_micros),
             per_issue_budget_ms: self.budget.per_issue_minutes.map(minutes_to_ms),
+            per_call_budget_micros: self.budget.per_call_usd.map(usd_to_micros),
             manual_approval: self.approval == Approval::Manual,
             max_network_waits: self.max_network_waits,
             network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,

@@ -425,12 +425,14 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect
                 attempt,
                 repair,
                 commit: _,
+                money_left_micros: _,
             } => Effect::RunStep {
                 step,
                 issue,
                 attempt: attempt.min(cap_attempt),
                 repair,
                 commit: None,
+                money_left_micros: None,
             },
             Effect::LookAtCi { issue, look, .. } => Effect::LookAtCi {
                 issue,

@@ -9,7 +9,6 @@ use crate::agent::classify::{classify_post_check, Classified, Observation};
 use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
 use crate::agent::{sandbox, AgentError, AgentExit, AgentRun};
-use crate::config::AgentKind;
 use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
@@ -126,7 +125,10 @@ impl Driver {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
         let kind = self.cfg.agent(step).kind;
-        let reader = cli::Reader::new(kind, self.cfg.max_turns(step));
+        let mut reader = cli::Reader::new(kind, self.cfg.max_turns(step));
+        if let Some(left) = self.money_left_micros {
+            reader = reader.metered(self.cfg.pricing.clone(), self.cfg.model(step), left);
+        }
         let ran = execute(
             &*self.agent,
             &run,
@@ -267,6 +269,7 @@ impl Driver {
             attempt,
             prompt: &prompt,
             skill: skill_text.as_deref(),
+            money_left_micros: self.money_left_micros,
         };
         let command = &self.cfg.agent(step).command;
         let program = if *command == self.cfg.agent.command {
@@ -586,7 +589,8 @@ fn last_words(summary: &StreamSummary, exit: &AgentExit) -> String {
 
 /// What the attempt spent, as the stream reported it: dollars where the CLI says them, else
 /// its tokens at `agent.pricing` (0 for a model without a price, which `config check`
-/// refuses when budgets are in dollars).
+/// refuses when budgets are in dollars). A run stopped at its money counts at least what the
+/// meter saw.
 fn usage_of(
     summary: &StreamSummary,
     elapsed: std::time::Duration,
@@ -598,16 +602,18 @@ fn usage_of(
         crate::agent::tokens::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step))
             .unwrap_or(0)
     };
+    let metered = summary.money_reached.map_or(0, |m| m.spent_micros);
     Usage {
-        cost_micros: match result.and_then(|r| r.total_cost_usd) {
+        cost_micros: metered.max(match result.and_then(|r| r.total_cost_usd) {
             Some(c) => (c.max(0.0) * 1e6) as u64,
-            None if cfg.agent(step).kind == AgentKind::Claude => 0,
+            // Stopped before its result (the money reached, a timeout): what its messages'
+            // tokens cost, as the meter counted them.
             None => priced(),
-        },
+        }),
         elapsed_ms: elapsed.as_millis() as u64,
         // A CLI stopped before its result still made the tool calls it was counted for.
         turns: result
             .and_then(|r| r.num_turns)
-            .unwrap_or(summary.tool_calls),
+            .unwrap_or(summary.tool_calls.max(summary.turns)),
     }
 }

@@ -72,6 +72,7 @@ impl Driver {
                 attempt: 1,
                 prompt: &prompt,
                 skill: None,
+                money_left_micros: self.core.runner().money_left_micros(),
             };
             let inv = cli::planned_invocation(&self.cfg, &self.program, &info);
             let skill = self

@@ -227,6 +227,8 @@ struct Driver {
     live: crate::live_status::LiveStatus,
     /// What the next `Wait` waits for, from the notice before it in the same batch.
     wait_reason: Option<String>,
+    /// The money the attempt under way may spend (its `RunStep`'s), for the agent it runs.
+    money_left_micros: Option<u64>,
     /// Issues an earlier session of the journal merged: facts the tracker may not show yet
     /// (or ever), for selection and dependencies.
     merged_before: std::collections::BTreeSet<u32>,

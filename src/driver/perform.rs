@@ -44,8 +44,10 @@ impl Driver {
                 attempt,
                 repair,
                 commit,
+                money_left_micros,
             } => {
                 crate::stats::step();
+                self.money_left_micros = money_left_micros;
                 self.live.step_started(issue, step, attempt);
                 let event = self.run_step(step, issue, attempt, repair, commit).await;
                 self.live.step_ended();

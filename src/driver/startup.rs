@@ -302,6 +302,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             claims,
             fleet: None,
             wait_reason: None,
+            money_left_micros: None,
             merged_before,
         };
         for note in notes {

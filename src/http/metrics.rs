@@ -323,6 +323,7 @@ mod tests {
                 attempt: 2,
                 repair: true,
                 commit: None,
+                money_left_micros: None,
             }),
         );
         let usage = Usage {

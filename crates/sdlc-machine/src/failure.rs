@@ -49,6 +49,10 @@ pub enum FailureClass {
     /// The branch does not merge into main (another change to the same lines merged first):
     /// the repair brings the branch up to date and resolves the conflicts.
     MergeConflict,
+    /// The attempt reached the money it was given (what the issue's or the session's budget
+    /// had left, or the per-call cap): stopped by the runner, or by the CLI's own cap. An
+    /// attempt spent; a budget it exhausted escalates the issue or halts the session.
+    Budget,
 }
 
 /// What the classifier said about a failed attempt beyond its class and signature: the
@@ -95,7 +99,7 @@ pub enum Scope {
 
 impl FailureClass {
     /// Every class, in declaration order (`index` is the position here).
-    pub const ALL: [FailureClass; 19] = [
+    pub const ALL: [FailureClass; 20] = [
         FailureClass::TestAssertion,
         FailureClass::Typecheck,
         FailureClass::Lint,
@@ -115,6 +119,7 @@ impl FailureClass {
         FailureClass::Unknown,
         FailureClass::Network,
         FailureClass::MergeConflict,
+        FailureClass::Budget,
     ];
     /// How many classes there are.
     pub const COUNT: usize = Self::ALL.len();
@@ -129,7 +134,7 @@ impl FailureClass {
         use FailureClass::*;
         match self {
             TestAssertion | Typecheck | Lint | BuildCompile | Timeout | MaxTurns
-            | PermissionDenied | Killed | Idle | PostCheck | Unknown | MergeConflict => {
+            | PermissionDenied | Killed | Idle | PostCheck | Unknown | MergeConflict | Budget => {
                 Disposition::Retry
             }
             ContextWindow => Disposition::EscalateNow,
@@ -189,6 +194,7 @@ impl FailureClass {
             Unknown => "UNKNOWN",
             Network => "NETWORK",
             MergeConflict => "MERGE_CONFLICT",
+            Budget => "BUDGET",
         }
     }
 }

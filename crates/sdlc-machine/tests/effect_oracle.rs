@@ -52,8 +52,9 @@ impl Tape {
     }
 }
 
-const CLASSES: [FailureClass; 11] = [
+const CLASSES: [FailureClass; 12] = [
     FailureClass::TestAssertion,
+    FailureClass::Budget,
     FailureClass::Lint,
     FailureClass::BuildCompile,
     FailureClass::Timeout,
@@ -450,6 +451,7 @@ fn limits() -> impl Strategy<Value = Limits> {
             budget(vec![1, 3_000_000, 9_000_000]),
             budget(vec![2_000_000, 10_000_000, 30_000_000]),
             budget(vec![1, 2_000_000, 6_000_000]),
+            budget(vec![500_000, 2_000_000]),
         ),
         (
             // 100 is the backoff ceiling, the wait when a quota failure gives no hint.
@@ -476,7 +478,7 @@ fn limits() -> impl Strategy<Value = Limits> {
             |(
                 (r, b, e, s),
                 (w, repairs, simplify, manual),
-                (pi, ps, pt),
+                (pi, ps, pt, pc),
                 (
                     quota,
                     phases,
@@ -503,6 +505,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                     per_issue_budget_micros: pi,
                     per_session_budget_micros: ps,
                     per_issue_budget_ms: pt,
+                    per_call_budget_micros: pc,
                     manual_approval: manual,
                     max_network_waits: net,
                     network_backoff_initial_secs: 2,

@@ -261,6 +261,19 @@ pub(super) fn agent_reported(
         verdict.headline = one_line(&message);
         return Some(verdict);
     }
+    if result.subtype == "error_max_budget_usd" || reason == "budget_exhausted" {
+        let spent = result
+            .total_cost_usd
+            .map(|c| format!(" (${c:.2} spent)"))
+            .unwrap_or_default();
+        let mut verdict = Verdict::new(
+            FailureClass::Budget,
+            "error_max_budget_usd",
+            result.result_text.clone().unwrap_or_default(),
+        );
+        verdict.headline = format!("hit --max-budget-usd{spent}");
+        return Some(verdict);
+    }
     if result.subtype == "error_max_turns" || reason == "max_turns" {
         let turns = result
             .num_turns

@@ -29,6 +29,8 @@ pub struct AttemptInfo<'a> {
     pub prompt: &'a str,
     /// Contents of the step's skill file, when it names one.
     pub skill: Option<&'a str>,
+    /// The most the attempt may spend, in micro-dollars (`None`: no dollar budget).
+    pub money_left_micros: Option<u64>,
 }
 
 /// The Claude Code argument vector and environment that run attempt `a` with its step's
@@ -52,6 +54,12 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
         args.push("--append-system-prompt".to_string());
         args.push(skill.to_string());
     }
+    if let Some(left) = a.money_left_micros {
+        // The CLI's own cap too: it stops between two model requests, the runner's meter
+        // within one message of the money, whichever comes first.
+        args.push("--max-budget-usd".to_string());
+        args.push(usd_arg(left));
+    }
     let mut env: Vec<(String, String)> = agent
         .env
         .iter()
@@ -71,6 +79,12 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
     Invocation { program, args, env }
 }
 
+/// Micro-dollars as the CLI's `--max-budget-usd` takes them: dollars, at most six decimals.
+fn usd_arg(micros: u64) -> String {
+    let text = format!("{}.{:06}", micros / 1_000_000, micros % 1_000_000);
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,6 +100,7 @@ mod tests {
             attempt: 2,
             prompt: "P",
             skill: Some("SKILL"),
+            money_left_micros: None,
         };
         let inv = invocation(&c, "claude".into(), &a);
         assert_eq!(inv.args[0], "wrap");
@@ -114,9 +129,25 @@ mod tests {
             attempt: 1,
             prompt: "P",
             skill: None,
+            money_left_micros: Some(2_500_000),
         };
         let inv = invocation(&c, "claude".into(), &a);
         assert!(inv.env.iter().all(|(k, _)| k != "CLAUDE_CODE_EFFORT_LEVEL"));
         assert!(!inv.args.contains(&"--append-system-prompt".to_string()));
+        assert!(
+            inv.args
+                .windows(2)
+                .any(|w| w == ["--max-budget-usd", "2.5"]),
+            "{:?}",
+            inv.args
+        );
+    }
+
+    #[test]
+    fn the_money_left_is_passed_in_dollars() {
+        assert_eq!(usd_arg(3_000_000), "3");
+        assert_eq!(usd_arg(800_720), "0.80072");
+        assert_eq!(usd_arg(1), "0.000001");
+        assert_eq!(usd_arg(0), "0");
     }
 }

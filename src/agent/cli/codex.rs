@@ -139,6 +139,7 @@ impl Events for Codex {
                         input: n("input_tokens"),
                         cached_input: n("cached_input_tokens"),
                         output: n("output_tokens"),
+                        cache_write: 0,
                     });
                 }
                 p.summary.result = Some(Codex::result(p, false, self.last_message.clone()));

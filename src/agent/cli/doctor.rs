@@ -1,6 +1,8 @@
 //! What `doctor` and `init` check of each Codex or Gemini CLI a config uses: the binary and
 //! its version, whether it is logged in, and settings that would make it wait for a person or
-//! spend minutes retrying on its own. (Claude's binary is checked by `doctor` itself.)
+//! spend minutes retrying on its own, and, under a dollar budget, that a CLI which reports its
+//! tokens only at the end is capped per call by the step's limits, not by its money. (Claude's
+//! binary is checked by `doctor` itself.)
 
 use crate::config::AgentKind;
 use crate::config::{AgentConfig, Config};
@@ -62,7 +64,7 @@ fn agents_in_use(cfg: &Config) -> Vec<&AgentConfig> {
 
 /// Findings for every Codex or Gemini agent the config uses.
 pub fn checks(cfg: &Config) -> Vec<Check> {
-    let mut out = Vec::new();
+    let mut out: Vec<Check> = unpriced_claude(cfg).into_iter().collect();
     for agent in agents_in_use(cfg) {
         let Ok(program) = which::which(&agent.command) else {
             out.push(check(
@@ -84,8 +86,72 @@ pub fn checks(cfg: &Config) -> Vec<Check> {
             AgentKind::Gemini => out.extend(gemini_settings(agent)),
             AgentKind::Claude => {}
         }
+        out.extend(unmetered(cfg, agent.kind));
     }
     out
+}
+
+/// A dollar budget over Claude steps whose model has no price: the CLI's own
+/// `--max-budget-usd` stops them, but the runner's meter cannot.
+fn unpriced_claude(cfg: &Config) -> Option<Check> {
+    let b = &cfg.budget;
+    let dollars =
+        b.per_issue_usd.is_some() || b.per_session_usd.is_some() || b.per_call_usd.is_some();
+    if !dollars {
+        return None;
+    }
+    let mut models: Vec<String> = Step::ALL
+        .into_iter()
+        .filter(|s| cfg.enabled(*s) && !cfg.builtin(*s) && cfg.agent(*s).kind == AgentKind::Claude)
+        .map(|s| cfg.model(s).to_string())
+        .filter(|m| !cfg.pricing.contains_key(m))
+        .collect();
+    models.dedup();
+    if models.is_empty() {
+        return None;
+    }
+    Some(check(
+        Level::Warn,
+        format!(
+            "claude model {} has no price: the runner cannot keep a call's running cost, so only \
+             the CLI's own --max-budget-usd stops a call at the money left",
+            models.join(", ")
+        ),
+        Some("add the model to agent.pricing (US dollars per million tokens)"),
+    ))
+}
+
+/// A dollar budget on a CLI that reports its tokens only when it ends: the runner cannot stop
+/// one of its calls at the money left, so the step's turn limit and timeout cap a call.
+fn unmetered(cfg: &Config, kind: AgentKind) -> Option<Check> {
+    let b = &cfg.budget;
+    let dollars =
+        b.per_issue_usd.is_some() || b.per_session_usd.is_some() || b.per_call_usd.is_some();
+    if !dollars || kind.streams_usage() {
+        return None;
+    }
+    let steps: Vec<String> = Step::ALL
+        .into_iter()
+        .filter(|s| cfg.enabled(*s) && !cfg.builtin(*s) && cfg.agent(*s).kind == kind)
+        .map(|s| {
+            format!(
+                "{} maxTurns {}, timeout {} min",
+                s.key(),
+                cfg.max_turns(s),
+                cfg.timeout(s).as_secs() / 60
+            )
+        })
+        .collect();
+    Some(check(
+        Level::Warn,
+        format!(
+            "{kind} reports its tokens only when a call ends: the runner cannot stop a call at the \
+             money left, so each call is capped by its step's maxTurns and timeout ({}); the \
+             budgets hold between calls",
+            steps.join("; ")
+        ),
+        Some("set maxTurns and timeoutMin of these steps to what one call may spend"),
+    ))
 }
 
 fn probe(agent: &AgentConfig, program: &PathBuf, args: &[&str]) -> Option<(bool, String)> {

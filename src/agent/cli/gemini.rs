@@ -79,6 +79,7 @@ impl Gemini {
                     input: n("input_tokens"),
                     cached_input: n("cached"),
                     output: n("output_tokens"),
+                    cache_write: 0,
                 });
             }
         }

@@ -13,9 +13,9 @@ mod lines;
 pub use doctor::{checks as doctor_checks, Check as AgentCheck, Level as CheckLevel};
 
 use crate::agent::classify::{decided, Classified, Observation};
-use crate::agent::stream::{StreamReader, StreamSummary};
+use crate::agent::stream::{MoneyReached, StreamReader, StreamSummary};
 use crate::config::AgentKind;
-use crate::config::{AgentConfig, Config};
+use crate::config::{AgentConfig, Config, Pricing};
 use crate::failure::FailureClass;
 use chrono::TimeZone;
 pub use claude::{AttemptInfo, Invocation};
@@ -52,9 +52,17 @@ pub fn planned_invocation(cfg: &Config, program: &Path, a: &AttemptInfo) -> Invo
     invocation(cfg, program, a)
 }
 
-/// The stream reader of one attempt.
+/// The stream reader of one attempt, and the meter that stops an agent at the money it
+/// was given.
 #[derive(Debug)]
-pub enum Reader {
+pub struct Reader {
+    kind: KindReader,
+    meter: Option<Meter>,
+}
+
+/// The reader of one CLI's stream.
+#[derive(Debug)]
+enum KindReader {
     /// Claude Code's stream-json.
     Claude(StreamReader),
     /// Codex's `exec --json` events.
@@ -63,43 +71,96 @@ pub enum Reader {
     Gemini(gemini::Reader),
 }
 
+/// The running cost of an attempt against the money it may spend.
+#[derive(Debug)]
+struct Meter {
+    pricing: Pricing,
+    /// The step's model, for tokens whose model the CLI does not name.
+    model: String,
+    limit_micros: u64,
+    /// The money was reached: what the tokens so far cost.
+    reached: Option<u64>,
+}
+
 impl Reader {
     /// `max_turns` bounds the tool calls of CLIs without a turn limit of their own.
     pub fn new(kind: AgentKind, max_turns: u32) -> Reader {
-        match kind {
-            AgentKind::Claude => Reader::Claude(StreamReader::new()),
-            AgentKind::Codex => Reader::Codex(codex::Reader::new(max_turns)),
-            AgentKind::Gemini => Reader::Gemini(gemini::Reader::new(max_turns)),
-        }
+        let kind = match kind {
+            AgentKind::Claude => KindReader::Claude(StreamReader::new()),
+            AgentKind::Codex => KindReader::Codex(codex::Reader::new(max_turns)),
+            AgentKind::Gemini => KindReader::Gemini(gemini::Reader::new(max_turns)),
+        };
+        Reader { kind, meter: None }
+    }
+
+    /// Stops the agent the moment the tokens it streamed cost `limit_micros` at `pricing`
+    /// (`model` prices tokens the CLI names no model for). A model without a price is not
+    /// metered: the CLI's own cap, `maxTurns` and the timeout bound it.
+    pub fn metered(mut self, pricing: Pricing, model: &str, limit_micros: u64) -> Reader {
+        self.meter = Some(Meter {
+            pricing,
+            model: model.to_string(),
+            limit_micros,
+            reached: None,
+        });
+        self
     }
 
     /// Feeds a chunk of stdout; `false` once the agent should be stopped.
     pub fn feed(&mut self, bytes: &[u8]) -> bool {
-        match self {
-            Reader::Claude(r) => {
+        let keep_going = match &mut self.kind {
+            KindReader::Claude(r) => {
                 r.feed(bytes);
                 true
             }
-            Reader::Codex(r) => r.feed(bytes),
-            Reader::Gemini(r) => r.feed(bytes),
+            KindReader::Codex(r) => r.feed(bytes),
+            KindReader::Gemini(r) => r.feed(bytes),
+        };
+        let summary = self.kind.summary();
+        if let Some(meter) = &mut self.meter {
+            if meter.reached.is_some() {
+                return false;
+            }
+            let cost =
+                crate::agent::tokens::cost_micros(&meter.pricing, &summary.tokens, &meter.model);
+            if let Some(cost) = cost.filter(|c| *c >= meter.limit_micros) {
+                meter.reached = Some(cost);
+                return false;
+            }
         }
+        keep_going
     }
 
     /// What the output said so far.
     pub fn summary(&self) -> &StreamSummary {
-        match self {
-            Reader::Claude(r) => r.summary(),
-            Reader::Codex(r) => r.summary(),
-            Reader::Gemini(r) => r.summary(),
-        }
+        self.kind.summary()
     }
 
     /// Reads a last line without a newline and returns what the whole output said.
     pub fn finish(self) -> StreamSummary {
+        let mut summary = match self.kind {
+            KindReader::Claude(r) => r.finish(),
+            KindReader::Codex(r) => r.finish(),
+            KindReader::Gemini(r) => r.finish(),
+        };
+        if let Some(meter) = self.meter {
+            if let Some(spent) = meter.reached {
+                summary.money_reached = Some(MoneyReached {
+                    spent_micros: spent,
+                    limit_micros: meter.limit_micros,
+                });
+            }
+        }
+        summary
+    }
+}
+
+impl KindReader {
+    fn summary(&self) -> &StreamSummary {
         match self {
-            Reader::Claude(r) => r.finish(),
-            Reader::Codex(r) => r.finish(),
-            Reader::Gemini(r) => r.finish(),
+            KindReader::Claude(r) => r.summary(),
+            KindReader::Codex(r) => r.summary(),
+            KindReader::Gemini(r) => r.summary(),
         }
     }
 }
@@ -109,6 +170,21 @@ impl Reader {
 /// reconnecting), then their own reading of the CLI's fields, then the common rules over the
 /// output of their failed tool calls.
 pub fn classify(kind: AgentKind, obs: &Observation) -> Option<Classified> {
+    if let Some(money) = &obs.summary.money_reached {
+        let what = format!(
+            "stopped by the runner at ${:.2} spent of the ${:.2} the attempt was given",
+            money.spent_micros as f64 / 1e6,
+            money.limit_micros as f64 / 1e6
+        );
+        let tool = obs.summary.last_tool.clone().unwrap_or_default();
+        return Some(decided(
+            FailureClass::Budget,
+            "money reached",
+            &what,
+            &tool,
+            None,
+        ));
+    }
     if kind == AgentKind::Claude {
         return crate::agent::classify::classify(obs);
     }
@@ -228,6 +304,7 @@ mod tests {
             attempt: 2,
             prompt: "P",
             skill,
+            money_left_micros: None,
         }
     }
 

@@ -20,6 +20,10 @@ pub struct Emitter {
     started: Instant,
     denials: Vec<Value>,
     ids: IdSource,
+    /// Input tokens each Claude assistant message reports using.
+    input_tokens: u64,
+    /// The `--max-budget-usd` the runner passed, if any.
+    max_budget_usd: Option<String>,
 }
 
 impl Emitter {
@@ -42,7 +46,25 @@ impl Emitter {
             started: Instant::now(),
             denials: Vec::new(),
             ids,
+            input_tokens: 100,
+            max_budget_usd: None,
         }
+    }
+
+    /// Remembers the runner's `--max-budget-usd`.
+    pub fn set_max_budget_usd(&mut self, cap: Option<String>) {
+        self.max_budget_usd = cap;
+    }
+
+    /// The runner's `--max-budget-usd`, if it passed one.
+    pub fn max_budget_usd(&self) -> Option<&str> {
+        self.max_budget_usd.as_deref()
+    }
+
+    /// Every Claude assistant message from now on reports `n` input tokens: an expensive
+    /// model request.
+    pub fn set_input_tokens(&mut self, n: u64) {
+        self.input_tokens = n;
     }
 
     fn line(&mut self, event: &Value) -> io::Result<()> {
@@ -108,7 +130,7 @@ impl Emitter {
                 "content": content,
                 "stop_reason": null,
                 "stop_sequence": null,
-                "usage": {"input_tokens": 100, "output_tokens": 1,
+                "usage": {"input_tokens": self.input_tokens, "output_tokens": 1,
                           "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0},
             },
             "parent_tool_use_id": null,

@@ -47,7 +47,7 @@ pub enum FakeAgentError {
         key: String,
         why: String,
     },
-    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, checkout-main-once, git-clean, daemon, daemon:<ms>, slow:<ms>, tool-loop, rate-limit-once, write-shared-raced, leave-conflict, tool or connect:<port>")]
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, checkout-main-once, git-clean, daemon, daemon:<ms>, slow:<ms>, tool-loop, rate-limit-once, write-shared-raced, leave-conflict, tool, connect:<port>, spend:<ms> or max-budget")]
     UnknownOutcome {
         path: PathBuf,
         key: String,
@@ -142,6 +142,7 @@ pub fn run(args: &Request) -> i32 {
             let cwd = ctx.cwd.display().to_string();
             let stdout: Box<dyn Write> = Box::new(std::io::BufWriter::new(std::io::stdout()));
             let mut out = Emitter::new(args.kind, stdout, model, &cwd, script.cost_usd);
+            out.set_max_budget_usd(flag_arg(args.rest, "--max-budget-usd").map(str::to_string));
             match outcome.perform(&ctx, &mut out) {
                 Ok(code) => code,
                 Err(e) => {
@@ -254,8 +255,13 @@ pub fn log_child(pid: u32) {
 
 /// The value after `--model` among the runner's arguments, echoed in the events.
 fn model_arg(rest: &[String]) -> Option<&str> {
+    flag_arg(rest, "--model")
+}
+
+/// The value after `flag` among the runner's arguments.
+fn flag_arg<'a>(rest: &'a [String], flag: &str) -> Option<&'a str> {
     rest.iter()
-        .position(|a| a == "--model")
+        .position(|a| a == flag)
         .and_then(|i| rest.get(i + 1))
         .map(String::as_str)
 }

@@ -90,6 +90,13 @@ pub enum Outcome {
     /// Tries a TCP connection to this port on the loopback address, says whether it got one,
     /// then does the ok work: an agent reaching the network.
     Connect(u16),
+    /// Claude tool calls for ever, one every this many milliseconds, each model request
+    /// reporting 200 000 input tokens: a tool loop spending money fast, whose CLI's own cap
+    /// does not fire (a proxied model). Only the runner's meter stops it.
+    Spend(u64),
+    /// The real CLI's `--max-budget-usd` stop (`error_max_budget_usd`, exit 1), replayed;
+    /// refused (exit 3) when the runner did not pass `--max-budget-usd`.
+    MaxBudget,
 }
 
 /// The program the `tool` outcome runs.
@@ -178,6 +185,7 @@ impl Outcome {
             "tool-loop" => Outcome::ToolLoop,
             "rate-limit-once" => Outcome::RateLimitOnce,
             "tool" => Outcome::Tool,
+            "max-budget" => Outcome::MaxBudget,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -189,6 +197,8 @@ impl Outcome {
                     Outcome::Daemon(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("slow:") {
                     Outcome::Slow(ms.parse().ok()?)
+                } else if let Some(ms) = name.strip_prefix("spend:") {
+                    Outcome::Spend(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("busy:") {
                     Outcome::Busy(ms.parse().ok()?)
                 } else if let Some(port) = name.strip_prefix("connect:") {
@@ -268,6 +278,30 @@ impl Outcome {
                     };
                 out.assistant_text(&said)?;
                 ok_work_and_result(ctx, out)
+            }
+            Outcome::Spend(ms) => {
+                if let Some(cap) = out.max_budget_usd() {
+                    say_cap(cap);
+                }
+                out.set_input_tokens(200_000);
+                out.init()?;
+                let mut n: u64 = 0;
+                loop {
+                    out.tool_call("Bash", json!({"command": format!("true # {n}")}))?;
+                    n += 1;
+                    std::thread::sleep(Duration::from_millis(ms));
+                }
+            }
+            Outcome::MaxBudget => {
+                let Some(cap) = out.max_budget_usd() else {
+                    eprintln!(
+                        "fake-agent: max-budget needs --max-budget-usd, and the runner passed none"
+                    );
+                    return Ok(super::SCRIPT_ERROR_EXIT);
+                };
+                say_cap(cap);
+                out.raw(include_str!("max-budget.jsonl"))?;
+                Ok(1)
             }
             Outcome::Quota(secs) => {
                 out.init()?;
@@ -513,6 +547,14 @@ fn once_then_ok(ctx: &Context, out: &mut Emitter, recording: Recording) -> io::R
         std::fs::write(m, b"done\n")?;
     }
     Outcome::Recorded(recording).perform(ctx, out)
+}
+
+/// Tells stderr the cap the runner passed, in one write: the runner's live log interleaves
+/// stdout and stderr, and a test reads the line whole.
+fn say_cap(cap: &str) {
+    use std::io::Write;
+    let line = format!("fake-agent: --max-budget-usd {cap}\n");
+    let _ = std::io::stderr().write_all(line.as_bytes());
 }
 
 fn ok_work_and_result(ctx: &Context, out: &mut Emitter) -> io::Result<i32> {

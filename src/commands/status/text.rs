@@ -170,6 +170,13 @@ impl Status {
                 ),
                 of(format!("{:.2}", b.session_usd), b.per_session_usd, ""),
             ));
+            if let Some(left) = b.call_left_usd {
+                let cap = b
+                    .per_call_usd
+                    .map(|c| format!(" (perCallUsd {c:.2})"))
+                    .unwrap_or_default();
+                line(format!("money per call: ${left:.2}{cap}"));
+            }
         }
         if let Some(f) = &self.last_failure {
             line(format!(

@@ -126,6 +126,11 @@ pub struct Budgets {
     pub per_issue_minutes: Option<f64>,
     pub session_usd: f64,
     pub per_session_usd: Option<f64>,
+    /// `budget.perCallUsd`.
+    pub per_call_usd: Option<f64>,
+    /// What the next agent call may spend (the one under way was handed as much): the least
+    /// of the issue's and the session's remainders and the per-call cap.
+    pub call_left_usd: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

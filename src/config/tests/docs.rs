@@ -106,7 +106,10 @@ fn the_validator_reads_keys_and_ranges_from_the_definitions() {
     assert_eq!(backoff.range("maxSeconds"), (Some(1.0), Some(604_800.0)));
     assert_eq!(Shape::top().child("steps").keys(), step_keys());
     let prices = Shape::top().child("agent").child("pricing").entries();
-    assert_eq!(prices.keys(), ["input", "cachedInput", "output"]);
+    assert_eq!(
+        prices.keys(),
+        ["input", "cachedInput", "output", "cacheWrite"]
+    );
     assert_eq!(Shape::top().choices("approval"), ["auto", "manual"]);
     assert_eq!(Shape::top().default::<u32>("workers"), Some(1));
     assert_eq!(Shape::top().child("nothing").keys(), Vec::<&str>::new());

@@ -96,6 +96,7 @@ impl Walker {
                 continue;
             }
             let o = self.object(join(&path, model), Some(entry), prices);
+            let has_cache_write = o.get("cacheWrite").is_some();
             let mut usd = |key: &str| match o.get(key) {
                 None => {
                     self.err(
@@ -121,13 +122,21 @@ impl Walker {
                 },
             };
             let (input, cached_input, output) = (usd("input"), usd("cachedInput"), usd("output"));
-            if let (Some(input), Some(cached_input), Some(output)) = (input, cached_input, output) {
+            let cache_write = if has_cache_write {
+                usd("cacheWrite")
+            } else {
+                input.map(|i| i * crate::config::pricing::CACHE_WRITE_FACTOR)
+            };
+            if let (Some(input), Some(cached_input), Some(output), Some(cache_write)) =
+                (input, cached_input, output, cache_write)
+            {
                 pricing.insert(
                     model.clone(),
                     Price {
                         input,
                         cached_input,
                         output,
+                        cache_write,
                     },
                 );
             }

@@ -222,6 +222,48 @@ pub fn merges(limits: &Limits, builtin: &[bool; Step::COUNT]) -> MergeBounds {
     }
 }
 
+/// The most money a run can spend, in micro-dollars (docs/counters-and-bounds.md, "The
+/// bound in dollars"), each figure the least of what applies; `None` when no dollar budget
+/// bounds it. Every agent call is handed at most the per-call cap and stopped once its running
+/// cost reaches what it was handed, so each call may pass it by one stream event's cost (the
+/// event that reached it): the figures hold up to that much per call, and to one event over
+/// the session budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MoneyBounds {
+    /// Between two successful merges: the agent invocations (every lost race merged again)
+    /// times `budget.perCallUsd`, `E` cycles times `budget.perIssueUsd`, `perSessionUsd`.
+    pub between_merges: Option<u64>,
+    /// Before a halt when nothing succeeds, likewise.
+    pub nothing_succeeds: Option<u64>,
+    /// One issue's cycle: its agent invocations times the per-call cap, or the issue budget.
+    pub per_cycle: Option<u64>,
+}
+
+/// The figures of [`MoneyBounds`] for `limits` and the config's builtin steps.
+pub fn money(limits: &Limits, builtin: &[bool; Step::COUNT]) -> MoneyBounds {
+    let calls = merges(limits, builtin).agent_invocations;
+    let e = u128::from(limits.max_consecutive_escalations.max(1));
+    let call = limits.per_call_budget_micros.map(u128::from);
+    let issue = limits.per_issue_budget_micros.map(u128::from);
+    let session = limits.per_session_budget_micros.map(u128::from);
+    let least = |invocations: u64, cycles: u128| {
+        [
+            call.map(|c| c * u128::from(invocations)),
+            issue.map(|i| i * cycles),
+            session,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .map(saturate)
+    };
+    MoneyBounds {
+        between_merges: least(calls.between_merges, e),
+        nothing_succeeds: least(calls.nothing_succeeds, e),
+        per_cycle: least(calls.per_cycle, 1),
+    }
+}
+
 fn saturate(n: u128) -> u64 {
     u64::try_from(n).unwrap_or(u64::MAX)
 }

@@ -397,6 +397,7 @@ mod restart_tests {
             attempt: 1,
             repair: false,
             commit: None,
+            money_left_micros: None,
         };
         let renewal = Effect::RenewClaim { issue: 1, secs: 0 };
         // A restart that goes on with the issue and the step: the same renewal, then the run.

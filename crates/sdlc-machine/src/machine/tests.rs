@@ -203,6 +203,7 @@ fn machine_labels_of_events_and_effects() {
                 attempt: 1,
                 repair: false,
                 commit: None,
+                money_left_micros: None,
             },
             "RunStep",
             true,

@@ -194,12 +194,14 @@ fn anonymous(e: Effect, repaired: [bool; Step::COUNT]) -> Effect {
             attempt,
             repair,
             commit,
+            money_left_micros,
         } => Effect::RunStep {
             step,
             issue,
             attempt,
             repair: repair && repaired[step.index()],
             commit,
+            money_left_micros,
         },
         other => other,
     }

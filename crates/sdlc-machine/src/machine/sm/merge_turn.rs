@@ -52,6 +52,7 @@ impl Runner {
             // The last failure was the race, not the branch's: nothing to repair.
             repair: false,
             commit: self.merge_commit(Step::Merge),
+            money_left_micros: self.money_left_micros(),
         };
         self.request(State::merge(), run, fx);
         Transition(State::merge())

@@ -309,6 +309,27 @@ impl Runner {
         matches!(self.mode, Mode::SingleStep(_))
     }
 
+    /// What the next agent call may spend: the least of what the issue's and the session's
+    /// budgets have left (the attempt's earlier runs, a merge's lost races, counted) and the
+    /// per-call cap; `None` when no dollar budget is set.
+    pub fn money_left_micros(&self) -> Option<u64> {
+        let pending = self.pending_usage.cost_micros;
+        let left = |budget: Option<u64>, spent: u64| {
+            budget.map(|b: u64| b.saturating_sub(spent.saturating_add(pending)))
+        };
+        [
+            left(self.limits.per_issue_budget_micros, self.issue_cost_micros),
+            left(
+                self.limits.per_session_budget_micros,
+                self.session_cost_micros,
+            ),
+            self.limits.per_call_budget_micros,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+
     pub(super) fn record_usage(&mut self, usage: &Usage) {
         self.issue_cost_micros += usage.cost_micros;
         self.issue_elapsed_ms += usage.elapsed_ms;

@@ -39,6 +39,7 @@ impl Runner {
             attempt: self.attempts[i] + 1,
             repair,
             commit: self.merge_commit(step),
+            money_left_micros: self.money_left_micros(),
         };
         self.request(state_of(step), run, fx);
         Handled
@@ -127,6 +128,13 @@ impl Runner {
             class,
             signature,
         });
+        if class == FailureClass::Budget {
+            // The call was stopped at the money it was given: when that was a budget's last
+            // dollar, the budget decides now (escalate, halt), not a retry it cannot pay for.
+            if let Some(outcome) = self.over_budget(step, fx) {
+                return outcome;
+            }
+        }
         match class.disposition() {
             Disposition::HaltEnvironment => {
                 return self.halt(HaltReason::Environment { class, step }, fx);

@@ -200,6 +200,12 @@ pub enum Effect {
         /// (the merge then asks CI about origin's head itself). Absent in older journals.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commit: Option<Commit>,
+        /// The most this attempt may spend, in micro-dollars: the least of what the issue's
+        /// and the session's budgets have left and the per-call cap. The shell stops the agent
+        /// when its running cost reaches it. `None` when no dollar budget is set (and in older
+        /// journals).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        money_left_micros: Option<u64>,
     },
     /// Look at the issue's CI once more within the monitorCI attempt under way (answered by
     /// `CiPending`, `StepSucceeded`, `StepFailed` or `NetworkFailed`, as `RunStep`). No agent
@@ -357,6 +363,7 @@ impl Effect {
                 attempt,
                 repair,
                 commit,
+                money_left_micros,
                 ..
             } => Effect::RunStep {
                 step,
@@ -364,6 +371,7 @@ impl Effect {
                 attempt,
                 repair,
                 commit,
+                money_left_micros,
             },
             Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
             Effect::LookAtCi { look, commit, .. } => Effect::LookAtCi {

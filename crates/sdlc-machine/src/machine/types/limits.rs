@@ -35,6 +35,9 @@ pub struct Limits {
     pub per_session_budget_micros: Option<u64>,
     /// Time budget per issue in milliseconds (attempts and CI waits).
     pub per_issue_budget_ms: Option<u64>,
+    /// The most one agent call may spend, in micro-dollars (absent in older journals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_call_budget_micros: Option<u64>,
     /// Manual approval: retries-exhausted asks a person instead of escalating.
     pub manual_approval: bool,
     /// Network waits in a row for one runner action (a git, gh or tracker call) before the
@@ -114,6 +117,7 @@ impl Default for Limits {
             per_issue_budget_micros: None,
             per_session_budget_micros: None,
             per_issue_budget_ms: None,
+            per_call_budget_micros: None,
             manual_approval: false,
             max_network_waits: 10,
             network_backoff_initial_secs: 2,

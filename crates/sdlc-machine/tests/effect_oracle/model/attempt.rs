@@ -49,6 +49,23 @@ impl Model {
         false
     }
 
+    /// The issue's and the session's budgets' remainders and the per-call cap, the least.
+    pub(super) fn money_left_micros(&self) -> Option<u64> {
+        let mut left: Option<u64> = None;
+        let mut take = |v: u64| left = Some(left.map_or(v, |l| l.min(v)));
+        let pending = self.pending.cost_micros;
+        if let Some(b) = self.l.per_issue_budget_micros {
+            take(b.saturating_sub(self.issue_cost + pending));
+        }
+        if let Some(b) = self.l.per_session_budget_micros {
+            take(b.saturating_sub(self.session_cost + pending));
+        }
+        if let Some(c) = self.l.per_call_budget_micros {
+            take(c);
+        }
+        left
+    }
+
     pub(super) fn dispatch(&mut self, step: Step) {
         if self.budget_spent(step) {
             return;
@@ -74,6 +91,7 @@ impl Model {
             attempt: self.attempts[i] + 1,
             repair,
             commit: None,
+            money_left_micros: self.money_left_micros(),
         };
         self.ask(At::Step(step), run);
     }
@@ -134,6 +152,9 @@ impl Model {
         self.record(u);
         add(&mut self.failed_by_class[class.index()], u);
         self.last_failure = Some((step, class, sig));
+        if class == FailureClass::Budget && self.budget_spent(step) {
+            return;
+        }
         match class.disposition() {
             Disposition::HaltEnvironment => {
                 return self.halt(HaltReason::Environment { class, step });

@@ -43,6 +43,7 @@ impl Model {
             attempt: self.attempts[Step::Merge.index()] + 1,
             repair: false,
             commit: None,
+            money_left_micros: self.money_left_micros(),
         };
         self.ask(At::Step(Step::Merge), run);
     }

@@ -1,0 +1,257 @@
+//! Money bounded like attempts, with the real binary, real git and the scripted fake agent:
+//! an agent in an expensive tool loop is stopped within one message of the money its attempt
+//! was given (`BUDGET`), Claude is handed `--max-budget-usd` with what is left, and the
+//! CLI's own budget stop is `BUDGET` too.
+
+mod e2e;
+
+use e2e::{code, text, Project};
+use serde_json::{json, Value};
+use std::path::Path;
+
+/// $4 per million input tokens: each of the fake's expensive messages (200 000 input tokens,
+/// one output token at $20 per million) costs $0.80002.
+const MESSAGE_USD: f64 = 0.80002;
+
+fn spending(script: Value, budget: Value) -> Project {
+    let p = Project::new(&[(1, "Add a greeting", "Say hello.")], script, json!({}));
+    let agent = json!({
+        "command": e2e::BIN,
+        "args": ["fake-agent", "--script", p.script.to_str().unwrap()],
+        "pricing": {"claude-fake": {"input": 4, "cachedInput": 0.4, "output": 20}},
+    });
+    p.set_config(json!({"model": "claude-fake", "agent": agent, "budget": budget}));
+    p
+}
+
+/// The implement attempts' failures the journal recorded: (class, cost in dollars).
+fn implement_failures(p: &Project) -> Vec<(String, f64)> {
+    p.journal()
+        .iter()
+        .filter_map(|r| {
+            let f = r.get("event")?;
+            (f["event"] == "stepFailed" && f["step"] == "implement").then(|| {
+                (
+                    f["class"].as_str().unwrap_or("").to_string(),
+                    f["usage"]["cost_micros"].as_u64().unwrap_or(0) as f64 / 1e6,
+                )
+            })
+        })
+        .collect()
+}
+
+/// Every file under `dir`, read as text, concatenated: the attempts' logs.
+fn logs(dir: &Path) -> String {
+    let mut all = String::new();
+    for entry in walk(dir) {
+        all.push_str(&String::from_utf8_lossy(
+            &std::fs::read(entry).unwrap_or_default(),
+        ));
+    }
+    all
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                out.extend(walk(&path));
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_tool_loop_is_stopped_within_one_message_of_the_issue_budget_and_escalates() {
+    // Every other step costs nothing; implement loops, one $0.80 request every 0.4 s.
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:400"]}}),
+        json!({"perIssueUsd": 3}),
+    );
+    let out = p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("issue budget"), "{all}");
+    let failures = implement_failures(&p);
+    assert_eq!(
+        failures.len(),
+        1,
+        "one attempt, then the budget: {failures:?}\n{all}"
+    );
+    let (class, cost) = &failures[0];
+    assert_eq!(class, "BUDGET", "{all}");
+    assert!(
+        *cost >= 3.0 && *cost < 3.0 + MESSAGE_USD,
+        "stopped within one message of $3: ${cost}\n{all}"
+    );
+    assert_eq!(p.issue(1)["escalated"], true);
+    // Claude's own cap was passed too, with the whole issue budget left.
+    let logs = logs(&p.root.join("logs"));
+    assert!(
+        logs.contains("--max-budget-usd 3\n"),
+        "{:?}\n{logs}",
+        walk(&p.root.join("logs"))
+    );
+}
+
+#[test]
+fn a_tool_loop_past_the_session_budget_halts_nobody_blamed() {
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:200"]}}),
+        json!({"perSessionUsd": 2, "perIssueUsd": 10}),
+    );
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("BUDGET EXHAUSTED: session budget"), "{all}");
+    let failures = implement_failures(&p);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].1 < 2.0 + MESSAGE_USD, "{failures:?}");
+    assert_eq!(p.issue(1)["escalated"], false);
+}
+
+#[test]
+fn the_per_call_cap_stops_each_call_and_the_attempts_stay_bounded() {
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:100"]}}),
+        json!({"perCallUsd": 1, "perIssueUsd": 100}),
+    );
+    let out = p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    let failures = implement_failures(&p);
+    // Each attempt stopped at its $1 (2 messages of $0.80); the same stop twice in a row is
+    // the same failure repeated (maxConsecutiveSameFailure, 2): the issue escalates.
+    assert_eq!(failures.len(), 2, "{failures:?}\n{all}");
+    assert!(all.contains("same failure repeated"), "{all}");
+    for (class, cost) in &failures {
+        assert_eq!(class, "BUDGET");
+        assert!(*cost >= 1.0 && *cost < 1.0 + MESSAGE_USD, "{failures:?}");
+    }
+    assert!(logs(&p.root.join("logs")).contains("--max-budget-usd 1\n"));
+    let status = p
+        .command(&["status", "--json", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("status");
+    let doc: Value =
+        serde_json::from_slice(&status.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&status)));
+    let budgets = &doc["budgets"];
+    assert_eq!(budgets["perCallUsd"], 1.0, "{doc}");
+    assert_eq!(budgets["callLeftUsd"], 1.0, "{doc}");
+    let spent = budgets["sessionUsd"].as_f64().unwrap_or(0.0);
+    assert!((spent - 3.20008).abs() < 1e-6, "{doc}");
+}
+
+#[test]
+fn claudes_own_budget_stop_is_budget_and_gets_what_is_left() {
+    // The real CLI's output when its --max-budget-usd is reached ($0.80 spent); the fake
+    // refuses to replay it unless the runner passed the flag.
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["max-budget", "ok"]}}),
+        json!({"perIssueUsd": 5}),
+    );
+    let out = p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let failures = implement_failures(&p);
+    assert_eq!(failures.len(), 1, "{failures:?}\n{all}");
+    assert_eq!(failures[0].0, "BUDGET");
+    assert!((failures[0].1 - 0.80072).abs() < 1e-6, "{failures:?}");
+    let logs = logs(&p.root.join("logs"));
+    assert!(logs.contains("--max-budget-usd 5\n"), "{logs}");
+}
+
+#[test]
+fn doctor_says_a_cli_that_streams_no_usage_is_capped_by_turns_and_timeout() {
+    let p = Project::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let codex = json!({
+        "kind": "codex",
+        "command": e2e::BIN,
+        "args": ["fake-agent", "--kind", "codex", "--script", p.script.to_str().unwrap()],
+    });
+    p.set_config(json!({
+        "agent": codex,
+        "model": "gpt-5",
+        "budget": {"perIssueUsd": 3},
+        "steps": {"implement": {"maxTurns": 40}},
+    }));
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("doctor");
+    let all = text(&out);
+    assert!(
+        all.contains("codex reports its tokens only when a call ends")
+            && all.contains("implement maxTurns 40"),
+        "{all}"
+    );
+    // Claude streams each request's usage: no such warning.
+    p.set_config(json!({"budget": {"perIssueUsd": 3}}));
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("doctor");
+    assert!(
+        !text(&out).contains("only when a call ends"),
+        "{}",
+        text(&out)
+    );
+    assert!(!text(&out).contains("has no price"), "{}", text(&out));
+    // A Claude model without a price: only the CLI's own cap stops a call.
+    p.set_config(json!({"model": "claude-fake", "budget": {"perIssueUsd": 3}}));
+    let out = p
+        .command(&["doctor", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("doctor");
+    assert!(
+        text(&out).contains("claude model claude-fake has no price"),
+        "{}",
+        text(&out)
+    );
+}
+
+#[test]
+fn bounds_prints_the_most_the_run_can_spend() {
+    let p = Project::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let bounds = |p: &Project| {
+        let out = p
+            .command(&["bounds", "--config", p.config.to_str().unwrap()])
+            .output()
+            .expect("bounds");
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(bounds(&p).contains("money (worst case): not bounded in dollars"));
+    // The agent invocations between merges (lost races merged again) times the per-call cap.
+    p.set_config(json!({"budget": {"perCallUsd": 0.5}}));
+    let all = bounds(&p);
+    let line = all
+        .lines()
+        .find(|l| l.starts_with("money (worst case"))
+        .unwrap_or_else(|| panic!("{all}"));
+    // "agent invocations with every lost race merged again: N between two successful merges, …"
+    let invocations: f64 = all
+        .lines()
+        .find(|l| l.starts_with("agent invocations with every lost race"))
+        .and_then(|l| l.split(": ").nth(1))
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{all}"));
+    let between = invocations * 0.5;
+    assert!(
+        line.contains(&format!("${between:.2} between two successful merges")),
+        "{line}\n{all}"
+    );
+    // The issue budget is tighter: two cycles (maxConsecutiveEscalations) of $3.
+    p.set_config(json!({"budget": {"perCallUsd": 0.5, "perIssueUsd": 3}}));
+    let all = bounds(&p);
+    assert!(all.contains("$6.00 between two successful merges"), "{all}");
+    assert!(all.contains("2 cycles × perIssueUsd $3.00"), "{all}");
+    p.set_config(json!({"budget": {"perCallUsd": 0.5, "perIssueUsd": 3, "perSessionUsd": 4}}));
+    assert!(bounds(&p).contains("$4.00 between two successful merges"));
+}
