@@ -183,6 +183,12 @@ fn hostile_run(kind: &str) -> (Project, i32, String, String) {
 #[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
 fn a_hostile_agent_in_bubblewrap_reaches_nothing_but_the_work_tree() {
     bwrap_installed();
+    // Daemons already there (the unsandboxed control's, should it run alongside) are not
+    // this run's.
+    let before: Vec<i32> = [["sleep", "3171"], ["sleep", "3172"]]
+        .iter()
+        .flat_map(|argv| processes(argv))
+        .collect();
     let (p, code, all, logs) = hostile_run("bwrap");
     assert_eq!(code, 0, "{all}");
     assert!(logs.contains("tried"), "the tool ran: {logs}");
@@ -209,8 +215,12 @@ fn a_hostile_agent_in_bubblewrap_reaches_nothing_but_the_work_tree() {
     assert!(!p.project.join(".git/sdlc-runner/planted").exists());
     p.replays_exactly();
     for argv in [["sleep", "3171"], ["sleep", "3172"]] {
+        let outlived: Vec<i32> = processes(&argv)
+            .into_iter()
+            .filter(|pid| !before.contains(pid))
+            .collect();
         assert_eq!(
-            processes(&argv),
+            outlived,
             Vec::<i32>::new(),
             "a daemon outlived the step: {argv:?}"
         );
@@ -295,6 +305,9 @@ fn the_step_timeout_reaches_everything_in_the_sandbox() {
     let mut steps = e2e::builtin_steps();
     steps["implement"] = json!({"timeoutMin": 0.05});
     p.set_config(json!({"steps": steps, "agent": sandboxed(&p, "bwrap", json!({}))}));
+    // Another suite's daemon (a runner killed with -9 in a crash test leaves its agent's
+    // `sleep 300` for five minutes) is not this test's.
+    let before = processes(&["sleep", "300"]);
     let started = std::time::Instant::now();
     let out = p.run(&[]);
     let all = text(&out);
@@ -306,11 +319,11 @@ fn the_step_timeout_reaches_everything_in_the_sandbox() {
         started.elapsed()
     );
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
-    assert_eq!(
-        processes(&["sleep", "300"]),
-        Vec::<i32>::new(),
-        "a daemon outlived the sandbox"
-    );
+    let outlived: Vec<i32> = processes(&["sleep", "300"])
+        .into_iter()
+        .filter(|pid| !before.contains(pid))
+        .collect();
+    assert_eq!(outlived, Vec::<i32>::new(), "a daemon outlived the sandbox");
     p.replays_exactly();
 }
 

@@ -1,5 +1,5 @@
 //! `sdlc-runner issue new|list|show|reopen`: the local tracker's issues without editing JSON
-//! by hand. The file format is `tracker::Local`'s (README "Issues", docs/interfaces.md).
+//! by hand. The file format is `tracker::Local`'s (docs/operating.md, "Local issues"; docs/interfaces.md).
 
 use crate::cli::IssueCommand;
 use crate::tracker::{Issue, Local, Tracker};

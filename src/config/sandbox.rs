@@ -66,7 +66,7 @@ pub enum SandboxNetwork {
     None,
 }
 
-/// Where the agent runs and what it can reach (README, "The agent in a sandbox"). A step's
+/// Where the agent runs and what it can reach (docs/security.md, "The agent in a sandbox, at a glance"). A step's
 /// own `sandbox` is merged over the top level's key by key.
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

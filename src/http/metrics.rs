@@ -1,6 +1,6 @@
 //! The Prometheus metrics of `GET /metrics`, counted from the journal records the feed reads
 //! (never from the driver: the run pays nothing for them). Counters start at zero when the
-//! server starts, as a process's counters do; the names and labels are listed in the README.
+//! server starts, as a process's counters do; the names and labels are listed in docs/operating.md.
 
 use crate::journal::{Line, Record};
 use crate::machine::{Effect, Event, Notice, Usage};
