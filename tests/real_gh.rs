@@ -28,6 +28,22 @@ struct RealGh {
 }
 
 impl RealGh {
+    /// Runs the runner to a clean end through `limits` rate limits, each waited out and
+    /// named; its output and the API's request log.
+    fn run_waiting_out_limits(&self, limits: usize) -> (String, Vec<String>) {
+        let out = self.p.run(&[]);
+        let all = text(&out);
+        let requests = self.api.requests();
+        assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+        assert_eq!(self.api.with(|a| a.limited.len()), limits, "{requests:#?}");
+        assert_eq!(
+            all.matches("GitHub rate limit: waiting").count(),
+            limits,
+            "{limits} waits, each named: {all}"
+        );
+        (all, requests)
+    }
+
     /// `issues`: (number, title, body), open and labelled `automatable`; every commit's CI
     /// passes (one check run) unless a test says otherwise.
     fn new(issues: &[(u32, &str, &str)], extra: serde_json::Value) -> RealGh {
@@ -182,16 +198,7 @@ fn rate_limits_during_the_run_and_at_start_are_waited_out_and_blame_nobody() {
             ),
         ]
     });
-    let out = g.p.run(&[]);
-    let all = text(&out);
-    let requests = g.api.requests();
-    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
-    assert_eq!(g.api.with(|a| a.limited.len()), 3, "{requests:#?}");
-    assert_eq!(
-        all.matches("GitHub rate limit: waiting").count(),
-        3,
-        "three waits, each named: {all}"
-    );
+    let (all, requests) = g.run_waiting_out_limits(3);
     let pulls = g.api.with(|a| a.pulls.clone());
     assert_eq!(pulls[0].state, "MERGED", "{all}");
     assert!(!g.issue_open(1), "{all}");
@@ -233,16 +240,7 @@ fn rate_limits_on_the_pull_requests_calls_are_waited_out_through_the_real_gh() {
             ),
         ]
     });
-    let out = g.p.run(&[]);
-    let all = text(&out);
-    let requests = g.api.requests();
-    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
-    assert_eq!(g.api.with(|a| a.limited.len()), 3, "{requests:#?}");
-    assert_eq!(
-        all.matches("GitHub rate limit: waiting").count(),
-        3,
-        "three waits, each named: {all}"
-    );
+    let (all, _) = g.run_waiting_out_limits(3);
     let pulls = g.api.with(|a| a.pulls.clone());
     assert_eq!(pulls.len(), 1, "one pull request: {pulls:#?}");
     assert_eq!(pulls[0].state, "MERGED", "{all}");
@@ -417,16 +415,7 @@ fn rate_limits_on_the_trackers_writes_are_waited_out_through_the_real_gh() {
             ),
         ]
     });
-    let out = g.p.run(&[]);
-    let all = text(&out);
-    let requests = g.api.requests();
-    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
-    assert_eq!(g.api.with(|a| a.limited.len()), 2, "{requests:#?}");
-    assert_eq!(
-        all.matches("GitHub rate limit: waiting").count(),
-        2,
-        "two waits, each named: {all}"
-    );
+    let (all, requests) = g.run_waiting_out_limits(2);
     assert!(!g.issue_open(1), "{all}");
     assert!(!all.contains("escalat") && !all.contains("HALT"), "{all}");
     assert!(g.unknown_requests().is_empty(), "{requests:#?}");

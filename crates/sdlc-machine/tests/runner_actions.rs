@@ -935,6 +935,24 @@ fn monitor_ci_of_issue_5(core: &mut Core) -> Vec<Effect> {
     .to_vec()
 }
 
+/// Issue 5's CI passes `ours` and its merge fails as MERGE_CONFLICT: the effects of the failure.
+fn merge_of_issue_5_conflicts(core: &mut Core, ours: Commit) -> Vec<Effect> {
+    monitor_ci_of_issue_5(core);
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    core.handle(&Event::PreconditionsOk { step: Step::Merge });
+    core.handle(&Event::StepFailed {
+        step: Step::Merge,
+        class: FailureClass::MergeConflict,
+        signature: Signature(5),
+        usage: Usage::default(),
+        wait_hint_secs: None,
+    })
+    .to_vec()
+}
+
 /// Commits on top during monitorCI send the look to the new head; a rewrite halts naming both
 /// commits with nothing merged; a person's merge seen before the merge is recorded, no merge
 /// runs.
@@ -1020,21 +1038,7 @@ fn a_repaired_conflict_goes_through_ci_again_before_it_is_merged() {
     let ours = commit(0);
     let repaired = commit(1);
     let mut core = Core::new(Limits::default(), Mode::Continuous);
-    monitor_ci_of_issue_5(&mut core);
-    core.handle(&Event::CiPassed {
-        commit: ours,
-        usage: Usage::default(),
-    });
-    core.handle(&Event::PreconditionsOk { step: Step::Merge });
-    let fx = core
-        .handle(&Event::StepFailed {
-            step: Step::Merge,
-            class: FailureClass::MergeConflict,
-            signature: Signature(5),
-            usage: Usage::default(),
-            wait_hint_secs: None,
-        })
-        .to_vec();
+    let fx = merge_of_issue_5_conflicts(&mut core, ours);
     let run = |fx: &[Effect]| {
         fx.iter().find_map(|e| match *e {
             Effect::RunStep {
@@ -1123,21 +1127,7 @@ fn a_persons_push_on_top_of_the_repair_is_merged_plainly_after_ci() {
     let repaired = commit(1);
     let persons = commit(2);
     let mut core = Core::new(Limits::default(), Mode::Continuous);
-    monitor_ci_of_issue_5(&mut core);
-    core.handle(&Event::CiPassed {
-        commit: ours,
-        usage: Usage::default(),
-    });
-    core.handle(&Event::PreconditionsOk { step: Step::Merge });
-    let fx = core
-        .handle(&Event::StepFailed {
-            step: Step::Merge,
-            class: FailureClass::MergeConflict,
-            signature: Signature(5),
-            usage: Usage::default(),
-            wait_hint_secs: None,
-        })
-        .to_vec();
+    let fx = merge_of_issue_5_conflicts(&mut core, ours);
     if !fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
         core.handle(&Event::PreconditionsOk { step: Step::Merge });
     }
