@@ -255,3 +255,102 @@ fn bounds_prints_the_most_the_run_can_spend() {
     p.set_config(json!({"budget": {"perCallUsd": 0.5, "perIssueUsd": 3, "perSessionUsd": 4}}));
     assert!(bounds(&p).contains("$4.00 between two successful merges"));
 }
+
+/// What a journal's events recorded as spent, in dollars.
+fn recorded_spend(journal: &Path) -> f64 {
+    std::fs::read_to_string(journal)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|l| l["event"]["usage"]["cost_micros"].as_u64())
+        .sum::<u64>() as f64
+        / 1e6
+}
+
+/// Every journal of the project: its own and each fleet worker's clone's.
+fn every_journal(p: &Project) -> Vec<std::path::PathBuf> {
+    let mut all = vec![p.journal_path()];
+    let workers = p.project.join(".git/sdlc-runner/workers");
+    if let Ok(rd) = std::fs::read_dir(workers) {
+        for e in rd.flatten() {
+            all.push(e.path().join(".git/sdlc-runner/journal.jsonl"));
+        }
+    }
+    all
+}
+
+fn project_spend(p: &Project) -> f64 {
+    every_journal(p).iter().map(|j| recorded_spend(j)).sum()
+}
+
+/// Session 2 under a ceiling that leaves $0.30 of the day: it halts for the day, blames
+/// nobody, says when the window frees, and spends no more than what was left.
+fn halts_for_the_day(p: &Project, spent_before: f64, issue: u32) {
+    p.set_config(json!({"budget": {"perDayUsd": spent_before + 0.30}}));
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("BUDGET EXHAUSTED: daily budget"), "{all}");
+    assert!(all.contains("the daily budget frees at: "), "{all}");
+    assert_eq!(p.issue(issue)["escalated"], false, "nobody blamed: {all}");
+    let spent = project_spend(p) - spent_before;
+    assert!(
+        spent > 0.0 && spent <= 0.30 + 1e-9,
+        "session 2 spent ${spent} of the $0.30 the day had left\n{all}"
+    );
+    let status = p
+        .command(&["status", "--config", p.config.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let shown = text(&status);
+    assert!(
+        shown.contains("over the last 24 hours, every session and worker"),
+        "{shown}"
+    );
+    // The halt sticks like any other: a supervisor's restart does not pass the ceiling.
+    let again = p.run(&[]);
+    assert_eq!(code(&again), 1, "{}", text(&again));
+    assert!(text(&again).contains("refusing to run"), "{}", text(&again));
+}
+
+#[test]
+fn the_day_ceiling_counts_the_earlier_sessions_of_the_day() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"costUsd": 0.25}),
+        json!({}),
+    );
+    let out = p.run(&["--issue", "1"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let first = project_spend(&p);
+    assert!(
+        first >= 0.5,
+        "issue 1 cost ${first}: more than the day has left"
+    );
+    halts_for_the_day(&p, first, 2);
+}
+
+#[test]
+fn the_day_ceiling_counts_what_a_fleets_workers_spent() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"costUsd": 0.25}),
+        json!({}),
+    );
+    let out = p.run(&["--workers", "2"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let in_workers: f64 = every_journal(&p)
+        .iter()
+        .skip(1)
+        .map(|j| recorded_spend(j))
+        .sum();
+    assert!(
+        in_workers >= 1.0,
+        "the workers' journals hold the spend: ${in_workers}\n{}",
+        text(&out)
+    );
+    let third = json!({"number": 3, "title": "Third", "body": "", "state": "open",
+        "labels": ["automatable"], "milestone": null, "escalated": false});
+    std::fs::write(p.issues.join("3.json"), third.to_string()).unwrap();
+    halts_for_the_day(&p, project_spend(&p), 3);
+}

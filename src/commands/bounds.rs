@@ -132,7 +132,7 @@ fn money(cfg: &crate::config::Config) {
         usd(m.nothing_succeeds),
         usd(m.per_cycle),
     ) else {
-        out!("money (worst case): not bounded in dollars (set budget.perCallUsd, and perIssueUsd or perSessionUsd, to bound it)");
+        out!("money (worst case): not bounded in dollars (set budget.perCallUsd, and perIssueUsd, perSessionUsd or perDayUsd, to bound it)");
         return;
     };
     let mut terms = Vec::new();
@@ -148,13 +148,16 @@ fn money(cfg: &crate::config::Config) {
     if let Some(s) = cfg.budget.per_session_usd {
         terms.push(format!("perSessionUsd ${s:.2}"));
     }
+    if let Some(d) = cfg.budget.per_day_usd {
+        terms.push(format!("perDayUsd ${d:.2}"));
+    }
     out!(
         "money (worst case, the least of {}): {between} between two successful merges, {nothing} before a halt when nothing succeeds, {cycle} in one cycle; each agent call may pass the money it was handed by one model request's cost (the stream event that reached it), and a CLI that reports its tokens only when a call ends (codex, gemini) is held to it between calls only (doctor)",
         terms.join(", ")
     );
     if cfg.workers > 1 {
         out!(
-            "with {} workers: each worker is held to these figures, the session budget shared",
+            "with {} workers: each worker is held to these figures, the session and day budgets shared",
             cfg.workers
         );
     }

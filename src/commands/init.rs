@@ -291,9 +291,10 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
   "maxConsecutiveEscalations": 2,
 
   "budget": {{
-    "_comment": "Stop spending: the issue budget escalates the issue, the session budget halts the run.",
+    "_comment": "Stop spending: the issue budget escalates the issue, the session budget halts the run, perDayUsd caps the project's spend over any 24 hours (every session and worker).",
     "perIssueUsd": 20,
-    "perSessionUsd": 200
+    "perSessionUsd": 200,
+    "perDayUsd": 400
   }},
 
   "notify": {{

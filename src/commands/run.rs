@@ -35,6 +35,7 @@ pub fn run(args: &RunArgs) -> i32 {
             ack_halt: args.ack_halt,
             worker_id: args.worker_id.clone(),
             workers: args.workers,
+            spent_today_micros: None,
         },
     )
 }

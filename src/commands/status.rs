@@ -19,7 +19,7 @@ mod views;
 
 pub use text::now_text;
 pub use views::{
-    Budgets, ClaimView, Counters, LastFailureView, Limited, RunningStepView, SpendView,
+    Budgets, ClaimView, Counters, DayView, LastFailureView, Limited, RunningStepView, SpendView,
     StateFileView, Status, WaitView, Wasted, WorkerView,
 };
 
@@ -177,6 +177,21 @@ fn claims(cfg: &Config) -> (Vec<ClaimView>, Option<ClaimView>) {
     (claims, store.merge_lease().ok().flatten().map(view))
 }
 
+/// The daily ceiling over every journal of the project (its own and each worker's clone's).
+fn day(cfg: &Config) -> Option<DayView> {
+    let budget = cfg.budget.per_day_usd?;
+    let now = chrono::Utc::now();
+    let journals = journal::Journals::of(&cfg.project_path).paths();
+    let day = journal::DaySpend::read(&journals, now).ok()?;
+    Some(DayView {
+        spent_usd: day.total_micros() as f64 / 1e6,
+        per_day_usd: budget,
+        frees_at: day
+            .frees_at((budget * 1e6).round() as u64)
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+    })
+}
+
 /// The lock file holds the pid of the runner holding it (emptied when it exits cleanly); a
 /// pid whose process is gone means the runner died (a crash, kill -9). Read without locking:
 /// `status` must never stand in the way of a runner starting.
@@ -197,6 +212,7 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
     st.claims = claims;
     st.merge_lease = merge_lease;
     st.workers = workers(cfg);
+    st.day = day(cfg);
     Ok(st)
 }
 
@@ -246,6 +262,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         merge_lease: None,
         workers: Vec::new(),
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
+        day: None,
     };
     if let Some(session) = &rec.last_session {
         st.session = Some(session.id.clone());

@@ -307,7 +307,8 @@ pub struct Backoff {
 }
 
 config_object! {
-/// Budgets, off when unset. An issue budget escalates the issue; the session budget halts.
+/// Budgets, off when unset. An issue budget escalates the issue; the session and day budgets
+/// halt.
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct BudgetFile =>
 /// Budgets as written in the file; `None` = off. `Config::limits` converts them to exact
@@ -327,6 +328,11 @@ pub struct Budget {
     /// running cost reaches it (or what the issue's or session's budget has left, if less).
     #[schemars(range(min = 0, max = 1_000_000))]
     pub per_call_usd: Option<f64> => Option<f64> = Walker::positive,
+    /// The project's ceiling over any 24 hours, in US dollars: what every session and worker
+    /// spent, read from the journals when a session begins. Reaching it halts, blaming no
+    /// issue, and the halt says when the window frees.
+    #[schemars(range(min = 0, max = 1_000_000))]
+    pub per_day_usd: Option<f64> => Option<f64> = Walker::positive,
 }
 }
 

@@ -272,6 +272,10 @@ impl Config {
             per_session_budget_micros: self.budget.per_session_usd.map(usd_to_micros),
             per_issue_budget_ms: self.budget.per_issue_minutes.map(minutes_to_ms),
             per_call_budget_micros: self.budget.per_call_usd.map(usd_to_micros),
+            per_day_budget_micros: self.budget.per_day_usd.map(usd_to_micros),
+            // A fact of the journals, not of the config: the driver reads it when a session
+            // begins (`journal::day_spend`).
+            day_spent_before_micros: 0,
             manual_approval: self.approval == Approval::Manual,
             max_network_waits: self.max_network_waits,
             network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,

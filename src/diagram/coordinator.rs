@@ -23,7 +23,7 @@ fn summary(n: &Node) -> (String, String) {
             "HaltedEscalations".into(),
             "Halted: escalations in a row across workers".into(),
         ),
-        Some(FleetHalt::SessionBudget { .. }) => (
+        Some(FleetHalt::SessionBudget { .. } | FleetHalt::DayBudget { .. }) => (
             "HaltedBudget".into(),
             "Halted: the workers' spend reached the session budget".into(),
         ),
@@ -110,6 +110,7 @@ pub fn mermaid() -> String {
         workers: 2,
         max_consecutive_escalations: 2,
         session_budget_micros: Some(1_000),
+        day_budget_left_micros: None,
     };
     let start = Node {
         c: Coordinator::new(limits),

@@ -146,6 +146,7 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
         HaltReason::WaitsExhausted { .. } => "waits exhausted",
         HaltReason::QuotaTooLong { .. } => "quota wait too long",
         HaltReason::SessionBudget => "session budget",
+        HaltReason::DayBudget => "daily budget",
         HaltReason::Operator => "operator",
         HaltReason::DecisionTimeout => "decision timeout",
         HaltReason::RunnerStateLost => "runner state lost",

@@ -257,11 +257,32 @@ fn make_clone(repo: &Repo, origin: &str, clone: &Path) -> Result<(), String> {
 fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
     let workers = plan.clones.len() as u32;
     let limits = cfg.limits();
+    // The day's spend is the project's, over every clone's journal: read once, here, and
+    // handed to each worker, whose own runner directory sees only its clone.
+    let spent_today = match limits.per_day_budget_micros {
+        Some(_) => {
+            let dir = crate::runner_dir::RunnerDir {
+                dir: plan.runner_dir.clone(),
+            };
+            let now = crate::ports::clock::Clock::now(&crate::ports::clock::TokioClock);
+            match super::startup::spent_today(&dir, now) {
+                Ok(micros) => Some(micros),
+                Err(e) => {
+                    say!("error: {e}");
+                    return 2;
+                }
+            }
+        }
+        None => None,
+    };
     let shared = Arc::new(Shared {
         coordinator: Mutex::new(Coordinator::new(FleetLimits {
             workers,
             max_consecutive_escalations: limits.max_consecutive_escalations,
             session_budget_micros: limits.per_session_budget_micros,
+            day_budget_left_micros: limits
+                .per_day_budget_micros
+                .map(|b| b.saturating_sub(spent_today.unwrap_or(0))),
         })),
         shutdowns: Mutex::new(Vec::new()),
     });
@@ -286,6 +307,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
         let wopts = RunOptions {
             worker_id: Some(format!("{}-w{k}", plan.base_id)),
+            spent_today_micros: spent_today,
             ..opts.clone()
         };
         // Every diagnostic of this worker, from its start on, says `worker=<k>`.
@@ -328,7 +350,23 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         ))
     });
     if let Some((why, escalated)) = halt {
-        let headline = why.headline();
+        let mut headline = why.headline();
+        if let (sdlc_machine::fleet::FleetHalt::DayBudget { .. }, Some(budget)) =
+            (why, limits.per_day_budget_micros)
+        {
+            let dir = crate::runner_dir::RunnerDir {
+                dir: plan.runner_dir.clone(),
+            };
+            let journals = crate::journal::Journals::in_dir(&dir).paths();
+            let now = crate::ports::clock::Clock::now(&crate::ports::clock::TokioClock);
+            if let Ok(day) = crate::journal::DaySpend::read(&journals, now) {
+                let at = day.frees_at(budget).unwrap_or(now);
+                headline.push_str(&format!(
+                    "; the daily budget frees at {}",
+                    at.format("%Y-%m-%d %H:%M:%S UTC")
+                ));
+            }
+        }
         if let Err(e) = crate::safe_fs::write_atomic(
             &halt_file(&plan.runner_dir),
             format!("{headline}\n").as_bytes(),

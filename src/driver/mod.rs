@@ -59,6 +59,10 @@ pub struct RunOptions {
     pub worker_id: Option<String>,
     /// Issues worked at once (`--workers`, else the config's `workers`).
     pub workers: Option<u32>,
+    /// What the project spent over the last 24 hours, read once by the fleet for all its
+    /// workers (each worker's own runner directory holds only its clone's journal); `None`:
+    /// the runner reads it itself when `budget.perDayUsd` is set.
+    pub spent_today_micros: Option<u64>,
 }
 
 /// Grace between SIGTERM and SIGKILL for the agent's process group.

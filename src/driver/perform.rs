@@ -267,6 +267,10 @@ impl Driver {
                         text.insert_str(at, &format!("\nthe rate limit lifts at: {line}"));
                     }
                 }
+                if reason == HaltReason::DayBudget {
+                    let at = text.find('\n').unwrap_or(text.len());
+                    text.insert_str(at, &format!("\n{}", self.day_frees_at()));
+                }
                 out!("{text}");
                 let _ = append_line(&self.logs.orchestration_log(), &text);
                 self.notifier.send(Severity::Alert, &text);
@@ -286,6 +290,32 @@ impl Driver {
 
     /// The machine's event for a tracker write: written, refused (the environment's, with the
     /// error kept for the halt diagnostic) or failed on the network.
+    /// When the day's ceiling lets an attempt like the last one start again, told with its
+    /// halt: the machine keeps no clock, and the window is the journals'.
+    fn day_frees_at(&self) -> String {
+        let r = self.core.runner();
+        let budget = r.limits.per_day_budget_micros.unwrap_or(0);
+        if self.fleet.is_some() {
+            // A worker's runner directory holds its clone's journal only.
+            return "the daily budget frees as the day's spends age out of the 24-hour window; `sdlc-runner status` says when".to_string();
+        }
+        let journals = crate::journal::Journals::in_dir(&self.runner_dir).paths();
+        let now = self.clock.now();
+        let day = match crate::journal::DaySpend::read(&journals, now) {
+            Ok(day) => day,
+            Err(e) => return format!("the daily budget's window could not be read: {e}"),
+        };
+        // The machine stops when one more attempt like the last would pass the ceiling.
+        let room = (budget + 1).saturating_sub(r.last_usage.cost_micros);
+        let at = day.frees_at(room).unwrap_or(now);
+        format!(
+            "the daily budget frees at: {} (spent over the last 24 hours: ${:.2} of budget.perDayUsd ${:.2}); run again then with --ack-halt",
+            at.format("%Y-%m-%d %H:%M:%S UTC"),
+            day.total_micros() as f64 / 1e6,
+            budget as f64 / 1e6
+        )
+    }
+
     pub(super) fn tracker_written(
         &mut self,
         what: &str,

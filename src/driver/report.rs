@@ -409,6 +409,7 @@ pub fn halt_diagnostic(
         HaltReason::BranchMoved { .. } => "a person's move",
         HaltReason::MainKeptMoving { .. } => "main kept moving",
         HaltReason::SessionBudget => "session budget",
+        HaltReason::DayBudget => "daily budget",
         HaltReason::Operator => "operator decision",
         HaltReason::DecisionTimeout => "decision timeout",
     };

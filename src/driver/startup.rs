@@ -263,6 +263,12 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             None => match journal.as_mut() {
                 Some(j) => {
+                    if limits.per_day_budget_micros.is_some() {
+                        limits.day_spent_before_micros = match opts.spent_today_micros {
+                            Some(micros) => micros,
+                            None => spent_today(&runner_dir, clock.now())?,
+                        };
+                    }
                     let id = j.begin(&limits, mode).map_err(|e| e.to_string())?;
                     (Core::new(limits, mode), id)
                 }
@@ -578,4 +584,17 @@ fn describe_mode(mode: Mode) -> String {
         Mode::SingleIssue(n) => format!("run --issue {n}"),
         Mode::SingleStep(step) => format!("run --step {}", step.key()),
     }
+}
+
+/// What the project spent over the last 24 hours, from every journal of it (`budget.perDayUsd`).
+pub(super) fn spent_today(
+    runner_dir: &crate::runner_dir::RunnerDir,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<u64, String> {
+    let journals = crate::journal::Journals::in_dir(runner_dir).paths();
+    crate::journal::DaySpend::read(&journals, now)
+        .map(|day| day.total_micros())
+        .map_err(|e| {
+            format!("budget.perDayUsd: cannot sum the day's spend from the journals: {e}; repair or move the journal it names")
+        })
 }

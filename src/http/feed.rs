@@ -5,11 +5,11 @@
 //! up is dropped from a bounded channel rather than buffered for.
 
 use super::metrics::Metrics;
-use crate::journal::Line;
+use crate::journal::{Journals, Line};
 use crate::redact::redact_json;
 use std::collections::VecDeque;
 use std::io::{Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::broadcast;
 
@@ -47,60 +47,6 @@ struct Inner {
 /// The shared feed; its lock is the server's own, never one the driver takes.
 pub struct Feed {
     inner: Mutex<Inner>,
-}
-
-/// Where the journals of a run are: the project's own, and each fleet worker's clone.
-pub struct Journals {
-    /// The project's journal.
-    pub journal: Option<PathBuf>,
-    /// Where the fleet's workers keep their clones.
-    pub workers_dir: Option<PathBuf>,
-}
-
-impl Journals {
-    /// Located once, when the server starts (git tells where the runner's directory is): the
-    /// server's polls then read files only, and never wait for a child on its runtime.
-    pub fn of(project: &Path) -> Journals {
-        let dir = crate::runner_dir::RunnerDir::locate(project).ok();
-        Journals {
-            journal: dir.as_ref().map(|d| d.journal()),
-            workers_dir: dir.map(|d| d.dir.join("workers")),
-        }
-    }
-
-    /// `(worker, journal)`: `runner` for the project's journal, `w<k>` for each clone's.
-    fn list(&self) -> Vec<(String, PathBuf)> {
-        let mut all = Vec::new();
-        if let Some(path) = &self.journal {
-            all.push(("runner".to_string(), path.clone()));
-        }
-        let Some(dir) = &self.workers_dir else {
-            return all;
-        };
-        let Ok(entries) = std::fs::read_dir(dir) else {
-            return all;
-        };
-        let mut workers: Vec<(u32, PathBuf)> = entries
-            .filter_map(Result::ok)
-            .filter_map(|e| {
-                let k = e.file_name().to_str()?.strip_prefix('w')?.parse().ok()?;
-                Some((k, e.path()))
-            })
-            .collect();
-        workers.sort();
-        for (k, clone) in workers {
-            // The fleet makes plain clones: each one's git directory is the `.git` inside it,
-            // found without asking git (the server polls on its runtime's thread).
-            let git_dir = clone.join(".git");
-            if git_dir.is_dir() {
-                let dir = crate::runner_dir::RunnerDir {
-                    dir: git_dir.join(crate::runner_dir::DIR_NAME),
-                };
-                all.push((format!("w{k}"), dir.journal()));
-            }
-        }
-        all
-    }
 }
 
 impl Feed {

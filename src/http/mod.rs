@@ -132,7 +132,7 @@ impl Server {
             }
         });
         let feed = Arc::new(feed::Feed::new(metrics::Metrics::new(models)));
-        let tail = feed::Tail::new(feed::Journals::of(&cfg.project_path), &feed);
+        let tail = feed::Tail::new(crate::journal::Journals::of(&cfg.project_path), &feed);
         let app = App {
             feed: feed.clone(),
             status: Arc::new(StatusCache {

@@ -15,12 +15,16 @@ use crate::machine::{Effect, Event, HaltReason, Limits, Mode, Report};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
+mod all;
+mod day_spend;
 mod error;
 mod parse;
 mod rebuild;
 mod sessions;
 mod writer;
 
+pub use all::Journals;
+pub use day_spend::{DaySpend, DAY};
 pub use error::JournalError;
 pub use parse::{parse, read_contents};
 pub use rebuild::{rebuild, rebuild_session, Divergence};

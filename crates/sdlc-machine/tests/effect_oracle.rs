@@ -452,6 +452,11 @@ fn limits() -> impl Strategy<Value = Limits> {
             budget(vec![2_000_000, 10_000_000, 30_000_000]),
             budget(vec![1, 2_000_000, 6_000_000]),
             budget(vec![500_000, 2_000_000]),
+            // The day's ceiling, and what the project spent today before the session.
+            (
+                budget(vec![1, 4_000_000, 12_000_000]),
+                proptest::sample::select(vec![0u64, 1_000_000]),
+            ),
         ),
         (
             // 100 is the backoff ceiling, the wait when a quota failure gives no hint.
@@ -478,7 +483,7 @@ fn limits() -> impl Strategy<Value = Limits> {
             |(
                 (r, b, e, s),
                 (w, repairs, simplify, manual),
-                (pi, ps, pt, pc),
+                (pi, ps, pt, pc, (pd, before)),
                 (
                     quota,
                     phases,
@@ -506,6 +511,8 @@ fn limits() -> impl Strategy<Value = Limits> {
                     per_session_budget_micros: ps,
                     per_issue_budget_ms: pt,
                     per_call_budget_micros: pc,
+                    per_day_budget_micros: pd,
+                    day_spent_before_micros: before,
                     manual_approval: manual,
                     max_network_waits: net,
                     network_backoff_initial_secs: 2,

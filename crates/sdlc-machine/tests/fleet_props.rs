@@ -30,17 +30,24 @@ fn report(workers: u32) -> impl Strategy<Value = Report> {
 }
 
 fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Report>)> {
-    (1u32..5, 1u32..4, proptest::option::of(100u64..3000)).prop_flat_map(|(workers, e, budget)| {
-        let limits = FleetLimits {
-            workers,
-            max_consecutive_escalations: e,
-            session_budget_micros: budget,
-        };
-        (
-            Just(limits),
-            proptest::collection::vec(report(workers), 0..60),
-        )
-    })
+    (
+        1u32..5,
+        1u32..4,
+        proptest::option::of(100u64..3000),
+        proptest::option::of(50u64..3000),
+    )
+        .prop_flat_map(|(workers, e, budget, day_left)| {
+            let limits = FleetLimits {
+                workers,
+                max_consecutive_escalations: e,
+                session_budget_micros: budget,
+                day_budget_left_micros: day_left,
+            };
+            (
+                Just(limits),
+                proptest::collection::vec(report(workers), 0..60),
+            )
+        })
 }
 
 proptest! {
@@ -132,8 +139,16 @@ proptest! {
                 }
                 Report::Spent { micros, .. } => {
                     spent += micros;
-                    if let Some(b) = limits.session_budget_micros {
-                        let halts = orders.iter().any(|o| matches!(o, Order::HaltAll(FleetHalt::SessionBudget { .. })));
+                    // The session budget and what the day had left bound the fleet alike.
+                    let least = [limits.session_budget_micros, limits.day_budget_left_micros]
+                        .into_iter()
+                        .flatten()
+                        .min();
+                    if let Some(b) = least {
+                        let halts = orders.iter().any(|o| matches!(
+                            o,
+                            Order::HaltAll(FleetHalt::SessionBudget { .. } | FleetHalt::DayBudget { .. })
+                        ));
                         if spent >= b && !halted {
                             prop_assert!(false, "budget {} reached at {} without a halt", b, spent);
                         }

@@ -380,3 +380,73 @@ mod spend {
         }
     }
 }
+
+#[test]
+fn the_day_budget_counts_what_the_project_spent_before_the_session() {
+    // $1 spent today before this session; three steps before implement spent $1 each.
+    let day = Limits {
+        per_day_budget_micros: Some(5_000_000),
+        day_spent_before_micros: 1_000_000,
+        ..Limits::default()
+    };
+    let (_, run) = at_implement(day.clone(), 1_000_000);
+    assert_eq!(left(&run), Some(1_000_000));
+
+    let issue = Limits {
+        per_day_budget_micros: Some(6_000_000),
+        per_issue_budget_micros: Some(4_500_000),
+        ..day
+    };
+    let (_, run) = at_implement(issue, 1_000_000);
+    assert_eq!(left(&run), Some(1_500_000), "the least of the budgets");
+}
+
+#[test]
+fn a_call_stopped_at_the_days_last_dollar_halts_and_blames_no_issue() {
+    let l = Limits {
+        per_day_budget_micros: Some(5_000_000),
+        day_spent_before_micros: 1_000_000,
+        ..Limits::default()
+    };
+    let (mut core, run) = at_implement(l, 1_000_000);
+    let fx = core.handle(&budget_failure(left(&run).unwrap())).to_vec();
+    assert!(fx.contains(&Effect::Halt(HaltReason::DayBudget)), "{fx:?}");
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::MarkEscalated { .. })),
+        "{fx:?}"
+    );
+}
+
+#[test]
+fn a_day_already_spent_halts_before_any_agent_call() {
+    let l = Limits {
+        per_day_budget_micros: Some(5_000_000),
+        day_spent_before_micros: 5_000_000,
+        ..Limits::default()
+    };
+    let mut core = Core::new(l, Mode::Continuous);
+    let mut fx = core.handle(&Event::Start).to_vec();
+    fx.extend(core.handle(&Event::IssueSelected { issue: 3 }).to_vec());
+    for _ in 0..3 {
+        if let Some(Effect::CheckPreconditions { step }) =
+            fx.iter().rev().find(|e| e.is_request()).copied()
+        {
+            fx.extend(core.handle(&Event::PreconditionsOk { step }).to_vec());
+        }
+    }
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::RunStep { .. })),
+        "{fx:?}"
+    );
+    assert!(fx.contains(&Effect::Halt(HaltReason::DayBudget)), "{fx:?}");
+}
+
+#[test]
+fn limits_of_earlier_journals_have_no_day_budget() {
+    let mut json = serde_json::to_value(Limits::default()).unwrap();
+    let map = json.as_object_mut().unwrap();
+    assert!(!map.contains_key("per_day_budget_micros"), "{map:?}");
+    assert!(!map.contains_key("day_spent_before_micros"), "{map:?}");
+    let back: Limits = serde_json::from_value(json).unwrap();
+    assert_eq!(back, Limits::default());
+}

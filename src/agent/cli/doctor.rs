@@ -95,8 +95,10 @@ pub fn checks(cfg: &Config) -> Vec<Check> {
 /// `--max-budget-usd` stops them, but the runner's meter cannot.
 fn unpriced_claude(cfg: &Config) -> Option<Check> {
     let b = &cfg.budget;
-    let dollars =
-        b.per_issue_usd.is_some() || b.per_session_usd.is_some() || b.per_call_usd.is_some();
+    let dollars = b.per_issue_usd.is_some()
+        || b.per_session_usd.is_some()
+        || b.per_call_usd.is_some()
+        || b.per_day_usd.is_some();
     if !dollars {
         return None;
     }
@@ -125,8 +127,10 @@ fn unpriced_claude(cfg: &Config) -> Option<Check> {
 /// one of its calls at the money left, so the step's turn limit and timeout cap a call.
 fn unmetered(cfg: &Config, kind: AgentKind) -> Option<Check> {
     let b = &cfg.budget;
-    let dollars =
-        b.per_issue_usd.is_some() || b.per_session_usd.is_some() || b.per_call_usd.is_some();
+    let dollars = b.per_issue_usd.is_some()
+        || b.per_session_usd.is_some()
+        || b.per_call_usd.is_some()
+        || b.per_day_usd.is_some();
     if !dollars || kind.streams_usage() {
         return None;
     }

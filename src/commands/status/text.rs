@@ -178,6 +178,17 @@ impl Status {
                 line(format!("money per call: ${left:.2}{cap}"));
             }
         }
+        if let Some(d) = &self.day {
+            let frees = d
+                .frees_at
+                .as_ref()
+                .map(|t| format!("; reached, frees at {t}"))
+                .unwrap_or_default();
+            line(format!(
+                "day:      ${:.2} of {:.2} over the last 24 hours, every session and worker{frees}",
+                d.spent_usd, d.per_day_usd
+            ));
+        }
         if let Some(f) = &self.last_failure {
             line(format!(
                 "last failure: {} in {} (signature {})",

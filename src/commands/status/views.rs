@@ -49,6 +49,20 @@ pub struct Status {
     pub merge_lease: Option<ClaimView>,
     /// The workers of `run --workers N` on this project, each with its own clone and session.
     pub workers: Vec<WorkerView>,
+    /// The project's spend over the last 24 hours against `budget.perDayUsd`, when it is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub day: Option<DayView>,
+}
+
+/// The daily ceiling: what every session and worker spent over the last 24 hours.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DayView {
+    pub spent_usd: f64,
+    pub per_day_usd: f64,
+    /// When the window's sum falls below the ceiling again (RFC 3339), when it is reached.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frees_at: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -127,7 +127,7 @@ fn limits_convert_to_exact_units() {
            "backoff": {"initialSeconds": 10, "maxSeconds": 80},
            "maxQuotaWaitMinutes": 90.5, "maxRepairIterations": 1, "approval": "manual",
            "maxNetworkWaits": 3,
-           "budget": {"perIssueUsd": 12.345678, "perSessionUsd": 100, "perIssueMinutes": 1.5, "perCallUsd": 2.5},
+           "budget": {"perIssueUsd": 12.345678, "perSessionUsd": 100, "perIssueMinutes": 1.5, "perCallUsd": 2.5, "perDayUsd": 300},
            "steps": {"simplify": {"enabled": false}}"#,
     ));
     let mut failures = [0; Step::COUNT];
@@ -151,6 +151,9 @@ fn limits_convert_to_exact_units() {
             per_session_budget_micros: Some(100_000_000),
             per_issue_budget_ms: Some(90_000),
             per_call_budget_micros: Some(2_500_000),
+            per_day_budget_micros: Some(300_000_000),
+            // Read from the journals when a session begins, not from the config.
+            day_spent_before_micros: 0,
             manual_approval: true,
             max_network_waits: 3,
             network_backoff_initial_secs: 2,

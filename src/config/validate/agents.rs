@@ -156,6 +156,7 @@ impl Walker {
             .per_issue_usd
             .map(|_| "budget.perIssueUsd")
             .or(budget.per_session_usd.map(|_| "budget.perSessionUsd"))
+            .or(budget.per_day_usd.map(|_| "budget.perDayUsd"))
         else {
             return;
         };

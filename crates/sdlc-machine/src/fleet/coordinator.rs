@@ -15,6 +15,9 @@ pub struct FleetLimits {
     pub max_consecutive_escalations: u32,
     /// Total agent cost of the session in micro-dollars, across workers.
     pub session_budget_micros: Option<u64>,
+    /// What the project's daily ceiling had left when the session began (the ceiling less
+    /// what every session spent over the 24 hours before), across workers.
+    pub day_budget_left_micros: Option<u64>,
 }
 
 /// What a worker tells the coordinator.
@@ -91,6 +94,11 @@ pub enum FleetHalt {
         /// What they spent, in micro-dollars.
         spent_micros: u64,
     },
+    /// The workers together spent what the daily ceiling had left.
+    DayBudget {
+        /// What they spent this session, in micro-dollars.
+        spent_micros: u64,
+    },
     /// One worker's own machine halted, which stops them all.
     WorkerHalted {
         /// The worker that halted.
@@ -107,6 +115,10 @@ impl FleetHalt {
             }
             FleetHalt::SessionBudget { spent_micros } => format!(
                 "BUDGET EXHAUSTED: the workers spent ${:.2} together, the session budget",
+                *spent_micros as f64 / 1e6
+            ),
+            FleetHalt::DayBudget { spent_micros } => format!(
+                "BUDGET EXHAUSTED: the workers spent ${:.2} together, what the daily budget had left",
                 *spent_micros as f64 / 1e6
             ),
             FleetHalt::WorkerHalted { worker } => {
@@ -309,13 +321,14 @@ impl Coordinator {
             }
             Report::Spent { micros, .. } => {
                 self.spent_micros = self.spent_micros.saturating_add(micros);
-                match self.limits.session_budget_micros {
-                    Some(budget) if self.spent_micros >= budget => {
-                        self.halt_all(FleetHalt::SessionBudget {
-                            spent_micros: self.spent_micros,
-                        })
-                    }
-                    _ => Vec::new(),
+                let spent_micros = self.spent_micros;
+                let reached = |budget: Option<u64>| budget.is_some_and(|b| spent_micros >= b);
+                if reached(self.limits.session_budget_micros) {
+                    self.halt_all(FleetHalt::SessionBudget { spent_micros })
+                } else if reached(self.limits.day_budget_left_micros) {
+                    self.halt_all(FleetHalt::DayBudget { spent_micros })
+                } else {
+                    Vec::new()
                 }
             }
             Report::Merged { worker, issue } => {

@@ -5,6 +5,7 @@ fn limits() -> FleetLimits {
         workers: 3,
         max_consecutive_escalations: 2,
         session_budget_micros: Some(1_000),
+        day_budget_left_micros: None,
     }
 }
 
@@ -108,6 +109,28 @@ fn a_merge_resets_the_count_the_budget_is_shared_and_a_wait_pauses_everyone() {
     assert!(
         c.handle(Report::Halted { worker: 0 }).is_empty(),
         "halts once"
+    );
+}
+
+#[test]
+fn the_workers_together_halt_at_what_the_day_had_left() {
+    let mut c = Coordinator::new(FleetLimits {
+        session_budget_micros: None,
+        day_budget_left_micros: Some(700),
+        ..limits()
+    });
+    assert!(c
+        .handle(Report::Spent {
+            worker: 0,
+            micros: 400
+        })
+        .is_empty());
+    assert_eq!(
+        c.handle(Report::Spent {
+            worker: 2,
+            micros: 300
+        }),
+        vec![Order::HaltAll(FleetHalt::DayBudget { spent_micros: 700 })]
     );
 }
 

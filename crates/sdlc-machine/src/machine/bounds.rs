@@ -231,7 +231,8 @@ pub fn merges(limits: &Limits, builtin: &[bool; Step::COUNT]) -> MergeBounds {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MoneyBounds {
     /// Between two successful merges: the agent invocations (every lost race merged again)
-    /// times `budget.perCallUsd`, `E` cycles times `budget.perIssueUsd`, `perSessionUsd`.
+    /// times `budget.perCallUsd`, `E` cycles times `budget.perIssueUsd`, `perSessionUsd`,
+    /// `perDayUsd`.
     pub between_merges: Option<u64>,
     /// Before a halt when nothing succeeds, likewise.
     pub nothing_succeeds: Option<u64>,
@@ -246,11 +247,17 @@ pub fn money(limits: &Limits, builtin: &[bool; Step::COUNT]) -> MoneyBounds {
     let call = limits.per_call_budget_micros.map(u128::from);
     let issue = limits.per_issue_budget_micros.map(u128::from);
     let session = limits.per_session_budget_micros.map(u128::from);
+    // What the day had left when the session began is the tighter figure; the ceiling
+    // itself holds whatever was spent before.
+    let day = limits
+        .per_day_budget_micros
+        .map(|d| u128::from(d.saturating_sub(limits.day_spent_before_micros)));
     let least = |invocations: u64, cycles: u128| {
         [
             call.map(|c| c * u128::from(invocations)),
             issue.map(|i| i * cycles),
             session,
+            day,
         ]
         .into_iter()
         .flatten()

@@ -309,9 +309,9 @@ impl Runner {
         matches!(self.mode, Mode::SingleStep(_))
     }
 
-    /// What the next agent call may spend: the least of what the and the session's
-    /// budgets have left (the attempt's earlier runs, a merge's lost races, counted) and the
-    /// per-call cap; `None` when no dollar budget is set.
+    /// What the next agent call may spend: the least of what the issue's, the session's and
+    /// the day's budgets have left (the attempt's earlier runs, a merge's lost races, counted)
+    /// and the per-call cap; `None` when no dollar budget is set.
     pub fn money_left_micros(&self) -> Option<u64> {
         let pending = self.pending_usage.cost_micros;
         let left = |budget: Option<u64>, spent: u64| {
@@ -323,11 +323,20 @@ impl Runner {
                 self.limits.per_session_budget_micros,
                 self.session_cost_micros,
             ),
+            left(self.limits.per_day_budget_micros, self.day_cost_micros()),
             self.limits.per_call_budget_micros,
         ]
         .into_iter()
         .flatten()
         .min()
+    }
+
+    /// The project's spend over the day as this session counts it: what was spent before it
+    /// began and what it spent since.
+    pub fn day_cost_micros(&self) -> u64 {
+        self.limits
+            .day_spent_before_micros
+            .saturating_add(self.session_cost_micros)
     }
 
     pub(super) fn record_usage(&mut self, usage: &Usage) {

@@ -60,6 +60,13 @@ impl Runner {
             return Some(self.halt(HaltReason::SessionBudget, fx));
         }
         if over(
+            self.day_cost_micros(),
+            self.limits.per_day_budget_micros,
+            last.cost_micros,
+        ) {
+            return Some(self.halt(HaltReason::DayBudget, fx));
+        }
+        if over(
             self.issue_cost_micros,
             self.limits.per_issue_budget_micros,
             last.cost_micros,

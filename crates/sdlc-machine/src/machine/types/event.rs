@@ -322,6 +322,52 @@ pub enum Event {
 }
 
 impl Event {
+    /// What the agent calls answered by this event cost, where the event carries it: the
+    /// journal's record of spend, summed for the day's ceiling.
+    pub const fn usage(&self) -> Option<&Usage> {
+        match self {
+            Event::StepSucceeded { usage, .. }
+            | Event::StepFailed { usage, .. }
+            | Event::CiPending { usage, .. }
+            | Event::CiPassed { usage, .. }
+            | Event::Repaired { usage, .. }
+            | Event::BranchBehind { usage }
+            | Event::BranchUpdated { usage, .. }
+            | Event::MergeRaceLost { usage, .. } => Some(usage),
+            Event::Start
+            | Event::ModeChanged { .. }
+            | Event::IssueSelected { .. }
+            | Event::NoIssues
+            | Event::AllEscalated
+            | Event::AllBlocked
+            | Event::Resume { .. }
+            | Event::AlreadyMerged { .. }
+            | Event::PreconditionsOk { .. }
+            | Event::AlreadyDone { .. }
+            | Event::PreconditionFailed { .. }
+            | Event::WaitOver
+            | Event::Decided { .. }
+            | Event::DecisionTimedOut
+            | Event::DecisionPending
+            | Event::ShutdownRequested { .. }
+            | Event::NetworkUnavailable
+            | Event::NetworkFailed
+            | Event::RateLimited { .. }
+            | Event::TrackerUpdated
+            | Event::TrackerWriteFailed
+            | Event::IssueWithdrawn { .. }
+            | Event::WorkspaceUnfit { .. }
+            | Event::BranchMoved { .. }
+            | Event::MergeTurnTaken
+            | Event::MergeTurnBusy
+            | Event::ClaimTaken { .. }
+            | Event::ClaimHeld { .. }
+            | Event::ClaimRenewed
+            | Event::ClaimLost { .. }
+            | Event::FleetPaused { .. } => None,
+        }
+    }
+
     /// A short label for diagrams and logs.
     pub const fn label(&self) -> &'static str {
         match self {

@@ -38,6 +38,16 @@ pub struct Limits {
     /// The most one agent call may spend, in micro-dollars (absent in older journals).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_call_budget_micros: Option<u64>,
+    /// The project's ceiling over any 24 hours, in micro-dollars, across every session and
+    /// worker (absent in older journals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_day_budget_micros: Option<u64>,
+    /// What the project's journals recorded as spent in the 24 hours before this session
+    /// began: a fact read once at the session's start and journaled with the limits, so a
+    /// replay counts it the same. The session never lets it age out; the next one reads it
+    /// anew.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub day_spent_before_micros: u64,
     /// Manual approval: retries-exhausted asks a person instead of escalating.
     pub manual_approval: bool,
     /// Network waits in a row for one runner action (a git, gh or tracker call) before the
@@ -76,6 +86,10 @@ pub struct Limits {
     /// driver then waits `decisionTimeoutMinutes`).
     #[serde(default)]
     pub decision_wait_secs: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn default_ci_poll_initial_secs() -> u32 {
@@ -118,6 +132,8 @@ impl Default for Limits {
             per_session_budget_micros: None,
             per_issue_budget_ms: None,
             per_call_budget_micros: None,
+            per_day_budget_micros: None,
+            day_spent_before_micros: 0,
             manual_approval: false,
             max_network_waits: 10,
             network_backoff_initial_secs: 2,

@@ -81,6 +81,9 @@ pub enum HaltReason {
     },
     /// The session budget is spent.
     SessionBudget,
+    /// The project's daily ceiling (`budget.perDayUsd`) is spent: what every session and
+    /// worker spent over the last 24 hours. Nobody's issue is blamed.
+    DayBudget,
     /// A person chose halt at a decision point.
     Operator,
     /// Nobody answered a decision point in time.
@@ -188,6 +191,9 @@ impl HaltReason {
             HaltReason::WaitsExhausted { class, .. } => format!("ENVIRONMENT FAILURE: {class}"),
             HaltReason::QuotaTooLong { .. } => "ENVIRONMENT FAILURE: QUOTA".into(),
             HaltReason::SessionBudget => "BUDGET EXHAUSTED: session budget".into(),
+            HaltReason::DayBudget => {
+                "BUDGET EXHAUSTED: daily budget (the project's spend over the last 24 hours)".into()
+            }
             HaltReason::Operator => "HALTED BY OPERATOR".into(),
             HaltReason::DecisionTimeout => "HALTED: decision timed out".into(),
             HaltReason::RunnerStateLost => "ENVIRONMENT FAILURE: RUNNER STATE LOST".into(),

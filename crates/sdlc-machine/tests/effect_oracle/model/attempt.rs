@@ -33,6 +33,14 @@ impl Model {
             self.halt(HaltReason::SessionBudget);
             return true;
         }
+        let day = self
+            .l
+            .day_spent_before_micros
+            .saturating_add(self.session_cost);
+        if Self::over(day, self.l.per_day_budget_micros, last.cost_micros) {
+            self.halt(HaltReason::DayBudget);
+            return true;
+        }
         if Self::over(
             self.issue_cost,
             self.l.per_issue_budget_micros,
@@ -49,7 +57,8 @@ impl Model {
         false
     }
 
-    /// The issue's and the session's budgets' remainders and the per-call cap, the least.
+    /// The issue's, the session's and the day's budgets' remainders and the per-call cap, the
+    /// least.
     pub(super) fn money_left_micros(&self) -> Option<u64> {
         let mut left: Option<u64> = None;
         let mut take = |v: u64| left = Some(left.map_or(v, |l| l.min(v)));
@@ -59,6 +68,10 @@ impl Model {
         }
         if let Some(b) = self.l.per_session_budget_micros {
             take(b.saturating_sub(self.session_cost + pending));
+        }
+        if let Some(b) = self.l.per_day_budget_micros {
+            let day = self.l.day_spent_before_micros + self.session_cost;
+            take(b.saturating_sub(day + pending));
         }
         if let Some(c) = self.l.per_call_budget_micros {
             take(c);
