@@ -277,6 +277,7 @@ mod tests {
             Effect::AskDecision {
                 step: Step::Verify,
                 issue: 1,
+                budget_spent_micros: None,
             },
             Effect::Halt(HaltReason::Network),
             Effect::Exit { code: 0 },

@@ -354,3 +354,49 @@ fn the_day_ceiling_counts_what_a_fleets_workers_spent() {
     std::fs::write(p.issues.join("3.json"), third.to_string()).unwrap();
     halts_for_the_day(&p, project_spend(&p), 3);
 }
+
+#[test]
+fn on_exceeded_ask_waits_for_a_person_and_retry_grants_the_issue_its_budget_again() {
+    // implement spends past the issue's $3 (a tool loop).
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:400"]}}),
+        json!({"perIssueUsd": 3, "onExceeded": "ask"}),
+    );
+    let decision = p.project.join(".git/sdlc-runner/decision.json");
+    let mut runner = p.spawn(&["--issue", "1"]);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !decision.exists() {
+        assert!(std::time::Instant::now() < deadline, "no decision asked");
+        assert!(
+            runner.try_wait().unwrap().is_none(),
+            "the runner ended before asking: {}",
+            text(&runner.wait_with_output().unwrap())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let request: Value = serde_json::from_slice(&std::fs::read(&decision).unwrap()).unwrap();
+    assert_eq!(request["step"], "implement", "{request}");
+    assert!(
+        request
+            .to_string()
+            .contains("the issue's budget is reached: $3."),
+        "the spend so far is in the question: {request}"
+    );
+    assert_eq!(p.issue(1)["escalated"], false, "nobody blamed while asking");
+    // The person looks, the loop is fixed (the retried call is cheap), and grants it again.
+    p.set_script(json!({"costUsd": 0.0, "steps": {"implement": ["ok"]}}));
+    let answer = p.decide("retry");
+    assert_eq!(code(&answer), 0, "{}", text(&answer));
+    let out = e2e::wait_output(runner, std::time::Duration::from_secs(120));
+    let all = text(&out);
+    assert_eq!(
+        code(&out),
+        0,
+        "retried within a new budget and merged: {all}"
+    );
+    assert_eq!(p.issue(1)["state"], "closed", "{all}");
+    let failures = implement_failures(&p);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).unwrap_or_default();
+    assert!(log.contains("decision: retry"), "{log}");
+}

@@ -24,7 +24,7 @@
 
 use super::validate::rules::*;
 use super::validate::{Obj, Walker};
-use super::{Approval, Effort, ForgeKind, Severity, StepRun, TrackerKind};
+use super::{Approval, Effort, ForgeKind, OnExceeded, Severity, StepRun, TrackerKind};
 use crate::config::AgentKind;
 use crate::step::Step;
 use schemars::gen::SchemaGenerator;
@@ -333,6 +333,10 @@ pub struct Budget {
     /// issue, and the halt says when the window frees.
     #[schemars(range(min = 0, max = 1_000_000))]
     pub per_day_usd: Option<f64> => Option<f64> = Walker::positive,
+    /// What an issue's budget reached does: `escalate` the issue, or `ask` a person
+    /// (`sdlc-runner decide retry|skip|halt`; `retry` grants the issue its budget once more).
+    #[serde(default)]
+    pub on_exceeded: OnExceeded => OnExceeded = choice,
 }
 }
 

@@ -277,6 +277,7 @@ impl Config {
             // begins (`journal::day_spend`).
             day_spent_before_micros: 0,
             manual_approval: self.approval == Approval::Manual,
+            ask_on_issue_budget: self.budget.on_exceeded == OnExceeded::Ask,
             max_network_waits: self.max_network_waits,
             network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,
             ci_poll_initial_secs: Limits::default().ci_poll_initial_secs,

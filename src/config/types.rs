@@ -56,6 +56,18 @@ pub enum Approval {
     Manual,
 }
 
+/// What an issue's budget reached does (`budget.onExceeded`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExceeded {
+    /// Escalate the issue, as any cycle that cannot go on.
+    #[default]
+    Escalate,
+    /// Ask a person (`sdlc-runner decide retry|skip|halt`): `retry` grants the issue its budget
+    /// once more.
+    Ask,
+}
+
 /// Where issues come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

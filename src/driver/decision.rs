@@ -10,7 +10,12 @@ use crate::step::Step;
 impl Driver {
     /// `AskDecision`: writes the decision file, tells the person, and looks once for the
     /// answer. How long the answer is waited for, and how often looked for, is the machine's.
-    pub(super) fn ask_decision(&mut self, step: Step, issue: u32) -> Event {
+    pub(super) fn ask_decision(
+        &mut self,
+        step: Step,
+        issue: u32,
+        budget_spent_micros: Option<u64>,
+    ) -> Event {
         let path = self.runner_dir.decision();
         let signature = self
             .core
@@ -19,10 +24,18 @@ impl Driver {
             .filter(|f| f.step == step)
             .map(|f| f.signature.to_string())
             .unwrap_or_default();
-        let last = self
-            .core
-            .failure(step)
-            .map(|c| format!("{} ({signature}): {}", c.class, c.summary));
+        // The issue's budget reached (`budget.onExceeded: ask`) is what the person decides on.
+        let budget = budget_spent_micros.map(|spent| {
+            format!(
+                "the issue's budget is reached: ${:.2} spent of budget.perIssueUsd; retry grants it once more",
+                spent as f64 / 1e6
+            )
+        });
+        let last = budget.clone().or_else(|| {
+            self.core
+                .failure(step)
+                .map(|c| format!("{} ({signature}): {}", c.class, c.summary))
+        });
         let request =
             decision_file::Request::new(&self.session, issue, step.key(), last, &self.cfg.file);
         if let Err(e) = decision_file::write_request(&path, &request) {
@@ -32,8 +45,9 @@ impl Driver {
         self.notifier.send(
             Severity::Warning,
             &format!(
-                "decision needed: issue #{issue} step {} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
+                "decision needed: issue #{issue} step {}{} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
                 step.key(),
+                budget.map(|b| format!(": {b}")).unwrap_or_default(),
                 self.cfg.file.display()
             ),
         );

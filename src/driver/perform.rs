@@ -226,7 +226,11 @@ impl Driver {
                 }
                 Outcome::Continue
             }
-            Effect::AskDecision { step, issue } => Outcome::Next(self.ask_decision(step, issue)),
+            Effect::AskDecision {
+                step,
+                issue,
+                budget_spent_micros,
+            } => Outcome::Next(self.ask_decision(step, issue, budget_spent_micros)),
             Effect::LookForDecision { .. } => Outcome::Next(self.look_for_decision()),
             Effect::Halt(reason) => {
                 if reason == HaltReason::DecisionTimeout {

@@ -446,7 +446,13 @@ fn limits() -> impl Strategy<Value = Limits> {
             1u32..=4,
             prop_oneof![Just(0u32), Just(2)],
         ),
-        (0u32..=4, 0u32..=3, any::<bool>(), any::<bool>()),
+        (
+            0u32..=4,
+            0u32..=3,
+            any::<bool>(),
+            any::<bool>(),
+            any::<bool>(),
+        ),
         (
             budget(vec![1, 3_000_000, 9_000_000]),
             budget(vec![2_000_000, 10_000_000, 30_000_000]),
@@ -482,7 +488,7 @@ fn limits() -> impl Strategy<Value = Limits> {
         .prop_map(
             |(
                 (r, b, e, s),
-                (w, repairs, simplify, manual),
+                (w, repairs, simplify, manual, ask_on_budget),
                 (pi, ps, pt, pc, (pd, before)),
                 (
                     quota,
@@ -514,6 +520,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                     per_day_budget_micros: pd,
                     day_spent_before_micros: before,
                     manual_approval: manual,
+                    ask_on_issue_budget: ask_on_budget,
                     max_network_waits: net,
                     network_backoff_initial_secs: 2,
                     ci_poll_initial_secs: ci_first,

@@ -450,3 +450,58 @@ fn limits_of_earlier_journals_have_no_day_budget() {
     let back: Limits = serde_json::from_value(json).unwrap();
     assert_eq!(back, Limits::default());
 }
+
+#[test]
+fn on_exceeded_ask_turns_the_issues_budget_into_a_decision_and_retry_grants_it_again() {
+    let l = Limits {
+        per_issue_budget_micros: Some(5_000_000),
+        ask_on_issue_budget: true,
+        ..Limits::default()
+    };
+    let (mut core, run) = at_implement(l, 1_000_000);
+    let fx = core.handle(&budget_failure(left(&run).unwrap())).to_vec();
+    let ask = Effect::AskDecision {
+        step: Step::Implement,
+        issue: 3,
+        budget_spent_micros: Some(5_000_000),
+    };
+    assert!(
+        fx.contains(&ask),
+        "a person is asked, with the spend: {fx:?}"
+    );
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::MarkEscalated { .. })),
+        "{fx:?}"
+    );
+    // retry: the issue has its budget again, and no attempt was given back or spent.
+    let attempts = core.runner().attempts[Step::Implement.index()];
+    let fx = core
+        .handle(&Event::Decided {
+            option: sdlc_machine::machine::DecisionOption::Retry,
+        })
+        .to_vec();
+    assert!(
+        fx.contains(&Effect::CheckPreconditions {
+            step: Step::Implement
+        }),
+        "{fx:?}"
+    );
+    assert_eq!(core.runner().issue_cost_micros, 0);
+    assert_eq!(core.runner().attempts[Step::Implement.index()], attempts);
+    let fx = core
+        .handle(&Event::PreconditionsOk {
+            step: Step::Implement,
+        })
+        .to_vec();
+    let run = fx.iter().find(|e| e.is_request()).copied().unwrap();
+    assert_eq!(left(&run), Some(5_000_000), "{fx:?}");
+    // skip: the issue escalates, a person's choice.
+    let fx = core.handle(&budget_failure(5_000_000)).to_vec();
+    assert!(fx.contains(&ask), "{fx:?}");
+    let fx = core
+        .handle(&Event::Decided {
+            option: sdlc_machine::machine::DecisionOption::Skip,
+        })
+        .to_vec();
+    assert!(fx.contains(&Effect::MarkEscalated { issue: 3 }), "{fx:?}");
+}

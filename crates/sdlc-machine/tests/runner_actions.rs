@@ -680,6 +680,7 @@ fn the_wait_for_a_decision_is_the_machines_and_ends_on_time() {
     let ask = Effect::AskDecision {
         step: Step::StartCycle,
         issue: 1,
+        budget_spent_micros: None,
     };
     assert_eq!(fx.last(), Some(&ask), "{fx:?}");
     let look = Effect::LookForDecision {

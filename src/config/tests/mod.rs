@@ -155,6 +155,7 @@ fn limits_convert_to_exact_units() {
             // Read from the journals when a session begins, not from the config.
             day_spent_before_micros: 0,
             manual_approval: true,
+            ask_on_issue_budget: false,
             max_network_waits: 3,
             network_backoff_initial_secs: 2,
             ci_poll_initial_secs: 10,

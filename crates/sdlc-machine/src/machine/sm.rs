@@ -378,6 +378,18 @@ impl Runner {
             }
             Event::Decided {
                 option: DecisionOption::Retry,
+            } if self.budget_asked => {
+                // The issue's budget was reached, no attempt spent: a person grants it again,
+                // for at least one attempt whatever the last one cost.
+                self.budget_asked = false;
+                self.issue_cost_micros = 0;
+                self.issue_elapsed_ms = 0;
+                self.last_usage.cost_micros = 0;
+                self.last_usage.elapsed_ms = 0;
+                self.enter(*step, context)
+            }
+            Event::Decided {
+                option: DecisionOption::Retry,
             } => {
                 // One more attempt: the spent attempt is given back, so the next failure
                 // lands on this decision point again rather than past the limit.
@@ -389,7 +401,10 @@ impl Runner {
             }
             Event::Decided {
                 option: DecisionOption::Skip,
-            } => self.escalate(*step, EscalationCause::OperatorSkipped, context),
+            } => {
+                self.budget_asked = false;
+                self.escalate(*step, EscalationCause::OperatorSkipped, context)
+            }
             Event::Decided {
                 option: DecisionOption::Halt,
             } => self.halt(HaltReason::Operator, context),

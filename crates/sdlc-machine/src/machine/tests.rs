@@ -230,7 +230,15 @@ fn machine_labels_of_events_and_effects() {
         (Effect::Unquarantine { issue: 1 }, "Unquarantine", true),
         (Effect::Cleanup, "Cleanup", false),
         (Effect::Notify(Notice::NothingToDo), "Notify", false),
-        (Effect::AskDecision { step, issue: 1 }, "AskDecision", true),
+        (
+            Effect::AskDecision {
+                step,
+                issue: 1,
+                budget_spent_micros: None,
+            },
+            "AskDecision",
+            true,
+        ),
         (Effect::Halt(HaltReason::Network), "Halt", false),
         (Effect::Exit { code: 0 }, "Exit", true),
     ];

@@ -67,6 +67,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         decision_looks,
         decision_waited_secs,
         decision_paused,
+        budget_asked,
         network_waits,
         rate_limit_waits,
         last_escalation,
@@ -166,6 +167,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     decision_looks.hash(h);
     decision_waited_secs.hash(h);
     decision_paused.hash(h);
+    budget_asked.hash(h);
     network_waits.hash(h);
     rate_limit_waits.hash(h);
     last_escalation.hash(h);

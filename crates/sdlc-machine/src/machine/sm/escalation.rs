@@ -145,6 +145,7 @@ impl Runner {
         fx.push(Effect::AskDecision {
             step,
             issue: self.current_issue(),
+            budget_spent_micros: self.budget_asked.then_some(self.issue_cost_micros),
         });
     }
 

@@ -143,6 +143,10 @@ pub struct Runner {
     /// A pause before the next look for a person's answer is under way: only its end
     /// (`WaitOver`) asks for the look.
     pub decision_paused: bool,
+    /// The decision under way was asked because the issue's budget was reached
+    /// (`budget.onExceeded: ask`): `retry` grants the budget again rather than an attempt.
+    #[serde(default)]
+    pub budget_asked: bool,
     /// Network waits in a row on the outstanding request.
     pub network_waits: u32,
     /// Rate-limit waits in a row on the outstanding request.
@@ -264,6 +268,7 @@ impl Runner {
             decision_looks: 0,
             decision_waited_secs: 0,
             decision_paused: false,
+            budget_asked: false,
             last_escalation: None,
             last_escalation_alone: false,
             ci_waits: 0,
@@ -294,6 +299,7 @@ impl Runner {
         self.failures_seen = [FailuresSeen::None; Step::COUNT];
         self.issue_cost_micros = 0;
         self.issue_elapsed_ms = 0;
+        self.budget_asked = false;
         self.merge_rerun = false;
         self.lost_race = None;
         self.ci_commit = None;

@@ -75,6 +75,11 @@ impl Runner {
             self.limits.per_issue_budget_ms,
             last.elapsed_ms,
         ) {
+            if self.limits.ask_on_issue_budget && !self.single_step() {
+                self.budget_asked = true;
+                self.ask_decision(step, fx);
+                return Some(Transition(State::awaiting_decision(step)));
+            }
             if !self.single_step() {
                 return Some(self.escalate(step, EscalationCause::IssueBudget, fx));
             }

@@ -310,6 +310,10 @@ pub enum Effect {
         step: Step,
         /// The issue of the cycle.
         issue: u32,
+        /// What the issue spent, when its budget was reached (`budget.onExceeded: ask`)
+        /// rather than a step's retries (absent in older journals).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        budget_spent_micros: Option<u64>,
     },
     /// Look once more for a person's answer to the decision file (answered by `Decided` or
     /// `DecisionPending`).
@@ -385,7 +389,15 @@ impl Effect {
             Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
             Effect::ClaimIssue { .. } => Effect::ClaimIssue { issue: 0 },
             Effect::RenewClaim { secs, .. } => Effect::RenewClaim { issue: 0, secs },
-            Effect::AskDecision { step, .. } => Effect::AskDecision { step, issue: 0 },
+            Effect::AskDecision {
+                step,
+                budget_spent_micros,
+                ..
+            } => Effect::AskDecision {
+                step,
+                issue: 0,
+                budget_spent_micros,
+            },
             Effect::LookForDecision { step, .. } => Effect::LookForDecision { step, issue: 0 },
             other => other,
         }

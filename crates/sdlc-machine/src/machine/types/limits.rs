@@ -50,6 +50,10 @@ pub struct Limits {
     pub day_spent_before_micros: u64,
     /// Manual approval: retries-exhausted asks a person instead of escalating.
     pub manual_approval: bool,
+    /// `budget.onExceeded: ask`: an issue's budget reached asks a person instead of
+    /// escalating (absent in older journals).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ask_on_issue_budget: bool,
     /// Network waits in a row for one runner action (a git, gh or tracker call) before the
     /// session halts as `NETWORK`. (Journals of earlier versions lack it: the default.)
     #[serde(default = "default_max_network_waits")]
@@ -135,6 +139,7 @@ impl Default for Limits {
             per_day_budget_micros: None,
             day_spent_before_micros: 0,
             manual_approval: false,
+            ask_on_issue_budget: false,
             max_network_waits: 10,
             network_backoff_initial_secs: 2,
             ci_poll_initial_secs: 10,

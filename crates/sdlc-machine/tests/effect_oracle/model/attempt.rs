@@ -47,7 +47,11 @@ impl Model {
             last.cost_micros,
         ) || Self::over(self.issue_ms, self.l.per_issue_budget_ms, last.elapsed_ms)
         {
-            if self.single_step() {
+            if self.l.ask_on_issue_budget && !self.single_step() {
+                self.budget_asked = true;
+                self.fx.push(self.question(step));
+                self.at = At::Decision(step);
+            } else if self.single_step() {
                 self.finish(1);
             } else {
                 self.escalate(step, EscalationCause::IssueBudget);

@@ -25,6 +25,7 @@ impl Model {
         self.repairs = [0; Step::COUNT];
         self.failed_how = Default::default();
         self.issue_cost = 0;
+        self.budget_asked = false;
         self.issue_ms = 0;
         self.rerun = false;
         self.fx.push(Effect::Notify(Notice::CycleStarted { issue }));

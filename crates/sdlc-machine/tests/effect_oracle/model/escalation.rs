@@ -86,12 +86,18 @@ impl Model {
         self.select_next();
     }
 
+    /// The question put to a person: with the issue's spend when its budget was reached.
+    pub(super) fn question(&self, step: Step) -> Effect {
+        Effect::AskDecision {
+            step,
+            issue: self.issue(),
+            budget_spent_micros: self.budget_asked.then_some(self.issue_cost),
+        }
+    }
+
     pub(super) fn give_up(&mut self, step: Step, cause: EscalationCause) {
         if self.l.manual_approval {
-            self.fx.push(Effect::AskDecision {
-                step,
-                issue: self.issue(),
-            });
+            self.fx.push(self.question(step));
             self.at = At::Decision(step);
             return;
         }

@@ -324,10 +324,7 @@ impl Model {
     }
 
     pub(super) fn on_decision(&mut self, step: Step, ev: &Event) -> bool {
-        let ask = Effect::AskDecision {
-            step,
-            issue: self.issue(),
-        };
+        let ask = self.question(step);
         match *ev {
             Event::ModeChanged { mode } => {
                 if self.change_mode(mode).is_none() {
@@ -335,6 +332,16 @@ impl Model {
                 }
             }
             Event::Start => self.fx.push(ask),
+            Event::Decided {
+                option: DecisionOption::Retry,
+            } if self.budget_asked => {
+                self.budget_asked = false;
+                self.issue_cost = 0;
+                self.issue_ms = 0;
+                self.last_usage.cost_micros = 0;
+                self.last_usage.elapsed_ms = 0;
+                self.enter(step);
+            }
             Event::Decided {
                 option: DecisionOption::Retry,
             } => {
@@ -346,7 +353,10 @@ impl Model {
             }
             Event::Decided {
                 option: DecisionOption::Skip,
-            } => self.escalate(step, EscalationCause::OperatorSkipped),
+            } => {
+                self.budget_asked = false;
+                self.escalate(step, EscalationCause::OperatorSkipped);
+            }
             Event::Decided {
                 option: DecisionOption::Halt,
             } => self.halt(HaltReason::Operator),

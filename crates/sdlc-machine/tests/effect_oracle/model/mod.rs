@@ -55,6 +55,8 @@ pub struct Model {
     /// Every way each step's attempts failed in this cycle (waits aside), in order.
     pub failed_how: [Vec<(FailureClass, Signature)>; Step::COUNT],
     pub issue_cost: u64,
+    /// The decision under way was asked for the issue's budget (`onExceeded: ask`).
+    pub budget_asked: bool,
     pub issue_ms: u64,
     pub streak: u32,
     pub escalated: BTreeSet<u32>,
@@ -125,6 +127,7 @@ impl Model {
             repairs: [0; Step::COUNT],
             failed_how: Default::default(),
             issue_cost: 0,
+            budget_asked: false,
             issue_ms: 0,
             streak: 0,
             escalated: BTreeSet::new(),
