@@ -143,7 +143,7 @@ fn status_is_the_status_json_document_and_metrics_parse() {
     let p = Project::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({"steps": {"implement": ["hang"]}, "costUsd": 0.25}),
-        json!({"budget": {"perSessionUsd": 5}}),
+        json!({"budget": {"perSessionUsd": 5, "perDayUsd": 20}}),
     );
     let addr = free_port();
     let mut runner = p.spawn(&["--http", &addr.to_string()]);
@@ -162,6 +162,9 @@ fn status_is_the_status_json_document_and_metrics_parse() {
             // Spend against the budget: startCycle, startIssue and writeSpecs at $0.25 each.
             assert_eq!(served["budgets"]["perSessionUsd"], 5.0, "{served}");
             assert_eq!(served["budgets"]["sessionUsd"], 0.75, "{served}");
+            // The day's ceiling over every journal, the page's "day spend" bar.
+            assert_eq!(served["day"]["perDayUsd"], 20.0, "{served}");
+            assert_eq!(served["day"]["spentUsd"], 0.75, "{served}");
             matched = true;
             break;
         }

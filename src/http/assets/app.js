@@ -110,6 +110,8 @@
       if (b.perIssueUsd != null) bars.appendChild(bar("issue spend (USD)", b.issueUsd, b.perIssueUsd));
       if (b.perIssueMinutes != null) bars.appendChild(bar("issue time (min)", Math.round(b.issueMinutes), b.perIssueMinutes));
     }
+    const d = st.day;
+    if (d) bars.appendChild(bar("day spend, every session and worker (USD)" + (d.freesAt ? " · frees " + d.freesAt : ""), d.spentUsd, d.perDayUsd));
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
     highlight();
