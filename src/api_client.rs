@@ -63,6 +63,12 @@ pub fn read_token(var: &str, key: &str, file: &std::path::Path) -> Result<Token,
     }
 }
 
+/// A token for unit tests.
+#[cfg(test)]
+pub fn test_token() -> Token {
+    Token("test-token".into())
+}
+
 /// How the token is presented.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Auth {
@@ -213,6 +219,92 @@ impl ApiClient {
         }
         let detail = crate::redact::redact(&detail);
         (format!("{what}: {detail}"), kind)
+    }
+}
+
+/// A call that failed: what to tell (naming the call, never the token) and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The call and what went wrong.
+    pub message: String,
+    /// What made it fail, for the machine.
+    pub kind: CallFailureKind,
+}
+
+/// What one REST list asks per page.
+const PAGE: usize = 100;
+
+impl ApiClient {
+    /// [`ApiClient::call`] with a failed call as a [`Failure`].
+    pub fn answer(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<HttpAnswer, Failure> {
+        self.call(method, path, body).map_err(|e| Failure {
+            message: e.to_string(),
+            kind: e.kind,
+        })
+    }
+
+    /// The failure of an answer that is not a success.
+    pub fn failure(&self, method: &str, path: &str, answer: &HttpAnswer) -> Failure {
+        let what = format!("{method} {}/{}", self.base, path.trim_start_matches('/'));
+        let (message, kind) = self.refusal(&what, answer);
+        Failure { message, kind }
+    }
+
+    /// A call that must succeed: its body as JSON.
+    pub fn json(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<serde_json::Value, Failure> {
+        let answer = self.answer(method, path, body)?;
+        if !answer.ok() {
+            return Err(self.failure(method, path, &answer));
+        }
+        if answer.body.iter().all(u8::is_ascii_whitespace) {
+            return Ok(serde_json::Value::Null);
+        }
+        serde_json::from_slice(&answer.body).map_err(|e| Failure {
+            message: format!(
+                "{method} {}/{path}: the answer is not the JSON expected ({e}); check that the URL is the API's",
+                self.base
+            ),
+            kind: CallFailureKind::Other,
+        })
+    }
+
+    /// Every page of a REST list (`path` without `per_page` and `page`); a page shorter than
+    /// the page size is the last.
+    pub fn pages(&self, path: &str) -> Result<Vec<serde_json::Value>, Failure> {
+        let join = if path.contains('?') { '&' } else { '?' };
+        let mut all = Vec::new();
+        for page in 1.. {
+            let paged = format!("{path}{join}per_page={PAGE}&page={page}");
+            let list = match self.json("GET", &paged, None)? {
+                serde_json::Value::Array(list) => list,
+                other => {
+                    return Err(Failure {
+                        message: format!(
+                            "GET {}/{paged}: expected a list, got {}",
+                            self.base,
+                            crate::sanitize::title(&other.to_string().chars().take(200).collect::<String>())
+                        ),
+                        kind: CallFailureKind::Other,
+                    })
+                }
+            };
+            let last = list.len() < PAGE;
+            all.extend(list);
+            if last {
+                break;
+            }
+        }
+        Ok(all)
     }
 }
 

@@ -65,6 +65,10 @@ pub enum TrackerKind {
     Github,
     /// One file per issue in `tracker.dir`, for offline use and the demo.
     Local,
+    /// GitLab issues of `gitlab.project`, through GitLab's REST API.
+    Gitlab,
+    /// Linear issues of `linear.team`, through Linear's GraphQL API.
+    Linear,
 }
 
 /// Where branches, pull requests and CI live.
@@ -78,6 +82,9 @@ pub enum ForgeKind {
     Github,
     /// No remote forge: "PRs" and merges are local git operations.
     Local,
+    /// Pushes to `origin`; merge requests and pipelines of `gitlab.project` through GitLab's
+    /// REST API.
+    Gitlab,
 }
 
 /// Whether a model name denotes a Haiku model, which rejects the effort parameter.
@@ -154,6 +161,13 @@ pub enum TrackerConfig {
         /// The durable quarantine label.
         escalated_label: String,
     },
+    /// GitLab issues of `gitlab.project`.
+    Gitlab {
+        /// Issues with this label are candidates.
+        label: String,
+        /// The durable quarantine label.
+        escalated_label: String,
+    },
     /// A directory of JSON issue files.
     Local {
         /// One `<N>.json` file per issue (absolute).
@@ -170,6 +184,7 @@ impl TrackerConfig {
     pub fn kind(&self) -> TrackerKind {
         match self {
             TrackerConfig::Github { .. } => TrackerKind::Github,
+            TrackerConfig::Gitlab { .. } => TrackerKind::Gitlab,
             TrackerConfig::Local { .. } => TrackerKind::Local,
         }
     }
@@ -177,7 +192,7 @@ impl TrackerConfig {
     /// The local tracker's directory.
     pub fn dir(&self) -> Option<&Path> {
         match self {
-            TrackerConfig::Github { .. } => None,
+            TrackerConfig::Github { .. } | TrackerConfig::Gitlab { .. } => None,
             TrackerConfig::Local { dir, .. } => Some(dir),
         }
     }
@@ -185,7 +200,9 @@ impl TrackerConfig {
     /// The selection label.
     pub fn label(&self) -> &str {
         match self {
-            TrackerConfig::Github { label, .. } | TrackerConfig::Local { label, .. } => label,
+            TrackerConfig::Github { label, .. }
+            | TrackerConfig::Gitlab { label, .. }
+            | TrackerConfig::Local { label, .. } => label,
         }
     }
 
@@ -193,6 +210,9 @@ impl TrackerConfig {
     pub fn escalated_label(&self) -> &str {
         match self {
             TrackerConfig::Github {
+                escalated_label, ..
+            }
+            | TrackerConfig::Gitlab {
                 escalated_label, ..
             }
             | TrackerConfig::Local {
