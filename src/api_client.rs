@@ -154,12 +154,18 @@ impl ApiClient {
         if let Some(why) = scope.stop_now() {
             return Err(fail(why.to_string(), stopped_kind(why)));
         }
-        let runtime = RUNTIME
-            .as_ref()
-            .map_err(|e| fail(format!("cannot start the HTTP client: {e}"), CallFailureKind::Other))?;
-        let client = HTTP
-            .as_ref()
-            .map_err(|e| fail(format!("cannot build the HTTP client: {e}"), CallFailureKind::Other))?;
+        let runtime = RUNTIME.as_ref().map_err(|e| {
+            fail(
+                format!("cannot start the HTTP client: {e}"),
+                CallFailureKind::Other,
+            )
+        })?;
+        let client = HTTP.as_ref().map_err(|e| {
+            fail(
+                format!("cannot build the HTTP client: {e}"),
+                CallFailureKind::Other,
+            )
+        })?;
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|e| fail(e.to_string(), CallFailureKind::Other))?;
         let mut request = client.request(method, &url).timeout(self.timeout);
@@ -292,7 +298,9 @@ impl ApiClient {
                         message: format!(
                             "GET {}/{paged}: expected a list, got {}",
                             self.base,
-                            crate::sanitize::title(&other.to_string().chars().take(200).collect::<String>())
+                            crate::sanitize::title(
+                                &other.to_string().chars().take(200).collect::<String>()
+                            )
                         ),
                         kind: CallFailureKind::Other,
                     })
@@ -377,7 +385,11 @@ pub fn message_of(body: &[u8]) -> String {
             if let Some(errors) = v["errors"].as_array() {
                 let all: Vec<String> = errors
                     .iter()
-                    .map(|e| e["message"].as_str().map_or_else(|| e.to_string(), str::to_string))
+                    .map(|e| {
+                        e["message"]
+                            .as_str()
+                            .map_or_else(|| e.to_string(), str::to_string)
+                    })
                     .collect();
                 return Some(all.join("; "));
             }
@@ -400,7 +412,10 @@ mod tests {
         let file = std::path::Path::new("/p/sdlc-config.json");
         let e = read_token("SDLC_TEST_NO_SUCH_TOKEN_VAR", "gitlab.tokenEnv", file).unwrap_err();
         assert!(e.contains("SDLC_TEST_NO_SUCH_TOKEN_VAR"), "{e}");
-        assert!(e.contains("gitlab.tokenEnv") && e.contains("/p/sdlc-config.json"), "{e}");
+        assert!(
+            e.contains("gitlab.tokenEnv") && e.contains("/p/sdlc-config.json"),
+            "{e}"
+        );
         assert!(withheld_vars().contains(&"SDLC_TEST_NO_SUCH_TOKEN_VAR".to_string()));
         let t = Token("glpat-secret".into());
         assert_eq!(format!("{t:?}"), "Token(***)");
@@ -408,7 +423,10 @@ mod tests {
 
     #[test]
     fn the_services_message_is_read_from_its_body() {
-        assert_eq!(message_of(br#"{"message":"404 Not found"}"#), "404 Not found");
+        assert_eq!(
+            message_of(br#"{"message":"404 Not found"}"#),
+            "404 Not found"
+        );
         assert_eq!(
             message_of(br#"{"message":{"base":["cannot merge"]}}"#),
             r#"{"base":["cannot merge"]}"#
@@ -418,7 +436,10 @@ mod tests {
             message_of(br#"{"errors":[{"message":"Entity not found"}],"data":null}"#),
             "Entity not found"
         );
-        assert_eq!(message_of(b"<html>bad gateway</html>"), "<html>bad gateway</html>");
+        assert_eq!(
+            message_of(b"<html>bad gateway</html>"),
+            "<html>bad gateway</html>"
+        );
     }
 
     fn answer(status: u16, headers: &[(&str, &str)]) -> HttpAnswer {
@@ -443,7 +464,10 @@ mod tests {
         assert_eq!(c.base, "https://gitlab.example/api/v4");
         let (msg, kind) = c.refusal("GET x", &answer(401, &[]));
         assert_eq!(kind, CallFailureKind::Auth);
-        assert!(msg.contains("GITLAB_TOKEN") && !msg.contains("glpat-secret"), "{msg}");
+        assert!(
+            msg.contains("GITLAB_TOKEN") && !msg.contains("glpat-secret"),
+            "{msg}"
+        );
         let (msg, kind) = c.refusal("GET x", &answer(403, &[]));
         assert_eq!(kind, CallFailureKind::Permission);
         assert!(msg.contains("GITLAB_TOKEN"), "{msg}");
@@ -483,7 +507,12 @@ mod tests {
         // A server that accepts and never answers: the deadline of the scope ends the call.
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = silent.local_addr().unwrap();
-        let c = ApiClient::new(&format!("http://{addr}"), Token("t".into()), Auth::Plain, "T");
+        let c = ApiClient::new(
+            &format!("http://{addr}"),
+            Token("t".into()),
+            Auth::Plain,
+            "T",
+        );
         let started = std::time::Instant::now();
         let deadline = started + Duration::from_millis(300);
         let e = crate::process::within_deadline(deadline, || c.call("GET", "x", None)).unwrap_err();

@@ -61,7 +61,11 @@ pub fn summary(c: &Config) -> String {
     ));
     let tracker = match c.tracker.dir() {
         Some(dir) => format!("local {}", dir.display()),
-        None => format!("{}, label {}", kind_name(c.tracker.kind()), c.tracker.label()),
+        None => format!(
+            "{}, label {}",
+            kind_name(c.tracker.kind()),
+            c.tracker.label()
+        ),
     };
     let forge = match c.forge {
         ForgeKind::Github => "github",

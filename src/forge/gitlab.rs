@@ -374,7 +374,14 @@ mod tests {
         assert_eq!(pipeline_state("success"), CiState::Passed);
         assert_eq!(pipeline_state("failed"), CiState::Failed);
         assert_eq!(pipeline_state("canceled"), CiState::Failed);
-        for s in ["created", "pending", "running", "manual", "scheduled", "new-one"] {
+        for s in [
+            "created",
+            "pending",
+            "running",
+            "manual",
+            "scheduled",
+            "new-one",
+        ] {
             assert_eq!(pipeline_state(s), CiState::Pending, "{s}");
         }
     }
@@ -397,11 +404,15 @@ mod tests {
             Some(CallFailureKind::LostRace)
         );
         assert_eq!(
-            kind(base(json!({"draft": true, "detailed_merge_status": "draft_status"}))),
+            kind(base(
+                json!({"draft": true, "detailed_merge_status": "draft_status"})
+            )),
             Some(CallFailureKind::Policy)
         );
         assert_eq!(
-            kind(base(json!({"has_conflicts": true, "detailed_merge_status": "conflict"}))),
+            kind(base(
+                json!({"has_conflicts": true, "detailed_merge_status": "conflict"})
+            )),
             Some(CallFailureKind::Conflict)
         );
         assert_eq!(

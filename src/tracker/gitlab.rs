@@ -12,6 +12,7 @@ use super::{escalation_text, select_from, Issue, IssueText, Scope, Selection, Tr
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
 use serde_json::{json, Value};
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 
 /// GitLab allows notes of up to a million characters; diagnostics are kept far shorter.
@@ -123,11 +124,11 @@ impl GitLab {
             if matches!(scope, Scope::Repo) && open_candidates.contains(&dep) {
                 return Ok(true);
             }
-            if !viewed.contains_key(&dep) {
-                let issue = self.view(dep)?;
-                viewed.insert(dep, issue);
-            }
-            let issue = viewed.get(&dep).and_then(Option::as_ref);
+            let issue = match viewed.entry(dep) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(self.view(dep)?),
+            };
+            let issue = issue.as_ref();
             Ok(match scope {
                 Scope::Milestone(m) => {
                     issue.is_some_and(|d| d.milestone.as_ref() == Some(m) && !d.is_done())

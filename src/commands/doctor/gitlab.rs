@@ -54,7 +54,11 @@ pub(super) fn checks(cfg: &Config) -> Vec<Check> {
                 format!("the project has no label {label}: no issue is selected"),
                 format!("create the label {label} in the project and put it on the issues to work"),
             ),
-            Ok(a) => Check::fail("gitlab", api.failure("GET", &path, &a).message, "check the token's rights"),
+            Ok(a) => Check::fail(
+                "gitlab",
+                api.failure("GET", &path, &a).message,
+                "check the token's rights",
+            ),
             Err(f) => Check::fail("gitlab", f.message, "check gitlab.url and the network"),
         });
     }
