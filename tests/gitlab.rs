@@ -260,3 +260,32 @@ fn doctor_checks_the_token_the_project_the_label_and_the_right_to_merge() {
     assert!(all.contains("access level 20"), "{all}");
     assert_ne!(code(&out), 0, "a reporter may not merge: {all}");
 }
+
+#[test]
+fn init_takes_an_origin_whose_host_answers_gitlabs_version_api_for_gitlab() {
+    let g = LabProject::new(&[], json!({}), json!({}));
+    let url = format!("{}/{PROJECT}.git", g.lab.url());
+    e2e::git(&g.p.project, &["remote", "set-url", "origin", &url]);
+    let target = g.p.root.join("init-config.json");
+    let out =
+        g.p.command(&["init", "--config", target.to_str().expect("utf8")])
+            .current_dir(&g.p.project)
+            .output()
+            .expect("init");
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).expect("config")).expect("json");
+    assert_eq!(written["tracker"]["kind"], "gitlab", "{written}");
+    assert_eq!(written["forge"], "gitlab", "{written}");
+    assert_eq!(written["gitlab"]["project"], PROJECT, "{written}");
+    assert_eq!(written["gitlab"]["url"], g.lab.url().as_str(), "{written}");
+    assert!(
+        g.lab
+            .requests()
+            .contains(&"GET /api/v4/version".to_string()),
+        "{:?}",
+        g.lab.requests()
+    );
+    assert!(!g.p.project.join("issues").exists(), "no local tracker");
+}
