@@ -289,3 +289,81 @@ fn init_takes_an_origin_whose_host_answers_gitlabs_version_api_for_gitlab() {
     );
     assert!(!g.p.project.join("issues").exists(), "no local tracker");
 }
+
+/// The run halted for the project's rule `rule` at the merge of issue 1: no repair by an
+/// agent, nobody escalated, nothing merged, issue 2 never started.
+fn halts_for_the_rule(g: &LabProject, rule: &str) -> usize {
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains(rule), "the halt names {rule:?}: {all}");
+    assert!(!all.contains("MERGE_CONFLICT"), "{all}");
+    assert_eq!(g.p.count("1 merge"), 0, "{:?}", g.p.invocations());
+    assert_eq!(g.p.count("2 "), 0, "{:?}", g.p.invocations());
+    assert!(e2e::merged_issues(&g.p.origin).is_empty(), "{all}");
+    let one = g.lab.issue(1);
+    assert!(
+        one.open && !one.labels.contains(&"sdlc-escalated".to_string()),
+        "{one:?}"
+    );
+    g.lab
+        .requests()
+        .iter()
+        .filter(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+        .count()
+}
+
+fn two_issues() -> LabProject {
+    LabProject::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Say bye."),
+        ],
+        json!({}),
+        json!({}),
+    )
+}
+
+#[test]
+fn a_draft_or_an_unapproved_merge_request_halts_naming_the_rule_before_any_merge() {
+    let g = two_issues();
+    g.lab.with(|l| {
+        l.mr_fields = Some(json!({"draft": true, "detailed_merge_status": "draft_status"}))
+    });
+    assert_eq!(halts_for_the_rule(&g, "the merge request is a draft"), 0);
+    let g = two_issues();
+    g.lab
+        .with(|l| l.mr_fields = Some(json!({"detailed_merge_status": "not_approved"})));
+    assert_eq!(
+        halts_for_the_rule(&g, "the project's rules refuse the merge (not_approved)"),
+        0
+    );
+}
+
+#[test]
+fn a_merge_refused_by_gitlab_is_read_from_the_merge_requests_fields_after_the_refusal() {
+    let g = two_issues();
+    g.lab.with(|l| {
+        l.refuse_merge_with = Some(json!({"detailed_merge_status": "discussions_not_resolved"}))
+    });
+    assert_eq!(
+        halts_for_the_rule(
+            &g,
+            "the project's rules refuse the merge (discussions_not_resolved)"
+        ),
+        1
+    );
+}
+
+#[test]
+fn claims_of_several_runners_are_refused_on_gitlab_naming_why() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let out = g.p.run(&["--worker-id", "w1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 2, "{all}");
+    assert!(
+        all.contains("claims are not kept on a GitLab tracker"),
+        "{all}"
+    );
+    assert!(g.p.invocations().is_empty(), "{:?}", g.p.invocations());
+}

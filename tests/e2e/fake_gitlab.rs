@@ -70,6 +70,13 @@ pub struct Lab {
     looks: Vec<(String, u32)>,
     /// A merge request's `head_pipeline` while its own commit has none: an older commit's.
     pub stale_head_pipeline: Option<Value>,
+    /// Fields every merge request shows over the fake's own (`draft`,
+    /// `detailed_merge_status`, …).
+    pub mr_fields: Option<Value>,
+    /// Fields shown only once a merge was asked for and refused with 405 (GitLab finds a
+    /// rule only when it tries).
+    pub refuse_merge_with: Option<Value>,
+    merge_refused: bool,
     /// The next n requests are refused with 429 and `Retry-After: 1`.
     pub rate_limited: u32,
     /// The access level of the token's account.
@@ -360,7 +367,7 @@ fn mr_json(lab: &Lab, mr: &MergeRequest) -> Value {
         .find(|p| p.sha == sha)
         .map(pipeline_json)
         .or_else(|| lab.stale_head_pipeline.clone());
-    json!({
+    let mut v = json!({
         "id": 50_000 + mr.iid, "iid": mr.iid, "project_id": 7, "title": mr.title,
         "description": mr.description, "state": mr.state, "source_branch": mr.source,
         "target_branch": mr.target, "sha": sha, "draft": false, "work_in_progress": false,
@@ -368,7 +375,14 @@ fn mr_json(lab: &Lab, mr: &MergeRequest) -> Value {
         "detailed_merge_status": if mr.state == "opened" { "mergeable" } else { "not_open" },
         "merge_status": "can_be_merged", "head_pipeline": head_pipeline,
         "web_url": format!("http://gitlab.test/{PROJECT}/-/merge_requests/{}", mr.iid),
-    })
+    });
+    let refused = lab.refuse_merge_with.as_ref().filter(|_| lab.merge_refused);
+    for extra in [lab.mr_fields.as_ref(), refused].into_iter().flatten() {
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+    }
+    v
 }
 
 fn answer(lab: &mut Lab, req: &Request) -> Answer {
@@ -577,6 +591,10 @@ fn merge(lab: &mut Lab, iid: &str, req: &Request) -> Answer {
     let Some(head) = head_of(lab, &mr.source) else {
         return status(405, "405 Method Not Allowed");
     };
+    if lab.refuse_merge_with.is_some() {
+        lab.merge_refused = true;
+        return status(405, "405 Method Not Allowed");
+    }
     if req.body["sha"].as_str() != Some(head.as_str()) {
         return status(409, "SHA does not match HEAD of source branch");
     }
