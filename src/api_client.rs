@@ -136,6 +136,14 @@ impl ApiClient {
         }
     }
 
+    /// `base/path`; the base itself for an empty path (a GraphQL endpoint).
+    fn url(&self, path: &str) -> String {
+        match path.trim_start_matches('/') {
+            "" => self.base.clone(),
+            rest => format!("{}/{rest}", self.base),
+        }
+    }
+
     /// `METHOD base/path` with `body` as JSON: the answer, whatever its status.
     pub fn call(
         &self,
@@ -143,7 +151,7 @@ impl ApiClient {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<HttpAnswer, NoAnswer> {
-        let url = format!("{}/{}", self.base, path.trim_start_matches('/'));
+        let url = self.url(path);
         let what = format!("{method} {url}");
         let fail = |detail: String, kind| NoAnswer {
             what: what.clone(),
@@ -256,7 +264,7 @@ impl ApiClient {
 
     /// The failure of an answer that is not a success.
     pub fn failure(&self, method: &str, path: &str, answer: &HttpAnswer) -> Failure {
-        let what = format!("{method} {}/{}", self.base, path.trim_start_matches('/'));
+        let what = format!("{method} {}", self.url(path));
         let (message, kind) = self.refusal(&what, answer);
         Failure { message, kind }
     }

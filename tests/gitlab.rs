@@ -362,7 +362,7 @@ fn claims_of_several_runners_are_refused_on_gitlab_naming_why() {
     let all = text(&out);
     assert_eq!(code(&out), 2, "{all}");
     assert!(
-        all.contains("claims are not kept on a GitLab tracker"),
+        all.contains("claims are not kept on a GitLab or Linear tracker"),
         "{all}"
     );
     assert!(g.p.invocations().is_empty(), "{:?}", g.p.invocations());

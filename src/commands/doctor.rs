@@ -297,6 +297,12 @@ fn tracker(cfg: &Config) -> Check {
                 format!("github issues labelled {}, via gh", t.label),
             )
         }
+        Ok(crate::tracker::Tracker::Linear(t)) => {
+            return Check::ok(
+                "tracker",
+                format!("linear issues of team {} labelled {}", t.team, t.label),
+            )
+        }
         Ok(crate::tracker::Tracker::GitLab(t)) => {
             return Check::ok(
                 "tracker",

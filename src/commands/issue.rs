@@ -64,6 +64,15 @@ fn local_tracker(config: &Path) -> Result<Local, i32> {
             );
             Err(2)
         }
+        Tracker::Linear(t) => {
+            say!(
+                "error: {}: the tracker is Linear team {}: create and edit its issues in Linear (label {}); `sdlc-runner issue` works on the local tracker",
+                cfg.file.display(),
+                t.team,
+                t.label
+            );
+            Err(2)
+        }
         Tracker::GitLab(t) => {
             say!(
                 "error: {}: the tracker is GitLab project {}: create and edit its issues in GitLab (label {}); `sdlc-runner issue` works on the local tracker",

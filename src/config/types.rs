@@ -168,6 +168,13 @@ pub enum TrackerConfig {
         /// The durable quarantine label.
         escalated_label: String,
     },
+    /// Linear issues of `linear.team`.
+    Linear {
+        /// Issues with this label are candidates.
+        label: String,
+        /// The durable quarantine label.
+        escalated_label: String,
+    },
     /// A directory of JSON issue files.
     Local {
         /// One `<N>.json` file per issue (absolute).
@@ -185,6 +192,7 @@ impl TrackerConfig {
         match self {
             TrackerConfig::Github { .. } => TrackerKind::Github,
             TrackerConfig::Gitlab { .. } => TrackerKind::Gitlab,
+            TrackerConfig::Linear { .. } => TrackerKind::Linear,
             TrackerConfig::Local { .. } => TrackerKind::Local,
         }
     }
@@ -192,7 +200,9 @@ impl TrackerConfig {
     /// The local tracker's directory.
     pub fn dir(&self) -> Option<&Path> {
         match self {
-            TrackerConfig::Github { .. } | TrackerConfig::Gitlab { .. } => None,
+            TrackerConfig::Github { .. }
+            | TrackerConfig::Gitlab { .. }
+            | TrackerConfig::Linear { .. } => None,
             TrackerConfig::Local { dir, .. } => Some(dir),
         }
     }
@@ -202,6 +212,7 @@ impl TrackerConfig {
         match self {
             TrackerConfig::Github { label, .. }
             | TrackerConfig::Gitlab { label, .. }
+            | TrackerConfig::Linear { label, .. }
             | TrackerConfig::Local { label, .. } => label,
         }
     }
@@ -213,6 +224,9 @@ impl TrackerConfig {
                 escalated_label, ..
             }
             | TrackerConfig::Gitlab {
+                escalated_label, ..
+            }
+            | TrackerConfig::Linear {
                 escalated_label, ..
             }
             | TrackerConfig::Local {

@@ -339,12 +339,6 @@ impl Walker {
         let escalated_label = self
             .text(&o, "escalatedLabel")
             .unwrap_or_else(|| o.default("escalatedLabel"));
-        if kind == TrackerKind::Linear {
-            self.err(
-                o.path("kind"),
-                "\"linear\" is not available in this version of sdlc-runner: use \"github\", \"gitlab\" or \"local\"",
-            );
-        }
         match (kind, dir) {
             (TrackerKind::Local, Some(dir)) => TrackerConfig::Local {
                 dir,
@@ -352,6 +346,10 @@ impl Walker {
                 escalated_label,
             },
             (TrackerKind::Gitlab, _) => TrackerConfig::Gitlab {
+                label,
+                escalated_label,
+            },
+            (TrackerKind::Linear, _) => TrackerConfig::Linear {
                 label,
                 escalated_label,
             },
@@ -381,6 +379,17 @@ impl Walker {
             self.err(
                 if given { "gitlab.project".into() } else { "gitlab".into() },
                 "required when tracker.kind or forge is \"gitlab\": the project's path with its namespace, such as \"group/sub/project\"",
+            );
+        }
+        if tracker == TrackerKind::Linear && settings.linear.team.is_none() {
+            let given = top.get("linear").is_some();
+            self.err(
+                if given {
+                    "linear.team".into()
+                } else {
+                    "linear".into()
+                },
+                "required when tracker.kind is \"linear\": the team's key, such as \"ENG\"",
             );
         }
         if tracker == TrackerKind::Gitlab && forge == ForgeKind::Github {

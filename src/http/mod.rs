@@ -138,7 +138,8 @@ impl Server {
             status: Arc::new(StatusCache {
                 ttl: match cfg.tracker {
                     crate::config::TrackerConfig::Github { .. }
-                    | crate::config::TrackerConfig::Gitlab { .. } => STATUS_TTL_GITHUB,
+                    | crate::config::TrackerConfig::Gitlab { .. }
+                    | crate::config::TrackerConfig::Linear { .. } => STATUS_TTL_GITHUB,
                     crate::config::TrackerConfig::Local { .. } => STATUS_TTL,
                 },
                 cfg: cfg.clone(),

@@ -23,6 +23,7 @@ pub(crate) mod claims;
 mod github;
 mod gitlab;
 mod lease;
+mod linear;
 mod local;
 mod selection;
 mod text;
@@ -30,6 +31,7 @@ mod text;
 pub use github::GitHub;
 pub use gitlab::GitLab;
 pub use lease::{Claim, Claimed};
+pub use linear::Linear;
 pub use local::Local;
 pub use selection::body_dependencies;
 pub(crate) use selection::{select_from, Scope};
@@ -183,6 +185,8 @@ pub enum Tracker {
     GitHub(GitHub),
     /// GitLab issues through GitLab's REST API.
     GitLab(GitLab),
+    /// Linear issues through Linear's GraphQL API.
+    Linear(Linear),
     /// A directory of JSON issue files.
     Local(Local),
 }
@@ -193,6 +197,7 @@ impl Tracker {
         match self {
             Tracker::GitHub(t) => traced(self.kind(), "text", number, t.text(number)),
             Tracker::GitLab(t) => traced(self.kind(), "text", number, t.text(number)),
+            Tracker::Linear(t) => traced(self.kind(), "text", number, t.text(number)),
             Tracker::Local(_) => self.get(number).map(|i| IssueText::of(&i)),
         }
     }
@@ -208,6 +213,7 @@ impl Tracker {
         let selected = match self {
             Tracker::GitHub(t) => t.select(escalated_this_session, merged),
             Tracker::GitLab(t) => t.select(escalated_this_session, merged),
+            Tracker::Linear(t) => t.select(escalated_this_session, merged),
             Tracker::Local(t) => t.select(escalated_this_session, merged),
         };
         let outcome = match &selected {
@@ -224,6 +230,7 @@ impl Tracker {
         match self {
             Tracker::GitHub(_) => "github",
             Tracker::GitLab(_) => "gitlab",
+            Tracker::Linear(_) => "linear",
             Tracker::Local(_) => "local",
         }
     }
@@ -237,6 +244,7 @@ impl Tracker {
         let marked = match self {
             Tracker::GitHub(t) => t.mark_escalated(number, diagnostic),
             Tracker::GitLab(t) => t.mark_escalated(number, diagnostic),
+            Tracker::Linear(t) => t.mark_escalated(number, diagnostic),
             Tracker::Local(t) => t.mark_escalated(number, diagnostic),
         };
         traced(self.kind(), "mark escalated", number, marked)
@@ -250,6 +258,7 @@ impl Tracker {
         let closed = match self {
             Tracker::GitHub(t) => t.close(number, note),
             Tracker::GitLab(t) => t.close(number, note),
+            Tracker::Linear(t) => t.close(number, note),
             Tracker::Local(t) => t.close(number, note),
         };
         traced(self.kind(), "close", number, closed)
@@ -269,6 +278,7 @@ impl Tracker {
         let lifted = match self {
             Tracker::GitHub(t) => t.unquarantine(number, note),
             Tracker::GitLab(t) => t.unquarantine(number, note),
+            Tracker::Linear(t) => t.unquarantine(number, note),
             Tracker::Local(t) => t.unquarantine(number, note),
         };
         traced(self.kind(), "unquarantine", number, lifted)
@@ -279,6 +289,7 @@ impl Tracker {
         let lifted = match self {
             Tracker::GitHub(t) => t.lift_quarantine(number),
             Tracker::GitLab(t) => t.lift_quarantine(number),
+            Tracker::Linear(t) => t.lift_quarantine(number),
             Tracker::Local(t) => t.lift_quarantine(number),
         };
         traced(self.kind(), "lift quarantine", number, lifted)
@@ -288,7 +299,7 @@ impl Tracker {
     /// tracker only: on GitHub that would be one more `gh` call per empty selection).
     pub fn open_without_label(&self) -> Vec<u32> {
         match self {
-            Tracker::GitHub(_) | Tracker::GitLab(_) => Vec::new(),
+            Tracker::GitHub(_) | Tracker::GitLab(_) | Tracker::Linear(_) => Vec::new(),
             Tracker::Local(t) => t
                 .all()
                 .unwrap_or_default()
@@ -304,6 +315,7 @@ impl Tracker {
         match self {
             Tracker::GitHub(t) => &t.label,
             Tracker::GitLab(t) => &t.label,
+            Tracker::Linear(t) => &t.label,
             Tracker::Local(t) => &t.label,
         }
     }
@@ -339,6 +351,24 @@ impl Tracker {
                 label: label.clone(),
                 escalated_label: escalated_label.clone(),
             }),
+            crate::config::TrackerConfig::Linear {
+                label,
+                escalated_label,
+            } => Tracker::Linear(Linear {
+                api: crate::api_client::ApiClient::new(
+                    &cfg.linear.url,
+                    crate::api_client::read_token(
+                        &cfg.linear.token_env,
+                        "linear.tokenEnv",
+                        &cfg.file,
+                    )?,
+                    crate::api_client::Auth::Plain,
+                    &cfg.linear.token_env,
+                ),
+                team: cfg.linear.team.clone().unwrap_or_default(),
+                label: label.clone(),
+                escalated_label: escalated_label.clone(),
+            }),
         })
     }
 
@@ -347,6 +377,7 @@ impl Tracker {
         let label = match self {
             Tracker::GitHub(t) => &t.label,
             Tracker::GitLab(t) => &t.label,
+            Tracker::Linear(t) => &t.label,
             Tracker::Local(t) => &t.label,
         };
         issue.labels.contains(label)
@@ -357,6 +388,7 @@ impl Tracker {
         let got = match self {
             Tracker::GitHub(t) => t.get(number),
             Tracker::GitLab(t) => t.get(number),
+            Tracker::Linear(t) => t.get(number),
             Tracker::Local(t) => t.get(number),
         };
         traced(self.kind(), "get", number, got)

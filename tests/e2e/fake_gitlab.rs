@@ -147,12 +147,13 @@ impl FakeGitLab {
     }
 }
 
-struct Request {
-    method: String,
-    path: String,
-    query: Vec<(String, String)>,
-    token: Option<String>,
-    body: Value,
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub token: Option<String>,
+    pub authorization: Option<String>,
+    pub body: Value,
 }
 
 impl Request {
@@ -189,7 +190,7 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let mut line = String::new();
     reader.read_line(&mut line).ok()?;
     let mut words = line.split_whitespace();
@@ -206,6 +207,7 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         .collect();
     let mut length = 0usize;
     let mut token = None;
+    let mut authorization = None;
     loop {
         let mut h = String::new();
         reader.read_line(&mut h).ok()?;
@@ -220,6 +222,9 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
             if k.trim().eq_ignore_ascii_case("private-token") {
                 token = Some(v.trim().to_string());
             }
+            if k.trim().eq_ignore_ascii_case("authorization") {
+                authorization = Some(v.trim().to_string());
+            }
         }
     }
     let mut body = vec![0; length];
@@ -229,17 +234,18 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
         path: path.to_string(),
         query,
         token,
+        authorization,
         body: serde_json::from_slice(&body).unwrap_or(Value::Null),
     })
 }
 
-struct Answer {
-    status: u16,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
 }
 
-fn ok(body: Value) -> Answer {
+pub fn ok(body: Value) -> Answer {
     Answer {
         status: 200,
         headers: vec![],
@@ -265,6 +271,11 @@ fn serve(stream: TcpStream, state: &Mutex<Lab>) -> std::io::Result<()> {
         let mut lab = state.lock().expect("lab state");
         answer(&mut lab, &req)
     };
+    write_answer(&mut writer, &answer)
+}
+
+/// The answer on the wire, closing the connection after it.
+pub fn write_answer(writer: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
     let mut head = format!(
         "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
         answer.status,

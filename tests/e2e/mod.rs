@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod fake_gitlab;
+pub mod fake_linear;
 pub mod github_api;
 
 use serde_json::{json, Value};

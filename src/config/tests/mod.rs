@@ -328,7 +328,7 @@ fn bad_enum_values_list_the_choices() {
         ),
         (
             r#""tracker": {"kind": "linear"}"#,
-            &["tracker.kind: \"linear\" is not available in this version of sdlc-runner: use \"github\", \"gitlab\" or \"local\""],
+            &["linear: required when tracker.kind is \"linear\": the team's key, such as \"ENG\""],
         ),
     ]);
 }
