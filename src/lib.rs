@@ -8,6 +8,7 @@ pub use sdlc_machine::{failure, machine, step};
 #[macro_use]
 mod console;
 pub mod agent;
+pub mod api_client;
 pub mod artifacts;
 pub mod call_failure;
 mod cleanup;

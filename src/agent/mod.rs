@@ -374,6 +374,11 @@ pub async fn run_agent_stoppable(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    // The runner's own API tokens (`tokenEnv`) are its, not the agent's, even when configured
+    // into the agent's `env` by mistake.
+    for var in crate::api_client::withheld_vars() {
+        command.env_remove(var);
+    }
     // The agent gets SIGKILL when the runner dies, however it dies: an unattended agent must
     // never go on working a tree that its runner no longer watches. Its own children are
     // stopped through the process group (by this runner, or by the next one from the

@@ -452,3 +452,28 @@ async fn hundreds_of_megabytes_of_output_keep_memory_flat() {
         exit.duration
     );
 }
+
+#[tokio::test]
+async fn a_variable_holding_the_runners_api_token_never_reaches_the_agent() {
+    let dir = TempDir::new().unwrap();
+    let program = script(
+        &dir,
+        "agent",
+        "echo \"token=${SDLC_TEST_WITHHELD_TOKEN:-absent} other=${SDLC_TEST_OTHER:-absent}\"",
+    );
+    // Reading a token (here: one that is not set) marks its variable as the runner's own.
+    let _ = crate::api_client::read_token(
+        "SDLC_TEST_WITHHELD_TOKEN",
+        "gitlab.tokenEnv",
+        std::path::Path::new("c.json"),
+    );
+    let mut run = agent_run(&dir, program);
+    // Even configured into the agent's own environment, it is dropped.
+    run.env = vec![
+        ("SDLC_TEST_WITHHELD_TOKEN".into(), "glpat-secret".into()),
+        ("SDLC_TEST_OTHER".into(), "kept".into()),
+    ];
+    let (_, out) = run_collect(&run).await;
+    let out = String::from_utf8_lossy(&out);
+    assert!(out.contains("token=absent other=kept"), "{out}");
+}

@@ -2,7 +2,8 @@
 //! line, the body), and what a failed answer's status and headers mean. Rate limits are told
 //! from the headers GitHub sends with them, never from the message's prose: a primary limit
 //! (403 or 429 with `X-RateLimit-Remaining: 0`) lasts until `X-RateLimit-Reset`, a secondary
-//! one (`Retry-After`, or 429 without it) for `Retry-After` seconds or one minute.
+//! one (`Retry-After`, or 429 without it) for `Retry-After` seconds or one minute. GitLab's
+//! 429 without `Retry-After` lasts until its `RateLimit-Reset`.
 
 use super::CallFailureKind;
 
@@ -90,6 +91,12 @@ impl HttpAnswer {
         if let Some(after) = number("retry-after").filter(|_| limited_status) {
             return CallFailureKind::RateLimited {
                 wait_secs: after.max(1),
+            };
+        }
+        // GitLab's 429 names the reset (epoch seconds) when it names no `Retry-After`.
+        if let Some(reset) = number("ratelimit-reset").filter(|_| self.status == 429) {
+            return CallFailureKind::RateLimited {
+                wait_secs: reset.saturating_sub(now_epoch_secs).max(1),
             };
         }
         match self.status {

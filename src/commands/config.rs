@@ -61,11 +61,16 @@ pub fn summary(c: &Config) -> String {
     ));
     let tracker = match c.tracker.dir() {
         Some(dir) => format!("local {}", dir.display()),
-        None => format!("github, label {}", c.tracker.label()),
+        None => format!(
+            "{}, label {}",
+            kind_name(c.tracker.kind()),
+            c.tracker.label()
+        ),
     };
     let forge = match c.forge {
         ForgeKind::Github => "github",
         ForgeKind::Local => "local",
+        ForgeKind::Gitlab => "gitlab",
     };
     out.push_str(&format!("  tracker: {tracker}; forge: {forge}\n"));
     let steps: Vec<String> = Step::ALL
@@ -102,4 +107,14 @@ pub fn summary(c: &Config) -> String {
         }
     ));
     out
+}
+
+/// The tracker's kind as the config names it.
+fn kind_name(kind: crate::config::TrackerKind) -> &'static str {
+    match kind {
+        crate::config::TrackerKind::Github => "github",
+        crate::config::TrackerKind::Local => "local",
+        crate::config::TrackerKind::Gitlab => "gitlab",
+        crate::config::TrackerKind::Linear => "linear",
+    }
 }

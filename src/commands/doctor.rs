@@ -9,6 +9,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+mod gitlab;
 mod local_state;
 mod sandbox;
 
@@ -160,6 +161,9 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     if uses_github(cfg) {
         checks.push(gh_auth(cfg));
     }
+    if cfg.forge == ForgeKind::Gitlab || cfg.tracker.kind() == crate::config::TrackerKind::Gitlab {
+        checks.extend(gitlab::checks(cfg));
+    }
     if in_repo {
         checks.push(remote(cfg));
         checks.extend(runner_state(cfg));
@@ -279,11 +283,30 @@ fn agent(cfg: &Config) -> Check {
 /// and the labels `run` selects by are counted.
 fn tracker(cfg: &Config) -> Check {
     let local = match crate::tracker::Tracker::from_config(cfg) {
-        crate::tracker::Tracker::Local(t) => t,
-        crate::tracker::Tracker::GitHub(t) => {
+        Err(e) => {
+            return Check::fail(
+                "tracker",
+                e,
+                "export the token in the variable named, as the user the runner runs as",
+            )
+        }
+        Ok(crate::tracker::Tracker::Local(t)) => t,
+        Ok(crate::tracker::Tracker::GitHub(t)) => {
             return Check::ok(
                 "tracker",
                 format!("github issues labelled {}, via gh", t.label),
+            )
+        }
+        Ok(crate::tracker::Tracker::Linear(t)) => {
+            return Check::ok(
+                "tracker",
+                format!("linear issues of team {} labelled {}", t.team, t.label),
+            )
+        }
+        Ok(crate::tracker::Tracker::GitLab(t)) => {
+            return Check::ok(
+                "tracker",
+                format!("gitlab issues of {} labelled {}", t.project, t.label),
             )
         }
     };

@@ -1,6 +1,7 @@
 //! `sdlc-runner init`: a commented starting config for the repository in the current
 //! directory. The tracker and forge follow the `origin` remote (GitHub when it points at
-//! github.com or at a GitHub Enterprise host `gh` is logged in to, else the local tracker and
+//! github.com or at a GitHub Enterprise host `gh` is logged in to; GitLab when it points at
+//! gitlab.com or at a host whose API answers `/api/v4/version`; else the local tracker and
 //! forge); the five steps that need no model run as
 //! builtin steps. An existing file is never overwritten.
 
@@ -35,6 +36,10 @@ pub fn run(args: &InitArgs) -> i32 {
             "github.com" => slug.clone(),
             _ => format!("{host}/{slug}"),
         });
+    let gitlab = match (&github, origin_url(&top)) {
+        (None, Some(url)) => gitlab_remote(&url),
+        _ => None,
+    };
     let target = match &args.config {
         Some(path) if path.is_absolute() => path.clone(),
         Some(path) => cwd.join(path),
@@ -47,7 +52,11 @@ pub fn run(args: &InitArgs) -> i32 {
         say!("error: {old}; install a newer gh (the distribution's package, or https://cli.github.com), then run init again");
         return 2;
     }
-    let text = template::adapt(&config_text(&top, github.as_deref()), args.agent);
+    let mut text = config_text(&top, github.as_deref());
+    if let Some((url, project)) = &gitlab {
+        text = with_gitlab(&text, url, project);
+    }
+    let text = template::adapt(&text, args.agent);
     match crate::safe_fs::write_new(&target, text.as_bytes()) {
         Ok(()) => {}
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -72,7 +81,7 @@ pub fn run(args: &InitArgs) -> i32 {
         .map(|relative| exclude(&top, relative));
     // The local tracker's directory: created (doctor and run need it) and kept out of git, so
     // that neither new issue files nor the runner's own writes to them ever dirty the tree.
-    if github.is_none() {
+    if github.is_none() && gitlab.is_none() {
         let issues = target
             .parent()
             .unwrap_or(top.as_path())
@@ -104,10 +113,14 @@ pub fn run(args: &InitArgs) -> i32 {
         say!("warning: cannot add the runner's files to .git/info/exclude ({e}); the first run tries again");
     }
     out!("{}", target.display());
-    if let (None, Some((host, _))) = (&github, &remote) {
+    if let (None, None, Some((host, _))) = (&github, &gitlab, &remote) {
         say!("note: origin is on {host}, which `gh auth status --hostname {host}` does not accept; if it is a GitHub Enterprise server, log in (`gh auth login --hostname {host}`) and run init again for the github tracker and forge");
     }
     match &github {
+        None if gitlab.is_some() => {
+            let (url, project) = gitlab.clone().unwrap_or_default();
+            say!("wrote {}: tracker and forge gitlab ({project} at {url}, through GitLab's API with the token in GITLAB_TOKEN); steps startCycle, commitPush, createPR, monitorCI and merge are builtin", target.display())
+        }
         Some(slug) => say!("wrote {}: tracker and forge github ({slug}, through `gh`); steps startCycle, commitPush, createPR, monitorCI and merge are builtin", target.display()),
         None => say!(
             "wrote {}: no GitHub remote, so the local tracker (issues/ beside the config, kept out of git; add issues with `sdlc-runner issue new \"title\"`) and the local forge; steps startCycle, commitPush, createPR, monitorCI and merge are builtin",
@@ -191,6 +204,89 @@ pub fn remote_slug(url: &str) -> Option<(String, String)> {
     let (owner, name) = (parts.next()?, parts.next()?);
     (parts.next().is_none() && !owner.is_empty() && !name.is_empty())
         .then(|| (host.to_ascii_lowercase(), format!("{owner}/{name}")))
+}
+
+/// The GitLab instance's URL and the project's path of an origin on GitLab: gitlab.com, or a
+/// host whose API answers `/api/v4/version` (with the token in `GITLAB_TOKEN`, which most
+/// instances want for it). `None` for any other remote.
+fn gitlab_remote(url: &str) -> Option<(String, String)> {
+    let (base, project) = gitlab_base(url)?;
+    if base == "https://gitlab.com" {
+        return Some((base, project));
+    }
+    let token = crate::api_client::read_token(
+        "GITLAB_TOKEN",
+        "gitlab.tokenEnv",
+        Path::new("sdlc-config.json"),
+    )
+    .ok()?;
+    let mut api = crate::api_client::ApiClient::new(
+        &format!("{base}/api/v4"),
+        token,
+        crate::api_client::Auth::PrivateToken,
+        "GITLAB_TOKEN",
+    );
+    api.timeout = std::time::Duration::from_secs(10);
+    let version = api.json("GET", "version", None).ok()?;
+    version["version"].as_str().map(|_| (base, project))
+}
+
+/// Where a remote's GitLab API would be and the project's whole path (groups nest):
+/// `https://host[:port]` for an http(s) remote as written, `https://host` for ssh.
+pub fn gitlab_base(url: &str) -> Option<(String, String)> {
+    let (base, path) = if let Some((scheme, rest)) = url
+        .strip_prefix("https://")
+        .map(|r| ("https", r))
+        .or_else(|| url.strip_prefix("http://").map(|r| ("http", r)))
+    {
+        let (authority, path) = rest.split_once('/')?;
+        let host = authority.rsplit('@').next()?;
+        (format!("{scheme}://{}", host.to_ascii_lowercase()), path)
+    } else if let Some(rest) = url.strip_prefix("ssh://") {
+        let (authority, path) = rest.split_once('/')?;
+        let host = authority.rsplit('@').next()?.split(':').next()?;
+        (format!("https://{}", host.to_ascii_lowercase()), path)
+    } else {
+        // scp-like `[user@]host:path`; a local path has no colon before a slash.
+        let (authority, path) = url.split_once(':')?;
+        if authority.contains('/') || url.contains("://") {
+            return None;
+        }
+        let host = authority.rsplit('@').next()?;
+        (format!("https://{}", host.to_ascii_lowercase()), path)
+    };
+    let path = path.trim_matches('/');
+    let path = path.strip_suffix(".git").unwrap_or(path);
+    (path.contains('/') && !path.split('/').any(str::is_empty)).then(|| (base, path.to_string()))
+}
+
+/// `text` (the local tracker's starting config) with the GitLab tracker and forge instead.
+fn with_gitlab(text: &str, url: &str, project: &str) -> String {
+    let start = text.find("  \"tracker\": {");
+    let end = text.find("  \"forge\": \"local\",");
+    let (Some(start), Some(end)) = (start, end) else {
+        return text.to_string();
+    };
+    let end = end + "  \"forge\": \"local\",".len();
+    let url = serde_json::Value::from(url);
+    let project = serde_json::Value::from(project);
+    let gitlab = format!(
+        r#"  "tracker": {{
+    "_comment": "Issues of the GitLab project labelled `automatable`, read and marked through GitLab's API.",
+    "kind": "gitlab",
+    "label": "automatable",
+    "escalatedLabel": "sdlc-escalated"
+  }},
+  "_forge": "Branches are pushed to origin; merge requests opened, their pipelines watched and merged through GitLab's API.",
+  "forge": "gitlab",
+  "gitlab": {{
+    "_comment": "The API token (scope api) is read from tokenEnv at start; it is never logged nor given to the agent.",
+    "url": {url},
+    "project": {project},
+    "tokenEnv": "GITLAB_TOKEN"
+  }},"#
+    );
+    format!("{}{gitlab}{}", &text[..start], &text[end..])
 }
 
 /// Whether `gh` is logged in to `host` (a GitHub Enterprise server answers like github.com):
@@ -367,6 +463,52 @@ mod tests {
                 assert!(text.contains("apt-get install bubblewrap"), "{text}");
             }
         }
+    }
+
+    #[test]
+    fn gitlab_remotes_give_the_instance_and_the_whole_project_path() {
+        for (url, base, project) in [
+            (
+                "https://gitlab.com/g/sub/p.git",
+                "https://gitlab.com",
+                "g/sub/p",
+            ),
+            (
+                "git@gitlab.com:g/sub/p.git",
+                "https://gitlab.com",
+                "g/sub/p",
+            ),
+            (
+                "ssh://git@gitlab.example.com:2222/g/p.git",
+                "https://gitlab.example.com",
+                "g/p",
+            ),
+            ("http://127.0.0.1:8080/g/p", "http://127.0.0.1:8080", "g/p"),
+        ] {
+            assert_eq!(
+                gitlab_base(url),
+                Some((base.to_string(), project.to_string())),
+                "{url}"
+            );
+        }
+        assert_eq!(gitlab_base("https://gitlab.com/just-a-user"), None);
+        assert_eq!(gitlab_base("/srv/git/p.git"), None);
+        assert_eq!(
+            gitlab_remote("git@gitlab.com:g/sub/p.git"),
+            Some(("https://gitlab.com".to_string(), "g/sub/p".to_string()))
+        );
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("c.json");
+        let text = with_gitlab(
+            &config_text(dir.path(), None),
+            "https://gitlab.com",
+            "g/sub/p",
+        );
+        std::fs::write(&path, text).expect("write");
+        let config = crate::config::Config::load(&path)
+            .unwrap_or_else(|e| panic!("{}", e.lines().join("\n")));
+        assert_eq!(config.forge, crate::config::ForgeKind::Gitlab);
+        assert_eq!(config.gitlab.project.as_deref(), Some("g/sub/p"));
     }
 
     #[test]

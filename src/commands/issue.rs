@@ -41,7 +41,11 @@ pub fn run(command: &IssueCommand) -> i32 {
 /// The config's local tracker, with its directory created; exit 2 naming the problem.
 fn local_tracker(config: &Path) -> Result<Local, i32> {
     let cfg = super::load_config(config)?;
-    match Tracker::from_config(&cfg) {
+    let tracker = Tracker::from_config(&cfg).map_err(|e| {
+        say!("error: {e}");
+        2
+    })?;
+    match tracker {
         Tracker::Local(t) => {
             if let Err(e) = std::fs::create_dir_all(&t.dir) {
                 say!(
@@ -56,6 +60,24 @@ fn local_tracker(config: &Path) -> Result<Local, i32> {
             say!(
                 "error: {}: the tracker is GitHub: use `gh issue create --label {}` (and `gh issue list`, `gh issue view`, `gh issue reopen`); `sdlc-runner issue` works on the local tracker",
                 cfg.file.display(),
+                t.label
+            );
+            Err(2)
+        }
+        Tracker::Linear(t) => {
+            say!(
+                "error: {}: the tracker is Linear team {}: create and edit its issues in Linear (label {}); `sdlc-runner issue` works on the local tracker",
+                cfg.file.display(),
+                t.team,
+                t.label
+            );
+            Err(2)
+        }
+        Tracker::GitLab(t) => {
+            say!(
+                "error: {}: the tracker is GitLab project {}: create and edit its issues in GitLab (label {}); `sdlc-runner issue` works on the local tracker",
+                cfg.file.display(),
+                t.project,
                 t.label
             );
             Err(2)

@@ -18,7 +18,13 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
-    let tracker = Tracker::from_config(&cfg);
+    let tracker = match Tracker::from_config(&cfg) {
+        Ok(tracker) => tracker,
+        Err(e) => {
+            say!("error: {e}");
+            return 2;
+        }
+    };
     // Every issue must exist before anything is written.
     for &n in issues {
         match tracker.get(n) {

@@ -145,6 +145,8 @@ pub struct Settings {
     pub local_ci: Option<LocalCiFile>,
     pub claims: Option<ClaimsFile> => Claims = Claims::member,
     pub http: Option<HttpFile> => HttpConfig = HttpConfig::member,
+    pub gitlab: Option<GitlabFile> => GitlabConfig = GitlabConfig::member,
+    pub linear: Option<LinearFile> => LinearConfig = LinearConfig::member,
     /// Issues worked at once, each by its own worker on its own clone under the runner's
     /// state directory (`run --workers` overrides it). 1: one issue at a time.
     #[serde(default = "d::workers")]
@@ -183,6 +185,48 @@ pub struct HttpConfig {
     /// The environment variable holding the bearer token every request must carry
     /// (`Authorization: Bearer <token>`); required when `listen` is not a loopback address.
     pub token_env: Option<String> => Option<String> = Walker::text,
+}
+}
+
+config_object! {
+/// A GitLab instance and project: its issues (`tracker.kind` `gitlab`), merge requests and
+/// pipelines (`forge` `gitlab`), through its REST API v4.
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct GitlabFile =>
+/// `gitlab`: where the GitLab project is and which variable holds the API token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitlabConfig {
+    /// The instance's address; a self-hosted GitLab is any URL.
+    #[serde(default = "d::gitlab_url")]
+    pub url: String => String = url_or_default,
+    /// The project's path with its namespace (`group/sub/project`). Required when
+    /// `tracker.kind` or `forge` is `gitlab`.
+    pub project: Option<String> => Option<String> = Walker::text,
+    /// The environment variable holding the API token (scope `api`), read at start; the
+    /// token is never logged and never given to the agent.
+    #[serde(default = "d::gitlab_token_env")]
+    pub token_env: String => String = text_or_default,
+}
+}
+
+config_object! {
+/// A Linear workspace's team: its issues (`tracker.kind` `linear`), through Linear's GraphQL
+/// API. Pull requests stay on the `forge`.
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LinearFile =>
+/// `linear`: where Linear's API is, which team's issues are worked, and the token's variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinearConfig {
+    /// The GraphQL endpoint.
+    #[serde(default = "d::linear_url")]
+    pub url: String => String = url_or_default,
+    /// The team's key (`ENG`, the prefix of its issue identifiers). Required when
+    /// `tracker.kind` is `linear`.
+    pub team: Option<String> => Option<String> = Walker::text,
+    /// The environment variable holding the API key, read at start; the key is never logged
+    /// and never given to the agent.
+    #[serde(default = "d::linear_token_env")]
+    pub token_env: String => String = text_or_default,
 }
 }
 
@@ -563,6 +607,18 @@ pub(super) mod d {
     }
     pub fn label() -> String {
         "automatable".into()
+    }
+    pub fn gitlab_url() -> String {
+        "https://gitlab.com".into()
+    }
+    pub fn gitlab_token_env() -> String {
+        "GITLAB_TOKEN".into()
+    }
+    pub fn linear_url() -> String {
+        "https://api.linear.app/graphql".into()
+    }
+    pub fn linear_token_env() -> String {
+        "LINEAR_API_KEY".into()
     }
     pub fn escalated_label() -> String {
         "sdlc-escalated".into()

@@ -77,6 +77,10 @@ pub enum TrackerKind {
     Github,
     /// One file per issue in `tracker.dir`, for offline use and the demo.
     Local,
+    /// GitLab issues of `gitlab.project`, through GitLab's REST API.
+    Gitlab,
+    /// Linear issues of `linear.team`, through Linear's GraphQL API.
+    Linear,
 }
 
 /// Where branches, pull requests and CI live.
@@ -90,6 +94,9 @@ pub enum ForgeKind {
     Github,
     /// No remote forge: "PRs" and merges are local git operations.
     Local,
+    /// Pushes to `origin`; merge requests and pipelines of `gitlab.project` through GitLab's
+    /// REST API.
+    Gitlab,
 }
 
 /// Whether a model name denotes a Haiku model, which rejects the effort parameter.
@@ -166,6 +173,20 @@ pub enum TrackerConfig {
         /// The durable quarantine label.
         escalated_label: String,
     },
+    /// GitLab issues of `gitlab.project`.
+    Gitlab {
+        /// Issues with this label are candidates.
+        label: String,
+        /// The durable quarantine label.
+        escalated_label: String,
+    },
+    /// Linear issues of `linear.team`.
+    Linear {
+        /// Issues with this label are candidates.
+        label: String,
+        /// The durable quarantine label.
+        escalated_label: String,
+    },
     /// A directory of JSON issue files.
     Local {
         /// One `<N>.json` file per issue (absolute).
@@ -182,6 +203,8 @@ impl TrackerConfig {
     pub fn kind(&self) -> TrackerKind {
         match self {
             TrackerConfig::Github { .. } => TrackerKind::Github,
+            TrackerConfig::Gitlab { .. } => TrackerKind::Gitlab,
+            TrackerConfig::Linear { .. } => TrackerKind::Linear,
             TrackerConfig::Local { .. } => TrackerKind::Local,
         }
     }
@@ -189,7 +212,9 @@ impl TrackerConfig {
     /// The local tracker's directory.
     pub fn dir(&self) -> Option<&Path> {
         match self {
-            TrackerConfig::Github { .. } => None,
+            TrackerConfig::Github { .. }
+            | TrackerConfig::Gitlab { .. }
+            | TrackerConfig::Linear { .. } => None,
             TrackerConfig::Local { dir, .. } => Some(dir),
         }
     }
@@ -197,7 +222,10 @@ impl TrackerConfig {
     /// The selection label.
     pub fn label(&self) -> &str {
         match self {
-            TrackerConfig::Github { label, .. } | TrackerConfig::Local { label, .. } => label,
+            TrackerConfig::Github { label, .. }
+            | TrackerConfig::Gitlab { label, .. }
+            | TrackerConfig::Linear { label, .. }
+            | TrackerConfig::Local { label, .. } => label,
         }
     }
 
@@ -205,6 +233,12 @@ impl TrackerConfig {
     pub fn escalated_label(&self) -> &str {
         match self {
             TrackerConfig::Github {
+                escalated_label, ..
+            }
+            | TrackerConfig::Gitlab {
+                escalated_label, ..
+            }
+            | TrackerConfig::Linear {
                 escalated_label, ..
             }
             | TrackerConfig::Local {

@@ -126,8 +126,10 @@ impl Walker {
         let forge = match self.pick::<ForgeKind>(&top, "forge") {
             Some(forge) => forge,
             None if tracker.kind() == TrackerKind::Local => ForgeKind::Local,
+            None if tracker.kind() == TrackerKind::Gitlab => ForgeKind::Gitlab,
             None => ForgeKind::Github,
         };
+        self.remote_services(&top, tracker.kind(), forge, &settings);
         let local_ci = self.local_ci(&top, forge);
         held.release(self, &["workers", "claims", "http"]);
         held.release_rest(self);
@@ -343,12 +345,58 @@ impl Walker {
                 label,
                 escalated_label,
             },
+            (TrackerKind::Gitlab, _) => TrackerConfig::Gitlab {
+                label,
+                escalated_label,
+            },
+            (TrackerKind::Linear, _) => TrackerConfig::Linear {
+                label,
+                escalated_label,
+            },
             // A local tracker without its directory was reported above; the config is not
             // returned then.
             _ => TrackerConfig::Github {
                 label,
                 escalated_label,
             },
+        }
+    }
+}
+
+impl Walker {
+    /// The services a tracker or forge on GitLab needs: `gitlab.project`. A `gitlab` or
+    /// `linear` block that nothing uses is said, since its token would never be read.
+    fn remote_services(
+        &mut self,
+        top: &Obj,
+        tracker: TrackerKind,
+        forge: ForgeKind,
+        settings: &super::definition::Settings,
+    ) {
+        let on_gitlab = tracker == TrackerKind::Gitlab || forge == ForgeKind::Gitlab;
+        if on_gitlab && settings.gitlab.project.is_none() {
+            let given = top.get("gitlab").is_some();
+            self.err(
+                if given { "gitlab.project".into() } else { "gitlab".into() },
+                "required when tracker.kind or forge is \"gitlab\": the project's path with its namespace, such as \"group/sub/project\"",
+            );
+        }
+        if tracker == TrackerKind::Linear && settings.linear.team.is_none() {
+            let given = top.get("linear").is_some();
+            self.err(
+                if given {
+                    "linear.team".into()
+                } else {
+                    "linear".into()
+                },
+                "required when tracker.kind is \"linear\": the team's key, such as \"ENG\"",
+            );
+        }
+        if tracker == TrackerKind::Gitlab && forge == ForgeKind::Github {
+            self.err(
+                "forge".into(),
+                "a GitLab tracker's issues are closed by GitLab merge requests: set forge to \"gitlab\" (or \"local\")",
+            );
         }
     }
 }

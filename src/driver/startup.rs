@@ -551,6 +551,12 @@ fn claim_keeper(
         TrackerConfig::Github { .. } => crate::tracker::claims::ClaimStore::GitHub(Box::new(
             tracker::GitHub::new(&cfg.project_path),
         )),
+        TrackerConfig::Gitlab { .. } | TrackerConfig::Linear { .. } => {
+            return Err(format!(
+                "{}: --worker-id: claims are not kept on a GitLab or Linear tracker yet (docs/scaling.md); run one runner per project, or `run --workers N` on one machine",
+                cfg.file.display()
+            ))
+        }
     };
     let longest = Step::ALL
         .iter()

@@ -1,13 +1,16 @@
-//! Pull requests and CI, from GitHub (through the `gh` CLI, [`github`]) or from the offline
+//! Pull requests and CI, from GitHub (through the `gh` CLI, [`github`]), from GitLab (merge
+//! requests and pipelines through its REST API, [`gitlab`]) or from the offline
 //! `local` forge used by the demo ([`local`]), where origin itself plays GitHub: a pushed
 //! branch is an open PR and a branch merged into `origin/<main>` is a merged one; its CI is an
 //! optional command run in a clean worktree of the branch ([`LocalCi`]).
 
 pub mod github;
+pub mod gitlab;
 mod local;
 mod local_ci;
 
 pub use github::{merge_refusal, parse_checks, parse_prs, refused_by_policy};
+pub use gitlab::GitLabForge;
 pub use local_ci::LocalCi;
 
 use crate::git::repo::{Repo, RepoError};
@@ -67,6 +70,13 @@ pub enum Forge {
         /// Whether a commit without checks must not be merged.
         require_checks: bool,
     },
+    /// GitLab merge requests and pipelines through GitLab's REST API.
+    GitLab {
+        /// The project and its API.
+        api: GitLabForge,
+        /// Whether a commit without checks must not be merged.
+        require_checks: bool,
+    },
     /// No remote forge: branches are merged locally, CI is a local command.
     Local {
         /// Whether a commit without checks must not be merged.
@@ -83,9 +93,9 @@ impl Forge {
     /// Whether a commit without checks must not be merged (`forge.requireChecks`).
     pub fn require_checks(&self) -> bool {
         match self {
-            Forge::GitHub { require_checks, .. } | Forge::Local { require_checks, .. } => {
-                *require_checks
-            }
+            Forge::GitHub { require_checks, .. }
+            | Forge::GitLab { require_checks, .. }
+            | Forge::Local { require_checks, .. } => *require_checks,
         }
     }
 
@@ -94,6 +104,7 @@ impl Forge {
     pub fn pr_for_branch(&self, repo: &Repo, branch: &str) -> Result<Option<Pr>, ForgeError> {
         match self {
             Forge::GitHub { gh, repo_dir, .. } => github::pr_for_branch(gh, repo_dir, branch),
+            Forge::GitLab { api, .. } => api.pr_for_branch(branch),
             Forge::Local { pulls, .. } => local::pr_for_branch(repo, pulls.as_deref(), branch),
         }
     }
@@ -105,14 +116,22 @@ impl Forge {
             Forge::Local { ci: Some(ci), .. } => ci.state(repo, branch),
             Forge::Local { ci: None, .. } => Ok(CiState::NoneConfigured),
             Forge::GitHub { gh, repo_dir, .. } => github::ci_state_of(gh, repo_dir, branch),
+            Forge::GitLab { api, .. } => api.ci_state(branch),
         }
     }
 
     /// CI of commit `commit` (origin's head of the branch as the caller just read it). The
     /// local forge runs its CI command on that very commit; GitHub reports that commit's
-    /// check runs and statuses, whatever the PR's head is by now.
-    pub fn ci_state_of(&self, repo: &Repo, commit: &str) -> Result<CiState, ForgeError> {
+    /// check runs and statuses, whatever the PR's head is by now; GitLab that commit's
+    /// pipeline (`branch` tells whose merge request may show another commit's).
+    pub fn ci_state_of(
+        &self,
+        repo: &Repo,
+        branch: &str,
+        commit: &str,
+    ) -> Result<CiState, ForgeError> {
         match self {
+            Forge::GitLab { api, .. } => api.ci_state_of(branch, commit),
             Forge::Local { ci: Some(ci), .. } => ci.state_of(repo, commit),
             Forge::Local { ci: None, .. } => Ok(CiState::NoneConfigured),
             Forge::GitHub { gh, repo_dir, .. } => github::ci_state_of(gh, repo_dir, commit),
@@ -124,6 +143,7 @@ impl Forge {
         match self {
             Forge::Local { ci: Some(ci), .. } => ci.failing_of(commit),
             Forge::GitHub { gh, repo_dir, .. } => github::failing_checks_of(gh, repo_dir, commit),
+            Forge::GitLab { api, .. } => api.failing_checks_of(commit),
             Forge::Local { ci: None, .. } => Ok(String::new()),
         }
     }
@@ -152,6 +172,7 @@ impl Forge {
                         detail: "the PR just created is not listed".to_string(),
                     })
             }
+            Forge::GitLab { api, .. } => api.create_pr(branch, &repo.main, title, body),
             Forge::Local { pulls, .. } => local::create_pr(pulls.as_deref(), branch, title, body),
         }
     }
@@ -178,6 +199,8 @@ impl Forge {
                 }
                 Ok(())
             }
+            // GitLab removes the source branch with the merge (`should_remove_source_branch`).
+            Forge::GitLab { api, .. } => api.merge_pr(branch, commit, message),
             Forge::Local { pulls, .. } => {
                 local::merge_pr(repo, pulls.as_deref(), branch, commit, message)
             }
@@ -189,6 +212,7 @@ impl Forge {
     pub fn failing_checks(&self, repo: &Repo, branch: &str) -> Result<String, ForgeError> {
         match self {
             Forge::GitHub { gh, repo_dir, .. } => github::failing_checks_of(gh, repo_dir, branch),
+            Forge::GitLab { api, .. } => api.failing_checks(branch),
             Forge::Local { ci: Some(ci), .. } => ci.failing(repo, branch),
             Forge::Local { ci: None, .. } => Ok(String::new()),
         }

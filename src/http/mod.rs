@@ -137,7 +137,9 @@ impl Server {
             feed: feed.clone(),
             status: Arc::new(StatusCache {
                 ttl: match cfg.tracker {
-                    crate::config::TrackerConfig::Github { .. } => STATUS_TTL_GITHUB,
+                    crate::config::TrackerConfig::Github { .. }
+                    | crate::config::TrackerConfig::Gitlab { .. }
+                    | crate::config::TrackerConfig::Linear { .. } => STATUS_TTL_GITHUB,
                     crate::config::TrackerConfig::Local { .. } => STATUS_TTL,
                 },
                 cfg: cfg.clone(),

@@ -38,7 +38,7 @@ pub trait ForgePort: Send + Sync {
     }
 }
 
-/// The production forge: GitHub through `gh`, or the local forge, which reads the project's
+/// The production forge: GitHub through `gh`, GitLab through its API, or the local forge, which reads the project's
 /// git (hence the repository it holds).
 #[derive(Debug, Clone)]
 pub struct ForgeAdapter {
@@ -58,8 +58,8 @@ impl ForgePort for ForgeAdapter {
     fn create_pr(&self, branch: &str, title: &str, body: &str) -> Result<Pr, ForgeError> {
         self.forge.create_pr(&self.repo, branch, title, body)
     }
-    fn ci_state_of(&self, _branch: &str, commit: &str) -> Result<CiState, ForgeError> {
-        self.forge.ci_state_of(&self.repo, commit)
+    fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
+        self.forge.ci_state_of(&self.repo, branch, commit)
     }
     fn failing_checks_of(&self, _branch: &str, commit: &str) -> Result<String, ForgeError> {
         self.forge.failing_checks_of(commit)

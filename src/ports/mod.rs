@@ -79,7 +79,15 @@ impl Ports {
             repo.own_dir(dir);
         }
         let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
+        let tracker = Tracker::from_config(cfg)?;
         let forge = match cfg.forge {
+            ForgeKind::Gitlab => Forge::GitLab {
+                api: crate::forge::GitLabForge {
+                    api: crate::tracker::gitlab_api(cfg)?,
+                    project: cfg.gitlab.project.clone().unwrap_or_default(),
+                },
+                require_checks: cfg.require_checks,
+            },
             ForgeKind::Github => Forge::GitHub {
                 gh: PathBuf::from("gh"),
                 repo_dir: cfg.project_path.clone(),
@@ -133,7 +141,7 @@ impl Ports {
                 repo: repo.clone(),
             }),
             git: Box::new(repo),
-            tracker: Box::new(Tracker::from_config(cfg)),
+            tracker: Box::new(tracker),
             agent: Box::new(ProcessAgent),
             notifier: Box::new(notifier),
             clock: std::sync::Arc::new(TokioClock),

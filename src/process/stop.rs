@@ -146,7 +146,7 @@ impl Scope {
     }
 
     /// Whether a child of this scope must be stopped now, and why.
-    pub(super) fn stop_now(&self) -> Option<Stopped> {
+    pub fn stop_now(&self) -> Option<Stopped> {
         if self.cancellable && STOP.load(Ordering::SeqCst) {
             return Some(Stopped::Shutdown);
         }

@@ -21,13 +21,17 @@
 
 pub(crate) mod claims;
 mod github;
+mod gitlab;
 mod lease;
+mod linear;
 mod local;
 mod selection;
 mod text;
 
 pub use github::GitHub;
+pub use gitlab::GitLab;
 pub use lease::{Claim, Claimed};
+pub use linear::Linear;
 pub use local::Local;
 pub use selection::body_dependencies;
 pub(crate) use selection::{select_from, Scope};
@@ -179,6 +183,10 @@ impl Kinded for TrackerError {
 pub enum Tracker {
     /// GitHub issues through `gh`.
     GitHub(GitHub),
+    /// GitLab issues through GitLab's REST API.
+    GitLab(GitLab),
+    /// Linear issues through Linear's GraphQL API.
+    Linear(Linear),
     /// A directory of JSON issue files.
     Local(Local),
 }
@@ -188,6 +196,8 @@ impl Tracker {
     pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
         match self {
             Tracker::GitHub(t) => traced(self.kind(), "text", number, t.text(number)),
+            Tracker::GitLab(t) => traced(self.kind(), "text", number, t.text(number)),
+            Tracker::Linear(t) => traced(self.kind(), "text", number, t.text(number)),
             Tracker::Local(_) => self.get(number).map(|i| IssueText::of(&i)),
         }
     }
@@ -202,6 +212,8 @@ impl Tracker {
     ) -> Result<Selection, TrackerError> {
         let selected = match self {
             Tracker::GitHub(t) => t.select(escalated_this_session, merged),
+            Tracker::GitLab(t) => t.select(escalated_this_session, merged),
+            Tracker::Linear(t) => t.select(escalated_this_session, merged),
             Tracker::Local(t) => t.select(escalated_this_session, merged),
         };
         let outcome = match &selected {
@@ -213,10 +225,12 @@ impl Tracker {
         selected
     }
 
-    /// `github` or `local`, for diagnostics.
+    /// `github`, `gitlab` or `local`, for diagnostics.
     fn kind(&self) -> &'static str {
         match self {
             Tracker::GitHub(_) => "github",
+            Tracker::GitLab(_) => "gitlab",
+            Tracker::Linear(_) => "linear",
             Tracker::Local(_) => "local",
         }
     }
@@ -229,6 +243,8 @@ impl Tracker {
         let diagnostic = &crate::sanitize::block(diagnostic);
         let marked = match self {
             Tracker::GitHub(t) => t.mark_escalated(number, diagnostic),
+            Tracker::GitLab(t) => t.mark_escalated(number, diagnostic),
+            Tracker::Linear(t) => t.mark_escalated(number, diagnostic),
             Tracker::Local(t) => t.mark_escalated(number, diagnostic),
         };
         traced(self.kind(), "mark escalated", number, marked)
@@ -241,6 +257,8 @@ impl Tracker {
         let note = &crate::sanitize::block(note);
         let closed = match self {
             Tracker::GitHub(t) => t.close(number, note),
+            Tracker::GitLab(t) => t.close(number, note),
+            Tracker::Linear(t) => t.close(number, note),
             Tracker::Local(t) => t.close(number, note),
         };
         traced(self.kind(), "close", number, closed)
@@ -259,6 +277,8 @@ impl Tracker {
         let note = &crate::sanitize::block(note);
         let lifted = match self {
             Tracker::GitHub(t) => t.unquarantine(number, note),
+            Tracker::GitLab(t) => t.unquarantine(number, note),
+            Tracker::Linear(t) => t.unquarantine(number, note),
             Tracker::Local(t) => t.unquarantine(number, note),
         };
         traced(self.kind(), "unquarantine", number, lifted)
@@ -268,6 +288,8 @@ impl Tracker {
     pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
         let lifted = match self {
             Tracker::GitHub(t) => t.lift_quarantine(number),
+            Tracker::GitLab(t) => t.lift_quarantine(number),
+            Tracker::Linear(t) => t.lift_quarantine(number),
             Tracker::Local(t) => t.lift_quarantine(number),
         };
         traced(self.kind(), "lift quarantine", number, lifted)
@@ -277,7 +299,7 @@ impl Tracker {
     /// tracker only: on GitHub that would be one more `gh` call per empty selection).
     pub fn open_without_label(&self) -> Vec<u32> {
         match self {
-            Tracker::GitHub(_) => Vec::new(),
+            Tracker::GitHub(_) | Tracker::GitLab(_) | Tracker::Linear(_) => Vec::new(),
             Tracker::Local(t) => t
                 .all()
                 .unwrap_or_default()
@@ -292,13 +314,15 @@ impl Tracker {
     pub fn label(&self) -> &str {
         match self {
             Tracker::GitHub(t) => &t.label,
+            Tracker::GitLab(t) => &t.label,
+            Tracker::Linear(t) => &t.label,
             Tracker::Local(t) => &t.label,
         }
     }
 
-    /// The tracker a config names.
-    pub fn from_config(cfg: &crate::config::Config) -> Tracker {
-        match &cfg.tracker {
+    /// The tracker a config names. `Err` names the variable of a token that is not set.
+    pub fn from_config(cfg: &crate::config::Config) -> Result<Tracker, String> {
+        Ok(match &cfg.tracker {
             crate::config::TrackerConfig::Local {
                 dir,
                 label,
@@ -318,13 +342,42 @@ impl Tracker {
                 t.escalated_label = escalated_label.clone();
                 Tracker::GitHub(t)
             }
-        }
+            crate::config::TrackerConfig::Gitlab {
+                label,
+                escalated_label,
+            } => Tracker::GitLab(GitLab {
+                api: gitlab_api(cfg)?,
+                project: cfg.gitlab.project.clone().unwrap_or_default(),
+                label: label.clone(),
+                escalated_label: escalated_label.clone(),
+            }),
+            crate::config::TrackerConfig::Linear {
+                label,
+                escalated_label,
+            } => Tracker::Linear(Linear {
+                api: crate::api_client::ApiClient::new(
+                    &cfg.linear.url,
+                    crate::api_client::read_token(
+                        &cfg.linear.token_env,
+                        "linear.tokenEnv",
+                        &cfg.file,
+                    )?,
+                    crate::api_client::Auth::Plain,
+                    &cfg.linear.token_env,
+                ),
+                team: cfg.linear.team.clone().unwrap_or_default(),
+                label: label.clone(),
+                escalated_label: escalated_label.clone(),
+            }),
+        })
     }
 
     /// Whether the issue carries the label selection requires.
     pub fn selectable(&self, issue: &Issue) -> bool {
         let label = match self {
             Tracker::GitHub(t) => &t.label,
+            Tracker::GitLab(t) => &t.label,
+            Tracker::Linear(t) => &t.label,
             Tracker::Local(t) => &t.label,
         };
         issue.labels.contains(label)
@@ -334,10 +387,24 @@ impl Tracker {
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
         let got = match self {
             Tracker::GitHub(t) => t.get(number),
+            Tracker::GitLab(t) => t.get(number),
+            Tracker::Linear(t) => t.get(number),
             Tracker::Local(t) => t.get(number),
         };
         traced(self.kind(), "get", number, got)
     }
+}
+
+/// The client of the config's GitLab API (`gitlab.url` + `/api/v4`), with the token read from
+/// `gitlab.tokenEnv` now. `Err` names the variable when it is not set.
+pub fn gitlab_api(cfg: &crate::config::Config) -> Result<crate::api_client::ApiClient, String> {
+    let token = crate::api_client::read_token(&cfg.gitlab.token_env, "gitlab.tokenEnv", &cfg.file)?;
+    Ok(crate::api_client::ApiClient::new(
+        &format!("{}/api/v4", cfg.gitlab.url.trim_end_matches('/')),
+        token,
+        crate::api_client::Auth::PrivateToken,
+        &cfg.gitlab.token_env,
+    ))
 }
 
 /// One tracker call as a debug diagnostic: what, which issue, and how it ended.

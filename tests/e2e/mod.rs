@@ -2,6 +2,8 @@
 //! a local tracker, and the runner binary itself as the scripted fake agent.
 #![allow(dead_code)]
 
+pub mod fake_gitlab;
+pub mod fake_linear;
 pub mod github_api;
 
 use serde_json::{json, Value};

@@ -309,11 +309,30 @@ fn bad_enum_values_list_the_choices() {
         ),
         (
             r#""tracker": {"kind": "jira"}"#,
-            &["tracker.kind: \"jira\" is not one of github|local"],
+            &["tracker.kind: \"jira\" is not one of github|local|gitlab|linear"],
+        ),
+        (
+            r#""forge": "gitea""#,
+            &["forge: \"gitea\" is not one of github|local|gitlab"],
         ),
         (
             r#""forge": "gitlab""#,
-            &["forge: \"gitlab\" is not one of github|local"],
+            &["gitlab: required when tracker.kind or forge is \"gitlab\": the project's path with its namespace, such as \"group/sub/project\""],
+        ),
+        (
+            r#""tracker": {"kind": "gitlab"}, "gitlab": {"url": "gitlab.example.com"}"#,
+            &[
+                "gitlab.project: required when tracker.kind or forge is \"gitlab\": the project's path with its namespace, such as \"group/sub/project\"",
+                "gitlab.url: \"gitlab.example.com\" is not an http:// or https:// URL",
+            ],
+        ),
+        (
+            r#""tracker": {"kind": "gitlab"}, "forge": "github", "gitlab": {"project": "g/p"}"#,
+            &["forge: a GitLab tracker's issues are closed by GitLab merge requests: set forge to \"gitlab\" (or \"local\")"],
+        ),
+        (
+            r#""tracker": {"kind": "linear"}"#,
+            &["linear: required when tracker.kind is \"linear\": the team's key, such as \"ENG\""],
         ),
     ]);
 }

@@ -161,6 +161,16 @@ pub(in crate::config) fn url(w: &mut Walker, o: &Obj, key: &str) -> Option<Strin
     Some(url)
 }
 
+/// An `http://` or `https://` URL, else the key's declared default.
+pub(in crate::config) fn url_or_default(w: &mut Walker, o: &Obj, key: &str) -> String {
+    url(w, o, key).unwrap_or_else(|| o.default(key))
+}
+
+/// A non-empty string, else the key's declared default.
+pub(in crate::config) fn text_or_default(w: &mut Walker, o: &Obj, key: &str) -> String {
+    w.text(o, key).unwrap_or_else(|| o.default(key))
+}
+
 /// A program and its arguments (no shell): at least the program, which must have a name.
 pub(in crate::config) fn command(w: &mut Walker, o: &Obj, key: &str) -> Option<Vec<String>> {
     let command = w.strings(o, key, true, None);

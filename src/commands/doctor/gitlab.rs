@@ -1,0 +1,84 @@
+//! `doctor` on GitLab: the token, the project, the selection label and the right to merge,
+//! asked of GitLab's API as `run` will ask it.
+
+use super::Check;
+use crate::call_failure::path_segment;
+use crate::config::{Config, ForgeKind, TrackerKind};
+
+/// GitLab's access level from which an account may merge into an unprotected branch
+/// (Developer).
+const DEVELOPER: u64 = 30;
+
+/// The checks of a config whose tracker or forge is GitLab.
+pub(super) fn checks(cfg: &Config) -> Vec<Check> {
+    let api = match crate::tracker::gitlab_api(cfg) {
+        Ok(api) => api,
+        Err(e) => {
+            return vec![Check::fail(
+                "gitlab",
+                e,
+                "export the token (scope `api`) in that variable as the user the runner runs as",
+            )]
+        }
+    };
+    let project = cfg.gitlab.project.clone().unwrap_or_default();
+    let at = format!("projects/{}", path_segment(&project));
+    let found = match api.json("GET", &at, None) {
+        Ok(found) => found,
+        Err(f) => {
+            return vec![Check::fail(
+                "gitlab",
+                f.message,
+                format!(
+                    "check gitlab.url ({}), gitlab.project ({project}) and that the token in {} can read the project",
+                    cfg.gitlab.url, cfg.gitlab.token_env
+                ),
+            )]
+        }
+    };
+    let mut out = vec![Check::ok(
+        "gitlab",
+        format!(
+            "project {} readable with the token in {}",
+            found["path_with_namespace"].as_str().unwrap_or(&project),
+            cfg.gitlab.token_env
+        ),
+    )];
+    if cfg.tracker.kind() == TrackerKind::Gitlab {
+        let label = cfg.tracker.label();
+        let path = format!("{at}/labels/{}", path_segment(label));
+        out.push(match api.answer("GET", &path, None) {
+            Ok(a) if a.ok() => Check::ok("gitlab", format!("label {label} exists")),
+            Ok(a) if a.status == 404 => Check::warn(
+                "gitlab",
+                format!("the project has no label {label}: no issue is selected"),
+                format!("create the label {label} in the project and put it on the issues to work"),
+            ),
+            Ok(a) => Check::fail(
+                "gitlab",
+                api.failure("GET", &path, &a).message,
+                "check the token's rights",
+            ),
+            Err(f) => Check::fail("gitlab", f.message, "check gitlab.url and the network"),
+        });
+    }
+    if cfg.forge == ForgeKind::Gitlab {
+        let access = |kind: &str| found["permissions"][kind]["access_level"].as_u64();
+        let level = access("project_access").max(access("group_access"));
+        out.push(match level {
+            Some(l) if l >= DEVELOPER => Check::ok(
+                "gitlab",
+                format!("the token's account has access level {l}: it may merge where the branch's protection allows that level"),
+            ),
+            _ => Check::fail(
+                "gitlab",
+                format!(
+                    "the token's account has access level {} on the project: too low to merge",
+                    level.map_or("none".to_string(), |l| l.to_string())
+                ),
+                "give the account at least the Developer role (Maintainer where the target branch is protected for maintainers)",
+            ),
+        });
+    }
+    out
+}

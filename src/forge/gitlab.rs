@@ -1,0 +1,434 @@
+//! Merge requests and pipelines of a GitLab project through GitLab's REST API v4. The branch
+//! is pushed by the runner's git as on GitHub; the merge request targets the base branch and
+//! its description names the issue (`Closes #N`), so GitLab closes the issue on merge.
+//!
+//! CI is read for one commit only: the newest pipeline whose `sha` is that commit. A merge
+//! request's `head_pipeline` for another commit is no verdict on ours (it says only that the
+//! project has CI, so ours is still to come: pending); with no pipeline at all the project has
+//! no CI. The merge names the verified commit (`sha`), which GitLab refuses once the head
+//! moved; why a merge is refused is read from the merge request's fields
+//! (`detailed_merge_status`, `has_conflicts`, `draft`, `sha`), never from the message.
+
+use super::{CiState, ForgeError, Pr, PrState};
+use crate::api_client::{ApiClient, Failure};
+use crate::call_failure::{path_segment, CallFailureKind};
+use serde_json::{json, Value};
+
+/// How much of a failing job's log the repair prompt gets.
+const TRACE_TAIL_LINES: usize = 60;
+/// The most failing jobs whose logs are read.
+const MAX_TRACES: usize = 5;
+
+/// The GitLab forge of one project.
+#[derive(Debug, Clone)]
+pub struct GitLabForge {
+    /// The API, with the token.
+    pub api: ApiClient,
+    /// The project's path with its namespace.
+    pub project: String,
+}
+
+fn forge_error(f: Failure) -> ForgeError {
+    ForgeError::Command {
+        command: "GitLab API".into(),
+        status: None,
+        stderr: f.message,
+        hint: "check gitlab.url, gitlab.project and the token in gitlab.tokenEnv",
+        kind: f.kind,
+    }
+}
+
+fn refused(what: String, kind: CallFailureKind, hint: &'static str) -> ForgeError {
+    ForgeError::Command {
+        command: "GitLab API".into(),
+        status: None,
+        stderr: what,
+        hint,
+        kind,
+    }
+}
+
+/// What a pipeline's `status` means to the merge gate.
+pub fn pipeline_state(status: &str) -> CiState {
+    match status {
+        "success" | "skipped" => CiState::Passed,
+        "failed" | "canceled" | "canceling" => CiState::Failed,
+        // created, waiting_for_resource, preparing, pending, running, scheduled, and
+        // manual (a job waits for a person): not yet a verdict.
+        _ => CiState::Pending,
+    }
+}
+
+/// Why GitLab's fields say a merge request cannot be merged now, and what kind of refusal it
+/// is; `None` when they name no reason (mergeable, or a field this version lacks).
+pub fn merge_blocker(mr: &Value, commit: &str) -> Option<(String, CallFailureKind)> {
+    let status = mr["detailed_merge_status"]
+        .as_str()
+        .or_else(|| mr["merge_status"].as_str())
+        .unwrap_or_default();
+    if mr["state"].as_str().is_some_and(|s| s != "opened") {
+        let state = mr["state"].as_str().unwrap_or_default();
+        return Some((
+            format!("the merge request is {state}"),
+            CallFailureKind::Other,
+        ));
+    }
+    if mr["sha"].as_str().is_some_and(|sha| sha != commit) {
+        return Some((
+            format!("the merge request's head moved past {commit}"),
+            CallFailureKind::LostRace,
+        ));
+    }
+    if mr["draft"].as_bool() == Some(true)
+        || mr["work_in_progress"].as_bool() == Some(true)
+        || status == "draft_status"
+    {
+        return Some((
+            "the merge request is a draft (a person marks it ready)".into(),
+            CallFailureKind::Policy,
+        ));
+    }
+    if mr["has_conflicts"].as_bool() == Some(true) || status == "conflict" {
+        return Some((
+            "the merge request has conflicts with the target branch".into(),
+            CallFailureKind::Conflict,
+        ));
+    }
+    match status {
+        "" | "mergeable" | "can_be_merged" => None,
+        "need_rebase" => Some((
+            "the project wants the branch rebased onto the target branch first".into(),
+            CallFailureKind::Behind,
+        )),
+        // GitLab is still computing mergeability: asked again, it answers.
+        "checking" | "unchecked" | "approvals_syncing" | "preparing" => Some((
+            format!("GitLab is still checking whether it can merge ({status})"),
+            CallFailureKind::Network,
+        )),
+        "cannot_be_merged" | "cannot_be_merged_recheck" => Some((
+            "GitLab cannot merge it (conflicts)".into(),
+            CallFailureKind::Conflict,
+        )),
+        other => Some((
+            format!("the project's rules refuse the merge ({other})"),
+            CallFailureKind::Policy,
+        )),
+    }
+}
+
+impl GitLabForge {
+    fn at(&self, rest: &str) -> String {
+        format!("projects/{}/{rest}", path_segment(&self.project))
+    }
+
+    fn json(&self, method: &str, rest: &str, body: Option<&Value>) -> Result<Value, ForgeError> {
+        self.api
+            .json(method, &self.at(rest), body)
+            .map_err(forge_error)
+    }
+
+    /// Every merge request whose source branch is `branch`.
+    fn merge_requests(&self, branch: &str) -> Result<Vec<Value>, ForgeError> {
+        self.api
+            .pages(&self.at(&format!(
+                "merge_requests?source_branch={}&state=all",
+                path_segment(branch)
+            )))
+            .map_err(forge_error)
+    }
+
+    fn pr_of(mr: &Value) -> Option<Pr> {
+        let state = match mr["state"].as_str()? {
+            "opened" | "locked" => PrState::Open,
+            "merged" => PrState::Merged,
+            _ => PrState::Closed,
+        };
+        Some(Pr {
+            number: u32::try_from(mr["iid"].as_u64()?).ok()?,
+            url: mr["web_url"].as_str().unwrap_or_default().to_string(),
+            state,
+        })
+    }
+
+    /// The merge request of `branch`: an open one over a merged one over a closed one, then
+    /// the newest.
+    pub fn pr_for_branch(&self, branch: &str) -> Result<Option<Pr>, ForgeError> {
+        let rank = |s: PrState| match s {
+            PrState::Open => 2,
+            PrState::Merged => 1,
+            PrState::Closed => 0,
+        };
+        Ok(self
+            .merge_requests(branch)?
+            .iter()
+            .filter_map(Self::pr_of)
+            .max_by_key(|p| (rank(p.state), p.number)))
+    }
+
+    fn open_mr(&self, branch: &str) -> Result<Option<Value>, ForgeError> {
+        Ok(self
+            .merge_requests(branch)?
+            .into_iter()
+            .filter(|m| m["state"].as_str() == Some("opened"))
+            .max_by_key(|m| m["iid"].as_u64()))
+    }
+
+    /// Opens the merge request of `branch` into `target`.
+    pub fn create_pr(
+        &self,
+        branch: &str,
+        target: &str,
+        title: &str,
+        body: &str,
+    ) -> Result<Pr, ForgeError> {
+        let mr = self.json(
+            "POST",
+            "merge_requests",
+            Some(&json!({
+                "source_branch": branch,
+                "target_branch": target,
+                "title": title,
+                "description": body,
+                "remove_source_branch": true,
+            })),
+        )?;
+        Self::pr_of(&mr).ok_or_else(|| ForgeError::Parse {
+            command: format!("POST {}", self.at("merge_requests")),
+            detail: "the answer is not a merge request".into(),
+        })
+    }
+
+    /// The head commit of `branch` as GitLab has it.
+    fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
+        let b = self.json(
+            "GET",
+            &format!("repository/branches/{}", path_segment(branch)),
+            None,
+        )?;
+        b["commit"]["id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| ForgeError::Parse {
+                command: format!("GET repository/branches/{branch}"),
+                detail: "no commit id in the answer".into(),
+            })
+    }
+
+    /// The newest pipeline of `commit`, if GitLab ran one.
+    fn pipeline_of(&self, commit: &str) -> Result<Option<Value>, ForgeError> {
+        let list = self.json(
+            "GET",
+            &format!(
+                "pipelines?sha={}&order_by=id&sort=desc&per_page=1",
+                path_segment(commit)
+            ),
+            None,
+        )?;
+        Ok(list
+            .as_array()
+            .and_then(|l| l.first())
+            .filter(|p| p["sha"].as_str() == Some(commit))
+            .cloned())
+    }
+
+    /// CI of `commit`, the head of `branch` as a look just read it.
+    pub fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
+        if let Some(p) = self.pipeline_of(commit)? {
+            return Ok(pipeline_state(p["status"].as_str().unwrap_or_default()));
+        }
+        // No pipeline of ours yet. A head pipeline of another commit says the project has
+        // CI, so ours is still to be created; it is never a verdict on this commit.
+        let other_head_pipeline = match self.open_mr(branch)? {
+            Some(mr) => mr["head_pipeline"]["sha"]
+                .as_str()
+                .is_some_and(|sha| sha != commit),
+            None => false,
+        };
+        Ok(if other_head_pipeline {
+            CiState::Pending
+        } else {
+            CiState::NoneConfigured
+        })
+    }
+
+    /// CI of `branch`'s head.
+    pub fn ci_state(&self, branch: &str) -> Result<CiState, ForgeError> {
+        let head = self.branch_head(branch)?;
+        self.ci_state_of(branch, &head)
+    }
+
+    /// Each failing job of `commit`'s pipeline: its name, link and the end of its log.
+    pub fn failing_checks_of(&self, commit: &str) -> Result<String, ForgeError> {
+        let Some(p) = self.pipeline_of(commit)? else {
+            return Ok(String::new());
+        };
+        let id = p["id"].as_u64().unwrap_or_default();
+        let jobs = self
+            .api
+            .pages(&self.at(&format!("pipelines/{id}/jobs?scope[]=failed")))
+            .map_err(forge_error)?;
+        let mut text = String::new();
+        for (i, job) in jobs.iter().enumerate() {
+            let name = job["name"].as_str().unwrap_or_default();
+            let link = job["web_url"].as_str().unwrap_or_default();
+            text.push_str(&format!("failing check: {name} {link}\n"));
+            let Some(job_id) = job["id"].as_u64().filter(|_| i < MAX_TRACES) else {
+                continue;
+            };
+            // A log that cannot be read leaves the name and link, which still say what failed.
+            let path = self.at(&format!("jobs/{job_id}/trace"));
+            if let Ok(answer) = self.api.answer("GET", &path, None) {
+                if answer.ok() {
+                    let log = String::from_utf8_lossy(&answer.body);
+                    let lines: Vec<&str> = log.lines().collect();
+                    for line in &lines[lines.len().saturating_sub(TRACE_TAIL_LINES)..] {
+                        text.push_str(line);
+                        text.push('\n');
+                    }
+                }
+            }
+        }
+        Ok(text)
+    }
+
+    /// [`GitLabForge::failing_checks_of`] for `branch`'s head.
+    pub fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
+        let head = self.branch_head(branch)?;
+        self.failing_checks_of(&head)
+    }
+
+    /// Merges the open merge request of `branch` exactly at `commit` and removes the branch.
+    /// Its fields are read first, so a draft, a conflict or a rule of the project is an
+    /// answer of its own; a refused merge is read again from the fields.
+    pub fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError> {
+        let Some(mr) = self.open_mr(branch)? else {
+            return match self.pr_for_branch(branch)? {
+                Some(pr) if pr.state == PrState::Merged => Ok(()),
+                _ => Err(refused(
+                    format!("{branch} has no open merge request"),
+                    CallFailureKind::NotFound,
+                    "open one (createPR) or let the runner open it",
+                )),
+            };
+        };
+        let iid = mr["iid"].as_u64().unwrap_or_default();
+        if let Some((why, kind)) = merge_blocker(&mr, commit) {
+            return Err(blocked(branch, iid, why, kind));
+        }
+        let path = self.at(&format!("merge_requests/{iid}/merge"));
+        let body = json!({
+            "sha": commit,
+            "should_remove_source_branch": true,
+            "merge_commit_message": message,
+        });
+        let answer = self
+            .api
+            .answer("PUT", &path, Some(&body))
+            .map_err(forge_error)?;
+        if answer.ok() {
+            return Ok(());
+        }
+        let failure = self.api.failure("PUT", &path, &answer);
+        // 405, 406, 409, 422: GitLab refused this merge; its fields say why.
+        if matches!(answer.status, 405 | 406 | 409 | 422) {
+            let now = self.json("GET", &format!("merge_requests/{iid}"), None)?;
+            if now["state"].as_str() == Some("merged") && now["sha"].as_str() == Some(commit) {
+                return Ok(());
+            }
+            if let Some((why, kind)) = merge_blocker(&now, commit) {
+                return Err(blocked(branch, iid, why, kind));
+            }
+            if answer.status == 409 {
+                return Err(blocked(
+                    branch,
+                    iid,
+                    format!("the head is no longer {commit}"),
+                    CallFailureKind::LostRace,
+                ));
+            }
+        }
+        Err(forge_error(failure))
+    }
+}
+
+fn blocked(branch: &str, iid: u64, why: String, kind: CallFailureKind) -> ForgeError {
+    let hint = match kind {
+        CallFailureKind::Policy => {
+            "have a person satisfy the rule or change the project's merge settings, then run again"
+        }
+        _ => "the runner decides from the kind of refusal",
+    };
+    refused(
+        format!("GitLab refuses the merge of {branch} (!{iid}): {why}"),
+        kind,
+        hint,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pipelines_statuses_are_the_merge_gates() {
+        assert_eq!(pipeline_state("success"), CiState::Passed);
+        assert_eq!(pipeline_state("failed"), CiState::Failed);
+        assert_eq!(pipeline_state("canceled"), CiState::Failed);
+        for s in [
+            "created",
+            "pending",
+            "running",
+            "manual",
+            "scheduled",
+            "new-one",
+        ] {
+            assert_eq!(pipeline_state(s), CiState::Pending, "{s}");
+        }
+    }
+
+    #[test]
+    fn merge_refusals_are_read_from_fields() {
+        let c = "abc";
+        let kind = |mr: Value| merge_blocker(&mr, c).map(|(_, k)| k);
+        let base = |extra: Value| {
+            let mut mr = json!({"state": "opened", "sha": c, "draft": false,
+                "has_conflicts": false, "detailed_merge_status": "mergeable"});
+            if let (Some(m), Some(e)) = (mr.as_object_mut(), extra.as_object()) {
+                m.extend(e.clone());
+            }
+            mr
+        };
+        assert_eq!(kind(base(json!({}))), None);
+        assert_eq!(
+            kind(base(json!({"sha": "def"}))),
+            Some(CallFailureKind::LostRace)
+        );
+        assert_eq!(
+            kind(base(
+                json!({"draft": true, "detailed_merge_status": "draft_status"})
+            )),
+            Some(CallFailureKind::Policy)
+        );
+        assert_eq!(
+            kind(base(
+                json!({"has_conflicts": true, "detailed_merge_status": "conflict"})
+            )),
+            Some(CallFailureKind::Conflict)
+        );
+        assert_eq!(
+            kind(base(json!({"detailed_merge_status": "need_rebase"}))),
+            Some(CallFailureKind::Behind)
+        );
+        assert_eq!(
+            kind(base(json!({"detailed_merge_status": "not_approved"}))),
+            Some(CallFailureKind::Policy)
+        );
+        assert_eq!(
+            kind(base(json!({"detailed_merge_status": "checking"}))),
+            Some(CallFailureKind::Network)
+        );
+        // An older GitLab without detailed_merge_status.
+        let old = json!({"state": "opened", "sha": c, "merge_status": "can_be_merged"});
+        assert_eq!(kind(old), None);
+    }
+}

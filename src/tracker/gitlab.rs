@@ -1,0 +1,284 @@
+//! GitLab issues through GitLab's REST API v4 (`gitlab.project`): the same selection rule as
+//! GitHub's ([`select_from`]) over the open issues with the selection label, numbered by their
+//! `iid` (the `#12` GitLab shows); quarantine with the escalated label and a note; close with
+//! a note after the merge. Labels are added and removed with `add_labels` / `remove_labels`
+//! on the issue, which GitLab applies atomically and which create a missing label.
+//!
+//! Every failed answer is kinded from its status and headers ([`ApiClient::refusal`]): a
+//! rate limit is the machine's rate-limit wait, a 5xx the network's, a refused token an
+//! environment failure naming `gitlab.tokenEnv`.
+
+use super::{escalation_text, select_from, Issue, IssueText, Scope, Selection, TrackerError};
+use crate::api_client::{ApiClient, Failure};
+use crate::call_failure::{path_segment, CallFailureKind};
+use serde_json::{json, Value};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
+
+/// GitLab allows notes of up to a million characters; diagnostics are kept far shorter.
+const MAX_NOTE_BYTES: usize = 60_000;
+
+/// The GitLab tracker of one project.
+#[derive(Debug, Clone)]
+pub struct GitLab {
+    /// The API, with the token.
+    pub api: ApiClient,
+    /// The project's path with its namespace (`group/sub/project`).
+    pub project: String,
+    /// Issues with this label are candidates.
+    pub label: String,
+    /// The durable quarantine label.
+    pub escalated_label: String,
+}
+
+impl From<Failure> for TrackerError {
+    fn from(f: Failure) -> TrackerError {
+        TrackerError::Command {
+            command: "GitLab API".into(),
+            detail: f.message,
+            kind: f.kind,
+        }
+    }
+}
+
+impl GitLab {
+    /// `projects/<url-encoded path>`, the prefix of every project call.
+    pub fn project_path(project: &str) -> String {
+        format!("projects/{}", path_segment(project))
+    }
+
+    fn at(&self, rest: &str) -> String {
+        format!("{}/{rest}", Self::project_path(&self.project))
+    }
+
+    /// An issue as GitLab's REST API shows it.
+    pub fn parse_issue(&self, v: &Value) -> Option<Issue> {
+        let number = u32::try_from(v["iid"].as_u64()?).ok()?;
+        let labels: Vec<String> = v["labels"]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .filter_map(|x| x.as_str().or_else(|| x["name"].as_str()))
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        Some(Issue {
+            number,
+            title: v["title"].as_str().unwrap_or_default().to_string(),
+            body: v["description"].as_str().unwrap_or_default().to_string(),
+            escalated: labels.contains(&self.escalated_label),
+            labels,
+            milestone: v["milestone"]["title"].as_str().map(str::to_string),
+            state_open: v["state"].as_str() == Some("opened"),
+            parent: None,
+            closed_by_merged_pr: None,
+        })
+    }
+
+    /// The issue `number`, `None` when the project has none such.
+    fn view(&self, number: u32) -> Result<Option<Issue>, TrackerError> {
+        let path = self.at(&format!("issues/{number}"));
+        let answer = self.api.answer("GET", &path, None)?;
+        if answer.status == 404 {
+            return Ok(None);
+        }
+        if !answer.ok() {
+            return Err(self.api.failure("GET", &path, &answer).into());
+        }
+        let v: Value = serde_json::from_slice(&answer.body).map_err(|e| TrackerError::Command {
+            command: format!("GET {}/{path}", self.api.base),
+            detail: format!("the answer is not an issue's JSON ({e})"),
+            kind: CallFailureKind::Other,
+        })?;
+        Ok(self.parse_issue(&v))
+    }
+
+    /// The lowest-numbered open issue with the selection label that is neither escalated nor
+    /// waiting for an open dependency, milestones first as on GitHub.
+    pub fn select(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
+        let mut milestones: Vec<String> = self
+            .api
+            .pages(&self.at("milestones?state=active"))?
+            .iter()
+            .filter_map(|m| m["title"].as_str().map(str::to_string))
+            .collect();
+        milestones.sort();
+        let listed = self.api.pages(&self.at(&format!(
+            "issues?state=opened&labels={}&order_by=created_at&sort=asc",
+            path_segment(&self.label)
+        )))?;
+        let mut candidates: Vec<Issue> = listed
+            .iter()
+            .filter_map(|v| self.parse_issue(v))
+            .filter(|i| i.state_open)
+            .collect();
+        candidates.sort_by_key(|i| i.number);
+        let open_candidates: BTreeSet<u32> = candidates.iter().map(|i| i.number).collect();
+        let mut viewed: HashMap<u32, Option<Issue>> = HashMap::new();
+        let mut blocks = |scope: &Scope, dep: u32| -> Result<bool, TrackerError> {
+            if matches!(scope, Scope::Repo) && open_candidates.contains(&dep) {
+                return Ok(true);
+            }
+            let issue = match viewed.entry(dep) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(self.view(dep)?),
+            };
+            let issue = issue.as_ref();
+            Ok(match scope {
+                Scope::Milestone(m) => {
+                    issue.is_some_and(|d| d.milestone.as_ref() == Some(m) && !d.is_done())
+                }
+                Scope::Repo => issue.is_some_and(|d| !d.is_done()),
+            })
+        };
+        select_from(
+            &milestones,
+            &candidates,
+            escalated_this_session,
+            merged,
+            &mut blocks,
+        )
+    }
+
+    /// The issue `number`, open or closed.
+    pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
+        self.view(number)?.ok_or_else(|| TrackerError::NotFound {
+            number,
+            location: format!("the GitLab project {} at {}", self.project, self.api.base),
+        })
+    }
+
+    /// Title, description and the notes people wrote (GitLab's own system notes left out).
+    pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
+        let issue = self.get(number)?;
+        let notes = self.api.pages(&self.at(&format!(
+            "issues/{number}/notes?sort=asc&order_by=created_at"
+        )))?;
+        let mut text = IssueText::of(&issue);
+        text.comments = notes
+            .iter()
+            .filter(|n| n["system"].as_bool() != Some(true))
+            .map(|n| super::Comment {
+                author: n["author"]["username"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                body: n["body"].as_str().unwrap_or_default().to_string(),
+            })
+            .collect();
+        Ok(text)
+    }
+
+    /// Notes `text` on the issue, unless its newest note already says it: a write the machine
+    /// asks for again says nothing twice.
+    fn note(&self, number: u32, text: &str) -> Result<(), TrackerError> {
+        let newest = self.api.json(
+            "GET",
+            &self.at(&format!(
+                "issues/{number}/notes?sort=desc&order_by=created_at&per_page=1"
+            )),
+            None,
+        )?;
+        let said = newest[0]["body"].as_str().map(str::trim);
+        if said == Some(text.trim()) {
+            return Ok(());
+        }
+        self.api
+            .json(
+                "POST",
+                &self.at(&format!("issues/{number}/notes")),
+                Some(&json!({ "body": text })),
+            )
+            .map(drop)
+            .map_err(Into::into)
+    }
+
+    fn edit(&self, number: u32, change: Value) -> Result<(), TrackerError> {
+        self.api
+            .json("PUT", &self.at(&format!("issues/{number}")), Some(&change))
+            .map(drop)
+            .map_err(Into::into)
+    }
+
+    /// Quarantines the issue: the escalated label (GitLab creates it when the project lacks
+    /// it) and a note with `diagnostic` and how to release it.
+    pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
+        self.edit(number, json!({ "add_labels": self.escalated_label }))?;
+        let how = format!(
+            "Release it with `sdlc-runner release {number}` (or remove the `{}` label) to let it be selected again.",
+            self.escalated_label
+        );
+        self.note(number, &escalation_text(diagnostic, &how, MAX_NOTE_BYTES))
+    }
+
+    /// Makes sure the merged issue is closed: the merge request's "Closes #N" closes it when
+    /// it targets the default branch; one still open gets `note` and is closed. Safe to repeat.
+    pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        if !self.get(number)?.state_open {
+            return Ok(());
+        }
+        let body = format!(
+            "{note}: GitLab left the issue open after the merge, so sdlc-runner closed it."
+        );
+        self.note(number, &crate::redact::redact(&body))?;
+        self.edit(number, json!({ "state_event": "close" }))
+    }
+
+    /// Lifts the runner's own quarantine with a note saying why.
+    pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        self.edit(number, json!({ "remove_labels": self.escalated_label }))?;
+        self.note(number, &crate::redact::redact(note))
+    }
+
+    /// Lifts the quarantine. Returns whether it was there.
+    pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
+        let was = self.get(number)?.escalated;
+        if was {
+            self.edit(number, json!({ "remove_labels": self.escalated_label }))?;
+        }
+        Ok(was)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tracker() -> GitLab {
+        GitLab {
+            api: ApiClient::new(
+                "http://127.0.0.1:9/api/v4",
+                crate::api_client::test_token(),
+                crate::api_client::Auth::PrivateToken,
+                "GITLAB_TOKEN",
+            ),
+            project: "group/sub/project".into(),
+            label: "automatable".into(),
+            escalated_label: "sdlc-escalated".into(),
+        }
+    }
+
+    #[test]
+    fn an_issue_is_read_from_gitlabs_fields() {
+        let t = tracker();
+        let v = json!({"iid": 12, "id": 99001, "title": "Add x", "description": null,
+            "labels": ["automatable", "sdlc-escalated"], "milestone": {"title": "v1"},
+            "state": "opened"});
+        let i = t.parse_issue(&v).unwrap();
+        assert_eq!(i.number, 12);
+        assert_eq!(i.body, "");
+        assert!(i.escalated && i.state_open);
+        assert_eq!(i.milestone.as_deref(), Some("v1"));
+        let closed = json!({"iid": 3, "title": "t", "labels": [], "state": "closed"});
+        assert!(!t.parse_issue(&closed).unwrap().state_open);
+        assert_eq!(
+            GitLab::project_path("group/sub/project"),
+            "projects/group%2Fsub%2Fproject"
+        );
+    }
+}

@@ -1,0 +1,379 @@
+//! Linear issues through Linear's GraphQL API (`linear.team`): the issues of the team with the
+//! selection label in a not-started or started state, numbered by their number in the team
+//! (`ENG-12` is issue 12), under the same selection rule as GitHub's. On merge the issue moves
+//! to the team's completed state with a comment; quarantine adds the escalated label (created
+//! in the team when missing) and a comment.
+//!
+//! A GraphQL answer is an error when its HTTP status is, and also when it carries `errors`
+//! with status 200; its kind comes from the status and headers, else from the error's
+//! `extensions.code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, `FORBIDDEN`), never its words.
+
+use super::{escalation_text, select_from, Issue, IssueText, Scope, Selection, TrackerError};
+use crate::api_client::{ApiClient, Failure};
+use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
+use serde_json::{json, Value};
+use std::collections::hash_map::Entry;
+use std::collections::{BTreeSet, HashMap};
+
+/// Linear keeps comments far longer; diagnostics are kept short.
+const MAX_COMMENT_BYTES: usize = 60_000;
+
+const ISSUE_FIELDS: &str =
+    "id identifier number title description state { type } labels { nodes { name } }";
+
+/// The Linear tracker of one team.
+#[derive(Debug, Clone)]
+pub struct Linear {
+    /// The GraphQL endpoint, with the key.
+    pub api: ApiClient,
+    /// The team's key (`ENG`).
+    pub team: String,
+    /// Issues with this label are candidates.
+    pub label: String,
+    /// The durable quarantine label.
+    pub escalated_label: String,
+}
+
+/// The kind of a GraphQL error, from its `extensions.code`.
+pub fn graphql_error_kind(errors: &[Value]) -> CallFailureKind {
+    let codes: Vec<&str> = errors
+        .iter()
+        .filter_map(|e| e["extensions"]["code"].as_str())
+        .collect();
+    if codes.contains(&"RATELIMITED") {
+        CallFailureKind::RateLimited {
+            wait_secs: SECONDARY_LIMIT_SECS,
+        }
+    } else if codes.contains(&"AUTHENTICATION_ERROR") {
+        CallFailureKind::Auth
+    } else if codes.contains(&"FORBIDDEN") {
+        CallFailureKind::Permission
+    } else {
+        CallFailureKind::Other
+    }
+}
+
+impl Linear {
+    /// One GraphQL operation: its `data`, or the failure of the answer.
+    fn graphql(
+        &self,
+        operation: &str,
+        query: &str,
+        variables: Value,
+    ) -> Result<Value, TrackerError> {
+        let body = json!({ "operationName": operation, "query": query, "variables": variables });
+        let answer = self.api.answer("POST", "", Some(&body))?;
+        let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
+        let errors = parsed["errors"].as_array().filter(|e| !e.is_empty());
+        if !answer.ok() {
+            let mut failure = self.api.failure("POST", "", &answer);
+            failure.message = format!("{operation}: {}", failure.message);
+            if let Some(errors) = errors {
+                let kind = graphql_error_kind(errors);
+                // The status says little when it is a 400: the error's code says more.
+                if failure.kind == CallFailureKind::Other {
+                    failure.kind = kind;
+                }
+            }
+            return Err(failure.into());
+        }
+        if let Some(errors) = errors {
+            let kind = graphql_error_kind(errors);
+            let mut message = format!(
+                "POST {} {operation}: {}",
+                self.api.base,
+                crate::api_client::message_of(&answer.body)
+            );
+            if matches!(kind, CallFailureKind::Auth | CallFailureKind::Permission) {
+                message.push_str(&format!(
+                    "; the key in {} was refused or may not do this: renew it (or name another variable in linear.tokenEnv)",
+                    self.api.token_env
+                ));
+            }
+            return Err(Failure { message, kind }.into());
+        }
+        Ok(parsed["data"].clone())
+    }
+
+    /// An issue as Linear's API shows it.
+    pub fn parse_issue(&self, v: &Value) -> Option<Issue> {
+        let number = u32::try_from(v["number"].as_f64()? as u64).ok()?;
+        let labels: Vec<String> = v["labels"]["nodes"]
+            .as_array()
+            .map(|l| {
+                l.iter()
+                    .filter_map(|x| x["name"].as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let state = v["state"]["type"].as_str().unwrap_or_default();
+        Some(Issue {
+            number,
+            title: v["title"].as_str().unwrap_or_default().to_string(),
+            body: v["description"].as_str().unwrap_or_default().to_string(),
+            escalated: labels.contains(&self.escalated_label),
+            labels,
+            milestone: None,
+            state_open: !matches!(state, "completed" | "canceled"),
+            parent: None,
+            closed_by_merged_pr: None,
+        })
+    }
+
+    /// The raw issue `number` of the team, if it exists.
+    fn node(&self, number: u32) -> Result<Option<Value>, TrackerError> {
+        let query = format!(
+            "query IssueByNumber($team: String!, $number: Float!) {{ issues(filter: {{team: {{key: {{eq: $team}}}}, number: {{eq: $number}}}}, first: 1) {{ nodes {{ {ISSUE_FIELDS} }} }} }}"
+        );
+        let data = self.graphql(
+            "IssueByNumber",
+            &query,
+            json!({"team": self.team, "number": number}),
+        )?;
+        Ok(data["issues"]["nodes"]
+            .as_array()
+            .and_then(|n| n.first())
+            .cloned())
+    }
+
+    fn node_of(&self, number: u32) -> Result<Value, TrackerError> {
+        self.node(number)?.ok_or_else(|| TrackerError::NotFound {
+            number,
+            location: format!("the Linear team {}", self.team),
+        })
+    }
+
+    /// The lowest-numbered candidate that is neither escalated nor waiting for an open
+    /// dependency (Linear has no milestones here: the whole team is one scope).
+    pub fn select(
+        &self,
+        escalated_this_session: &BTreeSet<u32>,
+        merged: &BTreeSet<u32>,
+    ) -> Result<Selection, TrackerError> {
+        let query = format!(
+            "query Candidates($team: String!, $label: String!, $after: String) {{ issues(filter: {{team: {{key: {{eq: $team}}}}, labels: {{name: {{eq: $label}}}}, state: {{type: {{in: [\"unstarted\", \"started\"]}}}}}}, first: 100, after: $after) {{ nodes {{ {ISSUE_FIELDS} }} pageInfo {{ hasNextPage endCursor }} }} }}"
+        );
+        let mut candidates = Vec::new();
+        let mut after = Value::Null;
+        loop {
+            let data = self.graphql(
+                "Candidates",
+                &query,
+                json!({"team": self.team, "label": self.label, "after": after}),
+            )?;
+            let page = &data["issues"];
+            candidates.extend(
+                page["nodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| self.parse_issue(v)),
+            );
+            match page["pageInfo"]["endCursor"].as_str() {
+                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
+                    after = Value::from(cursor)
+                }
+                _ => break,
+            }
+        }
+        candidates.sort_by_key(|i| i.number);
+        let open: BTreeSet<u32> = candidates.iter().map(|i| i.number).collect();
+        let mut viewed: HashMap<u32, Option<Issue>> = HashMap::new();
+        let mut blocks = |_: &Scope, dep: u32| -> Result<bool, TrackerError> {
+            if open.contains(&dep) {
+                return Ok(true);
+            }
+            let issue = match viewed.entry(dep) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => {
+                    let node = self.node(dep)?;
+                    e.insert(node.and_then(|n| self.parse_issue(&n)))
+                }
+            };
+            Ok(issue.as_ref().is_some_and(|d| !d.is_done()))
+        };
+        select_from(
+            &[],
+            &candidates,
+            escalated_this_session,
+            merged,
+            &mut blocks,
+        )
+    }
+
+    /// The issue `number`, open or closed.
+    pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
+        let node = self.node_of(number)?;
+        self.parse_issue(&node)
+            .ok_or_else(|| TrackerError::NotFound {
+                number,
+                location: format!("the Linear team {}", self.team),
+            })
+    }
+
+    /// Title, description and comments.
+    pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
+        let node = self.node_of(number)?;
+        let mut text = IssueText::of(&self.get(number)?);
+        let data = self.graphql(
+            "IssueComments",
+            "query IssueComments($id: String!) { issue(id: $id) { comments(first: 100) { nodes { body user { name } } } } }",
+            json!({"id": node["id"]}),
+        )?;
+        text.comments = data["issue"]["comments"]["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| super::Comment {
+                author: c["user"]["name"].as_str().unwrap_or_default().to_string(),
+                body: c["body"].as_str().unwrap_or_default().to_string(),
+            })
+            .collect();
+        Ok(text)
+    }
+
+    fn comment(&self, id: &Value, body: &str) -> Result<(), TrackerError> {
+        self.graphql(
+            "CommentCreate",
+            "mutation CommentCreate($issueId: String!, $body: String!) { commentCreate(input: {issueId: $issueId, body: $body}) { success } }",
+            json!({"issueId": id, "body": body}),
+        )
+        .map(drop)
+    }
+
+    /// The id of the team's label `name`, created when `create` and missing.
+    fn label_id(&self, name: &str, create: bool) -> Result<Option<Value>, TrackerError> {
+        let data = self.graphql(
+            "LabelByName",
+            "query LabelByName($team: String!, $name: String!) { teams(filter: {key: {eq: $team}}) { nodes { id labels(filter: {name: {eq: $name}}) { nodes { id } } } } }",
+            json!({"team": self.team, "name": name}),
+        )?;
+        let team = &data["teams"]["nodes"][0];
+        if let Some(id) = team["labels"]["nodes"][0].get("id") {
+            return Ok(Some(id.clone()));
+        }
+        if !create {
+            return Ok(None);
+        }
+        let made = self.graphql(
+            "LabelCreate",
+            "mutation LabelCreate($teamId: String!, $name: String!) { issueLabelCreate(input: {teamId: $teamId, name: $name, color: \"#b60205\"}) { issueLabel { id } } }",
+            json!({"teamId": team["id"], "name": name}),
+        )?;
+        Ok(made["issueLabelCreate"]["issueLabel"].get("id").cloned())
+    }
+
+    fn set_label(&self, number: u32, on: bool) -> Result<(), TrackerError> {
+        let node = self.node_of(number)?;
+        let Some(label) = self.label_id(&self.escalated_label, on)? else {
+            return Ok(());
+        };
+        let (operation, query) = if on {
+            ("AddLabel", "mutation AddLabel($id: String!, $labelId: String!) { issueAddLabel(id: $id, labelId: $labelId) { success } }")
+        } else {
+            ("RemoveLabel", "mutation RemoveLabel($id: String!, $labelId: String!) { issueRemoveLabel(id: $id, labelId: $labelId) { success } }")
+        };
+        self.graphql(
+            operation,
+            query,
+            json!({"id": node["id"], "labelId": label}),
+        )
+        .map(drop)
+    }
+
+    /// Quarantines the issue: the escalated label and a comment with the diagnostic.
+    pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
+        self.set_label(number, true)?;
+        let how = format!(
+            "Release it with `sdlc-runner release {number}` (or remove the `{}` label) to let it be selected again.",
+            self.escalated_label
+        );
+        let node = self.node_of(number)?;
+        self.comment(
+            &node["id"],
+            &escalation_text(diagnostic, &how, MAX_COMMENT_BYTES),
+        )
+    }
+
+    /// Moves the merged issue to the team's completed state with `note`. Safe to repeat.
+    pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        let node = self.node_of(number)?;
+        if self.parse_issue(&node).is_some_and(|i| !i.state_open) {
+            return Ok(());
+        }
+        let states = self.graphql(
+            "CompletedState",
+            "query CompletedState($team: String!) { workflowStates(filter: {team: {key: {eq: $team}}, type: {eq: \"completed\"}}) { nodes { id position } } }",
+            json!({"team": self.team}),
+        )?;
+        let Some(state) = states["workflowStates"]["nodes"]
+            .as_array()
+            .and_then(|s| {
+                s.iter().min_by(|a, b| {
+                    a["position"]
+                        .as_f64()
+                        .partial_cmp(&b["position"].as_f64())
+                        .unwrap_or(std::cmp::Ordering::Equal)
+                })
+            })
+            .map(|s| s["id"].clone())
+        else {
+            return Err(TrackerError::Command {
+                command: format!("Linear team {}", self.team),
+                detail: "the team has no completed state to move a merged issue to; add one in the team's workflow".into(),
+                kind: CallFailureKind::Other,
+            });
+        };
+        self.comment(&node["id"], &crate::redact::redact(note))?;
+        self.graphql(
+            "CloseIssue",
+            "mutation CloseIssue($id: String!, $stateId: String!) { issueUpdate(id: $id, input: {stateId: $stateId}) { success } }",
+            json!({"id": node["id"], "stateId": state}),
+        )
+        .map(drop)
+    }
+
+    /// Lifts the runner's own quarantine with a comment saying why.
+    pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        self.set_label(number, false)?;
+        let node = self.node_of(number)?;
+        self.comment(&node["id"], &crate::redact::redact(note))
+    }
+
+    /// Lifts the quarantine. Returns whether it was there.
+    pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
+        let was = self.get(number)?.escalated;
+        if was {
+            self.set_label(number, false)?;
+        }
+        Ok(was)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graphql_errors_are_kinded_by_their_code() {
+        let e = |code: &str| vec![json!({"message": "x", "extensions": {"code": code}})];
+        assert_eq!(
+            graphql_error_kind(&e("RATELIMITED")),
+            CallFailureKind::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS
+            }
+        );
+        assert_eq!(
+            graphql_error_kind(&e("AUTHENTICATION_ERROR")),
+            CallFailureKind::Auth
+        );
+        assert_eq!(
+            graphql_error_kind(&e("FORBIDDEN")),
+            CallFailureKind::Permission
+        );
+        assert_eq!(
+            graphql_error_kind(&e("INVALID_INPUT")),
+            CallFailureKind::Other
+        );
+    }
+}

@@ -1,0 +1,665 @@
+//! A fake GitLab REST API v4 for the runner's own HTTP client: a small HTTP/1.1 server on a
+//! loopback port answering the calls of the GitLab tracker and forge the way GitLab's API
+//! documentation says GitLab answers them (issues, notes, labels, merge requests, pipelines,
+//! jobs and their traces, the merge with `sha`). Test code only.
+//!
+//! State ([`Lab`]): issues, merge requests, pipelines per commit (created when first asked
+//! for, with the next status of [`Lab::pipeline_plan`]), and switches for a rate limit, a
+//! refused token, a project without CI, and a stale head pipeline. A merge is performed on the
+//! bare origin with git and closes the issues its description says it closes. Every request
+//! is logged ([`Lab::requests`]); one the fake does not know is answered 404 and logged as
+//! `UNKNOWN …`.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, Mutex};
+
+/// The project the fake serves, as `gitlab.project` names it.
+pub const PROJECT: &str = "group/sub/project";
+/// The token it accepts in `PRIVATE-TOKEN`.
+pub const TOKEN: &str = "glpat-fake-token-0123456789";
+
+#[derive(Debug, Clone)]
+pub struct Issue {
+    pub iid: u32,
+    pub title: String,
+    pub description: String,
+    pub open: bool,
+    pub labels: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MergeRequest {
+    pub iid: u32,
+    pub source: String,
+    pub target: String,
+    pub title: String,
+    pub description: String,
+    /// opened, merged or closed.
+    pub state: String,
+    /// The `sha` the merge named.
+    pub merged_sha: Option<String>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    pub id: u64,
+    pub sha: String,
+    pub status: String,
+}
+
+#[derive(Debug, Default)]
+pub struct Lab {
+    pub origin: PathBuf,
+    pub issues: Vec<Issue>,
+    pub mrs: Vec<MergeRequest>,
+    pub pipelines: Vec<Pipeline>,
+    /// The status of each next commit's pipeline, in order; `success` once empty.
+    pub pipeline_plan: Vec<String>,
+    /// The project has no CI: no pipeline is ever created.
+    pub no_ci: bool,
+    /// Pipelines appear only at the n-th look for their commit (GitLab creates them a moment
+    /// after the push).
+    pub pipeline_after_looks: u32,
+    looks: Vec<(String, u32)>,
+    /// A merge request's `head_pipeline` while its own commit has none: an older commit's.
+    pub stale_head_pipeline: Option<Value>,
+    /// Fields every merge request shows over the fake's own (`draft`,
+    /// `detailed_merge_status`, …).
+    pub mr_fields: Option<Value>,
+    /// Fields shown only once a merge was asked for and refused with 405 (GitLab finds a
+    /// rule only when it tries).
+    pub refuse_merge_with: Option<Value>,
+    merge_refused: bool,
+    /// The next n requests are refused with 429 and `Retry-After: 1`.
+    pub rate_limited: u32,
+    /// The access level of the token's account.
+    pub access_level: u64,
+    /// Every request: `METHOD path?query`.
+    pub requests: Vec<String>,
+    next_id: u64,
+}
+
+/// The running server; it stops with the test process.
+pub struct FakeGitLab {
+    pub port: u16,
+    pub state: Arc<Mutex<Lab>>,
+}
+
+impl FakeGitLab {
+    /// Serves a project whose repository is the bare `origin`, with `issues` (iid, title,
+    /// description) open and labelled `automatable`.
+    pub fn start(origin: &Path, issues: &[(u32, &str, &str)]) -> FakeGitLab {
+        let lab = Lab {
+            origin: origin.to_path_buf(),
+            issues: issues
+                .iter()
+                .map(|(iid, title, description)| Issue {
+                    iid: *iid,
+                    title: title.to_string(),
+                    description: description.to_string(),
+                    open: true,
+                    labels: vec!["automatable".into()],
+                    notes: Vec::new(),
+                })
+                .collect(),
+            access_level: 40,
+            next_id: 1000,
+            ..Lab::default()
+        };
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        let state = Arc::new(Mutex::new(lab));
+        let shared = state.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let state = shared.clone();
+                std::thread::spawn(move || {
+                    let _ = serve(stream, &state);
+                });
+            }
+        });
+        FakeGitLab { port, state }
+    }
+
+    /// `gitlab.url` for the config.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    pub fn with<T>(&self, f: impl FnOnce(&mut Lab) -> T) -> T {
+        f(&mut self.state.lock().expect("lab state"))
+    }
+
+    pub fn requests(&self) -> Vec<String> {
+        self.with(|l| l.requests.clone())
+    }
+
+    pub fn issue(&self, iid: u32) -> Issue {
+        self.with(|l| l.issues.iter().find(|i| i.iid == iid).cloned())
+            .expect("issue")
+    }
+}
+
+pub struct Request {
+    pub method: String,
+    pub path: String,
+    pub query: Vec<(String, String)>,
+    pub token: Option<String>,
+    pub authorization: Option<String>,
+    pub body: Value,
+}
+
+impl Request {
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+fn decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(b) => {
+                        out.push(b);
+                        i += 3;
+                        continue;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            b'+' => out.push(b' '),
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
+    let mut line = String::new();
+    reader.read_line(&mut line).ok()?;
+    let mut words = line.split_whitespace();
+    let method = words.next()?.to_string();
+    let target = words.next()?.to_string();
+    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
+    let query = query
+        .split('&')
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+            (decode(k), decode(v))
+        })
+        .collect();
+    let mut length = 0usize;
+    let mut token = None;
+    let mut authorization = None;
+    loop {
+        let mut h = String::new();
+        reader.read_line(&mut h).ok()?;
+        let h = h.trim_end();
+        if h.is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            if k.trim().eq_ignore_ascii_case("content-length") {
+                length = v.trim().parse().unwrap_or(0);
+            }
+            if k.trim().eq_ignore_ascii_case("private-token") {
+                token = Some(v.trim().to_string());
+            }
+            if k.trim().eq_ignore_ascii_case("authorization") {
+                authorization = Some(v.trim().to_string());
+            }
+        }
+    }
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(Request {
+        method,
+        path: path.to_string(),
+        query,
+        token,
+        authorization,
+        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+    })
+}
+
+pub struct Answer {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+pub fn ok(body: Value) -> Answer {
+    Answer {
+        status: 200,
+        headers: vec![],
+        body: body.to_string().into_bytes(),
+    }
+}
+
+fn status(status: u16, message: &str) -> Answer {
+    Answer {
+        status,
+        headers: vec![],
+        body: json!({ "message": message }).to_string().into_bytes(),
+    }
+}
+
+fn serve(stream: TcpStream, state: &Mutex<Lab>) -> std::io::Result<()> {
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let Some(req) = read_request(&mut reader) else {
+        return Ok(());
+    };
+    let answer = {
+        let mut lab = state.lock().expect("lab state");
+        answer(&mut lab, &req)
+    };
+    write_answer(&mut writer, &answer)
+}
+
+/// The answer on the wire, closing the connection after it.
+pub fn write_answer(writer: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
+    let mut head = format!(
+        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+        answer.status,
+        answer.body.len()
+    );
+    for (k, v) in &answer.headers {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str("\r\n");
+    writer.write_all(head.as_bytes())?;
+    writer.write_all(&answer.body)?;
+    writer.flush()
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).to_string())
+    }
+}
+
+fn head_of(lab: &Lab, branch: &str) -> Option<String> {
+    git(
+        &lab.origin,
+        &[
+            "rev-parse",
+            "--verify",
+            "-q",
+            &format!("refs/heads/{branch}"),
+        ],
+    )
+    .ok()
+}
+
+fn issue_json(i: &Issue) -> Value {
+    json!({
+        "id": 90_000 + i.iid, "iid": i.iid, "project_id": 7, "title": i.title,
+        "description": i.description, "state": if i.open { "opened" } else { "closed" },
+        "labels": i.labels, "milestone": null, "web_url": format!("http://gitlab.test/{PROJECT}/-/issues/{}", i.iid),
+    })
+}
+
+fn pipeline_json(p: &Pipeline) -> Value {
+    json!({"id": p.id, "iid": p.id - 999, "project_id": 7, "sha": p.sha, "ref": "x",
+        "status": p.status, "source": "push", "web_url": format!("http://gitlab.test/{PROJECT}/-/pipelines/{}", p.id)})
+}
+
+/// The pipeline of `sha`, created at the configured look.
+fn pipeline_for(lab: &mut Lab, sha: &str) -> Option<Pipeline> {
+    if let Some(p) = lab.pipelines.iter().find(|p| p.sha == sha) {
+        return Some(p.clone());
+    }
+    if lab.no_ci {
+        return None;
+    }
+    let looks = match lab.looks.iter_mut().find(|(s, _)| s == sha) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            lab.looks.push((sha.to_string(), 1));
+            1
+        }
+    };
+    if looks <= lab.pipeline_after_looks {
+        return None;
+    }
+    let status = if lab.pipeline_plan.is_empty() {
+        "success".to_string()
+    } else {
+        lab.pipeline_plan.remove(0)
+    };
+    lab.next_id += 1;
+    let p = Pipeline {
+        id: lab.next_id,
+        sha: sha.to_string(),
+        status,
+    };
+    lab.pipelines.push(p.clone());
+    Some(p)
+}
+
+fn mr_json(lab: &Lab, mr: &MergeRequest) -> Value {
+    let sha = mr
+        .merged_sha
+        .clone()
+        .or_else(|| head_of(lab, &mr.source))
+        .unwrap_or_default();
+    let head_pipeline = lab
+        .pipelines
+        .iter()
+        .rev()
+        .find(|p| p.sha == sha)
+        .map(pipeline_json)
+        .or_else(|| lab.stale_head_pipeline.clone());
+    let mut v = json!({
+        "id": 50_000 + mr.iid, "iid": mr.iid, "project_id": 7, "title": mr.title,
+        "description": mr.description, "state": mr.state, "source_branch": mr.source,
+        "target_branch": mr.target, "sha": sha, "draft": false, "work_in_progress": false,
+        "has_conflicts": false,
+        "detailed_merge_status": if mr.state == "opened" { "mergeable" } else { "not_open" },
+        "merge_status": "can_be_merged", "head_pipeline": head_pipeline,
+        "web_url": format!("http://gitlab.test/{PROJECT}/-/merge_requests/{}", mr.iid),
+    });
+    let refused = lab.refuse_merge_with.as_ref().filter(|_| lab.merge_refused);
+    for extra in [lab.mr_fields.as_ref(), refused].into_iter().flatten() {
+        if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
+            o.extend(e.clone());
+        }
+    }
+    v
+}
+
+fn answer(lab: &mut Lab, req: &Request) -> Answer {
+    let mut line = format!("{} {}", req.method, req.path);
+    if !req.query.is_empty() {
+        let q: Vec<String> = req.query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        line.push('?');
+        line.push_str(&q.join("&"));
+    }
+    lab.requests.push(line.clone());
+    if lab.rate_limited > 0 {
+        lab.rate_limited -= 1;
+        let mut a = status(429, "Retry later");
+        a.headers = vec![
+            ("Retry-After".into(), "1".into()),
+            ("RateLimit-Limit".into(), "600".into()),
+            ("RateLimit-Remaining".into(), "0".into()),
+        ];
+        return a;
+    }
+    if req.token.as_deref() != Some(TOKEN) {
+        return status(401, "401 Unauthorized");
+    }
+    let Some(rest) = req.path.strip_prefix("/api/v4/") else {
+        lab.requests.push(format!("UNKNOWN {line}"));
+        return status(404, "404 Not Found");
+    };
+    let project_prefix = format!("projects/{}", PROJECT.replace('/', "%2F"));
+    let Some(rest) = rest.strip_prefix(&project_prefix) else {
+        if rest == "version" {
+            return ok(json!({"version": "17.5.0", "revision": "fake"}));
+        }
+        lab.requests.push(format!("UNKNOWN {line}"));
+        return status(404, "404 Project Not Found");
+    };
+    let parts: Vec<&str> = rest.trim_start_matches('/').split('/').collect();
+    let page = req.param("page").unwrap_or("1");
+    let page_one = |v: Vec<Value>| -> Answer {
+        if page == "1" {
+            ok(Value::Array(v))
+        } else {
+            ok(json!([]))
+        }
+    };
+    match (req.method.as_str(), parts.as_slice()) {
+        ("GET", [""]) => ok(json!({
+            "id": 7, "path_with_namespace": PROJECT, "default_branch": "main",
+            "permissions": {"project_access": {"access_level": lab.access_level}, "group_access": null},
+        })),
+        ("GET", ["milestones"]) => page_one(vec![]),
+        ("GET", ["labels", name]) => {
+            let name = decode(name);
+            if name == "automatable" {
+                ok(json!({"id": 1, "name": name}))
+            } else {
+                status(404, "404 Label Not Found")
+            }
+        }
+        ("GET", ["issues"]) => {
+            let label = req.param("labels").unwrap_or_default().to_string();
+            let opened = req.param("state") == Some("opened");
+            let list = lab
+                .issues
+                .iter()
+                .filter(|i| (!opened || i.open) && (label.is_empty() || i.labels.contains(&label)))
+                .map(issue_json)
+                .collect();
+            page_one(list)
+        }
+        ("GET", ["issues", iid]) => match lab.issues.iter().find(|i| i.iid.to_string() == *iid) {
+            Some(i) => ok(issue_json(i)),
+            None => status(404, "404 Not found"),
+        },
+        ("PUT", ["issues", iid]) => {
+            let Some(i) = lab.issues.iter_mut().find(|i| i.iid.to_string() == *iid) else {
+                return status(404, "404 Not found");
+            };
+            if let Some(add) = req.body["add_labels"].as_str() {
+                for l in add.split(',') {
+                    if !i.labels.iter().any(|x| x == l) {
+                        i.labels.push(l.to_string());
+                    }
+                }
+            }
+            if let Some(remove) = req.body["remove_labels"].as_str() {
+                i.labels.retain(|x| !remove.split(',').any(|r| r == x));
+            }
+            if req.body["state_event"] == "close" {
+                i.open = false;
+            }
+            ok(issue_json(i))
+        }
+        ("GET", ["issues", iid, "notes"]) => {
+            let Some(i) = lab.issues.iter().find(|i| i.iid.to_string() == *iid) else {
+                return status(404, "404 Not found");
+            };
+            let mut notes: Vec<Value> = i
+                .notes
+                .iter()
+                .enumerate()
+                .map(|(n, b)| json!({"id": n + 1, "body": b, "system": false, "author": {"username": "someone"}}))
+                .collect();
+            if req.param("sort") == Some("desc") {
+                notes.reverse();
+            }
+            if let Some(n) = req.param("per_page").and_then(|n| n.parse::<usize>().ok()) {
+                notes.truncate(n);
+            }
+            page_one(notes)
+        }
+        ("POST", ["issues", iid, "notes"]) => {
+            let Some(i) = lab.issues.iter_mut().find(|i| i.iid.to_string() == *iid) else {
+                return status(404, "404 Not found");
+            };
+            i.notes
+                .push(req.body["body"].as_str().unwrap_or_default().to_string());
+            let mut a = ok(json!({"id": i.notes.len(), "body": req.body["body"], "system": false}));
+            a.status = 201;
+            a
+        }
+        ("GET", ["repository", "branches", name]) => match head_of(lab, &decode(name)) {
+            Some(sha) => ok(json!({"name": decode(name), "commit": {"id": sha}})),
+            None => status(404, "404 Branch Not Found"),
+        },
+        ("GET", ["merge_requests"]) => {
+            let source = req.param("source_branch").map(str::to_string);
+            let list = lab
+                .mrs
+                .iter()
+                .filter(|m| source.as_ref().is_none_or(|s| *s == m.source))
+                .map(|m| mr_json(lab, m))
+                .collect();
+            page_one(list)
+        }
+        ("POST", ["merge_requests"]) => {
+            let source = req.body["source_branch"].as_str().unwrap_or_default().to_string();
+            if head_of(lab, &source).is_none() {
+                return status(422, "Source branch does not exist");
+            }
+            let iid = lab.mrs.len() as u32 + 1;
+            let mr = MergeRequest {
+                iid,
+                source,
+                target: req.body["target_branch"].as_str().unwrap_or_default().to_string(),
+                title: req.body["title"].as_str().unwrap_or_default().to_string(),
+                description: req.body["description"].as_str().unwrap_or_default().to_string(),
+                state: "opened".into(),
+                merged_sha: None,
+            };
+            let v = mr_json(lab, &mr);
+            lab.mrs.push(mr);
+            let mut a = ok(v);
+            a.status = 201;
+            a
+        }
+        ("GET", ["merge_requests", iid]) => {
+            match lab.mrs.iter().find(|m| m.iid.to_string() == *iid) {
+                Some(m) => ok(mr_json(lab, m)),
+                None => status(404, "404 Not found"),
+            }
+        }
+        ("PUT", ["merge_requests", iid, "merge"]) => merge(lab, iid, req),
+        ("GET", ["pipelines"]) => {
+            let sha = req.param("sha").unwrap_or_default().to_string();
+            let list: Vec<Value> = pipeline_for(lab, &sha).iter().map(pipeline_json).collect();
+            ok(Value::Array(list))
+        }
+        ("GET", ["pipelines", id, "jobs"]) => {
+            let failed = lab
+                .pipelines
+                .iter()
+                .find(|p| p.id.to_string() == *id)
+                .is_some_and(|p| p.status == "failed");
+            let jobs = if failed {
+                vec![json!({"id": 7001, "name": "unit-tests", "status": "failed", "stage": "test",
+                    "web_url": format!("http://gitlab.test/{PROJECT}/-/jobs/7001")})]
+            } else {
+                vec![]
+            };
+            page_one(jobs)
+        }
+        ("GET", ["jobs", "7001", "trace"]) => Answer {
+            status: 200,
+            headers: vec![],
+            body: b"$ cargo test\nrunning 3 tests\ntest greets ... FAILED\nassertion `left == right` failed\n  left: \"hi\"\n right: \"hello\"\n".to_vec(),
+        },
+        _ => {
+            lab.requests.push(format!("UNKNOWN {line}"));
+            status(404, "404 Not Found")
+        }
+    }
+}
+
+/// The merge as GitLab performs it: refused (409) when `sha` is not the source branch's
+/// head; a merge commit on the target, the source branch removed, the issues its
+/// description closes closed.
+fn merge(lab: &mut Lab, iid: &str, req: &Request) -> Answer {
+    let Some(i) = lab
+        .mrs
+        .iter()
+        .position(|m| m.iid.to_string() == iid && m.state == "opened")
+    else {
+        return status(405, "405 Method Not Allowed");
+    };
+    let mr = lab.mrs[i].clone();
+    let Some(head) = head_of(lab, &mr.source) else {
+        return status(405, "405 Method Not Allowed");
+    };
+    if lab.refuse_merge_with.is_some() {
+        lab.merge_refused = true;
+        return status(405, "405 Method Not Allowed");
+    }
+    if req.body["sha"].as_str() != Some(head.as_str()) {
+        return status(409, "SHA does not match HEAD of source branch");
+    }
+    let Ok(work) = tempfile::tempdir() else {
+        return status(500, "no temporary directory");
+    };
+    let origin = lab.origin.to_string_lossy().to_string();
+    let message = req.body["merge_commit_message"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("Merge branch '{}' into '{}'", mr.source, mr.target));
+    let w = work.path().join("w");
+    let merged = git(work.path(), &["clone", "--quiet", &origin, "w"])
+        .and_then(|_| {
+            git(
+                &w,
+                &[
+                    "-c",
+                    "user.name=GitLab",
+                    "-c",
+                    "user.email=gitlab@gitlab.test",
+                    "merge",
+                    "--no-ff",
+                    "--quiet",
+                    "-m",
+                    &message,
+                    &head,
+                ],
+            )
+        })
+        .and_then(|_| {
+            git(
+                &w,
+                &["push", "--quiet", "origin", &format!("HEAD:{}", mr.target)],
+            )
+        })
+        .and_then(|_| {
+            if req.body["should_remove_source_branch"] == true {
+                git(&w, &["push", "--quiet", "origin", "--delete", &mr.source])
+            } else {
+                Ok(String::new())
+            }
+        });
+    if let Err(e) = merged {
+        return status(406, &format!("Branch cannot be merged: {e}"));
+    }
+    lab.mrs[i].state = "merged".into();
+    lab.mrs[i].merged_sha = Some(head);
+    let description = mr.description.to_ascii_lowercase();
+    for issue in &mut lab.issues {
+        if description.contains(&format!("closes #{}", issue.iid)) {
+            issue.open = false;
+        }
+    }
+    let v = mr_json(lab, &lab.mrs[i].clone());
+    ok(v)
+}

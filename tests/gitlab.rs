@@ -1,0 +1,369 @@
+//! End to end on GitLab: the real binary with `"tracker": {"kind": "gitlab"}` and
+//! `"forge": "gitlab"`, against a real git repository, talking HTTP to an in-process fake
+//! GitLab (tests/e2e/fake_gitlab.rs) on a loopback port. GitLab itself is never reached.
+
+mod e2e;
+
+use e2e::fake_gitlab::{FakeGitLab, PROJECT, TOKEN};
+use e2e::{code, text, Project};
+use serde_json::{json, Value};
+
+struct LabProject {
+    p: Project,
+    lab: FakeGitLab,
+}
+
+impl LabProject {
+    /// `issues` open and labelled `automatable` in the fake's project; builtin model-free
+    /// steps; `extra` config keys over these.
+    fn new(issues: &[(u32, &str, &str)], script: Value, extra: Value) -> LabProject {
+        let mut p = Project::new(&[], script, json!({}));
+        let lab = FakeGitLab::start(&p.origin, issues);
+        let mut config = json!({
+            "tracker": {"kind": "gitlab"},
+            "forge": "gitlab",
+            "gitlab": {"url": lab.url(), "project": PROJECT},
+            "steps": e2e::builtin_steps(),
+        });
+        if let (Some(c), Some(more)) = (config.as_object_mut(), extra.as_object()) {
+            c.extend(more.clone());
+        }
+        p.set_config(config);
+        p.env.push(("GITLAB_TOKEN".into(), TOKEN.into()));
+        // A proxy of the machine's must not stand between the runner and the loopback fake.
+        for var in ["NO_PROXY", "no_proxy"] {
+            p.env.push((var.into(), "127.0.0.1,localhost".into()));
+        }
+        LabProject { p, lab }
+    }
+
+    /// No request the fake does not know: anything else would have to reach a real GitLab.
+    fn assert_only_known_calls(&self) {
+        let unknown: Vec<String> = self
+            .lab
+            .requests()
+            .into_iter()
+            .filter(|r| r.starts_with("UNKNOWN"))
+            .collect();
+        assert!(unknown.is_empty(), "{unknown:?}");
+    }
+
+    /// The token appears in nothing the runner wrote: its output, logs, journal, state.
+    fn assert_token_nowhere(&self, output: &str) {
+        assert!(!output.contains(TOKEN), "the token in the output");
+        let mut stack = vec![self.p.root.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).expect("read dir").flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    if !path.ends_with("objects") {
+                        stack.push(path);
+                    }
+                } else if let Ok(content) = std::fs::read(&path) {
+                    let text = String::from_utf8_lossy(&content);
+                    assert!(!text.contains(TOKEN), "the token in {}", path.display());
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn two_issues_merge_one_after_a_repaired_pipeline_and_one_is_escalated_with_label_and_note() {
+    let g = LabProject::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Say bye."),
+            (3, "Add a riddle", "Ask one."),
+        ],
+        json!({"steps": {
+            "1:monitorCI": ["fix-ci", "fix-ci"],
+            "3:verify": ["fail-test-1", "fail-test-2", "fail-test-3"],
+        }}),
+        // Off: the third verify failure in a row would halt the session before issue 3's
+        // escalation, which this test is about.
+        json!({"maxConsecutiveFailures": {"verify": 0}}),
+    );
+    // Issue 1's first commit fails its pipeline; the repair's commit and issue 2's pass.
+    g.lab.with(|l| l.pipeline_plan = vec!["failed".into()]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(
+        all.contains("FAILURE LOOP DETECTED: all issues escalated"),
+        "{all}"
+    );
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1, 2], "{all}");
+    assert!(
+        !g.lab.issue(1).open && !g.lab.issue(2).open,
+        "closed on merge"
+    );
+    // The failing pipeline was read for its commit, and its job's log reached the repair.
+    assert!(all.contains("monitorCI: failed: TEST_ASSERTION"), "{all}");
+    assert_eq!(g.p.count("1 monitorCI 2"), 1, "{:?}", g.p.invocations());
+    let prompt = g.p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("right: \"hello\""),
+        "the job's trace: {prompt}"
+    );
+    // Every merge named the commit CI passed (the fake refuses any other with 409).
+    let merges: Vec<String> = g
+        .lab
+        .requests()
+        .into_iter()
+        .filter(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+        .collect();
+    assert_eq!(merges.len(), 2, "{merges:?}");
+    g.lab.with(|l| {
+        for mr in &l.mrs {
+            assert_eq!(mr.state, "merged", "{mr:?}");
+            assert!(
+                mr.description.contains(&format!(
+                    "Closes #{}",
+                    mr.source.split('-').next().unwrap_or_default()
+                )),
+                "{mr:?}"
+            );
+            let sha = mr.merged_sha.clone().expect("merged sha");
+            assert!(
+                l.pipelines
+                    .iter()
+                    .any(|p| p.sha == sha && p.status == "success"),
+                "merged {sha} without a passed pipeline of its own"
+            );
+        }
+    });
+    // Issue 3: quarantined with the label and a note carrying the diagnostic.
+    let three = g.lab.issue(3);
+    assert!(three.open, "{three:?}");
+    assert!(
+        three.labels.contains(&"sdlc-escalated".to_string()),
+        "{three:?}"
+    );
+    assert_eq!(three.notes.len(), 1, "{three:?}");
+    assert!(three.notes[0].contains("TEST_ASSERTION"), "{three:?}");
+    assert!(
+        three.notes[0].contains("sdlc-escalated"),
+        "how to undo: {three:?}"
+    );
+    g.assert_only_known_calls();
+    g.assert_token_nowhere(&all);
+}
+
+#[test]
+fn a_head_pipeline_of_an_older_commit_is_no_verdict_on_the_pushed_one() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"1:monitorCI": ["fix-ci", "fix-ci"]}}),
+        json!({}),
+    );
+    g.lab.with(|l| {
+        // The merge request shows a passed pipeline of another commit while the pushed
+        // commit's own pipeline is not there yet; when it comes, it fails.
+        l.stale_head_pipeline = Some(
+            json!({"id": 1, "iid": 1, "sha": "0123456789abcdef0123456789abcdef01234567",
+            "status": "success", "ref": "1-add-a-greeting"}),
+        );
+        l.pipeline_after_looks = 1;
+        l.pipeline_plan = vec!["failed".into()];
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("CI pending"),
+        "the missing pipeline is waited for: {all}"
+    );
+    // Had the stale pass been taken, no repair would have run.
+    assert_eq!(
+        g.p.count("1 monitorCI 2"),
+        1,
+        "{:?}\n{all}",
+        g.p.invocations()
+    );
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    g.assert_only_known_calls();
+}
+
+#[test]
+fn a_rate_limit_is_waited_out_for_its_retry_after() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.lab.with(|l| l.rate_limited = 2);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(all.matches("HTTP 429").count(), 2, "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    let journal = std::fs::read_to_string(g.p.journal_path()).expect("journal");
+    assert_eq!(
+        journal
+            .matches(r#""event":"rateLimited","wait_secs":1"#)
+            .count(),
+        2,
+        "{journal}"
+    );
+}
+
+#[test]
+fn a_refused_token_halts_once_naming_its_variable() {
+    let mut g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.p.env
+        .push(("GITLAB_TOKEN".into(), "glpat-expired".into()));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(all.contains("401"), "{all}");
+    assert!(all.contains("GITLAB_TOKEN"), "names the variable: {all}");
+    assert!(!all.contains("glpat-expired"), "never the token: {all}");
+    // Halting once: one refused call, not a retry loop.
+    let refused = g.lab.requests().len();
+    assert!(refused <= 2, "{:?}", g.lab.requests());
+    assert!(
+        g.p.invocations().is_empty(),
+        "no agent ran: {:?}",
+        g.p.invocations()
+    );
+}
+
+#[test]
+fn a_missing_token_is_exit_2_naming_its_variable() {
+    let mut g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.p.env.retain(|(k, _)| k != "GITLAB_TOKEN");
+    let out =
+        g.p.command(&["run", "--config", g.p.config.to_str().expect("utf8")])
+            .env_remove("GITLAB_TOKEN")
+            .output()
+            .expect("run");
+    let all = text(&out);
+    assert_eq!(code(&out), 2, "{all}");
+    assert!(
+        all.contains("GITLAB_TOKEN") && all.contains("gitlab.tokenEnv"),
+        "{all}"
+    );
+    assert!(g.lab.requests().is_empty(), "{:?}", g.lab.requests());
+}
+
+#[test]
+fn doctor_checks_the_token_the_project_the_label_and_the_right_to_merge() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.lab.with(|l| l.access_level = 20);
+    let out =
+        g.p.command(&["doctor", "--config", g.p.config.to_str().expect("utf8")])
+            .output()
+            .expect("doctor");
+    let all = text(&out);
+    assert!(
+        all.contains(&format!("project {PROJECT} readable")),
+        "{all}"
+    );
+    assert!(all.contains("label automatable exists"), "{all}");
+    assert!(all.contains("access level 20"), "{all}");
+    assert_ne!(code(&out), 0, "a reporter may not merge: {all}");
+}
+
+#[test]
+fn init_takes_an_origin_whose_host_answers_gitlabs_version_api_for_gitlab() {
+    let g = LabProject::new(&[], json!({}), json!({}));
+    let url = format!("{}/{PROJECT}.git", g.lab.url());
+    e2e::git(&g.p.project, &["remote", "set-url", "origin", &url]);
+    let target = g.p.root.join("init-config.json");
+    let out =
+        g.p.command(&["init", "--config", target.to_str().expect("utf8")])
+            .current_dir(&g.p.project)
+            .output()
+            .expect("init");
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let written: Value =
+        serde_json::from_str(&std::fs::read_to_string(&target).expect("config")).expect("json");
+    assert_eq!(written["tracker"]["kind"], "gitlab", "{written}");
+    assert_eq!(written["forge"], "gitlab", "{written}");
+    assert_eq!(written["gitlab"]["project"], PROJECT, "{written}");
+    assert_eq!(written["gitlab"]["url"], g.lab.url().as_str(), "{written}");
+    assert!(
+        g.lab
+            .requests()
+            .contains(&"GET /api/v4/version".to_string()),
+        "{:?}",
+        g.lab.requests()
+    );
+    assert!(!g.p.project.join("issues").exists(), "no local tracker");
+}
+
+/// The run halted for the project's rule `rule` at the merge of issue 1: no repair by an
+/// agent, nobody escalated, nothing merged, issue 2 never started.
+fn halts_for_the_rule(g: &LabProject, rule: &str) -> usize {
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains(rule), "the halt names {rule:?}: {all}");
+    assert!(!all.contains("MERGE_CONFLICT"), "{all}");
+    assert_eq!(g.p.count("1 merge"), 0, "{:?}", g.p.invocations());
+    assert_eq!(g.p.count("2 "), 0, "{:?}", g.p.invocations());
+    assert!(e2e::merged_issues(&g.p.origin).is_empty(), "{all}");
+    let one = g.lab.issue(1);
+    assert!(
+        one.open && !one.labels.contains(&"sdlc-escalated".to_string()),
+        "{one:?}"
+    );
+    g.lab
+        .requests()
+        .iter()
+        .filter(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+        .count()
+}
+
+fn two_issues() -> LabProject {
+    LabProject::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Say bye."),
+        ],
+        json!({}),
+        json!({}),
+    )
+}
+
+#[test]
+fn a_draft_or_an_unapproved_merge_request_halts_naming_the_rule_before_any_merge() {
+    let g = two_issues();
+    g.lab.with(|l| {
+        l.mr_fields = Some(json!({"draft": true, "detailed_merge_status": "draft_status"}))
+    });
+    assert_eq!(halts_for_the_rule(&g, "the merge request is a draft"), 0);
+    let g = two_issues();
+    g.lab
+        .with(|l| l.mr_fields = Some(json!({"detailed_merge_status": "not_approved"})));
+    assert_eq!(
+        halts_for_the_rule(&g, "the project's rules refuse the merge (not_approved)"),
+        0
+    );
+}
+
+#[test]
+fn a_merge_refused_by_gitlab_is_read_from_the_merge_requests_fields_after_the_refusal() {
+    let g = two_issues();
+    g.lab.with(|l| {
+        l.refuse_merge_with = Some(json!({"detailed_merge_status": "discussions_not_resolved"}))
+    });
+    assert_eq!(
+        halts_for_the_rule(
+            &g,
+            "the project's rules refuse the merge (discussions_not_resolved)"
+        ),
+        1
+    );
+}
+
+#[test]
+fn claims_of_several_runners_are_refused_on_gitlab_naming_why() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let out = g.p.run(&["--worker-id", "w1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 2, "{all}");
+    assert!(
+        all.contains("claims are not kept on a GitLab or Linear tracker"),
+        "{all}"
+    );
+    assert!(g.p.invocations().is_empty(), "{:?}", g.p.invocations());
+}

@@ -1,0 +1,88 @@
+//! End to end with the Linear tracker: the real binary with `"tracker": {"kind": "linear"}`
+//! and the GitLab forge, each an in-process fake on loopback (tests/e2e/fake_linear.rs,
+//! tests/e2e/fake_gitlab.rs). Neither service is ever reached.
+
+mod e2e;
+
+use e2e::fake_gitlab::{FakeGitLab, PROJECT, TOKEN};
+use e2e::fake_linear::{FakeLinear, KEY, TEAM};
+use e2e::{code, text, Project};
+use serde_json::json;
+
+#[test]
+fn linear_issues_are_merged_through_gitlab_and_completed_or_escalated_with_label_and_comment() {
+    let mut p = Project::new(
+        &[],
+        json!({"steps": {"2:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
+        json!({}),
+    );
+    let lab = FakeGitLab::start(&p.origin, &[]);
+    let linear = FakeLinear::start(&[
+        (1, "Add a greeting", "Say hello."),
+        (2, "Add a riddle", "Ask one."),
+    ]);
+    p.set_config(json!({
+        "tracker": {"kind": "linear"},
+        "forge": "gitlab",
+        "linear": {"url": linear.url(), "team": TEAM},
+        "gitlab": {"url": lab.url(), "project": PROJECT},
+        "steps": e2e::builtin_steps(),
+        "maxConsecutiveFailures": {"verify": 0},
+    }));
+    p.env.push(("GITLAB_TOKEN".into(), TOKEN.into()));
+    p.env.push(("LINEAR_API_KEY".into(), KEY.into()));
+    for var in ["NO_PROXY", "no_proxy"] {
+        p.env.push((var.into(), "127.0.0.1,localhost".into()));
+    }
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(
+        all.contains("FAILURE LOOP DETECTED: all issues escalated"),
+        "{all}"
+    );
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1], "{all}");
+    let one = linear.issue(1);
+    assert_eq!(
+        one.state, "completed",
+        "moved to the completed state: {one:?}"
+    );
+    assert_eq!(one.comments.len(), 1, "{one:?}");
+    let two = linear.issue(2);
+    assert_eq!(two.state, "unstarted", "{two:?}");
+    assert!(
+        two.labels.contains(&"sdlc-escalated".to_string()),
+        "{two:?}"
+    );
+    assert!(two.comments[0].contains("TEST_ASSERTION"), "{two:?}");
+    let unknown: Vec<String> = linear
+        .with(|t| t.requests.clone())
+        .into_iter()
+        .filter(|r| r.starts_with("UNKNOWN"))
+        .collect();
+    assert!(unknown.is_empty(), "{unknown:?}");
+    assert!(!all.contains(KEY), "the key in the output");
+}
+
+#[test]
+fn a_refused_key_in_graphql_errors_of_an_http_200_halts_naming_its_variable() {
+    let mut p = Project::new(&[], json!({}), json!({}));
+    let linear = FakeLinear::start(&[(1, "Add a greeting", "Say hello.")]);
+    p.set_config(json!({
+        "tracker": {"kind": "linear"},
+        "forge": "local",
+        "linear": {"url": linear.url(), "team": TEAM},
+    }));
+    p.env
+        .push(("LINEAR_API_KEY".into(), "lin_api_wrong".into()));
+    for var in ["NO_PROXY", "no_proxy"] {
+        p.env.push((var.into(), "127.0.0.1,localhost".into()));
+    }
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(all.contains("Authentication required"), "{all}");
+    assert!(all.contains("LINEAR_API_KEY"), "names the variable: {all}");
+    assert!(!all.contains("lin_api_wrong"), "{all}");
+    assert!(p.invocations().is_empty(), "{:?}", p.invocations());
+}
