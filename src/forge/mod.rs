@@ -56,19 +56,9 @@ pub struct Pr {
     pub state: PrState,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "camelCase")]
-/// What the reviews of an open PR decide, as the forge sums them up: each reviewer's latest
-/// approval or request for changes counts, a plain comment decides nothing.
-pub enum ReviewDecision {
-    /// No reviewer approved or asked for changes (or every such review was dismissed).
-    #[default]
-    None,
-    /// Approved, and no reviewer's latest review asks for changes.
-    Approved,
-    /// A reviewer's latest review asks for changes; it stands until they approve.
-    ChangesRequested,
-}
+/// What the reviews of an open PR decide: the machine's own type, so the answer to a look
+/// carries it as the forge said it.
+pub use crate::machine::ReviewDecision;
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 /// One review or comment on an open PR.

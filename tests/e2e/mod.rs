@@ -351,6 +351,18 @@ impl Project {
         );
     }
 
+    /// Wait until the journal holds `needle` (a record's text).
+    pub fn wait_for_journal(&self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if std::fs::read_to_string(self.journal_path()).is_ok_and(|j| j.contains(needle)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the journal never held {needle:?} within {timeout:?}");
+    }
+
     /// The runner's journal, under the clone's git directory.
     pub fn journal_path(&self) -> PathBuf {
         self.project.join(".git/sdlc-runner/journal.jsonl")

@@ -334,6 +334,9 @@ impl Runner {
             }
             Event::NetworkFailed => self.network_failed(context),
             Event::RateLimited { wait_secs } => self.rate_limited(wait_secs, context),
+            // The review cannot be read (no branch, an unreadable reviews file): a person
+            // must look; nothing merges meanwhile.
+            Event::WorkspaceUnfit { step } => self.halt(HaltReason::Workspace { step }, context),
             Event::Start => self.reissue(context),
             Event::ModeChanged { mode } => match self.change_mode(mode, context) {
                 Some(outcome) => outcome,
