@@ -129,6 +129,13 @@ impl Walker {
             None => ForgeKind::Github,
         };
         let local_ci = self.local_ci(&top, forge);
+        // GitHub's reviews are not read yet (docs/reviews.md): the approval would never come.
+        if forge == ForgeKind::Github && settings.review.require_approval {
+            self.err(
+                format!("{}.requireApproval", top.path("review")),
+                "the github forge's reviews are not read yet, so no approval would ever let a PR merge: remove it or set \"forge\": \"local\"",
+            );
+        }
         held.release(self, &["workers", "claims", "http"]);
         held.release_rest(self);
 

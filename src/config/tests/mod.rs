@@ -143,7 +143,7 @@ fn limits_convert_to_exact_units() {
            "backoff": {"initialSeconds": 10, "maxSeconds": 80},
            "maxQuotaWaitMinutes": 90.5, "maxRepairIterations": 1, "approval": "manual",
            "maxNetworkWaits": 3,
-           "review": {"requireApproval": true, "approvalTimeoutMinutes": 2.5},
+           "forge": "local", "review": {"requireApproval": true, "approvalTimeoutMinutes": 2.5},
            "budget": {"perIssueUsd": 12.345678, "perSessionUsd": 100, "perIssueMinutes": 1.5, "perCallUsd": 2.5},
            "steps": {"simplify": {"enabled": false}}"#,
     ));
@@ -591,4 +591,16 @@ fn base_branch_is_a_branch_name_as_origin_names_it() {
             "{bad}: {errs:?}"
         );
     }
+}
+
+#[test]
+fn a_required_approval_needs_a_forge_whose_reviews_are_read() {
+    rejects(&[(
+        r#""review": {"requireApproval": true}"#,
+        &["review.requireApproval: the github forge's reviews are not read yet, so no approval would ever let a PR merge: remove it or set \"forge\": \"local\""],
+    )]);
+    let c = load(&with_project(
+        r#""forge": "local", "review": {"requireApproval": true}"#,
+    ));
+    assert!(c.review.require_approval);
 }
