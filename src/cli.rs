@@ -95,6 +95,29 @@ pub enum Command {
         #[command(subcommand)]
         command: IssueCommand,
     },
+    /// Review the local forge's PR of issue N as a person would: approve it, ask for changes
+    /// or comment. Stored beside the local tracker's issues; `run` reads it before merging.
+    #[command(group(clap::ArgGroup::new("verdict").required(true).multiple(false)))]
+    Review {
+        /// The issue whose PR is reviewed.
+        #[arg(value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+        issue: u32,
+        /// Approve the PR.
+        #[arg(long, group = "verdict")]
+        approve: bool,
+        /// Ask for changes, saying which.
+        #[arg(long, value_name = "TEXT", group = "verdict")]
+        request_changes: Option<String>,
+        /// Comment without deciding.
+        #[arg(long, value_name = "TEXT", group = "verdict")]
+        comment: Option<String>,
+        /// The reviewer's name. Default: the local user ($USER).
+        #[arg(long, value_name = "NAME")]
+        author: Option<String>,
+        /// The config file of the project.
+        #[arg(long, value_name = "FILE", default_value = DEFAULT_CONFIG)]
+        config: PathBuf,
+    },
     /// Lift the quarantine of escalated issues in one step: the tracker's mark is removed and
     /// a halted session is acknowledged, so the next `run` selects them again.
     Release {

@@ -57,6 +57,8 @@ pub const CHILDREN: &[(&str, Children)] = &[
         },
     ),
     ("LookAtCi", others(8)),
+    // The feature branch found, the PR's review read (gh; local: a file).
+    ("LookAtReview", others(4)),
     // After a merge conflict's repair: fetch, an unfinished operation aborted onto a rescue
     // ref, main refreshed, the markers' check, the merge, the push and origin's head read.
     ("UpdateBranch", others(24)),
@@ -142,6 +144,15 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     let retries = 1 + u64::from(l.max_network_waits);
     // A look after each wait of monitorCI's schedule, and one right after a repair's fix.
     let looks = attempts.saturating_mul(l.ci_polls().len() as u64 + 1);
+    // The review is looked at after every pass of CI (at most one per look at CI), and the
+    // looks that find it holding the merge are at most one per pause of its schedule and
+    // one more, per cycle.
+    let review_looks = if l.review.is_some() {
+        looks.saturating_add(cycles.saturating_mul(l.review_polls().len() as u64 + 1))
+    } else {
+        0
+    };
+    let review_waits = review_looks.saturating_sub(looks);
     // Each check answers with a dispatch, a step already done or a bounce.
     let checks = attempts.saturating_add(cycles.saturating_mul(n + b + 1));
     let selects = cycles + 1;
@@ -168,6 +179,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_add(own(attempts + reruns, "ReleaseMergeTurn"))
         .saturating_add(own(checks, "CheckPreconditions"))
         .saturating_add(own(looks, "LookAtCi"))
+        .saturating_add(own(review_looks, "LookAtReview"))
         .saturating_add(own(updates, "UpdateBranch"))
         .saturating_add(own(selects, "SelectIssue"))
         .saturating_add(writes.saturating_mul(children("MarkEscalated").others));
@@ -175,8 +187,8 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     // holds costs one selection and one claim more, once per cycle), and every request that
     // works on the issue or waits is preceded by a renewal.
     let (claims, renewals) = if l.claims {
-        let worked = attempts + reruns + turns + checks + looks + updates;
-        (selects, worked + attempts + looks + turns)
+        let worked = attempts + reruns + turns + checks + looks + updates + review_looks;
+        (selects, worked + attempts + looks + turns + review_waits)
     } else {
         (0, 0)
     };
@@ -184,10 +196,18 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_add(own(claims, "ClaimIssue"))
         .saturating_add(own(renewals, "RenewClaim"));
     // Every call of the runner's own may be made again after a network wait.
-    let requests =
-        (attempts + reruns + turns + checks + looks + updates + selects + writes + claims)
-            .saturating_mul(retries);
-    let waits = attempts + looks + requests + turns;
+    let requests = (attempts
+        + reruns
+        + turns
+        + checks
+        + looks
+        + updates
+        + selects
+        + writes
+        + claims
+        + review_looks)
+        .saturating_mul(retries);
+    let waits = attempts + looks + requests + turns + review_waits;
     let batches = requests + waits + 1;
     let races = if agent_merge {
         u64::from(Contention::MAX_LOST_RACES).saturating_mul(attempts)
@@ -262,6 +282,7 @@ mod tests {
                 issue: 1,
                 commit: None,
             },
+            Effect::LookAtReview { issue: 1, look: 1 },
             Effect::Wait { seconds: 1 },
             Effect::Pause { millis: 1 },
             Effect::TakeMergeTurn { issue: 1 },

@@ -261,6 +261,7 @@ const LOCAL: Forge = Forge::Local {
     require_checks: false,
     pulls: None,
     ci: None,
+    reviews: None,
 };
 
 fn ctx(issue: Option<u32>) -> StepContext {

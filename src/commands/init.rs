@@ -400,6 +400,7 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
 
 {tracker}
 {forge}
+  "_review": "Between CI's pass and the merge the PR's review is read: a request for changes holds the merge until its reviewer approves. To merge only what a person approved (local forge: `sdlc-runner review N --approve`), add \"review\": {{\"requireApproval\": true, \"approvalTimeoutMinutes\": 1440}}; past the wait the issue waits for a person, not blamed (docs/reviews.md).",
   "_baseBranch": "Unset: issues merge into origin's default branch, asked from origin at every start (`sdlc-runner doctor` names it). Set \"baseBranch\": \"<branch>\" to merge into another one.",
   "requireChecks": false
 }}
@@ -532,6 +533,13 @@ mod tests {
                 config.forge == crate::config::ForgeKind::Github,
                 github.is_some()
             );
+            // The review block is there to uncomment: its keys, as a comment.
+            let text = config_text(dir.path(), github);
+            assert!(
+                text.contains(r#""_review": "#) && text.contains("approvalTimeoutMinutes"),
+                "{text}"
+            );
+            assert!(!config.review.require_approval);
         }
     }
 }

@@ -12,6 +12,7 @@ pub(crate) mod issue;
 pub(crate) mod man;
 pub(crate) mod release;
 pub(crate) mod replay;
+pub(crate) mod review;
 pub(crate) mod run;
 pub(crate) mod status;
 pub(crate) mod watch;
@@ -45,6 +46,19 @@ pub fn dispatch(command: &Command) -> i32 {
         Command::Completions { shell } => completions::run(*shell),
         Command::Issue { command } => issue::run(command),
         Command::Release { issues, config } => release::run(issues, config),
+        Command::Review {
+            issue,
+            approve: _,
+            request_changes,
+            comment,
+            author,
+            config,
+        } => review::run(
+            *issue,
+            review::Verdict::of(request_changes.as_deref(), comment.as_deref()),
+            author.as_deref(),
+            config,
+        ),
         Command::Man { out_dir } => man::run(out_dir.as_deref()),
     }
 }

@@ -147,6 +147,7 @@ pub struct Settings {
     pub http: Option<HttpFile> => HttpConfig = HttpConfig::member,
     pub gitlab: Option<GitlabFile> => GitlabConfig = GitlabConfig::member,
     pub linear: Option<LinearFile> => LinearConfig = LinearConfig::member,
+    pub review: Option<ReviewFile> => ReviewConfig = ReviewConfig::member,
     /// Issues worked at once, each by its own worker on its own clone under the runner's
     /// state directory (`run --workers` overrides it). 1: one issue at a time.
     #[serde(default = "d::workers")]
@@ -167,6 +168,25 @@ pub struct Claims {
     #[serde(default = "d::lease_minutes", rename = "leaseMinutes")]
     #[schemars(range(min = 0, max = 10_080))]
     pub lease: f64 => Duration = minutes,
+}
+}
+
+config_object! {
+/// What a PR's review must say before its merge (docs/reviews.md).
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ReviewFile =>
+/// `review`: the review gate between CI's pass and the merge.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReviewConfig {
+    /// Merge only a PR a reviewer approved (local forge: `sdlc-runner review N --approve`).
+    /// Either way a request for changes holds the merge until its reviewer approves.
+    #[serde(default)]
+    pub require_approval: bool => bool = flag,
+    /// How long one cycle waits for a review that lets the PR merge; then the cycle ends
+    /// waiting for a person (not blamed, not quarantined) and the next run looks again.
+    #[serde(default = "d::approval_timeout_minutes", rename = "approvalTimeoutMinutes")]
+    #[schemars(range(min = 0, max = 10_080))]
+    pub approval_timeout: f64 => Duration = minutes_or_zero,
 }
 }
 
@@ -569,6 +589,9 @@ pub(super) mod d {
     }
     pub fn workers() -> u32 {
         1
+    }
+    pub fn approval_timeout_minutes() -> f64 {
+        1440.0
     }
     pub fn lease_minutes() -> f64 {
         60.0

@@ -289,6 +289,10 @@ impl Config {
             // The run's too: claims come with a worker id.
             claims: false,
             decision_wait_secs: self.decision_timeout.as_secs(),
+            review: Some(crate::machine::ReviewGate {
+                require_approval: self.review.require_approval,
+                wait_secs: self.review.approval_timeout.as_secs(),
+            }),
         }
     }
 }

@@ -3,7 +3,7 @@
 //! last signature), and only where the runner can send them.
 
 use crate::failure::{FailureClass, Signature};
-use crate::machine::{Commit, Core, DecisionOption, Effect, Event, Signal, Usage};
+use crate::machine::{Commit, Core, DecisionOption, Effect, Event, ReviewDecision, Signal, Usage};
 use crate::step::{Check, Step};
 
 /// A commit id for the exploration: which one never decides an edge, only whether two differ.
@@ -54,12 +54,24 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
             },
         ]);
     }
+    // What the reviewers decided, answering a look at the review.
+    if let Some((_, Effect::LookAtReview { .. })) = core.runner().outstanding {
+        evs.extend(
+            [
+                ReviewDecision::None,
+                ReviewDecision::Approved,
+                ReviewDecision::ChangesRequested,
+            ]
+            .map(|decision| Event::ReviewLooked { decision }),
+        );
+    }
     let r = core.runner();
     let fresh = core
         .escalated()
         .iter()
         .chain(&r.merged)
         .chain(&r.withdrawn)
+        .chain(&r.awaiting_person)
         .max()
         .map_or(1, |m| m + 1);
     // A stale tracker offering a finished issue again.

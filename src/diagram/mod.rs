@@ -206,7 +206,23 @@ fn exploration_limits() -> Vec<Limits> {
         max_consecutive_failures: [0; Step::COUNT],
         ..base.clone()
     };
-    vec![base, manual, budgeted, shared]
+    // The review gate: one pause for a review shows both edges (look again, and end the
+    // cycle waiting for a person); one attempt per step keeps the space small.
+    let reviewed = Limits {
+        review: Some(sdlc_machine::machine::ReviewGate {
+            require_approval: true,
+            wait_secs: u64::from(Limits::default().ci_poll_initial_secs),
+        }),
+        max_retries_per_step: 1,
+        max_bounce_retries: 0,
+        max_consecutive_failures: [0; Step::COUNT],
+        max_consecutive_same_failure: 0,
+        max_repair_iterations: 0,
+        max_rate_limit_waits: 0,
+        max_consecutive_escalations: 1,
+        ..base.clone()
+    };
+    vec![base, manual, budgeted, shared, reviewed]
 }
 
 /// Explore the machine from its initial state with every event kind.
@@ -415,6 +431,15 @@ fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect
     }
     r.merged = token(&r.merged, 1_000);
     r.withdrawn = token(&r.withdrawn, 1_001);
+    // Issues waiting for a person only matter as "some or none" (an empty selection ends
+    // the session then); the review looks only while the gate is looked at or waited on.
+    r.awaiting_person = token(&r.awaiting_person, 1_002);
+    if !matches!(
+        state,
+        State::AwaitingReview {} | State::WaitingForReview { .. } | State::WaitingForNetwork { .. }
+    ) {
+        r.review_looks = 0;
+    }
     // Issue numbers and signature values in the outstanding request and the last escalation
     // never change which edge is taken.
     let cap_attempt = r.limits.max_retries_per_step + 2;

@@ -19,6 +19,7 @@ pub(crate) use merge::turn_wait_ms;
 mod network;
 mod perform;
 pub mod report;
+mod review;
 mod select;
 mod shutdown;
 mod startup;

@@ -67,6 +67,9 @@ impl Driver {
                 look,
                 commit,
             } => Outcome::Next(self.look_at_ci(issue, look, commit).await),
+            Effect::LookAtReview { issue, look } => {
+                Outcome::Next(self.look_at_review(issue, look).await)
+            }
             Effect::UpdateBranch { issue, commit } => {
                 Outcome::Next(self.update_branch(issue, commit).await)
             }
@@ -82,7 +85,9 @@ impl Driver {
                     .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
                     .unwrap_or_default();
                 self.log(&format!("waiting {seconds} s{until}"));
-                let reason = self.wait_reason.take();
+                let reason = self.wait_reason.take().or_else(|| {
+                    matches!(state, State::WaitingForReview { .. }).then(|| "REVIEW".to_string())
+                });
                 self.live
                     .wait_started(reason.as_deref().unwrap_or("BACKOFF"), seconds);
                 self.log_live_warning();
@@ -209,6 +214,7 @@ impl Driver {
                         self.wait_reason = Some("RATE_LIMIT".to_string());
                     }
                     Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
+                    Notice::ReviewWanted { .. } => self.wait_reason = Some("REVIEW".to_string()),
                     Notice::FleetPause { .. } => {
                         self.wait_reason = Some("FLEET_PAUSE".to_string());
                     }

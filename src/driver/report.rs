@@ -104,6 +104,28 @@ fn notice_text(n: &Notice) -> (Severity, String) {
                 step.key()
             ),
         ),
+        Notice::ReviewWanted {
+            issue,
+            changes_requested,
+            wait_secs,
+        } => (
+            Severity::Warning,
+            format!(
+                "issue #{issue}: CI passed; waiting for review: {} (up to {} min, then the issue waits for a person)",
+                if changes_requested {
+                    "a reviewer asked for changes; the merge waits until they approve"
+                } else {
+                    "an approval is required (review.requireApproval)"
+                },
+                wait_secs.div_ceil(60)
+            ),
+        ),
+        Notice::WaitingForPerson { issue } => (
+            Severity::Warning,
+            format!(
+                "issue #{issue}: waiting for a person: no review let its PR merge within review.approvalTimeoutMinutes; not merged, not escalated (the next run looks again)"
+            ),
+        ),
         Notice::CiPending { seconds, look } => (
             Severity::Info,
             format!("monitorCI: CI pending; look {look} at CI in {seconds} s"),

@@ -17,6 +17,7 @@ impl Driver {
             excluded.extend(keeper.refused.iter().copied());
         }
         excluded.extend(runner.held_elsewhere.iter().copied());
+        excluded.extend(runner.awaiting_person.iter().copied());
         let merged = runner.merged.union(&self.merged_before).copied().collect();
         TrackerQuery {
             only: match runner.mode {

@@ -142,3 +142,130 @@ pub(super) fn merge_pr(
 ) -> Result<(), ForgeError> {
     repo.merge_into_main(branch, commit, message)
 }
+
+/// What a local review says (`sdlc-runner review N --approve | --request-changes | --comment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReviewKind {
+    /// The reviewer approves.
+    Approve,
+    /// The reviewer asks for changes; it stands until they approve.
+    RequestChanges,
+    /// A comment, deciding nothing.
+    Comment,
+}
+
+/// The reviews of one issue's PR, oldest first: `<dir>/<issue>.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct ReviewsFile {
+    #[serde(default)]
+    reviews: Vec<super::Feedback>,
+    #[serde(flatten)]
+    other: serde_json::Map<String, serde_json::Value>,
+}
+
+fn reviews_path(dir: &Path, issue: u32) -> std::path::PathBuf {
+    dir.join(format!("{issue}.json"))
+}
+
+fn read_reviews(dir: &Path, issue: u32) -> Result<ReviewsFile, ForgeError> {
+    let path = reviews_path(dir, issue);
+    let bytes = match crate::safe_fs::read_no_follow(&path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(ReviewsFile::default()),
+        Err(source) => return Err(io_error(&path, "cannot read the local reviews", source)),
+    };
+    serde_json::from_slice(&bytes).map_err(|e| ForgeError::Parse {
+        command: format!("read {}", path.display()),
+        detail: format!(
+            "{e}; expected {{\"reviews\": [{{\"id\", \"author\", \"time\", \"body\", \"kind\"}}, …]}}: repair or remove the file"
+        ),
+    })
+}
+
+/// Every review and comment on issue `issue`'s PR, oldest first.
+pub(super) fn reviews_of(dir: &Path, issue: u32) -> Result<Vec<super::Feedback>, ForgeError> {
+    Ok(read_reviews(dir, issue)?.reviews)
+}
+
+/// Stores a review of issue `issue`'s PR by `author` in `dir` (created if missing), with
+/// the next id and the time `time` (RFC 3339), and returns it. The file is replaced
+/// atomically, so a reader never sees half a review.
+pub fn record_review(
+    dir: &Path,
+    issue: u32,
+    author: &str,
+    kind: ReviewKind,
+    body: &str,
+    time: &str,
+) -> Result<super::Feedback, ForgeError> {
+    crate::safe_fs::create_private_dir(dir).map_err(|e| ForgeError::Command {
+        command: format!("create {}", dir.display()),
+        status: None,
+        kind: crate::call_failure::CallFailureKind::Permission,
+        stderr: e.to_string(),
+        hint: "check the permissions of the tracker's directory",
+    })?;
+    let mut file = read_reviews(dir, issue)?;
+    let review = super::Feedback {
+        id: format!("local-{issue}-{}", file.reviews.len() + 1),
+        author: author.to_string(),
+        time: time.to_string(),
+        body: body.to_string(),
+        kind,
+        path: None,
+        line: None,
+    };
+    file.reviews.push(review.clone());
+    let path = reviews_path(dir, issue);
+    let mut bytes = serde_json::to_vec_pretty(&file).map_err(|e| ForgeError::Parse {
+        command: format!("write {}", path.display()),
+        detail: e.to_string(),
+    })?;
+    bytes.push(b'\n');
+    crate::safe_fs::write_atomic(&path, &bytes)
+        .map_err(|source| io_error(&path, "cannot write the local reviews", source))?;
+    Ok(review)
+}
+
+#[cfg(test)]
+mod review_tests {
+    use super::*;
+    use crate::forge::{ReviewDecision, ReviewState};
+
+    fn review(dir: &Path, author: &str, kind: ReviewKind, time: &str) {
+        record_review(dir, 3, author, kind, "text", time).unwrap();
+    }
+
+    #[test]
+    fn a_request_for_changes_stands_until_its_reviewer_approves() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("reviews");
+        assert_eq!(reviews_of(&dir, 3).unwrap(), vec![]);
+        review(&dir, "ann", ReviewKind::Approve, "2026-01-01T00:00:00Z");
+        review(
+            &dir,
+            "bob",
+            ReviewKind::RequestChanges,
+            "2026-01-01T01:00:00Z",
+        );
+        review(&dir, "bob", ReviewKind::Comment, "2026-01-01T02:00:00Z");
+        let all = reviews_of(&dir, 3).unwrap();
+        assert_eq!(ReviewState::decide(&all), ReviewDecision::ChangesRequested);
+        let ids: Vec<_> = all.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["local-3-1", "local-3-2", "local-3-3"]);
+        review(&dir, "bob", ReviewKind::Approve, "2026-01-01T03:00:00Z");
+        let state = ReviewState::of(reviews_of(&dir, 3).unwrap(), Some("2026-01-01T01:30:00Z"));
+        assert_eq!(state.decision, ReviewDecision::Approved);
+        assert_eq!(state.feedback.len(), 2, "{state:?}");
+        assert_eq!(reviews_of(&dir, 4).unwrap(), vec![]);
+    }
+
+    #[test]
+    fn an_unreadable_reviews_file_is_an_error_naming_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("3.json"), "{not json").unwrap();
+        let e = reviews_of(tmp.path(), 3).unwrap_err().to_string();
+        assert!(e.contains("3.json") && e.contains("remove the file"), "{e}");
+    }
+}

@@ -11,6 +11,7 @@ mod local_ci;
 
 pub use github::{merge_refusal, parse_checks, parse_prs, refused_by_policy};
 pub use gitlab::GitLabForge;
+pub use local::{record_review, ReviewKind};
 pub use local_ci::LocalCi;
 
 use crate::git::repo::{Repo, RepoError};
@@ -58,6 +59,88 @@ pub struct Pr {
     pub state: PrState,
 }
 
+/// What the reviews of an open PR decide: the machine's own type, so the answer to a look
+/// carries it as the forge said it.
+pub use crate::machine::ReviewDecision;
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// One review or comment on an open PR.
+pub struct Feedback {
+    /// The forge's id; the runner remembers ids it handed to the agent.
+    pub id: String,
+    /// Who wrote it (a login, or the local user).
+    pub author: String,
+    /// When, RFC 3339.
+    pub time: String,
+    /// What it says (may be empty for a bare approval).
+    pub body: String,
+    /// An approval, a request for changes or a comment.
+    pub kind: ReviewKind,
+    /// The file a line comment is on, where the forge has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The line a line comment is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// What an open PR's reviewers say: the decision over all reviews, and the reviews and
+/// comments written since the time asked for, oldest first.
+pub struct ReviewState {
+    /// Approved, changes requested or neither.
+    pub decision: ReviewDecision,
+    /// Reviews and comments since the time asked for.
+    pub feedback: Vec<Feedback>,
+}
+
+impl ReviewState {
+    /// The decision over `reviews` (every review, oldest first): each author's latest
+    /// approval or request for changes counts.
+    pub fn decide(reviews: &[Feedback]) -> ReviewDecision {
+        let mut latest: std::collections::BTreeMap<&str, ReviewKind> = Default::default();
+        for r in reviews {
+            if r.kind != ReviewKind::Comment {
+                latest.insert(&r.author, r.kind);
+            }
+        }
+        if latest.values().any(|k| *k == ReviewKind::RequestChanges) {
+            ReviewDecision::ChangesRequested
+        } else if latest.values().any(|k| *k == ReviewKind::Approve) {
+            ReviewDecision::Approved
+        } else {
+            ReviewDecision::None
+        }
+    }
+
+    /// The state of `reviews` (every review, oldest first), keeping as feedback those written
+    /// at or after `since` (RFC 3339; `None`: all). A time that cannot be read counts as
+    /// recent: feedback is better given twice than lost (the machine drops ids it gave).
+    pub fn of(reviews: Vec<Feedback>, since: Option<&str>) -> ReviewState {
+        let decision = ReviewState::decide(&reviews);
+        let since = since.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
+        let feedback = reviews
+            .into_iter()
+            .filter(
+                |r| match (since, chrono::DateTime::parse_from_rfc3339(&r.time)) {
+                    (Some(since), Ok(t)) => t >= since,
+                    _ => true,
+                },
+            )
+            .collect();
+        ReviewState { decision, feedback }
+    }
+}
+
+/// Where the local forge keeps its reviews: beside the local tracker's issue files
+/// (`<tracker.dir>/reviews`), or in the runner's state directory when issues live on GitHub.
+pub fn local_reviews_dir(cfg: &crate::config::Config, runner_dir: &std::path::Path) -> PathBuf {
+    match cfg.tracker.dir() {
+        Some(dir) => dir.join("reviews"),
+        None => runner_dir.join("reviews"),
+    }
+}
+
 #[derive(Debug, Clone)]
 /// Where pull requests and CI live (`forge` in the config).
 pub enum Forge {
@@ -86,6 +169,9 @@ pub enum Forge {
         pulls: Option<PathBuf>,
         /// The CI command, if one is configured; without it the local forge has no CI.
         ci: Option<LocalCi>,
+        /// Where `sdlc-runner review N` stores reviews (`<dir>/<N>.json`, N the issue);
+        /// `None`: the PRs have no reviews.
+        reviews: Option<PathBuf>,
     },
 }
 
@@ -215,6 +301,26 @@ impl Forge {
             Forge::GitLab { api, .. } => api.failing_checks(branch),
             Forge::Local { ci: Some(ci), .. } => ci.failing(repo, branch),
             Forge::Local { ci: None, .. } => Ok(String::new()),
+        }
+    }
+
+    /// The review decision of `branch`'s open PR and the reviews and comments since `since`
+    /// (RFC 3339; `None`: all of them).
+    pub fn review_state(
+        &self,
+        branch: &str,
+        since: Option<&str>,
+    ) -> Result<ReviewState, ForgeError> {
+        match self {
+            Forge::Local { reviews, .. } => {
+                let all = match (reviews, crate::git::repo::leading_issue(branch)) {
+                    (Some(dir), Some(issue)) => local::reviews_of(dir, issue)?,
+                    _ => Vec::new(),
+                };
+                Ok(ReviewState::of(all, since))
+            }
+            // Not read yet: `config check` refuses `review.requireApproval` on these forges.
+            Forge::GitHub { .. } | Forge::GitLab { .. } => Ok(ReviewState::default()),
         }
     }
 

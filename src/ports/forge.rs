@@ -3,7 +3,7 @@
 //! and fail the same ways, kinded once at the adapter.
 
 pub use crate::forge::ForgeError;
-use crate::forge::{CiState, Forge, Pr};
+use crate::forge::{CiState, Forge, Pr, ReviewState};
 use crate::git::repo::Repo;
 
 /// Where PRs are opened and merged and CI is read.
@@ -23,6 +23,9 @@ pub trait ForgePort: Send + Sync {
     fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError>;
     /// Each failing check's name, link and the end of its log where the forge has one.
     fn failing_checks(&self, branch: &str) -> Result<String, ForgeError>;
+    /// The review decision of `branch`'s open PR and its reviews and comments written at or
+    /// after `since` (RFC 3339; `None`: all), oldest first.
+    fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError>;
     /// `requireChecks`: "no CI configured" does not let a branch merge.
     fn require_checks(&self) -> bool;
     /// Origin itself plays the forge (the offline `local` forge): merges race on origin's
@@ -69,6 +72,9 @@ impl ForgePort for ForgeAdapter {
     }
     fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
         self.forge.failing_checks(&self.repo, branch)
+    }
+    fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError> {
+        self.forge.review_state(branch, since)
     }
     fn require_checks(&self) -> bool {
         self.forge.require_checks()

@@ -104,6 +104,7 @@ impl Ports {
                     timeout: c.timeout,
                     results: runner_dir.dir.join("ci"),
                 }),
+                reviews: Some(crate::forge::local_reviews_dir(cfg, &runner_dir.dir)),
             },
         };
         let mut channels = Vec::new();

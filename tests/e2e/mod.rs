@@ -195,6 +195,24 @@ impl Project {
         wait_output(child, Duration::from_secs(120))
     }
 
+    /// `sdlc-runner review ISSUE ARGS --config C`: a person reviewing the local PR.
+    pub fn review(&self, issue: u32, args: &[&str]) -> Output {
+        let number = issue.to_string();
+        let mut all = vec!["review", number.as_str()];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["--config", self.config.to_str().expect("utf8")]);
+        self.command(&all)
+            .output()
+            .expect("sdlc-runner review runs")
+    }
+
+    /// The local reviews of `issue`'s PR as stored (`{"reviews": […]}`), or null.
+    pub fn reviews(&self, issue: u32) -> Value {
+        std::fs::read_to_string(self.issues.join(format!("reviews/{issue}.json")))
+            .map(|t| serde_json::from_str(&t).expect("reviews file is JSON"))
+            .unwrap_or(Value::Null)
+    }
+
     /// Another clone of origin for another runner on the same tracker: its config is this
     /// project's with its own projectPath and logDir, and `extra` merged over it.
     pub fn add_runner(&self, name: &str, extra: &Value) -> Runner {
@@ -333,6 +351,18 @@ impl Project {
             "no invocation {prefix:?} within {timeout:?}; log: {:?}",
             self.invocations()
         );
+    }
+
+    /// Wait until the journal holds `needle` (a record's text).
+    pub fn wait_for_journal(&self, needle: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            if std::fs::read_to_string(self.journal_path()).is_ok_and(|j| j.contains(needle)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the journal never held {needle:?} within {timeout:?}");
     }
 
     /// The runner's journal, under the clone's git directory.

@@ -529,6 +529,8 @@ fn limits() -> impl Strategy<Value = Limits> {
                     merge_turn_wait_ms: merge_turn,
                     claims,
                     decision_wait_secs: decision,
+                    // The oracle models no review gate; machine_props covers it.
+                    review: None,
                 }
             },
         )

@@ -85,8 +85,24 @@ fn minimal_config_has_every_default() {
     assert_eq!(c.tracker.escalated_label(), "sdlc-escalated");
     assert!(!c.require_checks);
     assert_eq!(c.forge, ForgeKind::Github);
-    // The machine's own defaults and the config's defaults are the same numbers.
-    assert_eq!(c.limits(), Limits::default());
+    // The machine's own defaults and the config's defaults are the same numbers, but for the
+    // review gate: a config always has one (a request for changes holds the merge), while a
+    // machine without one is an older journal's.
+    let limits = c.limits();
+    assert_eq!(
+        limits.review,
+        Some(crate::machine::ReviewGate {
+            require_approval: false,
+            wait_secs: 1440 * 60,
+        })
+    );
+    assert_eq!(
+        Limits {
+            review: None,
+            ..limits
+        },
+        Limits::default()
+    );
 }
 
 #[test]
@@ -127,6 +143,7 @@ fn limits_convert_to_exact_units() {
            "backoff": {"initialSeconds": 10, "maxSeconds": 80},
            "maxQuotaWaitMinutes": 90.5, "maxRepairIterations": 1, "approval": "manual",
            "maxNetworkWaits": 3,
+           "forge": "local", "review": {"requireApproval": true, "approvalTimeoutMinutes": 2.5},
            "budget": {"perIssueUsd": 12.345678, "perSessionUsd": 100, "perIssueMinutes": 1.5, "perCallUsd": 2.5, "perDayUsd": 300},
            "steps": {"simplify": {"enabled": false}}"#,
     ));
@@ -167,6 +184,10 @@ fn limits_convert_to_exact_units() {
             claims: false,
             // decisionTimeoutMinutes, 60 by default: a claim is renewed to outlast the wait.
             decision_wait_secs: 3600,
+            review: Some(crate::machine::ReviewGate {
+                require_approval: true,
+                wait_secs: 150,
+            }),
         }
     );
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));
@@ -593,4 +614,16 @@ fn base_branch_is_a_branch_name_as_origin_names_it() {
             "{bad}: {errs:?}"
         );
     }
+}
+
+#[test]
+fn a_required_approval_needs_a_forge_whose_reviews_are_read() {
+    rejects(&[(
+        r#""review": {"requireApproval": true}"#,
+        &["review.requireApproval: the github forge's reviews are not read yet, so no approval would ever let a PR merge: remove it or set \"forge\": \"local\""],
+    )]);
+    let c = load(&with_project(
+        r#""forge": "local", "review": {"requireApproval": true}"#,
+    ));
+    assert!(c.review.require_approval);
 }

@@ -2,7 +2,7 @@
 
 use super::world::World;
 use crate::call_failure::CallFailureKind;
-use crate::forge::{CiState, Pr, PrState};
+use crate::forge::{CiState, Pr, PrState, ReviewState};
 use crate::ports::forge::{ForgeError, ForgePort};
 
 /// The fake forge port. It plays the local forge (origin is the forge), so merges race on
@@ -126,6 +126,12 @@ impl ForgePort for FakeForge {
     }
     fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
         Ok(format!("test (fake): failing on {branch}"))
+    }
+    fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError> {
+        self.network("gh pr view --json reviewDecision,reviews,comments")?;
+        let w = self.world.lock_for_blocking_call();
+        let all = w.reviews.get(branch).cloned().unwrap_or_default();
+        Ok(ReviewState::of(all, since))
     }
     fn require_checks(&self) -> bool {
         false

@@ -1,7 +1,7 @@
 //! The data the fake ports share: a repository, its origin, the forge's PRs and CI, the
 //! tracker's issues, and the scripted faults.
 
-use crate::forge::{CiState, Pr};
+use crate::forge::{CiState, Feedback, Pr};
 use crate::step::Step;
 use crate::tracker::Issue;
 use std::collections::{BTreeMap, BTreeSet};
@@ -62,6 +62,8 @@ pub struct WorldState {
     pub specs: BTreeSet<u32>,
     /// PRs by head branch.
     pub prs: BTreeMap<String, Pr>,
+    /// Reviews and comments by head branch, oldest first.
+    pub reviews: BTreeMap<String, Vec<Feedback>>,
     /// Issues by number.
     pub issues: BTreeMap<u32, Issue>,
     /// Scripted faults.

@@ -27,6 +27,8 @@ mod moved;
 #[warn(missing_docs)]
 mod requests;
 #[warn(missing_docs)]
+mod review;
+#[warn(missing_docs)]
 mod runner;
 #[warn(missing_docs)]
 mod state;
@@ -115,8 +117,8 @@ impl Runner {
                 context.push(Effect::Notify(Notice::NothingToDo));
                 self.finish(0, context)
             }
-            Event::AllEscalated => self.halt(HaltReason::AllIssuesEscalated, context),
-            Event::AllBlocked => self.halt(HaltReason::AllIssuesBlocked, context),
+            Event::AllEscalated => self.nothing_selectable(HaltReason::AllIssuesEscalated, context),
+            Event::AllBlocked => self.nothing_selectable(HaltReason::AllIssuesBlocked, context),
             _ => Super,
         }
     }
@@ -316,6 +318,44 @@ impl Runner {
                 self.request(State::monitor_ci(), look, context);
                 Transition(State::monitor_ci())
             }
+            _ => self.wait_again(*seconds, event, context),
+        }
+    }
+
+    /// CI passed; the PR's review is being looked at before the merge. A restart looks again
+    /// (reading the review is idempotent).
+    #[state(superstate = "deliver")]
+    fn awaiting_review(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::ReviewLooked { decision }
+                if matches!(self.outstanding, Some((_, Effect::LookAtReview { .. }))) =>
+            {
+                self.review_looked(decision, context)
+            }
+            Event::NetworkFailed => self.network_failed(context),
+            Event::RateLimited { wait_secs } => self.rate_limited(wait_secs, context),
+            // The review cannot be read (no branch, an unreadable reviews file): a person
+            // must look; nothing merges meanwhile.
+            Event::WorkspaceUnfit { step } => self.halt(HaltReason::Workspace { step }, context),
+            Event::Start => self.reissue(context),
+            Event::ModeChanged { mode } => match self.change_mode(mode, context) {
+                Some(outcome) => outcome,
+                None => self.reissue(context),
+            },
+            _ => Super,
+        }
+    }
+
+    /// The pause before the next look at the PR's review; a restart pauses again and looks.
+    #[state(superstate = "deliver")]
+    fn waiting_for_review(
+        &mut self,
+        seconds: &u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::WaitOver => self.look_at_review(context),
             _ => self.wait_again(*seconds, event, context),
         }
     }

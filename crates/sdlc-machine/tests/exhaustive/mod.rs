@@ -84,6 +84,8 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         ci_commit,
         verified,
         head_moves,
+        review_looks,
+        awaiting_person,
     } = core.runner();
     let mut attempts = *attempts;
     let mut same_failure = *same_failure;
@@ -182,6 +184,10 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     ci_commit.hash(h);
     verified.hash(h);
     head_moves.hash(h);
+    review_looks.hash(h);
+    // Which issues wait for a person never matters, only whether one does: then an empty
+    // selection ends the session rather than halting it.
+    awaiting_person.is_empty().hash(h);
     pending.map(|e| anonymous(e, repaired)).hash(h);
 }
 

@@ -78,6 +78,7 @@ pub(crate) fn renewal_before(limits: &Limits, request: &Effect) -> Option<u64> {
         Effect::RunStep { .. }
         | Effect::CheckPreconditions { .. }
         | Effect::LookAtCi { .. }
+        | Effect::LookAtReview { .. }
         | Effect::UpdateBranch { .. }
         | Effect::TakeMergeTurn { .. } => Some(0),
         Effect::Wait { seconds } => Some(seconds),

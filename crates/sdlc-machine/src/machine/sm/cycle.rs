@@ -104,6 +104,9 @@ impl Runner {
         if self.single_step() {
             return self.finish(0, fx);
         }
+        if self.gates_merge(step) {
+            return self.look_at_review(fx);
+        }
         match self.limits.next_step(step) {
             Some(next) => self.enter(next, fx),
             None => self.merged(self.current_issue(), fx),

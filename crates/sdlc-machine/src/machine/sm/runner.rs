@@ -197,6 +197,16 @@ pub struct Runner {
     /// bounded by the length of monitorCI's CI schedule, past which the session stops.
     #[serde(default)]
     pub head_moves: u32,
+    // -- the review gate (docs/reviews.md) --
+    /// Looks at the PR's review in this cycle that found it not letting the PR merge: each
+    /// is followed by a pause of `Limits::review_polls`, and one more than it has ends the
+    /// cycle waiting for a person.
+    #[serde(default)]
+    pub review_looks: u32,
+    /// Issues whose cycle ended waiting for a person's review this session: left out of the
+    /// selections until the next session, neither blamed nor quarantined.
+    #[serde(default)]
+    pub awaiting_person: BTreeSet<u32>,
 }
 
 /// The effect buffer every handler pushes to, with what the claim gate before the states
@@ -283,6 +293,8 @@ impl Runner {
             ci_commit: None,
             verified: None,
             head_moves: 0,
+            review_looks: 0,
+            awaiting_person: BTreeSet::new(),
         }
     }
 
@@ -305,6 +317,7 @@ impl Runner {
         self.ci_commit = None;
         self.verified = None;
         self.head_moves = 0;
+        self.review_looks = 0;
     }
 
     pub(super) fn current_issue(&self) -> u32 {
@@ -354,10 +367,12 @@ impl Runner {
         self.stats.since_merge.add(usage);
     }
 
-    /// Issues no selection may offer again this session: escalated, merged or withdrawn.
+    /// Issues no selection may offer again this session: escalated, merged, withdrawn or
+    /// waiting for a person's review.
     pub fn excluded(&self, issue: u32) -> bool {
         self.escalated.contains(&issue)
             || self.merged.contains(&issue)
             || self.withdrawn.contains(&issue)
+            || self.awaiting_person.contains(&issue)
     }
 }

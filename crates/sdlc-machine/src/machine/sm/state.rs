@@ -36,6 +36,7 @@ impl State {
             State::Merge {} => Step::Merge,
             State::WaitingForCi { .. } => Step::MonitorCi,
             State::WaitingToMerge { .. } => Step::Merge,
+            State::AwaitingReview {} | State::WaitingForReview { .. } => Step::Merge,
             State::BackingOff { step, .. }
             | State::AwaitingDecision { step }
             | State::Escalating { step, .. }
@@ -81,6 +82,8 @@ impl State {
             State::WaitingForCi { .. } => "WaitingForCi",
             State::WaitingForFleet { .. } => "WaitingForFleet",
             State::WaitingToMerge { .. } => "WaitingToMerge",
+            State::AwaitingReview {} => "AwaitingReview",
+            State::WaitingForReview { .. } => "WaitingForReview",
             State::Halted { .. } => "Halted",
             State::Finished { .. } => "Finished",
         }

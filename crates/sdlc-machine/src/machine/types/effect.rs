@@ -169,6 +169,23 @@ pub enum Notice {
         /// Races lost in this attempt.
         lost: u32,
     },
+    /// CI passed but the PR's review keeps it from merging: a person's approval is wanted
+    /// (said once per cycle).
+    ReviewWanted {
+        /// The issue.
+        issue: u32,
+        /// Whether a reviewer asked for changes (else: an approval is required).
+        changes_requested: bool,
+        /// How long the review is waited for in this cycle.
+        wait_secs: u64,
+    },
+    /// No review let the PR merge within `review.approvalTimeoutMinutes`: the cycle ends
+    /// waiting for a person, the issue neither blamed nor quarantined; the next run looks
+    /// again.
+    WaitingForPerson {
+        /// The issue.
+        issue: u32,
+    },
 }
 
 /// Effects out, performed by the driver in order.
@@ -219,6 +236,14 @@ pub enum Effect {
         /// absent in older journals, and then the look is for the branch's local head.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         commit: Option<Commit>,
+    },
+    /// Look at the review of the issue's PR once CI passed, before the merge (answered by
+    /// `ReviewLooked`, `NetworkFailed` or `RateLimited`). Reading only: nothing is changed.
+    LookAtReview {
+        /// The issue of the cycle.
+        issue: u32,
+        /// The look's number in the cycle (the first look being 1).
+        look: u32,
     },
     /// Bring the issue's branch up to date with origin's main and push it, after the merge's
     /// repair of a conflict (answered by `BranchUpdated`; by `StepFailed` of merge when it
@@ -343,6 +368,7 @@ impl Effect {
                 | Effect::CheckPreconditions { .. }
                 | Effect::RunStep { .. }
                 | Effect::LookAtCi { .. }
+                | Effect::LookAtReview { .. }
                 | Effect::UpdateBranch { .. }
                 | Effect::Wait { .. }
                 | Effect::Pause { .. }
@@ -384,6 +410,7 @@ impl Effect {
                 commit,
             },
             Effect::UpdateBranch { commit, .. } => Effect::UpdateBranch { issue: 0, commit },
+            Effect::LookAtReview { look, .. } => Effect::LookAtReview { issue: 0, look },
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
             Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
             Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
@@ -411,6 +438,7 @@ impl Effect {
             Effect::RunStep { .. } => "RunStep",
             Effect::UpdateBranch { .. } => "UpdateBranch",
             Effect::LookAtCi { .. } => "LookAtCi",
+            Effect::LookAtReview { .. } => "LookAtReview",
             Effect::Wait { .. } => "Wait",
             Effect::Pause { .. } => "Pause",
             Effect::TakeMergeTurn { .. } => "TakeMergeTurn",

@@ -234,6 +234,11 @@ pub enum Event {
         /// What the attempt cost.
         usage: Usage,
     },
+    /// The runner looked at the PR's review (`LookAtReview`): what its reviewers decide.
+    ReviewLooked {
+        /// Approved, changes requested or neither.
+        decision: ReviewDecision,
+    },
     /// Before a look at CI or the merge, origin's head of the branch was not the commit
     /// expected (`ours`): a person moved it. `on_top`: the new head holds ours (commits pushed
     /// on top), so CI runs again on it; otherwise the branch was rewritten and nothing of it
@@ -357,6 +362,7 @@ impl Event {
             | Event::TrackerWriteFailed
             | Event::IssueWithdrawn { .. }
             | Event::WorkspaceUnfit { .. }
+            | Event::ReviewLooked { .. }
             | Event::BranchMoved { .. }
             | Event::MergeTurnTaken
             | Event::MergeTurnBusy
@@ -398,6 +404,7 @@ impl Event {
             Event::WorkspaceUnfit { .. } => "WorkspaceUnfit",
             Event::CiPending { .. } => "CiPending",
             Event::CiPassed { .. } => "CiPassed",
+            Event::ReviewLooked { .. } => "ReviewLooked",
             Event::BranchMoved { .. } => "BranchMoved",
             Event::Repaired { .. } => "Repaired",
             Event::BranchBehind { .. } => "BranchBehind",
@@ -412,4 +419,19 @@ impl Event {
             Event::FleetPaused { .. } => "FleetPaused",
         }
     }
+}
+
+/// What the reviews of an open PR decide: each reviewer's latest approval or request for
+/// changes counts; a request for changes stands until its reviewer approves or it is
+/// dismissed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReviewDecision {
+    /// Nobody approved or asked for changes.
+    #[default]
+    None,
+    /// Approved, and nobody's latest review asks for changes.
+    Approved,
+    /// A reviewer's latest review asks for changes.
+    ChangesRequested,
 }

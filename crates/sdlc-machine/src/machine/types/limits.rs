@@ -90,6 +90,21 @@ pub struct Limits {
     /// driver then waits `decisionTimeoutMinutes`).
     #[serde(default)]
     pub decision_wait_secs: u64,
+    /// The review gate (`review` in the config): between CI's pass and the merge the PR's
+    /// review is looked at. `None` (no `review` block, and journals of earlier versions):
+    /// CI's pass alone lets the branch merge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewGate>,
+}
+
+/// What the review gate asks of a PR before its merge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ReviewGate {
+    /// `review.requireApproval`: the merge waits for an approval; otherwise only for a
+    /// request for changes to be lifted.
+    pub require_approval: bool,
+    /// `review.approvalTimeoutMinutes`: how long one cycle waits for a person's review.
+    pub wait_secs: u64,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -149,6 +164,7 @@ impl Default for Limits {
             claims: false,
             // decisionTimeoutMinutes' default, 60 minutes.
             decision_wait_secs: 3600,
+            review: None,
         }
     }
 }
@@ -229,6 +245,28 @@ impl Limits {
             waited += pause;
             pauses.push(pause);
         }
+    }
+}
+
+impl Limits {
+    /// The pauses between looks at a PR's review in one cycle, in order: monitorCI's schedule
+    /// (doubling to `ci_poll_max_secs`), the last pause cut so that they add up to the
+    /// gate's `wait_secs` exactly. Empty without a gate.
+    pub fn review_polls(&self) -> Vec<u64> {
+        let Some(gate) = self.review else {
+            return Vec::new();
+        };
+        let mut pauses = Vec::new();
+        let mut waited = 0u64;
+        while waited < gate.wait_secs {
+            let n = u32::try_from(pauses.len() + 1).unwrap_or(u32::MAX);
+            let pause = u64::from(self.ci_poll_secs(n))
+                .max(1)
+                .min(gate.wait_secs - waited);
+            waited += pause;
+            pauses.push(pause);
+        }
+        pauses
     }
 }
 

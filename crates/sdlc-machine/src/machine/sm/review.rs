@@ -1,0 +1,266 @@
+//! The review gate between CI's pass and the merge: the PR's review is looked at; a request
+//! for changes, or no approval where one is required, keeps it from merging. The machine
+//! waits on its own schedule, bounded by `review.approvalTimeoutMinutes`, a person told
+//! once; past it the cycle ends waiting for that person: no attempt spent, the issue neither
+//! blamed nor quarantined, and the next session looks again.
+
+use super::{Fx, Runner, State};
+use crate::machine::types::*;
+use crate::step::Step;
+use statig::prelude::*;
+
+impl Runner {
+    /// Whether a look at the review comes between `step`'s success and the merge.
+    pub(super) fn gates_merge(&self, step: Step) -> bool {
+        self.limits.review.is_some() && self.limits.next_step(step) == Some(Step::Merge)
+    }
+
+    /// Ask for a look at the PR's review (the cycle's next look).
+    pub(super) fn look_at_review(&mut self, fx: &mut Fx) -> Outcome<State> {
+        self.dispatched = false;
+        let look = Effect::LookAtReview {
+            issue: self.current_issue(),
+            look: self.review_looks + 1,
+        };
+        self.request(State::awaiting_review(), look, fx);
+        Transition(State::awaiting_review())
+    }
+
+    /// What the reviewers decided. A PR whose review lets it merge goes on to the merge;
+    /// otherwise the machine pauses and looks again while the schedule lasts, then ends the
+    /// cycle waiting for a person.
+    pub(super) fn review_looked(
+        &mut self,
+        decision: ReviewDecision,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let Some(gate) = self.limits.review else {
+            return self.enter(Step::Merge, fx);
+        };
+        let merges = match decision {
+            ReviewDecision::Approved => true,
+            ReviewDecision::None => !gate.require_approval,
+            ReviewDecision::ChangesRequested => false,
+        };
+        if merges {
+            return self.enter(Step::Merge, fx);
+        }
+        let issue = self.current_issue();
+        if self.review_looks == 0 {
+            fx.push(Effect::Notify(Notice::ReviewWanted {
+                issue,
+                changes_requested: decision == ReviewDecision::ChangesRequested,
+                wait_secs: gate.wait_secs,
+            }));
+        }
+        let pause = self
+            .limits
+            .review_polls()
+            .get(self.review_looks as usize)
+            .copied();
+        self.review_looks += 1;
+        match pause {
+            Some(seconds) => {
+                fx.push(Effect::Wait { seconds });
+                Transition(State::waiting_for_review(seconds))
+            }
+            None => self.wait_for_person(issue, fx),
+        }
+    }
+
+    /// Nobody's review let the PR merge in time: the cycle ends, the branch and its PR stay
+    /// as they are, and the issue is left out of this session's selections.
+    fn wait_for_person(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
+        self.awaiting_person.insert(issue);
+        self.dispatched = false;
+        fx.push(Effect::Cleanup);
+        fx.push(Effect::CheckoutMain);
+        fx.push(Effect::Notify(Notice::WaitingForPerson { issue }));
+        if let Mode::SingleIssue(_) = self.mode {
+            return self.finish(0, fx);
+        }
+        fx.push(Effect::ResetCycle);
+        self.select_next(fx)
+    }
+
+    /// Selection found nothing to offer: with issues waiting for a person, the session ends
+    /// as done for now (they are not failures); otherwise `otherwise` stands.
+    pub(super) fn nothing_selectable(
+        &mut self,
+        otherwise: HaltReason,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        if self.awaiting_person.is_empty() {
+            return self.halt(otherwise, fx);
+        }
+        fx.push(Effect::Notify(Notice::NothingToDo));
+        self.finish(0, fx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::machine::*;
+    use crate::step::Step;
+
+    fn gated(require_approval: bool, wait_secs: u64) -> Limits {
+        Limits {
+            review: Some(ReviewGate {
+                require_approval,
+                wait_secs,
+            }),
+            ..Limits::default()
+        }
+    }
+
+    /// A core whose monitorCI just passed CI on issue 4.
+    fn after_ci(limits: Limits, mode: Mode) -> (Core, Vec<Effect>) {
+        let mut core = Core::new(limits, mode);
+        core.handle(&Event::Start);
+        core.handle(&Event::IssueSelected { issue: 4 });
+        for step in Step::ALL {
+            core.handle(&Event::PreconditionsOk { step });
+            if step == Step::MonitorCi {
+                let commit = Commit::parse(&"ab".repeat(20)).expect("commit");
+                let fx = core
+                    .handle(&Event::CiPassed {
+                        commit,
+                        usage: Usage::default(),
+                    })
+                    .to_vec();
+                return (core, fx);
+            }
+            core.handle(&Event::StepSucceeded {
+                step,
+                usage: Usage::default(),
+            });
+        }
+        unreachable!("monitorCI is a step")
+    }
+
+    fn looked(core: &mut Core, decision: ReviewDecision) -> Vec<Effect> {
+        core.handle(&Event::ReviewLooked { decision }).to_vec()
+    }
+
+    #[test]
+    fn without_a_gate_ci_passing_goes_straight_to_the_merge() {
+        let (_, fx) = after_ci(Limits::default(), Mode::Continuous);
+        assert_eq!(fx, [Effect::CheckPreconditions { step: Step::Merge }]);
+    }
+
+    #[test]
+    fn the_review_is_looked_at_after_ci_and_a_pr_nobody_objects_to_merges() {
+        let (mut core, fx) = after_ci(gated(false, 60), Mode::Continuous);
+        assert_eq!(fx, [Effect::LookAtReview { issue: 4, look: 1 }]);
+        assert_eq!(core.state().name(), "AwaitingReview");
+        // A restart looks again; a network failure of the look is waited out and looked again.
+        assert_eq!(
+            core.handle(&Event::Start),
+            [Effect::LookAtReview { issue: 4, look: 1 }]
+        );
+        core.handle(&Event::NetworkFailed);
+        assert_eq!(
+            core.handle(&Event::WaitOver),
+            [Effect::LookAtReview { issue: 4, look: 1 }]
+        );
+        assert_eq!(
+            looked(&mut core, ReviewDecision::None),
+            [Effect::CheckPreconditions { step: Step::Merge }]
+        );
+    }
+
+    #[test]
+    fn changes_requested_keep_the_merge_waiting_until_approved_a_person_told_once() {
+        let (mut core, _) = after_ci(gated(false, 3600), Mode::Continuous);
+        let fx = looked(&mut core, ReviewDecision::ChangesRequested);
+        assert_eq!(
+            fx,
+            [
+                Effect::Notify(Notice::ReviewWanted {
+                    issue: 4,
+                    changes_requested: true,
+                    wait_secs: 3600
+                }),
+                Effect::Wait { seconds: 10 }
+            ]
+        );
+        assert_eq!(core.state().name(), "WaitingForReview");
+        // A restart in the wait waits again, then looks.
+        assert_eq!(core.handle(&Event::Start), [Effect::Wait { seconds: 10 }]);
+        assert_eq!(
+            core.handle(&Event::WaitOver),
+            [Effect::LookAtReview { issue: 4, look: 2 }]
+        );
+        assert_eq!(
+            looked(&mut core, ReviewDecision::ChangesRequested),
+            [Effect::Wait { seconds: 20 }],
+            "the person is told once"
+        );
+        core.handle(&Event::WaitOver);
+        assert_eq!(
+            looked(&mut core, ReviewDecision::Approved),
+            [Effect::CheckPreconditions { step: Step::Merge }]
+        );
+    }
+
+    #[test]
+    fn a_required_approval_never_given_ends_the_cycle_waiting_for_a_person_not_blamed() {
+        let limits = gated(true, 15);
+        assert_eq!(limits.review_polls(), [10, 5]);
+        let (mut core, _) = after_ci(limits, Mode::Continuous);
+        assert_eq!(
+            looked(&mut core, ReviewDecision::None).last(),
+            Some(&Effect::Wait { seconds: 10 })
+        );
+        core.handle(&Event::WaitOver);
+        assert_eq!(
+            looked(&mut core, ReviewDecision::None),
+            [Effect::Wait { seconds: 5 }]
+        );
+        core.handle(&Event::WaitOver);
+        let fx = looked(&mut core, ReviewDecision::None);
+        assert_eq!(
+            fx,
+            [
+                Effect::Cleanup,
+                Effect::CheckoutMain,
+                Effect::Notify(Notice::WaitingForPerson { issue: 4 }),
+                Effect::ResetCycle,
+                Effect::SelectIssue
+            ]
+        );
+        let r = core.runner();
+        assert!(
+            r.escalated.is_empty() && r.awaiting_person.contains(&4),
+            "{r:?}"
+        );
+        assert!(r.excluded(4));
+        assert_eq!(r.attempts, [0; Step::COUNT], "no attempt spent");
+        // Nothing else to work on: the session ends as done for now, not halted.
+        assert_eq!(
+            core.handle(&Event::AllEscalated),
+            [
+                Effect::Notify(Notice::NothingToDo),
+                Effect::Exit { code: 0 }
+            ]
+        );
+    }
+
+    #[test]
+    fn a_single_issue_run_waiting_for_a_person_ends_with_success() {
+        let (mut core, _) = after_ci(gated(true, 0), Mode::SingleIssue(4));
+        assert_eq!(
+            looked(&mut core, ReviewDecision::ChangesRequested).last(),
+            Some(&Effect::Exit { code: 0 })
+        );
+        assert!(core.is_terminal());
+    }
+
+    #[test]
+    fn a_limits_record_without_a_review_gate_reads_as_none() {
+        let json = serde_json::to_value(Limits::default()).expect("limits");
+        assert!(json.get("review").is_none(), "{json}");
+        let read: Limits = serde_json::from_value(json).expect("an older journal's limits");
+        assert_eq!(read.review, None);
+    }
+}
