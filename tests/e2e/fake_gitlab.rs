@@ -13,10 +13,9 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 /// The project the fake serves, as `gitlab.project` names it.
@@ -165,77 +164,15 @@ impl Request {
     }
 }
 
-fn decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 3;
-                        continue;
-                    }
-                    Err(_) => out.push(b'%'),
-                }
-            }
-            b'+' => out.push(b' '),
-            b => out.push(b),
-        }
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 pub fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut words = line.split_whitespace();
-    let method = words.next()?.to_string();
-    let target = words.next()?.to_string();
-    let (path, query) = target.split_once('?').unwrap_or((&target, ""));
-    let query = query
-        .split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| {
-            let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-            (decode(k), decode(v))
-        })
-        .collect();
-    let mut length = 0usize;
-    let mut token = None;
-    let mut authorization = None;
-    loop {
-        let mut h = String::new();
-        reader.read_line(&mut h).ok()?;
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            if k.trim().eq_ignore_ascii_case("private-token") {
-                token = Some(v.trim().to_string());
-            }
-            if k.trim().eq_ignore_ascii_case("authorization") {
-                authorization = Some(v.trim().to_string());
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
+    let raw = super::wire::read(reader)?;
     Some(Request {
-        method,
-        path: path.to_string(),
-        query,
-        token,
-        authorization,
-        body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+        token: raw.header("private-token").map(str::to_string),
+        authorization: raw.header("authorization").map(str::to_string),
+        body: serde_json::from_slice(&raw.body).unwrap_or(Value::Null),
+        method: raw.method,
+        path: raw.path,
+        query: raw.query,
     })
 }
 
@@ -276,32 +213,10 @@ fn serve(stream: TcpStream, state: &Mutex<Lab>) -> std::io::Result<()> {
 
 /// The answer on the wire, closing the connection after it.
 pub fn write_answer(writer: &mut TcpStream, answer: &Answer) -> std::io::Result<()> {
-    let mut head = format!(
-        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-        answer.status,
-        answer.body.len()
-    );
-    for (k, v) in &answer.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    writer.write_all(head.as_bytes())?;
-    writer.write_all(&answer.body)?;
-    writer.flush()
+    super::wire::write(writer, answer.status, &answer.headers, &answer.body)
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).to_string())
-    }
-}
+use super::wire::{decode, git};
 
 fn head_of(lab: &Lab, branch: &str) -> Option<String> {
     git(

@@ -13,7 +13,7 @@
 
 use serde_json::{json, Value};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -186,50 +186,12 @@ struct Request {
 }
 
 fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
-    let mut line = String::new();
-    reader.read_line(&mut line).ok()?;
-    let mut words = line.split_whitespace();
-    let method = words.next()?.to_string();
-    let target = words.next()?.to_string();
-    // Through a proxy the target is absolute: http://api.github.localhost/path.
-    let path = match target.strip_prefix("http://") {
-        Some(rest) => rest
-            .find('/')
-            .map_or("/".to_string(), |i| rest[i..].to_string()),
-        None => target,
-    };
-    let mut length = 0usize;
-    let mut chunked = false;
-    loop {
-        let mut h = String::new();
-        reader.read_line(&mut h).ok()?;
-        let h = h.trim_end();
-        if h.is_empty() {
-            break;
-        }
-        if let Some((k, v)) = h.split_once(':') {
-            if k.trim().eq_ignore_ascii_case("content-length") {
-                length = v.trim().parse().unwrap_or(0);
-            }
-            if k.trim().eq_ignore_ascii_case("transfer-encoding") {
-                chunked = v.to_ascii_lowercase().contains("chunked");
-            }
-        }
-    }
-    let mut body = vec![0; length];
-    reader.read_exact(&mut body).ok()?;
-    // gh sends a body read from standard input (`--input -`) in chunks.
-    while chunked {
-        let mut size = String::new();
-        reader.read_line(&mut size).ok()?;
-        let size = usize::from_str_radix(size.trim().split(';').next()?, 16).ok()?;
-        let mut chunk = vec![0; size + 2];
-        reader.read_exact(&mut chunk).ok()?;
-        chunk.truncate(size);
-        body.extend(chunk);
-        chunked = size > 0;
-    }
-    Some(Request { method, path, body })
+    let raw = super::wire::read(reader)?;
+    Some(Request {
+        method: raw.method,
+        path: raw.target,
+        body: raw.body,
+    })
 }
 
 struct Answer {
@@ -264,28 +226,12 @@ fn serve(stream: TcpStream, state: &Mutex<Api>) -> std::io::Result<()> {
         let mut api = state.lock().expect("api state");
         answer(&mut api, &req)
     };
-    let reason = match answer.status {
-        200 => "OK",
-        201 => "Created",
-        204 => "No Content",
-        403 => "Forbidden",
-        404 => "Not Found",
-        405 => "Method Not Allowed",
-        409 => "Conflict",
-        422 => "Unprocessable Entity",
-        429 => "Too Many Requests",
-        _ => "Error",
-    };
     let body = if answer.status == 204 {
         Vec::new()
     } else {
         answer.body.to_string().into_bytes()
     };
-    let mut head = format!(
-        "HTTP/1.1 {} {reason}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n",
-        answer.status,
-        body.len()
-    );
+    let mut headers = answer.headers.clone();
     let has = |name: &str| {
         answer
             .headers
@@ -293,18 +239,13 @@ fn serve(stream: TcpStream, state: &Mutex<Api>) -> std::io::Result<()> {
             .any(|(k, _)| k.eq_ignore_ascii_case(name))
     };
     if !has("x-ratelimit-remaining") {
-        head.push_str(&format!(
-            "X-RateLimit-Limit: 5000\r\nX-RateLimit-Remaining: 4999\r\nX-RateLimit-Reset: {}\r\n",
-            now() + 3600
-        ));
+        headers.extend([
+            ("X-RateLimit-Limit".to_string(), "5000".to_string()),
+            ("X-RateLimit-Remaining".to_string(), "4999".to_string()),
+            ("X-RateLimit-Reset".to_string(), (now() + 3600).to_string()),
+        ]);
     }
-    for (k, v) in &answer.headers {
-        head.push_str(&format!("{k}: {v}\r\n"));
-    }
-    head.push_str("\r\n");
-    writer.write_all(head.as_bytes())?;
-    writer.write_all(&body)?;
-    writer.flush()
+    super::wire::write(&mut writer, answer.status, &headers, &body)
 }
 
 fn answer(api: &mut Api, req: &Request) -> Answer {
@@ -607,18 +548,7 @@ fn resolve(api: &Api, git_ref: &str) -> String {
     }
 }
 
-fn git(dir: &Path, args: &[&str]) -> Result<String, String> {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).to_string())
-    }
-}
+use super::wire::git;
 
 fn repository_gql() -> Value {
     json!({"id": "R_1", "name": REPO, "owner": {"login": OWNER}, "hasIssuesEnabled": true,

@@ -5,6 +5,7 @@
 pub mod fake_gitlab;
 pub mod fake_linear;
 pub mod github_api;
+pub mod wire;
 
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
