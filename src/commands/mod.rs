@@ -65,6 +65,35 @@ pub fn dispatch(command: &Command) -> i32 {
 
 /// Load a config for a command, or print every error (naming file and key) and give the
 /// exit code 2 of docs/interfaces.md.
+/// The config's tracker, once every issue of `issues` was read from it, before a command
+/// writes anything: else the exit code, after saying which issue is missing (2) or could not
+/// be read (1) and that `nothing` was done.
+pub(crate) fn tracker_holding(
+    cfg: &crate::config::Config,
+    issues: &[u32],
+    nothing: &str,
+) -> Result<crate::tracker::Tracker, i32> {
+    use crate::tracker::TrackerError;
+    let tracker = crate::tracker::Tracker::from_config(cfg).map_err(|e| {
+        say!("error: {e}");
+        2
+    })?;
+    for &n in issues {
+        match tracker.get(n) {
+            Ok(_) => {}
+            Err(e @ TrackerError::NotFound { .. }) => {
+                say!("error: {e}: {nothing}");
+                return Err(2);
+            }
+            Err(e) => {
+                say!("error: cannot read issue #{n}: {e}; {nothing}");
+                return Err(1);
+            }
+        }
+    }
+    Ok(tracker)
+}
+
 pub(crate) fn load_config(path: &std::path::Path) -> Result<crate::config::Config, i32> {
     crate::config::Config::load(path).map_err(|e| {
         for line in e.lines() {

@@ -10,7 +10,7 @@ use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::Effect;
 use crate::runner_dir::RunnerDir;
-use crate::tracker::{Tracker, TrackerError};
+use crate::tracker::Tracker;
 use std::path::Path;
 
 pub fn run(issues: &[u32], config: &Path) -> i32 {
@@ -18,27 +18,10 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
-    let tracker = match Tracker::from_config(&cfg) {
+    let tracker = match super::tracker_holding(&cfg, issues, "nothing released") {
         Ok(tracker) => tracker,
-        Err(e) => {
-            say!("error: {e}");
-            return 2;
-        }
+        Err(code) => return code,
     };
-    // Every issue must exist before anything is written.
-    for &n in issues {
-        match tracker.get(n) {
-            Ok(_) => {}
-            Err(e @ TrackerError::NotFound { .. }) => {
-                say!("error: {e}: nothing released");
-                return 2;
-            }
-            Err(e) => {
-                say!("error: cannot read issue #{n}: {e}; nothing released");
-                return 1;
-            }
-        }
-    }
     let runner_dir = match RunnerDir::locate(&cfg.project_path) {
         Ok(dir) => dir,
         Err(e) => {

@@ -5,7 +5,6 @@
 use crate::config::ForgeKind;
 use crate::forge::ReviewKind;
 use crate::runner_dir::RunnerDir;
-use crate::tracker::{Tracker, TrackerError};
 use std::path::Path;
 
 /// What the reviewer says.
@@ -40,23 +39,8 @@ pub fn run(issue: u32, verdict: Verdict, author: Option<&str>, config: &Path) ->
         );
         return 2;
     }
-    let tracker = match Tracker::from_config(&cfg) {
-        Ok(tracker) => tracker,
-        Err(e) => {
-            say!("error: {e}");
-            return 2;
-        }
-    };
-    match tracker.get(issue) {
-        Ok(_) => {}
-        Err(e @ TrackerError::NotFound { .. }) => {
-            say!("error: {e}: nothing reviewed");
-            return 2;
-        }
-        Err(e) => {
-            say!("error: cannot read issue #{issue}: {e}; nothing reviewed");
-            return 1;
-        }
+    if let Err(code) = super::tracker_holding(&cfg, &[issue], "nothing reviewed") {
+        return code;
     }
     let runner_dir = match RunnerDir::locate(&cfg.project_path) {
         Ok(dir) => dir,
