@@ -257,6 +257,23 @@ fn status_is_the_status_json_document_and_metrics_parse() {
         value("sdlc_agent_cost_usd_total", &[("step", "writeSpecs")]).is_some_and(|c| c > 0.0),
         "{body}"
     );
+    // Each budget and what was spent against it, as the status document has them: the
+    // session's and the day's $0.75 so far; no issue or call budget is set, so none is shown.
+    for (name, scope, expected) in [
+        ("sdlc_budget_usd", "session", 5.0),
+        ("sdlc_budget_usd", "day", 20.0),
+        ("sdlc_spent_usd", "session", 0.75),
+        ("sdlc_spent_usd", "day", 0.75),
+        ("sdlc_spent_usd", "issue", 0.75),
+    ] {
+        assert_eq!(
+            value(name, &[("scope", scope)]),
+            Some(expected),
+            "{name}{{scope={scope}}}: {body}"
+        );
+    }
+    assert_eq!(value("sdlc_budget_usd", &[("scope", "issue")]), None, "{body}");
+    assert_eq!(value("sdlc_left_usd", &[("scope", "call")]), Some(4.25), "{body}");
 
     let (status, page) = get(addr, "/", &[]);
     assert_eq!(status, 200);

@@ -73,8 +73,14 @@ impl Feed {
         Some((inner.backlog.iter().cloned().collect(), receiver))
     }
 
-    pub fn metrics(&self) -> String {
-        self.lock().metrics.encode()
+    /// The exposition, with the money gauges set from `status` (the status document) when
+    /// there is one.
+    pub fn metrics(&self, status: Option<&serde_json::Value>) -> String {
+        let mut inner = self.lock();
+        if let Some(status) = status {
+            inner.metrics.set_money(status);
+        }
+        inner.metrics.encode()
     }
 
     /// Ends every client's stream after what was already sent.

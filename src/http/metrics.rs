@@ -47,12 +47,19 @@ struct WorkerState {
     state: String,
 }
 
+/// `issue`, `session`, `day` or `call`: what a budget bounds.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct Scope {
+    scope: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WorkerLabel {
     worker: String,
 }
 
 type FloatCounter = Counter<f64, AtomicU64>;
+type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// Every metric, registered once.
 pub struct Metrics {
@@ -73,6 +80,9 @@ pub struct Metrics {
     merged: Counter,
     worker_state: Family<WorkerState, Gauge>,
     records: Family<WorkerLabel, Counter>,
+    budget: Family<Scope, FloatGauge>,
+    spent: Family<Scope, FloatGauge>,
+    left: Family<Scope, FloatGauge>,
     /// Each worker's state as last set to 1, so that the gauge of the previous one drops to 0.
     current: BTreeMap<String, String>,
     /// The class of the `Waiting` notice of the batch being read, for the next `Wait`.
@@ -135,6 +145,21 @@ impl Metrics {
                 "1 for the machine state each worker is in, 0 for the states it left",
             ),
             records: metric(r, "journal_records", "Journal records read, by worker"),
+            budget: metric(
+                r,
+                "budget_usd",
+                "Each dollar budget set in the config, in US dollars, by scope (issue, session, day, call)",
+            ),
+            spent: metric(
+                r,
+                "spent_usd",
+                "Spend against each budget as the status document has it: the current issue's, the session's and the day's over every journal, in US dollars",
+            ),
+            left: metric(
+                r,
+                "left_usd",
+                "What may still be spent, in US dollars: scope call is what the next agent call is handed (only with a dollar budget)",
+            ),
             registry,
             models,
             current: BTreeMap::new(),
@@ -148,6 +173,47 @@ impl Metrics {
         // Writing into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// Sets the money gauges from the status document (`status --json`), read when scraped:
+    /// a budget the config does not set, or spend the document does not hold, is left out
+    /// rather than shown as zero.
+    pub fn set_money(&mut self, status: &serde_json::Value) {
+        let budgets = &status["budgets"];
+        let day = &status["day"];
+        let gauges = [
+            (&self.budget, "issue", &budgets["perIssueUsd"]),
+            (&self.budget, "session", &budgets["perSessionUsd"]),
+            (&self.budget, "day", &day["perDayUsd"]),
+            (&self.budget, "call", &budgets["perCallUsd"]),
+            (&self.spent, "issue", &budgets["issueUsd"]),
+            (&self.spent, "session", &budgets["sessionUsd"]),
+            (&self.spent, "day", &day["spentUsd"]),
+        ];
+        for (family, scope, value) in gauges {
+            let scope = Scope {
+                scope: scope.to_string(),
+            };
+            match value.as_f64() {
+                Some(v) => {
+                    family.get_or_create(&scope).set(v);
+                }
+                None => {
+                    family.remove(&scope);
+                }
+            }
+        }
+        let call = Scope {
+            scope: "call".to_string(),
+        };
+        match budgets["callLeftUsd"].as_f64() {
+            Some(v) => {
+                self.left.get_or_create(&call).set(v);
+            }
+            None => {
+                self.left.remove(&call);
+            }
+        }
     }
 
     /// Moves `worker`'s state gauge; also used for the records before the server started.

@@ -345,12 +345,20 @@ async fn status(State(app): State<App>) -> Response {
 }
 
 async fn metrics(State(app): State<App>) -> Response {
+    // The money gauges come from the status document (at most `ttl` old), which sums the
+    // day over every journal; a document that cannot be read leaves them as they were.
+    let status = app
+        .status
+        .get()
+        .await
+        .ok()
+        .and_then(|doc| serde_json::from_str::<serde_json::Value>(&doc).ok());
     (
         [(
             header::CONTENT_TYPE,
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
-        app.feed.metrics(),
+        app.feed.metrics(status.as_ref()),
     )
         .into_response()
 }
