@@ -272,8 +272,16 @@ fn status_is_the_status_json_document_and_metrics_parse() {
             "{name}{{scope={scope}}}: {body}"
         );
     }
-    assert_eq!(value("sdlc_budget_usd", &[("scope", "issue")]), None, "{body}");
-    assert_eq!(value("sdlc_left_usd", &[("scope", "call")]), Some(4.25), "{body}");
+    assert_eq!(
+        value("sdlc_budget_usd", &[("scope", "issue")]),
+        None,
+        "{body}"
+    );
+    assert_eq!(
+        value("sdlc_left_usd", &[("scope", "call")]),
+        Some(4.25),
+        "{body}"
+    );
 
     let (status, page) = get(addr, "/", &[]);
     assert_eq!(status, 200);

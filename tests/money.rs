@@ -202,17 +202,20 @@ fn doctor_says_a_cli_that_streams_no_usage_is_capped_by_turns_and_timeout() {
         text(&out)
     );
     assert!(!text(&out).contains("has no price"), "{}", text(&out));
-    // A Claude model without a price: only the CLI's own cap stops a call.
+    // A Claude model without a price would be metered at $0 while it works: refused up
+    // front, naming the step and the model, by `config check` and by `run`.
     p.set_config(json!({"model": "claude-fake", "budget": {"perIssueUsd": 3}}));
-    let out = p
-        .command(&["doctor", "--config", p.config.to_str().unwrap()])
-        .output()
-        .expect("doctor");
-    assert!(
-        text(&out).contains("claude model claude-fake has no price"),
-        "{}",
-        text(&out)
-    );
+    for args in [&["config", "check"][..], &["run"][..]] {
+        let mut argv = args.to_vec();
+        argv.extend(["--config", p.config.to_str().unwrap()]);
+        let out = p.command(&argv).output().expect("runs");
+        assert_eq!(code(&out), 2, "{args:?}: {}", text(&out));
+        assert!(
+            text(&out).contains("model \"claude-fake\" (step implement, claude) has no price"),
+            "{args:?}: {}",
+            text(&out)
+        );
+    }
 }
 
 #[test]

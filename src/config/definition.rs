@@ -426,11 +426,15 @@ pub struct AgentFile {
     #[serde(default = "d::max_api_retries")]
     #[schemars(range(min = 0, max = 100))]
     pub max_api_retries: u32,
-    /// Prices of models whose CLI reports tokens but no dollars, by model name; merged
-    /// over the shipped table (docs/agents.md). Budgets in dollars need one for every
-    /// model in use.
+    /// Prices of models by name, merged over the shipped table (docs/agents.md): the cost
+    /// of a CLI that reports tokens but no dollars, and every CLI's running cost. Budgets in
+    /// dollars need one for every model in use.
     #[serde(default)]
     pub pricing: BTreeMap<String, PriceFile>,
+    /// A JSON file of prices in the shape of `pricing` (relative to this file), merged over
+    /// the shipped table; `pricing` entries are merged over it. A change of price is an
+    /// edit of that file, shared by every project that names it.
+    pub pricing_file: Option<String>,
     /// Where the agent runs and what it can reach (default: no sandbox).
     pub sandbox: Option<super::sandbox::SandboxFile>,
 }

@@ -117,7 +117,7 @@ impl Walker {
                 "budget",
             ],
         );
-        let pricing = self.pricing(&top);
+        let pricing = self.pricing(&top, base);
         self.check_prices(&steps, &pricing, &settings.budget);
         held.release(self, &["discordChannelId", "notify"]);
 

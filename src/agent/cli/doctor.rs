@@ -64,7 +64,7 @@ fn agents_in_use(cfg: &Config) -> Vec<&AgentConfig> {
 
 /// Findings for every Codex or Gemini agent the config uses.
 pub fn checks(cfg: &Config) -> Vec<Check> {
-    let mut out: Vec<Check> = unpriced_claude(cfg).into_iter().collect();
+    let mut out: Vec<Check> = Vec::new();
     for agent in agents_in_use(cfg) {
         let Ok(program) = which::which(&agent.command) else {
             out.push(check(
@@ -89,38 +89,6 @@ pub fn checks(cfg: &Config) -> Vec<Check> {
         out.extend(unmetered(cfg, agent.kind));
     }
     out
-}
-
-/// A dollar budget over Claude steps whose model has no price: the CLI's own
-/// `--max-budget-usd` stops them, but the runner's meter cannot.
-fn unpriced_claude(cfg: &Config) -> Option<Check> {
-    let b = &cfg.budget;
-    let dollars = b.per_issue_usd.is_some()
-        || b.per_session_usd.is_some()
-        || b.per_call_usd.is_some()
-        || b.per_day_usd.is_some();
-    if !dollars {
-        return None;
-    }
-    let mut models: Vec<String> = Step::ALL
-        .into_iter()
-        .filter(|s| cfg.enabled(*s) && !cfg.builtin(*s) && cfg.agent(*s).kind == AgentKind::Claude)
-        .map(|s| cfg.model(s).to_string())
-        .filter(|m| !cfg.pricing.contains_key(m))
-        .collect();
-    models.dedup();
-    if models.is_empty() {
-        return None;
-    }
-    Some(check(
-        Level::Warn,
-        format!(
-            "claude model {} has no price: the runner cannot keep a call's running cost, so only \
-             the CLI's own --max-budget-usd stops a call at the money left",
-            models.join(", ")
-        ),
-        Some("add the model to agent.pricing (US dollars per million tokens)"),
-    ))
 }
 
 /// A dollar budget on a CLI that reports its tokens only when it ends: the runner cannot stop

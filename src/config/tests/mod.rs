@@ -572,9 +572,97 @@ fn usd_budgets_need_a_price_for_every_token_reporting_model() {
             "agent.pricing.m.cachedInput: missing: US dollars per million tokens (0 if free)",
         ],
     )]);
-    // Without a budget, or with Claude (which reports dollars), no price is needed.
+    // Without a budget no price is needed; Claude's default model is in the shipped table.
     load(&with_project(r#""agent": {"kind": "codex"}"#));
     load(&with_project(r#""budget": {"perIssueUsd": 5}"#));
+}
+
+/// `agent.pricingFile`: prices kept in a file of their own (relative to the config), merged
+/// over the shipped table, with the config's `agent.pricing` over it; a file that cannot be
+/// read or holds a bad price is an error naming the file and the entry.
+#[test]
+fn a_pricing_file_replaces_shipped_prices_and_the_config_wins_over_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = dir.path().join("sdlc-config.json");
+    std::fs::write(
+        dir.path().join("prices.json"),
+        r#"{"opus": {"input": 7, "cachedInput": 0.7, "output": 35}, "claude-opus-9": {"input": 9, "cachedInput": 0.9, "output": 45, "cacheWrite": 10}}"#,
+    )
+    .expect("write");
+    let text = r#"{"projectPath": "p", "budget": {"perCallUsd": 1}, "agent": {"pricingFile": "prices.json", "pricing": {"claude-opus-9": {"input": 8, "cachedInput": 0.8, "output": 40}}}, "steps": {"implement": {"model": "claude-opus-9"}}}"#;
+    let c = match Config::from_str(text, &config) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        c.pricing["opus"].output, 35.0,
+        "the file replaces the shipped price"
+    );
+    assert_eq!(
+        c.pricing["claude-opus-9"].input, 8.0,
+        "the config wins over the file"
+    );
+    assert_eq!(
+        c.pricing["sonnet"].output, 15.0,
+        "the rest of the table stays"
+    );
+
+    let missing = text.replace("prices.json", "nowhere.json");
+    let err = Config::from_str(&missing, &config)
+        .expect_err("missing file")
+        .to_string();
+    assert!(
+        err.contains("agent.pricingFile: cannot read ") && err.contains("nowhere.json"),
+        "{err}"
+    );
+    std::fs::write(
+        dir.path().join("prices.json"),
+        r#"{"opus": {"input": -1, "cachedInput": 0.7, "output": 35}}"#,
+    )
+    .expect("write");
+    let err = Config::from_str(text, &config)
+        .expect_err("bad price")
+        .to_string();
+    assert!(
+        err.contains("agent.pricingFile (")
+            && err.contains("prices.json).opus.input: expected a number ≥ 0"),
+        "{err}"
+    );
+    std::fs::write(dir.path().join("prices.json"), "{ not json").expect("write");
+    let err = Config::from_str(text, &config)
+        .expect_err("not JSON")
+        .to_string();
+    assert!(err.contains("prices.json is not JSON"), "{err}");
+}
+
+/// Claude reports an attempt's dollars when it ends, but the running cost that stops a call at
+/// the money left is priced from the tokens it streams: a Claude model without a price under a
+/// dollar budget (the per-call cap included) would be metered at $0, so it is refused.
+#[test]
+fn a_claude_model_without_a_price_under_a_dollar_budget_is_refused() {
+    for budget in [
+        r#""perIssueUsd": 5"#,
+        r#""perSessionUsd": 5"#,
+        r#""perDayUsd": 5"#,
+        r#""perCallUsd": 1"#,
+    ] {
+        let errs = errors(&with_project(&format!(
+            r#""budget": {{{budget}}}, "steps": {{"implement": {{"model": "claude-opus-9"}}}}"#
+        )));
+        assert!(
+            errs.iter().any(|e| e.starts_with(
+                "agent.pricing: model \"claude-opus-9\" (step implement, claude) has no price"
+            ) && e.contains("$0")),
+            "{budget}: {errs:#?}"
+        );
+        assert_eq!(errs.len(), 1, "only the unpriced step: {errs:#?}");
+    }
+    load(&with_project(
+        r#""budget": {"perCallUsd": 1}, "agent": {"pricing": {"claude-opus-9": {"input": 5, "cachedInput": 0.5, "output": 25}}}, "steps": {"implement": {"model": "claude-opus-9"}}"#,
+    ));
+    load(&with_project(
+        r#""steps": {"implement": {"model": "claude-opus-9"}}"#,
+    ));
 }
 
 /// A step's agent object declares no defaults of its own: a Claude step under a Codex

@@ -76,12 +76,43 @@ impl Walker {
         self.agent_fields(&o, Some(top))
     }
 
-    /// `agent.pricing` over the shipped table.
-    pub(super) fn pricing(&mut self, top: &Obj) -> Pricing {
+    /// `agent.pricingFile` over the shipped table, then `agent.pricing` over both: a
+    /// team can keep one file of prices for every project, and a project can still name one
+    /// more model.
+    pub(super) fn pricing(&mut self, top: &Obj, base: &Path) -> Pricing {
         let mut pricing = crate::config::shipped_pricing();
         let Some(Value::Object(agent)) = top.get("agent") else {
             return pricing;
         };
+        let prices = top.shape.child("agent").child("pricing").entries();
+        let agent_obj = self.member(top, "agent");
+        if let Some(file) = self.path(&agent_obj, "pricingFile", base) {
+            let key = agent_obj.path("pricingFile");
+            match std::fs::read(&file) {
+                Err(e) => self.err(
+                    key,
+                    format!(
+                        "cannot read {}: {e}; create it (an object of model → {{\"input\", \"cachedInput\", \"output\"}} in US dollars per million tokens) or remove the key",
+                        file.display()
+                    ),
+                ),
+                Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
+                    Ok(Value::Object(models)) => {
+                        let at = format!("{key} ({})", file.display());
+                        self.prices(&at, &models, prices, &mut pricing);
+                    }
+                    Ok(other) => self.expected(
+                        format!("{key} ({})", file.display()),
+                        "an object mapping model names to prices",
+                        &other,
+                    ),
+                    Err(e) => self.err(
+                        key,
+                        format!("{} is not JSON: {e}", file.display()),
+                    ),
+                },
+            }
+        }
         let path = join(&top.path("agent"), "pricing");
         let Some(v) = agent.get("pricing") else {
             return pricing;
@@ -90,12 +121,24 @@ impl Walker {
             self.expected(path, "an object mapping model names to prices", v);
             return pricing;
         };
-        let prices = top.shape.child("agent").child("pricing").entries();
+        self.prices(&path, models, prices, &mut pricing);
+        pricing
+    }
+
+    /// The prices of `models` (found at `path`) into `pricing`, each checked against the
+    /// shape of one price.
+    fn prices(
+        &mut self,
+        path: &str,
+        models: &serde_json::Map<String, Value>,
+        prices: Shape,
+        pricing: &mut Pricing,
+    ) {
         for (model, entry) in models {
             if model.starts_with('_') {
                 continue;
             }
-            let o = self.object(join(&path, model), Some(entry), prices);
+            let o = self.object(join(path, model), Some(entry), prices);
             let has_cache_write = o.get("cacheWrite").is_some();
             let mut usd = |key: &str| match o.get(key) {
                 None => {
@@ -141,7 +184,6 @@ impl Walker {
                 );
             }
         }
-        pricing
     }
 
     /// Budgets in dollars need the cost of every attempt: a step on a CLI that reports only
@@ -157,11 +199,12 @@ impl Walker {
             .map(|_| "budget.perIssueUsd")
             .or(budget.per_session_usd.map(|_| "budget.perSessionUsd"))
             .or(budget.per_day_usd.map(|_| "budget.perDayUsd"))
+            .or(budget.per_call_usd.map(|_| "budget.perCallUsd"))
         else {
             return;
         };
         for (step, s) in Step::ALL.iter().zip(steps) {
-            if !s.enabled || s.run == StepRun::Builtin || s.agent.kind.reports_cost() {
+            if !s.enabled || s.run == StepRun::Builtin {
                 continue;
             }
             let kind = s.agent.kind;
@@ -174,10 +217,17 @@ impl Walker {
                     ),
                 );
             } else if !pricing.contains_key(&s.model) {
+                // A CLI that reports dollars still streams tokens only while it works: the
+                // running cost that stops a call at the money left is priced from them.
+                let why = if kind.reports_cost() {
+                    "the running cost that stops a call at the money left is priced from the tokens it streams, and would stay $0"
+                } else {
+                    "its attempts would cost $0"
+                };
                 self.err(
                     "agent.pricing".into(),
                     format!(
-                        "model \"{}\" (step {}, {kind}) has no price, and {budget_key} needs one: add \
+                        "model \"{}\" (step {}, {kind}) has no price, and {budget_key} needs one ({why}): add \
                          agent.pricing.\"{}\" = {{\"input\": …, \"cachedInput\": …, \"output\": …}} in US dollars per million tokens",
                         s.model,
                         step.key(),
