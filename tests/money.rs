@@ -358,6 +358,80 @@ fn the_day_ceiling_counts_what_a_fleets_workers_spent() {
     halts_for_the_day(&p, project_spend(&p), 3);
 }
 
+/// A call stopped by a signal spent its money all the same: the journal keeps it (with the
+/// shutdown), so the next session's budget, `status` and the day's sum count it.
+#[test]
+fn a_call_stopped_by_a_signal_keeps_its_spend_in_the_journal() {
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:200"]}}),
+        json!({"perSessionUsd": 100}),
+    );
+    let runner = p.spawn(&[]);
+    p.wait_for_invocation("1 implement", std::time::Duration::from_secs(60));
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    e2e::signal(&runner, libc::SIGTERM);
+    let out = e2e::wait_output(runner, std::time::Duration::from_secs(60));
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let spent = recorded_spend(&p.journal_path());
+    assert!(
+        spent >= MESSAGE_USD,
+        "the stopped call's messages (one every 0.2 s for 1.5 s) are in the journal: ${spent}\n{}",
+        text(&out)
+    );
+    let status = p
+        .command(&["status", "--json", "--config", p.config.to_str().unwrap()])
+        .output()
+        .expect("status");
+    let doc: Value = serde_json::from_slice(&status.stdout).expect("status --json");
+    assert!(
+        doc["budgets"]["sessionUsd"].as_f64() >= Some(MESSAGE_USD),
+        "{doc}"
+    );
+}
+
+/// Two workers in expensive tool loops at once under one session budget: the fleet hands
+/// the calls shares of what the fleet has left, not each the whole of it, so together they
+/// overshoot the budget by at most one message per call, not by a budget per worker.
+#[test]
+fn a_fleets_calls_share_what_the_fleet_has_left() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:300"]}}),
+        json!({}),
+    );
+    let agent = json!({
+        "command": e2e::BIN,
+        "args": ["fake-agent", "--script", p.script.to_str().unwrap()],
+        "pricing": {"claude-fake": {"input": 4, "cachedInput": 0.4, "output": 20}},
+    });
+    p.set_config(json!({"model": "claude-fake", "agent": agent,
+        "budget": {"perSessionUsd": 3, "perIssueUsd": 100}}));
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("BUDGET EXHAUSTED"), "{all}");
+    let spent = project_spend(&p);
+    assert!(
+        spent >= 3.0 && spent < 3.0 + 2.0 * MESSAGE_USD,
+        "the workers spent ${spent} together under a $3 session budget\n{all}\n{:?}",
+        every_journal(&p)
+            .iter()
+            .map(|j| (
+                j.clone(),
+                std::fs::read_to_string(j)
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| l.contains("implement"))
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            ))
+            .collect::<Vec<_>>()
+    );
+    for issue in [1, 2] {
+        assert_eq!(p.issue(issue)["escalated"], false, "nobody blamed: {all}");
+    }
+}
+
 #[test]
 fn on_exceeded_ask_waits_for_a_person_and_retry_grants_the_issue_its_budget_again() {
     // implement spends past the issue's $3 (a tool loop).

@@ -27,6 +27,7 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
         Event::DecisionTimedOut,
         Event::ShutdownRequested {
             signal: Signal::Term,
+            usage: Default::default(),
         },
         Event::NetworkUnavailable,
         Event::NetworkFailed,

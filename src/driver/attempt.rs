@@ -157,7 +157,13 @@ impl Driver {
         self.archive(&header, &run.live_log);
         self.say(last_words(&summary, &exit));
         if exit.cancelled {
-            return self.shutdown.event();
+            // What the call spent before the signal stopped it is counted all the same.
+            return self.shutdown.event_after(usage_of(
+                &summary,
+                started.elapsed(),
+                &self.cfg,
+                step,
+            ));
         }
         if let Some(message) = sandbox::failed_to_start(
             self.cfg.agent(step).sandbox.kind,

@@ -13,7 +13,7 @@ use super::{Driver, RunOptions, Started};
 use crate::config::Config;
 use crate::git::repo::Repo;
 use crate::machine::{Event, Signal};
-use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Worker};
+use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Share, Worker};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -78,6 +78,14 @@ impl Link {
         }
     }
 
+    /// The fleet's share of money for this worker's next agent call.
+    pub fn share(&self, wanted: Option<u64>) -> Share {
+        match self.shared.coordinator.lock() {
+            Ok(mut c) => c.share(self.worker, wanted),
+            Err(p) => p.into_inner().share(self.worker, wanted),
+        }
+    }
+
     pub fn may_dispatch(&self) -> Dispatch {
         match self.shared.coordinator.lock() {
             Ok(c) => c.may_dispatch(now_secs()),
@@ -136,6 +144,23 @@ impl Driver {
             }
             Dispatch::WaitUntil(until) => Some(Event::FleetPaused {
                 seconds: until.saturating_sub(now_secs()).max(1),
+            }),
+        }
+    }
+}
+
+impl Driver {
+    /// Before an agent call the machine handed `wanted`: what the call may spend, the
+    /// coordinator's share of the fleet's money for it (as much without a fleet), or the
+    /// event that answers instead while the other workers' calls hold all of it.
+    pub(super) fn fleet_share(&mut self, wanted: Option<u64>) -> Result<Option<u64>, Event> {
+        let Some(link) = self.fleet.clone() else {
+            return Ok(wanted);
+        };
+        match link.share(wanted) {
+            Share::Granted(money) => Ok(money),
+            Share::WaitForOthers => Err(Event::FleetPaused {
+                seconds: Coordinator::SHARE_RECHECK_SECS,
             }),
         }
     }

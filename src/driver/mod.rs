@@ -309,7 +309,10 @@ impl Driver {
         loop {
             if let Some(signal) = self.shutdown.requested() {
                 if !matches!(event, Event::ShutdownRequested { .. }) {
-                    event = Event::ShutdownRequested { signal };
+                    // The answer is dropped, not what its call spent (a step that ended as
+                    // the fleet halted): the machine counts it with the shutdown.
+                    let usage = event.usage().copied().unwrap_or_default();
+                    event = Event::ShutdownRequested { signal, usage };
                 }
             }
             if let Some(code) = self.check_runner_files() {

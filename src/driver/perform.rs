@@ -46,20 +46,18 @@ impl Driver {
                 commit,
                 money_left_micros,
             } => {
+                self.money_left_micros = match self.fleet_share(money_left_micros) {
+                    Ok(money) => money,
+                    Err(event) => return Outcome::Next(event),
+                };
                 crate::stats::step();
-                self.money_left_micros = money_left_micros;
                 self.live.step_started(issue, step, attempt);
                 let event = self.run_step(step, issue, attempt, repair, commit).await;
                 self.live.step_ended();
                 self.log_live_warning();
-                if let Event::StepSucceeded { usage, .. } | Event::StepFailed { usage, .. } = &event
-                {
-                    let micros = usage.cost_micros;
-                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent {
-                        worker,
-                        micros,
-                    });
-                }
+                // Whatever ended the call, its share of the fleet's money is given back.
+                let micros = event.usage().map_or(0, |u| u.cost_micros);
+                self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent { worker, micros });
                 Outcome::Next(event)
             }
             Effect::LookAtCi {

@@ -2,7 +2,7 @@
 //! watch: which signal came first, and a channel that wakes whoever is sleeping or running an
 //! agent.
 
-use crate::machine::{Event, Signal};
+use crate::machine::{Event, Signal, Usage};
 use std::sync::{Arc, Mutex};
 use tokio::sync::watch;
 
@@ -69,10 +69,17 @@ impl Shutdown {
         })
     }
 
-    /// The machine's event for the request (SIGTERM when asked without a signal).
+    /// The machine's event for the request (SIGTERM when asked without a signal), when no
+    /// call it stopped had spent anything.
     pub(super) fn event(&self) -> Event {
+        self.event_after(Usage::default())
+    }
+
+    /// The machine's event for the request that stopped a call which had spent `usage`.
+    pub(super) fn event_after(&self, usage: Usage) -> Event {
         Event::ShutdownRequested {
             signal: self.requested().unwrap_or(Signal::Term),
+            usage,
         }
     }
 
@@ -106,7 +113,8 @@ mod tests {
         assert!(matches!(
             shutdown.event(),
             Event::ShutdownRequested {
-                signal: Signal::Int
+                signal: Signal::Int,
+                ..
             }
         ));
     }

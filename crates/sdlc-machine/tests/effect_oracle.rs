@@ -414,6 +414,7 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
                 0 => Event::Start,
                 1 => Event::ShutdownRequested {
                     signal: Signal::Term,
+                    usage: Default::default(),
                 },
                 2 => Event::ModeChanged {
                     mode: match tape.pick(3) {

@@ -9,7 +9,7 @@
 use proptest::prelude::*;
 use sdlc_machine::fleet::{
     AfterLostRace, Contention, Coordinator, Dispatch, FleetHalt, FleetLimits, LeaseWait, Order,
-    Report,
+    Report, Share,
 };
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -210,5 +210,81 @@ proptest! {
             .filter(|_| matches!(c.lost_race(), AfterLostRace::Retry { .. }))
             .count() as u32;
         prop_assert_eq!(retries, races.min(Contention::MAX_LOST_RACES));
+    }
+}
+
+/// The most one stream event (one model request) can cost past what a call was handed: the
+/// runner stops the call at the first event that reaches its money.
+const EVENT: u64 = 300;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Agent calls of several workers at once, each starting when its worker asks for a share
+    /// and ending with a spend of at most what it was handed plus one event: the shares out
+    /// at once never pass what the fleet has left, so the workers together never spend more
+    /// than the fleet's budget plus one event per call under way, and a worker is told to wait
+    /// only while another's call is under way (nobody waits for nobody).
+    #[test]
+    fn calls_at_once_share_what_the_fleet_has_left(
+        workers in 1u32..5,
+        budget in 100u64..5000,
+        day_left in proptest::option::of(100u64..5000),
+        steps in proptest::collection::vec((0u32..5, proptest::option::of(0u64..4000), 0u64..=1000, any::<bool>()), 0..80),
+    ) {
+        let limits = FleetLimits {
+            workers,
+            max_consecutive_escalations: 3,
+            session_budget_micros: Some(budget),
+            day_budget_left_micros: day_left,
+        };
+        let ceiling = day_left.map_or(budget, |d| d.min(budget));
+        let mut c = Coordinator::new(limits);
+        // Each worker's call under way: what it was handed.
+        let mut under_way: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut spent = 0u64;
+        for (w, wanted, permille, start) in steps {
+            let worker = w % workers;
+            if c.halt().is_some() {
+                break;
+            }
+            match under_way.get(&worker).copied() {
+                None if start => match c.share(worker, wanted) {
+                    Share::Granted(money) => {
+                        let money = money.expect("a budget is set: every call is handed money");
+                        if let Some(w) = wanted {
+                            prop_assert!(money <= w, "handed more than its machine asked");
+                        }
+                        under_way.insert(worker, money);
+                        let out: u64 = under_way.values().sum();
+                        prop_assert!(
+                            out <= ceiling.saturating_sub(spent).max(money),
+                            "shares out {} pass what is left {}", out, ceiling.saturating_sub(spent)
+                        );
+                    }
+                    Share::WaitForOthers => {
+                        prop_assert!(
+                            under_way.keys().any(|o| *o != worker),
+                            "told to wait with no other call under way"
+                        );
+                        // The wait that follows is not a fleet-wide pause.
+                        let orders = c.handle(Report::Waiting { worker, until: 10 });
+                        prop_assert!(orders.is_empty(), "{:?}", orders);
+                    }
+                },
+                None => {}
+                Some(money) => {
+                    // The call ends having spent some of what it was handed, or one event past it.
+                    let micros = (money + EVENT) * permille / 1000;
+                    under_way.remove(&worker);
+                    spent += micros;
+                    c.handle(Report::Spent { worker, micros });
+                }
+            }
+        }
+        prop_assert!(
+            spent <= ceiling + u64::from(workers) * EVENT,
+            "spent {} under a ceiling of {} with {} workers", spent, ceiling, workers
+        );
     }
 }

@@ -30,7 +30,8 @@ pub enum Report {
         /// The issue it selected.
         issue: u32,
     },
-    /// An attempt of the worker spent this much.
+    /// An agent call of the worker ended, having spent this much (zero too): what it was
+    /// handed ([`Coordinator::share`]) is free for the others' calls again.
     Spent {
         /// The reporting worker.
         worker: Worker,
@@ -177,6 +178,16 @@ pub enum Dispatch {
     Stop,
 }
 
+/// The fleet's answer to a worker about to start an agent call ([`Coordinator::share`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Share {
+    /// Go, handed this much (micro-dollars; `None`: no dollar budget at all).
+    Granted(Option<u64>),
+    /// The other workers' calls under way hold all the fleet has left: ask again after
+    /// [`Coordinator::SHARE_RECHECK_SECS`] (one of them ends, or the fleet halts).
+    WaitForOthers,
+}
+
 /// The pure coordinator of `run --workers N`: reports in, orders out. It gives each issue to
 /// one worker at a time, counts escalations and spend across workers, grants the merge turn
 /// to one worker at a time and halts the whole fleet when a fleet-wide limit is reached.
@@ -195,6 +206,12 @@ pub struct Coordinator {
     merging: Option<Worker>,
     /// Workers waiting for the merge turn, first come first served.
     merge_queue: VecDeque<Worker>,
+    /// What each worker's agent call under way was handed (micro-dollars): calls at once
+    /// share what the fleet has left instead of each being handed all of it.
+    reserved: BTreeMap<Worker, u64>,
+    /// Workers told to wait for the others' calls ([`Share::WaitForOthers`]): their next
+    /// wait is that, not a rate limit or quota the whole fleet pauses for.
+    share_waits: BTreeSet<Worker>,
 }
 
 impl Coordinator {
@@ -211,6 +228,8 @@ impl Coordinator {
             halt: None,
             merging: None,
             merge_queue: VecDeque::new(),
+            reserved: BTreeMap::new(),
+            share_waits: BTreeSet::new(),
         }
     }
 
@@ -269,6 +288,53 @@ impl Coordinator {
         self.spent_micros
     }
 
+    /// How long a worker whose call finds the fleet's money held by the others' calls waits
+    /// before it asks again.
+    pub const SHARE_RECHECK_SECS: u64 = 30;
+
+    /// What the fleet has left to spend (micro-dollars): the least of the session budget's
+    /// and the day's remainder; `None` when neither is set.
+    pub fn money_left(&self) -> Option<u64> {
+        let left = |budget: Option<u64>| budget.map(|b| b.saturating_sub(self.spent_micros));
+        match (
+            left(self.limits.session_budget_micros),
+            left(self.limits.day_budget_left_micros),
+        ) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// What the other workers' calls under way were handed, together.
+    pub fn reserved_by_others(&self, worker: Worker) -> u64 {
+        self.reserved
+            .iter()
+            .filter(|(w, _)| **w != worker)
+            .map(|(_, m)| *m)
+            .sum()
+    }
+
+    /// `worker` is about to start an agent call its machine handed `wanted` (micro-dollars,
+    /// `None` without a dollar budget of its own). The call is handed no more than the fleet
+    /// has left beside what the other calls under way hold, and that share is held for it
+    /// until its worker reports what it spent: so the calls at once never together pass
+    /// what the fleet has left by more than one stream event each.
+    pub fn share(&mut self, worker: Worker, wanted: Option<u64>) -> Share {
+        let Some(fleet_left) = self.money_left() else {
+            return Share::Granted(wanted);
+        };
+        let others = self.reserved_by_others(worker);
+        let available = fleet_left.saturating_sub(others);
+        if available == 0 && others > 0 {
+            self.share_waits.insert(worker);
+            return Share::WaitForOthers;
+        }
+        self.share_waits.remove(&worker);
+        let granted = wanted.map_or(available, |w| w.min(available));
+        self.reserved.insert(worker, granted);
+        Share::Granted(Some(granted))
+    }
+
     /// Whether a worker may start an agent at `now` (in the reports' time unit).
     pub fn may_dispatch(&self, now: u64) -> Dispatch {
         if self.halt.is_some() {
@@ -282,6 +348,7 @@ impl Coordinator {
 
     fn release(&mut self, worker: Worker) {
         self.held.retain(|_, w| *w != worker);
+        self.reserved.remove(&worker);
         self.end_merge(worker);
     }
 
@@ -319,7 +386,8 @@ impl Coordinator {
                 self.held.insert(issue, worker);
                 vec![Order::Start { worker, issue }]
             }
-            Report::Spent { micros, .. } => {
+            Report::Spent { worker, micros } => {
+                self.reserved.remove(&worker);
                 self.spent_micros = self.spent_micros.saturating_add(micros);
                 let spent_micros = self.spent_micros;
                 let reached = |budget: Option<u64>| budget.is_some_and(|b| spent_micros >= b);
@@ -351,7 +419,11 @@ impl Coordinator {
                 }
                 Vec::new()
             }
-            Report::Waiting { until, .. } => {
+            Report::Waiting { worker, until } => {
+                if self.share_waits.remove(&worker) {
+                    // The worker waits for the others' calls to end, not for a limit.
+                    return Vec::new();
+                }
                 if self.halt.is_some() || self.paused_until.is_some_and(|p| p >= until) {
                     return Vec::new();
                 }

@@ -184,3 +184,35 @@ fn lease_waits_and_lost_races_are_bounded() {
     }
     assert_eq!(c.lost_race(), AfterLostRace::GiveUp);
 }
+
+/// Two calls at once share what the fleet has left: the second waits while the first holds
+/// all of it, its wait pauses nobody else, and the first's spend frees the rest for it.
+#[test]
+fn calls_at_once_share_the_fleets_money_and_a_share_wait_pauses_nobody() {
+    let mut c = Coordinator::new(limits());
+    assert_eq!(c.share(0, None), Share::Granted(Some(1_000)));
+    assert_eq!(c.share(1, Some(500)), Share::WaitForOthers);
+    assert!(c
+        .handle(Report::Waiting {
+            worker: 1,
+            until: 30
+        })
+        .is_empty());
+    assert_eq!(c.may_dispatch(0), Dispatch::Go, "nobody paused");
+    c.handle(Report::Spent {
+        worker: 0,
+        micros: 700,
+    });
+    assert_eq!(c.share(1, Some(500)), Share::Granted(Some(300)));
+    assert_eq!(c.share(0, Some(100)), Share::WaitForOthers);
+    // A worker that finishes gives its share back.
+    c.handle(Report::Finished { worker: 1 });
+    assert_eq!(c.share(0, Some(100)), Share::Granted(Some(100)));
+    // Without a fleet budget a call keeps what its machine handed it.
+    let mut free = Coordinator::new(FleetLimits {
+        session_budget_micros: None,
+        ..limits()
+    });
+    assert_eq!(free.share(0, Some(42)), Share::Granted(Some(42)));
+    assert_eq!(free.share(1, None), Share::Granted(None));
+}

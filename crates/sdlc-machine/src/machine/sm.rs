@@ -58,7 +58,11 @@ impl Runner {
     #[superstate]
     fn session(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
         match *event {
-            Event::ShutdownRequested { signal } => {
+            Event::ShutdownRequested { signal, usage } => {
+                // The stopped call's money was spent all the same.
+                if !usage.is_zero() {
+                    self.record_usage(&usage);
+                }
                 context.push(Effect::Cleanup);
                 if self.issue.is_some() {
                     context.push(Effect::AutoCommit(CommitKind::OnSignal(signal)));

@@ -169,6 +169,7 @@ fn machine_labels_of_events_and_effects() {
         (
             Event::ShutdownRequested {
                 signal: Signal::Int,
+                usage: Default::default(),
             },
             "ShutdownRequested",
         ),

@@ -192,6 +192,7 @@ pub fn drive_claiming(
                 Reply::Crash => Event::Start,
                 Reply::Shutdown => Event::ShutdownRequested {
                     signal: sdlc_machine::machine::Signal::Term,
+                    usage: Default::default(),
                 },
                 _ => Event::MergeTurnTaken,
             },
@@ -204,6 +205,7 @@ pub fn drive_claiming(
                 Reply::AlreadyDone => Event::AlreadyDone { step },
                 Reply::Shutdown => Event::ShutdownRequested {
                     signal: sdlc_machine::machine::Signal::Term,
+                    usage: Default::default(),
                 },
                 Reply::Crash => Event::Start,
                 Reply::Network => Event::NetworkFailed,
@@ -247,6 +249,7 @@ pub fn drive_claiming(
                     },
                     Reply::Shutdown => Event::ShutdownRequested {
                         signal: sdlc_machine::machine::Signal::Term,
+                        usage: Default::default(),
                     },
                     Reply::Crash => Event::Start,
                     _ => Event::StepSucceeded {

@@ -28,6 +28,13 @@ pub struct Usage {
     pub turns: u32,
 }
 
+impl Usage {
+    /// Nothing spent, no time, no turns: what an answer that ran no agent carries.
+    pub fn is_zero(&self) -> bool {
+        *self == Usage::default()
+    }
+}
+
 /// Which signal asked the runner to stop.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Signal {
@@ -177,6 +184,12 @@ pub enum Event {
     ShutdownRequested {
         /// Which signal.
         signal: Signal,
+        /// What the call the signal stopped had spent (or the answer it replaced carried):
+        /// counted like any attempt's, so a stopped call's money stays in the journal, the
+        /// session's spend and the day's sum. Zero, and absent from the record, when no call
+        /// was under way (and in journals of earlier versions).
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        usage: Usage,
     },
     /// A git/gh/tracker call kept failing for a transient network reason through every
     /// allowed wait (`maxNetworkWaits`): nothing can be done until the network is back.
@@ -338,7 +351,8 @@ impl Event {
             | Event::Repaired { usage, .. }
             | Event::BranchBehind { usage }
             | Event::BranchUpdated { usage, .. }
-            | Event::MergeRaceLost { usage, .. } => Some(usage),
+            | Event::MergeRaceLost { usage, .. }
+            | Event::ShutdownRequested { usage, .. } => Some(usage),
             Event::Start
             | Event::ModeChanged { .. }
             | Event::IssueSelected { .. }
@@ -354,7 +368,6 @@ impl Event {
             | Event::Decided { .. }
             | Event::DecisionTimedOut
             | Event::DecisionPending
-            | Event::ShutdownRequested { .. }
             | Event::NetworkUnavailable
             | Event::NetworkFailed
             | Event::RateLimited { .. }

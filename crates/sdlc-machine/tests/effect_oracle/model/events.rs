@@ -375,7 +375,7 @@ impl Model {
             Event::Resume { issue, next } if in_cycle && Some(issue) == self.issue => {
                 self.enter(next)
             }
-            Event::ShutdownRequested { signal } => {
+            Event::ShutdownRequested { signal, .. } => {
                 self.fx.push(Effect::Cleanup);
                 if self.issue.is_some() {
                     self.fx
