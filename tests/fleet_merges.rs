@@ -228,3 +228,28 @@ fn a_merge_waits_for_another_runners_merge_lease_and_takes_over_an_expired_one()
     );
     assert!(!claims.join("merge.json").exists(), "given back");
 }
+
+/// A worker waiting for its PR's review (or its CI) waits for its own issue, not for a limit
+/// of the account: the fleet does not pause the other workers for it, and the other issue
+/// merges meanwhile.
+#[test]
+fn a_workers_review_wait_pauses_no_other_worker() {
+    let p = Project::new(
+        &[(1, "First", "Do one thing."), (2, "Second", "Do another.")],
+        json!({}),
+        json!({"review": {"requireApproval": true, "approvalTimeoutMinutes": 0.25}}),
+    );
+    assert_eq!(
+        e2e::code(&p.review(2, &["--approve", "--author", "lead"])),
+        0
+    );
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(e2e::code(&out), 0, "{all}");
+    assert!(all.contains("waiting for review"), "{all}");
+    assert!(
+        !all.contains("fleet: every worker pauses"),
+        "a review wait paused the fleet: {all}"
+    );
+    assert_eq!(merged_issues(&p.origin), [2], "{all}");
+}

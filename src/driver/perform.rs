@@ -75,7 +75,12 @@ impl Driver {
                 let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)
                     .saturating_add(seconds);
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting { worker, until });
+                if sdlc_machine::fleet::wait_pauses_fleet(state) {
+                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting {
+                        worker,
+                        until,
+                    });
+                }
                 let until = i64::try_from(seconds)
                     .ok()
                     .and_then(chrono::TimeDelta::try_seconds)

@@ -7,7 +7,9 @@
 //!   anywhere resets the count, and reaching the limit halts every worker.
 //! - **The session budget** is the sum of every worker's spend.
 //! - **Rate limits and quotas** are the account's, not a worker's: a wait one worker reports
-//!   pauses every worker's next dispatch until it ends.
+//!   pauses every worker's next dispatch until it ends. Only such waits are reported
+//!   ([`wait_pauses_fleet`]): a worker waiting for its own CI, review or person waits alone.
+//! - **Money**: calls at once share what the fleet has left ([`Coordinator::share`]).
 //! - **The halt is sticky and global**: once any worker halts, or the coordinator halts the
 //!   fleet, no worker may dispatch again.
 //! - **One merge at a time**: the merge turn goes to one worker; the others queue for it in
@@ -24,3 +26,17 @@ mod tests;
 
 pub use coordinator::*;
 pub use merge_policy::*;
+
+use crate::machine::State;
+
+/// Whether a worker's wait in `state` (the machine's state as it asks for the wait) is the
+/// account's or the environment's, which every worker waits out with it: a backoff for a
+/// provider's rate limit, overload, quota or the network, or a wait for GitHub's rate limit
+/// or the network before a runner call. A wait for the worker's own CI, its PR's review, a
+/// person's decision, the merge turn or the fleet itself is that worker's alone.
+pub fn wait_pauses_fleet(state: &State) -> bool {
+    matches!(
+        state,
+        State::BackingOff { .. } | State::WaitingForNetwork { .. }
+    )
+}

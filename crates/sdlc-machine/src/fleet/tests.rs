@@ -216,3 +216,16 @@ fn calls_at_once_share_the_fleets_money_and_a_share_wait_pauses_nobody() {
     assert_eq!(free.share(0, Some(42)), Share::Granted(Some(42)));
     assert_eq!(free.share(1, None), Share::Granted(None));
 }
+
+#[test]
+fn only_the_accounts_and_the_networks_waits_pause_the_fleet() {
+    use crate::machine::State;
+    use crate::step::Step;
+    assert!(wait_pauses_fleet(&State::BackingOff {
+        step: Step::Implement,
+        seconds: 60
+    }));
+    assert!(wait_pauses_fleet(&State::WaitingForNetwork { seconds: 5 }));
+    assert!(!wait_pauses_fleet(&State::WaitingForCi { seconds: 30 }));
+    assert!(!wait_pauses_fleet(&State::WaitingForFleet { seconds: 30 }));
+}
