@@ -420,6 +420,28 @@ fn a_fleets_calls_share_what_the_fleet_has_left() {
     }
 }
 
+/// A worker of a fleet that reaches the day's ceiling itself says when the window frees, as
+/// a runner alone does: it reads every journal of the project, not only its clone's.
+#[test]
+fn a_fleet_workers_day_halt_says_when_the_window_frees() {
+    let p = Project::new(
+        &[(1, "First", ""), (2, "Second", "")],
+        json!({"costUsd": 0.25}),
+        json!({}),
+    );
+    let out = p.run(&["--issue", "1"]);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let first = project_spend(&p);
+    p.set_config(json!({"budget": {"perDayUsd": first + 0.30}}));
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("BUDGET EXHAUSTED: daily budget"), "{all}");
+    assert!(all.contains("the daily budget frees at: "), "{all}");
+    assert!(!all.contains("`sdlc-runner status` says when"), "{all}");
+    assert_eq!(p.issue(2)["escalated"], false, "nobody blamed: {all}");
+}
+
 #[test]
 fn on_exceeded_ask_waits_for_a_person_and_retry_grants_the_issue_its_budget_again() {
     // implement spends past the issue's $3 (a tool loop).

@@ -23,6 +23,9 @@ pub(super) struct Shared {
     coordinator: Mutex<Coordinator>,
     /// Every worker's stop request, to carry out a halt.
     shutdowns: Mutex<Vec<Shutdown>>,
+    /// Every journal of the project (its own and each clone's): the day's window a worker's
+    /// day halt reads when it says when the window frees.
+    pub journals: crate::journal::Journals,
 }
 
 /// One worker's link to the fleet.
@@ -310,6 +313,9 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                 .map(|b| b.saturating_sub(spent_today.unwrap_or(0))),
         })),
         shutdowns: Mutex::new(Vec::new()),
+        journals: crate::journal::Journals::in_dir(&crate::runner_dir::RunnerDir {
+            dir: plan.runner_dir.clone(),
+        }),
     });
     let runtime = match crate::runtime::build(Some(workers.clamp(2, 16) as usize)) {
         Ok(rt) => rt,

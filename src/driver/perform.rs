@@ -301,18 +301,16 @@ impl Driver {
         }
     }
 
-    /// The machine's event for a tracker write: written, refused (the environment's, with the
-    /// error kept for the halt diagnostic) or failed on the network.
     /// When the day's ceiling lets an attempt like the last one start again, told with its
     /// halt: the machine keeps no clock, and the window is the journals'.
     fn day_frees_at(&self) -> String {
         let r = self.core.runner();
         let budget = r.limits.per_day_budget_micros.unwrap_or(0);
-        if self.fleet.is_some() {
-            // A worker's runner directory holds its clone's journal only.
-            return "the daily budget frees as the day's spends age out of the 24-hour window; `sdlc-runner status` says when".to_string();
-        }
-        let journals = crate::journal::Journals::in_dir(&self.runner_dir).paths();
+        // A worker's runner directory holds its clone's journal only: the fleet knows them all.
+        let journals = match &self.fleet {
+            Some(link) => link.shared.journals.paths(),
+            None => crate::journal::Journals::in_dir(&self.runner_dir).paths(),
+        };
         let now = self.clock.now();
         let day = match crate::journal::DaySpend::read(&journals, now) {
             Ok(day) => day,
@@ -329,6 +327,8 @@ impl Driver {
         )
     }
 
+    /// The machine's event for a tracker write: written, refused (the environment's, with the
+    /// error kept for the halt diagnostic) or failed on the network.
     pub(super) fn tracker_written(
         &mut self,
         what: &str,

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 
 /// Where the journals of a run are: the project's own, and each fleet worker's clone.
+#[derive(Debug, Clone)]
 pub struct Journals {
     /// The project's journal.
     pub journal: Option<PathBuf>,
