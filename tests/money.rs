@@ -412,7 +412,7 @@ fn a_fleets_calls_share_what_the_fleet_has_left() {
     assert!(all.contains("BUDGET EXHAUSTED"), "{all}");
     let spent = project_spend(&p);
     assert!(
-        spent >= 3.0 && spent < 3.0 + 2.0 * MESSAGE_USD,
+        (3.0..3.0 + 2.0 * MESSAGE_USD).contains(&spent),
         "the workers spent ${spent} together under a $3 session budget\n{all}"
     );
     for issue in [1, 2] {
