@@ -327,3 +327,31 @@ fn the_same_feedback_is_never_handed_twice_across_rounds_and_a_second_run() {
     );
     assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
 }
+
+#[test]
+fn bounds_count_the_review_rounds() {
+    let p = Project::new(&[(1, "First issue", "Do one thing.")], json!({}), json!({}));
+    let bounds = |rounds: u32| {
+        p.set_config(gate_with(false, 1.0, json!({"maxReviewRounds": rounds})));
+        let out = p
+            .command(&["bounds", "--config", p.config.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        text(&out)
+    };
+    let figure = |all: &str, line: &str| -> u64 {
+        let l = all
+            .lines()
+            .find(|l| l.starts_with(line))
+            .unwrap_or_else(|| panic!("{line} in {all}"));
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (none, three) = (bounds(0), bounds(3));
+    assert!(
+        three.contains("at most 3 addressReview round(s) per cycle"),
+        "{three}"
+    );
+    let per_cycle = "agent invocations in one cycle (worst case):";
+    assert_eq!(figure(&three, per_cycle), figure(&none, per_cycle) + 3);
+}
