@@ -219,7 +219,12 @@ fn a_request_for_changes_is_answered_in_one_round_pushed_checked_again_and_merge
     let child = p.spawn(&[]);
     // The PR is open and waits for a reviewer; the reviewer and a bot speak.
     p.wait_for_journal("reviewWanted", WAIT);
-    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    let ask = [
+        "--request-changes",
+        "Rename foo to bar.\nAnd revoke ghp_abcdefghijklmnopqrstuvwxyz0123456789 please.",
+        "--author",
+        "ann",
+    ];
     assert_eq!(code(&p.review(1, &ask)), 0);
     let bot = [
         "--comment",
@@ -242,6 +247,10 @@ fn a_request_for_changes_is_answered_in_one_round_pushed_checked_again_and_merge
         "the feedback was handed once: {told}"
     );
     assert!(told.contains("ann wrote"), "{told}");
+    assert!(
+        told.contains("ghp_***") && !told.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        "the feedback is redacted: {told}"
+    );
     assert!(
         !told.contains("Style nit from the bot."),
         "an ignored author is left out: {told}"

@@ -233,6 +233,44 @@ pub fn prompt_with(
 mod tests {
     use super::*;
 
+    fn note(id: &str, body: &str) -> crate::machine::ReviewNote {
+        crate::machine::ReviewNote {
+            id: id.into(),
+            author: "ann".into(),
+            time: "2026-01-01T00:00:00Z".into(),
+            body: body.into(),
+            path: Some("src/lib.rs".into()),
+            line: Some(7),
+        }
+    }
+
+    #[test]
+    fn feedback_is_quoted_with_its_author_place_and_id_and_cut_to_size() {
+        let q = quote_feedback(&[note("r1", "Rename foo.\nAnd bar.")]);
+        assert_eq!(
+            q,
+            "- ann wrote at 2026-01-01T00:00:00Z on src/lib.rs:7 (r1):\n  > Rename foo.\n  > And bar.\n"
+        );
+        let long: Vec<_> = (0..20)
+            .map(|i| note(&format!("c{i}"), &"x".repeat(5_000)))
+            .collect();
+        let q = quote_feedback(&long);
+        assert!(q.len() < FEEDBACK_CHARS + 500, "{} chars", q.len());
+        assert!(q.contains("(c0)") && q.contains('…'), "{q}");
+        assert!(q.contains("more not quoted here"), "{q}");
+        let issue = IssueContext {
+            number: 3,
+            title: "Add x".into(),
+            branch: Some("3-add-x".into()),
+        };
+        let p = address_review_prompt(&Config::for_test(""), &issue, "- FEEDBACK", None);
+        assert!(
+            p.starts_with(ADDRESS_REVIEW_PROMPT) && p.ends_with("- FEEDBACK"),
+            "{p}"
+        );
+        assert!(p.contains("Issue #3: Add x"), "{p}");
+    }
+
     #[test]
     fn repair_prompt_carries_the_classified_failure() {
         let c = Config::for_test("");
