@@ -364,3 +364,19 @@ fn bounds_count_the_review_rounds() {
     let per_cycle = "agent invocations in one cycle (worst case):";
     assert_eq!(figure(&three, per_cycle), figure(&none, per_cycle) + 3);
 }
+
+#[test]
+fn a_dry_run_shows_the_review_round() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({}),
+        gate_with(false, 1.0, json!({"maxReviewRounds": 3})),
+    );
+    let out = p.run(&["--dry-run"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("addressReview: on a request for changes with new feedback, up to 3 round(s)"),
+        "{all}"
+    );
+}
