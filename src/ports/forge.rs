@@ -75,11 +75,19 @@ impl ForgePort for ForgeAdapter {
         self.forge.failing_checks(&self.repo, branch)
     }
     fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError> {
-        let pushed = match (since, &self.forge) {
-            (None, Forge::Local { .. }) => crate::forge::last_push(&self.repo, branch),
-            _ => None,
-        };
-        self.forge.review_state(branch, since.or(pushed.as_deref()))
+        let state = self.forge.review_state(branch, since)?;
+        // Only a request for changes hands feedback on: the push's time is asked for then
+        // alone, so a look that lets the PR merge costs no git call.
+        let asks = state.decision == crate::forge::ReviewDecision::ChangesRequested;
+        match (since, &self.forge) {
+            (None, Forge::Local { .. }) if asks => {
+                match crate::forge::last_push(&self.repo, branch) {
+                    Some(pushed) => self.forge.review_state(branch, Some(&pushed)),
+                    None => Ok(state),
+                }
+            }
+            _ => Ok(state),
+        }
     }
     fn require_checks(&self) -> bool {
         self.forge.require_checks()
