@@ -59,6 +59,14 @@ pub const CHILDREN: &[(&str, Children)] = &[
     ("LookAtCi", others(8)),
     // The feature branch found, the PR's review read (gh; local: a file).
     ("LookAtReview", others(4)),
+    // A review round: the agent, then the runner's commit and push of the branch.
+    (
+        "AddressReview",
+        Children {
+            agents: 1,
+            others: 24,
+        },
+    ),
     // After a merge conflict's repair: fetch, an unfinished operation aborted onto a rescue
     // ref, main refreshed, the markers' check, the merge, the push and origin's head read.
     ("UpdateBranch", others(24)),
@@ -283,6 +291,12 @@ mod tests {
                 commit: None,
             },
             Effect::LookAtReview { issue: 1, look: 1 },
+            Effect::AddressReview {
+                issue: 1,
+                round: 1,
+                attempt: 1,
+                money_left_micros: None,
+            },
             Effect::Wait { seconds: 1 },
             Effect::Pause { millis: 1 },
             Effect::TakeMergeTurn { issue: 1 },

@@ -427,7 +427,7 @@ proptest! {
             let line = serde_json::to_string(&journal::Line {
                 v: journal::FORMAT,
                 seq: 999_999, time: "t".into(), session: "s".into(),
-                record: Record::Event { event: trace.events[k], state: next.state().name().into(), said: None },
+                record: Record::Event { event: trace.events[k].clone(), state: next.state().name().into(), said: None },
             }).unwrap();
             let partial = &line.as_bytes()[..torn.min(line.len())];
             let mut f = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
@@ -461,7 +461,7 @@ fn rebuild_reports_the_first_divergence() {
         .iter()
         .map(|e| {
             core.handle(e);
-            (*e, core.state().name().to_string())
+            (e.clone(), core.state().name().to_string())
         })
         .collect();
     let (_, d) = rebuild(&Limits::default(), Mode::Continuous, &recorded);
@@ -849,7 +849,10 @@ fn the_failure_context_of_the_cycle_is_rebuilt_from_the_journal() {
     let (rebuilt, _) = rebuild_session(&open_at_selection);
     assert_eq!(rebuilt.failure(Step::StartCycle), None);
     // `rebuild` of bare events invents no context.
-    let bare: Vec<(Event, String)> = until_death.iter().map(|e| (*e, String::new())).collect();
+    let bare: Vec<(Event, String)> = until_death
+        .iter()
+        .map(|e| (e.clone(), String::new()))
+        .collect();
     let (rebuilt, _) = rebuild(&limits, Mode::Continuous, &bare);
     assert_eq!(rebuilt.failure(Step::StartCycle), None);
 }

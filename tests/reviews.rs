@@ -184,3 +184,199 @@ fn an_approval_given_while_the_runner_is_down_is_taken_after_the_restart() {
     let journal = std::fs::read_to_string(p.journal_path()).unwrap();
     assert_eq!(journal.matches("\"reviewWanted\"").count(), 1, "{journal}");
 }
+
+/// The gate, with more review keys (`maxReviewRounds`, `ignoreAuthors`).
+fn gate_with(require_approval: bool, minutes: f64, more: serde_json::Value) -> serde_json::Value {
+    let mut g = gate(require_approval, minutes);
+    if let (Some(review), Some(more)) = (g["review"].as_object_mut(), more.as_object()) {
+        for (k, v) in more {
+            review.insert(k.clone(), v.clone());
+        }
+    }
+    g
+}
+
+/// The fake agent of a review round leaves a change for the runner to commit and push.
+fn round_leaves_a_change() -> serde_json::Value {
+    json!({"steps": {"monitorCI": ["write-shared"]}})
+}
+
+/// Every prompt the fake agent was given, in order.
+fn prompts(p: &Project) -> String {
+    std::fs::read_to_string(p.root.join("prompts.log")).unwrap_or_default()
+}
+
+const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+#[test]
+fn a_request_for_changes_is_answered_in_one_round_pushed_checked_again_and_merged_once_approved() {
+    // 15 s of waits: 10 s, then 5 s.
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        gate_with(true, 0.25, json!({"ignoreAuthors": ["lint-bot"]})),
+    );
+    let child = p.spawn(&[]);
+    // The PR is open and waits for a reviewer; the reviewer and a bot speak.
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = [
+        "--request-changes",
+        "Rename foo to bar.\nAnd revoke ghp_abcdefghijklmnopqrstuvwxyz0123456789 please.",
+        "--author",
+        "ann",
+    ];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let bot = [
+        "--comment",
+        "Style nit from the bot.",
+        "--author",
+        "lint-bot",
+    ];
+    assert_eq!(code(&p.review(1, &bot)), 0);
+    // The round: the agent answers, the runner pushes; then the reviewer approves.
+    p.wait_for_journal("\"repaired\"", WAIT);
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "{all}");
+    let told = prompts(&p);
+    assert_eq!(
+        told.matches("Rename foo to bar.").count(),
+        1,
+        "the feedback was handed once: {told}"
+    );
+    assert!(told.contains("ann wrote"), "{told}");
+    assert!(
+        told.contains("ghp_***") && !told.contains("ghp_abcdefghijklmnopqrstuvwxyz0123456789"),
+        "the feedback is redacted: {told}"
+    );
+    assert!(
+        !told.contains("Style nit from the bot."),
+        "an ignored author is left out: {told}"
+    );
+    // The round's change was committed by the runner, pushed, and CI looked at it again
+    // before the merge.
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(log.contains("fix: address review feedback (#1)"), "{log}");
+    let journal = std::fs::read_to_string(p.journal_path()).unwrap();
+    let round = journal.find("\"addressReview\"").expect("a round");
+    assert!(
+        journal[round..].contains("lookAtCi"),
+        "CI looked at again after the round: {journal}"
+    );
+}
+
+#[test]
+fn a_reviewer_who_keeps_asking_escalates_after_max_review_rounds_quoting_the_feedback() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        gate_with(true, 0.25, json!({"maxReviewRounds": 1})),
+    );
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let first = ["--request-changes", "First: rename foo.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &first)), 0);
+    p.wait_for_journal("\"repaired\"", WAIT);
+    let second = [
+        "--request-changes",
+        "Second: also rename baz.",
+        "--author",
+        "ann",
+    ];
+    assert_eq!(code(&p.review(1, &second)), 0);
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
+    let issue = p.issue(1);
+    assert_eq!(issue["escalated"], json!(true), "{issue} {all}");
+    let said = issue.to_string();
+    assert!(
+        said.contains("Second: also rename baz.") && said.contains("1 review round(s)"),
+        "the escalation quotes what is unresolved: {said}"
+    );
+    let told = prompts(&p);
+    assert!(told.contains("First: rename foo."), "{told}");
+    assert!(
+        !told.contains("Second: also rename baz."),
+        "no round past the limit: {told}"
+    );
+}
+
+#[test]
+fn the_same_feedback_is_never_handed_twice_across_rounds_and_a_second_run() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        gate_with(true, 0.25, json!({})),
+    );
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    // One round, then the request still stands with nothing new: the run ends waiting for
+    // the reviewer.
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("issue #1: waiting for a person"), "{all}");
+    assert_eq!(prompts(&p).matches("Rename foo to bar.").count(), 1);
+    // The next run looks again: the request stands, its feedback was answered already.
+    p.set_config(gate_with(true, 0.0, json!({})));
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("issue #1: waiting for a person"), "{all}");
+    let told = prompts(&p);
+    assert_eq!(
+        told.matches("Rename foo to bar.").count(),
+        1,
+        "never handed twice: {told}"
+    );
+    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
+}
+
+#[test]
+fn bounds_count_the_review_rounds() {
+    let p = Project::new(&[(1, "First issue", "Do one thing.")], json!({}), json!({}));
+    let bounds = |rounds: u32| {
+        p.set_config(gate_with(false, 1.0, json!({"maxReviewRounds": rounds})));
+        let out = p
+            .command(&["bounds", "--config", p.config.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert_eq!(code(&out), 0, "{}", text(&out));
+        text(&out)
+    };
+    let figure = |all: &str, line: &str| -> u64 {
+        let l = all
+            .lines()
+            .find(|l| l.starts_with(line))
+            .unwrap_or_else(|| panic!("{line} in {all}"));
+        l.rsplit(' ').next().unwrap().parse().unwrap()
+    };
+    let (none, three) = (bounds(0), bounds(3));
+    assert!(
+        three.contains("at most 3 addressReview round(s) per cycle"),
+        "{three}"
+    );
+    let per_cycle = "agent invocations in one cycle (worst case):";
+    assert_eq!(figure(&three, per_cycle), figure(&none, per_cycle) + 3);
+}
+
+#[test]
+fn a_dry_run_shows_the_review_round() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({}),
+        gate_with(false, 1.0, json!({"maxReviewRounds": 3})),
+    );
+    let out = p.run(&["--dry-run"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("addressReview: on a request for changes with new feedback, up to 3 round(s)"),
+        "{all}"
+    );
+}

@@ -70,6 +70,17 @@ pub fn run(config: &Path) -> i32 {
         },
         l.ci_timeout_secs
     );
+    if let Some(gate) = &l.review {
+        let pauses = l.review_polls();
+        out!(
+            "reviews (review): at most {} addressReview round(s) per cycle (maxReviewRounds), each one agent invocation (counted above) handed only feedback it was not given, then the runner's push and CI again; new feedback past them escalates the issue; looks at the review per cycle: one after each CI pass, and at most {} that hold the merge (waits from {} s doubling to at most {} s, {} s in all), then the cycle ends waiting for a person",
+            gate.max_rounds,
+            1 + pauses.len(),
+            pauses.first().copied().unwrap_or(0),
+            pauses.iter().copied().max().unwrap_or(0),
+            gate.wait_secs
+        );
+    }
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
     merges(&cfg);
     money(&cfg);

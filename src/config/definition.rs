@@ -176,7 +176,7 @@ config_object! {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReviewFile =>
 /// `review`: the review gate between CI's pass and the merge.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ReviewConfig {
     /// Merge only a PR a reviewer approved (local forge: `sdlc-runner review N --approve`).
     /// Either way a request for changes holds the merge until its reviewer approves.
@@ -187,6 +187,20 @@ pub struct ReviewConfig {
     #[serde(default = "d::approval_timeout_minutes", rename = "approvalTimeoutMinutes")]
     #[schemars(range(min = 0, max = 10_080))]
     pub approval_timeout: f64 => Duration = minutes_or_zero,
+    /// Rounds per cycle of the agent addressing a request for changes (the `addressReview`
+    /// round: the feedback handed, the branch pushed, CI and the review looked at again);
+    /// feedback still new after them escalates the issue, quoting it.
+    #[serde(default = "d::max_review_rounds")]
+    #[schemars(range(min = 0, max = 20))]
+    pub max_review_rounds: u32 => u32 = count,
+    /// Authors (bots) whose reviews and comments are never handed to the agent; other bots
+    /// count as reviewers. The local forge's reviews by `sdlc-runner` (the runner's own
+    /// account) are left out too.
+    #[serde(default)]
+    pub ignore_authors: Vec<String> => Vec<String> = review_authors,
+    /// The instruction of the `addressReview` round, replacing the built-in one; the
+    /// feedback is appended to it.
+    pub prompt: Option<String> => Option<String> = Walker::text,
 }
 }
 
@@ -596,6 +610,9 @@ pub(super) mod d {
     }
     pub fn approval_timeout_minutes() -> f64 {
         1440.0
+    }
+    pub fn max_review_rounds() -> u32 {
+        2
     }
     pub fn lease_minutes() -> f64 {
         60.0

@@ -292,6 +292,8 @@ impl Config {
             review: Some(crate::machine::ReviewGate {
                 require_approval: self.review.require_approval,
                 wait_secs: self.review.approval_timeout.as_secs(),
+                max_rounds: self.review.max_review_rounds,
+                ignore_authors: self.review.ignore_authors_with_the_runner(),
             }),
         }
     }
@@ -323,5 +325,20 @@ fn syntax_error(file: &str, e: &serde_json::Error) -> ConfigError {
         line: e.line(),
         column: e.column(),
         message,
+    }
+}
+
+impl definition::ReviewConfig {
+    /// The author the runner's own reviews and comments carry on the local forge: they are
+    /// never handed back to its agent.
+    pub const RUNNER_AUTHOR: &'static str = "sdlc-runner";
+
+    /// `ignoreAuthors` and the runner's own account: whose feedback the agent never sees.
+    pub fn ignore_authors_with_the_runner(&self) -> Vec<String> {
+        let mut authors = self.ignore_authors.clone();
+        if !authors.iter().any(|a| a == Self::RUNNER_AUTHOR) {
+            authors.push(Self::RUNNER_AUTHOR.to_string());
+        }
+        authors
     }
 }

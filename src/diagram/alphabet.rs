@@ -63,8 +63,21 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
                 ReviewDecision::Approved,
                 ReviewDecision::ChangesRequested,
             ]
-            .map(|decision| Event::ReviewLooked { decision }),
+            .map(|decision| Event::ReviewLooked {
+                decision,
+                feedback: Vec::new(),
+            }),
         );
+        // A request for changes with feedback the agent was not given: a round.
+        let id = format!("explored-{}", core.runner().review_rounds);
+        evs.push(Event::ReviewLooked {
+            decision: ReviewDecision::ChangesRequested,
+            feedback: vec![crate::machine::ReviewNote {
+                id,
+                author: "reviewer".into(),
+                ..Default::default()
+            }],
+        });
     }
     let r = core.runner();
     let fresh = core

@@ -210,8 +210,11 @@ fn exploration_limits() -> Vec<Limits> {
     // cycle waiting for a person); one attempt per step keeps the space small.
     let reviewed = Limits {
         review: Some(sdlc_machine::machine::ReviewGate {
-            require_approval: true,
-            wait_secs: u64::from(Limits::default().ci_poll_initial_secs),
+            max_rounds: 1,
+            ..sdlc_machine::machine::ReviewGate::new(
+                true,
+                u64::from(Limits::default().ci_poll_initial_secs),
+            )
         }),
         max_retries_per_step: 1,
         max_bounce_retries: 0,

@@ -262,13 +262,21 @@ impl Driver {
         } else {
             None
         };
-        let prompt = invoke::prompt_with(
-            &self.cfg,
-            step,
-            &self.issue,
-            repair_ctx.as_ref(),
-            text_file.as_deref(),
-        );
+        let prompt = match &self.review_feedback {
+            Some(feedback) => invoke::address_review_prompt(
+                &self.cfg,
+                &self.issue,
+                feedback,
+                text_file.as_deref(),
+            ),
+            None => invoke::prompt_with(
+                &self.cfg,
+                step,
+                &self.issue,
+                repair_ctx.as_ref(),
+                text_file.as_deref(),
+            ),
+        };
         let info = AttemptInfo {
             step,
             issue,

@@ -103,6 +103,28 @@ impl Driver {
             }
         }
         let limits = self.cfg.limits();
+        let rounds = limits.review.as_ref().map_or(0, |g| g.max_rounds);
+        if rounds > 0 && !matches!(self.core.runner().mode, Mode::SingleStep(_)) {
+            let prompt = invoke::address_review_prompt(
+                &self.cfg,
+                &self.issue,
+                "<the reviewers' new feedback>",
+                None,
+            );
+            let info = AttemptInfo {
+                step: Step::MonitorCi,
+                issue: self.issue.number,
+                attempt: 1,
+                prompt: &prompt,
+                skill: None,
+                money_left_micros: self.core.runner().money_left_micros(),
+            };
+            let inv = cli::planned_invocation(&self.cfg, &self.program, &info);
+            out!(
+                "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {} with the round's prompt and monitorCI's agent settings, then the runner's commit and push",
+                inv.program.display()
+            );
+        }
         let b = crate::machine::bounds::compute(&limits);
         let a = crate::machine::bounds::agent_invocations(&limits, &self.cfg.builtin_steps());
         let (agent, builtin) = self.cfg.steps_by_performer();

@@ -234,6 +234,9 @@ struct Driver {
     wait_reason: Option<String>,
     /// The money the attempt under way may spend (its `RunStep`'s), for the agent it runs.
     money_left_micros: Option<u64>,
+    /// The reviewers' feedback, quoted, that the agent of an `AddressReview` round is handed
+    /// (its prompt replaces the step's while it is set).
+    review_feedback: Option<String>,
     /// Issues an earlier session of the journal merged: facts the tracker may not show yet
     /// (or ever), for selection and dependencies.
     merged_before: std::collections::BTreeSet<u32>,
@@ -303,7 +306,7 @@ impl Driver {
                 let _ = self.perform(effect, &state).await;
             }
         }
-        let mut event = self.initial_event(self.first).await;
+        let mut event = self.initial_event(self.first.clone()).await;
         // What was said before the first event (its answer's words, if any).
         let mut reported = std::mem::take(&mut self.report);
         loop {

@@ -68,6 +68,27 @@ impl Driver {
             Effect::LookAtReview { issue, look } => {
                 Outcome::Next(self.look_at_review(issue, look).await)
             }
+            Effect::AddressReview {
+                issue,
+                round,
+                attempt,
+                money_left_micros,
+            } => {
+                crate::stats::step();
+                self.money_left_micros = money_left_micros;
+                self.live.step_started(issue, Step::MonitorCi, attempt);
+                let event = self.address_review(issue, round, attempt).await;
+                self.live.step_ended();
+                self.log_live_warning();
+                if let Event::Repaired { usage, .. } | Event::StepFailed { usage, .. } = &event {
+                    let micros = usage.cost_micros;
+                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent {
+                        worker,
+                        micros,
+                    });
+                }
+                Outcome::Next(event)
+            }
             Effect::UpdateBranch { issue, commit } => {
                 Outcome::Next(self.update_branch(issue, commit).await)
             }

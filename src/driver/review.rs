@@ -1,8 +1,11 @@
 //! `LookAtReview`: the PR's review read through the forge port, answered with what its
-//! reviewers decide. Whether that lets the PR merge, and how long to wait, is the machine's.
+//! reviewers decide and wrote. Whether that lets the PR merge, how long to wait, and which
+//! feedback an `addressReview` round hands the agent, is the machine's; this module runs the
+//! round (the agent, then the runner's commit and push).
 
 use super::*;
-use crate::machine::ReviewDecision;
+use crate::forge::ReviewKind;
+use crate::machine::{ReviewDecision, ReviewNote};
 
 impl Driver {
     /// Reads the review of `issue`'s PR once.
@@ -41,6 +44,74 @@ impl Driver {
             "issue #{issue}: look {look} at the review of {branch}: {said} ({} review(s) and comment(s))",
             state.feedback.len()
         ));
-        Event::ReviewLooked { decision }
+        // Approvals say nothing to address; every body is redacted before the journal or an
+        // agent sees it.
+        let feedback = state
+            .feedback
+            .into_iter()
+            .filter(|f| f.kind != ReviewKind::Approve)
+            .map(|f| ReviewNote {
+                id: f.id,
+                author: f.author,
+                time: f.time,
+                body: crate::redact::redact(&f.body),
+                path: f.path,
+                line: f.line,
+            })
+            .collect();
+        Event::ReviewLooked { decision, feedback }
+    }
+
+    /// Round `round` of addressing the reviewers' requests: the agent (monitorCI's agent
+    /// settings, the round's prompt) is handed the feedback the machine chose, then the
+    /// runner commits what it left and pushes. `Repaired` of monitorCI once pushed: CI is
+    /// looked at again for the new head.
+    pub(super) async fn address_review(&mut self, issue: u32, round: u32, attempt: u32) -> Event {
+        let step = Step::MonitorCi;
+        if self.shutdown.requested().is_some() {
+            return self.shutdown.event();
+        }
+        self.know_issue(issue).await;
+        let handout = self.core.runner().review_handout.clone();
+        self.log(&format!(
+            "issue #{issue}: review round {round}: handing the agent {} review(s) and comment(s)",
+            handout.len()
+        ));
+        self.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
+        let ran = self.run_agent(step, issue, attempt, false, false).await;
+        self.review_feedback = None;
+        let usage = match ran {
+            Event::StepSucceeded { usage, .. } => usage,
+            other => return other,
+        };
+        let facts = self.facts();
+        let deadline = std::time::Instant::now() + self.cfg.timeout(step);
+        let push = move |w: &crate::ports::World| {
+            crate::process::within_deadline(deadline, || {
+                facts.with(&*w.git, |facts| {
+                    crate::steps::builtin::push_review_round(&*w.git, facts)
+                })
+            })
+        };
+        match self.patiently("pushing the review round", push).await {
+            network::Patient::Done(Ok(done)) => {
+                self.say(done.clone());
+                self.log(&format!("issue #{issue}: review round {round}: {done}"));
+                Event::Repaired { step, usage }
+            }
+            network::Patient::Done(Err(failed)) => {
+                self.say(failed.what.clone());
+                let text = self.without_branch(&failed.what).await;
+                let c =
+                    crate::agent::classify::classify_builtin(step.key(), &text, failed.kind, false);
+                self.failed(step, issue, c, usage)
+            }
+            // The agent ran: asking for the round again would run it twice.
+            network::Patient::GaveUp(_) => {
+                let c = crate::agent::classify::classify_network(step.key(), self.just_said());
+                self.failed(step, issue, c, usage)
+            }
+            network::Patient::Cancelled(event) => event,
+        }
     }
 }

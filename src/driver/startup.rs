@@ -309,6 +309,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             fleet: None,
             wait_reason: None,
             money_left_micros: None,
+            review_feedback: None,
             merged_before,
         };
         for note in notes {

@@ -11,6 +11,7 @@ mod local_ci;
 
 pub use github::{merge_refusal, parse_checks, parse_prs, refused_by_policy};
 pub use gitlab::GitLabForge;
+pub(crate) use local::last_push;
 pub use local::{record_review, ReviewKind};
 pub use local_ci::LocalCi;
 

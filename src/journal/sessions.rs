@@ -45,13 +45,13 @@ pub struct SessionLog {
 impl SessionLog {
     fn into_open(self) -> OpenSession {
         OpenSession {
-            events: self.batches.iter().map(|b| b.event).collect(),
+            events: self.batches.iter().map(|b| b.event.clone()).collect(),
             recorded: self
                 .batches
                 .iter()
                 .map(|b| RecordedEvent {
                     seq: b.seq,
-                    event: b.event,
+                    event: b.event.clone(),
                     report: b.report.clone(),
                     state: b.state.clone(),
                 })
@@ -129,7 +129,7 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
         match &line.record {
             Record::Event { event, state, said } => session.batches.push(Batch {
                 seq: line.seq,
-                event: *event,
+                event: event.clone(),
                 report: Report {
                     failure: None,
                     said: said.clone(),

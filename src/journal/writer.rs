@@ -224,7 +224,7 @@ impl Journal {
         let state = state_after.name().to_string();
         let mut records = Vec::with_capacity(2 + effects.len());
         records.push(Record::Event {
-            event: *event,
+            event: event.clone(),
             state: state.clone(),
             said: report.said.clone(),
         });

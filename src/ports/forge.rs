@@ -24,7 +24,8 @@ pub trait ForgePort: Send + Sync {
     /// Each failing check's name, link and the end of its log where the forge has one.
     fn failing_checks(&self, branch: &str) -> Result<String, ForgeError>;
     /// The review decision of `branch`'s open PR and its reviews and comments written at or
-    /// after `since` (RFC 3339; `None`: all), oldest first.
+    /// after `since` (RFC 3339; `None`: since the branch's last push where the forge can tell
+    /// it, else all), oldest first. The decision is over every review.
     fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError>;
     /// `requireChecks`: "no CI configured" does not let a branch merge.
     fn require_checks(&self) -> bool;
@@ -74,7 +75,19 @@ impl ForgePort for ForgeAdapter {
         self.forge.failing_checks(&self.repo, branch)
     }
     fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError> {
-        self.forge.review_state(branch, since)
+        let state = self.forge.review_state(branch, since)?;
+        // Only a request for changes hands feedback on: the push's time is asked for then
+        // alone, so a look that lets the PR merge costs no git call.
+        let asks = state.decision == crate::forge::ReviewDecision::ChangesRequested;
+        match (since, &self.forge) {
+            (None, Forge::Local { .. }) if asks => {
+                match crate::forge::last_push(&self.repo, branch) {
+                    Some(pushed) => self.forge.review_state(branch, Some(&pushed)),
+                    None => Ok(state),
+                }
+            }
+            _ => Ok(state),
+        }
     }
     fn require_checks(&self) -> bool {
         self.forge.require_checks()

@@ -115,6 +115,28 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Fai
     })
 }
 
+/// After an `addressReview` round: what the agent left is committed on the feature branch
+/// (nothing to commit is no failure: the agent may have committed itself, or disagreed) and
+/// the branch is pushed, a new head for CI.
+pub fn push_review_round(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+    let branch = issue.branch()?;
+    let current = repo.current_branch()?;
+    if current.as_deref() != Some(branch) {
+        return Err(Failed::other(format!(
+            "HEAD is on {}, not on the feature branch {branch}",
+            current.as_deref().unwrap_or("a detached HEAD")
+        )));
+    }
+    let committed =
+        repo.auto_commit(&format!("fix: address review feedback (#{})", issue.number))?;
+    repo.push_branch(branch, None)?;
+    Ok(if committed {
+        format!("committed the review round's changes and pushed {branch}")
+    } else {
+        format!("pushed {branch}")
+    })
+}
+
 /// createPR: title from the issue, body from the spec's requirements, `Closes #N` so that
 /// the forge closes the issue on merge.
 pub fn create_pr(

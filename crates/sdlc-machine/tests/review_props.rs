@@ -2,13 +2,17 @@
 //! and restarts (a restart replays the recorded events into a fresh machine):
 //! no merge starts over a request for changes or without a required approval; the looks that
 //! hold the merge stay within the schedule and one more, a person is told at most once per
-//! cycle, and the cycle ends merged or waiting for a person, never blamed.
+//! cycle, and the cycle ends merged or waiting for a person, never blamed. With feedback:
+//! rounds stay within `maxReviewRounds`, an id is handed at most once and an ignored author
+//! never, and only new feedback past the rounds escalates.
 
 use proptest::prelude::*;
 use sdlc_machine::machine::{
-    Commit, Core, Effect, Event, Limits, Mode, Notice, ReviewDecision, ReviewGate, Usage,
+    Commit, Core, Effect, Event, Limits, Mode, Notice, ReviewDecision, ReviewGate, ReviewNote,
+    Usage,
 };
 use sdlc_machine::step::Step;
+use std::collections::BTreeSet;
 
 /// A machine whose monitorCI just passed CI on issue 1, and the events that led there.
 fn after_ci(limits: Limits) -> (Core, Vec<Event>, Vec<Effect>) {
@@ -44,8 +48,19 @@ fn after_ci(limits: Limits) -> (Core, Vec<Event>, Vec<Effect>) {
 #[derive(Debug, Clone, Copy)]
 enum Answer {
     Looked(ReviewDecision),
+    /// Changes requested with comments `ids` (of a pool of four), by `bot` when `bot`.
+    Feedback(u8, bool),
     Network,
     Restart,
+}
+
+fn note(id: u8, bot: bool) -> ReviewNote {
+    ReviewNote {
+        id: format!("c{id}"),
+        author: if bot { "bot".into() } else { "ann".into() },
+        body: format!("comment {id}"),
+        ..ReviewNote::default()
+    }
 }
 
 fn answer() -> impl Strategy<Value = Answer> {
@@ -56,6 +71,7 @@ fn answer() -> impl Strategy<Value = Answer> {
             Just(ReviewDecision::ChangesRequested),
         ]
         .prop_map(Answer::Looked),
+        3 => (0u8..4, any::<bool>()).prop_map(|(id, bot)| Answer::Feedback(id, bot)),
         1 => Just(Answer::Network),
         1 => Just(Answer::Restart),
     ]
@@ -74,10 +90,16 @@ proptest! {
     fn no_merge_over_a_review_that_holds_it_and_the_wait_is_bounded(
         require_approval in any::<bool>(),
         wait_secs in 0u64..200,
+        max_rounds in 0u32..3,
         answers in proptest::collection::vec(answer(), 0..64),
     ) {
+        let gate = ReviewGate {
+            max_rounds,
+            ignore_authors: vec!["bot".into()],
+            ..ReviewGate::new(require_approval, wait_secs)
+        };
         let limits = Limits {
-            review: Some(ReviewGate { require_approval, wait_secs }),
+            review: Some(gate),
             max_network_waits: 100,
             ..Limits::default()
         };
@@ -87,7 +109,27 @@ proptest! {
         let mut last_decision: Option<ReviewDecision> = None;
         let mut told = 0;
         let mut holding_looks = 0;
+        let mut handed: BTreeSet<String> = BTreeSet::new();
+        let mut rounds = 0u32;
+        let mut escalating = false;
+        let mut restarts = 0u32;
         for _ in 0..10_000 {
+            for e in &effects {
+                if let Effect::AddressReview { round, .. } = e {
+                    rounds += 1;
+                    prop_assert_eq!(*round, rounds);
+                    prop_assert!(rounds <= max_rounds, "round {rounds} of {max_rounds}");
+                    for n in &core.runner().review_handout {
+                        prop_assert!(n.author != "bot", "an ignored author handed");
+                        prop_assert!(handed.insert(n.id.clone()), "{} handed twice", n.id);
+                    }
+                }
+                if let Effect::MarkEscalated { .. } = e {
+                    prop_assert_eq!(rounds, max_rounds, "escalated before the rounds ran out");
+                    prop_assert!(!core.runner().review_unresolved.is_empty());
+                    escalating = true;
+                }
+            }
             told += effects
                 .iter()
                 .filter(|e| matches!(e, Effect::Notify(Notice::ReviewWanted { .. })))
@@ -102,6 +144,15 @@ proptest! {
                 break;
             }
             if let Some(Effect::Exit { code }) = effects.last() {
+                if escalating {
+                    prop_assert_eq!(*code, 1);
+                    break;
+                }
+                if *code == 1 {
+                    // Attempts cut short by restarts, twice in a row: the session halts.
+                    prop_assert!(restarts >= 2, "exit 1 without an escalation or kills");
+                    break;
+                }
                 prop_assert_eq!(*code, 0);
                 prop_assert!(core.runner().awaiting_person.contains(&1));
                 prop_assert!(core.escalated().is_empty());
@@ -116,14 +167,19 @@ proptest! {
                         fresh.handle(e);
                     }
                     core = fresh;
+                    restarts += 1;
                     Event::Start
                 }
                 (Some(Effect::LookAtReview { .. }), Some(Answer::Network)) => Event::NetworkFailed,
                 (Some(Effect::LookAtReview { .. }), a) => {
-                    let decision = match a {
-                        Some(Answer::Looked(d)) => d,
+                    let (decision, feedback) = match a {
+                        Some(Answer::Looked(d)) => (d, Vec::new()),
+                        Some(Answer::Feedback(id, bot)) => (
+                            ReviewDecision::ChangesRequested,
+                            (0..=id).map(|i| note(i, bot)).collect(),
+                        ),
                         // Reviewers who never speak, once the script ran out.
-                        _ => ReviewDecision::ChangesRequested,
+                        _ => (ReviewDecision::ChangesRequested, Vec::new()),
                     };
                     last_decision = Some(decision);
                     let holds = match decision {
@@ -134,18 +190,39 @@ proptest! {
                     if holds {
                         holding_looks += 1;
                     }
-                    Event::ReviewLooked { decision }
+                    Event::ReviewLooked { decision, feedback }
                 }
                 (Some(Effect::Wait { .. }), _) => Event::WaitOver,
+                // The round's agent answered the feedback and the runner pushed.
+                (Some(Effect::AddressReview { .. }), _) => Event::Repaired {
+                    step: Step::MonitorCi,
+                    usage: Usage::default(),
+                },
+                (Some(Effect::LookAtCi { .. } | Effect::RunStep { step: Step::MonitorCi, .. }), _) => Event::CiPassed {
+                    commit: Commit::parse(&"cd".repeat(20)).expect("commit"),
+                    usage: Usage::default(),
+                },
+                (Some(Effect::MarkEscalated { .. }), _) => Event::TrackerUpdated,
+                (Some(Effect::CheckPreconditions { step }), _) => Event::PreconditionsOk { step },
                 (other, _) => {
                     prop_assert!(false, "unexpected request {other:?} in {:?}", core.state());
                     unreachable!()
                 }
             };
             effects = core.handle(&event).to_vec();
+            let round_or_end = effects.iter().any(|e| {
+                matches!(e, Effect::AddressReview { .. } | Effect::MarkEscalated { .. })
+            });
+            if round_or_end && matches!(event, Event::ReviewLooked { .. }) {
+                // New feedback started a round (or ended the rounds): that look held nothing.
+                holding_looks -= 1;
+            }
             events.push(event);
             prop_assert!(holding_looks <= polls + 1, "{holding_looks} looks for {polls} pauses");
-            prop_assert!(core.runner().attempts.iter().all(|a| *a == 0), "no attempt spent");
+            // Only a round cut short by a restart spends an attempt (monitorCI's, KILLED).
+            let spent: u32 = core.runner().attempts.iter().sum();
+            prop_assert!(spent == core.runner().attempts[Step::MonitorCi.index()]);
+            prop_assert!(spent <= restarts, "{spent} attempts spent with {restarts} restarts");
         }
         prop_assert!(told <= 1, "a person told {told} times");
     }

@@ -148,7 +148,7 @@ fn session(l: &Limits, world: &mut World) -> Vec<(Event, Vec<Effect>)> {
         }
         let effects = core.handle(&event).to_vec();
         let request = effects.iter().copied().find(Effect::is_request);
-        log.push((event, effects));
+        log.push((event.clone(), effects));
         match request {
             Some(Effect::Exit { .. }) => return log,
             Some(r) => event = world.answer(r),
@@ -248,7 +248,7 @@ proptest! {
             }
             for e in effects {
                 if let Effect::Notify(Notice::CycleStarted { issue }) = e {
-                    prop_assert_eq!(*event, Event::ClaimTaken { issue: *issue }, "#{} started unclaimed", issue);
+                    prop_assert_eq!(event, &Event::ClaimTaken { issue: *issue }, "#{} started unclaimed", issue);
                 }
             }
             // The issue the request works on (`None`: any; a precondition check names none).
@@ -315,7 +315,7 @@ proptest! {
                 event = Event::IssueWithdrawn { issue: core.runner().issue.unwrap_or(0) };
             }
             let effects = core.handle(&event).to_vec();
-            recorded.push(event);
+            recorded.push(event.clone());
             let request = effects.iter().copied().find(Effect::is_request);
             if let Some(held) = kept.take() {
                 if matches!(event, Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed) {

@@ -94,6 +94,8 @@ fn minimal_config_has_every_default() {
         Some(crate::machine::ReviewGate {
             require_approval: false,
             wait_secs: 1440 * 60,
+            max_rounds: 2,
+            ignore_authors: vec!["sdlc-runner".into()],
         })
     );
     assert_eq!(
@@ -187,6 +189,8 @@ fn limits_convert_to_exact_units() {
             review: Some(crate::machine::ReviewGate {
                 require_approval: true,
                 wait_secs: 150,
+                max_rounds: 2,
+                ignore_authors: vec!["sdlc-runner".into()],
             }),
         }
     );

@@ -149,6 +149,17 @@ pub(in crate::config) fn process_patterns(w: &mut Walker, o: &Obj, key: &str) ->
     .unwrap_or_default()
 }
 
+/// `review.ignoreAuthors`: logins, none blank.
+pub(in crate::config) fn review_authors(w: &mut Walker, o: &Obj, key: &str) -> Vec<String> {
+    w.strings(
+        o,
+        key,
+        false,
+        Some("an empty author names nobody; remove it"),
+    )
+    .unwrap_or_default()
+}
+
 /// An `http://` or `https://` URL.
 pub(in crate::config) fn url(w: &mut Walker, o: &Obj, key: &str) -> Option<String> {
     let url = w.text(o, key)?;

@@ -90,10 +90,17 @@ pub fn compute(limits: &Limits) -> Bounds {
     } else {
         (f_last - 1).min(escalations * r)
     };
-    let between = escalations * head + streak + base + n + cap_last(streak);
+    // Review rounds (`review.maxReviewRounds`): each is one agent invocation of its own,
+    // after monitorCI's success; its failure is an attempt of monitorCI's, counted above. A
+    // cycle escalated by new feedback past its rounds spent no more than one merged.
+    let rounds = limits
+        .review
+        .as_ref()
+        .map_or(0, |g| u128::from(g.max_rounds));
+    let between = escalations * head + streak + base + n + cap_last(streak) + e * rounds;
     // One cycle at most: an escalated cycle never spends more than a merged one, because its
     // escalating failure takes the place of the last step's success.
-    let per_cycle = base + n + cap_last(0);
+    let per_cycle = base + n + cap_last(0) + rounds;
 
     let first_step = steps.first().copied().unwrap_or(Step::StartCycle);
     let f_first = phase_limit(first_step);
@@ -154,8 +161,13 @@ pub fn agent_invocations(limits: &Limits, builtin: &[bool; Step::COUNT]) -> Boun
         .filter(|s| builtin[s.index()] && repairs_by_agent(*s))
         .collect();
     let repairs_of = |per_failure: u128| (repairable.len() as u128) * m.min((r - 1) * per_failure);
-    let cycle = waits * (n_agent * r + landed) + repairs_of(waits);
-    let per_cycle = n_agent * r + landed + repairs_of(1);
+    // A review round's agent runs whoever performs monitorCI.
+    let rounds = limits
+        .review
+        .as_ref()
+        .map_or(0, |g| u128::from(g.max_rounds));
+    let cycle = waits * (n_agent * r + landed + rounds) + repairs_of(waits);
+    let per_cycle = n_agent * r + landed + repairs_of(1) + rounds;
 
     let first = steps.first().copied().unwrap_or(Step::StartCycle);
     let nothing_succeeds = if agent(&first) {
@@ -450,5 +462,37 @@ mod tests {
         assert!(more(&|l| l.max_bounce_retries = 4).between_merges > base.between_merges);
         assert!(more(&|l| l.max_consecutive_escalations = 1).between_merges < base.between_merges);
         assert!(more(&|l| l.simplify_enabled = false).between_merges < base.between_merges);
+    }
+}
+
+#[cfg(test)]
+mod review_round_bounds {
+    use super::*;
+    use crate::machine::ReviewGate;
+
+    fn with_rounds(max_rounds: u32) -> Limits {
+        Limits {
+            review: Some(ReviewGate {
+                max_rounds,
+                ..ReviewGate::new(false, 60)
+            }),
+            ..Limits::default()
+        }
+    }
+
+    #[test]
+    fn each_review_round_is_one_more_invocation_per_cycle() {
+        let none = compute(&with_rounds(0));
+        let two = compute(&with_rounds(2));
+        assert_eq!(none, compute(&Limits::default()), "no rounds, no change");
+        assert_eq!(two.per_cycle, none.per_cycle + 2);
+        let e = u64::from(Limits::default().max_consecutive_escalations);
+        let w = u64::from(Limits::default().max_rate_limit_waits) + 1;
+        assert_eq!(two.between_merges, none.between_merges + e * 2 * w);
+        assert_eq!(two.nothing_succeeds, none.nothing_succeeds);
+        let builtin = [true; Step::COUNT];
+        let agents = agent_invocations(&with_rounds(2), &builtin);
+        let without = agent_invocations(&with_rounds(0), &builtin);
+        assert_eq!(agents.per_cycle, without.per_cycle + 2, "{agents:?}");
     }
 }

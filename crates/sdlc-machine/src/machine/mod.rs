@@ -457,7 +457,11 @@ mod restart_tests {
             },
         ] {
             let mut core = dispatched_at(Step::Implement, Mode::Continuous);
-            assert_eq!(next_attempt(&mut core, restart), 2, "after {restart:?}");
+            assert_eq!(
+                next_attempt(&mut core, restart.clone()),
+                2,
+                "after {restart:?}"
+            );
         }
     }
 }

@@ -331,10 +331,11 @@ impl Runner {
     #[state(superstate = "deliver")]
     fn awaiting_review(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
         match *event {
-            Event::ReviewLooked { decision }
-                if matches!(self.outstanding, Some((_, Effect::LookAtReview { .. }))) =>
-            {
-                self.review_looked(decision, context)
+            Event::ReviewLooked {
+                decision,
+                ref feedback,
+            } if matches!(self.outstanding, Some((_, Effect::LookAtReview { .. }))) => {
+                self.review_looked(decision, feedback, context)
             }
             Event::NetworkFailed => self.network_failed(context),
             Event::RateLimited { wait_secs } => self.rate_limited(wait_secs, context),

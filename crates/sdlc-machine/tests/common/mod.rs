@@ -142,7 +142,7 @@ pub fn drive_claiming(
             }
             trace.crashes += 1;
         }
-        trace.events.push(event);
+        trace.events.push(event.clone());
         let effects = core.handle(&event).to_vec();
         trace.effects.extend_from_slice(&effects);
         let Some(req) = request(&effects) else {

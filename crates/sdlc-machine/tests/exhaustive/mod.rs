@@ -86,6 +86,12 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         head_moves,
         review_looks,
         awaiting_person,
+        review_rounds,
+        // Which ids were handed decides only which feedback is new, and the search offers
+        // new or old feedback as it likes: the count of rounds is what bounds them.
+        review_handed: _,
+        review_handout: _,
+        review_unresolved: _,
     } = core.runner();
     let mut attempts = *attempts;
     let mut same_failure = *same_failure;
@@ -185,6 +191,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     verified.hash(h);
     head_moves.hash(h);
     review_looks.hash(h);
+    review_rounds.hash(h);
     // Which issues wait for a person never matters, only whether one does: then an empty
     // selection ends the session rather than halting it.
     awaiting_person.is_empty().hash(h);

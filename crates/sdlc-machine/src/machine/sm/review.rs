@@ -3,6 +3,10 @@
 //! waits on its own schedule, bounded by `review.approvalTimeoutMinutes`, a person told
 //! once; past it the cycle ends waiting for that person: no attempt spent, the issue neither
 //! blamed nor quarantined, and the next session looks again.
+//!
+//! A request for changes with feedback the agent was not given yet starts a round: the agent
+//! is handed that feedback (`AddressReview`), the runner pushes, CI and the review are looked
+//! at again. `review.maxReviewRounds` rounds per cycle; new feedback after them escalates.
 
 use super::{Fx, Runner, State};
 use crate::machine::types::*;
@@ -32,9 +36,10 @@ impl Runner {
     pub(super) fn review_looked(
         &mut self,
         decision: ReviewDecision,
+        feedback: &[ReviewNote],
         fx: &mut Fx,
     ) -> Outcome<State> {
-        let Some(gate) = self.limits.review else {
+        let Some(gate) = self.limits.review.clone() else {
             return self.enter(Step::Merge, fx);
         };
         let merges = match decision {
@@ -44,6 +49,20 @@ impl Runner {
         };
         if merges {
             return self.enter(Step::Merge, fx);
+        }
+        if decision == ReviewDecision::ChangesRequested {
+            let fresh = self.fresh_feedback(&gate, feedback);
+            if !fresh.is_empty() {
+                if self.review_rounds >= gate.max_rounds {
+                    self.review_unresolved = fresh;
+                    return self.escalate(
+                        Step::MonitorCi,
+                        EscalationCause::ReviewRoundsExhausted,
+                        fx,
+                    );
+                }
+                return self.address_review(fresh, fx);
+            }
         }
         let issue = self.current_issue();
         if self.review_looks == 0 {
@@ -66,6 +85,47 @@ impl Runner {
             }
             None => self.wait_for_person(issue, fx),
         }
+    }
+
+    /// The feedback the agent may be handed: not written by an ignored author (the runner's
+    /// own account among them), not handed before, each id once.
+    fn fresh_feedback(&self, gate: &ReviewGate, feedback: &[ReviewNote]) -> Vec<ReviewNote> {
+        let mut seen = std::collections::BTreeSet::new();
+        feedback
+            .iter()
+            .filter(|n| !gate.ignore_authors.contains(&n.author))
+            .filter(|n| !self.review_handed.contains(&n.id))
+            .filter(|n| seen.insert(n.id.as_str()))
+            .cloned()
+            .collect()
+    }
+
+    /// A round: the agent is handed `fresh` (remembered as handed from now on, so no restart
+    /// or later round hands it again) within monitorCI's attempt budget; the runner's push
+    /// and CI's look follow as after monitorCI's repair.
+    fn address_review(&mut self, fresh: Vec<ReviewNote>, fx: &mut Fx) -> Outcome<State> {
+        let step = Step::MonitorCi;
+        if let Some(outcome) = self.over_budget(step, fx) {
+            return outcome;
+        }
+        self.review_rounds += 1;
+        self.review_handed
+            .extend(fresh.iter().map(|n| n.id.clone()));
+        self.review_handout = fresh;
+        self.dispatched = true;
+        self.ci_waits = 0;
+        self.ci_waited_secs = 0;
+        self.ci_commit = None;
+        self.verified = None;
+        self.pending_usage = Usage::default();
+        let run = Effect::AddressReview {
+            issue: self.current_issue(),
+            round: self.review_rounds,
+            attempt: self.attempts[step.index()] + 1,
+            money_left_micros: self.money_left_micros(),
+        };
+        self.request(State::monitor_ci(), run, fx);
+        Transition(State::monitor_ci())
     }
 
     /// Nobody's review let the PR merge in time: the cycle ends, the branch and its PR stay
@@ -105,10 +165,7 @@ mod tests {
 
     fn gated(require_approval: bool, wait_secs: u64) -> Limits {
         Limits {
-            review: Some(ReviewGate {
-                require_approval,
-                wait_secs,
-            }),
+            review: Some(ReviewGate::new(require_approval, wait_secs)),
             ..Limits::default()
         }
     }
@@ -139,7 +196,161 @@ mod tests {
     }
 
     fn looked(core: &mut Core, decision: ReviewDecision) -> Vec<Effect> {
-        core.handle(&Event::ReviewLooked { decision }).to_vec()
+        core.handle(&Event::ReviewLooked {
+            decision,
+            feedback: Vec::new(),
+        })
+        .to_vec()
+    }
+
+    fn note(id: &str, author: &str, body: &str) -> ReviewNote {
+        ReviewNote {
+            id: id.into(),
+            author: author.into(),
+            time: "2026-01-01T00:00:00Z".into(),
+            body: body.into(),
+            path: None,
+            line: None,
+        }
+    }
+
+    fn changes(core: &mut Core, feedback: Vec<ReviewNote>) -> Vec<Effect> {
+        core.handle(&Event::ReviewLooked {
+            decision: ReviewDecision::ChangesRequested,
+            feedback,
+        })
+        .to_vec()
+    }
+
+    /// The round's agent succeeded and the runner pushed; CI passes the new head.
+    fn round_pushed_and_ci_passed(core: &mut Core) -> Vec<Effect> {
+        let fx = core.handle(&Event::Repaired {
+            step: Step::MonitorCi,
+            usage: Usage::default(),
+        });
+        assert!(
+            matches!(fx, [Effect::LookAtCi { commit: None, .. }]),
+            "CI is looked at for the pushed head: {fx:?}"
+        );
+        let commit = Commit::parse(&"cd".repeat(20)).expect("commit");
+        core.handle(&Event::CiPassed {
+            commit,
+            usage: Usage::default(),
+        })
+        .to_vec()
+    }
+
+    #[test]
+    fn new_feedback_on_a_request_for_changes_is_handed_to_the_agent_once_then_pushed_and_looked_at_again(
+    ) {
+        let (mut core, _) = after_ci(gated(false, 60), Mode::Continuous);
+        let fx = changes(
+            &mut core,
+            vec![
+                note("r1", "ann", "Rename foo."),
+                note("r1", "ann", "Rename foo."),
+                note("c2", "bob", "And the docs."),
+            ],
+        );
+        assert_eq!(
+            fx,
+            [Effect::AddressReview {
+                issue: 4,
+                round: 1,
+                attempt: 1,
+                money_left_micros: None
+            }]
+        );
+        assert_eq!(core.state().name(), "MonitorCi");
+        let r = core.runner();
+        let ids: Vec<&str> = r.review_handout.iter().map(|n| n.id.as_str()).collect();
+        assert_eq!(ids, ["r1", "c2"], "deduplicated by id");
+        // A restart before the round's answer re-asks nothing new: the attempt was cut short.
+        assert_eq!(
+            round_pushed_and_ci_passed(&mut core),
+            [Effect::LookAtReview { issue: 4, look: 1 }]
+        );
+        // The same request still stands, nothing new: the merge waits, nothing handed again.
+        let fx = changes(
+            &mut core,
+            vec![note("r1", "ann", "Rename foo."), note("c2", "bob", "x")],
+        );
+        assert_eq!(fx.last(), Some(&Effect::Wait { seconds: 10 }), "{fx:?}");
+        assert_eq!(core.runner().review_rounds, 1);
+        core.handle(&Event::WaitOver);
+        assert_eq!(
+            looked(&mut core, ReviewDecision::Approved),
+            [Effect::CheckPreconditions { step: Step::Merge }]
+        );
+    }
+
+    #[test]
+    fn feedback_still_new_after_max_rounds_escalates_quoting_it() {
+        let (mut core, _) = after_ci(gated(false, 60), Mode::Continuous);
+        for round in 1..=ReviewGate::DEFAULT_MAX_ROUNDS {
+            let fx = changes(&mut core, vec![note(&format!("r{round}"), "ann", "again")]);
+            assert!(
+                matches!(fx[..], [Effect::AddressReview { round: r, .. }] if r == round),
+                "{fx:?}"
+            );
+            round_pushed_and_ci_passed(&mut core);
+        }
+        let fx = changes(&mut core, vec![note("r9", "ann", "Still wrong.")]);
+        assert!(fx.contains(&Effect::MarkEscalated { issue: 4 }), "{fx:?}");
+        let fx = core.handle(&Event::TrackerUpdated).to_vec();
+        assert!(
+            fx.contains(&Effect::Notify(Notice::Escalated {
+                issue: 4,
+                step: Step::MonitorCi,
+                cause: EscalationCause::ReviewRoundsExhausted,
+                consecutive: 1
+            })),
+            "{fx:?}"
+        );
+        assert_eq!(
+            core.runner().review_unresolved,
+            [note("r9", "ann", "Still wrong.")]
+        );
+    }
+
+    #[test]
+    fn ignored_authors_are_never_handed_and_alone_hold_the_merge_without_a_round() {
+        let mut limits = gated(false, 60);
+        if let Some(gate) = limits.review.as_mut() {
+            gate.ignore_authors = vec!["lint-bot".into()];
+        }
+        let (mut core, _) = after_ci(limits, Mode::Continuous);
+        let fx = changes(&mut core, vec![note("b1", "lint-bot", "nit")]);
+        assert_eq!(fx.last(), Some(&Effect::Wait { seconds: 10 }), "{fx:?}");
+        core.handle(&Event::WaitOver);
+        let fx = changes(
+            &mut core,
+            vec![note("b1", "lint-bot", "nit"), note("h1", "ann", "fix it")],
+        );
+        assert!(matches!(fx[..], [Effect::AddressReview { .. }]), "{fx:?}");
+        let ids: Vec<&str> = core
+            .runner()
+            .review_handout
+            .iter()
+            .map(|n| n.id.as_str())
+            .collect();
+        assert_eq!(ids, ["h1"]);
+    }
+
+    #[test]
+    fn an_older_journals_look_without_feedback_still_reads() {
+        let old = r#"{"event":"reviewLooked","decision":"changesRequested"}"#;
+        let read: Event = serde_json::from_str(old).expect("an older journal's look");
+        assert_eq!(
+            read,
+            Event::ReviewLooked {
+                decision: ReviewDecision::ChangesRequested,
+                feedback: Vec::new()
+            }
+        );
+        let gate: ReviewGate =
+            serde_json::from_str(r#"{"require_approval":false,"wait_secs":60}"#).expect("gate");
+        assert_eq!(gate, ReviewGate::new(false, 60));
     }
 
     #[test]

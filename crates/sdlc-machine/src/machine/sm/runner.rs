@@ -207,6 +207,21 @@ pub struct Runner {
     /// selections until the next session, neither blamed nor quarantined.
     #[serde(default)]
     pub awaiting_person: BTreeSet<u32>,
+    /// Rounds of addressing a request for changes in this cycle, at most the gate's
+    /// `max_rounds`.
+    #[serde(default)]
+    pub review_rounds: u32,
+    /// The ids of every review and comment handed to the agent this session: none is
+    /// handed twice, across rounds and restarts.
+    #[serde(default)]
+    pub review_handed: BTreeSet<String>,
+    /// The feedback of the round under way (or the last round): what its agent is handed,
+    /// deduplicated, without ignored authors.
+    #[serde(default)]
+    pub review_handout: Vec<ReviewNote>,
+    /// The feedback still new when the rounds ran out: what the escalation quotes.
+    #[serde(default)]
+    pub review_unresolved: Vec<ReviewNote>,
 }
 
 /// The effect buffer every handler pushes to, with what the claim gate before the states
@@ -295,6 +310,10 @@ impl Runner {
             head_moves: 0,
             review_looks: 0,
             awaiting_person: BTreeSet::new(),
+            review_rounds: 0,
+            review_handed: BTreeSet::new(),
+            review_handout: Vec::new(),
+            review_unresolved: Vec::new(),
         }
     }
 
@@ -318,6 +337,9 @@ impl Runner {
         self.verified = None;
         self.head_moves = 0;
         self.review_looks = 0;
+        self.review_rounds = 0;
+        self.review_handout.clear();
+        self.review_unresolved.clear();
     }
 
     pub(super) fn current_issue(&self) -> u32 {

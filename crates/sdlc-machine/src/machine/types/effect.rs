@@ -245,6 +245,22 @@ pub enum Effect {
         /// The look's number in the cycle (the first look being 1).
         look: u32,
     },
+    /// A round of addressing reviewers' requests for changes: the agent is handed the
+    /// round's feedback (`Runner::review_handout`), then the runner commits what it changed
+    /// and pushes the branch. Answered as monitorCI's repair: `Repaired` of monitorCI once
+    /// pushed (CI is looked at again for the new head), or `StepFailed` of monitorCI (an
+    /// attempt failure like any step's), `NetworkFailed` or `RateLimited`.
+    AddressReview {
+        /// The issue of the cycle.
+        issue: u32,
+        /// The round's number in the cycle (1-based), at most `review.maxReviewRounds`.
+        round: u32,
+        /// The attempt's number, monitorCI's failed attempts before it plus one.
+        attempt: u32,
+        /// The most this attempt may spend (as `RunStep`'s).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        money_left_micros: Option<u64>,
+    },
     /// Bring the issue's branch up to date with origin's main and push it, after the merge's
     /// repair of a conflict (answered by `BranchUpdated`; by `StepFailed` of merge when it
     /// still conflicts (MERGE_CONFLICT, the conflicting paths and both sides in the failure's
@@ -369,6 +385,7 @@ impl Effect {
                 | Effect::RunStep { .. }
                 | Effect::LookAtCi { .. }
                 | Effect::LookAtReview { .. }
+                | Effect::AddressReview { .. }
                 | Effect::UpdateBranch { .. }
                 | Effect::Wait { .. }
                 | Effect::Pause { .. }
@@ -411,6 +428,17 @@ impl Effect {
             },
             Effect::UpdateBranch { commit, .. } => Effect::UpdateBranch { issue: 0, commit },
             Effect::LookAtReview { look, .. } => Effect::LookAtReview { issue: 0, look },
+            Effect::AddressReview {
+                round,
+                attempt,
+                money_left_micros,
+                ..
+            } => Effect::AddressReview {
+                issue: 0,
+                round,
+                attempt,
+                money_left_micros,
+            },
             Effect::MarkEscalated { .. } => Effect::MarkEscalated { issue: 0 },
             Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
             Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
@@ -439,6 +467,7 @@ impl Effect {
             Effect::UpdateBranch { .. } => "UpdateBranch",
             Effect::LookAtCi { .. } => "LookAtCi",
             Effect::LookAtReview { .. } => "LookAtReview",
+            Effect::AddressReview { .. } => "AddressReview",
             Effect::Wait { .. } => "Wait",
             Effect::Pause { .. } => "Pause",
             Effect::TakeMergeTurn { .. } => "TakeMergeTurn",

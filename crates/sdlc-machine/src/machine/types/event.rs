@@ -91,7 +91,7 @@ impl DecisionOption {
 }
 
 /// Inputs to the machine. The driver produces exactly these and nothing else.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum Event {
     /// The session started or restarted (after a crash or a signal): reissue what is pending.
@@ -251,6 +251,11 @@ pub enum Event {
     ReviewLooked {
         /// Approved, changes requested or neither.
         decision: ReviewDecision,
+        /// The requests for changes and comments the look read, oldest first, their bodies
+        /// redacted (approvals say nothing to address). Which of them an agent is handed is
+        /// the machine's decision. Absent in older journals, whose looks carried none.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        feedback: Vec<ReviewNote>,
     },
     /// Before a look at CI or the merge, origin's head of the branch was not the commit
     /// expected (`ours`): a person moved it. `on_top`: the new head holds ours (commits pushed
@@ -432,6 +437,27 @@ impl Event {
             Event::FleetPaused { .. } => "FleetPaused",
         }
     }
+}
+
+/// One request for changes or comment on an open PR, as a look read it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+pub struct ReviewNote {
+    /// The forge's id: an id handed to the agent once is never handed again.
+    pub id: String,
+    /// Who wrote it (a login, or the local user).
+    pub author: String,
+    /// When, RFC 3339 as the forge wrote it.
+    #[serde(default)]
+    pub time: String,
+    /// What it says, secrets redacted.
+    #[serde(default)]
+    pub body: String,
+    /// The file a line comment is on, where the forge has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The line a line comment is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// What the reviews of an open PR decide: each reviewer's latest approval or request for

@@ -98,13 +98,41 @@ pub struct Limits {
 }
 
 /// What the review gate asks of a PR before its merge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct ReviewGate {
     /// `review.requireApproval`: the merge waits for an approval; otherwise only for a
     /// request for changes to be lifted.
     pub require_approval: bool,
     /// `review.approvalTimeoutMinutes`: how long one cycle waits for a person's review.
     pub wait_secs: u64,
+    /// `review.maxReviewRounds`: rounds of the agent addressing a request for changes per
+    /// cycle; feedback still new after them escalates the issue. (Journals written before
+    /// the rounds lack it: the default.)
+    #[serde(default = "default_max_review_rounds")]
+    pub max_rounds: u32,
+    /// `review.ignoreAuthors`, and the runner's own account: authors whose comments are never
+    /// handed to the agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ignore_authors: Vec<String>,
+}
+
+impl ReviewGate {
+    /// `review.maxReviewRounds`' default.
+    pub const DEFAULT_MAX_ROUNDS: u32 = 2;
+
+    /// A gate with the given switches, the default rounds and nobody ignored.
+    pub fn new(require_approval: bool, wait_secs: u64) -> Self {
+        ReviewGate {
+            require_approval,
+            wait_secs,
+            max_rounds: Self::DEFAULT_MAX_ROUNDS,
+            ignore_authors: Vec::new(),
+        }
+    }
+}
+
+fn default_max_review_rounds() -> u32 {
+    ReviewGate::DEFAULT_MAX_ROUNDS
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -253,7 +281,7 @@ impl Limits {
     /// (doubling to `ci_poll_max_secs`), the last pause cut so that they add up to the
     /// gate's `wait_secs` exactly. Empty without a gate.
     pub fn review_polls(&self) -> Vec<u64> {
-        let Some(gate) = self.review else {
+        let Some(gate) = &self.review else {
             return Vec::new();
         };
         let mut pauses = Vec::new();

@@ -1,5 +1,6 @@
 //! Everything that crosses the boundary of the pure core: limits in, events in, effects out.
-//! Effects and events are plain `Copy` data so that a steady-state `handle` never allocates.
+//! Effects are plain `Copy` data; events too but for a look at a review, which carries what
+//! the reviewers wrote.
 
 mod commit;
 mod effect;

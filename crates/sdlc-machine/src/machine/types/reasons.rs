@@ -22,6 +22,9 @@ pub enum EscalationCause {
     IssueBudget,
     /// A person chose skip at a decision point.
     OperatorSkipped,
+    /// Reviewers still asked for changes, with feedback the agent was not given yet, after
+    /// `review.maxReviewRounds` rounds of addressing it.
+    ReviewRoundsExhausted,
 }
 
 impl EscalationCause {
@@ -34,6 +37,7 @@ impl EscalationCause {
             EscalationCause::NonRetryable => "non-retryable failure",
             EscalationCause::IssueBudget => "issue budget exhausted",
             EscalationCause::OperatorSkipped => "skipped by operator",
+            EscalationCause::ReviewRoundsExhausted => "review rounds exhausted",
         }
     }
 }
