@@ -77,6 +77,18 @@ impl HttpAnswer {
             .max()
     }
 
+    /// Whether the body is GitHub's secondary-limit refusal: a 403 that may come without
+    /// `Retry-After`, told from a plain refusal by the documentation its body points to
+    /// (`documentation_url`, `…secondary-rate-limits`) or, without one, its `message`.
+    fn names_secondary_limit(&self) -> bool {
+        let Ok(body) = serde_json::from_slice::<serde_json::Value>(&self.body) else {
+            return false;
+        };
+        let field = |name: &str| body[name].as_str().unwrap_or_default().to_ascii_lowercase();
+        field("documentation_url").contains("secondary-rate-limits")
+            || field("message").contains("secondary rate limit")
+    }
+
     /// What a failed answer means, from its status and headers. `now_epoch_secs`: the time
     /// the answer arrived, against which a primary limit's reset is measured.
     pub fn failure_kind(&self, now_epoch_secs: u64) -> CallFailureKind {
@@ -97,6 +109,11 @@ impl HttpAnswer {
         if let Some(reset) = number("ratelimit-reset").filter(|_| self.status == 429) {
             return CallFailureKind::RateLimited {
                 wait_secs: reset.saturating_sub(now_epoch_secs).max(1),
+            };
+        }
+        if self.status == 403 && self.names_secondary_limit() {
+            return CallFailureKind::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS,
             };
         }
         match self.status {
@@ -218,6 +235,14 @@ mod tests {
         let bare_429 = answer("HTTP/2.0 429 Too Many Requests\r\n\r\n{}");
         assert_eq!(
             bare_429.failure_kind(now),
+            K::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS
+            }
+        );
+        // GitHub's secondary limit without `Retry-After`: a 403 whose body names it; a minute.
+        let secondary_403 = answer("HTTP/2.0 403 Forbidden\r\nX-RateLimit-Remaining: 4000\r\n\r\n{\"message\":\"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.\",\"documentation_url\":\"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits\"}");
+        assert_eq!(
+            secondary_403.failure_kind(now),
             K::RateLimited {
                 wait_secs: SECONDARY_LIMIT_SECS
             }
