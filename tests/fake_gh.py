@@ -9,13 +9,16 @@ merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every i
 argv is appended to gh.log as one JSON line. Calls are serialized by an exclusive lock on
 state.lock, so several runners may share one fake GitHub.
 
-The tracker's REST calls (`api --include [-X M] repos/{owner}/{repo}/issues…|labels…`) are
-served from the same state. Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
+Every call the runner makes is GitHub's REST API through `api --include [-X M] <endpoint>
+[--input -]` (issues, labels, comments, pull requests, merges; the review decision through
+`api --include graphql`), served from the same state as GitHub answers it: the status line,
+the headers, the body. Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
 "staleOpen" (reads show these issues open), "mergeGate" (what `pr view` says of a PR's
 mergeability), "requireUpToDate" (`pr view` says BEHIND while the branch lacks main),
-"teammateMoves" (pushes to main right before that many merge looks), "refuseMerge" (gh's words refusing every merge), "authHosts" (the hosts
-`auth status --hostname` accepts). `pr merge --delete-branch` touches the clone it runs in
-as real gh does (checks out main, pulls, deletes the local branch).
+"teammateMoves" (pushes to main right before that many merge looks), "refuseMerge" (GitHub's
+message refusing every merge, a 405), "authHosts" (the hosts `auth status --hostname`
+accepts). `pr merge --delete-branch` touches the clone it runs in as real gh does (checks
+out main, pulls, deletes the local branch).
 """
 import datetime
 import fcntl
@@ -26,6 +29,7 @@ import tempfile
 import os
 import subprocess
 import sys
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATE = os.path.join(HERE, "state.json")
@@ -395,13 +399,24 @@ def rest_issue(state, issue):
     shown = "OPEN" if issue["number"] in state.get("staleOpen", []) else issue["state"]
     return {"number": issue["number"], "title": issue["title"], "body": issue["body"],
             "state": shown.lower(), "labels": [{"name": l} for l in issue["labels"]],
-            "milestone": {"title": issue["milestone"]} if issue.get("milestone") else None}
+            "state_reason": issue.get("stateReason"),
+            "milestone": milestone_rest(state, issue.get("milestone"))}
+
+
+def milestone_rest(state, title):
+    """A milestone as GitHub's REST API names it: its number (its place in the list) and title."""
+    if not title:
+        return None
+    titles = state.get("milestones", [])
+    number = titles.index(title) + 1 if title in titles else 0
+    return {"number": number, "title": title}
 
 
 def answer(status, body, code=None):
     """`gh api --include`'s output: the status line, the headers, the body; gh exits 1 on a
     status that is not a success."""
     reason = {200: "OK", 201: "Created", 204: "No Content", 404: "Not Found",
+              405: "Method Not Allowed", 409: "Conflict",
               422: "Unprocessable Entity"}.get(status, "Error")
     sys.stdout.write("HTTP/2.0 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n\r\n" % (status, reason))
     if body is not None:
@@ -411,14 +426,136 @@ def answer(status, body, code=None):
         sys.exit(1)
 
 
+def pull_rest(state, pr):
+    """A pull request as GitHub's REST API answers it."""
+    gate = {"mergeStateStatus": "CLEAN", "isDraft": False}
+    gate.update(state.get("mergeGate", {}))
+    merge_state = (gate.get("mergeStateStatus") or "UNKNOWN").lower()
+    head = remote_heads(state).get(pr["branch"])
+    if head and state.get("requireUpToDate") and not up_to_date(state, head):
+        merge_state = "behind"
+    return {"number": pr["number"], "html_url": pr["url"], "title": pr.get("title", ""),
+            "body": pr.get("body", ""),
+            "state": "open" if pr["state"] == "OPEN" else "closed",
+            "merged_at": "2026-01-01T00:00:00Z" if pr["state"] == "MERGED" else None,
+            "draft": bool(gate.get("isDraft")), "mergeable_state": merge_state,
+            "head": {"ref": pr["branch"], "sha": head}}
+
+
+def prs_of(state, branch):
+    """The branch's pull requests: those `pr create` opened ("prRecords"), or one derived from
+    the origin (a pushed branch is open, a merged one merged)."""
+    if state.get("prRecords"):
+        return [p for p in state.get("prs", []) if p["branch"] == branch]
+    sha = remote_heads(state).get(branch)
+    if sha is None:
+        return []
+    number = 100 + int(branch.split("-")[0])
+    return [{"number": number, "url": "https://github.invalid/o/r/pull/%d" % number,
+             "state": "MERGED" if merged(state, sha) else "OPEN", "branch": branch}]
+
+
+def pulls_cmd(state, method, parts, params, sent):
+    """`repos/{owner}/{repo}/pulls…`: list one branch's, create, read one, merge one."""
+    if parts == ["pulls"] and method == "GET":
+        head = urllib.parse.unquote(params.get("head", ""))
+        if not head.startswith("{owner}:") or params.get("state") != "all":
+            fail("fake gh: unexpected pull request list %r" % params, 2)
+        branch = head[len("{owner}:"):]
+        return answer(200, [pull_rest(state, p) for p in prs_of(state, branch)])
+    if parts == ["pulls"] and method == "POST":
+        branch, base = sent.get("head"), sent.get("base")
+        if branch not in remote_heads(state):
+            return answer(422, {"message": "Validation Failed",
+                                "errors": [{"resource": "PullRequest", "field": "head", "code": "invalid"}]})
+        prs = state.setdefault("prs", [])
+        number = 200 + len(prs)
+        url = "https://github.invalid/o/r/pull/%d" % number
+        pr = {"number": number, "url": url, "state": "OPEN", "branch": branch, "base": base,
+              "title": sent["title"], "body": sent["body"]}
+        prs.append(pr)
+        save(state)
+        return answer(201, pull_rest(state, pr))
+    number = int(parts[1])
+    every = state.get("prs", []) if state.get("prRecords") else [
+        p for b in remote_heads(state) if b.split("-")[0].isdigit() for p in prs_of(state, b)]
+    pr = next((p for p in every if p["number"] == number), None)
+    if pr is None:
+        return answer(404, {"message": "Not Found"})
+    if parts[2:] == [] and method == "GET":
+        # "teammateMoves": that many times, a teammate pushes to main right before the
+        # merge's look; "requireUpToDate": then GitHub says behind until the branch holds main.
+        head = remote_heads(state).get(pr["branch"])
+        if head and state.get("teammateMoves", 0) > 0 and up_to_date(state, head):
+            state["teammateMoves"] -= 1
+            teammate_push(state)
+            save(state)
+        return answer(200, pull_rest(state, pr))
+    if parts[2:] == ["merge"] and method == "PUT":
+        return merge_rest(state, pr, sent)
+    fail("fake gh: unsupported pull request call %r" % parts, 2)
+
+
+def merge_rest(state, pr, sent):
+    """`PUT …/pulls/N/merge` with {"sha", "merge_method"}, as GitHub answers it."""
+    branch = pr["branch"]
+    state.setdefault("mergeRequests", []).append(sent)
+    save(state)
+    if sent.get("merge_method") != "merge":
+        fail("fake gh: unexpected merge request %r" % sent, 2)
+    if pr["state"] != "OPEN":
+        return answer(405, {"message": "Pull Request is not mergeable"})
+    # "refuseMerge": GitHub's answer when the base branch's rules refuse the merge.
+    if state.get("refuseMerge"):
+        return answer(405, {"message": state["refuseMerge"]})
+    head = sent.get("sha")
+    if head is not None and remote_heads(state).get(branch) != head:
+        return answer(409, {"message": "Head branch was modified. Review and try the merge again."})
+    work = tempfile.mkdtemp()
+    try:
+        for step in (["clone", "--quiet", state["origin"], work],
+                     ["-C", work, "-c", "user.name=gh", "-c", "user.email=gh@invalid",
+                      "merge", "--no-ff", "--quiet", "-m",
+                      "Merge pull request #%d from %s" % (pr["number"], branch), head or ("origin/" + branch)],
+                     ["-C", work, "push", "--quiet", "origin", "HEAD:main"]):
+            out = subprocess.run(["git", *step], capture_output=True, text=True)
+            if out.returncode != 0:
+                return answer(405, {"message": "Pull Request is not mergeable"})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    pr["state"] = "MERGED"
+    closing = [] if state.get("noClose") else re.finditer(r"(?i)closes #(\d+)", pr.get("body", ""))
+    for m in closing:
+        for issue in state["issues"]:
+            if issue["number"] == int(m.group(1)):
+                issue["state"] = "CLOSED"
+    save(state)
+    return answer(200, {"merged": True, "message": "Pull Request successfully merged"})
+
+
+def graphql_cmd(state, args):
+    """`api --include graphql …`: the review decision of a pull request ("mergeGate")."""
+    query = next((a for a in args if a.startswith("query=")), "")
+    if "reviewDecision" not in query:
+        fail("fake gh: unsupported GraphQL query %r" % args, 2)
+    decision = state.get("mergeGate", {}).get("reviewDecision") or None
+    return answer(200, {"data": {"repository": {"pullRequest": {"reviewDecision": decision}}}})
+
+
 def rest_cmd(state, args):
     """The tracker's REST calls: `gh api --include [-X METHOD] <endpoint> [--input -]`."""
     method = opt(args, "-X", "GET")
+    if "user" in args:
+        return answer(200, {"login": "runner", "id": 1})
+    if "graphql" in args:
+        return graphql_cmd(state, args)
     endpoint = next(a for a in args[1:] if a.startswith("repos/"))
     path, _, query = endpoint.partition("?")
     params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
     parts = path.split("/")[3:]
     sent = json.loads(sys.stdin.read() or "null") if "--input" in args else None
+    if parts and parts[0] == "pulls":
+        return pulls_cmd(state, method, parts, params, sent)
     if parts and parts[0] == "labels":
         if method == "GET":
             name = parts[1].replace("%20", " ")
@@ -431,10 +568,14 @@ def rest_cmd(state, args):
     if parts == ["issues"]:
         refresh(state)
         label = params.get("labels")
+        label = label and urllib.parse.unquote(label)
         page = int(params.get("page", "1"))
+        want = params.get("state", "open")
+        milestone = params.get("milestone")
         found = [rest_issue(state, i) for i in sorted(state["issues"], key=lambda i: -i["number"])
-                 if rest_issue(state, i)["state"] == params.get("state", "open")
-                 and (label is None or label in i["labels"])]
+                 if want in ("all", rest_issue(state, i)["state"])
+                 and (label is None or label in i["labels"])
+                 and (milestone is None or str((rest_issue(state, i)["milestone"] or {}).get("number")) == milestone)]
         return answer(200, found if page == 1 else [])
     number = int(parts[1])
     issue = next((i for i in state["issues"] if i["number"] == number), None)
@@ -458,7 +599,7 @@ def rest_cmd(state, args):
         return answer(201, {"body": sent["body"]})
     if rest == ["comments"]:
         page = int(params.get("page", "1"))
-        comments = [{"body": b, "created_at": at}
+        comments = [{"body": b, "created_at": at, "user": {"login": "runner"}}
                     for b, at in zip(issue.get("comments", []), issue.get("commentTimes", []))]
         return answer(200, comments if page == 1 else [])
     if rest == ["labels"] and method == "POST":
@@ -469,6 +610,12 @@ def rest_cmd(state, args):
                 issue["labels"].append(label)
         save(state)
         return answer(200, [{"name": l} for l in issue["labels"]])
+    if rest == ["assignees"] and method == "POST":
+        for login in sent["assignees"]:
+            if login not in issue.setdefault("assignees", []):
+                issue["assignees"].append(login)
+        save(state)
+        return answer(201, rest_issue(state, issue))
     if len(rest) == 2 and rest[0] == "labels" and method == "DELETE":
         name = rest[1].replace("%20", " ")
         if name not in issue["labels"]:
@@ -520,9 +667,11 @@ def serve():
     elif args[0] == "api" and any(a.startswith("repos/{owner}/{repo}/milestones") for a in args):
         if "--include" in args:
             sys.stdout.write("HTTP/2.0 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\r\n")
-        print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
-    elif args[:2] == ["api", "--include"] and any(
-            a.startswith("repos/{owner}/{repo}/" + w) for a in args for w in ("issues", "labels")):
+        print(json.dumps([{"number": n + 1, "title": m}
+                          for n, m in enumerate(state.get("milestones", []))]))
+    elif args[:2] == ["api", "--include"] and (any(
+            a.startswith("repos/{owner}/{repo}/" + w) for a in args
+            for w in ("issues", "labels", "pulls")) or "user" in args or "graphql" in args):
         rest_cmd(state, args)
     elif args[0] == "issue" and len(args) > 1:
         issue_cmd(state, args[1:])
