@@ -2,7 +2,8 @@
 //! line, the body), and what a failed answer's status and headers mean. Rate limits are told
 //! from the headers GitHub sends with them, never from the message's prose: a primary limit
 //! (403 or 429 with `X-RateLimit-Remaining: 0`) lasts until `X-RateLimit-Reset`, a secondary
-//! one (`Retry-After`, or 429 without it) for `Retry-After` seconds or one minute. GitLab's
+//! one (`Retry-After`, or 429 or a 403 whose body names it without it) for `Retry-After`
+//! seconds or one minute. GitLab's
 //! 429 without `Retry-After` lasts until its `RateLimit-Reset`.
 
 use super::CallFailureKind;
@@ -59,24 +60,6 @@ impl HttpAnswer {
         (200..300).contains(&self.status)
     }
 
-    /// Read as GitHub's account of the budget (`GET /rate_limit`): the seconds until every
-    /// spent resource of those the runner's calls use (REST's `core`, `graphql`)
-    /// resets, at least one. `None` when none is spent, or the answer is no such account.
-    pub fn budget_spent_wait(&self, now_epoch_secs: u64) -> Option<u64> {
-        if !self.ok() {
-            return None;
-        }
-        let account: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
-        ["core", "graphql"]
-            .iter()
-            .filter_map(|name| {
-                let r = &account["resources"][name];
-                (r["remaining"].as_u64()? == 0).then(|| r["reset"].as_u64())?
-            })
-            .map(|reset| reset.saturating_sub(now_epoch_secs).max(1))
-            .max()
-    }
-
     /// Whether the body is GitHub's secondary-limit refusal: a 403 that may come without
     /// `Retry-After`, told from a plain refusal by the documentation its body points to
     /// (`documentation_url`, `…secondary-rate-limits`) or, without one, its `message`.
@@ -130,19 +113,6 @@ impl HttpAnswer {
     }
 }
 
-/// gh's arguments that ask GitHub's account of the budget (`GET /rate_limit`, which costs
-/// none of it).
-pub const BUDGET_ARGS: [&str; 3] = ["api", "--include", "rate_limit"];
-
-/// Seconds until GitHub's spent budget resets, from what `gh` with [`BUDGET_ARGS`] printed, as
-/// of now; `None` when nothing is spent or the output is no such account.
-pub fn budget_spent_now(stdout: &[u8]) -> Option<u64> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    HttpAnswer::parse(stdout)?.budget_spent_wait(now)
-}
-
 /// `text` as one path segment or query value of a REST address: a branch or label name may
 /// hold `/`, spaces or `&`.
 pub fn path_segment(text: &str) -> String {
@@ -175,31 +145,6 @@ mod tests {
 
     fn answer(text: &str) -> HttpAnswer {
         HttpAnswer::parse(text.as_bytes()).expect("an HTTP answer")
-    }
-
-    #[test]
-    fn githubs_account_of_the_budget_says_how_long_until_a_spent_resource_resets() {
-        let account = |core: u64, graphql: u64| {
-            answer(&format!(
-                "HTTP/2.0 200 OK\r\n\r\n{{\"resources\": {{\"core\": {{\"remaining\": {core}, \"reset\": 1100}}, \"graphql\": {{\"remaining\": {graphql}, \"reset\": 1300}}, \"search\": {{\"remaining\": 0, \"reset\": 9000}}}}}}"
-            ))
-        };
-        assert_eq!(account(10, 20).budget_spent_wait(1000), None);
-        assert_eq!(account(0, 20).budget_spent_wait(1000), Some(100));
-        assert_eq!(account(0, 0).budget_spent_wait(1000), Some(300));
-        assert_eq!(
-            account(0, 20).budget_spent_wait(2000),
-            Some(1),
-            "a reset just past"
-        );
-        assert_eq!(
-            answer("HTTP/2.0 404 Not Found\r\n\r\n{}").budget_spent_wait(0),
-            None
-        );
-        assert_eq!(
-            answer("HTTP/2.0 200 OK\r\n\r\nnot json").budget_spent_wait(0),
-            None
-        );
     }
 
     #[test]
