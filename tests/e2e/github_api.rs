@@ -856,6 +856,14 @@ fn graphql_answer(api: &mut Api, request: &Value) -> Option<Answer> {
         }
         "RepositoryInfo" | "RepositoryNetwork" => json!({"repository": repository_gql()}),
         "PullRequestReviewDecision" => {
+            // gh fills `{owner}` and `{repo}` in the variables; a PR the fake knows.
+            let known = api
+                .pulls
+                .iter()
+                .any(|p| Some(u64::from(p.number)) == vars["number"].as_u64());
+            if vars["owner"] != OWNER || vars["repo"] != REPO || !known {
+                return None;
+            }
             let review = api.merge_gate.clone().map(|(_, r)| r).unwrap_or_default();
             let review = (!review.is_empty()).then_some(review);
             json!({"repository": {"pullRequest": {"reviewDecision": review}}})
