@@ -406,7 +406,8 @@ pub(super) fn merge_pr(
 ) -> Result<(), ForgeError> {
     let number = open_pr_number(gh, repo_dir, branch)?;
     let pull = format!("repos/{{owner}}/{{repo}}/pulls/{number}");
-    if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull)? {
+    let fields = api_get(gh, repo_dir, &pull)?;
+    if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull, &fields)? {
         return Err(refusal);
     }
     let request = serde_json::json!({"sha": commit, "merge_method": "merge"});
@@ -421,12 +422,12 @@ pub(super) fn merge_pr(
             // The head is no longer the commit CI passed.
             409 => *kind = CallFailureKind::LostRace,
             405 | 422 => {
-                // Not mergeable: GitHub's fields say why where they can.
-                if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull)? {
+                // Not mergeable: GitHub's fields, read again, say why where they can.
+                let fields = api_get(gh, repo_dir, &pull)?;
+                if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull, &fields)? {
                     return Err(refusal);
                 }
-                let fields = api_get(gh, repo_dir, &pull).ok();
-                *kind = if fields.as_ref().is_some_and(|f| merge_dirty(&f.body)) {
+                *kind = if merge_dirty(&fields.body) {
                     CallFailureKind::Conflict
                 } else if refused_by_policy(stderr) {
                     CallFailureKind::Policy
@@ -453,16 +454,16 @@ pub(super) fn merge_pr(
 const POLICY_HINT: &str =
     "have a person satisfy the rule or change the base branch's protection, then run again";
 
-/// What GitHub's fields say keeps PR `number` from merging: the branch behind its base
-/// (`Behind`) or a rule (`Policy`); `None` when nothing does.
+/// What GitHub's fields (`answer`, to `GET …/pulls/N`) say keeps PR `number` from merging:
+/// the branch behind its base (`Behind`) or a rule (`Policy`); `None` when nothing does.
 fn gate_refusal(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     branch: &str,
     number: u32,
     pull: &str,
+    answer: &HttpAnswer,
 ) -> Result<Option<ForgeError>, ForgeError> {
-    let answer = api_get(gh, repo_dir, pull)?;
     let command = command_text(gh, &["api", pull]);
     if merge_behind(&answer.body) {
         return Ok(Some(ForgeError::Command {
