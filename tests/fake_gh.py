@@ -1,21 +1,25 @@
 #!/usr/bin/env python3
 """A fake `gh` for the GitHub end-to-end tests: never touches the network.
 
-State lives in state.json beside this script: issues, known labels, the bare origin's path
-and whether to behave like an older gh that lacks the `parent` and
-`closedByPullRequestsReferences` JSON fields. Pull requests are derived from the origin:
+State lives in state.json beside this script: issues, known labels and the bare origin's
+path. Pull requests are derived from the origin:
 a pushed branch is an open PR, a branch merged into origin/main is a merged one, and a
 merged branch `<N>-...` closes issue N (as "Closes #N" would on GitHub). Every invocation's
 argv is appended to gh.log as one JSON line. Calls are serialized by an exclusive lock on
 state.lock, so several runners may share one fake GitHub.
 
-The tracker's REST calls (`api --include [-X M] repos/{owner}/{repo}/issues…|labels…`) are
-served from the same state. Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
-"staleOpen" (reads show these issues open), "mergeGate" (what `pr view` says of a PR's
-mergeability), "requireUpToDate" (`pr view` says BEHIND while the branch lacks main),
-"teammateMoves" (pushes to main right before that many merge looks), "refuseMerge" (gh's words refusing every merge), "authHosts" (the hosts
-`auth status --hostname` accepts). `pr merge --delete-branch` touches the clone it runs in
-as real gh does (checks out main, pulls, deletes the local branch).
+Every call the runner makes is GitHub's REST API through `api --include [-X M] <endpoint>
+[--input -]` (issues, labels, comments, pull requests, merges; the review decision through
+`api --include graphql`), served from the same state as GitHub answers it: the status line,
+the headers, the body. Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
+"staleOpen" (reads show these issues open), "prRecords" (PRs exist only once created, else
+derived from the origin), "mergeGate" (GitHub's account of a PR's mergeability in gh's JSON
+names: `mergeStateStatus`, `isDraft`, and the `reviewDecision` GraphQL gives),
+"requireUpToDate" (a PR is `behind` while the branch lacks main),
+"teammateMoves" (pushes to main right before that many merge looks), "refuseMerge" (GitHub's
+message refusing every merge, a 405), "authHosts" (the hosts `auth status --hostname`
+accepts). `gh pr`/`gh issue` commands are refused: the runner never prints GitHub's words
+without its status.
 """
 import datetime
 import fcntl
@@ -26,16 +30,11 @@ import tempfile
 import os
 import subprocess
 import sys
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 STATE = os.path.join(HERE, "state.json")
 LOG = os.path.join(HERE, "gh.log")
-OPTIONAL = ("parent", "closedByPullRequestsReferences")
-AVAILABLE = [
-    "assignees", "author", "body", "closed", "closedAt", "comments", "createdAt", "id",
-    "labels", "milestone", "number", "projectCards", "reactionGroups", "state", "title",
-    "updatedAt", "url",
-]
 
 
 def load():
@@ -124,232 +123,6 @@ def refresh(state):
     save(state)
 
 
-def check_fields(state, fields):
-    if state.get("old"):
-        for f in fields:
-            if f in OPTIONAL:
-                fail('Unknown JSON field: "%s"\nAvailable fields:\n  %s' % (f, "\n  ".join(AVAILABLE)))
-    for f in fields:
-        if f not in AVAILABLE and f not in OPTIONAL:
-            fail('Unknown JSON field: "%s"' % f)
-
-
-def render(state, issue, fields):
-    full = {
-        "number": issue["number"],
-        "title": issue["title"],
-        "body": issue["body"],
-        "labels": [{"name": l} for l in issue["labels"]],
-        "milestone": {"title": issue["milestone"]} if issue.get("milestone") else None,
-        # "staleOpen": [N, ...]: GitHub's reads still show N open after it was closed.
-        "state": "OPEN" if issue["number"] in state.get("staleOpen", []) else issue["state"],
-        "parent": None,
-        "closedByPullRequestsReferences": [],
-        "comments": [
-            {"author": {"login": "runner"}, "body": body, "createdAt": at}
-            for body, at in zip(issue.get("comments", []), issue.get("commentTimes", []))
-        ],
-        "assignees": [{"login": a} for a in issue.get("assignees", [])],
-    }
-    return {f: full.get(f) for f in fields}
-
-
-def issue_cmd(state, args):
-    sub = args[0]
-    if sub == "list" and args[-1] == "--json":
-        # gh lists the fields it knows when --json has none.
-        known = AVAILABLE + ([] if state.get("old") else list(OPTIONAL))
-        fail("Specify one or more comma-separated fields for `--json`:\n  " + "\n  ".join(sorted(known)))
-    if sub == "list":
-        fields = opt(args, "--json", "").split(",")
-        check_fields(state, fields)
-        refresh(state)
-        want_state = opt(args, "--state", "open").upper()
-        label = opt(args, "--label")
-        milestone = opt(args, "--milestone")
-        out = []
-        for i in sorted(state["issues"], key=lambda i: -i["number"]):
-            shown = "OPEN" if i["number"] in state.get("staleOpen", []) else i["state"]
-            if want_state != "ALL" and shown != want_state:
-                continue
-            if label is not None and label not in i["labels"]:
-                continue
-            if milestone is not None and i.get("milestone") != milestone:
-                continue
-            out.append(render(state, i, fields))
-        print(json.dumps(out))
-        return
-    number = int(args[1])
-    issue = next((i for i in state["issues"] if i["number"] == number), None)
-    if issue is None:
-        fail("GraphQL: Could not resolve to an issue or pull request with the number of %d. (repository.issue)" % number)
-    if sub == "view":
-        fields = opt(args, "--json", "").split(",")
-        check_fields(state, fields)
-        refresh(state)
-        print(json.dumps(render(state, issue, fields)))
-    elif sub == "edit":
-        label = opt(args, "--add-label")
-        remove = opt(args, "--remove-label")
-        assignee = opt(args, "--add-assignee")
-        if label is None and remove is None and assignee is None:
-            fail("fake gh: only `issue edit N --add-label L|--remove-label L|--add-assignee A` is supported", 2)
-        if label is not None:
-            if label not in state["labels"]:
-                fail("failed to update https://github.com/o/r/issues/%d: '%s' not found" % (number, label))
-            if label not in issue["labels"]:
-                issue["labels"].append(label)
-        if remove is not None and remove in issue["labels"]:
-            issue["labels"].remove(remove)
-        if assignee is not None and assignee not in issue.setdefault("assignees", []):
-            issue["assignees"].append(assignee)
-        save(state)
-    elif sub == "comment":
-        if opt(args, "--body-file") != "-":
-            fail("fake gh: only `issue comment N --body-file -` is supported", 2)
-        issue.setdefault("comments", []).append(sys.stdin.read())
-        now = datetime.datetime.now(datetime.timezone.utc)
-        issue.setdefault("commentTimes", []).append(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
-        save(state)
-    elif sub == "close":
-        if len(args) != 2:
-            fail("fake gh: only `issue close N` is supported: %r" % args, 2)
-        if issue["state"] == "CLOSED":
-            sys.stderr.write("! Issue #%d (%s) is already closed\n" % (number, issue["title"]))
-            return
-        issue["state"] = "CLOSED"
-        state.setdefault("closedBy", {})[str(number)] = "gh issue close"
-        save(state)
-        sys.stderr.write("✓ Closed issue #%d (%s)\n" % (number, issue["title"]))
-    else:
-        fail("fake gh: unsupported issue subcommand %r" % sub, 2)
-
-
-def clean_up_clone(branch):
-    """What a real `gh pr merge --delete-branch` does to the clone it runs in: the merged
-    branch checked out is left for the default branch, which is pulled, and the local branch
-    is deleted."""
-    here = lambda *a: subprocess.run(["git", *a], capture_output=True, text=True)
-    if here("rev-parse", "--verify", "--quiet", "refs/heads/" + branch).returncode != 0:
-        return
-    if here("symbolic-ref", "--quiet", "--short", "HEAD").stdout.strip() == branch:
-        here("checkout", "--quiet", "main")
-        here("pull", "--quiet", "--ff-only")
-    here("branch", "-D", branch)
-
-
-def pr_cmd(state, args):
-    sub = args[0]
-    if sub == "list" and state.get("prRecords"):
-        # PRs exist only once `pr create` opened them, as on GitHub.
-        branch = opt(args, "--head")
-        prs = [p for p in state.get("prs", []) if p["branch"] == branch]
-        print(json.dumps([{"number": p["number"], "url": p["url"], "state": p["state"]} for p in prs]))
-    elif sub == "create":
-        branch, base = opt(args, "--head"), opt(args, "--base")
-        title, body = opt(args, "--title"), opt(args, "--body")
-        if None in (branch, base, title, body):
-            fail("fake gh: pr create needs --head, --base, --title and --body: %r" % args, 2)
-        if branch not in remote_heads(state):
-            fail("pull request create failed: GraphQL: Head sha can't be blank, Base sha can't be blank, No commits between %s and %s, Head ref must be a branch (createPullRequest)" % (base, branch))
-        prs = state.setdefault("prs", [])
-        number = 200 + len(prs)
-        url = "https://github.invalid/o/r/pull/%d" % number
-        prs.append({"number": number, "url": url, "state": "OPEN", "branch": branch,
-                    "title": title, "body": body})
-        save(state)
-        print(url)
-    elif sub == "view":
-        # "mergeGate": what GitHub says of the PR's mergeability (branch protection, reviews,
-        # a draft); by default a PR that may be merged.
-        fields = opt(args, "--json", "").split(",")
-        prs = [p for p in state.get("prs", []) if p["branch"] == args[1]]
-        if not prs:
-            fail("no pull requests found for branch \"%s\"" % args[1])
-        full = {"number": prs[-1]["number"], "state": prs[-1]["state"],
-                "mergeStateStatus": "CLEAN", "reviewDecision": "", "isDraft": False,
-                "mergeable": "MERGEABLE"}
-        full.update(state.get("mergeGate", {}))
-        # "teammateMoves": that many times, a teammate pushes to main right before the merge's
-        # look; "requireUpToDate": then GitHub says BEHIND until the branch holds main.
-        head = remote_heads(state).get(args[1])
-        if head and state.get("teammateMoves", 0) > 0 and up_to_date(state, head):
-            state["teammateMoves"] -= 1
-            teammate_push(state)
-            save(state)
-        if head and state.get("requireUpToDate") and not up_to_date(state, head):
-            full["mergeStateStatus"] = "BEHIND"
-        print(json.dumps({f: full.get(f) for f in fields}))
-    elif sub == "merge":
-        branch = args[1]
-        if "--merge" not in args:
-            fail("fake gh: unexpected pr merge arguments %r" % args, 2)
-        prs = [p for p in state.get("prs", []) if p["branch"] == branch and p["state"] == "OPEN"]
-        if not prs:
-            fail("no open pull requests found for branch \"%s\"" % branch)
-        pr = prs[-1]
-        # "refuseMerge": GitHub's answer when the base branch's rules refuse the merge.
-        if state.get("refuseMerge"):
-            fail("X Pull request #%d is not mergeable: %s" % (pr["number"], state["refuseMerge"]))
-        # --match-head-commit: GitHub refuses the merge when the PR's head is another commit.
-        head = opt(args, "--match-head-commit")
-        if head is not None and remote_heads(state).get(branch) != head:
-            fail("GraphQL: Head branch was modified. Review and try the merge again. (mergePullRequest)")
-        work = tempfile.mkdtemp()
-        try:
-            for step in (["clone", "--quiet", state["origin"], work],
-                         ["-C", work, "-c", "user.name=gh", "-c", "user.email=gh@invalid",
-                          "merge", "--no-ff", "--quiet", "-m",
-                          "Merge pull request #%d from %s" % (pr["number"], branch), head or ("origin/" + branch)],
-                         ["-C", work, "push", "--quiet", "origin", "HEAD:main"]):
-                out = subprocess.run(["git", *step], capture_output=True, text=True)
-                if out.returncode != 0:
-                    fail("fake gh: merge failed: %s" % out.stderr)
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-        if "--delete-branch" in args:
-            git_origin(state, "branch", "-D", branch)
-            clean_up_clone(branch)
-        pr["state"] = "MERGED"
-        closing = [] if state.get("noClose") else re.finditer(r"(?i)closes #(\d+)", pr["body"])
-        for m in closing:
-            for issue in state["issues"]:
-                if issue["number"] == int(m.group(1)):
-                    issue["state"] = "CLOSED"
-        save(state)
-    elif sub == "list":
-        branch = opt(args, "--head")
-        if branch is None or opt(args, "--state") != "all" or opt(args, "--json") != "number,url,state":
-            fail("fake gh: unexpected pr list arguments %r" % args, 2)
-        sha = remote_heads(state).get(branch)
-        if sha is None:
-            print("[]")
-            return
-        pr_state = "MERGED" if merged(state, sha) else "OPEN"
-        number = 100 + int(branch.split("-")[0])
-        print(json.dumps([{"number": number, "url": "https://github.invalid/o/r/pull/%d" % number, "state": pr_state}]))
-    elif sub == "checks" and state.get("checks"):
-        # "checks": a list of check lists; each CI look (the JSON without `link`) takes the
-        # next one, the last one stays; the details (with `link`) are of the last look.
-        fields = opt(args, "--json", "")
-        seq = state["checks"]
-        if "link" in fields and "lastChecks" in state:
-            current = state["lastChecks"]
-        else:
-            current = seq[0]
-            state["lastChecks"] = current
-            if len(seq) > 1:
-                state["checks"] = seq[1:]
-            save(state)
-        print(json.dumps(current))
-        if any(c.get("bucket") == "fail" for c in current):
-            sys.exit(1)
-    elif sub == "checks":
-        fail("no checks reported on the '%s' branch" % args[1])
-    else:
-        fail("fake gh: unsupported pr subcommand %r" % sub, 2)
-
-
 def as_check_run(check):
     """A `gh pr checks` entry of the state file as GitHub's REST API lists a check run."""
     bucket = check.get("bucket", "pass")
@@ -395,13 +168,24 @@ def rest_issue(state, issue):
     shown = "OPEN" if issue["number"] in state.get("staleOpen", []) else issue["state"]
     return {"number": issue["number"], "title": issue["title"], "body": issue["body"],
             "state": shown.lower(), "labels": [{"name": l} for l in issue["labels"]],
-            "milestone": {"title": issue["milestone"]} if issue.get("milestone") else None}
+            "state_reason": issue.get("stateReason"),
+            "milestone": milestone_rest(state, issue.get("milestone"))}
+
+
+def milestone_rest(state, title):
+    """A milestone as GitHub's REST API names it: its number (its place in the list) and title."""
+    if not title:
+        return None
+    titles = state.get("milestones", [])
+    number = titles.index(title) + 1 if title in titles else 0
+    return {"number": number, "title": title}
 
 
 def answer(status, body, code=None):
     """`gh api --include`'s output: the status line, the headers, the body; gh exits 1 on a
     status that is not a success."""
     reason = {200: "OK", 201: "Created", 204: "No Content", 404: "Not Found",
+              405: "Method Not Allowed", 409: "Conflict",
               422: "Unprocessable Entity"}.get(status, "Error")
     sys.stdout.write("HTTP/2.0 %d %s\r\nContent-Type: application/json; charset=utf-8\r\n\r\n" % (status, reason))
     if body is not None:
@@ -411,14 +195,136 @@ def answer(status, body, code=None):
         sys.exit(1)
 
 
+def pull_rest(state, pr):
+    """A pull request as GitHub's REST API answers it."""
+    gate = {"mergeStateStatus": "CLEAN", "isDraft": False}
+    gate.update(state.get("mergeGate", {}))
+    merge_state = (gate.get("mergeStateStatus") or "UNKNOWN").lower()
+    head = remote_heads(state).get(pr["branch"])
+    if head and state.get("requireUpToDate") and not up_to_date(state, head):
+        merge_state = "behind"
+    return {"number": pr["number"], "html_url": pr["url"], "title": pr.get("title", ""),
+            "body": pr.get("body", ""),
+            "state": "open" if pr["state"] == "OPEN" else "closed",
+            "merged_at": "2026-01-01T00:00:00Z" if pr["state"] == "MERGED" else None,
+            "draft": bool(gate.get("isDraft")), "mergeable_state": merge_state,
+            "head": {"ref": pr["branch"], "sha": head}}
+
+
+def prs_of(state, branch):
+    """The branch's pull requests: those `pr create` opened ("prRecords"), or one derived from
+    the origin (a pushed branch is open, a merged one merged)."""
+    if state.get("prRecords"):
+        return [p for p in state.get("prs", []) if p["branch"] == branch]
+    sha = remote_heads(state).get(branch)
+    if sha is None:
+        return []
+    number = 100 + int(branch.split("-")[0])
+    return [{"number": number, "url": "https://github.invalid/o/r/pull/%d" % number,
+             "state": "MERGED" if merged(state, sha) else "OPEN", "branch": branch}]
+
+
+def pulls_cmd(state, method, parts, params, sent):
+    """`repos/{owner}/{repo}/pulls…`: list one branch's, create, read one, merge one."""
+    if parts == ["pulls"] and method == "GET":
+        head = urllib.parse.unquote(params.get("head", ""))
+        if not head.startswith("{owner}:") or params.get("state") != "all":
+            fail("fake gh: unexpected pull request list %r" % params, 2)
+        branch = head[len("{owner}:"):]
+        return answer(200, [pull_rest(state, p) for p in prs_of(state, branch)])
+    if parts == ["pulls"] and method == "POST":
+        branch, base = sent.get("head"), sent.get("base")
+        if branch not in remote_heads(state):
+            return answer(422, {"message": "Validation Failed",
+                                "errors": [{"resource": "PullRequest", "field": "head", "code": "invalid"}]})
+        prs = state.setdefault("prs", [])
+        number = 200 + len(prs)
+        url = "https://github.invalid/o/r/pull/%d" % number
+        pr = {"number": number, "url": url, "state": "OPEN", "branch": branch, "base": base,
+              "title": sent["title"], "body": sent["body"]}
+        prs.append(pr)
+        save(state)
+        return answer(201, pull_rest(state, pr))
+    number = int(parts[1])
+    every = state.get("prs", []) if state.get("prRecords") else [
+        p for b in remote_heads(state) if b.split("-")[0].isdigit() for p in prs_of(state, b)]
+    pr = next((p for p in every if p["number"] == number), None)
+    if pr is None:
+        return answer(404, {"message": "Not Found"})
+    if parts[2:] == [] and method == "GET":
+        # "teammateMoves": that many times, a teammate pushes to main right before the
+        # merge's look; "requireUpToDate": then GitHub says behind until the branch holds main.
+        head = remote_heads(state).get(pr["branch"])
+        if head and state.get("teammateMoves", 0) > 0 and up_to_date(state, head):
+            state["teammateMoves"] -= 1
+            teammate_push(state)
+            save(state)
+        return answer(200, pull_rest(state, pr))
+    if parts[2:] == ["merge"] and method == "PUT":
+        return merge_rest(state, pr, sent)
+    fail("fake gh: unsupported pull request call %r" % parts, 2)
+
+
+def merge_rest(state, pr, sent):
+    """`PUT …/pulls/N/merge` with {"sha", "merge_method"}, as GitHub answers it."""
+    branch = pr["branch"]
+    state.setdefault("mergeRequests", []).append(sent)
+    save(state)
+    if sent.get("merge_method") != "merge":
+        fail("fake gh: unexpected merge request %r" % sent, 2)
+    if pr["state"] != "OPEN":
+        return answer(405, {"message": "Pull Request is not mergeable"})
+    # "refuseMerge": GitHub's answer when the base branch's rules refuse the merge.
+    if state.get("refuseMerge"):
+        return answer(405, {"message": state["refuseMerge"]})
+    head = sent.get("sha")
+    if head is not None and remote_heads(state).get(branch) != head:
+        return answer(409, {"message": "Head branch was modified. Review and try the merge again."})
+    work = tempfile.mkdtemp()
+    try:
+        for step in (["clone", "--quiet", state["origin"], work],
+                     ["-C", work, "-c", "user.name=gh", "-c", "user.email=gh@invalid",
+                      "merge", "--no-ff", "--quiet", "-m",
+                      "Merge pull request #%d from %s" % (pr["number"], branch), head or ("origin/" + branch)],
+                     ["-C", work, "push", "--quiet", "origin", "HEAD:main"]):
+            out = subprocess.run(["git", *step], capture_output=True, text=True)
+            if out.returncode != 0:
+                return answer(405, {"message": "Pull Request is not mergeable"})
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    pr["state"] = "MERGED"
+    closing = [] if state.get("noClose") else re.finditer(r"(?i)closes #(\d+)", pr.get("body", ""))
+    for m in closing:
+        for issue in state["issues"]:
+            if issue["number"] == int(m.group(1)):
+                issue["state"] = "CLOSED"
+    save(state)
+    return answer(200, {"merged": True, "message": "Pull Request successfully merged"})
+
+
+def graphql_cmd(state, args):
+    """`api --include graphql …`: the review decision of a pull request ("mergeGate")."""
+    query = next((a for a in args if a.startswith("query=")), "")
+    if "reviewDecision" not in query:
+        fail("fake gh: unsupported GraphQL query %r" % args, 2)
+    decision = state.get("mergeGate", {}).get("reviewDecision") or None
+    return answer(200, {"data": {"repository": {"pullRequest": {"reviewDecision": decision}}}})
+
+
 def rest_cmd(state, args):
     """The tracker's REST calls: `gh api --include [-X METHOD] <endpoint> [--input -]`."""
     method = opt(args, "-X", "GET")
+    if "user" in args:
+        return answer(200, {"login": "runner", "id": 1})
+    if "graphql" in args:
+        return graphql_cmd(state, args)
     endpoint = next(a for a in args[1:] if a.startswith("repos/"))
     path, _, query = endpoint.partition("?")
     params = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
     parts = path.split("/")[3:]
     sent = json.loads(sys.stdin.read() or "null") if "--input" in args else None
+    if parts and parts[0] == "pulls":
+        return pulls_cmd(state, method, parts, params, sent)
     if parts and parts[0] == "labels":
         if method == "GET":
             name = parts[1].replace("%20", " ")
@@ -431,10 +337,14 @@ def rest_cmd(state, args):
     if parts == ["issues"]:
         refresh(state)
         label = params.get("labels")
+        label = label and urllib.parse.unquote(label)
         page = int(params.get("page", "1"))
+        want = params.get("state", "open")
+        milestone = params.get("milestone")
         found = [rest_issue(state, i) for i in sorted(state["issues"], key=lambda i: -i["number"])
-                 if rest_issue(state, i)["state"] == params.get("state", "open")
-                 and (label is None or label in i["labels"])]
+                 if want in ("all", rest_issue(state, i)["state"])
+                 and (label is None or label in i["labels"])
+                 and (milestone is None or str((rest_issue(state, i)["milestone"] or {}).get("number")) == milestone)]
         return answer(200, found if page == 1 else [])
     number = int(parts[1])
     issue = next((i for i in state["issues"] if i["number"] == number), None)
@@ -458,7 +368,7 @@ def rest_cmd(state, args):
         return answer(201, {"body": sent["body"]})
     if rest == ["comments"]:
         page = int(params.get("page", "1"))
-        comments = [{"body": b, "created_at": at}
+        comments = [{"body": b, "created_at": at, "user": {"login": "runner"}}
                     for b, at in zip(issue.get("comments", []), issue.get("commentTimes", []))]
         return answer(200, comments if page == 1 else [])
     if rest == ["labels"] and method == "POST":
@@ -469,6 +379,12 @@ def rest_cmd(state, args):
                 issue["labels"].append(label)
         save(state)
         return answer(200, [{"name": l} for l in issue["labels"]])
+    if rest == ["assignees"] and method == "POST":
+        for login in sent["assignees"]:
+            if login not in issue.setdefault("assignees", []):
+                issue["assignees"].append(login)
+        save(state)
+        return answer(201, rest_issue(state, issue))
     if len(rest) == 2 and rest[0] == "labels" and method == "DELETE":
         name = rest[1].replace("%20", " ")
         if name not in issue["labels"]:
@@ -520,27 +436,20 @@ def serve():
     elif args[0] == "api" and any(a.startswith("repos/{owner}/{repo}/milestones") for a in args):
         if "--include" in args:
             sys.stdout.write("HTTP/2.0 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n\r\n")
-        print(json.dumps([{"title": m} for m in state.get("milestones", [])]))
-    elif args[:2] == ["api", "--include"] and any(
-            a.startswith("repos/{owner}/{repo}/" + w) for a in args for w in ("issues", "labels")):
+        print(json.dumps([{"number": n + 1, "title": m}
+                          for n, m in enumerate(state.get("milestones", []))]))
+    elif args[:2] == ["api", "--include"] and (any(
+            a.startswith("repos/{owner}/{repo}/" + w) for a in args
+            for w in ("issues", "labels", "pulls")) or "user" in args or "graphql" in args):
         rest_cmd(state, args)
-    elif args[0] == "issue" and len(args) > 1:
-        issue_cmd(state, args[1:])
     elif args[:2] == ["run", "view"] and "--log-failed" in args:
         print(state.get("jobLogs", {}).get(opt(args, "--job"), ""))
-    elif args[0] == "pr" and len(args) > 1:
-        pr_cmd(state, args[1:])
     elif args[:2] == ["auth", "status"]:
         # "authHosts": the hosts gh is logged in to (github.com and GitHub Enterprise ones).
         host = opt(args, "--hostname", "github.com")
         if host not in state.get("authHosts", []):
             fail("You are not logged into any accounts on %s" % host)
         sys.stderr.write("%s\n  ✓ Logged in to %s as runner (GH_TOKEN)\n" % (host, host))
-    elif args[0] == "label" and len(args) > 2 and args[1] == "create":
-        if args[2] in state["labels"]:
-            fail('label with name "%s" already exists; use `--force` to update its color and description' % args[2])
-        state["labels"].append(args[2])
-        save(state)
     else:
         fail("fake gh: unsupported command %r" % args, 2)
 

@@ -18,8 +18,8 @@ const JOURNAL: &str = concat!(
     r#"{"seq":3,"time":"2026-01-01T00:00:00.000Z","session":"s","kind":"effect","effect":{"effect":"selectIssue"},"state":"Selecting"}"#,
     "\n"
 );
-const GH_ISSUES: &str = r#"[{"number": 3, "title": "T", "body": "Depends on: #2", "state": "OPEN", "labels": [{"name": "automatable"}], "milestone": null, "closedByPullRequestsReferences": [], "parent": null}]"#;
-const GH_PRS: &str = r#"[{"number": 7, "url": "https://example.invalid/pr/7", "state": "MERGED"}, {"number": 9, "url": "u", "state": "OPEN"}]"#;
+const GH_ISSUES: &str = r#"[{"number": 3, "title": "T", "body": "Depends on: #2", "state": "open", "state_reason": null, "labels": [{"name": "automatable"}], "milestone": null, "parent_issue_url": "https://api.github.com/repos/o/r/issues/1"}]"#;
+const GH_PRS: &str = r#"[{"number": 7, "html_url": "https://example.invalid/pr/7", "state": "closed", "merged_at": "2026-01-01T00:00:00Z"}, {"number": 9, "html_url": "u", "state": "open", "merged_at": null}]"#;
 const GH_CHECKS: &str = r#"{"total_count": 2, "check_runs": [{"name": "a", "status": "completed", "conclusion": "success"}, {"name": "b", "status": "in_progress", "conclusion": null}]}"#;
 const GH_STATUSES: &str =
     r#"{"state": "success", "statuses": [{"context": "ci/x", "state": "success"}]}"#;
@@ -193,7 +193,7 @@ fn the_journal_sample_is_a_valid_journal() {
 fn the_gh_samples_parse() {
     let gh = sdlc_runner::tracker::GitHub::new(std::path::PathBuf::from("."));
     let issues = gh.parse_issue_list(GH_ISSUES).expect("issues");
-    assert_eq!(issues[0].number, 3);
+    assert_eq!((issues[0].number, issues[0].parent), (3, Some(1)));
     let pr = sdlc_runner::forge::parse_prs(GH_PRS.as_bytes()).expect("prs");
     assert_eq!(pr.map(|p| p.number), Some(9), "an open PR wins");
     assert_eq!(

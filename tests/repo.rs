@@ -130,7 +130,8 @@ impl Fixture {
         git(&self.other, &["push", "-q", "origin", "main"]);
     }
 
-    /// A fake `gh`: `pr list` prints gh/pr-list.json; `pr checks` prints gh/checks.json,
+    /// A fake `gh`: the pull requests' list (`api --include …/pulls?head=…`) is
+    /// gh/pr-list.json (gh/pr-list.rc: gh reached no API and exited so); `pr checks` prints gh/checks.json,
     /// gh/checks.err on stderr, and exits with gh/checks.rc. Every call is logged.
     fn gh(&self, require_checks: bool) -> Forge {
         let d = self.gh_dir.display();
@@ -140,6 +141,11 @@ echo "$@" >> "{d}/calls.log"
 case "$1 $2" in
   "pr list") cat "{d}/pr-list.json"; exit $(cat "{d}/pr-list.rc" 2>/dev/null || echo 0) ;;
   "api --include")
+    case "$3" in *"/pulls?"*)
+      rc=$(cat "{d}/pr-list.rc" 2>/dev/null || echo 0)
+      if [ "$rc" != 0 ]; then echo "error connecting to api.github.com" >&2; exit "$rc"; fi
+      printf 'HTTP/2.0 200 OK\r\n\r\n'; cat "{d}/pr-list.json"; exit 0 ;;
+    esac
     case "$3" in *check-runs*) cat "{d}/check-runs.http" ;; *) cat "{d}/status.http" ;; esac
     exit $(cat "{d}/api.rc" 2>/dev/null || echo 0) ;;
   "pr checks")
@@ -276,8 +282,16 @@ fn pre(f: &Fixture, forge: &Forge, step: Step, issue: Option<u32>) -> Result<(),
     precondition(&f.repo(), forge, step, &ctx(issue)).unwrap()
 }
 
+/// A pull request as GitHub's REST list names it; `state` OPEN, CLOSED or MERGED.
 fn open_pr(n: u32, state: &str) -> String {
-    format!(r#"{{"number":{n},"url":"https://github.com/o/r/pull/{n}","state":"{state}"}}"#)
+    let (rest, merged_at) = match state {
+        "OPEN" => ("open", "null"),
+        "MERGED" => ("closed", "\"2026-01-01T00:00:00Z\""),
+        _ => ("closed", "null"),
+    };
+    format!(
+        r#"{{"number":{n},"html_url":"https://github.com/o/r/pull/{n}","state":"{rest}","merged_at":{merged_at}}}"#
+    )
 }
 
 #[test]
@@ -520,7 +534,7 @@ fn monitor_ci_needs_a_pr_local_and_github() {
     assert_eq!(pr.url, "https://github.com/o/r/pull/5");
     assert!(f
         .gh_calls()
-        .contains("pr list --head 7-login --state all --json number,url,state"));
+        .contains("api --include repos/{owner}/{repo}/pulls?head={owner}:7-login&state=all"));
 }
 
 #[test]
@@ -601,7 +615,7 @@ fn gh_failures_and_garbage_are_errors_that_name_the_command() {
     f.prs("not json");
     let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err();
     assert!(matches!(err, ForgeError::Parse { .. }), "{err:?}");
-    assert!(err.to_string().contains("pr list --head 7-x"));
+    assert!(err.to_string().contains("pulls?head={owner}:7-x"));
     fs::write(f.gh_dir.join("pr-list.rc"), "4").unwrap();
     let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err().to_string();
     assert!(

@@ -307,35 +307,16 @@ fn local_close_roundtrip_keeps_unknown_keys_and_writes_atomically() {
 // ---------------------------------------------------------------------------------------
 // GitHub tracker with a fake gh
 
-/// A fake `gh`: serves `<data>/milestones.json`, `open.json` (issue list --state open),
-/// `milestone.json` (issue list --state all), `view_<N>.json`; records each call in
-/// `<data>/calls` as `<cwd>|<args>`; with `<data>/old` present it rejects the optional
-/// JSON fields like an older gh. Label editing fails until `label create` ran.
+/// A fake `gh` answering GitHub's REST API as `gh api --include` prints it: serves
+/// `<data>/milestones.json`, `open.json` (the open issues with a label), `milestone.json`
+/// (every issue of a milestone), `view_<N>.json`; records each call in `<data>/calls` as
+/// `<cwd>|<args>`. A label is known once it was created.
 fn fake_gh(data: &Path) -> PathBuf {
     let script = format!(
         r#"#!/usr/bin/env bash
 D='{d}'
 echo "$(pwd)|$*" >> "$D/calls"
 if [ -f "$D/fail" ]; then cat "$D/fail" >&2; exit 1; fi
-json=""
-prev=""
-for a in "$@"; do
-  if [ "$prev" = "--json" ]; then json="$a"; fi
-  prev="$a"
-done
-if [ -f "$D/old" ]; then
-  for f in parent closedByPullRequestsReferences; do
-    case ",$json," in
-      *",$f,"*) printf 'Unknown JSON field: "%s"\nAvailable fields:\n  body\n  labels\n' "$f" >&2; exit 1;;
-    esac
-  done
-fi
-if [ "$1 $2" = "issue list" ] && [ "${{@: -1}}" = "--json" ]; then
-  echo 'Specify one or more comma-separated fields for `--json`:' >&2
-  printf '  %s\n' body labels milestone number state title >&2
-  if [ ! -f "$D/old" ]; then printf '  %s\n' closedByPullRequestsReferences parent >&2; fi
-  exit 1
-fi
 case "$1 $2" in
   "api --include")
     method=GET; endpoint="$3"
@@ -359,6 +340,8 @@ case "$1 $2" in
       "POST repos/{{owner}}/{{repo}}/issues/"*/comments) cat > "$D/comment.json"
         ok "201 Created"; echo '{{}}';;
       "PATCH repos/{{owner}}/{{repo}}/issues/"*) n="${{endpoint##*/}}"; cat > "$D/closed_$n"; ok "200 OK"; echo '{{}}';;
+      "GET repos/{{owner}}/{{repo}}/issues?"*milestone=*) ok "200 OK"; cat "$D/milestone.json";;
+      "GET repos/{{owner}}/{{repo}}/issues?"*) ok "200 OK"; cat "$D/open.json";;
       "GET repos/{{owner}}/{{repo}}/issues/"*/comments*) ok "200 OK"
         if [ -f "$D/comment.json" ]; then printf '['; cat "$D/comment.json"; printf ']'; else echo '[]'; fi;;
       "GET repos/{{owner}}/{{repo}}/issues/"*)
@@ -367,19 +350,6 @@ case "$1 $2" in
         else ok "404 Not Found"; echo '{{"message":"Not Found"}}'; exit 1; fi;;
       *) echo "fake gh: unexpected $*" >&2; exit 2;;
     esac;;
-  "issue list")
-    case " $* " in
-      *" --state all "*) cat "$D/milestone.json";;
-      *) cat "$D/open.json";;
-    esac;;
-  "issue view")
-    if [ -f "$D/view_$3.json" ]; then cat "$D/view_$3.json";
-    else echo "GraphQL: Could not resolve to an issue or pull request with the number of $3. (repository.issue)" >&2; exit 1; fi;;
-  "issue edit")
-    if [ ! -f "$D/label" ]; then echo "failed to update https://github.com/o/r/issues/$3: 'sdlc-escalated' not found" >&2; exit 1; fi;;
-  "label create") touch "$D/label";;
-  "issue comment") cat > "$D/comment";;
-  "issue close") touch "$D/closed_$3";;
   *) echo "fake gh: unexpected $*" >&2; exit 2;;
 esac
 "#,
@@ -391,13 +361,14 @@ esac
     path
 }
 
+/// An issue as GitHub's REST API answers it; its milestone's number is its sprint's.
 fn gh_issue(n: u32, milestone: Option<&str>, labels: &[&str], body: &str) -> serde_json::Value {
     json!({
-        "number": n, "title": format!("Issue {n}"), "body": body, "state": "OPEN",
-        "labels": labels.iter().map(|l| json!({"id": "x", "name": l, "color": "fff", "description": ""})).collect::<Vec<_>>(),
-        "milestone": milestone.map(|m| json!({"number": 1, "title": m, "description": "", "dueOn": null})),
-        "parent": null,
-        "closedByPullRequestsReferences": [],
+        "number": n, "title": format!("Issue {n}"), "body": body, "state": "open",
+        "labels": labels.iter().map(|l| json!({"id": 1, "name": l, "color": "fff", "description": ""})).collect::<Vec<_>>(),
+        "milestone": milestone.map(|m| json!({"number": m.trim_start_matches("Sprint ").parse::<u32>().unwrap_or(9), "title": m, "description": "", "due_on": null})),
+        "state_reason": null,
+        "parent_issue_url": null,
     })
 }
 
@@ -442,16 +413,16 @@ impl FakeGh {
     }
 }
 
-/// Sprint 1 holds #4 (escalated), #5 (depends on #1, closed without a merged PR) and #6
-/// (Blocks: #2, merged; depends on #30 outside the milestone). Sprint 2 and the repo have
+/// Sprint 1 holds #4 (escalated), #5 (depends on #1, closed as not planned) and #6
+/// (Blocks: #2, completed; depends on #30 outside the milestone). Sprint 2 and the repo have
 /// more work that must not be chosen first.
-fn sprint_fixture(f: &FakeGh, with_pr_info: bool) {
+fn sprint_fixture(f: &FakeGh) {
     fs::write(
         f.data.join("milestones.json"),
-        "[{\"title\":\"Sprint 2\",\"open_issues\":1},{\"title\":\"Sprint 1\",\"open_issues\":3}]",
+        "[{\"number\":2,\"title\":\"Sprint 2\",\"open_issues\":1},{\"number\":1,\"title\":\"Sprint 1\",\"open_issues\":3}]",
     )
     .unwrap();
-    let mut open = vec![
+    let open = vec![
         gh_issue(5, Some("Sprint 1"), &["automatable"], "Depends on: #1"),
         gh_issue(4, Some("Sprint 1"), &["automatable", "sdlc-escalated"], ""),
         gh_issue(
@@ -464,94 +435,48 @@ fn sprint_fixture(f: &FakeGh, with_pr_info: bool) {
         gh_issue(9, None, &["automatable"], ""),
     ];
     let mut closed1 = gh_issue(1, Some("Sprint 1"), &[], "");
-    closed1["state"] = json!("CLOSED");
-    closed1["closedByPullRequestsReferences"] =
-        json!([{"number": 40, "state": "CLOSED", "mergedAt": null, "url": "u"}]);
+    closed1["state"] = json!("closed");
+    closed1["state_reason"] = json!("not_planned");
     let mut closed2 = gh_issue(2, Some("Sprint 1"), &[], "");
-    closed2["state"] = json!("CLOSED");
-    closed2["closedByPullRequestsReferences"] =
-        json!([{"number": 41, "mergedAt": "2026-01-02T03:04:05Z", "url": "u"}]);
-    let mut milestone = vec![
+    closed2["state"] = json!("closed");
+    closed2["state_reason"] = json!("completed");
+    // The issues' list holds pull requests too; they are never issues.
+    let mut pull = gh_issue(3, Some("Sprint 1"), &["automatable"], "");
+    pull["pull_request"] = json!({"url": "u"});
+    let milestone = vec![
         closed1,
         closed2,
         open[0].clone(),
         open[1].clone(),
         open[2].clone(),
+        pull.clone(),
     ];
-    if !with_pr_info {
-        for v in open.iter_mut().chain(milestone.iter_mut()) {
-            let o = v.as_object_mut().unwrap();
-            o.remove("closedByPullRequestsReferences");
-            o.remove("parent");
-        }
-    }
-    f.put("open.json", &json!(open));
+    let mut listed = open.clone();
+    listed.push(pull);
+    f.put("open.json", &json!(listed));
     f.put("milestone.json", &json!(milestone));
 }
 
 #[test]
-fn github_selects_in_the_first_milestone_honouring_merged_prs() {
+fn github_selects_in_the_first_milestone_honouring_issues_closed_as_not_planned() {
     let f = FakeGh::new();
-    sprint_fixture(&f, true);
-    // #5 waits: its dependency #1 was closed but its PR was not merged.
+    sprint_fixture(&f);
+    // #5 waits: its dependency #1 was closed as not planned, not done.
     assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 6);
     let calls = f.calls();
     assert_eq!(
-        calls[0],
-        "api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=1"
+        calls,
+        [
+            "api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=1",
+            "api --include repos/{owner}/{repo}/issues?state=open&labels=automatable&per_page=100&page=1",
+            "api --include repos/{owner}/{repo}/issues?state=all&milestone=1&per_page=100&page=1",
+        ]
     );
-    // The probe of the fields this gh knows, once.
-    assert_eq!(calls[1], "issue list --json");
-    assert_eq!(
-        calls[2],
-        "issue list --state open --label automatable --limit 1000 --json \
-         number,title,body,labels,milestone,state,parent,closedByPullRequestsReferences"
-    );
-    assert_eq!(
-        calls[3],
-        "issue list --state all --milestone Sprint 1 --limit 1000 --json \
-         number,state,milestone,parent,closedByPullRequestsReferences"
-    );
-    assert_eq!(calls.len(), 4, "{calls:?}");
 
     let session: BTreeSet<u32> = [6].into();
     assert_eq!(
         f.tracker.select(&session, &none()).unwrap(),
         Selection::AllBlocked { numbers: vec![5] }
-    );
-}
-
-#[test]
-fn github_older_gh_is_never_asked_for_fields_it_lacks() {
-    let f = FakeGh::new();
-    sprint_fixture(&f, false);
-    fs::write(f.data.join("old"), "").unwrap();
-    // Without PR information a closed dependency counts as done, so #5 is ready.
-    assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 5);
-    let calls = f.calls();
-    let lists: Vec<&String> = calls
-        .iter()
-        .filter(|c| c.starts_with("issue list"))
-        .collect();
-    // Probed once, from the fields gh lists; no call is refused for an unknown field.
-    assert_eq!(lists[0], "issue list --json", "{calls:?}");
-    assert!(
-        lists[1].ends_with("--json number,title,body,labels,milestone,state"),
-        "{calls:?}"
-    );
-    assert!(
-        lists[2].ends_with("--json number,state,milestone"),
-        "{calls:?}"
-    );
-    assert_eq!(lists.len(), 3, "{calls:?}");
-    assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 5);
-    assert_eq!(
-        f.calls()
-            .iter()
-            .filter(|c| *c == "issue list --json")
-            .count(),
-        1,
-        "probed once per run"
     );
 }
 
@@ -564,22 +489,22 @@ fn github_repo_wide_without_milestones_views_dependencies() {
         gh_issue(3, None, &["automatable"], "Depends on: #99"),
         gh_issue(4, None, &["automatable"], ""),
     ];
-    open[2]["parent"] = json!({"number": 1, "title": "epic"});
+    open[2]["parent_issue_url"] = json!("https://api.github.com/repos/o/r/issues/1");
     f.put("open.json", &json!(open));
-    let mut one = gh_issue(1, None, &["question"], "");
-    one.as_object_mut()
-        .unwrap()
-        .remove("closedByPullRequestsReferences");
-    f.put("view_1.json", &one);
+    f.put("view_1.json", &gh_issue(1, None, &["question"], ""));
     // #2 waits for the open, non-automatable #1; #99 does not exist.
     assert_eq!(selected(f.tracker.select(&none(), &none()).unwrap()), 3);
     let calls = f.calls();
     assert!(
-        calls.iter().any(|c| c.starts_with("issue view 1 --json")),
+        calls
+            .iter()
+            .any(|c| c == "api --include repos/{owner}/{repo}/issues/1"),
         "{calls:?}"
     );
     assert!(
-        calls.iter().any(|c| c.starts_with("issue view 99 --json")),
+        calls
+            .iter()
+            .any(|c| c == "api --include repos/{owner}/{repo}/issues/99"),
         "{calls:?}"
     );
 
@@ -607,9 +532,9 @@ fn github_get_maps_fields() {
         &["automatable", "sdlc-escalated"],
         "Depends on: #3",
     );
-    v["parent"] = json!({"number": 2});
-    v["closedByPullRequestsReferences"] = json!([{"number": 50, "state": "OPEN"}]);
-    v["state"] = json!("CLOSED");
+    v["parent_issue_url"] = json!("https://api.github.com/repos/o/r/issues/2");
+    v["state_reason"] = json!("not_planned");
+    v["state"] = json!("closed");
     f.put("view_12.json", &v);
     let i = f.tracker.get(12).unwrap();
     assert_eq!(i.number, 12);
@@ -669,7 +594,7 @@ fn github_mark_escalated_creates_the_label_and_comments() {
     );
     // GitHub closed the issue through the merged PR: close only reads it back.
     let mut closed = gh_issue(7, None, &["automatable"], "");
-    closed["state"] = json!("CLOSED");
+    closed["state"] = json!("closed");
     f.put("view_7.json", &closed);
     let before = f.calls().len();
     f.tracker.close(7, "merged by sdlc-runner").unwrap();
@@ -724,7 +649,7 @@ fn github_errors_name_the_command_and_stderr() {
     fs::write(f.data.join("open.json"), "<html>rate limited</html>").unwrap();
     let err = f.tracker.select(&none(), &none()).unwrap_err().to_string();
     assert!(
-        err.contains("issue list --state open") && err.contains("not the expected JSON"),
+        err.contains("issues?state=open") && err.contains("not the expected JSON"),
         "{err}"
     );
 
@@ -780,16 +705,17 @@ fn github_release_removes_the_escalated_label_only_when_it_is_there() {
         &gh_issue(7, None, &["automatable", "sdlc-escalated"], ""),
     );
     assert!(f.tracker.lift_quarantine(7).unwrap());
-    // calls[0]: the probe of the fields this gh knows.
     let calls = f.calls();
-    assert!(calls[1].starts_with("issue view 7 --json"), "{calls:?}");
     assert_eq!(
-        calls[2],
-        "api --include -X DELETE repos/{owner}/{repo}/issues/7/labels/sdlc-escalated"
+        calls,
+        [
+            "api --include repos/{owner}/{repo}/issues/7",
+            "api --include -X DELETE repos/{owner}/{repo}/issues/7/labels/sdlc-escalated"
+        ]
     );
     f.put("view_8.json", &gh_issue(8, None, &["automatable"], ""));
     assert!(!f.tracker.lift_quarantine(8).unwrap());
-    assert_eq!(f.calls().len(), 4, "nothing to remove: no edit");
+    assert_eq!(f.calls().len(), 3, "nothing to remove: no edit");
 }
 
 #[test]

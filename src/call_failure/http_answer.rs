@@ -2,7 +2,8 @@
 //! line, the body), and what a failed answer's status and headers mean. Rate limits are told
 //! from the headers GitHub sends with them, never from the message's prose: a primary limit
 //! (403 or 429 with `X-RateLimit-Remaining: 0`) lasts until `X-RateLimit-Reset`, a secondary
-//! one (`Retry-After`, or 429 without it) for `Retry-After` seconds or one minute. GitLab's
+//! one (`Retry-After`, or 429 or a 403 whose body names it without it) for `Retry-After`
+//! seconds or one minute. GitLab's
 //! 429 without `Retry-After` lasts until its `RateLimit-Reset`.
 
 use super::CallFailureKind;
@@ -59,22 +60,16 @@ impl HttpAnswer {
         (200..300).contains(&self.status)
     }
 
-    /// Read as GitHub's account of the budget (`GET /rate_limit`): the seconds until every
-    /// spent resource of those the runner's calls use (REST's `core`, `graphql`)
-    /// resets, at least one. `None` when none is spent, or the answer is no such account.
-    pub fn budget_spent_wait(&self, now_epoch_secs: u64) -> Option<u64> {
-        if !self.ok() {
-            return None;
-        }
-        let account: serde_json::Value = serde_json::from_slice(&self.body).ok()?;
-        ["core", "graphql"]
-            .iter()
-            .filter_map(|name| {
-                let r = &account["resources"][name];
-                (r["remaining"].as_u64()? == 0).then(|| r["reset"].as_u64())?
-            })
-            .map(|reset| reset.saturating_sub(now_epoch_secs).max(1))
-            .max()
+    /// Whether the body is GitHub's secondary-limit refusal: a 403 that may come without
+    /// `Retry-After`, told from a plain refusal by the documentation its body points to
+    /// (`documentation_url`, `…secondary-rate-limits`) or, without one, its `message`.
+    fn names_secondary_limit(&self) -> bool {
+        let Ok(body) = serde_json::from_slice::<serde_json::Value>(&self.body) else {
+            return false;
+        };
+        let field = |name: &str| body[name].as_str().unwrap_or_default().to_ascii_lowercase();
+        field("documentation_url").contains("secondary-rate-limits")
+            || field("message").contains("secondary rate limit")
     }
 
     /// What a failed answer means, from its status and headers. `now_epoch_secs`: the time
@@ -99,6 +94,11 @@ impl HttpAnswer {
                 wait_secs: reset.saturating_sub(now_epoch_secs).max(1),
             };
         }
+        if self.status == 403 && self.names_secondary_limit() {
+            return CallFailureKind::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS,
+            };
+        }
         match self.status {
             429 => CallFailureKind::RateLimited {
                 wait_secs: SECONDARY_LIMIT_SECS,
@@ -111,19 +111,6 @@ impl HttpAnswer {
             _ => CallFailureKind::Other,
         }
     }
-}
-
-/// gh's arguments that ask GitHub's account of the budget (`GET /rate_limit`, which costs
-/// none of it).
-pub const BUDGET_ARGS: [&str; 3] = ["api", "--include", "rate_limit"];
-
-/// Seconds until GitHub's spent budget resets, from what `gh` with [`BUDGET_ARGS`] printed, as
-/// of now; `None` when nothing is spent or the output is no such account.
-pub fn budget_spent_now(stdout: &[u8]) -> Option<u64> {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    HttpAnswer::parse(stdout)?.budget_spent_wait(now)
 }
 
 /// `text` as one path segment or query value of a REST address: a branch or label name may
@@ -161,31 +148,6 @@ mod tests {
     }
 
     #[test]
-    fn githubs_account_of_the_budget_says_how_long_until_a_spent_resource_resets() {
-        let account = |core: u64, graphql: u64| {
-            answer(&format!(
-                "HTTP/2.0 200 OK\r\n\r\n{{\"resources\": {{\"core\": {{\"remaining\": {core}, \"reset\": 1100}}, \"graphql\": {{\"remaining\": {graphql}, \"reset\": 1300}}, \"search\": {{\"remaining\": 0, \"reset\": 9000}}}}}}"
-            ))
-        };
-        assert_eq!(account(10, 20).budget_spent_wait(1000), None);
-        assert_eq!(account(0, 20).budget_spent_wait(1000), Some(100));
-        assert_eq!(account(0, 0).budget_spent_wait(1000), Some(300));
-        assert_eq!(
-            account(0, 20).budget_spent_wait(2000),
-            Some(1),
-            "a reset just past"
-        );
-        assert_eq!(
-            answer("HTTP/2.0 404 Not Found\r\n\r\n{}").budget_spent_wait(0),
-            None
-        );
-        assert_eq!(
-            answer("HTTP/2.0 200 OK\r\n\r\nnot json").budget_spent_wait(0),
-            None
-        );
-    }
-
-    #[test]
     fn the_head_and_the_body_are_read_as_gh_prints_them() {
         let a = answer("HTTP/2.0 200 OK\r\nContent-Type: application/json\r\nX-Ratelimit-Remaining: 4999\r\n\r\n{\"a\":1}");
         assert_eq!(a.status, 200);
@@ -218,6 +180,14 @@ mod tests {
         let bare_429 = answer("HTTP/2.0 429 Too Many Requests\r\n\r\n{}");
         assert_eq!(
             bare_429.failure_kind(now),
+            K::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS
+            }
+        );
+        // GitHub's secondary limit without `Retry-After`: a 403 whose body names it; a minute.
+        let secondary_403 = answer("HTTP/2.0 403 Forbidden\r\nX-RateLimit-Remaining: 4000\r\n\r\n{\"message\":\"You have exceeded a secondary rate limit. Please wait a few minutes before you try again.\",\"documentation_url\":\"https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits\"}");
+        assert_eq!(
+            secondary_403.failure_kind(now),
             K::RateLimited {
                 wait_secs: SECONDARY_LIMIT_SECS
             }

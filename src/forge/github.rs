@@ -3,53 +3,54 @@
 
 mod ci;
 
+use ci::api_get;
 pub use ci::parse_checks;
 pub(super) use ci::{ci_state_of, failing_checks_of};
 
 use super::{ForgeError, Pr, PrState};
-use crate::call_failure::{http_answer, CallFailureKind, Kinded};
+use crate::call_failure::{path_segment, CallFailureKind, HttpAnswer};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// A pull request as GitHub's REST API lists it (`GET repos/{owner}/{repo}/pulls`).
 #[derive(Deserialize)]
-struct GhPr {
+struct RestPr {
     number: u32,
-    url: String,
+    #[serde(default)]
+    html_url: String,
     state: String,
+    #[serde(default)]
+    merged_at: Option<String>,
 }
 
-/// The PR whose head is `branch` (see [`parse_prs`] for which one wins).
+/// The PR whose head is `branch` (see [`parse_prs`] for which one wins):
+/// `GET repos/{owner}/{repo}/pulls?head=<owner>:<branch>&state=all`. The owner is the one
+/// gh resolves for the repository (`{owner}`): the runner pushes its branches to that
+/// repository, never to a fork.
 pub(super) fn pr_for_branch(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     branch: &str,
 ) -> Result<Option<Pr>, ForgeError> {
-    let args = [
-        "pr",
-        "list",
-        "--head",
-        branch,
-        "--state",
-        "all",
-        "--json",
-        "number,url,state",
-    ];
-    let out = run_gh(gh, repo_dir, &args)?;
-    if !out.status.success() {
-        return Err(gh_refused(gh, repo_dir, &args, &out));
-    }
-    parse_prs(&out.stdout).map_err(|detail| ForgeError::Parse {
-        command: command_text(gh, &args),
+    let endpoint = format!(
+        "repos/{{owner}}/{{repo}}/pulls?head={{owner}}:{}&state=all&per_page=100",
+        path_segment(branch)
+    );
+    let answer = api_get(gh, repo_dir, &endpoint)?;
+    parse_prs(&answer.body).map_err(|detail| ForgeError::Parse {
+        command: command_text(gh, &["api", &endpoint]),
         detail,
     })
 }
 
-/// The PR `gh pr list --json number,url,state` describes for one branch: with several (a
-/// closed one and its reopened successor), an open PR wins over a merged one over a closed
-/// one, then the newest. Errors describe the problem without quoting the bytes.
+/// The PR GitHub's REST list of one branch's pull requests describes
+/// (`[{"number", "html_url", "state": "open"|"closed", "merged_at"}]`, a closed PR with
+/// `merged_at` being merged): with several (a closed one and its reopened successor), an
+/// open PR wins over a merged one over a closed one, then the newest. Errors describe the
+/// problem without quoting the bytes.
 pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
-    let prs: Vec<GhPr> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    let prs: Vec<RestPr> = serde_json::from_slice(json).map_err(|e| e.to_string())?;
     let rank = |s: PrState| match s {
         PrState::Open => 2,
         PrState::Merged => 1,
@@ -57,10 +58,11 @@ pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
     };
     let mut best: Option<Pr> = None;
     for p in prs {
-        let state = match p.state.to_ascii_uppercase().as_str() {
-            "OPEN" => PrState::Open,
-            "MERGED" => PrState::Merged,
-            "CLOSED" => PrState::Closed,
+        let merged = p.merged_at.as_deref().is_some_and(|m| !m.is_empty());
+        let state = match p.state.to_ascii_lowercase().as_str() {
+            "open" => PrState::Open,
+            "closed" if merged => PrState::Merged,
+            "closed" => PrState::Closed,
             other => {
                 let shown: String = other.chars().take(20).collect();
                 return Err(format!("unknown PR state {shown:?}"));
@@ -68,7 +70,7 @@ pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
         };
         let pr = Pr {
             number: p.number,
-            url: p.url,
+            url: p.html_url,
             state,
         };
         let better = best
@@ -89,62 +91,54 @@ pub(super) fn run_gh(
     dir: &PathBuf,
     args: &[&str],
 ) -> Result<std::process::Output, ForgeError> {
+    run_gh_with(gh, dir, args, None)
+}
+
+/// [`run_gh`] with `stdin` as gh's standard input (a request's body for `--input -`: never
+/// an argument, whose size the kernel limits).
+fn run_gh_with(
+    gh: &PathBuf,
+    dir: &PathBuf,
+    args: &[&str],
+    stdin: Option<Vec<u8>>,
+) -> Result<std::process::Output, ForgeError> {
     let mut cmd = Command::new(gh);
     cmd.args(args)
         .current_dir(dir)
         // gh must never stop to ask a question in an unattended run.
         .env("GH_PROMPT_DISABLED", "1")
         .env("NO_COLOR", "1");
-    crate::process::output_within(cmd, GH_TIMEOUT)
-        .map_err(|source| match crate::process::stopped(&source) {
-            Some(why) => ForgeError::Stopped {
-                command: command_text(gh, args),
-                why,
-            },
-            None => ForgeError::Spawn {
-                program: gh.display().to_string(),
-                source,
-            },
-        })?
-        .ok_or_else(|| ForgeError::Command {
+    let captured =
+        crate::process::run_captured(cmd, stdin, GH_TIMEOUT, None).map_err(|source| {
+            match crate::process::stopped(&source) {
+                Some(why) => ForgeError::Stopped {
+                    command: command_text(gh, args),
+                    why,
+                },
+                None => ForgeError::Spawn {
+                    program: gh.display().to_string(),
+                    source,
+                },
+            }
+        })?;
+    match captured.status {
+        Some(status) if !captured.timed_out => Ok(std::process::Output {
+            status,
+            stdout: captured.stdout.into_bytes(),
+            stderr: captured.stderr.into_bytes(),
+        }),
+        _ => Err(ForgeError::Command {
             command: command_text(gh, args),
             status: None,
             stderr: format!("no answer within {} s; stopped", GH_TIMEOUT.as_secs()),
             hint: "check the network and `gh auth status`",
             kind: CallFailureKind::TimedOut,
-        })
+        }),
+    }
 }
 
 pub(super) fn command_text(gh: &Path, args: &[&str]) -> String {
     format!("{} {}", gh.display(), args.join(" "))
-}
-
-/// `gh_failed` for a gh command that prints only GitHub's words (`gh pr …`): where those could
-/// be a rate limit's (a refusal, or words the runner does not know), GitHub's own account of
-/// the budget (`gh api --include rate_limit`, which costs none of it) decides: a spent budget
-/// is `RateLimited` until it resets, whatever the words said.
-pub(super) fn gh_refused(
-    gh: &PathBuf,
-    repo_dir: &PathBuf,
-    args: &[&str],
-    out: &std::process::Output,
-) -> ForgeError {
-    let mut error = gh_failed(gh, args, out);
-    if let ForgeError::Command { kind, .. } = &mut error {
-        if matches!(kind, CallFailureKind::Permission | CallFailureKind::Other) {
-            if let Some(wait_secs) = budget_spent(gh, repo_dir) {
-                *kind = CallFailureKind::RateLimited { wait_secs };
-            }
-        }
-    }
-    error
-}
-
-/// Seconds until GitHub's spent budget resets, from `GET /rate_limit`; `None` when nothing is
-/// spent or GitHub could not be asked.
-fn budget_spent(gh: &PathBuf, repo_dir: &PathBuf) -> Option<u64> {
-    let out = run_gh(gh, repo_dir, &http_answer::BUDGET_ARGS).ok()?;
-    http_answer::budget_spent_now(&out.stdout)
 }
 
 pub(super) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
@@ -158,8 +152,80 @@ pub(super) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) ->
     }
 }
 
-/// `gh pr create`: the body goes as an argument (no shell is involved, so nothing in it is
-/// interpreted).
+/// `gh api --include [-X method] <endpoint> [--input -]` with `body` as the request's JSON
+/// on gh's standard input: GitHub's answer whatever its status, with the arguments and
+/// gh's output (for the caller's error), or an error when gh got no answer at all
+/// (classified from what gh printed).
+fn api_call(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    method: &str,
+    endpoint: &str,
+    body: Option<&serde_json::Value>,
+) -> Result<(HttpAnswer, Vec<String>, std::process::Output), ForgeError> {
+    let mut args: Vec<String> = vec!["api".into(), "--include".into()];
+    if method != "GET" {
+        args.extend(["-X".into(), method.into()]);
+    }
+    args.push(endpoint.into());
+    if body.is_some() {
+        args.extend(["--input".into(), "-".into()]);
+    }
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_gh_with(
+        gh,
+        repo_dir,
+        &argv,
+        body.map(|b| b.to_string().into_bytes()),
+    )?;
+    match HttpAnswer::parse(&out.stdout) {
+        Some(answer) => Ok((answer, args, out)),
+        None => Err(gh_failed(gh, &argv, &out)),
+    }
+}
+
+/// The error of a failed answer: its kind from the status and headers (a rate limit among
+/// them), its words GitHub's message (or the status).
+fn refused(
+    gh: &Path,
+    args: &[String],
+    answer: &HttpAnswer,
+    out: &std::process::Output,
+) -> ForgeError {
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let mut error = gh_failed(gh, &argv, out);
+    if let ForgeError::Command { kind, stderr, .. } = &mut error {
+        *kind = answer.failure_kind(now_epoch_secs());
+        let message = github_message(answer);
+        *stderr = match (message.is_empty(), stderr.is_empty()) {
+            (false, _) => format!("HTTP {}: {message}", answer.status),
+            (true, false) => format!("HTTP {}; {stderr}", answer.status),
+            (true, true) => format!("HTTP {}", answer.status),
+        };
+    }
+    error
+}
+
+fn now_epoch_secs() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// GitHub's `message` (and the first error's) in a failed answer's body, shortened.
+fn github_message(answer: &HttpAnswer) -> String {
+    let Ok(v) = serde_json::from_slice::<serde_json::Value>(&answer.body) else {
+        return String::new();
+    };
+    let mut text = v["message"].as_str().unwrap_or_default().to_string();
+    if let Some(first) = v["errors"][0]["message"].as_str() {
+        text = format!("{text} ({first})");
+    }
+    text.chars().take(500).collect()
+}
+
+/// `POST repos/{owner}/{repo}/pulls`: the body goes in the request's JSON on gh's standard
+/// input, so a long one never meets the kernel's limit on one argument.
 pub(super) fn create_pr(
     gh: &PathBuf,
     repo_dir: &PathBuf,
@@ -168,77 +234,95 @@ pub(super) fn create_pr(
     title: &str,
     body: &str,
 ) -> Result<(), ForgeError> {
-    let args = [
-        "pr", "create", "--head", branch, "--base", base, "--title", title, "--body", body,
-    ];
-    let out = run_gh(gh, repo_dir, &args)?;
-    if !out.status.success() {
-        return Err(gh_refused(gh, repo_dir, &args[..6], &out));
+    let request = serde_json::json!({"title": title, "body": body, "head": branch, "base": base});
+    let (answer, args, out) = api_call(
+        gh,
+        repo_dir,
+        "POST",
+        "repos/{owner}/{repo}/pulls",
+        Some(&request),
+    )?;
+    if !answer.ok() {
+        return Err(refused(gh, &args, &answer, &out));
     }
     Ok(())
 }
 
-/// What GitHub says of a PR's mergeability (`gh pr view --json …`).
+/// What GitHub's REST API says of an open PR's mergeability (`GET …/pulls/N`).
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GhMergeGate {
+struct RestMergeGate {
     #[serde(default)]
-    merge_state_status: Option<String>,
+    mergeable_state: Option<String>,
     #[serde(default)]
-    review_decision: Option<String>,
-    #[serde(default)]
-    is_draft: Option<bool>,
+    draft: Option<bool>,
 }
 
-/// The fields [`merge_refusal`] reads.
-const MERGE_GATE_FIELDS: &str = "mergeStateStatus,reviewDecision,isDraft,mergeable";
-
-/// The base branch's rule that keeps the PR from merging, from what
-/// `gh pr view --json mergeStateStatus,reviewDecision,isDraft,mergeable` printed; `None` when
-/// nothing does as far as GitHub can tell: clean, only non-required checks failing
-/// (`UNSTABLE`), not computed yet (`UNKNOWN`), a conflict (`DIRTY`), which the merge itself
-/// meets as one, or a branch behind the base branch (`BEHIND`, [`merge_behind`]), which the
-/// runner brings up to date.
-pub fn merge_refusal(json: &[u8]) -> Result<Option<&'static str>, String> {
-    let gate: GhMergeGate = serde_json::from_slice(json).map_err(|e| e.to_string())?;
-    let status = gate
-        .merge_state_status
+/// The rule named by GitHub's `reviewDecision` (GraphQL) when the PR is blocked.
+fn blocked_by(review_decision: Option<&str>) -> &'static str {
+    match review_decision
         .unwrap_or_default()
-        .to_ascii_uppercase();
-    if gate.is_draft == Some(true) || status == "DRAFT" {
+        .to_ascii_uppercase()
+        .as_str()
+    {
+        "REVIEW_REQUIRED" => "an approving review is required by branch protection",
+        "CHANGES_REQUESTED" => "a reviewer requested changes",
+        _ => "required status checks or another branch protection rule are not satisfied",
+    }
+}
+
+/// The base branch's rule that keeps the PR from merging, from GitHub's REST answer for the
+/// PR (`mergeable_state`, `draft`) and, for a blocked PR, the review decision
+/// (`reviewDecision`, which only GraphQL tells: REST's reviews list cannot say whether a
+/// review is required); `None` when nothing does as far as GitHub can tell: clean, only
+/// non-required checks failing (`unstable`), not computed yet (`unknown`), a conflict
+/// (`dirty`), which the merge itself meets as one, or a branch behind the base branch
+/// (`behind`, [`merge_behind`]), which the runner brings up to date.
+pub fn merge_refusal(
+    pull: &[u8],
+    review_decision: Option<&str>,
+) -> Result<Option<&'static str>, String> {
+    let gate: RestMergeGate = serde_json::from_slice(pull).map_err(|e| e.to_string())?;
+    let state = gate
+        .mergeable_state
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    if gate.draft == Some(true) || state == "draft" {
         return Ok(Some(
             "the pull request is a draft (a person marks it ready for review)",
         ));
     }
-    Ok(match status.as_str() {
-        "BLOCKED" => Some(
-            match gate
-                .review_decision
-                .unwrap_or_default()
-                .to_ascii_uppercase()
-                .as_str()
-            {
-                "REVIEW_REQUIRED" => "an approving review is required by branch protection",
-                "CHANGES_REQUESTED" => "a reviewer requested changes",
-                _ => "required status checks or another branch protection rule are not satisfied",
-            },
-        ),
-        _ => None,
+    Ok((state == "blocked").then(|| blocked_by(review_decision)))
+}
+
+/// Whether the PR's `mergeable_state` is `blocked`: the one state whose rule the review
+/// decision names.
+fn blocked(pull: &[u8]) -> bool {
+    serde_json::from_slice::<RestMergeGate>(pull).is_ok_and(|gate| {
+        gate.mergeable_state
+            .is_some_and(|s| s.eq_ignore_ascii_case("blocked"))
     })
 }
 
 /// Whether GitHub's fields say the base branch's protection wants the branch up to date with
-/// it before the merge, and it is not (`mergeStateStatus: BEHIND`).
-pub fn merge_behind(json: &[u8]) -> bool {
-    serde_json::from_slice::<GhMergeGate>(json).is_ok_and(|gate| {
-        gate.merge_state_status
-            .is_some_and(|s| s.eq_ignore_ascii_case("BEHIND"))
+/// it before the merge, and it is not (`mergeable_state: behind`).
+pub fn merge_behind(pull: &[u8]) -> bool {
+    serde_json::from_slice::<RestMergeGate>(pull).is_ok_and(|gate| {
+        gate.mergeable_state
+            .is_some_and(|s| s.eq_ignore_ascii_case("behind"))
     })
 }
 
-/// Whether gh's words refusing a merge name a rule of the base branch rather than a conflict
-/// (`Pull request #3 is not mergeable: the base branch policy prohibits the merge`): the
-/// fallback when GitHub's fields said nothing before the merge.
+/// Whether GitHub's fields say the PR conflicts with its base (`mergeable_state: dirty`).
+fn merge_dirty(pull: &[u8]) -> bool {
+    serde_json::from_slice::<RestMergeGate>(pull).is_ok_and(|gate| {
+        gate.mergeable_state
+            .is_some_and(|s| s.eq_ignore_ascii_case("dirty"))
+    })
+}
+
+/// Whether GitHub's words refusing a merge name a rule of the base branch rather than a
+/// conflict (`At least 1 approving review is required…`, `Required status check … is
+/// expected`): the fallback when GitHub's fields say nothing of the refusal.
 pub fn refused_by_policy(stderr: &str) -> bool {
     let text = stderr.to_ascii_lowercase();
     [
@@ -255,77 +339,158 @@ pub fn refused_by_policy(stderr: &str) -> bool {
     .any(|rule| text.contains(rule))
 }
 
-/// `gh pr merge --merge`: a merge commit, as the reference runner's agents made;
-/// `--match-head-commit`: only while the PR's head is `commit`, the one CI passed (GitHub
-/// refuses the merge if a push moved it meanwhile). GitHub's fields are asked first, so a rule
-/// of the base branch (a required review, required checks, a draft) is an answer of its own
-/// (`CallFailureKind::Policy`), never a conflict. No `--delete-branch`: gh would check out
-/// the default branch, pull and delete the local branch in the project's clone, which is the
-/// runner's; the branch is deleted on origin by the runner's own git after the merge.
+/// The review decision of PR `number` (`gh api graphql --include`, so a limit on it is
+/// classified like any other answer's); `None` when GitHub gives none.
+fn review_decision(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    number: u32,
+) -> Result<Option<String>, ForgeError> {
+    let query = "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision } } }";
+    let number = format!("number={number}");
+    let query = format!("query={query}");
+    let args = [
+        "api",
+        "--include",
+        "graphql",
+        "-F",
+        "owner={owner}",
+        "-F",
+        "repo={repo}",
+        "-F",
+        number.as_str(),
+        "-f",
+        query.as_str(),
+    ];
+    let out = run_gh(gh, repo_dir, &args)?;
+    let Some(answer) = HttpAnswer::parse(&out.stdout) else {
+        return Err(gh_failed(gh, &args, &out));
+    };
+    if !answer.ok() {
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        return Err(refused(gh, &args, &answer, &out));
+    }
+    let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+    Ok(v["data"]["repository"]["pullRequest"]["reviewDecision"]
+        .as_str()
+        .map(str::to_string))
+}
+
+/// The open PR of `branch`: its number, or an error naming the branch when it has none.
+fn open_pr_number(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<u32, ForgeError> {
+    match pr_for_branch(gh, repo_dir, branch)? {
+        Some(pr) if pr.state == PrState::Open => Ok(pr.number),
+        _ => Err(ForgeError::Command {
+            command: command_text(gh, &["api", "repos/{owner}/{repo}/pulls"]),
+            status: None,
+            stderr: format!("no open pull request for {branch}"),
+            hint: "the runner opens it in createPR; check the repository's pull requests",
+            kind: CallFailureKind::NotFound,
+        }),
+    }
+}
+
+/// `PUT …/pulls/N/merge` with `{"sha": commit, "merge_method": "merge"}`: a merge commit, as
+/// the reference runner's agents made, only while the PR's head is `commit`, the one CI
+/// passed (GitHub answers 409 if a push moved it meanwhile: `LostRace`, after which the
+/// runner's look finds the person's move). GitHub's fields are asked first, so a rule of the
+/// base branch (a required review, required checks, a draft) is an answer of its own
+/// (`CallFailureKind::Policy`), never a conflict; a 405 after them is told from the fields
+/// read again (a conflict, a rule, a branch behind). The branch is deleted on origin by the
+/// runner's own git after the merge; the project's clone is never touched.
 pub(super) fn merge_pr(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     branch: &str,
     commit: &str,
 ) -> Result<(), ForgeError> {
-    let view = ["pr", "view", branch, "--json", MERGE_GATE_FIELDS];
-    let out = run_gh(gh, repo_dir, &view)?;
-    if out.status.success() {
-        if merge_behind(&out.stdout) {
-            return Err(ForgeError::Command {
-                command: command_text(gh, &view),
-                status: out.status.code(),
-                stderr: format!(
-                    "GitHub wants {branch} up to date with the base branch before the merge"
-                ),
-                hint: "the runner brings the branch up to date and CI passes it first",
-                kind: CallFailureKind::Behind,
-            });
+    let number = open_pr_number(gh, repo_dir, branch)?;
+    let pull = format!("repos/{{owner}}/{{repo}}/pulls/{number}");
+    let fields = api_get(gh, repo_dir, &pull)?;
+    if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull, &fields)? {
+        return Err(refusal);
+    }
+    let request = serde_json::json!({"sha": commit, "merge_method": "merge"});
+    let endpoint = format!("{pull}/merge");
+    let (answer, args, out) = api_call(gh, repo_dir, "PUT", &endpoint, Some(&request))?;
+    if answer.ok() {
+        return Ok(());
+    }
+    let mut error = refused(gh, &args, &answer, &out);
+    if let ForgeError::Command { kind, stderr, .. } = &mut error {
+        match answer.status {
+            // The head is no longer the commit CI passed.
+            409 => *kind = CallFailureKind::LostRace,
+            405 | 422 => {
+                // Not mergeable: GitHub's fields, read again, say why where they can.
+                let fields = api_get(gh, repo_dir, &pull)?;
+                if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull, &fields)? {
+                    return Err(refusal);
+                }
+                *kind = if merge_dirty(&fields.body) {
+                    CallFailureKind::Conflict
+                } else if refused_by_policy(stderr) {
+                    CallFailureKind::Policy
+                } else {
+                    match CallFailureKind::of_gh(stderr) {
+                        CallFailureKind::Permission | CallFailureKind::NotFound => {
+                            CallFailureKind::Other
+                        }
+                        other => other,
+                    }
+                };
+            }
+            _ => {}
         }
-        if let Ok(Some(rule)) = merge_refusal(&out.stdout) {
-            return Err(ForgeError::Command {
-                command: command_text(gh, &view),
-                status: out.status.code(),
-                stderr: format!("GitHub refuses the merge of {branch}: {rule}"),
-                hint: "have a person satisfy the rule or change the base branch's protection, then run again",
-                kind: CallFailureKind::Policy,
-            });
+    }
+    if let ForgeError::Command { hint, kind, .. } = &mut error {
+        if *kind == CallFailureKind::Policy {
+            *hint = POLICY_HINT;
         }
+    }
+    Err(error)
+}
+
+const POLICY_HINT: &str =
+    "have a person satisfy the rule or change the base branch's protection, then run again";
+
+/// What GitHub's fields (`answer`, to `GET …/pulls/N`) say keeps PR `number` from merging:
+/// the branch behind its base (`Behind`) or a rule (`Policy`); `None` when nothing does.
+fn gate_refusal(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    branch: &str,
+    number: u32,
+    pull: &str,
+    answer: &HttpAnswer,
+) -> Result<Option<ForgeError>, ForgeError> {
+    let command = command_text(gh, &["api", pull]);
+    if merge_behind(&answer.body) {
+        return Ok(Some(ForgeError::Command {
+            command,
+            status: Some(i32::from(answer.status)),
+            stderr: format!(
+                "GitHub wants {branch} up to date with the base branch before the merge"
+            ),
+            hint: "the runner brings the branch up to date and CI passes it first",
+            kind: CallFailureKind::Behind,
+        }));
+    }
+    let decision = if blocked(&answer.body) {
+        review_decision(gh, repo_dir, number)?
     } else {
-        let failed = gh_refused(gh, repo_dir, &view, &out);
-        // Without GitHub's fields (an older gh, a field it lacks) the merge's own answer
-        // decides; a network failure is the machine's to wait out.
-        if failed.kind().is_transient() {
-            return Err(failed);
-        }
-    }
-    let args = [
-        "pr",
-        "merge",
-        branch,
-        "--merge",
-        "--match-head-commit",
-        commit,
-    ];
-    let out = run_gh(gh, repo_dir, &args)?;
-    if !out.status.success() {
-        return Err(match gh_refused(gh, repo_dir, &args, &out) {
-            ForgeError::Command {
-                command,
-                status,
-                stderr,
-                ..
-            } if refused_by_policy(&stderr) => ForgeError::Command {
-                command,
-                status,
-                stderr,
-                hint: "have a person satisfy the rule or change the base branch's protection, then run again",
-                kind: CallFailureKind::Policy,
-            },
-            other => other,
-        });
-    }
-    Ok(())
+        None
+    };
+    Ok(match merge_refusal(&answer.body, decision.as_deref()) {
+        Ok(Some(rule)) => Some(ForgeError::Command {
+            command,
+            status: Some(i32::from(answer.status)),
+            stderr: format!("GitHub refuses the merge of {branch}: {rule}"),
+            hint: POLICY_HINT,
+            kind: CallFailureKind::Policy,
+        }),
+        _ => None,
+    })
 }
 
 /// The oldest `gh` the adapters' calls work with: every call they make is answered by gh
@@ -415,42 +580,83 @@ mod tests {
 
     #[test]
     fn github_fields_name_the_rule_that_keeps_a_pr_from_merging() {
-        let rule = |json: &str| merge_refusal(json.as_bytes()).expect("json");
+        let rule = |json: &str, decision: Option<&str>| {
+            merge_refusal(json.as_bytes(), decision).expect("json")
+        };
         assert_eq!(
-            rule(r#"{"mergeStateStatus":"CLEAN","isDraft":false}"#),
+            rule(r#"{"mergeable_state":"clean","draft":false}"#, None),
             None
         );
-        for open in ["UNSTABLE", "UNKNOWN", "DIRTY", "HAS_HOOKS"] {
-            let json = format!(r#"{{"mergeStateStatus":"{open}","reviewDecision":null}}"#);
-            assert_eq!(rule(&json), None, "{open}");
+        for open in ["unstable", "unknown", "dirty", "has_hooks", "behind"] {
+            let json = format!(r#"{{"mergeable_state":"{open}","draft":false}}"#);
+            assert_eq!(rule(&json, None), None, "{open}");
         }
-        let draft = rule(r#"{"mergeStateStatus":"DRAFT","isDraft":true}"#);
+        let draft = rule(r#"{"mergeable_state":"draft","draft":true}"#, None);
         assert!(draft.is_some_and(|r| r.contains("draft")), "{draft:?}");
-        let review = rule(r#"{"mergeStateStatus":"BLOCKED","reviewDecision":"REVIEW_REQUIRED"}"#);
-        assert!(review.is_some_and(|r| r.contains("review")), "{review:?}");
-        let checks = rule(r#"{"mergeStateStatus":"BLOCKED","reviewDecision":"APPROVED"}"#);
-        assert!(checks.is_some_and(|r| r.contains("checks")), "{checks:?}");
-        assert_eq!(
-            rule(r#"{"mergeStateStatus":"BEHIND"}"#),
-            None,
-            "not a rule's refusal"
+        let blocked = r#"{"mergeable_state":"blocked","draft":false}"#;
+        let review = rule(blocked, Some("REVIEW_REQUIRED"));
+        assert!(
+            review.is_some_and(|r| r.contains("approving review")),
+            "{review:?}"
         );
-        assert!(merge_behind(br#"{"mergeStateStatus":"BEHIND"}"#));
-        assert!(!merge_behind(br#"{"mergeStateStatus":"CLEAN"}"#));
+        let changes = rule(blocked, Some("CHANGES_REQUESTED"));
+        assert!(
+            changes.is_some_and(|r| r.contains("requested changes")),
+            "{changes:?}"
+        );
+        for decision in [Some("APPROVED"), None] {
+            let checks = rule(blocked, decision);
+            assert!(checks.is_some_and(|r| r.contains("checks")), "{checks:?}");
+        }
+        assert!(blocked_pr(blocked));
+        assert!(merge_behind(br#"{"mergeable_state":"behind"}"#));
+        assert!(!merge_behind(br#"{"mergeable_state":"clean"}"#));
         assert!(!merge_behind(b"not json"));
-        assert!(merge_refusal(b"not json").is_err());
+        assert!(merge_dirty(br#"{"mergeable_state":"dirty"}"#));
+        assert!(merge_refusal(b"not json", None).is_err());
+    }
+
+    fn blocked_pr(json: &str) -> bool {
+        blocked(json.as_bytes())
+    }
+
+    #[test]
+    fn githubs_rest_list_of_a_branchs_prs_names_the_one_that_counts() {
+        let list = br#"[
+            {"number": 3, "html_url": "u3", "state": "closed", "merged_at": null},
+            {"number": 5, "html_url": "u5", "state": "closed", "merged_at": "2026-01-01T00:00:00Z"},
+            {"number": 7, "html_url": "u7", "state": "open", "merged_at": null}
+        ]"#;
+        let pr = parse_prs(list).expect("json").expect("a PR");
+        assert_eq!(
+            (pr.number, pr.state, pr.url.as_str()),
+            (7, PrState::Open, "u7")
+        );
+        assert!(
+            parse_prs(&list[..list.len() - 1]).is_err(),
+            "a cut list is no JSON"
+        );
+        let merged = parse_prs(
+            br#"[{"number": 3, "html_url": "u3", "state": "closed", "merged_at": null},
+                {"number": 5, "html_url": "u5", "state": "closed", "merged_at": "2026-01-01T00:00:00Z"}]"#,
+        )
+        .expect("json")
+        .expect("a PR");
+        assert_eq!((merged.number, merged.state), (5, PrState::Merged));
+        assert_eq!(parse_prs(b"[]"), Ok(None));
+        assert!(parse_prs(br#"[{"number": 1, "state": "weird"}]"#).is_err());
     }
 
     #[test]
     fn gh_words_of_a_rule_are_not_a_conflict() {
         assert!(refused_by_policy(
-            "X Pull request #3 is not mergeable: the base branch policy prohibits the merge."
+            "HTTP 405: At least 1 approving review is required by reviewers with write access."
         ));
         assert!(refused_by_policy(
             "GraphQL: At least 1 approving review is required by reviewers with write access. (mergePullRequest)"
         ));
         assert!(!refused_by_policy(
-            "X Pull request #3 is not mergeable: the merge commit cannot be cleanly created."
+            "HTTP 405: Pull Request is not mergeable"
         ));
     }
 }

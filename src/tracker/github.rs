@@ -1,23 +1,25 @@
 //! The GitHub tracker, through the `gh` CLI run in the project directory (so `gh` resolves
 //! the repository from its git remote).
 //!
-//! Calls: `gh api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=N`
-//! for the open milestones (a rate limit told from the answer's status and headers); `gh issue list --state open --label <label> --limit 1000 --json …` for the
-//! candidates; `gh issue list --state all --milestone <title> --json …` for the dependencies
-//! inside the chosen milestone (or `gh issue view N --json …` per dependency without one);
-//! the escalation mark, the close of a merged issue GitHub left open, and the claims'
-//! comments go through the REST API (`rest.rs`), so a rate limit on a write is a wait.
+//! Every call is GitHub's REST API through `gh api --include` (`rest.rs`), so every failed
+//! answer is classified from its HTTP status and headers, a rate limit (primary or
+//! secondary) among them, which the machine waits out: the open milestones
+//! (`…/milestones?state=open`), the candidates (`…/issues?labels=<label>&state=open`, pull
+//! requests dropped), the dependencies inside the chosen milestone
+//! (`…/issues?milestone=<number>&state=all`) or one by one without one (`…/issues/N`, 404:
+//! no such issue), an issue's text (`…/issues/N` and its comments), and the writes (labels,
+//! comments, the close of a merged issue GitHub left open, the claims' assignment). Lists
+//! are read page by page.
 //!
-//! Older `gh` releases lack the `parent` and `closedByPullRequestsReferences` JSON fields
-//! (gh 2.23 has neither). Which ones this gh knows is probed once per run (`gh issue list
-//! --json` lists its fields); the others are never asked for, and dependencies then come
-//! from the issue bodies only.
+//! REST names an issue's parent (`parent_issue_url`, a sub-issue's) but not the pull
+//! requests that closed it: a closed dependency counts as done unless GitHub says it was
+//! closed as not planned (`state_reason`).
 
 mod claims;
 mod rest;
 
 use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
-use crate::call_failure::{http_answer, CallFailureKind};
+use crate::call_failure::{path_segment, CallFailureKind};
 use crate::notify::tail;
 use crate::process::run_captured;
 use serde::Deserialize;
@@ -25,7 +27,7 @@ use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 #[derive(Debug)]
@@ -41,15 +43,10 @@ pub struct GitHub {
     pub escalated_label: String,
     /// Time limit of one `gh` call. Default 120 s.
     pub timeout: Duration,
-    /// Bit set of the optional JSON fields this `gh` lacks, with bit 7 once probed.
-    unsupported: AtomicU8,
+    /// The login gh's token belongs to (`GET /user`), read once, for the claims' assignment.
+    login: OnceLock<String>,
 }
 
-const BASE_FIELDS: &str = "number,title,body,labels,milestone,state";
-const STATE_FIELDS: &str = "number,state,milestone";
-/// Optional fields and their bit in `GitHub::unsupported`.
-const OPTIONAL_FIELDS: [(&str, u8); 2] = [("parent", 1), ("closedByPullRequestsReferences", 2)];
-const LIST_LIMIT: &str = "1000";
 /// GitHub rejects comments over 65 536 characters.
 const MAX_COMMENT_BYTES: usize = 60_000;
 
@@ -60,11 +57,13 @@ struct GhLabel {
 
 #[derive(Debug, Deserialize)]
 struct GhMilestone {
+    #[serde(default)]
+    number: u64,
     title: String,
 }
 
+/// An issue as GitHub's REST API answers it (`…/issues/N`, an entry of `…/issues`).
 #[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
 struct GhIssue {
     number: u32,
     #[serde(default)]
@@ -76,10 +75,15 @@ struct GhIssue {
     #[serde(default)]
     milestone: Option<GhMilestone>,
     state: String,
+    /// `completed`, `not_planned` or `reopened` (GitHub's reason for the state).
     #[serde(default)]
-    parent: Option<serde_json::Value>,
+    state_reason: Option<String>,
+    /// A sub-issue's parent, as its address (`…/issues/N`).
     #[serde(default)]
-    closed_by_pull_requests_references: Option<Vec<serde_json::Value>>,
+    parent_issue_url: Option<String>,
+    /// Present on the pull requests the issues' list holds too.
+    #[serde(default)]
+    pull_request: Option<serde_json::Value>,
 }
 
 impl GitHub {
@@ -92,7 +96,7 @@ impl GitHub {
             label: "automatable".into(),
             escalated_label: "sdlc-escalated".into(),
             timeout: Duration::from_secs(120),
-            unsupported: AtomicU8::new(0),
+            login: OnceLock::new(),
         }
     }
 
@@ -106,19 +110,21 @@ impl GitHub {
     ) -> Result<Selection, TrackerError> {
         let milestones = self.open_milestones()?;
         let candidates: Vec<Issue> = self
-            .issue_list(&["--state", "open", "--label", &self.label], BASE_FIELDS)?
+            .issue_list(&format!("state=open&labels={}", path_segment(&self.label)))?
             .into_iter()
             .filter(|i| i.state_open)
             .collect();
         let open_candidates: BTreeSet<u32> = candidates.iter().map(|i| i.number).collect();
+        let numbers: HashMap<String, u64> = milestones.iter().cloned().collect::<HashMap<_, _>>();
+        let titles: Vec<String> = milestones.iter().map(|(t, _)| t.clone()).collect();
         let mut milestone_issues: Option<HashMap<u32, Issue>> = None;
         let mut viewed: HashMap<u32, Option<Issue>> = HashMap::new();
         let mut blocks = |scope: &Scope, dep: u32| -> Result<bool, TrackerError> {
             match scope {
                 Scope::Milestone(m) => {
                     if milestone_issues.is_none() {
-                        let list =
-                            self.issue_list(&["--state", "all", "--milestone", m], STATE_FIELDS)?;
+                        let number = numbers.get(m).copied().unwrap_or_default();
+                        let list = self.issue_list(&format!("state=all&milestone={number}"))?;
                         milestone_issues = Some(list.into_iter().map(|i| (i.number, i)).collect());
                     }
                     Ok(milestone_issues
@@ -130,14 +136,14 @@ impl GitHub {
                 Scope::Repo => {
                     let issue = match viewed.entry(dep) {
                         Entry::Occupied(e) => e.into_mut(),
-                        Entry::Vacant(e) => e.insert(self.view(dep, STATE_FIELDS)?),
+                        Entry::Vacant(e) => e.insert(self.view(dep)?),
                     };
                     Ok(issue.as_ref().is_some_and(|d| !d.is_done()))
                 }
             }
         };
         select_from(
-            &milestones,
+            &titles,
             &candidates,
             escalated_this_session,
             merged,
@@ -201,151 +207,86 @@ impl GitHub {
 
     /// The issue `number`, open or closed.
     pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
-        self.view(number, BASE_FIELDS)?
-            .ok_or_else(|| TrackerError::NotFound {
-                number,
-                location: format!("the GitHub repository of {}", self.repo_dir.display()),
-            })
+        self.view(number)?.ok_or_else(|| TrackerError::NotFound {
+            number,
+            location: format!("the GitHub repository of {}", self.repo_dir.display()),
+        })
     }
 
-    /// The issue's title, body and comments (`gh issue view N --json title,body,comments`).
+    /// The issue's title, body and comments (`…/issues/N` and every page of its comments).
     pub fn text(&self, number: u32) -> Result<super::IssueText, TrackerError> {
-        let n = number.to_string();
-        let args = ["issue", "view", n.as_str(), "--json", "title,body,comments"];
-        let out = self.gh(&args, None)?;
-        serde_json::from_str::<super::text::GhText>(&out)
-            .map(|t| t.into_text(number))
+        let endpoint = format!("repos/{{owner}}/{{repo}}/issues/{number}");
+        let body = self.rest("GET", &endpoint, None)?;
+        let json = |source| TrackerError::Json {
+            command: self.display(&["api", &endpoint]),
+            source,
+        };
+        let issue: serde_json::Value = serde_json::from_slice(&body).map_err(json)?;
+        let comments = self.pages(&format!("{endpoint}/comments"))?;
+        Ok(super::text::rest_text(number, &issue, &comments))
+    }
+
+    /// The open milestones' titles and numbers, every page.
+    fn open_milestones(&self) -> Result<Vec<(String, u64)>, TrackerError> {
+        let endpoint = "repos/{owner}/{repo}/milestones?state=open";
+        self.pages(endpoint)?
+            .into_iter()
+            .map(|m| {
+                serde_json::from_value::<GhMilestone>(m)
+                    .map(|m| (m.title, m.number))
+                    .map_err(|source| TrackerError::Json {
+                        command: self.display(&["api", endpoint]),
+                        source,
+                    })
+            })
+            .collect()
+    }
+
+    /// The issues `…/issues?<filters>` lists, every page, pull requests left out.
+    fn issue_list(&self, filters: &str) -> Result<Vec<Issue>, TrackerError> {
+        let endpoint = format!("repos/{{owner}}/{{repo}}/issues?{filters}");
+        let list = serde_json::Value::Array(self.pages(&endpoint)?).to_string();
+        self.parse_issue_list(&list)
             .map_err(|source| TrackerError::Json {
-                command: self.display(&args),
+                command: self.display(&["api", &endpoint]),
                 source,
             })
     }
 
-    /// The titles of the open milestones, page by page (`gh api --include` prints one page
-    /// with its head; a page shorter than the page size is the last).
-    fn open_milestones(&self) -> Result<Vec<String>, TrackerError> {
-        let mut titles = Vec::new();
-        for page in 1.. {
-            let endpoint =
-                format!("repos/{{owner}}/{{repo}}/milestones?state=open&per_page=100&page={page}");
-            let out = self.rest("GET", &endpoint, None)?;
-            let list: Vec<GhMilestone> =
-                serde_json::from_slice(&out).map_err(|source| TrackerError::Json {
-                    command: self.display(&["api", &endpoint]),
-                    source,
-                })?;
-            let last = list.len() < 100;
-            titles.extend(list.into_iter().map(|m| m.title));
-            if last {
-                break;
-            }
-        }
-        Ok(titles)
-    }
-
-    fn issue_list(&self, filters: &[&str], fields: &str) -> Result<Vec<Issue>, TrackerError> {
-        let mut args = vec!["issue", "list"];
-        args.extend_from_slice(filters);
-        args.extend_from_slice(&["--limit", LIST_LIMIT]);
-        let (out, command) = self.json_query(&args, fields)?;
-        self.parse_issue_list(&out)
-            .map_err(|source| TrackerError::Json { command, source })
-    }
-
-    /// The issues `gh issue list --json …` printed (pure: no `gh` runs).
+    /// The issues of a page of GitHub's REST `…/issues` list (pure: no `gh` runs); the pull
+    /// requests the list holds too are left out.
     pub fn parse_issue_list(&self, json: &str) -> Result<Vec<Issue>, serde_json::Error> {
         let list: Vec<GhIssue> = serde_json::from_str(json)?;
-        Ok(list.into_iter().map(|i| self.to_issue(i)).collect())
+        Ok(list
+            .into_iter()
+            .filter(|i| i.pull_request.is_none())
+            .map(|i| self.to_issue(i))
+            .collect())
     }
 
-    /// The issue `gh issue view --json …` printed (pure: no `gh` runs).
+    /// The issue GitHub's REST `…/issues/N` answered (pure: no `gh` runs).
     pub fn parse_issue(&self, json: &str) -> Result<Issue, serde_json::Error> {
         let issue: GhIssue = serde_json::from_str(json)?;
         Ok(self.to_issue(issue))
     }
 
-    /// `None` when GitHub has no issue with that number.
-    fn view(&self, number: u32, fields: &str) -> Result<Option<Issue>, TrackerError> {
-        let n = number.to_string();
-        match self.json_query(&["issue", "view", n.as_str()], fields) {
-            Ok((out, command)) => {
-                let issue = self
-                    .parse_issue(&out)
-                    .map_err(|source| TrackerError::Json { command, source })?;
-                Ok(Some(issue))
-            }
-            Err(e) if mentions(&e, "could not resolve to an issue") => Ok(None),
-            Err(e) => Err(e),
+    /// `None` when GitHub has no issue with that number (404).
+    fn view(&self, number: u32) -> Result<Option<Issue>, TrackerError> {
+        let endpoint = format!("repos/{{owner}}/{{repo}}/issues/{number}");
+        let (answer, args, stderr) = self.answer("GET", &endpoint, None)?;
+        if answer.status == 404 {
+            return Ok(None);
         }
-    }
-
-    /// Runs `args --json <fields + the optional fields this gh knows>`. Returns stdout and
-    /// the command that produced it.
-    fn json_query(&self, args: &[&str], fields: &str) -> Result<(String, String), TrackerError> {
-        let unsupported = self.unsupported_fields();
-        let mut all = fields.to_string();
-        for (name, bit) in OPTIONAL_FIELDS {
-            if unsupported & bit == 0 {
-                all.push(',');
-                all.push_str(name);
-            }
+        if !answer.ok() {
+            return Err(self.refused(&args, &answer, &stderr));
         }
-        let mut full: Vec<&str> = args.to_vec();
-        full.extend_from_slice(&["--json", all.as_str()]);
-        let out = self.gh(&full, None)?;
-        Ok((out, self.display(&full)))
-    }
-
-    /// The optional fields this gh lacks, probed once per run: `gh issue list --json` without
-    /// a field list prints the fields it knows, one per indented line (gh 2.23 and later
-    /// alike, without a request to GitHub). A field it does not list is never asked for.
-    fn unsupported_fields(&self) -> u8 {
-        const PROBED: u8 = 0x80;
-        let known = self.unsupported.load(Ordering::Relaxed);
-        if known & PROBED != 0 {
-            return known & !PROBED;
-        }
-        let listed: BTreeSet<String> = match self.run_gh(&["issue", "list", "--json"], None) {
-            Ok(out) => out
-                .stdout
-                .lines()
-                .chain(out.stderr.lines())
-                .filter(|l| l.starts_with("  "))
-                .map(|l| l.trim().to_string())
-                .collect(),
-            Err(_) => BTreeSet::new(),
-        };
-        let missing: u8 = OPTIONAL_FIELDS
-            .iter()
-            .filter(|(name, _)| !listed.contains(*name))
-            .map(|(_, bit)| bit)
-            .sum();
-        self.unsupported.store(missing | PROBED, Ordering::Relaxed);
-        missing
-    }
-
-    fn gh(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<String, TrackerError> {
-        let out = self.run_gh(args, stdin)?;
-        match out.status.and_then(|s| s.code()) {
-            Some(0) => Ok(out.stdout),
-            code => {
-                let mut kind = CallFailureKind::of_gh(&out.stderr);
-                if matches!(kind, CallFailureKind::Permission | CallFailureKind::Other) {
-                    if let Some(wait_secs) = self.budget_spent() {
-                        kind = CallFailureKind::RateLimited { wait_secs };
-                    }
-                }
-                Err(self.failed(args, code, &out.stderr, kind))
-            }
-        }
-    }
-
-    /// gh's `issue` commands print only GitHub's words: where those could be a rate limit's,
-    /// GitHub's own account of the budget (`GET /rate_limit`, which costs none of it) says
-    /// whether it is spent and until when.
-    fn budget_spent(&self) -> Option<u64> {
-        let out = self.run_gh(&http_answer::BUDGET_ARGS, None).ok()?;
-        http_answer::budget_spent_now(out.stdout.as_bytes())
+        let text = String::from_utf8_lossy(&answer.body);
+        self.parse_issue(&text)
+            .map(Some)
+            .map_err(|source| TrackerError::Json {
+                command: self.display(&["api", &endpoint]),
+                source,
+            })
     }
 
     fn failed(
@@ -425,6 +366,7 @@ impl GitHub {
 
     fn to_issue(&self, i: GhIssue) -> Issue {
         let labels: Vec<String> = i.labels.into_iter().map(|l| l.name).collect();
+        let open = i.state.eq_ignore_ascii_case("open");
         Issue {
             escalated: labels.contains(&self.escalated_label),
             number: i.number,
@@ -432,45 +374,24 @@ impl GitHub {
             body: i.body.unwrap_or_default(),
             labels,
             milestone: i.milestone.map(|m| m.title),
-            state_open: i.state.eq_ignore_ascii_case("open"),
-            parent: i.parent.as_ref().and_then(number_of),
-            closed_by_merged_pr: i
-                .closed_by_pull_requests_references
-                .as_deref()
-                .and_then(merged_verdict),
+            state_open: open,
+            parent: i.parent_issue_url.as_deref().and_then(number_of),
+            // Closed as not planned: abandoned, not done.
+            closed_by_merged_pr: (!open
+                && i.state_reason
+                    .as_deref()
+                    .is_some_and(|r| r.eq_ignore_ascii_case("not_planned")))
+            .then_some(false),
         }
     }
 }
 
-/// `parent` may be an object carrying `number`, or a bare number.
-fn number_of(v: &serde_json::Value) -> Option<u32> {
-    let n = v.get("number").unwrap_or(v).as_u64()?;
-    u32::try_from(n).ok().filter(|n| *n > 0)
-}
-
-/// Whether the listed closing pull requests include a merged one. A reference without any
-/// state information counts as merged: GitHub lists it as having closed the issue.
-fn merged_verdict(refs: &[serde_json::Value]) -> Option<bool> {
-    if refs.is_empty() {
-        return None;
-    }
-    let merged = refs.iter().any(|r| {
-        let state = r.get("state").and_then(|s| s.as_str());
-        let merged_at = r.get("mergedAt").is_some_and(|m| !m.is_null());
-        let merged_flag = r.get("merged").and_then(|m| m.as_bool());
-        merged_at
-            || merged_flag == Some(true)
-            || state.is_some_and(|s| s.eq_ignore_ascii_case("merged"))
-            || (state.is_none() && merged_flag.is_none() && r.get("mergedAt").is_none())
-    });
-    Some(merged)
-}
-
-fn mentions(e: &TrackerError, needle: &str) -> bool {
-    match e {
-        TrackerError::Command { detail, .. } => detail
-            .to_ascii_lowercase()
-            .contains(&needle.to_ascii_lowercase()),
-        _ => false,
-    }
+/// The issue number an issue's address ends with (`…/issues/12`).
+fn number_of(url: &str) -> Option<u32> {
+    url.trim_end_matches('/')
+        .rsplit('/')
+        .next()?
+        .parse::<u32>()
+        .ok()
+        .filter(|n| *n > 0)
 }

@@ -2,8 +2,6 @@
 //! comments. It reaches the agent through a file (see `driver::invoke`), never through a
 //! command-line argument, whose size the kernel limits.
 
-use serde::Deserialize;
-
 /// The most the runner hands an agent of one issue's text (title, body and comments, as
 /// rendered). An issue over it is refused for that issue (escalated with its size), never
 /// cut silently: what an agent is told must be the issue as written.
@@ -82,45 +80,25 @@ impl IssueText {
     }
 }
 
-/// `gh issue view N --json title,body,comments`, as printed.
-#[derive(Deserialize)]
-pub(super) struct GhText {
-    title: String,
-    #[serde(default)]
-    body: Option<String>,
-    #[serde(default)]
-    comments: Vec<GhComment>,
-}
-
-#[derive(Deserialize)]
-struct GhComment {
-    #[serde(default)]
-    author: Option<GhAuthor>,
-    #[serde(default)]
-    body: String,
-}
-
-#[derive(Deserialize)]
-struct GhAuthor {
-    #[serde(default)]
-    login: String,
-}
-
-impl GhText {
-    pub(super) fn into_text(self, number: u32) -> IssueText {
-        IssueText {
-            number,
-            title: self.title,
-            body: self.body.unwrap_or_default(),
-            comments: self
-                .comments
-                .into_iter()
-                .map(|c| Comment {
-                    author: c.author.map(|a| a.login).unwrap_or_default(),
-                    body: c.body,
-                })
-                .collect(),
-        }
+/// An issue's text from GitHub's REST answers: the issue (`…/issues/N`: `title`, `body`)
+/// and its comments, oldest first (`body`, `user.login`).
+pub(super) fn rest_text(
+    number: u32,
+    issue: &serde_json::Value,
+    comments: &[serde_json::Value],
+) -> IssueText {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    IssueText {
+        number,
+        title: text(&issue["title"]),
+        body: text(&issue["body"]),
+        comments: comments
+            .iter()
+            .map(|c| Comment {
+                author: text(&c["user"]["login"]),
+                body: text(&c["body"]),
+            })
+            .collect(),
     }
 }
 
@@ -130,8 +108,12 @@ mod tests {
 
     #[test]
     fn gh_comments_are_read_and_rendered_in_order() {
-        let json = r#"{"title":"T","body":"B","comments":[{"author":{"login":"ann"},"body":"first"},{"body":"second"}]}"#;
-        let text = serde_json::from_str::<GhText>(json).unwrap().into_text(4);
+        let issue = serde_json::json!({"title": "T", "body": "B"});
+        let comments = [
+            serde_json::json!({"user": {"login": "ann"}, "body": "first"}),
+            serde_json::json!({"body": "second"}),
+        ];
+        let text = rest_text(4, &issue, &comments);
         let doc = text.render();
         assert!(doc.starts_with("# Issue #4: T\n\nB\n"), "{doc}");
         let first = doc.find("## Comment 1 by ann\n\nfirst").unwrap();

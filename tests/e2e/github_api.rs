@@ -85,7 +85,7 @@ impl CheckRun {
 pub enum Limit {
     /// 403, `X-RateLimit-Remaining: 0`, `X-RateLimit-Reset` this many seconds from now.
     Primary { reset_in_secs: u64 },
-    /// 403 with `Retry-After` (or, `None`, 429 without it).
+    /// 403 with `Retry-After` (or, `None`, without it: a minute, as GitHub documents).
     Secondary { retry_after: Option<u64> },
 }
 
@@ -115,6 +115,11 @@ pub struct Api {
     pub requests: Vec<String>,
     /// The limits served, as (request, limit).
     pub limited: Vec<(String, Limit)>,
+    /// Whether a person pushes to the PR's branch right before the next merge request, which
+    /// GitHub then refuses (409: the head is no longer the commit the merge names).
+    pub push_before_merge: bool,
+    /// The assignments made (`POST …/issues/N/assignees`): (issue, login).
+    pub assignees: Vec<(u32, String)>,
     /// Until when (epoch seconds) `GET /rate_limit` says the budget is spent: the reset of
     /// the last primary limit served, as GitHub's own account of the limit would.
     pub spent_until: u64,
@@ -309,12 +314,12 @@ fn limited(limit: Limit) -> Answer {
                 "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"}),
         },
         Limit::Secondary { retry_after } => Answer {
-            status: if retry_after.is_some() { 403 } else { 429 },
+            status: 403,
             headers: retry_after
                 .map(|s| vec![("Retry-After".to_string(), s.to_string())])
                 .unwrap_or_default(),
             body: json!({"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.",
-                "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#secondary-rate-limits"}),
+                "documentation_url": "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits"}),
         },
     }
 }
@@ -379,6 +384,7 @@ fn issue_rest(i: &Issue) -> Value {
 /// The tracker's REST calls on one issue: read it, close it, comment, label.
 fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) -> Option<Answer> {
     let number: u32 = parts.first()?.parse().ok()?;
+    let api_assignees = &mut api.assignees;
     let Some(issue) = api.issues.iter_mut().find(|i| i.number == number) else {
         return Some(status(404, "Not Found"));
     };
@@ -395,7 +401,10 @@ fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) 
             let comments: Vec<Value> = issue
                 .comments
                 .iter()
-                .map(|c| json!({"body": c, "created_at": "2026-01-01T00:00:00Z"}))
+                .map(|c| {
+                    json!({"body": c, "created_at": "2026-01-01T00:00:00Z",
+                    "user": {"login": "runner"}})
+                })
                 .collect();
             ok(json!(comments))
         }
@@ -406,6 +415,17 @@ fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) 
                 status: 201,
                 headers: vec![],
                 body: json!({"body": text}),
+            }
+        }
+        ("POST", ["assignees"]) => {
+            for a in body["assignees"].as_array().into_iter().flatten() {
+                let login = a.as_str().unwrap_or_default().to_string();
+                api_assignees.push((number, login));
+            }
+            Answer {
+                status: 201,
+                headers: vec![],
+                body: issue_rest(issue),
             }
         }
         ("POST", ["labels"]) => {
@@ -433,6 +453,9 @@ fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) 
 
 fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
     let (path, query) = req.path.split_once('?').unwrap_or((req.path.as_str(), ""));
+    if req.method == "GET" && path == "/user" {
+        return Some(ok(json!({"login": OWNER, "id": 1, "type": "User"})));
+    }
     if req.method == "GET" && path == "/rate_limit" {
         // GitHub's account of the budget; asking for it costs nothing.
         let spent = api.spent_until > now();
@@ -517,12 +540,200 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
                 status(404, "Not Found")
             })
         }
+        ("GET", ["issues"]) => {
+            let state = param(query, "state").unwrap_or("open");
+            let label = param(query, "labels").map(decoded);
+            let list: Vec<Value> = api
+                .issues
+                .iter()
+                .rev()
+                .filter(|i| state == "all" || (state == "open") == i.open)
+                .filter(|i| label.as_ref().is_none_or(|l| i.labels.contains(l)))
+                .map(issue_rest)
+                .collect();
+            Some(paged(path, query, list))
+        }
+        ("GET", ["pulls"]) => {
+            let head = param(query, "head").map(decoded);
+            let list: Vec<Value> = api
+                .pulls
+                .iter()
+                .rev()
+                .filter(|p| {
+                    head.as_ref()
+                        .is_none_or(|h| *h == format!("{OWNER}:{}", p.head))
+                })
+                .map(|p| pull_rest(api, p))
+                .collect();
+            Some(paged(path, query, list))
+        }
+        ("POST", ["pulls"]) => {
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let text = |k: &str| body[k].as_str().unwrap_or_default().to_string();
+            let head = text("head");
+            if git(
+                &api.origin,
+                &["rev-parse", "--verify", "-q", &format!("refs/heads/{head}")],
+            )
+            .is_err()
+            {
+                return Some(status(422, "Validation Failed"));
+            }
+            let pull = Pull {
+                number: 100 + api.pulls.len() as u32 + 1,
+                head,
+                base: text("base"),
+                title: text("title"),
+                body: text("body"),
+                state: "OPEN".into(),
+            };
+            let answer = pull_rest(api, &pull);
+            api.pulls.push(pull);
+            Some(Answer {
+                status: 201,
+                headers: vec![],
+                body: answer,
+            })
+        }
+        ("GET", ["pulls", number]) => {
+            let pull = api.pulls.iter().find(|p| p.number.to_string() == *number)?;
+            Some(ok(pull_rest(api, pull)))
+        }
+        ("PUT", ["pulls", number, "merge"]) => {
+            let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let id = format!("PR_{number}");
+            if std::mem::take(&mut api.push_before_merge) {
+                let pull = api.pulls.iter().find(|p| p.number.to_string() == *number)?;
+                person_pushes(&api.origin, &pull.head.clone());
+            }
+            let gate = api.merge_gate.clone().map(|(m, _)| m.to_ascii_lowercase());
+            if matches!(
+                gate.as_deref(),
+                Some("blocked" | "draft" | "dirty" | "behind")
+            ) {
+                return Some(status(405, "Pull Request is not mergeable"));
+            }
+            Some(match merge(api, &id, body["sha"].as_str()) {
+                Ok(()) => {
+                    ok(json!({"merged": true, "message": "Pull Request successfully merged"}))
+                }
+                Err(message) if message.contains("Head branch was modified") => {
+                    status(409, &message)
+                }
+                Err(message) => status(405, &message),
+            })
+        }
         (method, ["issues", rest @ ..]) => {
             let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
             issue_rest_answer(api, method, rest, &body)
         }
         _ => None,
     }
+}
+
+/// One page of a REST list as GitHub serves it: 30 entries unless `per_page` (at most 100)
+/// says otherwise, and a `Link` header naming the next and last pages while more follow.
+fn paged(path: &str, query: &str, all: Vec<Value>) -> Answer {
+    let per_page: usize = param(query, "per_page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(30)
+        .clamp(1, 100);
+    let page: usize = param(query, "page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1)
+        .max(1);
+    let last = all.len().div_ceil(per_page).max(1);
+    let mut headers = vec![];
+    if page < last {
+        let at = |n: usize| {
+            let others: Vec<&str> = query
+                .split('&')
+                .filter(|p| !p.starts_with("page=") && !p.is_empty())
+                .collect();
+            format!(
+                "<http://api.github.localhost{path}?{}&page={n}>",
+                others.join("&")
+            )
+        };
+        headers.push((
+            "Link".to_string(),
+            format!("{}; rel=\"next\", {}; rel=\"last\"", at(page + 1), at(last)),
+        ));
+    }
+    let body: Vec<Value> = all
+        .into_iter()
+        .skip((page - 1) * per_page)
+        .take(per_page)
+        .collect();
+    Answer {
+        status: 200,
+        headers,
+        body: json!(body),
+    }
+}
+
+/// A pull request as GitHub's REST API answers it: `state` open or closed, `merged_at` once
+/// merged, `mergeable_state` from the gate the test set (clean by default).
+fn pull_rest(api: &Api, p: &Pull) -> Value {
+    let sha = resolve(api, &p.head);
+    let (merge_state, _) = api
+        .merge_gate
+        .clone()
+        .unwrap_or_else(|| ("CLEAN".into(), String::new()));
+    let merge_state = merge_state.to_ascii_lowercase();
+    json!({"number": p.number, "title": p.title, "body": p.body,
+        "html_url": format!("https://github.localhost/{OWNER}/{REPO}/pull/{}", p.number),
+        "state": if p.state == "OPEN" { "open" } else { "closed" },
+        "merged": p.state == "MERGED",
+        "merged_at": (p.state == "MERGED").then_some("2026-01-01T00:00:00Z"),
+        "draft": merge_state == "draft",
+        "mergeable": merge_state != "dirty",
+        "mergeable_state": merge_state,
+        "head": {"ref": p.head, "sha": sha, "label": format!("{OWNER}:{}", p.head)},
+        "base": {"ref": p.base}})
+}
+
+/// A person's commit on top of `branch` on the bare origin, made without a work tree.
+fn person_pushes(origin: &Path, branch: &str) {
+    let run = |args: &[&str], input: Option<&str>| -> String {
+        use std::io::Write;
+        let mut child = Command::new("git")
+            .args(args)
+            .current_dir(origin)
+            .env("GIT_AUTHOR_NAME", "Person")
+            .env("GIT_AUTHOR_EMAIL", "p@example.invalid")
+            .env("GIT_COMMITTER_NAME", "Person")
+            .env("GIT_COMMITTER_EMAIL", "p@example.invalid")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("git");
+        if let Some(text) = input {
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(text.as_bytes())
+                .expect("write");
+        }
+        let out = child.wait_with_output().expect("git");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let head = run(&["rev-parse", &format!("refs/heads/{branch}")], None);
+    let tree = run(&["rev-parse", &format!("{head}^{{tree}}")], None);
+    let commit = run(
+        &["commit-tree", &tree, "-p", &head, "-m", "a person's commit"],
+        None,
+    );
+    run(
+        &[
+            "update-ref",
+            &format!("refs/heads/{branch}"),
+            &commit,
+            &head,
+        ],
+        None,
+    );
 }
 
 fn repository_rest() -> Value {
@@ -644,6 +855,19 @@ fn graphql_answer(api: &mut Api, request: &Value) -> Option<Answer> {
             }
         }
         "RepositoryInfo" | "RepositoryNetwork" => json!({"repository": repository_gql()}),
+        "PullRequestReviewDecision" => {
+            // gh fills `{owner}` and `{repo}` in the variables; a PR the fake knows.
+            let known = api
+                .pulls
+                .iter()
+                .any(|p| Some(u64::from(p.number)) == vars["number"].as_u64());
+            if vars["owner"] != OWNER || vars["repo"] != REPO || !known {
+                return None;
+            }
+            let review = api.merge_gate.clone().map(|(_, r)| r).unwrap_or_default();
+            let review = (!review.is_empty()).then_some(review);
+            json!({"repository": {"pullRequest": {"reviewDecision": review}}})
+        }
         "UserCurrent" => json!({"viewer": {"login": OWNER}}),
         "CommentsForIssue" => {
             let n = vars["number"].as_u64().unwrap_or(0);
@@ -715,6 +939,12 @@ fn graphql_answer(api: &mut Api, request: &Value) -> Option<Answer> {
             let input = &vars["input"];
             let id = input["pullRequestId"].as_str().unwrap_or_default();
             let expected = input["expectedHeadOid"].as_str();
+            if std::mem::take(&mut api.push_before_merge) {
+                let number = id.trim_start_matches("PR_");
+                if let Some(pull) = api.pulls.iter().find(|p| p.number.to_string() == number) {
+                    person_pushes(&api.origin, &pull.head.clone());
+                }
+            }
             match merge(api, id, expected) {
                 Ok(()) => json!({"mergePullRequest": {"clientMutationId": null}}),
                 Err(message) => {

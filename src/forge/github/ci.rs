@@ -6,7 +6,7 @@
 //! from GitHub's status and headers (a rate limit among them), not from gh's prose.
 
 use super::super::{CiState, ForgeError};
-use super::{command_text, gh_failed, run_gh};
+use super::{api_call, command_text, refused, run_gh};
 use crate::call_failure::{path_segment, HttpAnswer};
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -152,25 +152,12 @@ pub(in crate::forge) fn api_get(
     repo_dir: &PathBuf,
     endpoint: &str,
 ) -> Result<HttpAnswer, ForgeError> {
-    let args = ["api", "--include", endpoint];
-    let out = run_gh(gh, repo_dir, &args)?;
-    let Some(answer) = HttpAnswer::parse(&out.stdout) else {
-        return Err(gh_failed(gh, &args, &out));
-    };
+    let (answer, args, out) = api_call(gh, repo_dir, "GET", endpoint, None)?;
     if answer.ok() {
-        return Ok(answer);
+        Ok(answer)
+    } else {
+        Err(refused(gh, &args, &answer, &out))
     }
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let mut error = gh_failed(gh, &args, &out);
-    if let ForgeError::Command { kind, stderr, .. } = &mut error {
-        *kind = answer.failure_kind(now);
-        if stderr.is_empty() {
-            *stderr = format!("HTTP {}", answer.status);
-        }
-    }
-    Err(error)
 }
 
 /// The commit's check runs (every page, as one body) and its combined status.

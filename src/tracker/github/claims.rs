@@ -115,6 +115,35 @@ impl GitHub {
             .collect()
     }
 
+    /// Assigns the issue to the token's user (`GET /user` once, then
+    /// `POST …/issues/N/assignees`). The assignment is for people and the comments decide, so
+    /// only a rate limit (a wait) is an error; any other refusal leaves the issue unassigned.
+    fn assign_self(&self, issue: u32) -> Result<(), TrackerError> {
+        let login = match self.login.get() {
+            Some(login) => login.clone(),
+            None => match self.rest("GET", "user", None) {
+                Ok(body) => {
+                    let user: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+                    let login = user["login"].as_str().unwrap_or_default().to_string();
+                    self.login.get_or_init(|| login).clone()
+                }
+                Err(e) => return limited_only(e),
+            },
+        };
+        if login.is_empty() {
+            return Ok(());
+        }
+        let endpoint = format!("repos/{{owner}}/{{repo}}/issues/{issue}/assignees");
+        match self.rest(
+            "POST",
+            &endpoint,
+            Some(&serde_json::json!({"assignees": [login]})),
+        ) {
+            Ok(_) => Ok(()),
+            Err(e) => limited_only(e),
+        }
+    }
+
     fn note(&self, issue: u32, text: String) -> Result<(), TrackerError> {
         self.comment(issue, &text)
     }
@@ -161,12 +190,7 @@ impl GitHub {
             "1D76DB",
             "an sdlc-runner works on this issue (see its claim comments)",
         )?;
-        let n = issue.to_string();
-        // The assignment is for people; the comments decide.
-        let _ = self.gh(
-            &["issue", "edit", n.as_str(), "--add-assignee", "@me"],
-            None,
-        );
+        self.assign_self(issue)?;
         self.note(
             issue,
             format!(
@@ -224,6 +248,17 @@ impl GitHub {
             self.remove_label(issue, CLAIMED_LABEL)?;
         }
         Ok(())
+    }
+}
+
+/// `e` when it is a rate limit (the machine waits it out), nothing otherwise.
+fn limited_only(e: TrackerError) -> Result<(), TrackerError> {
+    match &e {
+        TrackerError::Command {
+            kind: crate::call_failure::CallFailureKind::RateLimited { .. },
+            ..
+        } => Err(e),
+        _ => Ok(()),
     }
 }
 
