@@ -59,16 +59,9 @@ impl Runner {
     fn session(&mut self, event: &Event, context: &mut Fx) -> Outcome<State> {
         match *event {
             Event::ShutdownRequested { signal, usage } => {
-                // The stopped call's money was spent all the same.
-                if !usage.is_zero() {
-                    self.record_usage(&usage);
-                }
-                context.push(Effect::Cleanup);
-                if self.issue.is_some() {
-                    context.push(Effect::AutoCommit(CommitKind::OnSignal(signal)));
-                }
-                context.push(Effect::Notify(Notice::ShuttingDown { signal }));
-                context.push(Effect::Exit { code: 0 });
+                self.shut_down(signal, &usage, context);
+                // The attempt under way ends with the session: a restart enters its step
+                // again rather than counting it as killed.
                 self.dispatched = false;
                 Handled
             }

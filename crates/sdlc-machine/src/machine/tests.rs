@@ -531,3 +531,55 @@ fn an_older_journals_merge_repaired_reads_as_branch_updated() {
     let read: Event = serde_json::from_str(&older).expect("an older journal's record");
     assert_eq!(read, event);
 }
+
+/// A stop during a rate-limit wait before a step's run (the run already asked for): the
+/// restart waits again, asks for the same run, and takes its answer; before, the answer was
+/// dropped as stale and the runner stopped on "0 requests".
+#[test]
+fn a_stop_during_a_rate_limit_wait_before_a_run_takes_the_reissued_runs_answer() {
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 4 });
+    for step in Step::ALL {
+        core.handle(&Event::PreconditionsOk { step });
+        if step == Step::CreatePr {
+            break;
+        }
+        core.handle(&Event::StepSucceeded {
+            step,
+            usage: Usage::default(),
+        });
+    }
+    core.handle(&Event::RateLimited { wait_secs: 60 });
+    let stop = core
+        .handle(&Event::ShutdownRequested {
+            signal: Signal::Term,
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert_eq!(stop.last(), Some(&Effect::Exit { code: 0 }), "{stop:?}");
+    assert_eq!(
+        core.handle(&Event::Start).to_vec(),
+        [Effect::Wait { seconds: 61 }]
+    );
+    let run = core.handle(&Event::WaitOver).to_vec();
+    assert!(
+        matches!(
+            run[..],
+            [Effect::RunStep {
+                step: Step::CreatePr,
+                attempt: 1,
+                ..
+            }]
+        ),
+        "{run:?}"
+    );
+    let next = core
+        .handle(&Event::StepSucceeded {
+            step: Step::CreatePr,
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert!(next.iter().any(|e| e.is_request()), "{next:?}");
+    assert_eq!(core.state().name(), "MonitorCi", "{next:?}");
+}

@@ -116,8 +116,29 @@ impl Runner {
     ) -> Outcome<State> {
         match *event {
             Event::WaitOver => self.reissue(context),
+            // The request waiting here is issued again after a restart exactly as it was
+            // (the restart waits again, then reissues it), so it stays dispatched: its
+            // answer is then taken, not dropped as a stale one.
+            Event::ShutdownRequested { signal, usage } => {
+                self.shut_down(signal, &usage, context);
+                Handled
+            }
             _ => self.wait_again(seconds, event, context),
         }
+    }
+
+    /// What a signal asks wherever the session is: the stopped call's money counted (it was
+    /// spent all the same), the cleanup, the issue's work committed, a word, the exit.
+    pub(super) fn shut_down(&mut self, signal: Signal, usage: &Usage, fx: &mut Fx) {
+        if !usage.is_zero() {
+            self.record_usage(usage);
+        }
+        fx.push(Effect::Cleanup);
+        if self.issue.is_some() {
+            fx.push(Effect::AutoCommit(CommitKind::OnSignal(signal)));
+        }
+        fx.push(Effect::Notify(Notice::ShuttingDown { signal }));
+        fx.push(Effect::Exit { code: 0 });
     }
 
     pub(super) fn wait_again(

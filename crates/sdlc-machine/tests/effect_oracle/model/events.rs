@@ -384,7 +384,12 @@ impl Model {
                 self.fx
                     .push(Effect::Notify(Notice::ShuttingDown { signal }));
                 self.fx.push(Effect::Exit { code: 0 });
-                self.dispatched = false;
+                // A request waiting out the network or a rate limit is issued again as it
+                // was after the restart, so it stays dispatched; any other attempt under way
+                // ends with the session.
+                if !matches!(self.at, At::NetworkWait(_)) {
+                    self.dispatched = false;
+                }
             }
             Event::ClaimLost { issue } => self.claim_lost(issue),
             Event::NetworkUnavailable => self.halt(HaltReason::Network),
