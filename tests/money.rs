@@ -316,8 +316,9 @@ fn halts_for_the_day(p: &Project, spent_before: f64, issue: u32) {
     assert!(text(&again).contains("refusing to run"), "{}", text(&again));
 }
 
-#[test]
-fn the_day_ceiling_counts_the_earlier_sessions_of_the_day() {
+/// Two issues, the first worked and merged by a session whose every step cost $0.25: the
+/// project and what that session spent.
+fn first_issue_merged_at_a_quarter_a_step() -> (Project, f64) {
     let p = Project::new(
         &[(1, "First", ""), (2, "Second", "")],
         json!({"costUsd": 0.25}),
@@ -326,6 +327,12 @@ fn the_day_ceiling_counts_the_earlier_sessions_of_the_day() {
     let out = p.run(&["--issue", "1"]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     let first = project_spend(&p);
+    (p, first)
+}
+
+#[test]
+fn the_day_ceiling_counts_the_earlier_sessions_of_the_day() {
+    let (p, first) = first_issue_merged_at_a_quarter_a_step();
     assert!(
         first >= 0.5,
         "issue 1 cost ${first}: more than the day has left"
@@ -424,14 +431,7 @@ fn a_fleets_calls_share_what_the_fleet_has_left() {
 /// a runner alone does: it reads every journal of the project, not only its clone's.
 #[test]
 fn a_fleet_workers_day_halt_says_when_the_window_frees() {
-    let p = Project::new(
-        &[(1, "First", ""), (2, "Second", "")],
-        json!({"costUsd": 0.25}),
-        json!({}),
-    );
-    let out = p.run(&["--issue", "1"]);
-    assert_eq!(code(&out), 0, "{}", text(&out));
-    let first = project_spend(&p);
+    let (p, first) = first_issue_merged_at_a_quarter_a_step();
     p.set_config(json!({"budget": {"perDayUsd": first + 0.30}}));
     let out = p.run(&["--workers", "2"]);
     let all = text(&out);

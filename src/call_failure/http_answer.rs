@@ -113,6 +113,21 @@ impl HttpAnswer {
     }
 }
 
+/// The arguments of `gh api --include [-X method] <endpoint> [--input -]`: the call whose
+/// printed answer [`HttpAnswer::parse`] reads (status and headers included); `with_body`
+/// sends the request's JSON on gh's standard input, never as an argument.
+pub fn gh_api_args(method: &str, endpoint: &str, with_body: bool) -> Vec<String> {
+    let mut args: Vec<String> = vec!["api".into(), "--include".into()];
+    if method != "GET" {
+        args.extend(["-X".into(), method.into()]);
+    }
+    args.push(endpoint.into());
+    if with_body {
+        args.extend(["--input".into(), "-".into()]);
+    }
+    args
+}
+
 /// `text` as one path segment or query value of a REST address: a branch or label name may
 /// hold `/`, spaces or `&`.
 pub fn path_segment(text: &str) -> String {

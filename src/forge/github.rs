@@ -163,14 +163,7 @@ fn api_call(
     endpoint: &str,
     body: Option<&serde_json::Value>,
 ) -> Result<(HttpAnswer, Vec<String>, std::process::Output), ForgeError> {
-    let mut args: Vec<String> = vec!["api".into(), "--include".into()];
-    if method != "GET" {
-        args.extend(["-X".into(), method.into()]);
-    }
-    args.push(endpoint.into());
-    if body.is_some() {
-        args.extend(["--input".into(), "-".into()]);
-    }
+    let args = crate::call_failure::gh_api_args(method, endpoint, body.is_some());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_gh_with(
         gh,

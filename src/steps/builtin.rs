@@ -91,10 +91,8 @@ pub fn start_cycle(repo: &dyn GitPort) -> Result<String, Failed> {
     Ok(format!("on {} as origin has it", repo.main()))
 }
 
-/// commitPush: what the agents left is committed on the feature branch and the branch is
-/// pushed (with a lease).
-pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
-    let branch = issue.branch()?;
+/// The feature branch is checked out: what is committed lands on it, not elsewhere.
+fn on_branch(repo: &dyn GitPort, branch: &str) -> Result<(), Failed> {
     let current = repo.current_branch()?;
     if current.as_deref() != Some(branch) {
         return Err(Failed::other(format!(
@@ -102,6 +100,14 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Fai
             current.as_deref().unwrap_or("a detached HEAD")
         )));
     }
+    Ok(())
+}
+
+/// commitPush: what the agents left is committed on the feature branch and the branch is
+/// pushed (with a lease).
+pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+    let branch = issue.branch()?;
+    on_branch(repo, branch)?;
     let committed = repo.auto_commit(&format!(
         "feat: {} (#{})",
         one_line(issue.title),
@@ -120,13 +126,7 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Fai
 /// the branch is pushed, a new head for CI.
 pub fn push_review_round(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
     let branch = issue.branch()?;
-    let current = repo.current_branch()?;
-    if current.as_deref() != Some(branch) {
-        return Err(Failed::other(format!(
-            "HEAD is on {}, not on the feature branch {branch}",
-            current.as_deref().unwrap_or("a detached HEAD")
-        )));
-    }
+    on_branch(repo, branch)?;
     let committed =
         repo.auto_commit(&format!("fix: address review feedback (#{})", issue.number))?;
     repo.push_branch(branch, None)?;

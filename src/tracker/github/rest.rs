@@ -27,14 +27,7 @@ impl GitHub {
         endpoint: &str,
         body: Option<&Value>,
     ) -> Result<(HttpAnswer, Vec<String>, String), TrackerError> {
-        let mut args: Vec<String> = vec!["api".into(), "--include".into()];
-        if method != "GET" {
-            args.extend(["-X".into(), method.into()]);
-        }
-        args.push(endpoint.into());
-        if body.is_some() {
-            args.extend(["--input".into(), "-".into()]);
-        }
+        let args = crate::call_failure::gh_api_args(method, endpoint, body.is_some());
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run_gh(&argv, body.map(|b| b.to_string().into_bytes()))?;
         let code = out.status.and_then(|s| s.code());
