@@ -66,15 +66,7 @@ impl Driver {
                 continue;
             }
             let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
-            let info = AttemptInfo {
-                step,
-                issue: self.issue.number,
-                attempt: 1,
-                prompt: &prompt,
-                skill: None,
-                money_left_micros: self.core.runner().money_left_micros(),
-            };
-            let inv = cli::planned_invocation(&self.cfg, &self.program, &info);
+            let inv = self.planned(step, &prompt);
             let skill = self
                 .cfg
                 .skill_file(step)
@@ -111,15 +103,7 @@ impl Driver {
                 "<the reviewers' new feedback>",
                 None,
             );
-            let info = AttemptInfo {
-                step: Step::MonitorCi,
-                issue: self.issue.number,
-                attempt: 1,
-                prompt: &prompt,
-                skill: None,
-                money_left_micros: self.core.runner().money_left_micros(),
-            };
-            let inv = cli::planned_invocation(&self.cfg, &self.program, &info);
+            let inv = self.planned(Step::MonitorCi, &prompt);
             out!(
                 "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {} with the round's prompt and monitorCI's agent settings, then the runner's commit and push",
                 inv.program.display()
@@ -138,5 +122,18 @@ impl Driver {
             b.nothing_succeeds
         );
         0
+    }
+
+    /// The command line a first attempt of `step` with `prompt` would run.
+    fn planned(&self, step: Step, prompt: &str) -> cli::Invocation {
+        let info = AttemptInfo {
+            step,
+            issue: self.issue.number,
+            attempt: 1,
+            prompt,
+            skill: None,
+            money_left_micros: self.core.runner().money_left_micros(),
+        };
+        cli::planned_invocation(&self.cfg, &self.program, &info)
     }
 }
