@@ -37,7 +37,7 @@ impl RealGh {
         assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
         assert_eq!(self.api.with(|a| a.limited.len()), limits, "{requests:#?}");
         assert_eq!(
-            all.matches("GitHub rate limit: waiting").count(),
+            all.matches("rate limit: waiting").count(),
             limits,
             "{limits} waits, each named: {all}"
         );
@@ -653,7 +653,7 @@ fn a_rate_limit_that_outlasts_the_waits_halts_naming_it_through_the_real_gh() {
     let all = text(&out);
     assert_eq!(code(&out), 1, "{all}");
     assert!(
-        all.contains("ENVIRONMENT FAILURE: GITHUB RATE LIMIT"),
+        all.contains("ENVIRONMENT FAILURE: RATE LIMIT"),
         "{all}"
     );
     assert!(!all.contains("ENVIRONMENT FAILURE: NETWORK"), "{all}");

@@ -116,6 +116,26 @@ impl Config {
         }
     }
 
+    /// The services whose APIs the runner calls (and whose rate limits it waits out), as an
+    /// operator names them: "GitHub", "GitLab and Linear", … ("the forge" when none is
+    /// configured, which no rate limit then comes from).
+    pub fn api_services(&self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for name in [self.tracker.kind().service(), self.forge.service()]
+            .into_iter()
+            .flatten()
+        {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        match names.as_slice() {
+            [] => "the forge".into(),
+            [one] => (*one).into(),
+            many => many.join(" or "),
+        }
+    }
+
     /// A valid config for unit tests: the project is the temporary directory, `extra` is
     /// appended to the top-level object (`, "key": value`, …).
     #[cfg(test)]

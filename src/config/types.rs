@@ -99,6 +99,31 @@ pub enum ForgeKind {
     Gitlab,
 }
 
+impl TrackerKind {
+    /// The service whose API the tracker calls, as an operator names it (`None` for the
+    /// local tracker, which calls none).
+    pub fn service(self) -> Option<&'static str> {
+        match self {
+            TrackerKind::Github => Some("GitHub"),
+            TrackerKind::Local => None,
+            TrackerKind::Gitlab => Some("GitLab"),
+            TrackerKind::Linear => Some("Linear"),
+        }
+    }
+}
+
+impl ForgeKind {
+    /// The service whose API the forge calls, as an operator names it (`None` for the local
+    /// forge).
+    pub fn service(self) -> Option<&'static str> {
+        match self {
+            ForgeKind::Github => Some("GitHub"),
+            ForgeKind::Local => None,
+            ForgeKind::Gitlab => Some("GitLab"),
+        }
+    }
+}
+
 /// Whether a model name denotes a Haiku model, which rejects the effort parameter.
 pub fn is_haiku(model: &str) -> bool {
     model.to_ascii_lowercase().contains("haiku")

@@ -75,14 +75,17 @@ impl Driver {
 }
 
 impl Driver {
-    /// Says which call GitHub's rate limit refused and returns the event; the machine decides
-    /// the wait.
+    /// Says which call the service's rate limit refused and returns the event; the machine
+    /// decides the wait.
     pub(super) fn rate_limited(&mut self, what: &str, wait_secs: u64, error: &str) -> Event {
         let first_line = error.lines().next().unwrap_or_default();
+        let services = self.cfg.api_services();
         self.say(format!(
-            "{what} hit GitHub's rate limit (it lifts in {wait_secs} s): {first_line}"
+            "{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}"
         ));
-        self.log(&format!("rate limit: {what} refused ({first_line})"));
+        self.log(&format!(
+            "rate limit: {services}'s limit refused {what} ({first_line})"
+        ));
         Event::RateLimited { wait_secs }
     }
 }

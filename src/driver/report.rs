@@ -83,7 +83,7 @@ fn notice_text(n: &Notice) -> (Severity, String) {
         Notice::RateLimitWait { seconds, wait } => (
             Severity::Warning,
             format!(
-                "GitHub rate limit: waiting {seconds} s for it to lift before calling again (rate-limit wait {wait} in a row); no attempt spent, no issue blamed"
+                "rate limit: waiting {seconds} s for it to lift before calling again (rate-limit wait {wait} in a row); no attempt spent, no issue blamed"
             ),
         ),
         Notice::Withdrawn { issue } => (
@@ -340,7 +340,7 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
             "issue #{issue} gave up, but the tracker could not record its escalation. Make the tracker writable (see the error below), then run again with --ack-halt."
         ),
         HaltReason::RateLimit { wait_secs } => format!(
-            "GitHub's API rate limit refused the same call {} times in a row (maxNetworkWaits), each time waited out until it said the limit lifts; the last refusal says it lifts in {wait_secs} s. No issue was blamed and no attempt spent. Run again with --ack-halt once it has lifted (`gh api rate_limit` shows what is left); if it keeps happening, fewer runners share the token, or give the runner a token of its own.",
+            "the service's API rate limit (the call and the service are named below) refused the same call {} times in a row (maxNetworkWaits), each time waited out until it said the limit lifts; the last refusal says it lifts in {wait_secs} s. No issue was blamed and no attempt spent. Run again with --ack-halt once it has lifted (on GitHub, `gh api rate_limit` shows what is left); if it keeps happening, let fewer runners share the token, or give the runner a token of its own.",
             r.limits.max_network_waits + 1
         ),
         HaltReason::ClaimRefused { issue } => format!(

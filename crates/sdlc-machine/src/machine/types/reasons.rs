@@ -202,7 +202,7 @@ impl HaltReason {
             HaltReason::DecisionTimeout => "HALTED: decision timed out".into(),
             HaltReason::RunnerStateLost => "ENVIRONMENT FAILURE: RUNNER STATE LOST".into(),
             HaltReason::Network => "ENVIRONMENT FAILURE: NETWORK".into(),
-            HaltReason::RateLimit { .. } => "ENVIRONMENT FAILURE: GITHUB RATE LIMIT".into(),
+            HaltReason::RateLimit { .. } => "ENVIRONMENT FAILURE: RATE LIMIT".into(),
             HaltReason::TrackerWrite { .. } => "ENVIRONMENT FAILURE: TRACKER".into(),
             HaltReason::TrackerStale { .. } | HaltReason::ClaimRefused { .. } => {
                 "ENVIRONMENT FAILURE: TRACKER".into()
