@@ -194,7 +194,11 @@ fn a_rate_limit_is_waited_out_for_its_retry_after() {
     assert_eq!(code(&out), 0, "{all}");
     assert_eq!(all.matches("HTTP 429").count(), 2, "{all}");
     // The limit is named as GitLab's, never as another service's.
-    assert_eq!(all.matches("rate limit: GitLab's limit refused").count(), 2, "{all}");
+    assert_eq!(
+        all.matches("rate limit: GitLab's limit refused").count(),
+        2,
+        "{all}"
+    );
     assert!(!all.contains("GitHub"), "{all}");
     assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
     let journal = std::fs::read_to_string(g.p.journal_path()).expect("journal");

@@ -652,10 +652,7 @@ fn a_rate_limit_that_outlasts_the_waits_halts_naming_it_through_the_real_gh() {
     let out = g.p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 1, "{all}");
-    assert!(
-        all.contains("ENVIRONMENT FAILURE: RATE LIMIT"),
-        "{all}"
-    );
+    assert!(all.contains("ENVIRONMENT FAILURE: RATE LIMIT"), "{all}");
     assert!(!all.contains("ENVIRONMENT FAILURE: NETWORK"), "{all}");
     assert!(all.contains("the rate limit lifts at: "), "{all}");
     assert!(
@@ -664,4 +661,117 @@ fn a_rate_limit_that_outlasts_the_waits_halts_naming_it_through_the_real_gh() {
     );
     assert!(all.contains("--ack-halt"), "what to do: {all}");
     assert_eq!(g.p.count("1 "), 0, "{:?}", g.p.invocations());
+}
+
+/// GitHub lists issues newest first, at most 100 to a page: with 130 labelled issues the
+/// lowest-numbered ones are on the second page, and the runner still starts with #1 (every page
+/// read through the real gh, following the list to its end).
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn more_than_a_page_of_issues_is_read_to_the_end_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let titles: Vec<String> = (1..=130).map(|n| format!("Issue number {n}")).collect();
+    let issues: Vec<(u32, &str, &str)> = titles
+        .iter()
+        .zip(1..)
+        .map(|(t, n)| (n, t.as_str(), "Do it."))
+        .collect();
+    let g = RealGh::new(&issues, json!({}));
+    let out = g.p.run(&["--dry-run"]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(
+        all.contains("would work on issue #1: Issue number 1"),
+        "the lowest number, on the second page: {all}"
+    );
+    let pages: Vec<&String> = requests
+        .iter()
+        .filter(|r| r.starts_with(&format!("GET /repos/{OWNER}/{REPO}/issues?")))
+        .collect();
+    assert!(
+        pages.iter().any(|r| r.ends_with("page=2")),
+        "the second page was asked for: {requests:#?}"
+    );
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+}
+
+/// A secondary limit without `Retry-After` on the merge itself is a minute's wait: it blames
+/// nobody and merges nothing, and the wait outlives a stop — the restart waits until the same
+/// moment rather than asking the limited API again at once. (That the merge is made once after
+/// such a wait is shown with a short `Retry-After` in
+/// `secondary_rate_limits_on_the_pull_request_and_issue_calls_are_waited_out_through_the_real_gh`.)
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_secondary_rate_limit_without_retry_after_on_the_merge_is_waited_out_across_a_restart_through_the_real_gh(
+) {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api
+        .with(|a| a.limits = vec![("/merge".into(), Limit::Secondary { retry_after: None })]);
+    let runner = g.p.spawn(&[]);
+    g.p.wait_for_journal("rateLimited", std::time::Duration::from_secs(45));
+    e2e::signal(&runner, libc::SIGTERM);
+    let first = text(&e2e::wait_output(
+        runner,
+        std::time::Duration::from_secs(30),
+    ));
+    let journal = g.p.journal();
+    let waits: Vec<&serde_json::Value> = journal
+        .iter()
+        .filter(|r| r["event"]["event"] == "rateLimited")
+        .collect();
+    assert_eq!(waits.len(), 1, "{journal:#?}\n{first}");
+    assert_eq!(waits[0]["event"]["wait_secs"], 60, "{:?}", waits[0]);
+    assert!(
+        !journal.iter().any(|r| r["event"]["event"] == "stepFailed"),
+        "nobody blamed: {journal:#?}"
+    );
+    assert!(
+        first.contains("rate limit: GitHub's limit refused merge"),
+        "{first}"
+    );
+    let until = |out: &str| -> Vec<String> {
+        out.lines()
+            .filter_map(|l| l.split_once("waiting ").map(|(_, w)| w))
+            .filter_map(|w| w.split_once(", until ").map(|(_, t)| t.to_string()))
+            .collect()
+    };
+    let first_until = until(&first);
+    assert_eq!(first_until.len(), 1, "{first}");
+
+    let runner = g.p.spawn(&[]);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    e2e::signal(&runner, libc::SIGTERM);
+    let second = text(&e2e::wait_output(
+        runner,
+        std::time::Duration::from_secs(30),
+    ));
+    assert_eq!(
+        until(&second),
+        first_until,
+        "the same wait, resumed: {second}"
+    );
+    let merges: Vec<String> = g
+        .api
+        .requests()
+        .into_iter()
+        .filter(|r| r.starts_with("PUT ") && r.ends_with("/merge"))
+        .collect();
+    assert_eq!(
+        merges.len(),
+        1,
+        "no merge asked for during the wait: {merges:?}\n{second}"
+    );
+    assert_eq!(
+        g.api
+            .with(|a| a.pulls.iter().filter(|p| p.state == "MERGED").count()),
+        0,
+        "{second}"
+    );
+    assert!(!second.contains("escalat"), "{second}");
 }
