@@ -635,9 +635,24 @@ fn a_broken_tracker_stops_the_run_without_a_sticky_halt() {
         "names the file: {all}"
     );
     assert!(p.invocations().is_empty());
+    assert!(
+        all.contains("sdlc-runner stopped: the issue tracker failed") && !all.contains("HALT"),
+        "{all}"
+    );
+    // The machine's answer, journaled: the run stops, the session stays open.
+    let journal = p.journal();
+    assert!(
+        journal
+            .iter()
+            .any(|r| r["event"]["event"] == "trackerReadFailed"),
+        "{journal:#?}"
+    );
+    assert!(all.contains("next run continues session"), "{all}");
     std::fs::write(p.issues.join("1.json"), good).expect("repair");
     let out = p.run(&[]);
-    assert_eq!(code(&out), 0, "no --ack-halt needed: {}", text(&out));
+    let again = text(&out);
+    assert_eq!(code(&out), 0, "no --ack-halt needed: {again}");
+    assert!(again.contains("continuing session"), "the same session: {again}");
     assert_eq!(p.issue(1)["state"], "closed");
 }
 

@@ -29,7 +29,7 @@ fn check(file: &Path) -> i32 {
                 file.display()
             );
             out_raw!("{}", summary(&config));
-            for problem in config.environment_problems() {
+            for problem in config.environment_problems(true) {
                 say!("warning: {}: {problem}", file.display());
             }
             0

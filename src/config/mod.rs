@@ -227,7 +227,8 @@ impl Config {
     /// Problems that depend on the machine rather than on the file (missing project
     /// directory, skill files, local tracker directory). `run` treats them as errors;
     /// `config check` reports them as warnings so a config can be checked anywhere.
-    pub fn environment_problems(&self) -> Vec<String> {
+    /// `agents_run`: whether the agents' programs must be installed (a dry run starts none).
+    pub fn environment_problems(&self, agents_run: bool) -> Vec<String> {
         let mut problems = Vec::new();
         if !self.project_path.is_dir() {
             problems.push(format!(
@@ -246,7 +247,7 @@ impl Config {
                 }
             }
         }
-        if which::which(&self.agent.command).is_err() {
+        if agents_run && which::which(&self.agent.command).is_err() {
             problems.push(format!(
                 "agent.command: \"{}\" is not found on PATH (install the agent CLI or set agent.command)",
                 self.agent.command
@@ -255,7 +256,10 @@ impl Config {
         for step in Step::ALL {
             let agent = &self.step(step).agent;
             let used = self.enabled(step) && !self.builtin(step);
-            if used && agent.command != self.agent.command && which::which(&agent.command).is_err()
+            if agents_run
+                && used
+                && agent.command != self.agent.command
+                && which::which(&agent.command).is_err()
             {
                 problems.push(format!(
                     "steps.{}.agent.command: \"{}\" ({}) is not found on PATH (install the agent CLI or set steps.{}.agent.command)",

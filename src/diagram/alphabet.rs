@@ -33,6 +33,7 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
         Event::NetworkFailed,
         Event::TrackerUpdated,
         Event::TrackerWriteFailed,
+        Event::TrackerReadFailed,
     ];
     // CI's verdicts are about commits; which one never decides an edge.
     evs.push(Event::CiPending {

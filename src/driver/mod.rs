@@ -530,15 +530,20 @@ impl Driver {
             // Everything stays for inspection: state file, auto-mode flag, branch, tree.
             return i32::from(code);
         }
-        if let Some(signal) = self.shutdown.requested() {
-            // The session stays open: the next run continues it with the same counters.
-            self.state.signal_shutdown = Some(signal.name().to_string());
+        if !self.core.is_terminal() {
+            // The machine did not end the session (a signal, a lost claim, a tracker that
+            // could not be read): the next run continues it with the same counters.
+            let signal = self.shutdown.requested();
+            self.state.signal_shutdown = signal.map(|s| s.name().to_string());
             self.state.runner_pid = None;
             self.save_state();
             let _ = artifacts::remove_auto_mode(&project);
+            let how = match signal {
+                Some(s) => format!("{}: shut down", s.name()),
+                None => format!("stopped (exit {code})"),
+            };
             self.log(&format!(
-                "{}: shut down; next run continues session {}",
-                signal.name(),
+                "{how}; next run continues session {}",
                 self.session
             ));
             return i32::from(code);

@@ -26,15 +26,7 @@ impl Driver {
             }
         }
         match effect {
-            Effect::SelectIssue => match self.select_issue().await {
-                Some(event) => Outcome::Next(event),
-                None => {
-                    self.state.runner_pid = None;
-                    self.save_state();
-                    let _ = artifacts::remove_auto_mode(&self.cfg.project_path);
-                    Outcome::Exit(1)
-                }
-            },
+            Effect::SelectIssue => Outcome::Next(self.select_issue().await),
             Effect::CheckPreconditions { step } => {
                 Outcome::Next(self.check_preconditions(step).await)
             }
@@ -245,9 +237,16 @@ impl Driver {
                     _ => {}
                 }
                 let (severity, mut text) = report::notice(&n);
-                if let Notice::WaitingForMergeTurn { .. } = n {
+                match n {
                     // Who holds the turn, as the answer that found it busy said.
-                    text = format!("{}; {text}", self.core.last_words());
+                    Notice::WaitingForMergeTurn { .. } => {
+                        text = format!("{}; {text}", self.core.last_words());
+                    }
+                    // What the tracker answered, as the failed read said.
+                    Notice::TrackerReadFailed => {
+                        text = format!("{text}: {}", self.core.last_words());
+                    }
+                    _ => {}
                 }
                 self.notifier.send(severity, &text);
                 match &self.fleet {

@@ -67,6 +67,10 @@ fn notice_text(n: &Notice) -> (Severity, String) {
                 cause.describe()
             ),
         ),
+        Notice::TrackerReadFailed => (
+            Severity::Alert,
+            "sdlc-runner stopped: the issue tracker failed (no issue blamed; the session stays open, so the next run continues it once the tracker answers)".to_string(),
+        ),
         Notice::Merged { issue } => (Severity::Info, format!("issue #{issue}: merged")),
         Notice::FleetPause { seconds, pause } => (
             Severity::Warning,

@@ -129,14 +129,14 @@ impl Driver {
         })
     }
 
-    /// The next event from the tracker; `None` when the tracker itself failed.
-    pub(super) async fn select_issue(&mut self) -> Option<Event> {
+    /// The next event from the tracker (`TrackerReadFailed` when the tracker itself failed).
+    pub(super) async fn select_issue(&mut self) -> Event {
         let mode = self.core.runner().mode;
         let selection = match mode {
             Mode::SingleStep(_) if self.issue.number > 0 => {
-                return Some(Event::IssueSelected {
+                return Event::IssueSelected {
                     issue: self.issue.number,
-                });
+                };
             }
             Mode::SingleStep(_) if self.state.current_issue.is_some() => {
                 let n = self.state.current_issue.unwrap_or_default();
@@ -145,14 +145,14 @@ impl Driver {
                     title: String::new(),
                     branch: self.state.current_branch.clone(),
                 };
-                return Some(Event::IssueSelected { issue: n });
+                return Event::IssueSelected { issue: n };
             }
             _ => match self.select_claimed().await {
                 Ok(result) => result,
-                Err(ev) => return Some(ev),
+                Err(ev) => return ev,
             },
         };
-        let event = match selection {
+        match selection {
             Ok(Selection::Issue(issue))
                 if self.merged_before.contains(&issue.number)
                     && !self.core.runner().merged.contains(&issue.number) =>
@@ -196,17 +196,13 @@ impl Driver {
                 Event::AllBlocked
             }
             Err(e) => {
-                // Not a failure loop and no agent ran: stop without a sticky halt, keeping the
-                // session open so that the next run continues with the same counters.
+                // What the machine makes of it (the run stops, the session stays open) is its
+                // own; the error is what the notice and the log name.
                 self.log(&format!("tracker failed: {e}"));
-                self.notifier.send(
-                    Severity::Alert,
-                    &format!("sdlc-runner stopped: the issue tracker failed: {e}"),
-                );
-                return None;
+                self.say(e.to_string());
+                Event::TrackerReadFailed
             }
-        };
-        Some(event)
+        }
     }
 
     /// The facts the runner owns, a person's decision, whether the step is already done and

@@ -26,11 +26,8 @@ impl Driver {
         if let Some(id) = &opts.discord_channel {
             cfg.discord_channel_id = Some(id.clone());
         }
-        let mut problems = cfg.environment_problems();
-        if opts.dry_run {
-            // A dry run starts no agent; its plan says what a real run would start.
-            problems.retain(|p| !p.starts_with("agent.command:"));
-        }
+        // A dry run starts no agent; its plan says what a real run would start.
+        let problems = cfg.environment_problems(!opts.dry_run);
         if !problems.is_empty() {
             return Err(format!("{}: {}", cfg.file.display(), problems.join("; ")));
         }

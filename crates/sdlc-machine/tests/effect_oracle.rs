@@ -205,6 +205,10 @@ fn answer(
             if let Mode::SingleIssue(n) = mode {
                 return Event::IssueSelected { issue: n };
             }
+            // A tracker that cannot be read stops the run; the restart selects again.
+            if t.pick(50) == 49 {
+                return Event::TrackerReadFailed;
+            }
             let open: Vec<u32> = (1..=backlog)
                 .filter(|n| !merged.contains(n) && !escalated.contains(n))
                 .collect();

@@ -110,6 +110,15 @@ impl Runner {
                 self.start_issue_cycle(issue, first, context)
             }
             Event::AlreadyMerged { issue } => self.merged(issue, context),
+            Event::TrackerReadFailed
+                if matches!(self.outstanding, Some((_, Effect::SelectIssue))) =>
+            {
+                // Neither a failure loop nor a wait: the state stays, so the next run selects
+                // again in the same session, with the same counters.
+                context.push(Effect::Notify(Notice::TrackerReadFailed));
+                context.push(Effect::Exit { code: 1 });
+                Handled
+            }
             Event::NoIssues => {
                 context.push(Effect::Notify(Notice::NothingToDo));
                 self.finish(0, context)

@@ -177,6 +177,7 @@ fn machine_labels_of_events_and_effects() {
         (Event::NetworkFailed, "NetworkFailed"),
         (Event::TrackerUpdated, "TrackerUpdated"),
         (Event::TrackerWriteFailed, "TrackerWriteFailed"),
+        (Event::TrackerReadFailed, "TrackerReadFailed"),
         (Event::IssueWithdrawn { issue: 1 }, "IssueWithdrawn"),
         (Event::WorkspaceUnfit { step }, "WorkspaceUnfit"),
         (
@@ -582,4 +583,37 @@ fn a_stop_during_a_rate_limit_wait_before_a_run_takes_the_reissued_runs_answer()
         .to_vec();
     assert!(next.iter().any(|e| e.is_request()), "{next:?}");
     assert_eq!(core.state().name(), "MonitorCi", "{next:?}");
+}
+
+#[test]
+fn a_tracker_that_cannot_be_read_stops_the_run_without_a_halt_and_the_next_run_selects_again() {
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    assert_eq!(core.handle(&Event::Start), [Effect::SelectIssue]);
+    assert_eq!(
+        core.handle(&Event::TrackerReadFailed),
+        [
+            Effect::Notify(Notice::TrackerReadFailed),
+            Effect::Exit { code: 1 }
+        ]
+    );
+    // Not a halt and not the end of the session: a restart continues it.
+    assert!(!core.is_terminal());
+    assert_eq!(core.state().name(), "Selecting");
+    assert_eq!(core.runner().stats.merges, 0);
+    assert_eq!(core.handle(&Event::Start), [Effect::SelectIssue]);
+    assert_eq!(
+        core.handle(&Event::IssueSelected { issue: 2 }).first(),
+        Some(&Effect::Notify(Notice::CycleStarted { issue: 2 }))
+    );
+}
+
+#[test]
+fn a_tracker_read_failure_that_answers_no_selection_is_ignored() {
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 2 });
+    let before = core.snapshot();
+    let fx = core.handle(&Event::TrackerReadFailed).to_vec();
+    assert!(!fx.contains(&Effect::Exit { code: 1 }), "{fx:?}");
+    assert_eq!(core.snapshot().0, before.0);
 }

@@ -88,6 +88,8 @@ pub enum Notice {
     },
     /// No open issue to work on: the session ends.
     NothingToDo,
+    /// The tracker could not be read for the selection: the run stops, the session stays open.
+    TrackerReadFailed,
     /// The fleet pauses every worker for another worker's rate limit or quota: this worker's
     /// request waits.
     FleetPause {

@@ -212,6 +212,11 @@ pub enum Event {
     /// The tracker could not be written (read-only, permission, not found, refused): an
     /// environment failure, never a new cycle.
     TrackerWriteFailed,
+    /// The tracker could not be read for the selection (`SelectIssue`), for another reason than
+    /// the network or a rate limit (a refused token, an unknown project, an answer it cannot
+    /// read): no issue is to blame and no wait helps, so the run stops for a person to look,
+    /// leaving the session open for the next run.
+    TrackerReadFailed,
     /// Read before a step: a person closed the issue, took its `automatable` label away or
     /// marked it escalated; or, before monitorCI's look at CI or the merge, closed the PR or
     /// deleted the branch. Their decision wins: the cycle is dropped, nothing is merged.
@@ -378,6 +383,7 @@ impl Event {
             | Event::RateLimited { .. }
             | Event::TrackerUpdated
             | Event::TrackerWriteFailed
+            | Event::TrackerReadFailed
             | Event::IssueWithdrawn { .. }
             | Event::WorkspaceUnfit { .. }
             | Event::ReviewLooked { .. }
@@ -418,6 +424,7 @@ impl Event {
             Event::RateLimited { .. } => "RateLimited",
             Event::TrackerUpdated => "TrackerUpdated",
             Event::TrackerWriteFailed => "TrackerWriteFailed",
+            Event::TrackerReadFailed => "TrackerReadFailed",
             Event::IssueWithdrawn { .. } => "IssueWithdrawn",
             Event::WorkspaceUnfit { .. } => "WorkspaceUnfit",
             Event::CiPending { .. } => "CiPending",

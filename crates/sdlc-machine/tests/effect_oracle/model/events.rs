@@ -167,6 +167,14 @@ impl Model {
                 self.ask(At::Selecting, Effect::SelectIssue);
             }
             Event::NetworkFailed => self.network_failed(),
+            Event::TrackerReadFailed
+                if matches!(self.outstanding, Some((_, Effect::SelectIssue))) =>
+            {
+                self.fx.extend([
+                    Effect::Notify(Notice::TrackerReadFailed),
+                    Effect::Exit { code: 1 },
+                ]);
+            }
             Event::IssueSelected { issue } => self.offered(issue),
             Event::ClaimTaken { .. } | Event::ClaimHeld { .. } | Event::TrackerWriteFailed => {
                 return self.on_claim_answer(ev)
