@@ -22,12 +22,12 @@ pub(super) struct ClaimKeeper {
     pub refused: std::collections::BTreeSet<u32>,
 }
 
-/// Live claims of runners other than `worker`.
-fn others_now(
+/// Live claims of runners other than `worker` at `now`.
+fn others_at(
     store: &ClaimStore,
     worker: &str,
+    now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<Claim>, crate::tracker::claims::ClaimError> {
-    let now = chrono::Utc::now();
     Ok(store
         .all()?
         .into_iter()
@@ -203,7 +203,10 @@ impl Driver {
 
     /// Refreshes the issues to leave out of a selection: held by other runners right now.
     pub(super) async fn claimed_by_others(&mut self) {
-        let read = self.on_claims(others_now).await;
+        let now = self.clock.now();
+        let read = self
+            .on_claims(move |store, worker| others_at(store, worker, now))
+            .await;
         match (read, self.claims.as_mut()) {
             (Some(Ok(claims)), Some(keeper)) => {
                 keeper.others = claims.into_iter().map(|c| (c.issue, c)).collect();

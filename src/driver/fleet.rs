@@ -35,10 +35,6 @@ pub(super) struct Link {
     pub worker: Worker,
 }
 
-fn now_secs() -> u64 {
-    u64::try_from(chrono::Utc::now().timestamp()).unwrap_or(0)
-}
-
 impl Link {
     /// Hands a report to the coordinator and carries out its orders; `Some(start)` answers
     /// `WantsIssue` and `WantsMerge`.
@@ -89,10 +85,11 @@ impl Link {
         }
     }
 
-    pub fn may_dispatch(&self) -> Dispatch {
+    /// `now_secs`: the clock port's time, in seconds since the epoch.
+    pub fn may_dispatch(&self, now_secs: u64) -> Dispatch {
         match self.shared.coordinator.lock() {
-            Ok(c) => c.may_dispatch(now_secs()),
-            Err(p) => p.into_inner().may_dispatch(now_secs()),
+            Ok(c) => c.may_dispatch(now_secs),
+            Err(p) => p.into_inner().may_dispatch(now_secs),
         }
     }
 }
@@ -139,14 +136,15 @@ impl Driver {
     /// shutdown event once the fleet halted.
     pub(super) fn fleet_gate(&mut self) -> Option<Event> {
         let link = self.fleet.clone()?;
-        match link.may_dispatch() {
+        let now_secs = u64::try_from(self.clock.now().timestamp()).unwrap_or(0);
+        match link.may_dispatch(now_secs) {
             Dispatch::Go => None,
             Dispatch::Stop => {
                 self.shutdown.request(Signal::Term);
                 Some(self.shutdown.event())
             }
             Dispatch::WaitUntil(until) => Some(Event::FleetPaused {
-                seconds: until.saturating_sub(now_secs()).max(1),
+                seconds: until.saturating_sub(now_secs).max(1),
             }),
         }
     }
