@@ -652,7 +652,10 @@ fn a_broken_tracker_stops_the_run_without_a_sticky_halt() {
     let out = p.run(&[]);
     let again = text(&out);
     assert_eq!(code(&out), 0, "no --ack-halt needed: {again}");
-    assert!(again.contains("continuing session"), "the same session: {again}");
+    assert!(
+        again.contains("continuing session"),
+        "the same session: {again}"
+    );
     assert_eq!(p.issue(1)["state"], "closed");
 }
 

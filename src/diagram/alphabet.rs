@@ -21,8 +21,9 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
     let mut evs = vec![
         Event::Start,
         Event::NoIssues,
-        Event::AllEscalated,
-        Event::AllBlocked,
+        Event::AllEscalated { others_hold: false },
+        Event::AllBlocked { others_hold: false },
+        Event::AllBlocked { others_hold: true },
         Event::WaitOver,
         Event::DecisionTimedOut,
         Event::ShutdownRequested {

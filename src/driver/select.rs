@@ -76,11 +76,12 @@ impl TrackerQuery {
 
 impl Driver {
     /// The tracker's selection, leaving out the issues other runners hold (the machine claims
-    /// the one selected, `ClaimIssue`); when only such issues are left, there is nothing for
-    /// this runner to do (they are not escalated or blocked: someone is working on them).
+    /// the one selected, `ClaimIssue`), and whether issues other runners or this fleet's
+    /// other workers hold were left out: the machine decides what an empty selection then
+    /// means (someone is working on them).
     pub(super) async fn select_claimed(
         &mut self,
-    ) -> Result<Result<Selection, tracker::TrackerError>, Event> {
+    ) -> Result<(Result<Selection, tracker::TrackerError>, bool), Event> {
         if self.claims.is_some() {
             self.claimed_by_others().await;
         }
@@ -94,6 +95,17 @@ impl Driver {
             network::Patient::Done(result) => result,
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
         };
+        let claimed = self.claims.as_ref().is_some_and(|k| !k.others.is_empty());
+        let others_hold = claimed || self.fleet_others_hold();
+        if let Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. }) = selection {
+            self.say_held_elsewhere();
+        }
+        Ok((selection, others_hold))
+    }
+
+    /// Names the issues held elsewhere (other runners' claims, the ones this session found
+    /// held, or else the fleet's other workers) when the selection found nothing else.
+    fn say_held_elsewhere(&mut self) {
         let mut others = self.describe_others();
         let held: Vec<String> = self
             .core
@@ -115,18 +127,13 @@ impl Driver {
                 format!("{others}, {held}")
             };
         }
-        Ok(match selection {
-            Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. })
-                if !others.is_empty() || self.fleet_others_hold() =>
-            {
-                let others = self.held_elsewhere(others);
-                self.log(&format!(
-                    "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
-                ));
-                Ok(Selection::NoIssues)
-            }
-            other => other,
-        })
+        if others.is_empty() && !self.fleet_others_hold() {
+            return;
+        }
+        let others = self.held_elsewhere(others);
+        self.log(&format!(
+            "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
+        ));
     }
 
     /// The next event from the tracker (`TrackerReadFailed` when the tracker itself failed).
@@ -152,6 +159,7 @@ impl Driver {
                 Err(ev) => return ev,
             },
         };
+        let (selection, others_hold) = selection;
         match selection {
             Ok(Selection::Issue(issue))
                 if self.merged_before.contains(&issue.number)
@@ -190,10 +198,10 @@ impl Driver {
                 self.say_unlabelled().await;
                 Event::NoIssues
             }
-            Ok(Selection::AllEscalated { .. }) => Event::AllEscalated,
+            Ok(Selection::AllEscalated { .. }) => Event::AllEscalated { others_hold },
             Ok(Selection::AllBlocked { numbers }) => {
                 self.log(&format!("blocked issues: {}", issue_list(&numbers)));
-                Event::AllBlocked
+                Event::AllBlocked { others_hold }
             }
             Err(e) => {
                 // What the machine makes of it (the run stops, the session stays open) is its

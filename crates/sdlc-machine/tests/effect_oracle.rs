@@ -225,8 +225,12 @@ fn answer(
                 // On a start the driver may find the issue's PR merged already.
                 (Some(&issue), 28) => Event::AlreadyMerged { issue },
                 (Some(&issue), n) if n != 29 => Event::IssueSelected { issue },
-                (Some(_), _) => Event::AllBlocked,
-                (None, _) if (1..=backlog).any(|n| escalated.contains(&n)) => Event::AllEscalated,
+                (Some(_), _) => Event::AllBlocked {
+                    others_hold: !held.is_empty() && t.pick(2) == 1,
+                },
+                (None, _) if (1..=backlog).any(|n| escalated.contains(&n)) => Event::AllEscalated {
+                    others_hold: !held.is_empty() && t.pick(2) == 1,
+                },
                 (None, _) => Event::NoIssues,
             }
         }

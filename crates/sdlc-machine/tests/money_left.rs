@@ -208,7 +208,7 @@ mod spend {
                     let escalated = core.escalated();
                     match (1..=3u32).find(|n| !merged.contains(n) && !escalated.contains(n)) {
                         Some(issue) => Event::IssueSelected { issue },
-                        None if merged.is_empty() => Event::AllEscalated,
+                        None if merged.is_empty() => Event::AllEscalated { others_hold: false },
                         None => Event::NoIssues,
                     }
                 }

@@ -123,8 +123,12 @@ impl Runner {
                 context.push(Effect::Notify(Notice::NothingToDo));
                 self.finish(0, context)
             }
-            Event::AllEscalated => self.nothing_selectable(HaltReason::AllIssuesEscalated, context),
-            Event::AllBlocked => self.nothing_selectable(HaltReason::AllIssuesBlocked, context),
+            Event::AllEscalated { others_hold } => {
+                self.nothing_selectable(HaltReason::AllIssuesEscalated, others_hold, context)
+            }
+            Event::AllBlocked { others_hold } => {
+                self.nothing_selectable(HaltReason::AllIssuesBlocked, others_hold, context)
+            }
             _ => Super,
         }
     }

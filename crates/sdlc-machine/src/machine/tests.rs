@@ -128,8 +128,8 @@ fn machine_labels_of_events_and_effects() {
         ),
         (Event::IssueSelected { issue: 1 }, "IssueSelected"),
         (Event::NoIssues, "NoIssues"),
-        (Event::AllEscalated, "AllEscalated"),
-        (Event::AllBlocked, "AllBlocked"),
+        (Event::AllEscalated { others_hold: false }, "AllEscalated"),
+        (Event::AllBlocked { others_hold: true }, "AllBlocked"),
         (
             Event::Resume {
                 issue: 1,
@@ -616,4 +616,54 @@ fn a_tracker_read_failure_that_answers_no_selection_is_ignored() {
     let fx = core.handle(&Event::TrackerReadFailed).to_vec();
     assert!(!fx.contains(&Effect::Exit { code: 1 }), "{fx:?}");
     assert_eq!(core.snapshot().0, before.0);
+}
+
+#[test]
+fn an_empty_selection_with_issues_held_elsewhere_is_nothing_to_do_not_a_halt() {
+    for held in [
+        Event::AllBlocked { others_hold: true },
+        Event::AllEscalated { others_hold: true },
+    ] {
+        let mut core = Core::new(Limits::default(), Mode::Continuous);
+        core.handle(&Event::Start);
+        assert_eq!(
+            core.handle(&held),
+            [
+                Effect::Notify(Notice::NothingToDo),
+                Effect::Exit { code: 0 }
+            ],
+            "{held:?}"
+        );
+    }
+    // Held by a claim this session met: the same.
+    let claims = Limits {
+        claims: true,
+        ..Limits::default()
+    };
+    let mut core = Core::new(claims, Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 3 });
+    core.handle(&Event::ClaimHeld { issue: 3 });
+    assert_eq!(
+        core.handle(&Event::AllBlocked { others_hold: false })
+            .last(),
+        Some(&Effect::Exit { code: 0 })
+    );
+    // Nobody else holds anything: the halt stands.
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    core.handle(&Event::Start);
+    assert!(core
+        .handle(&Event::AllBlocked { others_hold: false })
+        .contains(&Effect::Halt(HaltReason::AllIssuesBlocked)));
+}
+
+#[test]
+fn an_older_journals_all_blocked_reads_as_held_by_nobody() {
+    let old: Event = serde_json::from_str(r#"{"event":"allBlocked"}"#).expect("old record");
+    assert_eq!(old, Event::AllBlocked { others_hold: false });
+    assert_eq!(
+        serde_json::to_string(&old).expect("json"),
+        r#"{"event":"allBlocked"}"#,
+        "the record is written as before"
+    );
 }

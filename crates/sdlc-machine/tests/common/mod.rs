@@ -167,7 +167,7 @@ pub fn drive_claiming(
                     Some(issue) => Event::IssueSelected { issue: *issue },
                     // Only issues other runners hold are left: nothing to do.
                     None if !open.is_empty() || escalated.is_empty() => Event::NoIssues,
-                    None => Event::AllEscalated,
+                    None => Event::AllEscalated { others_hold: false },
                 }
             }
             Effect::ClaimIssue { issue } => match next_claim() {

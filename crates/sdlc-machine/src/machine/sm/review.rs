@@ -143,14 +143,17 @@ impl Runner {
         self.select_next(fx)
     }
 
-    /// Selection found nothing to offer: with issues waiting for a person, the session ends
-    /// as done for now (they are not failures); otherwise `otherwise` stands.
+    /// Selection found nothing to offer: with issues waiting for a person, or held by
+    /// other runners or workers (`others_hold`, and the claims this session found held), the
+    /// session ends as done for now (someone is on them; they are not failures); otherwise
+    /// `otherwise` stands.
     pub(super) fn nothing_selectable(
         &mut self,
         otherwise: HaltReason,
+        others_hold: bool,
         fx: &mut Fx,
     ) -> Outcome<State> {
-        if self.awaiting_person.is_empty() {
+        if self.awaiting_person.is_empty() && !others_hold && self.held_elsewhere.is_empty() {
             return self.halt(otherwise, fx);
         }
         fx.push(Effect::Notify(Notice::NothingToDo));
@@ -449,7 +452,7 @@ mod tests {
         assert_eq!(r.attempts, [0; Step::COUNT], "no attempt spent");
         // Nothing else to work on: the session ends as done for now, not halted.
         assert_eq!(
-            core.handle(&Event::AllEscalated),
+            core.handle(&Event::AllEscalated { others_hold: false }),
             [
                 Effect::Notify(Notice::NothingToDo),
                 Effect::Exit { code: 0 }

@@ -113,9 +113,19 @@ pub enum Event {
     /// No open automatable issue at all: nothing to do.
     NoIssues,
     /// Every open candidate is escalated (this session or durably).
-    AllEscalated,
+    AllEscalated {
+        /// Whether open issues that other runners (their claims) or this fleet's other workers
+        /// hold were left out of the selection: then there is nothing for this runner to do,
+        /// which is no halt. Absent in older journals.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        others_hold: bool,
+    },
     /// Every open candidate waits on an unmerged dependency.
-    AllBlocked,
+    AllBlocked {
+        /// As for `AllEscalated`: issues held elsewhere were left out of the selection.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        others_hold: bool,
+    },
     /// On start: observed work in progress, `next` is the first step not yet completed.
     Resume {
         /// The issue whose branch holds the work.
@@ -367,8 +377,8 @@ impl Event {
             | Event::ModeChanged { .. }
             | Event::IssueSelected { .. }
             | Event::NoIssues
-            | Event::AllEscalated
-            | Event::AllBlocked
+            | Event::AllEscalated { .. }
+            | Event::AllBlocked { .. }
             | Event::Resume { .. }
             | Event::AlreadyMerged { .. }
             | Event::PreconditionsOk { .. }
@@ -405,8 +415,8 @@ impl Event {
             Event::ModeChanged { .. } => "ModeChanged",
             Event::IssueSelected { .. } => "IssueSelected",
             Event::NoIssues => "NoIssues",
-            Event::AllEscalated => "AllEscalated",
-            Event::AllBlocked => "AllBlocked",
+            Event::AllEscalated { .. } => "AllEscalated",
+            Event::AllBlocked { .. } => "AllBlocked",
             Event::Resume { .. } => "Resume",
             Event::AlreadyMerged { .. } => "AlreadyMerged",
             Event::PreconditionsOk { .. } => "PreconditionsOk",

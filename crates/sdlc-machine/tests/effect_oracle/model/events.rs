@@ -200,8 +200,16 @@ impl Model {
                 self.fx.push(Effect::Notify(Notice::NothingToDo));
                 self.finish(0);
             }
-            Event::AllEscalated => self.halt(HaltReason::AllIssuesEscalated),
-            Event::AllBlocked => self.halt(HaltReason::AllIssuesBlocked),
+            // Issues held elsewhere (told by the selection, or found held by a claim since the
+            // last cycle began) are someone's work: nothing to do, no halt.
+            Event::AllEscalated { others_hold } | Event::AllBlocked { others_hold }
+                if others_hold || !self.held.is_empty() =>
+            {
+                self.fx.push(Effect::Notify(Notice::NothingToDo));
+                self.finish(0);
+            }
+            Event::AllEscalated { .. } => self.halt(HaltReason::AllIssuesEscalated),
+            Event::AllBlocked { .. } => self.halt(HaltReason::AllIssuesBlocked),
             _ => return false,
         }
         true
