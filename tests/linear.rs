@@ -86,3 +86,63 @@ fn a_refused_key_in_graphql_errors_of_an_http_200_halts_naming_its_variable() {
     assert!(!all.contains("lin_api_wrong"), "{all}");
     assert!(p.invocations().is_empty(), "{:?}", p.invocations());
 }
+
+/// `doctor` with the Linear tracker asks Linear what `run` needs: the key's account, the team,
+/// the selection label and a completed state; each missing one is named with its fix.
+#[test]
+fn doctor_checks_the_key_the_team_the_label_and_the_completed_state() {
+    let mut p = Project::new(&[], json!({}), json!({}));
+    let linear = FakeLinear::start(&[(1, "Add a greeting", "Say hello.")]);
+    let config = |team: &str| {
+        json!({
+            "tracker": {"kind": "linear"},
+            "forge": "local",
+            "linear": {"url": linear.url(), "team": team},
+        })
+    };
+    p.env.push(("LINEAR_API_KEY".into(), KEY.into()));
+    for var in ["NO_PROXY", "no_proxy"] {
+        p.env.push((var.into(), "127.0.0.1,localhost".into()));
+    }
+    let doctor = |p: &Project| {
+        let out = p
+            .command(&["doctor", "--config", p.config.to_str().expect("utf8")])
+            .output()
+            .expect("doctor");
+        (code(&out), text(&out))
+    };
+    p.set_config(config(TEAM));
+    let (_, all) = doctor(&p);
+    assert!(
+        all.contains("the key in LINEAR_API_KEY is Runner Bot's"),
+        "{all}"
+    );
+    assert!(all.contains("team ENG (Engineering) readable"), "{all}");
+    assert!(all.contains("label automatable exists"), "{all}");
+    assert!(all.contains("completed state for merged issues"), "{all}");
+    assert!(!all.contains(KEY), "{all}");
+
+    linear.with(|t| {
+        t.labels.clear();
+        t.no_completed_state = true;
+    });
+    let (status, all) = doctor(&p);
+    assert_ne!(status, 0, "{all}");
+    assert!(all.contains("has no label automatable"), "{all}");
+    assert!(all.contains("has no completed state"), "{all}");
+
+    p.set_config(config("OPS"));
+    let (status, all) = doctor(&p);
+    assert_ne!(status, 0, "{all}");
+    assert!(all.contains("no team with the key OPS"), "{all}");
+    assert!(all.contains("set linear.team"), "{all}");
+
+    p.set_config(config(TEAM));
+    p.env.retain(|(k, _)| k != "LINEAR_API_KEY");
+    p.env
+        .push(("LINEAR_API_KEY".into(), "lin_api_wrong".into()));
+    let (status, all) = doctor(&p);
+    assert_ne!(status, 0, "{all}");
+    assert!(all.contains("LINEAR_API_KEY"), "{all}");
+    assert!(!all.contains("lin_api_wrong"), "{all}");
+}

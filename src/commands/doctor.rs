@@ -10,6 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 mod gitlab;
+mod linear;
 mod local_state;
 mod sandbox;
 
@@ -163,6 +164,9 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     }
     if cfg.forge == ForgeKind::Gitlab || cfg.tracker.kind() == crate::config::TrackerKind::Gitlab {
         checks.extend(gitlab::checks(cfg));
+    }
+    if let Ok(crate::tracker::Tracker::Linear(t)) = crate::tracker::Tracker::from_config(cfg) {
+        checks.extend(linear::checks(&t));
     }
     if in_repo {
         checks.push(remote(cfg));

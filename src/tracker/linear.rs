@@ -21,6 +21,19 @@ const MAX_COMMENT_BYTES: usize = 60_000;
 const ISSUE_FIELDS: &str =
     "id identifier number title description state { type } labels { nodes { name } }";
 
+/// What `doctor` learns of the team from Linear ([`Linear::team_facts`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamFacts {
+    /// The name of the account whose key the runner holds.
+    pub viewer: String,
+    /// The team's name, when a team with `linear.team`'s key is visible to the key.
+    pub team: Option<String>,
+    /// Whether the team has the selection label.
+    pub label: bool,
+    /// Whether the team's workflow has a completed state.
+    pub completed_state: bool,
+}
+
 /// The Linear tracker of one team.
 #[derive(Debug, Clone)]
 pub struct Linear {
@@ -93,6 +106,27 @@ impl Linear {
             return Err(Failure { message, kind }.into());
         }
         Ok(parsed["data"].clone())
+    }
+
+    /// What `doctor` asks of Linear, in one operation: whose key it is, and whether the team,
+    /// its selection label and a completed state (where merged issues go) exist.
+    pub fn team_facts(&self) -> Result<TeamFacts, TrackerError> {
+        let data = self.graphql(
+            "DoctorTeam",
+            "query DoctorTeam($team: String!, $label: String!) { viewer { name } teams(filter: {key: {eq: $team}}) { nodes { name labels(filter: {name: {eq: $label}}) { nodes { id } } states(filter: {type: {eq: \"completed\"}}) { nodes { id } } } } }",
+            json!({"team": self.team, "label": self.label}),
+        )?;
+        let team = data["teams"]["nodes"].get(0);
+        let some = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        Ok(TeamFacts {
+            viewer: data["viewer"]["name"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            team: team.and_then(|t| t["name"].as_str()).map(str::to_string),
+            label: some(team.map(|t| &t["labels"]["nodes"])),
+            completed_state: some(team.map(|t| &t["states"]["nodes"])),
+        })
     }
 
     /// An issue as Linear's API shows it.

@@ -31,7 +31,7 @@ mod text;
 pub use github::GitHub;
 pub use gitlab::GitLab;
 pub use lease::{Claim, Claimed};
-pub use linear::Linear;
+pub use linear::{Linear, TeamFacts};
 pub use local::Local;
 pub use selection::body_dependencies;
 pub(crate) use selection::{select_from, Scope};

@@ -31,6 +31,8 @@ pub struct Issue {
 pub struct Team {
     pub issues: Vec<Issue>,
     pub labels: Vec<String>,
+    /// The team's workflow lacks a completed state.
+    pub no_completed_state: bool,
     /// Every operation: its name.
     pub requests: Vec<String>,
 }
@@ -55,6 +57,7 @@ impl FakeLinear {
                 })
                 .collect(),
             labels: vec!["automatable".into()],
+            no_completed_state: false,
             requests: Vec::new(),
         };
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
@@ -205,6 +208,27 @@ fn answer(team: &mut Team, auth: Option<&str>, body: &Value) -> Answer {
                 i.labels.push(label);
             }
             json!({"issueAddLabel": {"success": true}})
+        }
+        "DoctorTeam" => {
+            let teams: Vec<Value> = if vars["team"] == TEAM {
+                let name = vars["label"].as_str().unwrap_or_default();
+                let labels: Vec<Value> = team
+                    .labels
+                    .iter()
+                    .filter(|l| *l == name)
+                    .map(|l| json!({"id": format!("label-{l}")}))
+                    .collect();
+                let states: Vec<Value> = if team.no_completed_state {
+                    vec![]
+                } else {
+                    vec![json!({"id": "state-done"})]
+                };
+                vec![json!({"name": "Engineering", "labels": {"nodes": labels},
+                    "states": {"nodes": states}})]
+            } else {
+                vec![]
+            };
+            json!({"viewer": {"name": "Runner Bot"}, "teams": {"nodes": teams}})
         }
         "CompletedState" => {
             json!({"workflowStates": {"nodes": [{"id": "state-done", "position": 3.0}]}})
