@@ -374,3 +374,79 @@ fn claims_of_several_runners_are_refused_on_gitlab_naming_why() {
     );
     assert!(g.p.invocations().is_empty(), "{:?}", g.p.invocations());
 }
+
+/// A 502 from GitLab in the middle of a run (the merge request's creation) is the network's:
+/// a wait, the same call again, nobody blamed, the issue merged once.
+#[test]
+fn a_gitlab_5xx_mid_run_is_a_network_wait_and_blames_nobody() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.lab.with(|l| {
+        l.failures = vec![(
+            "POST /api/v4/projects/group%2Fsub%2Fproject/merge_requests".into(),
+            502,
+        )]
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("network: waiting"), "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    assert_eq!(g.lab.with(|l| l.mrs.len()), 1, "one merge request");
+    let journal = g.p.journal();
+    assert!(
+        journal
+            .iter()
+            .any(|r| r["event"]["event"] == "networkFailed"),
+        "{journal:#?}"
+    );
+    assert!(
+        !journal.iter().any(|r| r["event"]["event"] == "stepFailed"),
+        "nobody blamed: {journal:#?}"
+    );
+    g.assert_only_known_calls();
+}
+
+/// The token is revoked mid-run: the issue gives up, and its quarantine (the label's write) is
+/// refused with 401. The run halts naming the token's variable, never the token; the issue is
+/// not worked again, and once the token works the next run records the quarantine.
+#[test]
+fn a_token_revoked_mid_run_halts_at_the_trackers_write_naming_its_variable() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
+        json!({"maxConsecutiveFailures": {"verify": 0}}),
+    );
+    g.lab.with(|l| {
+        l.failures = vec![(
+            "PUT /api/v4/projects/group%2Fsub%2Fproject/issues/1".into(),
+            401,
+        )]
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("GITLAB_TOKEN"), "names the variable: {all}");
+    assert!(!all.contains(TOKEN), "{all}");
+    assert!(
+        all.contains("the tracker could not record its escalation"),
+        "{all}"
+    );
+    let journal = g.p.journal();
+    assert!(
+        journal
+            .iter()
+            .any(|r| r["event"]["event"] == "trackerWriteFailed"),
+        "{journal:#?}"
+    );
+    let verifies = g.p.count("1 verify");
+    assert_eq!(verifies, 3, "{:?}", g.p.invocations());
+    // Once the token works again, the next run records the quarantine and works nothing.
+    let out = g.p.run(&["--ack-halt"]);
+    let again = text(&out);
+    assert!(
+        g.lab.issue(1).labels.iter().any(|l| l == "sdlc-escalated"),
+        "{again}"
+    );
+    assert_eq!(g.p.count("1 verify"), verifies, "not worked again: {again}");
+    assert!(e2e::merged_issues(&g.p.origin).is_empty(), "{again}");
+}

@@ -78,6 +78,9 @@ pub struct Lab {
     merge_refused: bool,
     /// The next n requests are refused with 429 and `Retry-After: 1`.
     pub rate_limited: u32,
+    /// Refusals to serve once each: the first request whose `METHOD path` contains the
+    /// pattern gets the status (a 5xx, a 401 of a revoked token).
+    pub failures: Vec<(String, u16)>,
     /// The access level of the token's account.
     pub access_level: u64,
     /// Every request: `METHOD path?query`.
@@ -328,6 +331,21 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             ("RateLimit-Remaining".into(), "0".into()),
         ];
         return a;
+    }
+    if let Some(i) = lab
+        .failures
+        .iter()
+        .position(|(pattern, _)| line.contains(pattern.as_str()))
+    {
+        let (_, code) = lab.failures.remove(i);
+        return status(
+            code,
+            if code == 401 {
+                "401 Unauthorized"
+            } else {
+                "Bad Gateway"
+            },
+        );
     }
     if req.token.as_deref() != Some(TOKEN) {
         return status(401, "401 Unauthorized");
