@@ -34,11 +34,8 @@ impl Driver {
         // Whether the agent ran in this attempt: then a network failure of the runner's own
         // call fails the attempt as NETWORK instead of asking for it again.
         let mut agent_ran = false;
-        let conflict = step == Step::Merge
-            && self
-                .core
-                .failure(step)
-                .is_some_and(|f| f.class == crate::failure::FailureClass::MergeConflict);
+        // The machine says whether this is the repair of a conflict with main.
+        let conflict = self.core.runner().conflict_repair().is_some();
         // A repair hands the agent the last failure first: failing CI, a conflict with main, a
         // hook's refusal of the push.
         if repair && (step != Step::Merge || conflict) {
@@ -185,6 +182,16 @@ impl Driver {
                     Err(event) => event,
                 }
             }
+            Ok(Looked::CiFailed(checks)) => {
+                self.say(checks.clone());
+                let text = self.without_branch(&checks).await;
+                let c = classify_builtin(step.key(), &text, CallFailureKind::Other, true);
+                self.failed(step, issue, c, usage)
+            }
+            // A conflict with main: the machine's to meet (a repair, or the escalation).
+            Err(failed) if failed.kind == CallFailureKind::Conflict && step == Step::Merge => {
+                self.merge_conflict(&failed.what, failed.paths, usage)
+            }
             // The base branch's protection wants the branch up to date: the machine's to ask.
             Err(failed) if failed.kind == CallFailureKind::Behind => {
                 self.say(failed.what.clone());
@@ -198,9 +205,8 @@ impl Driver {
             }
             Err(failed) => {
                 self.say(failed.what.clone());
-                let ci = step == Step::MonitorCi && failed.what.starts_with("CI checks failing");
                 let text = self.without_branch(&failed.what).await;
-                let c = classify_builtin(step.key(), &text, failed.kind, ci);
+                let c = classify_builtin(step.key(), &text, failed.kind, false);
                 self.failed(step, issue, c, usage)
             }
         }
@@ -260,6 +266,7 @@ impl Driver {
         Ok(match looked {
             CiLook::Pending(c) => self.commit_of(&c).map(Looked::Pending),
             CiLook::Passed(c) => self.commit_of(&c).map(Looked::Passed),
+            CiLook::Failed { checks, .. } => Ok(Looked::CiFailed(checks)),
             CiLook::Person(head) => Ok(Looked::Person(self.persons_move(head))),
         })
     }
@@ -323,11 +330,13 @@ impl Driver {
     }
 }
 
-/// What a builtin action found: CI pending or passed on a commit, a person's move (its
-/// event), or the step done.
+/// What a builtin action found: CI pending, passed or failed on a commit, a person's move
+/// (its event), or the step done.
 enum Looked {
     Pending(Commit),
     Passed(Commit),
+    /// The failing checks, as the forge's verdict named them.
+    CiFailed(String),
     Person(Event),
     Done(String),
 }

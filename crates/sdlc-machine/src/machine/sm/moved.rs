@@ -5,6 +5,7 @@
 
 use super::state::state_of;
 use super::{Fx, Runner, State};
+use crate::failure::{FailureClass, Signature};
 use crate::machine::types::*;
 use crate::step::Step;
 use statig::prelude::*;
@@ -114,6 +115,28 @@ impl Runner {
         };
         self.request(state_of(Step::Merge), update, fx);
         Handled
+    }
+
+    /// The branch conflicts with main: a failed merge attempt like any (class MERGE_CONFLICT,
+    /// the same files twice being the same failure), so its next attempt repairs those files
+    /// while `max_repair_iterations` and the attempts allow, and past that the issue
+    /// escalates naming them. The paths stay for the repair and the diagnostic.
+    pub(super) fn merge_conflict(
+        &mut self,
+        paths: &[String],
+        usage: &Usage,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        self.conflict_paths = paths.to_vec();
+        let signature = Signature::of_conflict(paths);
+        self.failed(
+            Step::Merge,
+            FailureClass::MergeConflict,
+            signature,
+            usage,
+            None,
+            fx,
+        )
     }
 
     /// The agent fixed what failed CI and pushed: the runner's look at CI for the head it

@@ -298,6 +298,22 @@ pub enum Event {
         /// What the repair and the update cost.
         usage: Usage,
     },
+    /// The branch does not merge cleanly with origin's main: the merge (`RunStep` of merge),
+    /// the branch brought up to date before an agent's merge, or `UpdateBranch` after a
+    /// repair met a conflict (or conflict markers in the branch's own commits). Nothing was
+    /// merged or pushed, and the unfinished merge was aborted. The machine decides: a repair
+    /// attempt for `paths` (`Runner::conflict_repair`) within the merge's bounds, or the
+    /// escalation, whose diagnostic names them. (Journals written before it had an event of
+    /// its own report it as merge's `StepFailed` of class MERGE_CONFLICT, handled the same.)
+    MergeConflict {
+        /// The files that conflict, as git named them; empty where the forge names none
+        /// (GitHub's "not mergeable").
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+        /// What the attempt cost (an agent's merge, the runner's calls).
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
+        usage: Usage,
+    },
     /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
     MergeTurnTaken,
     /// Another worker or runner holds the merge turn; the driver reports who (the last words).
@@ -356,6 +372,7 @@ impl Event {
             | Event::Repaired { usage, .. }
             | Event::BranchBehind { usage }
             | Event::BranchUpdated { usage, .. }
+            | Event::MergeConflict { usage, .. }
             | Event::MergeRaceLost { usage, .. }
             | Event::ShutdownRequested { usage, .. } => Some(usage),
             Event::Start
@@ -427,6 +444,7 @@ impl Event {
             Event::Repaired { .. } => "Repaired",
             Event::BranchBehind { .. } => "BranchBehind",
             Event::BranchUpdated { .. } => "BranchUpdated",
+            Event::MergeConflict { .. } => "MergeConflict",
             Event::MergeTurnTaken => "MergeTurnTaken",
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",
