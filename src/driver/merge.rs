@@ -145,6 +145,11 @@ impl Driver {
                 Err(event) => return event,
             }
         };
+        if !builtin && !conflict_repair {
+            if let Some(event) = self.gate_before_the_agent(issue).await {
+                return event;
+            }
+        }
         let event = if builtin {
             self.run_builtin(step, issue, attempt, repair, Some(target), commit.is_some())
                 .await
@@ -265,6 +270,46 @@ impl Driver {
         });
         self.save_state();
         Event::MergeConflict { paths, usage }
+    }
+
+    /// Before an agent is asked to merge: what the forge's fields say keeps the PR from
+    /// merging, answered as the builtin merge answers it (a branch behind its base:
+    /// `BranchBehind`, the machine's update and CI again; a rule of the base branch: the
+    /// halt naming it). `None`: the agent may merge (a look that fails otherwise leaves the
+    /// verdict to the agent's merge and its post-check).
+    async fn gate_before_the_agent(&mut self, issue: u32) -> Option<Event> {
+        let step = Step::Merge;
+        let branch = self.io.call(move |w| w.git.feature_branch(issue)).await;
+        let Ok(Some(branch)) = branch else {
+            return None;
+        };
+        let started = std::time::Instant::now();
+        let looked = self
+            .patiently("reading the pull request's merge state", move |w| {
+                w.forge.merge_gate(&branch)
+            })
+            .await;
+        let usage = Usage {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..Usage::default()
+        };
+        match looked {
+            network::Patient::Done(Ok(())) => None,
+            network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Behind => {
+                let said = e.to_string();
+                self.say(said.clone());
+                self.log(&format!("{}: {said}", step.key()));
+                Some(Event::BranchBehind { usage })
+            }
+            network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Policy => {
+                let text = e.to_string();
+                self.say(text.clone());
+                let c = classify_builtin(step.key(), &text, e.kind(), false);
+                Some(self.failed(step, issue, c, usage))
+            }
+            network::Patient::Done(Err(_)) => None,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Some(ev),
+        }
     }
 
     /// One look at origin's branch against `commit` (none: the local head).
