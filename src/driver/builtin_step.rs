@@ -30,17 +30,14 @@ impl Driver {
         verified: bool,
     ) -> Event {
         self.know_issue(issue).await;
-        let mut usage = Usage::default();
-        // Whether the agent ran in this attempt: then a network failure of the runner's own
-        // call fails the attempt as NETWORK instead of asking for it again.
-        let mut agent_ran = false;
         // The machine says whether this is the repair of a conflict with main.
         let conflict = self.core.runner().conflict_repair().is_some();
-        // A repair hands the agent the last failure first: failing CI, a conflict with main, a
-        // hook's refusal of the push.
+        // A repair hands the agent the last failure: failing CI, a conflict with main, a
+        // hook's refusal of the push. The runner's own call follows as a request of its own,
+        // so that a network failure of it never runs the agent again.
         if repair && (step != Step::Merge || conflict) {
-            match self.run_agent(step, issue, attempt, true, false).await {
-                Event::StepSucceeded { usage: spent, .. } => usage = spent,
+            let usage = match self.run_agent(step, issue, attempt, true, false).await {
+                Event::StepSucceeded { usage: spent, .. } => spent,
                 // An agent whose own push the same hook refused (or that failed otherwise
                 // by the code) leaves the verdict to the runner's push: the hook's refusal,
                 // as in the attempt before, is what the attempt failed by.
@@ -51,16 +48,14 @@ impl Driver {
                 } if step == Step::CommitPush
                     && class.disposition() == crate::failure::Disposition::Retry =>
                 {
-                    usage = spent
+                    spent
                 }
                 other => return other,
-            }
-            agent_ran = true;
-            if conflict || step == Step::MonitorCi {
-                // The runner's half of the repair is a request of the machine's own: the
-                // update and its push (`UpdateBranch`), or the look at CI (`LookAtCi`).
-                return Event::Repaired { step, usage };
-            }
+            };
+            // The runner's half of the repair is a request of the machine's own: the update
+            // and its push (`UpdateBranch`), the look at CI (`LookAtCi`), or commitPush's
+            // commit and push (its `RunStep` without `repair`).
+            return Event::Repaired { step, usage };
         }
         self.log(&format!(
             "issue #{issue} step {} {} attempt {attempt} (builtin)",
@@ -98,15 +93,13 @@ impl Driver {
         };
         let result = match outcome {
             Ok(result) => result,
-            Err(Event::NetworkFailed) if agent_ran => {
-                let c = crate::agent::classify::classify_network(step.key(), self.just_said());
-                return self.failed(step, issue, c, usage);
-            }
             Err(event) => return event,
         };
-        usage.elapsed_ms += started.elapsed().as_millis() as u64;
-        self.builtin_outcome(step, issue, result, usage, agent_ran)
-            .await
+        let usage = Usage {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..Usage::default()
+        };
+        self.builtin_outcome(step, issue, result, usage).await
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
@@ -135,8 +128,7 @@ impl Driver {
             elapsed_ms: started.elapsed().as_millis() as u64,
             ..Usage::default()
         };
-        self.builtin_outcome(step, issue, result, usage, false)
-            .await
+        self.builtin_outcome(step, issue, result, usage).await
     }
 
     /// What a builtin action's result means for the machine: CI still pending on a commit;
@@ -148,7 +140,6 @@ impl Driver {
         issue: u32,
         result: Result<Looked, Failed>,
         usage: Usage,
-        agent_ran: bool,
     ) -> Event {
         crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
@@ -164,7 +155,7 @@ impl Driver {
                 let done = format!("CI checks let {} merge", commit.short());
                 self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
-                match self.post_step_check(step, agent_ran).await {
+                match self.post_step_check(step, false).await {
                     Ok(None) => match self.succeeded(step, issue, usage).await {
                         Event::StepSucceeded { usage, .. } => Event::CiPassed { commit, usage },
                         other => other,
@@ -176,7 +167,7 @@ impl Driver {
             Ok(Looked::Done(done)) => {
                 self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
-                match self.post_step_check(step, agent_ran).await {
+                match self.post_step_check(step, false).await {
                     Ok(None) => self.succeeded(step, issue, usage).await,
                     Ok(Some(failure)) => self.failed(step, issue, failure, usage),
                     Err(event) => event,

@@ -1470,3 +1470,102 @@ fn an_older_journals_conflict_is_still_repaired_as_a_conflict() {
     );
     assert_eq!(core.runner().conflict_repair(), None);
 }
+
+/// commitPush's repair (a hook refused the push: the agent gets the hook's words) is two
+/// requests, like monitorCI's and the merge's: the agent's repair (`RunStep` with `repair`,
+/// answered by `Repaired`), then the runner's own commit and push (`RunStep` of the same
+/// attempt without `repair`). A rate limit or a network failure of the push asks for the push
+/// again, never for the agent's repair, and the repair's cost is counted once.
+#[test]
+fn a_commit_push_repair_is_followed_by_a_push_of_its_own_and_a_network_failure_never_reruns_the_agent(
+) {
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 5 });
+    for step in Step::ALL.into_iter().take_while(|&s| s != Step::CommitPush) {
+        core.handle(&Event::PreconditionsOk { step });
+        core.handle(&Event::StepSucceeded {
+            step,
+            usage: Usage::default(),
+        });
+    }
+    core.handle(&Event::PreconditionsOk {
+        step: Step::CommitPush,
+    });
+    let fx = core
+        .handle(&Event::StepFailed {
+            step: Step::CommitPush,
+            class: FailureClass::Lint,
+            signature: Signature(11),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        fx
+    } else {
+        core.handle(&Event::PreconditionsOk {
+            step: Step::CommitPush,
+        })
+        .to_vec()
+    };
+    assert!(
+        matches!(
+            fx.last(),
+            Some(Effect::RunStep {
+                step: Step::CommitPush,
+                repair: true,
+                attempt: 2,
+                ..
+            })
+        ),
+        "the repair: {fx:?}"
+    );
+    let spent = Usage {
+        cost_micros: 25_000,
+        elapsed_ms: 1_000,
+        turns: 2,
+    };
+    let push = |fx: &[Effect]| {
+        matches!(
+            fx.last(),
+            Some(Effect::RunStep {
+                step: Step::CommitPush,
+                repair: false,
+                attempt: 2,
+                ..
+            })
+        )
+    };
+    let fx = core
+        .handle(&Event::Repaired {
+            step: Step::CommitPush,
+            usage: spent,
+        })
+        .to_vec();
+    assert!(push(&fx), "the runner's push follows: {fx:?}");
+    for failure in [Event::RateLimited { wait_secs: 60 }, Event::NetworkFailed] {
+        let fx = core.handle(&failure).to_vec();
+        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+        let fx = core.handle(&Event::WaitOver).to_vec();
+        assert!(push(&fx), "the push again, not the agent's repair: {fx:?}");
+    }
+    let fx = core
+        .handle(&Event::StepSucceeded {
+            step: Step::CommitPush,
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert!(
+        matches!(
+            fx.last(),
+            Some(Effect::CheckPreconditions {
+                step: Step::CreatePr
+            })
+        ),
+        "createPR follows: {fx:?}"
+    );
+    assert_eq!(core.runner().attempts[Step::CommitPush.index()], 1);
+    assert_eq!(core.runner().issue_cost_micros, spent.cost_micros);
+    assert!(core.escalated().is_empty());
+}

@@ -155,6 +155,26 @@ impl Runner {
         Handled
     }
 
+    /// The agent repaired what refused commitPush's push (a hook's words): the runner's own
+    /// commit and push follow as a run of their own in the same attempt (`RunStep` without
+    /// `repair`), so that a network failure or a rate limit of the push asks for the push
+    /// again, never for the agent's repair. The repair's cost is counted with the attempt's
+    /// outcome.
+    pub(super) fn push_repaired(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.pending_usage = self.with_pending(usage);
+        let step = Step::CommitPush;
+        let push = Effect::RunStep {
+            step,
+            issue: self.current_issue(),
+            attempt: self.attempts[step.index()] + 1,
+            repair: false,
+            commit: None,
+            money_left_micros: self.money_left_micros(),
+        };
+        self.request(state_of(step), push, fx);
+        Handled
+    }
+
     /// The base branch's protection wants the branch up to date with main, which moved since CI
     /// passed it: the branch is updated (`UpdateBranch`) and its new head goes through CI, as
     /// for a person's push on top. Counted with those moves: more in a cycle than monitorCI's

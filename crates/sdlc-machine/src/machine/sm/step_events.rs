@@ -133,6 +133,11 @@ impl Runner {
             {
                 self.ci_repaired(&usage, fx)
             }
+            Event::Repaired { step: s, usage }
+                if s == step && step == Step::CommitPush && self.dispatched =>
+            {
+                self.push_repaired(&usage, fx)
+            }
             Event::BranchBehind { usage } if step == Step::Merge && self.dispatched => {
                 self.branch_behind(&usage, fx)
             }

@@ -271,8 +271,10 @@ pub enum Event {
     },
     /// A builtin step's repair attempt: the agent repaired what the step's last failure
     /// named (for merge: the conflict with main) and the runner's own action of the step is
-    /// still to do; the machine asks for it next (merge: `UpdateBranch`). Answers a `RunStep`
-    /// with `repair` of a builtin step whose action follows the agent's.
+    /// still to do; the machine asks for it next (merge: `UpdateBranch`; monitorCI:
+    /// `LookAtCi`; commitPush: `RunStep` of the same attempt without `repair`, the commit
+    /// and push). Answers a `RunStep` with `repair` of a builtin step whose action follows
+    /// the agent's.
     Repaired {
         /// The step repaired.
         step: Step,
