@@ -1075,3 +1075,54 @@ fn a_branch_behind_main_is_brought_up_to_date_and_merged_after_ci_passes_it() {
     assert!(!all.contains("escalat"), "{all}");
     assert_eq!(g.issue(1)["state"], "CLOSED", "{all}");
 }
+
+/// The same with the merge run by the agent (`steps.merge` an agent's step): GitHub's fields,
+/// read before the agent is asked, say BEHIND, and the machine answers as for the builtin
+/// merge: the branch brought up to date by the runner (no agent), CI passes the new head, and
+/// only then does the agent merge it, once; nothing is blamed and no attempt is spent.
+#[test]
+#[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
+fn an_agent_run_merge_behind_main_is_updated_and_passes_ci_before_the_agent_merges() {
+    if python3_missing() {
+        return;
+    }
+    let mut steps = e2e::builtin_steps();
+    steps["merge"] = json!({"run": "agent"});
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({ "steps": steps }),
+    );
+    g.set_state("prRecords", json!(true));
+    g.set_state("requireUpToDate", json!(true));
+    g.set_state("teammateMoves", json!(1));
+    let out = g.p.run(&["--issue", "1"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let behind =
+        g.p.journal()
+            .iter()
+            .filter(|r| r["event"]["event"] == "branchBehind")
+            .count();
+    assert_eq!(behind, 1, "the machine heard BEHIND: {all}");
+    e2e::updated_head_passed_ci(&all);
+    let files = e2e::git(&g.p.origin, &["ls-tree", "--name-only", "main"]);
+    assert!(
+        files.contains("teammate-"),
+        "the teammate's change stays: {files}"
+    );
+    assert_eq!(
+        g.p.count("1 merge"),
+        1,
+        "the agent merges once, after the update: {:?}",
+        g.p.invocations()
+    );
+    assert!(!all.contains("escalat"), "{all}");
+    let failed =
+        g.p.journal()
+            .iter()
+            .filter(|r| r["event"]["event"] == "stepFailed")
+            .count();
+    assert_eq!(failed, 0, "no attempt spent: {all}");
+}

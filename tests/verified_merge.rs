@@ -231,3 +231,72 @@ fn an_agent_merge_that_did_not_land_the_verified_commit_is_not_recorded_merged()
     );
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
 }
+
+/// Main moves after the PR opened: while CI tests the runner's commit a person pushes a change
+/// to the same file on main, so the merge conflicts. The conflict is an answer of its own
+/// (`mergeConflict`, naming the file) that the machine meets with one repair by the agent;
+/// the repair does not resolve it (the agent changes nothing), the runner's update meets the
+/// same conflict, and the issue escalates naming the file. Nothing reaches main, and no
+/// commit of the runner holds conflict markers.
+#[test]
+fn a_conflict_after_the_pr_opened_gets_one_repair_then_escalates_naming_the_file() {
+    let g = gated();
+    g.p.set_script(json!({"steps": {
+        "implement": ["write-shared"],
+        "merge": ["no-branch"],
+    }}));
+    let (child, branch, _ours) = g.start_until_ci();
+    let person = g.person(&branch);
+    git(&person, &["checkout", "--quiet", "main"]);
+    commit_file(
+        &person,
+        "shared.txt",
+        "a person's shared line\n",
+        "person: shared",
+    );
+    git(&person, &["push", "--quiet", "origin", "main"]);
+
+    let out = g.open_gate_and_wait(child);
+    let all = text(&out);
+    let main_log = git(&g.p.origin, &["log", "--format=%H %s", "main"]);
+    assert!(!main_log.contains("Merge issue #1"), "{main_log}\n{all}");
+    let issue = g.p.issue(1);
+    assert_eq!(issue["escalated"], true, "{issue}\n{all}");
+    let diagnostic = issue["escalation"].as_str().unwrap_or_default();
+    assert!(
+        diagnostic.contains("shared.txt"),
+        "the escalation names the conflicting file: {diagnostic}"
+    );
+    let journal = g.p.journal();
+    let conflicts: Vec<&serde_json::Value> = journal
+        .iter()
+        .filter(|r| r["event"]["event"] == "mergeConflict")
+        .collect();
+    assert_eq!(conflicts.len(), 2, "the merge's and the update's: {all}");
+    for c in &conflicts {
+        assert_eq!(c["event"]["paths"], json!(["shared.txt"]), "{c}");
+    }
+    let repairs: Vec<String> =
+        g.p.invocations()
+            .into_iter()
+            .filter(|l| l.contains(" merge "))
+            .collect();
+    assert_eq!(
+        repairs.len(),
+        1,
+        "one repair by the agent: {repairs:?}\n{all}"
+    );
+    let refs = git(&g.p.origin, &["for-each-ref", "--format=%(refname)"]);
+    for r in refs.lines() {
+        let grep = std::process::Command::new("git")
+            .args(["grep", "-l", "-e", "^<<<<<<< ", r])
+            .current_dir(&g.p.origin)
+            .output()
+            .expect("git grep");
+        let marked = String::from_utf8_lossy(&grep.stdout);
+        assert!(
+            marked.trim().is_empty(),
+            "conflict markers on {r}: {marked}"
+        );
+    }
+}

@@ -30,20 +30,14 @@ impl Driver {
         verified: bool,
     ) -> Event {
         self.know_issue(issue).await;
-        let mut usage = Usage::default();
-        // Whether the agent ran in this attempt: then a network failure of the runner's own
-        // call fails the attempt as NETWORK instead of asking for it again.
-        let mut agent_ran = false;
-        let conflict = step == Step::Merge
-            && self
-                .core
-                .failure(step)
-                .is_some_and(|f| f.class == crate::failure::FailureClass::MergeConflict);
-        // A repair hands the agent the last failure first: failing CI, a conflict with main, a
-        // hook's refusal of the push.
+        // The machine says whether this is the repair of a conflict with main.
+        let conflict = self.core.runner().conflict_repair().is_some();
+        // A repair hands the agent the last failure: failing CI, a conflict with main, a
+        // hook's refusal of the push. The runner's own call follows as a request of its own,
+        // so that a network failure of it never runs the agent again.
         if repair && (step != Step::Merge || conflict) {
-            match self.run_agent(step, issue, attempt, true, false).await {
-                Event::StepSucceeded { usage: spent, .. } => usage = spent,
+            let usage = match self.run_agent(step, issue, attempt, true, false).await {
+                Event::StepSucceeded { usage: spent, .. } => spent,
                 // An agent whose own push the same hook refused (or that failed otherwise
                 // by the code) leaves the verdict to the runner's push: the hook's refusal,
                 // as in the attempt before, is what the attempt failed by.
@@ -54,16 +48,14 @@ impl Driver {
                 } if step == Step::CommitPush
                     && class.disposition() == crate::failure::Disposition::Retry =>
                 {
-                    usage = spent
+                    spent
                 }
                 other => return other,
-            }
-            agent_ran = true;
-            if conflict || step == Step::MonitorCi {
-                // The runner's half of the repair is a request of the machine's own: the
-                // update and its push (`UpdateBranch`), or the look at CI (`LookAtCi`).
-                return Event::Repaired { step, usage };
-            }
+            };
+            // The runner's half of the repair is a request of the machine's own: the update
+            // and its push (`UpdateBranch`), the look at CI (`LookAtCi`), or commitPush's
+            // commit and push (its `RunStep` without `repair`).
+            return Event::Repaired { step, usage };
         }
         self.log(&format!(
             "issue #{issue} step {} {} attempt {attempt} (builtin)",
@@ -101,15 +93,13 @@ impl Driver {
         };
         let result = match outcome {
             Ok(result) => result,
-            Err(Event::NetworkFailed) if agent_ran => {
-                let c = crate::agent::classify::classify_network(step.key(), self.just_said());
-                return self.failed(step, issue, c, usage);
-            }
             Err(event) => return event,
         };
-        usage.elapsed_ms += started.elapsed().as_millis() as u64;
-        self.builtin_outcome(step, issue, result, usage, agent_ran)
-            .await
+        let usage = Usage {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..Usage::default()
+        };
+        self.builtin_outcome(step, issue, result, usage).await
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
@@ -138,8 +128,7 @@ impl Driver {
             elapsed_ms: started.elapsed().as_millis() as u64,
             ..Usage::default()
         };
-        self.builtin_outcome(step, issue, result, usage, false)
-            .await
+        self.builtin_outcome(step, issue, result, usage).await
     }
 
     /// What a builtin action's result means for the machine: CI still pending on a commit;
@@ -151,7 +140,6 @@ impl Driver {
         issue: u32,
         result: Result<Looked, Failed>,
         usage: Usage,
-        agent_ran: bool,
     ) -> Event {
         crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
@@ -167,7 +155,7 @@ impl Driver {
                 let done = format!("CI checks let {} merge", commit.short());
                 self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
-                match self.post_step_check(step, agent_ran).await {
+                match self.post_step_check(step, false).await {
                     Ok(None) => match self.succeeded(step, issue, usage).await {
                         Event::StepSucceeded { usage, .. } => Event::CiPassed { commit, usage },
                         other => other,
@@ -179,11 +167,21 @@ impl Driver {
             Ok(Looked::Done(done)) => {
                 self.say(done.clone());
                 self.log(&format!("{}: {done}", step.key()));
-                match self.post_step_check(step, agent_ran).await {
+                match self.post_step_check(step, false).await {
                     Ok(None) => self.succeeded(step, issue, usage).await,
                     Ok(Some(failure)) => self.failed(step, issue, failure, usage),
                     Err(event) => event,
                 }
+            }
+            Ok(Looked::CiFailed(checks)) => {
+                self.say(checks.clone());
+                let text = self.without_branch(&checks).await;
+                let c = classify_builtin(step.key(), &text, CallFailureKind::Other, true);
+                self.failed(step, issue, c, usage)
+            }
+            // A conflict with main: the machine's to meet (a repair, or the escalation).
+            Err(failed) if failed.kind == CallFailureKind::Conflict && step == Step::Merge => {
+                self.merge_conflict(&failed.what, failed.paths, usage)
             }
             // The base branch's protection wants the branch up to date: the machine's to ask.
             Err(failed) if failed.kind == CallFailureKind::Behind => {
@@ -198,9 +196,8 @@ impl Driver {
             }
             Err(failed) => {
                 self.say(failed.what.clone());
-                let ci = step == Step::MonitorCi && failed.what.starts_with("CI checks failing");
                 let text = self.without_branch(&failed.what).await;
-                let c = classify_builtin(step.key(), &text, failed.kind, ci);
+                let c = classify_builtin(step.key(), &text, failed.kind, false);
                 self.failed(step, issue, c, usage)
             }
         }
@@ -260,6 +257,7 @@ impl Driver {
         Ok(match looked {
             CiLook::Pending(c) => self.commit_of(&c).map(Looked::Pending),
             CiLook::Passed(c) => self.commit_of(&c).map(Looked::Passed),
+            CiLook::Failed { checks, .. } => Ok(Looked::CiFailed(checks)),
             CiLook::Person(head) => Ok(Looked::Person(self.persons_move(head))),
         })
     }
@@ -323,11 +321,13 @@ impl Driver {
     }
 }
 
-/// What a builtin action found: CI pending or passed on a commit, a person's move (its
-/// event), or the step done.
+/// What a builtin action found: CI pending, passed or failed on a commit, a person's move
+/// (its event), or the step done.
 enum Looked {
     Pending(Commit),
     Passed(Commit),
+    /// The failing checks, as the forge's verdict named them.
+    CiFailed(String),
     Person(Event),
     Done(String),
 }

@@ -9,7 +9,7 @@
 
 use super::{network, Driver};
 use crate::agent::classify::classify_builtin;
-use crate::call_failure::Kinded;
+use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
 use crate::tracker::claims::Claimed;
 
@@ -131,13 +131,9 @@ impl Driver {
             Ok(found) => found,
             Err(event) => return event,
         };
-        // A conflict's repair attempt has the agent bring the branch up to date; doing it
-        // here first would only meet the same conflict again.
-        let conflict_repair = repair
-            && self
-                .core
-                .failure(step)
-                .is_some_and(|f| f.class == FailureClass::MergeConflict);
+        // A conflict's repair attempt (the machine's word) has the agent bring the branch up
+        // to date; doing it here first would only meet the same conflict again.
+        let conflict_repair = self.core.runner().conflict_repair().is_some();
         let builtin = self.cfg.builtin(step);
         let base = if builtin || conflict_repair {
             // The builtin merge merges the verified commit itself, never a branch updated
@@ -149,6 +145,11 @@ impl Driver {
                 Err(event) => return event,
             }
         };
+        if !builtin && !conflict_repair {
+            if let Some(event) = self.gate_before_the_agent(issue).await {
+                return event;
+            }
+        }
         let event = if builtin {
             self.run_builtin(step, issue, attempt, repair, Some(target), commit.is_some())
                 .await
@@ -161,7 +162,7 @@ impl Driver {
                 signature,
                 usage,
                 ..
-            } if class != FailureClass::MergeConflict => (class, signature, usage),
+            } => (class, signature, usage),
             other => return other,
         };
         // The merge was refused: a person's move since the look (the atomic push's lease on
@@ -235,10 +236,80 @@ impl Driver {
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         };
         let text = format!("{what}: {}", failed.what);
+        if failed.kind == CallFailureKind::Conflict {
+            return self.merge_conflict(&text, failed.paths, usage);
+        }
         self.say(text.clone());
         let text = self.without_branch(&text).await;
         let c = classify_builtin(step.key(), &text, failed.kind, false);
         self.failed(step, issue, c, usage)
+    }
+
+    /// The branch conflicts with main (`what` says where, with both sides where git gave
+    /// them): said, logged and kept as the merge's failure context (the repair's prompt and
+    /// the journal), and answered as `MergeConflict` with the files, for the machine to meet.
+    pub(super) fn merge_conflict(&mut self, what: &str, paths: Vec<String>, usage: Usage) -> Event {
+        let issue = self.issue.number;
+        let named = if paths.is_empty() {
+            "the forge names no file".to_string()
+        } else {
+            paths.join(", ")
+        };
+        let summary = format!("merge: the branch conflicts with {} in: {named}", self.main);
+        self.say(what.to_string());
+        self.log(&format!("merge: failed: MERGE_CONFLICT — {summary}"));
+        self.notifier.send(
+            crate::notify::Severity::Warning,
+            &format!("issue #{issue}: {summary}"),
+        );
+        self.report.failure = Some(crate::journal::FailureDetail {
+            step: Step::Merge,
+            class: FailureClass::MergeConflict,
+            summary: crate::redact::redact(&summary),
+            excerpt: crate::redact::redact(what),
+        });
+        self.save_state();
+        Event::MergeConflict { paths, usage }
+    }
+
+    /// Before an agent is asked to merge: what the forge's fields say keeps the PR from
+    /// merging, answered as the builtin merge answers it (a branch behind its base:
+    /// `BranchBehind`, the machine's update and CI again; a rule of the base branch: the
+    /// halt naming it). `None`: the agent may merge (a look that fails otherwise leaves the
+    /// verdict to the agent's merge and its post-check).
+    async fn gate_before_the_agent(&mut self, issue: u32) -> Option<Event> {
+        let step = Step::Merge;
+        let branch = self.io.call(move |w| w.git.feature_branch(issue)).await;
+        let Ok(Some(branch)) = branch else {
+            return None;
+        };
+        let started = std::time::Instant::now();
+        let looked = self
+            .patiently("reading the pull request's merge state", move |w| {
+                w.forge.merge_gate(&branch)
+            })
+            .await;
+        let usage = Usage {
+            elapsed_ms: started.elapsed().as_millis() as u64,
+            ..Usage::default()
+        };
+        match looked {
+            network::Patient::Done(Ok(())) => None,
+            network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Behind => {
+                let said = e.to_string();
+                self.say(said.clone());
+                self.log(&format!("{}: {said}", step.key()));
+                Some(Event::BranchBehind { usage })
+            }
+            network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Policy => {
+                let text = e.to_string();
+                self.say(text.clone());
+                let c = classify_builtin(step.key(), &text, e.kind(), false);
+                Some(self.failed(step, issue, c, usage))
+            }
+            network::Patient::Done(Err(_)) => None,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Some(ev),
+        }
     }
 
     /// One look at origin's branch against `commit` (none: the local head).
@@ -313,6 +384,9 @@ impl Driver {
             network::Patient::Done(Ok(base)) => Ok(base),
             network::Patient::Done(Err(e)) => {
                 let text = format!("{what}: {e}");
+                if let Some(paths) = e.conflict_paths() {
+                    return Err(self.merge_conflict(&text, paths.to_vec(), Usage::default()));
+                }
                 self.say(text.clone());
                 let c = classify_builtin(step.key(), &text, e.kind(), false);
                 Err(self.failed(step, issue, c, Usage::default()))

@@ -325,7 +325,7 @@ impl Driver {
             let report = Report {
                 failure: match event {
                     Event::StepFailed { step, .. } => answered.failure.filter(|d| d.step == step),
-                    Event::MergeRaceLost { .. } => {
+                    Event::MergeRaceLost { .. } | Event::MergeConflict { .. } => {
                         answered.failure.filter(|d| d.step == Step::Merge)
                     }
                     _ => None,

@@ -273,6 +273,15 @@ pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &s
         ));
     }
     out.push('.');
+    let conflict = r
+        .last_failure
+        .is_some_and(|f| f.class == crate::failure::FailureClass::MergeConflict);
+    if conflict && !r.conflict_paths.is_empty() {
+        out.push_str(&format!(
+            "\nthe branch still conflicts with main in: {}",
+            r.conflict_paths.join(", ")
+        ));
+    }
     if !r.review_unresolved.is_empty() {
         out.push_str(&format!(
             "\nreviewers still ask for changes after {} review round(s); not yet addressed:\n{}",

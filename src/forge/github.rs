@@ -444,6 +444,19 @@ pub(super) fn merge_pr(
     Err(error)
 }
 
+/// [`merge_pr`]'s first look alone, for a merge an agent makes: GitHub's fields of the
+/// branch's PR, `Err` when they say the branch is behind its base (`Behind`) or a rule
+/// refuses the merge (`Policy`).
+pub(super) fn merge_gate(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<(), ForgeError> {
+    let number = open_pr_number(gh, repo_dir, branch)?;
+    let pull = format!("repos/{{owner}}/{{repo}}/pulls/{number}");
+    let fields = api_get(gh, repo_dir, &pull)?;
+    match gate_refusal(gh, repo_dir, branch, number, &pull, &fields)? {
+        Some(refusal) => Err(refusal),
+        None => Ok(()),
+    }
+}
+
 const POLICY_HINT: &str =
     "have a person satisfy the rule or change the base branch's protection, then run again";
 

@@ -294,6 +294,16 @@ impl Forge {
         }
     }
 
+    /// What the forge's fields say keeps `branch`'s PR from merging, read before an agent is
+    /// asked to merge it: GitHub's `behind` or a rule of the base branch, as the builtin
+    /// merge reads them; other forges have nothing to say here (`Ok`).
+    pub fn merge_gate(&self, branch: &str) -> Result<(), ForgeError> {
+        match self {
+            Forge::GitHub { gh, repo_dir, .. } => github::merge_gate(gh, repo_dir, branch),
+            Forge::GitLab { .. } | Forge::Local { .. } => Ok(()),
+        }
+    }
+
     /// What a person (or the agent repairing it) needs to know about failing CI: each failing
     /// check's name and link, with the end of its log where the forge provides one.
     pub fn failing_checks(&self, repo: &Repo, branch: &str) -> Result<String, ForgeError> {

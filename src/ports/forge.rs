@@ -32,6 +32,13 @@ pub trait ForgePort: Send + Sync {
     /// Origin itself plays the forge (the offline `local` forge): merges race on origin's
     /// main, so the merge step brings the branch up to date first.
     fn is_local(&self) -> bool;
+    /// What the forge's fields say keeps `branch`'s PR from merging before anyone asks it
+    /// to (an agent's merge): `Err` of kind `Behind` (the base branch wants the branch up to
+    /// date) or `Policy` (a rule); `Ok` when nothing does, or the forge has no such fields.
+    fn merge_gate(&self, branch: &str) -> Result<(), ForgeError> {
+        let _ = branch;
+        Ok(())
+    }
     /// Whether CI in `state` lets the branch merge.
     fn ci_ok(&self, state: CiState) -> bool {
         match state {
@@ -97,5 +104,8 @@ impl ForgePort for ForgeAdapter {
     }
     fn ci_ok(&self, state: CiState) -> bool {
         self.forge.ci_ok(state)
+    }
+    fn merge_gate(&self, branch: &str) -> Result<(), ForgeError> {
+        self.forge.merge_gate(branch)
     }
 }

@@ -17,6 +17,9 @@ pub struct Failed {
     pub what: String,
     /// What kind of call failure it was (`Other` for a refusal of the step itself).
     pub kind: CallFailureKind,
+    /// For a conflict with main (`kind` `Conflict`): the files that conflict, where git named
+    /// them (a forge's "not mergeable" names none).
+    pub paths: Vec<String>,
 }
 
 impl Failed {
@@ -25,6 +28,7 @@ impl Failed {
         Failed {
             what,
             kind: CallFailureKind::Other,
+            paths: Vec::new(),
         }
     }
 }
@@ -46,6 +50,10 @@ impl From<RepoError> for Failed {
         Failed {
             kind: e.kind(),
             what: e.to_string(),
+            paths: e
+                .conflict_paths()
+                .map(<[String]>::to_vec)
+                .unwrap_or_default(),
         }
     }
 }
@@ -269,12 +277,20 @@ pub enum CiLook {
     Pending(String),
     /// CI lets this commit merge.
     Passed(String),
+    /// CI's verdict on this commit is failure (the forge's `CiState::Failed`): the issue's
+    /// code to repair. `checks` names the failing checks, their links and log ends.
+    Failed {
+        /// The commit CI failed.
+        commit: String,
+        /// What failed, for the repair and the diagnostic.
+        checks: String,
+    },
     /// A person moved, merged or withdrew the branch (never [`Head::At`]).
     Person(Head),
 }
 
 /// monitorCI, one look: origin's branch looked at first, then CI of its head when it is the
-/// commit expected. `Err` with the failing checks when they failed.
+/// commit expected; failing checks are the look's answer ([`CiLook::Failed`]), not an error.
 pub fn ci_settled(
     git: &dyn GitPort,
     forge: &dyn ForgePort,
@@ -291,9 +307,10 @@ pub fn ci_settled(
         CiState::Pending => Ok(CiLook::Pending(commit)),
         CiState::Failed => {
             let details = forge.failing_checks_of(branch, &commit).unwrap_or_default();
-            Err(Failed::other(format!(
-                "CI checks failing on {branch}\n{details}"
-            )))
+            Ok(CiLook::Failed {
+                commit,
+                checks: format!("CI checks failing on {branch}\n{details}"),
+            })
         }
         CiState::Passed | CiState::NoneConfigured if forge.ci_ok(state) => {
             Ok(CiLook::Passed(commit))

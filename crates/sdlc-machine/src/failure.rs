@@ -219,6 +219,25 @@ impl Signature {
     /// The signature of a monitorCI attempt whose CI stayed pending through the step's time
     /// limit (decided by the machine, so fixed: the same wait twice is the same failure).
     pub const CI_STILL_PENDING: Signature = Signature(0x6369_5f70_656e_6469);
+
+    /// The signature of a conflict with main in `paths` (in any order): the same files
+    /// conflicting again after a repair are the same failure. FNV-1a, fixed across builds
+    /// and platforms, as a journal replayed elsewhere needs.
+    pub fn of_conflict(paths: &[String]) -> Signature {
+        let mut sorted: Vec<&str> = paths.iter().map(String::as_str).collect();
+        sorted.sort_unstable();
+        sorted.dedup();
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in "MERGE_CONFLICT".bytes().chain(
+            sorted
+                .iter()
+                .flat_map(|p| std::iter::once(0).chain(p.bytes())),
+        ) {
+            h ^= u64::from(byte);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        Signature(h)
+    }
 }
 
 impl fmt::Display for Signature {

@@ -801,6 +801,10 @@ impl Moving {
                     step: Step::Merge,
                     usage: Usage::default(),
                 },
+                7 => Event::MergeConflict {
+                    paths: vec!["a.txt".into()],
+                    usage: Usage::default(),
+                },
                 3 => Event::MergeRaceLost {
                     class: FailureClass::Unknown,
                     signature: Signature(3),
@@ -811,7 +815,7 @@ impl Moving {
                     usage: Usage::default(),
                 },
             },
-            Effect::UpdateBranch { .. } => match w.pick(6) {
+            Effect::UpdateBranch { .. } => match w.pick(7) {
                 0 => moved(w),
                 1 => Event::StepFailed {
                     step: Step::Merge,
@@ -819,6 +823,10 @@ impl Moving {
                     signature: Signature(5),
                     usage: Usage::default(),
                     wait_hint_secs: None,
+                },
+                6 => Event::MergeConflict {
+                    paths: vec!["a.txt".into()],
+                    usage: Usage::default(),
                 },
                 2 => Event::NetworkFailed,
                 _ => Event::BranchUpdated {
@@ -1332,4 +1340,232 @@ fn a_branch_behind_main_is_updated_and_passes_ci_again_and_a_main_that_keeps_mov
         0,
         "no attempt spent"
     );
+}
+
+/// A conflict with main is an answer of its own (`MergeConflict`) carrying the conflicting
+/// paths, and the machine decides what follows: one repair attempt for those paths (the
+/// request's performer reads them from `conflict_repair`), then the runner's update; the same
+/// conflict after the repair escalates the issue with the paths kept for its diagnostic. A
+/// plain merge, or a repair of another failure, is no conflict's repair.
+#[test]
+fn a_conflict_is_met_with_one_bounded_repair_then_an_escalation_naming_its_paths() {
+    let ours = commit(0);
+    let paths = vec!["src/lib.rs".to_string(), "README.md".to_string()];
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    monitor_ci_of_issue_5(&mut core);
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    core.handle(&Event::PreconditionsOk { step: Step::Merge });
+    assert_eq!(core.runner().conflict_repair(), None, "a plain merge");
+    let spent = Usage {
+        cost_micros: 0,
+        elapsed_ms: 700,
+        turns: 0,
+    };
+    let fx = core
+        .handle(&Event::MergeConflict {
+            paths: paths.clone(),
+            usage: spent,
+        })
+        .to_vec();
+    assert!(
+        fx.iter()
+            .all(|e| !matches!(e, Effect::MarkEscalated { .. })),
+        "{fx:?}"
+    );
+    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        fx
+    } else {
+        core.handle(&Event::PreconditionsOk { step: Step::Merge })
+            .to_vec()
+    };
+    assert!(
+        matches!(
+            fx.last(),
+            Some(Effect::RunStep { step: Step::Merge, repair: true, commit: Some(c), .. }) if *c == ours
+        ),
+        "one repair of the conflict: {fx:?}"
+    );
+    assert_eq!(core.runner().conflict_repair(), Some(&paths[..]));
+    assert_eq!(core.runner().attempts[Step::Merge.index()], 1);
+    let fx = core
+        .handle(&Event::Repaired {
+            step: Step::Merge,
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert_eq!(
+        fx.last(),
+        Some(&Effect::UpdateBranch {
+            issue: 5,
+            commit: Some(ours)
+        }),
+        "{fx:?}"
+    );
+    assert_eq!(
+        core.runner().conflict_repair(),
+        None,
+        "the update is no repair"
+    );
+    // The repair did not resolve it: the same paths conflict again.
+    let fx = core
+        .handle(&Event::MergeConflict {
+            paths: paths.clone(),
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert!(
+        fx.contains(&Effect::MarkEscalated { issue: 5 }),
+        "escalated after one repair: {fx:?}"
+    );
+    assert_eq!(
+        core.runner().conflict_paths,
+        paths,
+        "kept for the diagnostic"
+    );
+    assert!(
+        matches!(core.runner().last_failure, Some(f) if f.class == FailureClass::MergeConflict && f.step == Step::Merge)
+    );
+}
+
+/// The conflict of a journal written before it had an event of its own (a merge's
+/// `StepFailed` of class MERGE_CONFLICT) is still repaired as a conflict, its paths unknown.
+#[test]
+fn an_older_journals_conflict_is_still_repaired_as_a_conflict() {
+    let ours = commit(0);
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    let fx = merge_of_issue_5_conflicts(&mut core, ours);
+    if !fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        core.handle(&Event::PreconditionsOk { step: Step::Merge });
+    }
+    assert_eq!(core.runner().conflict_repair(), Some(&[][..]));
+    // A merge repaired after another failure (a hook's refusal, LINT) is no conflict's.
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    monitor_ci_of_issue_5(&mut core);
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    core.handle(&Event::PreconditionsOk { step: Step::Merge });
+    let fx = core
+        .handle(&Event::StepFailed {
+            step: Step::Merge,
+            class: FailureClass::Lint,
+            signature: Signature(8),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        fx
+    } else {
+        core.handle(&Event::PreconditionsOk { step: Step::Merge })
+            .to_vec()
+    };
+    assert!(
+        matches!(fx.last(), Some(Effect::RunStep { repair: true, .. })),
+        "{fx:?}"
+    );
+    assert_eq!(core.runner().conflict_repair(), None);
+}
+
+/// commitPush's repair (a hook refused the push: the agent gets the hook's words) is two
+/// requests, like monitorCI's and the merge's: the agent's repair (`RunStep` with `repair`,
+/// answered by `Repaired`), then the runner's own commit and push (`RunStep` of the same
+/// attempt without `repair`). A rate limit or a network failure of the push asks for the push
+/// again, never for the agent's repair, and the repair's cost is counted once.
+#[test]
+fn a_commit_push_repair_is_followed_by_a_push_of_its_own_and_a_network_failure_never_reruns_the_agent(
+) {
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 5 });
+    for step in Step::ALL.into_iter().take_while(|&s| s != Step::CommitPush) {
+        core.handle(&Event::PreconditionsOk { step });
+        core.handle(&Event::StepSucceeded {
+            step,
+            usage: Usage::default(),
+        });
+    }
+    core.handle(&Event::PreconditionsOk {
+        step: Step::CommitPush,
+    });
+    let fx = core
+        .handle(&Event::StepFailed {
+            step: Step::CommitPush,
+            class: FailureClass::Lint,
+            signature: Signature(11),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        fx
+    } else {
+        core.handle(&Event::PreconditionsOk {
+            step: Step::CommitPush,
+        })
+        .to_vec()
+    };
+    assert!(
+        matches!(
+            fx.last(),
+            Some(Effect::RunStep {
+                step: Step::CommitPush,
+                repair: true,
+                attempt: 2,
+                ..
+            })
+        ),
+        "the repair: {fx:?}"
+    );
+    let spent = Usage {
+        cost_micros: 25_000,
+        elapsed_ms: 1_000,
+        turns: 2,
+    };
+    let push = |fx: &[Effect]| {
+        matches!(
+            fx.last(),
+            Some(Effect::RunStep {
+                step: Step::CommitPush,
+                repair: false,
+                attempt: 2,
+                ..
+            })
+        )
+    };
+    let fx = core
+        .handle(&Event::Repaired {
+            step: Step::CommitPush,
+            usage: spent,
+        })
+        .to_vec();
+    assert!(push(&fx), "the runner's push follows: {fx:?}");
+    for failure in [Event::RateLimited { wait_secs: 60 }, Event::NetworkFailed] {
+        let fx = core.handle(&failure).to_vec();
+        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+        let fx = core.handle(&Event::WaitOver).to_vec();
+        assert!(push(&fx), "the push again, not the agent's repair: {fx:?}");
+    }
+    let fx = core
+        .handle(&Event::StepSucceeded {
+            step: Step::CommitPush,
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert!(
+        matches!(
+            fx.last(),
+            Some(Effect::CheckPreconditions {
+                step: Step::CreatePr
+            })
+        ),
+        "createPR follows: {fx:?}"
+    );
+    assert_eq!(core.runner().attempts[Step::CommitPush.index()], 1);
+    assert_eq!(core.runner().issue_cost_micros, spent.cost_micros);
+    assert!(core.escalated().is_empty());
 }

@@ -64,6 +64,20 @@ pub enum RepoError {
         /// Decided from what git said.
         kind: CallFailureKind,
     },
+    /// A merge met a conflict: nothing was merged, the merge aborted. `paths` are the files
+    /// that conflict, `sides` both sides of them as the merge would leave them (for the
+    /// repair), possibly empty.
+    #[error("`{command}` failed: merge conflict in: {}{sides}; {hint}", .paths.join(", "))]
+    MergeConflict {
+        /// The command line, for the message.
+        command: String,
+        /// The files that conflict, as git named them.
+        paths: Vec<String>,
+        /// Both sides of each conflicting file, cut to size (or nothing).
+        sides: String,
+        /// What resolves it.
+        hint: &'static str,
+    },
     /// Files with conflict markers were about to be committed or merged.
     #[error("refusing to {what} in {}: merge conflict in: {} (conflict markers <<<<<<< or >>>>>>> left in them); resolve the conflicts first", .path.display(), .paths.join(", "))]
     ConflictMarkers {
@@ -112,10 +126,25 @@ impl Kinded for RepoError {
             } => CallFailureKind::StepDeadline,
             RepoError::NotARepo { .. } => CallFailureKind::NotFound,
             RepoError::Remote { kind, .. } => *kind,
-            RepoError::ConflictMarkers { .. } => CallFailureKind::Conflict,
+            RepoError::ConflictMarkers { .. } | RepoError::MergeConflict { .. } => {
+                CallFailureKind::Conflict
+            }
             RepoError::Parse { .. }
             | RepoError::CommitOnMain { .. }
             | RepoError::Rescued { .. } => CallFailureKind::Other,
+        }
+    }
+}
+
+impl RepoError {
+    /// The files of a conflict with main this error is (a merge that conflicts, or conflict
+    /// markers refused): the typed answer the merge step reports as `MergeConflict`.
+    pub fn conflict_paths(&self) -> Option<&[String]> {
+        match self {
+            RepoError::MergeConflict { paths, .. } | RepoError::ConflictMarkers { paths, .. } => {
+                Some(paths)
+            }
+            _ => None,
         }
     }
 }

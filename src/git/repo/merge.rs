@@ -162,23 +162,28 @@ impl Repo {
         Ok(())
     }
 
-    /// A merge that failed: the conflicting files named (`merge conflict in: …`), the merge
-    /// aborted so that the tree is clean again.
+    /// A merge that failed: a conflict names its files ([`RepoError::MergeConflict`]), and the
+    /// merge is aborted so that the tree is clean again.
     fn merge_failed(&self, args: &[&str], out: &Output) -> RepoError {
         let conflicts = self
             .git_ok(&["diff", "--name-only", "--diff-filter=U"])
             .unwrap_or_default();
         let _ = self.git(&["merge", "--abort"]);
-        let mut err = self.failed(args, out);
-        if let RepoError::Command { stderr, .. } = &mut err {
-            if !conflicts.trim().is_empty() {
-                *stderr = format!(
-                    "merge conflict in: {}",
-                    conflicts.lines().collect::<Vec<_>>().join(", ")
-                );
-            }
+        let paths: Vec<String> = conflicts
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
+        if paths.is_empty() {
+            return self.failed(args, out);
         }
-        err
+        RepoError::MergeConflict {
+            command: format!("git {} (in {})", args.join(" "), self.path.display()),
+            paths,
+            sides: String::new(),
+            hint: "the branch must be brought up to date with main (the merge step's repair)",
+        }
     }
 
     /// What [`Repo::refresh_main_for`] and the checkout of `branch` after it come to, done

@@ -67,13 +67,13 @@ impl Repo {
                 let conflicts: Vec<&str> =
                     lines.take_while(|l| !l.is_empty()).map(str::trim).collect();
                 let sides = self.both_sides(&tree, &conflicts);
-                return Err(refused(
-                    &write.join(" "),
-                    Some(1),
-                    format!("merge conflict in: {}{sides}", conflicts.join(", ")),
-                    "the branch must be brought up to date with main (the merge step's repair)",
-                    CallFailureKind::Conflict,
-                ));
+                return Err(RepoError::MergeConflict {
+                    command: format!("git {}", write.join(" ")),
+                    paths: conflicts.iter().map(|p| p.to_string()).collect(),
+                    sides,
+                    hint:
+                        "the branch must be brought up to date with main (the merge step's repair)",
+                });
             }
             _ => return Err(self.failed(&write, &out)),
         }

@@ -101,7 +101,7 @@ impl Core {
         }
         let failed_step = match event {
             Event::StepFailed { step, .. } => Some(*step),
-            Event::MergeRaceLost { .. } => Some(Step::Merge),
+            Event::MergeRaceLost { .. } | Event::MergeConflict { .. } => Some(Step::Merge),
             _ => None,
         };
         if let (Some(step), Some(detail)) = (failed_step, report.failure) {

@@ -92,6 +92,8 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         review_handed: _,
         review_handout: _,
         review_unresolved: _,
+        // Which files conflict decides nothing: the merge's counters bound their repair.
+        conflict_paths: _,
     } = core.runner();
     let mut attempts = *attempts;
     let mut same_failure = *same_failure;

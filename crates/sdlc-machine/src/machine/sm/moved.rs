@@ -5,6 +5,7 @@
 
 use super::state::state_of;
 use super::{Fx, Runner, State};
+use crate::failure::{FailureClass, Signature};
 use crate::machine::types::*;
 use crate::step::Step;
 use statig::prelude::*;
@@ -116,6 +117,28 @@ impl Runner {
         Handled
     }
 
+    /// The branch conflicts with main: a failed merge attempt like any (class MERGE_CONFLICT,
+    /// the same files twice being the same failure), so its next attempt repairs those files
+    /// while `max_repair_iterations` and the attempts allow, and past that the issue
+    /// escalates naming them. The paths stay for the repair and the diagnostic.
+    pub(super) fn merge_conflict(
+        &mut self,
+        paths: &[String],
+        usage: &Usage,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        self.conflict_paths = paths.to_vec();
+        let signature = Signature::of_conflict(paths);
+        self.failed(
+            Step::Merge,
+            FailureClass::MergeConflict,
+            signature,
+            usage,
+            None,
+            fx,
+        )
+    }
+
     /// The agent fixed what failed CI and pushed: the runner's look at CI for the head it
     /// pushed is a request of its own (`LookAtCi`, the attempt's first look), so a network
     /// failure or rate limit of the look asks for the look again, never for the agent's fix.
@@ -129,6 +152,26 @@ impl Runner {
             commit: None,
         };
         self.request(state_of(Step::MonitorCi), look, fx);
+        Handled
+    }
+
+    /// The agent repaired what refused commitPush's push (a hook's words): the runner's own
+    /// commit and push follow as a run of their own in the same attempt (`RunStep` without
+    /// `repair`), so that a network failure or a rate limit of the push asks for the push
+    /// again, never for the agent's repair. The repair's cost is counted with the attempt's
+    /// outcome.
+    pub(super) fn push_repaired(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.pending_usage = self.with_pending(usage);
+        let step = Step::CommitPush;
+        let push = Effect::RunStep {
+            step,
+            issue: self.current_issue(),
+            attempt: self.attempts[step.index()] + 1,
+            repair: false,
+            commit: None,
+            money_left_micros: self.money_left_micros(),
+        };
+        self.request(state_of(step), push, fx);
         Handled
     }
 

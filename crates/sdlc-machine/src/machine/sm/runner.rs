@@ -222,6 +222,11 @@ pub struct Runner {
     /// The feedback still new when the rounds ran out: what the escalation quotes.
     #[serde(default)]
     pub review_unresolved: Vec<ReviewNote>,
+    // -- a conflict with main (docs/lifecycle.md, "The verified commit") --
+    /// The files of this cycle's last conflict with main (`MergeConflict`): what its repair
+    /// attempt resolves and its escalation names.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conflict_paths: Vec<String>,
 }
 
 /// The effect buffer every handler pushes to, with what the claim gate before the states
@@ -314,6 +319,7 @@ impl Runner {
             review_handed: BTreeSet::new(),
             review_handout: Vec::new(),
             review_unresolved: Vec::new(),
+            conflict_paths: Vec::new(),
         }
     }
 
@@ -340,6 +346,27 @@ impl Runner {
         self.review_rounds = 0;
         self.review_handout.clear();
         self.review_unresolved.clear();
+        self.conflict_paths.clear();
+    }
+
+    /// The conflicting files, when the outstanding request is the merge's repair of a conflict
+    /// with main: the agent resolves them and the runner's update follows (`Repaired`, then
+    /// `UpdateBranch`). `None` for a plain merge and for a repair of another failure. The
+    /// paths are empty for a conflict an older journal reported as a `StepFailed`.
+    pub fn conflict_repair(&self) -> Option<&[String]> {
+        let repairing = matches!(
+            self.outstanding,
+            Some((
+                _,
+                Effect::RunStep {
+                    step: Step::Merge,
+                    repair: true,
+                    ..
+                }
+            ))
+        );
+        let conflict = self.last_class[Step::Merge.index()] == Some(FailureClass::MergeConflict);
+        (repairing && conflict).then_some(&self.conflict_paths[..])
     }
 
     pub(super) fn current_issue(&self) -> u32 {

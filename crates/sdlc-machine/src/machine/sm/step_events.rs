@@ -105,6 +105,11 @@ impl Runner {
                 let usage = self.with_pending(&usage);
                 self.failed(step, class, signature, &usage, wait_hint_secs, fx)
             }
+            Event::MergeConflict { ref paths, usage } if step == Step::Merge && self.dispatched => {
+                self.release_merge_turn(fx);
+                let usage = self.with_pending(&usage);
+                self.merge_conflict(paths, &usage, fx)
+            }
             Event::CiPending { usage, commit } if step == Step::MonitorCi && self.dispatched => {
                 self.ci_commit = commit.or(self.ci_commit);
                 self.ci_pending(&usage, fx)
@@ -127,6 +132,11 @@ impl Runner {
                 if s == step && step == Step::MonitorCi && self.dispatched =>
             {
                 self.ci_repaired(&usage, fx)
+            }
+            Event::Repaired { step: s, usage }
+                if s == step && step == Step::CommitPush && self.dispatched =>
+            {
+                self.push_repaired(&usage, fx)
             }
             Event::BranchBehind { usage } if step == Step::Merge && self.dispatched => {
                 self.branch_behind(&usage, fx)

@@ -286,8 +286,10 @@ pub enum Event {
     },
     /// A builtin step's repair attempt: the agent repaired what the step's last failure
     /// named (for merge: the conflict with main) and the runner's own action of the step is
-    /// still to do; the machine asks for it next (merge: `UpdateBranch`). Answers a `RunStep`
-    /// with `repair` of a builtin step whose action follows the agent's.
+    /// still to do; the machine asks for it next (merge: `UpdateBranch`; monitorCI:
+    /// `LookAtCi`; commitPush: `RunStep` of the same attempt without `repair`, the commit
+    /// and push). Answers a `RunStep` with `repair` of a builtin step whose action follows
+    /// the agent's.
     Repaired {
         /// The step repaired.
         step: Step,
@@ -311,6 +313,22 @@ pub enum Event {
         /// Origin's head of the branch after the runner's push.
         head: Commit,
         /// What the repair and the update cost.
+        usage: Usage,
+    },
+    /// The branch does not merge cleanly with origin's main: the merge (`RunStep` of merge),
+    /// the branch brought up to date before an agent's merge, or `UpdateBranch` after a
+    /// repair met a conflict (or conflict markers in the branch's own commits). Nothing was
+    /// merged or pushed, and the unfinished merge was aborted. The machine decides: a repair
+    /// attempt for `paths` (`Runner::conflict_repair`) within the merge's bounds, or the
+    /// escalation, whose diagnostic names them. (Journals written before it had an event of
+    /// its own report it as merge's `StepFailed` of class MERGE_CONFLICT, handled the same.)
+    MergeConflict {
+        /// The files that conflict, as git named them; empty where the forge names none
+        /// (GitHub's "not mergeable").
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        paths: Vec<String>,
+        /// What the attempt cost (an agent's merge, the runner's calls).
+        #[serde(default, skip_serializing_if = "Usage::is_zero")]
         usage: Usage,
     },
     /// The runner holds the merge turn (`TakeMergeTurn`): the merge may run.
@@ -371,6 +389,7 @@ impl Event {
             | Event::Repaired { usage, .. }
             | Event::BranchBehind { usage }
             | Event::BranchUpdated { usage, .. }
+            | Event::MergeConflict { usage, .. }
             | Event::MergeRaceLost { usage, .. }
             | Event::ShutdownRequested { usage, .. } => Some(usage),
             Event::Start
@@ -444,6 +463,7 @@ impl Event {
             Event::Repaired { .. } => "Repaired",
             Event::BranchBehind { .. } => "BranchBehind",
             Event::BranchUpdated { .. } => "BranchUpdated",
+            Event::MergeConflict { .. } => "MergeConflict",
             Event::MergeTurnTaken => "MergeTurnTaken",
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",
