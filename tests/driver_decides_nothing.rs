@@ -63,27 +63,12 @@ fn without_tests(code: &str) -> &str {
     code.find("#[cfg(test)]").map_or(code, |at| &code[..at])
 }
 
-/// (file, why it may still match text): decisions by text the driver still makes, each to be
-/// moved into the machine or to an adapter's type. An entry here is a debt, not a licence.
-const TEXT_DECISIONS_ALLOWED: &[(&str, &str)] = &[
-    // The lead removes this entry with the fix (config problems typed instead of filtered by
-    // their key's prefix).
-    (
-        "startup.rs",
-        "config problems filtered by the text of their key (`agent.command:`)",
-    ),
-];
-
 /// The driver decides nothing by the text of an answer: whether CI failed, a branch conflicts
 /// or a config problem is the agent's is told by a type the adapter sets, never by a prefix,
 /// suffix or substring of what a tool or a message said.
 #[test]
 fn the_driver_decides_nothing_by_matching_text() {
     for (name, code) in driver_sources() {
-        let allowed = TEXT_DECISIONS_ALLOWED.iter().any(|(file, _)| *file == name);
-        if allowed {
-            continue;
-        }
         for banned in ["starts_with(\"", "ends_with(\"", ".contains(\""] {
             assert!(
                 !without_tests(&code).contains(banned),
@@ -286,6 +271,21 @@ fn the_driver_holds_the_blocking_ports_only_behind_io() {
             assert!(
                 !body.contains(held),
                 "src/driver/{file}: `{name}` holds `{held}`: a blocking port is held only inside ports::Io, so that async code cannot call it on the runtime's thread"
+            );
+        }
+    }
+}
+
+/// The driver reads the time of day from the clock port (`self.clock.now()`), never from the
+/// system: leases, waits and "until" stamps are then the same in the in-memory driver tests,
+/// and the time a decision needs comes into the machine with the answer that carries it.
+#[test]
+fn the_driver_reads_the_time_of_day_only_from_the_clock_port() {
+    for (name, code) in driver_sources() {
+        for banned in ["Utc::now()", "Local::now()", "SystemTime::now()"] {
+            assert!(
+                !without_tests(&code).contains(banned),
+                "src/driver/{name} reads the system clock (`{banned}`): ask the clock port (`self.clock.now()`)"
             );
         }
     }
