@@ -711,11 +711,13 @@ fn base_branch_is_a_branch_name_as_origin_names_it() {
 #[test]
 fn a_required_approval_needs_a_forge_whose_reviews_are_read() {
     rejects(&[(
-        r#""review": {"requireApproval": true}"#,
-        &["review.requireApproval: the github forge's reviews are not read yet, so no approval would ever let a PR merge: remove it or set \"forge\": \"local\""],
+        r#""forge": "gitlab", "gitlab": {"project": "g/p"}, "review": {"requireApproval": true}"#,
+        &["review.requireApproval: the gitlab forge's reviews are not read yet, so no approval would ever let a PR merge: remove it or set \"forge\": \"github\" or \"local\""],
     )]);
-    let c = load(&with_project(
-        r#""forge": "local", "review": {"requireApproval": true}"#,
-    ));
-    assert!(c.review.require_approval);
+    for forge in ["local", "github"] {
+        let c = load(&with_project(&format!(
+            r#""forge": "{forge}", "review": {{"requireApproval": true}}"#
+        )));
+        assert!(c.review.require_approval, "{forge}");
+    }
 }
