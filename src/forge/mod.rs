@@ -325,8 +325,7 @@ impl Forge {
                 };
                 Ok(ReviewState::of(all, since))
             }
-            // Not read yet: `config check` refuses `review.requireApproval` on GitLab.
-            Forge::GitLab { .. } => Ok(ReviewState::default()),
+            Forge::GitLab { api, .. } => api.review_state(branch, commit, since),
         }
     }
 
