@@ -803,3 +803,50 @@ fn an_approval_on_github_of_an_older_commit_is_not_taken() {
     let labels = g.api.with(|a| a.issues[0].labels.clone());
     assert!(!labels.iter().any(|l| l == "sdlc-escalated"), "{labels:?}");
 }
+
+/// `doctor` on the github forge asks GitHub for a PR's reviews, as the review gate will: an
+/// answer is ok; a refusal fails naming the endpoint.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn doctor_checks_that_the_runners_account_can_read_reviews() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    let doctor = || {
+        let out =
+            g.p.command(&["doctor", "--config", g.p.config.to_str().expect("utf8")])
+                .output()
+                .expect("doctor");
+        text(&out)
+    };
+    let all = doctor();
+    let line = all
+        .lines()
+        .find(|l| l.contains("reviews"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(line.starts_with("ok"), "{all}");
+    g.api.with(|a| {
+        a.pulls.push(e2e::github_api::Pull {
+            number: 7,
+            head: "7-x".into(),
+            base: "main".into(),
+            title: "x".into(),
+            body: String::new(),
+            state: "OPEN".into(),
+        });
+        a.limits = vec![(
+            "/pulls/7/reviews".into(),
+            Limit::Secondary {
+                retry_after: Some(1),
+            },
+        )];
+    });
+    let all = doctor();
+    let line = all
+        .lines()
+        .find(|l| l.contains("reviews"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(!line.starts_with("ok"), "{all}");
+    assert!(all.contains("pulls/7/reviews"), "{all}");
+}

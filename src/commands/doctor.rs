@@ -160,6 +160,9 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     }
     if uses_github(cfg) {
         checks.push(gh_auth(cfg));
+        if cfg.forge == ForgeKind::Github && which::which("gh").is_ok() {
+            checks.push(github_reviews(cfg));
+        }
     }
     if cfg.forge == ForgeKind::Gitlab || cfg.tracker.kind() == crate::config::TrackerKind::Gitlab {
         checks.extend(gitlab::checks(cfg));
@@ -440,6 +443,19 @@ fn gh_auth(cfg: &Config) -> Check {
             "gh",
             format!("gh cannot be started: {e}"),
             "reinstall the GitHub CLI",
+        ),
+    }
+}
+
+/// The review gate reads every PR's reviews before its merge: the token must be allowed to.
+fn github_reviews(cfg: &Config) -> Check {
+    let gh = std::path::PathBuf::from("gh");
+    match crate::forge::github::check_reviews_readable(&gh, &cfg.project_path) {
+        Ok(what) => Check::ok("reviews", what),
+        Err(why) => Check::fail(
+            "reviews",
+            why,
+            "give the token read access to pull requests (a fine-grained token: `Pull requests: read`), so the review gate can read reviews before a merge",
         ),
     }
 }

@@ -60,6 +60,24 @@ fn pages(gh: &PathBuf, repo_dir: &PathBuf, endpoint: &str) -> Result<Vec<Value>,
     Ok(all)
 }
 
+/// Whether the account of `gh`'s token can read what the review gate reads: the newest PR's
+/// reviews (`pulls/N/reviews`), or the PR list while there is none. `Ok` says what answered;
+/// `Err` names the endpoint and GitHub's refusal.
+pub fn check_reviews_readable(gh: &PathBuf, repo_dir: &PathBuf) -> Result<String, String> {
+    let list = "repos/{owner}/{repo}/pulls?state=all&per_page=1";
+    let pulls = api_get(gh, repo_dir, list).map_err(|e| e.to_string())?;
+    let newest: Option<u64> = serde_json::from_slice::<Vec<Value>>(&pulls.body)
+        .ok()
+        .and_then(|l| l.first().and_then(|p| p["number"].as_u64()));
+    let Some(number) = newest else {
+        return Ok("no pull request yet; GitHub's list of them answers".into());
+    };
+    let reviews = format!("repos/{{owner}}/{{repo}}/pulls/{number}/reviews?per_page=1");
+    api_get(gh, repo_dir, &reviews)
+        .map(|_| format!("the reviews of PR #{number} answer"))
+        .map_err(|e| e.to_string())
+}
+
 /// What GitHub holds of PR `number`'s review, as [`parse_review_state`] reads it.
 pub(in crate::forge) fn review_state(
     gh: &PathBuf,
