@@ -450,12 +450,18 @@ fn gh_auth(cfg: &Config) -> Check {
 /// The review gate reads every PR's reviews before its merge: the token must be allowed to.
 fn github_reviews(cfg: &Config) -> Check {
     let gh = std::path::PathBuf::from("gh");
+    use crate::forge::github::ReviewsReadable;
     match crate::forge::github::check_reviews_readable(&gh, &cfg.project_path) {
-        Ok(what) => Check::ok("reviews", what),
-        Err(why) => Check::fail(
+        ReviewsReadable::Yes(what) => Check::ok("reviews", what),
+        ReviewsReadable::Refused(why) => Check::fail(
             "reviews",
             why,
             "give the token read access to pull requests (a fine-grained token: `Pull requests: read`), so the review gate can read reviews before a merge",
+        ),
+        ReviewsReadable::Unknown(why) => Check::warn(
+            "reviews",
+            format!("GitHub gave no answer about reviews: {why}"),
+            "check `gh auth status` and the network; the review gate reads reviews before every merge",
         ),
     }
 }

@@ -60,22 +60,43 @@ fn pages(gh: &PathBuf, repo_dir: &PathBuf, endpoint: &str) -> Result<Vec<Value>,
     Ok(all)
 }
 
+/// What `doctor` found asking GitHub for reviews.
+pub enum ReviewsReadable {
+    /// GitHub answered; what answered.
+    Yes(String),
+    /// GitHub refused (its status and words): the review gate would be refused too.
+    Refused(String),
+    /// No answer from GitHub (gh could not reach it, or printed no answer): nothing known.
+    Unknown(String),
+}
+
 /// Whether the account of `gh`'s token can read what the review gate reads: the newest PR's
-/// reviews (`pulls/N/reviews`), or the PR list while there is none. `Ok` says what answered;
-/// `Err` names the endpoint and GitHub's refusal.
-pub fn check_reviews_readable(gh: &PathBuf, repo_dir: &PathBuf) -> Result<String, String> {
+/// reviews (`pulls/N/reviews`), or the PR list while there is none.
+pub fn check_reviews_readable(gh: &PathBuf, repo_dir: &PathBuf) -> ReviewsReadable {
+    let ask = |endpoint: &str| match super::api_call(gh, repo_dir, "GET", endpoint, None) {
+        Ok((answer, _, _)) if answer.ok() => Ok(answer.body),
+        Ok((answer, args, out)) => Err(ReviewsReadable::Refused(format!(
+            "GET {endpoint}: {}",
+            super::refused(gh, &args, &answer, &out)
+        ))),
+        Err(e) => Err(ReviewsReadable::Unknown(format!("GET {endpoint}: {e}"))),
+    };
     let list = "repos/{owner}/{repo}/pulls?state=all&per_page=1";
-    let pulls = api_get(gh, repo_dir, list).map_err(|e| e.to_string())?;
-    let newest: Option<u64> = serde_json::from_slice::<Vec<Value>>(&pulls.body)
+    let pulls = match ask(list) {
+        Ok(body) => body,
+        Err(why) => return why,
+    };
+    let newest: Option<u64> = serde_json::from_slice::<Vec<Value>>(&pulls)
         .ok()
         .and_then(|l| l.first().and_then(|p| p["number"].as_u64()));
     let Some(number) = newest else {
-        return Ok("no pull request yet; GitHub's list of them answers".into());
+        return ReviewsReadable::Yes("no pull request yet; GitHub's list of them answers".into());
     };
     let reviews = format!("repos/{{owner}}/{{repo}}/pulls/{number}/reviews?per_page=1");
-    api_get(gh, repo_dir, &reviews)
-        .map(|_| format!("the reviews of PR #{number} answer"))
-        .map_err(|e| e.to_string())
+    match ask(&reviews) {
+        Ok(_) => ReviewsReadable::Yes(format!("the reviews of PR #{number} answer")),
+        Err(why) => why,
+    }
 }
 
 /// What GitHub holds of PR `number`'s review, as [`parse_review_state`] reads it.
