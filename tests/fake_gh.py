@@ -14,7 +14,8 @@ Every call the runner makes is GitHub's REST API through `api --include [-X M] <
 the headers, the body. Switches in state.json for GitHub as it really is: "noClose" (merges close no issue),
 "staleOpen" (reads show these issues open), "prRecords" (PRs exist only once created, else
 derived from the origin), "mergeGate" (GitHub's account of a PR's mergeability in gh's JSON
-names: `mergeStateStatus`, `isDraft`, and the `reviewDecision` GraphQL gives),
+names: `mergeStateStatus`, `isDraft`, and the `reviewDecision` GraphQL gives), "reviews",
+"reviewComments", "prComments" (a PR's REST lists by its number),
 "requireUpToDate" (a PR is `behind` while the branch lacks main),
 "teammateMoves" (pushes to main right before that many merge looks), "refuseMerge" (GitHub's
 message refusing every merge, a 405), "authHosts" (the hosts `auth status --hostname`
@@ -262,6 +263,11 @@ def pulls_cmd(state, method, parts, params, sent):
         return answer(200, pull_rest(state, pr))
     if parts[2:] == ["merge"] and method == "PUT":
         return merge_rest(state, pr, sent)
+    if parts[2:] in (["reviews"], ["comments"]) and method == "GET":
+        # "reviews" / "reviewComments": {PR number: [GitHub's REST entries]}.
+        key = "reviews" if parts[2] == "reviews" else "reviewComments"
+        listed = state.get(key, {}).get(str(number), [])
+        return answer(200, listed if params.get("page", "1") == "1" else [])
     fail("fake gh: unsupported pull request call %r" % parts, 2)
 
 
@@ -348,6 +354,10 @@ def rest_cmd(state, args):
         return answer(200, found if page == 1 else [])
     number = int(parts[1])
     issue = next((i for i in state["issues"] if i["number"] == number), None)
+    if issue is None and parts[2:] == ["comments"] and method == "GET":
+        # A pull request's conversation ("prComments": {PR number: [entries]}).
+        listed = state.get("prComments", {}).get(str(number), [])
+        return answer(200, listed if params.get("page", "1") == "1" else [])
     if issue is None:
         return answer(404, {"message": "Not Found"})
     rest = parts[2:]

@@ -4,7 +4,7 @@
 
 mod e2e;
 
-use e2e::fake_gitlab::{FakeGitLab, PROJECT, TOKEN};
+use e2e::fake_gitlab::{FakeGitLab, PROJECT, RUNNER_USER, TOKEN};
 use e2e::{code, text, Project};
 use serde_json::{json, Value};
 
@@ -449,4 +449,50 @@ fn a_token_revoked_mid_run_halts_at_the_trackers_write_naming_its_variable() {
     );
     assert_eq!(g.p.count("1 verify"), verifies, "not worked again: {again}");
     assert!(e2e::merged_issues(&g.p.origin).is_empty(), "{again}");
+}
+
+const REVIEW_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// A reviewer opens a thread on a line of the merge request: the agent is handed it once,
+/// with its file and line (the runner's own note and GitLab's system notes left out); the
+/// runner pushes; the reviewer resolves the thread and approves the new head, and it merges.
+#[test]
+fn a_thread_on_a_merge_request_is_answered_in_one_round_and_merged_once_approved() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"monitorCI": ["write-shared"]}}),
+        json!({"review": {"requireApproval": true, "approvalTimeoutMinutes": 0.5}}),
+    );
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.lab.with(|l| {
+        l.thread("ann", "Rename foo to bar.", Some(("src/lib.rs", 12)));
+        l.note(RUNNER_USER, "The runner's own words.", false);
+        l.note("ann", "added 1 commit", true);
+    });
+    g.p.wait_for_journal("\"repaired\"", REVIEW_WAIT);
+    g.lab.with(|l| {
+        l.resolve_all();
+        l.approve("ann");
+    });
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}\n{:#?}", g.lab.requests());
+    g.assert_only_known_calls();
+    assert_eq!(e2e::merged_issues(&g.p.origin), [1], "{all}");
+    let told = std::fs::read_to_string(g.p.root.join("prompts.log")).unwrap_or_default();
+    assert_eq!(told.matches("Rename foo to bar.").count(), 1, "{told}");
+    assert!(
+        told.contains("ann wrote") && told.contains("src/lib.rs:12"),
+        "{told}"
+    );
+    assert!(!told.contains("The runner's own words."), "{told}");
+    assert!(!told.contains("added 1 commit"), "{told}");
+    let requests = g.lab.requests();
+    for list in ["/discussions", "/approvals"] {
+        assert!(
+            requests.iter().any(|r| r.contains(list)),
+            "{list}: {requests:#?}"
+        );
+    }
 }

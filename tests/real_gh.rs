@@ -47,12 +47,21 @@ impl RealGh {
     /// `issues`: (number, title, body), open and labelled `automatable`; every commit's CI
     /// passes (one check run) unless a test says otherwise.
     fn new(issues: &[(u32, &str, &str)], extra: serde_json::Value) -> RealGh {
+        RealGh::with_script(issues, json!({}), extra)
+    }
+
+    /// [`RealGh::new`] with the fake agent's `script`.
+    fn with_script(
+        issues: &[(u32, &str, &str)],
+        script: serde_json::Value,
+        extra: serde_json::Value,
+    ) -> RealGh {
         let mut config = json!({"tracker": {"kind": "github"}, "forge": "github",
             "steps": e2e::builtin_steps()});
         if let (Some(c), Some(more)) = (config.as_object_mut(), extra.as_object()) {
             c.extend(more.clone());
         }
-        let mut p = Project::new(&[], json!({}), config);
+        let mut p = Project::new(&[], script, config);
         let api = GitHubApi::start(Api {
             origin: p.origin.clone(),
             issues: issues
@@ -774,4 +783,180 @@ fn a_secondary_rate_limit_without_retry_after_on_the_merge_is_waited_out_across_
         "{second}"
     );
     assert!(!second.contains("escalat"), "{second}");
+}
+
+/// The review gate with its wait in minutes, and more review keys.
+fn review_gate(require_approval: bool, minutes: f64, more: serde_json::Value) -> serde_json::Value {
+    let mut review =
+        json!({"requireApproval": require_approval, "approvalTimeoutMinutes": minutes});
+    if let (Some(r), Some(more)) = (review.as_object_mut(), more.as_object()) {
+        r.extend(more.clone());
+    }
+    json!({ "review": review })
+}
+
+const REVIEW_WAIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// A reviewer on GitHub asks for changes (a review, a line comment); the runner's own
+/// comment and an ignored bot's are there too. The agent is handed the reviewer's words once,
+/// with the line comment's file and line; the runner pushes; the reviewer approves the new
+/// head, and it merges.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_request_for_changes_on_github_is_answered_in_one_round_and_merged_once_approved() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::with_script(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"monitorCI": ["write-shared"]}}),
+        review_gate(true, 0.5, json!({"ignoreAuthors": ["lint-bot"]})),
+    );
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.api.with(|a| {
+        a.review("ann", "CHANGES_REQUESTED", "Rename foo to bar.", None);
+        a.review_comment("ann", "This line needs a doc comment.", "src/lib.rs", 12);
+        a.pr_comment(OWNER, "The runner's own words.");
+        a.pr_comment("lint-bot", "Style nit from the bot.");
+    });
+    g.p.wait_for_journal("\"repaired\"", REVIEW_WAIT);
+    // The reviewer approves what the round pushed.
+    g.api.with(|a| a.review("ann", "APPROVED", "", None));
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls[0].state, "MERGED", "{pulls:?}\n{all}");
+    let told = std::fs::read_to_string(g.p.root.join("prompts.log")).unwrap_or_default();
+    assert_eq!(told.matches("Rename foo to bar.").count(), 1, "{told}");
+    assert!(told.contains("ann wrote"), "{told}");
+    assert!(
+        told.contains("This line needs a doc comment.") && told.contains("src/lib.rs"),
+        "{told}"
+    );
+    assert!(!told.contains("The runner's own words."), "{told}");
+    assert!(!told.contains("Style nit from the bot."), "{told}");
+    let log = git(&g.p.origin, &["log", "--format=%s", "main"]);
+    assert!(log.contains("fix: address review feedback (#1)"), "{log}");
+    let number = pulls[0].number;
+    for list in [
+        format!("/pulls/{number}/reviews"),
+        format!("/pulls/{number}/comments"),
+        format!("/issues/{number}/comments"),
+    ] {
+        assert!(
+            requests
+                .iter()
+                .any(|r| r.starts_with("GET /repos/") && r.contains(&list)),
+            "{list}: {requests:#?}"
+        );
+    }
+}
+
+/// `requireApproval`: the merge waits for a person; their approval of the commit CI verified
+/// lets it merge.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_required_approval_on_github_of_the_verified_commit_lets_it_merge() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        review_gate(true, 0.5, json!({})),
+    );
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(
+        pulls[0].state, "OPEN",
+        "nothing merged without the approval"
+    );
+    g.api
+        .with(|a| a.review("lead", "APPROVED", "Looks good.", None));
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}\n{:#?}", g.api.requests());
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls[0].state, "MERGED", "{pulls:?}\n{all}");
+}
+
+/// An approval of an older commit than the one CI verified is not the approval the merge
+/// waits for: the run ends waiting for a person, nothing merged, the issue not escalated.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn an_approval_on_github_of_an_older_commit_is_not_taken() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        review_gate(true, 0.2, json!({})),
+    );
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.api.with(|a| {
+        let (_, head) = a.open_pull();
+        let older = git(&a.origin, &["rev-parse", &format!("{head}^")]);
+        a.review("lead", "APPROVED", "", Some(&older));
+    });
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("issue #1: waiting for a person"), "{all}");
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls[0].state, "OPEN", "{pulls:?}\n{all}");
+    assert!(g.issue_open(1), "{all}");
+    let labels = g.api.with(|a| a.issues[0].labels.clone());
+    assert!(!labels.iter().any(|l| l == "sdlc-escalated"), "{labels:?}");
+}
+
+/// `doctor` on the github forge asks GitHub for a PR's reviews, as the review gate will: an
+/// answer is ok; a refusal fails naming the endpoint.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn doctor_checks_that_the_runners_account_can_read_reviews() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    let doctor = || {
+        let out =
+            g.p.command(&["doctor", "--config", g.p.config.to_str().expect("utf8")])
+                .output()
+                .expect("doctor");
+        text(&out)
+    };
+    let all = doctor();
+    let line = all
+        .lines()
+        .find(|l| l.contains("reviews"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(line.starts_with("ok"), "{all}");
+    g.api.with(|a| {
+        a.pulls.push(e2e::github_api::Pull {
+            number: 7,
+            head: "7-x".into(),
+            base: "main".into(),
+            title: "x".into(),
+            body: String::new(),
+            state: "OPEN".into(),
+        });
+        a.limits = vec![(
+            "/pulls/7/reviews".into(),
+            Limit::Secondary {
+                retry_after: Some(1),
+            },
+        )];
+    });
+    let all = doctor();
+    let line = all
+        .lines()
+        .find(|l| l.contains("reviews"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(!line.starts_with("ok"), "{all}");
+    assert!(all.contains("pulls/7/reviews"), "{all}");
 }

@@ -380,3 +380,39 @@ fn a_dry_run_shows_the_review_round() {
         "{all}"
     );
 }
+
+/// `sdlc-runner status` (text and `--json`) of `p`.
+fn status(p: &Project, json: bool) -> String {
+    let mut args = vec!["status", "--config", p.config.to_str().unwrap()];
+    if json {
+        args.push("--json");
+    }
+    let out = p.command(&args).output().unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    String::from_utf8_lossy(&out.stdout).to_string()
+}
+
+#[test]
+fn status_shows_the_wait_for_review_and_the_rounds_used() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        gate_with(true, 0.5, json!({"maxReviewRounds": 3})),
+    );
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let shown = status(&p, false);
+    assert!(
+        shown.contains("waiting:  for review") && shown.contains("review rounds: 0/3"),
+        "{shown}"
+    );
+    let ask = ["--request-changes", "Rename foo.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    p.wait_for_journal("\"repaired\"", WAIT);
+    let json: serde_json::Value = serde_json::from_str(&status(&p, true)).unwrap();
+    assert_eq!(json["counters"]["reviewRounds"], json!(1), "{json}");
+    assert_eq!(json["counters"]["maxReviewRounds"], json!(3), "{json}");
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(child, WAIT);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+}

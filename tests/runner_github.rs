@@ -669,7 +669,7 @@ fn halts_before_the_merge(gate: Value, rule: &str) {
 
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
-fn a_required_review_or_requested_changes_seen_before_the_merge_halt_naming_them() {
+fn a_required_review_seen_before_the_merge_halts_naming_it() {
     if python3_missing() {
         return;
     }
@@ -677,10 +677,34 @@ fn a_required_review_or_requested_changes_seen_before_the_merge_halt_naming_them
         json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "REVIEW_REQUIRED"}),
         "an approving review is required",
     );
-    halts_before_the_merge(
-        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "CHANGES_REQUESTED"}),
-        "a reviewer requested changes",
+}
+
+/// GitHub's "changes requested" is read at the review gate, before the merge is asked for:
+/// the merge waits for the reviewer (here not at all), and the run ends waiting for a person,
+/// nothing merged, nobody blamed.
+#[test]
+#[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
+fn githubs_changes_requested_holds_the_merge_at_the_review_gate() {
+    if python3_missing() {
+        return;
+    }
+    let g = GhProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        false,
+        json!({"steps": e2e::builtin_steps(), "review": {"approvalTimeoutMinutes": 0}}),
     );
+    g.set_state("prRecords", json!(true));
+    g.set_state(
+        "mergeGate",
+        json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "CHANGES_REQUESTED"}),
+    );
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("issue #1: waiting for a person"), "{all}");
+    assert_eq!(g.called(&MERGE_200), 0, "{:?}", g.calls());
+    assert!(!all.contains("MERGE_CONFLICT"), "{all}");
 }
 
 #[test]

@@ -161,6 +161,9 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     }
     if uses_github(cfg) {
         checks.push(gh_auth(cfg));
+        if cfg.forge == ForgeKind::Github && which::which("gh").is_ok() {
+            checks.push(github_reviews(cfg));
+        }
     }
     if cfg.forge == ForgeKind::Gitlab || cfg.tracker.kind() == crate::config::TrackerKind::Gitlab {
         checks.extend(gitlab::checks(cfg));
@@ -444,6 +447,25 @@ fn gh_auth(cfg: &Config) -> Check {
             "gh",
             format!("gh cannot be started: {e}"),
             "reinstall the GitHub CLI",
+        ),
+    }
+}
+
+/// The review gate reads every PR's reviews before its merge: the token must be allowed to.
+fn github_reviews(cfg: &Config) -> Check {
+    let gh = std::path::PathBuf::from("gh");
+    use crate::forge::github::ReviewsReadable;
+    match crate::forge::github::check_reviews_readable(&gh, &cfg.project_path) {
+        ReviewsReadable::Yes(what) => Check::ok("reviews", what),
+        ReviewsReadable::Refused(why) => Check::fail(
+            "reviews",
+            why,
+            "give the token read access to pull requests (a fine-grained token: `Pull requests: read`), so the review gate can read reviews before a merge",
+        ),
+        ReviewsReadable::Unknown(why) => Check::warn(
+            "reviews",
+            format!("GitHub gave no answer about reviews: {why}"),
+            "check `gh auth status` and the network; the review gate reads reviews before every merge",
         ),
     }
 }

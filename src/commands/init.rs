@@ -400,7 +400,7 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
 
 {tracker}
 {forge}
-  "_review": "Between CI's pass and the merge the PR's review is read: a request for changes holds the merge until its reviewer approves. To merge only what a person approved (local forge: `sdlc-runner review N --approve`), add \"review\": {{\"requireApproval\": true, \"approvalTimeoutMinutes\": 1440}}; past the wait the issue waits for a person, not blamed (docs/reviews.md).",
+  "_review": "Between CI's pass and the merge the PR's review is read (GitHub, GitLab, or the local forge's `sdlc-runner review N`): a request for changes with new feedback is handed to the agent in a bounded round, and holds the merge until its reviewer approves. To merge only what a person approved, and to bound the rounds or leave bots out, add \"review\": {{\"requireApproval\": true, \"approvalTimeoutMinutes\": 1440, \"maxReviewRounds\": 2, \"ignoreAuthors\": [\"some-bot\"]}}; past the wait the issue waits for a person, not blamed (docs/reviews.md).",
   "_baseBranch": "Unset: issues merge into origin's default branch, asked from origin at every start (`sdlc-runner doctor` names it). Set \"baseBranch\": \"<branch>\" to merge into another one.",
   "requireChecks": false
 }}

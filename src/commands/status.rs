@@ -377,6 +377,10 @@ fn counters(core: &Core) -> Counters {
         max_consecutive_same_failure: l.max_consecutive_same_failure,
         rate_limit_wait_streak: r.wait_streak,
         max_rate_limit_waits: l.max_rate_limit_waits,
+        review_rounds: r.review_rounds,
+        max_review_rounds: l.review.as_ref().map(|g| g.max_rounds),
+        review_looks: r.review_looks,
+        waiting_for_person: r.awaiting_person.iter().copied().collect(),
     }
 }
 

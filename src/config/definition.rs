@@ -178,7 +178,9 @@ pub struct ReviewFile =>
 /// `review`: the review gate between CI's pass and the merge.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewConfig {
-    /// Merge only a PR a reviewer approved (local forge: `sdlc-runner review N --approve`).
+    /// Merge only a PR a reviewer approved (GitHub: an approval of the commit CI verified,
+    /// or GitHub's decision `APPROVED`; GitLab: an approval while the head is that commit;
+    /// local forge: `sdlc-runner review N --approve`).
     /// Either way a request for changes holds the merge until its reviewer approves.
     #[serde(default)]
     pub require_approval: bool => bool = flag,
@@ -194,8 +196,8 @@ pub struct ReviewConfig {
     #[schemars(range(min = 0, max = 20))]
     pub max_review_rounds: u32 => u32 = count,
     /// Authors (bots) whose reviews and comments are never handed to the agent; other bots
-    /// count as reviewers. The local forge's reviews by `sdlc-runner` (the runner's own
-    /// account) are left out too.
+    /// count as reviewers. The runner's own account is left out too (GitHub and GitLab: the
+    /// token's user; the local forge: `sdlc-runner`).
     #[serde(default)]
     pub ignore_authors: Vec<String> => Vec<String> = review_authors,
     /// The instruction of the `addressReview` round, replacing the built-in one; the

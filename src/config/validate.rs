@@ -131,18 +131,6 @@ impl Walker {
         };
         self.remote_services(&top, tracker.kind(), forge, &settings);
         let local_ci = self.local_ci(&top, forge);
-        // Only the local forge's reviews are read yet (docs/reviews.md): on another forge the
-        // approval would never come.
-        if forge != ForgeKind::Local && settings.review.require_approval {
-            let name = serde_json::to_value(forge)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default();
-            self.err(
-                format!("{}.requireApproval", top.path("review")),
-                format!("the {name} forge's reviews are not read yet, so no approval would ever let a PR merge: remove it or set \"forge\": \"local\""),
-            );
-        }
         held.release(self, &["workers", "claims", "http"]);
         held.release_rest(self);
 

@@ -19,9 +19,11 @@ impl Driver {
             return Event::WorkspaceUnfit { step: Step::Merge };
         };
         let read = branch.clone();
+        // An approval counts for the commit CI verified, not for one before or after it.
+        let verified = self.core.runner().verified.map(|c| c.to_string());
         let answer = self
             .patiently("reading the PR's review", move |w| {
-                w.forge.review_state(&read, None)
+                w.forge.review_of(&read, verified.as_deref())
             })
             .await;
         let state = match answer {

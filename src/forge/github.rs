@@ -2,10 +2,13 @@
 //! and its JSON is parsed by functions that hostile-input tests can reach directly.
 
 mod ci;
+mod reviews;
 
 use ci::api_get;
 pub use ci::parse_checks;
 pub(super) use ci::{ci_state_of, failing_checks_of};
+pub(super) use reviews::review_state;
+pub use reviews::{check_reviews_readable, login_of, parse_review_state, Lists, ReviewsReadable};
 
 use super::{ForgeError, Pr, PrState};
 use crate::call_failure::{path_segment, CallFailureKind, HttpAnswer};

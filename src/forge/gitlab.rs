@@ -9,6 +9,10 @@
 //! moved; why a merge is refused is read from the merge request's fields
 //! (`detailed_merge_status`, `has_conflicts`, `draft`, `sha`), never from the message.
 
+mod reviews;
+
+pub use reviews::parse_review_state;
+
 use super::{CiState, ForgeError, Pr, PrState};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};

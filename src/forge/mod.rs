@@ -316,13 +316,18 @@ impl Forge {
     }
 
     /// The review decision of `branch`'s open PR and the reviews and comments since `since`
-    /// (RFC 3339; `None`: all of them).
+    /// (RFC 3339; `None`: all of them). Where a forge's approvals name the commit they
+    /// approved, only an approval of `commit` (the one CI verified) counts.
     pub fn review_state(
         &self,
         branch: &str,
+        commit: Option<&str>,
         since: Option<&str>,
     ) -> Result<ReviewState, ForgeError> {
         match self {
+            Forge::GitHub { gh, repo_dir, .. } => {
+                github::review_state(gh, repo_dir, branch, commit, since)
+            }
             Forge::Local { reviews, .. } => {
                 let all = match (reviews, crate::git::repo::leading_issue(branch)) {
                     (Some(dir), Some(issue)) => local::reviews_of(dir, issue)?,
@@ -330,8 +335,7 @@ impl Forge {
                 };
                 Ok(ReviewState::of(all, since))
             }
-            // Not read yet: `config check` refuses `review.requireApproval` on these forges.
-            Forge::GitHub { .. } | Forge::GitLab { .. } => Ok(ReviewState::default()),
+            Forge::GitLab { api, .. } => api.review_state(branch, commit, since),
         }
     }
 

@@ -78,6 +78,9 @@ pub struct Metrics {
     waits: Family<WaitKind, Counter>,
     wait_seconds: Family<WaitKind, Counter>,
     merged: Counter,
+    review_rounds: Counter,
+    reviews_wanted: Counter,
+    waiting_for_person: Counter,
     worker_state: Family<WorkerState, Gauge>,
     records: Family<WorkerLabel, Counter>,
     budget: Family<Scope, FloatGauge>,
@@ -139,6 +142,21 @@ impl Metrics {
             ),
             wait_seconds: metric(r, "wait_seconds", "Seconds of the waits begun, by kind"),
             merged: metric(r, "issues_merged", "Issues merged"),
+            review_rounds: metric(
+                r,
+                "review_rounds",
+                "addressReview rounds begun: the agent handed a reviewer's new feedback",
+            ),
+            reviews_wanted: metric(
+                r,
+                "reviews_wanted",
+                "Cycles whose merge waited for a person's review (the state WaitingForReview while it lasts)",
+            ),
+            waiting_for_person: metric(
+                r,
+                "waiting_for_person",
+                "Cycles that ended waiting for a person's review, nobody blamed",
+            ),
             worker_state: metric(
                 r,
                 "worker_state",
@@ -330,6 +348,15 @@ impl Metrics {
             Effect::RecordMerged { .. } => {
                 self.merged.inc();
             }
+            Effect::AddressReview { .. } => {
+                self.review_rounds.inc();
+            }
+            Effect::Notify(Notice::ReviewWanted { .. }) => {
+                self.reviews_wanted.inc();
+            }
+            Effect::Notify(Notice::WaitingForPerson { .. }) => {
+                self.waiting_for_person.inc();
+            }
             Effect::Halt(reason) => {
                 let reason = serde_json::to_value(reason)
                     .ok()
@@ -424,6 +451,27 @@ mod tests {
         m.observe("w1", &effect(Effect::MarkEscalated { issue: 2 }));
         m.observe("w1", &effect(Effect::Unquarantine { issue: 1 }));
         m.observe("w1", &effect(Effect::Halt(HaltReason::SessionBudget)));
+        m.observe(
+            "w1",
+            &effect(Effect::Notify(Notice::ReviewWanted {
+                issue: 3,
+                changes_requested: true,
+                wait_secs: 60,
+            })),
+        );
+        m.observe(
+            "w1",
+            &effect(Effect::AddressReview {
+                issue: 3,
+                round: 1,
+                attempt: 1,
+                money_left_micros: None,
+            }),
+        );
+        m.observe(
+            "w1",
+            &effect(Effect::Notify(Notice::WaitingForPerson { issue: 3 })),
+        );
         let text = m.encode();
         let class = FailureClass::RateLimit.name();
         for expected in [
@@ -437,6 +485,9 @@ mod tests {
             "sdlc_halts_total{reason=\"sessionBudget\"} 1".to_string(),
             "sdlc_escalations_total 2".to_string(),
             "sdlc_escalations_released_total 1".to_string(),
+            "sdlc_review_rounds_total 1".to_string(),
+            "sdlc_reviews_wanted_total 1".to_string(),
+            "sdlc_waiting_for_person_total 1".to_string(),
             "sdlc_worker_state{worker=\"w1\",state=\"BackingOff\"} 1".to_string(),
         ] {
             assert!(text.contains(&expected), "{expected} missing from:\n{text}");

@@ -27,6 +27,13 @@ pub trait ForgePort: Send + Sync {
     /// after `since` (RFC 3339; `None`: since the branch's last push where the forge can tell
     /// it, else all), oldest first. The decision is over every review.
     fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError>;
+    /// [`ForgePort::review_state`] since the branch's last push, where an approval counts
+    /// only for `commit` (the commit CI verified) on a forge whose approvals name a commit.
+    /// Default: the forge's approvals name none.
+    fn review_of(&self, branch: &str, commit: Option<&str>) -> Result<ReviewState, ForgeError> {
+        let _ = commit;
+        self.review_state(branch, None)
+    }
     /// `requireChecks`: "no CI configured" does not let a branch merge.
     fn require_checks(&self) -> bool;
     /// Origin itself plays the forge (the offline `local` forge): merges race on origin's
@@ -82,18 +89,24 @@ impl ForgePort for ForgeAdapter {
         self.forge.failing_checks(&self.repo, branch)
     }
     fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError> {
-        let state = self.forge.review_state(branch, since)?;
+        self.forge.review_state(branch, None, since)
+    }
+    fn review_of(&self, branch: &str, commit: Option<&str>) -> Result<ReviewState, ForgeError> {
+        if !self.is_local() {
+            // A remote forge's read is several calls: the push's time (one git call) is
+            // asked first, so the lists are read once.
+            let pushed = crate::forge::last_push(&self.repo, branch);
+            return self.forge.review_state(branch, commit, pushed.as_deref());
+        }
+        let state = self.forge.review_state(branch, commit, None)?;
         // Only a request for changes hands feedback on: the push's time is asked for then
         // alone, so a look that lets the PR merge costs no git call.
-        let asks = state.decision == crate::forge::ReviewDecision::ChangesRequested;
-        match (since, &self.forge) {
-            (None, Forge::Local { .. }) if asks => {
-                match crate::forge::last_push(&self.repo, branch) {
-                    Some(pushed) => self.forge.review_state(branch, Some(&pushed)),
-                    None => Ok(state),
-                }
-            }
-            _ => Ok(state),
+        if state.decision != crate::forge::ReviewDecision::ChangesRequested {
+            return Ok(state);
+        }
+        match crate::forge::last_push(&self.repo, branch) {
+            Some(pushed) => self.forge.review_state(branch, commit, Some(&pushed)),
+            None => Ok(state),
         }
     }
     fn require_checks(&self) -> bool {

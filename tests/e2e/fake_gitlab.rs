@@ -86,6 +86,77 @@ pub struct Lab {
     /// Every request: `METHOD path?query`.
     pub requests: Vec<String>,
     next_id: u64,
+    /// The merge requests' discussions (`…/merge_requests/:iid/discussions`), each with its
+    /// `mr` iid, as GitLab lists them.
+    pub discussions: Vec<Value>,
+    /// Who approved each merge request (`…/approvals`' `approved_by`), by iid.
+    pub approved_by: Vec<(u32, String)>,
+}
+
+/// The username of the token's account (`GET /user`).
+pub const RUNNER_USER: &str = "sdlc-bot";
+
+impl Lab {
+    /// The open merge request's iid and its head.
+    pub fn open_mr(&self) -> (u32, String) {
+        let mr = self
+            .mrs
+            .iter()
+            .find(|m| m.state == "opened")
+            .expect("an open merge request");
+        (mr.iid, head_of(self, &mr.source).unwrap_or_default())
+    }
+
+    /// A thread on the open merge request by `username`: a line comment on `path`:`line`
+    /// when given, resolvable and unresolved.
+    pub fn thread(&mut self, username: &str, body: &str, at: Option<(&str, u32)>) {
+        let (iid, head) = self.open_mr();
+        self.next_id += 1;
+        let id = self.next_id;
+        let position = at.map(|(path, line)| {
+            json!({"base_sha": null, "head_sha": head, "position_type": "text",
+                "new_path": path, "new_line": line, "old_path": path, "old_line": null})
+        });
+        let note = json!({"id": id, "type": if at.is_some() { "DiffNote" } else { "DiscussionNote" },
+            "body": body, "author": {"username": username}, "created_at": now_rfc3339(),
+            "system": false, "resolvable": true, "resolved": false, "position": position});
+        self.discussions
+            .push(json!({"id": format!("d{id}"), "mr": iid,
+            "individual_note": false, "notes": [note]}));
+    }
+
+    /// A note outside any thread (a system note when `system`) on the open merge request.
+    pub fn note(&mut self, username: &str, body: &str, system: bool) {
+        let (iid, _) = self.open_mr();
+        self.next_id += 1;
+        let id = self.next_id;
+        let note = json!({"id": id, "type": null, "body": body, "author": {"username": username},
+            "created_at": now_rfc3339(), "system": system, "resolvable": false});
+        self.discussions
+            .push(json!({"id": format!("d{id}"), "mr": iid,
+            "individual_note": true, "notes": [note]}));
+    }
+
+    /// Every thread of the open merge request resolved, as its reviewer would.
+    pub fn resolve_all(&mut self) {
+        for d in &mut self.discussions {
+            for n in d["notes"].as_array_mut().into_iter().flatten() {
+                if n["resolvable"] == json!(true) {
+                    n["resolved"] = json!(true);
+                }
+            }
+        }
+    }
+
+    /// `username` approves the open merge request.
+    pub fn approve(&mut self, username: &str) {
+        let (iid, _) = self.open_mr();
+        self.approved_by.push((iid, username.to_string()));
+    }
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// The running server; it stops with the test process.
@@ -359,6 +430,9 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
         if rest == "version" {
             return ok(json!({"version": "17.5.0", "revision": "fake"}));
         }
+        if rest == "user" {
+            return ok(json!({"id": 1, "username": RUNNER_USER, "bot": true}));
+        }
         lab.requests.push(format!("UNKNOWN {line}"));
         return status(404, "404 Project Not Found");
     };
@@ -489,6 +563,25 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             }
         }
         ("PUT", ["merge_requests", iid, "merge"]) => merge(lab, iid, req),
+        ("GET", ["merge_requests", iid, "discussions"]) => {
+            let list = lab
+                .discussions
+                .iter()
+                .filter(|d| d["mr"].as_u64().is_some_and(|m| m.to_string() == *iid))
+                .cloned()
+                .collect();
+            page_one(list)
+        }
+        ("GET", ["merge_requests", iid, "approvals"]) => {
+            let by: Vec<Value> = lab
+                .approved_by
+                .iter()
+                .filter(|(m, _)| m.to_string() == *iid)
+                .map(|(_, u)| json!({"user": {"username": u}}))
+                .collect();
+            ok(json!({"iid": iid.parse::<u64>().unwrap_or(0), "approved": true,
+                "approvals_required": 0, "approvals_left": 0, "approved_by": by}))
+        }
         ("GET", ["pipelines"]) => {
             let sha = req.param("sha").unwrap_or_default().to_string();
             let list: Vec<Value> = pipeline_for(lab, &sha).iter().map(pipeline_json).collect();

@@ -123,6 +123,59 @@ pub struct Api {
     /// Until when (epoch seconds) `GET /rate_limit` says the budget is spent: the reset of
     /// the last primary limit served, as GitHub's own account of the limit would.
     pub spent_until: u64,
+    /// The PRs' reviews (`GET …/pulls/N/reviews`), review comments (`…/pulls/N/comments`)
+    /// and conversation comments (`…/issues/N/comments` of a PR), each with its `pull`
+    /// number, as GitHub lists them (oldest first).
+    pub reviews: Vec<Value>,
+    pub review_comments: Vec<Value>,
+    pub pr_comments: Vec<Value>,
+}
+
+/// GitHub's time of now, as its REST answers write it.
+pub fn github_now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+impl Api {
+    /// The open PR's number and its head on origin.
+    pub fn open_pull(&self) -> (u32, String) {
+        let pull = self
+            .pulls
+            .iter()
+            .find(|p| p.state == "OPEN")
+            .expect("an open PR");
+        (pull.number, resolve(self, &pull.head))
+    }
+
+    /// A review of the open PR by `login` (`APPROVED`, `CHANGES_REQUESTED`, `COMMENTED`) of
+    /// commit `commit` (its head now when `None`), written now.
+    pub fn review(&mut self, login: &str, state: &str, body: &str, commit: Option<&str>) {
+        let (number, head) = self.open_pull();
+        let id = 5000 + self.reviews.len() as u64;
+        self.reviews.push(json!({"id": id, "pull": number, "user": {"login": login},
+            "state": state, "body": body, "submitted_at": github_now(),
+            "commit_id": commit.unwrap_or(&head),
+            "html_url": format!("https://github.localhost/{OWNER}/{REPO}/pull/{number}#pullrequestreview-{id}")}));
+    }
+
+    /// A line comment on the open PR by `login`, on `path` line `line`.
+    pub fn review_comment(&mut self, login: &str, body: &str, path: &str, line: u32) {
+        let (number, head) = self.open_pull();
+        let id = 7000 + self.review_comments.len() as u64;
+        self.review_comments
+            .push(json!({"id": id, "pull": number, "user": {"login": login},
+            "body": body, "path": path, "line": line, "original_line": line,
+            "commit_id": head, "created_at": github_now(), "updated_at": github_now()}));
+    }
+
+    /// A comment in the open PR's conversation by `login`.
+    pub fn pr_comment(&mut self, login: &str, body: &str) {
+        let (number, _) = self.open_pull();
+        let id = 9000 + self.pr_comments.len() as u64;
+        self.pr_comments
+            .push(json!({"id": id, "pull": number, "user": {"login": login},
+            "body": body, "created_at": github_now(), "updated_at": github_now()}));
+    }
 }
 
 /// The running server; it stops with the test process.
@@ -598,6 +651,30 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
         ("GET", ["pulls", number]) => {
             let pull = api.pulls.iter().find(|p| p.number.to_string() == *number)?;
             Some(ok(pull_rest(api, pull)))
+        }
+        ("GET", ["pulls", number, list @ ("reviews" | "comments")]) => {
+            let of = if *list == "reviews" {
+                &api.reviews
+            } else {
+                &api.review_comments
+            };
+            let all: Vec<Value> = of
+                .iter()
+                .filter(|r| r["pull"].as_u64().is_some_and(|n| n.to_string() == *number))
+                .cloned()
+                .collect();
+            Some(paged(path, query, all))
+        }
+        ("GET", ["issues", number, "comments"])
+            if api.pulls.iter().any(|p| p.number.to_string() == *number) =>
+        {
+            let all: Vec<Value> = api
+                .pr_comments
+                .iter()
+                .filter(|r| r["pull"].as_u64().is_some_and(|n| n.to_string() == *number))
+                .cloned()
+                .collect();
+            Some(paged(path, query, all))
         }
         ("PUT", ["pulls", number, "merge"]) => {
             let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);

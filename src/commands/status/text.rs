@@ -116,6 +116,19 @@ impl Status {
                 "  consecutive escalations: {}/{}",
                 c.consecutive_escalations, c.max_consecutive_escalations
             ));
+            if let Some(max) = c.max_review_rounds {
+                let waiting: Vec<String> = c
+                    .waiting_for_person
+                    .iter()
+                    .map(|i| format!("#{i}"))
+                    .collect();
+                line(format!(
+                    "  review rounds: {}/{max} (looks that found the merge held: {}; waiting for a person: {})",
+                    c.review_rounds,
+                    c.review_looks,
+                    if waiting.is_empty() { "none".to_string() } else { waiting.join(", ") }
+                ));
+            }
             let escalated: Vec<String> =
                 c.escalated_issues.iter().map(|i| format!("#{i}")).collect();
             line(format!(
@@ -267,9 +280,14 @@ pub fn now_text(running: Option<&RunningStepView>, wait: Option<&WaitView>) -> S
 
 /// `RATE_LIMIT until 2026-11-25 16:40:00 UTC (25s left)`.
 pub fn wait_text(w: &WaitView) -> String {
+    // The review's wait is a person's, not a failure's: said in words.
+    let reason = match w.wait.reason.as_str() {
+        "REVIEW" => "for review",
+        other => other,
+    };
     format!(
         "{} until {} ({} left)",
-        w.wait.reason,
+        reason,
         w.wait.until.format("%Y-%m-%d %H:%M:%S UTC"),
         crate::progress::clock(std::time::Duration::from_secs(w.remaining_seconds))
     )

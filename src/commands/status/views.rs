@@ -128,6 +128,14 @@ pub struct Counters {
     pub max_consecutive_same_failure: u32,
     pub rate_limit_wait_streak: u32,
     pub max_rate_limit_waits: u32,
+    /// `addressReview` rounds in this cycle, and `review.maxReviewRounds` (`None`: the
+    /// session has no review gate).
+    pub review_rounds: u32,
+    pub max_review_rounds: Option<u32>,
+    /// Looks at the PR's review that found it held, in this cycle.
+    pub review_looks: u32,
+    /// Issues this session left waiting for a person's review.
+    pub waiting_for_person: Vec<u32>,
 }
 
 /// What the session and the current issue spent, beside their budgets (`None`: no budget).

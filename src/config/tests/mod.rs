@@ -709,13 +709,15 @@ fn base_branch_is_a_branch_name_as_origin_names_it() {
 }
 
 #[test]
-fn a_required_approval_needs_a_forge_whose_reviews_are_read() {
-    rejects(&[(
-        r#""review": {"requireApproval": true}"#,
-        &["review.requireApproval: the github forge's reviews are not read yet, so no approval would ever let a PR merge: remove it or set \"forge\": \"local\""],
-    )]);
-    let c = load(&with_project(
-        r#""forge": "local", "review": {"requireApproval": true}"#,
-    ));
-    assert!(c.review.require_approval);
+fn a_required_approval_is_taken_on_every_forge() {
+    for forge in [
+        r#""forge": "local""#,
+        r#""forge": "github""#,
+        r#""forge": "gitlab", "gitlab": {"project": "g/p"}"#,
+    ] {
+        let c = load(&with_project(&format!(
+            r#"{forge}, "review": {{"requireApproval": true}}"#
+        )));
+        assert!(c.review.require_approval, "{forge}");
+    }
 }

@@ -123,8 +123,7 @@ impl GitHub {
             Some(login) => login.clone(),
             None => match self.rest("GET", "user", None) {
                 Ok(body) => {
-                    let user: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
-                    let login = user["login"].as_str().unwrap_or_default().to_string();
+                    let login = crate::forge::github::login_of(&body);
                     self.login.get_or_init(|| login).clone()
                 }
                 Err(e) => return limited_only(e),
