@@ -31,10 +31,9 @@ struct GhProject {
 }
 
 impl GhProject {
-    /// `issues`: (number, title, body), all open and labelled `automatable`. `old_gh`: the
-    /// fake rejects the `parent` and `closedByPullRequestsReferences` JSON fields. `extra`:
-    /// config keys over the test defaults.
-    fn new(issues: &[(u32, &str, &str)], script: Value, old_gh: bool, extra: Value) -> GhProject {
+    /// `issues`: (number, title, body), all open and labelled `automatable`. `extra`: config
+    /// keys over the test defaults.
+    fn new(issues: &[(u32, &str, &str)], script: Value, extra: Value) -> GhProject {
         let mut config = json!({"tracker": {"kind": "github"}, "forge": "github"});
         if let (Some(c), Some(more)) = (config.as_object_mut(), extra.as_object()) {
             c.extend(more.clone());
@@ -54,7 +53,6 @@ impl GhProject {
             .collect();
         let state = json!({
             "origin": p.origin,
-            "old": old_gh,
             "labels": ["automatable"],
             "milestones": [],
             "issues": issues,
@@ -168,7 +166,6 @@ fn a_full_cycle_on_github_merges_the_issue_through_gh() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({}),
     );
     let out = g.p.run(&[]);
@@ -212,7 +209,6 @@ fn an_issue_github_did_not_close_on_merge_is_closed_by_the_runner_with_its_comme
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({}),
     );
     // The merging token cannot write issues, or the PR's base is not the default branch.
@@ -238,7 +234,6 @@ fn an_issue_github_closed_on_merge_is_not_closed_or_commented_on_again() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({}),
     );
     let out = g.p.run(&[]);
@@ -257,7 +252,6 @@ fn a_dependency_the_runner_just_merged_counts_as_done_while_github_still_shows_i
     let g = GhProject::new(
         &[(1, "Base", "The base."), (2, "On top", "Depends on: #1")],
         json!({}),
-        false,
         json!({}),
     );
     // GitHub closes an issue a second or two after the merge; its reads lag behind.
@@ -279,7 +273,6 @@ fn an_issue_the_runner_merged_is_never_worked_again_even_if_it_stays_open() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({}),
     );
     let out = g.p.run(&[]);
@@ -316,7 +309,6 @@ fn an_escalated_issue_is_labelled_and_commented_on_github_and_the_run_halts() {
     let g = GhProject::new(
         &[(1, "First", ""), (2, "Second", "")],
         json!({"steps": {"1:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
-        false,
         // Off: with the default {"verify": 3} the third verify failure in a row halts the
         // session (tested in tests/runner.rs) before the escalation this test is about.
         json!({"maxConsecutiveFailures": {"verify": 0}}),
@@ -383,7 +375,6 @@ fn an_older_gh_completes_the_run_through_gh_api_alone() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        true,
         json!({}),
     );
     let out = g.p.run(&[]);
@@ -410,7 +401,7 @@ fn a_network_blip_is_waited_out_without_spending_an_attempt() {
     if python3_missing() {
         return;
     }
-    let g = GhProject::new(&[(1, "Add a greeting", "")], json!({}), false, json!({}));
+    let g = GhProject::new(&[(1, "Add a greeting", "")], json!({}), json!({}));
     // The first tracker query and the next two fail: three waits, then the issue merges.
     g.set_state("failNext", json!(3));
     let out = g.p.run(&[]);
@@ -449,7 +440,6 @@ fn a_network_that_stays_down_halts_once_with_one_clear_message() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "")],
         json!({}),
-        false,
         json!({"maxNetworkWaits": 2}),
     );
     g.set_state("failAlways", json!(true));
@@ -485,7 +475,6 @@ fn an_escalation_the_network_kept_from_the_tracker_is_written_before_the_halt_is
     let g = GhProject::new(
         &[(1, "First", ""), (2, "Second", "")],
         json!({"steps": {"1:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
-        false,
         json!({"maxConsecutiveFailures": {"verify": 0}, "maxNetworkWaits": 1}),
     );
     // Labelling fails the way a dropped connection does; everything else works.
@@ -550,7 +539,6 @@ fn builtin_steps_open_and_merge_the_pr_through_gh_without_an_agent() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({ "steps": e2e::builtin_steps() }),
     );
     g.set_state("prRecords", json!(true));
@@ -604,7 +592,6 @@ fn builtin_project(key: &str, value: Value) -> GhProject {
             (2, "Add a farewell", "Say bye."),
         ],
         json!({}),
-        false,
         json!({ "steps": e2e::builtin_steps() }),
     );
     g.set_state("prRecords", json!(true));
@@ -691,7 +678,6 @@ fn githubs_changes_requested_holds_the_merge_at_the_review_gate() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({"steps": e2e::builtin_steps(), "review": {"approvalTimeoutMinutes": 0}}),
     );
     g.set_state("prRecords", json!(true));
@@ -756,7 +742,7 @@ fn init_takes_a_github_enterprise_remote_gh_is_logged_in_to_for_github() {
     if python3_missing() {
         return;
     }
-    let g = GhProject::new(&[], json!({}), false, json!({}));
+    let g = GhProject::new(&[], json!({}), json!({}));
     g.set_state("authHosts", json!(["ghe.example.com"]));
     let init = |url: &str| {
         let repo = tempfile::tempdir().expect("tempdir");
@@ -811,7 +797,6 @@ fn failing_ci_is_repaired_by_the_agent_with_the_failing_check_and_its_log() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({"steps": {
             "commitPush": {"run": "builtin"},
             "createPR": {"run": "builtin"},
@@ -854,7 +839,6 @@ fn pending_ci_and_a_network_blip_are_journaled_waits_that_replay_exactly() {
     let g = GhProject::new(
         &[(1, "Add a greeting", "")],
         json!({}),
-        false,
         json!({"steps": e2e::builtin_steps()}),
     );
     g.set_state("prRecords", json!(true));
@@ -907,7 +891,6 @@ fn three_runners_share_one_github_tracker_through_claims() {
     let g = GhProject::new(
         &refs,
         json!({"steps": {"implement": ["busy:300"]}}),
-        false,
         json!({"claims": {"leaseMinutes": 30}, "steps": e2e::builtin_steps()}),
     );
     g.set_state("prRecords", json!(true));
@@ -998,7 +981,6 @@ fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
     let g = GhProject::new(
         &[(1, "Only issue", "")],
         json!({"steps": {"verify": ["hang"]}}),
-        false,
         json!({"claims": {"leaseMinutes": 0.1}, "steps": steps}),
     );
     g.set_state("prRecords", json!(true));
@@ -1047,7 +1029,6 @@ fn a_network_blip_while_claiming_is_waited_out() {
     let g = GhProject::new(
         &[(1, "Only issue", "")],
         json!({}),
-        false,
         json!({"claims": {"leaseMinutes": 30}, "steps": e2e::builtin_steps()}),
     );
     g.set_state("prRecords", json!(true));
@@ -1115,7 +1096,6 @@ fn an_agent_run_merge_behind_main_is_updated_and_passes_ci_before_the_agent_merg
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
-        false,
         json!({ "steps": steps }),
     );
     g.set_state("prRecords", json!(true));
