@@ -163,11 +163,7 @@ fn a_full_cycle_on_github_merges_the_issue_through_gh() {
     if python3_missing() {
         return;
     }
-    let g = GhProject::new(
-        &[(1, "Add a greeting", "Say hello.")],
-        json!({}),
-        json!({}),
-    );
+    let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(
@@ -206,11 +202,7 @@ fn an_issue_github_did_not_close_on_merge_is_closed_by_the_runner_with_its_comme
     if python3_missing() {
         return;
     }
-    let g = GhProject::new(
-        &[(1, "Add a greeting", "Say hello.")],
-        json!({}),
-        json!({}),
-    );
+    let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     // The merging token cannot write issues, or the PR's base is not the default branch.
     g.set_state("noClose", json!(true));
     let out = g.p.run(&[]);
@@ -231,11 +223,7 @@ fn an_issue_github_closed_on_merge_is_not_closed_or_commented_on_again() {
     if python3_missing() {
         return;
     }
-    let g = GhProject::new(
-        &[(1, "Add a greeting", "Say hello.")],
-        json!({}),
-        json!({}),
-    );
+    let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(g.issue(1)["state"], "CLOSED");
@@ -270,11 +258,7 @@ fn an_issue_the_runner_merged_is_never_worked_again_even_if_it_stays_open() {
     if python3_missing() {
         return;
     }
-    let g = GhProject::new(
-        &[(1, "Add a greeting", "Say hello.")],
-        json!({}),
-        json!({}),
-    );
+    let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert_eq!(e2e::merged_issues(&g.p.origin), vec![1]);
@@ -372,11 +356,7 @@ fn an_older_gh_completes_the_run_through_gh_api_alone() {
     if python3_missing() {
         return;
     }
-    let g = GhProject::new(
-        &[(1, "Add a greeting", "Say hello.")],
-        json!({}),
-        json!({}),
-    );
+    let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(g.p.origin_main_log().contains("Merge issue #1"));

@@ -1126,6 +1126,43 @@ fn a_repaired_conflict_goes_through_ci_again_before_it_is_merged() {
     );
 }
 
+/// `step` fails (with `class`, signature `sig`) and the machine asks for the agent's repair
+/// of it, through the checks when they come first.
+fn fail_into_repair(core: &mut Core, step: Step, class: FailureClass, sig: u64) {
+    let fx = core
+        .handle(&Event::StepFailed {
+            step,
+            class,
+            signature: Signature(sig),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec();
+    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
+        fx
+    } else {
+        core.handle(&Event::PreconditionsOk { step }).to_vec()
+    };
+    assert!(
+        matches!(fx.last(), Some(Effect::RunStep { step: s, repair: true, .. }) if *s == step),
+        "the repair: {fx:?}"
+    );
+}
+
+/// A rate limit, then a network failure, of the runner's call after a repair: each is waited
+/// out and the batch after the wait is what `again` expects (the same call, never the agent).
+fn after_a_limit_and_a_network_failure(core: &mut Core, again: impl Fn(&[Effect]) -> bool) {
+    for failure in [Event::RateLimited { wait_secs: 60 }, Event::NetworkFailed] {
+        let fx = core.handle(&failure).to_vec();
+        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+        let fx = core.handle(&Event::WaitOver).to_vec();
+        assert!(
+            again(&fx),
+            "the runner's call again, not the agent's repair: {fx:?}"
+        );
+    }
+}
+
 /// A person pushes on top of the agent's conflict repair before the runner's update: the
 /// update answers `BranchMoved` (on top), CI looks at the person's head, and the merge that
 /// follows is a plain merge of that head (it holds the repair), not a second repair by the
@@ -1189,34 +1226,7 @@ fn a_persons_push_on_top_of_the_repair_is_merged_plainly_after_ci() {
 fn a_ci_repair_is_followed_by_a_look_of_its_own_and_a_rate_limit_never_reruns_the_agent() {
     let mut core = Core::new(Limits::default(), Mode::Continuous);
     monitor_ci_of_issue_5(&mut core);
-    let fx = core
-        .handle(&Event::StepFailed {
-            step: Step::MonitorCi,
-            class: FailureClass::TestAssertion,
-            signature: Signature(9),
-            usage: Usage::default(),
-            wait_hint_secs: None,
-        })
-        .to_vec();
-    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
-        fx
-    } else {
-        core.handle(&Event::PreconditionsOk {
-            step: Step::MonitorCi,
-        })
-        .to_vec()
-    };
-    assert!(
-        matches!(
-            fx.last(),
-            Some(Effect::RunStep {
-                step: Step::MonitorCi,
-                repair: true,
-                ..
-            })
-        ),
-        "the repair: {fx:?}"
-    );
+    fail_into_repair(&mut core, Step::MonitorCi, FailureClass::TestAssertion, 9);
     let spent = Usage {
         cost_micros: 30_000,
         elapsed_ms: 1_000,
@@ -1234,16 +1244,9 @@ fn a_ci_repair_is_followed_by_a_look_of_its_own_and_a_rate_limit_never_reruns_th
         })
         .to_vec();
     assert_eq!(fx.last(), Some(&look), "the runner's look follows: {fx:?}");
-    for failure in [Event::RateLimited { wait_secs: 60 }, Event::NetworkFailed] {
-        let fx = core.handle(&failure).to_vec();
-        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
-        let fx = core.handle(&Event::WaitOver).to_vec();
-        assert_eq!(fx.last(), Some(&look), "the look again: {fx:?}");
-        assert!(
-            fx.iter().all(|e| !matches!(e, Effect::RunStep { .. })),
-            "the agent's repair is not run twice: {fx:?}"
-        );
-    }
+    after_a_limit_and_a_network_failure(&mut core, |fx| {
+        fx.last() == Some(&look) && fx.iter().all(|e| !matches!(e, Effect::RunStep { .. }))
+    });
     let fx = core
         .handle(&Event::CiPassed {
             commit: commit(4),
@@ -1492,35 +1495,7 @@ fn a_commit_push_repair_is_followed_by_a_push_of_its_own_and_a_network_failure_n
     core.handle(&Event::PreconditionsOk {
         step: Step::CommitPush,
     });
-    let fx = core
-        .handle(&Event::StepFailed {
-            step: Step::CommitPush,
-            class: FailureClass::Lint,
-            signature: Signature(11),
-            usage: Usage::default(),
-            wait_hint_secs: None,
-        })
-        .to_vec();
-    let fx = if fx.iter().any(|e| matches!(e, Effect::RunStep { .. })) {
-        fx
-    } else {
-        core.handle(&Event::PreconditionsOk {
-            step: Step::CommitPush,
-        })
-        .to_vec()
-    };
-    assert!(
-        matches!(
-            fx.last(),
-            Some(Effect::RunStep {
-                step: Step::CommitPush,
-                repair: true,
-                attempt: 2,
-                ..
-            })
-        ),
-        "the repair: {fx:?}"
-    );
+    fail_into_repair(&mut core, Step::CommitPush, FailureClass::Lint, 11);
     let spent = Usage {
         cost_micros: 25_000,
         elapsed_ms: 1_000,
@@ -1544,12 +1519,7 @@ fn a_commit_push_repair_is_followed_by_a_push_of_its_own_and_a_network_failure_n
         })
         .to_vec();
     assert!(push(&fx), "the runner's push follows: {fx:?}");
-    for failure in [Event::RateLimited { wait_secs: 60 }, Event::NetworkFailed] {
-        let fx = core.handle(&failure).to_vec();
-        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
-        let fx = core.handle(&Event::WaitOver).to_vec();
-        assert!(push(&fx), "the push again, not the agent's repair: {fx:?}");
-    }
+    after_a_limit_and_a_network_failure(&mut core, push);
     let fx = core
         .handle(&Event::StepSucceeded {
             step: Step::CommitPush,
