@@ -1046,11 +1046,7 @@ fn a_branch_behind_main_is_brought_up_to_date_and_merged_after_ci_passes_it() {
     e2e::updated_head_passed_ci(&all);
     let main = g.p.origin_main_log();
     assert!(main.contains("Merge pull request"), "{main}\n{all}");
-    let files = e2e::git(&g.p.origin, &["ls-tree", "--name-only", "main"]);
-    assert!(
-        files.contains("teammate-"),
-        "the teammate's change stays: {files}"
-    );
+    teammates_change_stays(&g.p.origin);
     assert_eq!(
         g.p.count("1 merge"),
         0,
@@ -1091,11 +1087,7 @@ fn an_agent_run_merge_behind_main_is_updated_and_passes_ci_before_the_agent_merg
             .count();
     assert_eq!(behind, 1, "the machine heard BEHIND: {all}");
     e2e::updated_head_passed_ci(&all);
-    let files = e2e::git(&g.p.origin, &["ls-tree", "--name-only", "main"]);
-    assert!(
-        files.contains("teammate-"),
-        "the teammate's change stays: {files}"
-    );
+    teammates_change_stays(&g.p.origin);
     assert_eq!(
         g.p.count("1 merge"),
         1,
@@ -1109,4 +1101,13 @@ fn an_agent_run_merge_behind_main_is_updated_and_passes_ci_before_the_agent_merg
             .filter(|r| r["event"]["event"] == "stepFailed")
             .count();
     assert_eq!(failed, 0, "no attempt spent: {all}");
+}
+
+/// A teammate's commit on main survived the runner's update and merge.
+fn teammates_change_stays(origin: &std::path::Path) {
+    let files = e2e::git(origin, &["ls-tree", "--name-only", "main"]);
+    assert!(
+        files.contains("teammate-"),
+        "the teammate's change stays: {files}"
+    );
 }

@@ -118,6 +118,15 @@ fn error(code: &str, message: &str) -> Answer {
     }
 }
 
+/// The team's labels called `name`, as label nodes.
+fn labels_named(team: &Team, name: &str) -> Vec<Value> {
+    team.labels
+        .iter()
+        .filter(|l| *l == name)
+        .map(|l| json!({"id": format!("label-{l}")}))
+        .collect()
+}
+
 fn by_id<'a>(team: &'a mut Team, id: &Value) -> Option<&'a mut Issue> {
     team.issues
         .iter_mut()
@@ -180,13 +189,7 @@ fn answer(team: &mut Team, auth: Option<&str>, body: &Value) -> Answer {
             json!({"commentCreate": {"success": true}})
         }
         "LabelByName" => {
-            let name = vars["name"].as_str().unwrap_or_default();
-            let labels: Vec<Value> = team
-                .labels
-                .iter()
-                .filter(|l| *l == name)
-                .map(|l| json!({"id": format!("label-{l}")}))
-                .collect();
+            let labels = labels_named(team, vars["name"].as_str().unwrap_or_default());
             json!({"teams": {"nodes": [{"id": "team-1", "labels": {"nodes": labels}}]}})
         }
         "LabelCreate" => {
@@ -211,13 +214,7 @@ fn answer(team: &mut Team, auth: Option<&str>, body: &Value) -> Answer {
         }
         "DoctorTeam" => {
             let teams: Vec<Value> = if vars["team"] == TEAM {
-                let name = vars["label"].as_str().unwrap_or_default();
-                let labels: Vec<Value> = team
-                    .labels
-                    .iter()
-                    .filter(|l| *l == name)
-                    .map(|l| json!({"id": format!("label-{l}")}))
-                    .collect();
+                let labels = labels_named(team, vars["label"].as_str().unwrap_or_default());
                 let states: Vec<Value> = if team.no_completed_state {
                     vec![]
                 } else {

@@ -929,19 +929,22 @@ proptest! {
 /// Issue 5 carried through every step before monitorCI, whose run is requested: the effects
 /// of that request.
 fn monitor_ci_of_issue_5(core: &mut Core) -> Vec<Effect> {
+    issue_5_at(core, Step::MonitorCi)
+}
+
+/// Issue 5 carried through every step before `at`, whose checks passed: the effects of that
+/// answer (the run of `at` requested).
+fn issue_5_at(core: &mut Core, at: Step) -> Vec<Effect> {
     core.handle(&Event::Start);
     core.handle(&Event::IssueSelected { issue: 5 });
-    for step in Step::ALL.into_iter().take_while(|&s| s != Step::MonitorCi) {
+    for step in Step::ALL.into_iter().take_while(|&s| s != at) {
         core.handle(&Event::PreconditionsOk { step });
         core.handle(&Event::StepSucceeded {
             step,
             usage: Usage::default(),
         });
     }
-    core.handle(&Event::PreconditionsOk {
-        step: Step::MonitorCi,
-    })
-    .to_vec()
+    core.handle(&Event::PreconditionsOk { step: at }).to_vec()
 }
 
 /// Issue 5's CI passes `ours` and its merge fails as MERGE_CONFLICT: the effects of the failure.
@@ -1483,18 +1486,7 @@ fn an_older_journals_conflict_is_still_repaired_as_a_conflict() {
 fn a_commit_push_repair_is_followed_by_a_push_of_its_own_and_a_network_failure_never_reruns_the_agent(
 ) {
     let mut core = Core::new(Limits::default(), Mode::Continuous);
-    core.handle(&Event::Start);
-    core.handle(&Event::IssueSelected { issue: 5 });
-    for step in Step::ALL.into_iter().take_while(|&s| s != Step::CommitPush) {
-        core.handle(&Event::PreconditionsOk { step });
-        core.handle(&Event::StepSucceeded {
-            step,
-            usage: Usage::default(),
-        });
-    }
-    core.handle(&Event::PreconditionsOk {
-        step: Step::CommitPush,
-    });
+    issue_5_at(&mut core, Step::CommitPush);
     fail_into_repair(&mut core, Step::CommitPush, FailureClass::Lint, 11);
     let spent = Usage {
         cost_micros: 25_000,
