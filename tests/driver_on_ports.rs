@@ -376,7 +376,9 @@ fn a_claim_taken_over_mid_run_stops_the_runner_before_its_next_request() {
     ran.journaled(&[
         r#""effect":"claimIssue""#,
         r#""event":"claimTaken""#,
-        r#""effect":"renewClaim""#,
+        // The renewal's terms are the machine's: a lease from now, no write while more than
+        // half of it is left.
+        r#""effect":"renewClaim","issue":1,"secs":0,"lease_secs":36000,"fresh_secs":18000"#,
         r#""event":"claimRenewed""#,
         r#""event":"claimLost""#,
         r#""notice":"claimLost""#,

@@ -103,11 +103,7 @@ pub fn run(config: &Path) -> i32 {
         "processes before a halt when nothing succeeds (worst case, startup included): {}",
         pair(p.nothing_succeeds)
     );
-    let claimed = crate::machine::Limits {
-        claims: true,
-        merge_turn_wait_ms: crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers),
-        ..l.clone()
-    };
+    let claimed = cfg.limits_for(shared(&cfg));
     let c = crate::process_bounds::compute(&claimed, &cfg.builtin_steps());
     out!(
         "with --worker-id (issues claimed, the merge turn shared): each selected issue is claimed, an issue another runner holds is skipped (one selection and one claim more, once per cycle each), and every request that works on the issue or waits renews the claim first; processes: one issue {}; between two merges {}; before a halt when nothing succeeds {}",
@@ -134,8 +130,7 @@ pub fn run(config: &Path) -> i32 {
 
 /// The most the run can spend (`bounds::money`), when a dollar budget bounds it.
 fn money(cfg: &crate::config::Config) {
-    let mut limits = cfg.limits();
-    limits.merge_turn_wait_ms = crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers);
+    let limits = cfg.limits_for(shared(cfg));
     let m = bounds::money(&limits, &cfg.builtin_steps());
     let usd = |micros: Option<u64>| micros.map(|m| format!("${:.2}", m as f64 / 1e6));
     let (Some(between), Some(nothing), Some(cycle)) = (
@@ -177,8 +172,7 @@ fn money(cfg: &crate::config::Config) {
 /// What merging among other mergers adds (`bounds::merges`): lost races merged again, the
 /// agent calls they make, the waits for the merge turn.
 fn merges(cfg: &crate::config::Config) {
-    let mut limits = cfg.limits();
-    limits.merge_turn_wait_ms = crate::driver::turn_wait_ms(Some(cfg.claims.lease), cfg.workers);
+    let limits = cfg.limits_for(shared(cfg));
     let m = bounds::merges(&limits, &cfg.builtin_steps());
     let races = m.runs_per_attempt.saturating_sub(1);
     out!(
@@ -202,5 +196,15 @@ fn merges(cfg: &crate::config::Config) {
             "merge turn (with --worker-id or workers): asked for before every merge run; while another worker or runner holds it, at most {pauses} pauses (200 ms doubling to 2 s) within {} s, then the session halts (MERGE LEASE) naming the holder, no issue blamed",
             limit_ms / 1000
         );
+    }
+}
+
+/// A run whose issues are claimed and whose merge turn is shared among the config's workers:
+/// the worst case the money and merge figures allow for.
+fn shared(cfg: &crate::config::Config) -> crate::config::RunShape {
+    crate::config::RunShape {
+        claims: true,
+        workers: cfg.workers,
+        spent_today_micros: 0,
     }
 }

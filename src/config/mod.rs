@@ -278,8 +278,15 @@ impl Config {
         problems
     }
 
-    /// The counters' limits for the machine, in the machine's exact units.
+    /// The counters' limits of a runner alone (no claims, no shared merge turn), for what
+    /// `bounds` and a dry run show.
     pub fn limits(&self) -> Limits {
+        self.limits_for(RunShape::default())
+    }
+
+    /// The machine's limits for a run of this shape, in the machine's exact units: the one
+    /// place they are built, from the config and the run's facts.
+    pub fn limits_for(&self, run: RunShape) -> Limits {
         Limits {
             max_retries_per_step: self.max_retries_per_step,
             max_bounce_retries: self.max_bounce_retries,
@@ -297,9 +304,10 @@ impl Config {
             per_issue_budget_ms: self.budget.per_issue_minutes.map(minutes_to_ms),
             per_call_budget_micros: self.budget.per_call_usd.map(usd_to_micros),
             per_day_budget_micros: self.budget.per_day_usd.map(usd_to_micros),
-            // A fact of the journals, not of the config: the driver reads it when a session
-            // begins (`journal::day_spend`).
-            day_spent_before_micros: 0,
+            day_spent_before_micros: match self.budget.per_day_usd {
+                Some(_) => run.spent_today_micros,
+                None => 0,
+            },
             manual_approval: self.approval == Approval::Manual,
             ask_on_issue_budget: self.budget.on_exceeded == OnExceeded::Ask,
             max_network_waits: self.max_network_waits,
@@ -307,11 +315,11 @@ impl Config {
             ci_poll_initial_secs: Limits::default().ci_poll_initial_secs,
             ci_poll_max_secs: Limits::default().ci_poll_max_secs,
             ci_timeout_secs: self.timeout(Step::MonitorCi).as_secs(),
-            // The run's, not the config's: the driver sets it when it shares the merge
-            // (`driver::merge::turn_wait_ms`).
-            merge_turn_wait_ms: None,
-            // The run's too: claims come with a worker id.
-            claims: false,
+            merge_turn_wait_ms: run
+                .claims
+                .then(|| turn_wait_ms(self.claims.lease, run.workers)),
+            claims: run.claims,
+            claim_lease_secs: Some(self.claims.lease.as_secs()),
             decision_wait_secs: self.decision_timeout.as_secs(),
             review: Some(crate::machine::ReviewGate {
                 require_approval: self.review.require_approval,
@@ -321,6 +329,27 @@ impl Config {
             }),
         }
     }
+}
+
+/// What a run adds to the config's limits: facts of how it runs, not settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunShape {
+    /// Issues are claimed and the merge turn shared (`--worker-id`, every worker of a fleet).
+    pub claims: bool,
+    /// Workers sharing the merge turn on this machine (`--workers`; 0 counts as 1).
+    pub workers: u32,
+    /// What the project's journals recorded as spent in the 24 hours before the session
+    /// began, for the day budget (`journal::day_spend`).
+    pub spent_today_micros: u64,
+}
+
+/// The machine's limit on a wait for the merge turn, for a runner that shares its merges: a
+/// wait for the fleet's turn lasts at most one lease per worker ahead, and a wait for the
+/// tracker's lease one lease (its holder's lease runs out by then), with two seconds of slack
+/// for the clocks.
+fn turn_wait_ms(lease: Duration, workers: u32) -> u64 {
+    let limit = lease.saturating_mul(workers.max(1)) + Duration::from_secs(2);
+    u64::try_from(limit.as_millis()).unwrap_or(u64::MAX)
 }
 
 // Float-to-int `as` casts saturate, and validation has already rejected NaN and negatives.

@@ -130,25 +130,34 @@ impl Driver {
         }
     }
 
-    /// `RenewClaim`: renews the claim on `issue` so that it outlasts `extra` more than a
-    /// lease; a claim with more than half its lease left needs no write before a step.
-    /// `ClaimRenewed`, `ClaimLost` when another runner holds it now, or `TrackerWriteFailed`
-    /// when the claim cannot be written (the machine goes ahead; the next renewal tells).
-    pub(super) async fn renew_claim(&mut self, issue: u32, extra: Duration) -> Event {
+    /// `RenewClaim`: renews the claim on `issue` on the machine's terms: written to last
+    /// `lease_secs` from now, unless it has more than `fresh_secs` left. `ClaimRenewed`,
+    /// `ClaimLost` when another runner holds it now, or `TrackerWriteFailed` when the claim
+    /// cannot be written (the machine goes ahead; the next renewal tells).
+    pub(super) async fn renew_claim(
+        &mut self,
+        issue: u32,
+        secs: u64,
+        lease_secs: u64,
+        fresh_secs: Option<u64>,
+    ) -> Event {
         let Some(keeper) = self.claims.as_mut() else {
             return Event::ClaimRenewed;
         };
         let now = self.clock.now();
-        let lease = keeper.lease + extra;
-        let fresh = match keeper.held {
-            Some((n, until)) if n == issue => {
-                let left = (until - now).to_std().unwrap_or_default();
-                extra.is_zero() && left > keeper.lease / 2
-            }
-            _ => false,
+        // A session begun by an earlier version asks with no lease: the config's.
+        let lease = match lease_secs {
+            0 => keeper.lease + Duration::from_secs(secs),
+            lease => Duration::from_secs(lease),
         };
-        if fresh {
-            return Event::ClaimRenewed;
+        let left = match keeper.held {
+            Some((n, until)) if n == issue => (until - now).to_std().ok(),
+            _ => None,
+        };
+        if let (Some(left), Some(fresh)) = (left, fresh_secs) {
+            if left > Duration::from_secs(fresh) {
+                return Event::ClaimRenewed;
+            }
         }
         let renewed = self
             .on_claims(move |store, worker| store.renew(issue, worker, lease, now))

@@ -17,18 +17,6 @@ use crate::machine::{Commit, Event, Signal, Usage};
 use crate::step::Step;
 use crate::steps::builtin::{self, Failed, Head, IssueFacts, Look};
 use sdlc_machine::fleet::Report;
-use std::time::Duration;
-
-/// The machine's limit on a wait for the merge turn, for a runner that shares its merges:
-/// with issue claims (`--worker-id`, and every worker of a fleet) a wait for the fleet's turn
-/// lasts at most one lease per worker ahead, and a wait for the tracker's lease one lease
-/// (its holder's lease runs out by then), with two seconds of slack for the clocks. `None`
-/// for a runner alone: it has no turn to take.
-pub(crate) fn turn_wait_ms(claim_lease: Option<Duration>, workers: u32) -> Option<u64> {
-    let lease = claim_lease?;
-    let limit = lease.saturating_mul(workers.max(1)) + Duration::from_secs(2);
-    Some(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX))
-}
 
 impl Driver {
     /// `TakeMergeTurn`: one ask for the fleet's turn, then one for the tracker's merge lease

@@ -15,7 +15,6 @@ mod fleet;
 pub(crate) use fleet::halt_file as fleet_halt_file;
 pub mod invoke;
 mod merge;
-pub(crate) use merge::turn_wait_ms;
 mod network;
 mod perform;
 pub mod report;

@@ -117,9 +117,12 @@ impl Driver {
             }
             Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue).await),
             Effect::ClaimIssue { issue } => Outcome::Next(self.claim_issue(issue).await),
-            Effect::RenewClaim { issue, secs } => {
-                Outcome::Next(self.renew_claim(issue, Duration::from_secs(secs)).await)
-            }
+            Effect::RenewClaim {
+                issue,
+                secs,
+                lease_secs,
+                fresh_secs,
+            } => Outcome::Next(self.renew_claim(issue, secs, lease_secs, fresh_secs).await),
             Effect::ReleaseMergeTurn => {
                 self.release_merge_turn().await;
                 Outcome::Continue

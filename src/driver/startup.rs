@@ -121,12 +121,11 @@ impl Driver {
             }
         }
         let (claims, claim_store) = claim_keeper(&cfg, &opts)?.unzip();
-        let mut limits = cfg.limits();
-        limits.claims = claims.is_some();
-        limits.merge_turn_wait_ms = super::turn_wait_ms(
-            claims.as_ref().map(|k| k.lease),
-            opts.workers.unwrap_or(cfg.workers),
-        );
+        let shape = crate::config::RunShape {
+            claims: claims.is_some(),
+            workers: opts.workers.unwrap_or(cfg.workers),
+            spent_today_micros: 0,
+        };
         let mut journal_path = runner_dir.journal();
         let legacy = project.join(crate::runner_dir::LEGACY_JOURNAL);
         if opts.dry_run && !journal_path.exists() && legacy.is_file() {
@@ -260,16 +259,23 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             None => match journal.as_mut() {
                 Some(j) => {
-                    if limits.per_day_budget_micros.is_some() {
-                        limits.day_spent_before_micros = match opts.spent_today_micros {
-                            Some(micros) => micros,
-                            None => spent_today(&runner_dir, clock.now())?,
-                        };
-                    }
+                    let spent_today_micros = match (cfg.budget.per_day_usd, opts.spent_today_micros)
+                    {
+                        (None, _) => 0,
+                        (Some(_), Some(micros)) => micros,
+                        (Some(_), None) => spent_today(&runner_dir, clock.now())?,
+                    };
+                    let limits = cfg.limits_for(crate::config::RunShape {
+                        spent_today_micros,
+                        ..shape
+                    });
                     let id = j.begin(&limits, mode).map_err(|e| e.to_string())?;
                     (Core::new(limits, mode), id)
                 }
-                None => (Core::new(limits, mode), "dry-run".to_string()),
+                None => (
+                    Core::new(cfg.limits_for(shape), mode),
+                    "dry-run".to_string(),
+                ),
             },
         };
         let driver = Driver {

@@ -537,6 +537,8 @@ fn limits() -> impl Strategy<Value = Limits> {
                     ci_timeout_secs: ci_timeout,
                     merge_turn_wait_ms: merge_turn,
                     claims,
+                    // The lease only sets the renewal's terms, which the model derives alike.
+                    claim_lease_secs: Some(600),
                     decision_wait_secs: decision,
                     // The oracle models no review gate; machine_props covers it.
                     review: None,

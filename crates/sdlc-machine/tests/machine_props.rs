@@ -342,7 +342,7 @@ proptest! {
         let mut asked: Option<Effect> = None;
         for ev in &trace.events {
             let renewal = match asked {
-                Some(Effect::RenewClaim { issue, secs }) if matches!(
+                Some(Effect::RenewClaim { issue, secs, .. }) if matches!(
                     ev,
                     Event::ClaimRenewed | Event::TrackerWriteFailed | Event::NetworkFailed
                 ) => Some((issue, secs)),
@@ -383,8 +383,11 @@ proptest! {
                 );
             }
             match request {
-                Some(Effect::RenewClaim { issue, .. }) => {
+                Some(renewal @ Effect::RenewClaim { issue, secs, .. }) => {
                     prop_assert!(l.claims && model.issue == Some(issue), "renewed {} on {:?}", issue, model.issue);
+                    // The terms are the lease's: a lease past the wait, no write before a step
+                    // while half the lease is left.
+                    prop_assert_eq!(renewal, common::renewal_for(&l, issue, secs));
                 }
                 Some(Effect::ClaimIssue { issue }) => {
                     prop_assert!(l.claims && model.claiming == Some(issue), "claimed {}", issue);

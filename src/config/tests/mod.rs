@@ -86,9 +86,11 @@ fn minimal_config_has_every_default() {
     assert!(!c.require_checks);
     assert_eq!(c.forge, ForgeKind::Github);
     // The machine's own defaults and the config's defaults are the same numbers, but for the
-    // review gate: a config always has one (a request for changes holds the merge), while a
-    // machine without one is an older journal's.
+    // review gate and the claim's lease: a config always has them (a request for changes
+    // holds the merge; a lease of an hour), while a machine without them is an older
+    // journal's.
     let limits = c.limits();
+    assert_eq!(limits.claim_lease_secs, Some(3600));
     assert_eq!(
         limits.review,
         Some(crate::machine::ReviewGate {
@@ -101,6 +103,7 @@ fn minimal_config_has_every_default() {
     assert_eq!(
         Limits {
             review: None,
+            claim_lease_secs: None,
             ..limits
         },
         Limits::default()
@@ -184,6 +187,8 @@ fn limits_convert_to_exact_units() {
             // The run sets it when it shares its merges; the config alone does not.
             merge_turn_wait_ms: None,
             claims: false,
+            // leaseMinutes, 60 by default: the machine's renewal terms.
+            claim_lease_secs: Some(3600),
             // decisionTimeoutMinutes, 60 by default: a claim is renewed to outlast the wait.
             decision_wait_secs: 3600,
             review: Some(crate::machine::ReviewGate {
@@ -720,4 +725,38 @@ fn a_required_approval_is_taken_on_every_forge() {
         )));
         assert!(c.review.require_approval, "{forge}");
     }
+}
+
+#[test]
+fn a_runs_limits_add_its_claims_workers_and_days_spend_to_the_configs() {
+    let c = load(&with_project(
+        r#""claims": {"leaseMinutes": 10}, "budget": {"perDayUsd": 50, "perCallUsd": 1}"#,
+    ));
+    let alone = c.limits();
+    assert_eq!((alone.claims, alone.merge_turn_wait_ms), (false, None));
+    assert_eq!(alone.claim_lease_secs, Some(600));
+    let shared = c.limits_for(crate::config::RunShape {
+        claims: true,
+        workers: 3,
+        spent_today_micros: 7_000_000,
+    });
+    assert!(shared.claims);
+    // One lease per worker ahead, and two seconds of slack for the clocks.
+    assert_eq!(shared.merge_turn_wait_ms, Some(3 * 600_000 + 2_000));
+    assert_eq!(shared.day_spent_before_micros, 7_000_000);
+    // Everything else is the config's alone.
+    let same = crate::machine::Limits {
+        claims: false,
+        merge_turn_wait_ms: None,
+        day_spent_before_micros: 0,
+        ..shared
+    };
+    assert_eq!(same, alone);
+    // Without a day budget, the day's spend is no limit's business.
+    let no_day = load(&with_project(r#""budget": {"perCallUsd": 1}"#));
+    let l = no_day.limits_for(crate::config::RunShape {
+        spent_today_micros: 7_000_000,
+        ..Default::default()
+    });
+    assert_eq!(l.day_spent_before_micros, 0);
 }

@@ -148,8 +148,8 @@ impl Core {
             return;
         };
         let request = self.fx[at];
-        if let Some(secs) = sm::renewal_before(&self.sm.limits, &request) {
-            self.fx[at] = Effect::RenewClaim { issue, secs };
+        if let Some(renewal) = sm::renewal_before(&self.sm.limits, issue, &request) {
+            self.fx[at] = renewal;
             self.held_back = Some(request);
         }
     }
@@ -363,6 +363,7 @@ mod restart_tests {
     fn renewing_before(until: Step) -> Core {
         let limits = Limits {
             claims: true,
+            claim_lease_secs: Some(3600),
             ..Limits::default()
         };
         let mut core = Core::new(limits, Mode::Continuous);
@@ -390,6 +391,56 @@ mod restart_tests {
     }
 
     #[test]
+    fn the_renewals_terms_are_the_machines_half_a_lease_before_a_step_a_lease_past_a_wait() {
+        let lease = |secs| Limits {
+            claims: true,
+            claim_lease_secs: secs,
+            ..Limits::default()
+        };
+        let step = Effect::CheckPreconditions {
+            step: Step::Implement,
+        };
+        let wait = Effect::Wait { seconds: 90 };
+        let renewal = |l: &Limits, request: &Effect| sm::renewal_before(l, 4, request);
+        // Before a step: no write while more than half the lease is left.
+        assert_eq!(
+            renewal(&lease(Some(600)), &step),
+            Some(Effect::RenewClaim {
+                issue: 4,
+                secs: 0,
+                lease_secs: 600,
+                fresh_secs: Some(300),
+            })
+        );
+        // Before a wait: always written, to outlast the wait by a lease.
+        assert_eq!(
+            renewal(&lease(Some(600)), &wait),
+            Some(Effect::RenewClaim {
+                issue: 4,
+                secs: 90,
+                lease_secs: 690,
+                fresh_secs: None,
+            })
+        );
+        // A session begun by an earlier version knows no lease: the shell's, written each time.
+        assert_eq!(
+            renewal(&lease(None), &step),
+            Some(Effect::RenewClaim {
+                issue: 4,
+                secs: 0,
+                lease_secs: 0,
+                fresh_secs: None,
+            })
+        );
+        // A runner that claims nothing renews nothing.
+        let alone = Limits {
+            claims: false,
+            ..lease(Some(600))
+        };
+        assert_eq!(renewal(&alone, &step), None);
+    }
+
+    #[test]
     fn a_restart_before_a_renewals_answer_runs_the_held_back_attempt_uncounted() {
         let run = Effect::RunStep {
             step: Step::Implement,
@@ -399,7 +450,12 @@ mod restart_tests {
             commit: None,
             money_left_micros: None,
         };
-        let renewal = Effect::RenewClaim { issue: 1, secs: 0 };
+        let renewal = Effect::RenewClaim {
+            issue: 1,
+            secs: 0,
+            lease_secs: 3600,
+            fresh_secs: Some(1800),
+        };
         // A restart that goes on with the issue and the step: the same renewal, then the run.
         for restart in [
             Event::Start,

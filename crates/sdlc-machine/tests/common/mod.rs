@@ -61,6 +61,25 @@ pub fn renewal_due(l: &Limits, request: &Effect) -> Option<u64> {
     }
 }
 
+/// The renewal of the claim on `issue` before a request that may take `secs` beyond a step,
+/// as docs/scaling.md states it: written to last a lease plus `secs`; before a step (`secs`
+/// 0) a claim with more than half its lease left needs no write. Limits without a lease
+/// (journals of earlier versions) leave both to the shell's lease.
+pub fn renewal_for(l: &Limits, issue: u32, secs: u64) -> Effect {
+    Effect::RenewClaim {
+        issue,
+        secs,
+        lease_secs: match l.claim_lease_secs {
+            Some(lease) => lease + secs,
+            None => 0,
+        },
+        fresh_secs: match (l.claim_lease_secs, secs) {
+            (Some(lease), 0) => Some(lease / 2),
+            _ => None,
+        },
+    }
+}
+
 /// The request in a batch of effects (at most one per batch).
 pub fn request(effects: &[Effect]) -> Option<Effect> {
     let mut reqs = effects.iter().filter(|e| e.is_request());

@@ -22,27 +22,32 @@ pub fn limits() -> impl Strategy<Value = Limits> {
         (
             any::<bool>(),
             proptest::sample::select(vec![None, Some(1u64), Some(900), Some(5_000)]),
+            // The claim's lease: a minute, the default hour, or none (an earlier version's).
+            proptest::sample::select(vec![Some(60u64), Some(3600), None]),
         ),
     )
-        .prop_map(|(r, b, e, s, w, simplify, phases, ci, (claims, turn))| {
-            let mut f = [0u32; Step::COUNT];
-            for (i, v) in phases {
-                f[i] = v;
-            }
-            Limits {
-                max_retries_per_step: r,
-                max_bounce_retries: b,
-                max_consecutive_escalations: e,
-                max_consecutive_same_failure: s,
-                max_consecutive_failures: f,
-                max_rate_limit_waits: w,
-                simplify_enabled: simplify,
-                ci_timeout_secs: ci,
-                claims,
-                merge_turn_wait_ms: turn,
-                ..Limits::default()
-            }
-        })
+        .prop_map(
+            |(r, b, e, s, w, simplify, phases, ci, (claims, turn, lease))| {
+                let mut f = [0u32; Step::COUNT];
+                for (i, v) in phases {
+                    f[i] = v;
+                }
+                Limits {
+                    max_retries_per_step: r,
+                    max_bounce_retries: b,
+                    max_consecutive_escalations: e,
+                    max_consecutive_same_failure: s,
+                    max_consecutive_failures: f,
+                    max_rate_limit_waits: w,
+                    simplify_enabled: simplify,
+                    ci_timeout_secs: ci,
+                    claims,
+                    claim_lease_secs: lease,
+                    merge_turn_wait_ms: turn,
+                    ..Limits::default()
+                }
+            },
+        )
 }
 
 pub fn class() -> impl Strategy<Value = FailureClass> {

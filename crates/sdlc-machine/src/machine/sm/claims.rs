@@ -69,21 +69,35 @@ impl Runner {
 }
 
 /// The renewal a request waits for where issues are claimed: before every request that
-/// works on the issue or waits, the claim must outlast the step (`0`) or the wait.
-pub(crate) fn renewal_before(limits: &Limits, request: &Effect) -> Option<u64> {
+/// works on the issue or waits, the claim must outlast the step (`secs` 0) or the wait by a
+/// lease. Before a step a claim with more than half its lease left needs no write, so a
+/// tracker whose claims are comments is not written at every step; before a wait it is
+/// always written, to outlast the wait.
+pub(crate) fn renewal_before(limits: &Limits, issue: u32, request: &Effect) -> Option<Effect> {
     if !limits.claims {
         return None;
     }
-    match *request {
+    let secs = match *request {
         Effect::RunStep { .. }
         | Effect::CheckPreconditions { .. }
         | Effect::LookAtCi { .. }
         | Effect::LookAtReview { .. }
         | Effect::UpdateBranch { .. }
-        | Effect::TakeMergeTurn { .. } => Some(0),
-        Effect::Wait { seconds } => Some(seconds),
-        Effect::Pause { millis } => Some(millis.div_ceil(1000)),
-        Effect::AskDecision { .. } => Some(limits.decision_wait_secs),
-        _ => None,
-    }
+        | Effect::TakeMergeTurn { .. } => 0,
+        Effect::Wait { seconds } => seconds,
+        Effect::Pause { millis } => millis.div_ceil(1000),
+        Effect::AskDecision { .. } => limits.decision_wait_secs,
+        _ => return None,
+    };
+    Some(Effect::RenewClaim {
+        issue,
+        secs,
+        lease_secs: limits
+            .claim_lease_secs
+            .map_or(0, |lease| lease.saturating_add(secs)),
+        fresh_secs: limits
+            .claim_lease_secs
+            .filter(|_| secs == 0)
+            .map(|lease| lease / 2),
+    })
 }

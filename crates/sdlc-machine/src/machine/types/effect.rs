@@ -311,11 +311,22 @@ pub enum Effect {
     /// (the wait about to begin), before the request held back for it: answered by
     /// `ClaimRenewed`, `ClaimLost`, or `TrackerWriteFailed`/`NetworkFailed` when the claim
     /// cannot be written (the request goes ahead: the next renewal tells).
+    ///
+    /// The terms are the machine's: the claim is written to last `lease_secs` from now,
+    /// unless it still has more than `fresh_secs` left (then it needs no write, and
+    /// `ClaimRenewed` answers at once). A session begun by an earlier version, whose shell
+    /// kept the lease, asks with `lease_secs` 0: the shell's lease plus `secs`.
     RenewClaim {
         /// The issue under way.
         issue: u32,
         /// How long the request held back may take beyond a step (its wait).
         secs: u64,
+        /// How long the renewed claim lasts from now: the lease plus `secs` (0: the shell's).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        lease_secs: u64,
+        /// A claim with more than this many seconds left needs no write; `None`: write it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        fresh_secs: Option<u64>,
     },
     /// Commit what the working tree holds, with this kind's message.
     AutoCommit(CommitKind),
@@ -445,7 +456,17 @@ impl Effect {
             Effect::Unquarantine { .. } => Effect::Unquarantine { issue: 0 },
             Effect::TakeMergeTurn { .. } => Effect::TakeMergeTurn { issue: 0 },
             Effect::ClaimIssue { .. } => Effect::ClaimIssue { issue: 0 },
-            Effect::RenewClaim { secs, .. } => Effect::RenewClaim { issue: 0, secs },
+            Effect::RenewClaim {
+                secs,
+                lease_secs,
+                fresh_secs,
+                ..
+            } => Effect::RenewClaim {
+                issue: 0,
+                secs,
+                lease_secs,
+                fresh_secs,
+            },
             Effect::AskDecision {
                 step,
                 budget_spent_micros,
@@ -490,4 +511,8 @@ impl Effect {
             Effect::Exit { .. } => "Exit",
         }
     }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -85,6 +85,12 @@ pub struct Limits {
     /// it).
     #[serde(default)]
     pub claims: bool,
+    /// How long a claim lasts unless renewed (`claims.leaseMinutes`); a renewal before a step
+    /// is written only once half of it has passed. `None` in journals of earlier versions,
+    /// whose shell kept the lease: their renewals are written every time, for the shell's
+    /// lease.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claim_lease_secs: Option<u64>,
     /// How long a person's decision is waited for (manual approval), after which the session
     /// halts; the claim is renewed to outlast it. 0 in journals of earlier versions (the
     /// driver then waits `decisionTimeoutMinutes`).
@@ -190,6 +196,7 @@ impl Default for Limits {
             ci_timeout_secs: 600,
             merge_turn_wait_ms: None,
             claims: false,
+            claim_lease_secs: None,
             // decisionTimeoutMinutes' default, 60 minutes.
             decision_wait_secs: 3600,
             review: None,

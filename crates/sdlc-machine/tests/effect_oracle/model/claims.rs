@@ -75,7 +75,7 @@ impl Model {
         };
         if let Some(secs) = renewal_due(&self.l, &self.fx[at]) {
             self.held_back = Some(self.fx[at]);
-            self.fx[at] = Effect::RenewClaim { issue, secs };
+            self.fx[at] = crate::common::renewal_for(&self.l, issue, secs);
         }
     }
 
