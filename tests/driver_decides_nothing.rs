@@ -276,16 +276,24 @@ fn the_driver_holds_the_blocking_ports_only_behind_io() {
     }
 }
 
-/// The driver reads the time of day from the clock port (`self.clock.now()`), never from the
-/// system: leases, waits and "until" stamps are then the same in the in-memory driver tests,
-/// and the time a decision needs comes into the machine with the answer that carries it.
+/// The driver reads the time of day and measures durations through the clock port
+/// (`self.clock.now()`, `self.clock.instant()`), never from the system: leases, waits, "until"
+/// stamps and the time an attempt took (which feeds the time budget) are then the same in the
+/// in-memory driver tests, and the time a decision needs comes into the machine with the
+/// answer that carries it. A child's deadline is the process layer's
+/// (`process::deadline_after`).
 #[test]
-fn the_driver_reads_the_time_of_day_only_from_the_clock_port() {
+fn the_driver_reads_the_time_only_from_the_clock_port() {
     for (name, code) in driver_sources() {
-        for banned in ["Utc::now()", "Local::now()", "SystemTime::now()"] {
+        for banned in [
+            "Utc::now()",
+            "Local::now()",
+            "SystemTime::now()",
+            "Instant::now()",
+        ] {
             assert!(
                 !without_tests(&code).contains(banned),
-                "src/driver/{name} reads the system clock (`{banned}`): ask the clock port (`self.clock.now()`)"
+                "src/driver/{name} reads the system clock (`{banned}`): ask the clock port (`self.clock.now()`, `self.clock.instant()`)"
             );
         }
     }

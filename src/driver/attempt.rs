@@ -18,7 +18,6 @@ use crate::ports::AgentPort;
 use crate::step::Step;
 use crate::steps::checks;
 use crate::tracker::IssueText;
-use std::time::Instant;
 
 impl Driver {
     /// The post-step check after a step's work: `Ok(None)` when it holds, `Ok(Some(failure))`
@@ -120,7 +119,7 @@ impl Driver {
             &format!("issue #{issue}: {} started (attempt {attempt})", step.key()),
         );
         let started_at = self.clock.now();
-        let started = Instant::now();
+        let started = self.clock.instant();
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
@@ -160,7 +159,7 @@ impl Driver {
             // What the call spent before the signal stopped it is counted all the same.
             return self.shutdown.event_after(usage_of(
                 &summary,
-                started.elapsed(),
+                self.clock.instant().saturating_duration_since(started),
                 &self.cfg,
                 step,
             ));
@@ -173,7 +172,12 @@ impl Driver {
         ) {
             return self.environment_failure(step, &message);
         }
-        let usage = usage_of(&summary, started.elapsed(), &self.cfg, step);
+        let usage = usage_of(
+            &summary,
+            self.clock.instant().saturating_duration_since(started),
+            &self.cfg,
+            step,
+        );
         if let Some(id) = summary
             .session_id
             .as_ref()

@@ -15,7 +15,6 @@ use crate::notify::Severity;
 use crate::ports::{GitPort, World};
 use crate::step::Step;
 use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
-use std::time::Instant;
 
 impl Driver {
     /// `commit`: for monitorCI the commit its look is for (none: the one the runner pushed);
@@ -69,10 +68,10 @@ impl Driver {
                 step.key()
             ),
         );
-        let started = Instant::now();
+        let started = self.clock.instant();
         // Every process the step starts (a git hook, the CI command) dies with its group at
         // the step's timeoutMin.
-        let deadline = started + self.cfg.timeout(step);
+        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
         let outcome = if step == Step::MonitorCi {
             self.look_once(step, commit).await
         } else {
@@ -96,7 +95,11 @@ impl Driver {
             Err(event) => return event,
         };
         let usage = Usage {
-            elapsed_ms: started.elapsed().as_millis() as u64,
+            elapsed_ms: self
+                .clock
+                .instant()
+                .saturating_duration_since(started)
+                .as_millis() as u64,
             ..Usage::default()
         };
         self.builtin_outcome(step, issue, result, usage).await
@@ -119,13 +122,17 @@ impl Driver {
             "issue #{issue} {}: look {look} at CI{of}",
             step.key()
         ));
-        let started = Instant::now();
+        let started = self.clock.instant();
         let result = match self.look_once(step, commit).await {
             Ok(result) => result,
             Err(event) => return event,
         };
         let usage = Usage {
-            elapsed_ms: started.elapsed().as_millis() as u64,
+            elapsed_ms: self
+                .clock
+                .instant()
+                .saturating_duration_since(started)
+                .as_millis() as u64,
             ..Usage::default()
         };
         self.builtin_outcome(step, issue, result, usage).await
@@ -237,7 +244,7 @@ impl Driver {
         step: Step,
         commit: Option<Commit>,
     ) -> Result<Result<Looked, Failed>, Event> {
-        let deadline = Instant::now() + self.cfg.timeout(step);
+        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
         let facts = self.facts();
         let expected = commit.map(|c| c.hex());
         let settled = self

@@ -185,7 +185,7 @@ impl Driver {
     pub(super) async fn update_branch(&mut self, issue: u32, commit: Option<Commit>) -> Event {
         let step = Step::Merge;
         self.know_issue(issue).await;
-        let started = std::time::Instant::now();
+        let started = self.clock.instant();
         let verified = commit.map(|c| c.hex()).unwrap_or_default();
         let facts = self.facts();
         let what = format!("bringing the branch up to date with {}", self.main);
@@ -197,7 +197,11 @@ impl Driver {
             })
             .await;
         let usage = Usage {
-            elapsed_ms: started.elapsed().as_millis() as u64,
+            elapsed_ms: self
+                .clock
+                .instant()
+                .saturating_duration_since(started)
+                .as_millis() as u64,
             ..Usage::default()
         };
         let failed = match updated {
@@ -271,14 +275,18 @@ impl Driver {
         let Ok(Some(branch)) = branch else {
             return None;
         };
-        let started = std::time::Instant::now();
+        let started = self.clock.instant();
         let looked = self
             .patiently("reading the pull request's merge state", move |w| {
                 w.forge.merge_gate(&branch)
             })
             .await;
         let usage = Usage {
-            elapsed_ms: started.elapsed().as_millis() as u64,
+            elapsed_ms: self
+                .clock
+                .instant()
+                .saturating_duration_since(started)
+                .as_millis() as u64,
             ..Usage::default()
         };
         match looked {

@@ -87,7 +87,7 @@ impl Driver {
             other => return other,
         };
         let facts = self.facts();
-        let deadline = std::time::Instant::now() + self.cfg.timeout(step);
+        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {
                 facts.with(&*w.git, |facts| {

@@ -12,6 +12,9 @@ pub trait Clock: Send + Sync {
     /// A future that completes after `duration`. The driver races it against a stop request,
     /// so it needs no cancellation of its own.
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()>;
+    /// A monotonic reading: how long an attempt or a runner action took is the difference of
+    /// two (it feeds the time budget, so a test's fake clock decides it too).
+    fn instant(&self) -> std::time::Instant;
 }
 
 /// The production clock: the system time and tokio's timer.
@@ -25,5 +28,9 @@ impl Clock for TokioClock {
 
     fn sleep(&self, duration: Duration) -> BoxFuture<'static, ()> {
         Box::pin(tokio::time::sleep(duration))
+    }
+
+    fn instant(&self) -> std::time::Instant {
+        std::time::Instant::now()
     }
 }

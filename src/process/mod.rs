@@ -32,7 +32,8 @@ mod stop;
 pub use off_runtime::{may_block, off_runtime};
 use stop::stop_error;
 pub use stop::{
-    cancellable, install_stop_handler, stop_signal, stopped, within_deadline, Scope, Stopped,
+    cancellable, deadline_after, install_stop_handler, stop_signal, stopped, within_deadline,
+    Scope, Stopped,
 };
 
 /// Longest a single git command may take: a fetch or push over a dead network must not hang

@@ -101,6 +101,12 @@ fn scoped<T>(change: impl FnOnce(&mut Scope), f: impl FnOnce() -> T) -> T {
     f()
 }
 
+/// The deadline of a call that may take `timeout` from now (the real time: a child's deadline
+/// is the process layer's, whatever clock the driver is given).
+pub fn deadline_after(timeout: std::time::Duration) -> Instant {
+    Instant::now() + timeout
+}
+
 /// Runs `f` so that every child it starts is stopped (group killed, `Err` with
 /// [`Stopped::Shutdown`]) as soon as the runner is asked to stop. The runner's own cleanup on
 /// shutdown (saving work in progress) runs outside such a scope.

@@ -8,6 +8,8 @@ use std::time::Duration;
 #[derive(Debug, Clone)]
 pub struct FakeClock {
     inner: Arc<Mutex<(chrono::DateTime<chrono::Utc>, Vec<Duration>)>>,
+    /// Where its monotonic readings start; they move by each wait, like "now".
+    origin: std::time::Instant,
 }
 
 impl Default for FakeClock {
@@ -15,6 +17,7 @@ impl Default for FakeClock {
         let start = chrono::DateTime::from_timestamp(1_800_000_000, 0).unwrap_or_default();
         FakeClock {
             inner: Arc::new(Mutex::new((start, Vec::new()))),
+            origin: std::time::Instant::now(),
         }
     }
 }
@@ -37,5 +40,14 @@ impl Clock for FakeClock {
             g.0 += chrono::TimeDelta::from_std(duration).unwrap_or_default();
         }
         Box::pin(std::future::ready(()))
+    }
+
+    fn instant(&self) -> std::time::Instant {
+        let waited: Duration = self
+            .inner
+            .lock()
+            .map(|g| g.1.iter().sum())
+            .unwrap_or_default();
+        self.origin + waited
     }
 }
