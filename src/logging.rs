@@ -1,9 +1,9 @@
 //! The one logging system: everything the runner says goes out as a `tracing` event, and two
 //! formatting layers write it.
 //!
-//! - **Narration** (`say!`, target [`console::NARRATION`]) and the **orchestration record**
+//! - **Narration** (`say!`, target `console::NARRATION`) and the **orchestration record**
 //!   (`Driver::log`, target [`ORCHESTRATION`]) are info, warn or error events whose level comes
-//!   from the line's first words ([`crate::console::Level::of`]). The console layer always
+//!   from the line's first words (`console::Level::of`). The console layer always
 //!   writes them in the run's style (`-q` drops the info ones); the orchestration layer
 //!   appends the orchestration events to the log file the event names.
 //! - **Diagnostics** (`debug!`/`trace!` at the ports: each child process, each event fed to the

@@ -3,7 +3,7 @@
 //! to stay under `maxLogDiskUsageMB`.
 //!
 //! Logs may contain secrets the agent printed, so the directory is 0700 and every file 0600.
-//! The directory is refused when another user could tamper with it (see [`crate::safe_fs`]),
+//! The directory is refused when another user could tamper with it (see `safe_fs`),
 //! and no log file is ever opened through a symbolic link.
 
 use std::ffi::OsString;

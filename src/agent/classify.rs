@@ -42,7 +42,7 @@
 //! `signature = FNV-1a-64(class name, "\n", normalize(relevant excerpt))`. The excerpt is the
 //! evidence that decided the class (the failing tests' and errors' own lines, the API error
 //! message, the denied tools), not the whole tail, so unrelated noise around a failure does
-//! not change it; [`normalize`] removes the volatile data inside it.
+//! not change it; [`normalize()`] removes the volatile data inside it.
 
 pub mod normalize;
 mod tool_lines;

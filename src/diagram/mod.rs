@@ -20,6 +20,7 @@ mod render;
 #[cfg(test)]
 mod tests;
 mod views;
+mod xml;
 
 pub use render::{render_all, Rendered};
 

@@ -4,8 +4,8 @@
 //! (`id="state-<Step state>"`), so the page highlights a worker's exact state by its journal
 //! name. Derived from the same exploration as the other views, and checked fresh with them.
 
-use super::render::xml_escape;
 use super::views::{phase_of, View};
+use super::xml::escape as xml_escape;
 use super::{Graph, Kind};
 use crate::step::Step;
 use std::collections::{BTreeMap, BTreeSet};

@@ -2,6 +2,7 @@
 //! `diagram` command writes and checks.
 
 use super::views::{detail_views, ordered, overview};
+use super::xml::escape as xml_escape;
 use super::{Graph, Kind, EXITED};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write as _;
@@ -230,13 +231,6 @@ pub(super) fn dot_doc(graph: &Graph, look: &Look) -> String {
     }
     out.push_str("}\n");
     out
-}
-
-pub(super) fn xml_escape(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
 }
 
 pub fn scxml(graph: &Graph) -> String {

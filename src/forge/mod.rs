@@ -1,6 +1,6 @@
 //! Pull requests and CI, from GitHub (through the `gh` CLI, [`github`]), from GitLab (merge
 //! requests and pipelines through its REST API, [`gitlab`]) or from the offline
-//! `local` forge used by the demo ([`local`]), where origin itself plays GitHub: a pushed
+//! `local` forge used by the demo (`local`), where origin itself plays GitHub: a pushed
 //! branch is an open PR and a branch merged into `origin/<main>` is a merged one; its CI is an
 //! optional command run in a clean worktree of the branch ([`LocalCi`]).
 

@@ -1,7 +1,7 @@
 //! The issue tracker (docs/interfaces.md "Issue tracker", docs/counters-and-bounds.md "Quarantine is durable"): which issue the
 //! next cycle works on, the durable escalation mark, and closing an issue after a local merge.
 //!
-//! Two backends share one selection rule ([`select_from`]):
+//! Two backends share one selection rule (`select_from`):
 //! - [`GitHub`] drives the `gh` CLI (argument vectors, blocking, with a time limit);
 //! - [`Local`] reads a directory of `<N>.json` files, for offline use and the demo.
 //!

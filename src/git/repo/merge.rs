@@ -27,7 +27,7 @@ impl Repo {
 
     /// Merges `commit`, origin's head of `branch` that CI passed, into origin's main with a
     /// merge commit and deletes the branch on origin, without checking main out: see
-    /// [`Repo::merge_verified`]. A conflict names the files; a push that lost a race (origin's
+    /// `Repo::merge_verified`. A conflict names the files; a push that lost a race (origin's
     /// main moved meanwhile) or found the branch moved fails with nothing changed on origin,
     /// and the caller, holding the merge lease, decides whether that is contention to retry
     /// (`sdlc_machine::fleet::Contention`) or a person's move, so no retry loop hides here.

@@ -78,7 +78,7 @@ impl Repo {
     }
 
     /// `None` when HEAD is detached. A checked-out branch that has commits is read from
-    /// [`Repo::branch_refs`]; only a detached HEAD or a branch without a commit yet (which
+    /// `Repo::branch_refs`; only a detached HEAD or a branch without a commit yet (which
     /// `for-each-ref` cannot list) costs a `symbolic-ref` of its own.
     pub fn current_branch(&self) -> Result<Option<String>, RepoError> {
         // A `git status` that just printed it (see `Repo::foreign_entries`).
