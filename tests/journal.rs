@@ -510,6 +510,10 @@ fn two_sessions(path: &Path) -> (String, String) {
     })
     .unwrap();
     j.end(SessionEnd::HaltAcknowledged).unwrap();
+    // A limit on implement's failures in a row, so that status shows a step whose key sorts
+    // before startCycle's but runs after it.
+    let mut limits = limits;
+    limits.max_consecutive_failures[Step::Implement.index()] = 2;
     let second = j.begin(&limits, Mode::Continuous).unwrap();
     let mut core = Core::new(limits, Mode::Continuous);
     record(
@@ -662,6 +666,15 @@ fn status_shows_the_rebuilt_counters_as_json() {
     assert_eq!(v["counters"]["consecutiveEscalations"], 0);
     assert_eq!(v["counters"]["sameSignatureStreak"]["startCycle"], 1);
     assert_eq!(v["counters"]["phaseFailures"]["verify"]["limit"], 3);
+    // The text shows the steps in lifecycle order, as they run, not alphabetically.
+    let (code, text, err) = run(bin().args(["status", "--config"]).arg(&config));
+    assert_eq!(code, 0, "{text}{err}");
+    assert!(
+        text.contains(
+            "consecutive failures per step: startCycle 1 (no limit), implement 0/2, verify 0/3"
+        ),
+        "{text}"
+    );
     assert_eq!(v["lastFailure"]["class"], "BUILD_COMPILE");
     assert_eq!(v["lastFailure"]["signature"], "0000000000000009");
     assert_eq!(v["stickyHalt"], serde_json::Value::Null);

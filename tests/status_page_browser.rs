@@ -180,7 +180,7 @@ impl Drop for Demo {
 fn the_page_of_a_running_demo_shows_workers_the_current_state_and_live_events() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let addr = free_port();
-    let _demo = Demo(
+    let demo = Demo(
         Command::new(BIN)
             .args([
                 "demo",
@@ -270,5 +270,22 @@ fn the_page_of_a_running_demo_shows_workers_the_current_state_and_live_events() 
     assert_eq!(shown["badges"], json!(["runner"]), "{shown}");
     let newest = shown["events"][0].as_str().expect("an event");
     assert!(newest.contains("[runner]"), "{newest}");
+    // Once the run stops (the demo's server lingers), the page no longer says "live".
+    let pid = i32::try_from(demo.0.id()).expect("pid");
+    // SAFETY: kill(2) on the child we spawned.
+    unsafe { libc::kill(pid, libc::SIGTERM) };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let now = probe(&mut chrome);
+        if now["live"] == "run ended" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the page still says {} after the run stopped",
+            now["live"]
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     drop(chrome);
 }

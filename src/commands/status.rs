@@ -11,7 +11,6 @@ use crate::logs::ORCHESTRATION_LOG;
 use crate::machine::Core;
 use crate::redact::{redact, redact_json};
 use crate::step::Step;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 mod text;
@@ -19,8 +18,8 @@ mod views;
 
 pub use text::now_text;
 pub use views::{
-    Budgets, ClaimView, Counters, DayView, LastFailureView, Limited, RunningStepView, SpendView,
-    StateFileView, Status, WaitView, Wasted, WorkerView,
+    Budgets, ByStep, ClaimView, Counters, DayView, LastFailureView, Limited, RunningStepView,
+    SpendView, StateFileView, Status, WaitView, Wasted, WorkerView,
 };
 
 pub fn run(config: &Path, json: bool) -> i32 {
@@ -343,7 +342,7 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
 fn counters(core: &Core) -> Counters {
     let r = core.runner();
     let l = &r.limits;
-    let by_step = |values: &[u32; Step::COUNT]| -> BTreeMap<String, u32> {
+    let by_step = |values: &[u32; Step::COUNT]| -> ByStep<u32> {
         Step::ALL
             .iter()
             .filter(|s| values[s.index()] > 0)

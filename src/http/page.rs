@@ -10,12 +10,35 @@ const SCRIPT: &str = include_str!("assets/app.js");
 /// fresh.
 const DIAGRAM: &str = include_str!("../../state-diagrams/overview-page.svg");
 
+/// The step keys in lifecycle order, as a JavaScript list's items: the page shows counters
+/// by step in the order the steps run (the status document's objects have no order).
+fn steps() -> String {
+    crate::step::Step::ALL
+        .iter()
+        .map(|s| format!("\"{}\"", s.key()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 pub fn html() -> &'static str {
     static PAGE: OnceLock<String> = OnceLock::new();
     PAGE.get_or_init(|| {
         TEMPLATE
             .replacen("/*STYLE*/", STYLE, 1)
-            .replacen("/*SCRIPT*/", SCRIPT, 1)
+            .replacen("/*SCRIPT*/", &SCRIPT.replacen("/*STEPS*/", &steps(), 1), 1)
             .replacen("<!--DIAGRAM-->", DIAGRAM, 1)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_page_knows_the_steps_in_lifecycle_order() {
+        let page = super::html();
+        assert!(
+            page.contains(r#"const STEPS = ["startCycle", "startIssue", "#),
+            "the step order is not in the page's script"
+        );
+        assert!(!page.contains("/*STEPS*/"));
+    }
 }

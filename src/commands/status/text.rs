@@ -1,7 +1,6 @@
 //! The human-readable form of `status`, and the one-line texts `watch` shares with it.
 
 use super::{RunningStepView, Status, WaitView};
-use std::collections::BTreeMap;
 
 impl Status {
     /// The human-readable form.
@@ -293,7 +292,7 @@ pub fn wait_text(w: &WaitView) -> String {
     )
 }
 
-fn render_map(m: &BTreeMap<String, u32>) -> String {
+fn render_map(m: &super::views::ByStep<u32>) -> String {
     if m.is_empty() {
         return "none".to_string();
     }

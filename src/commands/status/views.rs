@@ -113,8 +113,9 @@ pub struct ClaimView {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Counters {
-    /// Failed attempts per step in this cycle, by step key (steps with none are left out).
-    pub attempts: BTreeMap<String, u32>,
+    /// Failed attempts per step in this cycle, by step key in lifecycle order (steps with
+    /// none are left out).
+    pub attempts: ByStep<u32>,
     pub max_retries_per_step: u32,
     pub bounces: u32,
     pub max_bounce_retries: u32,
@@ -122,9 +123,9 @@ pub struct Counters {
     pub max_consecutive_escalations: u32,
     pub escalated_issues: Vec<u32>,
     /// Consecutive failures per step across the session, with the step's limit (0 = off).
-    pub phase_failures: BTreeMap<String, Limited>,
+    pub phase_failures: ByStep<Limited>,
     /// Same-signature failures in a row per step in this cycle.
-    pub same_signature_streak: BTreeMap<String, u32>,
+    pub same_signature_streak: ByStep<u32>,
     pub max_consecutive_same_failure: u32,
     pub rate_limit_wait_streak: u32,
     pub max_rate_limit_waits: u32,
@@ -204,4 +205,32 @@ pub struct StateFileView {
     pub status: String,
     pub content: Option<StateFile>,
     pub error: Option<String>,
+}
+
+/// Values by step key in lifecycle order (startCycle first, merge last): a JSON object whose
+/// keys come in that order, so that every reader (the text, the page, `status --watch`) shows
+/// the steps as they run, not alphabetically.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ByStep<V>(pub Vec<(String, V)>);
+
+impl<V> ByStep<V> {
+    pub fn iter(&self) -> std::slice::Iter<'_, (String, V)> {
+        self.0.iter()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl<V> FromIterator<(String, V)> for ByStep<V> {
+    fn from_iter<I: IntoIterator<Item = (String, V)>>(iter: I) -> Self {
+        ByStep(iter.into_iter().collect())
+    }
+}
+
+impl<V: Serialize> Serialize for ByStep<V> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+    }
 }

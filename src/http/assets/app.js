@@ -8,6 +8,20 @@
   const states = new Map();   // worker -> machine state name
   let fleet = false;
   let refreshTimer = null;
+  // The step keys in lifecycle order, written in by the server from the machine's steps.
+  const STEPS = [/*STEPS*/];
+  // An object's entries by step, in the order the steps run (JSON objects have none).
+  const byStep = (o) => Object.entries(o).sort((a, b) => rank(a[0]) - rank(b[0]));
+  const rank = (step) => { const i = STEPS.indexOf(step); return i < 0 ? STEPS.length : i; };
+  // The badge says "live" only while the event stream is open and a runner works on the
+  // project: after the run ended the page shows its last state, not a live one.
+  let connected = false;
+  let running = false;
+  function badge() {
+    const [label, on] = !connected ? ["reconnecting…", false] : running ? ["live", true] : ["run ended", false];
+    $("conn").textContent = label;
+    $("conn").className = "pill " + (on ? "on" : "off");
+  }
 
   function text(tag, content, cls) {
     const el = document.createElement(tag);
@@ -97,11 +111,11 @@
     bars.replaceChildren();
     const c = st.counters;
     if (c) {
-      for (const [step, n] of Object.entries(c.attempts)) bars.appendChild(bar("failed attempts · " + step, n, c.maxRetriesPerStep));
+      for (const [step, n] of byStep(c.attempts)) bars.appendChild(bar("failed attempts · " + step, n, c.maxRetriesPerStep));
       bars.appendChild(bar("bounces", c.bounces, c.maxBounceRetries));
       bars.appendChild(bar("consecutive escalations", c.consecutiveEscalations, c.maxConsecutiveEscalations));
-      for (const [step, v] of Object.entries(c.phaseFailures)) if (v.limit > 0) bars.appendChild(bar("failures in a row · " + step, v.count, v.limit));
-      for (const [step, n] of Object.entries(c.sameSignatureStreak)) bars.appendChild(bar("same failure · " + step, n, c.maxConsecutiveSameFailure));
+      for (const [step, v] of byStep(c.phaseFailures)) if (v.limit > 0) bars.appendChild(bar("failures in a row · " + step, v.count, v.limit));
+      for (const [step, n] of byStep(c.sameSignatureStreak)) bars.appendChild(bar("same failure · " + step, n, c.maxConsecutiveSameFailure));
       bars.appendChild(bar("rate-limit waits in a row", c.rateLimitWaitStreak, c.maxRateLimitWaits));
     }
     const b = st.budgets;
@@ -114,6 +128,8 @@
     if (d) bars.appendChild(bar("day spend, every session and worker (USD)" + (d.freesAt ? " · frees " + d.freesAt : ""), d.spentUsd, d.perDayUsd));
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
+    running = rows.some((r) => (r.runner || "").startsWith("running"));
+    badge();
     highlight();
     tickNow();
   }
@@ -186,7 +202,7 @@
 
   fetch("api/status" + q).then((r) => r.json()).then(render).catch(() => {});
   const source = new EventSource("api/events" + q);
-  source.onopen = () => { $("conn").textContent = "live"; $("conn").className = "pill on"; };
-  source.onerror = () => { $("conn").textContent = "reconnecting…"; $("conn").className = "pill off"; };
+  source.onopen = () => { connected = true; badge(); };
+  source.onerror = () => { connected = false; badge(); };
   source.onmessage = (m) => { try { onRecord(JSON.parse(m.data)); } catch (e) { /* a record this page does not know */ } };
 })();
