@@ -666,6 +666,23 @@ fn status_shows_the_rebuilt_counters_as_json() {
     assert_eq!(v["counters"]["consecutiveEscalations"], 0);
     assert_eq!(v["counters"]["sameSignatureStreak"]["startCycle"], 1);
     assert_eq!(v["counters"]["phaseFailures"]["verify"]["limit"], 3);
+    // Every key of the document, and of its counters, is named in docs/status-json.md.
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/status-json.md"),
+    )
+    .expect("docs/status-json.md");
+    for (prefix, object) in [
+        ("", &v),
+        ("counters.", &v["counters"]),
+        ("budgets.", &v["budgets"]),
+    ] {
+        for key in object.as_object().expect("an object").keys() {
+            assert!(
+                doc.contains(&format!("`{key}`")) || doc.contains(&format!("`{prefix}{key}`")),
+                "status --json has `{prefix}{key}`, which docs/status-json.md does not name"
+            );
+        }
+    }
     // The text shows the steps in lifecycle order, as they run, not alphabetically.
     let (code, text, err) = run(bin().args(["status", "--config"]).arg(&config));
     assert_eq!(code, 0, "{text}{err}");

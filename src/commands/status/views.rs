@@ -207,9 +207,9 @@ pub struct StateFileView {
     pub error: Option<String>,
 }
 
-/// Values by step key in lifecycle order (startCycle first, merge last): a JSON object whose
-/// keys come in that order, so that every reader (the text, the page, `status --watch`) shows
-/// the steps as they run, not alphabetically.
+/// Values by step key in lifecycle order (startCycle first, merge last), so that the text and
+/// `status --watch` show the steps as they run, not alphabetically. Serialized as a JSON object
+/// (whose order no reader may rely on: the page orders it by the step list it is given).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ByStep<V>(pub Vec<(String, V)>);
 
