@@ -297,7 +297,10 @@ mod tests {
                 attempt: 1,
                 money_left_micros: None,
             },
-            Effect::Wait { seconds: 1 },
+            Effect::Wait {
+                seconds: 1,
+                reason: None,
+            },
             Effect::Pause { millis: 1 },
             Effect::TakeMergeTurn { issue: 1 },
             Effect::ReleaseMergeTurn,

@@ -229,8 +229,6 @@ struct Driver {
     fleet: Option<fleet::Link>,
     /// The running step and the current wait, for `status` (`live.json`).
     live: crate::live_status::LiveStatus,
-    /// What the next `Wait` waits for, from the notice before it in the same batch.
-    wait_reason: Option<String>,
     /// The money the attempt under way may spend (its `RunStep`'s), for the agent it runs.
     money_left_micros: Option<u64>,
     /// The reviewers' feedback, quoted, that the agent of an `AddressReview` round is handed

@@ -84,7 +84,7 @@ impl Driver {
             Effect::UpdateBranch { issue, commit } => {
                 Outcome::Next(self.update_branch(issue, commit).await)
             }
-            Effect::Wait { seconds } => {
+            Effect::Wait { seconds, reason } => {
                 let until = u64::try_from(self.clock.now().timestamp())
                     .unwrap_or(0)
                     .saturating_add(seconds);
@@ -101,11 +101,9 @@ impl Driver {
                     .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
                     .unwrap_or_default();
                 self.log(&format!("waiting {seconds} s{until}"));
-                let reason = self.wait_reason.take().or_else(|| {
-                    matches!(state, State::WaitingForReview { .. }).then(|| "REVIEW".to_string())
-                });
-                self.live
-                    .wait_started(reason.as_deref().unwrap_or("BACKOFF"), seconds);
+                // A wait journaled by an earlier version says nothing of its reason.
+                let reason = reason.map_or("BACKOFF", crate::machine::WaitReason::label);
+                self.live.wait_started(reason, seconds);
                 self.log_live_warning();
                 let next = self.sleep(Duration::from_secs(seconds)).await;
                 self.live.wait_ended();
@@ -224,21 +222,6 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::Notify(n) => {
-                match &n {
-                    Notice::Waiting { class, .. } => {
-                        self.wait_reason = Some(class.name().to_string());
-                    }
-                    Notice::NetworkWait { .. } => self.wait_reason = Some("NETWORK".to_string()),
-                    Notice::RateLimitWait { .. } => {
-                        self.wait_reason = Some("RATE_LIMIT".to_string());
-                    }
-                    Notice::CiPending { .. } => self.wait_reason = Some("CI".to_string()),
-                    Notice::ReviewWanted { .. } => self.wait_reason = Some("REVIEW".to_string()),
-                    Notice::FleetPause { .. } => {
-                        self.wait_reason = Some("FLEET_PAUSE".to_string());
-                    }
-                    _ => {}
-                }
                 let (severity, mut text) = report::notice(&n);
                 match n {
                     // Who holds the turn, as the answer that found it busy said.

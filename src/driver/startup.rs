@@ -310,7 +310,6 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             runner_dir,
             claims,
             fleet: None,
-            wait_reason: None,
             money_left_micros: None,
             review_feedback: None,
             merged_before,

@@ -326,13 +326,18 @@ impl Metrics {
                 self.wait_class
                     .insert(worker.to_string(), class.name().to_string());
             }
-            Effect::Wait { seconds } => {
+            Effect::Wait { seconds, reason } => {
+                // The wait says what it is for; a journal of an earlier version's wait has
+                // only the notice before it.
                 let kind = WaitKind {
-                    kind: self
-                        .wait_class
-                        .get(worker)
-                        .cloned()
-                        .unwrap_or_else(|| "backoff".to_string()),
+                    kind: match reason {
+                        Some(reason) => reason.label().to_string(),
+                        None => self
+                            .wait_class
+                            .get(worker)
+                            .cloned()
+                            .unwrap_or_else(|| "backoff".to_string()),
+                    },
                 };
                 self.waits.get_or_create(&kind).inc();
                 self.wait_seconds.get_or_create(&kind).inc_by(*seconds);
@@ -446,7 +451,15 @@ mod tests {
                 seconds: 60,
             })),
         );
-        m.observe("w1", &effect(Effect::Wait { seconds: 60 }));
+        m.observe(
+            "w1",
+            &effect(Effect::Wait {
+                seconds: 60,
+                reason: Some(crate::machine::WaitReason::Backoff(Some(
+                    FailureClass::RateLimit,
+                ))),
+            }),
+        );
         m.observe("w1", &effect(Effect::MarkEscalated { issue: 1 }));
         m.observe("w1", &effect(Effect::MarkEscalated { issue: 2 }));
         m.observe("w1", &effect(Effect::Unquarantine { issue: 1 }));

@@ -3,6 +3,7 @@
 //! a lost race's pause likewise, and a fleet-wide pause is the machine's wait, bounded.
 
 use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::machine::WaitReason;
 use sdlc_machine::machine::{Core, Effect, Event, HaltReason, Limits, Mode, Notice, Usage};
 use sdlc_machine::step::{Check, Step};
 
@@ -187,13 +188,19 @@ fn a_fleet_pause_waits_then_asks_again_and_is_bounded() {
                 seconds: 30,
                 pause: 1
             }),
-            Effect::Wait { seconds: 30 }
+            Effect::Wait {
+                seconds: 30,
+                reason: Some(WaitReason::FleetPause)
+            }
         ]
     );
     assert_eq!(core.state().name(), "WaitingForFleet");
     assert_eq!(
         core.handle(&Event::Start).to_vec(),
-        vec![Effect::Wait { seconds: 30 }]
+        vec![Effect::Wait {
+            seconds: 30,
+            reason: Some(WaitReason::FleetPause)
+        }]
     );
     assert_eq!(core.handle(&Event::WaitOver).to_vec(), vec![check]);
     core.handle(&Event::FleetPaused { seconds: 5 });

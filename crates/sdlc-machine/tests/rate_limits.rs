@@ -8,7 +8,7 @@ mod common;
 use common::{drive, Reply, Trace};
 use proptest::prelude::*;
 use sdlc_machine::failure::FailureClass;
-use sdlc_machine::machine::{Core, Effect, Event, HaltReason, Limits, Mode, Notice};
+use sdlc_machine::machine::{Core, Effect, Event, HaltReason, Limits, Mode, Notice, WaitReason};
 use sdlc_machine::step::Step;
 use std::collections::VecDeque;
 
@@ -86,7 +86,8 @@ proptest! {
             _ => None,
         }).collect();
         let waited: Vec<u64> = limited.effects.windows(2).filter_map(|w| match w {
-            [Effect::Notify(Notice::RateLimitWait { seconds, .. }), Effect::Wait { seconds: s }] => {
+            // The wait says it is the API's rate limit.
+            [Effect::Notify(Notice::RateLimitWait { seconds, .. }), Effect::Wait { seconds: s, reason: Some(WaitReason::RateLimit) }] => {
                 Some(*seconds.min(s))
             }
             _ => None,
@@ -107,7 +108,7 @@ proptest! {
             if step.index() >= at { Reply::RateLimited(wait) } else { Reply::Ok }
         });
         for e in &trace.effects {
-            if let Effect::Wait { seconds } = e {
+            if let Effect::Wait { seconds, .. } = e {
                 waits.push(*seconds);
             }
         }

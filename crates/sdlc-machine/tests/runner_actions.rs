@@ -378,7 +378,7 @@ proptest! {
                 .iter()
                 .any(|e| matches!(e, Effect::MarkEscalated { .. } | Effect::RunStep { .. }));
             prop_assert!(!blamed, "a network failure blamed the issue or ran it: {:?}", fx);
-            if let Some(Effect::Wait { seconds }) = fx.iter().find(|e| matches!(e, Effect::Wait { .. })) {
+            if let Some(Effect::Wait { seconds, .. }) = fx.iter().find(|e| matches!(e, Effect::Wait { .. })) {
                 waits.push(*seconds);
                 // The same request again after the wait.
                 let again = core.handle(&Event::WaitOver).to_vec();

@@ -400,7 +400,10 @@ mod restart_tests {
         let step = Effect::CheckPreconditions {
             step: Step::Implement,
         };
-        let wait = Effect::Wait { seconds: 90 };
+        let wait = Effect::Wait {
+            seconds: 90,
+            reason: None,
+        };
         let renewal = |l: &Limits, request: &Effect| sm::renewal_before(l, 4, request);
         // Before a step: no write while more than half the lease is left.
         assert_eq!(

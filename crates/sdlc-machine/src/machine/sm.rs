@@ -225,12 +225,18 @@ impl Runner {
             Event::ModeChanged { mode } => match self.change_mode(mode, context) {
                 Some(outcome) => outcome,
                 None => {
-                    context.push(Effect::Wait { seconds: *seconds });
+                    context.push(Effect::Wait {
+                        seconds: *seconds,
+                        reason: Some(WaitReason::Backoff(None)),
+                    });
                     Handled
                 }
             },
             Event::Start => {
-                context.push(Effect::Wait { seconds: *seconds });
+                context.push(Effect::Wait {
+                    seconds: *seconds,
+                    reason: Some(WaitReason::Backoff(None)),
+                });
                 Handled
             }
             Event::WaitOver => self.enter(*step, context),
@@ -297,7 +303,9 @@ impl Runner {
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
-        self.before_reissue(*seconds, event, context)
+        // A restart cannot tell a network wait from an API's rate limit: both are the
+        // network's for the state.
+        self.before_reissue(*seconds, WaitReason::Network, event, context)
     }
 
     /// The fleet pauses every worker (another worker's rate limit or quota) before the
@@ -309,7 +317,7 @@ impl Runner {
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
-        self.before_reissue(*seconds, event, context)
+        self.before_reissue(*seconds, WaitReason::FleetPause, event, context)
     }
 
     /// monitorCI's attempt is under way and CI has not settled: the pause before the next look.
@@ -328,7 +336,7 @@ impl Runner {
                 self.request(State::monitor_ci(), look, context);
                 Transition(State::monitor_ci())
             }
-            _ => self.wait_again(*seconds, event, context),
+            _ => self.wait_again(*seconds, WaitReason::Ci, event, context),
         }
     }
 
@@ -367,7 +375,7 @@ impl Runner {
     ) -> Outcome<State> {
         match *event {
             Event::WaitOver => self.look_at_review(context),
-            _ => self.wait_again(*seconds, event, context),
+            _ => self.wait_again(*seconds, WaitReason::Review, event, context),
         }
     }
 

@@ -219,7 +219,14 @@ fn machine_labels_of_events_and_effects() {
             "LookAtCi",
             true,
         ),
-        (Effect::Wait { seconds: 1 }, "Wait", true),
+        (
+            Effect::Wait {
+                seconds: 1,
+                reason: None,
+            },
+            "Wait",
+            true,
+        ),
         (
             Effect::AutoCommit(CommitKind::PartialWork),
             "AutoCommit",
@@ -434,12 +441,21 @@ fn machine_ci_pending_waits_on_its_schedule_then_times_out_as_one_failed_attempt
                     seconds,
                     look: next
                 }),
-                Effect::Wait { seconds }
+                Effect::Wait {
+                    seconds,
+                    reason: Some(WaitReason::Ci)
+                }
             ]
         );
         assert_eq!(core.state().name(), "WaitingForCi");
-        // A restart in the wait waits again: nothing was cut short.
-        assert_eq!(core.handle(&Event::Start), [Effect::Wait { seconds }]);
+        // A restart in the wait waits again, for the same reason: nothing was cut short.
+        assert_eq!(
+            core.handle(&Event::Start),
+            [Effect::Wait {
+                seconds,
+                reason: Some(WaitReason::Ci)
+            }]
+        );
         assert_eq!(
             core.handle(&Event::WaitOver),
             [Effect::LookAtCi {
@@ -561,7 +577,11 @@ fn a_stop_during_a_rate_limit_wait_before_a_run_takes_the_reissued_runs_answer()
     assert_eq!(stop.last(), Some(&Effect::Exit { code: 0 }), "{stop:?}");
     assert_eq!(
         core.handle(&Event::Start).to_vec(),
-        [Effect::Wait { seconds: 61 }]
+        // A restart cannot tell the API's rate limit from the network: the state is the same.
+        [Effect::Wait {
+            seconds: 61,
+            reason: Some(WaitReason::Network)
+        }]
     );
     let run = core.handle(&Event::WaitOver).to_vec();
     assert!(

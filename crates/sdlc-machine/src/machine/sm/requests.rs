@@ -32,7 +32,10 @@ impl Runner {
             seconds,
             wait: self.network_waits,
         }));
-        fx.push(Effect::Wait { seconds });
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::Network),
+        });
         Transition(State::waiting_for_network(seconds))
     }
 
@@ -53,7 +56,10 @@ impl Runner {
             seconds,
             wait: self.rate_limit_waits,
         }));
-        fx.push(Effect::Wait { seconds });
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::RateLimit),
+        });
         Transition(State::waiting_for_network(seconds))
     }
 
@@ -102,7 +108,10 @@ impl Runner {
             seconds,
             pause: self.fleet_pauses,
         }));
-        fx.push(Effect::Wait { seconds });
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::FleetPause),
+        });
         Transition(State::waiting_for_fleet(seconds))
     }
 
@@ -111,6 +120,7 @@ impl Runner {
     pub(super) fn before_reissue(
         &mut self,
         seconds: u64,
+        reason: WaitReason,
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
@@ -123,7 +133,7 @@ impl Runner {
                 self.shut_down(signal, &usage, context);
                 Handled
             }
-            _ => self.wait_again(seconds, event, context),
+            _ => self.wait_again(seconds, reason, event, context),
         }
     }
 
@@ -144,6 +154,7 @@ impl Runner {
     pub(super) fn wait_again(
         &mut self,
         seconds: u64,
+        reason: WaitReason,
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
@@ -153,7 +164,10 @@ impl Runner {
             _ => return Super,
         };
         outcome.unwrap_or_else(|| {
-            context.push(Effect::Wait { seconds });
+            context.push(Effect::Wait {
+                seconds,
+                reason: Some(reason),
+            });
             Handled
         })
     }

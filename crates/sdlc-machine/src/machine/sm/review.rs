@@ -80,7 +80,10 @@ impl Runner {
         self.review_looks += 1;
         match pause {
             Some(seconds) => {
-                fx.push(Effect::Wait { seconds });
+                fx.push(Effect::Wait {
+                    seconds,
+                    reason: Some(WaitReason::Review),
+                });
                 Transition(State::waiting_for_review(seconds))
             }
             None => self.wait_for_person(issue, fx),
@@ -278,7 +281,14 @@ mod tests {
             &mut core,
             vec![note("r1", "ann", "Rename foo."), note("c2", "bob", "x")],
         );
-        assert_eq!(fx.last(), Some(&Effect::Wait { seconds: 10 }), "{fx:?}");
+        assert_eq!(
+            fx.last(),
+            Some(&Effect::Wait {
+                seconds: 10,
+                reason: Some(WaitReason::Review)
+            }),
+            "{fx:?}"
+        );
         assert_eq!(core.runner().review_rounds, 1);
         core.handle(&Event::WaitOver);
         assert_eq!(
@@ -324,7 +334,14 @@ mod tests {
         }
         let (mut core, _) = after_ci(limits, Mode::Continuous);
         let fx = changes(&mut core, vec![note("b1", "lint-bot", "nit")]);
-        assert_eq!(fx.last(), Some(&Effect::Wait { seconds: 10 }), "{fx:?}");
+        assert_eq!(
+            fx.last(),
+            Some(&Effect::Wait {
+                seconds: 10,
+                reason: Some(WaitReason::Review)
+            }),
+            "{fx:?}"
+        );
         core.handle(&Event::WaitOver);
         let fx = changes(
             &mut core,
@@ -395,19 +412,31 @@ mod tests {
                     changes_requested: true,
                     wait_secs: 3600
                 }),
-                Effect::Wait { seconds: 10 }
+                Effect::Wait {
+                    seconds: 10,
+                    reason: Some(WaitReason::Review)
+                }
             ]
         );
         assert_eq!(core.state().name(), "WaitingForReview");
         // A restart in the wait waits again, then looks.
-        assert_eq!(core.handle(&Event::Start), [Effect::Wait { seconds: 10 }]);
+        assert_eq!(
+            core.handle(&Event::Start),
+            [Effect::Wait {
+                seconds: 10,
+                reason: Some(WaitReason::Review)
+            }]
+        );
         assert_eq!(
             core.handle(&Event::WaitOver),
             [Effect::LookAtReview { issue: 4, look: 2 }]
         );
         assert_eq!(
             looked(&mut core, ReviewDecision::ChangesRequested),
-            [Effect::Wait { seconds: 20 }],
+            [Effect::Wait {
+                seconds: 20,
+                reason: Some(WaitReason::Review)
+            }],
             "the person is told once"
         );
         core.handle(&Event::WaitOver);
@@ -424,12 +453,18 @@ mod tests {
         let (mut core, _) = after_ci(limits, Mode::Continuous);
         assert_eq!(
             looked(&mut core, ReviewDecision::None).last(),
-            Some(&Effect::Wait { seconds: 10 })
+            Some(&Effect::Wait {
+                seconds: 10,
+                reason: Some(WaitReason::Review)
+            })
         );
         core.handle(&Event::WaitOver);
         assert_eq!(
             looked(&mut core, ReviewDecision::None),
-            [Effect::Wait { seconds: 5 }]
+            [Effect::Wait {
+                seconds: 5,
+                reason: Some(WaitReason::Review)
+            }]
         );
         core.handle(&Event::WaitOver);
         let fx = looked(&mut core, ReviewDecision::None);

@@ -171,7 +171,10 @@ impl Runner {
                     class,
                     seconds,
                 }));
-                fx.push(Effect::Wait { seconds });
+                fx.push(Effect::Wait {
+                    seconds,
+                    reason: Some(WaitReason::Backoff(Some(class))),
+                });
                 return Transition(State::backing_off(step, seconds));
             }
             Disposition::Retry | Disposition::EscalateNow => {}
@@ -273,7 +276,10 @@ impl Runner {
             seconds,
             look: self.ci_waits + 1,
         }));
-        fx.push(Effect::Wait { seconds });
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::Ci),
+        });
         Transition(State::waiting_for_ci(seconds))
     }
 }

@@ -190,6 +190,42 @@ pub enum Notice {
     },
 }
 
+/// What a `Wait` waits for: the machine says it with the request, so a restart that waits
+/// again says the same (no notice relays it to the shell).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum WaitReason {
+    /// An agent's rate limit, overload or quota window, with its class (`None` on a restart:
+    /// the backing-off state keeps the step and the length, not the class).
+    Backoff(Option<FailureClass>),
+    /// The network failed one of the runner's own calls.
+    Network,
+    /// An API's rate limit (GitHub's, GitLab's, Linear's) refused one of the runner's calls.
+    RateLimit,
+    /// The fleet pauses every worker for another worker's rate limit or quota.
+    FleetPause,
+    /// CI has not finished with the verified commit.
+    Ci,
+    /// The PR's review holds the merge.
+    Review,
+}
+
+impl WaitReason {
+    /// The word `status`, `live.json` and the page show: the failure class, `BACKOFF` when it
+    /// is not known, or the wait's own name.
+    pub fn label(self) -> &'static str {
+        match self {
+            WaitReason::Backoff(Some(class)) => class.name(),
+            WaitReason::Backoff(None) => "BACKOFF",
+            WaitReason::Network => "NETWORK",
+            WaitReason::RateLimit => "RATE_LIMIT",
+            WaitReason::FleetPause => "FLEET_PAUSE",
+            WaitReason::Ci => "CI",
+            WaitReason::Review => "REVIEW",
+        }
+    }
+}
+
 /// Effects out, performed by the driver in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "camelCase")]
@@ -283,6 +319,10 @@ pub enum Effect {
     Wait {
         /// How long.
         seconds: u64,
+        /// What for, as `status` and the page show it (absent in journals of earlier
+        /// versions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<WaitReason>,
     },
     /// A short, quiet wait (for another merger: the merge turn, after a lost race; between two
     /// looks for a person's decision): answered by `WaitOver` or `ShutdownRequested`, like

@@ -3,6 +3,7 @@
 
 use super::{At, Model};
 use sdlc_machine::failure::{Disposition, FailureClass, Signature};
+use sdlc_machine::machine::WaitReason;
 use sdlc_machine::machine::{
     CommitKind, Effect, EscalationCause, Event, HaltReason, Notice, Spend, Usage,
 };
@@ -196,7 +197,10 @@ impl Model {
                     class,
                     seconds,
                 }));
-                self.fx.push(Effect::Wait { seconds });
+                self.fx.push(Effect::Wait {
+                    seconds,
+                    reason: Some(WaitReason::Backoff(Some(class))),
+                });
                 self.at = At::Backoff(step, seconds);
                 return;
             }
@@ -284,7 +288,10 @@ impl Model {
             seconds: pause,
             look: self.ci_waits + 1,
         }));
-        self.fx.push(Effect::Wait { seconds: pause });
+        self.fx.push(Effect::Wait {
+            seconds: pause,
+            reason: Some(WaitReason::Ci),
+        });
         self.at = At::CiWait(pause);
     }
 
@@ -299,10 +306,16 @@ impl Model {
                 };
                 self.ask(At::Step(Step::MonitorCi), look);
             }
-            Event::Start => self.fx.push(Effect::Wait { seconds }),
+            Event::Start => self.fx.push(Effect::Wait {
+                seconds,
+                reason: Some(WaitReason::Ci),
+            }),
             Event::ModeChanged { mode } => {
                 if self.change_mode(mode).is_none() {
-                    self.fx.push(Effect::Wait { seconds });
+                    self.fx.push(Effect::Wait {
+                        seconds,
+                        reason: Some(WaitReason::Ci),
+                    });
                 }
             }
             _ => return false,

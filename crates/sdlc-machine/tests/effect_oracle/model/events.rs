@@ -2,6 +2,7 @@
 
 use super::{At, Model};
 use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::machine::WaitReason;
 use sdlc_machine::machine::{
     CommitKind, DecisionOption, Effect, EscalationCause, Event, HaltReason, Mode, Notice, Usage,
 };
@@ -144,13 +145,19 @@ impl Model {
             Event::WaitOver => self.ask_again(),
             Event::Start => {
                 if let At::NetworkWait(seconds) = self.at {
-                    self.fx.push(Effect::Wait { seconds });
+                    self.fx.push(Effect::Wait {
+                        seconds,
+                        reason: Some(WaitReason::Network),
+                    });
                 }
             }
             Event::ModeChanged { mode } => {
                 if self.change_mode(mode).is_none() {
                     if let At::NetworkWait(seconds) = self.at {
-                        self.fx.push(Effect::Wait { seconds });
+                        self.fx.push(Effect::Wait {
+                            seconds,
+                            reason: Some(WaitReason::Network),
+                        });
                     }
                 }
             }
@@ -329,10 +336,16 @@ impl Model {
         match *ev {
             Event::ModeChanged { mode } => {
                 if self.change_mode(mode).is_none() {
-                    self.fx.push(Effect::Wait { seconds });
+                    self.fx.push(Effect::Wait {
+                        seconds,
+                        reason: Some(WaitReason::Backoff(None)),
+                    });
                 }
             }
-            Event::Start => self.fx.push(Effect::Wait { seconds }),
+            Event::Start => self.fx.push(Effect::Wait {
+                seconds,
+                reason: Some(WaitReason::Backoff(None)),
+            }),
             Event::WaitOver => self.enter(step),
             _ => return false,
         }

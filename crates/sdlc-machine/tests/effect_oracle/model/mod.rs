@@ -2,6 +2,7 @@
 //! counter kept the way the contract words it. It shares no code with the machine.
 
 use sdlc_machine::failure::{FailureClass, Signature};
+use sdlc_machine::machine::WaitReason;
 use sdlc_machine::machine::{
     Effect, EscalationCause, HaltReason, Limits, Mode, Notice, Spend, Usage,
 };
@@ -192,7 +193,10 @@ impl Model {
             seconds,
             wait: self.net_waits,
         }));
-        self.fx.push(Effect::Wait { seconds });
+        self.fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::Network),
+        });
         self.at = At::NetworkWait(seconds);
     }
 
