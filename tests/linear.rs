@@ -62,6 +62,70 @@ fn linear_issues_are_merged_through_gitlab_and_completed_or_escalated_with_label
         .collect();
     assert!(unknown.is_empty(), "{unknown:?}");
     assert!(!all.contains(KEY), "the key in the output");
+
+    // Linear's own identifiers, not bare numbers: the branch, the merge request's title and
+    // description, what the agent is told, the state file and `status`.
+    let mrs = lab.with(|l| l.mrs.clone());
+    assert_eq!(mrs.len(), 1, "{mrs:?}");
+    assert!(mrs[0].source.starts_with("ENG-1-"), "{mrs:?}");
+    assert!(mrs[0].title.contains("ENG-1"), "{mrs:?}");
+    assert!(
+        mrs[0].description.contains("Closes ENG-1") && !mrs[0].description.contains("Closes #"),
+        "the forge must not close its own issue #1: {mrs:?}"
+    );
+    let told: Vec<String> = p.invocations();
+    assert!(
+        told.iter().any(|l| l.starts_with("ENG-1 startIssue ")),
+        "SDLC_ISSUE: {told:?}"
+    );
+    assert!(
+        told.iter().any(|l| l.starts_with("ENG-2 verify ")),
+        "{told:?}"
+    );
+    let status = p
+        .command(&["status", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    let shown = text(&status);
+    assert!(shown.contains("escalated issues: ENG-2"), "{shown}");
+    assert!(!shown.contains("#2"), "{shown}");
+    // The notices name the issues as Linear does.
+    assert!(all.contains("issue ENG-1: merged"), "{all}");
+    assert!(all.contains("issue ENG-2 escalated"), "{all}");
+}
+
+/// A run that stops on an issue leaves it named as Linear names it in the state file and in
+/// `status`.
+#[test]
+fn a_stopped_run_names_its_issue_by_the_linear_identifier_in_the_state_file_and_status() {
+    let mut p = Project::new(&[], json!({"steps": {"1:implement": ["auth"]}}), json!({}));
+    let linear = FakeLinear::start(&[(1, "Add a greeting", "Say hello.")]);
+    p.set_config(json!({
+        "tracker": {"kind": "linear"},
+        "forge": "local",
+        "linear": {"url": linear.url(), "team": TEAM},
+    }));
+    p.env.push(("LINEAR_API_KEY".into(), KEY.into()));
+    for var in ["NO_PROXY", "no_proxy"] {
+        p.env.push((var.into(), "127.0.0.1,localhost".into()));
+    }
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    let state = std::fs::read_to_string(p.claude("sdlc-state.json")).expect("state file");
+    assert!(state.contains("\"currentIssueRef\": \"ENG-1\""), "{state}");
+    assert!(state.contains("\"ENG-1-issue-1\""), "{state}");
+    let status = p
+        .command(&["status", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    let shown = text(&status);
+    assert!(shown.contains("issue:    ENG-1"), "{shown}");
+    assert!(
+        shown.contains("issue ENG-1)"),
+        "the state file's line: {shown}"
+    );
+    assert!(!shown.contains("#1"), "{shown}");
 }
 
 #[test]

@@ -226,6 +226,7 @@ impl Driver {
             title: self.issue.title.clone(),
             branch: self.issue.branch.clone(),
             feature: self.feature.clone(),
+            refs: self.refs(),
         }
     }
 
@@ -338,6 +339,7 @@ pub(super) struct Facts {
     title: String,
     branch: Option<String>,
     feature: Option<String>,
+    refs: crate::config::IssueRefs,
 }
 
 impl Facts {
@@ -350,6 +352,7 @@ impl Facts {
             title: &self.title,
             branch: found.as_deref().or(self.branch.as_deref()),
             feature: self.feature.as_deref(),
+            refs: &self.refs,
         })
     }
 }

@@ -79,7 +79,13 @@ impl Issue {
 
     /// The feature branch for this issue: `<N>-<slug>`.
     pub fn branch(&self) -> String {
-        format!("{}-{}", self.number, slug(&self.title))
+        self.branch_in(&crate::config::IssueRefs::default())
+    }
+
+    /// The feature branch for this issue with the tracker's identifier first:
+    /// `<N>-<slug>`, `ENG-<N>-<slug>` on Linear.
+    pub fn branch_in(&self, refs: &crate::config::IssueRefs) -> String {
+        format!("{}{}", refs.branch_prefix(self.number), slug(&self.title))
     }
 
     /// A closed dependency counts as done unless the tracker shows that the pull requests

@@ -22,7 +22,7 @@ impl Status {
                 how.push_str(&format!(", {state}"));
             }
             if let (Some(n), Some(step)) = (w.current_issue, &w.current_step) {
-                how.push_str(&format!(", issue #{n} at {step}"));
+                how.push_str(&format!(", issue {} at {step}", self.refs.issue(n)));
                 if let Some(a) = w.current_attempt {
                     how.push_str(&format!(" attempt {a}"));
                 }
@@ -32,7 +32,7 @@ impl Status {
             }
             line(format!("worker {}: {} ({how})", w.name, w.runner));
             if let Some(r) = &w.running_step {
-                line(format!("  running:  {}", running_text(r)));
+                line(format!("  running:  {}", running_text(r, &self.refs)));
             }
             if let Some(wait) = &w.wait {
                 line(format!("  waiting:  {}", wait_text(wait)));
@@ -41,8 +41,8 @@ impl Status {
         let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
         for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
             line(format!(
-                "{what} #{} by worker {} until {}{}",
-                c.issue,
+                "{what} {} by worker {} until {}{}",
+                self.refs.issue(c.issue),
                 c.worker,
                 c.expires_at,
                 if c.live {
@@ -80,7 +80,7 @@ impl Status {
             line(format!(
                 "issue:    {}",
                 self.current_issue
-                    .map_or("none".to_string(), |i| format!("#{i}"))
+                    .map_or("none".to_string(), |i| self.refs.issue(i))
             ));
             line(format!(
                 "step:     {}{}",
@@ -91,7 +91,7 @@ impl Status {
             ));
         }
         if let Some(r) = &self.running_step {
-            line(format!("running:  {}", running_text(r)));
+            line(format!("running:  {}", running_text(r, &self.refs)));
         }
         if let Some(w) = &self.wait {
             line(format!("waiting:  {}", wait_text(w)));
@@ -120,7 +120,7 @@ impl Status {
                 let waiting: Vec<String> = c
                     .waiting_for_person
                     .iter()
-                    .map(|i| format!("#{i}"))
+                    .map(|&i| self.refs.issue(i))
                     .collect();
                 line(format!(
                     "  review rounds: {}/{max} (looks that found the merge held: {}; waiting for a person: {})",
@@ -129,8 +129,11 @@ impl Status {
                     if waiting.is_empty() { "none".to_string() } else { waiting.join(", ") }
                 ));
             }
-            let escalated: Vec<String> =
-                c.escalated_issues.iter().map(|i| format!("#{i}")).collect();
+            let escalated: Vec<String> = c
+                .escalated_issues
+                .iter()
+                .map(|&i| self.refs.issue(i))
+                .collect();
             line(format!(
                 "  escalated issues: {}",
                 if escalated.is_empty() {
@@ -228,7 +231,7 @@ impl Status {
                 s.current_step,
                 s.last_completed_step,
                 s.current_issue
-                    .map_or("none".to_string(), |i| format!("#{i}"))
+                    .map_or("none".to_string(), |i| self.refs.issue(i))
             )),
             (None, Some(e)) => line(format!("state file: {}: {e}", sf.path.display())),
             (None, None) => line(format!("state file: {} (missing)", sf.path.display())),
@@ -242,14 +245,14 @@ impl Status {
     }
 }
 
-/// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit`.
-pub fn running_text(r: &RunningStepView) -> String {
+/// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit` (`of ENG-12` on Linear).
+pub fn running_text(r: &RunningStepView, refs: &crate::config::IssueRefs) -> String {
     let s = &r.step;
     format!(
-        "{} attempt {} of #{} · {}",
+        "{} attempt {} of {} · {}",
         s.step,
         s.attempt,
-        s.issue,
+        refs.issue(s.issue),
         tally(r)
     )
 }
