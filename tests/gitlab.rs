@@ -362,17 +362,48 @@ fn a_merge_refused_by_gitlab_is_read_from_the_merge_requests_fields_after_the_re
     );
 }
 
+/// Two runners with worker ids share one GitLab project: the claim notes keep every issue to
+/// one runner, and each issue is merged once.
 #[test]
-fn claims_of_several_runners_are_refused_on_gitlab_naming_why() {
-    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
-    let out = g.p.run(&["--worker-id", "w1"]);
-    let all = text(&out);
-    assert_eq!(code(&out), 2, "{all}");
-    assert!(
-        all.contains("claims are not kept on a GitLab or Linear tracker"),
-        "{all}"
+fn two_runners_on_one_gitlab_project_never_work_the_same_issue() {
+    let g = LabProject::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Say bye."),
+            (3, "Add a riddle", "Ask one."),
+        ],
+        json!({}),
+        json!({}),
     );
-    assert!(g.p.invocations().is_empty(), "{:?}", g.p.invocations());
+    let all = e2e::shared_tracker::two_runners_never_work_one_issue(&g.p, 3);
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1, 2, 3], "{all}");
+    for n in 1..=3 {
+        let issue = g.lab.issue(n);
+        assert!(!issue.open, "{issue:?}");
+        assert!(
+            issue
+                .notes
+                .iter()
+                .any(|b| b.starts_with("sdlc-runner claim: worker=w")),
+            "the claim is a note: {issue:?}"
+        );
+        assert!(
+            !issue.labels.contains(&"sdlc-claimed".to_string()),
+            "released on merge: {issue:?}"
+        );
+    }
+    g.assert_only_known_calls();
+}
+
+/// A runner killed mid-issue leaves its claim note; another runner leaves the issue alone
+/// while the lease runs, then takes it over and merges it.
+#[test]
+fn an_expired_gitlab_claim_is_taken_over() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let text = e2e::shared_tracker::an_expired_claim_is_taken_over(&g.p);
+    assert!(text.contains("claimed issue #1 as worker wb"), "{text}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{text}");
+    g.assert_only_known_calls();
 }
 
 /// A 502 from GitLab in the middle of a run (the merge request's creation) is the network's:

@@ -210,3 +210,69 @@ fn doctor_checks_the_key_the_team_the_label_and_the_completed_state() {
     assert!(all.contains("LINEAR_API_KEY"), "{all}");
     assert!(!all.contains("lin_api_wrong"), "{all}");
 }
+
+/// A project on Linear with the GitLab forge, the builtin steps and both keys, for runners
+/// with worker ids.
+fn linear_project(issues: &[(u32, &str, &str)]) -> (Project, FakeLinear, FakeGitLab) {
+    let mut p = Project::new(&[], json!({}), json!({}));
+    let lab = FakeGitLab::start(&p.origin, &[]);
+    let linear = FakeLinear::start(issues);
+    p.set_config(json!({
+        "tracker": {"kind": "linear"},
+        "forge": "gitlab",
+        "linear": {"url": linear.url(), "team": TEAM},
+        "gitlab": {"url": lab.url(), "project": PROJECT},
+        "steps": e2e::builtin_steps(),
+    }));
+    p.env.push(("GITLAB_TOKEN".into(), TOKEN.into()));
+    p.env.push(("LINEAR_API_KEY".into(), KEY.into()));
+    for var in ["NO_PROXY", "no_proxy"] {
+        p.env.push((var.into(), "127.0.0.1,localhost".into()));
+    }
+    (p, linear, lab)
+}
+
+/// Two runners with worker ids share one Linear team: the claim comments keep every issue to
+/// one runner, and each issue is merged once.
+#[test]
+fn two_runners_on_one_linear_team_never_work_the_same_issue() {
+    let (p, linear, _lab) = linear_project(&[
+        (1, "Add a greeting", "Say hello."),
+        (2, "Add a farewell", "Say bye."),
+        (3, "Add a riddle", "Ask one."),
+    ]);
+    let all = e2e::shared_tracker::two_runners_never_work_one_issue(&p, 3);
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    for n in 1..=3 {
+        let issue = linear.issue(n);
+        assert_eq!(issue.state, "completed", "{issue:?}");
+        assert!(
+            issue
+                .comments
+                .iter()
+                .any(|b| b.starts_with("sdlc-runner claim: worker=w")),
+            "the claim is a comment: {issue:?}"
+        );
+        assert!(
+            !issue.labels.contains(&"sdlc-claimed".to_string()),
+            "released on merge: {issue:?}"
+        );
+    }
+    let unknown: Vec<String> = linear
+        .with(|t| t.requests.clone())
+        .into_iter()
+        .filter(|r| r.starts_with("UNKNOWN"))
+        .collect();
+    assert!(unknown.is_empty(), "{unknown:?}");
+}
+
+/// A runner killed mid-issue leaves its claim comment; another runner leaves the issue alone
+/// while the lease runs, then takes it over and merges it.
+#[test]
+fn an_expired_linear_claim_is_taken_over() {
+    let (p, linear, _lab) = linear_project(&[(1, "Add a greeting", "Say hello.")]);
+    let text = e2e::shared_tracker::an_expired_claim_is_taken_over(&p);
+    assert!(text.contains("claimed issue #1 as worker wb"), "{text}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1], "{text}");
+    assert_eq!(linear.issue(1).state, "completed");
+}

@@ -154,9 +154,14 @@ fn claims(cfg: &Config) -> (Vec<ClaimView>, Option<ClaimView>) {
         crate::config::TrackerConfig::Local { dir, .. } => {
             crate::tracker::claims::ClaimStore::local(dir)
         }
-        // GitLab keeps no claims of its own (docs/scaling.md).
         crate::config::TrackerConfig::Gitlab { .. }
-        | crate::config::TrackerConfig::Linear { .. } => return (Vec::new(), None),
+        | crate::config::TrackerConfig::Linear { .. } => {
+            let tracker = crate::tracker::Tracker::from_config(cfg).ok();
+            match tracker.and_then(crate::tracker::claims::ClaimStore::of_api_tracker) {
+                Some(store) => store,
+                None => return (Vec::new(), None),
+            }
+        }
         crate::config::TrackerConfig::Github { .. } => {
             let mut gh = crate::tracker::GitHub::new(&cfg.project_path);
             gh.timeout = std::time::Duration::from_secs(10);

@@ -19,6 +19,7 @@
 //! Unlike the old runner, an open milestone whose issues are all non-automatable or
 //! quarantined does not stall selection: the next milestone is used (docs/design-notes.md).
 
+mod claim_notes;
 pub(crate) mod claims;
 mod github;
 mod gitlab;

@@ -31,6 +31,10 @@ pub struct Issue {
     pub open: bool,
     pub labels: Vec<String>,
     pub notes: Vec<String>,
+    /// When each note was written (`created_at`), beside `notes`.
+    pub note_times: Vec<String>,
+    /// Issues this one is linked to (`…/issues/:iid/links`): (`link_type`, other iid).
+    pub links: Vec<(String, u32)>,
 }
 
 #[derive(Debug, Clone)]
@@ -180,6 +184,8 @@ impl FakeGitLab {
                     open: true,
                     labels: vec!["automatable".into()],
                     notes: Vec::new(),
+                    note_times: Vec::new(),
+                    links: Vec::new(),
                 })
                 .collect(),
             access_level: 40,
@@ -501,7 +507,8 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
                 .notes
                 .iter()
                 .enumerate()
-                .map(|(n, b)| json!({"id": n + 1, "body": b, "system": false, "author": {"username": "someone"}}))
+                .map(|(n, b)| json!({"id": n + 1, "body": b, "system": false,
+                    "created_at": i.note_times.get(n), "author": {"username": "someone"}}))
                 .collect();
             if req.param("sort") == Some("desc") {
                 notes.reverse();
@@ -517,6 +524,7 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             };
             i.notes
                 .push(req.body["body"].as_str().unwrap_or_default().to_string());
+            i.note_times.push(now_rfc3339());
             let mut a = ok(json!({"id": i.notes.len(), "body": req.body["body"], "system": false}));
             a.status = 201;
             a
