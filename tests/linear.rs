@@ -276,3 +276,28 @@ fn an_expired_linear_claim_is_taken_over() {
     assert_eq!(e2e::merged_issues(&p.origin), vec![1], "{text}");
     assert_eq!(linear.issue(1).state, "completed");
 }
+
+/// Linear's own relation "blocks" holds issue 1 back until issue 2 is merged, though neither
+/// description says so.
+#[test]
+fn an_issue_blocked_by_a_linear_relation_waits_until_its_blocker_merges() {
+    let (p, linear, _lab) = linear_project(&[
+        (1, "Add a greeting", "Say hello."),
+        (2, "Add a farewell", "Say bye."),
+    ]);
+    linear.with(|t| t.issues[0].blocked_by = vec![2]);
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let mut order: Vec<String> = Vec::new();
+    for line in p.invocations() {
+        let mut words = line.split_whitespace();
+        if let (Some(issue), Some("startIssue")) = (words.next(), words.next()) {
+            if !order.iter().any(|o| o == issue) {
+                order.push(issue.to_string());
+            }
+        }
+    }
+    assert_eq!(order, vec!["ENG-2", "ENG-1"], "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2], "{all}");
+}

@@ -18,8 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 /// Linear keeps comments far longer; diagnostics are kept short.
 const MAX_COMMENT_BYTES: usize = 60_000;
 
-const ISSUE_FIELDS: &str =
-    "id identifier number title description state { type } labels { nodes { name } }";
+const ISSUE_FIELDS: &str = "id identifier number title description state { type } labels { nodes { name } } inverseRelations { nodes { type issue { number team { key } } } }";
 
 /// What `doctor` learns of the team from Linear ([`Linear::team_facts`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +150,22 @@ impl Linear {
             state_open: !matches!(state, "completed" | "canceled"),
             parent: None,
             closed_by_merged_pr: None,
+            blocked_by: self.blockers(v),
         })
+    }
+
+    /// The team's issues that block this one: the relations of type `blocks` whose related
+    /// issue is this one (`inverseRelations`); another team's issue is no number here.
+    fn blockers(&self, v: &Value) -> Vec<u32> {
+        v["inverseRelations"]["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["type"].as_str() == Some("blocks"))
+            .filter(|r| r["issue"]["team"]["key"].as_str() == Some(self.team.as_str()))
+            .filter_map(|r| r["issue"]["number"].as_f64())
+            .filter_map(|n| u32::try_from(n as u64).ok())
+            .collect()
     }
 
     /// The raw issue `number` of the team, if it exists.

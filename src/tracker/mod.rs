@@ -66,14 +66,18 @@ pub struct Issue {
     /// Whether a pull request that closed the issue was merged: `None` when the tracker
     /// lists no closing pull request (or an older `gh` cannot tell).
     pub closed_by_merged_pr: Option<bool>,
+    /// Issues the tracker's own links say block this one (GitLab's `is_blocked_by` links,
+    /// Linear's `blocks` relations), beside the body's lines.
+    pub blocked_by: Vec<u32>,
 }
 
 impl Issue {
-    /// The issues this one waits for: body references and the parent, ascending, without
-    /// itself.
+    /// The issues this one waits for: body references, the tracker's blocking links and the
+    /// parent, ascending, without itself.
     pub fn dependencies(&self) -> Vec<u32> {
         let mut deps: BTreeSet<u32> = body_dependencies(&self.body).into_iter().collect();
         deps.extend(self.parent);
+        deps.extend(self.blocked_by.iter().copied());
         deps.remove(&self.number);
         deps.into_iter().collect()
     }
@@ -357,6 +361,7 @@ impl Tracker {
                 project: cfg.gitlab.project.clone().unwrap_or_default(),
                 label: label.clone(),
                 escalated_label: escalated_label.clone(),
+                links_unreadable: Default::default(),
             }),
             crate::config::TrackerConfig::Linear {
                 label,
@@ -493,6 +498,7 @@ mod tests {
             escalated: false,
             parent: None,
             closed_by_merged_pr: None,
+            blocked_by: Vec::new(),
         }
     }
 

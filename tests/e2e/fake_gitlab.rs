@@ -85,6 +85,8 @@ pub struct Lab {
     /// Refusals to serve once each: the first request whose `METHOD path` contains the
     /// pattern gets the status (a 5xx, a 401 of a revoked token).
     pub failures: Vec<(String, u16)>,
+    /// Issue links are refused (403), as for a token or plan that may not read them.
+    pub links_forbidden: bool,
     /// The access level of the token's account.
     pub access_level: u64,
     /// Every request: `METHOD path?query`.
@@ -517,6 +519,26 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
                 notes.truncate(n);
             }
             page_one(notes)
+        }
+        ("GET", ["issues", iid, "links"]) => {
+            if lab.links_forbidden {
+                return status(403, "403 Forbidden");
+            }
+            let Some(i) = lab.issues.iter().find(|i| i.iid.to_string() == *iid) else {
+                return status(404, "404 Not found");
+            };
+            let list: Vec<Value> = i
+                .links
+                .iter()
+                .filter_map(|(kind, other)| {
+                    let o = lab.issues.iter().find(|x| x.iid == *other)?;
+                    let mut v = issue_json(o);
+                    v["link_type"] = json!(kind);
+                    v["issue_link_id"] = json!(1000 + other);
+                    Some(v)
+                })
+                .collect();
+            ok(Value::Array(list))
         }
         ("POST", ["issues", iid, "notes"]) => {
             let Some(i) = lab.issues.iter_mut().find(|i| i.iid.to_string() == *iid) else {

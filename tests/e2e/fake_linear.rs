@@ -111,7 +111,9 @@ fn node(i: &Issue) -> Value {
     json!({"id": format!("lin-{}", i.number), "identifier": format!("{TEAM}-{}", i.number),
         "number": f64::from(i.number), "title": i.title, "description": i.description,
         "state": {"type": i.state},
-        "labels": {"nodes": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>()}})
+        "labels": {"nodes": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>()},
+        "inverseRelations": {"nodes": i.blocked_by.iter().map(|n| json!({"type": "blocks",
+            "issue": {"number": f64::from(*n), "team": {"key": TEAM}}})).collect::<Vec<_>>()}})
 }
 
 fn error(code: &str, message: &str) -> Answer {
