@@ -156,10 +156,9 @@ fn claims(cfg: &Config) -> (Vec<ClaimView>, Option<ClaimView>) {
         }
         crate::config::TrackerConfig::Gitlab { .. }
         | crate::config::TrackerConfig::Linear { .. } => {
-            let tracker = crate::tracker::Tracker::from_config(cfg).ok();
-            match tracker.and_then(crate::tracker::claims::ClaimStore::of_api_tracker) {
-                Some(store) => store,
-                None => return (Vec::new(), None),
+            match crate::tracker::claims::ClaimStore::of_api_tracker(cfg) {
+                Ok(store) => store,
+                Err(_) => return (Vec::new(), None),
             }
         }
         crate::config::TrackerConfig::Github { .. } => {

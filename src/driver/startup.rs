@@ -550,13 +550,7 @@ fn claim_keeper(
             tracker::GitHub::new(&cfg.project_path),
         )),
         TrackerConfig::Gitlab { .. } | TrackerConfig::Linear { .. } => {
-            crate::tracker::claims::ClaimStore::of_api_tracker(tracker::Tracker::from_config(cfg)?)
-                .ok_or_else(|| {
-                    format!(
-                        "{}: --worker-id: the tracker keeps no claims",
-                        cfg.file.display()
-                    )
-                })?
+            crate::tracker::claims::ClaimStore::of_api_tracker(cfg)?
         }
     };
     let longest = Step::ALL

@@ -80,13 +80,16 @@ impl ClaimStore {
         }
     }
 
-    /// The store of a GitLab or Linear tracker: notes on its issues. `None` for the others,
-    /// whose stores are made from the config alone.
-    pub fn of_api_tracker(tracker: crate::tracker::Tracker) -> Option<ClaimStore> {
-        match tracker {
-            crate::tracker::Tracker::GitLab(t) => Some(ClaimStore::GitLab(Box::new(t))),
-            crate::tracker::Tracker::Linear(t) => Some(ClaimStore::Linear(Box::new(t))),
-            _ => None,
+    /// The store of the config's GitLab or Linear tracker: notes on its issues. `Err` names a
+    /// token that is not set, or says that the config's tracker is neither.
+    pub fn of_api_tracker(cfg: &crate::config::Config) -> Result<ClaimStore, String> {
+        match crate::tracker::Tracker::from_config(cfg)? {
+            crate::tracker::Tracker::GitLab(t) => Ok(ClaimStore::GitLab(Box::new(t))),
+            crate::tracker::Tracker::Linear(t) => Ok(ClaimStore::Linear(Box::new(t))),
+            _ => Err(format!(
+                "{}: the tracker keeps its claims elsewhere (local files or GitHub comments)",
+                cfg.file.display()
+            )),
         }
     }
 
