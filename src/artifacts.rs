@@ -81,6 +81,9 @@ pub struct StateFile {
     pub last_completed_step: u8,
     /// The issue the cycle works on.
     pub current_issue: Option<u32>,
+    /// The same issue as its tracker names it (`#12`, `ENG-12`); absent in older files.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current_issue_ref: Option<String>,
     /// Its feature branch.
     pub current_branch: Option<String>,
     /// The spec directory's name for the issue.

@@ -362,17 +362,111 @@ fn a_merge_refused_by_gitlab_is_read_from_the_merge_requests_fields_after_the_re
     );
 }
 
+/// Two runners with worker ids share one GitLab project: the claim notes keep every issue to
+/// one runner, and each issue is merged once.
 #[test]
-fn claims_of_several_runners_are_refused_on_gitlab_naming_why() {
+fn two_runners_on_one_gitlab_project_never_work_the_same_issue() {
+    let g = LabProject::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Say bye."),
+            (3, "Add a riddle", "Ask one."),
+        ],
+        json!({}),
+        json!({}),
+    );
+    let all = e2e::shared_tracker::two_runners_never_work_one_issue(&g.p, 3);
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1, 2, 3], "{all}");
+    for n in 1..=3 {
+        let issue = g.lab.issue(n);
+        assert!(!issue.open, "{issue:?}");
+        assert!(
+            issue
+                .notes
+                .iter()
+                .any(|b| b.starts_with("sdlc-runner claim: worker=w")),
+            "the claim is a note: {issue:?}"
+        );
+        assert!(
+            !issue.labels.contains(&"sdlc-claimed".to_string()),
+            "released on merge: {issue:?}"
+        );
+    }
+    g.assert_only_known_calls();
+}
+
+/// A runner killed mid-issue leaves its claim note; another runner leaves the issue alone
+/// while the lease runs, then takes it over and merges it.
+#[test]
+fn an_expired_gitlab_claim_is_taken_over() {
     let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
-    let out = g.p.run(&["--worker-id", "w1"]);
+    let text = e2e::shared_tracker::an_expired_claim_is_taken_over(&g.p);
+    assert!(text.contains("claimed issue #1 as worker wb"), "{text}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{text}");
+    g.assert_only_known_calls();
+}
+
+/// The order the agent started the issues in (its first `startIssue` of each).
+fn started_order(p: &Project) -> Vec<String> {
+    let mut order: Vec<String> = Vec::new();
+    for line in p.invocations() {
+        let mut words = line.split_whitespace();
+        if let (Some(issue), Some("startIssue")) = (words.next(), words.next()) {
+            if !order.iter().any(|o| o == issue) {
+                order.push(issue.to_string());
+            }
+        }
+    }
+    order
+}
+
+/// GitLab's own link "is blocked by" holds issue 1 back until issue 2 is merged, though
+/// neither body says so.
+#[test]
+fn an_issue_blocked_by_a_gitlab_link_waits_until_its_blocker_merges() {
+    let g = LabProject::new(
+        &[
+            (1, "Add a greeting", "Say hello."),
+            (2, "Add a farewell", "Say bye."),
+        ],
+        json!({}),
+        json!({}),
+    );
+    g.lab.with(|l| {
+        l.issues[0].links = vec![("is_blocked_by".into(), 2)];
+        l.issues[1].links = vec![("blocks".into(), 1)];
+    });
+    let out = g.p.run(&[]);
     let all = text(&out);
-    assert_eq!(code(&out), 2, "{all}");
-    assert!(
-        all.contains("claims are not kept on a GitLab or Linear tracker"),
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(started_order(&g.p), vec!["2", "1"], "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1, 2], "{all}");
+    g.assert_only_known_calls();
+}
+
+/// Links the token or the plan may not read are no blocker: the body's lines still count,
+/// and the log says so once.
+#[test]
+fn unreadable_gitlab_links_fall_back_to_the_body_lines_and_say_so_once() {
+    let g = LabProject::new(
+        &[
+            (1, "Add a greeting", "Blocked by: #2"),
+            (2, "Add a farewell", "Say bye."),
+        ],
+        json!({}),
+        json!({}),
+    );
+    g.lab.with(|l| l.links_forbidden = true);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(started_order(&g.p), vec!["2", "1"], "{all}");
+    assert_eq!(
+        all.matches("GitLab refused the issue links").count(),
+        1,
         "{all}"
     );
-    assert!(g.p.invocations().is_empty(), "{:?}", g.p.invocations());
+    g.assert_only_known_calls();
 }
 
 /// A 502 from GitLab in the middle of a run (the merge request's creation) is the network's:

@@ -136,6 +136,7 @@ fn workers(cfg: &Config) -> Vec<WorkerView> {
                 session_status: st.as_ref().and_then(|s| s.session_status.clone()),
                 state: st.as_ref().and_then(|s| s.state.clone()),
                 current_issue: st.as_ref().and_then(|s| s.current_issue),
+                current_issue_ref: st.as_ref().and_then(|s| s.current_issue_ref.clone()),
                 current_step: st.as_ref().and_then(|s| s.current_step.clone()),
                 current_attempt: st.as_ref().and_then(|s| s.current_attempt),
                 sticky_halt: st.and_then(|s| s.sticky_halt),
@@ -152,9 +153,13 @@ fn claims(cfg: &Config) -> (Vec<ClaimView>, Option<ClaimView>) {
         crate::config::TrackerConfig::Local { dir, .. } => {
             crate::tracker::claims::ClaimStore::local(dir)
         }
-        // GitLab keeps no claims of its own (docs/scaling.md).
         crate::config::TrackerConfig::Gitlab { .. }
-        | crate::config::TrackerConfig::Linear { .. } => return (Vec::new(), None),
+        | crate::config::TrackerConfig::Linear { .. } => {
+            match crate::tracker::claims::ClaimStore::of_api_tracker(cfg) {
+                Ok(store) => store,
+                Err(_) => return (Vec::new(), None),
+            }
+        }
         crate::config::TrackerConfig::Github { .. } => {
             let mut gh = crate::tracker::GitHub::new(&cfg.project_path);
             gh.timeout = std::time::Duration::from_secs(10);
@@ -238,6 +243,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
     let rec = Journal::read(&journal_path)?;
     let (running_step, wait) = live(&project);
     let mut st = Status {
+        refs: crate::config::IssueRefs::of(cfg),
         project: project.clone(),
         journal: journal_path,
         journal_lines: rec.lines,
@@ -247,6 +253,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         exit_code: None,
         state: None,
         current_issue: None,
+        current_issue_ref: None,
         current_step: None,
         current_attempt: None,
         running_step,
@@ -300,6 +307,7 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
     let state = core.state();
     st.state = Some(state.name().to_string());
     st.current_issue = r.issue;
+    st.current_issue_ref = r.issue.map(|n| st.refs.issue(n));
     st.current_step = state.step().map(|s| s.key().to_string());
     st.current_attempt = session.last_effects.iter().find_map(|e| match e {
         crate::machine::Effect::RunStep { attempt, .. } => Some(*attempt),

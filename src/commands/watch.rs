@@ -207,7 +207,7 @@ fn draw(frame: &mut Frame, picture: &Picture) {
         vec![Row::new(vec![
             "runner".to_string(),
             dash(st.state.clone()),
-            dash(st.current_issue.map(|i| format!("#{i}"))),
+            dash(st.current_issue_ref.clone()),
             dash(st.current_step.clone()),
             status::now_text(st.running_step.as_ref(), st.wait.as_ref()),
             st.runner.clone(),
@@ -219,7 +219,7 @@ fn draw(frame: &mut Frame, picture: &Picture) {
                 Row::new(vec![
                     w.name.clone(),
                     dash(w.state.clone()),
-                    dash(w.current_issue.map(|i| format!("#{i}"))),
+                    dash(w.current_issue_ref.clone()),
                     dash(w.current_step.clone()),
                     status::now_text(w.running_step.as_ref(), w.wait.as_ref()),
                     w.runner.clone(),

@@ -30,6 +30,7 @@ mod defaults;
 mod definition;
 mod duplicates;
 mod error;
+mod issue_refs;
 mod messages;
 pub(crate) mod pricing;
 mod reference;
@@ -47,6 +48,7 @@ pub use definition::{
 };
 use duplicates::duplicate_keys;
 pub use error::*;
+pub use issue_refs::IssueRefs;
 use messages::*;
 pub use pricing::{shipped as shipped_pricing, Price, Pricing, SHIPPED_AS_OF};
 pub use reference::reference_markdown;

@@ -281,9 +281,11 @@ impl Driver {
                 text_file.as_deref(),
             ),
         };
+        let issue_id = self.refs().id(issue);
         let info = AttemptInfo {
             step,
             issue,
+            issue_id: &issue_id,
             attempt,
             prompt: &prompt,
             skill: skill_text.as_deref(),

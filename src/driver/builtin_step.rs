@@ -233,6 +233,7 @@ impl Driver {
             title: self.issue.title.clone(),
             branch: self.issue.branch.clone(),
             feature: self.feature.clone(),
+            refs: self.refs(),
         }
     }
 
@@ -345,6 +346,7 @@ pub(super) struct Facts {
     title: String,
     branch: Option<String>,
     feature: Option<String>,
+    refs: crate::config::IssueRefs,
 }
 
 impl Facts {
@@ -357,6 +359,7 @@ impl Facts {
             title: &self.title,
             branch: found.as_deref().or(self.branch.as_deref()),
             feature: self.feature.as_deref(),
+            refs: &self.refs,
         })
     }
 }

@@ -126,9 +126,11 @@ impl Driver {
 
     /// The command line a first attempt of `step` with `prompt` would run.
     fn planned(&self, step: Step, prompt: &str) -> cli::Invocation {
+        let issue_id = self.refs().id(self.issue.number);
         let info = AttemptInfo {
             step,
             issue: self.issue.number,
+            issue_id: &issue_id,
             attempt: 1,
             prompt,
             skill: None,

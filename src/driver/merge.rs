@@ -314,6 +314,7 @@ impl Driver {
         let number = self.issue.number;
         let title = self.issue.title.clone();
         let branch = self.issue.branch.clone();
+        let refs = self.refs();
         self.patiently("looking at the branch before the merge", move |w| {
             let found = w.git.feature_branch(number).ok().flatten();
             let facts = IssueFacts {
@@ -321,6 +322,7 @@ impl Driver {
                 title: &title,
                 branch: found.as_deref().or(branch.as_deref()),
                 feature: None,
+                refs: &refs,
             };
             builtin::look(&*w.git, &*w.forge, &facts, expected.as_deref())
         })

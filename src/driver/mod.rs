@@ -240,6 +240,11 @@ struct Driver {
 }
 
 impl Driver {
+    /// How the tracker and the forge name issues and changes (`#12`, `ENG-12`, `!34`).
+    fn refs(&self) -> crate::config::IssueRefs {
+        crate::config::IssueRefs::of(&self.cfg)
+    }
+
     /// One entry of the orchestration log, narrated on the console too: a `tracing` event
     /// with the worker, the issue and the step as fields (src/logging.rs writes it).
     fn log(&self, line: &str) {

@@ -144,6 +144,7 @@ impl Driver {
             }
             Effect::ResetCycle => {
                 self.state.current_issue = None;
+                self.state.current_issue_ref = None;
                 self.state.current_branch = None;
                 self.state.feature_name = None;
                 self.state.retries.clear();
@@ -222,7 +223,7 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::Notify(n) => {
-                let (severity, mut text) = report::notice(&n);
+                let (severity, mut text) = report::notice(&n, &self.refs());
                 match n {
                     // Who holds the turn, as the answer that found it busy said.
                     Notice::WaitingForMergeTurn { .. } => {

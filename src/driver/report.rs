@@ -7,15 +7,15 @@ use crate::notify::Severity;
 use crate::redact::redact;
 
 /// The severity and text of a notice the machine emitted, redacted.
-pub fn notice(n: &Notice) -> (Severity, String) {
-    let (severity, text) = notice_text(n);
+pub fn notice(n: &Notice, refs: &crate::config::IssueRefs) -> (Severity, String) {
+    let (severity, text) = notice_text(n, refs);
     (severity, redact(&text))
 }
 
-fn notice_text(n: &Notice) -> (Severity, String) {
+fn notice_text(n: &Notice, refs: &crate::config::IssueRefs) -> (Severity, String) {
     match *n {
         Notice::CycleStarted { issue } => {
-            (Severity::Info, format!("issue #{issue}: cycle started"))
+            (Severity::Info, format!("issue {}: cycle started", refs.issue(issue)))
         }
         Notice::Retrying {
             step,
@@ -62,7 +62,8 @@ fn notice_text(n: &Notice) -> (Severity, String) {
         } => (
             Severity::Warning,
             format!(
-                "issue #{issue} escalated at {} ({}); {consecutive} escalation(s) in a row",
+                "issue {} escalated at {} ({}); {consecutive} escalation(s) in a row",
+                refs.issue(issue),
                 step.key(),
                 cause.describe()
             ),
@@ -71,7 +72,7 @@ fn notice_text(n: &Notice) -> (Severity, String) {
             Severity::Alert,
             "sdlc-runner stopped: the issue tracker failed (no issue blamed; the session stays open, so the next run continues it once the tracker answers)".to_string(),
         ),
-        Notice::Merged { issue } => (Severity::Info, format!("issue #{issue}: merged")),
+        Notice::Merged { issue } => (Severity::Info, format!("issue {}: merged", refs.issue(issue))),
         Notice::FleetPause { seconds, pause } => (
             Severity::Warning,
             format!(
@@ -93,7 +94,8 @@ fn notice_text(n: &Notice) -> (Severity, String) {
         Notice::Withdrawn { issue } => (
             Severity::Warning,
             format!(
-                "issue #{issue}: closed, relabelled or escalated by a person during the cycle; dropped (branch kept, nothing merged or written to it)"
+                "issue {}: closed, relabelled or escalated by a person during the cycle; dropped (branch kept, nothing merged or written to it)",
+                refs.issue(issue)
             ),
         ),
         Notice::Released {
@@ -104,8 +106,10 @@ fn notice_text(n: &Notice) -> (Severity, String) {
         } => (
             Severity::Warning,
             format!(
-                "issue #{issue}: quarantine lifted: the same {class} failure at {} ended issue #{second} too, so it is the environment's, not the issues'",
-                step.key()
+                "issue {}: quarantine lifted: the same {class} failure at {} ended issue {} too, so it is the environment's, not the issues'",
+                refs.issue(issue),
+                step.key(),
+                refs.issue(second)
             ),
         ),
         Notice::ReviewWanted {
@@ -115,7 +119,8 @@ fn notice_text(n: &Notice) -> (Severity, String) {
         } => (
             Severity::Warning,
             format!(
-                "issue #{issue}: CI passed; waiting for review: {} (up to {} min, then the issue waits for a person)",
+                "issue {}: CI passed; waiting for review: {} (up to {} min, then the issue waits for a person)",
+                refs.issue(issue),
                 if changes_requested {
                     "a reviewer asked for changes; the merge waits until they approve"
                 } else {
@@ -127,7 +132,8 @@ fn notice_text(n: &Notice) -> (Severity, String) {
         Notice::WaitingForPerson { issue } => (
             Severity::Warning,
             format!(
-                "issue #{issue}: waiting for a person: no review let its PR merge within review.approvalTimeoutMinutes; not merged, not escalated (the next run looks again)"
+                "issue {}: waiting for a person: no review let its PR merge within review.approvalTimeoutMinutes; not merged, not escalated (the next run looks again)",
+                refs.issue(issue)
             ),
         ),
         Notice::CiPending { seconds, look } => (
@@ -164,7 +170,8 @@ fn notice_text(n: &Notice) -> (Severity, String) {
         Notice::ClaimLost { issue } => (
             Severity::Warning,
             format!(
-                "issue #{issue} is now another runner's (this runner's claim ran out); stopping so that only one runner works on it: work saved"
+                "issue {} is now another runner's (this runner's claim ran out); stopping so that only one runner works on it: work saved",
+                refs.issue(issue)
             ),
         ),
         Notice::ShuttingDown { signal } => (

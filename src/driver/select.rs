@@ -181,13 +181,15 @@ impl Driver {
                     issue.number,
                     crate::sanitize::title(&issue.title)
                 ));
+                let branch = issue.branch_in(&self.refs());
                 self.issue = IssueContext {
                     number: issue.number,
                     title: issue.title.clone(),
-                    branch: Some(issue.branch()),
+                    branch: Some(branch.clone()),
                 };
                 self.state.current_issue = Some(issue.number);
-                self.state.current_branch = Some(issue.branch());
+                self.state.current_issue_ref = Some(self.refs().issue(issue.number));
+                self.state.current_branch = Some(branch);
                 self.state.signal_shutdown = None;
                 self.save_state();
                 Event::IssueSelected {

@@ -555,10 +555,7 @@ fn claim_keeper(
             tracker::GitHub::new(&cfg.project_path),
         )),
         TrackerConfig::Gitlab { .. } | TrackerConfig::Linear { .. } => {
-            return Err(format!(
-                "{}: --worker-id: claims are not kept on a GitLab or Linear tracker yet (docs/scaling.md); run one runner per project, or `run --workers N` on one machine",
-                cfg.file.display()
-            ))
+            crate::tracker::claims::ClaimStore::of_api_tracker(cfg)?
         }
     };
     let longest = Step::ALL

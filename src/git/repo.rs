@@ -52,6 +52,8 @@ pub struct Repo {
     /// Directories inside the work tree that belong to the runner's tracker (the local
     /// tracker's issue files), relative and ending in `/`: never dirt, never committed.
     own_dirs: Vec<String>,
+    /// How the tracker names issues: a feature branch starts with `<id>-` (`12-`, `ENG-12-`).
+    refs: crate::config::IssueRefs,
 }
 
 use crate::process::GIT_TIMEOUT;
@@ -87,6 +89,7 @@ impl Repo {
             has_origin: std::sync::OnceLock::new(),
             git_dirs: std::sync::OnceLock::new(),
             own_dirs: Vec::new(),
+            refs: crate::config::IssueRefs::default(),
         };
         repo.main = repo.detect_main()?;
         Ok(repo)
@@ -108,6 +111,11 @@ impl Repo {
             prefix.push('/');
             self.own_dirs.push(prefix);
         }
+    }
+
+    /// Names issues' branches in the tracker's form (`ENG-12-<slug>` on Linear).
+    pub fn name_issues(&mut self, refs: crate::config::IssueRefs) {
+        self.refs = refs;
     }
 
     /// The runner's own file: an artifact in `.claude/` or a file of the tracker.
@@ -312,7 +320,7 @@ impl Repo {
             return Ok(None);
         }
         self.fetch()?;
-        let pattern = format!("refs/remotes/origin/{issue}-*");
+        let pattern = format!("refs/remotes/origin/{}*", self.refs.branch_prefix(issue));
         let text = self.git_ok(&["for-each-ref", "--format=%(refname:short)", &pattern])?;
         let Some(remote) = text.lines().map(str::trim).filter(|l| !l.is_empty()).min() else {
             return Ok(None);
@@ -324,10 +332,10 @@ impl Repo {
         Ok(Some(name.to_string()))
     }
 
-    /// The local branch named `<issue>-<slug>`. With several, the checked-out one wins, then
-    /// the first by name.
+    /// The local branch named `<issue>-<slug>` (`<TEAM>-<issue>-<slug>` on Linear). With
+    /// several, the checked-out one wins, then the first by name.
     pub fn feature_branch(&self, issue: u32) -> Result<Option<String>, RepoError> {
-        let prefix = format!("{issue}-");
+        let prefix = self.refs.branch_prefix(issue);
         let mut matches: Vec<String> = self
             .local_branches()?
             .into_iter()

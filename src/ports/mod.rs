@@ -78,6 +78,7 @@ impl Ports {
         if let Some(dir) = cfg.tracker.dir() {
             repo.own_dir(dir);
         }
+        repo.name_issues(crate::config::IssueRefs::of(cfg));
         let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
         let tracker = Tracker::from_config(cfg)?;
         let forge = match cfg.forge {

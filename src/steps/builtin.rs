@@ -69,6 +69,8 @@ pub struct IssueFacts<'a> {
     pub branch: Option<&'a str>,
     /// The spec directory name recorded for the issue.
     pub feature: Option<&'a str>,
+    /// How the tracker names the issue (`#12`, `ENG-12`) in titles and descriptions.
+    pub refs: &'a crate::config::IssueRefs,
 }
 
 impl IssueFacts<'_> {
@@ -153,16 +155,21 @@ pub fn create_pr(
     issue: &IssueFacts,
 ) -> Result<String, Failed> {
     let branch = issue.branch()?;
-    let title = format!("{} (#{})", one_line(issue.title), issue.number);
+    let title = format!(
+        "{} ({})",
+        one_line(issue.title),
+        issue.refs.issue(issue.number)
+    );
     let spec = repo.spec_dir(issue.number, issue.feature);
-    let body = pr_body(issue.number, spec.as_deref());
+    let body = pr_body(issue.refs, issue.number, spec.as_deref());
     let pr = forge.create_pr(branch, &title, &body)?;
     Ok(format!("pull request {} is open for {branch}", pr.url))
 }
 
-/// The PR body: the closing keyword first, then the requirements as written for the issue.
-pub fn pr_body(issue: u32, spec_dir: Option<&Path>) -> String {
-    let mut body = format!("Closes #{issue}\n");
+/// The PR body: the closing keyword first (in the tracker's form), then the requirements as
+/// written for the issue.
+pub fn pr_body(refs: &crate::config::IssueRefs, issue: u32, spec_dir: Option<&Path>) -> String {
+    let mut body = format!("{}\n", refs.closes(issue));
     let requirements = spec_dir
         .map(|d| d.join("requirements.md"))
         .and_then(|p| crate::safe_fs::read_no_follow(&p).ok())
@@ -469,10 +476,10 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("requirements.md"), "# Req\n\n- It works.\n")
             .expect("write");
-        let body = pr_body(7, Some(dir.path()));
+        let body = pr_body(&Default::default(), 7, Some(dir.path()));
         assert!(body.starts_with("Closes #7\n"), "{body}");
         assert!(body.contains("- It works."), "{body}");
-        let bare = pr_body(7, None);
+        let bare = pr_body(&Default::default(), 7, None);
         assert!(bare.starts_with("Closes #7\n") && !bare.contains("Req"));
     }
 
@@ -481,7 +488,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let text: String = (0..500).map(|i| format!("line {i}\n")).collect();
         std::fs::write(dir.path().join("requirements.md"), text).expect("write");
-        let body = pr_body(1, Some(dir.path()));
+        let body = pr_body(&Default::default(), 1, Some(dir.path()));
         assert!(body.contains("line 79\n") && !body.contains("line 80\n"));
         assert!(body.contains("truncated"));
     }

@@ -9,8 +9,9 @@
 //! Local tracker: one file per claimed issue, `<tracker dir>/.claims/<N>.json`, created
 //! atomically and exclusively; every read-modify-write holds an exclusive `flock` on
 //! `<tracker dir>/.claims/.lock`, so a takeover can never remove a claim that was renewed or
-//! made a moment earlier. GitHub: the issue is assigned and labelled `sdlc-claimed`, and the
-//! claim is a comment; the comments are then read back and the earliest live claim wins.
+//! made a moment earlier. GitHub, GitLab and Linear: the issue is labelled `sdlc-claimed` (on
+//! GitHub also assigned), and the claim is a comment or note; the notes are then read back and
+//! the earliest live claim wins (`claim_notes.rs`).
 //!
 //! The **merge lease** makes merges one at a time across runners: `<tracker dir>/.claims/
 //! merge.json`, taken and released like a claim (same lock, same expiry, `issue` says what is
@@ -51,8 +52,14 @@ impl crate::call_failure::Kinded for ClaimError {
 /// Where claims are kept.
 #[derive(Debug)]
 pub enum ClaimStore {
-    Local { dir: PathBuf },
+    Local {
+        dir: PathBuf,
+    },
     GitHub(Box<crate::tracker::GitHub>),
+    /// Notes and the claimed label on a GitLab project's issues.
+    GitLab(Box<crate::tracker::GitLab>),
+    /// Comments and the claimed label on a Linear team's issues.
+    Linear(Box<crate::tracker::Linear>),
 }
 
 fn expiry(now: DateTime<Utc>, lease: Duration) -> DateTime<Utc> {
@@ -63,6 +70,29 @@ fn expiry(now: DateTime<Utc>, lease: Duration) -> DateTime<Utc> {
 }
 
 impl ClaimStore {
+    /// The tracker that keeps claims as notes on its issues, or the local store's directory.
+    fn board(&self) -> Result<&dyn super::claim_notes::ClaimBoard, &Path> {
+        match self {
+            ClaimStore::Local { dir } => Err(dir),
+            ClaimStore::GitHub(t) => Ok(&**t),
+            ClaimStore::GitLab(t) => Ok(&**t),
+            ClaimStore::Linear(t) => Ok(&**t),
+        }
+    }
+
+    /// The store of the config's GitLab or Linear tracker: notes on its issues. `Err` names a
+    /// token that is not set, or says that the config's tracker is neither.
+    pub fn of_api_tracker(cfg: &crate::config::Config) -> Result<ClaimStore, String> {
+        match crate::tracker::Tracker::from_config(cfg)? {
+            crate::tracker::Tracker::GitLab(t) => Ok(ClaimStore::GitLab(Box::new(t))),
+            crate::tracker::Tracker::Linear(t) => Ok(ClaimStore::Linear(Box::new(t))),
+            _ => Err(format!(
+                "{}: the tracker keeps its claims elsewhere (local files or GitHub comments)",
+                cfg.file.display()
+            )),
+        }
+    }
+
     /// The local tracker's store: `<tracker dir>/.claims`.
     pub fn local(tracker_dir: &Path) -> ClaimStore {
         ClaimStore::Local {
@@ -72,9 +102,9 @@ impl ClaimStore {
 
     /// Every claim on record, live or expired, by issue number.
     pub fn all(&self) -> Result<Vec<Claim>, ClaimError> {
-        match self {
-            ClaimStore::Local { dir } => local::all(dir),
-            ClaimStore::GitHub(gh) => Ok(gh.claims()?),
+        match self.board() {
+            Ok(board) => Ok(board.board_claims()?),
+            Err(dir) => local::all(dir),
         }
     }
 
@@ -87,9 +117,9 @@ impl ClaimStore {
         now: DateTime<Utc>,
     ) -> Result<Claimed, ClaimError> {
         let until = expiry(now, lease);
-        let claimed = match self {
-            ClaimStore::Local { dir } => local::claim(dir, issue, worker, now, until)?,
-            ClaimStore::GitHub(gh) => gh.claim(issue, worker, now, until)?,
+        let claimed = match self.board() {
+            Ok(board) => board.board_claim(issue, worker, now, until)?,
+            Err(dir) => local::claim(dir, issue, worker, now, until)?,
         };
         if matches!(claimed, Claimed::Won(_)) {
             crate::failpoint::point("claims: claim written");
@@ -107,9 +137,9 @@ impl ClaimStore {
         now: DateTime<Utc>,
     ) -> Result<Option<Claim>, ClaimError> {
         let until = expiry(now, lease);
-        let holder = match self {
-            ClaimStore::Local { dir } => local::renew(dir, issue, worker, now, until)?,
-            ClaimStore::GitHub(gh) => gh.renew(issue, worker, now, until)?,
+        let holder = match self.board() {
+            Ok(board) => board.board_renew(issue, worker, now, until)?,
+            Err(dir) => local::renew(dir, issue, worker, now, until)?,
         };
         if holder.is_none() {
             crate::failpoint::point("claims: renewal written");
@@ -138,7 +168,7 @@ impl ClaimStore {
                 };
                 local::take(dir, &dir.join(local::MERGE_LEASE), mine, now).map(Some)
             }
-            ClaimStore::GitHub(_) => Ok(None),
+            _ => Ok(None),
         }
     }
 
@@ -146,7 +176,7 @@ impl ClaimStore {
     pub fn merge_lease(&self) -> Result<Option<Claim>, ClaimError> {
         match self {
             ClaimStore::Local { dir } => local::read_at(dir, dir.join(local::MERGE_LEASE)),
-            ClaimStore::GitHub(_) => Ok(None),
+            _ => Ok(None),
         }
     }
 
@@ -154,7 +184,7 @@ impl ClaimStore {
     pub fn merge_lease_file(&self) -> Option<PathBuf> {
         match self {
             ClaimStore::Local { dir } => Some(dir.join(local::MERGE_LEASE)),
-            ClaimStore::GitHub(_) => None,
+            _ => None,
         }
     }
 
@@ -162,15 +192,15 @@ impl ClaimStore {
     pub fn release_merge(&self, worker: &str) -> Result<(), ClaimError> {
         match self {
             ClaimStore::Local { dir } => local::give_up(dir, &dir.join(local::MERGE_LEASE), worker),
-            ClaimStore::GitHub(_) => Ok(()),
+            _ => Ok(()),
         }
     }
 
     /// Gives `worker`'s claim on `issue` up; someone else's claim is left alone.
     pub fn release(&self, issue: u32, worker: &str) -> Result<(), ClaimError> {
-        match self {
-            ClaimStore::Local { dir } => local::release(dir, issue, worker),
-            ClaimStore::GitHub(gh) => Ok(gh.release(issue, worker)?),
+        match self.board() {
+            Ok(board) => Ok(board.board_release(issue, worker)?),
+            Err(dir) => local::release(dir, issue, worker),
         }
     }
 }

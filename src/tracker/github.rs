@@ -377,6 +377,7 @@ impl GitHub {
             state_open: open,
             parent: i.parent_issue_url.as_deref().and_then(number_of),
             // Closed as not planned: abandoned, not done.
+            blocked_by: Vec::new(),
             closed_by_merged_pr: (!open
                 && i.state_reason
                     .as_deref()

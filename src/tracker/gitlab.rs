@@ -29,6 +29,8 @@ pub struct GitLab {
     pub label: String,
     /// The durable quarantine label.
     pub escalated_label: String,
+    /// Whether the project's issue links were found unreadable (said once per run).
+    pub links_unreadable: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl From<Failure> for TrackerError {
@@ -73,6 +75,7 @@ impl GitLab {
             state_open: v["state"].as_str() == Some("opened"),
             parent: None,
             closed_by_merged_pr: None,
+            blocked_by: Vec::new(),
         })
     }
 
@@ -112,11 +115,14 @@ impl GitLab {
             "issues?state=opened&labels={}&order_by=created_at&sort=asc",
             path_segment(&self.label)
         )))?;
-        let mut candidates: Vec<Issue> = listed
+        let (mut candidates, listed_projects): (Vec<Issue>, Vec<Option<u64>>) = listed
             .iter()
-            .filter_map(|v| self.parse_issue(v))
-            .filter(|i| i.state_open)
-            .collect();
+            .filter_map(|v| Some((self.parse_issue(v)?, v["project_id"].as_u64())))
+            .filter(|(i, _)| i.state_open)
+            .unzip();
+        for (issue, listed) in candidates.iter_mut().zip(&listed_projects) {
+            issue.blocked_by = self.blockers(issue.number, *listed)?;
+        }
         candidates.sort_by_key(|i| i.number);
         let open_candidates: BTreeSet<u32> = candidates.iter().map(|i| i.number).collect();
         let mut viewed: HashMap<u32, Option<Issue>> = HashMap::new();
@@ -143,6 +149,51 @@ impl GitLab {
             merged,
             &mut blocks,
         )
+    }
+
+    /// The issues of this project that GitLab's links say block `number` (`is_blocked_by`;
+    /// links to other projects' issues left out). A links endpoint the token or the plan may
+    /// not read is no blocker: the body's lines still count, and the log says so once.
+    fn blockers(&self, number: u32, project_id: Option<u64>) -> Result<Vec<u32>, TrackerError> {
+        if self
+            .links_unreadable
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            return Ok(Vec::new());
+        }
+        let path = self.at(&format!("issues/{number}/links"));
+        let answer = self.api.answer("GET", &path, None)?;
+        if matches!(answer.status, 403 | 404) {
+            if !self
+                .links_unreadable
+                .swap(true, std::sync::atomic::Ordering::Relaxed)
+            {
+                say!(
+                    "warning: GitLab refused the issue links of {} (HTTP {}): dependencies come from the issues' `Depends on:` / `Blocked by:` lines only",
+                    self.project,
+                    answer.status
+                );
+            }
+            return Ok(Vec::new());
+        }
+        if !answer.ok() {
+            return Err(self.api.failure("GET", &path, &answer).into());
+        }
+        let links: Value =
+            serde_json::from_slice(&answer.body).map_err(|e| TrackerError::Command {
+                command: format!("GET {}/{path}", self.api.base),
+                detail: format!("the answer is not a list of linked issues ({e})"),
+                kind: CallFailureKind::Other,
+            })?;
+        Ok(links
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|l| l["link_type"].as_str() == Some("is_blocked_by"))
+            .filter(|l| project_id.is_none() || l["project_id"].as_u64() == project_id)
+            .filter_map(|l| l["iid"].as_u64())
+            .filter_map(|n| u32::try_from(n).ok())
+            .collect())
     }
 
     /// The issue `number`, open or closed.
@@ -245,6 +296,65 @@ impl GitLab {
     }
 }
 
+/// Claims on GitLab (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
+/// notes decide, read back in the order GitLab wrote them.
+impl super::claim_notes::ClaimBoard for GitLab {
+    fn notes(&self, issue: u32) -> Result<Vec<super::claim_notes::ClaimNote>, TrackerError> {
+        let path = self.at(&format!(
+            "issues/{issue}/notes?sort=asc&order_by=created_at"
+        ));
+        self.api
+            .pages(&path)?
+            .into_iter()
+            .map(|n| {
+                serde_json::from_value(n).map_err(|e| TrackerError::Command {
+                    command: format!("GET {}/{path}", self.api.base),
+                    detail: format!("a note without its body or created_at ({e})"),
+                    kind: CallFailureKind::Other,
+                })
+            })
+            .collect()
+    }
+
+    fn write_note(&self, issue: u32, text: &str) -> Result<(), TrackerError> {
+        self.api
+            .json(
+                "POST",
+                &self.at(&format!("issues/{issue}/notes")),
+                Some(&json!({ "body": text })),
+            )
+            .map(drop)
+            .map_err(Into::into)
+    }
+
+    fn mark(&self, issue: u32) -> Result<(), TrackerError> {
+        self.edit(
+            issue,
+            json!({ "add_labels": super::claim_notes::CLAIMED_LABEL }),
+        )
+    }
+
+    fn unmark(&self, issue: u32) -> Result<(), TrackerError> {
+        self.edit(
+            issue,
+            json!({ "remove_labels": super::claim_notes::CLAIMED_LABEL }),
+        )
+    }
+
+    fn marked(&self) -> Result<Vec<u32>, TrackerError> {
+        Ok(self
+            .api
+            .pages(&self.at(&format!(
+                "issues?state=opened&labels={}",
+                path_segment(super::claim_notes::CLAIMED_LABEL)
+            )))?
+            .iter()
+            .filter_map(|v| v["iid"].as_u64())
+            .filter_map(|n| u32::try_from(n).ok())
+            .collect())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -260,6 +370,7 @@ mod tests {
             project: "group/sub/project".into(),
             label: "automatable".into(),
             escalated_label: "sdlc-escalated".into(),
+            links_unreadable: Default::default(),
         }
     }
 

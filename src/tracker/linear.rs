@@ -18,8 +18,7 @@ use std::collections::{BTreeSet, HashMap};
 /// Linear keeps comments far longer; diagnostics are kept short.
 const MAX_COMMENT_BYTES: usize = 60_000;
 
-const ISSUE_FIELDS: &str =
-    "id identifier number title description state { type } labels { nodes { name } }";
+const ISSUE_FIELDS: &str = "id identifier number title description state { type } labels { nodes { name } } inverseRelations { nodes { type issue { number team { key } } } }";
 
 /// What `doctor` learns of the team from Linear ([`Linear::team_facts`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -151,7 +150,22 @@ impl Linear {
             state_open: !matches!(state, "completed" | "canceled"),
             parent: None,
             closed_by_merged_pr: None,
+            blocked_by: self.blockers(v),
         })
+    }
+
+    /// The team's issues that block this one: the relations of type `blocks` whose related
+    /// issue is this one (`inverseRelations`); another team's issue is no number here.
+    fn blockers(&self, v: &Value) -> Vec<u32> {
+        v["inverseRelations"]["nodes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["type"].as_str() == Some("blocks"))
+            .filter(|r| r["issue"]["team"]["key"].as_str() == Some(self.team.as_str()))
+            .filter_map(|r| r["issue"]["number"].as_f64())
+            .filter_map(|n| u32::try_from(n as u64).ok())
+            .collect()
     }
 
     /// The raw issue `number` of the team, if it exists.
@@ -298,8 +312,14 @@ impl Linear {
     }
 
     fn set_label(&self, number: u32, on: bool) -> Result<(), TrackerError> {
+        self.set_named_label(number, &self.escalated_label, on)
+    }
+
+    /// Adds (`on`) or removes the team's label `name` on the issue; a missing label is
+    /// created to be added, and nothing to remove.
+    fn set_named_label(&self, number: u32, name: &str, on: bool) -> Result<(), TrackerError> {
         let node = self.node_of(number)?;
-        let Some(label) = self.label_id(&self.escalated_label, on)? else {
+        let Some(label) = self.label_id(name, on)? else {
             return Ok(());
         };
         let (operation, query) = if on {
@@ -381,6 +401,89 @@ impl Linear {
             self.set_label(number, false)?;
         }
         Ok(was)
+    }
+}
+
+/// Claims on Linear (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
+/// comments decide, read back in the order Linear wrote them.
+impl super::claim_notes::ClaimBoard for Linear {
+    fn notes(&self, issue: u32) -> Result<Vec<super::claim_notes::ClaimNote>, TrackerError> {
+        let node = self.node_of(issue)?;
+        let mut notes = Vec::new();
+        let mut after = Value::Null;
+        loop {
+            let data = self.graphql(
+                "ClaimNotes",
+                "query ClaimNotes($id: String!, $after: String) { issue(id: $id) { comments(first: 250, after: $after) { nodes { body createdAt } pageInfo { hasNextPage endCursor } } } }",
+                json!({"id": node["id"], "after": after}),
+            )?;
+            let page = &data["issue"]["comments"];
+            for c in page["nodes"].as_array().into_iter().flatten() {
+                let Some(at) = c["createdAt"]
+                    .as_str()
+                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
+                else {
+                    continue;
+                };
+                notes.push(super::claim_notes::ClaimNote {
+                    body: c["body"].as_str().unwrap_or_default().to_string(),
+                    created_at: at.with_timezone(&chrono::Utc),
+                });
+            }
+            match page["pageInfo"]["endCursor"].as_str() {
+                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
+                    after = Value::from(cursor)
+                }
+                _ => break,
+            }
+        }
+        // Linear pages comments in an order of its own; the claim rule reads them as written.
+        notes.sort_by_key(|n| n.created_at);
+        Ok(notes)
+    }
+
+    fn write_note(&self, issue: u32, text: &str) -> Result<(), TrackerError> {
+        let node = self.node_of(issue)?;
+        self.comment(&node["id"], text)
+    }
+
+    fn mark(&self, issue: u32) -> Result<(), TrackerError> {
+        self.set_named_label(issue, super::claim_notes::CLAIMED_LABEL, true)
+    }
+
+    fn unmark(&self, issue: u32) -> Result<(), TrackerError> {
+        self.set_named_label(issue, super::claim_notes::CLAIMED_LABEL, false)
+    }
+
+    fn marked(&self) -> Result<Vec<u32>, TrackerError> {
+        let query = format!(
+            "query ClaimedIssues($team: String!, $label: String!, $after: String) {{ issues(filter: {{team: {{key: {{eq: $team}}}}, labels: {{name: {{eq: $label}}}}, state: {{type: {{in: [\"unstarted\", \"started\"]}}}}}}, first: 100, after: $after) {{ nodes {{ {ISSUE_FIELDS} }} pageInfo {{ hasNextPage endCursor }} }} }}"
+        );
+        let mut numbers = Vec::new();
+        let mut after = Value::Null;
+        loop {
+            let data = self.graphql(
+                "ClaimedIssues",
+                &query,
+                json!({"team": self.team, "label": super::claim_notes::CLAIMED_LABEL, "after": after}),
+            )?;
+            let page = &data["issues"];
+            numbers.extend(
+                page["nodes"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|v| self.parse_issue(v))
+                    .map(|i| i.number),
+            );
+            match page["pageInfo"]["endCursor"].as_str() {
+                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
+                    after = Value::from(cursor)
+                }
+                _ => break,
+            }
+        }
+        Ok(numbers)
     }
 }
 

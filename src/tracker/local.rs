@@ -269,6 +269,7 @@ impl Local {
             state_open: f.state == State::Open,
             parent: f.parent,
             closed_by_merged_pr: None,
+            blocked_by: Vec::new(),
         }
     }
 

@@ -19,6 +19,7 @@
 //! Unlike the old runner, an open milestone whose issues are all non-automatable or
 //! quarantined does not stall selection: the next milestone is used (docs/design-notes.md).
 
+mod claim_notes;
 pub(crate) mod claims;
 mod github;
 mod gitlab;
@@ -65,21 +66,31 @@ pub struct Issue {
     /// Whether a pull request that closed the issue was merged: `None` when the tracker
     /// lists no closing pull request (or an older `gh` cannot tell).
     pub closed_by_merged_pr: Option<bool>,
+    /// Issues the tracker's own links say block this one (GitLab's `is_blocked_by` links,
+    /// Linear's `blocks` relations), beside the body's lines.
+    pub blocked_by: Vec<u32>,
 }
 
 impl Issue {
-    /// The issues this one waits for: body references and the parent, ascending, without
-    /// itself.
+    /// The issues this one waits for: body references, the tracker's blocking links and the
+    /// parent, ascending, without itself.
     pub fn dependencies(&self) -> Vec<u32> {
         let mut deps: BTreeSet<u32> = body_dependencies(&self.body).into_iter().collect();
         deps.extend(self.parent);
+        deps.extend(self.blocked_by.iter().copied());
         deps.remove(&self.number);
         deps.into_iter().collect()
     }
 
     /// The feature branch for this issue: `<N>-<slug>`.
     pub fn branch(&self) -> String {
-        format!("{}-{}", self.number, slug(&self.title))
+        self.branch_in(&crate::config::IssueRefs::default())
+    }
+
+    /// The feature branch for this issue with the tracker's identifier first:
+    /// `<N>-<slug>`, `ENG-<N>-<slug>` on Linear.
+    pub fn branch_in(&self, refs: &crate::config::IssueRefs) -> String {
+        format!("{}{}", refs.branch_prefix(self.number), slug(&self.title))
     }
 
     /// A closed dependency counts as done unless the tracker shows that the pull requests
@@ -350,6 +361,7 @@ impl Tracker {
                 project: cfg.gitlab.project.clone().unwrap_or_default(),
                 label: label.clone(),
                 escalated_label: escalated_label.clone(),
+                links_unreadable: Default::default(),
             }),
             crate::config::TrackerConfig::Linear {
                 label,
@@ -486,6 +498,7 @@ mod tests {
             escalated: false,
             parent: None,
             closed_by_merged_pr: None,
+            blocked_by: Vec::new(),
         }
     }
 

@@ -31,6 +31,10 @@ pub struct Issue {
     pub open: bool,
     pub labels: Vec<String>,
     pub notes: Vec<String>,
+    /// When each note was written (`created_at`), beside `notes`.
+    pub note_times: Vec<String>,
+    /// Issues this one is linked to (`…/issues/:iid/links`): (`link_type`, other iid).
+    pub links: Vec<(String, u32)>,
 }
 
 #[derive(Debug, Clone)]
@@ -81,6 +85,8 @@ pub struct Lab {
     /// Refusals to serve once each: the first request whose `METHOD path` contains the
     /// pattern gets the status (a 5xx, a 401 of a revoked token).
     pub failures: Vec<(String, u16)>,
+    /// Issue links are refused (403), as for a token or plan that may not read them.
+    pub links_forbidden: bool,
     /// The access level of the token's account.
     pub access_level: u64,
     /// Every request: `METHOD path?query`.
@@ -180,6 +186,8 @@ impl FakeGitLab {
                     open: true,
                     labels: vec!["automatable".into()],
                     notes: Vec::new(),
+                    note_times: Vec::new(),
+                    links: Vec::new(),
                 })
                 .collect(),
             access_level: 40,
@@ -501,7 +509,8 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
                 .notes
                 .iter()
                 .enumerate()
-                .map(|(n, b)| json!({"id": n + 1, "body": b, "system": false, "author": {"username": "someone"}}))
+                .map(|(n, b)| json!({"id": n + 1, "body": b, "system": false,
+                    "created_at": i.note_times.get(n), "author": {"username": "someone"}}))
                 .collect();
             if req.param("sort") == Some("desc") {
                 notes.reverse();
@@ -511,12 +520,33 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             }
             page_one(notes)
         }
+        ("GET", ["issues", iid, "links"]) => {
+            if lab.links_forbidden {
+                return status(403, "403 Forbidden");
+            }
+            let Some(i) = lab.issues.iter().find(|i| i.iid.to_string() == *iid) else {
+                return status(404, "404 Not found");
+            };
+            let list: Vec<Value> = i
+                .links
+                .iter()
+                .filter_map(|(kind, other)| {
+                    let o = lab.issues.iter().find(|x| x.iid == *other)?;
+                    let mut v = issue_json(o);
+                    v["link_type"] = json!(kind);
+                    v["issue_link_id"] = json!(1000 + other);
+                    Some(v)
+                })
+                .collect();
+            ok(Value::Array(list))
+        }
         ("POST", ["issues", iid, "notes"]) => {
             let Some(i) = lab.issues.iter_mut().find(|i| i.iid.to_string() == *iid) else {
                 return status(404, "404 Not found");
             };
             i.notes
                 .push(req.body["body"].as_str().unwrap_or_default().to_string());
+            i.note_times.push(now_rfc3339());
             let mut a = ok(json!({"id": i.notes.len(), "body": req.body["body"], "system": false}));
             a.status = 201;
             a

@@ -25,6 +25,10 @@ pub struct Issue {
     pub state: String,
     pub labels: Vec<String>,
     pub comments: Vec<String>,
+    /// When each comment was written (`createdAt`), beside `comments`.
+    pub comment_times: Vec<String>,
+    /// Issues that block this one (`inverseRelations` of type `blocks`), by number.
+    pub blocked_by: Vec<u32>,
 }
 
 #[derive(Debug, Default)]
@@ -54,6 +58,8 @@ impl FakeLinear {
                     state: "unstarted".into(),
                     labels: vec!["automatable".into()],
                     comments: Vec::new(),
+                    comment_times: Vec::new(),
+                    blocked_by: Vec::new(),
                 })
                 .collect(),
             labels: vec!["automatable".into()],
@@ -105,7 +111,9 @@ fn node(i: &Issue) -> Value {
     json!({"id": format!("lin-{}", i.number), "identifier": format!("{TEAM}-{}", i.number),
         "number": f64::from(i.number), "title": i.title, "description": i.description,
         "state": {"type": i.state},
-        "labels": {"nodes": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>()}})
+        "labels": {"nodes": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>()},
+        "inverseRelations": {"nodes": i.blocked_by.iter().map(|n| json!({"type": "blocks",
+            "issue": {"number": f64::from(*n), "team": {"key": TEAM}}})).collect::<Vec<_>>()}})
 }
 
 fn error(code: &str, message: &str) -> Answer {
@@ -148,7 +156,22 @@ fn answer(team: &mut Team, auth: Option<&str>, body: &Value) -> Answer {
         );
     }
     let data = match op.as_str() {
-        "Candidates" => {
+        "ClaimNotes" => {
+            let Some(i) = by_id(team, &vars["id"]) else {
+                return error("ENTITY_NOT_FOUND", "Entity not found");
+            };
+            // Newest first, as Linear may page them: the runner orders them itself.
+            let nodes: Vec<Value> = i
+                .comments
+                .iter()
+                .zip(&i.comment_times)
+                .rev()
+                .map(|(c, at)| json!({"body": c, "createdAt": at}))
+                .collect();
+            json!({"issue": {"comments": {"nodes": nodes,
+                "pageInfo": {"hasNextPage": false, "endCursor": null}}}})
+        }
+        "Candidates" | "ClaimedIssues" => {
             let label = vars["label"].as_str().unwrap_or_default();
             let nodes: Vec<Value> = team
                 .issues
@@ -186,6 +209,8 @@ fn answer(team: &mut Team, auth: Option<&str>, body: &Value) -> Answer {
             };
             i.comments
                 .push(vars["body"].as_str().unwrap_or_default().to_string());
+            i.comment_times
+                .push(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true));
             json!({"commentCreate": {"success": true}})
         }
         "LabelByName" => {

@@ -5,6 +5,7 @@
 pub mod fake_gitlab;
 pub mod fake_linear;
 pub mod github_api;
+pub mod shared_tracker;
 pub mod wire;
 
 use serde_json::{json, Value};
@@ -50,7 +51,10 @@ pub fn invocations_in(log: &Path) -> Vec<(u32, String)> {
         .lines()
         .filter_map(|l| {
             let mut w = l.split_whitespace();
-            Some((w.next()?.parse().ok()?, w.next()?.to_string()))
+            // `12`, or a tracker's identifier `ENG-12`.
+            let issue = w.next()?;
+            let number = issue.rsplit_once('-').map_or(issue, |(_, n)| n);
+            Some((number.parse().ok()?, w.next()?.to_string()))
         })
         .collect()
 }

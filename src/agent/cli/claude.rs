@@ -23,6 +23,8 @@ pub struct AttemptInfo<'a> {
     pub step: Step,
     /// The issue it works on.
     pub issue: u32,
+    /// The issue as the tracker names it (`12`, `ENG-12`): the agent's `SDLC_ISSUE`.
+    pub issue_id: &'a str,
     /// Attempt number within the step, from 1.
     pub attempt: u32,
     /// The prompt the agent gets.
@@ -74,7 +76,7 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
     ));
     env.push(("SDLC_STEP".into(), a.step.key().into()));
     env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));
-    env.push(("SDLC_ISSUE".into(), a.issue.to_string()));
+    env.push(("SDLC_ISSUE".into(), a.issue_id.to_string()));
     env.push(("SDLC_ATTEMPT".into(), a.attempt.to_string()));
     Invocation { program, args, env }
 }
@@ -97,6 +99,7 @@ mod tests {
         let a = AttemptInfo {
             step: Step::Verify,
             issue: 4,
+            issue_id: "4",
             attempt: 2,
             prompt: "P",
             skill: Some("SKILL"),
@@ -126,6 +129,7 @@ mod tests {
         let a = AttemptInfo {
             step: Step::Implement,
             issue: 1,
+            issue_id: "1",
             attempt: 1,
             prompt: "P",
             skill: None,

@@ -250,7 +250,7 @@ fn step_env(agent: &AgentConfig, a: &AttemptInfo) -> Vec<(String, String)> {
         .collect();
     env.push(("SDLC_STEP".into(), a.step.key().into()));
     env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));
-    env.push(("SDLC_ISSUE".into(), a.issue.to_string()));
+    env.push(("SDLC_ISSUE".into(), a.issue_id.to_string()));
     env.push(("SDLC_ATTEMPT".into(), a.attempt.to_string()));
     env
 }
@@ -301,6 +301,7 @@ mod tests {
         AttemptInfo {
             step,
             issue: 4,
+            issue_id: "4",
             attempt: 2,
             prompt: "P",
             skill,

@@ -80,7 +80,7 @@ pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
     let dir = &ctx.cwd;
     let work = || -> Result<String, GitWorkError> {
         let n = ctx.issue.unwrap_or(0);
-        let branch = branch_name(n);
+        let branch = ctx.branch(n);
         let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
         if current.trim() != branch {
             git(dir, &["checkout", "--quiet", &branch])?;
@@ -147,7 +147,7 @@ pub fn teammate_writes_shared(ctx: &Context) -> Result<(), GitWorkError> {
 pub fn leave_conflict(ctx: &Context) -> Result<String, GitWorkError> {
     let dir = &ctx.cwd;
     let n = ctx.issue.unwrap_or(0);
-    let branch = branch_name(n);
+    let branch = ctx.branch(n);
     let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
     if current.trim() != branch {
         git(dir, &["checkout", "--quiet", &branch])?;
@@ -173,7 +173,7 @@ pub fn leave_conflict(ctx: &Context) -> Result<String, GitWorkError> {
 pub fn merge_losing_race(ctx: &Context) -> Result<(), GitWorkError> {
     let dir = &ctx.cwd;
     let n = ctx.issue.unwrap_or(0);
-    merge_on_main(dir, n)?;
+    merge_on_main(dir, n, ctx.branch(n))?;
     let origin = git(dir, &["remote", "get-url", "origin"])?;
     let other = tempfile::tempdir().map_err(|source| GitWorkError::Write {
         path: "a temporary directory".to_string(),
@@ -225,8 +225,7 @@ pub fn branch_name(n: u32) -> String {
 
 /// Main checked out and pulled, and issue `n`'s branch merged into it (not pushed); the
 /// branch's name.
-fn merge_on_main(dir: &Path, n: u32) -> Result<String, GitWorkError> {
-    let branch = branch_name(n);
+fn merge_on_main(dir: &Path, n: u32, branch: String) -> Result<String, GitWorkError> {
     checkout_and_pull_main(dir)?;
     let message = format!("Merge issue #{n}");
     git(dir, &["merge", "--no-ff", &branch, "-m", &message])?;
@@ -285,7 +284,7 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
         }
         Step::StartIssue => {
             let n = issue()?;
-            let branch = branch_name(n);
+            let branch = ctx.branch(n);
             let exists = git(dir, &["rev-parse", "--verify", "--quiet", &branch]).is_ok();
             if exists {
                 git(dir, &["checkout", &branch])?;
@@ -298,7 +297,7 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
         }
         Step::WriteSpecs => {
             let n = issue()?;
-            let rel = format!("specs/{}", branch_name(n));
+            let rel = format!("specs/{}", ctx.branch(n));
             for (file, body) in [
                 (
                     "requirements.md",
@@ -339,7 +338,7 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
         Step::Simplify => {
             // An agent simplifying works on the issue's branch, wherever it found HEAD.
             let n = issue()?;
-            let branch = branch_name(n);
+            let branch = ctx.branch(n);
             let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
             if current.trim() != branch
                 && git(dir, &["rev-parse", "--verify", "--quiet", &branch]).is_ok()
@@ -353,7 +352,7 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
         }
         Step::CommitPush => {
             let n = issue()?;
-            let branch = branch_name(n);
+            let branch = ctx.branch(n);
             // The runner's own files live in .claude/ and must never reach a commit.
             git(dir, &["add", "-A", "--", ".", ":(exclude).claude"])?;
             if git(dir, &["diff", "--cached", "--quiet"]).is_err() {
@@ -364,7 +363,7 @@ pub fn do_step_work(ctx: &Context) -> Result<String, GitWorkError> {
         }
         Step::Merge => {
             let n = issue()?;
-            let branch = merge_on_main(dir, n)?;
+            let branch = merge_on_main(dir, n, ctx.branch(n))?;
             git(dir, &["push", "origin", "main"])?;
             Ok(format!("Merged {branch} into main and pushed."))
         }

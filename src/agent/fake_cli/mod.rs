@@ -72,6 +72,9 @@ pub enum FakeAgentError {
 #[derive(Debug, Clone)]
 pub struct Context {
     pub issue: Option<u32>,
+    /// The issue as the runner named it in `SDLC_ISSUE`: `12`, or `ENG-12` on Linear. It
+    /// leads the branch name, as the runner's branches do.
+    pub issue_id: Option<String>,
     pub step: Step,
     pub attempt: u32,
     pub cwd: PathBuf,
@@ -87,12 +90,13 @@ impl Context {
             value: step_text.clone(),
             why: "is not a step key (startCycle ... merge); the runner sets it",
         })?;
-        let issue = match var("SDLC_ISSUE") {
+        let issue_id = var("SDLC_ISSUE").map(|v| v.trim().to_string());
+        let issue = match &issue_id {
             None => None,
-            Some(v) => Some(v.trim().parse().map_err(|_| FakeAgentError::Env {
+            Some(v) => Some(issue_number(v).ok_or_else(|| FakeAgentError::Env {
                 var: "SDLC_ISSUE",
                 value: v.clone(),
-                why: "is not an issue number",
+                why: "is not an issue number or a tracker's identifier (12, ENG-12)",
             })?),
         };
         let attempt = match var("SDLC_ATTEMPT") {
@@ -106,10 +110,42 @@ impl Context {
         let cwd = std::env::current_dir().map_err(FakeAgentError::Cwd)?;
         Ok(Context {
             issue,
+            issue_id,
             step,
             attempt,
             cwd,
         })
+    }
+}
+
+/// The number of `12` or of a tracker's identifier `ENG-12`.
+fn issue_number(id: &str) -> Option<u32> {
+    let digits = id.rsplit_once('-').map_or(id, |(_, n)| n);
+    digits.parse().ok()
+}
+
+impl Context {
+    /// The issue as the runner named it: `12`, `ENG-12`; `-` without one.
+    pub fn named(&self) -> String {
+        match (&self.issue_id, self.issue) {
+            (Some(id), Some(n)) if id.contains('-') => {
+                let team = id.rsplit_once('-').map_or("", |(t, _)| t);
+                format!("{team}-{n}")
+            }
+            (_, Some(n)) => n.to_string(),
+            (_, None) => "-".to_string(),
+        }
+    }
+
+    /// The branch this fake agent uses for issue `n`: `<id>-issue-<n>`, so `12-issue-12` or
+    /// `ENG-12-issue-12`, matching the runner's `<id>-<slug>`.
+    pub fn branch(&self, n: u32) -> String {
+        match &self.issue_id {
+            Some(id) if id.contains('-') && self.issue == Some(n) => {
+                format!("{}-issue-{n}", self.named())
+            }
+            _ => git::branch_name(n),
+        }
     }
 }
 
@@ -189,7 +225,7 @@ fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
     let Some(path) = std::env::var_os(LOG_ENV).map(PathBuf::from) else {
         return Ok(());
     };
-    let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
+    let issue = ctx.named();
     // The pid lets a test stop an agent whose runner it killed with SIGKILL.
     let line = format!(
         "{issue} {} {} {outcome} {}\n",

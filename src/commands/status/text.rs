@@ -21,7 +21,7 @@ impl Status {
                 how.push_str(&format!(", {state}"));
             }
             if let (Some(n), Some(step)) = (w.current_issue, &w.current_step) {
-                how.push_str(&format!(", issue #{n} at {step}"));
+                how.push_str(&format!(", issue {} at {step}", self.refs.issue(n)));
                 if let Some(a) = w.current_attempt {
                     how.push_str(&format!(" attempt {a}"));
                 }
@@ -31,7 +31,7 @@ impl Status {
             }
             line(format!("worker {}: {} ({how})", w.name, w.runner));
             if let Some(r) = &w.running_step {
-                line(format!("  running:  {}", running_text(r)));
+                line(format!("  running:  {}", running_text(r, &self.refs)));
             }
             if let Some(wait) = &w.wait {
                 line(format!("  waiting:  {}", wait_text(wait)));
@@ -40,8 +40,8 @@ impl Status {
         let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
         for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
             line(format!(
-                "{what} #{} by worker {} until {}{}",
-                c.issue,
+                "{what} {} by worker {} until {}{}",
+                self.refs.issue(c.issue),
                 c.worker,
                 c.expires_at,
                 if c.live {
@@ -79,7 +79,7 @@ impl Status {
             line(format!(
                 "issue:    {}",
                 self.current_issue
-                    .map_or("none".to_string(), |i| format!("#{i}"))
+                    .map_or("none".to_string(), |i| self.refs.issue(i))
             ));
             line(format!(
                 "step:     {}{}",
@@ -90,7 +90,7 @@ impl Status {
             ));
         }
         if let Some(r) = &self.running_step {
-            line(format!("running:  {}", running_text(r)));
+            line(format!("running:  {}", running_text(r, &self.refs)));
         }
         if let Some(w) = &self.wait {
             line(format!("waiting:  {}", wait_text(w)));
@@ -119,7 +119,7 @@ impl Status {
                 let waiting: Vec<String> = c
                     .waiting_for_person
                     .iter()
-                    .map(|i| format!("#{i}"))
+                    .map(|&i| self.refs.issue(i))
                     .collect();
                 line(format!(
                     "  review rounds: {}/{max} (looks that found the merge held: {}; waiting for a person: {})",
@@ -128,8 +128,11 @@ impl Status {
                     if waiting.is_empty() { "none".to_string() } else { waiting.join(", ") }
                 ));
             }
-            let escalated: Vec<String> =
-                c.escalated_issues.iter().map(|i| format!("#{i}")).collect();
+            let escalated: Vec<String> = c
+                .escalated_issues
+                .iter()
+                .map(|&i| self.refs.issue(i))
+                .collect();
             line(format!(
                 "  escalated issues: {}",
                 if escalated.is_empty() {
@@ -227,7 +230,7 @@ impl Status {
                 s.current_step,
                 s.last_completed_step,
                 s.current_issue
-                    .map_or("none".to_string(), |i| format!("#{i}"))
+                    .map_or("none".to_string(), |i| self.refs.issue(i))
             )),
             (None, Some(e)) => line(format!("state file: {}: {e}", sf.path.display())),
             (None, None) => line(format!("state file: {} (missing)", sf.path.display())),
@@ -241,14 +244,14 @@ impl Status {
     }
 }
 
-/// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit`.
-pub fn running_text(r: &RunningStepView) -> String {
+/// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit` (`of ENG-12` on Linear).
+pub fn running_text(r: &RunningStepView, refs: &crate::config::IssueRefs) -> String {
     let s = &r.step;
     format!(
-        "{} attempt {} of #{} · {}",
+        "{} attempt {} of {} · {}",
         s.step,
         s.attempt,
-        s.issue,
+        refs.issue(s.issue),
         tally(r)
     )
 }

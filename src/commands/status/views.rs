@@ -11,6 +11,9 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
+    /// How the tracker names issues (`#12`, `ENG-12`): the text form names them so.
+    #[serde(skip)]
+    pub refs: crate::config::IssueRefs,
     pub project: PathBuf,
     pub journal: PathBuf,
     pub journal_lines: u64,
@@ -22,6 +25,8 @@ pub struct Status {
     pub exit_code: Option<u8>,
     pub state: Option<String>,
     pub current_issue: Option<u32>,
+    /// The current issue as its tracker names it (`#12`, `ENG-12`), for the status page.
+    pub current_issue_ref: Option<String>,
     pub current_step: Option<String>,
     /// The attempt of the current step the agent (or the runner) is working on, if one is.
     pub current_attempt: Option<u32>,
@@ -75,6 +80,8 @@ pub struct WorkerView {
     pub session_status: Option<String>,
     pub state: Option<String>,
     pub current_issue: Option<u32>,
+    /// The current issue as its tracker names it (`#12`, `ENG-12`).
+    pub current_issue_ref: Option<String>,
     pub current_step: Option<String>,
     pub current_attempt: Option<u32>,
     pub running_step: Option<RunningStepView>,

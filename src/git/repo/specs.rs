@@ -66,13 +66,28 @@ impl Repo {
     }
 }
 
-/// The issue number of a `<N>-<slug>` name.
+/// The issue number of a `<N>-<slug>` name, or of a `<TEAM>-<N>-<slug>` one (a Linear
+/// team's key, upper-case letters and digits, leads the name: `ENG-12-add-x`).
 pub fn leading_issue(name: &str) -> Option<u32> {
-    let (num, rest) = name.split_once('-')?;
-    if rest.is_empty() || num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    num.parse().ok()
+    let number = |name: &str| -> Option<u32> {
+        let (num, rest) = name.split_once('-')?;
+        if rest.is_empty() || num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        num.parse().ok()
+    };
+    number(name).or_else(|| {
+        let (team, rest) = name.split_once('-')?;
+        let key = team.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+            && team
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        if key {
+            number(rest)
+        } else {
+            None
+        }
+    })
 }
 
 fn declares_issue(requirements: &Path, issue: u32) -> bool {
@@ -88,4 +103,26 @@ fn declares_issue(requirements: &Path, issue: u32) -> bool {
                 .is_some_and(|c| c.is_ascii_digit())
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::leading_issue;
+
+    #[test]
+    fn a_branch_names_its_issue_by_number_or_by_a_team_key_and_number() {
+        assert_eq!(leading_issue("12-add-x"), Some(12));
+        assert_eq!(leading_issue("ENG-12-add-x"), Some(12));
+        assert_eq!(leading_issue("ENG2-12-add-x"), Some(12));
+        for none in [
+            "ENG-12-",
+            "eng-12-add-x",
+            "feature-x",
+            "ENG-x-12",
+            "12-",
+            "-12-x",
+        ] {
+            assert_eq!(leading_issue(none), None, "{none}");
+        }
+    }
 }

@@ -91,8 +91,8 @@
     halt.hidden = !halted;
     halt.textContent = halted ? "HALTED: " + halted + (st.lastFailure ? "\nlast failure: " + st.lastFailure.class + " in " + st.lastFailure.step + " (" + st.lastFailure.signature + ")" : "") : "";
     const rows = fleet
-      ? st.workers.map((w) => ({ name: w.name, state: w.state, issue: w.currentIssue, step: w.currentStep, attempt: w.currentAttempt, running: w.runningStep, wait: w.wait, runner: w.runner }))
-      : [{ name: "runner", state: st.state, issue: st.currentIssue, step: st.currentStep, attempt: st.currentAttempt, running: st.runningStep, wait: st.wait, runner: st.runner }];
+      ? st.workers.map((w) => ({ name: w.name, state: w.state, issue: w.currentIssue, issueRef: w.currentIssueRef, step: w.currentStep, attempt: w.currentAttempt, running: w.runningStep, wait: w.wait, runner: w.runner }))
+      : [{ name: "runner", state: st.state, issue: st.currentIssue, issueRef: st.currentIssueRef, step: st.currentStep, attempt: st.currentAttempt, running: st.runningStep, wait: st.wait, runner: st.runner }];
     const body = $("workers").tBodies[0];
     body.replaceChildren();
     for (const r of rows) {
@@ -100,7 +100,7 @@
       const tr = document.createElement("tr");
       tr.className = "worker";
       tr.dataset.worker = r.name;
-      for (const v of [r.name, states.get(r.name) || r.state || "—", r.issue ? "#" + r.issue : "—", r.step ? r.step + (r.attempt ? " · attempt " + r.attempt : "") : "—"]) tr.appendChild(text("td", v));
+      for (const v of [r.name, states.get(r.name) || r.state || "—", r.issueRef || (r.issue ? "#" + r.issue : "—"), r.step ? r.step + (r.attempt ? " · attempt " + r.attempt : "") : "—"]) tr.appendChild(text("td", v));
       const now = text("td", "", "now");
       now.live = { running: r.running, wait: r.wait };
       tr.appendChild(now);

@@ -101,6 +101,7 @@ impl World {
                     escalated: false,
                     parent: None,
                     closed_by_merged_pr: None,
+                    blocked_by: Vec::new(),
                 },
             );
         }
