@@ -496,3 +496,31 @@ fn a_thread_on_a_merge_request_is_answered_in_one_round_and_merged_once_approved
         );
     }
 }
+
+/// A bot in `review.ignoreAuthors` that opens a thread holds nothing: the reviewer's approval
+/// of the verified head lets the merge request merge, and the bot's words reach no agent.
+#[test]
+fn an_ignored_bots_thread_on_a_merge_request_does_not_hold_the_merge() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        json!({"review": {"requireApproval": true, "approvalTimeoutMinutes": 0.2,
+            "ignoreAuthors": ["lint-bot"]}}),
+    );
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.lab.with(|l| {
+        l.thread(
+            "lint-bot",
+            "Style nit from the bot.",
+            Some(("src/lib.rs", 3)),
+        );
+        l.approve("ann");
+    });
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), [1], "{all}");
+    let told = std::fs::read_to_string(g.p.root.join("prompts.log")).unwrap_or_default();
+    assert!(!told.contains("Style nit from the bot."), "{told}");
+}

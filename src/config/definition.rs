@@ -196,8 +196,8 @@ pub struct ReviewConfig {
     #[serde(default = "d::max_review_rounds")]
     #[schemars(range(min = 0, max = 20))]
     pub max_review_rounds: u32 => u32 = count,
-    /// Authors (bots) whose reviews and comments are never handed to the agent; other bots
-    /// count as reviewers. The runner's own account is left out too (GitHub and GitLab: the
+    /// Authors (bots) whose reviews and comments are never handed to the agent and whose
+    /// requests for changes hold no merge; other bots count as reviewers. The runner's own account is left out too (GitHub and GitLab: the
     /// token's user; the local forge: `sdlc-runner`).
     #[serde(default)]
     pub ignore_authors: Vec<String> => Vec<String> = review_authors,

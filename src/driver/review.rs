@@ -36,7 +36,9 @@ impl Driver {
             }
             network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => return event,
         };
-        let decision = state.decision;
+        // A listed bot's request for changes holds no merge (its words are never handed
+        // either: the machine leaves its feedback out).
+        let decision = state.decision_without(&self.cfg.review.ignore_authors_with_the_runner());
         let said = match decision {
             ReviewDecision::Approved => "approved",
             ReviewDecision::ChangesRequested => "changes requested",
