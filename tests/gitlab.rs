@@ -524,3 +524,57 @@ fn an_ignored_bots_thread_on_a_merge_request_does_not_hold_the_merge() {
     let told = std::fs::read_to_string(g.p.root.join("prompts.log")).unwrap_or_default();
     assert!(!told.contains("Style nit from the bot."), "{told}");
 }
+
+/// `doctor` on the gitlab forge asks for the newest merge request's discussions and approvals,
+/// as the review gate will: readable, it says so; refused, it fails naming the token's
+/// variable and what to grant.
+#[test]
+fn doctor_checks_that_the_token_can_read_merge_request_discussions_and_approvals() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.lab.with(|l| {
+        l.mrs.push(e2e::fake_gitlab::MergeRequest {
+            iid: 1,
+            source: "1-add-a-greeting".into(),
+            target: "main".into(),
+            title: "Add a greeting".into(),
+            description: String::new(),
+            state: "opened".into(),
+            merged_sha: None,
+        })
+    });
+    let doctor = || {
+        let out =
+            g.p.command(&["doctor", "--config", g.p.config.to_str().expect("utf8")])
+                .output()
+                .expect("doctor");
+        (code(&out), text(&out))
+    };
+    let (_, all) = doctor();
+    let line = all
+        .lines()
+        .find(|l| l.contains("discussions and approvals"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(line.contains("readable") && line.contains("!1"), "{line}");
+    let requests = g.lab.requests();
+    for list in [
+        "/merge_requests/1/discussions",
+        "/merge_requests/1/approvals",
+    ] {
+        assert!(
+            requests.iter().any(|r| r.contains(list)),
+            "{list}: {requests:#?}"
+        );
+    }
+    g.lab.with(|l| l.failures.push(("/approvals".into(), 403)));
+    let (code, all) = doctor();
+    assert_ne!(code, 0, "{all}");
+    let line = all
+        .lines()
+        .find(|l| l.contains("approvals"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(line.contains("403"), "{all}");
+    assert!(
+        all.contains("GITLAB_TOKEN") && all.contains("Reporter"),
+        "names the token and what to grant: {all}"
+    );
+}
