@@ -645,3 +645,70 @@ fn an_ignored_bots_request_for_changes_does_not_hold_the_merge() {
     assert!(all.contains("a reviewer asked for changes"), "{all}");
     assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
 }
+
+/// The runner is killed (SIGKILL) while the agent of a review round works. The restart counts
+/// the killed round as a KILLED attempt of monitorCI, hands no comment twice, never merges
+/// over the standing request for changes, and merges once when the reviewer approves.
+/// (Not yet: the restart retries monitorCI rather than the round, so the round's work is
+/// lost; docs/reviews.md "Not yet".)
+#[test]
+fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        json!({}),
+    );
+    // The round's first agent never ends by itself (the runner is killed under it); after
+    // the restart the fake agent answers.
+    let once = p.root.join("round-started");
+    let wrapper = round_agent(
+        &p,
+        &format!(
+            "if [ -e '{once}' ]; then exec '{bin}' \"$@\"; fi\necho $$ > '{once}'\nexec sleep 120",
+            once = once.display(),
+            bin = e2e::BIN
+        ),
+    );
+    let mut cfg = gate_with(true, 0.5, json!({}));
+    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
+    p.set_config(cfg);
+    let mut child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::fs::read_to_string(&once).map_or(true, |pid| pid.trim().is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the round never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let stray: i32 = std::fs::read_to_string(&once)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let restarted = p.spawn(&[]);
+    // After the restart the request still holds the merge: the runner waits again.
+    p.wait_for_journal("\"class\":\"KILLED\"", WAIT);
+    p.wait_for_journal("\"seconds\":20", WAIT);
+    assert!(e2e::merged_issues(&p.origin).is_empty());
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(restarted, WAIT);
+    e2e::kill_pids(&[stray]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "merged once: {all}");
+    let told = prompts(&p);
+    assert!(told.matches("Rename foo to bar.").count() <= 1, "{told}");
+    let argv = std::fs::read_to_string(p.root.join("round-argv.log")).unwrap_or_default();
+    assert_eq!(
+        argv.matches("Rename foo to bar.").count(),
+        1,
+        "handed to the killed round only: {argv}"
+    );
+    p.replays_exactly();
+}
