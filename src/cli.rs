@@ -244,6 +244,10 @@ pub enum DemoScenario {
     Lifecycle,
     /// Every implementation fails the same way: early escalations, then a failure-loop halt.
     FailureLoop,
+    /// A pull request is a conversation: the merge waits for a person's approval, a
+    /// reviewer asks for changes (through the store `sdlc-runner review` writes), one
+    /// `addressReview` round answers, the reviewer approves and the runner merges.
+    Review,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -78,7 +78,7 @@ fn invalid_config_exits_2_listing_every_error() {
     assert_eq!(
         text(&out.stderr),
         "sdlc-config.json: maxRetries: unknown key; did you mean \"maxRetriesPerStep\"?\n\
-         sdlc-config.json: steps.deploy: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge\n\
+         sdlc-config.json: steps.deploy: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge, addressReview\n\
          sdlc-config.json: steps.verify.effort: \"max\" is not one of low|medium|high|xhigh\n\
          sdlc-config.json: steps.verify.enabled: verify cannot be disabled (only simplify can)\n\
          sdlc-config.json: steps.merge.effort: model \"haiku\" does not support effort: remove effort from this step\n\

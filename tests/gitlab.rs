@@ -590,3 +590,85 @@ fn a_thread_on_a_merge_request_is_answered_in_one_round_and_merged_once_approved
         );
     }
 }
+
+/// A bot in `review.ignoreAuthors` that opens a thread holds nothing: the reviewer's approval
+/// of the verified head lets the merge request merge, and the bot's words reach no agent.
+#[test]
+fn an_ignored_bots_thread_on_a_merge_request_does_not_hold_the_merge() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        json!({"review": {"requireApproval": true, "approvalTimeoutMinutes": 0.2,
+            "ignoreAuthors": ["lint-bot"]}}),
+    );
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.lab.with(|l| {
+        l.thread(
+            "lint-bot",
+            "Style nit from the bot.",
+            Some(("src/lib.rs", 3)),
+        );
+        l.approve("ann");
+    });
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), [1], "{all}");
+    let told = std::fs::read_to_string(g.p.root.join("prompts.log")).unwrap_or_default();
+    assert!(!told.contains("Style nit from the bot."), "{told}");
+}
+
+/// `doctor` on the gitlab forge asks for the newest merge request's discussions and approvals,
+/// as the review gate will: readable, it says so; refused, it fails naming the token's
+/// variable and what to grant.
+#[test]
+fn doctor_checks_that_the_token_can_read_merge_request_discussions_and_approvals() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.lab.with(|l| {
+        l.mrs.push(e2e::fake_gitlab::MergeRequest {
+            iid: 1,
+            source: "1-add-a-greeting".into(),
+            target: "main".into(),
+            title: "Add a greeting".into(),
+            description: String::new(),
+            state: "opened".into(),
+            merged_sha: None,
+        })
+    });
+    let doctor = || {
+        let out =
+            g.p.command(&["doctor", "--config", g.p.config.to_str().expect("utf8")])
+                .output()
+                .expect("doctor");
+        (code(&out), text(&out))
+    };
+    let (_, all) = doctor();
+    let line = all
+        .lines()
+        .find(|l| l.contains("discussions and approvals"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(line.contains("readable") && line.contains("!1"), "{line}");
+    let requests = g.lab.requests();
+    for list in [
+        "/merge_requests/1/discussions",
+        "/merge_requests/1/approvals",
+    ] {
+        assert!(
+            requests.iter().any(|r| r.contains(list)),
+            "{list}: {requests:#?}"
+        );
+    }
+    g.lab.with(|l| l.failures.push(("/approvals".into(), 403)));
+    let (code, all) = doctor();
+    assert_ne!(code, 0, "{all}");
+    let line = all
+        .lines()
+        .find(|l| l.contains("approvals"))
+        .unwrap_or_else(|| panic!("a reviews check: {all}"));
+    assert!(line.contains("403"), "{all}");
+    assert!(
+        all.contains("GITLAB_TOKEN") && all.contains("Reporter"),
+        "names the token and what to grant: {all}"
+    );
+}

@@ -149,6 +149,30 @@ fn the_demo_samples_are_todays_output() {
     assert!(text.contains("of those 13, 11 were agent\ncalls"));
 }
 
+#[test]
+fn the_review_demo_answers_a_request_for_changes_and_merges_once_approved() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("demo3");
+    let (stdout, stderr) = demo(&dir, "review");
+    let dir = dir.canonicalize().expect("demo dir");
+    let stderr = stderr.replace(&dir.display().to_string(), "/tmp/demo3");
+    in_order(
+        &block_after(&readme(), "--scenario review --dir /tmp/demo3", "text"),
+        &stderr,
+    );
+    assert!(
+        stdout.contains("demo finished with exit code 0"),
+        "{stdout}"
+    );
+    // The reviewer spoke through the store `sdlc-runner review` writes.
+    let reviews = std::fs::read_to_string(dir.join("issues/reviews/1.json")).expect("reviews");
+    assert!(
+        reviews.contains("requestChanges") && reviews.contains("approve"),
+        "{reviews}"
+    );
+    assert_eq!(e2e::merged_issues(&dir.join("origin.git")), [1], "{stderr}");
+}
+
 /// The `sh` blocks after "Shell completions" run as written in a fresh home directory with
 /// the binary on PATH as `sdlc-runner`.
 #[test]

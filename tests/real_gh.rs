@@ -917,6 +917,38 @@ fn an_approval_on_github_of_an_older_commit_is_not_taken() {
     assert!(!labels.iter().any(|l| l == "sdlc-escalated"), "{labels:?}");
 }
 
+/// A bot in `review.ignoreAuthors` that asks for changes holds nothing: the reviewer's
+/// approval of the verified commit lets the PR merge, and the bot's words reach no agent.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn an_ignored_bots_request_for_changes_on_github_does_not_hold_the_merge() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        review_gate(true, 0.2, json!({"ignoreAuthors": ["lint-bot"]})),
+    );
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.api.with(|a| {
+        a.review(
+            "lint-bot",
+            "CHANGES_REQUESTED",
+            "Style nit from the bot.",
+            None,
+        );
+        a.review("lead", "APPROVED", "", None);
+    });
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let pulls = g.api.with(|a| a.pulls.clone());
+    assert_eq!(pulls[0].state, "MERGED", "{pulls:?}\n{all}");
+    let told = std::fs::read_to_string(g.p.root.join("prompts.log")).unwrap_or_default();
+    assert!(!told.contains("Style nit from the bot."), "{told}");
+}
+
 /// `doctor` on the github forge asks GitHub for a PR's reviews, as the review gate will: an
 /// answer is ok; a refusal fails naming the endpoint.
 #[test]

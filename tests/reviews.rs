@@ -367,17 +367,21 @@ fn bounds_count_the_review_rounds() {
 
 #[test]
 fn a_dry_run_shows_the_review_round() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        json!({}),
-        gate_with(false, 1.0, json!({"maxReviewRounds": 3})),
-    );
+    let p = Project::new(&[(1, "First issue", "Do one thing.")], json!({}), json!({}));
+    let mut cfg = gate_with(false, 1.0, json!({"maxReviewRounds": 3}));
+    cfg["steps"] = json!({"addressReview": {"model": "round-model"}});
+    p.set_config(cfg);
     let out = p.run(&["--dry-run"]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");
+    let line = all
+        .lines()
+        .find(|l| l.starts_with("addressReview: "))
+        .unwrap_or_else(|| panic!("{all}"));
     assert!(
-        all.contains("addressReview: on a request for changes with new feedback, up to 3 round(s)"),
-        "{all}"
+        line.contains("on a request for changes with new feedback, up to 3 round(s)")
+            && line.contains("--model round-model"),
+        "the round on its own step's settings: {line}"
     );
 }
 
@@ -415,4 +419,296 @@ fn status_shows_the_wait_for_review_and_the_rounds_used() {
     assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
     let out = e2e::wait_output(child, WAIT);
     assert_eq!(code(&out), 0, "{}", text(&out));
+}
+
+/// An agent command for `steps.addressReview.agent.command`: a script that records each
+/// call's arguments (`round-argv.log`) and environment (`round-env.log`), then runs `then`
+/// (the fake agent: `exec "$@"` after the runner binary).
+fn round_agent(p: &Project, then: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = p.root.join("round-agent.sh");
+    let script = format!(
+        "#!/bin/sh\necho '== call' >> '{root}/round-argv.log'\nprintf '%s\\n' \"$@\" >> '{root}/round-argv.log'\nenv >> '{root}/round-env.log'\n{then}\n",
+        root = p.root.display()
+    );
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.path().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_round_runs_on_the_address_review_steps_own_agent_model_skill_and_prompt() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        json!({}),
+    );
+    let wrapper = round_agent(&p, &format!("exec '{}' \"$@\"", e2e::BIN));
+    let plugins = p.root.join("nmg-plugins");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills");
+    copy_dir(&fixture, &plugins.join("plugins/nmg-sdlc/skills"));
+    // `review.prompt` (the older key) is still read; the step's own prompt wins over it.
+    let mut cfg = gate_with(true, 0.25, json!({"prompt": "THE OLDER REVIEW PROMPT"}));
+    cfg["pluginsPath"] = json!(plugins.to_str().unwrap());
+    cfg["steps"] = json!({"addressReview": {
+        "model": "round-model",
+        "skill": "write-spec",
+        "prompt": "Answer each reviewer on the branch (the round's own prompt).",
+        "agent": {"command": wrapper.to_str().unwrap(), "env": {"ROUND_ONLY": "yes"}},
+    }});
+    p.set_config(cfg);
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    p.wait_for_journal("\"repaired\"", WAIT);
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "{all}");
+    // Only the round ran on the step's agent, with its model and its skill.
+    let argv = std::fs::read_to_string(p.root.join("round-argv.log")).unwrap_or_default();
+    assert_eq!(argv.matches("== call").count(), 1, "{argv}");
+    assert!(argv.contains("--model\nround-model\n"), "{argv}");
+    let skill =
+        std::fs::read_to_string(plugins.join("plugins/nmg-sdlc/skills/write-spec/SKILL.md"))
+            .unwrap();
+    let first_line = skill.lines().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(argv.contains(first_line), "the skill's text: {argv}");
+    let env = std::fs::read_to_string(p.root.join("round-env.log")).unwrap_or_default();
+    assert!(env.contains("ROUND_ONLY=yes"), "{env}");
+    // The round's prompt: its own instruction, the skill's directory, then the feedback.
+    let told = prompts(&p);
+    let round = told
+        .split("\n== ")
+        .find(|s| s.contains("Rename foo to bar."))
+        .unwrap_or_else(|| panic!("the round's prompt: {told}"));
+    assert!(
+        round.contains("Answer each reviewer on the branch (the round's own prompt)."),
+        "{round}"
+    );
+    assert!(!told.contains("THE OLDER REVIEW PROMPT"), "{round}");
+    assert!(round.contains("The skill's directory is"), "{round}");
+    // The other steps kept the global model.
+    assert!(!argv.contains("implement"), "{argv}");
+}
+
+#[test]
+fn the_older_review_prompt_still_instructs_a_round_without_a_prompt_of_its_own() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        gate_with(true, 0.25, json!({"prompt": "THE OLDER REVIEW PROMPT"})),
+    );
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    p.wait_for_journal("\"repaired\"", WAIT);
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(child, WAIT);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let told = prompts(&p);
+    let round = told
+        .split("\n== ")
+        .find(|s| s.contains("Rename foo to bar."))
+        .unwrap_or_else(|| panic!("the round's prompt: {told}"));
+    assert!(round.contains("THE OLDER REVIEW PROMPT"), "{round}");
+}
+
+#[test]
+fn a_round_is_bounded_by_the_address_review_steps_own_time_limit() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        json!({}),
+    );
+    // The round's agent never answers; monitorCI's ten minutes would let it hang.
+    let wrapper = round_agent(&p, "exec sleep 300");
+    let mut cfg = gate_with(true, 0.25, json!({}));
+    cfg["maxRetriesPerStep"] = json!(1);
+    cfg["steps"] = json!({"addressReview": {
+        "timeoutMin": 0.03,
+        "agent": {"command": wrapper.to_str().unwrap()},
+    }});
+    p.set_config(cfg);
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
+    let journal = std::fs::read_to_string(p.journal_path()).unwrap();
+    assert!(journal.contains("\"TIMEOUT\""), "{journal}");
+    assert_eq!(p.issue(1)["escalated"], json!(true), "{all}");
+}
+
+#[test]
+fn a_journal_with_a_round_written_before_address_review_was_a_step_still_replays() {
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/journals/review-round-before-address-review-step.jsonl");
+    let journal = std::fs::read_to_string(&fixture).unwrap();
+    assert!(journal.contains("\"addressReview\""), "a round is in it");
+    let out = std::process::Command::new(e2e::BIN)
+        .args(["replay", fixture.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+}
+
+#[test]
+fn config_check_and_schema_know_the_address_review_step() {
+    let p = Project::new(&[(1, "First issue", "Do one thing.")], json!({}), json!({}));
+    let check = |steps: serde_json::Value| {
+        let mut cfg = gate_with(false, 1.0, json!({"maxReviewRounds": 3}));
+        cfg["steps"] = steps;
+        p.set_config(cfg);
+        p.command(&["config", "check", "--config", p.config.to_str().unwrap()])
+            .output()
+            .unwrap()
+    };
+    let out = check(json!({"addressReview": {"model": "round-model", "timeoutMin": 5}}));
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(
+        text(&out).contains("review:  up to 3 addressReview round(s) on round-model"),
+        "{}",
+        text(&out)
+    );
+    let out = check(json!({"addressReview": {"run": "builtin", "enabled": false}}));
+    assert_eq!(code(&out), 2, "{}", text(&out));
+    let all = text(&out);
+    assert!(
+        all.contains("steps.addressReview.run: addressReview needs a model"),
+        "{all}"
+    );
+    assert!(
+        all.contains("steps.addressReview.enabled: set review.maxReviewRounds to 0"),
+        "{all}"
+    );
+    let schema = p.command(&["config", "schema"]).output().unwrap();
+    let schema: serde_json::Value = serde_json::from_slice(&schema.stdout).unwrap();
+    assert!(
+        schema["definitions"]["StepsFile"]["properties"]["addressReview"].is_object(),
+        "{schema}"
+    );
+}
+
+#[test]
+fn an_ignored_bots_request_for_changes_does_not_hold_the_merge() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({}),
+        gate_with(false, 0.05, json!({"ignoreAuthors": ["lint-bot"]})),
+    );
+    let bot = [
+        "--request-changes",
+        "Style nit from the bot.",
+        "--author",
+        "lint-bot",
+    ];
+    assert_eq!(code(&p.review(1, &bot)), 0);
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "{all}");
+    assert!(!prompts(&p).contains("Style nit from the bot."));
+    // Another bot, not listed, is a reviewer like any other: its request holds the merge.
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({}),
+        gate_with(false, 0.05, json!({"ignoreAuthors": ["lint-bot"]})),
+    );
+    let other = [
+        "--request-changes",
+        "Fix the typo.",
+        "--author",
+        "other-bot",
+    ];
+    assert_eq!(code(&p.review(1, &other)), 0);
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert!(all.contains("a reviewer asked for changes"), "{all}");
+    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
+}
+
+/// The runner is killed (SIGKILL) while the agent of a review round works. The restart counts
+/// the killed round as a KILLED attempt of monitorCI, hands no comment twice, never merges
+/// over the standing request for changes, and merges once when the reviewer approves.
+/// (Not yet: the restart retries monitorCI rather than the round, so the round's work is
+/// lost; docs/reviews.md "Not yet".)
+#[test]
+fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        json!({}),
+    );
+    // The round's first agent never ends by itself (the runner is killed under it); after
+    // the restart the fake agent answers.
+    let once = p.root.join("round-started");
+    let wrapper = round_agent(
+        &p,
+        &format!(
+            "if [ -e '{once}' ]; then exec '{bin}' \"$@\"; fi\necho $$ > '{once}'\nexec sleep 120",
+            once = once.display(),
+            bin = e2e::BIN
+        ),
+    );
+    let mut cfg = gate_with(true, 0.5, json!({}));
+    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
+    p.set_config(cfg);
+    let mut child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let deadline = std::time::Instant::now() + WAIT;
+    while std::fs::read_to_string(&once).map_or(true, |pid| pid.trim().is_empty()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the round never began"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.kill().unwrap();
+    let _ = child.wait();
+    let stray: i32 = std::fs::read_to_string(&once)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let restarted = p.spawn(&[]);
+    // After the restart the request still holds the merge: the runner waits again.
+    p.wait_for_journal("\"class\":\"KILLED\"", WAIT);
+    p.wait_for_journal("\"seconds\":20", WAIT);
+    assert!(e2e::merged_issues(&p.origin).is_empty());
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(restarted, WAIT);
+    e2e::kill_pids(&[stray]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "merged once: {all}");
+    let told = prompts(&p);
+    assert!(told.matches("Rename foo to bar.").count() <= 1, "{told}");
+    let argv = std::fs::read_to_string(p.root.join("round-argv.log")).unwrap_or_default();
+    assert_eq!(
+        argv.matches("Rename foo to bar.").count(),
+        1,
+        "handed to the killed round only: {argv}"
+    );
+    p.replays_exactly();
 }

@@ -2,7 +2,7 @@
 //! the file alone (schema and value rules); `doctor` looks at the machine it would run on.
 
 use crate::cli::ConfigCommand;
-use crate::config::{self, Approval, Config, ForgeKind};
+use crate::config::{self, Approval, Config, ForgeKind, ADDRESS_REVIEW};
 use crate::step::Step;
 use std::path::Path;
 
@@ -96,6 +96,27 @@ pub fn summary(c: &Config) -> String {
         })
         .collect();
     out.push_str(&format!("  steps:   {}\n", steps.join(", ")));
+    let round = &c.address_review;
+    let model = if round.model.is_empty() {
+        "default"
+    } else {
+        &round.model
+    };
+    let effort = round.effort.map(|e| format!("/{e}")).unwrap_or_default();
+    let on = if round.agent.kind == c.agent.kind {
+        String::new()
+    } else {
+        format!(" on {}", round.agent.kind)
+    };
+    out.push_str(&format!(
+        "  review:  up to {} {ADDRESS_REVIEW} round(s) on {model}{effort}{on}; approval {}\n",
+        c.review.max_review_rounds,
+        if c.review.require_approval {
+            "required"
+        } else {
+            "not required"
+        }
+    ));
     out.push_str(&format!(
         "  limits:  {} attempts per step, {} bounces, halt after {} consecutive escalations, approval {}\n",
         c.max_retries_per_step,

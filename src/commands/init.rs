@@ -378,7 +378,8 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
     "commitPush": {{ "run": "builtin" }},
     "createPR": {{ "run": "builtin" }},
     "monitorCI": {{ "run": "builtin", "timeoutMin": 30 }},
-    "merge": {{ "run": "builtin" }}
+    "merge": {{ "run": "builtin" }},
+    "_addressReview": "The agent of a review round, when a reviewer asks for changes. Unset: the global model and limits. To give it its own, add \"addressReview\": {{\"model\": \"sonnet\", \"effort\": \"medium\", \"maxTurns\": 60, \"timeoutMin\": 20}} (also skill, prompt, agent; docs/reviews.md)."
   }},
 
   "_limits": "Attempts per step per cycle, bounces per cycle, consecutive escalations that halt the session. `sdlc-runner bounds --config FILE` prints the worst case.",
@@ -540,6 +541,10 @@ mod tests {
                 "{text}"
             );
             assert!(!config.review.require_approval);
+            assert!(
+                text.contains(r#""_addressReview": "#) && text.contains(r#"\"addressReview\": {"#),
+                "{text}"
+            );
         }
     }
 }

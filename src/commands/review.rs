@@ -42,36 +42,13 @@ pub fn run(issue: u32, verdict: Verdict, author: Option<&str>, config: &Path) ->
     if let Err(code) = super::tracker_holding(&cfg, &[issue], "nothing reviewed") {
         return code;
     }
-    let runner_dir = match RunnerDir::locate(&cfg.project_path) {
-        Ok(dir) => dir,
-        Err(e) => {
-            say!("error: {e}");
-            return 2;
-        }
-    };
-    let dir = crate::forge::local_reviews_dir(&cfg, &runner_dir.dir);
-    let (kind, body) = match verdict {
-        Verdict::Approve => (ReviewKind::Approve, ""),
-        Verdict::RequestChanges(text) => (ReviewKind::RequestChanges, text),
-        Verdict::Comment(text) => (ReviewKind::Comment, text),
-    };
     let author = author
         .map(str::to_string)
         .or_else(|| std::env::var("USER").ok().filter(|u| !u.is_empty()))
         .unwrap_or_else(|| "local".to_string());
-    let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    match crate::forge::record_review(&dir, issue, &author, kind, body, &time) {
-        Ok(review) => {
-            let what = match kind {
-                ReviewKind::Approve => "approved",
-                ReviewKind::RequestChanges => "asked for changes",
-                ReviewKind::Comment => "commented",
-            };
-            out!(
-                "{} on issue #{issue}: {author} {what} ({})",
-                review.id,
-                dir.join(format!("{issue}.json")).display()
-            );
+    match record(&cfg, issue, &verdict, &author) {
+        Ok(said) => {
+            out!("{said}");
             0
         }
         Err(e) => {
@@ -79,4 +56,35 @@ pub fn run(issue: u32, verdict: Verdict, author: Option<&str>, config: &Path) ->
             1
         }
     }
+}
+
+/// Stores `author`'s `verdict` on issue `issue`'s PR of the local forge where `run` reads
+/// it, and says so (`local-1-2 on issue #1: ann asked for changes (…/reviews/1.json)`). The
+/// demo's reviewer speaks through it too.
+pub fn record(
+    cfg: &crate::config::Config,
+    issue: u32,
+    verdict: &Verdict,
+    author: &str,
+) -> Result<String, String> {
+    let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
+    let dir = crate::forge::local_reviews_dir(cfg, &runner_dir.dir);
+    let (kind, body) = match *verdict {
+        Verdict::Approve => (ReviewKind::Approve, ""),
+        Verdict::RequestChanges(text) => (ReviewKind::RequestChanges, text),
+        Verdict::Comment(text) => (ReviewKind::Comment, text),
+    };
+    let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let review = crate::forge::record_review(&dir, issue, author, kind, body, &time)
+        .map_err(|e| e.to_string())?;
+    let what = match kind {
+        ReviewKind::Approve => "approved",
+        ReviewKind::RequestChanges => "asked for changes",
+        ReviewKind::Comment => "commented",
+    };
+    Ok(format!(
+        "{} on issue #{issue}: {author} {what} ({})",
+        review.id,
+        dir.join(format!("{issue}.json")).display()
+    ))
 }

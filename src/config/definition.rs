@@ -68,7 +68,8 @@ pub struct Settings {
     #[schemars(range(min = 0, max = 1_000_000))]
     pub max_log_disk_usage_bytes: f64 => u64 = megabytes,
     pub cleanup: Option<CleanupFile> => Cleanup = Cleanup::member,
-    /// Per-step overrides, by step key.
+    /// Per-step overrides, by step key; `addressReview` is the agent of a review round
+    /// (docs/reviews.md).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(schema_with = "steps_schema")]
     pub steps: Option<BTreeMap<String, StepFile>>,
@@ -195,13 +196,13 @@ pub struct ReviewConfig {
     #[serde(default = "d::max_review_rounds")]
     #[schemars(range(min = 0, max = 20))]
     pub max_review_rounds: u32 => u32 = count,
-    /// Authors (bots) whose reviews and comments are never handed to the agent; other bots
-    /// count as reviewers. The runner's own account is left out too (GitHub and GitLab: the
+    /// Authors (bots) whose reviews and comments are never handed to the agent and whose
+    /// requests for changes hold no merge; other bots count as reviewers. The runner's own account is left out too (GitHub and GitLab: the
     /// token's user; the local forge: `sdlc-runner`).
     #[serde(default)]
     pub ignore_authors: Vec<String> => Vec<String> = review_authors,
     /// The instruction of the `addressReview` round, replacing the built-in one; the
-    /// feedback is appended to it.
+    /// feedback is appended to it. `steps.addressReview.prompt` wins over it.
     pub prompt: Option<String> => Option<String> = Walker::text,
 }
 }
@@ -495,10 +496,15 @@ pub struct TrackerFile {
 // ---------------------------------------------------------------------------------------------
 // Lists that belong to the core (steps, severities) or to the agents (kinds), not to the file
 
-/// `steps`: one optional [`StepFile`] per step key of the core's step list.
+/// `steps`: one optional [`StepFile`] per step key of the core's step list, and one for the
+/// review round (`addressReview`).
 fn steps_schema(gen: &mut SchemaGenerator) -> Schema {
     let step = gen.subschema_for::<StepFile>();
-    let steps = closed_object(Step::ALL.iter().map(|s| (s.key(), step.clone())));
+    let keys = Step::ALL
+        .iter()
+        .map(|s| s.key())
+        .chain([super::ADDRESS_REVIEW]);
+    let steps = closed_object(keys.map(|key| (key, step.clone())));
     definition(gen, "StepsFile", steps)
 }
 

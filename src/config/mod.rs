@@ -186,6 +186,30 @@ impl Config {
     pub fn prompt(&self, step: Step) -> Option<&str> {
         self.step(step).prompt.as_deref()
     }
+    /// The config an `addressReview` round runs its agent with: this one, with monitorCI's
+    /// settings replaced by `steps.addressReview`'s. The machine performs a round as an
+    /// attempt of monitorCI (its journals hold per-step arrays of the ten steps), so the
+    /// shell, which looks settings up by that step, is handed the round's in its place.
+    pub fn review_round(&self) -> Config {
+        let mut round = self.clone();
+        round.steps[Step::MonitorCi.index()] = self.address_review.clone();
+        round
+    }
+
+    /// The instruction of a review round as configured: `steps.addressReview.prompt`, else
+    /// the older `review.prompt`; `None`: the built-in one.
+    pub fn address_review_prompt(&self) -> Option<&str> {
+        self.address_review
+            .prompt
+            .as_deref()
+            .or(self.review.prompt.as_deref())
+    }
+
+    /// Whether a review round may run at all (`review.maxReviewRounds` above 0).
+    pub fn review_rounds(&self) -> bool {
+        self.review.max_review_rounds > 0
+    }
+
     /// Whether the runner does `step` itself, without an agent.
     pub fn builtin(&self, step: Step) -> bool {
         self.step(step).run == StepRun::Builtin
@@ -214,7 +238,15 @@ impl Config {
 
     /// The SKILL.md of a step's skill, where the old runner looked for it.
     pub fn skill_file(&self, step: Step) -> Option<PathBuf> {
-        let skill = self.skill(step)?;
+        self.skill_path(self.skill(step)?)
+    }
+
+    /// The SKILL.md of the review round's skill.
+    pub fn round_skill_file(&self) -> Option<PathBuf> {
+        self.skill_path(self.address_review.skill.as_deref()?)
+    }
+
+    fn skill_path(&self, skill: &str) -> Option<PathBuf> {
         let plugins = self.plugins_path.as_ref()?;
         Some(
             plugins
@@ -249,6 +281,14 @@ impl Config {
                 }
             }
         }
+        if let Some(file) = self.round_skill_file() {
+            if self.review_rounds() && !file.is_file() {
+                problems.push(format!(
+                    "steps.{ADDRESS_REVIEW}.skill: skill file {} does not exist",
+                    file.display()
+                ));
+            }
+        }
         if agents_run && which::which(&self.agent.command).is_err() {
             problems.push(format!(
                 "agent.command: \"{}\" is not found on PATH (install the agent CLI or set agent.command)",
@@ -271,6 +311,17 @@ impl Config {
                     step.key()
                 ));
             }
+        }
+        let round = &self.address_review.agent;
+        if agents_run
+            && self.review_rounds()
+            && round.command != self.agent.command
+            && which::which(&round.command).is_err()
+        {
+            problems.push(format!(
+                "steps.{ADDRESS_REVIEW}.agent.command: \"{}\" ({}) is not found on PATH (install the agent CLI or set steps.{ADDRESS_REVIEW}.agent.command)",
+                round.command, round.kind
+            ));
         }
         if let Some(dir) = self.tracker.dir() {
             if !dir.is_dir() {

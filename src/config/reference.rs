@@ -15,7 +15,9 @@ pub fn reference_markdown() -> String {
          rewrites it). `sdlc-runner config schema` prints the same as a JSON Schema, and \
          `examples/sdlc-config.json` shows every key in use. Keys starting with `_` are \
          comments in every object. `<step>` is one of the step keys (`startCycle`, …, \
-         `merge`); `<model>` a model name.\n\n\
+         `merge`) or `addressReview`, the agent of a review round (docs/reviews.md: its \
+         settings are those of a step, but it is never builtin nor disabled); `<model>` a \
+         model name.\n\n\
          | key | type | default | range | meaning |\n|---|---|---|---|---|\n",
     );
     for row in rows {
@@ -32,10 +34,12 @@ fn object_rows(schema: &Value, node: &Value, prefix: &str, rows: &mut Vec<String
     };
     let mut steps: Vec<&str> = Step::ALL.iter().map(|s| s.key()).collect();
     steps.sort_unstable();
-    let keyed_by_step = properties
-        .keys()
-        .map(String::as_str)
-        .eq(steps.iter().copied());
+    // `steps` also holds the review round's entry; the per-step limits do not.
+    let mut with_round = steps.clone();
+    with_round.push(ADDRESS_REVIEW);
+    with_round.sort_unstable();
+    let keys = || properties.keys().map(String::as_str);
+    let keyed_by_step = keys().eq(steps.iter().copied()) || keys().eq(with_round.iter().copied());
     if keyed_by_step {
         // The same declaration for every step: listed once, as `<step>`.
         if let Some((_, first)) = properties.iter().next() {

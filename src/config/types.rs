@@ -273,6 +273,11 @@ impl TrackerConfig {
     }
 }
 
+/// The key of the review round's entry in `steps`: an agent step of its own in the config,
+/// though no step of the machine (a round is performed in monitorCI's place, so that journals
+/// keep their per-step arrays).
+pub const ADDRESS_REVIEW: &str = "addressReview";
+
 /// A validated config with every default filled in and every path absolute. The keys read
 /// as written are its [`Settings`] (`cfg.workers`, `cfg.backoff`, …, through `Deref`); the
 /// fields here are the ones resolved across keys.
@@ -293,6 +298,8 @@ pub struct Config {
     pub log_dir: PathBuf,
     /// Indexed by `Step::index()`.
     pub steps: [StepConfig; Step::COUNT],
+    /// `steps.addressReview`: the agent of a review round (docs/reviews.md).
+    pub address_review: StepConfig,
     /// Indexed by `Step::index()`; 0 = off.
     pub max_consecutive_failures: [u32; Step::COUNT],
     /// Global idle timeout, the fallback of `steps.<key>.idleTimeoutMin`.

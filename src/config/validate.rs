@@ -9,6 +9,8 @@ mod agents;
 mod reader;
 pub(super) mod rules;
 use agents::{no_effort, step_model};
+#[cfg(test)]
+pub(super) use reader::steps_keys;
 pub(super) use reader::{join, step_keys, Obj, Walker};
 
 impl Walker {
@@ -70,7 +72,7 @@ impl Walker {
         let (settings, mut held) = self.held(&top, |w| Settings::read(w, &top));
         held.release(self, &["maxLogDiskUsageMB", "cleanup"]);
         let idle_timeout_min = self.positive_or_default(&top, "idleTimeoutMin");
-        let steps = self.steps(
+        let (steps, address_review) = self.steps(
             &top,
             &global_model,
             model.is_some(),
@@ -78,12 +80,17 @@ impl Walker {
             idle_timeout_min,
             &agent,
         );
-        let any_skill = steps.iter().any(|s| s.skill.is_some());
-        if any_skill && plugins_path.is_none() && top.get("pluginsPath").is_none() {
-            let with_skill: Vec<&str> = Step::ALL
+        let every_step = || {
+            Step::ALL
                 .iter()
-                .filter(|s| steps[s.index()].skill.is_some())
-                .map(|s| s.key())
+                .map(|s| (s.key(), &steps[s.index()]))
+                .chain([(ADDRESS_REVIEW, &address_review)])
+        };
+        let any_skill = every_step().any(|(_, s)| s.skill.is_some());
+        if any_skill && plugins_path.is_none() && top.get("pluginsPath").is_none() {
+            let with_skill: Vec<&str> = every_step()
+                .filter(|(_, s)| s.skill.is_some())
+                .map(|(key, _)| key)
                 .collect();
             self.err(
                 "pluginsPath".into(),
@@ -118,7 +125,8 @@ impl Walker {
             ],
         );
         let pricing = self.pricing(&top, base);
-        self.check_prices(&steps, &pricing, &settings.budget);
+        let priced: Vec<_> = every_step().collect();
+        self.check_prices(&priced, &pricing, &settings.budget);
         held.release(self, &["discordChannelId", "notify"]);
 
         let tracker = self.tracker(&top, base);
@@ -144,6 +152,7 @@ impl Walker {
             effort: effort_raw.unwrap_or(DEFAULT_EFFORT),
             log_dir,
             steps,
+            address_review,
             max_consecutive_failures,
             idle_timeout: minutes(idle_timeout_min),
             agent,
@@ -186,97 +195,127 @@ impl Walker {
         global_effort: Option<Effort>,
         idle_timeout_min: f64,
         top_agent: &AgentConfig,
-    ) -> [StepConfig; Step::COUNT] {
+    ) -> ([StepConfig; Step::COUNT], StepConfig) {
         let steps_obj = self.object_of(
             top.path("steps"),
             top.get("steps"),
             top.shape.child("steps"),
             "step",
         );
-        Step::ALL.map(|step| {
+        let defaults = StepDefaults {
+            global_model,
+            global_model_set,
+            global_effort,
+            idle_timeout_min,
+            top_agent,
+        };
+        let steps = Step::ALL.map(|step| {
             let o = self.member(&steps_obj, step.key());
-            let model = self.text(&o, "model");
-            let effort = self.pick::<Effort>(&o, "effort");
-            let agent = self.step_agent(&o, top_agent);
-            if effort.is_some() && !agent.kind.has_effort() {
-                self.err(o.path("effort"), no_effort(agent.kind, &o.path("effort")));
-            }
-            if effort.is_some() && agent.kind == AgentKind::Claude {
-                match &model {
-                    Some(m) if is_haiku(m) => self.err(
-                        o.path("effort"),
-                        format!("model \"{m}\" does not support effort: remove effort from this step"),
-                    ),
-                    None if global_model_set && top_agent.kind == AgentKind::Claude && is_haiku(global_model) => self.err(
-                        o.path("effort"),
-                        format!(
-                            "model \"{global_model}\" (the global model) does not support effort: remove effort from this step or set {}",
-                            o.path("model")
-                        ),
-                    ),
-                    _ => {}
-                }
-            }
-            let (settings, mut held) = self.held(&o, |w| StepSettings::read(w, &o));
-            held.release(self, &["maxTurns", "timeoutMin"]);
-            let idle_min = self.positive(&o, "idleTimeoutMin").unwrap_or(idle_timeout_min);
-            held.release_rest(self);
-            let run = match self.text(&o, "run").as_deref() {
-                None | Some("agent") => StepRun::Agent,
-                Some("builtin") if step.can_be_builtin() => StepRun::Builtin,
-                Some("builtin") => {
-                    let builtin: Vec<&str> =
-                        Step::BUILTIN.iter().map(|s| s.key()).collect();
-                    self.err(
-                        o.path("run"),
-                        format!(
-                            "{} needs a model and cannot be builtin (only {} can)",
-                            step.key(),
-                            builtin.join(", ")
-                        ),
-                    );
-                    StepRun::Agent
-                }
-                Some(other) => {
-                    self.err(
-                        o.path("run"),
-                        format!("\"{other}\" is not a runner: use \"agent\" or \"builtin\""),
-                    );
-                    StepRun::Agent
-                }
-            };
-            let enabled = self.boolean(&o, "enabled").unwrap_or(true);
-            if !enabled && !step.can_be_disabled() {
-                let optional: Vec<&str> = Step::ALL
-                    .iter()
-                    .filter(|s| s.can_be_disabled())
-                    .map(|s| s.key())
-                    .collect();
-                self.err(
-                    o.path("enabled"),
+            self.step_config(&o, step.key(), Some(step), &defaults)
+        });
+        let o = self.member(&steps_obj, ADDRESS_REVIEW);
+        let address_review = self.step_config(&o, ADDRESS_REVIEW, None, &defaults);
+        (steps, address_review)
+    }
+
+    /// One entry of `steps`: `step` is the lifecycle step it configures, `None` for
+    /// `addressReview` (no step of the machine: a round is monitorCI's), which is always an
+    /// agent's and is switched off by `review.maxReviewRounds: 0` rather than `enabled`.
+    fn step_config(
+        &mut self,
+        o: &Obj,
+        key: &str,
+        step: Option<Step>,
+        d: &StepDefaults,
+    ) -> StepConfig {
+        let can_be_builtin = step.is_some_and(Step::can_be_builtin);
+        let can_be_disabled = step.is_some_and(Step::can_be_disabled);
+        let model = self.text(o, "model");
+        let effort = self.pick::<Effort>(o, "effort");
+        let agent = self.step_agent(o, d.top_agent);
+        if effort.is_some() && !agent.kind.has_effort() {
+            self.err(o.path("effort"), no_effort(agent.kind, &o.path("effort")));
+        }
+        if effort.is_some() && agent.kind == AgentKind::Claude {
+            match &model {
+                Some(m) if is_haiku(m) => self.err(
+                    o.path("effort"),
+                    format!("model \"{m}\" does not support effort: remove effort from this step"),
+                ),
+                None if d.global_model_set && d.top_agent.kind == AgentKind::Claude && is_haiku(d.global_model) => self.err(
+                    o.path("effort"),
                     format!(
-                        "{} cannot be disabled (only {} can)",
-                        step.key(),
-                        optional.join(", ")
+                        "model \"{}\" (the global model) does not support effort: remove effort from this step or set {}",
+                        d.global_model,
+                        o.path("model")
+                    ),
+                ),
+                _ => {}
+            }
+        }
+        let (settings, mut held) = self.held(o, |w| StepSettings::read(w, o));
+        held.release(self, &["maxTurns", "timeoutMin"]);
+        let idle_min = self
+            .positive(o, "idleTimeoutMin")
+            .unwrap_or(d.idle_timeout_min);
+        held.release_rest(self);
+        let run = match self.text(o, "run").as_deref() {
+            None | Some("agent") => StepRun::Agent,
+            Some("builtin") if can_be_builtin => StepRun::Builtin,
+            Some("builtin") => {
+                let builtin: Vec<&str> = Step::BUILTIN.iter().map(|s| s.key()).collect();
+                self.err(
+                    o.path("run"),
+                    format!(
+                        "{key} needs a model and cannot be builtin (only {} can)",
+                        builtin.join(", ")
                     ),
                 );
+                StepRun::Agent
             }
-            let model = step_model(model, global_model, top_agent.kind, agent.kind);
-            let effort = match agent.kind {
-                AgentKind::Gemini => None,
-                AgentKind::Claude if is_haiku(&model) => None,
-                _ => Some(effort.or(global_effort).unwrap_or(DEFAULT_EFFORT)),
-            };
-            StepConfig {
-                model,
-                effort,
-                idle_timeout: minutes(idle_min),
-                enabled: enabled || !step.can_be_disabled(),
-                run,
-                agent,
-                settings,
+            Some(other) => {
+                self.err(
+                    o.path("run"),
+                    format!("\"{other}\" is not a runner: use \"agent\" or \"builtin\""),
+                );
+                StepRun::Agent
             }
-        })
+        };
+        let enabled = self.boolean(o, "enabled").unwrap_or(true);
+        if !enabled && step.is_none() {
+            self.err(
+                o.path("enabled"),
+                "set review.maxReviewRounds to 0 for no review rounds (addressReview cannot be disabled otherwise)",
+            );
+        } else if !enabled && !can_be_disabled {
+            let optional: Vec<&str> = Step::ALL
+                .iter()
+                .filter(|s| s.can_be_disabled())
+                .map(|s| s.key())
+                .collect();
+            self.err(
+                o.path("enabled"),
+                format!(
+                    "{key} cannot be disabled (only {} can)",
+                    optional.join(", ")
+                ),
+            );
+        }
+        let model = step_model(model, d.global_model, d.top_agent.kind, agent.kind);
+        let effort = match agent.kind {
+            AgentKind::Gemini => None,
+            AgentKind::Claude if is_haiku(&model) => None,
+            _ => Some(effort.or(d.global_effort).unwrap_or(DEFAULT_EFFORT)),
+        };
+        StepConfig {
+            model,
+            effort,
+            idle_timeout: minutes(idle_min),
+            enabled: enabled || !can_be_disabled,
+            run,
+            agent,
+            settings,
+        }
     }
 
     fn consecutive_failures(&mut self, top: &Obj) -> [u32; Step::COUNT] {
@@ -361,6 +400,15 @@ impl Walker {
             },
         }
     }
+}
+
+/// What a step inherits when its entry leaves a key out.
+struct StepDefaults<'a> {
+    global_model: &'a str,
+    global_model_set: bool,
+    global_effort: Option<Effort>,
+    idle_timeout_min: f64,
+    top_agent: &'a AgentConfig,
 }
 
 impl Walker {

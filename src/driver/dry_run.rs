@@ -66,26 +66,25 @@ impl Driver {
                 continue;
             }
             let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
-            let inv = self.planned(step, &prompt);
+            let inv = planned_on(
+                &self.cfg,
+                &self.program,
+                step,
+                &self.issue,
+                &self.refs().id(self.issue.number),
+                &prompt,
+                self.core.runner().money_left_micros(),
+            );
             let skill = self
                 .cfg
                 .skill_file(step)
                 .map(|p| format!(" (+ skill {})", p.display()))
                 .unwrap_or_default();
             out!(
-                "step {} {}: {} {}{skill}",
+                "step {} {}: {}{skill}",
                 step.number(),
                 step.key(),
-                inv.program.display(),
-                inv.args
-                    .iter()
-                    .map(|a| if a.contains(' ') {
-                        format!("{a:?}")
-                    } else {
-                        a.clone()
-                    })
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                shown(&inv)
             );
             if let Some(line) = crate::agent::sandbox::planned(&self.cfg.agent(step).sandbox) {
                 out!("  {line}");
@@ -103,11 +102,30 @@ impl Driver {
                 "<the reviewers' new feedback>",
                 None,
             );
-            let inv = self.planned(Step::MonitorCi, &prompt);
-            out!(
-                "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {} with the round's prompt and monitorCI's agent settings, then the runner's commit and push",
-                inv.program.display()
+            let round = self.cfg.review_round();
+            let inv = planned_on(
+                &round,
+                &self.program,
+                Step::MonitorCi,
+                &self.issue,
+                &self.refs().id(self.issue.number),
+                &prompt,
+                self.core.runner().money_left_micros(),
             );
+            let skill = self
+                .cfg
+                .round_skill_file()
+                .map(|p| format!(" (+ skill {})", p.display()))
+                .unwrap_or_default();
+            out!(
+                "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}{skill}, then the runner's commit and push",
+                shown(&inv)
+            );
+            if let Some(line) =
+                crate::agent::sandbox::planned(&self.cfg.address_review.agent.sandbox)
+            {
+                out!("  {line}");
+            }
         }
         let b = crate::machine::bounds::compute(&limits);
         let a = crate::machine::bounds::agent_invocations(&limits, &self.cfg.builtin_steps());
@@ -123,19 +141,42 @@ impl Driver {
         );
         0
     }
+}
 
-    /// The command line a first attempt of `step` with `prompt` would run.
-    fn planned(&self, step: Step, prompt: &str) -> cli::Invocation {
-        let issue_id = self.refs().id(self.issue.number);
-        let info = AttemptInfo {
-            step,
-            issue: self.issue.number,
-            issue_id: &issue_id,
-            attempt: 1,
-            prompt,
-            skill: None,
-            money_left_micros: self.core.runner().money_left_micros(),
-        };
-        cli::planned_invocation(&self.cfg, &self.program, &info)
-    }
+/// The command line a first attempt of `step` with `prompt` would run under `cfg`.
+fn planned_on(
+    cfg: &Config,
+    program: &std::path::Path,
+    step: Step,
+    issue: &IssueContext,
+    issue_id: &str,
+    prompt: &str,
+    money_left_micros: Option<u64>,
+) -> cli::Invocation {
+    let info = AttemptInfo {
+        step,
+        issue: issue.number,
+        issue_id,
+        attempt: 1,
+        prompt,
+        skill: None,
+        money_left_micros,
+    };
+    cli::planned_invocation(cfg, program, &info)
+}
+
+/// `inv` as one line: the program, then its arguments (quoted where they hold a space).
+fn shown(inv: &cli::Invocation) -> String {
+    let args: Vec<String> = inv
+        .args
+        .iter()
+        .map(|a| {
+            if a.contains(' ') {
+                format!("{a:?}")
+            } else {
+                a.clone()
+            }
+        })
+        .collect();
+    format!("{} {}", inv.program.display(), args.join(" "))
 }

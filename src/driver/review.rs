@@ -36,7 +36,9 @@ impl Driver {
             }
             network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => return event,
         };
-        let decision = state.decision;
+        // A listed bot's request for changes holds no merge (its words are never handed
+        // either: the machine leaves its feedback out).
+        let decision = state.decision_without(&self.cfg.review.ignore_authors_with_the_runner());
         let said = match decision {
             ReviewDecision::Approved => "approved",
             ReviewDecision::ChangesRequested => "changes requested",
@@ -64,10 +66,10 @@ impl Driver {
         Event::ReviewLooked { decision, feedback }
     }
 
-    /// Round `round` of addressing the reviewers' requests: the agent (monitorCI's agent
-    /// settings, the round's prompt) is handed the feedback the machine chose, then the
-    /// runner commits what it left and pushes. `Repaired` of monitorCI once pushed: CI is
-    /// looked at again for the new head.
+    /// Round `round` of addressing the reviewers' requests: the agent (`steps.addressReview`:
+    /// its agent, model, limits, skill and prompt) is handed the feedback the machine chose,
+    /// then the runner commits what it left and pushes. `Repaired` of monitorCI once pushed:
+    /// CI is looked at again for the new head.
     pub(super) async fn address_review(&mut self, issue: u32, round: u32, attempt: u32) -> Event {
         let step = Step::MonitorCi;
         if self.shutdown.requested().is_some() {
@@ -80,7 +82,11 @@ impl Driver {
             handout.len()
         ));
         self.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
+        // The machine's step of a round is monitorCI; its agent is the round's own.
+        let round_cfg = self.cfg.review_round();
+        let cfg = std::mem::replace(&mut self.cfg, round_cfg);
         let ran = self.run_agent(step, issue, attempt, false, false).await;
+        self.cfg = cfg;
         self.review_feedback = None;
         let usage = match ran {
             Event::StepSucceeded { usage, .. } => usage,

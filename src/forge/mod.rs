@@ -93,24 +93,56 @@ pub struct ReviewState {
     pub decision: ReviewDecision,
     /// Reviews and comments since the time asked for.
     pub feedback: Vec<Feedback>,
+    /// The authors whose request for changes holds the merge (GitLab: who opened an
+    /// unresolved thread); empty when the forge's decision names nobody.
+    pub requested_by: Vec<String>,
+    /// Whether an approval that counts was given, requests for changes aside.
+    pub approved: bool,
 }
 
 impl ReviewState {
     /// The decision over `reviews` (every review, oldest first): each author's latest
     /// approval or request for changes counts.
     pub fn decide(reviews: &[Feedback]) -> ReviewDecision {
+        ReviewState::verdicts(reviews).0
+    }
+
+    /// [`ReviewState::decide`], with who holds the merge and whether anyone approved.
+    fn verdicts(reviews: &[Feedback]) -> (ReviewDecision, Vec<String>, bool) {
         let mut latest: std::collections::BTreeMap<&str, ReviewKind> = Default::default();
         for r in reviews {
             if r.kind != ReviewKind::Comment {
                 latest.insert(&r.author, r.kind);
             }
         }
-        if latest.values().any(|k| *k == ReviewKind::RequestChanges) {
+        let requested_by: Vec<String> = latest
+            .iter()
+            .filter(|(_, k)| **k == ReviewKind::RequestChanges)
+            .map(|(who, _)| who.to_string())
+            .collect();
+        let approved = latest.values().any(|k| *k == ReviewKind::Approve);
+        let decision = if !requested_by.is_empty() {
             ReviewDecision::ChangesRequested
-        } else if latest.values().any(|k| *k == ReviewKind::Approve) {
+        } else if approved {
             ReviewDecision::Approved
         } else {
             ReviewDecision::None
+        };
+        (decision, requested_by, approved)
+    }
+
+    /// The decision once the requests for changes of `ignored` authors (`review.ignoreAuthors`
+    /// and the runner's own account) are left out: a listed bot holds no merge. A request the
+    /// forge names nobody for still holds.
+    pub fn decision_without(&self, ignored: &[String]) -> ReviewDecision {
+        let only_ignored = !self.requested_by.is_empty()
+            && self.requested_by.iter().all(|who| ignored.contains(who));
+        match self.decision {
+            ReviewDecision::ChangesRequested if only_ignored && self.approved => {
+                ReviewDecision::Approved
+            }
+            ReviewDecision::ChangesRequested if only_ignored => ReviewDecision::None,
+            other => other,
         }
     }
 
@@ -118,7 +150,7 @@ impl ReviewState {
     /// at or after `since` (RFC 3339; `None`: all). A time that cannot be read counts as
     /// recent: feedback is better given twice than lost (the machine drops ids it gave).
     pub fn of(reviews: Vec<Feedback>, since: Option<&str>) -> ReviewState {
-        let decision = ReviewState::decide(&reviews);
+        let (decision, requested_by, approved) = ReviewState::verdicts(&reviews);
         let since = since.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
         let feedback = reviews
             .into_iter()
@@ -129,7 +161,12 @@ impl ReviewState {
                 },
             )
             .collect();
-        ReviewState { decision, feedback }
+        ReviewState {
+            decision,
+            feedback,
+            requested_by,
+            approved,
+        }
     }
 }
 

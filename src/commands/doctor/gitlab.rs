@@ -1,5 +1,5 @@
-//! `doctor` on GitLab: the token, the project, the selection label and the right to merge,
-//! asked of GitLab's API as `run` will ask it.
+//! `doctor` on GitLab: the token, the project, the selection label, the right to merge and
+//! the reading of reviews, asked of GitLab's API as `run` will ask it.
 
 use super::Check;
 use crate::call_failure::path_segment;
@@ -79,6 +79,65 @@ pub(super) fn checks(cfg: &Config) -> Vec<Check> {
                 "give the account at least the Developer role (Maintainer where the target branch is protected for maintainers)",
             ),
         });
+        out.push(reviews(&api, &at, &cfg.gitlab.token_env));
     }
     out
+}
+
+/// The review gate reads each merge request's discussions and approvals before its merge:
+/// the token must be allowed to. Asked of the newest merge request, as a look will ask; with
+/// none yet, of the list, the most that can be asked.
+fn reviews(api: &crate::api_client::ApiClient, at: &str, token_env: &str) -> Check {
+    let grant = format!(
+        "give the token in {token_env} the scope `api` (or `read_api`) of an account with at least the Reporter role on the project, so the review gate can read discussions and approvals before a merge"
+    );
+    let ask = |path: &str| -> Result<serde_json::Value, Check> {
+        match api.answer("GET", path, None) {
+            Ok(a) if a.ok() => Ok(serde_json::from_slice(&a.body).unwrap_or_default()),
+            Ok(a) if matches!(a.status, 401 | 403 | 404) => Err(Check::fail(
+                "reviews",
+                format!(
+                    "{}: the review gate could not read merge requests",
+                    api.failure("GET", path, &a).message
+                ),
+                grant.clone(),
+            )),
+            Ok(a) => Err(Check::warn(
+                "reviews",
+                format!(
+                    "GitLab gave no answer about reviews: {}",
+                    api.failure("GET", path, &a).message
+                ),
+                "check gitlab.url and the network; the review gate reads discussions and approvals before every merge",
+            )),
+            Err(f) => Err(Check::warn(
+                "reviews",
+                format!("GitLab gave no answer about reviews: {}", f.message),
+                "check gitlab.url and the network; the review gate reads discussions and approvals before every merge",
+            )),
+        }
+    };
+    let list = format!("{at}/merge_requests?order_by=created_at&sort=desc&per_page=1");
+    let newest = match ask(&list) {
+        Ok(list) => list
+            .as_array()
+            .and_then(|l| l.first())
+            .and_then(|mr| mr["iid"].as_u64()),
+        Err(check) => return check,
+    };
+    let Some(iid) = newest else {
+        return Check::ok(
+            "reviews",
+            "merge requests readable (none yet: their discussions and approvals are read at the first review)",
+        );
+    };
+    for part in ["discussions", "approvals"] {
+        if let Err(check) = ask(&format!("{at}/merge_requests/{iid}/{part}")) {
+            return check;
+        }
+    }
+    Check::ok(
+        "reviews",
+        format!("merge request !{iid}'s discussions and approvals readable with the token in {token_env}"),
+    )
 }

@@ -50,7 +50,7 @@ fn sorted(keys: &[&str]) -> Vec<String> {
 fn the_schema_takes_its_lists_from_the_core() {
     let s = schema();
     let defs = &s["definitions"];
-    assert_eq!(property_names(&defs["StepsFile"]), sorted(&step_keys()));
+    assert_eq!(property_names(&defs["StepsFile"]), sorted(&steps_keys()));
     assert_eq!(
         property_names(&defs["MaxConsecutiveFailures"]),
         sorted(&step_keys())
@@ -104,7 +104,7 @@ fn the_validator_reads_keys_and_ranges_from_the_definitions() {
     let backoff = Shape::top().child("backoff");
     assert_eq!(backoff.keys(), ["initialSeconds", "maxSeconds"]);
     assert_eq!(backoff.range("maxSeconds"), (Some(1.0), Some(604_800.0)));
-    assert_eq!(Shape::top().child("steps").keys(), step_keys());
+    assert_eq!(Shape::top().child("steps").keys(), steps_keys());
     let prices = Shape::top().child("agent").child("pricing").entries();
     assert_eq!(
         prices.keys(),
@@ -358,7 +358,7 @@ fn example_keys(
     {
         comments.push(c.to_string());
     }
-    let is_steps = shape.keys() == step_keys();
+    let is_steps = shape.keys() == steps_keys();
     for key in shape.keys() {
         let path = format!("{prefix}{key}");
         let value = object.and_then(|o| o.get(key));

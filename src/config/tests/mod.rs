@@ -308,7 +308,7 @@ fn unknown_keys_name_the_path_and_suggest_the_closest() {
 fn unknown_step_keys_are_named() {
     rejects(&[
 (r#""steps": {"verfy": {}}"#, &["steps.verfy: unknown step; did you mean \"verify\"?"]),
-(r#""steps": {"draftIssue": {}}"#, &["steps.draftIssue: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge"]),
+(r#""steps": {"draftIssue": {}}"#, &["steps.draftIssue: unknown step; the steps are startCycle, startIssue, writeSpecs, implement, simplify, verify, commitPush, createPR, monitorCI, merge, addressReview"]),
 (r#""maxConsecutiveFailures": {"createPr": 1}"#, &["maxConsecutiveFailures.createPr: unknown step; did you mean \"createPR\"?"]),
 ]);
 }
@@ -759,4 +759,52 @@ fn a_runs_limits_add_its_claims_workers_and_days_spend_to_the_configs() {
         ..Default::default()
     });
     assert_eq!(l.day_spent_before_micros, 0);
+}
+
+#[test]
+fn the_review_round_has_a_step_entry_of_its_own_resolved_like_every_step() {
+    // Unset: the global settings, as for any step, not monitorCI's.
+    let c = load(
+        r#"{"projectPath": "/p", "model": "opus", "steps": {"monitorCI": {"model": "haiku", "timeoutMin": 30}}}"#,
+    );
+    assert_eq!(c.address_review.model, "opus");
+    assert_eq!(c.address_review.timeout, Duration::from_secs(600));
+    assert_eq!(c.address_review_prompt(), None);
+    // Its own keys, and in monitorCI's place in the config a round runs with.
+    let c = load(
+        r#"{"projectPath": "/p", "pluginsPath": "/plugins",
+            "review": {"prompt": "older"},
+            "steps": {"monitorCI": {"run": "builtin"},
+                      "addressReview": {"model": "sonnet", "timeoutMin": 3, "maxTurns": 7,
+                                        "skill": "answer-review", "prompt": "own"}}}"#,
+    );
+    let round = c.review_round();
+    assert_eq!(round.model(Step::MonitorCi), "sonnet");
+    assert_eq!(round.timeout(Step::MonitorCi), Duration::from_secs(180));
+    assert_eq!(round.max_turns(Step::MonitorCi), 7);
+    assert!(!round.builtin(Step::MonitorCi));
+    assert_eq!(
+        round.skill_file(Step::MonitorCi),
+        Some(PathBuf::from(
+            "/plugins/plugins/nmg-sdlc/skills/answer-review/SKILL.md"
+        ))
+    );
+    assert_eq!(c.round_skill_file(), round.skill_file(Step::MonitorCi));
+    // The step's prompt wins over the older `review.prompt`, which is still read.
+    assert_eq!(c.address_review_prompt(), Some("own"));
+    let c = load(r#"{"projectPath": "/p", "review": {"prompt": "older"}}"#);
+    assert_eq!(c.address_review_prompt(), Some("older"));
+}
+
+#[test]
+fn the_review_round_cannot_be_builtin_or_disabled() {
+    assert_eq!(
+        errors(
+            r#"{"projectPath": "/p", "steps": {"addressReview": {"run": "builtin", "enabled": false}}}"#
+        ),
+        [
+            "steps.addressReview.run: addressReview needs a model and cannot be builtin (only startCycle, commitPush, createPR, monitorCI, merge can)",
+            "steps.addressReview.enabled: set review.maxReviewRounds to 0 for no review rounds (addressReview cannot be disabled otherwise)",
+        ]
+    );
 }

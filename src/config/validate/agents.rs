@@ -190,7 +190,7 @@ impl Walker {
     /// tokens must name a model with a price.
     pub(super) fn check_prices(
         &mut self,
-        steps: &[StepConfig],
+        steps: &[(&str, &StepConfig)],
         pricing: &Pricing,
         budget: &Budget,
     ) {
@@ -203,14 +203,14 @@ impl Walker {
         else {
             return;
         };
-        for (step, s) in Step::ALL.iter().zip(steps) {
+        for &(step, s) in steps {
             if !s.enabled || s.run == StepRun::Builtin {
                 continue;
             }
             let kind = s.agent.kind;
             if s.model.is_empty() {
                 self.err(
-                    format!("steps.{}.model", step.key()),
+                    format!("steps.{step}.model"),
                     format!(
                         "{budget_key} needs the cost of every step, and {kind} reports tokens, not dollars: \
                          name the model (the CLI's own default has no known price)"
@@ -230,7 +230,7 @@ impl Walker {
                         "model \"{}\" (step {}, {kind}) has no price, and {budget_key} needs one ({why}): add \
                          agent.pricing.\"{}\" = {{\"input\": …, \"cachedInput\": …, \"output\": …}} in US dollars per million tokens",
                         s.model,
-                        step.key(),
+                        step,
                         s.model
                     ),
                 );

@@ -52,6 +52,14 @@ pub(in crate::config) fn step_keys() -> Vec<&'static str> {
     Step::ALL.iter().map(|s| s.key()).collect()
 }
 
+/// The keys of `steps`: the lifecycle steps, then the review round's agent.
+#[cfg(test)]
+pub(in crate::config) fn steps_keys() -> Vec<&'static str> {
+    let mut keys = step_keys();
+    keys.push(crate::config::ADDRESS_REVIEW);
+    keys
+}
+
 /// Errors a reader recorded, held back so that each is listed where its key's errors belong
 /// (see [`Walker::held`]).
 pub(in crate::config) struct Held {

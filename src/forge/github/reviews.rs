@@ -272,6 +272,16 @@ pub fn parse_review_state(
     feedback.retain(|f| !f.body.trim().is_empty());
     let mut state = ReviewState::of(feedback, since);
     state.decision = decision;
+    state.requested_by = latest
+        .iter()
+        .filter(|(_, (s, _))| s == "CHANGES_REQUESTED")
+        .map(|(who, _)| who.clone())
+        .collect();
+    // GitHub's own CHANGES_REQUESTED with no request in the reviews names nobody: it holds.
+    if github == "CHANGES_REQUESTED" && !changes {
+        state.requested_by.clear();
+    }
+    state.approved = approved_here || github == "APPROVED";
     let time = |f: &Feedback| chrono::DateTime::parse_from_rfc3339(&f.time).ok();
     state.feedback.sort_by_key(|f| time(f));
     Ok(state)

@@ -81,6 +81,8 @@ pub fn parse_review_state(
     };
     let mut feedback = Vec::new();
     let mut unresolved = false;
+    // Who speaks in the unresolved threads (a person's reply in a bot's thread holds too).
+    let mut requested_by: Vec<String> = Vec::new();
     for note in discussions
         .iter()
         .flat_map(|d| d["notes"].as_array().into_iter().flatten())
@@ -92,6 +94,10 @@ pub fn parse_review_state(
             continue;
         }
         unresolved |= open_thread;
+        let who = note["author"]["username"].as_str().unwrap_or_default();
+        if open_thread && !requested_by.iter().any(|r| r == who) {
+            requested_by.push(who.to_string());
+        }
         let position = &note["position"];
         let path = position["new_path"]
             .as_str()
@@ -137,6 +143,8 @@ pub fn parse_review_state(
     };
     let mut state = ReviewState::of(feedback, since);
     state.decision = decision;
+    state.requested_by = requested_by;
+    state.approved = approved_by_others && head_verified;
     let time = |f: &Feedback| chrono::DateTime::parse_from_rfc3339(&f.time).ok();
     state.feedback.sort_by_key(|f| time(f));
     state
@@ -179,6 +187,32 @@ mod tests {
         assert_eq!(decide(&closed, &own, "new"), ReviewDecision::None);
         let own_thread = [thread(vec![note(1, "bot", true, false, at)])];
         assert_eq!(decide(&own_thread, &none, "new"), ReviewDecision::None);
+    }
+
+    #[test]
+    fn an_ignored_bots_thread_holds_no_merge_but_a_persons_reply_in_it_does() {
+        let at = "2026-01-01T00:00:00Z";
+        let mr = json!({"iid": 1, "sha": "c"});
+        let approved = json!({"approved_by": [{"user": {"username": "ann"}}]});
+        let ignored = ["lint-bot".to_string()];
+        let state = |threads: &[Value], approvals: &Value| {
+            parse_review_state(&mr, threads, approvals, "bot", Some("c"), None)
+        };
+        let bots = [thread(vec![note(1, "lint-bot", true, false, at)])];
+        let s = state(&bots, &approved);
+        assert_eq!(s.decision, ReviewDecision::ChangesRequested);
+        assert_eq!(s.decision_without(&ignored), ReviewDecision::Approved);
+        let s = state(&bots, &json!({}));
+        assert_eq!(s.decision_without(&ignored), ReviewDecision::None);
+        let replied = [thread(vec![
+            note(1, "lint-bot", true, false, at),
+            note(2, "ann", true, false, at),
+        ])];
+        let s = state(&replied, &approved);
+        assert_eq!(
+            s.decision_without(&ignored),
+            ReviewDecision::ChangesRequested
+        );
     }
 
     #[test]
