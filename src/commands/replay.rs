@@ -121,14 +121,21 @@ fn replay_session(log: &SessionLog) -> SessionReport {
             });
             return report;
         }
-        if effects != batch.effects {
+        let reproduced = |n: usize| {
+            effects.len() >= n
+                && effects
+                    .iter()
+                    .zip(&batch.effects[..n])
+                    .all(|(now, was)| now.reproduces(was))
+        };
+        if !(effects.len() == batch.effects.len() && reproduced(batch.effects.len())) {
             // A crash can cut a batch's single write after any line; the restart then feeds
             // `Start`, which reissues whatever was pending.
             let restarted = log
                 .batches
                 .get(k + 1)
                 .is_none_or(|next| matches!(next.event, Event::Start | Event::ModeChanged { .. }));
-            if restarted && effects.starts_with(&batch.effects) {
+            if restarted && reproduced(batch.effects.len()) {
                 report.cut_short += 1;
                 continue;
             }

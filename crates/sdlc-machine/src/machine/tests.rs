@@ -687,3 +687,15 @@ fn an_older_journals_all_blocked_reads_as_held_by_nobody() {
         "the record is written as before"
     );
 }
+
+#[test]
+fn a_wait_reproduces_an_earlier_versions_wait_without_a_reason_and_nothing_else() {
+    let wait = |seconds, reason| Effect::Wait { seconds, reason };
+    let ci = Some(WaitReason::Ci);
+    assert!(wait(10, ci).reproduces(&wait(10, None)));
+    assert!(wait(10, ci).reproduces(&wait(10, ci)));
+    assert!(!wait(10, ci).reproduces(&wait(10, Some(WaitReason::Review))));
+    assert!(!wait(11, ci).reproduces(&wait(10, None)));
+    assert!(!wait(10, None).reproduces(&wait(10, ci)));
+    assert!(!Effect::SelectIssue.reproduces(&wait(10, None)));
+}

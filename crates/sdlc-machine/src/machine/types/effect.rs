@@ -454,6 +454,22 @@ impl Effect {
         )
     }
 
+    /// Whether this effect, produced now, reproduces `recorded`, as an earlier version
+    /// journaled it: the same effect, or one that only adds what earlier versions did not
+    /// write (a `Wait`'s reason). `replay` compares by it, so old journals still replay.
+    pub fn reproduces(&self, recorded: &Effect) -> bool {
+        match (self, recorded) {
+            (
+                Effect::Wait { seconds, .. },
+                Effect::Wait {
+                    seconds: was,
+                    reason: None,
+                },
+            ) => seconds == was,
+            _ => self == recorded,
+        }
+    }
+
     /// The same effect with its issue number taken out: for searches over the machine's
     /// states (the exhaustive bound, the diagrams), where which issue it is never decides.
     pub fn without_issue(self) -> Effect {
