@@ -36,6 +36,58 @@ fn top_level_modules_form_no_import_cycle() {
     );
 }
 
+/// Inside each folder of `src/` the same holds between its modules: a file of one module may
+/// name a sibling (`super::page`, `crate::diagram::page`), never one that names it back,
+/// directly or through others.
+#[test]
+fn the_modules_inside_each_folder_form_no_import_cycle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let folders = folder_graphs(&src);
+    assert!(
+        folders.len() > 10 && folders.contains_key("driver") && folders.contains_key("diagram"),
+        "the check found only the folders {:?} under {}: it reads the wrong place",
+        folders.keys().collect::<Vec<_>>(),
+        src.display()
+    );
+    // The one cycle left: the config's key declarations and its validation read each other
+    // (the walker's readers live under validate/). Any other cycle, or this one growing,
+    // fails.
+    let known = ("config", ["definition", "sandbox", "validate"]);
+    let mut cycles = Vec::new();
+    for (folder, graph) in &folders {
+        for group in strongly_connected(graph) {
+            if group.len() > 1 && !(folder == known.0 && group == known.1) {
+                cycles.push(format!("in src/{folder}/: {}", describe(graph, &group)));
+            }
+        }
+    }
+    assert!(
+        cycles.is_empty(),
+        "import cycles between the modules of a folder (move what both sides need into a \
+         module of its own, or into the lower one):\n{}",
+        cycles.join("\n")
+    );
+}
+
+#[test]
+fn paths_resolve_from_the_module_that_names_them() {
+    let text = "use super::{render::xml, views::{a, b}}; use super::super::top::X; \
+                fn f() { crate::diagram::page::svg(); self::inner::g(); }";
+    let named = module_paths(&strip(text), &["diagram".into(), "page".into()]);
+    let expected: BTreeSet<Vec<String>> = [
+        vec!["diagram", "render", "xml"],
+        vec!["diagram", "views", "a"],
+        vec!["diagram", "views", "b"],
+        vec!["top", "X"],
+        vec!["diagram", "page", "svg"],
+        vec!["diagram", "page", "inner", "g"],
+    ]
+    .into_iter()
+    .map(|p| p.into_iter().map(String::from).collect())
+    .collect();
+    assert_eq!(named.into_iter().collect::<BTreeSet<_>>(), expected);
+}
+
 #[test]
 fn the_scanner_sees_paths_groups_and_nothing_in_comments_or_strings() {
     let text = r##"
@@ -125,6 +177,164 @@ fn graph_of(src: &Path) -> Graph {
         }
     }
     graph
+}
+
+/// For each folder of `src/` (by its path, `driver`, `driver/sub`), its child modules and the
+/// siblings each names.
+fn folder_graphs(src: &Path) -> BTreeMap<String, Graph> {
+    let mut folders: BTreeMap<String, Graph> = BTreeMap::new();
+    for file in rust_files(src) {
+        let rel = file.strip_prefix(src).expect("a file under src/");
+        let mut module: Vec<String> = rel
+            .iter()
+            .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
+            .collect();
+        if module.last().is_some_and(|m| m == "mod") {
+            module.pop();
+        }
+        if module.len() == 1 && (module[0] == "lib" || module[0] == "main") {
+            continue;
+        }
+        // A folder's children: every module one level below it.
+        for depth in 1..module.len() {
+            let folder = module[..depth].join("/");
+            folders
+                .entry(folder)
+                .or_default()
+                .entry(module[depth].clone())
+                .or_default();
+        }
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        let rel = rel.to_string_lossy().to_string();
+        for named in module_paths(&strip(&text), &module) {
+            let common = module
+                .iter()
+                .zip(&named)
+                .take_while(|(a, b)| a == b)
+                .count();
+            // Only between two modules strictly inside one folder; the top level is the
+            // other test's.
+            if common == 0 || common >= module.len() || common >= named.len() {
+                continue;
+            }
+            let folder = module[..common].join("/");
+            let (from, to) = (module[common].clone(), named[common].clone());
+            edges_of(&mut folders, folder, from, to, rel.clone());
+        }
+    }
+    // A named item that is not a module of the folder (a type of its `mod.rs`) is no edge.
+    for graph in folders.values_mut() {
+        let children: BTreeSet<String> = graph.keys().cloned().collect();
+        for targets in graph.values_mut() {
+            targets.retain(|to, _| children.contains(to));
+        }
+    }
+    folders
+}
+
+fn edges_of(
+    folders: &mut BTreeMap<String, Graph>,
+    folder: String,
+    from: String,
+    to: String,
+    file: String,
+) {
+    folders
+        .entry(folder)
+        .or_default()
+        .entry(from)
+        .or_default()
+        .entry(to)
+        .or_default()
+        .insert(file);
+}
+
+/// Every path a file of `module` names through `crate::`, `super::` or `self::`, resolved
+/// to the crate's root, one per item of a `{...}` group.
+fn module_paths(code: &str, module: &[String]) -> Vec<Vec<String>> {
+    let b = code.as_bytes();
+    let mut paths = Vec::new();
+    let mut at = 0;
+    while at < b.len() {
+        let starts = ["crate::", "super::", "self::"]
+            .into_iter()
+            .find(|p| code[at..].starts_with(p));
+        let boundary = at == 0 || {
+            let c = b[at - 1];
+            !(c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c == b':')
+        };
+        let Some(start) = starts.filter(|_| boundary) else {
+            at += code[at..].chars().next().map_or(1, char::len_utf8);
+            continue;
+        };
+        let mut base: Vec<String> = match start {
+            "crate::" => Vec::new(),
+            _ => module.to_vec(),
+        };
+        let mut i = at + start.len();
+        if start == "super::" {
+            base.pop();
+            while code[i..].starts_with("super::") {
+                base.pop();
+                i += "super::".len();
+            }
+        }
+        i = group_or_path(code, i, &base, &mut paths);
+        at = i.max(at + 1);
+    }
+    paths
+}
+
+/// Reads `a::b::c` or `a::{x, y::z}` at `i` below `base`, pushing each full path; the index
+/// after it.
+fn group_or_path(code: &str, mut i: usize, base: &[String], paths: &mut Vec<Vec<String>>) -> usize {
+    let b = code.as_bytes();
+    let mut path = base.to_vec();
+    loop {
+        while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+            i += 1;
+        }
+        if b.get(i) == Some(&b'{') {
+            i += 1;
+            loop {
+                while b
+                    .get(i)
+                    .is_some_and(|c| c.is_ascii_whitespace() || *c == b',')
+                {
+                    i += 1;
+                }
+                match b.get(i) {
+                    None => return i,
+                    Some(b'}') => return i + 1,
+                    Some(c) if c.is_ascii_alphabetic() || *c == b'_' => {
+                        i = group_or_path(code, i, &path, paths);
+                    }
+                    Some(_) => {
+                        // `*`, `self`'s siblings and the like: skip to the next item.
+                        i += 1;
+                    }
+                }
+            }
+        }
+        let word = identifier(&code[i..]);
+        if word.is_empty() {
+            break;
+        }
+        i += word.len();
+        if word != "self" {
+            path.push(word);
+        }
+        if code[i..].starts_with("::") {
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    if path.len() > base.len() {
+        paths.push(path);
+    }
+    i
 }
 
 fn module_name(path: &Path) -> String {
