@@ -5,9 +5,9 @@
 
 mod e2e;
 
-use e2e::{wait_output, Project, Runner, BIN};
+use e2e::{wait_output, Project, BIN};
 use serde_json::json;
-use std::process::{Child, Command};
+use std::process::Command;
 use std::time::Duration;
 
 fn merges(p: &Project) -> Vec<u32> {
@@ -41,19 +41,7 @@ fn three_runners_share_one_tracker_and_no_issue_is_worked_twice() {
         json!({}),
     );
     let extra = lease(5.0);
-    let runners: Vec<Runner> = ["a", "b", "c"]
-        .iter()
-        .map(|n| p.add_runner(&format!("clone-{n}"), &extra))
-        .collect();
-    let children: Vec<Child> = runners
-        .iter()
-        .enumerate()
-        .map(|(i, r)| p.spawn_runner(r, &format!("w{i}")))
-        .collect();
-    let outs: Vec<_> = children
-        .into_iter()
-        .map(|c| wait_output(c, Duration::from_secs(180)))
-        .collect();
+    let (runners, outs) = p.run_side_by_side(&["a", "b", "c"], &extra, "w");
     let mut all = String::new();
     for o in &outs {
         all.push_str(&String::from_utf8_lossy(&o.stderr));

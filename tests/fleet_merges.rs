@@ -6,7 +6,7 @@
 
 mod e2e;
 
-use e2e::{merged_issues, text, wait_output, Project, Runner};
+use e2e::{merged_issues, text, wait_output, Project};
 use serde_json::json;
 use std::time::Duration;
 
@@ -61,19 +61,7 @@ fn three_runners_with_agent_merges_on_one_tracker_merge_all_six() {
     let issues = six();
     let p = Project::new(&refs(&issues), json!({}), json!({}));
     let extra = json!({"claims": {"leaseMinutes": 60}});
-    let runners: Vec<Runner> = ["a", "b", "c"]
-        .iter()
-        .map(|n| p.add_runner(&format!("clone-{n}"), &extra))
-        .collect();
-    let children: Vec<_> = runners
-        .iter()
-        .enumerate()
-        .map(|(i, r)| p.spawn_runner(r, &format!("r{i}")))
-        .collect();
-    let outs: Vec<_> = children
-        .into_iter()
-        .map(|c| wait_output(c, Duration::from_secs(180)))
-        .collect();
+    let (runners, outs) = p.run_side_by_side(&["a", "b", "c"], &extra, "r");
     let all: String = outs.iter().map(text).collect();
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{}", text(o));

@@ -255,6 +255,31 @@ impl Project {
         }
     }
 
+    /// Runners on this tracker at once, one per name (each its own clone, `extra` merged into
+    /// its config), as workers `{prefix}0`, `{prefix}1`, …: the runners and their outputs once
+    /// every one has exited.
+    pub fn run_side_by_side(
+        &self,
+        names: &[&str],
+        extra: &Value,
+        prefix: &str,
+    ) -> (Vec<Runner>, Vec<std::process::Output>) {
+        let runners: Vec<Runner> = names
+            .iter()
+            .map(|n| self.add_runner(&format!("clone-{n}"), extra))
+            .collect();
+        let children: Vec<Child> = runners
+            .iter()
+            .enumerate()
+            .map(|(i, r)| self.spawn_runner(r, &format!("{prefix}{i}")))
+            .collect();
+        let outs = children
+            .into_iter()
+            .map(|c| wait_output(c, std::time::Duration::from_secs(180)))
+            .collect();
+        (runners, outs)
+    }
+
     /// `run --worker-id WORKER` for a runner made by [`Project::add_runner`].
     pub fn spawn_runner(&self, r: &Runner, worker: &str) -> Child {
         Command::new(BIN)

@@ -37,19 +37,7 @@ fn all_text(out: &Output) -> String {
 pub fn two_runners_never_work_one_issue(p: &Project, issues: u32) -> String {
     p.set_script(json!({"steps": {"implement": ["busy:300"]}}));
     let extra = lease(5.0);
-    let runners: Vec<_> = ["a", "b"]
-        .iter()
-        .map(|n| p.add_runner(&format!("clone-{n}"), &extra))
-        .collect();
-    let children: Vec<_> = runners
-        .iter()
-        .enumerate()
-        .map(|(i, r)| p.spawn_runner(r, &format!("w{i}")))
-        .collect();
-    let outs: Vec<Output> = children
-        .into_iter()
-        .map(|c| wait_output(c, Duration::from_secs(180)))
-        .collect();
+    let (runners, outs) = p.run_side_by_side(&["a", "b"], &extra, "w");
     let all: String = outs.iter().map(all_text).collect();
     for o in &outs {
         assert_eq!(o.status.code(), Some(0), "{}", all_text(o));
