@@ -168,23 +168,34 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     let run = children("RunStep")
         .others
         .max(children("RunStepBuiltin").others);
+    // Only merge attempts take the merge turn: at most `maxRetriesPerStep` of them per cycle,
+    // each repeated after a rate-limit wait (and never more than the window's attempts).
+    let merges = if l.enabled(Step::Merge) {
+        attempts.min(
+            cycles
+                .saturating_mul(u64::from(l.max_retries_per_step.max(1)))
+                .saturating_mul(1 + u64::from(l.max_rate_limit_waits)),
+        )
+    } else {
+        0
+    };
     // A lost push race runs the merge again (agent-run or builtin), after a pause and a
     // merge turn taken again; each wait for the turn is at most `turn_pauses` pauses, each
     // followed by one more request for the turn.
-    let reruns = u64::from(Contention::MAX_LOST_RACES).saturating_mul(attempts);
+    let reruns = u64::from(Contention::MAX_LOST_RACES).saturating_mul(merges);
     let turn_pauses = l
         .merge_turn_wait_ms
         .map_or(0, sdlc_machine::fleet::LeaseWait::max_pauses);
-    let turns = (attempts + reruns).saturating_mul(1 + turn_pauses);
+    let turns = (merges + reruns).saturating_mul(1 + turn_pauses);
     // A turn taken after a pause is followed by the merge's checks again: once per merge run.
-    let checks = checks.saturating_add(attempts + reruns);
+    let checks = checks.saturating_add(merges + reruns);
     // A merge attempt that repairs a conflict updates the branch once after the agent.
-    let updates = attempts;
+    let updates = merges;
     let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
     let calls = (attempts + reruns)
         .saturating_mul(run)
         .saturating_add(own(turns, "TakeMergeTurn"))
-        .saturating_add(own(attempts + reruns, "ReleaseMergeTurn"))
+        .saturating_add(own(merges + reruns, "ReleaseMergeTurn"))
         .saturating_add(own(checks, "CheckPreconditions"))
         .saturating_add(own(looks, "LookAtCi"))
         .saturating_add(own(review_looks, "LookAtReview"))
@@ -218,7 +229,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     let waits = attempts + looks + requests + turns + review_waits;
     let batches = requests + waits + 1;
     let races = if agent_merge {
-        u64::from(Contention::MAX_LOST_RACES).saturating_mul(attempts)
+        reruns
     } else {
         0
     };
@@ -342,5 +353,27 @@ mod tests {
         );
         assert!(more.between_merges.others > base.between_merges.others);
         assert!(base.per_issue.agents <= base.between_merges.agents);
+    }
+
+    /// Only merge runs wait for the merge turn: more bounces (attempts of other steps) add no
+    /// request for the turn, so the turn's pauses add the same whatever the bounce budget.
+    #[test]
+    fn the_merge_turns_pauses_multiply_merge_runs_not_every_attempt() {
+        let none = [false; Step::COUNT];
+        let turn_share = |bounces: u32| {
+            let l = Limits {
+                max_bounce_retries: bounces,
+                ..Limits::default()
+            };
+            let waiting = Limits {
+                merge_turn_wait_ms: Some(3_600_000),
+                ..l.clone()
+            };
+            let with = compute(&waiting, &none).per_issue.others;
+            let without = compute(&l, &none).per_issue.others;
+            with - without
+        };
+        assert!(turn_share(0) > 0);
+        assert_eq!(turn_share(0), turn_share(20));
     }
 }

@@ -106,10 +106,31 @@ pub fn run(config: &Path) -> i32 {
     let claimed = cfg.limits_for(shared(&cfg));
     let c = crate::process_bounds::compute(&claimed, &cfg.builtin_steps());
     out!(
-        "with --worker-id (issues claimed, the merge turn shared): each selected issue is claimed, an issue another runner holds is skipped (one selection and one claim more, once per cycle each), and every request that works on the issue or waits renews the claim first; processes: one issue {}; between two merges {}; before a halt when nothing succeeds {}",
+        "with --worker-id (issues claimed, the merge turn shared): each selected issue is claimed, an issue another runner holds is skipped (one selection and one claim more, once per cycle each), and every request that works on the issue or waits renews the claim first, and a merge run waits for the merge turn asking again after each of at most {} pause(s); processes: one issue {}; between two merges {}; before a halt when nothing succeeds {}",
+        claimed
+            .merge_turn_wait_ms
+            .map_or(0, sdlc_machine::fleet::LeaseWait::max_pauses),
         pair(c.per_issue),
         pair(c.between_merges),
         pair(c.nothing_succeeds)
+    );
+    // The worst case multiplies every call by its network retries and every attempt by its
+    // rate-limit waits: the figures without them say what a run on a sound network starts.
+    let calm = |l: &crate::machine::Limits| crate::machine::Limits {
+        max_network_waits: 0,
+        max_rate_limit_waits: 0,
+        ..l.clone()
+    };
+    let q = crate::process_bounds::compute(&calm(&l), &cfg.builtin_steps());
+    let qc = crate::process_bounds::compute(&calm(&claimed), &cfg.builtin_steps());
+    out!(
+        "the same when no call fails on the network and nothing is rate-limited (the worst cases above repeat every call after each of {} network waits and every attempt after each of {} rate-limit waits): one issue {}; between two merges {}; with --worker-id, one issue {}; between two merges {}",
+        l.max_network_waits,
+        l.max_rate_limit_waits,
+        pair(q.per_issue),
+        pair(q.between_merges),
+        pair(qc.per_issue),
+        pair(qc.between_merges)
     );
     out!("a run that merges k issues starts at most k + 1 times the between-merges figures");
     let rows: Vec<String> = crate::process_bounds::CHILDREN
