@@ -228,11 +228,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_mul(retries);
     let waits = attempts + looks + requests + turns + review_waits;
     let batches = requests + waits + 1;
-    let races = if agent_merge {
-        reruns
-    } else {
-        0
-    };
+    let races = if agent_merge { reruns } else { 0 };
     Processes {
         agents: agents.saturating_add(races),
         others: calls

@@ -4,6 +4,31 @@
 use super::*;
 
 impl Driver {
+    /// The command line a first attempt of `step` with `prompt` would run under `cfg`, as one
+    /// line, and the skill file the agent would be handed with it.
+    fn planned(
+        &self,
+        cfg: &Config,
+        step: Step,
+        prompt: &str,
+        skill: Option<std::path::PathBuf>,
+    ) -> String {
+        let info = AttemptInfo {
+            step,
+            issue: self.issue.number,
+            issue_id: &self.refs().id(self.issue.number),
+            attempt: 1,
+            prompt,
+            skill: None,
+            money_left_micros: self.core.runner().money_left_micros(),
+        };
+        let inv = cli::planned_invocation(cfg, &self.program, &info);
+        let skill = skill
+            .map(|p| format!(" (+ skill {})", p.display()))
+            .unwrap_or_default();
+        format!("{}{skill}", shown(&inv))
+    }
+
     /// `--dry-run`: show the issue and the first invocation; change nothing.
     pub(super) async fn dry_run(&mut self) -> i32 {
         out!("dry run: project {}", self.cfg.project_path.display());
@@ -66,25 +91,11 @@ impl Driver {
                 continue;
             }
             let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
-            let inv = planned_on(
-                &self.cfg,
-                &self.program,
-                step,
-                &self.issue,
-                &self.refs().id(self.issue.number),
-                &prompt,
-                self.core.runner().money_left_micros(),
-            );
-            let skill = self
-                .cfg
-                .skill_file(step)
-                .map(|p| format!(" (+ skill {})", p.display()))
-                .unwrap_or_default();
             out!(
-                "step {} {}: {}{skill}",
+                "step {} {}: {}",
                 step.number(),
                 step.key(),
-                shown(&inv)
+                self.planned(&self.cfg, step, &prompt, self.cfg.skill_file(step))
             );
             if let Some(line) = crate::agent::sandbox::planned(&self.cfg.agent(step).sandbox) {
                 out!("  {line}");
@@ -103,23 +114,9 @@ impl Driver {
                 None,
             );
             let round = self.cfg.review_round();
-            let inv = planned_on(
-                &round,
-                &self.program,
-                Step::MonitorCi,
-                &self.issue,
-                &self.refs().id(self.issue.number),
-                &prompt,
-                self.core.runner().money_left_micros(),
-            );
-            let skill = self
-                .cfg
-                .round_skill_file()
-                .map(|p| format!(" (+ skill {})", p.display()))
-                .unwrap_or_default();
             out!(
-                "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}{skill}, then the runner's commit and push",
-                shown(&inv)
+                "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}, then the runner's commit and push",
+                self.planned(&round, Step::MonitorCi, &prompt, self.cfg.round_skill_file())
             );
             if let Some(line) =
                 crate::agent::sandbox::planned(&self.cfg.address_review.agent.sandbox)
@@ -141,28 +138,6 @@ impl Driver {
         );
         0
     }
-}
-
-/// The command line a first attempt of `step` with `prompt` would run under `cfg`.
-fn planned_on(
-    cfg: &Config,
-    program: &std::path::Path,
-    step: Step,
-    issue: &IssueContext,
-    issue_id: &str,
-    prompt: &str,
-    money_left_micros: Option<u64>,
-) -> cli::Invocation {
-    let info = AttemptInfo {
-        step,
-        issue: issue.number,
-        issue_id,
-        attempt: 1,
-        prompt,
-        skill: None,
-        money_left_micros,
-    };
-    cli::planned_invocation(cfg, program, &info)
 }
 
 /// `inv` as one line: the program, then its arguments (quoted where they hold a space).
