@@ -5,7 +5,7 @@
 //! these types; nothing else lists keys.
 //!
 //! A key the runner uses as written names, after `=>`, its typed form and the rule that reads
-//! it (`validate/rules.rs`); `config_object!` (`declare.rs`) derives from the same entry the
+//! it (`walker/rules.rs`); `config_object!` (`declare.rs`) derives from the same entry the
 //! typed struct (`Settings`, `StepSettings`, `Backoff`, …) and its reader. A key declared
 //! without `=>` depends on other keys and is resolved in `validate.rs`.
 //!
@@ -22,8 +22,8 @@
 //! serde stops at the first error and cannot name the path; those types are never built at
 //! run time, only their schema.
 
-use super::validate::rules::*;
-use super::validate::{Obj, Walker};
+use super::walker::rules::*;
+use super::walker::{Obj, Walker};
 use super::{Approval, Effort, ForgeKind, OnExceeded, Severity, StepRun, TrackerKind};
 use crate::config::AgentKind;
 use crate::step::Step;

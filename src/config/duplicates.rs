@@ -1,7 +1,7 @@
 //! The duplicate-key scan of the raw config text: `serde_json::Value` keeps the last of two
 //! equal keys silently, so the scan runs on the text before it is parsed into a value.
 
-use super::validate::join;
+use super::walker::join;
 use std::fmt;
 
 /// Key paths that occur twice in one object. `serde_json::Value` silently keeps the last,

@@ -36,10 +36,12 @@ pub(crate) mod pricing;
 mod reference;
 mod sandbox;
 mod schema;
+mod shape;
 #[cfg(test)]
 mod tests;
 mod types;
 mod validate;
+mod walker;
 
 pub use agent_kind::AgentKind;
 pub use defaults::*;
@@ -53,10 +55,11 @@ use messages::*;
 pub use pricing::{shipped as shipped_pricing, Price, Pricing, SHIPPED_AS_OF};
 pub use reference::reference_markdown;
 pub use sandbox::{SandboxConfig, SandboxKind, SandboxNetwork};
-use schema::Shape;
+use schema::top_shape;
 pub use schema::{schema, schema_json};
+use shape::Shape;
 pub use types::*;
-use validate::*;
+use walker::*;
 
 // ---------------------------------------------------------------------------------------------
 // Loading

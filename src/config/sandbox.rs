@@ -2,7 +2,7 @@
 //! reach. The layout itself (the argument vector of each kind) is `agent/sandbox.rs`; this is
 //! the key as written and its typed form.
 
-use super::validate::{join, Obj, Walker};
+use super::walker::{join, Obj, Walker};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -6,12 +6,7 @@ use super::*;
 use crate::config::AgentKind;
 
 mod agents;
-mod reader;
-pub(super) mod rules;
 use agents::{no_effort, step_model};
-#[cfg(test)]
-pub(super) use reader::steps_keys;
-pub(super) use reader::{join, step_keys, Obj, Walker};
 
 impl Walker {
     pub(super) fn config(&mut self, root: &Value, file: &Path, base: &Path) -> Option<Config> {
@@ -25,7 +20,7 @@ impl Walker {
             );
             return None;
         }
-        let top = self.object(String::new(), Some(root), Shape::top());
+        let top = self.object(String::new(), Some(root), top_shape());
 
         let project_path = match top.get("projectPath") {
             None => {

@@ -101,23 +101,23 @@ fn the_schema_takes_its_lists_from_the_core() {
 
 #[test]
 fn the_validator_reads_keys_and_ranges_from_the_definitions() {
-    let backoff = Shape::top().child("backoff");
+    let backoff = top_shape().child("backoff");
     assert_eq!(backoff.keys(), ["initialSeconds", "maxSeconds"]);
     assert_eq!(backoff.range("maxSeconds"), (Some(1.0), Some(604_800.0)));
-    assert_eq!(Shape::top().child("steps").keys(), steps_keys());
-    let prices = Shape::top().child("agent").child("pricing").entries();
+    assert_eq!(top_shape().child("steps").keys(), steps_keys());
+    let prices = top_shape().child("agent").child("pricing").entries();
     assert_eq!(
         prices.keys(),
         ["input", "cachedInput", "output", "cacheWrite"]
     );
-    assert_eq!(Shape::top().choices("approval"), ["auto", "manual"]);
-    assert_eq!(Shape::top().default::<u32>("workers"), Some(1));
-    assert_eq!(Shape::top().child("nothing").keys(), Vec::<&str>::new());
+    assert_eq!(top_shape().choices("approval"), ["auto", "manual"]);
+    assert_eq!(top_shape().default::<u32>("workers"), Some(1));
+    assert_eq!(top_shape().child("nothing").keys(), Vec::<&str>::new());
 }
 
 #[test]
 fn suggestions_are_only_made_when_obvious() {
-    let step_fields = Shape::top().child("steps").child("verify").keys();
+    let step_fields = top_shape().child("steps").child("verify").keys();
     assert_eq!(suggest("maxTurn", &step_fields), Some("maxTurns"));
     assert_eq!(suggest("timeout", &step_fields), Some("timeoutMin"));
     assert_eq!(suggest("xyz", &step_fields), None);
@@ -336,7 +336,7 @@ fn the_example_config_shows_every_key() {
     let text = include_str!("../../../examples/sdlc-config.json");
     let example: Value = serde_json::from_str(text).expect("the example is JSON");
     let mut missing = Vec::new();
-    example_keys(Shape::top(), Some(&example), "", &[], &mut missing);
+    example_keys(top_shape(), Some(&example), "", &[], &mut missing);
     assert!(
         missing.is_empty(),
         "examples/sdlc-config.json does not show these keys (add them, or a `_<key>` comment):\n{}",

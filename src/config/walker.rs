@@ -2,7 +2,9 @@
 //! (type, range, choices), records what is wrong with the key path, and returns the value or
 //! nothing, so that validation goes on and reports every problem at once.
 
-use super::super::*;
+use super::*;
+
+pub(super) mod rules;
 
 #[derive(Default)]
 pub(in crate::config) struct Walker {
