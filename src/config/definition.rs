@@ -23,7 +23,7 @@
 //! run time, only their schema.
 
 use super::walker::rules::*;
-use super::walker::{Obj, Walker};
+use super::walker::{join, Obj, Walker};
 use super::{Approval, Effort, ForgeKind, OnExceeded, Severity, StepRun, TrackerKind};
 use crate::config::AgentKind;
 use crate::step::Step;
@@ -385,6 +385,24 @@ pub struct Backoff {
     #[schemars(range(min = 1, max = 604_800))]
     pub max_seconds: u32 => u32 = count,
 }
+}
+
+/// `backoff`: its keys, and a cap no lower than the first wait.
+/// (A rule of its own here, beside the object it checks: the rules in `walker/rules.rs` know
+/// no declared type.)
+fn backoff(w: &mut Walker, o: &Obj, key: &str) -> Backoff {
+    let backoff = Backoff::member(w, o, key);
+    let Backoff {
+        initial_seconds,
+        max_seconds,
+    } = backoff;
+    if max_seconds < initial_seconds {
+        w.err(
+            join(&o.path(key), "maxSeconds"),
+            format!("{max_seconds} is less than backoff.initialSeconds ({initial_seconds})"),
+        );
+    }
+    backoff
 }
 
 config_object! {

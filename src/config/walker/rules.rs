@@ -74,22 +74,6 @@ pub(in crate::config) fn same_failure_limit(w: &mut Walker, o: &Obj, key: &str) 
     }
 }
 
-/// `backoff`: its keys, and a cap no lower than the first wait.
-pub(in crate::config) fn backoff(w: &mut Walker, o: &Obj, key: &str) -> Backoff {
-    let backoff = Backoff::member(w, o, key);
-    let Backoff {
-        initial_seconds,
-        max_seconds,
-    } = backoff;
-    if max_seconds < initial_seconds {
-        w.err(
-            join(&o.path(key), "maxSeconds"),
-            format!("{max_seconds} is less than backoff.initialSeconds ({initial_seconds})"),
-        );
-    }
-    backoff
-}
-
 /// A Discord channel id, which must be a string: ids exceed 2^53, so a JSON number has
 /// already lost digits.
 pub(in crate::config) fn channel_id(w: &mut Walker, o: &Obj, key: &str) -> Option<String> {
