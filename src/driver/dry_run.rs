@@ -69,7 +69,7 @@ impl Driver {
             let inv = planned_on(
                 &self.cfg,
                 &self.program,
-                step,
+                (step, step.key()),
                 &self.issue,
                 &self.refs().id(self.issue.number),
                 &prompt,
@@ -106,7 +106,7 @@ impl Driver {
             let inv = planned_on(
                 &round,
                 &self.program,
-                Step::MonitorCi,
+                (Step::MonitorCi, crate::config::ADDRESS_REVIEW),
                 &self.issue,
                 &self.refs().id(self.issue.number),
                 &prompt,
@@ -143,11 +143,12 @@ impl Driver {
     }
 }
 
-/// The command line a first attempt of `step` with `prompt` would run under `cfg`.
+/// The command line a first attempt of `step` (told as `name`) with `prompt` would run
+/// under `cfg`.
 fn planned_on(
     cfg: &Config,
     program: &std::path::Path,
-    step: Step,
+    (step, name): (Step, &str),
     issue: &IssueContext,
     issue_id: &str,
     prompt: &str,
@@ -155,6 +156,7 @@ fn planned_on(
 ) -> cli::Invocation {
     let info = AttemptInfo {
         step,
+        name,
         issue: issue.number,
         issue_id,
         attempt: 1,
