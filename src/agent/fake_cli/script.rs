@@ -155,7 +155,8 @@ mod tests {
         assert_eq!(s.pick_told(Some(1), "addressReview", 1).0, "fail-test");
         assert_eq!(s.pick_told(Some(1), "addressReview", 2).0, "ok");
         assert_eq!(s.pick_told(Some(1), "monitorCI", 1).0, "write-shared");
-        assert_eq!(s.pick_told(Some(2), "addressReview", 1).0, "fail-test");
+        // An issue's own key beats every general one, as for any step.
+        assert_eq!(s.pick_told(Some(2), "addressReview", 1).0, "hang");
         let older = script(r#"{"steps": {"monitorCI": ["write-shared"]}}"#).unwrap();
         assert_eq!(
             older.pick_told(Some(1), "addressReview", 1).0,
