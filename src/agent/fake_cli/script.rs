@@ -2,6 +2,7 @@
 
 use super::outcome::Outcome;
 use super::FakeAgentError;
+#[cfg(test)]
 use crate::step::Step;
 use serde::Deserialize;
 use std::collections::BTreeMap;
