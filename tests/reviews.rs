@@ -647,10 +647,11 @@ fn an_ignored_bots_request_for_changes_does_not_hold_the_merge() {
 }
 
 /// The runner is killed (SIGKILL) while the agent of a review round works. The restart counts
-/// the killed round as a KILLED attempt of monitorCI, hands no comment twice, never merges
-/// over the standing request for changes, and merges once when the reviewer approves.
-/// (Not yet: the restart retries monitorCI rather than the round, so the round's work is
-/// lost; docs/reviews.md "Not yet".)
+/// the killed round as a KILLED attempt of monitorCI and retries it as the same round: the
+/// retry's agent is handed the same feedback (the one round's second attempt, not a second
+/// round), its change is committed and pushed, no later round hands the comment again, nothing
+/// merges over the standing request for changes, and the PR merges once when the reviewer
+/// approves.
 #[test]
 fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
     let p = Project::new(
@@ -707,8 +708,96 @@ fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
     let argv = std::fs::read_to_string(p.root.join("round-argv.log")).unwrap_or_default();
     assert_eq!(
         argv.matches("Rename foo to bar.").count(),
-        1,
-        "handed to the killed round only: {argv}"
+        2,
+        "handed to the killed round and to its retry, the same round: {argv}"
+    );
+    // The retry answered the feedback: its change was committed, pushed and merged.
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(log.contains("fix: address review feedback (#1)"), "{log}");
+    let journal = std::fs::read_to_string(p.journal_path()).unwrap();
+    assert_eq!(rounds_asked(&journal), [(1, 1), (1, 2)], "{journal}");
+    // Both calls were told what runs.
+    let env = std::fs::read_to_string(p.root.join("round-env.log")).unwrap_or_default();
+    assert_eq!(env.matches("SDLC_STEP=addressReview").count(), 2, "{env}");
+    p.replays_exactly();
+}
+
+/// Every `AddressReview` the journal asked for, as (round, attempt).
+fn rounds_asked(journal: &str) -> Vec<(u64, u64)> {
+    journal
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|v| v["kind"] == "effect" && v["effect"]["effect"] == "addressReview")
+        .map(|v| {
+            let e = &v["effect"];
+            (
+                e["round"].as_u64().unwrap_or(0),
+                e["attempt"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+/// The names of every file under `dir`, subfolders included.
+fn files_under(dir: &std::path::Path) -> Vec<String> {
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.path().is_dir() {
+            names.extend(files_under(&entry.path()));
+        } else {
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    names
+}
+
+/// The round's agent fails once (a failing test): the failure is an attempt of monitorCI's,
+/// and its retry is the same round, handed the same feedback and told `addressReview`; it
+/// answers the feedback, and the PR merges once approved.
+#[test]
+fn a_round_whose_agent_fails_is_retried_as_the_round_and_answers_the_feedback() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({"steps": {"monitorCI": ["ok"], "addressReview": ["fail-test", "write-shared"]}}),
+        gate_with(true, 0.25, json!({})),
+    );
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    p.wait_for_journal("\"repaired\"", WAIT);
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "merged once: {all}");
+    let told = prompts(&p);
+    assert_eq!(
+        told.matches("Rename foo to bar.").count(),
+        2,
+        "the round's two attempts, one round: {told}"
+    );
+    assert!(
+        told.contains("== 1 addressReview 1\n") && told.contains("== 1 addressReview 2\n"),
+        "the agent was told addressReview: {told}"
+    );
+    let journal = std::fs::read_to_string(p.journal_path()).unwrap();
+    assert_eq!(rounds_asked(&journal), [(1, 1), (1, 2)], "{journal}");
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(log.contains("fix: address review feedback (#1)"), "{log}");
+    // The narration names the round, not monitorCI.
+    assert!(
+        all.contains("addressReview: attempt 1 failed (TEST_ASSERTION); retrying as attempt 2"),
+        "{all}"
+    );
+    assert!(
+        all.contains("issue #1 step 9 addressReview attempt 2"),
+        "{all}"
+    );
+    let logs = files_under(&p.root);
+    assert!(
+        logs.iter().any(|f| f.contains("addressReview")),
+        "the round's attempt logs are named for it: {logs:?}"
     );
     p.replays_exactly();
 }

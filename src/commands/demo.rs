@@ -265,9 +265,9 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
         }
         DemoScenario::Review => {
             issue(&issues, 1, "Add a greeting", "Say hello.")?;
-            // The round's agent (told monitorCI, the machine's step of a round) leaves a
-            // change for the runner to commit and push.
-            serde_json::json!({ "steps": { "monitorCI": ["write-shared"] }, "costUsd": 0.05 })
+            // The round's agent (told addressReview) leaves a change for the runner to commit
+            // and push.
+            serde_json::json!({ "steps": { "addressReview": ["write-shared"] }, "costUsd": 0.05 })
         }
         DemoScenario::FailureLoop => {
             issue(&issues, 1, "Add a greeting", "Say hello.")?;

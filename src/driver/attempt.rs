@@ -108,15 +108,15 @@ impl Driver {
             }
             Err(Unprepared::TooLarge(message)) => return self.too_large(step, issue, &message),
         };
+        let name = self.step_name(step);
         self.log(&format!(
-            "issue #{issue} step {} {} attempt {attempt}{}",
+            "issue #{issue} step {} {name} attempt {attempt}{}",
             step.number(),
-            step.key(),
             if repair { " (repair)" } else { "" }
         ));
         self.notifier.send(
             Severity::Info,
-            &format!("issue #{issue}: {} started (attempt {attempt})", step.key()),
+            &format!("issue #{issue}: {name} started (attempt {attempt})"),
         );
         let started_at = self.clock.now();
         let started = self.clock.instant();
@@ -152,7 +152,7 @@ impl Driver {
             }
             Err(e) => return self.environment_failure(step, &e.to_string()),
         };
-        let header = attempt_header(&exit, issue, step, &self.session, attempt, started_at);
+        let header = attempt_header(&exit, issue, name, &self.session, attempt, started_at);
         self.archive(&header, &run.live_log);
         self.say(last_words(&summary, &exit));
         if exit.cancelled {
@@ -284,6 +284,7 @@ impl Driver {
         let issue_id = self.refs().id(issue);
         let info = AttemptInfo {
             step,
+            name: self.step_name(step),
             issue,
             issue_id: &issue_id,
             attempt,
@@ -332,7 +333,7 @@ impl Driver {
             inv.args = w.args;
             inv.env = w.env;
         }
-        let live_log = self.logs.live_log(step.key());
+        let live_log = self.logs.live_log(self.step_name(step));
         let budget = self.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
         // Room for this attempt's live log and archive first, so the budget holds throughout.
@@ -381,9 +382,9 @@ impl Driver {
     }
 
     pub(super) async fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
+        let name = self.step_name(step);
         self.log(&format!(
-            "{}: succeeded in {} ({} turns, ${:.2})",
-            step.key(),
+            "{name}: succeeded in {} ({} turns, ${:.2})",
             crate::progress::clock(std::time::Duration::from_millis(usage.elapsed_ms)),
             usage.turns,
             usage.cost_micros as f64 / 1e6
@@ -396,29 +397,20 @@ impl Driver {
         }
         self.state.last_completed_step = step.number();
         self.save_state();
-        self.notifier.send(
-            Severity::Info,
-            &format!("issue #{issue}: {} finished", step.key()),
-        );
+        self.notifier
+            .send(Severity::Info, &format!("issue #{issue}: {name} finished"));
         Event::StepSucceeded { step, usage }
     }
 
     pub(super) fn failed(&mut self, step: Step, issue: u32, c: Classified, usage: Usage) -> Event {
+        let name = self.step_name(step);
         self.notifier.send(
             Severity::Warning,
-            &format!(
-                "issue #{issue}: {} failed ({}): {}",
-                step.key(),
-                c.class,
-                c.summary
-            ),
+            &format!("issue #{issue}: {name} failed ({}): {}", c.class, c.summary),
         );
         self.log(&format!(
-            "{}: failed: {} {} — {}",
-            step.key(),
-            c.class,
-            c.signature,
-            c.summary
+            "{name}: failed: {} {} — {}",
+            c.class, c.signature, c.summary
         ));
         self.save_state();
         self.remember_failure(step, c.class, &c.summary, &c.excerpt);
@@ -467,7 +459,7 @@ impl Driver {
     /// The agent could not even be run (binary vanished, skill file unreadable): the
     /// environment is broken, not the issue.
     pub(super) fn environment_failure(&mut self, step: Step, message: &str) -> Event {
-        self.log(&format!("{}: {message}", step.key()));
+        self.log(&format!("{}: {message}", self.step_name(step)));
         self.say(message.to_string());
         let class = FailureClass::ToolingEnv;
         self.remember_failure(step, class, &format!("{class}: {message}"), message);
@@ -558,14 +550,14 @@ async fn execute(
 fn attempt_header(
     exit: &AgentExit,
     issue: u32,
-    step: Step,
+    name: &str,
     session: &str,
     attempt: u32,
     started_at: chrono::DateTime<chrono::Utc>,
 ) -> AttemptHeader {
     AttemptHeader {
         issue,
-        step_key: step.key().to_string(),
+        step_key: name.to_string(),
         session: session.to_string(),
         attempt,
         started_at,

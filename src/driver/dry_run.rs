@@ -4,17 +4,18 @@
 use super::*;
 
 impl Driver {
-    /// The command line a first attempt of `step` with `prompt` would run under `cfg`, as one
-    /// line, and the skill file the agent would be handed with it.
+    /// The command line a first attempt of `step` (told as `name`) with `prompt` would run
+    /// under `cfg`, as one line, and the skill file the agent would be handed with it.
     fn planned(
         &self,
         cfg: &Config,
-        step: Step,
+        (step, name): (Step, &str),
         prompt: &str,
         skill: Option<std::path::PathBuf>,
     ) -> String {
         let info = AttemptInfo {
             step,
+            name,
             issue: self.issue.number,
             issue_id: &self.refs().id(self.issue.number),
             attempt: 1,
@@ -95,7 +96,12 @@ impl Driver {
                 "step {} {}: {}",
                 step.number(),
                 step.key(),
-                self.planned(&self.cfg, step, &prompt, self.cfg.skill_file(step))
+                self.planned(
+                    &self.cfg,
+                    (step, step.key()),
+                    &prompt,
+                    self.cfg.skill_file(step)
+                )
             );
             if let Some(line) = crate::agent::sandbox::planned(&self.cfg.agent(step).sandbox) {
                 out!("  {line}");
@@ -116,7 +122,12 @@ impl Driver {
             let round = self.cfg.review_round();
             out!(
                 "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}, then the runner's commit and push",
-                self.planned(&round, Step::MonitorCi, &prompt, self.cfg.round_skill_file())
+                self.planned(
+                    &round,
+                    (Step::MonitorCi, crate::config::ADDRESS_REVIEW),
+                    &prompt,
+                    self.cfg.round_skill_file()
+                )
             );
             if let Some(line) =
                 crate::agent::sandbox::planned(&self.cfg.address_review.agent.sandbox)

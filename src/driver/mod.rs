@@ -255,7 +255,7 @@ impl Driver {
                 log: &log,
                 worker: self.fleet.as_ref().map(|link| link.worker),
                 issue: (self.issue.number != 0).then_some(self.issue.number),
-                step: state.step().map(|step| step.key()),
+                step: state.step().map(|step| self.step_name(step)),
             },
             line,
         );
@@ -588,6 +588,12 @@ fn last_words_kept(said: &str) -> String {
 
 impl Driver {
     /// What the answer being produced said, for the diagnostics (see `report`).
+    /// What an attempt of `step` is told as (`report::step_name`): `addressReview` while a
+    /// review round is under way.
+    fn step_name(&self, step: Step) -> &'static str {
+        report::step_name(step, self.core.runner().round_pending())
+    }
+
     fn say(&mut self, text: String) {
         self.report.said = Some(text);
     }

@@ -223,7 +223,8 @@ impl Driver {
                 Outcome::Continue
             }
             Effect::Notify(n) => {
-                let (severity, mut text) = report::notice(&n, &self.refs());
+                let round = self.core.runner().round_pending();
+                let (severity, mut text) = report::notice(&n, &self.refs(), round);
                 match n {
                     // Who holds the turn, as the answer that found it busy said.
                     Notice::WaitingForMergeTurn { .. } => {

@@ -6,13 +6,26 @@ use crate::machine::{EscalationCause, HaltReason, Notice, Runner, Spend};
 use crate::notify::Severity;
 use crate::redact::redact;
 
-/// The severity and text of a notice the machine emitted, redacted.
-pub fn notice(n: &Notice, refs: &crate::config::IssueRefs) -> (Severity, String) {
-    let (severity, text) = notice_text(n, refs);
+/// What an attempt of `step` is told as: `addressReview` for monitorCI's attempt while a
+/// review round is under way (`Runner::round_pending`), else the step's key. The journal and
+/// the machine keep monitorCI.
+pub fn step_name(step: crate::step::Step, round: bool) -> &'static str {
+    if round && step == crate::step::Step::MonitorCi {
+        crate::config::ADDRESS_REVIEW
+    } else {
+        step.key()
+    }
+}
+
+/// The severity and text of a notice the machine emitted, redacted. `round`: a review round
+/// is under way, so what the machine calls monitorCI's attempt is told as `addressReview`.
+pub fn notice(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Severity, String) {
+    let (severity, text) = notice_text(n, refs, round);
     (severity, redact(&text))
 }
 
-fn notice_text(n: &Notice, refs: &crate::config::IssueRefs) -> (Severity, String) {
+fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Severity, String) {
+    let name = |step: crate::step::Step| step_name(step, round);
     match *n {
         Notice::CycleStarted { issue } => {
             (Severity::Info, format!("issue {}: cycle started", refs.issue(issue)))
@@ -25,7 +38,7 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs) -> (Severity, String
             Severity::Warning,
             format!(
                 "{}: attempt {} failed ({class}); retrying as attempt {attempt}",
-                step.key(),
+                name(step),
                 attempt.saturating_sub(1)
             ),
         ),
@@ -51,7 +64,7 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs) -> (Severity, String
             Severity::Warning,
             format!(
                 "{}: {class}; waiting {seconds} s without spending an attempt",
-                step.key()
+                name(step)
             ),
         ),
         Notice::Escalated {

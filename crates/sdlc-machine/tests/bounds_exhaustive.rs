@@ -208,3 +208,80 @@ fn lost_races_spend_no_attempt_and_their_agent_runs_are_counted_exactly() {
         failures.join("\n")
     );
 }
+
+/// With a review gate: rounds, and a failed round retried as the same round (an attempt of
+/// monitorCI's). The computed figures bound what the search finds, step attempts (exactly,
+/// in these configurations) and agent invocations alike, for every builtin set.
+#[test]
+fn review_rounds_and_their_retries_stay_within_the_computed_bounds() {
+    use sdlc_machine::machine::ReviewGate;
+    let mut five = [false; Step::COUNT];
+    for s in [
+        Step::StartCycle,
+        Step::CommitPush,
+        Step::CreatePr,
+        Step::MonitorCi,
+        Step::Merge,
+    ] {
+        five[s.index()] = true;
+    }
+    let sets = [
+        ("none", [false; Step::COUNT]),
+        ("five model-free", five),
+        ("all", [true; Step::COUNT]),
+    ];
+    let mut failures = Vec::new();
+    // The last: monitorCI's failure streak limited, which each CI pass after a round ends.
+    let mut ci_streak = [0u32; Step::COUNT];
+    ci_streak[Step::MonitorCi.index()] = 2;
+    for (r, b, e, w, m, rounds, phase) in [
+        (2, 0, 1, 0, 1, 1, [0; Step::COUNT]),
+        (3, 1, 1, 1, 1, 2, [0; Step::COUNT]),
+        (3, 0, 1, 0, 2, 2, [0; Step::COUNT]),
+        (2, 1, 2, 0, 2, 1, [0; Step::COUNT]),
+        (3, 0, 1, 0, 1, 2, ci_streak),
+    ] {
+        let limits = Limits {
+            max_retries_per_step: r,
+            max_bounce_retries: b,
+            max_consecutive_escalations: e,
+            max_consecutive_same_failure: 0,
+            max_consecutive_failures: phase,
+            max_rate_limit_waits: w,
+            max_repair_iterations: m,
+            max_network_waits: 0,
+            ci_timeout_secs: 0,
+            review: Some(ReviewGate {
+                max_rounds: rounds,
+                ..ReviewGate::new(true, 0)
+            }),
+            ..Limits::default()
+        };
+        let name = format!("R={r} B={b} E={e} W={w} M={m} rounds={rounds} F={phase:?}");
+        let attempts = bounds::compute(&limits);
+        let merge = worst_of(&limits, Goal::NextMerge, None);
+        let halt = worst_of(&limits, Goal::HaltWithoutSuccess, None);
+        if (attempts.between_merges, attempts.nothing_succeeds) != (merge, halt) {
+            failures.push(format!(
+                "{name}, step attempts: computed {}/{} exhaustive {merge}/{halt}",
+                attempts.between_merges, attempts.nothing_succeeds
+            ));
+        }
+        for (set, builtin) in &sets {
+            let computed = bounds::agent_invocations(&limits, builtin);
+            let merge = worst_of(&limits, Goal::NextMerge, Some(*builtin));
+            let halt = worst_of(&limits, Goal::HaltWithoutSuccess, Some(*builtin));
+            if computed.between_merges < merge || computed.nothing_succeeds < halt {
+                failures.push(format!(
+                    "{name}, builtin {set}: computed {}/{} exhaustive {merge}/{halt}",
+                    computed.between_merges, computed.nothing_succeeds
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "review bound mismatches:\n{}",
+        failures.join("\n")
+    );
+}

@@ -3,10 +3,13 @@
 //! no merge starts over a request for changes or without a required approval; the looks that
 //! hold the merge stay within the schedule and one more, a person is told at most once per
 //! cycle, and the cycle ends merged or waiting for a person, never blamed. With feedback:
-//! rounds stay within `maxReviewRounds`, an id is handed at most once and an ignored author
-//! never, and only new feedback past the rounds escalates.
+//! rounds stay within `maxReviewRounds`, an id is handed in one round at most and an ignored
+//! author never, and only new feedback past the rounds escalates. A round whose agent fails or
+//! whose runner is killed is retried as the same round (same number, same handout, the next
+//! attempt), never as monitorCI's own run, within `maxRetriesPerStep`.
 
 use proptest::prelude::*;
+use sdlc_machine::failure::{FailureClass, Signature};
 use sdlc_machine::machine::{
     Commit, Core, Effect, Event, Limits, Mode, Notice, ReviewDecision, ReviewGate, ReviewNote,
     Usage,
@@ -52,6 +55,8 @@ enum Answer {
     Feedback(u8, bool),
     Network,
     Restart,
+    /// The round's agent fails (a retryable class).
+    Fail,
 }
 
 fn note(id: u8, bot: bool) -> ReviewNote {
@@ -74,6 +79,7 @@ fn answer() -> impl Strategy<Value = Answer> {
         3 => (0u8..4, any::<bool>()).prop_map(|(id, bot)| Answer::Feedback(id, bot)),
         1 => Just(Answer::Network),
         1 => Just(Answer::Restart),
+        1 => Just(Answer::Fail),
     ]
 }
 
@@ -113,23 +119,49 @@ proptest! {
         let mut rounds = 0u32;
         let mut escalating = false;
         let mut restarts = 0u32;
+        let mut fails = 0u32;
+        // The round asked for and not yet answered (`Repaired`), with its handout.
+        let mut pending: Option<Vec<ReviewNote>> = None;
+        let mut last_attempt = 0u32;
         for _ in 0..10_000 {
             for e in &effects {
-                if let Effect::AddressReview { round, .. } = e {
-                    rounds += 1;
-                    prop_assert_eq!(*round, rounds);
-                    prop_assert!(rounds <= max_rounds, "round {rounds} of {max_rounds}");
-                    for n in &core.runner().review_handout {
-                        prop_assert!(n.author != "bot", "an ignored author handed");
-                        prop_assert!(handed.insert(n.id.clone()), "{} handed twice", n.id);
+                if let Effect::AddressReview { round, attempt, .. } = e {
+                    let handout = core.runner().review_handout.clone();
+                    prop_assert!(!handout.is_empty(), "a round hands something");
+                    match &pending {
+                        Some(before) => {
+                            // The retry of the round under way: the same round and feedback.
+                            prop_assert_eq!(*round, rounds, "a retry is no new round");
+                            prop_assert_eq!(before, &handout, "a retry hands the same feedback");
+                            prop_assert!(*attempt >= last_attempt);
+                        }
+                        None => {
+                            rounds += 1;
+                            prop_assert_eq!(*round, rounds);
+                            prop_assert!(rounds <= max_rounds, "round {rounds} of {max_rounds}");
+                            for n in &handout {
+                                prop_assert!(n.author != "bot", "an ignored author handed");
+                                prop_assert!(handed.insert(n.id.clone()), "{} handed twice", n.id);
+                            }
+                        }
                     }
+                    last_attempt = *attempt;
+                    pending = Some(handout);
+                }
+                if let Effect::RunStep { step: Step::MonitorCi, .. } = e {
+                    prop_assert!(pending.is_none(), "a pending round retried as monitorCI's run");
                 }
                 if let Effect::MarkEscalated { .. } = e {
-                    prop_assert_eq!(rounds, max_rounds, "escalated before the rounds ran out");
-                    prop_assert!(!core.runner().review_unresolved.is_empty());
+                    let retries = core.runner().attempts[Step::MonitorCi.index()]
+                        >= limits.max_retries_per_step;
+                    let exhausted = rounds == max_rounds
+                        && !core.runner().review_unresolved.is_empty();
+                    prop_assert!(retries || exhausted, "escalated before the rounds or retries ran out");
                     escalating = true;
+                    pending = None;
                 }
             }
+            prop_assert_eq!(core.runner().round_pending(), pending.is_some());
             told += effects
                 .iter()
                 .filter(|e| matches!(e, Effect::Notify(Notice::ReviewWanted { .. })))
@@ -149,8 +181,12 @@ proptest! {
                     break;
                 }
                 if *code == 1 {
-                    // Attempts cut short by restarts, twice in a row: the session halts.
-                    prop_assert!(restarts >= 2, "exit 1 without an escalation or kills");
+                    // Attempts cut short by restarts (twice in a row, or the last attempt
+                    // allowed): the session halts.
+                    prop_assert!(
+                        restarts >= 1 && restarts + fails >= 2,
+                        "exit 1 without an escalation or kills"
+                    );
                     break;
                 }
                 prop_assert_eq!(*code, 0);
@@ -193,11 +229,24 @@ proptest! {
                     Event::ReviewLooked { decision, feedback }
                 }
                 (Some(Effect::Wait { .. }), _) => Event::WaitOver,
+                (Some(Effect::AddressReview { .. }), Some(Answer::Fail)) => {
+                    fails += 1;
+                    Event::StepFailed {
+                        step: Step::MonitorCi,
+                        class: FailureClass::TestAssertion,
+                        signature: Signature(u64::from(fails)),
+                        usage: Usage::default(),
+                        wait_hint_secs: None,
+                    }
+                }
                 // The round's agent answered the feedback and the runner pushed.
-                (Some(Effect::AddressReview { .. }), _) => Event::Repaired {
-                    step: Step::MonitorCi,
-                    usage: Usage::default(),
-                },
+                (Some(Effect::AddressReview { .. }), _) => {
+                    pending = None;
+                    Event::Repaired {
+                        step: Step::MonitorCi,
+                        usage: Usage::default(),
+                    }
+                }
                 (Some(Effect::LookAtCi { .. } | Effect::RunStep { step: Step::MonitorCi, .. }), _) => Event::CiPassed {
                     commit: Commit::parse(&"cd".repeat(20)).expect("commit"),
                     usage: Usage::default(),
@@ -219,10 +268,11 @@ proptest! {
             }
             events.push(event);
             prop_assert!(holding_looks <= polls + 1, "{holding_looks} looks for {polls} pauses");
-            // Only a round cut short by a restart spends an attempt (monitorCI's, KILLED).
+            // Only a round that failed or was cut short by a restart spends an attempt
+            // (monitorCI's).
             let spent: u32 = core.runner().attempts.iter().sum();
             prop_assert!(spent == core.runner().attempts[Step::MonitorCi.index()]);
-            prop_assert!(spent <= restarts, "{spent} attempts spent with {restarts} restarts");
+            prop_assert!(spent <= restarts + fails, "{spent} attempts spent with {restarts} restarts and {fails} failures");
         }
         prop_assert!(told <= 1, "a person told {told} times");
     }

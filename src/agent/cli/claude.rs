@@ -19,8 +19,11 @@ pub struct Invocation {
 
 /// What one attempt is, for building its invocation.
 pub struct AttemptInfo<'a> {
-    /// The step the attempt runs.
+    /// The step the attempt runs (its settings in the config).
     pub step: Step,
+    /// What the agent is told it runs (`SDLC_STEP`): the step's key, or `addressReview` for
+    /// a review round, which the machine runs as monitorCI's attempt.
+    pub name: &'a str,
     /// The issue it works on.
     pub issue: u32,
     /// The issue as the tracker names it (`12`, `ENG-12`): the agent's `SDLC_ISSUE`.
@@ -74,7 +77,7 @@ pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation
         "CLAUDE_CODE_MAX_RETRIES".into(),
         agent.max_api_retries.to_string(),
     ));
-    env.push(("SDLC_STEP".into(), a.step.key().into()));
+    env.push(("SDLC_STEP".into(), a.name.into()));
     env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));
     env.push(("SDLC_ISSUE".into(), a.issue_id.to_string()));
     env.push(("SDLC_ATTEMPT".into(), a.attempt.to_string()));
@@ -98,6 +101,7 @@ mod tests {
         );
         let a = AttemptInfo {
             step: Step::Verify,
+            name: "verify",
             issue: 4,
             issue_id: "4",
             attempt: 2,
@@ -128,6 +132,7 @@ mod tests {
         let c = Config::for_test(r#", "model": "haiku""#);
         let a = AttemptInfo {
             step: Step::Implement,
+            name: "implement",
             issue: 1,
             issue_id: "1",
             attempt: 1,

@@ -248,7 +248,7 @@ fn step_env(agent: &AgentConfig, a: &AttemptInfo) -> Vec<(String, String)> {
         .iter()
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
-    env.push(("SDLC_STEP".into(), a.step.key().into()));
+    env.push(("SDLC_STEP".into(), a.name.into()));
     env.push(("SDLC_STEP_NUMBER".into(), a.step.number().to_string()));
     env.push(("SDLC_ISSUE".into(), a.issue_id.to_string()));
     env.push(("SDLC_ATTEMPT".into(), a.attempt.to_string()));
@@ -300,6 +300,7 @@ mod tests {
     fn info(step: Step, skill: Option<&str>) -> AttemptInfo<'_> {
         AttemptInfo {
             step,
+            name: step.key(),
             issue: 4,
             issue_id: "4",
             attempt: 2,

@@ -76,8 +76,20 @@ pub struct Context {
     /// leads the branch name, as the runner's branches do.
     pub issue_id: Option<String>,
     pub step: Step,
+    /// What the runner told it runs (`SDLC_STEP`): `step`'s key, or `addressReview` for a
+    /// review round (monitorCI's attempt to the machine).
+    pub told: String,
     pub attempt: u32,
     pub cwd: PathBuf,
+}
+
+/// The step an attempt told `name` (`SDLC_STEP`) is, and whether it is a review round:
+/// `addressReview` is monitorCI's attempt to the machine.
+pub fn told_step(name: &str) -> Option<(Step, bool)> {
+    if name == crate::config::ADDRESS_REVIEW {
+        return Some((Step::MonitorCi, true));
+    }
+    Step::from_key(name).map(|step| (step, false))
 }
 
 impl Context {
@@ -85,11 +97,12 @@ impl Context {
     pub fn from_env() -> Result<Context, FakeAgentError> {
         let var = |name| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         let step_text = var("SDLC_STEP").unwrap_or_default();
-        let step = Step::from_key(step_text.trim()).ok_or(FakeAgentError::Env {
+        let (step, _) = told_step(step_text.trim()).ok_or(FakeAgentError::Env {
             var: "SDLC_STEP",
             value: step_text.clone(),
-            why: "is not a step key (startCycle ... merge); the runner sets it",
+            why: "is not a step key (startCycle ... merge, addressReview); the runner sets it",
         })?;
+        let told = step_text.trim().to_string();
         let issue_id = var("SDLC_ISSUE").map(|v| v.trim().to_string());
         let issue = match &issue_id {
             None => None,
@@ -112,6 +125,7 @@ impl Context {
             issue,
             issue_id,
             step,
+            told,
             attempt,
             cwd,
         })
@@ -216,7 +230,7 @@ fn prepare(args: &Request) -> Result<(Context, Script, Outcome), FakeAgentError>
         None => Script::default(),
     };
     let ctx = Context::from_env()?;
-    let (name, outcome) = script.pick(ctx.issue, ctx.step, ctx.attempt);
+    let (name, outcome) = script.pick_told(ctx.issue, &ctx.told, ctx.attempt);
     log_invocation(&ctx, name)?;
     Ok((ctx, script, outcome))
 }
@@ -229,7 +243,7 @@ fn log_invocation(ctx: &Context, outcome: &str) -> Result<(), FakeAgentError> {
     // The pid lets a test stop an agent whose runner it killed with SIGKILL.
     let line = format!(
         "{issue} {} {} {outcome} {}\n",
-        ctx.step.key(),
+        ctx.told,
         ctx.attempt,
         std::process::id()
     );
@@ -258,7 +272,7 @@ fn log_prompt(ctx: &Context, args: &Request) {
             .map_or("", String::as_str),
     };
     let issue = ctx.issue.map_or_else(|| "-".to_string(), |n| n.to_string());
-    let text = format!("== {issue} {} {}\n{prompt}\n", ctx.step.key(), ctx.attempt);
+    let text = format!("== {issue} {} {}\n{prompt}\n", ctx.told, ctx.attempt);
     let _ = std::fs::OpenOptions::new()
         .create(true)
         .append(true)

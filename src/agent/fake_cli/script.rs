@@ -2,6 +2,7 @@
 
 use super::outcome::Outcome;
 use super::FakeAgentError;
+#[cfg(test)]
 use crate::step::Step;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -66,10 +67,10 @@ impl Script {
                 }
                 None => key.as_str(),
             };
-            if step_part != "*" && Step::from_key(step_part).is_none() {
+            if step_part != "*" && super::told_step(step_part).is_none() {
                 return Err(bad(
                     &key,
-                    format!("\"{step_part}\" is not a step key (startCycle ... merge) or \"*\""),
+                    format!("\"{step_part}\" is not a step key (startCycle ... merge, addressReview) or \"*\""),
                 ));
             }
             if list.is_empty() {
@@ -96,12 +97,24 @@ impl Script {
 
     /// The outcome for this attempt: `"<issue>:<step>"` beats `"<step>"` beats `"*"`, else
     /// `ok`. Attempt 1 takes the first entry; past the end the last entry repeats.
+    #[cfg(test)]
     pub fn pick(&self, issue: Option<u32>, step: Step, attempt: u32) -> (&str, Outcome) {
-        let specific = issue.map(|n| format!("{n}:{}", step.key()));
+        self.pick_told(issue, step.key(), attempt)
+    }
+
+    /// [`Script::pick`] for an attempt told `told` (`SDLC_STEP`): a review round
+    /// (`addressReview`) takes its own keys first, then monitorCI's (the machine's step of a
+    /// round, which scripts written before the round had its name still key it by).
+    pub fn pick_told(&self, issue: Option<u32>, told: &str, attempt: u32) -> (&str, Outcome) {
+        let mut names = vec![told];
+        if let Some((step, true)) = super::told_step(told) {
+            names.push(step.key());
+        }
+        let specific = names
+            .iter()
+            .find_map(|name| issue.and_then(|n| self.steps.get(&format!("{n}:{name}"))));
         let list = specific
-            .as_deref()
-            .and_then(|k| self.steps.get(k))
-            .or_else(|| self.steps.get(step.key()))
+            .or_else(|| names.iter().find_map(|name| self.steps.get(*name)))
             .or_else(|| self.steps.get("*"));
         match list {
             Some(list) => {
@@ -132,6 +145,24 @@ mod tests {
         assert_eq!(s.pick(Some(3), Step::Verify, 1).0, "fail-test");
         assert_eq!(s.pick(None, Step::Verify, 2).0, "ok");
         assert_eq!(s.pick(Some(2), Step::Merge, 1).0, "exit:4");
+    }
+
+    #[test]
+    fn a_review_round_takes_its_own_key_then_monitor_cis() {
+        let s = script(
+            r#"{"steps": {"monitorCI": ["write-shared"], "addressReview": ["fail-test", "ok"], "2:monitorCI": ["hang"]}}"#,
+        )
+        .unwrap();
+        assert_eq!(s.pick_told(Some(1), "addressReview", 1).0, "fail-test");
+        assert_eq!(s.pick_told(Some(1), "addressReview", 2).0, "ok");
+        assert_eq!(s.pick_told(Some(1), "monitorCI", 1).0, "write-shared");
+        // An issue's own key beats every general one, as for any step.
+        assert_eq!(s.pick_told(Some(2), "addressReview", 1).0, "hang");
+        let older = script(r#"{"steps": {"monitorCI": ["write-shared"]}}"#).unwrap();
+        assert_eq!(
+            older.pick_told(Some(1), "addressReview", 1).0,
+            "write-shared"
+        );
     }
 
     #[test]

@@ -122,7 +122,10 @@ impl AgentPort for FakeAgent {
         _cancel: watch::Receiver<bool>,
         _on_spawn: &'a mut (dyn FnMut(i32) + Send),
     ) -> BoxFuture<'a, Result<AgentExit, AgentError>> {
-        let step = env(run, "SDLC_STEP").and_then(Step::from_key);
+        // A review round is told `addressReview`; its script entry is monitorCI's.
+        let step = env(run, "SDLC_STEP")
+            .and_then(crate::agent::fake_cli::told_step)
+            .map(|(step, _)| step);
         let issue = env(run, "SDLC_ISSUE").and_then(|v| v.parse().ok());
         let attempt = env(run, "SDLC_ATTEMPT").and_then(|v| v.parse().ok());
         let result = match (step, issue, attempt) {

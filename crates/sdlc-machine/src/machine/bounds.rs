@@ -42,6 +42,10 @@ pub fn compute(limits: &Limits) -> Bounds {
     let n = steps.len() as u128;
     let phase_limit = |s: Step| u128::from(limits.max_consecutive_failures[s.index()]);
     let fails = r - 1; // failures a step absorbs in one cycle without escalating
+    let rounds = limits
+        .review
+        .as_ref()
+        .map_or(0, |g| u128::from(g.max_rounds));
 
     // Failures each step can absorb in one run, and the extra runs bounces can buy: a
     // landable step cut short by its phase limit gains a new run of up to `run` failures per
@@ -50,7 +54,13 @@ pub fn compute(limits: &Limits) -> Bounds {
     let mut base = b; // every bounce re-runs one step successfully
     let mut bounces_given = 0u128;
     for &s in steps.iter().filter(|s| **s != last) {
-        let f = phase_limit(s);
+        // CI's pass after each review round ends monitorCI's failure streak: with rounds,
+        // its retries alone bound its failures.
+        let f = if s == Step::MonitorCi && rounds > 0 {
+            0
+        } else {
+            phase_limit(s)
+        };
         let run = if f == 0 { fails } else { (f - 1).min(fails) };
         base += run;
         let landable = limits
@@ -91,12 +101,10 @@ pub fn compute(limits: &Limits) -> Bounds {
         (f_last - 1).min(escalations * r)
     };
     // Review rounds (`review.maxReviewRounds`): each is one agent invocation of its own,
-    // after monitorCI's success; its failure is an attempt of monitorCI's, counted above. A
-    // cycle escalated by new feedback past its rounds spent no more than one merged.
-    let rounds = limits
-        .review
-        .as_ref()
-        .map_or(0, |g| u128::from(g.max_rounds));
+    // after monitorCI's success. Its failure is a failed attempt of monitorCI's and its retry
+    // (the round again, not a new round) the attempt that failure pays for, both counted
+    // above as monitorCI's. A cycle escalated by new feedback past its rounds spent no more
+    // than one merged.
     let between = escalations * head + streak + base + n + cap_last(streak) + e * rounds;
     // One cycle at most: an escalated cycle never spends more than a merged one, because its
     // escalating failure takes the place of the last step's success.
@@ -134,6 +142,8 @@ const fn repairs_by_agent(step: Step) -> bool {
 /// - A builtin step is repaired only right after a code-fixable failure of its own, at most
 ///   `maxRepairIterations` times per cycle, and a repair that waits is repaired again: at most
 ///   `min(M, (R − 1)(W + 1))` agent invocations per cycle.
+/// - With review rounds, each round is one agent invocation (after `W` waits at most); a
+///   failed round is retried as the round, by the agent even when monitorCI is builtin.
 /// - At most `E` cycles run between two merges or before the halt. Every figure is also
 ///   capped by the exact attempt figures of [`compute`], which count every attempt.
 pub fn agent_invocations(limits: &Limits, builtin: &[bool; Step::COUNT]) -> Bounds {
@@ -160,12 +170,28 @@ pub fn agent_invocations(limits: &Limits, builtin: &[bool; Step::COUNT]) -> Boun
         .copied()
         .filter(|s| builtin[s.index()] && repairs_by_agent(*s))
         .collect();
-    let repairs_of = |per_failure: u128| (repairable.len() as u128) * m.min((r - 1) * per_failure);
-    // A review round's agent runs whoever performs monitorCI.
+    // A review round's agent runs whoever performs monitorCI, and so does the retry of a
+    // failed round (the round again). With a builtin monitorCI and rounds, each of its
+    // `R − 1` failures may be followed by an agent call (the round's retry or a repair),
+    // and a bounce landing on it by a repair (at most `M` in all); each may follow `W` waits.
     let rounds = limits
         .review
         .as_ref()
         .map_or(0, |g| u128::from(g.max_rounds));
+    let ci_rounds =
+        rounds > 0 && builtin[Step::MonitorCi.index()] && steps.contains(&Step::MonitorCi);
+    let repairs_of = |per_failure: u128| -> u128 {
+        repairable
+            .iter()
+            .map(|&s| {
+                if s == Step::MonitorCi && ci_rounds {
+                    (r - 1) * per_failure + m.min(b * per_failure)
+                } else {
+                    m.min((r - 1) * per_failure)
+                }
+            })
+            .sum()
+    };
     let cycle = waits * (n_agent * r + landed + rounds) + repairs_of(waits);
     let per_cycle = n_agent * r + landed + repairs_of(1) + rounds;
 
@@ -490,9 +516,26 @@ mod review_round_bounds {
         let w = u64::from(Limits::default().max_rate_limit_waits) + 1;
         assert_eq!(two.between_merges, none.between_merges + e * 2 * w);
         assert_eq!(two.nothing_succeeds, none.nothing_succeeds);
-        let builtin = [true; Step::COUNT];
+        // The rounds' agent is the round's own whoever runs monitorCI's other attempts.
+        let mut builtin = [true; Step::COUNT];
+        builtin[Step::MonitorCi.index()] = false;
         let agents = agent_invocations(&with_rounds(2), &builtin);
         let without = agent_invocations(&with_rounds(0), &builtin);
         assert_eq!(agents.per_cycle, without.per_cycle + 2, "{agents:?}");
+        // With a builtin monitorCI a failed round's retry is the agent's too: each of
+        // monitorCI's `R − 1` failures may be followed by one (the round again) besides its
+        // repairs (`M`, also after a bounce).
+        let builtin = [true; Step::COUNT];
+        let agents = agent_invocations(&with_rounds(2), &builtin);
+        let without = agent_invocations(&with_rounds(0), &builtin);
+        let l = Limits::default();
+        let retries = u64::from(l.max_retries_per_step - 1);
+        let repairs = u64::from(l.max_repair_iterations.min(l.max_bounce_retries))
+            - u64::from(l.max_repair_iterations.min(l.max_retries_per_step - 1));
+        assert_eq!(
+            agents.per_cycle,
+            without.per_cycle + 2 + retries + repairs,
+            "{agents:?}"
+        );
     }
 }

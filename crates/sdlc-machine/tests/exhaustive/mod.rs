@@ -13,7 +13,9 @@ use crate::common::{first_check, request};
 use sdlc_machine::digest::{Digester, Recorder};
 use sdlc_machine::failure::{FailureClass, Signature};
 use sdlc_machine::fleet::Contention;
-use sdlc_machine::machine::{Core, Effect, Event, Limits, Mode, Runner, State, Usage};
+use sdlc_machine::machine::{
+    Core, Effect, Event, Limits, Mode, ReviewDecision, ReviewNote, Runner, State, Usage,
+};
 use sdlc_machine::step::Step;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -90,7 +92,9 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         // Which ids were handed decides only which feedback is new, and the search offers
         // new or old feedback as it likes: the count of rounds is what bounds them.
         review_handed: _,
-        review_handout: _,
+        // Whether a round is under way decides whether monitorCI's next attempt is the
+        // round again; what it hands does not.
+        review_handout,
         review_unresolved: _,
         // Which files conflict decides nothing: the merge's counters bound their repair.
         conflict_paths: _,
@@ -194,6 +198,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     head_moves.hash(h);
     review_looks.hash(h);
     review_rounds.hash(h);
+    review_handout.is_empty().hash(h);
     // Which issues wait for a person never matters, only whether one does: then an empty
     // selection ends the session rather than halting it.
     awaiting_person.is_empty().hash(h);
@@ -332,11 +337,39 @@ impl Search {
                 }
                 (0, evs)
             }
-            Effect::RunStep { .. } | Effect::LookAtCi { .. } => {
+            Effect::LookAtReview { .. } => {
+                // The reviewer approves, or asks for changes with feedback new to the agent
+                // (a round, or past the rounds an escalation): the ids are fresh by
+                // construction, one per issue and round. A request with nothing new holds
+                // the merge until the cycle ends waiting for a person, neither merged nor
+                // escalated: the search leaves it out.
+                let r = core.runner();
+                let id = format!("{}-{}", r.issue.unwrap_or(0), r.review_rounds + 1);
+                let fresh = ReviewNote {
+                    id,
+                    author: "ann".into(),
+                    ..ReviewNote::default()
+                };
+                (
+                    0,
+                    vec![
+                        Event::ReviewLooked {
+                            decision: ReviewDecision::Approved,
+                            feedback: Vec::new(),
+                        },
+                        Event::ReviewLooked {
+                            decision: ReviewDecision::ChangesRequested,
+                            feedback: vec![fresh],
+                        },
+                    ],
+                )
+            }
+            Effect::RunStep { .. } | Effect::LookAtCi { .. } | Effect::AddressReview { .. } => {
                 let (step, repair) = match pending {
                     Effect::RunStep { step, repair, .. } => (step, repair),
                     _ => (Step::MonitorCi, false),
                 };
+                let round = matches!(pending, Effect::AddressReview { .. });
                 let u = Usage::default();
                 let fail = |class, sig| Event::StepFailed {
                     step,
@@ -356,9 +389,14 @@ impl Search {
                     evs.push(fail(FailureClass::TestAssertion, last));
                 }
                 if self.goal == Goal::NextMerge {
-                    evs.push(Event::StepSucceeded { step, usage: u });
+                    // A round succeeds when the runner pushed what its agent changed.
+                    evs.push(if round {
+                        Event::Repaired { step, usage: u }
+                    } else {
+                        Event::StepSucceeded { step, usage: u }
+                    });
                 }
-                if step == Step::MonitorCi {
+                if step == Step::MonitorCi && !round {
                     evs.push(Event::CiPending {
                         usage: u,
                         commit: None,
@@ -375,6 +413,8 @@ impl Search {
                 // counts as an attempt.
                 let agent_call = match (pending, self.builtin) {
                     (Effect::LookAtCi { .. }, _) => false,
+                    // A round is always an agent's (`steps.addressReview`).
+                    (Effect::AddressReview { .. }, _) => true,
                     (_, Some(builtin)) => !builtin[step.index()] || repair,
                     (_, None) => true,
                 };

@@ -42,6 +42,8 @@ impl Runner {
         self.escalated.insert(issue);
         self.consecutive_escalations += 1;
         self.dispatched = false;
+        // The cycle ends: a round still unanswered is not asked for again.
+        self.review_handout.clear();
         // Unless the escalation halts (which leaves the tree as it is for a person), the
         // partial work is saved before the tracker is told, so that the note can name where
         // it went (an unfinished merge is aborted, its tree kept on a rescue ref).

@@ -142,7 +142,9 @@ impl Runner {
     /// The agent fixed what failed CI and pushed: the runner's look at CI for the head it
     /// pushed is a request of its own (`LookAtCi`, the attempt's first look), so a network
     /// failure or rate limit of the look asks for the look again, never for the agent's fix.
+    /// After a review round the round is answered: the next attempt of monitorCI is its own.
     pub(super) fn ci_repaired(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.review_handout.clear();
         self.pending_usage = self.with_pending(usage);
         self.ci_commit = None;
         self.verified = None;

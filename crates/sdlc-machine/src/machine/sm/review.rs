@@ -107,14 +107,28 @@ impl Runner {
     /// or later round hands it again) within monitorCI's attempt budget; the runner's push
     /// and CI's look follow as after monitorCI's repair.
     fn address_review(&mut self, fresh: Vec<ReviewNote>, fx: &mut Fx) -> Outcome<State> {
-        let step = Step::MonitorCi;
-        if let Some(outcome) = self.over_budget(step, fx) {
+        if let Some(outcome) = self.over_budget(Step::MonitorCi, fx) {
             return outcome;
         }
         self.review_rounds += 1;
         self.review_handed
             .extend(fresh.iter().map(|n| n.id.clone()));
         self.review_handout = fresh;
+        self.run_round(fx)
+    }
+
+    /// Whether a round was asked for and not yet answered by `Repaired`: until it is, every
+    /// attempt of monitorCI is that round's (its feedback is handed already, so no later
+    /// round would take it up).
+    pub fn round_pending(&self) -> bool {
+        !self.review_handout.is_empty()
+    }
+
+    /// An attempt of the round under way (`review_handout`): its first, or its retry after
+    /// a failure, a wait or a restart. A retry is no new round: `review_rounds` stays, and
+    /// monitorCI's attempts bound the retries.
+    pub(super) fn run_round(&mut self, fx: &mut Fx) -> Outcome<State> {
+        let step = Step::MonitorCi;
         self.dispatched = true;
         self.ci_waits = 0;
         self.ci_waited_secs = 0;
@@ -166,6 +180,7 @@ impl Runner {
 
 #[cfg(test)]
 mod tests {
+    use crate::failure::{FailureClass, Signature};
     use crate::machine::*;
     use crate::step::Step;
 
@@ -271,7 +286,8 @@ mod tests {
         let r = core.runner();
         let ids: Vec<&str> = r.review_handout.iter().map(|n| n.id.as_str()).collect();
         assert_eq!(ids, ["r1", "c2"], "deduplicated by id");
-        // A restart before the round's answer re-asks nothing new: the attempt was cut short.
+        // (A restart before the round's answer asks for the round again: see
+        // `a_restart_mid_round_replays_the_handout_and_asks_for_the_round_again`.)
         assert_eq!(
             round_pushed_and_ci_passed(&mut core),
             [Effect::LookAtReview { issue: 4, look: 1 }]
@@ -295,6 +311,181 @@ mod tests {
             looked(&mut core, ReviewDecision::Approved),
             [Effect::CheckPreconditions { step: Step::Merge }]
         );
+    }
+
+    fn round_failed(core: &mut Core, class: FailureClass, signature: u64) -> Vec<Effect> {
+        core.handle(&Event::StepFailed {
+            step: Step::MonitorCi,
+            class,
+            signature: Signature(signature),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .to_vec()
+    }
+
+    fn handout_ids(core: &Core) -> Vec<String> {
+        core.runner()
+            .review_handout
+            .iter()
+            .map(|n| n.id.clone())
+            .collect()
+    }
+
+    fn round(round: u32, attempt: u32) -> Effect {
+        Effect::AddressReview {
+            issue: 4,
+            round,
+            attempt,
+            money_left_micros: None,
+        }
+    }
+
+    #[test]
+    fn a_failed_round_is_retried_as_the_same_round_until_the_retries_run_out() {
+        let (mut core, _) = after_ci(gated(false, 60), Mode::Continuous);
+        assert_eq!(
+            changes(&mut core, vec![note("r1", "ann", "Rename foo.")]),
+            [round(1, 1)]
+        );
+        for attempt in 2..=Limits::default().max_retries_per_step {
+            let fx = round_failed(&mut core, FailureClass::TestAssertion, u64::from(attempt));
+            assert_eq!(
+                fx.last(),
+                Some(&Effect::CheckPreconditions {
+                    step: Step::MonitorCi
+                }),
+                "{fx:?}"
+            );
+            // The retry is the round again: same round, the next attempt, the same handout.
+            let fx = core
+                .handle(&Event::PreconditionsOk {
+                    step: Step::MonitorCi,
+                })
+                .to_vec();
+            assert_eq!(fx, [round(1, attempt)]);
+            assert_eq!(handout_ids(&core), ["r1"]);
+            assert_eq!(core.runner().review_rounds, 1, "a retry is no new round");
+        }
+        // Past maxRetriesPerStep the issue escalates; the handout goes with the cycle.
+        let fx = round_failed(&mut core, FailureClass::TestAssertion, 99);
+        assert!(fx.contains(&Effect::MarkEscalated { issue: 4 }), "{fx:?}");
+        assert!(core.runner().review_handout.is_empty());
+    }
+
+    #[test]
+    fn a_round_waited_out_asks_for_the_round_again_without_spending_an_attempt() {
+        let (mut core, _) = after_ci(gated(false, 60), Mode::Continuous);
+        changes(&mut core, vec![note("r1", "ann", "Rename foo.")]);
+        let fx = round_failed(&mut core, FailureClass::RateLimit, 1);
+        assert!(matches!(fx.last(), Some(Effect::Wait { .. })), "{fx:?}");
+        core.handle(&Event::WaitOver);
+        let fx = core.handle(&Event::PreconditionsOk {
+            step: Step::MonitorCi,
+        });
+        assert_eq!(fx, [round(1, 1)]);
+    }
+
+    #[test]
+    fn once_a_round_is_repaired_a_later_failure_of_monitor_ci_is_monitor_cis_own_retry() {
+        let (mut core, _) = after_ci(gated(false, 60), Mode::Continuous);
+        changes(&mut core, vec![note("r1", "ann", "Rename foo.")]);
+        core.handle(&Event::Repaired {
+            step: Step::MonitorCi,
+            usage: Usage::default(),
+        });
+        assert!(
+            core.runner().review_handout.is_empty(),
+            "the round answered"
+        );
+        // CI fails on the round's push: monitorCI's retry repairs CI, it hands no feedback.
+        round_failed(&mut core, FailureClass::TestAssertion, 1);
+        let fx = core.handle(&Event::PreconditionsOk {
+            step: Step::MonitorCi,
+        });
+        assert!(
+            matches!(
+                fx,
+                [Effect::RunStep {
+                    step: Step::MonitorCi,
+                    attempt: 2,
+                    ..
+                }]
+            ),
+            "{fx:?}"
+        );
+        assert_eq!(core.runner().review_rounds, 1);
+    }
+
+    #[test]
+    fn a_restart_mid_round_replays_the_handout_and_asks_for_the_round_again() {
+        let (mut core, _) = after_ci(gated(false, 60), Mode::Continuous);
+        let look = Event::ReviewLooked {
+            decision: ReviewDecision::ChangesRequested,
+            feedback: vec![note("r1", "ann", "Rename foo.")],
+        };
+        assert_eq!(core.handle(&look), [round(1, 1)]);
+        // The journal's events, replayed into a fresh machine as a restart does: the round
+        // was asked for and never answered (the runner was killed under its agent).
+        let events = journal_to_round(look.clone());
+        let mut fresh = Core::new(gated(false, 60), Mode::Continuous);
+        for e in &events {
+            fresh.handle(e);
+        }
+        assert_eq!(
+            fresh.snapshot(),
+            core.snapshot(),
+            "replay rebuilds the handout"
+        );
+        let fx = fresh.handle(&Event::Start).to_vec();
+        assert!(
+            fx.contains(&Effect::Notify(Notice::Retrying {
+                step: Step::MonitorCi,
+                attempt: 2,
+                class: FailureClass::Killed
+            })),
+            "the killed round is a KILLED attempt: {fx:?}"
+        );
+        let fx = fresh.handle(&Event::PreconditionsOk {
+            step: Step::MonitorCi,
+        });
+        assert_eq!(fx, [round(1, 2)]);
+        assert_eq!(handout_ids(&fresh), ["r1"]);
+        // A stop by a signal mid-round: the restart asks for the same attempt of the round.
+        let mut stopped = Core::new(gated(false, 60), Mode::Continuous);
+        for e in &events {
+            stopped.handle(e);
+        }
+        stopped.handle(&Event::ShutdownRequested {
+            signal: Signal::Term,
+            usage: Usage::default(),
+        });
+        stopped.handle(&Event::Start);
+        let fx = stopped.handle(&Event::PreconditionsOk {
+            step: Step::MonitorCi,
+        });
+        assert_eq!(fx, [round(1, 1)]);
+    }
+
+    /// The events of `after_ci` and then `look`, as the journal holds them.
+    fn journal_to_round(look: Event) -> Vec<Event> {
+        let mut events = vec![Event::Start, Event::IssueSelected { issue: 4 }];
+        for step in Step::ALL {
+            events.push(Event::PreconditionsOk { step });
+            if step == Step::MonitorCi {
+                events.push(Event::CiPassed {
+                    commit: Commit::parse(&"ab".repeat(20)).expect("commit"),
+                    usage: Usage::default(),
+                });
+                break;
+            }
+            events.push(Event::StepSucceeded {
+                step,
+                usage: Usage::default(),
+            });
+        }
+        events.push(look);
+        events
     }
 
     #[test]

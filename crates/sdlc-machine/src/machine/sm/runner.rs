@@ -215,8 +215,9 @@ pub struct Runner {
     /// handed twice, across rounds and restarts.
     #[serde(default)]
     pub review_handed: BTreeSet<String>,
-    /// The feedback of the round under way (or the last round): what its agent is handed,
-    /// deduplicated, without ignored authors.
+    /// The feedback of the round under way, asked for and not yet answered by `Repaired`:
+    /// what its agent is handed (and handed again when the round is retried), deduplicated,
+    /// without ignored authors. Empty between rounds; cleared when the cycle ends.
     #[serde(default)]
     pub review_handout: Vec<ReviewNote>,
     /// The feedback still new when the rounds ran out: what the escalation quotes.

@@ -14,6 +14,9 @@ impl Runner {
         if let Some(outcome) = self.over_budget(step, fx) {
             return outcome;
         }
+        if step == Step::MonitorCi && self.round_pending() {
+            return self.run_round(fx);
+        }
         let i = step.index();
         let repair = step.repairs()
             && self.last_class[i].is_some_and(FailureClass::code_fixable)
