@@ -622,7 +622,9 @@ fn a_tracker_that_cannot_be_read_stops_the_run_without_a_halt_and_the_next_run_s
     assert_eq!(core.runner().stats.merges, 0);
     assert_eq!(core.handle(&Event::Start), [Effect::SelectIssue]);
     assert_eq!(
-        core.handle(&Event::IssueSelected { issue: 2 }).first(),
+        core.handle(&Event::IssueSelected { issue: 2 })
+            .effects()
+            .first(),
         Some(&Effect::Notify(Notice::CycleStarted { issue: 2 }))
     );
 }
@@ -666,7 +668,7 @@ fn an_empty_selection_with_issues_held_elsewhere_is_nothing_to_do_not_a_halt() {
     core.handle(&Event::ClaimHeld { issue: 3 });
     assert_eq!(
         core.handle(&Event::AllBlocked { others_hold: false })
-            .last(),
+            .request(),
         Some(&Effect::Exit { code: 0 })
     );
     // Nobody else holds anything: the halt stands.
@@ -674,6 +676,7 @@ fn an_empty_selection_with_issues_held_elsewhere_is_nothing_to_do_not_a_halt() {
     core.handle(&Event::Start);
     assert!(core
         .handle(&Event::AllBlocked { others_hold: false })
+        .effects()
         .contains(&Effect::Halt(HaltReason::AllIssuesBlocked)));
 }
 
