@@ -15,7 +15,10 @@ pub fn ok(request: &Effect) -> Event {
     match *request {
         Effect::SelectIssue => Event::IssueSelected { issue: 1 },
         Effect::CheckPreconditions { step } => Event::PreconditionsOk { step },
-        Effect::RunStep { step, .. } if step == crate::step::Step::MonitorCi => Event::CiPassed {
+        Effect::RunStep {
+            step: crate::step::Step::MonitorCi,
+            ..
+        } => Event::CiPassed {
             commit: head(),
             usage,
         },
