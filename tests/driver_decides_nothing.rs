@@ -78,6 +78,20 @@ fn the_driver_decides_nothing_by_matching_text() {
     }
 }
 
+/// What a failure class means (retry, wait, escalate, halt) is the machine's: the driver
+/// reports the class it was told and never reads its disposition to choose an answer.
+#[test]
+fn the_driver_reads_no_failure_classs_disposition() {
+    for (name, code) in driver_sources() {
+        for banned in [".disposition()", "Disposition::", ".retryable()"] {
+            assert!(
+                !without_tests(&code).contains(banned),
+                "src/driver/{name} decides by a failure class's meaning (`{banned}`): report the class, let the machine decide"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_driver_starts_no_process_and_never_blocks_in_a_sleep() {
     for (name, code) in driver_sources() {

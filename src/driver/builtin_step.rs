@@ -35,20 +35,10 @@ impl Driver {
         // hook's refusal of the push. The runner's own call follows as a request of its own,
         // so that a network failure of it never runs the agent again.
         if repair && (step != Step::Merge || conflict) {
+            // The agent's failure goes to the machine as it is: whether commitPush's own push
+            // follows anyway is the machine's decision.
             let usage = match self.run_agent(step, issue, attempt, true, false).await {
                 Event::StepSucceeded { usage: spent, .. } => spent,
-                // An agent whose own push the same hook refused (or that failed otherwise
-                // by the code) leaves the verdict to the runner's push: the hook's refusal,
-                // as in the attempt before, is what the attempt failed by.
-                Event::StepFailed {
-                    class,
-                    usage: spent,
-                    ..
-                } if step == Step::CommitPush
-                    && class.disposition() == crate::failure::Disposition::Retry =>
-                {
-                    spent
-                }
                 other => return other,
             };
             // The runner's half of the repair is a request of the machine's own: the update

@@ -334,23 +334,24 @@ impl Driver {
                 },
                 said: answered.said.as_deref().map(last_words_kept),
             };
-            let effects = self.core.handle_reported(&event, report.clone()).to_vec();
+            // A batch is side effects closed by one request (`Batch`, checked where the
+            // machine builds it); an event the machine ignores gets none.
+            let batch = self
+                .core
+                .handle_reported(&event, report.clone())
+                .batch()
+                .map(|b| (b.effects().to_vec(), *b.request()));
             self.mirror_retries(&event);
             let state = *self.core.state();
-            tracing::debug!(?event, state = state.name(), ?effects, "event");
-            let requests = effects.iter().filter(|e| e.is_request()).count();
-            let exit_last = effects
-                .iter()
-                .position(|e| matches!(e, Effect::Exit { .. }))
-                .is_none_or(|i| i + 1 == effects.len());
-            if requests != 1 || !exit_last {
-                // The machine's rule; acting on a broken batch could run two agents at once.
+            tracing::debug!(?event, state = state.name(), ?batch, "event");
+            let Some((effects, request)) = batch else {
+                // Acting on nothing would stall the run.
                 self.log(&format!(
-                    "internal error: {requests} request(s) after {event:?} in {} ({effects:?}); stopping without acting",
+                    "internal error: no request after {event:?} in {}; stopping without acting",
                     state.name()
                 ));
                 return 1;
-            }
+            };
             let recorded = match self.journal.as_mut() {
                 Some(j) => j.record_step(&event, &report, &effects, &state),
                 None => Ok(()),
@@ -363,35 +364,33 @@ impl Driver {
                 return 1;
             }
             crate::failpoint::point(event.label());
-            let mut next = None;
             let mut batch = Report::default();
+            let mut outcome = Outcome::Continue;
+            // The side effects, then the request: its outcome is the next event.
             for effect in effects {
-                let (outcome, report) = self.perform(effect, &state).await;
+                let (done, report) = self.perform(effect, &state).await;
                 // What a later effect of the batch says is the newer word.
                 batch = Report {
                     failure: report.failure.or(batch.failure),
                     said: report.said.or(batch.said),
                 };
-                match outcome {
-                    Outcome::Continue => {}
-                    Outcome::Next(ev) => next = Some(ev),
-                    Outcome::Exit(code) => {
-                        let notifier = std::sync::Arc::clone(&self.notifier);
-                        self.io
-                            .call(move |_| notifier.flush(Duration::from_secs(35)))
-                            .await;
-                        return code;
-                    }
-                }
+                outcome = done;
             }
-            match next {
-                Some(ev) => {
+            match outcome {
+                Outcome::Next(ev) => {
                     event = ev;
                     reported = batch;
                 }
-                None => {
+                Outcome::Exit(code) => {
+                    let notifier = std::sync::Arc::clone(&self.notifier);
+                    self.io
+                        .call(move |_| notifier.flush(Duration::from_secs(35)))
+                        .await;
+                    return code;
+                }
+                Outcome::Continue => {
                     self.log(&format!(
-                        "internal error: no request after {event:?} in {}",
+                        "internal error: {request:?} got no answer in {}",
                         state.name()
                     ));
                     return 1;

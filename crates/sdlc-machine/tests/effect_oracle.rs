@@ -529,6 +529,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                     per_day_budget_micros: pd,
                     day_spent_before_micros: before,
                     manual_approval: manual,
+                    builtin_commit_push: false,
                     ask_on_issue_budget: ask_on_budget,
                     max_network_waits: net,
                     network_backoff_initial_secs: 2,

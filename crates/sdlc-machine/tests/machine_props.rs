@@ -302,7 +302,7 @@ proptest! {
         // Replaying the recorded events into a fresh machine reproduces it exactly.
         let mut replay = Core::new(l.clone(), Mode::Continuous);
         let mut effects = Vec::new();
-        for ev in &a.events { effects.extend_from_slice(replay.handle(ev)); }
+        for ev in &a.events { effects.extend_from_slice(replay.handle(ev).effects()); }
         prop_assert_eq!(effects, b.effects);
         prop_assert_eq!(replay.snapshot(), a_core.snapshot());
     }
@@ -348,9 +348,10 @@ proptest! {
                 ) => Some((issue, secs)),
                 _ => None,
             };
-            let effects = core.handle(ev).to_vec();
+            let reply = core.handle(ev);
+            let effects = reply.to_vec();
+            let request = common::request(reply);
             model.apply(ev, asked.as_ref());
-            let request = common::request(&effects);
             if let Event::ClaimLost { issue } = *ev {
                 prop_assert_eq!(request, Some(Effect::Exit { code: 0 }), "a lost claim stops the run: {:?}", effects);
                 let told = Effect::Notify(Notice::ClaimLost { issue });

@@ -177,7 +177,7 @@ fn a_fleet_pause_waits_then_asks_again_and_is_bounded() {
         step: Step::StartCycle,
     };
     assert_eq!(
-        core.handle(&Event::IssueSelected { issue: 1 }).last(),
+        core.handle(&Event::IssueSelected { issue: 1 }).request(),
         Some(&check)
     );
     let fx = core.handle(&Event::FleetPaused { seconds: 30 }).to_vec();

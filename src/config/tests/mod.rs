@@ -177,6 +177,8 @@ fn limits_convert_to_exact_units() {
             // Read from the journals when a session begins, not from the config.
             day_spent_before_micros: 0,
             manual_approval: true,
+            // steps.commitPush.run is the agent's unless set to builtin.
+            builtin_commit_push: false,
             ask_on_issue_budget: false,
             max_network_waits: 3,
             network_backoff_initial_secs: 2,

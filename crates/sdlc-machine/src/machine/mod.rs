@@ -1,12 +1,16 @@
 //! The pure core (docs/counters-and-bounds.md): a hierarchical statig machine fed events, returning effects.
 //! Nothing in here performs IO, reads a clock or draws a random number.
 
+mod batch;
 pub mod bounds;
+#[doc(hidden)]
+pub mod doc_support;
 mod sm;
 #[cfg(test)]
 mod tests;
 mod types;
 
+pub use batch::{Batch, NotABatch, Reply};
 pub use sm::{
     state_of as state_of_step, FailuresSeen, LastFailure, Runner, Spend, State, Stats, Superstate,
 };
@@ -82,12 +86,18 @@ impl Core {
         }
     }
 
-    /// Feed one event; the returned effects are valid until the next call.
+    /// Feed one event; the reply is valid until the next call.
     ///
-    /// The batch holds at most one request ([`Effect::is_request`]), and when it holds `Exit`,
-    /// `Exit` is its last effect: the driver performs the effects in order and takes the
-    /// request's answer as the next event. A batch without a request is the machine's bug.
-    pub fn handle(&mut self, event: &Event) -> &[Effect] {
+    /// An answer gets a [`Batch`]: side effects, then exactly one request (`Exit` is one).
+    /// The driver performs them in order and takes the request's answer as the next event.
+    /// An event that answers nothing the machine waits for is [`Reply::Ignored`].
+    ///
+    /// # Panics
+    ///
+    /// When the machine's handlers push effects that are no batch ([`NotABatch`]): the
+    /// machine's bug, refused before anything is journaled or performed. The properties and
+    /// the diagram exploration feed every event to every state they reach, so it shows there.
+    pub fn handle(&mut self, event: &Event) -> Reply<'_> {
         self.handle_reported(event, Report::default())
     }
 
@@ -95,7 +105,7 @@ impl Core {
     /// context as its step's last failure (a context of another step is ignored), and what
     /// was said replaces the last words. A batch that resets the cycle forgets every step's
     /// failure context, as the cycle's counters.
-    pub fn handle_reported(&mut self, event: &Event, report: Report) -> &[Effect] {
+    pub fn handle_reported(&mut self, event: &Event, report: Report) -> Reply<'_> {
         if let Some(said) = report.said {
             self.last_words = said;
         }
@@ -122,7 +132,7 @@ impl Core {
                     | Event::RateLimited { .. }
             ) {
                 self.fx.push(request);
-                return &self.fx;
+                return self.reply(event);
             }
             // Any other event drops it; the state hears that it never went out (a restart
             // asks for a step's run again rather than fail it as KILLED).
@@ -133,7 +143,20 @@ impl Core {
             self.details = Default::default();
         }
         self.hold_back_for_renewal();
-        &self.fx
+        self.reply(event)
+    }
+
+    /// The one place a batch is built: what the handlers pushed, checked.
+    fn reply(&self, event: &Event) -> Reply<'_> {
+        match Batch::new(&self.fx) {
+            Ok(batch) => Reply::Batch(batch),
+            Err(NotABatch::Empty) => Reply::Ignored,
+            Err(broken) => panic!(
+                "the machine's bug: {broken} after {event:?} in {:?}: {:?}",
+                self.state(),
+                &self.fx[..]
+            ),
+        }
     }
 
     /// Where issues are claimed, a request that works on the issue under way or waits is held

@@ -622,7 +622,9 @@ fn a_tracker_that_cannot_be_read_stops_the_run_without_a_halt_and_the_next_run_s
     assert_eq!(core.runner().stats.merges, 0);
     assert_eq!(core.handle(&Event::Start), [Effect::SelectIssue]);
     assert_eq!(
-        core.handle(&Event::IssueSelected { issue: 2 }).first(),
+        core.handle(&Event::IssueSelected { issue: 2 })
+            .effects()
+            .first(),
         Some(&Effect::Notify(Notice::CycleStarted { issue: 2 }))
     );
 }
@@ -666,7 +668,7 @@ fn an_empty_selection_with_issues_held_elsewhere_is_nothing_to_do_not_a_halt() {
     core.handle(&Event::ClaimHeld { issue: 3 });
     assert_eq!(
         core.handle(&Event::AllBlocked { others_hold: false })
-            .last(),
+            .request(),
         Some(&Effect::Exit { code: 0 })
     );
     // Nobody else holds anything: the halt stands.
@@ -674,6 +676,7 @@ fn an_empty_selection_with_issues_held_elsewhere_is_nothing_to_do_not_a_halt() {
     core.handle(&Event::Start);
     assert!(core
         .handle(&Event::AllBlocked { others_hold: false })
+        .effects()
         .contains(&Effect::Halt(HaltReason::AllIssuesBlocked)));
 }
 
@@ -698,4 +701,101 @@ fn a_wait_reproduces_an_earlier_versions_wait_without_a_reason_and_nothing_else(
     assert!(!wait(11, ci).reproduces(&wait(10, None)));
     assert!(!wait(10, None).reproduces(&wait(10, ci)));
     assert!(!Effect::SelectIssue.reproduces(&wait(10, None)));
+}
+
+/// The agent's repair of a builtin commitPush failed by the code (its own push refused by the
+/// same hook): the machine, not the driver, lets the runner's commit and push decide, in the
+/// same attempt; a failure no retry helps is the attempt's, as for any step.
+#[test]
+fn a_failed_repair_of_the_builtin_commit_push_leaves_the_verdict_to_the_runners_push() {
+    use doc_support::{failed, until};
+    let repairing = |builtin_commit_push: bool| {
+        let limits = Limits {
+            builtin_commit_push,
+            ..Limits::default()
+        };
+        let mut core = doc_support::started(limits);
+        let is_repair = |r: &Effect| {
+            matches!(
+                r,
+                Effect::RunStep {
+                    step: Step::CommitPush,
+                    repair: true,
+                    ..
+                }
+            )
+        };
+        let refused = |r: &Effect| match r {
+            Effect::RunStep {
+                step: Step::CommitPush,
+                ..
+            } => Some(failed(Step::CommitPush)),
+            _ => None,
+        };
+        let repair = until(
+            &mut core,
+            Event::IssueSelected { issue: 1 },
+            is_repair,
+            refused,
+        );
+        (core, repair)
+    };
+    let (mut core, repair) = repairing(true);
+    let Effect::RunStep { attempt, .. } = repair else {
+        panic!("{repair:?}");
+    };
+    let spent = |cost_micros| Usage {
+        cost_micros,
+        ..Usage::default()
+    };
+    let agent_failed = Event::StepFailed {
+        step: Step::CommitPush,
+        class: FailureClass::Lint,
+        signature: crate::failure::Signature(9),
+        usage: spent(500),
+        wait_hint_secs: None,
+    };
+    let attempts = core.runner().attempts;
+    let push = core.handle(&agent_failed).request().copied();
+    assert!(
+        matches!(
+            push,
+            Some(Effect::RunStep {
+                step: Step::CommitPush,
+                repair: false,
+                attempt: a,
+                ..
+            }) if a == attempt
+        ),
+        "{push:?}"
+    );
+    assert_eq!(
+        core.runner().attempts,
+        attempts,
+        "the push ends the attempt"
+    );
+    // The repair's cost is counted with the attempt's outcome, as a `Repaired`'s.
+    core.handle(&Event::StepSucceeded {
+        step: Step::CommitPush,
+        usage: spent(200),
+    });
+    assert_eq!(core.runner().issue_cost_micros, 700);
+
+    // A quota the agent met is no verdict of the push's: the machine waits.
+    let (mut core, _) = repairing(true);
+    let quota = Event::StepFailed {
+        step: Step::CommitPush,
+        class: FailureClass::Quota,
+        signature: crate::failure::Signature(9),
+        usage: Usage::default(),
+        wait_hint_secs: Some(60),
+    };
+    let next = core.handle(&quota).request().copied();
+    assert!(matches!(next, Some(Effect::Wait { .. })), "{next:?}");
+
+    // An agent's own commitPush: its repair's failure is the attempt's.
+    let (mut core, _) = repairing(false);
+    let before = core.runner().attempts[Step::CommitPush.index()];
+    core.handle(&agent_failed);
+    assert_eq!(core.runner().attempts[Step::CommitPush.index()], before + 1);
 }

@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use sdlc_machine::failure::{FailureClass, Signature};
-use sdlc_machine::machine::{Core, Effect, Event, Limits, Usage};
+use sdlc_machine::machine::{self, Core, Effect, Event, Limits, Usage};
 use sdlc_machine::step::{Check, Step};
 
 /// A response to a request effect.
@@ -80,15 +80,10 @@ pub fn renewal_for(l: &Limits, issue: u32, secs: u64) -> Effect {
     }
 }
 
-/// The request in a batch of effects (at most one per batch).
-pub fn request(effects: &[Effect]) -> Option<Effect> {
-    let mut reqs = effects.iter().filter(|e| e.is_request());
-    let first = reqs.next().copied();
-    assert!(
-        reqs.next().is_none(),
-        "more than one request in {effects:?}"
-    );
-    first
+/// The request the machine's reply asks for (`None`: the event was ignored). A batch holds
+/// exactly one, last: its type says so.
+pub fn request(reply: machine::Reply<'_>) -> Option<Effect> {
+    reply.request().copied()
 }
 
 pub fn first_check(step: Step) -> Check {
@@ -162,9 +157,10 @@ pub fn drive_claiming(
             trace.crashes += 1;
         }
         trace.events.push(event.clone());
-        let effects = core.handle(&event).to_vec();
+        let reply = core.handle(&event);
+        let effects = reply.to_vec();
         trace.effects.extend_from_slice(&effects);
-        let Some(req) = request(&effects) else {
+        let Some(req) = request(reply) else {
             panic!("stall: no request after {event:?} in {:?}", core.state());
         };
         event = match req {

@@ -5,7 +5,7 @@
 
 use super::state::state_of;
 use super::{Fx, Runner, State};
-use crate::failure::{FailureClass, Signature};
+use crate::failure::{Disposition, FailureClass, Signature};
 use crate::machine::types::*;
 use crate::step::Step;
 use statig::prelude::*;
@@ -155,6 +155,20 @@ impl Runner {
         };
         self.request(state_of(Step::MonitorCi), look, fx);
         Handled
+    }
+
+    /// Whether a failure of the agent's repair of the builtin commitPush leaves the verdict to
+    /// the runner's commit and push: a failure by the code (the agent's own push refused by
+    /// the same hook, say) does, and the hook's refusal, as in the attempt before, is then what
+    /// the attempt fails by; a wait, a halt or an escalation does not.
+    pub(super) fn push_decides_the_repair(&self, step: Step, class: FailureClass) -> bool {
+        step == Step::CommitPush
+            && self.limits.builtin_commit_push
+            && class.disposition() == Disposition::Retry
+            && matches!(
+                self.outstanding,
+                Some((_, Effect::RunStep { repair: true, .. }))
+            )
     }
 
     /// The agent repaired what refused commitPush's push (a hook's words): the runner's own

@@ -250,7 +250,7 @@ mod tests {
             usage: Usage::default(),
         });
         assert!(
-            matches!(fx, [Effect::LookAtCi { commit: None, .. }]),
+            matches!(fx.effects(), [Effect::LookAtCi { commit: None, .. }]),
             "CI is looked at for the pushed head: {fx:?}"
         );
         let commit = Commit::parse(&"cd".repeat(20)).expect("commit");

@@ -95,6 +95,14 @@ impl Runner {
             Event::StepFailed {
                 step: s,
                 class,
+                usage,
+                ..
+            } if s == step && self.dispatched && self.push_decides_the_repair(step, class) => {
+                self.push_repaired(&usage, fx)
+            }
+            Event::StepFailed {
+                step: s,
+                class,
                 signature,
                 usage,
                 wait_hint_secs,

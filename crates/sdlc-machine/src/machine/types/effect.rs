@@ -230,17 +230,53 @@ impl WaitReason {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "camelCase")]
 pub enum Effect {
-    /// Ask the tracker for the next issue (excluding `Core::escalated()`).
+    /// Ask the tracker for the next issue (excluding `Core::escalated()`): answered by
+    /// `IssueSelected`, `Resume`, `AlreadyMerged`, `NoIssues`, `AllEscalated`, `AllBlocked`,
+    /// `TrackerReadFailed` (the run stops, the session stays open), `NetworkFailed` or
+    /// `RateLimited`.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = Core::new(Limits::default(), Mode::Continuous);
+    /// assert_eq!(core.handle(&Event::Start).request(), Some(&Effect::SelectIssue));
+    /// let first = Effect::CheckPreconditions { step: Step::StartCycle };
+    /// assert_eq!(core.handle(&Event::IssueSelected { issue: 4 }).request(), Some(&first));
+    /// ```
     SelectIssue,
     /// Check a step's preconditions (answered by `PreconditionsOk`, `AlreadyDone`,
     /// `PreconditionFailed`, `IssueWithdrawn`, `WorkspaceUnfit` or `NetworkFailed`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let check = Effect::CheckPreconditions { step: Step::StartCycle };
+    /// assert_eq!(core.handle(&Event::IssueSelected { issue: 1 }).request(), Some(&check));
+    /// let run = core.handle(&Event::PreconditionsOk { step: Step::StartCycle });
+    /// assert!(matches!(run.request(), Some(Effect::RunStep { step: Step::StartCycle, attempt: 1, .. })));
+    /// ```
     CheckPreconditions {
         /// The step about to start.
         step: Step,
     },
-    /// Run one attempt of a step (answered by its outcome: `StepSucceeded`, `StepFailed`, for
-    /// monitorCI `CiPending`, for merge `MergeRaceLost`; a runner's call may answer
-    /// `NetworkFailed`).
+    /// Run one attempt of a step (answered by its outcome: `StepSucceeded`, `StepFailed`,
+    /// `WorkspaceUnfit`; for monitorCI `CiPassed`, `CiPending`; for merge `MergeRaceLost`,
+    /// `MergeConflict`, `BranchBehind`; for a builtin step's repair `Repaired`; before a look at
+    /// the branch a person's move, `BranchMoved`, `AlreadyMerged`, `IssueWithdrawn`; a runner's
+    /// call may answer `NetworkFailed` or `RateLimited`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let is_run = |r: &Effect| matches!(r, Effect::RunStep { .. });
+    /// let run = until(&mut core, Event::IssueSelected { issue: 1 }, is_run, |_| None);
+    /// assert!(matches!(run, Effect::RunStep { step: Step::StartCycle, attempt: 1, repair: false, .. }));
+    /// let usage = Usage::default();
+    /// let next = core.handle(&Event::StepSucceeded { step: Step::StartCycle, usage });
+    /// assert_eq!(next.request(), Some(&Effect::CheckPreconditions { step: Step::StartIssue }));
+    /// ```
     RunStep {
         /// The step.
         step: Step,
@@ -265,6 +301,24 @@ pub enum Effect {
     /// Look at the issue's CI once more within the monitorCI attempt under way (answered by
     /// `CiPending`, `StepSucceeded`, `StepFailed` or `NetworkFailed`, as `RunStep`). No agent
     /// runs: only `RunStep` starts one.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let is_look = |r: &Effect| matches!(r, Effect::LookAtCi { .. });
+    /// let pending = |r: &Effect| match r {
+    ///     Effect::RunStep { step: Step::MonitorCi, .. } => Some(Event::CiPending {
+    ///         usage: Usage::default(),
+    ///         commit: Some(head()),
+    ///     }),
+    ///     _ => None,
+    /// };
+    /// let look = until(&mut core, Event::IssueSelected { issue: 1 }, is_look, pending);
+    /// assert_eq!(look, Effect::LookAtCi { issue: 1, look: 2, commit: Some(head()) });
+    /// let passed = Event::CiPassed { commit: head(), usage: Usage::default() };
+    /// assert_eq!(core.handle(&passed).request(), Some(&Effect::CheckPreconditions { step: Step::Merge }));
+    /// ```
     LookAtCi {
         /// The issue of the cycle.
         issue: u32,
@@ -277,6 +331,18 @@ pub enum Effect {
     },
     /// Look at the review of the issue's PR once CI passed, before the merge (answered by
     /// `ReviewLooked`, `NetworkFailed` or `RateLimited`). Reading only: nothing is changed.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let review = ReviewGate { require_approval: true, wait_secs: 600, max_rounds: 1, ignore_authors: vec![] };
+    /// let mut core = started(Limits { review: Some(review), ..Limits::default() });
+    /// let is_look = |r: &Effect| matches!(r, Effect::LookAtReview { .. });
+    /// let look = until(&mut core, Event::IssueSelected { issue: 1 }, is_look, |_| None);
+    /// assert_eq!(look, Effect::LookAtReview { issue: 1, look: 1 });
+    /// let approved = Event::ReviewLooked { decision: ReviewDecision::Approved, feedback: vec![] };
+    /// assert_eq!(core.handle(&approved).request(), Some(&Effect::CheckPreconditions { step: Step::Merge }));
+    /// ```
     LookAtReview {
         /// The issue of the cycle.
         issue: u32,
@@ -288,6 +354,21 @@ pub enum Effect {
     /// and pushes the branch. Answered as monitorCI's repair: `Repaired` of monitorCI once
     /// pushed (CI is looked at again for the new head), or `StepFailed` of monitorCI (an
     /// attempt failure like any step's), `NetworkFailed` or `RateLimited`.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let review = ReviewGate { require_approval: true, wait_secs: 600, max_rounds: 1, ignore_authors: vec![] };
+    /// let mut core = started(Limits { review: Some(review), ..Limits::default() });
+    /// let is_look = |r: &Effect| matches!(r, Effect::LookAtReview { .. });
+    /// until(&mut core, Event::IssueSelected { issue: 1 }, is_look, |_| None);
+    /// let note = ReviewNote { id: "1".into(), author: "ann".into(), body: "rename it".into(), ..Default::default() };
+    /// let changes = Event::ReviewLooked { decision: ReviewDecision::ChangesRequested, feedback: vec![note] };
+    /// let round = core.handle(&changes).request().copied();
+    /// assert!(matches!(round, Some(Effect::AddressReview { issue: 1, round: 1, .. })), "{round:?}");
+    /// let pushed = Event::Repaired { step: Step::MonitorCi, usage: Usage::default() };
+    /// assert!(matches!(core.handle(&pushed).request(), Some(Effect::LookAtCi { commit: None, .. })));
+    /// ```
     AddressReview {
         /// The issue of the cycle.
         issue: u32,
@@ -306,6 +387,30 @@ pub enum Effect {
     /// `AlreadyMerged`, `IssueWithdrawn`); `NetworkFailed` or `RateLimited`, after which it is
     /// asked for again: the agent's repair is never run twice for one call). Nothing is
     /// committed that holds conflict markers; a half-done merge is aborted first.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let is_update = |r: &Effect| matches!(r, Effect::UpdateBranch { .. });
+    /// let conflicts = |r: &Effect| match r {
+    ///     Effect::RunStep { step: Step::Merge, repair: false, .. } => Some(Event::MergeConflict {
+    ///         paths: vec!["src/lib.rs".into()],
+    ///         usage: Usage::default(),
+    ///     }),
+    ///     Effect::RunStep { step: Step::Merge, repair: true, .. } => Some(Event::Repaired {
+    ///         step: Step::Merge,
+    ///         usage: Usage::default(),
+    ///     }),
+    ///     _ => None,
+    /// };
+    /// let update = until(&mut core, Event::IssueSelected { issue: 1 }, is_update, conflicts);
+    /// assert_eq!(update, Effect::UpdateBranch { issue: 1, commit: Some(head()) });
+    /// let updated = Event::BranchUpdated { head: head(), usage: Usage::default() };
+    /// let next = core.handle(&updated).request().copied();
+    /// // CI is given time with the new head before the merge looks at it.
+    /// assert!(matches!(next, Some(Effect::Wait { reason: Some(WaitReason::Ci), .. })), "{next:?}");
+    /// ```
     UpdateBranch {
         /// The issue of the cycle.
         issue: u32,
@@ -316,6 +421,18 @@ pub enum Effect {
     },
     /// Wait out a rate limit, a quota window, a network failure or CI (answered by `WaitOver`
     /// or `ShutdownRequested`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let is_ci = |r: &Effect| matches!(r, Effect::RunStep { step: Step::MonitorCi, .. });
+    /// until(&mut core, Event::IssueSelected { issue: 1 }, is_ci, |_| None);
+    /// let pending = Event::CiPending { usage: Usage::default(), commit: Some(head()) };
+    /// let wait = core.handle(&pending).request().copied();
+    /// assert!(matches!(wait, Some(Effect::Wait { reason: Some(WaitReason::Ci), .. })), "{wait:?}");
+    /// assert!(matches!(core.handle(&Event::WaitOver).request(), Some(Effect::LookAtCi { look: 2, .. })));
+    /// ```
     Wait {
         /// How long.
         seconds: u64,
@@ -327,6 +444,17 @@ pub enum Effect {
     /// A short, quiet wait (for another merger: the merge turn, after a lost race; between two
     /// looks for a person's decision): answered by `WaitOver` or `ShutdownRequested`, like
     /// `Wait`, and not narrated.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits { merge_turn_wait_ms: Some(60_000), ..Limits::default() });
+    /// let is_turn = |r: &Effect| matches!(r, Effect::TakeMergeTurn { .. });
+    /// until(&mut core, Event::IssueSelected { issue: 1 }, is_turn, |_| None);
+    /// let pause = core.handle(&Event::MergeTurnBusy).request().copied();
+    /// assert!(matches!(pause, Some(Effect::Pause { .. })), "{pause:?}");
+    /// assert_eq!(core.handle(&Event::WaitOver).request(), Some(&Effect::TakeMergeTurn { issue: 1 }));
+    /// ```
     Pause {
         /// How long.
         millis: u64,
@@ -334,6 +462,17 @@ pub enum Effect {
     /// Take the merge turn: the fleet's, then the tracker's merge lease; the holder renews
     /// it (answered by `MergeTurnTaken`, `MergeTurnBusy`, `TrackerWriteFailed` when the lease
     /// cannot be written, or `NetworkFailed`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits { merge_turn_wait_ms: Some(60_000), ..Limits::default() });
+    /// let is_turn = |r: &Effect| matches!(r, Effect::TakeMergeTurn { .. });
+    /// let turn = until(&mut core, Event::IssueSelected { issue: 1 }, is_turn, |_| None);
+    /// assert_eq!(turn, Effect::TakeMergeTurn { issue: 1 });
+    /// let merge = core.handle(&Event::MergeTurnTaken).request().copied();
+    /// assert!(matches!(merge, Some(Effect::RunStep { step: Step::Merge, .. })), "{merge:?}");
+    /// ```
     TakeMergeTurn {
         /// The issue to merge.
         issue: u32,
@@ -343,6 +482,15 @@ pub enum Effect {
     /// Claim the selected issue for this runner (runners sharing a tracker, `--worker-id`):
     /// answered by `ClaimTaken`, `ClaimHeld`, `TrackerWriteFailed` when the claim cannot be
     /// written, or `NetworkFailed`.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits { claims: true, claim_lease_secs: Some(3600), ..Limits::default() });
+    /// assert_eq!(core.handle(&Event::IssueSelected { issue: 1 }).request(), Some(&Effect::ClaimIssue { issue: 1 }));
+    /// let next = core.handle(&Event::ClaimTaken { issue: 1 }).request().copied();
+    /// assert!(matches!(next, Some(Effect::RenewClaim { issue: 1, .. })), "{next:?}");
+    /// ```
     ClaimIssue {
         /// The issue selected.
         issue: u32,
@@ -356,6 +504,17 @@ pub enum Effect {
     /// unless it still has more than `fresh_secs` left (then it needs no write, and
     /// `ClaimRenewed` answers at once). A session begun by an earlier version, whose shell
     /// kept the lease, asks with `lease_secs` 0: the shell's lease plus `secs`.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits { claims: true, claim_lease_secs: Some(3600), ..Limits::default() });
+    /// let is_renewal = |r: &Effect| matches!(r, Effect::RenewClaim { .. });
+    /// let renewal = until(&mut core, Event::IssueSelected { issue: 1 }, is_renewal, |_| None);
+    /// assert_eq!(renewal, Effect::RenewClaim { issue: 1, secs: 0, lease_secs: 3600, fresh_secs: Some(1800) });
+    /// let held_back = Effect::CheckPreconditions { step: Step::StartCycle };
+    /// assert_eq!(core.handle(&Event::ClaimRenewed).request(), Some(&held_back));
+    /// ```
     RenewClaim {
         /// The issue under way.
         issue: u32,
@@ -376,11 +535,35 @@ pub enum Effect {
     ResetCycle,
     /// The issue's PR is merged: close it in the tracker (answered by `TrackerUpdated`,
     /// `TrackerWriteFailed` or `NetworkFailed`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let is_record = |r: &Effect| matches!(r, Effect::RecordMerged { .. });
+    /// let record = until(&mut core, Event::IssueSelected { issue: 1 }, is_record, |_| None);
+    /// assert_eq!(record, Effect::RecordMerged { issue: 1 });
+    /// assert_eq!(core.handle(&Event::TrackerUpdated).request(), Some(&Effect::SelectIssue));
+    /// ```
     RecordMerged {
         /// The merged issue.
         issue: u32,
     },
     /// Durable quarantine in the tracker (answered like `RecordMerged`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let is_mark = |r: &Effect| matches!(r, Effect::MarkEscalated { .. });
+    /// let fails = |r: &Effect| match r {
+    ///     Effect::RunStep { step, .. } => Some(failed(*step)),
+    ///     _ => None,
+    /// };
+    /// let mark = until(&mut core, Event::IssueSelected { issue: 1 }, is_mark, fails);
+    /// assert_eq!(mark, Effect::MarkEscalated { issue: 1 });
+    /// assert_eq!(core.handle(&Event::TrackerUpdated).request(), Some(&Effect::SelectIssue));
+    /// ```
     MarkEscalated {
         /// The issue to quarantine.
         issue: u32,
@@ -388,6 +571,26 @@ pub enum Effect {
     /// Lift the quarantine this session put on an issue, with a note saying why: the failure
     /// that escalated it ended the next issue too, so it was never the issue's (answered like
     /// `RecordMerged`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let is_release = |r: &Effect| matches!(r, Effect::Unquarantine { .. });
+    /// let mut issues = 1;
+    /// let both_fail = |r: &Effect| match r {
+    ///     Effect::RunStep { step, .. } => Some(failed(*step)),
+    ///     Effect::SelectIssue => {
+    ///         issues += 1;
+    ///         Some(Event::IssueSelected { issue: issues })
+    ///     }
+    ///     _ => None,
+    /// };
+    /// let release = until(&mut core, Event::IssueSelected { issue: 1 }, is_release, both_fail);
+    /// assert_eq!(release, Effect::Unquarantine { issue: 1 });
+    /// let next = core.handle(&Event::TrackerUpdated).request().copied();
+    /// assert_eq!(next, Some(Effect::Exit { code: 1 }));
+    /// ```
     Unquarantine {
         /// The issue to release.
         issue: u32,
@@ -399,6 +602,22 @@ pub enum Effect {
     /// Ask a person (manual approval): write the decision file, tell the person, and look
     /// once for the answer (answered by `Decided`, `DecisionPending`, or `DecisionTimedOut`
     /// when the request cannot be written).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits { manual_approval: true, ..Limits::default() });
+    /// let is_ask = |r: &Effect| matches!(r, Effect::AskDecision { .. });
+    /// let fails = |r: &Effect| match r {
+    ///     Effect::RunStep { step, .. } => Some(failed(*step)),
+    ///     _ => None,
+    /// };
+    /// let ask = until(&mut core, Event::IssueSelected { issue: 1 }, is_ask, fails);
+    /// assert!(matches!(ask, Effect::AskDecision { step: Step::StartCycle, issue: 1, .. }), "{ask:?}");
+    /// let retry = Event::Decided { option: DecisionOption::Retry };
+    /// let next = core.handle(&retry).request().copied();
+    /// assert!(matches!(next, Some(Effect::CheckPreconditions { step: Step::StartCycle })), "{next:?}");
+    /// ```
     AskDecision {
         /// The step whose retries are spent.
         step: Step,
@@ -411,6 +630,23 @@ pub enum Effect {
     },
     /// Look once more for a person's answer to the decision file (answered by `Decided` or
     /// `DecisionPending`).
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits { manual_approval: true, ..Limits::default() });
+    /// let is_ask = |r: &Effect| matches!(r, Effect::AskDecision { .. });
+    /// let fails = |r: &Effect| match r {
+    ///     Effect::RunStep { step, .. } => Some(failed(*step)),
+    ///     _ => None,
+    /// };
+    /// until(&mut core, Event::IssueSelected { issue: 1 }, is_ask, fails);
+    /// let is_look = |r: &Effect| matches!(r, Effect::LookForDecision { .. });
+    /// let look = until(&mut core, Event::DecisionPending, is_look, |_| None);
+    /// assert_eq!(look, Effect::LookForDecision { step: Step::StartCycle, issue: 1 });
+    /// let halt = Event::Decided { option: DecisionOption::Halt };
+    /// assert_eq!(core.handle(&halt).request(), Some(&Effect::Exit { code: 1 }));
+    /// ```
     LookForDecision {
         /// The step whose retries are spent.
         step: Step,
@@ -419,7 +655,18 @@ pub enum Effect {
     },
     /// Report why the session halted (the driver writes the diagnostic).
     Halt(HaltReason),
-    /// End the run with this exit code; always the batch's last effect.
+    /// End the run with this exit code: the request no event answers, always the batch's
+    /// last effect.
+    ///
+    /// ```
+    /// # use sdlc_machine::machine::{doc_support::*, *};
+    /// # use sdlc_machine::step::Step;
+    /// let mut core = started(Limits::default());
+    /// let batch = core.handle(&Event::NoIssues).batch().unwrap();
+    /// assert_eq!(batch.exit_code(), Some(0));
+    /// assert!(core.is_terminal());
+    /// assert!(core.handle(&Event::WaitOver).is_empty(), "a finished machine hears nothing");
+    /// ```
     Exit {
         /// The process exit code: 0 when the run ended as asked (or on a signal), 1 on a halt
         /// or a failed single issue or step.

@@ -50,6 +50,12 @@ pub struct Limits {
     pub day_spent_before_micros: u64,
     /// Manual approval: retries-exhausted asks a person instead of escalating.
     pub manual_approval: bool,
+    /// The runner commits and pushes itself (`steps.commitPush.run: builtin`): a repair of
+    /// commitPush is the agent's repair, then the runner's commit and push, and the agent's
+    /// failure by the code leaves the verdict to that push. Absent in older journals, whose
+    /// shell decided it (answering `Repaired`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub builtin_commit_push: bool,
     /// `budget.onExceeded: ask`: an issue's budget reached asks a person instead of
     /// escalating (absent in older journals).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -188,6 +194,7 @@ impl Default for Limits {
             per_day_budget_micros: None,
             day_spent_before_micros: 0,
             manual_approval: false,
+            builtin_commit_push: false,
             ask_on_issue_budget: false,
             max_network_waits: 10,
             network_backoff_initial_secs: 2,
