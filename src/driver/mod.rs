@@ -336,21 +336,25 @@ impl Driver {
             };
             // A batch is side effects closed by one request (`Batch`, checked where the
             // machine builds it); an event the machine ignores gets none.
-            let batch = self
-                .core
-                .handle_reported(&event, report.clone())
-                .batch()
-                .map(|b| (b.effects().to_vec(), *b.request()));
+            let batch = match self.core.handle_reported(&event, report.clone()) {
+                crate::machine::Reply::Batch(b) => Ok((b.effects().to_vec(), *b.request())),
+                crate::machine::Reply::Ignored => Err("no request".to_string()),
+                crate::machine::Reply::Broken(why) => Err(why.to_string()),
+            };
             self.mirror_retries(&event);
             let state = *self.core.state();
             tracing::debug!(?event, state = state.name(), ?batch, "event");
-            let Some((effects, request)) = batch else {
-                // Acting on nothing would stall the run.
-                self.log(&format!(
-                    "internal error: no request after {event:?} in {}; stopping without acting",
-                    state.name()
-                ));
-                return 1;
+            let (effects, request) = match batch {
+                Ok(batch) => batch,
+                Err(why) => {
+                    // Acting on nothing, or on a batch the driver cannot answer, would stall
+                    // the run or act out of order.
+                    self.log(&format!(
+                        "internal error: {why} after {event:?} in {}; stopping without acting",
+                        state.name()
+                    ));
+                    return 1;
+                }
             };
             let recorded = match self.journal.as_mut() {
                 Some(j) => j.record_step(&event, &report, &effects, &state),

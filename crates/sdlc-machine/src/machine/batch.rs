@@ -113,6 +113,10 @@ pub enum Reply<'a> {
     /// machine, an answer to a request it never made): no effect, no request. The driver
     /// feeds only answers and never sees this; searches and replay do.
     Ignored,
+    /// The machine's bug: what its handlers left is no batch (`why`). Debug builds (the
+    /// tests, the searches) panic where it is built; a release runner stops without acting
+    /// on it and says why.
+    Broken(NotABatch),
 }
 
 impl<'a> Reply<'a> {
@@ -120,7 +124,7 @@ impl<'a> Reply<'a> {
     pub fn batch(self) -> Option<Batch<'a>> {
         match self {
             Reply::Batch(batch) => Some(batch),
-            Reply::Ignored => None,
+            Reply::Ignored | Reply::Broken(_) => None,
         }
     }
 

@@ -405,7 +405,7 @@ mod tests {
         });
         assert!(
             matches!(
-                fx,
+                fx.effects(),
                 [Effect::RunStep {
                     step: Step::MonitorCi,
                     attempt: 2,
