@@ -14,12 +14,23 @@ impl Driver {
         (outcome, std::mem::take(&mut self.report))
     }
 
+    /// A step's or a round's call ended: `status` stops showing it and, whatever ended it,
+    /// its share of the fleet's money is given back with what it spent.
+    fn call_ended(&mut self, event: &Event) {
+        self.live.step_ended();
+        self.log_live_warning();
+        let micros = event.usage().map_or(0, |u| u.cost_micros);
+        self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent { worker, micros });
+    }
+
     pub(super) async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
         // The effect loop's diagnostics keep the driver's target, wherever the code lives.
         tracing::debug!(target: "sdlc_runner::driver", ?effect, "perform");
         if matches!(
             effect,
-            Effect::RunStep { .. } | Effect::CheckPreconditions { .. }
+            Effect::RunStep { .. }
+                | Effect::AddressReview { .. }
+                | Effect::CheckPreconditions { .. }
         ) {
             if let Some(event) = self.fleet_gate() {
                 return Outcome::Next(event);
@@ -45,11 +56,7 @@ impl Driver {
                 crate::stats::step();
                 self.live.step_started(issue, step, attempt);
                 let event = self.run_step(step, issue, attempt, repair, commit).await;
-                self.live.step_ended();
-                self.log_live_warning();
-                // Whatever ended the call, its share of the fleet's money is given back.
-                let micros = event.usage().map_or(0, |u| u.cost_micros);
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent { worker, micros });
+                self.call_ended(&event);
                 Outcome::Next(event)
             }
             Effect::LookAtCi {
@@ -66,19 +73,15 @@ impl Driver {
                 attempt,
                 money_left_micros,
             } => {
+                // A round is an agent call like a step's: the fleet's share of its money too.
+                self.money_left_micros = match self.fleet_share(money_left_micros) {
+                    Ok(money) => money,
+                    Err(event) => return Outcome::Next(event),
+                };
                 crate::stats::step();
-                self.money_left_micros = money_left_micros;
                 self.live.step_started(issue, Step::MonitorCi, attempt);
                 let event = self.address_review(issue, round, attempt).await;
-                self.live.step_ended();
-                self.log_live_warning();
-                if let Event::Repaired { usage, .. } | Event::StepFailed { usage, .. } = &event {
-                    let micros = usage.cost_micros;
-                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent {
-                        worker,
-                        micros,
-                    });
-                }
+                self.call_ended(&event);
                 Outcome::Next(event)
             }
             Effect::UpdateBranch { issue, commit } => {
