@@ -674,6 +674,9 @@ fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    // While the round's agent works, `status` names the round, not monitorCI.
+    let live: serde_json::Value = serde_json::from_str(&status(&p, true)).unwrap();
+    assert_eq!(live["runningStep"]["step"], json!("addressReview"), "{live}");
     child.kill().unwrap();
     let _ = child.wait();
     let stray: i32 = std::fs::read_to_string(&once)
