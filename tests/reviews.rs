@@ -234,11 +234,7 @@ fn a_request_for_changes_is_answered_in_one_round_pushed_checked_again_and_merge
     ];
     assert_eq!(code(&p.review(1, &bot)), 0);
     // The round: the agent answers, the runner pushes; then the reviewer approves.
-    p.wait_for_journal("\"repaired\"", WAIT);
-    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
-    let out = e2e::wait_output(child, WAIT);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
+    let all = text(&approved_after_the_round(&p, child));
     assert_eq!(e2e::merged_issues(&p.origin), [1], "{all}");
     let told = prompts(&p);
     assert_eq!(
@@ -474,11 +470,7 @@ fn a_round_runs_on_the_address_review_steps_own_agent_model_skill_and_prompt() {
     p.wait_for_journal("reviewWanted", WAIT);
     let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
     assert_eq!(code(&p.review(1, &ask)), 0);
-    p.wait_for_journal("\"repaired\"", WAIT);
-    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
-    let out = e2e::wait_output(child, WAIT);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
+    let all = text(&approved_after_the_round(&p, child));
     assert_eq!(e2e::merged_issues(&p.origin), [1], "{all}");
     // Only the round ran on the step's agent, with its model and its skill.
     let argv = std::fs::read_to_string(p.root.join("round-argv.log")).unwrap_or_default();
@@ -518,10 +510,7 @@ fn the_older_review_prompt_still_instructs_a_round_without_a_prompt_of_its_own()
     p.wait_for_journal("reviewWanted", WAIT);
     let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
     assert_eq!(code(&p.review(1, &ask)), 0);
-    p.wait_for_journal("\"repaired\"", WAIT);
-    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
-    let out = e2e::wait_output(child, WAIT);
-    assert_eq!(code(&out), 0, "{}", text(&out));
+    approved_after_the_round(&p, child);
     let told = prompts(&p);
     let round = told
         .split("\n== ")
@@ -685,6 +674,9 @@ fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
         );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
+    // While the round's agent works, `status` names the round, not monitorCI.
+    let live: serde_json::Value = serde_json::from_str(&status(&p, true)).unwrap();
+    assert_eq!(live["runningStep"]["step"], json!("addressReview"), "{live}");
     child.kill().unwrap();
     let _ = child.wait();
     let stray: i32 = std::fs::read_to_string(&once)
@@ -765,11 +757,7 @@ fn a_round_whose_agent_fails_is_retried_as_the_round_and_answers_the_feedback() 
     p.wait_for_journal("reviewWanted", WAIT);
     let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
     assert_eq!(code(&p.review(1, &ask)), 0);
-    p.wait_for_journal("\"repaired\"", WAIT);
-    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
-    let out = e2e::wait_output(child, WAIT);
-    let all = text(&out);
-    assert_eq!(code(&out), 0, "{all}");
+    let all = text(&approved_after_the_round(&p, child));
     assert_eq!(e2e::merged_issues(&p.origin), [1], "merged once: {all}");
     let told = prompts(&p);
     assert_eq!(
@@ -800,4 +788,13 @@ fn a_round_whose_agent_fails_is_retried_as_the_round_and_answers_the_feedback() 
         "the round's attempt logs are named for it: {logs:?}"
     );
     p.replays_exactly();
+}
+
+/// Once the round is pushed, ann approves; the run ends with 0. Its output.
+fn approved_after_the_round(p: &Project, child: std::process::Child) -> std::process::Output {
+    p.wait_for_journal("\"repaired\"", WAIT);
+    assert_eq!(code(&p.review(1, &["--approve", "--author", "ann"])), 0);
+    let out = e2e::wait_output(child, WAIT);
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    out
 }

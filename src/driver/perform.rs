@@ -54,7 +54,7 @@ impl Driver {
                     Err(event) => return Outcome::Next(event),
                 };
                 crate::stats::step();
-                self.live.step_started(issue, step, attempt);
+                self.live.step_started(issue, step.key(), attempt);
                 let event = self.run_step(step, issue, attempt, repair, commit).await;
                 self.call_ended(&event);
                 Outcome::Next(event)
@@ -79,7 +79,7 @@ impl Driver {
                     Err(event) => return Outcome::Next(event),
                 };
                 crate::stats::step();
-                self.live.step_started(issue, Step::MonitorCi, attempt);
+                self.live.step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
                 let event = self.address_review(issue, round, attempt).await;
                 self.call_ended(&event);
                 Outcome::Next(event)

@@ -30,17 +30,7 @@ fn computed_bounds_equal_the_exhaustive_worst_case() {
 /// where no phase limit binds.
 #[test]
 fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
-    let model_free = [
-        Step::StartCycle,
-        Step::CommitPush,
-        Step::CreatePr,
-        Step::MonitorCi,
-        Step::Merge,
-    ];
-    let mut five = [false; Step::COUNT];
-    for s in model_free {
-        five[s.index()] = true;
-    }
+    let five = five_model_free();
     let mut merge_only = [false; Step::COUNT];
     merge_only[Step::Merge.index()] = true;
     let sets = [
@@ -134,16 +124,7 @@ fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
 /// `bounds::merges`' figure.
 #[test]
 fn lost_races_spend_no_attempt_and_their_agent_runs_are_counted_exactly() {
-    let mut five = [false; Step::COUNT];
-    for s in [
-        Step::StartCycle,
-        Step::CommitPush,
-        Step::CreatePr,
-        Step::MonitorCi,
-        Step::Merge,
-    ] {
-        five[s.index()] = true;
-    }
+    let five = five_model_free();
     let sets = [("none", [false; Step::COUNT]), ("five model-free", five)];
     let configs = [
         (
@@ -215,16 +196,7 @@ fn lost_races_spend_no_attempt_and_their_agent_runs_are_counted_exactly() {
 #[test]
 fn review_rounds_and_their_retries_stay_within_the_computed_bounds() {
     use sdlc_machine::machine::ReviewGate;
-    let mut five = [false; Step::COUNT];
-    for s in [
-        Step::StartCycle,
-        Step::CommitPush,
-        Step::CreatePr,
-        Step::MonitorCi,
-        Step::Merge,
-    ] {
-        five[s.index()] = true;
-    }
+    let five = five_model_free();
     let sets = [
         ("none", [false; Step::COUNT]),
         ("five model-free", five),
@@ -284,4 +256,19 @@ fn review_rounds_and_their_retries_stay_within_the_computed_bounds() {
         "review bound mismatches:\n{}",
         failures.join("\n")
     );
+}
+
+/// The builtin set of the five steps that need no model (the runner can do each itself).
+fn five_model_free() -> [bool; Step::COUNT] {
+    let mut five = [false; Step::COUNT];
+    for s in [
+        Step::StartCycle,
+        Step::CommitPush,
+        Step::CreatePr,
+        Step::MonitorCi,
+        Step::Merge,
+    ] {
+        five[s.index()] = true;
+    }
+    five
 }
