@@ -676,7 +676,11 @@ fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
     }
     // While the round's agent works, `status` names the round, not monitorCI.
     let live: serde_json::Value = serde_json::from_str(&status(&p, true)).unwrap();
-    assert_eq!(live["runningStep"]["step"], json!("addressReview"), "{live}");
+    assert_eq!(
+        live["runningStep"]["step"],
+        json!("addressReview"),
+        "{live}"
+    );
     child.kill().unwrap();
     let _ = child.wait();
     let stray: i32 = std::fs::read_to_string(&once)

@@ -79,7 +79,8 @@ impl Driver {
                     Err(event) => return Outcome::Next(event),
                 };
                 crate::stats::step();
-                self.live.step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
+                self.live
+                    .step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
                 let event = self.address_review(issue, round, attempt).await;
                 self.call_ended(&event);
                 Outcome::Next(event)
