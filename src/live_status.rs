@@ -16,7 +16,6 @@
 //! the lock, so a dead runner's last snapshot is never mistaken for live work.
 
 use crate::agent::stream::StreamSummary;
-use crate::step::Step;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -375,6 +374,7 @@ impl Writer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::step::Step;
 
     #[test]
     fn a_step_is_written_at_once_and_the_stream_at_most_once_a_second() {
