@@ -20,7 +20,11 @@ pub mod config;
 mod decision_file;
 mod diagram;
 pub mod driver;
+// The driver on the in-memory ports: in-process tests of the shell's plumbing.
+#[cfg(test)]
+mod driver_on_ports;
 pub mod failpoint;
+mod fake_agent;
 pub mod forge;
 pub mod git;
 mod http;

@@ -36,6 +36,45 @@ fn top_level_modules_form_no_import_cycle() {
     );
 }
 
+/// The scripted stand-in agent (`fake_agent`) is reached only by its subcommand and by the
+/// in-memory agent fake of the crate's tests, and the fakes of the ports compile for tests
+/// only: nothing a real run executes can end up acting with a scripted agent or a fake port.
+#[test]
+fn the_scripted_agent_and_the_fakes_are_out_of_the_run_paths_reach() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let graph = graph_of(&src);
+    assert!(
+        graph.contains_key("fake_agent"),
+        "src/fake_agent/ is gone: the scripted agent moved and this check reads the wrong place"
+    );
+    let allowed = |file: &str| file == "commands/mod.rs" || file.starts_with("ports/fake/");
+    let mut reaching: Vec<String> = graph
+        .values()
+        .filter_map(|named| named.get("fake_agent"))
+        .flatten()
+        .filter(|file| !allowed(file))
+        .cloned()
+        .collect();
+    reaching.sort();
+    assert!(
+        reaching.is_empty(),
+        "these files name the scripted agent (fake_agent), which only its subcommand and the \
+         tests' agent fake may: {reaching:?}"
+    );
+    let ports = std::fs::read_to_string(src.join("ports/mod.rs")).expect("src/ports/mod.rs");
+    let declared = ports
+        .lines()
+        .map(str::trim)
+        .collect::<Vec<_>>()
+        .windows(2)
+        .any(|w| w[0] == "#[cfg(test)]" && w[1] == "pub mod fake;");
+    assert!(
+        declared,
+        "src/ports/mod.rs must declare `pub mod fake;` right under `#[cfg(test)]`: the fakes \
+         are for the crate's tests, not for the product"
+    );
+}
+
 /// Inside each folder of `src/` the same holds between its modules: a file of one module may
 /// name a sibling (`super::page`, `crate::diagram::page`), never one that names it back,
 /// directly or through others.

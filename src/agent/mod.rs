@@ -1,8 +1,8 @@
 //! The agent port's adapter. This module runs one attempt of any agent CLI as a child
 //! process; `stream` reads Claude Code's stream-json and `classify` judges an attempt; `cli`
 //! holds what differs per CLI (invocation, stream reader, classification, doctor checks);
-//! `tokens` prices what a CLI reports in tokens; `fake_cli` is the scripted stand-in CLI that
-//! the demo and the end-to-end tests run in place of a real one.
+//! `tokens` prices what a CLI reports in tokens. (The scripted stand-in CLI of the demo and the
+//! end-to-end tests is not here: it lives in `fake_agent`, which the run path never names.)
 //!
 //! One agent attempt as a child process (docs/interfaces.md "Agent invocation", docs/persistence.md signals): spawned in
 //! its own process group, its output streamed to the live log and to the caller's parser as
@@ -15,7 +15,6 @@
 
 pub mod classify;
 pub mod cli;
-pub(crate) mod fake_cli;
 pub mod sandbox;
 pub mod stream;
 pub mod tokens;

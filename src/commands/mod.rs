@@ -33,7 +33,7 @@ pub fn dispatch(command: &Command) -> i32 {
             watch: true,
         } => watch::run(config),
         Command::Status { config, json, .. } => status::run(config, *json),
-        Command::FakeAgent(args) => crate::agent::fake_cli::run(&crate::agent::fake_cli::Request {
+        Command::FakeAgent(args) => crate::fake_agent::run(&crate::fake_agent::Request {
             script: args.script.as_deref(),
             kind: args.kind,
             rest: &args.rest,

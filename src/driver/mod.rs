@@ -98,6 +98,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
 }
 
 /// How a run on given ports ended (`run_on_ports`).
+#[cfg(test)]
 #[derive(Debug)]
 pub struct PortsRun {
     /// The process exit code `run` would have returned (docs/interfaces.md).
@@ -106,6 +107,7 @@ pub struct PortsRun {
     pub journal: PathBuf,
 }
 
+#[cfg(test)]
 impl PortsRun {
     /// The journal's lines, for a test to read what the machine was told and decided.
     pub fn journal_lines(&self) -> Vec<String> {
@@ -119,10 +121,11 @@ impl PortsRun {
 
 /// Runs the lifecycle of one runner on `ports` in this process: the driver and the machine
 /// as `run` has them, every outside call through the ports. With the fakes of
-/// [`crate::ports::fake`] no process is started and no wait sleeps; the runner's own files
+/// `crate::ports::fake` no process is started and no wait sleeps; the runner's own files
 /// (journal, lock, state file, logs) are real files under the config's project and log
 /// directories and the directory the git port names.
-pub fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -> PortsRun {
+#[cfg(test)]
+pub(crate) fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -> PortsRun {
     // The orchestration log is written by the logging layer: a caller that installed none
     // would get a run without its record.
     crate::logging::init(0);

@@ -4,11 +4,14 @@
 //! the adapter, into a [`CallFailureKind`](crate::call_failure::CallFailureKind).
 //!
 //! The production adapters live beside the code they wrap (`git/`, `forge/`, `tracker/`,
-//! `agent/`, `notify/`, [`clock::TokioClock`]); the in-memory fakes in [`fake`] let tests
-//! run the driver in-process, with no git, gh or agent process and no real sleep.
+//! `agent/`, `notify/`, [`clock::TokioClock`]); the in-memory fakes in `fake`, compiled for the
+//! crate's own tests only, let tests run the driver in-process, with no git, gh or agent
+//! process and no real sleep.
 
 pub mod agent;
 pub mod clock;
+// Test-only: the product ships no fake, so nothing on the run path can pick one.
+#[cfg(test)]
 pub mod fake;
 pub mod forge;
 pub mod git;

@@ -29,7 +29,9 @@ mod off_runtime;
 pub mod reaper;
 pub use git_program::git_program;
 mod stop;
-pub use off_runtime::{may_block, off_runtime};
+#[cfg(test)]
+pub use off_runtime::may_block;
+pub use off_runtime::off_runtime;
 use stop::stop_error;
 pub use stop::{
     cancellable, deadline_after, install_stop_handler, stop_signal, stopped, within_deadline,

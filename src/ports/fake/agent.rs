@@ -124,7 +124,7 @@ impl AgentPort for FakeAgent {
     ) -> BoxFuture<'a, Result<AgentExit, AgentError>> {
         // A review round is told `addressReview`; its script entry is monitorCI's.
         let step = env(run, "SDLC_STEP")
-            .and_then(crate::agent::fake_cli::told_step)
+            .and_then(crate::fake_agent::told_step)
             .map(|(step, _)| step);
         let issue = env(run, "SDLC_ISSUE").and_then(|v| v.parse().ok());
         let attempt = env(run, "SDLC_ATTEMPT").and_then(|v| v.parse().ok());

@@ -3,6 +3,10 @@
 //! (`SDLC_STEP`, `SDLC_ISSUE`, `SDLC_ATTEMPT`), picks an outcome from a JSON script, acts it out
 //! (real git work in the working directory, stream-json events like the real CLI's, an exit
 //! code) and exits. See `script.rs` for the script format and `outcome.rs` for the outcomes.
+//!
+//! A room of its own: only the `fake-agent` subcommand (`commands/`) and the in-memory agent
+//! fake of the crate's tests name it, so nothing the run path executes can fall back on a
+//! scripted agent (`tests/layering.rs` holds this).
 
 mod events;
 mod git;

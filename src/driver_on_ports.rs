@@ -2,10 +2,10 @@
 //! tested in-process, each run in milliseconds, with no git, gh or agent process and no
 //! real sleep. The real-binary tests with real git stay the outer ring.
 
-use sdlc_runner::config::Config;
-use sdlc_runner::driver::{run_on_ports, PortsRun, RunOptions};
-use sdlc_runner::ports::fake::{self, FakeAgent, FakeClock, Outcome, RecordingNotifier, World};
-use sdlc_runner::step::Step;
+use crate::config::Config;
+use crate::driver::{run_on_ports, PortsRun, RunOptions};
+use crate::ports::fake::{self, FakeAgent, FakeClock, Outcome, RecordingNotifier, World};
+use crate::step::Step;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ impl Bench {
         let file = dir.path().join("sdlc-config.json");
         std::fs::write(&file, cfg.to_string()).expect("config");
         let cfg = Config::load(&file).expect("a valid config");
-        let label = sdlc_runner::tracker::Tracker::from_config(&cfg)
+        let label = crate::tracker::Tracker::from_config(&cfg)
             .expect("a local tracker needs no token")
             .label()
             .to_string();
@@ -88,7 +88,7 @@ impl Bench {
                 self.dir
                     .path()
                     .join("logs")
-                    .join(sdlc_runner::logs::ORCHESTRATION_LOG),
+                    .join(crate::logs::ORCHESTRATION_LOG),
             )
             .unwrap_or_default(),
         }
@@ -127,16 +127,15 @@ impl Ran {
         }
     }
 
-    /// The real binary's `replay` reproduces the run from its journal.
+    /// `replay` reproduces the run from its journal.
     fn replays_exactly(&self) {
-        let replay = std::process::Command::new(env!("CARGO_BIN_EXE_sdlc-runner"))
-            .arg("replay")
-            .arg(&self.run.journal)
-            .output()
-            .expect("replay");
-        let said = String::from_utf8_lossy(&replay.stdout);
-        assert_eq!(replay.status.code(), Some(0), "{said}");
-        assert!(!said.contains("diverge"), "{said}");
+        let contents = crate::journal::read_contents(&self.run.journal).expect("the journal reads");
+        let reports =
+            crate::commands::replay::replay(&contents, &self.run.journal).expect("replay");
+        assert!(!reports.is_empty(), "no session replayed\n{}", self.log);
+        for report in &reports {
+            assert!(report.divergence.is_none(), "{}", report.summary());
+        }
     }
 }
 
@@ -340,7 +339,7 @@ fn claims_dir(b: &Bench) -> std::path::PathBuf {
 /// A claim (or the merge lease) of `worker` on `issue`, taken when the fake clock starts and
 /// running out `secs` later.
 fn lease(issue: u32, worker: &str, secs: i64) -> String {
-    use sdlc_runner::ports::Clock;
+    use crate::ports::Clock;
     let start = FakeClock::default().now();
     json!({
         "issue": issue, "worker": worker,
