@@ -172,6 +172,9 @@ fn every_issue_is_merged_once_and_nothing_waits() {
         ));
     }
     assert!(ran.clock.waits().is_empty(), "{:?}", ran.clock.waits());
+    // Each merge's check finds the commit CI passed on origin's main the first time, as with
+    // real git: a fake whose commit ids disagree would test the retry path instead.
+    assert!(!ran.log.contains("failed"), "{}", ran.log);
     assert!(exists(&ran.run.journal));
     assert!(ran.journal_has("\"recordMerged\""), "{}", ran.log);
 }

@@ -134,9 +134,10 @@ impl GitPort for FakeGit {
         Ok(())
     }
     fn origin_main(&self) -> Result<Option<String>, GitError> {
-        Ok(Some(
-            self.world.lock_for_blocking_call().origin_main.to_string(),
-        ))
+        Ok(Some(fake_commit(
+            "main",
+            self.world.lock_for_blocking_call().origin_main,
+        )))
     }
     fn bring_up_to_date(
         &self,
@@ -147,12 +148,12 @@ impl GitPort for FakeGit {
         let main = w.origin_main;
         let b = w.branches.get_mut(branch).ok_or_else(|| unknown(branch))?;
         b.base = main;
-        Ok(Some(main.to_string()))
+        Ok(Some(fake_commit("main", main)))
     }
     fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, GitError> {
         let w = self.world.lock_for_blocking_call();
         let merged = w.branches.get(branch).is_some_and(|b| b.merged);
-        Ok(!merged && base.is_some_and(|b| b != w.origin_main.to_string()))
+        Ok(!merged && base.is_some_and(|b| b != fake_commit("main", w.origin_main)))
     }
     fn fetch(&self) -> Result<(), GitError> {
         Ok(())
