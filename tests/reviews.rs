@@ -599,36 +599,25 @@ fn config_check_and_schema_know_the_address_review_step() {
 
 #[test]
 fn an_ignored_bots_request_for_changes_does_not_hold_the_merge() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        json!({}),
-        gate_with(false, 0.05, json!({"ignoreAuthors": ["lint-bot"]})),
-    );
-    let bot = [
-        "--request-changes",
-        "Style nit from the bot.",
-        "--author",
-        "lint-bot",
-    ];
-    assert_eq!(code(&p.review(1, &bot)), 0);
+    // One issue under a gate that ignores `lint-bot`, with a request for changes by `author`.
+    let requested_by = |author: &str, body: &str| {
+        let p = Project::new(
+            &[(1, "First issue", "Do one thing.")],
+            json!({}),
+            gate_with(false, 0.05, json!({"ignoreAuthors": ["lint-bot"]})),
+        );
+        let request = ["--request-changes", body, "--author", author];
+        assert_eq!(code(&p.review(1, &request)), 0);
+        p
+    };
+    let p = requested_by("lint-bot", "Style nit from the bot.");
     let out = p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");
     assert_eq!(e2e::merged_issues(&p.origin), [1], "{all}");
     assert!(!prompts(&p).contains("Style nit from the bot."));
     // Another bot, not listed, is a reviewer like any other: its request holds the merge.
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        json!({}),
-        gate_with(false, 0.05, json!({"ignoreAuthors": ["lint-bot"]})),
-    );
-    let other = [
-        "--request-changes",
-        "Fix the typo.",
-        "--author",
-        "other-bot",
-    ];
-    assert_eq!(code(&p.review(1, &other)), 0);
+    let p = requested_by("other-bot", "Fix the typo.");
     let out = p.run(&[]);
     let all = text(&out);
     assert!(all.contains("a reviewer asked for changes"), "{all}");

@@ -184,6 +184,14 @@ mod tests {
     use crate::machine::*;
     use crate::step::Step;
 
+    /// The review gate's wait of `seconds`: what a look that finds no verdict yet asks for.
+    fn review_wait(seconds: u64) -> Effect {
+        Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::Review),
+        }
+    }
+
     fn gated(require_approval: bool, wait_secs: u64) -> Limits {
         Limits {
             review: Some(ReviewGate::new(require_approval, wait_secs)),
@@ -297,14 +305,7 @@ mod tests {
             &mut core,
             vec![note("r1", "ann", "Rename foo."), note("c2", "bob", "x")],
         );
-        assert_eq!(
-            fx.last(),
-            Some(&Effect::Wait {
-                seconds: 10,
-                reason: Some(WaitReason::Review)
-            }),
-            "{fx:?}"
-        );
+        assert_eq!(fx.last(), Some(&review_wait(10)), "{fx:?}");
         assert_eq!(core.runner().review_rounds, 1);
         core.handle(&Event::WaitOver);
         assert_eq!(
@@ -525,14 +526,7 @@ mod tests {
         }
         let (mut core, _) = after_ci(limits, Mode::Continuous);
         let fx = changes(&mut core, vec![note("b1", "lint-bot", "nit")]);
-        assert_eq!(
-            fx.last(),
-            Some(&Effect::Wait {
-                seconds: 10,
-                reason: Some(WaitReason::Review)
-            }),
-            "{fx:?}"
-        );
+        assert_eq!(fx.last(), Some(&review_wait(10)), "{fx:?}");
         core.handle(&Event::WaitOver);
         let fx = changes(
             &mut core,
@@ -603,31 +597,19 @@ mod tests {
                     changes_requested: true,
                     wait_secs: 3600
                 }),
-                Effect::Wait {
-                    seconds: 10,
-                    reason: Some(WaitReason::Review)
-                }
+                review_wait(10)
             ]
         );
         assert_eq!(core.state().name(), "WaitingForReview");
         // A restart in the wait waits again, then looks.
-        assert_eq!(
-            core.handle(&Event::Start),
-            [Effect::Wait {
-                seconds: 10,
-                reason: Some(WaitReason::Review)
-            }]
-        );
+        assert_eq!(core.handle(&Event::Start), [review_wait(10)]);
         assert_eq!(
             core.handle(&Event::WaitOver),
             [Effect::LookAtReview { issue: 4, look: 2 }]
         );
         assert_eq!(
             looked(&mut core, ReviewDecision::ChangesRequested),
-            [Effect::Wait {
-                seconds: 20,
-                reason: Some(WaitReason::Review)
-            }],
+            [review_wait(20)],
             "the person is told once"
         );
         core.handle(&Event::WaitOver);
@@ -644,19 +626,10 @@ mod tests {
         let (mut core, _) = after_ci(limits, Mode::Continuous);
         assert_eq!(
             looked(&mut core, ReviewDecision::None).last(),
-            Some(&Effect::Wait {
-                seconds: 10,
-                reason: Some(WaitReason::Review)
-            })
+            Some(&review_wait(10))
         );
         core.handle(&Event::WaitOver);
-        assert_eq!(
-            looked(&mut core, ReviewDecision::None),
-            [Effect::Wait {
-                seconds: 5,
-                reason: Some(WaitReason::Review)
-            }]
-        );
+        assert_eq!(looked(&mut core, ReviewDecision::None), [review_wait(5)]);
         core.handle(&Event::WaitOver);
         let fx = looked(&mut core, ReviewDecision::None);
         assert_eq!(
