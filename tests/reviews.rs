@@ -791,3 +791,62 @@ fn approved_after_the_round(p: &Project, child: std::process::Child) -> std::pro
     assert_eq!(code(&out), 0, "{}", text(&out));
     out
 }
+
+/// A teammate force-pushes the branch while the agent of a review round works (the head they
+/// push lacks the runner's last commit). The round's answer is not pushed over theirs: the
+/// run stops naming the branch, the rewrite stays on origin, nothing is merged, and the issue
+/// is neither escalated nor closed: a person decides what becomes of the branch.
+#[test]
+fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        json!({}),
+    );
+    let person = p.root.join("person");
+    let theirs = p.root.join("theirs");
+    // The round's first agent plays the teammate first (in a clone of its own), then the agent.
+    let wrapper = round_agent(
+        &p,
+        &format!(
+            "if [ ! -e '{theirs}' ]; then\n\
+             branch=$(git rev-parse --abbrev-ref HEAD)\n\
+             git clone --quiet '{origin}' '{person}'\n\
+             cd '{person}' && git checkout --quiet \"$branch\" && git reset --quiet --hard HEAD~1\n\
+             echo rewritten > rewritten.txt && git add rewritten.txt\n\
+             git -c user.name=Person -c user.email=person@example.com commit --quiet -m rewrite\n\
+             git push --quiet --force origin \"$branch\" && git rev-parse HEAD > '{theirs}'\n\
+             cd - > /dev/null\n\
+             fi\n\
+             exec '{bin}' \"$@\"",
+            origin = p.origin.display(),
+            person = person.display(),
+            theirs = theirs.display(),
+            bin = e2e::BIN
+        ),
+    );
+    let mut cfg = gate_with(true, 0.25, json!({}));
+    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
+    p.set_config(cfg);
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    let theirs = std::fs::read_to_string(&theirs)
+        .unwrap_or_else(|e| panic!("the teammate's push did not happen ({e}): {all}"));
+    let theirs = theirs.trim();
+    let branch = e2e::git(&person, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    assert_eq!(code(&out), 1, "the run stops: {all}");
+    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
+    let head = e2e::git(&p.origin, &["rev-parse", &format!("refs/heads/{branch}")]);
+    assert_eq!(
+        head, theirs,
+        "the teammate's rewrite stays on origin: {all}"
+    );
+    let issue = p.issue(1);
+    assert_eq!(issue["state"], "open", "{issue}");
+    assert_eq!(issue["escalated"], false, "{issue} {all}");
+    assert!(all.contains(&branch), "the stop names the branch: {all}");
+}

@@ -97,12 +97,15 @@ impl Driver {
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {
                 facts.with(&*w.git, |facts| {
-                    crate::steps::builtin::push_review_round(&*w.git, facts)
+                    crate::steps::builtin::push_review_round(&*w.git, &*w.forge, facts)
                 })
             })
         };
         match self.patiently("pushing the review round", push).await {
-            network::Patient::Done(Ok(done)) => {
+            network::Patient::Done(Ok(crate::steps::builtin::Round::Person(head))) => {
+                self.persons_move(head)
+            }
+            network::Patient::Done(Ok(crate::steps::builtin::Round::Pushed(done))) => {
                 self.say(done.clone());
                 self.log(&format!("issue #{issue}: review round {round}: {done}"));
                 Event::Repaired { step, usage }

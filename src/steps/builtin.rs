@@ -133,18 +133,47 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Fai
 
 /// After an `addressReview` round: what the agent left is committed on the feature branch
 /// (nothing to commit is no failure: the agent may have committed itself, or disagreed) and
-/// the branch is pushed, a new head for CI.
-pub fn push_review_round(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+/// the branch is pushed, a new head for CI. The push is leased on origin's head as one look
+/// found it after the round, and only when the local branch holds that head: a person's push
+/// during the round (a rewrite, or commits the round's work lacks) is reported as their move,
+/// never pushed over, and never counted as the round's failure.
+pub fn push_review_round(
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
+    issue: &IssueFacts,
+) -> Result<Round, Failed> {
     let branch = issue.branch()?;
     on_branch(repo, branch)?;
     let committed =
         repo.auto_commit(&format!("fix: address review feedback (#{})", issue.number))?;
-    repo.push_branch(branch, None)?;
-    Ok(if committed {
+    let before = repo.branch_on_origin(branch)?;
+    if let Some(head) = persons_move_since(repo, forge, branch, "", &before)? {
+        return Ok(Round::Person(head));
+    }
+    let lease = before.head.as_deref();
+    if let Err(e) = repo.push_branch(branch, lease) {
+        let after = repo.branch_on_origin(branch)?;
+        if after.head != before.head {
+            if let Some(head) = persons_move_since(repo, forge, branch, "", &after)? {
+                return Ok(Round::Person(head));
+            }
+        }
+        return Err(e.into());
+    }
+    Ok(Round::Pushed(if committed {
         format!("committed the review round's changes and pushed {branch}")
     } else {
         format!("pushed {branch}")
-    })
+    }))
+}
+
+/// What the runner's half of a review round did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Round {
+    /// The round's work is on origin: what was done, in words.
+    Pushed(String),
+    /// A person moved the branch during the round; nothing was pushed over it.
+    Person(Head),
 }
 
 /// createPR: title from the issue, body from the spec's requirements, `Closes #N` so that
