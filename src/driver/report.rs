@@ -415,7 +415,7 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
             head,
             on_top: false,
         } => format!(
-            "a person rewrote issue #{issue}'s branch on origin: its head {} no longer holds {}, the commit the runner pushed and CI checked. Nothing was merged and no issue was blamed. Decide what the branch should be (push {} back, or keep the rewrite and let CI check it), then run again with --ack-halt.",
+            "a person rewrote issue #{issue}'s branch on origin: its head {} no longer holds {}, the runner's last commit on it (the one CI checked, or the one a review round or a conflict's repair was about to push). Nothing was merged and no issue was blamed. Decide what the branch should be (push {} back, or keep the rewrite and let CI check it), then run again with --ack-halt.",
             head.short(),
             ours.short(),
             ours.short()
