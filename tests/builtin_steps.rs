@@ -403,6 +403,88 @@ fn a_hook_refusal_gets_a_repair_by_the_agent_with_the_hooks_words() {
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
 }
 
+/// The runner is killed (SIGKILL) between the agent's repair of a refused builtin push and the
+/// runner's own push after it: right as the repair agent exits, and right after the journal
+/// recorded its answer. The restart neither loses the repair nor pushes, opens or merges
+/// twice: one PR, one merge, the hook's words handed to the repair.
+#[test]
+fn a_kill_between_the_push_repair_and_the_push_after_it_merges_once() {
+    let refused_once = |p: &Project| {
+        let marker = p.root.join("refused-once");
+        hook(
+            p,
+            "pre-push",
+            &format!(
+                "test -e {m} && exit 0\ntouch {m}\necho 'lint: src/x.rs:3: missing doc comment' >&2\nexit 1\n",
+                m = marker.display()
+            ),
+        );
+    };
+    // Where the repair's agent exits, and where its answer is recorded, in a run not killed.
+    let probe = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+    refused_once(&probe);
+    let points = probe.root.join("points.log");
+    let out = probe
+        .command(&["run", "--config", probe.config.to_str().expect("utf8")])
+        .env(sdlc_runner::failpoint::CRASH_LOG_ENV, &points)
+        .output()
+        .expect("run");
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("commitPush: failed: LINT"));
+    let log = std::fs::read_to_string(&points).expect("points");
+    let numbered: Vec<(u64, &str)> = log
+        .lines()
+        .filter_map(|l| {
+            let (n, label) = l.split_once(' ')?;
+            Some((n.parse().ok()?, label))
+        })
+        .collect();
+    // The builtin steps after commitPush run no agent: the last agent to exit is the repair's.
+    let exited = numbered
+        .iter()
+        .rposition(|(_, label)| *label == "agent exited")
+        .expect("the repair's agent exited");
+    let recorded = numbered[exited..]
+        .iter()
+        .find(|(_, label)| *label == "journal: after append")
+        .expect("the repair's answer recorded");
+    for (at, what) in [
+        (numbered[exited].0, "as the repair agent exits"),
+        (recorded.0, "after the repair's answer is recorded"),
+    ] {
+        let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+        refused_once(&p);
+        let crashed = p
+            .command(&["run", "--config", p.config.to_str().expect("utf8")])
+            .env(sdlc_runner::failpoint::CRASH_AT_ENV, at.to_string())
+            .output()
+            .expect("run");
+        assert_eq!(
+            crashed.status.code(),
+            None,
+            "killed {what}: {}",
+            text(&crashed)
+        );
+        let out = p.run(&[]);
+        let all = text(&out);
+        assert_eq!(code(&out), 0, "after a kill {what}: {all}");
+        let prompt = p.prompt(1, "commitPush", 2).expect("the repair prompt");
+        assert!(prompt.contains("missing doc comment"), "{what}: {prompt}");
+        let pulls = p.project.join(".git/sdlc-runner/pulls");
+        assert!(pulls.join("1.json").is_file(), "{what}");
+        assert!(
+            !pulls.join("2.json").exists(),
+            "a second PR after a kill {what}"
+        );
+        assert_eq!(
+            p.origin_main_log().matches("Merge issue #1").count(),
+            1,
+            "merged once after a kill {what}: {}",
+            p.origin_main_log()
+        );
+    }
+}
+
 /// A hook that refuses every push the same way: the first issue escalates after its repair
 /// (whose own push the hook refused too: the runner's push after it says how the attempt
 /// failed), the second fails the same way, so the refusal is the environment's: the run halts
