@@ -112,17 +112,7 @@ fn a_crash_after_a_builtin_side_effect_never_repeats_it() {
         "builtin merge done",
     ] {
         let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
-        let crashed = p
-            .command(&["run", "--config", p.config.to_str().expect("utf8")])
-            .env(sdlc_runner::failpoint::CRASH_AT_ENV, point)
-            .output()
-            .expect("run");
-        assert_eq!(
-            crashed.status.code(),
-            None,
-            "killed at {point}: {}",
-            text(&crashed)
-        );
+        p.killed_at(point);
         let out = p.run(&[]);
         let all = text(&out);
         assert_eq!(code(&out), 0, "after a crash at {point}: {all}");
@@ -423,30 +413,17 @@ fn a_kill_between_the_push_repair_and_the_push_after_it_merges_once() {
     // Where the repair's agent exits, and where its answer is recorded, in a run not killed.
     let probe = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
     refused_once(&probe);
-    let points = probe.root.join("points.log");
-    let out = probe
-        .command(&["run", "--config", probe.config.to_str().expect("utf8")])
-        .env(sdlc_runner::failpoint::CRASH_LOG_ENV, &points)
-        .output()
-        .expect("run");
+    let (out, numbered) = probe.crash_points();
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(text(&out).contains("commitPush: failed: LINT"));
-    let log = std::fs::read_to_string(&points).expect("points");
-    let numbered: Vec<(u64, &str)> = log
-        .lines()
-        .filter_map(|l| {
-            let (n, label) = l.split_once(' ')?;
-            Some((n.parse().ok()?, label))
-        })
-        .collect();
     // The builtin steps after commitPush run no agent: the last agent to exit is the repair's.
     let exited = numbered
         .iter()
-        .rposition(|(_, label)| *label == "agent exited")
+        .rposition(|(_, label)| label == "agent exited")
         .expect("the repair's agent exited");
     let recorded = numbered[exited..]
         .iter()
-        .find(|(_, label)| *label == "journal: after append")
+        .find(|(_, label)| label == "journal: after append")
         .expect("the repair's answer recorded");
     for (at, what) in [
         (numbered[exited].0, "as the repair agent exits"),
@@ -454,17 +431,7 @@ fn a_kill_between_the_push_repair_and_the_push_after_it_merges_once() {
     ] {
         let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
         refused_once(&p);
-        let crashed = p
-            .command(&["run", "--config", p.config.to_str().expect("utf8")])
-            .env(sdlc_runner::failpoint::CRASH_AT_ENV, at.to_string())
-            .output()
-            .expect("run");
-        assert_eq!(
-            crashed.status.code(),
-            None,
-            "killed {what}: {}",
-            text(&crashed)
-        );
+        p.killed_at(&at.to_string());
         let out = p.run(&[]);
         let all = text(&out);
         assert_eq!(code(&out), 0, "after a kill {what}: {all}");

@@ -22,17 +22,6 @@ fn kill9(child: Child) {
     let _ = e2e::wait_output(child, Duration::from_secs(30));
 }
 
-/// Runs `p` with the failpoint armed at `point` and checks the runner died there (no exit code).
-fn killed_at(p: &Project, point: &str) -> std::process::Output {
-    let out = p
-        .command(&["run", "--config", p.config.to_str().expect("utf8")])
-        .env(sdlc_runner::failpoint::CRASH_AT_ENV, point)
-        .output()
-        .expect("run");
-    assert_eq!(out.status.code(), None, "killed at {point}: {}", text(&out));
-    out
-}
-
 fn sessions(p: &Project) -> usize {
     p.journal()
         .iter()
@@ -381,23 +370,17 @@ fn a_repair_attempt_after_a_restart_still_has_the_failure_context() {
     let script = json!({"steps": {"verify": ["fail-test", "ok"]}});
     // Where the verify failure is recorded, in a run that is not killed.
     let probe = one_issue(script.clone());
-    let points = probe.root.join("points.log");
-    let out = probe
-        .command(&["run", "--config", probe.config.to_str().expect("utf8")])
-        .env(sdlc_runner::failpoint::CRASH_LOG_ENV, &points)
-        .output()
-        .expect("run");
+    let (out, points) = probe.crash_points();
     assert_eq!(code(&out), 0, "{}", text(&out));
-    let log = std::fs::read_to_string(&points).expect("points");
-    let recorded: u64 = log
-        .lines()
-        .find(|l| l.ends_with(" StepFailed"))
-        .and_then(|l| l.split_whitespace().next()?.parse().ok())
+    let recorded: u64 = points
+        .iter()
+        .find(|(_, label)| label == "StepFailed")
+        .map(|(n, _)| *n)
         .expect("a recorded StepFailed");
 
     // The same session, killed right after the failure was recorded.
     let p = one_issue(script);
-    killed_at(&p, &(recorded + 1).to_string());
+    p.killed_at(&(recorded + 1).to_string());
     assert_eq!(p.count("1 verify 2"), 0, "killed before the repair attempt");
     let out = p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -497,7 +480,7 @@ fn a_runner_killed_while_migrating_the_old_journal_loses_nothing() {
         std::fs::create_dir_all(p.project.join(".claude")).expect("dir");
         std::fs::rename(p.journal_path(), p.claude("sdlc-journal.jsonl")).expect("move");
 
-        killed_at(&p, point);
+        p.killed_at(point);
         assert!(p.journal_path().exists(), "copied before {point}");
         assert_eq!(
             p.claude("sdlc-journal.jsonl").exists(),
@@ -582,7 +565,7 @@ fn a_runner_killed_after_closing_a_merged_issue_tells_the_tracker_again_and_goes
     );
     // Killed right after the tracker closed #1, before its answer was journaled: the journal
     // holds the merge, and its PR shows merged.
-    killed_at(&p, "tracker: closed");
+    p.killed_at("tracker: closed");
     let out = p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(

@@ -109,32 +109,41 @@ pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
 /// A teammate pushes a change of `shared.txt` to origin's main from a clone of their own, so
 /// that this issue's `shared.txt` conflicts with main at merge time.
 pub fn teammate_writes_shared(ctx: &Context) -> Result<(), GitWorkError> {
-    let dir = &ctx.cwd;
     let n = ctx.issue.unwrap_or(0);
+    push_from_another_clone(
+        &ctx.cwd,
+        "teammate",
+        "shared.txt",
+        &format!("written by a teammate while issue {n} was worked on\n"),
+        "a teammate's change to shared.txt",
+    )
+}
+
+/// Another party, in a clone of origin of its own, commits `body` to `file` as `who` and
+/// pushes the clone's default branch to origin.
+fn push_from_another_clone(
+    dir: &Path,
+    who: &str,
+    file: &str,
+    body: &str,
+    message: &str,
+) -> Result<(), GitWorkError> {
     let origin = git(dir, &["remote", "get-url", "origin"])?;
     let other = tempfile::tempdir().map_err(|source| GitWorkError::Write {
         path: "a temporary directory".to_string(),
         source,
     })?;
-    let clone = other.path().join("teammate");
+    let clone = other.path().join(who);
     let clone_arg = clone.to_string_lossy().into_owned();
     git(other.path(), &["clone", "--quiet", &origin, &clone_arg])?;
-    write(
-        &clone.join("shared.txt"),
-        &format!("written by a teammate while issue {n} was worked on\n"),
-    )?;
-    git(&clone, &["add", "--", "shared.txt"])?;
+    write(&clone.join(file), body)?;
+    git(&clone, &["add", "--", file])?;
+    let name = format!("user.name={who}");
+    let email = format!("user.email={who}@example.com");
     git(
         &clone,
         &[
-            "-c",
-            "user.name=teammate",
-            "-c",
-            "user.email=teammate@example.com",
-            "commit",
-            "--quiet",
-            "-m",
-            "a teammate's change to shared.txt",
+            "-c", &name, "-c", &email, "commit", "--quiet", "-m", message,
         ],
     )?;
     let head = git(&clone, &["symbolic-ref", "--short", "HEAD"])?;
@@ -174,33 +183,13 @@ pub fn merge_losing_race(ctx: &Context) -> Result<(), GitWorkError> {
     let dir = &ctx.cwd;
     let n = ctx.issue.unwrap_or(0);
     merge_on_main(dir, n, ctx.branch(n))?;
-    let origin = git(dir, &["remote", "get-url", "origin"])?;
-    let other = tempfile::tempdir().map_err(|source| GitWorkError::Write {
-        path: "a temporary directory".to_string(),
-        source,
-    })?;
-    let clone = other.path().join("other");
-    let clone_arg = clone.to_string_lossy().into_owned();
-    git(other.path(), &["clone", "--quiet", &origin, &clone_arg])?;
-    write(
-        &clone.join(format!("elsewhere-{n}.txt")),
+    push_from_another_clone(
+        dir,
+        "someone",
+        &format!("elsewhere-{n}.txt"),
         "pushed by someone else\n",
+        "a change pushed by someone else",
     )?;
-    git(&clone, &["add", "--", "."])?;
-    git(
-        &clone,
-        &[
-            "-c",
-            "user.name=someone",
-            "-c",
-            "user.email=someone@example.com",
-            "commit",
-            "--quiet",
-            "-m",
-            "a change pushed by someone else",
-        ],
-    )?;
-    git(&clone, &["push", "--quiet", "origin", "main"])?;
     git(dir, &["push", "origin", "main"])?;
     Ok(())
 }

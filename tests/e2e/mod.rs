@@ -427,6 +427,38 @@ impl Project {
         lines
     }
 
+    /// `run` with the failpoint armed at `point` (a label, or the N-th point reached);
+    /// checks that the runner died there (no exit code).
+    pub fn killed_at(&self, point: &str) -> Output {
+        let out = self
+            .command(&["run", "--config", self.config.to_str().expect("utf8")])
+            .env(sdlc_runner::failpoint::CRASH_AT_ENV, point)
+            .output()
+            .expect("run");
+        assert_eq!(out.status.code(), None, "killed at {point}: {}", text(&out));
+        out
+    }
+
+    /// `run` to its end with every failpoint it reaches logged: its output, and the points
+    /// by number and label, in order.
+    pub fn crash_points(&self) -> (Output, Vec<(u64, String)>) {
+        let points = self.root.join("points.log");
+        let out = self
+            .command(&["run", "--config", self.config.to_str().expect("utf8")])
+            .env(sdlc_runner::failpoint::CRASH_LOG_ENV, &points)
+            .output()
+            .expect("run");
+        let log = std::fs::read_to_string(&points).unwrap_or_default();
+        let numbered = log
+            .lines()
+            .filter_map(|l| {
+                let (n, label) = l.split_once(' ')?;
+                Some((n.parse().ok()?, label.to_string()))
+            })
+            .collect();
+        (out, numbered)
+    }
+
     pub fn journal(&self) -> Vec<Value> {
         std::fs::read_to_string(self.journal_path())
             .unwrap_or_default()
