@@ -201,6 +201,15 @@ fn round_leaves_a_change() -> serde_json::Value {
     json!({"steps": {"monitorCI": ["write-shared"]}})
 }
 
+/// One issue whose review round's agent leaves a change, under the config `extra`.
+fn one_issue_with_a_round(extra: serde_json::Value) -> Project {
+    Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        round_leaves_a_change(),
+        extra,
+    )
+}
+
 /// Every prompt the fake agent was given, in order.
 fn prompts(p: &Project) -> String {
     std::fs::read_to_string(p.root.join("prompts.log")).unwrap_or_default()
@@ -211,11 +220,11 @@ const WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 #[test]
 fn a_request_for_changes_is_answered_in_one_round_pushed_checked_again_and_merged_once_approved() {
     // 15 s of waits: 10 s, then 5 s.
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        gate_with(true, 0.25, json!({"ignoreAuthors": ["lint-bot"]})),
-    );
+    let p = one_issue_with_a_round(gate_with(
+        true,
+        0.25,
+        json!({"ignoreAuthors": ["lint-bot"]}),
+    ));
     let child = p.spawn(&[]);
     // The PR is open and waits for a reviewer; the reviewer and a bot speak.
     p.wait_for_journal("reviewWanted", WAIT);
@@ -265,11 +274,7 @@ fn a_request_for_changes_is_answered_in_one_round_pushed_checked_again_and_merge
 
 #[test]
 fn a_reviewer_who_keeps_asking_escalates_after_max_review_rounds_quoting_the_feedback() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        gate_with(true, 0.25, json!({"maxReviewRounds": 1})),
-    );
+    let p = one_issue_with_a_round(gate_with(true, 0.25, json!({"maxReviewRounds": 1})));
     let child = p.spawn(&[]);
     p.wait_for_journal("reviewWanted", WAIT);
     let first = ["--request-changes", "First: rename foo.", "--author", "ann"];
@@ -302,11 +307,7 @@ fn a_reviewer_who_keeps_asking_escalates_after_max_review_rounds_quoting_the_fee
 
 #[test]
 fn the_same_feedback_is_never_handed_twice_across_rounds_and_a_second_run() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        gate_with(true, 0.25, json!({})),
-    );
+    let p = one_issue_with_a_round(gate_with(true, 0.25, json!({})));
     let child = p.spawn(&[]);
     p.wait_for_journal("reviewWanted", WAIT);
     let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
@@ -394,11 +395,7 @@ fn status(p: &Project, json: bool) -> String {
 
 #[test]
 fn status_shows_the_wait_for_review_and_the_rounds_used() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        gate_with(true, 0.5, json!({"maxReviewRounds": 3})),
-    );
+    let p = one_issue_with_a_round(gate_with(true, 0.5, json!({"maxReviewRounds": 3})));
     let child = p.spawn(&[]);
     p.wait_for_journal("reviewWanted", WAIT);
     let shown = status(&p, false);
@@ -447,11 +444,7 @@ fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
 
 #[test]
 fn a_round_runs_on_the_address_review_steps_own_agent_model_skill_and_prompt() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        json!({}),
-    );
+    let p = one_issue_with_a_round(json!({}));
     let wrapper = round_agent(&p, &format!("exec '{}' \"$@\"", e2e::BIN));
     let plugins = p.root.join("nmg-plugins");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/skills");
@@ -501,11 +494,11 @@ fn a_round_runs_on_the_address_review_steps_own_agent_model_skill_and_prompt() {
 
 #[test]
 fn the_older_review_prompt_still_instructs_a_round_without_a_prompt_of_its_own() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        gate_with(true, 0.25, json!({"prompt": "THE OLDER REVIEW PROMPT"})),
-    );
+    let p = one_issue_with_a_round(gate_with(
+        true,
+        0.25,
+        json!({"prompt": "THE OLDER REVIEW PROMPT"}),
+    ));
     let child = p.spawn(&[]);
     p.wait_for_journal("reviewWanted", WAIT);
     let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
@@ -521,11 +514,7 @@ fn the_older_review_prompt_still_instructs_a_round_without_a_prompt_of_its_own()
 
 #[test]
 fn a_round_is_bounded_by_the_address_review_steps_own_time_limit() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        json!({}),
-    );
+    let p = one_issue_with_a_round(json!({}));
     // The round's agent never answers; monitorCI's ten minutes would let it hang.
     let wrapper = round_agent(&p, "exec sleep 300");
     let mut cfg = gate_with(true, 0.25, json!({}));
@@ -632,11 +621,7 @@ fn an_ignored_bots_request_for_changes_does_not_hold_the_merge() {
 /// approves.
 #[test]
 fn a_runner_killed_during_a_round_hands_no_comment_twice_and_merges_once() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        json!({}),
-    );
+    let p = one_issue_with_a_round(json!({}));
     // The round's first agent never ends by itself (the runner is killed under it); after
     // the restart the fake agent answers.
     let once = p.root.join("round-started");
@@ -798,11 +783,7 @@ fn approved_after_the_round(p: &Project, child: std::process::Child) -> std::pro
 /// is neither escalated nor closed: a person decides what becomes of the branch.
 #[test]
 fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
-    let p = Project::new(
-        &[(1, "First issue", "Do one thing.")],
-        round_leaves_a_change(),
-        json!({}),
-    );
+    let p = one_issue_with_a_round(json!({}));
     let person = p.root.join("person");
     let theirs = p.root.join("theirs");
     // The round's first agent plays the teammate first (in a clone of its own), then the agent.

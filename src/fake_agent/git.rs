@@ -81,11 +81,7 @@ pub fn resolve_conflict(ctx: &Context) -> io::Result<String> {
     let work = || -> Result<String, GitWorkError> {
         let n = ctx.issue.unwrap_or(0);
         let branch = ctx.branch(n);
-        let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
-        if current.trim() != branch {
-            git(dir, &["checkout", "--quiet", &branch])?;
-        }
-        git(dir, &["fetch", "--quiet", "origin"])?;
+        on_branch_fetched(dir, &branch)?;
         git(
             dir,
             &[
@@ -151,17 +147,23 @@ fn push_from_another_clone(
     Ok(())
 }
 
+/// `branch` checked out (if it is not already) and origin fetched.
+fn on_branch_fetched(dir: &Path, branch: &str) -> Result<(), GitWorkError> {
+    let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
+    if current.trim() != branch {
+        git(dir, &["checkout", "--quiet", branch])?;
+    }
+    git(dir, &["fetch", "--quiet", "origin"])?;
+    Ok(())
+}
+
 /// Starts merging origin's default branch into the issue's branch and stops at the conflict:
 /// `MERGE_HEAD` and unmerged paths with conflict markers stay in the tree.
 pub fn leave_conflict(ctx: &Context) -> Result<String, GitWorkError> {
     let dir = &ctx.cwd;
     let n = ctx.issue.unwrap_or(0);
     let branch = ctx.branch(n);
-    let current = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
-    if current.trim() != branch {
-        git(dir, &["checkout", "--quiet", &branch])?;
-    }
-    git(dir, &["fetch", "--quiet", "origin"])?;
+    on_branch_fetched(dir, &branch)?;
     let main = git(
         dir,
         &["symbolic-ref", "--short", "refs/remotes/origin/HEAD"],
