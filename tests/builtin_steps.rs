@@ -609,3 +609,87 @@ fn bounds_states_how_often_one_monitor_ci_attempt_looks_at_ci() {
         "{stdout}"
     );
 }
+
+/// A teammate pushes a commit to an escalated issue's branch on origin and releases the issue.
+/// The next cycle of the issue fetches (so origin's branch with the teammate's commit is what
+/// the runner last saw) and its builtin push must not go over that commit (a lease on the
+/// fetched ref would allow it): the run stops naming the branch and both commits, the
+/// teammate's commit stays on origin, nothing is merged and the issue is not blamed.
+#[test]
+fn a_teammates_commit_on_a_released_issues_branch_is_never_pushed_over() {
+    let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+    let mut cfg = builtin_steps();
+    cfg["maxRetriesPerStep"] = json!(1);
+    cfg["localCi"] = json!({"command": ["false"], "timeoutMin": 1});
+    p.set_config(cfg.clone());
+    let first = p.run(&[]);
+    let all = text(&first);
+    assert_eq!(p.issue(1)["escalated"], json!(true), "{all}");
+    let branch = "1-issue-1";
+    assert!(
+        !e2e::git(
+            &p.origin,
+            &[
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/{branch}")
+            ]
+        )
+        .is_empty(),
+        "the branch is on origin: {all}"
+    );
+    // The teammate adds a commit on the branch and releases the issue.
+    let person = p.root.join("person");
+    e2e::git(
+        &p.root,
+        &[
+            "clone",
+            "--quiet",
+            p.origin.to_str().expect("utf8"),
+            "person",
+        ],
+    );
+    e2e::git(&person, &["checkout", "--quiet", branch]);
+    std::fs::write(person.join("teammate.txt"), "the teammate's fix\n").expect("write");
+    e2e::git(&person, &["add", "teammate.txt"]);
+    e2e::git(
+        &person,
+        &[
+            "-c",
+            "user.name=Teammate",
+            "-c",
+            "user.email=t@invalid",
+            "commit",
+            "--quiet",
+            "-m",
+            "teammate's fix",
+        ],
+    );
+    e2e::git(&person, &["push", "--quiet", "origin", branch]);
+    let theirs = e2e::git(&person, &["rev-parse", "HEAD"]);
+    let release = p
+        .command(&["release", "1", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("release");
+    assert_eq!(code(&release), 0, "{}", text(&release));
+    cfg["localCi"] = json!({"command": ["true"], "timeoutMin": 1});
+    p.set_config(cfg);
+    let second = p.run(&[]);
+    let all2 = text(&second);
+    let on_branch = e2e::git(
+        &p.origin,
+        &["branch", "--contains", &theirs, "--format=%(refname:short)"],
+    );
+    assert!(
+        !on_branch.trim().is_empty(),
+        "the teammate's commit {theirs} is on no branch of origin any more:\n{all}\n---\n{all2}"
+    );
+    assert_eq!(code(&second), 1, "{all2}");
+    assert!(!p.origin_main_log().contains("Merge issue #1"), "{all2}");
+    assert_eq!(p.issue(1)["escalated"], json!(false), "{all2}");
+    assert!(
+        all2.contains(&theirs[..12]) && all2.contains(branch),
+        "{all2}"
+    );
+}

@@ -76,7 +76,11 @@ impl Driver {
                 })
             };
             match self.patiently(&what, once).await {
-                network::Patient::Done(result) => Ok(result.map(Looked::Done)),
+                network::Patient::Done(Ok(Ok(done))) => Ok(Ok(Looked::Done(done))),
+                network::Patient::Done(Ok(Err(head))) => {
+                    Ok(Ok(Looked::Person(self.persons_move(head))))
+                }
+                network::Patient::Done(Err(failed)) => Ok(Err(failed)),
                 network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
             }
         };
@@ -354,21 +358,23 @@ impl Facts {
     }
 }
 
-/// One try of a builtin step other than monitorCI; `target` is merge's commit and whether CI
-/// passed it in this cycle.
+/// One try of a builtin step other than monitorCI (`Err(head)`: commitPush found a person's
+/// move); `target` is merge's commit and whether CI passed it in this cycle.
 fn builtin_with(
     world: &World,
     step: Step,
     facts: &IssueFacts,
     target: Option<&(String, bool)>,
-) -> Result<String, Failed> {
+) -> Result<Result<String, Head>, Failed> {
     let (git, forge) = (&*world.git, &*world.forge);
     match step {
-        Step::StartCycle => builtin::start_cycle(git),
+        Step::StartCycle => builtin::start_cycle(git).map(Ok),
         Step::CommitPush => builtin::commit_push(git, facts),
-        Step::CreatePr => builtin::create_pr(git, forge, facts),
+        Step::CreatePr => builtin::create_pr(git, forge, facts).map(Ok),
         Step::Merge => match target {
-            Some((commit, verified)) => builtin::merge(git, forge, facts, commit, *verified),
+            Some((commit, verified)) => {
+                builtin::merge(git, forge, facts, commit, *verified).map(Ok)
+            }
             None => Err(Failed::other(
                 "the merge was asked for without a commit to merge".to_string(),
             )),

@@ -114,8 +114,11 @@ fn on_branch(repo: &dyn GitPort, branch: &str) -> Result<(), Failed> {
 }
 
 /// commitPush: what the agents left is committed on the feature branch and the branch is
-/// pushed (with a lease).
-pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+/// pushed, leased on origin's head as one look (one fetch) found it. That head is pushed over
+/// only when it is this clone's own work (the local branch holds it, or had it: the runner's
+/// or its agent's earlier push); a head with work only origin has (a teammate's commit on the
+/// branch, a force-push) is reported as a person's move and nothing is pushed over it.
+pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<Result<String, Head>, Failed> {
     let branch = issue.branch()?;
     on_branch(repo, branch)?;
     let committed = repo.auto_commit(&format!(
@@ -123,12 +126,46 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Fai
         one_line(issue.title),
         issue.number
     ))?;
-    repo.push_branch(branch, None)?;
-    Ok(if committed {
+    let before = repo.branch_on_origin(branch)?;
+    if let Some(head) = work_only_origin_has(repo, branch, &before)? {
+        return Ok(Err(head));
+    }
+    let lease = before.head.as_deref();
+    if let Err(e) = repo.push_branch(branch, lease) {
+        let after = repo.branch_on_origin(branch)?;
+        if after.head != before.head {
+            if let Some(head) = work_only_origin_has(repo, branch, &after)? {
+                return Ok(Err(head));
+            }
+        }
+        return Err(e.into());
+    }
+    Ok(Ok(if committed {
         format!("committed the remaining changes and pushed {branch}")
     } else {
         format!("pushed {branch}")
-    })
+    }))
+}
+
+/// Origin's head of `branch`, as `seen`, when it holds work this clone never had: neither the
+/// local branch holds it nor did the branch ever point at it or past it. A push over it would
+/// lose that work.
+fn work_only_origin_has(
+    repo: &dyn GitPort,
+    branch: &str,
+    seen: &crate::git::repo::BranchOnOrigin,
+) -> Result<Option<Head>, Failed> {
+    let (Some(head), Some(local)) = (seen.head.as_deref(), seen.local.as_deref()) else {
+        return Ok(None);
+    };
+    if head == local || repo.contains_commit(local, head)? || repo.was_on_branch(branch, head)? {
+        return Ok(None);
+    }
+    Ok(Some(Head::Moved {
+        ours: local.to_string(),
+        head: head.to_string(),
+        on_top: false,
+    }))
 }
 
 /// After an `addressReview` round: what the agent left is committed on the feature branch

@@ -28,6 +28,32 @@ impl Repo {
         })
     }
 
+    /// Whether `commit` is, or precedes, a commit the local `branch` has pointed at (its
+    /// reflog): work this clone had (the runner's or its agent's), not a commit only a fetch
+    /// brought. Without a reflog (`core.logAllRefUpdates=false`, a branch never created here)
+    /// it answers false, so a push never goes over work it cannot place.
+    pub fn was_on_branch(&self, branch: &str, commit: &str) -> Result<bool, RepoError> {
+        let head = format!("refs/heads/{branch}");
+        let out = self.git(&["log", "-g", "--format=%H", &head, "--"])?;
+        if !out.status.success() {
+            return Ok(false);
+        }
+        let mut positions: Vec<String> = super::stdout(&out).lines().map(str::to_string).collect();
+        positions.sort();
+        positions.dedup();
+        if positions.is_empty() {
+            return Ok(false);
+        }
+        // One walk: `commit` not reachable from any position is printed, a reachable one not.
+        let mut args = vec!["rev-list", "--max-count=1", commit, "--not"];
+        args.extend(positions.iter().map(String::as_str));
+        let out = self.git(&args)?;
+        if !out.status.success() {
+            return Err(self.failed(&args, &out));
+        }
+        Ok(super::stdout(&out).trim().is_empty())
+    }
+
     /// Whether commit `older` is `newer` or one of its ancestors.
     pub fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, RepoError> {
         self.is_ancestor(older, newer)

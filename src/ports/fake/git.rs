@@ -188,6 +188,13 @@ impl GitPort for FakeGit {
                 .iter()
                 .any(|(name, b)| b.merged && branch_id(name) == old_id && old_n <= b.pushed))
     }
+    fn was_on_branch(&self, branch: &str, commit: &str) -> Result<bool, GitError> {
+        // The fake clone's branch only ever grew: its commits 1..=commits were all its head.
+        let w = self.world.lock_for_blocking_call();
+        Ok(w.branches
+            .get(branch)
+            .is_some_and(|b| (1..=b.commits).any(|n| fake_commit(branch, n) == commit)))
+    }
     fn spec_dir(&self, _issue: u32, _feature: Option<&str>) -> Option<PathBuf> {
         None
     }

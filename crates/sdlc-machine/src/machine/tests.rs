@@ -799,3 +799,63 @@ fn a_failed_repair_of_the_builtin_commit_push_leaves_the_verdict_to_the_runners_
     core.handle(&agent_failed);
     assert_eq!(core.runner().attempts[Step::CommitPush.index()], before + 1);
 }
+
+/// The builtin commitPush found work only origin has on the branch (a teammate's commit, a
+/// force-push): the session stops on the person's move, no attempt spent, no issue blamed,
+/// nothing pushed or merged. An agent's commitPush looked at nothing, so the same answer to
+/// it is ignored.
+#[test]
+fn work_only_origin_has_at_the_builtin_commit_push_stops_the_session_blaming_nobody() {
+    use doc_support::until;
+    let at_the_push = |builtin_commit_push: bool| {
+        let mut core = doc_support::started(Limits {
+            builtin_commit_push,
+            ..Limits::default()
+        });
+        let push = until(
+            &mut core,
+            Event::IssueSelected { issue: 1 },
+            |r| {
+                matches!(
+                    r,
+                    Effect::RunStep {
+                        step: Step::CommitPush,
+                        ..
+                    }
+                )
+            },
+            |_| None,
+        );
+        assert!(
+            matches!(push, Effect::RunStep { attempt: 1, .. }),
+            "{push:?}"
+        );
+        core
+    };
+    let moved = Event::BranchMoved {
+        ours: Commit::parse(&"ab".repeat(20)).expect("commit"),
+        head: Commit::parse(&"cd".repeat(20)).expect("commit"),
+        on_top: false,
+    };
+    let mut core = at_the_push(true);
+    let attempts = core.runner().attempts;
+    let fx = core.handle(&moved).effects().to_vec();
+    assert_eq!(fx.last(), Some(&Effect::Exit { code: 1 }), "{fx:?}");
+    assert!(core.is_terminal());
+    let r = core.runner();
+    assert_eq!(r.attempts, attempts, "no attempt spent");
+    assert!(r.escalated.is_empty(), "{r:?}");
+    assert!(
+        fx.iter().any(|e| matches!(
+            e,
+            Effect::Halt(HaltReason::BranchMoved {
+                issue: 1,
+                on_top: false,
+                ..
+            })
+        )),
+        "{fx:?}"
+    );
+    let mut core = at_the_push(false);
+    assert!(matches!(core.handle(&moved), Reply::Ignored));
+}

@@ -21,11 +21,12 @@ impl Runner {
     }
 
     /// Whether `step`'s outstanding request looked at the branch on origin first: monitorCI's
-    /// looks at CI, and the merge's checks and run. Only their answers can tell of a person's
-    /// move.
+    /// looks at CI, the merge's checks and run, and the builtin commitPush's push. Only their
+    /// answers can tell of a person's move.
     pub(super) fn looks_at_the_branch(&self, step: Step) -> bool {
         match step {
             Step::MonitorCi => self.dispatched,
+            Step::CommitPush => self.dispatched && self.limits.builtin_commit_push,
             Step::Merge => matches!(
                 self.outstanding,
                 Some((
@@ -79,7 +80,9 @@ impl Runner {
         let polls = self.limits.ci_polls();
         let moves_left = (self.head_moves as usize) < polls.len();
         let waits_left = polls.get(self.ci_waits as usize).is_some();
-        if !on_top || !moves_left || !waits_left {
+        // Work only origin has at commitPush is never CI's to look at: the runner's push would
+        // go over it.
+        if !on_top || step == Step::CommitPush || !moves_left || !waits_left {
             self.dispatched = false;
             let issue = self.current_issue();
             return self.halt(

@@ -272,10 +272,11 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         feedback: Vec<ReviewNote>,
     },
-    /// Before a look at CI or the merge, origin's head of the branch was not the commit
-    /// expected (`ours`): a person moved it. `on_top`: the new head holds ours (commits pushed
-    /// on top), so CI runs again on it; otherwise the branch was rewritten and nothing of it
-    /// is merged.
+    /// Before a look at CI or the merge, or before the builtin commitPush's push, origin's
+    /// head of the branch was not the commit expected (`ours`): a person moved it. `on_top`:
+    /// the new head holds ours (commits pushed on top), so CI runs again on it; otherwise the
+    /// branch was rewritten (or holds work the runner's branch lacks) and nothing of it is
+    /// merged or pushed over.
     BranchMoved {
         /// The commit the runner pushed or CI verified.
         ours: Commit,

@@ -144,9 +144,10 @@ pub enum HaltReason {
         /// Kills in a row.
         kills: u32,
     },
-    /// A person moved the issue's branch on origin during monitorCI or the merge: rewrote it
-    /// (`on_top` false: its head no longer holds the commit the runner pushed or CI verified),
-    /// or kept pushing on top past monitorCI's CI schedule. Nothing is merged and no issue is
+    /// A person moved the issue's branch on origin during monitorCI or the merge, or before
+    /// the builtin commitPush's push: rewrote it or pushed work the runner's branch lacks
+    /// (`on_top` false: its head no longer holds the runner's commit), or kept pushing on top
+    /// past monitorCI's CI schedule. Nothing is merged and no issue is
     /// blamed; a person decides what becomes of the branch.
     BranchMoved {
         /// The issue whose branch moved.
