@@ -223,8 +223,8 @@ fn the_driver_reaches_the_world_only_through_the_ports() {
 fn the_driver_holds_one_port_of_each_kind() {
     let (_, code) = driver_sources()
         .into_iter()
-        .find(|(name, _)| name == "mod.rs")
-        .expect("src/driver/mod.rs");
+        .find(|(name, _)| name == "shell.rs")
+        .expect("src/driver/shell.rs");
     for field in [
         "io: Io,",
         "notifier: std::sync::Arc<dyn NotifierPort>",
@@ -262,6 +262,7 @@ fn the_driver_holds_the_blocking_ports_only_behind_io() {
     let sources = driver_sources();
     for (file, name) in [
         ("mod.rs", "struct Driver {"),
+        ("shell.rs", "struct Shell {"),
         ("claim.rs", "struct ClaimKeeper {"),
     ] {
         let (_, code) = sources

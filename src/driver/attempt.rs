@@ -35,7 +35,7 @@ impl Driver {
         // call off the runtime.
         let facts = self.facts_to_ask(false).without_issue();
         let probe = self
-            .io
+            .shell.io
             .call(move |w| {
                 crate::process::cancellable(|| {
                     Probe::ask(w, facts, |w| {
@@ -72,13 +72,13 @@ impl Driver {
         repair: bool,
         commit: Option<crate::machine::Commit>,
     ) -> Event {
-        if self.shutdown.requested().is_some() {
-            return self.shutdown.event();
+        if self.shell.shutdown.requested().is_some() {
+            return self.shell.shutdown.event();
         }
         if step == Step::Merge {
             return self.run_merge(issue, attempt, repair, commit).await;
         }
-        if self.cfg.builtin(step) {
+        if self.run.cfg.builtin(step) {
             return self
                 .run_builtin(step, issue, attempt, repair, commit, false)
                 .await;
@@ -114,28 +114,28 @@ impl Driver {
             step.number(),
             if repair { " (repair)" } else { "" }
         ));
-        self.notifier.send(
+        self.shell.notifier.send(
             Severity::Info,
             &format!("issue #{issue}: {name} started (attempt {attempt})"),
         );
-        let started_at = self.clock.now();
-        let started = self.clock.instant();
+        let started_at = self.shell.clock.now();
+        let started = self.shell.clock.instant();
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
-        let kind = self.cfg.agent(step).kind;
-        let mut reader = cli::Reader::new(kind, self.cfg.max_turns(step));
-        if let Some(left) = self.money_left_micros {
-            reader = reader.metered(self.cfg.pricing.clone(), self.cfg.model(step), left);
+        let kind = self.run.cfg.agent(step).kind;
+        let mut reader = cli::Reader::new(kind, self.run.cfg.max_turns(step));
+        if let Some(left) = self.cycle.money_left_micros {
+            reader = reader.metered(self.run.cfg.pricing.clone(), self.run.cfg.model(step), left);
         }
         let ran = execute(
-            &*self.agent,
+            &*self.shell.agent,
             &run,
             reader,
-            &self.shutdown,
-            self.journal.as_mut(),
+            &self.shell.shutdown,
+            self.shell.journal.as_mut(),
             live.as_ref(),
-            &self.live,
+            &self.shell.live,
         )
         .await;
         crate::failpoint::point("agent exited");
@@ -152,20 +152,20 @@ impl Driver {
             }
             Err(e) => return self.environment_failure(step, &e.to_string()),
         };
-        let header = attempt_header(&exit, issue, name, &self.session, attempt, started_at);
+        let header = attempt_header(&exit, issue, name, &self.run.session, attempt, started_at);
         self.archive(&header, &run.live_log);
         self.say(last_words(&summary, &exit));
         if exit.cancelled {
             // What the call spent before the signal stopped it is counted all the same.
-            return self.shutdown.event_after(usage_of(
+            return self.shell.shutdown.event_after(usage_of(
                 &summary,
-                self.clock.instant().saturating_duration_since(started),
-                &self.cfg,
+                self.shell.clock.instant().saturating_duration_since(started),
+                &self.run.cfg,
                 step,
             ));
         }
         if let Some(message) = sandbox::failed_to_start(
-            self.cfg.agent(step).sandbox.kind,
+            self.run.cfg.agent(step).sandbox.kind,
             exit.exit_code,
             exit.stdout_bytes,
             &exit.stderr_tail,
@@ -174,8 +174,8 @@ impl Driver {
         }
         let usage = usage_of(
             &summary,
-            self.clock.instant().saturating_duration_since(started),
-            &self.cfg,
+            self.shell.clock.instant().saturating_duration_since(started),
+            &self.run.cfg,
             step,
         );
         if let Some(id) = summary
@@ -188,7 +188,7 @@ impl Driver {
         let temp = std::env::temp_dir();
         let failure = match cli::classify(
             kind,
-            &observation(&exit, &summary, &temp, self.clock.now().timestamp()),
+            &observation(&exit, &summary, &temp, self.shell.clock.now().timestamp()),
         ) {
             Some(c) => Some(c),
             None if !check_after => None,
@@ -228,7 +228,7 @@ impl Driver {
     /// hands out; refused when it is larger than an agent is ever handed.
     fn write_issue_text(&self, text: &IssueText) -> Result<std::path::PathBuf, Unprepared> {
         let rendered = text.render_within().map_err(Unprepared::TooLarge)?;
-        self.runner_dir
+        self.run.runner_dir
             .write_issue_text(text.number, &crate::redact::redact(&rendered))
             .map_err(|e| Unprepared::Environment(e.to_string()))
     }
@@ -244,7 +244,7 @@ impl Driver {
         repair: bool,
         text: Option<&IssueText>,
     ) -> Result<AgentRun, Unprepared> {
-        let skill_text = match self.cfg.skill_file(step) {
+        let skill_text = match self.run.cfg.skill_file(step) {
             Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
                 Unprepared::Environment(format!(
                     "skill file {} for step {} cannot be read: {e}",
@@ -266,17 +266,17 @@ impl Driver {
         } else {
             None
         };
-        let prompt = match &self.review_feedback {
+        let prompt = match &self.cycle.review_feedback {
             Some(feedback) => invoke::address_review_prompt(
-                &self.cfg,
-                &self.issue,
+                &self.run.cfg,
+                &self.cycle.issue,
                 feedback,
                 text_file.as_deref(),
             ),
             None => invoke::prompt_with(
-                &self.cfg,
+                &self.run.cfg,
                 step,
-                &self.issue,
+                &self.cycle.issue,
                 repair_ctx.as_ref(),
                 text_file.as_deref(),
             ),
@@ -290,11 +290,11 @@ impl Driver {
             attempt,
             prompt: &prompt,
             skill: skill_text.as_deref(),
-            money_left_micros: self.money_left_micros,
+            money_left_micros: self.cycle.money_left_micros,
         };
-        let command = &self.cfg.agent(step).command;
-        let program = if *command == self.cfg.agent.command {
-            self.program.clone()
+        let command = &self.run.cfg.agent(step).command;
+        let program = if *command == self.run.cfg.agent.command {
+            self.run.program.clone()
         } else {
             which::which(command).map_err(|e| {
                 Unprepared::Environment(format!(
@@ -303,19 +303,19 @@ impl Driver {
                 ))
             })?
         };
-        let mut inv = cli::invocation(&self.cfg, program, &info);
+        let mut inv = cli::invocation(&self.run.cfg, program, &info);
         if let Some(file) = &text_file {
             inv.env
                 .push((ISSUE_FILE_VAR.to_string(), file.display().to_string()));
         }
-        let agent = self.cfg.agent(step);
+        let agent = self.run.cfg.agent(step);
         let home = sandbox::runner_home();
         let handed: Vec<std::path::PathBuf> = text_file.iter().cloned().collect();
         let spec = sandbox::Spec {
             config: &agent.sandbox,
             agent: agent.kind,
-            work_tree: &self.cfg.project_path,
-            runner_dir: &self.runner_dir.dir,
+            work_tree: &self.run.cfg.project_path,
+            runner_dir: &self.run.runner_dir.dir,
             handed: &handed,
             home: home.as_deref(),
         };
@@ -333,11 +333,11 @@ impl Driver {
             inv.args = w.args;
             inv.env = w.env;
         }
-        let live_log = self.logs.live_log(self.step_name(step));
-        let budget = self.cfg.max_log_disk_usage_bytes;
+        let live_log = self.shell.logs.live_log(self.step_name(step));
+        let budget = self.run.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
         // Room for this attempt's live log and archive first, so the budget holds throughout.
-        if let Err(e) = self.logs.prune(
+        if let Err(e) = self.shell.logs.prune(
             budget.saturating_sub(live_log_cap.reserve()),
             std::slice::from_ref(&live_log),
         ) {
@@ -346,11 +346,11 @@ impl Driver {
         Ok(AgentRun {
             program: inv.program,
             args: inv.args,
-            cwd: self.cfg.project_path.clone(),
+            cwd: self.run.cfg.project_path.clone(),
             env: inv.env,
             isolated_env,
-            timeout: self.cfg.timeout(step),
-            idle_timeout: self.cfg.idle_timeout(step),
+            timeout: self.run.cfg.timeout(step),
+            idle_timeout: self.run.cfg.idle_timeout(step),
             kill_grace: KILL_GRACE,
             live_log,
             live_log_cap,
@@ -361,19 +361,19 @@ impl Driver {
     /// The prompt's issue facts, asked of the tracker and git when the runner restarted
     /// mid-cycle with nothing in memory.
     pub(super) async fn know_issue(&mut self, issue: u32) {
-        if self.issue.number != issue {
-            self.issue = self.io.call(move |w| IssueContext::asked(w, issue)).await;
+        if self.cycle.issue.number != issue {
+            self.cycle.issue = self.shell.io.call(move |w| IssueContext::asked(w, issue)).await;
         }
     }
 
     /// Keeps the attempt's log under the log directory and prunes older ones, never the log
     /// whose path was just printed.
     fn archive(&mut self, header: &AttemptHeader, live_log: &std::path::Path) {
-        match self.logs.archive_attempt(header, live_log) {
+        match self.shell.logs.archive_attempt(header, live_log) {
             Ok(path) => {
                 self.log(&format!("attempt log: {}", path.display()));
                 let keep = [live_log.to_path_buf(), path];
-                if let Err(e) = self.logs.prune(self.cfg.max_log_disk_usage_bytes, &keep) {
+                if let Err(e) = self.shell.logs.prune(self.run.cfg.max_log_disk_usage_bytes, &keep) {
                     self.log(&format!("warning: log pruning failed: {e}"));
                 }
             }
@@ -390,21 +390,21 @@ impl Driver {
             usage.cost_micros as f64 / 1e6
         ));
         if step == Step::StartIssue {
-            if let Ok(Some(branch)) = self.io.call(|w| w.git.current_branch()).await {
-                self.issue.branch = Some(branch.clone());
-                self.state.current_branch = Some(branch);
+            if let Ok(Some(branch)) = self.shell.io.call(|w| w.git.current_branch()).await {
+                self.cycle.issue.branch = Some(branch.clone());
+                self.shell.state.current_branch = Some(branch);
             }
         }
-        self.state.last_completed_step = step.number();
+        self.shell.state.last_completed_step = step.number();
         self.save_state();
-        self.notifier
+        self.shell.notifier
             .send(Severity::Info, &format!("issue #{issue}: {name} finished"));
         Event::StepSucceeded { step, usage }
     }
 
     pub(super) fn failed(&mut self, step: Step, issue: u32, c: Classified, usage: Usage) -> Event {
         let name = self.step_name(step);
-        self.notifier.send(
+        self.shell.notifier.send(
             Severity::Warning,
             &format!("issue #{issue}: {name} failed ({}): {}", c.class, c.summary),
         );

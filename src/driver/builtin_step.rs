@@ -51,17 +51,17 @@ impl Driver {
             step.number(),
             step.key()
         ));
-        self.notifier.send(
+        self.shell.notifier.send(
             Severity::Info,
             &format!(
                 "issue #{issue}: {} started (builtin, attempt {attempt})",
                 step.key()
             ),
         );
-        let started = self.clock.instant();
+        let started = self.shell.clock.instant();
         // Every process the step starts (a git hook, the CI command) dies with its group at
         // the step's timeoutMin.
-        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
+        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let outcome = if step == Step::MonitorCi {
             self.look_once(step, commit).await
         } else {
@@ -86,7 +86,7 @@ impl Driver {
         };
         let usage = Usage {
             elapsed_ms: self
-                .clock
+                .shell.clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -112,14 +112,14 @@ impl Driver {
             "issue #{issue} {}: look {look} at CI{of}",
             step.key()
         ));
-        let started = self.clock.instant();
+        let started = self.shell.clock.instant();
         let result = match self.look_once(step, commit).await {
             Ok(result) => result,
             Err(event) => return event,
         };
         let usage = Usage {
             elapsed_ms: self
-                .clock
+                .shell.clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -204,12 +204,12 @@ impl Driver {
     /// remote) must have the same signature on every issue, so that it is seen as the
     /// environment's and not blamed on each issue in turn.
     pub(super) async fn without_branch(&self, text: &str) -> String {
-        let number = self.issue.number;
+        let number = self.cycle.issue.number;
         let found = self
-            .io
+            .shell.io
             .call(move |w| w.git.feature_branch(number).ok().flatten())
             .await;
-        [found.as_deref(), self.issue.branch.as_deref()]
+        [found.as_deref(), self.cycle.issue.branch.as_deref()]
             .into_iter()
             .flatten()
             .filter(|b| !b.is_empty())
@@ -219,10 +219,10 @@ impl Driver {
     /// The issue as the builtin steps see it, for a call off the runtime.
     pub(super) fn facts(&self) -> Facts {
         Facts {
-            number: self.issue.number,
-            title: self.issue.title.clone(),
-            branch: self.issue.branch.clone(),
-            feature: self.feature.clone(),
+            number: self.cycle.issue.number,
+            title: self.cycle.issue.title.clone(),
+            branch: self.cycle.issue.branch.clone(),
+            feature: self.cycle.feature.clone(),
             refs: self.refs(),
         }
     }
@@ -235,7 +235,7 @@ impl Driver {
         step: Step,
         commit: Option<Commit>,
     ) -> Result<Result<Looked, Failed>, Event> {
-        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
+        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let facts = self.facts();
         let expected = commit.map(|c| c.hex());
         let settled = self
@@ -271,13 +271,13 @@ impl Driver {
 
     /// The event that tells the machine of a person's move a look found, said and logged.
     pub(super) fn persons_move(&mut self, head: Head) -> Event {
-        let issue = self.issue.number;
-        let branch = self.issue.branch.clone().unwrap_or_default();
+        let issue = self.cycle.issue.number;
+        let branch = self.cycle.issue.branch.clone().unwrap_or_default();
         match head {
             Head::Merged => {
                 self.say(format!(
                     "issue #{issue}: {branch} was merged into {} by a person; recorded as merged, not merged again",
-                    self.main
+                    self.run.main
                 ));
                 Event::AlreadyMerged { issue }
             }

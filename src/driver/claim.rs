@@ -43,7 +43,7 @@ impl Driver {
         call: impl FnOnce(&ClaimStore, &str) -> T + Send + 'static,
     ) -> Option<T> {
         let worker = self.claims.as_ref()?.worker.clone();
-        self.io
+        self.shell.io
             .call(move |w| w.claims.as_ref().map(|store| call(store, &worker)))
             .await
     }
@@ -56,7 +56,7 @@ impl Driver {
         let asked = self
             .claims
             .as_ref()
-            .map(|k| (k.worker.clone(), k.lease, self.clock.now()));
+            .map(|k| (k.worker.clone(), k.lease, self.shell.clock.now()));
         let answer = match self
             .patiently(&what, move |w| match (&w.claims, asked) {
                 (Some(store), Some((worker, lease, now))) => {
@@ -102,7 +102,7 @@ impl Driver {
                 );
                 self.log(&line);
                 match self
-                    .io
+                    .shell.io
                     .call(move |w| w.git.adopt_pushed_branch(issue))
                     .await
                 {
@@ -144,7 +144,7 @@ impl Driver {
         let Some(keeper) = self.claims.as_mut() else {
             return Event::ClaimRenewed;
         };
-        let now = self.clock.now();
+        let now = self.shell.clock.now();
         // A session begun by an earlier version asks with no lease: the config's.
         let lease = match lease_secs {
             0 => keeper.lease + Duration::from_secs(secs),
@@ -212,7 +212,7 @@ impl Driver {
 
     /// Refreshes the issues to leave out of a selection: held by other runners right now.
     pub(super) async fn claimed_by_others(&mut self) {
-        let now = self.clock.now();
+        let now = self.shell.clock.now();
         let read = self
             .on_claims(move |store, worker| others_at(store, worker, now))
             .await;

@@ -16,7 +16,7 @@ impl Driver {
         issue: u32,
         budget_spent_micros: Option<u64>,
     ) -> Event {
-        let path = self.runner_dir.decision();
+        let path = self.run.runner_dir.decision();
         let signature = self
             .core
             .runner()
@@ -37,18 +37,18 @@ impl Driver {
                 .map(|c| format!("{} ({signature}): {}", c.class, c.summary))
         });
         let request =
-            decision_file::Request::new(&self.session, issue, step.key(), last, &self.cfg.file);
+            decision_file::Request::new(&self.run.session, issue, step.key(), last, &self.run.cfg.file);
         if let Err(e) = decision_file::write_request(&path, &request) {
             self.log(&format!("cannot write {}: {e}", path.display()));
             return Event::DecisionTimedOut;
         }
-        self.notifier.send(
+        self.shell.notifier.send(
             Severity::Warning,
             &format!(
                 "decision needed: issue #{issue} step {}{} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
                 step.key(),
                 budget.map(|b| format!(": {b}")).unwrap_or_default(),
-                self.cfg.file.display()
+                self.run.cfg.file.display()
             ),
         );
         self.look_for_decision()
@@ -56,7 +56,7 @@ impl Driver {
 
     /// `LookForDecision` (and the end of `AskDecision`): a person's answer, or `DecisionPending`.
     pub(super) fn look_for_decision(&mut self) -> Event {
-        let path = self.runner_dir.decision();
+        let path = self.run.runner_dir.decision();
         match read_answer(&path) {
             Some(option) => {
                 let _ = std::fs::remove_file(&path);

@@ -16,14 +16,14 @@ impl Driver {
         let info = AttemptInfo {
             step,
             name,
-            issue: self.issue.number,
-            issue_id: &self.refs().id(self.issue.number),
+            issue: self.cycle.issue.number,
+            issue_id: &self.refs().id(self.cycle.issue.number),
             attempt: 1,
             prompt,
             skill: None,
             money_left_micros: self.core.runner().money_left_micros(),
         };
-        let inv = cli::planned_invocation(cfg, &self.program, &info);
+        let inv = cli::planned_invocation(cfg, &self.run.program, &info);
         let skill = skill
             .map(|p| format!(" (+ skill {})", p.display()))
             .unwrap_or_default();
@@ -32,9 +32,9 @@ impl Driver {
 
     /// `--dry-run`: show the issue and the first invocation; change nothing.
     pub(super) async fn dry_run(&mut self) -> i32 {
-        out!("dry run: project {}", self.cfg.project_path.display());
+        out!("dry run: project {}", self.run.cfg.project_path.display());
         // What `run` refuses before it starts an issue, said before the plan it would not reach.
-        if let Ok(changes) = self.io.call(|w| w.git.foreign_changes()).await {
+        if let Ok(changes) = self.shell.io.call(|w| w.git.foreign_changes()).await {
             if !changes.is_empty() {
                 out!(
                     "warning: the working tree has changes that are no issue's work ({}): `run` refuses to start an issue over them; fix: {}",
@@ -44,10 +44,10 @@ impl Driver {
             }
         }
         let query = self.tracker_query();
-        match self.io.call(move |w| query.ask(&*w.tracker)).await {
+        match self.shell.io.call(move |w| query.ask(&*w.tracker)).await {
             Ok(Selection::Issue(issue)) => {
                 out!("would work on issue #{}: {}", issue.number, issue.title);
-                self.issue = IssueContext {
+                self.cycle.issue = IssueContext {
                     number: issue.number,
                     title: issue.title,
                     branch: None,
@@ -78,9 +78,9 @@ impl Driver {
         };
         for step in Step::ALL
             .into_iter()
-            .filter(|s| s.number() >= first.number() && self.cfg.enabled(*s))
+            .filter(|s| s.number() >= first.number() && self.run.cfg.enabled(*s))
         {
-            if self.cfg.builtin(step) {
+            if self.run.cfg.builtin(step) {
                 out!(
                     "step {} {}: builtin (the runner does it; no agent call)",
                     step.number(),
@@ -91,53 +91,53 @@ impl Driver {
                 }
                 continue;
             }
-            let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
+            let prompt = invoke::prompt(&self.run.cfg, step, &self.cycle.issue, None);
             out!(
                 "step {} {}: {}",
                 step.number(),
                 step.key(),
                 self.planned(
-                    &self.cfg,
+                    &self.run.cfg,
                     (step, step.key()),
                     &prompt,
-                    self.cfg.skill_file(step)
+                    self.run.cfg.skill_file(step)
                 )
             );
-            if let Some(line) = crate::agent::sandbox::planned(&self.cfg.agent(step).sandbox) {
+            if let Some(line) = crate::agent::sandbox::planned(&self.run.cfg.agent(step).sandbox) {
                 out!("  {line}");
             }
             if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
                 break;
             }
         }
-        let limits = self.cfg.limits();
+        let limits = self.run.cfg.limits();
         let rounds = limits.review.as_ref().map_or(0, |g| g.max_rounds);
         if rounds > 0 && !matches!(self.core.runner().mode, Mode::SingleStep(_)) {
             let prompt = invoke::address_review_prompt(
-                &self.cfg,
-                &self.issue,
+                &self.run.cfg,
+                &self.cycle.issue,
                 "<the reviewers' new feedback>",
                 None,
             );
-            let round = self.cfg.review_round();
+            let round = self.run.cfg.review_round();
             out!(
                 "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}, then the runner's commit and push",
                 self.planned(
                     &round,
                     (Step::MonitorCi, crate::config::ADDRESS_REVIEW),
                     &prompt,
-                    self.cfg.round_skill_file()
+                    self.run.cfg.round_skill_file()
                 )
             );
             if let Some(line) =
-                crate::agent::sandbox::planned(&self.cfg.address_review.agent.sandbox)
+                crate::agent::sandbox::planned(&self.run.cfg.address_review.agent.sandbox)
             {
                 out!("  {line}");
             }
         }
         let b = crate::machine::bounds::compute(&limits);
-        let a = crate::machine::bounds::agent_invocations(&limits, &self.cfg.builtin_steps());
-        let (agent, builtin) = self.cfg.steps_by_performer();
+        let a = crate::machine::bounds::agent_invocations(&limits, &self.run.cfg.builtin_steps());
+        let (agent, builtin) = self.run.cfg.steps_by_performer();
         out!(
             "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} agent invocations between merges, {} before a halt if nothing succeeds; {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt",
             agent.len(),

@@ -24,7 +24,7 @@ impl Driver {
     /// no process holds are removed, so the continued session does not fail on its own
     /// leftovers. Anything else stays for the workspace check to name.
     pub(super) async fn clear_locks_of_a_killed_runner(&mut self) {
-        for lock in self.io.call(|w| w.git.locks_of_a_dead_git()).await {
+        for lock in self.shell.io.call(|w| w.git.locks_of_a_dead_git()).await {
             match std::fs::remove_file(&lock) {
                 Ok(()) => self.log(&format!(
                     "removed {}, left by the previous runner's git (no process holds it)",
@@ -45,7 +45,7 @@ impl Driver {
                 "the git lock file {} is left over (older than {} s): git commands in {} fail while it exists.\nfix: make sure no git process is running in the project, then remove it: rm {}",
                 lock.display(),
                 STALE_LOCK_AGE.as_secs(),
-                self.cfg.project_path.display(),
+                self.run.cfg.project_path.display(),
                 lock.display()
             );
             self.log(&format!("workspace: {}", said.replace('\n', "; ")));
@@ -56,7 +56,7 @@ impl Driver {
             if !changes.is_empty() {
                 let said = format!(
                     "the working tree of {} has changes that are no issue's work before {} (the runner never works over them):\n{}\nfix: {FOREIGN_FIX}",
-                    self.cfg.project_path.display(),
+                    self.run.cfg.project_path.display(),
                     step.key(),
                     foreign_list(changes, "\n"),
                 );

@@ -136,12 +136,12 @@ impl Driver {
     /// shutdown event once the fleet halted.
     pub(super) fn fleet_gate(&mut self) -> Option<Event> {
         let link = self.fleet.clone()?;
-        let now_secs = u64::try_from(self.clock.now().timestamp()).unwrap_or(0);
+        let now_secs = u64::try_from(self.shell.clock.now().timestamp()).unwrap_or(0);
         match link.may_dispatch(now_secs) {
             Dispatch::Go => None,
             Dispatch::Stop => {
-                self.shutdown.request(Signal::Term);
-                Some(self.shutdown.event())
+                self.shell.shutdown.request(Signal::Term);
+                Some(self.shell.shutdown.event())
             }
             Dispatch::WaitUntil(until) => Some(Event::FleetPaused {
                 seconds: until.saturating_sub(now_secs).max(1),
@@ -354,7 +354,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                         worker,
                     });
                     if let Ok(mut s) = shared.shutdowns.lock() {
-                        s.push(driver.shutdown.clone());
+                        s.push(driver.shell.shutdown.clone());
                     }
                     let drive = tracing::Instrument::instrument(driver.drive(), span);
                     tasks.push(tokio::spawn(drive));

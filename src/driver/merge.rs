@@ -35,8 +35,8 @@ impl Driver {
                 }
                 None => {
                     // The fleet halted: nothing is merged any more.
-                    self.shutdown.request(Signal::Term);
-                    return self.shutdown.event();
+                    self.shell.shutdown.request(Signal::Term);
+                    return self.shell.shutdown.event();
                 }
             }
         }
@@ -45,7 +45,7 @@ impl Driver {
         let Some(lease) = self.claims.as_ref().map(|k| k.lease) else {
             return Event::MergeTurnTaken;
         };
-        let now = self.clock.now();
+        let now = self.shell.clock.now();
         let asked = self
             .on_claims(move |store, worker| {
                 let answer = store.lease_merge(issue, worker, lease, now);
@@ -122,11 +122,11 @@ impl Driver {
         // A conflict's repair attempt (the machine's word) has the agent bring the branch up
         // to date; doing it here first would only meet the same conflict again.
         let conflict_repair = self.core.runner().conflict_repair().is_some();
-        let builtin = self.cfg.builtin(step);
+        let builtin = self.run.cfg.builtin(step);
         let base = if builtin || conflict_repair {
             // The builtin merge merges the verified commit itself, never a branch updated
             // after CI passed it.
-            main.filter(|_| self.forge_local)
+            main.filter(|_| self.run.forge_local)
         } else {
             match self.up_to_date(issue, target.hex()).await {
                 Ok(base) => base,
@@ -167,7 +167,7 @@ impl Driver {
         }
         self.log(&format!(
             "issue #{issue}: the merge lost a push race (origin's {} moved meanwhile)",
-            self.main
+            self.run.main
         ));
         let (class, signature, usage) = failed;
         Event::MergeRaceLost {
@@ -185,10 +185,10 @@ impl Driver {
     pub(super) async fn update_branch(&mut self, issue: u32, commit: Option<Commit>) -> Event {
         let step = Step::Merge;
         self.know_issue(issue).await;
-        let started = self.clock.instant();
+        let started = self.shell.clock.instant();
         let verified = commit.map(|c| c.hex()).unwrap_or_default();
         let facts = self.facts();
-        let what = format!("bringing the branch up to date with {}", self.main);
+        let what = format!("bringing the branch up to date with {}", self.run.main);
         let updated = self
             .patiently(&what, move |w| {
                 facts.with(&*w.git, |facts| {
@@ -198,7 +198,7 @@ impl Driver {
             .await;
         let usage = Usage {
             elapsed_ms: self
-                .clock
+                .shell.clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -214,7 +214,7 @@ impl Driver {
                         crate::failpoint::point("branch updated: pushed");
                         let said = format!(
                         "the branch, up to date with {}, is pushed at {}: CI looks at it before the merge",
-                        self.main,
+                        self.run.main,
                         head.short()
                     );
                         self.say(said.clone());
@@ -241,16 +241,16 @@ impl Driver {
     /// them): said, logged and kept as the merge's failure context (the repair's prompt and
     /// the journal), and answered as `MergeConflict` with the files, for the machine to meet.
     pub(super) fn merge_conflict(&mut self, what: &str, paths: Vec<String>, usage: Usage) -> Event {
-        let issue = self.issue.number;
+        let issue = self.cycle.issue.number;
         let named = if paths.is_empty() {
             "the forge names no file".to_string()
         } else {
             paths.join(", ")
         };
-        let summary = format!("merge: the branch conflicts with {} in: {named}", self.main);
+        let summary = format!("merge: the branch conflicts with {} in: {named}", self.run.main);
         self.say(what.to_string());
         self.log(&format!("merge: failed: MERGE_CONFLICT — {summary}"));
-        self.notifier.send(
+        self.shell.notifier.send(
             crate::notify::Severity::Warning,
             &format!("issue #{issue}: {summary}"),
         );
@@ -271,11 +271,11 @@ impl Driver {
     /// verdict to the agent's merge and its post-check).
     async fn gate_before_the_agent(&mut self, issue: u32) -> Option<Event> {
         let step = Step::Merge;
-        let branch = self.io.call(move |w| w.git.feature_branch(issue)).await;
+        let branch = self.shell.io.call(move |w| w.git.feature_branch(issue)).await;
         let Ok(Some(branch)) = branch else {
             return None;
         };
-        let started = self.clock.instant();
+        let started = self.shell.clock.instant();
         let looked = self
             .patiently("reading the pull request's merge state", move |w| {
                 w.forge.merge_gate(&branch)
@@ -283,7 +283,7 @@ impl Driver {
             .await;
         let usage = Usage {
             elapsed_ms: self
-                .clock
+                .shell.clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -311,9 +311,9 @@ impl Driver {
     /// One look at origin's branch against `commit` (none: the local head).
     async fn look_raw(&mut self, commit: Option<Commit>) -> network::Patient<Look, Failed> {
         let expected = commit.map(|c| c.hex());
-        let number = self.issue.number;
-        let title = self.issue.title.clone();
-        let branch = self.issue.branch.clone();
+        let number = self.cycle.issue.number;
+        let title = self.cycle.issue.title.clone();
+        let branch = self.cycle.issue.branch.clone();
         let refs = self.refs();
         self.patiently("looking at the branch before the merge", move |w| {
             let found = w.git.feature_branch(number).ok().flatten();
@@ -363,18 +363,18 @@ impl Driver {
     /// is leased on `seen`, origin's head the look before the merge found.
     async fn up_to_date(&mut self, issue: u32, seen: String) -> Result<Option<String>, Event> {
         let step = Step::Merge;
-        if !self.forge_local {
+        if !self.run.forge_local {
             return Ok(None);
         }
-        let branch = match self.io.call(move |w| w.git.feature_branch(issue)).await {
+        let branch = match self.shell.io.call(move |w| w.git.feature_branch(issue)).await {
             Ok(Some(branch)) => branch,
             _ => {
                 // No branch to bring up to date: the step's own checks say what is missing.
-                let main = self.io.call(|w| w.git.origin_main().ok().flatten()).await;
+                let main = self.shell.io.call(|w| w.git.origin_main().ok().flatten()).await;
                 return Ok(main);
             }
         };
-        let what = format!("bringing {branch} up to date with {}", self.main);
+        let what = format!("bringing {branch} up to date with {}", self.run.main);
         match self
             .patiently(&what, move |w| w.git.bring_up_to_date(&branch, Some(&seen)))
             .await
@@ -397,7 +397,7 @@ impl Driver {
     /// branch is not in it. A question git cannot answer counts as no race (the failure then
     /// stands as the attempt's).
     async fn lost_race(&self, issue: u32, base: Option<String>) -> bool {
-        self.io
+        self.shell.io
             .call(move |w| match w.git.feature_branch(issue) {
                 Ok(Some(branch)) => w.git.lost_race(&branch, base.as_deref()).unwrap_or(false),
                 _ => false,

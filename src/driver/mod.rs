@@ -8,6 +8,7 @@
 mod attempt;
 mod builtin_step;
 mod claim;
+mod cycle;
 mod decision;
 mod dry_run;
 mod facts;
@@ -19,26 +20,30 @@ mod network;
 mod perform;
 pub mod report;
 mod review;
+mod run_context;
 mod select;
+mod shell;
 mod shutdown;
 mod startup;
 pub(crate) use facts::{foreign_list, FOREIGN_FIX};
 pub(crate) use startup::settle_tracker;
 
 use crate::agent::cli::{self, AttemptInfo};
-use crate::artifacts::{self, StateFile};
+use crate::artifacts;
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
 use crate::journal::{Journal, SessionEnd};
-use crate::logs::{append_line, Logs};
+use crate::logs::append_line;
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, Report, State};
 use crate::notify::Severity;
-use crate::ports::{AgentPort, Clock, Io, NotifierPort, World};
+use crate::ports::World;
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
+use cycle::Cycle;
 use invoke::IssueContext;
-use shutdown::Shutdown;
+use run_context::{Restart, RunContext};
+use shell::Shell;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -166,52 +171,19 @@ enum Started {
 }
 
 /// Everything one run holds. The machine (`core`) decides; the rest is the IO it needs and
-/// what the driver must remember between effects to perform the next one.
+/// what the driver must remember between effects to perform the next one, in groups by what
+/// they hold.
 struct Driver {
-    /// The validated config this run was started with.
-    cfg: Config,
-    /// The command-line flags beyond the config.
-    opts: RunOptions,
-    /// The agent binary, resolved on PATH once at startup.
-    program: PathBuf,
-    /// The blocking ports (git, the forge, the tracker, the claim store), reached only through
-    /// [`Io::call`]: every call runs off the runtime, so no child process blocks it.
-    io: Io,
-    /// The default branch's name, as the git port found it at startup.
-    main: String,
-    /// Whether the forge is the local one (the runner merges; on GitHub the forge does).
-    forge_local: bool,
-    /// Chat, webhook and command channels; deduplicated and redacted: the notifier port.
-    notifier: std::sync::Arc<dyn NotifierPort>,
-    /// Runs one agent attempt: the agent port.
-    agent: Box<dyn AgentPort>,
-    /// "Now" and every wait: the clock port.
-    clock: std::sync::Arc<dyn Clock>,
-    /// The orchestration log, live logs and per-attempt archives.
-    logs: Logs,
-    /// `None` in a dry run, which must not touch the project.
-    journal: Option<Journal>,
-    /// The journal's session id this run records under (continued or new).
-    session: String,
+    /// What this run was started with and on: config, flags, session, runner directory.
+    run: RunContext,
+    /// The ports and the runner's own files: IO, notifier, agent, clock, logs, journal, lock.
+    shell: Shell,
+    /// What the driver knows of the issue under way beyond the machine's counters.
+    cycle: Cycle,
     /// The pure state machine: every decision is its.
     core: Core,
-    /// The restart event (`Start`, or `ModeChanged` when this run's mode differs).
-    first: Event,
-    /// This run continues a session whose runner stopped without ending it (killed, crashed):
-    /// git locks its git commands left behind are its own to clear.
-    recovering: bool,
-    /// Side effects of the last recorded batch, to complete before anything else (a crash may
-    /// have cut them short; each is idempotent).
-    redo: Vec<Effect>,
-    /// Held for the whole run so that no second runner works on the project; checked before
-    /// every event (`check_runner_files`).
-    _lock: Option<crate::runner_dir::lock::Lock>,
-    /// The operator's stop request; every wait and the agent watch it.
-    shutdown: Shutdown,
-    /// The issue the prompts talk about (number, title, feature branch).
-    issue: IssueContext,
-    /// The spec directory's feature name, once a probe has seen it.
-    feature: Option<String>,
+    /// Where the restart begins: the first event and what the previous runner left undone.
+    restart: Restart,
     /// Where the effect being performed collects what its answer reports beyond the event (a
     /// `StepFailed`'s failure context, what the attempt or the failed call said): `perform`
     /// empties it before the effect and hands it out with the answer, so nothing in it outlives
@@ -219,42 +191,28 @@ struct Driver {
     /// repair prompt and the decision file) and the last words (`Core::last_words`, for the halt
     /// and escalation diagnostics).
     report: Report,
-    /// The `.claude` state file mirrored for tools that read the Node runner's format.
-    state: StateFile,
-    /// Where the journal, the lock and the decision file live.
-    runner_dir: crate::runner_dir::RunnerDir,
     /// This runner's issue claims, when it runs with `--worker-id`.
     claims: Option<claim::ClaimKeeper>,
     /// The fleet this driver is a worker of (`run --workers N`).
     fleet: Option<fleet::Link>,
-    /// The running step and the current wait, for `status` (`live.json`).
-    live: crate::live_status::LiveStatus,
-    /// The money the attempt under way may spend (its `RunStep`'s), for the agent it runs.
-    money_left_micros: Option<u64>,
-    /// The reviewers' feedback, quoted, that the agent of an `AddressReview` round is handed
-    /// (its prompt replaces the step's while it is set).
-    review_feedback: Option<String>,
-    /// Issues an earlier session of the journal merged: facts the tracker may not show yet
-    /// (or ever), for selection and dependencies.
-    merged_before: std::collections::BTreeSet<u32>,
 }
 
 impl Driver {
     /// How the tracker and the forge name issues and changes (`#12`, `ENG-12`, `!34`).
     fn refs(&self) -> crate::config::IssueRefs {
-        crate::config::IssueRefs::of(&self.cfg)
+        self.run.refs()
     }
 
     /// One entry of the orchestration log, narrated on the console too: a `tracing` event
     /// with the worker, the issue and the step as fields (src/logging.rs writes it).
     fn log(&self, line: &str) {
-        let log = self.logs.orchestration_log();
+        let log = self.shell.logs.orchestration_log();
         let state = self.core.state();
         crate::logging::orchestrate(
             crate::logging::Origin {
                 log: &log,
                 worker: self.fleet.as_ref().map(|link| link.worker),
-                issue: (self.issue.number != 0).then_some(self.issue.number),
+                issue: (self.cycle.issue.number != 0).then_some(self.cycle.issue.number),
                 step: state.step().map(|step| self.step_name(step)),
             },
             line,
@@ -262,15 +220,15 @@ impl Driver {
     }
 
     async fn drive(mut self) -> i32 {
-        if let Err(e) = self.shutdown.watch_signals() {
+        if let Err(e) = self.shell.shutdown.watch_signals() {
             say!("error: {e}");
             return 2;
         }
-        if self.opts.dry_run {
+        if self.run.opts.dry_run {
             return self.dry_run().await;
         }
-        let project = self.cfg.project_path.clone();
-        if let Err(e) = self.io.call(|w| w.git.exclude_artifacts()).await {
+        let project = self.run.cfg.project_path.clone();
+        if let Err(e) = self.shell.io.call(|w| w.git.exclude_artifacts()).await {
             self.log(&format!(
                 "warning: cannot keep runner files out of git: {e}"
             ));
@@ -278,15 +236,15 @@ impl Driver {
         if let Err(e) = artifacts::create_auto_mode(&project) {
             self.log(&format!("warning: cannot create the auto-mode flag: {e}"));
         }
-        self.state.runner_pid = Some(std::process::id());
-        self.state.signal_shutdown = None;
+        self.shell.state.runner_pid = Some(std::process::id());
+        self.shell.state.signal_shutdown = None;
         self.save_state();
-        self.live.reset();
+        self.shell.live.reset();
         self.log_live_warning();
         self.log(&format!(
             "sdlc-runner {} session {} on {} (state {})",
             env!("CARGO_PKG_VERSION"),
-            self.session,
+            self.run.session,
             project.display(),
             self.core.state().name()
         ));
@@ -295,24 +253,24 @@ impl Driver {
             // lock is this run's): keeping it would make the worker with the turn wait.
             self.release_merge_lease().await;
         }
-        if self.recovering {
+        if self.restart.recovering {
             self.clear_locks_of_a_killed_runner().await;
         }
-        if !self.redo.is_empty() {
+        if !self.restart.redo.is_empty() {
             self.log(&format!(
                 "completing the {} recorded effect(s) the previous runner may not have carried out",
-                self.redo.len()
+                self.restart.redo.len()
             ));
             let state = *self.core.state();
-            for effect in std::mem::take(&mut self.redo) {
+            for effect in std::mem::take(&mut self.restart.redo) {
                 let _ = self.perform(effect, &state).await;
             }
         }
-        let mut event = self.initial_event(self.first.clone()).await;
+        let mut event = self.initial_event(self.restart.first.clone()).await;
         // What was said before the first event (its answer's words, if any).
         let mut reported = std::mem::take(&mut self.report);
         loop {
-            if let Some(signal) = self.shutdown.requested() {
+            if let Some(signal) = self.shell.shutdown.requested() {
                 if !matches!(event, Event::ShutdownRequested { .. }) {
                     // The answer is dropped, not what its call spent (a step that ended as
                     // the fleet halted): the machine counts it with the shutdown.
@@ -356,7 +314,7 @@ impl Driver {
                     return 1;
                 }
             };
-            let recorded = match self.journal.as_mut() {
+            let recorded = match self.shell.journal.as_mut() {
                 Some(j) => j.record_step(&event, &report, &effects, &state),
                 None => Ok(()),
             };
@@ -386,8 +344,8 @@ impl Driver {
                     reported = batch;
                 }
                 Outcome::Exit(code) => {
-                    let notifier = std::sync::Arc::clone(&self.notifier);
-                    self.io
+                    let notifier = std::sync::Arc::clone(&self.shell.notifier);
+                    self.shell.io
                         .call(move |_| notifier.flush(Duration::from_secs(35)))
                         .await;
                     return code;
@@ -409,13 +367,13 @@ impl Driver {
         match *event {
             Event::StepFailed { step, .. } => {
                 *self
-                    .state
+                    .shell.state
                     .retries
                     .entry(step.key().to_string())
                     .or_default() += 1;
             }
             Event::StepSucceeded { step, .. } => {
-                self.state.retries.remove(step.key());
+                self.shell.state.retries.remove(step.key());
             }
             _ => {}
         }
@@ -424,7 +382,7 @@ impl Driver {
     /// An open issue skipped for lacking the selection label is said, not silently passed over.
     async fn say_unlabelled(&self) {
         let (skipped, label) = self
-            .io
+            .shell.io
             .call(|w| {
                 (
                     w.tracker.open_without_label(),
@@ -443,9 +401,9 @@ impl Driver {
     /// `Some(exit code)` when the journal or the lock is no longer the file this runner
     /// opened: it then halts before recording or doing anything more.
     fn check_runner_files(&mut self) -> Option<i32> {
-        let lock = self._lock.as_ref().and_then(|l| l.still_held().err());
+        let lock = self.shell.lock.as_ref().and_then(|l| l.still_held().err());
         let journal = self
-            .journal
+            .shell.journal
             .as_ref()
             .and_then(|j| j.check_intact().err())
             .map(|e| e.to_string());
@@ -461,12 +419,12 @@ impl Driver {
         let text = format!(
             "{}\nloop type: environment\n{what}.\nA second runner could start on this project, or progress would be recorded where nobody reads it. Find out what removed it (an agent command? a clean-up job?), then run again with --ack-halt.\nrunner state: {}",
             reason.headline(),
-            self.runner_dir.dir.display()
+            self.run.runner_dir.dir.display()
         );
         out!("{text}");
-        let _ = append_line(&self.logs.orchestration_log(), &text);
-        self.notifier.send(Severity::Alert, &text);
-        if let Some(j) = self.journal.as_mut() {
+        let _ = append_line(&self.shell.logs.orchestration_log(), &text);
+        self.shell.notifier.send(Severity::Alert, &text);
+        if let Some(j) = self.shell.journal.as_mut() {
             let path = j.path().to_path_buf();
             if std::fs::symlink_metadata(&path).is_err() {
                 let restored = j
@@ -496,21 +454,21 @@ impl Driver {
 
     /// Logs the first failed write of `live.json`, once.
     fn log_live_warning(&self) {
-        if let Some(warning) = self.live.take_warning() {
+        if let Some(warning) = self.shell.live.take_warning() {
             self.log(&warning);
         }
     }
 
     fn end_session(&mut self, end: SessionEnd) -> Result<(), crate::journal::JournalError> {
-        match self.journal.as_mut() {
+        match self.shell.journal.as_mut() {
             Some(j) => j.end(end),
             None => Ok(()),
         }
     }
 
     fn save_state(&mut self) {
-        self.state.last_transition_at = Some(self.clock.now().to_rfc3339());
-        if let Err(e) = artifacts::write_state(&self.cfg.project_path, &self.state) {
+        self.shell.state.last_transition_at = Some(self.shell.clock.now().to_rfc3339());
+        if let Err(e) = artifacts::write_state(&self.run.cfg.project_path, &self.shell.state) {
             self.log(&format!("warning: cannot write the state file: {e}"));
         }
     }
@@ -518,7 +476,7 @@ impl Driver {
     fn step_context(&self) -> StepContext {
         StepContext {
             issue: self.core.runner().issue,
-            feature: self.feature.clone(),
+            feature: self.cycle.feature.clone(),
             verified: self.core.runner().verified.map(|c| c.hex()),
         }
     }
@@ -530,7 +488,7 @@ impl Driver {
         if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
             self.release_claim(issue).await;
         }
-        let project = self.cfg.project_path.clone();
+        let project = self.run.cfg.project_path.clone();
         if matches!(state, State::Halted { .. }) {
             // Everything stays for inspection: state file, auto-mode flag, branch, tree.
             return i32::from(code);
@@ -538,9 +496,9 @@ impl Driver {
         if !self.core.is_terminal() {
             // The machine did not end the session (a signal, a lost claim, a tracker that
             // could not be read): the next run continues it with the same counters.
-            let signal = self.shutdown.requested();
-            self.state.signal_shutdown = signal.map(|s| s.name().to_string());
-            self.state.runner_pid = None;
+            let signal = self.shell.shutdown.requested();
+            self.shell.state.signal_shutdown = signal.map(|s| s.name().to_string());
+            self.shell.state.runner_pid = None;
             self.save_state();
             let _ = artifacts::remove_auto_mode(&project);
             let how = match signal {
@@ -549,14 +507,14 @@ impl Driver {
             };
             self.log(&format!(
                 "{how}; next run continues session {}",
-                self.session
+                self.run.session
             ));
             return i32::from(code);
         }
         if let Err(e) = self.end_session(SessionEnd::Exit { code }) {
             self.log(&format!("warning: cannot record the session end: {e}"));
         }
-        self.state.runner_pid = None;
+        self.shell.state.runner_pid = None;
         self.save_state();
         let _ = artifacts::remove_auto_mode(&project);
         let r = self.core.runner();

@@ -34,7 +34,7 @@ impl Driver {
         E: std::fmt::Display + Kinded + Send + 'static,
     {
         let answer = self
-            .io
+            .shell.io
             .call(move |world| crate::process::cancellable(|| call(world)))
             .await;
         self.judge(what, answer)
@@ -49,7 +49,7 @@ impl Driver {
     ) -> Patient<T, E> {
         match answer {
             Err(e) if e.kind() == CallFailureKind::Cancelled => {
-                Patient::Cancelled(self.shutdown.event())
+                Patient::Cancelled(self.shell.shutdown.event())
             }
             Err(e) if e.kind().is_transient() => {
                 Patient::GaveUp(self.network_failed(what, &e.to_string()))
@@ -79,7 +79,7 @@ impl Driver {
     /// decides the wait.
     pub(super) fn rate_limited(&mut self, what: &str, wait_secs: u64, error: &str) -> Event {
         let first_line = error.lines().next().unwrap_or_default();
-        let services = self.cfg.api_services();
+        let services = self.run.cfg.api_services();
         self.say(format!(
             "{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}"
         ));

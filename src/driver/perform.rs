@@ -17,7 +17,7 @@ impl Driver {
     /// A step's or a round's call ended: `status` stops showing it and, whatever ended it,
     /// its share of the fleet's money is given back with what it spent.
     fn call_ended(&mut self, event: &Event) {
-        self.live.step_ended();
+        self.shell.live.step_ended();
         self.log_live_warning();
         let micros = event.usage().map_or(0, |u| u.cost_micros);
         self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent { worker, micros });
@@ -49,12 +49,12 @@ impl Driver {
                 commit,
                 money_left_micros,
             } => {
-                self.money_left_micros = match self.fleet_share(money_left_micros) {
+                self.cycle.money_left_micros = match self.fleet_share(money_left_micros) {
                     Ok(money) => money,
                     Err(event) => return Outcome::Next(event),
                 };
                 crate::stats::step();
-                self.live.step_started(issue, step.key(), attempt);
+                self.shell.live.step_started(issue, step.key(), attempt);
                 let event = self.run_step(step, issue, attempt, repair, commit).await;
                 self.call_ended(&event);
                 Outcome::Next(event)
@@ -74,12 +74,12 @@ impl Driver {
                 money_left_micros,
             } => {
                 // A round is an agent call like a step's: the fleet's share of its money too.
-                self.money_left_micros = match self.fleet_share(money_left_micros) {
+                self.cycle.money_left_micros = match self.fleet_share(money_left_micros) {
                     Ok(money) => money,
                     Err(event) => return Outcome::Next(event),
                 };
                 crate::stats::step();
-                self.live
+                self.shell.live
                     .step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
                 let event = self.address_review(issue, round, attempt).await;
                 self.call_ended(&event);
@@ -89,7 +89,7 @@ impl Driver {
                 Outcome::Next(self.update_branch(issue, commit).await)
             }
             Effect::Wait { seconds, reason } => {
-                let until = u64::try_from(self.clock.now().timestamp())
+                let until = u64::try_from(self.shell.clock.now().timestamp())
                     .unwrap_or(0)
                     .saturating_add(seconds);
                 if sdlc_machine::fleet::wait_pauses_fleet(state) {
@@ -101,16 +101,16 @@ impl Driver {
                 let until = i64::try_from(seconds)
                     .ok()
                     .and_then(chrono::TimeDelta::try_seconds)
-                    .and_then(|d| self.clock.now().checked_add_signed(d))
+                    .and_then(|d| self.shell.clock.now().checked_add_signed(d))
                     .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
                     .unwrap_or_default();
                 self.log(&format!("waiting {seconds} s{until}"));
                 // A wait journaled by an earlier version says nothing of its reason.
                 let reason = reason.map_or("BACKOFF", crate::machine::WaitReason::label);
-                self.live.wait_started(reason, seconds);
+                self.shell.live.wait_started(reason, seconds);
                 self.log_live_warning();
                 let next = self.sleep(Duration::from_secs(seconds)).await;
-                self.live.wait_ended();
+                self.shell.live.wait_ended();
                 Outcome::Next(next)
             }
             // Short and frequent (the merge turn): not narrated, not shown as a wait.
@@ -131,7 +131,7 @@ impl Driver {
             }
             Effect::AutoCommit(kind) => {
                 let message = kind.message();
-                match self.io.call(move |w| w.git.auto_commit(&message)).await {
+                match self.shell.io.call(move |w| w.git.auto_commit(&message)).await {
                     Ok(true) => self.log(&format!("committed: {}", kind.message())),
                     Ok(false) => {}
                     Err(e) => self.log(&format!("auto-commit skipped: {e}")),
@@ -141,21 +141,21 @@ impl Driver {
             Effect::CheckoutMain => {
                 // A post-checkout hook that hangs must not hold off a signal.
                 let checkout = |w: &World| crate::process::cancellable(|| w.git.checkout_main());
-                if let Err(e) = self.io.call(checkout).await {
-                    self.log(&format!("warning: cannot check out {}: {e}", self.main));
+                if let Err(e) = self.shell.io.call(checkout).await {
+                    self.log(&format!("warning: cannot check out {}: {e}", self.run.main));
                 }
                 Outcome::Continue
             }
             Effect::ResetCycle => {
-                self.state.current_issue = None;
-                self.state.current_issue_ref = None;
-                self.state.current_branch = None;
-                self.state.feature_name = None;
-                self.state.retries.clear();
-                self.state.current_step = 0;
-                self.state.last_completed_step = 0;
-                self.state.pr_number = None;
-                self.feature = None;
+                self.shell.state.current_issue = None;
+                self.shell.state.current_issue_ref = None;
+                self.shell.state.current_branch = None;
+                self.shell.state.feature_name = None;
+                self.shell.state.retries.clear();
+                self.shell.state.current_step = 0;
+                self.shell.state.last_completed_step = 0;
+                self.shell.state.pr_number = None;
+                self.cycle.feature = None;
                 self.save_state();
                 Outcome::Continue
             }
@@ -174,9 +174,9 @@ impl Driver {
                 Outcome::Next(self.tracker_written(&what, written))
             }
             Effect::MarkEscalated { issue } => {
-                let known = self.issue.branch.clone();
+                let known = self.cycle.issue.branch.clone();
                 let rescued = self
-                    .io
+                    .shell.io
                     .call(move |w| {
                         let branch = w.git.feature_branch(issue).ok().flatten().or(known);
                         branch
@@ -188,7 +188,7 @@ impl Driver {
                     issue,
                     self.core.runner(),
                     self.core.last_words(),
-                    &self.logs.dir.display().to_string(),
+                    &self.shell.logs.dir.display().to_string(),
                 );
                 text.push_str(&report::rescued(&rescued));
                 let what = format!("marking issue #{issue} escalated in the tracker");
@@ -217,10 +217,10 @@ impl Driver {
                 Outcome::Next(self.tracker_written(&what, written))
             }
             Effect::Cleanup => {
-                let patterns = self.cfg.cleanup.process_patterns.clone();
+                let patterns = self.run.cfg.cleanup.process_patterns.clone();
                 // Its grace between SIGTERM and SIGKILL is a wait: off the runtime.
                 let kill = move |_: &World| kill_matching(&patterns, &ProtectSet::current());
-                let killed = self.io.call(kill).await;
+                let killed = self.shell.io.call(kill).await;
                 for (pid, cmd) in killed {
                     self.log(&format!("cleanup: stopped pid {pid} ({cmd})"));
                 }
@@ -240,7 +240,7 @@ impl Driver {
                     }
                     _ => {}
                 }
-                self.notifier.send(severity, &text);
+                self.shell.notifier.send(severity, &text);
                 match &self.fleet {
                     Some(link) => say!("[w{}] {}", link.worker, text),
                     None => say!("{}", text),
@@ -256,14 +256,14 @@ impl Driver {
             Effect::Halt(reason) => {
                 if reason == HaltReason::DecisionTimeout {
                     // Nobody answered in time: the question is withdrawn with the halt.
-                    let _ = std::fs::remove_file(self.runner_dir.decision());
+                    let _ = std::fs::remove_file(self.run.runner_dir.decision());
                 }
                 self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
                 let mut quarantined: Vec<u32> =
                     self.core.runner().escalated.iter().copied().collect();
                 if matches!(reason, HaltReason::AllIssuesEscalated) {
                     let selected = self
-                        .io
+                        .shell.io
                         .call(|w| w.tracker.select(&Default::default(), &Default::default()))
                         .await;
                     if let Ok(Selection::AllEscalated { numbers }) = selected {
@@ -276,16 +276,16 @@ impl Driver {
                     &reason,
                     self.core.runner(),
                     self.core.last_words(),
-                    &self.logs.dir.display().to_string(),
+                    &self.shell.logs.dir.display().to_string(),
                     &quarantined,
-                    &self.cfg.file,
+                    &self.run.cfg.file,
                 );
                 if let HaltReason::RateLimit { wait_secs } = reason {
                     // The machine keeps no clock: the reset's time is told here, from now.
                     let lifts = i64::try_from(wait_secs)
                         .ok()
                         .and_then(chrono::Duration::try_seconds)
-                        .and_then(|d| self.clock.now().checked_add_signed(d));
+                        .and_then(|d| self.shell.clock.now().checked_add_signed(d));
                     if let Some(lifts) = lifts {
                         let at = text.find('\n').unwrap_or(text.len());
                         let line = lifts.format("%Y-%m-%d %H:%M:%S UTC");
@@ -297,8 +297,8 @@ impl Driver {
                     text.insert_str(at, &format!("\n{}", self.day_frees_at()));
                 }
                 out!("{text}");
-                let _ = append_line(&self.logs.orchestration_log(), &text);
-                self.notifier.send(Severity::Alert, &text);
+                let _ = append_line(&self.shell.logs.orchestration_log(), &text);
+                self.shell.notifier.send(Severity::Alert, &text);
                 if let Err(e) = self.end_session(SessionEnd::Halt {
                     reason,
                     headline: reason.headline(),
@@ -321,9 +321,9 @@ impl Driver {
         // A worker's runner directory holds its clone's journal only: the fleet knows them all.
         let journals = match &self.fleet {
             Some(link) => link.shared.journals.paths(),
-            None => crate::journal::Journals::in_dir(&self.runner_dir).paths(),
+            None => crate::journal::Journals::in_dir(&self.run.runner_dir).paths(),
         };
-        let now = self.clock.now();
+        let now = self.shell.clock.now();
         let day = match crate::journal::DaySpend::read(&journals, now) {
             Ok(day) => day,
             Err(e) => return format!("the daily budget's window could not be read: {e}"),
@@ -360,8 +360,8 @@ impl Driver {
     /// The machine's wait (`Wait`, `Pause`), cut short by a shutdown: its answer.
     pub(super) async fn sleep(&mut self, duration: Duration) -> Event {
         tokio::select! {
-            _ = self.clock.sleep(duration) => Event::WaitOver,
-            _ = self.shutdown.wait() => self.shutdown.event(),
+            _ = self.shell.clock.sleep(duration) => Event::WaitOver,
+            _ = self.shell.shutdown.wait() => self.shell.shutdown.event(),
         }
     }
 }

@@ -11,10 +11,10 @@ impl Driver {
     /// Reads the review of `issue`'s PR once.
     pub(super) async fn look_at_review(&mut self, issue: u32, look: u32) -> Event {
         self.know_issue(issue).await;
-        let Some(branch) = self.issue.branch.clone() else {
+        let Some(branch) = self.cycle.issue.branch.clone() else {
             self.say(format!(
                 "issue #{issue}: its feature branch cannot be found, so its PR's review cannot be read; check `git branch --list '{issue}-*'` in {}",
-                self.cfg.project_path.display()
+                self.run.cfg.project_path.display()
             ));
             return Event::WorkspaceUnfit { step: Step::Merge };
         };
@@ -38,7 +38,7 @@ impl Driver {
         };
         // A listed bot's request for changes holds no merge (its words are never handed
         // either: the machine leaves its feedback out).
-        let decision = state.decision_without(&self.cfg.review.ignore_authors_with_the_runner());
+        let decision = state.decision_without(&self.run.cfg.review.ignore_authors_with_the_runner());
         let said = match decision {
             ReviewDecision::Approved => "approved",
             ReviewDecision::ChangesRequested => "changes requested",
@@ -72,8 +72,8 @@ impl Driver {
     /// CI is looked at again for the new head.
     pub(super) async fn address_review(&mut self, issue: u32, round: u32, attempt: u32) -> Event {
         let step = Step::MonitorCi;
-        if self.shutdown.requested().is_some() {
-            return self.shutdown.event();
+        if self.shell.shutdown.requested().is_some() {
+            return self.shell.shutdown.event();
         }
         self.know_issue(issue).await;
         let handout = self.core.runner().review_handout.clone();
@@ -81,19 +81,19 @@ impl Driver {
             "issue #{issue}: review round {round}: handing the agent {} review(s) and comment(s)",
             handout.len()
         ));
-        self.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
+        self.cycle.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
         // The machine's step of a round is monitorCI; its agent is the round's own.
-        let round_cfg = self.cfg.review_round();
-        let cfg = std::mem::replace(&mut self.cfg, round_cfg);
+        let round_cfg = self.run.cfg.review_round();
+        let cfg = std::mem::replace(&mut self.run.cfg, round_cfg);
         let ran = self.run_agent(step, issue, attempt, false, false).await;
-        self.cfg = cfg;
-        self.review_feedback = None;
+        self.run.cfg = cfg;
+        self.cycle.review_feedback = None;
         let usage = match ran {
             Event::StepSucceeded { usage, .. } => usage,
             other => return other,
         };
         let facts = self.facts();
-        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
+        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {
                 facts.with(&*w.git, |facts| {

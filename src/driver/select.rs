@@ -18,7 +18,7 @@ impl Driver {
         }
         excluded.extend(runner.held_elsewhere.iter().copied());
         excluded.extend(runner.awaiting_person.iter().copied());
-        let merged = runner.merged.union(&self.merged_before).copied().collect();
+        let merged = runner.merged.union(&self.cycle.merged_before).copied().collect();
         TrackerQuery {
             only: match runner.mode {
                 Mode::SingleIssue(n) => Some(n),
@@ -140,17 +140,17 @@ impl Driver {
     pub(super) async fn select_issue(&mut self) -> Event {
         let mode = self.core.runner().mode;
         let selection = match mode {
-            Mode::SingleStep(_) if self.issue.number > 0 => {
+            Mode::SingleStep(_) if self.cycle.issue.number > 0 => {
                 return Event::IssueSelected {
-                    issue: self.issue.number,
+                    issue: self.cycle.issue.number,
                 };
             }
-            Mode::SingleStep(_) if self.state.current_issue.is_some() => {
-                let n = self.state.current_issue.unwrap_or_default();
-                self.issue = IssueContext {
+            Mode::SingleStep(_) if self.shell.state.current_issue.is_some() => {
+                let n = self.shell.state.current_issue.unwrap_or_default();
+                self.cycle.issue = IssueContext {
                     number: n,
                     title: String::new(),
-                    branch: self.state.current_branch.clone(),
+                    branch: self.shell.state.current_branch.clone(),
                 };
                 return Event::IssueSelected { issue: n };
             }
@@ -162,7 +162,7 @@ impl Driver {
         let (selection, others_hold) = selection;
         match selection {
             Ok(Selection::Issue(issue))
-                if self.merged_before.contains(&issue.number)
+                if self.cycle.merged_before.contains(&issue.number)
                     && !self.core.runner().merged.contains(&issue.number) =>
             {
                 // The journal's fact, reported as such: the machine records the merge again
@@ -182,15 +182,15 @@ impl Driver {
                     crate::sanitize::title(&issue.title)
                 ));
                 let branch = issue.branch_in(&self.refs());
-                self.issue = IssueContext {
+                self.cycle.issue = IssueContext {
                     number: issue.number,
                     title: issue.title.clone(),
                     branch: Some(branch.clone()),
                 };
-                self.state.current_issue = Some(issue.number);
-                self.state.current_issue_ref = Some(self.refs().issue(issue.number));
-                self.state.current_branch = Some(branch);
-                self.state.signal_shutdown = None;
+                self.shell.state.current_issue = Some(issue.number);
+                self.shell.state.current_issue_ref = Some(self.refs().issue(issue.number));
+                self.shell.state.current_branch = Some(branch);
+                self.shell.state.signal_shutdown = None;
                 self.save_state();
                 Event::IssueSelected {
                     issue: issue.number,
@@ -219,11 +219,11 @@ impl Driver {
     /// its preconditions: asked in one call off the runtime, judged in that order.
     pub(super) async fn check_preconditions(&mut self, step: Step) -> Event {
         let ctx = self.step_context();
-        self.state.current_step = step.number();
+        self.shell.state.current_step = step.number();
         self.save_state();
         let facts = self.facts_to_ask(step == Step::StartCycle);
         let probe = self
-            .io
+            .shell.io
             .call(move |w| {
                 crate::process::cancellable(|| {
                     Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx))
@@ -241,7 +241,7 @@ impl Driver {
                     "{}: already done (observed in git); not run again",
                     step.key()
                 ));
-                self.state.last_completed_step = step.number();
+                self.shell.state.last_completed_step = step.number();
                 return Event::AlreadyDone { step };
             }
             network::Patient::Done(Ok(false)) => {}

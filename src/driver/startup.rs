@@ -3,7 +3,10 @@
 //! restart event. The journal is the authority on progress; git and the forge only confirm
 //! what is idempotent by nature (a merged PR) or show work the journal does not know.
 
+use super::cycle::Cycle;
 use super::invoke::IssueContext;
+use super::run_context::{Restart, RunContext};
+use super::shell::Shell;
 use super::shutdown::Shutdown;
 use super::{Driver, RunOptions, Started, KILL_GRACE};
 use crate::artifacts::{self, StateFile};
@@ -279,40 +282,45 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             },
         };
         let driver = Driver {
-            cfg,
-            opts,
-            program,
-            main: repo.main().to_string(),
-            forge_local: forge.is_local(),
-            io: crate::ports::Io::new(crate::ports::World {
-                git: repo,
-                forge,
-                tracker,
-                claims: claim_store,
-            }),
-            notifier: std::sync::Arc::from(notifier),
-            agent,
-            clock,
-            logs,
-            journal,
-            session,
+            run: RunContext {
+                cfg,
+                opts,
+                program,
+                main: repo.main().to_string(),
+                forge_local: forge.is_local(),
+                session,
+                runner_dir: runner_dir.clone(),
+            },
+            shell: Shell {
+                io: crate::ports::Io::new(crate::ports::World {
+                    git: repo,
+                    forge,
+                    tracker,
+                    claims: claim_store,
+                }),
+                notifier: std::sync::Arc::from(notifier),
+                agent,
+                clock,
+                logs,
+                journal,
+                lock,
+                shutdown: Shutdown::new(),
+                state,
+                live: crate::live_status::LiveStatus::new(&runner_dir.dir),
+            },
+            cycle: Cycle {
+                merged_before,
+                ..Cycle::default()
+            },
             core,
-            first: restart,
-            recovering,
-            redo,
-            _lock: lock,
-            shutdown: Shutdown::new(),
-            issue: IssueContext::default(),
-            feature: None,
+            restart: Restart {
+                first: restart,
+                recovering,
+                redo,
+            },
             report: Default::default(),
-            state,
-            live: crate::live_status::LiveStatus::new(&runner_dir.dir),
-            runner_dir,
             claims,
             fleet: None,
-            money_left_micros: None,
-            review_feedback: None,
-            merged_before,
         };
         for note in notes {
             driver.log(&note);
@@ -344,7 +352,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
     /// started with `setsid`) still runs in this work tree: stopped before any step starts.
     /// The lock is ours, so no live runner serves the work tree.
     fn stop_leftovers(&self) {
-        let dir = &self.cfg.project_path;
+        let dir = &self.run.cfg.project_path;
         for (pid, cmd) in crate::process::reaper::stop_leftovers(dir) {
             self.log(&format!(
                 "stopped pid {pid} ({cmd}), left running in {} by a runner that was killed",
@@ -366,17 +374,17 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             return restart;
         }
         if let Some(issue) = self.core.runner().issue {
-            self.issue = self.io.call(move |w| IssueContext::asked(w, issue)).await;
-            if self.state.current_issue == Some(issue) {
-                self.feature = self.state.feature_name.clone();
+            self.cycle.issue = self.shell.io.call(move |w| IssueContext::asked(w, issue)).await;
+            if self.shell.state.current_issue == Some(issue) {
+                self.cycle.feature = self.shell.state.feature_name.clone();
             }
             // A merge the journal already records is being told to the tracker: the
             // restart event re-issues that request.
             let recorded = self.core.runner().merged.contains(&issue);
-            let branch = self.issue.branch.clone().filter(|_| !recorded);
+            let branch = self.cycle.issue.branch.clone().filter(|_| !recorded);
             let merged = match branch {
                 Some(b) => {
-                    let pr = self.io.call(move |w| w.forge.pr_for_branch(&b)).await;
+                    let pr = self.shell.io.call(move |w| w.forge.pr_for_branch(&b)).await;
                     matches!(pr, Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged)
                 }
                 None => false,
@@ -392,9 +400,9 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
             return restart;
         }
-        let state = self.state.clone();
+        let state = self.shell.state.clone();
         let progress = self
-            .io
+            .shell.io
             .call(move |w| checks::detect_progress(&*w.git, &*w.forge, Some(&state)))
             .await;
         let detected = match progress {
@@ -415,7 +423,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             }
         }
         let number = d.issue;
-        let issue = match self.io.call(move |w| w.tracker.get(number)).await {
+        let issue = match self.shell.io.call(move |w| w.tracker.get(number)).await {
             Ok(issue) => issue,
             Err(e) => {
                 self.log(&format!(
@@ -435,8 +443,8 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
         if d.merged {
             if !issue.state_open {
                 // Merged and closed: only the checkout to main was left to do.
-                if let Err(e) = self.io.call(|w| w.git.checkout_main()).await {
-                    self.log(&format!("warning: cannot check out {}: {e}", self.main));
+                if let Err(e) = self.shell.io.call(|w| w.git.checkout_main()).await {
+                    self.log(&format!("warning: cannot check out {}: {e}", self.run.main));
                 }
                 return restart;
             }
@@ -446,12 +454,12 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             ));
             return Event::AlreadyMerged { issue: d.issue };
         }
-        self.issue = IssueContext {
+        self.cycle.issue = IssueContext {
             number: d.issue,
             title: issue.title,
             branch: Some(d.branch.clone()),
         };
-        self.feature = d.feature.clone();
+        self.cycle.feature = d.feature.clone();
         self.log(&format!(
             "adopting branch {} that the journal does not know: issue #{} continues at {}",
             d.branch,
