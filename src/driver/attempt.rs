@@ -35,7 +35,8 @@ impl Driver {
         // call off the runtime.
         let facts = self.facts_to_ask(false).without_issue();
         let probe = self
-            .shell.io
+            .shell
+            .io
             .call(move |w| {
                 crate::process::cancellable(|| {
                     Probe::ask(w, facts, |w| {
@@ -159,7 +160,10 @@ impl Driver {
             // What the call spent before the signal stopped it is counted all the same.
             return self.shell.shutdown.event_after(usage_of(
                 &summary,
-                self.shell.clock.instant().saturating_duration_since(started),
+                self.shell
+                    .clock
+                    .instant()
+                    .saturating_duration_since(started),
                 &self.run.cfg,
                 step,
             ));
@@ -174,7 +178,10 @@ impl Driver {
         }
         let usage = usage_of(
             &summary,
-            self.shell.clock.instant().saturating_duration_since(started),
+            self.shell
+                .clock
+                .instant()
+                .saturating_duration_since(started),
             &self.run.cfg,
             step,
         );
@@ -228,7 +235,8 @@ impl Driver {
     /// hands out; refused when it is larger than an agent is ever handed.
     fn write_issue_text(&self, text: &IssueText) -> Result<std::path::PathBuf, Unprepared> {
         let rendered = text.render_within().map_err(Unprepared::TooLarge)?;
-        self.run.runner_dir
+        self.run
+            .runner_dir
             .write_issue_text(text.number, &crate::redact::redact(&rendered))
             .map_err(|e| Unprepared::Environment(e.to_string()))
     }
@@ -362,7 +370,11 @@ impl Driver {
     /// mid-cycle with nothing in memory.
     pub(super) async fn know_issue(&mut self, issue: u32) {
         if self.cycle.issue.number != issue {
-            self.cycle.issue = self.shell.io.call(move |w| IssueContext::asked(w, issue)).await;
+            self.cycle.issue = self
+                .shell
+                .io
+                .call(move |w| IssueContext::asked(w, issue))
+                .await;
         }
     }
 
@@ -373,7 +385,11 @@ impl Driver {
             Ok(path) => {
                 self.log(&format!("attempt log: {}", path.display()));
                 let keep = [live_log.to_path_buf(), path];
-                if let Err(e) = self.shell.logs.prune(self.run.cfg.max_log_disk_usage_bytes, &keep) {
+                if let Err(e) = self
+                    .shell
+                    .logs
+                    .prune(self.run.cfg.max_log_disk_usage_bytes, &keep)
+                {
                     self.log(&format!("warning: log pruning failed: {e}"));
                 }
             }
@@ -397,7 +413,8 @@ impl Driver {
         }
         self.shell.state.last_completed_step = step.number();
         self.save_state();
-        self.shell.notifier
+        self.shell
+            .notifier
             .send(Severity::Info, &format!("issue #{issue}: {name} finished"));
         Event::StepSucceeded { step, usage }
     }

@@ -86,7 +86,8 @@ impl Driver {
         };
         let usage = Usage {
             elapsed_ms: self
-                .shell.clock
+                .shell
+                .clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -119,7 +120,8 @@ impl Driver {
         };
         let usage = Usage {
             elapsed_ms: self
-                .shell.clock
+                .shell
+                .clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -206,7 +208,8 @@ impl Driver {
     pub(super) async fn without_branch(&self, text: &str) -> String {
         let number = self.cycle.issue.number;
         let found = self
-            .shell.io
+            .shell
+            .io
             .call(move |w| w.git.feature_branch(number).ok().flatten())
             .await;
         [found.as_deref(), self.cycle.issue.branch.as_deref()]

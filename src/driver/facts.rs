@@ -8,6 +8,7 @@
 use super::{network, Driver};
 use crate::call_failure::Kinded;
 use crate::machine::{Event, Mode};
+use crate::narration as say;
 use crate::ports::git::GitError;
 use crate::ports::World;
 use crate::step::Step;
@@ -19,22 +20,21 @@ use std::time::Duration;
 /// its locks for milliseconds.
 const STALE_LOCK_AGE: Duration = Duration::from_secs(30);
 
-impl Driver {
-    /// After a runner died mid-git (killed, a broken pipe): the lock files its git left that
-    /// no process holds are removed, so the continued session does not fail on its own
-    /// leftovers. Anything else stays for the workspace check to name.
-    pub(super) async fn clear_locks_of_a_killed_runner(&mut self) {
-        for lock in self.shell.io.call(|w| w.git.locks_of_a_dead_git()).await {
-            match std::fs::remove_file(&lock) {
-                Ok(()) => self.log(&format!(
-                    "removed {}, left by the previous runner's git (no process holds it)",
-                    lock.display()
-                )),
-                Err(e) => self.log(&format!("warning: cannot remove {}: {e}", lock.display())),
-            }
+/// After a runner died mid-git (killed, a broken pipe): the lock files its git left that
+/// no process holds are removed, so the continued session does not fail on its own
+/// leftovers. Anything else stays for the workspace check to name. What it narrates.
+pub(super) async fn clear_locks_of_a_killed_runner(io: &crate::ports::Io) -> Vec<String> {
+    let mut said = Vec::new();
+    for lock in io.call(|w| w.git.locks_of_a_dead_git()).await {
+        match std::fs::remove_file(&lock) {
+            Ok(()) => said.push(say::removed_dead_git_lock(&lock)),
+            Err(e) => said.push(say::cannot_remove(&lock, &e)),
         }
     }
+    said
+}
 
+impl Driver {
     /// The verdict on the facts `probe` found, in the order they were asked: `Err(event)`
     /// when one decides (a stale git lock or foreign changes: `WorkspaceUnfit`; the person
     /// withdrew the issue: `IssueWithdrawn`; the tracker could not be asked: the network's or

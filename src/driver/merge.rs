@@ -46,12 +46,15 @@ impl Driver {
             return Event::MergeTurnTaken;
         };
         let now = self.shell.clock.now();
-        let asked = self
-            .on_claims(move |store, worker| {
+        let asked = super::claim::on_claims(
+            self.claims.as_ref(),
+            &self.shell.io,
+            move |store, worker| {
                 let answer = store.lease_merge(issue, worker, lease, now);
                 (answer, store.merge_lease_file())
-            })
-            .await;
+            },
+        )
+        .await;
         let (answer, lease_file) = match asked {
             Some((answer, file)) => (Some(answer), file),
             None => (None, None),
@@ -85,15 +88,17 @@ impl Driver {
     /// not), so that the next worker to get the turn finds the lease free. Idempotent.
     pub(super) async fn release_merge_turn(&mut self) {
         self.release_merge_lease().await;
-        self.fleet_report(|worker| Report::MergeDone { worker });
+        super::fleet::tell(self.fleet.as_ref(), |worker| Report::MergeDone { worker });
     }
 
     /// Gives this runner's merge lease back, if it holds it. Also at the start of a fleet's
     /// worker: a lease left under its id by a killed run is stale (the project's lock is this
     /// run's), and keeping it would make the worker that has the fleet's turn wait for it.
     pub(super) async fn release_merge_lease(&mut self) {
-        let released = self
-            .on_claims(|store, worker| store.release_merge(worker))
+        let released =
+            super::claim::on_claims(self.claims.as_ref(), &self.shell.io, |store, worker| {
+                store.release_merge(worker)
+            })
             .await;
         if let Some(Err(e)) = released {
             self.log(&format!("warning: cannot give the merge lease back: {e}"));
@@ -198,7 +203,8 @@ impl Driver {
             .await;
         let usage = Usage {
             elapsed_ms: self
-                .shell.clock
+                .shell
+                .clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -247,7 +253,10 @@ impl Driver {
         } else {
             paths.join(", ")
         };
-        let summary = format!("merge: the branch conflicts with {} in: {named}", self.run.main);
+        let summary = format!(
+            "merge: the branch conflicts with {} in: {named}",
+            self.run.main
+        );
         self.say(what.to_string());
         self.log(&format!("merge: failed: MERGE_CONFLICT — {summary}"));
         self.shell.notifier.send(
@@ -271,7 +280,11 @@ impl Driver {
     /// verdict to the agent's merge and its post-check).
     async fn gate_before_the_agent(&mut self, issue: u32) -> Option<Event> {
         let step = Step::Merge;
-        let branch = self.shell.io.call(move |w| w.git.feature_branch(issue)).await;
+        let branch = self
+            .shell
+            .io
+            .call(move |w| w.git.feature_branch(issue))
+            .await;
         let Ok(Some(branch)) = branch else {
             return None;
         };
@@ -283,7 +296,8 @@ impl Driver {
             .await;
         let usage = Usage {
             elapsed_ms: self
-                .shell.clock
+                .shell
+                .clock
                 .instant()
                 .saturating_duration_since(started)
                 .as_millis() as u64,
@@ -366,11 +380,20 @@ impl Driver {
         if !self.run.forge_local {
             return Ok(None);
         }
-        let branch = match self.shell.io.call(move |w| w.git.feature_branch(issue)).await {
+        let branch = match self
+            .shell
+            .io
+            .call(move |w| w.git.feature_branch(issue))
+            .await
+        {
             Ok(Some(branch)) => branch,
             _ => {
                 // No branch to bring up to date: the step's own checks say what is missing.
-                let main = self.shell.io.call(|w| w.git.origin_main().ok().flatten()).await;
+                let main = self
+                    .shell
+                    .io
+                    .call(|w| w.git.origin_main().ok().flatten())
+                    .await;
                 return Ok(main);
             }
         };
@@ -397,7 +420,8 @@ impl Driver {
     /// branch is not in it. A question git cannot answer counts as no race (the failure then
     /// stands as the attempt's).
     async fn lost_race(&self, issue: u32, base: Option<String>) -> bool {
-        self.shell.io
+        self.shell
+            .io
             .call(move |w| match w.git.feature_branch(issue) {
                 Ok(Some(branch)) => w.git.lost_race(&branch, base.as_deref()).unwrap_or(false),
                 _ => false,

@@ -36,7 +36,7 @@ use crate::journal::{Journal, SessionEnd};
 use crate::logs::append_line;
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, Report, State};
 use crate::notify::Severity;
-use crate::ports::World;
+use crate::ports::{Io, World};
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
@@ -91,7 +91,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
     };
     // Startup is synchronous and may block (the tracker, git): it runs before the runtime
     // drives anything, outside its context.
-    let started = Driver::start(cfg, opts);
+    let started = startup::start(cfg, opts);
     match started {
         Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
         Ok(Started::Exit(code)) => code,
@@ -147,7 +147,7 @@ pub fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -
     {
         Ok(runtime) => {
             let program = PathBuf::from(&cfg.agent.command);
-            let started = Driver::start_on(cfg, opts, program, ports);
+            let started = startup::start_on(cfg, opts, program, ports);
             match started {
                 Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
                 Ok(Started::Exit(code)) => code,
@@ -203,6 +203,19 @@ impl Driver {
         self.run.refs()
     }
 
+    /// Logs what a handler narrated, in order.
+    fn narrate(&self, narration: impl IntoIterator<Item = String>) {
+        for line in narration {
+            self.log(&line);
+        }
+    }
+
+    /// Logs what a handler's answer narrates and hands out its event.
+    fn answer(&self, answer: Answer) -> Event {
+        self.narrate(answer.narration);
+        answer.event
+    }
+
     /// One entry of the orchestration log, narrated on the console too: a `tracing` event
     /// with the worker, the issue and the step as fields (src/logging.rs writes it).
     fn log(&self, line: &str) {
@@ -225,7 +238,11 @@ impl Driver {
             return 2;
         }
         if self.run.opts.dry_run {
-            return self.dry_run().await;
+            let claims = self.claims.as_ref();
+            let cycle = (&mut self.cycle, claims);
+            let (code, said) = dry_run::dry_run(&self.run, &self.shell.io, &self.core, cycle).await;
+            self.narrate(said);
+            return code;
         }
         let project = self.run.cfg.project_path.clone();
         if let Err(e) = self.shell.io.call(|w| w.git.exclude_artifacts()).await {
@@ -254,7 +271,8 @@ impl Driver {
             self.release_merge_lease().await;
         }
         if self.restart.recovering {
-            self.clear_locks_of_a_killed_runner().await;
+            let said = facts::clear_locks_of_a_killed_runner(&self.shell.io).await;
+            self.narrate(said);
         }
         if !self.restart.redo.is_empty() {
             self.log(&format!(
@@ -266,7 +284,15 @@ impl Driver {
                 let _ = self.perform(effect, &state).await;
             }
         }
-        let mut event = self.initial_event(self.restart.first.clone()).await;
+        let first = startup::initial_event(
+            &self.core,
+            &self.shell.io,
+            (&self.shell.state, &self.run.main),
+            &mut self.cycle,
+            self.restart.first.clone(),
+        )
+        .await;
+        let mut event = self.answer(first);
         // What was said before the first event (its answer's words, if any).
         let mut reported = std::mem::take(&mut self.report);
         loop {
@@ -345,7 +371,8 @@ impl Driver {
                 }
                 Outcome::Exit(code) => {
                     let notifier = std::sync::Arc::clone(&self.shell.notifier);
-                    self.shell.io
+                    self.shell
+                        .io
                         .call(move |_| notifier.flush(Duration::from_secs(35)))
                         .await;
                     return code;
@@ -367,7 +394,8 @@ impl Driver {
         match *event {
             Event::StepFailed { step, .. } => {
                 *self
-                    .shell.state
+                    .shell
+                    .state
                     .retries
                     .entry(step.key().to_string())
                     .or_default() += 1;
@@ -379,31 +407,13 @@ impl Driver {
         }
     }
 
-    /// An open issue skipped for lacking the selection label is said, not silently passed over.
-    async fn say_unlabelled(&self) {
-        let (skipped, label) = self
-            .shell.io
-            .call(|w| {
-                (
-                    w.tracker.open_without_label(),
-                    w.tracker.label().to_string(),
-                )
-            })
-            .await;
-        if !skipped.is_empty() {
-            self.log(&format!(
-                "open issue(s) {} lack the label {label}, so the runner does not select them; add the label to have them worked",
-                issue_list(&skipped),
-            ));
-        }
-    }
-
     /// `Some(exit code)` when the journal or the lock is no longer the file this runner
     /// opened: it then halts before recording or doing anything more.
     fn check_runner_files(&mut self) -> Option<i32> {
         let lock = self.shell.lock.as_ref().and_then(|l| l.still_held().err());
         let journal = self
-            .shell.journal
+            .shell
+            .journal
             .as_ref()
             .and_then(|j| j.check_intact().err())
             .map(|e| e.to_string());
@@ -484,9 +494,12 @@ impl Driver {
     async fn exit(&mut self, code: u8, state: &State) -> i32 {
         // A merge turn held when the run stops (a halt, a signal) is given back with it.
         self.release_merge_turn().await;
-        self.fleet_report(|worker| sdlc_machine::fleet::Report::Finished { worker });
+        fleet::tell(self.fleet.as_ref(), |worker| {
+            sdlc_machine::fleet::Report::Finished { worker }
+        });
         if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
-            self.release_claim(issue).await;
+            let said = claim::release(self.claims.as_mut(), &self.shell.io, issue).await;
+            self.narrate(said);
         }
         let project = self.run.cfg.project_path.clone();
         if matches!(state, State::Halted { .. }) {
@@ -562,6 +575,46 @@ impl Driver {
     /// What the answer being produced has said so far (see `report`).
     fn just_said(&self) -> &str {
         self.report.said.as_deref().unwrap_or_default()
+    }
+}
+
+/// An open issue skipped for lacking the selection label is said, not silently passed over:
+/// what to narrate.
+async fn unlabelled(io: &Io) -> Vec<String> {
+    let (skipped, label) = io
+        .call(|w| {
+            (
+                w.tracker.open_without_label(),
+                w.tracker.label().to_string(),
+            )
+        })
+        .await;
+    if skipped.is_empty() {
+        return Vec::new();
+    }
+    vec![crate::narration::unlabelled(&issue_list(&skipped), &label)]
+}
+
+/// What a request's handler answers: the event for the machine and the lines it narrates,
+/// which the loop logs in the order they were said.
+pub(super) struct Answer {
+    pub event: Event,
+    pub narration: Vec<String>,
+}
+
+impl Answer {
+    /// The answer `event`, with nothing to narrate yet.
+    pub fn of(event: Event) -> Answer {
+        Answer {
+            event,
+            narration: Vec::new(),
+        }
+    }
+
+    /// The answer with one more line to narrate.
+    pub fn said(mut self, line: String) -> Answer {
+        self.narration.push(line);
+        self
     }
 }
 

@@ -34,7 +34,8 @@ impl Driver {
         E: std::fmt::Display + Kinded + Send + 'static,
     {
         let answer = self
-            .shell.io
+            .shell
+            .io
             .call(move |world| crate::process::cancellable(|| call(world)))
             .await;
         self.judge(what, answer)

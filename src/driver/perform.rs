@@ -20,7 +20,9 @@ impl Driver {
         self.shell.live.step_ended();
         self.log_live_warning();
         let micros = event.usage().map_or(0, |u| u.cost_micros);
-        self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent { worker, micros });
+        super::fleet::tell(self.fleet.as_ref(), |worker| {
+            sdlc_machine::fleet::Report::Spent { worker, micros }
+        });
     }
 
     pub(super) async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
@@ -32,7 +34,11 @@ impl Driver {
                 | Effect::AddressReview { .. }
                 | Effect::CheckPreconditions { .. }
         ) {
-            if let Some(event) = self.fleet_gate() {
+            if let Some(event) = super::fleet::gate(
+                self.fleet.as_ref(),
+                &*self.shell.clock,
+                &self.shell.shutdown,
+            ) {
                 return Outcome::Next(event);
             }
         }
@@ -49,10 +55,11 @@ impl Driver {
                 commit,
                 money_left_micros,
             } => {
-                self.cycle.money_left_micros = match self.fleet_share(money_left_micros) {
-                    Ok(money) => money,
-                    Err(event) => return Outcome::Next(event),
-                };
+                self.cycle.money_left_micros =
+                    match super::fleet::share(self.fleet.as_ref(), money_left_micros) {
+                        Ok(money) => money,
+                        Err(event) => return Outcome::Next(event),
+                    };
                 crate::stats::step();
                 self.shell.live.step_started(issue, step.key(), attempt);
                 let event = self.run_step(step, issue, attempt, repair, commit).await;
@@ -74,12 +81,14 @@ impl Driver {
                 money_left_micros,
             } => {
                 // A round is an agent call like a step's: the fleet's share of its money too.
-                self.cycle.money_left_micros = match self.fleet_share(money_left_micros) {
-                    Ok(money) => money,
-                    Err(event) => return Outcome::Next(event),
-                };
+                self.cycle.money_left_micros =
+                    match super::fleet::share(self.fleet.as_ref(), money_left_micros) {
+                        Ok(money) => money,
+                        Err(event) => return Outcome::Next(event),
+                    };
                 crate::stats::step();
-                self.shell.live
+                self.shell
+                    .live
                     .step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
                 let event = self.address_review(issue, round, attempt).await;
                 self.call_ended(&event);
@@ -93,9 +102,8 @@ impl Driver {
                     .unwrap_or(0)
                     .saturating_add(seconds);
                 if sdlc_machine::fleet::wait_pauses_fleet(state) {
-                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting {
-                        worker,
-                        until,
+                    super::fleet::tell(self.fleet.as_ref(), |worker| {
+                        sdlc_machine::fleet::Report::Waiting { worker, until }
                     });
                 }
                 let until = i64::try_from(seconds)
@@ -124,14 +132,24 @@ impl Driver {
                 secs,
                 lease_secs,
                 fresh_secs,
-            } => Outcome::Next(self.renew_claim(issue, secs, lease_secs, fresh_secs).await),
+            } => {
+                let claims = self.claims.as_mut();
+                let terms = (issue, secs, lease_secs, fresh_secs);
+                let renewed = claim::renew(claims, &self.shell.io, &*self.shell.clock, terms).await;
+                Outcome::Next(self.answer(renewed))
+            }
             Effect::ReleaseMergeTurn => {
                 self.release_merge_turn().await;
                 Outcome::Continue
             }
             Effect::AutoCommit(kind) => {
                 let message = kind.message();
-                match self.shell.io.call(move |w| w.git.auto_commit(&message)).await {
+                match self
+                    .shell
+                    .io
+                    .call(move |w| w.git.auto_commit(&message))
+                    .await
+                {
                     Ok(true) => self.log(&format!("committed: {}", kind.message())),
                     Ok(false) => {}
                     Err(e) => self.log(&format!("auto-commit skipped: {e}")),
@@ -162,8 +180,11 @@ impl Driver {
             Effect::RecordMerged { issue } => {
                 // The merge is already final (journaled with the event that led here); the
                 // claim and the fleet learn of it whatever the tracker answers.
-                self.release_claim(issue).await;
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Merged { worker, issue });
+                let said = claim::release(self.claims.as_mut(), &self.shell.io, issue).await;
+                self.narrate(said);
+                super::fleet::tell(self.fleet.as_ref(), |worker| {
+                    sdlc_machine::fleet::Report::Merged { worker, issue }
+                });
                 let what = format!("closing issue #{issue} in the tracker");
                 let written = self
                     .patiently(&what, move |w| {
@@ -176,7 +197,8 @@ impl Driver {
             Effect::MarkEscalated { issue } => {
                 let known = self.cycle.issue.branch.clone();
                 let rescued = self
-                    .shell.io
+                    .shell
+                    .io
                     .call(move |w| {
                         let branch = w.git.feature_branch(issue).ok().flatten().or(known);
                         branch
@@ -196,10 +218,10 @@ impl Driver {
                     .patiently(&what, move |w| w.tracker.mark_escalated(issue, &text))
                     .await;
                 crate::failpoint::point("tracker: marked escalated");
-                self.release_claim(issue).await;
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Escalated {
-                    worker,
-                    issue,
+                let said = claim::release(self.claims.as_mut(), &self.shell.io, issue).await;
+                self.narrate(said);
+                super::fleet::tell(self.fleet.as_ref(), |worker| {
+                    sdlc_machine::fleet::Report::Escalated { worker, issue }
                 });
                 Outcome::Next(self.tracker_written(&what, written))
             }
@@ -251,19 +273,32 @@ impl Driver {
                 step,
                 issue,
                 budget_spent_micros,
-            } => Outcome::Next(self.ask_decision(step, issue, budget_spent_micros)),
-            Effect::LookForDecision { .. } => Outcome::Next(self.look_for_decision()),
+            } => {
+                let asked = decision::ask(
+                    &self.run,
+                    &*self.shell.notifier,
+                    &self.core,
+                    (step, issue, budget_spent_micros),
+                );
+                Outcome::Next(self.answer(asked))
+            }
+            Effect::LookForDecision { .. } => {
+                Outcome::Next(self.answer(decision::look(&self.run.runner_dir)))
+            }
             Effect::Halt(reason) => {
                 if reason == HaltReason::DecisionTimeout {
                     // Nobody answered in time: the question is withdrawn with the halt.
                     let _ = std::fs::remove_file(self.run.runner_dir.decision());
                 }
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
+                super::fleet::tell(self.fleet.as_ref(), |worker| {
+                    sdlc_machine::fleet::Report::Halted { worker }
+                });
                 let mut quarantined: Vec<u32> =
                     self.core.runner().escalated.iter().copied().collect();
                 if matches!(reason, HaltReason::AllIssuesEscalated) {
                     let selected = self
-                        .shell.io
+                        .shell
+                        .io
                         .call(|w| w.tracker.select(&Default::default(), &Default::default()))
                         .await;
                     if let Ok(Selection::AllEscalated { numbers }) = selected {
@@ -363,5 +398,49 @@ impl Driver {
             _ = self.shell.clock.sleep(duration) => Event::WaitOver,
             _ = self.shell.shutdown.wait() => self.shell.shutdown.event(),
         }
+    }
+
+    /// `ClaimIssue`: claims the selected issue. `ClaimTaken` (also when this runner keeps no
+    /// claims), `ClaimHeld` when another runner holds it or the fleet gives it to another
+    /// worker, `TrackerWriteFailed` when the claim cannot be written, or the network's event.
+    async fn claim_issue(&mut self, issue: u32) -> Event {
+        let what = format!("claiming issue #{issue}");
+        let asked = self
+            .claims
+            .as_ref()
+            .map(|k| (k.worker.clone(), k.lease, self.shell.clock.now()));
+        let answer = match self
+            .patiently(&what, move |w| match (&w.claims, asked) {
+                (Some(store), Some((worker, lease, now))) => {
+                    store.claim(issue, &worker, lease, now).map(Some)
+                }
+                _ => Ok(None),
+            })
+            .await
+        {
+            network::Patient::Done(answer) => answer,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        let mut said = Vec::new();
+        let io = &self.shell.io;
+        let noted = claim::note_claim(self.claims.as_mut(), io, issue, answer, &mut said).await;
+        let event = match noted {
+            Ok(true) => {
+                let link = self.fleet.as_ref();
+                if claim::fleet_refuses(self.claims.as_mut(), link, io, issue, &mut said).await {
+                    Event::ClaimHeld { issue }
+                } else {
+                    Event::ClaimTaken { issue }
+                }
+            }
+            Ok(false) => Event::ClaimHeld { issue },
+            Err(detail) => {
+                self.say(format!("{what}: {detail}"));
+                said.push(crate::narration::tracker_write_failed(&what, &detail));
+                Event::TrackerWriteFailed
+            }
+        };
+        self.narrate(said);
+        event
     }
 }

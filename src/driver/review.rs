@@ -38,7 +38,8 @@ impl Driver {
         };
         // A listed bot's request for changes holds no merge (its words are never handed
         // either: the machine leaves its feedback out).
-        let decision = state.decision_without(&self.run.cfg.review.ignore_authors_with_the_runner());
+        let decision =
+            state.decision_without(&self.run.cfg.review.ignore_authors_with_the_runner());
         let said = match decision {
             ReviewDecision::Approved => "approved",
             ReviewDecision::ChangesRequested => "changes requested",

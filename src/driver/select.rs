@@ -5,20 +5,25 @@ use super::facts::Probe;
 use super::*;
 use std::collections::BTreeSet;
 
-impl Driver {
-    /// What to ask the tracker for the next issue, from what this runner knows.
-    pub(super) fn tracker_query(&self) -> TrackerQuery {
-        let runner = self.core.runner();
+impl TrackerQuery {
+    /// What to ask the tracker for the next issue, from what this runner knows: the machine's
+    /// counters, the claims of others and the merges of earlier sessions.
+    pub(super) fn of(
+        core: &Core,
+        claims: Option<&claim::ClaimKeeper>,
+        merged_before: &BTreeSet<u32>,
+    ) -> TrackerQuery {
+        let runner = core.runner();
         let finished: BTreeSet<u32> = runner.merged.union(&runner.withdrawn).copied().collect();
-        let mut excluded = self.core.escalated().clone();
+        let mut excluded = core.escalated().clone();
         excluded.extend(finished.iter().copied());
-        if let Some(keeper) = &self.claims {
+        if let Some(keeper) = claims {
             excluded.extend(keeper.others.keys().copied());
             excluded.extend(keeper.refused.iter().copied());
         }
         excluded.extend(runner.held_elsewhere.iter().copied());
         excluded.extend(runner.awaiting_person.iter().copied());
-        let merged = runner.merged.union(&self.cycle.merged_before).copied().collect();
+        let merged = runner.merged.union(merged_before).copied().collect();
         TrackerQuery {
             only: match runner.mode {
                 Mode::SingleIssue(n) => Some(n),
@@ -83,9 +88,15 @@ impl Driver {
         &mut self,
     ) -> Result<(Result<Selection, tracker::TrackerError>, bool), Event> {
         if self.claims.is_some() {
-            self.claimed_by_others().await;
+            let said = super::claim::claimed_by_others(
+                self.claims.as_mut(),
+                &self.shell.io,
+                &*self.shell.clock,
+            )
+            .await;
+            self.narrate(said);
         }
-        let query = self.tracker_query();
+        let query = TrackerQuery::of(&self.core, self.claims.as_ref(), &self.cycle.merged_before);
         let selection = match self
             .patiently("asking the tracker for the next issue", move |w| {
                 query.ask(&*w.tracker)
@@ -96,7 +107,7 @@ impl Driver {
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
         };
         let claimed = self.claims.as_ref().is_some_and(|k| !k.others.is_empty());
-        let others_hold = claimed || self.fleet_others_hold();
+        let others_hold = claimed || super::fleet::others_hold(self.fleet.as_ref());
         if let Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. }) = selection {
             self.say_held_elsewhere();
         }
@@ -106,7 +117,7 @@ impl Driver {
     /// Names the issues held elsewhere (other runners' claims, the ones this session found
     /// held, or else the fleet's other workers) when the selection found nothing else.
     fn say_held_elsewhere(&mut self) {
-        let mut others = self.describe_others();
+        let mut others = super::claim::describe_others(self.claims.as_ref());
         let held: Vec<String> = self
             .core
             .runner()
@@ -127,10 +138,10 @@ impl Driver {
                 format!("{others}, {held}")
             };
         }
-        if others.is_empty() && !self.fleet_others_hold() {
+        if others.is_empty() && !super::fleet::others_hold(self.fleet.as_ref()) {
             return;
         }
-        let others = self.held_elsewhere(others);
+        let others = super::fleet::held_elsewhere(others);
         self.log(&format!(
             "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
         ));
@@ -197,7 +208,8 @@ impl Driver {
                 }
             }
             Ok(Selection::NoIssues) => {
-                self.say_unlabelled().await;
+                let said = unlabelled(&self.shell.io).await;
+                self.narrate(said);
                 Event::NoIssues
             }
             Ok(Selection::AllEscalated { .. }) => Event::AllEscalated { others_hold },
@@ -223,7 +235,8 @@ impl Driver {
         self.save_state();
         let facts = self.facts_to_ask(step == Step::StartCycle);
         let probe = self
-            .shell.io
+            .shell
+            .io
             .call(move |w| {
                 crate::process::cancellable(|| {
                     Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx))

@@ -1,0 +1,139 @@
+//! What the runner narrates in its orchestration log, one function per message: the driver
+//! says which message and with what, never the sentence. Tests assert on these texts, so a
+//! change here is a change of the runner's output.
+
+use chrono::{DateTime, Utc};
+use std::fmt::Display;
+use std::path::Path;
+
+/// A claim's or lease's end as the log shows it.
+fn until(at: DateTime<Utc>) -> impl Display {
+    at.format("%H:%M:%S UTC")
+}
+
+// Claims.
+
+pub fn claimed(issue: u32, worker: &str, expires: DateTime<Utc>) -> String {
+    format!(
+        "claimed issue #{issue} as worker {worker} until {}",
+        until(expires)
+    )
+}
+
+pub fn continuing_from_pushed(issue: u32, branch: &str) -> String {
+    format!("issue #{issue}: continuing from the pushed branch {branch}")
+}
+
+pub fn cannot_take_over_pushed(issue: u32, error: &dyn Display) -> String {
+    format!("warning: issue #{issue}: cannot take over the pushed branch: {error}")
+}
+
+pub fn claimed_by_other(issue: u32, worker: &str, expires: DateTime<Utc>) -> String {
+    format!(
+        "issue #{issue} is claimed by worker {worker} until {}; skipping it",
+        until(expires)
+    )
+}
+
+pub fn claim_lost(issue: u32, worker: &str) -> String {
+    format!(
+        "warning: issue #{issue} is now claimed by worker {worker} (this runner's lease ran out)"
+    )
+}
+
+pub fn cannot_renew_claim(issue: u32, error: &dyn Display) -> String {
+    format!("warning: cannot renew the claim on issue #{issue}: {error}")
+}
+
+pub fn cannot_release_claim(issue: u32, error: &dyn Display) -> String {
+    format!("warning: cannot release the claim on issue #{issue}: {error}")
+}
+
+pub fn cannot_read_other_claims(error: &dyn Display) -> String {
+    format!("warning: cannot read the other runners' claims: {error}")
+}
+
+/// One claim in a list of them: `#3 by w1 until 12:00:00 UTC`.
+pub fn claim_of(issue: u32, worker: &str, expires: DateTime<Utc>) -> String {
+    format!("#{issue} by {worker} until {}", until(expires))
+}
+
+pub fn tracker_write_failed(what: &str, detail: &dyn Display) -> String {
+    format!("tracker: {what} failed: {detail}")
+}
+
+// Manual approval.
+
+pub fn cannot_write_file(path: &Path, error: &dyn Display) -> String {
+    format!("cannot write {}: {error}", path.display())
+}
+
+pub fn decided(option: &str) -> String {
+    format!("decision: {option}")
+}
+
+// Startup and restart.
+
+pub fn stopped_stale_agent_group(pgid: i32, outcome: &dyn std::fmt::Debug) -> String {
+    format!("stopped the agent process group {pgid} left by the previous runner ({outcome:?})")
+}
+
+pub fn stopped_leftover(pid: i32, cmd: &str, dir: &Path) -> String {
+    format!(
+        "stopped pid {pid} ({cmd}), left running in {} by a runner that was killed",
+        dir.display()
+    )
+}
+
+pub fn removed_dead_git_lock(lock: &Path) -> String {
+    format!(
+        "removed {}, left by the previous runner's git (no process holds it)",
+        lock.display()
+    )
+}
+
+pub fn cannot_remove(path: &Path, error: &dyn Display) -> String {
+    format!("warning: cannot remove {}: {error}", path.display())
+}
+
+pub fn pr_merged_recording(issue: u32) -> String {
+    format!("issue #{issue}: its PR is merged; recording the merge")
+}
+
+pub fn progress_unreadable(error: &dyn Display) -> String {
+    format!("cannot read the work tree's progress ({error}); starting from the journal")
+}
+
+pub fn branch_not_adopted(branch: &str, issue: u32, error: &dyn Display) -> String {
+    format!(
+        "branch {branch} is not adopted: the tracker cannot tell about issue #{issue} ({error})"
+    )
+}
+
+pub fn branch_of_escalated(branch: &str, issue: u32) -> String {
+    format!(
+        "branch {branch} belongs to escalated issue #{issue}: not resumed (remove the escalation mark to release it)"
+    )
+}
+
+pub fn cannot_check_out(main: &str, error: &dyn Display) -> String {
+    format!("warning: cannot check out {main}: {error}")
+}
+
+pub fn already_merged_fresh_cycle(issue: u32) -> String {
+    format!("issue #{issue} is already merged: main and a fresh cycle")
+}
+
+pub fn adopting_branch(branch: &str, issue: u32, next: &str) -> String {
+    format!(
+        "adopting branch {branch} that the journal does not know: issue #{issue} continues at {next}"
+    )
+}
+
+// Selection.
+
+pub fn unlabelled(list: &str, label: &str) -> String {
+    format!(
+        "open issue(s) {list} lack the label {label}, so the runner does not select them; add the label to have them worked"
+    )
+}
