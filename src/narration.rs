@@ -137,3 +137,44 @@ pub fn unlabelled(list: &str, label: &str) -> String {
         "open issue(s) {list} lack the label {label}, so the runner does not select them; add the label to have them worked"
     )
 }
+
+// Calls that failed.
+
+pub fn network_failed(what: &str, first_line: &str) -> String {
+    format!("network: {what} failed ({first_line})")
+}
+
+pub fn rate_limited(services: &str, what: &str, first_line: &str) -> String {
+    format!("rate limit: {services}'s limit refused {what} ({first_line})")
+}
+
+// Reviews.
+
+pub fn review_branch_missing(issue: u32, project: &Path) -> String {
+    format!(
+        "issue #{issue}: its feature branch cannot be found, so its PR's review cannot be read; check `git branch --list '{issue}-*'` in {}",
+        project.display()
+    )
+}
+
+pub fn review_unreadable(issue: u32, branch: &str, error: &dyn Display) -> String {
+    format!("issue #{issue}: cannot read the review of {branch}'s PR: {error}")
+}
+
+pub fn review_looked(
+    issue: u32,
+    look: u32,
+    branch: &str,
+    decision: crate::machine::ReviewDecision,
+    notes: usize,
+) -> String {
+    use crate::machine::ReviewDecision;
+    let said = match decision {
+        ReviewDecision::Approved => "approved",
+        ReviewDecision::ChangesRequested => "changes requested",
+        ReviewDecision::None => "no approval or request for changes",
+    };
+    format!(
+        "issue #{issue}: look {look} at the review of {branch}: {said} ({notes} review(s) and comment(s))"
+    )
+}

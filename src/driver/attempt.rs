@@ -2,7 +2,7 @@
 //! classification or post-step check that becomes the machine's next event.
 
 use super::facts::Probe;
-use super::invoke::{self, IssueContext, RepairContext};
+use super::invoke::{self, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
@@ -97,7 +97,7 @@ impl Driver {
         repair: bool,
         check_after: bool,
     ) -> Event {
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         let text = match self.issue_text(issue).await {
             Ok(text) => text,
             Err(event) => return event,
@@ -364,18 +364,6 @@ impl Driver {
             live_log_cap,
             tail_bytes: TAIL_BYTES,
         })
-    }
-
-    /// The prompt's issue facts, asked of the tracker and git when the runner restarted
-    /// mid-cycle with nothing in memory.
-    pub(super) async fn know_issue(&mut self, issue: u32) {
-        if self.cycle.issue.number != issue {
-            self.cycle.issue = self
-                .shell
-                .io
-                .call(move |w| IssueContext::asked(w, issue))
-                .await;
-        }
     }
 
     /// Keeps the attempt's log under the log directory and prunes older ones, never the log

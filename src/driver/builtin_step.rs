@@ -28,7 +28,7 @@ impl Driver {
         commit: Option<Commit>,
         verified: bool,
     ) -> Event {
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         // The machine says whether this is the repair of a conflict with main.
         let conflict = self.core.runner().conflict_repair().is_some();
         // A repair hands the agent the last failure: failing CI, a conflict with main, a
@@ -104,7 +104,7 @@ impl Driver {
         look: u32,
         commit: Option<Commit>,
     ) -> Event {
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         let step = Step::MonitorCi;
         let of = commit
             .map(|c| format!(" of {}", c.short()))

@@ -147,9 +147,11 @@ pub(super) async fn renew(
         }
         Ok(Some(holder)) => {
             keeper.held = None;
-            Answer::of(Event::ClaimLost { issue }).said(say::claim_lost(issue, &holder.worker))
+            Answer::of(Event::ClaimLost { issue }).narrated(say::claim_lost(issue, &holder.worker))
         }
-        Err(e) => Answer::of(Event::TrackerWriteFailed).said(say::cannot_renew_claim(issue, &e)),
+        Err(e) => {
+            Answer::of(Event::TrackerWriteFailed).narrated(say::cannot_renew_claim(issue, &e))
+        }
     }
 }
 

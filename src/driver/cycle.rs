@@ -18,3 +18,13 @@ pub(super) struct Cycle {
     /// (or ever), for selection and dependencies.
     pub merged_before: std::collections::BTreeSet<u32>,
 }
+
+impl Cycle {
+    /// The prompt's issue facts, asked of the tracker and git when the runner restarted
+    /// mid-cycle with nothing in memory.
+    pub async fn know(&mut self, io: &crate::ports::Io, issue: u32) {
+        if self.issue.number != issue {
+            self.issue = io.call(move |w| IssueContext::asked(w, issue)).await;
+        }
+    }
+}

@@ -39,7 +39,7 @@ pub(super) fn ask(
     });
     let request = decision_file::Request::new(&run.session, issue, step.key(), last, &run.cfg.file);
     if let Err(e) = decision_file::write_request(&path, &request) {
-        return Answer::of(Event::DecisionTimedOut).said(say::cannot_write_file(&path, &e));
+        return Answer::of(Event::DecisionTimedOut).narrated(say::cannot_write_file(&path, &e));
     }
     notifier.send(
         Severity::Warning,
@@ -59,7 +59,7 @@ pub(super) fn look(runner_dir: &RunnerDir) -> Answer {
     match read_answer(&path) {
         Some(option) => {
             let _ = std::fs::remove_file(&path);
-            Answer::of(Event::Decided { option }).said(say::decided(option.name()))
+            Answer::of(Event::Decided { option }).narrated(say::decided(option.name()))
         }
         None => Answer::of(Event::DecisionPending),
     }

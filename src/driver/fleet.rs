@@ -324,7 +324,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         };
         // Every diagnostic of this worker, from its start on, says `worker=<k>`.
         let span = crate::logging::worker_span(worker);
-        let result = span.in_scope(|| super::startup::start(wcfg, wopts));
+        let result = span.in_scope(|| super::start(wcfg, wopts));
         started.push((k, worker, span, result));
     }
     let codes: Vec<i32> = runtime.block_on(async {

@@ -189,7 +189,7 @@ impl Driver {
     /// before any merge.
     pub(super) async fn update_branch(&mut self, issue: u32, commit: Option<Commit>) -> Event {
         let step = Step::Merge;
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         let started = self.shell.clock.instant();
         let verified = commit.map(|c| c.hex()).unwrap_or_default();
         let facts = self.facts();

@@ -27,6 +27,7 @@ mod shutdown;
 mod startup;
 pub(crate) use facts::{foreign_list, FOREIGN_FIX};
 pub(crate) use startup::settle_tracker;
+use startup::{start, start_on};
 
 use crate::agent::cli::{self, AttemptInfo};
 use crate::artifacts;
@@ -91,7 +92,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
     };
     // Startup is synchronous and may block (the tracker, git): it runs before the runtime
     // drives anything, outside its context.
-    let started = startup::start(cfg, opts);
+    let started = start(cfg, opts);
     match started {
         Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
         Ok(Started::Exit(code)) => code,
@@ -147,7 +148,7 @@ pub fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::Ports) -
     {
         Ok(runtime) => {
             let program = PathBuf::from(&cfg.agent.command);
-            let started = startup::start_on(cfg, opts, program, ports);
+            let started = start_on(cfg, opts, program, ports);
             match started {
                 Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
                 Ok(Started::Exit(code)) => code,
@@ -203,6 +204,38 @@ impl Driver {
         self.run.refs()
     }
 
+    /// Makes the call once, off the runtime, and judges its answer (`network::judge`): what a
+    /// failed call tells is said and narrated. Every call site that may meet the network.
+    async fn patiently<T, E>(
+        &mut self,
+        what: &str,
+        call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
+    ) -> network::Patient<T, E>
+    where
+        T: Send + 'static,
+        E: std::fmt::Display + crate::call_failure::Kinded + Send + 'static,
+    {
+        let answer = network::call(&self.shell.io, call).await;
+        self.judge(what, answer)
+    }
+
+    /// What the answer of a call made off the runtime means (`network::judge`), with what a
+    /// failed call tells said and narrated.
+    fn judge<T, E: std::fmt::Display + crate::call_failure::Kinded>(
+        &mut self,
+        what: &str,
+        answer: Result<T, E>,
+    ) -> network::Patient<T, E> {
+        let cfg = &self.run.cfg;
+        let (patient, told) =
+            network::judge(&self.shell.shutdown, || cfg.api_services(), what, answer);
+        if let Some(told) = told {
+            self.say(told.said);
+            self.log(&told.narration);
+        }
+        patient
+    }
+
     /// Logs what a handler narrated, in order.
     fn narrate(&self, narration: impl IntoIterator<Item = String>) {
         for line in narration {
@@ -210,8 +243,12 @@ impl Driver {
         }
     }
 
-    /// Logs what a handler's answer narrates and hands out its event.
-    fn answer(&self, answer: Answer) -> Event {
+    /// Logs what a handler's answer narrates, keeps what it said for the machine, and hands
+    /// out its event.
+    fn answer(&mut self, answer: Answer) -> Event {
+        if let Some(said) = answer.said {
+            self.say(said);
+        }
         self.narrate(answer.narration);
         answer.event
     }
@@ -599,22 +636,62 @@ async fn unlabelled(io: &Io) -> Vec<String> {
 /// which the loop logs in the order they were said.
 pub(super) struct Answer {
     pub event: Event,
+    /// What the answer said, for the diagnostics (`Report::said`), when it said anything.
+    pub said: Option<String>,
     pub narration: Vec<String>,
 }
 
 impl Answer {
-    /// The answer `event`, with nothing to narrate yet.
+    /// The answer `event`, with nothing said or to narrate yet.
     pub fn of(event: Event) -> Answer {
         Answer {
             event,
+            said: None,
             narration: Vec::new(),
         }
     }
 
     /// The answer with one more line to narrate.
-    pub fn said(mut self, line: String) -> Answer {
+    pub fn narrated(mut self, line: String) -> Answer {
         self.narration.push(line);
         self
+    }
+}
+
+/// What a handler has told so far while it works: the words for the diagnostics (the last
+/// said wins, as `Report::said`) and the lines to narrate, in order.
+#[derive(Default)]
+pub(super) struct Told {
+    said: Option<String>,
+    narration: Vec<String>,
+}
+
+impl Told {
+    /// What the answer says, for the diagnostics.
+    pub fn say(&mut self, text: String) {
+        self.said = Some(text);
+    }
+
+    /// One more line for the log.
+    pub fn narrate(&mut self, line: String) {
+        self.narration.push(line);
+    }
+
+    /// What a failed call told (`network::judge`), said and narrated.
+    pub fn told(&mut self, told: Option<network::Told>) {
+        if let Some(told) = told {
+            self.say(told.said);
+            self.narrate(told.narration);
+        }
+    }
+
+    /// The handler's answer: `event` with all it told.
+    pub fn answer(self, event: Event) -> Answer {
+        Answer {
+            event,
+            said: self.said,
+            narration: self.narration,
+        }
     }
 }
 

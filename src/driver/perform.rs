@@ -72,7 +72,10 @@ impl Driver {
                 commit,
             } => Outcome::Next(self.look_at_ci(issue, look, commit).await),
             Effect::LookAtReview { issue, look } => {
-                Outcome::Next(self.look_at_review(issue, look).await)
+                let hands = (&self.run, &self.shell.io, &self.shell.shutdown);
+                let cycle = &mut self.cycle;
+                let looked = review::look_at_review(hands, &self.core, cycle, (issue, look)).await;
+                Outcome::Next(self.answer(looked))
             }
             Effect::AddressReview {
                 issue,

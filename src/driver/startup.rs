@@ -393,7 +393,7 @@ pub(super) async fn initial_event(
                 issue,
                 next: Step::Merge,
             };
-            return Answer::of(resume).said(say::pr_merged_recording(issue));
+            return Answer::of(resume).narrated(say::pr_merged_recording(issue));
         }
         return Answer::of(restart);
     }
@@ -403,7 +403,7 @@ pub(super) async fn initial_event(
         .await;
     let detected = match progress {
         Ok(d) => d,
-        Err(e) => return Answer::of(restart).said(say::progress_unreadable(&e)),
+        Err(e) => return Answer::of(restart).narrated(say::progress_unreadable(&e)),
     };
     let Some(d) = detected else {
         return Answer::of(restart);
@@ -416,22 +416,24 @@ pub(super) async fn initial_event(
     let number = d.issue;
     let issue = match io.call(move |w| w.tracker.get(number)).await {
         Ok(issue) => issue,
-        Err(e) => return Answer::of(restart).said(say::branch_not_adopted(&d.branch, d.issue, &e)),
+        Err(e) => {
+            return Answer::of(restart).narrated(say::branch_not_adopted(&d.branch, d.issue, &e))
+        }
     };
     if issue.escalated || core.escalated().contains(&d.issue) {
-        return Answer::of(restart).said(say::branch_of_escalated(&d.branch, d.issue));
+        return Answer::of(restart).narrated(say::branch_of_escalated(&d.branch, d.issue));
     }
     if d.merged {
         if !issue.state_open {
             // Merged and closed: only the checkout to main was left to do.
             let mut answer = Answer::of(restart);
             if let Err(e) = io.call(|w| w.git.checkout_main()).await {
-                answer = answer.said(say::cannot_check_out(main, &e));
+                answer = answer.narrated(say::cannot_check_out(main, &e));
             }
             return answer;
         }
         return Answer::of(Event::AlreadyMerged { issue: d.issue })
-            .said(say::already_merged_fresh_cycle(d.issue));
+            .narrated(say::already_merged_fresh_cycle(d.issue));
     }
     cycle.issue = IssueContext {
         number: d.issue,
@@ -443,7 +445,7 @@ pub(super) async fn initial_event(
         issue: d.issue,
         next: d.next,
     })
-    .said(say::adopting_branch(&d.branch, d.issue, d.next.key()))
+    .narrated(say::adopting_branch(&d.branch, d.issue, d.next.key()))
 }
 
 /// Writes the escalations, merges and lifted quarantines recorded in `session` that the
