@@ -178,3 +178,58 @@ pub fn review_looked(
         "issue #{issue}: look {look} at the review of {branch}: {said} ({notes} review(s) and comment(s))"
     )
 }
+
+// The workspace and a person's decisions.
+
+pub fn stale_git_lock(lock: &Path, age_secs: u64, project: &Path) -> String {
+    format!(
+        "the git lock file {} is left over (older than {age_secs} s): git commands in {} fail while it exists.\nfix: make sure no git process is running in the project, then remove it: rm {}",
+        lock.display(),
+        project.display(),
+        lock.display()
+    )
+}
+
+pub fn foreign_changes(project: &Path, step: &str, list: &str, fix: &str) -> String {
+    format!(
+        "the working tree of {} has changes that are no issue's work before {step} (the runner never works over them):\n{list}\nfix: {fix}",
+        project.display()
+    )
+}
+
+/// A workspace finding, on one line.
+pub fn workspace(said: &str) -> String {
+    format!("workspace: {}", said.replace('\n', "; "))
+}
+
+pub fn warning_of(what: &str, error: &dyn Display) -> String {
+    format!("warning: {what}: {error}")
+}
+
+pub fn withdrawn_said(issue: u32, why: &str) -> String {
+    format!("issue #{issue} was {why} by a person during the cycle")
+}
+
+pub fn withdrawn(issue: u32, why: &str) -> String {
+    format!(
+        "issue #{issue} was {why} in the tracker while the runner worked on it: the cycle is dropped (branch kept), nothing is merged or written to the issue"
+    )
+}
+
+pub fn cannot_write_state(error: &dyn Display) -> String {
+    format!("warning: cannot write the state file: {error}")
+}
+
+// Preconditions.
+
+pub fn already_done(step: &str) -> String {
+    format!("{step}: already done (observed in git); not run again")
+}
+
+pub fn done_probe_failed(step: &str, error: &dyn Display) -> String {
+    format!("{step}: idempotency probe failed ({error}); treating as not done")
+}
+
+pub fn precondition_probe_failed(step: &str, error: &dyn Display) -> String {
+    format!("{step}: precondition probe failed: {error}")
+}

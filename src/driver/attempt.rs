@@ -1,7 +1,7 @@
 //! One agent attempt: prompt and invocation, the run itself, the attempt log, and the
 //! classification or post-step check that becomes the machine's next event.
 
-use super::facts::Probe;
+use super::facts::{FactsAsked, Probe};
 use super::invoke::{self, RepairContext};
 use super::shutdown::Shutdown;
 use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
@@ -33,7 +33,7 @@ impl Driver {
         let ctx = self.step_context();
         // The git locks first (never blamed on the attempt), then the step's check, in one
         // call off the runtime.
-        let facts = self.facts_to_ask(false).without_issue();
+        let facts = FactsAsked::before(&self.core, false).without_issue();
         let probe = self
             .shell
             .io
@@ -45,7 +45,11 @@ impl Driver {
                 })
             })
             .await;
-        let checked = self.facts_verdict(step, probe)?;
+        let mut told = super::Told::default();
+        let hands = (&self.run.cfg, &self.core, &self.shell.shutdown);
+        let checked = super::facts::verdict(hands, step, probe, &mut told);
+        self.keep(told);
+        let checked = checked?;
         let what = format!("checking the outcome of {}", step.key());
         match self.judge(&what, checked) {
             network::Patient::Done(Ok(Ok(()))) => Ok(None),

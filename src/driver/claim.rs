@@ -3,7 +3,6 @@
 //! machine's), releases a claim when the issue is merged or escalated and when the run ends,
 //! and keeps the claims of other runners out of the tracker's selection.
 
-use super::fleet::{self, Link};
 use super::Answer;
 use crate::machine::Event;
 use crate::narration as say;
@@ -84,24 +83,18 @@ pub(super) async fn note_claim(
     }
 }
 
-/// Asks the fleet whether this worker may start `issue`; a refused issue's claim is given
-/// back and the issue left out of this worker's next selection.
-pub(super) async fn fleet_refuses(
+/// The fleet gave `issue` to another worker: its claim is given back and the issue left out
+/// of this worker's next selection; what it narrates.
+pub(super) async fn refused_by_fleet(
     mut claims: Option<&mut ClaimKeeper>,
-    link: Option<&Link>,
     io: &Io,
     issue: u32,
-    narration: &mut Vec<String>,
-) -> bool {
-    let wants = |worker| sdlc_machine::fleet::Report::WantsIssue { worker, issue };
-    if fleet::tell(link, wants) != Some(false) {
-        return false;
-    }
-    narration.extend(release(claims.as_deref_mut(), io, issue).await);
+) -> Vec<String> {
+    let said = release(claims.as_deref_mut(), io, issue).await;
     if let Some(keeper) = claims {
         keeper.refused.insert(issue);
     }
-    true
+    said
 }
 
 /// `RenewClaim`: renews the claim on `issue` on the machine's terms: written to last

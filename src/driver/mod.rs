@@ -236,6 +236,14 @@ impl Driver {
         patient
     }
 
+    /// Keeps what a handler told while it worked: its words for the machine, its narration.
+    fn keep(&mut self, told: Told) {
+        if let Some(said) = told.said {
+            self.say(said);
+        }
+        self.narrate(told.narration);
+    }
+
     /// Logs what a handler narrated, in order.
     fn narrate(&self, narration: impl IntoIterator<Item = String>) {
         for line in narration {
@@ -514,18 +522,12 @@ impl Driver {
     }
 
     fn save_state(&mut self) {
-        self.shell.state.last_transition_at = Some(self.shell.clock.now().to_rfc3339());
-        if let Err(e) = artifacts::write_state(&self.run.cfg.project_path, &self.shell.state) {
-            self.log(&format!("warning: cannot write the state file: {e}"));
-        }
+        let said = self.shell.save_state(&self.run.cfg.project_path);
+        self.narrate(said);
     }
 
     fn step_context(&self) -> StepContext {
-        StepContext {
-            issue: self.core.runner().issue,
-            feature: self.cycle.feature.clone(),
-            verified: self.core.runner().verified.map(|c| c.hex()),
-        }
+        step_context(&self.core, &self.cycle)
     }
 
     async fn exit(&mut self, code: u8, state: &State) -> i32 {
@@ -692,6 +694,16 @@ impl Told {
             said: self.said,
             narration: self.narration,
         }
+    }
+}
+
+/// What the step's checks are told of the cycle: the machine's issue and verified commit, the
+/// feature the driver saw.
+fn step_context(core: &Core, cycle: &Cycle) -> StepContext {
+    StepContext {
+        issue: core.runner().issue,
+        feature: cycle.feature.clone(),
+        verified: core.runner().verified.map(|c| c.hex()),
     }
 }
 

@@ -45,7 +45,10 @@ impl Driver {
         match effect {
             Effect::SelectIssue => Outcome::Next(self.select_issue().await),
             Effect::CheckPreconditions { step } => {
-                Outcome::Next(self.check_preconditions(step).await)
+                let facts = (&self.core, &self.cycle);
+                let checked =
+                    select::check_preconditions(&self.run, &mut self.shell, facts, step).await;
+                Outcome::Next(self.answer(checked))
             }
             Effect::RunStep {
                 step,
@@ -429,8 +432,11 @@ impl Driver {
         let noted = claim::note_claim(self.claims.as_mut(), io, issue, answer, &mut said).await;
         let event = match noted {
             Ok(true) => {
-                let link = self.fleet.as_ref();
-                if claim::fleet_refuses(self.claims.as_mut(), link, io, issue, &mut said).await {
+                // The fleet's coordinator may give the issue to another of its workers.
+                let wants = |worker| sdlc_machine::fleet::Report::WantsIssue { worker, issue };
+                if fleet::tell(self.fleet.as_ref(), wants) == Some(false) {
+                    let claims = self.claims.as_mut();
+                    said.extend(claim::refused_by_fleet(claims, io, issue).await);
                     Event::ClaimHeld { issue }
                 } else {
                     Event::ClaimTaken { issue }

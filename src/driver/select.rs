@@ -1,8 +1,12 @@
 //! Which issue next, and whether a step may start: the tracker asked (claims taken with a
 //! worker id), a person's decision read, the step's preconditions checked through the ports.
 
-use super::facts::Probe;
+use super::cycle::Cycle;
+use super::facts::{FactsAsked, Probe};
+use super::run_context::RunContext;
+use super::shell::Shell;
 use super::*;
+use crate::narration as say;
 use std::collections::BTreeSet;
 
 impl TrackerQuery {
@@ -226,62 +230,67 @@ impl Driver {
             }
         }
     }
+}
 
-    /// The facts the runner owns, a person's decision, whether the step is already done and
-    /// its preconditions: asked in one call off the runtime, judged in that order.
-    pub(super) async fn check_preconditions(&mut self, step: Step) -> Event {
-        let ctx = self.step_context();
-        self.shell.state.current_step = step.number();
-        self.save_state();
-        let facts = self.facts_to_ask(step == Step::StartCycle);
-        let probe = self
-            .shell
-            .io
-            .call(move |w| {
-                crate::process::cancellable(|| {
-                    Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx))
-                })
-            })
-            .await;
-        let asked = match self.facts_verdict(step, probe) {
-            Ok(asked) => asked,
-            Err(event) => return event,
-        };
-        let what = format!("checking whether {} is already done", step.key());
-        match self.judge(&what, asked.done) {
-            network::Patient::Done(Ok(true)) => {
-                self.log(&format!(
-                    "{}: already done (observed in git); not run again",
-                    step.key()
-                ));
-                self.shell.state.last_completed_step = step.number();
-                return Event::AlreadyDone { step };
-            }
-            network::Patient::Done(Ok(false)) => {}
-            network::Patient::Done(Err(e)) => self.log(&format!(
-                "{}: idempotency probe failed ({e}); treating as not done",
-                step.key()
-            )),
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+/// `CheckPreconditions`: the facts the runner owns, a person's decision, whether the step is
+/// already done and its preconditions: asked in one call off the runtime, judged in that order.
+pub(super) async fn check_preconditions(
+    run: &RunContext,
+    shell: &mut Shell,
+    (core, cycle): (&Core, &Cycle),
+    step: Step,
+) -> Answer {
+    let mut told = Told::default();
+    let ctx = step_context(core, cycle);
+    shell.state.current_step = step.number();
+    told.narration
+        .extend(shell.save_state(&run.cfg.project_path));
+    let facts = FactsAsked::before(core, step == Step::StartCycle);
+    let probe = shell
+        .io
+        .call(move |w| {
+            crate::process::cancellable(|| Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx)))
+        })
+        .await;
+    let hands = (&run.cfg, core, &shell.shutdown);
+    let asked = match super::facts::verdict(hands, step, probe, &mut told) {
+        Ok(asked) => asked,
+        Err(event) => return told.answer(event),
+    };
+    let services = || run.cfg.api_services();
+    let what = format!("checking whether {} is already done", step.key());
+    let (judged, failed) = network::judge(&shell.shutdown, services, &what, asked.done);
+    told.told(failed);
+    match judged {
+        network::Patient::Done(Ok(true)) => {
+            told.narrate(say::already_done(step.key()));
+            shell.state.last_completed_step = step.number();
+            return told.answer(Event::AlreadyDone { step });
         }
-        let Some(checked) = asked.checked else {
-            // Only an answer that ends the sequence leaves the preconditions unasked.
-            return Event::PreconditionsOk { step };
-        };
-        let what = format!("checking the preconditions of {}", step.key());
-        match self.judge(&what, checked) {
-            network::Patient::Done(Ok(Ok(()))) => Event::PreconditionsOk { step },
-            network::Patient::Done(Ok(Err(check))) => Event::PreconditionFailed { step, check },
-            network::Patient::Done(Err(e)) => {
-                self.log(&format!("{}: precondition probe failed: {e}", step.key()));
-                match crate::step::Check::of(step).first() {
-                    Some(&check) => Event::PreconditionFailed { step, check },
-                    None => Event::PreconditionsOk { step },
-                }
-            }
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
-        }
+        network::Patient::Done(Ok(false)) => {}
+        network::Patient::Done(Err(e)) => told.narrate(say::done_probe_failed(step.key(), &e)),
+        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return told.answer(ev),
     }
+    let Some(checked) = asked.checked else {
+        // Only an answer that ends the sequence leaves the preconditions unasked.
+        return told.answer(Event::PreconditionsOk { step });
+    };
+    let what = format!("checking the preconditions of {}", step.key());
+    let (judged, failed) = network::judge(&shell.shutdown, services, &what, checked);
+    told.told(failed);
+    let event = match judged {
+        network::Patient::Done(Ok(Ok(()))) => Event::PreconditionsOk { step },
+        network::Patient::Done(Ok(Err(check))) => Event::PreconditionFailed { step, check },
+        network::Patient::Done(Err(e)) => {
+            told.narrate(say::precondition_probe_failed(step.key(), &e));
+            match crate::step::Check::of(step).first() {
+                Some(&check) => Event::PreconditionFailed { step, check },
+                None => Event::PreconditionsOk { step },
+            }
+        }
+        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
+    };
+    told.answer(event)
 }
 
 /// What a step's own checks said: already done, then (unless that settled it) its

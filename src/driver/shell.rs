@@ -31,3 +31,15 @@ pub(super) struct Shell {
     /// The running step and the current wait, for `status` (`live.json`).
     pub live: crate::live_status::LiveStatus,
 }
+
+impl Shell {
+    /// Writes the state file, stamped with the clock's now; what it narrates (a warning when
+    /// the file cannot be written).
+    pub fn save_state(&mut self, project: &std::path::Path) -> Option<String> {
+        self.state.last_transition_at = Some(self.clock.now().to_rfc3339());
+        let written = crate::artifacts::write_state(project, &self.state);
+        written
+            .err()
+            .map(|e| crate::narration::cannot_write_state(&e))
+    }
+}
