@@ -233,3 +233,60 @@ pub fn done_probe_failed(step: &str, error: &dyn Display) -> String {
 pub fn precondition_probe_failed(step: &str, error: &dyn Display) -> String {
     format!("{step}: precondition probe failed: {error}")
 }
+
+// Selection.
+
+pub fn held_elsewhere(others: &str) -> String {
+    format!(
+        "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
+    )
+}
+
+pub fn merged_earlier(issue: u32) -> String {
+    format!("issue #{issue} is open in the tracker, but an earlier session merged it")
+}
+
+pub fn selected(issue: u32, title: &str) -> String {
+    format!("selected issue #{issue}: {title}")
+}
+
+pub fn blocked(list: &str) -> String {
+    format!("blocked issues: {list}")
+}
+
+pub fn tracker_failed(error: &dyn Display) -> String {
+    format!("tracker failed: {error}")
+}
+
+// The merge turn.
+
+pub fn waiting_for_fleet_turn(issue: u32) -> String {
+    format!("issue #{issue}: waiting for the fleet's merge turn (another worker is merging)")
+}
+
+pub fn waiting_for_merge_lease(
+    issue: u32,
+    (worker, merging, expires): (&str, u32, DateTime<Utc>),
+    lease_file: Option<&Path>,
+) -> String {
+    let file = lease_file
+        .map(|f| format!("; remove {} if that runner is gone", f.display()))
+        .unwrap_or_default();
+    format!(
+        "issue #{issue}: waiting for the merge lease, held by worker {worker} (merging #{merging}) until {}{file}",
+        until(expires)
+    )
+}
+
+pub fn cannot_take_merge_lease(error: &dyn Display) -> String {
+    format!("cannot take the merge lease: {error}")
+}
+
+/// A line about the merge.
+pub fn merge(text: &str) -> String {
+    format!("merge: {text}")
+}
+
+pub fn cannot_give_merge_lease_back(error: &dyn Display) -> String {
+    format!("warning: cannot give the merge lease back: {error}")
+}

@@ -7,10 +7,15 @@
 //! a lost push race as contention (`MergeRaceLost`, merged again as `fleet::Contention`
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
-use super::{network, Driver};
+use super::claim::{self, ClaimKeeper};
+use super::fleet::{self, Link};
+use super::shutdown::Shutdown;
+use super::{network, Answer, Driver, Told};
 use crate::agent::classify::classify_builtin;
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
+use crate::narration as say;
+use crate::ports::{Clock, Io};
 use crate::tracker::claims::Claimed;
 
 use crate::machine::{Commit, Event, Signal, Usage};
@@ -18,93 +23,92 @@ use crate::step::Step;
 use crate::steps::builtin::{self, Failed, Head, IssueFacts, Look};
 use sdlc_machine::fleet::Report;
 
+/// `TakeMergeTurn`: one ask for the fleet's turn, then one for the tracker's merge lease
+/// (the holder's ask renews it). Busy: who holds it is said for the diagnostics.
+pub(super) async fn take_merge_turn(
+    (fleet, claims): (Option<&Link>, Option<&ClaimKeeper>),
+    (io, clock, shutdown): (&Io, &dyn Clock, &Shutdown),
+    issue: u32,
+) -> Answer {
+    let mut told = Told::default();
+    if let Some(link) = fleet {
+        match link.report(Report::WantsMerge {
+            worker: link.worker,
+        }) {
+            Some(true) => {}
+            Some(false) => {
+                told.say(say::waiting_for_fleet_turn(issue));
+                return told.answer(Event::MergeTurnBusy);
+            }
+            None => {
+                // The fleet halted: nothing is merged any more.
+                shutdown.request(Signal::Term);
+                return told.answer(shutdown.event());
+            }
+        }
+    }
+    // The merge lease lasts a claim's lease: a holder that died delays the others by
+    // at most that.
+    let Some(lease) = claims.map(|k| k.lease) else {
+        return told.answer(Event::MergeTurnTaken);
+    };
+    let now = clock.now();
+    let asked = claim::on_claims(claims, io, move |store, worker| {
+        let answer = store.lease_merge(issue, worker, lease, now);
+        (answer, store.merge_lease_file())
+    })
+    .await;
+    let (answer, lease_file) = match asked {
+        Some((answer, file)) => (Some(answer), file),
+        None => (None, None),
+    };
+    let event = match answer {
+        None | Some(Ok(None)) | Some(Ok(Some(Claimed::Won(_)))) => Event::MergeTurnTaken,
+        Some(Ok(Some(Claimed::Held(holder)))) => {
+            let text = say::waiting_for_merge_lease(
+                issue,
+                (&holder.worker, holder.issue, holder.expires_at),
+                lease_file.as_deref(),
+            );
+            tracing::debug!("{text}");
+            told.say(text);
+            Event::MergeTurnBusy
+        }
+        Some(Err(e)) => {
+            let text = say::cannot_take_merge_lease(&e);
+            told.narrate(say::merge(&text));
+            told.say(text);
+            Event::TrackerWriteFailed
+        }
+    };
+    told.answer(event)
+}
+
+/// `ReleaseMergeTurn`: the tracker's lease and then the fleet's turn given back (merged or
+/// not), so that the next worker to get the turn finds the lease free. Idempotent. What it
+/// narrates.
+pub(super) async fn release_merge_turn(
+    fleet: Option<&Link>,
+    claims: Option<&ClaimKeeper>,
+    io: &Io,
+) -> Vec<String> {
+    let said = release_merge_lease(claims, io).await;
+    fleet::tell(fleet, |worker| Report::MergeDone { worker });
+    said
+}
+
+/// Gives this runner's merge lease back, if it holds it. Also at the start of a fleet's
+/// worker: a lease left under its id by a killed run is stale (the project's lock is this
+/// run's), and keeping it would make the worker that has the fleet's turn wait for it.
+pub(super) async fn release_merge_lease(claims: Option<&ClaimKeeper>, io: &Io) -> Vec<String> {
+    let released = claim::on_claims(claims, io, |store, worker| store.release_merge(worker)).await;
+    match released {
+        Some(Err(e)) => vec![say::cannot_give_merge_lease_back(&e)],
+        _ => Vec::new(),
+    }
+}
+
 impl Driver {
-    /// `TakeMergeTurn`: one ask for the fleet's turn, then one for the tracker's merge lease
-    /// (the holder's ask renews it). Busy: who holds it is said for the diagnostics.
-    pub(super) async fn take_merge_turn(&mut self, issue: u32) -> Event {
-        if let Some(link) = self.fleet.clone() {
-            match link.report(Report::WantsMerge {
-                worker: link.worker,
-            }) {
-                Some(true) => {}
-                Some(false) => {
-                    self.say(format!(
-                        "issue #{issue}: waiting for the fleet's merge turn (another worker is merging)"
-                    ));
-                    return Event::MergeTurnBusy;
-                }
-                None => {
-                    // The fleet halted: nothing is merged any more.
-                    self.shell.shutdown.request(Signal::Term);
-                    return self.shell.shutdown.event();
-                }
-            }
-        }
-        // The merge lease lasts a claim's lease: a holder that died delays the others by
-        // at most that.
-        let Some(lease) = self.claims.as_ref().map(|k| k.lease) else {
-            return Event::MergeTurnTaken;
-        };
-        let now = self.shell.clock.now();
-        let asked = super::claim::on_claims(
-            self.claims.as_ref(),
-            &self.shell.io,
-            move |store, worker| {
-                let answer = store.lease_merge(issue, worker, lease, now);
-                (answer, store.merge_lease_file())
-            },
-        )
-        .await;
-        let (answer, lease_file) = match asked {
-            Some((answer, file)) => (Some(answer), file),
-            None => (None, None),
-        };
-        match answer {
-            None | Some(Ok(None)) | Some(Ok(Some(Claimed::Won(_)))) => Event::MergeTurnTaken,
-            Some(Ok(Some(Claimed::Held(holder)))) => {
-                let file = lease_file
-                    .map(|f| format!("; remove {} if that runner is gone", f.display()))
-                    .unwrap_or_default();
-                let text = format!(
-                    "issue #{issue}: waiting for the merge lease, held by worker {} (merging #{}) until {}{file}",
-                    holder.worker,
-                    holder.issue,
-                    holder.expires_at.format("%H:%M:%S UTC")
-                );
-                tracing::debug!("{text}");
-                self.say(text);
-                Event::MergeTurnBusy
-            }
-            Some(Err(e)) => {
-                let text = format!("cannot take the merge lease: {e}");
-                self.log(&format!("merge: {text}"));
-                self.say(text);
-                Event::TrackerWriteFailed
-            }
-        }
-    }
-
-    /// `ReleaseMergeTurn`: the tracker's lease and then the fleet's turn given back (merged or
-    /// not), so that the next worker to get the turn finds the lease free. Idempotent.
-    pub(super) async fn release_merge_turn(&mut self) {
-        self.release_merge_lease().await;
-        super::fleet::tell(self.fleet.as_ref(), |worker| Report::MergeDone { worker });
-    }
-
-    /// Gives this runner's merge lease back, if it holds it. Also at the start of a fleet's
-    /// worker: a lease left under its id by a killed run is stale (the project's lock is this
-    /// run's), and keeping it would make the worker that has the fleet's turn wait for it.
-    pub(super) async fn release_merge_lease(&mut self) {
-        let released =
-            super::claim::on_claims(self.claims.as_ref(), &self.shell.io, |store, worker| {
-                store.release_merge(worker)
-            })
-            .await;
-        if let Some(Err(e)) = released {
-            self.log(&format!("warning: cannot give the merge lease back: {e}"));
-        }
-    }
-
     /// One merge run (`RunStep` of merge, within the turn): origin's branch looked at first
     /// (one fetch: a person's merge, a closed PR or deleted branch, a moved head are the
     /// machine's events, and nothing is merged), then exactly `commit`, the one CI passed in

@@ -313,7 +313,8 @@ impl Driver {
         if self.fleet.is_some() {
             // A lease left under this worker's id by a killed run is stale (the project's
             // lock is this run's): keeping it would make the worker with the turn wait.
-            self.release_merge_lease().await;
+            let said = merge::release_merge_lease(self.claims.as_ref(), &self.shell.io).await;
+            self.narrate(said);
         }
         if self.restart.recovering {
             let said = facts::clear_locks_of_a_killed_runner(&self.shell.io).await;
@@ -532,7 +533,9 @@ impl Driver {
 
     async fn exit(&mut self, code: u8, state: &State) -> i32 {
         // A merge turn held when the run stops (a halt, a signal) is given back with it.
-        self.release_merge_turn().await;
+        let (fleet, claims) = (self.fleet.as_ref(), self.claims.as_ref());
+        let said = merge::release_merge_turn(fleet, claims, &self.shell.io).await;
+        self.narrate(said);
         fleet::tell(self.fleet.as_ref(), |worker| {
             sdlc_machine::fleet::Report::Finished { worker }
         });

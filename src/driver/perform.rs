@@ -43,7 +43,13 @@ impl Driver {
             }
         }
         match effect {
-            Effect::SelectIssue => Outcome::Next(self.select_issue().await),
+            Effect::SelectIssue => {
+                let work = (&self.core, &mut self.cycle);
+                let holders = (self.claims.as_mut(), self.fleet.as_ref());
+                let selected =
+                    select::select_issue(&self.run, &mut self.shell, work, holders).await;
+                Outcome::Next(self.answer(selected))
+            }
             Effect::CheckPreconditions { step } => {
                 let facts = (&self.core, &self.cycle);
                 let checked =
@@ -131,7 +137,12 @@ impl Driver {
             Effect::Pause { millis } => {
                 Outcome::Next(self.sleep(Duration::from_millis(millis)).await)
             }
-            Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue).await),
+            Effect::TakeMergeTurn { issue } => {
+                let holders = (self.fleet.as_ref(), self.claims.as_ref());
+                let shell = (&self.shell.io, &*self.shell.clock, &self.shell.shutdown);
+                let taken = merge::take_merge_turn(holders, shell, issue).await;
+                Outcome::Next(self.answer(taken))
+            }
             Effect::ClaimIssue { issue } => Outcome::Next(self.claim_issue(issue).await),
             Effect::RenewClaim {
                 issue,
@@ -145,7 +156,9 @@ impl Driver {
                 Outcome::Next(self.answer(renewed))
             }
             Effect::ReleaseMergeTurn => {
-                self.release_merge_turn().await;
+                let (fleet, claims) = (self.fleet.as_ref(), self.claims.as_ref());
+                let said = merge::release_merge_turn(fleet, claims, &self.shell.io).await;
+                self.narrate(said);
                 Outcome::Continue
             }
             Effect::AutoCommit(kind) => {
