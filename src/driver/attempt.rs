@@ -4,7 +4,8 @@
 use super::facts::{FactsAsked, Probe};
 use super::invoke::{self, RepairContext};
 use super::shutdown::Shutdown;
-use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
+use super::step_run::StepRun;
+use super::{network, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
 use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
@@ -19,7 +20,7 @@ use crate::step::Step;
 use crate::steps::checks;
 use crate::tracker::IssueText;
 
-impl Driver {
+impl StepRun<'_> {
     /// The post-step check after a step's work: `Ok(None)` when it holds, `Ok(Some(failure))`
     /// when it does not, `Err(event)` when the machine must hear something else first (the
     /// workspace unfit, a stop request, a network wait). Once an agent ran (`agent_ran`), a
@@ -33,7 +34,7 @@ impl Driver {
         let ctx = self.step_context();
         // The git locks first (never blamed on the attempt), then the step's check, in one
         // call off the runtime.
-        let facts = FactsAsked::before(&self.core, false).without_issue();
+        let facts = FactsAsked::before(self.core, false).without_issue();
         let probe = self
             .shell
             .io
@@ -46,7 +47,7 @@ impl Driver {
             })
             .await;
         let mut told = super::Told::default();
-        let hands = (&self.run.cfg, &self.core, &self.shell.shutdown);
+        let hands = (&self.run.cfg, self.core, &self.shell.shutdown);
         let checked = super::facts::verdict(hands, step, probe, &mut told);
         self.keep(told);
         let checked = checked?;

@@ -7,7 +7,8 @@
 //! machine's next request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before
 //! any merge.
 
-use super::{network, Driver};
+use super::network;
+use super::step_run::StepRun;
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Commit, Event, Usage};
@@ -16,7 +17,7 @@ use crate::ports::{GitPort, World};
 use crate::step::Step;
 use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
 
-impl Driver {
+impl StepRun<'_> {
     /// `commit`: for monitorCI the commit its look is for (none: the one the runner pushed);
     /// for merge the commit to merge, `verified` when CI passed it in this cycle.
     pub(super) async fn run_builtin(

@@ -10,7 +10,8 @@
 use super::claim::{self, ClaimKeeper};
 use super::fleet::{self, Link};
 use super::shutdown::Shutdown;
-use super::{network, Answer, Driver, Told};
+use super::step_run::StepRun;
+use super::{network, Answer, Told};
 use crate::agent::classify::classify_builtin;
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
@@ -108,7 +109,7 @@ pub(super) async fn release_merge_lease(claims: Option<&ClaimKeeper>, io: &Io) -
     }
 }
 
-impl Driver {
+impl StepRun<'_> {
     /// One merge run (`RunStep` of merge, within the turn): origin's branch looked at first
     /// (one fetch: a person's merge, a closed PR or deleted branch, a moved head are the
     /// machine's events, and nothing is merged), then exactly `commit`, the one CI passed in

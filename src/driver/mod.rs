@@ -25,6 +25,7 @@ mod select;
 mod shell;
 mod shutdown;
 mod startup;
+mod step_run;
 pub(crate) use facts::{foreign_list, FOREIGN_FIX};
 pub(crate) use startup::settle_tracker;
 use startup::{start, start_on};
@@ -236,12 +237,16 @@ impl Driver {
         patient
     }
 
-    /// Keeps what a handler told while it worked: its words for the machine, its narration.
-    fn keep(&mut self, told: Told) {
-        if let Some(said) = told.said {
-            self.say(said);
+    /// The parts a step's handlers work with, borrowed for one request.
+    fn step_run(&mut self) -> step_run::StepRun<'_> {
+        step_run::StepRun {
+            run: &mut self.run,
+            shell: &mut self.shell,
+            cycle: &mut self.cycle,
+            core: &self.core,
+            report: &mut self.report,
+            worker: self.fleet.as_ref().map(|link| link.worker),
         }
-        self.narrate(told.narration);
     }
 
     /// Logs what a handler narrated, in order.
@@ -527,10 +532,6 @@ impl Driver {
         self.narrate(said);
     }
 
-    fn step_context(&self) -> StepContext {
-        step_context(&self.core, &self.cycle)
-    }
-
     async fn exit(&mut self, code: u8, state: &State) -> i32 {
         // A merge turn held when the run stops (a halt, a signal) is given back with it.
         let (fleet, claims) = (self.fleet.as_ref(), self.claims.as_ref());
@@ -612,11 +613,6 @@ impl Driver {
 
     fn say(&mut self, text: String) {
         self.report.said = Some(text);
-    }
-
-    /// What the answer being produced has said so far (see `report`).
-    fn just_said(&self) -> &str {
-        self.report.said.as_deref().unwrap_or_default()
     }
 }
 

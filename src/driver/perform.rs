@@ -71,7 +71,10 @@ impl Driver {
                     };
                 crate::stats::step();
                 self.shell.live.step_started(issue, step.key(), attempt);
-                let event = self.run_step(step, issue, attempt, repair, commit).await;
+                let event = self
+                    .step_run()
+                    .run_step(step, issue, attempt, repair, commit)
+                    .await;
                 self.call_ended(&event);
                 Outcome::Next(event)
             }
@@ -79,7 +82,7 @@ impl Driver {
                 issue,
                 look,
                 commit,
-            } => Outcome::Next(self.look_at_ci(issue, look, commit).await),
+            } => Outcome::Next(self.step_run().look_at_ci(issue, look, commit).await),
             Effect::LookAtReview { issue, look } => {
                 let hands = (&self.run, &self.shell.io, &self.shell.shutdown);
                 let cycle = &mut self.cycle;
@@ -102,12 +105,12 @@ impl Driver {
                 self.shell
                     .live
                     .step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
-                let event = self.address_review(issue, round, attempt).await;
+                let event = self.step_run().address_review(issue, round, attempt).await;
                 self.call_ended(&event);
                 Outcome::Next(event)
             }
             Effect::UpdateBranch { issue, commit } => {
-                Outcome::Next(self.update_branch(issue, commit).await)
+                Outcome::Next(self.step_run().update_branch(issue, commit).await)
             }
             Effect::Wait { seconds, reason } => {
                 let until = u64::try_from(self.shell.clock.now().timestamp())

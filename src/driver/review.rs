@@ -11,6 +11,7 @@ use crate::ports::Io;
 use cycle::Cycle;
 use run_context::RunContext;
 use shutdown::Shutdown;
+use step_run::StepRun;
 
 /// `LookAtReview`: reads the review of `issue`'s PR once.
 pub(super) async fn look_at_review(
@@ -70,7 +71,7 @@ pub(super) async fn look_at_review(
     told.answer(Event::ReviewLooked { decision, feedback })
 }
 
-impl Driver {
+impl StepRun<'_> {
     /// Round `round` of addressing the reviewers' requests: the agent (`steps.addressReview`:
     /// its agent, model, limits, skill and prompt) is handed the feedback the machine chose,
     /// then the runner commits what it left and pushes. `Repaired` of monitorCI once pushed:
