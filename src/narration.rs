@@ -290,3 +290,162 @@ pub fn merge(text: &str) -> String {
 pub fn cannot_give_merge_lease_back(error: &dyn Display) -> String {
     format!("warning: cannot give the merge lease back: {error}")
 }
+
+// A step's attempt.
+
+pub fn attempt_started(
+    issue: u32,
+    (number, name): (u8, &str),
+    attempt: u32,
+    repair: bool,
+) -> String {
+    let repair = if repair { " (repair)" } else { "" };
+    format!("issue #{issue} step {number} {name} attempt {attempt}{repair}")
+}
+
+pub fn builtin_started(issue: u32, (number, key): (u8, &str), attempt: u32) -> String {
+    format!("issue #{issue} step {number} {key} attempt {attempt} (builtin)")
+}
+
+pub fn group_unrecorded(error: &dyn Display) -> String {
+    format!(
+        "warning: the agent's process group was not recorded ({error}); if the runner dies now, its children may outlive it"
+    )
+}
+
+pub fn agent_session(id: &str) -> String {
+    format!("agent session {id}")
+}
+
+pub fn issue_text_unreadable(issue: u32, error: &dyn Display) -> String {
+    format!("warning: the text of issue #{issue} cannot be read ({error}); the agent gets its title only")
+}
+
+pub fn pruning_failed(error: &dyn Display) -> String {
+    format!("warning: log pruning failed: {error}")
+}
+
+pub fn attempt_log(path: &Path) -> String {
+    format!("attempt log: {}", path.display())
+}
+
+pub fn cannot_archive(error: &dyn Display) -> String {
+    format!("warning: cannot archive the attempt log: {error}")
+}
+
+pub fn succeeded(name: &str, took: &str, turns: u32, cost_micros: u64) -> String {
+    format!(
+        "{name}: succeeded in {took} ({turns} turns, ${:.2})",
+        cost_micros as f64 / 1e6
+    )
+}
+
+pub fn failed(name: &str, class: &dyn Display, signature: &dyn Display, summary: &str) -> String {
+    format!("{name}: failed: {class} {signature} — {summary}")
+}
+
+/// A line about a step: `<step>: <text>`.
+pub fn of_step(step: &str, text: &str) -> String {
+    format!("{step}: {text}")
+}
+
+pub fn look_at_ci(issue: u32, step: &str, look: u32, of: &str) -> String {
+    format!("issue #{issue} {step}: look {look} at CI{of}")
+}
+
+pub fn ci_pending(step: &str, commit: &str) -> String {
+    format!("{step}: CI pending on {commit}")
+}
+
+pub fn lost_push_race(issue: u32, main: &str) -> String {
+    format!("issue #{issue}: the merge lost a push race (origin's {main} moved meanwhile)")
+}
+
+pub fn merge_conflict(summary: &str) -> String {
+    format!("merge: failed: MERGE_CONFLICT — {summary}")
+}
+
+pub fn review_round_handout(issue: u32, round: u32, notes: usize) -> String {
+    format!(
+        "issue #{issue}: review round {round}: handing the agent {notes} review(s) and comment(s)"
+    )
+}
+
+pub fn review_round_done(issue: u32, round: u32, done: &str) -> String {
+    format!("issue #{issue}: review round {round}: {done}")
+}
+
+// The loop and the session.
+
+pub fn cannot_exclude(error: &dyn Display) -> String {
+    format!("warning: cannot keep runner files out of git: {error}")
+}
+
+pub fn cannot_create_auto_mode(error: &dyn Display) -> String {
+    format!("warning: cannot create the auto-mode flag: {error}")
+}
+
+pub fn session_started(session: &str, project: &Path, state: &str) -> String {
+    format!(
+        "sdlc-runner {} session {session} on {} (state {state})",
+        env!("CARGO_PKG_VERSION"),
+        project.display()
+    )
+}
+
+pub fn redoing(effects: usize) -> String {
+    format!(
+        "completing the {effects} recorded effect(s) the previous runner may not have carried out"
+    )
+}
+
+pub fn broken_batch(why: &str, event: &dyn std::fmt::Debug, state: &str) -> String {
+    format!("internal error: {why} after {event:?} in {state}; stopping without acting")
+}
+
+pub fn journal_unwritable(error: &dyn Display) -> String {
+    format!("FATAL: cannot write the journal ({error}); stopping without acting")
+}
+
+pub fn unanswered(request: &dyn std::fmt::Debug, state: &str) -> String {
+    format!("internal error: {request:?} got no answer in {state}")
+}
+
+pub fn stopped_continues(how: &str, session: &str) -> String {
+    format!("{how}; next run continues session {session}")
+}
+
+pub fn cannot_record_end(error: &dyn Display) -> String {
+    format!("warning: cannot record the session end: {error}")
+}
+
+pub fn done(code: u8, merges: u64, wasted: &str) -> String {
+    format!(
+        "done (exit {code}): {merges} merge(s); {}",
+        wasted.replace('\n', ";")
+    )
+}
+
+pub fn waiting(seconds: u64, until: &str) -> String {
+    format!("waiting {seconds} s{until}")
+}
+
+pub fn committed(message: &str) -> String {
+    format!("committed: {message}")
+}
+
+pub fn auto_commit_skipped(error: &dyn Display) -> String {
+    format!("auto-commit skipped: {error}")
+}
+
+pub fn released(issue: u32, note: &str) -> String {
+    format!("tracker: issue #{issue} released: {note}")
+}
+
+pub fn cleanup_stopped(pid: i32, cmd: &str) -> String {
+    format!("cleanup: stopped pid {pid} ({cmd})")
+}
+
+pub fn cannot_record_halt(error: &dyn Display) -> String {
+    format!("warning: cannot record the halt in the journal: {error}")
+}

@@ -14,6 +14,7 @@ use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
 use crate::machine::{Event, Usage};
+use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::AgentPort;
 use crate::step::Step;
@@ -115,10 +116,11 @@ impl StepRun<'_> {
             Err(Unprepared::TooLarge(message)) => return self.too_large(step, issue, &message),
         };
         let name = self.step_name(step);
-        self.log(&format!(
-            "issue #{issue} step {} {name} attempt {attempt}{}",
-            step.number(),
-            if repair { " (repair)" } else { "" }
+        self.log(&say::attempt_started(
+            issue,
+            (step.number(), name),
+            attempt,
+            repair,
         ));
         self.shell.notifier.send(
             Severity::Info,
@@ -146,9 +148,7 @@ impl StepRun<'_> {
         .await;
         crate::failpoint::point("agent exited");
         if let Some(e) = ran.unrecorded_group {
-            self.log(&format!(
-                "warning: the agent's process group was not recorded ({e}); if the runner dies now, its children may outlive it"
-            ));
+            self.log(&say::group_unrecorded(&e));
         }
         let summary = ran.summary;
         let exit = match ran.exit {
@@ -195,7 +195,7 @@ impl StepRun<'_> {
             .as_ref()
             .or(summary.result.as_ref().and_then(|r| r.session_id.as_ref()))
         {
-            self.log(&format!("agent session {id}"));
+            self.log(&say::agent_session(id));
         }
         let temp = std::env::temp_dir();
         let failure = match cli::classify(
@@ -227,9 +227,7 @@ impl StepRun<'_> {
         {
             network::Patient::Done(Ok(text)) => Ok(Some(text)),
             network::Patient::Done(Err(e)) => {
-                self.log(&format!(
-                    "warning: the text of issue #{issue} cannot be read ({e}); the agent gets its title only"
-                ));
+                self.log(&say::issue_text_unreadable(issue, &e));
                 Ok(None)
             }
             network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
@@ -354,7 +352,7 @@ impl StepRun<'_> {
             budget.saturating_sub(live_log_cap.reserve()),
             std::slice::from_ref(&live_log),
         ) {
-            self.log(&format!("warning: log pruning failed: {e}"));
+            self.log(&say::pruning_failed(&e));
         }
         Ok(AgentRun {
             program: inv.program,
@@ -376,28 +374,24 @@ impl StepRun<'_> {
     fn archive(&mut self, header: &AttemptHeader, live_log: &std::path::Path) {
         match self.shell.logs.archive_attempt(header, live_log) {
             Ok(path) => {
-                self.log(&format!("attempt log: {}", path.display()));
+                self.log(&say::attempt_log(&path));
                 let keep = [live_log.to_path_buf(), path];
                 if let Err(e) = self
                     .shell
                     .logs
                     .prune(self.run.cfg.max_log_disk_usage_bytes, &keep)
                 {
-                    self.log(&format!("warning: log pruning failed: {e}"));
+                    self.log(&say::pruning_failed(&e));
                 }
             }
-            Err(e) => self.log(&format!("warning: cannot archive the attempt log: {e}")),
+            Err(e) => self.log(&say::cannot_archive(&e)),
         }
     }
 
     pub(super) async fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
         let name = self.step_name(step);
-        self.log(&format!(
-            "{name}: succeeded in {} ({} turns, ${:.2})",
-            crate::progress::clock(std::time::Duration::from_millis(usage.elapsed_ms)),
-            usage.turns,
-            usage.cost_micros as f64 / 1e6
-        ));
+        let took = crate::progress::clock(std::time::Duration::from_millis(usage.elapsed_ms));
+        self.log(&say::succeeded(name, &took, usage.turns, usage.cost_micros));
         if step == Step::StartIssue {
             if let Ok(Some(branch)) = self.shell.io.call(|w| w.git.current_branch()).await {
                 self.cycle.issue.branch = Some(branch.clone());
@@ -418,10 +412,7 @@ impl StepRun<'_> {
             Severity::Warning,
             &format!("issue #{issue}: {name} failed ({}): {}", c.class, c.summary),
         );
-        self.log(&format!(
-            "{name}: failed: {} {} — {}",
-            c.class, c.signature, c.summary
-        ));
+        self.log(&say::failed(name, &c.class, &c.signature, &c.summary));
         self.save_state();
         self.remember_failure(step, c.class, &c.summary, &c.excerpt);
         Event::StepFailed {
@@ -469,7 +460,7 @@ impl StepRun<'_> {
     /// The agent could not even be run (binary vanished, skill file unreadable): the
     /// environment is broken, not the issue.
     pub(super) fn environment_failure(&mut self, step: Step, message: &str) -> Event {
-        self.log(&format!("{}: {message}", self.step_name(step)));
+        self.log(&say::of_step(self.step_name(step), message));
         self.say(message.to_string());
         let class = FailureClass::ToolingEnv;
         self.remember_failure(step, class, &format!("{class}: {message}"), message);

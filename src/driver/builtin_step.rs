@@ -12,6 +12,7 @@ use super::step_run::StepRun;
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Commit, Event, Usage};
+use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::{GitPort, World};
 use crate::step::Step;
@@ -47,10 +48,10 @@ impl StepRun<'_> {
             // commit and push (its `RunStep` without `repair`).
             return Event::Repaired { step, usage };
         }
-        self.log(&format!(
-            "issue #{issue} step {} {} attempt {attempt} (builtin)",
-            step.number(),
-            step.key()
+        self.log(&say::builtin_started(
+            issue,
+            (step.number(), step.key()),
+            attempt,
         ));
         self.shell.notifier.send(
             Severity::Info,
@@ -110,10 +111,7 @@ impl StepRun<'_> {
         let of = commit
             .map(|c| format!(" of {}", c.short()))
             .unwrap_or_default();
-        self.log(&format!(
-            "issue #{issue} {}: look {look} at CI{of}",
-            step.key()
-        ));
+        self.log(&say::look_at_ci(issue, step.key(), look, &of));
         let started = self.shell.clock.instant();
         let result = match self.look_once(step, commit).await {
             Ok(result) => result,
@@ -144,7 +142,7 @@ impl StepRun<'_> {
         crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
             Ok(Looked::Pending(commit)) => {
-                self.log(&format!("{}: CI pending on {}", step.key(), commit.short()));
+                self.log(&say::ci_pending(step.key(), &commit.short()));
                 Event::CiPending {
                     usage,
                     commit: Some(commit),
@@ -154,7 +152,7 @@ impl StepRun<'_> {
             Ok(Looked::Passed(commit)) => {
                 let done = format!("CI checks let {} merge", commit.short());
                 self.say(done.clone());
-                self.log(&format!("{}: {done}", step.key()));
+                self.log(&say::of_step(step.key(), &done));
                 match self.post_step_check(step, false).await {
                     Ok(None) => match self.succeeded(step, issue, usage).await {
                         Event::StepSucceeded { usage, .. } => Event::CiPassed { commit, usage },
@@ -166,7 +164,7 @@ impl StepRun<'_> {
             }
             Ok(Looked::Done(done)) => {
                 self.say(done.clone());
-                self.log(&format!("{}: {done}", step.key()));
+                self.log(&say::of_step(step.key(), &done));
                 match self.post_step_check(step, false).await {
                     Ok(None) => self.succeeded(step, issue, usage).await,
                     Ok(Some(failure)) => self.failed(step, issue, failure, usage),
@@ -186,7 +184,7 @@ impl StepRun<'_> {
             // The base branch's protection wants the branch up to date: the machine's to ask.
             Err(failed) if failed.kind == CallFailureKind::Behind => {
                 self.say(failed.what.clone());
-                self.log(&format!("{}: {}", step.key(), failed.what));
+                self.log(&say::of_step(step.key(), &failed.what));
                 Event::BranchBehind { usage }
             }
             Err(failed) if failed.kind == CallFailureKind::StepDeadline => {

@@ -175,10 +175,7 @@ impl StepRun<'_> {
         if !self.lost_race(issue, base).await {
             return event;
         }
-        self.log(&format!(
-            "issue #{issue}: the merge lost a push race (origin's {} moved meanwhile)",
-            self.run.main
-        ));
+        self.log(&say::lost_push_race(issue, &self.run.main));
         let (class, signature, usage) = failed;
         Event::MergeRaceLost {
             class,
@@ -229,7 +226,7 @@ impl StepRun<'_> {
                         head.short()
                     );
                         self.say(said.clone());
-                        self.log(&format!("{}: {said}", step.key()));
+                        self.log(&say::of_step(step.key(), &said));
                         return Event::BranchUpdated { head, usage };
                     }
                     Err(failed) => failed,
@@ -263,7 +260,7 @@ impl StepRun<'_> {
             self.run.main
         );
         self.say(what.to_string());
-        self.log(&format!("merge: failed: MERGE_CONFLICT — {summary}"));
+        self.log(&say::merge_conflict(&summary));
         self.shell.notifier.send(
             crate::notify::Severity::Warning,
             &format!("issue #{issue}: {summary}"),
@@ -313,7 +310,7 @@ impl StepRun<'_> {
             network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Behind => {
                 let said = e.to_string();
                 self.say(said.clone());
-                self.log(&format!("{}: {said}", step.key()));
+                self.log(&say::of_step(step.key(), &said));
                 Some(Event::BranchBehind { usage })
             }
             network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Policy => {

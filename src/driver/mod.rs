@@ -26,6 +26,7 @@ mod shell;
 mod shutdown;
 mod startup;
 mod step_run;
+use crate::narration as say;
 pub(crate) use facts::{foreign_list, FOREIGN_FIX};
 pub(crate) use startup::settle_tracker;
 use startup::{start, start_on};
@@ -296,25 +297,18 @@ impl Driver {
         }
         let project = self.run.cfg.project_path.clone();
         if let Err(e) = self.shell.io.call(|w| w.git.exclude_artifacts()).await {
-            self.log(&format!(
-                "warning: cannot keep runner files out of git: {e}"
-            ));
+            self.log(&say::cannot_exclude(&e));
         }
         if let Err(e) = artifacts::create_auto_mode(&project) {
-            self.log(&format!("warning: cannot create the auto-mode flag: {e}"));
+            self.log(&say::cannot_create_auto_mode(&e));
         }
         self.shell.state.runner_pid = Some(std::process::id());
         self.shell.state.signal_shutdown = None;
         self.save_state();
         self.shell.live.reset();
         self.log_live_warning();
-        self.log(&format!(
-            "sdlc-runner {} session {} on {} (state {})",
-            env!("CARGO_PKG_VERSION"),
-            self.run.session,
-            project.display(),
-            self.core.state().name()
-        ));
+        let state = self.core.state().name();
+        self.log(&say::session_started(&self.run.session, &project, state));
         if self.fleet.is_some() {
             // A lease left under this worker's id by a killed run is stale (the project's
             // lock is this run's): keeping it would make the worker with the turn wait.
@@ -326,10 +320,7 @@ impl Driver {
             self.narrate(said);
         }
         if !self.restart.redo.is_empty() {
-            self.log(&format!(
-                "completing the {} recorded effect(s) the previous runner may not have carried out",
-                self.restart.redo.len()
-            ));
+            self.log(&say::redoing(self.restart.redo.len()));
             let state = *self.core.state();
             for effect in std::mem::take(&mut self.restart.redo) {
                 let _ = self.perform(effect, &state).await;
@@ -384,10 +375,7 @@ impl Driver {
                 Err(why) => {
                     // Acting on nothing, or on a batch the driver cannot answer, would stall
                     // the run or act out of order.
-                    self.log(&format!(
-                        "internal error: {why} after {event:?} in {}; stopping without acting",
-                        state.name()
-                    ));
+                    self.log(&say::broken_batch(&why, &event, state.name()));
                     return 1;
                 }
             };
@@ -397,9 +385,7 @@ impl Driver {
             };
             if let Err(e) = recorded {
                 // Without the journal the failure-loop protection cannot survive a restart.
-                self.log(&format!(
-                    "FATAL: cannot write the journal ({e}); stopping without acting"
-                ));
+                self.log(&say::journal_unwritable(&e));
                 return 1;
             }
             crate::failpoint::point(event.label());
@@ -429,10 +415,7 @@ impl Driver {
                     return code;
                 }
                 Outcome::Continue => {
-                    self.log(&format!(
-                        "internal error: {request:?} got no answer in {}",
-                        state.name()
-                    ));
+                    self.log(&say::unanswered(&request, state.name()));
                     return 1;
                 }
             }
@@ -561,24 +544,17 @@ impl Driver {
                 Some(s) => format!("{}: shut down", s.name()),
                 None => format!("stopped (exit {code})"),
             };
-            self.log(&format!(
-                "{how}; next run continues session {}",
-                self.run.session
-            ));
+            self.log(&say::stopped_continues(&how, &self.run.session));
             return i32::from(code);
         }
         if let Err(e) = self.end_session(SessionEnd::Exit { code }) {
-            self.log(&format!("warning: cannot record the session end: {e}"));
+            self.log(&say::cannot_record_end(&e));
         }
         self.shell.state.runner_pid = None;
         self.save_state();
         let _ = artifacts::remove_auto_mode(&project);
         let r = self.core.runner();
-        self.log(&format!(
-            "done (exit {code}): {} merge(s); {}",
-            r.stats.merges,
-            report::wasted_work(r).replace('\n', ";")
-        ));
+        self.log(&say::done(code, r.stats.merges, &report::wasted_work(r)));
         i32::from(code)
     }
 }
@@ -707,7 +683,7 @@ impl Driver {
                     .and_then(|d| self.shell.clock.now().checked_add_signed(d))
                     .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
                     .unwrap_or_default();
-                self.log(&format!("waiting {seconds} s{until}"));
+                self.log(&say::waiting(seconds, &until));
                 // A wait journaled by an earlier version says nothing of its reason.
                 let reason = reason.map_or("BACKOFF", crate::machine::WaitReason::label);
                 self.shell.live.wait_started(reason, seconds);
@@ -762,9 +738,9 @@ impl Driver {
                     .call(move |w| w.git.auto_commit(&message))
                     .await
                 {
-                    Ok(true) => self.log(&format!("committed: {}", kind.message())),
+                    Ok(true) => self.log(&say::committed(&kind.message())),
                     Ok(false) => {}
-                    Err(e) => self.log(&format!("auto-commit skipped: {e}")),
+                    Err(e) => self.log(&say::auto_commit_skipped(&e)),
                 }
                 Outcome::Continue
             }
@@ -772,7 +748,7 @@ impl Driver {
                 // A post-checkout hook that hangs must not hold off a signal.
                 let checkout = |w: &World| crate::process::cancellable(|| w.git.checkout_main());
                 if let Err(e) = self.shell.io.call(checkout).await {
-                    self.log(&format!("warning: cannot check out {}: {e}", self.run.main));
+                    self.log(&say::cannot_check_out(&self.run.main, &e));
                 }
                 Outcome::Continue
             }
@@ -846,7 +822,7 @@ impl Driver {
                         .await
                 };
                 if matches!(written, network::Patient::Done(Ok(()))) {
-                    self.log(&format!("tracker: issue #{issue} released: {note}"));
+                    self.log(&say::released(issue, &note));
                 }
                 Outcome::Next(self.answer(perform::tracker_written(&what, written)))
             }
@@ -856,7 +832,7 @@ impl Driver {
                 let kill = move |_: &World| kill_matching(&patterns, &ProtectSet::current());
                 let killed = self.shell.io.call(kill).await;
                 for (pid, cmd) in killed {
-                    self.log(&format!("cleanup: stopped pid {pid} ({cmd})"));
+                    self.log(&say::cleanup_stopped(pid, &cmd));
                 }
                 Outcome::Continue
             }
@@ -961,9 +937,7 @@ impl Driver {
                     reason,
                     headline: reason.headline(),
                 }) {
-                    self.log(&format!(
-                        "warning: cannot record the halt in the journal: {e}"
-                    ));
+                    self.log(&say::cannot_record_halt(&e));
                 }
                 Outcome::Continue
             }

@@ -83,10 +83,7 @@ impl StepRun<'_> {
         }
         self.cycle.know(&self.shell.io, issue).await;
         let handout = self.core.runner().review_handout.clone();
-        self.log(&format!(
-            "issue #{issue}: review round {round}: handing the agent {} review(s) and comment(s)",
-            handout.len()
-        ));
+        self.log(&say::review_round_handout(issue, round, handout.len()));
         self.cycle.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
         // The machine's step of a round is monitorCI; its agent is the round's own.
         let round_cfg = self.run.cfg.review_round();
@@ -110,7 +107,7 @@ impl StepRun<'_> {
         match self.patiently("pushing the review round", push).await {
             network::Patient::Done(Ok(done)) => {
                 self.say(done.clone());
-                self.log(&format!("issue #{issue}: review round {round}: {done}"));
+                self.log(&say::review_round_done(issue, round, &done));
                 Event::Repaired { step, usage }
             }
             network::Patient::Done(Err(failed)) => {
