@@ -32,6 +32,7 @@ pub mod journal;
 mod live_status;
 pub mod logging;
 pub mod logs;
+mod narration;
 pub mod notify;
 pub mod ports;
 mod process;

@@ -223,8 +223,8 @@ fn the_driver_reaches_the_world_only_through_the_ports() {
 fn the_driver_holds_one_port_of_each_kind() {
     let (_, code) = driver_sources()
         .into_iter()
-        .find(|(name, _)| name == "mod.rs")
-        .expect("src/driver/mod.rs");
+        .find(|(name, _)| name == "shell.rs")
+        .expect("src/driver/shell.rs");
     for field in [
         "io: Io,",
         "notifier: std::sync::Arc<dyn NotifierPort>",
@@ -262,6 +262,7 @@ fn the_driver_holds_the_blocking_ports_only_behind_io() {
     let sources = driver_sources();
     for (file, name) in [
         ("mod.rs", "struct Driver {"),
+        ("shell.rs", "struct Shell {"),
         ("claim.rs", "struct ClaimKeeper {"),
     ] {
         let (_, code) = sources
@@ -311,4 +312,41 @@ fn the_driver_reads_the_time_only_from_the_clock_port() {
             );
         }
     }
+}
+
+/// A driver of small handlers: `Driver` holds at most ten fields (groups named for what they
+/// hold) and only `mod.rs` extends it, so every other module's handlers are functions of the
+/// parts they need; the sentences it logs live in `src/narration.rs`, not in the driver.
+#[test]
+fn the_driver_is_a_loop_of_small_handlers_that_holds_no_log_prose() {
+    let sources = driver_sources();
+    for (name, code) in &sources {
+        if name != "mod.rs" {
+            assert!(
+                !code.contains("impl Driver"),
+                "src/driver/{name} extends Driver: give its handlers the parts they need (RunContext, Shell, Cycle, the core, …) instead"
+            );
+        }
+        let code = without_tests(code);
+        assert!(
+            !code.contains("log(&format!("),
+            "src/driver/{name} logs a sentence of its own: name it in src/narration.rs"
+        );
+    }
+    let (_, code) = sources
+        .iter()
+        .find(|(name, _)| name == "mod.rs")
+        .expect("src/driver/mod.rs");
+    let start = code.find("struct Driver {").expect("struct Driver");
+    let body = &code[start..];
+    let body = &body[..body.find("\n}").expect("the struct's end")];
+    let fields = body
+        .lines()
+        .skip(1)
+        .filter(|l| l.trim_end().ends_with(',') && l.contains(": "))
+        .count();
+    assert!(
+        (3..=10).contains(&fields),
+        "Driver has {fields} fields: group them (at most ten) by what they hold"
+    );
 }

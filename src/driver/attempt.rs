@@ -1,10 +1,11 @@
 //! One agent attempt: prompt and invocation, the run itself, the attempt log, and the
 //! classification or post-step check that becomes the machine's next event.
 
-use super::facts::Probe;
-use super::invoke::{self, IssueContext, RepairContext};
+use super::facts::{FactsAsked, Probe};
+use super::invoke::{self, RepairContext};
 use super::shutdown::Shutdown;
-use super::{network, Driver, KILL_GRACE, TAIL_BYTES};
+use super::step_run::StepRun;
+use super::{network, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
 use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
@@ -13,13 +14,14 @@ use crate::failure::FailureClass;
 use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
 use crate::machine::{Event, Usage};
+use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::AgentPort;
 use crate::step::Step;
 use crate::steps::checks;
 use crate::tracker::IssueText;
 
-impl Driver {
+impl StepRun<'_> {
     /// The post-step check after a step's work: `Ok(None)` when it holds, `Ok(Some(failure))`
     /// when it does not, `Err(event)` when the machine must hear something else first (the
     /// workspace unfit, a stop request, a network wait). Once an agent ran (`agent_ran`), a
@@ -33,8 +35,9 @@ impl Driver {
         let ctx = self.step_context();
         // The git locks first (never blamed on the attempt), then the step's check, in one
         // call off the runtime.
-        let facts = self.facts_to_ask(false).without_issue();
+        let facts = FactsAsked::before(self.core, false).without_issue();
         let probe = self
+            .shell
             .io
             .call(move |w| {
                 crate::process::cancellable(|| {
@@ -44,7 +47,11 @@ impl Driver {
                 })
             })
             .await;
-        let checked = self.facts_verdict(step, probe)?;
+        let mut told = super::Told::default();
+        let hands = (&self.run.cfg, self.core, &self.shell.shutdown);
+        let checked = super::facts::verdict(hands, step, probe, &mut told);
+        self.keep(told);
+        let checked = checked?;
         let what = format!("checking the outcome of {}", step.key());
         match self.judge(&what, checked) {
             network::Patient::Done(Ok(Ok(()))) => Ok(None),
@@ -72,13 +79,13 @@ impl Driver {
         repair: bool,
         commit: Option<crate::machine::Commit>,
     ) -> Event {
-        if self.shutdown.requested().is_some() {
-            return self.shutdown.event();
+        if self.shell.shutdown.requested().is_some() {
+            return self.shell.shutdown.event();
         }
         if step == Step::Merge {
             return self.run_merge(issue, attempt, repair, commit).await;
         }
-        if self.cfg.builtin(step) {
+        if self.run.cfg.builtin(step) {
             return self
                 .run_builtin(step, issue, attempt, repair, commit, false)
                 .await;
@@ -96,7 +103,7 @@ impl Driver {
         repair: bool,
         check_after: bool,
     ) -> Event {
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         let text = match self.issue_text(issue).await {
             Ok(text) => text,
             Err(event) => return event,
@@ -109,40 +116,39 @@ impl Driver {
             Err(Unprepared::TooLarge(message)) => return self.too_large(step, issue, &message),
         };
         let name = self.step_name(step);
-        self.log(&format!(
-            "issue #{issue} step {} {name} attempt {attempt}{}",
-            step.number(),
-            if repair { " (repair)" } else { "" }
+        self.log(&say::attempt_started(
+            issue,
+            (step.number(), name),
+            attempt,
+            repair,
         ));
-        self.notifier.send(
+        self.shell.notifier.send(
             Severity::Info,
             &format!("issue #{issue}: {name} started (attempt {attempt})"),
         );
-        let started_at = self.clock.now();
-        let started = self.clock.instant();
+        let started_at = self.shell.clock.now();
+        let started = self.shell.clock.instant();
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
-        let kind = self.cfg.agent(step).kind;
-        let mut reader = cli::Reader::new(kind, self.cfg.max_turns(step));
-        if let Some(left) = self.money_left_micros {
-            reader = reader.metered(self.cfg.pricing.clone(), self.cfg.model(step), left);
+        let kind = self.run.cfg.agent(step).kind;
+        let mut reader = cli::Reader::new(kind, self.run.cfg.max_turns(step));
+        if let Some(left) = self.cycle.money_left_micros {
+            reader = reader.metered(self.run.cfg.pricing.clone(), self.run.cfg.model(step), left);
         }
         let ran = execute(
-            &*self.agent,
+            &*self.shell.agent,
             &run,
             reader,
-            &self.shutdown,
-            self.journal.as_mut(),
+            &self.shell.shutdown,
+            self.shell.journal.as_mut(),
             live.as_ref(),
-            &self.live,
+            &self.shell.live,
         )
         .await;
         crate::failpoint::point("agent exited");
         if let Some(e) = ran.unrecorded_group {
-            self.log(&format!(
-                "warning: the agent's process group was not recorded ({e}); if the runner dies now, its children may outlive it"
-            ));
+            self.log(&say::group_unrecorded(&e));
         }
         let summary = ran.summary;
         let exit = match ran.exit {
@@ -152,20 +158,23 @@ impl Driver {
             }
             Err(e) => return self.environment_failure(step, &e.to_string()),
         };
-        let header = attempt_header(&exit, issue, name, &self.session, attempt, started_at);
+        let header = attempt_header(&exit, issue, name, &self.run.session, attempt, started_at);
         self.archive(&header, &run.live_log);
         self.say(last_words(&summary, &exit));
         if exit.cancelled {
             // What the call spent before the signal stopped it is counted all the same.
-            return self.shutdown.event_after(usage_of(
+            return self.shell.shutdown.event_after(usage_of(
                 &summary,
-                self.clock.instant().saturating_duration_since(started),
-                &self.cfg,
+                self.shell
+                    .clock
+                    .instant()
+                    .saturating_duration_since(started),
+                &self.run.cfg,
                 step,
             ));
         }
         if let Some(message) = sandbox::failed_to_start(
-            self.cfg.agent(step).sandbox.kind,
+            self.run.cfg.agent(step).sandbox.kind,
             exit.exit_code,
             exit.stdout_bytes,
             &exit.stderr_tail,
@@ -174,8 +183,11 @@ impl Driver {
         }
         let usage = usage_of(
             &summary,
-            self.clock.instant().saturating_duration_since(started),
-            &self.cfg,
+            self.shell
+                .clock
+                .instant()
+                .saturating_duration_since(started),
+            &self.run.cfg,
             step,
         );
         if let Some(id) = summary
@@ -183,12 +195,12 @@ impl Driver {
             .as_ref()
             .or(summary.result.as_ref().and_then(|r| r.session_id.as_ref()))
         {
-            self.log(&format!("agent session {id}"));
+            self.log(&say::agent_session(id));
         }
         let temp = std::env::temp_dir();
         let failure = match cli::classify(
             kind,
-            &observation(&exit, &summary, &temp, self.clock.now().timestamp()),
+            &observation(&exit, &summary, &temp, self.shell.clock.now().timestamp()),
         ) {
             Some(c) => Some(c),
             None if !check_after => None,
@@ -215,9 +227,7 @@ impl Driver {
         {
             network::Patient::Done(Ok(text)) => Ok(Some(text)),
             network::Patient::Done(Err(e)) => {
-                self.log(&format!(
-                    "warning: the text of issue #{issue} cannot be read ({e}); the agent gets its title only"
-                ));
+                self.log(&say::issue_text_unreadable(issue, &e));
                 Ok(None)
             }
             network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
@@ -228,7 +238,8 @@ impl Driver {
     /// hands out; refused when it is larger than an agent is ever handed.
     fn write_issue_text(&self, text: &IssueText) -> Result<std::path::PathBuf, Unprepared> {
         let rendered = text.render_within().map_err(Unprepared::TooLarge)?;
-        self.runner_dir
+        self.run
+            .runner_dir
             .write_issue_text(text.number, &crate::redact::redact(&rendered))
             .map_err(|e| Unprepared::Environment(e.to_string()))
     }
@@ -244,7 +255,7 @@ impl Driver {
         repair: bool,
         text: Option<&IssueText>,
     ) -> Result<AgentRun, Unprepared> {
-        let skill_text = match self.cfg.skill_file(step) {
+        let skill_text = match self.run.cfg.skill_file(step) {
             Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
                 Unprepared::Environment(format!(
                     "skill file {} for step {} cannot be read: {e}",
@@ -266,17 +277,17 @@ impl Driver {
         } else {
             None
         };
-        let prompt = match &self.review_feedback {
+        let prompt = match &self.cycle.review_feedback {
             Some(feedback) => invoke::address_review_prompt(
-                &self.cfg,
-                &self.issue,
+                &self.run.cfg,
+                &self.cycle.issue,
                 feedback,
                 text_file.as_deref(),
             ),
             None => invoke::prompt_with(
-                &self.cfg,
+                &self.run.cfg,
                 step,
-                &self.issue,
+                &self.cycle.issue,
                 repair_ctx.as_ref(),
                 text_file.as_deref(),
             ),
@@ -290,11 +301,11 @@ impl Driver {
             attempt,
             prompt: &prompt,
             skill: skill_text.as_deref(),
-            money_left_micros: self.money_left_micros,
+            money_left_micros: self.cycle.money_left_micros,
         };
-        let command = &self.cfg.agent(step).command;
-        let program = if *command == self.cfg.agent.command {
-            self.program.clone()
+        let command = &self.run.cfg.agent(step).command;
+        let program = if *command == self.run.cfg.agent.command {
+            self.run.program.clone()
         } else {
             which::which(command).map_err(|e| {
                 Unprepared::Environment(format!(
@@ -303,19 +314,19 @@ impl Driver {
                 ))
             })?
         };
-        let mut inv = cli::invocation(&self.cfg, program, &info);
+        let mut inv = cli::invocation(&self.run.cfg, program, &info);
         if let Some(file) = &text_file {
             inv.env
                 .push((ISSUE_FILE_VAR.to_string(), file.display().to_string()));
         }
-        let agent = self.cfg.agent(step);
+        let agent = self.run.cfg.agent(step);
         let home = sandbox::runner_home();
         let handed: Vec<std::path::PathBuf> = text_file.iter().cloned().collect();
         let spec = sandbox::Spec {
             config: &agent.sandbox,
             agent: agent.kind,
-            work_tree: &self.cfg.project_path,
-            runner_dir: &self.runner_dir.dir,
+            work_tree: &self.run.cfg.project_path,
+            runner_dir: &self.run.runner_dir.dir,
             handed: &handed,
             home: home.as_deref(),
         };
@@ -333,24 +344,24 @@ impl Driver {
             inv.args = w.args;
             inv.env = w.env;
         }
-        let live_log = self.logs.live_log(self.step_name(step));
-        let budget = self.cfg.max_log_disk_usage_bytes;
+        let live_log = self.shell.logs.live_log(self.step_name(step));
+        let budget = self.run.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
         // Room for this attempt's live log and archive first, so the budget holds throughout.
-        if let Err(e) = self.logs.prune(
+        if let Err(e) = self.shell.logs.prune(
             budget.saturating_sub(live_log_cap.reserve()),
             std::slice::from_ref(&live_log),
         ) {
-            self.log(&format!("warning: log pruning failed: {e}"));
+            self.log(&say::pruning_failed(&e));
         }
         Ok(AgentRun {
             program: inv.program,
             args: inv.args,
-            cwd: self.cfg.project_path.clone(),
+            cwd: self.run.cfg.project_path.clone(),
             env: inv.env,
             isolated_env,
-            timeout: self.cfg.timeout(step),
-            idle_timeout: self.cfg.idle_timeout(step),
+            timeout: self.run.cfg.timeout(step),
+            idle_timeout: self.run.cfg.idle_timeout(step),
             kill_grace: KILL_GRACE,
             live_log,
             live_log_cap,
@@ -358,60 +369,50 @@ impl Driver {
         })
     }
 
-    /// The prompt's issue facts, asked of the tracker and git when the runner restarted
-    /// mid-cycle with nothing in memory.
-    pub(super) async fn know_issue(&mut self, issue: u32) {
-        if self.issue.number != issue {
-            self.issue = self.io.call(move |w| IssueContext::asked(w, issue)).await;
-        }
-    }
-
     /// Keeps the attempt's log under the log directory and prunes older ones, never the log
     /// whose path was just printed.
     fn archive(&mut self, header: &AttemptHeader, live_log: &std::path::Path) {
-        match self.logs.archive_attempt(header, live_log) {
+        match self.shell.logs.archive_attempt(header, live_log) {
             Ok(path) => {
-                self.log(&format!("attempt log: {}", path.display()));
+                self.log(&say::attempt_log(&path));
                 let keep = [live_log.to_path_buf(), path];
-                if let Err(e) = self.logs.prune(self.cfg.max_log_disk_usage_bytes, &keep) {
-                    self.log(&format!("warning: log pruning failed: {e}"));
+                if let Err(e) = self
+                    .shell
+                    .logs
+                    .prune(self.run.cfg.max_log_disk_usage_bytes, &keep)
+                {
+                    self.log(&say::pruning_failed(&e));
                 }
             }
-            Err(e) => self.log(&format!("warning: cannot archive the attempt log: {e}")),
+            Err(e) => self.log(&say::cannot_archive(&e)),
         }
     }
 
     pub(super) async fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
         let name = self.step_name(step);
-        self.log(&format!(
-            "{name}: succeeded in {} ({} turns, ${:.2})",
-            crate::progress::clock(std::time::Duration::from_millis(usage.elapsed_ms)),
-            usage.turns,
-            usage.cost_micros as f64 / 1e6
-        ));
+        let took = crate::progress::clock(std::time::Duration::from_millis(usage.elapsed_ms));
+        self.log(&say::succeeded(name, &took, usage.turns, usage.cost_micros));
         if step == Step::StartIssue {
-            if let Ok(Some(branch)) = self.io.call(|w| w.git.current_branch()).await {
-                self.issue.branch = Some(branch.clone());
-                self.state.current_branch = Some(branch);
+            if let Ok(Some(branch)) = self.shell.io.call(|w| w.git.current_branch()).await {
+                self.cycle.issue.branch = Some(branch.clone());
+                self.shell.state.current_branch = Some(branch);
             }
         }
-        self.state.last_completed_step = step.number();
+        self.shell.state.last_completed_step = step.number();
         self.save_state();
-        self.notifier
+        self.shell
+            .notifier
             .send(Severity::Info, &format!("issue #{issue}: {name} finished"));
         Event::StepSucceeded { step, usage }
     }
 
     pub(super) fn failed(&mut self, step: Step, issue: u32, c: Classified, usage: Usage) -> Event {
         let name = self.step_name(step);
-        self.notifier.send(
+        self.shell.notifier.send(
             Severity::Warning,
             &format!("issue #{issue}: {name} failed ({}): {}", c.class, c.summary),
         );
-        self.log(&format!(
-            "{name}: failed: {} {} — {}",
-            c.class, c.signature, c.summary
-        ));
+        self.log(&say::failed(name, &c.class, &c.signature, &c.summary));
         self.save_state();
         self.remember_failure(step, c.class, &c.summary, &c.excerpt);
         Event::StepFailed {
@@ -459,7 +460,7 @@ impl Driver {
     /// The agent could not even be run (binary vanished, skill file unreadable): the
     /// environment is broken, not the issue.
     pub(super) fn environment_failure(&mut self, step: Step, message: &str) -> Event {
-        self.log(&format!("{}: {message}", self.step_name(step)));
+        self.log(&say::of_step(self.step_name(step), message));
         self.say(message.to_string());
         let class = FailureClass::ToolingEnv;
         self.remember_failure(step, class, &format!("{class}: {message}"), message);

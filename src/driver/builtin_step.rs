@@ -7,16 +7,18 @@
 //! machine's next request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before
 //! any merge.
 
-use super::{network, Driver};
+use super::network;
+use super::step_run::StepRun;
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Commit, Event, Usage};
+use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::{GitPort, World};
 use crate::step::Step;
 use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
 
-impl Driver {
+impl StepRun<'_> {
     /// `commit`: for monitorCI the commit its look is for (none: the one the runner pushed);
     /// for merge the commit to merge, `verified` when CI passed it in this cycle.
     pub(super) async fn run_builtin(
@@ -28,7 +30,7 @@ impl Driver {
         commit: Option<Commit>,
         verified: bool,
     ) -> Event {
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         // The machine says whether this is the repair of a conflict with main.
         let conflict = self.core.runner().conflict_repair().is_some();
         // A repair hands the agent the last failure: failing CI, a conflict with main, a
@@ -46,22 +48,22 @@ impl Driver {
             // commit and push (its `RunStep` without `repair`).
             return Event::Repaired { step, usage };
         }
-        self.log(&format!(
-            "issue #{issue} step {} {} attempt {attempt} (builtin)",
-            step.number(),
-            step.key()
+        self.log(&say::builtin_started(
+            issue,
+            (step.number(), step.key()),
+            attempt,
         ));
-        self.notifier.send(
+        self.shell.notifier.send(
             Severity::Info,
             &format!(
                 "issue #{issue}: {} started (builtin, attempt {attempt})",
                 step.key()
             ),
         );
-        let started = self.clock.instant();
+        let started = self.shell.clock.instant();
         // Every process the step starts (a git hook, the CI command) dies with its group at
         // the step's timeoutMin.
-        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
+        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let outcome = if step == Step::MonitorCi {
             self.look_once(step, commit).await
         } else {
@@ -90,6 +92,7 @@ impl Driver {
         };
         let usage = Usage {
             elapsed_ms: self
+                .shell
                 .clock
                 .instant()
                 .saturating_duration_since(started)
@@ -107,22 +110,20 @@ impl Driver {
         look: u32,
         commit: Option<Commit>,
     ) -> Event {
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         let step = Step::MonitorCi;
         let of = commit
             .map(|c| format!(" of {}", c.short()))
             .unwrap_or_default();
-        self.log(&format!(
-            "issue #{issue} {}: look {look} at CI{of}",
-            step.key()
-        ));
-        let started = self.clock.instant();
+        self.log(&say::look_at_ci(issue, step.key(), look, &of));
+        let started = self.shell.clock.instant();
         let result = match self.look_once(step, commit).await {
             Ok(result) => result,
             Err(event) => return event,
         };
         let usage = Usage {
             elapsed_ms: self
+                .shell
                 .clock
                 .instant()
                 .saturating_duration_since(started)
@@ -145,7 +146,7 @@ impl Driver {
         crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
             Ok(Looked::Pending(commit)) => {
-                self.log(&format!("{}: CI pending on {}", step.key(), commit.short()));
+                self.log(&say::ci_pending(step.key(), &commit.short()));
                 Event::CiPending {
                     usage,
                     commit: Some(commit),
@@ -155,7 +156,7 @@ impl Driver {
             Ok(Looked::Passed(commit)) => {
                 let done = format!("CI checks let {} merge", commit.short());
                 self.say(done.clone());
-                self.log(&format!("{}: {done}", step.key()));
+                self.log(&say::of_step(step.key(), &done));
                 match self.post_step_check(step, false).await {
                     Ok(None) => match self.succeeded(step, issue, usage).await {
                         Event::StepSucceeded { usage, .. } => Event::CiPassed { commit, usage },
@@ -167,7 +168,7 @@ impl Driver {
             }
             Ok(Looked::Done(done)) => {
                 self.say(done.clone());
-                self.log(&format!("{}: {done}", step.key()));
+                self.log(&say::of_step(step.key(), &done));
                 match self.post_step_check(step, false).await {
                     Ok(None) => self.succeeded(step, issue, usage).await,
                     Ok(Some(failure)) => self.failed(step, issue, failure, usage),
@@ -187,7 +188,7 @@ impl Driver {
             // The base branch's protection wants the branch up to date: the machine's to ask.
             Err(failed) if failed.kind == CallFailureKind::Behind => {
                 self.say(failed.what.clone());
-                self.log(&format!("{}: {}", step.key(), failed.what));
+                self.log(&say::of_step(step.key(), &failed.what));
                 Event::BranchBehind { usage }
             }
             Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
@@ -208,12 +209,13 @@ impl Driver {
     /// remote) must have the same signature on every issue, so that it is seen as the
     /// environment's and not blamed on each issue in turn.
     pub(super) async fn without_branch(&self, text: &str) -> String {
-        let number = self.issue.number;
+        let number = self.cycle.issue.number;
         let found = self
+            .shell
             .io
             .call(move |w| w.git.feature_branch(number).ok().flatten())
             .await;
-        [found.as_deref(), self.issue.branch.as_deref()]
+        [found.as_deref(), self.cycle.issue.branch.as_deref()]
             .into_iter()
             .flatten()
             .filter(|b| !b.is_empty())
@@ -223,10 +225,10 @@ impl Driver {
     /// The issue as the builtin steps see it, for a call off the runtime.
     pub(super) fn facts(&self) -> Facts {
         Facts {
-            number: self.issue.number,
-            title: self.issue.title.clone(),
-            branch: self.issue.branch.clone(),
-            feature: self.feature.clone(),
+            number: self.cycle.issue.number,
+            title: self.cycle.issue.title.clone(),
+            branch: self.cycle.issue.branch.clone(),
+            feature: self.cycle.feature.clone(),
             refs: self.refs(),
         }
     }
@@ -239,7 +241,7 @@ impl Driver {
         step: Step,
         commit: Option<Commit>,
     ) -> Result<Result<Looked, Failed>, Event> {
-        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
+        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let facts = self.facts();
         let expected = commit.map(|c| c.hex());
         let settled = self
@@ -275,13 +277,13 @@ impl Driver {
 
     /// The event that tells the machine of a person's move a look found, said and logged.
     pub(super) fn persons_move(&mut self, head: Head) -> Event {
-        let issue = self.issue.number;
-        let branch = self.issue.branch.clone().unwrap_or_default();
+        let issue = self.cycle.issue.number;
+        let branch = self.cycle.issue.branch.clone().unwrap_or_default();
         match head {
             Head::Merged => {
                 self.say(format!(
                     "issue #{issue}: {branch} was merged into {} by a person; recorded as merged, not merged again",
-                    self.main
+                    self.run.main
                 ));
                 Event::AlreadyMerged { issue }
             }

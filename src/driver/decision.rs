@@ -1,69 +1,66 @@
 //! Manual approval: the decision file, the notification, and a look for the answer of
 //! `sdlc-runner decide` (the machine waits between looks and decides when to give up).
 
-use super::Driver;
+use super::run_context::RunContext;
+use super::Answer;
 use crate::decision_file::{self, read_answer};
-use crate::machine::Event;
+use crate::machine::{Core, Event};
+use crate::narration as say;
 use crate::notify::Severity;
+use crate::ports::NotifierPort;
+use crate::runner_dir::RunnerDir;
 use crate::step::Step;
 
-impl Driver {
-    /// `AskDecision`: writes the decision file, tells the person, and looks once for the
-    /// answer. How long the answer is waited for, and how often looked for, is the machine's.
-    pub(super) fn ask_decision(
-        &mut self,
-        step: Step,
-        issue: u32,
-        budget_spent_micros: Option<u64>,
-    ) -> Event {
-        let path = self.runner_dir.decision();
-        let signature = self
-            .core
-            .runner()
-            .last_failure
-            .filter(|f| f.step == step)
-            .map(|f| f.signature.to_string())
-            .unwrap_or_default();
-        // The issue's budget reached (`budget.onExceeded: ask`) is what the person decides on.
-        let budget = budget_spent_micros.map(|spent| {
-            format!(
-                "the issue's budget is reached: ${:.2} spent of budget.perIssueUsd; retry grants it once more",
-                spent as f64 / 1e6
-            )
-        });
-        let last = budget.clone().or_else(|| {
-            self.core
-                .failure(step)
-                .map(|c| format!("{} ({signature}): {}", c.class, c.summary))
-        });
-        let request =
-            decision_file::Request::new(&self.session, issue, step.key(), last, &self.cfg.file);
-        if let Err(e) = decision_file::write_request(&path, &request) {
-            self.log(&format!("cannot write {}: {e}", path.display()));
-            return Event::DecisionTimedOut;
-        }
-        self.notifier.send(
-            Severity::Warning,
-            &format!(
-                "decision needed: issue #{issue} step {}{} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
-                step.key(),
-                budget.map(|b| format!(": {b}")).unwrap_or_default(),
-                self.cfg.file.display()
-            ),
-        );
-        self.look_for_decision()
+/// `AskDecision`: writes the decision file, tells the person, and looks once for the
+/// answer. How long the answer is waited for, and how often looked for, is the machine's.
+pub(super) fn ask(
+    run: &RunContext,
+    notifier: &dyn NotifierPort,
+    core: &Core,
+    (step, issue, budget_spent_micros): (Step, u32, Option<u64>),
+) -> Answer {
+    let path = run.runner_dir.decision();
+    let signature = core
+        .runner()
+        .last_failure
+        .filter(|f| f.step == step)
+        .map(|f| f.signature.to_string())
+        .unwrap_or_default();
+    // The issue's budget reached (`budget.onExceeded: ask`) is what the person decides on.
+    let budget = budget_spent_micros.map(|spent| {
+        format!(
+            "the issue's budget is reached: ${:.2} spent of budget.perIssueUsd; retry grants it once more",
+            spent as f64 / 1e6
+        )
+    });
+    let last = budget.clone().or_else(|| {
+        core.failure(step)
+            .map(|c| format!("{} ({signature}): {}", c.class, c.summary))
+    });
+    let request = decision_file::Request::new(&run.session, issue, step.key(), last, &run.cfg.file);
+    if let Err(e) = decision_file::write_request(&path, &request) {
+        return Answer::of(Event::DecisionTimedOut).narrated(say::cannot_write_file(&path, &e));
     }
+    notifier.send(
+        Severity::Warning,
+        &format!(
+            "decision needed: issue #{issue} step {}{} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
+            step.key(),
+            budget.map(|b| format!(": {b}")).unwrap_or_default(),
+            run.cfg.file.display()
+        ),
+    );
+    look(&run.runner_dir)
+}
 
-    /// `LookForDecision` (and the end of `AskDecision`): a person's answer, or `DecisionPending`.
-    pub(super) fn look_for_decision(&mut self) -> Event {
-        let path = self.runner_dir.decision();
-        match read_answer(&path) {
-            Some(option) => {
-                let _ = std::fs::remove_file(&path);
-                self.log(&format!("decision: {}", option.name()));
-                Event::Decided { option }
-            }
-            None => Event::DecisionPending,
+/// `LookForDecision` (and the end of `AskDecision`): a person's answer, or `DecisionPending`.
+pub(super) fn look(runner_dir: &RunnerDir) -> Answer {
+    let path = runner_dir.decision();
+    match read_answer(&path) {
+        Some(option) => {
+            let _ = std::fs::remove_file(&path);
+            Answer::of(Event::Decided { option }).narrated(say::decided(option.name()))
         }
+        None => Answer::of(Event::DecisionPending),
     }
 }

@@ -1,144 +1,152 @@
 //! `run --dry-run`: the issue the runner would take and the first invocation it would make,
 //! with nothing changed.
 
+use super::cycle::Cycle;
+use super::run_context::RunContext;
+use super::select::TrackerQuery;
 use super::*;
+use crate::ports::Io;
 
-impl Driver {
-    /// The command line a first attempt of `step` (told as `name`) with `prompt` would run
-    /// under `cfg`, as one line, and the skill file the agent would be handed with it.
-    fn planned(
-        &self,
-        cfg: &Config,
-        (step, name): (Step, &str),
-        prompt: &str,
-        skill: Option<std::path::PathBuf>,
-    ) -> String {
-        let info = AttemptInfo {
-            step,
-            name,
-            issue: self.issue.number,
-            issue_id: &self.refs().id(self.issue.number),
-            attempt: 1,
-            prompt,
-            skill: None,
-            money_left_micros: self.core.runner().money_left_micros(),
-        };
-        let inv = cli::planned_invocation(cfg, &self.program, &info);
-        let skill = skill
-            .map(|p| format!(" (+ skill {})", p.display()))
-            .unwrap_or_default();
-        format!("{}{skill}", shown(&inv))
-    }
+/// The command line a first attempt of `step` (told as `name`) with `prompt` would run
+/// under `cfg`, as one line, and the skill file the agent would be handed with it.
+fn planned(
+    (run, core, issue): (&RunContext, &Core, &IssueContext),
+    cfg: &Config,
+    (step, name): (Step, &str),
+    prompt: &str,
+    skill: Option<std::path::PathBuf>,
+) -> String {
+    let info = AttemptInfo {
+        step,
+        name,
+        issue: issue.number,
+        issue_id: &run.refs().id(issue.number),
+        attempt: 1,
+        prompt,
+        skill: None,
+        money_left_micros: core.runner().money_left_micros(),
+    };
+    let inv = cli::planned_invocation(cfg, &run.program, &info);
+    let skill = skill
+        .map(|p| format!(" (+ skill {})", p.display()))
+        .unwrap_or_default();
+    format!("{}{skill}", shown(&inv))
+}
 
-    /// `--dry-run`: show the issue and the first invocation; change nothing.
-    pub(super) async fn dry_run(&mut self) -> i32 {
-        out!("dry run: project {}", self.cfg.project_path.display());
-        // What `run` refuses before it starts an issue, said before the plan it would not reach.
-        if let Ok(changes) = self.io.call(|w| w.git.foreign_changes()).await {
-            if !changes.is_empty() {
-                out!(
+/// `--dry-run`: show the issue and the first invocation; change nothing. The exit code, and
+/// what it narrates.
+pub(super) async fn dry_run(
+    run: &RunContext,
+    io: &Io,
+    core: &Core,
+    (cycle, claims): (&mut Cycle, Option<&claim::ClaimKeeper>),
+) -> (i32, Vec<String>) {
+    out!("dry run: project {}", run.cfg.project_path.display());
+    // What `run` refuses before it starts an issue, said before the plan it would not reach.
+    if let Ok(changes) = io.call(|w| w.git.foreign_changes()).await {
+        if !changes.is_empty() {
+            out!(
                     "warning: the working tree has changes that are no issue's work ({}): `run` refuses to start an issue over them; fix: {}",
                     foreign_list(&changes, ", "),
                     FOREIGN_FIX
                 );
-            }
         }
-        let query = self.tracker_query();
-        match self.io.call(move |w| query.ask(&*w.tracker)).await {
-            Ok(Selection::Issue(issue)) => {
-                out!("would work on issue #{}: {}", issue.number, issue.title);
-                self.issue = IssueContext {
-                    number: issue.number,
-                    title: issue.title,
-                    branch: None,
-                };
-            }
-            Ok(Selection::NoIssues) => {
-                out!("no open automatable issue: nothing to do");
-                self.say_unlabelled().await;
-                return 0;
-            }
-            Ok(Selection::AllEscalated { numbers }) => {
-                out!(
-                    "would halt: all issues escalated ({})",
-                    issue_list(&numbers)
-                )
-            }
-            Ok(Selection::AllBlocked { numbers }) => {
-                out!("would halt: all issues blocked ({})", issue_list(&numbers))
-            }
-            Err(e) => {
-                say!("error: tracker: {e}");
-                return 2;
-            }
+    }
+    let query = TrackerQuery::of(core, claims, &cycle.merged_before);
+    match io.call(move |w| query.ask(&*w.tracker)).await {
+        Ok(Selection::Issue(issue)) => {
+            out!("would work on issue #{}: {}", issue.number, issue.title);
+            cycle.issue = IssueContext {
+                number: issue.number,
+                title: issue.title,
+                branch: None,
+            };
         }
-        let first = match self.core.runner().mode {
-            Mode::SingleStep(step) => step,
-            _ => Step::StartCycle,
-        };
-        for step in Step::ALL
-            .into_iter()
-            .filter(|s| s.number() >= first.number() && self.cfg.enabled(*s))
-        {
-            if self.cfg.builtin(step) {
-                out!(
-                    "step {} {}: builtin (the runner does it; no agent call)",
-                    step.number(),
-                    step.key()
-                );
-                if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
-                    break;
-                }
-                continue;
-            }
-            let prompt = invoke::prompt(&self.cfg, step, &self.issue, None);
+        Ok(Selection::NoIssues) => {
+            out!("no open automatable issue: nothing to do");
+            return (0, unlabelled(io).await);
+        }
+        Ok(Selection::AllEscalated { numbers }) => {
             out!(
-                "step {} {}: {}",
+                "would halt: all issues escalated ({})",
+                issue_list(&numbers)
+            )
+        }
+        Ok(Selection::AllBlocked { numbers }) => {
+            out!("would halt: all issues blocked ({})", issue_list(&numbers))
+        }
+        Err(e) => {
+            say!("error: tracker: {e}");
+            return (2, Vec::new());
+        }
+    }
+    let first = match core.runner().mode {
+        Mode::SingleStep(step) => step,
+        _ => Step::StartCycle,
+    };
+    for step in Step::ALL
+        .into_iter()
+        .filter(|s| s.number() >= first.number() && run.cfg.enabled(*s))
+    {
+        if run.cfg.builtin(step) {
+            out!(
+                "step {} {}: builtin (the runner does it; no agent call)",
                 step.number(),
-                step.key(),
-                self.planned(
-                    &self.cfg,
-                    (step, step.key()),
-                    &prompt,
-                    self.cfg.skill_file(step)
-                )
+                step.key()
             );
-            if let Some(line) = crate::agent::sandbox::planned(&self.cfg.agent(step).sandbox) {
-                out!("  {line}");
-            }
-            if matches!(self.core.runner().mode, Mode::SingleStep(_)) {
+            if matches!(core.runner().mode, Mode::SingleStep(_)) {
                 break;
             }
+            continue;
         }
-        let limits = self.cfg.limits();
-        let rounds = limits.review.as_ref().map_or(0, |g| g.max_rounds);
-        if rounds > 0 && !matches!(self.core.runner().mode, Mode::SingleStep(_)) {
-            let prompt = invoke::address_review_prompt(
-                &self.cfg,
-                &self.issue,
-                "<the reviewers' new feedback>",
-                None,
-            );
-            let round = self.cfg.review_round();
-            out!(
+        let prompt = invoke::prompt(&run.cfg, step, &cycle.issue, None);
+        out!(
+            "step {} {}: {}",
+            step.number(),
+            step.key(),
+            planned(
+                (run, core, &cycle.issue),
+                &run.cfg,
+                (step, step.key()),
+                &prompt,
+                run.cfg.skill_file(step)
+            )
+        );
+        if let Some(line) = crate::agent::sandbox::planned(&run.cfg.agent(step).sandbox) {
+            out!("  {line}");
+        }
+        if matches!(core.runner().mode, Mode::SingleStep(_)) {
+            break;
+        }
+    }
+    let limits = run.cfg.limits();
+    let rounds = limits.review.as_ref().map_or(0, |g| g.max_rounds);
+    if rounds > 0 && !matches!(core.runner().mode, Mode::SingleStep(_)) {
+        let prompt = invoke::address_review_prompt(
+            &run.cfg,
+            &cycle.issue,
+            "<the reviewers' new feedback>",
+            None,
+        );
+        let round = run.cfg.review_round();
+        out!(
                 "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}, then the runner's commit and push",
-                self.planned(
+                planned(
+                    (run, core, &cycle.issue),
                     &round,
                     (Step::MonitorCi, crate::config::ADDRESS_REVIEW),
                     &prompt,
-                    self.cfg.round_skill_file()
+                    run.cfg.round_skill_file()
                 )
             );
-            if let Some(line) =
-                crate::agent::sandbox::planned(&self.cfg.address_review.agent.sandbox)
-            {
-                out!("  {line}");
-            }
+        if let Some(line) = crate::agent::sandbox::planned(&run.cfg.address_review.agent.sandbox) {
+            out!("  {line}");
         }
-        let b = crate::machine::bounds::compute(&limits);
-        let a = crate::machine::bounds::agent_invocations(&limits, &self.cfg.builtin_steps());
-        let (agent, builtin) = self.cfg.steps_by_performer();
-        out!(
+    }
+    let b = crate::machine::bounds::compute(&limits);
+    let a = crate::machine::bounds::agent_invocations(&limits, &run.cfg.builtin_steps());
+    let (agent, builtin) = run.cfg.steps_by_performer();
+    out!(
             "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} agent invocations between merges, {} before a halt if nothing succeeds; {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt",
             agent.len(),
             builtin.len(),
@@ -147,8 +155,7 @@ impl Driver {
             b.between_merges,
             b.nothing_succeeds
         );
-        0
-    }
+    (0, Vec::new())
 }
 
 /// `inv` as one line: the program, then its arguments (quoted where they hold a space).

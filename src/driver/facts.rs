@@ -5,9 +5,12 @@
 //! off the runtime together with the step's own checks (`Probe`): one trip to the blocking
 //! pool per request, not one per question.
 
-use super::{network, Driver};
+use super::shutdown::Shutdown;
+use super::{network, Told};
 use crate::call_failure::Kinded;
-use crate::machine::{Event, Mode};
+use crate::config::Config;
+use crate::machine::{Core, Event, Mode};
+use crate::narration as say;
 use crate::ports::git::GitError;
 use crate::ports::World;
 use crate::step::Step;
@@ -19,106 +22,97 @@ use std::time::Duration;
 /// its locks for milliseconds.
 const STALE_LOCK_AGE: Duration = Duration::from_secs(30);
 
-impl Driver {
-    /// After a runner died mid-git (killed, a broken pipe): the lock files its git left that
-    /// no process holds are removed, so the continued session does not fail on its own
-    /// leftovers. Anything else stays for the workspace check to name.
-    pub(super) async fn clear_locks_of_a_killed_runner(&mut self) {
-        for lock in self.io.call(|w| w.git.locks_of_a_dead_git()).await {
-            match std::fs::remove_file(&lock) {
-                Ok(()) => self.log(&format!(
-                    "removed {}, left by the previous runner's git (no process holds it)",
-                    lock.display()
-                )),
-                Err(e) => self.log(&format!("warning: cannot remove {}: {e}", lock.display())),
-            }
+/// After a runner died mid-git (killed, a broken pipe): the lock files its git left that
+/// no process holds are removed, so the continued session does not fail on its own
+/// leftovers. Anything else stays for the workspace check to name. What it narrates.
+pub(super) async fn clear_locks_of_a_killed_runner(io: &crate::ports::Io) -> Vec<String> {
+    let mut said = Vec::new();
+    for lock in io.call(|w| w.git.locks_of_a_dead_git()).await {
+        match std::fs::remove_file(&lock) {
+            Ok(()) => said.push(say::removed_dead_git_lock(&lock)),
+            Err(e) => said.push(say::cannot_remove(&lock, &e)),
         }
     }
+    said
+}
 
-    /// The verdict on the facts `probe` found, in the order they were asked: `Err(event)`
-    /// when one decides (a stale git lock or foreign changes: `WorkspaceUnfit`; the person
-    /// withdrew the issue: `IssueWithdrawn`; the tracker could not be asked: the network's or
-    /// the shutdown's event), else `Ok` with what was asked after them.
-    pub(super) fn facts_verdict<T>(&mut self, step: Step, probe: Probe<T>) -> Result<T, Event> {
-        if let Some(lock) = probe.locks.first() {
-            let said = format!(
-                "the git lock file {} is left over (older than {} s): git commands in {} fail while it exists.\nfix: make sure no git process is running in the project, then remove it: rm {}",
-                lock.display(),
-                STALE_LOCK_AGE.as_secs(),
-                self.cfg.project_path.display(),
-                lock.display()
-            );
-            self.log(&format!("workspace: {}", said.replace('\n', "; ")));
-            self.say(said);
+/// The verdict on the facts `probe` found, in the order they were asked: `Err(event)`
+/// when one decides (a stale git lock or foreign changes: `WorkspaceUnfit`; the person
+/// withdrew the issue: `IssueWithdrawn`; the tracker could not be asked: the network's or
+/// the shutdown's event), else `Ok` with what was asked after them. What it found is told.
+pub(super) fn verdict<T>(
+    (cfg, core, shutdown): (&Config, &Core, &Shutdown),
+    step: Step,
+    probe: Probe<T>,
+    told: &mut Told,
+) -> Result<T, Event> {
+    let project = &cfg.project_path;
+    if let Some(lock) = probe.locks.first() {
+        let said = say::stale_git_lock(lock, STALE_LOCK_AGE.as_secs(), project);
+        told.narrate(say::workspace(&said));
+        told.say(said);
+        return Err(Event::WorkspaceUnfit { step });
+    }
+    if let Some(Ok(changes)) = &probe.foreign {
+        if !changes.is_empty() {
+            let list = foreign_list(changes, "\n");
+            let said = say::foreign_changes(project, step.key(), &list, FOREIGN_FIX);
+            told.narrate(say::workspace(&said));
+            told.say(said);
             return Err(Event::WorkspaceUnfit { step });
         }
-        if let Some(Ok(changes)) = &probe.foreign {
-            if !changes.is_empty() {
-                let said = format!(
-                    "the working tree of {} has changes that are no issue's work before {} (the runner never works over them):\n{}\nfix: {FOREIGN_FIX}",
-                    self.cfg.project_path.display(),
-                    step.key(),
-                    foreign_list(changes, "\n"),
-                );
-                self.log(&format!("workspace: {}", said.replace('\n', "; ")));
-                self.say(said);
-                return Err(Event::WorkspaceUnfit { step });
-            }
-        }
-        if let (Some(read), Some(issue)) = (probe.issue, self.core.runner().issue) {
-            if let Some(event) = self.withdrawn_by_a_person(issue, read)? {
-                return Err(event);
-            }
-        }
-        // A fact that decided returned above; a probe always asks what follows otherwise.
-        probe.then.ok_or(Event::WorkspaceUnfit { step })
     }
+    if let (Some(read), Some(issue)) = (probe.issue, core.runner().issue) {
+        let services = || cfg.api_services();
+        if let Some(event) = withdrawn_by_a_person((core, shutdown, services), issue, read, told)? {
+            return Err(event);
+        }
+    }
+    // A fact that decided returned above; a probe always asks what follows otherwise.
+    probe.then.ok_or(Event::WorkspaceUnfit { step })
+}
 
-    /// What the tracker's answer about `issue` means: `Ok(Some(IssueWithdrawn))` when a person
-    /// closed it, took its automatable label away (not under `--issue`, which names it
-    /// explicitly) or marked it escalated; `Err(event)` when the tracker could not be asked for
-    /// the network. Any other failure to read leaves the decision to the step's own checks.
-    fn withdrawn_by_a_person(
-        &mut self,
-        issue: u32,
-        read: Result<(bool, Issue), TrackerError>,
-    ) -> Result<Option<Event>, Event> {
-        let what = format!("reading issue #{issue} from the tracker");
-        let found = match self.judge(&what, read) {
-            network::Patient::Done(Ok(found)) => found,
-            network::Patient::Done(Err(e)) => {
-                self.log(&format!("warning: {what}: {e}"));
-                return Ok(None);
-            }
-            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => {
-                return Err(event)
-            }
-        };
-        let explicit = matches!(self.core.runner().mode, Mode::SingleIssue(_));
-        let Some(why) = withdrawn(&found.1, found.0, explicit) else {
+/// What the tracker's answer about `issue` means: `Ok(Some(IssueWithdrawn))` when a person
+/// closed it, took its automatable label away (not under `--issue`, which names it
+/// explicitly) or marked it escalated; `Err(event)` when the tracker could not be asked for
+/// the network. Any other failure to read leaves the decision to the step's own checks.
+fn withdrawn_by_a_person(
+    (core, shutdown, services): (&Core, &Shutdown, impl FnOnce() -> String),
+    issue: u32,
+    read: Result<(bool, Issue), TrackerError>,
+    told: &mut Told,
+) -> Result<Option<Event>, Event> {
+    let what = format!("reading issue #{issue} from the tracker");
+    let (judged, failed) = network::judge(shutdown, services, &what, read);
+    told.told(failed);
+    let found = match judged {
+        network::Patient::Done(Ok(found)) => found,
+        network::Patient::Done(Err(e)) => {
+            told.narrate(say::warning_of(&what, &e));
             return Ok(None);
-        };
-        self.say(format!(
-            "issue #{issue} was {why} by a person during the cycle"
-        ));
-        self.log(&format!(
-            "issue #{issue} was {why} in the tracker while the runner worked on it: the cycle is dropped (branch kept), nothing is merged or written to the issue"
-        ));
-        Ok(Some(Event::IssueWithdrawn { issue }))
-    }
-
-    /// What to ask before `step` (`with_tree`: the tree too, which must hold nothing but the
-    /// runner's own files before a cycle's first step).
-    pub(super) fn facts_to_ask(&self, with_tree: bool) -> FactsAsked {
-        FactsAsked {
-            with_tree,
-            issue: self.core.runner().issue,
-            explicit: matches!(self.core.runner().mode, Mode::SingleIssue(_)),
         }
-    }
+        network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => return Err(event),
+    };
+    let explicit = matches!(core.runner().mode, Mode::SingleIssue(_));
+    let Some(why) = withdrawn(&found.1, found.0, explicit) else {
+        return Ok(None);
+    };
+    told.say(say::withdrawn_said(issue, why));
+    told.narrate(say::withdrawn(issue, why));
+    Ok(Some(Event::IssueWithdrawn { issue }))
 }
 
 impl FactsAsked {
+    /// What to ask before `step` (`with_tree`: the tree too, which must hold nothing but the
+    /// runner's own files before a cycle's first step).
+    pub(super) fn before(core: &Core, with_tree: bool) -> FactsAsked {
+        FactsAsked {
+            with_tree,
+            issue: core.runner().issue,
+            explicit: matches!(core.runner().mode, Mode::SingleIssue(_)),
+        }
+    }
+
     /// The same, without the tracker's answer about the issue (after a step: a person's
     /// decision is read before the next one).
     pub(super) fn without_issue(self) -> FactsAsked {

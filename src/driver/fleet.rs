@@ -9,10 +9,11 @@
 //! `<git dir>/sdlc-runner/fleet-halt`; the next run refuses until `--ack-halt`.
 
 use super::shutdown::Shutdown;
-use super::{Driver, RunOptions, Started};
+use super::{RunOptions, Started};
 use crate::config::Config;
 use crate::git::repo::Repo;
 use crate::machine::{Event, Signal};
+use crate::ports::Clock;
 use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Share, Worker};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -94,76 +95,58 @@ impl Link {
     }
 }
 
-impl Driver {
-    /// Reports to the fleet, when this driver is one of its workers.
-    pub(super) fn fleet_report(&self, report: impl FnOnce(Worker) -> Report) -> Option<bool> {
-        let link = self.fleet.as_ref()?;
-        link.report(report(link.worker))
-    }
+/// Reports to the fleet, when this driver is one of its workers.
+pub(super) fn tell(fleet: Option<&Link>, report: impl FnOnce(Worker) -> Report) -> Option<bool> {
+    let link = fleet?;
+    link.report(report(link.worker))
+}
 
-    /// Whether another worker of this runner's fleet holds an issue: then an empty selection
-    /// (all escalated or blocked) ends this worker, not the fleet (the coordinator's rule).
-    pub(super) fn fleet_others_hold(&self) -> bool {
-        self.fleet.as_ref().is_some_and(Link::others_hold)
-    }
+/// Whether another worker of this runner's fleet holds an issue: then an empty selection
+/// (all escalated or blocked) ends this worker, not the fleet (the coordinator's rule).
+pub(super) fn others_hold(fleet: Option<&Link>) -> bool {
+    fleet.is_some_and(Link::others_hold)
+}
 
-    /// What holds the remaining issues, for the message: other runners' claims, else the
-    /// fleet's other workers.
-    pub(super) fn held_elsewhere(&self, claims: String) -> String {
-        if claims.is_empty() {
-            "other workers of this fleet".to_string()
-        } else {
-            claims
-        }
-    }
-
-    /// Asks the fleet whether this worker may start `issue`; a refused issue's claim is given
-    /// back and the issue left out of this worker's next selection.
-    pub(super) async fn fleet_refuses(&mut self, issue: u32) -> bool {
-        let wants = |worker| Report::WantsIssue { worker, issue };
-        if self.fleet_report(wants) != Some(false) {
-            return false;
-        }
-        self.release_claim(issue).await;
-        if let Some(keeper) = self.claims.as_mut() {
-            keeper.refused.insert(issue);
-        }
-        true
-    }
-
-    /// Before a dispatch: the fleet's answer instead of the request's when it may not go
-    /// ahead now: `FleetPaused` while the fleet pauses (the machine waits and asks again), the
-    /// shutdown event once the fleet halted.
-    pub(super) fn fleet_gate(&mut self) -> Option<Event> {
-        let link = self.fleet.clone()?;
-        let now_secs = u64::try_from(self.clock.now().timestamp()).unwrap_or(0);
-        match link.may_dispatch(now_secs) {
-            Dispatch::Go => None,
-            Dispatch::Stop => {
-                self.shutdown.request(Signal::Term);
-                Some(self.shutdown.event())
-            }
-            Dispatch::WaitUntil(until) => Some(Event::FleetPaused {
-                seconds: until.saturating_sub(now_secs).max(1),
-            }),
-        }
+/// What holds the remaining issues, for the message: other runners' claims, else the
+/// fleet's other workers.
+pub(super) fn held_elsewhere(claims: String) -> String {
+    if claims.is_empty() {
+        "other workers of this fleet".to_string()
+    } else {
+        claims
     }
 }
 
-impl Driver {
-    /// Before an agent call the machine handed `wanted`: what the call may spend, the
-    /// coordinator's share of the fleet's money for it (as much without a fleet), or the
-    /// event that answers instead while the other workers' calls hold all of it.
-    pub(super) fn fleet_share(&mut self, wanted: Option<u64>) -> Result<Option<u64>, Event> {
-        let Some(link) = self.fleet.clone() else {
-            return Ok(wanted);
-        };
-        match link.share(wanted) {
-            Share::Granted(money) => Ok(money),
-            Share::WaitForOthers => Err(Event::FleetPaused {
-                seconds: Coordinator::SHARE_RECHECK_SECS,
-            }),
+/// Before a dispatch: the fleet's answer instead of the request's when it may not go
+/// ahead now: `FleetPaused` while the fleet pauses (the machine waits and asks again), the
+/// shutdown event once the fleet halted.
+pub(super) fn gate(fleet: Option<&Link>, clock: &dyn Clock, shutdown: &Shutdown) -> Option<Event> {
+    let link = fleet?;
+    let now_secs = u64::try_from(clock.now().timestamp()).unwrap_or(0);
+    match link.may_dispatch(now_secs) {
+        Dispatch::Go => None,
+        Dispatch::Stop => {
+            shutdown.request(Signal::Term);
+            Some(shutdown.event())
         }
+        Dispatch::WaitUntil(until) => Some(Event::FleetPaused {
+            seconds: until.saturating_sub(now_secs).max(1),
+        }),
+    }
+}
+
+/// Before an agent call the machine handed `wanted`: what the call may spend, the
+/// coordinator's share of the fleet's money for it (as much without a fleet), or the
+/// event that answers instead while the other workers' calls hold all of it.
+pub(super) fn share(fleet: Option<&Link>, wanted: Option<u64>) -> Result<Option<u64>, Event> {
+    let Some(link) = fleet else {
+        return Ok(wanted);
+    };
+    match link.share(wanted) {
+        Share::Granted(money) => Ok(money),
+        Share::WaitForOthers => Err(Event::FleetPaused {
+            seconds: Coordinator::SHARE_RECHECK_SECS,
+        }),
     }
 }
 
@@ -341,7 +324,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         };
         // Every diagnostic of this worker, from its start on, says `worker=<k>`.
         let span = crate::logging::worker_span(worker);
-        let result = span.in_scope(|| Driver::start(wcfg, wopts));
+        let result = span.in_scope(|| super::start(wcfg, wopts));
         started.push((k, worker, span, result));
     }
     let codes: Vec<i32> = runtime.block_on(async {
@@ -354,7 +337,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                         worker,
                     });
                     if let Ok(mut s) = shared.shutdowns.lock() {
-                        s.push(driver.shutdown.clone());
+                        s.push(driver.shell.shutdown.clone());
                     }
                     let drive = tracing::Instrument::instrument(driver.drive(), span);
                     tasks.push(tokio::spawn(drive));

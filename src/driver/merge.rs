@@ -7,10 +7,16 @@
 //! a lost push race as contention (`MergeRaceLost`, merged again as `fleet::Contention`
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
-use super::{network, Driver};
+use super::claim::{self, ClaimKeeper};
+use super::fleet::{self, Link};
+use super::shutdown::Shutdown;
+use super::step_run::StepRun;
+use super::{network, Answer, Told};
 use crate::agent::classify::classify_builtin;
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
+use crate::narration as say;
+use crate::ports::{Clock, Io};
 use crate::tracker::claims::Claimed;
 
 use crate::machine::{Commit, Event, Signal, Usage};
@@ -18,88 +24,92 @@ use crate::step::Step;
 use crate::steps::builtin::{self, Failed, Head, IssueFacts, Look};
 use sdlc_machine::fleet::Report;
 
-impl Driver {
-    /// `TakeMergeTurn`: one ask for the fleet's turn, then one for the tracker's merge lease
-    /// (the holder's ask renews it). Busy: who holds it is said for the diagnostics.
-    pub(super) async fn take_merge_turn(&mut self, issue: u32) -> Event {
-        if let Some(link) = self.fleet.clone() {
-            match link.report(Report::WantsMerge {
-                worker: link.worker,
-            }) {
-                Some(true) => {}
-                Some(false) => {
-                    self.say(format!(
-                        "issue #{issue}: waiting for the fleet's merge turn (another worker is merging)"
-                    ));
-                    return Event::MergeTurnBusy;
-                }
-                None => {
-                    // The fleet halted: nothing is merged any more.
-                    self.shutdown.request(Signal::Term);
-                    return self.shutdown.event();
-                }
+/// `TakeMergeTurn`: one ask for the fleet's turn, then one for the tracker's merge lease
+/// (the holder's ask renews it). Busy: who holds it is said for the diagnostics.
+pub(super) async fn take_merge_turn(
+    (fleet, claims): (Option<&Link>, Option<&ClaimKeeper>),
+    (io, clock, shutdown): (&Io, &dyn Clock, &Shutdown),
+    issue: u32,
+) -> Answer {
+    let mut told = Told::default();
+    if let Some(link) = fleet {
+        match link.report(Report::WantsMerge {
+            worker: link.worker,
+        }) {
+            Some(true) => {}
+            Some(false) => {
+                told.say(say::waiting_for_fleet_turn(issue));
+                return told.answer(Event::MergeTurnBusy);
             }
-        }
-        // The merge lease lasts a claim's lease: a holder that died delays the others by
-        // at most that.
-        let Some(lease) = self.claims.as_ref().map(|k| k.lease) else {
-            return Event::MergeTurnTaken;
-        };
-        let now = self.clock.now();
-        let asked = self
-            .on_claims(move |store, worker| {
-                let answer = store.lease_merge(issue, worker, lease, now);
-                (answer, store.merge_lease_file())
-            })
-            .await;
-        let (answer, lease_file) = match asked {
-            Some((answer, file)) => (Some(answer), file),
-            None => (None, None),
-        };
-        match answer {
-            None | Some(Ok(None)) | Some(Ok(Some(Claimed::Won(_)))) => Event::MergeTurnTaken,
-            Some(Ok(Some(Claimed::Held(holder)))) => {
-                let file = lease_file
-                    .map(|f| format!("; remove {} if that runner is gone", f.display()))
-                    .unwrap_or_default();
-                let text = format!(
-                    "issue #{issue}: waiting for the merge lease, held by worker {} (merging #{}) until {}{file}",
-                    holder.worker,
-                    holder.issue,
-                    holder.expires_at.format("%H:%M:%S UTC")
-                );
-                tracing::debug!("{text}");
-                self.say(text);
-                Event::MergeTurnBusy
-            }
-            Some(Err(e)) => {
-                let text = format!("cannot take the merge lease: {e}");
-                self.log(&format!("merge: {text}"));
-                self.say(text);
-                Event::TrackerWriteFailed
+            None => {
+                // The fleet halted: nothing is merged any more.
+                shutdown.request(Signal::Term);
+                return told.answer(shutdown.event());
             }
         }
     }
-
-    /// `ReleaseMergeTurn`: the tracker's lease and then the fleet's turn given back (merged or
-    /// not), so that the next worker to get the turn finds the lease free. Idempotent.
-    pub(super) async fn release_merge_turn(&mut self) {
-        self.release_merge_lease().await;
-        self.fleet_report(|worker| Report::MergeDone { worker });
-    }
-
-    /// Gives this runner's merge lease back, if it holds it. Also at the start of a fleet's
-    /// worker: a lease left under its id by a killed run is stale (the project's lock is this
-    /// run's), and keeping it would make the worker that has the fleet's turn wait for it.
-    pub(super) async fn release_merge_lease(&mut self) {
-        let released = self
-            .on_claims(|store, worker| store.release_merge(worker))
-            .await;
-        if let Some(Err(e)) = released {
-            self.log(&format!("warning: cannot give the merge lease back: {e}"));
+    // The merge lease lasts a claim's lease: a holder that died delays the others by
+    // at most that.
+    let Some(lease) = claims.map(|k| k.lease) else {
+        return told.answer(Event::MergeTurnTaken);
+    };
+    let now = clock.now();
+    let asked = claim::on_claims(claims, io, move |store, worker| {
+        let answer = store.lease_merge(issue, worker, lease, now);
+        (answer, store.merge_lease_file())
+    })
+    .await;
+    let (answer, lease_file) = match asked {
+        Some((answer, file)) => (Some(answer), file),
+        None => (None, None),
+    };
+    let event = match answer {
+        None | Some(Ok(None)) | Some(Ok(Some(Claimed::Won(_)))) => Event::MergeTurnTaken,
+        Some(Ok(Some(Claimed::Held(holder)))) => {
+            let text = say::waiting_for_merge_lease(
+                issue,
+                (&holder.worker, holder.issue, holder.expires_at),
+                lease_file.as_deref(),
+            );
+            tracing::debug!("{text}");
+            told.say(text);
+            Event::MergeTurnBusy
         }
-    }
+        Some(Err(e)) => {
+            let text = say::cannot_take_merge_lease(&e);
+            told.narrate(say::merge(&text));
+            told.say(text);
+            Event::TrackerWriteFailed
+        }
+    };
+    told.answer(event)
+}
 
+/// `ReleaseMergeTurn`: the tracker's lease and then the fleet's turn given back (merged or
+/// not), so that the next worker to get the turn finds the lease free. Idempotent. What it
+/// narrates.
+pub(super) async fn release_merge_turn(
+    fleet: Option<&Link>,
+    claims: Option<&ClaimKeeper>,
+    io: &Io,
+) -> Vec<String> {
+    let said = release_merge_lease(claims, io).await;
+    fleet::tell(fleet, |worker| Report::MergeDone { worker });
+    said
+}
+
+/// Gives this runner's merge lease back, if it holds it. Also at the start of a fleet's
+/// worker: a lease left under its id by a killed run is stale (the project's lock is this
+/// run's), and keeping it would make the worker that has the fleet's turn wait for it.
+pub(super) async fn release_merge_lease(claims: Option<&ClaimKeeper>, io: &Io) -> Vec<String> {
+    let released = claim::on_claims(claims, io, |store, worker| store.release_merge(worker)).await;
+    match released {
+        Some(Err(e)) => vec![say::cannot_give_merge_lease_back(&e)],
+        _ => Vec::new(),
+    }
+}
+
+impl StepRun<'_> {
     /// One merge run (`RunStep` of merge, within the turn): origin's branch looked at first
     /// (one fetch: a person's merge, a closed PR or deleted branch, a moved head are the
     /// machine's events, and nothing is merged), then exactly `commit`, the one CI passed in
@@ -122,11 +132,11 @@ impl Driver {
         // A conflict's repair attempt (the machine's word) has the agent bring the branch up
         // to date; doing it here first would only meet the same conflict again.
         let conflict_repair = self.core.runner().conflict_repair().is_some();
-        let builtin = self.cfg.builtin(step);
+        let builtin = self.run.cfg.builtin(step);
         let base = if builtin || conflict_repair {
             // The builtin merge merges the verified commit itself, never a branch updated
             // after CI passed it.
-            main.filter(|_| self.forge_local)
+            main.filter(|_| self.run.forge_local)
         } else {
             match self.up_to_date(issue, target.hex()).await {
                 Ok(base) => base,
@@ -165,10 +175,7 @@ impl Driver {
         if !self.lost_race(issue, base).await {
             return event;
         }
-        self.log(&format!(
-            "issue #{issue}: the merge lost a push race (origin's {} moved meanwhile)",
-            self.main
-        ));
+        self.log(&say::lost_push_race(issue, &self.run.main));
         let (class, signature, usage) = failed;
         Event::MergeRaceLost {
             class,
@@ -184,11 +191,11 @@ impl Driver {
     /// before any merge.
     pub(super) async fn update_branch(&mut self, issue: u32, commit: Option<Commit>) -> Event {
         let step = Step::Merge;
-        self.know_issue(issue).await;
-        let started = self.clock.instant();
+        self.cycle.know(&self.shell.io, issue).await;
+        let started = self.shell.clock.instant();
         let verified = commit.map(|c| c.hex()).unwrap_or_default();
         let facts = self.facts();
-        let what = format!("bringing the branch up to date with {}", self.main);
+        let what = format!("bringing the branch up to date with {}", self.run.main);
         let updated = self
             .patiently(&what, move |w| {
                 facts.with(&*w.git, |facts| {
@@ -198,6 +205,7 @@ impl Driver {
             .await;
         let usage = Usage {
             elapsed_ms: self
+                .shell
                 .clock
                 .instant()
                 .saturating_duration_since(started)
@@ -214,11 +222,11 @@ impl Driver {
                         crate::failpoint::point("branch updated: pushed");
                         let said = format!(
                         "the branch, up to date with {}, is pushed at {}: CI looks at it before the merge",
-                        self.main,
+                        self.run.main,
                         head.short()
                     );
                         self.say(said.clone());
-                        self.log(&format!("{}: {said}", step.key()));
+                        self.log(&say::of_step(step.key(), &said));
                         return Event::BranchUpdated { head, usage };
                     }
                     Err(failed) => failed,
@@ -241,16 +249,19 @@ impl Driver {
     /// them): said, logged and kept as the merge's failure context (the repair's prompt and
     /// the journal), and answered as `MergeConflict` with the files, for the machine to meet.
     pub(super) fn merge_conflict(&mut self, what: &str, paths: Vec<String>, usage: Usage) -> Event {
-        let issue = self.issue.number;
+        let issue = self.cycle.issue.number;
         let named = if paths.is_empty() {
             "the forge names no file".to_string()
         } else {
             paths.join(", ")
         };
-        let summary = format!("merge: the branch conflicts with {} in: {named}", self.main);
+        let summary = format!(
+            "merge: the branch conflicts with {} in: {named}",
+            self.run.main
+        );
         self.say(what.to_string());
-        self.log(&format!("merge: failed: MERGE_CONFLICT — {summary}"));
-        self.notifier.send(
+        self.log(&say::merge_conflict(&summary));
+        self.shell.notifier.send(
             crate::notify::Severity::Warning,
             &format!("issue #{issue}: {summary}"),
         );
@@ -271,11 +282,15 @@ impl Driver {
     /// verdict to the agent's merge and its post-check).
     async fn gate_before_the_agent(&mut self, issue: u32) -> Option<Event> {
         let step = Step::Merge;
-        let branch = self.io.call(move |w| w.git.feature_branch(issue)).await;
+        let branch = self
+            .shell
+            .io
+            .call(move |w| w.git.feature_branch(issue))
+            .await;
         let Ok(Some(branch)) = branch else {
             return None;
         };
-        let started = self.clock.instant();
+        let started = self.shell.clock.instant();
         let looked = self
             .patiently("reading the pull request's merge state", move |w| {
                 w.forge.merge_gate(&branch)
@@ -283,6 +298,7 @@ impl Driver {
             .await;
         let usage = Usage {
             elapsed_ms: self
+                .shell
                 .clock
                 .instant()
                 .saturating_duration_since(started)
@@ -294,7 +310,7 @@ impl Driver {
             network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Behind => {
                 let said = e.to_string();
                 self.say(said.clone());
-                self.log(&format!("{}: {said}", step.key()));
+                self.log(&say::of_step(step.key(), &said));
                 Some(Event::BranchBehind { usage })
             }
             network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Policy => {
@@ -311,9 +327,9 @@ impl Driver {
     /// One look at origin's branch against `commit` (none: the local head).
     async fn look_raw(&mut self, commit: Option<Commit>) -> network::Patient<Look, Failed> {
         let expected = commit.map(|c| c.hex());
-        let number = self.issue.number;
-        let title = self.issue.title.clone();
-        let branch = self.issue.branch.clone();
+        let number = self.cycle.issue.number;
+        let title = self.cycle.issue.title.clone();
+        let branch = self.cycle.issue.branch.clone();
         let refs = self.refs();
         self.patiently("looking at the branch before the merge", move |w| {
             let found = w.git.feature_branch(number).ok().flatten();
@@ -363,18 +379,27 @@ impl Driver {
     /// is leased on `seen`, origin's head the look before the merge found.
     async fn up_to_date(&mut self, issue: u32, seen: String) -> Result<Option<String>, Event> {
         let step = Step::Merge;
-        if !self.forge_local {
+        if !self.run.forge_local {
             return Ok(None);
         }
-        let branch = match self.io.call(move |w| w.git.feature_branch(issue)).await {
+        let branch = match self
+            .shell
+            .io
+            .call(move |w| w.git.feature_branch(issue))
+            .await
+        {
             Ok(Some(branch)) => branch,
             _ => {
                 // No branch to bring up to date: the step's own checks say what is missing.
-                let main = self.io.call(|w| w.git.origin_main().ok().flatten()).await;
+                let main = self
+                    .shell
+                    .io
+                    .call(|w| w.git.origin_main().ok().flatten())
+                    .await;
                 return Ok(main);
             }
         };
-        let what = format!("bringing {branch} up to date with {}", self.main);
+        let what = format!("bringing {branch} up to date with {}", self.run.main);
         match self
             .patiently(&what, move |w| w.git.bring_up_to_date(&branch, Some(&seen)))
             .await
@@ -397,7 +422,8 @@ impl Driver {
     /// branch is not in it. A question git cannot answer counts as no race (the failure then
     /// stands as the attempt's).
     async fn lost_race(&self, issue: u32, base: Option<String>) -> bool {
-        self.io
+        self.shell
+            .io
             .call(move |w| match w.git.feature_branch(issue) {
                 Ok(Some(branch)) => w.git.lost_race(&branch, base.as_deref()).unwrap_or(false),
                 _ => false,

@@ -8,6 +8,7 @@
 mod attempt;
 mod builtin_step;
 mod claim;
+mod cycle;
 mod decision;
 mod dry_run;
 mod facts;
@@ -19,26 +20,33 @@ mod network;
 mod perform;
 pub mod report;
 mod review;
+mod run_context;
 mod select;
+mod shell;
 mod shutdown;
 mod startup;
+mod step_run;
+use crate::narration as say;
 pub(crate) use facts::{foreign_list, FOREIGN_FIX};
 pub(crate) use startup::settle_tracker;
+use startup::{start, start_on};
 
 use crate::agent::cli::{self, AttemptInfo};
-use crate::artifacts::{self, StateFile};
+use crate::artifacts;
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::config::Config;
 use crate::journal::{Journal, SessionEnd};
-use crate::logs::{append_line, Logs};
+use crate::logs::append_line;
 use crate::machine::{Core, Effect, Event, HaltReason, Mode, Notice, Report, State};
 use crate::notify::Severity;
-use crate::ports::{AgentPort, Clock, Io, NotifierPort, World};
+use crate::ports::{Io, World};
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
+use cycle::Cycle;
 use invoke::IssueContext;
-use shutdown::Shutdown;
+use run_context::{Restart, RunContext};
+use shell::Shell;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -86,7 +94,7 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
     };
     // Startup is synchronous and may block (the tracker, git): it runs before the runtime
     // drives anything, outside its context.
-    let started = Driver::start(cfg, opts);
+    let started = start(cfg, opts);
     match started {
         Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
         Ok(Started::Exit(code)) => code,
@@ -145,7 +153,7 @@ pub(crate) fn run_on_ports(cfg: Config, opts: RunOptions, ports: crate::ports::P
     {
         Ok(runtime) => {
             let program = PathBuf::from(&cfg.agent.command);
-            let started = Driver::start_on(cfg, opts, program, ports);
+            let started = start_on(cfg, opts, program, ports);
             match started {
                 Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
                 Ok(Started::Exit(code)) => code,
@@ -169,52 +177,19 @@ enum Started {
 }
 
 /// Everything one run holds. The machine (`core`) decides; the rest is the IO it needs and
-/// what the driver must remember between effects to perform the next one.
+/// what the driver must remember between effects to perform the next one, in groups by what
+/// they hold.
 struct Driver {
-    /// The validated config this run was started with.
-    cfg: Config,
-    /// The command-line flags beyond the config.
-    opts: RunOptions,
-    /// The agent binary, resolved on PATH once at startup.
-    program: PathBuf,
-    /// The blocking ports (git, the forge, the tracker, the claim store), reached only through
-    /// [`Io::call`]: every call runs off the runtime, so no child process blocks it.
-    io: Io,
-    /// The default branch's name, as the git port found it at startup.
-    main: String,
-    /// Whether the forge is the local one (the runner merges; on GitHub the forge does).
-    forge_local: bool,
-    /// Chat, webhook and command channels; deduplicated and redacted: the notifier port.
-    notifier: std::sync::Arc<dyn NotifierPort>,
-    /// Runs one agent attempt: the agent port.
-    agent: Box<dyn AgentPort>,
-    /// "Now" and every wait: the clock port.
-    clock: std::sync::Arc<dyn Clock>,
-    /// The orchestration log, live logs and per-attempt archives.
-    logs: Logs,
-    /// `None` in a dry run, which must not touch the project.
-    journal: Option<Journal>,
-    /// The journal's session id this run records under (continued or new).
-    session: String,
+    /// What this run was started with and on: config, flags, session, runner directory.
+    run: RunContext,
+    /// The ports and the runner's own files: IO, notifier, agent, clock, logs, journal, lock.
+    shell: Shell,
+    /// What the driver knows of the issue under way beyond the machine's counters.
+    cycle: Cycle,
     /// The pure state machine: every decision is its.
     core: Core,
-    /// The restart event (`Start`, or `ModeChanged` when this run's mode differs).
-    first: Event,
-    /// This run continues a session whose runner stopped without ending it (killed, crashed):
-    /// git locks its git commands left behind are its own to clear.
-    recovering: bool,
-    /// Side effects of the last recorded batch, to complete before anything else (a crash may
-    /// have cut them short; each is idempotent).
-    redo: Vec<Effect>,
-    /// Held for the whole run so that no second runner works on the project; checked before
-    /// every event (`check_runner_files`).
-    _lock: Option<crate::runner_dir::lock::Lock>,
-    /// The operator's stop request; every wait and the agent watch it.
-    shutdown: Shutdown,
-    /// The issue the prompts talk about (number, title, feature branch).
-    issue: IssueContext,
-    /// The spec directory's feature name, once a probe has seen it.
-    feature: Option<String>,
+    /// Where the restart begins: the first event and what the previous runner left undone.
+    restart: Restart,
     /// Where the effect being performed collects what its answer reports beyond the event (a
     /// `StepFailed`'s failure context, what the attempt or the failed call said): `perform`
     /// empties it before the effect and hands it out with the answer, so nothing in it outlives
@@ -222,42 +197,89 @@ struct Driver {
     /// repair prompt and the decision file) and the last words (`Core::last_words`, for the halt
     /// and escalation diagnostics).
     report: Report,
-    /// The `.claude` state file mirrored for tools that read the Node runner's format.
-    state: StateFile,
-    /// Where the journal, the lock and the decision file live.
-    runner_dir: crate::runner_dir::RunnerDir,
     /// This runner's issue claims, when it runs with `--worker-id`.
     claims: Option<claim::ClaimKeeper>,
     /// The fleet this driver is a worker of (`run --workers N`).
     fleet: Option<fleet::Link>,
-    /// The running step and the current wait, for `status` (`live.json`).
-    live: crate::live_status::LiveStatus,
-    /// The money the attempt under way may spend (its `RunStep`'s), for the agent it runs.
-    money_left_micros: Option<u64>,
-    /// The reviewers' feedback, quoted, that the agent of an `AddressReview` round is handed
-    /// (its prompt replaces the step's while it is set).
-    review_feedback: Option<String>,
-    /// Issues an earlier session of the journal merged: facts the tracker may not show yet
-    /// (or ever), for selection and dependencies.
-    merged_before: std::collections::BTreeSet<u32>,
 }
 
 impl Driver {
     /// How the tracker and the forge name issues and changes (`#12`, `ENG-12`, `!34`).
     fn refs(&self) -> crate::config::IssueRefs {
-        crate::config::IssueRefs::of(&self.cfg)
+        self.run.refs()
+    }
+
+    /// Makes the call once, off the runtime, and judges its answer (`network::judge`): what a
+    /// failed call tells is said and narrated. Every call site that may meet the network.
+    async fn patiently<T, E>(
+        &mut self,
+        what: &str,
+        call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
+    ) -> network::Patient<T, E>
+    where
+        T: Send + 'static,
+        E: std::fmt::Display + crate::call_failure::Kinded + Send + 'static,
+    {
+        let answer = network::call(&self.shell.io, call).await;
+        self.judge(what, answer)
+    }
+
+    /// What the answer of a call made off the runtime means (`network::judge`), with what a
+    /// failed call tells said and narrated.
+    fn judge<T, E: std::fmt::Display + crate::call_failure::Kinded>(
+        &mut self,
+        what: &str,
+        answer: Result<T, E>,
+    ) -> network::Patient<T, E> {
+        let cfg = &self.run.cfg;
+        let (patient, told) =
+            network::judge(&self.shell.shutdown, || cfg.api_services(), what, answer);
+        if let Some(told) = told {
+            self.say(told.said);
+            self.log(&told.narration);
+        }
+        patient
+    }
+
+    /// The parts a step's handlers work with, borrowed for one request.
+    fn step_run(&mut self) -> step_run::StepRun<'_> {
+        step_run::StepRun {
+            run: &mut self.run,
+            shell: &mut self.shell,
+            cycle: &mut self.cycle,
+            core: &self.core,
+            report: &mut self.report,
+            worker: self.fleet.as_ref().map(|link| link.worker),
+        }
+    }
+
+    /// Logs what a handler narrated, in order.
+    fn narrate(&self, narration: impl IntoIterator<Item = String>) {
+        for line in narration {
+            self.log(&line);
+        }
+    }
+
+    /// Logs what a handler's answer narrates, keeps what it said for the machine, and hands
+    /// out its event.
+    fn answer(&mut self, answer: Answer) -> Event {
+        if let Some(said) = answer.said {
+            self.say(said);
+        }
+        self.narrate(answer.narration);
+        answer.event
     }
 
     /// One entry of the orchestration log, narrated on the console too: a `tracing` event
     /// with the worker, the issue and the step as fields (src/logging.rs writes it).
     fn log(&self, line: &str) {
-        let log = self.logs.orchestration_log();
+        let log = self.shell.logs.orchestration_log();
         let state = self.core.state();
         crate::logging::orchestrate(
             crate::logging::Origin {
                 log: &log,
                 worker: self.fleet.as_ref().map(|link| link.worker),
-                issue: (self.issue.number != 0).then_some(self.issue.number),
+                issue: (self.cycle.issue.number != 0).then_some(self.cycle.issue.number),
                 step: state.step().map(|step| self.step_name(step)),
             },
             line,
@@ -265,57 +287,61 @@ impl Driver {
     }
 
     async fn drive(mut self) -> i32 {
-        if let Err(e) = self.shutdown.watch_signals() {
+        if let Err(e) = self.shell.shutdown.watch_signals() {
             say!("error: {e}");
             return 2;
         }
-        if self.opts.dry_run {
-            return self.dry_run().await;
+        if self.run.opts.dry_run {
+            let claims = self.claims.as_ref();
+            let cycle = (&mut self.cycle, claims);
+            let (code, said) = dry_run::dry_run(&self.run, &self.shell.io, &self.core, cycle).await;
+            self.narrate(said);
+            return code;
         }
-        let project = self.cfg.project_path.clone();
-        if let Err(e) = self.io.call(|w| w.git.exclude_artifacts()).await {
-            self.log(&format!(
-                "warning: cannot keep runner files out of git: {e}"
-            ));
+        let project = self.run.cfg.project_path.clone();
+        if let Err(e) = self.shell.io.call(|w| w.git.exclude_artifacts()).await {
+            self.log(&say::cannot_exclude(&e));
         }
         if let Err(e) = artifacts::create_auto_mode(&project) {
-            self.log(&format!("warning: cannot create the auto-mode flag: {e}"));
+            self.log(&say::cannot_create_auto_mode(&e));
         }
-        self.state.runner_pid = Some(std::process::id());
-        self.state.signal_shutdown = None;
+        self.shell.state.runner_pid = Some(std::process::id());
+        self.shell.state.signal_shutdown = None;
         self.save_state();
-        self.live.reset();
+        self.shell.live.reset();
         self.log_live_warning();
-        self.log(&format!(
-            "sdlc-runner {} session {} on {} (state {})",
-            env!("CARGO_PKG_VERSION"),
-            self.session,
-            project.display(),
-            self.core.state().name()
-        ));
+        let state = self.core.state().name();
+        self.log(&say::session_started(&self.run.session, &project, state));
         if self.fleet.is_some() {
             // A lease left under this worker's id by a killed run is stale (the project's
             // lock is this run's): keeping it would make the worker with the turn wait.
-            self.release_merge_lease().await;
+            let said = merge::release_merge_lease(self.claims.as_ref(), &self.shell.io).await;
+            self.narrate(said);
         }
-        if self.recovering {
-            self.clear_locks_of_a_killed_runner().await;
+        if self.restart.recovering {
+            let said = facts::clear_locks_of_a_killed_runner(&self.shell.io).await;
+            self.narrate(said);
         }
-        if !self.redo.is_empty() {
-            self.log(&format!(
-                "completing the {} recorded effect(s) the previous runner may not have carried out",
-                self.redo.len()
-            ));
+        if !self.restart.redo.is_empty() {
+            self.log(&say::redoing(self.restart.redo.len()));
             let state = *self.core.state();
-            for effect in std::mem::take(&mut self.redo) {
+            for effect in std::mem::take(&mut self.restart.redo) {
                 let _ = self.perform(effect, &state).await;
             }
         }
-        let mut event = self.initial_event(self.first.clone()).await;
+        let first = startup::initial_event(
+            &self.core,
+            &self.shell.io,
+            (&self.shell.state, &self.run.main),
+            &mut self.cycle,
+            self.restart.first.clone(),
+        )
+        .await;
+        let mut event = self.answer(first);
         // What was said before the first event (its answer's words, if any).
         let mut reported = std::mem::take(&mut self.report);
         loop {
-            if let Some(signal) = self.shutdown.requested() {
+            if let Some(signal) = self.shell.shutdown.requested() {
                 if !matches!(event, Event::ShutdownRequested { .. }) {
                     // The answer is dropped, not what its call spent (a step that ended as
                     // the fleet halted): the machine counts it with the shutdown.
@@ -352,22 +378,17 @@ impl Driver {
                 Err(why) => {
                     // Acting on nothing, or on a batch the driver cannot answer, would stall
                     // the run or act out of order.
-                    self.log(&format!(
-                        "internal error: {why} after {event:?} in {}; stopping without acting",
-                        state.name()
-                    ));
+                    self.log(&say::broken_batch(&why, &event, state.name()));
                     return 1;
                 }
             };
-            let recorded = match self.journal.as_mut() {
+            let recorded = match self.shell.journal.as_mut() {
                 Some(j) => j.record_step(&event, &report, &effects, &state),
                 None => Ok(()),
             };
             if let Err(e) = recorded {
                 // Without the journal the failure-loop protection cannot survive a restart.
-                self.log(&format!(
-                    "FATAL: cannot write the journal ({e}); stopping without acting"
-                ));
+                self.log(&say::journal_unwritable(&e));
                 return 1;
             }
             crate::failpoint::point(event.label());
@@ -389,17 +410,15 @@ impl Driver {
                     reported = batch;
                 }
                 Outcome::Exit(code) => {
-                    let notifier = std::sync::Arc::clone(&self.notifier);
-                    self.io
+                    let notifier = std::sync::Arc::clone(&self.shell.notifier);
+                    self.shell
+                        .io
                         .call(move |_| notifier.flush(Duration::from_secs(35)))
                         .await;
                     return code;
                 }
                 Outcome::Continue => {
-                    self.log(&format!(
-                        "internal error: {request:?} got no answer in {}",
-                        state.name()
-                    ));
+                    self.log(&say::unanswered(&request, state.name()));
                     return 1;
                 }
             }
@@ -412,42 +431,25 @@ impl Driver {
         match *event {
             Event::StepFailed { step, .. } => {
                 *self
+                    .shell
                     .state
                     .retries
                     .entry(step.key().to_string())
                     .or_default() += 1;
             }
             Event::StepSucceeded { step, .. } => {
-                self.state.retries.remove(step.key());
+                self.shell.state.retries.remove(step.key());
             }
             _ => {}
-        }
-    }
-
-    /// An open issue skipped for lacking the selection label is said, not silently passed over.
-    async fn say_unlabelled(&self) {
-        let (skipped, label) = self
-            .io
-            .call(|w| {
-                (
-                    w.tracker.open_without_label(),
-                    w.tracker.label().to_string(),
-                )
-            })
-            .await;
-        if !skipped.is_empty() {
-            self.log(&format!(
-                "open issue(s) {} lack the label {label}, so the runner does not select them; add the label to have them worked",
-                issue_list(&skipped),
-            ));
         }
     }
 
     /// `Some(exit code)` when the journal or the lock is no longer the file this runner
     /// opened: it then halts before recording or doing anything more.
     fn check_runner_files(&mut self) -> Option<i32> {
-        let lock = self._lock.as_ref().and_then(|l| l.still_held().err());
+        let lock = self.shell.lock.as_ref().and_then(|l| l.still_held().err());
         let journal = self
+            .shell
             .journal
             .as_ref()
             .and_then(|j| j.check_intact().err())
@@ -464,12 +466,12 @@ impl Driver {
         let text = format!(
             "{}\nloop type: environment\n{what}.\nA second runner could start on this project, or progress would be recorded where nobody reads it. Find out what removed it (an agent command? a clean-up job?), then run again with --ack-halt.\nrunner state: {}",
             reason.headline(),
-            self.runner_dir.dir.display()
+            self.run.runner_dir.dir.display()
         );
         out!("{text}");
-        let _ = append_line(&self.logs.orchestration_log(), &text);
-        self.notifier.send(Severity::Alert, &text);
-        if let Some(j) = self.journal.as_mut() {
+        let _ = append_line(&self.shell.logs.orchestration_log(), &text);
+        self.shell.notifier.send(Severity::Alert, &text);
+        if let Some(j) = self.shell.journal.as_mut() {
             let path = j.path().to_path_buf();
             if std::fs::symlink_metadata(&path).is_err() {
                 let restored = j
@@ -499,41 +501,36 @@ impl Driver {
 
     /// Logs the first failed write of `live.json`, once.
     fn log_live_warning(&self) {
-        if let Some(warning) = self.live.take_warning() {
+        if let Some(warning) = self.shell.live.take_warning() {
             self.log(&warning);
         }
     }
 
     fn end_session(&mut self, end: SessionEnd) -> Result<(), crate::journal::JournalError> {
-        match self.journal.as_mut() {
+        match self.shell.journal.as_mut() {
             Some(j) => j.end(end),
             None => Ok(()),
         }
     }
 
     fn save_state(&mut self) {
-        self.state.last_transition_at = Some(self.clock.now().to_rfc3339());
-        if let Err(e) = artifacts::write_state(&self.cfg.project_path, &self.state) {
-            self.log(&format!("warning: cannot write the state file: {e}"));
-        }
-    }
-
-    fn step_context(&self) -> StepContext {
-        StepContext {
-            issue: self.core.runner().issue,
-            feature: self.feature.clone(),
-            verified: self.core.runner().verified.map(|c| c.hex()),
-        }
+        let said = self.shell.save_state(&self.run.cfg.project_path);
+        self.narrate(said);
     }
 
     async fn exit(&mut self, code: u8, state: &State) -> i32 {
         // A merge turn held when the run stops (a halt, a signal) is given back with it.
-        self.release_merge_turn().await;
-        self.fleet_report(|worker| sdlc_machine::fleet::Report::Finished { worker });
+        let (fleet, claims) = (self.fleet.as_ref(), self.claims.as_ref());
+        let said = merge::release_merge_turn(fleet, claims, &self.shell.io).await;
+        self.narrate(said);
+        fleet::tell(self.fleet.as_ref(), |worker| {
+            sdlc_machine::fleet::Report::Finished { worker }
+        });
         if let Some(issue) = self.claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
-            self.release_claim(issue).await;
+            let said = claim::release(self.claims.as_mut(), &self.shell.io, issue).await;
+            self.narrate(said);
         }
-        let project = self.cfg.project_path.clone();
+        let project = self.run.cfg.project_path.clone();
         if matches!(state, State::Halted { .. }) {
             // Everything stays for inspection: state file, auto-mode flag, branch, tree.
             return i32::from(code);
@@ -541,34 +538,461 @@ impl Driver {
         if !self.core.is_terminal() {
             // The machine did not end the session (a signal, a lost claim, a tracker that
             // could not be read): the next run continues it with the same counters.
-            let signal = self.shutdown.requested();
-            self.state.signal_shutdown = signal.map(|s| s.name().to_string());
-            self.state.runner_pid = None;
+            let signal = self.shell.shutdown.requested();
+            self.shell.state.signal_shutdown = signal.map(|s| s.name().to_string());
+            self.shell.state.runner_pid = None;
             self.save_state();
             let _ = artifacts::remove_auto_mode(&project);
             let how = match signal {
                 Some(s) => format!("{}: shut down", s.name()),
                 None => format!("stopped (exit {code})"),
             };
-            self.log(&format!(
-                "{how}; next run continues session {}",
-                self.session
-            ));
+            self.log(&say::stopped_continues(&how, &self.run.session));
             return i32::from(code);
         }
         if let Err(e) = self.end_session(SessionEnd::Exit { code }) {
-            self.log(&format!("warning: cannot record the session end: {e}"));
+            self.log(&say::cannot_record_end(&e));
         }
-        self.state.runner_pid = None;
+        self.shell.state.runner_pid = None;
         self.save_state();
         let _ = artifacts::remove_auto_mode(&project);
         let r = self.core.runner();
-        self.log(&format!(
-            "done (exit {code}): {} merge(s); {}",
-            r.stats.merges,
-            report::wasted_work(r).replace('\n', ";")
-        ));
+        self.log(&say::done(code, r.stats.merges, &report::wasted_work(r)));
         i32::from(code)
+    }
+}
+
+impl Driver {
+    /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`):
+    /// its outcome (the answer, for a request) and what the answer reports beyond the event.
+    async fn perform(&mut self, effect: Effect, state: &State) -> (Outcome, Report) {
+        self.report = Report::default();
+        let before = crate::stats::spawns();
+        let outcome = self.perform_effect(effect, state).await;
+        crate::stats::effect_performed(effect.label(), before, crate::stats::spawns());
+        (outcome, std::mem::take(&mut self.report))
+    }
+
+    /// A step's or a round's call ended: `status` stops showing it and, whatever ended it,
+    /// its share of the fleet's money is given back with what it spent.
+    fn call_ended(&mut self, event: &Event) {
+        self.shell.live.step_ended();
+        self.log_live_warning();
+        let micros = event.usage().map_or(0, |u| u.cost_micros);
+        fleet::tell(self.fleet.as_ref(), |worker| {
+            sdlc_machine::fleet::Report::Spent { worker, micros }
+        });
+    }
+
+    async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
+        // The effect loop's diagnostics keep the driver's target, wherever the code lives.
+        tracing::debug!(target: "sdlc_runner::driver", ?effect, "perform");
+        if matches!(
+            effect,
+            Effect::RunStep { .. }
+                | Effect::AddressReview { .. }
+                | Effect::CheckPreconditions { .. }
+        ) {
+            if let Some(event) = fleet::gate(
+                self.fleet.as_ref(),
+                &*self.shell.clock,
+                &self.shell.shutdown,
+            ) {
+                return Outcome::Next(event);
+            }
+        }
+        match effect {
+            Effect::SelectIssue => {
+                let work = (&self.core, &mut self.cycle);
+                let holders = (self.claims.as_mut(), self.fleet.as_ref());
+                let selected =
+                    select::select_issue(&self.run, &mut self.shell, work, holders).await;
+                Outcome::Next(self.answer(selected))
+            }
+            Effect::CheckPreconditions { step } => {
+                let facts = (&self.core, &self.cycle);
+                let checked =
+                    select::check_preconditions(&self.run, &mut self.shell, facts, step).await;
+                Outcome::Next(self.answer(checked))
+            }
+            Effect::RunStep {
+                step,
+                issue,
+                attempt,
+                repair,
+                commit,
+                money_left_micros,
+            } => {
+                self.cycle.money_left_micros =
+                    match fleet::share(self.fleet.as_ref(), money_left_micros) {
+                        Ok(money) => money,
+                        Err(event) => return Outcome::Next(event),
+                    };
+                crate::stats::step();
+                self.shell.live.step_started(issue, step.key(), attempt);
+                let event = self
+                    .step_run()
+                    .run_step(step, issue, attempt, repair, commit)
+                    .await;
+                self.call_ended(&event);
+                Outcome::Next(event)
+            }
+            Effect::LookAtCi {
+                issue,
+                look,
+                commit,
+            } => Outcome::Next(self.step_run().look_at_ci(issue, look, commit).await),
+            Effect::LookAtReview { issue, look } => {
+                let hands = (&self.run, &self.shell.io, &self.shell.shutdown);
+                let cycle = &mut self.cycle;
+                let looked = review::look_at_review(hands, &self.core, cycle, (issue, look)).await;
+                Outcome::Next(self.answer(looked))
+            }
+            Effect::AddressReview {
+                issue,
+                round,
+                attempt,
+                money_left_micros,
+            } => {
+                // A round is an agent call like a step's: the fleet's share of its money too.
+                self.cycle.money_left_micros =
+                    match fleet::share(self.fleet.as_ref(), money_left_micros) {
+                        Ok(money) => money,
+                        Err(event) => return Outcome::Next(event),
+                    };
+                crate::stats::step();
+                self.shell
+                    .live
+                    .step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
+                let event = self.step_run().address_review(issue, round, attempt).await;
+                self.call_ended(&event);
+                Outcome::Next(event)
+            }
+            Effect::UpdateBranch { issue, commit } => {
+                Outcome::Next(self.step_run().update_branch(issue, commit).await)
+            }
+            Effect::Wait { seconds, reason } => {
+                let until = u64::try_from(self.shell.clock.now().timestamp())
+                    .unwrap_or(0)
+                    .saturating_add(seconds);
+                if sdlc_machine::fleet::wait_pauses_fleet(state) {
+                    fleet::tell(self.fleet.as_ref(), |worker| {
+                        sdlc_machine::fleet::Report::Waiting { worker, until }
+                    });
+                }
+                let until = i64::try_from(seconds)
+                    .ok()
+                    .and_then(chrono::TimeDelta::try_seconds)
+                    .and_then(|d| self.shell.clock.now().checked_add_signed(d))
+                    .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
+                    .unwrap_or_default();
+                self.log(&say::waiting(seconds, &until));
+                // A wait journaled by an earlier version says nothing of its reason.
+                let reason = reason.map_or("BACKOFF", crate::machine::WaitReason::label);
+                self.shell.live.wait_started(reason, seconds);
+                self.log_live_warning();
+                let next = perform::sleep(
+                    &*self.shell.clock,
+                    &self.shell.shutdown,
+                    Duration::from_secs(seconds),
+                )
+                .await;
+                self.shell.live.wait_ended();
+                Outcome::Next(next)
+            }
+            // Short and frequent (the merge turn): not narrated, not shown as a wait.
+            Effect::Pause { millis } => Outcome::Next(
+                perform::sleep(
+                    &*self.shell.clock,
+                    &self.shell.shutdown,
+                    Duration::from_millis(millis),
+                )
+                .await,
+            ),
+            Effect::TakeMergeTurn { issue } => {
+                let holders = (self.fleet.as_ref(), self.claims.as_ref());
+                let shell = (&self.shell.io, &*self.shell.clock, &self.shell.shutdown);
+                let taken = merge::take_merge_turn(holders, shell, issue).await;
+                Outcome::Next(self.answer(taken))
+            }
+            Effect::ClaimIssue { issue } => Outcome::Next(self.claim_issue(issue).await),
+            Effect::RenewClaim {
+                issue,
+                secs,
+                lease_secs,
+                fresh_secs,
+            } => {
+                let claims = self.claims.as_mut();
+                let terms = (issue, secs, lease_secs, fresh_secs);
+                let renewed = claim::renew(claims, &self.shell.io, &*self.shell.clock, terms).await;
+                Outcome::Next(self.answer(renewed))
+            }
+            Effect::ReleaseMergeTurn => {
+                let (fleet, claims) = (self.fleet.as_ref(), self.claims.as_ref());
+                let said = merge::release_merge_turn(fleet, claims, &self.shell.io).await;
+                self.narrate(said);
+                Outcome::Continue
+            }
+            Effect::AutoCommit(kind) => {
+                let message = kind.message();
+                match self
+                    .shell
+                    .io
+                    .call(move |w| w.git.auto_commit(&message))
+                    .await
+                {
+                    Ok(true) => self.log(&say::committed(&kind.message())),
+                    Ok(false) => {}
+                    Err(e) => self.log(&say::auto_commit_skipped(&e)),
+                }
+                Outcome::Continue
+            }
+            Effect::CheckoutMain => {
+                // A post-checkout hook that hangs must not hold off a signal.
+                let checkout = |w: &World| crate::process::cancellable(|| w.git.checkout_main());
+                if let Err(e) = self.shell.io.call(checkout).await {
+                    self.log(&say::cannot_check_out(&self.run.main, &e));
+                }
+                Outcome::Continue
+            }
+            Effect::ResetCycle => {
+                self.shell.state.current_issue = None;
+                self.shell.state.current_issue_ref = None;
+                self.shell.state.current_branch = None;
+                self.shell.state.feature_name = None;
+                self.shell.state.retries.clear();
+                self.shell.state.current_step = 0;
+                self.shell.state.last_completed_step = 0;
+                self.shell.state.pr_number = None;
+                self.cycle.feature = None;
+                self.save_state();
+                Outcome::Continue
+            }
+            Effect::RecordMerged { issue } => {
+                // The merge is already final (journaled with the event that led here); the
+                // claim and the fleet learn of it whatever the tracker answers.
+                let said = claim::release(self.claims.as_mut(), &self.shell.io, issue).await;
+                self.narrate(said);
+                fleet::tell(self.fleet.as_ref(), |worker| {
+                    sdlc_machine::fleet::Report::Merged { worker, issue }
+                });
+                let what = format!("closing issue #{issue} in the tracker");
+                let written = self
+                    .patiently(&what, move |w| {
+                        w.tracker.close(issue, "merged by sdlc-runner")
+                    })
+                    .await;
+                crate::failpoint::point("tracker: closed");
+                Outcome::Next(self.answer(perform::tracker_written(&what, written)))
+            }
+            Effect::MarkEscalated { issue } => {
+                let known = self.cycle.issue.branch.clone();
+                let rescued = self
+                    .shell
+                    .io
+                    .call(move |w| {
+                        let branch = w.git.feature_branch(issue).ok().flatten().or(known);
+                        branch
+                            .and_then(|b| w.git.rescue_refs(&b).ok())
+                            .unwrap_or_default()
+                    })
+                    .await;
+                let mut text = report::escalation_diagnostic(
+                    issue,
+                    self.core.runner(),
+                    self.core.last_words(),
+                    &self.shell.logs.dir.display().to_string(),
+                );
+                text.push_str(&report::rescued(&rescued));
+                let what = format!("marking issue #{issue} escalated in the tracker");
+                let written = self
+                    .patiently(&what, move |w| w.tracker.mark_escalated(issue, &text))
+                    .await;
+                crate::failpoint::point("tracker: marked escalated");
+                let said = claim::release(self.claims.as_mut(), &self.shell.io, issue).await;
+                self.narrate(said);
+                fleet::tell(self.fleet.as_ref(), |worker| {
+                    sdlc_machine::fleet::Report::Escalated { worker, issue }
+                });
+                Outcome::Next(self.answer(perform::tracker_written(&what, written)))
+            }
+            Effect::Unquarantine { issue } => {
+                let note = report::release_note(issue, self.core.runner());
+                let what = format!("lifting the quarantine of issue #{issue} in the tracker");
+                let written = {
+                    let note = note.clone();
+                    self.patiently(&what, move |w| w.tracker.unquarantine(issue, &note))
+                        .await
+                };
+                if matches!(written, network::Patient::Done(Ok(()))) {
+                    self.log(&say::released(issue, &note));
+                }
+                Outcome::Next(self.answer(perform::tracker_written(&what, written)))
+            }
+            Effect::Cleanup => {
+                let patterns = self.run.cfg.cleanup.process_patterns.clone();
+                // Its grace between SIGTERM and SIGKILL is a wait: off the runtime.
+                let kill = move |_: &World| kill_matching(&patterns, &ProtectSet::current());
+                let killed = self.shell.io.call(kill).await;
+                for (pid, cmd) in killed {
+                    self.log(&say::cleanup_stopped(pid, &cmd));
+                }
+                Outcome::Continue
+            }
+            Effect::Notify(n) => {
+                let round = self.core.runner().round_pending();
+                let (severity, mut text) = report::notice(&n, &self.refs(), round);
+                match n {
+                    // Who holds the turn, as the answer that found it busy said.
+                    Notice::WaitingForMergeTurn { .. } => {
+                        text = format!("{}; {text}", self.core.last_words());
+                    }
+                    // What the tracker answered, as the failed read said.
+                    Notice::TrackerReadFailed => {
+                        text = format!("{text}: {}", self.core.last_words());
+                    }
+                    _ => {}
+                }
+                self.shell.notifier.send(severity, &text);
+                match &self.fleet {
+                    Some(link) => say!("[w{}] {}", link.worker, text),
+                    None => say!("{}", text),
+                }
+                Outcome::Continue
+            }
+            Effect::AskDecision {
+                step,
+                issue,
+                budget_spent_micros,
+            } => {
+                let asked = decision::ask(
+                    &self.run,
+                    &*self.shell.notifier,
+                    &self.core,
+                    (step, issue, budget_spent_micros),
+                );
+                Outcome::Next(self.answer(asked))
+            }
+            Effect::LookForDecision { .. } => {
+                Outcome::Next(self.answer(decision::look(&self.run.runner_dir)))
+            }
+            Effect::Halt(reason) => {
+                if reason == HaltReason::DecisionTimeout {
+                    // Nobody answered in time: the question is withdrawn with the halt.
+                    let _ = std::fs::remove_file(self.run.runner_dir.decision());
+                }
+                fleet::tell(self.fleet.as_ref(), |worker| {
+                    sdlc_machine::fleet::Report::Halted { worker }
+                });
+                let mut quarantined: Vec<u32> =
+                    self.core.runner().escalated.iter().copied().collect();
+                if matches!(reason, HaltReason::AllIssuesEscalated) {
+                    let selected = self
+                        .shell
+                        .io
+                        .call(|w| w.tracker.select(&Default::default(), &Default::default()))
+                        .await;
+                    if let Ok(Selection::AllEscalated { numbers }) = selected {
+                        quarantined.extend(numbers);
+                    }
+                }
+                quarantined.sort_unstable();
+                quarantined.dedup();
+                let mut text = report::halt_diagnostic(
+                    &reason,
+                    self.core.runner(),
+                    self.core.last_words(),
+                    &self.shell.logs.dir.display().to_string(),
+                    &quarantined,
+                    &self.run.cfg.file,
+                );
+                if let HaltReason::RateLimit { wait_secs } = reason {
+                    // The machine keeps no clock: the reset's time is told here, from now.
+                    let lifts = i64::try_from(wait_secs)
+                        .ok()
+                        .and_then(chrono::Duration::try_seconds)
+                        .and_then(|d| self.shell.clock.now().checked_add_signed(d));
+                    if let Some(lifts) = lifts {
+                        let at = text.find('\n').unwrap_or(text.len());
+                        let line = lifts.format("%Y-%m-%d %H:%M:%S UTC");
+                        text.insert_str(at, &format!("\nthe rate limit lifts at: {line}"));
+                    }
+                }
+                if reason == HaltReason::DayBudget {
+                    let at = text.find('\n').unwrap_or(text.len());
+                    text.insert_str(
+                        at,
+                        &format!(
+                            "\n{}",
+                            perform::day_frees_at(
+                                &self.core,
+                                self.fleet.as_ref(),
+                                &self.run.runner_dir,
+                                &*self.shell.clock,
+                            )
+                        ),
+                    );
+                }
+                out!("{text}");
+                let _ = append_line(&self.shell.logs.orchestration_log(), &text);
+                self.shell.notifier.send(Severity::Alert, &text);
+                if let Err(e) = self.end_session(SessionEnd::Halt {
+                    reason,
+                    headline: reason.headline(),
+                }) {
+                    self.log(&say::cannot_record_halt(&e));
+                }
+                Outcome::Continue
+            }
+            Effect::Exit { code } => Outcome::Exit(self.exit(code, state).await),
+        }
+    }
+
+    /// `ClaimIssue`: claims the selected issue. `ClaimTaken` (also when this runner keeps no
+    /// claims), `ClaimHeld` when another runner holds it or the fleet gives it to another
+    /// worker, `TrackerWriteFailed` when the claim cannot be written, or the network's event.
+    async fn claim_issue(&mut self, issue: u32) -> Event {
+        let what = format!("claiming issue #{issue}");
+        let asked = self
+            .claims
+            .as_ref()
+            .map(|k| (k.worker.clone(), k.lease, self.shell.clock.now()));
+        let answer = match self
+            .patiently(&what, move |w| match (&w.claims, asked) {
+                (Some(store), Some((worker, lease, now))) => {
+                    store.claim(issue, &worker, lease, now).map(Some)
+                }
+                _ => Ok(None),
+            })
+            .await
+        {
+            network::Patient::Done(answer) => answer,
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        let mut said = Vec::new();
+        let io = &self.shell.io;
+        let noted = claim::note_claim(self.claims.as_mut(), io, issue, answer, &mut said).await;
+        let event = match noted {
+            Ok(true) => {
+                // The fleet's coordinator may give the issue to another of its workers.
+                let wants = |worker| sdlc_machine::fleet::Report::WantsIssue { worker, issue };
+                if fleet::tell(self.fleet.as_ref(), wants) == Some(false) {
+                    let claims = self.claims.as_mut();
+                    said.extend(claim::refused_by_fleet(claims, io, issue).await);
+                    Event::ClaimHeld { issue }
+                } else {
+                    Event::ClaimTaken { issue }
+                }
+            }
+            Ok(false) => Event::ClaimHeld { issue },
+            Err(detail) => {
+                self.say(format!("{what}: {detail}"));
+                said.push(crate::narration::tracker_write_failed(&what, &detail));
+                Event::TrackerWriteFailed
+            }
+        };
+        self.narrate(said);
+        event
     }
 }
 
@@ -603,10 +1027,95 @@ impl Driver {
     fn say(&mut self, text: String) {
         self.report.said = Some(text);
     }
+}
 
-    /// What the answer being produced has said so far (see `report`).
-    fn just_said(&self) -> &str {
-        self.report.said.as_deref().unwrap_or_default()
+/// An open issue skipped for lacking the selection label is said, not silently passed over:
+/// what to narrate.
+async fn unlabelled(io: &Io) -> Vec<String> {
+    let (skipped, label) = io
+        .call(|w| {
+            (
+                w.tracker.open_without_label(),
+                w.tracker.label().to_string(),
+            )
+        })
+        .await;
+    if skipped.is_empty() {
+        return Vec::new();
+    }
+    vec![crate::narration::unlabelled(&issue_list(&skipped), &label)]
+}
+
+/// What a request's handler answers: the event for the machine and the lines it narrates,
+/// which the loop logs in the order they were said.
+pub(super) struct Answer {
+    pub event: Event,
+    /// What the answer said, for the diagnostics (`Report::said`), when it said anything.
+    pub said: Option<String>,
+    pub narration: Vec<String>,
+}
+
+impl Answer {
+    /// The answer `event`, with nothing said or to narrate yet.
+    pub fn of(event: Event) -> Answer {
+        Answer {
+            event,
+            said: None,
+            narration: Vec::new(),
+        }
+    }
+
+    /// The answer with one more line to narrate.
+    pub fn narrated(mut self, line: String) -> Answer {
+        self.narration.push(line);
+        self
+    }
+}
+
+/// What a handler has told so far while it works: the words for the diagnostics (the last
+/// said wins, as `Report::said`) and the lines to narrate, in order.
+#[derive(Default)]
+pub(super) struct Told {
+    said: Option<String>,
+    narration: Vec<String>,
+}
+
+impl Told {
+    /// What the answer says, for the diagnostics.
+    pub fn say(&mut self, text: String) {
+        self.said = Some(text);
+    }
+
+    /// One more line for the log.
+    pub fn narrate(&mut self, line: String) {
+        self.narration.push(line);
+    }
+
+    /// What a failed call told (`network::judge`), said and narrated.
+    pub fn told(&mut self, told: Option<network::Told>) {
+        if let Some(told) = told {
+            self.say(told.said);
+            self.narrate(told.narration);
+        }
+    }
+
+    /// The handler's answer: `event` with all it told.
+    pub fn answer(self, event: Event) -> Answer {
+        Answer {
+            event,
+            said: self.said,
+            narration: self.narration,
+        }
+    }
+}
+
+/// What the step's checks are told of the cycle: the machine's issue and verified commit, the
+/// feature the driver saw.
+fn step_context(core: &Core, cycle: &Cycle) -> StepContext {
+    StepContext {
+        issue: core.runner().issue,
+        feature: cycle.feature.clone(),
+        verified: core.runner().verified.map(|c| c.hex()),
     }
 }
 

@@ -3,12 +3,13 @@
 //! the machine decides — a wait on the network's own schedule and the same request again, or
 //! `ENVIRONMENT FAILURE: NETWORK` once `maxNetworkWaits` waits in a row did not help. Every
 //! wait is then journaled, replayed and bounded like any other. Every call site goes through
-//! [`Driver::patiently`].
+//! `patiently`.
 
-use super::Driver;
+use super::shutdown::Shutdown;
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::machine::Event;
-use crate::ports::World;
+use crate::narration as say;
+use crate::ports::{Io, World};
 
 /// How a call ended.
 pub(super) enum Patient<T, E> {
@@ -20,78 +21,74 @@ pub(super) enum Patient<T, E> {
     Cancelled(Event),
 }
 
-impl Driver {
-    /// Makes the call once, off the runtime (a signal stops its process group at once); a
-    /// transient network failure becomes `NetworkFailed`, with what failed kept for the
-    /// diagnostic should the machine give up on the network.
-    pub(super) async fn patiently<T, E>(
-        &mut self,
-        what: &str,
-        call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
-    ) -> Patient<T, E>
-    where
-        T: Send + 'static,
-        E: std::fmt::Display + Kinded + Send + 'static,
-    {
-        let answer = self
-            .io
-            .call(move |world| crate::process::cancellable(|| call(world)))
-            .await;
-        self.judge(what, answer)
-    }
-
-    /// What the answer of a call made off the runtime (see [`Driver::patiently`]) means: its
-    /// own result, or the event of a network failure or of a shutdown that stopped it.
-    pub(super) fn judge<T, E: std::fmt::Display + Kinded>(
-        &mut self,
-        what: &str,
-        answer: Result<T, E>,
-    ) -> Patient<T, E> {
-        match answer {
-            Err(e) if e.kind() == CallFailureKind::Cancelled => {
-                Patient::Cancelled(self.shutdown.event())
-            }
-            Err(e) if e.kind().is_transient() => {
-                Patient::GaveUp(self.network_failed(what, &e.to_string()))
-            }
-            Err(e) => match e.kind() {
-                CallFailureKind::RateLimited { wait_secs } => {
-                    Patient::GaveUp(self.rate_limited(what, wait_secs, &e.to_string()))
-                }
-                _ => Patient::Done(Err(e)),
-            },
-            other => Patient::Done(other),
-        }
-    }
-
-    /// Records what failed on the network (for the NETWORK halt diagnostic) and returns the
-    /// event.
-    pub(super) fn network_failed(&mut self, what: &str, error: &str) -> Event {
-        let first_line = error.lines().next().unwrap_or_default();
-        self.say(format!("{what} failed on the network: {error}"));
-        self.log(&format!("network: {what} failed ({first_line})"));
-        Event::NetworkFailed
-    }
+/// What a failed call tells besides its event: the words the machine keeps for the
+/// diagnostic (`Report::said`) and the line the log narrates.
+pub(crate) struct Told {
+    pub said: String,
+    pub narration: String,
 }
 
-impl Driver {
-    /// Says which call the service's rate limit refused and returns the event; the machine
-    /// decides the wait.
-    pub(super) fn rate_limited(&mut self, what: &str, wait_secs: u64, error: &str) -> Event {
-        let first_line = error.lines().next().unwrap_or_default();
-        let services = self.cfg.api_services();
-        self.say(format!(
-            "{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}"
-        ));
-        self.log(&format!(
-            "rate limit: {services}'s limit refused {what} ({first_line})"
-        ));
-        Event::RateLimited { wait_secs }
+/// Makes the call once, off the runtime (a signal stops its process group at once): its
+/// answer, for [`judge`].
+pub(super) async fn call<T, E>(
+    io: &Io,
+    call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
+) -> Result<T, E>
+where
+    T: Send + 'static,
+    E: Send + 'static,
+{
+    io.call(move |world| crate::process::cancellable(|| call(world)))
+        .await
+}
+
+/// What the answer of a call made off the runtime means: its own result, or the event of a
+/// network failure (with what failed kept for the diagnostic should the machine give up on
+/// the network), of a rate limit (`services`' limit: the machine decides the wait) or of a
+/// shutdown that stopped it.
+pub(super) fn judge<T, E: std::fmt::Display + Kinded>(
+    shutdown: &Shutdown,
+    services: impl FnOnce() -> String,
+    what: &str,
+    answer: Result<T, E>,
+) -> (Patient<T, E>, Option<Told>) {
+    match answer {
+        Err(e) if e.kind() == CallFailureKind::Cancelled => {
+            (Patient::Cancelled(shutdown.event()), None)
+        }
+        Err(e) if e.kind().is_transient() => {
+            let error = e.to_string();
+            let first_line = error.lines().next().unwrap_or_default();
+            let told = Told {
+                said: format!("{what} failed on the network: {error}"),
+                narration: say::network_failed(what, first_line),
+            };
+            (Patient::GaveUp(Event::NetworkFailed), Some(told))
+        }
+        Err(e) => match e.kind() {
+            CallFailureKind::RateLimited { wait_secs } => {
+                let error = e.to_string();
+                let first_line = error.lines().next().unwrap_or_default();
+                let services = services();
+                let told = Told {
+                    said: format!(
+                        "{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}"
+                    ),
+                    narration: say::rate_limited(&services, what, first_line),
+                };
+                (
+                    Patient::GaveUp(Event::RateLimited { wait_secs }),
+                    Some(told),
+                )
+            }
+            _ => (Patient::Done(Err(e)), None),
+        },
+        other => (Patient::Done(other), None),
     }
 }
 
 /// Whether a call's answer ends a sequence of calls made in one go off the runtime: a failure
-/// [`Driver::judge`] turns into the network's or the shutdown's event.
+/// [`judge`] turns into the network's or the shutdown's event.
 pub(super) fn ends_the_sequence(kind: CallFailureKind) -> bool {
     kind == CallFailureKind::Cancelled
         || kind.is_transient()

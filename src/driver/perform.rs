@@ -1,367 +1,68 @@
-//! One effect performed: the one call it asks for, through the ports, and the event that
-//! answers it. What the answer means is the machine's.
+//! Pieces of the effects the loop performs (`Driver::perform` in mod.rs dispatches each
+//! request to its handler): the machine's waits, a tracker write's answer, the day budget's
+//! window for the halt diagnostic. What an answer means is the machine's.
 
-use super::*;
+use super::shutdown::Shutdown;
+use super::{fleet, network, Answer, Told};
+use crate::machine::{Core, Event};
+use crate::narration as say;
+use crate::ports::Clock;
+use crate::tracker;
+use std::time::Duration;
 
-impl Driver {
-    /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`):
-    /// its outcome (the answer, for a request) and what the answer reports beyond the event.
-    pub(super) async fn perform(&mut self, effect: Effect, state: &State) -> (Outcome, Report) {
-        self.report = Report::default();
-        let before = crate::stats::spawns();
-        let outcome = self.perform_effect(effect, state).await;
-        crate::stats::effect_performed(effect.label(), before, crate::stats::spawns());
-        (outcome, std::mem::take(&mut self.report))
+/// The machine's wait (`Wait`, `Pause`), cut short by a shutdown: its answer.
+pub(super) async fn sleep(clock: &dyn Clock, shutdown: &Shutdown, duration: Duration) -> Event {
+    tokio::select! {
+        _ = clock.sleep(duration) => Event::WaitOver,
+        _ = shutdown.wait() => shutdown.event(),
     }
+}
 
-    /// A step's or a round's call ended: `status` stops showing it and, whatever ended it,
-    /// its share of the fleet's money is given back with what it spent.
-    fn call_ended(&mut self, event: &Event) {
-        self.live.step_ended();
-        self.log_live_warning();
-        let micros = event.usage().map_or(0, |u| u.cost_micros);
-        self.fleet_report(|worker| sdlc_machine::fleet::Report::Spent { worker, micros });
-    }
-
-    pub(super) async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
-        // The effect loop's diagnostics keep the driver's target, wherever the code lives.
-        tracing::debug!(target: "sdlc_runner::driver", ?effect, "perform");
-        if matches!(
-            effect,
-            Effect::RunStep { .. }
-                | Effect::AddressReview { .. }
-                | Effect::CheckPreconditions { .. }
-        ) {
-            if let Some(event) = self.fleet_gate() {
-                return Outcome::Next(event);
-            }
+/// The machine's event for a tracker write: written, refused (the environment's, with the
+/// error kept for the halt diagnostic) or failed on the network.
+pub(super) fn tracker_written(
+    what: &str,
+    written: network::Patient<(), tracker::TrackerError>,
+) -> Answer {
+    match written {
+        network::Patient::Done(Ok(())) => Answer::of(Event::TrackerUpdated),
+        network::Patient::Done(Err(e)) => {
+            let mut told = Told::default();
+            told.say(format!("{what}: {e}"));
+            told.narrate(say::tracker_write_failed(what, &e));
+            told.answer(Event::TrackerWriteFailed)
         }
-        match effect {
-            Effect::SelectIssue => Outcome::Next(self.select_issue().await),
-            Effect::CheckPreconditions { step } => {
-                Outcome::Next(self.check_preconditions(step).await)
-            }
-            Effect::RunStep {
-                step,
-                issue,
-                attempt,
-                repair,
-                commit,
-                money_left_micros,
-            } => {
-                self.money_left_micros = match self.fleet_share(money_left_micros) {
-                    Ok(money) => money,
-                    Err(event) => return Outcome::Next(event),
-                };
-                crate::stats::step();
-                self.live.step_started(issue, step.key(), attempt);
-                let event = self.run_step(step, issue, attempt, repair, commit).await;
-                self.call_ended(&event);
-                Outcome::Next(event)
-            }
-            Effect::LookAtCi {
-                issue,
-                look,
-                commit,
-            } => Outcome::Next(self.look_at_ci(issue, look, commit).await),
-            Effect::LookAtReview { issue, look } => {
-                Outcome::Next(self.look_at_review(issue, look).await)
-            }
-            Effect::AddressReview {
-                issue,
-                round,
-                attempt,
-                money_left_micros,
-            } => {
-                // A round is an agent call like a step's: the fleet's share of its money too.
-                self.money_left_micros = match self.fleet_share(money_left_micros) {
-                    Ok(money) => money,
-                    Err(event) => return Outcome::Next(event),
-                };
-                crate::stats::step();
-                self.live
-                    .step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
-                let event = self.address_review(issue, round, attempt).await;
-                self.call_ended(&event);
-                Outcome::Next(event)
-            }
-            Effect::UpdateBranch { issue, commit } => {
-                Outcome::Next(self.update_branch(issue, commit).await)
-            }
-            Effect::Wait { seconds, reason } => {
-                let until = u64::try_from(self.clock.now().timestamp())
-                    .unwrap_or(0)
-                    .saturating_add(seconds);
-                if sdlc_machine::fleet::wait_pauses_fleet(state) {
-                    self.fleet_report(|worker| sdlc_machine::fleet::Report::Waiting {
-                        worker,
-                        until,
-                    });
-                }
-                let until = i64::try_from(seconds)
-                    .ok()
-                    .and_then(chrono::TimeDelta::try_seconds)
-                    .and_then(|d| self.clock.now().checked_add_signed(d))
-                    .map(|t| t.format(", until %Y-%m-%d %H:%M:%S UTC").to_string())
-                    .unwrap_or_default();
-                self.log(&format!("waiting {seconds} s{until}"));
-                // A wait journaled by an earlier version says nothing of its reason.
-                let reason = reason.map_or("BACKOFF", crate::machine::WaitReason::label);
-                self.live.wait_started(reason, seconds);
-                self.log_live_warning();
-                let next = self.sleep(Duration::from_secs(seconds)).await;
-                self.live.wait_ended();
-                Outcome::Next(next)
-            }
-            // Short and frequent (the merge turn): not narrated, not shown as a wait.
-            Effect::Pause { millis } => {
-                Outcome::Next(self.sleep(Duration::from_millis(millis)).await)
-            }
-            Effect::TakeMergeTurn { issue } => Outcome::Next(self.take_merge_turn(issue).await),
-            Effect::ClaimIssue { issue } => Outcome::Next(self.claim_issue(issue).await),
-            Effect::RenewClaim {
-                issue,
-                secs,
-                lease_secs,
-                fresh_secs,
-            } => Outcome::Next(self.renew_claim(issue, secs, lease_secs, fresh_secs).await),
-            Effect::ReleaseMergeTurn => {
-                self.release_merge_turn().await;
-                Outcome::Continue
-            }
-            Effect::AutoCommit(kind) => {
-                let message = kind.message();
-                match self.io.call(move |w| w.git.auto_commit(&message)).await {
-                    Ok(true) => self.log(&format!("committed: {}", kind.message())),
-                    Ok(false) => {}
-                    Err(e) => self.log(&format!("auto-commit skipped: {e}")),
-                }
-                Outcome::Continue
-            }
-            Effect::CheckoutMain => {
-                // A post-checkout hook that hangs must not hold off a signal.
-                let checkout = |w: &World| crate::process::cancellable(|| w.git.checkout_main());
-                if let Err(e) = self.io.call(checkout).await {
-                    self.log(&format!("warning: cannot check out {}: {e}", self.main));
-                }
-                Outcome::Continue
-            }
-            Effect::ResetCycle => {
-                self.state.current_issue = None;
-                self.state.current_issue_ref = None;
-                self.state.current_branch = None;
-                self.state.feature_name = None;
-                self.state.retries.clear();
-                self.state.current_step = 0;
-                self.state.last_completed_step = 0;
-                self.state.pr_number = None;
-                self.feature = None;
-                self.save_state();
-                Outcome::Continue
-            }
-            Effect::RecordMerged { issue } => {
-                // The merge is already final (journaled with the event that led here); the
-                // claim and the fleet learn of it whatever the tracker answers.
-                self.release_claim(issue).await;
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Merged { worker, issue });
-                let what = format!("closing issue #{issue} in the tracker");
-                let written = self
-                    .patiently(&what, move |w| {
-                        w.tracker.close(issue, "merged by sdlc-runner")
-                    })
-                    .await;
-                crate::failpoint::point("tracker: closed");
-                Outcome::Next(self.tracker_written(&what, written))
-            }
-            Effect::MarkEscalated { issue } => {
-                let known = self.issue.branch.clone();
-                let rescued = self
-                    .io
-                    .call(move |w| {
-                        let branch = w.git.feature_branch(issue).ok().flatten().or(known);
-                        branch
-                            .and_then(|b| w.git.rescue_refs(&b).ok())
-                            .unwrap_or_default()
-                    })
-                    .await;
-                let mut text = report::escalation_diagnostic(
-                    issue,
-                    self.core.runner(),
-                    self.core.last_words(),
-                    &self.logs.dir.display().to_string(),
-                );
-                text.push_str(&report::rescued(&rescued));
-                let what = format!("marking issue #{issue} escalated in the tracker");
-                let written = self
-                    .patiently(&what, move |w| w.tracker.mark_escalated(issue, &text))
-                    .await;
-                crate::failpoint::point("tracker: marked escalated");
-                self.release_claim(issue).await;
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Escalated {
-                    worker,
-                    issue,
-                });
-                Outcome::Next(self.tracker_written(&what, written))
-            }
-            Effect::Unquarantine { issue } => {
-                let note = report::release_note(issue, self.core.runner());
-                let what = format!("lifting the quarantine of issue #{issue} in the tracker");
-                let written = {
-                    let note = note.clone();
-                    self.patiently(&what, move |w| w.tracker.unquarantine(issue, &note))
-                        .await
-                };
-                if matches!(written, network::Patient::Done(Ok(()))) {
-                    self.log(&format!("tracker: issue #{issue} released: {note}"));
-                }
-                Outcome::Next(self.tracker_written(&what, written))
-            }
-            Effect::Cleanup => {
-                let patterns = self.cfg.cleanup.process_patterns.clone();
-                // Its grace between SIGTERM and SIGKILL is a wait: off the runtime.
-                let kill = move |_: &World| kill_matching(&patterns, &ProtectSet::current());
-                let killed = self.io.call(kill).await;
-                for (pid, cmd) in killed {
-                    self.log(&format!("cleanup: stopped pid {pid} ({cmd})"));
-                }
-                Outcome::Continue
-            }
-            Effect::Notify(n) => {
-                let round = self.core.runner().round_pending();
-                let (severity, mut text) = report::notice(&n, &self.refs(), round);
-                match n {
-                    // Who holds the turn, as the answer that found it busy said.
-                    Notice::WaitingForMergeTurn { .. } => {
-                        text = format!("{}; {text}", self.core.last_words());
-                    }
-                    // What the tracker answered, as the failed read said.
-                    Notice::TrackerReadFailed => {
-                        text = format!("{text}: {}", self.core.last_words());
-                    }
-                    _ => {}
-                }
-                self.notifier.send(severity, &text);
-                match &self.fleet {
-                    Some(link) => say!("[w{}] {}", link.worker, text),
-                    None => say!("{}", text),
-                }
-                Outcome::Continue
-            }
-            Effect::AskDecision {
-                step,
-                issue,
-                budget_spent_micros,
-            } => Outcome::Next(self.ask_decision(step, issue, budget_spent_micros)),
-            Effect::LookForDecision { .. } => Outcome::Next(self.look_for_decision()),
-            Effect::Halt(reason) => {
-                if reason == HaltReason::DecisionTimeout {
-                    // Nobody answered in time: the question is withdrawn with the halt.
-                    let _ = std::fs::remove_file(self.runner_dir.decision());
-                }
-                self.fleet_report(|worker| sdlc_machine::fleet::Report::Halted { worker });
-                let mut quarantined: Vec<u32> =
-                    self.core.runner().escalated.iter().copied().collect();
-                if matches!(reason, HaltReason::AllIssuesEscalated) {
-                    let selected = self
-                        .io
-                        .call(|w| w.tracker.select(&Default::default(), &Default::default()))
-                        .await;
-                    if let Ok(Selection::AllEscalated { numbers }) = selected {
-                        quarantined.extend(numbers);
-                    }
-                }
-                quarantined.sort_unstable();
-                quarantined.dedup();
-                let mut text = report::halt_diagnostic(
-                    &reason,
-                    self.core.runner(),
-                    self.core.last_words(),
-                    &self.logs.dir.display().to_string(),
-                    &quarantined,
-                    &self.cfg.file,
-                );
-                if let HaltReason::RateLimit { wait_secs } = reason {
-                    // The machine keeps no clock: the reset's time is told here, from now.
-                    let lifts = i64::try_from(wait_secs)
-                        .ok()
-                        .and_then(chrono::Duration::try_seconds)
-                        .and_then(|d| self.clock.now().checked_add_signed(d));
-                    if let Some(lifts) = lifts {
-                        let at = text.find('\n').unwrap_or(text.len());
-                        let line = lifts.format("%Y-%m-%d %H:%M:%S UTC");
-                        text.insert_str(at, &format!("\nthe rate limit lifts at: {line}"));
-                    }
-                }
-                if reason == HaltReason::DayBudget {
-                    let at = text.find('\n').unwrap_or(text.len());
-                    text.insert_str(at, &format!("\n{}", self.day_frees_at()));
-                }
-                out!("{text}");
-                let _ = append_line(&self.logs.orchestration_log(), &text);
-                self.notifier.send(Severity::Alert, &text);
-                if let Err(e) = self.end_session(SessionEnd::Halt {
-                    reason,
-                    headline: reason.headline(),
-                }) {
-                    self.log(&format!(
-                        "warning: cannot record the halt in the journal: {e}"
-                    ));
-                }
-                Outcome::Continue
-            }
-            Effect::Exit { code } => Outcome::Exit(self.exit(code, state).await),
-        }
+        network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Answer::of(event),
     }
+}
 
-    /// When the day's ceiling lets an attempt like the last one start again, told with its
-    /// halt: the machine keeps no clock, and the window is the journals'.
-    fn day_frees_at(&self) -> String {
-        let r = self.core.runner();
-        let budget = r.limits.per_day_budget_micros.unwrap_or(0);
-        // A worker's runner directory holds its clone's journal only: the fleet knows them all.
-        let journals = match &self.fleet {
-            Some(link) => link.shared.journals.paths(),
-            None => crate::journal::Journals::in_dir(&self.runner_dir).paths(),
-        };
-        let now = self.clock.now();
-        let day = match crate::journal::DaySpend::read(&journals, now) {
-            Ok(day) => day,
-            Err(e) => return format!("the daily budget's window could not be read: {e}"),
-        };
-        // The machine stops when one more attempt like the last would pass the ceiling.
-        let room = (budget + 1).saturating_sub(r.last_usage.cost_micros);
-        let at = day.frees_at(room).unwrap_or(now);
-        format!(
-            "the daily budget frees at: {} (spent over the last 24 hours: ${:.2} of budget.perDayUsd ${:.2}); run again then with --ack-halt",
-            at.format("%Y-%m-%d %H:%M:%S UTC"),
-            day.total_micros() as f64 / 1e6,
-            budget as f64 / 1e6
-        )
-    }
-
-    /// The machine's event for a tracker write: written, refused (the environment's, with the
-    /// error kept for the halt diagnostic) or failed on the network.
-    pub(super) fn tracker_written(
-        &mut self,
-        what: &str,
-        written: network::Patient<(), tracker::TrackerError>,
-    ) -> Event {
-        match written {
-            network::Patient::Done(Ok(())) => Event::TrackerUpdated,
-            network::Patient::Done(Err(e)) => {
-                self.say(format!("{what}: {e}"));
-                self.log(&format!("tracker: {what} failed: {e}"));
-                Event::TrackerWriteFailed
-            }
-            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => event,
-        }
-    }
-
-    /// The machine's wait (`Wait`, `Pause`), cut short by a shutdown: its answer.
-    pub(super) async fn sleep(&mut self, duration: Duration) -> Event {
-        tokio::select! {
-            _ = self.clock.sleep(duration) => Event::WaitOver,
-            _ = self.shutdown.wait() => self.shutdown.event(),
-        }
-    }
+/// When the day's ceiling lets an attempt like the last one start again, told with its
+/// halt: the machine keeps no clock, and the window is the journals'.
+pub(super) fn day_frees_at(
+    core: &Core,
+    fleet: Option<&fleet::Link>,
+    runner_dir: &crate::runner_dir::RunnerDir,
+    clock: &dyn Clock,
+) -> String {
+    let r = core.runner();
+    let budget = r.limits.per_day_budget_micros.unwrap_or(0);
+    // A worker's runner directory holds its clone's journal only: the fleet knows them all.
+    let journals = match fleet {
+        Some(link) => link.shared.journals.paths(),
+        None => crate::journal::Journals::in_dir(runner_dir).paths(),
+    };
+    let now = clock.now();
+    let day = match crate::journal::DaySpend::read(&journals, now) {
+        Ok(day) => day,
+        Err(e) => return format!("the daily budget's window could not be read: {e}"),
+    };
+    // The machine stops when one more attempt like the last would pass the ceiling.
+    let room = (budget + 1).saturating_sub(r.last_usage.cost_micros);
+    let at = day.frees_at(room).unwrap_or(now);
+    format!(
+        "the daily budget frees at: {} (spent over the last 24 hours: ${:.2} of budget.perDayUsd ${:.2}); run again then with --ack-halt",
+        at.format("%Y-%m-%d %H:%M:%S UTC"),
+        day.total_micros() as f64 / 1e6,
+        budget as f64 / 1e6
+    )
 }

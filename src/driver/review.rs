@@ -5,95 +5,98 @@
 
 use super::*;
 use crate::forge::ReviewKind;
-use crate::machine::{ReviewDecision, ReviewNote};
+use crate::machine::ReviewNote;
+use crate::narration as say;
+use crate::ports::Io;
+use cycle::Cycle;
+use run_context::RunContext;
+use shutdown::Shutdown;
+use step_run::StepRun;
 
-impl Driver {
-    /// Reads the review of `issue`'s PR once.
-    pub(super) async fn look_at_review(&mut self, issue: u32, look: u32) -> Event {
-        self.know_issue(issue).await;
-        let Some(branch) = self.issue.branch.clone() else {
-            self.say(format!(
-                "issue #{issue}: its feature branch cannot be found, so its PR's review cannot be read; check `git branch --list '{issue}-*'` in {}",
-                self.cfg.project_path.display()
-            ));
-            return Event::WorkspaceUnfit { step: Step::Merge };
-        };
-        let read = branch.clone();
-        // An approval counts for the commit CI verified, not for one before or after it.
-        let verified = self.core.runner().verified.map(|c| c.to_string());
-        let answer = self
-            .patiently("reading the PR's review", move |w| {
-                w.forge.review_of(&read, verified.as_deref())
-            })
-            .await;
-        let state = match answer {
-            network::Patient::Done(Ok(state)) => state,
-            network::Patient::Done(Err(e)) => {
-                self.say(format!(
-                    "issue #{issue}: cannot read the review of {branch}'s PR: {e}"
-                ));
-                return Event::WorkspaceUnfit { step: Step::Merge };
-            }
-            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => return event,
-        };
-        // A listed bot's request for changes holds no merge (its words are never handed
-        // either: the machine leaves its feedback out).
-        let decision = state.decision_without(&self.cfg.review.ignore_authors_with_the_runner());
-        let said = match decision {
-            ReviewDecision::Approved => "approved",
-            ReviewDecision::ChangesRequested => "changes requested",
-            ReviewDecision::None => "no approval or request for changes",
-        };
-        self.log(&format!(
-            "issue #{issue}: look {look} at the review of {branch}: {said} ({} review(s) and comment(s))",
-            state.feedback.len()
-        ));
-        // Approvals say nothing to address; every body is redacted before the journal or an
-        // agent sees it.
-        let feedback = state
-            .feedback
-            .into_iter()
-            .filter(|f| f.kind != ReviewKind::Approve)
-            .map(|f| ReviewNote {
-                id: f.id,
-                author: f.author,
-                time: f.time,
-                body: crate::redact::redact(&f.body),
-                path: f.path,
-                line: f.line,
-            })
-            .collect();
-        Event::ReviewLooked { decision, feedback }
-    }
+/// `LookAtReview`: reads the review of `issue`'s PR once.
+pub(super) async fn look_at_review(
+    (run, io, shutdown): (&RunContext, &Io, &Shutdown),
+    core: &Core,
+    cycle: &mut Cycle,
+    (issue, look): (u32, u32),
+) -> Answer {
+    let mut told = Told::default();
+    cycle.know(io, issue).await;
+    let Some(branch) = cycle.issue.branch.clone() else {
+        told.say(say::review_branch_missing(issue, &run.cfg.project_path));
+        return told.answer(Event::WorkspaceUnfit { step: Step::Merge });
+    };
+    let read = branch.clone();
+    // An approval counts for the commit CI verified, not for one before or after it.
+    let verified = core.runner().verified.map(|c| c.to_string());
+    let answer = network::call(io, move |w| w.forge.review_of(&read, verified.as_deref())).await;
+    let services = || run.cfg.api_services();
+    let (judged, failed) = network::judge(shutdown, services, "reading the PR's review", answer);
+    told.told(failed);
+    let state = match judged {
+        network::Patient::Done(Ok(state)) => state,
+        network::Patient::Done(Err(e)) => {
+            told.say(say::review_unreadable(issue, &branch, &e));
+            return told.answer(Event::WorkspaceUnfit { step: Step::Merge });
+        }
+        network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => {
+            return told.answer(event)
+        }
+    };
+    // A listed bot's request for changes holds no merge (its words are never handed
+    // either: the machine leaves its feedback out).
+    let decision = state.decision_without(&run.cfg.review.ignore_authors_with_the_runner());
+    told.narrate(say::review_looked(
+        issue,
+        look,
+        &branch,
+        decision,
+        state.feedback.len(),
+    ));
+    // Approvals say nothing to address; every body is redacted before the journal or an
+    // agent sees it.
+    let feedback = state
+        .feedback
+        .into_iter()
+        .filter(|f| f.kind != ReviewKind::Approve)
+        .map(|f| ReviewNote {
+            id: f.id,
+            author: f.author,
+            time: f.time,
+            body: crate::redact::redact(&f.body),
+            path: f.path,
+            line: f.line,
+        })
+        .collect();
+    told.answer(Event::ReviewLooked { decision, feedback })
+}
 
+impl StepRun<'_> {
     /// Round `round` of addressing the reviewers' requests: the agent (`steps.addressReview`:
     /// its agent, model, limits, skill and prompt) is handed the feedback the machine chose,
     /// then the runner commits what it left and pushes. `Repaired` of monitorCI once pushed:
     /// CI is looked at again for the new head.
     pub(super) async fn address_review(&mut self, issue: u32, round: u32, attempt: u32) -> Event {
         let step = Step::MonitorCi;
-        if self.shutdown.requested().is_some() {
-            return self.shutdown.event();
+        if self.shell.shutdown.requested().is_some() {
+            return self.shell.shutdown.event();
         }
-        self.know_issue(issue).await;
+        self.cycle.know(&self.shell.io, issue).await;
         let handout = self.core.runner().review_handout.clone();
-        self.log(&format!(
-            "issue #{issue}: review round {round}: handing the agent {} review(s) and comment(s)",
-            handout.len()
-        ));
-        self.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
+        self.log(&say::review_round_handout(issue, round, handout.len()));
+        self.cycle.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
         // The machine's step of a round is monitorCI; its agent is the round's own.
-        let round_cfg = self.cfg.review_round();
-        let cfg = std::mem::replace(&mut self.cfg, round_cfg);
+        let round_cfg = self.run.cfg.review_round();
+        let cfg = std::mem::replace(&mut self.run.cfg, round_cfg);
         let ran = self.run_agent(step, issue, attempt, false, false).await;
-        self.cfg = cfg;
-        self.review_feedback = None;
+        self.run.cfg = cfg;
+        self.cycle.review_feedback = None;
         let usage = match ran {
             Event::StepSucceeded { usage, .. } => usage,
             other => return other,
         };
         let facts = self.facts();
-        let deadline = crate::process::deadline_after(self.cfg.timeout(step));
+        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {
                 facts.with(&*w.git, |facts| {
@@ -107,7 +110,7 @@ impl Driver {
             }
             network::Patient::Done(Ok(crate::steps::builtin::Round::Pushed(done))) => {
                 self.say(done.clone());
-                self.log(&format!("issue #{issue}: review round {round}: {done}"));
+                self.log(&say::review_round_done(issue, round, &done));
                 Event::Repaired { step, usage }
             }
             network::Patient::Done(Err(failed)) => {

@@ -1,24 +1,33 @@
 //! Which issue next, and whether a step may start: the tracker asked (claims taken with a
 //! worker id), a person's decision read, the step's preconditions checked through the ports.
 
-use super::facts::Probe;
+use super::cycle::Cycle;
+use super::facts::{FactsAsked, Probe};
+use super::run_context::RunContext;
+use super::shell::Shell;
 use super::*;
+use crate::narration as say;
 use std::collections::BTreeSet;
 
-impl Driver {
-    /// What to ask the tracker for the next issue, from what this runner knows.
-    pub(super) fn tracker_query(&self) -> TrackerQuery {
-        let runner = self.core.runner();
+impl TrackerQuery {
+    /// What to ask the tracker for the next issue, from what this runner knows: the machine's
+    /// counters, the claims of others and the merges of earlier sessions.
+    pub(super) fn of(
+        core: &Core,
+        claims: Option<&claim::ClaimKeeper>,
+        merged_before: &BTreeSet<u32>,
+    ) -> TrackerQuery {
+        let runner = core.runner();
         let finished: BTreeSet<u32> = runner.merged.union(&runner.withdrawn).copied().collect();
-        let mut excluded = self.core.escalated().clone();
+        let mut excluded = core.escalated().clone();
         excluded.extend(finished.iter().copied());
-        if let Some(keeper) = &self.claims {
+        if let Some(keeper) = claims {
             excluded.extend(keeper.others.keys().copied());
             excluded.extend(keeper.refused.iter().copied());
         }
         excluded.extend(runner.held_elsewhere.iter().copied());
         excluded.extend(runner.awaiting_person.iter().copied());
-        let merged = runner.merged.union(&self.merged_before).copied().collect();
+        let merged = runner.merged.union(merged_before).copied().collect();
         TrackerQuery {
             only: match runner.mode {
                 Mode::SingleIssue(n) => Some(n),
@@ -74,201 +83,214 @@ impl TrackerQuery {
     }
 }
 
-impl Driver {
-    /// The tracker's selection, leaving out the issues other runners hold (the machine claims
-    /// the one selected, `ClaimIssue`), and whether issues other runners or this fleet's
-    /// other workers hold were left out: the machine decides what an empty selection then
-    /// means (someone is working on them).
-    pub(super) async fn select_claimed(
-        &mut self,
-    ) -> Result<(Result<Selection, tracker::TrackerError>, bool), Event> {
-        if self.claims.is_some() {
-            self.claimed_by_others().await;
-        }
-        let query = self.tracker_query();
-        let selection = match self
-            .patiently("asking the tracker for the next issue", move |w| {
-                query.ask(&*w.tracker)
-            })
-            .await
-        {
-            network::Patient::Done(result) => result,
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
-        };
-        let claimed = self.claims.as_ref().is_some_and(|k| !k.others.is_empty());
-        let others_hold = claimed || self.fleet_others_hold();
-        if let Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. }) = selection {
-            self.say_held_elsewhere();
-        }
-        Ok((selection, others_hold))
+/// The tracker's selection, leaving out the issues other runners hold (the machine claims
+/// the one selected, `ClaimIssue`), and whether issues other runners or this fleet's
+/// other workers hold were left out: the machine decides what an empty selection then
+/// means (someone is working on them).
+async fn select_claimed(
+    run: &RunContext,
+    shell: &Shell,
+    (core, cycle): (&Core, &Cycle),
+    (mut claims, fleet): (Option<&mut claim::ClaimKeeper>, Option<&fleet::Link>),
+    told: &mut Told,
+) -> Result<(Result<Selection, tracker::TrackerError>, bool), Event> {
+    if claims.is_some() {
+        let keeper = claims.as_deref_mut();
+        told.narration
+            .extend(claim::claimed_by_others(keeper, &shell.io, &*shell.clock).await);
     }
+    let query = TrackerQuery::of(core, claims.as_deref(), &cycle.merged_before);
+    let answer = network::call(&shell.io, move |w| query.ask(&*w.tracker)).await;
+    let services = || run.cfg.api_services();
+    let what = "asking the tracker for the next issue";
+    let (judged, failed) = network::judge(&shell.shutdown, services, what, answer);
+    told.told(failed);
+    let selection = match judged {
+        network::Patient::Done(result) => result,
+        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+    };
+    let claimed = claims.as_deref().is_some_and(|k| !k.others.is_empty());
+    let others_hold = claimed || fleet::others_hold(fleet);
+    if let Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. }) = selection {
+        told.narration
+            .extend(held_elsewhere(core, claims.as_deref(), fleet));
+    }
+    Ok((selection, others_hold))
+}
 
-    /// Names the issues held elsewhere (other runners' claims, the ones this session found
-    /// held, or else the fleet's other workers) when the selection found nothing else.
-    fn say_held_elsewhere(&mut self) {
-        let mut others = self.describe_others();
-        let held: Vec<String> = self
-            .core
-            .runner()
-            .held_elsewhere
-            .iter()
-            .filter(|n| {
-                self.claims
-                    .as_ref()
-                    .is_none_or(|k| !k.others.contains_key(n))
-            })
-            .map(|n| format!("#{n}"))
-            .collect();
-        if !held.is_empty() {
-            let held = held.join(", ");
-            others = if others.is_empty() {
-                held
-            } else {
-                format!("{others}, {held}")
+/// Names the issues held elsewhere (other runners' claims, the ones this session found
+/// held, or else the fleet's other workers) when the selection found nothing else.
+fn held_elsewhere(
+    core: &Core,
+    claims: Option<&claim::ClaimKeeper>,
+    fleet: Option<&fleet::Link>,
+) -> Option<String> {
+    let mut others = claim::describe_others(claims);
+    let held: Vec<String> = core
+        .runner()
+        .held_elsewhere
+        .iter()
+        .filter(|n| claims.is_none_or(|k| !k.others.contains_key(n)))
+        .map(|n| format!("#{n}"))
+        .collect();
+    if !held.is_empty() {
+        let held = held.join(", ");
+        others = if others.is_empty() {
+            held
+        } else {
+            format!("{others}, {held}")
+        };
+    }
+    if others.is_empty() && !fleet::others_hold(fleet) {
+        return None;
+    }
+    Some(say::held_elsewhere(&fleet::held_elsewhere(others)))
+}
+
+/// `SelectIssue`: the next event from the tracker (`TrackerReadFailed` when the tracker
+/// itself failed).
+pub(super) async fn select_issue(
+    run: &RunContext,
+    shell: &mut Shell,
+    (core, cycle): (&Core, &mut Cycle),
+    (claims, fleet): (Option<&mut claim::ClaimKeeper>, Option<&fleet::Link>),
+) -> Answer {
+    let mut told = Told::default();
+    let mode = core.runner().mode;
+    let selection = match mode {
+        Mode::SingleStep(_) if cycle.issue.number > 0 => {
+            return told.answer(Event::IssueSelected {
+                issue: cycle.issue.number,
+            });
+        }
+        Mode::SingleStep(_) if shell.state.current_issue.is_some() => {
+            let n = shell.state.current_issue.unwrap_or_default();
+            cycle.issue = IssueContext {
+                number: n,
+                title: String::new(),
+                branch: shell.state.current_branch.clone(),
             };
+            return told.answer(Event::IssueSelected { issue: n });
         }
-        if others.is_empty() && !self.fleet_others_hold() {
-            return;
+        _ => match select_claimed(run, shell, (core, cycle), (claims, fleet), &mut told).await {
+            Ok(result) => result,
+            Err(ev) => return told.answer(ev),
+        },
+    };
+    let (selection, others_hold) = selection;
+    let event = match selection {
+        Ok(Selection::Issue(issue))
+            if cycle.merged_before.contains(&issue.number)
+                && !core.runner().merged.contains(&issue.number) =>
+        {
+            // The journal's fact, reported as such: the machine records the merge again
+            // (the tracker closes the issue) instead of working on finished work.
+            told.narrate(say::merged_earlier(issue.number));
+            Event::AlreadyMerged {
+                issue: issue.number,
+            }
         }
-        let others = self.held_elsewhere(others);
-        self.log(&format!(
-            "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
-        ));
-    }
+        Ok(Selection::Issue(issue)) => {
+            told.narrate(say::selected(
+                issue.number,
+                &crate::sanitize::title(&issue.title),
+            ));
+            let refs = run.refs();
+            let branch = issue.branch_in(&refs);
+            cycle.issue = IssueContext {
+                number: issue.number,
+                title: issue.title.clone(),
+                branch: Some(branch.clone()),
+            };
+            shell.state.current_issue = Some(issue.number);
+            shell.state.current_issue_ref = Some(refs.issue(issue.number));
+            shell.state.current_branch = Some(branch);
+            shell.state.signal_shutdown = None;
+            told.narration
+                .extend(shell.save_state(&run.cfg.project_path));
+            Event::IssueSelected {
+                issue: issue.number,
+            }
+        }
+        Ok(Selection::NoIssues) => {
+            told.narration.extend(unlabelled(&shell.io).await);
+            Event::NoIssues
+        }
+        Ok(Selection::AllEscalated { .. }) => Event::AllEscalated { others_hold },
+        Ok(Selection::AllBlocked { numbers }) => {
+            told.narrate(say::blocked(&issue_list(&numbers)));
+            Event::AllBlocked { others_hold }
+        }
+        Err(e) => {
+            // What the machine makes of it (the run stops, the session stays open) is its
+            // own; the error is what the notice and the log name.
+            told.narrate(say::tracker_failed(&e));
+            told.say(e.to_string());
+            Event::TrackerReadFailed
+        }
+    };
+    told.answer(event)
+}
 
-    /// The next event from the tracker (`TrackerReadFailed` when the tracker itself failed).
-    pub(super) async fn select_issue(&mut self) -> Event {
-        let mode = self.core.runner().mode;
-        let selection = match mode {
-            Mode::SingleStep(_) if self.issue.number > 0 => {
-                return Event::IssueSelected {
-                    issue: self.issue.number,
-                };
-            }
-            Mode::SingleStep(_) if self.state.current_issue.is_some() => {
-                let n = self.state.current_issue.unwrap_or_default();
-                self.issue = IssueContext {
-                    number: n,
-                    title: String::new(),
-                    branch: self.state.current_branch.clone(),
-                };
-                return Event::IssueSelected { issue: n };
-            }
-            _ => match self.select_claimed().await {
-                Ok(result) => result,
-                Err(ev) => return ev,
-            },
-        };
-        let (selection, others_hold) = selection;
-        match selection {
-            Ok(Selection::Issue(issue))
-                if self.merged_before.contains(&issue.number)
-                    && !self.core.runner().merged.contains(&issue.number) =>
-            {
-                // The journal's fact, reported as such: the machine records the merge again
-                // (the tracker closes the issue) instead of working on finished work.
-                self.log(&format!(
-                    "issue #{} is open in the tracker, but an earlier session merged it",
-                    issue.number
-                ));
-                Event::AlreadyMerged {
-                    issue: issue.number,
-                }
-            }
-            Ok(Selection::Issue(issue)) => {
-                self.log(&format!(
-                    "selected issue #{}: {}",
-                    issue.number,
-                    crate::sanitize::title(&issue.title)
-                ));
-                let branch = issue.branch_in(&self.refs());
-                self.issue = IssueContext {
-                    number: issue.number,
-                    title: issue.title.clone(),
-                    branch: Some(branch.clone()),
-                };
-                self.state.current_issue = Some(issue.number);
-                self.state.current_issue_ref = Some(self.refs().issue(issue.number));
-                self.state.current_branch = Some(branch);
-                self.state.signal_shutdown = None;
-                self.save_state();
-                Event::IssueSelected {
-                    issue: issue.number,
-                }
-            }
-            Ok(Selection::NoIssues) => {
-                self.say_unlabelled().await;
-                Event::NoIssues
-            }
-            Ok(Selection::AllEscalated { .. }) => Event::AllEscalated { others_hold },
-            Ok(Selection::AllBlocked { numbers }) => {
-                self.log(&format!("blocked issues: {}", issue_list(&numbers)));
-                Event::AllBlocked { others_hold }
-            }
-            Err(e) => {
-                // What the machine makes of it (the run stops, the session stays open) is its
-                // own; the error is what the notice and the log name.
-                self.log(&format!("tracker failed: {e}"));
-                self.say(e.to_string());
-                Event::TrackerReadFailed
-            }
+/// `CheckPreconditions`: the facts the runner owns, a person's decision, whether the step is
+/// already done and its preconditions: asked in one call off the runtime, judged in that order.
+pub(super) async fn check_preconditions(
+    run: &RunContext,
+    shell: &mut Shell,
+    (core, cycle): (&Core, &Cycle),
+    step: Step,
+) -> Answer {
+    let mut told = Told::default();
+    let ctx = step_context(core, cycle);
+    shell.state.current_step = step.number();
+    told.narration
+        .extend(shell.save_state(&run.cfg.project_path));
+    let facts = FactsAsked::before(core, step == Step::StartCycle);
+    let probe = shell
+        .io
+        .call(move |w| {
+            crate::process::cancellable(|| Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx)))
+        })
+        .await;
+    let hands = (&run.cfg, core, &shell.shutdown);
+    let asked = match super::facts::verdict(hands, step, probe, &mut told) {
+        Ok(asked) => asked,
+        Err(event) => return told.answer(event),
+    };
+    let services = || run.cfg.api_services();
+    let what = format!("checking whether {} is already done", step.key());
+    let (judged, failed) = network::judge(&shell.shutdown, services, &what, asked.done);
+    told.told(failed);
+    match judged {
+        network::Patient::Done(Ok(true)) => {
+            told.narrate(say::already_done(step.key()));
+            shell.state.last_completed_step = step.number();
+            return told.answer(Event::AlreadyDone { step });
         }
+        network::Patient::Done(Ok(false)) => {}
+        network::Patient::Done(Err(e)) => told.narrate(say::done_probe_failed(step.key(), &e)),
+        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return told.answer(ev),
     }
-
-    /// The facts the runner owns, a person's decision, whether the step is already done and
-    /// its preconditions: asked in one call off the runtime, judged in that order.
-    pub(super) async fn check_preconditions(&mut self, step: Step) -> Event {
-        let ctx = self.step_context();
-        self.state.current_step = step.number();
-        self.save_state();
-        let facts = self.facts_to_ask(step == Step::StartCycle);
-        let probe = self
-            .io
-            .call(move |w| {
-                crate::process::cancellable(|| {
-                    Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx))
-                })
-            })
-            .await;
-        let asked = match self.facts_verdict(step, probe) {
-            Ok(asked) => asked,
-            Err(event) => return event,
-        };
-        let what = format!("checking whether {} is already done", step.key());
-        match self.judge(&what, asked.done) {
-            network::Patient::Done(Ok(true)) => {
-                self.log(&format!(
-                    "{}: already done (observed in git); not run again",
-                    step.key()
-                ));
-                self.state.last_completed_step = step.number();
-                return Event::AlreadyDone { step };
+    let Some(checked) = asked.checked else {
+        // Only an answer that ends the sequence leaves the preconditions unasked.
+        return told.answer(Event::PreconditionsOk { step });
+    };
+    let what = format!("checking the preconditions of {}", step.key());
+    let (judged, failed) = network::judge(&shell.shutdown, services, &what, checked);
+    told.told(failed);
+    let event = match judged {
+        network::Patient::Done(Ok(Ok(()))) => Event::PreconditionsOk { step },
+        network::Patient::Done(Ok(Err(check))) => Event::PreconditionFailed { step, check },
+        network::Patient::Done(Err(e)) => {
+            told.narrate(say::precondition_probe_failed(step.key(), &e));
+            match crate::step::Check::of(step).first() {
+                Some(&check) => Event::PreconditionFailed { step, check },
+                None => Event::PreconditionsOk { step },
             }
-            network::Patient::Done(Ok(false)) => {}
-            network::Patient::Done(Err(e)) => self.log(&format!(
-                "{}: idempotency probe failed ({e}); treating as not done",
-                step.key()
-            )),
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         }
-        let Some(checked) = asked.checked else {
-            // Only an answer that ends the sequence leaves the preconditions unasked.
-            return Event::PreconditionsOk { step };
-        };
-        let what = format!("checking the preconditions of {}", step.key());
-        match self.judge(&what, checked) {
-            network::Patient::Done(Ok(Ok(()))) => Event::PreconditionsOk { step },
-            network::Patient::Done(Ok(Err(check))) => Event::PreconditionFailed { step, check },
-            network::Patient::Done(Err(e)) => {
-                self.log(&format!("{}: precondition probe failed: {e}", step.key()));
-                match crate::step::Check::of(step).first() {
-                    Some(&check) => Event::PreconditionFailed { step, check },
-                    None => Event::PreconditionsOk { step },
-                }
-            }
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
-        }
-    }
+        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => ev,
+    };
+    told.answer(event)
 }
 
 /// What a step's own checks said: already done, then (unless that settled it) its

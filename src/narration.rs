@@ -1,0 +1,451 @@
+//! What the runner narrates in its orchestration log, one function per message: the driver
+//! says which message and with what, never the sentence. Tests assert on these texts, so a
+//! change here is a change of the runner's output.
+
+use chrono::{DateTime, Utc};
+use std::fmt::Display;
+use std::path::Path;
+
+/// A claim's or lease's end as the log shows it.
+fn until(at: DateTime<Utc>) -> impl Display {
+    at.format("%H:%M:%S UTC")
+}
+
+// Claims.
+
+pub fn claimed(issue: u32, worker: &str, expires: DateTime<Utc>) -> String {
+    format!(
+        "claimed issue #{issue} as worker {worker} until {}",
+        until(expires)
+    )
+}
+
+pub fn continuing_from_pushed(issue: u32, branch: &str) -> String {
+    format!("issue #{issue}: continuing from the pushed branch {branch}")
+}
+
+pub fn cannot_take_over_pushed(issue: u32, error: &dyn Display) -> String {
+    format!("warning: issue #{issue}: cannot take over the pushed branch: {error}")
+}
+
+pub fn claimed_by_other(issue: u32, worker: &str, expires: DateTime<Utc>) -> String {
+    format!(
+        "issue #{issue} is claimed by worker {worker} until {}; skipping it",
+        until(expires)
+    )
+}
+
+pub fn claim_lost(issue: u32, worker: &str) -> String {
+    format!(
+        "warning: issue #{issue} is now claimed by worker {worker} (this runner's lease ran out)"
+    )
+}
+
+pub fn cannot_renew_claim(issue: u32, error: &dyn Display) -> String {
+    format!("warning: cannot renew the claim on issue #{issue}: {error}")
+}
+
+pub fn cannot_release_claim(issue: u32, error: &dyn Display) -> String {
+    format!("warning: cannot release the claim on issue #{issue}: {error}")
+}
+
+pub fn cannot_read_other_claims(error: &dyn Display) -> String {
+    format!("warning: cannot read the other runners' claims: {error}")
+}
+
+/// One claim in a list of them: `#3 by w1 until 12:00:00 UTC`.
+pub fn claim_of(issue: u32, worker: &str, expires: DateTime<Utc>) -> String {
+    format!("#{issue} by {worker} until {}", until(expires))
+}
+
+pub fn tracker_write_failed(what: &str, detail: &dyn Display) -> String {
+    format!("tracker: {what} failed: {detail}")
+}
+
+// Manual approval.
+
+pub fn cannot_write_file(path: &Path, error: &dyn Display) -> String {
+    format!("cannot write {}: {error}", path.display())
+}
+
+pub fn decided(option: &str) -> String {
+    format!("decision: {option}")
+}
+
+// Startup and restart.
+
+pub fn stopped_stale_agent_group(pgid: i32, outcome: &dyn std::fmt::Debug) -> String {
+    format!("stopped the agent process group {pgid} left by the previous runner ({outcome:?})")
+}
+
+pub fn stopped_leftover(pid: i32, cmd: &str, dir: &Path) -> String {
+    format!(
+        "stopped pid {pid} ({cmd}), left running in {} by a runner that was killed",
+        dir.display()
+    )
+}
+
+pub fn removed_dead_git_lock(lock: &Path) -> String {
+    format!(
+        "removed {}, left by the previous runner's git (no process holds it)",
+        lock.display()
+    )
+}
+
+pub fn cannot_remove(path: &Path, error: &dyn Display) -> String {
+    format!("warning: cannot remove {}: {error}", path.display())
+}
+
+pub fn pr_merged_recording(issue: u32) -> String {
+    format!("issue #{issue}: its PR is merged; recording the merge")
+}
+
+pub fn progress_unreadable(error: &dyn Display) -> String {
+    format!("cannot read the work tree's progress ({error}); starting from the journal")
+}
+
+pub fn branch_not_adopted(branch: &str, issue: u32, error: &dyn Display) -> String {
+    format!(
+        "branch {branch} is not adopted: the tracker cannot tell about issue #{issue} ({error})"
+    )
+}
+
+pub fn branch_of_escalated(branch: &str, issue: u32) -> String {
+    format!(
+        "branch {branch} belongs to escalated issue #{issue}: not resumed (remove the escalation mark to release it)"
+    )
+}
+
+pub fn cannot_check_out(main: &str, error: &dyn Display) -> String {
+    format!("warning: cannot check out {main}: {error}")
+}
+
+pub fn already_merged_fresh_cycle(issue: u32) -> String {
+    format!("issue #{issue} is already merged: main and a fresh cycle")
+}
+
+pub fn adopting_branch(branch: &str, issue: u32, next: &str) -> String {
+    format!(
+        "adopting branch {branch} that the journal does not know: issue #{issue} continues at {next}"
+    )
+}
+
+// Selection.
+
+pub fn unlabelled(list: &str, label: &str) -> String {
+    format!(
+        "open issue(s) {list} lack the label {label}, so the runner does not select them; add the label to have them worked"
+    )
+}
+
+// Calls that failed.
+
+pub fn network_failed(what: &str, first_line: &str) -> String {
+    format!("network: {what} failed ({first_line})")
+}
+
+pub fn rate_limited(services: &str, what: &str, first_line: &str) -> String {
+    format!("rate limit: {services}'s limit refused {what} ({first_line})")
+}
+
+// Reviews.
+
+pub fn review_branch_missing(issue: u32, project: &Path) -> String {
+    format!(
+        "issue #{issue}: its feature branch cannot be found, so its PR's review cannot be read; check `git branch --list '{issue}-*'` in {}",
+        project.display()
+    )
+}
+
+pub fn review_unreadable(issue: u32, branch: &str, error: &dyn Display) -> String {
+    format!("issue #{issue}: cannot read the review of {branch}'s PR: {error}")
+}
+
+pub fn review_looked(
+    issue: u32,
+    look: u32,
+    branch: &str,
+    decision: crate::machine::ReviewDecision,
+    notes: usize,
+) -> String {
+    use crate::machine::ReviewDecision;
+    let said = match decision {
+        ReviewDecision::Approved => "approved",
+        ReviewDecision::ChangesRequested => "changes requested",
+        ReviewDecision::None => "no approval or request for changes",
+    };
+    format!(
+        "issue #{issue}: look {look} at the review of {branch}: {said} ({notes} review(s) and comment(s))"
+    )
+}
+
+// The workspace and a person's decisions.
+
+pub fn stale_git_lock(lock: &Path, age_secs: u64, project: &Path) -> String {
+    format!(
+        "the git lock file {} is left over (older than {age_secs} s): git commands in {} fail while it exists.\nfix: make sure no git process is running in the project, then remove it: rm {}",
+        lock.display(),
+        project.display(),
+        lock.display()
+    )
+}
+
+pub fn foreign_changes(project: &Path, step: &str, list: &str, fix: &str) -> String {
+    format!(
+        "the working tree of {} has changes that are no issue's work before {step} (the runner never works over them):\n{list}\nfix: {fix}",
+        project.display()
+    )
+}
+
+/// A workspace finding, on one line.
+pub fn workspace(said: &str) -> String {
+    format!("workspace: {}", said.replace('\n', "; "))
+}
+
+pub fn warning_of(what: &str, error: &dyn Display) -> String {
+    format!("warning: {what}: {error}")
+}
+
+pub fn withdrawn_said(issue: u32, why: &str) -> String {
+    format!("issue #{issue} was {why} by a person during the cycle")
+}
+
+pub fn withdrawn(issue: u32, why: &str) -> String {
+    format!(
+        "issue #{issue} was {why} in the tracker while the runner worked on it: the cycle is dropped (branch kept), nothing is merged or written to the issue"
+    )
+}
+
+pub fn cannot_write_state(error: &dyn Display) -> String {
+    format!("warning: cannot write the state file: {error}")
+}
+
+// Preconditions.
+
+pub fn already_done(step: &str) -> String {
+    format!("{step}: already done (observed in git); not run again")
+}
+
+pub fn done_probe_failed(step: &str, error: &dyn Display) -> String {
+    format!("{step}: idempotency probe failed ({error}); treating as not done")
+}
+
+pub fn precondition_probe_failed(step: &str, error: &dyn Display) -> String {
+    format!("{step}: precondition probe failed: {error}")
+}
+
+// Selection.
+
+pub fn held_elsewhere(others: &str) -> String {
+    format!(
+        "the remaining issues are claimed by other runners or wait for them ({others}); nothing for this runner to do"
+    )
+}
+
+pub fn merged_earlier(issue: u32) -> String {
+    format!("issue #{issue} is open in the tracker, but an earlier session merged it")
+}
+
+pub fn selected(issue: u32, title: &str) -> String {
+    format!("selected issue #{issue}: {title}")
+}
+
+pub fn blocked(list: &str) -> String {
+    format!("blocked issues: {list}")
+}
+
+pub fn tracker_failed(error: &dyn Display) -> String {
+    format!("tracker failed: {error}")
+}
+
+// The merge turn.
+
+pub fn waiting_for_fleet_turn(issue: u32) -> String {
+    format!("issue #{issue}: waiting for the fleet's merge turn (another worker is merging)")
+}
+
+pub fn waiting_for_merge_lease(
+    issue: u32,
+    (worker, merging, expires): (&str, u32, DateTime<Utc>),
+    lease_file: Option<&Path>,
+) -> String {
+    let file = lease_file
+        .map(|f| format!("; remove {} if that runner is gone", f.display()))
+        .unwrap_or_default();
+    format!(
+        "issue #{issue}: waiting for the merge lease, held by worker {worker} (merging #{merging}) until {}{file}",
+        until(expires)
+    )
+}
+
+pub fn cannot_take_merge_lease(error: &dyn Display) -> String {
+    format!("cannot take the merge lease: {error}")
+}
+
+/// A line about the merge.
+pub fn merge(text: &str) -> String {
+    format!("merge: {text}")
+}
+
+pub fn cannot_give_merge_lease_back(error: &dyn Display) -> String {
+    format!("warning: cannot give the merge lease back: {error}")
+}
+
+// A step's attempt.
+
+pub fn attempt_started(
+    issue: u32,
+    (number, name): (u8, &str),
+    attempt: u32,
+    repair: bool,
+) -> String {
+    let repair = if repair { " (repair)" } else { "" };
+    format!("issue #{issue} step {number} {name} attempt {attempt}{repair}")
+}
+
+pub fn builtin_started(issue: u32, (number, key): (u8, &str), attempt: u32) -> String {
+    format!("issue #{issue} step {number} {key} attempt {attempt} (builtin)")
+}
+
+pub fn group_unrecorded(error: &dyn Display) -> String {
+    format!(
+        "warning: the agent's process group was not recorded ({error}); if the runner dies now, its children may outlive it"
+    )
+}
+
+pub fn agent_session(id: &str) -> String {
+    format!("agent session {id}")
+}
+
+pub fn issue_text_unreadable(issue: u32, error: &dyn Display) -> String {
+    format!("warning: the text of issue #{issue} cannot be read ({error}); the agent gets its title only")
+}
+
+pub fn pruning_failed(error: &dyn Display) -> String {
+    format!("warning: log pruning failed: {error}")
+}
+
+pub fn attempt_log(path: &Path) -> String {
+    format!("attempt log: {}", path.display())
+}
+
+pub fn cannot_archive(error: &dyn Display) -> String {
+    format!("warning: cannot archive the attempt log: {error}")
+}
+
+pub fn succeeded(name: &str, took: &str, turns: u32, cost_micros: u64) -> String {
+    format!(
+        "{name}: succeeded in {took} ({turns} turns, ${:.2})",
+        cost_micros as f64 / 1e6
+    )
+}
+
+pub fn failed(name: &str, class: &dyn Display, signature: &dyn Display, summary: &str) -> String {
+    format!("{name}: failed: {class} {signature} — {summary}")
+}
+
+/// A line about a step: `<step>: <text>`.
+pub fn of_step(step: &str, text: &str) -> String {
+    format!("{step}: {text}")
+}
+
+pub fn look_at_ci(issue: u32, step: &str, look: u32, of: &str) -> String {
+    format!("issue #{issue} {step}: look {look} at CI{of}")
+}
+
+pub fn ci_pending(step: &str, commit: &str) -> String {
+    format!("{step}: CI pending on {commit}")
+}
+
+pub fn lost_push_race(issue: u32, main: &str) -> String {
+    format!("issue #{issue}: the merge lost a push race (origin's {main} moved meanwhile)")
+}
+
+pub fn merge_conflict(summary: &str) -> String {
+    format!("merge: failed: MERGE_CONFLICT — {summary}")
+}
+
+pub fn review_round_handout(issue: u32, round: u32, notes: usize) -> String {
+    format!(
+        "issue #{issue}: review round {round}: handing the agent {notes} review(s) and comment(s)"
+    )
+}
+
+pub fn review_round_done(issue: u32, round: u32, done: &str) -> String {
+    format!("issue #{issue}: review round {round}: {done}")
+}
+
+// The loop and the session.
+
+pub fn cannot_exclude(error: &dyn Display) -> String {
+    format!("warning: cannot keep runner files out of git: {error}")
+}
+
+pub fn cannot_create_auto_mode(error: &dyn Display) -> String {
+    format!("warning: cannot create the auto-mode flag: {error}")
+}
+
+pub fn session_started(session: &str, project: &Path, state: &str) -> String {
+    format!(
+        "sdlc-runner {} session {session} on {} (state {state})",
+        env!("CARGO_PKG_VERSION"),
+        project.display()
+    )
+}
+
+pub fn redoing(effects: usize) -> String {
+    format!(
+        "completing the {effects} recorded effect(s) the previous runner may not have carried out"
+    )
+}
+
+pub fn broken_batch(why: &str, event: &dyn std::fmt::Debug, state: &str) -> String {
+    format!("internal error: {why} after {event:?} in {state}; stopping without acting")
+}
+
+pub fn journal_unwritable(error: &dyn Display) -> String {
+    format!("FATAL: cannot write the journal ({error}); stopping without acting")
+}
+
+pub fn unanswered(request: &dyn std::fmt::Debug, state: &str) -> String {
+    format!("internal error: {request:?} got no answer in {state}")
+}
+
+pub fn stopped_continues(how: &str, session: &str) -> String {
+    format!("{how}; next run continues session {session}")
+}
+
+pub fn cannot_record_end(error: &dyn Display) -> String {
+    format!("warning: cannot record the session end: {error}")
+}
+
+pub fn done(code: u8, merges: u64, wasted: &str) -> String {
+    format!(
+        "done (exit {code}): {merges} merge(s); {}",
+        wasted.replace('\n', ";")
+    )
+}
+
+pub fn waiting(seconds: u64, until: &str) -> String {
+    format!("waiting {seconds} s{until}")
+}
+
+pub fn committed(message: &str) -> String {
+    format!("committed: {message}")
+}
+
+pub fn auto_commit_skipped(error: &dyn Display) -> String {
+    format!("auto-commit skipped: {error}")
+}
+
+pub fn released(issue: u32, note: &str) -> String {
+    format!("tracker: issue #{issue} released: {note}")
+}
+
+pub fn cleanup_stopped(pid: i32, cmd: &str) -> String {
+    format!("cleanup: stopped pid {pid} ({cmd})")
+}
+
+pub fn cannot_record_halt(error: &dyn Display) -> String {
+    format!("warning: cannot record the halt in the journal: {error}")
+}
