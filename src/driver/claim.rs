@@ -5,7 +5,8 @@
 
 use super::Driver;
 use crate::machine::Event;
-use crate::tracker::claims::{Claim, ClaimStore, Claimed};
+use crate::ports::ClaimStore;
+use crate::tracker::claims::{Claim, Claimed};
 use std::time::Duration;
 
 /// One runner's claims (their store is a port of the driver's world).

@@ -3,4 +3,5 @@
 //! `exclude` the runner's lines in `.git/info/exclude`.
 
 pub mod exclude;
+pub mod port;
 pub mod repo;

@@ -25,9 +25,9 @@ mod workspace;
 pub use base::{describe_base, BaseSource};
 pub use rescue::RESCUE_REFS;
 
-pub(crate) use error::exit_text;
+pub(crate) use crate::ports::git::exit_text;
+pub use crate::ports::git::GitError as RepoError;
 use error::hint_for;
-pub use error::RepoError;
 pub use specs::{leading_issue, SPEC_FILES};
 pub use verified::BranchOnOrigin;
 

@@ -27,6 +27,7 @@ use crate::redact::redact;
 pub use sdlc_machine::severity::Severity;
 
 mod delivery;
+mod port;
 
 use delivery::Worker;
 
