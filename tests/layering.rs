@@ -104,6 +104,66 @@ fn the_ports_name_no_adapter() {
     );
 }
 
+/// Every git command of the runner starts in `src/git/` (`git::command::run`), which makes
+/// each one non-interactive, in one language, time-limited and in its own process group. The
+/// process runner may know which program is git (`process::git_program`, to name and count
+/// it) but builds no git command; the scripted fake agent does its own git as an agent would.
+/// Unit tests' fixtures (after a file's `#[cfg(test)]`) are not the runner's commands.
+#[test]
+fn git_starts_only_in_git() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut started = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .expect("a file under src/")
+            .to_string_lossy()
+            .to_string();
+        if rel.starts_with("git/")
+            || rel.starts_with("agent/fake_cli/")
+            || rel.ends_with("tests.rs")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        let text = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+        let code = strip(text).replace(char::is_whitespace, "");
+        // Strings kept (the program's name is one), comment lines left out.
+        let raw: String = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<String>()
+            .replace(char::is_whitespace, "");
+        for (seen, what) in [
+            (
+                raw.contains("Command::new(\"git\")"),
+                "Command::new(\"git\")",
+            ),
+            (
+                code.contains("Command::new(git_program"),
+                "Command::new(git_program())",
+            ),
+            (
+                code.contains("Command::new(crate::process::git_program"),
+                "Command::new(git_program())",
+            ),
+            (code.contains("git_command("), "git_command"),
+            (code.contains("git_within("), "git_within"),
+            (code.contains("git_output("), "git_output"),
+        ] {
+            if seen {
+                started.push(format!("src/{rel}: {what}"));
+            }
+        }
+    }
+    assert!(
+        started.is_empty(),
+        "git started outside src/git/ (call crate::git::command::output, within or run):\n{}",
+        started.join("\n")
+    );
+}
+
 #[test]
 fn paths_resolve_from_the_module_that_names_them() {
     let text = "use super::{render::xml, views::{a, b}}; use super::super::top::X; \

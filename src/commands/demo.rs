@@ -126,7 +126,7 @@ fn agent_calls(dir: &Path) -> String {
 }
 
 fn git(cwd: &Path, args: &[&str]) -> Result<(), String> {
-    let out = crate::process::git_output(cwd, args).map_err(|e| {
+    let out = crate::git::command::output(cwd, args).map_err(|e| {
         format!(
             "git {}: cannot run git ({e}); the demo needs git on PATH",
             args.join(" ")
