@@ -29,12 +29,14 @@ mod off_runtime;
 pub mod reaper;
 pub use git_program::git_program;
 mod stop;
+mod stop_token;
 pub use off_runtime::{may_block, off_runtime};
 use stop::stop_error;
 pub use stop::{
     cancellable, deadline_after, install_stop_handler, stop_signal, stopped, within_deadline,
     Scope, Stopped,
 };
+pub use stop_token::StopToken;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
