@@ -46,3 +46,4 @@ mod sanitize;
 pub mod stats;
 pub mod steps;
 pub mod tracker;
+pub mod wiring;

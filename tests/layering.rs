@@ -104,6 +104,102 @@ fn the_modules_inside_each_folder_form_no_import_cycle() {
     );
 }
 
+/// The in-memory fakes, read as a layer of their own.
+const FAKES: &str = "ports/fake/";
+
+/// The modules whose production adapters the ports stand for. The ports name none of them:
+/// a port's trait and its vocabulary (errors, answers) are read, and faked, without an
+/// adapter, and the adapters are put together outside `ports/`, in `wiring.rs`.
+const ADAPTERS: [&str; 6] = ["git", "forge", "tracker", "agent", "notify", "wiring"];
+
+#[test]
+fn the_ports_name_no_adapter() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let ports = rust_files(&src.join("ports"));
+    assert!(
+        ports.len() > 5,
+        "the check found only {} files under src/ports/",
+        ports.len()
+    );
+    let mut named = Vec::new();
+    for file in ports {
+        let rel = file.strip_prefix(&src).expect("a file under src/");
+        if rel.to_string_lossy().starts_with(FAKES) {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        for module in crate_paths(&strip(&text)) {
+            if ADAPTERS.contains(&module.as_str()) {
+                named.push(format!("src/{} names crate::{module}", rel.display()));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "a port names an adapter (move the type it needs into the port, the adapter's impl \
+         beside the adapter, and the wiring into src/wiring.rs):\n{}",
+        named.join("\n")
+    );
+}
+
+/// Every git command of the runner starts in `src/git/` (`git::command::run`), which makes
+/// each one non-interactive, in one language, time-limited and in its own process group. The
+/// process runner may know which program is git (`process::git_program`, to name and count
+/// it) but builds no git command; the scripted fake agent does its own git as an agent would.
+/// Unit tests' fixtures (after a file's `#[cfg(test)]`) are not the runner's commands.
+#[test]
+fn git_starts_only_in_git() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut started = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .expect("a file under src/")
+            .to_string_lossy()
+            .to_string();
+        if rel.starts_with("git/") || rel.starts_with("fake_agent/") || rel.ends_with("tests.rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        let text = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+        let code = strip(text).replace(char::is_whitespace, "");
+        // Strings kept (the program's name is one), comment lines left out.
+        let raw: String = text
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("//"))
+            .collect::<String>()
+            .replace(char::is_whitespace, "");
+        for (seen, what) in [
+            (
+                raw.contains("Command::new(\"git\")"),
+                "Command::new(\"git\")",
+            ),
+            (
+                code.contains("Command::new(git_program"),
+                "Command::new(git_program())",
+            ),
+            (
+                code.contains("Command::new(crate::process::git_program"),
+                "Command::new(git_program())",
+            ),
+            (code.contains("git_command("), "git_command"),
+            (code.contains("git_within("), "git_within"),
+            (code.contains("git_output("), "git_output"),
+        ] {
+            if seen {
+                started.push(format!("src/{rel}: {what}"));
+            }
+        }
+    }
+    assert!(
+        started.is_empty(),
+        "git started outside src/git/ (call crate::git::command::output, within or run):\n{}",
+        started.join("\n")
+    );
+}
+
 #[test]
 fn paths_resolve_from_the_module_that_names_them() {
     let text = "use super::{render::xml, views::{a, b}}; use super::super::top::X; \
@@ -189,13 +285,21 @@ fn graph_of(src: &Path) -> Graph {
             .expect("a file under src/")
             .to_string_lossy()
             .to_string();
-        let top = rel
-            .split('/')
-            .next()
-            .expect("a path")
-            .trim_end_matches(".rs")
-            .to_string();
-        if !tops.contains(&top) {
+        // The fakes stand in for the adapters and may share their pure rules (the selection
+        // rule, the scripted agent's words): a layer of their own above both, so that they
+        // are no edge from the ports to an adapter.
+        let top = if rel.starts_with(FAKES) {
+            FAKES.trim_end_matches('/').to_string()
+        } else {
+            rel.split('/')
+                .next()
+                .expect("a path")
+                .trim_end_matches(".rs")
+                .to_string()
+        };
+        if top == FAKES.trim_end_matches('/') {
+            graph.entry(top.clone()).or_default();
+        } else if !tops.contains(&top) {
             continue;
         }
         let text = std::fs::read_to_string(&file)

@@ -15,13 +15,15 @@
 
 pub mod classify;
 pub mod cli;
+mod port;
 pub mod sandbox;
 pub mod stream;
 pub mod tokens;
 
+pub use port::ProcessAgent;
+
 use std::io;
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
@@ -31,7 +33,7 @@ use tokio::sync::watch;
 use tokio::time::{sleep_until, Instant};
 
 use crate::cleanup;
-use crate::logs::{LiveCap, LiveLog};
+use crate::logs::LiveLog;
 use rustix::process::Signal;
 
 /// Read buffer per stream; large enough that a chatty agent costs few wakeups.
@@ -41,148 +43,7 @@ const CHUNK: usize = 64 * 1024;
 /// that called `setsid`) may still hold open, before abandoning them.
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(2);
 
-/// What to run and under which limits. A zero `timeout` or `idle_timeout` disables that limit.
-#[derive(Debug, Clone)]
-pub struct AgentRun {
-    /// The agent CLI to run, found on PATH when not a path.
-    pub program: PathBuf,
-    /// Its arguments, passed as a vector (no shell).
-    pub args: Vec<String>,
-    /// The working directory: the project's clone.
-    pub cwd: PathBuf,
-    /// Added to (not replacing) the runner's environment.
-    pub env: Vec<(String, String)>,
-    /// `env` is the whole environment (a sandboxed agent's): the runner's own is not
-    /// inherited.
-    pub isolated_env: bool,
-    /// Wall-clock limit of the attempt; the agent's process group is stopped when it passes.
-    pub timeout: Duration,
-    /// Longest stretch without a byte on stdout or stderr.
-    pub idle_timeout: Duration,
-    /// Time between SIGTERM and SIGKILL to the process group.
-    pub kill_grace: Duration,
-    /// stdout and stderr are appended here as they arrive; truncated at start, mode 0600.
-    pub live_log: PathBuf,
-    /// How much of the output the live log keeps.
-    pub live_log_cap: LiveCap,
-    /// Bytes kept from the end of stdout and, separately, of stderr.
-    pub tail_bytes: usize,
-}
-
-/// How an attempt ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AgentExit {
-    /// The exit code, `None` when the process was ended by a signal.
-    pub exit_code: Option<i32>,
-    /// The signal that ended the process.
-    pub signal: Option<i32>,
-    /// The wall-clock timeout fired.
-    pub timed_out: bool,
-    /// The idle timeout fired.
-    pub idle_timed_out: bool,
-    /// A shutdown was requested through the cancel channel.
-    pub cancelled: bool,
-    /// The caller's stream reader asked to stop the agent (turn limit, a CLI retrying forever).
-    pub stopped: bool,
-    /// Last `tail_bytes` of stdout, lossy UTF-8.
-    pub stdout_tail: String,
-    /// Last `tail_bytes` of stderr, lossy UTF-8.
-    pub stderr_tail: String,
-    /// Total bytes the agent wrote to stdout.
-    pub stdout_bytes: u64,
-    /// Total bytes the agent wrote to stderr.
-    pub stderr_bytes: u64,
-    /// Wall-clock time from spawn to exit.
-    pub duration: Duration,
-    /// Pid of the agent, which is also its process-group id.
-    pub pid: u32,
-    /// The first error writing the live log, if any. The agent is not stopped for it (the
-    /// caller's parser and the tails still see everything), but the log is incomplete.
-    pub live_log_error: Option<String>,
-}
-
-impl AgentExit {
-    /// The runner ended the process (timeout, idle timeout or shutdown) rather than the
-    /// process ending by itself.
-    pub fn killed_by_runner(&self) -> bool {
-        self.timed_out || self.idle_timed_out || self.cancelled || self.stopped
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-/// Why an agent could not be run or waited for; each message names what to check in the config.
-pub enum AgentError {
-    #[error(
-        "agent command `{program}` could not be started: {source}; check `agent.command` in the \
-         config and that it is installed and on PATH"
-    )]
-    /// The program could not be started (not installed, not on PATH, not executable).
-    Spawn {
-        /// The program as configured.
-        program: String,
-        #[source]
-        /// The operating system's error.
-        source: io::Error,
-    },
-    #[error(
-        "agent command `{program}` could not be started: its command line is too long for the \
-         system ({bytes} bytes of arguments, the longest {longest}; Linux takes at most \
-         {MAX_ARG_BYTES} bytes per argument): {source}; the prompt or the step's settings \
-         carry more than a command line can hold"
-    )]
-    /// The kernel refused the command line (`E2BIG`): the program is there, what it was
-    /// handed is too large.
-    ArgumentsTooLong {
-        /// The program as configured.
-        program: String,
-        /// Bytes of all arguments together.
-        bytes: usize,
-        /// Bytes of the longest argument.
-        longest: usize,
-        #[source]
-        /// The operating system's error.
-        source: io::Error,
-    },
-    #[error(
-        "agent working directory {} is not usable: {source}; check `projectPath` in the config",
-        path.display()
-    )]
-    /// The working directory could not be used.
-    WorkingDir {
-        /// The directory.
-        path: PathBuf,
-        #[source]
-        /// The operating system's error.
-        source: io::Error,
-    },
-    #[error(
-        "agent live log {} could not be opened: {source}; check that the log directory \
-         (`logDir`) exists and is writable",
-        path.display()
-    )]
-    /// The live log could not be opened, so the attempt was not started.
-    LiveLog {
-        /// The live log's path.
-        path: PathBuf,
-        #[source]
-        /// The operating system's error.
-        source: io::Error,
-    },
-    #[error("waiting for agent command `{program}` (pid {pid}) failed: {source}")]
-    /// Waiting for the started agent failed.
-    Wait {
-        /// The program as configured.
-        program: String,
-        /// Its pid, also its process-group id.
-        pid: u32,
-        #[source]
-        /// The operating system's error.
-        source: io::Error,
-    },
-}
-
-/// Linux's limit on one argument (`MAX_ARG_STRLEN`, 32 pages of 4 KiB).
-pub const MAX_ARG_BYTES: usize = 128 * 1024;
+pub use crate::ports::agent::{AgentError, AgentExit, AgentRun, MAX_ARG_BYTES};
 
 impl AgentError {
     /// The agent could not be started: `E2BIG` is a command line too long, never a program

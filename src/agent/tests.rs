@@ -1,6 +1,8 @@
 use super::*;
+use crate::logs::LiveCap;
 use std::fs::Permissions;
 use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
 use tempfile::TempDir;
 
 fn script(dir: &TempDir, name: &str, body: &str) -> PathBuf {

@@ -126,7 +126,7 @@ fn agent_calls(dir: &Path) -> String {
 }
 
 fn git(cwd: &Path, args: &[&str]) -> Result<(), String> {
-    let out = crate::process::git_output(cwd, args).map_err(|e| {
+    let out = crate::git::command::output(cwd, args).map_err(|e| {
         format!(
             "git {}: cannot run git ({e}); the demo needs git on PATH",
             args.join(" ")
@@ -327,7 +327,7 @@ fn setup(args: &DemoArgs) -> Result<PathBuf, String> {
 /// journal as a person would watch the pull request, and speaks through
 /// [`super::review::record`], the store `sdlc-runner review N` writes and `run` reads.
 struct Reviewer {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: crate::process::StopToken,
     thread: std::thread::JoinHandle<()>,
 }
 
@@ -336,7 +336,7 @@ const REVIEW_REQUEST: &str = "Please also greet by name, and test it.";
 
 impl Reviewer {
     fn start(cfg: &crate::config::Config) -> Reviewer {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let stop = crate::process::StopToken::new();
         let cfg = cfg.clone();
         let stopped = stop.clone();
         let thread = std::thread::spawn(move || {
@@ -365,7 +365,7 @@ impl Reviewer {
             ];
             for (after, verdict) in steps {
                 while !seen(after) {
-                    if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                    if stopped.is_stopped() {
                         return;
                     }
                     std::thread::sleep(std::time::Duration::from_millis(100));
@@ -383,7 +383,7 @@ impl Reviewer {
     }
 
     fn stop(self) {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop.stop();
         let _ = self.thread.join();
     }
 }

@@ -472,7 +472,7 @@ fn github_reviews(cfg: &Config) -> Check {
 
 fn remote(cfg: &Config) -> Check {
     let has_origin =
-        crate::process::git_output(&cfg.project_path, &["remote", "get-url", "origin"])
+        crate::git::command::output(&cfg.project_path, &["remote", "get-url", "origin"])
             .is_ok_and(|o| o.status.success());
     if !has_origin {
         return if cfg.forge == ForgeKind::Local {
@@ -485,8 +485,8 @@ fn remote(cfg: &Config) -> Check {
             )
         };
     }
-    let cmd = crate::process::git_command(&cfg.project_path, &["ls-remote", "--heads", "origin"]);
-    match crate::process::output_within(cmd, PROBE_TIMEOUT) {
+    let ls_remote = ["ls-remote", "--heads", "origin"];
+    match crate::git::command::run(&cfg.project_path, &ls_remote, &[], PROBE_TIMEOUT) {
         Ok(Some(out)) if out.status.success() => Check::ok("remote", "origin reachable"),
         Ok(Some(out)) => Check::fail(
             "remote",

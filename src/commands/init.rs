@@ -155,7 +155,7 @@ pub fn run(args: &InitArgs) -> i32 {
 }
 
 fn toplevel(cwd: &Path) -> Result<PathBuf, String> {
-    let out = crate::process::git_output(cwd, &["rev-parse", "--show-toplevel"])
+    let out = crate::git::command::output(cwd, &["rev-parse", "--show-toplevel"])
         .map_err(|e| format!("cannot run git in {}: {e}; install git", cwd.display()))?;
     if !out.status.success() {
         return Err(format!(
@@ -169,7 +169,7 @@ fn toplevel(cwd: &Path) -> Result<PathBuf, String> {
 }
 
 fn origin_url(top: &Path) -> Option<String> {
-    let out = crate::process::git_output(top, &["remote", "get-url", "origin"]).ok()?;
+    let out = crate::git::command::output(top, &["remote", "get-url", "origin"]).ok()?;
     out.status
         .success()
         .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())

@@ -6,8 +6,8 @@
 use super::Answer;
 use crate::machine::Event;
 use crate::narration as say;
-use crate::ports::{Clock, Io};
-use crate::tracker::claims::{Claim, ClaimStore, Claimed};
+use crate::ports::{ClaimStore, Clock, Io};
+use crate::tracker::claims::{Claim, Claimed};
 use std::time::Duration;
 
 /// One runner's claims (their store is a port of the driver's world).

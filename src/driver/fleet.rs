@@ -198,7 +198,7 @@ fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String
         }
         std::fs::remove_file(&halt).map_err(|e| format!("{}: {e}", halt.display()))?;
     }
-    let origin = crate::process::git_output(project, &["remote", "get-url", "origin"])
+    let origin = crate::git::command::output(project, &["remote", "get-url", "origin"])
         .ok()
         .filter(|o| o.status.success())
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
@@ -234,7 +234,7 @@ fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String
 fn make_clone(repo: &Repo, origin: &str, clone: &Path) -> Result<(), String> {
     let target = clone.to_string_lossy().into_owned();
     let reference = repo.path.to_string_lossy().into_owned();
-    let out = crate::process::git_output(
+    let out = crate::git::command::output(
         &repo.path,
         &[
             "clone",
@@ -253,10 +253,10 @@ fn make_clone(repo: &Repo, origin: &str, clone: &Path) -> Result<(), String> {
         ));
     }
     for key in ["user.name", "user.email", "commit.gpgsign"] {
-        if let Ok(o) = crate::process::git_output(&repo.path, &["config", "--get", key]) {
+        if let Ok(o) = crate::git::command::output(&repo.path, &["config", "--get", key]) {
             let value = String::from_utf8_lossy(&o.stdout).trim().to_string();
             if o.status.success() && !value.is_empty() {
-                let _ = crate::process::git_output(clone, &["config", key, &value]);
+                let _ = crate::git::command::output(clone, &["config", key, &value]);
             }
         }
     }

@@ -29,7 +29,9 @@ mod step_run;
 use crate::narration as say;
 pub(crate) use facts::{foreign_list, FOREIGN_FIX};
 pub(crate) use startup::settle_tracker;
-use startup::{start, start_on};
+use startup::start;
+#[cfg(test)]
+use startup::start_on;
 
 use crate::agent::cli::{self, AttemptInfo};
 use crate::artifacts;
@@ -47,6 +49,7 @@ use cycle::Cycle;
 use invoke::IssueContext;
 use run_context::{Restart, RunContext};
 use shell::Shell;
+#[cfg(test)]
 use std::path::PathBuf;
 use std::time::Duration;
 

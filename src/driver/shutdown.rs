@@ -11,17 +11,14 @@ use tokio::sync::watch;
 pub(super) struct Shutdown {
     /// The latest signal received.
     signal: Arc<Mutex<Option<Signal>>>,
-    tx: Arc<watch::Sender<bool>>,
-    rx: watch::Receiver<bool>,
+    stop: crate::process::StopToken,
 }
 
 impl Shutdown {
     pub(super) fn new() -> Self {
-        let (tx, rx) = watch::channel(false);
         Shutdown {
             signal: Arc::new(Mutex::new(None)),
-            tx: Arc::new(tx),
-            rx,
+            stop: crate::process::StopToken::new(),
         }
     }
 
@@ -53,7 +50,7 @@ impl Shutdown {
     /// Records `signal` and wakes every waiter.
     pub(super) fn request(&self, signal: Signal) {
         *self.signal.lock().unwrap_or_else(|p| p.into_inner()) = Some(signal);
-        let _ = self.tx.send(true);
+        self.stop.stop();
     }
 
     /// The signal that asked for the shutdown, if one did: recorded here, or seen by the
@@ -85,13 +82,12 @@ impl Shutdown {
 
     /// Resolves once a shutdown is requested (at once if it already was).
     pub(super) async fn wait(&self) {
-        let mut rx = self.rx.clone();
-        let _ = rx.wait_for(|requested| *requested).await;
+        self.stop.stopped().await;
     }
 
     /// The receiver the agent runner watches to stop its process group.
     pub(super) fn receiver(&self) -> watch::Receiver<bool> {
-        self.rx.clone()
+        self.stop.receiver()
     }
 }
 

@@ -10,7 +10,7 @@ use super::shell::Shell;
 use super::shutdown::Shutdown;
 use super::{Answer, Driver, RunOptions, Started, KILL_GRACE};
 use crate::artifacts::{self, StateFile};
-use crate::config::{Config, TrackerConfig};
+use crate::config::Config;
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
@@ -52,7 +52,7 @@ pub(super) fn start(mut cfg: Config, opts: RunOptions) -> Result<Started, String
             ))
         }
     };
-    let ports = Ports::production(&cfg)?;
+    let ports = crate::wiring::production(&cfg)?;
     start_on(cfg, opts, program, ports)
 }
 
@@ -522,25 +522,11 @@ fn settle_release(tracker: &dyn TrackerPort, session: &str, issue: u32) -> Resul
 fn claim_keeper(
     cfg: &Config,
     opts: &RunOptions,
-) -> Result<
-    Option<(
-        super::claim::ClaimKeeper,
-        crate::tracker::claims::ClaimStore,
-    )>,
-    String,
-> {
+) -> Result<Option<(super::claim::ClaimKeeper, crate::ports::ClaimStore)>, String> {
     let Some(worker) = opts.worker_id.clone() else {
         return Ok(None);
     };
-    let store = match &cfg.tracker {
-        TrackerConfig::Local { dir, .. } => crate::tracker::claims::ClaimStore::local(dir),
-        TrackerConfig::Github { .. } => crate::tracker::claims::ClaimStore::GitHub(Box::new(
-            tracker::GitHub::new(&cfg.project_path),
-        )),
-        TrackerConfig::Gitlab { .. } | TrackerConfig::Linear { .. } => {
-            crate::tracker::claims::ClaimStore::of_api_tracker(cfg)?
-        }
-    };
+    let store = crate::wiring::claim_store(cfg)?;
     let longest = Step::ALL
         .iter()
         .filter(|s| cfg.enabled(**s))

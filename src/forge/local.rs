@@ -5,7 +5,7 @@
 //! createPR). When an agent opens them instead it has no way to write a record, so without
 //! a records directory a pushed branch stands for its open PR.
 
-use super::{ForgeError, Pr, PrState};
+use super::{ForgeError, Pr, PrState, ReviewKind};
 use crate::git::repo::Repo;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -141,18 +141,6 @@ pub(super) fn merge_pr(
     message: &str,
 ) -> Result<(), ForgeError> {
     repo.merge_into_main(branch, commit, message)
-}
-
-/// What a local review says (`sdlc-runner review N --approve | --request-changes | --comment`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub enum ReviewKind {
-    /// The reviewer approves.
-    Approve,
-    /// The reviewer asks for changes; it stands until they approve.
-    RequestChanges,
-    /// A comment, deciding nothing.
-    Comment,
 }
 
 /// The reviews of one issue's PR, oldest first: `<dir>/<issue>.json`.

@@ -8,97 +8,24 @@ pub mod github;
 pub mod gitlab;
 mod local;
 mod local_ci;
+mod port;
 
 pub use github::{merge_refusal, parse_checks, parse_prs, refused_by_policy};
 pub use gitlab::GitLabForge;
 pub(crate) use local::last_push;
-pub use local::{record_review, ReviewKind};
+pub use local::record_review;
 pub use local_ci::LocalCi;
+pub use port::ForgeAdapter;
 
-use crate::git::repo::{Repo, RepoError};
+use crate::git::repo::Repo;
 use std::path::PathBuf;
-
-/// Why the forge could not answer. Its calls are commands like git's (`gh`, or git itself for
-/// the local forge) and fail the same ways — a command that could not start, failed (its
-/// kind decided from what it printed), was stopped by the runner, or printed what cannot be
-/// read — so it is the same type as the git port's error: one definition, classified once.
-/// The messages name the command and what to check.
-pub type ForgeError = RepoError;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-/// The checks of a pull request's head commit, as the merge gate sees them.
-pub enum CiState {
-    /// No checks are configured for the commit; mergeable unless `requireChecks` is set.
-    NoneConfigured,
-    /// At least one check is still running or queued.
-    Pending,
-    /// At least one check failed (or was cancelled).
-    Failed,
-    /// Every check finished and passed.
-    Passed,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-/// Where a pull request is.
-pub enum PrState {
-    /// Open: can be merged.
-    Open,
-    /// Merged into the default branch.
-    Merged,
-    /// Closed without merging.
-    Closed,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-/// A pull request as the forge reports it.
-pub struct Pr {
-    /// 0 for the local forge, which has no numbers.
-    pub number: u32,
-    /// Its web address; the local forge writes `local:<branch>#<number>`.
-    pub url: String,
-    /// Open, merged or closed.
-    pub state: PrState,
-}
 
 /// What the reviews of an open PR decide: the machine's own type, so the answer to a look
 /// carries it as the forge said it.
 pub use crate::machine::ReviewDecision;
-
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-/// One review or comment on an open PR.
-pub struct Feedback {
-    /// The forge's id; the runner remembers ids it handed to the agent.
-    pub id: String,
-    /// Who wrote it (a login, or the local user).
-    pub author: String,
-    /// When, RFC 3339.
-    pub time: String,
-    /// What it says (may be empty for a bare approval).
-    pub body: String,
-    /// An approval, a request for changes or a comment.
-    pub kind: ReviewKind,
-    /// The file a line comment is on, where the forge has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub path: Option<String>,
-    /// The line a line comment is on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub line: Option<u32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-/// What an open PR's reviewers say: the decision over all reviews, and the reviews and
-/// comments written since the time asked for, oldest first.
-pub struct ReviewState {
-    /// Approved, changes requested or neither.
-    pub decision: ReviewDecision,
-    /// Reviews and comments since the time asked for.
-    pub feedback: Vec<Feedback>,
-    /// The authors whose request for changes holds the merge (GitLab: who opened an
-    /// unresolved thread); empty when the forge's decision names nobody.
-    pub requested_by: Vec<String>,
-    /// Whether an approval that counts was given, requests for changes aside.
-    pub approved: bool,
-}
+pub use crate::ports::forge::{
+    CiState, Feedback, ForgeError, Pr, PrState, ReviewKind, ReviewState,
+};
 
 impl ReviewState {
     /// The decision over `reviews` (every review, oldest first): each author's latest

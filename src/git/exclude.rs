@@ -102,7 +102,7 @@ pub fn add_excludes(project: &Path, patterns: &[String], heading: &str) -> io::R
 }
 
 fn git_stdout(dir: &Path, args: &[&str]) -> io::Result<String> {
-    let out = crate::process::git_output(dir, args)?;
+    let out = crate::git::command::output(dir, args)?;
     if !out.status.success() {
         return Err(io::Error::other(format!(
             "git {} failed in {}: {}",

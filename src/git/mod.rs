@@ -2,5 +2,8 @@
 //! agent's scripted commits aside). `repo` is the project's clone behind `GitPort`;
 //! `exclude` the runner's lines in `.git/info/exclude`.
 
+pub mod command;
 pub mod exclude;
+pub mod port;
 pub mod repo;
+mod runner_dir;

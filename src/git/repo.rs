@@ -25,9 +25,9 @@ mod workspace;
 pub use base::{describe_base, BaseSource};
 pub use rescue::RESCUE_REFS;
 
-pub(crate) use error::exit_text;
+pub(crate) use crate::ports::git::exit_text;
+pub use crate::ports::git::GitError as RepoError;
 use error::hint_for;
-pub use error::RepoError;
 pub use specs::{leading_issue, SPEC_FILES};
 pub use verified::BranchOnOrigin;
 
@@ -56,12 +56,12 @@ pub struct Repo {
     refs: crate::config::IssueRefs,
 }
 
-use crate::process::GIT_TIMEOUT;
+use crate::git::command::GIT_TIMEOUT;
 
 impl Repo {
     /// Opens the work tree that contains `path`; `NotARepo` when there is none.
     pub fn open(path: &Path) -> Result<Repo, RepoError> {
-        let out = crate::process::git_output(path, &["rev-parse", "--show-toplevel"]);
+        let out = crate::git::command::output(path, &["rev-parse", "--show-toplevel"]);
         let out = match out {
             Ok(o) => o,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && !path.is_dir() => {
@@ -187,7 +187,7 @@ impl Repo {
     fn run_git(&self, args: &[&str]) -> Result<Output, RepoError> {
         crate::failpoint::point("git: before");
         // A fetch or push over a dead network must not hang an unattended run.
-        let out = crate::process::git_within(&self.path, args);
+        let out = crate::git::command::within(&self.path, args);
         crate::failpoint::point("git: after");
         let command = || format!("git {} (in {})", args.join(" "), self.path.display());
         out.map_err(|source| match crate::process::stopped(&source) {

@@ -29,7 +29,7 @@ use axum::Router;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::Semaphore;
 
 /// Connections served at once; more are closed as soon as they are accepted.
 pub const MAX_CONNECTIONS: usize = 64;
@@ -102,7 +102,7 @@ pub fn settings(flag: Option<&str>, cfg: &Config) -> Result<Option<Settings>, St
 /// and stops the thread.
 pub struct Server {
     addr: SocketAddr,
-    stop: Option<watch::Sender<bool>>,
+    stop: crate::process::StopToken,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -148,14 +148,15 @@ impl Server {
             }),
             token: settings.token.map(Arc::from),
         };
-        let (stop, stopped) = watch::channel(false);
+        let stop = crate::process::StopToken::new();
+        let stopped = stop.clone();
         let thread = std::thread::Builder::new()
             .name("sdlc-http".into())
             .spawn(move || serve(listener, app, tail, stopped))
             .map_err(|e| format!("--http: cannot start the server thread: {e}"))?;
         Ok(Server {
             addr,
-            stop: Some(stop),
+            stop,
             thread: Some(thread),
         })
     }
@@ -167,9 +168,7 @@ impl Server {
 
 impl Drop for Server {
     fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(true);
-        }
+        self.stop.stop();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -405,7 +404,7 @@ fn serve(
     listener: std::net::TcpListener,
     app: App,
     mut tail: feed::Tail,
-    mut stopped: watch::Receiver<bool>,
+    stopped: crate::process::StopToken,
 ) {
     let runtime = match crate::runtime::build(None) {
         Ok(rt) => rt,
@@ -429,7 +428,7 @@ fn serve(
         poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
         loop {
             tokio::select! {
-                _ = stopped.changed() => break,
+                _ = stopped.stopped() => break,
                 _ = poll.tick() => tail.poll(&feed),
                 accepted = listener.accept() => {
                     let Ok((stream, _)) = accepted else {
@@ -443,7 +442,7 @@ fn serve(
                     };
                     let _ = stream.set_nodelay(true);
                     let service = hyper_util::service::TowerToHyperService::new(router.clone());
-                    let mut stop = stopped.clone();
+                    let stop = stopped.clone();
                     tokio::spawn(async move {
                         let io = hyper_util::rt::TokioIo::new(stream);
                         let conn = hyper::server::conn::http1::Builder::new()
@@ -454,7 +453,7 @@ fn serve(
                         tokio::pin!(conn);
                         tokio::select! {
                             _ = conn.as_mut() => {}
-                            _ = stop.changed() => {
+                            _ = stop.stopped() => {
                                 conn.as_mut().graceful_shutdown();
                                 let _ = tokio::time::timeout(Duration::from_secs(2), conn).await;
                             }

@@ -7,8 +7,6 @@ use crate::redact::redact;
 use std::io::{self};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -17,7 +15,7 @@ pub(super) struct Worker {
     pub(super) log: Option<PathBuf>,
     pub(super) options: NotifyOptions,
     pub(super) inflight: ChildSlot,
-    pub(super) closing: Arc<AtomicBool>,
+    pub(super) closing: crate::process::StopToken,
 }
 
 /// Why one delivery attempt failed, and whether another attempt can help.
@@ -32,7 +30,7 @@ impl Worker {
             let attempts = self.options.attempts.max(1);
             let mut backoff = self.options.backoff;
             for attempt in 1..=attempts {
-                if self.closing.load(Ordering::SeqCst) {
+                if self.closing.is_stopped() {
                     append_log(
                         self.log.as_deref(),
                         &format!("[notify] Warning: {} abandoned at shutdown", channel.name()),

@@ -15,7 +15,6 @@ use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -27,6 +26,7 @@ use crate::redact::redact;
 pub use sdlc_machine::severity::Severity;
 
 mod delivery;
+mod port;
 
 use delivery::Worker;
 
@@ -137,7 +137,7 @@ struct DedupEntry {
 pub struct Notifier {
     tx: Mutex<Option<mpsc::Sender<Job>>>,
     inflight: ChildSlot,
-    closing: Arc<AtomicBool>,
+    closing: crate::process::StopToken,
     pending: Arc<(Mutex<usize>, Condvar)>,
     dedup: Mutex<HashMap<(Severity, String), DedupEntry>>,
     log: Option<PathBuf>,
@@ -171,7 +171,7 @@ impl Notifier {
     ) -> Notifier {
         let pending = Arc::new((Mutex::new(0usize), Condvar::new()));
         let inflight: ChildSlot = Arc::new(Mutex::new(None));
-        let closing = Arc::new(AtomicBool::new(false));
+        let closing = crate::process::StopToken::new();
         let tx = if channels.is_empty() {
             None
         } else {
@@ -181,7 +181,7 @@ impl Notifier {
                 log: log.clone(),
                 options: options.clone(),
                 inflight: Arc::clone(&inflight),
-                closing: Arc::clone(&closing),
+                closing: closing.clone(),
             };
             let pending = Arc::clone(&pending);
             let spawned = thread::Builder::new()
@@ -327,7 +327,7 @@ impl Drop for Notifier {
         self.flush(self.options.drop_wait);
         // Past the wait, whatever is still queued or running is abandoned: no new attempts,
         // and a hanging CLI is killed rather than outliving the runner.
-        self.closing.store(true, Ordering::SeqCst);
+        self.closing.stop();
         lock(&self.tx).take();
         let mut inflight = lock(&self.inflight);
         if let Some(pid) = inflight.take() {

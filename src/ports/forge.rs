@@ -2,9 +2,8 @@
 //! port's type: the forge's calls are commands like git's (`gh`, or git for the local forge)
 //! and fail the same ways, kinded once at the adapter.
 
-pub use crate::forge::ForgeError;
-use crate::forge::{CiState, Forge, Pr, ReviewState};
-use crate::git::repo::Repo;
+use super::git::GitError;
+use crate::machine::ReviewDecision;
 
 /// Where PRs are opened and merged and CI is read.
 pub trait ForgePort: Send + Sync {
@@ -56,69 +55,92 @@ pub trait ForgePort: Send + Sync {
     }
 }
 
-/// The production forge: GitHub through `gh`, GitLab through its API, or the local forge, which reads the project's
-/// git (hence the repository it holds).
-#[derive(Debug, Clone)]
-pub struct ForgeAdapter {
-    /// Which forge, and its settings.
-    pub forge: Forge,
-    /// The project's repository, for the local forge's git reads and the base branch.
-    pub repo: Repo,
+/// Why the forge could not answer. Its calls are commands like git's (`gh`, or git itself for
+/// the local forge) and fail the same ways — a command that could not start, failed (its
+/// kind decided from what it printed), was stopped by the runner, or printed what cannot be
+/// read — so it is the same type as the git port's error: one definition, classified once.
+/// The messages name the command and what to check.
+pub type ForgeError = GitError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The checks of a pull request's head commit, as the merge gate sees them.
+pub enum CiState {
+    /// No checks are configured for the commit; mergeable unless `requireChecks` is set.
+    NoneConfigured,
+    /// At least one check is still running or queued.
+    Pending,
+    /// At least one check failed (or was cancelled).
+    Failed,
+    /// Every check finished and passed.
+    Passed,
 }
 
-impl ForgePort for ForgeAdapter {
-    fn pr_for_branch(&self, branch: &str) -> Result<Option<Pr>, ForgeError> {
-        self.forge.pr_for_branch(&self.repo, branch)
-    }
-    fn ci_state(&self, branch: &str) -> Result<CiState, ForgeError> {
-        self.forge.ci_state(&self.repo, branch)
-    }
-    fn create_pr(&self, branch: &str, title: &str, body: &str) -> Result<Pr, ForgeError> {
-        self.forge.create_pr(&self.repo, branch, title, body)
-    }
-    fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
-        self.forge.ci_state_of(&self.repo, branch, commit)
-    }
-    fn failing_checks_of(&self, _branch: &str, commit: &str) -> Result<String, ForgeError> {
-        self.forge.failing_checks_of(commit)
-    }
-    fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError> {
-        self.forge.merge_pr(&self.repo, branch, commit, message)
-    }
-    fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
-        self.forge.failing_checks(&self.repo, branch)
-    }
-    fn review_state(&self, branch: &str, since: Option<&str>) -> Result<ReviewState, ForgeError> {
-        self.forge.review_state(branch, None, since)
-    }
-    fn review_of(&self, branch: &str, commit: Option<&str>) -> Result<ReviewState, ForgeError> {
-        if !self.is_local() {
-            // A remote forge's read is several calls: the push's time (one git call) is
-            // asked first, so the lists are read once.
-            let pushed = crate::forge::last_push(&self.repo, branch);
-            return self.forge.review_state(branch, commit, pushed.as_deref());
-        }
-        let state = self.forge.review_state(branch, commit, None)?;
-        // Only a request for changes hands feedback on: the push's time is asked for then
-        // alone, so a look that lets the PR merge costs no git call.
-        if state.decision != crate::forge::ReviewDecision::ChangesRequested {
-            return Ok(state);
-        }
-        match crate::forge::last_push(&self.repo, branch) {
-            Some(pushed) => self.forge.review_state(branch, commit, Some(&pushed)),
-            None => Ok(state),
-        }
-    }
-    fn require_checks(&self) -> bool {
-        self.forge.require_checks()
-    }
-    fn is_local(&self) -> bool {
-        matches!(self.forge, Forge::Local { .. })
-    }
-    fn ci_ok(&self, state: CiState) -> bool {
-        self.forge.ci_ok(state)
-    }
-    fn merge_gate(&self, branch: &str) -> Result<(), ForgeError> {
-        self.forge.merge_gate(branch)
-    }
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Where a pull request is.
+pub enum PrState {
+    /// Open: can be merged.
+    Open,
+    /// Merged into the default branch.
+    Merged,
+    /// Closed without merging.
+    Closed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+/// A pull request as the forge reports it.
+pub struct Pr {
+    /// 0 for the local forge, which has no numbers.
+    pub number: u32,
+    /// Its web address; the local forge writes `local:<branch>#<number>`.
+    pub url: String,
+    /// Open, merged or closed.
+    pub state: PrState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// One review or comment on an open PR.
+pub struct Feedback {
+    /// The forge's id; the runner remembers ids it handed to the agent.
+    pub id: String,
+    /// Who wrote it (a login, or the local user).
+    pub author: String,
+    /// When, RFC 3339.
+    pub time: String,
+    /// What it says (may be empty for a bare approval).
+    pub body: String,
+    /// An approval, a request for changes or a comment.
+    pub kind: ReviewKind,
+    /// The file a line comment is on, where the forge has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    /// The line a line comment is on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// What an open PR's reviewers say: the decision over all reviews, and the reviews and
+/// comments written since the time asked for, oldest first.
+pub struct ReviewState {
+    /// Approved, changes requested or neither.
+    pub decision: ReviewDecision,
+    /// Reviews and comments since the time asked for.
+    pub feedback: Vec<Feedback>,
+    /// The authors whose request for changes holds the merge (GitLab: who opened an
+    /// unresolved thread); empty when the forge's decision names nobody.
+    pub requested_by: Vec<String>,
+    /// Whether an approval that counts was given, requests for changes aside.
+    pub approved: bool,
+}
+
+/// What a local review says (`sdlc-runner review N --approve | --request-changes | --comment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ReviewKind {
+    /// The reviewer approves.
+    Approve,
+    /// The reviewer asks for changes; it stands until they approve.
+    RequestChanges,
+    /// A comment, deciding nothing.
+    Comment,
 }

@@ -5,8 +5,7 @@
 //!
 //! Branch names are the runner's `<issue>-<slug>`; "main" is the default branch.
 
-use crate::git::repo::Repo;
-pub use crate::git::repo::RepoError as GitError;
+use crate::call_failure::{CallFailureKind, Kinded};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -70,7 +69,7 @@ pub trait GitPort: Send + Sync {
     fn fetch(&self) -> Result<(), GitError>;
     /// One fetch, then where origin's copy of `branch` stands: its head, the local head and
     /// origin's main.
-    fn branch_on_origin(&self, branch: &str) -> Result<crate::git::repo::BranchOnOrigin, GitError>;
+    fn branch_on_origin(&self, branch: &str) -> Result<BranchOnOrigin, GitError>;
     /// Whether commit `older` is `newer` or one of its ancestors.
     fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, GitError>;
     /// Whether `commit` is, or precedes, a commit the local `branch` has pointed at: this
@@ -88,93 +87,198 @@ pub trait GitPort: Send + Sync {
     fn exclude_artifacts(&self) -> std::io::Result<()>;
 }
 
-impl GitPort for Repo {
-    fn main(&self) -> &str {
-        &self.main
+/// Where origin's copy of a branch stands, read after one fetch.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BranchOnOrigin {
+    /// Origin's head of the branch; `None` when origin has no such branch (deleted).
+    pub head: Option<String>,
+    /// The branch's local head: what the runner committed and pushed.
+    pub local: Option<String>,
+    /// Origin's main.
+    pub main: Option<String>,
+}
+
+/// Why a git (or forge CLI) call failed; every message names the command and what to check.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// The project path is not inside a git work tree.
+    #[error("{} is not a git repository (git said: {detail}); set projectPath to the root of a git clone", .path.display())]
+    NotARepo {
+        /// The path given as `projectPath`.
+        path: PathBuf,
+        /// What git said.
+        detail: String,
+    },
+    /// The program could not be started.
+    #[error("could not run {program}: {source}; is it installed and on PATH?")]
+    Spawn {
+        /// The program (`git`, `gh`, the CI command).
+        program: String,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// The command ran and failed.
+    #[error("`{command}` failed (exit {}): {stderr}; {hint}", exit_text(.status))]
+    Command {
+        /// The command line, for the message.
+        command: String,
+        /// Its exit code; `None` when a signal ended it.
+        status: Option<i32>,
+        /// What it printed on stderr.
+        stderr: String,
+        /// What to check, in the reader's terms.
+        hint: &'static str,
+        /// Decided from `stderr` when the error is made.
+        kind: CallFailureKind,
+    },
+    /// The runner stopped the command (a shutdown, or the step's time limit).
+    #[error("`{command}` {why}")]
+    Stopped {
+        /// The command line, for the message.
+        command: String,
+        /// Why it was stopped.
+        why: crate::process::Stopped,
+    },
+    /// The command succeeded but its output was not what the runner reads.
+    #[error("could not read the output of `{command}`: {detail}")]
+    Parse {
+        /// The command line, for the message.
+        command: String,
+        /// What was wrong with the output.
+        detail: String,
+    },
+    /// The remote could not be asked (at the start of a run, or by `doctor`).
+    #[error("{remote} ({url}) cannot be reached: {said}; check its URL (`git remote -v`; `git remote set-url {remote} <url>` to change it), the network and git's credentials for this user")]
+    Remote {
+        /// The remote's name.
+        remote: String,
+        /// Its URL as configured.
+        url: String,
+        /// What git said.
+        said: String,
+        /// Decided from what git said.
+        kind: CallFailureKind,
+    },
+    /// A merge met a conflict: nothing was merged, the merge aborted. `paths` are the files
+    /// that conflict, `sides` both sides of them as the merge would leave them (for the
+    /// repair), possibly empty.
+    #[error("`{command}` failed: merge conflict in: {}{sides}; {hint}", .paths.join(", "))]
+    MergeConflict {
+        /// The command line, for the message.
+        command: String,
+        /// The files that conflict, as git named them.
+        paths: Vec<String>,
+        /// Both sides of each conflicting file, cut to size (or nothing).
+        sides: String,
+        /// What resolves it.
+        hint: &'static str,
+    },
+    /// Files with conflict markers were about to be committed or merged.
+    #[error("refusing to {what} in {}: merge conflict in: {} (conflict markers <<<<<<< or >>>>>>> left in them); resolve the conflicts first", .path.display(), .paths.join(", "))]
+    ConflictMarkers {
+        /// What was refused (`commit`, `count {branch} as up to date with main`).
+        what: String,
+        /// The work tree.
+        path: PathBuf,
+        /// The files that hold markers.
+        paths: Vec<String>,
+    },
+    /// An unfinished merge, rebase, cherry-pick or revert was aborted before a commit of the
+    /// runner; what the tree held is kept on a rescue ref.
+    #[error("{op} was in progress in {} (unfinished: {}): aborted it rather than conclude it; what the tree held is kept on {rescue} (`git log -p {rescue}` shows it); nothing was committed", .path.display(), if .paths.is_empty() { "no file".to_string() } else { .paths.join(", ") })]
+    Rescued {
+        /// The operation (`a merge`, `a rebase`, …).
+        op: &'static str,
+        /// The work tree.
+        path: PathBuf,
+        /// The unmerged paths it left.
+        paths: Vec<String>,
+        /// The ref holding a commit of the tree as it was.
+        rescue: String,
+    },
+    /// A commit was asked for on the default branch, which the runner never commits to.
+    #[error("refusing to commit on {branch} in {}: check out the issue's feature branch first", .path.display())]
+    CommitOnMain {
+        /// The branch checked out.
+        branch: String,
+        /// The work tree.
+        path: PathBuf,
+    },
+}
+
+impl Kinded for GitError {
+    fn kind(&self) -> CallFailureKind {
+        match self {
+            GitError::Command { kind, .. } => *kind,
+            GitError::Spawn { source, .. } => CallFailureKind::of_io(source),
+            GitError::Stopped {
+                why: crate::process::Stopped::Shutdown,
+                ..
+            } => CallFailureKind::Cancelled,
+            GitError::Stopped {
+                why: crate::process::Stopped::Deadline,
+                ..
+            } => CallFailureKind::StepDeadline,
+            GitError::NotARepo { .. } => CallFailureKind::NotFound,
+            GitError::Remote { kind, .. } => *kind,
+            GitError::ConflictMarkers { .. } | GitError::MergeConflict { .. } => {
+                CallFailureKind::Conflict
+            }
+            GitError::Parse { .. } | GitError::CommitOnMain { .. } | GitError::Rescued { .. } => {
+                CallFailureKind::Other
+            }
+        }
     }
-    fn current_branch(&self) -> Result<Option<String>, GitError> {
-        Repo::current_branch(self)
+}
+
+impl GitError {
+    /// The files of a conflict with main this error is (a merge that conflicts, or conflict
+    /// markers refused): the typed answer the merge step reports as `MergeConflict`.
+    pub fn conflict_paths(&self) -> Option<&[String]> {
+        match self {
+            GitError::MergeConflict { paths, .. } | GitError::ConflictMarkers { paths, .. } => {
+                Some(paths)
+            }
+            _ => None,
+        }
     }
-    fn is_clean(&self) -> Result<bool, GitError> {
-        Repo::is_clean(self)
+}
+
+pub(crate) fn exit_text(status: &Option<i32>) -> String {
+    match status {
+        Some(c) => c.to_string(),
+        None => "killed by a signal".to_string(),
     }
-    fn foreign_changes(&self) -> Result<Vec<String>, GitError> {
-        Repo::foreign_changes(self)
-    }
-    fn rescue_refs(&self, branch: &str) -> Result<Vec<String>, GitError> {
-        Repo::rescue_refs(self, branch)
-    }
-    fn feature_branch(&self, issue: u32) -> Result<Option<String>, GitError> {
-        Repo::feature_branch(self, issue)
-    }
-    fn adopt_pushed_branch(&self, issue: u32) -> Result<Option<String>, GitError> {
-        Repo::adopt_pushed_branch(self, issue)
-    }
-    fn commits_ahead_of_main(&self, branch: &str) -> Result<u32, GitError> {
-        Repo::commits_ahead_of_main(self, branch)
-    }
-    fn branch_pushed(&self, branch: &str) -> Result<bool, GitError> {
-        Repo::branch_pushed(self, branch)
-    }
-    fn unpushed_commits(&self, branch: &str) -> Result<u32, GitError> {
-        Repo::unpushed_commits(self, branch)
-    }
-    fn auto_commit(&self, message: &str) -> Result<bool, GitError> {
-        Repo::auto_commit(self, message)
-    }
-    fn checkout_main(&self) -> Result<(), GitError> {
-        Repo::park_on_main(self).map(drop)
-    }
-    fn on_main(&self) -> Result<bool, GitError> {
-        Repo::on_main(self)
-    }
-    fn stale_locks(&self, age: Duration) -> Vec<PathBuf> {
-        Repo::stale_locks(self, age)
-    }
-    fn locks_of_a_dead_git(&self) -> Vec<PathBuf> {
-        Repo::locks_of_a_dead_git(self)
-    }
-    fn push_branch(&self, branch: &str, lease: Option<&str>) -> Result<(), GitError> {
-        Repo::push_branch(self, branch, lease)
-    }
-    fn origin_main(&self) -> Result<Option<String>, GitError> {
-        Repo::origin_main(self)
-    }
-    fn bring_up_to_date(
-        &self,
-        branch: &str,
-        lease: Option<&str>,
-    ) -> Result<Option<String>, GitError> {
-        Repo::bring_up_to_date(self, branch, lease)
-    }
-    fn lost_race(&self, branch: &str, base: Option<&str>) -> Result<bool, GitError> {
-        Repo::lost_race(self, branch, base)
-    }
-    fn fetch(&self) -> Result<(), GitError> {
-        Repo::fetch(self)
-    }
-    fn branch_on_origin(&self, branch: &str) -> Result<crate::git::repo::BranchOnOrigin, GitError> {
-        Repo::branch_on_origin(self, branch)
-    }
-    fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, GitError> {
-        Repo::contains_commit(self, newer, older)
-    }
-    fn was_on_branch(&self, branch: &str, commit: &str) -> Result<bool, GitError> {
-        Repo::was_on_branch(self, branch, commit)
-    }
-    fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
-        Repo::spec_dir(self, issue, feature)
-    }
-    fn spec_files_ok(&self, issue: u32, feature: Option<&str>) -> Result<(), Vec<String>> {
-        Repo::spec_files_ok(self, issue, feature)
-    }
-    fn runner_dir(&self) -> Result<crate::runner_dir::RunnerDir, String> {
-        crate::runner_dir::RunnerDir::locate(&self.path).map_err(|e| e.to_string())
-    }
-    fn check_artifact_dir(&self) -> Result<(), String> {
-        crate::artifacts::check_artifact_dir(&self.path)
-    }
-    fn exclude_artifacts(&self) -> std::io::Result<()> {
-        crate::git::exclude::exclude_artifacts(&self.path)
-    }
+}
+
+/// The four files a spec directory must hold, non-empty.
+pub const SPEC_FILES: [&str; 4] = [
+    "requirements.md",
+    "design.md",
+    "tasks.md",
+    "feature.gherkin",
+];
+
+/// The issue number of a `<N>-<slug>` name, or of a `<TEAM>-<N>-<slug>` one (a Linear
+/// team's key, upper-case letters and digits, leads the name: `ENG-12-add-x`).
+pub fn leading_issue(name: &str) -> Option<u32> {
+    let number = |name: &str| -> Option<u32> {
+        let (num, rest) = name.split_once('-')?;
+        if rest.is_empty() || num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        num.parse().ok()
+    };
+    number(name).or_else(|| {
+        let (team, rest) = name.split_once('-')?;
+        let key = team.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+            && team
+                .bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
+        if key {
+            number(rest)
+        } else {
+            None
+        }
+    })
 }

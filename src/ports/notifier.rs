@@ -1,7 +1,7 @@
 //! The notifier port: messages to people (chat, webhook, command). Sending never blocks and
 //! never fails the run: delivery problems are the adapter's to log.
 
-use crate::notify::{Notifier, Severity};
+use sdlc_machine::severity::Severity;
 use std::time::Duration;
 
 /// Where the runner tells people what happens.
@@ -11,14 +11,4 @@ pub trait NotifierPort: Send + Sync {
     fn send(&self, severity: Severity, message: &str);
     /// Waits until queued messages are delivered or `timeout` passes (before the runner exits).
     fn flush(&self, timeout: Duration);
-}
-
-impl NotifierPort for Notifier {
-    fn send(&self, severity: Severity, message: &str) {
-        Notifier::send(self, severity, message)
-    }
-
-    fn flush(&self, timeout: Duration) {
-        Notifier::flush(self, timeout)
-    }
 }

@@ -7,9 +7,11 @@
 //! A call keeps its caller's stop scope (`process::Scope`): a call made cancellable or
 //! within a step's deadline is stopped on the pool thread exactly as on the caller's.
 
-use super::{ForgePort, GitPort, TrackerPort};
-use crate::tracker::claims::ClaimStore;
+use super::{ClaimPort, ForgePort, GitPort, TrackerPort};
 use std::sync::Arc;
+
+/// The claim store as the world holds it: any [`ClaimPort`].
+pub type ClaimStore = Box<dyn ClaimPort>;
 
 /// Every blocking port of one runner.
 pub struct World {

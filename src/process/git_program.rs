@@ -51,15 +51,4 @@ mod tests {
         assert_eq!(resolve(Some(none), tmp.path()), PathBuf::from("git"));
         assert_eq!(resolve(None, tmp.path()), PathBuf::from("git"));
     }
-
-    #[test]
-    fn every_git_call_starts_the_one_absolute_git_found_once() {
-        let found = git_program();
-        assert!(found.is_absolute(), "{}", found.display());
-        assert!(std::ptr::eq(found, git_program()), "looked up once");
-        let cmd = super::super::git_command(Path::new("."), &["--version"]);
-        assert_eq!(Path::new(cmd.get_program()), found);
-        let out = super::super::git_output(Path::new("."), &["--version"]).expect("git runs");
-        assert!(out.status.success());
-    }
 }

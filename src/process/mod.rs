@@ -29,6 +29,7 @@ mod off_runtime;
 pub mod reaper;
 pub use git_program::git_program;
 mod stop;
+mod stop_token;
 #[cfg(test)]
 pub use off_runtime::may_block;
 pub use off_runtime::off_runtime;
@@ -37,47 +38,7 @@ pub use stop::{
     cancellable, deadline_after, install_stop_handler, stop_signal, stopped, within_deadline,
     Scope, Stopped,
 };
-
-/// Longest a single git command may take: a fetch or push over a dead network must not hang
-/// an unattended run.
-pub const GIT_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// `git ARGS` in `dir` within [`GIT_TIMEOUT`], never prompting, in one language: the one
-/// place the runner starts git. `Ok(None)` when git had to be stopped at the time limit.
-pub fn git_within(
-    dir: &std::path::Path,
-    args: &[&str],
-) -> io::Result<Option<std::process::Output>> {
-    output_within(git_command(dir, args), GIT_TIMEOUT)
-}
-
-/// The git command line every git call of the runner starts: never prompting (an unattended
-/// run must not wait for credentials), messages in one language (the adapters classify them),
-/// and the git looked up once ([`git_program`]).
-pub fn git_command(dir: &std::path::Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(git_program());
-    cmd.args(args)
-        .current_dir(dir)
-        .env("GIT_TERMINAL_PROMPT", "0")
-        .env("LC_ALL", "C");
-    cmd
-}
-
-/// [`git_within`], with the time limit as an error. `Err` for a git that cannot be started
-/// or that had to be stopped.
-pub fn git_output(dir: &std::path::Path, args: &[&str]) -> io::Result<std::process::Output> {
-    git_within(dir, args)?.ok_or_else(|| {
-        io::Error::new(
-            io::ErrorKind::TimedOut,
-            format!(
-                "git {} (in {}): no answer within {} s; stopped",
-                args.join(" "),
-                dir.display(),
-                GIT_TIMEOUT.as_secs()
-            ),
-        )
-    })
-}
+pub use stop_token::StopToken;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

@@ -22,32 +22,8 @@ use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+pub use crate::ports::claims::ClaimError;
 pub use crate::tracker::{Claim, Claimed};
-
-#[derive(Debug, thiserror::Error)]
-pub enum ClaimError {
-    #[error("claims in {}: {source}; the tracker directory must be writable by every runner", dir.display())]
-    Io {
-        dir: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("claim file {}: {detail}; remove it if no runner is working on that issue", path.display())]
-    Corrupt { path: PathBuf, detail: String },
-    #[error(transparent)]
-    Tracker(#[from] crate::tracker::TrackerError),
-}
-
-impl crate::call_failure::Kinded for ClaimError {
-    fn kind(&self) -> crate::call_failure::CallFailureKind {
-        use crate::call_failure::CallFailureKind;
-        match self {
-            ClaimError::Io { source, .. } => CallFailureKind::of_io(source),
-            ClaimError::Corrupt { .. } => CallFailureKind::Other,
-            ClaimError::Tracker(e) => e.kind(),
-        }
-    }
-}
 
 /// Where claims are kept.
 #[derive(Debug)]
@@ -202,6 +178,52 @@ impl ClaimStore {
             Ok(board) => Ok(board.board_release(issue, worker)?),
             Err(dir) => local::release(dir, issue, worker),
         }
+    }
+}
+
+/// The production claim port: the inherent calls above.
+impl crate::ports::ClaimPort for ClaimStore {
+    fn all(&self) -> Result<Vec<Claim>, ClaimError> {
+        ClaimStore::all(self)
+    }
+    fn claim(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Claimed, ClaimError> {
+        ClaimStore::claim(self, issue, worker, lease, now)
+    }
+    fn renew(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Claim>, ClaimError> {
+        ClaimStore::renew(self, issue, worker, lease, now)
+    }
+    fn lease_merge(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Claimed>, ClaimError> {
+        ClaimStore::lease_merge(self, issue, worker, lease, now)
+    }
+    fn merge_lease(&self) -> Result<Option<Claim>, ClaimError> {
+        ClaimStore::merge_lease(self)
+    }
+    fn merge_lease_file(&self) -> Option<PathBuf> {
+        ClaimStore::merge_lease_file(self)
+    }
+    fn release_merge(&self, worker: &str) -> Result<(), ClaimError> {
+        ClaimStore::release_merge(self, worker)
+    }
+    fn release(&self, issue: u32, worker: &str) -> Result<(), ClaimError> {
+        ClaimStore::release(self, issue, worker)
     }
 }
 

@@ -23,53 +23,23 @@ mod claim_notes;
 pub(crate) mod claims;
 mod github;
 mod gitlab;
-mod lease;
 mod linear;
 mod local;
+mod port;
 mod selection;
 mod text;
 
+pub use crate::ports::claims::{Claim, Claimed};
+pub use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
 pub use github::GitHub;
 pub use gitlab::GitLab;
-pub use lease::{Claim, Claimed};
 pub use linear::{Linear, TeamFacts};
 pub use local::Local;
 pub use selection::body_dependencies;
 pub(crate) use selection::{select_from, Scope};
-pub use text::{Comment, IssueText, MAX_ISSUE_TEXT_BYTES};
+pub use text::MAX_ISSUE_TEXT_BYTES;
 
-use crate::call_failure::{CallFailureKind, Kinded};
 use std::collections::BTreeSet;
-use std::io;
-use std::path::PathBuf;
-
-/// One issue as the runner sees it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Issue {
-    /// The issue's number, unique in the tracker.
-    pub number: u32,
-    /// Its title, which names its feature branch.
-    pub title: String,
-    /// Its body, where `Depends on: #N` lines are read.
-    pub body: String,
-    /// Its labels; the selection label makes it a candidate.
-    pub labels: Vec<String>,
-    /// Its milestone's title, if any.
-    pub milestone: Option<String>,
-    /// Whether it is open.
-    pub state_open: bool,
-    /// Durably quarantined: GitHub label `sdlc-escalated` (configurable), local field
-    /// `escalated` (or the same label in the file's `labels`).
-    pub escalated: bool,
-    /// The parent issue (GitHub sub-issues; local field `parent`), when known.
-    pub parent: Option<u32>,
-    /// Whether a pull request that closed the issue was merged: `None` when the tracker
-    /// lists no closing pull request (or an older `gh` cannot tell).
-    pub closed_by_merged_pr: Option<bool>,
-    /// Issues the tracker's own links say block this one (GitLab's `is_blocked_by` links,
-    /// Linear's `blocks` relations), beside the body's lines.
-    pub blocked_by: Vec<u32>,
-}
 
 impl Issue {
     /// The issues this one waits for: body references, the tracker's blocking links and the
@@ -97,95 +67,6 @@ impl Issue {
     /// closing it were not merged (closed by hand while its PR was abandoned).
     fn is_done(&self) -> bool {
         !self.state_open && self.closed_by_merged_pr != Some(false)
-    }
-}
-
-/// What the tracker offers the next cycle.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Selection {
-    /// The issue to work on.
-    Issue(Issue),
-    /// No open `automatable` issue at all: nothing to do (exit 0).
-    NoIssues,
-    /// Candidates exist, but every one is escalated (halt `all issues escalated`).
-    AllEscalated {
-        /// The escalated candidates, ascending.
-        numbers: Vec<u32>,
-    },
-    /// Every candidate that is not escalated waits for an open dependency (halt
-    /// `all issues blocked`). `numbers` are the blocked candidates, ascending.
-    AllBlocked {
-        /// The blocked candidates, ascending.
-        numbers: Vec<u32>,
-    },
-}
-
-#[derive(Debug, thiserror::Error)]
-/// Why the tracker could not be read or written; `Kinded` tells a transient failure from a lasting
-/// one.
-pub enum TrackerError {
-    #[error("`{command}` failed: {detail}")]
-    /// A `gh` or tracker command failed.
-    Command {
-        /// The command line, for the message.
-        command: String,
-        /// What it printed.
-        detail: String,
-        /// Decided from what the command printed when the error is made.
-        kind: CallFailureKind,
-    },
-    #[error(
-        "`{command}` printed output that is not the expected JSON ({source}); \
-         check that gh is up to date and logged in (`gh auth status`)"
-    )]
-    /// A command's output was not the JSON expected.
-    Json {
-        /// The command line, for the message.
-        command: String,
-        #[source]
-        /// The parser's error.
-        source: serde_json::Error,
-    },
-    #[error("issue file {}: {message}", path.display())]
-    /// A local issue file could not be read, parsed or written.
-    File {
-        /// The file.
-        path: PathBuf,
-        /// What went wrong.
-        message: String,
-        /// Transient or lasting, for the machine.
-        kind: CallFailureKind,
-    },
-    #[error(
-        "cannot read the issue directory {}: {source}; tracker.dir must be a directory of <N>.json files",
-        dir.display()
-    )]
-    /// The local tracker's directory could not be listed.
-    Dir {
-        /// The directory.
-        dir: PathBuf,
-        #[source]
-        /// The operating system's error.
-        source: io::Error,
-    },
-    /// The issue does not exist.
-    #[error("issue #{number} does not exist in {location}")]
-    NotFound {
-        /// The issue asked for.
-        number: u32,
-        /// Where it was looked for (repository or directory).
-        location: String,
-    },
-}
-
-impl Kinded for TrackerError {
-    fn kind(&self) -> CallFailureKind {
-        match self {
-            TrackerError::Command { kind, .. } | TrackerError::File { kind, .. } => *kind,
-            TrackerError::Json { .. } => CallFailureKind::Other,
-            TrackerError::Dir { source, .. } => CallFailureKind::of_io(source),
-            TrackerError::NotFound { .. } => CallFailureKind::NotFound,
-        }
     }
 }
 

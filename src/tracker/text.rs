@@ -7,27 +7,7 @@
 /// cut silently: what an agent is told must be the issue as written.
 pub const MAX_ISSUE_TEXT_BYTES: usize = 1024 * 1024;
 
-/// One comment on an issue.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Comment {
-    /// Who wrote it (GitHub login), when known.
-    pub author: String,
-    /// What it says.
-    pub body: String,
-}
-
-/// What an issue says, in full.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct IssueText {
-    /// The issue's number.
-    pub number: u32,
-    /// Its title.
-    pub title: String,
-    /// Its body.
-    pub body: String,
-    /// Its comments, oldest first.
-    pub comments: Vec<Comment>,
-}
+use super::{Comment, IssueText};
 
 impl IssueText {
     /// An issue's title and body, without comments (a tracker that has none).

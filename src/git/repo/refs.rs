@@ -132,7 +132,7 @@ mod tests {
     use std::path::Path;
 
     fn git(dir: &Path, args: &[&str]) {
-        let out = crate::process::git_output(dir, args).expect("git runs (is it installed?)");
+        let out = crate::git::command::output(dir, args).expect("git runs (is it installed?)");
         assert!(out.status.success(), "git {args:?}: {out:?}");
     }
 

@@ -124,21 +124,24 @@ impl Repo {
     }
 
     fn git_with_index(&self, index: &Path, args: &[&str]) -> Result<String, RepoError> {
-        let mut cmd = crate::process::git_command(&self.path, args);
-        cmd.env("GIT_INDEX_FILE", index);
         let command = || format!("git {} (in {})", args.join(" "), self.path.display());
-        let out = crate::process::output_within(cmd, crate::process::GIT_TIMEOUT)
-            .map_err(|source| RepoError::Spawn {
-                program: "git".to_string(),
-                source,
-            })?
-            .ok_or_else(|| RepoError::Command {
-                command: command(),
-                status: None,
-                stderr: "no answer in time; stopped".to_string(),
-                hint: "check the disk the repository is on",
-                kind: crate::call_failure::CallFailureKind::TimedOut,
-            })?;
+        let out = crate::git::command::run(
+            &self.path,
+            args,
+            &[("GIT_INDEX_FILE", index.as_os_str())],
+            crate::git::command::GIT_TIMEOUT,
+        )
+        .map_err(|source| RepoError::Spawn {
+            program: "git".to_string(),
+            source,
+        })?
+        .ok_or_else(|| RepoError::Command {
+            command: command(),
+            status: None,
+            stderr: "no answer in time; stopped".to_string(),
+            hint: "check the disk the repository is on",
+            kind: crate::call_failure::CallFailureKind::TimedOut,
+        })?;
         if !out.status.success() {
             return Err(self.failed(args, &out));
         }

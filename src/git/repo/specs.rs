@@ -4,13 +4,7 @@ use super::Repo;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-/// The four files a spec directory must hold, non-empty.
-pub const SPEC_FILES: [&str; 4] = [
-    "requirements.md",
-    "design.md",
-    "tasks.md",
-    "feature.gherkin",
-];
+pub use crate::ports::git::{leading_issue, SPEC_FILES};
 
 impl Repo {
     /// This issue's spec directory, never another issue's (docs/design-notes.md): the
@@ -64,30 +58,6 @@ impl Repo {
             Err(missing)
         }
     }
-}
-
-/// The issue number of a `<N>-<slug>` name, or of a `<TEAM>-<N>-<slug>` one (a Linear
-/// team's key, upper-case letters and digits, leads the name: `ENG-12-add-x`).
-pub fn leading_issue(name: &str) -> Option<u32> {
-    let number = |name: &str| -> Option<u32> {
-        let (num, rest) = name.split_once('-')?;
-        if rest.is_empty() || num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        num.parse().ok()
-    };
-    number(name).or_else(|| {
-        let (team, rest) = name.split_once('-')?;
-        let key = team.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
-            && team
-                .bytes()
-                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit());
-        if key {
-            number(rest)
-        } else {
-            None
-        }
-    })
 }
 
 fn declares_issue(requirements: &Path, issue: u32) -> bool {

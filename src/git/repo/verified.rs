@@ -6,16 +6,7 @@
 use super::{Repo, RepoError};
 use crate::call_failure::CallFailureKind;
 
-/// Where origin's copy of a branch stands, read after one fetch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BranchOnOrigin {
-    /// Origin's head of the branch; `None` when origin has no such branch (deleted).
-    pub head: Option<String>,
-    /// The branch's local head: what the runner committed and pushed.
-    pub local: Option<String>,
-    /// Origin's main.
-    pub main: Option<String>,
-}
+pub use crate::ports::git::BranchOnOrigin;
 
 impl Repo {
     /// One fetch, then origin's head of `branch`, the local head and origin's main.

@@ -2,8 +2,8 @@
 //! step's work done in the world (a branch, spec files, a commit, a push, a PR, a merge).
 
 use super::world::World;
-use crate::agent::{AgentError, AgentExit, AgentRun};
-use crate::forge::{Pr, PrState};
+use crate::ports::agent::{AgentError, AgentExit, AgentRun};
+use crate::ports::forge::{Pr, PrState};
 use crate::ports::{AgentPort, BoxFuture};
 use crate::step::Step;
 use std::collections::BTreeMap;

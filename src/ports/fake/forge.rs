@@ -2,7 +2,7 @@
 
 use super::world::World;
 use crate::call_failure::CallFailureKind;
-use crate::forge::{CiState, Pr, PrState, ReviewState};
+use crate::ports::forge::{CiState, Pr, PrState, ReviewState};
 use crate::ports::forge::{ForgeError, ForgePort};
 
 /// The fake forge port. It plays the local forge (origin is the forge), so merges race on
@@ -99,7 +99,7 @@ impl ForgePort for FakeForge {
                 CallFailureKind::LostRace,
             ));
         }
-        let Some(issue) = crate::git::repo::leading_issue(branch) else {
+        let Some(issue) = crate::ports::git::leading_issue(branch) else {
             return Err(ForgeError::Parse {
                 command: "gh pr merge".to_string(),
                 detail: format!("{branch} is no issue branch"),

@@ -2,7 +2,7 @@
 
 use super::world::World;
 use crate::call_failure::CallFailureKind;
-use crate::git::repo::leading_issue;
+use crate::ports::git::leading_issue;
 use crate::ports::git::{GitError, GitPort};
 use crate::runner_dir::RunnerDir;
 use std::path::{Path, PathBuf};
@@ -158,10 +158,13 @@ impl GitPort for FakeGit {
     fn fetch(&self) -> Result<(), GitError> {
         Ok(())
     }
-    fn branch_on_origin(&self, branch: &str) -> Result<crate::git::repo::BranchOnOrigin, GitError> {
+    fn branch_on_origin(
+        &self,
+        branch: &str,
+    ) -> Result<crate::ports::git::BranchOnOrigin, GitError> {
         let w = self.world.lock_for_blocking_call();
         let b = w.branches.get(branch);
-        Ok(crate::git::repo::BranchOnOrigin {
+        Ok(crate::ports::git::BranchOnOrigin {
             head: b
                 .filter(|b| b.on_origin)
                 .map(|b| fake_commit(branch, b.pushed)),
@@ -202,7 +205,7 @@ impl GitPort for FakeGit {
         if self.world.lock_for_blocking_call().specs.contains(&issue) {
             Ok(())
         } else {
-            Err(crate::git::repo::SPEC_FILES.map(str::to_string).to_vec())
+            Err(crate::ports::git::SPEC_FILES.map(str::to_string).to_vec())
         }
     }
     fn runner_dir(&self) -> Result<RunnerDir, String> {

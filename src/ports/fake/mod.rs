@@ -7,6 +7,7 @@
 //! tracker, network failures, push rejections, lost push races, a person closing an issue.
 
 mod agent;
+mod claims;
 mod clock;
 mod forge;
 mod git;
@@ -15,6 +16,7 @@ mod tracker;
 mod world;
 
 pub use agent::{FakeAgent, Outcome};
+pub use claims::FakeClaims;
 pub use clock::FakeClock;
 pub use forge::FakeForge;
 pub use git::FakeGit;

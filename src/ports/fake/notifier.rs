@@ -1,7 +1,7 @@
 //! A notifier that keeps every message.
 
-use crate::notify::Severity;
 use crate::ports::NotifierPort;
+use sdlc_machine::severity::Severity;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 

@@ -2,8 +2,8 @@
 
 use super::world::World;
 use crate::call_failure::CallFailureKind;
+use crate::ports::tracker::{Issue, Selection};
 use crate::ports::tracker::{TrackerError, TrackerPort};
-use crate::tracker::{Issue, Selection};
 use std::collections::BTreeSet;
 
 /// The fake tracker port.

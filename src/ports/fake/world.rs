@@ -1,9 +1,9 @@
 //! The data the fake ports share: a repository, its origin, the forge's PRs and CI, the
 //! tracker's issues, and the scripted faults.
 
-use crate::forge::{CiState, Feedback, Pr};
+use crate::ports::forge::{CiState, Feedback, Pr};
+use crate::ports::tracker::Issue;
 use crate::step::Step;
-use crate::tracker::Issue;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 
