@@ -213,7 +213,8 @@ impl Driver {
     }
 
     /// Makes the call once, off the runtime, and judges its answer (`network::judge`): what a
-    /// failed call tells is said and narrated. Every call site that may meet the network.
+    /// failed call tells is said and narrated, as for a step's calls. Every call site that may
+    /// meet the network.
     async fn patiently<T, E>(
         &mut self,
         what: &str,
@@ -223,25 +224,7 @@ impl Driver {
         T: Send + 'static,
         E: std::fmt::Display + crate::call_failure::Kinded + Send + 'static,
     {
-        let answer = network::call(&self.shell.io, call).await;
-        self.judge(what, answer)
-    }
-
-    /// What the answer of a call made off the runtime means (`network::judge`), with what a
-    /// failed call tells said and narrated.
-    fn judge<T, E: std::fmt::Display + crate::call_failure::Kinded>(
-        &mut self,
-        what: &str,
-        answer: Result<T, E>,
-    ) -> network::Patient<T, E> {
-        let cfg = &self.run.cfg;
-        let (patient, told) =
-            network::judge(&self.shell.shutdown, || cfg.api_services(), what, answer);
-        if let Some(told) = told {
-            self.say(told.said);
-            self.log(&told.narration);
-        }
-        patient
+        self.step_run().patiently(what, call).await
     }
 
     /// The parts a step's handlers work with, borrowed for one request.
@@ -576,6 +559,22 @@ impl Driver {
         (outcome, std::mem::take(&mut self.report))
     }
 
+    /// A step's or a round's agent call (`name`) starts: it takes its share of the fleet's
+    /// money (the event that answers instead when the fleet has none for it), and `status`
+    /// shows it.
+    fn call_started(
+        &mut self,
+        issue: u32,
+        name: &str,
+        attempt: u32,
+        money_left_micros: Option<u64>,
+    ) -> Result<(), Event> {
+        self.cycle.money_left_micros = fleet::share(self.fleet.as_ref(), money_left_micros)?;
+        crate::stats::step();
+        self.shell.live.step_started(issue, name, attempt);
+        Ok(())
+    }
+
     /// A step's or a round's call ended: `status` stops showing it and, whatever ended it,
     /// its share of the fleet's money is given back with what it spent.
     fn call_ended(&mut self, event: &Event) {
@@ -626,13 +625,10 @@ impl Driver {
                 commit,
                 money_left_micros,
             } => {
-                self.cycle.money_left_micros =
-                    match fleet::share(self.fleet.as_ref(), money_left_micros) {
-                        Ok(money) => money,
-                        Err(event) => return Outcome::Next(event),
-                    };
-                crate::stats::step();
-                self.shell.live.step_started(issue, step.key(), attempt);
+                if let Err(event) = self.call_started(issue, step.key(), attempt, money_left_micros)
+                {
+                    return Outcome::Next(event);
+                }
                 let event = self
                     .step_run()
                     .run_step(step, issue, attempt, repair, commit)
@@ -658,15 +654,10 @@ impl Driver {
                 money_left_micros,
             } => {
                 // A round is an agent call like a step's: the fleet's share of its money too.
-                self.cycle.money_left_micros =
-                    match fleet::share(self.fleet.as_ref(), money_left_micros) {
-                        Ok(money) => money,
-                        Err(event) => return Outcome::Next(event),
-                    };
-                crate::stats::step();
-                self.shell
-                    .live
-                    .step_started(issue, crate::config::ADDRESS_REVIEW, attempt);
+                let name = crate::config::ADDRESS_REVIEW;
+                if let Err(event) = self.call_started(issue, name, attempt, money_left_micros) {
+                    return Outcome::Next(event);
+                }
                 let event = self.step_run().address_review(issue, round, attempt).await;
                 self.call_ended(&event);
                 Outcome::Next(event)
