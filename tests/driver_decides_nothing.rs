@@ -173,11 +173,6 @@ const CONCRETE_ALLOWED: &[(&str, &str, &str)] = &[
     ("fleet.rs", "crate::git::repo::Repo", "the same setup"),
     (
         "fleet.rs",
-        "git_output(",
-        "the same setup reads origin's URL",
-    ),
-    (
-        "fleet.rs",
         "git::command::",
         "the same setup reads origin's URL (git runs only in git/)",
     ),

@@ -11,7 +11,7 @@
 //!
 //! Memory stays flat whatever the agent prints: only the last `tail_bytes` of stdout and of
 //! stderr are kept. Disk use is flat too: the live log keeps a head and a rolling tail
-//! ([`LiveCap`]).
+//! ([`LiveCap`](crate::logs::LiveCap)).
 
 pub mod classify;
 pub mod cli;
