@@ -831,3 +831,43 @@ fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
     assert_eq!(issue["escalated"], false, "{issue} {all}");
     assert!(all.contains(&branch), "the stop names the branch: {all}");
 }
+
+/// The round's agent rewrites the branch's history, as a reviewer may ask ("squash these",
+/// "reword the commit"): it amends the runner's last commit, already on origin. That head is
+/// the clone's own earlier work, not a person's move: the round's push goes over it, CI
+/// looks at the new head, and the issue merges with the rewritten commit.
+#[test]
+fn a_round_whose_agent_rewrites_the_branchs_own_history_is_pushed_and_merged() {
+    let p = one_issue_with_a_round(json!({}));
+    let amended = p.root.join("amended");
+    let wrapper = round_agent(
+        &p,
+        &format!(
+            "if [ ! -e '{amended}' ]; then\n\
+             git rev-parse HEAD > '{amended}'\n\
+             git -c user.name=Agent -c user.email=agent@example.com commit --quiet --amend -m 'feat: First issue, reworded (#1)'\n\
+             fi\n\
+             exec '{bin}' \"$@\"",
+            amended = amended.display(),
+            bin = e2e::BIN
+        ),
+    );
+    let mut cfg = gate_with(true, 0.25, json!({}));
+    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
+    p.set_config(cfg);
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Reword the commit.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let all = text(&approved_after_the_round(&p, child));
+    let before = std::fs::read_to_string(&amended)
+        .unwrap_or_else(|e| panic!("the round's agent did not run ({e}): {all}"));
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "merged once: {all}");
+    let log = e2e::git(&p.origin, &["log", "--format=%H %s", "main"]);
+    assert!(log.contains("feat: First issue, reworded (#1)"), "{log}");
+    assert!(
+        !log.contains(before.trim()),
+        "the commit the agent rewrote is not merged: {log}"
+    );
+    p.replays_exactly();
+}

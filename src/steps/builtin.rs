@@ -171,7 +171,8 @@ fn work_only_origin_has(
 /// After an `addressReview` round: what the agent left is committed on the feature branch
 /// (nothing to commit is no failure: the agent may have committed itself, or disagreed) and
 /// the branch is pushed, a new head for CI. The push is leased on origin's head as one look
-/// found it after the round, and only when the local branch holds that head: a person's push
+/// found it after the round, and only when that head is this clone's own work (the local
+/// branch holds or held it: the agent may rebase at a reviewer's request): a person's push
 /// during the round (a rewrite, or commits the round's work lacks) is reported as their move,
 /// never pushed over, and never counted as the round's failure.
 pub fn push_review_round(
@@ -478,10 +479,11 @@ pub enum Update {
     Person(Head),
 }
 
-/// A person's move of `branch` while the agent repaired its conflict, as `seen` on origin:
-/// merged into main, deleted or its pull request closed, or a head that is neither `verified`
-/// (the commit whose merge conflicted) nor one the local branch holds (the agent pushed its
-/// repair itself). `None`: only the runner and its agent moved it.
+/// A person's move of `branch` while the agent worked on it (a conflict's repair, a review
+/// round), as `seen` on origin: merged into main, deleted or its pull request closed, or a
+/// head that is neither `verified` (the commit whose merge conflicted) nor one the local
+/// branch holds or held (the agent pushed its work itself, or rewrote the branch's own
+/// history). `None`: only the runner and its agent moved it.
 fn persons_move_since(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
@@ -491,7 +493,7 @@ fn persons_move_since(
 ) -> Result<Option<Head>, Failed> {
     let Some(local) = seen.local.as_deref() else {
         return Err(Failed::other(format!(
-            "the branch {branch} is gone from this clone after the conflict's repair"
+            "the branch {branch} is gone from this clone after the agent worked on it"
         )));
     };
     if let Some(main) = seen.main.as_deref() {
@@ -505,7 +507,9 @@ fn persons_move_since(
     if pr_closed(forge, branch)? {
         return Ok(Some(Head::Gone("closed the pull request")));
     }
-    if head == verified || repo.contains_commit(local, head)? {
+    // The agent may rewrite the branch's history (a rebase, an amend a reviewer asked for):
+    // a head the local branch once held is this clone's own work, not a person's.
+    if head == verified || repo.contains_commit(local, head)? || repo.was_on_branch(branch, head)? {
         return Ok(None);
     }
     Ok(Some(Head::Moved {
