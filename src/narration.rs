@@ -449,3 +449,15 @@ pub fn cleanup_stopped(pid: i32, cmd: &str) -> String {
 pub fn cannot_record_halt(error: &dyn Display) -> String {
     format!("warning: cannot record the halt in the journal: {error}")
 }
+
+// A person's move on the forge.
+
+pub fn merged_by_a_person(issue: u32, branch: &str, main: &str) -> String {
+    format!(
+        "issue #{issue}: {branch} was merged into {main} by a person; recorded as merged, not merged again"
+    )
+}
+
+pub fn withdrawn_on_the_forge(issue: u32, what: &str, branch: &str) -> String {
+    format!("issue #{issue}: a person {what} ({branch}): the cycle is dropped, nothing is merged")
+}

@@ -871,3 +871,57 @@ fn a_round_whose_agent_rewrites_the_branchs_own_history_is_pushed_and_merged() {
     );
     p.replays_exactly();
 }
+
+/// A teammate deletes the issue's branch on origin while the agent of a review round works
+/// (they gave up on the PR). The round's answer is not pushed (that would bring the branch
+/// back): the cycle is dropped as the person's move, nothing is merged, the issue is neither
+/// escalated nor closed, and the round's commit stays in the clone.
+#[test]
+fn a_branch_deleted_during_a_round_drops_the_cycle_and_pushes_nothing() {
+    let p = one_issue_with_a_round(json!({}));
+    let deleted = p.root.join("deleted");
+    let wrapper = round_agent(
+        &p,
+        &format!(
+            "if [ ! -e '{deleted}' ]; then\n\
+             branch=$(git rev-parse --abbrev-ref HEAD)\n\
+             git --git-dir='{origin}' branch --quiet -D \"$branch\" && echo \"$branch\" > '{deleted}'\n\
+             fi\n\
+             exec '{bin}' \"$@\"",
+            deleted = deleted.display(),
+            origin = p.origin.display(),
+            bin = e2e::BIN
+        ),
+    );
+    let mut cfg = gate_with(true, 0.25, json!({}));
+    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
+    p.set_config(cfg);
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    let branch = std::fs::read_to_string(&deleted)
+        .unwrap_or_else(|e| panic!("the teammate's deletion did not happen ({e}): {all}"));
+    let branch = branch.trim();
+    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
+    assert!(
+        all.contains(&format!("a person deleted the branch on origin ({branch})")),
+        "the person's move is named: {all}"
+    );
+    let on_origin = e2e::git(&p.origin, &["branch", "--list", branch]);
+    assert!(
+        on_origin.is_empty(),
+        "the branch is not brought back: {all}"
+    );
+    let issue = p.issue(1);
+    assert_eq!(issue["state"], "open", "{issue}");
+    assert_eq!(issue["escalated"], false, "{issue} {all}");
+    let kept = e2e::git(&p.project, &["log", "--format=%s", branch]);
+    assert!(
+        kept.contains("fix: address review feedback (#1)"),
+        "the round's commit stays in the clone: {kept}"
+    );
+    p.replays_exactly();
+}

@@ -280,17 +280,18 @@ impl StepRun<'_> {
         let issue = self.cycle.issue.number;
         let branch = self.cycle.issue.branch.clone().unwrap_or_default();
         match head {
+            // Logged as well as said: the cycle goes on or is dropped, so no halt report
+            // would carry the words, and the notice that follows is generic.
             Head::Merged => {
-                self.say(format!(
-                    "issue #{issue}: {branch} was merged into {} by a person; recorded as merged, not merged again",
-                    self.run.main
-                ));
+                let words = say::merged_by_a_person(issue, &branch, &self.run.main);
+                self.log(&words);
+                self.say(words);
                 Event::AlreadyMerged { issue }
             }
             Head::Gone(what) => {
-                self.say(format!(
-                    "issue #{issue}: a person {what} ({branch}): the cycle is dropped, nothing is merged"
-                ));
+                let words = say::withdrawn_on_the_forge(issue, what, &branch);
+                self.log(&words);
+                self.say(words);
                 Event::IssueWithdrawn { issue }
             }
             Head::Moved { ours, head, on_top } => {

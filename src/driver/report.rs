@@ -107,7 +107,7 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Sev
         Notice::Withdrawn { issue } => (
             Severity::Warning,
             format!(
-                "issue {}: closed, relabelled or escalated by a person during the cycle; dropped (branch kept, nothing merged or written to it)",
+                "issue {}: withdrawn by a person during the cycle (closed, relabelled or escalated, or its branch deleted or pull request closed); dropped (the clone's branch kept, nothing merged or written to it)",
                 refs.issue(issue)
             ),
         ),

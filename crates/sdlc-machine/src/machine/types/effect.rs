@@ -112,7 +112,8 @@ pub enum Notice {
         /// Rate-limit waits in a row on this call, this one included.
         wait: u32,
     },
-    /// A person closed, relabelled or escalated the issue: the cycle was dropped.
+    /// A person closed, relabelled or escalated the issue, or deleted its branch or closed its
+    /// pull request: the cycle was dropped.
     Withdrawn {
         /// The issue.
         issue: u32,
