@@ -693,3 +693,48 @@ fn a_teammates_commit_on_a_released_issues_branch_is_never_pushed_over() {
         "{all2}"
     );
 }
+
+/// The runner is killed (SIGKILL) before and after each git command of the builtin
+/// commitPush: around the commit, the look at origin's branch (its fetch) and the push. The
+/// restart runs commitPush again from its journal: it finds its own push (or none) on origin,
+/// not a person's, so the issue merges once, with one PR, and nothing is halted or blamed.
+#[test]
+fn a_kill_around_each_git_command_of_the_builtin_commit_push_merges_once() {
+    let probe = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+    let (out, numbered) = probe.crash_points();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let done = numbered
+        .iter()
+        .position(|(_, label)| label == "builtin commitPush done")
+        .expect("commitPush ran as a builtin");
+    let started = numbered[..done]
+        .iter()
+        .rposition(|(_, label)| label == "journal: after append")
+        .expect("commitPush's dispatch recorded");
+    let kills: Vec<u64> = numbered[started..done]
+        .iter()
+        .filter(|(_, label)| label.starts_with("git: "))
+        .map(|(n, _)| *n)
+        .collect();
+    assert!(kills.len() >= 6, "commit, look and push: {numbered:?}");
+    for at in kills {
+        let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
+        p.killed_at(&at.to_string());
+        let out = p.run(&[]);
+        let all = text(&out);
+        assert_eq!(code(&out), 0, "after a kill at point {at}: {all}");
+        let pulls = p.project.join(".git/sdlc-runner/pulls");
+        assert!(pulls.join("1.json").is_file(), "point {at}: {all}");
+        assert!(
+            !pulls.join("2.json").exists(),
+            "a second PR after point {at}"
+        );
+        assert_eq!(
+            p.origin_main_log().matches("Merge issue #1").count(),
+            1,
+            "merged once after a kill at point {at}: {}",
+            p.origin_main_log()
+        );
+        p.replays_exactly();
+    }
+}
