@@ -103,6 +103,17 @@ pub struct Graph {
     pub edges: BTreeSet<Edge>,
 }
 
+impl Graph {
+    fn empty() -> Graph {
+        Graph {
+            initial: String::new(),
+            leaves: BTreeMap::new(),
+            finals: BTreeSet::new(),
+            edges: BTreeSet::new(),
+        }
+    }
+}
+
 /// What the effects decide, and why where they say (escalation cause, halt reason).
 fn decision(effects: &[Effect]) -> (Kind, &'static str) {
     for e in effects {
@@ -184,17 +195,32 @@ fn exploration_limits() -> Vec<Limits> {
         ci_timeout_secs: u64::from(Limits::default().ci_poll_initial_secs),
         ..Limits::default()
     };
+    // The space grows with every counter's limit, so each set below keeps only the counters
+    // its edges need; what they drop, `base` shows. (Set alone, the manual decision and the
+    // budgets with base's counters took 100 s each; the union of the edges is the same.)
+    let one_attempt = Limits {
+        max_retries_per_step: 1,
+        max_bounce_retries: 0,
+        max_consecutive_failures: [0; Step::COUNT],
+        max_consecutive_same_failure: 0,
+        max_repair_iterations: 0,
+        max_rate_limit_waits: 0,
+        ..base.clone()
+    };
     let manual = Limits {
         manual_approval: true,
         // One look that finds no answer shows both edges: wait and look again, and halt when
         // the decision time is up.
         decision_wait_secs: 3,
-        ..base.clone()
+        ..one_attempt.clone()
     };
+    // Two attempts per step: the same failure on two issues halts from monitorCI's retry.
     let budgeted = Limits {
         per_issue_budget_micros: Some(1_000_000),
         per_session_budget_micros: Some(2_000_000),
         max_consecutive_escalations: 3,
+        max_bounce_retries: 0,
+        max_consecutive_failures: [0; Step::COUNT],
         ..base.clone()
     };
     // Merging among other mergers: one pause for a busy turn shows both edges (wait, and halt
@@ -231,14 +257,32 @@ fn exploration_limits() -> Vec<Limits> {
 
 /// Explore the machine from its initial state with every event kind.
 pub fn explore() -> Graph {
-    let mut graph = Graph {
-        initial: String::new(),
-        leaves: BTreeMap::new(),
-        finals: BTreeSet::new(),
-        edges: BTreeSet::new(),
-    };
-    for limits in exploration_limits() {
-        explore_with(limits, &mut graph);
+    let mut graph = Graph::empty();
+    // Each set explores on a thread of its own; the graphs are one union, in any order.
+    let parts: Vec<Graph> = std::thread::scope(|scope| {
+        let explorers: Vec<_> = exploration_limits()
+            .into_iter()
+            .map(|limits| {
+                scope.spawn(move || {
+                    let mut part = Graph::empty();
+                    explore_with(limits, &mut part);
+                    part
+                })
+            })
+            .collect();
+        explorers
+            .into_iter()
+            .map(|explorer| match explorer.join() {
+                Ok(part) => part,
+                Err(panic) => std::panic::resume_unwind(panic),
+            })
+            .collect()
+    });
+    for part in parts {
+        graph.initial = part.initial;
+        graph.leaves.extend(part.leaves);
+        graph.finals.extend(part.finals);
+        graph.edges.extend(part.edges);
     }
     collapse_shared_edges(&mut graph);
     graph
