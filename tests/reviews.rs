@@ -777,6 +777,23 @@ fn approved_after_the_round(p: &Project, child: std::process::Child) -> std::pro
     out
 }
 
+/// The round's agent is `wrapper` (under the review gate); once the PR waits for review, ann
+/// asks for `changes`. The running runner.
+fn changes_asked_of_a_round_agent(
+    p: &Project,
+    wrapper: &std::path::Path,
+    changes: &str,
+) -> std::process::Child {
+    let mut cfg = gate_with(true, 0.25, json!({}));
+    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
+    p.set_config(cfg);
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", changes, "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    child
+}
+
 /// A teammate force-pushes the branch while the agent of a review round works (the head they
 /// push lacks the runner's last commit). The round's answer is not pushed over theirs: the
 /// run stops naming the branch, the rewrite stays on origin, nothing is merged, and the issue
@@ -806,13 +823,7 @@ fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
             bin = e2e::BIN
         ),
     );
-    let mut cfg = gate_with(true, 0.25, json!({}));
-    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
-    p.set_config(cfg);
-    let child = p.spawn(&[]);
-    p.wait_for_journal("reviewWanted", WAIT);
-    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
-    assert_eq!(code(&p.review(1, &ask)), 0);
+    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Rename foo to bar.");
     let out = e2e::wait_output(child, WAIT);
     let all = text(&out);
     let theirs = std::fs::read_to_string(&theirs)
@@ -852,13 +863,7 @@ fn a_round_whose_agent_rewrites_the_branchs_own_history_is_pushed_and_merged() {
             bin = e2e::BIN
         ),
     );
-    let mut cfg = gate_with(true, 0.25, json!({}));
-    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
-    p.set_config(cfg);
-    let child = p.spawn(&[]);
-    p.wait_for_journal("reviewWanted", WAIT);
-    let ask = ["--request-changes", "Reword the commit.", "--author", "ann"];
-    assert_eq!(code(&p.review(1, &ask)), 0);
+    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Reword the commit.");
     let all = text(&approved_after_the_round(&p, child));
     let before = std::fs::read_to_string(&amended)
         .unwrap_or_else(|e| panic!("the round's agent did not run ({e}): {all}"));
@@ -893,13 +898,7 @@ fn a_branch_deleted_during_a_round_drops_the_cycle_and_pushes_nothing() {
             bin = e2e::BIN
         ),
     );
-    let mut cfg = gate_with(true, 0.25, json!({}));
-    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
-    p.set_config(cfg);
-    let child = p.spawn(&[]);
-    p.wait_for_journal("reviewWanted", WAIT);
-    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
-    assert_eq!(code(&p.review(1, &ask)), 0);
+    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Rename foo to bar.");
     let out = e2e::wait_output(child, WAIT);
     let all = text(&out);
     let branch = std::fs::read_to_string(&deleted)

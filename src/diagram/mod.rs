@@ -243,14 +243,8 @@ fn exploration_limits() -> Vec<Limits> {
                 u64::from(Limits::default().ci_poll_initial_secs),
             )
         }),
-        max_retries_per_step: 1,
-        max_bounce_retries: 0,
-        max_consecutive_failures: [0; Step::COUNT],
-        max_consecutive_same_failure: 0,
-        max_repair_iterations: 0,
-        max_rate_limit_waits: 0,
         max_consecutive_escalations: 1,
-        ..base.clone()
+        ..one_attempt.clone()
     };
     vec![base, manual, budgeted, shared, reviewed]
 }
