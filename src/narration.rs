@@ -449,3 +449,102 @@ pub fn cleanup_stopped(pid: i32, cmd: &str) -> String {
 pub fn cannot_record_halt(error: &dyn Display) -> String {
     format!("warning: cannot record the halt in the journal: {error}")
 }
+
+// The tracker told the cycle's end: what each write is called in its messages.
+
+pub fn closing_issue(issue: u32) -> String {
+    format!("closing issue #{issue} in the tracker")
+}
+
+pub fn marking_escalated(issue: u32) -> String {
+    format!("marking issue #{issue} escalated in the tracker")
+}
+
+pub fn lifting_quarantine(issue: u32) -> String {
+    format!("lifting the quarantine of issue #{issue} in the tracker")
+}
+
+/// What a call (`what`) that failed said, kept for the diagnostics.
+pub fn call_failed(what: &str, detail: &dyn Display) -> String {
+    format!("{what}: {detail}")
+}
+
+// Halts.
+
+/// The line a rate-limit halt's diagnostic gains under its headline.
+pub fn rate_limit_lifts_at(at: DateTime<Utc>) -> String {
+    format!(
+        "\nthe rate limit lifts at: {}",
+        at.format("%Y-%m-%d %H:%M:%S UTC")
+    )
+}
+
+pub fn day_window_unreadable(error: &dyn Display) -> String {
+    format!("the daily budget's window could not be read: {error}")
+}
+
+/// When the day's budget lets an attempt like the last start again.
+pub fn day_frees_at(at: DateTime<Utc>, spent_micros: u64, budget_micros: u64) -> String {
+    format!(
+        "the daily budget frees at: {} (spent over the last 24 hours: ${:.2} of budget.perDayUsd ${:.2}); run again then with --ack-halt",
+        at.format("%Y-%m-%d %H:%M:%S UTC"),
+        spent_micros as f64 / 1e6,
+        budget_micros as f64 / 1e6
+    )
+}
+
+/// The halt's diagnostic when the runner's own journal or lock (`what`) went away.
+pub fn runner_state_lost(headline: &str, what: &str, runner_dir: &Path) -> String {
+    format!(
+        "{headline}\nloop type: environment\n{what}.\nA second runner could start on this project, or progress would be recorded where nobody reads it. Find out what removed it (an agent command? a clean-up job?), then run again with --ack-halt.\nrunner state: {}",
+        runner_dir.display()
+    )
+}
+
+pub fn journal_restored(path: &Path) -> String {
+    format!("journal restored at {}", path.display())
+}
+
+pub fn cannot_restore_journal(path: &Path, error: &dyn Display) -> String {
+    format!("cannot restore the journal at {}: {error}", path.display())
+}
+
+pub fn halt_unrecorded(error: &dyn Display) -> String {
+    format!("the halt could not be recorded in the journal: {error}")
+}
+
+// Notices.
+
+/// A merge-turn notice after who holds the turn.
+pub fn merge_turn_held(holder: &str, notice: &str) -> String {
+    format!("{holder}; {notice}")
+}
+
+/// A failed tracker read's notice with what the tracker answered.
+pub fn tracker_answered(notice: &str, answer: &str) -> String {
+    format!("{notice}: {answer}")
+}
+
+/// A line said on the console, after the fleet worker's tag when there is one.
+pub fn of_worker(worker: Option<u32>, line: &str) -> String {
+    match worker {
+        Some(worker) => format!("[w{worker}] {line}"),
+        None => line.to_string(),
+    }
+}
+
+pub fn claiming(issue: u32) -> String {
+    format!("claiming issue #{issue}")
+}
+
+// The run's end.
+
+/// How a run a signal stopped ended, for `stopped_continues`.
+pub fn shut_down_by(signal: &str) -> String {
+    format!("{signal}: shut down")
+}
+
+/// How a run that stopped by itself ended, for `stopped_continues`.
+pub fn stopped_with(code: u8) -> String {
+    format!("stopped (exit {code})")
+}

@@ -94,3 +94,18 @@ pub(super) fn ends_the_sequence(kind: CallFailureKind) -> bool {
         || kind.is_transient()
         || matches!(kind, CallFailureKind::RateLimited { .. })
 }
+
+/// Makes the call once, off the runtime, and judges its answer: what a handler that may meet
+/// the network does (`StepRun::patiently` for a step's), with what a failed call told.
+pub(super) async fn patiently<T, E>(
+    (io, shutdown, cfg): (&Io, &Shutdown, &crate::config::Config),
+    what: &str,
+    the_call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
+) -> (Patient<T, E>, Option<Told>)
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Kinded + Send + 'static,
+{
+    let answer = call(io, the_call).await;
+    judge(shutdown, || cfg.api_services(), what, answer)
+}
