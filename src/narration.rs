@@ -548,3 +548,93 @@ pub fn shut_down_by(signal: &str) -> String {
 pub fn stopped_with(code: u8) -> String {
     format!("stopped (exit {code})")
 }
+
+// What a step's answer said of a person's move on its branch (the diagnostics' words).
+
+pub fn merged_by_a_person(issue: u32, branch: &str, main: &str) -> String {
+    format!("issue #{issue}: {branch} was merged into {main} by a person; recorded as merged, not merged again")
+}
+
+pub fn withdrawn_by_a_person(issue: u32, what: &str, branch: &str) -> String {
+    format!("issue #{issue}: a person {what} ({branch}): the cycle is dropped, nothing is merged")
+}
+
+pub fn moved_to_no_commit(issue: u32, branch: &str, head: &str) -> String {
+    format!("issue #{issue}: origin's {branch} moved to `{head}`, which is no commit id")
+}
+
+/// Origin's branch is at `head` (short ids: head, ours): pushed on top of ours, or rewritten.
+pub fn branch_moved(issue: u32, branch: &str, (head, ours): (&str, &str), on_top: bool) -> String {
+    let how = if on_top {
+        "a person pushed commits on top of"
+    } else {
+        "a person rewrote the branch: its head no longer holds"
+    };
+    format!("issue #{issue}: origin's {branch} is at {head}: {how} {ours}")
+}
+
+// What a failed call said (the diagnostics' words).
+
+pub fn failed_on_the_network(what: &str, error: &str) -> String {
+    format!("{what} failed on the network: {error}")
+}
+
+pub fn hit_rate_limit(what: &str, services: &str, wait_secs: u64, first_line: &str) -> String {
+    format!("{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}")
+}
+
+// Notifications of a step's call.
+
+pub fn started_notice(issue: u32, name: &str, attempt: u32) -> String {
+    format!("issue #{issue}: {name} started (attempt {attempt})")
+}
+
+pub fn builtin_started_notice(issue: u32, step: &str, attempt: u32) -> String {
+    format!("issue #{issue}: {step} started (builtin, attempt {attempt})")
+}
+
+pub fn finished_notice(issue: u32, name: &str) -> String {
+    format!("issue #{issue}: {name} finished")
+}
+
+pub fn failed_notice(issue: u32, name: &str, class: &dyn Display, summary: &str) -> String {
+    format!("issue #{issue}: {name} failed ({class}): {summary}")
+}
+
+/// A notice about an issue.
+pub fn of_issue(issue: u32, text: &str) -> String {
+    format!("issue #{issue}: {text}")
+}
+
+// Decisions.
+
+pub fn issue_budget_reached(spent_micros: u64) -> String {
+    format!(
+        "the issue's budget is reached: ${:.2} spent of budget.perIssueUsd; retry grants it once more",
+        spent_micros as f64 / 1e6
+    )
+}
+
+pub fn decision_needed(issue: u32, step: &str, budget: Option<&str>, config: &Path) -> String {
+    format!(
+        "decision needed: issue #{issue} step {step}{} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
+        budget.map(|b| format!(": {b}")).unwrap_or_default(),
+        config.display()
+    )
+}
+
+// The merge run.
+
+pub fn pushed_for_ci(main: &str, head: &str) -> String {
+    format!(
+        "the branch, up to date with {main}, is pushed at {head}: CI looks at it before the merge"
+    )
+}
+
+pub fn conflicts_in(main: &str, files: &str) -> String {
+    format!("merge: the branch conflicts with {main} in: {files}")
+}
+
+pub fn looked_before_merge(failed: &dyn Display) -> String {
+    format!("looking at the branch before the merge: {failed}")
+}

@@ -153,7 +153,9 @@ const CONCRETE: &[&str] = &[
     "Tracker::",
     "Notifier::",
     "run_agent_stoppable",
-    "git_output(",
+    // A git command started from the driver: git runs only in git/, behind the git port.
+    "git::command::run(",
+    "git::command::output(",
     "git::command::",
     "crate::git::repo::Repo",
     "crate::forge::Forge",
@@ -175,6 +177,11 @@ const CONCRETE_ALLOWED: &[(&str, &str, &str)] = &[
         "fleet.rs",
         "git::command::",
         "the same setup reads origin's URL (git runs only in git/)",
+    ),
+    (
+        "fleet.rs",
+        "git::command::output(",
+        "the same setup: origin's URL and the clone's config, before any driver exists",
     ),
     ("fleet.rs", "chrono::Utc::now()", "the pure coordinator's clock for fleet pauses (sdlc_machine::fleet takes seconds since the epoch)"),
     ("claim.rs", "chrono::Utc::now()", "ClaimKeeper, outside the driver, filters live claims by the time now"),
@@ -333,6 +340,20 @@ fn the_driver_is_a_loop_of_small_handlers_that_holds_no_log_prose() {
             !code.contains("log(&format!("),
             "src/driver/{name} logs a sentence of its own: name it in src/narration.rs"
         );
+        // The words the diagnostics keep and the notifications send are the narration's too.
+        let words: String = code.split_whitespace().collect();
+        assert!(
+            !words.contains("say(format!("),
+            "src/driver/{name} words what an answer said itself (`say(format!(`): name it in src/narration.rs"
+        );
+        for (at, _) in words.match_indices("notifier.send(") {
+            let call = &words[at..];
+            let call = &call[..call.find(");").unwrap_or(call.len())];
+            assert!(
+                !call.contains("format!("),
+                "src/driver/{name} words a notification itself (`{call}`): name it in src/narration.rs"
+            );
+        }
     }
     let (_, code) = sources
         .iter()

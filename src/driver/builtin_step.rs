@@ -55,10 +55,7 @@ impl StepRun<'_> {
         ));
         self.shell.notifier.send(
             Severity::Info,
-            &format!(
-                "issue #{issue}: {} started (builtin, attempt {attempt})",
-                step.key()
-            ),
+            &say::builtin_started_notice(issue, step.key(), attempt),
         );
         let started = self.shell.clock.instant();
         // Every process the step starts (a git hook, the CI command) dies with its group at
@@ -281,36 +278,25 @@ impl StepRun<'_> {
         let branch = self.cycle.issue.branch.clone().unwrap_or_default();
         match head {
             Head::Merged => {
-                self.say(format!(
-                    "issue #{issue}: {branch} was merged into {} by a person; recorded as merged, not merged again",
-                    self.run.main
-                ));
+                self.say(say::merged_by_a_person(issue, &branch, &self.run.main));
                 Event::AlreadyMerged { issue }
             }
             Head::Gone(what) => {
-                self.say(format!(
-                    "issue #{issue}: a person {what} ({branch}): the cycle is dropped, nothing is merged"
-                ));
+                self.say(say::withdrawn_by_a_person(issue, &what, &branch));
                 Event::IssueWithdrawn { issue }
             }
             Head::Moved { ours, head, on_top } => {
                 let (Some(o), Some(h)) = (Commit::parse(&ours), Commit::parse(&head)) else {
-                    self.say(format!(
-                        "issue #{issue}: origin's {branch} moved to `{head}`, which is no commit id"
-                    ));
+                    self.say(say::moved_to_no_commit(issue, &branch, &head));
                     return Event::WorkspaceUnfit {
                         step: self.core.state().step().unwrap_or(Step::MonitorCi),
                     };
                 };
-                let how = if on_top {
-                    "a person pushed commits on top of"
-                } else {
-                    "a person rewrote the branch: its head no longer holds"
-                };
-                self.say(format!(
-                    "issue #{issue}: origin's {branch} is at {}: {how} {}",
-                    h.short(),
-                    o.short()
+                self.say(say::branch_moved(
+                    issue,
+                    &branch,
+                    (&h.short(), &o.short()),
+                    on_top,
                 ));
                 Event::BranchMoved {
                     ours: o,

@@ -60,7 +60,7 @@ pub(super) fn judge<T, E: std::fmt::Display + Kinded>(
             let error = e.to_string();
             let first_line = error.lines().next().unwrap_or_default();
             let told = Told {
-                said: format!("{what} failed on the network: {error}"),
+                said: say::failed_on_the_network(what, &error),
                 narration: say::network_failed(what, first_line),
             };
             (Patient::GaveUp(Event::NetworkFailed), Some(told))
@@ -71,9 +71,7 @@ pub(super) fn judge<T, E: std::fmt::Display + Kinded>(
                 let first_line = error.lines().next().unwrap_or_default();
                 let services = services();
                 let told = Told {
-                    said: format!(
-                        "{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}"
-                    ),
+                    said: say::hit_rate_limit(what, &services, wait_secs, first_line),
                     narration: say::rate_limited(&services, what, first_line),
                 };
                 (
