@@ -282,7 +282,7 @@ impl StepRun<'_> {
                 Event::AlreadyMerged { issue }
             }
             Head::Gone(what) => {
-                self.say(say::withdrawn_by_a_person(issue, &what, &branch));
+                self.say(say::withdrawn_by_a_person(issue, what, &branch));
                 Event::IssueWithdrawn { issue }
             }
             Head::Moved { ours, head, on_top } => {

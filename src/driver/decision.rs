@@ -27,7 +27,7 @@ pub(super) fn ask(
         .map(|f| f.signature.to_string())
         .unwrap_or_default();
     // The issue's budget reached (`budget.onExceeded: ask`) is what the person decides on.
-    let budget = budget_spent_micros.map(|spent| say::issue_budget_reached(spent));
+    let budget = budget_spent_micros.map(say::issue_budget_reached);
     let last = budget.clone().or_else(|| {
         core.failure(step)
             .map(|c| format!("{} ({signature}): {}", c.class, c.summary))

@@ -18,7 +18,7 @@ pub(super) async fn exit(
     (code, state): (u8, &State),
     (core, run): (&Core, &RunContext),
     shell: &mut Shell,
-    (mut claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
+    (claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
 ) -> (i32, Vec<String>) {
     // A merge turn held when the run stops (a halt, a signal) is given back with it.
     let mut said = merge::release_merge_turn(fleet, claims.as_deref(), &shell.io).await;
@@ -26,7 +26,7 @@ pub(super) async fn exit(
         worker,
     });
     if let Some(issue) = claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {
-        said.extend(claim::release(claims.as_deref_mut(), &shell.io, issue).await);
+        said.extend(claim::release(claims, &shell.io, issue).await);
     }
     let project = &run.cfg.project_path;
     if matches!(state, State::Halted { .. }) {
