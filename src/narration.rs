@@ -450,14 +450,191 @@ pub fn cannot_record_halt(error: &dyn Display) -> String {
     format!("warning: cannot record the halt in the journal: {error}")
 }
 
-// A person's move on the forge.
+// The tracker told the cycle's end: what each write is called in its messages.
 
-pub fn merged_by_a_person(issue: u32, branch: &str, main: &str) -> String {
+pub fn closing_issue(issue: u32) -> String {
+    format!("closing issue #{issue} in the tracker")
+}
+
+pub fn marking_escalated(issue: u32) -> String {
+    format!("marking issue #{issue} escalated in the tracker")
+}
+
+pub fn lifting_quarantine(issue: u32) -> String {
+    format!("lifting the quarantine of issue #{issue} in the tracker")
+}
+
+/// What a call (`what`) that failed said, kept for the diagnostics.
+pub fn call_failed(what: &str, detail: &dyn Display) -> String {
+    format!("{what}: {detail}")
+}
+
+// Halts.
+
+/// The line a rate-limit halt's diagnostic gains under its headline.
+pub fn rate_limit_lifts_at(at: DateTime<Utc>) -> String {
     format!(
-        "issue #{issue}: {branch} was merged into {main} by a person; recorded as merged, not merged again"
+        "\nthe rate limit lifts at: {}",
+        at.format("%Y-%m-%d %H:%M:%S UTC")
     )
 }
 
-pub fn withdrawn_on_the_forge(issue: u32, what: &str, branch: &str) -> String {
+pub fn day_window_unreadable(error: &dyn Display) -> String {
+    format!("the daily budget's window could not be read: {error}")
+}
+
+/// When the day's budget lets an attempt like the last start again.
+pub fn day_frees_at(at: DateTime<Utc>, spent_micros: u64, budget_micros: u64) -> String {
+    format!(
+        "the daily budget frees at: {} (spent over the last 24 hours: ${:.2} of budget.perDayUsd ${:.2}); run again then with --ack-halt",
+        at.format("%Y-%m-%d %H:%M:%S UTC"),
+        spent_micros as f64 / 1e6,
+        budget_micros as f64 / 1e6
+    )
+}
+
+/// The halt's diagnostic when the runner's own journal or lock (`what`) went away.
+pub fn runner_state_lost(headline: &str, what: &str, runner_dir: &Path) -> String {
+    format!(
+        "{headline}\nloop type: environment\n{what}.\nA second runner could start on this project, or progress would be recorded where nobody reads it. Find out what removed it (an agent command? a clean-up job?), then run again with --ack-halt.\nrunner state: {}",
+        runner_dir.display()
+    )
+}
+
+pub fn journal_restored(path: &Path) -> String {
+    format!("journal restored at {}", path.display())
+}
+
+pub fn cannot_restore_journal(path: &Path, error: &dyn Display) -> String {
+    format!("cannot restore the journal at {}: {error}", path.display())
+}
+
+pub fn halt_unrecorded(error: &dyn Display) -> String {
+    format!("the halt could not be recorded in the journal: {error}")
+}
+
+// Notices.
+
+/// A merge-turn notice after who holds the turn.
+pub fn merge_turn_held(holder: &str, notice: &str) -> String {
+    format!("{holder}; {notice}")
+}
+
+/// A failed tracker read's notice with what the tracker answered.
+pub fn tracker_answered(notice: &str, answer: &str) -> String {
+    format!("{notice}: {answer}")
+}
+
+/// A line said on the console, after the fleet worker's tag when there is one.
+pub fn of_worker(worker: Option<u32>, line: &str) -> String {
+    match worker {
+        Some(worker) => format!("[w{worker}] {line}"),
+        None => line.to_string(),
+    }
+}
+
+pub fn claiming(issue: u32) -> String {
+    format!("claiming issue #{issue}")
+}
+
+// The run's end.
+
+/// How a run a signal stopped ended, for `stopped_continues`.
+pub fn shut_down_by(signal: &str) -> String {
+    format!("{signal}: shut down")
+}
+
+/// How a run that stopped by itself ended, for `stopped_continues`.
+pub fn stopped_with(code: u8) -> String {
+    format!("stopped (exit {code})")
+}
+
+// What a step's answer said of a person's move on its branch (the diagnostics' words).
+
+pub fn merged_by_a_person(issue: u32, branch: &str, main: &str) -> String {
+    format!("issue #{issue}: {branch} was merged into {main} by a person; recorded as merged, not merged again")
+}
+
+pub fn withdrawn_by_a_person(issue: u32, what: &str, branch: &str) -> String {
     format!("issue #{issue}: a person {what} ({branch}): the cycle is dropped, nothing is merged")
+}
+
+pub fn moved_to_no_commit(issue: u32, branch: &str, head: &str) -> String {
+    format!("issue #{issue}: origin's {branch} moved to `{head}`, which is no commit id")
+}
+
+/// Origin's branch is at `head` (short ids: head, ours): pushed on top of ours, or rewritten.
+pub fn branch_moved(issue: u32, branch: &str, (head, ours): (&str, &str), on_top: bool) -> String {
+    let how = if on_top {
+        "a person pushed commits on top of"
+    } else {
+        "a person rewrote the branch: its head no longer holds"
+    };
+    format!("issue #{issue}: origin's {branch} is at {head}: {how} {ours}")
+}
+
+// What a failed call said (the diagnostics' words).
+
+pub fn failed_on_the_network(what: &str, error: &str) -> String {
+    format!("{what} failed on the network: {error}")
+}
+
+pub fn hit_rate_limit(what: &str, services: &str, wait_secs: u64, first_line: &str) -> String {
+    format!("{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}")
+}
+
+// Notifications of a step's call.
+
+pub fn started_notice(issue: u32, name: &str, attempt: u32) -> String {
+    format!("issue #{issue}: {name} started (attempt {attempt})")
+}
+
+pub fn builtin_started_notice(issue: u32, step: &str, attempt: u32) -> String {
+    format!("issue #{issue}: {step} started (builtin, attempt {attempt})")
+}
+
+pub fn finished_notice(issue: u32, name: &str) -> String {
+    format!("issue #{issue}: {name} finished")
+}
+
+pub fn failed_notice(issue: u32, name: &str, class: &dyn Display, summary: &str) -> String {
+    format!("issue #{issue}: {name} failed ({class}): {summary}")
+}
+
+/// A notice about an issue.
+pub fn of_issue(issue: u32, text: &str) -> String {
+    format!("issue #{issue}: {text}")
+}
+
+// Decisions.
+
+pub fn issue_budget_reached(spent_micros: u64) -> String {
+    format!(
+        "the issue's budget is reached: ${:.2} spent of budget.perIssueUsd; retry grants it once more",
+        spent_micros as f64 / 1e6
+    )
+}
+
+pub fn decision_needed(issue: u32, step: &str, budget: Option<&str>, config: &Path) -> String {
+    format!(
+        "decision needed: issue #{issue} step {step}{} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
+        budget.map(|b| format!(": {b}")).unwrap_or_default(),
+        config.display()
+    )
+}
+
+// The merge run.
+
+pub fn pushed_for_ci(main: &str, head: &str) -> String {
+    format!(
+        "the branch, up to date with {main}, is pushed at {head}: CI looks at it before the merge"
+    )
+}
+
+pub fn conflicts_in(main: &str, files: &str) -> String {
+    format!("merge: the branch conflicts with {main} in: {files}")
+}
+
+pub fn looked_before_merge(failed: &dyn Display) -> String {
+    format!("looking at the branch before the merge: {failed}")
 }

@@ -122,10 +122,9 @@ impl StepRun<'_> {
             attempt,
             repair,
         ));
-        self.shell.notifier.send(
-            Severity::Info,
-            &format!("issue #{issue}: {name} started (attempt {attempt})"),
-        );
+        self.shell
+            .notifier
+            .send(Severity::Info, &say::started_notice(issue, name, attempt));
         let started_at = self.shell.clock.now();
         let started = self.shell.clock.instant();
         let live = crate::console::live().then(|| {
@@ -402,7 +401,7 @@ impl StepRun<'_> {
         self.save_state();
         self.shell
             .notifier
-            .send(Severity::Info, &format!("issue #{issue}: {name} finished"));
+            .send(Severity::Info, &say::finished_notice(issue, name));
         Event::StepSucceeded { step, usage }
     }
 
@@ -410,7 +409,7 @@ impl StepRun<'_> {
         let name = self.step_name(step);
         self.shell.notifier.send(
             Severity::Warning,
-            &format!("issue #{issue}: {name} failed ({}): {}", c.class, c.summary),
+            &say::failed_notice(issue, name, &c.class, &c.summary),
         );
         self.log(&say::failed(name, &c.class, &c.signature, &c.summary));
         self.save_state();

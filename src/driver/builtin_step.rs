@@ -55,10 +55,7 @@ impl StepRun<'_> {
         ));
         self.shell.notifier.send(
             Severity::Info,
-            &format!(
-                "issue #{issue}: {} started (builtin, attempt {attempt})",
-                step.key()
-            ),
+            &say::builtin_started_notice(issue, step.key(), attempt),
         );
         let started = self.shell.clock.instant();
         // Every process the step starts (a git hook, the CI command) dies with its group at
@@ -289,29 +286,23 @@ impl StepRun<'_> {
                 Event::AlreadyMerged { issue }
             }
             Head::Gone(what) => {
-                let words = say::withdrawn_on_the_forge(issue, what, &branch);
+                let words = say::withdrawn_by_a_person(issue, what, &branch);
                 self.log(&words);
                 self.say(words);
                 Event::IssueWithdrawn { issue }
             }
             Head::Moved { ours, head, on_top } => {
                 let (Some(o), Some(h)) = (Commit::parse(&ours), Commit::parse(&head)) else {
-                    self.say(format!(
-                        "issue #{issue}: origin's {branch} moved to `{head}`, which is no commit id"
-                    ));
+                    self.say(say::moved_to_no_commit(issue, &branch, &head));
                     return Event::WorkspaceUnfit {
                         step: self.core.state().step().unwrap_or(Step::MonitorCi),
                     };
                 };
-                let how = if on_top {
-                    "a person pushed commits on top of"
-                } else {
-                    "a person rewrote the branch: its head no longer holds"
-                };
-                self.say(format!(
-                    "issue #{issue}: origin's {branch} is at {}: {how} {}",
-                    h.short(),
-                    o.short()
+                self.say(say::branch_moved(
+                    issue,
+                    &branch,
+                    (&h.short(), &o.short()),
+                    on_top,
                 ));
                 Event::BranchMoved {
                     ours: o,

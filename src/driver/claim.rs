@@ -3,7 +3,10 @@
 //! machine's), releases a claim when the issue is merged or escalated and when the run ends,
 //! and keeps the claims of other runners out of the tracker's selection.
 
-use super::Answer;
+use super::network::{self, Patient};
+use super::shutdown::Shutdown;
+use super::{Answer, Told};
+use crate::config::Config;
 use crate::machine::Event;
 use crate::narration as say;
 use crate::ports::{ClaimStore, Clock, Io};
@@ -49,10 +52,67 @@ pub(super) async fn on_claims<T: Send + 'static>(
         .await
 }
 
+/// `ClaimIssue`: claims the selected issue. `ClaimTaken` (also when this runner keeps no
+/// claims), `ClaimHeld` when another runner holds it or the fleet gives it to another
+/// worker (`fleet_gives` says whether the fleet's coordinator gives it to this one),
+/// `TrackerWriteFailed` when the claim cannot be written, or the network's event.
+pub(super) async fn claim_issue(
+    issue: u32,
+    (mut claims, fleet_gives): (Option<&mut ClaimKeeper>, impl FnOnce(u32) -> bool),
+    calls: (&Io, &Shutdown, &Config),
+    clock: &dyn Clock,
+) -> Answer {
+    let what = say::claiming(issue);
+    let asked = claims
+        .as_ref()
+        .map(|k| (k.worker.clone(), k.lease, clock.now()));
+    let claim = move |w: &crate::ports::World| match (&w.claims, asked) {
+        (Some(store), Some((worker, lease, now))) => {
+            store.claim(issue, &worker, lease, now).map(Some)
+        }
+        _ => Ok(None),
+    };
+    let (answer, failed) = network::patiently(calls, &what, claim).await;
+    let mut told = Told::default();
+    told.told(failed);
+    let answer = match answer {
+        Patient::Done(answer) => answer,
+        Patient::GaveUp(event) | Patient::Cancelled(event) => return told.answer(event),
+    };
+    let io = calls.0;
+    let noted = note_claim(
+        claims.as_deref_mut(),
+        io,
+        issue,
+        answer,
+        &mut told.narration,
+    )
+    .await;
+    let event = match noted {
+        Ok(true) => {
+            // The fleet's coordinator may give the issue to another of its workers.
+            if !fleet_gives(issue) {
+                let refused = refused_by_fleet(claims, io, issue).await;
+                told.narration.extend(refused);
+                Event::ClaimHeld { issue }
+            } else {
+                Event::ClaimTaken { issue }
+            }
+        }
+        Ok(false) => Event::ClaimHeld { issue },
+        Err(detail) => {
+            told.say(say::call_failed(&what, &detail));
+            told.narrate(say::tracker_write_failed(&what, &detail));
+            Event::TrackerWriteFailed
+        }
+    };
+    told.answer(event)
+}
+
 /// What the claim store answered to `ClaimIssue` means for this runner: `Ok(true)` taken (or
 /// no claims kept), `Ok(false)` held by another runner, `Err` with what failed; a won claim
 /// takes over the branch a previous holder pushed.
-pub(super) async fn note_claim(
+async fn note_claim(
     claims: Option<&mut ClaimKeeper>,
     io: &Io,
     issue: u32,
@@ -85,7 +145,7 @@ pub(super) async fn note_claim(
 
 /// The fleet gave `issue` to another worker: its claim is given back and the issue left out
 /// of this worker's next selection; what it narrates.
-pub(super) async fn refused_by_fleet(
+async fn refused_by_fleet(
     mut claims: Option<&mut ClaimKeeper>,
     io: &Io,
     issue: u32,

@@ -27,4 +27,14 @@ impl Cycle {
             self.issue = io.call(move |w| IssueContext::asked(w, issue)).await;
         }
     }
+
+    /// What the step's checks are told of the cycle: the machine's issue and verified
+    /// commit, the feature the driver saw.
+    pub fn step_context(&self, core: &crate::machine::Core) -> crate::steps::checks::StepContext {
+        crate::steps::checks::StepContext {
+            issue: core.runner().issue,
+            feature: self.feature.clone(),
+            verified: core.runner().verified.map(|c| c.hex()),
+        }
+    }
 }

@@ -27,12 +27,7 @@ pub(super) fn ask(
         .map(|f| f.signature.to_string())
         .unwrap_or_default();
     // The issue's budget reached (`budget.onExceeded: ask`) is what the person decides on.
-    let budget = budget_spent_micros.map(|spent| {
-        format!(
-            "the issue's budget is reached: ${:.2} spent of budget.perIssueUsd; retry grants it once more",
-            spent as f64 / 1e6
-        )
-    });
+    let budget = budget_spent_micros.map(say::issue_budget_reached);
     let last = budget.clone().or_else(|| {
         core.failure(step)
             .map(|c| format!("{} ({signature}): {}", c.class, c.summary))
@@ -43,12 +38,7 @@ pub(super) fn ask(
     }
     notifier.send(
         Severity::Warning,
-        &format!(
-            "decision needed: issue #{issue} step {}{} — answer with `sdlc-runner decide <retry|skip|halt> --config {}`",
-            step.key(),
-            budget.map(|b| format!(": {b}")).unwrap_or_default(),
-            run.cfg.file.display()
-        ),
+        &say::decision_needed(issue, step.key(), budget.as_deref(), &run.cfg.file),
     );
     look(&run.runner_dir)
 }

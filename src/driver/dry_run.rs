@@ -3,7 +3,7 @@
 
 use super::cycle::Cycle;
 use super::run_context::RunContext;
-use super::select::TrackerQuery;
+use super::select::{issue_list, unlabelled, TrackerQuery};
 use super::*;
 use crate::ports::Io;
 

@@ -101,6 +101,11 @@ pub(super) fn tell(fleet: Option<&Link>, report: impl FnOnce(Worker) -> Report) 
     link.report(report(link.worker))
 }
 
+/// Whether the fleet's coordinator gives `issue` to this worker (always, outside a fleet).
+pub(super) fn gives(fleet: Option<&Link>, issue: u32) -> bool {
+    tell(fleet, |worker| Report::WantsIssue { worker, issue }) != Some(false)
+}
+
 /// Whether another worker of this runner's fleet holds an issue: then an empty selection
 /// (all escalated or blocked) ends this worker, not the fleet (the coordinator's rule).
 pub(super) fn others_hold(fleet: Option<&Link>) -> bool {

@@ -220,11 +220,7 @@ impl StepRun<'_> {
                 match self.commit_of(&head) {
                     Ok(head) => {
                         crate::failpoint::point("branch updated: pushed");
-                        let said = format!(
-                        "the branch, up to date with {}, is pushed at {}: CI looks at it before the merge",
-                        self.run.main,
-                        head.short()
-                    );
+                        let said = say::pushed_for_ci(&self.run.main, &head.short());
                         self.say(said.clone());
                         self.log(&say::of_step(step.key(), &said));
                         return Event::BranchUpdated { head, usage };
@@ -235,7 +231,7 @@ impl StepRun<'_> {
             network::Patient::Done(Err(failed)) => failed,
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         };
-        let text = format!("{what}: {}", failed.what);
+        let text = say::call_failed(&what, &failed.what);
         if failed.kind == CallFailureKind::Conflict {
             return self.merge_conflict(&text, failed.paths, usage);
         }
@@ -255,15 +251,12 @@ impl StepRun<'_> {
         } else {
             paths.join(", ")
         };
-        let summary = format!(
-            "merge: the branch conflicts with {} in: {named}",
-            self.run.main
-        );
+        let summary = say::conflicts_in(&self.run.main, &named);
         self.say(what.to_string());
         self.log(&say::merge_conflict(&summary));
         self.shell.notifier.send(
             crate::notify::Severity::Warning,
-            &format!("issue #{issue}: {summary}"),
+            &say::of_issue(issue, &summary),
         );
         self.report.failure = Some(crate::journal::FailureDetail {
             step: Step::Merge,
@@ -364,7 +357,7 @@ impl StepRun<'_> {
                 other => Err(self.persons_move(other)),
             },
             network::Patient::Done(Err(failed)) => {
-                let text = format!("looking at the branch before the merge: {failed}");
+                let text = say::looked_before_merge(&failed);
                 self.say(text.clone());
                 let c = classify_builtin(step.key(), &text, failed.kind, false);
                 Err(self.failed(step, issue, c, Usage::default()))
@@ -406,7 +399,7 @@ impl StepRun<'_> {
         {
             network::Patient::Done(Ok(base)) => Ok(base),
             network::Patient::Done(Err(e)) => {
-                let text = format!("{what}: {e}");
+                let text = say::call_failed(&what, &e);
                 if let Some(paths) = e.conflict_paths() {
                     return Err(self.merge_conflict(&text, paths.to_vec(), Usage::default()));
                 }

@@ -60,7 +60,7 @@ pub(super) fn judge<T, E: std::fmt::Display + Kinded>(
             let error = e.to_string();
             let first_line = error.lines().next().unwrap_or_default();
             let told = Told {
-                said: format!("{what} failed on the network: {error}"),
+                said: say::failed_on_the_network(what, &error),
                 narration: say::network_failed(what, first_line),
             };
             (Patient::GaveUp(Event::NetworkFailed), Some(told))
@@ -71,9 +71,7 @@ pub(super) fn judge<T, E: std::fmt::Display + Kinded>(
                 let first_line = error.lines().next().unwrap_or_default();
                 let services = services();
                 let told = Told {
-                    said: format!(
-                        "{what} hit {services}'s rate limit (it lifts in {wait_secs} s): {first_line}"
-                    ),
+                    said: say::hit_rate_limit(what, &services, wait_secs, first_line),
                     narration: say::rate_limited(&services, what, first_line),
                 };
                 (
@@ -93,4 +91,19 @@ pub(super) fn ends_the_sequence(kind: CallFailureKind) -> bool {
     kind == CallFailureKind::Cancelled
         || kind.is_transient()
         || matches!(kind, CallFailureKind::RateLimited { .. })
+}
+
+/// Makes the call once, off the runtime, and judges its answer: what a handler that may meet
+/// the network does (`StepRun::patiently` for a step's), with what a failed call told.
+pub(super) async fn patiently<T, E>(
+    (io, shutdown, cfg): (&Io, &Shutdown, &crate::config::Config),
+    what: &str,
+    the_call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
+) -> (Patient<T, E>, Option<Told>)
+where
+    T: Send + 'static,
+    E: std::fmt::Display + Kinded + Send + 'static,
+{
+    let answer = call(io, the_call).await;
+    judge(shutdown, || cfg.api_services(), what, answer)
 }

@@ -1,8 +1,8 @@
 //! What a run was started with and on, fixed for its whole length, and where it restarts.
 
-use super::RunOptions;
 use crate::config::Config;
 use crate::machine::{Effect, Event};
+use crate::step::Step;
 use std::path::PathBuf;
 
 /// The run's givens: read by every handler, changed by none (a review round swaps the config
@@ -41,4 +41,27 @@ pub(super) struct Restart {
     /// Side effects of the last recorded batch, to complete before anything else (a crash may
     /// have cut them short; each is idempotent).
     pub redo: Vec<Effect>,
+}
+
+/// Flags of `sdlc-runner run` beyond the config.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// `--dry-run`: print what would run, change nothing.
+    pub dry_run: bool,
+    /// `--issue N`: work on this issue only.
+    pub issue: Option<u32>,
+    /// `--step N`: run this one step only.
+    pub step: Option<Step>,
+    /// `--discord-channel`: overrides the config's `discordChannelId`.
+    pub discord_channel: Option<String>,
+    /// `--ack-halt`: the operator has seen the sticky halt; a new session may start.
+    pub ack_halt: bool,
+    /// This runner's name for issue claims; claims are off without it.
+    pub worker_id: Option<String>,
+    /// Issues worked at once (`--workers`, else the config's `workers`).
+    pub workers: Option<u32>,
+    /// What the project spent over the last 24 hours, read once by the fleet for all its
+    /// workers (each worker's own runner directory holds only its clone's journal); `None`:
+    /// the runner reads it itself when `budget.perDayUsd` is set.
+    pub spent_today_micros: Option<u64>,
 }

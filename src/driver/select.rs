@@ -241,7 +241,7 @@ pub(super) async fn check_preconditions(
     step: Step,
 ) -> Answer {
     let mut told = Told::default();
-    let ctx = step_context(core, cycle);
+    let ctx = cycle.step_context(core);
     shell.state.current_step = step.number();
     told.narration
         .extend(shell.save_state(&run.cfg.project_path));
@@ -313,4 +313,30 @@ impl StepProbe {
             done,
         }
     }
+}
+
+/// An open issue skipped for lacking the selection label is said, not silently passed over:
+/// what to narrate.
+pub(super) async fn unlabelled(io: &Io) -> Vec<String> {
+    let (skipped, label) = io
+        .call(|w| {
+            (
+                w.tracker.open_without_label(),
+                w.tracker.label().to_string(),
+            )
+        })
+        .await;
+    if skipped.is_empty() {
+        return Vec::new();
+    }
+    vec![crate::narration::unlabelled(&issue_list(&skipped), &label)]
+}
+
+/// `#1, #2` for messages.
+pub(super) fn issue_list(numbers: &[u32]) -> String {
+    numbers
+        .iter()
+        .map(|n| format!("#{n}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }

@@ -42,4 +42,22 @@ impl Shell {
             .err()
             .map(|e| crate::narration::cannot_write_state(&e))
     }
+
+    /// The state file's count of failed attempts per step follows the events the machine took:
+    /// a failure counts, a success clears it, and a lost push race (no attempt) leaves it be.
+    pub fn mirror_retries(&mut self, event: &crate::machine::Event) {
+        match *event {
+            crate::machine::Event::StepFailed { step, .. } => {
+                *self
+                    .state
+                    .retries
+                    .entry(step.key().to_string())
+                    .or_default() += 1;
+            }
+            crate::machine::Event::StepSucceeded { step, .. } => {
+                self.state.retries.remove(step.key());
+            }
+            _ => {}
+        }
+    }
 }

@@ -72,7 +72,7 @@ impl StepRun<'_> {
 
     /// What the step's checks are told of the cycle.
     pub fn step_context(&self) -> StepContext {
-        super::step_context(self.core, self.cycle)
+        self.cycle.step_context(self.core)
     }
 
     /// Keeps what a function told while it worked: its words, its narration.
@@ -85,7 +85,8 @@ impl StepRun<'_> {
         }
     }
 
-    /// Makes the call once, off the runtime, and judges its answer (`network::judge`).
+    /// Makes the call once, off the runtime, and judges its answer (`network::patiently`),
+    /// with what a failed call told said and narrated.
     pub async fn patiently<T, E>(
         &mut self,
         what: &str,
@@ -95,8 +96,12 @@ impl StepRun<'_> {
         T: Send + 'static,
         E: std::fmt::Display + crate::call_failure::Kinded + Send + 'static,
     {
-        let answer = network::call(&self.shell.io, call).await;
-        self.judge(what, answer)
+        let hands = (&self.shell.io, &self.shell.shutdown, &self.run.cfg);
+        let (patient, failed) = network::patiently(hands, what, call).await;
+        let mut told = Told::default();
+        told.told(failed);
+        self.keep(told);
+        patient
     }
 
     /// What the answer of a call made off the runtime means, with what a failed call told

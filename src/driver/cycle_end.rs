@@ -1,0 +1,145 @@
+//! The requests that end an issue's cycle: the tracker is told the outcome (`RecordMerged`,
+//! `MarkEscalated`, `Unquarantine`), the claim is given back and the fleet told, the agent's
+//! leftover processes are stopped (`Cleanup`) and the state file forgets the issue
+//! (`ResetCycle`). What the tracker's answer means is the machine's.
+
+use super::claim::{self, ClaimKeeper};
+use super::cycle::Cycle;
+use super::fleet::{self, Link};
+use super::network::{self, Patient};
+use super::shell::Shell;
+use super::shutdown::Shutdown;
+use super::{report, Answer, Told};
+use crate::cleanup::{kill_matching, ProtectSet};
+use crate::config::Config;
+use crate::machine::{Core, Event};
+use crate::narration as say;
+use crate::ports::{Io, World};
+use crate::tracker;
+use sdlc_machine::fleet::Report;
+
+/// The calls a cycle's end makes: the blocking ports, the stop request, and the config that
+/// names the services whose rate limits a failed call may meet.
+pub(super) type Calls<'a> = (&'a Io, &'a Shutdown, &'a Config);
+
+/// `RecordMerged`: the claim is given back and the fleet told (the merge is already final,
+/// journaled with the event that led here, whatever the tracker answers), then the issue is
+/// closed in the tracker: `TrackerUpdated`, `TrackerWriteFailed` or the network's event.
+pub(super) async fn record_merged(
+    issue: u32,
+    (claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
+    calls: Calls<'_>,
+) -> Answer {
+    let mut told = Told::default();
+    told.narration
+        .extend(claim::release(claims, calls.0, issue).await);
+    fleet::tell(fleet, |worker| Report::Merged { worker, issue });
+    let what = say::closing_issue(issue);
+    let close = move |w: &World| w.tracker.close(issue, "merged by sdlc-runner");
+    let (written, failed) = network::patiently(calls, &what, close).await;
+    told.told(failed);
+    crate::failpoint::point("tracker: closed");
+    tracker_written(&what, written, told)
+}
+
+/// `MarkEscalated`: the issue is marked escalated in the tracker with the escalation
+/// diagnostic and the refs that rescue its work, then its claim is given back and the fleet
+/// told: `TrackerUpdated`, `TrackerWriteFailed` or the network's event.
+pub(super) async fn mark_escalated(
+    issue: u32,
+    (core, cycle, logs): (&Core, &Cycle, &std::path::Path),
+    (claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
+    calls: Calls<'_>,
+) -> Answer {
+    let known = cycle.issue.branch.clone();
+    let rescued = calls
+        .0
+        .call(move |w| {
+            let branch = w.git.feature_branch(issue).ok().flatten().or(known);
+            branch
+                .and_then(|b| w.git.rescue_refs(&b).ok())
+                .unwrap_or_default()
+        })
+        .await;
+    let logs = logs.display().to_string();
+    let mut text = report::escalation_diagnostic(issue, core.runner(), core.last_words(), &logs);
+    text.push_str(&report::rescued(&rescued));
+    let what = say::marking_escalated(issue);
+    let mark = move |w: &World| w.tracker.mark_escalated(issue, &text);
+    let (written, failed) = network::patiently(calls, &what, mark).await;
+    let mut told = Told::default();
+    told.told(failed);
+    crate::failpoint::point("tracker: marked escalated");
+    told.narration
+        .extend(claim::release(claims, calls.0, issue).await);
+    fleet::tell(fleet, |worker| Report::Escalated { worker, issue });
+    tracker_written(&what, written, told)
+}
+
+/// `Unquarantine`: the quarantine of an escalated issue is lifted in the tracker, with the
+/// note that says why: `TrackerUpdated`, `TrackerWriteFailed` or the network's event.
+pub(super) async fn unquarantine(issue: u32, core: &Core, calls: Calls<'_>) -> Answer {
+    let note = report::release_note(issue, core.runner());
+    let what = say::lifting_quarantine(issue);
+    let lift = {
+        let note = note.clone();
+        move |w: &World| w.tracker.unquarantine(issue, &note)
+    };
+    let (written, failed) = network::patiently(calls, &what, lift).await;
+    let mut told = Told::default();
+    told.told(failed);
+    if matches!(written, Patient::Done(Ok(()))) {
+        told.narrate(say::released(issue, &note));
+    }
+    tracker_written(&what, written, told)
+}
+
+/// `Cleanup`: the agent's leftover processes (the config's patterns) are stopped; what it
+/// narrates.
+pub(super) async fn cleanup(cfg: &Config, io: &Io) -> Vec<String> {
+    let patterns = cfg.cleanup.process_patterns.clone();
+    // Its grace between SIGTERM and SIGKILL is a wait: off the runtime.
+    let kill = move |_: &World| kill_matching(&patterns, &ProtectSet::current());
+    let killed = io.call(kill).await;
+    killed
+        .into_iter()
+        .map(|(pid, cmd)| say::cleanup_stopped(pid, &cmd))
+        .collect()
+}
+
+/// `ResetCycle`: the state file and the cycle forget the issue; what it narrates.
+pub(super) fn reset_cycle(
+    shell: &mut Shell,
+    cycle: &mut Cycle,
+    project: &std::path::Path,
+) -> Vec<String> {
+    let state = &mut shell.state;
+    state.current_issue = None;
+    state.current_issue_ref = None;
+    state.current_branch = None;
+    state.feature_name = None;
+    state.retries.clear();
+    state.current_step = 0;
+    state.last_completed_step = 0;
+    state.pr_number = None;
+    cycle.feature = None;
+    shell.save_state(project).into_iter().collect()
+}
+
+/// The machine's event for a tracker write: written, refused (the environment's, with the
+/// error kept for the halt diagnostic) or failed on the network; with what was told so far.
+fn tracker_written(
+    what: &str,
+    written: Patient<(), tracker::TrackerError>,
+    mut told: Told,
+) -> Answer {
+    match written {
+        Patient::Done(Ok(())) => told.answer(Event::TrackerUpdated),
+        Patient::Done(Err(e)) => {
+            told.say(say::call_failed(what, &e));
+            told.narrate(say::tracker_write_failed(what, &e));
+            told.answer(Event::TrackerWriteFailed)
+        }
+        Patient::GaveUp(event) | Patient::Cancelled(event) => told.answer(event),
+    }
+}
