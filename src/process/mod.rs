@@ -39,8 +39,7 @@ pub use off_runtime::may_block;
 pub use off_runtime::off_runtime;
 use stop::stop_error;
 pub use stop::{
-    cancellable, deadline_after, install_stop_handler, stop_signal, stopped, within_deadline,
-    Scope, Stopped,
+    cancellable, deadline_after, install_stop_handler, stopped, within_deadline, Scope, Stopped,
 };
 pub use stop_token::StopToken;
 
