@@ -184,6 +184,15 @@ fn git_starts_only_in_git() {
                 code.contains("Command::new(crate::process::git_program"),
                 "Command::new(git_program())",
             ),
+            (
+                raw.contains("ChildSpec::new(\"git\")"),
+                "ChildSpec::new(\"git\")",
+            ),
+            (
+                code.contains("ChildSpec::new(git_program")
+                    || code.contains("ChildSpec::new(crate::process::git_program"),
+                "ChildSpec::new(git_program())",
+            ),
             (code.contains("git_command("), "git_command"),
             (code.contains("git_within("), "git_within"),
             (code.contains("git_output("), "git_output"),
@@ -196,6 +205,49 @@ fn git_starts_only_in_git() {
     assert!(
         started.is_empty(),
         "git started outside src/git/ (call crate::git::command::output, within or run):\n{}",
+        started.join("\n")
+    );
+}
+
+/// Every child process starts in `src/process/` (`ChildSpec`): its own group, a deadline, the
+/// run's stop, head and tail of its output, for git, gh, the tracker's commands, the local CI,
+/// a notification and the agent alike. Only the scripted fake agent (a stand-in CLI, not the
+/// runner) and unit tests start processes of their own.
+#[test]
+fn processes_start_only_in_process() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut started = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .expect("a file under src/")
+            .to_string_lossy()
+            .to_string();
+        if rel.starts_with("process/")
+            || rel.starts_with("fake_agent/")
+            || rel.ends_with("tests.rs")
+        {
+            continue;
+        }
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        let text = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+        let code = strip(text).replace(char::is_whitespace, "");
+        for what in [
+            "Command::new(",
+            "process::Command",
+            "CommandExt",
+            ".spawn()",
+            ".output()",
+        ] {
+            if code.contains(what) {
+                started.push(format!("src/{rel}: {what}"));
+            }
+        }
+    }
+    assert!(
+        started.is_empty(),
+        "a process started outside src/process/ (build a crate::process::ChildSpec):\n{}",
         started.join("\n")
     );
 }

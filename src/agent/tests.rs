@@ -1,8 +1,12 @@
 use super::*;
+use crate::cleanup;
 use crate::logs::LiveCap;
+use crate::process::streaming::DRAIN_AFTER_KILL;
+use rustix::process::Signal;
 use std::fs::Permissions;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
+use std::time::Duration;
 use tempfile::TempDir;
 
 fn script(dir: &TempDir, name: &str, body: &str) -> PathBuf {
@@ -61,36 +65,6 @@ fn stopped_promptly_leaving_nothing(exit: &AgentExit) {
         exit.duration
     );
     assert!(!cleanup::group_alive(exit.pid as i32));
-}
-
-#[test]
-fn tail_keeps_only_the_last_bytes() {
-    let mut tail = Tail::new(4);
-    tail.push(b"ab");
-    tail.push(b"cd");
-    tail.push(b"ef");
-    assert_eq!(tail.into_string(), "cdef");
-
-    let mut tail = Tail::new(4);
-    tail.push(b"0123456789");
-    assert_eq!(tail.into_string(), "6789");
-
-    let mut tail = Tail::new(4);
-    for _ in 0..1000 {
-        tail.push(b"xyz");
-        assert!(tail.buf.len() <= 8);
-    }
-    assert_eq!(tail.into_string(), "zxyz");
-}
-
-#[test]
-fn tail_drops_a_utf8_sequence_split_by_the_cut() {
-    let mut tail = Tail::new(4);
-    tail.push("aé€".as_bytes()); // 1 + 2 + 3 bytes; the last 4 start inside "é"
-    assert_eq!(tail.into_string(), "€");
-    let mut whole = Tail::new(16);
-    whole.push("é€".as_bytes());
-    assert_eq!(whole.into_string(), "é€");
 }
 
 #[tokio::test]

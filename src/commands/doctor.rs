@@ -4,9 +4,9 @@
 //! fix; exit 2 when a check fails, else 0. Doctor changes nothing on disk.
 
 use crate::config::{Config, ForgeKind, TrackerConfig};
+use crate::process::ChildSpec;
 use crate::step::Step;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 mod gitlab;
@@ -251,7 +251,7 @@ fn agent(cfg: &Config) -> Check {
             )
         }
     };
-    let mut cmd = Command::new(&program);
+    let mut cmd = ChildSpec::new(&program);
     cmd.arg("--version");
     match crate::process::output_within(cmd, PROBE_TIMEOUT) {
         Ok(Some(out)) if out.status.success() => {
@@ -415,7 +415,7 @@ fn gh_auth(cfg: &Config) -> Check {
             );
         }
     };
-    let mut cmd = Command::new("gh");
+    let mut cmd = ChildSpec::new("gh");
     cmd.args(["auth", "status"])
         .current_dir(&cfg.project_path)
         .env("GH_PROMPT_DISABLED", "1");

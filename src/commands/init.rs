@@ -293,7 +293,7 @@ fn with_gitlab(text: &str, url: &str, project: &str) -> String {
 /// what makes a remote there one the github tracker and forge can use. No gh, or no answer
 /// within the limit, is a no.
 fn gh_logged_in(top: &Path, host: &str) -> bool {
-    let mut cmd = std::process::Command::new("gh");
+    let mut cmd = crate::process::ChildSpec::new("gh");
     cmd.args(["auth", "status", "--hostname", host])
         .current_dir(top)
         .env("GH_PROMPT_DISABLED", "1")

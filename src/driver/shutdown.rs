@@ -1,24 +1,23 @@
 //! The operator's request to stop (SIGINT, SIGTERM, SIGHUP), as one value every wait can
-//! watch: which signal came first, and a channel that wakes whoever is sleeping or running an
-//! agent.
+//! watch: the run's child of the process's stop token (`process::StopToken`), which records
+//! which signal came and wakes whoever is sleeping or running an agent.
 
 use crate::machine::{Event, Signal, Usage};
-use std::sync::{Arc, Mutex};
+use crate::process::StopToken;
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use tokio::sync::watch;
 
 /// Cloneable handle; all clones see the same request.
 #[derive(Debug, Clone)]
 pub(super) struct Shutdown {
-    /// The latest signal received.
-    signal: Arc<Mutex<Option<Signal>>>,
-    stop: crate::process::StopToken,
+    stop: StopToken,
 }
 
 impl Shutdown {
+    /// Stopped by a signal to the process, or by this run alone ([`Shutdown::request`]).
     pub(super) fn new() -> Self {
         Shutdown {
-            signal: Arc::new(Mutex::new(None)),
-            stop: crate::process::StopToken::new(),
+            stop: StopToken::signals().child(),
         }
     }
 
@@ -31,38 +30,38 @@ impl Shutdown {
         crate::process::install_stop_handler()
             .map_err(|e| format!("cannot install signal handler: {e}"))?;
         for (kind, sig) in [
-            (SignalKind::interrupt(), Signal::Int),
-            (SignalKind::terminate(), Signal::Term),
-            (SignalKind::hangup(), Signal::Hup),
+            (SignalKind::interrupt(), SIGINT),
+            (SignalKind::terminate(), SIGTERM),
+            (SignalKind::hangup(), SIGHUP),
         ] {
             let mut stream =
                 signal(kind).map_err(|e| format!("cannot install signal handler: {e}"))?;
-            let this = self.clone();
+            // The handler set the token; this wakes its waiters.
             tokio::spawn(async move {
                 while stream.recv().await.is_some() {
-                    this.request(sig);
+                    StopToken::signals().stop_for(sig);
                 }
             });
         }
         Ok(())
     }
 
-    /// Records `signal` and wakes every waiter.
+    /// Records `signal` and wakes every waiter of this run.
     pub(super) fn request(&self, signal: Signal) {
-        *self.signal.lock().unwrap_or_else(|p| p.into_inner()) = Some(signal);
-        self.stop.stop();
+        self.stop.stop_for(match signal {
+            Signal::Int => SIGINT,
+            Signal::Hup => SIGHUP,
+            Signal::Term => SIGTERM,
+        });
     }
 
-    /// The signal that asked for the shutdown, if one did: recorded here, or seen by the
-    /// process runner's handler before the task that records it could run.
+    /// The signal that asked for the shutdown, if one did: this run's request, or a signal to
+    /// the process.
     pub(super) fn requested(&self) -> Option<Signal> {
-        let recorded = *self.signal.lock().unwrap_or_else(|p| p.into_inner());
-        recorded.or_else(|| {
-            crate::process::stop_signal().map(|sig| match sig {
-                signal_hook::consts::SIGINT => Signal::Int,
-                signal_hook::consts::SIGHUP => Signal::Hup,
-                _ => Signal::Term,
-            })
+        self.stop.signal().map(|sig| match sig {
+            SIGINT => Signal::Int,
+            SIGHUP => Signal::Hup,
+            _ => Signal::Term,
         })
     }
 

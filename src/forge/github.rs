@@ -12,9 +12,9 @@ pub use reviews::{check_reviews_readable, login_of, parse_review_state, Lists, R
 
 use super::{ForgeError, Pr, PrState};
 use crate::call_failure::{path_segment, CallFailureKind, HttpAnswer};
+use crate::process::ChildSpec;
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// A pull request as GitHub's REST API lists it (`GET repos/{owner}/{repo}/pulls`).
 #[derive(Deserialize)]
@@ -105,7 +105,7 @@ fn run_gh_with(
     args: &[&str],
     stdin: Option<Vec<u8>>,
 ) -> Result<std::process::Output, ForgeError> {
-    let mut cmd = Command::new(gh);
+    let mut cmd = ChildSpec::new(gh);
     cmd.args(args)
         .current_dir(dir)
         // gh must never stop to ask a question in an unattended run.
@@ -523,7 +523,7 @@ pub fn parse_gh_version(text: &str) -> Option<(u32, u32, u32)> {
 /// an operator's words (the version found and the one needed, or why none was read).
 pub fn check_gh_version(gh: &Path, dir: &Path) -> Result<String, String> {
     let (a, b, c) = GH_MINIMUM;
-    let mut cmd = Command::new(gh);
+    let mut cmd = ChildSpec::new(gh);
     cmd.arg("--version")
         .current_dir(dir)
         .env("GH_PROMPT_DISABLED", "1");

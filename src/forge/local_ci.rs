@@ -7,9 +7,9 @@
 
 use super::{CiState, ForgeError};
 use crate::git::repo::Repo;
+use crate::process::ChildSpec;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// Bytes of the command's output kept as the failing check's log excerpt.
@@ -131,7 +131,7 @@ impl LocalCi {
         let tree = scratch.path().join("tree");
         let tree_text = tree.to_string_lossy().into_owned();
         repo.git_checked(&["worktree", "add", "--detach", "--quiet", &tree_text, sha])?;
-        let mut cmd = Command::new(program);
+        let mut cmd = ChildSpec::new(program);
         cmd.args(args).current_dir(&tree);
         // Its group dies when it ends: a server it started does not outlive the test run.
         let ran = crate::process::output_within_budget(cmd, self.timeout, OUTPUT_BUDGET);

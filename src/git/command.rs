@@ -8,7 +8,9 @@
 use std::ffi::OsStr;
 use std::io;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
+
+use crate::process::ChildSpec;
 use std::time::Duration;
 
 /// Longest a single git command may take: a fetch or push over a dead network must not hang
@@ -16,8 +18,8 @@ use std::time::Duration;
 pub const GIT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The git command line every git call of the runner starts.
-fn command(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new(crate::process::git_program());
+fn command(dir: &Path, args: &[&str]) -> ChildSpec {
+    let mut cmd = ChildSpec::new(crate::process::git_program());
     cmd.args(args)
         .current_dir(dir)
         .env("GIT_TERMINAL_PROMPT", "0")

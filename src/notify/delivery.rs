@@ -2,11 +2,11 @@
 //! webhook, a command), each attempt time-limited, retried while another attempt can help.
 
 use super::{append_log, tail, Channel, Job, NotifyOptions};
+use crate::process::ChildSpec;
 use crate::process::{run_tracked, Budget, Captured, ChildSlot};
 use crate::redact::redact;
 use std::io::{self};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::thread;
 use std::time::Duration;
 
@@ -72,7 +72,7 @@ impl Worker {
         let timeout = self.options.timeout;
         match channel {
             Channel::Discord { openclaw, target } => {
-                let mut cmd = Command::new(openclaw);
+                let mut cmd = ChildSpec::new(openclaw);
                 cmd.args(["message", "send", "--channel", "discord", "--target"])
                     .arg(target)
                     .arg("-m")
@@ -105,7 +105,7 @@ impl Worker {
                 let text = webhook_text(&job.text);
                 let body = serde_json::json!({ "content": text, "text": text }).to_string();
                 let secs = timeout.as_secs().max(1).to_string();
-                let mut cmd = Command::new(&self.options.curl);
+                let mut cmd = ChildSpec::new(&self.options.curl);
                 cmd.args(["-sS", "-f", "-m"])
                     .arg(&secs)
                     .args([
@@ -138,7 +138,7 @@ impl Worker {
                 )
             }
             Channel::Command { program, args } => {
-                let mut cmd = Command::new(program);
+                let mut cmd = ChildSpec::new(program);
                 cmd.args(args)
                     .arg(&job.text)
                     .env("SDLC_SEVERITY", job.severity.as_str());

@@ -1,6 +1,6 @@
 //! How many children this process has started that may have changed something on disk: the
-//! epoch a cache of git answers (`git::repo::answers`) is valid in. Every spawn of the process
-//! runner and of the agent runner ends the epoch, except the spawn of a read-only query run
+//! epoch a cache of git answers (`git::repo::answers`) is valid in. Every spawn of a
+//! `ChildSpec` (the agent's included) ends the epoch, except the spawn of a read-only query run
 //! inside [`quietly`]. It lives here, below git, because the process runner counts the spawns.
 
 use std::cell::Cell;

@@ -3,7 +3,8 @@
 //! from a payload or nothing, stdout and stderr captured with a bound, a hard time limit that
 //! kills the whole group, and an optional "success marker" on stdout for CLIs that hang after
 //! doing their job. A grandchild holding the pipes open cannot keep the runner waiting.
-//! (The agent itself, which streams for hours, is run by `agent`.)
+//! The agent, which streams for hours, is the same kind of child read as it runs
+//! ([`streaming`]); every child is described by one [`ChildSpec`] (`child.rs`).
 //!
 //! Every child dies with its whole group: at its time limit, when the runner is asked to stop
 //! (SIGINT, SIGTERM, SIGHUP, seen by a signal handler of this module within milliseconds on
@@ -17,16 +18,19 @@
 
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
+mod child;
 pub mod children;
 mod git_program;
 mod off_runtime;
+mod output;
 pub mod reaper;
+pub mod streaming;
 pub use git_program::git_program;
 mod stop;
 mod stop_token;
@@ -35,10 +39,13 @@ pub use off_runtime::may_block;
 pub use off_runtime::off_runtime;
 use stop::stop_error;
 pub use stop::{
-    cancellable, deadline_after, install_stop_handler, stop_signal, stopped, within_deadline,
-    Scope, Stopped,
+    cancellable, deadline_after, install_stop_handler, stopped, within_deadline, Scope, Stopped,
 };
 pub use stop_token::StopToken;
+
+pub use child::ChildSpec;
+pub use output::Budget;
+use output::Kept;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -68,64 +75,6 @@ impl Captured {
     }
 }
 
-/// Bytes of one stream kept: the first half and the last half of the budget, with a line
-/// saying how much was cut between them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Budget(pub usize);
-
-impl Budget {
-    /// Large enough for `gh issue list --limit 1000` with bodies; a bound all the same.
-    pub const DEFAULT: Budget = Budget(64 * 1024 * 1024);
-}
-
-/// One stream's output: its head, and a tail that keeps moving.
-struct Kept {
-    half: usize,
-    head: Vec<u8>,
-    tail: Vec<u8>,
-    /// Bytes dropped from the front of `tail`.
-    cut: u64,
-}
-
-impl Kept {
-    fn new(budget: Budget) -> Kept {
-        Kept {
-            half: (budget.0 / 2).max(1),
-            head: Vec::new(),
-            tail: Vec::new(),
-            cut: 0,
-        }
-    }
-
-    fn push(&mut self, mut bytes: &[u8]) {
-        let room = self.half.saturating_sub(self.head.len());
-        let (first, rest) = bytes.split_at(bytes.len().min(room));
-        self.head.extend_from_slice(first);
-        bytes = rest;
-        if bytes.is_empty() {
-            return;
-        }
-        self.tail.extend_from_slice(bytes);
-        // Trimmed in batches (at twice the half), so each byte is moved at most once more.
-        if self.tail.len() >= 2 * self.half {
-            let excess = self.tail.len() - self.half;
-            self.tail.drain(..excess);
-            self.cut += excess as u64;
-        }
-    }
-
-    fn text(&self) -> String {
-        let mut all = self.head.clone();
-        let extra = self.tail.len().saturating_sub(self.half);
-        let cut = self.cut + extra as u64;
-        if cut > 0 {
-            all.extend_from_slice(format!("\n[… {cut} bytes of output cut …]\n").as_bytes());
-        }
-        all.extend_from_slice(&self.tail[extra..]);
-        lossy(&all)
-    }
-}
-
 enum Chunk {
     Out(Vec<u8>),
     Err(Vec<u8>),
@@ -133,12 +82,12 @@ enum Chunk {
     ErrEof,
 }
 
-/// Runs `cmd` in its own process group with piped output and an optional stdin payload.
+/// Runs `spec` in its own process group with piped output and an optional stdin payload.
 /// Returns when the child exits, when `marker` recognises its stdout so far (the group is
 /// then killed: some CLIs hang after doing their job), or at `timeout` (group killed).
 /// A grandchild that keeps the pipes open cannot hold us beyond a short grace period.
 pub(crate) fn run_captured(
-    cmd: Command,
+    cmd: ChildSpec,
     stdin: Option<Vec<u8>>,
     timeout: Duration,
     marker: Option<fn(&str) -> bool>,
@@ -151,7 +100,7 @@ pub(crate) fn run_captured(
 ///
 /// No parent-death signal here: it would make every git call fork (see [`die_with_parent`]).
 pub(crate) fn output_within(
-    cmd: Command,
+    cmd: ChildSpec,
     timeout: Duration,
 ) -> io::Result<Option<std::process::Output>> {
     output_of(cmd, timeout, Budget::DEFAULT)
@@ -160,16 +109,16 @@ pub(crate) fn output_within(
 /// [`output_within`] for a long command (the local CI's): at most `budget` bytes of each
 /// stream kept (head and tail), and SIGKILL to the command if the runner dies.
 pub(crate) fn output_within_budget(
-    mut cmd: Command,
+    mut cmd: ChildSpec,
     timeout: Duration,
     budget: Budget,
 ) -> io::Result<Option<std::process::Output>> {
-    die_with_parent(&mut cmd);
+    cmd.dies_with_parent();
     output_of(cmd, timeout, budget)
 }
 
 fn output_of(
-    cmd: Command,
+    cmd: ChildSpec,
     timeout: Duration,
     budget: Budget,
 ) -> io::Result<Option<std::process::Output>> {
@@ -224,7 +173,7 @@ impl Running<'_> {
 }
 
 pub(crate) fn run_tracked(
-    cmd: Command,
+    cmd: ChildSpec,
     stdin: Option<Vec<u8>>,
     timeout: Duration,
     marker: Option<fn(&str) -> bool>,
@@ -237,7 +186,7 @@ pub(crate) fn run_tracked(
     } else {
         cmd.get_program().to_string_lossy().into_owned()
     };
-    let args = shown_args(&cmd);
+    let args = shown_args(&cmd.cmd);
     let cwd = cmd
         .get_current_dir()
         .map_or_else(|| ".".to_string(), |d| d.display().to_string());
@@ -280,7 +229,7 @@ fn shown_args(cmd: &Command) -> String {
 }
 
 fn run_tracked_inner(
-    mut cmd: Command,
+    cmd: ChildSpec,
     stdin: Option<Vec<u8>>,
     timeout: Duration,
     marker: Option<fn(&str) -> bool>,
@@ -291,21 +240,8 @@ fn run_tracked_inner(
     if let Some(why) = scope.stop_now() {
         return Err(stop_error(why));
     }
-    cmd.stdin(if stdin.is_some() {
-        Stdio::piped()
-    } else {
-        Stdio::null()
-    })
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    // What the child leaves behind outside its group (a hook's daemon) ends with the step.
-    if let Some(mark) = scope.mark() {
-        let dir = cmd.get_current_dir().map(std::path::Path::to_path_buf);
-        cmd.envs(mark.vars(dir.as_deref()));
-    }
     let deadline = Instant::now() + timeout;
-    let mut child = spawn_retrying(&mut cmd)?;
+    let mut child = cmd.spawn_blocking(stdin.is_some(), scope.mark())?;
     let pid = child.id();
     if let Some(slot) = slot {
         *lock(slot) = Some(pid);
@@ -414,31 +350,6 @@ fn run_tracked_inner(
     })
 }
 
-/// Writing a script and executing it while another thread forks can fail with ETXTBSY for
-/// a moment; that is not a reason to lose a notification.
-fn spawn_retrying(cmd: &mut Command) -> io::Result<std::process::Child> {
-    let mut tries = 0;
-    loop {
-        match reaper::spawned(|| cmd.spawn(), |c| Some(c.id())) {
-            Err(e)
-                if e.raw_os_error() == Some(rustix::io::Errno::TXTBSY.raw_os_error())
-                    && tries < 10 =>
-            {
-                tries += 1;
-                thread::sleep(Duration::from_millis(20));
-            }
-            other => {
-                if other.is_ok() {
-                    children::child_started();
-                    let git = std::path::Path::new(cmd.get_program()) == git_program();
-                    crate::stats::spawned(git);
-                }
-                return other;
-            }
-        }
-    }
-}
-
 /// Polls for the exit, first every 50 µs and backing off to every 10 ms: a child that closed
 /// its pipes is usually reaped within microseconds, and a fixed first nap of 10 ms made each
 /// short git command cost up to 10 ms more than itself.
@@ -531,10 +442,6 @@ pub(crate) fn die_with_parent(cmd: &mut Command) {
 
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn die_with_parent(_cmd: &mut Command) {}
-
-fn lossy(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
 
 /// SIGKILL to the process group led by `pid` (a child we spawned with `process_group(0)`).
 pub(crate) fn signal_group(pid: u32) {

@@ -1,12 +1,13 @@
-//! Stopping children early: the runner's stop request (a signal handler of its own, seen
+//! Stopping children early: the signal handler that stops the process's [`StopToken`] (seen
 //! within milliseconds even while the async runtime is blocked in a call) and the scopes a
-//! call runs in (cancellable on a stop request, bounded by the deadline of the step it serves).
+//! call runs in (cancellable on that stop, bounded by the deadline of the step it serves).
 
 use std::cell::Cell;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, LazyLock, Once};
+use std::sync::Once;
 use std::time::Instant;
+
+use super::StopToken;
 
 /// Why a child was stopped before it ended by itself, other than its own time limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -30,37 +31,27 @@ pub(super) fn stop_error(why: Stopped) -> io::Error {
     io::Error::new(kind, why)
 }
 
-/// Set by the signal handler (async-signal-safe: two atomic stores) on SIGINT, SIGTERM or SIGHUP.
-static STOP: LazyLock<Arc<AtomicBool>> = LazyLock::new(Arc::default);
-static STOP_SIGNAL: LazyLock<Arc<AtomicUsize>> = LazyLock::new(Arc::default);
-
-/// Installs (once per process) the handler that marks a stop request for every cancellable
-/// call. It runs beside the async runtime's own handlers, so a runtime blocked in a git call
-/// still has its call stopped within milliseconds.
+/// Installs (once per process) the handler that stops the process's token
+/// ([`StopToken::signals`]) for every cancellable call. It runs beside the async runtime's own
+/// handlers, so a runtime blocked in a git call still has its call stopped within milliseconds.
 pub fn install_stop_handler() -> io::Result<()> {
     static ONCE: Once = Once::new();
     let mut result = Ok(());
     ONCE.call_once(|| {
         use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        let (stop, signal) = StopToken::signals().handler_targets();
         for sig in [SIGINT, SIGTERM, SIGHUP] {
             // Actions run in the order registered: the signal is recorded before the stop is.
             let registered = usize::try_from(sig)
                 .map_err(io::Error::other)
-                .and_then(|n| signal_hook::flag::register_usize(sig, Arc::clone(&STOP_SIGNAL), n))
-                .and_then(|_| signal_hook::flag::register(sig, Arc::clone(&STOP)));
+                .and_then(|n| signal_hook::flag::register_usize(sig, signal.clone(), n))
+                .and_then(|_| signal_hook::flag::register(sig, stop.clone()));
             if let Err(e) = registered {
                 result = Err(e);
             }
         }
     });
     result
-}
-
-/// The signal number of the last stop request, if one came.
-pub fn stop_signal() -> Option<i32> {
-    STOP.load(Ordering::SeqCst)
-        .then(|| STOP_SIGNAL.load(Ordering::SeqCst))
-        .and_then(|n| i32::try_from(n).ok())
 }
 
 /// What the calls made on this thread inside a scope obey, beyond their own time limit. A call
@@ -153,7 +144,7 @@ impl Scope {
 
     /// Whether a child of this scope must be stopped now, and why.
     pub fn stop_now(&self) -> Option<Stopped> {
-        if self.cancellable && STOP.load(Ordering::SeqCst) {
+        if self.cancellable && StopToken::signals().is_stopped() {
             return Some(Stopped::Shutdown);
         }
         match self.deadline {

@@ -1,7 +1,7 @@
 use super::*;
 
-fn sh(script: &str) -> Command {
-    let mut cmd = Command::new("sh");
+fn sh(script: &str) -> ChildSpec {
+    let mut cmd = ChildSpec::new("sh");
     cmd.args(["-c", script]);
     cmd
 }

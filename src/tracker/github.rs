@@ -22,11 +22,11 @@ use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError}
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::notify::tail;
 use crate::process::run_captured;
+use crate::process::ChildSpec;
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::Duration;
 
@@ -316,7 +316,7 @@ impl GitHub {
         args: &[&str],
         stdin: Option<Vec<u8>>,
     ) -> Result<crate::process::Captured, TrackerError> {
-        let mut cmd = Command::new(&self.gh);
+        let mut cmd = ChildSpec::new(&self.gh);
         cmd.args(args)
             .current_dir(&self.repo_dir)
             // Never wait for a pager or a prompt: the runner is unattended.

@@ -6,9 +6,9 @@
 
 use crate::config::AgentKind;
 use crate::config::{AgentConfig, Config};
+use crate::process::ChildSpec;
 use crate::step::Step;
 use std::path::PathBuf;
-use std::process::Command;
 use std::time::Duration;
 
 const PROBE_TIMEOUT: Duration = Duration::from_secs(20);
@@ -127,9 +127,8 @@ fn unmetered(cfg: &Config, kind: AgentKind) -> Option<Check> {
 }
 
 fn probe(agent: &AgentConfig, program: &PathBuf, args: &[&str]) -> Option<(bool, String)> {
-    let mut cmd = Command::new(program);
+    let mut cmd = ChildSpec::new(program);
     cmd.args(&agent.args).args(args).envs(&agent.env);
-    cmd.stdin(std::process::Stdio::null());
     let out = crate::process::output_within(cmd, PROBE_TIMEOUT).ok()??;
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);

@@ -5,9 +5,9 @@
 use super::{Check, PROBE_TIMEOUT};
 use crate::agent::sandbox::{self, Spec};
 use crate::config::{AgentKind, Config, SandboxConfig, SandboxKind, SandboxNetwork};
+use crate::process::ChildSpec;
 use crate::step::Step;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 /// One line per distinct sandbox of the agent steps.
 pub(super) fn checks(cfg: &Config) -> Vec<Check> {
@@ -118,7 +118,7 @@ fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
             )
         }
     };
-    let mut cmd = Command::new(&wrapped.program);
+    let mut cmd = ChildSpec::new(&wrapped.program);
     cmd.args(&wrapped.args).env_clear().envs(wrapped.env);
     let network = match sandbox.network {
         SandboxNetwork::Host => "network host",
