@@ -924,3 +924,47 @@ fn a_branch_deleted_during_a_round_drops_the_cycle_and_pushes_nothing() {
     );
     p.replays_exactly();
 }
+
+/// A teammate merges the PR by hand while the agent of a review round works (they judged the
+/// reviewed commit good enough). The round's answer is not pushed and merged after theirs:
+/// the issue is recorded merged once, and origin's main stays at the teammate's merge.
+#[test]
+fn a_merge_by_hand_during_a_round_is_recorded_once_and_the_round_is_not_merged_after_it() {
+    let p = one_issue_with_a_round(json!({}));
+    let person = p.root.join("person");
+    let merged = p.root.join("merged");
+    let wrapper = round_agent(
+        &p,
+        &format!(
+            "if [ ! -e '{merged}' ]; then\n\
+             branch=$(git rev-parse --abbrev-ref HEAD)\n\
+             git clone --quiet '{origin}' '{person}'\n\
+             cd '{person}' && git -c user.name=Person -c user.email=person@example.com merge --quiet --no-ff -m 'Merged by hand' \"origin/$branch\"\n\
+             git push --quiet origin main && git rev-parse HEAD > '{merged}'\n\
+             cd - > /dev/null\n\
+             fi\n\
+             exec '{bin}' \"$@\"",
+            merged = merged.display(),
+            origin = p.origin.display(),
+            person = person.display(),
+            bin = e2e::BIN
+        ),
+    );
+    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Rename foo to bar.");
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    let by_hand = std::fs::read_to_string(&merged)
+        .unwrap_or_else(|e| panic!("the teammate's merge did not happen ({e}): {all}"));
+    assert_eq!(code(&out), 0, "{all}");
+    let main = e2e::git(&p.origin, &["rev-parse", "main"]);
+    assert_eq!(main, by_hand.trim(), "nothing merged after theirs: {all}");
+    assert!(all.contains("was merged into main by a person"), "{all}");
+    assert_eq!(p.issue(1)["state"], "closed", "{all}");
+    let records = p
+        .journal()
+        .iter()
+        .filter(|l| l["effect"]["effect"] == "recordMerged")
+        .count();
+    assert_eq!(records, 1, "the issue was closed once: {all}");
+    p.replays_exactly();
+}

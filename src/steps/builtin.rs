@@ -480,7 +480,7 @@ pub enum Update {
 }
 
 /// A person's move of `branch` while the agent worked on it (a conflict's repair, a review
-/// round), as `seen` on origin: merged into main, deleted or its pull request closed, or a
+/// round), as `seen` on origin: merged into main (its head or `verified`), deleted or its pull request closed, or a
 /// head that is neither `verified` (the commit whose merge conflicted) nor one the local
 /// branch holds or held (the agent pushed its work itself, or rewrote the branch's own
 /// history). `None`: only the runner and its agent moved it.
@@ -496,9 +496,13 @@ fn persons_move_since(
             "the branch {branch} is gone from this clone after the agent worked on it"
         )));
     };
+    // Merged by a person: main holds the commit CI passed, or origin's head of the branch
+    // (a round has no verified commit: the one reviewed is that head).
     if let Some(main) = seen.main.as_deref() {
-        if !verified.is_empty() && repo.contains_commit(main, verified)? {
-            return Ok(Some(Head::Merged));
+        for merged in [Some(verified), seen.head.as_deref()].into_iter().flatten() {
+            if !merged.is_empty() && repo.contains_commit(main, merged)? {
+                return Ok(Some(Head::Merged));
+            }
         }
     }
     let Some(head) = seen.head.as_deref() else {
