@@ -354,7 +354,9 @@ pub enum Effect {
     /// round's feedback (`Runner::review_handout`), then the runner commits what it changed
     /// and pushes the branch. Answered as monitorCI's repair: `Repaired` of monitorCI once
     /// pushed (CI is looked at again for the new head), or `StepFailed` of monitorCI (an
-    /// attempt failure like any step's), `NetworkFailed` or `RateLimited`.
+    /// attempt failure like any step's), `NetworkFailed` or `RateLimited`; a person's move
+    /// during the round, found before the push, as at monitorCI's looks: `BranchMoved`,
+    /// `AlreadyMerged` (merged by hand) or `IssueWithdrawn` (the branch deleted, the PR closed).
     ///
     /// ```
     /// # use sdlc_machine::machine::{doc_support::*, *};
