@@ -150,20 +150,9 @@ fn the_ports_name_no_adapter() {
 /// Unit tests' fixtures (after a file's `#[cfg(test)]`) are not the runner's commands.
 #[test]
 fn git_starts_only_in_git() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut started = Vec::new();
-    for file in rust_files(&src) {
-        let rel = file
-            .strip_prefix(&src)
-            .expect("a file under src/")
-            .to_string_lossy()
-            .to_string();
-        if rel.starts_with("git/") || rel.starts_with("fake_agent/") || rel.ends_with("tests.rs") {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-        let text = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
+    for (rel, text) in runner_code(&["git/", "fake_agent/"]) {
+        let text = text.as_str();
         let code = strip(text).replace(char::is_whitespace, "");
         // Strings kept (the program's name is one), comment lines left out.
         let raw: String = text
@@ -215,24 +204,9 @@ fn git_starts_only_in_git() {
 /// runner) and unit tests start processes of their own.
 #[test]
 fn processes_start_only_in_process() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut started = Vec::new();
-    for file in rust_files(&src) {
-        let rel = file
-            .strip_prefix(&src)
-            .expect("a file under src/")
-            .to_string_lossy()
-            .to_string();
-        if rel.starts_with("process/")
-            || rel.starts_with("fake_agent/")
-            || rel.ends_with("tests.rs")
-        {
-            continue;
-        }
-        let text = std::fs::read_to_string(&file)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-        let text = &text[..text.find("#[cfg(test)]").unwrap_or(text.len())];
-        let code = strip(text).replace(char::is_whitespace, "");
+    for (rel, text) in runner_code(&["process/", "fake_agent/"]) {
+        let code = strip(&text).replace(char::is_whitespace, "");
         for what in [
             "Command::new(",
             "process::Command",
@@ -533,6 +507,28 @@ fn module_name(path: &Path) -> String {
         .and_then(|n| n.to_str())
         .unwrap_or_else(|| panic!("{} is not a UTF-8 name", path.display()))
         .to_string()
+}
+
+/// The runner's own code: each file under `src/` (its path there, its text up to its first
+/// `#[cfg(test)]`), but for unit-test files and the folders `allowed`.
+fn runner_code(allowed: &[&str]) -> Vec<(String, String)> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut code = Vec::new();
+    for file in rust_files(&src) {
+        let rel = file
+            .strip_prefix(&src)
+            .expect("a file under src/")
+            .to_string_lossy()
+            .to_string();
+        if allowed.iter().any(|a| rel.starts_with(a)) || rel.ends_with("tests.rs") {
+            continue;
+        }
+        let mut text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        text.truncate(text.find("#[cfg(test)]").unwrap_or(text.len()));
+        code.push((rel, text));
+    }
+    code
 }
 
 fn rust_files(dir: &Path) -> Vec<PathBuf> {

@@ -155,8 +155,7 @@ pub async fn run_streaming(
 
     if *cancel.borrow_and_update() {
         stop = Some(StopReason::Cancel);
-        terminate(pgid, mark);
-        sigkill_at = Some(Instant::now() + limits.kill_grace);
+        sigkill_at = terminate(pgid, mark, limits.kill_grace);
     }
 
     while stdout.is_some() || stderr.is_some() || status.is_none() {
@@ -178,8 +177,7 @@ pub async fn run_streaming(
                 let keep_going = on_output(Stream::Stdout, chunk);
                 if !keep_going && stop.is_none() {
                     stop = Some(StopReason::Stream);
-                    terminate(pgid, mark);
-                    sigkill_at = Some(Instant::now() + limits.kill_grace);
+                    sigkill_at = terminate(pgid, mark, limits.kill_grace);
                 }
             }
             n = read_chunk(&mut stderr, &mut err_buf) => {
@@ -194,8 +192,7 @@ pub async fn run_streaming(
                 let keep_going = on_output(Stream::Stderr, chunk);
                 if !keep_going && stop.is_none() {
                     stop = Some(StopReason::Stream);
-                    terminate(pgid, mark);
-                    sigkill_at = Some(Instant::now() + limits.kill_grace);
+                    sigkill_at = terminate(pgid, mark, limits.kill_grace);
                 }
             }
             result = child.wait(), if status.is_none() => {
@@ -218,20 +215,17 @@ pub async fn run_streaming(
             }
             _ = sleep_until(deadline), if stop.is_none() => {
                 stop = Some(StopReason::Timeout);
-                terminate(pgid, mark);
-                sigkill_at = Some(Instant::now() + limits.kill_grace);
+                sigkill_at = terminate(pgid, mark, limits.kill_grace);
             }
             _ = sleep_until(idle_deadline), if stop.is_none() => {
                 stop = Some(StopReason::Idle);
-                terminate(pgid, mark);
-                sigkill_at = Some(Instant::now() + limits.kill_grace);
+                sigkill_at = terminate(pgid, mark, limits.kill_grace);
             }
             changed = cancel.changed(), if stop.is_none() && watch_cancel => {
                 match changed {
                     Ok(()) if *cancel.borrow_and_update() => {
                         stop = Some(StopReason::Cancel);
-                        terminate(pgid, mark);
-                        sigkill_at = Some(Instant::now() + limits.kill_grace);
+                        sigkill_at = terminate(pgid, mark, limits.kill_grace);
                     }
                     Ok(()) => {}
                     // No sender left: nobody can ask for a shutdown any more.
@@ -268,10 +262,12 @@ pub async fn run_streaming(
     })
 }
 
-/// SIGTERM to the child's group and to whatever carries the attempt's mark outside it.
-fn terminate(pgid: i32, mark: Mark) {
+/// SIGTERM to the child's group and to whatever carries the attempt's mark outside it: when
+/// the SIGKILL follows, after `grace`.
+fn terminate(pgid: i32, mark: Mark, grace: Duration) -> Option<Instant> {
     let _ = cleanup::signal_group(pgid, Signal::TERM);
     mark.signal(Signal::TERM);
+    Some(Instant::now() + grace)
 }
 
 /// Ends every remaining member of group `pgid` through the one group killer, on a blocking
