@@ -480,10 +480,10 @@ pub enum Update {
 }
 
 /// A person's move of `branch` while the agent worked on it (a conflict's repair, a review
-/// round), as `seen` on origin: merged into main (its head or `verified`), deleted or its pull request closed, or a
-/// head that is neither `verified` (the commit whose merge conflicted) nor one the local
-/// branch holds or held (the agent pushed its work itself, or rewrote the branch's own
-/// history). `None`: only the runner and its agent moved it.
+/// round), as `seen` on origin: merged into main (its head or `verified`), deleted or its
+/// pull request closed, or a head that is neither `verified` (the commit whose merge
+/// conflicted) nor one the local branch holds or held (the agent pushed its work itself, or
+/// rewrote the branch's own history). `None`: only the runner and its agent moved it.
 fn persons_move_since(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
