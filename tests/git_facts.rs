@@ -138,7 +138,7 @@ fn a_file_with_conflict_markers_is_never_committed_by_the_runner() {
 #[test]
 fn origins_default_branch_is_main_even_with_a_stale_main_beside_it() {
     let p = Project::new(&[(1, "First issue", "")], json!({}), builtin(json!({})));
-    make_master_origins_default(&p);
+    p.make_master_origins_default();
     let out = p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");
@@ -172,7 +172,7 @@ fn base_branch_in_the_config_wins() {
         json!({}),
         builtin(json!({"baseBranch": "main"})),
     );
-    make_master_origins_default(&p);
+    p.make_master_origins_default();
     let out = p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");
@@ -184,49 +184,6 @@ fn base_branch_in_the_config_wins() {
         all.contains("base branch main (baseBranch in"),
         "the run says where the base branch came from: {all}"
     );
-}
-
-/// Origin gets `master`, one commit ahead of `main`, as its HEAD; the project forgets
-/// `origin/HEAD` and fetches.
-fn make_master_origins_default(p: &Project) {
-    let other = p.root.join("teammate");
-    git(
-        &p.root,
-        &[
-            "clone",
-            "-q",
-            p.origin.to_str().expect("utf8"),
-            other.to_str().expect("utf8"),
-        ],
-    );
-    git(&other, &["checkout", "-q", "-b", "master"]);
-    std::fs::write(other.join("moved.txt"), "the project moved to master\n").expect("write");
-    git(&other, &["add", "moved.txt"]);
-    git(
-        &other,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "-q",
-            "-m",
-            "master moves on",
-        ],
-    );
-    git(&other, &["push", "-q", "origin", "master"]);
-    git(&p.origin, &["symbolic-ref", "HEAD", "refs/heads/master"]);
-    let _ = Command::new("git")
-        .args(["remote", "set-head", "origin", "-d"])
-        .current_dir(&p.project)
-        .output();
-    git(&p.project, &["fetch", "-q", "origin"]);
-    assert!(Command::new("git")
-        .args(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])
-        .current_dir(&p.project)
-        .status()
-        .is_ok_and(|s| !s.success()));
 }
 
 /// Origin's URL points at a directory that does not exist: `run` stops before any issue is

@@ -784,8 +784,19 @@ fn changes_asked_of_a_round_agent(
     wrapper: &std::path::Path,
     changes: &str,
 ) -> std::process::Child {
+    changes_asked_with_steps(p, wrapper, changes, json!({}))
+}
+
+/// As [`changes_asked_of_a_round_agent`], with the other steps' settings `steps`.
+fn changes_asked_with_steps(
+    p: &Project,
+    wrapper: &std::path::Path,
+    changes: &str,
+    mut steps: serde_json::Value,
+) -> std::process::Child {
     let mut cfg = gate_with(true, 0.25, json!({}));
-    cfg["steps"] = json!({"addressReview": {"agent": {"command": wrapper.to_str().unwrap()}}});
+    steps["addressReview"] = json!({"agent": {"command": wrapper.to_str().unwrap()}});
+    cfg["steps"] = steps;
     p.set_config(cfg);
     let child = p.spawn(&[]);
     p.wait_for_journal("reviewWanted", WAIT);
@@ -930,7 +941,21 @@ fn a_branch_deleted_during_a_round_drops_the_cycle_and_pushes_nothing() {
 /// the issue is recorded merged once, and origin's main stays at the teammate's merge.
 #[test]
 fn a_merge_by_hand_during_a_round_is_recorded_once_and_the_round_is_not_merged_after_it() {
+    merged_by_hand_during_a_round(one_issue_with_a_round(json!({})), "main", json!({}));
+}
+
+/// The same when origin's default branch is `master` (the runner's own steps: the scripted
+/// agent's startCycle knows only `main`): the merge by hand into it is seen.
+#[test]
+fn a_merge_by_hand_into_master_during_a_round_is_recorded_once() {
     let p = one_issue_with_a_round(json!({}));
+    p.make_master_origins_default();
+    merged_by_hand_during_a_round(p, "master", e2e::builtin_steps());
+}
+
+/// A teammate merges the branch into `base` by hand during the round; the run ends with the
+/// issue recorded merged once and nothing merged after theirs.
+fn merged_by_hand_during_a_round(p: Project, base: &str, steps: serde_json::Value) {
     let person = p.root.join("person");
     let merged = p.root.join("merged");
     let wrapper = round_agent(
@@ -940,7 +965,7 @@ fn a_merge_by_hand_during_a_round_is_recorded_once_and_the_round_is_not_merged_a
              branch=$(git rev-parse --abbrev-ref HEAD)\n\
              git clone --quiet '{origin}' '{person}'\n\
              cd '{person}' && git -c user.name=Person -c user.email=person@example.com merge --quiet --no-ff -m 'Merged by hand' \"origin/$branch\"\n\
-             git push --quiet origin main && git rev-parse HEAD > '{merged}'\n\
+             git push --quiet origin HEAD && git rev-parse HEAD > '{merged}'\n\
              cd - > /dev/null\n\
              fi\n\
              exec '{bin}' \"$@\"",
@@ -950,15 +975,18 @@ fn a_merge_by_hand_during_a_round_is_recorded_once_and_the_round_is_not_merged_a
             bin = e2e::BIN
         ),
     );
-    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Rename foo to bar.");
+    let child = changes_asked_with_steps(&p, &wrapper, "Rename foo to bar.", steps);
     let out = e2e::wait_output(child, WAIT);
     let all = text(&out);
     let by_hand = std::fs::read_to_string(&merged)
         .unwrap_or_else(|e| panic!("the teammate's merge did not happen ({e}): {all}"));
     assert_eq!(code(&out), 0, "{all}");
-    let main = e2e::git(&p.origin, &["rev-parse", "main"]);
-    assert_eq!(main, by_hand.trim(), "nothing merged after theirs: {all}");
-    assert!(all.contains("was merged into main by a person"), "{all}");
+    let head = e2e::git(&p.origin, &["rev-parse", base]);
+    assert_eq!(head, by_hand.trim(), "nothing merged after theirs: {all}");
+    assert!(
+        all.contains(&format!("was merged into {base} by a person")),
+        "{all}"
+    );
     assert_eq!(p.issue(1)["state"], "closed", "{all}");
     let records = p
         .journal()

@@ -459,6 +459,49 @@ impl Project {
         (out, numbered)
     }
 
+    /// Origin gets `master`, one commit ahead of `main`, as its HEAD; the project forgets
+    /// `origin/HEAD` and fetches.
+    pub fn make_master_origins_default(&self) {
+        let other = self.root.join("teammate");
+        git(
+            &self.root,
+            &[
+                "clone",
+                "-q",
+                self.origin.to_str().expect("utf8"),
+                other.to_str().expect("utf8"),
+            ],
+        );
+        git(&other, &["checkout", "-q", "-b", "master"]);
+        std::fs::write(other.join("moved.txt"), "the project moved to master\n").expect("write");
+        git(&other, &["add", "moved.txt"]);
+        git(
+            &other,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "-q",
+                "-m",
+                "master moves on",
+            ],
+        );
+        git(&other, &["push", "-q", "origin", "master"]);
+        git(&self.origin, &["symbolic-ref", "HEAD", "refs/heads/master"]);
+        let _ = Command::new("git")
+            .args(["remote", "set-head", "origin", "-d"])
+            .current_dir(&self.project)
+            .output();
+        git(&self.project, &["fetch", "-q", "origin"]);
+        assert!(Command::new("git")
+            .args(["symbolic-ref", "-q", "refs/remotes/origin/HEAD"])
+            .current_dir(&self.project)
+            .status()
+            .is_ok_and(|s| !s.success()));
+    }
+
     pub fn journal(&self) -> Vec<Value> {
         std::fs::read_to_string(self.journal_path())
             .unwrap_or_default()
