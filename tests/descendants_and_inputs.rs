@@ -231,7 +231,6 @@ fn a_log_dir_inside_the_work_tree_is_not_the_projects_change() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn on_github_the_issues_comments_reach_the_agent_too() {
-    use std::os::unix::fs::PermissionsExt;
     assert!(
         which::which("python3").is_ok(),
         "python3 is not on PATH (tests/fake_gh.py needs it): apt-get install -y python3"
@@ -242,10 +241,7 @@ fn on_github_the_issues_comments_reach_the_agent_too() {
         json!({"tracker": {"kind": "github"}, "forge": "github"}),
     );
     let bin = p.root.join("bin");
-    std::fs::create_dir_all(&bin).expect("bin dir");
-    let gh = bin.join("gh");
-    std::fs::write(&gh, include_str!("fake_gh.py")).expect("gh");
-    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    e2e::install_fake_gh(&bin);
     let state = json!({
         "origin": p.origin, "old": false, "labels": ["automatable"], "milestones": [],
         "issues": [{"number": 1, "title": "Add x", "body": "Do it.", "state": "OPEN",

@@ -214,7 +214,6 @@ fn an_unreachable_origin_at_start_is_the_environments() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_linked_worktree_works_while_main_is_checked_out_in_the_primary_clone() {
-    use std::os::unix::fs::PermissionsExt;
     assert!(
         which::which("python3").is_ok(),
         "python3 is not on PATH (tests/fake_gh.py needs it): apt-get install -y python3"
@@ -240,10 +239,7 @@ fn a_linked_worktree_works_while_main_is_checked_out_in_the_primary_clone() {
     cfg["projectPath"] = json!("linked");
     std::fs::write(&p.config, cfg.to_string()).expect("config");
     let bin = p.root.join("bin");
-    std::fs::create_dir_all(&bin).expect("bin dir");
-    let gh = bin.join("gh");
-    std::fs::write(&gh, include_str!("fake_gh.py")).expect("write gh");
-    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    e2e::install_fake_gh(&bin);
     let state = json!({"origin": p.origin, "old": false, "prRecords": true, "labels": ["automatable"],
         "milestones": [], "issues": []});
     std::fs::write(bin.join("state.json"), state.to_string()).expect("state");

@@ -8,10 +8,7 @@ mod e2e;
 use e2e::{code, text, Project};
 use serde_json::{json, Value};
 use std::ffi::OsString;
-use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
-
-const FAKE_GH: &str = include_str!("fake_gh.py");
 
 /// The fake `gh` is a Python script: these tests are `#[ignore]`d, so that a newcomer's
 /// `cargo test` needs only Rust and git, and `.ci/run` runs them (`cargo test -- --ignored`)
@@ -40,10 +37,7 @@ impl GhProject {
         }
         let mut p = Project::new(&[], script, config);
         let bin = p.root.join("bin");
-        std::fs::create_dir_all(&bin).expect("bin dir");
-        let gh = bin.join("gh");
-        std::fs::write(&gh, FAKE_GH).expect("write gh");
-        std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        e2e::install_fake_gh(&bin);
         let issues: Vec<Value> = issues
             .iter()
             .map(|(n, title, body)| {

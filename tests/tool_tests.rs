@@ -13,6 +13,7 @@ use std::path::Path;
 const MARKERS: &[(&str, &str)] = &[
     ("fake_gh.py", "python3"),
     ("FAKE_GH", "python3"),
+    ("install_fake_gh(", "python3"),
     ("Command::new(\"gh\")", "gh"),
     // The fake GitHub API is there for the real gh to talk to.
     ("GitHubApi::start", "gh"),

@@ -511,6 +511,42 @@ impl Project {
     }
 }
 
+/// Writes the fake `gh` (tests/fake_gh.py) as `bin/gh`, executable. Its first line names the
+/// interpreter `python3` resolves to, found once per test binary: `#!/usr/bin/env python3`
+/// went through a version manager's shim on each of a run's hundreds of calls (about twenty
+/// processes per call), which made these tests several times slower. Fails when python3 is
+/// missing: the tests that call this are ignored by a newcomer's `cargo test` and run by
+/// `.ci/run` after it installs python3.
+pub fn install_fake_gh(bin: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let python = PYTHON.get_or_init(|| {
+        let out = Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .expect(
+                "python3 is not on PATH (tests/fake_gh.py needs it): apt-get install -y python3",
+            );
+        assert!(out.status.success(), "python3 failed: {}", text(&out));
+        let exe = String::from_utf8_lossy(&out.stdout).trim().to_string();
+        // A path a `#!` line cannot carry keeps the lookup through PATH.
+        if exe.is_empty() || exe.contains(char::is_whitespace) {
+            "/usr/bin/env python3".to_string()
+        } else {
+            format!("{exe} -S")
+        }
+    });
+    let script = include_str!("../fake_gh.py");
+    let body = script
+        .strip_prefix("#!/usr/bin/env python3\n")
+        .expect("tests/fake_gh.py starts with its #! line");
+    std::fs::create_dir_all(bin).expect("bin dir");
+    let gh = bin.join("gh");
+    std::fs::write(&gh, format!("#!{python}\n{body}")).expect("write gh");
+    std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod gh");
+    gh
+}
+
 pub fn wait_output(mut child: Child, timeout: Duration) -> Output {
     let deadline = Instant::now() + timeout;
     loop {
