@@ -854,6 +854,54 @@ fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
     assert!(all.contains(&branch), "the stop names the branch: {all}");
 }
 
+/// A teammate pushes a commit onto the branch while the round's agent works, and the agent
+/// fetches it, checks it out on the branch and goes back to its own work without it (a
+/// `reset --hard origin/<branch>` undone). The local branch once held the teammate's commit,
+/// but this clone never pushed it: the round's answer is not pushed over it. The run stops
+/// naming the branch, the commit stays on origin, nothing is merged or blamed.
+#[test]
+fn a_teammates_push_the_rounds_agent_fetched_and_dropped_is_not_pushed_over() {
+    let p = one_issue_with_a_round(json!({}));
+    let person = p.root.join("person");
+    let theirs = p.root.join("theirs");
+    let wrapper = round_agent(
+        &p,
+        &format!(
+            "if [ ! -e '{theirs}' ]; then\n\
+             branch=$(git rev-parse --abbrev-ref HEAD)\n\
+             git clone --quiet '{origin}' '{person}'\n\
+             cd '{person}' && git checkout --quiet \"$branch\"\n\
+             echo theirs > theirs.txt && git add theirs.txt\n\
+             git -c user.name=Person -c user.email=person@example.com commit --quiet -m theirs\n\
+             git push --quiet origin \"$branch\" && git rev-parse HEAD > '{theirs}'\n\
+             cd - > /dev/null\n\
+             git fetch --quiet origin && git reset --quiet --hard \"origin/$branch\"\n\
+             git reset --quiet --hard 'HEAD@{{1}}'\n\
+             fi\n\
+             exec '{bin}' \"$@\"",
+            origin = p.origin.display(),
+            person = person.display(),
+            theirs = theirs.display(),
+            bin = e2e::BIN
+        ),
+    );
+    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Rename foo to bar.");
+    let out = e2e::wait_output(child, WAIT);
+    let all = text(&out);
+    let theirs = std::fs::read_to_string(&theirs)
+        .unwrap_or_else(|e| panic!("the teammate's push did not happen ({e}): {all}"));
+    let theirs = theirs.trim();
+    let branch = e2e::git(&person, &["rev-parse", "--abbrev-ref", "HEAD"]);
+    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
+    let head = e2e::git(&p.origin, &["rev-parse", &format!("refs/heads/{branch}")]);
+    assert_eq!(head, theirs, "the teammate's commit stays on origin: {all}");
+    assert_eq!(code(&out), 1, "the run stops: {all}");
+    let issue = p.issue(1);
+    assert_eq!(issue["state"], "open", "{issue}");
+    assert_eq!(issue["escalated"], false, "{issue} {all}");
+    assert!(all.contains(&branch), "the stop names the branch: {all}");
+}
+
 /// The round's agent rewrites the branch's history, as a reviewer may ask ("squash these",
 /// "reword the commit"): it amends the runner's last commit, already on origin. That head is
 /// the clone's own earlier work, not a person's move: the round's push goes over it, CI

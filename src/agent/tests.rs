@@ -394,23 +394,26 @@ fn hundreds_of_megabytes_of_output_keep_memory_flat() {
             .unwrap();
         return runtime.block_on(flood_keeps_memory_flat());
     }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
+    let mut alone = std::process::Command::new(std::env::current_exe().unwrap());
+    alone
         .args([
             "--exact",
             "agent::tests::hundreds_of_megabytes_of_output_keep_memory_flat",
             "--test-threads=1",
             "--nocapture",
         ])
-        .env(ALONE, "1")
-        .output()
-        .unwrap();
+        .env(ALONE, "1");
+    let out = alone.output().unwrap();
     let all = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    assert!(out.status.success(), "{all}");
-    assert!(all.contains("1 passed"), "the measuring run ran the test: {all}");
+    assert!(out.status.success(), "{}: {all}", out.status);
+    assert!(
+        all.contains("1 passed"),
+        "the measuring run ran the test: {all}"
+    );
 }
 
 async fn flood_keeps_memory_flat() {

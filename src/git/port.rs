@@ -76,8 +76,8 @@ impl GitPort for Repo {
     fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, GitError> {
         Repo::contains_commit(self, newer, older)
     }
-    fn was_on_branch(&self, branch: &str, commit: &str) -> Result<bool, GitError> {
-        Repo::was_on_branch(self, branch, commit)
+    fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, GitError> {
+        Repo::pushed_from_here(self, branch, commit)
     }
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
         Repo::spec_dir(self, issue, feature)

@@ -72,9 +72,10 @@ pub trait GitPort: Send + Sync {
     fn branch_on_origin(&self, branch: &str) -> Result<BranchOnOrigin, GitError>;
     /// Whether commit `older` is `newer` or one of its ancestors.
     fn contains_commit(&self, newer: &str, older: &str) -> Result<bool, GitError>;
-    /// Whether `commit` is, or precedes, a commit the local `branch` has pointed at: this
-    /// clone's own work, not a commit only a fetch brought.
-    fn was_on_branch(&self, branch: &str, commit: &str) -> Result<bool, GitError>;
+    /// Whether `commit` is, or precedes, a commit this clone pushed to origin's `branch`:
+    /// work that left from here (the runner's or its agent's), not a commit only a fetch
+    /// brought.
+    fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, GitError>;
     /// The spec directory of `issue` (`specs/<issue>-…`), the recorded `feature` first.
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf>;
     /// `Err(missing)` names the spec files that are missing or empty.

@@ -147,9 +147,9 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<Result<Stri
     }))
 }
 
-/// Origin's head of `branch`, as `seen`, when it holds work this clone never had: neither the
-/// local branch holds it nor did the branch ever point at it or past it. A push over it would
-/// lose that work.
+/// Origin's head of `branch`, as `seen`, when it holds work that did not leave from this
+/// clone: the local branch does not hold it and no push from here carried it. A push over it
+/// would lose that work.
 fn work_only_origin_has(
     repo: &dyn GitPort,
     branch: &str,
@@ -158,7 +158,7 @@ fn work_only_origin_has(
     let (Some(head), Some(local)) = (seen.head.as_deref(), seen.local.as_deref()) else {
         return Ok(None);
     };
-    if head == local || repo.contains_commit(local, head)? || repo.was_on_branch(branch, head)? {
+    if head == local || repo.contains_commit(local, head)? || repo.pushed_from_here(branch, head)? {
         return Ok(None);
     }
     Ok(Some(Head::Moved {
@@ -172,7 +172,7 @@ fn work_only_origin_has(
 /// (nothing to commit is no failure: the agent may have committed itself, or disagreed) and
 /// the branch is pushed, a new head for CI. The push is leased on origin's head as one look
 /// found it after the round, and only when that head is this clone's own work (the local
-/// branch holds or held it: the agent may rebase at a reviewer's request): a person's push
+/// branch holds it, or it was pushed from here: the agent may rebase at a reviewer's request): a person's push
 /// during the round (a rewrite, or commits the round's work lacks) is reported as their move,
 /// never pushed over, and never counted as the round's failure.
 pub fn push_review_round(
@@ -482,8 +482,8 @@ pub enum Update {
 /// A person's move of `branch` while the agent worked on it (a conflict's repair, a review
 /// round), as `seen` on origin: merged into main (its head or `verified`), deleted or its
 /// pull request closed, or a head that is neither `verified` (the commit whose merge
-/// conflicted) nor one the local branch holds or held (the agent pushed its work itself, or
-/// rewrote the branch's own history). `None`: only the runner and its agent moved it.
+/// conflicted) nor one the local branch holds nor one pushed from this clone (the agent pushed
+/// its work itself, or rewrote the branch's own history). `None`: only the runner and its agent moved it.
 fn persons_move_since(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
@@ -512,8 +512,12 @@ fn persons_move_since(
         return Ok(Some(Head::Gone("closed the pull request")));
     }
     // The agent may rewrite the branch's history (a rebase, an amend a reviewer asked for):
-    // a head the local branch once held is this clone's own work, not a person's.
-    if head == verified || repo.contains_commit(local, head)? || repo.was_on_branch(branch, head)? {
+    // a head this clone pushed is its own work, not a person's. A head the local branch only
+    // held after a fetch (the agent reset onto a teammate's push, then away) is theirs.
+    if head == verified
+        || repo.contains_commit(local, head)?
+        || repo.pushed_from_here(branch, head)?
+    {
         return Ok(None);
     }
     Ok(Some(Head::Moved {

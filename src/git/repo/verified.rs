@@ -19,25 +19,32 @@ impl Repo {
         })
     }
 
-    /// Whether `commit` is, or precedes, a commit the local `branch` has pointed at (its
-    /// reflog): work this clone had (the runner's or its agent's), not a commit only a fetch
-    /// brought. Without a reflog (`core.logAllRefUpdates=false`, a branch never created here)
-    /// it answers false, so a push never goes over work it cannot place.
-    pub fn was_on_branch(&self, branch: &str, commit: &str) -> Result<bool, RepoError> {
-        let head = format!("refs/heads/{branch}");
-        let out = self.git(&["log", "-g", "--format=%H", &head, "--"])?;
+    /// Whether `commit` is, or precedes, a commit this clone pushed to origin's `branch` (the
+    /// runner or its agent: the "update by push" entries of the reflog of
+    /// `refs/remotes/origin/<branch>`): work that left from here, not a commit only a fetch
+    /// brought, even when the local branch was reset onto it and away again. Without such a
+    /// reflog (`core.logAllRefUpdates=false`, a push from another clone) it answers false, so a
+    /// push never goes over work it cannot place.
+    pub fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, RepoError> {
+        let tracking = format!("refs/remotes/origin/{branch}");
+        let out = self.git(&["log", "-g", "--format=%H %gs", &tracking, "--"])?;
         if !out.status.success() {
             return Ok(false);
         }
-        let mut positions: Vec<String> = super::stdout(&out).lines().map(str::to_string).collect();
-        positions.sort();
-        positions.dedup();
-        if positions.is_empty() {
+        let mut pushed: Vec<String> = super::stdout(&out)
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .filter(|(_, subject)| subject.starts_with("update by push"))
+            .map(|(id, _)| id.to_string())
+            .collect();
+        pushed.sort();
+        pushed.dedup();
+        if pushed.is_empty() {
             return Ok(false);
         }
-        // One walk: `commit` not reachable from any position is printed, a reachable one not.
+        // One walk: `commit` not reachable from any pushed head is printed, a reachable one not.
         let mut args = vec!["rev-list", "--max-count=1", commit, "--not"];
-        args.extend(positions.iter().map(String::as_str));
+        args.extend(pushed.iter().map(String::as_str));
         let out = self.git(&args)?;
         if !out.status.success() {
             return Err(self.failed(&args, &out));

@@ -191,12 +191,12 @@ impl GitPort for FakeGit {
                 .iter()
                 .any(|(name, b)| b.merged && branch_id(name) == old_id && old_n <= b.pushed))
     }
-    fn was_on_branch(&self, branch: &str, commit: &str) -> Result<bool, GitError> {
-        // The fake clone's branch only ever grew: its commits 1..=commits were all its head.
+    fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, GitError> {
+        // The fake clone's branch only ever grew, and its first `pushed` commits left from here.
         let w = self.world.lock_for_blocking_call();
         Ok(w.branches
             .get(branch)
-            .is_some_and(|b| (1..=b.commits).any(|n| fake_commit(branch, n) == commit)))
+            .is_some_and(|b| (1..=b.pushed).any(|n| fake_commit(branch, n) == commit)))
     }
     fn spec_dir(&self, _issue: u32, _feature: Option<&str>) -> Option<PathBuf> {
         None
