@@ -71,9 +71,30 @@ impl Bench {
         self.run_as(RunOptions::default(), script)
     }
 
-    /// One run with these flags (a worker id, say), the agent scripted first.
+    /// One run with these flags (a worker id, say), the agent scripted first; its claims are
+    /// the fake store's.
     fn run_as(&self, opts: RunOptions, script: impl FnOnce(&FakeAgent)) -> Ran {
-        let (ports, fakes) = fake::ports(&self.world, &self.state_dir());
+        self.run_on(opts, None, script)
+    }
+
+    /// One run with these flags whose claims are the local tracker's production store
+    /// (`.claims` files beside its issues), the driver's ports otherwise the fakes.
+    fn run_on_local_claims(&self, opts: RunOptions) -> Ran {
+        let store = crate::tracker::claims::ClaimStore::local(&self.dir.path().join("issues"));
+        self.run_on(opts, Some(Box::new(store)), |_| {})
+    }
+
+    /// One run on the fakes, with `claims` for the fake claim store where given.
+    fn run_on(
+        &self,
+        opts: RunOptions,
+        claims: Option<crate::ports::ClaimStore>,
+        script: impl FnOnce(&FakeAgent),
+    ) -> Ran {
+        let (mut ports, fakes) = fake::ports(&self.world, &self.state_dir());
+        if let Some(store) = claims {
+            ports.claims = Some(store);
+        }
         script(&fakes.agent);
         let (clock, notifier) = (fakes.clock, fakes.notifier);
         let started = Instant::now();
@@ -372,7 +393,7 @@ fn a_claim_taken_over_mid_run_stops_the_runner_before_its_next_request() {
         worker_id: Some("w1".into()),
         ..RunOptions::default()
     };
-    let ran = b.run_as(opts, |_| {});
+    let ran = b.run_on_local_claims(opts);
     assert_eq!(ran.run.code, 0, "{}", ran.log);
     assert!(b.world.lock().merges.is_empty(), "{}", ran.log);
     ran.journaled(&[
@@ -408,7 +429,7 @@ fn a_wait_for_the_merge_lease_and_a_lost_race_are_journaled_and_replay_exactly()
         worker_id: Some("w1".into()),
         ..RunOptions::default()
     };
-    let ran = b.run_as(opts, |_| {});
+    let ran = b.run_on_local_claims(opts);
     assert_eq!(ran.run.code, 0, "{}", ran.log);
     assert_eq!(b.world.lock().merges, vec![1], "{}", ran.log);
     // The wait is told once, naming the holder.
