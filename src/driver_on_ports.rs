@@ -4,18 +4,22 @@
 
 use crate::config::Config;
 use crate::driver::{run_on_ports, PortsRun, RunOptions};
-use crate::ports::fake::{self, FakeAgent, FakeClock, Outcome, RecordingNotifier, World};
+use crate::ports::claims::Claim;
+use crate::ports::fake::{
+    self, FakeAgent, FakeClaims, FakeClock, Outcome, RecordingNotifier, World,
+};
 use crate::step::Step;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 /// A project directory, a config over it (the zero-token steps builtin, as `init` writes
-/// them) and the world of the fakes.
+/// them), the world of the fakes and the claim store every run on it shares.
 struct Bench {
     dir: tempfile::TempDir,
     cfg: Config,
     world: World,
+    claims: FakeClaims,
 }
 
 impl Bench {
@@ -52,9 +56,25 @@ impl Bench {
             .to_string();
         Bench {
             world: World::new(issues, &label),
+            claims: FakeClaims::new(),
             cfg,
             dir,
         }
+    }
+
+    /// Another runner on the same tracker, world and claim store, in a clone of its own (its
+    /// project, log and state directories): its config and its ports.
+    fn another_runner(&self, name: &str) -> (Config, crate::ports::Ports) {
+        let mut cfg = self.cfg.clone();
+        cfg.project_path = self.dir.path().join(format!("project-{name}"));
+        cfg.log_dir = self.dir.path().join(format!("logs-{name}"));
+        let state = self.dir.path().join(format!("state-{name}"));
+        for d in [&cfg.project_path, &cfg.log_dir, &state] {
+            std::fs::create_dir(d).expect("dir");
+        }
+        let (mut ports, _) = fake::ports(&self.world, &state);
+        ports.claims = Some(Box::new(self.claims.clone()));
+        (cfg, ports)
     }
 
     fn state_dir(&self) -> std::path::PathBuf {
@@ -71,9 +91,28 @@ impl Bench {
         self.run_as(RunOptions::default(), script)
     }
 
-    /// One run with these flags (a worker id, say), the agent scripted first.
+    /// One run with these flags (a worker id, say), the agent scripted first; its claims are
+    /// the bench's fake store's.
     fn run_as(&self, opts: RunOptions, script: impl FnOnce(&FakeAgent)) -> Ran {
-        let (ports, fakes) = fake::ports(&self.world, &self.state_dir());
+        self.run_on(opts, None, script)
+    }
+
+    /// One run with these flags whose claims are the local tracker's production store
+    /// (`.claims` files beside its issues), the driver's ports otherwise the fakes.
+    fn run_on_local_claims(&self, opts: RunOptions) -> Ran {
+        let store = crate::tracker::claims::ClaimStore::local(&self.dir.path().join("issues"));
+        self.run_on(opts, Some(Box::new(store)), |_| {})
+    }
+
+    /// One run on the fakes, with `claims` for the bench's fake claim store where given.
+    fn run_on(
+        &self,
+        opts: RunOptions,
+        claims: Option<crate::ports::ClaimStore>,
+        script: impl FnOnce(&FakeAgent),
+    ) -> Ran {
+        let (mut ports, fakes) = fake::ports(&self.world, &self.state_dir());
+        ports.claims = Some(claims.unwrap_or_else(|| Box::new(self.claims.clone())));
         script(&fakes.agent);
         let (clock, notifier) = (fakes.clock, fakes.notifier);
         let started = Instant::now();
@@ -372,7 +411,7 @@ fn a_claim_taken_over_mid_run_stops_the_runner_before_its_next_request() {
         worker_id: Some("w1".into()),
         ..RunOptions::default()
     };
-    let ran = b.run_as(opts, |_| {});
+    let ran = b.run_on_local_claims(opts);
     assert_eq!(ran.run.code, 0, "{}", ran.log);
     assert!(b.world.lock().merges.is_empty(), "{}", ran.log);
     ran.journaled(&[
@@ -408,7 +447,7 @@ fn a_wait_for_the_merge_lease_and_a_lost_race_are_journaled_and_replay_exactly()
         worker_id: Some("w1".into()),
         ..RunOptions::default()
     };
-    let ran = b.run_as(opts, |_| {});
+    let ran = b.run_on_local_claims(opts);
     assert_eq!(ran.run.code, 0, "{}", ran.log);
     assert_eq!(b.world.lock().merges, vec![1], "{}", ran.log);
     // The wait is told once, naming the holder.
@@ -506,4 +545,177 @@ fn a_decision_nobody_gives_times_out_on_the_clock_port() {
         "waited {waited:?}"
     );
     assert!(b.world.lock().merges.is_empty());
+}
+
+/// The flags of a runner with worker id `id`.
+fn worker(id: &str) -> RunOptions {
+    RunOptions {
+        worker_id: Some(id.into()),
+        ..RunOptions::default()
+    }
+}
+
+/// `worker`'s claim on `issue`, taken an hour before the fake clock starts and running out
+/// `secs` after it starts (before it, for a negative `secs`).
+fn claim(issue: u32, worker: &str, secs: i64) -> Claim {
+    use crate::ports::Clock;
+    let start = FakeClock::default().now();
+    Claim {
+        issue,
+        worker: worker.to_string(),
+        claimed_at: start - chrono::Duration::hours(1),
+        expires_at: start + chrono::Duration::seconds(secs),
+    }
+}
+
+/// The issues `run`'s journal records a `claimTaken` for, in order.
+fn claims_taken(run: &PortsRun) -> Vec<u32> {
+    run.journal_lines()
+        .iter()
+        .filter_map(|l| {
+            let v: Value = serde_json::from_str(l).ok()?;
+            (v.pointer("/event/event")? == "claimTaken")
+                .then(|| v.pointer("/event/issue")?.as_u64())
+                .flatten()
+        })
+        .filter_map(|n| u32::try_from(n).ok())
+        .collect()
+}
+
+/// Two runners on one tracker and one claim store, each in a clone of its own: while the
+/// first starts #1, the second runs to its end. Neither works an issue the other holds, and
+/// together they merge every issue once.
+#[test]
+fn two_runners_sharing_one_claim_store_never_work_the_same_issue() {
+    let b = Bench::new(
+        &[(1, "First"), (2, "Second"), (3, "Third")],
+        json!({"claims": {"leaseMinutes": 600}}),
+    );
+    let (cfg, ports) = b.another_runner("w2");
+    let second = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let slot = std::sync::Arc::clone(&second);
+    let ran = b.run_as(worker("w1"), move |agent| {
+        agent.during(1, Step::StartIssue, move || {
+            // On a thread of its own: this one drives the first runner's runtime.
+            let run = std::thread::spawn(move || run_on_ports(cfg, worker("w2"), ports))
+                .join()
+                .expect("the second runner");
+            *slot.lock().expect("slot") = Some(run);
+        })
+    });
+    let second = second
+        .lock()
+        .expect("slot")
+        .take()
+        .expect("the second runner ran");
+    assert_eq!((ran.run.code, second.code), (0, 0), "{}", ran.log);
+    assert_eq!(claims_taken(&ran.run), vec![1], "{}", ran.log);
+    assert_eq!(
+        claims_taken(&second),
+        vec![2, 3],
+        "{:?}",
+        second.journal_lines()
+    );
+    let w = b.world.lock();
+    assert_eq!(w.merges, vec![2, 3, 1], "{}", ran.log);
+    for n in [1, 2, 3] {
+        assert_eq!(
+            w.invocations
+                .iter()
+                .filter(|i| **i == (n, Step::StartIssue, 1))
+                .count(),
+            1,
+            "#{n}: {:?}",
+            w.invocations
+        );
+    }
+    assert!(w.issues.values().all(|i| !i.state_open));
+    assert_eq!(b.claims.claims(), vec![], "every claim is given back");
+}
+
+/// Another runner's claim whose lease ran out (it died or hung) is taken over and its issue
+/// worked; a live one is left alone and its issue never selected.
+#[test]
+fn an_expired_claim_is_taken_over_and_a_live_one_is_left_alone() {
+    let b = Bench::new(
+        &[(1, "First"), (2, "Second")],
+        json!({"claims": {"leaseMinutes": 600}}),
+    );
+    b.claims.plant(claim(1, "w0", -60));
+    let live = claim(2, "w9", 3600);
+    b.claims.plant(live.clone());
+    let ran = b.run_as(worker("w1"), |_| {});
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(b.world.lock().merges, vec![1], "{}", ran.log);
+    assert_eq!(claims_taken(&ran.run), vec![1], "{}", ran.log);
+    assert!(
+        !ran.journal_has(r#""effect":"claimIssue","issue":2"#),
+        "{}",
+        ran.log
+    );
+    assert!(
+        !b.world.lock().invocations.iter().any(|(i, _, _)| *i == 2),
+        "{}",
+        ran.log
+    );
+    assert!(b.world.lock().issues[&2].state_open);
+    // The taken-over claim was given back with the merge; the live one is as it was.
+    assert_eq!(b.claims.claims(), vec![live]);
+}
+
+/// A claim lost while a step runs (the store hands the issue to another worker, as when this
+/// runner's lease ran out): the next renewal that asks the store answers `ClaimLost`, the
+/// runner stops before its next request, and the other worker's claim stays.
+#[test]
+fn a_claim_lost_while_a_step_runs_stops_the_runner_and_leaves_the_new_holders_claim() {
+    let b = Bench::new(&[(1, "First")], json!({"claims": {"leaseMinutes": 600}}));
+    // Another runner's merge lease, so that the merge pauses (a wait renews the claim).
+    b.claims.plant_merge(claim(9, "ghost", 1));
+    let stolen = claim(1, "w2", 86_400);
+    let (claims, taken) = (b.claims.clone(), stolen.clone());
+    let ran = b.run_as(worker("w1"), move |agent| {
+        agent.during(1, Step::Implement, move || claims.plant(taken));
+    });
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert!(b.world.lock().merges.is_empty(), "{}", ran.log);
+    ran.journaled(&[r#""event":"claimLost""#, r#""notice":"claimLost""#]);
+    assert!(ran.log.contains("now claimed by worker w2"), "{}", ran.log);
+    // Nothing more is asked of the world for the issue once the loss is known.
+    let lines = ran.run.journal_lines();
+    let lost = lines
+        .iter()
+        .position(|l| l.contains(r#""event":"claimLost""#))
+        .expect("claimLost");
+    for later in &lines[lost..] {
+        for request in ["runStep", "takeMergeTurn", "renewClaim", "recordMerged"] {
+            assert!(
+                !later.contains(&format!(r#""effect":"{request}""#)),
+                "{request} after the loss: {later}"
+            );
+        }
+    }
+    assert_eq!(b.claims.claims(), vec![stolen]);
+    ran.replays_exactly();
+}
+
+/// A claim store that cannot be written when the selected issue is claimed (`ClaimError::Io`:
+/// the claims directory is not writable): the claim is refused, and the machine halts
+/// `ClaimRefused` naming the issue, before any step and without blaming the issue.
+#[test]
+fn a_claim_store_failing_at_claim_time_halts_before_any_step_and_blames_no_issue() {
+    let b = Bench::new(&[(1, "First")], json!({"claims": {"leaseMinutes": 600}}));
+    b.claims.fail_claims(1);
+    let ran = b.run_as(worker("w1"), |_| {});
+    assert_eq!(ran.run.code, 1, "{}", ran.log);
+    ran.journaled(&[
+        r#""effect":"claimIssue","issue":1"#,
+        r#""event":"trackerWriteFailed""#,
+        r#""reason":"claimRefused""#,
+    ]);
+    assert!(ran.log.contains("fake-claims"), "{}", ran.log);
+    let w = b.world.lock();
+    assert!(w.invocations.is_empty(), "{:?}", w.invocations);
+    assert!(w.tracker_writes.is_empty(), "{:?}", w.tracker_writes);
+    assert!(w.issues[&1].state_open && !w.issues[&1].escalated);
+    assert_eq!(b.claims.claims(), vec![]);
 }

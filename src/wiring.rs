@@ -15,9 +15,11 @@ use crate::tracker::Tracker;
 use std::path::PathBuf;
 
 /// The production adapters of a config: git and the forge through their commands, the
-/// configured tracker, the agent as a child process, the configured channels, tokio's clock.
-/// `Err` names the config file and `projectPath` when the project is no git repository.
-pub fn production(cfg: &Config) -> Result<Ports, String> {
+/// configured tracker, its claim store when `with_claims` (a run with a worker id: the store
+/// of a tracker whose token is not set cannot be built, and a run without one needs none),
+/// the agent as a child process, the configured channels, tokio's clock. `Err` names the
+/// config file and `projectPath` when the project is no git repository.
+pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
     let mut repo = Repo::open(&cfg.project_path)
         .map_err(|e| format!("{}: projectPath: {e}", cfg.file.display()))?;
     // Before the forge gets its copy: both merge into the same, settled, main. An origin
@@ -91,7 +93,13 @@ pub fn production(cfg: &Config) -> Result<Ports, String> {
             ..Default::default()
         },
     );
+    let claims = if with_claims {
+        Some(claim_store(cfg)?)
+    } else {
+        None
+    };
     Ok(Ports {
+        claims,
         forge: Box::new(ForgeAdapter {
             forge,
             repo: repo.clone(),
@@ -106,7 +114,7 @@ pub fn production(cfg: &Config) -> Result<Ports, String> {
 
 /// The claim store of a runner with a worker id: files beside the local tracker, or notes on
 /// the GitHub, GitLab or Linear tracker's issues. `Err` names a token that is not set.
-pub fn claim_store(cfg: &Config) -> Result<ClaimStore, String> {
+fn claim_store(cfg: &Config) -> Result<ClaimStore, String> {
     use crate::tracker::claims::ClaimStore as Store;
     Ok(match &cfg.tracker {
         TrackerConfig::Local { dir, .. } => Box::new(Store::local(dir)),

@@ -227,6 +227,34 @@ fn the_driver_reaches_the_world_only_through_the_ports() {
     }
 }
 
+/// The driver builds no adapter: the composition root (`src/wiring.rs`) builds the production
+/// ports, the claim store among them, and the driver takes whatever ports it is given, so a
+/// run on the fakes keeps no real claim files. Startup's one call for the production ports
+/// (`start`, before `start_on`) is the only mention of the root.
+#[test]
+fn the_driver_builds_no_adapter() {
+    const COMPOSITION: &str = "crate::wiring::production(";
+    for (name, code) in driver_sources() {
+        let code = without_tests(&code);
+        let code = if name == "startup.rs" {
+            assert_eq!(
+                code.matches(COMPOSITION).count(),
+                1,
+                "src/driver/startup.rs asks the composition root for the production ports once"
+            );
+            code.replacen(COMPOSITION, "", 1)
+        } else {
+            code.to_string()
+        };
+        for adapter in ["wiring::", "tracker::claims"] {
+            assert!(
+                !code.contains(adapter),
+                "src/driver/{name} names `{adapter}`: the driver builds no adapter; the claim store and every other port come from its `Ports` (built in src/wiring.rs)"
+            );
+        }
+    }
+}
+
 #[test]
 fn the_driver_holds_one_port_of_each_kind() {
     let (_, code) = driver_sources()

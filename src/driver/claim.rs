@@ -9,8 +9,8 @@ use super::{Answer, Told};
 use crate::config::Config;
 use crate::machine::Event;
 use crate::narration as say;
+use crate::ports::claims::{Claim, ClaimError, Claimed};
 use crate::ports::{ClaimStore, Clock, Io};
-use crate::tracker::claims::{Claim, Claimed};
 use std::time::Duration;
 
 /// One runner's claims (their store is a port of the driver's world).
@@ -32,7 +32,7 @@ fn others_at(
     store: &ClaimStore,
     worker: &str,
     now: chrono::DateTime<chrono::Utc>,
-) -> Result<Vec<Claim>, crate::tracker::claims::ClaimError> {
+) -> Result<Vec<Claim>, ClaimError> {
     Ok(store
         .all()?
         .into_iter()
@@ -116,7 +116,7 @@ async fn note_claim(
     claims: Option<&mut ClaimKeeper>,
     io: &Io,
     issue: u32,
-    answer: Result<Option<Claimed>, crate::tracker::claims::ClaimError>,
+    answer: Result<Option<Claimed>, ClaimError>,
     narration: &mut Vec<String>,
 ) -> Result<bool, String> {
     let Some(keeper) = claims else {

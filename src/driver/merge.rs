@@ -16,8 +16,8 @@ use crate::agent::classify::classify_builtin;
 use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
 use crate::narration as say;
+use crate::ports::claims::Claimed;
 use crate::ports::{Clock, Io};
-use crate::tracker::claims::Claimed;
 
 use crate::machine::{Commit, Event, Signal, Usage};
 use crate::step::Step;

@@ -52,7 +52,7 @@ pub(super) fn start(mut cfg: Config, opts: RunOptions) -> Result<Started, String
             ))
         }
     };
-    let ports = crate::wiring::production(&cfg)?;
+    let ports = crate::wiring::production(&cfg, opts.worker_id.is_some())?;
     start_on(cfg, opts, program, ports)
 }
 
@@ -68,6 +68,7 @@ pub(super) fn start_on(
         git: repo,
         forge,
         tracker,
+        claims: claim_store,
         agent,
         notifier,
         clock,
@@ -123,7 +124,7 @@ pub(super) fn start_on(
             return Ok(Started::Exit(code));
         }
     }
-    let (claims, claim_store) = claim_keeper(&cfg, &opts)?.unzip();
+    let (claims, claim_store) = claim_keeper(&cfg, &opts, claim_store)?.unzip();
     let shape = crate::config::RunShape {
         claims: claims.is_some(),
         workers: opts.workers.unwrap_or(cfg.workers),
@@ -516,17 +517,23 @@ fn settle_release(tracker: &dyn TrackerPort, session: &str, issue: u32) -> Resul
         .map_err(|e| format!("cannot lift issue #{issue}'s quarantine: {e}"))
 }
 
-/// The claims of a runner started with `--worker-id`. Its lease must outlast the longest thing
-/// the runner does between two renewals: a step at its time limit (plus the local CI command,
-/// which a post-check may run).
+/// The claims of a runner started with `--worker-id`, kept in the ports' `store`; a runner
+/// without one keeps none, whatever store the ports hold. Its lease must outlast the longest
+/// thing the runner does between two renewals: a step at its time limit (plus the local CI
+/// command, which a post-check may run).
 fn claim_keeper(
     cfg: &Config,
     opts: &RunOptions,
+    store: Option<crate::ports::ClaimStore>,
 ) -> Result<Option<(super::claim::ClaimKeeper, crate::ports::ClaimStore)>, String> {
     let Some(worker) = opts.worker_id.clone() else {
         return Ok(None);
     };
-    let store = crate::wiring::claim_store(cfg)?;
+    let Some(store) = store else {
+        return Err(format!(
+            "--worker-id {worker}: the runner's ports hold no claim store to keep its claims in"
+        ));
+    };
     let longest = Step::ALL
         .iter()
         .filter(|s| cfg.enabled(**s))

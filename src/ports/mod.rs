@@ -1,6 +1,6 @@
 //! The ports: the only way the driver reaches the world. Each trait says what one outside
-//! party does for the runner (git, the issue tracker, the forge, the agent, the notification
-//! channels, the clock), with one error type per port whose failures are classified once, at
+//! party does for the runner (git, the issue tracker, the forge, the claims on issues, the
+//! agent, the notification channels, the clock), with one error type per port whose failures are classified once, at
 //! the adapter, into a [`CallFailureKind`](crate::call_failure::CallFailureKind).
 //!
 //! The production adapters live beside the code they wrap (`git/`, `forge/`, `tracker/`,
@@ -45,6 +45,9 @@ pub struct Ports {
     pub forge: Box<dyn ForgePort>,
     /// Issues: selection, reads, closing and quarantine.
     pub tracker: Box<dyn TrackerPort>,
+    /// Issue claims and the merge lease, shared with the other runners of the tracker; `None`
+    /// where none was built (a run without a worker id claims nothing, whatever is here).
+    pub claims: Option<ClaimStore>,
     /// The coding agent: one attempt per call.
     pub agent: Box<dyn AgentPort>,
     /// Chat, webhook and command channels.

@@ -23,11 +23,22 @@ pub enum Outcome {
 /// Outcomes by (issue, step, attempt).
 type Scripted = BTreeMap<(u32, Step, u32), Outcome>;
 
+/// What the world does while a step runs, by (issue, step): each runs once.
+#[derive(Default)]
+struct During(BTreeMap<(u32, Step), Box<dyn FnOnce() + Send>>);
+
+impl std::fmt::Debug for During {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
+}
+
 /// The fake agent port. Unscripted invocations succeed.
 #[derive(Debug, Clone)]
 pub struct FakeAgent {
     world: World,
     script: Arc<Mutex<Scripted>>,
+    during: Arc<Mutex<During>>,
 }
 
 impl FakeAgent {
@@ -36,6 +47,15 @@ impl FakeAgent {
         FakeAgent {
             world,
             script: Arc::default(),
+            during: Arc::default(),
+        }
+    }
+
+    /// Has `act` done, once, while the first invocation of `step` on `issue` runs, before its
+    /// work: what others do meanwhile (another runner's whole run, a takeover of the claim).
+    pub fn during(&self, issue: u32, step: Step, act: impl FnOnce() + Send + 'static) {
+        if let Ok(mut d) = self.during.lock() {
+            d.0.insert((issue, step), Box::new(act));
         }
     }
 
@@ -133,6 +153,14 @@ impl AgentPort for FakeAgent {
                 // No process, so no process group to journal (a pgid of 0 would name the
                 // runner's own group to a restarted runner's cleanup).
                 self.world.lock().invocations.push((issue, step, attempt));
+                let act = self
+                    .during
+                    .lock()
+                    .ok()
+                    .and_then(|mut d| d.0.remove(&(issue, step)));
+                if let Some(act) = act {
+                    act();
+                }
                 let outcome = self
                     .script
                     .lock()

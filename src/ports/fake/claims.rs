@@ -19,6 +19,8 @@ pub struct FakeClaims {
 struct State {
     issues: BTreeMap<u32, Claim>,
     merge: Option<Claim>,
+    /// The next this many claims fail as an unwritable store.
+    failing_claims: u32,
 }
 
 impl FakeClaims {
@@ -30,6 +32,32 @@ impl FakeClaims {
     /// Every claim on record, for a test to read.
     pub fn claims(&self) -> Vec<Claim> {
         self.lock().issues.values().cloned().collect()
+    }
+
+    /// Puts `claim` on record as it is (another runner's, live or expired), replacing any
+    /// claim on its issue.
+    pub fn plant(&self, claim: Claim) {
+        self.lock().issues.insert(claim.issue, claim);
+    }
+
+    /// Puts `lease` on record as the merge lease.
+    pub fn plant_merge(&self, lease: Claim) {
+        self.lock().merge = Some(lease);
+    }
+
+    /// The next `times` claims fail as a store that cannot be written
+    /// (`ClaimError::Io`, permission denied).
+    pub fn fail_claims(&self, times: u32) {
+        self.lock().failing_claims = times;
+    }
+
+    /// `issue` for `worker` under the claim rules: a claim or a renewal.
+    fn hold(&self, issue: u32, worker: &str, duration: Duration, now: DateTime<Utc>) -> Claimed {
+        let mut state = self.lock();
+        let mut slot = state.issues.remove(&issue);
+        let claimed = take(&mut slot, lease(issue, worker, duration, now), now);
+        state.issues.extend(slot.map(|c| (issue, c)));
+        claimed
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -87,11 +115,13 @@ impl ClaimPort for FakeClaims {
         duration: Duration,
         now: DateTime<Utc>,
     ) -> Result<Claimed, ClaimError> {
-        let mut state = self.lock();
-        let mut slot = state.issues.remove(&issue);
-        let claimed = take(&mut slot, lease(issue, worker, duration, now), now);
-        state.issues.extend(slot.map(|c| (issue, c)));
-        Ok(claimed)
+        if super::world::due(&mut self.lock().failing_claims) {
+            return Err(ClaimError::Io {
+                dir: PathBuf::from("fake-claims"),
+                source: std::io::Error::from(std::io::ErrorKind::PermissionDenied),
+            });
+        }
+        Ok(self.hold(issue, worker, duration, now))
     }
 
     fn renew(
@@ -101,7 +131,7 @@ impl ClaimPort for FakeClaims {
         duration: Duration,
         now: DateTime<Utc>,
     ) -> Result<Option<Claim>, ClaimError> {
-        Ok(match self.claim(issue, worker, duration, now)? {
+        Ok(match self.hold(issue, worker, duration, now) {
             Claimed::Won(_) => None,
             Claimed::Held(holder) => Some(holder),
         })

@@ -37,6 +37,8 @@ pub struct Handles {
     pub notifier: RecordingNotifier,
     /// Script its outcomes before the run.
     pub agent: FakeAgent,
+    /// The claims on record: read them, or plant another runner's.
+    pub claims: FakeClaims,
 }
 
 /// Ports on `world`, with the runner's state under `state_dir` (journal, lock), and the
@@ -46,11 +48,13 @@ pub fn ports(world: &World, state_dir: &Path) -> (Ports, Handles) {
         clock: FakeClock::default(),
         notifier: RecordingNotifier::default(),
         agent: FakeAgent::new(world.clone()),
+        claims: FakeClaims::new(),
     };
     let ports = Ports {
         git: Box::new(FakeGit::new(world.clone(), state_dir)),
         forge: Box::new(FakeForge::new(world.clone())),
         tracker: Box::new(FakeTracker::new(world.clone())),
+        claims: Some(Box::new(handles.claims.clone())),
         agent: Box::new(handles.agent.clone()),
         notifier: Box::new(handles.notifier.clone()),
         clock: Arc::new(handles.clock.clone()),
