@@ -189,6 +189,18 @@ impl Repo {
         // A fetch or push over a dead network must not hang an unattended run.
         let out = crate::git::command::within(&self.path, args);
         crate::failpoint::point("git: after");
+        self.answered(args, out, "check the network and the remote")
+    }
+
+    /// What a git command started by the one git runner answered: its output, or why there
+    /// is none (stopped by the run's shutdown, not started, or no answer within
+    /// [`GIT_TIMEOUT`], with `hint` for that).
+    pub(super) fn answered(
+        &self,
+        args: &[&str],
+        out: std::io::Result<Option<Output>>,
+        hint: &'static str,
+    ) -> Result<Output, RepoError> {
         let command = || format!("git {} (in {})", args.join(" "), self.path.display());
         out.map_err(|source| match crate::process::stopped(&source) {
             Some(why) => RepoError::Stopped {
@@ -204,7 +216,7 @@ impl Repo {
             command: command(),
             status: None,
             stderr: format!("no answer within {} s; stopped", GIT_TIMEOUT.as_secs()),
-            hint: "check the network and the remote",
+            hint,
             kind: CallFailureKind::TimedOut,
         })
     }

@@ -124,24 +124,13 @@ impl Repo {
     }
 
     fn git_with_index(&self, index: &Path, args: &[&str]) -> Result<String, RepoError> {
-        let command = || format!("git {} (in {})", args.join(" "), self.path.display());
         let out = crate::git::command::run(
             &self.path,
             args,
             &[("GIT_INDEX_FILE", index.as_os_str())],
             crate::git::command::GIT_TIMEOUT,
-        )
-        .map_err(|source| RepoError::Spawn {
-            program: "git".to_string(),
-            source,
-        })?
-        .ok_or_else(|| RepoError::Command {
-            command: command(),
-            status: None,
-            stderr: "no answer in time; stopped".to_string(),
-            hint: "check the disk the repository is on",
-            kind: crate::call_failure::CallFailureKind::TimedOut,
-        })?;
+        );
+        let out = self.answered(args, out, "check the disk the repository is on")?;
         if !out.status.success() {
             return Err(self.failed(args, &out));
         }
