@@ -1,7 +1,8 @@
 //! The ports: the only way the driver reaches the world. Each trait says what one outside
 //! party does for the runner (git, the issue tracker, the forge, the claims on issues, the
-//! agent, the notification channels, the clock), with one error type per port whose failures are classified once, at
-//! the adapter, into a [`CallFailureKind`](crate::call_failure::CallFailureKind).
+//! agent, the notification channels, the clock), with one error type per port whose failures
+//! are classified once, at the adapter, into a
+//! [`CallFailureKind`](crate::call_failure::CallFailureKind).
 //!
 //! The production adapters live beside the code they wrap (`git/`, `forge/`, `tracker/`,
 //! `agent/`, `notify/`, [`clock::TokioClock`]) and are put together in the composition root,
