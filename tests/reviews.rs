@@ -805,27 +805,28 @@ fn changes_asked_with_steps(
     child
 }
 
-/// A teammate force-pushes the branch while the agent of a review round works (the head they
-/// push lacks the runner's last commit). The round's answer is not pushed over theirs: the
-/// run stops naming the branch, the rewrite stays on origin, nothing is merged, and the issue
-/// is neither escalated nor closed: a person decides what becomes of the branch.
-#[test]
-fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
-    let p = one_issue_with_a_round(json!({}));
+/// A review round whose agent first plays a teammate in a clone of their own: `teammate`
+/// runs there on the branch and ends with their push; then `after` runs in the project (the
+/// agent's own git), then the fake agent. Returns the run's output and text, the teammate's
+/// head and the branch.
+fn a_teammate_moves_the_branch_during_a_round(
+    p: &Project,
+    teammate: &str,
+    after: &str,
+) -> (std::process::Output, String, String, String) {
     let person = p.root.join("person");
     let theirs = p.root.join("theirs");
-    // The round's first agent plays the teammate first (in a clone of its own), then the agent.
     let wrapper = round_agent(
-        &p,
+        p,
         &format!(
             "if [ ! -e '{theirs}' ]; then\n\
              branch=$(git rev-parse --abbrev-ref HEAD)\n\
              git clone --quiet '{origin}' '{person}'\n\
-             cd '{person}' && git checkout --quiet \"$branch\" && git reset --quiet --hard HEAD~1\n\
-             echo rewritten > rewritten.txt && git add rewritten.txt\n\
-             git -c user.name=Person -c user.email=person@example.com commit --quiet -m rewrite\n\
-             git push --quiet --force origin \"$branch\" && git rev-parse HEAD > '{theirs}'\n\
+             cd '{person}' && git checkout --quiet \"$branch\"\n\
+             {teammate}\n\
+             git rev-parse HEAD > '{theirs}'\n\
              cd - > /dev/null\n\
+             {after}\n\
              fi\n\
              exec '{bin}' \"$@\"",
             origin = p.origin.display(),
@@ -834,24 +835,54 @@ fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
             bin = e2e::BIN
         ),
     );
-    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Rename foo to bar.");
+    let child = changes_asked_of_a_round_agent(p, &wrapper, "Rename foo to bar.");
     let out = e2e::wait_output(child, WAIT);
     let all = text(&out);
     let theirs = std::fs::read_to_string(&theirs)
         .unwrap_or_else(|e| panic!("the teammate's push did not happen ({e}): {all}"));
-    let theirs = theirs.trim();
     let branch = e2e::git(&person, &["rev-parse", "--abbrev-ref", "HEAD"]);
-    assert_eq!(code(&out), 1, "the run stops: {all}");
+    (out, all, theirs.trim().to_string(), branch)
+}
+
+/// A person's move the round's answer must not go over: the run stops naming the branch,
+/// their head stays on origin, nothing is merged, and the issue is neither escalated nor
+/// closed.
+fn assert_their_head_is_kept(p: &Project, ran: &(std::process::Output, String, String, String)) {
+    let (out, all, theirs, branch) = ran;
+    assert_eq!(code(out), 1, "the run stops: {all}");
     assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
     let head = e2e::git(&p.origin, &["rev-parse", &format!("refs/heads/{branch}")]);
-    assert_eq!(
-        head, theirs,
-        "the teammate's rewrite stays on origin: {all}"
-    );
+    assert_eq!(&head, theirs, "the teammate's head stays on origin: {all}");
     let issue = p.issue(1);
     assert_eq!(issue["state"], "open", "{issue}");
     assert_eq!(issue["escalated"], false, "{issue} {all}");
-    assert!(all.contains(&branch), "the stop names the branch: {all}");
+    assert!(
+        all.contains(branch.as_str()),
+        "the stop names the branch: {all}"
+    );
+}
+
+/// Git lines of a teammate's commit, `message` adding the file `message`.txt.
+fn a_teammates_commit(message: &str) -> String {
+    format!(
+        "echo {message} > {message}.txt && git add {message}.txt\n\
+         git -c user.name=Person -c user.email=person@example.com commit --quiet -m {message}"
+    )
+}
+
+/// A teammate force-pushes the branch while the agent of a review round works (the head they
+/// push lacks the runner's last commit). The round's answer is not pushed over theirs: the
+/// run stops naming the branch, the rewrite stays on origin, nothing is merged, and the issue
+/// is neither escalated nor closed: a person decides what becomes of the branch.
+#[test]
+fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
+    let p = one_issue_with_a_round(json!({}));
+    let teammate = format!(
+        "git reset --quiet --hard HEAD~1\n{}\ngit push --quiet --force origin \"$branch\"",
+        a_teammates_commit("rewritten")
+    );
+    let ran = a_teammate_moves_the_branch_during_a_round(&p, &teammate, "true");
+    assert_their_head_is_kept(&p, &ran);
 }
 
 /// A teammate pushes a commit onto the branch while the round's agent works, and the agent
@@ -862,44 +893,14 @@ fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
 #[test]
 fn a_teammates_push_the_rounds_agent_fetched_and_dropped_is_not_pushed_over() {
     let p = one_issue_with_a_round(json!({}));
-    let person = p.root.join("person");
-    let theirs = p.root.join("theirs");
-    let wrapper = round_agent(
-        &p,
-        &format!(
-            "if [ ! -e '{theirs}' ]; then\n\
-             branch=$(git rev-parse --abbrev-ref HEAD)\n\
-             git clone --quiet '{origin}' '{person}'\n\
-             cd '{person}' && git checkout --quiet \"$branch\"\n\
-             echo theirs > theirs.txt && git add theirs.txt\n\
-             git -c user.name=Person -c user.email=person@example.com commit --quiet -m theirs\n\
-             git push --quiet origin \"$branch\" && git rev-parse HEAD > '{theirs}'\n\
-             cd - > /dev/null\n\
-             git fetch --quiet origin && git reset --quiet --hard \"origin/$branch\"\n\
-             git reset --quiet --hard 'HEAD@{{1}}'\n\
-             fi\n\
-             exec '{bin}' \"$@\"",
-            origin = p.origin.display(),
-            person = person.display(),
-            theirs = theirs.display(),
-            bin = e2e::BIN
-        ),
+    let teammate = format!(
+        "{}\ngit push --quiet origin \"$branch\"",
+        a_teammates_commit("theirs")
     );
-    let child = changes_asked_of_a_round_agent(&p, &wrapper, "Rename foo to bar.");
-    let out = e2e::wait_output(child, WAIT);
-    let all = text(&out);
-    let theirs = std::fs::read_to_string(&theirs)
-        .unwrap_or_else(|e| panic!("the teammate's push did not happen ({e}): {all}"));
-    let theirs = theirs.trim();
-    let branch = e2e::git(&person, &["rev-parse", "--abbrev-ref", "HEAD"]);
-    assert!(e2e::merged_issues(&p.origin).is_empty(), "{all}");
-    let head = e2e::git(&p.origin, &["rev-parse", &format!("refs/heads/{branch}")]);
-    assert_eq!(head, theirs, "the teammate's commit stays on origin: {all}");
-    assert_eq!(code(&out), 1, "the run stops: {all}");
-    let issue = p.issue(1);
-    assert_eq!(issue["state"], "open", "{issue}");
-    assert_eq!(issue["escalated"], false, "{issue} {all}");
-    assert!(all.contains(&branch), "the stop names the branch: {all}");
+    let dropped = "git fetch --quiet origin && git reset --quiet --hard \"origin/$branch\"\n\
+                   git reset --quiet --hard 'HEAD@{1}'";
+    let ran = a_teammate_moves_the_branch_during_a_round(&p, &teammate, dropped);
+    assert_their_head_is_kept(&p, &ran);
 }
 
 /// The round's agent rewrites the branch's history, as a reviewer may ask ("squash these",
