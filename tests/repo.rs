@@ -1224,3 +1224,40 @@ fn main_behind_origin_is_moved_beside_the_checked_out_branch() {
     let _ = repo.bring_up_to_date("1-x", None);
     assert!(ran.exists(), "main with work of its own is checked out");
 }
+
+/// Own work is what left from this clone: a commit pushed from here, and every commit before
+/// it, is; a teammate's commit a fetch brought is not, even after the local branch was reset
+/// onto it and away again (the branch's own reflog then holds it).
+#[test]
+fn pushed_from_here_knows_the_clones_pushes_from_a_teammates_commit_it_only_fetched() {
+    let f = Fixture::new();
+    f.branch("7-issue");
+    f.commit("a.txt", "a\n");
+    let first = git(&f.work, &["rev-parse", "HEAD"]);
+    f.commit("b.txt", "b\n");
+    let mine = git(&f.work, &["rev-parse", "HEAD"]);
+    let repo = f.repo();
+    repo.push_branch("7-issue", None).unwrap();
+    assert!(repo.pushed_from_here("7-issue", &mine).unwrap());
+    assert!(repo.pushed_from_here("7-issue", &first).unwrap());
+    // A teammate's commit on top, fetched, checked out on the branch, then dropped.
+    git(&f.other, &["fetch", "-q", "origin"]);
+    git(&f.other, &["checkout", "-q", "7-issue"]);
+    fs::write(f.other.join("theirs.txt"), "theirs\n").unwrap();
+    git(&f.other, &["add", "-A"]);
+    git(&f.other, &["commit", "-qm", "theirs"]);
+    git(&f.other, &["push", "-q", "origin", "7-issue"]);
+    let theirs = git(&f.other, &["rev-parse", "HEAD"]);
+    git(&f.work, &["fetch", "-q", "origin"]);
+    git(&f.work, &["reset", "-q", "--hard", "origin/7-issue"]);
+    git(&f.work, &["reset", "-q", "--hard", &mine]);
+    assert!(!repo.pushed_from_here("7-issue", &theirs).unwrap());
+    // Once a push from here carries it (under a commit of this clone's), it is this clone's
+    // too.
+    git(&f.work, &["merge", "-q", "--ff-only", &theirs]);
+    f.commit("c.txt", "c\n");
+    repo.push_branch("7-issue", Some(&theirs)).unwrap();
+    assert!(repo.pushed_from_here("7-issue", &theirs).unwrap());
+    // A branch never pushed from here holds nothing of this clone's.
+    assert!(!repo.pushed_from_here("8-other", &first).unwrap());
+}
