@@ -563,10 +563,18 @@ pub fn moved_to_no_commit(issue: u32, branch: &str, head: &str) -> String {
     format!("issue #{issue}: origin's {branch} moved to `{head}`, which is no commit id")
 }
 
-/// Origin's branch is at `head` (short ids: head, ours): pushed on top of ours, or rewritten.
-pub fn branch_moved(issue: u32, branch: &str, (head, ours): (&str, &str), on_top: bool) -> String {
+/// Origin's branch is at `head` (short ids: head, ours): pushed on top of ours, pushed onto
+/// the runner's last push while ours waited to be pushed, or rewritten.
+pub fn branch_moved(
+    issue: u32,
+    branch: &str,
+    (head, ours): (&str, &str),
+    (on_top, onto_our_push): (bool, bool),
+) -> String {
     let how = if on_top {
         "a person pushed commits on top of"
+    } else if onto_our_push {
+        "a person pushed commits onto the branch that lack the runner's unpushed"
     } else {
         "a person rewrote the branch: its head no longer holds"
     };

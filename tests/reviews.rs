@@ -883,6 +883,7 @@ fn a_force_push_during_a_round_is_kept_and_nothing_is_merged_or_blamed() {
     );
     let ran = a_teammate_moves_the_branch_during_a_round(&p, &teammate, "true");
     assert_their_head_is_kept(&p, &ran);
+    assert!(ran.1.contains("a person rewrote the branch"), "{}", ran.1);
 }
 
 /// A teammate pushes a commit onto the branch while the round's agent works, and the agent
@@ -901,6 +902,14 @@ fn a_teammates_push_the_rounds_agent_fetched_and_dropped_is_not_pushed_over() {
                    git reset --quiet --hard 'HEAD@{1}'";
     let ran = a_teammate_moves_the_branch_during_a_round(&p, &teammate, dropped);
     assert_their_head_is_kept(&p, &ran);
+    // Named as what it was: commits pushed onto the branch, not a rewrite.
+    assert!(
+        ran.1
+            .contains("a person pushed commits onto the branch that lack the runner's unpushed"),
+        "{}",
+        ran.1
+    );
+    assert!(!ran.1.contains("rewrote"), "{}", ran.1);
 }
 
 /// The round's agent rewrites the branch's history, as a reviewer may ask ("squash these",

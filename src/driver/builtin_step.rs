@@ -291,7 +291,12 @@ impl StepRun<'_> {
                 self.say(words);
                 Event::IssueWithdrawn { issue }
             }
-            Head::Moved { ours, head, on_top } => {
+            Head::Moved {
+                ours,
+                head,
+                on_top,
+                onto_our_push,
+            } => {
                 let (Some(o), Some(h)) = (Commit::parse(&ours), Commit::parse(&head)) else {
                     self.say(say::moved_to_no_commit(issue, &branch, &head));
                     return Event::WorkspaceUnfit {
@@ -302,7 +307,7 @@ impl StepRun<'_> {
                     issue,
                     &branch,
                     (&h.short(), &o.short()),
-                    on_top,
+                    (on_top, onto_our_push),
                 ));
                 Event::BranchMoved {
                     ours: o,

@@ -415,8 +415,9 @@ fn halt_explanation(reason: &HaltReason, r: &Runner) -> Option<String> {
             head,
             on_top: false,
         } => format!(
-            "a person rewrote issue #{issue}'s branch on origin: its head {} no longer holds {}, the runner's last commit on it (the one CI checked, or the one a review round or a conflict's repair was about to push). Nothing was merged and no issue was blamed. Decide what the branch should be (push {} back, or keep the rewrite and let CI check it), then run again with --ack-halt.",
+            "a person moved issue #{issue}'s branch on origin: its head {} does not hold {}, the runner's last commit for it (the one CI checked, or the one a review round or a conflict's repair was about to push), so nothing was pushed over it. Nothing was merged and no issue was blamed. Decide what the branch should be (bring {} onto their head and push, push {} over it if their commits are not wanted, or keep theirs and let CI check it), then run again with --ack-halt.",
             head.short(),
+            ours.short(),
             ours.short(),
             ours.short()
         ),

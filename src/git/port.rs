@@ -79,6 +79,9 @@ impl GitPort for Repo {
     fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, GitError> {
         Repo::pushed_from_here(self, branch, commit)
     }
+    fn last_pushed(&self, branch: &str) -> Result<Option<String>, GitError> {
+        Repo::last_pushed(self, branch)
+    }
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
         Repo::spec_dir(self, issue, feature)
     }

@@ -76,6 +76,8 @@ pub trait GitPort: Send + Sync {
     /// work that left from here (the runner's or its agent's), not a commit only a fetch
     /// brought.
     fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, GitError>;
+    /// The last commit this clone pushed to origin's `branch`, if it knows one.
+    fn last_pushed(&self, branch: &str) -> Result<Option<String>, GitError>;
     /// The spec directory of `issue` (`specs/<issue>-…`), the recorded `feature` first.
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf>;
     /// `Err(missing)` names the spec files that are missing or empty.

@@ -165,7 +165,17 @@ fn work_only_origin_has(
         ours: local.to_string(),
         head: head.to_string(),
         on_top: false,
+        onto_our_push: onto_our_push(repo, branch, head)?,
     }))
+}
+
+/// Whether origin's `head` of `branch` holds the last commit this clone pushed there: a
+/// person pushed commits onto the branch, rather than rewriting it.
+fn onto_our_push(repo: &dyn GitPort, branch: &str, head: &str) -> Result<bool, Failed> {
+    Ok(match repo.last_pushed(branch)? {
+        Some(pushed) => repo.contains_commit(head, &pushed)?,
+        None => false,
+    })
 }
 
 /// After an `addressReview` round: what the agent left is committed on the feature branch
@@ -265,7 +275,8 @@ pub enum Head {
     /// Origin's head is the commit expected (with none expected: the one the runner pushed,
     /// the local head).
     At(String),
-    /// A person moved the branch: `head` holds `ours` (commits on top) or not (rewritten).
+    /// A person moved the branch: `head` holds `ours` (commits on top) or not (rewritten, or
+    /// pushed onto while `ours` was not yet pushed).
     Moved {
         /// The commit expected.
         ours: String,
@@ -273,6 +284,9 @@ pub enum Head {
         head: String,
         /// Whether `head` holds `ours`.
         on_top: bool,
+        /// Whether `head` holds the last commit this clone pushed (a person pushed onto the
+        /// branch while `ours` waited to be pushed, rather than rewriting it).
+        onto_our_push: bool,
     },
     /// A person merged it: the commit expected is in origin's main.
     Merged,
@@ -341,7 +355,12 @@ pub fn look(
         )));
     }
     let on_top = git.contains_commit(&head, &ours)?;
-    looked(Head::Moved { ours, head, on_top })
+    looked(Head::Moved {
+        ours,
+        head,
+        on_top,
+        onto_our_push: false,
+    })
 }
 
 /// What one look at CI found.
@@ -524,6 +543,7 @@ fn persons_move_since(
         ours: local.to_string(),
         head: head.to_string(),
         on_top: repo.contains_commit(head, local)?,
+        onto_our_push: onto_our_push(repo, branch, head)?,
     }))
 }
 

@@ -26,17 +26,7 @@ impl Repo {
     /// reflog (`core.logAllRefUpdates=false`, a push from another clone) it answers false, so a
     /// push never goes over work it cannot place.
     pub fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, RepoError> {
-        let tracking = format!("refs/remotes/origin/{branch}");
-        let out = self.git(&["log", "-g", "--format=%H %gs", &tracking, "--"])?;
-        if !out.status.success() {
-            return Ok(false);
-        }
-        let mut pushed: Vec<String> = super::stdout(&out)
-            .lines()
-            .filter_map(|line| line.split_once(' '))
-            .filter(|(_, subject)| subject.starts_with("update by push"))
-            .map(|(id, _)| id.to_string())
-            .collect();
+        let mut pushed = self.pushes(branch)?;
         pushed.sort();
         pushed.dedup();
         if pushed.is_empty() {
@@ -50,6 +40,27 @@ impl Repo {
             return Err(self.failed(&args, &out));
         }
         Ok(super::stdout(&out).trim().is_empty())
+    }
+
+    /// The last commit this clone pushed to origin's `branch`, if the reflog knows one.
+    pub fn last_pushed(&self, branch: &str) -> Result<Option<String>, RepoError> {
+        Ok(self.pushes(branch)?.into_iter().next())
+    }
+
+    /// The commits this clone pushed to origin's `branch`, newest first: the "update by push"
+    /// entries of the reflog of `refs/remotes/origin/<branch>` (none without that reflog).
+    fn pushes(&self, branch: &str) -> Result<Vec<String>, RepoError> {
+        let tracking = format!("refs/remotes/origin/{branch}");
+        let out = self.git(&["log", "-g", "--format=%H %gs", &tracking, "--"])?;
+        if !out.status.success() {
+            return Ok(Vec::new());
+        }
+        Ok(super::stdout(&out)
+            .lines()
+            .filter_map(|line| line.split_once(' '))
+            .filter(|(_, subject)| subject.starts_with("update by push"))
+            .map(|(id, _)| id.to_string())
+            .collect())
     }
 
     /// Whether commit `older` is `newer` or one of its ancestors.

@@ -198,6 +198,13 @@ impl GitPort for FakeGit {
             .get(branch)
             .is_some_and(|b| (1..=b.pushed).any(|n| fake_commit(branch, n) == commit)))
     }
+    fn last_pushed(&self, branch: &str) -> Result<Option<String>, GitError> {
+        let w = self.world.lock_for_blocking_call();
+        Ok(w.branches
+            .get(branch)
+            .filter(|b| b.pushed > 0)
+            .map(|b| fake_commit(branch, b.pushed)))
+    }
     fn spec_dir(&self, _issue: u32, _feature: Option<&str>) -> Option<PathBuf> {
         None
     }
