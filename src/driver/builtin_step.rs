@@ -64,10 +64,8 @@ impl StepRun<'_> {
         // the step's timeoutMin.
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let outcome = if step == Step::MonitorCi {
-            {
-                let (calls, cycle, voice) = self.calls();
-                look_once(calls, cycle, voice, step, commit).await
-            }
+            let (calls, cycle, voice) = self.calls();
+            look_once(calls, cycle, voice, step, commit).await
         } else {
             let what = format!("{} (builtin)", step.key());
             let facts = Facts::of(self.cycle, self.run.refs());
@@ -123,10 +121,8 @@ impl StepRun<'_> {
         self.voice
             .log(&say::look_at_ci(issue, step.key(), look, &of));
         let started = self.shell.clock.instant();
-        let result = match {
-            let (calls, cycle, voice) = self.calls();
-            look_once(calls, cycle, voice, step, commit).await
-        } {
+        let (calls, cycle, voice) = self.calls();
+        let result = match look_once(calls, cycle, voice, step, commit).await {
             Ok(result) => result,
             Err(event) => return event,
         };

@@ -168,10 +168,10 @@ impl StepRun<'_> {
         // The merge was refused: a person's move since the look (the atomic push's lease on
         // the branch failed) is the answer, not the attempt's failure.
         if builtin {
-            if let network::Patient::Done(Ok(look)) = {
-                let (calls, cycle, voice) = self.calls();
+            let (calls, cycle, voice) = self.calls();
+            if let network::Patient::Done(Ok(look)) =
                 look_raw(calls, cycle, voice, Some(target)).await
-            } {
+            {
                 if !matches!(look.head, Head::At(_)) {
                     return persons_move(
                         &mut self.voice,
