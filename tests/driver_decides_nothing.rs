@@ -434,3 +434,71 @@ fn the_driver_is_a_loop_of_small_handlers_that_holds_no_log_prose() {
         }
     }
 }
+
+/// The methods a step's parts (`StepRun`) may have in `builtin_step.rs` and `merge.rs`, with
+/// why each takes the whole bundle: a request's handler, or the answer it gives, which records
+/// a success or a failure (the machine's counters read, the cycle, the state file, the
+/// notifier, the voice).
+const STEP_RUN_METHODS: &[(&str, &str)] = &[
+    (
+        "run_builtin",
+        "RunStep of a builtin step: the repair's agent, the runner's action",
+    ),
+    ("look_at_ci", "LookAtCi"),
+    (
+        "builtin_outcome",
+        "the answer of run_builtin and look_at_ci: post-check, succeeded, failed",
+    ),
+    ("run_merge", "RunStep of merge"),
+    ("update_branch", "UpdateBranch"),
+    (
+        "merge_conflict",
+        "the answer MergeConflict: the notifier, the state file, the voice",
+    ),
+    (
+        "gate_before_the_agent",
+        "answers BranchBehind or a failed attempt (failed)",
+    ),
+    (
+        "look_before_merge",
+        "answers a person's move or a failed attempt (failed)",
+    ),
+    (
+        "up_to_date",
+        "answers a conflict (merge_conflict) or a failed attempt (failed)",
+    ),
+];
+
+/// A step's helpers take only what they need: in `builtin_step.rs` and `merge.rs` a method
+/// of `StepRun` (the run context, the shell, the cycle, the machine and the voice, all at
+/// once) is a request's handler or the answer it records (listed above); a helper that only
+/// narrates, reads facts or makes a call is a function of the parts it reads (`Voice`,
+/// `Calls`, `&Cycle`, `&Io`).
+#[test]
+fn a_steps_helpers_take_only_the_parts_they_need() {
+    for (name, code) in driver_sources() {
+        if name != "builtin_step.rs" && name != "merge.rs" {
+            continue;
+        }
+        let code = without_tests(&code);
+        for (at, _) in code.match_indices("impl StepRun<'_> {") {
+            let body = &code[at..];
+            let body = &body[..body.find("\n}").expect("the impl's end")];
+            for line in body.lines() {
+                // A method: `fn` at the impl's indentation.
+                let Some(rest) = line
+                    .strip_prefix("    ")
+                    .filter(|l| !l.starts_with(' '))
+                    .and_then(|l| l.split("fn ").nth(1))
+                else {
+                    continue;
+                };
+                let method = rest.split(['(', '<']).next().unwrap_or_default();
+                assert!(
+                    STEP_RUN_METHODS.iter().any(|(m, _)| *m == method),
+                    "src/driver/{name}: `StepRun::{method}` takes the whole bundle: make it a function of the parts it uses (`Voice` to narrate, `Calls` to make a call, `&Cycle`, `&Io`), or list it with its reason"
+                );
+            }
+        }
+    }
+}

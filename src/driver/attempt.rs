@@ -4,14 +4,14 @@
 use super::facts::{FactsAsked, Probe};
 use super::invoke::{self, RepairContext};
 use super::shutdown::Shutdown;
-use super::step_run::StepRun;
+use super::step_run::{Calls, StepRun, Voice};
 use super::{network, KILL_GRACE, TAIL_BYTES};
 use crate::agent::classify::{classify_post_check, Classified, Observation};
 use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
 use crate::agent::{sandbox, AgentError, AgentExit, AgentRun};
 use crate::failure::FailureClass;
-use crate::journal::{AgentGroup, FailureDetail, Journal, Record};
+use crate::journal::{AgentGroup, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
 use crate::machine::{Event, Usage};
 use crate::narration as say;
@@ -32,7 +32,7 @@ impl StepRun<'_> {
         step: Step,
         agent_ran: bool,
     ) -> Result<Option<Classified>, Event> {
-        let ctx = self.step_context();
+        let ctx = self.cycle.step_context(self.core);
         // The git locks first (never blamed on the attempt), then the step's check, in one
         // call off the runtime.
         let facts = FactsAsked::before(self.core, false).without_issue();
@@ -50,10 +50,11 @@ impl StepRun<'_> {
         let mut told = super::Told::default();
         let hands = (&self.run.cfg, self.core, &self.shell.shutdown);
         let checked = super::facts::verdict(hands, step, probe, &mut told);
-        self.keep(told);
+        self.voice.keep(told);
         let checked = checked?;
         let what = format!("checking the outcome of {}", step.key());
-        match self.judge(&what, checked) {
+        let (calls, _, voice) = self.calls();
+        match calls.judge(voice, &what, checked) {
             network::Patient::Done(Ok(Ok(()))) => Ok(None),
             network::Patient::Done(Ok(Err(what))) => {
                 Ok(Some(classify_post_check(step.key(), &what)))
@@ -62,7 +63,7 @@ impl StepRun<'_> {
                 Ok(Some(classify_post_check(step.key(), &e.to_string())))
             }
             network::Patient::GaveUp(_) if agent_ran => Ok(Some(
-                crate::agent::classify::classify_network(step.key(), self.just_said()),
+                crate::agent::classify::classify_network(step.key(), self.voice.just_said()),
             )),
             network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
         }
@@ -103,20 +104,21 @@ impl StepRun<'_> {
         repair: bool,
         check_after: bool,
     ) -> Event {
-        self.cycle.know(&self.shell.io, issue).await;
-        let text = match self.issue_text(issue).await {
+        self.know(issue).await;
+        let (calls, _, voice) = self.calls();
+        let text = match issue_text(calls, voice, issue).await {
             Ok(text) => text,
             Err(event) => return event,
         };
         let run = match self.prepare(step, issue, attempt, repair, text.as_ref()) {
             Ok(run) => run,
             Err(Unprepared::Environment(message)) => {
-                return self.environment_failure(step, &message)
+                return environment_failure(&mut self.voice, step, &message)
             }
             Err(Unprepared::TooLarge(message)) => return self.too_large(step, issue, &message),
         };
-        let name = self.step_name(step);
-        self.log(&say::attempt_started(
+        let name = self.voice.step_name(step);
+        self.voice.log(&say::attempt_started(
             issue,
             (step.number(), name),
             attempt,
@@ -147,7 +149,7 @@ impl StepRun<'_> {
         .await;
         crate::failpoint::point("agent exited");
         if let Some(e) = ran.unrecorded_group {
-            self.log(&say::group_unrecorded(&e));
+            self.voice.log(&say::group_unrecorded(&e));
         }
         let summary = ran.summary;
         let exit = match ran.exit {
@@ -155,11 +157,17 @@ impl StepRun<'_> {
             Err(e @ AgentError::ArgumentsTooLong { .. }) => {
                 return self.too_large(step, issue, &e.to_string())
             }
-            Err(e) => return self.environment_failure(step, &e.to_string()),
+            Err(e) => return environment_failure(&mut self.voice, step, &e.to_string()),
         };
         let header = attempt_header(&exit, issue, name, &self.run.session, attempt, started_at);
-        self.archive(&header, &run.live_log);
-        self.say(last_words(&summary, &exit));
+        let budget = self.run.cfg.max_log_disk_usage_bytes;
+        archive(
+            (&self.shell.logs, budget),
+            &self.voice,
+            &header,
+            &run.live_log,
+        );
+        self.voice.say(last_words(&summary, &exit));
         if exit.cancelled {
             // What the call spent before the signal stopped it is counted all the same.
             return self.shell.shutdown.event_after(usage_of(
@@ -178,7 +186,7 @@ impl StepRun<'_> {
             exit.stdout_bytes,
             &exit.stderr_tail,
         ) {
-            return self.environment_failure(step, &message);
+            return environment_failure(&mut self.voice, step, &message);
         }
         let usage = usage_of(
             &summary,
@@ -194,7 +202,7 @@ impl StepRun<'_> {
             .as_ref()
             .or(summary.result.as_ref().and_then(|r| r.session_id.as_ref()))
         {
-            self.log(&say::agent_session(id));
+            self.voice.log(&say::agent_session(id));
         }
         let temp = std::env::temp_dir();
         let failure = match cli::classify(
@@ -212,35 +220,6 @@ impl StepRun<'_> {
             None => self.succeeded(step, issue, usage).await,
             Some(c) => self.failed(step, issue, c, usage),
         }
-    }
-
-    /// The issue's whole text as the tracker has it now; `Ok(None)` when there is no issue or
-    /// the tracker cannot say (the agent then has the title only, and is told so by the log).
-    async fn issue_text(&mut self, issue: u32) -> Result<Option<IssueText>, Event> {
-        if issue == 0 {
-            return Ok(None);
-        }
-        match self
-            .patiently("reading the issue", move |w| w.tracker.text(issue))
-            .await
-        {
-            network::Patient::Done(Ok(text)) => Ok(Some(text)),
-            network::Patient::Done(Err(e)) => {
-                self.log(&say::issue_text_unreadable(issue, &e));
-                Ok(None)
-            }
-            network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
-        }
-    }
-
-    /// The issue's text in the file the prompt names, redacted like every text the runner
-    /// hands out; refused when it is larger than an agent is ever handed.
-    fn write_issue_text(&self, text: &IssueText) -> Result<std::path::PathBuf, Unprepared> {
-        let rendered = text.render_within().map_err(Unprepared::TooLarge)?;
-        self.run
-            .runner_dir
-            .write_issue_text(text.number, &crate::redact::redact(&rendered))
-            .map_err(|e| Unprepared::Environment(e.to_string()))
     }
 
     /// The agent's argument vector, environment and limits for this attempt, with room made
@@ -264,7 +243,9 @@ impl StepRun<'_> {
             })?),
             None => None,
         };
-        let text_file = text.map(|t| self.write_issue_text(t)).transpose()?;
+        let text_file = text
+            .map(|t| write_issue_text(&self.run.runner_dir, t))
+            .transpose()?;
         // The failure this step last had, recorded in the journal, so a restarted runner
         // repairs with the same context.
         let repair_ctx = if repair {
@@ -291,10 +272,10 @@ impl StepRun<'_> {
                 text_file.as_deref(),
             ),
         };
-        let issue_id = self.refs().id(issue);
+        let issue_id = self.run.refs().id(issue);
         let info = AttemptInfo {
             step,
-            name: self.step_name(step),
+            name: self.voice.step_name(step),
             issue,
             issue_id: &issue_id,
             attempt,
@@ -343,7 +324,7 @@ impl StepRun<'_> {
             inv.args = w.args;
             inv.env = w.env;
         }
-        let live_log = self.shell.logs.live_log(self.step_name(step));
+        let live_log = self.shell.logs.live_log(self.voice.step_name(step));
         let budget = self.run.cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
         // Room for this attempt's live log and archive first, so the budget holds throughout.
@@ -351,7 +332,7 @@ impl StepRun<'_> {
             budget.saturating_sub(live_log_cap.reserve()),
             std::slice::from_ref(&live_log),
         ) {
-            self.log(&say::pruning_failed(&e));
+            self.voice.log(&say::pruning_failed(&e));
         }
         Ok(AgentRun {
             program: inv.program,
@@ -368,29 +349,11 @@ impl StepRun<'_> {
         })
     }
 
-    /// Keeps the attempt's log under the log directory and prunes older ones, never the log
-    /// whose path was just printed.
-    fn archive(&mut self, header: &AttemptHeader, live_log: &std::path::Path) {
-        match self.shell.logs.archive_attempt(header, live_log) {
-            Ok(path) => {
-                self.log(&say::attempt_log(&path));
-                let keep = [live_log.to_path_buf(), path];
-                if let Err(e) = self
-                    .shell
-                    .logs
-                    .prune(self.run.cfg.max_log_disk_usage_bytes, &keep)
-                {
-                    self.log(&say::pruning_failed(&e));
-                }
-            }
-            Err(e) => self.log(&say::cannot_archive(&e)),
-        }
-    }
-
     pub(super) async fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
-        let name = self.step_name(step);
+        let name = self.voice.step_name(step);
         let took = crate::progress::clock(std::time::Duration::from_millis(usage.elapsed_ms));
-        self.log(&say::succeeded(name, &took, usage.turns, usage.cost_micros));
+        self.voice
+            .log(&say::succeeded(name, &took, usage.turns, usage.cost_micros));
         if step == Step::StartIssue {
             if let Ok(Some(branch)) = self.shell.io.call(|w| w.git.current_branch()).await {
                 self.cycle.issue.branch = Some(branch.clone());
@@ -406,14 +369,16 @@ impl StepRun<'_> {
     }
 
     pub(super) fn failed(&mut self, step: Step, issue: u32, c: Classified, usage: Usage) -> Event {
-        let name = self.step_name(step);
+        let name = self.voice.step_name(step);
         self.shell.notifier.send(
             Severity::Warning,
             &say::failed_notice(issue, name, &c.class, &c.summary),
         );
-        self.log(&say::failed(name, &c.class, &c.signature, &c.summary));
+        self.voice
+            .log(&say::failed(name, &c.class, &c.signature, &c.summary));
         self.save_state();
-        self.remember_failure(step, c.class, &c.summary, &c.excerpt);
+        self.voice
+            .remember_failure(step, c.class, &c.summary, &c.excerpt);
         Event::StepFailed {
             step,
             class: c.class,
@@ -423,24 +388,12 @@ impl StepRun<'_> {
         }
     }
 
-    /// The context journaled with the `StepFailed` about to be recorded and given to the
-    /// next repair attempt. The journal is a sink like any other: no secret the agent
-    /// printed goes in.
-    fn remember_failure(&mut self, step: Step, class: FailureClass, summary: &str, excerpt: &str) {
-        self.report.failure = Some(FailureDetail {
-            step,
-            class,
-            summary: crate::redact::redact(summary),
-            excerpt: crate::redact::redact(excerpt),
-        });
-    }
-
     /// What the agent would be handed for this issue is more than it can be handed (the
     /// issue's text over the cap, a command line the system refuses): the issue's, and no
     /// attempt can change it, so it is escalated at once with the sizes (`CONTEXT_WINDOW`),
     /// never taken for a broken environment.
     fn too_large(&mut self, step: Step, issue: u32, message: &str) -> Event {
-        self.say(message.to_string());
+        self.voice.say(message.to_string());
         let class = FailureClass::ContextWindow;
         let normalized = crate::agent::classify::normalize(message);
         let c = Classified {
@@ -455,22 +408,77 @@ impl StepRun<'_> {
         };
         self.failed(step, issue, c, Usage::default())
     }
+}
 
-    /// The agent could not even be run (binary vanished, skill file unreadable): the
-    /// environment is broken, not the issue.
-    pub(super) fn environment_failure(&mut self, step: Step, message: &str) -> Event {
-        self.log(&say::of_step(self.step_name(step), message));
-        self.say(message.to_string());
-        let class = FailureClass::ToolingEnv;
-        self.remember_failure(step, class, &format!("{class}: {message}"), message);
-        let normalized = crate::agent::classify::normalize(message);
-        Event::StepFailed {
-            step,
-            class,
-            signature: crate::agent::classify::signature(class, &normalized),
-            usage: Usage::default(),
-            wait_hint_secs: None,
+/// The issue's whole text as the tracker has it now; `Ok(None)` when there is no issue or
+/// the tracker cannot say (the agent then has the title only, and is told so by the log).
+async fn issue_text(
+    calls: Calls<'_>,
+    voice: &mut Voice<'_>,
+    issue: u32,
+) -> Result<Option<IssueText>, Event> {
+    if issue == 0 {
+        return Ok(None);
+    }
+    match calls
+        .patiently(voice, "reading the issue", move |w| w.tracker.text(issue))
+        .await
+    {
+        network::Patient::Done(Ok(text)) => Ok(Some(text)),
+        network::Patient::Done(Err(e)) => {
+            voice.log(&say::issue_text_unreadable(issue, &e));
+            Ok(None)
         }
+        network::Patient::GaveUp(event) | network::Patient::Cancelled(event) => Err(event),
+    }
+}
+
+/// The issue's text in the file the prompt names, redacted like every text the runner
+/// hands out; refused when it is larger than an agent is ever handed.
+fn write_issue_text(
+    runner_dir: &crate::runner_dir::RunnerDir,
+    text: &IssueText,
+) -> Result<std::path::PathBuf, Unprepared> {
+    let rendered = text.render_within().map_err(Unprepared::TooLarge)?;
+    runner_dir
+        .write_issue_text(text.number, &crate::redact::redact(&rendered))
+        .map_err(|e| Unprepared::Environment(e.to_string()))
+}
+
+/// Keeps the attempt's log under the log directory and prunes older ones (to `budget`
+/// bytes), never the log whose path was just printed.
+fn archive(
+    (logs, budget): (&crate::logs::Logs, u64),
+    voice: &Voice<'_>,
+    header: &AttemptHeader,
+    live_log: &std::path::Path,
+) {
+    match logs.archive_attempt(header, live_log) {
+        Ok(path) => {
+            voice.log(&say::attempt_log(&path));
+            let keep = [live_log.to_path_buf(), path];
+            if let Err(e) = logs.prune(budget, &keep) {
+                voice.log(&say::pruning_failed(&e));
+            }
+        }
+        Err(e) => voice.log(&say::cannot_archive(&e)),
+    }
+}
+
+/// The agent could not even be run (binary vanished, skill file unreadable): the
+/// environment is broken, not the issue.
+fn environment_failure(voice: &mut Voice<'_>, step: Step, message: &str) -> Event {
+    voice.log(&say::of_step(voice.step_name(step), message));
+    voice.say(message.to_string());
+    let class = FailureClass::ToolingEnv;
+    voice.remember_failure(step, class, &format!("{class}: {message}"), message);
+    let normalized = crate::agent::classify::normalize(message);
+    Event::StepFailed {
+        step,
+        class,
+        signature: crate::agent::classify::signature(class, &normalized),
+        usage: Usage::default(),
+        wait_hint_secs: None,
     }
 }
 

@@ -7,14 +7,16 @@
 //! machine's next request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before
 //! any merge.
 
+use super::cycle::Cycle;
+use super::invoke::IssueContext;
 use super::network;
-use super::step_run::StepRun;
+use super::step_run::{Calls, StepRun, Voice};
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Commit, Event, Usage};
 use crate::narration as say;
 use crate::notify::Severity;
-use crate::ports::{GitPort, World};
+use crate::ports::{GitPort, Io, World};
 use crate::step::Step;
 use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
 
@@ -30,7 +32,7 @@ impl StepRun<'_> {
         commit: Option<Commit>,
         verified: bool,
     ) -> Event {
-        self.cycle.know(&self.shell.io, issue).await;
+        self.know(issue).await;
         // The machine says whether this is the repair of a conflict with main.
         let conflict = self.core.runner().conflict_repair().is_some();
         // A repair hands the agent the last failure: failing CI, a conflict with main, a
@@ -48,7 +50,7 @@ impl StepRun<'_> {
             // commit and push (its `RunStep` without `repair`).
             return Event::Repaired { step, usage };
         }
-        self.log(&say::builtin_started(
+        self.voice.log(&say::builtin_started(
             issue,
             (step.number(), step.key()),
             attempt,
@@ -62,10 +64,11 @@ impl StepRun<'_> {
         // the step's timeoutMin.
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let outcome = if step == Step::MonitorCi {
-            self.look_once(step, commit).await
+            let (calls, cycle, voice) = self.calls();
+            look_once(calls, cycle, voice, step, commit).await
         } else {
             let what = format!("{} (builtin)", step.key());
-            let facts = self.facts();
+            let facts = Facts::of(self.cycle, self.run.refs());
             let target = commit.map(|c| (c.hex(), verified));
             let once = move |w: &World| {
                 crate::process::within_deadline(deadline, || {
@@ -76,9 +79,12 @@ impl StepRun<'_> {
             };
             match self.patiently(&what, once).await {
                 network::Patient::Done(Ok(Ok(done))) => Ok(Ok(Looked::Done(done))),
-                network::Patient::Done(Ok(Err(head))) => {
-                    Ok(Ok(Looked::Person(self.persons_move(head))))
-                }
+                network::Patient::Done(Ok(Err(head))) => Ok(Ok(Looked::Person(persons_move(
+                    &mut self.voice,
+                    &self.cycle.issue,
+                    &self.run.main,
+                    head,
+                )))),
                 network::Patient::Done(Err(failed)) => Ok(Err(failed)),
                 network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
             }
@@ -107,14 +113,16 @@ impl StepRun<'_> {
         look: u32,
         commit: Option<Commit>,
     ) -> Event {
-        self.cycle.know(&self.shell.io, issue).await;
+        self.know(issue).await;
         let step = Step::MonitorCi;
         let of = commit
             .map(|c| format!(" of {}", c.short()))
             .unwrap_or_default();
-        self.log(&say::look_at_ci(issue, step.key(), look, &of));
+        self.voice
+            .log(&say::look_at_ci(issue, step.key(), look, &of));
         let started = self.shell.clock.instant();
-        let result = match self.look_once(step, commit).await {
+        let (calls, cycle, voice) = self.calls();
+        let result = match look_once(calls, cycle, voice, step, commit).await {
             Ok(result) => result,
             Err(event) => return event,
         };
@@ -143,7 +151,8 @@ impl StepRun<'_> {
         crate::failpoint::point(&format!("builtin {} done", step.key()));
         match result {
             Ok(Looked::Pending(commit)) => {
-                self.log(&say::ci_pending(step.key(), &commit.short()));
+                self.voice
+                    .log(&say::ci_pending(step.key(), &commit.short()));
                 Event::CiPending {
                     usage,
                     commit: Some(commit),
@@ -152,8 +161,8 @@ impl StepRun<'_> {
             Ok(Looked::Person(event)) => event,
             Ok(Looked::Passed(commit)) => {
                 let done = format!("CI checks let {} merge", commit.short());
-                self.say(done.clone());
-                self.log(&say::of_step(step.key(), &done));
+                self.voice.say(done.clone());
+                self.voice.log(&say::of_step(step.key(), &done));
                 match self.post_step_check(step, false).await {
                     Ok(None) => match self.succeeded(step, issue, usage).await {
                         Event::StepSucceeded { usage, .. } => Event::CiPassed { commit, usage },
@@ -164,8 +173,8 @@ impl StepRun<'_> {
                 }
             }
             Ok(Looked::Done(done)) => {
-                self.say(done.clone());
-                self.log(&say::of_step(step.key(), &done));
+                self.voice.say(done.clone());
+                self.voice.log(&say::of_step(step.key(), &done));
                 match self.post_step_check(step, false).await {
                     Ok(None) => self.succeeded(step, issue, usage).await,
                     Ok(Some(failure)) => self.failed(step, issue, failure, usage),
@@ -173,8 +182,8 @@ impl StepRun<'_> {
                 }
             }
             Ok(Looked::CiFailed(checks)) => {
-                self.say(checks.clone());
-                let text = self.without_branch(&checks).await;
+                self.voice.say(checks.clone());
+                let text = without_branch(&self.shell.io, &self.cycle.issue, &checks).await;
                 let c = classify_builtin(step.key(), &text, CallFailureKind::Other, true);
                 self.failed(step, issue, c, usage)
             }
@@ -184,141 +193,142 @@ impl StepRun<'_> {
             }
             // The base branch's protection wants the branch up to date: the machine's to ask.
             Err(failed) if failed.kind == CallFailureKind::Behind => {
-                self.say(failed.what.clone());
-                self.log(&say::of_step(step.key(), &failed.what));
+                self.voice.say(failed.what.clone());
+                self.voice.log(&say::of_step(step.key(), &failed.what));
                 Event::BranchBehind { usage }
             }
             Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
-                self.say(failed.what.clone());
+                self.voice.say(failed.what.clone());
                 let c = classify_builtin_timeout(step.key(), &failed.what);
                 self.failed(step, issue, c, usage)
             }
             Err(failed) => {
-                self.say(failed.what.clone());
-                let text = self.without_branch(&failed.what).await;
+                self.voice.say(failed.what.clone());
+                let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;
                 let c = classify_builtin(step.key(), &text, failed.kind, false);
                 self.failed(step, issue, c, usage)
             }
         }
     }
+}
 
-    /// `text` with this issue's branch name taken out: the same refusal (a hook, a protected
-    /// remote) must have the same signature on every issue, so that it is seen as the
-    /// environment's and not blamed on each issue in turn.
-    pub(super) async fn without_branch(&self, text: &str) -> String {
-        let number = self.cycle.issue.number;
-        let found = self
-            .shell
-            .io
-            .call(move |w| w.git.feature_branch(number).ok().flatten())
-            .await;
-        [found.as_deref(), self.cycle.issue.branch.as_deref()]
-            .into_iter()
-            .flatten()
-            .filter(|b| !b.is_empty())
-            .fold(text.to_string(), |t, b| t.replace(b, "<branch>"))
-    }
+/// `text` with this issue's branch name taken out: the same refusal (a hook, a protected
+/// remote) must have the same signature on every issue, so that it is seen as the
+/// environment's and not blamed on each issue in turn.
+pub(super) async fn without_branch(io: &Io, issue: &IssueContext, text: &str) -> String {
+    let number = issue.number;
+    let found = io
+        .call(move |w| w.git.feature_branch(number).ok().flatten())
+        .await;
+    [found.as_deref(), issue.branch.as_deref()]
+        .into_iter()
+        .flatten()
+        .filter(|b| !b.is_empty())
+        .fold(text.to_string(), |t, b| t.replace(b, "<branch>"))
+}
 
-    /// The issue as the builtin steps see it, for a call off the runtime.
-    pub(super) fn facts(&self) -> Facts {
-        Facts {
-            number: self.cycle.issue.number,
-            title: self.cycle.issue.title.clone(),
-            branch: self.cycle.issue.branch.clone(),
-            feature: self.cycle.feature.clone(),
-            refs: self.refs(),
-        }
-    }
-
-    /// One look at CI, for `commit` (none: the one the runner pushed): origin's branch looked
-    /// at first, so that a person's move is an event. The look dies with its process group at
-    /// the step's timeoutMin; the waits between looks are the machine's.
-    async fn look_once(
-        &mut self,
-        step: Step,
-        commit: Option<Commit>,
-    ) -> Result<Result<Looked, Failed>, Event> {
-        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
-        let facts = self.facts();
-        let expected = commit.map(|c| c.hex());
-        let settled = self
-            .patiently("watching CI", move |w| {
-                crate::process::within_deadline(deadline, || {
-                    facts.with(&*w.git, |facts| {
-                        builtin::ci_settled(&*w.git, &*w.forge, facts, expected.as_deref())
-                    })
+/// One look at CI, for `commit` (none: the one the runner pushed): origin's branch looked
+/// at first, so that a person's move is an event. The look dies with its process group at
+/// the step's timeoutMin; the waits between looks are the machine's.
+async fn look_once(
+    calls: Calls<'_>,
+    cycle: &Cycle,
+    voice: &mut Voice<'_>,
+    step: Step,
+    commit: Option<Commit>,
+) -> Result<Result<Looked, Failed>, Event> {
+    let deadline = crate::process::deadline_after(calls.run.cfg.timeout(step));
+    let facts = Facts::of(cycle, calls.run.refs());
+    let expected = commit.map(|c| c.hex());
+    let settled = calls
+        .patiently(voice, "watching CI", move |w| {
+            crate::process::within_deadline(deadline, || {
+                facts.with(&*w.git, |facts| {
+                    builtin::ci_settled(&*w.git, &*w.forge, facts, expected.as_deref())
                 })
             })
-            .await;
-        let looked = match settled {
-            network::Patient::Done(Ok(looked)) => looked,
-            network::Patient::Done(Err(failed)) => return Ok(Err(failed)),
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
-        };
-        Ok(match looked {
-            CiLook::Pending(c) => self.commit_of(&c).map(Looked::Pending),
-            CiLook::Passed(c) => self.commit_of(&c).map(Looked::Passed),
-            CiLook::Failed { checks, .. } => Ok(Looked::CiFailed(checks)),
-            CiLook::Person(head) => Ok(Looked::Person(self.persons_move(head))),
         })
-    }
+        .await;
+    let looked = match settled {
+        network::Patient::Done(Ok(looked)) => looked,
+        network::Patient::Done(Err(failed)) => return Ok(Err(failed)),
+        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
+    };
+    let main = &calls.run.main;
+    Ok(match looked {
+        CiLook::Pending(c) => commit_of(&c).map(Looked::Pending),
+        CiLook::Passed(c) => commit_of(&c).map(Looked::Passed),
+        CiLook::Failed { checks, .. } => Ok(Looked::CiFailed(checks)),
+        CiLook::Person(head) => Ok(Looked::Person(persons_move(
+            voice,
+            &cycle.issue,
+            main,
+            head,
+        ))),
+    })
+}
 
-    /// A commit id git printed, as the machine carries it.
-    pub(super) fn commit_of(&self, hex: &str) -> Result<Commit, Failed> {
-        Commit::parse(hex).ok_or_else(|| {
-            Failed::other(format!(
-                "git named the commit `{hex}`, which is no commit id (40 or 64 hex digits)"
-            ))
-        })
-    }
+/// A commit id git printed, as the machine carries it.
+pub(super) fn commit_of(hex: &str) -> Result<Commit, Failed> {
+    Commit::parse(hex).ok_or_else(|| {
+        Failed::other(format!(
+            "git named the commit `{hex}`, which is no commit id (40 or 64 hex digits)"
+        ))
+    })
+}
 
-    /// The event that tells the machine of a person's move a look found, said and logged.
-    pub(super) fn persons_move(&mut self, head: Head) -> Event {
-        let issue = self.cycle.issue.number;
-        let branch = self.cycle.issue.branch.clone().unwrap_or_default();
-        match head {
-            // Logged as well as said: the cycle goes on or is dropped, so no halt report
-            // would carry the words, and the notice that follows is generic.
-            Head::Merged => {
-                let words = say::merged_by_a_person(issue, &branch, &self.run.main);
-                self.log(&words);
-                self.say(words);
-                Event::AlreadyMerged { issue }
-            }
-            Head::Gone(what) => {
-                let words = say::withdrawn_by_a_person(issue, what, &branch);
-                self.log(&words);
-                self.say(words);
-                Event::IssueWithdrawn { issue }
-            }
-            Head::Moved {
-                ours,
-                head,
-                on_top,
-                onto_our_push,
-            } => {
-                let (Some(o), Some(h)) = (Commit::parse(&ours), Commit::parse(&head)) else {
-                    self.say(say::moved_to_no_commit(issue, &branch, &head));
-                    return Event::WorkspaceUnfit {
-                        step: self.core.state().step().unwrap_or(Step::MonitorCi),
-                    };
-                };
-                self.say(say::branch_moved(
-                    issue,
-                    &branch,
-                    (&h.short(), &o.short()),
-                    (on_top, onto_our_push),
-                ));
-                Event::BranchMoved {
-                    ours: o,
-                    head: h,
-                    on_top,
-                }
-            }
-            Head::At(_) => Event::WorkspaceUnfit {
-                step: self.core.state().step().unwrap_or(Step::MonitorCi),
-            },
+/// The event that tells the machine of a person's move a look found on `issue`'s branch,
+/// said and logged (`main`: the default branch a person merged into).
+pub(super) fn persons_move(
+    voice: &mut Voice<'_>,
+    issue: &IssueContext,
+    main: &str,
+    head: Head,
+) -> Event {
+    let number = issue.number;
+    let branch = issue.branch.clone().unwrap_or_default();
+    match head {
+        // Logged as well as said: the cycle goes on or is dropped, so no halt report
+        // would carry the words, and the notice that follows is generic.
+        Head::Merged => {
+            let words = say::merged_by_a_person(number, &branch, main);
+            voice.log(&words);
+            voice.say(words);
+            Event::AlreadyMerged { issue: number }
         }
+        Head::Gone(what) => {
+            let words = say::withdrawn_by_a_person(number, what, &branch);
+            voice.log(&words);
+            voice.say(words);
+            Event::IssueWithdrawn { issue: number }
+        }
+        Head::Moved {
+            ours,
+            head,
+            on_top,
+            onto_our_push,
+        } => {
+            let (Some(o), Some(h)) = (Commit::parse(&ours), Commit::parse(&head)) else {
+                voice.say(say::moved_to_no_commit(number, &branch, &head));
+                return Event::WorkspaceUnfit {
+                    step: voice.at().unwrap_or(Step::MonitorCi),
+                };
+            };
+            voice.say(say::branch_moved(
+                number,
+                &branch,
+                (&h.short(), &o.short()),
+                (on_top, onto_our_push),
+            ));
+            Event::BranchMoved {
+                ours: o,
+                head: h,
+                on_top,
+            }
+        }
+        Head::At(_) => Event::WorkspaceUnfit {
+            step: voice.at().unwrap_or(Step::MonitorCi),
+        },
     }
 }
 
@@ -343,6 +353,17 @@ pub(super) struct Facts {
 }
 
 impl Facts {
+    /// The issue of `cycle` as the builtin steps see it, named by `refs`.
+    pub(super) fn of(cycle: &Cycle, refs: crate::config::IssueRefs) -> Facts {
+        Facts {
+            number: cycle.issue.number,
+            title: cycle.issue.title.clone(),
+            branch: cycle.issue.branch.clone(),
+            feature: cycle.feature.clone(),
+            refs,
+        }
+    }
+
     /// Runs `act` on the facts. The branch is git's `<n>-*` branch when there is one: the
     /// agent that ran startIssue chose its slug.
     pub(super) fn with<T>(&self, git: &dyn GitPort, act: impl FnOnce(&IssueFacts) -> T) -> T {

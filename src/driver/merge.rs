@@ -7,10 +7,12 @@
 //! a lost push race as contention (`MergeRaceLost`, merged again as `fleet::Contention`
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
+use super::builtin_step::{commit_of, persons_move, without_branch, Facts};
 use super::claim::{self, ClaimKeeper};
+use super::cycle::Cycle;
 use super::fleet::{self, Link};
 use super::shutdown::Shutdown;
-use super::step_run::StepRun;
+use super::step_run::{Calls, StepRun, Voice};
 use super::{network, Answer, Told};
 use crate::agent::classify::classify_builtin;
 use crate::call_failure::{CallFailureKind, Kinded};
@@ -166,16 +168,24 @@ impl StepRun<'_> {
         // The merge was refused: a person's move since the look (the atomic push's lease on
         // the branch failed) is the answer, not the attempt's failure.
         if builtin {
-            if let network::Patient::Done(Ok(look)) = self.look_raw(Some(target)).await {
+            let (calls, cycle, voice) = self.calls();
+            if let network::Patient::Done(Ok(look)) =
+                look_raw(calls, cycle, voice, Some(target)).await
+            {
                 if !matches!(look.head, Head::At(_)) {
-                    return self.persons_move(look.head);
+                    return persons_move(
+                        &mut self.voice,
+                        &self.cycle.issue,
+                        &self.run.main,
+                        look.head,
+                    );
                 }
             }
         }
-        if !self.lost_race(issue, base).await {
+        if !lost_race(&self.shell.io, issue, base).await {
             return event;
         }
-        self.log(&say::lost_push_race(issue, &self.run.main));
+        self.voice.log(&say::lost_push_race(issue, &self.run.main));
         let (class, signature, usage) = failed;
         Event::MergeRaceLost {
             class,
@@ -191,10 +201,10 @@ impl StepRun<'_> {
     /// before any merge.
     pub(super) async fn update_branch(&mut self, issue: u32, commit: Option<Commit>) -> Event {
         let step = Step::Merge;
-        self.cycle.know(&self.shell.io, issue).await;
+        self.know(issue).await;
         let started = self.shell.clock.instant();
         let verified = commit.map(|c| c.hex()).unwrap_or_default();
-        let facts = self.facts();
+        let facts = Facts::of(self.cycle, self.run.refs());
         let what = format!("bringing the branch up to date with {}", self.run.main);
         let updated = self
             .patiently(&what, move |w| {
@@ -214,20 +224,18 @@ impl StepRun<'_> {
         };
         let failed = match updated {
             network::Patient::Done(Ok(builtin::Update::Person(head))) => {
-                return self.persons_move(head)
+                return persons_move(&mut self.voice, &self.cycle.issue, &self.run.main, head)
             }
-            network::Patient::Done(Ok(builtin::Update::Pushed(head))) => {
-                match self.commit_of(&head) {
-                    Ok(head) => {
-                        crate::failpoint::point("branch updated: pushed");
-                        let said = say::pushed_for_ci(&self.run.main, &head.short());
-                        self.say(said.clone());
-                        self.log(&say::of_step(step.key(), &said));
-                        return Event::BranchUpdated { head, usage };
-                    }
-                    Err(failed) => failed,
+            network::Patient::Done(Ok(builtin::Update::Pushed(head))) => match commit_of(&head) {
+                Ok(head) => {
+                    crate::failpoint::point("branch updated: pushed");
+                    let said = say::pushed_for_ci(&self.run.main, &head.short());
+                    self.voice.say(said.clone());
+                    self.voice.log(&say::of_step(step.key(), &said));
+                    return Event::BranchUpdated { head, usage };
                 }
-            }
+                Err(failed) => failed,
+            },
             network::Patient::Done(Err(failed)) => failed,
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         };
@@ -235,8 +243,8 @@ impl StepRun<'_> {
         if failed.kind == CallFailureKind::Conflict {
             return self.merge_conflict(&text, failed.paths, usage);
         }
-        self.say(text.clone());
-        let text = self.without_branch(&text).await;
+        self.voice.say(text.clone());
+        let text = without_branch(&self.shell.io, &self.cycle.issue, &text).await;
         let c = classify_builtin(step.key(), &text, failed.kind, false);
         self.failed(step, issue, c, usage)
     }
@@ -252,18 +260,15 @@ impl StepRun<'_> {
             paths.join(", ")
         };
         let summary = say::conflicts_in(&self.run.main, &named);
-        self.say(what.to_string());
-        self.log(&say::merge_conflict(&summary));
+        self.voice.say(what.to_string());
+        self.voice.log(&say::merge_conflict(&summary));
         self.shell.notifier.send(
             crate::notify::Severity::Warning,
             &say::of_issue(issue, &summary),
         );
-        self.report.failure = Some(crate::journal::FailureDetail {
-            step: Step::Merge,
-            class: FailureClass::MergeConflict,
-            summary: crate::redact::redact(&summary),
-            excerpt: crate::redact::redact(what),
-        });
+        let class = FailureClass::MergeConflict;
+        self.voice
+            .remember_failure(Step::Merge, class, &summary, what);
         self.save_state();
         Event::MergeConflict { paths, usage }
     }
@@ -302,40 +307,19 @@ impl StepRun<'_> {
             network::Patient::Done(Ok(())) => None,
             network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Behind => {
                 let said = e.to_string();
-                self.say(said.clone());
-                self.log(&say::of_step(step.key(), &said));
+                self.voice.say(said.clone());
+                self.voice.log(&say::of_step(step.key(), &said));
                 Some(Event::BranchBehind { usage })
             }
             network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Policy => {
                 let text = e.to_string();
-                self.say(text.clone());
+                self.voice.say(text.clone());
                 let c = classify_builtin(step.key(), &text, e.kind(), false);
                 Some(self.failed(step, issue, c, usage))
             }
             network::Patient::Done(Err(_)) => None,
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Some(ev),
         }
-    }
-
-    /// One look at origin's branch against `commit` (none: the local head).
-    async fn look_raw(&mut self, commit: Option<Commit>) -> network::Patient<Look, Failed> {
-        let expected = commit.map(|c| c.hex());
-        let number = self.cycle.issue.number;
-        let title = self.cycle.issue.title.clone();
-        let branch = self.cycle.issue.branch.clone();
-        let refs = self.refs();
-        self.patiently("looking at the branch before the merge", move |w| {
-            let found = w.git.feature_branch(number).ok().flatten();
-            let facts = IssueFacts {
-                number,
-                title: &title,
-                branch: found.as_deref().or(branch.as_deref()),
-                feature: None,
-                refs: &refs,
-            };
-            builtin::look(&*w.git, &*w.forge, &facts, expected.as_deref())
-        })
-        .await
     }
 
     /// The look before the merge: `Ok` with the commit to merge (`commit`, when origin's head
@@ -347,18 +331,29 @@ impl StepRun<'_> {
         commit: Option<Commit>,
     ) -> Result<(Commit, Option<String>), Event> {
         let step = Step::Merge;
-        let looked = self.look_raw(commit).await;
+        let (calls, cycle, voice) = self.calls();
+        let looked = look_raw(calls, cycle, voice, commit).await;
         match looked {
             network::Patient::Done(Ok(look)) => match look.head {
                 Head::At(head) => match Commit::parse(&head) {
                     Some(c) => Ok((c, look.main)),
-                    None => Err(self.persons_move(Head::At(head))),
+                    None => Err(persons_move(
+                        &mut self.voice,
+                        &self.cycle.issue,
+                        &self.run.main,
+                        Head::At(head),
+                    )),
                 },
-                other => Err(self.persons_move(other)),
+                other => Err(persons_move(
+                    &mut self.voice,
+                    &self.cycle.issue,
+                    &self.run.main,
+                    other,
+                )),
             },
             network::Patient::Done(Err(failed)) => {
                 let text = say::looked_before_merge(&failed);
-                self.say(text.clone());
+                self.voice.say(text.clone());
                 let c = classify_builtin(step.key(), &text, failed.kind, false);
                 Err(self.failed(step, issue, c, Usage::default()))
             }
@@ -403,24 +398,50 @@ impl StepRun<'_> {
                 if let Some(paths) = e.conflict_paths() {
                     return Err(self.merge_conflict(&text, paths.to_vec(), Usage::default()));
                 }
-                self.say(text.clone());
+                self.voice.say(text.clone());
                 let c = classify_builtin(step.key(), &text, e.kind(), false);
                 Err(self.failed(step, issue, c, Usage::default()))
             }
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Err(ev),
         }
     }
+}
 
-    /// Whether the failed merge lost a race: origin's main moved on from `base` and the
-    /// branch is not in it. A question git cannot answer counts as no race (the failure then
-    /// stands as the attempt's).
-    async fn lost_race(&self, issue: u32, base: Option<String>) -> bool {
-        self.shell
-            .io
-            .call(move |w| match w.git.feature_branch(issue) {
-                Ok(Some(branch)) => w.git.lost_race(&branch, base.as_deref()).unwrap_or(false),
-                _ => false,
-            })
-            .await
-    }
+/// One look at origin's branch against `commit` (none: the local head).
+async fn look_raw(
+    calls: Calls<'_>,
+    cycle: &Cycle,
+    voice: &mut Voice<'_>,
+    commit: Option<Commit>,
+) -> network::Patient<Look, Failed> {
+    let expected = commit.map(|c| c.hex());
+    let number = cycle.issue.number;
+    let title = cycle.issue.title.clone();
+    let branch = cycle.issue.branch.clone();
+    let refs = calls.run.refs();
+    let what = "looking at the branch before the merge";
+    calls
+        .patiently(voice, what, move |w| {
+            let found = w.git.feature_branch(number).ok().flatten();
+            let facts = IssueFacts {
+                number,
+                title: &title,
+                branch: found.as_deref().or(branch.as_deref()),
+                feature: None,
+                refs: &refs,
+            };
+            builtin::look(&*w.git, &*w.forge, &facts, expected.as_deref())
+        })
+        .await
+}
+
+/// Whether the failed merge lost a race: origin's main moved on from `base` and the
+/// branch is not in it. A question git cannot answer counts as no race (the failure then
+/// stands as the attempt's).
+async fn lost_race(io: &Io, issue: u32, base: Option<String>) -> bool {
+    io.call(move |w| match w.git.feature_branch(issue) {
+        Ok(Some(branch)) => w.git.lost_race(&branch, base.as_deref()).unwrap_or(false),
+        _ => false,
+    })
+    .await
 }

@@ -124,14 +124,13 @@ struct Driver {
 impl Driver {
     /// The parts a step's handlers work with, borrowed for one request.
     fn step_run(&mut self) -> step_run::StepRun<'_> {
-        let worker = self.worker();
+        let narrator = self.narrator();
         step_run::StepRun {
             run: &mut self.run,
             shell: &mut self.shell,
             cycle: &mut self.cycle,
             core: &self.core,
-            report: &mut self.report,
-            worker,
+            voice: step_run::Voice::new(narrator, &self.core, &mut self.report),
         }
     }
 

@@ -81,9 +81,10 @@ impl StepRun<'_> {
         if self.shell.shutdown.requested().is_some() {
             return self.shell.shutdown.event();
         }
-        self.cycle.know(&self.shell.io, issue).await;
+        self.know(issue).await;
         let handout = self.core.runner().review_handout.clone();
-        self.log(&say::review_round_handout(issue, round, handout.len()));
+        self.voice
+            .log(&say::review_round_handout(issue, round, handout.len()));
         self.cycle.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
         // The machine's step of a round is monitorCI; its agent is the round's own.
         let round_cfg = self.run.cfg.review_round();
@@ -95,7 +96,7 @@ impl StepRun<'_> {
             Event::StepSucceeded { usage, .. } => usage,
             other => return other,
         };
-        let facts = self.facts();
+        let facts = builtin_step::Facts::of(self.cycle, self.run.refs());
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {
@@ -106,23 +107,27 @@ impl StepRun<'_> {
         };
         match self.patiently("pushing the review round", push).await {
             network::Patient::Done(Ok(crate::steps::builtin::Round::Person(head))) => {
-                self.persons_move(head)
+                let (cycle, main) = (&self.cycle.issue, &self.run.main);
+                builtin_step::persons_move(&mut self.voice, cycle, main, head)
             }
             network::Patient::Done(Ok(crate::steps::builtin::Round::Pushed(done))) => {
-                self.say(done.clone());
-                self.log(&say::review_round_done(issue, round, &done));
+                self.voice.say(done.clone());
+                self.voice.log(&say::review_round_done(issue, round, &done));
                 Event::Repaired { step, usage }
             }
             network::Patient::Done(Err(failed)) => {
-                self.say(failed.what.clone());
-                let text = self.without_branch(&failed.what).await;
+                self.voice.say(failed.what.clone());
+                let text =
+                    builtin_step::without_branch(&self.shell.io, &self.cycle.issue, &failed.what)
+                        .await;
                 let c =
                     crate::agent::classify::classify_builtin(step.key(), &text, failed.kind, false);
                 self.failed(step, issue, c, usage)
             }
             // The agent ran: asking for the round again would run it twice.
             network::Patient::GaveUp(_) => {
-                let c = crate::agent::classify::classify_network(step.key(), self.just_said());
+                let c =
+                    crate::agent::classify::classify_network(step.key(), self.voice.just_said());
                 self.failed(step, issue, c, usage)
             }
             network::Patient::Cancelled(event) => event,
