@@ -158,7 +158,7 @@ fn work_only_origin_has(
     let (Some(head), Some(local)) = (seen.head.as_deref(), seen.local.as_deref()) else {
         return Ok(None);
     };
-    if head == local || repo.contains_commit(local, head)? || repo.pushed_from_here(branch, head)? {
+    if own_work(repo, branch, local, head)? {
         return Ok(None);
     }
     Ok(Some(Head::Moved {
@@ -167,6 +167,13 @@ fn work_only_origin_has(
         on_top: false,
         onto_our_push: onto_our_push(repo, branch, head)?,
     }))
+}
+
+/// Whether origin's `head` of `branch` is this clone's own work: the `local` branch holds it,
+/// or a push from here carried it (the agent may rewrite the branch's pushed history). A head
+/// the local branch only held after a fetch (reset onto a teammate's push, then away) is not.
+fn own_work(repo: &dyn GitPort, branch: &str, local: &str, head: &str) -> Result<bool, Failed> {
+    Ok(repo.contains_commit(local, head)? || repo.pushed_from_here(branch, head)?)
 }
 
 /// Whether origin's `head` of `branch` holds the last commit this clone pushed there: a
@@ -182,7 +189,8 @@ fn onto_our_push(repo: &dyn GitPort, branch: &str, head: &str) -> Result<bool, F
 /// (nothing to commit is no failure: the agent may have committed itself, or disagreed) and
 /// the branch is pushed, a new head for CI. The push is leased on origin's head as one look
 /// found it after the round, and only when that head is this clone's own work (the local
-/// branch holds it, or it was pushed from here: the agent may rebase at a reviewer's request): a person's push
+/// branch holds it, or it was pushed from here: the agent may rebase at a reviewer's
+/// request): a person's push
 /// during the round (a rewrite, or commits the round's work lacks) is reported as their move,
 /// never pushed over, and never counted as the round's failure.
 pub fn push_review_round(
@@ -530,13 +538,7 @@ fn persons_move_since(
     if pr_closed(forge, branch)? {
         return Ok(Some(Head::Gone("closed the pull request")));
     }
-    // The agent may rewrite the branch's history (a rebase, an amend a reviewer asked for):
-    // a head this clone pushed is its own work, not a person's. A head the local branch only
-    // held after a fetch (the agent reset onto a teammate's push, then away) is theirs.
-    if head == verified
-        || repo.contains_commit(local, head)?
-        || repo.pushed_from_here(branch, head)?
-    {
+    if head == verified || own_work(repo, branch, local, head)? {
         return Ok(None);
     }
     Ok(Some(Head::Moved {
