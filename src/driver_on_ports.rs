@@ -513,6 +513,33 @@ fn a_failed_agent_attempt_is_retried_and_the_issue_still_merges() {
     assert!(ran.journal_has("\"stepFailed\""), "{}", ran.log);
 }
 
+/// What an agent's step changed of the repository's git setup fails that attempt as
+/// GIT_TAMPERED, quoting the change, before the runner's next git call; the next attempt
+/// does the work and the issue merges. The session recorded the setup before any agent ran.
+#[test]
+fn a_step_that_tampers_with_git_fails_as_git_tampered_and_the_next_attempt_merges() {
+    let b = Bench::new(&[(1, "First")], json!({}));
+    let world = b.world.clone();
+    let ran = b.run_scripted(|agent| {
+        agent.during(1, Step::Implement, move || {
+            world.lock().tampering = vec!["hook pre-push added".to_string()];
+        })
+    });
+    let w = b.world.lock();
+    assert!(w.trust_recorded, "recorded at the session's start");
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(w.merges, vec![1], "{}", ran.log);
+    let implement: Vec<u32> = w
+        .invocations
+        .iter()
+        .filter(|(i, s, _)| *i == 1 && *s == Step::Implement)
+        .map(|(_, _, attempt)| *attempt)
+        .collect();
+    assert_eq!(implement, vec![1, 2], "{}", ran.log);
+    assert!(ran.journal_has("GIT_TAMPERED"), "{}", ran.log);
+    assert!(ran.log.contains("hook pre-push added"), "{}", ran.log);
+}
+
 /// Manual approval: the wait for a person's decision lasts the machine's decision time
 /// (`Limits::decision_wait_secs`, from `decisionTimeoutMinutes`) on the clock port, then the
 /// machine halts `DecisionTimeout`; nothing real waits.

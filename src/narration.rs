@@ -313,6 +313,21 @@ pub fn group_unrecorded(error: &dyn Display) -> String {
     )
 }
 
+/// The agent's changes to the repository's git setup, put back by the runner.
+pub fn git_setup_put_back(changes: &[String]) -> String {
+    format!(
+        "the agent changed the repository's git setup; put back before any git call of the runner: {}",
+        changes.join("; ")
+    )
+}
+
+/// The repository's git setup could not be checked or put back after an agent step.
+pub fn git_setup_unchecked(error: &dyn Display) -> String {
+    format!(
+        "cannot check or put back the repository's git hooks and configuration after the agent's step: {error}; the runner runs no git on a setup it cannot trust"
+    )
+}
+
 pub fn agent_session(id: &str) -> String {
     format!("agent session {id}")
 }

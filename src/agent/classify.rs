@@ -142,6 +142,36 @@ pub fn classify_post_check(step_key: &str, what: &str) -> Classified {
     .finish()
 }
 
+/// An agent step that changed the repository's hooks or the configuration that runs programs
+/// or redirects a remote (`changes`, one line each, already put back by the runner).
+pub fn classify_git_tampering(step_key: &str, changes: &[String]) -> Classified {
+    let first = changes.first().map(String::as_str).unwrap_or_default();
+    let more = match changes.len() {
+        0 | 1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    Verdict {
+        class: FailureClass::GitTampered,
+        evidence: format!("{step_key}: git tampered: {}", changes.join("; ")),
+        headline: format!(
+            "{step_key}: the agent changed the repository's git setup: {}{more}; put back",
+            one_line(first)
+        ),
+        excerpt: format!(
+            "The runner put back what the agent changed in the clone's git directory (its hooks \
+             and the configuration that runs programs or names the remote): these are the \
+             operator's, and the runner's own git calls never use the agent's.\n{}",
+            changes
+                .iter()
+                .map(|c| format!("- {c}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ),
+        wait_hint_secs: None,
+    }
+    .finish()
+}
+
 /// A builtin step whose call was stopped at the step's `timeoutMin` (its process group
 /// killed): TIMEOUT, as for an agent that ran out of time.
 pub fn classify_builtin_timeout(step_key: &str, what: &str) -> Classified {

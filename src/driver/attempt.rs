@@ -148,6 +148,9 @@ impl StepRun<'_> {
         )
         .await;
         crate::failpoint::point("agent exited");
+        // Before any git call of the runner: what the agent changed of the repository's git
+        // setup is put back first, whatever the attempt's outcome.
+        let tampering = self.shell.io.call(|w| w.git.undo_tampering()).await;
         if let Some(e) = ran.unrecorded_group {
             self.voice.log(&say::group_unrecorded(&e));
         }
@@ -168,6 +171,19 @@ impl StepRun<'_> {
             &run.live_log,
         );
         self.voice.say(last_words(&summary, &exit));
+        let tampering = match tampering {
+            Ok(changes) => changes,
+            Err(e) if exit.cancelled => {
+                self.voice.log(&say::git_setup_unchecked(&e));
+                Vec::new()
+            }
+            Err(e) => {
+                return environment_failure(&mut self.voice, step, &say::git_setup_unchecked(&e))
+            }
+        };
+        if !tampering.is_empty() {
+            self.voice.log(&say::git_setup_put_back(&tampering));
+        }
         if exit.cancelled {
             // What the call spent before the signal stopped it is counted all the same.
             return self.shell.shutdown.event_after(usage_of(
@@ -197,6 +213,10 @@ impl StepRun<'_> {
             &self.run.cfg,
             step,
         );
+        if !tampering.is_empty() {
+            let failure = crate::agent::classify::classify_git_tampering(step.key(), &tampering);
+            return self.failed(step, issue, failure, usage);
+        }
         if let Some(id) = summary
             .session_id
             .as_ref()

@@ -145,6 +145,17 @@ pub(super) fn start_on(
             .map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
         (Some(j), r)
     };
+    if !opts.dry_run {
+        // Under the lock, before any agent: the hooks and configuration as the operator left
+        // them are what every git call of this session runs with; a session resumed after a
+        // crash keeps its predecessor's record and puts back what differs from it.
+        let put_back = repo
+            .record_trust(recovered.open_session.is_some())
+            .map_err(|e| e.to_string())?;
+        if !put_back.is_empty() {
+            say!("{}", crate::narration::git_setup_put_back(&put_back));
+        }
+    }
     if let Some(torn) = &recovered.torn_line {
         say!(
             "warning: {}: {torn} (dropped; earlier records kept)",

@@ -7,3 +7,4 @@ pub mod exclude;
 pub mod port;
 pub mod repo;
 mod runner_dir;
+pub mod trust;

@@ -82,6 +82,17 @@ impl GitPort for Repo {
     fn last_pushed(&self, branch: &str) -> Result<Option<String>, GitError> {
         Repo::last_pushed(self, branch)
     }
+    fn record_trust(&self, resume: bool) -> Result<Vec<String>, GitError> {
+        let dir =
+            crate::runner_dir::RunnerDir::locate(&self.path).map_err(|e| GitError::Parse {
+                command: format!("locating the runner's directory of {}", self.path.display()),
+                detail: e.to_string(),
+            })?;
+        Repo::record_trust(self, (&dir.trusted_hooks(), &dir.trusted_git()), resume)
+    }
+    fn undo_tampering(&self) -> Result<Vec<String>, GitError> {
+        Repo::undo_tampering(self)
+    }
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
         Repo::spec_dir(self, issue, feature)
     }

@@ -19,6 +19,7 @@ mod refs;
 mod rescue;
 mod specs;
 mod status;
+mod trust;
 mod verified;
 mod workspace;
 
@@ -54,6 +55,9 @@ pub struct Repo {
     own_dirs: Vec<String>,
     /// How the tracker names issues: a feature branch starts with `<id>-` (`12-`, `ENG-12-`).
     refs: crate::config::IssueRefs,
+    /// The hooks and configuration the operator set up, recorded when the session started,
+    /// with the `-c` options that pin them on every git call (`git::trust`).
+    trust: std::sync::Arc<std::sync::OnceLock<(crate::git::trust::Trusted, Vec<String>)>>,
 }
 
 use crate::git::command::GIT_TIMEOUT;
@@ -90,6 +94,7 @@ impl Repo {
             git_dirs: std::sync::OnceLock::new(),
             own_dirs: Vec::new(),
             refs: crate::config::IssueRefs::default(),
+            trust: Default::default(),
         };
         repo.main = repo.detect_main()?;
         Ok(repo)
@@ -187,7 +192,8 @@ impl Repo {
     fn run_git(&self, args: &[&str]) -> Result<Output, RepoError> {
         crate::failpoint::point("git: before");
         // A fetch or push over a dead network must not hang an unattended run.
-        let out = crate::git::command::within(&self.path, args);
+        let pinned = crate::git::trust::Trusted::pinned(self.pins(), args);
+        let out = crate::git::command::within(&self.path, &pinned);
         crate::failpoint::point("git: after");
         self.answered(args, out, "check the network and the remote")
     }

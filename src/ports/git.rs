@@ -78,6 +78,16 @@ pub trait GitPort: Send + Sync {
     fn pushed_from_here(&self, branch: &str, commit: &str) -> Result<bool, GitError>;
     /// The last commit this clone pushed to origin's `branch`, if it knows one.
     fn last_pushed(&self, branch: &str) -> Result<Option<String>, GitError>;
+    /// Records the repository's hooks and every configuration entry that can run a program or
+    /// redirect a fetch or a push, as the operator set them up at the session's start, and
+    /// pins them on every later git call of the runner. `resume`: the session continues one
+    /// that did not end; that session's record stands, and what differs from it is put back
+    /// and returned, one line each.
+    fn record_trust(&self, resume: bool) -> Result<Vec<String>, GitError>;
+    /// What an agent step changed of the recorded hooks and configuration, one line each,
+    /// after putting them back (the step's `GIT_TAMPERED` failure when not empty). `Err` when
+    /// they cannot be read or put back.
+    fn undo_tampering(&self) -> Result<Vec<String>, GitError>;
     /// The spec directory of `issue` (`specs/<issue>-…`), the recorded `feature` first.
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf>;
     /// `Err(missing)` names the spec files that are missing or empty.

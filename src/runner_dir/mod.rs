@@ -51,6 +51,17 @@ impl RunnerDir {
         }
     }
 
+    /// The runner's copy of the repository's hooks as the session found them: the hooks
+    /// directory of every git call the runner makes (`git::trust`).
+    pub fn trusted_hooks(&self) -> PathBuf {
+        self.dir.join("trusted-hooks")
+    }
+
+    /// The record of the repository's hooks and configuration the session trusts.
+    pub fn trusted_git(&self) -> PathBuf {
+        self.dir.join("trusted-git.json")
+    }
+
     pub fn journal(&self) -> PathBuf {
         self.dir.join("journal.jsonl")
     }

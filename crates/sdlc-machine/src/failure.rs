@@ -53,6 +53,10 @@ pub enum FailureClass {
     /// had left, or the per-call cap): stopped by the runner, or by the CLI's own cap. An
     /// attempt spent; a budget it exhausted escalates the issue or halts the session.
     Budget,
+    /// The agent's step changed what the repository lets git run or where it pushes (a hook,
+    /// a configuration entry that runs a program or redirects a remote, `info/attributes`):
+    /// the runner put it back before its next git call; the agent's doing, an attempt spent.
+    GitTampered,
 }
 
 /// What the classifier said about a failed attempt beyond its class and signature: the
@@ -99,7 +103,7 @@ pub enum Scope {
 
 impl FailureClass {
     /// Every class, in declaration order (`index` is the position here).
-    pub const ALL: [FailureClass; 20] = [
+    pub const ALL: [FailureClass; 21] = [
         FailureClass::TestAssertion,
         FailureClass::Typecheck,
         FailureClass::Lint,
@@ -120,6 +124,7 @@ impl FailureClass {
         FailureClass::Network,
         FailureClass::MergeConflict,
         FailureClass::Budget,
+        FailureClass::GitTampered,
     ];
     /// How many classes there are.
     pub const COUNT: usize = Self::ALL.len();
@@ -134,9 +139,8 @@ impl FailureClass {
         use FailureClass::*;
         match self {
             TestAssertion | Typecheck | Lint | BuildCompile | Timeout | MaxTurns
-            | PermissionDenied | Killed | Idle | PostCheck | Unknown | MergeConflict | Budget => {
-                Disposition::Retry
-            }
+            | PermissionDenied | Killed | Idle | PostCheck | Unknown | MergeConflict | Budget
+            | GitTampered => Disposition::Retry,
             ContextWindow => Disposition::EscalateNow,
             RateLimit | Overloaded | Network => Disposition::Backoff,
             Quota => Disposition::WaitForQuota,
@@ -195,6 +199,7 @@ impl FailureClass {
             Network => "NETWORK",
             MergeConflict => "MERGE_CONFLICT",
             Budget => "BUDGET",
+            GitTampered => "GIT_TAMPERED",
         }
     }
 }

@@ -126,7 +126,7 @@ impl Repo {
     fn git_with_index(&self, index: &Path, args: &[&str]) -> Result<String, RepoError> {
         let out = crate::git::command::run(
             &self.path,
-            args,
+            &crate::git::trust::Trusted::pinned(self.pins(), args),
             &[("GIT_INDEX_FILE", index.as_os_str())],
             crate::git::command::GIT_TIMEOUT,
         );

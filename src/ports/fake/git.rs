@@ -205,6 +205,19 @@ impl GitPort for FakeGit {
             .filter(|b| b.pushed > 0)
             .map(|b| fake_commit(branch, b.pushed)))
     }
+    fn record_trust(&self, resume: bool) -> Result<Vec<String>, GitError> {
+        let mut w = self.world.lock_for_blocking_call();
+        w.trust_recorded = true;
+        Ok(match resume {
+            true => std::mem::take(&mut w.tampering),
+            false => Vec::new(),
+        })
+    }
+    fn undo_tampering(&self) -> Result<Vec<String>, GitError> {
+        Ok(std::mem::take(
+            &mut self.world.lock_for_blocking_call().tampering,
+        ))
+    }
     fn spec_dir(&self, _issue: u32, _feature: Option<&str>) -> Option<PathBuf> {
         None
     }

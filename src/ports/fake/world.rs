@@ -58,6 +58,11 @@ pub struct WorldState {
     pub branches: BTreeMap<String, Branch>,
     /// Changes in the tree that are nobody's work (`git status` paths).
     pub foreign_changes: Vec<String>,
+    /// What the last agent step changed of the repository's hooks and configuration, as the
+    /// real adapter describes it: taken (and so put back) by the next `undo_tampering`.
+    pub tampering: Vec<String>,
+    /// Whether the session recorded the repository's hooks and configuration.
+    pub trust_recorded: bool,
     /// Issues whose spec files are written.
     pub specs: BTreeSet<u32>,
     /// PRs by head branch.
