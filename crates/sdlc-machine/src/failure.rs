@@ -256,6 +256,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn git_tampering_is_the_issues_failure_counted_like_any_attempt() {
+        let c = FailureClass::GitTampered;
+        assert_eq!(c.disposition(), Disposition::Retry);
+        assert_eq!(c.scope(), Scope::Issue);
+        assert!(!c.code_fixable());
+        assert_eq!(c.name(), "GIT_TAMPERED");
+        assert_eq!(FailureClass::ALL[c.index()], c);
+    }
+
+    #[test]
     fn environment_classes_are_not_the_issues_fault() {
         assert_eq!(FailureClass::Auth.scope(), Scope::Environment);
         assert_eq!(
