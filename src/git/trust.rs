@@ -436,6 +436,3 @@ fn put(path: &Path, entry: Option<&Entry>) -> io::Result<()> {
         }
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -122,3 +122,6 @@ impl Repo {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

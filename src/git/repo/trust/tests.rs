@@ -1,5 +1,8 @@
-use super::*;
 use crate::git::repo::Repo;
+use crate::git::trust::is_guarded;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn git(dir: &Path, args: &[&str]) {
