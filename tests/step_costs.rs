@@ -51,19 +51,22 @@ fn only_the_agent_forks_the_runner_and_a_step_stays_within_its_spawn_budget() {
         "one fork per agent run, none per git call: {s:?}"
     );
     assert!(git > 0, "{s:?}");
-    // Today two issues take 18 steps, 97 children: 79 git (4.4 per step, the 9 of the
+    // Today two issues take 18 steps, 103 children: 85 git (4.7 per step, the 11 of the
     // runner's start included; the branch refs are one `for-each-ref` per moment, `git
     // status` also tells the branch and forgets no ref answer, main is brought to origin's
     // without checkouts when the tree lets it; the look at origin's branch before the merge,
     // which sees a person's move, is one fetch, one `for-each-ref` and one ancestry test per
     // issue) and the 18 agents. The few spare calls are for an answer that outlived its half
-    // second on a loaded machine; one more git call per step breaks either budget.
+    // second on a loaded machine; one more git call per step breaks either budget. The
+    // record of the repository's git setup adds 2 per session (its git directories, its
+    // configuration) and the check after each agent step asks git only when .git/config
+    // changed: twice an issue here (the agent's `push -u`, the branch's removal), 6 in all.
     assert!(
-        git <= 4 * steps + 10,
-        "{git} git calls for {steps} steps: over the budget of 4 per step and 10 ({s:?})"
+        git <= 4 * steps + 16,
+        "{git} git calls for {steps} steps: over the budget of 4 per step and 16 ({s:?})"
     );
     assert!(
-        spawns <= 5 * steps + 10,
-        "{spawns} child processes for {steps} steps: over the budget of 5 per step and 10 ({s:?})"
+        spawns <= 5 * steps + 16,
+        "{spawns} child processes for {steps} steps: over the budget of 5 per step and 16 ({s:?})"
     );
 }

@@ -58,6 +58,8 @@ pub struct Repo {
     /// The hooks and configuration the operator set up, recorded when the session started,
     /// with the `-c` options that pin them on every git call (`git::trust`).
     trust: std::sync::Arc<std::sync::OnceLock<(crate::git::trust::Trusted, Vec<String>)>>,
+    /// The configuration as the last check after an agent's step found it.
+    trust_seen: std::sync::Arc<std::sync::Mutex<crate::git::trust::Seen>>,
 }
 
 use crate::git::command::GIT_TIMEOUT;
@@ -95,6 +97,7 @@ impl Repo {
             own_dirs: Vec::new(),
             refs: crate::config::IssueRefs::default(),
             trust: Default::default(),
+            trust_seen: Default::default(),
         };
         repo.main = repo.detect_main()?;
         Ok(repo)

@@ -119,6 +119,9 @@ pub struct Trusted {
     work_tree: PathBuf,
     /// The configuration files, `info/attributes` and the work tree's `.git` when it is a file.
     kept: Vec<Kept>,
+    /// The files the configuration includes (or would, once there), byte for byte: while
+    /// they and the configuration files are as recorded, the guarded entries are too.
+    included: Vec<Kept>,
     /// The guarded entries of the configuration files, includes followed, in order.
     guarded: Vec<(String, String)>,
     /// Where git looked for hooks when the session started.
@@ -128,7 +131,13 @@ pub struct Trusted {
     pinned_hooks: PathBuf,
 }
 
-/// How the record reads the configuration: `git config --file <f> --includes --list -z`,
+/// The configuration files as a check last found them, nothing guarded changed; `Default`
+/// before the first check.
+#[derive(Debug, Default)]
+pub struct Seen(Option<Vec<Kept>>);
+
+/// How the record reads the configuration: `git config --file <f> --includes --show-origin
+/// --list -z`,
 /// started by the caller (git starts only in `git/command.rs`).
 pub type ListConfig<'a> = &'a dyn Fn(&Path) -> io::Result<Vec<u8>>;
 
@@ -157,12 +166,13 @@ impl Trusted {
         if fs::symlink_metadata(&dot_git).is_ok_and(|m| !m.is_dir()) {
             kept.push(Kept::read(dot_git, "the work tree's .git file".into())?);
         }
-        let guarded = guarded_entries(&kept, list)?;
+        let (guarded, included) = guarded_entries(&kept, list)?;
         let hooks_dir = hooks_dir(work_tree, common_dir, &guarded);
         let hooks = read_hooks(&hooks_dir)?;
         let trusted = Trusted {
             work_tree: work_tree.to_path_buf(),
             kept,
+            included,
             guarded,
             hooks_dir,
             hooks,
@@ -204,8 +214,10 @@ impl Trusted {
             .collect()
     }
 
-    /// What differs from the record, one line each (empty when nothing does).
-    pub fn changes(&self, list: ListConfig<'_>) -> io::Result<Vec<String>> {
+    /// What differs from the record, one line each (empty when nothing does). `seen` keeps
+    /// the configuration files as the last check found them with nothing guarded changed, so
+    /// that a benign change (a branch's upstream) costs one look at git, not one per step.
+    pub fn changes(&self, seen: &mut Seen, list: ListConfig<'_>) -> io::Result<Vec<String>> {
         let mut found = Vec::new();
         let mut now_kept = Vec::new();
         for k in &self.kept {
@@ -224,8 +236,22 @@ impl Trusted {
         if !recorded_file && fs::symlink_metadata(&dot_git).is_ok_and(|m| !m.is_dir()) {
             found.push("the work tree's .git was replaced (it names another git directory)".into());
         }
-        let guarded = guarded_entries(&now_kept, list)?;
-        found.extend(entry_changes(&self.guarded, &guarded));
+        // Asking git costs a process per step: only when a file it reads changed since the
+        // record, or since the last check that found nothing guarded changed.
+        let mut files = now_kept.clone();
+        for k in &self.included {
+            files.push(Kept::read(k.path.clone(), k.label.clone())?);
+        }
+        let reference = match &seen.0 {
+            Some(last) => last.clone(),
+            None => self.kept.iter().chain(&self.included).cloned().collect(),
+        };
+        if files != reference {
+            let (guarded, _) = guarded_entries(&now_kept, list)?;
+            let changed = entry_changes(&self.guarded, &guarded);
+            seen.0 = changed.is_empty().then_some(files);
+            found.extend(changed);
+        }
         found.extend(hook_changes(
             "hook",
             &self.hooks,
@@ -242,7 +268,7 @@ impl Trusted {
     /// Puts the recorded state back: the configuration files and `info/attributes` byte for
     /// byte, every hook as it was (an added one removed), and the runner's copy of the hooks.
     pub fn restore(&self) -> io::Result<()> {
-        for k in &self.kept {
+        for k in self.kept.iter().chain(&self.included) {
             if read_entry(&k.path)? != k.content {
                 put(&k.path, k.content.as_ref())?;
             }
@@ -293,23 +319,62 @@ impl Trusted {
     }
 }
 
-/// The guarded entries of the kept configuration files, in file order.
-fn guarded_entries(kept: &[Kept], list: ListConfig<'_>) -> io::Result<Vec<(String, String)>> {
+/// The guarded entries of the kept configuration files, in file order, and every file they
+/// read: the files entries came from (includes followed) and the files includes name, there
+/// or not yet.
+fn guarded_entries(
+    kept: &[Kept],
+    list: ListConfig<'_>,
+) -> io::Result<(Vec<(String, String)>, Vec<Kept>)> {
     let mut out = Vec::new();
+    let mut sources: Vec<PathBuf> = Vec::new();
     for k in kept.iter().filter(|k| k.label.contains("config")) {
         if k.content.is_none() {
             continue;
         }
         let listed = list(&k.path)?;
-        for entry in listed.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let mut fields = listed.split(|b| *b == 0);
+        while let (Some(origin), Some(entry)) = (fields.next(), fields.next()) {
+            let origin = String::from_utf8_lossy(origin);
+            if let Some(file) = origin.strip_prefix("file:") {
+                let file = k.path.parent().unwrap_or(Path::new("")).join(file);
+                if file != k.path && !sources.contains(&file) {
+                    sources.push(file);
+                }
+            }
             let text = String::from_utf8_lossy(entry);
             let (key, value) = text.split_once('\n').unwrap_or((&text, ""));
-            if is_guarded(key) {
-                out.push((key.to_string(), value.to_string()));
+            if !is_guarded(key) {
+                continue;
             }
+            if key == "include.path" || (key.starts_with("includeif.") && key.ends_with(".path")) {
+                let named = include_target(&k.path, value);
+                if !sources.contains(&named) {
+                    sources.push(named);
+                }
+            }
+            out.push((key.to_string(), value.to_string()));
         }
     }
-    Ok(out)
+    let sources = sources
+        .into_iter()
+        .map(|path| {
+            let label = format!("included configuration {}", path.display());
+            Kept::read(path, label)
+        })
+        .collect::<io::Result<Vec<_>>>()?;
+    Ok((out, sources))
+}
+
+/// The file an include names: `~/` is the home directory, a relative path is relative to the
+/// configuration file that names it, as git reads them.
+fn include_target(config: &Path, value: &str) -> PathBuf {
+    match value.strip_prefix("~/") {
+        Some(rest) => std::env::var_os("HOME")
+            .map(|home| PathBuf::from(home).join(rest))
+            .unwrap_or_else(|| PathBuf::from(value)),
+        None => config.parent().unwrap_or(Path::new("")).join(value),
+    }
 }
 
 /// Where git looks for hooks: the recorded `core.hooksPath` (relative to the work tree, as git

@@ -68,14 +68,19 @@ impl Repo {
         };
         let list = |file: &Path| self.list_config(file);
         let read = |e: std::io::Error| self.trust_error("read", &self.path, &e);
-        let changes = trusted.changes(&list).map_err(read)?;
+        let mut seen = self
+            .trust_seen
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let changes = trusted.changes(&mut seen, &list).map_err(read)?;
         if changes.is_empty() {
             return Ok(changes);
         }
         trusted
             .restore()
             .map_err(|e| self.trust_error("restore", &self.path, &e))?;
-        let left = trusted.changes(&list).map_err(read)?;
+        *seen = Default::default();
+        let left = trusted.changes(&mut seen, &list).map_err(read)?;
         if !left.is_empty() {
             return Err(RepoError::Command {
                 command: format!("restoring the git state of {}", self.path.display()),
@@ -93,10 +98,19 @@ impl Repo {
         self.trust.get().map(|(_, p)| p.as_slice()).unwrap_or(&[])
     }
 
-    /// The entries of one configuration file, includes followed, as `key\nvalue\0` records.
+    /// The entries of one configuration file, includes followed, as `file:<origin>\0` then
+    /// `key\nvalue\0` records.
     fn list_config(&self, file: &Path) -> std::io::Result<Vec<u8>> {
         let path = file.to_string_lossy();
-        let args = ["config", "--file", &path, "--includes", "--list", "-z"];
+        let args = [
+            "config",
+            "--file",
+            &path,
+            "--includes",
+            "--show-origin",
+            "--list",
+            "-z",
+        ];
         let out = crate::git::command::output(&self.path, &args)?;
         if !out.status.success() {
             return Err(std::io::Error::other(format!(
