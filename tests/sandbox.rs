@@ -589,3 +589,33 @@ fn doctor_warns_that_local_ci_without_a_sandbox_runs_agent_code_with_your_creden
     assert!(line.starts_with("ok "), "{line}");
     assert!(line.contains("inside bwrap (no network)"), "{line}");
 }
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn workers_local_ci_reads_history_inside_bubblewrap_and_passes() {
+    bwrap_installed();
+    let p = Project::new(&[(1, "First", ""), (2, "Second", "")], json!({}), json!({}));
+    // Reading history needs the clone's git directory, and a worker's clone borrows the
+    // project's objects: both are there, read-only.
+    p.set_config(json!({
+        "steps": e2e::builtin_steps(),
+        "agent": sandboxed(&p, "bwrap", json!({})),
+        "localCi": {"command": ["sh", "-c", "git log --stat >/dev/null"], "timeoutMin": 1},
+    }));
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(!all.contains("monitorCI: failed"), "{all}");
+    // Each worker's CI ran in its own clone's scratch tree; git said nothing of a borrowed
+    // object directory it could not find.
+    let workers = p.project.join(".git/sdlc-runner/workers");
+    let mut verdicts = String::new();
+    for w in ["w0", "w1"] {
+        verdicts.push_str(&all_text_under(
+            &workers.join(w).join(".git/sdlc-runner/ci"),
+        ));
+    }
+    assert_eq!(verdicts.matches("\"passed\":true").count(), 2, "{verdicts}");
+    assert!(!verdicts.contains("info/alternates"), "{verdicts}");
+}
