@@ -619,3 +619,55 @@ fn workers_local_ci_reads_history_inside_bubblewrap_and_passes() {
     assert_eq!(verdicts.matches("\"passed\":true").count(), 2, "{verdicts}");
     assert!(!verdicts.contains("info/alternates"), "{verdicts}");
 }
+
+#[test]
+fn a_ci_sandbox_that_cannot_start_is_no_verdict_on_the_commit_and_blames_no_issue() {
+    // The agent steps run unsandboxed; only the CI meets the bwrap that fails the way
+    // bubblewrap does where user namespaces are off.
+    let p = project(json!({}));
+    let bin = p.root.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let fake = write_tool(
+        &p,
+        "bwrap",
+        "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
+    );
+    std::os::unix::fs::symlink(&fake, bin.join("bwrap")).expect("link");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").expect("PATH"));
+    let mut steps = e2e::builtin_steps();
+    for step in [
+        "startIssue",
+        "writeSpecs",
+        "implement",
+        "simplify",
+        "verify",
+    ] {
+        steps[step] = json!({"agent": {"sandbox": {"kind": "none"}}});
+    }
+    p.set_config(json!({
+        "steps": steps,
+        "agent": sandboxed(&p, "bwrap", json!({})),
+        "localCi": {"command": ["true"], "timeoutMin": 1},
+    }));
+    let out = p.run_env(&[], &[("PATH", &path)]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: TOOLING_ENV"), "{all}");
+    assert!(
+        all.contains(
+            "localCi.command `true` in its sandbox: the agent's sandbox (bwrap) could not start"
+        ),
+        "{all}"
+    );
+    assert!(all.contains("user namespaces"), "{all}");
+    assert!(!p.origin_main_log().contains("Merge issue #1"), "{all}");
+    assert_eq!(
+        p.issue(1)["escalated"],
+        false,
+        "not the issue's fault: {all}"
+    );
+    let verdicts = std::fs::read_dir(p.project.join(".git/sdlc-runner/ci"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(verdicts, 0, "no verdict is kept for a CI that never ran");
+}

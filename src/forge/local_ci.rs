@@ -158,6 +158,9 @@ impl LocalCi {
         let _ = repo.git_checked(&["worktree", "remove", "--force", &tree_text]);
         let _ = repo.git_checked(&["worktree", "prune"]);
         let ran = ran?;
+        if let Some(out) = &ran {
+            self.sandbox_started(out)?;
+        }
         Ok(match ran {
             Some(out) => Verdict {
                 sha: sha.to_string(),
@@ -178,6 +181,26 @@ impl LocalCi {
 }
 
 impl LocalCi {
+    /// `Err` when the sandbox itself could not start (bubblewrap's own error, a container
+    /// that could not be made): no verdict on the commit, which never ran, and the
+    /// environment's failure, with its fix.
+    fn sandbox_started(&self, out: &std::process::Output) -> Result<(), ForgeError> {
+        let said = sandbox::failed_to_start(
+            self.sandbox.kind,
+            out.status.code(),
+            out.stdout.len() as u64,
+            &String::from_utf8_lossy(&out.stderr),
+        );
+        match said {
+            None => Ok(()),
+            Some(said) => Err(ForgeError::Spawn {
+                program: format!("localCi.command `{}` in its sandbox", self.command_text()),
+                // Permission: the environment's, so no issue is blamed and the run halts.
+                source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, said),
+            }),
+        }
+    }
+
     /// The command to start in the scratch `tree`: inside the sandbox when there is one,
     /// with the sandbox's environment only (the runner's tokens stay out).
     fn command_in(
