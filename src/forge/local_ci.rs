@@ -2,9 +2,9 @@
 //! detached worktree of the branch's commit, so that nothing the agent left uncommitted in the
 //! clone can make it pass. The command runs what the agent wrote, so it runs in the agent's
 //! sandbox (`agent/sandbox.rs`, [`crate::agent::sandbox::wrap_ci`]) when there is one: only
-//! the scratch tree writable, the runner's directory hidden, none of the runner's tokens. Each commit is tested once: the verdict is kept in
-//! `<runner dir>/ci/<sha>.json`, so the post-check, monitorCI's polling and merge all read the
-//! same result. A command that runs past its time limit is stopped (its whole process group)
+//! the scratch tree writable, the runner's directory hidden, none of the runner's tokens.
+//! Each commit is tested once: the verdict is kept in `<runner dir>/ci/<sha>.json`, so the
+//! post-check, monitorCI's polling and merge all read the same result. A command that runs past its time limit is stopped (its whole process group)
 //! and fails.
 
 use super::{CiState, ForgeError};
@@ -209,10 +209,13 @@ impl LocalCi {
         program: &str,
         args: &[String],
     ) -> Result<ChildSpec, ForgeError> {
-        if self.sandbox.kind == SandboxKind::None {
+        let plain = || {
             let mut cmd = ChildSpec::new(program);
             cmd.args(args).current_dir(tree);
-            return Ok(cmd);
+            cmd
+        };
+        if self.sandbox.kind == SandboxKind::None {
+            return Ok(plain());
         }
         // The runner's directory of the clone the scratch tree belongs to: a worker's clone
         // has its own.
@@ -230,22 +233,17 @@ impl LocalCi {
         )
         .map_err(|e| ForgeError::Spawn {
             program: format!("localCi.command `{}` in its sandbox", self.command_text()),
-            source: std::io::Error::new(std::io::ErrorKind::NotFound, e.to_string()),
+            // As for a sandbox that cannot start: the environment's, and the run halts.
+            source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
         })?;
-        let mut cmd = match wrapped {
+        Ok(match wrapped {
             Some(w) => {
                 let mut cmd = ChildSpec::new(&w.program);
-                cmd.args(&w.args).env_clear().envs(w.env);
+                cmd.args(&w.args).env_clear().envs(w.env).current_dir(tree);
                 cmd
             }
-            None => {
-                let mut cmd = ChildSpec::new(program);
-                cmd.args(args);
-                cmd
-            }
-        };
-        cmd.current_dir(tree);
-        Ok(cmd)
+            None => plain(),
+        })
     }
 }
 
