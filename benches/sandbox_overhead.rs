@@ -79,7 +79,8 @@ fn main() {
         };
         let spec = Spec {
             config: &config,
-            agent: AgentKind::Claude,
+            agent: Some(AgentKind::Claude),
+            git_dir_writable: true,
             work_tree: &dir,
             runner_dir: &runner_dir,
             handed: &[],

@@ -60,6 +60,7 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
                 command: c.command.clone(),
                 timeout: c.timeout,
                 results: runner_dir.dir.join("ci"),
+                sandbox: c.sandbox(&cfg.agent.sandbox),
             }),
             reviews: Some(crate::forge::local_reviews_dir(cfg, &runner_dir.dir)),
         },

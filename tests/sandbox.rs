@@ -329,6 +329,11 @@ fn the_step_timeout_reaches_everything_in_the_sandbox() {
 
 /// `doctor`'s line about the sandbox (the first one), with `env` added.
 fn doctor_sandbox_line(p: &Project, env: &[(&str, &str)]) -> String {
+    doctor_line(p, "sandbox   ", env)
+}
+
+/// `doctor`'s first line of check `name` (padded as doctor prints it), with `env` added.
+fn doctor_line(p: &Project, name: &str, env: &[(&str, &str)]) -> String {
     let out = p
         .command(&["doctor", "--config", p.config.to_str().expect("utf8")])
         .envs(env.iter().copied())
@@ -336,8 +341,8 @@ fn doctor_sandbox_line(p: &Project, env: &[(&str, &str)]) -> String {
         .expect("doctor");
     let all = text(&out);
     all.lines()
-        .find(|l| l.get(6..16) == Some("sandbox   "))
-        .unwrap_or_else(|| panic!("no sandbox line: {all}"))
+        .find(|l| l.get(6..16) == Some(name))
+        .unwrap_or_else(|| panic!("no {name} line: {all}"))
         .to_string()
 }
 
@@ -455,6 +460,216 @@ fn workers_clones_work_in_bubblewrap_with_the_objects_they_borrow() {
         !logs.contains("info/alternates"),
         "git found the borrowed objects: {logs}"
     );
+}
+
+/// The CI script a hostile agent writes into the tree: it copies the planted key and the
+/// forge's token to a file outside the tree, tries the clone's git directory and the
+/// runner's journal, and fails until the repair agent's `ci-fixed` is there.
+fn hostile_ci_body(p: &Project, home: &Path, outside: &Path) -> String {
+    let journal = p.project.join(".git/sdlc-runner/journal.jsonl");
+    let ci = format!(
+        "cat '{home}/.ssh/id_test' >> '{outside}/exfil'\n\
+         echo \"token=[$GH_TOKEN]\" >> '{outside}/exfil'\n\
+         echo \"ci saw GH_TOKEN as <$GH_TOKEN>\"\n\
+         echo planted > \"$(git rev-parse --git-common-dir)/ci-planted\" && echo GIT-DIR-WRITTEN\n\
+         echo forged >> '{journal}' && echo JOURNAL-WRITTEN\n\
+         test -e ci-fixed || {{ echo CI-FAILS-UNTIL-FIXED; exit 1; }}\n\
+         echo CI-PASSES\n",
+        home = home.display(),
+        outside = outside.display(),
+        journal = journal.display(),
+    );
+    format!("cat > ci.sh <<'CI_EOF'\n{ci}CI_EOF\necho wrote ci.sh\n")
+}
+
+/// The hostile agent writes `ci.sh`, the project's `localCi` runs `sh ci.sh`; the agent runs
+/// in a sandbox of `kind`. Returns the project, the runner's exit code and output, and what
+/// left the sandbox (the file outside the tree).
+fn hostile_ci_run(kind: &str) -> (Project, i32, String, String) {
+    let p = project(json!({"steps": {"implement": ["tool"], "monitorCI": ["fix-ci"]}}));
+    let home = p.root.join("home");
+    std::fs::create_dir_all(home.join(".ssh")).expect("home");
+    std::fs::write(home.join(".ssh/id_test"), "PLANTED-CI-KEY-5813\n").expect("key");
+    let outside = p.root.join("outside");
+    std::fs::create_dir_all(&outside).expect("outside");
+    let tool = write_tool(&p, "hostile-ci", &hostile_ci_body(&p, &home, &outside));
+    let tools = p.root.join("tools");
+    p.set_config(json!({
+        "steps": e2e::builtin_steps(),
+        // The repair agent pushes its fix to the test's origin, a directory like any other.
+        "agent": sandboxed(&p, kind, json!({
+            "readOnly": [tools.to_str().expect("utf8")],
+            "writable": [p.origin.to_str().expect("utf8")],
+        })),
+        "localCi": {"command": ["sh", "ci.sh"], "timeoutMin": 1},
+    }));
+    let out = p.run_env(
+        &[],
+        &[
+            ("HOME", home.to_str().expect("utf8")),
+            ("GH_TOKEN", "PlantedCiToken0123456789"),
+            ("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8")),
+        ],
+    );
+    let exfil = std::fs::read_to_string(outside.join("exfil")).unwrap_or_default();
+    (p, code(&out), text(&out), exfil)
+}
+
+#[test]
+fn without_a_sandbox_the_agents_ci_script_copies_the_secrets_out() {
+    // The control: what the sandboxed CI's test sees kept in is there to be taken.
+    let (p, code, all, exfil) = hostile_ci_run("none");
+    assert_eq!(code, 0, "{all}");
+    assert!(exfil.contains("PLANTED-CI-KEY-5813"), "{exfil}");
+    assert!(
+        exfil.contains("token=[PlantedCiToken0123456789]"),
+        "{exfil}"
+    );
+    assert!(p.project.join(".git/ci-planted").exists());
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn local_ci_runs_the_agents_script_inside_bubblewrap_and_copies_nothing_out() {
+    bwrap_installed();
+    let (p, code, all, exfil) = hostile_ci_run("bwrap");
+    assert_eq!(code, 0, "{all}");
+    assert!(
+        !exfil.contains("PLANTED-CI-KEY-5813") && !exfil.contains("PlantedCiToken"),
+        "the CI script copied a secret out: {exfil}"
+    );
+    // Its verdict is its own exit code: it failed until the repair, and its log reached the
+    // repair agent.
+    assert!(all.contains("monitorCI: failed"), "{all}");
+    let prompt = p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(prompt.contains("local CI `sh ci.sh`"), "{prompt}");
+    assert!(prompt.contains("CI-FAILS-UNTIL-FIXED"), "{prompt}");
+    assert!(prompt.contains("ci saw GH_TOKEN as <>"), "{prompt}");
+    for refused in ["GIT-DIR-WRITTEN", "JOURNAL-WRITTEN"] {
+        assert!(!prompt.contains(refused), "{refused}: {prompt}");
+    }
+    assert!(!p.project.join(".git/ci-planted").exists());
+    let journal = std::fs::read_to_string(p.journal_path()).expect("journal");
+    assert!(!journal.contains("forged"), "{journal}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    // The scratch tree is gone, as without a sandbox.
+    let trees = e2e::git(&p.project, &["worktree", "list", "--porcelain"]);
+    assert_eq!(trees.matches("worktree ").count(), 1, "{trees}");
+    p.replays_exactly();
+}
+
+#[test]
+fn doctor_warns_that_local_ci_without_a_sandbox_runs_agent_code_with_your_credentials() {
+    let p = project(json!({}));
+    let agent = json!({"command": BIN, "args": ["fake-agent"]});
+    for sandbox in [None, Some(json!({"kind": "none"}))] {
+        let mut agent = agent.clone();
+        if let Some(s) = sandbox {
+            agent["sandbox"] = s;
+        }
+        p.set_config(json!({"agent": agent, "localCi": {"command": ["true"]}}));
+        let line = doctor_line(&p, "ci        ", &[]);
+        assert!(line.starts_with("warn "), "{line}");
+        assert!(
+            line.contains(
+                "without a sandbox, localCi runs agent-written code unconfined, with your credentials"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("agent.sandbox.kind: \"bwrap\""),
+            "the fix: {line}"
+        );
+    }
+    p.set_config(json!({
+        "agent": sandboxed(&p, "bwrap", json!({})),
+        "localCi": {"command": ["true"], "network": "none"},
+    }));
+    let line = doctor_line(&p, "ci        ", &[]);
+    assert!(line.starts_with("ok "), "{line}");
+    assert!(line.contains("inside bwrap (no network)"), "{line}");
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn workers_local_ci_reads_history_inside_bubblewrap_and_passes() {
+    bwrap_installed();
+    let p = Project::new(&[(1, "First", ""), (2, "Second", "")], json!({}), json!({}));
+    // Reading history needs the clone's git directory, and a worker's clone borrows the
+    // project's objects: both are there, read-only.
+    p.set_config(json!({
+        "steps": e2e::builtin_steps(),
+        "agent": sandboxed(&p, "bwrap", json!({})),
+        "localCi": {"command": ["sh", "-c", "git log --stat >/dev/null"], "timeoutMin": 1},
+    }));
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(!all.contains("monitorCI: failed"), "{all}");
+    // Each worker's CI ran in its own clone's scratch tree; git said nothing of a borrowed
+    // object directory it could not find.
+    let workers = p.project.join(".git/sdlc-runner/workers");
+    let mut verdicts = String::new();
+    for w in ["w0", "w1"] {
+        verdicts.push_str(&all_text_under(
+            &workers.join(w).join(".git/sdlc-runner/ci"),
+        ));
+    }
+    assert_eq!(verdicts.matches("\"passed\":true").count(), 2, "{verdicts}");
+    assert!(!verdicts.contains("info/alternates"), "{verdicts}");
+}
+
+#[test]
+fn a_ci_sandbox_that_cannot_start_is_no_verdict_on_the_commit_and_blames_no_issue() {
+    // The agent steps run unsandboxed; only the CI meets the bwrap that fails the way
+    // bubblewrap does where user namespaces are off.
+    let p = project(json!({}));
+    let bin = p.root.join("bin");
+    std::fs::create_dir_all(&bin).expect("bin");
+    let fake = write_tool(
+        &p,
+        "bwrap",
+        "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
+    );
+    std::os::unix::fs::symlink(&fake, bin.join("bwrap")).expect("link");
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").expect("PATH"));
+    let mut steps = e2e::builtin_steps();
+    for step in [
+        "startIssue",
+        "writeSpecs",
+        "implement",
+        "simplify",
+        "verify",
+    ] {
+        steps[step] = json!({"agent": {"sandbox": {"kind": "none"}}});
+    }
+    p.set_config(json!({
+        "steps": steps,
+        "agent": sandboxed(&p, "bwrap", json!({})),
+        "localCi": {"command": ["true"], "timeoutMin": 1},
+    }));
+    let out = p.run_env(&[], &[("PATH", &path)]);
+    let all = text(&out);
+    assert_ne!(code(&out), 0, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: TOOLING_ENV"), "{all}");
+    assert!(
+        all.contains(
+            "localCi.command `true` in its sandbox: the agent's sandbox (bwrap) could not start"
+        ),
+        "{all}"
+    );
+    assert!(all.contains("user namespaces"), "{all}");
+    assert!(!p.origin_main_log().contains("Merge issue #1"), "{all}");
+    assert_eq!(
+        p.issue(1)["escalated"],
+        false,
+        "not the issue's fault: {all}"
+    );
+    let verdicts = std::fs::read_dir(p.project.join(".git/sdlc-runner/ci"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(verdicts, 0, "no verdict is kept for a CI that never ran");
 }
 
 /// A hostile agent's tool that plants, in the clone's git directory, every kind of program

@@ -20,7 +20,11 @@
 //! then every process carrying the attempt's mark, which is passed in) reaches the agent
 //! inside as it does outside.
 //!
-//! Builtin steps never come here: the runner's own git and forge calls run as the operator.
+//! The local forge's CI (`localCi`) runs the tree the agent wrote, so it comes here too
+//! ([`wrap_ci`]): the same kind and view, but its scratch copy of the commit is the only
+//! writable place (the clone's git directory is bound read-only) and neither the agent
+//! CLI's configuration nor its keys are handed in. Builtin steps never come here: the
+//! runner's own git and forge calls run as the operator.
 
 use crate::config::{AgentKind, SandboxConfig, SandboxKind, SandboxNetwork};
 use std::path::{Path, PathBuf};
@@ -64,13 +68,18 @@ const GIT_CONFIG: [&str; 2] = [".gitconfig", ".config/git"];
 pub struct Spec<'a> {
     /// The sandbox as configured for the step.
     pub config: &'a SandboxConfig,
-    /// Which CLI runs (its own home entries and key variables are passed in).
-    pub agent: AgentKind,
+    /// Which CLI runs (its own home entries and key variables are passed in); `None` for
+    /// the local CI's command, which needs neither.
+    pub agent: Option<AgentKind>,
     /// The work tree the agent works in, and its working directory.
     pub work_tree: &'a Path,
     /// The runner's directory (`<common git dir>/sdlc-runner`): hidden; its parent, the
     /// common git directory, is bound read-write when it lies outside the work tree.
     pub runner_dir: &'a Path,
+    /// Whether the common git directory is writable inside (the agent commits); when not,
+    /// it is bound read-only wherever it lies, and the runner's directory is hidden only
+    /// if it exists (nothing can create it).
+    pub git_dir_writable: bool,
     /// Files under the runner's directory the step is handed, bound back read-only.
     pub handed: &'a [PathBuf],
     /// The runner's home directory (`HOME`), if it has one.
@@ -144,6 +153,40 @@ pub fn wrap(
     }))
 }
 
+/// The local CI's `program` and `args` (`localCi.command`) wrapped in `config`'s sandbox
+/// with the agent's view, in `scratch` (the commit's scratch tree: the working directory and
+/// the only writable place) of the clone whose runner's directory is `runner_dir`. The
+/// environment is the runner's `PATH`, `HOME`, `LANG`, `TERM` and the names in
+/// `config.env`, nothing else. `Ok(None)` for kind `none`.
+pub fn wrap_ci(
+    config: &SandboxConfig,
+    scratch: &Path,
+    runner_dir: &Path,
+    program: &str,
+    args: &[String],
+    host_var: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<Wrapped>, SandboxError> {
+    let home = runner_home();
+    let spec = Spec {
+        config,
+        agent: None,
+        work_tree: scratch,
+        runner_dir,
+        git_dir_writable: false,
+        handed: &[],
+        home: home.as_deref(),
+    };
+    // bubblewrap shows the host's system: a bare name is the program PATH finds here, whose
+    // directory is bound in when it lies outside the system's. A container finds its own.
+    let program = match config.kind {
+        SandboxKind::Bwrap if !program.contains('/') => {
+            which::which(program).unwrap_or_else(|_| PathBuf::from(program))
+        }
+        _ => PathBuf::from(program),
+    };
+    wrap(&spec, &program, args, &[], host_var)
+}
+
 /// The whole environment of the sandboxed agent: the runner's `PATH`, `HOME`, `LANG`,
 /// `TERM`, the CLI's key variables and the configured `env` names that are set, then the
 /// step's own variables (which win).
@@ -153,7 +196,9 @@ pub fn environment(
     host_var: &dyn Fn(&str) -> Option<String>,
 ) -> Vec<(String, String)> {
     let mut names: Vec<&str> = BASE_VARS.to_vec();
-    names.extend_from_slice(cli_key_vars(spec.agent));
+    if let Some(agent) = spec.agent {
+        names.extend_from_slice(cli_key_vars(agent));
+    }
     names.extend(spec.config.env.iter().map(String::as_str));
     let mut env: Vec<(String, String)> = Vec::new();
     for name in names {
@@ -222,8 +267,16 @@ fn in_system(p: &Path) -> bool {
 /// The directory holding the agent's program (resolved through links, so a CLI installed by
 /// a package manager finds its modules beside it), when it is not in the system directories;
 /// the program alone when that directory is the home directory or holds it (binding it would
-/// show the whole home); and the link itself, to be recreated inside.
-fn program_place(program: &Path, home: Option<&Path>) -> (Option<PathBuf>, Option<PathBuf>) {
+/// show the whole home); and the link itself, to be recreated inside. Nothing for a program
+/// in the work tree or relative to it (a CI script of the tree), which the tree's bind shows.
+fn program_place(
+    program: &Path,
+    home: Option<&Path>,
+    work_tree: &Path,
+) -> (Option<PathBuf>, Option<PathBuf>) {
+    if !program.is_absolute() || program.starts_with(work_tree) {
+        return (None, None);
+    }
     let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
     let dir = real
         .parent()
@@ -281,7 +334,7 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
     if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
         let h = s(home);
         push(&["--tmpfs", &h]);
-        for entry in cli_home_entries(spec.agent) {
+        for entry in spec.agent.map_or(&[][..], cli_home_entries) {
             let p = s(&home.join(entry));
             push(&["--bind-try", &p, &p]);
         }
@@ -290,7 +343,7 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
             push(&["--ro-bind-try", &p, &p]);
         }
     }
-    let (program_dir, link) = program_place(program, spec.home);
+    let (program_dir, link) = program_place(program, spec.home, spec.work_tree);
     if let Some(dir) = &program_dir {
         let d = s(dir);
         push(&["--ro-bind", &d, &d]);
@@ -301,8 +354,11 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
     let tree = s(spec.work_tree);
     push(&["--bind", &tree, &tree]);
     if let Some(git_dir) = spec.runner_dir.parent() {
-        if !git_dir.starts_with(spec.work_tree) {
-            let g = s(git_dir);
+        let g = s(git_dir);
+        if !spec.git_dir_writable {
+            // After the tree's bind, so it also covers a git directory inside the tree.
+            push(&["--ro-bind", &g, &g]);
+        } else if !git_dir.starts_with(spec.work_tree) {
             push(&["--bind", &g, &g]);
         }
     }
@@ -318,13 +374,16 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
         let p = s(&configured(p, spec.home));
         push(&["--bind-try", &p, &p]);
     }
-    let hidden = s(spec.runner_dir);
-    push(&["--tmpfs", &hidden]);
-    for f in spec.handed {
-        let f = s(f);
-        push(&["--ro-bind", &f, &f]);
+    if hides_runner_dir(spec) {
+        let hidden = s(spec.runner_dir);
+        push(&["--tmpfs", &hidden]);
+        for f in spec.handed {
+            let f = s(f);
+            push(&["--ro-bind", &f, &f]);
+        }
+        push(&["--remount-ro", &hidden]);
     }
-    push(&["--remount-ro", &hidden, "--chdir", &tree, "--", &s(program)]);
+    push(&["--chdir", &tree, "--", &s(program)]);
     a.extend(agent_args.iter().cloned());
     a
 }
@@ -362,7 +421,7 @@ pub fn container_args(
     }
     if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
         a.extend(["--tmpfs".into(), s(home)]);
-        for entry in cli_home_entries(spec.agent) {
+        for entry in spec.agent.map_or(&[][..], cli_home_entries) {
             let p = home.join(entry);
             if p.exists() {
                 volume(&mut a, &p, false);
@@ -377,7 +436,9 @@ pub fn container_args(
     }
     volume(&mut a, spec.work_tree, false);
     if let Some(git_dir) = spec.runner_dir.parent() {
-        if !git_dir.starts_with(spec.work_tree) {
+        if !spec.git_dir_writable {
+            volume(&mut a, git_dir, true);
+        } else if !git_dir.starts_with(spec.work_tree) {
             volume(&mut a, git_dir, false);
         }
     }
@@ -399,10 +460,12 @@ pub fn container_args(
         }
     }
     // An anonymous volume hides the runner's directory; the handed files come back on top.
-    a.extend(["--volume".into(), s(spec.runner_dir)]);
-    for f in spec.handed {
-        let f = s(f);
-        a.extend(["--volume".into(), format!("{f}:{f}:ro")]);
+    if hides_runner_dir(spec) {
+        a.extend(["--volume".into(), s(spec.runner_dir)]);
+        for f in spec.handed {
+            let f = s(f);
+            a.extend(["--volume".into(), format!("{f}:{f}:ro")]);
+        }
     }
     a.extend(["--workdir".into(), s(spec.work_tree)]);
     for (name, _) in env {
@@ -418,6 +481,14 @@ pub fn container_args(
     a.push(s(program));
     a.extend(agent_args.iter().cloned());
     a
+}
+
+/// Whether the runner's directory is covered: always under a writable git directory (the
+/// sandbox makes the mount point, and so nothing written there reaches the runner); under a
+/// read-only one only when it exists, since there is no mount point to make and nothing
+/// inside can create it.
+fn hides_runner_dir(spec: &Spec) -> bool {
+    spec.git_dir_writable || spec.runner_dir.is_dir()
 }
 
 /// `--volume host:host` (read-only with `ro`): the path where it is on the host.

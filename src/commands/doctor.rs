@@ -157,7 +157,7 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     checks.extend(sandbox::checks(cfg));
     checks.push(tracker(cfg));
     if let Some(ci) = &cfg.local_ci {
-        checks.push(local_ci(ci));
+        checks.push(local_ci(ci, &ci.sandbox(&cfg.agent.sandbox)));
     }
     if uses_github(cfg) {
         checks.push(gh_auth(cfg));
@@ -377,15 +377,28 @@ fn tracker(cfg: &Config) -> Check {
     Check::ok("tracker", detail)
 }
 
-fn local_ci(ci: &crate::config::LocalCi) -> Check {
+/// The CI command is there, and it runs in a sandbox: it runs what the agent wrote.
+fn local_ci(ci: &crate::config::LocalCi, sandbox: &crate::config::SandboxConfig) -> Check {
     let program = ci.command.first().map(String::as_str).unwrap_or("");
     match which::which(program) {
+        Ok(_) if sandbox.kind == crate::config::SandboxKind::None => Check::warn(
+            "ci",
+            "without a sandbox, localCi runs agent-written code unconfined, with your \
+             credentials (your home, the tokens in the runner's environment)",
+            "set agent.sandbox.kind: \"bwrap\" (\"agent\": {\"sandbox\": {\"kind\": \"bwrap\"}}): \
+             localCi runs in the agent's sandbox",
+        ),
         Ok(path) => Check::ok(
             "ci",
             format!(
-                "localCi runs {} (found {})",
+                "localCi runs {} (found {}) inside {} ({})",
                 ci.command.join(" "),
-                path.display()
+                path.display(),
+                sandbox.kind,
+                match sandbox.network {
+                    crate::config::SandboxNetwork::Host => "network host",
+                    crate::config::SandboxNetwork::None => "no network",
+                }
             ),
         ),
         Err(_) => Check::fail(

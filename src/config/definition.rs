@@ -271,9 +271,12 @@ pub struct LinearConfig {
 #[derive(Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LocalCiFile {
-    /// Program and arguments (no shell), run in a fresh worktree of the branch's commit;
-    /// exit 0 passes.
+    /// Program and arguments (no shell), run in a fresh worktree of the branch's commit,
+    /// inside the agent's sandbox (`agent.sandbox`) when it has one; exit 0 passes.
     pub command: Vec<String>,
+    /// `none` cuts the network off inside the sandbox the command runs in; unset, the
+    /// agent's sandbox's `network`. Means nothing without a sandbox.
+    pub network: Option<super::SandboxNetwork>,
     /// Longest the command may run before it counts as failed.
     #[serde(default = "d::local_ci_timeout_min")]
     #[schemars(range(min = 0, max = 10_080))]

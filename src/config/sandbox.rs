@@ -237,6 +237,34 @@ mod tests {
     }
 
     #[test]
+    fn local_ci_runs_in_the_agents_sandbox_with_its_own_network_when_it_names_one() {
+        let agent =
+            r#""forge": "local", "agent": {"sandbox": {"kind": "bwrap", "network": "none"}}"#;
+        for (ci, expected) in [
+            (r#"{"command": ["true"]}"#, SandboxNetwork::None),
+            (
+                r#"{"command": ["true"], "network": "host"}"#,
+                SandboxNetwork::Host,
+            ),
+        ] {
+            let c = config(&format!(r#"{agent}, "localCi": {ci}"#)).expect("valid");
+            let ci_config = c.local_ci.as_ref().expect("localCi");
+            let sandbox = ci_config.sandbox(&c.agent.sandbox);
+            assert_eq!(sandbox.kind, SandboxKind::Bwrap, "{ci}");
+            assert_eq!(sandbox.network, expected, "{ci}");
+        }
+        let errors =
+            config(r#""forge": "local", "localCi": {"command": ["true"], "network": "lan"}"#)
+                .expect_err("a network that is none of them");
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.starts_with("localCi.network: \"lan\" is not one of host|none")),
+            "{errors:?}"
+        );
+    }
+
+    #[test]
     fn mistakes_are_named_with_their_fix() {
         for (rest, expected) in [
             (

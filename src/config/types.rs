@@ -341,4 +341,18 @@ pub struct LocalCi {
     pub command: Vec<String>,
     /// How long one CI run may take before it counts as failed.
     pub timeout: Duration,
+    /// The network inside the sandbox the command runs in, when set (else the agent's
+    /// sandbox's).
+    pub network: Option<super::SandboxNetwork>,
+}
+
+impl LocalCi {
+    /// The sandbox the command runs in: the agent's (`agent.sandbox`, the top level's),
+    /// with the CI's own network when it names one.
+    pub fn sandbox(&self, agent: &super::SandboxConfig) -> super::SandboxConfig {
+        super::SandboxConfig {
+            network: self.network.unwrap_or(agent.network),
+            ..agent.clone()
+        }
+    }
 }

@@ -176,9 +176,11 @@ impl Walker {
             );
         }
         let timeout_min = self.positive_or_default(&o, "timeoutMin");
+        let network = self.pick::<super::SandboxNetwork>(&o, "network");
         Some(LocalCi {
             command: command?,
             timeout: minutes(timeout_min),
+            network,
         })
     }
 

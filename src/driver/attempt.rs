@@ -324,7 +324,8 @@ impl StepRun<'_> {
         let handed: Vec<std::path::PathBuf> = text_file.iter().cloned().collect();
         let spec = sandbox::Spec {
             config: &agent.sandbox,
-            agent: agent.kind,
+            agent: Some(agent.kind),
+            git_dir_writable: true,
             work_tree: &self.run.cfg.project_path,
             runner_dir: &self.run.runner_dir.dir,
             handed: &handed,

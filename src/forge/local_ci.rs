@@ -1,13 +1,18 @@
 //! CI of the local forge: a configured command (`localCi.command`, no shell) run in a fresh,
 //! detached worktree of the branch's commit, so that nothing the agent left uncommitted in the
-//! clone can make it pass. Each commit is tested once: the verdict is kept in
-//! `<runner dir>/ci/<sha>.json`, so the post-check, monitorCI's polling and merge all read the
-//! same result. A command that runs past its time limit is stopped (its whole process group)
+//! clone can make it pass. The command runs what the agent wrote, so it runs in the agent's
+//! sandbox (`agent/sandbox.rs`, [`crate::agent::sandbox::wrap_ci`]) when there is one: only
+//! the scratch tree writable, the runner's directory hidden, none of the runner's tokens.
+//! Each commit is tested once: the verdict is kept in `<runner dir>/ci/<sha>.json`, so the
+//! post-check, monitorCI's polling and merge all read the same result. A command that runs past its time limit is stopped (its whole process group)
 //! and fails.
 
 use super::{CiState, ForgeError};
+use crate::agent::sandbox;
+use crate::config::{SandboxConfig, SandboxKind};
 use crate::git::repo::Repo;
 use crate::process::ChildSpec;
+use crate::runner_dir::RunnerDir;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -28,6 +33,9 @@ pub struct LocalCi {
     pub timeout: Duration,
     /// Where verdicts are kept (`<runner dir>/ci`).
     pub results: PathBuf,
+    /// The sandbox the command runs in (the agent's, with `localCi.network`); kind `none`
+    /// runs it as the runner's user with the runner's environment.
+    pub sandbox: SandboxConfig,
 }
 
 /// One commit's verdict.
@@ -131,23 +139,28 @@ impl LocalCi {
         let tree = scratch.path().join("tree");
         let tree_text = tree.to_string_lossy().into_owned();
         repo.git_checked(&["worktree", "add", "--detach", "--quiet", &tree_text, sha])?;
-        let mut cmd = ChildSpec::new(program);
-        cmd.args(args).current_dir(&tree);
-        // Its group dies when it ends: a server it started does not outlive the test run.
-        let ran = crate::process::output_within_budget(cmd, self.timeout, OUTPUT_BUDGET);
+        let ran = self.command_in(&tree, program, args).and_then(|cmd| {
+            // Its group dies when it ends: a server it started does not outlive the test run.
+            crate::process::output_within_budget(cmd, self.timeout, OUTPUT_BUDGET).map_err(
+                |source| match crate::process::stopped(&source) {
+                    Some(why) => ForgeError::Stopped {
+                        command: format!("localCi.command `{}`", self.command_text()),
+                        why,
+                    },
+                    None => ForgeError::Spawn {
+                        program: format!("localCi.command `{}`", self.command_text()),
+                        source,
+                    },
+                },
+            )
+        });
         // The worktree goes whatever the command did; a leftover is pruned by the next run.
         let _ = repo.git_checked(&["worktree", "remove", "--force", &tree_text]);
         let _ = repo.git_checked(&["worktree", "prune"]);
-        let ran = ran.map_err(|source| match crate::process::stopped(&source) {
-            Some(why) => ForgeError::Stopped {
-                command: format!("localCi.command `{}`", self.command_text()),
-                why,
-            },
-            None => ForgeError::Spawn {
-                program: format!("localCi.command `{}`", self.command_text()),
-                source,
-            },
-        })?;
+        let ran = ran?;
+        if let Some(out) = &ran {
+            self.sandbox_started(out)?;
+        }
         Ok(match ran {
             Some(out) => Verdict {
                 sha: sha.to_string(),
@@ -163,6 +176,73 @@ impl LocalCi {
                 timed_out: true,
                 excerpt: String::new(),
             },
+        })
+    }
+}
+
+impl LocalCi {
+    /// `Err` when the sandbox itself could not start (bubblewrap's own error, a container
+    /// that could not be made): no verdict on the commit, which never ran, and the
+    /// environment's failure, with its fix.
+    fn sandbox_started(&self, out: &std::process::Output) -> Result<(), ForgeError> {
+        let said = sandbox::failed_to_start(
+            self.sandbox.kind,
+            out.status.code(),
+            out.stdout.len() as u64,
+            &String::from_utf8_lossy(&out.stderr),
+        );
+        match said {
+            None => Ok(()),
+            Some(said) => Err(ForgeError::Spawn {
+                program: format!("localCi.command `{}` in its sandbox", self.command_text()),
+                // Permission: the environment's, so no issue is blamed and the run halts.
+                source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, said),
+            }),
+        }
+    }
+
+    /// The command to start in the scratch `tree`: inside the sandbox when there is one,
+    /// with the sandbox's environment only (the runner's tokens stay out).
+    fn command_in(
+        &self,
+        tree: &Path,
+        program: &str,
+        args: &[String],
+    ) -> Result<ChildSpec, ForgeError> {
+        let plain = || {
+            let mut cmd = ChildSpec::new(program);
+            cmd.args(args).current_dir(tree);
+            cmd
+        };
+        if self.sandbox.kind == SandboxKind::None {
+            return Ok(plain());
+        }
+        // The runner's directory of the clone the scratch tree belongs to: a worker's clone
+        // has its own.
+        let runner_dir = RunnerDir::locate(tree).map_err(|e| ForgeError::Spawn {
+            program: format!("localCi.command `{}`", self.command_text()),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        let wrapped = sandbox::wrap_ci(
+            &self.sandbox,
+            tree,
+            &runner_dir.dir,
+            program,
+            args,
+            &sandbox::runner_var,
+        )
+        .map_err(|e| ForgeError::Spawn {
+            program: format!("localCi.command `{}` in its sandbox", self.command_text()),
+            // As for a sandbox that cannot start: the environment's, and the run halts.
+            source: std::io::Error::new(std::io::ErrorKind::PermissionDenied, e.to_string()),
+        })?;
+        Ok(match wrapped {
+            Some(w) => {
+                let mut cmd = ChildSpec::new(&w.program);
+                cmd.args(&w.args).env_clear().envs(w.env).current_dir(tree);
+                cmd
+            }
+            None => plain(),
         })
     }
 }

@@ -10,9 +10,10 @@ fn config(kind: SandboxKind) -> SandboxConfig {
 fn spec<'a>(config: &'a SandboxConfig, handed: &'a [PathBuf]) -> Spec<'a> {
     Spec {
         config,
-        agent: AgentKind::Claude,
+        agent: Some(AgentKind::Claude),
         work_tree: Path::new("/w/project"),
         runner_dir: Path::new("/w/project/.git/sdlc-runner"),
+        git_dir_writable: true,
         handed,
         home: Some(Path::new("/home/op")),
     }
@@ -142,7 +143,7 @@ fn a_worktrees_common_git_directory_outside_it_is_bound_so_the_agent_can_commit(
 fn each_cli_keeps_its_own_config_directory_only() {
     let c = config(SandboxKind::Bwrap);
     let s = Spec {
-        agent: AgentKind::Codex,
+        agent: Some(AgentKind::Codex),
         ..spec(&c, &[])
     };
     let args = bwrap_args(&s, Path::new("/usr/bin/codex"), &[]);
@@ -196,7 +197,7 @@ fn the_environment_is_only_what_the_agent_needs() {
     );
     assert!(env.contains(&("SDLC_STEP".into(), "implement".into())));
     let codex = Spec {
-        agent: AgentKind::Codex,
+        agent: Some(AgentKind::Codex),
         ..spec(&c, &[])
     };
     let env = environment(&codex, &[], &host);
@@ -360,4 +361,92 @@ fn a_program_in_the_home_directory_is_bound_alone_never_the_home() {
     let dir = bwrap_args(&s, &home.join(".local/bin/claude"), &[]);
     let bin = format!("{h}/.local/bin");
     assert!(has(&dir, &["--ro-bind", &bin, &bin]), "{dir:?}");
+}
+
+/// The local CI's view: a scratch tree outside the clone, the clone's git directory
+/// read-only, nothing of the agent CLI's.
+fn ci_spec<'a>(config: &'a SandboxConfig, runner_dir: &'a Path) -> Spec<'a> {
+    Spec {
+        agent: None,
+        work_tree: Path::new("/tmp/sdlc-runner-ci-x/tree"),
+        runner_dir,
+        git_dir_writable: false,
+        ..spec(config, &[])
+    }
+}
+
+#[test]
+fn the_local_ci_gets_the_git_directory_read_only_and_none_of_the_clis_config_or_keys() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let runner_dir = tmp.path().join("project/.git/sdlc-runner");
+    std::fs::create_dir_all(&runner_dir).expect("runner dir");
+    let git_dir = tmp.path().join("project/.git").display().to_string();
+    let hidden = runner_dir.display().to_string();
+    let mut c = config(SandboxKind::Bwrap);
+    c.env = vec!["CI_CACHE".into()];
+    let s = ci_spec(&c, &runner_dir);
+    let args = bwrap_args(&s, Path::new("/usr/bin/sh"), &["ci.sh".into()]);
+    let tree = "/tmp/sdlc-runner-ci-x/tree";
+    assert!(has(&args, &["--bind", tree, tree]), "{args:?}");
+    let ro = at(&args, &["--ro-bind", &git_dir, &git_dir]).expect("git dir read-only");
+    assert!(!has(&args, &["--bind", &git_dir, &git_dir]), "{args:?}");
+    let covered = at(&args, &["--tmpfs", &hidden]).expect("runner's directory hidden");
+    assert!(
+        ro < covered,
+        "hidden after the git directory's bind: {args:?}"
+    );
+    assert!(!args.iter().any(|a| a.contains(".claude")), "{args:?}");
+    assert!(has(&args, &["--chdir", tree, "--", "/usr/bin/sh", "ci.sh"]));
+    let host = |name: &str| Some(format!("host-{name}"));
+    let env = environment(&s, &[], &host);
+    let names: Vec<&str> = env.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(names, ["PATH", "HOME", "LANG", "TERM", "CI_CACHE"]);
+}
+
+#[test]
+fn a_runners_directory_that_is_not_there_is_not_made_under_a_read_only_git_directory() {
+    let c = config(SandboxKind::Bwrap);
+    let s = ci_spec(&c, Path::new("/nowhere/.git/sdlc-runner"));
+    let args = bwrap_args(&s, Path::new("/usr/bin/sh"), &[]);
+    assert!(has(&args, &["--ro-bind", "/nowhere/.git", "/nowhere/.git"]));
+    assert!(
+        !args.iter().any(|a| a == "/nowhere/.git/sdlc-runner"),
+        "{args:?}"
+    );
+}
+
+#[test]
+fn a_ci_program_in_the_tree_or_relative_to_it_binds_nothing_more() {
+    let c = config(SandboxKind::Bwrap);
+    let s = ci_spec(&c, Path::new("/nowhere/.git/sdlc-runner"));
+    for program in ["./ci.sh", "/tmp/sdlc-runner-ci-x/tree/.ci/run"] {
+        let args = bwrap_args(&s, Path::new(program), &[]);
+        assert!(!has(&args, &["--ro-bind", ".", "."]), "{args:?}");
+        assert!(
+            !has(
+                &args,
+                &[
+                    "--ro-bind",
+                    "/tmp/sdlc-runner-ci-x/tree/.ci",
+                    "/tmp/sdlc-runner-ci-x/tree/.ci"
+                ]
+            ),
+            "{args:?}"
+        );
+        assert!(has(&args, &["--", program]), "{args:?}");
+    }
+}
+
+#[test]
+fn the_local_ci_in_a_container_mounts_the_git_directory_read_only() {
+    let mut c = config(SandboxKind::Podman);
+    c.image = Some("localhost/ci:1".into());
+    let s = ci_spec(&c, Path::new("/nowhere/.git/sdlc-runner"));
+    let args = container_args(&s, Path::new("sh"), &["ci.sh".into()], &[]);
+    assert!(
+        has(&args, &["--volume", "/nowhere/.git:/nowhere/.git:ro"]),
+        "{args:?}"
+    );
+    assert!(!args.iter().any(|a| a.contains(".claude")), "{args:?}");
+    assert!(has(&args, &["localhost/ci:1", "sh", "ci.sh"]), "{args:?}");
 }

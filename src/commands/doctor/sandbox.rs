@@ -92,7 +92,8 @@ fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
     let home = sandbox::runner_home();
     let spec = Spec {
         config: sandbox,
-        agent: kind,
+        agent: Some(kind),
+        git_dir_writable: true,
         work_tree: &work_tree,
         runner_dir: &runner_dir,
         handed: &[],
