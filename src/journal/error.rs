@@ -7,7 +7,7 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 /// Why the journal could not be read or written; each message says what to do.
 pub enum JournalError {
-    #[error("{}: {action}: {source} (check the permissions of the project's .claude directory and the free disk space)", path.display())]
+    #[error("{}: {action}: {source} ({})", path.display(), io_fix(source, path))]
     /// A file operation failed.
     Io {
         /// The file.
@@ -74,4 +74,56 @@ pub enum JournalError {
         /// What happened to the file.
         what: String,
     },
+}
+
+/// What to do about a journal file operation that failed with `source`, in the terms of the
+/// directory the journal lives in (the runner's state directory, `<git dir>/sdlc-runner/`).
+fn io_fix(source: &io::Error, path: &std::path::Path) -> String {
+    let dir = path
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_else(|| ".".into());
+    match crate::call_failure::CallFailureKind::of_io(source) {
+        crate::call_failure::CallFailureKind::DiskFull => format!(
+            "the disk holding {dir} is full: free space there (`df -h {dir}`) and run again; the journal up to its last complete line is kept"
+        ),
+        crate::call_failure::CallFailureKind::Permission => format!(
+            "check that {dir}, the runner's state directory, and the journal in it belong to you and are writable (`ls -la {dir}`)"
+        ),
+        _ => format!("check {dir}, the runner's state directory, and the disk it is on"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn message(errno: i32) -> String {
+        JournalError::Io {
+            path: PathBuf::from("/p/.git/sdlc-runner/journal.jsonl"),
+            action: "append",
+            source: io::Error::from_raw_os_error(errno),
+        }
+        .to_string()
+    }
+
+    #[test]
+    fn a_full_disk_says_the_disk_is_full_and_where_not_to_check_permissions() {
+        for errno in [28, 122] {
+            let text = message(errno);
+            assert!(text.contains("the disk holding /p/.git/sdlc-runner is full"), "{text}");
+            assert!(!text.contains(".claude"), "{text}");
+            assert!(!text.contains("permission"), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_refused_write_names_the_state_directory() {
+        let text = message(13);
+        assert!(
+            text.contains("check that /p/.git/sdlc-runner, the runner's state directory"),
+            "{text}"
+        );
+        assert!(!text.contains(".claude"), "{text}");
+    }
 }
