@@ -195,8 +195,8 @@ impl StepRun<'_> {
             // handed these words, which name the combination), the machine's to meet.
             Err(failed) if failed.kind == CallFailureKind::CiFailedTogether => {
                 self.voice.say(failed.what.clone());
-                let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;
-                let c = classify_builtin(Step::MonitorCi.key(), &text, failed.kind, true);
+                // The branch stays named: the words are about this branch and main together.
+                let c = classify_builtin(Step::MonitorCi.key(), &failed.what, failed.kind, true);
                 match self.failed(Step::MonitorCi, issue, c, usage) {
                     Event::StepFailed {
                         class,
