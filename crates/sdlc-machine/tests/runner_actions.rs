@@ -1559,8 +1559,13 @@ fn ci_failing_on_the_commit_main_would_hold_is_monitor_cis_failure_and_is_repair
             fx = core.handle(&Event::MergeTurnTaken).to_vec();
         }
         assert!(
-            fx.iter()
-                .any(|e| matches!(e, Effect::RunStep { step: Step::Merge, .. })),
+            fx.iter().any(|e| matches!(
+                e,
+                Effect::RunStep {
+                    step: Step::Merge,
+                    ..
+                }
+            )),
             "round {round}: {fx:?}"
         );
         let fx = core
