@@ -34,6 +34,10 @@ pub enum CallFailureKind {
     /// the base branch moved since (GitHub's `BEHIND`): the machine has the branch updated and
     /// CI passes the new head; nobody's fault.
     Behind,
+    /// CI failed on the commit main would hold (the branch's verified commit merged onto a
+    /// main that moved since CI's verdict): nothing was merged, and the combination is the
+    /// issue's to repair, as a failure of monitorCI.
+    CiFailedTogether,
     /// The call ran past its own time limit and was stopped (a dead network, a hung tool).
     TimedOut,
     /// The step the call served ran out of time (`timeoutMin`); its process group was killed.

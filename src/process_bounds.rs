@@ -170,7 +170,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .max(children("RunStepBuiltin").others);
     // Only merge attempts take the merge turn: at most `maxRetriesPerStep` of them per cycle,
     // each repeated after a rate-limit wait (and never more than the window's attempts).
-    let merges = if l.enabled(Step::Merge) {
+    let merge_attempts = if l.enabled(Step::Merge) {
         attempts.min(
             cycles
                 .saturating_mul(u64::from(l.max_retries_per_step.max(1)))
@@ -179,6 +179,15 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     } else {
         0
     };
+    // A merge run whose commit CI failed together with main (`CiFailedTogether`) spends a
+    // monitorCI attempt, not a merge attempt: at most `maxRetriesPerStep` of them per cycle,
+    // each a run of its own besides the window's attempts.
+    let together = if l.enabled(Step::Merge) && l.enabled(Step::MonitorCi) {
+        attempts.min(cycles.saturating_mul(u64::from(l.max_retries_per_step.max(1))))
+    } else {
+        0
+    };
+    let merges = merge_attempts.saturating_add(together);
     // A lost push race runs the merge again (agent-run or builtin), after a pause and a
     // merge turn taken again; each wait for the turn is at most `turn_pauses` pauses, each
     // followed by one more request for the turn.
@@ -192,7 +201,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     // A merge attempt that repairs a conflict updates the branch once after the agent.
     let updates = merges;
     let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
-    let calls = (attempts + reruns)
+    let calls = (attempts + reruns + together)
         .saturating_mul(run)
         .saturating_add(own(turns, "TakeMergeTurn"))
         .saturating_add(own(merges + reruns, "ReleaseMergeTurn"))
@@ -206,7 +215,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     // holds costs one selection and one claim more, once per cycle), and every request that
     // works on the issue or waits is preceded by a renewal.
     let (claims, renewals) = if l.claims {
-        let worked = attempts + reruns + turns + checks + looks + updates + review_looks;
+        let worked = attempts + reruns + together + turns + checks + looks + updates + review_looks;
         (selects, worked + attempts + looks + turns + review_waits)
     } else {
         (0, 0)

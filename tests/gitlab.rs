@@ -672,3 +672,80 @@ fn doctor_checks_that_the_token_can_read_merge_request_discussions_and_approvals
         "names the token and what to grant: {all}"
     );
 }
+
+/// GitLab creates a push's pipeline a moment after the push: looks that find none yet are
+/// pending (the project's `.gitlab-ci.yml` says it has CI), never "no CI", and the failing
+/// pipeline that then appears is repaired before anything merges.
+#[test]
+fn a_pipeline_created_after_the_push_is_waited_for_not_read_as_no_ci() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"1:monitorCI": ["fix-ci", "fix-ci"]}}),
+        json!({}),
+    );
+    g.lab.with(|l| {
+        l.pipeline_after_looks = 2;
+        l.pipeline_plan = vec!["failed".into()];
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(
+        all.contains("CI pending"),
+        "the missing pipeline is waited for: {all}"
+    );
+    // Had the missing pipeline been read as "no CI", the first commit would have merged
+    // without the repair its failing pipeline asks for.
+    assert_eq!(
+        g.p.count("1 monitorCI 2"),
+        1,
+        "{:?}\n{all}",
+        g.p.invocations()
+    );
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    g.assert_only_known_calls();
+}
+
+/// A project without CI (no `.gitlab-ci.yml`, no pipeline ever): its merge requests merge
+/// without a wait for a pipeline that will never come.
+#[test]
+fn a_project_without_a_ci_file_merges_without_waiting() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.lab.with(|l| l.no_ci = true);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(!all.contains("CI pending"), "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    let looked = g
+        .lab
+        .requests()
+        .iter()
+        .any(|r| r.contains("/repository/files/.gitlab-ci.yml"));
+    assert!(looked, "{:?}", g.lab.requests());
+    g.assert_only_known_calls();
+}
+
+/// GitLab's list of merge requests does not refresh their merge status (the fake's list says
+/// `unchecked`, as GitLab's does after a push): the merge reads it from the merge request's
+/// own endpoint, which does, and merges.
+#[test]
+fn the_merge_status_is_read_from_the_merge_requests_own_endpoint() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    let requests = g.lab.requests();
+    let merge = requests
+        .iter()
+        .position(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+        .unwrap_or_else(|| panic!("no merge: {requests:?}"));
+    assert!(
+        requests[..merge]
+            .iter()
+            .any(|r| r.starts_with("GET") && r.ends_with("/merge_requests/1")),
+        "the merge request's own endpoint is read before the merge: {requests:?}"
+    );
+    g.assert_only_known_calls();
+}

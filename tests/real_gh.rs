@@ -995,3 +995,43 @@ fn doctor_checks_that_the_runners_account_can_read_reviews() {
     assert!(!line.starts_with("ok"), "{all}");
     assert!(all.contains("pulls/7/reviews"), "{all}");
 }
+
+/// A teammate pushes to main right after CI passed the branch: CI never saw the two together,
+/// so the branch is brought up to date with main, CI runs on that new head, and the merge
+/// names exactly that head's `sha`; main then holds a tree CI passed.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn main_moved_after_ci_brings_the_branch_up_to_date_and_merges_its_new_head_through_the_real_gh() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| a.main_moves_after_checks = true);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    let merged_head = git(&g.p.origin, &["rev-parse", "main^2"]);
+    // The merged head holds the teammate's commit: the branch was brought up to date.
+    let teammate = git(
+        &g.p.origin,
+        &["log", "--format=%s", &merged_head, "--", "teammate.txt"],
+    );
+    assert!(
+        teammate.contains("a teammate's commit on main"),
+        "the merged head holds main's new commit: {teammate}\n{all}"
+    );
+    assert_eq!(
+        g.api.with(|a| a.merge_shas.clone()),
+        vec![merged_head.clone()],
+        "{all}"
+    );
+    assert!(
+        requests.iter().any(|r| r
+            == &format!(
+                "GET /repos/{OWNER}/{REPO}/commits/{merged_head}/check-runs?per_page=100&page=1"
+            )),
+        "CI was read for the updated head: {requests:#?}"
+    );
+}

@@ -300,3 +300,128 @@ fn a_conflict_after_the_pr_opened_gets_one_repair_then_escalates_naming_the_file
         );
     }
 }
+
+/// The CI check of the main-is-green tests: a file may say `issue 1:` only if no other does
+/// (two files defining the same setting), unless the tree holds the agent's `ci-fixed`.
+/// Every run appends the commit it tests to `runs`, and waits until `gate` exists.
+fn one_setting_ci(p: &Project, runs: &Path, gate: &Path) -> String {
+    let started = p.root.join("ci-started");
+    format!(
+        "git rev-parse HEAD >> {runs}; touch {started}; while [ ! -e {gate} ]; do sleep 0.05; done; \
+         n=$(grep -rls --exclude-dir=.git '^issue 1:' . | wc -l); \
+         if [ \"$n\" -gt 1 ] && [ ! -e ci-fixed ]; then echo \"setting 'issue 1' defined in $n files\"; exit 1; fi",
+        runs = runs.display(),
+        started = started.display(),
+        gate = gate.display()
+    )
+}
+
+/// Whether commit `sha` of `repo` passes [`one_setting_ci`]'s check.
+fn passes_one_setting(repo: &Path, sha: &str) -> bool {
+    let grep = std::process::Command::new("git")
+        .args(["grep", "-l", "-e", "^issue 1:", sha])
+        .current_dir(repo)
+        .output()
+        .expect("git grep");
+    let defined = String::from_utf8_lossy(&grep.stdout).lines().count();
+    let fixed = std::process::Command::new("git")
+        .args(["cat-file", "-e", &format!("{sha}:ci-fixed")])
+        .current_dir(repo)
+        .status()
+        .expect("git cat-file")
+        .success();
+    defined <= 1 || fixed
+}
+
+/// Every commit on origin's main's first-parent history that fails the check.
+fn red_on_main(origin: &Path) -> Vec<String> {
+    git(origin, &["rev-list", "--first-parent", "main"])
+        .lines()
+        .filter(|sha| !passes_one_setting(origin, sha))
+        .map(str::to_string)
+        .collect()
+}
+
+/// A person pushes to main, while CI tests the issue's branch, a change that merges cleanly
+/// but breaks together with the issue's (a second file defining the same setting). CI passes
+/// the branch alone; the merge builds the commit main would hold, CI fails it, and main never
+/// holds it: the failure goes back to the issue's cycle as monitorCI's, in words that name the
+/// combination, and the agent's repair then lands (CI passing the repaired branch merged onto
+/// that main, the exact commit main then holds).
+#[test]
+fn a_persons_push_to_main_that_breaks_with_the_branch_never_reaches_main() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let gate = p.root.join("ci-gate");
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] =
+        json!({"command": ["sh", "-c", one_setting_ci(&p, &runs, &gate)], "timeoutMin": 1});
+    p.set_config(extra);
+    let g = Gated {
+        started: p.root.join("ci-started"),
+        p,
+        gate,
+        runs,
+    };
+    let (child, branch, _ours) = g.start_until_ci();
+    let person = g.person(&branch);
+    git(&person, &["checkout", "--quiet", "main"]);
+    let theirs = commit_file(
+        &person,
+        "person.conf",
+        "issue 1: set by a person\n",
+        "person: the same setting",
+    );
+    git(&person, &["push", "--quiet", "origin", "main"]);
+
+    let out = g.open_gate_and_wait(child);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(red_on_main(&g.p.origin), Vec::<String>::new(), "{all}");
+    let combination = format!("CI failed on {branch} merged onto main {}", &theirs[..12]);
+    assert!(all.contains(&combination), "{combination}: {all}");
+    let prompts = std::fs::read_to_string(g.p.root.join("prompts.log")).unwrap_or_default();
+    assert!(
+        prompts.contains("merged onto main") && prompts.contains("defined in 2 files"),
+        "the repair is handed the combination's failure: {prompts}"
+    );
+    let journal = g.p.journal();
+    assert!(
+        journal
+            .iter()
+            .any(|r| r["event"]["event"] == "ciFailedTogether"),
+        "{all}"
+    );
+    assert_eq!(g.p.issue(1)["state"], "closed", "{all}");
+    assert_eq!(g.p.issue(1)["escalated"], false, "{all}");
+    // Main holds exactly a commit CI passed: its merge of the repaired branch onto the
+    // person's main.
+    let landed = git(&g.p.origin, &["rev-parse", "main"]);
+    assert!(g.ci_runs().contains(&landed), "CI ran on {landed}: {all}");
+    let parents = git(&g.p.origin, &["log", "-1", "--format=%P", "main"]);
+    assert!(parents.starts_with(&theirs), "{parents}");
+}
+
+/// Main did not move after CI passed the branch: the merge's tree is the one CI passed, and CI
+/// runs once, on the branch, not again on the merge.
+#[test]
+fn when_main_did_not_move_ci_runs_once() {
+    let p = Project::new(&[(1, "First issue", "Do one thing.")], json!({}), json!({}));
+    let runs = p.root.join("ci-runs.log");
+    let gate = p.root.join("ci-gate");
+    std::fs::write(&gate, "open").expect("gate");
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] =
+        json!({"command": ["sh", "-c", one_setting_ci(&p, &runs, &gate)], "timeoutMin": 1});
+    p.set_config(extra);
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    let ran = std::fs::read_to_string(&runs).expect("CI ran");
+    assert_eq!(ran.lines().count(), 1, "{ran}\n{all}");
+}

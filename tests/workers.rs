@@ -485,3 +485,39 @@ fn conflicting_pair() -> Project {
         builtin(),
     )
 }
+
+/// Two workers whose branches are green alone and red together (CI refuses a tree where
+/// both issues' files exist, unless the agent's `ci-fixed` is there): the second merge's
+/// commit, its branch merged onto the first's main, fails CI and never reaches main; its
+/// repair lands. Main passes CI at every first-parent commit.
+#[test]
+fn two_workers_green_alone_and_red_together_keep_main_green() {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({"steps": {"verify": ["busy:500"], "monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let script = "if [ -e src/issue_1.txt ] && [ -e src/issue_2.txt ] && [ ! -e ci-fixed ]; then \
+                  echo 'issue 1 and issue 2 both set the same setting'; exit 1; fi";
+    let mut extra = builtin();
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    p.set_config(extra);
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    let first_parents = e2e::git(&p.origin, &["rev-list", "--first-parent", "main"]);
+    for sha in first_parents.lines() {
+        let has = |path: &str| {
+            std::process::Command::new("git")
+                .args(["cat-file", "-e", &format!("{sha}:{path}")])
+                .current_dir(&p.origin)
+                .status()
+                .expect("git cat-file")
+                .success()
+        };
+        let red = has("src/issue_1.txt") && has("src/issue_2.txt") && !has("ci-fixed");
+        assert!(!red, "main's first-parent commit {sha} fails CI\n{all}");
+    }
+    assert!(all.contains("merged onto main"), "{all}");
+}

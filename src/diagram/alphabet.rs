@@ -156,6 +156,15 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
                 wait_hint_secs: hint,
             });
         }
+        // CI failed on the commit main would hold: monitorCI's failure, answering a merge.
+        if step == Step::Merge {
+            let last = core.runner().last_signature[Step::MonitorCi.index()].map_or(0, |s| s.0);
+            evs.push(Event::CiFailedTogether {
+                class: FailureClass::TestAssertion,
+                signature: Signature(last + 1),
+                usage,
+            });
+        }
     }
     evs
 }

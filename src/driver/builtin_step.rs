@@ -191,6 +191,26 @@ impl StepRun<'_> {
             Err(failed) if failed.kind == CallFailureKind::Conflict && step == Step::Merge => {
                 self.merge_conflict(&failed.what, failed.paths, usage)
             }
+            // CI failed on the commit main would hold: monitorCI's failure (its repair is
+            // handed these words, which name the combination), the machine's to meet.
+            Err(failed) if failed.kind == CallFailureKind::CiFailedTogether => {
+                self.voice.say(failed.what.clone());
+                // The branch stays named: the words are about this branch and main together.
+                let c = classify_builtin(Step::MonitorCi.key(), &failed.what, failed.kind, true);
+                match self.failed(Step::MonitorCi, issue, c, usage) {
+                    Event::StepFailed {
+                        class,
+                        signature,
+                        usage,
+                        ..
+                    } => Event::CiFailedTogether {
+                        class,
+                        signature,
+                        usage,
+                    },
+                    other => other,
+                }
+            }
             // The base branch's protection wants the branch up to date: the machine's to ask.
             Err(failed) if failed.kind == CallFailureKind::Behind => {
                 self.voice.say(failed.what.clone());

@@ -116,7 +116,9 @@ impl StepRun<'_> {
     /// (one fetch: a person's merge, a closed PR or deleted branch, a moved head are the
     /// machine's events, and nothing is merged), then exactly `commit`, the one CI passed in
     /// this cycle, merged (builtin: an atomic push that fails should the branch or main move;
-    /// without a verdict of this cycle, origin's head once CI lets it merge). An agent-run
+    /// without a verdict of this cycle, origin's head once CI lets it merge; only a tree CI
+    /// passed lands, so a main that moved since the verdict is `CiFailedTogether` when CI
+    /// fails the commit main would hold, or `BranchBehind` on a remote forge). An agent-run
     /// merge has the branch brought up to date first, as before. A failure that lost a push
     /// race is answered as `MergeRaceLost`: the machine decides whether it is merged again.
     pub(super) async fn run_merge(

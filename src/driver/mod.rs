@@ -244,6 +244,9 @@ impl Driver {
                     Event::MergeRaceLost { .. } | Event::MergeConflict { .. } => {
                         answered.failure.filter(|d| d.step == Step::Merge)
                     }
+                    Event::CiFailedTogether { .. } => {
+                        answered.failure.filter(|d| d.step == Step::MonitorCi)
+                    }
                     _ => None,
                 },
                 said: answered.said.as_deref().map(answer::last_words_kept),

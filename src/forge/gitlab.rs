@@ -4,10 +4,13 @@
 //!
 //! CI is read for one commit only: the newest pipeline whose `sha` is that commit. A merge
 //! request's `head_pipeline` for another commit is no verdict on ours (it says only that the
-//! project has CI, so ours is still to come: pending); with no pipeline at all the project has
-//! no CI. The merge names the verified commit (`sha`), which GitLab refuses once the head
-//! moved; why a merge is refused is read from the merge request's fields
-//! (`detailed_merge_status`, `has_conflicts`, `draft`, `sha`), never from the message.
+//! project has CI, so ours is still to come: pending). GitLab creates a push's pipeline a
+//! moment after the push: no pipeline yet is pending too, and the project has no CI only when
+//! its CI configuration file is absent at that commit. The merge names the verified commit
+//! (`sha`), which GitLab refuses once the head moved; why a merge is refused is read from the
+//! merge request's fields (`detailed_merge_status`, `has_conflicts`, `draft`, `sha`) as the
+//! merge request's own endpoint gives them (the list does not refresh the merge status),
+//! never from the message.
 
 mod reviews;
 
@@ -235,24 +238,62 @@ impl GitLabForge {
             .cloned())
     }
 
-    /// CI of `commit`, the head of `branch` as a look just read it.
+    /// CI of `commit`, the head of `branch` as a look just read it. GitLab creates a push's
+    /// pipeline a moment after the push, so no pipeline yet is pending, never "no CI": that
+    /// holds only where the project has no CI configuration at `commit`
+    /// ([`GitLabForge::ci_configured_at`]). How long pending may last is the machine's
+    /// bounded wait for CI.
     pub fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
         if let Some(p) = self.pipeline_of(commit)? {
             return Ok(pipeline_state(p["status"].as_str().unwrap_or_default()));
         }
-        // No pipeline of ours yet. A head pipeline of another commit says the project has
-        // CI, so ours is still to be created; it is never a verdict on this commit.
+        // A head pipeline of another commit says the project has CI, so ours is still to be
+        // created; it is never a verdict on this commit.
         let other_head_pipeline = match self.open_mr(branch)? {
             Some(mr) => mr["head_pipeline"]["sha"]
                 .as_str()
                 .is_some_and(|sha| sha != commit),
             None => false,
         };
-        Ok(if other_head_pipeline {
+        Ok(if other_head_pipeline || self.ci_configured_at(commit)? {
             CiState::Pending
         } else {
             CiState::NoneConfigured
         })
+    }
+
+    /// Whether the project has a CI configuration at `commit`: the file the project's
+    /// `ci_config_path` names (`.gitlab-ci.yml` when it names none) exists there. A
+    /// configuration kept in another project or at a URL (`…@group/project`, `https://…`)
+    /// cannot be looked at here and counts as configured: a pipeline is then waited for.
+    fn ci_configured_at(&self, commit: &str) -> Result<bool, ForgeError> {
+        let project = self
+            .api
+            .json(
+                "GET",
+                &format!("projects/{}", path_segment(&self.project)),
+                None,
+            )
+            .map_err(forge_error)?;
+        let path = project["ci_config_path"]
+            .as_str()
+            .filter(|p| !p.is_empty())
+            .unwrap_or(".gitlab-ci.yml");
+        if path.contains('@') || path.contains("://") {
+            return Ok(true);
+        }
+        let rest = format!(
+            "repository/files/{}?ref={}",
+            path_segment(path),
+            path_segment(commit)
+        );
+        let at = self.at(&rest);
+        let answer = self.api.answer("GET", &at, None).map_err(forge_error)?;
+        match answer.status {
+            404 => Ok(false),
+            _ if answer.ok() => Ok(true),
+            _ => Err(forge_error(self.api.failure("GET", &at, &answer))),
+        }
     }
 
     /// CI of `branch`'s head.
@@ -316,6 +357,9 @@ impl GitLabForge {
             };
         };
         let iid = mr["iid"].as_u64().unwrap_or_default();
+        // The list does not refresh a merge request's merge status (it stays `unchecked`
+        // after a push); the merge request's own endpoint does.
+        let mr = self.json("GET", &format!("merge_requests/{iid}"), None)?;
         if let Some((why, kind)) = merge_blocker(&mr, commit) {
             return Err(blocked(branch, iid, why, kind));
         }

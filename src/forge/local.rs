@@ -1,11 +1,11 @@
 //! The offline forge: origin plays GitHub. A branch with its own work merged into
-//! `origin/<main>` is a merged PR; there is no CI.
+//! `origin/<main>` is a merged PR; CI is the optional local command ([`LocalCi`]).
 //!
 //! Open PRs are records (`<pulls>/<n>.json`) when the runner opens them itself (builtin
 //! createPR). When an agent opens them instead it has no way to write a record, so without
 //! a records directory a pushed branch stands for its open PR.
 
-use super::{ForgeError, Pr, PrState, ReviewKind};
+use super::{CiState, ForgeError, LocalCi, Pr, PrState, ReviewKind};
 use crate::git::repo::Repo;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -133,14 +133,35 @@ pub(super) fn create_pr(
     })
 }
 
+/// The merge of `commit`, the commit CI passed on `branch`, by the rule that main holds only
+/// trees CI passed: the commit main would hold is built on origin's main; when its tree is not
+/// the one CI passed (main moved since, with work the branch lacks), CI runs on that very
+/// commit first, and a failure is the combination's ([`ForgeError::CiFailedTogether`]),
+/// nothing merged. Main then moves to exactly that commit, leased on the main it was built on.
 pub(super) fn merge_pr(
     repo: &Repo,
-    _pulls: Option<&Path>,
+    ci: Option<&LocalCi>,
     branch: &str,
     commit: &str,
     message: &str,
 ) -> Result<(), ForgeError> {
-    repo.merge_into_main(branch, commit, message)
+    let built = repo.build_merge(branch, commit, message)?;
+    if let Some(ci) = ci.filter(|_| !built.same_tree) {
+        if ci.state_of(repo, &built.merge)? != CiState::Passed {
+            return Err(ForgeError::CiFailedTogether {
+                branch: branch.to_string(),
+                main: repo.main.clone(),
+                base: short(&built.base).to_string(),
+                merged: short(&built.merge).to_string(),
+                checks: ci.failing_of(&built.merge)?,
+            });
+        }
+    }
+    repo.push_merge(branch, commit, &built)
+}
+
+fn short(commit: &str) -> &str {
+    commit.get(..12).unwrap_or(commit)
 }
 
 /// The reviews of one issue's PR, oldest first: `<dir>/<issue>.json`.

@@ -252,9 +252,7 @@ impl Forge {
             }
             // GitLab removes the source branch with the merge (`should_remove_source_branch`).
             Forge::GitLab { api, .. } => api.merge_pr(branch, commit, message),
-            Forge::Local { pulls, .. } => {
-                local::merge_pr(repo, pulls.as_deref(), branch, commit, message)
-            }
+            Forge::Local { ci, .. } => local::merge_pr(repo, ci.as_ref(), branch, commit, message),
         }
     }
 

@@ -30,7 +30,7 @@ pub(crate) use crate::ports::git::exit_text;
 pub use crate::ports::git::GitError as RepoError;
 use error::hint_for;
 pub use specs::{leading_issue, SPEC_FILES};
-pub use verified::BranchOnOrigin;
+pub use verified::{BranchOnOrigin, BuiltMerge};
 
 /// How the subject of every merge commit the runner makes begins (`Merge issue #N: title`).
 pub const MERGE_SUBJECT: &str = "Merge issue #";

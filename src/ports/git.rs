@@ -209,6 +209,22 @@ pub enum GitError {
         /// The ref holding a commit of the tree as it was.
         rescue: String,
     },
+    /// CI failed on the commit main would hold: `branch`'s verified commit merged onto
+    /// origin's `main` at `base`, which moved since CI's verdict on the branch. Nothing was
+    /// pushed; `checks` says what failed.
+    #[error("CI failed on {branch} merged onto {main} {base} (the commit {merged} main would hold); nothing was merged: the branch's change and {main}'s newer commits break together, so the branch must work on top of {main}\n{checks}")]
+    CiFailedTogether {
+        /// The branch.
+        branch: String,
+        /// The default branch's name.
+        main: String,
+        /// Origin's main the merge was built on (short).
+        base: String,
+        /// The merge commit CI failed (short).
+        merged: String,
+        /// The failing check and the end of its output.
+        checks: String,
+    },
     /// A commit was asked for on the default branch, which the runner never commits to.
     #[error("refusing to commit on {branch} in {}: check out the issue's feature branch first", .path.display())]
     CommitOnMain {
@@ -237,6 +253,7 @@ impl Kinded for GitError {
             GitError::ConflictMarkers { .. } | GitError::MergeConflict { .. } => {
                 CallFailureKind::Conflict
             }
+            GitError::CiFailedTogether { .. } => CallFailureKind::CiFailedTogether,
             GitError::Parse { .. } | GitError::CommitOnMain { .. } | GitError::Rescued { .. } => {
                 CallFailureKind::Other
             }

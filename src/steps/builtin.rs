@@ -440,6 +440,7 @@ pub fn merge(
             short(commit)
         )));
     }
+    main_unmoved_since_ci(repo, forge, branch, commit)?;
     let message = format!(
         "{}{}: {}",
         crate::git::repo::MERGE_SUBJECT,
@@ -452,6 +453,42 @@ pub fn merge(
         short(commit),
         repo.main()
     ))
+}
+
+/// On a remote forge, main holds after the merge a tree CI passed only when origin's main (as
+/// the look before the merge fetched it) is in `commit`: the merge's tree is then `commit`'s.
+/// When main moved since, with work the branch lacks, the answer is `Behind`: the machine has
+/// the branch brought up to date (`UpdateBranch`), CI runs on that new head, and the merge
+/// names it. A project without CI has no verdict to keep and merges as it is. (The local forge
+/// builds the commit main will hold and runs CI on it itself.)
+fn main_unmoved_since_ci(
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
+    branch: &str,
+    commit: &str,
+) -> Result<(), Failed> {
+    if forge.is_local() {
+        return Ok(());
+    }
+    let Some(main) = repo.origin_main()? else {
+        return Ok(());
+    };
+    if repo.contains_commit(commit, &main)?
+        || forge.ci_state_of(branch, commit)? == CiState::NoneConfigured
+    {
+        return Ok(());
+    }
+    Err(Failed {
+        what: format!(
+            "{} moved to {} since CI passed {branch} at {}: CI has not seen the two together, so the branch is brought up to date with {} and CI runs on its new head before the merge",
+            repo.main(),
+            short(&main),
+            short(commit),
+            repo.main()
+        ),
+        kind: CallFailureKind::Behind,
+        paths: Vec::new(),
+    })
 }
 
 /// `UpdateBranch` after the merge's conflict repair: the branch brought up to date with

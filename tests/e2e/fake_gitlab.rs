@@ -65,7 +65,8 @@ pub struct Lab {
     pub pipelines: Vec<Pipeline>,
     /// The status of each next commit's pipeline, in order; `success` once empty.
     pub pipeline_plan: Vec<String>,
-    /// The project has no CI: no pipeline is ever created.
+    /// The project has no CI: no `.gitlab-ci.yml` in any commit, and no pipeline is ever
+    /// created. Without it every commit holds one.
     pub no_ci: bool,
     /// Pipelines appear only at the n-th look for their commit (GitLab creates them a moment
     /// after the push).
@@ -555,13 +556,32 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             Some(sha) => ok(json!({"name": decode(name), "commit": {"id": sha}})),
             None => status(404, "404 Branch Not Found"),
         },
+        ("GET", ["repository", "files", file]) if decode(file) == ".gitlab-ci.yml" => {
+            if lab.no_ci {
+                status(404, "404 File Not Found")
+            } else {
+                ok(json!({"file_name": ".gitlab-ci.yml", "file_path": ".gitlab-ci.yml",
+                    "ref": req.param("ref").unwrap_or_default(), "encoding": "base64",
+                    "content": "dGVzdDoKICBzY3JpcHQ6IGNhcmdvIHRlc3QK"}))
+            }
+        }
         ("GET", ["merge_requests"]) => {
             let source = req.param("source_branch").map(str::to_string);
+            // GitLab's list does not recheck the merge status: an open merge request reads
+            // `unchecked` there (after a push it stays so) unless the list is asked to.
+            let recheck = req.param("with_merge_status_recheck") == Some("true");
             let list = lab
                 .mrs
                 .iter()
                 .filter(|m| source.as_ref().is_none_or(|s| *s == m.source))
-                .map(|m| mr_json(lab, m))
+                .map(|m| {
+                    let mut v = mr_json(lab, m);
+                    if m.state == "opened" && !recheck {
+                        v["detailed_merge_status"] = json!("unchecked");
+                        v["merge_status"] = json!("unchecked");
+                    }
+                    v
+                })
                 .collect();
             page_one(list)
         }

@@ -118,6 +118,11 @@ pub struct Api {
     /// Whether a person pushes to the PR's branch right before the next merge request, which
     /// GitHub then refuses (409: the head is no longer the commit the merge names).
     pub push_before_merge: bool,
+    /// Whether a teammate pushes a commit to origin's main right after CI's checks are first
+    /// read (CI passed the branch; main moves before the merge).
+    pub main_moves_after_checks: bool,
+    /// The `sha` each merge request (`PUT …/pulls/N/merge`) named, in order.
+    pub merge_shas: Vec<String>,
     /// The assignments made (`POST …/issues/N/assignees`): (issue, login).
     pub assignees: Vec<(u32, String)>,
     /// Until when (epoch seconds) `GET /rate_limit` says the budget is spent: the reset of
@@ -532,6 +537,11 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
                 let first = std::mem::take(&mut api.first_commit_checks);
                 api.checks.insert(sha.clone(), first);
             }
+            if std::mem::take(&mut api.main_moves_after_checks) {
+                if let Err(e) = teammate_pushes_main(&api.origin) {
+                    return Some(status(500, &e));
+                }
+            }
             let all = api.checks.get(&sha).unwrap_or(&api.default_checks);
             // GitHub's pages: 30 runs unless per_page (at most 100) says otherwise.
             let per_page: usize = param(query, "per_page")
@@ -679,6 +689,9 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
         ("PUT", ["pulls", number, "merge"]) => {
             let body: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
             let id = format!("PR_{number}");
+            if let Some(sha) = body["sha"].as_str() {
+                api.merge_shas.push(sha.to_string());
+            }
             if std::mem::take(&mut api.push_before_merge) {
                 let pull = api.pulls.iter().find(|p| p.number.to_string() == *number)?;
                 person_pushes(&api.origin, &pull.head.clone());
@@ -811,6 +824,31 @@ fn person_pushes(origin: &Path, branch: &str) {
         ],
         None,
     );
+}
+
+/// A teammate's commit on origin's main (a file of its own), pushed from a clone of theirs.
+fn teammate_pushes_main(origin: &Path) -> Result<(), String> {
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let dir = work.path();
+    git(dir, &["clone", "--quiet", &origin.to_string_lossy(), "w"])?;
+    let w = dir.join("w");
+    std::fs::write(w.join("teammate.txt"), "a teammate's change\n").map_err(|e| e.to_string())?;
+    git(&w, &["add", "teammate.txt"])?;
+    git(
+        &w,
+        &[
+            "-c",
+            "user.name=Teammate",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "--quiet",
+            "-m",
+            "a teammate's commit on main",
+        ],
+    )?;
+    git(&w, &["push", "--quiet", "origin", "HEAD:main"])?;
+    Ok(())
 }
 
 fn repository_rest() -> Value {

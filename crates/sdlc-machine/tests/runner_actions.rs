@@ -1531,3 +1531,99 @@ fn a_commit_push_repair_is_followed_by_a_push_of_its_own_and_a_network_failure_n
     assert_eq!(core.runner().issue_cost_micros, spent.cost_micros);
     assert!(core.escalated().is_empty());
 }
+
+/// CI failed on the commit main would hold (the verified commit merged onto a main that moved
+/// since): nothing is merged, the turn is given back, and it is monitorCI's failure, counted
+/// and repaired like any failing CI; the repaired head goes through CI and the merge again.
+/// Repeated, it is bounded by monitorCI's attempts: the issue escalates, the session goes on.
+#[test]
+fn ci_failing_on_the_commit_main_would_hold_is_monitor_cis_failure_and_is_repaired() {
+    let ours = commit(0);
+    // The merge is taken in turns (a fleet's): the turn is given back.
+    let limits = Limits {
+        merge_turn_wait_ms: Some(10_000),
+        ..Limits::default()
+    };
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    monitor_ci_of_issue_5(&mut core);
+    core.handle(&Event::CiPassed {
+        commit: ours,
+        usage: Usage::default(),
+    });
+    let mut escalated = false;
+    for round in 0..=limits.max_retries_per_step {
+        let mut fx = core
+            .handle(&Event::PreconditionsOk { step: Step::Merge })
+            .to_vec();
+        if matches!(fx.last(), Some(Effect::TakeMergeTurn { .. })) {
+            fx = core.handle(&Event::MergeTurnTaken).to_vec();
+        }
+        assert!(
+            fx.iter().any(|e| matches!(
+                e,
+                Effect::RunStep {
+                    step: Step::Merge,
+                    ..
+                }
+            )),
+            "round {round}: {fx:?}"
+        );
+        let fx = core
+            .handle(&Event::CiFailedTogether {
+                class: FailureClass::TestAssertion,
+                signature: Signature(9),
+                usage: Usage::default(),
+            })
+            .to_vec();
+        assert!(
+            fx.contains(&Effect::ReleaseMergeTurn),
+            "round {round}: the turn is given back: {fx:?}"
+        );
+        assert!(
+            !fx.iter().any(|e| matches!(e, Effect::RecordMerged { .. })),
+            "{fx:?}"
+        );
+        if fx
+            .iter()
+            .any(|e| matches!(e, Effect::MarkEscalated { issue: 5, .. }))
+        {
+            escalated = true;
+            break;
+        }
+        assert_eq!(
+            fx.last(),
+            Some(&Effect::CheckPreconditions {
+                step: Step::MonitorCi
+            }),
+            "round {round}: back to monitorCI: {fx:?}"
+        );
+        let fx = core
+            .handle(&Event::PreconditionsOk {
+                step: Step::MonitorCi,
+            })
+            .to_vec();
+        let repair = match fx.last() {
+            Some(Effect::RunStep {
+                step: Step::MonitorCi,
+                repair,
+                ..
+            }) => *repair,
+            _ => panic!("round {round}: monitorCI runs again: {fx:?}"),
+        };
+        if round == 0 {
+            assert!(repair, "the first is a repair: {fx:?}");
+        }
+        if repair {
+            core.handle(&Event::Repaired {
+                step: Step::MonitorCi,
+                usage: Usage::default(),
+            });
+        }
+        let head = commit(round as u8 + 1);
+        core.handle(&Event::CiPassed {
+            commit: head,
+            usage: Usage::default(),
+        });
+    }
+    assert!(escalated, "bounded by monitorCI's attempts");
+}

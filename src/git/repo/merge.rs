@@ -1,5 +1,5 @@
-//! Getting work onto origin: push, fetch, the branch brought up to date with main, the merge
-//! into main and whether a failed one lost a race.
+//! Getting work onto origin: push, fetch, the branch brought up to date with main and whether
+//! a failed merge lost a race (the merge itself: `verified.rs`).
 
 use super::{Repo, RepoError};
 use std::process::Output;
@@ -23,25 +23,6 @@ impl Repo {
             &format!("refs/heads/{branch}:refs/heads/{branch}"),
         ])?;
         Ok(())
-    }
-
-    /// Merges `commit`, origin's head of `branch` that CI passed, into origin's main with a
-    /// merge commit and deletes the branch on origin, without checking main out: see
-    /// `Repo::merge_verified`. A conflict names the files; a push that lost a race (origin's
-    /// main moved meanwhile) or found the branch moved fails with nothing changed on origin,
-    /// and the caller, holding the merge lease, decides whether that is contention to retry
-    /// (`sdlc_machine::fleet::Contention`) or a person's move, so no retry loop hides here.
-    pub fn merge_into_main(
-        &self,
-        branch: &str,
-        commit: &str,
-        message: &str,
-    ) -> Result<(), RepoError> {
-        self.merge_once(branch, commit, message)
-    }
-
-    fn merge_once(&self, branch: &str, commit: &str, message: &str) -> Result<(), RepoError> {
-        self.merge_verified(branch, commit, message)
     }
 
     /// Deletes `branch` on origin, once its PR is merged (the forge's merge leaves it). Local

@@ -1,12 +1,25 @@
 //! The verified commit in git: where origin's branch stands against the commit CI passed, and
-//! the merge of exactly that commit into origin's main, made without checking main out (a
-//! tree written by `merge-tree`, a commit made by `commit-tree`) and pushed in one atomic push
-//! that fails when origin's main moved or the branch is no longer that commit.
+//! the merge of exactly that commit into origin's main, built without checking main out (a
+//! tree written by `merge-tree`, a commit made by `commit-tree`) so that CI can pass the
+//! commit main will hold, then pushed in one atomic push that fails when origin's main moved
+//! or the branch is no longer that commit.
 
 use super::{Repo, RepoError};
 use crate::call_failure::CallFailureKind;
 
 pub use crate::ports::git::BranchOnOrigin;
+
+/// The commit main would hold after a merge, built but not pushed ([`Repo::build_merge`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BuiltMerge {
+    /// Origin's main it was built on: the push is leased on it.
+    pub base: String,
+    /// The merge commit.
+    pub merge: String,
+    /// Whether its tree is the verified commit's own (main had nothing the branch lacks), so
+    /// that CI's verdict on the branch is a verdict on the tree main will hold.
+    pub same_tree: bool,
+}
 
 impl Repo {
     /// One fetch, then origin's head of `branch`, the local head and origin's main.
@@ -68,20 +81,19 @@ impl Repo {
         self.is_ancestor(older, newer)
     }
 
-    /// Merges exactly `commit`, origin's head of `branch` that CI passed, into origin's main
-    /// with a merge commit, and deletes the branch on origin, in one atomic push: it fails, and
-    /// nothing changes on origin, when origin's main moved since the fetch (a lost race) or the
-    /// branch is no longer at `commit` (a person moved it). Main is never checked out. A merge
-    /// that conflicts names the files (`merge conflict in: …`); one whose result adds conflict
-    /// markers is refused before anything is pushed.
-    pub(super) fn merge_verified(
+    /// The commit main would hold after the merge of `commit` (origin's head of `branch` that
+    /// CI passed) into origin's main as the last fetch saw it: a merge commit written without
+    /// checking main out (`merge-tree`, `commit-tree`), pushed by nobody yet. A merge that
+    /// conflicts names the files (`merge conflict in: …`); one whose result adds conflict
+    /// markers is refused.
+    pub fn build_merge(
         &self,
         branch: &str,
         commit: &str,
         message: &str,
-    ) -> Result<(), RepoError> {
+    ) -> Result<BuiltMerge, RepoError> {
         // No fetch of its own: the look before the merge fetched moments ago, and should
-        // origin's main have moved since, the push below is no fast-forward and fails whole.
+        // origin's main have moved since, the push is leased on this base and fails whole.
         let Some(base) = self.origin_main()? else {
             return Err(refused(
                 &format!("git rev-parse refs/remotes/origin/{}", self.main),
@@ -139,14 +151,37 @@ impl Repo {
             ])?
             .trim()
             .to_string();
-        let lease = format!("--force-with-lease=refs/heads/{branch}:{commit}");
+        let verified_tree = self
+            .git_ok(&["rev-parse", &format!("{commit}^{{tree}}")])?
+            .trim()
+            .to_string();
+        Ok(BuiltMerge {
+            same_tree: tree == verified_tree,
+            base,
+            merge,
+        })
+    }
+
+    /// Moves origin's main to exactly `built.merge` and deletes `branch` on origin, in one
+    /// atomic push leased on both: main still at `built.base` (the main the commit was built
+    /// on) and the branch still at `commit`. Either moved: the push fails whole and nothing
+    /// changes on origin.
+    pub fn push_merge(
+        &self,
+        branch: &str,
+        commit: &str,
+        built: &BuiltMerge,
+    ) -> Result<(), RepoError> {
+        let branch_lease = format!("--force-with-lease=refs/heads/{branch}:{commit}");
+        let main_lease = format!("--force-with-lease=refs/heads/{}:{}", self.main, built.base);
         self.git_ok(&[
             "push",
             "--quiet",
             "--atomic",
-            &lease,
+            &branch_lease,
+            &main_lease,
             "origin",
-            &format!("{merge}:refs/heads/{}", self.main),
+            &format!("{}:refs/heads/{}", built.merge, self.main),
             &format!(":refs/heads/{branch}"),
         ])?;
         // Main's local copy is the runner's to refresh when it next checks it out; the

@@ -112,6 +112,8 @@ impl Core {
         let failed_step = match event {
             Event::StepFailed { step, .. } => Some(*step),
             Event::MergeRaceLost { .. } | Event::MergeConflict { .. } => Some(Step::Merge),
+            // CI's failure on the commit main would hold is monitorCI's to repair.
+            Event::CiFailedTogether { .. } => Some(Step::MonitorCi),
             _ => None,
         };
         if let (Some(step), Some(detail)) = (failed_step, report.failure) {

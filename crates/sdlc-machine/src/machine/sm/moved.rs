@@ -142,6 +142,26 @@ impl Runner {
         )
     }
 
+    /// CI failed on the commit main would hold (the verified commit merged onto a main that
+    /// moved since): monitorCI's failure, not the merge's. The turn is given back, the verdict
+    /// on the branch no longer lets it merge, and monitorCI's attempt is counted like any CI
+    /// failure's, so its repair (within `max_repair_iterations` and the attempts) or the
+    /// escalation follows, and the loop back through the merge is bounded by monitorCI's
+    /// attempts.
+    pub(super) fn ci_failed_together(
+        &mut self,
+        class: FailureClass,
+        signature: Signature,
+        usage: &Usage,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        self.release_merge_turn(fx);
+        self.verified = None;
+        self.ci_commit = None;
+        let usage = self.with_pending(usage);
+        self.failed(Step::MonitorCi, class, signature, &usage, None, fx)
+    }
+
     /// The agent fixed what failed CI and pushed: the runner's look at CI for the head it
     /// pushed is a request of its own (`LookAtCi`, the attempt's first look), so a network
     /// failure or rate limit of the look asks for the look again, never for the agent's fix.

@@ -190,6 +190,13 @@ impl Runner {
             } if step == Step::Merge && self.dispatched => {
                 self.merge_race_lost(class, signature, &usage, fx)
             }
+            Event::CiFailedTogether {
+                class,
+                signature,
+                usage,
+            } if step == Step::Merge && self.dispatched => {
+                self.ci_failed_together(class, signature, &usage, fx)
+            }
             _ => Super,
         }
     }

@@ -263,7 +263,7 @@ pub enum Effect {
     },
     /// Run one attempt of a step (answered by its outcome: `StepSucceeded`, `StepFailed`,
     /// `WorkspaceUnfit`; for monitorCI `CiPassed`, `CiPending`; for merge `MergeRaceLost`,
-    /// `MergeConflict`, `BranchBehind`; for a builtin step's repair `Repaired`; before a look at
+    /// `MergeConflict`, `BranchBehind`, `CiFailedTogether`; for a builtin step's repair `Repaired`; before a look at
     /// the branch a person's move, `BranchMoved`, `AlreadyMerged`, `IssueWithdrawn`; a runner's
     /// call may answer `NetworkFailed` or `RateLimited`).
     ///

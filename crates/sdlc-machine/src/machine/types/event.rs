@@ -348,6 +348,21 @@ pub enum Event {
         /// What the merge run cost.
         usage: Usage,
     },
+    /// The builtin merge (`RunStep` of merge) built the commit main would hold, the verified
+    /// commit merged onto origin's main, which moved since CI's verdict with work the branch
+    /// lacks, and CI failed on that commit: nothing was merged. The issue's change and main's
+    /// newer commits break together, which is the issue's to repair: a failure of monitorCI
+    /// like any failing CI (its attempt counted, its repair handed the combination's words),
+    /// and the repaired branch goes through CI and the merge again. The merge turn is given
+    /// back.
+    CiFailedTogether {
+        /// How CI failed, classified as monitorCI's failures are.
+        class: FailureClass,
+        /// The failure's signature.
+        signature: Signature,
+        /// What the merge run (the combined commit's CI included) cost.
+        usage: Usage,
+    },
     /// This runner now holds the selected issue's claim (`ClaimIssue`): taken, or taken over
     /// from a runner whose lease ran out.
     ClaimTaken {
@@ -392,6 +407,7 @@ impl Event {
             | Event::BranchUpdated { usage, .. }
             | Event::MergeConflict { usage, .. }
             | Event::MergeRaceLost { usage, .. }
+            | Event::CiFailedTogether { usage, .. }
             | Event::ShutdownRequested { usage, .. } => Some(usage),
             Event::Start
             | Event::ModeChanged { .. }
@@ -468,6 +484,7 @@ impl Event {
             Event::MergeTurnTaken => "MergeTurnTaken",
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",
+            Event::CiFailedTogether { .. } => "CiFailedTogether",
             Event::ClaimTaken { .. } => "ClaimTaken",
             Event::ClaimHeld { .. } => "ClaimHeld",
             Event::ClaimRenewed => "ClaimRenewed",
