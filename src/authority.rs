@@ -152,9 +152,13 @@ pub fn say_once(line: &str) {
     }
 }
 
+/// A GitLab project and a user's id in it.
+type Member = (String, u64);
+
 /// The access levels of a GitLab project's members already asked for this run, by
 /// (project, user id): `None` for no member.
-static GITLAB_ACCESS: Mutex<Vec<((String, u64), Option<u64>)>> = Mutex::new(Vec::new());
+static GITLAB_ACCESS: Mutex<std::collections::BTreeMap<Member, Option<u64>>> =
+    Mutex::new(std::collections::BTreeMap::new());
 
 /// The access level of user `user_id` in GitLab `project` (`GET
 /// projects/:id/members/all/:user_id`, inherited memberships included), asked once per run;
@@ -165,10 +169,10 @@ pub fn gitlab_access(
     user_id: u64,
 ) -> Result<Option<u64>, crate::api_client::Failure> {
     let key = (project.to_string(), user_id);
-    if let Some((_, level)) = GITLAB_ACCESS
+    if let Some(level) = GITLAB_ACCESS
         .lock()
         .ok()
-        .and_then(|known| known.iter().find(|(k, _)| *k == key).cloned())
+        .and_then(|known| known.get(&key).copied())
     {
         return Ok(level);
     }
@@ -187,7 +191,7 @@ pub fn gitlab_access(
         return Err(api.failure("GET", &path, &answer));
     };
     if let Ok(mut known) = GITLAB_ACCESS.lock() {
-        known.push((key, level));
+        known.insert(key, level);
     }
     Ok(level)
 }

@@ -284,7 +284,7 @@ impl GitLab {
         let Some(edit) = edit else {
             return Ok(None);
         };
-        let after = match (n_time(edit).and_then(|t| time(&t)), labelled) {
+        let after = match (edit["created_at"].as_str().and_then(time), labelled) {
             (Some(e), Some(l)) => e > l,
             _ => true,
         };
@@ -486,9 +486,4 @@ mod tests {
             "projects/group%2Fsub%2Fproject"
         );
     }
-}
-
-/// When a note was written (`created_at`).
-fn n_time(note: &Value) -> Option<String> {
-    note["created_at"].as_str().map(str::to_string)
 }
