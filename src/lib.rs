@@ -10,6 +10,7 @@ mod console;
 pub mod agent;
 pub mod api_client;
 pub mod artifacts;
+pub mod authority;
 pub mod call_failure;
 mod cleanup;
 // clap turns doc comments into help text, so cli's types are documented by their help.

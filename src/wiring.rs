@@ -42,6 +42,7 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
             api: crate::forge::GitLabForge {
                 api: crate::tracker::gitlab_api(cfg)?,
                 project: cfg.gitlab.project.clone().unwrap_or_default(),
+                authority: cfg.review.authority(),
             },
             require_checks: cfg.require_checks,
         },
@@ -49,6 +50,7 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
             gh: PathBuf::from("gh"),
             repo_dir: cfg.project_path.clone(),
             require_checks: cfg.require_checks,
+            authority: cfg.review.authority(),
         },
         ForgeKind::Local => Forge::Local {
             require_checks: cfg.require_checks,

@@ -266,9 +266,14 @@ def pulls_cmd(state, method, parts, params, sent):
     if parts[2:] in (["reviews"], ["comments"]) and method == "GET":
         # "reviews" / "reviewComments": {PR number: [GitHub's REST entries]}.
         key = "reviews" if parts[2] == "reviews" else "reviewComments"
-        listed = state.get(key, {}).get(str(number), [])
+        listed = [with_association(e) for e in state.get(key, {}).get(str(number), [])]
         return answer(200, listed if params.get("page", "1") == "1" else [])
     fail("fake gh: unsupported pull request call %r" % parts, 2)
+
+
+def with_association(entry):
+    """A review or comment as GitHub lists it: its author a collaborator unless it says."""
+    return dict({"author_association": "COLLABORATOR"}, **entry)
 
 
 def merge_rest(state, pr, sent):
@@ -311,6 +316,9 @@ def merge_rest(state, pr, sent):
 def graphql_cmd(state, args):
     """`api --include graphql …`: the review decision of a pull request ("mergeGate")."""
     query = next((a for a in args if a.startswith("query=")), "")
+    if "lastEditedAt" in query:
+        # Nobody edited an issue's description after its label.
+        return answer(200, {"data": {"repository": {"issue": {"lastEditedAt": None, "editor": None}}}})
     if "reviewDecision" not in query:
         fail("fake gh: unsupported GraphQL query %r" % args, 2)
     decision = state.get("mergeGate", {}).get("reviewDecision") or None
@@ -331,6 +339,9 @@ def rest_cmd(state, args):
     sent = json.loads(sys.stdin.read() or "null") if "--input" in args else None
     if parts and parts[0] == "pulls":
         return pulls_cmd(state, method, parts, params, sent)
+    if parts and parts[0] == "collaborators":
+        # Everyone the fake knows may write (the tests of who counts use the fake API).
+        return answer(200, {"permission": "write", "user": {"login": parts[1]}})
     if parts and parts[0] == "labels":
         if method == "GET":
             name = parts[1].replace("%20", " ")
@@ -356,7 +367,7 @@ def rest_cmd(state, args):
     issue = next((i for i in state["issues"] if i["number"] == number), None)
     if issue is None and parts[2:] == ["comments"] and method == "GET":
         # A pull request's conversation ("prComments": {PR number: [entries]}).
-        listed = state.get("prComments", {}).get(str(number), [])
+        listed = [with_association(e) for e in state.get("prComments", {}).get(str(number), [])]
         return answer(200, listed if params.get("page", "1") == "1" else [])
     if issue is None:
         return answer(404, {"message": "Not Found"})
@@ -376,9 +387,15 @@ def rest_cmd(state, args):
         issue.setdefault("commentTimes", []).append(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
         save(state)
         return answer(201, {"body": sent["body"]})
+    if rest == ["events"]:
+        page = int(params.get("page", "1"))
+        events = [{"event": "labeled", "actor": {"login": "runner"}, "label": {"name": l},
+                   "created_at": "2026-01-01T00:00:00Z"} for l in issue["labels"]]
+        return answer(200, events if page == 1 else [])
     if rest == ["comments"]:
         page = int(params.get("page", "1"))
-        comments = [{"body": b, "created_at": at, "user": {"login": "runner"}}
+        comments = [{"body": b, "created_at": at, "user": {"login": "runner"},
+                     "author_association": "OWNER"}
                     for b, at in zip(issue.get("comments", []), issue.get("commentTimes", []))]
         return answer(200, comments if page == 1 else [])
     if rest == ["labels"] and method == "POST":
@@ -450,7 +467,7 @@ def serve():
                           for n, m in enumerate(state.get("milestones", []))]))
     elif args[:2] == ["api", "--include"] and (any(
             a.startswith("repos/{owner}/{repo}/" + w) for a in args
-            for w in ("issues", "labels", "pulls")) or "user" in args or "graphql" in args):
+            for w in ("issues", "labels", "pulls", "collaborators")) or "user" in args or "graphql" in args):
         rest_cmd(state, args)
     elif args[:2] == ["run", "view"] and "--log-failed" in args:
         print(state.get("jobLogs", {}).get(opt(args, "--job"), ""))

@@ -164,6 +164,7 @@ echo "unexpected gh call: $*" >&2; exit 2
             gh: path,
             repo_dir: self.work.clone(),
             require_checks,
+            authority: Default::default(),
         }
     }
 
@@ -627,6 +628,7 @@ fn gh_failures_and_garbage_are_errors_that_name_the_command() {
         gh: f.gh_dir.join("no-such-gh"),
         repo_dir: f.work.clone(),
         require_checks: false,
+        authority: Default::default(),
     };
     let err = missing.pr_for_branch(&f.repo(), "7-x").unwrap_err();
     assert!(matches!(err, ForgeError::Spawn { .. }), "{err:?}");

@@ -196,11 +196,19 @@ pub struct ReviewConfig {
     #[serde(default = "d::max_review_rounds")]
     #[schemars(range(min = 0, max = 20))]
     pub max_review_rounds: u32 => u32 = count,
-    /// Authors (bots) whose reviews and comments are never handed to the agent and whose
-    /// requests for changes hold no merge; other bots count as reviewers. The runner's own account is left out too (GitHub and GitLab: the
+    /// Authors (bots) whose reviews and comments are never handed to the agent, whose
+    /// requests for changes hold no merge and whose approvals count for nothing; other bots
+    /// with write access count as reviewers. The runner's own account is left out too (GitHub and GitLab: the
     /// token's user; the local forge: `sdlc-runner`).
     #[serde(default)]
     pub ignore_authors: Vec<String> => Vec<String> = review_authors,
+    /// Authors (named bots, outside reviewers) whose reviews, approvals and comments count
+    /// although they have no write access to the repository. Otherwise only people with write
+    /// access count (GitHub: author association OWNER, MEMBER or COLLABORATOR; GitLab:
+    /// Developer access or more); the others are left out, and the log says once why. A login
+    /// may not be in both lists.
+    #[serde(default)]
+    pub trusted_authors: Vec<String> => Vec<String> = trusted_authors,
     /// The instruction of the `addressReview` round, replacing the built-in one; the
     /// feedback is appended to it. `steps.addressReview.prompt` wins over it.
     pub prompt: Option<String> => Option<String> = Walker::text,

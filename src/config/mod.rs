@@ -443,6 +443,15 @@ impl definition::ReviewConfig {
     /// never handed back to its agent.
     pub const RUNNER_AUTHOR: &'static str = "sdlc-runner";
 
+    /// Whose words count on GitHub and GitLab beside the people with write access
+    /// (`trustedAuthors`), and whose never (`ignoreAuthors`).
+    pub fn authority(&self) -> crate::authority::Authority {
+        crate::authority::Authority {
+            trusted: self.trusted_authors.clone(),
+            ignored: self.ignore_authors.clone(),
+        }
+    }
+
     /// `ignoreAuthors` and the runner's own account: whose feedback the agent never sees.
     pub fn ignore_authors_with_the_runner(&self) -> Vec<String> {
         let mut authors = self.ignore_authors.clone();

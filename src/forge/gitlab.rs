@@ -33,6 +33,9 @@ pub struct GitLabForge {
     pub api: ApiClient,
     /// The project's path with its namespace.
     pub project: String,
+    /// Whose reviews and comments count beside the project's Developers and above, and whose
+    /// never (`review.trustedAuthors`, `review.ignoreAuthors`).
+    pub authority: crate::authority::Authority,
 }
 
 fn forge_error(f: Failure) -> ForgeError {

@@ -34,8 +34,8 @@ impl ReviewState {
         ReviewState::verdicts(reviews).0
     }
 
-    /// [`ReviewState::decide`], with who holds the merge and whether anyone approved.
-    fn verdicts(reviews: &[Feedback]) -> (ReviewDecision, Vec<String>, bool) {
+    /// [`ReviewState::decide`], with who holds the merge and who approved.
+    fn verdicts(reviews: &[Feedback]) -> (ReviewDecision, Vec<String>, Vec<String>) {
         let mut latest: std::collections::BTreeMap<&str, ReviewKind> = Default::default();
         for r in reviews {
             if r.kind != ReviewKind::Comment {
@@ -47,28 +47,36 @@ impl ReviewState {
             .filter(|(_, k)| **k == ReviewKind::RequestChanges)
             .map(|(who, _)| who.to_string())
             .collect();
-        let approved = latest.values().any(|k| *k == ReviewKind::Approve);
+        let approved_by: Vec<String> = latest
+            .iter()
+            .filter(|(_, k)| **k == ReviewKind::Approve)
+            .map(|(who, _)| who.to_string())
+            .collect();
         let decision = if !requested_by.is_empty() {
             ReviewDecision::ChangesRequested
-        } else if approved {
+        } else if !approved_by.is_empty() {
             ReviewDecision::Approved
         } else {
             ReviewDecision::None
         };
-        (decision, requested_by, approved)
+        (decision, requested_by, approved_by)
     }
 
-    /// The decision once the requests for changes of `ignored` authors (`review.ignoreAuthors`
-    /// and the runner's own account) are left out: a listed bot holds no merge. A request the
-    /// forge names nobody for still holds.
+    /// The decision once the requests for changes and the approvals of `ignored` authors
+    /// (`review.ignoreAuthors` and the runner's own account) are left out: a listed bot holds
+    /// no merge and permits none. A request the forge names nobody for still holds.
     pub fn decision_without(&self, ignored: &[String]) -> ReviewDecision {
         let only_ignored = !self.requested_by.is_empty()
             && self.requested_by.iter().all(|who| ignored.contains(who));
+        let approved = self.approved
+            && (self.approved_by.is_empty()
+                || self.approved_by.iter().any(|who| !ignored.contains(who)));
         match self.decision {
-            ReviewDecision::ChangesRequested if only_ignored && self.approved => {
+            ReviewDecision::ChangesRequested if only_ignored && approved => {
                 ReviewDecision::Approved
             }
             ReviewDecision::ChangesRequested if only_ignored => ReviewDecision::None,
+            ReviewDecision::Approved if !approved => ReviewDecision::None,
             other => other,
         }
     }
@@ -77,7 +85,7 @@ impl ReviewState {
     /// at or after `since` (RFC 3339; `None`: all). A time that cannot be read counts as
     /// recent: feedback is better given twice than lost (the machine drops ids it gave).
     pub fn of(reviews: Vec<Feedback>, since: Option<&str>) -> ReviewState {
-        let (decision, requested_by, approved) = ReviewState::verdicts(&reviews);
+        let (decision, requested_by, approved_by) = ReviewState::verdicts(&reviews);
         let since = since.and_then(|s| chrono::DateTime::parse_from_rfc3339(s).ok());
         let feedback = reviews
             .into_iter()
@@ -92,7 +100,9 @@ impl ReviewState {
             decision,
             feedback,
             requested_by,
-            approved,
+            approved: !approved_by.is_empty(),
+            approved_by,
+            left_out: Vec::new(),
         }
     }
 }
@@ -117,6 +127,9 @@ pub enum Forge {
         repo_dir: PathBuf,
         /// Whether a commit without checks must not be merged.
         require_checks: bool,
+        /// Whose reviews and comments count beside the people with write access, and whose
+        /// never (`review.trustedAuthors`, `review.ignoreAuthors`).
+        authority: crate::authority::Authority,
     },
     /// GitLab merge requests and pipelines through GitLab's REST API.
     GitLab {
@@ -287,9 +300,12 @@ impl Forge {
         since: Option<&str>,
     ) -> Result<ReviewState, ForgeError> {
         match self {
-            Forge::GitHub { gh, repo_dir, .. } => {
-                github::review_state(gh, repo_dir, branch, commit, since)
-            }
+            Forge::GitHub {
+                gh,
+                repo_dir,
+                authority,
+                ..
+            } => github::review_state(gh, repo_dir, authority, branch, commit, since),
             Forge::Local { reviews, .. } => {
                 let all = match (reviews, crate::git::repo::leading_issue(branch)) {
                     (Some(dir), Some(issue)) => local::reviews_of(dir, issue)?,

@@ -131,6 +131,12 @@ pub struct ReviewState {
     pub requested_by: Vec<String>,
     /// Whether an approval that counts was given, requests for changes aside.
     pub approved: bool,
+    /// Who approved (each author's latest verdict an approval); `review.ignoreAuthors` leaves
+    /// theirs out ([`ReviewState::decision_without`]).
+    pub approved_by: Vec<String>,
+    /// The authors whose words were left out for want of authority, with why (GitHub and
+    /// GitLab; the log names each once per run).
+    pub left_out: Vec<(String, String)>,
 }
 
 /// What a local review says (`sdlc-runner review N --approve | --request-changes | --comment`).

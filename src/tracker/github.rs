@@ -18,7 +18,7 @@
 mod claims;
 mod rest;
 
-use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
+use super::{escalation_text, select_from_with, Issue, Scope, Selection, TrackerError};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::notify::tail;
 use crate::process::run_captured;
@@ -45,6 +45,11 @@ pub struct GitHub {
     pub timeout: Duration,
     /// The login gh's token belongs to (`GET /user`), read once, for the claims' assignment.
     login: OnceLock<String>,
+    /// Whose comments reach the agent beside the people with write access, and whose never
+    /// (`review.trustedAuthors`, `review.ignoreAuthors`); who may apply the label.
+    pub authority: crate::authority::Authority,
+    /// The collaborator permissions already asked for this run, by login.
+    permissions: std::sync::Mutex<HashMap<String, String>>,
 }
 
 /// GitHub rejects comments over 65 536 characters.
@@ -97,6 +102,8 @@ impl GitHub {
             escalated_label: "sdlc-escalated".into(),
             timeout: Duration::from_secs(120),
             login: OnceLock::new(),
+            authority: Default::default(),
+            permissions: Default::default(),
         }
     }
 
@@ -142,13 +149,155 @@ impl GitHub {
                 }
             }
         };
-        select_from(
+        let mut waits = |issue: &Issue| self.waits_for_a_person(issue.number);
+        select_from_with(
             &titles,
             &candidates,
             escalated_this_session,
             merged,
             &mut blocks,
+            &mut waits,
         )
+    }
+
+    /// Why issue `number` waits for a person instead of being worked, `None` when it may be:
+    /// the latest `labeled` event of the selection label (`…/issues/N/events`) names its
+    /// actor, who must have write access (`…/collaborators/<login>/permission`: admin,
+    /// maintain or write) or be named in `review.trustedAuthors`.
+    fn waits_for_a_person(&self, number: u32) -> Result<Option<String>, TrackerError> {
+        let events = self.pages(&format!("repos/{{owner}}/{{repo}}/issues/{number}/events"))?;
+        let labelled = events.iter().rev().find(|e| {
+            e["event"].as_str() == Some("labeled")
+                && e["label"]["name"].as_str() == Some(&self.label)
+        });
+        let label = &self.label;
+        let Some(event) = labelled else {
+            return Ok(Some(format!(
+                "issue #{number} waits for a person: GitHub names nobody who applied its label `{label}`; someone with write access to the repository applies it again to let it run"
+            )));
+        };
+        let actor = event["actor"]["login"].as_str().unwrap_or_default();
+        let permission = self.permission(actor)?;
+        let verdict = crate::authority::judge(
+            actor,
+            crate::authority::Standing::Permission(&permission),
+            &self.authority,
+        );
+        Ok(match verdict {
+            crate::authority::Verdict::Counts => {
+                let labelled_at = event["created_at"].as_str().unwrap_or_default();
+                self.edited_after(number, labelled_at)?
+            }
+            crate::authority::Verdict::Ignored => Some(format!(
+                "issue #{number} waits for a person: its label `{label}` was applied by @{actor}, listed in review.ignoreAuthors; someone with write access to the repository applies it again to let it run"
+            )),
+            crate::authority::Verdict::LeftOut(why) => Some(format!(
+                "issue #{number} waits for a person: its label `{label}` was applied by @{actor}, who has {why}; someone with write access to the repository applies it again to let it run (or add @{actor} to review.trustedAuthors)"
+            )),
+        })
+    }
+
+    /// Why issue `number` waits for a person when its description was last edited after
+    /// `labelled_at` (RFC 3339) by someone without write access (GraphQL `lastEditedAt` and
+    /// `editor`): what the person who labelled it approved is not what the agent would read.
+    fn edited_after(&self, number: u32, labelled_at: &str) -> Result<Option<String>, TrackerError> {
+        let query = "query IssueLastEdit($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { issue(number: $number) { lastEditedAt editor { login } } } }";
+        let number_field = format!("number={number}");
+        let query = format!("query={query}");
+        let argv = [
+            "api",
+            "--include",
+            "graphql",
+            "-F",
+            "owner={owner}",
+            "-F",
+            "repo={repo}",
+            "-F",
+            number_field.as_str(),
+            "-f",
+            query.as_str(),
+        ];
+        let out = self.run_gh(&argv, None)?;
+        let code = out.status.and_then(|s| s.code());
+        let Some(answer) = crate::call_failure::HttpAnswer::parse(out.stdout.as_bytes()) else {
+            return Err(self.failed(
+                &argv,
+                code,
+                &out.stderr,
+                CallFailureKind::of_gh(&out.stderr),
+            ));
+        };
+        if !answer.ok() {
+            let args: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
+            return Err(self.refused(&args, &answer, &out.stderr));
+        }
+        let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+        let issue = &v["data"]["repository"]["issue"];
+        let (Some(edited), Some(editor)) = (
+            issue["lastEditedAt"].as_str(),
+            issue["editor"]["login"].as_str(),
+        ) else {
+            return Ok(None);
+        };
+        let time = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+        let after = match (time(edited), time(labelled_at)) {
+            (Some(e), Some(l)) => e > l,
+            // A time that cannot be read: the edit may be later; a person looks.
+            _ => true,
+        };
+        if !after {
+            return Ok(None);
+        }
+        let permission = self.permission(editor)?;
+        let verdict = crate::authority::judge(
+            editor,
+            crate::authority::Standing::Permission(&permission),
+            &self.authority,
+        );
+        Ok(match verdict {
+            crate::authority::Verdict::Counts => None,
+            crate::authority::Verdict::Ignored => Some(format!(
+                "issue #{number} waits for a person: its description was edited by @{editor}, listed in review.ignoreAuthors, after its label was applied; someone with write access to the repository applies the label again to let it run"
+            )),
+            crate::authority::Verdict::LeftOut(why) => Some(format!(
+                "issue #{number} waits for a person: its description was edited by @{editor}, who has {why}, after its label was applied; someone with write access to the repository reads it and applies the label again to let it run"
+            )),
+        })
+    }
+
+    /// `login`'s permission on the repository (`admin`, `maintain`, `write`, `triage`,
+    /// `read`, `none`), asked once per run; an account GitHub does not know has none.
+    fn permission(&self, login: &str) -> Result<String, TrackerError> {
+        if login.is_empty() {
+            return Ok(String::new());
+        }
+        if let Some(known) = self
+            .permissions
+            .lock()
+            .ok()
+            .and_then(|p| p.get(login).cloned())
+        {
+            return Ok(known);
+        }
+        let endpoint = format!(
+            "repos/{{owner}}/{{repo}}/collaborators/{}/permission",
+            path_segment(login)
+        );
+        let (answer, args, stderr) = self.answer("GET", &endpoint, None)?;
+        let permission = if answer.status == 404 {
+            "none".to_string()
+        } else if answer.ok() {
+            serde_json::from_slice::<serde_json::Value>(&answer.body)
+                .ok()
+                .and_then(|v| v["permission"].as_str().map(str::to_string))
+                .unwrap_or_default()
+        } else {
+            return Err(self.refused(&args, &answer, &stderr));
+        };
+        if let Ok(mut known) = self.permissions.lock() {
+            known.insert(login.to_string(), permission.clone());
+        }
+        Ok(permission)
     }
 
     /// Quarantines the issue: adds the escalated label and a comment with `diagnostic` and how to
@@ -223,7 +372,11 @@ impl GitHub {
         };
         let issue: serde_json::Value = serde_json::from_slice(&body).map_err(json)?;
         let comments = self.pages(&format!("{endpoint}/comments"))?;
-        Ok(super::text::rest_text(number, &issue, &comments))
+        let (text, left_out) = super::text::rest_text(number, &issue, &comments, &self.authority);
+        for (who, why) in &left_out {
+            crate::authority::say_left_out("the issue's comments", who, why);
+        }
+        Ok(text)
     }
 
     /// The open milestones' titles and numbers, every page.

@@ -8,7 +8,7 @@
 //! rate limit is the machine's rate-limit wait, a 5xx the network's, a refused token an
 //! environment failure naming `gitlab.tokenEnv`.
 
-use super::{escalation_text, select_from, Issue, IssueText, Scope, Selection, TrackerError};
+use super::{escalation_text, select_from_with, Issue, IssueText, Scope, Selection, TrackerError};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
 use serde_json::{json, Value};
@@ -31,6 +31,9 @@ pub struct GitLab {
     pub escalated_label: String,
     /// Whether the project's issue links were found unreadable (said once per run).
     pub links_unreadable: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Whose notes reach the agent beside the project's Developers and above, and whose
+    /// never (`review.trustedAuthors`, `review.ignoreAuthors`); who may apply the label.
+    pub authority: crate::authority::Authority,
 }
 
 impl From<Failure> for TrackerError {
@@ -142,13 +145,47 @@ impl GitLab {
                 Scope::Repo => issue.is_some_and(|d| !d.is_done()),
             })
         };
-        select_from(
+        let mut waits = |issue: &Issue| self.waits_for_a_person(issue.number);
+        select_from_with(
             &milestones,
             &candidates,
             escalated_this_session,
             merged,
             &mut blocks,
+            &mut waits,
         )
+    }
+
+    /// Why issue `number` waits for a person instead of being worked, `None` when it may be:
+    /// the latest `add` of the selection label among the issue's resource label events names
+    /// its user, who must have Developer access or more in the project, or be named in
+    /// `review.trustedAuthors`.
+    fn waits_for_a_person(&self, number: u32) -> Result<Option<String>, TrackerError> {
+        let events = self
+            .api
+            .pages(&self.at(&format!("issues/{number}/resource_label_events")))?;
+        let label = &self.label;
+        let added = events.iter().rev().find(|e| {
+            e["action"].as_str() == Some("add") && e["label"]["name"].as_str() == Some(label)
+        });
+        let Some(event) = added else {
+            return Ok(Some(format!(
+                "issue #{number} waits for a person: GitLab names nobody who applied its label `{label}`; a Developer of the project applies it again to let it run"
+            )));
+        };
+        let who = event["user"]["username"].as_str().unwrap_or_default();
+        Ok(match self.judge(&event["user"])? {
+            crate::authority::Verdict::Counts => {
+                let labelled_at = event["created_at"].as_str().unwrap_or_default();
+                self.edited_after(number, labelled_at)?
+            }
+            crate::authority::Verdict::Ignored => Some(format!(
+                "issue #{number} waits for a person: its label `{label}` was applied by @{who}, listed in review.ignoreAuthors; a Developer of the project applies it again to let it run"
+            )),
+            crate::authority::Verdict::LeftOut(why) => Some(format!(
+                "issue #{number} waits for a person: its label `{label}` was applied by @{who}: {why}; a Developer of the project applies it again to let it run (or add @{who} to review.trustedAuthors)"
+            )),
+        })
     }
 
     /// The issues of this project that GitLab's links say block `number` (`is_blocked_by`;
@@ -204,25 +241,81 @@ impl GitLab {
         })
     }
 
-    /// Title, description and the notes people wrote (GitLab's own system notes left out).
+    /// Title, description and the notes people with authority wrote (GitLab's own system
+    /// notes left out, and the notes of authors below Developer access unless
+    /// `review.trustedAuthors` names them: the log says once per author why).
     pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
         let issue = self.get(number)?;
         let notes = self.api.pages(&self.at(&format!(
             "issues/{number}/notes?sort=asc&order_by=created_at"
         )))?;
         let mut text = IssueText::of(&issue);
-        text.comments = notes
-            .iter()
-            .filter(|n| n["system"].as_bool() != Some(true))
-            .map(|n| super::Comment {
-                author: n["author"]["username"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string(),
-                body: n["body"].as_str().unwrap_or_default().to_string(),
-            })
-            .collect();
+        for n in notes.iter().filter(|n| n["system"].as_bool() != Some(true)) {
+            let author = n["author"]["username"].as_str().unwrap_or_default();
+            match self.judge(&n["author"])? {
+                crate::authority::Verdict::Counts => text.comments.push(super::Comment {
+                    author: author.to_string(),
+                    body: n["body"].as_str().unwrap_or_default().to_string(),
+                }),
+                crate::authority::Verdict::Ignored => {}
+                crate::authority::Verdict::LeftOut(why) => {
+                    crate::authority::say_left_out("the issue's comments", author, &why)
+                }
+            }
+        }
         Ok(text)
+    }
+
+    /// Why issue `number` waits for a person when its description was last changed after
+    /// `labelled_at` (RFC 3339) by someone below Developer access: GitLab's system note
+    /// "changed the description" names who changed it.
+    fn edited_after(&self, number: u32, labelled_at: &str) -> Result<Option<String>, TrackerError> {
+        let notes = self.api.pages(&self.at(&format!(
+            "issues/{number}/notes?sort=asc&order_by=created_at"
+        )))?;
+        let time = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+        let labelled = time(labelled_at);
+        let edit = notes.iter().rev().find(|n| {
+            n["system"].as_bool() == Some(true)
+                && n["body"]
+                    .as_str()
+                    .is_some_and(|b| b.starts_with("changed the description"))
+        });
+        let Some(edit) = edit else {
+            return Ok(None);
+        };
+        let after = match (edit["created_at"].as_str().and_then(time), labelled) {
+            (Some(e), Some(l)) => e > l,
+            _ => true,
+        };
+        if !after {
+            return Ok(None);
+        }
+        let who = edit["author"]["username"].as_str().unwrap_or_default();
+        Ok(match self.judge(&edit["author"])? {
+            crate::authority::Verdict::Counts => None,
+            crate::authority::Verdict::Ignored => Some(format!(
+                "issue #{number} waits for a person: its description was changed by @{who}, listed in review.ignoreAuthors, after its label was applied; a Developer of the project applies the label again to let it run"
+            )),
+            crate::authority::Verdict::LeftOut(why) => Some(format!(
+                "issue #{number} waits for a person: its description was changed by @{who} ({why}) after its label was applied; a Developer of the project reads it and applies the label again to let it run"
+            )),
+        })
+    }
+
+    /// Whether GitLab user `user` (`{id, username}`) counts: [`crate::authority::judge`] on
+    /// their access level in the project (asked once per run).
+    fn judge(&self, user: &Value) -> Result<crate::authority::Verdict, TrackerError> {
+        let who = user["username"].as_str().unwrap_or_default();
+        let level = match user["id"].as_u64() {
+            Some(id) => crate::authority::gitlab_access(&self.api, &self.project, id)?,
+            None => None,
+        };
+        Ok(crate::authority::judge(
+            who,
+            crate::authority::Standing::AccessLevel(level),
+            &self.authority,
+        ))
     }
 
     /// Notes `text` on the issue, unless its newest note already says it: a write the machine
@@ -371,6 +464,7 @@ mod tests {
             label: "automatable".into(),
             escalated_label: "sdlc-escalated".into(),
             links_unreadable: Default::default(),
+            authority: Default::default(),
         }
     }
 

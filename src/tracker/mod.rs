@@ -36,7 +36,7 @@ pub use gitlab::GitLab;
 pub use linear::{Linear, TeamFacts};
 pub use local::Local;
 pub use selection::body_dependencies;
-pub(crate) use selection::{select_from, Scope};
+pub(crate) use selection::{select_from, select_from_with, Scope};
 pub use text::MAX_ISSUE_TEXT_BYTES;
 
 use std::collections::BTreeSet;
@@ -232,6 +232,7 @@ impl Tracker {
                 let mut t = GitHub::new(cfg.project_path.clone());
                 t.label = label.clone();
                 t.escalated_label = escalated_label.clone();
+                t.authority = cfg.review.authority();
                 Tracker::GitHub(t)
             }
             crate::config::TrackerConfig::Gitlab {
@@ -243,6 +244,7 @@ impl Tracker {
                 label: label.clone(),
                 escalated_label: escalated_label.clone(),
                 links_unreadable: Default::default(),
+                authority: cfg.review.authority(),
             }),
             crate::config::TrackerConfig::Linear {
                 label,

@@ -24,6 +24,29 @@ pub(crate) fn select_from(
     merged: &BTreeSet<u32>,
     blocks: &mut dyn FnMut(&Scope, u32) -> Result<bool, TrackerError>,
 ) -> Result<Selection, TrackerError> {
+    let mut never = |_: &Issue| Ok(None);
+    select_from_with(
+        open_milestones,
+        candidates,
+        escalated_this_session,
+        merged,
+        blocks,
+        &mut never,
+    )
+}
+
+/// [`select_from`], where `waits(issue)` says why a candidate whose dependencies are done
+/// still waits for a person (its label applied by someone without write access): it is
+/// passed over, the reason said once per run. Every candidate passed over or blocked, and
+/// none blocked: no issue to work on.
+pub(crate) fn select_from_with(
+    open_milestones: &[String],
+    candidates: &[Issue],
+    escalated_this_session: &BTreeSet<u32>,
+    merged: &BTreeSet<u32>,
+    blocks: &mut dyn FnMut(&Scope, u32) -> Result<bool, TrackerError>,
+    waits: &mut dyn FnMut(&Issue) -> Result<Option<String>, TrackerError>,
+) -> Result<Selection, TrackerError> {
     let excluded = |i: &Issue| i.escalated || escalated_this_session.contains(&i.number);
     let milestones: BTreeSet<&String> = open_milestones.iter().collect();
     let scope = milestones
@@ -54,6 +77,7 @@ pub(crate) fn select_from(
             numbers: pool.iter().map(|c| c.number).collect(),
         });
     }
+    let mut blocked = Vec::new();
     for issue in &active {
         let mut ready = true;
         for dep in issue.dependencies() {
@@ -62,13 +86,19 @@ pub(crate) fn select_from(
                 break;
             }
         }
-        if ready {
-            return Ok(Selection::Issue((*issue).clone()));
+        if !ready {
+            blocked.push(issue.number);
+            continue;
+        }
+        match waits(issue)? {
+            Some(why) => crate::authority::say_once(&why),
+            None => return Ok(Selection::Issue((*issue).clone())),
         }
     }
-    Ok(Selection::AllBlocked {
-        numbers: active.iter().map(|c| c.number).collect(),
-    })
+    if blocked.is_empty() {
+        return Ok(Selection::NoIssues);
+    }
+    Ok(Selection::AllBlocked { numbers: blocked })
 }
 
 /// Issue numbers named by `Depends on: #N`, `Blocks: #N` and `Blocked by: #N` (case

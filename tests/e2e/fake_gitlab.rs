@@ -13,6 +13,7 @@
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
+use std::collections::HashMap;
 use std::io::BufReader;
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -98,6 +99,32 @@ pub struct Lab {
     pub discussions: Vec<Value>,
     /// Who approved each merge request (`…/approvals`' `approved_by`), by iid.
     pub approved_by: Vec<(u32, String)>,
+    /// Access levels in the project by username (`members/all/:user_id`), `None` for no
+    /// member; an account not listed is a Developer (30).
+    pub access: HashMap<String, Option<u64>>,
+    /// Notes on issues by others than the runner: (iid, username, body), after the runner's.
+    pub issue_notes_by: Vec<(u32, String, String)>,
+    /// Who added a label (`…/issues/:iid/resource_label_events`): (iid, label, username); a
+    /// label of an issue without an entry here was added by the runner's account.
+    pub label_events: Vec<(u32, String, String)>,
+    /// Who changed an issue's description after its labels were added: (iid, username),
+    /// served as GitLab's system note "changed the description".
+    pub description_edits: Vec<(u32, String)>,
+}
+
+/// The id GitLab gives user `username` (stable, distinct for the tests' few names).
+pub fn user_id(username: &str) -> u64 {
+    if username == RUNNER_USER {
+        return 1;
+    }
+    username.bytes().fold(1469598103_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(1099511) % 1_000_000_007
+    }) + 100
+}
+
+/// A user as GitLab's answers name one.
+pub fn user_json(username: &str) -> Value {
+    json!({"id": user_id(username), "username": username})
 }
 
 /// The username of the token's account (`GET /user`).
@@ -125,7 +152,7 @@ impl Lab {
                 "new_path": path, "new_line": line, "old_path": path, "old_line": null})
         });
         let note = json!({"id": id, "type": if at.is_some() { "DiffNote" } else { "DiscussionNote" },
-            "body": body, "author": {"username": username}, "created_at": now_rfc3339(),
+            "body": body, "author": user_json(username), "created_at": now_rfc3339(),
             "system": false, "resolvable": true, "resolved": false, "position": position});
         self.discussions
             .push(json!({"id": format!("d{id}"), "mr": iid,
@@ -137,7 +164,7 @@ impl Lab {
         let (iid, _) = self.open_mr();
         self.next_id += 1;
         let id = self.next_id;
-        let note = json!({"id": id, "type": null, "body": body, "author": {"username": username},
+        let note = json!({"id": id, "type": null, "body": body, "author": user_json(username),
             "created_at": now_rfc3339(), "system": system, "resolvable": false});
         self.discussions
             .push(json!({"id": format!("d{id}"), "mr": iid,
@@ -460,6 +487,48 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             "permissions": {"project_access": {"access_level": lab.access_level}, "group_access": null},
         })),
         ("GET", ["milestones"]) => page_one(vec![]),
+        ("GET", ["members", "all", id]) => {
+            let level = if *id == user_id(RUNNER_USER).to_string() {
+                Some(lab.access_level)
+            } else {
+                let known = lab
+                    .access
+                    .iter()
+                    .find(|(who, _)| user_id(who).to_string() == *id);
+                match known {
+                    Some((_, level)) => *level,
+                    None => Some(30),
+                }
+            };
+            match level {
+                Some(level) => ok(json!({"id": id.parse::<u64>().unwrap_or(0),
+                    "access_level": level, "state": "active"})),
+                None => status(404, "404 Not found"),
+            }
+        }
+        ("GET", ["issues", iid, "resource_label_events"]) => {
+            let Some(i) = lab.issues.iter().find(|i| i.iid.to_string() == *iid) else {
+                return status(404, "404 Not found");
+            };
+            let events: Vec<Value> = i
+                .labels
+                .iter()
+                .enumerate()
+                .map(|(n, label)| {
+                    let who = lab
+                        .label_events
+                        .iter()
+                        .rev()
+                        .find(|(at, l, _)| *at == i.iid && l == label)
+                        .map_or(RUNNER_USER.to_string(), |(_, _, w)| w.clone());
+                    json!({"id": 800 + n, "user": user_json(&who), "action": "add",
+                        "label": {"id": 1, "name": label},
+                        "created_at": "2026-01-01T00:00:00.000Z",
+                        "resource_type": "Issue", "resource_id": i.iid})
+                })
+                .collect();
+            page_one(events)
+        }
         ("GET", ["labels", name]) => {
             let name = decode(name);
             if name == "automatable" {
@@ -511,8 +580,26 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
                 .iter()
                 .enumerate()
                 .map(|(n, b)| json!({"id": n + 1, "body": b, "system": false,
-                    "created_at": i.note_times.get(n), "author": {"username": "someone"}}))
+                    "created_at": i.note_times.get(n), "author": user_json(RUNNER_USER)}))
                 .collect();
+            for (n, (_, who, body)) in lab
+                .issue_notes_by
+                .iter()
+                .filter(|(at, _, _)| *at == i.iid)
+                .enumerate()
+            {
+                notes.push(json!({"id": 500 + n, "body": body, "system": false,
+                    "created_at": now_rfc3339(), "author": user_json(who)}));
+            }
+            for (n, (_, who)) in lab
+                .description_edits
+                .iter()
+                .filter(|(at, _)| *at == i.iid)
+                .enumerate()
+            {
+                notes.push(json!({"id": 600 + n, "body": "changed the description",
+                    "system": true, "created_at": now_rfc3339(), "author": user_json(who)}));
+            }
             if req.param("sort") == Some("desc") {
                 notes.reverse();
             }
@@ -627,7 +714,7 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
                 .approved_by
                 .iter()
                 .filter(|(m, _)| m.to_string() == *iid)
-                .map(|(_, u)| json!({"user": {"username": u}}))
+                .map(|(_, u)| json!({"user": user_json(u)}))
                 .collect();
             ok(json!({"iid": iid.parse::<u64>().unwrap_or(0), "approved": true,
                 "approvals_required": 0, "approvals_left": 0, "approved_by": by}))

@@ -134,6 +134,18 @@ pub struct Api {
     pub reviews: Vec<Value>,
     pub review_comments: Vec<Value>,
     pub pr_comments: Vec<Value>,
+    /// Accounts without write access, with the `author_association` GitHub gives their
+    /// reviews and comments (`NONE`, `CONTRIBUTOR` …); their collaborator permission is
+    /// `read`. Every other account is a collaborator with `write` (the owner: `OWNER`, `admin`).
+    pub outsiders: HashMap<String, String>,
+    /// Comments on issues by others than the runner: (issue, login, body), after the runner's.
+    pub issue_comments_by: Vec<(u32, String, String)>,
+    /// Who applied a label (`…/issues/N/events`): (issue, label, actor); a label of an issue
+    /// without an entry here was applied by the owner.
+    pub label_events: Vec<(u32, String, String)>,
+    /// The last edit of an issue's description (GraphQL `lastEditedAt`, `editor`): (issue,
+    /// editor), a day after every label was applied.
+    pub edits: Vec<(u32, String)>,
 }
 
 /// GitHub's time of now, as its REST answers write it.
@@ -142,6 +154,33 @@ pub fn github_now() -> String {
 }
 
 impl Api {
+    /// The `author_association` of `login`'s words on the repository.
+    pub fn association(&self, login: &str) -> String {
+        if login == OWNER {
+            return "OWNER".into();
+        }
+        self.outsiders
+            .get(login)
+            .cloned()
+            .unwrap_or_else(|| "COLLABORATOR".into())
+    }
+
+    /// `login`'s collaborator permission.
+    pub fn permission(&self, login: &str) -> &'static str {
+        if login == OWNER {
+            "admin"
+        } else if self.outsiders.contains_key(login) {
+            "read"
+        } else {
+            "write"
+        }
+    }
+
+    /// `login` has no write access; GitHub calls their words `association`.
+    pub fn outsider(&mut self, login: &str, association: &str) {
+        self.outsiders.insert(login.into(), association.into());
+    }
+
     /// The open PR's number and its head on origin.
     pub fn open_pull(&self) -> (u32, String) {
         let pull = self
@@ -157,8 +196,9 @@ impl Api {
     pub fn review(&mut self, login: &str, state: &str, body: &str, commit: Option<&str>) {
         let (number, head) = self.open_pull();
         let id = 5000 + self.reviews.len() as u64;
+        let association = self.association(login);
         self.reviews.push(json!({"id": id, "pull": number, "user": {"login": login},
-            "state": state, "body": body, "submitted_at": github_now(),
+            "author_association": association, "state": state, "body": body, "submitted_at": github_now(),
             "commit_id": commit.unwrap_or(&head),
             "html_url": format!("https://github.localhost/{OWNER}/{REPO}/pull/{number}#pullrequestreview-{id}")}));
     }
@@ -167,8 +207,10 @@ impl Api {
     pub fn review_comment(&mut self, login: &str, body: &str, path: &str, line: u32) {
         let (number, head) = self.open_pull();
         let id = 7000 + self.review_comments.len() as u64;
+        let association = self.association(login);
         self.review_comments
             .push(json!({"id": id, "pull": number, "user": {"login": login},
+            "author_association": association,
             "body": body, "path": path, "line": line, "original_line": line,
             "commit_id": head, "created_at": github_now(), "updated_at": github_now()}));
     }
@@ -177,8 +219,10 @@ impl Api {
     pub fn pr_comment(&mut self, login: &str, body: &str) {
         let (number, _) = self.open_pull();
         let id = 9000 + self.pr_comments.len() as u64;
+        let association = self.association(login);
         self.pr_comments
             .push(json!({"id": id, "pull": number, "user": {"login": login},
+            "author_association": association,
             "body": body, "created_at": github_now(), "updated_at": github_now()}));
     }
 }
@@ -529,6 +573,57 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
     let rest = path.strip_prefix(&prefix)?;
     let parts: Vec<&str> = rest.split('/').filter(|p| !p.is_empty()).collect();
     match (req.method.as_str(), parts.as_slice()) {
+        ("GET", ["collaborators", login, "permission"]) => {
+            let login = decoded(login);
+            Some(ok(
+                json!({"permission": api.permission(&login), "user": {"login": login}}),
+            ))
+        }
+        ("GET", ["issues", number, "events"]) => {
+            let issue = api
+                .issues
+                .iter()
+                .find(|i| i.number.to_string() == *number)?;
+            let events: Vec<Value> = issue
+                .labels
+                .iter()
+                .map(|label| {
+                    let actor = api
+                        .label_events
+                        .iter()
+                        .rev()
+                        .find(|(n, l, _)| *n == issue.number && l == label)
+                        .map_or(OWNER.to_string(), |(_, _, a)| a.clone());
+                    json!({"id": 1, "event": "labeled", "actor": {"login": actor},
+                        "label": {"name": label, "color": "ededed"},
+                        "created_at": "2026-01-01T00:00:00Z"})
+                })
+                .collect();
+            Some(paged(path, query, events))
+        }
+        ("GET", ["issues", number, "comments"])
+            if !api.pulls.iter().any(|p| p.number.to_string() == *number) =>
+        {
+            let issue = api
+                .issues
+                .iter()
+                .find(|i| i.number.to_string() == *number)?;
+            let mut all: Vec<Value> = issue
+                .comments
+                .iter()
+                .map(|c| {
+                    json!({"body": c, "created_at": "2026-01-01T00:00:00Z",
+                    "user": {"login": "runner"}, "author_association": "OWNER"})
+                })
+                .collect();
+            for (n, login, body) in &api.issue_comments_by {
+                if *n == issue.number {
+                    all.push(json!({"body": body, "created_at": "2026-01-01T00:00:00Z",
+                        "user": {"login": login}, "author_association": api.association(login)}));
+                }
+            }
+            Some(paged(path, query, all))
+        }
         ("GET", []) => Some(ok(repository_rest())),
         ("GET", ["milestones"]) => Some(ok(json!([]))),
         ("GET", ["commits", git_ref, "check-runs"]) => {
@@ -984,6 +1079,18 @@ fn graphql_answer(api: &mut Api, request: &Value) -> Option<Answer> {
             json!({"repository": {"pullRequest": {"reviewDecision": review}}})
         }
         "UserCurrent" => json!({"viewer": {"login": OWNER}}),
+        "IssueLastEdit" => {
+            if vars["owner"] != OWNER || vars["repo"] != REPO {
+                return None;
+            }
+            let n = vars["number"].as_u64().unwrap_or(0);
+            let edit = api.edits.iter().rev().find(|(i, _)| u64::from(*i) == n);
+            match edit {
+                Some((_, editor)) => json!({"repository": {"issue": {
+                    "lastEditedAt": "2026-01-02T00:00:00Z", "editor": {"login": editor}}}}),
+                None => json!({"repository": {"issue": {"lastEditedAt": null, "editor": null}}}),
+            }
+        }
         "CommentsForIssue" => {
             let n = vars["number"].as_u64().unwrap_or(0);
             let issue = api.issues.iter().find(|i| u64::from(i.number) == n);

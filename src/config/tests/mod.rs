@@ -810,3 +810,22 @@ fn the_review_round_cannot_be_builtin_or_disabled() {
         ]
     );
 }
+
+#[test]
+fn trusted_authors_are_read_and_a_login_in_both_lists_is_refused() {
+    let c = load(&with_project(
+        r#""review": {"trustedAuthors": ["helper-bot"]}"#,
+    ));
+    assert_eq!(c.review.trusted_authors, ["helper-bot"]);
+    assert_eq!(c.review.authority().trusted, ["helper-bot"]);
+    rejects(&[
+        (
+            r#""review": {"ignoreAuthors": ["bot"], "trustedAuthors": ["Bot", "ann"]}"#,
+            &["review.trustedAuthors: \"Bot\" is in review.ignoreAuthors too; keep it in one list"],
+        ),
+        (
+            r#""review": {"trustedAuthors": [""]}"#,
+            &["review.trustedAuthors[0]: an empty author names nobody; remove it"],
+        ),
+    ]);
+}

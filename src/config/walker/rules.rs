@@ -144,6 +144,25 @@ pub(in crate::config) fn review_authors(w: &mut Walker, o: &Obj, key: &str) -> V
     .unwrap_or_default()
 }
 
+/// `review.trustedAuthors`: logins, none blank, none also in `review.ignoreAuthors`.
+pub(in crate::config) fn trusted_authors(w: &mut Walker, o: &Obj, key: &str) -> Vec<String> {
+    let trusted = review_authors(w, o, key);
+    let ignored = o
+        .get("ignoreAuthors")
+        .and_then(|v| v.as_array())
+        .map(|l| l.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>())
+        .unwrap_or_default();
+    for login in &trusted {
+        if ignored.iter().any(|i| i.eq_ignore_ascii_case(login)) {
+            w.err(
+                o.path(key),
+                format!("\"{login}\" is in review.ignoreAuthors too; keep it in one list"),
+            );
+        }
+    }
+    trusted
+}
+
 /// An `http://` or `https://` URL.
 pub(in crate::config) fn url(w: &mut Walker, o: &Obj, key: &str) -> Option<String> {
     let url = w.text(o, key)?;

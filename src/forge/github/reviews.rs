@@ -2,10 +2,14 @@
 //! (`gh api --include`, so a rate limit on them is classified like any other answer): the
 //! reviews (`pulls/N/reviews`), the line comments (`pulls/N/comments`) and the conversation
 //! (`issues/N/comments`), with GitHub's own review decision (GraphQL `reviewDecision`).
-//! What the runner's own account wrote is left out: it is never the reviewers' word.
+//! What the runner's own account wrote is left out: it is never the reviewers' word. Nor is
+//! what an author without write access wrote (`author_association` other than OWNER, MEMBER
+//! or COLLABORATOR), unless `review.trustedAuthors` names them, nor what a
+//! `review.ignoreAuthors` author wrote ([`crate::authority::judge`]).
 
 use super::super::{Feedback, ForgeError, ReviewDecision, ReviewKind, ReviewState};
 use super::{api_get, command_text, open_pr_number, review_decision};
+use crate::authority::{judge, Authority, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
 use serde::Deserialize;
 use serde_json::Value;
@@ -103,6 +107,7 @@ pub fn check_reviews_readable(gh: &PathBuf, repo_dir: &PathBuf) -> ReviewsReadab
 pub(in crate::forge) fn review_state(
     gh: &PathBuf,
     repo_dir: &PathBuf,
+    authority: &Authority,
     branch: &str,
     commit: Option<&str>,
     since: Option<&str>,
@@ -123,12 +128,15 @@ pub(in crate::forge) fn review_state(
         line_comments: &lines,
         comments: &talk,
     };
-    parse_review_state(&lists, decision.as_deref(), &me, commit, since).map_err(|detail| {
-        ForgeError::Parse {
+    let state = parse_review_state(&lists, decision.as_deref(), &me, authority, commit, since)
+        .map_err(|detail| ForgeError::Parse {
             command: command_text(gh, &["api", &format!("{pull}/reviews")]),
             detail,
-        }
-    })
+        })?;
+    for (who, why) in &state.left_out {
+        crate::authority::say_left_out("review feedback", who, why);
+    }
+    Ok(state)
 }
 
 /// GitHub's three lists of one PR, as its REST API answers them (oldest first).
@@ -160,6 +168,8 @@ struct RestReview {
     submitted_at: Option<String>,
     #[serde(default)]
     commit_id: Option<String>,
+    #[serde(default)]
+    author_association: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -177,10 +187,38 @@ struct RestComment {
     line: Option<u32>,
     #[serde(default)]
     original_line: Option<u32>,
+    #[serde(default)]
+    author_association: Option<String>,
 }
 
 fn login(user: &Option<User>) -> String {
     user.as_ref().map(|u| u.login.clone()).unwrap_or_default()
+}
+
+/// Whether the words of `user` (with GitHub's `association` of them) count: not the runner's
+/// own (`me`), and by someone [`judge`] counts; one left out for want of authority is noted in
+/// `left_out` once.
+fn counts(
+    (me, authority): (&str, &Authority),
+    user: &Option<User>,
+    association: &Option<String>,
+    left_out: &mut Vec<(String, String)>,
+) -> bool {
+    let who = login(user);
+    if !me.is_empty() && who == me {
+        return false;
+    }
+    let standing = Standing::Association(association.as_deref().unwrap_or_default());
+    match judge(&who, standing, authority) {
+        Verdict::Counts => true,
+        Verdict::Ignored => false,
+        Verdict::LeftOut(why) => {
+            if !left_out.iter().any(|(w, _)| *w == who) {
+                left_out.push((who, why));
+            }
+            false
+        }
+    }
 }
 
 fn entries<T: for<'de> Deserialize<'de>>(list: &[Value], what: &str) -> Result<Vec<T>, String> {
@@ -189,13 +227,15 @@ fn entries<T: for<'de> Deserialize<'de>>(list: &[Value], what: &str) -> Result<V
         .collect()
 }
 
-/// The review of a PR from GitHub's lists, leaving out what `me` (the runner's login) wrote.
+/// The review of a PR from GitHub's lists, leaving out what `me` (the runner's login) wrote
+/// and what [`judge`] does not count under `authority` (named in `left_out`).
 ///
 /// The decision: a reviewer's latest request for changes stands (until they approve, or it is
 /// dismissed) and holds the merge, as does GitHub's `CHANGES_REQUESTED`; otherwise GitHub's
 /// `APPROVED` (its rules: required reviewers, stale approvals dismissed), or a reviewer's
 /// latest approval of `commit` — the commit CI verified; an approval of an older commit
-/// approved other code. A comment decides nothing.
+/// approved other code. GitHub's `APPROVED` counts only while a reviewer who counts here
+/// approved (GitHub also counts a bot of `review.ignoreAuthors`). A comment decides nothing.
 ///
 /// The feedback: reviews with words, line comments (with their file and line) and the
 /// conversation's comments written at or after `since`, oldest first. Errors describe the
@@ -204,13 +244,19 @@ pub fn parse_review_state(
     lists: &Lists<'_>,
     github_decision: Option<&str>,
     me: &str,
+    authority: &Authority,
     commit: Option<&str>,
     since: Option<&str>,
 ) -> Result<ReviewState, String> {
-    let reviews: Vec<RestReview> = entries(lists.reviews, "a review")?;
-    let line_comments: Vec<RestComment> = entries(lists.line_comments, "a review comment")?;
-    let comments: Vec<RestComment> = entries(lists.comments, "a comment")?;
-    let by_others = |user: &Option<User>| me.is_empty() || login(user) != me;
+    let mut reviews: Vec<RestReview> = entries(lists.reviews, "a review")?;
+    let mut line_comments: Vec<RestComment> = entries(lists.line_comments, "a review comment")?;
+    let mut comments: Vec<RestComment> = entries(lists.comments, "a comment")?;
+    let mut left_out = Vec::new();
+    let rules = (me, authority);
+    reviews.retain(|r| counts(rules, &r.user, &r.author_association, &mut left_out));
+    line_comments.retain(|c| counts(rules, &c.user, &c.author_association, &mut left_out));
+    comments.retain(|c| counts(rules, &c.user, &c.author_association, &mut left_out));
+    let by_others = |_: &Option<User>| true;
 
     let mut latest: std::collections::BTreeMap<String, (String, Option<String>)> =
         Default::default();
@@ -228,9 +274,10 @@ pub fn parse_review_state(
     let approved_here = latest
         .values()
         .any(|(s, c)| s == "APPROVED" && commit.is_some() && c.as_deref() == commit);
+    let github_approved = github == "APPROVED" && latest.values().any(|(s, _)| s == "APPROVED");
     let decision = if changes || github == "CHANGES_REQUESTED" {
         ReviewDecision::ChangesRequested
-    } else if approved_here || github == "APPROVED" {
+    } else if approved_here || github_approved {
         ReviewDecision::Approved
     } else {
         ReviewDecision::None
@@ -281,7 +328,13 @@ pub fn parse_review_state(
     if github == "CHANGES_REQUESTED" && !changes {
         state.requested_by.clear();
     }
-    state.approved = approved_here || github == "APPROVED";
+    state.approved = approved_here || github_approved;
+    state.approved_by = latest
+        .iter()
+        .filter(|(_, (s, _))| s == "APPROVED")
+        .map(|(who, _)| who.clone())
+        .collect();
+    state.left_out = left_out;
     let time = |f: &Feedback| chrono::DateTime::parse_from_rfc3339(&f.time).ok();
     state.feedback.sort_by_key(|f| time(f));
     Ok(state)
@@ -294,6 +347,7 @@ mod tests {
 
     fn review(id: u64, who: &str, state: &str, commit: &str, at: &str) -> Value {
         json!({"id": id, "user": {"login": who}, "state": state, "body": format!("{state} by {who}"),
+            "author_association": "COLLABORATOR",
             "submitted_at": at, "commit_id": commit})
     }
 
@@ -303,7 +357,15 @@ mod tests {
             line_comments: &[],
             comments: &[],
         };
-        parse_review_state(&lists, github, "runner", Some(commit), None).expect("json")
+        parse_review_state(
+            &lists,
+            github,
+            "runner",
+            &Authority::default(),
+            Some(commit),
+            None,
+        )
+        .expect("json")
     }
 
     #[test]
@@ -361,18 +423,19 @@ mod tests {
             review(1, "ann", "CHANGES_REQUESTED", "c", "2026-01-01T02:00:00Z"),
             review(2, "ann", "COMMENTED", "c", "2026-01-01T00:00:00Z"),
             json!({"id": 3, "user": {"login": "ann"}, "state": "COMMENTED", "body": "",
-                "submitted_at": "2026-01-01T03:00:00Z", "commit_id": "c"}),
+                "submitted_at": "2026-01-01T03:00:00Z", "commit_id": "c",
+                "author_association": "OWNER"}),
         ];
         let lines = [
             json!({"id": 7, "user": {"login": "bob"}, "body": "doc this",
             "created_at": "2026-01-01T03:00:00Z", "path": "src/lib.rs", "line": null,
-            "original_line": 12}),
+            "original_line": 12, "author_association": "MEMBER"}),
         ];
         let talk = [
             json!({"id": 9, "user": {"login": "runner"}, "body": "mine",
-                "created_at": "2026-01-01T04:00:00Z"}),
+                "created_at": "2026-01-01T04:00:00Z", "author_association": "OWNER"}),
             json!({"id": 10, "user": {"login": "carol"}, "body": "also this",
-                "created_at": "2026-01-01T01:30:00Z"}),
+                "created_at": "2026-01-01T01:30:00Z", "author_association": "COLLABORATOR"}),
         ];
         let lists = Lists {
             reviews: &reviews,
@@ -383,6 +446,7 @@ mod tests {
             &lists,
             None,
             "runner",
+            &Authority::default(),
             Some("c"),
             Some("2026-01-01T01:00:00Z"),
         )
@@ -399,8 +463,91 @@ mod tests {
             line_comments: &[],
             comments: &[],
         };
-        assert!(parse_review_state(&lists, None, "", None, None).is_err());
+        assert!(parse_review_state(&lists, None, "", &Authority::default(), None, None).is_err());
         assert_eq!(login_of(br#"{"login": "octo"}"#), "octo");
         assert_eq!(login_of(b"nope"), "");
+    }
+
+    fn by(id: u64, who: &str, association: &str, state: &str) -> Value {
+        let mut r = review(id, who, state, "c", "2026-01-01T00:00:00Z");
+        r["author_association"] = json!(association);
+        r
+    }
+
+    #[test]
+    fn words_without_write_access_decide_nothing_and_are_never_feedback_unless_trusted() {
+        let reviews = [
+            by(1, "stranger", "NONE", "APPROVED"),
+            by(2, "drive-by", "CONTRIBUTOR", "CHANGES_REQUESTED"),
+        ];
+        let lines = [
+            json!({"id": 7, "user": {"login": "drive-by"}, "body": "rm -rf it",
+            "created_at": "2026-01-01T03:00:00Z", "path": "src/lib.rs", "line": 1,
+            "author_association": "CONTRIBUTOR"}),
+        ];
+        let talk = [
+            json!({"id": 9, "user": {"login": "stranger"}, "body": "ignore all",
+            "created_at": "2026-01-01T04:00:00Z", "author_association": "NONE"}),
+        ];
+        let lists = Lists {
+            reviews: &reviews,
+            line_comments: &lines,
+            comments: &talk,
+        };
+        let judged = |authority: &Authority, github: Option<&str>| {
+            parse_review_state(&lists, github, "runner", authority, Some("c"), None).expect("json")
+        };
+        let s = judged(&Authority::default(), None);
+        assert_eq!(s.decision, ReviewDecision::None);
+        assert!(!s.approved);
+        assert!(s.feedback.is_empty(), "{:?}", s.feedback);
+        assert_eq!(
+            s.left_out,
+            [
+                (
+                    "stranger".to_string(),
+                    "no write access to the repository (author_association NONE)".to_string()
+                ),
+                (
+                    "drive-by".to_string(),
+                    "no write access to the repository (author_association CONTRIBUTOR)"
+                        .to_string()
+                ),
+            ]
+        );
+        // GitHub's own APPROVED with nobody who counts here approving is no approval.
+        assert_eq!(
+            judged(&Authority::default(), Some("APPROVED")).decision,
+            ReviewDecision::None
+        );
+        let trusted = Authority {
+            trusted: vec!["drive-by".into()],
+            ignored: vec![],
+        };
+        let s = judged(&trusted, None);
+        assert_eq!(s.decision, ReviewDecision::ChangesRequested);
+        assert_eq!(s.feedback.len(), 2);
+        assert_eq!(s.left_out.len(), 1);
+    }
+
+    #[test]
+    fn an_ignored_authors_approval_counts_for_nothing_even_in_githubs_decision() {
+        let reviews = [by(1, "merge-bot", "MEMBER", "APPROVED")];
+        let lists = Lists {
+            reviews: &reviews,
+            line_comments: &[],
+            comments: &[],
+        };
+        let ignored = Authority {
+            trusted: vec![],
+            ignored: vec!["merge-bot".into()],
+        };
+        for github in [None, Some("APPROVED")] {
+            let s = parse_review_state(&lists, github, "runner", &ignored, Some("c"), None)
+                .expect("json");
+            assert_eq!(s.decision, ReviewDecision::None, "{github:?}");
+            assert!(!s.approved);
+            assert!(s.left_out.is_empty(), "an ignored author is no news");
+        }
     }
 }

@@ -2,12 +2,17 @@
 //! (`merge_requests/:iid/discussions`) and approvals (`merge_requests/:iid/approvals`). An
 //! unresolved thread asks for changes and holds the merge until it is resolved; an approval
 //! counts while the merge request's head (`sha`) is the commit CI verified. What the runner's
-//! own account (`GET /user`) wrote, and GitLab's system notes, are no reviewer's words.
+//! own account (`GET /user`) wrote, and GitLab's system notes, are no reviewer's words; nor
+//! are those of an author below Developer access in the project (`members/all/:user_id`, asked
+//! once per run and author) unless `review.trustedAuthors` names them, nor a
+//! `review.ignoreAuthors` author's ([`crate::authority::judge`]).
 
 use super::super::{Feedback, ForgeError, ReviewDecision, ReviewKind, ReviewState};
 use super::{forge_error, refused, GitLabForge};
+use crate::authority::{judge, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
 use serde_json::Value;
+use std::collections::BTreeMap;
 
 impl GitLabForge {
     /// The review of `branch`'s open merge request, its feedback written at or after `since`.
@@ -31,14 +36,59 @@ impl GitLabForge {
             .pages(&self.at(&format!("merge_requests/{iid}/discussions")))
             .map_err(forge_error)?;
         let approvals = self.json("GET", &format!("merge_requests/{iid}/approvals"), None)?;
-        Ok(parse_review_state(
+        let levels = self.access_levels(&discussions, &approvals, &me)?;
+        let verdict = |who: &str| {
+            let level = levels.get(who).copied().flatten();
+            judge(who, Standing::AccessLevel(level), &self.authority)
+        };
+        let state = parse_review_state(
             &mr,
             &discussions,
             &approvals,
-            &me,
+            (&me, &verdict),
             commit,
             since,
-        ))
+        );
+        for (who, why) in &state.left_out {
+            crate::authority::say_left_out("review feedback", who, why);
+        }
+        Ok(state)
+    }
+
+    /// The access level in the project of every author of a note or an approval (by
+    /// username), asked once per run and author; the runner's own is not asked.
+    fn access_levels(
+        &self,
+        discussions: &[Value],
+        approvals: &Value,
+        me: &str,
+    ) -> Result<BTreeMap<String, Option<u64>>, ForgeError> {
+        let authors = discussions
+            .iter()
+            .flat_map(|d| d["notes"].as_array().into_iter().flatten())
+            .filter(|n| n["system"] != Value::Bool(true))
+            .map(|n| &n["author"])
+            .chain(
+                approvals["approved_by"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|a| &a["user"]),
+            );
+        let mut levels = BTreeMap::new();
+        for author in authors {
+            let who = author["username"].as_str().unwrap_or_default();
+            if who.is_empty() || who == me || levels.contains_key(who) {
+                continue;
+            }
+            let level = match author["id"].as_u64() {
+                Some(id) => crate::authority::gitlab_access(&self.api, &self.project, id)
+                    .map_err(forge_error)?,
+                None => None,
+            };
+            levels.insert(who.to_string(), level);
+        }
+        Ok(levels)
     }
 
     /// The username of the token's account. A token that may not read its user has none:
@@ -59,7 +109,9 @@ impl GitLabForge {
     }
 }
 
-/// The review of merge request `mr` from GitLab's answers, leaving out what `me` wrote.
+/// The review of merge request `mr` from GitLab's answers, leaving out what `me` wrote and
+/// what an author `verdict` does not count wrote (named in `left_out` when for want of
+/// authority).
 ///
 /// The decision: an unresolved resolvable note (a thread) asks for changes; otherwise an
 /// approval by someone else counts while the merge request's `sha` is `commit` (GitLab's
@@ -71,14 +123,28 @@ pub fn parse_review_state(
     mr: &Value,
     discussions: &[Value],
     approvals: &Value,
-    me: &str,
+    (me, verdict): (&str, &dyn Fn(&str) -> Verdict),
     commit: Option<&str>,
     since: Option<&str>,
 ) -> ReviewState {
-    let by_others = |n: &Value| {
-        let who = n["author"]["username"].as_str().unwrap_or_default();
-        me.is_empty() || who != me
+    let left_out = std::cell::RefCell::new(Vec::<(String, String)>::new());
+    let counts = |who: &str| {
+        if !me.is_empty() && who == me {
+            return false;
+        }
+        match verdict(who) {
+            Verdict::Counts => true,
+            Verdict::Ignored => false,
+            Verdict::LeftOut(why) => {
+                let mut out = left_out.borrow_mut();
+                if !out.iter().any(|(w, _)| w == who) {
+                    out.push((who.to_string(), why));
+                }
+                false
+            }
+        }
     };
+    let by_others = |n: &Value| counts(n["author"]["username"].as_str().unwrap_or_default());
     let mut feedback = Vec::new();
     let mut unresolved = false;
     // Who speaks in the unresolved threads (a person's reply in a bot's thread holds too).
@@ -125,14 +191,15 @@ pub fn parse_review_state(
         });
     }
     feedback.retain(|f| !f.body.trim().is_empty());
-    let approved_by_others = approvals["approved_by"]
+    let approvers: Vec<String> = approvals["approved_by"]
         .as_array()
         .into_iter()
         .flatten()
-        .any(|a| {
-            let who = a["user"]["username"].as_str().unwrap_or_default();
-            !who.is_empty() && (me.is_empty() || who != me)
-        });
+        .map(|a| a["user"]["username"].as_str().unwrap_or_default())
+        .filter(|who| !who.is_empty() && counts(who))
+        .map(str::to_string)
+        .collect();
+    let approved_by_others = !approvers.is_empty();
     let head_verified = commit.is_some() && mr["sha"].as_str() == commit;
     let decision = if unresolved {
         ReviewDecision::ChangesRequested
@@ -145,6 +212,8 @@ pub fn parse_review_state(
     state.decision = decision;
     state.requested_by = requested_by;
     state.approved = approved_by_others && head_verified;
+    state.approved_by = approvers;
+    state.left_out = left_out.into_inner();
     let time = |f: &Feedback| chrono::DateTime::parse_from_rfc3339(&f.time).ok();
     state.feedback.sort_by_key(|f| time(f));
     state
@@ -161,6 +230,10 @@ mod tests {
             "position": if resolvable { json!({"new_path": "src/a.rs", "new_line": 4}) } else { Value::Null }})
     }
 
+    fn everyone(_: &str) -> Verdict {
+        Verdict::Counts
+    }
+
     fn thread(notes: Vec<Value>) -> Value {
         json!({"id": "d", "notes": notes})
     }
@@ -174,7 +247,7 @@ mod tests {
         let open = [thread(vec![note(1, "ann", true, false, at)])];
         let closed = [thread(vec![note(1, "ann", true, true, at)])];
         let decide = |d: &[Value], a: &Value, commit: &str| {
-            parse_review_state(&mr, d, a, "bot", Some(commit), None).decision
+            parse_review_state(&mr, d, a, ("bot", &everyone), Some(commit), None).decision
         };
         assert_eq!(
             decide(&open, &approved, "new"),
@@ -196,7 +269,7 @@ mod tests {
         let approved = json!({"approved_by": [{"user": {"username": "ann"}}]});
         let ignored = ["lint-bot".to_string()];
         let state = |threads: &[Value], approvals: &Value| {
-            parse_review_state(&mr, threads, approvals, "bot", Some("c"), None)
+            parse_review_state(&mr, threads, approvals, ("bot", &everyone), Some("c"), None)
         };
         let bots = [thread(vec![note(1, "lint-bot", true, false, at)])];
         let s = state(&bots, &approved);
@@ -233,7 +306,7 @@ mod tests {
             &mr,
             &discussions,
             &json!({}),
-            "bot",
+            ("bot", &everyone),
             Some("c"),
             Some("2026-01-01T01:00:00Z"),
         );
@@ -242,5 +315,53 @@ mod tests {
         assert_eq!(s.feedback[0].path.as_deref(), Some("src/a.rs"));
         assert_eq!(s.feedback[0].line, Some(4));
         assert_eq!(s.feedback[0].kind, ReviewKind::RequestChanges);
+    }
+
+    #[test]
+    fn a_reporters_thread_and_approval_and_a_non_members_note_count_for_nothing() {
+        let at = "2026-01-01T00:00:00Z";
+        let mr = json!({"iid": 1, "sha": "c"});
+        let levels = |who: &str| match who {
+            "ann" => Some(30),
+            "rita" => Some(20),
+            _ => None,
+        };
+        let lists = crate::authority::Authority {
+            trusted: vec!["friend".into()],
+            ignored: vec!["lint-bot".into()],
+        };
+        let verdict = |who: &str| judge(who, Standing::AccessLevel(levels(who)), &lists);
+        let discussions = [
+            thread(vec![note(1, "rita", true, false, at)]),
+            thread(vec![note(2, "stranger", false, false, at)]),
+            thread(vec![note(3, "lint-bot", true, false, at)]),
+        ];
+        let approvals = json!({"approved_by": [{"user": {"username": "rita"}},
+            {"user": {"username": "lint-bot"}}]});
+        let s = parse_review_state(
+            &mr,
+            &discussions,
+            &approvals,
+            ("bot", &verdict),
+            Some("c"),
+            None,
+        );
+        assert_eq!(s.decision, ReviewDecision::None);
+        assert!(s.feedback.is_empty(), "{:?}", s.feedback);
+        assert!(!s.approved);
+        let who: Vec<&str> = s.left_out.iter().map(|(w, _)| w.as_str()).collect();
+        assert_eq!(who, ["rita", "stranger"]);
+        assert!(
+            s.left_out[0].1.contains("access level 20 (Reporter)"),
+            "{:?}",
+            s.left_out
+        );
+        // A Developer's approval counts, and so does a trusted outsider's thread.
+        let approvals = json!({"approved_by": [{"user": {"username": "ann"}}]});
+        let s = parse_review_state(&mr, &[], &approvals, ("bot", &verdict), Some("c"), None);
+        assert_eq!(s.decision, ReviewDecision::Approved);
+        let friend = [thread(vec![note(4, "friend", true, false, at)])];
+        let s = parse_review_state(&mr, &friend, &approvals, ("bot", &verdict), Some("c"), None);
+        assert_eq!(s.decision, ReviewDecision::ChangesRequested);
     }
 }
