@@ -319,13 +319,13 @@ impl Trusted {
     }
 }
 
+/// Configuration entries as `(key, value)`, in the order git reads them.
+type Entries = Vec<(String, String)>;
+
 /// The guarded entries of the kept configuration files, in file order, and every file they
 /// read: the files entries came from (includes followed) and the files includes name, there
 /// or not yet.
-fn guarded_entries(
-    kept: &[Kept],
-    list: ListConfig<'_>,
-) -> io::Result<(Vec<(String, String)>, Vec<Kept>)> {
+fn guarded_entries(kept: &[Kept], list: ListConfig<'_>) -> io::Result<(Entries, Vec<Kept>)> {
     let mut out = Vec::new();
     let mut sources: Vec<PathBuf> = Vec::new();
     for k in kept.iter().filter(|k| k.label.contains("config")) {

@@ -111,7 +111,10 @@ mod tests {
     fn a_full_disk_says_the_disk_is_full_and_where_not_to_check_permissions() {
         for errno in [28, 122] {
             let text = message(errno);
-            assert!(text.contains("the disk holding /p/.git/sdlc-runner is full"), "{text}");
+            assert!(
+                text.contains("the disk holding /p/.git/sdlc-runner is full"),
+                "{text}"
+            );
             assert!(!text.contains(".claude"), "{text}");
             assert!(!text.contains("permission"), "{text}");
         }
