@@ -223,6 +223,36 @@ fn rate_limits_during_the_run_and_at_start_are_waited_out_and_blame_nobody() {
     assert_eq!(limited, 3, "{journal:#?}");
 }
 
+/// GitHub's GraphQL answers a limit with 200, no data and a `RATE_LIMITED` error. On the read
+/// of the PR's review decision it is a limit like any other: waited out until it lifts, then
+/// the same read made again, never taken for "no review decision"; nobody is blamed.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_graphql_rate_limit_answered_with_200_is_waited_out_not_read_as_no_review_decision() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| {
+        a.limits = vec![(
+            "graphql PullRequestReviewDecision".into(),
+            Limit::GraphQl { reset_in_secs: 1 },
+        )]
+    });
+    let (all, requests) = g.run_waiting_out_limits(1);
+    let decisions = requests
+        .iter()
+        .filter(|r| r.contains("graphql PullRequestReviewDecision"))
+        .count();
+    assert!(
+        decisions >= 2,
+        "the limited read is made again: {requests:#?}"
+    );
+    assert!(!g.issue_open(1), "{all}");
+    assert!(!all.contains("escalat"), "nothing escalated: {all}");
+    assert!(!all.contains("attempt 2"), "no attempt spent: {all}");
+}
+
 /// A secondary rate limit (403 with `Retry-After`) on each GitHub call that gh's `pr` and
 /// `issue` commands made and printed only prose for: the issue list at selection, the view of
 /// a dependency, the pull request's creation and the merge. Each is told from the answer,

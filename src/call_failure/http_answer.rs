@@ -55,9 +55,32 @@ impl HttpAnswer {
         })
     }
 
-    /// Whether GitHub answered with a success status.
+    /// Whether GitHub answered with a success status, and, for GraphQL, without an error in
+    /// its body: GitHub's GraphQL answers a rate limit or a failed query with 200 and an
+    /// `errors` list, which is no answer to read data from.
     pub fn ok(&self) -> bool {
-        (200..300).contains(&self.status)
+        (200..300).contains(&self.status) && self.graphql_error_types().is_empty()
+    }
+
+    /// The `type` of each error of a GraphQL body (`RATE_LIMITED`, `NOT_FOUND`, …; an error
+    /// without one counts as `""`); empty for a body that holds none. Only a body that
+    /// names `"errors"` is parsed, so REST's large lists cost nothing here.
+    fn graphql_error_types(&self) -> Vec<String> {
+        if !self.body.windows(8).any(|w| w == b"\"errors\"") {
+            return Vec::new();
+        }
+        let Ok(body) = serde_json::from_slice::<serde_json::Value>(&self.body) else {
+            return Vec::new();
+        };
+        body.get("errors")
+            .and_then(serde_json::Value::as_array)
+            .map(|errors| {
+                errors
+                    .iter()
+                    .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
     }
 
     /// Whether the body is GitHub's secondary-limit refusal: a 403 that may come without
@@ -76,6 +99,24 @@ impl HttpAnswer {
     /// the answer arrived, against which a primary limit's reset is measured.
     pub fn failure_kind(&self, now_epoch_secs: u64) -> CallFailureKind {
         let number = |name: &str| self.header(name).and_then(|v| v.trim().parse::<u64>().ok());
+        if (200..300).contains(&self.status) {
+            // GraphQL's refusals come with a success status; only a limit is worth a wait.
+            if !self
+                .graphql_error_types()
+                .iter()
+                .any(|t| t == "RATE_LIMITED")
+            {
+                return CallFailureKind::Other;
+            }
+            let wait_secs = match number("x-ratelimit-remaining") {
+                Some(0) => number("x-ratelimit-reset")
+                    .unwrap_or(now_epoch_secs)
+                    .saturating_sub(now_epoch_secs)
+                    .max(1),
+                _ => SECONDARY_LIMIT_SECS,
+            };
+            return CallFailureKind::RateLimited { wait_secs };
+        }
         let limited_status = matches!(self.status, 403 | 429);
         if limited_status && number("x-ratelimit-remaining") == Some(0) {
             let reset = number("x-ratelimit-reset").unwrap_or(now_epoch_secs);
@@ -174,6 +215,29 @@ mod tests {
         assert_eq!((a.status, a.body.as_slice()), (404, &b"{}"[..]));
         assert!(HttpAnswer::parse(b"").is_none());
         assert!(HttpAnswer::parse(b"[]").is_none());
+    }
+
+    #[test]
+    fn a_graphql_limit_answered_with_200_is_a_limit_to_wait_out_not_an_answer() {
+        let now = 1_000_000;
+        let limited = answer("HTTP/2.0 200 OK\r\nX-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: 1000045\r\n\r\n{\"data\":null,\"errors\":[{\"type\":\"RATE_LIMITED\",\"message\":\"API rate limit exceeded for user ID 1.\"}]}");
+        assert!(!limited.ok());
+        assert_eq!(limited.failure_kind(now), K::RateLimited { wait_secs: 45 });
+        let no_reset = answer(
+            "HTTP/2.0 200 OK\r\n\r\n{\"errors\":[{\"type\":\"RATE_LIMITED\",\"message\":\"x\"}]}",
+        );
+        assert_eq!(
+            no_reset.failure_kind(now),
+            K::RateLimited {
+                wait_secs: SECONDARY_LIMIT_SECS
+            }
+        );
+        let bad_query = answer("HTTP/2.0 200 OK\r\n\r\n{\"data\":null,\"errors\":[{\"type\":\"NOT_FOUND\",\"message\":\"Could not resolve\"}]}");
+        assert!(!bad_query.ok());
+        assert_eq!(bad_query.failure_kind(now), K::Other);
+        // A REST body that only mentions the word, and GraphQL data, are answers.
+        assert!(answer("HTTP/2.0 200 OK\r\n\r\n{\"title\":\"fix \\\"errors\\\" list\"}").ok());
+        assert!(answer("HTTP/2.0 200 OK\r\n\r\n{\"data\":{\"a\":1}}").ok());
     }
 
     #[test]

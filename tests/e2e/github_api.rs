@@ -87,6 +87,9 @@ pub enum Limit {
     Primary { reset_in_secs: u64 },
     /// 403 with `Retry-After` (or, `None`, without it: a minute, as GitHub documents).
     Secondary { retry_after: Option<u64> },
+    /// GraphQL's limit: 200, `X-RateLimit-Remaining: 0`, the reset this many seconds from
+    /// now, and a body with no data and a `RATE_LIMITED` error.
+    GraphQl { reset_in_secs: u64 },
 }
 
 /// Everything the fake GitHub holds.
@@ -380,7 +383,7 @@ fn answer(api: &mut Api, req: &Request) -> Answer {
     {
         let (_, limit) = api.limits.remove(i);
         api.limited.push((line, limit));
-        if let Limit::Primary { reset_in_secs } = limit {
+        if let Limit::Primary { reset_in_secs } | Limit::GraphQl { reset_in_secs } = limit {
             api.spent_until = now() + reset_in_secs;
         }
         return limited(limit);
@@ -414,6 +417,19 @@ fn limited(limit: Limit) -> Answer {
             ],
             body: json!({"message": "API rate limit exceeded for user ID 1.",
                 "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"}),
+        },
+        Limit::GraphQl { reset_in_secs } => Answer {
+            status: 200,
+            headers: vec![
+                ("X-RateLimit-Limit".into(), "5000".into()),
+                ("X-RateLimit-Remaining".into(), "0".into()),
+                (
+                    "X-RateLimit-Reset".into(),
+                    (now() + reset_in_secs).to_string(),
+                ),
+            ],
+            body: json!({"data": null, "errors": [{"type": "RATE_LIMITED",
+                "message": "API rate limit exceeded for user ID 1."}]}),
         },
         Limit::Secondary { retry_after } => Answer {
             status: 403,
