@@ -272,6 +272,31 @@ fn a_request_for_changes_is_answered_in_one_round_pushed_checked_again_and_merge
     );
 }
 
+/// A round whose agent changes nothing is said to have changed nothing: no "pushed", no
+/// push, no commit; the reviewer then decides as before.
+#[test]
+fn a_review_round_that_changed_nothing_is_not_narrated_as_pushed() {
+    let p = Project::new(
+        &[(1, "First issue", "Do one thing.")],
+        json!({"steps": {"monitorCI": ["no-branch"]}}),
+        gate_with(true, 0.25, json!({})),
+    );
+    let child = p.spawn(&[]);
+    p.wait_for_journal("reviewWanted", WAIT);
+    let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+    assert_eq!(code(&p.review(1, &ask)), 0);
+    let all = text(&approved_after_the_round(&p, child));
+    assert_eq!(e2e::merged_issues(&p.origin), [1], "{all}");
+    let round = all
+        .lines()
+        .find(|l| l.contains("review round 1:") && !l.contains("handing the agent"))
+        .unwrap_or_else(|| panic!("the round's end is narrated: {all}"));
+    assert!(round.contains("the round changed nothing"), "{round}");
+    assert!(!round.contains("pushed"), "{round}");
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(!log.contains("address review feedback"), "{log}");
+}
+
 #[test]
 fn a_reviewer_who_keeps_asking_escalates_after_max_review_rounds_quoting_the_feedback() {
     let p = one_issue_with_a_round(gate_with(true, 0.25, json!({"maxReviewRounds": 1})));

@@ -206,6 +206,15 @@ pub fn push_review_round(
     if let Some(head) = persons_move_since(repo, forge, branch, "", &before)? {
         return Ok(Round::Person(head));
     }
+    if let (false, Some(local)) = (committed, &before.local) {
+        if before.head.as_ref() == Some(local) {
+            // Nothing new to push: saying "pushed" would tell the reviewer of work not done.
+            return Ok(Round::Pushed(format!(
+                "the round changed nothing: {branch} stays at {} on origin, as the reviewer saw it",
+                short(local)
+            )));
+        }
+    }
     let lease = before.head.as_deref();
     if let Err(e) = repo.push_branch(branch, lease) {
         let after = repo.branch_on_origin(branch)?;
