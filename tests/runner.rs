@@ -924,3 +924,35 @@ fn a_hostile_title_cannot_forge_log_lines_or_reach_the_terminal_raw() {
         "the title is shown escaped: {log}"
     );
 }
+
+/// An issue deleted from the tracker during its cycle is a person's move, like a close: the
+/// cycle is dropped, nothing of it is merged, the run goes on to the next issue and does not
+/// halt blaming the tracker.
+#[test]
+fn an_issue_deleted_from_the_tracker_mid_cycle_is_dropped_not_merged_and_nothing_halts() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new(
+        &[
+            (1, "First issue", "Do one thing."),
+            (2, "Second", "Then another."),
+        ],
+        json!({"steps": {"1:implement": ["tool"]}}),
+        json!({}),
+    );
+    let tool = p.root.join("delete-issue");
+    std::fs::write(
+        &tool,
+        format!("#!/bin/sh\nrm -f '{}'\n", p.issues.join("1.json").display()),
+    )
+    .expect("tool");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    let out = p.run_env(
+        &[],
+        &[("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8"))],
+    );
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), [2], "{all}");
+    assert!(all.contains("deleted from the tracker"), "{all}");
+    assert!(!all.to_lowercase().contains("halt"), "{all}");
+}

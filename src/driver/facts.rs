@@ -7,7 +7,7 @@
 
 use super::shutdown::Shutdown;
 use super::{network, Told};
-use crate::call_failure::Kinded;
+use crate::call_failure::{CallFailureKind, Kinded};
 use crate::config::Config;
 use crate::machine::{Core, Event, Mode};
 use crate::narration as say;
@@ -87,6 +87,13 @@ fn withdrawn_by_a_person(
     told.told(failed);
     let found = match judged {
         network::Patient::Done(Ok(found)) => found,
+        // Gone from the tracker (deleted, moved away) is a person's move like a close.
+        network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::NotFound => {
+            let why = "deleted from the tracker (it is no longer there)";
+            told.say(say::withdrawn_said(issue, why));
+            told.narrate(say::withdrawn(issue, why));
+            return Ok(Some(Event::IssueWithdrawn { issue }));
+        }
         network::Patient::Done(Err(e)) => {
             told.narrate(say::warning_of(&what, &e));
             return Ok(None);
