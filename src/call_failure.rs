@@ -6,7 +6,9 @@
 pub mod http_answer;
 mod transient_network;
 
-pub use http_answer::{gh_api_args, path_segment, HttpAnswer, SECONDARY_LIMIT_SECS};
+pub use http_answer::{
+    gh_api_args, gh_graphql_args, path_segment, HttpAnswer, SECONDARY_LIMIT_SECS,
+};
 
 use std::io;
 

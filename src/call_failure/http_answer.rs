@@ -169,6 +169,30 @@ pub fn gh_api_args(method: &str, endpoint: &str, with_body: bool) -> Vec<String>
     args
 }
 
+/// The arguments of `gh api --include graphql` for `query` about item `number` of the
+/// repository gh runs in (its `$owner`, `$repo` and `$number`): the call whose printed answer
+/// [`HttpAnswer::parse`] reads, a GraphQL limit included.
+pub fn gh_graphql_args(query: &str, number: u32) -> Vec<String> {
+    [
+        "api",
+        "--include",
+        "graphql",
+        "-F",
+        "owner={owner}",
+        "-F",
+        "repo={repo}",
+        "-F",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain([
+        format!("number={number}"),
+        "-f".into(),
+        format!("query={query}"),
+    ])
+    .collect()
+}
+
 /// `text` as one path segment or query value of a REST address: a branch or label name may
 /// hold `/`, spaces or `&`.
 pub fn path_segment(text: &str) -> String {

@@ -343,27 +343,13 @@ fn review_decision(
     number: u32,
 ) -> Result<Option<String>, ForgeError> {
     let query = "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision } } }";
-    let number = format!("number={number}");
-    let query = format!("query={query}");
-    let args = [
-        "api",
-        "--include",
-        "graphql",
-        "-F",
-        "owner={owner}",
-        "-F",
-        "repo={repo}",
-        "-F",
-        number.as_str(),
-        "-f",
-        query.as_str(),
-    ];
-    let out = run_gh(gh, repo_dir, &args)?;
+    let args = crate::call_failure::gh_graphql_args(query, number);
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = run_gh(gh, repo_dir, &argv)?;
     let Some(answer) = HttpAnswer::parse(&out.stdout) else {
-        return Err(gh_failed(gh, &args, &out));
+        return Err(gh_failed(gh, &argv, &out));
     };
     if !answer.ok() {
-        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         return Err(refused(gh, &args, &answer, &out));
     }
     let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();

@@ -202,21 +202,8 @@ impl GitHub {
     /// `editor`): what the person who labelled it approved is not what the agent would read.
     fn edited_after(&self, number: u32, labelled_at: &str) -> Result<Option<String>, TrackerError> {
         let query = "query IssueLastEdit($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { issue(number: $number) { lastEditedAt editor { login } } } }";
-        let number_field = format!("number={number}");
-        let query = format!("query={query}");
-        let argv = [
-            "api",
-            "--include",
-            "graphql",
-            "-F",
-            "owner={owner}",
-            "-F",
-            "repo={repo}",
-            "-F",
-            number_field.as_str(),
-            "-f",
-            query.as_str(),
-        ];
+        let args = crate::call_failure::gh_graphql_args(query, number);
+        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run_gh(&argv, None)?;
         let code = out.status.and_then(|s| s.code());
         let Some(answer) = crate::call_failure::HttpAnswer::parse(out.stdout.as_bytes()) else {
@@ -228,7 +215,6 @@ impl GitHub {
             ));
         };
         if !answer.ok() {
-            let args: Vec<String> = argv.iter().map(|a| a.to_string()).collect();
             return Err(self.refused(&args, &answer, &out.stderr));
         }
         let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
