@@ -616,7 +616,11 @@ fn workers_local_ci_reads_history_inside_bubblewrap_and_passes() {
             &workers.join(w).join(".git/sdlc-runner/ci"),
         ));
     }
-    assert_eq!(verdicts.matches("\"passed\":true").count(), 2, "{verdicts}");
+    // One verdict per issue's branch, and one more for the commit main would hold when the
+    // second merge found main moved by the first (CI passes the exact tree main will hold).
+    let passed = verdicts.matches("\"passed\":true").count();
+    assert!((2..=3).contains(&passed), "{verdicts}");
+    assert!(!verdicts.contains("\"passed\":false"), "{verdicts}");
     assert!(!verdicts.contains("info/alternates"), "{verdicts}");
 }
 
