@@ -721,7 +721,12 @@ fn tampering_tool(p: &Project, home: &Path) -> PathBuf {
 /// Runs an agent whose first implement attempt plants `tampering_tool`'s programs, in a
 /// sandbox of `kind`; returns the project, the runner's exit code, its output and logs.
 fn tampering_run(kind: &str) -> (Project, i32, String, String) {
-    let p = project(json!({"steps": {"implement": ["tool", "ok"]}}));
+    tampering_run_scripted(kind, json!({"steps": {"implement": ["tool", "ok"]}}))
+}
+
+/// [`tampering_run`] with the fake agent's `script`.
+fn tampering_run_scripted(kind: &str, script: Value) -> (Project, i32, String, String) {
+    let p = project(script);
     let home = p.root.join("home");
     std::fs::create_dir_all(home.join(".ssh")).expect("home");
     std::fs::write(home.join(".ssh/id_rsa"), "PLANTED-KEY-4711\n").expect("key");
@@ -806,4 +811,30 @@ fn in_bubblewrap_what_the_agent_plants_in_git_never_runs_outside_and_is_put_back
     bwrap_installed();
     let (p, code, all, logs) = tampering_run("bwrap");
     assert_tampering_undone(&p, code, &all, &logs);
+}
+
+/// An agent that tampers on every attempt is escalated like any failing step, within the
+/// same bounds, and the escalation quotes what it changed; nothing it planted ever ran.
+#[test]
+fn an_agent_that_keeps_tampering_with_git_is_escalated_quoting_the_change() {
+    let (p, code, all, _) = tampering_run_scripted(
+        "none",
+        json!({"steps": {"implement": ["tool", "tool", "tool"]}}),
+    );
+    assert_eq!(code, 1, "one issue, escalated: {all}");
+    assert_eq!(p.issue(1)["escalated"], true, "{all}");
+    let escalation = p.issue(1)["escalation"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(escalation.contains("GIT_TAMPERED"), "{escalation}");
+    assert!(
+        escalation.contains("hook"),
+        "the change is quoted: {escalation}"
+    );
+    let exfil = std::fs::read_to_string(p.root.join("exfil")).unwrap_or_default();
+    assert_eq!(exfil, "", "a program the agent planted ran: {exfil}");
+    assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
+    let url = e2e::git(&p.project, &["remote", "get-url", "origin"]);
+    assert_eq!(url.trim(), p.origin.to_str().expect("utf8"));
 }

@@ -63,6 +63,11 @@ pub(super) async fn mark_escalated(
         .await;
     let logs = logs.display().to_string();
     let mut text = report::escalation_diagnostic(issue, core.runner(), core.last_words(), &logs);
+    let last = core
+        .runner()
+        .last_failure
+        .and_then(|f| core.failure(f.step));
+    text.push_str(&report::observed(last));
     text.push_str(&report::rescued(&rescued));
     let what = say::marking_escalated(issue);
     let mark = move |w: &World| w.tracker.mark_escalated(issue, &text);

@@ -325,6 +325,18 @@ pub fn rescued(refs: &[String]) -> String {
     )
 }
 
+/// What an escalation says of a last failure the runner itself observed rather than the agent
+/// printed: for `GIT_TAMPERED`, each change the agent made to the repository's git setup (the
+/// failure's own excerpt), which the agent's last words do not show. Empty otherwise.
+pub fn observed(detail: Option<&crate::failure::FailureDetail>) -> String {
+    match detail {
+        Some(d) if d.class == FailureClass::GitTampered => {
+            format!("\n\n{}", redact(&d.excerpt))
+        }
+        _ => String::new(),
+    }
+}
+
 /// The note left on an issue whose quarantine the runner lifts (`Effect::Unquarantine`): the
 /// failure that escalated it ended the next issue too.
 pub fn release_note(issue: u32, r: &Runner) -> String {
@@ -530,6 +542,21 @@ pub(crate) fn recovery(quarantined: &[u32], config: &std::path::Path, run_args: 
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_escalation_quotes_the_git_changes_it_observed_and_nothing_for_other_classes() {
+        let detail = |class| crate::failure::FailureDetail {
+            step: crate::step::Step::Implement,
+            class,
+            summary: "s".into(),
+            excerpt: "- hook pre-push added\n- git config core.fsmonitor = \"/x\" added".into(),
+        };
+        let quoted = observed(Some(&detail(FailureClass::GitTampered)));
+        assert!(quoted.contains("- hook pre-push added"), "{quoted}");
+        assert!(quoted.contains("core.fsmonitor"), "{quoted}");
+        assert_eq!(observed(Some(&detail(FailureClass::TestAssertion))), "");
+        assert_eq!(observed(None), "");
+    }
     use super::*;
     use crate::failure::Signature;
 
