@@ -55,11 +55,16 @@ impl HttpAnswer {
         })
     }
 
-    /// Whether GitHub answered with a success status, and, for GraphQL, without an error in
-    /// its body: GitHub's GraphQL answers a rate limit or a failed query with 200 and an
-    /// `errors` list, which is no answer to read data from.
+    /// Whether GitHub answered with a success status.
     pub fn ok(&self) -> bool {
-        (200..300).contains(&self.status) && self.graphql_error_types().is_empty()
+        (200..300).contains(&self.status)
+    }
+
+    /// Whether a GraphQL answer holds data to read: a success status and no error in its
+    /// body. GitHub's GraphQL answers a rate limit or a failed query with 200 and an `errors`
+    /// list, which [`HttpAnswer::failure_kind`] reads (a limit, or a failed call).
+    pub fn graphql_ok(&self) -> bool {
+        self.ok() && self.graphql_error_types().is_empty()
     }
 
     /// The `type` of each error of a GraphQL body (`RATE_LIMITED`, `NOT_FOUND`, …; an error
@@ -245,7 +250,7 @@ mod tests {
     fn a_graphql_limit_answered_with_200_is_a_limit_to_wait_out_not_an_answer() {
         let now = 1_000_000;
         let limited = answer("HTTP/2.0 200 OK\r\nX-RateLimit-Remaining: 0\r\nX-RateLimit-Reset: 1000045\r\n\r\n{\"data\":null,\"errors\":[{\"type\":\"RATE_LIMITED\",\"message\":\"API rate limit exceeded for user ID 1.\"}]}");
-        assert!(!limited.ok());
+        assert!(!limited.graphql_ok());
         assert_eq!(limited.failure_kind(now), K::RateLimited { wait_secs: 45 });
         let no_reset = answer(
             "HTTP/2.0 200 OK\r\n\r\n{\"errors\":[{\"type\":\"RATE_LIMITED\",\"message\":\"x\"}]}",
@@ -257,11 +262,15 @@ mod tests {
             }
         );
         let bad_query = answer("HTTP/2.0 200 OK\r\n\r\n{\"data\":null,\"errors\":[{\"type\":\"NOT_FOUND\",\"message\":\"Could not resolve\"}]}");
-        assert!(!bad_query.ok());
+        assert!(!bad_query.graphql_ok());
         assert_eq!(bad_query.failure_kind(now), K::Other);
         // A REST body that only mentions the word, and GraphQL data, are answers.
-        assert!(answer("HTTP/2.0 200 OK\r\n\r\n{\"title\":\"fix \\\"errors\\\" list\"}").ok());
-        assert!(answer("HTTP/2.0 200 OK\r\n\r\n{\"data\":{\"a\":1}}").ok());
+        assert!(
+            answer("HTTP/2.0 200 OK\r\n\r\n{\"title\":\"fix \\\"errors\\\" list\"}").graphql_ok()
+        );
+        assert!(answer("HTTP/2.0 200 OK\r\n\r\n{\"data\":{\"a\":1}}").graphql_ok());
+        // Plain `ok` is the status alone: other clients read GraphQL errors their own way.
+        assert!(limited.ok());
     }
 
     #[test]

@@ -349,7 +349,7 @@ fn review_decision(
     let Some(answer) = HttpAnswer::parse(&out.stdout) else {
         return Err(gh_failed(gh, &argv, &out));
     };
-    if !answer.ok() {
+    if !answer.graphql_ok() {
         return Err(refused(gh, &args, &answer, &out));
     }
     let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();

@@ -214,7 +214,7 @@ impl GitHub {
                 CallFailureKind::of_gh(&out.stderr),
             ));
         };
-        if !answer.ok() {
+        if !answer.graphql_ok() {
             return Err(self.refused(&args, &answer, &out.stderr));
         }
         let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
