@@ -244,7 +244,7 @@ impl GitLabForge {
     /// CI of `commit`, the head of `branch` as a look just read it. GitLab creates a push's
     /// pipeline a moment after the push, so no pipeline yet is pending, never "no CI": that
     /// holds only where the project has no CI configuration at `commit`
-    /// ([`GitLabForge::ci_configured_at`]). How long pending may last is the machine's
+    /// (`GitLabForge::ci_configured_at`). How long pending may last is the machine's
     /// bounded wait for CI.
     pub fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
         if let Some(p) = self.pipeline_of(commit)? {
