@@ -388,19 +388,24 @@ fn doctor_warns_when_the_agent_runs_unattended_without_a_sandbox() {
     assert!(line.contains("none (chosen)"), "{line}");
 }
 
-#[test]
-fn a_sandbox_that_cannot_start_halts_once_as_the_environments_and_doctor_names_the_fix() {
-    // A bwrap that fails the way bubblewrap does where user namespaces are off.
-    let p = project(json!({}));
+/// A `PATH` whose first `bwrap` fails the way bubblewrap does where user namespaces are off.
+fn failing_bwrap_on_path(p: &Project) -> String {
     let bin = p.root.join("bin");
     std::fs::create_dir_all(&bin).expect("bin");
     let fake = write_tool(
-        &p,
+        p,
         "bwrap",
         "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
     );
     std::os::unix::fs::symlink(&fake, bin.join("bwrap")).expect("link");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").expect("PATH"));
+    format!("{}:{}", bin.display(), std::env::var("PATH").expect("PATH"))
+}
+
+#[test]
+fn a_sandbox_that_cannot_start_halts_once_as_the_environments_and_doctor_names_the_fix() {
+    // A bwrap that fails the way bubblewrap does where user namespaces are off.
+    let p = project(json!({}));
+    let path = failing_bwrap_on_path(&p);
     configure(&p, sandboxed(&p, "bwrap", json!({})));
     let line = doctor_sandbox_line(&p, &[("PATH", &path)]);
     assert!(line.starts_with("fail "), "{line}");
@@ -629,15 +634,7 @@ fn a_ci_sandbox_that_cannot_start_is_no_verdict_on_the_commit_and_blames_no_issu
     // The agent steps run unsandboxed; only the CI meets the bwrap that fails the way
     // bubblewrap does where user namespaces are off.
     let p = project(json!({}));
-    let bin = p.root.join("bin");
-    std::fs::create_dir_all(&bin).expect("bin");
-    let fake = write_tool(
-        &p,
-        "bwrap",
-        "echo 'bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.' >&2\nexit 1\n",
-    );
-    std::os::unix::fs::symlink(&fake, bin.join("bwrap")).expect("link");
-    let path = format!("{}:{}", bin.display(), std::env::var("PATH").expect("PATH"));
+    let path = failing_bwrap_on_path(&p);
     let mut steps = e2e::builtin_steps();
     for step in [
         "startIssue",
