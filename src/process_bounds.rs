@@ -4,7 +4,7 @@
 //!
 //! The table is the adapters' worst case for the local tracker and forge and for GitHub,
 //! read from the adapters (`repo.rs`, `probe.rs`, `builtin.rs`, `forge/`, `tracker/`,
-//! `notify.rs`) with a margin; `tests/process_bound.rs` runs the real binary with
+//! `notify.rs`) with a margin; `tests/it/process_bound.rs` runs the real binary with
 //! `SDLC_RUNNER_STATS=1`, which counts the children each performed effect started, and fails
 //! when one effect started more than its row says or a run more than the total: an adapter
 //! that starts more processes cannot leave the table stale unnoticed.

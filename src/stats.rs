@@ -12,8 +12,8 @@
 //!
 //! `agents` counts agent processes among the spawns; the second line is the most child
 //! processes one performed effect of each kind started (`startup`: before the first effect).
-//! The performance benchmarks (`benches/`) and `tests/step_costs.rs` read the first line;
-//! `tests/process_bound.rs` checks both against what `bounds` prints. Counts and CPU time are
+//! The performance benchmarks (`benches/`) and `tests/it/step_costs.rs` read the first line;
+//! `tests/it/process_bound.rs` checks both against what `bounds` prints. Counts and CPU time are
 //! what to compare on a loaded machine, where the wall-clock gaps mostly measure the other
 //! processes.
 

@@ -43,7 +43,7 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
     });
     // (A person's moves and a conflict's repair, `CiPassed`, `BranchMoved`, `Repaired` and
     // `BranchUpdated`, are not explored: the space they open does not converge under
-    // `exploration_key` within the explorer's limit; `tests/runner_actions.rs` covers them.)
+    // `exploration_key` within the explorer's limit; `tests/it/runner_actions.rs` covers them.)
     // The merge turn and lost races, where the limits share the merge (`exploration_limits`
     // keeps that space small).
     if core.runner().limits.merge_turn_wait_ms.is_some() {

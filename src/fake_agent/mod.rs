@@ -6,7 +6,7 @@
 //!
 //! A room of its own: only the `fake-agent` subcommand (`commands/`) and the in-memory agent
 //! fake of the crate's tests name it, so nothing the run path executes can fall back on a
-//! scripted agent (`tests/layering.rs` holds this).
+//! scripted agent (`tests/it/layering.rs` holds this).
 
 mod events;
 mod git;

@@ -3,7 +3,7 @@
 //! credentials), messages in one language (the adapters classify them), a time limit, and the
 //! process runner's group, stop and head-and-tail capture. Every other module that needs git
 //! (the state directory, `init`, `doctor`, the demo, a fleet's clones) comes here;
-//! `tests/layering.rs` (`git_starts_only_in_git`) fails on a git started anywhere else.
+//! `tests/it/layering.rs` (`git_starts_only_in_git`) fails on a git started anywhere else.
 
 use std::ffi::OsStr;
 use std::io;

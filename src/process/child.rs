@@ -4,7 +4,7 @@
 //! treatment: an argument vector (never a shell string), its own process group (so a group
 //! kill ends what it started), SIGKILL when the runner dies if it may run long, the step's
 //! mark in its environment, and the same retry of a spawn that meets a script still open for
-//! writing (ETXTBSY). `tests/layering.rs` (`processes_start_only_in_process`) fails on a
+//! writing (ETXTBSY). `tests/it/layering.rs` (`processes_start_only_in_process`) fails on a
 //! process started anywhere else.
 
 use std::ffi::OsStr;
