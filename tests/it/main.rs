@@ -29,6 +29,7 @@ mod journal;
 mod layering;
 mod linear;
 mod logs;
+mod map;
 mod money;
 mod newcomer;
 mod notify;
