@@ -3,9 +3,11 @@
 //! the system returned. Everything downstream (the network patience of the driver, the merge
 //! retry on a lost push race) decides by this kind, never by the text.
 
+pub mod conditional;
 pub mod http_answer;
 mod transient_network;
 
+pub use conditional::Conditional;
 pub use http_answer::{
     gh_api_args, gh_graphql_args, path_segment, HttpAnswer, SECONDARY_LIMIT_SECS,
 };

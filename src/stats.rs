@@ -6,11 +6,12 @@
 //! children) and its peak RSS (`VmHWM`):
 //!
 //! ```text
-//! stats: spawns=N git_spawns=G forks=F fsyncs=M steps=K agent_ms=A gaps=n gap_median_us=X cpu_ms=C vmhwm_kib=H agents=A
+//! stats: spawns=N git_spawns=G forks=F fsyncs=M steps=K agent_ms=A gaps=n gap_median_us=X cpu_ms=C vmhwm_kib=H agents=A github_requests=R github_not_modified=U
 //! stats-effects: CheckPreconditions=3 RunStep=9 …
 //! ```
 //!
-//! `agents` counts agent processes among the spawns; the second line is the most child
+//! `agents` counts agent processes among the spawns, `github_requests` the answers of GitHub's
+//! API and `github_not_modified` the conditional reads among them answered `304`; the second line is the most child
 //! processes one performed effect of each kind started (`startup`: before the first effect).
 //! The performance benchmarks (`benches/`) and `tests/it/step_costs.rs` read the first line;
 //! `tests/it/process_bound.rs` checks both against what `bounds` prints. Counts and CPU time are
@@ -28,6 +29,10 @@ static FORKS: AtomicU64 = AtomicU64::new(0);
 static FSYNCS: AtomicU64 = AtomicU64::new(0);
 static STEPS: AtomicU64 = AtomicU64::new(0);
 static AGENTS: AtomicU64 = AtomicU64::new(0);
+static GITHUB_REQUESTS: AtomicU64 = AtomicU64::new(0);
+static GITHUB_NOT_MODIFIED: AtomicU64 = AtomicU64::new(0);
+/// The rate-limit budget GitHub named in its last answer, plus one (0: none seen yet).
+static GITHUB_REMAINING: AtomicU64 = AtomicU64::new(0);
 
 /// The most children one performed effect of each kind started, kept only when the stats are
 /// printed.
@@ -79,6 +84,41 @@ pub fn effect_performed(label: &'static str, before: u64, after: u64) {
         max.entry("startup").or_insert(before);
         let seen = max.entry(label).or_insert(0);
         *seen = (*seen).max(after.saturating_sub(before));
+    }
+}
+
+/// A request reached GitHub's API and was answered; `not_modified`: a conditional read GitHub
+/// answered `304` (it does not count against the rate limit); `remaining`: the budget its
+/// `X-RateLimit-Remaining` named.
+pub fn github_request(not_modified: bool, remaining: Option<u64>) {
+    GITHUB_REQUESTS.fetch_add(1, Ordering::Relaxed);
+    if not_modified {
+        GITHUB_NOT_MODIFIED.fetch_add(1, Ordering::Relaxed);
+    }
+    if let Some(left) = remaining {
+        GITHUB_REMAINING.store(left.saturating_add(1), Ordering::Relaxed);
+    }
+}
+
+/// GitHub's API so far: requests answered, of which `304`s, and the rate-limit budget its
+/// last answer named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GithubRequests {
+    /// Requests answered.
+    pub requests: u64,
+    /// Of them, conditional reads answered `304 Not Modified` (free of the rate limit).
+    pub not_modified: u64,
+    /// The budget GitHub's last answer named, if any named one.
+    pub rate_limit_remaining: Option<u64>,
+}
+
+/// GitHub's requests so far (see [`GithubRequests`]).
+pub fn github_requests() -> GithubRequests {
+    GithubRequests {
+        requests: GITHUB_REQUESTS.load(Ordering::Relaxed),
+        not_modified: GITHUB_NOT_MODIFIED.load(Ordering::Relaxed),
+        rate_limit_remaining: GITHUB_REMAINING.load(Ordering::Relaxed).checked_sub(1),
     }
 }
 
@@ -139,7 +179,7 @@ pub fn line() -> String {
     gaps.sort_unstable();
     let median = gaps.get(gaps.len() / 2).copied().unwrap_or(0);
     format!(
-        "stats: spawns={} git_spawns={} forks={} fsyncs={} steps={} agent_ms={} gaps={} gap_median_us={} cpu_ms={} vmhwm_kib={} agents={}",
+        "stats: spawns={} git_spawns={} forks={} fsyncs={} steps={} agent_ms={} gaps={} gap_median_us={} cpu_ms={} vmhwm_kib={} agents={} github_requests={} github_not_modified={}",
         SPAWNS.load(Ordering::Relaxed),
         GIT_SPAWNS.load(Ordering::Relaxed),
         FORKS.load(Ordering::Relaxed),
@@ -151,6 +191,8 @@ pub fn line() -> String {
         cpu_ms(),
         peak_rss_kib().unwrap_or(0),
         AGENTS.load(Ordering::Relaxed),
+        GITHUB_REQUESTS.load(Ordering::Relaxed),
+        GITHUB_NOT_MODIFIED.load(Ordering::Relaxed),
     )
 }
 

@@ -166,7 +166,9 @@ fn api_call(
     endpoint: &str,
     body: Option<&serde_json::Value>,
 ) -> Result<(HttpAnswer, Vec<String>, std::process::Output), ForgeError> {
-    let args = crate::call_failure::gh_api_args(method, endpoint, body.is_some());
+    let conditional = crate::call_failure::Conditional::for_call(method, repo_dir, endpoint);
+    let mut args = crate::call_failure::gh_api_args(method, endpoint, body.is_some());
+    args.extend(conditional.args());
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_gh_with(
         gh,
@@ -175,7 +177,10 @@ fn api_call(
         body.map(|b| b.to_string().into_bytes()),
     )?;
     match HttpAnswer::parse(&out.stdout) {
-        Some(answer) => Ok((answer, args, out)),
+        Some(mut answer) => {
+            conditional.settle(&mut answer);
+            Ok((answer, args, out))
+        }
         None => Err(gh_failed(gh, &argv, &out)),
     }
 }
@@ -349,6 +354,7 @@ fn review_decision(
     let Some(answer) = HttpAnswer::parse(&out.stdout) else {
         return Err(gh_failed(gh, &argv, &out));
     };
+    crate::call_failure::conditional::count(&answer);
     if !answer.graphql_ok() {
         return Err(refused(gh, &args, &answer, &out));
     }

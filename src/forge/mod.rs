@@ -173,13 +173,18 @@ impl Forge {
         }
     }
 
-    /// The branch's CI (on GitHub: its head's). The local forge runs its CI command once per
-    /// commit, if it has one.
+    /// The branch's CI (on GitHub: its head's, asked by the commit origin's head was at the
+    /// last fetch, so that a second look at the commit CI already judged is a conditional
+    /// read GitHub answers 304; by the branch's name only before any fetch saw it). The local
+    /// forge runs its CI command once per commit, if it has one.
     pub fn ci_state(&self, repo: &Repo, branch: &str) -> Result<CiState, ForgeError> {
         match self {
             Forge::Local { ci: Some(ci), .. } => ci.state(repo, branch),
             Forge::Local { ci: None, .. } => Ok(CiState::NoneConfigured),
-            Forge::GitHub { gh, repo_dir, .. } => github::ci_state_of(gh, repo_dir, branch),
+            Forge::GitHub { gh, repo_dir, .. } => {
+                let head = repo.fetched_head(branch).ok().flatten();
+                github::ci_state_of(gh, repo_dir, head.as_deref().unwrap_or(branch))
+            }
             Forge::GitLab { api, .. } => api.ci_state(branch),
         }
     }

@@ -50,6 +50,9 @@ pub struct GitHub {
     pub authority: crate::authority::Authority,
     /// The collaborator permissions already asked for this run, by login.
     permissions: std::sync::Mutex<HashMap<String, String>>,
+    /// Each listed issue's `updated_at`, as the last list read it: an issue nothing touched
+    /// since its label was applied was not edited after it, and GraphQL is not asked.
+    updated: std::sync::Mutex<HashMap<u32, String>>,
 }
 
 /// GitHub rejects comments over 65 536 characters.
@@ -89,6 +92,9 @@ struct GhIssue {
     /// Present on the pull requests the issues' list holds too.
     #[serde(default)]
     pull_request: Option<serde_json::Value>,
+    /// The last change of any kind (an edit, a label, a comment), RFC 3339.
+    #[serde(default)]
+    updated_at: Option<String>,
 }
 
 impl GitHub {
@@ -104,6 +110,7 @@ impl GitHub {
             login: OnceLock::new(),
             authority: Default::default(),
             permissions: Default::default(),
+            updated: Default::default(),
         }
     }
 
@@ -186,7 +193,11 @@ impl GitHub {
         Ok(match verdict {
             crate::authority::Verdict::Counts => {
                 let labelled_at = event["created_at"].as_str().unwrap_or_default();
-                self.edited_after(number, labelled_at)?
+                if self.untouched_since(number, labelled_at) {
+                    None
+                } else {
+                    self.edited_after(number, labelled_at)?
+                }
             }
             crate::authority::Verdict::Ignored => Some(format!(
                 "issue #{number} waits for a person: its label `{label}` was applied by @{actor}, listed in review.ignoreAuthors; someone with write access to the repository applies it again to let it run"
@@ -195,6 +206,21 @@ impl GitHub {
                 "issue #{number} waits for a person: its label `{label}` was applied by @{actor}, who has {why}; someone with write access to the repository applies it again to let it run (or add @{actor} to review.trustedAuthors)"
             )),
         })
+    }
+
+    /// Whether the last list showed issue `number` unchanged since `labelled_at`: its
+    /// `updated_at` (which an edit of the description moves) is not later than the label.
+    fn untouched_since(&self, number: u32, labelled_at: &str) -> bool {
+        let time = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+        let updated = self
+            .updated
+            .lock()
+            .ok()
+            .and_then(|u| u.get(&number).cloned());
+        match (updated.as_deref().and_then(time), time(labelled_at)) {
+            (Some(updated), Some(labelled)) => updated <= labelled,
+            _ => false,
+        }
     }
 
     /// Why issue `number` waits for a person when its description was last edited after
@@ -214,6 +240,7 @@ impl GitHub {
                 CallFailureKind::of_gh(&out.stderr),
             ));
         };
+        crate::call_failure::conditional::count(&answer);
         if !answer.graphql_ok() {
             return Err(self.refused(&args, &answer, &out.stderr));
         }
@@ -396,6 +423,13 @@ impl GitHub {
     /// requests the list holds too are left out.
     pub fn parse_issue_list(&self, json: &str) -> Result<Vec<Issue>, serde_json::Error> {
         let list: Vec<GhIssue> = serde_json::from_str(json)?;
+        if let Ok(mut updated) = self.updated.lock() {
+            for i in &list {
+                if let Some(at) = &i.updated_at {
+                    updated.insert(i.number, at.clone());
+                }
+            }
+        }
         Ok(list
             .into_iter()
             .filter(|i| i.pull_request.is_none())

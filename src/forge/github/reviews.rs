@@ -114,9 +114,15 @@ pub(in crate::forge) fn review_state(
 ) -> Result<ReviewState, ForgeError> {
     let number = open_pr_number(gh, repo_dir, branch)?;
     let me = runner_login(gh, repo_dir)?;
-    let decision = review_decision(gh, repo_dir, number)?;
     let pull = format!("repos/{{owner}}/{{repo}}/pulls/{number}");
     let reviews = pages(gh, repo_dir, &format!("{pull}/reviews"))?;
+    // GitHub's decision rests on reviews: with none there is none to ask for (GraphQL
+    // answers are never conditional, so each one spends the token's budget).
+    let decision = if reviews.is_empty() {
+        None
+    } else {
+        review_decision(gh, repo_dir, number)?
+    };
     let lines = pages(gh, repo_dir, &format!("{pull}/comments"))?;
     let talk = pages(
         gh,

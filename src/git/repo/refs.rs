@@ -46,6 +46,11 @@ impl Repo {
         Ok(self.ref_commit(full_ref)?.is_some())
     }
 
+    /// Origin's head of `branch` as last fetched (no fetch here); `None` without one.
+    pub fn fetched_head(&self, branch: &str) -> Result<Option<String>, RepoError> {
+        self.ref_commit(&format!("refs/remotes/origin/{branch}"))
+    }
+
     /// The commit `full_ref` names; `None` when there is no such ref.
     pub(super) fn ref_commit(&self, full_ref: &str) -> Result<Option<String>, RepoError> {
         if LISTED.iter().any(|ns| full_ref.starts_with(ns)) {

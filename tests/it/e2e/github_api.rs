@@ -116,6 +116,13 @@ pub struct Api {
     pub limits: Vec<(String, Limit)>,
     /// `METHOD path` for REST, `graphql Operation` for GraphQL, in order.
     pub requests: Vec<String>,
+    /// The conditional reads answered `304 Not Modified` (GitHub does not count them against
+    /// the rate limit), as they appear in `requests`.
+    pub not_modified: Vec<String>,
+    /// Every request with the status it was answered with, in order.
+    pub answered: Vec<(String, u16)>,
+    /// A review (login, state, body) submitted on a pull request as it opens, of its head.
+    pub review_on_open: Option<(String, String, String)>,
     /// The limits served, as (request, limit).
     pub limited: Vec<(String, Limit)>,
     /// Whether a person pushes to the PR's branch right before the next merge request, which
@@ -281,6 +288,19 @@ impl GitHubApi {
     pub fn requests(&self) -> Vec<String> {
         self.with(|a| a.requests.clone())
     }
+
+    /// The requests that counted against the rate limit: all but the `304`s.
+    pub fn spent_requests(&self) -> Vec<String> {
+        self.with(|a| {
+            let mut spent = a.requests.clone();
+            for free in &a.not_modified {
+                if let Some(i) = spent.iter().position(|r| r == free) {
+                    spent.remove(i);
+                }
+            }
+            spent
+        })
+    }
 }
 
 fn now() -> u64 {
@@ -293,14 +313,22 @@ struct Request {
     method: String,
     path: String,
     body: Vec<u8>,
+    /// `If-None-Match`: the ETag of the answer the client holds.
+    if_none_match: Option<String>,
 }
 
 fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Request> {
     let raw = super::wire::read(reader)?;
+    let if_none_match = raw
+        .headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("if-none-match"))
+        .map(|(_, v)| v.clone());
     Some(Request {
         method: raw.method,
         path: raw.target,
         body: raw.body,
+        if_none_match,
     })
 }
 
@@ -336,12 +364,47 @@ fn serve(stream: TcpStream, state: &Mutex<Api>) -> std::io::Result<()> {
         let mut api = state.lock().expect("api state");
         answer(&mut api, &req)
     };
-    let body = if answer.status == 204 {
+    let mut body = if answer.status == 204 {
         Vec::new()
     } else {
         answer.body.to_string().into_bytes()
     };
     let mut headers = answer.headers.clone();
+    let mut status = answer.status;
+    // Every successful REST read carries an ETag of its body, and a read that names the
+    // current one is answered 304 with no body, as GitHub does.
+    if req.method == "GET" && answer.status == 200 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        body.hash(&mut hasher);
+        let etag = format!("W/\"{:016x}\"", hasher.finish());
+        if req.if_none_match.as_deref() == Some(etag.as_str()) {
+            status = 304;
+            body.clear();
+            let mut api = state.lock().expect("api state");
+            let line = format!("{} {}", req.method, req.path);
+            api.not_modified.push(line);
+        }
+        headers.push(("ETag".to_string(), etag));
+    }
+    {
+        let line = if req.path == "/graphql" {
+            state
+                .lock()
+                .expect("api state")
+                .requests
+                .last()
+                .cloned()
+                .unwrap_or_default()
+        } else {
+            format!("{} {}", req.method, req.path)
+        };
+        state
+            .lock()
+            .expect("api state")
+            .answered
+            .push((line, status));
+    }
     let has = |name: &str| {
         answer
             .headers
@@ -355,7 +418,7 @@ fn serve(stream: TcpStream, state: &Mutex<Api>) -> std::io::Result<()> {
             ("X-RateLimit-Reset".to_string(), (now() + 3600).to_string()),
         ]);
     }
-    super::wire::write(&mut writer, answer.status, &headers, &body)
+    super::wire::write(&mut writer, status, &headers, &body)
 }
 
 fn answer(api: &mut Api, req: &Request) -> Answer {
@@ -491,8 +554,15 @@ fn decoded(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn issue_rest(i: &Issue) -> Value {
-    json!({"number": i.number, "title": i.title, "body": i.body,
+/// An issue as GitHub's REST API answers it; its `updated_at` moves with its description's
+/// last edit (`edits`), a day after the labels were applied.
+fn issue_rest(i: &Issue, edits: &[(u32, String)]) -> Value {
+    let updated = if edits.iter().any(|(n, _)| *n == i.number) {
+        "2026-01-02T00:00:00Z"
+    } else {
+        "2026-01-01T00:00:00Z"
+    };
+    json!({"number": i.number, "title": i.title, "body": i.body, "updated_at": updated,
         "state": if i.open { "open" } else { "closed" },
         "labels": i.labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(),
         "milestone": null,
@@ -503,17 +573,18 @@ fn issue_rest(i: &Issue) -> Value {
 fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) -> Option<Answer> {
     let number: u32 = parts.first()?.parse().ok()?;
     let api_assignees = &mut api.assignees;
+    let edits = &api.edits;
     let Some(issue) = api.issues.iter_mut().find(|i| i.number == number) else {
         return Some(status(404, "Not Found"));
     };
     Some(match (method, &parts[1..]) {
-        ("GET", []) => ok(issue_rest(issue)),
+        ("GET", []) => ok(issue_rest(issue, edits)),
         ("PATCH", []) => {
             if body["state"] == "closed" {
                 issue.open = false;
                 issue.closed_by_runner = true;
             }
-            ok(issue_rest(issue))
+            ok(issue_rest(issue, edits))
         }
         ("GET", ["comments"]) => {
             let comments: Vec<Value> = issue
@@ -543,7 +614,7 @@ fn issue_rest_answer(api: &mut Api, method: &str, parts: &[&str], body: &Value) 
             Answer {
                 status: 201,
                 headers: vec![],
-                body: issue_rest(issue),
+                body: issue_rest(issue, edits),
             }
         }
         ("POST", ["labels"]) => {
@@ -723,7 +794,7 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
                 .rev()
                 .filter(|i| state == "all" || (state == "open") == i.open)
                 .filter(|i| label.as_ref().is_none_or(|l| i.labels.contains(l)))
-                .map(issue_rest)
+                .map(|i| issue_rest(i, &api.edits))
                 .collect();
             Some(paged(path, query, list))
         }
@@ -763,6 +834,9 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
             };
             let answer = pull_rest(api, &pull);
             api.pulls.push(pull);
+            if let Some((login, state, body)) = api.review_on_open.take() {
+                api.review(&login, &state, &body, None);
+            }
             Some(Answer {
                 status: 201,
                 headers: vec![],

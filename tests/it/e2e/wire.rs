@@ -113,6 +113,7 @@ pub fn write(
         200 => "OK",
         201 => "Created",
         204 => "No Content",
+        304 => "Not Modified",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
