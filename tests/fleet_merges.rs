@@ -317,3 +317,71 @@ fn two_workers_green_alone_and_red_together_return_the_second_naming_the_combina
         "only the returned issue is repaired\n{all}"
     );
 }
+
+/// The fleet is killed (SIGKILL) while CI tests the commit main would hold for the second
+/// merge (the two branches, green alone, red together). The restart builds and tests that
+/// commit again (the killed run left no verdict), CI fails it, the issue is returned and
+/// repaired, and both land: main never holds a tree CI did not pass.
+#[test]
+fn a_kill_during_ci_of_the_combination_resumes_without_landing_an_untested_tree() {
+    let issues: Vec<(u32, String)> = (1..=2).map(|n| (n, format!("Issue {n}"))).collect();
+    let p = Project::new(
+        &refs(&issues),
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let combined = p.root.join("ci-combined");
+    let gate = p.root.join("ci-gate");
+    // The combination's CI holds until the gate opens: the test kills the fleet meanwhile.
+    let hold = format!(
+        "if [ -e src/issue_1.txt ] && [ -e src/issue_2.txt ] && [ ! -e ci-fixed ]; then \
+           touch {combined}; while [ ! -e {gate} ]; do sleep 0.05; done; fi; ",
+        combined = combined.display(),
+        gate = gate.display()
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({
+        "command": ["sh", "-c", format!("{hold}{}", red_together_ci(&runs))],
+        "timeoutMin": 1
+    });
+    p.set_config(extra);
+    let mut fleet = p.spawn(&["--workers", "2"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !combined.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "CI never tested the combination"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = e2e::git(&p.origin, &["rev-parse", "main"]);
+    fleet.kill().expect("kill -9");
+    let _ = fleet.wait();
+    std::fs::write(&gate, "open").expect("gate");
+    assert_eq!(
+        merged_issues(&p.origin).len(),
+        1,
+        "one landed before the kill"
+    );
+
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(none_escalated(&p, &issues).is_empty(), "{all}");
+    let first_parents = e2e::git(&p.origin, &["rev-list", "--first-parent", "main"]);
+    let red: Vec<&str> = first_parents
+        .lines()
+        .filter(|sha| !green(&p.origin, sha))
+        .collect();
+    assert!(red.is_empty(), "red commits on main: {red:?}\n{all}");
+    assert!(
+        first_parents.lines().any(|sha| sha == before),
+        "main grew from where it was at the kill\n{all}"
+    );
+    assert!(
+        all.contains("merged onto main"),
+        "the combination failed anew\n{all}"
+    );
+}
