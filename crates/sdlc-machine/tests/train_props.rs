@@ -42,6 +42,91 @@ struct Outcome {
     kills: u64,
 }
 
+/// Main as the settled orders moved it, and the trees CI passed: each order is checked
+/// against them.
+struct Witness<'a> {
+    ci: &'a Ci,
+    /// Main's tree: each one CI passed, each built on the one before.
+    main: Tree,
+    passed_trees: BTreeSet<Vec<Car>>,
+}
+
+impl Witness<'_> {
+    fn check(&mut self, settled: Vec<Settled>, out: &mut Outcome) {
+        for s in settled {
+            match s {
+                Settled::Land { cars, tree } => {
+                    assert!(
+                        self.passed_trees.contains(&tree.cars),
+                        "landed a tree CI never passed: {tree:?}"
+                    );
+                    assert!(
+                        tree.cars.starts_with(&self.main.cars) && tree.cars.ends_with(&cars),
+                        "main's new tree {tree:?} is not main {:?} plus {cars:?}",
+                        self.main
+                    );
+                    self.main = tree;
+                    out.landed.extend(cars);
+                }
+                Settled::Return {
+                    car,
+                    failed,
+                    passed,
+                } => {
+                    assert!(
+                        !self.ci.passes(&failed),
+                        "{car} returned for a tree that passes"
+                    );
+                    assert!(
+                        self.ci.passes(&passed),
+                        "{car} returned while {passed:?} fails"
+                    );
+                    assert_eq!(passed, self.main, "the tree without {car} is main");
+                    let mut with = passed.cars.clone();
+                    with.push(car);
+                    assert_eq!(failed.cars, with, "{car} failed in main plus itself");
+                    out.returned.push(car);
+                }
+            }
+        }
+    }
+}
+
+/// What may happen now: a car joins, a run starts, a kill, a run under way ends.
+fn options(train: &Train, left: bool, kill: bool, under_way: usize) -> Vec<Action> {
+    let mut options = Vec::new();
+    if left && train.len() < train.limits().max_length as usize {
+        options.push(Action::Join);
+    }
+    if train.clone().next_test().is_some() {
+        options.push(Action::Start);
+    }
+    if kill && under_way > 0 {
+        options.push(Action::Kill);
+    }
+    options.extend((0..under_way).map(Action::End));
+    assert!(!options.is_empty(), "nothing may happen: {train:?}");
+    options
+}
+
+/// Runs whose verdict still counts are no more than the window and the split halves pushed
+/// out of it (the harness's list also holds runs a return made stale).
+fn check_runs_at_once(train: &Train, cars: u32) {
+    let limits = train.limits();
+    let testing: BTreeSet<u64> = train
+        .cars()
+        .filter_map(|(_, v)| match v {
+            Verdict::Testing(id) => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        testing.len() as u64 <= u64::from(limits.max_parallel) + limits.max_splits(u64::from(cars)),
+        "{testing:?} at once: {train:?}"
+    );
+    assert!(train.len() <= limits.max_length as usize);
+}
+
 /// Runs `cars` through a train, each choice of the schedule picking among what may happen
 /// next (a car joins, a run starts, a run under way ends, a kill); CI answers as `ci` does.
 fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) -> Outcome {
@@ -49,34 +134,25 @@ fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) 
     let mut out = Outcome::default();
     let mut joined = 0u32;
     let mut under_way: Vec<(u64, Tree)> = Vec::new();
-    // Main's trees, oldest first: each one CI passed, each built on the one before.
-    let mut main = Tree {
-        epoch: 0,
-        cars: Vec::new(),
+    let mut witness = Witness {
+        ci,
+        main: Tree {
+            epoch: 0,
+            cars: Vec::new(),
+        },
+        passed_trees: BTreeSet::new(),
     };
-    let mut passed_trees: BTreeSet<Vec<Car>> = BTreeSet::new();
     let mut choice = choices.iter().cycle();
     let mut steps = 0;
     while joined < cars || !train.is_empty() {
         steps += 1;
         assert!(steps < 10_000, "the train does not settle: {train:?}");
         let pick = usize::from(*choice.next().unwrap_or(&0));
-        // What may happen now: a car joins, a run starts, a kill, a run under way ends.
-        let mut options = Vec::new();
-        if joined < cars && train.len() < limits.max_length as usize {
-            options.push(Action::Join);
-        }
-        let mut probe = train.clone();
-        if probe.next_test().is_some() {
-            options.push(Action::Start);
-        }
-        if out.kills < max_kills && !under_way.is_empty() {
-            options.push(Action::Kill);
-        }
-        options.extend((0..under_way.len()).map(Action::End));
-        assert!(
-            !options.is_empty(),
-            "nothing may happen, cars left: {train:?}"
+        let options = options(
+            &train,
+            joined < cars,
+            out.kills < max_kills,
+            under_way.len(),
         );
         let settled = match options[pick % options.len()] {
             Action::Join => {
@@ -94,7 +170,7 @@ fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) 
                 let (id, tree) = under_way.remove(i);
                 let passed = ci.passes(&tree);
                 if passed {
-                    passed_trees.insert(tree.cars.clone());
+                    witness.passed_trees.insert(tree.cars.clone());
                 }
                 train.verdict(id, passed)
             }
@@ -105,49 +181,8 @@ fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) 
                 Vec::new()
             }
         };
-        for s in settled {
-            match s {
-                Settled::Land { cars, tree } => {
-                    assert!(
-                        passed_trees.contains(&tree.cars),
-                        "landed a tree CI never passed: {tree:?}"
-                    );
-                    assert!(
-                        tree.cars.starts_with(&main.cars) && tree.cars.ends_with(&cars),
-                        "main's new tree {tree:?} is not main {main:?} plus {cars:?}"
-                    );
-                    main = tree;
-                    out.landed.extend(cars);
-                }
-                Settled::Return {
-                    car,
-                    failed,
-                    passed,
-                } => {
-                    assert!(!ci.passes(&failed), "{car} returned for a tree that passes");
-                    assert!(ci.passes(&passed), "{car} returned while {passed:?} fails");
-                    assert_eq!(passed, main, "the tree without {car} is main");
-                    let mut with = passed.cars.clone();
-                    with.push(car);
-                    assert_eq!(failed.cars, with, "{car} failed in main plus itself");
-                    out.returned.push(car);
-                }
-            }
-        }
-        assert!(train.len() <= limits.max_length as usize);
-        // Runs whose verdict still counts (the harness's list also holds runs made stale).
-        let testing: BTreeSet<u64> = train
-            .cars()
-            .filter_map(|(_, v)| match v {
-                Verdict::Testing(id) => Some(id),
-                _ => None,
-            })
-            .collect();
-        assert!(
-            testing.len() as u64
-                <= u64::from(limits.max_parallel) + limits.max_splits(u64::from(cars)),
-            "more runs at once than the window and the split halves pushed out of it"
-        );
+        witness.check(settled, &mut out);
+        check_runs_at_once(&train, cars);
     }
     let runs = train.runs();
     let bound = limits.max_ci_runs(u64::from(cars), out.kills);
