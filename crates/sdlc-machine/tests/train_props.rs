@@ -1,5 +1,6 @@
 //! Properties of the merge train (`sdlc_machine::fleet::Train`), over arbitrary schedules (PRs
-//! joining, runs starting, CI answering in any order, kills): every tree main moves to is one
+//! joining, runs starting, CI answering in any order, kills, PRs leaving and main moved from
+//! outside): every tree main moves to is one
 //! CI passed, each built on the last (main's first parent); a PR is returned only for a tree
 //! that fails while the same tree without it passed; with CI that fails exactly the trees
 //! holding a bad PR, exactly the bad PRs are returned and every other lands; and the train
@@ -32,6 +33,10 @@ enum Action {
     Start,
     Kill,
     End(usize),
+    /// The `n`-th car leaves without a verdict (its issue withdrawn, its worker stopped).
+    Leave(usize),
+    /// Main moves without the train (a person's push).
+    MainMoved,
 }
 
 /// What a schedule did, checked as it went.
@@ -39,7 +44,10 @@ enum Action {
 struct Outcome {
     landed: Vec<Car>,
     returned: Vec<Car>,
+    left: Vec<Car>,
     kills: u64,
+    /// Leaves and moves of main from outside the train.
+    disturbances: u64,
 }
 
 /// Main as the settled orders moved it, and the trees CI passed: each order is checked
@@ -48,7 +56,7 @@ struct Witness<'a> {
     ci: &'a Ci,
     /// Main's tree: each one CI passed, each built on the one before.
     main: Tree,
-    passed_trees: BTreeSet<Vec<Car>>,
+    passed_trees: BTreeSet<Tree>,
 }
 
 impl Witness<'_> {
@@ -57,7 +65,7 @@ impl Witness<'_> {
             match s {
                 Settled::Land { cars, tree } => {
                     assert!(
-                        self.passed_trees.contains(&tree.cars),
+                        self.passed_trees.contains(&tree),
                         "landed a tree CI never passed: {tree:?}"
                     );
                     assert!(
@@ -92,9 +100,18 @@ impl Witness<'_> {
     }
 }
 
-/// What may happen now: a car joins, a run starts, a kill, a run under way ends.
-fn options(train: &Train, left: bool, kill: bool, under_way: usize) -> Vec<Action> {
+/// What may happen now: a car joins, a run starts, a kill, a run under way ends, and while
+/// `disturb`, a car leaves or main moves from outside.
+fn options(
+    train: &Train,
+    (left, kill, disturb): (bool, bool, bool),
+    under_way: usize,
+) -> Vec<Action> {
     let mut options = Vec::new();
+    if disturb {
+        options.push(Action::MainMoved);
+        options.extend((0..train.len()).map(Action::Leave));
+    }
     if left && train.len() < train.limits().max_length as usize {
         options.push(Action::Join);
     }
@@ -129,7 +146,13 @@ fn check_runs_at_once(train: &Train, cars: u32) {
 
 /// Runs `cars` through a train, each choice of the schedule picking among what may happen
 /// next (a car joins, a run starts, a run under way ends, a kill); CI answers as `ci` does.
-fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) -> Outcome {
+fn run(
+    limits: TrainLimits,
+    cars: u32,
+    ci: &Ci,
+    choices: &[u8],
+    (max_kills, max_disturbances): (u64, u64),
+) -> Outcome {
     let mut train = Train::new(limits);
     let mut out = Outcome::default();
     let mut joined = 0u32;
@@ -148,12 +171,12 @@ fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) 
         steps += 1;
         assert!(steps < 10_000, "the train does not settle: {train:?}");
         let pick = usize::from(*choice.next().unwrap_or(&0));
-        let options = options(
-            &train,
+        let may = (
             joined < cars,
             out.kills < max_kills,
-            under_way.len(),
+            out.disturbances < max_disturbances,
         );
+        let options = options(&train, may, under_way.len());
         let settled = match options[pick % options.len()] {
             Action::Join => {
                 train.join(joined + 1).expect("room in the train");
@@ -170,9 +193,26 @@ fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) 
                 let (id, tree) = under_way.remove(i);
                 let passed = ci.passes(&tree);
                 if passed {
-                    witness.passed_trees.insert(tree.cars.clone());
+                    witness.passed_trees.insert(tree);
                 }
                 train.verdict(id, passed)
+            }
+            Action::Leave(n) => {
+                out.disturbances += 1;
+                let (car, _) = train.cars().nth(n).expect("a car in the train");
+                assert!(train.leave(car));
+                assert_eq!(train.position(car), None);
+                out.left.push(car);
+                Vec::new()
+            }
+            Action::MainMoved => {
+                out.disturbances += 1;
+                train.main_moved();
+                witness.main = Tree {
+                    epoch: witness.main.epoch + 1,
+                    cars: Vec::new(),
+                };
+                Vec::new()
             }
             Action::Start => {
                 let test = train.next_test().expect("a run may start");
@@ -184,9 +224,13 @@ fn run(limits: TrainLimits, cars: u32, ci: &Ci, choices: &[u8], max_kills: u64) 
         witness.check(settled, &mut out);
         check_runs_at_once(&train, cars);
     }
-    let runs = train.runs();
-    let bound = limits.max_ci_runs(u64::from(cars), out.kills);
-    assert!(runs <= bound, "{runs} CI runs, bound {bound}: {limits:?}");
+    // The bound is the train's own: a leave or an outside move rebuilds trees it cannot
+    // foresee.
+    if out.disturbances == 0 {
+        let runs = train.runs();
+        let bound = limits.max_ci_runs(u64::from(cars), out.kills);
+        assert!(runs <= bound, "{runs} CI runs, bound {bound}: {limits:?}");
+    }
     out
 }
 
@@ -209,13 +253,15 @@ proptest! {
         pairs in proptest::collection::vec((1u32..9, 1u32..9), 0..3),
         choices in proptest::collection::vec(any::<u8>(), 1..64),
         kills in 0u64..3,
+        disturbances in 0u64..3,
     ) {
         let pairs: Vec<_> = pairs.into_iter().filter(|(a, b)| a != b).collect();
         let ci = Ci { bad, pairs };
-        let out = run(limits, cars, &ci, &choices, kills);
-        let mut all: Vec<Car> = out.landed.iter().chain(&out.returned).copied().collect();
+        let out = run(limits, cars, &ci, &choices, (kills, disturbances));
+        let mut all: Vec<Car> =
+            out.landed.iter().chain(&out.returned).chain(&out.left).copied().collect();
         all.sort_unstable();
-        prop_assert_eq!(all, (1..=cars).collect::<Vec<_>>(), "each car lands or is returned once");
+        prop_assert_eq!(all, (1..=cars).collect::<Vec<_>>(), "each car lands, is returned or leaves, once");
     }
 
     #[test]
@@ -227,7 +273,7 @@ proptest! {
         kills in 0u64..3,
     ) {
         let ci = Ci { bad: bad.clone(), pairs: Vec::new() };
-        let out = run(limits, cars, &ci, &choices, kills);
+        let out = run(limits, cars, &ci, &choices, (kills, 0));
         let returned: BTreeSet<Car> = out.returned.iter().copied().collect();
         let expected: BTreeSet<Car> = bad.into_iter().filter(|c| *c <= cars).collect();
         prop_assert_eq!(returned, expected);

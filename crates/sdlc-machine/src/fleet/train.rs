@@ -43,7 +43,7 @@ pub struct TrainLimits {
 /// A tree under test: main as the train last saw it move from outside (`epoch`) plus
 /// `cars` merged onto it in order (the cars landed since, then the ones ahead, then the
 /// batch's own).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Tree {
     /// Moves of main the train did not make, so far.
     pub epoch: u32,
