@@ -156,6 +156,7 @@ pub(super) fn merge_pr(
                 checks: ci.failing_of(&built.merge)?,
             });
         }
+        crate::failpoint::point("merge: combination tested");
     }
     repo.push_merge(branch, commit, &built)
 }

@@ -9,6 +9,7 @@ pub(crate) mod answers;
 
 use crate::artifacts;
 use crate::call_failure::CallFailureKind;
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -228,6 +229,20 @@ impl Repo {
             hint,
             kind: CallFailureKind::TimedOut,
         })
+    }
+
+    /// `git ARGS` with `env` added (a commit's dates), checked as [`Repo::git_checked`]; never
+    /// a query whose answer is kept.
+    fn git_ok_with(&self, args: &[&str], env: &[(&str, &OsStr)]) -> Result<String, RepoError> {
+        crate::failpoint::point("git: before");
+        let pinned = crate::git::trust::Trusted::pinned(self.pins(), args);
+        let out = crate::git::command::run(&self.path, &pinned, env, GIT_TIMEOUT);
+        crate::failpoint::point("git: after");
+        let out = self.answered(args, out, "check the network and the remote")?;
+        if !out.status.success() {
+            return Err(self.failed(args, &out));
+        }
+        Ok(stdout(&out))
     }
 
     fn git_ok(&self, args: &[&str]) -> Result<String, RepoError> {

@@ -241,3 +241,147 @@ fn a_workers_review_wait_pauses_no_other_worker() {
     );
     assert_eq!(merged_issues(&p.origin), [2], "{all}");
 }
+
+/// CI of the green-alone, red-together tests: it records the commit it tests, holds the first
+/// two runs until both have started (so that both branches are cut from the same main and
+/// each passes alone), and fails a tree holding both issues' files unless the agent's
+/// `ci-fixed` is in it.
+fn red_together_ci(runs: &std::path::Path) -> String {
+    format!(
+        "git rev-parse HEAD >> {runs}; \
+         while [ \"$(wc -l < {runs})\" -lt 2 ]; do sleep 0.05; done; \
+         if [ -e src/issue_1.txt ] && [ -e src/issue_2.txt ] && [ ! -e ci-fixed ]; then \
+           echo 'issue 1 and issue 2 break each other'; exit 1; fi",
+        runs = runs.display()
+    )
+}
+
+/// Whether commit `sha` of `repo` passes [`red_together_ci`]'s check.
+fn green(repo: &std::path::Path, sha: &str) -> bool {
+    let has = |path: &str| {
+        std::process::Command::new("git")
+            .args(["cat-file", "-e", &format!("{sha}:{path}")])
+            .current_dir(repo)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .expect("git cat-file")
+            .success()
+    };
+    !(has("src/issue_1.txt") && has("src/issue_2.txt")) || has("ci-fixed")
+}
+
+/// Two workers' branches, each green alone and red together. The first to merge lands (main
+/// did not move since its CI); the second's merge builds the commit main would hold, CI fails
+/// it, and it goes back to its issue as monitorCI's failure naming the combination: the agent
+/// repairs it and it lands. No issue is escalated, and every commit of main's first-parent
+/// history is one CI passes (the merge train keeps this rule when it tests several at once).
+#[test]
+fn two_workers_green_alone_and_red_together_return_the_second_naming_the_combination() {
+    let issues: Vec<(u32, String)> = (1..=2).map(|n| (n, format!("Issue {n}"))).collect();
+    let p = Project::new(
+        &refs(&issues),
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", red_together_ci(&runs)], "timeoutMin": 1});
+    p.set_config(extra);
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(none_escalated(&p, &issues).is_empty(), "{all}");
+    let first_parents = e2e::git(&p.origin, &["rev-list", "--first-parent", "main"]);
+    let red: Vec<&str> = first_parents
+        .lines()
+        .filter(|sha| !green(&p.origin, sha))
+        .collect();
+    assert!(red.is_empty(), "red commits on main: {red:?}\n{all}");
+    // Exactly one issue was returned, and its words name its branch and the main it failed on.
+    let returned: Vec<u32> = (1..=2)
+        .filter(|n| {
+            all.lines()
+                .any(|l| l.contains("CI failed on ") && l.contains(&format!(" {n}-")))
+        })
+        .collect();
+    assert_eq!(returned.len(), 1, "one issue returned: {returned:?}\n{all}");
+    assert!(all.contains("merged onto main"), "{all}");
+    let repairs: Vec<u32> = e2e::invocations_in(&p.agent_log)
+        .into_iter()
+        .filter(|(_, step)| step == "monitorCI")
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(
+        repairs, returned,
+        "only the returned issue is repaired\n{all}"
+    );
+}
+
+/// The fleet is killed (SIGKILL) while CI tests the commit main would hold for the second
+/// merge (the two branches, green alone, red together). The restart builds and tests that
+/// commit again (the killed run left no verdict), CI fails it, the issue is returned and
+/// repaired, and both land: main never holds a tree CI did not pass.
+#[test]
+fn a_kill_during_ci_of_the_combination_resumes_without_landing_an_untested_tree() {
+    let issues: Vec<(u32, String)> = (1..=2).map(|n| (n, format!("Issue {n}"))).collect();
+    let p = Project::new(
+        &refs(&issues),
+        json!({"steps": {"monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let combined = p.root.join("ci-combined");
+    let gate = p.root.join("ci-gate");
+    // The combination's CI holds until the gate opens: the test kills the fleet meanwhile.
+    let hold = format!(
+        "if [ -e src/issue_1.txt ] && [ -e src/issue_2.txt ] && [ ! -e ci-fixed ]; then \
+           touch {combined}; while [ ! -e {gate} ]; do sleep 0.05; done; fi; ",
+        combined = combined.display(),
+        gate = gate.display()
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({
+        "command": ["sh", "-c", format!("{hold}{}", red_together_ci(&runs))],
+        "timeoutMin": 1
+    });
+    p.set_config(extra);
+    let mut fleet = p.spawn(&["--workers", "2"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while !combined.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "CI never tested the combination"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let before = e2e::git(&p.origin, &["rev-parse", "main"]);
+    fleet.kill().expect("kill -9");
+    let _ = fleet.wait();
+    std::fs::write(&gate, "open").expect("gate");
+    assert_eq!(
+        merged_issues(&p.origin).len(),
+        1,
+        "one landed before the kill"
+    );
+
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(none_escalated(&p, &issues).is_empty(), "{all}");
+    let first_parents = e2e::git(&p.origin, &["rev-list", "--first-parent", "main"]);
+    let red: Vec<&str> = first_parents
+        .lines()
+        .filter(|sha| !green(&p.origin, sha))
+        .collect();
+    assert!(red.is_empty(), "red commits on main: {red:?}\n{all}");
+    assert!(
+        first_parents.lines().any(|sha| sha == before),
+        "main grew from where it was at the kill\n{all}"
+    );
+    assert!(
+        all.contains("merged onto main"),
+        "the combination failed anew\n{all}"
+    );
+}

@@ -425,3 +425,62 @@ fn when_main_did_not_move_ci_runs_once() {
     let ran = std::fs::read_to_string(&runs).expect("CI ran");
     assert_eq!(ran.lines().count(), 1, "{ran}\n{all}");
 }
+
+/// The runner is killed after CI passed the commit main would hold (a person's compatible push
+/// to main during CI) and before main moved. The restart builds the same commit again (a
+/// merge is dated by its parents), finds CI's verdict on it, and pushes it: CI does not run on
+/// the combination twice, and main holds exactly the commit it passed.
+#[test]
+fn a_kill_after_ci_passed_the_combination_lands_it_without_testing_it_again() {
+    let g = gated();
+    let all = ["run", "--config", g.p.config.to_str().expect("utf8")];
+    let child =
+        g.p.command(&all)
+            .env(
+                sdlc_runner::failpoint::CRASH_AT_ENV,
+                "merge: combination tested",
+            )
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn runner");
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !g.started.exists() {
+        assert!(Instant::now() < deadline, "CI never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let branch = git(
+        &g.p.origin,
+        &["for-each-ref", "--format=%(refname:short)", "refs/heads"],
+    )
+    .lines()
+    .find(|b| b.starts_with("1-"))
+    .expect("the issue's branch on origin")
+    .to_string();
+    let person = g.person(&branch);
+    git(&person, &["checkout", "--quiet", "main"]);
+    let theirs = commit_file(&person, "person.txt", "unrelated\n", "person: unrelated");
+    git(&person, &["push", "--quiet", "origin", "main"]);
+    let killed = g.open_gate_and_wait(child);
+    assert_ne!(code(&killed), 0, "{}", text(&killed));
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main"]),
+        theirs,
+        "not merged yet"
+    );
+    let tested = g.ci_runs();
+    assert_eq!(
+        tested.len(),
+        2,
+        "the branch, then the combination: {tested:?}"
+    );
+    // A restart a second later or more: a merge dated by the clock would be another commit.
+    std::thread::sleep(Duration::from_millis(1_100));
+
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(g.ci_runs(), tested, "CI ran again: {all}");
+    assert_eq!(git(&g.p.origin, &["rev-parse", "main"]), tested[1], "{all}");
+    assert_eq!(g.p.issue(1)["state"], "closed", "{all}");
+}

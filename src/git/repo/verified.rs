@@ -138,17 +138,27 @@ impl Repo {
                 CallFailureKind::Conflict,
             ));
         }
+        // Dated by its parents, not the clock: the same merge built again (after a restart, by
+        // another worker) is the same commit, so CI's verdict on it, kept by commit, holds.
+        let date = std::ffi::OsString::from(format!("@{} +0000", self.merge_date(&base, commit)?));
+        let dates = [
+            ("GIT_AUTHOR_DATE", date.as_os_str()),
+            ("GIT_COMMITTER_DATE", date.as_os_str()),
+        ];
         let merge = self
-            .git_ok(&[
-                "commit-tree",
-                &tree,
-                "-p",
-                &base,
-                "-p",
-                commit,
-                "-m",
-                message,
-            ])?
+            .git_ok_with(
+                &[
+                    "commit-tree",
+                    &tree,
+                    "-p",
+                    &base,
+                    "-p",
+                    commit,
+                    "-m",
+                    message,
+                ],
+                &dates,
+            )?
             .trim()
             .to_string();
         let verified_tree = self
@@ -160,6 +170,17 @@ impl Repo {
             base,
             merge,
         })
+    }
+
+    /// The date of the merge of `commit` onto `base`: the later of their committer dates
+    /// (seconds since the epoch), so that main's dates never go back.
+    fn merge_date(&self, base: &str, commit: &str) -> Result<u64, RepoError> {
+        let mut latest = 0;
+        for parent in [base, commit] {
+            let text = self.git_ok(&["log", "-1", "--format=%ct", parent, "--"])?;
+            latest = latest.max(text.trim().parse::<u64>().unwrap_or(0));
+        }
+        Ok(latest)
     }
 
     /// Moves origin's main to exactly `built.merge` and deletes `branch` on origin, in one
@@ -262,6 +283,57 @@ const SIDES_FILES: usize = 5;
 #[cfg(test)]
 mod tests {
     use super::marked_files;
+    use crate::git::repo::Repo;
+    use std::path::Path;
+
+    /// `git ARGS` in `dir`, its commits dated `date` (seconds since the epoch).
+    fn git_at(dir: &Path, date: u64, args: &[&str]) -> String {
+        let when = std::ffi::OsString::from(format!("@{date} +0000"));
+        let env = [
+            ("GIT_AUTHOR_DATE", when.as_os_str()),
+            ("GIT_COMMITTER_DATE", when.as_os_str()),
+        ];
+        let out = crate::git::command::run(dir, args, &env, crate::git::command::GIT_TIMEOUT)
+            .expect("git runs")
+            .expect("git answers");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    #[test]
+    fn the_same_merge_built_twice_is_the_same_commit_dated_by_its_parents() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let p = dir.path();
+        git_at(p, 1_000, &["init", "-q", "-b", "main"]);
+        git_at(p, 1_000, &["config", "user.name", "t"]);
+        git_at(p, 1_000, &["config", "user.email", "t@t.invalid"]);
+        git_at(p, 1_000, &["commit", "-q", "--allow-empty", "-m", "first"]);
+        git_at(p, 1_000, &["checkout", "-q", "-b", "7-login"]);
+        std::fs::write(p.join("login.txt"), "login\n").expect("write");
+        git_at(p, 3_000, &["add", "login.txt"]);
+        git_at(p, 3_000, &["commit", "-q", "-m", "login"]);
+        let verified = git_at(p, 0, &["rev-parse", "HEAD"]);
+        git_at(p, 3_000, &["checkout", "-q", "main"]);
+        std::fs::write(p.join("other.txt"), "other\n").expect("write");
+        git_at(p, 2_000, &["add", "other.txt"]);
+        git_at(p, 2_000, &["commit", "-q", "-m", "other"]);
+        let origin = p.to_str().expect("utf8");
+        git_at(p, 0, &["remote", "add", "origin", origin]);
+        git_at(p, 0, &["fetch", "-q", "origin"]);
+        let repo = Repo::open(p).expect("open");
+        let first = repo
+            .build_merge("7-login", &verified, "Merge issue #7")
+            .expect("built");
+        // A second apart at least: a merge dated by the clock would differ.
+        std::thread::sleep(std::time::Duration::from_millis(1_100));
+        let again = repo
+            .build_merge("7-login", &verified, "Merge issue #7")
+            .expect("built again");
+        assert_eq!(first, again);
+        assert!(!first.same_tree);
+        let dates = git_at(p, 0, &["log", "-1", "--format=%at %ct", &first.merge]);
+        assert_eq!(dates, "3000 3000", "the later parent's date");
+    }
 
     #[test]
     fn added_conflict_markers_are_found_and_a_heading_underline_is_not() {

@@ -18,14 +18,20 @@
 //! Beside the coordinator, two pure policies every runner follows around a merge, fleet or
 //! not: how long it waits for the merge lease ([`LeaseWait`]), and how a merge that lost a push
 //! race is retried ([`Contention`]): as contention on main, not as a failed attempt.
+//!
+//! The merge train ([`Train`]): ready PRs tested together, up to `max_parallel` trees at once,
+//! each as main plus the PRs ahead of it plus itself; the head lands when it passes, a failing
+//! one is returned (bisected out of a failing batch) and those behind it are rebuilt.
 
 mod coordinator;
 mod merge_policy;
 #[cfg(test)]
 mod tests;
+mod train;
 
 pub use coordinator::*;
 pub use merge_policy::*;
+pub use train::*;
 
 use crate::machine::State;
 
