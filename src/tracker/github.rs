@@ -122,12 +122,18 @@ impl GitHub {
         escalated_this_session: &BTreeSet<u32>,
         merged: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
-        let milestones = self.open_milestones()?;
         let candidates: Vec<Issue> = self
             .issue_list(&format!("state=open&labels={}", path_segment(&self.label)))?
             .into_iter()
             .filter(|i| i.state_open)
             .collect();
+        // The open milestones scope the selection only through a candidate's milestone: with
+        // no candidate in one, they are not asked for.
+        let milestones = if candidates.iter().any(|i| i.milestone.is_some()) {
+            self.open_milestones()?
+        } else {
+            Vec::new()
+        };
         let open_candidates: BTreeSet<u32> = candidates.iter().map(|i| i.number).collect();
         let numbers: HashMap<String, u64> = milestones.iter().cloned().collect::<HashMap<_, _>>();
         let titles: Vec<String> = milestones.iter().map(|(t, _)| t.clone()).collect();
@@ -184,7 +190,13 @@ impl GitHub {
             )));
         };
         let actor = event["actor"]["login"].as_str().unwrap_or_default();
-        let permission = self.permission(actor)?;
+        // The runner's own account pushes and merges, so it has write access: its label (the
+        // operator's, under the operator's token) needs no question about its permission.
+        let permission = if !actor.is_empty() && actor == self.own_login()? {
+            "write".to_string()
+        } else {
+            self.permission(actor)?
+        };
         let verdict = crate::authority::judge(
             actor,
             crate::authority::Standing::Permission(&permission),
@@ -276,6 +288,24 @@ impl GitHub {
                 "issue #{number} waits for a person: its description was edited by @{editor}, who has {why}, after its label was applied; someone with write access to the repository reads it and applies the label again to let it run"
             )),
         })
+    }
+
+    /// The login of the account gh's token belongs to (`GET /user`, once per run; the forge's
+    /// same read is then a 304). A token that may not read its user has none.
+    fn own_login(&self) -> Result<String, TrackerError> {
+        if let Some(login) = self.login.get() {
+            return Ok(login.clone());
+        }
+        let (answer, args, stderr) = self.answer("GET", "user", None)?;
+        let login = if answer.ok() {
+            crate::forge::github::login_of(&answer.body)
+        } else {
+            match answer.failure_kind(0) {
+                CallFailureKind::Permission | CallFailureKind::NotFound => String::new(),
+                _ => return Err(self.refused(&args, &answer, &stderr)),
+            }
+        };
+        Ok(self.login.get_or_init(|| login).clone())
     }
 
     /// `login`'s permission on the repository (`admin`, `maintain`, `write`, `triage`,

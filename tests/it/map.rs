@@ -97,8 +97,8 @@ fn named(map: &str, home: Option<&str>) -> Vec<(String, Option<String>)> {
     let mut folder: Option<String> = home.clone();
     for paragraph_line in map.lines() {
         let line = paragraph_line.trim_start();
-        if line.starts_with("- `") {
-            folder = line[3..]
+        if let Some(bullet) = line.strip_prefix("- `") {
+            folder = bullet
                 .split('`')
                 .next()
                 .filter(|w| w.ends_with('/'))

@@ -197,7 +197,10 @@ fn rate_limits_during_the_run_and_at_start_are_waited_out_and_blame_nobody() {
     let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
     g.api.with(|a| {
         a.limits = vec![
-            ("milestones".into(), Limit::Primary { reset_in_secs: 1 }),
+            (
+                "labels=automatable".into(),
+                Limit::Primary { reset_in_secs: 1 },
+            ),
             ("check-runs".into(), Limit::Primary { reset_in_secs: 1 }),
             (
                 "check-runs".into(),
@@ -688,8 +691,14 @@ fn a_rate_limit_that_outlasts_the_waits_halts_naming_it_through_the_real_gh() {
     );
     g.api.with(|a| {
         a.limits = vec![
-            ("milestones".into(), Limit::Primary { reset_in_secs: 1 }),
-            ("milestones".into(), Limit::Primary { reset_in_secs: 600 }),
+            (
+                "labels=automatable".into(),
+                Limit::Primary { reset_in_secs: 1 },
+            ),
+            (
+                "labels=automatable".into(),
+                Limit::Primary { reset_in_secs: 600 },
+            ),
         ]
     });
     let out = g.p.run(&[]);
@@ -1280,5 +1289,51 @@ fn main_moved_after_ci_brings_the_branch_up_to_date_and_merges_its_new_head_thro
                 "GET /repos/{OWNER}/{REPO}/commits/{merged_head}/check-runs?per_page=100&page=1"
             )),
         "CI was read for the updated head: {requests:#?}"
+    );
+}
+
+/// A clean issue, from selection to the run's end, spends at most 15 of the token's GitHub
+/// requests: every read made again is conditional (`If-None-Match`), and GitHub's 304 for an
+/// unchanged answer does not count against the rate limit; reads whose answer the runner
+/// already holds are not made. The runner counts the same requests and 304s (its stats line)
+/// as the API answered.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_clean_issue_spends_at_most_fifteen_github_requests_and_a_second_look_is_a_304() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let mut g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.p.env.push(("SDLC_RUNNER_STATS".into(), "1".into()));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let answered = g.api.with(|a| a.answered.clone());
+    assert_eq!(code(&out), 0, "{all}\n{answered:#?}");
+    assert!(!g.issue_open(1), "{all}");
+    let spent: Vec<&(String, u16)> = answered.iter().filter(|(_, s)| *s != 304).collect();
+    assert!(
+        spent.len() <= 15,
+        "{} requests spent the token's budget:\n{spent:#?}",
+        spent.len()
+    );
+    let issue = format!("GET /repos/{OWNER}/{REPO}/issues/1");
+    let looks: Vec<u16> = answered
+        .iter()
+        .filter(|(r, _)| *r == issue)
+        .map(|(_, s)| *s)
+        .collect();
+    assert_eq!(looks.first(), Some(&200), "{answered:#?}");
+    assert!(
+        looks.iter().filter(|s| **s == 304).count() >= 3,
+        "each step's look at the unchanged issue is a 304: {looks:?}"
+    );
+    let not_modified = answered.iter().filter(|(_, s)| *s == 304).count();
+    assert!(
+        all.contains(&format!(
+            "github_requests={} github_not_modified={not_modified}",
+            answered.len()
+        )),
+        "the runner counts what GitHub answered ({} answers, {not_modified} of them 304): {all}",
+        answered.len()
     );
 }

@@ -659,6 +659,13 @@ fn githubs_changes_requested_holds_the_merge_at_the_review_gate() {
         "mergeGate",
         json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "CHANGES_REQUESTED"}),
     );
+    // GitHub decides from reviews: the PR (the first one opened, #200) has one, a comment
+    // review with no words of its own, so the decision is GitHub's alone.
+    g.set_state(
+        "reviews",
+        json!({"200": [{"id": 1, "user": {"login": "reviewer"}, "state": "COMMENTED",
+            "body": "", "commit_id": "0", "submitted_at": "2026-01-01T00:00:00Z"}]}),
+    );
     let out = g.p.run(&[]);
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");

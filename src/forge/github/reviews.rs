@@ -123,12 +123,25 @@ pub(in crate::forge) fn review_state(
     } else {
         review_decision(gh, repo_dir, number)?
     };
-    let lines = pages(gh, repo_dir, &format!("{pull}/comments"))?;
-    let talk = pages(
-        gh,
-        repo_dir,
-        &format!("repos/{{owner}}/{{repo}}/issues/{number}/comments"),
-    )?;
+    // The pull request counts its line comments and its conversation: an empty list is not
+    // read (the merge reads the pull request next, then a 304).
+    let counts: Value =
+        serde_json::from_slice(&api_get(gh, repo_dir, &pull)?.body).unwrap_or_default();
+    let none = |field: &str| counts[field].as_u64() == Some(0);
+    let lines = if none("review_comments") {
+        Vec::new()
+    } else {
+        pages(gh, repo_dir, &format!("{pull}/comments"))?
+    };
+    let talk = if none("comments") {
+        Vec::new()
+    } else {
+        pages(
+            gh,
+            repo_dir,
+            &format!("repos/{{owner}}/{{repo}}/issues/{number}/comments"),
+        )?
+    };
     let lists = Lists {
         reviews: &reviews,
         line_comments: &lines,

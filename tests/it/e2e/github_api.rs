@@ -845,7 +845,17 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
         }
         ("GET", ["pulls", number]) => {
             let pull = api.pulls.iter().find(|p| p.number.to_string() == *number)?;
-            Some(ok(pull_rest(api, pull)))
+            // The single pull request counts its conversation and its line comments (the
+            // list of pull requests does not).
+            let on_it = |list: &[Value]| {
+                list.iter()
+                    .filter(|c| c["pull"].as_u64() == Some(u64::from(pull.number)))
+                    .count()
+            };
+            let mut answer = pull_rest(api, pull);
+            answer["comments"] = json!(on_it(&api.pr_comments));
+            answer["review_comments"] = json!(on_it(&api.review_comments));
+            Some(ok(answer))
         }
         ("GET", ["pulls", number, list @ ("reviews" | "comments")]) => {
             let of = if *list == "reviews" {
