@@ -158,8 +158,14 @@ mod tests {
     fn a_calls_running_cost_counts_until_an_event_answers_it() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("journal.jsonl");
-        journal_with(&path, &[1_000_000]);
         let (mut j, _) = Journal::open(&path).unwrap();
+        j.begin(&Limits::default(), Mode::Continuous).unwrap();
+        j.append(&[Record::Event {
+            event: spent(1_000_000),
+            state: "Implement".into(),
+            said: None,
+        }])
+        .unwrap();
         let spending = |c| Record::Spending { cost_micros: c };
         j.append(&[spending(300_000), spending(700_000)]).unwrap();
         let now = Utc::now();
