@@ -515,18 +515,20 @@ fn requests_sent(p: &e2e::Project) -> usize {
     p.count("spent ")
 }
 
-/// Runs `spawn` again and again, SIGKILLing each runner after a random 1–3 more priced
-/// requests of its agent, until a runner ends by itself. Returns how many were killed.
+/// Runs `spawn` again and again, SIGKILLing each runner after a random `least..=most` more
+/// priced requests of its agents, until a runner ends by itself (at most `rounds` kills).
+/// Returns how many were killed.
 fn kill_at_random_requests(
     p: &e2e::Project,
     mut spawn: impl FnMut() -> std::process::Child,
-    rounds: usize,
+    (rounds, least, most): (usize, u64, u64),
 ) -> usize {
     let mut state = seed();
     let mut kills = 0;
     for _ in 0..rounds {
         let mut child = spawn();
-        let target = requests_sent(p) + next(&mut state, 3) as usize;
+        let more = least - 1 + next(&mut state, most - least + 1);
+        let target = requests_sent(p) + more as usize;
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
         loop {
             if child.try_wait().expect("try_wait").is_some() {
@@ -579,7 +581,7 @@ fn a_runner_killed_at_random_points_of_spending_calls_spends_at_most_its_budget_
         "maxRetriesPerStep": 6,
         "maxConsecutiveSameFailure": 0,
     }));
-    let kills = kill_at_random_requests(&p, || p.spawn(&["--issue", "1"]), 4);
+    let kills = kill_at_random_requests(&p, || p.spawn(&["--issue", "1"]), (4, 1, 3));
     let calls = p.count("1 implement ");
     let spent = requests_sent(&p) as f64 * MESSAGE_USD;
     let bound = 3.0 + calls as f64 * MESSAGE_USD;
@@ -600,4 +602,46 @@ fn a_runner_killed_at_random_points_of_spending_calls_spends_at_most_its_budget_
         .collect();
     assert_eq!(killed.len(), kills, "{killed:?}");
     assert!(killed.iter().all(|c| *c >= 800_000), "{killed:?}");
+}
+
+/// A fleet's shares are durable: a fleet SIGKILLed at random points of its workers' spending
+/// calls, and run again, counts what the sessions its workers continue had spent (their
+/// journals, a killed call's running cost included), so over every kill the workers together
+/// spend at most the session budget plus one request per call. Before, the coordinator
+/// started from nothing after a crash and handed the whole session budget out again.
+#[test]
+fn a_fleet_killed_at_random_points_of_spending_calls_spends_at_most_its_budget_plus_one_request_per_call(
+) {
+    let issues: Vec<(u32, String)> = (1..=4).map(|n| (n, format!("Issue {n}"))).collect();
+    let refs: Vec<(u32, &str, &str)> = issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect();
+    let p = Project::new(
+        &refs,
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:150"]}}),
+        json!({}),
+    );
+    let agent = json!({
+        "command": e2e::BIN,
+        "args": ["fake-agent", "--script", p.script.to_str().unwrap()],
+        "pricing": {"claude-fake": {"input": 4, "cachedInput": 0.4, "output": 20}},
+    });
+    // The fleet's $10 is spent largely before the kill; after it, fresh issues have whole
+    // $6 issue budgets and each worker's own session most of its $10: only the fleet's
+    // count of what its sessions spent holds the rest to what is left. A fleet that forgot
+    // it would hand $10 out again.
+    p.set_config(json!({"model": "claude-fake", "agent": agent,
+        "budget": {"perSessionUsd": 10, "perIssueUsd": 6},
+        "maxConsecutiveEscalations": 5,
+        "maxRetriesPerStep": 6, "maxConsecutiveSameFailure": 0}));
+    let kills = kill_at_random_requests(&p, || p.spawn(&["--workers", "2"]), (1, 7, 9));
+    let calls = (1..=4)
+        .map(|n| p.count(&format!("{n} implement ")))
+        .sum::<usize>();
+    let spent = requests_sent(&p) as f64 * MESSAGE_USD;
+    let bound = 10.0 + calls as f64 * MESSAGE_USD;
+    assert!(
+        spent <= bound + 1e-6,
+        "the workers spent ${spent:.2} in {calls} calls over {kills} kills, more than ${bound:.2}: {:?}",
+        p.invocations()
+    );
+    assert!(kills >= 1, "{:?}", p.invocations());
 }

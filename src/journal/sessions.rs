@@ -134,12 +134,12 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
             Record::Event { event, state, said } => {
                 session.unanswered_spend_micros = None;
                 session.batches.push(Batch {
-                seq: line.seq,
-                event: event.clone(),
-                report: Report {
-                    failure: None,
-                    said: said.clone(),
-                },
+                    seq: line.seq,
+                    event: event.clone(),
+                    report: Report {
+                        failure: None,
+                        said: said.clone(),
+                    },
                     state: state.clone(),
                     effects: Vec::new(),
                 })

@@ -100,7 +100,9 @@ pub(super) async fn execute(
             }
             status.observe(reader.summary());
             if let Some(cost) = reader.running_cost_micros() {
-                let mut held = journal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut held = journal
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
                 if let Some(j) = held.as_mut() {
                     spend.observe(cost, j, clock.instant());
                 }
@@ -112,7 +114,9 @@ pub(super) async fn execute(
                 pgid,
                 start_ticks: crate::cleanup::read_stat(pgid).map_or(0, |s| s.start_time),
             };
-            let mut held = journal.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut held = journal
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             if let Some(j) = held.as_mut() {
                 if let Err(e) = j.append_unsynced(&[Record::Agent { group }]) {
                     unrecorded_group = Some(e.to_string());
