@@ -313,6 +313,13 @@ pub fn group_unrecorded(error: &dyn Display) -> String {
     )
 }
 
+/// The running cost of an agent call could not be journaled.
+pub fn spend_unrecorded(error: &dyn Display) -> String {
+    format!(
+        "warning: the agent call's running cost could not be journaled ({error}); if the runner dies now, a restart counts less than the call spent. Free the journal's disk or fix its permissions"
+    )
+}
+
 /// The agent's changes to the repository's git setup, put back by the runner.
 pub fn git_setup_put_back(changes: &[String]) -> String {
     format!(

@@ -111,6 +111,7 @@ pub fn mermaid() -> String {
         max_consecutive_escalations: 2,
         session_budget_micros: Some(1_000),
         day_budget_left_micros: None,
+        session_spent_before_micros: 0,
     };
     let start = Node {
         c: Coordinator::new(limits),

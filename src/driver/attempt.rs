@@ -3,20 +3,20 @@
 
 use super::facts::{FactsAsked, Probe};
 use super::invoke::{self, RepairContext};
-use super::shutdown::Shutdown;
 use super::step_run::{Calls, StepRun, Voice};
 use super::{network, KILL_GRACE, TAIL_BYTES};
+mod execute;
+use execute::execute;
+
 use crate::agent::classify::{classify_post_check, Classified, Observation};
 use crate::agent::cli::{self, AttemptInfo};
 use crate::agent::stream::StreamSummary;
 use crate::agent::{sandbox, AgentError, AgentExit, AgentRun};
 use crate::failure::FailureClass;
-use crate::journal::{AgentGroup, Journal, Record};
 use crate::logs::{AttemptHeader, LiveCap};
 use crate::machine::{Event, Usage};
 use crate::narration as say;
 use crate::notify::Severity;
-use crate::ports::AgentPort;
 use crate::step::Step;
 use crate::steps::checks;
 use crate::tracker::IssueText;
@@ -141,7 +141,7 @@ impl StepRun<'_> {
             &*self.shell.agent,
             &run,
             reader,
-            &self.shell.shutdown,
+            (&self.shell.shutdown, &*self.shell.clock),
             self.shell.journal.as_mut(),
             live.as_ref(),
             &self.shell.live,
@@ -153,6 +153,9 @@ impl StepRun<'_> {
         let tampering = self.shell.io.call(|w| w.git.undo_tampering()).await;
         if let Some(e) = ran.unrecorded_group {
             self.voice.log(&say::group_unrecorded(&e));
+        }
+        if let Some(e) = ran.unrecorded_spend {
+            self.voice.log(&say::spend_unrecorded(&e));
         }
         let summary = ran.summary;
         let exit = match ran.exit {
@@ -513,66 +516,6 @@ enum Unprepared {
     Environment(String),
     /// The issue is larger than an agent is handed.
     TooLarge(String),
-}
-
-/// What running the agent produced.
-struct Ran {
-    exit: Result<AgentExit, AgentError>,
-    summary: StreamSummary,
-    /// Why the agent's process group could not be journaled, if it could not.
-    unrecorded_group: Option<String>,
-}
-
-/// Runs the agent, reading its stream as it arrives, and journals its process group as soon
-/// as it exists so that a restarted runner can stop what this one leaves behind.
-async fn execute(
-    agent: &dyn AgentPort,
-    run: &AgentRun,
-    mut reader: cli::Reader,
-    shutdown: &Shutdown,
-    journal: Option<&mut Journal>,
-    live: Option<&crate::progress::Live>,
-    status: &crate::live_status::LiveStatus,
-) -> Ran {
-    let mut unrecorded_group = None;
-    let mut journal = journal;
-    let ticker = live.map(crate::progress::Live::tick);
-    let flusher = status.tick();
-    let exit = {
-        let mut sink = |bytes: &[u8]| {
-            let keep_going = reader.feed(bytes);
-            if let Some(live) = live {
-                live.observe(reader.summary());
-            }
-            status.observe(reader.summary());
-            keep_going
-        };
-        let mut on_spawn = |pgid: i32| {
-            let group = AgentGroup {
-                pgid,
-                start_ticks: crate::cleanup::read_stat(pgid).map_or(0, |s| s.start_time),
-            };
-            if let Some(j) = journal.as_mut() {
-                if let Err(e) = j.append_unsynced(&[Record::Agent { group }]) {
-                    unrecorded_group = Some(e.to_string());
-                }
-            }
-            crate::failpoint::point("agent spawned");
-        };
-        agent
-            .run(run, &mut sink, shutdown.receiver(), &mut on_spawn)
-            .await
-    };
-    flusher.abort();
-    if let Some(ticker) = ticker {
-        ticker.abort();
-        crate::console::clear_status();
-    }
-    Ran {
-        exit,
-        summary: reader.finish(),
-        unrecorded_group,
-    }
 }
 
 /// The header of the attempt's archived log.

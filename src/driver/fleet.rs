@@ -155,6 +155,33 @@ pub(super) fn share(fleet: Option<&Link>, wanted: Option<u64>) -> Result<Option<
     }
 }
 
+/// What the sessions the workers continue (a fleet killed or crashed, run again) had spent:
+/// each worker's open session rebuilt from its journal, with the running cost of a call it
+/// died in. The fleet's shares lived in its memory; the journals are what is left of them.
+fn session_spent_before(clones: &[PathBuf]) -> Result<u64, String> {
+    let mut total = 0u64;
+    for clone in clones {
+        let dir = crate::runner_dir::RunnerDir {
+            dir: clone.join(".git").join(crate::runner_dir::DIR_NAME),
+        };
+        let path = dir.journal();
+        if !path.exists() {
+            continue;
+        }
+        let recovered = crate::journal::Journal::read(&path).map_err(|e| {
+            format!("budget.perSessionUsd: cannot count what the workers' sessions spent: {e}; repair or move the journal it names")
+        })?;
+        if let Some(open) = recovered.open_session {
+            let (core, _) = crate::journal::rebuild_session(&open);
+            let spent = core.runner().session_cost_micros;
+            total = total
+                .saturating_add(spent)
+                .saturating_add(open.unanswered_spend_micros.unwrap_or(0));
+        }
+    }
+    Ok(total)
+}
+
 /// The file that keeps a fleet halt across runs (`release` removes it too).
 pub(crate) fn halt_file(runner_dir: &Path) -> PathBuf {
     runner_dir.join("fleet-halt")
@@ -289,6 +316,16 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         }
         None => None,
     };
+    let spent_before = match limits.per_session_budget_micros {
+        Some(_) => match session_spent_before(&plan.clones) {
+            Ok(micros) => micros,
+            Err(e) => {
+                say!("error: {e}");
+                return 2;
+            }
+        },
+        None => 0,
+    };
     let shared = Arc::new(Shared {
         coordinator: Mutex::new(Coordinator::new(FleetLimits {
             workers,
@@ -297,6 +334,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
             day_budget_left_micros: limits
                 .per_day_budget_micros
                 .map(|b| b.saturating_sub(spent_today.unwrap_or(0))),
+            session_spent_before_micros: spent_before,
         })),
         shutdowns: Mutex::new(Vec::new()),
         journals: crate::journal::Journals::in_dir(&crate::runner_dir::RunnerDir {

@@ -239,6 +239,7 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
             if let Some(j) = journal.as_mut() {
                 j.continue_session(&open.id);
             }
+            let core = killed_call_spent(core, open.unanswered_spend_micros, journal.as_mut())?;
             say!(
                 "continuing session {} ({} events recorded){}",
                 open.id,
@@ -339,6 +340,32 @@ The halt stays; run again with --ack-halt once the tracker is reachable."
         driver.narrate(stop_leftovers(&driver.run.cfg.project_path));
     }
     Ok(Started::Ready(Box::new(driver)))
+}
+
+/// The call the last runner died in had journaled its running cost: the machine hears it
+/// (`KilledCallSpent`, journaled like any event) before the restart, whose `KILLED` attempt
+/// counts it.
+fn killed_call_spent(
+    mut core: Core,
+    spent: Option<u64>,
+    journal: Option<&mut crate::journal::Journal>,
+) -> Result<Core, String> {
+    let Some(cost_micros) = spent.filter(|c| *c > 0) else {
+        return Ok(core);
+    };
+    let event = Event::KilledCallSpent {
+        usage: crate::machine::Usage {
+            cost_micros,
+            ..Default::default()
+        },
+    };
+    let effects = core.handle(&event).to_vec();
+    if let Some(j) = journal {
+        let report = crate::machine::Report::default();
+        j.record_step(&event, &report, &effects, core.state())
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(core)
 }
 
 /// Agents of a runner that was killed may still run (their children at least: the

@@ -294,6 +294,19 @@ pub fn once_marker(ctx: &Context) -> Option<PathBuf> {
     Some(log.with_file_name(name))
 }
 
+/// Records one priced model request the agent made (`spent <agent pid>`), after its message
+/// went out: what a test sums as the money really spent, whatever the runner saw of it.
+pub fn log_spent() {
+    if let Some(path) = std::env::var_os(LOG_ENV) {
+        let line = format!("spent {}\n", std::process::id());
+        let _ = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .and_then(|mut f| f.write_all(line.as_bytes()));
+    }
+}
+
 /// Records a child process the agent started (`child <pid> of <agent pid>`), so that a test
 /// can check that no process of a killed runner's agent survives.
 pub fn log_child(pid: u32) {

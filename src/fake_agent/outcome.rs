@@ -288,6 +288,7 @@ impl Outcome {
                 let mut n: u64 = 0;
                 loop {
                     out.tool_call("Bash", json!({"command": format!("true # {n}")}))?;
+                    super::log_spent();
                     n += 1;
                     std::thread::sleep(Duration::from_millis(ms));
                 }

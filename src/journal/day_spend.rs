@@ -29,21 +29,31 @@ impl DaySpend {
             if !path.exists() {
                 continue;
             }
+            // The running cost of a call no event answered yet (a runner killed in it, or
+            // one still running): counted until the event that answers it, which carries the
+            // whole call's cost (or, after a restart, `KilledCallSpent` what was journaled).
+            let mut unanswered = None;
             for line in read_contents(path)?.lines {
-                let Record::Event { event, .. } = &line.record else {
-                    continue;
-                };
-                let Some(cost) = event.usage().map(|u| u.cost_micros).filter(|c| *c > 0) else {
-                    continue;
-                };
                 // A line whose time cannot be read is counted: over-counting holds the ceiling.
                 let at = DateTime::parse_from_rfc3339(&line.time)
                     .map(|t| t.with_timezone(&Utc))
                     .unwrap_or(now);
-                if at > since {
+                let cost = match &line.record {
+                    Record::Spending { cost_micros } => {
+                        unanswered = Some((at, *cost_micros));
+                        continue;
+                    }
+                    Record::Event { event, .. } => {
+                        unanswered = None;
+                        event.usage().map_or(0, |u| u.cost_micros)
+                    }
+                    _ => continue,
+                };
+                if cost > 0 && at > since {
                     spends.push((at, cost));
                 }
             }
+            spends.extend(unanswered.filter(|(at, c)| *c > 0 && *at > since));
         }
         spends.sort_by_key(|(at, _)| *at);
         Ok(DaySpend { spends, now })
@@ -142,6 +152,35 @@ mod tests {
             Some(now - chrono::TimeDelta::hours(3) + DAY)
         );
         assert_eq!(day.frees_at(4_000_000), None);
+    }
+
+    #[test]
+    fn a_calls_running_cost_counts_until_an_event_answers_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("journal.jsonl");
+        let (mut j, _) = Journal::open(&path).unwrap();
+        j.begin(&Limits::default(), Mode::Continuous).unwrap();
+        j.append(&[Record::Event {
+            event: spent(1_000_000),
+            state: "Implement".into(),
+            said: None,
+        }])
+        .unwrap();
+        let spending = |c| Record::Spending { cost_micros: c };
+        j.append(&[spending(300_000), spending(700_000)]).unwrap();
+        let now = Utc::now();
+        // Killed in the call: its last running cost counts, once.
+        let day = DaySpend::read(std::slice::from_ref(&path), now).unwrap();
+        assert_eq!(day.total_micros(), 1_700_000);
+        // Answered: the answer carries the whole call, the running cost no longer counts.
+        j.append(&[Record::Event {
+            event: spent(900_000),
+            state: "Implement".into(),
+            said: None,
+        }])
+        .unwrap();
+        let day = DaySpend::read(&[path], now).unwrap();
+        assert_eq!(day.total_micros(), 1_900_000);
     }
 
     #[test]

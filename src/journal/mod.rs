@@ -99,6 +99,13 @@ pub enum Record {
         /// The group's id and leader start time.
         group: AgentGroup,
     },
+    /// The running cost of the agent call under way, written as it grows (docs/persistence.md,
+    /// "Spend while it is spent"): a runner killed in the call restarts counting it
+    /// (`KilledCallSpent`), and the day's sum counts it while no event answered the call.
+    Spending {
+        /// What the call has spent so far, in micro-dollars.
+        cost_micros: u64,
+    },
 }
 
 /// How a session ended. A signal shutdown is not an end: the next run continues the session.
@@ -169,6 +176,9 @@ pub struct OpenSession {
     /// order: what the tracker must show once the session is over, even if a call was given up
     /// on.
     pub tracker_effects: Vec<Effect>,
+    /// The last running cost (`Spending`) recorded after the last event, in micro-dollars:
+    /// what the agent call the session died in had spent (no event answered it).
+    pub unanswered_spend_micros: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

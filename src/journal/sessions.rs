@@ -36,6 +36,8 @@ pub struct SessionLog {
     pub batches: Vec<Batch>,
     /// The agent process groups it spawned, in order.
     pub agents: Vec<AgentGroup>,
+    /// The last running cost recorded after its last event (a call no event answered).
+    pub unanswered_spend_micros: Option<u64>,
     /// `(seq, how)` once the session ended (a normal exit or a halt).
     pub end: Option<(u64, SessionEnd)>,
     /// A halt of this session was acknowledged (`run --ack-halt`).
@@ -75,6 +77,7 @@ impl SessionLog {
                 })
                 .copied()
                 .collect(),
+            unanswered_spend_micros: self.unanswered_spend_micros,
             id: self.id,
             limits: self.limits,
             mode: self.mode,
@@ -102,6 +105,7 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
                 mode: *mode,
                 batches: Vec::new(),
                 agents: Vec::new(),
+                unanswered_spend_micros: None,
                 end: None,
                 acknowledged: false,
             });
@@ -127,16 +131,19 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
             )));
         }
         match &line.record {
-            Record::Event { event, state, said } => session.batches.push(Batch {
-                seq: line.seq,
-                event: event.clone(),
-                report: Report {
-                    failure: None,
-                    said: said.clone(),
-                },
-                state: state.clone(),
-                effects: Vec::new(),
-            }),
+            Record::Event { event, state, said } => {
+                session.unanswered_spend_micros = None;
+                session.batches.push(Batch {
+                    seq: line.seq,
+                    event: event.clone(),
+                    report: Report {
+                        failure: None,
+                        said: said.clone(),
+                    },
+                    state: state.clone(),
+                    effects: Vec::new(),
+                })
+            }
             Record::Effect { effect, .. } => match session.batches.last_mut() {
                 Some(batch) => batch.effects.push(*effect),
                 None => {
@@ -153,6 +160,9 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
                 }
             }
             Record::Agent { group } => session.agents.push(*group),
+            Record::Spending { cost_micros } => {
+                session.unanswered_spend_micros = Some(*cost_micros)
+            }
             Record::SessionEnd { end } => session.end = Some((line.seq, end.clone())),
             Record::SessionStart { .. } => {}
         }

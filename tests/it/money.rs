@@ -487,3 +487,169 @@ fn on_exceeded_ask_waits_for_a_person_and_retry_grants_the_issue_its_budget_agai
     let log = std::fs::read_to_string(p.root.join("logs/sdlc-runner.log")).unwrap_or_default();
     assert!(log.contains("decision: retry"), "{log}");
 }
+
+/// A seed for the kill points: `SDLC_TEST_SEED` to repeat a run, else the clock.
+fn seed() -> u64 {
+    let seed = std::env::var("SDLC_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(1, |d| d.as_nanos() as u64)
+        });
+    eprintln!("SDLC_TEST_SEED={seed}");
+    seed.max(1)
+}
+
+/// xorshift64: the next kill point, in `1..=most`.
+fn next(state: &mut u64, most: u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    1 + *state % most
+}
+
+/// The fake agent's priced requests that went out (`spent` lines), whatever the runner saw.
+fn requests_sent(p: &e2e::Project) -> usize {
+    p.count("spent ")
+}
+
+/// Runs `spawn` again and again, SIGKILLing each runner after a random `least..=most` more
+/// priced requests of its agents, until a runner ends by itself (at most `rounds` kills).
+/// Returns how many were killed.
+fn kill_at_random_requests(
+    p: &e2e::Project,
+    mut spawn: impl FnMut() -> std::process::Child,
+    (rounds, least, most): (usize, u64, u64),
+) -> usize {
+    let mut state = seed();
+    let mut kills = 0;
+    for _ in 0..rounds {
+        let mut child = spawn();
+        let more = least - 1 + next(&mut state, most - least + 1);
+        let target = requests_sent(p) + more as usize;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            if child.try_wait().expect("try_wait").is_some() {
+                let out = e2e::wait_output(child, std::time::Duration::from_secs(5));
+                eprintln!("{}", text(&out));
+                return kills;
+            }
+            if requests_sent(p) >= target {
+                // A moment for the runner to read the request (a third of the agent's pace):
+                // a kill before it did is the one request per call the bound allows.
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                e2e::signal(&child, libc::SIGKILL);
+                let _ = e2e::wait_output(child, std::time::Duration::from_secs(30));
+                kills += 1;
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the runner neither spent nor ended: {:?}",
+                p.invocations()
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+    // The last runner is not killed: it ends by itself.
+    let out = e2e::wait_output(spawn(), std::time::Duration::from_secs(60));
+    eprintln!("{}", text(&out));
+    kills
+}
+
+/// Spend is durable while it is spent: a runner SIGKILLed at random points of spending calls
+/// restarts counting what each killed call had spent, so over every kill and restart the
+/// agent's requests cost at most the issue budget plus one request per call (the request
+/// that reached a call's money, or went out as the runner died). Before, a killed call cost
+/// nothing and the next one was handed the whole budget again: $4.80 under $3.
+#[test]
+fn a_runner_killed_at_random_points_of_spending_calls_spends_at_most_its_budget_plus_one_request_per_call(
+) {
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:150"]}}),
+        json!({
+            "perIssueUsd": 3,
+        }),
+    );
+    p.set_config(json!({
+        "model": "claude-fake",
+        "agent": {
+            "command": e2e::BIN,
+            "args": ["fake-agent", "--script", p.script.to_str().unwrap()],
+            "pricing": {"claude-fake": {"input": 4, "cachedInput": 0.4, "output": 20}},
+        },
+        "budget": {"perIssueUsd": 3},
+        "maxRetriesPerStep": 6,
+        "maxConsecutiveSameFailure": 0,
+    }));
+    let kills = kill_at_random_requests(&p, || p.spawn(&["--issue", "1"]), (4, 1, 3));
+    let calls = p.count("1 implement ");
+    let spent = requests_sent(&p) as f64 * MESSAGE_USD;
+    let bound = 3.0 + calls as f64 * MESSAGE_USD;
+    assert!(
+        spent <= bound + 1e-6,
+        "spent ${spent:.2} in {calls} calls over {kills} kills, more than ${bound:.2}: {:?}",
+        p.invocations()
+    );
+    assert!(kills >= 1, "{:?}", p.invocations());
+    // The journal counts what the killed calls spent.
+    let killed: Vec<u64> = p
+        .journal()
+        .iter()
+        .filter_map(|r| {
+            let e = r.get("event")?;
+            (e["event"] == "killedCallSpent").then(|| e["usage"]["cost_micros"].as_u64())?
+        })
+        .collect();
+    // Each kill that came after the runner read a request restarts counting it (a kill in
+    // the moment between the agent's request and the runner's read journals nothing yet).
+    assert!(
+        !killed.is_empty() && killed.len() <= kills,
+        "{killed:?} after {kills} kills"
+    );
+    assert!(killed.iter().all(|c| *c >= 800_000), "{killed:?}");
+}
+
+/// A fleet's shares are durable: a fleet SIGKILLed at random points of its workers' spending
+/// calls, and run again, counts what the sessions its workers continue had spent (their
+/// journals, a killed call's running cost included), so over every kill the workers together
+/// spend at most the session budget plus one request per call. Before, the coordinator
+/// started from nothing after a crash and handed the whole session budget out again.
+#[test]
+fn a_fleet_killed_at_random_points_of_spending_calls_spends_at_most_its_budget_plus_one_request_per_call(
+) {
+    let issues: Vec<(u32, String)> = (1..=4).map(|n| (n, format!("Issue {n}"))).collect();
+    let refs: Vec<(u32, &str, &str)> = issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect();
+    let p = Project::new(
+        &refs,
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:150"]}}),
+        json!({}),
+    );
+    let agent = json!({
+        "command": e2e::BIN,
+        "args": ["fake-agent", "--script", p.script.to_str().unwrap()],
+        "pricing": {"claude-fake": {"input": 4, "cachedInput": 0.4, "output": 20}},
+    });
+    // The fleet's $10 is spent largely before the kill; after it, fresh issues have whole
+    // $6 issue budgets and each worker's own session most of its $10: only the fleet's
+    // count of what its sessions spent holds the rest to what is left. A fleet that forgot
+    // it would hand $10 out again.
+    p.set_config(json!({"model": "claude-fake", "agent": agent,
+        "budget": {"perSessionUsd": 10, "perIssueUsd": 6},
+        "maxConsecutiveEscalations": 5,
+        "maxRetriesPerStep": 6, "maxConsecutiveSameFailure": 0}));
+    let kills = kill_at_random_requests(&p, || p.spawn(&["--workers", "2"]), (1, 7, 9));
+    let calls = (1..=4)
+        .map(|n| p.count(&format!("{n} implement ")))
+        .sum::<usize>();
+    let spent = requests_sent(&p) as f64 * MESSAGE_USD;
+    let bound = 10.0 + calls as f64 * MESSAGE_USD;
+    assert!(
+        spent <= bound + 1e-6,
+        "the workers spent ${spent:.2} in {calls} calls over {kills} kills, more than ${bound:.2}: {:?}",
+        p.invocations()
+    );
+    assert!(kills >= 1, "{:?}", p.invocations());
+}

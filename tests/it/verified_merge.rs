@@ -484,3 +484,58 @@ fn a_kill_after_ci_passed_the_combination_lands_it_without_testing_it_again() {
     assert_eq!(git(&g.p.origin, &["rev-parse", "main"]), tested[1], "{all}");
     assert_eq!(g.p.issue(1)["state"], "closed", "{all}");
 }
+
+/// The last check for conflict markers before the merge is git's own, with the project's
+/// attributes: a person's commit that adds a literal `<<<<<<<` line to a file whose
+/// `conflict-marker-size` is 32 (as the auto-commit's check already allowed) is merged, not
+/// refused as a conflict in which the forge names no file.
+#[test]
+fn a_line_the_projects_conflict_marker_size_allows_is_merged() {
+    let g = gated();
+    let (child, branch, _) = g.start_until_ci();
+    let person = g.person(&branch);
+    commit_file(
+        &person,
+        ".gitattributes",
+        "*.md conflict-marker-size=32\n",
+        "markers in docs are longer",
+    );
+    let theirs = commit_file(
+        &person,
+        "git.md",
+        "How a conflict looks:\n<<<<<<< HEAD\nours\n>>>>>>> theirs\n",
+        "document conflicts",
+    );
+    git(&person, &["push", "--quiet", "origin", &branch]);
+
+    let out = g.open_gate_and_wait(child);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(!all.contains("names no file"), "{all}");
+    let merge = git(&g.p.origin, &["log", "-1", "--format=%s %P", "main"]);
+    assert!(
+        merge.starts_with("Merge issue #1") && merge.ends_with(&theirs),
+        "{merge}\n{all}"
+    );
+}
+
+/// A real conflict marker in a person's commit is refused before the merge (by the check of
+/// the branch's own commits, which runs first), and the refusal names the file and the line.
+#[test]
+fn a_conflict_marker_before_the_merge_is_refused_naming_its_file_and_line() {
+    let g = gated();
+    let (child, branch, _) = g.start_until_ci();
+    let person = g.person(&branch);
+    commit_file(
+        &person,
+        "left.txt",
+        "one\n<<<<<<< HEAD\nours\n=======\ntheirs\n>>>>>>> other\n",
+        "a half-resolved merge",
+    );
+    git(&person, &["push", "--quiet", "origin", &branch]);
+
+    let out = g.open_gate_and_wait(child);
+    let all = text(&out);
+    assert!(all.contains("left.txt:2"), "names the file and line: {all}");
+    assert!(!all.contains("names no file"), "{all}");
+}

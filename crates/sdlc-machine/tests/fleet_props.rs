@@ -42,6 +42,7 @@ fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Report>)> {
                 max_consecutive_escalations: e,
                 session_budget_micros: budget,
                 day_budget_left_micros: day_left,
+                session_spent_before_micros: 0,
             };
             (
                 Just(limits),
@@ -230,15 +231,20 @@ proptest! {
         workers in 1u32..5,
         budget in 100u64..5000,
         day_left in proptest::option::of(100u64..5000),
+        before in 0u64..6000,
         steps in proptest::collection::vec((0u32..5, proptest::option::of(0u64..4000), 0u64..=1000, any::<bool>()), 0..80),
     ) {
+        // `before`: what the continued sessions had spent before a crash and this restart of
+        // the fleet (their journals'): the session budget has only the rest.
         let limits = FleetLimits {
             workers,
             max_consecutive_escalations: 3,
             session_budget_micros: Some(budget),
             day_budget_left_micros: day_left,
+            session_spent_before_micros: before,
         };
-        let ceiling = day_left.map_or(budget, |d| d.min(budget));
+        let session_left = budget.saturating_sub(before);
+        let ceiling = day_left.map_or(session_left, |d| d.min(session_left));
         let mut c = Coordinator::new(limits);
         // Each worker's call under way: what it was handed.
         let mut under_way: BTreeMap<u32, u64> = BTreeMap::new();

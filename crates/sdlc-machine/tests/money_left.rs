@@ -505,3 +505,54 @@ fn on_exceeded_ask_turns_the_issues_budget_into_a_decision_and_retry_grants_it_a
         .to_vec();
     assert!(fx.contains(&Effect::MarkEscalated { issue: 3 }), "{fx:?}");
 }
+
+/// A runner killed in a call restarts with what the call journaled it had spent
+/// (`KilledCallSpent`): the `KILLED` attempt counts it, and the next call is handed only what
+/// is left. Before, the killed attempt cost nothing and the next call got the whole budget.
+#[test]
+fn a_killed_calls_journaled_spend_counts_and_the_next_call_gets_only_what_is_left() {
+    let limits = Limits {
+        per_issue_budget_micros: Some(3_000_000),
+        ..Limits::default()
+    };
+    let (mut core, run) = at_implement(limits, 0);
+    assert_eq!(left(&run), Some(3_000_000));
+    let spent = Usage {
+        cost_micros: 1_000_000,
+        ..Usage::default()
+    };
+    assert!(
+        core.handle(&Event::KilledCallSpent { usage: spent })
+            .is_empty(),
+        "it asks for nothing"
+    );
+    let fx = core.handle(&Event::Start).to_vec();
+    assert!(
+        fx.iter().any(|e| matches!(
+            e,
+            Effect::Notify(sdlc_machine::machine::Notice::Retrying {
+                class: FailureClass::Killed,
+                ..
+            })
+        )),
+        "{fx:?}"
+    );
+    assert_eq!(core.runner().issue_cost_micros, 1_000_000);
+    assert_eq!(core.runner().session_cost_micros, 1_000_000);
+    let again = core
+        .handle(&Event::PreconditionsOk {
+            step: Step::Implement,
+        })
+        .to_vec();
+    let run = again.iter().find(|e| e.is_request()).expect("a request");
+    assert_eq!(left(run), Some(2_000_000), "{again:?}");
+
+    // Outside an attempt (the call answered before the kill) it counts nothing twice.
+    let (mut idle, _) = at_implement(Limits::default(), 0);
+    idle.handle(&Event::StepSucceeded {
+        step: Step::Implement,
+        usage: spent,
+    });
+    idle.handle(&Event::KilledCallSpent { usage: spent });
+    assert_eq!(idle.runner().session_cost_micros, 1_000_000);
+}

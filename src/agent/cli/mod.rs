@@ -78,6 +78,8 @@ struct Meter {
     /// The step's model, for tokens whose model the CLI does not name.
     model: String,
     limit_micros: u64,
+    /// What the tokens so far cost.
+    spent: u64,
     /// The money was reached: what the tokens so far cost.
     reached: Option<u64>,
 }
@@ -101,6 +103,7 @@ impl Reader {
             pricing,
             model: model.to_string(),
             limit_micros,
+            spent: 0,
             reached: None,
         });
         self
@@ -123,12 +126,18 @@ impl Reader {
             }
             let cost =
                 crate::agent::tokens::cost_micros(&meter.pricing, &summary.tokens, &meter.model);
+            meter.spent = cost.unwrap_or(meter.spent).max(meter.spent);
             if let Some(cost) = cost.filter(|c| *c >= meter.limit_micros) {
                 meter.reached = Some(cost);
                 return false;
             }
         }
         keep_going
+    }
+
+    /// What a metered call's tokens cost so far, in micro-dollars (`None` unmetered).
+    pub fn running_cost_micros(&self) -> Option<u64> {
+        self.meter.as_ref().map(|m| m.spent)
     }
 
     /// What the output said so far.

@@ -90,12 +90,17 @@ impl Repo {
         let Some(base_commit) = base.as_deref() else {
             return Ok(None);
         };
-        let marked = self.files_with_markers(&[&format!("{base_commit}...{head}")], &head)?;
+        let range = format!("{base_commit}...{head}");
+        let marked = self.marker_lines_in(&[&range], &head, None)?;
         if !marked.is_empty() {
             return Err(RepoError::ConflictMarkers {
-                what: format!("count {branch} as up to date with {}", self.main),
+                what: format!(
+                    "count {branch} as up to date with {} (its commits add conflict markers at {})",
+                    self.main,
+                    super::rescue::located(&marked)
+                ),
                 path: self.path.clone(),
-                paths: marked,
+                paths: marked.into_iter().map(|(path, _)| path).collect(),
             });
         }
         if !self.is_ancestor(base_commit, &head)? {

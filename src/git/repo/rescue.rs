@@ -146,7 +146,26 @@ impl Repo {
         range: &[&str],
         side: &str,
     ) -> Result<Vec<String>, RepoError> {
-        let mut args = vec!["diff", "--check", "--no-color", "--no-ext-diff"];
+        let found = self.marker_lines_in(range, side, None)?;
+        Ok(found.into_iter().map(|(path, _)| path).collect())
+    }
+
+    /// `(path, line numbers)` of the conflict marker lines `range` adds, as git's own check
+    /// finds them (the `conflict-marker-size` attribute of each file honoured): with
+    /// `attributes_of`, the attributes are the ones that tree holds (`attr.tree`, git 2.42;
+    /// an older git reads the work tree's), so a merge is judged by the project it builds.
+    pub(super) fn marker_lines_in(
+        &self,
+        range: &[&str],
+        side: &str,
+        attributes_of: Option<&str>,
+    ) -> Result<Vec<(String, Vec<usize>)>, RepoError> {
+        let attr_tree = attributes_of.map(|tree| format!("attr.tree={tree}"));
+        let mut args = Vec::new();
+        if let Some(setting) = attr_tree.as_deref() {
+            args.extend(["-c", setting]);
+        }
+        args.extend(["diff", "--check", "--no-color", "--no-ext-diff"]);
         args.extend_from_slice(range);
         let out = self.git(&args)?;
         // Exit 2 is "problems found"; anything else but 0 is a failure of the command.
@@ -158,17 +177,29 @@ impl Repo {
             let blob = self.git(&["show", &format!("{side}:{path}")])?;
             let text = String::from_utf8_lossy(&blob.stdout);
             let all: Vec<&str> = text.lines().collect();
-            let angle = lines.iter().any(|n| {
-                n.checked_sub(1)
-                    .and_then(|i| all.get(i))
-                    .is_some_and(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>"))
-            });
-            if angle {
-                found.push(path);
+            let angle: Vec<usize> = lines
+                .into_iter()
+                .filter(|n| {
+                    n.checked_sub(1)
+                        .and_then(|i| all.get(i))
+                        .is_some_and(|l| l.starts_with("<<<<<<<") || l.starts_with(">>>>>>>"))
+                })
+                .collect();
+            if !angle.is_empty() {
+                found.push((path, angle));
             }
         }
         Ok(found)
     }
+}
+
+/// `a.txt:2, a.txt:6, b.md:1`: where the markers are.
+pub(super) fn located(marked: &[(String, Vec<usize>)]) -> String {
+    let at: Vec<String> = marked
+        .iter()
+        .flat_map(|(path, lines)| lines.iter().map(move |n| format!("{path}:{n}")))
+        .collect();
+    at.join(", ")
 }
 
 /// `(path, line numbers)` of every `<path>:<line>: leftover conflict marker` that

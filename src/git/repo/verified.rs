@@ -124,19 +124,20 @@ impl Repo {
             }
             _ => return Err(self.failed(&write, &out)),
         }
-        let marked = self.conflict_markers_added(&base, &tree)?;
+        // Git's own check, with the attributes of the tree the merge builds: a project whose
+        // `conflict-marker-size` lets a file hold a literal `<<<<<<<` line is not refused, as
+        // the auto-commit's check does not refuse it either.
+        let marked = self.marker_lines_in(&[&base, &tree], &tree, Some(&tree))?;
         if !marked.is_empty() {
-            return Err(refused(
-                &format!("git diff {base} {tree}"),
-                None,
-                format!(
-                    "the merge of {branch} would add conflict markers to {} in {}",
-                    marked.join(", "),
-                    self.main
+            return Err(RepoError::ConflictMarkers {
+                what: format!(
+                    "merge {branch} into {} (the merge would add conflict markers at {}; nothing was pushed to main)",
+                    self.main,
+                    super::rescue::located(&marked)
                 ),
-                "resolve the conflict on the branch and push it; nothing was pushed to main",
-                CallFailureKind::Conflict,
-            ));
+                path: self.path.clone(),
+                paths: marked.into_iter().map(|(path, _)| path).collect(),
+            });
         }
         // Dated by its parents, not the clock: the same merge built again (after a restart, by
         // another worker) is the same commit, so CI's verdict on it, kept by commit, holds.
@@ -231,30 +232,6 @@ impl Repo {
         }
         sides
     }
-
-    /// Files in which the change from `base` to `tree` adds a conflict marker line.
-    fn conflict_markers_added(&self, base: &str, tree: &str) -> Result<Vec<String>, RepoError> {
-        let diff = self.git_ok(&["diff", "--no-color", "--no-ext-diff", "-U0", base, tree])?;
-        Ok(marked_files(&diff))
-    }
-}
-
-/// The files of a unified diff whose added lines hold conflict markers (`<<<<<<< ` or
-/// `>>>>>>> `; a `=======` line alone is a heading's underline as often as a marker).
-fn marked_files(diff: &str) -> Vec<String> {
-    let mut marked: Vec<String> = Vec::new();
-    let mut file = "";
-    for line in diff.lines() {
-        if let Some(name) = line.strip_prefix("+++ ") {
-            file = name.strip_prefix("b/").unwrap_or(name);
-        } else if let Some(added) = line.strip_prefix('+') {
-            let marker = added.starts_with("<<<<<<< ") || added.starts_with(">>>>>>> ");
-            if marker && marked.last().map(String::as_str) != Some(file) {
-                marked.push(file.to_string());
-            }
-        }
-    }
-    marked
 }
 
 /// A refusal of the merge: `status` is the exit code of the git command that found it (none
@@ -282,7 +259,6 @@ const SIDES_FILES: usize = 5;
 
 #[cfg(test)]
 mod tests {
-    use super::marked_files;
     use crate::git::repo::Repo;
     use std::path::Path;
 
@@ -333,13 +309,5 @@ mod tests {
         assert!(!first.same_tree);
         let dates = git_at(p, 0, &["log", "-1", "--format=%at %ct", &first.merge]);
         assert_eq!(dates, "3000 3000", "the later parent's date");
-    }
-
-    #[test]
-    fn added_conflict_markers_are_found_and_a_heading_underline_is_not() {
-        let diff = "diff --git a/a.txt b/a.txt\n--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,5 @@\n+<<<<<<< HEAD\n+ours\n+=======\n+theirs\n+>>>>>>> branch\n\
-                    diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n@@ -1 +1,2 @@\n+Title\n+=======\n\
-                    diff --git a/old.txt b/old.txt\n--- a/old.txt\n+++ b/old.txt\n@@ -1 +0,0 @@\n-<<<<<<< HEAD\n";
-        assert_eq!(marked_files(diff), vec!["a.txt".to_string()]);
     }
 }

@@ -18,6 +18,11 @@ pub struct FleetLimits {
     /// What the project's daily ceiling had left when the session began (the ceiling less
     /// what every session spent over the 24 hours before), across workers.
     pub day_budget_left_micros: Option<u64>,
+    /// What the session had spent before this run of the fleet (micro-dollars): after a
+    /// crash the workers continue their sessions, and their journals hold what those spent
+    /// (a killed call's running cost included), so the session budget has only the rest
+    /// left. The day's remainder already counts it (it is summed from the same journals).
+    pub session_spent_before_micros: u64,
 }
 
 /// What a worker tells the coordinator.
@@ -297,12 +302,20 @@ impl Coordinator {
     pub fn money_left(&self) -> Option<u64> {
         let left = |budget: Option<u64>| budget.map(|b| b.saturating_sub(self.spent_micros));
         match (
-            left(self.limits.session_budget_micros),
+            left(self.session_budget_left()),
             left(self.limits.day_budget_left_micros),
         ) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
+    }
+
+    /// What the session budget had left when this run of the fleet began.
+    fn session_budget_left(&self) -> Option<u64> {
+        let before = self.limits.session_spent_before_micros;
+        self.limits
+            .session_budget_micros
+            .map(|b| b.saturating_sub(before))
     }
 
     /// What the other workers' calls under way were handed, together.
@@ -391,8 +404,11 @@ impl Coordinator {
                 self.spent_micros = self.spent_micros.saturating_add(micros);
                 let spent_micros = self.spent_micros;
                 let reached = |budget: Option<u64>| budget.is_some_and(|b| spent_micros >= b);
-                if reached(self.limits.session_budget_micros) {
-                    self.halt_all(FleetHalt::SessionBudget { spent_micros })
+                if reached(self.session_budget_left()) {
+                    let before = self.limits.session_spent_before_micros;
+                    self.halt_all(FleetHalt::SessionBudget {
+                        spent_micros: spent_micros.saturating_add(before),
+                    })
                 } else if reached(self.limits.day_budget_left_micros) {
                     self.halt_all(FleetHalt::DayBudget { spent_micros })
                 } else {

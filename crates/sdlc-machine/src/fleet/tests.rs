@@ -6,6 +6,7 @@ fn limits() -> FleetLimits {
         max_consecutive_escalations: 2,
         session_budget_micros: Some(1_000),
         day_budget_left_micros: None,
+        session_spent_before_micros: 0,
     }
 }
 

@@ -123,6 +123,12 @@ impl Core {
         }
         self.fx.clear();
         self.fx.unsent = false;
+        if let Event::KilledCallSpent { .. } = event {
+            // No answer of a request: what a dead call spent, kept for the restart's
+            // `KILLED` attempt. A request held back stays held back.
+            self.sm.handle_with_context(event, &mut self.fx);
+            return self.reply(event);
+        }
         if let Some(request) = self.held_back.take() {
             // The renewal's answer is no event of the states': renewed, or not writable (the
             // lease may lapse; the next renewal tells), the request held back goes ahead.

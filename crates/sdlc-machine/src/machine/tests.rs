@@ -120,6 +120,7 @@ fn machine_labels_of_events_and_effects() {
     let sig = crate::failure::Signature(1);
     let events = [
         (Event::Start, "Start"),
+        (Event::KilledCallSpent { usage }, "KilledCallSpent"),
         (
             Event::ModeChanged {
                 mode: Mode::Continuous,

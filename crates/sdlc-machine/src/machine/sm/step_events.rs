@@ -17,7 +17,9 @@ impl Runner {
             return self.reissue(fx);
         }
         if self.dispatched {
-            let usage = Usage::default();
+            // What the call had spent before it died (`KilledCallSpent`), and what the
+            // attempt cost before the call (its looks at CI), count with the attempt.
+            let usage = self.with_pending(&Usage::default());
             return self.failed(
                 step,
                 FailureClass::Killed,
@@ -28,6 +30,15 @@ impl Runner {
             );
         }
         self.enter(step, fx)
+    }
+
+    /// `KilledCallSpent`: the running cost a dead call had journaled joins what the attempt
+    /// under way cost, for the restart's `KILLED` attempt to count. Nothing is dispatched, or
+    /// the call already answered: nothing was spent that is not counted.
+    pub(super) fn killed_call_spent(&mut self, usage: &Usage) {
+        if self.dispatched {
+            self.pending_usage = self.with_pending(usage);
+        }
     }
 
     /// A restart in another mode. Counters carry over; the cycle in progress continues unless
@@ -52,6 +63,10 @@ impl Runner {
     pub(super) fn on_step(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
         match *event {
             Event::Start => self.restart_step(step, fx),
+            Event::KilledCallSpent { ref usage } => {
+                self.killed_call_spent(usage);
+                Handled
+            }
             // `--step` naming the step whose attempt was cut short: that attempt counts, as
             // on any restart, or a crash loop under `--step` would never escalate.
             Event::ModeChanged {

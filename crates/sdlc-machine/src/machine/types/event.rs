@@ -385,6 +385,15 @@ pub enum Event {
         /// Seconds until the pause ends.
         seconds: u64,
     },
+    /// Fed on a restart, before the restart event, when the journal holds the running cost of
+    /// an agent call that has no answer (the runner died in it: `kill -9`, the OOM killer, a
+    /// drained node): what the call had spent by its last journaled running cost. The
+    /// `KILLED` attempt the restart makes of the call counts it, so the next call is handed
+    /// only what is left. Asks for nothing; ignored unless an attempt is dispatched.
+    KilledCallSpent {
+        /// What the call had spent.
+        usage: Usage,
+    },
     /// Another runner holds the claim on the issue under way: this runner's lease ran out and
     /// the issue was taken over. Only one runner may work on it, so this one stops.
     ClaimLost {
@@ -408,7 +417,8 @@ impl Event {
             | Event::MergeConflict { usage, .. }
             | Event::MergeRaceLost { usage, .. }
             | Event::CiFailedTogether { usage, .. }
-            | Event::ShutdownRequested { usage, .. } => Some(usage),
+            | Event::ShutdownRequested { usage, .. }
+            | Event::KilledCallSpent { usage } => Some(usage),
             Event::Start
             | Event::ModeChanged { .. }
             | Event::IssueSelected { .. }
@@ -490,6 +500,7 @@ impl Event {
             Event::ClaimRenewed => "ClaimRenewed",
             Event::ClaimLost { .. } => "ClaimLost",
             Event::FleetPaused { .. } => "FleetPaused",
+            Event::KilledCallSpent { .. } => "KilledCallSpent",
         }
     }
 }

@@ -16,11 +16,13 @@ impl Model {
             return;
         }
         if self.dispatched {
+            // What the attempt cost before the call that died (its looks at CI) counts with it.
+            let usage = self.settle(&Usage::default());
             return self.failed(
                 step,
                 FailureClass::Killed,
                 Signature::INTERRUPTED,
-                &Usage::default(),
+                &usage,
                 None,
             );
         }
