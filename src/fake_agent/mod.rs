@@ -11,6 +11,7 @@
 mod events;
 mod git;
 mod outcome;
+mod reach;
 mod script;
 
 pub use outcome::Outcome;

@@ -125,6 +125,11 @@ impl Events for Codex {
                 if let Some(message) = text(event, "message") {
                     // Without network or credentials the CLI retries for ever.
                     if message.contains("waiting for network") && p.summary.result.is_none() {
+                        // An earlier error was an answer (an HTTP status, a proxy's refusal).
+                        if p.summary.offline.is_none() {
+                            p.summary.refused_before_offline =
+                                p.summary.api_error_message.is_some();
+                        }
                         p.summary.offline = Some(truncate(&message, 1024));
                         p.stop.get_or_insert(Stop::Offline);
                     }

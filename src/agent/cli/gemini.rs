@@ -153,6 +153,16 @@ fn http_status(exit: Option<i32>) -> Option<u16> {
         .find(|s| i32::from(*s) % 256 == code)
 }
 
+/// What the CLI's fetch says when no request reached the model (node's `fetch failed`, its
+/// causes by name): the network's failure, not the issue's.
+const UNREACHABLE: &[&str] = &[
+    "fetch failed",
+    "ENOTFOUND",
+    "ECONNREFUSED",
+    "EAI_AGAIN",
+    "ENETUNREACH",
+];
+
 /// Classifies a Gemini attempt from its exit code, result and warnings; `None` when these
 /// rules do not decide.
 pub fn classify(obs: &Observation) -> Option<Classified> {
@@ -220,7 +230,10 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
     let message = result.result_text.clone().unwrap_or_default();
     let status = http_status(obs.exit_code);
     let has = |needles: &[&str]| needles.iter().any(|n| message.contains(n));
-    let (class, evidence) = if has(&["exhausted your daily quota"]) {
+    let (class, evidence) = if has(UNREACHABLE) && status.is_none() {
+        // No HTTP answer at all: the model could not be reached (DNS, a refused port, a proxy).
+        (FailureClass::Network, "model unreachable")
+    } else if has(&["exhausted your daily quota"]) {
         (FailureClass::Quota, "daily quota exhausted")
     } else if has(&[
         "API_KEY_INVALID",

@@ -204,16 +204,20 @@ pub fn classify(kind: AgentKind, obs: &Observation) -> Option<Classified> {
         ));
     }
     if let Some(message) = &summary.offline {
-        let what = format!(
-            "{kind} kept reconnecting (not logged in, or no network): stopped after one call: {message}"
-        );
-        return Some(decided(
-            FailureClass::Auth,
-            "reconnecting",
-            &what,
-            message,
-            None,
-        ));
+        // Refused first (an HTTP status, a proxy's 403), then offline: the credentials or a
+        // gate. Offline from the first request: the model cannot be reached, the network's.
+        let (class, what) = if summary.refused_before_offline {
+            (
+                FailureClass::Auth,
+                format!("{kind} kept reconnecting (not logged in, or no network): stopped after one call: {message}"),
+            )
+        } else {
+            (
+                FailureClass::Network,
+                format!("{kind} cannot reach its model (it kept reconnecting): stopped after one call: {message}"),
+            )
+        };
+        return Some(decided(class, "reconnecting", &what, message, None));
     }
     let own = match kind {
         AgentKind::Codex => codex::classify(obs),
