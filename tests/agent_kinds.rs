@@ -369,11 +369,21 @@ fn a_model_out_of_reach_is_waited_out_then_halts_as_the_networks_and_blames_no_i
             let all = text(&out);
             let case = format!("{kind}, {} issue(s)", open.len());
             assert_eq!(code(&out), 1, "{case}: {all}");
-            assert!(all.contains("ENVIRONMENT FAILURE: NETWORK"), "{case}: {all}");
+            assert!(
+                all.contains("ENVIRONMENT FAILURE: NETWORK"),
+                "{case}: {all}"
+            );
             assert!(!all.contains("UNKNOWN"), "{case}: {all}");
             let calls = p.invocations();
-            assert_eq!(calls.len(), 3, "two waits, then the halt: {case}: {calls:?}");
-            assert!(calls.iter().all(|c| c.starts_with("1 ")), "{case}: {calls:?}");
+            assert_eq!(
+                calls.len(),
+                3,
+                "two waits, then the halt: {case}: {calls:?}"
+            );
+            assert!(
+                calls.iter().all(|c| c.starts_with("1 ")),
+                "{case}: {calls:?}"
+            );
             for (n, _, _) in open.iter() {
                 assert_eq!(p.issue(*n)["escalated"], false, "{case}: issue {n}: {all}");
             }

@@ -29,6 +29,8 @@
 use crate::config::{AgentKind, SandboxConfig, SandboxKind, SandboxNetwork};
 use std::path::{Path, PathBuf};
 
+pub mod program;
+
 /// The system directories every kind of agent reads; bound read-only where they exist.
 const SYSTEM: [&str; 8] = [
     "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -143,7 +145,7 @@ pub fn wrap(
     })?;
     let env = environment(spec, step_env, host_var);
     let args = match kind {
-        SandboxKind::Bwrap => bwrap_args(spec, program, args),
+        SandboxKind::Bwrap => bwrap_args_with(spec, program, args, &view_of(spec, host_var)),
         _ => container_args(spec, program, args, &env),
     };
     Ok(Some(Wrapped {
@@ -198,6 +200,7 @@ pub fn environment(
     let mut names: Vec<&str> = BASE_VARS.to_vec();
     if let Some(agent) = spec.agent {
         names.extend_from_slice(cli_key_vars(agent));
+        names.extend(crate::agent::cli::route_vars(agent));
     }
     names.extend(spec.config.env.iter().map(String::as_str));
     let mut env: Vec<(String, String)> = Vec::new();
@@ -210,6 +213,16 @@ pub fn environment(
         }
     }
     env.extend(step_env.iter().cloned());
+    // Inside the runner's own sandbox the CLI is told so (Claude Code: `IS_SANDBOX`), unless
+    // the step says otherwise.
+    for (name, value) in spec
+        .agent
+        .map_or(&[][..], crate::agent::cli::sandboxed_vars)
+    {
+        if !env.iter().any(|(k, _)| k == name) {
+            env.push((name.to_string(), value.to_string()));
+        }
+    }
     env
 }
 
@@ -248,8 +261,9 @@ pub fn runner_home() -> Option<PathBuf> {
 
 /// A configured path: `~/…` in the runner's home, else as written (validation allows only
 /// absolute ones besides).
-fn configured(path: &str, home: Option<&Path>) -> PathBuf {
+pub fn configured(path: &str, home: Option<&Path>) -> PathBuf {
     match (path.strip_prefix("~/"), home) {
+        (_, Some(home)) if path == "~" => home.to_path_buf(),
         (Some(rest), Some(home)) => home.join(rest),
         _ => PathBuf::from(path),
     }
@@ -259,34 +273,15 @@ fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// Whether bubblewrap always shows `p` (the system's directories, `/proc`, `/dev`, `/tmp`'s
+/// own): nothing to add for it.
+pub fn shown_always(p: &Path) -> bool {
+    in_system(p) || ["/proc", "/dev"].iter().any(|d| p.starts_with(d))
+}
+
 /// Whether `p` lies in one of the system directories every sandbox shows read-only.
 fn in_system(p: &Path) -> bool {
     SYSTEM.iter().any(|d| p.starts_with(d))
-}
-
-/// The directory holding the agent's program (resolved through links, so a CLI installed by
-/// a package manager finds its modules beside it), when it is not in the system directories;
-/// the program alone when that directory is the home directory or holds it (binding it would
-/// show the whole home); and the link itself, to be recreated inside. Nothing for a program
-/// in the work tree or relative to it (a CI script of the tree), which the tree's bind shows.
-fn program_place(
-    program: &Path,
-    home: Option<&Path>,
-    work_tree: &Path,
-) -> (Option<PathBuf>, Option<PathBuf>) {
-    if !program.is_absolute() || program.starts_with(work_tree) {
-        return (None, None);
-    }
-    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
-    let dir = real
-        .parent()
-        .filter(|d| !in_system(d) && *d != Path::new("/"))
-        .map(|d| match home {
-            Some(h) if h.starts_with(d) => real.clone(),
-            _ => d.to_path_buf(),
-        });
-    let link = (real != program && !in_system(program)).then(|| real.clone());
-    (dir, link)
 }
 
 /// The object directories the clone's git directory borrows (`objects/info/alternates`; a
@@ -308,10 +303,87 @@ fn borrowed_objects(spec: &Spec) -> Vec<PathBuf> {
         .collect()
 }
 
-/// bubblewrap's argument vector (bwrap applies its options in order: later mounts cover
-/// earlier ones, so the runner's directory is hidden last, after every bind that could
-/// show it).
+/// One mount of the agent's view below the system: where, and how.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mount {
+    Tmpfs,
+    ReadOnly,
+    ReadOnlyTry,
+    Writable,
+    WritableTry,
+}
+
+/// bubblewrap's argument vector (bwrap applies its options in order: a later mount covers an
+/// earlier one). Below the system, the view's mounts go by depth, the shallower first, so the
+/// more specific always wins: the work tree stays writable under a read-only parent (`"~"`),
+/// the CLI's own directories under a read-only home. The runner's directory is hidden last,
+/// after every bind that could show it.
 pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<String> {
+    bwrap_args_with(spec, program, agent_args, &View::default())
+}
+
+/// What the environment adds to the view: the files its route variables name (a CA bundle,
+/// a credentials file), and the `PATH` a script's interpreter is looked up on.
+#[derive(Debug, Default)]
+struct View {
+    route_files: Vec<PathBuf>,
+    path: Option<String>,
+}
+
+/// The view's mounts below the system, in the order they are given: by depth, and at one
+/// depth as listed (the home's tmpfs before a bind of the home itself).
+fn view_mounts(
+    spec: &Spec,
+    program: &Path,
+    view: &View,
+) -> (Vec<(Mount, PathBuf)>, Option<(PathBuf, PathBuf)>) {
+    let mut m: Vec<(Mount, PathBuf)> = Vec::new();
+    if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
+        m.push((Mount::Tmpfs, home.to_path_buf()));
+        for entry in spec.agent.map_or(&[][..], cli_home_entries) {
+            m.push((Mount::WritableTry, home.join(entry)));
+        }
+        for entry in GIT_CONFIG {
+            m.push((Mount::ReadOnlyTry, home.join(entry)));
+        }
+    }
+    let needs = program::needs(program, spec.home, spec.work_tree, view.path.as_deref());
+    m.extend(needs.read_only.into_iter().map(|d| (Mount::ReadOnly, d)));
+    m.extend(
+        view.route_files
+            .iter()
+            .filter(|f| !in_system(f))
+            .map(|f| (Mount::ReadOnlyTry, f.clone())),
+    );
+    m.push((Mount::Writable, spec.work_tree.to_path_buf()));
+    if let Some(git_dir) = spec.runner_dir.parent() {
+        if !spec.git_dir_writable {
+            // Deeper than a tree it lies in, so it covers the tree's bind there too.
+            m.push((Mount::ReadOnly, git_dir.to_path_buf()));
+        } else if !git_dir.starts_with(spec.work_tree) {
+            m.push((Mount::Writable, git_dir.to_path_buf()));
+        }
+    }
+    for objects in borrowed_objects(spec) {
+        m.push((Mount::ReadOnlyTry, objects));
+    }
+    for p in &spec.config.read_only {
+        m.push((Mount::ReadOnlyTry, configured(p, spec.home)));
+    }
+    for p in &spec.config.writable {
+        m.push((Mount::WritableTry, configured(p, spec.home)));
+    }
+    // At one depth the later wins, so the tree is given after an entry naming it too.
+    m.sort_by_key(|(mount, p)| {
+        (
+            p.components().count(),
+            *mount == Mount::Writable && p == spec.work_tree,
+        )
+    });
+    (m, needs.link)
+}
+
+fn bwrap_args_with(spec: &Spec, program: &Path, agent_args: &[String], view: &View) -> Vec<String> {
     let mut a: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(|i| i.to_string()));
     push(&["--die-with-parent", "--new-session", "--unshare-pid"]);
@@ -331,48 +403,19 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
         }
     }
     push(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
-    if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
-        let h = s(home);
-        push(&["--tmpfs", &h]);
-        for entry in spec.agent.map_or(&[][..], cli_home_entries) {
-            let p = s(&home.join(entry));
-            push(&["--bind-try", &p, &p]);
-        }
-        for entry in GIT_CONFIG {
-            let p = s(&home.join(entry));
-            push(&["--ro-bind-try", &p, &p]);
-        }
-    }
-    let (program_dir, link) = program_place(program, spec.home, spec.work_tree);
-    if let Some(dir) = &program_dir {
-        let d = s(dir);
-        push(&["--ro-bind", &d, &d]);
-    }
-    if let Some(real) = &link {
-        push(&["--symlink", &s(real), &s(program)]);
-    }
-    let tree = s(spec.work_tree);
-    push(&["--bind", &tree, &tree]);
-    if let Some(git_dir) = spec.runner_dir.parent() {
-        let g = s(git_dir);
-        if !spec.git_dir_writable {
-            // After the tree's bind, so it also covers a git directory inside the tree.
-            push(&["--ro-bind", &g, &g]);
-        } else if !git_dir.starts_with(spec.work_tree) {
-            push(&["--bind", &g, &g]);
+    let (mounts, link) = view_mounts(spec, program, view);
+    for (mount, path) in &mounts {
+        let p = s(path);
+        match mount {
+            Mount::Tmpfs => push(&["--tmpfs", &p]),
+            Mount::ReadOnly => push(&["--ro-bind", &p, &p]),
+            Mount::ReadOnlyTry => push(&["--ro-bind-try", &p, &p]),
+            Mount::Writable => push(&["--bind", &p, &p]),
+            Mount::WritableTry => push(&["--bind-try", &p, &p]),
         }
     }
-    for objects in borrowed_objects(spec) {
-        let o = s(&objects);
-        push(&["--ro-bind-try", &o, &o]);
-    }
-    for p in &spec.config.read_only {
-        let p = s(&configured(p, spec.home));
-        push(&["--ro-bind-try", &p, &p]);
-    }
-    for p in &spec.config.writable {
-        let p = s(&configured(p, spec.home));
-        push(&["--bind-try", &p, &p]);
+    if let Some((real, at)) = &link {
+        push(&["--symlink", &s(real), &s(at)]);
     }
     if hides_runner_dir(spec) {
         let hidden = s(spec.runner_dir);
@@ -383,9 +426,48 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
         }
         push(&["--remount-ro", &hidden]);
     }
+    let tree = s(spec.work_tree);
     push(&["--chdir", &tree, "--", &s(program)]);
     a.extend(agent_args.iter().cloned());
     a
+}
+
+/// What a dry run lists of the agent's view beyond the work tree: the program's
+/// installation and its interpreter's (read-only), and the files the route variables name.
+pub fn planned_binds(
+    spec: &Spec,
+    program: &Path,
+    host_var: &dyn Fn(&str) -> Option<String>,
+) -> Vec<String> {
+    if spec.config.kind == SandboxKind::None {
+        return Vec::new();
+    }
+    let view = view_of(spec, host_var);
+    let needs = program::needs(program, spec.home, spec.work_tree, view.path.as_deref());
+    needs
+        .read_only
+        .iter()
+        .chain(view.route_files.iter().filter(|f| !in_system(f)))
+        .map(|p| format!("read-only: {}", p.display()))
+        .collect()
+}
+
+/// The environment's part of the view (`host_var`: the runner's environment).
+fn view_of(spec: &Spec, host_var: &dyn Fn(&str) -> Option<String>) -> View {
+    let route_files = match spec.agent {
+        Some(kind) => crate::agent::cli::route_vars(kind)
+            .into_iter()
+            .filter(|n| crate::agent::cli::PATH_VARS.contains(n))
+            .filter_map(|n| host_var(n))
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .collect(),
+        None => Vec::new(),
+    };
+    View {
+        route_files,
+        path: host_var("PATH"),
+    }
 }
 
 /// podman's and docker's argument vector: the same layout in a container from `image`,

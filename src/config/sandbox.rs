@@ -131,7 +131,7 @@ impl Walker {
         ] {
             if let Some(paths) = self.strings(&s, key, false, Some("a blank path")) {
                 for (i, p) in paths.iter().enumerate() {
-                    if !(p.starts_with('/') || p.starts_with("~/")) {
+                    if !(p.starts_with('/') || p.starts_with("~/") || p == "~") {
                         self.err(
                             format!("{}[{i}]", s.path(key)),
                             format!(

@@ -153,6 +153,18 @@ fn http_status(exit: Option<i32>) -> Option<u16> {
         .find(|s| i32::from(*s) % 256 == code)
 }
 
+/// The variables Gemini CLI reads to find and trust its model besides its keys: its base
+/// URL, the Vertex and Code Assist switches, the Google Cloud project and where its
+/// credentials are. Passed into the agent's sandbox when set.
+pub const ROUTE_VARS: &[&str] = &[
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+];
+
 /// What the CLI's fetch says when no request reached the model (node's `fetch failed`, its
 /// causes by name): the network's failure, not the issue's.
 const UNREACHABLE: &[&str] = &[

@@ -1,36 +1,44 @@
-//! The agent's sandbox (`agent.sandbox`): a real trial of `true` inside each sandbox the
-//! config's agent steps use, with the layout a step gets, and a warning when the agent runs
-//! unattended with no sandbox chosen.
+//! The agent's sandbox (`agent.sandbox`): a real trial of the agent's own version command
+//! inside each sandbox the config's agent steps use, exactly as a step starts it (the same
+//! binds, environment and network), and a warning when the agent runs unattended with no
+//! sandbox chosen. A trial that fails names what the agent could not see and the entry to add.
 
 use super::{Check, PROBE_TIMEOUT};
 use crate::agent::sandbox::{self, Spec};
-use crate::config::{AgentKind, Config, SandboxConfig, SandboxKind, SandboxNetwork};
+use crate::config::{AgentConfig, Config, SandboxConfig, SandboxKind, SandboxNetwork};
 use crate::process::ChildSpec;
 use crate::step::Step;
 use std::path::{Path, PathBuf};
 
-/// One line per distinct sandbox of the agent steps.
+mod unseen;
+
+/// One line per distinct sandbox and agent of the agent steps.
 pub(super) fn checks(cfg: &Config) -> Vec<Check> {
-    let mut seen: Vec<(SandboxConfig, AgentKind, Vec<&'static str>)> = Vec::new();
+    let mut seen: Vec<(&AgentConfig, Vec<&'static str>)> = Vec::new();
     for step in Step::ALL {
         if !cfg.enabled(step) || cfg.builtin(step) {
             continue;
         }
         let agent = cfg.agent(step);
-        match seen
-            .iter_mut()
-            .find(|(s, k, _)| *s == agent.sandbox && *k == agent.kind)
-        {
-            Some((_, _, steps)) => steps.push(step.key()),
-            None => seen.push((agent.sandbox.clone(), agent.kind, vec![step.key()])),
+        let same = |a: &AgentConfig| {
+            a.sandbox == agent.sandbox
+                && a.kind == agent.kind
+                && a.command == agent.command
+                && a.args == agent.args
+                && a.env == agent.env
+        };
+        match seen.iter_mut().find(|(a, _)| same(a)) {
+            Some((_, steps)) => steps.push(step.key()),
+            None => seen.push((agent, vec![step.key()])),
         }
     }
     seen.iter()
-        .map(|(sandbox, kind, steps)| check(cfg, sandbox, *kind, &steps.join(", ")))
+        .map(|(agent, steps)| check(cfg, agent, &steps.join(", ")))
         .collect()
 }
 
-fn check(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) -> Check {
+fn check(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
+    let sandbox = &agent.sandbox;
     match sandbox.kind {
         SandboxKind::None if sandbox.chosen => Check::ok(
             "sandbox",
@@ -53,14 +61,16 @@ fn check(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
                  \"bwrap\"} to \"agent\", or \"kind\": \"none\" to run unsandboxed knowingly"
             },
         ),
-        _ => trial(cfg, sandbox, kind, steps),
+        _ => trial(cfg, agent, steps),
     }
 }
 
-/// `true` run inside the sandbox with the layout of a step: the project's own when the
-/// runner's directory exists (the sandbox binds it, so it must be there), else a scratch
-/// one, so that doctor creates nothing in the project.
-fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) -> Check {
+/// The agent's version command (its program, its configured arguments, `--version`) run
+/// inside the sandbox with the layout, environment and network of a step: the project's own
+/// when the runner's directory exists (the sandbox binds it, so it must be there), else a
+/// scratch one, so that doctor creates nothing in the project.
+fn trial(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
+    let (sandbox, kind) = (&agent.sandbox, agent.kind);
     let scratch = tempfile::tempdir();
     let located = crate::runner_dir::RunnerDir::locate(&cfg.project_path)
         .ok()
@@ -99,13 +109,32 @@ fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
         handed: &[],
         home: home.as_deref(),
     };
-    // In a container, the image's own `true`.
+    // In a container, the image's own CLI; in bubblewrap, the one PATH finds here.
     let program = if sandbox.kind.is_container() {
-        PathBuf::from("true")
+        PathBuf::from(&agent.command)
     } else {
-        which::which("true").unwrap_or_else(|_| PathBuf::from("/bin/true"))
+        match which::which(&agent.command) {
+            Ok(p) => p,
+            Err(e) => {
+                return Check::fail(
+                    "sandbox",
+                    format!(
+                        "{steps}: agent command `{}` not found on PATH ({e})",
+                        agent.command
+                    ),
+                    "install the agent CLI or set agent.command to its path",
+                )
+            }
+        }
     };
-    let wrapped = match sandbox::wrap(&spec, &program, &[], &[], &sandbox::runner_var) {
+    let mut args = agent.args.clone();
+    args.push("--version".into());
+    let step_env: Vec<(String, String)> = agent
+        .env
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let wrapped = match sandbox::wrap(&spec, &program, &args, &step_env, &sandbox::runner_var) {
         Ok(Some(w)) => w,
         Ok(None) => return Check::ok("sandbox", format!("none for {steps}")),
         Err(e) => {
@@ -125,7 +154,13 @@ fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
         SandboxNetwork::Host => "network host",
         SandboxNetwork::None => "no network",
     };
-    let trial = format!("`true` inside {}", sandbox.kind);
+    let trial = format!(
+        "`{} --version` inside {}",
+        program
+            .file_name()
+            .map_or(agent.command.clone(), |n| n.to_string_lossy().to_string()),
+        sandbox.kind
+    );
     match crate::process::output_within(cmd, PROBE_TIMEOUT) {
         Ok(Some(out)) if out.status.success() => {
             let missing = missing_paths(sandbox, home.as_deref());
@@ -159,11 +194,23 @@ fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
                     stderr.trim()
                 )
             });
-            Check::fail(
-                "sandbox",
-                format!("{steps}: {said}"),
-                "until the trial passes, every agent step halts the run as TOOLING_ENV",
-            )
+            let unseen = unseen::paths(&stderr, home.as_deref());
+            let fix = if unseen.is_empty() {
+                "until the agent starts inside, its first step fails: give it what it needs \
+                 (agent.sandbox.readOnly, writable, env)"
+                    .to_string()
+            } else {
+                format!(
+                    "the agent could not see {}: add {} to agent.sandbox.readOnly",
+                    unseen.join(", "),
+                    unseen
+                        .iter()
+                        .map(|p| format!("\"{p}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            };
+            Check::fail("sandbox", format!("{steps}: {said}"), fix)
         }
         Ok(None) => Check::fail(
             "sandbox",
