@@ -78,10 +78,12 @@ pub struct SandboxFile {
     /// `none` cuts the network off inside the sandbox.
     #[serde(default)]
     pub network: SandboxNetwork,
-    /// More paths the agent may read (absolute, or `~/…` in the runner's home).
+    /// More paths the agent may read (absolute, `~` or `~/…` in the runner's home). A parent
+    /// of the project is fine (the work tree stays writable: the more specific bind wins); the
+    /// project itself or a path inside it is an error.
     #[serde(default)]
     pub read_only: Vec<String>,
-    /// More paths the agent may change (absolute, or `~/…`).
+    /// More paths the agent may change (absolute, `~` or `~/…`; not inside the project).
     #[serde(default)]
     pub writable: Vec<String>,
     /// Names of more environment variables passed in (the tracker's and forge's tokens

@@ -65,6 +65,40 @@ fn check(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
     }
 }
 
+/// The work tree and runner's directory of the trial: the project's when its runner's
+/// directory exists, else `scratch`'s.
+fn layout(
+    cfg: &Config,
+    scratch: &std::io::Result<tempfile::TempDir>,
+) -> Result<(PathBuf, PathBuf), Box<Check>> {
+    let located = crate::runner_dir::RunnerDir::locate(&cfg.project_path)
+        .ok()
+        .filter(|r| r.dir.is_dir());
+    let unwritable = "check that the temporary directory (TMPDIR) is writable";
+    match (&located, scratch) {
+        (Some(r), _) => Ok((cfg.project_path.clone(), r.dir.clone())),
+        (None, Ok(dir)) => {
+            let runner_dir = dir.path().join(".git/sdlc-runner");
+            std::fs::create_dir_all(&runner_dir).map_err(|e| {
+                Box::new(Check::fail(
+                    "sandbox",
+                    format!(
+                        "cannot prepare a trial of the sandbox in {}: {e}",
+                        dir.path().display()
+                    ),
+                    unwritable,
+                ))
+            })?;
+            Ok((dir.path().to_path_buf(), runner_dir))
+        }
+        (None, Err(e)) => Err(Box::new(Check::fail(
+            "sandbox",
+            format!("cannot prepare a trial of the sandbox: no temporary directory: {e}"),
+            unwritable,
+        ))),
+    }
+}
+
 /// The agent's version command (its program, its configured arguments, `--version`) run
 /// inside the sandbox with the layout, environment and network of a step: the project's own
 /// when the runner's directory exists (the sandbox binds it, so it must be there), else a
@@ -72,32 +106,9 @@ fn check(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
 fn trial(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
     let (sandbox, kind) = (&agent.sandbox, agent.kind);
     let scratch = tempfile::tempdir();
-    let located = crate::runner_dir::RunnerDir::locate(&cfg.project_path)
-        .ok()
-        .filter(|r| r.dir.is_dir());
-    let (work_tree, runner_dir) = match (&located, &scratch) {
-        (Some(r), _) => (cfg.project_path.clone(), r.dir.clone()),
-        (None, Ok(dir)) => {
-            let runner_dir = dir.path().join(".git/sdlc-runner");
-            if let Err(e) = std::fs::create_dir_all(&runner_dir) {
-                return Check::fail(
-                    "sandbox",
-                    format!(
-                        "cannot prepare a trial of the sandbox in {}: {e}",
-                        dir.path().display()
-                    ),
-                    "check that the temporary directory (TMPDIR) is writable",
-                );
-            }
-            (dir.path().to_path_buf(), runner_dir)
-        }
-        (None, Err(e)) => {
-            return Check::fail(
-                "sandbox",
-                format!("cannot prepare a trial of the sandbox: no temporary directory: {e}"),
-                "check that the temporary directory (TMPDIR) is writable",
-            )
-        }
+    let (work_tree, runner_dir) = match layout(cfg, &scratch) {
+        Ok(paths) => paths,
+        Err(check) => return *check,
     };
     let home = sandbox::runner_home();
     let spec = Spec {
@@ -109,23 +120,9 @@ fn trial(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
         handed: &[],
         home: home.as_deref(),
     };
-    // In a container, the image's own CLI; in bubblewrap, the one PATH finds here.
-    let program = if sandbox.kind.is_container() {
-        PathBuf::from(&agent.command)
-    } else {
-        match which::which(&agent.command) {
-            Ok(p) => p,
-            Err(e) => {
-                return Check::fail(
-                    "sandbox",
-                    format!(
-                        "{steps}: agent command `{}` not found on PATH ({e})",
-                        agent.command
-                    ),
-                    "install the agent CLI or set agent.command to its path",
-                )
-            }
-        }
+    let program = match program_of(agent, steps) {
+        Ok(p) => p,
+        Err(check) => return *check,
     };
     let mut args = agent.args.clone();
     args.push("--version".into());
@@ -150,10 +147,6 @@ fn trial(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
     };
     let mut cmd = ChildSpec::new(&wrapped.program);
     cmd.args(&wrapped.args).env_clear().envs(wrapped.env);
-    let network = match sandbox.network {
-        SandboxNetwork::Host => "network host",
-        SandboxNetwork::None => "no network",
-    };
     let trial = format!(
         "`{} --version` inside {}",
         program
@@ -162,55 +155,9 @@ fn trial(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
         sandbox.kind
     );
     match crate::process::output_within(cmd, PROBE_TIMEOUT) {
-        Ok(Some(out)) if out.status.success() => {
-            let missing = missing_paths(sandbox, home.as_deref());
-            let detail = format!(
-                "{} for {steps} ({network}): {trial} ran; the agent can change the work tree and \
-                 nothing else",
-                sandbox.kind
-            );
-            if missing.is_empty() {
-                Check::ok("sandbox", detail)
-            } else {
-                Check::warn(
-                    "sandbox",
-                    format!("{detail}; not there, so not bound: {}", missing.join(", ")),
-                    "create them or remove them from agent.sandbox.readOnly/writable",
-                )
-            }
-        }
         Ok(Some(out)) => {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            let said = sandbox::failed_to_start(
-                sandbox.kind,
-                out.status.code(),
-                out.stdout.len() as u64,
-                &stderr,
-            )
-            .unwrap_or_else(|| {
-                format!(
-                    "{trial} exited {}: {}",
-                    crate::git::repo::exit_text(&out.status.code()),
-                    stderr.trim()
-                )
-            });
-            let unseen = unseen::paths(&stderr, home.as_deref());
-            let fix = if unseen.is_empty() {
-                "until the agent starts inside, its first step fails: give it what it needs \
-                 (agent.sandbox.readOnly, writable, env)"
-                    .to_string()
-            } else {
-                format!(
-                    "the agent could not see {}: add {} to agent.sandbox.readOnly",
-                    unseen.join(", "),
-                    unseen
-                        .iter()
-                        .map(|p| format!("\"{p}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )
-            };
-            Check::fail("sandbox", format!("{steps}: {said}"), fix)
+            let shown = shown(&spec, &program);
+            verdict(sandbox, &out, (home.as_deref(), &shown), steps, &trial)
         }
         Ok(None) => Check::fail(
             "sandbox",
@@ -233,6 +180,94 @@ fn trial(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
             format!("reinstall {}", sandbox.kind.package()),
         ),
     }
+}
+
+/// What the trial's sandbox showed the agent beyond the system: the program's and its
+/// interpreter's installations, the work tree, the configured paths.
+fn shown(spec: &Spec, program: &Path) -> Vec<PathBuf> {
+    let path = sandbox::runner_var("PATH");
+    let needs = sandbox::program::needs(program, spec.home, spec.work_tree, path.as_deref());
+    let configured = spec
+        .config
+        .read_only
+        .iter()
+        .chain(&spec.config.writable)
+        .map(|p| sandbox::configured(p, spec.home));
+    needs
+        .read_only
+        .into_iter()
+        .chain(configured)
+        .chain([spec.work_tree.to_path_buf()])
+        .collect()
+}
+
+/// The agent's program: in a container, the image's own CLI by name; in bubblewrap, the one
+/// PATH finds here.
+fn program_of(agent: &AgentConfig, steps: &str) -> Result<PathBuf, Box<Check>> {
+    if agent.sandbox.kind.is_container() {
+        return Ok(PathBuf::from(&agent.command));
+    }
+    which::which(&agent.command).map_err(|e| {
+        Box::new(Check::fail(
+            "sandbox",
+            format!(
+                "{steps}: agent command `{}` not found on PATH ({e})",
+                agent.command
+            ),
+            "install the agent CLI or set agent.command to its path",
+        ))
+    })
+}
+
+/// What the trial's answer says: it ran (and which configured paths were not there), or what
+/// stopped the agent and, when its error names paths the sandbox hid, the entries to add.
+fn verdict(
+    sandbox: &SandboxConfig,
+    out: &std::process::Output,
+    (home, shown): (Option<&Path>, &[PathBuf]),
+    steps: &str,
+    trial: &str,
+) -> Check {
+    if out.status.success() {
+        let network = match sandbox.network {
+            SandboxNetwork::Host => "network host",
+            SandboxNetwork::None => "no network",
+        };
+        let missing = missing_paths(sandbox, home);
+        let detail = format!(
+            "{} for {steps} ({network}): {trial} ran; the agent can change the work tree and \
+             nothing else",
+            sandbox.kind
+        );
+        return if missing.is_empty() {
+            Check::ok("sandbox", detail)
+        } else {
+            Check::warn(
+                "sandbox",
+                format!("{detail}; not there, so not bound: {}", missing.join(", ")),
+                "create them or remove them from agent.sandbox.readOnly/writable",
+            )
+        };
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let said = sandbox::failed_to_start(
+        sandbox.kind,
+        out.status.code(),
+        out.stdout.len() as u64,
+        &stderr,
+    )
+    .unwrap_or_else(|| {
+        format!(
+            "{trial} exited {}: {}",
+            crate::git::repo::exit_text(&out.status.code()),
+            stderr.trim()
+        )
+    });
+    Check::fail(
+        "sandbox",
+        format!("{steps}: {said}"),
+        unseen::fix(&stderr, home, shown),
+    )
 }
 
 /// Configured paths that do not exist (bubblewrap and the containers skip them).

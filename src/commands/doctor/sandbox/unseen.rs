@@ -3,9 +3,26 @@
 
 use std::path::{Path, PathBuf};
 
-/// The paths `said` names that exist on the host, as entries for `agent.sandbox.readOnly`
-/// (`~/…` under `home`), each once, at most five.
-pub(super) fn paths(said: &str, home: Option<&Path>) -> Vec<String> {
+/// What to do when the agent did not start inside: the entries to add for the paths its
+/// error names, else where to look.
+pub(super) fn fix(said: &str, home: Option<&Path>, shown: &[PathBuf]) -> String {
+    let unseen = paths(said, home, shown);
+    if unseen.is_empty() {
+        return "until the agent starts inside, its first step fails: give it what it needs \
+                (agent.sandbox.readOnly, writable, env)"
+            .to_string();
+    }
+    let entries: Vec<String> = unseen.iter().map(|p| format!("\"{p}\"")).collect();
+    format!(
+        "the agent could not see {}: add {} to agent.sandbox.readOnly",
+        unseen.join(", "),
+        entries.join(", ")
+    )
+}
+
+/// The paths `said` names that exist on the host and lie outside what the sandbox `shown`,
+/// as entries for `agent.sandbox.readOnly` (`~/…` under `home`), each once, at most five.
+pub(super) fn paths(said: &str, home: Option<&Path>, shown: &[PathBuf]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     for word in
         said.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | ',' | '(' | ')'))
@@ -15,7 +32,8 @@ pub(super) fn paths(said: &str, home: Option<&Path>) -> Vec<String> {
             continue;
         }
         let path = PathBuf::from(word);
-        if !path.exists() || crate::agent::sandbox::shown_always(&path) {
+        let seen = shown.iter().any(|d| path.starts_with(d));
+        if !path.exists() || seen || crate::agent::sandbox::shown_always(&path) {
             continue;
         }
         let entry = match home.and_then(|h| path.strip_prefix(h).ok()) {
