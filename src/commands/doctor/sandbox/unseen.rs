@@ -63,14 +63,16 @@ mod tests {
             lib.display()
         );
         assert_eq!(
-            paths(&said, Some(&home)),
+            paths(&said, Some(&home), &[]),
             Vec::<String>::new(),
             "cli.js does not exist"
         );
         std::fs::write(lib.join("cli.js"), "").expect("file");
         assert_eq!(
-            paths(&said, Some(&home)),
+            paths(&said, Some(&home), &[]),
             ["~/.nvm/versions/node/v22/lib/cli.js"]
         );
+        // What the sandbox showed is not what it hid.
+        assert_eq!(paths(&said, Some(&home), &[lib]), Vec::<String>::new());
     }
 }
