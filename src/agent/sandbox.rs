@@ -258,19 +258,13 @@ pub fn runner_var(name: &str) -> Option<String> {
 
 /// The runner's home directory, for [`Spec::home`].
 pub fn runner_home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
+    crate::config::home_dir()
 }
 
 /// A configured path: `~/…` in the runner's home, else as written (validation allows only
 /// absolute ones besides).
 pub fn configured(path: &str, home: Option<&Path>) -> PathBuf {
-    match (path.strip_prefix("~/"), home) {
-        (_, Some(home)) if path == "~" => home.to_path_buf(),
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => PathBuf::from(path),
-    }
+    crate::config::expand_sandbox_path(path, home)
 }
 
 fn s(p: &Path) -> String {

@@ -6,6 +6,7 @@ use super::walker::{join, Obj, Walker};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 /// What the agent runs in: `none` (as the runner's user, everything reachable), `bwrap`
 /// (bubblewrap from the distribution), `podman` or `docker` (a container from `image`).
@@ -92,6 +93,23 @@ pub struct SandboxFile {
     pub env: Vec<String>,
     /// The container image (podman and docker only): it must hold the agent CLI.
     pub image: Option<String>,
+}
+
+/// A configured path (`readOnly`, `writable`): `~` and `~/…` in `home`, else as written
+/// (validation allows only absolute ones besides).
+pub fn expand(path: &str, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (_, Some(home)) if path == "~" => home.to_path_buf(),
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The runner's home directory (`HOME`, when absolute): where `~` points.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
 }
 
 /// `agent.sandbox` resolved: a step's own keys over the top level's.

@@ -158,7 +158,7 @@ impl Walker {
             local_ci,
             settings,
         };
-        let home = crate::agent::sandbox::runner_home();
+        let home = super::sandbox::home_dir();
         for (key, message) in sandbox_paths::hiding(&config, home.as_deref()) {
             self.err(key, message);
         }

@@ -43,7 +43,7 @@ fn check(
         ("writable", &sandbox.writable),
     ] {
         for (i, entry) in entries.iter().enumerate() {
-            let path = crate::agent::sandbox::configured(entry, home);
+            let path = crate::config::expand_sandbox_path(entry, home);
             let real = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
             let inside = |p: &PathBuf| p.starts_with(project) || p.starts_with(&project_real);
             if inside(&path) || inside(&real) {
