@@ -8,6 +8,9 @@ use super::{
 use crate::config::{SandboxKind, SandboxNetwork};
 use std::path::{Path, PathBuf};
 
+/// A link to recreate inside: (its target, where it is).
+type Link = Option<(PathBuf, PathBuf)>;
+
 /// One mount of the agent's view below the system: where, and how.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Mount {
@@ -37,11 +40,7 @@ pub(super) struct View {
 
 /// The view's mounts below the system, in the order they are given: by depth, and at one
 /// depth as listed (the home's tmpfs before a bind of the home itself).
-fn view_mounts(
-    spec: &Spec,
-    program: &Path,
-    view: &View,
-) -> (Vec<(Mount, PathBuf)>, Option<(PathBuf, PathBuf)>) {
+fn view_mounts(spec: &Spec, program: &Path, view: &View) -> (Vec<(Mount, PathBuf)>, Link) {
     let mut m: Vec<(Mount, PathBuf)> = Vec::new();
     if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
         m.push((Mount::Tmpfs, home.to_path_buf()));
@@ -168,7 +167,7 @@ pub(super) fn view_of(spec: &Spec, host_var: &dyn Fn(&str) -> Option<String>) ->
         Some(kind) => crate::agent::cli::route_vars(kind)
             .into_iter()
             .filter(|n| crate::agent::cli::PATH_VARS.contains(n))
-            .filter_map(|n| host_var(n))
+            .filter_map(host_var)
             .map(PathBuf::from)
             .filter(|p| p.is_absolute())
             .collect(),
