@@ -15,17 +15,20 @@
 //!    where an agent reading code that *mentions* "Invalid API key" would otherwise halt
 //!    everything (a defect of the older runner, docs/design-notes.md). Disk full is the exception: an
 //!    `ENOSPC` in a failed command's output is as certain as one on stderr.
-//! 2. **Quota** — a `rate_limit_event` with `status: "rejected"` and a reset time, or the
+//! 2. **Unreachable** — the CLI's `api_error: "connection_failed"` with no HTTP status: the
+//!    model could not be reached at all (DNS, a refused port, a proxy), `NETWORK`, waited out
+//!    like the runner's own network failures, never the issue's.
+//! 3. **Quota** — a `rate_limit_event` with `status: "rejected"` and a reset time, or the
 //!    CLI's "usage limit reached" / "hit your limit … resets" message. Before rate limits,
 //!    because an exhausted window is also reported as HTTP 429.
-//! 3. **Rate limit / overload** — API status 429 → `RATE_LIMIT`; 529, `overloaded_error` or
+//! 4. **Rate limit / overload** — API status 429 → `RATE_LIMIT`; 529, `overloaded_error` or
 //!    another 5xx → `OVERLOADED`.
-//! 4. **Runner's guards** — `TIMEOUT` (wall clock, or exit 124 without a result), `IDLE`,
+//! 5. **Runner's guards** — `TIMEOUT` (wall clock, or exit 124 without a result), `IDLE`,
 //!    `KILLED` (a signal we did not send, or no exit code).
-//! 5. **Agent-reported** — `CONTEXT_WINDOW` (prompt too long), `MAX_TURNS`
+//! 6. **Agent-reported** — `CONTEXT_WINDOW` (prompt too long), `MAX_TURNS`
 //!    (`error_max_turns`), `PERMISSION_DENIED` (serious denials, see
 //!    [`crate::agent::stream::soft_failure`]).
-//! 6. **Tool-output patterns**, over the output of failed commands the agent ran (tool results
+//! 7. **Tool-output patterns**, over the output of failed commands the agent ran (tool results
 //!    with `is_error`, Bash output) plus stderr: `TYPECHECK` (tsc `error TS…`, mypy), then
 //!    hard `BUILD_COMPILE` (`error[E…]`, go `[build failed]`, C/Java compiler errors,
 //!    syntax errors, missing modules), then `LINT` (clippy under `-D warnings`, eslint,
@@ -35,7 +38,7 @@
 //!    `BUILD_COMPILE`, not `TOOLING_ENV`: they are usually a wrong import path or an
 //!    undeclared dependency the agent fixes with one install, and `TOOLING_ENV` would halt
 //!    the whole run.
-//! 7. `UNKNOWN`.
+//! 8. `UNKNOWN`.
 //!
 //! # Signatures
 //!
@@ -60,7 +63,9 @@ mod rules;
 use excerpt::{context_excerpt, headline_for, one_line, tail_chars, truncate_chars};
 use facts::{contains_ci, find_line, lines_of, Facts, Verdict};
 pub use rules::is_merge_conflict;
-use rules::{agent_reported, api_pressure, environment, guards, quota, tool_output, unknown};
+use rules::{
+    agent_reported, api_pressure, environment, guards, quota, tool_output, unknown, unreachable,
+};
 
 /// Longest summary line.
 pub const MAX_SUMMARY_CHARS: usize = 200;
@@ -119,6 +124,7 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
     }
     let facts = Facts::gather(obs);
     let verdict = environment(obs, &facts)
+        .or_else(|| unreachable(obs))
         .or_else(|| quota(obs, &facts))
         .or_else(|| api_pressure(obs, &facts))
         .or_else(|| guards(obs))

@@ -29,6 +29,12 @@
 use crate::config::{AgentKind, SandboxConfig, SandboxKind, SandboxNetwork};
 use std::path::{Path, PathBuf};
 
+mod bwrap;
+pub mod program;
+
+pub use bwrap::{bwrap_args, planned_binds};
+use bwrap::{bwrap_args_with, view_of};
+
 /// The system directories every kind of agent reads; bound read-only where they exist.
 const SYSTEM: [&str; 8] = [
     "/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
@@ -143,7 +149,7 @@ pub fn wrap(
     })?;
     let env = environment(spec, step_env, host_var);
     let args = match kind {
-        SandboxKind::Bwrap => bwrap_args(spec, program, args),
+        SandboxKind::Bwrap => bwrap_args_with(spec, program, args, &view_of(spec, host_var)),
         _ => container_args(spec, program, args, &env),
     };
     Ok(Some(Wrapped {
@@ -198,6 +204,7 @@ pub fn environment(
     let mut names: Vec<&str> = BASE_VARS.to_vec();
     if let Some(agent) = spec.agent {
         names.extend_from_slice(cli_key_vars(agent));
+        names.extend(crate::agent::cli::route_vars(agent));
     }
     names.extend(spec.config.env.iter().map(String::as_str));
     let mut env: Vec<(String, String)> = Vec::new();
@@ -210,6 +217,16 @@ pub fn environment(
         }
     }
     env.extend(step_env.iter().cloned());
+    // Inside the runner's own sandbox the CLI is told so (Claude Code: `IS_SANDBOX`), unless
+    // the step says otherwise.
+    for (name, value) in spec
+        .agent
+        .map_or(&[][..], crate::agent::cli::sandboxed_vars)
+    {
+        if !env.iter().any(|(k, _)| k == name) {
+            env.push((name.to_string(), value.to_string()));
+        }
+    }
     env
 }
 
@@ -241,52 +258,28 @@ pub fn runner_var(name: &str) -> Option<String> {
 
 /// The runner's home directory, for [`Spec::home`].
 pub fn runner_home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .map(PathBuf::from)
-        .filter(|h| h.is_absolute())
+    crate::config::home_dir()
 }
 
 /// A configured path: `~/…` in the runner's home, else as written (validation allows only
 /// absolute ones besides).
-fn configured(path: &str, home: Option<&Path>) -> PathBuf {
-    match (path.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => home.join(rest),
-        _ => PathBuf::from(path),
-    }
+pub fn configured(path: &str, home: Option<&Path>) -> PathBuf {
+    crate::config::expand_sandbox_path(path, home)
 }
 
 fn s(p: &Path) -> String {
     p.display().to_string()
 }
 
+/// Whether bubblewrap always shows `p` (the system's directories, `/proc`, `/dev`, `/tmp`'s
+/// own): nothing to add for it.
+pub fn shown_always(p: &Path) -> bool {
+    in_system(p) || ["/proc", "/dev"].iter().any(|d| p.starts_with(d))
+}
+
 /// Whether `p` lies in one of the system directories every sandbox shows read-only.
 fn in_system(p: &Path) -> bool {
     SYSTEM.iter().any(|d| p.starts_with(d))
-}
-
-/// The directory holding the agent's program (resolved through links, so a CLI installed by
-/// a package manager finds its modules beside it), when it is not in the system directories;
-/// the program alone when that directory is the home directory or holds it (binding it would
-/// show the whole home); and the link itself, to be recreated inside. Nothing for a program
-/// in the work tree or relative to it (a CI script of the tree), which the tree's bind shows.
-fn program_place(
-    program: &Path,
-    home: Option<&Path>,
-    work_tree: &Path,
-) -> (Option<PathBuf>, Option<PathBuf>) {
-    if !program.is_absolute() || program.starts_with(work_tree) {
-        return (None, None);
-    }
-    let real = std::fs::canonicalize(program).unwrap_or_else(|_| program.to_path_buf());
-    let dir = real
-        .parent()
-        .filter(|d| !in_system(d) && *d != Path::new("/"))
-        .map(|d| match home {
-            Some(h) if h.starts_with(d) => real.clone(),
-            _ => d.to_path_buf(),
-        });
-    let link = (real != program && !in_system(program)).then(|| real.clone());
-    (dir, link)
 }
 
 /// The object directories the clone's git directory borrows (`objects/info/alternates`; a
@@ -306,86 +299,6 @@ fn borrowed_objects(spec: &Spec) -> Vec<PathBuf> {
         .map(|l| objects.join(l))
         .filter(|p| !p.starts_with(spec.work_tree))
         .collect()
-}
-
-/// bubblewrap's argument vector (bwrap applies its options in order: later mounts cover
-/// earlier ones, so the runner's directory is hidden last, after every bind that could
-/// show it).
-pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<String> {
-    let mut a: Vec<String> = Vec::new();
-    let mut push = |items: &[&str]| a.extend(items.iter().map(|i| i.to_string()));
-    push(&["--die-with-parent", "--new-session", "--unshare-pid"]);
-    if spec.config.network == SandboxNetwork::None {
-        push(&["--unshare-net"]);
-    }
-    for dir in SYSTEM {
-        push(&["--ro-bind-try", dir, dir]);
-    }
-    // A resolver file that links outside /etc (systemd-resolved's stub) must resolve too.
-    if spec.config.network == SandboxNetwork::Host {
-        if let Ok(real) = std::fs::canonicalize("/etc/resolv.conf") {
-            if let Some(dir) = real.parent().filter(|d| !in_system(d)) {
-                let d = s(dir);
-                push(&["--ro-bind-try", &d, &d]);
-            }
-        }
-    }
-    push(&["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]);
-    if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
-        let h = s(home);
-        push(&["--tmpfs", &h]);
-        for entry in spec.agent.map_or(&[][..], cli_home_entries) {
-            let p = s(&home.join(entry));
-            push(&["--bind-try", &p, &p]);
-        }
-        for entry in GIT_CONFIG {
-            let p = s(&home.join(entry));
-            push(&["--ro-bind-try", &p, &p]);
-        }
-    }
-    let (program_dir, link) = program_place(program, spec.home, spec.work_tree);
-    if let Some(dir) = &program_dir {
-        let d = s(dir);
-        push(&["--ro-bind", &d, &d]);
-    }
-    if let Some(real) = &link {
-        push(&["--symlink", &s(real), &s(program)]);
-    }
-    let tree = s(spec.work_tree);
-    push(&["--bind", &tree, &tree]);
-    if let Some(git_dir) = spec.runner_dir.parent() {
-        let g = s(git_dir);
-        if !spec.git_dir_writable {
-            // After the tree's bind, so it also covers a git directory inside the tree.
-            push(&["--ro-bind", &g, &g]);
-        } else if !git_dir.starts_with(spec.work_tree) {
-            push(&["--bind", &g, &g]);
-        }
-    }
-    for objects in borrowed_objects(spec) {
-        let o = s(&objects);
-        push(&["--ro-bind-try", &o, &o]);
-    }
-    for p in &spec.config.read_only {
-        let p = s(&configured(p, spec.home));
-        push(&["--ro-bind-try", &p, &p]);
-    }
-    for p in &spec.config.writable {
-        let p = s(&configured(p, spec.home));
-        push(&["--bind-try", &p, &p]);
-    }
-    if hides_runner_dir(spec) {
-        let hidden = s(spec.runner_dir);
-        push(&["--tmpfs", &hidden]);
-        for f in spec.handed {
-            let f = s(f);
-            push(&["--ro-bind", &f, &f]);
-        }
-        push(&["--remount-ro", &hidden]);
-    }
-    push(&["--chdir", &tree, "--", &s(program)]);
-    a.extend(agent_args.iter().cloned());
-    a
 }
 
 /// podman's and docker's argument vector: the same layout in a container from `image`,

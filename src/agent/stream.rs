@@ -74,6 +74,9 @@ pub struct ResultEvent {
     pub permission_denials: Vec<PermissionDenial>,
     /// `api_error_type`, e.g. `overloaded_error`, `authentication_error`.
     pub api_error_type: Option<String>,
+    /// `api_error`: the CLI's own kind of API failure, e.g. `connection_failed` (the model
+    /// could not be reached at all, no HTTP status).
+    pub api_error: Option<String>,
 }
 
 /// One entry of the result's `permission_denials`.
@@ -112,6 +115,8 @@ pub struct StreamSummary {
     pub api_error_message: Option<String>,
     /// `api_error_status` of the last API-error assistant message.
     pub api_error_status: Option<u16>,
+    /// `api_error` of the last API-error assistant message (`connection_failed`, …).
+    pub api_error_kind: Option<String>,
     /// The last `system/api_retry` event: tells what the CLI was fighting if it was killed
     /// before it printed a result.
     pub last_api_retry: Option<ApiRetry>,
@@ -134,6 +139,9 @@ pub struct StreamSummary {
     /// The CLI kept reconnecting for want of a network or credentials (its message); the
     /// runner stopped it rather than wait for the idle timeout.
     pub offline: Option<String>,
+    /// Before it went [`StreamSummary::offline`], the CLI had an answer that refused it (an
+    /// HTTP error, a proxy's refusal): credentials or a gate, not the network alone.
+    pub refused_before_offline: bool,
     /// The CLI stopped a loop of identical calls itself and still reported success.
     pub loop_detected: Option<String>,
     /// Tools the agent called that the CLI did not offer (nothing ran).
@@ -456,6 +464,9 @@ impl StreamReader {
                 u64_field(event, "api_error_status").and_then(|n| u16::try_from(n).ok())
             {
                 self.summary.api_error_status = Some(status);
+            }
+            if let Some(kind) = str_field(event, "api_error") {
+                self.summary.api_error_kind = Some(truncate(&kind, 64));
             }
         }
     }

@@ -54,7 +54,9 @@ pub use issue_refs::IssueRefs;
 use messages::*;
 pub use pricing::{shipped as shipped_pricing, Price, Pricing, SHIPPED_AS_OF};
 pub use reference::reference_markdown;
-pub use sandbox::{SandboxConfig, SandboxKind, SandboxNetwork};
+pub use sandbox::{
+    expand as expand_sandbox_path, home_dir, SandboxConfig, SandboxKind, SandboxNetwork,
+};
 use schema::top_shape;
 pub use schema::{schema, schema_json};
 use shape::Shape;

@@ -6,6 +6,7 @@ use super::walker::{join, Obj, Walker};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::path::{Path, PathBuf};
 
 /// What the agent runs in: `none` (as the runner's user, everything reachable), `bwrap`
 /// (bubblewrap from the distribution), `podman` or `docker` (a container from `image`).
@@ -78,10 +79,12 @@ pub struct SandboxFile {
     /// `none` cuts the network off inside the sandbox.
     #[serde(default)]
     pub network: SandboxNetwork,
-    /// More paths the agent may read (absolute, or `~/…` in the runner's home).
+    /// More paths the agent may read (absolute, `~` or `~/…` in the runner's home). A parent
+    /// of the project is fine (the work tree stays writable: the more specific bind wins); the
+    /// project itself or a path inside it is an error.
     #[serde(default)]
     pub read_only: Vec<String>,
-    /// More paths the agent may change (absolute, or `~/…`).
+    /// More paths the agent may change (absolute, `~` or `~/…`; not inside the project).
     #[serde(default)]
     pub writable: Vec<String>,
     /// Names of more environment variables passed in (the tracker's and forge's tokens
@@ -90,6 +93,23 @@ pub struct SandboxFile {
     pub env: Vec<String>,
     /// The container image (podman and docker only): it must hold the agent CLI.
     pub image: Option<String>,
+}
+
+/// A configured path (`readOnly`, `writable`): `~` and `~/…` in `home`, else as written
+/// (validation allows only absolute ones besides).
+pub fn expand(path: &str, home: Option<&Path>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (_, Some(home)) if path == "~" => home.to_path_buf(),
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
+/// The runner's home directory (`HOME`, when absolute): where `~` points.
+pub fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
 }
 
 /// `agent.sandbox` resolved: a step's own keys over the top level's.
@@ -131,7 +151,7 @@ impl Walker {
         ] {
             if let Some(paths) = self.strings(&s, key, false, Some("a blank path")) {
                 for (i, p) in paths.iter().enumerate() {
-                    if !(p.starts_with('/') || p.starts_with("~/")) {
+                    if !(p.starts_with('/') || p.starts_with("~/") || p == "~") {
                         self.err(
                             format!("{}[{i}]", s.path(key)),
                             format!(

@@ -6,6 +6,7 @@ use super::*;
 use crate::config::AgentKind;
 
 mod agents;
+mod sandbox_paths;
 use agents::{no_effort, step_model};
 
 impl Walker {
@@ -139,7 +140,7 @@ impl Walker {
 
         let project_path = project_path?;
         let log_dir = log_dir.unwrap_or_else(|| default_log_dir(&project_path));
-        Some(Config {
+        let config = Config {
             file: file.to_path_buf(),
             project_path,
             plugins_path,
@@ -156,7 +157,12 @@ impl Walker {
             forge,
             local_ci,
             settings,
-        })
+        };
+        let home = super::sandbox::home_dir();
+        for (key, message) in sandbox_paths::hiding(&config, home.as_deref()) {
+            self.err(key, message);
+        }
+        Some(config)
     }
 
     fn local_ci(&mut self, top: &Obj, forge: ForgeKind) -> Option<LocalCi> {

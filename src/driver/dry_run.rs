@@ -33,6 +33,29 @@ fn planned(
     format!("{}{skill}", shown(&inv))
 }
 
+/// What the step's sandbox binds for its agent beyond the work tree (the program's and its
+/// interpreter's installations, the files its route variables name).
+fn view(run: &RunContext, step: Step) -> Vec<String> {
+    use crate::agent::sandbox;
+    let agent = run.cfg.agent(step);
+    let program = if agent.command == run.cfg.agent.command {
+        run.program.clone()
+    } else {
+        which::which(&agent.command).unwrap_or_else(|_| agent.command.clone().into())
+    };
+    let home = sandbox::runner_home();
+    let spec = sandbox::Spec {
+        config: &agent.sandbox,
+        agent: Some(agent.kind),
+        git_dir_writable: true,
+        work_tree: &run.cfg.project_path,
+        runner_dir: &run.runner_dir.dir,
+        handed: &[],
+        home: home.as_deref(),
+    };
+    sandbox::planned_binds(&spec, &program, &sandbox::runner_var)
+}
+
 /// `--dry-run`: show the issue and the first invocation; change nothing. The exit code, and
 /// what it narrates.
 pub(super) async fn dry_run(
@@ -114,6 +137,9 @@ pub(super) async fn dry_run(
         );
         if let Some(line) = crate::agent::sandbox::planned(&run.cfg.agent(step).sandbox) {
             out!("  {line}");
+            for bind in view(run, step) {
+                out!("    {bind}");
+            }
         }
         if matches!(core.runner().mode, Mode::SingleStep(_)) {
             break;

@@ -11,6 +11,7 @@
 mod events;
 mod git;
 mod outcome;
+mod reach;
 mod script;
 
 pub use outcome::Outcome;
@@ -51,7 +52,7 @@ pub enum FakeAgentError {
         key: String,
         why: String,
     },
-    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, checkout-main-once, git-clean, daemon, daemon:<ms>, slow:<ms>, tool-loop, rate-limit-once, write-shared-raced, leave-conflict, tool, connect:<port>, spend:<ms> or max-budget")]
+    #[error("fake-agent: script {path}, key \"{key}\": unknown outcome \"{outcome}\"; use ok, fail-test, fail-test-<k>, soft-max-turns, soft-is-error, soft-permission, benign-permission, not-logged-in, rate-limit, overloaded, auth, hang, silent-hang, ignore-term, flood:<MB>, quota:<secs>, exit:<code>, no-branch, checkout-main, checkout-main-once, git-clean, daemon, daemon:<ms>, slow:<ms>, tool-loop, rate-limit-once, write-shared-raced, leave-conflict, tool, connect:<port>, spend:<ms>, max-budget, unreachable or via-gateway")]
     UnknownOutcome {
         path: PathBuf,
         key: String,

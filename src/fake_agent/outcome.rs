@@ -94,6 +94,12 @@ pub enum Outcome {
     /// reporting 200 000 input tokens: a tool loop spending money fast, whose CLI's own cap
     /// does not fire (a proxied model). Only the runner's meter stops it.
     Spend(u64),
+    /// The CLI cannot reach its model (no DNS, a refused port, a proxy in the way), as each
+    /// real CLI reports it (`reach.rs`).
+    Unreachable,
+    /// The model is reachable only through the gateway the CLI's base-URL variable names
+    /// (`ANTHROPIC_BASE_URL`, …): the ok work when it is set, [`Outcome::Unreachable`] when not.
+    ViaGateway,
     /// The real CLI's `--max-budget-usd` stop (`error_max_budget_usd`, exit 1), replayed;
     /// refused (exit 3) when the runner did not pass `--max-budget-usd`.
     MaxBudget,
@@ -186,6 +192,8 @@ impl Outcome {
             "rate-limit-once" => Outcome::RateLimitOnce,
             "tool" => Outcome::Tool,
             "max-budget" => Outcome::MaxBudget,
+            "unreachable" => Outcome::Unreachable,
+            "via-gateway" => Outcome::ViaGateway,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -501,7 +509,15 @@ impl Outcome {
             }
             Outcome::OverloadedOnce => once_then_ok(ctx, out, Recording::Overloaded),
             Outcome::Recorded(Recording::NotLoggedIn) if out.kind() == AgentKind::Codex => {
-                codex_offline(out)
+                super::reach::codex_refused_then_offline(out)
+            }
+            Outcome::Unreachable => super::reach::unreachable(out),
+            Outcome::ViaGateway if !super::reach::gateway_known(out.kind()) => {
+                super::reach::unreachable(out)
+            }
+            Outcome::ViaGateway => {
+                out.init()?;
+                ok_work_and_result(ctx, out)
             }
             Outcome::Recorded(recording) => {
                 let (stdout, rc, stderr) = recording.replay(out.kind());
@@ -572,15 +588,6 @@ fn ok_work_and_result(ctx: &Context, out: &mut Emitter) -> io::Result<i32> {
             out.result(json!({"is_error": true, "result": text}))?;
             Ok(1)
         }
-    }
-}
-
-/// Codex without credentials and without network: it says it is reconnecting, for ever.
-fn codex_offline(out: &mut Emitter) -> io::Result<i32> {
-    out.init()?;
-    loop {
-        out.raw("{\"type\":\"error\",\"message\":\"Reconnecting... waiting for network (Connection failed: error sending request)\"}\n")?;
-        std::thread::sleep(Duration::from_secs(1));
     }
 }
 

@@ -113,6 +113,10 @@ fn every_codex_case_lands_in_its_class() {
         ("context-http", Some(ContextWindow)),
         ("stall", Some(Overloaded)),
         ("slow", Some(Timeout)),
+        // `waiting for network` from the first request, no HTTP answer before: the model
+        // unreachable, the network's (not-logged-in above was refused by a proxy first).
+        ("network-unreachable", Some(Network)),
+        ("connection-refused", Some(Network)),
     ];
     let mut wrong = Vec::new();
     for (name, want) in table {
@@ -152,6 +156,9 @@ fn every_gemini_case_lands_in_its_class() {
         ("not-logged-in", Some(Auth)),
         ("base-url-only", Some(Auth)),
         ("slow", Some(Timeout)),
+        // `fetch failed` and no HTTP status: the model unreachable, the network's.
+        ("network-unreachable", Some(Network)),
+        ("connection-refused", Some(Network)),
     ];
     let mut wrong = Vec::new();
     for (name, want) in table {

@@ -347,3 +347,46 @@ fn the_dry_run_prints_the_invocation_of_the_configured_cli() {
         "{verify}"
     );
 }
+
+/// Every kind's CLI saying it cannot reach its model (Claude's `connection_failed`, Codex
+/// reconnecting from its first request, Gemini's `fetch failed`), with one issue open and with
+/// two: network waits (no attempt spent), then `ENVIRONMENT FAILURE: NETWORK`; no issue is
+/// escalated, and the second issue is never worked (the outage is not the first issue's).
+#[test]
+fn a_model_out_of_reach_is_waited_out_then_halts_as_the_networks_and_blames_no_issue() {
+    let issues: &[&[(u32, &str, &str)]] = &[
+        &[(1, "First", "One.")],
+        &[(1, "First", "One."), (2, "Second", "Two.")],
+    ];
+    for kind in ["claude", "codex", "gemini"] {
+        for open in issues {
+            let p = Project::new(open, json!({"steps": {"*": ["unreachable"]}}), json!({}));
+            p.set_config(json!({
+                "agent": agent(&p, kind), "steps": e2e::builtin_steps(),
+                "backoff": {"initialSeconds": 1, "maxSeconds": 1}, "maxRateLimitWaits": 2,
+            }));
+            let out = p.run(&[]);
+            let all = text(&out);
+            let case = format!("{kind}, {} issue(s)", open.len());
+            assert_eq!(code(&out), 1, "{case}: {all}");
+            assert!(
+                all.contains("ENVIRONMENT FAILURE: NETWORK"),
+                "{case}: {all}"
+            );
+            assert!(!all.contains("UNKNOWN"), "{case}: {all}");
+            let calls = p.invocations();
+            assert_eq!(
+                calls.len(),
+                3,
+                "two waits, then the halt: {case}: {calls:?}"
+            );
+            assert!(
+                calls.iter().all(|c| c.starts_with("1 ")),
+                "{case}: {calls:?}"
+            );
+            for (n, _, _) in open.iter() {
+                assert_eq!(p.issue(*n)["escalated"], false, "{case}: issue {n}: {all}");
+            }
+        }
+    }
+}

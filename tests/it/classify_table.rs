@@ -106,6 +106,10 @@ fn every_claude_cli_fixture_has_its_class() {
             Flags::default(),
         ),
         ("root-refusal", Some(ToolingEnv), Flags::default()),
+        // `api_error: "connection_failed"`, no HTTP status: the model unreachable, the
+        // network's failure (waited out), never the issue's.
+        ("network-unreachable", Some(Network), Flags::default()),
+        ("connection-refused", Some(Network), Flags::default()),
         (
             "slow",
             Some(Timeout),

@@ -348,13 +348,16 @@ fn doctor_line(p: &Project, name: &str, env: &[(&str, &str)]) -> String {
 
 #[test]
 #[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
-fn doctor_runs_true_inside_bubblewrap() {
+fn doctor_runs_the_agents_version_command_inside_bubblewrap() {
     bwrap_installed();
     let p = project(json!({}));
     configure(&p, sandboxed(&p, "bwrap", json!({"network": "none"})));
     let line = doctor_sandbox_line(&p, &[]);
     assert!(line.starts_with("ok "), "{line}");
-    assert!(line.contains("`true` inside bwrap ran"), "{line}");
+    assert!(
+        line.contains("`sdlc-runner --version` inside bwrap ran"),
+        "{line}"
+    );
     assert!(line.contains("no network"), "{line}");
 }
 
@@ -834,4 +837,201 @@ fn an_agent_that_keeps_tampering_with_git_is_escalated_quoting_the_change() {
     assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
     let url = e2e::git(&p.project, &["remote", "get-url", "origin"]);
     assert_eq!(url.trim(), p.origin.to_str().expect("utf8"));
+}
+
+/// The fake agent installed as a version manager installs a CLI: `bin/fake-cli` links to
+/// `lib/node_modules/fake-cli/cli.js`, a script whose first line is `#!/usr/bin/env node`;
+/// `bin/node` is the interpreter, a shell script that starts the runtime (the fake agent, a
+/// hard link of the runner's binary) at `runtime`, dropping the script's path. Returns the
+/// CLI's command and the `PATH` with the version's `bin` first.
+fn version_managed_cli(p: &Project, home: &Path, runtime: &Path) -> (PathBuf, String) {
+    use std::os::unix::fs::PermissionsExt;
+    let v22 = home.join(".nvm/versions/node/v22");
+    let package = v22.join("lib/node_modules/fake-cli");
+    std::fs::create_dir_all(&package).expect("package");
+    std::fs::create_dir_all(v22.join("bin")).expect("bin");
+    std::fs::create_dir_all(runtime.parent().expect("dir")).expect("runtime dir");
+    if std::fs::hard_link(BIN, runtime).is_err() {
+        std::fs::copy(BIN, runtime).expect("the runtime");
+    }
+    let script = p.script.to_str().expect("utf8");
+    let node = v22.join("bin/node");
+    std::fs::write(
+        &node,
+        format!(
+            "#!/bin/sh\nshift\nexec {} fake-agent --script {script} \"$@\"\n",
+            runtime.display()
+        ),
+    )
+    .expect("node");
+    let cli = package.join("cli.js");
+    std::fs::write(
+        &cli,
+        "#!/usr/bin/env node\nconsole.log('never read: the fake node drops it')\n",
+    )
+    .expect("cli");
+    for f in [&node, &cli] {
+        std::fs::set_permissions(f, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+    let command = v22.join("bin/fake-cli");
+    std::os::unix::fs::symlink("../lib/node_modules/fake-cli/cli.js", &command).expect("link");
+    let path = format!(
+        "{}:{}",
+        v22.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    (command, path)
+}
+
+fn version_managed_config(p: &Project, command: &Path, more: Value) {
+    let mut agent = sandboxed(p, "bwrap", more);
+    agent["command"] = json!(command.to_str().expect("utf8"));
+    agent["args"] = json!([]);
+    configure(p, agent);
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn a_cli_installed_under_a_version_manager_starts_in_bubblewrap_and_doctor_agrees() {
+    bwrap_installed();
+    let p = project(json!({}));
+    let home = p.root.join("home");
+    let runtime = home.join(".nvm/versions/node/v22/libexec/fake-node");
+    let (command, path) = version_managed_cli(&p, &home, &runtime);
+    version_managed_config(&p, &command, json!({}));
+    let env = [
+        ("HOME", home.to_str().expect("utf8")),
+        ("PATH", path.as_str()),
+    ];
+    let line = doctor_sandbox_line(&p, &env);
+    assert!(line.starts_with("ok "), "{line}");
+    assert!(
+        line.contains("`fake-cli --version` inside bwrap ran"),
+        "{line}"
+    );
+    let out = p
+        .command(&[
+            "run",
+            "--dry-run",
+            "--config",
+            p.config.to_str().expect("utf8"),
+        ])
+        .envs(env)
+        .output()
+        .expect("dry run");
+    let all = text(&out);
+    let v22 = home.join(".nvm/versions/node/v22");
+    assert!(
+        all.contains(&format!("read-only: {}", v22.display())),
+        "{all}"
+    );
+    let out = p.run_env(&[], &env);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn an_interpreter_needing_what_the_sandbox_hides_fails_doctor_naming_the_entry_and_the_run_blames_no_issue(
+) {
+    bwrap_installed();
+    let p = project(json!({}));
+    let home = p.root.join("home");
+    // The interpreter starts a runtime outside its installation, which the sandbox hides.
+    let runtime = home.join(".fake-runtime/fake-node");
+    let (command, path) = version_managed_cli(&p, &home, &runtime);
+    version_managed_config(&p, &command, json!({}));
+    let env = [
+        ("HOME", home.to_str().expect("utf8")),
+        ("PATH", path.as_str()),
+    ];
+    let line = doctor_sandbox_line(&p, &env);
+    assert!(line.starts_with("fail "), "{line}");
+    assert!(
+        line.contains("add \"~/.fake-runtime/fake-node\" to agent.sandbox.readOnly"),
+        "{line}"
+    );
+    let out = p.run_env(&[], &env);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: TOOLING_ENV"), "{all}");
+    assert_eq!(p.issue(1)["escalated"], false, "{all}");
+    // Doing what doctor said: both agree again, and the issue merges.
+    version_managed_config(
+        &p,
+        &command,
+        json!({"readOnly": ["~/.fake-runtime/fake-node"]}),
+    );
+    assert!(doctor_sandbox_line(&p, &env).starts_with("ok "));
+    let out = p.run_env(&["--ack-halt"], &env);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn a_read_only_home_holding_the_project_leaves_the_work_tree_writable_and_merges() {
+    bwrap_installed();
+    let p = project(json!({}));
+    // The project lies under HOME, and the agent may read all of HOME.
+    configure(&p, sandboxed(&p, "bwrap", json!({"readOnly": ["~"]})));
+    let home = p.root.to_str().expect("utf8");
+    let out = p.run_env(&[], &[("HOME", home)]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    assert!(!all.contains("Read-only file system"), "{all}");
+}
+
+#[test]
+fn an_entry_naming_the_project_or_inside_it_is_a_config_error_naming_it() {
+    let p = project(json!({}));
+    let git = p.project.join(".git");
+    configure(
+        &p,
+        sandboxed(
+            &p,
+            "bwrap",
+            json!({"readOnly": [git.to_str().expect("utf8")]}),
+        ),
+    );
+    let out = p
+        .command(&[
+            "config",
+            "check",
+            "--config",
+            p.config.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("config check");
+    let all = text(&out);
+    assert_eq!(code(&out), 2, "{all}");
+    assert!(all.contains("agent.sandbox.readOnly[1]"), "{all}");
+    assert!(all.contains("is the project"), "{all}");
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn the_clis_route_to_its_model_comes_into_bubblewrap() {
+    bwrap_installed();
+    // The fake model answers only through the gateway ANTHROPIC_BASE_URL names, set in the
+    // operator's environment alone.
+    let p = project(json!({"steps": {"*": ["via-gateway"]}}));
+    configure(&p, sandboxed(&p, "bwrap", json!({})));
+    let out = p.run_env(&[], &[("ANTHROPIC_BASE_URL", "http://gateway.invalid")]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    // Without it, the model is out of reach: the network's, waited out, then a halt.
+    let p = project(json!({"steps": {"*": ["via-gateway"]}}));
+    let mut agent = sandboxed(&p, "bwrap", json!({}));
+    agent["env"] = json!({});
+    p.set_config(json!({"steps": e2e::builtin_steps(), "agent": agent, "maxRateLimitWaits": 1}));
+    let out = p.run_env(&[], &[("ANTHROPIC_BASE_URL", "")]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    assert!(all.contains("ENVIRONMENT FAILURE: NETWORK"), "{all}");
+    assert_eq!(p.issue(1)["escalated"], false, "{all}");
 }

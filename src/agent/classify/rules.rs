@@ -102,6 +102,34 @@ pub(super) fn environment(obs: &Observation, facts: &Facts) -> Option<Verdict> {
     None
 }
 
+/// The CLI's kinds of API failure that mean no request reached the model (a name that does
+/// not resolve, a refused port, a proxy or firewall in the way): no HTTP status.
+pub(super) const UNREACHABLE_ERRORS: &[&str] = &["connection_failed"];
+
+/// The model could not be reached: `NETWORK`, the network's failure (or the sandbox's view of
+/// it), which the machine waits out like any network failure and never charges to the issue.
+pub(super) fn unreachable(obs: &Observation) -> Option<Verdict> {
+    let summary = obs.summary;
+    let result = summary.result.as_ref();
+    let kind = result
+        .and_then(|r| r.api_error.as_deref())
+        .or(summary.api_error_kind.as_deref())?;
+    let status = result
+        .and_then(|r| r.api_error_status)
+        .or(summary.api_error_status);
+    if !UNREACHABLE_ERRORS.contains(&kind) || status.is_some() {
+        return None;
+    }
+    let message = api_message(obs).unwrap_or_else(|| kind.to_string());
+    let mut verdict = Verdict::new(
+        FailureClass::Network,
+        format!("model unreachable: {kind}"),
+        message.clone(),
+    );
+    verdict.headline = format!("the agent cannot reach its model: {}", one_line(&message));
+    Some(verdict)
+}
+
 /// The CLI's own description of an API failure.
 pub(super) fn api_message(obs: &Observation) -> Option<String> {
     obs.summary

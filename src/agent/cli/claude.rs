@@ -6,6 +6,42 @@ use crate::config::Config;
 use crate::step::Step;
 use std::path::PathBuf;
 
+/// The variables Claude Code reads to find and trust its model besides its keys: a gateway's
+/// base URL and headers, the Bedrock and Vertex switches and where their credentials are.
+/// Passed into the agent's sandbox when set (docs/security.md).
+pub const ROUTE_VARS: &[&str] = &[
+    "ANTHROPIC_BASE_URL",
+    "ANTHROPIC_CUSTOM_HEADERS",
+    "ANTHROPIC_MODEL",
+    "ANTHROPIC_SMALL_FAST_MODEL",
+    "ANTHROPIC_DEFAULT_OPUS_MODEL",
+    "ANTHROPIC_DEFAULT_SONNET_MODEL",
+    "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+    "API_TIMEOUT_MS",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "ANTHROPIC_BEDROCK_BASE_URL",
+    "CLAUDE_CODE_SKIP_BEDROCK_AUTH",
+    "AWS_REGION",
+    "AWS_PROFILE",
+    "AWS_ACCESS_KEY_ID",
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AWS_BEARER_TOKEN_BEDROCK",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "CLAUDE_CODE_USE_VERTEX",
+    "ANTHROPIC_VERTEX_BASE_URL",
+    "ANTHROPIC_VERTEX_PROJECT_ID",
+    "CLAUDE_CODE_SKIP_VERTEX_AUTH",
+    "CLOUD_ML_REGION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+    "GOOGLE_CLOUD_PROJECT",
+];
+
+/// What Claude Code is told inside the runner's sandbox: that it is sandboxed, so that run as
+/// root (a container, a CI job) it still runs unattended with `--dangerously-skip-permissions`.
+pub const SANDBOXED_VARS: &[(&str, &str)] = &[("IS_SANDBOX", "1")];
+
 /// Argument vector and environment for one attempt.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Invocation {

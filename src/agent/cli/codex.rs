@@ -25,6 +25,15 @@ const NOT_TOOLS: [&str; 4] = ["agent_message", "reasoning", "error", "todo_list"
 const RECENT_ITEMS: usize = 16;
 
 /// The argument vector: the configured args first (a wrapper such as the fake agent), then
+/// The variables Codex reads to find and trust its model besides its keys: the OpenAI base
+/// URL and organisation, Azure's key, its home. Passed into the agent's sandbox when set.
+pub const ROUTE_VARS: &[&str] = &[
+    "OPENAI_BASE_URL",
+    "OPENAI_ORGANIZATION",
+    "OPENAI_PROJECT",
+    "AZURE_OPENAI_API_KEY",
+];
+
 /// `exec --json` with approvals and the sandbox bypassed (the sandbox keeps `.git` read-only,
 /// so a step could not commit), the model and effort when set, and the prompt with the skill's
 /// instructions. The environment carries the step context, as for Claude.
@@ -125,6 +134,11 @@ impl Events for Codex {
                 if let Some(message) = text(event, "message") {
                     // Without network or credentials the CLI retries for ever.
                     if message.contains("waiting for network") && p.summary.result.is_none() {
+                        // An earlier error was an answer (an HTTP status, a proxy's refusal).
+                        if p.summary.offline.is_none() {
+                            p.summary.refused_before_offline =
+                                p.summary.api_error_message.is_some();
+                        }
                         p.summary.offline = Some(truncate(&message, 1024));
                         p.stop.get_or_insert(Stop::Offline);
                     }

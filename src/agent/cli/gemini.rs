@@ -153,6 +153,28 @@ fn http_status(exit: Option<i32>) -> Option<u16> {
         .find(|s| i32::from(*s) % 256 == code)
 }
 
+/// The variables Gemini CLI reads to find and trust its model besides its keys: its base
+/// URL, the Vertex and Code Assist switches, the Google Cloud project and where its
+/// credentials are. Passed into the agent's sandbox when set.
+pub const ROUTE_VARS: &[&str] = &[
+    "GOOGLE_GEMINI_BASE_URL",
+    "GOOGLE_GENAI_USE_VERTEXAI",
+    "GOOGLE_GENAI_USE_GCA",
+    "GOOGLE_CLOUD_PROJECT",
+    "GOOGLE_CLOUD_LOCATION",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+];
+
+/// What the CLI's fetch says when no request reached the model (node's `fetch failed`, its
+/// causes by name): the network's failure, not the issue's.
+const UNREACHABLE: &[&str] = &[
+    "fetch failed",
+    "ENOTFOUND",
+    "ECONNREFUSED",
+    "EAI_AGAIN",
+    "ENETUNREACH",
+];
+
 /// Classifies a Gemini attempt from its exit code, result and warnings; `None` when these
 /// rules do not decide.
 pub fn classify(obs: &Observation) -> Option<Classified> {
@@ -220,7 +242,10 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
     let message = result.result_text.clone().unwrap_or_default();
     let status = http_status(obs.exit_code);
     let has = |needles: &[&str]| needles.iter().any(|n| message.contains(n));
-    let (class, evidence) = if has(&["exhausted your daily quota"]) {
+    let (class, evidence) = if has(UNREACHABLE) && status.is_none() {
+        // No HTTP answer at all: the model could not be reached (DNS, a refused port, a proxy).
+        (FailureClass::Network, "model unreachable")
+    } else if has(&["exhausted your daily quota"]) {
         (FailureClass::Quota, "daily quota exhausted")
     } else if has(&[
         "API_KEY_INVALID",

@@ -30,6 +30,57 @@ pub enum Stop {
     Offline,
 }
 
+/// What every CLI reads to reach its model through the operator's network: proxies and the
+/// company's certificate authorities (node's, OpenSSL's, Python's).
+pub const NETWORK_VARS: &[&str] = &[
+    "HTTPS_PROXY",
+    "https_proxy",
+    "HTTP_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+    "NO_PROXY",
+    "no_proxy",
+    "NODE_EXTRA_CA_CERTS",
+    "NODE_USE_SYSTEM_CA",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+];
+
+/// The variables `kind`'s CLI reads to find and trust its model besides its keys (its
+/// adapter's `ROUTE_VARS`, then [`NETWORK_VARS`]): they pass into the agent's sandbox.
+pub fn route_vars(kind: AgentKind) -> Vec<&'static str> {
+    let own = match kind {
+        AgentKind::Claude => claude::ROUTE_VARS,
+        AgentKind::Codex => codex::ROUTE_VARS,
+        AgentKind::Gemini => gemini::ROUTE_VARS,
+    };
+    own.iter().chain(NETWORK_VARS).copied().collect()
+}
+
+/// Of [`route_vars`], those whose value names a file or directory the CLI reads (a CA
+/// bundle, a credentials file): bound read-only into the sandbox with them.
+pub const PATH_VARS: &[&str] = &[
+    "NODE_EXTRA_CA_CERTS",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "GOOGLE_APPLICATION_CREDENTIALS",
+];
+
+/// What `kind`'s CLI is told when it runs inside the runner's sandbox.
+pub fn sandboxed_vars(kind: AgentKind) -> &'static [(&'static str, &'static str)] {
+    match kind {
+        AgentKind::Claude => claude::SANDBOXED_VARS,
+        AgentKind::Codex | AgentKind::Gemini => &[],
+    }
+}
+
 /// The argument vector and environment of one attempt of `a.step` on its agent.
 pub fn invocation(cfg: &Config, program: PathBuf, a: &AttemptInfo) -> Invocation {
     match cfg.agent(a.step).kind {
@@ -213,16 +264,20 @@ pub fn classify(kind: AgentKind, obs: &Observation) -> Option<Classified> {
         ));
     }
     if let Some(message) = &summary.offline {
-        let what = format!(
-            "{kind} kept reconnecting (not logged in, or no network): stopped after one call: {message}"
-        );
-        return Some(decided(
-            FailureClass::Auth,
-            "reconnecting",
-            &what,
-            message,
-            None,
-        ));
+        // Refused first (an HTTP status, a proxy's 403), then offline: the credentials or a
+        // gate. Offline from the first request: the model cannot be reached, the network's.
+        let (class, what) = if summary.refused_before_offline {
+            (
+                FailureClass::Auth,
+                format!("{kind} kept reconnecting (not logged in, or no network): stopped after one call: {message}"),
+            )
+        } else {
+            (
+                FailureClass::Network,
+                format!("{kind} cannot reach its model (it kept reconnecting): stopped after one call: {message}"),
+            )
+        };
+        return Some(decided(class, "reconnecting", &what, message, None));
     }
     let own = match kind {
         AgentKind::Codex => codex::classify(obs),

@@ -172,6 +172,10 @@ fn the_environment_is_only_what_the_agent_needs() {
             ("OPENAI_API_KEY", "sk-o"),
             ("EXTRA", "yes"),
             ("SDLC_STEP", "from the runner's own environment"),
+            ("ANTHROPIC_BASE_URL", "https://gateway.example"),
+            ("HTTPS_PROXY", "http://proxy:3128"),
+            ("NODE_EXTRA_CA_CERTS", "/home/op/ca.pem"),
+            ("OPENAI_BASE_URL", "https://openai-gateway.example"),
         ]
         .iter()
         .find(|(k, _)| *k == name)
@@ -190,11 +194,16 @@ fn the_environment_is_only_what_the_agent_needs() {
             "HOME",
             "LANG",
             "ANTHROPIC_API_KEY",
+            "ANTHROPIC_BASE_URL",
+            "HTTPS_PROXY",
+            "NODE_EXTRA_CA_CERTS",
             "EXTRA",
             "SDLC_STEP",
-            "SDLC_ISSUE"
+            "SDLC_ISSUE",
+            "IS_SANDBOX",
         ]
     );
+    assert!(env.contains(&("IS_SANDBOX".into(), "1".into())));
     assert!(env.contains(&("SDLC_STEP".into(), "implement".into())));
     let codex = Spec {
         agent: Some(AgentKind::Codex),
@@ -202,7 +211,63 @@ fn the_environment_is_only_what_the_agent_needs() {
     };
     let env = environment(&codex, &[], &host);
     assert!(env.iter().any(|(k, _)| k == "OPENAI_API_KEY"));
-    assert!(!env.iter().any(|(k, _)| k == "ANTHROPIC_API_KEY"));
+    assert!(env.iter().any(|(k, _)| k == "OPENAI_BASE_URL"));
+    assert!(env.iter().any(|(k, _)| k == "HTTPS_PROXY"));
+    for other in ["ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "IS_SANDBOX"] {
+        assert!(!env.iter().any(|(k, _)| k == other), "{other}");
+    }
+}
+
+#[test]
+fn the_work_tree_stays_writable_under_a_read_only_home_and_the_clis_own_directory_too() {
+    let c = SandboxConfig {
+        kind: SandboxKind::Bwrap,
+        read_only: vec!["~".into()],
+        ..SandboxConfig::default()
+    };
+    let s = Spec {
+        work_tree: Path::new("/home/op/src/project"),
+        runner_dir: Path::new("/home/op/src/project/.git/sdlc-runner"),
+        ..spec(&c, &[])
+    };
+    let args = bwrap_args(&s, Path::new("/usr/bin/claude"), &[]);
+    let tmpfs = at(&args, &["--tmpfs", "/home/op"]).expect("home");
+    let home = at(&args, &["--ro-bind-try", "/home/op", "/home/op"]).expect("~ read-only");
+    let claude = at(
+        &args,
+        &["--bind-try", "/home/op/.claude", "/home/op/.claude"],
+    )
+    .expect("cli");
+    let tree = at(
+        &args,
+        &["--bind", "/home/op/src/project", "/home/op/src/project"],
+    )
+    .expect("tree");
+    let hidden = at(&args, &["--tmpfs", "/home/op/src/project/.git/sdlc-runner"]).expect("hidden");
+    assert!(
+        tmpfs < home && home < claude && home < tree && tree < hidden,
+        "{args:?}"
+    );
+}
+
+#[test]
+fn the_files_the_route_variables_name_are_bound_read_only() {
+    let c = config(SandboxKind::Bwrap);
+    let host = |name: &str| match name {
+        "NODE_EXTRA_CA_CERTS" => Some("/home/op/corp-ca.pem".to_string()),
+        "SSL_CERT_FILE" => Some("/etc/ssl/certs/ca.pem".to_string()),
+        _ => None,
+    };
+    let view = view_of(&spec(&c, &[]), &host);
+    let args = bwrap_args_with(&spec(&c, &[]), Path::new("/usr/bin/claude"), &[], &view);
+    let ca = "/home/op/corp-ca.pem";
+    let at_ca = at(&args, &["--ro-bind-try", ca, ca]).expect("the CA bundle");
+    let home = at(&args, &["--tmpfs", "/home/op"]).expect("home");
+    assert!(home < at_ca);
+    assert!(
+        !args.iter().any(|a| a == "/etc/ssl/certs/ca.pem"),
+        "{args:?}"
+    );
 }
 
 #[test]

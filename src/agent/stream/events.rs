@@ -88,6 +88,7 @@ pub(super) fn parse_result(event: &Value) -> ResultEvent {
         session_id: str_field(event, "session_id"),
         permission_denials,
         api_error_type: str_field(event, "api_error_type"),
+        api_error: str_field(event, "api_error"),
     }
 }
 
