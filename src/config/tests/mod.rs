@@ -179,6 +179,8 @@ fn limits_convert_to_exact_units() {
             manual_approval: true,
             // steps.commitPush.run is the agent's unless set to builtin.
             builtin_commit_push: false,
+            // The runner commits every agent step's work (issue 48).
+            runner_commits: true,
             ask_on_issue_budget: false,
             max_network_waits: 3,
             network_backoff_initial_secs: 2,
