@@ -101,6 +101,23 @@ pub fn start_cycle(repo: &dyn GitPort) -> Result<String, Failed> {
     Ok(format!("on {} as origin has it", repo.main()))
 }
 
+/// startIssue: the issue's feature branch (`<N>-<slug of the title>`, `ENG-<N>-…` on Linear)
+/// created from main as startCycle left it and checked out; a branch of the issue that is
+/// already there (a restarted cycle, a branch adopted from origin) is checked out as it is.
+/// The agent makes no branch: its git directory is read-only in a sandbox.
+pub fn start_issue(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+    let branch = match issue.branch {
+        Some(b) => b.to_string(),
+        None => format!(
+            "{}{}",
+            issue.refs.branch_prefix(issue.number),
+            crate::tracker::slug(issue.title)
+        ),
+    };
+    repo.start_branch(&branch)?;
+    Ok(format!("on {branch}, started from {}", repo.main()))
+}
+
 /// The feature branch is checked out: what is committed lands on it, not elsewhere.
 fn on_branch(repo: &dyn GitPort, branch: &str) -> Result<(), Failed> {
     let current = repo.current_branch()?;
@@ -186,31 +203,54 @@ fn onto_our_push(repo: &dyn GitPort, branch: &str, head: &str) -> Result<bool, F
 }
 
 /// After an `addressReview` round: what the agent left is committed on the feature branch
-/// (nothing to commit is no failure: the agent may have committed itself, or disagreed) and
-/// the branch is pushed, a new head for CI. The push is leased on origin's head as one look
-/// found it after the round, and only when that head is this clone's own work (the local
-/// branch holds it, or it was pushed from here: the agent may rebase at a reviewer's
-/// request): a person's push
-/// during the round (a rewrite, or commits the round's work lacks) is reported as their move,
-/// never pushed over, and never counted as the round's failure.
+/// (nothing to commit is no failure: the agent may have disagreed) and the branch is pushed,
+/// a new head for CI ([`push_agent_work`]).
 pub fn push_review_round(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
     issue: &IssueFacts,
 ) -> Result<Round, Failed> {
+    let message = format!("fix: address review feedback (#{})", issue.number);
+    push_agent_work(repo, forge, issue, &message, "round")
+}
+
+/// After the agent's repair of failing CI (a builtin monitorCI's repair attempt): what it
+/// changed in the work tree is committed by the runner and the branch pushed, the new head
+/// CI is looked at next ([`push_agent_work`]).
+pub fn push_ci_repair(
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
+    issue: &IssueFacts,
+) -> Result<Round, Failed> {
+    let message = format!("fix: make CI pass (#{}, monitorCI)", issue.number);
+    push_agent_work(repo, forge, issue, &message, "CI repair")
+}
+
+/// What an agent left after a repair (`work` names it in the words returned) committed on
+/// the feature branch with `message` (nothing to commit is no failure) and the branch pushed.
+/// The push is leased on origin's head as one look found it after the agent, and only when
+/// that head is this clone's own work (the local branch holds it, or it was pushed from
+/// here): a person's push during the agent's work (a rewrite, or commits the work lacks) is
+/// reported as their move, never pushed over, and never counted as the repair's failure.
+fn push_agent_work(
+    repo: &dyn GitPort,
+    forge: &dyn ForgePort,
+    issue: &IssueFacts,
+    message: &str,
+    work: &str,
+) -> Result<Round, Failed> {
     let branch = issue.branch()?;
     on_branch(repo, branch)?;
-    let committed =
-        repo.auto_commit(&format!("fix: address review feedback (#{})", issue.number))?;
+    let committed = repo.auto_commit(message)?;
     let before = repo.branch_on_origin(branch)?;
     if let Some(head) = persons_move_since(repo, forge, branch, "", &before)? {
         return Ok(Round::Person(head));
     }
     if let (false, Some(local)) = (committed, &before.local) {
         if before.head.as_ref() == Some(local) {
-            // Nothing new to push: saying "pushed" would tell the reviewer of work not done.
+            // Nothing new to push: saying "pushed" would tell of work not done.
             return Ok(Round::Pushed(format!(
-                "the round changed nothing: {branch} stays at {} on origin, as the reviewer saw it",
+                "the {work} changed nothing: {branch} stays at {} on origin",
                 short(local)
             )));
         }
@@ -226,13 +266,13 @@ pub fn push_review_round(
         return Err(e.into());
     }
     Ok(Round::Pushed(if committed {
-        format!("committed the review round's changes and pushed {branch}")
+        format!("committed the {work}'s changes and pushed {branch}")
     } else {
         format!("pushed {branch}")
     }))
 }
 
-/// What the runner's half of a review round did.
+/// What the runner's half of a review round or a CI repair did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Round {
     /// The round's work is on origin: what was done, in words.

@@ -117,8 +117,9 @@ impl Step {
     }
 
     /// The steps the runner can do itself, without an agent (`steps.<key>.run: "builtin"`).
-    pub const BUILTIN: [Step; 5] = [
+    pub const BUILTIN: [Step; 6] = [
         Step::StartCycle,
+        Step::StartIssue,
         Step::CommitPush,
         Step::CreatePr,
         Step::MonitorCi,

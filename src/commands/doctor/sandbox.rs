@@ -93,7 +93,7 @@ fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
     let spec = Spec {
         config: sandbox,
         agent: Some(kind),
-        git_dir_writable: true,
+        git_dir_writable: false,
         work_tree: &work_tree,
         runner_dir: &runner_dir,
         handed: &[],

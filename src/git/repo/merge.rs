@@ -244,6 +244,78 @@ impl Repo {
         Ok(!self.is_ancestor(&format!("refs/heads/{branch}"), &remote_main)?)
     }
 
+    /// A merge conflict's repair, the runner's first half: origin fetched, `branch` checked
+    /// out, and origin's main merged into it, stopping at the conflict: the merge stays in
+    /// progress, the conflicting files (returned) in the tree with their markers, for the
+    /// agent to resolve. Empty: nothing conflicts (main is in the branch already, or merged
+    /// cleanly and committed). A merge, rebase, cherry-pick or revert left unfinished (an
+    /// earlier repair's) is aborted first, its tree kept on a rescue ref.
+    pub fn start_main_merge(&self, branch: &str) -> Result<Vec<String>, RepoError> {
+        self.fetch()?;
+        match self.abort_unfinished(branch) {
+            Ok(()) | Err(RepoError::Rescued { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        if self.current_branch()?.as_deref() != Some(branch) {
+            self.checkout_finishing(branch)?;
+        }
+        let Some(base) = self.origin_main()? else {
+            return Ok(Vec::new());
+        };
+        if self.is_ancestor(&base, &format!("refs/heads/{branch}"))? {
+            return Ok(Vec::new());
+        }
+        let message = format!("Merge {} into {branch}", self.main);
+        let args = ["merge", "--no-ff", "--quiet", "-m", &message, &base];
+        let out = self.git(&args)?;
+        if out.status.success() {
+            return Ok(Vec::new());
+        }
+        let conflicts = self.git_ok(&["diff", "--name-only", "--diff-filter=U", "-z"])?;
+        let paths: Vec<String> = conflicts
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect();
+        if paths.is_empty() {
+            let _ = self.git(&["merge", "--abort"]);
+            return Err(self.failed(&args, &out));
+        }
+        Ok(paths)
+    }
+
+    /// A merge conflict's repair, the runner's second half: the merge [`Repo::start_main_merge`]
+    /// left in progress, resolved by the agent in the tree, concluded: everything staged (not
+    /// the runner's files) and committed with `message`, `--no-verify` as any commit of the
+    /// runner's. A file that still holds a conflict marker (git's check, honouring
+    /// `conflict-marker-size`) is refused: the merge is aborted, the tree kept on a rescue
+    /// ref, and the error names the files (a conflict, the machine's to meet). `Ok(false)`:
+    /// no merge was in progress (the agent concluded or aborted it itself without a sandbox).
+    pub fn conclude_merge(&self, message: &str) -> Result<bool, RepoError> {
+        let merging = self
+            .git_dirs()
+            .is_some_and(|(git_dir, _)| git_dir.join("MERGE_HEAD").is_file());
+        if !merging {
+            return Ok(false);
+        }
+        let work = self.stage_work()?;
+        let marked = self.staged_markers(&work)?;
+        if !marked.is_empty() {
+            let label = self.current_branch()?.unwrap_or_else(|| "merge".to_string());
+            match self.abort_unfinished(&label) {
+                Ok(()) | Err(RepoError::Rescued { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            return Err(RepoError::ConflictMarkers {
+                what: format!("conclude the merge of {}", self.main),
+                path: self.path.clone(),
+                paths: marked,
+            });
+        }
+        self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
+        Ok(true)
+    }
+
     /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
     pub fn fetch(&self) -> Result<(), RepoError> {
         if !self.has_origin()? {
