@@ -333,6 +333,45 @@ fn a_hostile_agent_in_bubblewrap_cannot_write_git_and_its_good_work_still_merges
     p.replays_exactly();
 }
 
+/// Two workers in bubblewrap change the same file, so the second merge conflicts. The agent
+/// cannot merge (its git directory is read-only): the runner starts merging main into the
+/// branch, the agent resolves the conflicting file in the tree, the runner concludes the
+/// merge, pushes it, CI passes it and both issues merge.
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn in_bubblewrap_the_runner_starts_and_concludes_the_merge_whose_conflict_the_agent_resolves() {
+    bwrap_installed();
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({"steps": {
+            "implement": ["write-shared"],
+            "verify": ["busy:500"],
+            "merge": ["resolve-conflict"],
+        }}),
+        json!({}),
+    );
+    configure(&p, sandboxed(&p, "bwrap", json!({})));
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(all.contains("MERGE_CONFLICT"), "{all}");
+    let logs = all_text_under(&p.root.join("logs"));
+    assert!(
+        logs.contains("stopped at the conflict in shared.txt"),
+        "the runner started the merge: {logs}"
+    );
+    assert!(logs.contains("the runner concludes the merge"), "{logs}");
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("Merge main into the branch of issue #") && l.ends_with("(conflict resolved)")),
+        "the runner's merge commit: {log}"
+    );
+    let shared = e2e::git(&p.origin, &["show", "main:shared.txt"]);
+    assert!(!shared.contains("<<<<<<<"), "{shared}");
+}
+
 #[test]
 #[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
 fn network_none_blocks_a_connection_to_a_loopback_server() {
@@ -664,6 +703,9 @@ fn local_ci_runs_the_agents_script_inside_bubblewrap_and_copies_nothing_out() {
     let journal = std::fs::read_to_string(p.journal_path()).expect("journal");
     assert!(!journal.contains("forged"), "{journal}");
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    // The repair agent only wrote its fix: the runner committed and pushed it.
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(log.contains("fix: make CI pass (#1, monitorCI)"), "{log}");
     // The scratch tree is gone, as without a sandbox.
     let trees = e2e::git(&p.project, &["worktree", "list", "--porcelain"]);
     assert_eq!(trees.matches("worktree ").count(), 1, "{trees}");
