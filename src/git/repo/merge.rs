@@ -325,3 +325,89 @@ impl Repo {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = crate::git::command::output(dir, args).expect("git runs (is it installed?)");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A clone whose branch `1-x` and origin's main both changed `f.txt` since they parted.
+    fn conflicting() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let origin = dir.path().join("o.git");
+        let work = dir.path().join("w");
+        git(dir.path(), &["init", "-q", "--bare", "-b", "main", "o.git"]);
+        git(dir.path(), &["clone", "-q", "o.git", "w"]);
+        git(&work, &["config", "user.name", "t"]);
+        git(&work, &["config", "user.email", "t@t.invalid"]);
+        let commit = |text: &str| {
+            std::fs::write(work.join("f.txt"), text).expect("write");
+            git(&work, &["commit", "-q", "-am", text]);
+        };
+        std::fs::write(work.join("f.txt"), "base\n").expect("write");
+        git(&work, &["add", "f.txt"]);
+        git(&work, &["commit", "-q", "-m", "base"]);
+        git(&work, &["push", "-q", "-u", "origin", "main"]);
+        git(&work, &["checkout", "-q", "-b", "1-x"]);
+        commit("branch\n");
+        git(&work, &["checkout", "-q", "main"]);
+        commit("main\n");
+        git(&work, &["push", "-q", "origin", "main"]);
+        git(&work, &["checkout", "-q", "1-x"]);
+        assert!(origin.is_dir());
+        (dir, work)
+    }
+
+    #[test]
+    fn the_runner_starts_the_merge_of_main_and_concludes_it_only_without_markers() {
+        let (_dir, work) = conflicting();
+        let repo = Repo::open(&work).expect("open");
+        let merging = || work.join(".git/MERGE_HEAD").is_file();
+        assert_eq!(repo.start_main_merge("1-x").expect("started"), ["f.txt"]);
+        assert!(merging(), "left in progress for the agent");
+        let text = std::fs::read_to_string(work.join("f.txt")).expect("read");
+        assert!(text.contains("<<<<<<<"), "{text}");
+        // The agent left the markers: refused, the merge aborted, the tree kept.
+        match repo.conclude_merge("m") {
+            Err(RepoError::ConflictMarkers { paths, .. }) => assert_eq!(paths, ["f.txt"]),
+            other => panic!("{other:?}"),
+        }
+        assert!(!merging());
+        assert_eq!(repo.rescue_refs("1-x").expect("refs").len(), 1);
+        assert_eq!(git(&work, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
+        // Resolved: the runner's merge commit, with both parents.
+        assert_eq!(repo.start_main_merge("1-x").expect("started"), ["f.txt"]);
+        std::fs::write(work.join("f.txt"), "branch and main\n").expect("resolve");
+        assert!(repo.conclude_merge("Merge main (conflict resolved)").expect("concluded"));
+        let parents = git(&work, &["rev-list", "--parents", "-1", "HEAD"]);
+        assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
+        assert_eq!(
+            git(&work, &["log", "-1", "--format=%s"]),
+            "Merge main (conflict resolved)"
+        );
+        assert!(!repo.conclude_merge("again").expect("nothing in progress"));
+        // Main is in the branch now: nothing to merge, nothing for the agent.
+        assert!(repo.start_main_merge("1-x").expect("up to date").is_empty());
+    }
+
+    #[test]
+    fn the_runner_starts_the_issues_branch_or_checks_out_the_one_there() {
+        let (_dir, work) = conflicting();
+        let repo = Repo::open(&work).expect("open");
+        git(&work, &["checkout", "-q", "main"]);
+        repo.start_branch("2-new").expect("created");
+        assert_eq!(git(&work, &["rev-parse", "--abbrev-ref", "HEAD"]), "2-new");
+        assert_eq!(
+            git(&work, &["rev-parse", "HEAD"]),
+            git(&work, &["rev-parse", "main"])
+        );
+        repo.start_branch("1-x").expect("checked out");
+        assert_eq!(git(&work, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
+    }
+}
