@@ -117,7 +117,11 @@ fn a_clean_issue_in_bubblewrap_costs_four_agent_calls_and_the_runner_commits_eac
         .into_iter()
         .map(|(_, s)| s)
         .collect();
-    assert_eq!(steps, ["writeSpecs", "implement", "simplify", "verify"], "{all}");
+    assert_eq!(
+        steps,
+        ["writeSpecs", "implement", "simplify", "verify"],
+        "{all}"
+    );
     // The agent could not commit (its git directory is read-only): each step's work is the
     // runner's commit, with the identity git is configured with, naming the issue and step.
     let log = e2e::git(
@@ -129,13 +133,19 @@ fn a_clean_issue_in_bubblewrap_costs_four_agent_calls_and_the_runner_commits_eac
         e2e::git(&p.project, &["config", "user.name"]),
         e2e::git(&p.project, &["config", "user.email"])
     );
-    for subject in ["docs: writeSpecs of issue #1", "feat: implement of issue #1"] {
+    for subject in [
+        "docs: writeSpecs of issue #1",
+        "feat: implement of issue #1",
+    ] {
         assert!(
             log.lines().any(|l| l == format!("{who}|{who}|{subject}")),
             "{subject}: {log}"
         );
     }
-    assert!(!log.contains("docs: specs for issue #1"), "the agent committed: {log}");
+    assert!(
+        !log.contains("docs: specs for issue #1"),
+        "the agent committed: {log}"
+    );
     p.replays_exactly();
 }
 
@@ -277,9 +287,16 @@ fn hostile_git_run(kind: &str) -> (Project, i32, String, String) {
     let tools = p.root.join("tools");
     configure(
         &p,
-        sandboxed(&p, kind, json!({"readOnly": [tools.to_str().expect("utf8")]})),
+        sandboxed(
+            &p,
+            kind,
+            json!({"readOnly": [tools.to_str().expect("utf8")]}),
+        ),
     );
-    let out = p.run_env(&[], &[("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8"))]);
+    let out = p.run_env(
+        &[],
+        &[("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8"))],
+    );
     let logs = all_text_under(&p.root.join("logs"));
     (p, code(&out), text(&out), logs)
 }
@@ -311,11 +328,17 @@ fn a_hostile_agent_in_bubblewrap_cannot_write_git_and_its_good_work_still_merges
     bwrap_installed();
     let (p, code, all, logs) = hostile_git_run("bwrap");
     assert_eq!(code, 0, "{all}");
-    assert!(logs.contains("tried") && logs.contains("HISTORY-READ"), "{logs}");
+    assert!(
+        logs.contains("tried") && logs.contains("HISTORY-READ"),
+        "{logs}"
+    );
     for written in GIT_WRITES {
         assert!(!logs.contains(written), "the agent got {written}: {logs}");
     }
-    assert!(logs.contains("Read-only file system"), "refused read-only: {logs}");
+    assert!(
+        logs.contains("Read-only file system"),
+        "refused read-only: {logs}"
+    );
     // Nothing to put back: the git setup was never changed.
     assert!(!all.contains("GIT_TAMPERED"), "{all}");
     assert!(!p.project.join(".git/hooks/pre-push").exists());
@@ -365,7 +388,8 @@ fn in_bubblewrap_the_runner_starts_and_concludes_the_merge_whose_conflict_the_ag
     let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
     assert!(
         log.lines()
-            .any(|l| l.starts_with("Merge main into the branch of issue #") && l.ends_with("(conflict resolved)")),
+            .any(|l| l.starts_with("Merge main into the branch of issue #")
+                && l.ends_with("(conflict resolved)")),
         "the runner's merge commit: {log}"
     );
     let shared = e2e::git(&p.origin, &["show", "main:shared.txt"]);

@@ -208,11 +208,9 @@ mod tests {
 
     #[test]
     fn inside_a_sandbox_the_steps_the_runner_can_do_are_the_runners() {
-        let errors = config(r#""agent": {"sandbox": {"kind": "bwrap"}}"#).expect_err("agent-run git steps");
-        let named: Vec<&str> = errors
-            .iter()
-            .filter_map(|e| e.split(':').next())
-            .collect();
+        let errors =
+            config(r#""agent": {"sandbox": {"kind": "bwrap"}}"#).expect_err("agent-run git steps");
+        let named: Vec<&str> = errors.iter().filter_map(|e| e.split(':').next()).collect();
         assert_eq!(
             named,
             [
@@ -258,14 +256,12 @@ mod tests {
 
     #[test]
     fn a_steps_sandbox_is_merged_over_the_top_levels_key_by_key() {
-        let c = config(
-            &format!(
-                r#""agent": {{"sandbox": {{"kind": "bwrap", "readOnly": ["~/ref"], "env": ["X"]}}}},
+        let c = config(&format!(
+            r#""agent": {{"sandbox": {{"kind": "bwrap", "readOnly": ["~/ref"], "env": ["X"]}}}},
                "steps": {{"verify": {{"agent": {{"sandbox": {{"network": "none"}}}}}},
                          "implement": {{"agent": {{"kind": "codex", "sandbox": {{"env": []}}}}}},
                          {GIT_STEPS}}}"#
-            ),
-        )
+        ))
         .expect("valid");
         let verify = &c.agent(Step::Verify).sandbox;
         assert_eq!(verify.kind, SandboxKind::Bwrap);

@@ -1,11 +1,12 @@
 //! A builtin (zero-token) attempt: the runner does the step with git and the forge, then the
 //! same post-check, classification and counters as an agent attempt. monitorCI watches the
 //! checks until they settle; only a repair attempt (CI failed last time) runs the agent, with
-//! the failing checks as its repair context, before watching again. Likewise a merge whose
-//! branch conflicted with main: its repair attempt has the agent bring the branch up to date
-//! (the conflicting files are the repair context); the update and push that follow are the
-//! machine's next request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before
-//! any merge.
+//! the failing checks as its repair context, then commits and pushes the agent's fix before
+//! watching again. Likewise a merge whose branch conflicted with main: its repair attempt has
+//! the runner start merging main into the branch, the agent resolve the conflicting files and
+//! the runner conclude the merge; the update and push that follow are the machine's next
+//! request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before any merge. The
+//! agent never writes git: in a sandbox its git directory is read-only.
 
 use super::cycle::Cycle;
 use super::invoke::IssueContext;
@@ -158,9 +159,10 @@ impl StepRun<'_> {
                 self.voice.say(said);
                 None
             }
-            network::Patient::Done(Err(failed)) => {
-                Some(self.builtin_failed(step, issue, failed, Usage::default()).await)
-            }
+            network::Patient::Done(Err(failed)) => Some(
+                self.builtin_failed(step, issue, failed, Usage::default())
+                    .await,
+            ),
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Some(ev),
         }
     }
@@ -180,7 +182,8 @@ impl StepRun<'_> {
             .await;
         match concluded {
             Ok(_) => {
-                self.voice.log(&say::conflict_merge_concluded(&self.run.main));
+                self.voice
+                    .log(&say::conflict_merge_concluded(&self.run.main));
                 Event::Repaired { step, usage }
             }
             Err(failed) if failed.kind == CallFailureKind::Conflict => {

@@ -319,7 +319,12 @@ mod tests {
             branch: Some("3-add-x".into()),
         };
         let agent_run = Config::for_test("");
-        for step in [Step::WriteSpecs, Step::Implement, Step::Simplify, Step::Verify] {
+        for step in [
+            Step::WriteSpecs,
+            Step::Implement,
+            Step::Simplify,
+            Step::Verify,
+        ] {
             let p = prompt(&agent_run, step, &issue, None);
             assert!(p.contains(GIT_IS_THE_RUNNERS), "{step}: {p}");
             assert!(!p.contains("Commit them"), "{step}: {p}");
@@ -336,7 +341,10 @@ mod tests {
             (Step::CommitPush, FIX_HOOK_PROMPT),
         ] {
             let p = prompt(&builtin, step, &issue, None);
-            assert!(p.starts_with(base) && p.contains(GIT_IS_THE_RUNNERS), "{step}: {p}");
+            assert!(
+                p.starts_with(base) && p.contains(GIT_IS_THE_RUNNERS),
+                "{step}: {p}"
+            );
         }
         let round = address_review_prompt(&agent_run, &issue, "- FEEDBACK", None);
         assert!(round.contains(GIT_IS_THE_RUNNERS), "{round}");

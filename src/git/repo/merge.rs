@@ -301,7 +301,9 @@ impl Repo {
         let work = self.stage_work()?;
         let marked = self.staged_markers(&work)?;
         if !marked.is_empty() {
-            let label = self.current_branch()?.unwrap_or_else(|| "merge".to_string());
+            let label = self
+                .current_branch()?
+                .unwrap_or_else(|| "merge".to_string());
             match self.abort_unfinished(&label) {
                 Ok(()) | Err(RepoError::Rescued { .. }) => {}
                 Err(e) => return Err(e),
@@ -384,7 +386,9 @@ mod tests {
         // Resolved: the runner's merge commit, with both parents.
         assert_eq!(repo.start_main_merge("1-x").expect("started"), ["f.txt"]);
         std::fs::write(work.join("f.txt"), "branch and main\n").expect("resolve");
-        assert!(repo.conclude_merge("Merge main (conflict resolved)").expect("concluded"));
+        assert!(repo
+            .conclude_merge("Merge main (conflict resolved)")
+            .expect("concluded"));
         let parents = git(&work, &["rev-list", "--parents", "-1", "HEAD"]);
         assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
         assert_eq!(

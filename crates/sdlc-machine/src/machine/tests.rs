@@ -883,7 +883,10 @@ fn each_agent_steps_work_is_committed_by_the_runner_naming_the_issue_and_step() 
                     commits.push(format!("check {}", step.key()));
                 }
             }
-            if batch.iter().any(|e| matches!(e, Effect::RecordMerged { .. })) {
+            if batch
+                .iter()
+                .any(|e| matches!(e, Effect::RecordMerged { .. }))
+            {
                 return commits;
             }
             let request = *batch.last().expect("a request");
@@ -913,7 +916,9 @@ fn each_agent_steps_work_is_committed_by_the_runner_naming_the_issue_and_step() 
     );
     let old = commits(false);
     assert!(
-        old.iter().filter(|c| !c.starts_with("check")).eq(["feat: implement issue #4"].iter()),
+        old.iter()
+            .filter(|c| !c.starts_with("check"))
+            .eq(["feat: implement issue #4"].iter()),
         "{old:?}"
     );
 }
