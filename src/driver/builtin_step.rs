@@ -358,12 +358,7 @@ impl StepRun<'_> {
                 let c = classify_builtin_timeout(step.key(), &failed.what);
                 self.failed(step, issue, c, usage)
             }
-            Err(failed) => {
-                self.voice.say(failed.what.clone());
-                let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;
-                let c = classify_builtin(step.key(), &text, failed.kind, false);
-                self.failed(step, issue, c, usage)
-            }
+            Err(failed) => self.builtin_failed(step, issue, failed, usage).await,
         }
     }
 }
