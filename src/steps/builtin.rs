@@ -204,7 +204,7 @@ fn onto_our_push(repo: &dyn GitPort, branch: &str, head: &str) -> Result<bool, F
 
 /// After an `addressReview` round: what the agent left is committed on the feature branch
 /// (nothing to commit is no failure: the agent may have disagreed) and the branch is pushed,
-/// a new head for CI ([`push_agent_work`]).
+/// a new head for CI (`push_agent_work`: leased, never over a person's push).
 pub fn push_review_round(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
@@ -216,7 +216,7 @@ pub fn push_review_round(
 
 /// After the agent's repair of failing CI (a builtin monitorCI's repair attempt): what it
 /// changed in the work tree is committed by the runner and the branch pushed, the new head
-/// CI is looked at next ([`push_agent_work`]).
+/// CI is looked at next (`push_agent_work`: leased, never over a person's push).
 pub fn push_ci_repair(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
