@@ -201,14 +201,16 @@ impl StepRun<'_> {
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &World| {
             crate::process::within_deadline(deadline, || {
-                facts.with(&*w.git, |f| builtin::push_ci_repair(&*w.git, &*w.forge, f))
+                facts.with(&*w.git, |f| {
+                    crate::steps::repair::push_ci_repair(&*w.git, &*w.forge, f)
+                })
             })
         };
         match self.patiently("pushing the CI repair", push).await {
-            network::Patient::Done(Ok(builtin::Round::Person(head))) => {
+            network::Patient::Done(Ok(crate::steps::repair::Round::Person(head))) => {
                 persons_move(&mut self.voice, &self.cycle.issue, &self.run.main, head)
             }
-            network::Patient::Done(Ok(builtin::Round::Pushed(done))) => {
+            network::Patient::Done(Ok(crate::steps::repair::Round::Pushed(done))) => {
                 self.voice.say(done.clone());
                 self.voice.log(&say::of_step(step.key(), &done));
                 Event::Repaired { step, usage }
