@@ -668,3 +668,17 @@ pub fn conflicts_in(main: &str, files: &str) -> String {
 pub fn looked_before_merge(failed: &dyn Display) -> String {
     format!("looking at the branch before the merge: {failed}")
 }
+
+pub fn conflict_left_for_agent(main: &str, files: &str) -> String {
+    format!(
+        "merge: {main} merged into the branch, stopped at the conflict in {files}: the agent resolves the files, the runner concludes the merge"
+    )
+}
+
+pub fn main_merges_cleanly(main: &str) -> String {
+    format!("merge: {main} now merges into the branch without a conflict: no agent is needed")
+}
+
+pub fn conflict_merge_concluded(main: &str) -> String {
+    format!("merge: the runner concluded the merge of {main} the agent resolved")
+}

@@ -1,15 +1,16 @@
 //! The agent in a sandbox (`agent.sandbox`): the argument vector that runs the agent CLI
 //! inside bubblewrap, podman or docker, and the environment it is handed. What the agent sees:
 //!
-//! - the work tree (for a worker, its clone) read-write, with the git directory, so it can
-//!   commit, and the object directories a clone borrows (its alternates) read-only; the runner's own directory under it (journal, lock, claims, decisions) hidden
+//! - the work tree (for a worker, its clone) read-write, its git directory (and a linked
+//!   worktree's common directory) read-only: the agent reads history and changes files, the
+//!   runner makes every branch, commit and push; the object directories a clone borrows (its
+//!   alternates) read-only; the runner's own directory under it (journal, lock, claims, decisions) hidden
 //!   behind an empty read-only directory, with only the files the runner hands the step (the
 //!   issue's text) bound back read-only;
 //! - the system (`/usr`, `/etc`, `/lib*`, `/bin`, `/sbin`) read-only, its own `/tmp`, `/proc`
 //!   and `/dev`;
 //! - a `HOME` that is empty but for the agent CLI's own configuration (writable, so a
-//!   refreshed login persists), git's configuration (read-only: the agent commits as the
-//!   operator), the agent program's own directory (read-only) and `readOnly`/`writable`;
+//!   refreshed login persists), git's configuration (read-only), the agent program's own directory (read-only) and `readOnly`/`writable`;
 //! - an environment of `PATH`, `HOME`, `LANG`, `TERM`, the step's variables, the CLI's own
 //!   API-key variables and `env`, nothing else: the variables are handed through the
 //!   environment of the sandbox program, never its arguments, which any user can read.
@@ -65,8 +66,8 @@ pub fn cli_key_vars(kind: AgentKind) -> &'static [&'static str] {
     }
 }
 
-/// Git's configuration in the home directory, read-only inside: the agent commits as the
-/// operator, with the operator's identity.
+/// Git's configuration in the home directory, read-only inside: the agent's git reads history
+/// with the operator's settings (the commits are the runner's).
 const GIT_CONFIG: [&str; 2] = [".gitconfig", ".config/git"];
 
 /// What one attempt's sandbox is built from.

@@ -119,11 +119,11 @@ pub fn run(args: &InitArgs) -> i32 {
     match &github {
         None if gitlab.is_some() => {
             let (url, project) = gitlab.clone().unwrap_or_default();
-            say!("wrote {}: tracker and forge gitlab ({project} at {url}, through GitLab's API with the token in GITLAB_TOKEN); steps startCycle, commitPush, createPR, monitorCI and merge are builtin", target.display())
+            say!("wrote {}: tracker and forge gitlab ({project} at {url}, through GitLab's API with the token in GITLAB_TOKEN); steps startCycle, startIssue, commitPush, createPR, monitorCI and merge are builtin", target.display())
         }
-        Some(slug) => say!("wrote {}: tracker and forge github ({slug}, through `gh`); steps startCycle, commitPush, createPR, monitorCI and merge are builtin", target.display()),
+        Some(slug) => say!("wrote {}: tracker and forge github ({slug}, through `gh`); steps startCycle, startIssue, commitPush, createPR, monitorCI and merge are builtin", target.display()),
         None => say!(
-            "wrote {}: no GitHub remote, so the local tracker (issues/ beside the config, kept out of git; add issues with `sdlc-runner issue new \"title\"`) and the local forge; steps startCycle, commitPush, createPR, monitorCI and merge are builtin",
+            "wrote {}: no GitHub remote, so the local tracker (issues/ beside the config, kept out of git; add issues with `sdlc-runner issue new \"title\"`) and the local forge; steps startCycle, startIssue, commitPush, createPR, monitorCI and merge are builtin",
             target.display()
         ),
     }
@@ -370,8 +370,9 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
   }},
 
   "steps": {{
-    "_comment": "run: builtin = the runner does the step with git and the forge, no model call (a clean issue costs 5 agent calls instead of 10). Set run: agent to hand a step back to the agent.",
+    "_comment": "run: builtin = the runner does the step with git and the forge, no model call (a clean issue costs 4 agent calls instead of 10). Set run: agent to hand a step back to the agent (not inside a sandbox, where the git directory is read-only to the agent).",
     "startCycle": {{ "run": "builtin" }},
+    "startIssue": {{ "run": "builtin" }},
     "writeSpecs": {{ "model": "opus", "effort": "high", "maxTurns": 60, "timeoutMin": 15 }},
     "implement": {{ "model": "opus", "effort": "high", "maxTurns": 150, "timeoutMin": 30, "idleTimeoutMin": 15 }},
     "verify": {{ "model": "opus", "effort": "high", "maxTurns": 100, "timeoutMin": 20 }},
@@ -523,6 +524,7 @@ mod tests {
                 .unwrap_or_else(|e| panic!("{github:?}: {}", e.lines().join("\n")));
             for step in [
                 crate::step::Step::StartCycle,
+                crate::step::Step::StartIssue,
                 crate::step::Step::CommitPush,
                 crate::step::Step::CreatePr,
                 crate::step::Step::MonitorCi,

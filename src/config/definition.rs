@@ -335,7 +335,8 @@ pub struct StepSettings {
     #[serde(default = "d::enabled")]
     pub enabled: bool,
     /// `builtin`: the runner does the step with git and the forge, without a model
-    /// (startCycle, commitPush, createPR, monitorCI, merge only).
+    /// (startCycle, startIssue, commitPush, createPR, monitorCI, merge only; inside a
+    /// sandbox these must be builtin: the agent's git directory is read-only there).
     #[serde(default)]
     pub run: StepRun,
     /// This step's agent, merged over the top-level `agent`: `{"kind": "codex"}` runs the

@@ -368,6 +368,7 @@ impl Config {
             },
             manual_approval: self.approval == Approval::Manual,
             builtin_commit_push: self.builtin(Step::CommitPush),
+            runner_commits: true,
             ask_on_issue_budget: self.budget.on_exceeded == OnExceeded::Ask,
             max_network_waits: self.max_network_waits,
             network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,

@@ -221,6 +221,49 @@ mod tests {
         })
     }
 
+    /// The steps the runner can do itself, builtin: inside a sandbox they must be.
+    const GIT_STEPS: &str = r#""startCycle": {"run": "builtin"}, "startIssue": {"run": "builtin"},
+        "commitPush": {"run": "builtin"}, "createPR": {"run": "builtin"},
+        "monitorCI": {"run": "builtin"}, "merge": {"run": "builtin"}"#;
+
+    #[test]
+    fn inside_a_sandbox_the_steps_the_runner_can_do_are_the_runners() {
+        let errors =
+            config(r#""agent": {"sandbox": {"kind": "bwrap"}}"#).expect_err("agent-run git steps");
+        let named: Vec<&str> = errors.iter().filter_map(|e| e.split(':').next()).collect();
+        assert_eq!(
+            named,
+            [
+                "steps.startCycle.run",
+                "steps.startIssue.run",
+                "steps.commitPush.run",
+                "steps.createPR.run",
+                "steps.monitorCI.run",
+                "steps.merge.run"
+            ],
+            "{errors:?}"
+        );
+        assert!(
+            errors[1].contains("git directory is read-only")
+                && errors[1].contains("set steps.startIssue.run to \"builtin\""),
+            "{errors:?}"
+        );
+        config(&format!(
+            r#""agent": {{"sandbox": {{"kind": "bwrap"}}}}, "steps": {{{GIT_STEPS}}}"#
+        ))
+        .expect("builtin git steps in a sandbox");
+        // A step whose own sandbox is none may still be the agent's: its git is writable.
+        let mixed = GIT_STEPS.replace(
+            r#""merge": {"run": "builtin"}"#,
+            r#""merge": {"agent": {"sandbox": {"kind": "none"}}}"#,
+        );
+        config(&format!(
+            r#""agent": {{"sandbox": {{"kind": "bwrap"}}}}, "steps": {{{mixed}}}"#
+        ))
+        .expect("an unsandboxed agent-run merge");
+        config(r#""agent": {"sandbox": {"kind": "none"}}"#).expect("no sandbox: as before");
+    }
+
     #[test]
     fn no_sandbox_unless_asked() {
         let c = config(r#""model": "sonnet""#).expect("valid");
@@ -233,11 +276,12 @@ mod tests {
 
     #[test]
     fn a_steps_sandbox_is_merged_over_the_top_levels_key_by_key() {
-        let c = config(
-            r#""agent": {"sandbox": {"kind": "bwrap", "readOnly": ["~/ref"], "env": ["X"]}},
-               "steps": {"verify": {"agent": {"sandbox": {"network": "none"}}},
-                         "implement": {"agent": {"kind": "codex", "sandbox": {"env": []}}}}"#,
-        )
+        let c = config(&format!(
+            r#""agent": {{"sandbox": {{"kind": "bwrap", "readOnly": ["~/ref"], "env": ["X"]}}}},
+               "steps": {{"verify": {{"agent": {{"sandbox": {{"network": "none"}}}}}},
+                         "implement": {{"agent": {{"kind": "codex", "sandbox": {{"env": []}}}}}},
+                         {GIT_STEPS}}}"#
+        ))
         .expect("valid");
         let verify = &c.agent(Step::Verify).sandbox;
         assert_eq!(verify.kind, SandboxKind::Bwrap);
@@ -258,8 +302,10 @@ mod tests {
 
     #[test]
     fn local_ci_runs_in_the_agents_sandbox_with_its_own_network_when_it_names_one() {
-        let agent =
-            r#""forge": "local", "agent": {"sandbox": {"kind": "bwrap", "network": "none"}}"#;
+        let agent = format!(
+            r#""forge": "local", "agent": {{"sandbox": {{"kind": "bwrap", "network": "none"}}}},
+               "steps": {{{GIT_STEPS}}}"#
+        );
         for (ci, expected) in [
             (r#"{"command": ["true"]}"#, SandboxNetwork::None),
             (

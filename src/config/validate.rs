@@ -284,6 +284,19 @@ impl Walker {
                 StepRun::Agent
             }
         };
+        if run == StepRun::Agent && can_be_builtin && agent.sandbox.kind != SandboxKind::None {
+            self.err(
+                o.path("run"),
+                format!(
+                    "{key} run by the agent cannot work inside agent.sandbox (kind \"{}\"): the \
+                     clone's git directory is read-only there, so the agent can neither switch \
+                     branches, commit nor push; set {} to \"builtin\" (the runner does it with \
+                     git and the forge), or agent.sandbox.kind to \"none\"",
+                    agent.sandbox.kind,
+                    o.path("run")
+                ),
+            );
+        }
         let enabled = self.boolean(o, "enabled").unwrap_or(true);
         if !enabled && step.is_none() {
             self.err(

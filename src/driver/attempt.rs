@@ -328,7 +328,9 @@ impl StepRun<'_> {
         let spec = sandbox::Spec {
             config: &agent.sandbox,
             agent: Some(agent.kind),
-            git_dir_writable: true,
+            // The agent changes the work tree; every branch, commit and push is the
+            // runner's (docs/security.md, "What the agent leaves in .git").
+            git_dir_writable: false,
             work_tree: &self.run.cfg.project_path,
             runner_dir: &self.run.runner_dir.dir,
             handed: &handed,

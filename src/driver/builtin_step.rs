@@ -1,11 +1,12 @@
 //! A builtin (zero-token) attempt: the runner does the step with git and the forge, then the
 //! same post-check, classification and counters as an agent attempt. monitorCI watches the
 //! checks until they settle; only a repair attempt (CI failed last time) runs the agent, with
-//! the failing checks as its repair context, before watching again. Likewise a merge whose
-//! branch conflicted with main: its repair attempt has the agent bring the branch up to date
-//! (the conflicting files are the repair context); the update and push that follow are the
-//! machine's next request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before
-//! any merge.
+//! the failing checks as its repair context, then commits and pushes the agent's fix before
+//! watching again. Likewise a merge whose branch conflicted with main: its repair attempt has
+//! the runner start merging main into the branch, the agent resolve the conflicting files and
+//! the runner conclude the merge; the update and push that follow are the machine's next
+//! request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before any merge. The
+//! agent never writes git: in a sandbox its git directory is read-only.
 
 use super::cycle::Cycle;
 use super::invoke::IssueContext;
@@ -39,16 +40,7 @@ impl StepRun<'_> {
         // hook's refusal of the push. The runner's own call follows as a request of its own,
         // so that a network failure of it never runs the agent again.
         if repair && (step != Step::Merge || conflict) {
-            // The agent's failure goes to the machine as it is: whether commitPush's own push
-            // follows anyway is the machine's decision.
-            let usage = match self.run_agent(step, issue, attempt, true, false).await {
-                Event::StepSucceeded { usage: spent, .. } => spent,
-                other => return other,
-            };
-            // The runner's half of the repair is a request of the machine's own: the update
-            // and its push (`UpdateBranch`), the look at CI (`LookAtCi`), or commitPush's
-            // commit and push (its `RunStep` without `repair`).
-            return Event::Repaired { step, usage };
+            return self.repair(step, issue, attempt, conflict).await;
         }
         self.voice.log(&say::builtin_started(
             issue,
@@ -103,6 +95,152 @@ impl StepRun<'_> {
             ..Usage::default()
         };
         self.builtin_outcome(step, issue, result, usage).await
+    }
+
+    /// A builtin step's repair: the agent repairs in the work tree what the step's last
+    /// failure named, and every git write around it is the runner's (in a sandbox the
+    /// agent's git directory is read-only). A conflict with main: the runner starts merging
+    /// main into the branch first (the conflicting files, with their markers, in the tree;
+    /// no agent when nothing conflicts any more) and concludes the merge after (refused while
+    /// a marker is left). Failing CI: the runner commits the agent's fix and pushes it. The
+    /// rest is a request of the machine's own: the update and its push (`UpdateBranch`), the
+    /// look at CI (`LookAtCi`), or commitPush's commit and push (its `RunStep` without
+    /// `repair`). The agent's failure goes to the machine as it is.
+    async fn repair(&mut self, step: Step, issue: u32, attempt: u32, conflict: bool) -> Event {
+        let conflict = conflict && step == Step::Merge;
+        if conflict {
+            if let Some(event) = self.start_conflict_merge(issue).await {
+                return event;
+            }
+        }
+        let usage = match self.run_agent(step, issue, attempt, true, false).await {
+            Event::StepSucceeded { usage: spent, .. } => spent,
+            other => return other,
+        };
+        if conflict {
+            return self.conclude_conflict_merge(issue, usage).await;
+        }
+        if step == Step::MonitorCi {
+            return self.push_ci_repair(issue, usage).await;
+        }
+        Event::Repaired { step, usage }
+    }
+
+    /// Origin's main merged into the branch up to the conflict, for the agent to resolve.
+    /// `None`: the files are there for the agent; else the answer (main merges cleanly now:
+    /// `Repaired` with no agent; a failure of the merge itself).
+    async fn start_conflict_merge(&mut self, issue: u32) -> Option<Event> {
+        let step = Step::Merge;
+        let facts = Facts::of(self.cycle, self.run.refs());
+        let what = format!("merging {} into the branch", self.run.main);
+        let started = self
+            .patiently(&what, move |w| {
+                facts.with(&*w.git, |f| match f.branch {
+                    Some(branch) => w.git.start_main_merge(branch).map_err(Failed::from),
+                    None => Err(Failed::other(format!(
+                        "no feature branch is known for issue #{}",
+                        f.number
+                    ))),
+                })
+            })
+            .await;
+        let main = self.run.main.clone();
+        match started {
+            network::Patient::Done(Ok(paths)) if paths.is_empty() => {
+                self.voice.log(&say::main_merges_cleanly(&main));
+                Some(Event::Repaired {
+                    step,
+                    usage: Usage::default(),
+                })
+            }
+            network::Patient::Done(Ok(paths)) => {
+                let said = say::conflict_left_for_agent(&main, &paths.join(", "));
+                self.voice.log(&said);
+                self.voice.say(said);
+                None
+            }
+            network::Patient::Done(Err(failed)) => Some(
+                self.builtin_failed(step, issue, failed, Usage::default())
+                    .await,
+            ),
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => Some(ev),
+        }
+    }
+
+    /// The merge the agent resolved, concluded by the runner: `Repaired` (the update and its
+    /// push follow), or the conflict again when markers are left (the merge aborted).
+    async fn conclude_conflict_merge(&mut self, issue: u32, usage: Usage) -> Event {
+        let step = Step::Merge;
+        let message = format!(
+            "Merge {} into the branch of issue #{issue} (conflict resolved)",
+            self.run.main
+        );
+        let concluded = self
+            .shell
+            .io
+            .call(move |w| w.git.conclude_merge(&message).map_err(Failed::from))
+            .await;
+        match concluded {
+            Ok(_) => {
+                self.voice
+                    .log(&say::conflict_merge_concluded(&self.run.main));
+                Event::Repaired { step, usage }
+            }
+            Err(failed) if failed.kind == CallFailureKind::Conflict => {
+                self.merge_conflict(&failed.what, failed.paths, usage)
+            }
+            Err(failed) => self.builtin_failed(step, issue, failed, usage).await,
+        }
+    }
+
+    /// The agent's fix of failing CI, committed by the runner and pushed: `Repaired` of
+    /// monitorCI (CI is looked at again), a person's move, or the push's failure.
+    async fn push_ci_repair(&mut self, issue: u32, usage: Usage) -> Event {
+        let step = Step::MonitorCi;
+        let facts = Facts::of(self.cycle, self.run.refs());
+        let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
+        let push = move |w: &World| {
+            crate::process::within_deadline(deadline, || {
+                facts.with(&*w.git, |f| {
+                    crate::steps::repair::push_ci_repair(&*w.git, &*w.forge, f)
+                })
+            })
+        };
+        match self.patiently("pushing the CI repair", push).await {
+            network::Patient::Done(Ok(crate::steps::repair::Round::Person(head))) => {
+                persons_move(&mut self.voice, &self.cycle.issue, &self.run.main, head)
+            }
+            network::Patient::Done(Ok(crate::steps::repair::Round::Pushed(done))) => {
+                self.voice.say(done.clone());
+                self.voice.log(&say::of_step(step.key(), &done));
+                Event::Repaired { step, usage }
+            }
+            network::Patient::Done(Err(failed)) => {
+                self.builtin_failed(step, issue, failed, usage).await
+            }
+            // The agent ran: asking for the repair again would run it twice.
+            network::Patient::GaveUp(_) => {
+                let c =
+                    crate::agent::classify::classify_network(step.key(), self.voice.just_said());
+                self.failed(step, issue, c, usage)
+            }
+            network::Patient::Cancelled(event) => event,
+        }
+    }
+
+    /// A failure of the runner's own call in a step: said, classified (this issue's branch
+    /// taken out of its words) and answered as the step's failure.
+    async fn builtin_failed(
+        &mut self,
+        step: Step,
+        issue: u32,
+        failed: Failed,
+        usage: Usage,
+    ) -> Event {
+        self.voice.say(failed.what.clone());
+        let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;
+        let c = classify_builtin(step.key(), &text, failed.kind, false);
+        self.failed(step, issue, c, usage)
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
@@ -222,12 +360,7 @@ impl StepRun<'_> {
                 let c = classify_builtin_timeout(step.key(), &failed.what);
                 self.failed(step, issue, c, usage)
             }
-            Err(failed) => {
-                self.voice.say(failed.what.clone());
-                let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;
-                let c = classify_builtin(step.key(), &text, failed.kind, false);
-                self.failed(step, issue, c, usage)
-            }
+            Err(failed) => self.builtin_failed(step, issue, failed, usage).await,
         }
     }
 }
@@ -409,6 +542,7 @@ fn builtin_with(
     let (git, forge) = (&*world.git, &*world.forge);
     match step {
         Step::StartCycle => builtin::start_cycle(git).map(Ok),
+        Step::StartIssue => builtin::start_issue(git, facts).map(Ok),
         Step::CommitPush => builtin::commit_push(git, facts),
         Step::CreatePr => builtin::create_pr(git, forge, facts).map(Ok),
         Step::Merge => match target {

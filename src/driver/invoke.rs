@@ -49,7 +49,7 @@ pub fn default_prompt(step: Step) -> &'static str {
     match step {
         Step::StartCycle => "Start a new development cycle: check out the main branch, make sure the working tree is clean, and pull the latest changes.",
         Step::StartIssue => "Start work on the issue: create and check out a feature branch named `<issue number>-<slug of the title>` from main.",
-        Step::WriteSpecs => "Write the specifications for the issue under `specs/<issue number>-<slug>/`: requirements.md, design.md, tasks.md and feature.gherkin. Commit them on the feature branch.",
+        Step::WriteSpecs => "Write the specifications for the issue under `specs/<issue number>-<slug>/`: requirements.md, design.md, tasks.md and feature.gherkin.",
         Step::Implement => "Implement the issue according to its specifications in `specs/<issue number>-<slug>/`, with tests.",
         Step::Simplify => "Review the implementation on this branch and simplify it without changing behaviour.",
         Step::Verify => "Verify the implementation against the specifications: build, run the tests and linters, and fix every finding.",
@@ -60,9 +60,20 @@ pub fn default_prompt(step: Step) -> &'static str {
     }
 }
 
-/// A builtin merge's repair after a merge conflict: the runner merges, the agent only makes
-/// the branch mergeable.
-pub const RESOLVE_CONFLICT_PROMPT: &str = "The feature branch no longer merges cleanly into main. Bring it up to date: fetch origin, merge origin's main into the feature branch, resolve every conflict keeping the intent of both changes, make sure the tests pass, commit the merge and push the feature branch. Do not merge the branch into main: the runner does that.";
+/// A builtin merge's repair after a merge conflict: the runner has started merging main into
+/// the branch and concludes the merge; the agent only resolves the files.
+pub const RESOLVE_CONFLICT_PROMPT: &str = "The feature branch no longer merges cleanly into main. The runner has started merging origin's main into the feature branch and stopped at the conflict: the conflicting files, with their conflict markers, are in the work tree (the failure below names them). Resolve every conflict in those files, keeping the intent of both changes, and make sure the tests pass. Leave the merge in progress: the runner concludes it, pushes the branch and merges it once CI passes.";
+
+/// A builtin monitorCI's repair after failing CI: the agent fixes the code, the runner
+/// commits, pushes and watches CI again.
+pub const FIX_CI_PROMPT: &str = "The CI checks of this feature branch's pull request fail (the failure below names them and quotes their logs). Fix the code so that they pass, and make sure the tests pass. The runner commits what you change, pushes the branch and watches CI again.";
+
+/// A builtin commitPush's repair after a hook refused the runner's commit or push.
+pub const FIX_HOOK_PROMPT: &str = "A git hook refused the runner's commit or push of this feature branch (its words are below). Fix in the work tree what it names. The runner commits what you change and pushes the branch again.";
+
+/// Appended to the prompt of every step whose work the runner commits (and of every repair of
+/// a builtin step, and every review round): the git directory is not the agent's.
+pub const GIT_IS_THE_RUNNERS: &str = "\n\nChange files in the work tree only. The runner makes every branch, commit, merge and push itself, after you finish: do not create or switch branches, stage, commit, merge, rebase, stash or push (in a sandbox the git directory is read-only to you). Reading the history is fine: git log, diff, show, blame and status.";
 
 /// The built-in instruction of an `addressReview` round; `steps.addressReview.prompt` (else
 /// `review.prompt`) replaces it. The
@@ -131,6 +142,7 @@ pub fn address_review_prompt(
 ) -> String {
     let base = cfg.address_review_prompt().unwrap_or(ADDRESS_REVIEW_PROMPT);
     let mut text = with_issue(base, issue, text_file, ".");
+    text.push_str(GIT_IS_THE_RUNNERS);
     if let (Some(skill), Some(file)) = (cfg.address_review.skill.as_deref(), cfg.round_skill_file())
     {
         text.push_str(&skill_note(skill, &file));
@@ -201,12 +213,17 @@ pub fn prompt_with(
     repair: Option<&RepairContext>,
     text_file: Option<&Path>,
 ) -> String {
-    let base = if step == Step::Merge && cfg.builtin(step) {
-        RESOLVE_CONFLICT_PROMPT
-    } else {
-        cfg.prompt(step).unwrap_or(default_prompt(step))
+    // A builtin step runs the agent only in its repairs, each with its own instruction.
+    let base = match step {
+        Step::Merge if cfg.builtin(step) => RESOLVE_CONFLICT_PROMPT,
+        Step::MonitorCi if cfg.builtin(step) => cfg.prompt(step).unwrap_or(FIX_CI_PROMPT),
+        Step::CommitPush if cfg.builtin(step) => cfg.prompt(step).unwrap_or(FIX_HOOK_PROMPT),
+        _ => cfg.prompt(step).unwrap_or(default_prompt(step)),
     };
     let mut text = with_issue(base, issue, text_file, ": read it before you start.");
+    if step.commits_agent_work() || cfg.builtin(step) {
+        text.push_str(GIT_IS_THE_RUNNERS);
+    }
     if let (Some(skill), Some(file)) = (cfg.skill(step), cfg.skill_file(step)) {
         text.push_str(&skill_note(skill, &file));
     }
@@ -292,6 +309,45 @@ mod tests {
         );
         let plain = prompt(&c, Step::Verify, &issue, None);
         assert!(!plain.contains("previous attempt"));
+    }
+
+    #[test]
+    fn the_prompts_say_the_runner_makes_every_branch_commit_and_push() {
+        let issue = IssueContext {
+            number: 3,
+            title: "Add x".into(),
+            branch: Some("3-add-x".into()),
+        };
+        let agent_run = Config::for_test("");
+        for step in [
+            Step::WriteSpecs,
+            Step::Implement,
+            Step::Simplify,
+            Step::Verify,
+        ] {
+            let p = prompt(&agent_run, step, &issue, None);
+            assert!(p.contains(GIT_IS_THE_RUNNERS), "{step}: {p}");
+            assert!(!p.contains("Commit them"), "{step}: {p}");
+        }
+        // An agent-run git step (only without a sandbox) is still asked to do its git work.
+        let p = prompt(&agent_run, Step::CommitPush, &issue, None);
+        assert!(!p.contains(GIT_IS_THE_RUNNERS), "{p}");
+        let builtin = Config::for_test(
+            r#", "steps": {"commitPush": {"run": "builtin"}, "monitorCI": {"run": "builtin"}, "merge": {"run": "builtin"}}"#,
+        );
+        for (step, base) in [
+            (Step::Merge, RESOLVE_CONFLICT_PROMPT),
+            (Step::MonitorCi, FIX_CI_PROMPT),
+            (Step::CommitPush, FIX_HOOK_PROMPT),
+        ] {
+            let p = prompt(&builtin, step, &issue, None);
+            assert!(
+                p.starts_with(base) && p.contains(GIT_IS_THE_RUNNERS),
+                "{step}: {p}"
+            );
+        }
+        let round = address_review_prompt(&agent_run, &issue, "- FEEDBACK", None);
+        assert!(round.contains(GIT_IS_THE_RUNNERS), "{round}");
     }
 
     #[test]

@@ -101,16 +101,16 @@ impl StepRun<'_> {
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {
                 facts.with(&*w.git, |facts| {
-                    crate::steps::builtin::push_review_round(&*w.git, &*w.forge, facts)
+                    crate::steps::repair::push_review_round(&*w.git, &*w.forge, facts)
                 })
             })
         };
         match self.patiently("pushing the review round", push).await {
-            network::Patient::Done(Ok(crate::steps::builtin::Round::Person(head))) => {
+            network::Patient::Done(Ok(crate::steps::repair::Round::Person(head))) => {
                 let (cycle, main) = (&self.cycle.issue, &self.run.main);
                 builtin_step::persons_move(&mut self.voice, cycle, main, head)
             }
-            network::Patient::Done(Ok(crate::steps::builtin::Round::Pushed(done))) => {
+            network::Patient::Done(Ok(crate::steps::repair::Round::Pushed(done))) => {
                 self.voice.say(done.clone());
                 self.voice.log(&say::review_round_done(issue, round, &done));
                 Event::Repaired { step, usage }

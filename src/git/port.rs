@@ -39,6 +39,15 @@ impl GitPort for Repo {
     fn auto_commit(&self, message: &str) -> Result<bool, GitError> {
         Repo::auto_commit(self, message)
     }
+    fn start_branch(&self, branch: &str) -> Result<(), GitError> {
+        Repo::start_branch(self, branch)
+    }
+    fn start_main_merge(&self, branch: &str) -> Result<Vec<String>, GitError> {
+        Repo::start_main_merge(self, branch)
+    }
+    fn conclude_merge(&self, message: &str) -> Result<bool, GitError> {
+        Repo::conclude_merge(self, message)
+    }
     fn checkout_main(&self) -> Result<(), GitError> {
         Repo::park_on_main(self).map(drop)
     }

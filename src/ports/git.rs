@@ -37,6 +37,17 @@ pub trait GitPort: Send + Sync {
     /// Commits every change of the tree (never the runner's files) with `message`;
     /// `Ok(false)` when there was nothing to commit. Refused on main.
     fn auto_commit(&self, message: &str) -> Result<bool, GitError>;
+    /// startIssue (builtin): `branch` created where HEAD is (main) and checked out; an
+    /// existing branch of that name is checked out as it stands.
+    fn start_branch(&self, branch: &str) -> Result<(), GitError>;
+    /// A merge conflict's repair, before the agent: origin's main merged into `branch`,
+    /// stopping at the conflict (the merge in progress, the files returned, their markers in
+    /// the tree); empty when nothing conflicts.
+    fn start_main_merge(&self, branch: &str) -> Result<Vec<String>, GitError>;
+    /// A merge conflict's repair, after the agent: the merge in progress committed with
+    /// `message`; a file still holding markers is `ConflictMarkers` (the merge aborted, the
+    /// tree kept on a rescue ref). `Ok(false)`: no merge was in progress.
+    fn conclude_merge(&self, message: &str) -> Result<bool, GitError>;
     /// Leaves the tree on main: checked out and fast-forwarded to origin, or, where another
     /// worktree has main checked out, a detached HEAD at origin's main.
     fn checkout_main(&self) -> Result<(), GitError>;

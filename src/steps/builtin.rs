@@ -74,7 +74,7 @@ pub struct IssueFacts<'a> {
 }
 
 impl IssueFacts<'_> {
-    fn branch(&self) -> Result<&str, Failed> {
+    pub(super) fn branch(&self) -> Result<&str, Failed> {
         self.branch.ok_or_else(|| {
             Failed::other(format!(
                 "no feature branch is known for issue #{}",
@@ -101,8 +101,25 @@ pub fn start_cycle(repo: &dyn GitPort) -> Result<String, Failed> {
     Ok(format!("on {} as origin has it", repo.main()))
 }
 
+/// startIssue: the issue's feature branch (`<N>-<slug of the title>`, `ENG-<N>-…` on Linear)
+/// created from main as startCycle left it and checked out; a branch of the issue that is
+/// already there (a restarted cycle, a branch adopted from origin) is checked out as it is.
+/// The agent makes no branch: its git directory is read-only in a sandbox.
+pub fn start_issue(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+    let branch = match issue.branch {
+        Some(b) => b.to_string(),
+        None => format!(
+            "{}{}",
+            issue.refs.branch_prefix(issue.number),
+            crate::tracker::slug(issue.title)
+        ),
+    };
+    repo.start_branch(&branch)?;
+    Ok(format!("on {branch}, started from {}", repo.main()))
+}
+
 /// The feature branch is checked out: what is committed lands on it, not elsewhere.
-fn on_branch(repo: &dyn GitPort, branch: &str) -> Result<(), Failed> {
+pub(super) fn on_branch(repo: &dyn GitPort, branch: &str) -> Result<(), Failed> {
     let current = repo.current_branch()?;
     if current.as_deref() != Some(branch) {
         return Err(Failed::other(format!(
@@ -183,62 +200,6 @@ fn onto_our_push(repo: &dyn GitPort, branch: &str, head: &str) -> Result<bool, F
         Some(pushed) => repo.contains_commit(head, &pushed)?,
         None => false,
     })
-}
-
-/// After an `addressReview` round: what the agent left is committed on the feature branch
-/// (nothing to commit is no failure: the agent may have committed itself, or disagreed) and
-/// the branch is pushed, a new head for CI. The push is leased on origin's head as one look
-/// found it after the round, and only when that head is this clone's own work (the local
-/// branch holds it, or it was pushed from here: the agent may rebase at a reviewer's
-/// request): a person's push
-/// during the round (a rewrite, or commits the round's work lacks) is reported as their move,
-/// never pushed over, and never counted as the round's failure.
-pub fn push_review_round(
-    repo: &dyn GitPort,
-    forge: &dyn ForgePort,
-    issue: &IssueFacts,
-) -> Result<Round, Failed> {
-    let branch = issue.branch()?;
-    on_branch(repo, branch)?;
-    let committed =
-        repo.auto_commit(&format!("fix: address review feedback (#{})", issue.number))?;
-    let before = repo.branch_on_origin(branch)?;
-    if let Some(head) = persons_move_since(repo, forge, branch, "", &before)? {
-        return Ok(Round::Person(head));
-    }
-    if let (false, Some(local)) = (committed, &before.local) {
-        if before.head.as_ref() == Some(local) {
-            // Nothing new to push: saying "pushed" would tell the reviewer of work not done.
-            return Ok(Round::Pushed(format!(
-                "the round changed nothing: {branch} stays at {} on origin, as the reviewer saw it",
-                short(local)
-            )));
-        }
-    }
-    let lease = before.head.as_deref();
-    if let Err(e) = repo.push_branch(branch, lease) {
-        let after = repo.branch_on_origin(branch)?;
-        if after.head != before.head {
-            if let Some(head) = persons_move_since(repo, forge, branch, "", &after)? {
-                return Ok(Round::Person(head));
-            }
-        }
-        return Err(e.into());
-    }
-    Ok(Round::Pushed(if committed {
-        format!("committed the review round's changes and pushed {branch}")
-    } else {
-        format!("pushed {branch}")
-    }))
-}
-
-/// What the runner's half of a review round did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Round {
-    /// The round's work is on origin: what was done, in words.
-    Pushed(String),
-    /// A person moved the branch during the round; nothing was pushed over it.
-    Person(Head),
 }
 
 /// createPR: title from the issue, body from the spec's requirements, `Closes #N` so that
@@ -557,7 +518,7 @@ pub enum Update {
 /// pull request closed, or a head that is neither `verified` (the commit whose merge
 /// conflicted) nor one the local branch holds nor one pushed from this clone (the agent pushed
 /// its work itself, or rewrote the branch's own history). `None`: only the runner and its agent moved it.
-fn persons_move_since(
+pub(super) fn persons_move_since(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
     branch: &str,

@@ -1,7 +1,9 @@
 //! What the runner does around a step through the ports, without deciding anything the
 //! machine decides: the zero-token steps it runs itself (`builtin`) and the checks before and
 //! after a step (`checks`: preconditions, post-step checks, whether a side-effecting step's
-//! outcome already holds, how far a branch the journal does not know got).
+//! outcome already holds, how far a branch the journal does not know got) and the runner's
+//! commit and push after an agent's repair (`repair`).
 
 pub mod builtin;
 pub mod checks;
+pub mod repair;

@@ -444,6 +444,26 @@ const STEP_RUN_METHODS: &[(&str, &str)] = &[
         "run_builtin",
         "RunStep of a builtin step: the repair's agent, the runner's action",
     ),
+    (
+        "repair",
+        "RunStep with repair of a builtin step: the agent between the runner's git halves",
+    ),
+    (
+        "start_conflict_merge",
+        "answers Repaired (nothing conflicts) or a failed attempt (builtin_failed)",
+    ),
+    (
+        "conclude_conflict_merge",
+        "answers Repaired, a conflict (merge_conflict) or a failed attempt (builtin_failed)",
+    ),
+    (
+        "push_ci_repair",
+        "answers Repaired, a person's move or a failed attempt (failed)",
+    ),
+    (
+        "builtin_failed",
+        "the answer of a failed call of the runner's own: failed",
+    ),
     ("look_at_ci", "LookAtCi"),
     (
         "builtin_outcome",

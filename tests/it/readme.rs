@@ -76,12 +76,12 @@ fn the_bounds_sample_is_todays_output() {
         &text,
     );
 
-    // `init`'s config: the five model-free steps builtin.
+    // `init`'s config: the six model-free steps builtin.
     let builtin = r#"{"run": "builtin"}"#;
     std::fs::write(
         &config,
         format!(
-            r#"{{"projectPath": ".", "steps": {{"startCycle": {builtin}, "commitPush": {builtin}, "createPR": {builtin}, "monitorCI": {builtin}, "merge": {builtin}}}}}"#
+            r#"{{"projectPath": ".", "steps": {{"startCycle": {builtin}, "startIssue": {builtin}, "commitPush": {builtin}, "createPR": {builtin}, "monitorCI": {builtin}, "merge": {builtin}}}}}"#
         ),
     )
     .expect("config");
@@ -118,7 +118,7 @@ fn the_bounds_sample_is_todays_output() {
         "README should say: {promised}"
     );
     assert!(
-        text.contains("a clean issue: 5 agent invocation(s)"),
+        text.contains("a clean issue: 4 agent invocation(s)"),
         "{text}"
     );
 }

@@ -49,8 +49,16 @@ fn project(script: Value) -> Project {
     Project::new(&[(1, "First issue", "Do one thing.")], script, json!({}))
 }
 
+/// The steps the runner can do itself, all builtin: inside a sandbox they must be (the
+/// agent's git directory is read-only there).
+fn git_steps() -> Value {
+    let mut steps = e2e::builtin_steps();
+    steps["startIssue"] = json!({"run": "builtin"});
+    steps
+}
+
 fn configure(p: &Project, agent: Value) {
-    p.set_config(json!({"steps": e2e::builtin_steps(), "agent": agent}));
+    p.set_config(json!({"steps": git_steps(), "agent": agent}));
 }
 
 /// Every file under `dir`, read lossily (logs, attempt archives).
@@ -96,7 +104,7 @@ fn write_tool(p: &Project, name: &str, body: &str) -> PathBuf {
 
 #[test]
 #[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
-fn a_full_cycle_in_bubblewrap_merges_as_before() {
+fn a_clean_issue_in_bubblewrap_costs_four_agent_calls_and_the_runner_commits_each_steps_work() {
     bwrap_installed();
     let p = project(json!({}));
     configure(&p, sandboxed(&p, "bwrap", json!({})));
@@ -104,7 +112,40 @@ fn a_full_cycle_in_bubblewrap_merges_as_before() {
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
-    assert_eq!(p.invocations().len(), 5, "{:?}", p.invocations());
+    // startIssue is the runner's: writeSpecs, implement, simplify, verify are the agent's.
+    let steps: Vec<String> = e2e::invocations_in(&p.agent_log)
+        .into_iter()
+        .map(|(_, s)| s)
+        .collect();
+    assert_eq!(
+        steps,
+        ["writeSpecs", "implement", "simplify", "verify"],
+        "{all}"
+    );
+    // The agent could not commit (its git directory is read-only): each step's work is the
+    // runner's commit, with the identity git is configured with, naming the issue and step.
+    let log = e2e::git(
+        &p.origin,
+        &["log", "--format=%an <%ae>|%cn <%ce>|%s", "main"],
+    );
+    let who = format!(
+        "{} <{}>",
+        e2e::git(&p.project, &["config", "user.name"]),
+        e2e::git(&p.project, &["config", "user.email"])
+    );
+    for subject in [
+        "docs: writeSpecs of issue #1",
+        "feat: implement of issue #1",
+    ] {
+        assert!(
+            log.lines().any(|l| l == format!("{who}|{who}|{subject}")),
+            "{subject}: {log}"
+        );
+    }
+    assert!(
+        !log.contains("docs: specs for issue #1"),
+        "the agent committed: {log}"
+    );
     p.replays_exactly();
 }
 
@@ -227,6 +268,134 @@ fn a_hostile_agent_in_bubblewrap_reaches_nothing_but_the_work_tree() {
     }
 }
 
+/// What a hostile implement agent tries on the clone's git directory, each write saying
+/// whether it got through; it also reads history and changes a file of the work tree, which
+/// is good work.
+const HOSTILE_GIT: &str = "git log --oneline -1 >/dev/null && echo HISTORY-READ\n\
+    printf '#!/bin/sh\\necho HOOK-RAN >&2\\n' > .git/hooks/pre-push && chmod +x .git/hooks/pre-push && echo HOOK-WRITTEN\n\
+    git config core.hooksPath /tmp/hostile-hooks && echo CONFIG-WRITTEN\n\
+    git update-ref refs/heads/hostile HEAD && echo REF-WRITTEN\n\
+    git commit --allow-empty --quiet -m hostile && echo COMMIT-WRITTEN\n\
+    echo 'good work' > agent-file.txt\n\
+    echo tried\n";
+
+/// The hostile git agent's run in a sandbox of `kind`: the project, exit code, output, logs.
+fn hostile_git_run(kind: &str) -> (Project, i32, String, String) {
+    // Once: without a sandbox the attempt fails as GIT_TAMPERED and the next one is plain.
+    let p = project(json!({"steps": {"implement": ["tool", "ok"]}}));
+    let tool = write_tool(&p, "hostile-git", HOSTILE_GIT);
+    let tools = p.root.join("tools");
+    configure(
+        &p,
+        sandboxed(
+            &p,
+            kind,
+            json!({"readOnly": [tools.to_str().expect("utf8")]}),
+        ),
+    );
+    let out = p.run_env(
+        &[],
+        &[("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8"))],
+    );
+    let logs = all_text_under(&p.root.join("logs"));
+    (p, code(&out), text(&out), logs)
+}
+
+const GIT_WRITES: [&str; 4] = [
+    "HOOK-WRITTEN",
+    "CONFIG-WRITTEN",
+    "REF-WRITTEN",
+    "COMMIT-WRITTEN",
+];
+
+#[test]
+fn without_a_sandbox_the_hostile_agent_writes_git_and_the_runner_puts_the_setup_back() {
+    // The control: the writes the sandbox refuses are real ones. Without a sandbox the
+    // trust record puts the hooks and config back (GIT_TAMPERED) and the issue still merges.
+    let (p, code, all, logs) = hostile_git_run("none");
+    assert_eq!(code, 0, "{all}");
+    for written in GIT_WRITES {
+        assert!(logs.contains(written), "{written}: {logs}");
+    }
+    assert!(all.contains("GIT_TAMPERED"), "{all}");
+    assert!(!p.project.join(".git/hooks/pre-push").exists());
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+}
+
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn a_hostile_agent_in_bubblewrap_cannot_write_git_and_its_good_work_still_merges() {
+    bwrap_installed();
+    let (p, code, all, logs) = hostile_git_run("bwrap");
+    assert_eq!(code, 0, "{all}");
+    assert!(
+        logs.contains("tried") && logs.contains("HISTORY-READ"),
+        "{logs}"
+    );
+    for written in GIT_WRITES {
+        assert!(!logs.contains(written), "the agent got {written}: {logs}");
+    }
+    assert!(
+        logs.contains("Read-only file system"),
+        "refused read-only: {logs}"
+    );
+    // Nothing to put back: the git setup was never changed.
+    assert!(!all.contains("GIT_TAMPERED"), "{all}");
+    assert!(!p.project.join(".git/hooks/pre-push").exists());
+    let refs = e2e::git(&p.project, &["for-each-ref", "--format=%(refname)"]);
+    assert!(!refs.contains("hostile"), "{refs}");
+    // The agent's file change is good work: the runner committed it and it merged.
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    assert_eq!(
+        e2e::git(&p.origin, &["show", "main:agent-file.txt"]),
+        "good work"
+    );
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(log.contains("feat: implement of issue #1"), "{log}");
+    assert!(!log.lines().any(|l| l == "hostile"), "{log}");
+    p.replays_exactly();
+}
+
+/// Two workers in bubblewrap change the same file, so the second merge conflicts. The agent
+/// cannot merge (its git directory is read-only): the runner starts merging main into the
+/// branch, the agent resolves the conflicting file in the tree, the runner concludes the
+/// merge, pushes it, CI passes it and both issues merge.
+#[test]
+#[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
+fn in_bubblewrap_the_runner_starts_and_concludes_the_merge_whose_conflict_the_agent_resolves() {
+    bwrap_installed();
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", "")],
+        json!({"steps": {
+            "implement": ["write-shared"],
+            "verify": ["busy:500"],
+            "merge": ["resolve-conflict"],
+        }}),
+        json!({}),
+    );
+    configure(&p, sandboxed(&p, "bwrap", json!({})));
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1, 2], "{all}");
+    assert!(all.contains("MERGE_CONFLICT"), "{all}");
+    let logs = all_text_under(&p.root.join("logs"));
+    assert!(
+        logs.contains("stopped at the conflict in shared.txt"),
+        "the runner started the merge: {logs}"
+    );
+    assert!(logs.contains("the runner concludes the merge"), "{logs}");
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(
+        log.lines()
+            .any(|l| l.starts_with("Merge main into the branch of issue #")
+                && l.ends_with("(conflict resolved)")),
+        "the runner's merge commit: {log}"
+    );
+    let shared = e2e::git(&p.origin, &["show", "main:shared.txt"]);
+    assert!(!shared.contains("<<<<<<<"), "{shared}");
+}
+
 #[test]
 #[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
 fn network_none_blocks_a_connection_to_a_loopback_server() {
@@ -302,7 +471,7 @@ fn the_step_timeout_reaches_everything_in_the_sandbox() {
     // Attempt 1 leaves two daemons (one with an empty environment) and works past the
     // step's limit; attempt 2 does the work.
     let p = project(json!({"steps": {"implement": ["daemon:600000", "ok"]}}));
-    let mut steps = e2e::builtin_steps();
+    let mut steps = git_steps();
     steps["implement"] = json!({"timeoutMin": 0.05});
     p.set_config(json!({"steps": steps, "agent": sandboxed(&p, "bwrap", json!({}))}));
     // Another suite's daemon (a runner killed with -9 in a crash test leaves its agent's
@@ -503,8 +672,9 @@ fn hostile_ci_run(kind: &str) -> (Project, i32, String, String) {
     let tool = write_tool(&p, "hostile-ci", &hostile_ci_body(&p, &home, &outside));
     let tools = p.root.join("tools");
     p.set_config(json!({
-        "steps": e2e::builtin_steps(),
-        // The repair agent pushes its fix to the test's origin, a directory like any other.
+        "steps": git_steps(),
+        // The repair agent of old pushed its fix to the test's origin, a directory like any
+        // other; inside the sandbox the runner commits and pushes it.
         "agent": sandboxed(&p, kind, json!({
             "readOnly": [tools.to_str().expect("utf8")],
             "writable": [p.origin.to_str().expect("utf8")],
@@ -560,6 +730,9 @@ fn local_ci_runs_the_agents_script_inside_bubblewrap_and_copies_nothing_out() {
     let journal = std::fs::read_to_string(p.journal_path()).expect("journal");
     assert!(!journal.contains("forged"), "{journal}");
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    // The repair agent only wrote its fix: the runner committed and pushed it.
+    let log = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+    assert!(log.contains("fix: make CI pass (#1, monitorCI)"), "{log}");
     // The scratch tree is gone, as without a sandbox.
     let trees = e2e::git(&p.project, &["worktree", "list", "--porcelain"]);
     assert_eq!(trees.matches("worktree ").count(), 1, "{trees}");
@@ -590,6 +763,7 @@ fn doctor_warns_that_local_ci_without_a_sandbox_runs_agent_code_with_your_creden
         );
     }
     p.set_config(json!({
+        "steps": git_steps(),
         "agent": sandboxed(&p, "bwrap", json!({})),
         "localCi": {"command": ["true"], "network": "none"},
     }));
@@ -606,7 +780,7 @@ fn workers_local_ci_reads_history_inside_bubblewrap_and_passes() {
     // Reading history needs the clone's git directory, and a worker's clone borrows the
     // project's objects: both are there, read-only.
     p.set_config(json!({
-        "steps": e2e::builtin_steps(),
+        "steps": git_steps(),
         "agent": sandboxed(&p, "bwrap", json!({})),
         "localCi": {"command": ["sh", "-c", "git log --stat >/dev/null"], "timeoutMin": 1},
     }));
@@ -807,10 +981,34 @@ fn without_a_sandbox_what_the_agent_plants_in_git_never_runs_in_the_runners_git_
 
 #[test]
 #[ignore = "needs bubblewrap; .ci/run installs it: cargo test -- --ignored"]
-fn in_bubblewrap_what_the_agent_plants_in_git_never_runs_outside_and_is_put_back() {
+fn in_bubblewrap_the_agent_plants_nothing_in_git_and_its_first_attempt_merges() {
     bwrap_installed();
     let (p, code, all, logs) = tampering_run("bwrap");
-    assert_tampering_undone(&p, code, &all, &logs);
+    assert!(logs.contains("tampered"), "the tool ran: {logs}\n{all}");
+    assert_eq!(code, 0, "{all}");
+    // The git directory is read-only inside: no hook, config entry or remote was changed,
+    // so there is nothing to put back and the attempt is not failed for it.
+    assert!(logs.contains("Read-only file system"), "{logs}");
+    assert!(!all.contains("GIT_TAMPERED"), "{all}");
+    let exfil = std::fs::read_to_string(p.root.join("exfil")).unwrap_or_default();
+    assert_eq!(exfil, "", "a program the agent planted ran: {exfil}\n{all}");
+    let hooks = std::fs::read_dir(p.project.join(".git/hooks"))
+        .expect("hooks")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.ends_with(".sample"))
+        .collect::<Vec<_>>();
+    assert_eq!(hooks, Vec::<String>::new(), "no hook was planted");
+    let url = e2e::git(&p.project, &["remote", "get-url", "origin"]);
+    assert_eq!(url.trim(), p.origin.to_str().expect("utf8"));
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    let implements = p
+        .invocations()
+        .iter()
+        .filter(|i| i.contains("implement"))
+        .count();
+    assert_eq!(implements, 1, "{:?}", p.invocations());
+    p.replays_exactly();
 }
 
 /// An agent that tampers on every attempt is escalated like any failing step, within the

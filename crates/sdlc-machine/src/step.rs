@@ -117,8 +117,9 @@ impl Step {
     }
 
     /// The steps the runner can do itself, without an agent (`steps.<key>.run: "builtin"`).
-    pub const BUILTIN: [Step; 5] = [
+    pub const BUILTIN: [Step; 6] = [
         Step::StartCycle,
+        Step::StartIssue,
         Step::CommitPush,
         Step::CreatePr,
         Step::MonitorCi,
@@ -128,6 +129,23 @@ impl Step {
     /// Whether the runner can do this step without an agent.
     pub fn can_be_builtin(self) -> bool {
         Step::BUILTIN.contains(&self)
+    }
+
+    /// The conventional-commit type of the runner's commit of this step's work
+    /// (`CommitKind::StepWork`): specs are docs, the rest features.
+    pub const fn commit_type(self) -> &'static str {
+        match self {
+            Step::WriteSpecs => "docs",
+            Step::Simplify => "refactor",
+            Step::Verify => "fix",
+            _ => "feat",
+        }
+    }
+
+    /// Whether the work of this step is the agent's alone, committed by the runner after it
+    /// succeeds (`Limits::runner_commits`): the steps that can never be builtin.
+    pub fn commits_agent_work(self) -> bool {
+        !self.can_be_builtin()
     }
 
     /// Steps that only the `simplify` switch may turn off; every other step is mandatory.

@@ -530,6 +530,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                     day_spent_before_micros: before,
                     manual_approval: manual,
                     builtin_commit_push: false,
+                    runner_commits: false,
                     ask_on_issue_budget: ask_on_budget,
                     max_network_waits: net,
                     network_backoff_initial_secs: 2,

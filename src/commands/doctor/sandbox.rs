@@ -114,7 +114,7 @@ fn trial(cfg: &Config, agent: &AgentConfig, steps: &str) -> Check {
     let spec = Spec {
         config: sandbox,
         agent: Some(kind),
-        git_dir_writable: true,
+        git_dir_writable: false,
         work_tree: &work_tree,
         runner_dir: &runner_dir,
         handed: &[],

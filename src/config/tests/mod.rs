@@ -104,6 +104,8 @@ fn minimal_config_has_every_default() {
         Limits {
             review: None,
             claim_lease_secs: None,
+            // Every new session's runner commits each agent step's work (issue 48).
+            runner_commits: false,
             ..limits
         },
         Limits::default()
@@ -179,6 +181,8 @@ fn limits_convert_to_exact_units() {
             manual_approval: true,
             // steps.commitPush.run is the agent's unless set to builtin.
             builtin_commit_push: false,
+            // The runner commits every agent step's work (issue 48).
+            runner_commits: true,
             ask_on_issue_budget: false,
             max_network_waits: 3,
             network_backoff_initial_secs: 2,
@@ -805,7 +809,7 @@ fn the_review_round_cannot_be_builtin_or_disabled() {
             r#"{"projectPath": "/p", "steps": {"addressReview": {"run": "builtin", "enabled": false}}}"#
         ),
         [
-            "steps.addressReview.run: addressReview needs a model and cannot be builtin (only startCycle, commitPush, createPR, monitorCI, merge can)",
+            "steps.addressReview.run: addressReview needs a model and cannot be builtin (only startCycle, startIssue, commitPush, createPR, monitorCI, merge can)",
             "steps.addressReview.enabled: set review.maxReviewRounds to 0 for no review rounds (addressReview cannot be disabled otherwise)",
         ]
     );

@@ -249,6 +249,80 @@ impl Repo {
         Ok(!self.is_ancestor(&format!("refs/heads/{branch}"), &remote_main)?)
     }
 
+    /// A merge conflict's repair, the runner's first half: origin fetched, `branch` checked
+    /// out, and origin's main merged into it, stopping at the conflict: the merge stays in
+    /// progress, the conflicting files (returned) in the tree with their markers, for the
+    /// agent to resolve. Empty: nothing conflicts (main is in the branch already, or merged
+    /// cleanly and committed). A merge, rebase, cherry-pick or revert left unfinished (an
+    /// earlier repair's) is aborted first, its tree kept on a rescue ref.
+    pub fn start_main_merge(&self, branch: &str) -> Result<Vec<String>, RepoError> {
+        self.fetch()?;
+        match self.abort_unfinished(branch) {
+            Ok(()) | Err(RepoError::Rescued { .. }) => {}
+            Err(e) => return Err(e),
+        }
+        if self.current_branch()?.as_deref() != Some(branch) {
+            self.checkout_finishing(branch)?;
+        }
+        let Some(base) = self.origin_main()? else {
+            return Ok(Vec::new());
+        };
+        if self.is_ancestor(&base, &format!("refs/heads/{branch}"))? {
+            return Ok(Vec::new());
+        }
+        let message = format!("Merge {} into {branch}", self.main);
+        let args = ["merge", "--no-ff", "--quiet", "-m", &message, &base];
+        let out = self.git(&args)?;
+        if out.status.success() {
+            return Ok(Vec::new());
+        }
+        let conflicts = self.git_ok(&["diff", "--name-only", "--diff-filter=U", "-z"])?;
+        let paths: Vec<String> = conflicts
+            .split('\0')
+            .filter(|p| !p.is_empty())
+            .map(str::to_string)
+            .collect();
+        if paths.is_empty() {
+            let _ = self.git(&["merge", "--abort"]);
+            return Err(self.failed(&args, &out));
+        }
+        Ok(paths)
+    }
+
+    /// A merge conflict's repair, the runner's second half: the merge [`Repo::start_main_merge`]
+    /// left in progress, resolved by the agent in the tree, concluded: everything staged (not
+    /// the runner's files) and committed with `message`, `--no-verify` as any commit of the
+    /// runner's. A file that still holds a conflict marker (git's check, honouring
+    /// `conflict-marker-size`) is refused: the merge is aborted, the tree kept on a rescue
+    /// ref, and the error names the files (a conflict, the machine's to meet). `Ok(false)`:
+    /// no merge was in progress (the agent concluded or aborted it itself without a sandbox).
+    pub fn conclude_merge(&self, message: &str) -> Result<bool, RepoError> {
+        let merging = self
+            .git_dirs()
+            .is_some_and(|(git_dir, _)| git_dir.join("MERGE_HEAD").is_file());
+        if !merging {
+            return Ok(false);
+        }
+        let work = self.stage_work()?;
+        let marked = self.staged_markers(&work)?;
+        if !marked.is_empty() {
+            let label = self
+                .current_branch()?
+                .unwrap_or_else(|| "merge".to_string());
+            match self.abort_unfinished(&label) {
+                Ok(()) | Err(RepoError::Rescued { .. }) => {}
+                Err(e) => return Err(e),
+            }
+            return Err(RepoError::ConflictMarkers {
+                what: format!("conclude the merge of {}", self.main),
+                path: self.path.clone(),
+                paths: marked,
+            });
+        }
+        self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
+        Ok(true)
+    }
+
     /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
     pub fn fetch(&self) -> Result<(), RepoError> {
         if !self.has_origin()? {
@@ -256,5 +330,93 @@ impl Repo {
         }
         self.git_ok(&["fetch", "--quiet", "--prune", "origin"])?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = crate::git::command::output(dir, args).expect("git runs (is it installed?)");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A clone whose branch `1-x` and origin's main both changed `f.txt` since they parted.
+    fn conflicting() -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let origin = dir.path().join("o.git");
+        let work = dir.path().join("w");
+        git(dir.path(), &["init", "-q", "--bare", "-b", "main", "o.git"]);
+        git(dir.path(), &["clone", "-q", "o.git", "w"]);
+        git(&work, &["config", "user.name", "t"]);
+        git(&work, &["config", "user.email", "t@t.invalid"]);
+        let commit = |text: &str| {
+            std::fs::write(work.join("f.txt"), text).expect("write");
+            git(&work, &["commit", "-q", "-am", text]);
+        };
+        std::fs::write(work.join("f.txt"), "base\n").expect("write");
+        git(&work, &["add", "f.txt"]);
+        git(&work, &["commit", "-q", "-m", "base"]);
+        git(&work, &["push", "-q", "-u", "origin", "main"]);
+        git(&work, &["checkout", "-q", "-b", "1-x"]);
+        commit("branch\n");
+        git(&work, &["checkout", "-q", "main"]);
+        commit("main\n");
+        git(&work, &["push", "-q", "origin", "main"]);
+        git(&work, &["checkout", "-q", "1-x"]);
+        assert!(origin.is_dir());
+        (dir, work)
+    }
+
+    #[test]
+    fn the_runner_starts_the_merge_of_main_and_concludes_it_only_without_markers() {
+        let (_dir, work) = conflicting();
+        let repo = Repo::open(&work).expect("open");
+        let merging = || work.join(".git/MERGE_HEAD").is_file();
+        assert_eq!(repo.start_main_merge("1-x").expect("started"), ["f.txt"]);
+        assert!(merging(), "left in progress for the agent");
+        let text = std::fs::read_to_string(work.join("f.txt")).expect("read");
+        assert!(text.contains("<<<<<<<"), "{text}");
+        // The agent left the markers: refused, the merge aborted, the tree kept.
+        match repo.conclude_merge("m") {
+            Err(RepoError::ConflictMarkers { paths, .. }) => assert_eq!(paths, ["f.txt"]),
+            other => panic!("{other:?}"),
+        }
+        assert!(!merging());
+        assert_eq!(repo.rescue_refs("1-x").expect("refs").len(), 1);
+        assert_eq!(git(&work, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
+        // Resolved: the runner's merge commit, with both parents.
+        assert_eq!(repo.start_main_merge("1-x").expect("started"), ["f.txt"]);
+        std::fs::write(work.join("f.txt"), "branch and main\n").expect("resolve");
+        assert!(repo
+            .conclude_merge("Merge main (conflict resolved)")
+            .expect("concluded"));
+        let parents = git(&work, &["rev-list", "--parents", "-1", "HEAD"]);
+        assert_eq!(parents.split_whitespace().count(), 3, "{parents}");
+        assert_eq!(
+            git(&work, &["log", "-1", "--format=%s"]),
+            "Merge main (conflict resolved)"
+        );
+        assert!(!repo.conclude_merge("again").expect("nothing in progress"));
+        // Main is in the branch now: nothing to merge, nothing for the agent.
+        assert!(repo.start_main_merge("1-x").expect("up to date").is_empty());
+    }
+
+    #[test]
+    fn the_runner_starts_the_issues_branch_or_checks_out_the_one_there() {
+        let (_dir, work) = conflicting();
+        let repo = Repo::open(&work).expect("open");
+        git(&work, &["checkout", "-q", "main"]);
+        repo.start_branch("2-new").expect("created");
+        assert_eq!(git(&work, &["rev-parse", "--abbrev-ref", "HEAD"]), "2-new");
+        assert_eq!(
+            git(&work, &["rev-parse", "HEAD"]),
+            git(&work, &["rev-parse", "main"])
+        );
+        repo.start_branch("1-x").expect("checked out");
+        assert_eq!(git(&work, &["rev-parse", "--abbrev-ref", "HEAD"]), "1-x");
     }
 }

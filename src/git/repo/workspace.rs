@@ -25,6 +25,28 @@ impl Repo {
             });
         }
         self.abort_unfinished(branch.as_deref().unwrap_or("detached-head"))?;
+        let work = self.stage_work()?;
+        // What stays staged is the listing less what was unstaged: nothing to commit when
+        // it held only the runner's own files.
+        if work.is_empty() {
+            return Ok(false);
+        }
+        let marked = self.staged_markers(&work)?;
+        if !marked.is_empty() {
+            // Unstaged again: the files stay as they are in the tree, for a person or a repair.
+            self.git_ok(&["reset", "--quiet"])?;
+            return Err(RepoError::ConflictMarkers {
+                what: "commit".to_string(),
+                path: self.path.clone(),
+                paths: marked,
+            });
+        }
+        self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
+        Ok(true)
+    }
+
+    /// `git add -A`, the runner's own files unstaged again: the paths staged, the work.
+    pub(super) fn stage_work(&self) -> Result<Vec<String>, RepoError> {
         // Runner artifacts are ignored through .git/info/exclude, so `add -A` leaves them out;
         // naming them in an exclude pathspec would make git refuse ("paths are ignored").
         self.git_ok(&["add", "-A"])?;
@@ -38,29 +60,29 @@ impl Repo {
             unstage.extend(artifacts);
             self.git_ok(&unstage)?;
         }
-        // What stays staged is the listing less what was unstaged: nothing to commit when
-        // it held only the runner's own files.
-        if work.is_empty() {
-            return Ok(false);
+        Ok(work.into_iter().map(str::to_string).collect())
+    }
+
+    /// The staged files among `work` whose added lines hold a conflict marker (git's own
+    /// check, which honours `conflict-marker-size`), asked of git only when a file holds a
+    /// marker at all.
+    pub(super) fn staged_markers(&self, work: &[String]) -> Result<Vec<String>, RepoError> {
+        if !work.iter().any(|p| holds_marker(&self.path.join(p))) {
+            return Ok(Vec::new());
         }
-        // Git's check of the staged lines is asked only when a file holds a marker at all.
-        let suspect = work.iter().any(|p| holds_marker(&self.path.join(p)));
-        let marked = if suspect {
-            self.files_with_markers(&["--cached"], "")?
+        self.files_with_markers(&["--cached"], "")
+    }
+
+    /// startIssue (builtin): `branch` created at HEAD (main, as startCycle left it) and
+    /// checked out; a branch of that name already there (a restarted cycle) is checked out
+    /// as it stands.
+    pub fn start_branch(&self, branch: &str) -> Result<(), RepoError> {
+        if self.ref_exists(&format!("refs/heads/{branch}"))? {
+            self.git_ok(&["checkout", "--quiet", branch])?;
         } else {
-            Vec::new()
-        };
-        if !marked.is_empty() {
-            // Unstaged again: the files stay as they are in the tree, for a person or a repair.
-            self.git_ok(&["reset", "--quiet"])?;
-            return Err(RepoError::ConflictMarkers {
-                what: "commit".to_string(),
-                path: self.path.clone(),
-                paths: marked,
-            });
+            self.git_ok(&["checkout", "--quiet", "-b", branch])?;
         }
-        self.git_ok(&["commit", "--no-verify", "--quiet", "-m", message])?;
-        Ok(true)
+        Ok(())
     }
 
     /// Checks out main and fast-forwards it to origin's copy when there is one.

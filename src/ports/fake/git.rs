@@ -109,6 +109,20 @@ impl GitPort for FakeGit {
         // The fake agent commits its own work: nothing is left uncommitted.
         Ok(false)
     }
+    fn start_branch(&self, branch: &str) -> Result<(), GitError> {
+        let mut w = self.world.lock_for_blocking_call();
+        let base = w.origin_main;
+        w.branches.entry(branch.to_string()).or_default().base = base;
+        w.current = branch.to_string();
+        Ok(())
+    }
+    fn start_main_merge(&self, _branch: &str) -> Result<Vec<String>, GitError> {
+        // The fake agent's repair brings the branch up to date itself.
+        Ok(Vec::new())
+    }
+    fn conclude_merge(&self, _message: &str) -> Result<bool, GitError> {
+        Ok(false)
+    }
     fn checkout_main(&self) -> Result<(), GitError> {
         self.world.lock_for_blocking_call().current = "main".to_string();
         Ok(())

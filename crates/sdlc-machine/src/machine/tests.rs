@@ -860,3 +860,66 @@ fn work_only_origin_has_at_the_builtin_commit_push_stops_the_session_blaming_nob
     let mut core = at_the_push(false);
     assert!(matches!(core.handle(&moved), Reply::Ignored));
 }
+
+/// The runner commits each agent step's work (issue 48: in a sandbox the agent's git
+/// directory is read-only): with `runner_commits`, every successful writeSpecs, implement,
+/// simplify and verify is followed by its commit, naming the issue and the step, before the
+/// next step's checks; an older journal's limits (without it) commit implement's work alone.
+#[test]
+fn each_agent_steps_work_is_committed_by_the_runner_naming_the_issue_and_step() {
+    let commits = |runner_commits: bool| {
+        let mut core = doc_support::started(Limits {
+            runner_commits,
+            ..Limits::default()
+        });
+        let mut event = Event::IssueSelected { issue: 4 };
+        let mut commits = Vec::new();
+        for _ in 0..200 {
+            let batch = core.handle(&event).to_vec();
+            for e in &batch {
+                if let Effect::AutoCommit(kind) = e {
+                    commits.push(kind.message());
+                }
+                if let Effect::CheckPreconditions { step } = e {
+                    commits.push(format!("check {}", step.key()));
+                }
+            }
+            if batch
+                .iter()
+                .any(|e| matches!(e, Effect::RecordMerged { .. }))
+            {
+                return commits;
+            }
+            let request = *batch.last().expect("a request");
+            event = doc_support::ok(&request);
+        }
+        panic!("no merge: {commits:?}");
+    };
+    assert_eq!(
+        commits(true),
+        [
+            "check startCycle",
+            "check startIssue",
+            "check writeSpecs",
+            "docs: writeSpecs of issue #4",
+            "check implement",
+            "feat: implement of issue #4",
+            "check simplify",
+            "refactor: simplify of issue #4",
+            "check verify",
+            "fix: verify of issue #4",
+            "check commitPush",
+            "check createPR",
+            "check monitorCI",
+            "check merge",
+        ]
+        .map(String::from)
+    );
+    let old = commits(false);
+    assert!(
+        old.iter()
+            .filter(|c| !c.starts_with("check"))
+            .eq(["feat: implement issue #4"].iter()),
+        "{old:?}"
+    );
+}

@@ -118,7 +118,14 @@ impl Runner {
         self.same_failure[i] = 0;
         self.last_signature[i] = None;
         self.last_class[i] = None;
-        if step == Step::Implement {
+        if self.limits.runner_commits {
+            if step.commits_agent_work() {
+                fx.push(Effect::AutoCommit(CommitKind::StepWork {
+                    issue: self.current_issue(),
+                    step,
+                }));
+            }
+        } else if step == Step::Implement {
             fx.push(Effect::AutoCommit(CommitKind::Implemented {
                 issue: self.current_issue(),
             }));

@@ -15,6 +15,14 @@ pub enum CommitKind {
         /// The issue implemented.
         issue: u32,
     },
+    /// An agent step of the issue succeeded (`Limits::runner_commits`): its work is
+    /// committed by the runner, the agent's git directory being read-only.
+    StepWork {
+        /// The issue worked on.
+        issue: u32,
+        /// The step whose work it is.
+        step: Step,
+    },
     /// The issue escalated: what the agent left is committed on its branch.
     PartialWork,
     /// A signal stops the runner: the work so far is committed.
@@ -26,6 +34,9 @@ impl CommitKind {
     pub fn message(&self) -> String {
         match self {
             CommitKind::Implemented { issue } => format!("feat: implement issue #{issue}"),
+            CommitKind::StepWork { issue, step } => {
+                format!("{}: {} of issue #{issue}", step.commit_type(), step.key())
+            }
             CommitKind::PartialWork => "chore: save partial work before escalation".into(),
             CommitKind::OnSignal(sig) => format!("chore: save work on signal {}", sig.name()),
         }

@@ -56,6 +56,12 @@ pub struct Limits {
     /// shell decided it (answering `Repaired`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub builtin_commit_push: bool,
+    /// The runner commits each agent step's work itself (issue 48: the agent's git directory
+    /// is read-only in a sandbox): every successful writeSpecs, implement, simplify and verify
+    /// is followed by `AutoCommit(StepWork)` naming the issue and the step. Absent in older
+    /// journals, which committed implement's work alone (`AutoCommit(Implemented)`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runner_commits: bool,
     /// `budget.onExceeded: ask`: an issue's budget reached asks a person instead of
     /// escalating (absent in older journals).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -195,6 +201,7 @@ impl Default for Limits {
             day_spent_before_micros: 0,
             manual_approval: false,
             builtin_commit_push: false,
+            runner_commits: false,
             ask_on_issue_budget: false,
             max_network_waits: 10,
             network_backoff_initial_secs: 2,
