@@ -96,6 +96,8 @@ pub struct Wrapped {
     pub args: Vec<String>,
     /// The only variables the sandbox program, and so the agent, gets.
     pub env: Vec<(String, String)>,
+    /// With `network: "allowlist"`: the proxy the attempt must serve (`crate::egress`).
+    pub egress: Option<crate::egress::Plan>,
 }
 
 /// Why the agent's sandbox cannot be prepared: the environment's, never the issue's.
@@ -118,6 +120,9 @@ pub enum SandboxError {
         /// What the lookup said.
         source: which::Error,
     },
+    /// `network: "allowlist"` cannot be set up (the message names the key and the fix).
+    #[error("{0}")]
+    Egress(String),
 }
 
 /// The agent's `program` and `args` wrapped in the step's sandbox, with the environment it
@@ -141,15 +146,22 @@ pub fn wrap(
         package: kind.package(),
         source,
     })?;
-    let env = environment(spec, step_env, host_var);
-    let args = match kind {
+    let mut env = environment(spec, step_env, host_var);
+    let mut args = match kind {
         SandboxKind::Bwrap => bwrap_args(spec, program, args),
         _ => container_args(spec, program, args, &env),
+    };
+    let egress = match (spec.config.network, spec.agent) {
+        (SandboxNetwork::Allowlist, Some(agent)) if kind == SandboxKind::Bwrap => {
+            Some(egress::enclose(spec.config, agent, &mut args, &mut env)?)
+        }
+        _ => None,
     };
     Ok(Some(Wrapped {
         program: sandbox,
         args,
         env,
+        egress,
     }))
 }
 
@@ -218,6 +230,7 @@ pub fn planned(config: &SandboxConfig) -> Option<String> {
     let network = match config.network {
         SandboxNetwork::Host => "network kept",
         SandboxNetwork::None => "no network",
+        SandboxNetwork::Allowlist => "only the allowlist, through the runner's proxy",
     };
     let image = config
         .image
@@ -315,7 +328,8 @@ pub fn bwrap_args(spec: &Spec, program: &Path, agent_args: &[String]) -> Vec<Str
     let mut a: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(|i| i.to_string()));
     push(&["--die-with-parent", "--new-session", "--unshare-pid"]);
-    if spec.config.network == SandboxNetwork::None {
+    // `allowlist`: a loopback of its own too; the proxy's socket is its one way out.
+    if spec.config.network != SandboxNetwork::Host {
         push(&["--unshare-net"]);
     }
     for dir in SYSTEM {
@@ -416,7 +430,7 @@ pub fn container_args(
         let gid = rustix::process::getgid().as_raw();
         a.extend(["--user".into(), format!("{uid}:{gid}")]);
     }
-    if spec.config.network == SandboxNetwork::None {
+    if spec.config.network != SandboxNetwork::Host {
         a.extend(["--network".into(), "none".into()]);
     }
     if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
@@ -543,6 +557,8 @@ pub fn failed_to_start(
         )
     })
 }
+
+mod egress;
 
 #[cfg(test)]
 mod tests;

@@ -124,6 +124,7 @@ fn trial(cfg: &Config, sandbox: &SandboxConfig, kind: AgentKind, steps: &str) ->
     let network = match sandbox.network {
         SandboxNetwork::Host => "network host",
         SandboxNetwork::None => "no network",
+        SandboxNetwork::Allowlist => "network through the runner's allowlist proxy",
     };
     let trial = format!("`true` inside {}", sandbox.kind);
     match crate::process::output_within(cmd, PROBE_TIMEOUT) {
