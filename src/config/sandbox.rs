@@ -403,6 +403,22 @@ mod tests {
                 r#""agent": {"sandbox": {"kind": "bwrap", "mounts": []}}"#,
                 "agent.sandbox.mounts: unknown key",
             ),
+            (
+                r#""agent": {"sandbox": {"network": "allowlist"}}"#,
+                "agent.sandbox.network: \"allowlist\" is served to sandbox kind bwrap only, not none",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "network": "allowlist", "allow": ["https://x.org"]}}"#,
+                "agent.sandbox.allow[0]: \"https://x.org\" is not a host",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "keyOutside": true}}"#,
+                "agent.sandbox.keyOutside: means nothing unless network is \"allowlist\"",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "network": "allowlist", "keyOutside": true, "modelUrl": "http://example.com"}}"#,
+                "agent.sandbox.modelUrl: \"http://example.com\" is neither https:// nor http:// to a loopback address",
+            ),
         ] {
             let errors = config(rest).expect_err(rest);
             assert!(
