@@ -28,6 +28,7 @@ fn agent_run(dir: &Path, cap: LiveCap) -> AgentRun {
         live_log: dir.join("live.log"),
         live_log_cap: cap,
         tail_bytes: 64 * 1024,
+        egress: None,
     }
 }
 

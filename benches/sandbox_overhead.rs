@@ -33,6 +33,7 @@ fn agent_run(
         live_log: dir.join("live.log"),
         live_log_cap: LiveCap::for_budget(500 * 1024 * 1024),
         tail_bytes: 64 * 1024,
+        egress: None,
     }
 }
 

@@ -131,6 +131,10 @@ pub enum Command {
     /// A scripted stand-in for the agent CLI, used by the demo and the tests.
     #[command(hide = true)]
     FakeAgent(FakeAgentArgs),
+    /// The sandbox's entry under `network: "allowlist"`: relays 127.0.0.1:PORT to the runner's
+    /// proxy and runs the agent (docs/security.md, "The allowlist").
+    #[command(hide = true)]
+    EgressRelay(EgressRelayArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -354,6 +358,19 @@ pub struct FakeAgentArgs {
     /// Everything the runner passes (model, prompt, flags) is accepted and ignored.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub rest: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct EgressRelayArgs {
+    /// The runner's proxy socket, bound into the sandbox.
+    #[arg(long, value_name = "PATH")]
+    pub socket: PathBuf,
+    /// The loopback port the agent's proxy variables name.
+    #[arg(long, value_name = "PORT")]
+    pub port: u16,
+    /// The agent's program and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "COMMAND")]
+    pub command: Vec<String>,
 }
 
 fn parse_agent_kind(s: &str) -> Result<crate::config::AgentKind, String> {

@@ -21,6 +21,7 @@ pub mod config;
 mod decision_file;
 mod diagram;
 pub mod driver;
+pub mod egress;
 // The driver on the in-memory ports: in-process tests of the shell's plumbing.
 #[cfg(test)]
 mod driver_on_ports;

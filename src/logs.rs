@@ -58,6 +58,8 @@ pub struct AttemptHeader {
     pub idle_timed_out: bool,
     /// Stopped by a shutdown request.
     pub cancelled: bool,
+    /// The hosts the allowlist's proxy refused the agent, each once.
+    pub refused_hosts: Vec<String>,
 }
 
 impl AttemptHeader {
@@ -73,10 +75,15 @@ impl AttemptHeader {
             }
         }
         let killed = self.timed_out || self.idle_timed_out || self.cancelled;
+        let refused = if self.refused_hosts.is_empty() {
+            String::new()
+        } else {
+            format!("Refused hosts: {}\n", self.refused_hosts.join(", "))
+        };
         format!(
             "Step: {}\nAttempt: {}\nSession: {}\nStarted: {}\nExit code: {}\nSignal: {}\n\
              Duration: {:.1}s\nTimed out: {}\nIdle timed out: {}\nCancelled: {}\n\
-             Killed by runner: {}\n---\n\n=== OUTPUT (stdout and stderr, as they arrived) ===\n",
+             Killed by runner: {}\n{refused}---\n\n=== OUTPUT (stdout and stderr, as they arrived) ===\n",
             self.step_key,
             self.attempt,
             self.session,

@@ -351,6 +351,13 @@ pub fn attempt_log(path: &Path) -> String {
     format!("attempt log: {}", path.display())
 }
 
+pub fn egress_refused(name: &str, hosts: &[String]) -> String {
+    format!(
+        "{name}: the allowlist refused the agent {} (add what it needs to agent.sandbox.allow)",
+        hosts.join(", ")
+    )
+}
+
 pub fn cannot_archive(error: &dyn Display) -> String {
     format!("warning: cannot archive the attempt log: {error}")
 }

@@ -149,6 +149,13 @@ pub async fn run_agent_stoppable(
     // never go on working a tree that its runner no longer watches. Its own children are
     // stopped through the process group (by this runner, or by the next one from the
     // journal's record of the group).
+    // The agent's one way out under `network: "allowlist"`, served for this attempt only.
+    let proxy = run
+        .egress
+        .as_ref()
+        .map(crate::egress::proxy::Proxy::serve)
+        .transpose()
+        .map_err(|source| AgentError::Egress { source })?;
     let stats_started = crate::stats::agent_starting();
     let streamed = run_streaming(
         spec,
@@ -169,6 +176,10 @@ pub async fn run_agent_stoppable(
     })?;
     let grace = run.kill_grace;
     let _ = tokio::task::spawn_blocking(move || attempt.end(grace)).await;
+    let refused_hosts = match proxy {
+        Some(proxy) => proxy.stop().await,
+        None => Vec::new(),
+    };
     crate::stats::agent_finished(stats_started);
 
     if live_log_error.is_none() {
@@ -193,6 +204,7 @@ pub async fn run_agent_stoppable(
         duration: started.elapsed(),
         pid: streamed.pid,
         live_log_error,
+        refused_hosts,
     })
 }
 

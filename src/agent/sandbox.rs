@@ -103,6 +103,8 @@ pub struct Wrapped {
     pub args: Vec<String>,
     /// The only variables the sandbox program, and so the agent, gets.
     pub env: Vec<(String, String)>,
+    /// With `network: "allowlist"`: the proxy the attempt must serve (`crate::egress`).
+    pub egress: Option<crate::egress::Plan>,
 }
 
 /// Why the agent's sandbox cannot be prepared: the environment's, never the issue's.
@@ -125,6 +127,9 @@ pub enum SandboxError {
         /// What the lookup said.
         source: which::Error,
     },
+    /// `network: "allowlist"` cannot be set up (the message names the key and the fix).
+    #[error("{0}")]
+    Egress(String),
 }
 
 /// The agent's `program` and `args` wrapped in the step's sandbox, with the environment it
@@ -148,15 +153,22 @@ pub fn wrap(
         package: kind.package(),
         source,
     })?;
-    let env = environment(spec, step_env, host_var);
-    let args = match kind {
+    let mut env = environment(spec, step_env, host_var);
+    let mut args = match kind {
         SandboxKind::Bwrap => bwrap_args_with(spec, program, args, &view_of(spec, host_var)),
         _ => container_args(spec, program, args, &env),
+    };
+    let egress = match (spec.config.network, spec.agent) {
+        (SandboxNetwork::Allowlist, Some(agent)) if kind == SandboxKind::Bwrap => {
+            Some(egress::enclose(spec.config, agent, &mut args, &mut env)?)
+        }
+        _ => None,
     };
     Ok(Some(Wrapped {
         program: sandbox,
         args,
         env,
+        egress,
     }))
 }
 
@@ -236,6 +248,7 @@ pub fn planned(config: &SandboxConfig) -> Option<String> {
     let network = match config.network {
         SandboxNetwork::Host => "network kept",
         SandboxNetwork::None => "no network",
+        SandboxNetwork::Allowlist => "only the allowlist, through the runner's proxy",
     };
     let image = config
         .image
@@ -330,7 +343,7 @@ pub fn container_args(
         let gid = rustix::process::getgid().as_raw();
         a.extend(["--user".into(), format!("{uid}:{gid}")]);
     }
-    if spec.config.network == SandboxNetwork::None {
+    if spec.config.network != SandboxNetwork::Host {
         a.extend(["--network".into(), "none".into()]);
     }
     if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
@@ -457,6 +470,8 @@ pub fn failed_to_start(
         )
     })
 }
+
+mod egress;
 
 #[cfg(test)]
 mod tests;

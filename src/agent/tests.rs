@@ -29,6 +29,7 @@ fn agent_run(dir: &TempDir, program: PathBuf) -> AgentRun {
         live_log: dir.path().join("step-live.log"),
         live_log_cap: LiveCap::for_budget(500 * 1024 * 1024),
         tail_bytes: 64 * 1024,
+        egress: None,
     }
 }
 

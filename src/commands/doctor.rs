@@ -397,7 +397,8 @@ fn local_ci(ci: &crate::config::LocalCi, sandbox: &crate::config::SandboxConfig)
                 sandbox.kind,
                 match sandbox.network {
                     crate::config::SandboxNetwork::Host => "network host",
-                    crate::config::SandboxNetwork::None => "no network",
+                    crate::config::SandboxNetwork::None
+                    | crate::config::SandboxNetwork::Allowlist => "no network",
                 }
             ),
         ),

@@ -38,6 +38,15 @@ pub fn dispatch(command: &Command) -> i32 {
             kind: args.kind,
             rest: &args.rest,
         }),
+        Command::EgressRelay(args) => match args.command.split_first() {
+            Some((program, rest)) => crate::egress::relay::entry(
+                &args.socket,
+                args.port,
+                std::path::Path::new(program),
+                rest,
+            ),
+            None => 2,
+        },
         Command::Run(args) => run::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Decide { option, config } => decide::run(option, config),

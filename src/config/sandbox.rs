@@ -56,7 +56,8 @@ impl std::fmt::Display for SandboxKind {
 }
 
 /// `host` keeps the network; `none` cuts it entirely (an agent that reaches its model through
-/// a local endpoint outside the sandbox cannot reach it either).
+/// a local endpoint outside the sandbox cannot reach it either); `allowlist` cuts it but for
+/// the runner's proxy, which lets through only the hosts in `allow` (bwrap only).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 // As for SandboxKind: the values are the config's own words.
@@ -65,6 +66,7 @@ pub enum SandboxNetwork {
     #[default]
     Host,
     None,
+    Allowlist,
 }
 
 /// Where the agent runs and what it can reach (docs/security.md, "The agent in a sandbox, at a glance"). A step's
@@ -76,9 +78,22 @@ pub struct SandboxFile {
     /// (bubblewrap), `podman` or `docker` let it change the work tree and nothing else.
     #[serde(default)]
     pub kind: SandboxKind,
-    /// `none` cuts the network off inside the sandbox.
+    /// `none` cuts the network off inside the sandbox; `allowlist` leaves the agent only the
+    /// runner's proxy, which lets through the agent CLI's own hosts and `allow` (bwrap only).
     #[serde(default)]
     pub network: SandboxNetwork,
+    /// With `network: "allowlist"`: more hosts the agent may reach, beside its CLI's own
+    /// (`api.anthropic.com`, …): a host name or address, or `*.example.com` for its
+    /// subdomains.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// With `network: "allowlist"`: the model key stays in the runner; the agent's base URL is
+    /// the proxy, which adds the key to its requests for the model's host.
+    #[serde(default)]
+    pub key_outside: bool,
+    /// With `keyOutside`: where the proxy sends the model's requests (default: the CLI's own
+    /// API, e.g. `https://api.anthropic.com`); `http://` only to a loopback address.
+    pub model_url: Option<String>,
     /// More paths the agent may read (absolute, `~` or `~/…` in the runner's home). A parent
     /// of the project is fine (the work tree stays writable: the more specific bind wins); the
     /// project itself or a path inside it is an error.
@@ -119,6 +134,12 @@ pub struct SandboxConfig {
     pub kind: SandboxKind,
     /// Whether it keeps the network.
     pub network: SandboxNetwork,
+    /// More hosts the proxy lets through (`network: "allowlist"`), as written.
+    pub allow: Vec<String>,
+    /// The model key stays in the runner (`network: "allowlist"`).
+    pub key_outside: bool,
+    /// Where the proxy sends the model's requests with `key_outside`; `None`: the CLI's own.
+    pub model_url: Option<String>,
     /// More paths it may read, as written (`~/` is the runner's home).
     pub read_only: Vec<String>,
     /// More paths it may change, as written.
@@ -179,6 +200,7 @@ impl Walker {
         if let Some(image) = self.text(&s, "image") {
             out.image = Some(image);
         }
+        self.egress_keys(&s, &mut out);
         if out.kind.is_container() && out.image.is_none() {
             self.err(
                 join(&s.path, "image"),
@@ -202,6 +224,100 @@ impl Walker {
             }
         }
         out
+    }
+}
+
+impl Walker {
+    /// `allow`, `keyOutside` and `modelUrl`, and what they need: the allowlist network, served
+    /// to bubblewrap only.
+    fn egress_keys(&mut self, s: &Obj, out: &mut SandboxConfig) {
+        if let Some(hosts) = self.strings(s, "allow", false, Some("a blank host")) {
+            for (i, h) in hosts.iter().enumerate() {
+                if let Err(why) = egress_host(h) {
+                    self.err(
+                        format!("{}[{i}]", s.path("allow")),
+                        format!("\"{h}\" {why}"),
+                    );
+                }
+            }
+            out.allow = hosts;
+        }
+        if let Some(on) = self.boolean(s, "keyOutside") {
+            out.key_outside = on;
+        }
+        if let Some(url) = self.text(s, "modelUrl") {
+            if let Err(why) = egress_model_url(&url) {
+                self.err(s.path("modelUrl"), format!("\"{url}\" {why}"));
+            }
+            out.model_url = Some(url);
+        }
+        let allowlist = out.network == SandboxNetwork::Allowlist;
+        if allowlist && out.kind != SandboxKind::Bwrap {
+            self.err(
+                join(&s.path, "network"),
+                format!(
+                    "\"allowlist\" is served to sandbox kind bwrap only, not {}: set kind \
+                     \"bwrap\", or network \"host\" or \"none\"",
+                    out.kind
+                ),
+            );
+        }
+        for (key, set) in [
+            ("allow", s.get("allow").is_some()),
+            (
+                "keyOutside",
+                out.key_outside && s.get("keyOutside").is_some(),
+            ),
+            ("modelUrl", s.get("modelUrl").is_some()),
+        ] {
+            if set && !allowlist {
+                self.err(
+                    s.path(key),
+                    "means nothing unless network is \"allowlist\": set agent.sandbox.network \
+                     to \"allowlist\" or remove it",
+                );
+            }
+        }
+    }
+}
+
+/// Whether `host` can be an entry of `allow`: a host name or an address, or `*.` and a
+/// domain for its subdomains; never a URL, a port or a path.
+fn egress_host(host: &str) -> Result<(), &'static str> {
+    let name = host.strip_prefix("*.").unwrap_or(host);
+    let fits = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':' | '[' | ']'))
+        && !name.contains('*');
+    let bracketless_v6 = name.contains(':') && name.parse::<std::net::Ipv6Addr>().is_ok();
+    if !fits || (name.contains(':') && !bracketless_v6) {
+        return Err(
+            "is not a host: write a name or address (\"api.example.com\", \
+                    \"127.0.0.1\") or \"*.example.com\" for its subdomains, without a scheme, \
+                    port or path",
+        );
+    }
+    Ok(())
+}
+
+/// Whether `url` can be `modelUrl`: `https://`, or `http://` to a loopback address (a model
+/// host run beside the runner, a test's), never a key sent in the clear over a network.
+fn egress_model_url(url: &str) -> Result<(), &'static str> {
+    let parsed = reqwest::Url::parse(url)
+        .map_err(|_| "is not a URL: write e.g. \"https://api.anthropic.com\"")?;
+    let host = parsed.host_str().unwrap_or("").trim_matches(['[', ']']);
+    let loopback = host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| a.is_loopback());
+    match parsed.scheme() {
+        "https" if !host.is_empty() => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(
+            "is neither https:// nor http:// to a loopback address: the proxy would send the \
+                  model key in the clear; write the model host's https:// URL",
+        ),
     }
 }
 
@@ -352,6 +468,22 @@ mod tests {
             (
                 r#""agent": {"sandbox": {"kind": "bwrap", "mounts": []}}"#,
                 "agent.sandbox.mounts: unknown key",
+            ),
+            (
+                r#""agent": {"sandbox": {"network": "allowlist"}}"#,
+                "agent.sandbox.network: \"allowlist\" is served to sandbox kind bwrap only, not none",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "network": "allowlist", "allow": ["https://x.org"]}}"#,
+                "agent.sandbox.allow[0]: \"https://x.org\" is not a host",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "keyOutside": true}}"#,
+                "agent.sandbox.keyOutside: means nothing unless network is \"allowlist\"",
+            ),
+            (
+                r#""agent": {"sandbox": {"kind": "bwrap", "network": "allowlist", "keyOutside": true, "modelUrl": "http://example.com"}}"#,
+                "agent.sandbox.modelUrl: \"http://example.com\" is neither https:// nor http:// to a loopback address",
             ),
         ] {
             let errors = config(rest).expect_err(rest);

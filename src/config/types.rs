@@ -351,7 +351,12 @@ impl LocalCi {
     /// with the CI's own network when it names one.
     pub fn sandbox(&self, agent: &super::SandboxConfig) -> super::SandboxConfig {
         super::SandboxConfig {
-            network: self.network.unwrap_or(agent.network),
+            // The proxy of `allowlist` serves the agent; the CI's command gets no network.
+            network: match (self.network, agent.network) {
+                (Some(n), _) => n,
+                (None, super::SandboxNetwork::Allowlist) => super::SandboxNetwork::None,
+                (None, n) => n,
+            },
             ..agent.clone()
         }
     }

@@ -183,6 +183,12 @@ impl Walker {
         }
         let timeout_min = self.positive_or_default(&o, "timeoutMin");
         let network = self.pick::<super::SandboxNetwork>(&o, "network");
+        if network == Some(super::SandboxNetwork::Allowlist) {
+            self.err(
+                o.path("network"),
+                "\"allowlist\" serves the agent only: the CI's command gets \"host\" or \"none\"",
+            );
+        }
         Some(LocalCi {
             command: command?,
             timeout: minutes(timeout_min),

@@ -173,6 +173,10 @@ impl StepRun<'_> {
             &header,
             &run.live_log,
         );
+        if !exit.refused_hosts.is_empty() {
+            self.voice
+                .log(&say::egress_refused(name, &exit.refused_hosts));
+        }
         self.voice.say(last_words(&summary, &exit));
         let tampering = match tampering {
             Ok(changes) => changes,
@@ -345,10 +349,12 @@ impl StepRun<'_> {
         )
         .map_err(|e| Unprepared::Environment(e.to_string()))?;
         let isolated_env = wrapped.is_some();
+        let mut egress = None;
         if let Some(w) = wrapped {
             inv.program = w.program;
             inv.args = w.args;
             inv.env = w.env;
+            egress = w.egress;
         }
         let live_log = self.shell.logs.live_log(self.voice.step_name(step));
         let budget = self.run.cfg.max_log_disk_usage_bytes;
@@ -372,6 +378,7 @@ impl StepRun<'_> {
             live_log,
             live_log_cap,
             tail_bytes: TAIL_BYTES,
+            egress,
         })
     }
 
@@ -541,6 +548,7 @@ fn attempt_header(
         timed_out: exit.timed_out,
         idle_timed_out: exit.idle_timed_out,
         cancelled: exit.cancelled,
+        refused_hosts: exit.refused_hosts.clone(),
     }
 }
 

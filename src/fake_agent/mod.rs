@@ -10,6 +10,7 @@
 
 mod events;
 mod git;
+mod net;
 mod outcome;
 mod reach;
 mod script;

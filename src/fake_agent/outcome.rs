@@ -90,6 +90,12 @@ pub enum Outcome {
     /// Tries a TCP connection to this port on the loopback address, says whether it got one,
     /// then does the ok work: an agent reaching the network.
     Connect(u16),
+    /// Asks `http://<address>/` (through the proxy variables it has), says what came back,
+    /// then does the ok work: an agent reaching a host under the allowlist.
+    Fetch(std::net::SocketAddrV4),
+    /// Calls its CLI's model API at its base URL with its key variable, says what came back
+    /// and the key it held, then does the ok work.
+    Model,
     /// Claude tool calls for ever, one every this many milliseconds, each model request
     /// reporting 200 000 input tokens: a tool loop spending money fast, whose CLI's own cap
     /// does not fire (a proxied model). Only the runner's meter stops it.
@@ -194,6 +200,7 @@ impl Outcome {
             "max-budget" => Outcome::MaxBudget,
             "unreachable" => Outcome::Unreachable,
             "via-gateway" => Outcome::ViaGateway,
+            "model" => Outcome::Model,
             _ => {
                 if let Some(k) = name.strip_prefix("fail-test-") {
                     Outcome::FailTest(Some(k.parse().ok()?))
@@ -209,6 +216,8 @@ impl Outcome {
                     Outcome::Spend(ms.parse().ok()?)
                 } else if let Some(ms) = name.strip_prefix("busy:") {
                     Outcome::Busy(ms.parse().ok()?)
+                } else if let Some(url) = name.strip_prefix("fetch:") {
+                    Outcome::Fetch(url.parse().ok()?)
                 } else if let Some(port) = name.strip_prefix("connect:") {
                     Outcome::Connect(port.parse().ok()?)
                 } else if let Some(code) = name.strip_prefix("exit:") {
@@ -285,6 +294,16 @@ impl Outcome {
                         Err(e) => format!("no connection to {address}: {e}"),
                     };
                 out.assistant_text(&said)?;
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::Fetch(url) => {
+                out.init()?;
+                out.assistant_text(&super::net::fetch(&format!("http://{url}/")))?;
+                ok_work_and_result(ctx, out)
+            }
+            Outcome::Model => {
+                out.init()?;
+                out.assistant_text(&super::net::call_model(out.kind()))?;
                 ok_work_and_result(ctx, out)
             }
             Outcome::Spend(ms) => {
@@ -660,6 +679,11 @@ mod tests {
             ("ignore-term", Outcome::IgnoreTerm),
             ("tool", Outcome::Tool),
             ("connect:8080", Outcome::Connect(8080)),
+            (
+                "fetch:127.0.0.2:80",
+                Outcome::Fetch(std::net::SocketAddrV4::new([127, 0, 0, 2].into(), 80)),
+            ),
+            ("model", Outcome::Model),
         ] {
             assert_eq!(Outcome::parse(name), Some(outcome), "{name}");
         }

@@ -25,6 +25,7 @@ fn header(attempt: u32) -> AttemptHeader {
         timed_out: true,
         idle_timed_out: false,
         cancelled: false,
+        refused_hosts: Vec::new(),
     }
 }
 

@@ -51,6 +51,8 @@ pub struct AgentRun {
     pub live_log_cap: LiveCap,
     /// Bytes kept from the end of stdout and, separately, of stderr.
     pub tail_bytes: usize,
+    /// The proxy to serve for the attempt (`network: "allowlist"`): the agent's only way out.
+    pub egress: Option<crate::egress::Plan>,
 }
 
 /// How an attempt ended.
@@ -83,6 +85,8 @@ pub struct AgentExit {
     /// The first error writing the live log, if any. The agent is not stopped for it (the
     /// caller's parser and the tails still see everything), but the log is incomplete.
     pub live_log_error: Option<String>,
+    /// The hosts the proxy refused the agent (`network: "allowlist"`), each once.
+    pub refused_hosts: Vec<String>,
 }
 
 impl AgentExit {
@@ -96,6 +100,16 @@ impl AgentExit {
 #[derive(Debug, thiserror::Error)]
 /// Why an agent could not be run or waited for; each message names what to check in the config.
 pub enum AgentError {
+    #[error(
+        "the proxy of agent.sandbox.network \"allowlist\" could not be served: {source}; check \
+         the temporary directory (TMPDIR) or set the network to \"host\" or \"none\""
+    )]
+    /// The egress proxy could not be started.
+    Egress {
+        #[source]
+        /// What binding its socket said.
+        source: io::Error,
+    },
     #[error(
         "agent command `{program}` could not be started: {source}; check `agent.command` in the \
          config and that it is installed and on PATH"

@@ -26,6 +26,7 @@ use std::time::{Duration, Instant};
 
 mod child;
 pub mod children;
+pub(crate) mod entry;
 mod git_program;
 mod off_runtime;
 mod output;

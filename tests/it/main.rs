@@ -18,6 +18,7 @@ mod deployments;
 mod descendants_and_inputs;
 mod diagnostics;
 mod driver_decides_nothing;
+mod egress;
 mod fake_agent;
 mod fleet_merges;
 mod git_facts;

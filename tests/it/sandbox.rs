@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 const NEEDS: &str = "bwrap is not installed: apt-get install bubblewrap (the test needs the distribution's bubblewrap)";
 
-fn bwrap_installed() {
+pub(crate) fn bwrap_installed() {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join("bwrap").is_file()))
         .unwrap_or(false);
@@ -19,7 +19,7 @@ fn bwrap_installed() {
 
 /// The runner's `agent` object running the fake agent in a sandbox of `kind` with `more`
 /// sandbox keys: the fake agent's script and logs are the test's, so they are handed in.
-fn sandboxed(p: &Project, kind: &str, more: Value) -> Value {
+pub(crate) fn sandboxed(p: &Project, kind: &str, more: Value) -> Value {
     for log in [p.agent_log.clone(), p.root.join("prompts.log")] {
         std::fs::write(&log, "").expect("the fake agent's log exists to be bound");
     }
@@ -45,7 +45,7 @@ fn sandboxed(p: &Project, kind: &str, more: Value) -> Value {
     })
 }
 
-fn project(script: Value) -> Project {
+pub(crate) fn project(script: Value) -> Project {
     Project::new(&[(1, "First issue", "Do one thing.")], script, json!({}))
 }
 
@@ -57,12 +57,12 @@ fn git_steps() -> Value {
     steps
 }
 
-fn configure(p: &Project, agent: Value) {
+pub(crate) fn configure(p: &Project, agent: Value) {
     p.set_config(json!({"steps": git_steps(), "agent": agent}));
 }
 
 /// Every file under `dir`, read lossily (logs, attempt archives).
-fn all_text_under(dir: &Path) -> String {
+pub(crate) fn all_text_under(dir: &Path) -> String {
     let mut out = String::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;

@@ -96,7 +96,8 @@ pub(super) fn bwrap_args_with(
     let mut a: Vec<String> = Vec::new();
     let mut push = |items: &[&str]| a.extend(items.iter().map(|i| i.to_string()));
     push(&["--die-with-parent", "--new-session", "--unshare-pid"]);
-    if spec.config.network == SandboxNetwork::None {
+    // `allowlist`: a loopback of its own too; the proxy's socket is its one way out.
+    if spec.config.network != SandboxNetwork::Host {
         push(&["--unshare-net"]);
     }
     for dir in SYSTEM {

@@ -232,6 +232,7 @@ fn verdict(
         let network = match sandbox.network {
             SandboxNetwork::Host => "network host",
             SandboxNetwork::None => "no network",
+            SandboxNetwork::Allowlist => "network through the runner's allowlist proxy",
         };
         let missing = missing_paths(sandbox, home);
         let detail = format!(

@@ -202,5 +202,6 @@ fn exit(code: Option<i32>, stdout_tail: String, stderr_tail: String) -> AgentExi
         duration: Duration::from_millis(1),
         pid: 0,
         live_log_error: None,
+        refused_hosts: Vec::new(),
     }
 }
