@@ -493,15 +493,23 @@ pub fn update_branch(
         return Err(e.into());
     }
     let seen = repo.branch_on_origin(branch)?;
-    match (seen.local.as_deref(), seen.head.as_deref()) {
-        (Some(local), Some(head)) if local == head => Ok(Update::Pushed(head.to_string())),
-        (local, head) => Err(Failed::other(format!(
+    if let (Some(local), Some(head)) = (seen.local.as_deref(), seen.head.as_deref()) {
+        if local == head {
+            return Ok(Update::Pushed(head.to_string()));
+        }
+    }
+    // A person moved the branch right after the runner's push (the runner, not the agent,
+    // pushes the concluded repair): theirs, not a push that did not take.
+    if let Some(head) = persons_move_since(repo, forge, branch, verified, &seen)? {
+        return Ok(Update::Person(head));
+    }
+    let (local, head) = (seen.local.as_deref(), seen.head.as_deref());
+    Err(Failed::other(format!(
             "after the conflict's repair origin's {branch} is at {} and the local branch at {} (CI passed {}): the push did not take",
             head.map(short).unwrap_or("nothing"),
             local.map(short).unwrap_or("nothing"),
             if verified.is_empty() { "no commit yet" } else { short(verified) }
-        ))),
-    }
+        )))
 }
 
 /// What the update after a conflict's repair did.

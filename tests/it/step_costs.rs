@@ -61,12 +61,14 @@ fn only_the_agent_forks_the_runner_and_a_step_stays_within_its_spawn_budget() {
     // record of the repository's git setup adds 2 per session (its git directories, its
     // configuration) and the check after each agent step asks git only when .git/config
     // changed: twice an issue here (the agent's `push -u`, the branch's removal), 6 in all.
+    // The runner commits each agent step's work itself (status, then add and commit when the
+    // agent left changes): one more git call per step on average.
     assert!(
-        git <= 4 * steps + 16,
-        "{git} git calls for {steps} steps: over the budget of 4 per step and 16 ({s:?})"
+        git <= 5 * steps + 16,
+        "{git} git calls for {steps} steps: over the budget of 5 per step and 16 ({s:?})"
     );
     assert!(
-        spawns <= 5 * steps + 16,
-        "{spawns} child processes for {steps} steps: over the budget of 5 per step and 16 ({s:?})"
+        spawns <= 6 * steps + 16,
+        "{spawns} child processes for {steps} steps: over the budget of 6 per step and 16 ({s:?})"
     );
 }

@@ -345,6 +345,7 @@ case "$1 $2" in
       "GET repos/{{owner}}/{{repo}}/issues/"*/events*) ok "200 OK"
         echo '[{{"event":"labeled","label":{{"name":"automatable"}},"actor":{{"login":"owner"}},"created_at":"2026-01-01T00:00:00Z"}}]';;
       "GET repos/{{owner}}/{{repo}}/collaborators/"*/permission) ok "200 OK"; echo '{{"permission":"admin"}}';;
+      "GET user") ok "200 OK"; echo '{{"login":"runner"}}';;
       "GET graphql") ok "200 OK"; echo '{{"data":{{"repository":{{"issue":{{"lastEditedAt":null,"editor":null}}}}}}}}';;
       "GET repos/{{owner}}/{{repo}}/issues/"*/comments*) ok "200 OK"
         if [ -f "$D/comment.json" ]; then printf '['; cat "$D/comment.json"; printf ']'; else echo '[]'; fi;;
@@ -471,11 +472,14 @@ fn github_selects_in_the_first_milestone_honouring_issues_closed_as_not_planned(
     assert_eq!(
         calls,
         [
-            "api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=1",
+            // The candidates first: the open milestones are asked because some have one.
             "api --include repos/{owner}/{repo}/issues?state=open&labels=automatable&per_page=100&page=1",
+            "api --include repos/{owner}/{repo}/milestones?state=open&per_page=100&page=1",
             "api --include repos/{owner}/{repo}/issues?state=all&milestone=1&per_page=100&page=1",
-            // Who applied the chosen one's label, whether they may write, and who edited it last.
+            // Who applied the chosen one's label (not the runner's own account), whether they
+            // may write, and who edited it last.
             "api --include repos/{owner}/{repo}/issues/6/events?per_page=100&page=1",
+            "api --include user",
             "api --include repos/{owner}/{repo}/collaborators/owner/permission",
             "api --include graphql -F owner={owner} -F repo={repo} -F number=6 -f query=query IssueLastEdit($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { issue(number: $number) { lastEditedAt editor { login } } } }",
         ]
@@ -644,7 +648,7 @@ fn github_errors_name_the_command_and_stderr() {
     .unwrap();
     let err = f.tracker.select(&none(), &none()).unwrap_err().to_string();
     assert!(
-        err.contains("api --include repos/{owner}/{repo}/milestones"),
+        err.contains("api --include repos/{owner}/{repo}/issues?state=open"),
         "{err}"
     );
     assert!(
