@@ -427,6 +427,8 @@ fn an_agent_printing_hundreds_of_megabytes_leaves_the_runner_flat() {
     // The runner's own peak, reaped here with `wait4` (its ru_maxrss covers the agent it
     // waited for too): the other tests of this binary start children of their own, which
     // `RUSAGE_CHILDREN` of the test process would count.
+    // Reaped by `wait4` below, which returns the runner's own resource usage.
+    #[allow(clippy::zombie_processes)]
     let child = p
         .command(&[
             "run",
