@@ -290,9 +290,10 @@ impl GitHub {
         })
     }
 
-    /// The login of the account gh's token belongs to (`GET /user`, once per run; the forge's
-    /// same read is then a 304). A token that may not read its user has none.
-    fn own_login(&self) -> Result<String, TrackerError> {
+    /// The login of the account gh's token belongs to (`GET /user`, once per run, for the
+    /// label's author and the claims' assignment; the forge's same read is then a 304). A
+    /// token that may not read its user has none.
+    pub(super) fn own_login(&self) -> Result<String, TrackerError> {
         if let Some(login) = self.login.get() {
             return Ok(login.clone());
         }

@@ -24,15 +24,9 @@ impl GitHub {
     /// `POST …/issues/N/assignees`). The assignment is for people and the comments decide, so
     /// only a rate limit (a wait) is an error; any other refusal leaves the issue unassigned.
     fn assign_self(&self, issue: u32) -> Result<(), TrackerError> {
-        let login = match self.login.get() {
-            Some(login) => login.clone(),
-            None => match self.rest("GET", "user", None) {
-                Ok(body) => {
-                    let login = crate::forge::github::login_of(&body);
-                    self.login.get_or_init(|| login).clone()
-                }
-                Err(e) => return limited_only(e),
-            },
+        let login = match self.own_login() {
+            Ok(login) => login,
+            Err(e) => return limited_only(e),
         };
         if login.is_empty() {
             return Ok(());
