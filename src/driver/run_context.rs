@@ -65,3 +65,15 @@ pub struct RunOptions {
     /// the runner reads it itself when `budget.perDayUsd` is set.
     pub spent_today_micros: Option<u64>,
 }
+
+impl RunOptions {
+    /// The run mode the flags ask for: one step, one issue, or every issue.
+    pub(super) fn mode(&self) -> crate::machine::Mode {
+        use crate::machine::Mode;
+        match (self.step, self.issue) {
+            (Some(step), _) => Mode::SingleStep(step),
+            (None, Some(n)) => Mode::SingleIssue(n),
+            (None, None) => Mode::Continuous,
+        }
+    }
+}

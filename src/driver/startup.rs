@@ -5,13 +5,13 @@
 
 use super::cycle::Cycle;
 use super::invoke::IssueContext;
-use super::run_context::{Restart, RunContext};
+use super::run_context::RunContext;
 use super::shell::Shell;
 use super::shutdown::Shutdown;
 use super::{Answer, Driver, RunOptions, Started, KILL_GRACE};
 use crate::artifacts::{self, StateFile};
 use crate::config::Config;
-use crate::journal::{Journal, SessionEnd};
+use crate::journal::Journal;
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
 use crate::narration as say;
@@ -23,6 +23,9 @@ use refusal::{single_issue_refusal, single_step_refusal};
 use std::path::PathBuf;
 
 mod refusal;
+mod session;
+
+pub(super) use session::spent_today;
 
 /// Startup checks (exit 2 before any agent runs), lock, journal recovery, sticky halt.
 pub(super) fn start(mut cfg: Config, opts: RunOptions) -> Result<Started, String> {
@@ -64,41 +67,159 @@ pub(super) fn start_on(
     program: PathBuf,
     ports: Ports,
 ) -> Result<Started, String> {
-    let Ports {
-        git: repo,
-        forge,
-        tracker,
-        claims: claim_store,
-        agent,
-        notifier,
-        clock,
-    } = ports;
+    let mut ports = ports;
+    let repo = &*ports.git;
     let project = cfg.project_path.clone();
     let runner_dir = repo.runner_dir()?;
-    let mut notes = Vec::new();
-    let lock = if opts.dry_run {
-        None
-    } else {
-        runner_dir.ensure().map_err(|e| e.to_string())?;
-        repo.check_artifact_dir()?;
-        let lock = crate::runner_dir::lock::acquire_lock(&runner_dir.lock(), &project)
-            .map_err(|e| e.to_string())?;
-        // Under the lock: no other runner can be migrating at the same time.
-        if let Some(note) = runner_dir
-            .migrate_legacy_journal(&project)
-            .map_err(|e| e.to_string())?
-        {
-            notes.push(note);
+    let (lock, notes) = lock_runner_dir(repo, &runner_dir, &project, opts.dry_run)?;
+    let logs = prepare_logs(&cfg, opts.dry_run)?;
+    let mode = opts.mode();
+    // Before the sticky halt: saying why this issue will not be worked is more useful.
+    if let Mode::SingleIssue(n) = mode {
+        if let Some(code) = single_issue_refusal(&*ports.tracker, n, &cfg.file) {
+            return Ok(Started::Exit(code));
         }
-        Some(lock)
+    }
+    let (claims, claim_store) = claim_keeper(&cfg, &opts, ports.claims.take())?.unzip();
+    ports.claims = claim_store;
+    let (mut journal, recovered) = open_journal(&runner_dir, &project, opts.dry_run)?;
+    record_trust(repo, &recovered, opts.dry_run)?;
+    if let Some(code) = session::acknowledge_halt(
+        &recovered,
+        &cfg,
+        &opts,
+        &logs,
+        &*ports.tracker,
+        journal.as_mut(),
+    )? {
+        return Ok(Started::Exit(code));
+    }
+    let state = load_state(&project, &runner_dir, opts.dry_run);
+    let resuming = recovered.open_session.is_some();
+    if let Some(code) = single_step_refusal(mode, resuming, &ports, &state, &cfg.file) {
+        return Ok(Started::Exit(code));
+    }
+    let begin = session::Begin {
+        cfg: &cfg,
+        opts: &opts,
+        mode,
+        claims: claims.is_some(),
+        runner_dir: &runner_dir,
+        clock: &*ports.clock,
     };
-    let lock_held = lock.is_some();
+    let resumed = session::resume_or_begin(
+        recovered.open_session.filter(|_| !opts.dry_run),
+        &begin,
+        journal.as_mut(),
+    )?;
+    let run = RunContext {
+        main: ports.git.main().to_string(),
+        forge_local: ports.forge.is_local(),
+        cfg,
+        opts,
+        program,
+        session: resumed.session,
+        runner_dir: runner_dir.clone(),
+    };
+    let driver = Driver {
+        run,
+        shell: shell_on(ports, logs, journal, lock, state, &runner_dir),
+        cycle: Cycle {
+            merged_before: recovered.merged.clone(),
+            ..Cycle::default()
+        },
+        core: resumed.core,
+        restart: resumed.restart,
+        report: Default::default(),
+        claims,
+        fleet: None,
+    };
+    driver.narrate(notes);
+    driver.narrate(stop_stale_agents(&resumed.stale_agents));
+    if driver.shell.lock.is_some() {
+        driver.narrate(stop_leftovers(&driver.run.cfg.project_path));
+    }
+    Ok(Started::Ready(Box::new(driver)))
+}
+
+/// Under the lock, before any agent: the hooks and configuration as the operator left them
+/// are what every git call of this session runs with; a session resumed after a crash keeps
+/// its predecessor's record and puts back what differs from it.
+fn record_trust(
+    repo: &dyn crate::ports::GitPort,
+    recovered: &crate::journal::Recovered,
+    dry_run: bool,
+) -> Result<(), String> {
+    if dry_run {
+        return Ok(());
+    }
+    let resumed = recovered.open_session.is_some();
+    let put_back = repo.record_trust(resumed).map_err(|e| e.to_string())?;
+    if !put_back.is_empty() {
+        say!("{}", crate::narration::git_setup_put_back(&put_back));
+    }
+    Ok(())
+}
+
+/// The shell of a run on `ports`, with what startup opened for it.
+fn shell_on(
+    ports: Ports,
+    logs: Logs,
+    journal: Option<Journal>,
+    lock: Option<crate::runner_dir::lock::Lock>,
+    state: StateFile,
+    runner_dir: &crate::runner_dir::RunnerDir,
+) -> Shell {
+    Shell {
+        io: crate::ports::Io::new(crate::ports::World {
+            git: ports.git,
+            forge: ports.forge,
+            tracker: ports.tracker,
+            claims: ports.claims,
+        }),
+        notifier: std::sync::Arc::from(ports.notifier),
+        agent: ports.agent,
+        clock: ports.clock,
+        logs,
+        journal,
+        lock,
+        shutdown: Shutdown::new(),
+        state,
+        live: crate::live_status::LiveStatus::new(&runner_dir.dir),
+    }
+}
+
+/// The runner directory made and locked (a dry run takes no lock), with a legacy journal
+/// migrated under the lock, so that no other runner can be migrating at the same time.
+fn lock_runner_dir(
+    repo: &dyn crate::ports::GitPort,
+    runner_dir: &crate::runner_dir::RunnerDir,
+    project: &std::path::Path,
+    dry_run: bool,
+) -> Result<(Option<crate::runner_dir::lock::Lock>, Vec<String>), String> {
+    if dry_run {
+        return Ok((None, Vec::new()));
+    }
+    runner_dir.ensure().map_err(|e| e.to_string())?;
+    repo.check_artifact_dir()?;
+    let lock = crate::runner_dir::lock::acquire_lock(&runner_dir.lock(), project)
+        .map_err(|e| e.to_string())?;
+    let notes = runner_dir
+        .migrate_legacy_journal(project)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .collect();
+    Ok((Some(lock), notes))
+}
+
+/// The log directory made, and kept out of git when it lies inside the work tree.
+fn prepare_logs(cfg: &Config, dry_run: bool) -> Result<Logs, String> {
     let logs = Logs {
         dir: cfg.log_dir.clone(),
     };
     logs.create().map_err(|e| format!("logDir: {e}"))?;
     if let Some(pattern) = logs.exclude_pattern_in(&cfg.project_path) {
-        if !opts.dry_run {
+        if !dry_run {
             crate::git::exclude::add_excludes(
                 &cfg.project_path,
                 &[pattern],
@@ -112,31 +233,22 @@ pub(super) fn start_on(
             })?;
         }
     }
+    Ok(logs)
+}
 
-    let mode = match (opts.step, opts.issue) {
-        (Some(step), _) => Mode::SingleStep(step),
-        (None, Some(n)) => Mode::SingleIssue(n),
-        (None, None) => Mode::Continuous,
-    };
-    // Before the sticky halt: saying why this issue will not be worked is more useful.
-    if let Mode::SingleIssue(n) = mode {
-        if let Some(code) = single_issue_refusal(&*tracker, n, &cfg.file) {
-            return Ok(Started::Exit(code));
-        }
-    }
-    let (claims, claim_store) = claim_keeper(&cfg, &opts, claim_store)?.unzip();
-    let shape = crate::config::RunShape {
-        claims: claims.is_some(),
-        workers: opts.workers.unwrap_or(cfg.workers),
-        spent_today_micros: 0,
-    };
+/// The journal opened for writing and what it recovered; a dry run only reads it, where it
+/// still is (a dry run migrates nothing). A torn last line is said and dropped.
+fn open_journal(
+    runner_dir: &crate::runner_dir::RunnerDir,
+    project: &std::path::Path,
+    dry_run: bool,
+) -> Result<(Option<Journal>, crate::journal::Recovered), String> {
     let mut journal_path = runner_dir.journal();
     let legacy = project.join(crate::runner_dir::LEGACY_JOURNAL);
-    if opts.dry_run && !journal_path.exists() && legacy.is_file() {
-        // A dry run migrates nothing: it reads where the journal still is.
+    if dry_run && !journal_path.exists() && legacy.is_file() {
         journal_path = legacy;
     }
-    let (mut journal, recovered) = if opts.dry_run {
+    let (journal, recovered) = if dry_run {
         let recovered = Journal::read(&journal_path)
             .map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
         (None, recovered)
@@ -145,227 +257,36 @@ pub(super) fn start_on(
             .map_err(|e| format!("journal {}: {e}", journal_path.display()))?;
         (Some(j), r)
     };
-    if !opts.dry_run {
-        // Under the lock, before any agent: the hooks and configuration as the operator left
-        // them are what every git call of this session runs with; a session resumed after a
-        // crash keeps its predecessor's record and puts back what differs from it.
-        let put_back = repo
-            .record_trust(recovered.open_session.is_some())
-            .map_err(|e| e.to_string())?;
-        if !put_back.is_empty() {
-            say!("{}", crate::narration::git_setup_put_back(&put_back));
-        }
-    }
     if let Some(torn) = &recovered.torn_line {
         say!(
             "warning: {}: {torn} (dropped; earlier records kept)",
             journal_path.display()
         );
     }
-    if let Some((session, headline)) = &recovered.sticky_halt {
-        if !opts.ack_halt {
-            say!(
-                    "refusing to run: session {session} halted: {headline}\nInspect the diagnostic in {} and the project, fix the cause, then acknowledge the halt: `sdlc-runner run --config {} --ack-halt` (or `sdlc-runner release N --config {1}` first to release escalated issue N).",
-                    logs.orchestration_log().display(),
-                    cfg.file.display()
-                );
-            return Ok(Started::Exit(1));
-        }
-        // A halt for the network can come while an escalation or a merge was being
-        // written to the tracker, and the next session's quarantine is the tracker's: the
-        // halt stays until the tracker shows every outcome the halted session recorded.
-        let recorded = recovered
-            .last_session
-            .as_ref()
-            .map(|s| s.tracker_effects.as_slice())
-            .unwrap_or_default();
-        if !opts.dry_run {
-            if let Err(e) = settle_tracker(&*tracker, session, recorded, &logs) {
-                say!(
-                    "refusing to acknowledge the halt of session {session}: {e}
-The halt stays; run again with --ack-halt once the tracker is reachable."
-                );
-                return Ok(Started::Exit(1));
-            }
-        }
-        if let Some(j) = journal.as_mut() {
-            j.end(SessionEnd::HaltAcknowledged)
-                .map_err(|e| e.to_string())?;
-        }
-        say!("halt of session {session} acknowledged; starting a new session");
-    }
-    let state = if opts.dry_run {
-        artifacts::peek_state(&project).unwrap_or_default()
-    } else {
-        match artifacts::read_state(&project, &runner_dir.archive()) {
-            artifacts::StateLoad::Ok(s) => s,
-            artifacts::StateLoad::Missing => StateFile::default(),
-            artifacts::StateLoad::Corrupt { error, backup } => {
-                say!(
-                        "warning: state file was corrupt ({error}); moved to {} and rebuilt from the journal",
-                        backup.display()
-                    );
-                StateFile::default()
-            }
-        }
-    };
-    if let (Mode::SingleStep(step), None) = (mode, &recovered.open_session) {
-        if let Some(code) = single_step_refusal(&*repo, &*forge, step, &state, &cfg.file) {
-            return Ok(Started::Exit(code));
-        }
-    }
-    let merged_before = recovered.merged.clone();
-    let continuing = recovered.open_session.filter(|_| !opts.dry_run);
-    let recovering = continuing.is_some();
-    let mut restart = Event::Start;
-    let mut stale_agents = Vec::new();
-    let mut redo = Vec::new();
-    let (core, session) = match continuing {
-        Some(open) => {
-            // The session goes on whatever the mode: its counters are the journal's.
-            // With each failure's journaled context, for the next repair prompt.
-            let (core, _) = crate::journal::rebuild_session(&open);
-            if core.runner().mode != mode {
-                restart = Event::ModeChanged { mode };
-            }
-            // The session's limits are its journal's, so that its counters replay: a
-            // session begun without a worker id claims nothing when continued with one.
-            if claims.is_some() && !core.runner().limits.claims {
-                say!(
-                        "warning: session {} was begun without --worker-id and keeps its limits: this run claims no issue and shares no merge turn until the session ends (another runner on the same tracker could take the same issue meanwhile)",
-                        open.id
-                    );
-            }
-            if let Some(j) = journal.as_mut() {
-                j.continue_session(&open.id);
-            }
-            let core = killed_call_spent(core, open.unanswered_spend_micros, journal.as_mut())?;
-            say!(
-                "continuing session {} ({} events recorded){}",
-                open.id,
-                open.events.len(),
-                if core.runner().mode != mode {
-                    format!(
-                        ", now as {} (was {})",
-                        describe_mode(mode),
-                        describe_mode(core.runner().mode)
-                    )
-                } else {
-                    String::new()
-                }
-            );
-            stale_agents = open.agents;
-            redo = open
-                .last_effects
-                .into_iter()
-                .filter(|e| {
-                    matches!(
-                        e,
-                        Effect::MarkEscalated { .. }
-                            | Effect::RecordMerged { .. }
-                            | Effect::AutoCommit(_)
-                            | Effect::CheckoutMain
-                            | Effect::ResetCycle
-                            | Effect::Cleanup
-                            | Effect::ReleaseMergeTurn
-                    )
-                })
-                .collect();
-            (core, open.id)
-        }
-        None => match journal.as_mut() {
-            Some(j) => {
-                let spent_today_micros = match (cfg.budget.per_day_usd, opts.spent_today_micros) {
-                    (None, _) => 0,
-                    (Some(_), Some(micros)) => micros,
-                    (Some(_), None) => spent_today(&runner_dir, clock.now())?,
-                };
-                let limits = cfg.limits_for(crate::config::RunShape {
-                    spent_today_micros,
-                    ..shape
-                });
-                let id = j.begin(&limits, mode).map_err(|e| e.to_string())?;
-                (Core::new(limits, mode), id)
-            }
-            None => (
-                Core::new(cfg.limits_for(shape), mode),
-                "dry-run".to_string(),
-            ),
-        },
-    };
-    let driver = Driver {
-        run: RunContext {
-            cfg,
-            opts,
-            program,
-            main: repo.main().to_string(),
-            forge_local: forge.is_local(),
-            session,
-            runner_dir: runner_dir.clone(),
-        },
-        shell: Shell {
-            io: crate::ports::Io::new(crate::ports::World {
-                git: repo,
-                forge,
-                tracker,
-                claims: claim_store,
-            }),
-            notifier: std::sync::Arc::from(notifier),
-            agent,
-            clock,
-            logs,
-            journal,
-            lock,
-            shutdown: Shutdown::new(),
-            state,
-            live: crate::live_status::LiveStatus::new(&runner_dir.dir),
-        },
-        cycle: Cycle {
-            merged_before,
-            ..Cycle::default()
-        },
-        core,
-        restart: Restart {
-            first: restart,
-            recovering,
-            redo,
-        },
-        report: Default::default(),
-        claims,
-        fleet: None,
-    };
-    driver.narrate(notes);
-    driver.narrate(stop_stale_agents(&stale_agents));
-    if lock_held {
-        driver.narrate(stop_leftovers(&driver.run.cfg.project_path));
-    }
-    Ok(Started::Ready(Box::new(driver)))
+    Ok((journal, recovered))
 }
 
-/// The call the last runner died in had journaled its running cost: the machine hears it
-/// (`KilledCallSpent`, journaled like any event) before the restart, whose `KILLED` attempt
-/// counts it.
-fn killed_call_spent(
-    mut core: Core,
-    spent: Option<u64>,
-    journal: Option<&mut crate::journal::Journal>,
-) -> Result<Core, String> {
-    let Some(cost_micros) = spent.filter(|c| *c > 0) else {
-        return Ok(core);
-    };
-    let event = Event::KilledCallSpent {
-        usage: crate::machine::Usage {
-            cost_micros,
-            ..Default::default()
-        },
-    };
-    let effects = core.handle(&event).to_vec();
-    if let Some(j) = journal {
-        let report = crate::machine::Report::default();
-        j.record_step(&event, &report, &effects, core.state())
-            .map_err(|e| e.to_string())?;
+/// The state file; a corrupt one is moved aside and rebuilt from the journal. A dry run
+/// only peeks.
+fn load_state(
+    project: &std::path::Path,
+    runner_dir: &crate::runner_dir::RunnerDir,
+    dry_run: bool,
+) -> StateFile {
+    if dry_run {
+        return artifacts::peek_state(project).unwrap_or_default();
     }
-    Ok(core)
+    match artifacts::read_state(project, &runner_dir.archive()) {
+        artifacts::StateLoad::Ok(s) => s,
+        artifacts::StateLoad::Missing => StateFile::default(),
+        artifacts::StateLoad::Corrupt { error, backup } => {
+            say!(
+                "warning: state file was corrupt ({error}); moved to {} and rebuilt from the journal",
+                backup.display()
+            );
+            StateFile::default()
+        }
+    }
 }
 
 /// Agents of a runner that was killed may still run (their children at least: the
@@ -412,29 +333,7 @@ pub(super) async fn initial_event(
         return Answer::of(restart);
     }
     if let Some(issue) = core.runner().issue {
-        cycle.issue = io.call(move |w| IssueContext::asked(w, issue)).await;
-        if state.current_issue == Some(issue) {
-            cycle.feature = state.feature_name.clone();
-        }
-        // A merge the journal already records is being told to the tracker: the
-        // restart event re-issues that request.
-        let recorded = core.runner().merged.contains(&issue);
-        let branch = cycle.issue.branch.clone().filter(|_| !recorded);
-        let merged = match branch {
-            Some(b) => {
-                let pr = io.call(move |w| w.forge.pr_for_branch(&b)).await;
-                matches!(pr, Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged)
-            }
-            None => false,
-        };
-        if merged {
-            let resume = Event::Resume {
-                issue,
-                next: Step::Merge,
-            };
-            return Answer::of(resume).narrated(say::pr_merged_recording(issue));
-        }
-        return Answer::of(restart);
+        return cycle_under_way(core, io, state, cycle, issue, restart).await;
     }
     let state = state.clone();
     let progress = io
@@ -485,6 +384,41 @@ pub(super) async fn initial_event(
         next: d.next,
     })
     .narrated(say::adopting_branch(&d.branch, d.issue, d.next.key()))
+}
+
+/// The journal's cycle goes on from its position; a merged PR for its branch means the merge
+/// is done (unless the journal records it already: the restart re-issues that request).
+async fn cycle_under_way(
+    core: &Core,
+    io: &Io,
+    state: &StateFile,
+    cycle: &mut Cycle,
+    issue: u32,
+    restart: Event,
+) -> Answer {
+    cycle.issue = io.call(move |w| IssueContext::asked(w, issue)).await;
+    if state.current_issue == Some(issue) {
+        cycle.feature = state.feature_name.clone();
+    }
+    // A merge the journal already records is being told to the tracker: the
+    // restart event re-issues that request.
+    let recorded = core.runner().merged.contains(&issue);
+    let branch = cycle.issue.branch.clone().filter(|_| !recorded);
+    let merged = match branch {
+        Some(b) => {
+            let pr = io.call(move |w| w.forge.pr_for_branch(&b)).await;
+            matches!(pr, Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged)
+        }
+        None => false,
+    };
+    if merged {
+        let resume = Event::Resume {
+            issue,
+            next: Step::Merge,
+        };
+        return Answer::of(resume).narrated(say::pr_merged_recording(issue));
+    }
+    Answer::of(restart)
 }
 
 /// Writes the escalations, merges and lifted quarantines recorded in `session` that the
@@ -595,26 +529,4 @@ fn claim_keeper(
         refused: Default::default(),
     };
     Ok(Some((keeper, store)))
-}
-
-/// A run mode as the command line spells it, for messages.
-fn describe_mode(mode: Mode) -> String {
-    match mode {
-        Mode::Continuous => "a run of every issue".to_string(),
-        Mode::SingleIssue(n) => format!("run --issue {n}"),
-        Mode::SingleStep(step) => format!("run --step {}", step.key()),
-    }
-}
-
-/// What the project spent over the last 24 hours, from every journal of it (`budget.perDayUsd`).
-pub(super) fn spent_today(
-    runner_dir: &crate::runner_dir::RunnerDir,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<u64, String> {
-    let journals = crate::journal::Journals::in_dir(runner_dir).paths();
-    crate::journal::DaySpend::read(&journals, now)
-        .map(|day| day.total_micros())
-        .map_err(|e| {
-            format!("budget.perDayUsd: cannot sum the day's spend from the journals: {e}; repair or move the journal it names")
-        })
 }

@@ -2,7 +2,8 @@
 //! with what to do, before any session starts; each returns the exit code to stop with.
 
 use crate::artifacts::StateFile;
-use crate::ports::{ForgePort, GitPort, TrackerPort};
+use crate::machine::Mode;
+use crate::ports::{Ports, TrackerPort};
 use crate::step::Step;
 use crate::steps::checks;
 use crate::tracker;
@@ -35,14 +36,22 @@ pub(super) fn single_issue_refusal(
 }
 
 /// `--step K` whose precondition does not hold (docs/lifecycle.md): a usage error, said with
-/// the check that failed and the command that makes it hold, before any session starts.
+/// the check that failed and the command that makes it hold, before any session starts. A
+/// session resumed from its journal goes on where it was, whatever the flags say.
 pub(super) fn single_step_refusal(
-    repo: &dyn GitPort,
-    forge: &dyn ForgePort,
-    step: Step,
+    mode: Mode,
+    resuming: bool,
+    ports: &Ports,
     state: &StateFile,
     config: &std::path::Path,
 ) -> Option<i32> {
+    let Mode::SingleStep(step) = mode else {
+        return None;
+    };
+    if resuming {
+        return None;
+    }
+    let (repo, forge) = (&*ports.git, &*ports.forge);
     let issue = state.current_issue.or_else(|| {
         repo.current_branch()
             .ok()
