@@ -47,6 +47,7 @@ mod runner_actions;
 mod runner_github;
 mod sandbox;
 mod signature_props;
+mod sizes;
 mod status_page_browser;
 mod status_watch;
 mod step_costs;
