@@ -14,94 +14,58 @@ mod template;
 pub const LOCAL_TRACKER_DIR: &str = "issues";
 
 pub fn run(args: &InitArgs) -> i32 {
-    let cwd = match std::env::current_dir() {
-        Ok(dir) => dir,
-        Err(e) => {
-            say!("error: cannot read the current directory: {e}");
-            return 2;
-        }
-    };
-    let top = match toplevel(&cwd) {
-        Ok(top) => top,
-        Err(message) => {
-            say!("error: {message}");
-            return 2;
-        }
-    };
-    let remote = origin_url(&top).and_then(|url| remote_slug(&url));
-    let github = remote
-        .as_ref()
-        .filter(|(host, _)| host == "github.com" || gh_logged_in(&top, host))
-        .map(|(host, slug)| match host.as_str() {
-            "github.com" => slug.clone(),
-            _ => format!("{host}/{slug}"),
-        });
-    let gitlab = match (&github, origin_url(&top)) {
-        (None, Some(url)) => gitlab_remote(&url),
-        _ => None,
-    };
+    match init(args) {
+        Ok(()) => 0,
+        Err(code) => code,
+    }
+}
+
+/// Where the project's remote lives, as init reads it from origin.
+struct Remote {
+    /// origin's host and `owner/name`.
+    origin: Option<(String, String)>,
+    /// The GitHub repository (`owner/name`, or `host/owner/name` on a GitHub Enterprise
+    /// server `gh` is logged in to).
+    github: Option<String>,
+    /// The GitLab server and project path.
+    gitlab: Option<(String, String)>,
+}
+
+fn init(args: &InitArgs) -> Result<(), i32> {
+    let cwd = std::env::current_dir().map_err(|e| {
+        say!("error: cannot read the current directory: {e}");
+        2
+    })?;
+    let top = toplevel(&cwd).map_err(|message| {
+        say!("error: {message}");
+        2
+    })?;
+    let remote = Remote::of(&top);
     let target = match &args.config {
         Some(path) if path.is_absolute() => path.clone(),
         Some(path) => cwd.join(path),
         None => top.join("sdlc-config.json"),
     };
-    if let Some(old) = github
+    if let Some(old) = remote
+        .github
         .as_ref()
         .and_then(|_| crate::forge::github::older_gh(Path::new("gh"), &top))
     {
         say!("error: {old}; install a newer gh (the distribution's package, or https://cli.github.com), then run init again");
-        return 2;
+        return Err(2);
     }
-    let mut text = config_text(&top, github.as_deref());
-    if let Some((url, project)) = &gitlab {
+    let mut text = config_text(&top, remote.github.as_deref());
+    if let Some((url, project)) = &remote.gitlab {
         text = with_gitlab(&text, url, project);
     }
-    let text = template::adapt(&text, args.agent);
-    match crate::safe_fs::write_new(&target, text.as_bytes()) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            say!(
-                "error: {} already exists; init never overwrites a config: move it away or pass --config with another path",
-                target.display()
-            );
-            return 2;
-        }
-        Err(e) => {
-            say!(
-                "error: cannot write {}: {e}; choose another path with --config",
-                target.display()
-            );
-            return 2;
-        }
-    }
+    write_config(&target, &template::adapt(&text, args.agent))?;
     // A config left untracked would make the tree dirty, which startCycle refuses.
     let excluded = target
         .strip_prefix(&top)
         .ok()
         .map(|relative| exclude(&top, relative));
-    // The local tracker's directory: created (doctor and run need it) and kept out of git, so
-    // that neither new issue files nor the runner's own writes to them ever dirty the tree.
-    if github.is_none() && gitlab.is_none() {
-        let issues = target
-            .parent()
-            .unwrap_or(top.as_path())
-            .join(LOCAL_TRACKER_DIR);
-        if let Err(e) = std::fs::create_dir_all(&issues) {
-            say!(
-                "warning: cannot create {} ({e}); create it before running",
-                issues.display()
-            );
-        }
-        if let Ok(relative) = issues.strip_prefix(&top) {
-            let pattern = format!("/{}/", relative.display());
-            if let Err(e) = crate::git::exclude::add_excludes(
-                &top,
-                &[pattern],
-                "# the local tracker's issue files (sdlc-runner init)",
-            ) {
-                say!("warning: cannot add {} to .git/info/exclude ({e}); the runner ignores it anyway", issues.display());
-            }
-        }
+    if remote.github.is_none() && remote.gitlab.is_none() {
+        make_local_tracker(&top, &target);
     }
     // The runner's own files, so `doctor` has nothing to warn about right after init.
     let artifacts: Vec<String> = crate::artifacts::exclude_patterns().collect();
@@ -113,12 +77,86 @@ pub fn run(args: &InitArgs) -> i32 {
         say!("warning: cannot add the runner's files to .git/info/exclude ({e}); the first run tries again");
     }
     out!("{}", target.display());
-    if let (None, None, Some((host, _))) = (&github, &gitlab, &remote) {
+    say_written(&remote, &target, excluded);
+    Ok(())
+}
+
+impl Remote {
+    fn of(top: &Path) -> Remote {
+        let origin = origin_url(top).and_then(|url| remote_slug(&url));
+        let github = origin
+            .as_ref()
+            .filter(|(host, _)| host == "github.com" || gh_logged_in(top, host))
+            .map(|(host, slug)| match host.as_str() {
+                "github.com" => slug.clone(),
+                _ => format!("{host}/{slug}"),
+            });
+        let gitlab = match (&github, origin_url(top)) {
+            (None, Some(url)) => gitlab_remote(&url),
+            _ => None,
+        };
+        Remote {
+            origin,
+            github,
+            gitlab,
+        }
+    }
+}
+
+/// Writes the new config; init never overwrites one.
+fn write_config(target: &Path, text: &str) -> Result<(), i32> {
+    match crate::safe_fs::write_new(target, text.as_bytes()) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            say!(
+                "error: {} already exists; init never overwrites a config: move it away or pass --config with another path",
+                target.display()
+            );
+            Err(2)
+        }
+        Err(e) => {
+            say!(
+                "error: cannot write {}: {e}; choose another path with --config",
+                target.display()
+            );
+            Err(2)
+        }
+    }
+}
+
+/// The local tracker's directory: created (doctor and run need it) and kept out of git, so
+/// that neither new issue files nor the runner's own writes to them ever dirty the tree.
+fn make_local_tracker(top: &Path, target: &Path) {
+    let issues = target.parent().unwrap_or(top).join(LOCAL_TRACKER_DIR);
+    if let Err(e) = std::fs::create_dir_all(&issues) {
+        say!(
+            "warning: cannot create {} ({e}); create it before running",
+            issues.display()
+        );
+    }
+    if let Ok(relative) = issues.strip_prefix(top) {
+        let pattern = format!("/{}/", relative.display());
+        if let Err(e) = crate::git::exclude::add_excludes(
+            top,
+            &[pattern],
+            "# the local tracker's issue files (sdlc-runner init)",
+        ) {
+            say!(
+                "warning: cannot add {} to .git/info/exclude ({e}); the runner ignores it anyway",
+                issues.display()
+            );
+        }
+    }
+}
+
+/// What init wrote and chose, and what is left to do before the first run.
+fn say_written(remote: &Remote, target: &Path, excluded: Option<std::io::Result<bool>>) {
+    if let (None, None, Some((host, _))) = (&remote.github, &remote.gitlab, &remote.origin) {
         say!("note: origin is on {host}, which `gh auth status --hostname {host}` does not accept; if it is a GitHub Enterprise server, log in (`gh auth login --hostname {host}`) and run init again for the github tracker and forge");
     }
-    match &github {
-        None if gitlab.is_some() => {
-            let (url, project) = gitlab.clone().unwrap_or_default();
+    match &remote.github {
+        None if remote.gitlab.is_some() => {
+            let (url, project) = remote.gitlab.clone().unwrap_or_default();
             say!("wrote {}: tracker and forge gitlab ({project} at {url}, through GitLab's API with the token in GITLAB_TOKEN); steps startCycle, startIssue, commitPush, createPR, monitorCI and merge are builtin", target.display())
         }
         Some(slug) => say!("wrote {}: tracker and forge github ({slug}, through `gh`); steps startCycle, startIssue, commitPush, createPR, monitorCI and merge are builtin", target.display()),
@@ -135,7 +173,7 @@ pub fn run(args: &InitArgs) -> i32 {
         _ => {}
     }
     // What the chosen CLI still needs before it can run unattended (binary, login, settings).
-    if let Ok(cfg) = crate::config::Config::load(&target) {
+    if let Ok(cfg) = crate::config::Config::load(target) {
         for c in crate::agent::cli::doctor_checks(&cfg) {
             if c.level != crate::agent::cli::CheckLevel::Ok {
                 say!(
@@ -151,7 +189,6 @@ pub fn run(args: &InitArgs) -> i32 {
         target.display(),
         target.display()
     );
-    0
 }
 
 fn toplevel(cwd: &Path) -> Result<PathBuf, String> {
@@ -352,62 +389,13 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
   "forge": "local","#,
         ),
     };
-    format!(
-        r#"{{
-  "_comment": "Written by `sdlc-runner init`. Keys starting with _ are comments. Check the file with `sdlc-runner config check --config FILE` and the machine with `sdlc-runner doctor --config FILE`; `sdlc-runner config schema` lists every key.",
-
-  "projectPath": {project},
-  "_logDir": "Unset: attempt logs go to $XDG_STATE_HOME/sdlc-runner/<project>-<hash>/ (owner-only).",
-
-  "model": "sonnet",
-  "effort": "medium",
-
-  "agent": {{
-    "_comment": "The agent CLI on PATH, its extra arguments and environment.",
-    "command": "claude",
-    "args": [],
-{sandbox}
-  }},
-
-  "steps": {{
-    "_comment": "run: builtin = the runner does the step with git and the forge, no model call (a clean issue costs 4 agent calls instead of 10). Set run: agent to hand a step back to the agent (not inside a sandbox, where the git directory is read-only to the agent).",
-    "startCycle": {{ "run": "builtin" }},
-    "startIssue": {{ "run": "builtin" }},
-    "writeSpecs": {{ "model": "opus", "effort": "high", "maxTurns": 60, "timeoutMin": 15 }},
-    "implement": {{ "model": "opus", "effort": "high", "maxTurns": 150, "timeoutMin": 30, "idleTimeoutMin": 15 }},
-    "verify": {{ "model": "opus", "effort": "high", "maxTurns": 100, "timeoutMin": 20 }},
-    "commitPush": {{ "run": "builtin" }},
-    "createPR": {{ "run": "builtin" }},
-    "monitorCI": {{ "run": "builtin", "timeoutMin": 30 }},
-    "merge": {{ "run": "builtin" }},
-    "_addressReview": "The agent of a review round, when a reviewer asks for changes. Unset: the global model and limits. To give it its own, add \"addressReview\": {{\"model\": \"sonnet\", \"effort\": \"medium\", \"maxTurns\": 60, \"timeoutMin\": 20}} (also skill, prompt, agent; docs/reviews.md)."
-  }},
-
-  "_limits": "Attempts per step per cycle, bounces per cycle, consecutive escalations that halt the session. `sdlc-runner bounds --config FILE` prints the worst case.",
-  "maxRetriesPerStep": 3,
-  "maxBounceRetries": 3,
-  "maxConsecutiveEscalations": 2,
-
-  "budget": {{
-    "_comment": "Stop spending: the issue budget escalates the issue, the session budget halts the run, perDayUsd caps the project's spend over any 24 hours (every session and worker).",
-    "perIssueUsd": 20,
-    "perSessionUsd": 200,
-    "perDayUsd": 400
-  }},
-
-  "notify": {{
-    "_comment": "Every message goes to the orchestration log; add a channel here, e.g. \"webhookUrl\": \"https://hooks.example.com/...\" or \"command\": [\"notify-send\", \"sdlc-runner\"]. minSeverity warning keeps chat to failures, escalations and halts.",
-    "minSeverity": "warning"
-  }},
-
-{tracker}
-{forge}
-  "_review": "Between CI's pass and the merge the PR's review is read (GitHub, GitLab, or the local forge's `sdlc-runner review N`): a request for changes with new feedback is handed to the agent in a bounded round, and holds the merge until its reviewer approves. To merge only what a person approved, and to bound the rounds or leave bots out, add \"review\": {{\"requireApproval\": true, \"approvalTimeoutMinutes\": 1440, \"maxReviewRounds\": 2, \"ignoreAuthors\": [\"some-bot\"]}}; past the wait the issue waits for a person, not blamed (docs/reviews.md).",
-  "_baseBranch": "Unset: issues merge into origin's default branch, asked from origin at every start (`sdlc-runner doctor` names it). Set \"baseBranch\": \"<branch>\" to merge into another one.",
-  "requireChecks": false
-}}
-"#
-    )
+    // The template's placeholders are `@NAME@`: JSON never holds an `@` outside a string.
+    include_str!("init/starting-config.json")
+        .replace("@SANDBOX@", &sandbox)
+        .replace("@TRACKER@", &tracker)
+        .replace("@FORGE@", forge)
+        // Last: a path may hold anything.
+        .replace("@PROJECT@", &project.to_string())
 }
 
 #[cfg(test)]

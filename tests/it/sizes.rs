@@ -51,8 +51,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/driver/fleet.rs", "execute"),
     ("src/commands/watch.rs", "draw"),
     ("src/commands/bounds.rs", "run"),
-    ("src/commands/init.rs", "run"),
-    ("src/commands/init.rs", "config_text"),
     ("src/driver/dry_run.rs", "dry_run"),
     ("src/agent/mod.rs", "run_agent_stoppable"),
     ("src/diagram/page.rs", "svg"),
