@@ -391,7 +391,7 @@ pub fn config_text(project: &Path, github: Option<&str>) -> String {
     };
     // The template's placeholders are `@NAME@`: JSON never holds an `@` outside a string.
     include_str!("init/starting-config.json")
-        .replace("@SANDBOX@", &sandbox)
+        .replace("@SANDBOX@", sandbox)
         .replace("@TRACKER@", &tracker)
         .replace("@FORGE@", forge)
         // Last: a path may hold anything.
