@@ -102,10 +102,6 @@ async fn read_chunk<R: AsyncRead + Unpin>(stream: &mut Option<R>, buf: &mut [u8]
     }
 }
 
-fn disabled(limit: Duration) -> bool {
-    limit.is_zero()
-}
-
 /// Runs `spec` to completion, dying with the runner, carrying `mark`. Every chunk of its
 /// output goes to `on_output` in order; when that returns `false`, the child is stopped as
 /// for a timeout and the stop reason says [`StopReason::Stream`]. `on_spawn(pgid)` is called
@@ -130,136 +126,183 @@ pub async fn run_streaming(
         pgid,
         armed: pgid > 1,
     };
-
-    let mut stdout = child.stdout.take();
-    let mut stderr = child.stderr.take();
-    let mut out_buf = vec![0u8; CHUNK];
-    let mut err_buf = vec![0u8; CHUNK];
-    let mut out_tail = Tail::new(limits.tail_bytes);
-    let mut err_tail = Tail::new(limits.tail_bytes);
-    let mut stdout_bytes = 0u64;
-    let mut stderr_bytes = 0u64;
-
+    let mut stdout = Pipe::new(child.stdout.take(), limits.tail_bytes);
+    let mut stderr = Pipe::new(child.stderr.take(), limits.tail_bytes);
     let far_future = started + Duration::from_secs(100 * 365 * 24 * 3600);
-    let deadline = if disabled(limits.timeout) {
-        far_future
-    } else {
-        started + limits.timeout
+    // A zero limit is no bound.
+    let bound = |from: Instant, limit: Duration| match limit.is_zero() {
+        true => far_future,
+        false => from + limit,
     };
+    let deadline = bound(started, limits.timeout);
     let mut last_output = started;
     let mut status: Option<ExitStatus> = None;
-    let mut stop: Option<StopReason> = None;
-    let mut sigkill_at: Option<Instant> = None;
-    let mut abandon_at: Option<Instant> = None;
+    let mut stopping = Stopping::new(pgid, mark, limits.kill_grace);
     let mut watch_cancel = true;
-
     if *cancel.borrow_and_update() {
-        stop = Some(StopReason::Cancel);
-        sigkill_at = terminate(pgid, mark, limits.kill_grace);
+        stopping.start(StopReason::Cancel);
     }
-
-    while stdout.is_some() || stderr.is_some() || status.is_none() {
-        let idle_deadline = if disabled(limits.idle_timeout) {
-            far_future
-        } else {
-            last_output + limits.idle_timeout
-        };
+    while stdout.open() || stderr.open() || status.is_none() {
+        let idle_deadline = bound(last_output, limits.idle_timeout);
+        let stopped = stopping.stop.is_some();
         tokio::select! {
-            n = read_chunk(&mut stdout, &mut out_buf) => {
-                if n == 0 {
-                    stdout = None;
-                    continue;
-                }
-                let chunk = &out_buf[..n];
-                last_output = Instant::now();
-                stdout_bytes += n as u64;
-                out_tail.push(chunk);
-                let keep_going = on_output(Stream::Stdout, chunk);
-                if !keep_going && stop.is_none() {
-                    stop = Some(StopReason::Stream);
-                    sigkill_at = terminate(pgid, mark, limits.kill_grace);
-                }
-            }
-            n = read_chunk(&mut stderr, &mut err_buf) => {
-                if n == 0 {
-                    stderr = None;
-                    continue;
-                }
-                let chunk = &err_buf[..n];
-                last_output = Instant::now();
-                stderr_bytes += n as u64;
-                err_tail.push(chunk);
-                let keep_going = on_output(Stream::Stderr, chunk);
-                if !keep_going && stop.is_none() {
-                    stop = Some(StopReason::Stream);
-                    sigkill_at = terminate(pgid, mark, limits.kill_grace);
-                }
-            }
+            chunk = stdout.read() => match chunk {
+                Some(chunk) => last_output = stopping.output(on_output(Stream::Stdout, chunk)),
+                None => continue,
+            },
+            chunk = stderr.read() => match chunk {
+                Some(chunk) => last_output = stopping.output(on_output(Stream::Stderr, chunk)),
+                None => continue,
+            },
             result = child.wait(), if status.is_none() => {
                 let exit = result.map_err(|source| StreamError::Wait { pid, source })?;
                 status = Some(exit);
                 super::reaper::reaped(pid);
-                if stop.is_none() {
-                    stop = Some(StopReason::LeaderExited);
-                    // A child that left the group (setsid) but carries the attempt's mark
-                    // holds the pipes as long as it lives.
-                    let escaped = mark.signal(Signal::TERM) > 0;
-                    if cleanup::group_alive(pgid) || escaped {
-                        let _ = cleanup::signal_group(pgid, Signal::TERM);
-                        sigkill_at = Some(Instant::now() + limits.kill_grace);
-                    }
-                }
-                // Output still buffered in the pipes is read below; only stragglers that
-                // keep the pipes open longer than this are cut off.
-                abandon_at = Some(sigkill_at.unwrap_or_else(Instant::now) + DRAIN_AFTER_KILL);
+                stopping.leader_exited();
             }
-            _ = sleep_until(deadline), if stop.is_none() => {
-                stop = Some(StopReason::Timeout);
-                sigkill_at = terminate(pgid, mark, limits.kill_grace);
-            }
-            _ = sleep_until(idle_deadline), if stop.is_none() => {
-                stop = Some(StopReason::Idle);
-                sigkill_at = terminate(pgid, mark, limits.kill_grace);
-            }
-            changed = cancel.changed(), if stop.is_none() && watch_cancel => {
+            _ = sleep_until(deadline), if !stopped => stopping.start(StopReason::Timeout),
+            _ = sleep_until(idle_deadline), if !stopped => stopping.start(StopReason::Idle),
+            changed = cancel.changed(), if !stopped && watch_cancel => {
                 match changed {
-                    Ok(()) if *cancel.borrow_and_update() => {
-                        stop = Some(StopReason::Cancel);
-                        sigkill_at = terminate(pgid, mark, limits.kill_grace);
-                    }
+                    Ok(()) if *cancel.borrow_and_update() => stopping.start(StopReason::Cancel),
                     Ok(()) => {}
                     // No sender left: nobody can ask for a shutdown any more.
                     Err(_) => watch_cancel = false,
                 }
             }
-            _ = sleep_until(sigkill_at.unwrap_or(far_future)), if sigkill_at.is_some() => {
-                let _ = cleanup::signal_group(pgid, Signal::KILL);
-                mark.signal(Signal::KILL);
-                sigkill_at = None;
-            }
-            _ = sleep_until(abandon_at.unwrap_or(far_future)), if abandon_at.is_some() => {
+            _ = sleep_until(stopping.sigkill_at.unwrap_or(far_future)), if stopping.sigkill_at.is_some() => stopping.kill(),
+            _ = sleep_until(stopping.abandon_at.unwrap_or(far_future)), if stopping.abandon_at.is_some() => {
                 // Something outside the group (it called setsid) holds the pipes open.
                 break;
             }
         }
     }
-    drop(stdout);
-    drop(stderr);
-
+    drop((stdout.reader.take(), stderr.reader.take()));
     // The pipes closed, but members that closed their copies (a daemonised grandchild) may
     // still run; the group must be empty before we return.
-    reap_group(pgid, sigkill_at, limits.kill_grace).await;
+    reap_group(pgid, stopping.sigkill_at, limits.kill_grace).await;
     guard.armed = false;
+    let status = status.unwrap_or_else(|| ExitStatus::from_raw(0));
+    Ok(streamed(status, stopping.stop, stdout, stderr, pid))
+}
 
-    Ok(Streamed {
-        status: status.unwrap_or_else(|| ExitStatus::from_raw(0)),
+fn streamed<O, E>(
+    status: ExitStatus,
+    stop: Option<StopReason>,
+    stdout: Pipe<O>,
+    stderr: Pipe<E>,
+    pid: u32,
+) -> Streamed {
+    Streamed {
+        status,
         stop,
-        stdout_tail: out_tail.into_string(),
-        stderr_tail: err_tail.into_string(),
-        stdout_bytes,
-        stderr_bytes,
+        stdout_tail: stdout.tail.into_string(),
+        stderr_tail: stderr.tail.into_string(),
+        stdout_bytes: stdout.bytes,
+        stderr_bytes: stderr.bytes,
         pid,
-    })
+    }
+}
+
+/// One of the child's output pipes: read in chunks until it closes, its tail kept and its
+/// bytes counted.
+struct Pipe<R> {
+    reader: Option<R>,
+    buf: Vec<u8>,
+    tail: Tail,
+    bytes: u64,
+}
+
+impl<R: AsyncRead + Unpin> Pipe<R> {
+    fn new(reader: Option<R>, tail_bytes: usize) -> Pipe<R> {
+        Pipe {
+            reader,
+            buf: vec![0u8; CHUNK],
+            tail: Tail::new(tail_bytes),
+            bytes: 0,
+        }
+    }
+
+    fn open(&self) -> bool {
+        self.reader.is_some()
+    }
+
+    /// The next chunk, kept in the tail and counted; `None` once the pipe closed (and for
+    /// good after: the reader is dropped).
+    async fn read(&mut self) -> Option<&[u8]> {
+        let n = read_chunk(&mut self.reader, &mut self.buf).await;
+        if n == 0 {
+            self.reader = None;
+            return None;
+        }
+        let chunk = &self.buf[..n];
+        self.bytes += n as u64;
+        self.tail.push(chunk);
+        Some(chunk)
+    }
+}
+
+/// Why and when the child is being stopped: the first reason wins, SIGTERM goes at once and
+/// SIGKILL at `sigkill_at`; past `abandon_at` the pipes are no longer waited for.
+struct Stopping {
+    pgid: i32,
+    mark: Mark,
+    grace: Duration,
+    stop: Option<StopReason>,
+    sigkill_at: Option<Instant>,
+    abandon_at: Option<Instant>,
+}
+
+impl Stopping {
+    fn new(pgid: i32, mark: Mark, grace: Duration) -> Stopping {
+        Stopping {
+            pgid,
+            mark,
+            grace,
+            stop: None,
+            sigkill_at: None,
+            abandon_at: None,
+        }
+    }
+
+    fn start(&mut self, reason: StopReason) {
+        if self.stop.is_none() {
+            self.stop = Some(reason);
+            self.sigkill_at = terminate(self.pgid, self.mark, self.grace);
+        }
+    }
+
+    /// The child itself exited: whatever is left of its group is an orphan, stopped the same
+    /// way; output still buffered in the pipes is read, and only stragglers that keep them
+    /// open longer than [`DRAIN_AFTER_KILL`] past the SIGKILL are cut off.
+    fn leader_exited(&mut self) {
+        if self.stop.is_none() {
+            self.stop = Some(StopReason::LeaderExited);
+            // A child that left the group (setsid) but carries the attempt's mark holds the
+            // pipes as long as it lives.
+            let escaped = self.mark.signal(Signal::TERM) > 0;
+            if cleanup::group_alive(self.pgid) || escaped {
+                let _ = cleanup::signal_group(self.pgid, Signal::TERM);
+                self.sigkill_at = Some(Instant::now() + self.grace);
+            }
+        }
+        self.abandon_at = Some(self.sigkill_at.unwrap_or_else(Instant::now) + DRAIN_AFTER_KILL);
+    }
+
+    /// A chunk of output was handed over, and the caller wants the child to go on or not:
+    /// when it came, for the idle deadline.
+    fn output(&mut self, keep_going: bool) -> Instant {
+        if !keep_going {
+            self.start(StopReason::Stream);
+        }
+        Instant::now()
+    }
+
+    fn kill(&mut self) {
+        let _ = cleanup::signal_group(self.pgid, Signal::KILL);
+        self.mark.signal(Signal::KILL);
+        self.sigkill_at = None;
+    }
 }
 
 /// SIGTERM to the child's group and to whatever carries the attempt's mark outside it: when
