@@ -5,7 +5,7 @@
 use crate::commands::status::{self, Status};
 use crate::config::Config;
 use ratatui::crossterm::event::{self, Event, KeyCode, KeyModifiers};
-use ratatui::layout::{Constraint, Layout};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Gauge, List, ListItem, Paragraph, Row, Table, Wrap};
@@ -157,11 +157,7 @@ fn draw(frame: &mut Frame, picture: &Picture) {
         .sticky_halt
         .clone()
         .or_else(|| st.workers.iter().find_map(|w| w.sticky_halt.clone()));
-    let workers = if st.workers.is_empty() {
-        1
-    } else {
-        st.workers.len()
-    };
+    let workers = st.workers.len().max(1);
     let [head, halt_area, table_area, bar_area, events_area] = Layout::vertical([
         Constraint::Length(2),
         Constraint::Length(if halt.is_some() { 3 } else { 0 }),
@@ -170,6 +166,35 @@ fn draw(frame: &mut Frame, picture: &Picture) {
         Constraint::Min(3),
     ])
     .areas(frame.area());
+    draw_head(frame, st, head);
+    if let Some(h) = halt {
+        frame.render_widget(
+            Paragraph::new(format!("HALTED: {h}"))
+                .style(Style::default().fg(Color::Red).add_modifier(Modifier::BOLD))
+                .wrap(Wrap { trim: true })
+                .block(Block::default().borders(Borders::ALL)),
+            halt_area,
+        );
+    }
+    draw_workers(frame, st, table_area);
+    draw_bars(frame, &bars, bar_area);
+    let items: Vec<ListItem> = picture
+        .recent
+        .iter()
+        .map(|l| ListItem::new(l.as_str()))
+        .collect();
+    frame.render_widget(
+        List::new(items).block(
+            Block::default()
+                .borders(Borders::ALL)
+                .title("recent records"),
+        ),
+        events_area,
+    );
+}
+
+/// The project, the runner and the session.
+fn draw_head(frame: &mut Frame, st: &Status, area: Rect) {
     let session = st
         .session
         .as_ref()
@@ -191,17 +216,13 @@ fn draw(frame: &mut Frame, picture: &Picture) {
             ]),
             Line::from(format!("{session} · q quits")),
         ]),
-        head,
+        area,
     );
-    if let Some(h) = halt {
-        frame.render_widget(
-            Paragraph::new(format!("HALTED: {h}"))
-                .style(Style::default().fg(Color::Red).add_modifier(Modifier::BOLD))
-                .wrap(Wrap { trim: true })
-                .block(Block::default().borders(Borders::ALL)),
-            halt_area,
-        );
-    }
+}
+
+/// One row per worker (one for the runner itself without workers): where each is and what
+/// it does now.
+fn draw_workers(frame: &mut Frame, st: &Status, area: Rect) {
     let dash = |s: Option<String>| s.unwrap_or_else(|| "—".into());
     let rows: Vec<Row> = if st.workers.is_empty() {
         vec![Row::new(vec![
@@ -244,11 +265,15 @@ fn draw(frame: &mut Frame, picture: &Picture) {
                 .style(Style::default().add_modifier(Modifier::BOLD)),
         )
         .block(Block::default().borders(Borders::ALL).title("workers")),
-        table_area,
+        area,
     );
+}
+
+/// A gauge per counter, blue, then yellow past two thirds of its limit, red at it.
+fn draw_bars(frame: &mut Frame, bars: &[(String, u32, u32)], area: Rect) {
     let block = Block::default().borders(Borders::ALL).title("counters");
-    let inner = block.inner(bar_area);
-    frame.render_widget(block, bar_area);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
     let rows = Layout::vertical(vec![Constraint::Length(1); bars.len()]).split(inner);
     for ((label, count, limit), area) in bars.iter().zip(rows.iter()) {
         let ratio = if *limit > 0 {
@@ -271,19 +296,6 @@ fn draw(frame: &mut Frame, picture: &Picture) {
             *area,
         );
     }
-    let items: Vec<ListItem> = picture
-        .recent
-        .iter()
-        .map(|l| ListItem::new(l.as_str()))
-        .collect();
-    frame.render_widget(
-        List::new(items).block(
-            Block::default()
-                .borders(Borders::ALL)
-                .title("recent records"),
-        ),
-        events_area,
-    );
 }
 
 /// `(label, count, limit)` for every counter with a limit.

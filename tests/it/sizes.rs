@@ -48,7 +48,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/driver/attempt.rs", "prepare"),
     ("src/process/mod.rs", "run_tracked_inner"),
     ("src/driver/fleet.rs", "execute"),
-    ("src/commands/watch.rs", "draw"),
     ("src/commands/bounds.rs", "run"),
     ("src/driver/dry_run.rs", "dry_run"),
     ("src/agent/mod.rs", "run_agent_stoppable"),
