@@ -19,7 +19,7 @@
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, ExitStatus};
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -72,6 +72,18 @@ impl Captured {
             stderr: stderr.text(),
             timed_out: true,
             marker_seen: false,
+        }
+    }
+
+    /// What a child wrote until it exited (`status` unknown when the runner stopped reading
+    /// first), or until the caller's marker showed in its output.
+    fn exited(status: Option<ExitStatus>, stdout: &Kept, stderr: &Kept, marker_seen: bool) -> Self {
+        Captured {
+            status,
+            stdout: stdout.text(),
+            stderr: stderr.text(),
+            timed_out: false,
+            marker_seen,
         }
     }
 }
@@ -247,27 +259,8 @@ fn run_tracked_inner(
     if let Some(slot) = slot {
         *lock(slot) = Some(pid);
     }
-
-    if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
-        // A child that never reads must not block us: write from a detached thread.
-        thread::spawn(move || {
-            let _ = pipe.write_all(&data);
-        });
-    }
-    let (tx, rx) = mpsc::channel::<Chunk>();
-    if let Some(out) = child.stdout.take() {
-        spawn_reader(out, tx.clone(), Chunk::Out, Chunk::OutEof);
-    } else {
-        let _ = tx.send(Chunk::OutEof);
-    }
-    if let Some(err) = child.stderr.take() {
-        spawn_reader(err, tx.clone(), Chunk::Err, Chunk::ErrEof);
-    } else {
-        let _ = tx.send(Chunk::ErrEof);
-    }
-    drop(tx);
+    let rx = connect_pipes(&mut child, stdin);
     let mut child = Running { child, pid, slot };
-
     let mut stdout = Kept::new(budget);
     let mut stderr = Kept::new(budget);
     let (mut out_eof, mut err_eof) = (false, false);
@@ -282,31 +275,18 @@ fn run_tracked_inner(
             exited = Some((status, Instant::now()));
             continue;
         }
-        let now = Instant::now();
-        if exited.is_none() && now >= deadline {
-            child.kill();
-            return Ok(Captured::timed_out(&stdout, &stderr));
-        }
-        if let (None, Some(why)) = (exited, scope.stop_now()) {
-            child.kill();
-            return Err(stop_error(why));
+        if let (None, Some(cut)) = (exited, Cut::now(deadline, &scope)) {
+            return cut_short(&mut child, cut, &stdout, &stderr);
         }
         match rx.recv_timeout(Duration::from_millis(20)) {
             Ok(Chunk::Out(bytes)) => {
                 stdout.push(&bytes);
-                if let Some(marker) = marker {
-                    if marker(&stdout.text()) {
-                        if exited.is_none() {
-                            child.kill();
-                        }
-                        return Ok(Captured {
-                            status: exited.map(|(s, _)| s),
-                            stdout: stdout.text(),
-                            stderr: stderr.text(),
-                            timed_out: false,
-                            marker_seen: true,
-                        });
+                if marker.is_some_and(|seen| seen(&stdout.text())) {
+                    if exited.is_none() {
+                        child.kill();
                     }
+                    let status = exited.map(|(s, _)| s);
+                    return Ok(Captured::exited(status, &stdout, &stderr, true));
                 }
             }
             Ok(Chunk::Err(bytes)) => stderr.push(&bytes),
@@ -314,41 +294,50 @@ fn run_tracked_inner(
             Ok(Chunk::ErrEof) => err_eof = true,
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => {
-                out_eof = true;
-                err_eof = true;
+                (out_eof, err_eof) = (true, true);
                 if exited.is_none() {
                     // Both pipes closed; the exit is imminent.
-                    let status = wait_until(&mut child, deadline, &scope)?;
-                    match status {
+                    match wait_until(&mut child, deadline, &scope)? {
                         Waited::Exited(s) => exited = Some((s, Instant::now())),
-                        Waited::TimedOut => {
-                            child.kill();
-                            return Ok(Captured::timed_out(&stdout, &stderr));
-                        }
-                        Waited::Stopped(why) => {
-                            child.kill();
-                            return Err(stop_error(why));
-                        }
+                        Waited::Cut(cut) => return cut_short(&mut child, cut, &stdout, &stderr),
                     }
                 }
             }
         }
     }
     // Chunks the readers sent before the grace period ran out still belong to the output.
-    while let Ok(chunk) = rx.try_recv() {
+    for chunk in rx.try_iter() {
         match chunk {
             Chunk::Out(bytes) => stdout.push(&bytes),
             Chunk::Err(bytes) => stderr.push(&bytes),
             Chunk::OutEof | Chunk::ErrEof => {}
         }
     }
-    Ok(Captured {
-        status: exited.map(|(s, _)| s),
-        stdout: stdout.text(),
-        stderr: stderr.text(),
-        timed_out: false,
-        marker_seen: false,
-    })
+    let status = exited.map(|(s, _)| s);
+    Ok(Captured::exited(status, &stdout, &stderr, false))
+}
+
+/// The child's stdin written from a detached thread (a child that never reads must not block
+/// the runner), and its stdout and stderr read by threads into one channel, each ending with
+/// its end-of-file chunk.
+fn connect_pipes(child: &mut std::process::Child, stdin: Option<Vec<u8>>) -> Receiver<Chunk> {
+    if let (Some(data), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    let (tx, rx) = mpsc::channel::<Chunk>();
+    if let Some(out) = child.stdout.take() {
+        spawn_reader(out, tx.clone(), Chunk::Out, Chunk::OutEof);
+    } else {
+        let _ = tx.send(Chunk::OutEof);
+    }
+    if let Some(err) = child.stderr.take() {
+        spawn_reader(err, tx, Chunk::Err, Chunk::ErrEof);
+    } else {
+        let _ = tx.send(Chunk::ErrEof);
+    }
+    rx
 }
 
 /// Polls for the exit, first every 50 µs and backing off to every 10 ms: a child that closed
@@ -356,8 +345,38 @@ fn run_tracked_inner(
 /// short git command cost up to 10 ms more than itself.
 enum Waited {
     Exited(ExitStatus),
+    Cut(Cut),
+}
+
+/// Why a child is killed before its exit.
+enum Cut {
     TimedOut,
     Stopped(Stopped),
+}
+
+impl Cut {
+    /// The deadline passed or the run is stopping: the child must go now.
+    fn now(deadline: Instant, scope: &Scope) -> Option<Cut> {
+        if Instant::now() >= deadline {
+            return Some(Cut::TimedOut);
+        }
+        scope.stop_now().map(Cut::Stopped)
+    }
+}
+
+/// The child killed before its exit: at its deadline (what it wrote so far) or for the
+/// run's stop (an error naming it).
+fn cut_short(
+    child: &mut Running<'_>,
+    cut: Cut,
+    stdout: &Kept,
+    stderr: &Kept,
+) -> io::Result<Captured> {
+    child.kill();
+    match cut {
+        Cut::Stopped(why) => Err(stop_error(why)),
+        Cut::TimedOut => Ok(Captured::timed_out(stdout, stderr)),
+    }
 }
 
 fn wait_until(child: &mut Running<'_>, deadline: Instant, scope: &Scope) -> io::Result<Waited> {
@@ -367,10 +386,10 @@ fn wait_until(child: &mut Running<'_>, deadline: Instant, scope: &Scope) -> io::
             return Ok(Waited::Exited(status));
         }
         if Instant::now() >= deadline {
-            return Ok(Waited::TimedOut);
+            return Ok(Waited::Cut(Cut::TimedOut));
         }
         if let Some(why) = scope.stop_now() {
-            return Ok(Waited::Stopped(why));
+            return Ok(Waited::Cut(Cut::Stopped(why)));
         }
         thread::sleep(nap);
         nap = (nap * 2).min(Duration::from_millis(10));

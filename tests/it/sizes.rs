@@ -46,7 +46,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/config/validate.rs", "step_config"),
     ("src/driver/attempt.rs", "run_agent"),
     ("src/driver/attempt.rs", "prepare"),
-    ("src/process/mod.rs", "run_tracked_inner"),
     ("src/driver/fleet.rs", "execute"),
     ("src/commands/bounds.rs", "run"),
     ("src/driver/dry_run.rs", "dry_run"),
