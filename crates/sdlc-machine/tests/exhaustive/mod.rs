@@ -57,6 +57,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         escalated: _,
         phase_failures,
         wait_streak,
+        step_network_waits,
         session_cost_micros: _,
         last_usage: _,
         last_failure: _,
@@ -175,6 +176,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     consecutive_escalations.hash(h);
     phase_failures.hash(h);
     wait_streak.hash(h);
+    step_network_waits.hash(h);
     held_elsewhere.hash(h);
     outstanding.hash(h);
     fleet_pauses.hash(h);
@@ -383,6 +385,7 @@ impl Search {
                     fail(FailureClass::TestAssertion, last + 1),
                     fail(FailureClass::ContextWindow, last + 1),
                     fail(FailureClass::RateLimit, last + 1),
+                    fail(FailureClass::Network, last + 1),
                     fail(FailureClass::Auth, last + 1),
                 ];
                 if last != 0 {
