@@ -220,7 +220,22 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
     st.merge_lease = merge_lease;
     st.workers = workers(cfg);
     st.day = day(cfg);
+    let clones = st.workers.iter().map(|w| w.clone.as_path());
+    st.refused_hosts = refused_hosts(std::iter::once(cfg.project_path.as_path()).chain(clones));
     Ok(st)
+}
+
+/// The hosts the allowlist's proxy refused the agent in the last run of each clone, from its
+/// `live.json` (whether or not that runner still runs: the list outlives the run, until the
+/// next run starts).
+fn refused_hosts<'a>(
+    clones: impl Iterator<Item = &'a Path>,
+) -> Vec<crate::live_status::RefusedHost> {
+    clones
+        .filter_map(|clone| crate::runner_dir::RunnerDir::locate(clone).ok())
+        .filter_map(|dir| crate::live_status::read(&dir.dir))
+        .flat_map(|snap| snap.refused_hosts)
+        .collect()
 }
 
 /// [`status`] of one clone's own journal, without the tracker's claims or the workers.
@@ -272,6 +287,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         workers: Vec::new(),
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
         day: None,
+        refused_hosts: Vec::new(),
     };
     if let Some(session) = &rec.last_session {
         st.session = Some(session.id.clone());

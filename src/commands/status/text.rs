@@ -204,6 +204,9 @@ impl Status {
                 d.spent_usd, d.per_day_usd
             ));
         }
+        for l in refused_lines(&self.refused_hosts, &self.refs) {
+            line(l);
+        }
         if let Some(f) = &self.last_failure {
             line(format!(
                 "last failure: {} in {} (signature {})",
@@ -242,6 +245,27 @@ impl Status {
         ));
         o
     }
+}
+
+/// `refused:  api.example.com (implement attempt 1 of #3, 2026-12-06T10:00:00Z)`, one line per
+/// host the allowlist's proxy refused the agent in the last run; none without a refusal.
+fn refused_lines(
+    hosts: &[crate::live_status::RefusedHost],
+    refs: &crate::config::IssueRefs,
+) -> Vec<String> {
+    hosts
+        .iter()
+        .map(|r| {
+            format!(
+                "refused:  {} by the allowlist ({} attempt {} of {}, {})",
+                r.host,
+                r.step,
+                r.attempt,
+                refs.issue(r.issue),
+                r.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )
+        })
+        .collect()
 }
 
 /// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit` (`of ENG-12` on Linear).

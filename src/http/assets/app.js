@@ -81,6 +81,13 @@
     return row;
   }
 
+  // Each host the allowlist's proxy refused the agent in the last run, with the attempt
+  // that first asked for it; the section is hidden while there is none.
+  function refused(hosts) {
+    $("refused").hidden = hosts.length === 0;
+    $("refused-hosts").replaceChildren(...hosts.map((r) => text("li", r.host + " · " + r.step + " attempt " + r.attempt + " of #" + r.issue + " · " + r.at)));
+  }
+
   function render(st) {
     fleet = (st.workers || []).length > 0;
     const parts = [st.project, "runner " + st.runner];
@@ -128,6 +135,7 @@
     if (d) bars.appendChild(bar("day spend, every session and worker (USD)" + (d.freesAt ? " · frees " + d.freesAt : ""), d.spentUsd, d.perDayUsd));
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
+    refused(st.refusedHosts || []);
     running = rows.some((r) => (r.runner || "").startsWith("running"));
     badge();
     highlight();
