@@ -527,15 +527,19 @@ pub fn small_limits() -> Vec<(String, Limits)> {
                         max_consecutive_failures: phase(ps, pf),
                         max_rate_limit_waits: if b == 1 { 1 } else { 0 },
                         simplify_enabled: !(r == 2 && b == 2),
-                        max_network_waits: (r + e) % 2,
+                        // A step's network waits multiply the states as the rate-limit
+                        // waits do: one of the two per configuration keeps the grid
+                        // affordable (`bounds_exhaustive.rs` checks both at once, smaller).
+                        max_network_waits: if b == 1 { 0 } else { (r + e) % 2 },
                         // CI pending: no wait, or one wait and a second look.
                         ci_timeout_secs: if b == 1 { 10 } else { 0 },
                         ..Limits::default()
                     };
                     out.push((
                         format!(
-                            "R={r} B={b} E={e} F={ps:?}:{pf} W={} S={} simplify={}",
+                            "R={r} B={b} E={e} F={ps:?}:{pf} W={} N={} S={} simplify={}",
                             l.max_rate_limit_waits,
+                            l.max_network_waits,
                             l.max_consecutive_same_failure,
                             l.simplify_enabled
                         ),
@@ -559,7 +563,8 @@ pub fn small_limits() -> Vec<(String, Limits)> {
             max_consecutive_same_failure: 2,
             max_consecutive_failures: multi,
             max_rate_limit_waits: 0,
-            max_network_waits: 1,
+            // The largest searches: no wait of either kind (the grid above has both).
+            max_network_waits: 0,
             ci_timeout_secs: 10,
             ..Limits::default()
         };
