@@ -400,6 +400,8 @@ fn counters(core: &Core) -> Counters {
         max_consecutive_same_failure: l.max_consecutive_same_failure,
         rate_limit_wait_streak: r.wait_streak,
         max_rate_limit_waits: l.max_rate_limit_waits,
+        step_network_wait_streak: r.step_network_waits,
+        max_network_waits: l.max_network_waits,
         review_rounds: r.review_rounds,
         max_review_rounds: l.review.as_ref().map(|g| g.max_rounds),
         review_looks: r.review_looks,

@@ -393,6 +393,22 @@ fn a_model_out_of_reach_is_waited_out_then_halts_as_the_networks_and_blames_no_i
             for (n, _, _) in open.iter() {
                 assert_eq!(p.issue(*n)["escalated"], false, "{case}: issue {n}: {all}");
             }
+            // `status` shows the streak that halted the run against its limit.
+            let config = p.config.to_str().expect("utf8");
+            let status = p
+                .command(&["status", "--json", "--config", config])
+                .output()
+                .expect("status --json");
+            let doc: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+            let counters = &doc["counters"];
+            assert_eq!(
+                (
+                    &counters["stepNetworkWaitStreak"],
+                    &counters["maxNetworkWaits"]
+                ),
+                (&json!(2), &json!(2)),
+                "{case}: {doc}"
+            );
         }
     }
 }

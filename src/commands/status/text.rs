@@ -169,6 +169,10 @@ impl Status {
                 "  rate-limit waits in a row: {}/{}",
                 c.rate_limit_wait_streak, c.max_rate_limit_waits
             ));
+            line(format!(
+                "  network waits of steps in a row (the model out of reach): {}/{}",
+                c.step_network_wait_streak, c.max_network_waits
+            ));
         }
         if let Some(b) = &self.budgets {
             let of = |spent: String, limit: Option<f64>, unit: &str| match limit {

@@ -140,6 +140,10 @@ pub struct Counters {
     pub max_consecutive_same_failure: u32,
     pub rate_limit_wait_streak: u32,
     pub max_rate_limit_waits: u32,
+    /// Network waits in a row after steps that failed as `NETWORK` (the agent could not
+    /// reach its model), against `maxNetworkWaits`.
+    pub step_network_wait_streak: u32,
+    pub max_network_waits: u32,
     /// `addressReview` rounds in this cycle, and `review.maxReviewRounds` (`None`: the
     /// session has no review gate).
     pub review_rounds: u32,

@@ -124,6 +124,7 @@
       for (const [step, v] of byStep(c.phaseFailures)) if (v.limit > 0) bars.appendChild(bar("failures in a row · " + step, v.count, v.limit));
       for (const [step, n] of byStep(c.sameSignatureStreak)) bars.appendChild(bar("same failure · " + step, n, c.maxConsecutiveSameFailure));
       bars.appendChild(bar("rate-limit waits in a row", c.rateLimitWaitStreak, c.maxRateLimitWaits));
+      bars.appendChild(bar("network waits of steps in a row", c.stepNetworkWaitStreak, c.maxNetworkWaits));
     }
     const b = st.budgets;
     if (b) {
