@@ -36,7 +36,27 @@ pub struct Snapshot {
     pub pid: u32,
     pub step: Option<RunningStep>,
     pub wait: Option<Wait>,
+    /// Every host the allowlist's proxy refused the agent in this run (`network:
+    /// "allowlist"`), each once, in the order first refused; kept after the runner exits,
+    /// until the next run starts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refused_hosts: Vec<RefusedHost>,
 }
+
+/// A host the allowlist's proxy refused the agent, and the attempt it first refused it in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RefusedHost {
+    pub host: String,
+    pub issue: u32,
+    pub step: String,
+    pub attempt: u32,
+    pub at: DateTime<Utc>,
+}
+
+/// The most refused hosts one run keeps (an agent trying hosts in a loop); the attempt logs
+/// keep each attempt's.
+pub const MAX_REFUSED_HOSTS: usize = 100;
 
 /// The attempt being run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -257,7 +277,31 @@ impl LiveStatus {
         self.with(|w| {
             w.now.step = None;
             w.now.wait = None;
+            w.now.refused_hosts.clear();
             w.write();
+        });
+    }
+
+    /// The allowlist's proxy refused the agent `hosts` in this attempt: each host not yet
+    /// refused in this run is added, with the attempt (at most [`MAX_REFUSED_HOSTS`]).
+    pub fn hosts_refused(&self, issue: u32, step: &str, attempt: u32, hosts: &[String]) {
+        self.with(|w| {
+            let before = w.now.refused_hosts.len();
+            for host in hosts {
+                let known = w.now.refused_hosts.iter().any(|r| &r.host == host);
+                if !known && w.now.refused_hosts.len() < MAX_REFUSED_HOSTS {
+                    w.now.refused_hosts.push(RefusedHost {
+                        host: host.clone(),
+                        issue,
+                        step: step.to_string(),
+                        attempt,
+                        at: Utc::now(),
+                    });
+                }
+            }
+            if w.now.refused_hosts.len() != before {
+                w.write();
+            }
         });
     }
 
@@ -420,6 +464,44 @@ mod tests {
         live.settle();
         assert_eq!(read(dir.path()).unwrap().wait, None);
         assert_eq!(live.take_warning(), None);
+    }
+
+    #[test]
+    fn refused_hosts_are_kept_each_once_with_the_attempt_first_refused_until_the_next_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = LiveStatus::new(dir.path());
+        live.hosts_refused(3, "implement", 1, &["a.example".into(), "b.example".into()]);
+        live.step_started(3, Step::Verify.key(), 2);
+        live.hosts_refused(3, "verify", 2, &["b.example".into(), "c.example".into()]);
+        live.step_ended();
+        live.settle();
+        let refused = read(dir.path()).unwrap().refused_hosts;
+        let seen: Vec<(&str, &str, u32)> = refused
+            .iter()
+            .map(|r| (r.host.as_str(), r.step.as_str(), r.attempt))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("a.example", "implement", 1),
+                ("b.example", "implement", 1),
+                ("c.example", "verify", 2)
+            ]
+        );
+        let many: Vec<String> = (0..2 * MAX_REFUSED_HOSTS)
+            .map(|i| format!("h{i}"))
+            .collect();
+        live.hosts_refused(3, "verify", 3, &many);
+        live.settle();
+        assert_eq!(
+            read(dir.path()).unwrap().refused_hosts.len(),
+            MAX_REFUSED_HOSTS
+        );
+        // The next run starts without them.
+        let next = LiveStatus::new(dir.path());
+        next.reset();
+        next.settle();
+        assert!(read(dir.path()).unwrap().refused_hosts.is_empty());
     }
 
     #[test]

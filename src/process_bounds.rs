@@ -169,13 +169,11 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .others
         .max(children("RunStepBuiltin").others);
     // Only merge attempts take the merge turn: at most `maxRetriesPerStep` of them per cycle,
-    // each repeated after a rate-limit wait (and never more than the window's attempts).
+    // each repeated after a rate-limit or network wait, and the waited ones before each
+    // bounce from merge (`bounds::merge_dispatches_per_cycle`; never more than the window's
+    // attempts).
     let merge_attempts = if l.enabled(Step::Merge) {
-        attempts.min(
-            cycles
-                .saturating_mul(u64::from(l.max_retries_per_step.max(1)))
-                .saturating_mul(1 + u64::from(l.max_rate_limit_waits)),
-        )
+        attempts.min(cycles.saturating_mul(bounds::merge_dispatches_per_cycle(l)))
     } else {
         0
     };
@@ -251,7 +249,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
 pub fn compute(l: &Limits, builtin: &[bool; Step::COUNT]) -> ProcessBounds {
     let attempts: Bounds = bounds::compute(l);
     let agents = bounds::agent_invocations(l, builtin);
-    let waits = 1 + u64::from(l.max_rate_limit_waits);
+    let waits = bounds::waits_per_invocation(l);
     let e = u64::from(l.max_consecutive_escalations.max(1));
     let agent_merge = l.enabled(Step::Merge) && !builtin[Step::Merge.index()];
     ProcessBounds {
@@ -361,13 +359,16 @@ mod tests {
     }
 
     /// Only merge runs wait for the merge turn: more bounces (attempts of other steps) add no
-    /// request for the turn, so the turn's pauses add the same whatever the bounce budget.
+    /// request for the turn, so without waits the turn's pauses add the same whatever the
+    /// bounce budget; with waits, only the waited merge runs before each bounce from merge.
     #[test]
     fn the_merge_turns_pauses_multiply_merge_runs_not_every_attempt() {
         let none = [false; Step::COUNT];
-        let turn_share = |bounces: u32| {
+        let turn_share = |bounces: u32, waits: u32| {
             let l = Limits {
                 max_bounce_retries: bounces,
+                max_rate_limit_waits: waits,
+                max_network_waits: waits,
                 ..Limits::default()
             };
             let waiting = Limits {
@@ -378,7 +379,8 @@ mod tests {
             let without = compute(&l, &none).per_issue.others;
             with - without
         };
-        assert!(turn_share(0) > 0);
-        assert_eq!(turn_share(0), turn_share(20));
+        assert!(turn_share(0, 0) > 0);
+        assert_eq!(turn_share(0, 0), turn_share(20, 0));
+        assert!(turn_share(20, 1) > turn_share(0, 1));
     }
 }

@@ -336,8 +336,12 @@ pub fn container_args(
         "/tmp".into(),
     ];
     if spec.config.kind == SandboxKind::Podman {
-        // Rootless podman maps the runner's user to itself only with keep-id.
-        a.push("--userns=keep-id".into());
+        // Rootless podman maps the runner's user to itself only with keep-id; rootful podman
+        // (the runner as root: a container, a CI job) refuses keep-id and runs the agent as
+        // root, the runner's own user already.
+        if !rustix::process::getuid().is_root() {
+            a.push("--userns=keep-id".into());
+        }
     } else {
         let uid = rustix::process::getuid().as_raw();
         let gid = rustix::process::getgid().as_raw();

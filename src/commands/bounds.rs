@@ -115,7 +115,7 @@ pub fn run(config: &Path) -> i32 {
         pair(c.nothing_succeeds)
     );
     // The worst case multiplies every call by its network retries and every attempt by its
-    // rate-limit waits: the figures without them say what a run on a sound network starts.
+    // rate-limit and network waits: the figures without them say what a run on a sound network starts.
     let calm = |l: &crate::machine::Limits| crate::machine::Limits {
         max_network_waits: 0,
         max_rate_limit_waits: 0,
@@ -124,9 +124,10 @@ pub fn run(config: &Path) -> i32 {
     let q = crate::process_bounds::compute(&calm(&l), &cfg.builtin_steps());
     let qc = crate::process_bounds::compute(&calm(&claimed), &cfg.builtin_steps());
     out!(
-        "the same when no call fails on the network and nothing is rate-limited (the worst cases above repeat every call after each of {} network waits and every attempt after each of {} rate-limit waits): one issue {}; between two merges {}; with --worker-id, one issue {}; between two merges {}",
+        "the same when no call fails on the network and nothing is rate-limited (the worst cases above repeat every call after each of {} network waits and every attempt after each of {} rate-limit waits and {} network waits): one issue {}; between two merges {}; with --worker-id, one issue {}; between two merges {}",
         l.max_network_waits,
         l.max_rate_limit_waits,
+        l.max_network_waits,
         pair(q.per_issue),
         pair(q.between_merges),
         pair(qc.per_issue),

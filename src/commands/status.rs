@@ -220,7 +220,22 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
     st.merge_lease = merge_lease;
     st.workers = workers(cfg);
     st.day = day(cfg);
+    let clones = st.workers.iter().map(|w| w.clone.as_path());
+    st.refused_hosts = refused_hosts(std::iter::once(cfg.project_path.as_path()).chain(clones));
     Ok(st)
+}
+
+/// The hosts the allowlist's proxy refused the agent in the last run of each clone, from its
+/// `live.json` (whether or not that runner still runs: the list outlives the run, until the
+/// next run starts).
+fn refused_hosts<'a>(
+    clones: impl Iterator<Item = &'a Path>,
+) -> Vec<crate::live_status::RefusedHost> {
+    clones
+        .filter_map(|clone| crate::runner_dir::RunnerDir::locate(clone).ok())
+        .filter_map(|dir| crate::live_status::read(&dir.dir))
+        .flat_map(|snap| snap.refused_hosts)
+        .collect()
 }
 
 /// [`status`] of one clone's own journal, without the tracker's claims or the workers.
@@ -272,6 +287,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         workers: Vec::new(),
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
         day: None,
+        refused_hosts: Vec::new(),
     };
     if let Some(session) = &rec.last_session {
         st.session = Some(session.id.clone());
@@ -384,6 +400,8 @@ fn counters(core: &Core) -> Counters {
         max_consecutive_same_failure: l.max_consecutive_same_failure,
         rate_limit_wait_streak: r.wait_streak,
         max_rate_limit_waits: l.max_rate_limit_waits,
+        step_network_wait_streak: r.step_network_waits,
+        max_network_waits: l.max_network_waits,
         review_rounds: r.review_rounds,
         max_review_rounds: l.review.as_ref().map(|g| g.max_rounds),
         review_looks: r.review_looks,

@@ -176,6 +176,9 @@ impl StepRun<'_> {
         if !exit.refused_hosts.is_empty() {
             self.voice
                 .log(&say::egress_refused(name, &exit.refused_hosts));
+            self.shell
+                .live
+                .hosts_refused(issue, name, attempt, &exit.refused_hosts);
         }
         self.voice.say(last_words(&summary, &exit));
         let tampering = match tampering {

@@ -350,7 +350,8 @@ fn the_dry_run_prints_the_invocation_of_the_configured_cli() {
 
 /// Every kind's CLI saying it cannot reach its model (Claude's `connection_failed`, Codex
 /// reconnecting from its first request, Gemini's `fetch failed`), with one issue open and with
-/// two: network waits (no attempt spent), then `ENVIRONMENT FAILURE: NETWORK`; no issue is
+/// two: network waits (no attempt spent), bounded by `maxNetworkWaits` like a runner call's
+/// (not by `maxRateLimitWaits`, here 0), then `ENVIRONMENT FAILURE: NETWORK`; no issue is
 /// escalated, and the second issue is never worked (the outage is not the first issue's).
 #[test]
 fn a_model_out_of_reach_is_waited_out_then_halts_as_the_networks_and_blames_no_issue() {
@@ -363,7 +364,8 @@ fn a_model_out_of_reach_is_waited_out_then_halts_as_the_networks_and_blames_no_i
             let p = Project::new(open, json!({"steps": {"*": ["unreachable"]}}), json!({}));
             p.set_config(json!({
                 "agent": agent(&p, kind), "steps": e2e::builtin_steps(),
-                "backoff": {"initialSeconds": 1, "maxSeconds": 1}, "maxRateLimitWaits": 2,
+                "backoff": {"initialSeconds": 1, "maxSeconds": 1}, "maxRateLimitWaits": 0,
+                "maxNetworkWaits": 2,
             }));
             let out = p.run(&[]);
             let all = text(&out);
@@ -374,6 +376,10 @@ fn a_model_out_of_reach_is_waited_out_then_halts_as_the_networks_and_blames_no_i
                 "{case}: {all}"
             );
             assert!(!all.contains("UNKNOWN"), "{case}: {all}");
+            assert!(
+                all.contains("network: waiting 1 s before calling again (network wait 2 in a row)"),
+                "the network's waits: {case}: {all}"
+            );
             let calls = p.invocations();
             assert_eq!(
                 calls.len(),
@@ -387,6 +393,22 @@ fn a_model_out_of_reach_is_waited_out_then_halts_as_the_networks_and_blames_no_i
             for (n, _, _) in open.iter() {
                 assert_eq!(p.issue(*n)["escalated"], false, "{case}: issue {n}: {all}");
             }
+            // `status` shows the streak that halted the run against its limit.
+            let config = p.config.to_str().expect("utf8");
+            let status = p
+                .command(&["status", "--json", "--config", config])
+                .output()
+                .expect("status --json");
+            let doc: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+            let counters = &doc["counters"];
+            assert_eq!(
+                (
+                    &counters["stepNetworkWaitStreak"],
+                    &counters["maxNetworkWaits"]
+                ),
+                (&json!(2), &json!(2)),
+                "{case}: {doc}"
+            );
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `agent.sandbox.network: "allowlist"`, end to end: the fake agent in bubblewrap reaches
 //! loopback hosts only through the runner's proxy; a host off the list is refused and
-//! recorded; with `keyOutside` the key stays in the runner and arrives at the (fake) model
+//! recorded (the attempt log, the orchestration log, `status`); with `keyOutside` the key stays in the runner and arrives at the (fake) model
 //! host all the same. Each test needs `bwrap`; nothing leaves the loopback.
 
 use crate::e2e::{code, text};
@@ -81,6 +81,34 @@ fn the_allowlist_lets_the_agent_reach_an_allowed_host_only_and_records_the_refus
     assert!(
         all.contains("the allowlist refused the agent 127.0.0.2"),
         "the orchestration log: {all}"
+    );
+    // `status` shows it after the run, as text and as JSON (the page's document).
+    let config = p.config.to_str().expect("utf8");
+    let status = p
+        .command(&["status", "--config", config])
+        .output()
+        .expect("status");
+    let shown = text(&status);
+    assert!(
+        shown.contains("refused:  127.0.0.2 by the allowlist (writeSpecs attempt 1 of #1, "),
+        "{shown}"
+    );
+    let status = p
+        .command(&["status", "--json", "--config", config])
+        .output()
+        .expect("status --json");
+    let doc: serde_json::Value = serde_json::from_slice(&status.stdout).expect("JSON");
+    let refused = doc["refusedHosts"].as_array().expect("refusedHosts");
+    assert_eq!(refused.len(), 1, "{doc}");
+    assert_eq!(refused[0]["host"], "127.0.0.2", "{doc}");
+    assert_eq!(
+        (
+            &refused[0]["issue"],
+            &refused[0]["step"],
+            &refused[0]["attempt"]
+        ),
+        (&json!(1), &json!("writeSpecs"), &json!(1)),
+        "{doc}"
     );
 }
 

@@ -34,6 +34,7 @@ mod map;
 mod money;
 mod newcomer;
 mod notify;
+mod podman;
 mod process_bound;
 mod progress_tty;
 mod readme;

@@ -1226,7 +1226,10 @@ fn the_clis_route_to_its_model_comes_into_bubblewrap() {
     let p = project(json!({"steps": {"*": ["via-gateway"]}}));
     let mut agent = sandboxed(&p, "bwrap", json!({}));
     agent["env"] = json!({});
-    p.set_config(json!({"steps": git_steps(), "agent": agent, "maxRateLimitWaits": 1}));
+    p.set_config(json!({
+        "steps": git_steps(), "agent": agent, "maxNetworkWaits": 1,
+        "backoff": {"initialSeconds": 1, "maxSeconds": 1},
+    }));
     let out = p.run_env(&[], &[("ANTHROPIC_BASE_URL", "")]);
     let all = text(&out);
     assert_eq!(code(&out), 1, "{all}");

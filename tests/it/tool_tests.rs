@@ -1,5 +1,6 @@
 //! A newcomer's `cargo test` needs only the Rust toolchain and git: every test that needs a
-//! tool the distribution provides (python3 for the fake `gh`, the real `gh`, Chromium, bubblewrap) is
+//! tool the distribution provides (python3 for the fake `gh`, the real `gh`, Chromium, bubblewrap,
+//! podman) is
 //! `#[ignore = "needs <tool>; …"]`, and `.ci/run` installs the tools and runs those tests as
 //! a step of their own (`cargo test -- --ignored`), where a missing tool fails them.
 //!
@@ -20,6 +21,8 @@ const MARKERS: &[(&str, &str)] = &[
     ("Command::new(chromium())", "Chromium"),
     // The sandbox's tests start the agent inside the distribution's bubblewrap.
     ("bwrap_installed()", "bubblewrap"),
+    // podman's test builds its image and runs the agent in the distribution's podman.
+    ("podman_installed()", "podman"),
 ];
 
 /// One function of a test file: its name as called (`name(` or `Type::name(`), whether it is
@@ -228,7 +231,7 @@ fn ci_installs_the_tools_and_runs_the_ignored_tests() {
     let run = ci
         .find("cargo test --locked -- --ignored")
         .expect("a step running `cargo test --locked -- --ignored`");
-    for tool in ["chromium", "gh", "python3", "bubblewrap"] {
+    for tool in ["chromium", "gh", "python3", "bubblewrap", "podman"] {
         let install = ci
             .find(&format!("apt-get install -y {tool}"))
             .unwrap_or_else(|| panic!(".ci/run does not install {tool}"));

@@ -85,6 +85,10 @@ pub enum Disposition {
     EscalateNow,
     /// Nobody's fault: wait with backoff, do not consume an attempt.
     Backoff,
+    /// The network's fault (the agent could not reach its model): wait on the network's
+    /// schedule as for a runner call's network failure (`maxNetworkWaits` in a row, then a
+    /// halt), do not consume an attempt.
+    WaitForNetwork,
     /// The plan's usage window is exhausted: wait until the reported reset time.
     WaitForQuota,
     /// The environment is broken (not logged in, binary missing, disk full): halt at once,
@@ -142,7 +146,8 @@ impl FailureClass {
             | PermissionDenied | Killed | Idle | PostCheck | Unknown | MergeConflict | Budget
             | GitTampered => Disposition::Retry,
             ContextWindow => Disposition::EscalateNow,
-            RateLimit | Overloaded | Network => Disposition::Backoff,
+            RateLimit | Overloaded => Disposition::Backoff,
+            Network => Disposition::WaitForNetwork,
             Quota => Disposition::WaitForQuota,
             ToolingEnv | Auth => Disposition::HaltEnvironment,
         }
@@ -152,7 +157,10 @@ impl FailureClass {
     pub const fn retryable(self) -> bool {
         matches!(
             self.disposition(),
-            Disposition::Retry | Disposition::Backoff | Disposition::WaitForQuota
+            Disposition::Retry
+                | Disposition::Backoff
+                | Disposition::WaitForNetwork
+                | Disposition::WaitForQuota
         )
     }
 
@@ -160,9 +168,10 @@ impl FailureClass {
     pub const fn scope(self) -> Scope {
         match self.disposition() {
             Disposition::Retry | Disposition::EscalateNow => Scope::Issue,
-            Disposition::Backoff | Disposition::WaitForQuota | Disposition::HaltEnvironment => {
-                Scope::Environment
-            }
+            Disposition::Backoff
+            | Disposition::WaitForNetwork
+            | Disposition::WaitForQuota
+            | Disposition::HaltEnvironment => Scope::Environment,
         }
     }
 

@@ -272,3 +272,46 @@ fn five_model_free() -> [bool; Step::COUNT] {
     }
     five
 }
+
+/// Both kinds of wait before an attempt: rate-limit waits (`W`) and network waits of steps
+/// (`N`), two streaks neither of which ends the other, so each attempt may follow `W + N`
+/// waits; the step attempts, the agent invocations and the merge runs after lost races are
+/// exactly the computed figures.
+#[test]
+fn rate_limit_and_network_waits_of_steps_add_up_before_each_attempt() {
+    let mut failures = Vec::new();
+    for (w, n, b) in [(1, 1, 1), (1, 2, 0), (2, 1, 1)] {
+        let limits = Limits {
+            max_retries_per_step: 2,
+            max_bounce_retries: b,
+            max_consecutive_escalations: 1,
+            max_consecutive_same_failure: 0,
+            max_consecutive_failures: [0; Step::COUNT],
+            max_rate_limit_waits: w,
+            max_network_waits: n,
+            max_repair_iterations: 1,
+            ci_timeout_secs: 0,
+            merge_turn_wait_ms: None,
+            ..Limits::default()
+        };
+        let none = [false; Step::COUNT];
+        let attempts = bounds::compute(&limits);
+        let agents = bounds::merges(&limits, &none).agent_invocations;
+        let found = (
+            worst_with(&limits, Goal::NextMerge, None, true),
+            worst_with(&limits, Goal::HaltWithoutSuccess, None, true),
+            worst_with(&limits, Goal::NextMerge, Some(none), true),
+        );
+        let computed = (
+            attempts.between_merges,
+            attempts.nothing_succeeds,
+            agents.between_merges,
+        );
+        if computed != found {
+            failures.push(format!(
+                "W={w} N={n} B={b}: computed {computed:?} exhaustive {found:?}"
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

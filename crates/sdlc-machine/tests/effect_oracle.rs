@@ -52,7 +52,7 @@ impl Tape {
     }
 }
 
-const CLASSES: [FailureClass; 12] = [
+const CLASSES: [FailureClass; 13] = [
     FailureClass::TestAssertion,
     FailureClass::Budget,
     FailureClass::Lint,
@@ -64,6 +64,7 @@ const CLASSES: [FailureClass; 12] = [
     FailureClass::Quota,
     FailureClass::ContextWindow,
     FailureClass::Unknown,
+    FailureClass::Network,
     FailureClass::Auth,
 ];
 
@@ -362,6 +363,7 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
             r.issue_elapsed_ms,
             r.session_cost_micros,
             r.wait_streak,
+            r.step_network_waits,
             r.consecutive_escalations,
         );
         let predicted = (
@@ -372,6 +374,7 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
             model.issue_ms,
             model.session_cost,
             model.waits,
+            model.step_net_waits,
             model.streak,
         );
         if counters != predicted {

@@ -2,7 +2,7 @@
 //!
 //! | property | mutation it catches |
 //! |---|---|
-//! | `scripts_terminate_within_the_bound` | a counter that never reaches its limit (`attempts`, `bounces`, `consecutive_escalations` or `wait_streak` not incremented; `>=` turned into `>`) — the run exceeds the bound or never exits |
+//! | `scripts_terminate_within_the_bound` | a counter that never reaches its limit (`attempts`, `bounces`, `consecutive_escalations`, `wait_streak` or `step_network_waits` not incremented; `>=` turned into `>`) — the run exceeds the bound or never exits |
 //! | `reference_model_agrees_after_every_event` | any counter incremented or reset at the wrong site (e.g. attempts reset on a bounce, phase streak not reset on success, bounces not reset by a new cycle); with claims and the merge turn: a request (e.g. a pause) not held back for a renewal, a lost claim letting the held-back request go, an issue held elsewhere not left out, a turn taken after a pause merging without the checks again, a restart before a renewal's answer counting the run held back for it as a killed attempt, the checks after a lost race bouncing instead of failing the attempt |
 //! | `invariants_hold` → escalation streak | halting one escalation late or early; a merge not resetting the streak |
 //! | `invariants_hold` → bounce oracle | `bounces += 1` removed (runs of a step per cycle exceed 1 + bounces) |
@@ -364,6 +364,7 @@ proptest! {
             prop_assert_eq!(&r.escalated, &model.escalated, "escalated after {:?}", ev);
             prop_assert_eq!(r.phase_failures, model.phase, "phase streaks after {:?}", ev);
             prop_assert_eq!(r.wait_streak, model.waits, "wait streak after {:?}", ev);
+            prop_assert_eq!(r.step_network_waits, model.step_net_waits, "network waits of steps after {:?}", ev);
             prop_assert_eq!(r.contention.lost(), model.races, "races lost after {:?}", ev);
             prop_assert_eq!(&r.held_elsewhere, &model.held, "issues held elsewhere after {:?}", ev);
             if model.halted || model.stopped {

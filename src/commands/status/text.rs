@@ -169,6 +169,10 @@ impl Status {
                 "  rate-limit waits in a row: {}/{}",
                 c.rate_limit_wait_streak, c.max_rate_limit_waits
             ));
+            line(format!(
+                "  network waits of steps in a row (the model out of reach): {}/{}",
+                c.step_network_wait_streak, c.max_network_waits
+            ));
         }
         if let Some(b) = &self.budgets {
             let of = |spent: String, limit: Option<f64>, unit: &str| match limit {
@@ -203,6 +207,9 @@ impl Status {
                 "day:      ${:.2} of {:.2} over the last 24 hours, every session and worker{frees}",
                 d.spent_usd, d.per_day_usd
             ));
+        }
+        for l in refused_lines(&self.refused_hosts, &self.refs) {
+            line(l);
         }
         if let Some(f) = &self.last_failure {
             line(format!(
@@ -242,6 +249,27 @@ impl Status {
         ));
         o
     }
+}
+
+/// `refused:  api.example.com (implement attempt 1 of #3, 2026-12-06T10:00:00Z)`, one line per
+/// host the allowlist's proxy refused the agent in the last run; none without a refusal.
+fn refused_lines(
+    hosts: &[crate::live_status::RefusedHost],
+    refs: &crate::config::IssueRefs,
+) -> Vec<String> {
+    hosts
+        .iter()
+        .map(|r| {
+            format!(
+                "refused:  {} by the allowlist ({} attempt {} of {}, {})",
+                r.host,
+                r.step,
+                r.attempt,
+                refs.issue(r.issue),
+                r.at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+            )
+        })
+        .collect()
 }
 
 /// `implement attempt 2 of #12 · 3m05s · 14 turns · $0.42 · Edit` (`of ENG-12` on Linear).

@@ -57,6 +57,10 @@ pub struct Status {
     /// The project's spend over the last 24 hours against `budget.perDayUsd`, when it is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub day: Option<DayView>,
+    /// Every host the allowlist's proxy refused the agent in the last run (`network:
+    /// "allowlist"`), of each worker's clone too, each with the attempt that first asked for
+    /// it; kept after the run, until the next one starts.
+    pub refused_hosts: Vec<crate::live_status::RefusedHost>,
 }
 
 /// The daily ceiling: what every session and worker spent over the last 24 hours.
@@ -136,6 +140,10 @@ pub struct Counters {
     pub max_consecutive_same_failure: u32,
     pub rate_limit_wait_streak: u32,
     pub max_rate_limit_waits: u32,
+    /// Network waits in a row after steps that failed as `NETWORK` (the agent could not
+    /// reach its model), against `maxNetworkWaits`.
+    pub step_network_wait_streak: u32,
+    pub max_network_waits: u32,
     /// `addressReview` rounds in this cycle, and `review.maxReviewRounds` (`None`: the
     /// session has no review gate).
     pub review_rounds: u32,

@@ -81,6 +81,13 @@
     return row;
   }
 
+  // Each host the allowlist's proxy refused the agent in the last run, with the attempt
+  // that first asked for it; the section is hidden while there is none.
+  function refused(hosts) {
+    $("refused").hidden = hosts.length === 0;
+    $("refused-hosts").replaceChildren(...hosts.map((r) => text("li", r.host + " · " + r.step + " attempt " + r.attempt + " of #" + r.issue + " · " + r.at)));
+  }
+
   function render(st) {
     fleet = (st.workers || []).length > 0;
     const parts = [st.project, "runner " + st.runner];
@@ -117,6 +124,7 @@
       for (const [step, v] of byStep(c.phaseFailures)) if (v.limit > 0) bars.appendChild(bar("failures in a row · " + step, v.count, v.limit));
       for (const [step, n] of byStep(c.sameSignatureStreak)) bars.appendChild(bar("same failure · " + step, n, c.maxConsecutiveSameFailure));
       bars.appendChild(bar("rate-limit waits in a row", c.rateLimitWaitStreak, c.maxRateLimitWaits));
+      bars.appendChild(bar("network waits of steps in a row", c.stepNetworkWaitStreak, c.maxNetworkWaits));
     }
     const b = st.budgets;
     if (b) {
@@ -128,6 +136,7 @@
     if (d) bars.appendChild(bar("day spend, every session and worker (USD)" + (d.freesAt ? " · frees " + d.freesAt : ""), d.spentUsd, d.perDayUsd));
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
+    refused(st.refusedHosts || []);
     running = rows.some((r) => (r.runner || "").startsWith("running"));
     badge();
     highlight();

@@ -4,8 +4,10 @@
 //! Derivation (each claim is checked against an exhaustive search of the real machine in
 //! `tests/bounds_exhaustive.rs`):
 //! - A rate-limit/overload/quota wait consumes no attempt and changes no other counter, and
-//!   more than `W` in a row halt. So every other invocation can be preceded by at most `W`
-//!   waits, and the totals below are `(W + 1) ×` the number of non-wait invocations.
+//!   more than `W` in a row halt; so does a wait after a step's `NETWORK` failure, counted
+//!   apart, more than `N` (`max_network_waits`) in a row halting. Neither streak ends the
+//!   other, so every other invocation can be preceded by at most `W + N` waits, and the
+//!   totals below are `(W + N + 1) ×` the number of non-wait invocations.
 //! - In one cycle with `n` enabled steps, every step can fail `R − 1` times without
 //!   escalating, every bounce re-runs exactly one earlier step, and the cycle ends either in a
 //!   merge or in an escalation at the last step (ending earlier forfeits at least one success).
@@ -18,6 +20,13 @@
 
 use super::types::Limits;
 use crate::step::Step;
+
+/// The invocations one non-wait invocation may come with: itself and the waits that may
+/// precede it, `W` rate-limit, overload or quota waits and `N` network waits of steps in a
+/// row (`W + N + 1`).
+pub fn waits_per_invocation(limits: &Limits) -> u64 {
+    u64::from(limits.max_rate_limit_waits) + u64::from(limits.max_network_waits) + 1
+}
 
 /// The figures `sdlc-runner bounds` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,7 +45,7 @@ pub fn compute(limits: &Limits) -> Bounds {
     let r = u128::from(limits.max_retries_per_step.max(1));
     let b = u128::from(limits.max_bounce_retries);
     let e = u128::from(limits.max_consecutive_escalations.max(1));
-    let waits = u128::from(limits.max_rate_limit_waits) + 1;
+    let waits = u128::from(waits_per_invocation(limits));
     let steps: Vec<Step> = limits.enabled_steps().collect();
     let last = *steps.last().unwrap_or(&Step::Merge);
     let n = steps.len() as u128;
@@ -138,11 +147,11 @@ const fn repairs_by_agent(step: Step) -> bool {
 /// limit binds (checked against the exhaustive search in `tests/bounds_exhaustive.rs`):
 /// - In one cycle an agent step is attempted at most `R` times without waits (`R − 1`
 ///   failures, then a success or the escalating failure), plus one success per bounce when a
-///   bounce can land on an agent step; every such attempt can follow `W` waits.
+///   bounce can land on an agent step; every such attempt can follow `W + N` waits.
 /// - A builtin step is repaired only right after a code-fixable failure of its own, at most
 ///   `maxRepairIterations` times per cycle, and a repair that waits is repaired again: at most
-///   `min(M, (R − 1)(W + 1))` agent invocations per cycle.
-/// - With review rounds, each round is one agent invocation (after `W` waits at most); a
+///   `min(M, (R − 1)(W + N + 1))` agent invocations per cycle.
+/// - With review rounds, each round is one agent invocation (after `W + N` waits at most); a
 ///   failed round is retried as the round, by the agent even when monitorCI is builtin.
 /// - At most `E` cycles run between two merges or before the halt. Every figure is also
 ///   capped by the exact attempt figures of [`compute`], which count every attempt.
@@ -155,7 +164,7 @@ pub fn agent_invocations(limits: &Limits, builtin: &[bool; Step::COUNT]) -> Boun
     let r = u128::from(limits.max_retries_per_step.max(1));
     let b = u128::from(limits.max_bounce_retries);
     let e = u128::from(limits.max_consecutive_escalations.max(1));
-    let waits = u128::from(limits.max_rate_limit_waits) + 1;
+    let waits = u128::from(waits_per_invocation(limits));
     let m = u128::from(limits.max_repair_iterations);
     let agent = |s: &Step| !builtin[s.index()];
     let n_agent = steps.iter().filter(|s| agent(s)).count() as u128;
@@ -173,7 +182,7 @@ pub fn agent_invocations(limits: &Limits, builtin: &[bool; Step::COUNT]) -> Boun
     // A review round's agent runs whoever performs monitorCI, and so does the retry of a
     // failed round (the round again). With a builtin monitorCI and rounds, each of its
     // `R − 1` failures may be followed by an agent call (the round's retry or a repair),
-    // and a bounce landing on it by a repair (at most `M` in all); each may follow `W` waits.
+    // and a bounce landing on it by a repair (at most `M` in all); each may follow `W + N` waits.
     let rounds = limits
         .review
         .as_ref()
@@ -231,19 +240,34 @@ pub struct MergeBounds {
     pub agent_invocations: Bounds,
 }
 
+/// The most times one cycle dispatches merge (each dispatch may lose races of its own):
+/// `R (W + N + 1) + B (W + N)`, see [`merges`].
+pub fn merge_dispatches_per_cycle(limits: &Limits) -> u64 {
+    let r = u128::from(limits.max_retries_per_step.max(1));
+    let waits = u128::from(waits_per_invocation(limits));
+    let b = if Step::Merge.has_precondition() {
+        u128::from(limits.max_bounce_retries)
+    } else {
+        0
+    };
+    saturate(r * waits + b * (waits - 1))
+}
+
 /// The figures of [`MergeBounds`] for `limits` and the config's builtin steps:
-/// - every merge dispatch (an attempt, or a run after a rate-limit wait) can lose
+/// - every merge dispatch (an attempt, or a run after a wait) can lose
 ///   `L = MAX_LOST_RACES` races before its outcome, each one more run;
-/// - a cycle dispatches merge at most `R (W + 1)` times (`R` attempts, each after up to `W`
-///   waits), and `E` cycles run between two merges; before a halt when nothing succeeds
-///   merge never runs.
+/// - a cycle dispatches merge at most `R (W + N + 1) + B (W + N)` times: `R` attempts, each
+///   after up to `W + N` waits, and, since merge has a precondition, up to `W + N` waited
+///   dispatches before each of the `B` bounces from it (the bounce's success ends the wait
+///   streaks, so merge waits as much again after it); `E` cycles run between two merges;
+///   before a halt when nothing succeeds merge never runs.
 pub fn merges(limits: &Limits, builtin: &[bool; Step::COUNT]) -> MergeBounds {
     let races = u128::from(crate::fleet::Contention::MAX_LOST_RACES);
     let agent_merge = !builtin[Step::Merge.index()];
     let base = agent_invocations(limits, builtin);
     let r = u128::from(limits.max_retries_per_step.max(1));
     let e = u128::from(limits.max_consecutive_escalations.max(1));
-    let waits = u128::from(limits.max_rate_limit_waits) + 1;
+    let dispatches = u128::from(merge_dispatches_per_cycle(limits));
     let extra = |dispatches: u128| if agent_merge { races * dispatches } else { 0 };
     let add = |figure: u64, more: u128| saturate(u128::from(figure) + more);
     MergeBounds {
@@ -253,7 +277,7 @@ pub fn merges(limits: &Limits, builtin: &[bool; Step::COUNT]) -> MergeBounds {
             .merge_turn_wait_ms
             .map(|ms| (crate::fleet::LeaseWait::max_pauses(ms), ms)),
         agent_invocations: Bounds {
-            between_merges: add(base.between_merges, extra(e * r * waits)),
+            between_merges: add(base.between_merges, extra(e * dispatches)),
             nothing_succeeds: base.nothing_succeeds,
             per_cycle: add(base.per_cycle, extra(r)),
         },
@@ -322,7 +346,7 @@ mod tests {
         let r = u64::from(limits.max_retries_per_step.max(1));
         let b = u64::from(limits.max_bounce_retries);
         let e = u64::from(limits.max_consecutive_escalations.max(1));
-        let waits = u64::from(limits.max_rate_limit_waits) + 1;
+        let waits = waits_per_invocation(limits);
         let steps: Vec<Step> = limits.enabled_steps().collect();
         let last = *steps.last().unwrap_or(&Step::Merge);
         let n = steps.len() as u64;
@@ -470,10 +494,11 @@ mod tests {
     #[test]
     fn defaults() {
         let b = compute(&Limits::default());
-        // n·R + B = 33 per cycle, two cycles, six invocations per non-wait invocation.
+        // n·R + B = 33 per cycle, two cycles, sixteen invocations per non-wait invocation
+        // (five rate-limit waits and ten network waits before it).
         assert_eq!(b.per_cycle, 33);
-        assert_eq!(b.between_merges, 2 * 33 * 6);
-        assert_eq!(b.nothing_succeeds, 2 * 3 * 6);
+        assert_eq!(b.between_merges, 2 * 33 * 16);
+        assert_eq!(b.nothing_succeeds, 2 * 3 * 16);
     }
 
     #[test]
@@ -513,7 +538,7 @@ mod review_round_bounds {
         assert_eq!(none, compute(&Limits::default()), "no rounds, no change");
         assert_eq!(two.per_cycle, none.per_cycle + 2);
         let e = u64::from(Limits::default().max_consecutive_escalations);
-        let w = u64::from(Limits::default().max_rate_limit_waits) + 1;
+        let w = waits_per_invocation(&Limits::default());
         assert_eq!(two.between_merges, none.between_merges + e * 2 * w);
         assert_eq!(two.nothing_succeeds, none.nothing_succeeds);
         // The rounds' agent is the round's own whoever runs monitorCI's other attempts.

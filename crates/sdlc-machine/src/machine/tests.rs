@@ -923,3 +923,67 @@ fn each_agent_steps_work_is_committed_by_the_runner_naming_the_issue_and_step() 
         "{old:?}"
     );
 }
+
+/// An agent that cannot reach its model (`NETWORK`) is waited out as the network's: on the
+/// network's schedule, `max_network_waits` times in a row whatever `max_rate_limit_waits`
+/// says, the step entered again after each wait, no attempt spent; then the session halts as
+/// the network's, no issue escalated.
+#[test]
+fn a_steps_network_failure_is_waited_out_on_the_networks_bound_then_halts_blaming_no_issue() {
+    let limits = Limits {
+        max_rate_limit_waits: 0,
+        max_network_waits: 3,
+        ..Limits::default()
+    };
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    core.handle(&Event::Start);
+    core.handle(&Event::IssueSelected { issue: 4 });
+    core.handle(&Event::PreconditionsOk {
+        step: Step::StartCycle,
+    });
+    let fail = Event::StepFailed {
+        step: Step::StartCycle,
+        class: FailureClass::Network,
+        signature: crate::failure::Signature(9),
+        usage: Usage::default(),
+        wait_hint_secs: None,
+    };
+    for wait in 1..=3 {
+        let fx = core.handle(&fail).to_vec();
+        let seconds = u64::from(limits.network_backoff_secs(wait));
+        assert_eq!(
+            fx,
+            [
+                Effect::Notify(Notice::NetworkWait { seconds, wait }),
+                Effect::Wait {
+                    seconds,
+                    reason: Some(WaitReason::Network)
+                }
+            ],
+            "wait {wait}"
+        );
+        assert_eq!(
+            core.handle(&Event::WaitOver).to_vec(),
+            [Effect::CheckPreconditions {
+                step: Step::StartCycle
+            }]
+        );
+        let run = core
+            .handle(&Event::PreconditionsOk {
+                step: Step::StartCycle,
+            })
+            .to_vec();
+        assert!(
+            matches!(run[..], [Effect::RunStep { attempt: 1, .. }]),
+            "no attempt spent: {run:?}"
+        );
+    }
+    let fx = core.handle(&fail).to_vec();
+    assert!(fx.contains(&Effect::Halt(HaltReason::Network)), "{fx:?}");
+    assert!(
+        !fx.iter().any(|e| matches!(e, Effect::MarkEscalated { .. })),
+        "{fx:?}"
+    );
+    assert!(core.escalated().is_empty());
+    assert_eq!(core.runner().attempts, [0; Step::COUNT]);
+}

@@ -57,6 +57,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         escalated: _,
         phase_failures,
         wait_streak,
+        step_network_waits,
         session_cost_micros: _,
         last_usage: _,
         last_failure: _,
@@ -175,6 +176,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     consecutive_escalations.hash(h);
     phase_failures.hash(h);
     wait_streak.hash(h);
+    step_network_waits.hash(h);
     held_elsewhere.hash(h);
     outstanding.hash(h);
     fleet_pauses.hash(h);
@@ -383,6 +385,7 @@ impl Search {
                     fail(FailureClass::TestAssertion, last + 1),
                     fail(FailureClass::ContextWindow, last + 1),
                     fail(FailureClass::RateLimit, last + 1),
+                    fail(FailureClass::Network, last + 1),
                     fail(FailureClass::Auth, last + 1),
                 ];
                 if last != 0 {
@@ -524,15 +527,19 @@ pub fn small_limits() -> Vec<(String, Limits)> {
                         max_consecutive_failures: phase(ps, pf),
                         max_rate_limit_waits: if b == 1 { 1 } else { 0 },
                         simplify_enabled: !(r == 2 && b == 2),
-                        max_network_waits: (r + e) % 2,
+                        // A step's network waits multiply the states as the rate-limit
+                        // waits do: one of the two per configuration keeps the grid
+                        // affordable (`bounds_exhaustive.rs` checks both at once, smaller).
+                        max_network_waits: if b == 1 { 0 } else { (r + e) % 2 },
                         // CI pending: no wait, or one wait and a second look.
                         ci_timeout_secs: if b == 1 { 10 } else { 0 },
                         ..Limits::default()
                     };
                     out.push((
                         format!(
-                            "R={r} B={b} E={e} F={ps:?}:{pf} W={} S={} simplify={}",
+                            "R={r} B={b} E={e} F={ps:?}:{pf} W={} N={} S={} simplify={}",
                             l.max_rate_limit_waits,
+                            l.max_network_waits,
                             l.max_consecutive_same_failure,
                             l.simplify_enabled
                         ),
@@ -556,7 +563,8 @@ pub fn small_limits() -> Vec<(String, Limits)> {
             max_consecutive_same_failure: 2,
             max_consecutive_failures: multi,
             max_rate_limit_waits: 0,
-            max_network_waits: 1,
+            // The largest searches: no wait of either kind (the grid above has both).
+            max_network_waits: 0,
             ci_timeout_secs: 10,
             ..Limits::default()
         };

@@ -18,6 +18,8 @@ pub struct Model {
     pub escalated: BTreeSet<u32>,
     pub phase: [u32; Step::COUNT],
     pub waits: u32,
+    /// Network waits in a row after steps' `NETWORK` failures.
+    pub step_net_waits: u32,
     pub same: [(u64, u32); Step::COUNT],
     pub halted: bool,
     /// The issue and (step, class, signature) of the last escalation since a merge.
@@ -94,6 +96,7 @@ impl Model {
             escalated: BTreeSet::new(),
             phase: [0; Step::COUNT],
             waits: 0,
+            step_net_waits: 0,
             same: [(0, 0); Step::COUNT],
             halted: false,
             last_escalation: None,
@@ -441,6 +444,7 @@ impl Model {
             }
             Event::StepSucceeded { step, .. } => {
                 self.waits = 0;
+                self.step_net_waits = 0;
                 self.phase[step.index()] = 0;
                 self.same[step.index()] = (0, 0);
                 if step == Step::Merge {
@@ -473,9 +477,19 @@ impl Model {
                         self.waiting = Some(Waiting::Other);
                         return;
                     }
+                    Disposition::WaitForNetwork => {
+                        if self.step_net_waits >= self.l.max_network_waits {
+                            self.halted = true;
+                        } else {
+                            self.step_net_waits += 1;
+                        }
+                        self.waiting = Some(Waiting::Other);
+                        return;
+                    }
                     _ => {}
                 }
                 self.waits = 0;
+                self.step_net_waits = 0;
                 self.attempts[i] += 1;
                 self.phase[i] += 1;
                 self.how[i].push((class, signature.0));

@@ -56,6 +56,7 @@ pub fn class() -> impl Strategy<Value = FailureClass> {
         2 => Just(FailureClass::BuildCompile),
         1 => Just(FailureClass::Timeout),
         2 => Just(FailureClass::RateLimit),
+        1 => Just(FailureClass::Network),
         1 => Just(FailureClass::Quota),
         1 => Just(FailureClass::ContextWindow),
         1 => Just(FailureClass::Auth),

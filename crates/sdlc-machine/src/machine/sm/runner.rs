@@ -114,6 +114,12 @@ pub struct Runner {
     pub phase_failures: [u32; Step::COUNT],
     /// Rate-limit, overload and quota waits in a row.
     pub wait_streak: u32,
+    /// Network waits in a row after steps that failed as `NETWORK` (the agent could not
+    /// reach its model): bounded by `max_network_waits` like a runner call's, counted apart
+    /// from `wait_streak` and from the outstanding request's `network_waits` (a step's wait
+    /// enters the step again, whose checks are a new request).
+    #[serde(default)]
+    pub step_network_waits: u32,
     /// What the session's attempts cost, in micro-dollars (the session budget).
     pub session_cost_micros: u64,
     /// The last attempt's usage: a budget refuses an attempt that would likely pass it.
@@ -285,6 +291,7 @@ impl Runner {
             escalated: BTreeSet::new(),
             phase_failures: [0; Step::COUNT],
             wait_streak: 0,
+            step_network_waits: 0,
             session_cost_micros: 0,
             last_usage: Usage::default(),
             last_failure: None,

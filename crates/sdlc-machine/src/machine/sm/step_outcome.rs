@@ -114,6 +114,7 @@ impl Runner {
         let i = step.index();
         self.record_usage(usage);
         self.wait_streak = 0;
+        self.step_network_waits = 0;
         self.phase_failures[i] = 0;
         self.same_failure[i] = 0;
         self.last_signature[i] = None;
@@ -187,9 +188,11 @@ impl Runner {
                 });
                 return Transition(State::backing_off(step, seconds));
             }
+            Disposition::WaitForNetwork => return self.step_network_wait(step, fx),
             Disposition::Retry | Disposition::EscalateNow => {}
         }
         self.wait_streak = 0;
+        self.step_network_waits = 0;
         self.attempts[i] += 1;
         self.phase_failures[i] += 1;
         if self.last_signature[i] == Some(signature) {
@@ -244,6 +247,29 @@ impl Runner {
             class,
         }));
         self.enter(step, fx)
+    }
+
+    /// The step failed as `NETWORK` (its agent could not reach its model, or a call after the
+    /// agent ran failed on the network): waited out like a runner call's network failure, on
+    /// the network's schedule, then the step entered again; once `max_network_waits` waits in
+    /// a row did not help, the session halts as the network's. No attempt is spent and no
+    /// issue blamed, so a second issue never meets the same outage.
+    fn step_network_wait(&mut self, step: Step, fx: &mut Fx) -> Outcome<State> {
+        if self.step_network_waits >= self.limits.max_network_waits {
+            return self.halt(HaltReason::Network, fx);
+        }
+        self.step_network_waits += 1;
+        let seconds = u64::from(self.limits.network_backoff_secs(self.step_network_waits));
+        self.dispatched = false;
+        fx.push(Effect::Notify(Notice::NetworkWait {
+            seconds,
+            wait: self.step_network_waits,
+        }));
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::Network),
+        });
+        Transition(State::backing_off(step, seconds))
     }
 
     /// The attempt's outcome with what it cost before it (see `pending_usage`).

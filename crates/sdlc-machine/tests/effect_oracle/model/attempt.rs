@@ -146,6 +146,7 @@ impl Model {
         let i = step.index();
         self.record(u);
         self.waits = 0;
+        self.step_net_waits = 0;
         self.phase[i] = 0;
         self.same[i] = 0;
         self.last_sig[i] = None;
@@ -204,9 +205,28 @@ impl Model {
                 self.at = At::Backoff(step, seconds);
                 return;
             }
+            Disposition::WaitForNetwork => {
+                if self.step_net_waits >= self.l.max_network_waits {
+                    return self.halt(HaltReason::Network);
+                }
+                self.step_net_waits += 1;
+                let seconds = u64::from(self.l.network_backoff_secs(self.step_net_waits));
+                self.dispatched = false;
+                self.fx.push(Effect::Notify(Notice::NetworkWait {
+                    seconds,
+                    wait: self.step_net_waits,
+                }));
+                self.fx.push(Effect::Wait {
+                    seconds,
+                    reason: Some(WaitReason::Network),
+                });
+                self.at = At::Backoff(step, seconds);
+                return;
+            }
             Disposition::Retry | Disposition::EscalateNow => {}
         }
         self.waits = 0;
+        self.step_net_waits = 0;
         self.attempts[i] += 1;
         self.phase[i] += 1;
         if self.last_sig[i] == Some(sig) {

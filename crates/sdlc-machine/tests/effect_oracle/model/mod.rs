@@ -63,6 +63,8 @@ pub struct Model {
     pub escalated: BTreeSet<u32>,
     pub phase: [u32; Step::COUNT],
     pub waits: u32,
+    /// Network waits in a row after steps' `NETWORK` failures.
+    pub step_net_waits: u32,
     pub session_cost: u64,
     pub last_usage: Usage,
     pub merges: u64,
@@ -134,6 +136,7 @@ impl Model {
             escalated: BTreeSet::new(),
             phase: [0; Step::COUNT],
             waits: 0,
+            step_net_waits: 0,
             session_cost: 0,
             last_usage: Usage::default(),
             merges: 0,
