@@ -14,7 +14,10 @@ use crate::config::Config;
 use crate::git::repo::Repo;
 use crate::machine::{Event, Signal};
 use crate::ports::Clock;
-use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Share, Worker};
+use sdlc_machine::fleet::{
+    Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, TrainLimits, Worker,
+};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +30,33 @@ pub(super) struct Shared {
     /// Every journal of the project (its own and each clone's): the day's window a worker's
     /// day halt reads when it says when the window frees.
     pub journals: crate::journal::Journals,
+    /// The merge train's cars, by issue: the commit CI passed on its branch and the message
+    /// of its merge, from which any worker builds the trees it is handed.
+    cars: Mutex<BTreeMap<u32, (String, String)>>,
+    /// The main each train epoch's trees are built on, as the first test of the epoch
+    /// found origin's.
+    bases: Mutex<BTreeMap<u32, String>>,
+}
+
+/// What the coordinator answered a report with, for the worker that made it.
+#[derive(Debug, Default)]
+pub(super) struct Reply {
+    /// `WantsIssue`, `WantsMerge`: go ahead (`Some(true)`), wait or skip (`Some(false)`);
+    /// `None`: no answer (the fleet halted).
+    pub start: Option<bool>,
+    /// The train's test this worker runs while it waits.
+    pub test: Option<Test>,
+    /// Its car's place in the train, when it waits in one.
+    pub position: Option<usize>,
+    /// What the train settled, said.
+    pub said: Vec<String>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
 }
 
 /// One worker's link to the fleet.
@@ -40,15 +70,27 @@ impl Link {
     /// Hands a report to the coordinator and carries out its orders; `Some(start)` answers
     /// `WantsIssue` and `WantsMerge`.
     pub fn report(&self, report: Report) -> Option<bool> {
-        let orders = match self.shared.coordinator.lock() {
-            Ok(mut c) => c.handle(report),
-            Err(poisoned) => poisoned.into_inner().handle(report),
-        };
-        let mut start = None;
+        self.ask(report).start
+    }
+
+    /// [`Link::report`], with all the coordinator answered this worker.
+    pub fn ask(&self, report: Report) -> Reply {
+        let orders = locked(&self.shared.coordinator).handle(report);
+        let mut reply = Reply::default();
         for order in orders {
             match order {
-                Order::Start { .. } | Order::MergeGo { .. } => start = Some(true),
-                Order::Skip { .. } | Order::MergeWait { .. } => start = Some(false),
+                Order::Start { .. } | Order::MergeGo { .. } => reply.start = Some(true),
+                Order::Skip { .. } | Order::MergeWait { .. } => reply.start = Some(false),
+                Order::TrainWait { position, .. } => {
+                    reply.start = Some(false);
+                    reply.position = Some(position);
+                }
+                Order::RunTest { test, .. } => reply.test = Some(test),
+                Order::TrainSettled(settled) => {
+                    let said = crate::narration::train_settled(&settled);
+                    tracing::info!("{said}");
+                    reply.said.push(said);
+                }
                 Order::PauseAll { until } => say!(
                     "fleet: every worker pauses until {} (a rate limit or quota)",
                     chrono::DateTime::from_timestamp(i64::try_from(until).unwrap_or(0), 0)
@@ -67,7 +109,30 @@ impl Link {
                 }
             }
         }
-        start
+        reply
+    }
+
+    /// `issue`'s car, boarding the train: the commit CI passed and its merge's message.
+    pub fn board(&self, issue: u32, commit: String, message: String) {
+        locked(&self.shared.cars).insert(issue, (commit, message));
+    }
+
+    /// The merges of a tree's `cars`, in order; `None` when one is unknown.
+    pub fn merges_of(&self, cars: &[u32]) -> Option<Vec<(String, String)>> {
+        let known = locked(&self.shared.cars);
+        cars.iter().map(|c| known.get(c).cloned()).collect()
+    }
+
+    /// The main train epoch `epoch`'s trees are built on, once a test found it.
+    pub fn base_of(&self, epoch: u32) -> Option<String> {
+        locked(&self.shared.bases).get(&epoch).cloned()
+    }
+
+    /// Records `base` as epoch `epoch`'s main, unless one is recorded: whether the epoch's
+    /// main is `base`.
+    pub fn settle_base(&self, epoch: u32, base: &str) -> bool {
+        let mut bases = locked(&self.shared.bases);
+        bases.entry(epoch).or_insert_with(|| base.to_string()) == base
     }
 
     /// Whether another worker of the fleet holds an issue.
@@ -180,6 +245,20 @@ fn session_spent_before(clones: &[PathBuf]) -> Result<u64, String> {
         }
     }
     Ok(total)
+}
+
+/// The merge train's limits (`train.*`), when the workers can build and test its trees: on
+/// the local forge, with a CI command and a builtin merge (which lands the very commit the
+/// train tested). Otherwise one merge turn at a time.
+fn train_limits(cfg: &Config) -> Option<TrainLimits> {
+    let builds = cfg.forge == crate::config::ForgeKind::Local
+        && cfg.local_ci.is_some()
+        && cfg.builtin(crate::step::Step::Merge);
+    builds.then_some(TrainLimits {
+        max_parallel: cfg.train.max_parallel,
+        max_length: cfg.train.max_length,
+        batch: cfg.train.batch,
+    })
 }
 
 /// The file that keeps a fleet halt across runs (`release` removes it too).
@@ -335,11 +414,14 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                 .per_day_budget_micros
                 .map(|b| b.saturating_sub(spent_today.unwrap_or(0))),
             session_spent_before_micros: spent_before,
+            train: train_limits(&cfg),
         })),
         shutdowns: Mutex::new(Vec::new()),
         journals: crate::journal::Journals::in_dir(&crate::runner_dir::RunnerDir {
             dir: plan.runner_dir.clone(),
         }),
+        cars: Mutex::new(BTreeMap::new()),
+        bases: Mutex::new(BTreeMap::new()),
     });
     let runtime = match crate::runtime::build(Some(workers.clamp(2, 16) as usize)) {
         Ok(rt) => rt,
@@ -359,6 +441,11 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         let worker = k as Worker;
         let mut wcfg = cfg.clone();
         wcfg.project_path = clone.clone();
+        if let Some(ci) = wcfg.local_ci.as_mut() {
+            // One store of CI's verdicts for every clone: a tree one worker tested is
+            // tested for the worker that lands it.
+            ci.results = Some(plan.runner_dir.join("ci"));
+        }
         wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
         let wopts = RunOptions {
             worker_id: Some(format!("{}-w{k}", plan.base_id)),

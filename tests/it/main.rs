@@ -30,6 +30,7 @@ mod journal;
 mod layering;
 mod linear;
 mod logs;
+mod merge_train;
 mod map;
 mod money;
 mod newcomer;
