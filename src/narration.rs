@@ -307,11 +307,18 @@ pub fn train_settled(settled: &sdlc_machine::fleet::Settled) -> String {
     match settled {
         sdlc_machine::fleet::Settled::Land { cars, tree } => format!(
             "merge train: {} land{} (CI passed {})",
-            cars.iter().map(|c| format!("#{c}")).collect::<Vec<_>>().join(", "),
+            cars.iter()
+                .map(|c| format!("#{c}"))
+                .collect::<Vec<_>>()
+                .join(", "),
             if cars.len() == 1 { "s" } else { "" },
             train_tree(&tree.cars)
         ),
-        sdlc_machine::fleet::Settled::Return { car, failed, passed } => format!(
+        sdlc_machine::fleet::Settled::Return {
+            car,
+            failed,
+            passed,
+        } => format!(
             "merge train: #{car} is returned to its cycle: CI failed {} and passed {} without it",
             train_tree(&failed.cars),
             train_tree(&passed.cars)

@@ -14,9 +14,7 @@ use crate::config::Config;
 use crate::git::repo::Repo;
 use crate::machine::{Event, Signal};
 use crate::ports::Clock;
-use sdlc_machine::fleet::{
-    Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, TrainLimits, Worker,
-};
+use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, Worker};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -247,20 +245,6 @@ fn session_spent_before(clones: &[PathBuf]) -> Result<u64, String> {
     Ok(total)
 }
 
-/// The merge train's limits (`train.*`), when the workers can build and test its trees: on
-/// the local forge, with a CI command and a builtin merge (which lands the very commit the
-/// train tested). Otherwise one merge turn at a time.
-fn train_limits(cfg: &Config) -> Option<TrainLimits> {
-    let builds = cfg.forge == crate::config::ForgeKind::Local
-        && cfg.local_ci.is_some()
-        && cfg.builtin(crate::step::Step::Merge);
-    builds.then_some(TrainLimits {
-        max_parallel: cfg.train.max_parallel,
-        max_length: cfg.train.max_length,
-        batch: cfg.train.batch,
-    })
-}
-
 /// The file that keeps a fleet halt across runs (`release` removes it too).
 pub(crate) fn halt_file(runner_dir: &Path) -> PathBuf {
     runner_dir.join("fleet-halt")
@@ -414,7 +398,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                 .per_day_budget_micros
                 .map(|b| b.saturating_sub(spent_today.unwrap_or(0))),
             session_spent_before_micros: spent_before,
-            train: train_limits(&cfg),
+            train: cfg.train_limits(),
         })),
         shutdowns: Mutex::new(Vec::new()),
         journals: crate::journal::Journals::in_dir(&crate::runner_dir::RunnerDir {

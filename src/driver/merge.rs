@@ -22,7 +22,7 @@ use crate::ports::claims::Claimed;
 use crate::ports::forge::TrainTree;
 use crate::ports::{Clock, Io};
 
-use crate::machine::{Commit, Event, Signal, Usage};
+use crate::machine::{Commit, Core, Event, Signal, Usage};
 use crate::step::Step;
 use crate::steps::builtin::{self, Failed, Head, IssueFacts, Look};
 use sdlc_machine::fleet::Report;
@@ -99,6 +99,14 @@ pub(super) async fn take_merge_turn(
         }
     };
     told.answer(event)
+}
+
+/// The car `issue` boards the merge train with: the commit CI passed in this cycle and the
+/// message its builtin merge will carry (none before CI passed a commit).
+pub(super) fn car(core: &Core, cycle: &Cycle, issue: u32) -> Option<(String, String)> {
+    let title = &cycle.issue.title;
+    let message = crate::steps::builtin::merge_message(issue, title);
+    core.runner().verified.map(|c| (c.hex(), message))
 }
 
 /// One test of the merge train, handed to this worker while it waits: the tree built from

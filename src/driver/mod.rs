@@ -467,12 +467,7 @@ impl Driver {
             Effect::TakeMergeTurn { issue } => {
                 let holders = (self.fleet.as_ref(), self.claims.as_ref());
                 let shell = (&self.shell.io, &*self.shell.clock, &self.shell.shutdown);
-                // The car boarding the merge train: the commit CI passed and its merge's
-                // message, which the builtin merge will use.
-                let car = self.core.runner().verified.map(|c| {
-                    let title = &self.cycle.issue.title;
-                    (c.hex(), crate::steps::builtin::merge_message(issue, title))
-                });
+                let car = merge::car(&self.core, &self.cycle, issue);
                 merge::take_merge_turn(holders, shell, (issue, car)).await
             }
             Effect::ClaimIssue { issue } => {

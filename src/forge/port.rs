@@ -39,7 +39,9 @@ impl ForgePort for ForgeAdapter {
         merges: &[(String, String)],
     ) -> Result<crate::ports::forge::TrainTree, ForgeError> {
         match &self.forge {
-            Forge::Local { ci, .. } => super::local::test_train(&self.repo, ci.as_ref(), base, merges),
+            Forge::Local { ci, .. } => {
+                super::local::test_train(&self.repo, ci.as_ref(), base, merges)
+            }
             Forge::GitHub { .. } | Forge::GitLab { .. } => Err(crate::ports::forge::no_train()),
         }
     }

@@ -140,7 +140,10 @@ fn three_prs_in_a_train_the_middle_one_failing_together_is_returned_and_the_othe
     // #3 landed before #2's repair: the one failing did not hold up the one behind it.
     let order = git(&p.origin, &["log", "--first-parent", "--format=%s", "main"]);
     let at = |n: u32| order.find(&format!("Merge issue #{n}:")).expect("merged");
-    assert!(at(3) > at(2), "#3 landed before #2 (newest first):\n{order}");
+    assert!(
+        at(3) > at(2),
+        "#3 landed before #2 (newest first):\n{order}"
+    );
     for n in 1..=3 {
         assert_eq!(p.issue(n)["escalated"], json!(false), "#{n}\n{all}");
     }
@@ -178,5 +181,45 @@ fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
         untested_on_main(&p.origin, &start, &runs),
         Vec::<String>::new(),
         "{all}"
+    );
+}
+
+/// `bounds` prints the train's worst case of CI runs from its limits: a train of 4 PRs, 3
+/// trees at once, batches of one, settles in at most 4 runs (one per PR) plus, for each
+/// returned PR, the runs behind it already started (0 + 1 + 2 + 2): 9, exact; 4 when none
+/// fails. A config without a train says so.
+#[test]
+fn bounds_prints_the_trains_worst_case_of_ci_runs() {
+    let (p, _) = train_of_three(0);
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["true"], "timeoutMin": 1});
+    extra["train"] = json!({"maxParallel": 3, "maxLength": 4});
+    p.set_config(extra);
+    let bounds = |p: &Project| {
+        let out = p
+            .command(&["bounds", "--config", p.config.to_str().expect("utf8")])
+            .output()
+            .expect("bounds");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let stdout = bounds(&p);
+    assert!(
+        stdout.contains(
+            "merge train (run --workers; maxParallel 3, maxLength 4, batch 1): at most 9 CI runs to settle a train of 4 PRs"
+        ) && stdout.contains("exact")
+            && stdout.contains("when no run fails, at most 4 runs for 4 PRs"),
+        "{stdout}"
+    );
+    let limits = sdlc_machine::fleet::TrainLimits {
+        max_parallel: 3,
+        max_length: 4,
+        batch: 1,
+    };
+    assert_eq!(limits.max_ci_runs(4, 0), 9, "the figure is the machine's");
+    p.set_config(json!({}));
+    assert!(
+        bounds(&p).contains("merge train (run --workers): none for this config"),
+        "an agent-run merge forms no train"
     );
 }

@@ -855,9 +855,7 @@ fn the_trains_limits_default_to_one_tree_at_a_time_and_wrong_ones_are_named() {
     for named in ["train.maxParallel", "train.batch", "train.maxLenght"] {
         assert!(all.contains(named), "{named}: {all}");
     }
-    let never_fills = errors(&with_project(
-        r#""train": {"maxLength": 2, "batch": 3}"#,
-    ));
+    let never_fills = errors(&with_project(r#""train": {"maxLength": 2, "batch": 3}"#));
     assert_eq!(
         never_fills,
         vec!["train.batch: 3 PRs tested as one tree, but the train holds at most 2 (maxLength): a batch could never fill; lower batch or raise maxLength".to_string()],

@@ -608,7 +608,11 @@ impl Coordinator {
                 if let (true, Some(car)) = (was_merging, self.held_by(worker)) {
                     if self.settled.front() == Some(&car) {
                         self.settled.pop_front();
-                    } else if self.train.as_ref().is_some_and(|t| t.position(car).is_some()) {
+                    } else if self
+                        .train
+                        .as_ref()
+                        .is_some_and(|t| t.position(car).is_some())
+                    {
                         self.leave_train(car);
                     }
                 }

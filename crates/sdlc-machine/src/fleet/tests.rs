@@ -284,7 +284,9 @@ fn in_a_train_each_pr_is_tested_with_those_ahead_and_lands_in_order_when_passed(
         id: t1.id,
         passed: true,
     });
-    assert!(matches!(&landed[..], [Order::TrainSettled(Settled::Land { cars, .. })] if cars == &vec![1]));
+    assert!(
+        matches!(&landed[..], [Order::TrainSettled(Settled::Land { cars, .. })] if cars == &vec![1])
+    );
     assert_eq!(
         c.handle(Report::WantsMerge { worker: 0 }),
         vec![Order::MergeGo { worker: 0 }]
@@ -387,5 +389,9 @@ fn a_worker_that_stops_leaves_the_train_and_those_behind_are_rebuilt() {
         id: t.id,
     });
     assert!(abandoned.is_empty());
-    assert_eq!(ask(&mut c, 1).map(|t| t.tree.cars), Some(vec![2]), "asked again");
+    assert_eq!(
+        ask(&mut c, 1).map(|t| t.tree.cars),
+        Some(vec![2]),
+        "asked again"
+    );
 }
