@@ -12,9 +12,12 @@ use super::shutdown::Shutdown;
 use super::{RunOptions, Started};
 use crate::config::Config;
 use crate::git::repo::Repo;
+use crate::live_status::{TrainCar, TrainSnapshot};
 use crate::machine::{Event, Signal};
 use crate::ports::Clock;
-use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, Worker};
+use sdlc_machine::fleet::{
+    Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, Verdict, Worker,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -34,6 +37,36 @@ pub(super) struct Shared {
     /// The main each train epoch's trees are built on, as the first test of the epoch
     /// found origin's.
     bases: Mutex<BTreeMap<u32, String>>,
+    /// The train as last written to `train.json` in `runner_dir`, for `status`.
+    shown: Mutex<Option<TrainSnapshot>>,
+    runner_dir: PathBuf,
+}
+
+/// The coordinator's train, as `status` shows it.
+fn snapshot(c: &Coordinator) -> Option<TrainSnapshot> {
+    let train = c.train()?;
+    let cars = train
+        .cars()
+        .enumerate()
+        .map(|(position, (issue, verdict))| TrainCar {
+            issue,
+            position,
+            tree: train.tree_for(issue).map(|t| t.cars).unwrap_or_default(),
+            verdict: match verdict {
+                Verdict::Untested => "untested",
+                Verdict::Testing(_) => "testing",
+                Verdict::Passed(_) => "passed",
+                Verdict::Failed(_) => "failed",
+            }
+            .to_string(),
+        })
+        .collect();
+    Some(TrainSnapshot {
+        pid: std::process::id(),
+        cars,
+        settled: c.settled().collect(),
+        runs: train.runs(),
+    })
 }
 
 /// What the coordinator answered a report with, for the worker that made it.
@@ -73,7 +106,11 @@ impl Link {
 
     /// [`Link::report`], with all the coordinator answered this worker.
     pub fn ask(&self, report: Report) -> Reply {
-        let orders = locked(&self.shared.coordinator).handle(report);
+        let (orders, train) = {
+            let mut c = locked(&self.shared.coordinator);
+            (c.handle(report), snapshot(&c))
+        };
+        self.show(train);
         let mut reply = Reply::default();
         for order in orders {
             match order {
@@ -108,6 +145,23 @@ impl Link {
             }
         }
         reply
+    }
+
+    /// Writes the train to `train.json` for `status`, when it changed; a write that fails is
+    /// only a status the less.
+    fn show(&self, train: Option<TrainSnapshot>) {
+        let mut shown = locked(&self.shared.shown);
+        if train.is_none() || *shown == train {
+            return;
+        }
+        let path = self.shared.runner_dir.join(crate::live_status::TRAIN_FILE);
+        let written = serde_json::to_vec(&train)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| crate::safe_fs::write_atomic(&path, &bytes));
+        if let Err(e) = written {
+            tracing::debug!("{}: {e}", path.display());
+        }
+        *shown = train;
     }
 
     /// `issue`'s car, boarding the train: the commit CI passed and its merge's message.
@@ -406,6 +460,8 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         }),
         cars: Mutex::new(BTreeMap::new()),
         bases: Mutex::new(BTreeMap::new()),
+        shown: Mutex::new(None),
+        runner_dir: plan.runner_dir.clone(),
     });
     let runtime = match crate::runtime::build(Some(workers.clamp(2, 16) as usize)) {
         Ok(rt) => rt,

@@ -149,8 +149,9 @@ fn three_prs_in_a_train_the_middle_one_failing_together_is_returned_and_the_othe
     }
 }
 
-/// The runner is killed (SIGKILL) while CI tests a tree of the train; run again, it resumes:
-/// every issue lands and main's first-parent history holds only trees CI passed.
+/// The runner is killed (SIGKILL) while CI tests a tree of the train (which `status`, text and
+/// JSON, shows meanwhile); run again, it resumes: every issue lands and main's first-parent
+/// history holds only trees CI passed.
 #[test]
 fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
     let (p, runs) = train_of_three(5);
@@ -169,6 +170,30 @@ fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+    // `status` shows the train while it runs: the PRs in it, the trees under test, verdicts.
+    let config = p.config.to_str().expect("utf8");
+    let json = p
+        .command(&["status", "--json", "--config", config])
+        .output()
+        .expect("status --json");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("status JSON");
+    let cars = v["train"]["cars"].as_array().cloned().unwrap_or_default();
+    assert!(
+        cars.iter().any(
+            |c| c["verdict"] == "testing" && c["tree"].as_array().is_some_and(|t| t.len() >= 2)
+        ),
+        "a tree under test: {}",
+        v["train"]
+    );
+    let shown = p
+        .command(&["status", "--config", config])
+        .output()
+        .expect("status");
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(
+        shown.contains("train:    #") && shown.contains(": testing (main + #"),
+        "{shown}"
+    );
     child.kill().expect("kill -9");
     let killed = child.wait_with_output().expect("output");
     // The killed CI command ends on its own; then the fleet runs again.
