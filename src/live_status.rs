@@ -86,6 +86,44 @@ pub struct Wait {
     pub until: DateTime<Utc>,
 }
 
+/// The file of the fleet's merge train in the project's runner directory.
+pub const TRAIN_FILE: &str = "train.json";
+
+/// What `train.json` holds: the merge train of `run --workers N` as its coordinator last saw
+/// it, written by the fleet when it changes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrainSnapshot {
+    /// The fleet process that wrote it.
+    pub pid: u32,
+    /// The PRs in the train, the head first.
+    pub cars: Vec<TrainCar>,
+    /// PRs the train settled (to land, or returned to meet their failure), in the order their
+    /// merges go.
+    pub settled: Vec<u32>,
+    /// CI runs the train asked for so far.
+    pub runs: u64,
+}
+
+/// One PR in the merge train.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TrainCar {
+    pub issue: u32,
+    /// 0: the head.
+    pub position: usize,
+    /// The issues merged onto main in the tree it is tested in, in order (itself last).
+    pub tree: Vec<u32>,
+    /// Its tree's verdict: `untested`, `testing`, `passed` or `failed`.
+    pub verdict: String,
+}
+
+/// Reads the train in `runner_dir` (never through a link), if one is on record.
+pub fn read_train(runner_dir: &Path) -> Option<TrainSnapshot> {
+    let bytes = crate::safe_fs::read_no_follow(&runner_dir.join(TRAIN_FILE)).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
 /// Reads the snapshot in `runner_dir` (never through a link); `None` when there is none or it
 /// cannot be read.
 pub fn read(runner_dir: &Path) -> Option<Snapshot> {

@@ -260,6 +260,72 @@ pub fn tracker_failed(error: &dyn Display) -> String {
 
 // The merge turn.
 
+/// A tree of the merge train, as a person reads it: `main + #1 + #2`.
+pub fn train_tree(cars: &[u32]) -> String {
+    let mut text = "main".to_string();
+    for car in cars {
+        text.push_str(&format!(" + #{car}"));
+    }
+    text
+}
+
+pub fn waiting_in_train(issue: u32, position: usize) -> String {
+    format!("issue #{issue}: in the merge train at position {position} (0: the head), waiting for CI's verdicts ahead")
+}
+
+pub fn train_testing(issue: u32, cars: &[u32], epoch: u32) -> String {
+    format!(
+        "issue #{issue}: merge train: CI tests {} (main of train epoch {epoch})",
+        train_tree(cars)
+    )
+}
+
+pub fn train_tested(cars: &[u32], merge: Option<&str>, passed: bool) -> String {
+    let verdict = if passed { "passed" } else { "failed" };
+    let commit = match merge {
+        Some(sha) => format!(" at {}", &sha[..sha.len().min(12)]),
+        None => " (its merges conflict)".to_string(),
+    };
+    format!("merge train: CI {verdict} {}{commit}", train_tree(cars))
+}
+
+pub fn train_not_tested(cars: &[u32], why: &dyn Display) -> String {
+    format!(
+        "merge train: {} was not tested: {why}; it is tested again",
+        train_tree(cars)
+    )
+}
+
+pub fn train_main_moved(main: &str) -> String {
+    format!(
+        "merge train: main moved to {} without the train: every tree is built again on it",
+        &main[..main.len().min(12)]
+    )
+}
+
+pub fn train_settled(settled: &sdlc_machine::fleet::Settled) -> String {
+    match settled {
+        sdlc_machine::fleet::Settled::Land { cars, tree } => format!(
+            "merge train: {} land{} (CI passed {})",
+            cars.iter()
+                .map(|c| format!("#{c}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if cars.len() == 1 { "s" } else { "" },
+            train_tree(&tree.cars)
+        ),
+        sdlc_machine::fleet::Settled::Return {
+            car,
+            failed,
+            passed,
+        } => format!(
+            "merge train: #{car} is returned to its cycle: CI failed {} and passed {} without it",
+            train_tree(&failed.cars),
+            train_tree(&passed.cars)
+        ),
+    }
+}
+
 pub fn waiting_for_fleet_turn(issue: u32) -> String {
     format!("issue #{issue}: waiting for the fleet's merge turn (another worker is merging)")
 }

@@ -61,7 +61,10 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
             ci: cfg.local_ci.as_ref().map(|c| crate::forge::LocalCi {
                 command: c.command.clone(),
                 timeout: c.timeout,
-                results: runner_dir.dir.join("ci"),
+                results: c
+                    .results
+                    .clone()
+                    .unwrap_or_else(|| runner_dir.dir.join("ci")),
                 sandbox: c.sandbox(&cfg.agent.sandbox),
             }),
             reviews: Some(crate::forge::local_reviews_dir(cfg, &runner_dir.dir)),

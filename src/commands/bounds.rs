@@ -83,6 +83,7 @@ pub fn run(config: &Path) -> i32 {
     }
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
     merges(&cfg);
+    train(&cfg);
     money(&cfg);
     let p = crate::process_bounds::compute(&l, &cfg.builtin_steps());
     let pair = |x: crate::process_bounds::Processes| {
@@ -219,6 +220,28 @@ fn merges(cfg: &crate::config::Config) {
             limit_ms / 1000
         );
     }
+}
+
+/// The merge train's CI runs (`TrainLimits::max_ci_runs`), when `run --workers` forms one.
+fn train(cfg: &crate::config::Config) {
+    let Some(t) = cfg.train_limits() else {
+        out!("merge train (run --workers): none for this config (it needs the local forge, localCi and a builtin merge); the workers take the merge turn one at a time, and the merge still lands only a commit CI passed");
+        return;
+    };
+    let cars = u64::from(t.max_length.max(1));
+    let worst = t.max_ci_runs(cars, 0);
+    let per_kill = t.max_ci_runs(cars, 1).saturating_sub(worst);
+    let exact = if t.batch <= 1 {
+        "exact: some order of verdicts reaches it"
+    } else {
+        "an upper bound for batches of more than one"
+    };
+    out!(
+        "merge train (run --workers; maxParallel {}, maxLength {cars}, batch {}): at most {worst} CI runs to settle a train of {cars} PRs (each lands or is returned, whatever CI answers; {exact}), so at most {worst} per landed issue when only one of them lands; each kill of the runner adds at most {per_kill}; when no run fails, at most {} runs for {cars} PRs, at most one per landed issue",
+        t.max_parallel.max(1),
+        t.batch.max(1),
+        t.max_ci_runs_when_green(cars)
+    );
 }
 
 /// A run whose issues are claimed and whose merge turn is shared among the config's workers:

@@ -90,6 +90,15 @@ fn live(project: &Path) -> (Option<RunningStepView>, Option<WaitView>) {
     )
 }
 
+/// The merge train of the fleet working `project`, when that fleet holds the lock and is
+/// alive.
+fn train(project: &Path) -> Option<crate::live_status::TrainSnapshot> {
+    let dir = crate::runner_dir::RunnerDir::locate(project).ok()?;
+    let holder = lock_holder(&dir).filter(|pid| crate::cleanup::process_alive(*pid))?;
+    let train = crate::live_status::read_train(&dir.dir)?;
+    (u32::try_from(holder).ok() == Some(train.pid)).then_some(train)
+}
+
 /// The pid the lock file names (emptied when the runner exits cleanly).
 fn lock_holder(dir: &crate::runner_dir::RunnerDir) -> Option<i32> {
     crate::safe_fs::read_no_follow(&dir.lock())
@@ -219,6 +228,7 @@ pub fn status(cfg: &Config) -> Result<Status, journal::JournalError> {
     st.claims = claims;
     st.merge_lease = merge_lease;
     st.workers = workers(cfg);
+    st.train = train(&cfg.project_path);
     st.day = day(cfg);
     let clones = st.workers.iter().map(|w| w.clone.as_path());
     st.refused_hosts = refused_hosts(std::iter::once(cfg.project_path.as_path()).chain(clones));
@@ -285,6 +295,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         claims: Vec::new(),
         merge_lease: None,
         workers: Vec::new(),
+        train: None,
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
         day: None,
         refused_hosts: Vec::new(),

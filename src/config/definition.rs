@@ -145,6 +145,7 @@ pub struct Settings {
     /// local forge has no CI.
     pub local_ci: Option<LocalCiFile>,
     pub claims: Option<ClaimsFile> => Claims = Claims::member,
+    pub train: Option<TrainFile> => TrainConfig = TrainConfig::member,
     pub http: Option<HttpFile> => HttpConfig = HttpConfig::member,
     pub gitlab: Option<GitlabFile> => GitlabConfig = GitlabConfig::member,
     pub linear: Option<LinearFile> => LinearConfig = LinearConfig::member,
@@ -169,6 +170,31 @@ pub struct Claims {
     #[serde(default = "d::lease_minutes", rename = "leaseMinutes")]
     #[schemars(range(min = 0, max = 10_080))]
     pub lease: f64 => Duration = minutes,
+}
+}
+
+config_object! {
+/// The merge train of `run --workers N` (docs/scaling.md, "The merge train"): PRs ready to
+/// merge are tested together, each as main plus the PRs ahead of it plus itself.
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TrainFile =>
+/// `train`: the merge train's limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrainConfig {
+    /// Trees tested at once, from the front of the train: 1 tests only the head (each PR
+    /// still tested with main as it will be); more test the PRs behind speculatively, with
+    /// the ones ahead, while the head's CI runs.
+    #[serde(default = "d::train_max_parallel")]
+    #[schemars(range(min = 1, max = 32))]
+    pub max_parallel: u32 => u32 = count,
+    /// PRs in the train at once; one ready beyond that waits to join.
+    #[serde(default = "d::train_max_length")]
+    #[schemars(range(min = 1, max = 64))]
+    pub max_length: u32 => u32 = count,
+    /// PRs tested together as one tree (for expensive CI); a failing batch is bisected.
+    #[serde(default = "d::train_batch")]
+    #[schemars(range(min = 1, max = 16))]
+    pub batch: u32 => u32 = count,
 }
 }
 
@@ -654,6 +680,15 @@ pub(super) mod d {
     }
     pub fn lease_minutes() -> f64 {
         60.0
+    }
+    pub fn train_max_parallel() -> u32 {
+        1
+    }
+    pub fn train_max_length() -> u32 {
+        16
+    }
+    pub fn train_batch() -> u32 {
+        1
     }
     pub fn local_ci_timeout_min() -> f64 {
         20.0

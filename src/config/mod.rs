@@ -391,6 +391,21 @@ impl Config {
     }
 }
 
+impl Config {
+    /// The merge train's limits (`train.*`), when `run --workers` forms one: on the local
+    /// forge, with a CI command and a builtin merge (the workers build and test the trees,
+    /// and the merge lands the very commit tested). `None`: one merge turn at a time.
+    pub fn train_limits(&self) -> Option<sdlc_machine::fleet::TrainLimits> {
+        let builds =
+            self.forge == ForgeKind::Local && self.local_ci.is_some() && self.builtin(Step::Merge);
+        builds.then_some(sdlc_machine::fleet::TrainLimits {
+            max_parallel: self.train.max_parallel,
+            max_length: self.train.max_length,
+            batch: self.train.batch,
+        })
+    }
+}
+
 /// What a run adds to the config's limits: facts of how it runs, not settings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RunShape {

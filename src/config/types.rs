@@ -344,6 +344,10 @@ pub struct LocalCi {
     /// The network inside the sandbox the command runs in, when set (else the agent's
     /// sandbox's).
     pub network: Option<super::SandboxNetwork>,
+    /// Where CI's verdicts are kept, by commit; `None`: the runner directory's `ci`. The
+    /// workers of a fleet share the project's, so that one worker's test of a tree is a
+    /// verdict for another's merge of it (not a key of the file).
+    pub results: Option<std::path::PathBuf>,
 }
 
 impl LocalCi {

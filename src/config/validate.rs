@@ -135,7 +135,17 @@ impl Walker {
         };
         self.remote_services(&top, tracker.kind(), forge, &settings);
         let local_ci = self.local_ci(&top, forge);
-        held.release(self, &["workers", "claims", "http"]);
+        let train = settings.train;
+        if train.batch > train.max_length {
+            self.err(
+                super::walker::join(&top.path("train"), "batch"),
+                format!(
+                    "{} PRs tested as one tree, but the train holds at most {} (maxLength): a batch could never fill; lower batch or raise maxLength",
+                    train.batch, train.max_length
+                ),
+            );
+        }
+        held.release(self, &["workers", "claims", "train", "http"]);
         held.release_rest(self);
 
         let project_path = project_path?;
@@ -193,6 +203,7 @@ impl Walker {
             command: command?,
             timeout: minutes(timeout_min),
             network,
+            results: None,
         })
     }
 

@@ -112,6 +112,7 @@ pub fn mermaid() -> String {
         session_budget_micros: Some(1_000),
         day_budget_left_micros: None,
         session_spent_before_micros: 0,
+        train: None,
     };
     let start = Node {
         c: Coordinator::new(limits),

@@ -12,9 +12,13 @@ use super::shutdown::Shutdown;
 use super::{RunOptions, Started};
 use crate::config::Config;
 use crate::git::repo::Repo;
+use crate::live_status::{TrainCar, TrainSnapshot};
 use crate::machine::{Event, Signal};
 use crate::ports::Clock;
-use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Share, Worker};
+use sdlc_machine::fleet::{
+    Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, Verdict, Worker,
+};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -27,6 +31,63 @@ pub(super) struct Shared {
     /// Every journal of the project (its own and each clone's): the day's window a worker's
     /// day halt reads when it says when the window frees.
     pub journals: crate::journal::Journals,
+    /// The merge train's cars, by issue: the commit CI passed on its branch and the message
+    /// of its merge, from which any worker builds the trees it is handed.
+    cars: Mutex<BTreeMap<u32, (String, String)>>,
+    /// The main each train epoch's trees are built on, as the first test of the epoch
+    /// found origin's.
+    bases: Mutex<BTreeMap<u32, String>>,
+    /// The train as last written to `train.json` in `runner_dir`, for `status`.
+    shown: Mutex<Option<TrainSnapshot>>,
+    runner_dir: PathBuf,
+}
+
+/// The coordinator's train, as `status` shows it.
+fn snapshot(c: &Coordinator) -> Option<TrainSnapshot> {
+    let train = c.train()?;
+    let cars = train
+        .cars()
+        .enumerate()
+        .map(|(position, (issue, verdict))| TrainCar {
+            issue,
+            position,
+            tree: train.tree_for(issue).map(|t| t.cars).unwrap_or_default(),
+            verdict: match verdict {
+                Verdict::Untested => "untested",
+                Verdict::Testing(_) => "testing",
+                Verdict::Passed(_) => "passed",
+                Verdict::Failed(_) => "failed",
+            }
+            .to_string(),
+        })
+        .collect();
+    Some(TrainSnapshot {
+        pid: std::process::id(),
+        cars,
+        settled: c.settled().collect(),
+        runs: train.runs(),
+    })
+}
+
+/// What the coordinator answered a report with, for the worker that made it.
+#[derive(Debug, Default)]
+pub(super) struct Reply {
+    /// `WantsIssue`, `WantsMerge`: go ahead (`Some(true)`), wait or skip (`Some(false)`);
+    /// `None`: no answer (the fleet halted).
+    pub start: Option<bool>,
+    /// The train's test this worker runs while it waits.
+    pub test: Option<Test>,
+    /// Its car's place in the train, when it waits in one.
+    pub position: Option<usize>,
+    /// What the train settled, said.
+    pub said: Vec<String>,
+}
+
+fn locked<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    match m.lock() {
+        Ok(g) => g,
+        Err(p) => p.into_inner(),
+    }
 }
 
 /// One worker's link to the fleet.
@@ -40,15 +101,31 @@ impl Link {
     /// Hands a report to the coordinator and carries out its orders; `Some(start)` answers
     /// `WantsIssue` and `WantsMerge`.
     pub fn report(&self, report: Report) -> Option<bool> {
-        let orders = match self.shared.coordinator.lock() {
-            Ok(mut c) => c.handle(report),
-            Err(poisoned) => poisoned.into_inner().handle(report),
+        self.ask(report).start
+    }
+
+    /// [`Link::report`], with all the coordinator answered this worker.
+    pub fn ask(&self, report: Report) -> Reply {
+        let (orders, train) = {
+            let mut c = locked(&self.shared.coordinator);
+            (c.handle(report), snapshot(&c))
         };
-        let mut start = None;
+        self.show(train);
+        let mut reply = Reply::default();
         for order in orders {
             match order {
-                Order::Start { .. } | Order::MergeGo { .. } => start = Some(true),
-                Order::Skip { .. } | Order::MergeWait { .. } => start = Some(false),
+                Order::Start { .. } | Order::MergeGo { .. } => reply.start = Some(true),
+                Order::Skip { .. } | Order::MergeWait { .. } => reply.start = Some(false),
+                Order::TrainWait { position, .. } => {
+                    reply.start = Some(false);
+                    reply.position = Some(position);
+                }
+                Order::RunTest { test, .. } => reply.test = Some(test),
+                Order::TrainSettled(settled) => {
+                    let said = crate::narration::train_settled(&settled);
+                    tracing::info!("{said}");
+                    reply.said.push(said);
+                }
                 Order::PauseAll { until } => say!(
                     "fleet: every worker pauses until {} (a rate limit or quota)",
                     chrono::DateTime::from_timestamp(i64::try_from(until).unwrap_or(0), 0)
@@ -67,7 +144,47 @@ impl Link {
                 }
             }
         }
-        start
+        reply
+    }
+
+    /// Writes the train to `train.json` for `status`, when it changed; a write that fails is
+    /// only a status the less.
+    fn show(&self, train: Option<TrainSnapshot>) {
+        let mut shown = locked(&self.shared.shown);
+        if train.is_none() || *shown == train {
+            return;
+        }
+        let path = self.shared.runner_dir.join(crate::live_status::TRAIN_FILE);
+        let written = serde_json::to_vec(&train)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| crate::safe_fs::write_atomic(&path, &bytes));
+        if let Err(e) = written {
+            tracing::debug!("{}: {e}", path.display());
+        }
+        *shown = train;
+    }
+
+    /// `issue`'s car, boarding the train: the commit CI passed and its merge's message.
+    pub fn board(&self, issue: u32, commit: String, message: String) {
+        locked(&self.shared.cars).insert(issue, (commit, message));
+    }
+
+    /// The merges of a tree's `cars`, in order; `None` when one is unknown.
+    pub fn merges_of(&self, cars: &[u32]) -> Option<Vec<(String, String)>> {
+        let known = locked(&self.shared.cars);
+        cars.iter().map(|c| known.get(c).cloned()).collect()
+    }
+
+    /// The main train epoch `epoch`'s trees are built on, once a test found it.
+    pub fn base_of(&self, epoch: u32) -> Option<String> {
+        locked(&self.shared.bases).get(&epoch).cloned()
+    }
+
+    /// Records `base` as epoch `epoch`'s main, unless one is recorded: whether the epoch's
+    /// main is `base`.
+    pub fn settle_base(&self, epoch: u32, base: &str) -> bool {
+        let mut bases = locked(&self.shared.bases);
+        bases.entry(epoch).or_insert_with(|| base.to_string()) == base
     }
 
     /// Whether another worker of the fleet holds an issue.
@@ -335,11 +452,16 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                 .per_day_budget_micros
                 .map(|b| b.saturating_sub(spent_today.unwrap_or(0))),
             session_spent_before_micros: spent_before,
+            train: cfg.train_limits(),
         })),
         shutdowns: Mutex::new(Vec::new()),
         journals: crate::journal::Journals::in_dir(&crate::runner_dir::RunnerDir {
             dir: plan.runner_dir.clone(),
         }),
+        cars: Mutex::new(BTreeMap::new()),
+        bases: Mutex::new(BTreeMap::new()),
+        shown: Mutex::new(None),
+        runner_dir: plan.runner_dir.clone(),
     });
     let runtime = match crate::runtime::build(Some(workers.clamp(2, 16) as usize)) {
         Ok(rt) => rt,
@@ -359,6 +481,11 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         let worker = k as Worker;
         let mut wcfg = cfg.clone();
         wcfg.project_path = clone.clone();
+        if let Some(ci) = wcfg.local_ci.as_mut() {
+            // One store of CI's verdicts for every clone: a tree one worker tested is
+            // tested for the worker that lands it.
+            ci.results = Some(plan.runner_dir.join("ci"));
+        }
         wcfg.log_dir = cfg.log_dir.join(format!("w{k}"));
         let wopts = RunOptions {
             worker_id: Some(format!("{}-w{k}", plan.base_id)),

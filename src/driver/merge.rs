@@ -19,9 +19,10 @@ use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
 use crate::narration as say;
 use crate::ports::claims::Claimed;
+use crate::ports::forge::TrainTree;
 use crate::ports::{Clock, Io};
 
-use crate::machine::{Commit, Event, Signal, Usage};
+use crate::machine::{Commit, Core, Event, Signal, Usage};
 use crate::step::Step;
 use crate::steps::builtin::{self, Failed, Head, IssueFacts, Look};
 use sdlc_machine::fleet::Report;
@@ -31,16 +32,29 @@ use sdlc_machine::fleet::Report;
 pub(super) async fn take_merge_turn(
     (fleet, claims): (Option<&Link>, Option<&ClaimKeeper>),
     (io, clock, shutdown): (&Io, &dyn Clock, &Shutdown),
-    issue: u32,
+    (issue, car): (u32, Option<(String, String)>),
 ) -> Answer {
     let mut told = Told::default();
     if let Some(link) = fleet {
-        match link.report(Report::WantsMerge {
+        if let Some((commit, message)) = car {
+            link.board(issue, commit, message);
+        }
+        let reply = link.ask(Report::WantsMerge {
             worker: link.worker,
-        }) {
+        });
+        reply.said.into_iter().for_each(|line| told.narrate(line));
+        if let Some(test) = reply.test {
+            for line in run_train_test(link, io, issue, test).await {
+                told.narrate(line);
+            }
+        }
+        match reply.start {
             Some(true) => {}
             Some(false) => {
-                told.say(say::waiting_for_fleet_turn(issue));
+                told.say(match reply.position {
+                    Some(position) => say::waiting_in_train(issue, position),
+                    None => say::waiting_for_fleet_turn(issue),
+                });
                 return told.answer(Event::MergeTurnBusy);
             }
             None => {
@@ -85,6 +99,65 @@ pub(super) async fn take_merge_turn(
         }
     };
     told.answer(event)
+}
+
+/// The car `issue` boards the merge train with: the commit CI passed in this cycle and the
+/// message its builtin merge will carry (none before CI passed a commit).
+pub(super) fn car(core: &Core, cycle: &Cycle, issue: u32) -> Option<(String, String)> {
+    let title = &cycle.issue.title;
+    let message = crate::steps::builtin::merge_message(issue, title);
+    core.runner().verified.map(|c| (c.hex(), message))
+}
+
+/// One test of the merge train, handed to this worker while it waits: the tree built from
+/// the cars' merges (as the builtin merge builds each) on the epoch's main, CI run on it
+/// (or its verdict read), and the verdict reported. A tree that could not be tested for the
+/// environment's reason is reported abandoned (tested again); main found moved without the
+/// train is reported, and every tree is built again. What it narrates.
+async fn run_train_test(
+    link: &Link,
+    io: &Io,
+    issue: u32,
+    test: sdlc_machine::fleet::Test,
+) -> Vec<String> {
+    let worker = link.worker;
+    let (id, epoch) = (test.id, test.tree.epoch);
+    let cars = test.tree.cars.clone();
+    let mut said = vec![say::train_testing(issue, &cars, epoch)];
+    let Some(merges) = link.merges_of(&cars) else {
+        link.report(Report::TestAbandoned { worker, id });
+        return said;
+    };
+    let base = link.base_of(epoch);
+    let ran = io
+        .call(move |w| w.forge.test_train(base.as_deref(), &merges))
+        .await;
+    match ran {
+        Ok(TrainTree::Tested {
+            base,
+            merge,
+            passed,
+        }) if link.settle_base(epoch, &base) => {
+            said.push(say::train_tested(&cars, merge.as_deref(), passed));
+            let reply = link.ask(Report::Tested { worker, id, passed });
+            said.extend(reply.said);
+        }
+        Ok(TrainTree::Tested { base, .. }) => {
+            said.push(say::train_main_moved(&base));
+            link.report(Report::MainMoved { worker, epoch });
+            link.report(Report::TestAbandoned { worker, id });
+        }
+        Ok(TrainTree::MainMoved { main }) => {
+            said.push(say::train_main_moved(&main));
+            link.report(Report::MainMoved { worker, epoch });
+            link.report(Report::TestAbandoned { worker, id });
+        }
+        Err(e) => {
+            said.push(say::train_not_tested(&cars, &e));
+            link.report(Report::TestAbandoned { worker, id });
+        }
+    }
+    said
 }
 
 /// `ReleaseMergeTurn`: the tracker's lease and then the fleet's turn given back (merged or

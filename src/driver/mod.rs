@@ -467,7 +467,8 @@ impl Driver {
             Effect::TakeMergeTurn { issue } => {
                 let holders = (self.fleet.as_ref(), self.claims.as_ref());
                 let shell = (&self.shell.io, &*self.shell.clock, &self.shell.shutdown);
-                merge::take_merge_turn(holders, shell, issue).await
+                let car = merge::car(&self.core, &self.cycle, issue);
+                merge::take_merge_turn(holders, shell, (issue, car)).await
             }
             Effect::ClaimIssue { issue } => {
                 let fleet = self.fleet.as_ref();

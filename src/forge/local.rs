@@ -7,6 +7,7 @@
 
 use super::{CiState, ForgeError, LocalCi, Pr, PrState, ReviewKind};
 use crate::git::repo::Repo;
+use crate::ports::forge::TrainTree;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -159,6 +160,59 @@ pub(super) fn merge_pr(
         crate::failpoint::point("merge: combination tested");
     }
     repo.push_merge(branch, commit, &built)
+}
+
+/// One tree of the merge train on the local forge: each of `merges` merged in order onto
+/// `base` (origin's main after a fetch, when `None`) exactly as [`merge_pr`] will merge it,
+/// so that the landing builds the commit tested here; then CI on the last merge (on the
+/// commit itself, where the merge's tree is that commit's: CI passed it already). Merges
+/// that conflict do not pass. Origin's main neither `base` nor one of the merges: main moved
+/// without the train.
+pub(super) fn test_train(
+    repo: &Repo,
+    ci: Option<&LocalCi>,
+    base: Option<&str>,
+    merges: &[(String, String)],
+) -> Result<TrainTree, ForgeError> {
+    repo.fetch()?;
+    let main = repo.origin_main()?.unwrap_or_default();
+    let base = base.map_or_else(|| main.clone(), str::to_string);
+    let mut chain = vec![base.clone()];
+    let mut tested = None;
+    for (commit, message) in merges {
+        let onto = chain.last().cloned().unwrap_or_default();
+        match repo.build_merge_onto(&onto, commit, commit, message) {
+            Ok(built) => {
+                tested = Some(if built.same_tree {
+                    commit.clone()
+                } else {
+                    built.merge.clone()
+                });
+                chain.push(built.merge);
+            }
+            Err(e @ (ForgeError::MergeConflict { .. } | ForgeError::ConflictMarkers { .. })) => {
+                tracing::debug!("the train's tree does not build: {e}");
+                return Ok(TrainTree::Tested {
+                    base,
+                    merge: None,
+                    passed: false,
+                });
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    if !chain.contains(&main) {
+        return Ok(TrainTree::MainMoved { main });
+    }
+    let passed = match (ci, &tested) {
+        (Some(ci), Some(sha)) => ci.state_of(repo, sha)? == CiState::Passed,
+        _ => true,
+    };
+    Ok(TrainTree::Tested {
+        base,
+        merge: chain.last().cloned().filter(|_| !merges.is_empty()),
+        passed,
+    })
 }
 
 fn short(commit: &str) -> &str {

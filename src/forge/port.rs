@@ -33,6 +33,18 @@ impl ForgePort for ForgeAdapter {
     fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError> {
         self.forge.merge_pr(&self.repo, branch, commit, message)
     }
+    fn test_train(
+        &self,
+        base: Option<&str>,
+        merges: &[(String, String)],
+    ) -> Result<crate::ports::forge::TrainTree, ForgeError> {
+        match &self.forge {
+            Forge::Local { ci, .. } => {
+                super::local::test_train(&self.repo, ci.as_ref(), base, merges)
+            }
+            Forge::GitHub { .. } | Forge::GitLab { .. } => Err(crate::ports::forge::no_train()),
+        }
+    }
     fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
         self.forge.failing_checks(&self.repo, branch)
     }

@@ -45,6 +45,18 @@ pub trait ForgePort: Send + Sync {
         let _ = branch;
         Ok(())
     }
+    /// One tree of the merge train: `merges` (each a commit CI passed on its branch and the
+    /// message of its merge) merged in order onto `base` (origin's main when `None`), as the
+    /// builtin merge would merge each, and CI's verdict on the last merge. Default: the forge
+    /// builds no trees (only the local forge does).
+    fn test_train(
+        &self,
+        base: Option<&str>,
+        merges: &[(String, String)],
+    ) -> Result<TrainTree, ForgeError> {
+        let _ = (base, merges);
+        Err(no_train())
+    }
     /// Whether CI in `state` lets the branch merge.
     fn ci_ok(&self, state: CiState) -> bool {
         match state {
@@ -61,6 +73,35 @@ pub trait ForgePort: Send + Sync {
 /// read — so it is the same type as the git port's error: one definition, classified once.
 /// The messages name the command and what to check.
 pub type ForgeError = GitError;
+
+/// The answer of a forge that builds no merge train's trees.
+pub fn no_train() -> ForgeError {
+    GitError::Parse {
+        command: "the merge train's tree".to_string(),
+        detail: "only the local forge builds and tests the trees of a merge train".to_string(),
+    }
+}
+
+/// What building and testing one tree of the merge train found ([`ForgePort::test_train`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TrainTree {
+    /// The tree: main as `base` with each merge; `merge` is its last commit (none when the
+    /// merges conflict, which does not pass), `passed` CI's verdict on it.
+    Tested {
+        /// The main the tree was built on.
+        base: String,
+        /// The tree's commit, when it could be built.
+        merge: Option<String>,
+        /// Whether CI passed it.
+        passed: bool,
+    },
+    /// Origin's main is neither `base` nor one of the tree's merges: someone other than the
+    /// train moved it.
+    MainMoved {
+        /// Origin's main now.
+        main: String,
+    },
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 /// The checks of a pull request's head commit, as the merge gate sees them.

@@ -411,18 +411,24 @@ pub fn merge(
         )));
     }
     main_unmoved_since_ci(repo, forge, branch, commit)?;
-    let message = format!(
-        "{}{}: {}",
-        crate::git::repo::MERGE_SUBJECT,
-        issue.number,
-        one_line(issue.title)
-    );
+    let message = merge_message(issue.number, issue.title);
     forge.merge_pr(branch, commit, &message)?;
     Ok(format!(
         "merged {branch} at {} into {}",
         short(commit),
         repo.main()
     ))
+}
+
+/// The message of the runner's merge of issue `number` (`Merge issue #N: title`): the merge
+/// train builds its trees with the same, so that a landing builds the very commit it tested.
+pub fn merge_message(number: u32, title: &str) -> String {
+    format!(
+        "{}{}: {}",
+        crate::git::repo::MERGE_SUBJECT,
+        number,
+        one_line(title)
+    )
 }
 
 /// On a remote forge, main holds after the merge a tree CI passed only when origin's main (as

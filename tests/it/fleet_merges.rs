@@ -359,10 +359,11 @@ fn a_kill_during_ci_of_the_combination_resumes_without_landing_an_untested_tree(
     fleet.kill().expect("kill -9");
     let _ = fleet.wait();
     std::fs::write(&gate, "open").expect("gate");
-    assert_eq!(
-        merged_issues(&p.origin).len(),
-        1,
-        "one landed before the kill"
+    // The merge train tests the combination as soon as the first is settled to land, so
+    // the first's push may not have happened yet at the kill.
+    assert!(
+        merged_issues(&p.origin).len() <= 1,
+        "at most the first landed before the kill"
     );
 
     let out = p.run(&["--workers", "2"]);

@@ -31,6 +31,7 @@ mod layering;
 mod linear;
 mod logs;
 mod map;
+mod merge_train;
 mod money;
 mod newcomer;
 mod notify;

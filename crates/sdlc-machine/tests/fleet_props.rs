@@ -43,6 +43,7 @@ fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Report>)> {
                 session_budget_micros: budget,
                 day_budget_left_micros: day_left,
                 session_spent_before_micros: 0,
+                train: None,
             };
             (
                 Just(limits),
@@ -69,7 +70,7 @@ proptest! {
         for r in &reports {
             let orders = c.handle(*r);
             for o in &orders {
-                match *o {
+                match o.clone() {
                     Order::Start { worker, issue } => {
                         prop_assert!(!halted, "nothing starts after a halt");
                         prop_assert!(!escalated.contains(&issue), "escalated #{issue} restarted");
@@ -105,6 +106,7 @@ proptest! {
                         waited.entry(worker).or_insert(0);
                     }
                     Order::Skip { .. } | Order::PauseAll { .. } => {}
+                    other => prop_assert!(false, "no train, no train order: {:?}", other),
                 }
             }
             match *r {
@@ -242,6 +244,7 @@ proptest! {
             session_budget_micros: Some(budget),
             day_budget_left_micros: day_left,
             session_spent_before_micros: before,
+            train: None,
         };
         let session_left = budget.saturating_sub(before);
         let ceiling = day_left.map_or(session_left, |d| d.min(session_left));

@@ -37,6 +37,26 @@ impl Status {
                 line(format!("  waiting:  {}", wait_text(wait)));
             }
         }
+        if let Some(t) = &self.train {
+            for car in &t.cars {
+                let tree: Vec<String> = car.tree.iter().map(|n| self.refs.issue(*n)).collect();
+                line(format!(
+                    "train:    {} at position {}: {} (main + {})",
+                    self.refs.issue(car.issue),
+                    car.position,
+                    car.verdict,
+                    tree.join(" + ")
+                ));
+            }
+            let settled: Vec<String> = t.settled.iter().map(|n| self.refs.issue(*n)).collect();
+            if !settled.is_empty() {
+                line(format!(
+                    "train:    settled, merging in order: {}",
+                    settled.join(", ")
+                ));
+            }
+            line(format!("train:    {} CI run(s) so far", t.runs));
+        }
         let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
         for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
             line(format!(

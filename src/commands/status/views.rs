@@ -54,6 +54,10 @@ pub struct Status {
     pub merge_lease: Option<ClaimView>,
     /// The workers of `run --workers N` on this project, each with its own clone and session.
     pub workers: Vec<WorkerView>,
+    /// The merge train of `run --workers N`, live (only while the fleet that wrote it holds
+    /// the project's lock).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub train: Option<crate::live_status::TrainSnapshot>,
     /// The project's spend over the last 24 hours against `budget.perDayUsd`, when it is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub day: Option<DayView>,

@@ -833,3 +833,31 @@ fn trusted_authors_are_read_and_a_login_in_both_lists_is_refused() {
         ),
     ]);
 }
+
+#[test]
+fn the_trains_limits_default_to_one_tree_at_a_time_and_wrong_ones_are_named() {
+    let c = load(r#"{"projectPath": "p"}"#);
+    assert_eq!(
+        (c.train.max_parallel, c.train.max_length, c.train.batch),
+        (1, 16, 1)
+    );
+    let c = load(&with_project(
+        r#""train": {"maxParallel": 3, "maxLength": 6, "batch": 2}"#,
+    ));
+    assert_eq!(
+        (c.train.max_parallel, c.train.max_length, c.train.batch),
+        (3, 6, 2)
+    );
+    let wrong = errors(&with_project(
+        r#""train": {"maxParallel": 0, "batch": 20, "maxLenght": 3}"#,
+    ));
+    let all = wrong.join("\n");
+    for named in ["train.maxParallel", "train.batch", "train.maxLenght"] {
+        assert!(all.contains(named), "{named}: {all}");
+    }
+    let never_fills = errors(&with_project(r#""train": {"maxLength": 2, "batch": 3}"#));
+    assert_eq!(
+        never_fills,
+        vec!["train.batch: 3 PRs tested as one tree, but the train holds at most 2 (maxLength): a batch could never fill; lower batch or raise maxLength".to_string()],
+    );
+}

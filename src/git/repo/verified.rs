@@ -103,6 +103,21 @@ impl Repo {
                 CallFailureKind::NotFound,
             ));
         };
+        self.build_merge_onto(&base, branch, commit, message)
+    }
+
+    /// The merge of `commit` (`what` names it in errors) onto commit `base`, as
+    /// [`Repo::build_merge`] builds it onto origin's main: the same inputs give the same
+    /// commit, so the merge train's tree of a PR and its landing are one commit.
+    pub fn build_merge_onto(
+        &self,
+        base: &str,
+        what: &str,
+        commit: &str,
+        message: &str,
+    ) -> Result<BuiltMerge, RepoError> {
+        let branch = what;
+        let base = base.to_string();
         let write = ["merge-tree", "--write-tree", "--name-only", &base, commit];
         let out = self.git(&write)?;
         let text = String::from_utf8_lossy(&out.stdout).to_string();

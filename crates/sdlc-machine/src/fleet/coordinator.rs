@@ -1,6 +1,7 @@
 //! The coordinator of `run --workers N` and its vocabulary: what a worker reports, what the
 //! coordinator orders, why the fleet halted.
 
+use super::train::{Settled, Test, Train, TrainLimits};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 /// A worker's index, `0..workers`.
@@ -23,6 +24,10 @@ pub struct FleetLimits {
     /// (a killed call's running cost included), so the session budget has only the rest
     /// left. The day's remainder already counts it (it is summed from the same journals).
     pub session_spent_before_micros: u64,
+    /// The merge train's limits, when the workers' merges form one (the local forge with a
+    /// builtin merge and a CI command: the workers can build and test the trees); `None`:
+    /// one merge turn at a time, first come first served.
+    pub train: Option<TrainLimits>,
 }
 
 /// What a worker tells the coordinator.
@@ -85,6 +90,32 @@ pub enum Report {
         /// The reporting worker.
         worker: Worker,
     },
+    /// The worker ran the train's test `id` ([`Order::RunTest`]): CI `passed` the tree or
+    /// not (a tree that cannot be built, its merges conflicting, did not pass).
+    Tested {
+        /// The reporting worker.
+        worker: Worker,
+        /// The test's id.
+        id: u64,
+        /// Whether CI passed the tree.
+        passed: bool,
+    },
+    /// The worker could not run test `id` for a reason of the environment's (git or the
+    /// CI command could not run): no verdict, the tree is tested again.
+    TestAbandoned {
+        /// The reporting worker.
+        worker: Worker,
+        /// The test's id.
+        id: u64,
+    },
+    /// Building a tree of train epoch `epoch`, the worker found main moved by someone other
+    /// than the train: every tree is built again on the new main.
+    MainMoved {
+        /// The reporting worker.
+        worker: Worker,
+        /// The epoch of the tree it built.
+        epoch: u32,
+    },
 }
 
 /// Why the fleet halted.
@@ -135,7 +166,7 @@ impl FleetHalt {
 }
 
 /// What the coordinator decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Order {
     /// The worker may work on the issue.
     Start {
@@ -170,6 +201,27 @@ pub enum Order {
         /// The worker that has the turn.
         holder: Worker,
     },
+    /// The worker's PR is in the merge train at `position` (0: the head), not yet settled to
+    /// land: ask again after a pause.
+    TrainWait {
+        /// The worker addressed.
+        worker: Worker,
+        /// Its car's place in the train.
+        position: usize,
+    },
+    /// While it waits, the worker builds `test.tree` (main as of `test.tree.epoch` plus each
+    /// car's PR merged in order, as the builtin merge merges them), runs CI on it and reports
+    /// [`Report::Tested`].
+    RunTest {
+        /// The worker addressed.
+        worker: Worker,
+        /// The test to run.
+        test: Test,
+    },
+    /// A verdict settled this: a car lands (its worker gets the merge turn in this order),
+    /// or is returned to its issue's cycle (its merge, given the turn, meets CI's verdict on
+    /// the combination it failed in).
+    TrainSettled(Settled),
 }
 
 /// Whether a worker may dispatch an agent now.
@@ -217,6 +269,11 @@ pub struct Coordinator {
     /// Workers told to wait for the others' calls ([`Share::WaitForOthers`]): their next
     /// wait is that, not a rate limit or quota the whole fleet pauses for.
     share_waits: BTreeSet<Worker>,
+    /// The merge train, when the fleet has one (`FleetLimits::train`).
+    train: Option<Train>,
+    /// Cars the train settled (to land or to be returned), in the order their workers get
+    /// the merge turn: main holds what was tested only when they merge in that order.
+    settled: VecDeque<u32>,
 }
 
 impl Coordinator {
@@ -235,7 +292,19 @@ impl Coordinator {
             merge_queue: VecDeque::new(),
             reserved: BTreeMap::new(),
             share_waits: BTreeSet::new(),
+            train: limits.train.map(Train::new),
+            settled: VecDeque::new(),
         }
+    }
+
+    /// The merge train, when the fleet has one.
+    pub fn train(&self) -> Option<&Train> {
+        self.train.as_ref()
+    }
+
+    /// The cars settled and waiting for their merge turn, in order.
+    pub fn settled(&self) -> impl Iterator<Item = u32> + '_ {
+        self.settled.iter().copied()
     }
 
     /// The worker that has the merge turn, if any.
@@ -360,6 +429,9 @@ impl Coordinator {
     }
 
     fn release(&mut self, worker: Worker) {
+        if let Some(car) = self.held_by(worker) {
+            self.leave_train(car);
+        }
         self.held.retain(|_, w| *w != worker);
         self.reserved.remove(&worker);
         self.end_merge(worker);
@@ -371,6 +443,55 @@ impl Coordinator {
             self.merging = None;
         }
         self.merge_queue.retain(|w| *w != worker);
+    }
+
+    /// `car` leaves the train (its worker stops, escalates or gives up the merge): the trees
+    /// behind it are rebuilt. A car the train counts as landed that leaves did not land (a
+    /// landed car's worker reports `Merged` first): main is not what the train built on.
+    fn leave_train(&mut self, car: u32) {
+        let Some(train) = self.train.as_mut() else {
+            return;
+        };
+        self.settled.retain(|c| *c != car);
+        if train.landed().contains(&car) && !self.merged.contains(&car) {
+            train.main_moved();
+        } else {
+            train.leave(car);
+        }
+    }
+
+    /// `WantsMerge` in a fleet with a train: the worker's car joins it (or is in it); it gets
+    /// the turn when its car is the first settled and nobody merges; else it waits, and
+    /// runs the next test the train hands out while it does.
+    fn wants_merge_in_train(&mut self, worker: Worker, car: u32) -> Vec<Order> {
+        if self.merging == Some(worker) {
+            return vec![Order::MergeGo { worker }];
+        }
+        if self.merging.is_none() && self.settled.front() == Some(&car) {
+            self.merging = Some(worker);
+            return vec![Order::MergeGo { worker }];
+        }
+        let Some(train) = self.train.as_mut() else {
+            return Vec::new();
+        };
+        if train.landed().contains(&car) && !self.merged.contains(&car) {
+            // Settled to land, given the turn, and back: its merge did not land.
+            train.main_moved();
+        }
+        if !self.settled.contains(&car) {
+            // A full train: the car asks again, and joins once one has left.
+            let _ = train.join(car);
+        }
+        let mut orders = Vec::new();
+        if let Some(test) = train.next_test() {
+            orders.push(Order::RunTest { worker, test });
+        }
+        let position = train
+            .position(car)
+            .or_else(|| self.settled.iter().position(|c| *c == car))
+            .unwrap_or(0);
+        orders.push(Order::TrainWait { worker, position });
+        orders
     }
 
     fn halt_all(&mut self, why: FleetHalt) -> Vec<Order> {
@@ -416,13 +537,15 @@ impl Coordinator {
                 }
             }
             Report::Merged { worker, issue } => {
+                self.merged.insert(issue);
+                self.settled.retain(|c| *c != issue);
                 self.held.remove(&issue);
                 self.release(worker);
-                self.merged.insert(issue);
                 self.consecutive_escalations = 0;
                 Vec::new()
             }
             Report::Escalated { worker, issue } => {
+                self.leave_train(issue);
                 self.held.remove(&issue);
                 self.release(worker);
                 if !self.escalated.insert(issue) {
@@ -459,6 +582,11 @@ impl Coordinator {
                     // Nothing is granted after a halt; the worker is being stopped.
                     return Vec::new();
                 }
+                if self.train.is_some() {
+                    if let Some(car) = self.held_by(worker) {
+                        return self.wants_merge_in_train(worker, car);
+                    }
+                }
                 // The turn's holder, else the first in the queue, has the right of way.
                 let ahead = self
                     .merging
@@ -475,7 +603,44 @@ impl Coordinator {
                 vec![Order::MergeGo { worker }]
             }
             Report::MergeDone { worker } => {
+                let was_merging = self.merging == Some(worker);
                 self.end_merge(worker);
+                if let (true, Some(car)) = (was_merging, self.held_by(worker)) {
+                    if self.settled.front() == Some(&car) {
+                        self.settled.pop_front();
+                    } else if self
+                        .train
+                        .as_ref()
+                        .is_some_and(|t| t.position(car).is_some())
+                    {
+                        self.leave_train(car);
+                    }
+                }
+                Vec::new()
+            }
+            Report::Tested { id, passed, .. } => {
+                let Some(train) = self.train.as_mut() else {
+                    return Vec::new();
+                };
+                let settled = train.verdict(id, passed);
+                for s in &settled {
+                    match s {
+                        Settled::Land { cars, .. } => self.settled.extend(cars.iter().copied()),
+                        Settled::Return { car, .. } => self.settled.push_back(*car),
+                    }
+                }
+                settled.into_iter().map(Order::TrainSettled).collect()
+            }
+            Report::TestAbandoned { id, .. } => {
+                if let Some(train) = self.train.as_mut() {
+                    train.abandon(id);
+                }
+                Vec::new()
+            }
+            Report::MainMoved { epoch, .. } => {
+                if let Some(train) = self.train.as_mut().filter(|t| t.epoch() == epoch) {
+                    train.main_moved();
+                }
                 Vec::new()
             }
         }

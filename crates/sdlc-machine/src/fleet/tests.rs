@@ -7,6 +7,7 @@ fn limits() -> FleetLimits {
         session_budget_micros: Some(1_000),
         day_budget_left_micros: None,
         session_spent_before_micros: 0,
+        train: None,
     }
 }
 
@@ -229,4 +230,168 @@ fn only_the_accounts_and_the_networks_waits_pause_the_fleet() {
     assert!(wait_pauses_fleet(&State::WaitingForNetwork { seconds: 5 }));
     assert!(!wait_pauses_fleet(&State::WaitingForCi { seconds: 30 }));
     assert!(!wait_pauses_fleet(&State::WaitingForFleet { seconds: 30 }));
+}
+
+fn with_train(max_parallel: u32) -> Coordinator {
+    let mut c = Coordinator::new(FleetLimits {
+        session_budget_micros: None,
+        train: Some(TrainLimits {
+            max_parallel,
+            max_length: 8,
+            batch: 1,
+        }),
+        ..limits()
+    });
+    for (worker, issue) in [(0, 1), (1, 2), (2, 3)] {
+        c.handle(Report::WantsIssue { worker, issue });
+    }
+    c
+}
+
+/// The test `worker`'s ask for the merge turn hands it, if any; panics on a `MergeGo`.
+fn ask(c: &mut Coordinator, worker: Worker) -> Option<Test> {
+    let orders = c.handle(Report::WantsMerge { worker });
+    let mut test = None;
+    for o in orders {
+        match o {
+            Order::RunTest { test: t, .. } => test = Some(t),
+            Order::TrainWait { .. } => {}
+            other => panic!("worker {worker} was told {other:?}"),
+        }
+    }
+    test
+}
+
+#[test]
+fn in_a_train_each_pr_is_tested_with_those_ahead_and_lands_in_order_when_passed() {
+    let mut c = with_train(3);
+    let t1 = ask(&mut c, 0).expect("the head's test");
+    let t2 = ask(&mut c, 1).expect("the second's, at once");
+    let t3 = ask(&mut c, 2).expect("the third's, at once");
+    assert_eq!(t1.tree.cars, vec![1]);
+    assert_eq!(t2.tree.cars, vec![1, 2]);
+    assert_eq!(t3.tree.cars, vec![1, 2, 3]);
+    // The third passes first: nothing lands before the ones ahead.
+    let none = c.handle(Report::Tested {
+        worker: 2,
+        id: t3.id,
+        passed: true,
+    });
+    assert!(none.is_empty(), "{none:?}");
+    assert_eq!(ask(&mut c, 2), None, "waits, nothing to test");
+    let landed = c.handle(Report::Tested {
+        worker: 0,
+        id: t1.id,
+        passed: true,
+    });
+    assert!(
+        matches!(&landed[..], [Order::TrainSettled(Settled::Land { cars, .. })] if cars == &vec![1])
+    );
+    assert_eq!(
+        c.handle(Report::WantsMerge { worker: 0 }),
+        vec![Order::MergeGo { worker: 0 }]
+    );
+    c.handle(Report::Tested {
+        worker: 1,
+        id: t2.id,
+        passed: true,
+    });
+    assert_eq!(ask(&mut c, 1), None, "#2 waits for #1's merge to end");
+    c.handle(Report::MergeDone { worker: 0 });
+    c.handle(Report::Merged {
+        worker: 0,
+        issue: 1,
+    });
+    assert_eq!(
+        c.handle(Report::WantsMerge { worker: 2 }),
+        vec![Order::TrainWait {
+            worker: 2,
+            position: 1
+        }],
+        "#3 after #2"
+    );
+    assert_eq!(
+        c.handle(Report::WantsMerge { worker: 1 }),
+        vec![Order::MergeGo { worker: 1 }]
+    );
+}
+
+#[test]
+fn a_pr_failing_with_the_one_ahead_is_returned_and_the_one_behind_tested_without_it() {
+    let mut c = with_train(3);
+    let t1 = ask(&mut c, 0).expect("#1's test");
+    let t2 = ask(&mut c, 1).expect("#2's test");
+    let t3 = ask(&mut c, 2).expect("#3's test");
+    c.handle(Report::Tested {
+        worker: 2,
+        id: t3.id,
+        passed: false,
+    });
+    c.handle(Report::Tested {
+        worker: 0,
+        id: t1.id,
+        passed: true,
+    });
+    let returned = c.handle(Report::Tested {
+        worker: 1,
+        id: t2.id,
+        passed: false,
+    });
+    assert!(
+        matches!(&returned[..], [Order::TrainSettled(Settled::Return { car: 2, failed, .. })] if failed.cars == vec![1, 2]),
+        "{returned:?}"
+    );
+    // #3 is tested again, without #2; #2 gets the turn after #1 to meet its verdict.
+    let again = ask(&mut c, 2).expect("#3 again");
+    assert_eq!(again.tree.cars, vec![1, 3]);
+    assert_eq!(
+        c.settled().collect::<Vec<_>>(),
+        vec![1, 2],
+        "#1 lands, then #2's merge meets its failure"
+    );
+}
+
+#[test]
+fn a_landed_pr_whose_merge_did_not_land_rebuilds_the_train_on_main() {
+    let mut c = with_train(2);
+    let t1 = ask(&mut c, 0).expect("#1's test");
+    let _t2 = ask(&mut c, 1).expect("#2's test");
+    c.handle(Report::Tested {
+        worker: 0,
+        id: t1.id,
+        passed: true,
+    });
+    assert_eq!(
+        c.handle(Report::WantsMerge { worker: 0 }),
+        vec![Order::MergeGo { worker: 0 }]
+    );
+    // The merge did not land (a person moved the branch): the turn ends without `Merged`,
+    // and #1 asks again later.
+    c.handle(Report::MergeDone { worker: 0 });
+    let again = ask(&mut c, 0).expect("a test, on main as it is");
+    let train = c.train().expect("train");
+    assert_eq!(train.landed(), &[] as &[u32], "nothing counts as landed");
+    assert_eq!(train.epoch(), 1, "main is not what the trees were built on");
+    assert_eq!(again.tree.cars, vec![2], "#2, now the head, on main alone");
+    assert_eq!(ask(&mut c, 1).map(|t| t.tree.cars), Some(vec![2, 1]));
+}
+
+#[test]
+fn a_worker_that_stops_leaves_the_train_and_those_behind_are_rebuilt() {
+    let mut c = with_train(2);
+    ask(&mut c, 0).expect("#1's test");
+    ask(&mut c, 1).expect("#2's test");
+    c.handle(Report::Finished { worker: 0 });
+    let t = ask(&mut c, 1).expect("#2 alone");
+    assert_eq!(t.tree.cars, vec![2]);
+    let abandoned = c.handle(Report::TestAbandoned {
+        worker: 1,
+        id: t.id,
+    });
+    assert!(abandoned.is_empty());
+    assert_eq!(
+        ask(&mut c, 1).map(|t| t.tree.cars),
+        Some(vec![2]),
+        "asked again"
+    );
 }

@@ -181,6 +181,16 @@ impl Train {
         self.limits
     }
 
+    /// Moves of main the train did not make, so far: the epoch of every tree it builds now.
+    pub fn epoch(&self) -> u32 {
+        self.epoch
+    }
+
+    /// The cars landed since main last moved from outside, in order: the base of every tree.
+    pub fn landed(&self) -> &[Car] {
+        &self.landed
+    }
+
     /// CI runs asked for so far.
     pub fn runs(&self) -> u64 {
         self.runs
@@ -365,6 +375,23 @@ impl Train {
         self.epoch += 1;
         self.landed.clear();
         self.rebuild_from(0);
+    }
+
+    /// Run `id` ended without a verdict (the tree could not be built or tested for a reason
+    /// of the environment's, not the cars'): its batch is tested again. Whether it was
+    /// under way.
+    pub fn abandon(&mut self, id: u64) -> bool {
+        match self
+            .batches
+            .iter_mut()
+            .find(|b| b.verdict == Verdict::Testing(id))
+        {
+            Some(b) => {
+                b.verdict = Verdict::Untested;
+                true
+            }
+            None => false,
+        }
     }
 
     /// The runner restarted: runs under way were lost and are asked for again; verdicts

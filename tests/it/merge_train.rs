@@ -1,0 +1,250 @@
+//! The merge train of `run --workers N` on the local forge (docs/scaling.md, "The merge
+//! train"): the real binary, real git, the scripted fake agent and a CI command that records
+//! every tree it tests. Each PR ready to merge is tested as main plus the PRs ahead of it plus
+//! itself, several trees at once; a PR failing together with the one ahead is returned to its
+//! cycle naming the combination, the others land, and main's first-parent history holds only
+//! trees CI passed, also across a SIGKILL during a train's CI.
+
+use crate::e2e;
+
+use e2e::{git, merged_issues, text, Project};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Three issues reaching their merge three seconds apart (#1, then #2, then #3), built-in steps,
+/// a train of three trees at once, and a CI command that logs to `runs` `start <HEAD> <the
+/// issues' files in it> <the issues' files on origin's main>` and, when it passes,
+/// `pass <HEAD's tree>`; it takes `merge_secs` on a merge commit (a
+/// tree of the train) and fails a tree holding both #1's and #2's files (two files defining
+/// one setting) unless the agent's `ci-fixed` is in it. #2's CI repair adds `ci-fixed`.
+fn train_of_three(merge_secs: u32) -> (Project, PathBuf) {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", ""), (3, "Three", "")],
+        json!({"steps": {
+            "2:implement": ["busy:3000"],
+            "3:implement": ["busy:6000"],
+            "2:monitorCI": ["fix-ci"],
+        }}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let script = format!(
+        "n=$(ls src/issue_*.txt 2>/dev/null | wc -l); \
+         m=$(git -C {origin} ls-tree --name-only main src/ | grep -c issue_); \
+         echo \"start $(git rev-parse HEAD) $n $m\" >> {runs}; \
+         if git rev-parse -q --verify HEAD^2 >/dev/null; then sleep {merge_secs}; fi; \
+         if [ -e src/issue_1.txt ] && [ -e src/issue_2.txt ] && [ ! -e ci-fixed ]; then \
+         echo 'issue 1 and issue 2 both define the same setting'; exit 1; fi; \
+         echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}",
+        origin = p.origin.display(),
+        runs = runs.display(),
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    extra["train"] = json!({"maxParallel": 3});
+    p.set_config(extra);
+    (p, runs)
+}
+
+/// The CI log's runs: (tested commit, the issues' files in it, those on origin's main as the
+/// run began).
+fn started(runs: &Path) -> Vec<(String, usize, usize)> {
+    std::fs::read_to_string(runs)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            (w.next() == Some("start")).then_some(())?;
+            let head = w.next()?.to_string();
+            Some((head, w.next()?.parse().ok()?, w.next()?.parse().ok()?))
+        })
+        .collect()
+}
+
+/// The trees CI passed.
+fn passed(runs: &Path) -> Vec<String> {
+    std::fs::read_to_string(runs)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("pass ").map(str::to_string))
+        .collect()
+}
+
+/// CI runs that tested a PR with one ahead of it that main did not hold yet: the tree holds
+/// at least two more of the issues' files than origin's main did as the run began.
+fn speculative(runs: &Path) -> Vec<(String, usize, usize)> {
+    started(runs)
+        .into_iter()
+        .filter(|(_, tree, main)| *tree >= main + 2)
+        .collect()
+}
+
+fn tree_of(origin: &Path, sha: &str) -> String {
+    git(origin, &["rev-parse", &format!("{sha}^{{tree}}")])
+}
+
+/// Every commit of origin's main's first-parent history since `since` (exclusive) whose tree
+/// CI never passed (no passing run on it, nor on a commit with the same tree), and every one
+/// that fails the CI check when run over it now.
+fn untested_on_main(origin: &Path, since: &str, runs: &Path) -> Vec<String> {
+    let passed_trees = passed(runs);
+    let range = format!("{since}..main");
+    git(origin, &["rev-list", "--first-parent", &range])
+        .lines()
+        .filter(|sha| {
+            let has = |path: &str| {
+                std::process::Command::new("git")
+                    .args(["cat-file", "-e", &format!("{sha}:{path}")])
+                    .current_dir(origin)
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .expect("git cat-file")
+                    .success()
+            };
+            let red = has("src/issue_1.txt") && has("src/issue_2.txt") && !has("ci-fixed");
+            red || !passed_trees.contains(&tree_of(origin, sha))
+        })
+        .map(str::to_string)
+        .collect()
+}
+
+/// #1, #2 and #3 join the train in that order; a PR is tested behind one that main does not
+/// hold yet (speculatively: #3 behind #2 while #2's CI runs). #2 fails together with #1: it
+/// is returned to its cycle as a CI failure that names the combination, #3 is tested again
+/// without it, and #1 and #3 land; #2's repair lands after them. Every first-parent commit of main is a tree CI
+/// passed, checked by running the CI's check over main's history.
+#[test]
+fn three_prs_in_a_train_the_middle_one_failing_together_is_returned_and_the_others_land() {
+    let (p, runs) = train_of_three(6);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let out = p.run(&["--workers", "3"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    assert!(
+        all.contains("merge train: #2 is returned to its cycle: CI failed main + #1 + "),
+        "#2 is returned naming the combination: {all}"
+    );
+    assert!(all.contains("merged onto main"), "{all}");
+    assert!(
+        !speculative(&runs).is_empty(),
+        "a PR was tested behind one main did not hold yet: {:?}\n{all}",
+        started(&runs)
+    );
+    assert_eq!(
+        untested_on_main(&p.origin, &start, &runs),
+        Vec::<String>::new(),
+        "{all}"
+    );
+    // #3 landed before #2's repair: the one failing did not hold up the one behind it.
+    let order = git(&p.origin, &["log", "--first-parent", "--format=%s", "main"]);
+    let at = |n: u32| order.find(&format!("Merge issue #{n}:")).expect("merged");
+    assert!(
+        at(3) > at(2),
+        "#3 landed before #2 (newest first):\n{order}"
+    );
+    for n in 1..=3 {
+        assert_eq!(p.issue(n)["escalated"], json!(false), "#{n}\n{all}");
+    }
+}
+
+/// The runner is killed (SIGKILL) while CI tests a tree of the train (which `status`, text and
+/// JSON, shows meanwhile); run again, it resumes: every issue lands and main's first-parent
+/// history holds only trees CI passed.
+#[test]
+fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
+    let (p, runs) = train_of_three(5);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let mut child = p.spawn(&["--workers", "3"]);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while speculative(&runs).is_empty() {
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "no tree of a train was tested: {:?}\n{}",
+                started(&runs),
+                text(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // `status` shows the train while it runs: the PRs in it, the trees under test, verdicts.
+    let config = p.config.to_str().expect("utf8");
+    let json = p
+        .command(&["status", "--json", "--config", config])
+        .output()
+        .expect("status --json");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("status JSON");
+    let cars = v["train"]["cars"].as_array().cloned().unwrap_or_default();
+    assert!(
+        cars.iter().any(
+            |c| c["verdict"] == "testing" && c["tree"].as_array().is_some_and(|t| t.len() >= 2)
+        ),
+        "a tree under test: {}",
+        v["train"]
+    );
+    let shown = p
+        .command(&["status", "--config", config])
+        .output()
+        .expect("status");
+    let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
+    assert!(
+        shown.contains("train:    #") && shown.contains(": testing (main + #"),
+        "{shown}"
+    );
+    child.kill().expect("kill -9");
+    let killed = child.wait_with_output().expect("output");
+    // The killed CI command ends on its own; then the fleet runs again.
+    std::thread::sleep(Duration::from_secs(6));
+    let out = p.run(&["--workers", "3"]);
+    let all = format!("{}\n{}", text(&killed), text(&out));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    assert_eq!(
+        untested_on_main(&p.origin, &start, &runs),
+        Vec::<String>::new(),
+        "{all}"
+    );
+}
+
+/// `bounds` prints the train's worst case of CI runs from its limits: a train of 4 PRs, 3
+/// trees at once, batches of one, settles in at most 4 runs (one per PR) plus, for each
+/// returned PR, the runs behind it already started (0 + 1 + 2 + 2): 9, exact; 4 when none
+/// fails. A config without a train says so.
+#[test]
+fn bounds_prints_the_trains_worst_case_of_ci_runs() {
+    let (p, _) = train_of_three(0);
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["true"], "timeoutMin": 1});
+    extra["train"] = json!({"maxParallel": 3, "maxLength": 4});
+    p.set_config(extra);
+    let bounds = |p: &Project| {
+        let out = p
+            .command(&["bounds", "--config", p.config.to_str().expect("utf8")])
+            .output()
+            .expect("bounds");
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let stdout = bounds(&p);
+    assert!(
+        stdout.contains(
+            "merge train (run --workers; maxParallel 3, maxLength 4, batch 1): at most 9 CI runs to settle a train of 4 PRs"
+        ) && stdout.contains("exact")
+            && stdout.contains("when no run fails, at most 4 runs for 4 PRs"),
+        "{stdout}"
+    );
+    let limits = sdlc_machine::fleet::TrainLimits {
+        max_parallel: 3,
+        max_length: 4,
+        batch: 1,
+    };
+    assert_eq!(limits.max_ci_runs(4, 0), 9, "the figure is the machine's");
+    p.set_config(json!({}));
+    assert!(
+        bounds(&p).contains("merge train (run --workers): none for this config"),
+        "an agent-run merge forms no train"
+    );
+}
