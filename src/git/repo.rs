@@ -18,6 +18,7 @@ mod error;
 mod merge;
 mod refs;
 mod rescue;
+mod changes;
 mod specs;
 mod status;
 mod trust;

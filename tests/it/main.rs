@@ -55,4 +55,5 @@ mod symlinks;
 mod tool_tests;
 mod tracker;
 mod verified_merge;
+mod weakening;
 mod workers;
