@@ -161,6 +161,14 @@ pub fn describe(facts: &[Fact]) -> String {
         .join("\n")
 }
 
+/// The facts [`describe`] wrote into `text` (a failure's excerpt), one each.
+pub fn listed(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .map(str::to_string)
+        .collect()
+}
+
 /// 1-based line of the first line at or after `from` (1-based) that contains `needle`;
 /// `from` itself when none does.
 pub(crate) fn line_of(text: &str, from: usize, needle: &str) -> usize {

@@ -155,6 +155,29 @@ sed -i 's/run: cargo test$/run: cargo test || true/' .github/workflows/ci.yml"
     }
     // Nothing weakened reached origin through the runner's push.
     assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
+    // `status` shows them.
+    let status = p
+        .command(&["status", "--config", p.config.to_str().expect("utf8")])
+        .output()
+        .expect("status");
+    let shown = text(&status);
+    assert!(shown.contains("last failure: TESTS_WEAKENED in commitPush"), "{shown}");
+    for fact in facts {
+        assert!(shown.contains(&format!("  weakened: {fact}")), "{fact}\n{shown}");
+    }
+}
+
+#[test]
+fn with_allow_the_same_weakening_is_not_checked_and_merges() {
+    let (p, tool) = project(
+        json!({"steps": {"implement": ["tool"]}}),
+        json!({"tests": {"weakening": "allow"}}),
+        SKIP_THE_TEST,
+    );
+    let (code, all) = run(&p, &tool);
+    assert_eq!(code, 0, "{all}");
+    assert!(!all.contains("TESTS_WEAKENED"), "{all}");
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
 }
 
 #[test]
