@@ -24,9 +24,7 @@
 
 use super::walker::rules::*;
 use super::walker::{join, Obj, Walker};
-use super::{
-    Approval, Effort, ForgeKind, OnExceeded, Severity, StepRun, TrackerKind, Weakening,
-};
+use super::{Approval, Effort, ForgeKind, OnExceeded, Severity, StepRun, TrackerKind, Weakening};
 use crate::config::AgentKind;
 use crate::step::Step;
 use schemars::gen::SchemaGenerator;

@@ -46,8 +46,7 @@ mod walker;
 pub use agent_kind::AgentKind;
 pub use defaults::*;
 pub use definition::{
-    Backoff, Budget, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings,
-    TestsConfig,
+    Backoff, Budget, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings, TestsConfig,
 };
 use duplicates::duplicate_keys;
 pub use error::*;

@@ -14,7 +14,7 @@ use super::network;
 use super::step_run::{Calls, StepRun, Voice};
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
-use crate::machine::{Commit, Event, Usage};
+use crate::machine::{Commit, Core, Event, Usage};
 use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::{GitPort, Io, World};
@@ -62,8 +62,8 @@ impl StepRun<'_> {
         } else {
             let what = format!("{} (builtin)", step.key());
             let gate = match step {
-                Step::CommitPush => self.weakening_gate(),
-                Step::CreatePr => self.weakening_report(),
+                Step::CommitPush => weakening_gate(&self.run.cfg, self.core),
+                Step::CreatePr => weakening_report(&self.run.cfg, self.core),
                 _ => None,
             };
             let facts = Facts::of(self.cycle, self.run.refs()).gated(gate);
@@ -203,7 +203,8 @@ impl StepRun<'_> {
     /// monitorCI (CI is looked at again), a person's move, or the push's failure.
     async fn push_ci_repair(&mut self, issue: u32, usage: Usage) -> Event {
         let step = Step::MonitorCi;
-        let facts = Facts::of(self.cycle, self.run.refs()).gated(self.weakening_gate());
+        let gate = weakening_gate(&self.run.cfg, self.core);
+        let facts = Facts::of(self.cycle, self.run.refs()).gated(gate);
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &World| {
             crate::process::within_deadline(deadline, || {
@@ -252,26 +253,6 @@ impl StepRun<'_> {
         let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;
         let c = classify_builtin(step.key(), &text, failed.kind, false);
         self.failed(step, issue, c, usage)
-    }
-
-    /// The test-weakening check a push of this cycle runs first (`steps::weakening`): none
-    /// when `tests.weakening` is `allow` or when the machine holds a person's approval of
-    /// the weakening for this cycle.
-    pub(super) fn weakening_gate(&self) -> Option<Gate> {
-        self.weakening_report().filter(|g| !g.approved)
-    }
-
-    /// The check as the PR body reports it: what was found, and whether a person approved
-    /// it; `None` when `tests.weakening` is `allow`.
-    fn weakening_report(&self) -> Option<Gate> {
-        let cfg = &self.run.cfg;
-        if cfg.tests.weakening == crate::config::Weakening::Allow {
-            return None;
-        }
-        let command = cfg.local_ci.as_ref().map(|c| &c.command[..]).unwrap_or(&[]);
-        let mut gate = Gate::new(&cfg.project_path, command);
-        gate.approved = self.core.runner().weakening_approved();
-        Some(gate)
     }
 
     /// One more look at CI within the monitorCI attempt under way (the machine waited since
@@ -394,6 +375,25 @@ impl StepRun<'_> {
             Err(failed) => self.builtin_failed(step, issue, failed, usage).await,
         }
     }
+}
+
+/// The test-weakening check a push of this cycle runs first (`steps::weakening`): none
+/// when `tests.weakening` is `allow` or when the machine holds a person's approval of the
+/// weakening for this cycle.
+pub(super) fn weakening_gate(cfg: &crate::config::Config, core: &Core) -> Option<Gate> {
+    weakening_report(cfg, core).filter(|g| !g.approved)
+}
+
+/// The check as the PR body reports it: what was found, and whether a person approved it;
+/// `None` when `tests.weakening` is `allow`.
+fn weakening_report(cfg: &crate::config::Config, core: &Core) -> Option<Gate> {
+    if cfg.tests.weakening == crate::config::Weakening::Allow {
+        return None;
+    }
+    let command = cfg.local_ci.as_ref().map(|c| &c.command[..]).unwrap_or(&[]);
+    let mut gate = Gate::new(&cfg.project_path, command);
+    gate.approved = core.runner().weakening_approved();
+    Some(gate)
 }
 
 /// `text` with this issue's branch name taken out: the same refusal (a hook, a protected

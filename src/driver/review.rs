@@ -96,8 +96,8 @@ impl StepRun<'_> {
             Event::StepSucceeded { usage, .. } => usage,
             other => return other,
         };
-        let facts =
-            builtin_step::Facts::of(self.cycle, self.run.refs()).gated(self.weakening_gate());
+        let gate = builtin_step::weakening_gate(&self.run.cfg, self.core);
+        let facts = builtin_step::Facts::of(self.cycle, self.run.refs()).gated(gate);
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {

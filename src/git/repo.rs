@@ -14,11 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod base;
+mod changes;
 mod error;
 mod merge;
 mod refs;
 mod rescue;
-mod changes;
 mod specs;
 mod status;
 mod trust;

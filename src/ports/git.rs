@@ -102,10 +102,7 @@ pub trait GitPort: Send + Sync {
     /// The files `branch` changed since it left the base branch, each with its text at the
     /// base and at the head (the test-weakening check, `crate::weakening`). A port that
     /// cannot tell (the in-memory fakes) answers none.
-    fn changed_files(
-        &self,
-        _branch: &str,
-    ) -> Result<Vec<crate::weakening::ChangedFile>, GitError> {
+    fn changed_files(&self, _branch: &str) -> Result<Vec<crate::weakening::ChangedFile>, GitError> {
         Ok(Vec::new())
     }
     /// The spec directory of `issue` (`specs/<issue>-…`), the recorded `feature` first.

@@ -192,7 +192,14 @@ pub(super) fn gate_before_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result
     let Some(gate) = issue.gate else {
         return Ok(String::new());
     };
-    let found = super::weakening::check(repo, issue, gate)?;
+    if gate.approved {
+        return Ok(String::new());
+    }
+    let found =
+        super::weakening::findings(repo, issue.branch()?, (issue.number, issue.feature), gate)?;
+    if !found.weakened.is_empty() {
+        return Err(Failed::weakened(found.weakened));
+    }
     Ok(if found.allowed.is_empty() {
         String::new()
     } else {
@@ -257,7 +264,7 @@ pub fn create_pr(
     let spec = repo.spec_dir(issue.number, issue.feature);
     let mut body = pr_body(issue.refs, issue.number, spec.as_deref());
     if let Some(gate) = issue.gate {
-        let found = super::weakening::findings(repo, issue, gate)?;
+        let found = super::weakening::findings(repo, branch, (issue.number, issue.feature), gate)?;
         body.push_str(&super::weakening::pr_section(&found, gate.approved));
     }
     let pr = forge.create_pr(branch, &title, &body)?;

@@ -1,10 +1,10 @@
 //! The test-weakening check where the runner pushes an issue's branch for CI (commitPush's
 //! push, a CI repair's, a review round's): the branch compared with its base
 //! (`crate::weakening`), the removals the issue's spec lists (`Removes:`) set apart. What
-//! the spec does not call for fails the step as `TESTS_WEAKENED`, the facts its words, and
-//! nothing is pushed (docs/classification.md).
+//! the spec does not call for fails the push as `TESTS_WEAKENED` (`builtin.rs`), the facts
+//! its words, and nothing is pushed (docs/classification.md).
 
-use super::builtin::{Failed, IssueFacts};
+use crate::ports::git::GitError;
 use crate::ports::GitPort;
 use crate::weakening::{self, CiScripts, Findings, Removals};
 
@@ -45,11 +45,17 @@ impl Gate {
     }
 }
 
-/// What the check finds on the branch of `issue`, whatever it is: for the PR body.
-pub fn findings(repo: &dyn GitPort, issue: &IssueFacts, gate: &Gate) -> Result<Findings, Failed> {
-    let branch = issue.branch()?;
+/// What the check finds on `branch` of issue `number` (its spec directory recorded as
+/// `feature`, if any), whatever it is: the push refuses what is weakened, the PR body says it.
+pub fn findings(
+    repo: &dyn GitPort,
+    branch: &str,
+    (number, feature): (u32, Option<&str>),
+    gate: &Gate,
+) -> Result<Findings, GitError> {
     let files = repo.changed_files(branch)?;
-    Ok(weakening::check(&files, &removals(repo, issue), &gate.scripts))
+    let removals = removals(repo, number, feature);
+    Ok(weakening::check(&files, &removals, &gate.scripts))
 }
 
 /// The PR body's section on the tests: what the check found and what was decided.
@@ -76,20 +82,9 @@ pub fn pr_section(found: &Findings, approved: bool) -> String {
     text
 }
 
-/// The branch of `issue` against its base: `Ok` with what was found (the spec's removals,
-/// allowed, among them), `Err` (`TESTS_WEAKENED`, the facts in `Failed::weakened`) when the
-/// branch weakens the tests where the spec does not say so.
-pub fn check(repo: &dyn GitPort, issue: &IssueFacts, gate: &Gate) -> Result<Findings, Failed> {
-    let found = findings(repo, issue, gate)?;
-    if found.weakened.is_empty() || gate.approved {
-        return Ok(found);
-    }
-    Err(Failed::weakened(found.weakened))
-}
-
 /// What the issue's spec says it removes (every spec file read, the section `Removes:`).
-fn removals(repo: &dyn GitPort, issue: &IssueFacts) -> Removals {
-    let Some(dir) = repo.spec_dir(issue.number, issue.feature) else {
+fn removals(repo: &dyn GitPort, number: u32, feature: Option<&str>) -> Removals {
+    let Some(dir) = repo.spec_dir(number, feature) else {
         return Removals::default();
     };
     let text: String = crate::ports::git::SPEC_FILES

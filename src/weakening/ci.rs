@@ -112,7 +112,12 @@ impl Yaml<'_> {
                     format!("you disabled the CI job `{name}` (`if: false`)"),
                 );
             }
-            self.steps(name, at, seq(old_job.get("steps")), seq(new_job.get("steps")));
+            self.steps(
+                name,
+                at,
+                seq(old_job.get("steps")),
+                seq(new_job.get("steps")),
+            );
         }
     }
 
@@ -139,10 +144,7 @@ impl Yaml<'_> {
         }
         for (i, step) in new.iter().enumerate() {
             let id = &new_ids[i];
-            let was = old_ids
-                .iter()
-                .position(|o| o == id)
-                .map(|p| &old[p]);
+            let was = old_ids.iter().position(|o| o == id).map(|p| &old[p]);
             let was_lenient = was.is_some_and(|w| truthy(w.get("continue-on-error")));
             if truthy(step.get("continue-on-error")) && !was_lenient {
                 let from = line_of(self.after, at, first_line(id));

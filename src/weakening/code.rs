@@ -153,11 +153,15 @@ pub(super) fn compare(
 pub(super) fn last_segment(name: &str) -> &str {
     // A dot separates Java's class from its method; a JavaScript title may hold one.
     let dot = (!name.contains(' ')).then(|| name.rfind('.').map(|i| i + 1));
-    [name.rfind("::").map(|i| i + 2), name.rfind(" > ").map(|i| i + 3), dot.flatten()]
-        .into_iter()
-        .flatten()
-        .max()
-        .map_or(name, |i| &name[i..])
+    [
+        name.rfind("::").map(|i| i + 2),
+        name.rfind(" > ").map(|i| i + 3),
+        dot.flatten(),
+    ]
+    .into_iter()
+    .flatten()
+    .max()
+    .map_or(name, |i| &name[i..])
 }
 
 fn plural(n: usize) -> &'static str {
@@ -276,7 +280,9 @@ impl Reader<'_> {
                 let attrs = self.rust_attributes(node);
                 let is_test = attrs.iter().any(|a| {
                     let path = a.split(['(', ' ', '=']).next().unwrap_or_default();
-                    path == "test" || path.ends_with("::test") || path == "rstest"
+                    path == "test"
+                        || path.ends_with("::test")
+                        || path == "rstest"
                         || path == "test_case"
                 });
                 if !is_test {
@@ -331,7 +337,12 @@ impl Reader<'_> {
                 let body = self
                     .named_children(node.child_by_field_name("arguments")?)
                     .into_iter()
-                    .find(|a| matches!(a.kind(), "arrow_function" | "function_expression" | "function"))
+                    .find(|a| {
+                        matches!(
+                            a.kind(),
+                            "arrow_function" | "function_expression" | "function"
+                        )
+                    })
                     .and_then(|f| f.child_by_field_name("body"));
                 let (assertions, empty) = match body {
                     Some(b) if b.kind() == "statement_block" => (
@@ -445,7 +456,9 @@ impl Reader<'_> {
 
     /// What a decorator of the definition at `node` skips it with, if one does.
     fn python_decorators(&self, node: Node) -> Option<String> {
-        let parent = node.parent().filter(|p| p.kind() == "decorated_definition")?;
+        let parent = node
+            .parent()
+            .filter(|p| p.kind() == "decorated_definition")?;
         self.named_children(parent)
             .into_iter()
             .filter(|c| c.kind() == "decorator")
@@ -459,7 +472,10 @@ impl Reader<'_> {
     /// `pytest.skip(…)` or `self.skipTest(…)` among the body's statements.
     fn python_skip_call(&self, body: Node) -> Option<String> {
         self.named_children(body).into_iter().find_map(|s| {
-            let call = self.named_children(s).into_iter().find(|c| c.kind() == "call")?;
+            let call = self
+                .named_children(s)
+                .into_iter()
+                .find(|c| c.kind() == "call")?;
             let f = self.text(call.child_by_field_name("function")?);
             matches!(f, "pytest.skip" | "self.skipTest" | "pytest.xfail").then(|| f.to_string())
         })

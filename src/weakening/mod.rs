@@ -125,7 +125,11 @@ pub fn check(files: &[ChangedFile], removals: &Removals, scripts: &CiScripts) ->
             .as_deref()
             .and_then(|t| code::tests_in(&file.path, t));
         if let Some(after) = &after {
-            everywhere.extend(after.iter().map(|t| code::last_segment(&t.name).to_string()));
+            everywhere.extend(
+                after
+                    .iter()
+                    .map(|t| code::last_segment(&t.name).to_string()),
+            );
         }
         read.push((before, after));
     }

@@ -56,10 +56,14 @@ impl Removals {
     /// the file's name alone.
     pub fn allows(&self, fact: &Fact) -> bool {
         let file = fact.path.rsplit('/').next().unwrap_or_default();
-        let last = fact.name.rsplit([':', '.', '>', ' ']).next().unwrap_or_default();
-        self.names
-            .iter()
-            .any(|n| *n == fact.name || *n == fact.path || *n == file || (!last.is_empty() && *n == last))
+        let last = fact
+            .name
+            .rsplit([':', '.', '>', ' '])
+            .next()
+            .unwrap_or_default();
+        self.names.iter().any(|n| {
+            *n == fact.name || *n == fact.path || *n == file || (!last.is_empty() && *n == last)
+        })
     }
 
     /// Whether the spec lists nothing.

@@ -16,7 +16,12 @@ pub(super) fn is_snapshot(path: &str) -> bool {
 /// The fewest lines a snapshot must have had for its replacement to count as wholesale.
 const MIN_LINES: usize = 3;
 
-pub(super) fn compare(path: &str, before: Option<&str>, after: Option<&str>, facts: &mut Vec<Fact>) {
+pub(super) fn compare(
+    path: &str,
+    before: Option<&str>,
+    after: Option<&str>,
+    facts: &mut Vec<Fact>,
+) {
     let Some(before) = before else { return };
     if !is_snapshot(path) {
         return;
@@ -39,10 +44,7 @@ pub(super) fn compare(path: &str, before: Option<&str>, after: Option<&str>, fac
     }
     let mut new: Vec<&str> = after.lines().filter(|l| !l.trim().is_empty()).collect();
     new.sort_unstable();
-    let kept = old
-        .iter()
-        .filter(|l| new.binary_search(l).is_ok())
-        .count();
+    let kept = old.iter().filter(|l| new.binary_search(l).is_ok()).count();
     // Fewer than half of its lines survived: not an update of a few values, a new snapshot.
     if kept * 2 < old.len() {
         facts.push(fact(format!(

@@ -61,7 +61,9 @@ fn rust_a_removed_test_and_a_removed_assertion_are_facts() {
     let f = one(&[changed("src/lib.rs", RUST, &after)]);
     assert_eq!(f.kind, Kind::AssertionsRemoved);
     assert!(f.what.contains("1 of the 2 assertions"), "{f}");
-    let start = RUST.find("    #[test]\n    fn parses_words").expect("the test");
+    let start = RUST
+        .find("    #[test]\n    fn parses_words")
+        .expect("the test");
     let end = RUST[start..].find("    }\n").expect("its end") + start + 6;
     let after = format!("{}{}", &RUST[..start], &RUST[end..]);
     let f = one(&[changed("src/lib.rs", RUST, &after)]);
@@ -105,16 +107,28 @@ fn python_skip_xfail_and_skip_calls_are_facts() {
     let f = one(&[changed("tests/test_parse.py", PYTHON, &after)]);
     assert_eq!((f.kind, f.line), (Kind::TestSkipped, 4));
     assert_eq!(f.name, "test_parses_empty_input");
-    let after = PYTHON.replace("    def test_words", "    @pytest.mark.xfail\n    def test_words");
+    let after = PYTHON.replace(
+        "    def test_words",
+        "    @pytest.mark.xfail\n    def test_words",
+    );
     let f = one(&[changed("tests/test_parse.py", PYTHON, &after)]);
-    assert_eq!((f.kind, f.name.as_str()), (Kind::TestSkipped, "TestWords::test_words"));
+    assert_eq!(
+        (f.kind, f.name.as_str()),
+        (Kind::TestSkipped, "TestWords::test_words")
+    );
     let after = PYTHON.replace(
         "    assert parse(\"\") == 0",
         "    pytest.skip(\"later\")\n    assert parse(\"\") == 0",
     );
-    assert_eq!(one(&[changed("t/test_p.py", PYTHON, &after)]).kind, Kind::TestSkipped);
+    assert_eq!(
+        one(&[changed("t/test_p.py", PYTHON, &after)]).kind,
+        Kind::TestSkipped
+    );
     let after = PYTHON.replace("    assert parse(\"\") == 0", "    pass");
-    assert_eq!(one(&[changed("t/test_p.py", PYTHON, &after)]).kind, Kind::TestEmptied);
+    assert_eq!(
+        one(&[changed("t/test_p.py", PYTHON, &after)]).kind,
+        Kind::TestEmptied
+    );
 }
 
 const JS: &str = r#"describe("parse", () => {
@@ -130,14 +144,21 @@ const JS: &str = r#"describe("parse", () => {
 
 #[test]
 fn javascript_and_typescript_skips_and_assertions_are_facts() {
-    for path in ["test/parse.test.js", "test/parse.test.ts", "test/parse.test.tsx"] {
+    for path in [
+        "test/parse.test.js",
+        "test/parse.test.ts",
+        "test/parse.test.tsx",
+    ] {
         let after = JS.replace("  it(\"parses empty", "  it.skip(\"parses empty");
         let f = one(&[changed(path, JS, &after)]);
         assert_eq!(f.kind, Kind::TestSkipped, "{path}");
         assert_eq!(f.name, "parse > parses empty input");
         assert_eq!(f.line, 2);
         let after = JS.replace("    expect(parse(\" \")).toBe(1);\n", "");
-        assert_eq!(one(&[changed(path, JS, &after)]).kind, Kind::AssertionsRemoved);
+        assert_eq!(
+            one(&[changed(path, JS, &after)]).kind,
+            Kind::AssertionsRemoved
+        );
         let after = JS.replace("  test(\"parses words\"", "  xtest(\"parses words\"");
         assert_eq!(one(&[changed(path, JS, &after)]).line, 6);
         let after = JS.replace("describe(\"parse\"", "describe.skip(\"parse\"");
@@ -158,11 +179,17 @@ func TestParsesEmptyInput(t *testing.T) {
 
 #[test]
 fn go_skips_and_removed_checks_are_facts() {
-    let after = GO.replace("func TestParsesEmptyInput(t *testing.T) {\n", "func TestParsesEmptyInput(t *testing.T) {\n\tt.Skip(\"later\")\n");
+    let after = GO.replace(
+        "func TestParsesEmptyInput(t *testing.T) {\n",
+        "func TestParsesEmptyInput(t *testing.T) {\n\tt.Skip(\"later\")\n",
+    );
     let f = one(&[changed("parse_test.go", GO, &after)]);
     assert_eq!((f.kind, f.line), (Kind::TestSkipped, 5));
     let after = GO.replace("\t\tt.Fatalf(\"want 0\")\n", "");
-    assert_eq!(one(&[changed("parse_test.go", GO, &after)]).kind, Kind::TestEmptied);
+    assert_eq!(
+        one(&[changed("parse_test.go", GO, &after)]).kind,
+        Kind::TestEmptied
+    );
     // A Go file that is not a test file holds no tests.
     assert!(weakened(&[changed("parse.go", GO, &after)]).is_empty());
 }
@@ -182,7 +209,10 @@ fn java_disabled_tests_are_facts() {
     assert_eq!(f.kind, Kind::TestSkipped);
     assert_eq!(f.name, "ParseTest.parsesEmptyInput");
     let after = JAVA.replace("        assertEquals(0, Parse.parse(\"\"));\n", "");
-    assert_eq!(one(&[changed("ParseTest.java", JAVA, &after)]).kind, Kind::TestEmptied);
+    assert_eq!(
+        one(&[changed("ParseTest.java", JAVA, &after)]).kind,
+        Kind::TestEmptied
+    );
 }
 
 const WORKFLOW: &str = "name: CI
@@ -211,7 +241,10 @@ fn github_actions_jobs_removed_or_made_non_failing_are_facts() {
         "  test:\n    runs-on: ubuntu-latest\n    continue-on-error: true\n",
     );
     let f = one(&[changed(path, WORKFLOW, &after)]);
-    assert_eq!((f.kind, f.line, f.name.as_str()), (Kind::CiNonFailing, 6, "test"));
+    assert_eq!(
+        (f.kind, f.line, f.name.as_str()),
+        (Kind::CiNonFailing, 6, "test")
+    );
     let cut = WORKFLOW.find("  lint:").expect("lint");
     let f = one(&[changed(path, WORKFLOW, &WORKFLOW[..cut])]);
     assert_eq!((f.kind, f.line, f.at_base), (Kind::CiRemoved, 10, true));
@@ -223,7 +256,8 @@ fn github_actions_jobs_removed_or_made_non_failing_are_facts() {
 #[test]
 fn gitlab_ci_allow_failure_and_removed_jobs_are_facts() {
     let before = "stages: [test]\ntest:\n  stage: test\n  script:\n    - pytest\n";
-    let after = "stages: [test]\ntest:\n  stage: test\n  allow_failure: true\n  script:\n    - pytest\n";
+    let after =
+        "stages: [test]\ntest:\n  stage: test\n  allow_failure: true\n  script:\n    - pytest\n";
     let f = one(&[changed(".gitlab-ci.yml", before, after)]);
     assert_eq!((f.kind, f.line), (Kind::CiNonFailing, 4));
     let after = "stages: [test]\ntest:\n  stage: test\n  script:\n    - pytest || true\n";
@@ -237,11 +271,22 @@ fn the_local_ci_script_is_read_when_named() {
     let before = "#!/bin/sh\nset -e\ncargo build\ncargo test\n";
     let after = "#!/bin/sh\nset -e\ncargo build\n";
     let scripts = CiScripts(vec!["ci.sh".to_string()]);
-    let found = check(&[changed("ci.sh", before, after)], &Removals::default(), &scripts);
+    let found = check(
+        &[changed("ci.sh", before, after)],
+        &Removals::default(),
+        &scripts,
+    );
     assert_eq!(found.weakened.len(), 1, "{found:#?}");
-    assert_eq!(found.weakened[0].to_string(), "you removed `cargo test` from the CI script in ci.sh:4 (the base's line)");
+    assert_eq!(
+        found.weakened[0].to_string(),
+        "you removed `cargo test` from the CI script in ci.sh:4 (the base's line)"
+    );
     let after = "#!/bin/sh\nset -e\ncargo build\ncargo test || true\n";
-    let found = check(&[changed("ci.sh", before, after)], &Removals::default(), &scripts);
+    let found = check(
+        &[changed("ci.sh", before, after)],
+        &Removals::default(),
+        &scripts,
+    );
     assert_eq!(found.weakened[0].kind, Kind::CiNonFailing);
     // Not named as the CI's script: not read.
     assert!(weakened(&[changed("ci.sh", before, after)]).is_empty());
@@ -261,7 +306,12 @@ fn coverage_thresholds_lowered_or_removed_are_facts() {
         "jobs:\n  t:\n    steps:\n      - run: pytest --cov-fail-under 50\n",
     )]);
     assert_eq!(f.kind, Kind::ThresholdLowered);
-    assert!(weakened(&[changed("setup.cfg", "fail_under = 60\n", "fail_under = 90\n")]).is_empty());
+    assert!(weakened(&[changed(
+        "setup.cfg",
+        "fail_under = 60\n",
+        "fail_under = 90\n"
+    )])
+    .is_empty());
 }
 
 #[test]
@@ -269,7 +319,11 @@ fn a_snapshot_replaced_wholesale_is_a_fact_an_updated_one_is_not() {
     let before = "line one\nline two\nline three\nline four\n";
     let updated = "line one\nline 2\nline three\nline four\n";
     assert!(weakened(&[changed("tests/snapshots/parse__out.snap", before, updated)]).is_empty());
-    let f = one(&[changed("tests/snapshots/parse__out.snap", before, "a\nb\nc\nd\n")]);
+    let f = one(&[changed(
+        "tests/snapshots/parse__out.snap",
+        before,
+        "a\nb\nc\nd\n",
+    )]);
     assert_eq!(f.kind, Kind::SnapshotRewritten);
 }
 
@@ -277,15 +331,28 @@ fn a_snapshot_replaced_wholesale_is_a_fact_an_updated_one_is_not() {
 fn removals_the_spec_lists_pass() {
     let spec = "# Requirements\n\n## Removes\n\n- `parses_words` (the old API)\n- the CI job `lint`\n\n## Other\n- `parses_empty_input`\n";
     let removals = Removals::from_spec(spec);
-    let start = RUST.find("    #[test]\n    fn parses_words").expect("the test");
+    let start = RUST
+        .find("    #[test]\n    fn parses_words")
+        .expect("the test");
     let end = RUST[start..].find("    }\n").expect("its end") + start + 6;
     let after = format!("{}{}", &RUST[..start], &RUST[end..]);
-    let found = check(&[changed("src/lib.rs", RUST, &after)], &removals, &CiScripts::default());
+    let found = check(
+        &[changed("src/lib.rs", RUST, &after)],
+        &removals,
+        &CiScripts::default(),
+    );
     assert!(found.weakened.is_empty(), "{found:#?}");
     assert_eq!(found.allowed.len(), 1);
     // A skip is no removal: listing the test does not allow it.
-    let skipped = RUST.replace("    #[test]\n    fn parses_words", "    #[test]\n    #[ignore]\n    fn parses_words");
-    let found = check(&[changed("src/lib.rs", RUST, &skipped)], &removals, &CiScripts::default());
+    let skipped = RUST.replace(
+        "    #[test]\n    fn parses_words",
+        "    #[test]\n    #[ignore]\n    fn parses_words",
+    );
+    let found = check(
+        &[changed("src/lib.rs", RUST, &skipped)],
+        &removals,
+        &CiScripts::default(),
+    );
     assert_eq!(found.weakened.len(), 1);
     // Names outside the section are not removals.
     assert!(!Removals::from_spec(spec).allows(&Fact {
@@ -305,7 +372,10 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
     match lang {
         0 => {
             for (name, n, skip) in tests {
-                out += &format!("#[test]\n{}fn {name}() {{\n", if *skip { "#[ignore]\n" } else { "" });
+                out += &format!(
+                    "#[test]\n{}fn {name}() {{\n",
+                    if *skip { "#[ignore]\n" } else { "" }
+                );
                 out += &"    assert!(true);\n".repeat(*n);
                 out += "    let _x = 1;\n}\n\n";
             }
@@ -325,7 +395,10 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
         }
         2 => {
             for (name, n, skip) in tests {
-                out += &format!("it{}(\"{name}\", () => {{\n  const x = 1;\n", if *skip { ".skip" } else { "" });
+                out += &format!(
+                    "it{}(\"{name}\", () => {{\n  const x = 1;\n",
+                    if *skip { ".skip" } else { "" }
+                );
                 out += &"  expect(x).toBe(1);\n".repeat(*n);
                 out += "});\n";
             }
@@ -346,7 +419,10 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
         _ => {
             out += "class GenTest {\n";
             for (name, n, skip) in tests {
-                out += &format!("  @Test\n{}  void {name}() {{\n    int x = 1;\n", if *skip { "  @Disabled\n" } else { "" });
+                out += &format!(
+                    "  @Test\n{}  void {name}() {{\n    int x = 1;\n",
+                    if *skip { "  @Disabled\n" } else { "" }
+                );
                 out += &"    assertEquals(1, x);\n".repeat(*n);
                 out += "  }\n";
             }

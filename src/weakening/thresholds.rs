@@ -36,7 +36,12 @@ fn thresholds(text: &str) -> BTreeMap<String, (f64, usize)> {
     found
 }
 
-pub(super) fn compare(path: &str, before: Option<&str>, after: Option<&str>, facts: &mut Vec<Fact>) {
+pub(super) fn compare(
+    path: &str,
+    before: Option<&str>,
+    after: Option<&str>,
+    facts: &mut Vec<Fact>,
+) {
     let (Some(before), Some(after)) = (before, after) else {
         return;
     };

@@ -52,7 +52,11 @@ hello b
 /// A project with the fixture files on origin's main, builtin git steps, the scripted agent
 /// running `tool` (a shell script written from `tool_body`) at the steps `script` names.
 fn project(script: Value, extra: Value, tool_body: &str) -> (Project, PathBuf) {
-    let p = Project::new(&[(1, "Fix the parser", "Make the parser pass.")], script, json!({}));
+    let p = Project::new(
+        &[(1, "Fix the parser", "Make the parser pass.")],
+        script,
+        json!({}),
+    );
     let mut cfg = json!({ "steps": e2e::builtin_steps() });
     if let (Some(c), Some(more)) = (cfg.as_object_mut(), extra.as_object()) {
         for (k, v) in more {
@@ -71,7 +75,10 @@ fn project(script: Value, extra: Value, tool_body: &str) -> (Project, PathBuf) {
         std::fs::write(&file, text).expect("fixture");
     }
     e2e::git(&p.project, &["add", "-A"]);
-    e2e::git(&p.project, &["commit", "-q", "-m", "tests, CI and snapshots"]);
+    e2e::git(
+        &p.project,
+        &["commit", "-q", "-m", "tests, CI and snapshots"],
+    );
     e2e::git(&p.project, &["push", "-q", "origin", "HEAD"]);
     let tool = p.root.join("agent-tool");
     std::fs::write(&tool, format!("#!/bin/sh\nset -e\n{tool_body}\n")).expect("tool");
@@ -80,7 +87,10 @@ fn project(script: Value, extra: Value, tool_body: &str) -> (Project, PathBuf) {
 }
 
 fn run(p: &Project, tool: &Path) -> (i32, String) {
-    let out = p.run_env(&[], &[("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8"))]);
+    let out = p.run_env(
+        &[],
+        &[("SDLC_FAKE_AGENT_TOOL", tool.to_str().expect("utf8"))],
+    );
     (code(&out), text(&out))
 }
 
@@ -161,9 +171,15 @@ sed -i 's/run: cargo test$/run: cargo test || true/' .github/workflows/ci.yml"
         .output()
         .expect("status");
     let shown = text(&status);
-    assert!(shown.contains("last failure: TESTS_WEAKENED in commitPush"), "{shown}");
+    assert!(
+        shown.contains("last failure: TESTS_WEAKENED in commitPush"),
+        "{shown}"
+    );
     for fact in facts {
-        assert!(shown.contains(&format!("  weakened: {fact}")), "{fact}\n{shown}");
+        assert!(
+            shown.contains(&format!("  weakened: {fact}")),
+            "{fact}\n{shown}"
+        );
     }
 }
 
@@ -196,7 +212,9 @@ esac";
     assert_eq!(code, 0, "{all}");
     let prompt = p.prompt(1, "commitPush", 2).expect("the repair prompt");
     assert!(
-        prompt.contains("you removed the test `parses_empty_input` in tests/parse.rs:2 (the base's line)"),
+        prompt.contains(
+            "you removed the test `parses_empty_input` in tests/parse.rs:2 (the base's line)"
+        ),
         "{prompt}"
     );
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
@@ -244,7 +262,11 @@ fn with_ask_the_push_waits_for_a_persons_approval_and_the_pr_says_who_let_it_thr
     let decision = p.project.join(".git/sdlc-runner/decision.json");
     let deadline = Instant::now() + Duration::from_secs(60);
     while !decision.exists() {
-        assert!(Instant::now() < deadline, "no decision asked for: {:?}", p.invocations());
+        assert!(
+            Instant::now() < deadline,
+            "no decision asked for: {:?}",
+            p.invocations()
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let request: Value =
@@ -254,7 +276,9 @@ fn with_ask_the_push_waits_for_a_persons_approval_and_the_pr_says_who_let_it_thr
     assert!(failure.contains("TESTS_WEAKENED"), "{request}");
     // Nothing pushed while it waits, and no repair ran.
     assert!(
-        !p.invocations().iter().any(|i| i.starts_with("1 commitPush ")),
+        !p.invocations()
+            .iter()
+            .any(|i| i.starts_with("1 commitPush ")),
         "{:?}",
         p.invocations()
     );

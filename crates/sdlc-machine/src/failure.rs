@@ -290,7 +290,10 @@ mod tests {
         assert_eq!(c.name(), "TESTS_WEAKENED");
         assert_eq!(FailureClass::ALL[c.index()], c);
         assert_eq!(
-            FailureClass::ALL.iter().filter(|c| c.hands_back_once()).count(),
+            FailureClass::ALL
+                .iter()
+                .filter(|c| c.hands_back_once())
+                .count(),
             1
         );
     }

@@ -50,7 +50,10 @@ impl Repo {
             base,
             &head,
         ])?;
-        Ok(split_whole_diff(&String::from_utf8_lossy(&diff.stdout), paths))
+        Ok(split_whole_diff(
+            &String::from_utf8_lossy(&diff.stdout),
+            paths,
+        ))
     }
 }
 
@@ -130,13 +133,27 @@ diff --git a/gone.go b/gone.go\ndeleted file mode 100644\n--- a/gone.go\n+++ /de
 diff --git a/img.png b/img.png\nBinary files a/img.png and b/img.png differ\n";
         let files = split_whole_diff(
             diff,
-            vec!["a.rs".into(), "new.py".into(), "gone.go".into(), "img.png".into()],
+            vec![
+                "a.rs".into(),
+                "new.py".into(),
+                "gone.go".into(),
+                "img.png".into(),
+            ],
         );
         assert_eq!(files.len(), 4);
         assert_eq!(files[0].before.as_deref(), Some("one\ntwo\nthree\n"));
         assert_eq!(files[0].after.as_deref(), Some("one\n2\nthree\n"));
-        assert_eq!((files[1].before.as_deref(), files[1].after.as_deref()), (None, Some("x = 1\n")));
-        assert_eq!((files[2].before.as_deref(), files[2].after.as_deref()), (Some("package gone\n"), None));
-        assert_eq!((files[3].before.as_deref(), files[3].after.as_deref()), (None, None));
+        assert_eq!(
+            (files[1].before.as_deref(), files[1].after.as_deref()),
+            (None, Some("x = 1\n"))
+        );
+        assert_eq!(
+            (files[2].before.as_deref(), files[2].after.as_deref()),
+            (Some("package gone\n"), None)
+        );
+        assert_eq!(
+            (files[3].before.as_deref(), files[3].after.as_deref()),
+            (None, None)
+        );
     }
 }

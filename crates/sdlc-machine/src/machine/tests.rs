@@ -1029,9 +1029,13 @@ fn with_ask_a_weakening_waits_for_a_person_whose_retry_approves_it_for_the_cycle
         .copied()
         .collect::<Vec<_>>();
     assert!(
-        asked
-            .iter()
-            .any(|e| matches!(e, Effect::AskDecision { step: Step::CommitPush, .. })),
+        asked.iter().any(|e| matches!(
+            e,
+            Effect::AskDecision {
+                step: Step::CommitPush,
+                ..
+            }
+        )),
         "{asked:?}"
     );
     assert!(!core.runner().weakening_approved());
@@ -1044,7 +1048,14 @@ fn with_ask_a_weakening_waits_for_a_person_whose_retry_approves_it_for_the_cycle
         |_| None,
     );
     assert!(
-        matches!(next, Effect::RunStep { repair: false, attempt: 1, .. }),
+        matches!(
+            next,
+            Effect::RunStep {
+                repair: false,
+                attempt: 1,
+                ..
+            }
+        ),
         "{next:?}"
     );
     assert!(core.runner().weakening_approved());
