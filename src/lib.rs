@@ -48,4 +48,5 @@ mod sanitize;
 pub mod stats;
 pub mod steps;
 pub mod tracker;
+pub mod weakening;
 pub mod wiring;

@@ -394,6 +394,15 @@ pub fn git_setup_put_back(changes: &[String]) -> String {
     )
 }
 
+/// The branch weakens the tests as `facts` say: nothing was pushed.
+pub fn tests_weakened(facts: &[crate::weakening::Fact]) -> String {
+    let facts: Vec<String> = facts.iter().map(ToString::to_string).collect();
+    format!(
+        "the branch weakens the tests where the issue's spec does not call for it; nothing was pushed: {}",
+        facts.join("; ")
+    )
+}
+
 /// The repository's git setup could not be checked or put back after an agent step.
 pub fn git_setup_unchecked(error: &dyn Display) -> String {
     format!(

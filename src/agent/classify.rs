@@ -178,6 +178,41 @@ pub fn classify_git_tampering(step_key: &str, changes: &[String]) -> Classified 
     .finish()
 }
 
+/// A push refused because the branch weakens the tests (`facts`, each naming file, line and
+/// what changed) where the issue's spec does not call for it: `TESTS_WEAKENED`, the facts the
+/// repair's context.
+pub fn classify_weakening(step_key: &str, facts: &[crate::weakening::Fact]) -> Classified {
+    let first = facts.first().map(ToString::to_string).unwrap_or_default();
+    let more = match facts.len() {
+        0 | 1 => String::new(),
+        n => format!(" (and {} more)", n - 1),
+    };
+    Verdict {
+        class: FailureClass::TestsWeakened,
+        evidence: format!(
+            "{step_key}: tests weakened: {}",
+            facts
+                .iter()
+                .map(ToString::to_string)
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        headline: format!(
+            "{step_key}: the branch weakens the tests: {}{more}; nothing was pushed",
+            one_line(&first)
+        ),
+        excerpt: format!(
+            "The runner did not push the branch: it weakens what CI checks, and the issue's spec \
+             does not call for it. Make CI pass by fixing the code, not the tests: put back what \
+             is listed below. A removal the issue really needs belongs in the spec's `Removes:` \
+             section (one test, CI job or file per line). Found again, the issue escalates.\n{}",
+            crate::weakening::describe(facts)
+        ),
+        wait_hint_secs: None,
+    }
+    .finish()
+}
+
 /// A builtin step whose call was stopped at the step's `timeoutMin` (its process group
 /// killed): TIMEOUT, as for an agent that ran out of time.
 pub fn classify_builtin_timeout(step_key: &str, what: &str) -> Classified {

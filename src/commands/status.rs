@@ -356,6 +356,15 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
         step: f.step.key().to_string(),
         class: f.class.name().to_string(),
         signature: f.signature.to_string(),
+        // From the journal: the cycle's end forgets the machine's failure contexts.
+        weakened: session
+            .recorded
+            .iter()
+            .rev()
+            .find_map(|r| r.report.failure.as_ref())
+            .filter(|d| d.class == FailureClass::TestsWeakened && d.step == f.step)
+            .map(|d| crate::weakening::listed(&d.excerpt))
+            .unwrap_or_default(),
     });
     let stats = &r.stats;
     st.wasted_since_last_merge = Some(Wasted {

@@ -24,7 +24,7 @@
 
 use super::walker::rules::*;
 use super::walker::{join, Obj, Walker};
-use super::{Approval, Effort, ForgeKind, OnExceeded, Severity, StepRun, TrackerKind};
+use super::{Approval, Effort, ForgeKind, OnExceeded, Severity, StepRun, TrackerKind, Weakening};
 use crate::config::AgentKind;
 use crate::step::Step;
 use schemars::gen::SchemaGenerator;
@@ -150,6 +150,7 @@ pub struct Settings {
     pub gitlab: Option<GitlabFile> => GitlabConfig = GitlabConfig::member,
     pub linear: Option<LinearFile> => LinearConfig = LinearConfig::member,
     pub review: Option<ReviewFile> => ReviewConfig = ReviewConfig::member,
+    pub tests: Option<TestsFile> => TestsConfig = TestsConfig::member,
     /// Issues worked at once, each by its own worker on its own clone under the runner's
     /// state directory (`run --workers` overrides it). 1: one issue at a time.
     #[serde(default = "d::workers")]
@@ -441,6 +442,24 @@ fn backoff(w: &mut Walker, o: &Obj, key: &str) -> Backoff {
         );
     }
     backoff
+}
+
+config_object! {
+/// What the runner checks of the tests an issue's branch changes, before each push
+/// (docs/classification.md, `TESTS_WEAKENED`).
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TestsFile =>
+/// `tests`: the test-weakening check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TestsConfig {
+    /// A branch that removes, skips or empties a test, removes assertions, rewrites a snapshot,
+    /// lets a CI job fail or lowers a coverage threshold, where the issue's spec does not list
+    /// the removal (`Removes:`): `refuse` hands the facts back to the agent once, then
+    /// escalates quoting them; `ask` holds the push for a person (`sdlc-runner decide`,
+    /// `retry` approves it); `allow` turns the check off.
+    #[serde(default)]
+    pub weakening: Weakening => Weakening = choice,
+}
 }
 
 config_object! {

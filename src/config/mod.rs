@@ -46,7 +46,7 @@ mod walker;
 pub use agent_kind::AgentKind;
 pub use defaults::*;
 pub use definition::{
-    Backoff, Budget, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings,
+    Backoff, Budget, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings, TestsConfig,
 };
 use duplicates::duplicate_keys;
 pub use error::*;
@@ -370,6 +370,7 @@ impl Config {
             builtin_commit_push: self.builtin(Step::CommitPush),
             runner_commits: true,
             ask_on_issue_budget: self.budget.on_exceeded == OnExceeded::Ask,
+            ask_on_weakening: self.tests.weakening == Weakening::Ask,
             max_network_waits: self.max_network_waits,
             network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,
             ci_poll_initial_secs: Limits::default().ci_poll_initial_secs,

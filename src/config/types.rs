@@ -68,6 +68,21 @@ pub enum OnExceeded {
     Ask,
 }
 
+/// What a branch that weakens the tests meets (`tests.weakening`; docs/classification.md,
+/// `TESTS_WEAKENED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Weakening {
+    /// Hand the facts back to the agent once; found again, escalate the issue quoting them.
+    #[default]
+    Refuse,
+    /// Hold the push for a person (`sdlc-runner decide retry|skip|halt`; `retry` approves the
+    /// weakening for the rest of the cycle).
+    Ask,
+    /// No check.
+    Allow,
+}
+
 /// Where issues come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]

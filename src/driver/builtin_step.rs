@@ -14,12 +14,13 @@ use super::network;
 use super::step_run::{Calls, StepRun, Voice};
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
-use crate::machine::{Commit, Event, Usage};
+use crate::machine::{Commit, Core, Event, Usage};
 use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::{GitPort, Io, World};
 use crate::step::Step;
 use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
+use crate::steps::weakening::Gate;
 
 impl StepRun<'_> {
     /// `commit`: for monitorCI the commit its look is for (none: the one the runner pushed);
@@ -60,7 +61,12 @@ impl StepRun<'_> {
             look_once(calls, cycle, voice, step, commit).await
         } else {
             let what = format!("{} (builtin)", step.key());
-            let facts = Facts::of(self.cycle, self.run.refs());
+            let gate = match step {
+                Step::CommitPush => weakening_gate(&self.run.cfg, self.core),
+                Step::CreatePr => weakening_report(&self.run.cfg, self.core),
+                _ => None,
+            };
+            let facts = Facts::of(self.cycle, self.run.refs()).gated(gate);
             let target = commit.map(|c| (c.hex(), verified));
             let once = move |w: &World| {
                 crate::process::within_deadline(deadline, || {
@@ -197,7 +203,8 @@ impl StepRun<'_> {
     /// monitorCI (CI is looked at again), a person's move, or the push's failure.
     async fn push_ci_repair(&mut self, issue: u32, usage: Usage) -> Event {
         let step = Step::MonitorCi;
-        let facts = Facts::of(self.cycle, self.run.refs());
+        let gate = weakening_gate(&self.run.cfg, self.core);
+        let facts = Facts::of(self.cycle, self.run.refs()).gated(gate);
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &World| {
             crate::process::within_deadline(deadline, || {
@@ -230,7 +237,7 @@ impl StepRun<'_> {
 
     /// A failure of the runner's own call in a step: said, classified (this issue's branch
     /// taken out of its words) and answered as the step's failure.
-    async fn builtin_failed(
+    pub(super) async fn builtin_failed(
         &mut self,
         step: Step,
         issue: u32,
@@ -238,6 +245,11 @@ impl StepRun<'_> {
         usage: Usage,
     ) -> Event {
         self.voice.say(failed.what.clone());
+        if !failed.weakened.is_empty() {
+            self.voice.log(&say::tests_weakened(&failed.weakened));
+            let c = crate::agent::classify::classify_weakening(step.key(), &failed.weakened);
+            return self.failed(step, issue, c, usage);
+        }
         let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;
         let c = classify_builtin(step.key(), &text, failed.kind, false);
         self.failed(step, issue, c, usage)
@@ -363,6 +375,25 @@ impl StepRun<'_> {
             Err(failed) => self.builtin_failed(step, issue, failed, usage).await,
         }
     }
+}
+
+/// The test-weakening check a push of this cycle runs first (`steps::weakening`): none
+/// when `tests.weakening` is `allow` or when the machine holds a person's approval of the
+/// weakening for this cycle.
+pub(super) fn weakening_gate(cfg: &crate::config::Config, core: &Core) -> Option<Gate> {
+    weakening_report(cfg, core).filter(|g| !g.approved)
+}
+
+/// The check as the PR body reports it: what was found, and whether a person approved it;
+/// `None` when `tests.weakening` is `allow`.
+fn weakening_report(cfg: &crate::config::Config, core: &Core) -> Option<Gate> {
+    if cfg.tests.weakening == crate::config::Weakening::Allow {
+        return None;
+    }
+    let command = cfg.local_ci.as_ref().map(|c| &c.command[..]).unwrap_or(&[]);
+    let mut gate = Gate::new(&cfg.project_path, command);
+    gate.approved = core.runner().weakening_approved();
+    Some(gate)
 }
 
 /// `text` with this issue's branch name taken out: the same refusal (a hook, a protected
@@ -503,6 +534,7 @@ pub(super) struct Facts {
     branch: Option<String>,
     feature: Option<String>,
     refs: crate::config::IssueRefs,
+    gate: Option<Gate>,
 }
 
 impl Facts {
@@ -514,7 +546,14 @@ impl Facts {
             branch: cycle.issue.branch.clone(),
             feature: cycle.feature.clone(),
             refs,
+            gate: None,
         }
+    }
+
+    /// The facts of a push: the test-weakening check runs before it when `gate` is set.
+    pub(super) fn gated(mut self, gate: Option<Gate>) -> Facts {
+        self.gate = gate;
+        self
     }
 
     /// Runs `act` on the facts. The branch is git's `<n>-*` branch when there is one: the
@@ -527,6 +566,7 @@ impl Facts {
             branch: found.as_deref().or(self.branch.as_deref()),
             feature: self.feature.as_deref(),
             refs: &self.refs,
+            gate: self.gate.as_ref(),
         })
     }
 }

@@ -3,6 +3,7 @@
 //! and environment that carry it are the agent adapter's (`agent::cli`).
 
 use crate::config::Config;
+use crate::failure::FailureClass;
 use crate::step::Step;
 use std::path::Path;
 
@@ -49,7 +50,7 @@ pub fn default_prompt(step: Step) -> &'static str {
     match step {
         Step::StartCycle => "Start a new development cycle: check out the main branch, make sure the working tree is clean, and pull the latest changes.",
         Step::StartIssue => "Start work on the issue: create and check out a feature branch named `<issue number>-<slug of the title>` from main.",
-        Step::WriteSpecs => "Write the specifications for the issue under `specs/<issue number>-<slug>/`: requirements.md, design.md, tasks.md and feature.gherkin.",
+        Step::WriteSpecs => "Write the specifications for the issue under `specs/<issue number>-<slug>/`: requirements.md, design.md, tasks.md and feature.gherkin. If the issue asks to remove tests, CI jobs or snapshot files, list each in requirements.md under a heading `## Removes`, one per line (`- test_name`, `- ci-job`, `- path/to/file`): the runner refuses to push a branch that removes, skips or empties a test, or lets CI pass more easily, unless the spec lists it there.",
         Step::Implement => "Implement the issue according to its specifications in `specs/<issue number>-<slug>/`, with tests.",
         Step::Simplify => "Review the implementation on this branch and simplify it without changing behaviour.",
         Step::Verify => "Verify the implementation against the specifications: build, run the tests and linters, and fix every finding.",
@@ -67,6 +68,10 @@ pub const RESOLVE_CONFLICT_PROMPT: &str = "The feature branch no longer merges c
 /// A builtin monitorCI's repair after failing CI: the agent fixes the code, the runner
 /// commits, pushes and watches CI again.
 pub const FIX_CI_PROMPT: &str = "The CI checks of this feature branch's pull request fail (the failure below names them and quotes their logs). Fix the code so that they pass, and make sure the tests pass. The runner commits what you change, pushes the branch and watches CI again.";
+
+/// The repair of a builtin push the runner refused because the branch weakens the tests
+/// (`TESTS_WEAKENED`): the facts follow as the failure's output.
+pub const FIX_WEAKENED_TESTS_PROMPT: &str = "The runner refused to push this feature branch: it weakens what CI checks (a test removed, skipped or emptied, an assertion removed, a snapshot rewritten, a CI job allowed to fail or a threshold lowered) and the issue's spec does not call for it. The facts below name each file and line. Put the tests and CI back as they were and make them pass by fixing the code. Only a removal the issue asks for may stay, listed in the spec's requirements.md under `## Removes`. The runner commits what you change and checks again before it pushes; the same weakening again escalates the issue.";
 
 /// A builtin commitPush's repair after a hook refused the runner's commit or push.
 pub const FIX_HOOK_PROMPT: &str = "A git hook refused the runner's commit or push of this feature branch (its words are below). Fix in the work tree what it names. The runner commits what you change and pushes the branch again.";
@@ -214,7 +219,11 @@ pub fn prompt_with(
     text_file: Option<&Path>,
 ) -> String {
     // A builtin step runs the agent only in its repairs, each with its own instruction.
+    let weakened = repair.is_some_and(|r| r.class == FailureClass::TestsWeakened.name());
     let base = match step {
+        Step::CommitPush | Step::MonitorCi if cfg.builtin(step) && weakened => {
+            FIX_WEAKENED_TESTS_PROMPT
+        }
         Step::Merge if cfg.builtin(step) => RESOLVE_CONFLICT_PROMPT,
         Step::MonitorCi if cfg.builtin(step) => cfg.prompt(step).unwrap_or(FIX_CI_PROMPT),
         Step::CommitPush if cfg.builtin(step) => cfg.prompt(step).unwrap_or(FIX_HOOK_PROMPT),

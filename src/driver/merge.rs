@@ -504,6 +504,7 @@ async fn look_raw(
                 branch: found.as_deref().or(branch.as_deref()),
                 feature: None,
                 refs: &refs,
+                gate: None,
             };
             builtin::look(&*w.git, &*w.forge, &facts, expected.as_deref())
         })

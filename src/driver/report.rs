@@ -326,11 +326,17 @@ pub fn rescued(refs: &[String]) -> String {
 }
 
 /// What an escalation says of a last failure the runner itself observed rather than the agent
-/// printed: for `GIT_TAMPERED`, each change the agent made to the repository's git setup (the
-/// failure's own excerpt), which the agent's last words do not show. Empty otherwise.
+/// printed: for `GIT_TAMPERED`, each change the agent made to the repository's git setup, for
+/// `TESTS_WEAKENED` each weakening of the tests, file and line (the failure's own excerpt),
+/// which the agent's last words do not show. Empty otherwise.
 pub fn observed(detail: Option<&crate::failure::FailureDetail>) -> String {
     match detail {
-        Some(d) if d.class == FailureClass::GitTampered => {
+        Some(d)
+            if matches!(
+                d.class,
+                FailureClass::GitTampered | FailureClass::TestsWeakened
+            ) =>
+        {
             format!("\n\n{}", redact(&d.excerpt))
         }
         _ => String::new(),
@@ -556,6 +562,18 @@ mod tests {
         assert!(quoted.contains("core.fsmonitor"), "{quoted}");
         assert_eq!(observed(Some(&detail(FailureClass::TestAssertion))), "");
         assert_eq!(observed(None), "");
+    }
+
+    #[test]
+    fn an_escalation_quotes_the_tests_the_branch_weakened() {
+        let detail = crate::failure::FailureDetail {
+            step: crate::step::Step::CommitPush,
+            class: FailureClass::TestsWeakened,
+            summary: "s".into(),
+            excerpt: "- you skipped `parses_empty_input` (#[ignore]) in tests/parse.rs:41".into(),
+        };
+        let quoted = observed(Some(&detail));
+        assert!(quoted.contains("tests/parse.rs:41"), "{quoted}");
     }
     use super::*;
     use crate::failure::Signature;

@@ -96,7 +96,8 @@ impl StepRun<'_> {
             Event::StepSucceeded { usage, .. } => usage,
             other => return other,
         };
-        let facts = builtin_step::Facts::of(self.cycle, self.run.refs());
+        let gate = builtin_step::weakening_gate(&self.run.cfg, self.core);
+        let facts = builtin_step::Facts::of(self.cycle, self.run.refs()).gated(gate);
         let deadline = crate::process::deadline_after(self.run.cfg.timeout(step));
         let push = move |w: &crate::ports::World| {
             crate::process::within_deadline(deadline, || {
@@ -116,13 +117,7 @@ impl StepRun<'_> {
                 Event::Repaired { step, usage }
             }
             network::Patient::Done(Err(failed)) => {
-                self.voice.say(failed.what.clone());
-                let text =
-                    builtin_step::without_branch(&self.shell.io, &self.cycle.issue, &failed.what)
-                        .await;
-                let c =
-                    crate::agent::classify::classify_builtin(step.key(), &text, failed.kind, false);
-                self.failed(step, issue, c, usage)
+                self.builtin_failed(step, issue, failed, usage).await
             }
             // The agent ran: asking for the round again would run it twice.
             network::Patient::GaveUp(_) => {

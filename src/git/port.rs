@@ -102,6 +102,9 @@ impl GitPort for Repo {
     fn undo_tampering(&self) -> Result<Vec<String>, GitError> {
         Repo::undo_tampering(self)
     }
+    fn changed_files(&self, branch: &str) -> Result<Vec<crate::weakening::ChangedFile>, GitError> {
+        Repo::changed_files(self, branch)
+    }
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
         Repo::spec_dir(self, issue, feature)
     }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod base;
+mod changes;
 mod error;
 mod merge;
 mod refs;

@@ -99,6 +99,12 @@ pub trait GitPort: Send + Sync {
     /// after putting them back (the step's `GIT_TAMPERED` failure when not empty). `Err` when
     /// they cannot be read or put back.
     fn undo_tampering(&self) -> Result<Vec<String>, GitError>;
+    /// The files `branch` changed since it left the base branch, each with its text at the
+    /// base and at the head (the test-weakening check, `crate::weakening`). A port that
+    /// cannot tell (the in-memory fakes) answers none.
+    fn changed_files(&self, _branch: &str) -> Result<Vec<crate::weakening::ChangedFile>, GitError> {
+        Ok(Vec::new())
+    }
     /// The spec directory of `issue` (`specs/<issue>-…`), the recorded `feature` first.
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf>;
     /// `Err(missing)` names the spec files that are missing or empty.

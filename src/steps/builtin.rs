@@ -20,6 +20,8 @@ pub struct Failed {
     /// For a conflict with main (`kind` `Conflict`): the files that conflict, where git named
     /// them (a forge's "not mergeable" names none).
     pub paths: Vec<String>,
+    /// For a branch that weakens the tests (`TESTS_WEAKENED`): what it weakens, file and line.
+    pub weakened: Vec<crate::weakening::Fact>,
 }
 
 impl Failed {
@@ -29,6 +31,20 @@ impl Failed {
             what,
             kind: CallFailureKind::Other,
             paths: Vec::new(),
+            weakened: Vec::new(),
+        }
+    }
+
+    /// The branch weakens the tests as `facts` say: nothing was pushed.
+    pub fn weakened(facts: Vec<crate::weakening::Fact>) -> Failed {
+        Failed {
+            what: format!(
+                "the branch weakens the tests; nothing was pushed:\n{}",
+                crate::weakening::describe(&facts)
+            ),
+            kind: CallFailureKind::Other,
+            paths: Vec::new(),
+            weakened: facts,
         }
     }
 }
@@ -54,6 +70,7 @@ impl From<RepoError> for Failed {
                 .conflict_paths()
                 .map(<[String]>::to_vec)
                 .unwrap_or_default(),
+            weakened: Vec::new(),
         }
     }
 }
@@ -71,6 +88,9 @@ pub struct IssueFacts<'a> {
     pub feature: Option<&'a str>,
     /// How the tracker names the issue (`#12`, `ENG-12`) in titles and descriptions.
     pub refs: &'a crate::config::IssueRefs,
+    /// The test-weakening check a push runs first; `None`: none (`tests.weakening: "allow"`,
+    /// or approved by a person in this cycle).
+    pub gate: Option<&'a super::weakening::Gate>,
 }
 
 impl IssueFacts<'_> {
@@ -147,6 +167,7 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<Result<Stri
     if let Some(head) = work_only_origin_has(repo, branch, &before)? {
         return Ok(Err(head));
     }
+    let allowed = gate_before_push(repo, issue)?;
     let lease = before.head.as_deref();
     if let Err(e) = repo.push_branch(branch, lease) {
         let after = repo.branch_on_origin(branch)?;
@@ -158,10 +179,35 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<Result<Stri
         return Err(e.into());
     }
     Ok(Ok(if committed {
-        format!("committed the remaining changes and pushed {branch}")
+        format!("committed the remaining changes and pushed {branch}{allowed}")
     } else {
-        format!("pushed {branch}")
+        format!("pushed {branch}{allowed}")
     }))
+}
+
+/// The test-weakening check of the branch before its push (`steps::weakening`), when the
+/// issue's facts carry a gate: `Err` (`TESTS_WEAKENED`) for a weakening the spec does not
+/// call for; else the words for the removals it does (empty when none).
+pub(super) fn gate_before_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+    let Some(gate) = issue.gate else {
+        return Ok(String::new());
+    };
+    if gate.approved {
+        return Ok(String::new());
+    }
+    let found =
+        super::weakening::findings(repo, issue.branch()?, (issue.number, issue.feature), gate)?;
+    if !found.weakened.is_empty() {
+        return Err(Failed::weakened(found.weakened));
+    }
+    Ok(if found.allowed.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the removals the spec lists:\n{}",
+            crate::weakening::describe(&found.allowed)
+        )
+    })
 }
 
 /// Origin's head of `branch`, as `seen`, when it holds work that did not leave from this
@@ -216,7 +262,11 @@ pub fn create_pr(
         issue.refs.issue(issue.number)
     );
     let spec = repo.spec_dir(issue.number, issue.feature);
-    let body = pr_body(issue.refs, issue.number, spec.as_deref());
+    let mut body = pr_body(issue.refs, issue.number, spec.as_deref());
+    if let Some(gate) = issue.gate {
+        let found = super::weakening::findings(repo, branch, (issue.number, issue.feature), gate)?;
+        body.push_str(&super::weakening::pr_section(&found, gate.approved));
+    }
     let pr = forge.create_pr(branch, &title, &body)?;
     Ok(format!("pull request {} is open for {branch}", pr.url))
 }
@@ -464,6 +514,7 @@ fn main_unmoved_since_ci(
         ),
         kind: CallFailureKind::Behind,
         paths: Vec::new(),
+        weakened: Vec::new(),
     })
 }
 

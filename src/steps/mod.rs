@@ -2,8 +2,10 @@
 //! machine decides: the zero-token steps it runs itself (`builtin`) and the checks before and
 //! after a step (`checks`: preconditions, post-step checks, whether a side-effecting step's
 //! outcome already holds, how far a branch the journal does not know got) and the runner's
-//! commit and push after an agent's repair (`repair`).
+//! commit and push after an agent's repair (`repair`), and the test-weakening check before
+//! each of those pushes (`weakening`).
 
 pub mod builtin;
 pub mod checks;
 pub mod repair;
+pub mod weakening;

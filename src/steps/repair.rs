@@ -3,7 +3,9 @@
 //! never over a person's push. The agent writes no git (in a sandbox its git directory is
 //! read-only).
 
-use super::builtin::{on_branch, persons_move_since, short, Failed, Head, IssueFacts};
+use super::builtin::{
+    gate_before_push, on_branch, persons_move_since, short, Failed, Head, IssueFacts,
+};
 use crate::ports::{ForgePort, GitPort};
 
 /// After an `addressReview` round: what the agent left is committed on the feature branch
@@ -50,6 +52,7 @@ fn push_agent_work(
     if let Some(head) = persons_move_since(repo, forge, branch, "", &before)? {
         return Ok(Round::Person(head));
     }
+    gate_before_push(repo, issue)?;
     if let (false, Some(local)) = (committed, &before.local) {
         if before.head.as_ref() == Some(local) {
             // Nothing new to push: saying "pushed" would tell of work not done.

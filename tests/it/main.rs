@@ -58,4 +58,5 @@ mod symlinks;
 mod tool_tests;
 mod tracker;
 mod verified_merge;
+mod weakening;
 mod workers;

@@ -57,6 +57,12 @@ pub enum FailureClass {
     /// a configuration entry that runs a program or redirects a remote, `info/attributes`):
     /// the runner put it back before its next git call; the agent's doing, an attempt spent.
     GitTampered,
+    /// The branch weakens what CI checks (a test removed, skipped or emptied, an assertion
+    /// removed, a snapshot rewritten, a CI job made unable to fail, a threshold lowered) and
+    /// the issue's spec does not call for it: found before the push, handed back to the agent
+    /// once with the facts; found again, the issue escalates quoting them
+    /// ([`FailureClass::hands_back_once`]).
+    TestsWeakened,
 }
 
 /// What the classifier said about a failed attempt beyond its class and signature: the
@@ -107,7 +113,7 @@ pub enum Scope {
 
 impl FailureClass {
     /// Every class, in declaration order (`index` is the position here).
-    pub const ALL: [FailureClass; 21] = [
+    pub const ALL: [FailureClass; 22] = [
         FailureClass::TestAssertion,
         FailureClass::Typecheck,
         FailureClass::Lint,
@@ -129,6 +135,7 @@ impl FailureClass {
         FailureClass::MergeConflict,
         FailureClass::Budget,
         FailureClass::GitTampered,
+        FailureClass::TestsWeakened,
     ];
     /// How many classes there are.
     pub const COUNT: usize = Self::ALL.len();
@@ -144,7 +151,7 @@ impl FailureClass {
         match self {
             TestAssertion | Typecheck | Lint | BuildCompile | Timeout | MaxTurns
             | PermissionDenied | Killed | Idle | PostCheck | Unknown | MergeConflict | Budget
-            | GitTampered => Disposition::Retry,
+            | GitTampered | TestsWeakened => Disposition::Retry,
             ContextWindow => Disposition::EscalateNow,
             RateLimit | Overloaded => Disposition::Backoff,
             Network => Disposition::WaitForNetwork,
@@ -180,8 +187,15 @@ impl FailureClass {
         use FailureClass::*;
         matches!(
             self,
-            TestAssertion | Typecheck | Lint | BuildCompile | MergeConflict
+            TestAssertion | Typecheck | Lint | BuildCompile | MergeConflict | TestsWeakened
         )
+    }
+
+    /// Failures handed back to the agent once: the same class again in the step's next
+    /// attempt escalates the issue (`EscalationCause::TestsWeakened`) instead of spending the
+    /// step's other attempts on it.
+    pub const fn hands_back_once(self) -> bool {
+        matches!(self, FailureClass::TestsWeakened)
     }
 
     /// The class's contract name (`TEST_ASSERTION` style), as journaled and printed.
@@ -209,6 +223,7 @@ impl FailureClass {
             MergeConflict => "MERGE_CONFLICT",
             Budget => "BUDGET",
             GitTampered => "GIT_TAMPERED",
+            TestsWeakened => "TESTS_WEAKENED",
         }
     }
 }
@@ -272,6 +287,24 @@ mod tests {
         assert!(!c.code_fixable());
         assert_eq!(c.name(), "GIT_TAMPERED");
         assert_eq!(FailureClass::ALL[c.index()], c);
+    }
+
+    #[test]
+    fn weakened_tests_are_the_issues_failure_handed_back_once_with_a_repair() {
+        let c = FailureClass::TestsWeakened;
+        assert_eq!(c.disposition(), Disposition::Retry);
+        assert_eq!(c.scope(), Scope::Issue);
+        assert!(c.code_fixable());
+        assert!(c.hands_back_once());
+        assert_eq!(c.name(), "TESTS_WEAKENED");
+        assert_eq!(FailureClass::ALL[c.index()], c);
+        assert_eq!(
+            FailureClass::ALL
+                .iter()
+                .filter(|c| c.hands_back_once())
+                .count(),
+            1
+        );
     }
 
     #[test]

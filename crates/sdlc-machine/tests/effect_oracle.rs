@@ -535,6 +535,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                     builtin_commit_push: false,
                     runner_commits: false,
                     ask_on_issue_budget: ask_on_budget,
+                    ask_on_weakening: false,
                     max_network_waits: net,
                     network_backoff_initial_secs: 2,
                     ci_poll_initial_secs: ci_first,

@@ -236,6 +236,9 @@ impl Status {
                 "last failure: {} in {} (signature {})",
                 f.class, f.step, f.signature
             ));
+            for fact in &f.weakened {
+                line(format!("  weakened: {fact}"));
+            }
         }
         if let Some(w) = &self.wasted_since_last_merge {
             line(format!(

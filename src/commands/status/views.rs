@@ -187,6 +187,10 @@ pub struct LastFailureView {
     pub step: String,
     pub class: String,
     pub signature: String,
+    /// For `TESTS_WEAKENED`: each weakening the check found, file and line (what the agent
+    /// was handed back and an escalation quotes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub weakened: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -184,6 +184,7 @@ fn limits_convert_to_exact_units() {
             // The runner commits every agent step's work (issue 48).
             runner_commits: true,
             ask_on_issue_budget: false,
+            ask_on_weakening: false,
             max_network_waits: 3,
             network_backoff_initial_secs: 2,
             ci_poll_initial_secs: 10,

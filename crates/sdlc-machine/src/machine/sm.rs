@@ -449,6 +449,18 @@ impl Runner {
             }
             Event::Decided {
                 option: DecisionOption::Retry,
+            } if self.weakening_asked => {
+                // A person approved what the branch weakens: the step runs again with the
+                // check off for the rest of the cycle, the attempt given back.
+                self.weakening_asked = false;
+                self.weakening_approved = true;
+                let i = step.index();
+                self.attempts[i] = self.attempts[i].saturating_sub(1);
+                self.last_class[i] = None;
+                self.enter(*step, context)
+            }
+            Event::Decided {
+                option: DecisionOption::Retry,
             } => {
                 // One more attempt: the spent attempt is given back, so the next failure
                 // lands on this decision point again rather than past the limit.
@@ -462,6 +474,7 @@ impl Runner {
                 option: DecisionOption::Skip,
             } => {
                 self.budget_asked = false;
+                self.weakening_asked = false;
                 self.escalate(*step, EscalationCause::OperatorSkipped, context)
             }
             Event::Decided {

@@ -987,3 +987,151 @@ fn a_steps_network_failure_is_waited_out_on_the_networks_bound_then_halts_blamin
     assert!(core.escalated().is_empty());
     assert_eq!(core.runner().attempts, [0; Step::COUNT]);
 }
+
+/// A branch that weakens the tests at the builtin commitPush (`TESTS_WEAKENED`): handed back
+/// to the agent once (a repair attempt carrying the facts), then, found again by the
+/// runner's push, the issue escalates with its own cause, quoting that failure; the step's
+/// other attempts are not spent on it.
+#[test]
+fn weakened_tests_are_handed_back_once_then_escalate() {
+    use doc_support::until;
+    let limits = Limits {
+        builtin_commit_push: true,
+        max_retries_per_step: 5,
+        ..Limits::default()
+    };
+    let mut core = doc_support::started(limits);
+    let weakened = || Event::StepFailed {
+        step: Step::CommitPush,
+        class: FailureClass::TestsWeakened,
+        signature: crate::failure::Signature(7),
+        usage: Usage::default(),
+        wait_hint_secs: None,
+    };
+    let push = |r: &Effect| {
+        matches!(
+            r,
+            Effect::RunStep {
+                step: Step::CommitPush,
+                repair: false,
+                ..
+            }
+        )
+    };
+    until(&mut core, Event::IssueSelected { issue: 1 }, push, |_| None);
+    let repair = until(
+        &mut core,
+        weakened(),
+        |r| matches!(r, Effect::RunStep { .. }),
+        |_| None,
+    );
+    assert!(
+        matches!(
+            repair,
+            Effect::RunStep {
+                step: Step::CommitPush,
+                repair: true,
+                ..
+            }
+        ),
+        "handed back with a repair: {repair:?}"
+    );
+    let again = core
+        .handle(&Event::Repaired {
+            step: Step::CommitPush,
+            usage: Usage::default(),
+        })
+        .request()
+        .copied();
+    assert!(matches!(again, Some(e) if push(&e)), "{again:?}");
+    let escalation = core.handle(&weakened()).request().copied();
+    assert!(
+        matches!(escalation, Some(Effect::MarkEscalated { issue: 1 })),
+        "{escalation:?}"
+    );
+    assert_eq!(
+        *core.state(),
+        State::Escalating {
+            step: Step::CommitPush,
+            cause: EscalationCause::TestsWeakened
+        }
+    );
+    assert_eq!(core.runner().attempts[Step::CommitPush.index()], 2);
+}
+
+/// `tests.weakening: "ask"`: the weakening waits for a person instead of a hand-back;
+/// `retry` approves it for the cycle (the runner's next push is not held, the attempt given
+/// back); a new cycle forgets the approval.
+#[test]
+fn with_ask_a_weakening_waits_for_a_person_whose_retry_approves_it_for_the_cycle() {
+    use doc_support::until;
+    let limits = Limits {
+        builtin_commit_push: true,
+        ask_on_weakening: true,
+        ..Limits::default()
+    };
+    let mut core = doc_support::started(limits);
+    let push = |r: &Effect| {
+        matches!(
+            r,
+            Effect::RunStep {
+                step: Step::CommitPush,
+                ..
+            }
+        )
+    };
+    until(&mut core, Event::IssueSelected { issue: 1 }, push, |_| None);
+    let asked = core
+        .handle(&Event::StepFailed {
+            step: Step::CommitPush,
+            class: FailureClass::TestsWeakened,
+            signature: crate::failure::Signature(7),
+            usage: Usage::default(),
+            wait_hint_secs: None,
+        })
+        .iter()
+        .copied()
+        .collect::<Vec<_>>();
+    assert!(
+        asked.iter().any(|e| matches!(
+            e,
+            Effect::AskDecision {
+                step: Step::CommitPush,
+                ..
+            }
+        )),
+        "{asked:?}"
+    );
+    assert!(!core.runner().weakening_approved());
+    let next = until(
+        &mut core,
+        Event::Decided {
+            option: DecisionOption::Retry,
+        },
+        push,
+        |_| None,
+    );
+    assert!(
+        matches!(
+            next,
+            Effect::RunStep {
+                repair: false,
+                attempt: 1,
+                ..
+            }
+        ),
+        "{next:?}"
+    );
+    assert!(core.runner().weakening_approved());
+    until(
+        &mut core,
+        Event::StepSucceeded {
+            step: Step::CommitPush,
+            usage: Usage::default(),
+        },
+        |r| matches!(r, Effect::SelectIssue),
+        |_| None,
+    );
+    core.handle(&Event::IssueSelected { issue: 2 });
+    assert!(!core.runner().weakening_approved());
+}

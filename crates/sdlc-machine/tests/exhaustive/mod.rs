@@ -71,6 +71,8 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         decision_waited_secs,
         decision_paused,
         budget_asked,
+        weakening_asked,
+        weakening_approved,
         network_waits,
         rate_limit_waits,
         last_escalation,
@@ -184,6 +186,8 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     decision_waited_secs.hash(h);
     decision_paused.hash(h);
     budget_asked.hash(h);
+    weakening_asked.hash(h);
+    weakening_approved.hash(h);
     network_waits.hash(h);
     rate_limit_waits.hash(h);
     last_escalation.hash(h);

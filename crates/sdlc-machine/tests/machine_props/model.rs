@@ -28,6 +28,9 @@ pub struct Model {
     pub last_escalation_alone: bool,
     /// Every way each step failed in this cycle (waits aside).
     pub how: [Vec<(FailureClass, u64)>; Step::COUNT],
+    /// The class of each step's last failure since it last succeeded in the cycle: a class
+    /// handed back once (`TESTS_WEAKENED`) escalates when it comes again.
+    pub last: [Option<FailureClass>; Step::COUNT],
     /// The same failure ended the next issue too: the first one's quarantine is being lifted.
     pub releasing: Option<u32>,
     /// The step whose attempt is out (answered `PreconditionsOk`, no outcome yet).
@@ -102,6 +105,7 @@ impl Model {
             last_escalation: None,
             last_escalation_alone: false,
             how: Default::default(),
+            last: [None; Step::COUNT],
             releasing: None,
             out: None,
             ci_pending: 0,
@@ -128,6 +132,7 @@ impl Model {
         self.bounces = 0;
         self.same = [(0, 0); Step::COUNT];
         self.how = Default::default();
+        self.last = [None; Step::COUNT];
         self.held.clear();
         self.rerun = false;
         self.race_failure = None;
@@ -447,6 +452,7 @@ impl Model {
                 self.step_net_waits = 0;
                 self.phase[step.index()] = 0;
                 self.same[step.index()] = (0, 0);
+                self.last[step.index()] = None;
                 if step == Step::Merge {
                     self.streak = 0;
                     self.last_escalation = None;
@@ -490,6 +496,8 @@ impl Model {
                 }
                 self.waits = 0;
                 self.step_net_waits = 0;
+                let again = class.hands_back_once() && self.last[i] == Some(class);
+                self.last[i] = Some(class);
                 self.attempts[i] += 1;
                 self.phase[i] += 1;
                 self.how[i].push((class, signature.0));
@@ -511,7 +519,7 @@ impl Model {
                     self.halted = true;
                     return;
                 }
-                if class.disposition() == Disposition::EscalateNow || spent {
+                if class.disposition() == Disposition::EscalateNow || again || spent {
                     self.escalate(Some((step, class, signature.0)));
                 }
             }

@@ -61,6 +61,7 @@ pub fn class() -> impl Strategy<Value = FailureClass> {
         1 => Just(FailureClass::ContextWindow),
         1 => Just(FailureClass::Auth),
         1 => Just(FailureClass::GitTampered),
+        1 => Just(FailureClass::TestsWeakened),
     ]
 }
 

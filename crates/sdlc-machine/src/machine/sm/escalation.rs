@@ -27,7 +27,8 @@ impl Runner {
         let own = match cause {
             EscalationCause::RetriesExhausted
             | EscalationCause::SameFailureRepeated
-            | EscalationCause::NonRetryable => self.last_failure.filter(|f| f.step == step),
+            | EscalationCause::NonRetryable
+            | EscalationCause::TestsWeakened => self.last_failure.filter(|f| f.step == step),
             _ => None,
         };
         if let (Some(now), Some((previous, before))) = (own, self.last_escalation) {

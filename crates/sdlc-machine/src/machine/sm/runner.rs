@@ -153,6 +153,10 @@ pub struct Runner {
     /// (`budget.onExceeded: ask`): `retry` grants the budget again rather than an attempt.
     #[serde(default)]
     pub budget_asked: bool,
+    /// A person was asked about the tests this branch weakens (`tests.weakening: "ask"`).
+    pub weakening_asked: bool,
+    /// A person approved the weakening for this cycle: the check is off until the next.
+    pub weakening_approved: bool,
     /// Network waits in a row on the outstanding request.
     pub network_waits: u32,
     /// Rate-limit waits in a row on the outstanding request.
@@ -307,6 +311,8 @@ impl Runner {
             decision_waited_secs: 0,
             decision_paused: false,
             budget_asked: false,
+            weakening_asked: false,
+            weakening_approved: false,
             last_escalation: None,
             last_escalation_alone: false,
             ci_waits: 0,
@@ -345,6 +351,8 @@ impl Runner {
         self.issue_cost_micros = 0;
         self.issue_elapsed_ms = 0;
         self.budget_asked = false;
+        self.weakening_asked = false;
+        self.weakening_approved = false;
         self.merge_rerun = false;
         self.lost_race = None;
         self.ci_commit = None;
@@ -375,6 +383,12 @@ impl Runner {
         );
         let conflict = self.last_class[Step::Merge.index()] == Some(FailureClass::MergeConflict);
         (repairing && conflict).then_some(&self.conflict_paths[..])
+    }
+
+    /// Whether a person approved, in this cycle, the tests the branch weakens
+    /// (`tests.weakening: "ask"`): the runner then pushes without the check.
+    pub fn weakening_approved(&self) -> bool {
+        self.weakening_approved
     }
 
     pub(super) fn current_issue(&self) -> u32 {

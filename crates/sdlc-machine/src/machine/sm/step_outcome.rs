@@ -193,6 +193,8 @@ impl Runner {
         }
         self.wait_streak = 0;
         self.step_network_waits = 0;
+        // Handed back once: the same class right after the hand-back escalates.
+        let again = class.hands_back_once() && self.last_class[i] == Some(class);
         self.attempts[i] += 1;
         self.phase_failures[i] += 1;
         if self.last_signature[i] == Some(signature) {
@@ -234,6 +236,15 @@ impl Runner {
         }
         if class.disposition() == Disposition::EscalateNow {
             return self.escalate(step, EscalationCause::NonRetryable, fx);
+        }
+        if class == FailureClass::TestsWeakened && self.limits.ask_on_weakening {
+            // A person decides whether the weakening stands (`retry` approves it).
+            self.weakening_asked = true;
+            self.ask_decision(step, fx);
+            return Transition(State::awaiting_decision(step));
+        }
+        if again {
+            return self.escalate(step, EscalationCause::TestsWeakened, fx);
         }
         if self.attempts[i] >= self.limits.max_retries_per_step {
             return self.give_up(step, EscalationCause::RetriesExhausted, fx);

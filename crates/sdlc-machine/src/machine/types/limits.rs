@@ -66,6 +66,11 @@ pub struct Limits {
     /// escalating (absent in older journals).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ask_on_issue_budget: bool,
+    /// `tests.weakening: "ask"`: a branch that weakens the tests (`TESTS_WEAKENED`) waits for
+    /// a person's decision (`retry` approves it: the step runs again with the check off)
+    /// instead of being handed back to the agent (absent in older journals).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ask_on_weakening: bool,
     /// Network waits in a row for one runner action (a git, gh or tracker call) before the
     /// session halts as `NETWORK`. (Journals of earlier versions lack it: the default.)
     #[serde(default = "default_max_network_waits")]
@@ -203,6 +208,7 @@ impl Default for Limits {
             builtin_commit_push: false,
             runner_commits: false,
             ask_on_issue_budget: false,
+            ask_on_weakening: false,
             max_network_waits: 10,
             network_backoff_initial_secs: 2,
             ci_poll_initial_secs: 10,

@@ -25,6 +25,9 @@ pub enum EscalationCause {
     /// Reviewers still asked for changes, with feedback the agent was not given yet, after
     /// `review.maxReviewRounds` rounds of addressing it.
     ReviewRoundsExhausted,
+    /// The agent weakened the tests again after the facts were handed back to it once
+    /// (`TESTS_WEAKENED`).
+    TestsWeakened,
 }
 
 impl EscalationCause {
@@ -38,6 +41,7 @@ impl EscalationCause {
             EscalationCause::IssueBudget => "issue budget exhausted",
             EscalationCause::OperatorSkipped => "skipped by operator",
             EscalationCause::ReviewRoundsExhausted => "review rounds exhausted",
+            EscalationCause::TestsWeakened => "tests weakened again after the hand-back",
         }
     }
 }

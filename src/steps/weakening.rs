@@ -1,0 +1,96 @@
+//! The test-weakening check where the runner pushes an issue's branch for CI (commitPush's
+//! push, a CI repair's, a review round's): the branch compared with its base
+//! (`crate::weakening`), the removals the issue's spec lists (`Removes:`) set apart. What
+//! the spec does not call for fails the push as `TESTS_WEAKENED` (`builtin.rs`), the facts
+//! its words, and nothing is pushed (docs/classification.md).
+
+use crate::ports::git::GitError;
+use crate::ports::GitPort;
+use crate::weakening::{self, CiScripts, Findings, Removals};
+
+/// The check as a push runs it: the files of the local CI's script (read like a CI
+/// workflow). A push without a `Gate` is not checked (`tests.weakening: "allow"`, or a
+/// person approved the weakening in this cycle).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Gate {
+    /// The local CI command's files inside the repository.
+    pub scripts: CiScripts,
+    /// A person approved the weakening in this cycle (`tests.weakening: "ask"`): a push is
+    /// not held, and the PR body says what was approved.
+    pub approved: bool,
+}
+
+impl Gate {
+    /// The gate of a project whose local CI runs `command` in `project`: each argument that
+    /// names a file inside the repository is a script of its CI.
+    pub fn new(project: &std::path::Path, command: &[String]) -> Gate {
+        let scripts = command
+            .iter()
+            .filter_map(|arg| {
+                let path = std::path::Path::new(arg);
+                let relative = if path.is_absolute() {
+                    path.strip_prefix(project).ok()?.to_path_buf()
+                } else {
+                    path.to_path_buf()
+                };
+                let text = relative.to_string_lossy();
+                let text = text.trim_start_matches("./").to_string();
+                project.join(&text).is_file().then_some(text)
+            })
+            .collect();
+        Gate {
+            scripts: CiScripts(scripts),
+            approved: false,
+        }
+    }
+}
+
+/// What the check finds on `branch` of issue `number` (its spec directory recorded as
+/// `feature`, if any), whatever it is: the push refuses what is weakened, the PR body says it.
+pub fn findings(
+    repo: &dyn GitPort,
+    branch: &str,
+    (number, feature): (u32, Option<&str>),
+    gate: &Gate,
+) -> Result<Findings, GitError> {
+    let files = repo.changed_files(branch)?;
+    let removals = removals(repo, number, feature);
+    Ok(weakening::check(&files, &removals, &gate.scripts))
+}
+
+/// The PR body's section on the tests: what the check found and what was decided.
+pub fn pr_section(found: &Findings, approved: bool) -> String {
+    let mut text = String::from("\n## Tests\n\n");
+    if found.weakened.is_empty() && found.allowed.is_empty() {
+        text.push_str("sdlc-runner compared the branch with its base: no test removed, skipped or emptied, no assertion removed, no snapshot rewritten, no CI job made unable to fail, no threshold lowered.\n");
+        return text;
+    }
+    if !found.allowed.is_empty() {
+        text.push_str("Removed as the issue's spec lists (`Removes:`):\n");
+        text.push_str(&weakening::describe(&found.allowed));
+        text.push('\n');
+    }
+    if !found.weakened.is_empty() {
+        text.push_str(if approved {
+            "Weakened, approved by a person (`tests.weakening: ask`):\n"
+        } else {
+            "Weakened (`tests.weakening` let it through):\n"
+        });
+        text.push_str(&weakening::describe(&found.weakened));
+        text.push('\n');
+    }
+    text
+}
+
+/// What the issue's spec says it removes (every spec file read, the section `Removes:`).
+fn removals(repo: &dyn GitPort, number: u32, feature: Option<&str>) -> Removals {
+    let Some(dir) = repo.spec_dir(number, feature) else {
+        return Removals::default();
+    };
+    let text: String = crate::ports::git::SPEC_FILES
+        .iter()
+        .filter_map(|f| crate::safe_fs::read_no_follow(&dir.join(f)).ok())
+        .map(|b| String::from_utf8_lossy(&b).into_owned() + "\n\n")
+        .collect();
+    Removals::from_spec(&text)
+}
