@@ -11,6 +11,7 @@
 
 mod ci;
 mod code;
+mod parse;
 mod removes;
 mod snapshots;
 mod thresholds;
@@ -119,11 +120,11 @@ pub fn check(files: &[ChangedFile], removals: &Removals, scripts: &CiScripts) ->
         let before = file
             .before
             .as_deref()
-            .and_then(|t| code::tests_in(&file.path, t));
+            .and_then(|t| parse::tests_in(&file.path, t));
         let after = file
             .after
             .as_deref()
-            .and_then(|t| code::tests_in(&file.path, t));
+            .and_then(|t| parse::tests_in(&file.path, t));
         if let Some(after) = &after {
             everywhere.extend(
                 after

@@ -28,10 +28,12 @@ mod merge_policy;
 #[cfg(test)]
 mod tests;
 mod train;
+mod vocabulary;
 
 pub use coordinator::*;
 pub use merge_policy::*;
 pub use train::*;
+pub use vocabulary::*;
 
 use crate::machine::State;
 
