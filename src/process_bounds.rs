@@ -323,7 +323,10 @@ mod tests {
             Effect::AutoCommit(crate::machine::CommitKind::PartialWork),
             Effect::CheckoutMain,
             Effect::ResetCycle,
-            Effect::RecordMerged { issue: 1 },
+            Effect::RecordMerged {
+                issue: 1,
+                wait: false,
+            },
             Effect::MarkEscalated { issue: 1 },
             Effect::Unquarantine { issue: 1 },
             Effect::Cleanup,

@@ -448,9 +448,10 @@ fn a_200_kb_body_reaches_the_agent_and_the_pull_request_through_the_real_gh() {
     assert_eq!(body.as_deref(), Some(long.as_str()));
 }
 
-/// GitHub leaves the issue open after the merge (a token that cannot write issues, a base
-/// that is not the default branch): the runner reads it back through the real gh, comments
-/// why and closes it.
+/// GitHub never closes the issue after the merge (a token that cannot write issues, a base
+/// that is not the default branch): the machine waits its bounded while for GitHub's own
+/// close, looking conditionally, then the runner reads it back through the real gh, says
+/// how long it waited and why it closes it, and closes it.
 #[test]
 #[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the_real_gh() {
@@ -469,12 +470,72 @@ fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the
         .with(|a| a.issues.iter().find(|i| i.number == 1).cloned())
         .expect("issue 1");
     assert!(!issue.open && issue.closed_by_runner, "{issue:?}\n{all}");
+    let said: Vec<&String> = issue
+        .comments
+        .iter()
+        .filter(|c| c.contains("left the issue open"))
+        .collect();
+    assert_eq!(said.len(), 1, "{issue:?}");
     assert!(
-        issue
-            .comments
+        said[0].contains("waited 14 s for the tracker's own close"),
+        "{said:?}"
+    );
+    // Three waits (2, 4, 8 s) between four looks; every look after the first at an
+    // unchanged issue is a 304.
+    assert_eq!(
+        all.matches("waiting for the tracker to close it").count(),
+        3,
+        "{all}"
+    );
+    let issue_1 = format!("GET /repos/{OWNER}/{REPO}/issues/1");
+    let merge = requests
+        .iter()
+        .position(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+        .expect("a merge");
+    let looks = requests[merge..].iter().filter(|r| **r == issue_1).count();
+    let free = g
+        .api
+        .with(|a| a.not_modified.iter().filter(|r| **r == issue_1).count());
+    assert_eq!(
+        looks, 4,
+        "three looks and the close's own read: {requests:#?}"
+    );
+    assert!(free >= looks - 1, "{free} of {looks} looks were 304s");
+}
+
+/// GitHub closes the issue from the PR's `Closes #1` a moment after the merge, as it does on
+/// github.com: the runner looks, waits for that close, and neither comments nor closes it.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn an_issue_github_closes_a_moment_after_the_merge_gets_no_comment_and_no_close_from_the_runner() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api
+        .with(|a| a.close_delay = Some(std::time::Duration::from_millis(1_500)));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    let issue = g
+        .api
+        .with(|a| a.issues.iter().find(|i| i.number == 1).cloned())
+        .expect("issue 1");
+    assert!(!issue.open && !issue.closed_by_runner, "{issue:?}\n{all}");
+    assert!(issue.comments.is_empty(), "nothing said: {issue:?}");
+    assert!(
+        !requests
             .iter()
-            .any(|c| c.contains("left the issue open")),
-        "{issue:?}"
+            .any(|r| r.starts_with("PATCH /repos/o/r/issues/1")
+                || r.starts_with("POST /repos/o/r/issues/1/comments")),
+        "{requests:#?}"
+    );
+    assert!(all.contains("waiting for the tracker to close it"), "{all}");
+    assert!(
+        all.contains("was closed by the tracker after its merge"),
+        "{all}"
     );
 }
 

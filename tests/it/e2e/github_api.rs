@@ -111,6 +111,11 @@ pub struct Api {
     pub merge_gate: Option<(String, String)>,
     /// Whether a merge closes the issues its PR's body names ("Closes #N").
     pub close_on_merge: bool,
+    /// How long after the merge GitHub closes those issues (on github.com a second or two:
+    /// the close is asynchronous); `None`: at once, with the merge.
+    pub close_delay: Option<std::time::Duration>,
+    /// The closes a merge scheduled and GitHub has not made yet: (issue, when).
+    pub closes_due: Vec<(u32, std::time::Instant)>,
     /// Limits served, in order, to the next requests whose log line contains the pattern
     /// (an empty pattern matches every request).
     pub limits: Vec<(String, Limit)>,
@@ -434,6 +439,19 @@ fn answer(api: &mut Api, req: &Request) -> Answer {
         format!("{} {}", req.method, req.path)
     };
     api.requests.push(line.clone());
+    // GitHub's own closes after a merge, made when they are due (before this request is
+    // answered, as GitHub's background job would have).
+    let instant = std::time::Instant::now();
+    let due: Vec<u32> = api
+        .closes_due
+        .iter()
+        .filter(|(_, at)| *at <= instant)
+        .map(|(n, _)| *n)
+        .collect();
+    api.closes_due.retain(|(_, at)| *at > instant);
+    for issue in api.issues.iter_mut().filter(|i| due.contains(&i.number)) {
+        issue.open = false;
+    }
     if req.method == "CONNECT" {
         // A git transfer through the proxy (gh pulling the clone after a merge), not an API
         // call: logged, and refused.
@@ -1324,7 +1342,12 @@ fn merge(api: &mut Api, id: &str, expected: Option<&str>) -> Result<(), String> 
         let body = pull.body.to_ascii_lowercase();
         for issue in &mut api.issues {
             if body.contains(&format!("closes #{}", issue.number)) {
-                issue.open = false;
+                match api.close_delay {
+                    Some(delay) => api
+                        .closes_due
+                        .push((issue.number, std::time::Instant::now() + delay)),
+                    None => issue.open = false,
+                }
             }
         }
     }
