@@ -57,6 +57,10 @@ pub struct Status {
     /// The project's spend over the last 24 hours against `budget.perDayUsd`, when it is set.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub day: Option<DayView>,
+    /// GitHub's API as the live runner used it: requests answered, the `304`s among them
+    /// (free of the rate limit), the budget GitHub's last answer named (`live.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub github: Option<crate::stats::GithubRequests>,
 }
 
 /// The daily ceiling: what every session and worker spent over the last 24 hours.
