@@ -1398,3 +1398,57 @@ fn a_clean_issue_spends_at_most_fifteen_github_requests_and_a_second_look_is_a_3
         answered.len()
     );
 }
+
+/// CI takes a while: monitorCI looks at it three times (two of them finding every check still
+/// running), and each look again at an unchanged answer (the pull request, the check runs, the
+/// commit's status) is a conditional read answered 304. The issue spends what a clean one does
+/// (at most fifteen) and one more: the check runs' answer that changed from running to passed,
+/// which is new and counted; the pending looks add nothing.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_run_with_pending_ci_looks_spends_one_request_more_than_a_clean_issue_every_unchanged_look_a_304(
+) {
+    if !real_gh_wanted() {
+        return;
+    }
+    let mut g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| a.ci_pending_reads = 2);
+    g.p.env.push(("SDLC_RUNNER_STATS".into(), "1".into()));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let answered = g.api.with(|a| a.answered.clone());
+    assert_eq!(code(&out), 0, "{all}\n{answered:#?}");
+    assert!(!g.issue_open(1), "{all}");
+    let runs: Vec<u16> = answered
+        .iter()
+        .filter(|(r, _)| r.ends_with("/check-runs?per_page=100&page=1"))
+        .map(|(_, s)| *s)
+        .collect();
+    assert!(
+        runs.len() >= 3,
+        "two pending looks, then the pass: {answered:#?}"
+    );
+    assert_eq!(
+        &runs[..3],
+        &[200, 304, 200],
+        "the second pending look is unchanged (304), the pass is new: {answered:#?}"
+    );
+    assert!(
+        runs[3..].iter().all(|s| *s == 304),
+        "after the pass nothing changed: {runs:?}"
+    );
+    let spent: Vec<&(String, u16)> = answered.iter().filter(|(_, s)| *s != 304).collect();
+    assert!(
+        spent.len() <= 15 + 1,
+        "{} requests spent the token's budget:\n{spent:#?}",
+        spent.len()
+    );
+    let not_modified = answered.iter().filter(|(_, s)| *s == 304).count();
+    assert!(
+        all.contains(&format!(
+            "github_requests={} github_not_modified={not_modified}",
+            answered.len()
+        )),
+        "{all}"
+    );
+}
