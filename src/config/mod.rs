@@ -395,7 +395,7 @@ impl Config {
     /// merged PR's `Closes #N` (GitLab from its merge request's) asynchronously, a second or
     /// two after the merge, when the tracker and the forge are the same service; otherwise
     /// nobody but the runner closes it, and it does at once.
-    fn tracker_close_waits(&self) -> u32 {
+    fn tracker_close_waits(&self) -> u8 {
         match (self.tracker.kind(), self.forge) {
             (TrackerKind::Github, ForgeKind::Github) | (TrackerKind::Gitlab, ForgeKind::Gitlab) => {
                 3

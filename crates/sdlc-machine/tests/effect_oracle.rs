@@ -489,7 +489,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                 proptest::sample::select(vec![0u64, 900]),
                 // Waits for the tracker's own close of a merged issue: none (the local
                 // tracker) or a few (GitHub's).
-                0u32..=2,
+                0u8..=2,
             ),
             // (first pause, longest pause, time limit): none, a few and many looks.
             proptest::sample::select(vec![

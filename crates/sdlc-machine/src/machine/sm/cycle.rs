@@ -77,7 +77,7 @@ impl Runner {
     /// still open is left to the tracker's own close (GitHub's from `Closes #N`, a second or
     /// two after the merge); after the last, the runner closes it itself.
     pub(super) fn look_for_close(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
-        let wait = self.close_waits < self.limits.tracker_close_waits;
+        let wait = self.close_waits < u32::from(self.limits.tracker_close_waits);
         let state = State::recording_merge(issue);
         self.request(state, Effect::RecordMerged { issue, wait }, fx);
         Transition(state)

@@ -118,8 +118,9 @@ pub struct Limits {
     /// from its PR's `Closes #N` a second or two after the merge, asynchronously. 0 (a
     /// tracker that closes nothing itself, and journals of earlier versions): the runner
     /// closes a merged issue still open at once.
-    #[serde(default, skip_serializing_if = "is_zero_u32")]
-    pub tracker_close_waits: u32,
+    /// (A byte: it fits the padding of the journal's record of the limits.)
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub tracker_close_waits: u8,
 }
 
 /// What the review gate asks of a PR before its merge.
@@ -164,7 +165,7 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-fn is_zero_u32(n: &u32) -> bool {
+fn is_zero_u8(n: &u8) -> bool {
     *n == 0
 }
 
@@ -343,7 +344,7 @@ impl Limits {
 
     /// How long the runner waits in all for the tracker's own close of a merged issue.
     pub fn close_waited_secs(&self) -> u64 {
-        (1..=self.tracker_close_waits)
+        (1..=u32::from(self.tracker_close_waits))
             .map(|n| self.close_wait_secs(n))
             .sum()
     }

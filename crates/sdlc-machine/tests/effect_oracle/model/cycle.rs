@@ -47,7 +47,7 @@ impl Model {
     /// The tracker is asked whether it closed the merged issue; while waits are left, one
     /// still open is left to the tracker; after the last, the runner closes it.
     pub(super) fn look_for_close(&mut self, issue: u32) {
-        let wait = self.close_waits < self.l.tracker_close_waits;
+        let wait = self.close_waits < u32::from(self.l.tracker_close_waits);
         self.ask(
             At::RecordingMerge(issue),
             Effect::RecordMerged { issue, wait },
