@@ -41,6 +41,11 @@ pub struct Snapshot {
     /// until the next run starts.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub refused_hosts: Vec<RefusedHost>,
+    /// GitHub's API as this runner process has used it so far (requests answered, `304`s
+    /// among them, the rate-limit budget the last answer named), as of the last write; absent
+    /// before its first GitHub request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github: Option<crate::stats::GithubRequests>,
 }
 
 /// A host the allowlist's proxy refused the agent, and the attempt it first refused it in.
@@ -446,6 +451,7 @@ impl Writer {
     fn write(&mut self) {
         self.last_write = Some(Instant::now());
         self.dirty = false;
+        self.now.github = github_so_far();
         // A snapshot of plain strings and numbers always serialises.
         if let Ok(bytes) = serde_json::to_vec(&self.now) {
             self.disk.hand_over(bytes);
@@ -453,10 +459,34 @@ impl Writer {
     }
 }
 
+/// GitHub's requests so far, for the snapshot: none before the first.
+fn github_so_far() -> Option<crate::stats::GithubRequests> {
+    Some(crate::stats::github_requests()).filter(|g| g.requests > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::step::Step;
+
+    #[test]
+    fn the_snapshot_carries_the_github_requests_made_so_far() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = LiveStatus::new(dir.path());
+        // Counts are the process's (other tests may add theirs): at least this one.
+        crate::stats::github_request(true, Some(4321));
+        live.wait_started("CI", 10);
+        live.settle();
+        let github = read(dir.path()).unwrap().github.expect("counted");
+        assert!(
+            github.requests >= 1 && github.not_modified >= 1,
+            "{github:?}"
+        );
+        assert!(github.rate_limit_remaining.is_some(), "{github:?}");
+        let text = std::fs::read_to_string(dir.path().join(FILE_NAME)).unwrap();
+        assert!(text.contains("\"github\":{\"requests\":"), "{text}");
+        assert!(text.contains("\"rateLimitRemaining\":"), "{text}");
+    }
 
     #[test]
     fn a_step_is_written_at_once_and_the_stream_at_most_once_a_second() {

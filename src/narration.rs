@@ -560,6 +560,29 @@ pub fn closing_issue(issue: u32) -> String {
     format!("closing issue #{issue} in the tracker")
 }
 
+pub fn looking_for_close(issue: u32) -> String {
+    format!("looking whether the tracker closed issue #{issue} after its merge")
+}
+
+pub fn still_open_after_merge(issue: u32) -> String {
+    format!(
+        "issue #{issue} is merged and still open: waiting for the tracker to close it from the PR's \"Closes #{issue}\""
+    )
+}
+
+pub fn closed_by_tracker(issue: u32) -> String {
+    format!("issue #{issue} was closed by the tracker after its merge; the runner wrote nothing")
+}
+
+/// The note of the runner's own close of a merged issue, after `waited_secs` waiting for the
+/// tracker's (0: it waited for none).
+pub fn merged_note(waited_secs: u64) -> String {
+    match waited_secs {
+        0 => "merged by sdlc-runner".to_string(),
+        s => format!("merged by sdlc-runner, which waited {s} s for the tracker's own close"),
+    }
+}
+
 pub fn marking_escalated(issue: u32) -> String {
     format!("marking issue #{issue} escalated in the tracker")
 }

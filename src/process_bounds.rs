@@ -165,6 +165,9 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     let checks = attempts.saturating_add(cycles.saturating_mul(n + b + 1));
     let selects = cycles + 1;
     let writes = cycles + 2;
+    // A merge's close waits for the tracker's own close: one more look (a `RecordMerged`)
+    // after each of its waits, at most one merge per cycle.
+    let close_looks = cycles.saturating_mul(u64::from(l.tracker_close_waits));
     let run = children("RunStep")
         .others
         .max(children("RunStepBuiltin").others);
@@ -208,7 +211,8 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         .saturating_add(own(review_looks, "LookAtReview"))
         .saturating_add(own(updates, "UpdateBranch"))
         .saturating_add(own(selects, "SelectIssue"))
-        .saturating_add(writes.saturating_mul(children("MarkEscalated").others));
+        .saturating_add(writes.saturating_mul(children("MarkEscalated").others))
+        .saturating_add(own(close_looks, "RecordMerged"));
     // Where issues are claimed: each selection claims its issue (an issue another runner
     // holds costs one selection and one claim more, once per cycle), and every request that
     // works on the issue or waits is preceded by a renewal.
@@ -231,9 +235,10 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         + selects
         + writes
         + claims
-        + review_looks)
+        + review_looks
+        + close_looks)
         .saturating_mul(retries);
-    let waits = attempts + looks + requests + turns + review_waits;
+    let waits = attempts + looks + requests + turns + review_waits + close_looks;
     let batches = requests + waits + 1;
     let races = if agent_merge { reruns } else { 0 };
     Processes {
@@ -321,7 +326,10 @@ mod tests {
             Effect::AutoCommit(crate::machine::CommitKind::PartialWork),
             Effect::CheckoutMain,
             Effect::ResetCycle,
-            Effect::RecordMerged { issue: 1 },
+            Effect::RecordMerged {
+                issue: 1,
+                wait: false,
+            },
             Effect::MarkEscalated { issue: 1 },
             Effect::Unquarantine { issue: 1 },
             Effect::Cleanup,

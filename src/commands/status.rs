@@ -66,16 +66,9 @@ pub fn json(cfg: &Config) -> Result<String, String> {
 /// The running step and the wait of the runner of `project`, when the runner that wrote them
 /// is the one holding the lock now and is alive (a dead runner's last snapshot is not shown).
 fn live(project: &Path) -> (Option<RunningStepView>, Option<WaitView>) {
-    let Ok(dir) = crate::runner_dir::RunnerDir::locate(project) else {
+    let Some(snap) = held_snapshot(project) else {
         return (None, None);
     };
-    let holder = lock_holder(&dir).filter(|pid| crate::cleanup::process_alive(*pid));
-    let Some(snap) = crate::live_status::read(&dir.dir) else {
-        return (None, None);
-    };
-    if holder.and_then(|p| u32::try_from(p).ok()) != Some(snap.pid) {
-        return (None, None);
-    }
     let now = chrono::Utc::now();
     let secs = |d: chrono::TimeDelta| u64::try_from(d.num_seconds()).unwrap_or(0);
     (
@@ -97,6 +90,20 @@ fn train(project: &Path) -> Option<crate::live_status::TrainSnapshot> {
     let holder = lock_holder(&dir).filter(|pid| crate::cleanup::process_alive(*pid))?;
     let train = crate::live_status::read_train(&dir.dir)?;
     (u32::try_from(holder).ok() == Some(train.pid)).then_some(train)
+}
+
+/// `live.json` of the runner holding the lock now, if it is alive.
+fn held_snapshot(project: &Path) -> Option<crate::live_status::Snapshot> {
+    let dir = crate::runner_dir::RunnerDir::locate(project).ok()?;
+    let holder = lock_holder(&dir).filter(|pid| crate::cleanup::process_alive(*pid));
+    let snap = crate::live_status::read(&dir.dir)?;
+    (holder.and_then(|p| u32::try_from(p).ok()) == Some(snap.pid)).then_some(snap)
+}
+
+/// GitHub's requests the live runner made so far and the rate-limit budget left, from its
+/// `live.json` (as of its last change: a step or a wait beginning or ending).
+fn live_github(project: &Path) -> Option<crate::stats::GithubRequests> {
+    held_snapshot(project)?.github
 }
 
 /// The pid the lock file names (emptied when the runner exits cleanly).
@@ -299,6 +306,7 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
         orchestration_log: cfg.log_dir.join(ORCHESTRATION_LOG),
         day: None,
         refused_hosts: Vec::new(),
+        github: live_github(&project),
     };
     if let Some(session) = &rec.last_session {
         st.session = Some(session.id.clone());

@@ -388,6 +388,20 @@ impl Config {
                 max_rounds: self.review.max_review_rounds,
                 ignore_authors: self.review.ignore_authors_with_the_runner(),
             }),
+            tracker_close_waits: self.tracker_close_waits(),
+        }
+    }
+
+    /// Waits for the tracker's own close of a merged issue: GitHub closes an issue from its
+    /// merged PR's `Closes #N` (GitLab from its merge request's) asynchronously, a second or
+    /// two after the merge, when the tracker and the forge are the same service; otherwise
+    /// nobody but the runner closes it, and it does at once.
+    fn tracker_close_waits(&self) -> u8 {
+        match (self.tracker.kind(), self.forge) {
+            (TrackerKind::Github, ForgeKind::Github) | (TrackerKind::Gitlab, ForgeKind::Gitlab) => {
+                3
+            }
+            _ => 0,
         }
     }
 }

@@ -33,6 +33,7 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
         Event::NetworkUnavailable,
         Event::NetworkFailed,
         Event::TrackerUpdated,
+        Event::IssueStillOpen,
         Event::TrackerWriteFailed,
         Event::TrackerReadFailed,
     ];

@@ -6,7 +6,7 @@
 
 use crate::failure::{FailureClass, Signature};
 use crate::machine::{
-    Core, Effect, Event, FailuresSeen, HaltReason, Limits, Mode, Notice, State, Usage,
+    Core, Effect, Event, FailuresSeen, HaltReason, Limits, Mode, Notice, State, Usage, WaitReason,
 };
 use crate::step::Step;
 use alphabet::alphabet;
@@ -129,6 +129,10 @@ fn decision(effects: &[Effect]) -> (Kind, &'static str) {
             Effect::Notify(Notice::RateLimitWait { .. }) => return (Kind::Wait, "rate limit"),
             Effect::Notify(Notice::CiPending { .. }) => return (Kind::Wait, "CI"),
             Effect::Notify(Notice::FleetPause { .. }) => return (Kind::Wait, "fleet pause"),
+            Effect::Wait {
+                reason: Some(WaitReason::TrackerClose),
+                ..
+            } => return (Kind::Wait, "tracker's own close"),
             Effect::MarkEscalated { .. } => return (Kind::Escalate, ""),
             // The halt of the same failure on two issues, after the first one's release.
             Effect::Unquarantine { .. } => return (Kind::Halt, "same failure on two issues"),
@@ -205,6 +209,9 @@ fn exploration_limits() -> Vec<Limits> {
         max_consecutive_same_failure: 0,
         max_repair_iterations: 0,
         max_rate_limit_waits: 0,
+        // One wait for the tracker's own close of a merged issue shows both edges: look
+        // again, and close it after the last.
+        tracker_close_waits: 1,
         ..base.clone()
     };
     let manual = Limits {

@@ -25,17 +25,47 @@ pub(super) type Calls<'a> = (&'a Io, &'a Shutdown, &'a Config);
 /// `RecordMerged`: the claim is given back and the fleet told (the merge is already final,
 /// journaled with the event that led here, whatever the tracker answers), then the issue is
 /// closed in the tracker: `TrackerUpdated`, `TrackerWriteFailed` or the network's event.
+/// While the machine still waits for the tracker's own close (`wait`), the issue is only
+/// read (a conditional read: an unchanged issue costs no rate limit): still open, it is left
+/// so and the claim kept (`IssueStillOpen`); closed, nothing is written. `waited_secs`: how
+/// long the machine waited for that close, said in the runner's own close.
 pub(super) async fn record_merged(
-    issue: u32,
+    (issue, wait, waited_secs): (u32, bool, u64),
     (claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
     calls: Calls<'_>,
 ) -> Answer {
     let mut told = Told::default();
+    let mut closed_by_tracker = false;
+    if wait {
+        let what = say::looking_for_close(issue);
+        let look = move |w: &World| w.tracker.get(issue).map(|i| i.state_open);
+        let (looked, failed) = network::patiently(calls, &what, look).await;
+        told.told(failed);
+        match looked {
+            Patient::Done(Ok(true)) => {
+                told.narrate(say::still_open_after_merge(issue));
+                return told.answer(Event::IssueStillOpen);
+            }
+            Patient::Done(Ok(false)) => closed_by_tracker = true,
+            Patient::Done(Err(e)) => {
+                told.narration
+                    .extend(claim::release(claims, calls.0, issue).await);
+                fleet::tell(fleet, |worker| Report::Merged { worker, issue });
+                return tracker_written(&what, Patient::Done(Err(e)), told);
+            }
+            Patient::GaveUp(event) | Patient::Cancelled(event) => return told.answer(event),
+        }
+    }
     told.narration
         .extend(claim::release(claims, calls.0, issue).await);
     fleet::tell(fleet, |worker| Report::Merged { worker, issue });
+    if closed_by_tracker {
+        told.narrate(say::closed_by_tracker(issue));
+        return told.answer(Event::TrackerUpdated);
+    }
     let what = say::closing_issue(issue);
-    let close = move |w: &World| w.tracker.close(issue, "merged by sdlc-runner");
+    let note = say::merged_note(waited_secs);
+    let close = move |w: &World| w.tracker.close(issue, &note);
     let (written, failed) = network::patiently(calls, &what, close).await;
     told.told(failed);
     crate::failpoint::point("tracker: closed");

@@ -484,7 +484,14 @@ impl Driver {
                 let terms = (issue, secs, lease_secs, fresh_secs);
                 claim::renew(holders.0, calls.0, &*self.shell.clock, terms).await
             }
-            Effect::RecordMerged { issue } => cycle_end::record_merged(issue, holders, calls).await,
+            Effect::RecordMerged { issue, wait } => {
+                // What the machine waited for the tracker's own close, for the close's words.
+                let waited = match wait {
+                    true => 0,
+                    false => self.core.runner().limits.close_waited_secs(),
+                };
+                cycle_end::record_merged((issue, wait, waited), holders, calls).await
+            }
             Effect::MarkEscalated { issue } => {
                 let facts = (&self.core, &self.cycle, &*self.shell.logs.dir);
                 cycle_end::mark_escalated(issue, facts, holders, calls).await

@@ -433,7 +433,7 @@ pub(crate) fn settle_tracker(
     for (at, effect) in recorded.iter().enumerate() {
         let (issue, escalation) = match *effect {
             Effect::MarkEscalated { issue } => (issue, true),
-            Effect::RecordMerged { issue } => (issue, false),
+            Effect::RecordMerged { issue, .. } => (issue, false),
             Effect::Unquarantine { issue } => {
                 settle_release(tracker, session, issue)?;
                 continue;

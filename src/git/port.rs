@@ -39,7 +39,7 @@ impl GitPort for Repo {
     fn auto_commit(&self, message: &str) -> Result<bool, GitError> {
         Repo::auto_commit(self, message)
     }
-    fn start_branch(&self, branch: &str) -> Result<(), GitError> {
+    fn start_branch(&self, branch: &str) -> Result<Option<String>, GitError> {
         Repo::start_branch(self, branch)
     }
     fn start_main_merge(&self, branch: &str) -> Result<Vec<String>, GitError> {

@@ -73,12 +73,13 @@ impl Feed {
         Some((inner.backlog.iter().cloned().collect(), receiver))
     }
 
-    /// The exposition, with the money gauges set from `status` (the status document) when
-    /// there is one.
+    /// The exposition, with the money and GitHub gauges set from `status` (the status
+    /// document) when there is one.
     pub fn metrics(&self, status: Option<&serde_json::Value>) -> String {
         let mut inner = self.lock();
         if let Some(status) = status {
             inner.metrics.set_money(status);
+            inner.metrics.set_github(status);
         }
         inner.metrics.encode()
     }

@@ -53,6 +53,12 @@ struct Scope {
     scope: String,
 }
 
+/// `requests`, `not_modified` or `rate_limit_remaining`: a figure of GitHub's API.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GithubKind {
+    kind: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct WorkerLabel {
     worker: String,
@@ -86,6 +92,7 @@ pub struct Metrics {
     budget: Family<Scope, FloatGauge>,
     spent: Family<Scope, FloatGauge>,
     left: Family<Scope, FloatGauge>,
+    github: Family<GithubKind, Gauge>,
     /// Each worker's state as last set to 1, so that the gauge of the previous one drops to 0.
     current: BTreeMap<String, String>,
     /// The class of the `Waiting` notice of the batch being read, for the next `Wait`.
@@ -178,6 +185,11 @@ impl Metrics {
                 "left_usd",
                 "What may still be spent, in US dollars: scope call is what the next agent call is handed (only with a dollar budget)",
             ),
+            github: metric(
+                r,
+                "github_api",
+                "GitHub's API as the live runner used it (status, github): requests answered, not_modified (the 304s among them, free of the rate limit) and rate_limit_remaining (the budget GitHub's last answer named)",
+            ),
             registry,
             models,
             current: BTreeMap::new(),
@@ -230,6 +242,29 @@ impl Metrics {
             }
             None => {
                 self.left.remove(&call);
+            }
+        }
+    }
+
+    /// Sets GitHub's figures from the status document's `github` (the live runner's
+    /// requests), read when scraped; a figure the document does not hold is left out.
+    pub fn set_github(&mut self, status: &serde_json::Value) {
+        let github = &status["github"];
+        for (kind, key) in [
+            ("requests", "requests"),
+            ("not_modified", "notModified"),
+            ("rate_limit_remaining", "rateLimitRemaining"),
+        ] {
+            let label = GithubKind {
+                kind: kind.to_string(),
+            };
+            match github[key].as_i64() {
+                Some(v) => {
+                    self.github.get_or_create(&label).set(v);
+                }
+                None => {
+                    self.github.remove(&label);
+                }
             }
         }
     }
@@ -507,5 +542,23 @@ mod tests {
         }
         // A retry is an attempt, not a step started.
         assert!(!text.contains("sdlc_steps_started_total{"), "{text}");
+    }
+
+    #[test]
+    fn githubs_requests_and_the_budget_left_are_gauges_of_the_status_document() {
+        let mut m = Metrics::new(std::array::from_fn(|_| "m".to_string()));
+        let doc = serde_json::json!({"github": {"requests": 23, "notModified": 8, "rateLimitRemaining": 4977}});
+        m.set_github(&doc);
+        let text = m.encode();
+        for line in [
+            "sdlc_github_api{kind=\"requests\"} 23",
+            "sdlc_github_api{kind=\"not_modified\"} 8",
+            "sdlc_github_api{kind=\"rate_limit_remaining\"} 4977",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+        // A runner no longer live (no `github` in the document): left out, not zero.
+        m.set_github(&serde_json::json!({}));
+        assert!(!m.encode().contains("sdlc_github_api{"), "{}", m.encode());
     }
 }

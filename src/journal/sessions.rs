@@ -181,7 +181,7 @@ pub fn recover(lines: &[Line], path: &Path) -> Result<Recovered, JournalError> {
         .iter()
         .flat_map(|s| s.batches.iter().flat_map(|b| b.effects.iter()))
         .filter_map(|e| match e {
-            Effect::RecordMerged { issue } => Some(*issue),
+            Effect::RecordMerged { issue, .. } => Some(*issue),
             _ => None,
         })
         .collect();

@@ -241,7 +241,7 @@ fn recovery_names_every_issue_any_session_merged() {
             seq,
             session,
             Record::Effect {
-                effect: Effect::RecordMerged { issue },
+                effect: Effect::RecordMerged { issue, wait: false },
                 state: "RecordingMerge".into(),
             },
         )

@@ -38,8 +38,9 @@ pub trait GitPort: Send + Sync {
     /// `Ok(false)` when there was nothing to commit. Refused on main.
     fn auto_commit(&self, message: &str) -> Result<bool, GitError>;
     /// startIssue (builtin): `branch` created where HEAD is (main) and checked out; an
-    /// existing branch of that name is checked out as it stands.
-    fn start_branch(&self, branch: &str) -> Result<(), GitError>;
+    /// existing branch of that name is checked out as it stands, and one only origin has is
+    /// made from origin's: its head is returned (`None`: the branch was not origin's).
+    fn start_branch(&self, branch: &str) -> Result<Option<String>, GitError>;
     /// A merge conflict's repair, before the agent: origin's main merged into `branch`,
     /// stopping at the conflict (the merge in progress, the files returned, their markers in
     /// the tree); empty when nothing conflicts.

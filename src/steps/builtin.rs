@@ -124,7 +124,11 @@ pub fn start_cycle(repo: &dyn GitPort) -> Result<String, Failed> {
 /// startIssue: the issue's feature branch (`<N>-<slug of the title>`, `ENG-<N>-…` on Linear)
 /// created from main as startCycle left it and checked out; a branch of the issue that is
 /// already there (a restarted cycle, a branch adopted from origin) is checked out as it is.
-/// The agent makes no branch: its git directory is read-only in a sandbox.
+/// A branch of that name only origin has (pushed before this cycle: a person's start, or a
+/// runner's on another clone whose journal this one does not have) is the starting point:
+/// made from origin's and said, so that its commits are built on, never pushed over or taken
+/// for a person's rewrite later. The agent makes no branch: its git directory is read-only in
+/// a sandbox.
 pub fn start_issue(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
     let branch = match issue.branch {
         Some(b) => b.to_string(),
@@ -134,8 +138,13 @@ pub fn start_issue(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Fai
             crate::tracker::slug(issue.title)
         ),
     };
-    repo.start_branch(&branch)?;
-    Ok(format!("on {branch}, started from {}", repo.main()))
+    Ok(match repo.start_branch(&branch)? {
+        Some(head) => format!(
+            "on {branch}: origin already had the branch {branch} at {}, pushed before this cycle (a person's start, or a runner's on another clone); its commits are the starting point and are kept",
+            short(&head)
+        ),
+        None => format!("on {branch}, started from {}", repo.main()),
+    })
 }
 
 /// The feature branch is checked out: what is committed lands on it, not elsewhere.

@@ -448,9 +448,10 @@ fn a_200_kb_body_reaches_the_agent_and_the_pull_request_through_the_real_gh() {
     assert_eq!(body.as_deref(), Some(long.as_str()));
 }
 
-/// GitHub leaves the issue open after the merge (a token that cannot write issues, a base
-/// that is not the default branch): the runner reads it back through the real gh, comments
-/// why and closes it.
+/// GitHub never closes the issue after the merge (a token that cannot write issues, a base
+/// that is not the default branch): the machine waits its bounded while for GitHub's own
+/// close, looking conditionally, then the runner reads it back through the real gh, says
+/// how long it waited and why it closes it, and closes it.
 #[test]
 #[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
 fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the_real_gh() {
@@ -469,12 +470,72 @@ fn an_issue_github_left_open_after_the_merge_is_closed_by_the_runner_through_the
         .with(|a| a.issues.iter().find(|i| i.number == 1).cloned())
         .expect("issue 1");
     assert!(!issue.open && issue.closed_by_runner, "{issue:?}\n{all}");
+    let said: Vec<&String> = issue
+        .comments
+        .iter()
+        .filter(|c| c.contains("left the issue open"))
+        .collect();
+    assert_eq!(said.len(), 1, "{issue:?}");
     assert!(
-        issue
-            .comments
+        said[0].contains("waited 14 s for the tracker's own close"),
+        "{said:?}"
+    );
+    // Three waits (2, 4, 8 s) between four looks; every look after the first at an
+    // unchanged issue is a 304.
+    assert_eq!(
+        all.matches("waiting for the tracker to close it").count(),
+        3,
+        "{all}"
+    );
+    let issue_1 = format!("GET /repos/{OWNER}/{REPO}/issues/1");
+    let merge = requests
+        .iter()
+        .position(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+        .expect("a merge");
+    let looks = requests[merge..].iter().filter(|r| **r == issue_1).count();
+    let free = g
+        .api
+        .with(|a| a.not_modified.iter().filter(|r| **r == issue_1).count());
+    assert_eq!(
+        looks, 4,
+        "three looks and the close's own read: {requests:#?}"
+    );
+    assert!(free >= looks - 1, "{free} of {looks} looks were 304s");
+}
+
+/// GitHub closes the issue from the PR's `Closes #1` a moment after the merge, as it does on
+/// github.com: the runner looks, waits for that close, and neither comments nor closes it.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn an_issue_github_closes_a_moment_after_the_merge_gets_no_comment_and_no_close_from_the_runner() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api
+        .with(|a| a.close_delay = Some(std::time::Duration::from_millis(1_500)));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    let issue = g
+        .api
+        .with(|a| a.issues.iter().find(|i| i.number == 1).cloned())
+        .expect("issue 1");
+    assert!(!issue.open && !issue.closed_by_runner, "{issue:?}\n{all}");
+    assert!(issue.comments.is_empty(), "nothing said: {issue:?}");
+    assert!(
+        !requests
             .iter()
-            .any(|c| c.contains("left the issue open")),
-        "{issue:?}"
+            .any(|r| r.starts_with("PATCH /repos/o/r/issues/1")
+                || r.starts_with("POST /repos/o/r/issues/1/comments")),
+        "{requests:#?}"
+    );
+    assert!(all.contains("waiting for the tracker to close it"), "{all}");
+    assert!(
+        all.contains("was closed by the tracker after its merge"),
+        "{all}"
     );
 }
 
@@ -1335,5 +1396,59 @@ fn a_clean_issue_spends_at_most_fifteen_github_requests_and_a_second_look_is_a_3
         )),
         "the runner counts what GitHub answered ({} answers, {not_modified} of them 304): {all}",
         answered.len()
+    );
+}
+
+/// CI takes a while: monitorCI looks at it three times (two of them finding every check still
+/// running), and each look again at an unchanged answer (the pull request, the check runs, the
+/// commit's status) is a conditional read answered 304. The issue spends what a clean one does
+/// (at most fifteen) and one more: the check runs' answer that changed from running to passed,
+/// which is new and counted; the pending looks add nothing.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_run_with_pending_ci_looks_spends_one_request_more_than_a_clean_issue_every_unchanged_look_a_304(
+) {
+    if !real_gh_wanted() {
+        return;
+    }
+    let mut g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.api.with(|a| a.ci_pending_reads = 2);
+    g.p.env.push(("SDLC_RUNNER_STATS".into(), "1".into()));
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let answered = g.api.with(|a| a.answered.clone());
+    assert_eq!(code(&out), 0, "{all}\n{answered:#?}");
+    assert!(!g.issue_open(1), "{all}");
+    let runs: Vec<u16> = answered
+        .iter()
+        .filter(|(r, _)| r.ends_with("/check-runs?per_page=100&page=1"))
+        .map(|(_, s)| *s)
+        .collect();
+    assert!(
+        runs.len() >= 3,
+        "two pending looks, then the pass: {answered:#?}"
+    );
+    assert_eq!(
+        &runs[..3],
+        &[200, 304, 200],
+        "the second pending look is unchanged (304), the pass is new: {answered:#?}"
+    );
+    assert!(
+        runs[3..].iter().all(|s| *s == 304),
+        "after the pass nothing changed: {runs:?}"
+    );
+    let spent: Vec<&(String, u16)> = answered.iter().filter(|(_, s)| *s != 304).collect();
+    assert!(
+        spent.len() <= 15 + 1,
+        "{} requests spent the token's budget:\n{spent:#?}",
+        spent.len()
+    );
+    let not_modified = answered.iter().filter(|(_, s)| *s == 304).count();
+    assert!(
+        all.contains(&format!(
+            "github_requests={} github_not_modified={not_modified}",
+            answered.len()
+        )),
+        "{all}"
     );
 }

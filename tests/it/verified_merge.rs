@@ -539,3 +539,64 @@ fn a_conflict_marker_before_the_merge_is_refused_naming_its_file_and_line() {
     assert!(all.contains("left.txt:2"), "names the file and line: {all}");
     assert!(!all.contains("names no file"), "{all}");
 }
+
+/// A branch of the issue's name was on origin before the run (a person started the issue
+/// there, or a runner on another clone pushed it and its journal is gone): the runner sees it
+/// at startIssue, says so naming the branch and its head, and builds on it; it is neither
+/// pushed over nor reported as a person rewriting the branch, and the person's commit is in
+/// what merges.
+#[test]
+fn a_branch_of_the_issue_already_on_origin_is_taken_as_the_starting_point_and_said() {
+    let p = Project::new(&[(1, "First issue", "Do one thing.")], json!({}), json!({}));
+    let mut steps = e2e::builtin_steps();
+    steps["startIssue"] = json!({"run": "builtin"});
+    p.set_config(json!({ "steps": steps }));
+    // A person's clone pushes the issue's branch with a commit of theirs.
+    let theirs = p.root.join("theirs");
+    git(
+        &p.root,
+        &[
+            "clone",
+            "--quiet",
+            p.origin.to_str().expect("utf8"),
+            "theirs",
+        ],
+    );
+    git(&theirs, &["checkout", "--quiet", "-b", "1-first-issue"]);
+    std::fs::write(theirs.join("started.txt"), "a person's start\n").expect("write");
+    git(&theirs, &["add", "started.txt"]);
+    git(
+        &theirs,
+        &[
+            "-c",
+            "user.name=P",
+            "-c",
+            "user.email=p@example.com",
+            "commit",
+            "--quiet",
+            "-m",
+            "a person's start",
+        ],
+    );
+    git(&theirs, &["push", "--quiet", "origin", "1-first-issue"]);
+    let head = git(&theirs, &["rev-parse", "HEAD"]);
+    let head = &head.trim()[..12];
+
+    let out = p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert_eq!(e2e::merged_issues(&p.origin), vec![1], "{all}");
+    assert!(!all.contains("rewrote"), "{all}");
+    assert!(
+        all.contains(&format!(
+            "origin already had the branch 1-first-issue at {head}"
+        )),
+        "{all}"
+    );
+    let merged = git(&p.origin, &["show", "main:started.txt"]);
+    assert_eq!(
+        merged.trim(),
+        "a person's start",
+        "their commit merged with the runner's work"
+    );
+}

@@ -92,7 +92,8 @@ fn any_step(t: &mut Tape) -> Step {
 
 /// A stale, duplicate or out-of-place event, as a resumed or confused driver might send.
 fn noise(t: &mut Tape, last: Option<Event>) -> Event {
-    match t.pick(22) {
+    match t.pick(23) {
+        22 => Event::IssueStillOpen,
         18 => Event::ClaimTaken {
             issue: 1 + t.pick(3),
         },
@@ -194,6 +195,8 @@ fn answer(
         return Event::NetworkFailed;
     }
     match request {
+        // A look for the tracker's own close finds it still open now and then.
+        Some(Effect::RecordMerged { wait: true, .. }) if t.pick(3) == 2 => Event::IssueStillOpen,
         Some(
             Effect::RecordMerged { .. }
             | Effect::MarkEscalated { .. }
@@ -409,7 +412,7 @@ fn compare(l: &Limits, mode: Mode, backlog: u32, choices: Vec<u32>) -> Result<us
             return Err(format!("terminal after {event:?}: {}", core.is_terminal()));
         }
         for e in &actual {
-            if let Effect::RecordMerged { issue } = e {
+            if let Effect::RecordMerged { issue, .. } = e {
                 merged.insert(*issue);
             }
         }
@@ -487,6 +490,9 @@ fn limits() -> impl Strategy<Value = Limits> {
                 // for as long as a person may take.
                 any::<bool>(),
                 proptest::sample::select(vec![0u64, 900]),
+                // Waits for the tracker's own close of a merged issue: none (the local
+                // tracker) or a few (GitHub's).
+                0u8..=2,
             ),
             // (first pause, longest pause, time limit): none, a few and many looks.
             proptest::sample::select(vec![
@@ -505,7 +511,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                 (
                     quota,
                     phases,
-                    (net, merge_turn, claims, decision),
+                    (net, merge_turn, claims, decision, close_waits),
                     (ci_first, ci_max, ci_timeout),
                 ),
             )| {
@@ -548,6 +554,7 @@ fn limits() -> impl Strategy<Value = Limits> {
                     decision_wait_secs: decision,
                     // The oracle models no review gate; machine_props covers it.
                     review: None,
+                    tracker_close_waits: close_waits,
                 }
             },
         )
@@ -607,7 +614,7 @@ fn a_cooperative_session_merges_its_backlog() {
         assert_eq!(effects, model.on(&event));
         for e in &effects {
             match e {
-                Effect::RecordMerged { issue } => {
+                Effect::RecordMerged { issue, .. } => {
                     merged.insert(*issue);
                 }
                 Effect::AutoCommit(CommitKind::Implemented { .. }) => implemented += 1,

@@ -257,7 +257,7 @@ proptest! {
             for e in &effects {
                 match *e {
                     Effect::RunStep { step, .. } => done[step.index()] = false,
-                    Effect::RecordMerged { issue } => {
+                    Effect::RecordMerged { issue, .. } => {
                         for step in l.enabled_steps() {
                             prop_assert!(done[step.index()], "issue {issue} merged without {step} finishing after {ev:?}");
                         }

@@ -296,7 +296,7 @@ mod spend {
                         }
                     }
                 }
-                Effect::RecordMerged { issue } => {
+                Effect::RecordMerged { issue, .. } => {
                     merged.push(issue);
                     Event::TrackerUpdated
                 }

@@ -9,7 +9,7 @@
 use proptest::prelude::*;
 use sdlc_machine::failure::{FailureClass, Signature};
 use sdlc_machine::machine::{
-    bounds, Commit, Core, Effect, Event, HaltReason, Limits, Mode, Notice, State, Usage,
+    bounds, Commit, Core, Effect, Event, HaltReason, Limits, Mode, Notice, State, Usage, WaitReason,
 };
 use sdlc_machine::step::Step;
 use std::collections::BTreeMap;
@@ -181,7 +181,7 @@ proptest! {
             }
             for e in effects {
                 match e {
-                    Effect::RecordMerged { issue } => {
+                    Effect::RecordMerged { issue, .. } => {
                         let n = merged.entry(*issue).or_insert(0u32);
                         // Issued again only after a network wait or a tracker write retry,
                         // never for a second merge: the merge counter says so.
@@ -434,6 +434,77 @@ fn a_tracker_that_cannot_record_a_merge_halts_naming_the_issue_and_the_merge_sta
         .headline(),
         "ENVIRONMENT FAILURE: TRACKER"
     );
+}
+
+/// GitHub closes a merged issue from its PR's `Closes #N` a second or two after the merge:
+/// the machine looks, waits on its own bounded schedule (2, 4, 8 s), looks again, and only
+/// the look after the last wait lets the runner close it itself. A restart in a wait waits
+/// again; an issue the tracker closed meanwhile ends the wait at once.
+#[test]
+fn a_merged_issue_is_left_to_the_trackers_own_close_for_a_bounded_wait() {
+    let l = Limits {
+        tracker_close_waits: 3,
+        ..Limits::default()
+    };
+    let mut core = at_merge(&l);
+    assert_eq!(
+        core.runner().outstanding.map(|o| o.1),
+        Some(Effect::RecordMerged {
+            issue: 7,
+            wait: true
+        })
+    );
+    let mut waited = Vec::new();
+    for _ in 0..3 {
+        let fx = core.handle(&Event::IssueStillOpen).to_vec();
+        let Some(Effect::Wait { seconds, reason }) = fx.last().copied() else {
+            panic!("a wait: {fx:?}");
+        };
+        assert_eq!(reason, Some(WaitReason::TrackerClose));
+        assert!(!fx
+            .iter()
+            .any(|e| matches!(e, Effect::Notify(Notice::Merged { .. }))));
+        waited.push(seconds);
+        assert_eq!(*core.state(), State::WaitingForClose { issue: 7, seconds });
+        // A restart in the wait waits again, in full.
+        let again = core.handle(&Event::Start).to_vec();
+        assert_eq!(again, vec![Effect::Wait { seconds, reason }]);
+        core.handle(&Event::WaitOver);
+    }
+    assert_eq!(waited, vec![2, 4, 8]);
+    assert_eq!(l.close_waited_secs(), 14);
+    // The last look closes it: a still-open answer to it is no answer.
+    assert_eq!(
+        core.runner().outstanding.map(|o| o.1),
+        Some(Effect::RecordMerged {
+            issue: 7,
+            wait: false
+        })
+    );
+    assert!(core.handle(&Event::IssueStillOpen).is_empty());
+    let fx = core.handle(&Event::TrackerUpdated).to_vec();
+    assert!(
+        fx.contains(&Effect::Notify(Notice::Merged { issue: 7 })),
+        "{fx:?}"
+    );
+    assert_eq!(fx.last(), Some(&Effect::SelectIssue));
+
+    // Closed by the tracker at the first look: no wait at all.
+    let mut core = at_merge(&l);
+    let fx = core.handle(&Event::TrackerUpdated).to_vec();
+    assert_eq!(fx.last(), Some(&Effect::SelectIssue), "{fx:?}");
+    assert!(!fx.iter().any(|e| matches!(e, Effect::Wait { .. })));
+
+    // A tracker that closes nothing itself (no waits): the runner closes it at once.
+    let mut core = at_merge(&Limits::default());
+    assert_eq!(
+        core.runner().outstanding.map(|o| o.1),
+        Some(Effect::RecordMerged {
+            issue: 7,
+            wait: false
+        })
+    );
+    assert!(core.handle(&Event::IssueStillOpen).is_empty());
 }
 
 #[test]
@@ -1039,7 +1110,13 @@ fn a_moved_branch_is_looked_at_again_or_stops_the_session() {
         usage: Usage::default(),
     });
     let fx = core.handle(&Event::AlreadyMerged { issue: 5 }).to_vec();
-    assert_eq!(fx, vec![Effect::RecordMerged { issue: 5 }]);
+    assert_eq!(
+        fx,
+        vec![Effect::RecordMerged {
+            issue: 5,
+            wait: false
+        }]
+    );
 }
 
 /// A merge that conflicted is repaired by the agent and the repaired head pushed: CI looks at

@@ -115,6 +115,9 @@ impl Status {
         if let Some(w) = &self.wait {
             line(format!("waiting:  {}", wait_text(w)));
         }
+        if let Some(g) = &self.github {
+            line(format!("github:   {}", github_text(g)));
+        }
         if let Some(d) = &self.divergence {
             line(format!(
                 "  warning: the journal diverges from the machine at {d}"
@@ -354,4 +357,15 @@ fn render_map(m: &super::views::ByStep<u32>) -> String {
         .map(|(k, v)| format!("{k} {v}"))
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+/// GitHub's requests of the live runner: `23 requests (8 answered 304, free), rate limit left 4977`.
+pub(crate) fn github_text(g: &crate::stats::GithubRequests) -> String {
+    let left = g
+        .rate_limit_remaining
+        .map_or("unknown".to_string(), |n| n.to_string());
+    format!(
+        "{} requests ({} answered 304, free of the rate limit), rate limit left {left}",
+        g.requests, g.not_modified
+    )
 }

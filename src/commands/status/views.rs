@@ -65,6 +65,10 @@ pub struct Status {
     /// "allowlist"`), of each worker's clone too, each with the attempt that first asked for
     /// it; kept after the run, until the next one starts.
     pub refused_hosts: Vec<crate::live_status::RefusedHost>,
+    /// GitHub's API as the live runner used it: requests answered, the `304`s among them
+    /// (free of the rate limit), the budget GitHub's last answer named (`live.json`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub github: Option<crate::stats::GithubRequests>,
 }
 
 /// The daily ceiling: what every session and worker spent over the last 24 hours.

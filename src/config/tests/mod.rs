@@ -106,6 +106,9 @@ fn minimal_config_has_every_default() {
             claim_lease_secs: None,
             // Every new session's runner commits each agent step's work (issue 48).
             runner_commits: false,
+            // GitHub's issues and pull requests: GitHub closes a merged issue itself, a
+            // moment later; a machine without it (an older journal's) closes it at once.
+            tracker_close_waits: 0,
             ..limits
         },
         Limits::default()
@@ -204,9 +207,14 @@ fn limits_convert_to_exact_units() {
                 max_rounds: 2,
                 ignore_authors: vec!["sdlc-runner".into()],
             }),
+            // The local forge merges: nobody but the runner closes the issue.
+            tracker_close_waits: 0,
         }
     );
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));
+    // GitHub's issues and pull requests: GitHub closes a merged issue itself, a moment later.
+    let github = load(&with_project(r#""forge": "github""#));
+    assert_eq!(github.limits().tracker_close_waits, 3);
 }
 
 /// The typed settings find each key by its position in the declaration: every one gets the

@@ -75,14 +75,23 @@ impl Repo {
 
     /// startIssue (builtin): `branch` created at HEAD (main, as startCycle left it) and
     /// checked out; a branch of that name already there (a restarted cycle) is checked out
-    /// as it stands.
-    pub fn start_branch(&self, branch: &str) -> Result<(), RepoError> {
+    /// as it stands; one only origin has (pushed before this cycle: a person's start, a
+    /// runner's on another clone) is made locally from origin's, tracking it, and its head
+    /// returned.
+    pub fn start_branch(&self, branch: &str) -> Result<Option<String>, RepoError> {
         if self.ref_exists(&format!("refs/heads/{branch}"))? {
             self.git_ok(&["checkout", "--quiet", branch])?;
-        } else {
-            self.git_ok(&["checkout", "--quiet", "-b", branch])?;
+            return Ok(None);
         }
-        Ok(())
+        // Origin had the branch before this cycle (as the last fetch, startCycle's, saw it):
+        // its commits are the starting point, never pushed over.
+        let remote = format!("refs/remotes/origin/{branch}");
+        if let Some(head) = self.ref_commit(&remote)? {
+            self.git_ok(&["checkout", "--quiet", "-b", branch, "--track", &remote])?;
+            return Ok(Some(head));
+        }
+        self.git_ok(&["checkout", "--quiet", "-b", branch])?;
+        Ok(None)
     }
 
     /// Checks out main and fast-forwards it to origin's copy when there is one.

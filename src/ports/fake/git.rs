@@ -109,12 +109,12 @@ impl GitPort for FakeGit {
         // The fake agent commits its own work: nothing is left uncommitted.
         Ok(false)
     }
-    fn start_branch(&self, branch: &str) -> Result<(), GitError> {
+    fn start_branch(&self, branch: &str) -> Result<Option<String>, GitError> {
         let mut w = self.world.lock_for_blocking_call();
         let base = w.origin_main;
         w.branches.entry(branch.to_string()).or_default().base = base;
         w.current = branch.to_string();
-        Ok(())
+        Ok(None)
     }
     fn start_main_merge(&self, _branch: &str) -> Result<Vec<String>, GitError> {
         // The fake agent's repair brings the branch up to date itself.

@@ -248,11 +248,41 @@ impl Runner {
     #[state(superstate = "session")]
     fn recording_merge(&mut self, issue: &u32, event: &Event, context: &mut Fx) -> Outcome<State> {
         let issue = *issue;
+        if let Event::IssueStillOpen = event {
+            return self.still_open(issue, context);
+        }
         let refused = HaltReason::TrackerWrite {
             issue,
             merged: true,
         };
         self.on_tracker_write(event, refused, context, |r, fx| r.merge_recorded(issue, fx))
+    }
+
+    /// The merge happened and the tracker has not closed the issue yet (GitHub closes it
+    /// from the PR's `Closes #N` a second or two later): the pause before the next look. A
+    /// restart pauses again and looks (reading the issue is idempotent).
+    #[state(superstate = "session")]
+    fn waiting_for_close(
+        &mut self,
+        issue: &u32,
+        seconds: &u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::WaitOver => self.look_for_close(*issue, context),
+            Event::Start | Event::ModeChanged { .. } => {
+                if let Event::ModeChanged { mode } = *event {
+                    self.mode = mode;
+                }
+                context.push(Effect::Wait {
+                    seconds: *seconds,
+                    reason: Some(WaitReason::TrackerClose),
+                });
+                Handled
+            }
+            _ => Super,
+        }
     }
 
     /// The cycle gave up on its issue; the tracker is being told (durable quarantine).

@@ -235,7 +235,14 @@ fn machine_labels_of_events_and_effects() {
         ),
         (Effect::CheckoutMain, "CheckoutMain", false),
         (Effect::ResetCycle, "ResetCycle", false),
-        (Effect::RecordMerged { issue: 1 }, "RecordMerged", true),
+        (
+            Effect::RecordMerged {
+                issue: 1,
+                wait: false,
+            },
+            "RecordMerged",
+            true,
+        ),
         (Effect::MarkEscalated { issue: 1 }, "MarkEscalated", true),
         (Effect::Unquarantine { issue: 1 }, "Unquarantine", true),
         (Effect::Cleanup, "Cleanup", false),

@@ -286,5 +286,8 @@ pub fn drive_claiming(
 }
 
 fn merged(trace: &Trace, issue: u32) -> bool {
-    trace.effects.contains(&Effect::RecordMerged { issue })
+    trace
+        .effects
+        .iter()
+        .any(|e| matches!(e, Effect::RecordMerged { issue: i, .. } if *i == issue))
 }

@@ -101,6 +101,9 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         review_unresolved: _,
         // Which files conflict decides nothing: the merge's counters bound their repair.
         conflict_paths: _,
+        // The waits for the tracker's close come after the merge, the last of the cycle's
+        // agent calls: they bound the looks at the tracker, never an attempt.
+        close_waits: _,
     } = core.runner();
     let mut attempts = *attempts;
     let mut same_failure = *same_failure;

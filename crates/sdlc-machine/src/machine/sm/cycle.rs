@@ -69,9 +69,36 @@ impl Runner {
         self.stats.since_merge = Spend::default();
         self.stats.failed_by_class = [Spend::default(); FailureClass::COUNT];
         self.dispatched = false;
+        self.close_waits = 0;
+        self.look_for_close(issue, fx)
+    }
+
+    /// Ask the tracker whether it closed the merged issue: while waits are left, an issue
+    /// still open is left to the tracker's own close (GitHub's from `Closes #N`, a second or
+    /// two after the merge); after the last, the runner closes it itself.
+    pub(super) fn look_for_close(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
+        let wait = self.close_waits < u32::from(self.limits.tracker_close_waits);
         let state = State::recording_merge(issue);
-        self.request(state, Effect::RecordMerged { issue }, fx);
+        self.request(state, Effect::RecordMerged { issue, wait }, fx);
         Transition(state)
+    }
+
+    /// The tracker has not closed the merged issue yet: the next wait of the close's
+    /// schedule, then a look again. Only a look that waits is answered so.
+    pub(super) fn still_open(&mut self, issue: u32, fx: &mut Fx) -> Outcome<State> {
+        if !matches!(
+            self.outstanding,
+            Some((_, Effect::RecordMerged { wait: true, .. }))
+        ) {
+            return Handled;
+        }
+        self.close_waits += 1;
+        let seconds = self.limits.close_wait_secs(self.close_waits);
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::TrackerClose),
+        });
+        Transition(State::waiting_for_close(issue, seconds))
     }
 
     /// The tracker recorded the merge: announce it and go on.

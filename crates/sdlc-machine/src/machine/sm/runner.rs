@@ -238,6 +238,11 @@ pub struct Runner {
     /// attempt resolves and its escalation names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub conflict_paths: Vec<String>,
+    // -- the merged issue's close (docs/lifecycle.md, "The merged issue") --
+    /// Waits so far for the tracker's own close of the issue just merged, at most
+    /// `Limits::tracker_close_waits`; the look after the last one closes it if still open.
+    #[serde(default)]
+    pub close_waits: u32,
 }
 
 /// The effect buffer every handler pushes to, with what the claim gate before the states
@@ -334,6 +339,7 @@ impl Runner {
             review_handout: Vec::new(),
             review_unresolved: Vec::new(),
             conflict_paths: Vec::new(),
+            close_waits: 0,
         }
     }
 

@@ -55,6 +55,7 @@ impl State {
     pub fn without_issue(self) -> State {
         match self {
             State::RecordingMerge { .. } => State::recording_merge(0),
+            State::WaitingForClose { seconds, .. } => State::waiting_for_close(0, seconds),
             other => other,
         }
     }
@@ -76,6 +77,7 @@ impl State {
             State::BackingOff { .. } => "BackingOff",
             State::AwaitingDecision { .. } => "AwaitingDecision",
             State::RecordingMerge { .. } => "RecordingMerge",
+            State::WaitingForClose { .. } => "WaitingForClose",
             State::Escalating { .. } => "Escalating",
             State::Releasing { .. } => "Releasing",
             State::WaitingForNetwork { .. } => "WaitingForNetwork",

@@ -220,6 +220,9 @@ pub enum WaitReason {
     Ci,
     /// The PR's review holds the merge.
     Review,
+    /// The merged issue is still open: the tracker's own close (from the PR's `Closes #N`)
+    /// is waited for before the runner closes it itself.
+    TrackerClose,
 }
 
 impl WaitReason {
@@ -234,6 +237,7 @@ impl WaitReason {
             WaitReason::FleetPause => "FLEET_PAUSE",
             WaitReason::Ci => "CI",
             WaitReason::Review => "REVIEW",
+            WaitReason::TrackerClose => "TRACKER_CLOSE",
         }
     }
 }
@@ -547,8 +551,10 @@ pub enum Effect {
     CheckoutMain,
     /// Clear the cycle's fields in the state file.
     ResetCycle,
-    /// The issue's PR is merged: close it in the tracker (answered by `TrackerUpdated`,
-    /// `TrackerWriteFailed` or `NetworkFailed`).
+    /// The issue's PR is merged: make sure the tracker shows it closed (answered by
+    /// `TrackerUpdated`, `TrackerWriteFailed` or `NetworkFailed`). With `wait`, the
+    /// tracker's own close is still waited for: an issue still open answers `IssueStillOpen`
+    /// and is left alone; without, the runner closes an issue still open itself, saying so.
     ///
     /// ```
     /// # use sdlc_machine::machine::{doc_support::*, *};
@@ -556,12 +562,26 @@ pub enum Effect {
     /// let mut core = started(Limits::default());
     /// let is_record = |r: &Effect| matches!(r, Effect::RecordMerged { .. });
     /// let record = until(&mut core, Event::IssueSelected { issue: 1 }, is_record, |_| None);
-    /// assert_eq!(record, Effect::RecordMerged { issue: 1 });
+    /// assert_eq!(record, Effect::RecordMerged { issue: 1, wait: false });
+    /// assert_eq!(core.handle(&Event::TrackerUpdated).request(), Some(&Effect::SelectIssue));
+    ///
+    /// // GitHub closes the issue itself, a second or two after the merge: looked for first.
+    /// let mut core = started(Limits { tracker_close_waits: 1, ..Limits::default() });
+    /// let record = until(&mut core, Event::IssueSelected { issue: 1 }, is_record, |_| None);
+    /// assert_eq!(record, Effect::RecordMerged { issue: 1, wait: true });
+    /// let wait = core.handle(&Event::IssueStillOpen).request().copied();
+    /// assert!(matches!(wait, Some(Effect::Wait { seconds: 2, reason: Some(WaitReason::TrackerClose) })));
+    /// let last = Effect::RecordMerged { issue: 1, wait: false };
+    /// assert_eq!(core.handle(&Event::WaitOver).request(), Some(&last));
     /// assert_eq!(core.handle(&Event::TrackerUpdated).request(), Some(&Effect::SelectIssue));
     /// ```
     RecordMerged {
         /// The merged issue.
         issue: u32,
+        /// The tracker's own close is still waited for: an issue still open is left open
+        /// (`IssueStillOpen`). Absent in journals of earlier versions, which closed it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        wait: bool,
     },
     /// Durable quarantine in the tracker (answered like `RecordMerged`).
     ///
@@ -750,7 +770,7 @@ impl Effect {
                 commit,
                 money_left_micros,
             },
-            Effect::RecordMerged { .. } => Effect::RecordMerged { issue: 0 },
+            Effect::RecordMerged { wait, .. } => Effect::RecordMerged { issue: 0, wait },
             Effect::LookAtCi { look, commit, .. } => Effect::LookAtCi {
                 issue: 0,
                 look,

@@ -219,6 +219,9 @@ pub enum Event {
     },
     /// The tracker recorded the merge, the escalation or the release asked for.
     TrackerUpdated,
+    /// A look for the tracker's own close of a merged issue (`RecordMerged { wait: true }`)
+    /// found it still open; the runner left it so.
+    IssueStillOpen,
     /// The tracker could not be written (read-only, permission, not found, refused): an
     /// environment failure, never a new cycle.
     TrackerWriteFailed,
@@ -438,6 +441,7 @@ impl Event {
             | Event::NetworkFailed
             | Event::RateLimited { .. }
             | Event::TrackerUpdated
+            | Event::IssueStillOpen
             | Event::TrackerWriteFailed
             | Event::TrackerReadFailed
             | Event::IssueWithdrawn { .. }
@@ -479,6 +483,7 @@ impl Event {
             Event::NetworkFailed => "NetworkFailed",
             Event::RateLimited { .. } => "RateLimited",
             Event::TrackerUpdated => "TrackerUpdated",
+            Event::IssueStillOpen => "IssueStillOpen",
             Event::TrackerWriteFailed => "TrackerWriteFailed",
             Event::TrackerReadFailed => "TrackerReadFailed",
             Event::IssueWithdrawn { .. } => "IssueWithdrawn",

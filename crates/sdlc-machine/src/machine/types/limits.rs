@@ -118,6 +118,14 @@ pub struct Limits {
     /// CI's pass alone lets the branch merge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub review: Option<ReviewGate>,
+    /// Waits for the tracker's own close of a merged issue before the runner closes it
+    /// itself, on [`Limits::close_wait_secs`]'s schedule: GitHub and GitLab close an issue
+    /// from its PR's `Closes #N` a second or two after the merge, asynchronously. 0 (a
+    /// tracker that closes nothing itself, and journals of earlier versions): the runner
+    /// closes a merged issue still open at once.
+    /// (A byte: it fits the padding of the journal's record of the limits.)
+    #[serde(default, skip_serializing_if = "is_zero_u8")]
+    pub tracker_close_waits: u8,
 }
 
 /// What the review gate asks of a PR before its merge.
@@ -159,6 +167,10 @@ fn default_max_review_rounds() -> u32 {
 }
 
 fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_u8(n: &u8) -> bool {
     *n == 0
 }
 
@@ -220,6 +232,7 @@ impl Default for Limits {
             // decisionTimeoutMinutes' default, 60 minutes.
             decision_wait_secs: 3600,
             review: None,
+            tracker_close_waits: 0,
         }
     }
 }
@@ -322,6 +335,24 @@ impl Limits {
             pauses.push(pause);
         }
         pauses
+    }
+}
+
+impl Limits {
+    /// The first wait for a tracker's own close of a merged issue; each next one doubles.
+    pub const CLOSE_WAIT_INITIAL_SECS: u32 = 2;
+
+    /// The wait before the `n`-th look again (1-based) for the tracker's own close of a
+    /// merged issue: 2 s, doubling (2, 4, 8 s for GitHub's three waits, 14 s in all).
+    pub fn close_wait_secs(&self, n: u32) -> u64 {
+        u64::from(doubling(Self::CLOSE_WAIT_INITIAL_SECS, n, u32::MAX))
+    }
+
+    /// How long the runner waits in all for the tracker's own close of a merged issue.
+    pub fn close_waited_secs(&self) -> u64 {
+        (1..=u32::from(self.tracker_close_waits))
+            .map(|n| self.close_wait_secs(n))
+            .sum()
     }
 }
 

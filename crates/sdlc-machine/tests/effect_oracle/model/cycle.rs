@@ -3,7 +3,7 @@
 
 use super::{At, Model};
 use sdlc_machine::failure::FailureClass;
-use sdlc_machine::machine::{Effect, HaltReason, Mode, Notice, Spend};
+use sdlc_machine::machine::{Effect, Event, HaltReason, Mode, Notice, Spend, WaitReason};
 use sdlc_machine::step::Step;
 
 impl Model {
@@ -40,7 +40,53 @@ impl Model {
         self.since_merge = Spend::default();
         self.failed_by_class = [Spend::default(); FailureClass::COUNT];
         self.dispatched = false;
-        self.ask(At::RecordingMerge(issue), Effect::RecordMerged { issue });
+        self.close_waits = 0;
+        self.look_for_close(issue);
+    }
+
+    /// The tracker is asked whether it closed the merged issue; while waits are left, one
+    /// still open is left to the tracker; after the last, the runner closes it.
+    pub(super) fn look_for_close(&mut self, issue: u32) {
+        let wait = self.close_waits < u32::from(self.l.tracker_close_waits);
+        self.ask(
+            At::RecordingMerge(issue),
+            Effect::RecordMerged { issue, wait },
+        );
+    }
+
+    /// `IssueStillOpen` while recording a merge: the next wait (2 s doubling) if the look
+    /// was one that waits; anything else hears nothing.
+    pub(super) fn on_still_open(&mut self, issue: u32) {
+        if !matches!(
+            self.outstanding,
+            Some((_, Effect::RecordMerged { wait: true, .. }))
+        ) {
+            return;
+        }
+        self.close_waits += 1;
+        let seconds = 2u64 << (self.close_waits - 1);
+        self.fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::TrackerClose),
+        });
+        self.at = At::CloseWait(issue, seconds);
+    }
+
+    pub(super) fn on_close_wait(&mut self, issue: u32, seconds: u64, ev: &Event) -> bool {
+        match *ev {
+            Event::WaitOver => self.look_for_close(issue),
+            Event::Start | Event::ModeChanged { .. } => {
+                if let Event::ModeChanged { mode } = *ev {
+                    self.mode = mode;
+                }
+                self.fx.push(Effect::Wait {
+                    seconds,
+                    reason: Some(WaitReason::TrackerClose),
+                });
+            }
+            _ => return false,
+        }
+        true
     }
 
     pub(super) fn merge_recorded(&mut self, issue: u32) {

@@ -80,6 +80,11 @@ impl Model {
             At::Step(step) => self.on_step(step, ev),
             At::Backoff(step, seconds) => self.on_backoff(step, seconds, ev),
             At::Decision(step) => self.on_decision(step, ev),
+            At::RecordingMerge(issue) if matches!(ev, Event::IssueStillOpen) => {
+                self.on_still_open(issue);
+                true
+            }
+            At::CloseWait(issue, seconds) => self.on_close_wait(issue, seconds, ev),
             At::RecordingMerge(issue) => self.on_tracker_write(
                 ev,
                 |m| m.merge_recorded(issue),

@@ -33,6 +33,9 @@ pub enum At {
     NetworkWait(u64),
     /// monitorCI found CI pending; waiting this many seconds before the next look.
     CiWait(u64),
+    /// The merged issue is still open: waiting this many seconds for the tracker's own
+    /// close before looking again.
+    CloseWait(u32, u64),
     /// The merge turn was busy or the merge lost a race: pausing this many milliseconds.
     MergePause(u64),
     Halted(HaltReason),
@@ -111,6 +114,8 @@ pub struct Model {
     /// A step's run or look at CI held back for a renewal that the event at hand left
     /// unanswered: it never started, and a restart asks for it again as it was.
     pub unsent_run: Option<Effect>,
+    /// Waits so far for the tracker's own close of the issue just merged.
+    pub close_waits: u32,
     pub fx: Vec<Effect>,
 }
 
@@ -151,6 +156,7 @@ impl Model {
             last_escalation: None,
             last_escalation_alone: false,
             ci_waits: 0,
+            close_waits: 0,
             ci_waited: 0,
             pending: Usage::default(),
             turn_waited: 0,
