@@ -63,7 +63,9 @@ impl StepRun<'_> {
             let what = format!("{} (builtin)", step.key());
             let gate = match step {
                 Step::CommitPush => weakening_gate(&self.run.cfg, self.core),
-                Step::CreatePr => weakening_report(&self.run.cfg, self.core),
+                Step::CreatePr => {
+                    Gate::configured(&self.run.cfg, self.core.runner().weakening_approved())
+                }
                 _ => None,
             };
             let facts = Facts::of(self.cycle, self.run.refs()).gated(gate);
@@ -381,19 +383,7 @@ impl StepRun<'_> {
 /// when `tests.weakening` is `allow` or when the machine holds a person's approval of the
 /// weakening for this cycle.
 pub(super) fn weakening_gate(cfg: &crate::config::Config, core: &Core) -> Option<Gate> {
-    weakening_report(cfg, core).filter(|g| !g.approved)
-}
-
-/// The check as the PR body reports it: what was found, and whether a person approved it;
-/// `None` when `tests.weakening` is `allow`.
-fn weakening_report(cfg: &crate::config::Config, core: &Core) -> Option<Gate> {
-    if cfg.tests.weakening == crate::config::Weakening::Allow {
-        return None;
-    }
-    let command = cfg.local_ci.as_ref().map(|c| &c.command[..]).unwrap_or(&[]);
-    let mut gate = Gate::new(&cfg.project_path, command);
-    gate.approved = core.runner().weakening_approved();
-    Some(gate)
+    Gate::configured(cfg, core.runner().weakening_approved()).filter(|g| !g.approved)
 }
 
 /// `text` with this branch name taken out: the same refusal (a hook, a protected

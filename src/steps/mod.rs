@@ -7,5 +7,6 @@
 
 pub mod builtin;
 pub mod checks;
+mod failed;
 pub mod repair;
 pub mod weakening;

@@ -21,6 +21,19 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// The check as `cfg` sets it, as the PR body reports it: `None` when `tests.weakening`
+    /// is `allow`; `approved` when the machine holds a person's approval of this cycle's
+    /// weakening.
+    pub fn configured(cfg: &crate::config::Config, approved: bool) -> Option<Gate> {
+        if cfg.tests.weakening == crate::config::Weakening::Allow {
+            return None;
+        }
+        let command = cfg.local_ci.as_ref().map(|c| &c.command[..]).unwrap_or(&[]);
+        let mut gate = Gate::new(&cfg.project_path, command);
+        gate.approved = approved;
+        Some(gate)
+    }
+
     /// The gate of a project whose local CI runs `command` in `project`: each argument that
     /// names a file inside the repository is a script of its CI.
     pub fn new(project: &std::path::Path, command: &[String]) -> Gate {

@@ -66,7 +66,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/http/metrics.rs", "new"),
     ("src/commands/doctor.rs", "tracker"),
     ("src/commands/release.rs", "run"),
-    ("src/git/repo/verified.rs", "build_merge"),
     ("src/commands/config.rs", "summary"),
     ("src/driver/builtin_step.rs", "builtin_outcome"),
     ("src/driver/select.rs", "select_issue"),
