@@ -733,3 +733,26 @@ fn describe(graph: &Graph, group: &[String]) -> String {
     }
     lines.join("\n")
 }
+
+/// The core reaches no clock, file or process because it cannot: its only dependencies are
+/// the state machine crate and serde (dev-dependencies aside).
+#[test]
+fn the_core_depends_on_statig_and_serde_only() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/sdlc-machine/Cargo.toml");
+    let text = std::fs::read_to_string(&manifest).expect("the core's Cargo.toml");
+    let deps: Vec<&str> = text
+        .split("\n[")
+        .find(|table| table.starts_with("dependencies]"))
+        .expect("a [dependencies] table")
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split('=').next().map(str::trim))
+        .filter(|name| !name.is_empty() && !name.starts_with('#'))
+        .collect();
+    assert_eq!(
+        deps,
+        ["statig", "serde"],
+        "{}: the core's dependencies changed; it must stay pure (no IO crate)",
+        manifest.display()
+    );
+}

@@ -271,7 +271,7 @@ fn dry_run_needs_no_agent_and_names_the_binary_it_would_run() {
     );
     // Builtin steps are not agent calls: the plan's worst case counts them apart.
     assert!(
-        text.contains("worst case: 240 agent invocations between merges, 0 before a halt if nothing succeeds; 420 step attempts"),
+        text.contains("worst case: 620 agent invocations between merges, 0 before a halt if nothing succeeds; 1120 step attempts"),
         "{text}"
     );
     // A real run still refuses before anything starts.
