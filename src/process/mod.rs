@@ -35,7 +35,6 @@ pub mod streaming;
 pub use git_program::git_program;
 mod stop;
 mod stop_token;
-#[cfg(test)]
 pub use off_runtime::may_block;
 pub use off_runtime::off_runtime;
 use stop::stop_error;

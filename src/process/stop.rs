@@ -137,6 +137,16 @@ impl Scope {
         scoped(|s| *s = self, f)
     }
 
+    /// Whether a stop request ends the calls of this scope.
+    pub fn cancellable(&self) -> bool {
+        self.cancellable
+    }
+
+    /// When the calls of this scope are stopped, if ever.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
     /// The step the calls of this scope serve, if they serve one.
     pub fn mark(&self) -> Option<super::reaper::Mark> {
         self.mark

@@ -14,17 +14,13 @@
 
 use crate::call_failure::{CallFailureKind, HttpAnswer};
 use std::collections::BTreeSet;
-use std::sync::{mpsc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
+
+pub mod transport;
 use std::time::Duration;
 
 /// Longest one API call may take: a dead network must not hang an unattended run.
 pub const API_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// The most of an answer's body that is read: no list the runner asks for comes near it.
-const MAX_BODY_BYTES: usize = 16 << 20;
-
-/// How often a waiting call looks at its stop scope.
-const STOP_POLL: Duration = Duration::from_millis(20);
 
 /// A secret read from the environment. Its `Debug` shows no character of it.
 #[derive(Clone, PartialEq, Eq)]
@@ -103,27 +99,6 @@ pub struct ApiClient {
     pub timeout: Duration,
 }
 
-/// The client's own runtime, beside the runner's: a call is made from a blocking thread (a
-/// port behind `Io::call`, or a command), which waits for it while watching its stop scope.
-static RUNTIME: LazyLock<Result<tokio::runtime::Runtime, String>> = LazyLock::new(|| {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .thread_name("api-client")
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())
-});
-
-static HTTP: LazyLock<Result<reqwest::Client, String>> = LazyLock::new(|| {
-    reqwest::Client::builder()
-        .user_agent(concat!("sdlc-runner/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(20))
-        // A redirect would carry the token to wherever it points.
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| e.to_string())
-});
-
 impl ApiClient {
     /// A client of the API at `base` with `token`.
     pub fn new(base: &str, token: Token, auth: Auth, token_env: &str) -> ApiClient {
@@ -158,56 +133,30 @@ impl ApiClient {
             detail,
             kind,
         };
-        let scope = crate::process::Scope::current();
-        if let Some(why) = scope.stop_now() {
-            return Err(fail(why.to_string(), stopped_kind(why)));
-        }
-        let runtime = RUNTIME.as_ref().map_err(|e| {
-            fail(
-                format!("cannot start the HTTP client: {e}"),
-                CallFailureKind::Other,
-            )
-        })?;
-        let client = HTTP.as_ref().map_err(|e| {
-            fail(
-                format!("cannot build the HTTP client: {e}"),
-                CallFailureKind::Other,
-            )
-        })?;
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|e| fail(e.to_string(), CallFailureKind::Other))?;
-        let mut request = client.request(method, &url).timeout(self.timeout);
-        request = match self.auth {
-            Auth::PrivateToken => request.header("PRIVATE-TOKEN", &self.token.0),
-            Auth::Plain => request.header("Authorization", &self.token.0),
+        let url = reqwest::Url::parse(&url).map_err(|e| {
+            fail(
+                format!("not a URL ({e}); check the API's address in the config"),
+                CallFailureKind::Other,
+            )
+        })?;
+        let token = match self.auth {
+            Auth::PrivateToken => ("PRIVATE-TOKEN", self.token.0.clone()),
+            Auth::Plain => ("Authorization", self.token.0.clone()),
         };
-        if let Some(body) = body {
-            request = request.json(body);
-        }
-        let (tx, rx) = mpsc::channel();
-        let task = runtime.spawn(async move {
-            let answer = fetch(request).await;
-            // The caller may have stopped waiting; the answer is then nobody's.
-            let _ = tx.send(answer);
-        });
-        loop {
-            match rx.recv_timeout(STOP_POLL) {
-                Ok(Ok(answer)) => return Ok(answer),
-                Ok(Err((detail, kind))) => return Err(fail(detail, kind)),
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if let Some(why) = scope.stop_now() {
-                        task.abort();
-                        return Err(fail(why.to_string(), stopped_kind(why)));
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err(fail(
-                        "the HTTP client stopped without an answer".into(),
-                        CallFailureKind::Other,
-                    ))
-                }
-            }
-        }
+        let json = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|e| fail(e.to_string(), CallFailureKind::Other))?;
+        transport::send(transport::Request {
+            method,
+            url,
+            headers: vec![token],
+            json,
+            timeout: self.timeout,
+        })
+        .map_err(|e| fail(e.detail, e.kind))
     }
 
     /// The message and kind of a failed answer (`answer` not 2xx): the kind from its status
@@ -322,65 +271,6 @@ impl ApiClient {
         }
         Ok(all)
     }
-}
-
-fn stopped_kind(why: crate::process::Stopped) -> CallFailureKind {
-    match why {
-        crate::process::Stopped::Shutdown => CallFailureKind::Cancelled,
-        crate::process::Stopped::Deadline => CallFailureKind::StepDeadline,
-    }
-}
-
-/// Sends the request and reads the answer, its body bounded.
-async fn fetch(request: reqwest::RequestBuilder) -> Result<HttpAnswer, (String, CallFailureKind)> {
-    let mut response = request.send().await.map_err(|e| no_answer(&e))?;
-    let status = response.status().as_u16();
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_ascii_lowercase(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| no_answer(&e))? {
-        if body.len() + chunk.len() > MAX_BODY_BYTES {
-            return Err((
-                format!("the answer is larger than {MAX_BODY_BYTES} bytes"),
-                CallFailureKind::Other,
-            ));
-        }
-        body.extend_from_slice(&chunk);
-    }
-    Ok(HttpAnswer {
-        status,
-        headers,
-        body,
-    })
-}
-
-/// What a request that got no answer failed on: a time-out, else the network (connection,
-/// DNS, TLS, a body cut off).
-fn no_answer(e: &reqwest::Error) -> (String, CallFailureKind) {
-    // The URL is in the message already; without it the error's own words stay (no token is
-    // in either: it travels in a header).
-    let mut detail = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(s) = source {
-        detail.push_str(&format!(": {s}"));
-        source = s.source();
-    }
-    let kind = if e.is_timeout() {
-        CallFailureKind::TimedOut
-    } else if e.is_builder() {
-        CallFailureKind::Other
-    } else {
-        CallFailureKind::Network
-    };
-    (detail, kind)
 }
 
 /// The service's own message in a failed answer's body (GitLab's `message` or `error`,
