@@ -101,42 +101,7 @@ impl Worker {
                     &format!("{}{}", out.stdout, out.stderr),
                 )
             }
-            Channel::Webhook { url } => {
-                let text = webhook_text(&job.text);
-                let body = serde_json::json!({ "content": text, "text": text }).to_string();
-                let secs = timeout.as_secs().max(1).to_string();
-                let mut cmd = ChildSpec::new(&self.options.curl);
-                cmd.args(["-sS", "-f", "-m"])
-                    .arg(&secs)
-                    .args([
-                        "-H",
-                        "Content-Type: application/json",
-                        "--data-binary",
-                        "@-",
-                    ])
-                    .arg(url);
-                // curl enforces `-m` itself; our limit is a backstop for a stuck curl.
-                let out = run_tracked(
-                    cmd,
-                    Some(body.into_bytes()),
-                    timeout + Duration::from_secs(5),
-                    None,
-                    Some(&self.inflight),
-                    Budget::DEFAULT,
-                )
-                .map_err(|e| {
-                    let mut err = spawn_error(&self.options.curl, e);
-                    err.message
-                        .push_str(" (webhook notifications are posted with curl; install it)");
-                    err
-                })?;
-                judge(
-                    &out,
-                    || format!("curl timed out after {}s", secs),
-                    "curl",
-                    &out.stderr,
-                )
-            }
+            Channel::Webhook { url } => post_webhook(url, &job.text, timeout),
             Channel::Command { program, args } => {
                 let mut cmd = ChildSpec::new(program);
                 cmd.args(args)
@@ -166,6 +131,49 @@ impl Worker {
             }
         }
     }
+}
+
+/// Posts `text` to the webhook at `url` through the runner's one HTTP client. The URL is a
+/// secret (whoever has it can post): no message names it.
+fn post_webhook(url: &str, text: &str, timeout: Duration) -> Result<(), AttemptError> {
+    use crate::api_client::transport;
+    let text = webhook_text(text);
+    let body = serde_json::json!({ "content": text, "text": text }).to_string();
+    let url = reqwest::Url::parse(url).map_err(|e| AttemptError {
+        message: format!("the webhook's URL is not a URL ({e}); check notify.webhookUrl"),
+        retryable: false,
+    })?;
+    let answer = transport::send(transport::Request {
+        method: reqwest::Method::POST,
+        url,
+        headers: Vec::new(),
+        json: Some(body.into_bytes()),
+        timeout,
+    })
+    .map_err(|e| AttemptError {
+        retryable: e.kind != crate::call_failure::CallFailureKind::Other,
+        message: format!("the webhook got no answer: {}", e.detail),
+    })?;
+    if answer.ok() {
+        return Ok(());
+    }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    use crate::call_failure::CallFailureKind as Kind;
+    Err(AttemptError {
+        // Read as every API answer is: a refusal does not change on its own, a busy or
+        // failing service or a rate limit may.
+        retryable: matches!(
+            answer.failure_kind(now),
+            Kind::Network | Kind::TimedOut | Kind::RateLimited { .. }
+        ),
+        message: format!(
+            "the webhook answered HTTP {}: {}",
+            answer.status,
+            tail(&String::from_utf8_lossy(&answer.body), 500)
+        ),
+    })
 }
 
 /// One delivery's verdict from its process: a timeout or a non-zero exit is worth another try.

@@ -1,5 +1,5 @@
 //! Notifications (docs/interfaces.md "Notifications"): Discord through `openclaw`, a Discord/Slack
-//! compatible webhook through `curl`, or any command; every message is also appended to the
+//! compatible webhook through the runner's HTTP client, or any command; every message is also appended to the
 //! orchestration log. Messages carry a severity, are redacted before they leave the process,
 //! and identical messages within the dedup window are delivered once with a repeat count.
 //!
@@ -40,11 +40,10 @@ pub enum Channel {
         /// The Discord channel or user it sends to.
         target: String,
     },
-    /// A Discord- or Slack-compatible incoming webhook. Posted with `curl` (no HTTP crate in
-    /// this project): `curl -sS -f -m <secs> -H 'Content-Type: application/json'
-    /// --data-binary @- <url>`, the JSON body `{"content": msg, "text": msg}` on stdin. The URL
-    /// is on curl's command line, so it is visible in `ps` on this machine while the post runs.
-    /// Content longer than Discord's 2000 characters is cut, with a note pointing to the log.
+    /// A Discord- or Slack-compatible incoming webhook, posted by the runner's own HTTP client
+    /// (`api_client::transport`) with the JSON body `{"content": msg, "text": msg}`. The URL
+    /// appears in no message and on no command line. Content longer than Discord's 2000
+    /// characters is cut, with a note pointing to the log.
     Webhook {
         /// The webhook's URL, a secret: whoever has it can post.
         url: String,
@@ -74,7 +73,7 @@ pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
 /// Tunables. `Default` gives the contract's values.
 #[derive(Clone)]
 pub struct NotifyOptions {
-    /// Per-attempt time limit of one delivery (openclaw, curl, command). Default 30 s.
+    /// Per-attempt time limit of one delivery (openclaw, webhook, command). Default 30 s.
     pub timeout: Duration,
     /// Attempts per channel and message. Default 3.
     pub attempts: u32,
@@ -82,8 +81,6 @@ pub struct NotifyOptions {
     pub backoff: Duration,
     /// Identical messages within this window are delivered once. Default 10 min.
     pub dedup_window: Duration,
-    /// The `curl` program for webhooks. Default `curl` (found on PATH).
-    pub curl: PathBuf,
     /// How long `Drop` waits for queued deliveries. Default 10 s.
     pub drop_wait: Duration,
     /// Source of the current time, for deduplication; a fake in tests.
@@ -100,7 +97,6 @@ impl Default for NotifyOptions {
             attempts: 3,
             backoff: Duration::from_secs(1),
             dedup_window: Duration::from_secs(600),
-            curl: PathBuf::from("curl"),
             drop_wait: Duration::from_secs(10),
             clock: Arc::new(Instant::now),
             min_severity: Severity::Info,
@@ -115,7 +111,6 @@ impl std::fmt::Debug for NotifyOptions {
             .field("attempts", &self.attempts)
             .field("backoff", &self.backoff)
             .field("dedup_window", &self.dedup_window)
-            .field("curl", &self.curl)
             .field("drop_wait", &self.drop_wait)
             .field("min_severity", &self.min_severity)
             .finish_non_exhaustive()

@@ -1,5 +1,5 @@
-//! Notifications against real child processes: fake `openclaw`, `curl` and notify commands
-//! written into temp dirs, the orchestration log read back from disk.
+//! Notifications against real child processes (fake `openclaw` and notify commands written
+//! into temp dirs) and a real local webhook server, the orchestration log read back from disk.
 
 use sdlc_runner::notify::{Channel, Clock, Notifier, NotifyOptions, Severity};
 use std::fs;
@@ -292,38 +292,71 @@ fn control_characters_in_a_notification_arrive_escaped() {
     );
 }
 
+/// A webhook: answers each post with `statuses` in turn (the last one repeated) and keeps
+/// what it was sent, head and body.
+fn webhook(statuses: &'static [&'static str]) -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/T0/B0/secret", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let kept = Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { return };
+            let mut data = Vec::new();
+            let mut buf = [0u8; 8192];
+            let (head, body) = loop {
+                if let Some(end) = data.windows(4).position(|w| w == b"\r\n\r\n") {
+                    let head = String::from_utf8_lossy(&data[..end]).to_string();
+                    let length: usize = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase()
+                                .strip_prefix("content-length:")
+                                .map(|v| v.trim().parse().unwrap())
+                        })
+                        .unwrap_or(0);
+                    if data.len() >= end + 4 + length {
+                        break (
+                            head,
+                            String::from_utf8_lossy(&data[end + 4..end + 4 + length]).to_string(),
+                        );
+                    }
+                }
+                match stream.read(&mut buf) {
+                    Ok(0) | Err(_) => return,
+                    Ok(k) => data.extend_from_slice(&buf[..k]),
+                }
+            };
+            kept.lock().unwrap().push((head, body));
+            let status = statuses[n.min(statuses.len() - 1)];
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-length: 4\r\nconnection: close\r\n\r\nnope"
+            );
+        }
+    });
+    (url, seen)
+}
+
 #[test]
-fn webhook_posts_json_on_stdin_through_curl() {
-    let dir = tempfile::tempdir().unwrap();
-    let args = dir.path().join("args");
-    let body = dir.path().join("body");
-    let curl = script(
-        dir.path(),
-        "curl",
-        &format!(
-            "printf '%s\\n' \"$@\" > {}\ncat > {}",
-            args.display(),
-            body.display()
-        ),
-    );
-    let options = NotifyOptions {
-        curl,
-        ..fast_options()
-    };
+fn webhook_posts_json_through_the_runners_http_client() {
+    let (url, seen) = webhook(&["204 No Content"]);
     let notifier = Notifier::with_options(
-        vec![Channel::Webhook {
-            url: "https://hooks.example/T0/B0/secret".into(),
-        }],
+        vec![Channel::Webhook { url: url.clone() }],
         None,
-        options,
+        fast_options(),
     );
     notifier.send(Severity::Warning, "escalated #4 \"quoted\"");
     notifier.flush(Duration::from_secs(10));
-    assert_eq!(
-        read(&args),
-        "-sS\n-f\n-m\n5\n-H\nContent-Type: application/json\n--data-binary\n@-\nhttps://hooks.example/T0/B0/secret\n"
+    let (head, body) = seen.lock().unwrap()[0].clone();
+    assert!(head.starts_with("POST /T0/B0/secret HTTP/1.1"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
     );
-    let json: serde_json::Value = serde_json::from_str(&read(&body)).unwrap();
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     assert_eq!(json["content"], "[WARNING] escalated #4 \"quoted\"");
     assert_eq!(json["text"], json["content"]);
 
@@ -332,7 +365,8 @@ fn webhook_posts_json_on_stdin_through_curl() {
         &format!("FAILURE LOOP DETECTED: x\n{}", "é".repeat(5000)),
     );
     notifier.flush(Duration::from_secs(10));
-    let json: serde_json::Value = serde_json::from_str(&read(&body)).unwrap();
+    let body = seen.lock().unwrap()[1].1.clone();
+    let json: serde_json::Value = serde_json::from_str(&body).unwrap();
     let content = json["content"].as_str().unwrap();
     assert_eq!(content.chars().count(), 2000);
     assert!(content.starts_with("[ALERT] FAILURE LOOP DETECTED: x\n"));
@@ -340,28 +374,61 @@ fn webhook_posts_json_on_stdin_through_curl() {
 }
 
 #[test]
-fn webhook_without_curl_logs_a_warning_once() {
+fn a_failing_webhook_is_retried_a_refusing_one_is_not_and_its_secret_url_is_never_logged() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("log");
-    let options = NotifyOptions {
-        curl: dir.path().join("no-such-curl"),
-        ..fast_options()
-    };
+    let (url, seen) = webhook(&["503 Service Unavailable", "200 OK"]);
     let notifier = Notifier::with_options(
-        vec![Channel::Webhook {
-            url: "https://hooks.example/x".into(),
-        }],
+        vec![Channel::Webhook { url: url.clone() }],
         Some(log.clone()),
-        options,
+        fast_options(),
     );
     notifier.send(Severity::Info, "hello");
     notifier.flush(Duration::from_secs(10));
-    let log = read(&log);
-    assert!(
-        log.contains("webhook post failed after 1 attempt(s)"),
-        "{log}"
+    assert_eq!(seen.lock().unwrap().len(), 2, "a 503 is tried again");
+    let text = read(&log);
+    assert!(text.contains("webhook post attempt 1/3 failed"), "{text}");
+    assert!(text.contains("HTTP 503"), "{text}");
+
+    let (url, seen) = webhook(&["404 Not Found"]);
+    let notifier = Notifier::with_options(
+        vec![Channel::Webhook { url: url.clone() }],
+        Some(log.clone()),
+        fast_options(),
     );
-    assert!(log.contains("install it"), "{log}");
+    notifier.send(Severity::Info, "hello again");
+    notifier.flush(Duration::from_secs(10));
+    assert_eq!(
+        seen.lock().unwrap().len(),
+        1,
+        "a refusal is not tried again"
+    );
+    let text = read(&log);
+    assert!(
+        text.contains("webhook post failed after 1 attempt(s): the webhook answered HTTP 404"),
+        "{text}"
+    );
+
+    // Nobody listens: the network's failure, retried, and no word of the URL.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/T9/B9/hush-secret", closed.local_addr().unwrap());
+    drop(closed);
+    let notifier = Notifier::with_options(
+        vec![Channel::Webhook { url }],
+        Some(log.clone()),
+        fast_options(),
+    );
+    notifier.send(Severity::Info, "into the void");
+    notifier.flush(Duration::from_secs(10));
+    let text = read(&log);
+    assert!(
+        text.contains("webhook post failed after 3 attempt(s): the webhook got no answer"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("hush-secret") && !text.contains("/T0/B0/secret"),
+        "{text}"
+    );
 }
 
 #[test]
