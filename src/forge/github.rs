@@ -13,6 +13,7 @@ pub use reviews::{check_reviews_readable, login_of, parse_review_state, Lists, R
 use super::{ForgeError, Pr, PrState};
 use crate::call_failure::{path_segment, CallFailureKind, HttpAnswer};
 use crate::process::ChildSpec;
+use crate::services::github::gh::{self, Gh, GhError};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
@@ -87,8 +88,6 @@ pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
 }
 
 /// A hung `gh` must not hang an unattended run: every call has a hard timeout.
-const GH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
-
 pub(super) fn run_gh(
     gh: &PathBuf,
     dir: &PathBuf,
@@ -97,51 +96,66 @@ pub(super) fn run_gh(
     run_gh_with(gh, dir, args, None)
 }
 
-/// [`run_gh`] with `stdin` as gh's standard input (a request's body for `--input -`: never
-/// an argument, whose size the kernel limits).
+/// [`run_gh`] with `stdin` as gh's standard input, through the one gh runner
+/// ([`Gh::run`]).
 fn run_gh_with(
     gh: &PathBuf,
     dir: &PathBuf,
     args: &[&str],
     stdin: Option<Vec<u8>>,
 ) -> Result<std::process::Output, ForgeError> {
-    let mut cmd = ChildSpec::new(gh);
-    cmd.args(args)
-        .current_dir(dir)
-        // gh must never stop to ask a question in an unattended run.
-        .env("GH_PROMPT_DISABLED", "1")
-        .env("NO_COLOR", "1");
-    let captured =
-        crate::process::run_captured(cmd, stdin, GH_TIMEOUT, None).map_err(|source| {
-            match crate::process::stopped(&source) {
-                Some(why) => ForgeError::Stopped {
-                    command: command_text(gh, args),
-                    why,
-                },
-                None => ForgeError::Spawn {
-                    program: gh.display().to_string(),
-                    source,
-                },
-            }
-        })?;
-    match captured.status {
-        Some(status) if !captured.timed_out => Ok(std::process::Output {
-            status,
-            stdout: captured.stdout.into_bytes(),
-            stderr: captured.stderr.into_bytes(),
-        }),
-        _ => Err(ForgeError::Command {
-            command: command_text(gh, args),
+    let printed = Gh {
+        program: gh,
+        dir,
+        timeout: gh::TIMEOUT,
+    }
+    .run(args, stdin)
+    .map_err(|e| forge_error(gh, e))?;
+    Ok(std::process::Output {
+        status: printed.status,
+        stdout: printed.stdout,
+        stderr: printed.stderr.into_bytes(),
+    })
+}
+
+/// A gh call that gave nothing to read, as the forge's error.
+fn forge_error(gh: &Path, e: GhError) -> ForgeError {
+    let kind = e.kind();
+    match e {
+        GhError::Stopped { command, why } => ForgeError::Stopped { command, why },
+        GhError::CannotStart { source, .. } => ForgeError::Spawn {
+            program: gh.display().to_string(),
+            source,
+        },
+        GhError::TimedOut { command, limit } => ForgeError::Command {
+            command,
             status: None,
-            stderr: format!("no answer within {} s; stopped", GH_TIMEOUT.as_secs()),
+            stderr: format!("no answer within {} s; stopped", limit.as_secs()),
             hint: "check the network and `gh auth status`",
-            kind: CallFailureKind::TimedOut,
-        }),
+            kind,
+        },
+        GhError::NoAnswer {
+            command,
+            code,
+            stderr,
+            ..
+        } => ForgeError::Command {
+            command,
+            status: code,
+            kind,
+            stderr,
+            hint: "check `gh auth status` and that the project's remote is a GitHub repository",
+        },
     }
 }
 
 pub(super) fn command_text(gh: &Path, args: &[&str]) -> String {
-    format!("{} {}", gh.display(), args.join(" "))
+    Gh {
+        program: gh,
+        dir: Path::new("."),
+        timeout: gh::TIMEOUT,
+    }
+    .command_text(args)
 }
 
 pub(super) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
@@ -166,23 +180,19 @@ fn api_call(
     endpoint: &str,
     body: Option<&serde_json::Value>,
 ) -> Result<(HttpAnswer, Vec<String>, std::process::Output), ForgeError> {
-    let conditional = crate::call_failure::Conditional::for_call(method, repo_dir, endpoint);
-    let mut args = crate::call_failure::gh_api_args(method, endpoint, body.is_some());
-    args.extend(conditional.args());
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run_gh_with(
-        gh,
-        repo_dir,
-        &argv,
-        body.map(|b| b.to_string().into_bytes()),
-    )?;
-    match HttpAnswer::parse(&out.stdout) {
-        Some(mut answer) => {
-            conditional.settle(&mut answer);
-            Ok((answer, args, out))
-        }
-        None => Err(gh_failed(gh, &argv, &out)),
+    let a = Gh {
+        program: gh,
+        dir: repo_dir,
+        timeout: gh::TIMEOUT,
     }
+    .api(method, endpoint, body)
+    .map_err(|e| forge_error(gh, e))?;
+    let out = std::process::Output {
+        status: a.status,
+        stdout: Vec::new(),
+        stderr: a.stderr.into_bytes(),
+    };
+    Ok((a.answer, a.args, out))
 }
 
 /// The error of a failed answer: its kind from the status and headers (a rate limit among

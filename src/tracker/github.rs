@@ -21,8 +21,7 @@ mod rest;
 use super::{escalation_text, select_from_with, Issue, Scope, Selection, TrackerError};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::notify::tail;
-use crate::process::run_captured;
-use crate::process::ChildSpec;
+use crate::services::github::gh::{self, Gh, GhError, Printed};
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -41,7 +40,7 @@ pub struct GitHub {
     pub label: String,
     /// The durable escalation mark. Default `sdlc-escalated`.
     pub escalated_label: String,
-    /// Time limit of one `gh` call. Default 120 s.
+    /// Time limit of one `gh` call. Default two minutes.
     pub timeout: Duration,
     /// The login gh's token belongs to (`GET /user`), read once, for the claims' assignment.
     login: OnceLock<String>,
@@ -98,15 +97,14 @@ struct GhIssue {
 }
 
 impl GitHub {
-    /// A tracker for the repository of the clone at `repo_dir`, with the default labels and a
-    /// two-minute limit per `gh` call.
+    /// A tracker for the repository of the clone at `repo_dir`, with the default labels.
     pub fn new(repo_dir: impl Into<PathBuf>) -> GitHub {
         GitHub {
             gh: PathBuf::from("gh"),
             repo_dir: repo_dir.into(),
             label: "automatable".into(),
             escalated_label: "sdlc-escalated".into(),
-            timeout: Duration::from_secs(120),
+            timeout: gh::TIMEOUT,
             login: OnceLock::new(),
             authority: Default::default(),
             permissions: Default::default(),
@@ -243,8 +241,8 @@ impl GitHub {
         let args = crate::call_failure::gh_graphql_args(query, number);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run_gh(&argv, None)?;
-        let code = out.status.and_then(|s| s.code());
-        let Some(answer) = crate::call_failure::HttpAnswer::parse(out.stdout.as_bytes()) else {
+        let code = out.status.code();
+        let Some(answer) = crate::call_failure::HttpAnswer::parse(&out.stdout) else {
             return Err(self.failed(
                 &argv,
                 code,
@@ -514,58 +512,23 @@ impl GitHub {
         }
     }
 
-    /// Runs `gh args` within the time limit; its output whatever its exit code.
-    fn run_gh(
-        &self,
-        args: &[&str],
-        stdin: Option<Vec<u8>>,
-    ) -> Result<crate::process::Captured, TrackerError> {
-        let mut cmd = ChildSpec::new(&self.gh);
-        cmd.args(args)
-            .current_dir(&self.repo_dir)
-            // Never wait for a pager or a prompt: the runner is unattended.
-            .env("GH_PAGER", "cat")
-            .env("GH_PROMPT_DISABLED", "1")
-            .env("NO_COLOR", "1");
-        let command = self.display(args);
-        let out =
-            run_captured(cmd, stdin, self.timeout, None).map_err(|e| TrackerError::Command {
-                command: command.clone(),
-                kind: CallFailureKind::of_io(&e),
-                detail: match crate::process::stopped(&e) {
-                    Some(why) => why.to_string(),
-                    None => format!(
-                "cannot run it ({e}); install the GitHub CLI or set the path to gh in the config"
-            ),
-                },
-            })?;
-        if out.timed_out {
-            return Err(TrackerError::Command {
-                command,
-                detail: format!(
-                    "no answer within {}s; check the network and `gh auth status`",
-                    self.timeout.as_secs()
-                ),
-                kind: CallFailureKind::TimedOut,
-            });
+    /// `gh` in the project's clone, through the one gh runner.
+    pub(super) fn gh(&self) -> Gh<'_> {
+        Gh {
+            program: &self.gh,
+            dir: &self.repo_dir,
+            timeout: self.timeout,
         }
-        Ok(out)
+    }
+
+    /// Runs `gh args`; what it printed, whatever its exit code.
+    fn run_gh(&self, args: &[&str], stdin: Option<Vec<u8>>) -> Result<Printed, TrackerError> {
+        self.gh().run(args, stdin).map_err(tracker_error)
     }
 
     /// The command as a person would type it, for error messages.
     fn display(&self, args: &[&str]) -> String {
-        let mut s = self.gh.display().to_string();
-        for a in args {
-            s.push(' ');
-            if a.is_empty() || a.contains(|c: char| c.is_whitespace() || c == '\'') {
-                s.push('\'');
-                s.push_str(&a.replace('\'', "'\\''"));
-                s.push('\'');
-            } else {
-                s.push_str(a);
-            }
-        }
-        s
+        self.gh().command_text(args)
     }
 
     fn to_issue(&self, i: GhIssue) -> Issue {
@@ -588,6 +551,24 @@ impl GitHub {
                     .is_some_and(|r| r.eq_ignore_ascii_case("not_planned")))
             .then_some(false),
         }
+    }
+}
+
+/// A gh call that gave nothing to read, as the tracker's error.
+fn tracker_error(e: GhError) -> TrackerError {
+    TrackerError::Command {
+        kind: e.kind(),
+        command: e.command().to_string(),
+        detail: match e {
+            GhError::NoAnswer { code, stderr, .. } => format!(
+                "{}: {stderr}",
+                code.map_or_else(
+                    || "killed by a signal".to_string(),
+                    |c| format!("exit code {c}")
+                )
+            ),
+            other => other.to_string(),
+        },
     }
 }
 

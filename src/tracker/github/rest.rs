@@ -4,7 +4,7 @@
 //! machine waits out, never a refusal to halt on. Every gh from 2.23 makes these calls.
 
 use super::{GitHub, TrackerError};
-use crate::call_failure::{path_segment, CallFailureKind, Conditional, HttpAnswer};
+use crate::call_failure::{path_segment, HttpAnswer};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -27,24 +27,11 @@ impl GitHub {
         endpoint: &str,
         body: Option<&Value>,
     ) -> Result<(HttpAnswer, Vec<String>, String), TrackerError> {
-        let conditional = Conditional::for_call(method, &self.repo_dir, endpoint);
-        let mut args = crate::call_failure::gh_api_args(method, endpoint, body.is_some());
-        args.extend(conditional.args());
-        let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-        let out = self.run_gh(&argv, body.map(|b| b.to_string().into_bytes()))?;
-        let code = out.status.and_then(|s| s.code());
-        match HttpAnswer::parse(out.stdout.as_bytes()) {
-            Some(mut answer) => {
-                conditional.settle(&mut answer);
-                Ok((answer, args, out.stderr))
-            }
-            None => Err(self.failed(
-                &argv,
-                code,
-                &out.stderr,
-                CallFailureKind::of_gh(&out.stderr),
-            )),
-        }
+        let a = self
+            .gh()
+            .api(method, endpoint, body)
+            .map_err(super::tracker_error)?;
+        Ok((a.answer, a.args, a.stderr))
     }
 
     /// The error for a failed answer: its kind from the status and headers, its words from
