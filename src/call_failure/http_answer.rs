@@ -198,18 +198,18 @@ pub fn gh_graphql_args(query: &str, number: u32) -> Vec<String> {
     .collect()
 }
 
+/// Every byte but the unreserved ones (RFC 3986: letters, digits, `-._~`) is escaped, so the
+/// text is one path segment or one query value whatever it holds.
+const UNRESERVED: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
+
 /// `text` as one path segment or query value of a REST address: a branch or label name may
 /// hold `/`, spaces or `&`.
 pub fn path_segment(text: &str) -> String {
-    let mut out = String::new();
-    for b in text.bytes() {
-        if b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    percent_encoding::utf8_percent_encode(text, UNRESERVED).to_string()
 }
 
 /// The head and the body, split at the first empty line (CRLF or LF).

@@ -248,36 +248,11 @@ fn router(app: App) -> Router {
         .with_state(app)
 }
 
-/// A query parameter, percent-decoded as far as tokens and event ids need (`%XX`).
+/// A query parameter, decoded as a form encodes it (`%XX`, `+` for a space).
 fn query_value(uri: &Uri, key: &str) -> Option<String> {
-    let raw = uri.query()?.split('&').find_map(|pair| {
-        let (k, v) = pair.split_once('=')?;
-        (k == key).then_some(v)
-    })?;
-    let bytes = raw.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let hex = bytes
-            .get(i + 1..i + 3)
-            .and_then(|h| std::str::from_utf8(h).ok())
-            .and_then(|h| u8::from_str_radix(h, 16).ok());
-        match (bytes[i], hex) {
-            (b'%', Some(b)) => {
-                out.push(b);
-                i += 3;
-            }
-            (b'+', _) => {
-                out.push(b' ');
-                i += 1;
-            }
-            (b, _) => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8(out).ok()
+    form_urlencoded::parse(uri.query()?.as_bytes())
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
 }
 
 /// Equal strings, in time that depends only on their lengths.
