@@ -88,6 +88,19 @@ fn tree_of(origin: &Path, sha: &str) -> String {
 /// CI never passed (no passing run on it, nor on a commit with the same tree), and every one
 /// that fails the CI check when run over it now.
 fn untested_on_main(origin: &Path, since: &str, runs: &Path) -> Vec<String> {
+    not_passed_on_main(origin, since, runs, |has| {
+        has("src/issue_1.txt") && has("src/issue_2.txt") && !has("ci-fixed")
+    })
+}
+
+/// Every commit of origin's main's first-parent history since `since` (exclusive) whose tree
+/// CI never passed, and every one `red` (asked whether the commit has a path) says CI fails.
+fn not_passed_on_main(
+    origin: &Path,
+    since: &str,
+    runs: &Path,
+    red: impl Fn(&dyn Fn(&str) -> bool) -> bool,
+) -> Vec<String> {
     let passed_trees = passed(runs);
     let range = format!("{since}..main");
     git(origin, &["rev-list", "--first-parent", &range])
@@ -102,8 +115,7 @@ fn untested_on_main(origin: &Path, since: &str, runs: &Path) -> Vec<String> {
                     .expect("git cat-file")
                     .success()
             };
-            let red = has("src/issue_1.txt") && has("src/issue_2.txt") && !has("ci-fixed");
-            red || !passed_trees.contains(&tree_of(origin, sha))
+            red(&has) || !passed_trees.contains(&tree_of(origin, sha))
         })
         .map(str::to_string)
         .collect()
@@ -246,5 +258,99 @@ fn bounds_prints_the_trains_worst_case_of_ci_runs() {
     assert!(
         bounds(&p).contains("merge train (run --workers): none for this config"),
         "an agent-run merge forms no train"
+    );
+}
+
+/// Three issues reaching their merge three seconds apart, built-in steps, a train of three
+/// trees at once, and a CI command that logs `start <HEAD> …` as `train_of_three`'s, then
+/// `pass <HEAD's tree>` and `passed <HEAD>`; it takes `slow_secs` on a tree of the train that
+/// holds #2 without #3 (the head's, once #1 landed), so #3's tree behind it passes first.
+fn a_verdict_behind_the_head(slow_secs: u32) -> (Project, PathBuf) {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", ""), (3, "Three", "")],
+        json!({"steps": {"2:implement": ["busy:3000"], "3:implement": ["busy:6000"]}}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let script = format!(
+        "n=$(ls src/issue_*.txt 2>/dev/null | wc -l); \
+         m=$(git -C {origin} ls-tree --name-only main src/ | grep -c issue_); \
+         echo \"start $(git rev-parse HEAD) $n $m\" >> {runs}; \
+         if git rev-parse -q --verify HEAD^2 >/dev/null && [ -e src/issue_2.txt ] \
+         && [ ! -e src/issue_3.txt ]; then sleep {slow_secs}; fi; \
+         echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}; \
+         echo \"passed $(git rev-parse HEAD)\" >> {runs}",
+        origin = p.origin.display(),
+        runs = runs.display(),
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    extra["train"] = json!({"maxParallel": 3});
+    p.set_config(extra);
+    (p, runs)
+}
+
+/// The runner is killed (SIGKILL, a crash point) the moment CI passed #3's tree (main + #2 +
+/// #3) while #2's, the head's, is still under test. Run again, the fleet starts from the
+/// train's journal: #2 and #3 in that order, #3's verdict standing; only #2's tree, whose run
+/// the kill cut short, is tested again, #3's tree is not, and they land in the train's order
+/// with main's first-parent history holding only trees CI passed. (Rebuilt by the workers
+/// joining again as they resume, the train would take them in the order they resume, and
+/// build and test trees CI never saw.)
+#[test]
+fn a_kill_after_a_verdict_behind_the_head_resumes_the_train_from_its_journal() {
+    let (p, runs) = a_verdict_behind_the_head(10);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let point = "merge train: a verdict waits behind the head";
+    let killed = p.run_env(
+        &["--workers", "3"],
+        &[(sdlc_runner::failpoint::CRASH_AT_ENV, point)],
+    );
+    assert_eq!(killed.status.code(), None, "killed: {}", text(&killed));
+    let log = |runs: &Path| std::fs::read_to_string(runs).unwrap_or_default();
+    let before = log(&runs);
+    let passed_before: Vec<String> = before
+        .lines()
+        .filter_map(|l| l.strip_prefix("passed ").map(str::to_string))
+        .collect();
+    assert!(!passed_before.is_empty(), "{before}\n{}", text(&killed));
+    // The cut-short run of #2's tree ends on its own; then the fleet runs again.
+    std::thread::sleep(Duration::from_secs(11));
+    let runs_at_kill = log(&runs);
+    let out = p.run(&["--workers", "3"]);
+    let all = format!("{}\n{}", text(&killed), text(&out));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        text(&out).contains("merge train: resumed from its journal: PRs in it #2, #3"),
+        "{all}"
+    );
+    let after = log(&runs)[runs_at_kill.len()..].to_string();
+    let tested_again: Vec<&str> = after
+        .lines()
+        .filter_map(|l| l.strip_prefix("start "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        tested_again.len(),
+        1,
+        "only the run the kill cut short is made again: {after}\n{all}"
+    );
+    assert!(
+        tested_again
+            .iter()
+            .all(|h| !passed_before.iter().any(|p| p == h)),
+        "no tree with a verdict is tested again: {after}\n{all}"
+    );
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    let order = git(&p.origin, &["log", "--first-parent", "--format=%s", "main"]);
+    let at = |n: u32| order.find(&format!("Merge issue #{n}:")).expect("merged");
+    assert!(
+        at(3) < at(2),
+        "#2 landed before #3 (newest first):\n{order}"
+    );
+    assert_eq!(
+        not_passed_on_main(&p.origin, &start, &runs, |_| false),
+        Vec::<String>::new(),
+        "{all}"
     );
 }

@@ -58,7 +58,10 @@ fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Step>)> {
                 batch,
             }),
         };
-        (Just(limits), proptest::collection::vec(step(workers), 0..50))
+        (
+            Just(limits),
+            proptest::collection::vec(step(workers), 0..50),
+        )
     })
 }
 
