@@ -18,7 +18,10 @@ use crate::journal::TrainJournal;
 use crate::live_status::TrainSnapshot;
 use crate::machine::{Event, Signal};
 use crate::ports::Clock;
-use sdlc_machine::fleet::{Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, Worker};
+use chrono::{DateTime, Utc};
+use sdlc_machine::fleet::{
+    Coordinator, Dispatch, FleetLimits, Order, Report, Settled, Share, Test, Worker,
+};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -42,6 +45,8 @@ pub(super) struct Shared {
     shown: Mutex<Option<TrainSnapshot>>,
     /// The train as last journaled (`journal/train.rs`).
     journaled: Mutex<Option<TrainJournal>>,
+    /// When each car asked to merge and joined the train, for `status`'s waiting time.
+    joined: Mutex<BTreeMap<u32, chrono::DateTime<chrono::Utc>>>,
     runner_dir: PathBuf,
 }
 
@@ -86,7 +91,7 @@ impl Link {
             let mut c = locked(&self.shared.coordinator);
             let orders = c.handle(report);
             self.shared.journal(&c);
-            (orders, train::snapshot(&c))
+            (orders, self.shared.snapshot(&c))
         };
         self.show(train);
         let mut reply = Reply::default();
@@ -100,6 +105,10 @@ impl Link {
                 }
                 Order::RunTest { test, .. } => reply.test = Some(test),
                 Order::TrainSettled(settled) => {
+                    if let Settled::Return { car, .. } = &settled {
+                        // Returned: it waits anew when it asks to merge again.
+                        locked(&self.shared.joined).remove(car);
+                    }
                     let said = crate::narration::train_settled(&settled);
                     tracing::info!("{said}");
                     reply.said.push(said);
@@ -142,8 +151,10 @@ impl Link {
         *shown = train;
     }
 
-    /// `issue`'s car, boarding the train: the commit CI passed and its merge's message.
-    pub fn board(&self, issue: u32, commit: String, message: String) {
+    /// `issue`'s car, boarding the train at `now` (the first time counts): the commit CI
+    /// passed and its merge's message.
+    pub fn board(&self, issue: u32, (commit, message): (String, String), now: DateTime<Utc>) {
+        locked(&self.shared.joined).entry(issue).or_insert(now);
         locked(&self.shared.cars).insert(issue, (commit, message));
         self.shared.journal(&locked(&self.shared.coordinator));
     }
@@ -436,6 +447,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         bases: Mutex::new(BTreeMap::new()),
         shown: Mutex::new(None),
         journaled: Mutex::new(None),
+        joined: Mutex::new(BTreeMap::new()),
         runner_dir: plan.runner_dir.clone(),
     });
     let journal = crate::journal::train_journal(&plan.runner_dir);

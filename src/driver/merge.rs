@@ -36,8 +36,8 @@ pub(super) async fn take_merge_turn(
 ) -> Answer {
     let mut told = Told::default();
     if let Some(link) = fleet {
-        if let Some((commit, message)) = car {
-            link.board(issue, commit, message);
+        if let Some(car) = car {
+            link.board(issue, car, clock.now());
         }
         let reply = link.ask(Report::WantsMerge {
             worker: link.worker,

@@ -59,29 +59,36 @@ impl Shared {
     }
 }
 
-/// The coordinator's train, as `status` shows it.
-pub(super) fn snapshot(c: &Coordinator) -> Option<TrainSnapshot> {
-    let train = c.train()?;
-    let cars = train
-        .cars()
-        .enumerate()
-        .map(|(position, (issue, verdict))| TrainCar {
-            issue,
-            position,
-            tree: train.tree_for(issue).map(|t| t.cars).unwrap_or_default(),
-            verdict: match verdict {
-                Verdict::Untested => "untested",
-                Verdict::Testing(_) => "testing",
-                Verdict::Passed(_) => "passed",
-                Verdict::Failed(_) => "failed",
-            }
-            .to_string(),
+impl Shared {
+    /// The coordinator's train, as `status` shows it; cars whose issue no worker holds any
+    /// more are forgotten by the waiting times.
+    pub(super) fn snapshot(&self, c: &Coordinator) -> Option<TrainSnapshot> {
+        let train = c.train()?;
+        let mut joined = locked(&self.joined);
+        joined.retain(|issue, _| c.holder(*issue).is_some());
+        let cars = train
+            .cars()
+            .enumerate()
+            .map(|(position, (issue, verdict))| TrainCar {
+                issue,
+                position,
+                tree: train.tree_for(issue).map(|t| t.cars).unwrap_or_default(),
+                verdict: match verdict {
+                    Verdict::Untested => "untested",
+                    Verdict::Testing(_) => "testing",
+                    Verdict::Passed(_) => "passed",
+                    Verdict::Failed(_) => "failed",
+                }
+                .to_string(),
+                joined_at: joined.get(&issue).copied(),
+                waiting_seconds: None,
+            })
+            .collect();
+        Some(TrainSnapshot {
+            pid: std::process::id(),
+            cars,
+            settled: c.settled().collect(),
+            runs: train.runs(),
         })
-        .collect();
-    Some(TrainSnapshot {
-        pid: std::process::id(),
-        cars,
-        settled: c.settled().collect(),
-        runs: train.runs(),
-    })
+    }
 }
