@@ -98,8 +98,14 @@ fn run(bin: &Path, workers: u32, failing: bool) -> Run {
     );
     let log = std::fs::read_to_string(&runs).unwrap_or_default();
     let count = |kind: &str| log.lines().filter(|l| l.starts_with(kind)).count();
-    let passed: Vec<&str> = log.lines().filter_map(|l| l.strip_prefix("pass ")).collect();
-    let first_parents = git(&origin, &["rev-list", "--first-parent", &format!("{start}..main")]);
+    let passed: Vec<&str> = log
+        .lines()
+        .filter_map(|l| l.strip_prefix("pass "))
+        .collect();
+    let first_parents = git(
+        &origin,
+        &["rev-list", "--first-parent", &format!("{start}..main")],
+    );
     let red_on_main = first_parents
         .lines()
         .filter(|sha| {
