@@ -121,6 +121,12 @@ pub struct TrainCar {
     pub tree: Vec<u32>,
     /// Its tree's verdict: `untested`, `testing`, `passed` or `failed`.
     pub verdict: String,
+    /// When the PR asked to merge and joined the train (RFC 3339).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub joined_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// How long it has waited in the train, in seconds, as `status` reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_seconds: Option<u64>,
 }
 
 /// Reads the train in `runner_dir` (never through a link), if one is on record.

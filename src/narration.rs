@@ -326,6 +326,36 @@ pub fn train_settled(settled: &sdlc_machine::fleet::Settled) -> String {
     }
 }
 
+pub fn train_restored(cars: &[u32], settled: &[u32]) -> String {
+    let list = |cars: &[u32]| match cars {
+        [] => "none".to_string(),
+        cars => cars
+            .iter()
+            .map(|c| format!("#{c}"))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    format!(
+        "merge train: resumed from its journal: PRs in it {}, settled {}; the verdicts given stand, the runs the last run left under way are tested again",
+        list(cars),
+        list(settled)
+    )
+}
+
+pub fn train_not_restored(path: &std::path::Path) -> String {
+    format!(
+        "merge train: {} was written with other train.* limits: the train starts afresh",
+        path.display()
+    )
+}
+
+pub fn train_not_journaled(path: &std::path::Path, e: &dyn Display) -> String {
+    format!(
+        "warning: cannot journal the merge train in {}: {e}; a kill now costs CI runs again (main stays green)",
+        path.display()
+    )
+}
+
 pub fn waiting_for_fleet_turn(issue: u32) -> String {
     format!("issue #{issue}: waiting for the fleet's merge turn (another worker is merging)")
 }

@@ -88,7 +88,13 @@ fn live(project: &Path) -> (Option<RunningStepView>, Option<WaitView>) {
 fn train(project: &Path) -> Option<crate::live_status::TrainSnapshot> {
     let dir = crate::runner_dir::RunnerDir::locate(project).ok()?;
     let holder = lock_holder(&dir).filter(|pid| crate::cleanup::process_alive(*pid))?;
-    let train = crate::live_status::read_train(&dir.dir)?;
+    let mut train = crate::live_status::read_train(&dir.dir)?;
+    let now = chrono::Utc::now();
+    for car in &mut train.cars {
+        car.waiting_seconds = car
+            .joined_at
+            .map(|at| u64::try_from((now - at).num_seconds()).unwrap_or(0));
+    }
     (u32::try_from(holder).ok() == Some(train.pid)).then_some(train)
 }
 

@@ -8,15 +8,19 @@
 //! it, and the next `run --workers N` resumes them. A fleet-level halt is recorded in
 //! `<git dir>/sdlc-runner/fleet-halt`; the next run refuses until `--ack-halt`.
 
+mod train;
+
 use super::shutdown::Shutdown;
 use super::{RunOptions, Started};
 use crate::config::Config;
 use crate::git::repo::Repo;
-use crate::live_status::{TrainCar, TrainSnapshot};
+use crate::journal::TrainJournal;
+use crate::live_status::TrainSnapshot;
 use crate::machine::{Event, Signal};
 use crate::ports::Clock;
+use chrono::{DateTime, Utc};
 use sdlc_machine::fleet::{
-    Coordinator, Dispatch, FleetLimits, Order, Report, Share, Test, Verdict, Worker,
+    Coordinator, Dispatch, FleetLimits, Order, Report, Settled, Share, Test, Worker,
 };
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -39,34 +43,11 @@ pub(super) struct Shared {
     bases: Mutex<BTreeMap<u32, String>>,
     /// The train as last written to `train.json` in `runner_dir`, for `status`.
     shown: Mutex<Option<TrainSnapshot>>,
+    /// The train as last journaled (`journal/train.rs`).
+    journaled: Mutex<Option<TrainJournal>>,
+    /// When each car asked to merge and joined the train, for `status`'s waiting time.
+    joined: Mutex<BTreeMap<u32, chrono::DateTime<chrono::Utc>>>,
     runner_dir: PathBuf,
-}
-
-/// The coordinator's train, as `status` shows it.
-fn snapshot(c: &Coordinator) -> Option<TrainSnapshot> {
-    let train = c.train()?;
-    let cars = train
-        .cars()
-        .enumerate()
-        .map(|(position, (issue, verdict))| TrainCar {
-            issue,
-            position,
-            tree: train.tree_for(issue).map(|t| t.cars).unwrap_or_default(),
-            verdict: match verdict {
-                Verdict::Untested => "untested",
-                Verdict::Testing(_) => "testing",
-                Verdict::Passed(_) => "passed",
-                Verdict::Failed(_) => "failed",
-            }
-            .to_string(),
-        })
-        .collect();
-    Some(TrainSnapshot {
-        pid: std::process::id(),
-        cars,
-        settled: c.settled().collect(),
-        runs: train.runs(),
-    })
 }
 
 /// What the coordinator answered a report with, for the worker that made it.
@@ -108,7 +89,9 @@ impl Link {
     pub fn ask(&self, report: Report) -> Reply {
         let (orders, train) = {
             let mut c = locked(&self.shared.coordinator);
-            (c.handle(report), snapshot(&c))
+            let orders = c.handle(report);
+            self.shared.journal(&c);
+            (orders, self.shared.snapshot(&c))
         };
         self.show(train);
         let mut reply = Reply::default();
@@ -122,6 +105,10 @@ impl Link {
                 }
                 Order::RunTest { test, .. } => reply.test = Some(test),
                 Order::TrainSettled(settled) => {
+                    if let Settled::Return { car, .. } = &settled {
+                        // Returned: it waits anew when it asks to merge again.
+                        locked(&self.shared.joined).remove(car);
+                    }
                     let said = crate::narration::train_settled(&settled);
                     tracing::info!("{said}");
                     reply.said.push(said);
@@ -164,9 +151,12 @@ impl Link {
         *shown = train;
     }
 
-    /// `issue`'s car, boarding the train: the commit CI passed and its merge's message.
-    pub fn board(&self, issue: u32, commit: String, message: String) {
+    /// `issue`'s car, boarding the train at `now` (the first time counts): the commit CI
+    /// passed and its merge's message.
+    pub fn board(&self, issue: u32, (commit, message): (String, String), now: DateTime<Utc>) {
+        locked(&self.shared.joined).entry(issue).or_insert(now);
         locked(&self.shared.cars).insert(issue, (commit, message));
+        self.shared.journal(&locked(&self.shared.coordinator));
     }
 
     /// The merges of a tree's `cars`, in order; `None` when one is unknown.
@@ -183,32 +173,27 @@ impl Link {
     /// Records `base` as epoch `epoch`'s main, unless one is recorded: whether the epoch's
     /// main is `base`.
     pub fn settle_base(&self, epoch: u32, base: &str) -> bool {
-        let mut bases = locked(&self.shared.bases);
-        bases.entry(epoch).or_insert_with(|| base.to_string()) == base
+        let same = locked(&self.shared.bases)
+            .entry(epoch)
+            .or_insert_with(|| base.to_string())
+            == base;
+        self.shared.journal(&locked(&self.shared.coordinator));
+        same
     }
 
     /// Whether another worker of the fleet holds an issue.
     pub fn others_hold(&self) -> bool {
-        match self.shared.coordinator.lock() {
-            Ok(c) => c.others_hold(self.worker),
-            Err(p) => p.into_inner().others_hold(self.worker),
-        }
+        locked(&self.shared.coordinator).others_hold(self.worker)
     }
 
     /// The fleet's share of money for this worker's next agent call.
     pub fn share(&self, wanted: Option<u64>) -> Share {
-        match self.shared.coordinator.lock() {
-            Ok(mut c) => c.share(self.worker, wanted),
-            Err(p) => p.into_inner().share(self.worker, wanted),
-        }
+        locked(&self.shared.coordinator).share(self.worker, wanted)
     }
 
     /// `now_secs`: the clock port's time, in seconds since the epoch.
     pub fn may_dispatch(&self, now_secs: u64) -> Dispatch {
-        match self.shared.coordinator.lock() {
-            Ok(c) => c.may_dispatch(now_secs),
-            Err(p) => p.into_inner().may_dispatch(now_secs),
-        }
+        locked(&self.shared.coordinator).may_dispatch(now_secs)
     }
 }
 
@@ -461,8 +446,19 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         cars: Mutex::new(BTreeMap::new()),
         bases: Mutex::new(BTreeMap::new()),
         shown: Mutex::new(None),
+        journaled: Mutex::new(None),
+        joined: Mutex::new(BTreeMap::new()),
         runner_dir: plan.runner_dir.clone(),
     });
+    let journal = crate::journal::train_journal(&plan.runner_dir);
+    let journal =
+        match TrainJournal::read(&journal).map(|j| j.filter(|_| cfg.train_limits().is_some())) {
+            Ok(journal) => journal,
+            Err(e) => {
+                say!("error: {e}");
+                return 2;
+            }
+        };
     let runtime = match crate::runtime::build(Some(workers.clamp(2, 16) as usize)) {
         Ok(rt) => rt,
         Err(e) => {
@@ -496,6 +492,16 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         let span = crate::logging::worker_span(worker);
         let result = span.in_scope(|| super::start(wcfg, wopts));
         started.push((k, worker, span, result));
+    }
+    let resumed: Vec<(Worker, u32)> = started
+        .iter()
+        .filter_map(|(_, worker, _, result)| match result {
+            Ok(Started::Ready(driver)) => Some((*worker, driver.core.runner().issue?)),
+            _ => None,
+        })
+        .collect();
+    if let Some(said) = shared.resume(journal, &resumed) {
+        say!("{said}");
     }
     let codes: Vec<i32> = runtime.block_on(async {
         let mut tasks = Vec::new();

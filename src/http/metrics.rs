@@ -93,6 +93,8 @@ pub struct Metrics {
     spent: Family<Scope, FloatGauge>,
     left: Family<Scope, FloatGauge>,
     github: Family<GithubKind, Gauge>,
+    /// The merge train's gauges.
+    pub train: super::train_metrics::TrainMetrics,
     /// Each worker's state as last set to 1, so that the gauge of the previous one drops to 0.
     current: BTreeMap<String, String>,
     /// The class of the `Waiting` notice of the batch being read, for the next `Wait`.
@@ -190,6 +192,7 @@ impl Metrics {
                 "github_api",
                 "GitHub's API as the live runner used it (status, github): requests answered, not_modified (the 304s among them, free of the rate limit) and rate_limit_remaining (the budget GitHub's last answer named)",
             ),
+            train: super::train_metrics::TrainMetrics::register(r),
             registry,
             models,
             current: BTreeMap::new(),

@@ -41,4 +41,19 @@ mod tests {
         );
         assert!(!page.contains("/*STEPS*/"));
     }
+
+    #[test]
+    fn the_page_shows_the_merge_train_from_the_status_document() {
+        let page = super::html();
+        for part in [
+            r#"<section id="train" hidden>"#,
+            r#"<tbody id="train-cars">"#,
+            "train(st.train);",
+            "c.waitingSeconds",
+            "c.verdict",
+            "t.runs",
+        ] {
+            assert!(page.contains(part), "{part} is not in the page");
+        }
+    }
 }

@@ -21,6 +21,7 @@ mod error;
 mod parse;
 mod rebuild;
 mod sessions;
+mod train;
 mod writer;
 
 pub use all::Journals;
@@ -29,6 +30,7 @@ pub use error::JournalError;
 pub use parse::{parse, read_contents};
 pub use rebuild::{rebuild, rebuild_session, Divergence};
 pub use sessions::{recover, sessions, Batch, SessionLog};
+pub use train::{train_journal, TrainJournal, TRAIN_JOURNAL};
 pub use writer::Journal;
 
 /// The journal of a project (inside its common git directory).

@@ -10,13 +10,13 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
-fn free_port() -> SocketAddr {
+pub(crate) fn free_port() -> SocketAddr {
     let l = TcpListener::bind("127.0.0.1:0").expect("bind");
     l.local_addr().expect("addr")
 }
 
 /// `GET path` with extra header lines; (status code, body).
-fn get(addr: SocketAddr, path: &str, headers: &[&str]) -> (u16, String) {
+pub(crate) fn get(addr: SocketAddr, path: &str, headers: &[&str]) -> (u16, String) {
     let mut s = TcpStream::connect(addr).expect("connect");
     s.set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");

@@ -88,6 +88,19 @@ fn tree_of(origin: &Path, sha: &str) -> String {
 /// CI never passed (no passing run on it, nor on a commit with the same tree), and every one
 /// that fails the CI check when run over it now.
 fn untested_on_main(origin: &Path, since: &str, runs: &Path) -> Vec<String> {
+    not_passed_on_main(origin, since, runs, |has| {
+        has("src/issue_1.txt") && has("src/issue_2.txt") && !has("ci-fixed")
+    })
+}
+
+/// Every commit of origin's main's first-parent history since `since` (exclusive) whose tree
+/// CI never passed, and every one `red` (asked whether the commit has a path) says CI fails.
+fn not_passed_on_main(
+    origin: &Path,
+    since: &str,
+    runs: &Path,
+    red: impl Fn(&dyn Fn(&str) -> bool) -> bool,
+) -> Vec<String> {
     let passed_trees = passed(runs);
     let range = format!("{since}..main");
     git(origin, &["rev-list", "--first-parent", &range])
@@ -102,8 +115,7 @@ fn untested_on_main(origin: &Path, since: &str, runs: &Path) -> Vec<String> {
                     .expect("git cat-file")
                     .success()
             };
-            let red = has("src/issue_1.txt") && has("src/issue_2.txt") && !has("ci-fixed");
-            red || !passed_trees.contains(&tree_of(origin, sha))
+            red(&has) || !passed_trees.contains(&tree_of(origin, sha))
         })
         .map(str::to_string)
         .collect()
@@ -150,13 +162,14 @@ fn three_prs_in_a_train_the_middle_one_failing_together_is_returned_and_the_othe
 }
 
 /// The runner is killed (SIGKILL) while CI tests a tree of the train (which `status`, text and
-/// JSON, shows meanwhile); run again, it resumes: every issue lands and main's first-parent
+/// JSON, shows meanwhile, with the time each PR has waited); run again, it resumes: every issue lands and main's first-parent
 /// history holds only trees CI passed.
 #[test]
 fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
     let (p, runs) = train_of_three(5);
     let start = git(&p.origin, &["rev-parse", "main"]);
-    let mut child = p.spawn(&["--workers", "3"]);
+    let addr = crate::http::free_port();
+    let mut child = p.spawn(&["--workers", "3", "--http", &addr.to_string()]);
     let deadline = Instant::now() + Duration::from_secs(90);
     while speculative(&runs).is_empty() {
         if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
@@ -169,6 +182,17 @@ fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
             );
         }
         std::thread::sleep(Duration::from_millis(50));
+    }
+    // `/metrics` shows it too: positions, the tree under test, verdicts, time waiting.
+    let (code, metrics) = crate::http::get(addr, "/metrics", &[]);
+    assert_eq!(code, 200, "{metrics}");
+    for part in [
+        "sdlc_train{kind=\"cars\"} ",
+        "sdlc_train_position{issue=\"",
+        "\",verdict=\"testing\"} 1",
+        "sdlc_train_waiting_seconds{issue=\"",
+    ] {
+        assert!(metrics.contains(part), "{part}: {metrics}");
     }
     // `status` shows the train while it runs: the PRs in it, the trees under test, verdicts.
     let config = p.config.to_str().expect("utf8");
@@ -185,13 +209,20 @@ fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
         "a tree under test: {}",
         v["train"]
     );
+    assert!(
+        cars.iter().all(|c| c["waitingSeconds"].is_u64()),
+        "each PR's time waiting: {}",
+        v["train"]
+    );
     let shown = p
         .command(&["status", "--config", config])
         .output()
         .expect("status");
     let shown = String::from_utf8_lossy(&shown.stdout).into_owned();
     assert!(
-        shown.contains("train:    #") && shown.contains(": testing (main + #"),
+        shown.contains("train:    #")
+            && shown.contains(": testing (main + #")
+            && shown.contains("), waiting "),
         "{shown}"
     );
     child.kill().expect("kill -9");
@@ -247,4 +278,220 @@ fn bounds_prints_the_trains_worst_case_of_ci_runs() {
         bounds(&p).contains("merge train (run --workers): none for this config"),
         "an agent-run merge forms no train"
     );
+}
+
+/// Three issues reaching their merge three seconds apart, built-in steps, a train of three
+/// trees at once, and a CI command that logs `start <HEAD> …` as `train_of_three`'s, then
+/// `pass <HEAD's tree>` and `passed <HEAD>`; it takes `slow_secs` on a tree of the train that
+/// holds #2 without #3 (the head's, once #1 landed), so #3's tree behind it passes first.
+fn a_verdict_behind_the_head(slow_secs: u32) -> (Project, PathBuf) {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", ""), (3, "Three", "")],
+        json!({"steps": {"2:implement": ["busy:3000"], "3:implement": ["busy:6000"]}}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let script = format!(
+        "n=$(ls src/issue_*.txt 2>/dev/null | wc -l); \
+         m=$(git -C {origin} ls-tree --name-only main src/ | grep -c issue_); \
+         echo \"start $(git rev-parse HEAD) $n $m\" >> {runs}; \
+         if git rev-parse -q --verify HEAD^2 >/dev/null && [ -e src/issue_2.txt ] \
+         && [ ! -e src/issue_3.txt ]; then sleep {slow_secs}; fi; \
+         echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}; \
+         echo \"passed $(git rev-parse HEAD)\" >> {runs}",
+        origin = p.origin.display(),
+        runs = runs.display(),
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    extra["train"] = json!({"maxParallel": 3});
+    p.set_config(extra);
+    (p, runs)
+}
+
+/// The runner is killed (SIGKILL, a crash point) the moment CI passed #3's tree (main + #2 +
+/// #3) while #2's, the head's, is still under test. Run again, the fleet starts from the
+/// train's journal: #2 and #3 in that order, #3's verdict standing; only #2's tree, whose run
+/// the kill cut short, is tested again, #3's tree is not, and they land in the train's order
+/// with main's first-parent history holding only trees CI passed. (Rebuilt by the workers
+/// joining again as they resume, the train would take them in the order they resume, and
+/// build and test trees CI never saw.)
+#[test]
+fn a_kill_after_a_verdict_behind_the_head_resumes_the_train_from_its_journal() {
+    let (p, runs) = a_verdict_behind_the_head(10);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let point = "merge train: a verdict waits behind the head";
+    let killed = p.run_env(
+        &["--workers", "3"],
+        &[(sdlc_runner::failpoint::CRASH_AT_ENV, point)],
+    );
+    assert_eq!(killed.status.code(), None, "killed: {}", text(&killed));
+    let log = |runs: &Path| std::fs::read_to_string(runs).unwrap_or_default();
+    let before = log(&runs);
+    let passed_before: Vec<String> = before
+        .lines()
+        .filter_map(|l| l.strip_prefix("passed ").map(str::to_string))
+        .collect();
+    assert!(!passed_before.is_empty(), "{before}\n{}", text(&killed));
+    // The cut-short run of #2's tree ends on its own; then the fleet runs again.
+    std::thread::sleep(Duration::from_secs(11));
+    let runs_at_kill = log(&runs);
+    let out = p.run(&["--workers", "3"]);
+    let all = format!("{}\n{}", text(&killed), text(&out));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        text(&out).contains("merge train: resumed from its journal: PRs in it #2, #3"),
+        "{all}"
+    );
+    let after = log(&runs)[runs_at_kill.len()..].to_string();
+    let tested_again: Vec<&str> = after
+        .lines()
+        .filter_map(|l| l.strip_prefix("start "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        tested_again.len(),
+        1,
+        "only the run the kill cut short is made again: {after}\n{all}"
+    );
+    assert!(
+        tested_again
+            .iter()
+            .all(|h| !passed_before.iter().any(|p| p == h)),
+        "no tree with a verdict is tested again: {after}\n{all}"
+    );
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    let order = git(&p.origin, &["log", "--first-parent", "--format=%s", "main"]);
+    let at = |n: u32| order.find(&format!("Merge issue #{n}:")).expect("merged");
+    assert!(
+        at(3) < at(2),
+        "#2 landed before #3 (newest first):\n{order}"
+    );
+    assert_eq!(
+        not_passed_on_main(&p.origin, &start, &runs, |_| false),
+        Vec::<String>::new(),
+        "{all}"
+    );
+}
+
+/// A person pushes to main while CI tests a tree of the train: the trees are built again on
+/// the new main, everything lands, and every first-parent commit of main but the person's is
+/// a tree CI passed (checked by running the CI's check over main's history).
+#[test]
+fn a_persons_push_to_main_mid_train_rebuilds_the_trees_and_nothing_untested_lands() {
+    let (p, runs) = train_of_three(5);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let mut child = p.spawn(&["--workers", "3"]);
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while speculative(&runs).is_empty() {
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!(
+                "no tree of a train was tested: {:?}\n{}",
+                started(&runs),
+                text(&out)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let person = p.root.join("person");
+    let origin = p.origin.to_str().expect("utf8");
+    git(
+        &p.root,
+        &["clone", "-q", origin, person.to_str().expect("utf8")],
+    );
+    std::fs::write(person.join("person.txt"), "a person's change\n").expect("write");
+    git(&person, &["add", "person.txt"]);
+    let who = ["-c", "user.name=p", "-c", "user.email=p@p"];
+    git(
+        &person,
+        &[&who[..], &["commit", "-q", "-m", "a person's push"]].concat(),
+    );
+    git(&person, &["push", "-q", "origin", "HEAD:main"]);
+    let pushed = git(&person, &["rev-parse", "HEAD"]);
+    let out = child.wait_with_output().expect("output");
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    assert!(
+        all.contains("without the train: every tree is built again on it"),
+        "{all}"
+    );
+    let first_parents = git(&p.origin, &["rev-list", "--first-parent", "main"]);
+    assert!(
+        first_parents.contains(&pushed),
+        "the person's commit stays on main"
+    );
+    let untested: Vec<String> = untested_on_main(&p.origin, &start, &runs)
+        .into_iter()
+        .filter(|sha| *sha != pushed)
+        .collect();
+    assert_eq!(untested, Vec::<String>::new(), "{all}");
+}
+
+/// `train.batch: 2`, one tree at a time: #2's tree keeps CI busy while #3 and #4 join, so they
+/// are tested as one batch; #3 and #4 fail together, and bisection tests #3 without #4: #3
+/// lands, only #4 is returned, naming the combination it failed in; its repair lands after.
+#[test]
+fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
+    let p = Project::new(
+        &[
+            (1, "One", ""),
+            (2, "Two", ""),
+            (3, "Three", ""),
+            (4, "Four", ""),
+        ],
+        json!({"steps": {
+            "2:implement": ["busy:2000"],
+            "3:implement": ["busy:3000"],
+            "4:implement": ["busy:3500"],
+            "4:monitorCI": ["fix-ci"],
+        }}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let script = format!(
+        "n=$(ls src/issue_*.txt 2>/dev/null | wc -l); \
+         m=$(git -C {origin} ls-tree --name-only main src/ | grep -c issue_); \
+         echo \"start $(git rev-parse HEAD) $n $m\" >> {runs}; \
+         if git rev-parse -q --verify HEAD^2 >/dev/null && [ -e src/issue_2.txt ] \
+         && [ ! -e src/issue_3.txt ] && [ ! -e src/issue_4.txt ]; then sleep 5; fi; \
+         if [ -e src/issue_3.txt ] && [ -e src/issue_4.txt ] && [ ! -e ci-fixed ]; then \
+         echo 'issue 3 and issue 4 both define the same setting'; exit 1; fi; \
+         echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}",
+        origin = p.origin.display(),
+        runs = runs.display(),
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    extra["train"] = json!({"maxParallel": 1, "batch": 2});
+    p.set_config(extra);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let out = p.run(&["--workers", "4"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3, 4], "{all}");
+    assert!(
+        all.contains("merge train: #4 is returned to its cycle: CI failed main + ")
+            && all.contains(" + #3 + #4 and passed main + "),
+        "#4 is returned naming the combination: {all}"
+    );
+    for n in [1, 2, 3] {
+        assert!(
+            !all.contains(&format!("merge train: #{n} is returned")),
+            "#{n} is not blamed: {all}"
+        );
+    }
+    assert!(
+        started(&runs)
+            .iter()
+            .any(|(_, tree, main)| *tree >= main + 2),
+        "#3 and #4 were tested as one batch: {:?}\n{all}",
+        started(&runs)
+    );
+    let untested = not_passed_on_main(&p.origin, &start, &runs, |has| {
+        has("src/issue_3.txt") && has("src/issue_4.txt") && !has("ci-fixed")
+    });
+    assert_eq!(untested, Vec::<String>::new(), "{all}");
 }

@@ -40,8 +40,17 @@ impl Status {
         if let Some(t) = &self.train {
             for car in &t.cars {
                 let tree: Vec<String> = car.tree.iter().map(|n| self.refs.issue(*n)).collect();
+                let waited = car
+                    .waiting_seconds
+                    .map(|s| {
+                        format!(
+                            ", waiting {}",
+                            crate::progress::clock(std::time::Duration::from_secs(s))
+                        )
+                    })
+                    .unwrap_or_default();
                 line(format!(
-                    "train:    {} at position {}: {} (main + {})",
+                    "train:    {} at position {}: {} (main + {}){waited}",
                     self.refs.issue(car.issue),
                     car.position,
                     car.verdict,

@@ -88,6 +88,24 @@
     $("refused-hosts").replaceChildren(...hosts.map((r) => text("li", r.host + " · " + r.step + " attempt " + r.attempt + " of #" + r.issue + " · " + r.at)));
   }
 
+  // The merge train of run --workers: each PR's place (0: the head), the tree it is tested in
+  // (main plus the PRs merged onto it, itself last), its tree's verdict and how long it has
+  // waited; then the PRs settled and the CI runs so far. Hidden while there is no train.
+  function train(t) {
+    const cars = (t && t.cars) || [];
+    $("train").hidden = !t;
+    $("train-cars").replaceChildren(...cars.map((c) => {
+      const tr = document.createElement("tr");
+      const tree = ["main"].concat((c.tree || []).map((n) => "#" + n)).join(" + ");
+      const waited = c.waitingSeconds != null ? clock(c.waitingSeconds) : "—";
+      for (const cell of [c.position, "#" + c.issue, tree, c.verdict, waited]) tr.appendChild(text("td", String(cell)));
+      tr.className = "verdict-" + c.verdict;
+      return tr;
+    }));
+    const settled = ((t && t.settled) || []).map((n) => "#" + n).join(", ");
+    $("train-summary").textContent = t ? (settled ? "settled, merging in order: " + settled + " · " : "") + t.runs + " CI run(s) so far" : "";
+  }
+
   function render(st) {
     fleet = (st.workers || []).length > 0;
     const parts = [st.project, "runner " + st.runner];
@@ -137,6 +155,7 @@
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
     refused(st.refusedHosts || []);
+    train(st.train);
     running = rows.some((r) => (r.runner || "").startsWith("running"));
     badge();
     highlight();

@@ -2,7 +2,24 @@
 
 use super::train::{Settled, Train};
 use super::vocabulary::*;
+use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+/// The coordinator's merge train as it outlives the runner: the train (positions, trees,
+/// verdicts), the cars settled and waiting for their merge turn, and which of the cars the
+/// train counts as landed their workers reported merged. The shell journals it before it
+/// carries out an order, and a fleet run again starts from it ([`Coordinator::restore_train`]):
+/// the order of landing and the verdicts given stand, only the runs under way are asked for
+/// again.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TrainRecord {
+    /// The train.
+    pub train: Train,
+    /// The cars settled (to land or to be returned), in the order they get the merge turn.
+    pub settled: Vec<u32>,
+    /// The landed cars whose merge their worker reported.
+    pub merged: Vec<u32>,
+}
 
 /// The pure coordinator of `run --workers N`: reports in, orders out. It gives each issue to
 /// one worker at a time, counts escalations and spend across workers, grants the merge turn
@@ -59,6 +76,53 @@ impl Coordinator {
     /// The merge train, when the fleet has one.
     pub fn train(&self) -> Option<&Train> {
         self.train.as_ref()
+    }
+
+    /// The train as it must outlive the runner, when the fleet has one ([`TrainRecord`]).
+    pub fn train_record(&self) -> Option<TrainRecord> {
+        let train = self.train.clone()?;
+        let merged = train
+            .landed()
+            .iter()
+            .copied()
+            .filter(|c| self.merged.contains(c))
+            .collect();
+        Some(TrainRecord {
+            train,
+            settled: self.settled.iter().copied().collect(),
+            merged,
+        })
+    }
+
+    /// Starts from the train a killed or stopped run of the fleet recorded: the runs it had
+    /// under way were lost and are asked for again, the verdicts given and the order of
+    /// landing stand. A car whose issue no worker holds now (`held`) leaves it, the trees
+    /// behind it rebuilt. Whether the record was taken: one made with other limits (the
+    /// configuration changed) is not, and the train starts empty.
+    pub fn restore_train(&mut self, record: TrainRecord, held: impl Fn(u32) -> bool) -> bool {
+        if self.limits.train != Some(record.train.limits()) {
+            return false;
+        }
+        let mut train = record.train;
+        train.restart();
+        self.merged.extend(record.merged.iter().copied());
+        self.settled = record.settled.into_iter().collect();
+        self.train = Some(train);
+        let gone: Vec<u32> = self
+            .train
+            .iter()
+            .flat_map(|t| t.cars().map(|(c, _)| c))
+            .chain(self.settled.iter().copied())
+            .filter(|c| !held(*c))
+            .collect();
+        for car in gone {
+            if self.merged.contains(&car) {
+                self.settled.retain(|c| *c != car);
+            } else {
+                self.leave_train(car);
+            }
+        }
+        true
     }
 
     /// The cars settled and waiting for their merge turn, in order.
