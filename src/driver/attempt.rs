@@ -3,6 +3,7 @@
 
 use super::facts::{FactsAsked, Probe};
 use super::invoke::{self, RepairContext};
+use super::request::RunStep;
 use super::step_run::{Calls, StepRun, Voice};
 use super::{network, KILL_GRACE, TAIL_BYTES};
 mod execute;
@@ -48,8 +49,8 @@ impl StepRun<'_> {
             })
             .await;
         let mut told = super::Told::default();
-        let hands = (&self.run.cfg, self.core, &self.shell.shutdown);
-        let checked = super::facts::verdict(hands, step, probe, &mut told);
+        let (cfg, shutdown) = (&self.run.cfg, &self.shell.shutdown);
+        let checked = super::facts::verdict(cfg, self.core, shutdown, step, probe, &mut told);
         self.voice.keep(told);
         let checked = checked?;
         let what = format!("checking the outcome of {}", step.key());
@@ -69,48 +70,40 @@ impl StepRun<'_> {
         }
     }
 
-    /// One attempt of `step`: build the invocation, run the agent, archive its log, and turn
-    /// what it did into the machine's next event. The failure context of a `StepFailed` is
-    /// handed with it to the machine and the journal (`self.report`).
-    pub(super) async fn run_step(
-        &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        commit: Option<crate::machine::Commit>,
-    ) -> Event {
+    /// One attempt of the request's step: build the invocation, run the agent, archive its
+    /// log, and turn what it did into the machine's next event. The failure context of a
+    /// `StepFailed` is handed with it to the machine and the journal (the voice's report).
+    pub(super) async fn run_step(&mut self, request: RunStep) -> Event {
         if self.shell.shutdown.requested().is_some() {
             return self.shell.shutdown.event();
         }
-        if step == Step::Merge {
-            return self.run_merge(issue, attempt, repair, commit).await;
+        if request.step == Step::Merge {
+            return self.run_merge(request).await;
         }
-        if self.run.cfg.builtin(step) {
-            return self
-                .run_builtin(step, issue, attempt, repair, commit, false)
-                .await;
+        if self.run.cfg.builtin(request.step) {
+            return self.run_builtin(request, false).await;
         }
-        self.run_agent(step, issue, attempt, repair, true).await
+        let run = self.run;
+        self.run_agent(AgentCall::step(request, &run.cfg)).await
     }
 
-    /// An attempt by the agent. `check_after`: the step's post-check decides success when the
-    /// agent reports none (a builtin monitorCI watches CI itself after its repair agent).
-    pub(super) async fn run_agent(
-        &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        check_after: bool,
-    ) -> Event {
+    /// An attempt by the agent, as `call` asks it.
+    pub(super) async fn run_agent(&mut self, call: AgentCall<'_>) -> Event {
+        let RunStep {
+            step,
+            issue,
+            attempt,
+            repair,
+            ..
+        } = call.request;
+        let cfg = call.cfg;
         self.know(issue).await;
         let (calls, _, voice) = self.calls();
         let text = match issue_text(calls, voice, issue).await {
             Ok(text) => text,
             Err(event) => return event,
         };
-        let run = match self.prepare(step, issue, attempt, repair, text.as_ref()) {
+        let run = match self.prepare(&call, text.as_ref()) {
             Ok(run) => run,
             Err(Unprepared::Environment(message)) => {
                 return environment_failure(&mut self.voice, step, &message)
@@ -132,10 +125,10 @@ impl StepRun<'_> {
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
-        let kind = self.run.cfg.agent(step).kind;
-        let mut reader = cli::Reader::new(kind, self.run.cfg.max_turns(step));
-        if let Some(left) = self.cycle.money_left_micros {
-            reader = reader.metered(self.run.cfg.pricing.clone(), self.run.cfg.model(step), left);
+        let kind = cfg.agent(step).kind;
+        let mut reader = cli::Reader::new(kind, cfg.max_turns(step));
+        if let Some(left) = call.request.money_left_micros {
+            reader = reader.metered(cfg.pricing.clone(), cfg.model(step), left);
         }
         let ran = execute(
             &*self.shell.agent,
@@ -166,7 +159,7 @@ impl StepRun<'_> {
             Err(e) => return environment_failure(&mut self.voice, step, &e.to_string()),
         };
         let header = attempt_header(&exit, issue, name, &self.run.session, attempt, started_at);
-        let budget = self.run.cfg.max_log_disk_usage_bytes;
+        let budget = cfg.max_log_disk_usage_bytes;
         archive(
             (&self.shell.logs, budget),
             &self.voice,
@@ -202,12 +195,12 @@ impl StepRun<'_> {
                     .clock
                     .instant()
                     .saturating_duration_since(started),
-                &self.run.cfg,
+                cfg,
                 step,
             ));
         }
         if let Some(message) = sandbox::failed_to_start(
-            self.run.cfg.agent(step).sandbox.kind,
+            cfg.agent(step).sandbox.kind,
             exit.exit_code,
             exit.stdout_bytes,
             &exit.stderr_tail,
@@ -220,7 +213,7 @@ impl StepRun<'_> {
                 .clock
                 .instant()
                 .saturating_duration_since(started),
-            &self.run.cfg,
+            cfg,
             step,
         );
         if !tampering.is_empty() {
@@ -240,7 +233,7 @@ impl StepRun<'_> {
             &observation(&exit, &summary, &temp, self.shell.clock.now().timestamp()),
         ) {
             Some(c) => Some(c),
-            None if !check_after => None,
+            None if !call.check_after => None,
             None => match self.post_step_check(step, true).await {
                 Ok(failure) => failure,
                 Err(event) => return event,
@@ -257,13 +250,19 @@ impl StepRun<'_> {
     /// cannot be written or is too large.
     fn prepare(
         &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
+        call: &AgentCall<'_>,
         text: Option<&IssueText>,
     ) -> Result<AgentRun, Unprepared> {
-        let skill_text = match self.run.cfg.skill_file(step) {
+        let RunStep {
+            step,
+            issue,
+            attempt,
+            repair,
+            money_left_micros,
+            ..
+        } = call.request;
+        let cfg = call.cfg;
+        let skill_text = match cfg.skill_file(step) {
             Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
                 Unprepared::Environment(format!(
                     "skill file {} for step {} cannot be read: {e}",
@@ -287,15 +286,15 @@ impl StepRun<'_> {
         } else {
             None
         };
-        let prompt = match &self.cycle.review_feedback {
+        let prompt = match call.review_feedback {
             Some(feedback) => invoke::address_review_prompt(
-                &self.run.cfg,
+                cfg,
                 &self.cycle.issue,
                 feedback,
                 text_file.as_deref(),
             ),
             None => invoke::prompt_with(
-                &self.run.cfg,
+                cfg,
                 step,
                 &self.cycle.issue,
                 repair_ctx.as_ref(),
@@ -311,10 +310,10 @@ impl StepRun<'_> {
             attempt,
             prompt: &prompt,
             skill: skill_text.as_deref(),
-            money_left_micros: self.cycle.money_left_micros,
+            money_left_micros,
         };
-        let command = &self.run.cfg.agent(step).command;
-        let program = if *command == self.run.cfg.agent.command {
+        let command = &cfg.agent(step).command;
+        let program = if *command == cfg.agent.command {
             self.run.program.clone()
         } else {
             which::which(command).map_err(|e| {
@@ -324,12 +323,12 @@ impl StepRun<'_> {
                 ))
             })?
         };
-        let mut inv = cli::invocation(&self.run.cfg, program, &info);
+        let mut inv = cli::invocation(cfg, program, &info);
         if let Some(file) = &text_file {
             inv.env
                 .push((ISSUE_FILE_VAR.to_string(), file.display().to_string()));
         }
-        let agent = self.run.cfg.agent(step);
+        let agent = cfg.agent(step);
         let home = sandbox::runner_home();
         let handed: Vec<std::path::PathBuf> = text_file.iter().cloned().collect();
         let spec = sandbox::Spec {
@@ -338,7 +337,7 @@ impl StepRun<'_> {
             // The agent changes the work tree; every branch, commit and push is the
             // runner's (docs/security.md, "What the agent leaves in .git").
             git_dir_writable: false,
-            work_tree: &self.run.cfg.project_path,
+            work_tree: &cfg.project_path,
             runner_dir: &self.run.runner_dir.dir,
             handed: &handed,
             home: home.as_deref(),
@@ -360,7 +359,7 @@ impl StepRun<'_> {
             egress = w.egress;
         }
         let live_log = self.shell.logs.live_log(self.voice.step_name(step));
-        let budget = self.run.cfg.max_log_disk_usage_bytes;
+        let budget = cfg.max_log_disk_usage_bytes;
         let live_log_cap = LiveCap::for_budget(budget);
         // Room for this attempt's live log and archive first, so the budget holds throughout.
         if let Err(e) = self.shell.logs.prune(
@@ -372,11 +371,11 @@ impl StepRun<'_> {
         Ok(AgentRun {
             program: inv.program,
             args: inv.args,
-            cwd: self.run.cfg.project_path.clone(),
+            cwd: cfg.project_path.clone(),
             env: inv.env,
             isolated_env,
-            timeout: self.run.cfg.timeout(step),
-            idle_timeout: self.run.cfg.idle_timeout(step),
+            timeout: cfg.timeout(step),
+            idle_timeout: cfg.idle_timeout(step),
             kill_grace: KILL_GRACE,
             live_log,
             live_log_cap,
@@ -443,6 +442,42 @@ impl StepRun<'_> {
             excerpt: message.to_string(),
         };
         self.failed(step, issue, c, Usage::default())
+    }
+}
+
+/// One agent attempt as asked: the step's request, the config it runs with and what the
+/// agent is handed.
+pub(super) struct AgentCall<'c> {
+    /// The step, issue, attempt, whether it repairs, and the money it may spend.
+    pub request: RunStep,
+    /// The step's post-check decides success when the agent reports none (a builtin step's
+    /// repair and a review round are followed by requests of their own instead).
+    pub check_after: bool,
+    /// The config the attempt runs with: the run's, or a review round's
+    /// (`Config::review_round`: its agent, model, limits, skill and prompt).
+    pub cfg: &'c crate::config::Config,
+    /// A review round's feedback, quoted: its prompt replaces the step's.
+    pub review_feedback: Option<&'c str>,
+}
+
+impl<'c> AgentCall<'c> {
+    /// A step's attempt by the agent, with the run's config, checked after.
+    pub fn step(request: RunStep, cfg: &'c crate::config::Config) -> AgentCall<'c> {
+        AgentCall {
+            request,
+            check_after: true,
+            cfg,
+            review_feedback: None,
+        }
+    }
+
+    /// The same attempt, whose success the agent's report alone decides (a builtin step's
+    /// repair: the runner's own request follows it).
+    pub fn unchecked(self) -> AgentCall<'c> {
+        AgentCall {
+            check_after: false,
+            ..self
+        }
     }
 }
 

@@ -8,9 +8,11 @@
 //! request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before any merge. The
 //! agent never writes git: in a sandbox its git directory is read-only.
 
+use super::attempt::AgentCall;
 use super::cycle::Cycle;
 use super::invoke::IssueContext;
 use super::network;
+use super::request::RunStep;
 use super::step_run::{Calls, StepRun, Voice};
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
@@ -23,17 +25,18 @@ use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
 use crate::steps::weakening::Gate;
 
 impl StepRun<'_> {
-    /// `commit`: for monitorCI the commit its look is for (none: the one the runner pushed);
-    /// for merge the commit to merge, `verified` when CI passed it in this cycle.
-    pub(super) async fn run_builtin(
-        &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        commit: Option<Commit>,
-        verified: bool,
-    ) -> Event {
+    /// The request's `commit`: for monitorCI the commit its look is for (none: the one the
+    /// runner pushed); for merge the commit to merge, `verified` when CI passed it in this
+    /// cycle.
+    pub(super) async fn run_builtin(&mut self, request: RunStep, verified: bool) -> Event {
+        let RunStep {
+            step,
+            issue,
+            attempt,
+            repair,
+            commit,
+            ..
+        } = request;
         self.know(issue).await;
         // The machine says whether this is the repair of a conflict with main.
         let conflict = self.core.runner().conflict_repair().is_some();
@@ -41,7 +44,7 @@ impl StepRun<'_> {
         // hook's refusal of the push. The runner's own call follows as a request of its own,
         // so that a network failure of it never runs the agent again.
         if repair && (step != Step::Merge || conflict) {
-            return self.repair(step, issue, attempt, conflict).await;
+            return self.repair(request, conflict).await;
         }
         self.voice.log(&say::builtin_started(
             issue,
@@ -114,14 +117,17 @@ impl StepRun<'_> {
     /// rest is a request of the machine's own: the update and its push (`UpdateBranch`), the
     /// look at CI (`LookAtCi`), or commitPush's commit and push (its `RunStep` without
     /// `repair`). The agent's failure goes to the machine as it is.
-    async fn repair(&mut self, step: Step, issue: u32, attempt: u32, conflict: bool) -> Event {
+    async fn repair(&mut self, request: RunStep, conflict: bool) -> Event {
+        let RunStep { step, issue, .. } = request;
         let conflict = conflict && step == Step::Merge;
         if conflict {
             if let Some(event) = self.start_conflict_merge(issue).await {
                 return event;
             }
         }
-        let usage = match self.run_agent(step, issue, attempt, true, false).await {
+        let run = self.run;
+        let call = AgentCall::step(request, &run.cfg).unchecked();
+        let usage = match self.run_agent(call).await {
             Event::StepSucceeded { usage: spent, .. } => spent,
             other => return other,
         };

@@ -130,7 +130,6 @@ pub(super) fn start_on(
         },
         core: resumed.core,
         restart: resumed.restart,
-        report: Default::default(),
         claims,
         fleet: None,
     };
@@ -322,7 +321,8 @@ fn stop_leftovers(dir: &std::path::Path) -> Vec<String> {
 pub(super) async fn initial_event(
     core: &Core,
     io: &Io,
-    (state, main): (&StateFile, &str),
+    state: &StateFile,
+    main: &str,
     cycle: &mut Cycle,
     restart: Event,
 ) -> Answer {
