@@ -2,7 +2,7 @@
 //! classification or post-step check that becomes the machine's next event.
 
 use super::facts::{FactsAsked, Probe};
-use super::invoke::{self, RepairContext};
+use crate::prompt::{self, RepairContext};
 use super::request::RunStep;
 use super::step_run::{Calls, StepRun, Voice};
 use super::{network, KILL_GRACE, TAIL_BYTES};
@@ -287,13 +287,13 @@ impl StepRun<'_> {
             None
         };
         let prompt = match call.review_feedback {
-            Some(feedback) => invoke::address_review_prompt(
+            Some(feedback) => prompt::address_review_prompt(
                 cfg,
                 &self.cycle.issue,
                 feedback,
                 text_file.as_deref(),
             ),
-            None => invoke::prompt_with(
+            None => prompt::prompt_with(
                 cfg,
                 step,
                 &self.cycle.issue,

@@ -10,7 +10,7 @@
 
 use super::attempt::AgentCall;
 use super::cycle::Cycle;
-use super::invoke::IssueContext;
+use crate::prompt::IssueContext;
 use super::network;
 use super::request::RunStep;
 use super::step_run::{Calls, StepRun, Voice};

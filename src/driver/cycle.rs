@@ -1,6 +1,6 @@
 //! What the driver knows of the issue under way beyond the machine's counters.
 
-use super::invoke::IssueContext;
+use crate::prompt::IssueContext;
 
 /// The issue the prompts talk about, and what the runner saw of it.
 #[derive(Default)]

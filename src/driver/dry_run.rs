@@ -174,7 +174,7 @@ fn plan_steps(run: &RunContext, core: &Core, issue: &IssueContext) {
             }
             continue;
         }
-        let prompt = invoke::prompt(&run.cfg, step, issue, None);
+        let prompt = crate::prompt::prompt(&run.cfg, step, issue, None);
         let call = Planned {
             step,
             name: step.key(),
@@ -198,7 +198,7 @@ fn plan_steps(run: &RunContext, core: &Core, issue: &IssueContext) {
 /// The review rounds the run would make, with the invocation of one.
 fn plan_review(run: &RunContext, core: &Core, issue: &IssueContext, rounds: u32) {
     let prompt =
-        invoke::address_review_prompt(&run.cfg, issue, "<the reviewers' new feedback>", None);
+        crate::prompt::address_review_prompt(&run.cfg, issue, "<the reviewers' new feedback>", None);
     let round = run.cfg.review_round();
     let call = Planned {
         step: Step::MonitorCi,

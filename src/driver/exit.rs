@@ -6,7 +6,7 @@ use super::claim;
 use super::context::Context;
 use super::fleet;
 use super::merge;
-use super::report;
+use crate::report;
 use super::request::Exit;
 use crate::artifacts;
 use crate::journal::SessionEnd;

@@ -4,7 +4,7 @@
 
 use super::context::Context;
 use super::fleet::{self, Link};
-use super::report;
+use crate::report;
 use super::run_context::RunContext;
 use super::shell::Shell;
 use crate::journal::{Journal, SessionEnd};

@@ -19,7 +19,6 @@ mod facts;
 mod fleet;
 pub(crate) use fleet::halt_file as fleet_halt_file;
 mod halt;
-pub mod invoke;
 mod keeper;
 mod merge;
 mod network;
@@ -28,7 +27,6 @@ mod on_ports;
 #[cfg(test)]
 pub(crate) use on_ports::{run_on_ports, PortsRun};
 mod notify;
-pub mod report;
 mod request;
 mod review;
 mod run_context;
@@ -57,7 +55,9 @@ use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
 use context::Context;
 use cycle::Cycle;
-use invoke::IssueContext;
+use crate::prompt::IssueContext;
+// The report's words, also as `super::report` for the fleet.
+use crate::report;
 use request::{Request, Side};
 use run_context::{Restart, RunContext};
 use shell::Shell;

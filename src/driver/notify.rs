@@ -2,7 +2,7 @@
 //! on the console.
 
 use super::context::Context;
-use super::report;
+use crate::report;
 use crate::machine::Notice;
 use crate::narration as say;
 

@@ -88,7 +88,7 @@ impl StepRun<'_> {
         let handout = self.core.runner().review_handout.clone();
         self.voice
             .log(&say::review_round_handout(issue, round, handout.len()));
-        let feedback = invoke::quote_feedback(&handout);
+        let feedback = crate::prompt::quote_feedback(&handout);
         // The machine's step of a round is monitorCI; its agent is the round's own.
         let round_cfg = self.run.cfg.review_round();
         let call = AgentCall {

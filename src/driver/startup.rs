@@ -4,7 +4,7 @@
 //! what is idempotent by nature (a merged PR) or show work the journal does not know.
 
 use super::cycle::Cycle;
-use super::invoke::IssueContext;
+use crate::prompt::IssueContext;
 use super::run_context::RunContext;
 use super::shell::Shell;
 use super::shutdown::Shutdown;

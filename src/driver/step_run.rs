@@ -70,7 +70,7 @@ impl<'a> Voice<'a> {
 
     /// What an attempt of `step` is told as (`report::step_name`).
     pub fn step_name(&self, step: Step) -> &'static str {
-        super::report::step_name(step, self.core.runner().round_pending())
+        crate::report::step_name(step, self.core.runner().round_pending())
     }
 
     /// The step the machine is at, if any.

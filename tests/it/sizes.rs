@@ -41,7 +41,7 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/tracker/github.rs", "*"),
     ("crates/sdlc-machine/src/machine/types/effect.rs", "*"),
     ("src/commands/status/text.rs", "text"),
-    ("src/driver/report.rs", "notice_text"),
+    ("src/report.rs", "notice_text"),
     ("src/config/validate.rs", "config"),
     ("src/config/validate.rs", "step_config"),
     ("src/driver/attempt.rs", "run_agent"),

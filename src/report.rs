@@ -306,7 +306,7 @@ pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &s
         out.push_str(&format!(
             "\nreviewers still ask for changes after {} review round(s); not yet addressed:\n{}",
             r.review_rounds,
-            super::invoke::quote_feedback(&r.review_unresolved)
+            crate::prompt::quote_feedback(&r.review_unresolved)
         ));
     }
     out.push_str(&evidence(r, output_tail, logs));
