@@ -50,12 +50,12 @@ use crate::artifacts;
 use crate::config::Config;
 use crate::machine::{Core, Effect, Event, Mode, Report, State};
 use crate::ports::{Io, World};
+use crate::prompt::IssueContext;
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
 use context::Context;
 use cycle::Cycle;
-use crate::prompt::IssueContext;
 // The report's words, also as `super::report` for the fleet.
 use crate::report;
 use request::{Request, Side};
@@ -400,8 +400,8 @@ impl Driver {
                 self.narrate(ended.narration);
                 return (Outcome::Exit(ended.code), Report::default());
             }
-            Request::Side(side) => {
-                let said = side_effect(cx, side).await;
+            Request::Side(r) => {
+                let said = side_effect(cx, r).await;
                 self.narrate(said);
                 return (Outcome::Continue, Report::default());
             }
