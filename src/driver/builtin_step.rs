@@ -10,19 +10,21 @@
 
 use super::attempt::AgentCall;
 use super::cycle::Cycle;
-use crate::prompt::IssueContext;
 use super::network;
 use super::request::RunStep;
-use super::step_run::{Calls, StepRun, Voice};
+use super::step_run::{StepRun, Voice};
+mod look;
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Commit, Core, Event, Usage};
 use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::{GitPort, Io, World};
+use crate::prompt::IssueContext;
 use crate::step::Step;
-use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
+use crate::steps::builtin::{self, Failed, Head, IssueFacts};
 use crate::steps::weakening::Gate;
+use look::{look_once, Looked};
 
 impl StepRun<'_> {
     /// The request's `commit`: for monitorCI the commit its look is for (none: the one the
@@ -345,13 +347,28 @@ impl StepRun<'_> {
                 let c = classify_builtin(step.key(), &text, CallFailureKind::Other, true);
                 self.failed(step, issue, c, usage)
             }
+            Err(failed) => self.builtin_refused(step, issue, failed, usage).await,
+        }
+    }
+
+    /// What a builtin action's failed call means for the machine: a conflict with main, CI
+    /// failed on the commit main would hold, a branch behind, the step's deadline, or the
+    /// step's failure.
+    async fn builtin_refused(
+        &mut self,
+        step: Step,
+        issue: u32,
+        failed: Failed,
+        usage: Usage,
+    ) -> Event {
+        match failed {
             // A conflict with main: the machine's to meet (a repair, or the escalation).
-            Err(failed) if failed.kind == CallFailureKind::Conflict && step == Step::Merge => {
+            failed if failed.kind == CallFailureKind::Conflict && step == Step::Merge => {
                 self.merge_conflict(&failed.what, failed.paths, usage)
             }
             // CI failed on the commit main would hold: monitorCI's failure (its repair is
             // handed these words, which name the combination), the machine's to meet.
-            Err(failed) if failed.kind == CallFailureKind::CiFailedTogether => {
+            failed if failed.kind == CallFailureKind::CiFailedTogether => {
                 self.voice.say(failed.what.clone());
                 // The branch stays named: the words are about this branch and main together.
                 let c = classify_builtin(Step::MonitorCi.key(), &failed.what, failed.kind, true);
@@ -370,17 +387,17 @@ impl StepRun<'_> {
                 }
             }
             // The base branch's protection wants the branch up to date: the machine's to ask.
-            Err(failed) if failed.kind == CallFailureKind::Behind => {
+            failed if failed.kind == CallFailureKind::Behind => {
                 self.voice.say(failed.what.clone());
                 self.voice.log(&say::of_step(step.key(), &failed.what));
                 Event::BranchBehind { usage }
             }
-            Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
+            failed if failed.kind == CallFailureKind::StepDeadline => {
                 self.voice.say(failed.what.clone());
                 let c = classify_builtin_timeout(step.key(), &failed.what);
                 self.failed(step, issue, c, usage)
             }
-            Err(failed) => self.builtin_failed(step, issue, failed, usage).await,
+            failed => self.builtin_failed(step, issue, failed, usage).await,
         }
     }
 }
@@ -405,47 +422,6 @@ pub(super) async fn without_branch(io: &Io, issue: &IssueContext, text: &str) ->
         .flatten()
         .filter(|b| !b.is_empty())
         .fold(text.to_string(), |t, b| t.replace(b, "<branch>"))
-}
-
-/// One look at CI, for `commit` (none: the one the runner pushed): origin's branch looked
-/// at first, so that a person's move is an event. The look dies with its process group at
-/// the step's timeoutMin; the waits between looks are the machine's.
-async fn look_once(
-    calls: Calls<'_>,
-    cycle: &Cycle,
-    voice: &mut Voice<'_>,
-    step: Step,
-    commit: Option<Commit>,
-) -> Result<Result<Looked, Failed>, Event> {
-    let deadline = crate::process::deadline_after(calls.run.cfg.timeout(step));
-    let facts = Facts::of(cycle, calls.run.refs());
-    let expected = commit.map(|c| c.hex());
-    let settled = calls
-        .patiently(voice, "watching CI", move |w| {
-            crate::process::within_deadline(deadline, || {
-                facts.with(&*w.git, |facts| {
-                    builtin::ci_settled(&*w.git, &*w.forge, facts, expected.as_deref())
-                })
-            })
-        })
-        .await;
-    let looked = match settled {
-        network::Patient::Done(Ok(looked)) => looked,
-        network::Patient::Done(Err(failed)) => return Ok(Err(failed)),
-        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
-    };
-    let main = &calls.run.main;
-    Ok(match looked {
-        CiLook::Pending(c) => commit_of(&c).map(Looked::Pending),
-        CiLook::Passed(c) => commit_of(&c).map(Looked::Passed),
-        CiLook::Failed { checks, .. } => Ok(Looked::CiFailed(checks)),
-        CiLook::Person(head) => Ok(Looked::Person(persons_move(
-            voice,
-            &cycle.issue,
-            main,
-            head,
-        ))),
-    })
 }
 
 /// A commit id git printed, as the machine carries it.
@@ -510,17 +486,6 @@ pub(super) fn persons_move(
             step: voice.at().unwrap_or(Step::MonitorCi),
         },
     }
-}
-
-/// What a builtin action found: CI pending, passed or failed on a commit, a person's move
-/// (its event), or the step done.
-enum Looked {
-    Pending(Commit),
-    Passed(Commit),
-    /// The failing checks, as the forge's verdict named them.
-    CiFailed(String),
-    Person(Event),
-    Done(String),
 }
 
 /// The issue as the builtin steps see it, owned so that a call off the runtime takes it along.

@@ -9,11 +9,11 @@ use super::fleet;
 use super::network::{self, Patient};
 use super::request::{MarkEscalated, RecordMerged, Unquarantine};
 use super::{Answer, Told};
-use crate::report;
 use crate::cleanup::{kill_matching, ProtectSet};
 use crate::machine::Event;
 use crate::narration as say;
 use crate::ports::World;
+use crate::report;
 use crate::tracker;
 use sdlc_machine::fleet::Report;
 

@@ -197,8 +197,12 @@ fn plan_steps(run: &RunContext, core: &Core, issue: &IssueContext) {
 
 /// The review rounds the run would make, with the invocation of one.
 fn plan_review(run: &RunContext, core: &Core, issue: &IssueContext, rounds: u32) {
-    let prompt =
-        crate::prompt::address_review_prompt(&run.cfg, issue, "<the reviewers' new feedback>", None);
+    let prompt = crate::prompt::address_review_prompt(
+        &run.cfg,
+        issue,
+        "<the reviewers' new feedback>",
+        None,
+    );
     let round = run.cfg.review_round();
     let call = Planned {
         step: Step::MonitorCi,

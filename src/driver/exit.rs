@@ -6,12 +6,12 @@ use super::claim;
 use super::context::Context;
 use super::fleet;
 use super::merge;
-use crate::report;
 use super::request::Exit;
 use crate::artifacts;
 use crate::journal::SessionEnd;
 use crate::machine::State;
 use crate::narration as say;
+use crate::report;
 
 /// How the run ends: the process's exit code, and what the end narrates.
 pub(super) struct Ended {

@@ -4,7 +4,6 @@
 
 use super::context::Context;
 use super::fleet::{self, Link};
-use crate::report;
 use super::run_context::RunContext;
 use super::shell::Shell;
 use crate::journal::{Journal, SessionEnd};
@@ -13,6 +12,7 @@ use crate::machine::{Core, HaltReason};
 use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::Clock;
+use crate::report;
 use crate::tracker::Selection;
 
 /// `Halt`: the diagnostic is printed, appended to the orchestration log, sent as an alert and

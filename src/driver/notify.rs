@@ -2,9 +2,9 @@
 //! on the console.
 
 use super::context::Context;
-use crate::report;
 use crate::machine::Notice;
 use crate::narration as say;
+use crate::report;
 
 /// Sends the notice `n` and says it on the console (`[w<n>]` first for a fleet's worker).
 pub(super) fn notify(cx: Context<'_>, n: Notice) -> Vec<String> {

@@ -149,91 +149,44 @@ pub(super) struct Exit {
 }
 
 impl From<Effect> for Request {
+    /// One line per effect: the request's type with the variant's fields.
+    #[rustfmt::skip]
     fn from(effect: Effect) -> Request {
+        use Effect as E;
         match effect {
-            Effect::SelectIssue => Request::SelectIssue(SelectIssue),
-            Effect::CheckPreconditions { step } => {
-                Request::CheckPreconditions(CheckPreconditions { step })
+            E::SelectIssue => Request::SelectIssue(SelectIssue),
+            E::CheckPreconditions { step } => Request::CheckPreconditions(CheckPreconditions { step }),
+            E::RunStep { step, issue, attempt, repair, commit, money_left_micros } => {
+                Request::RunStep(RunStep { step, issue, attempt, repair, commit, money_left_micros })
             }
-            Effect::RunStep {
-                step,
-                issue,
-                attempt,
-                repair,
-                commit,
-                money_left_micros,
-            } => Request::RunStep(RunStep {
-                step,
-                issue,
-                attempt,
-                repair,
-                commit,
-                money_left_micros,
-            }),
-            Effect::LookAtCi {
-                issue,
-                look,
-                commit,
-            } => Request::LookAtCi(LookAtCi {
-                issue,
-                look,
-                commit,
-            }),
-            Effect::LookAtReview { issue, look } => {
-                Request::LookAtReview(LookAtReview { issue, look })
+            E::LookAtCi { issue, look, commit } => Request::LookAtCi(LookAtCi { issue, look, commit }),
+            E::LookAtReview { issue, look } => Request::LookAtReview(LookAtReview { issue, look }),
+            E::AddressReview { issue, round, attempt, money_left_micros } => {
+                Request::AddressReview(AddressReview { issue, round, attempt, money_left_micros })
             }
-            Effect::AddressReview {
-                issue,
-                round,
-                attempt,
-                money_left_micros,
-            } => Request::AddressReview(AddressReview {
-                issue,
-                round,
-                attempt,
-                money_left_micros,
-            }),
-            Effect::UpdateBranch { issue, commit } => {
-                Request::UpdateBranch(UpdateBranch { issue, commit })
+            E::UpdateBranch { issue, commit } => Request::UpdateBranch(UpdateBranch { issue, commit }),
+            E::Wait { seconds, reason } => Request::Wait(Wait { seconds, reason }),
+            E::Pause { millis } => Request::Pause(Pause { millis }),
+            E::TakeMergeTurn { issue } => Request::TakeMergeTurn(TakeMergeTurn { issue }),
+            E::ClaimIssue { issue } => Request::ClaimIssue(ClaimIssue { issue }),
+            E::RenewClaim { issue, secs, lease_secs, fresh_secs } => {
+                Request::RenewClaim(RenewClaim { issue, secs, lease_secs, fresh_secs })
             }
-            Effect::Wait { seconds, reason } => Request::Wait(Wait { seconds, reason }),
-            Effect::Pause { millis } => Request::Pause(Pause { millis }),
-            Effect::TakeMergeTurn { issue } => Request::TakeMergeTurn(TakeMergeTurn { issue }),
-            Effect::ClaimIssue { issue } => Request::ClaimIssue(ClaimIssue { issue }),
-            Effect::RenewClaim {
-                issue,
-                secs,
-                lease_secs,
-                fresh_secs,
-            } => Request::RenewClaim(RenewClaim {
-                issue,
-                secs,
-                lease_secs,
-                fresh_secs,
-            }),
-            Effect::RecordMerged { issue, wait } => {
-                Request::RecordMerged(RecordMerged { issue, wait })
+            E::RecordMerged { issue, wait } => Request::RecordMerged(RecordMerged { issue, wait }),
+            E::MarkEscalated { issue } => Request::MarkEscalated(MarkEscalated { issue }),
+            E::Unquarantine { issue } => Request::Unquarantine(Unquarantine { issue }),
+            E::AskDecision { step, issue, budget_spent_micros } => {
+                Request::AskDecision(AskDecision { step, issue, budget_spent_micros })
             }
-            Effect::MarkEscalated { issue } => Request::MarkEscalated(MarkEscalated { issue }),
-            Effect::Unquarantine { issue } => Request::Unquarantine(Unquarantine { issue }),
-            Effect::AskDecision {
-                step,
-                issue,
-                budget_spent_micros,
-            } => Request::AskDecision(AskDecision {
-                step,
-                issue,
-                budget_spent_micros,
-            }),
-            Effect::LookForDecision { .. } => Request::LookForDecision(LookForDecision),
-            Effect::Exit { code } => Request::Exit(Exit { code }),
-            Effect::ReleaseMergeTurn => Request::Side(Side::ReleaseMergeTurn),
-            Effect::AutoCommit(kind) => Request::Side(Side::AutoCommit(kind)),
-            Effect::CheckoutMain => Request::Side(Side::CheckoutMain),
-            Effect::ResetCycle => Request::Side(Side::ResetCycle),
-            Effect::Cleanup => Request::Side(Side::Cleanup),
-            Effect::Notify(notice) => Request::Side(Side::Notify(notice)),
-            Effect::Halt(reason) => Request::Side(Side::Halt(reason)),
+            E::LookForDecision { .. } => Request::LookForDecision(LookForDecision),
+            E::Exit { code } => Request::Exit(Exit { code }),
+            E::ReleaseMergeTurn => Request::Side(Side::ReleaseMergeTurn),
+            E::AutoCommit(kind) => Request::Side(Side::AutoCommit(kind)),
+            E::CheckoutMain => Request::Side(Side::CheckoutMain),
+            E::ResetCycle => Request::Side(Side::ResetCycle),
+            E::Cleanup => Request::Side(Side::Cleanup),
+            E::Notify(notice) => Request::Side(Side::Notify(notice)),
+            E::Halt(reason) => Request::Side(Side::Halt(reason)),
         }
     }
 }

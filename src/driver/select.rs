@@ -2,8 +2,11 @@
 //! worker id), a person's decision read, the step's preconditions checked through the ports.
 
 use super::context::Context;
+use super::cycle::Cycle;
 use super::facts::{FactsAsked, Probe};
 use super::request::{CheckPreconditions, SelectIssue};
+use super::run_context::RunContext;
+use super::shell::Shell;
 use super::*;
 use crate::narration as say;
 use std::collections::BTreeSet;
@@ -190,19 +193,7 @@ pub(super) async fn select_issue(mut cx: Context<'_>, _: SelectIssue) -> Answer 
                 issue.number,
                 &crate::sanitize::title(&issue.title),
             ));
-            let refs = run.refs();
-            let branch = issue.branch_in(&refs);
-            cycle.issue = IssueContext {
-                number: issue.number,
-                title: issue.title.clone(),
-                branch: Some(branch.clone()),
-            };
-            shell.state.current_issue = Some(issue.number);
-            shell.state.current_issue_ref = Some(refs.issue(issue.number));
-            shell.state.current_branch = Some(branch);
-            shell.state.signal_shutdown = None;
-            told.narration
-                .extend(shell.save_state(&run.cfg.project_path));
+            told.narration.extend(take_up(run, shell, cycle, &issue));
             Event::IssueSelected {
                 issue: issue.number,
             }
@@ -225,6 +216,28 @@ pub(super) async fn select_issue(mut cx: Context<'_>, _: SelectIssue) -> Answer 
         }
     };
     told.answer(event)
+}
+
+/// The selected issue becomes the cycle's: its facts for the prompts, the state file's
+/// issue and branch (written); what that narrates.
+fn take_up(
+    run: &RunContext,
+    shell: &mut Shell,
+    cycle: &mut Cycle,
+    issue: &tracker::Issue,
+) -> Option<String> {
+    let refs = run.refs();
+    let branch = issue.branch_in(&refs);
+    cycle.issue = IssueContext {
+        number: issue.number,
+        title: issue.title.clone(),
+        branch: Some(branch.clone()),
+    };
+    shell.state.current_issue = Some(issue.number);
+    shell.state.current_issue_ref = Some(refs.issue(issue.number));
+    shell.state.current_branch = Some(branch);
+    shell.state.signal_shutdown = None;
+    shell.save_state(&run.cfg.project_path)
 }
 
 /// `CheckPreconditions`: the facts the runner owns, a person's decision, whether the step is
