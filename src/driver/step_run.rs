@@ -5,8 +5,7 @@
 //! A helper that only narrates takes the `Voice`; one that only makes a call takes `Calls` and
 //! the `Voice`; one that only reads facts takes the part it reads.
 
-use super::answer::Answer;
-use super::answer::Narrator;
+use super::answer::{Answer, Narrator};
 use super::cycle::Cycle;
 use super::run_context::RunContext;
 use super::shell::Shell;
