@@ -2,7 +2,8 @@
 //! (`Told`), and how a long handler narrates before it ends (`Narrator`).
 
 use super::network;
-use crate::machine::Event;
+use crate::journal::FailureDetail;
+use crate::machine::{Event, Report};
 use std::path::PathBuf;
 
 /// What a request's handler answers: the event for the machine and the lines it narrates,
@@ -11,6 +12,8 @@ pub(super) struct Answer {
     pub event: Event,
     /// What the answer said, for the diagnostics (`Report::said`), when it said anything.
     pub said: Option<String>,
+    /// The context of the failure a `StepFailed` reports (`Report::failure`).
+    pub failure: Option<FailureDetail>,
     pub narration: Vec<String>,
 }
 
@@ -20,7 +23,16 @@ impl Answer {
         Answer {
             event,
             said: None,
+            failure: None,
             narration: Vec::new(),
+        }
+    }
+
+    /// What the answer reports to the machine beyond its event.
+    pub fn report(&mut self) -> Report {
+        Report {
+            failure: self.failure.take(),
+            said: self.said.take(),
         }
     }
 
@@ -63,6 +75,7 @@ impl Told {
         Answer {
             event,
             said: self.said,
+            failure: None,
             narration: self.narration,
         }
     }

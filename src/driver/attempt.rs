@@ -2,18 +2,21 @@
 //! classification or post-step check that becomes the machine's next event.
 
 use super::facts::{FactsAsked, Probe};
-use super::invoke::{self, RepairContext};
+use super::network;
+use super::request::RunStep;
 use super::step_run::{Calls, StepRun, Voice};
-use super::{network, KILL_GRACE, TAIL_BYTES};
 mod execute;
+mod prepare;
+mod reading;
 use execute::execute;
+use prepare::Unprepared;
+use reading::{archive, attempt_header, last_words, observation, usage_of};
 
-use crate::agent::classify::{classify_post_check, Classified, Observation};
-use crate::agent::cli::{self, AttemptInfo};
+use crate::agent::classify::{classify_post_check, Classified};
+use crate::agent::cli;
 use crate::agent::stream::StreamSummary;
-use crate::agent::{sandbox, AgentError, AgentExit, AgentRun};
+use crate::agent::{sandbox, AgentError, AgentExit};
 use crate::failure::FailureClass;
-use crate::logs::{AttemptHeader, LiveCap};
 use crate::machine::{Event, Usage};
 use crate::narration as say;
 use crate::notify::Severity;
@@ -48,8 +51,8 @@ impl StepRun<'_> {
             })
             .await;
         let mut told = super::Told::default();
-        let hands = (&self.run.cfg, self.core, &self.shell.shutdown);
-        let checked = super::facts::verdict(hands, step, probe, &mut told);
+        let (cfg, shutdown) = (&self.run.cfg, &self.shell.shutdown);
+        let checked = super::facts::verdict(cfg, self.core, shutdown, step, probe, &mut told);
         self.voice.keep(told);
         let checked = checked?;
         let what = format!("checking the outcome of {}", step.key());
@@ -69,48 +72,40 @@ impl StepRun<'_> {
         }
     }
 
-    /// One attempt of `step`: build the invocation, run the agent, archive its log, and turn
-    /// what it did into the machine's next event. The failure context of a `StepFailed` is
-    /// handed with it to the machine and the journal (`self.report`).
-    pub(super) async fn run_step(
-        &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        commit: Option<crate::machine::Commit>,
-    ) -> Event {
+    /// One attempt of the request's step: build the invocation, run the agent, archive its
+    /// log, and turn what it did into the machine's next event. The failure context of a
+    /// `StepFailed` is handed with it to the machine and the journal (the voice's report).
+    pub(super) async fn run_step(&mut self, request: RunStep) -> Event {
         if self.shell.shutdown.requested().is_some() {
             return self.shell.shutdown.event();
         }
-        if step == Step::Merge {
-            return self.run_merge(issue, attempt, repair, commit).await;
+        if request.step == Step::Merge {
+            return self.run_merge(request).await;
         }
-        if self.run.cfg.builtin(step) {
-            return self
-                .run_builtin(step, issue, attempt, repair, commit, false)
-                .await;
+        if self.run.cfg.builtin(request.step) {
+            return self.run_builtin(request, false).await;
         }
-        self.run_agent(step, issue, attempt, repair, true).await
+        let run = self.run;
+        self.run_agent(AgentCall::step(request, &run.cfg)).await
     }
 
-    /// An attempt by the agent. `check_after`: the step's post-check decides success when the
-    /// agent reports none (a builtin monitorCI watches CI itself after its repair agent).
-    pub(super) async fn run_agent(
-        &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        check_after: bool,
-    ) -> Event {
+    /// An attempt by the agent, as `call` asks it.
+    pub(super) async fn run_agent(&mut self, call: AgentCall<'_>) -> Event {
+        let RunStep {
+            step,
+            issue,
+            attempt,
+            repair,
+            ..
+        } = call.request;
+        let cfg = call.cfg;
         self.know(issue).await;
         let (calls, _, voice) = self.calls();
         let text = match issue_text(calls, voice, issue).await {
             Ok(text) => text,
             Err(event) => return event,
         };
-        let run = match self.prepare(step, issue, attempt, repair, text.as_ref()) {
+        let run = match self.prepare(&call, text.as_ref()) {
             Ok(run) => run,
             Err(Unprepared::Environment(message)) => {
                 return environment_failure(&mut self.voice, step, &message)
@@ -132,31 +127,42 @@ impl StepRun<'_> {
         let live = crate::console::live().then(|| {
             crate::progress::Live::new(crate::progress::Snapshot::new(issue, step, attempt))
         });
-        let kind = self.run.cfg.agent(step).kind;
-        let mut reader = cli::Reader::new(kind, self.run.cfg.max_turns(step));
-        if let Some(left) = self.cycle.money_left_micros {
-            reader = reader.metered(self.run.cfg.pricing.clone(), self.run.cfg.model(step), left);
+        let kind = cfg.agent(step).kind;
+        let mut reader = cli::Reader::new(kind, cfg.max_turns(step));
+        if let Some(left) = call.request.money_left_micros {
+            reader = reader.metered(cfg.pricing.clone(), cfg.model(step), left);
         }
-        let ran = execute(
-            &*self.shell.agent,
-            &run,
-            reader,
-            (&self.shell.shutdown, &*self.shell.clock),
-            self.shell.journal.as_mut(),
-            live.as_ref(),
-            &self.shell.live,
-        )
-        .await;
+        let ran = execute(self.shell, &run, reader, live.as_ref()).await;
         crate::failpoint::point("agent exited");
         // Before any git call of the runner: what the agent changed of the repository's git
         // setup is put back first, whatever the attempt's outcome.
         let tampering = self.shell.io.call(|w| w.git.undo_tampering()).await;
-        if let Some(e) = ran.unrecorded_group {
-            self.voice.log(&say::group_unrecorded(&e));
-        }
-        if let Some(e) = ran.unrecorded_spend {
-            self.voice.log(&say::spend_unrecorded(&e));
-        }
+        let began = Began {
+            at: started_at,
+            instant: started,
+            live_log: run.live_log,
+        };
+        self.after_agent(&call, ran, tampering, began).await
+    }
+
+    /// What the agent left: its log archived, the repository's git setup put back, and the
+    /// attempt's event (a stop, a sandbox that failed to start, git tampered with, or the
+    /// verdict on its work).
+    async fn after_agent(
+        &mut self,
+        call: &AgentCall<'_>,
+        ran: execute::Ran,
+        tampering: Result<Vec<String>, crate::ports::git::GitError>,
+        began: Began,
+    ) -> Event {
+        let RunStep {
+            step,
+            issue,
+            attempt,
+            ..
+        } = call.request;
+        let (cfg, name) = (call.cfg, self.voice.step_name(step));
+        execute::unrecorded(&ran, &self.voice);
         let summary = ran.summary;
         let exit = match ran.exit {
             Ok(exit) => exit,
@@ -165,13 +171,14 @@ impl StepRun<'_> {
             }
             Err(e) => return environment_failure(&mut self.voice, step, &e.to_string()),
         };
-        let header = attempt_header(&exit, issue, name, &self.run.session, attempt, started_at);
-        let budget = self.run.cfg.max_log_disk_usage_bytes;
+        let header = attempt_header(&exit, issue, name, &self.run.session, attempt, began.at);
+        let budget = cfg.max_log_disk_usage_bytes;
         archive(
-            (&self.shell.logs, budget),
+            &self.shell.logs,
+            budget,
             &self.voice,
             &header,
-            &run.live_log,
+            &began.live_log,
         );
         if !exit.refused_hosts.is_empty() {
             self.voice
@@ -194,39 +201,42 @@ impl StepRun<'_> {
         if !tampering.is_empty() {
             self.voice.log(&say::git_setup_put_back(&tampering));
         }
+        let took = self
+            .shell
+            .clock
+            .instant()
+            .saturating_duration_since(began.instant);
+        let usage = usage_of(&summary, took, cfg, step);
         if exit.cancelled {
             // What the call spent before the signal stopped it is counted all the same.
-            return self.shell.shutdown.event_after(usage_of(
-                &summary,
-                self.shell
-                    .clock
-                    .instant()
-                    .saturating_duration_since(started),
-                &self.run.cfg,
-                step,
-            ));
+            return self.shell.shutdown.event_after(usage);
         }
         if let Some(message) = sandbox::failed_to_start(
-            self.run.cfg.agent(step).sandbox.kind,
+            cfg.agent(step).sandbox.kind,
             exit.exit_code,
             exit.stdout_bytes,
             &exit.stderr_tail,
         ) {
             return environment_failure(&mut self.voice, step, &message);
         }
-        let usage = usage_of(
-            &summary,
-            self.shell
-                .clock
-                .instant()
-                .saturating_duration_since(started),
-            &self.run.cfg,
-            step,
-        );
         if !tampering.is_empty() {
             let failure = crate::agent::classify::classify_git_tampering(step.key(), &tampering);
             return self.failed(step, issue, failure, usage);
         }
+        self.judge_agent(call, &exit, &summary, usage).await
+    }
+
+    /// The verdict on the agent's work: what its CLI reported, else (when the call asks) the
+    /// step's post-check.
+    async fn judge_agent(
+        &mut self,
+        call: &AgentCall<'_>,
+        exit: &AgentExit,
+        summary: &StreamSummary,
+        usage: Usage,
+    ) -> Event {
+        let (step, issue) = (call.request.step, call.request.issue);
+        let kind = call.cfg.agent(step).kind;
         if let Some(id) = summary
             .session_id
             .as_ref()
@@ -237,10 +247,10 @@ impl StepRun<'_> {
         let temp = std::env::temp_dir();
         let failure = match cli::classify(
             kind,
-            &observation(&exit, &summary, &temp, self.shell.clock.now().timestamp()),
+            &observation(exit, summary, &temp, self.shell.clock.now().timestamp()),
         ) {
             Some(c) => Some(c),
-            None if !check_after => None,
+            None if !call.check_after => None,
             None => match self.post_step_check(step, true).await {
                 Ok(failure) => failure,
                 Err(event) => return event,
@@ -250,139 +260,6 @@ impl StepRun<'_> {
             None => self.succeeded(step, issue, usage).await,
             Some(c) => self.failed(step, issue, c, usage),
         }
-    }
-
-    /// The agent's argument vector, environment and limits for this attempt, with room made
-    /// in the log budget; `Err` when the step's skill file cannot be read, the issue's text
-    /// cannot be written or is too large.
-    fn prepare(
-        &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        text: Option<&IssueText>,
-    ) -> Result<AgentRun, Unprepared> {
-        let skill_text = match self.run.cfg.skill_file(step) {
-            Some(path) => Some(std::fs::read_to_string(&path).map_err(|e| {
-                Unprepared::Environment(format!(
-                    "skill file {} for step {} cannot be read: {e}",
-                    path.display(),
-                    step.key()
-                ))
-            })?),
-            None => None,
-        };
-        let text_file = text
-            .map(|t| write_issue_text(&self.run.runner_dir, t))
-            .transpose()?;
-        // The failure this step last had, recorded in the journal, so a restarted runner
-        // repairs with the same context.
-        let repair_ctx = if repair {
-            self.core.failure(step).map(|c| RepairContext {
-                class: c.class.to_string(),
-                summary: c.summary.clone(),
-                excerpt: c.excerpt.clone(),
-            })
-        } else {
-            None
-        };
-        let prompt = match &self.cycle.review_feedback {
-            Some(feedback) => invoke::address_review_prompt(
-                &self.run.cfg,
-                &self.cycle.issue,
-                feedback,
-                text_file.as_deref(),
-            ),
-            None => invoke::prompt_with(
-                &self.run.cfg,
-                step,
-                &self.cycle.issue,
-                repair_ctx.as_ref(),
-                text_file.as_deref(),
-            ),
-        };
-        let issue_id = self.run.refs().id(issue);
-        let info = AttemptInfo {
-            step,
-            name: self.voice.step_name(step),
-            issue,
-            issue_id: &issue_id,
-            attempt,
-            prompt: &prompt,
-            skill: skill_text.as_deref(),
-            money_left_micros: self.cycle.money_left_micros,
-        };
-        let command = &self.run.cfg.agent(step).command;
-        let program = if *command == self.run.cfg.agent.command {
-            self.run.program.clone()
-        } else {
-            which::which(command).map_err(|e| {
-                Unprepared::Environment(format!(
-                    "steps.{}.agent.command `{command}` not found on PATH ({e}); install it or set the step's agent.command",
-                    step.key()
-                ))
-            })?
-        };
-        let mut inv = cli::invocation(&self.run.cfg, program, &info);
-        if let Some(file) = &text_file {
-            inv.env
-                .push((ISSUE_FILE_VAR.to_string(), file.display().to_string()));
-        }
-        let agent = self.run.cfg.agent(step);
-        let home = sandbox::runner_home();
-        let handed: Vec<std::path::PathBuf> = text_file.iter().cloned().collect();
-        let spec = sandbox::Spec {
-            config: &agent.sandbox,
-            agent: Some(agent.kind),
-            // The agent changes the work tree; every branch, commit and push is the
-            // runner's (docs/security.md, "What the agent leaves in .git").
-            git_dir_writable: false,
-            work_tree: &self.run.cfg.project_path,
-            runner_dir: &self.run.runner_dir.dir,
-            handed: &handed,
-            home: home.as_deref(),
-        };
-        let wrapped = sandbox::wrap(
-            &spec,
-            &inv.program,
-            &inv.args,
-            &inv.env,
-            &sandbox::runner_var,
-        )
-        .map_err(|e| Unprepared::Environment(e.to_string()))?;
-        let isolated_env = wrapped.is_some();
-        let mut egress = None;
-        if let Some(w) = wrapped {
-            inv.program = w.program;
-            inv.args = w.args;
-            inv.env = w.env;
-            egress = w.egress;
-        }
-        let live_log = self.shell.logs.live_log(self.voice.step_name(step));
-        let budget = self.run.cfg.max_log_disk_usage_bytes;
-        let live_log_cap = LiveCap::for_budget(budget);
-        // Room for this attempt's live log and archive first, so the budget holds throughout.
-        if let Err(e) = self.shell.logs.prune(
-            budget.saturating_sub(live_log_cap.reserve()),
-            std::slice::from_ref(&live_log),
-        ) {
-            self.voice.log(&say::pruning_failed(&e));
-        }
-        Ok(AgentRun {
-            program: inv.program,
-            args: inv.args,
-            cwd: self.run.cfg.project_path.clone(),
-            env: inv.env,
-            isolated_env,
-            timeout: self.run.cfg.timeout(step),
-            idle_timeout: self.run.cfg.idle_timeout(step),
-            kill_grace: KILL_GRACE,
-            live_log,
-            live_log_cap,
-            tail_bytes: TAIL_BYTES,
-            egress,
-        })
     }
 
     pub(super) async fn succeeded(&mut self, step: Step, issue: u32, usage: Usage) -> Event {
@@ -446,6 +323,50 @@ impl StepRun<'_> {
     }
 }
 
+/// When and where an agent's run began: its start, for the archived log and for what it
+/// took, and its live log.
+struct Began {
+    at: chrono::DateTime<chrono::Utc>,
+    instant: std::time::Instant,
+    live_log: std::path::PathBuf,
+}
+
+/// One agent attempt as asked: the step's request, the config it runs with and what the
+/// agent is handed.
+pub(super) struct AgentCall<'c> {
+    /// The step, issue, attempt, whether it repairs, and the money it may spend.
+    pub request: RunStep,
+    /// The step's post-check decides success when the agent reports none (a builtin step's
+    /// repair and a review round are followed by requests of their own instead).
+    pub check_after: bool,
+    /// The config the attempt runs with: the run's, or a review round's
+    /// (`Config::review_round`: its agent, model, limits, skill and prompt).
+    pub cfg: &'c crate::config::Config,
+    /// A review round's feedback, quoted: its prompt replaces the step's.
+    pub review_feedback: Option<&'c str>,
+}
+
+impl<'c> AgentCall<'c> {
+    /// A step's attempt by the agent, with the run's config, checked after.
+    pub fn step(request: RunStep, cfg: &'c crate::config::Config) -> AgentCall<'c> {
+        AgentCall {
+            request,
+            check_after: true,
+            cfg,
+            review_feedback: None,
+        }
+    }
+
+    /// The same attempt, whose success the agent's report alone decides (a builtin step's
+    /// repair: the runner's own request follows it).
+    pub fn unchecked(self) -> AgentCall<'c> {
+        AgentCall {
+            check_after: false,
+            ..self
+        }
+    }
+}
+
 /// The issue's whole text as the tracker has it now; `Ok(None)` when there is no issue or
 /// the tracker cannot say (the agent then has the title only, and is told so by the log).
 async fn issue_text(
@@ -469,38 +390,6 @@ async fn issue_text(
     }
 }
 
-/// The issue's text in the file the prompt names, redacted like every text the runner
-/// hands out; refused when it is larger than an agent is ever handed.
-fn write_issue_text(
-    runner_dir: &crate::runner_dir::RunnerDir,
-    text: &IssueText,
-) -> Result<std::path::PathBuf, Unprepared> {
-    let rendered = text.render_within().map_err(Unprepared::TooLarge)?;
-    runner_dir
-        .write_issue_text(text.number, &crate::redact::redact(&rendered))
-        .map_err(|e| Unprepared::Environment(e.to_string()))
-}
-
-/// Keeps the attempt's log under the log directory and prunes older ones (to `budget`
-/// bytes), never the log whose path was just printed.
-fn archive(
-    (logs, budget): (&crate::logs::Logs, u64),
-    voice: &Voice<'_>,
-    header: &AttemptHeader,
-    live_log: &std::path::Path,
-) {
-    match logs.archive_attempt(header, live_log) {
-        Ok(path) => {
-            voice.log(&say::attempt_log(&path));
-            let keep = [live_log.to_path_buf(), path];
-            if let Err(e) = logs.prune(budget, &keep) {
-                voice.log(&say::pruning_failed(&e));
-            }
-        }
-        Err(e) => voice.log(&say::cannot_archive(&e)),
-    }
-}
-
 /// The agent could not even be run (binary vanished, skill file unreadable): the
 /// environment is broken, not the issue.
 fn environment_failure(voice: &mut Voice<'_>, step: Step, message: &str) -> Event {
@@ -515,102 +404,5 @@ fn environment_failure(voice: &mut Voice<'_>, step: Step, message: &str) -> Even
         signature: crate::agent::classify::signature(class, &normalized),
         usage: Usage::default(),
         wait_hint_secs: None,
-    }
-}
-
-/// The environment variable that names the file of the issue's whole text for the agent
-/// (the prompt names it too).
-pub const ISSUE_FILE_VAR: &str = "SDLC_ISSUE_FILE";
-
-/// Why an attempt could not be prepared.
-enum Unprepared {
-    /// The runner's environment (a skill file, the agent command, the runner directory).
-    Environment(String),
-    /// The issue is larger than an agent is handed.
-    TooLarge(String),
-}
-
-/// The header of the attempt's archived log.
-fn attempt_header(
-    exit: &AgentExit,
-    issue: u32,
-    name: &str,
-    session: &str,
-    attempt: u32,
-    started_at: chrono::DateTime<chrono::Utc>,
-) -> AttemptHeader {
-    AttemptHeader {
-        issue,
-        step_key: name.to_string(),
-        session: session.to_string(),
-        attempt,
-        started_at,
-        exit_code: exit.exit_code,
-        signal: exit.signal,
-        duration: exit.duration,
-        timed_out: exit.timed_out,
-        idle_timed_out: exit.idle_timed_out,
-        cancelled: exit.cancelled,
-        refused_hosts: exit.refused_hosts.clone(),
-    }
-}
-
-/// What the classifier is shown of the attempt.
-fn observation<'a>(
-    exit: &'a AgentExit,
-    summary: &'a StreamSummary,
-    temp_dir: &'a std::path::Path,
-    now_epoch_secs: i64,
-) -> Observation<'a> {
-    Observation {
-        exit_code: exit.exit_code,
-        timed_out: exit.timed_out,
-        idle_timed_out: exit.idle_timed_out,
-        killed: exit.signal.is_some() && !exit.killed_by_runner(),
-        summary,
-        stderr_tail: &exit.stderr_tail,
-        output_tail: &exit.stdout_tail,
-        now_epoch_secs,
-        temp_dir,
-    }
-}
-
-/// What a person should read first: the agent's own final words, else its raw tail.
-fn last_words(summary: &StreamSummary, exit: &AgentExit) -> String {
-    match summary.result.as_ref().and_then(|r| r.result_text.clone()) {
-        Some(text) if !text.trim().is_empty() => text,
-        _ if !exit.stdout_tail.is_empty() => exit.stdout_tail.clone(),
-        _ => exit.stderr_tail.clone(),
-    }
-}
-
-/// What the attempt spent, as the stream reported it: dollars where the CLI says them, else
-/// its tokens at `agent.pricing` (0 for a model without a price, which `config check`
-/// refuses when budgets are in dollars). A run stopped at its money counts at least what the
-/// meter saw.
-fn usage_of(
-    summary: &StreamSummary,
-    elapsed: std::time::Duration,
-    cfg: &crate::config::Config,
-    step: Step,
-) -> Usage {
-    let result = summary.result.as_ref();
-    let priced = || {
-        crate::agent::tokens::cost_micros(&cfg.pricing, &summary.tokens, cfg.model(step))
-            .unwrap_or(0)
-    };
-    let metered = summary.money_reached.map_or(0, |m| m.spent_micros);
-    Usage {
-        cost_micros: metered.max(match result.and_then(|r| r.total_cost_usd) {
-            Some(c) => (c.max(0.0) * 1e6) as u64,
-            // Stopped before its result (the money reached, a timeout): what its messages'
-            // tokens cost, as the meter counted them.
-            None => priced(),
-        }),
-        elapsed_ms: elapsed.as_millis() as u64,
-        // A CLI stopped before its result still made the tool calls it was counted for.
-        turns: result
-            .and_then(|r| r.num_turns)
-            .unwrap_or(summary.tool_calls.max(summary.turns)),
     }
 }

@@ -8,32 +8,37 @@
 //! request (`UpdateBranch`, in `merge.rs`), and CI passes the new head before any merge. The
 //! agent never writes git: in a sandbox its git directory is read-only.
 
+use super::attempt::AgentCall;
 use super::cycle::Cycle;
-use super::invoke::IssueContext;
 use super::network;
-use super::step_run::{Calls, StepRun, Voice};
+use super::request::RunStep;
+use super::step_run::{StepRun, Voice};
+mod look;
 use crate::agent::classify::{classify_builtin, classify_builtin_timeout};
 use crate::call_failure::CallFailureKind;
 use crate::machine::{Commit, Core, Event, Usage};
 use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::{GitPort, Io, World};
+use crate::prompt::IssueContext;
 use crate::step::Step;
-use crate::steps::builtin::{self, CiLook, Failed, Head, IssueFacts};
+use crate::steps::builtin::{self, Failed, Head, IssueFacts};
 use crate::steps::weakening::Gate;
+use look::{look_once, Looked};
 
 impl StepRun<'_> {
-    /// `commit`: for monitorCI the commit its look is for (none: the one the runner pushed);
-    /// for merge the commit to merge, `verified` when CI passed it in this cycle.
-    pub(super) async fn run_builtin(
-        &mut self,
-        step: Step,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        commit: Option<Commit>,
-        verified: bool,
-    ) -> Event {
+    /// The request's `commit`: for monitorCI the commit its look is for (none: the one the
+    /// runner pushed); for merge the commit to merge, `verified` when CI passed it in this
+    /// cycle.
+    pub(super) async fn run_builtin(&mut self, request: RunStep, verified: bool) -> Event {
+        let RunStep {
+            step,
+            issue,
+            attempt,
+            repair,
+            commit,
+            ..
+        } = request;
         self.know(issue).await;
         // The machine says whether this is the repair of a conflict with main.
         let conflict = self.core.runner().conflict_repair().is_some();
@@ -41,7 +46,7 @@ impl StepRun<'_> {
         // hook's refusal of the push. The runner's own call follows as a request of its own,
         // so that a network failure of it never runs the agent again.
         if repair && (step != Step::Merge || conflict) {
-            return self.repair(step, issue, attempt, conflict).await;
+            return self.repair(request, conflict).await;
         }
         self.voice.log(&say::builtin_started(
             issue,
@@ -114,14 +119,17 @@ impl StepRun<'_> {
     /// rest is a request of the machine's own: the update and its push (`UpdateBranch`), the
     /// look at CI (`LookAtCi`), or commitPush's commit and push (its `RunStep` without
     /// `repair`). The agent's failure goes to the machine as it is.
-    async fn repair(&mut self, step: Step, issue: u32, attempt: u32, conflict: bool) -> Event {
+    async fn repair(&mut self, request: RunStep, conflict: bool) -> Event {
+        let RunStep { step, issue, .. } = request;
         let conflict = conflict && step == Step::Merge;
         if conflict {
             if let Some(event) = self.start_conflict_merge(issue).await {
                 return event;
             }
         }
-        let usage = match self.run_agent(step, issue, attempt, true, false).await {
+        let run = self.run;
+        let call = AgentCall::step(request, &run.cfg).unchecked();
+        let usage = match self.run_agent(call).await {
             Event::StepSucceeded { usage: spent, .. } => spent,
             other => return other,
         };
@@ -339,13 +347,28 @@ impl StepRun<'_> {
                 let c = classify_builtin(step.key(), &text, CallFailureKind::Other, true);
                 self.failed(step, issue, c, usage)
             }
+            Err(failed) => self.builtin_refused(step, issue, failed, usage).await,
+        }
+    }
+
+    /// What a builtin action's failed call means for the machine: a conflict with main, CI
+    /// failed on the commit main would hold, a branch behind, the step's deadline, or the
+    /// step's failure.
+    async fn builtin_refused(
+        &mut self,
+        step: Step,
+        issue: u32,
+        failed: Failed,
+        usage: Usage,
+    ) -> Event {
+        match failed {
             // A conflict with main: the machine's to meet (a repair, or the escalation).
-            Err(failed) if failed.kind == CallFailureKind::Conflict && step == Step::Merge => {
+            failed if failed.kind == CallFailureKind::Conflict && step == Step::Merge => {
                 self.merge_conflict(&failed.what, failed.paths, usage)
             }
             // CI failed on the commit main would hold: monitorCI's failure (its repair is
             // handed these words, which name the combination), the machine's to meet.
-            Err(failed) if failed.kind == CallFailureKind::CiFailedTogether => {
+            failed if failed.kind == CallFailureKind::CiFailedTogether => {
                 self.voice.say(failed.what.clone());
                 // The branch stays named: the words are about this branch and main together.
                 let c = classify_builtin(Step::MonitorCi.key(), &failed.what, failed.kind, true);
@@ -364,17 +387,17 @@ impl StepRun<'_> {
                 }
             }
             // The base branch's protection wants the branch up to date: the machine's to ask.
-            Err(failed) if failed.kind == CallFailureKind::Behind => {
+            failed if failed.kind == CallFailureKind::Behind => {
                 self.voice.say(failed.what.clone());
                 self.voice.log(&say::of_step(step.key(), &failed.what));
                 Event::BranchBehind { usage }
             }
-            Err(failed) if failed.kind == CallFailureKind::StepDeadline => {
+            failed if failed.kind == CallFailureKind::StepDeadline => {
                 self.voice.say(failed.what.clone());
                 let c = classify_builtin_timeout(step.key(), &failed.what);
                 self.failed(step, issue, c, usage)
             }
-            Err(failed) => self.builtin_failed(step, issue, failed, usage).await,
+            failed => self.builtin_failed(step, issue, failed, usage).await,
         }
     }
 }
@@ -399,47 +422,6 @@ pub(super) async fn without_branch(io: &Io, issue: &IssueContext, text: &str) ->
         .flatten()
         .filter(|b| !b.is_empty())
         .fold(text.to_string(), |t, b| t.replace(b, "<branch>"))
-}
-
-/// One look at CI, for `commit` (none: the one the runner pushed): origin's branch looked
-/// at first, so that a person's move is an event. The look dies with its process group at
-/// the step's timeoutMin; the waits between looks are the machine's.
-async fn look_once(
-    calls: Calls<'_>,
-    cycle: &Cycle,
-    voice: &mut Voice<'_>,
-    step: Step,
-    commit: Option<Commit>,
-) -> Result<Result<Looked, Failed>, Event> {
-    let deadline = crate::process::deadline_after(calls.run.cfg.timeout(step));
-    let facts = Facts::of(cycle, calls.run.refs());
-    let expected = commit.map(|c| c.hex());
-    let settled = calls
-        .patiently(voice, "watching CI", move |w| {
-            crate::process::within_deadline(deadline, || {
-                facts.with(&*w.git, |facts| {
-                    builtin::ci_settled(&*w.git, &*w.forge, facts, expected.as_deref())
-                })
-            })
-        })
-        .await;
-    let looked = match settled {
-        network::Patient::Done(Ok(looked)) => looked,
-        network::Patient::Done(Err(failed)) => return Ok(Err(failed)),
-        network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
-    };
-    let main = &calls.run.main;
-    Ok(match looked {
-        CiLook::Pending(c) => commit_of(&c).map(Looked::Pending),
-        CiLook::Passed(c) => commit_of(&c).map(Looked::Passed),
-        CiLook::Failed { checks, .. } => Ok(Looked::CiFailed(checks)),
-        CiLook::Person(head) => Ok(Looked::Person(persons_move(
-            voice,
-            &cycle.issue,
-            main,
-            head,
-        ))),
-    })
 }
 
 /// A commit id git printed, as the machine carries it.
@@ -504,17 +486,6 @@ pub(super) fn persons_move(
             step: voice.at().unwrap_or(Step::MonitorCi),
         },
     }
-}
-
-/// What a builtin action found: CI pending, passed or failed on a commit, a person's move
-/// (its event), or the step done.
-enum Looked {
-    Pending(Commit),
-    Passed(Commit),
-    /// The failing checks, as the forge's verdict named them.
-    CiFailed(String),
-    Person(Event),
-    Done(String),
 }
 
 /// The issue as the builtin steps see it, owned so that a call off the runtime takes it along.

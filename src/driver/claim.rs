@@ -3,29 +3,18 @@
 //! machine's), releases a claim when the issue is merged or escalated and when the run ends,
 //! and keeps the claims of other runners out of the tracker's selection.
 
+use super::context::{hands, Context};
+use super::fleet;
 use super::network::{self, Patient};
-use super::shutdown::Shutdown;
+use super::request::{ClaimIssue, RenewClaim};
 use super::{Answer, Told};
-use crate::config::Config;
 use crate::machine::Event;
 use crate::narration as say;
 use crate::ports::claims::{Claim, ClaimError, Claimed};
 use crate::ports::{ClaimStore, Clock, Io};
 use std::time::Duration;
 
-/// One runner's claims (their store is a port of the driver's world).
-#[derive(Debug)]
-pub(super) struct ClaimKeeper {
-    pub worker: String,
-    pub lease: Duration,
-    /// The issue held and until when.
-    pub held: Option<(u32, chrono::DateTime<chrono::Utc>)>,
-    /// Issues skipped in this selection because another runner holds them, with the claim.
-    pub others: std::collections::BTreeMap<u32, Claim>,
-    /// Issues the fleet's coordinator refused to this worker (held by another worker,
-    /// escalated or merged in this session): never selected again in this run.
-    pub refused: std::collections::BTreeSet<u32>,
-}
+pub(super) use super::keeper::ClaimKeeper;
 
 /// Live claims of runners other than `worker` at `now`.
 fn others_at(
@@ -54,14 +43,16 @@ pub(super) async fn on_claims<T: Send + 'static>(
 
 /// `ClaimIssue`: claims the selected issue. `ClaimTaken` (also when this runner keeps no
 /// claims), `ClaimHeld` when another runner holds it or the fleet gives it to another
-/// worker (`fleet_gives` says whether the fleet's coordinator gives it to this one),
+/// worker (the fleet's coordinator says whether it gives it to this one),
 /// `TrackerWriteFailed` when the claim cannot be written, or the network's event.
-pub(super) async fn claim_issue(
-    issue: u32,
-    (mut claims, fleet_gives): (Option<&mut ClaimKeeper>, impl FnOnce(u32) -> bool),
-    calls: (&Io, &Shutdown, &Config),
-    clock: &dyn Clock,
-) -> Answer {
+pub(super) async fn claim_issue(cx: Context<'_>, request: ClaimIssue) -> Answer {
+    let ClaimIssue { issue } = request;
+    let (calls, clock, fleet, mut claims) = (
+        hands(cx.run, cx.shell),
+        &*cx.shell.clock,
+        cx.fleet,
+        cx.claims,
+    );
     let what = say::claiming(issue);
     let asked = claims
         .as_ref()
@@ -79,7 +70,7 @@ pub(super) async fn claim_issue(
         Patient::Done(answer) => answer,
         Patient::GaveUp(event) | Patient::Cancelled(event) => return told.answer(event),
     };
-    let io = calls.0;
+    let io = calls.io;
     let noted = note_claim(
         claims.as_deref_mut(),
         io,
@@ -91,7 +82,7 @@ pub(super) async fn claim_issue(
     let event = match noted {
         Ok(true) => {
             // The fleet's coordinator may give the issue to another of its workers.
-            if !fleet_gives(issue) {
+            if !fleet::gives(fleet, issue) {
                 let refused = refused_by_fleet(claims, io, issue).await;
                 told.narration.extend(refused);
                 Event::ClaimHeld { issue }
@@ -161,13 +152,15 @@ async fn refused_by_fleet(
 /// `lease_secs` from now, unless it has more than `fresh_secs` left. `ClaimRenewed`,
 /// `ClaimLost` when another runner holds it now, or `TrackerWriteFailed` when the claim
 /// cannot be written (the machine goes ahead; the next renewal tells).
-pub(super) async fn renew(
-    claims: Option<&mut ClaimKeeper>,
-    io: &Io,
-    clock: &dyn Clock,
-    (issue, secs, lease_secs, fresh_secs): (u32, u64, u64, Option<u64>),
-) -> Answer {
-    let Some(keeper) = claims else {
+pub(super) async fn renew(cx: Context<'_>, request: RenewClaim) -> Answer {
+    let RenewClaim {
+        issue,
+        secs,
+        lease_secs,
+        fresh_secs,
+    } = request;
+    let (io, clock) = (&cx.shell.io, &*cx.shell.clock);
+    let Some(keeper) = cx.claims else {
         return Answer::of(Event::ClaimRenewed);
     };
     let now = clock.now();

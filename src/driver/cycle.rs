@@ -1,19 +1,14 @@
 //! What the driver knows of the issue under way beyond the machine's counters.
 
-use super::invoke::IssueContext;
+use crate::prompt::IssueContext;
 
-/// The issue the prompts talk about, and what the attempt under way is handed.
+/// The issue the prompts talk about, and what the runner saw of it.
 #[derive(Default)]
 pub(super) struct Cycle {
     /// The issue the prompts talk about (number, title, feature branch).
     pub issue: IssueContext,
     /// The spec directory's feature name, once a probe has seen it.
     pub feature: Option<String>,
-    /// The reviewers' feedback, quoted, that the agent of an `AddressReview` round is handed
-    /// (its prompt replaces the step's while it is set).
-    pub review_feedback: Option<String>,
-    /// The money the attempt under way may spend (its `RunStep`'s), for the agent it runs.
-    pub money_left_micros: Option<u64>,
     /// Issues an earlier session of the journal merged: facts the tracker may not show yet
     /// (or ever), for selection and dependencies.
     pub merged_before: std::collections::BTreeSet<u32>,

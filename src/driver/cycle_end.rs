@@ -3,37 +3,34 @@
 //! leftover processes are stopped (`Cleanup`) and the state file forgets the issue
 //! (`ResetCycle`). What the tracker's answer means is the machine's.
 
-use super::claim::{self, ClaimKeeper};
-use super::cycle::Cycle;
-use super::fleet::{self, Link};
+use super::claim;
+use super::context::{hands, Context};
+use super::fleet;
 use super::network::{self, Patient};
-use super::shell::Shell;
-use super::shutdown::Shutdown;
-use super::{report, Answer, Told};
+use super::request::{MarkEscalated, RecordMerged, Unquarantine};
+use super::{Answer, Told};
 use crate::cleanup::{kill_matching, ProtectSet};
-use crate::config::Config;
-use crate::machine::{Core, Event};
+use crate::machine::Event;
 use crate::narration as say;
-use crate::ports::{Io, World};
+use crate::ports::World;
+use crate::report;
 use crate::tracker;
 use sdlc_machine::fleet::Report;
-
-/// The calls a cycle's end makes: the blocking ports, the stop request, and the config that
-/// names the services whose rate limits a failed call may meet.
-pub(super) type Calls<'a> = (&'a Io, &'a Shutdown, &'a Config);
 
 /// `RecordMerged`: the claim is given back and the fleet told (the merge is already final,
 /// journaled with the event that led here, whatever the tracker answers), then the issue is
 /// closed in the tracker: `TrackerUpdated`, `TrackerWriteFailed` or the network's event.
 /// While the machine still waits for the tracker's own close (`wait`), the issue is only
 /// read (a conditional read: an unchanged issue costs no rate limit): still open, it is left
-/// so and the claim kept (`IssueStillOpen`); closed, nothing is written. `waited_secs`: how
-/// long the machine waited for that close, said in the runner's own close.
-pub(super) async fn record_merged(
-    (issue, wait, waited_secs): (u32, bool, u64),
-    (claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
-    calls: Calls<'_>,
-) -> Answer {
+/// so and the claim kept (`IssueStillOpen`); closed, nothing is written. The runner's own
+/// close says how long the machine waited for the tracker's.
+pub(super) async fn record_merged(cx: Context<'_>, request: RecordMerged) -> Answer {
+    let RecordMerged { issue, wait } = request;
+    let waited_secs = match wait {
+        true => 0,
+        false => cx.core.runner().limits.close_waited_secs(),
+    };
+    let (calls, claims, fleet) = (hands(cx.run, cx.shell), cx.claims, cx.fleet);
     let mut told = Told::default();
     let mut closed_by_tracker = false;
     if wait {
@@ -49,7 +46,7 @@ pub(super) async fn record_merged(
             Patient::Done(Ok(false)) => closed_by_tracker = true,
             Patient::Done(Err(e)) => {
                 told.narration
-                    .extend(claim::release(claims, calls.0, issue).await);
+                    .extend(claim::release(claims, calls.io, issue).await);
                 fleet::tell(fleet, |worker| Report::Merged { worker, issue });
                 return tracker_written(&what, Patient::Done(Err(e)), told);
             }
@@ -57,7 +54,7 @@ pub(super) async fn record_merged(
         }
     }
     told.narration
-        .extend(claim::release(claims, calls.0, issue).await);
+        .extend(claim::release(claims, calls.io, issue).await);
     fleet::tell(fleet, |worker| Report::Merged { worker, issue });
     if closed_by_tracker {
         told.narrate(say::closed_by_tracker(issue));
@@ -75,15 +72,12 @@ pub(super) async fn record_merged(
 /// `MarkEscalated`: the issue is marked escalated in the tracker with the escalation
 /// diagnostic and the refs that rescue its work, then its claim is given back and the fleet
 /// told: `TrackerUpdated`, `TrackerWriteFailed` or the network's event.
-pub(super) async fn mark_escalated(
-    issue: u32,
-    (core, cycle, logs): (&Core, &Cycle, &std::path::Path),
-    (claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
-    calls: Calls<'_>,
-) -> Answer {
-    let known = cycle.issue.branch.clone();
+pub(super) async fn mark_escalated(cx: Context<'_>, request: MarkEscalated) -> Answer {
+    let MarkEscalated { issue } = request;
+    let (core, calls, logs) = (cx.core, hands(cx.run, cx.shell), &*cx.shell.logs.dir);
+    let known = cx.cycle.issue.branch.clone();
     let rescued = calls
-        .0
+        .io
         .call(move |w| {
             let branch = w.git.feature_branch(issue).ok().flatten().or(known);
             branch
@@ -106,15 +100,17 @@ pub(super) async fn mark_escalated(
     told.told(failed);
     crate::failpoint::point("tracker: marked escalated");
     told.narration
-        .extend(claim::release(claims, calls.0, issue).await);
-    fleet::tell(fleet, |worker| Report::Escalated { worker, issue });
+        .extend(claim::release(cx.claims, calls.io, issue).await);
+    fleet::tell(cx.fleet, |worker| Report::Escalated { worker, issue });
     tracker_written(&what, written, told)
 }
 
 /// `Unquarantine`: the quarantine of an escalated issue is lifted in the tracker, with the
 /// note that says why: `TrackerUpdated`, `TrackerWriteFailed` or the network's event.
-pub(super) async fn unquarantine(issue: u32, core: &Core, calls: Calls<'_>) -> Answer {
-    let note = report::release_note(issue, core.runner());
+pub(super) async fn unquarantine(cx: Context<'_>, request: Unquarantine) -> Answer {
+    let Unquarantine { issue } = request;
+    let calls = hands(cx.run, cx.shell);
+    let note = report::release_note(issue, cx.core.runner());
     let what = say::lifting_quarantine(issue);
     let lift = {
         let note = note.clone();
@@ -131,7 +127,8 @@ pub(super) async fn unquarantine(issue: u32, core: &Core, calls: Calls<'_>) -> A
 
 /// `Cleanup`: the agent's leftover processes (the config's patterns) are stopped; what it
 /// narrates.
-pub(super) async fn cleanup(cfg: &Config, io: &Io) -> Vec<String> {
+pub(super) async fn cleanup(cx: Context<'_>) -> Vec<String> {
+    let (cfg, io) = (&cx.run.cfg, &cx.shell.io);
     let patterns = cfg.cleanup.process_patterns.clone();
     // Its grace between SIGTERM and SIGKILL is a wait: off the runtime.
     let kill = move |_: &World| kill_matching(&patterns, &ProtectSet::current());
@@ -143,11 +140,8 @@ pub(super) async fn cleanup(cfg: &Config, io: &Io) -> Vec<String> {
 }
 
 /// `ResetCycle`: the state file and the cycle forget the issue; what it narrates.
-pub(super) fn reset_cycle(
-    shell: &mut Shell,
-    cycle: &mut Cycle,
-    project: &std::path::Path,
-) -> Vec<String> {
+pub(super) fn reset_cycle(cx: Context<'_>) -> Vec<String> {
+    let (shell, cycle, project) = (cx.shell, cx.cycle, &cx.run.cfg.project_path);
     let state = &mut shell.state;
     state.current_issue = None;
     state.current_issue_ref = None;

@@ -1,24 +1,24 @@
 //! Manual approval: the decision file, the notification, and a look for the answer of
 //! `sdlc-runner decide` (the machine waits between looks and decides when to give up).
 
-use super::run_context::RunContext;
+use super::context::Context;
+use super::request::{AskDecision, LookForDecision};
 use super::Answer;
 use crate::decision_file::{self, read_answer};
-use crate::machine::{Core, Event};
+use crate::machine::Event;
 use crate::narration as say;
 use crate::notify::Severity;
-use crate::ports::NotifierPort;
 use crate::runner_dir::RunnerDir;
-use crate::step::Step;
 
 /// `AskDecision`: writes the decision file, tells the person, and looks once for the
 /// answer. How long the answer is waited for, and how often looked for, is the machine's.
-pub(super) fn ask(
-    run: &RunContext,
-    notifier: &dyn NotifierPort,
-    core: &Core,
-    (step, issue, budget_spent_micros): (Step, u32, Option<u64>),
-) -> Answer {
+pub(super) fn ask(cx: Context<'_>, request: AskDecision) -> Answer {
+    let AskDecision {
+        step,
+        issue,
+        budget_spent_micros,
+    } = request;
+    let (run, core, notifier) = (cx.run, cx.core, &*cx.shell.notifier);
     let path = run.runner_dir.decision();
     let signature = core
         .runner()
@@ -40,11 +40,16 @@ pub(super) fn ask(
         Severity::Warning,
         &say::decision_needed(issue, step.key(), budget.as_deref(), &run.cfg.file),
     );
-    look(&run.runner_dir)
+    look_in(&run.runner_dir)
 }
 
 /// `LookForDecision` (and the end of `AskDecision`): a person's answer, or `DecisionPending`.
-pub(super) fn look(runner_dir: &RunnerDir) -> Answer {
+pub(super) fn look(cx: Context<'_>, _: LookForDecision) -> Answer {
+    look_in(&cx.run.runner_dir)
+}
+
+/// A person's answer in the decision file of `runner_dir`, or `DecisionPending`.
+fn look_in(runner_dir: &RunnerDir) -> Answer {
     let path = runner_dir.decision();
     match read_answer(&path) {
         Some(option) => {

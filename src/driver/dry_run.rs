@@ -2,20 +2,36 @@
 //! with nothing changed.
 
 use super::cycle::Cycle;
+use super::exit::Ended;
 use super::run_context::RunContext;
 use super::select::{issue_list, unlabelled, TrackerQuery};
 use super::*;
 use crate::ports::Io;
 
-/// The command line a first attempt of `step` (told as `name`) with `prompt` would run
-/// under `cfg`, as one line, and the skill file the agent would be handed with it.
-fn planned(
-    (run, core, issue): (&RunContext, &Core, &IssueContext),
-    cfg: &Config,
-    (step, name): (Step, &str),
-    prompt: &str,
+/// One agent call a dry run shows: its step, what it is told as, its prompt and the skill
+/// file the agent would be handed with it.
+struct Planned<'p> {
+    step: Step,
+    name: &'p str,
+    prompt: &'p str,
     skill: Option<std::path::PathBuf>,
+}
+
+/// The command line a first attempt of the planned call would run under `cfg` for `issue`,
+/// as one line, and the skill file the agent would be handed with it.
+fn planned(
+    run: &RunContext,
+    core: &Core,
+    issue: &IssueContext,
+    cfg: &Config,
+    call: Planned,
 ) -> String {
+    let Planned {
+        step,
+        name,
+        prompt,
+        skill,
+    } = call;
     let info = AttemptInfo {
         step,
         name,
@@ -62,9 +78,34 @@ pub(super) async fn dry_run(
     run: &RunContext,
     io: &Io,
     core: &Core,
-    (cycle, claims): (&mut Cycle, Option<&claim::ClaimKeeper>),
-) -> (i32, Vec<String>) {
+    cycle: &mut Cycle,
+    claims: Option<&claim::ClaimKeeper>,
+) -> Ended {
     out!("dry run: project {}", run.cfg.project_path.display());
+    if let Err(ended) = select(io, core, cycle, claims).await {
+        return ended;
+    }
+    plan_steps(run, core, &cycle.issue);
+    let limits = run.cfg.limits();
+    let rounds = limits.review.as_ref().map_or(0, |g| g.max_rounds);
+    if rounds > 0 && !matches!(core.runner().mode, Mode::SingleStep(_)) {
+        plan_review(run, core, &cycle.issue, rounds);
+    }
+    plan_bounds(run, &limits);
+    Ended {
+        code: 0,
+        narration: Vec::new(),
+    }
+}
+
+/// The issue the runner would take, shown and known to the cycle; `Err` with how the dry run
+/// ends when there is none or the tracker failed.
+async fn select(
+    io: &Io,
+    core: &Core,
+    cycle: &mut Cycle,
+    claims: Option<&claim::ClaimKeeper>,
+) -> Result<(), Ended> {
     // What `run` refuses before it starts an issue, said before the plan it would not reach.
     if let Ok(changes) = io.call(|w| w.git.foreign_changes()).await {
         if !changes.is_empty() {
@@ -87,7 +128,10 @@ pub(super) async fn dry_run(
         }
         Ok(Selection::NoIssues) => {
             out!("no open automatable issue: nothing to do");
-            return (0, unlabelled(io).await);
+            return Err(Ended {
+                code: 0,
+                narration: unlabelled(io).await,
+            });
         }
         Ok(Selection::AllEscalated { numbers }) => {
             out!(
@@ -100,9 +144,17 @@ pub(super) async fn dry_run(
         }
         Err(e) => {
             say!("error: tracker: {e}");
-            return (2, Vec::new());
+            return Err(Ended {
+                code: 2,
+                narration: Vec::new(),
+            });
         }
     }
+    Ok(())
+}
+
+/// The steps the run would take, each with the invocation of its first attempt.
+fn plan_steps(run: &RunContext, core: &Core, issue: &IssueContext) {
     let first = match core.runner().mode {
         Mode::SingleStep(step) => step,
         _ => Step::StartCycle,
@@ -122,19 +174,15 @@ pub(super) async fn dry_run(
             }
             continue;
         }
-        let prompt = invoke::prompt(&run.cfg, step, &cycle.issue, None);
-        out!(
-            "step {} {}: {}",
-            step.number(),
-            step.key(),
-            planned(
-                (run, core, &cycle.issue),
-                &run.cfg,
-                (step, step.key()),
-                &prompt,
-                run.cfg.skill_file(step)
-            )
-        );
+        let prompt = crate::prompt::prompt(&run.cfg, step, issue, None);
+        let call = Planned {
+            step,
+            name: step.key(),
+            prompt: &prompt,
+            skill: run.cfg.skill_file(step),
+        };
+        let line = planned(run, core, issue, &run.cfg, call);
+        out!("step {} {}: {line}", step.number(), step.key());
         if let Some(line) = crate::agent::sandbox::planned(&run.cfg.agent(step).sandbox) {
             out!("  {line}");
             for bind in view(run, step) {
@@ -145,32 +193,36 @@ pub(super) async fn dry_run(
             break;
         }
     }
-    let limits = run.cfg.limits();
-    let rounds = limits.review.as_ref().map_or(0, |g| g.max_rounds);
-    if rounds > 0 && !matches!(core.runner().mode, Mode::SingleStep(_)) {
-        let prompt = invoke::address_review_prompt(
-            &run.cfg,
-            &cycle.issue,
-            "<the reviewers' new feedback>",
-            None,
-        );
-        let round = run.cfg.review_round();
-        out!(
-                "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}, then the runner's commit and push",
-                planned(
-                    (run, core, &cycle.issue),
-                    &round,
-                    (Step::MonitorCi, crate::config::ADDRESS_REVIEW),
-                    &prompt,
-                    run.cfg.round_skill_file()
-                )
-            );
-        if let Some(line) = crate::agent::sandbox::planned(&run.cfg.address_review.agent.sandbox) {
-            out!("  {line}");
-        }
+}
+
+/// The review rounds the run would make, with the invocation of one.
+fn plan_review(run: &RunContext, core: &Core, issue: &IssueContext, rounds: u32) {
+    let prompt = crate::prompt::address_review_prompt(
+        &run.cfg,
+        issue,
+        "<the reviewers' new feedback>",
+        None,
+    );
+    let round = run.cfg.review_round();
+    let call = Planned {
+        step: Step::MonitorCi,
+        name: crate::config::ADDRESS_REVIEW,
+        prompt: &prompt,
+        skill: run.cfg.round_skill_file(),
+    };
+    out!(
+        "addressReview: on a request for changes with new feedback, up to {rounds} round(s) (review.maxReviewRounds), each {}, then the runner's commit and push",
+        planned(run, core, issue, &round, call)
+    );
+    if let Some(line) = crate::agent::sandbox::planned(&run.cfg.address_review.agent.sandbox) {
+        out!("  {line}");
     }
-    let b = crate::machine::bounds::compute(&limits);
-    let a = crate::machine::bounds::agent_invocations(&limits, &run.cfg.builtin_steps());
+}
+
+/// The agent invocations and step attempts of a clean issue and of the worst case.
+fn plan_bounds(run: &RunContext, limits: &crate::machine::Limits) {
+    let b = crate::machine::bounds::compute(limits);
+    let a = crate::machine::bounds::agent_invocations(limits, &run.cfg.builtin_steps());
     let (agent, builtin) = run.cfg.steps_by_performer();
     out!(
             "a clean issue: {} agent invocation(s) and {} builtin action(s); worst case: {} agent invocations between merges, {} before a halt if nothing succeeds; {} step attempts (agent invocations and builtin actions together) between merges, {} before a halt",
@@ -181,7 +233,6 @@ pub(super) async fn dry_run(
             b.between_merges,
             b.nothing_succeeds
         );
-    (0, Vec::new())
 }
 
 /// `inv` as one line: the program, then its arguments (quoted where they hold a space).

@@ -2,26 +2,37 @@
 //! told, and the session either ends in the journal or, when the machine did not end it (a
 //! signal, a lost claim), is left for the next run to continue with the same counters.
 
-use super::claim::{self, ClaimKeeper};
-use super::fleet::{self, Link};
+use super::claim;
+use super::context::Context;
+use super::fleet;
 use super::merge;
-use super::report;
-use super::run_context::RunContext;
-use super::shell::Shell;
+use super::request::Exit;
 use crate::artifacts;
 use crate::journal::SessionEnd;
-use crate::machine::{Core, State};
+use crate::machine::State;
 use crate::narration as say;
+use crate::report;
 
-/// Ends the run with `code` in `state`: the process's exit code and what it narrates.
-pub(super) async fn exit(
-    (code, state): (u8, &State),
-    (core, run): (&Core, &RunContext),
-    shell: &mut Shell,
-    (claims, fleet): (Option<&mut ClaimKeeper>, Option<&Link>),
-) -> (i32, Vec<String>) {
+/// How the run ends: the process's exit code, and what the end narrates.
+pub(super) struct Ended {
+    pub code: i32,
+    pub narration: Vec<String>,
+}
+
+/// Ends the run with the request's code in the state the machine decided it in.
+pub(super) async fn exit(cx: Context<'_>, request: Exit) -> Ended {
+    let Context {
+        run,
+        shell,
+        core,
+        claims,
+        fleet,
+        state,
+        ..
+    } = cx;
+    let code = request.code;
     // A merge turn held when the run stops (a halt, a signal) is given back with it.
-    let mut said = merge::release_merge_turn(fleet, claims.as_deref(), &shell.io).await;
+    let mut said = merge::give_turn_back(fleet, claims.as_deref(), &shell.io).await;
     fleet::tell(fleet, |worker| sdlc_machine::fleet::Report::Finished {
         worker,
     });
@@ -31,7 +42,10 @@ pub(super) async fn exit(
     let project = &run.cfg.project_path;
     if matches!(state, State::Halted { .. }) {
         // Everything stays for inspection: state file, auto-mode flag, branch, tree.
-        return (i32::from(code), said);
+        return Ended {
+            code: i32::from(code),
+            narration: said,
+        };
     }
     if !core.is_terminal() {
         // The machine did not end the session (a signal, a lost claim, a tracker that
@@ -46,7 +60,10 @@ pub(super) async fn exit(
             None => say::stopped_with(code),
         };
         said.push(say::stopped_continues(&how, &run.session));
-        return (i32::from(code), said);
+        return Ended {
+            code: i32::from(code),
+            narration: said,
+        };
     }
     let ended = shell
         .journal
@@ -60,5 +77,8 @@ pub(super) async fn exit(
     let _ = artifacts::remove_auto_mode(project);
     let r = core.runner();
     said.push(say::done(code, r.stats.merges, &report::wasted_work(r)));
-    (i32::from(code), said)
+    Ended {
+        code: i32::from(code),
+        narration: said,
+    }
 }

@@ -41,7 +41,9 @@ pub(super) async fn clear_locks_of_a_killed_runner(io: &crate::ports::Io) -> Vec
 /// withdrew the issue: `IssueWithdrawn`; the tracker could not be asked: the network's or
 /// the shutdown's event), else `Ok` with what was asked after them. What it found is told.
 pub(super) fn verdict<T>(
-    (cfg, core, shutdown): (&Config, &Core, &Shutdown),
+    cfg: &Config,
+    core: &Core,
+    shutdown: &Shutdown,
     step: Step,
     probe: Probe<T>,
     told: &mut Told,
@@ -64,7 +66,7 @@ pub(super) fn verdict<T>(
     }
     if let (Some(read), Some(issue)) = (probe.issue, core.runner().issue) {
         let services = || cfg.api_services();
-        if let Some(event) = withdrawn_by_a_person((core, shutdown, services), issue, read, told)? {
+        if let Some(event) = withdrawn_by_a_person(core, shutdown, services, issue, read, told)? {
             return Err(event);
         }
     }
@@ -77,7 +79,9 @@ pub(super) fn verdict<T>(
 /// explicitly) or marked it escalated; `Err(event)` when the tracker could not be asked for
 /// the network. Any other failure to read leaves the decision to the step's own checks.
 fn withdrawn_by_a_person(
-    (core, shutdown, services): (&Core, &Shutdown, impl FnOnce() -> String),
+    core: &Core,
+    shutdown: &Shutdown,
+    services: impl FnOnce() -> String,
     issue: u32,
     read: Result<(bool, Issue), TrackerError>,
     told: &mut Told,

@@ -2,8 +2,8 @@
 //! the session's end) and the halt the driver itself meets when its own files were removed or
 //! replaced under it (`runner_state_lost`, before anything more is recorded).
 
+use super::context::Context;
 use super::fleet::{self, Link};
-use super::report;
 use super::run_context::RunContext;
 use super::shell::Shell;
 use crate::journal::{Journal, SessionEnd};
@@ -12,17 +12,13 @@ use crate::machine::{Core, HaltReason};
 use crate::narration as say;
 use crate::notify::Severity;
 use crate::ports::Clock;
+use crate::report;
 use crate::tracker::Selection;
 
 /// `Halt`: the diagnostic is printed, appended to the orchestration log, sent as an alert and
 /// the session ends with the halt in the journal; what it narrates.
-pub(super) async fn halt(
-    reason: HaltReason,
-    core: &Core,
-    run: &RunContext,
-    shell: &mut Shell,
-    fleet: Option<&Link>,
-) -> Vec<String> {
+pub(super) async fn halt(cx: Context<'_>, reason: HaltReason) -> Vec<String> {
+    let (core, run, shell, fleet) = (cx.core, cx.run, cx.shell, cx.fleet);
     if reason == HaltReason::DecisionTimeout {
         // Nobody answered in time: the question is withdrawn with the halt.
         let _ = std::fs::remove_file(run.runner_dir.decision());

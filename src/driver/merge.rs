@@ -7,11 +7,13 @@
 //! a lost push race as contention (`MergeRaceLost`, merged again as `fleet::Contention`
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
+use super::attempt::AgentCall;
 use super::builtin_step::{commit_of, persons_move, without_branch, Facts};
 use super::claim::{self, ClaimKeeper};
+use super::context::Context;
 use super::cycle::Cycle;
 use super::fleet::{self, Link};
-use super::shutdown::Shutdown;
+use super::request::{RunStep, TakeMergeTurn};
 use super::step_run::{Calls, StepRun, Voice};
 use super::{network, Answer, Told};
 use crate::agent::classify::classify_builtin;
@@ -20,7 +22,7 @@ use crate::failure::FailureClass;
 use crate::narration as say;
 use crate::ports::claims::Claimed;
 use crate::ports::forge::TrainTree;
-use crate::ports::{Clock, Io};
+use crate::ports::Io;
 
 use crate::machine::{Commit, Core, Event, Signal, Usage};
 use crate::step::Step;
@@ -29,11 +31,11 @@ use sdlc_machine::fleet::Report;
 
 /// `TakeMergeTurn`: one ask for the fleet's turn, then one for the tracker's merge lease
 /// (the holder's ask renews it). Busy: who holds it is said for the diagnostics.
-pub(super) async fn take_merge_turn(
-    (fleet, claims): (Option<&Link>, Option<&ClaimKeeper>),
-    (io, clock, shutdown): (&Io, &dyn Clock, &Shutdown),
-    (issue, car): (u32, Option<(String, String)>),
-) -> Answer {
+pub(super) async fn take_merge_turn(cx: Context<'_>, request: TakeMergeTurn) -> Answer {
+    let TakeMergeTurn { issue } = request;
+    let (fleet, claims) = (cx.fleet, cx.claims.as_deref());
+    let (io, clock, shutdown) = (&cx.shell.io, &*cx.shell.clock, &cx.shell.shutdown);
+    let car = car(cx.core, cx.cycle, issue);
     let mut told = Told::default();
     if let Some(link) = fleet {
         if let Some(car) = car {
@@ -167,7 +169,13 @@ async fn run_train_test(
 /// `ReleaseMergeTurn`: the tracker's lease and then the fleet's turn given back (merged or
 /// not), so that the next worker to get the turn finds the lease free. Idempotent. What it
 /// narrates.
-pub(super) async fn release_merge_turn(
+pub(super) async fn release_merge_turn(cx: Context<'_>) -> Vec<String> {
+    give_turn_back(cx.fleet, cx.claims.as_deref(), &cx.shell.io).await
+}
+
+/// The tracker's lease and then the fleet's turn given back (`release_merge_turn`, and when
+/// the run ends); what it narrates.
+pub(super) async fn give_turn_back(
     fleet: Option<&Link>,
     claims: Option<&ClaimKeeper>,
     io: &Io,
@@ -198,13 +206,8 @@ impl StepRun<'_> {
     /// fails the commit main would hold, or `BranchBehind` on a remote forge). An agent-run
     /// merge has the branch brought up to date first, as before. A failure that lost a push
     /// race is answered as `MergeRaceLost`: the machine decides whether it is merged again.
-    pub(super) async fn run_merge(
-        &mut self,
-        issue: u32,
-        attempt: u32,
-        repair: bool,
-        commit: Option<Commit>,
-    ) -> Event {
+    pub(super) async fn run_merge(&mut self, request: RunStep) -> Event {
+        let RunStep { issue, commit, .. } = request;
         let step = Step::Merge;
         let (target, main) = match self.look_before_merge(issue, commit).await {
             Ok(found) => found,
@@ -230,10 +233,14 @@ impl StepRun<'_> {
             }
         }
         let event = if builtin {
-            self.run_builtin(step, issue, attempt, repair, Some(target), commit.is_some())
-                .await
+            let merged = RunStep {
+                commit: Some(target),
+                ..request
+            };
+            self.run_builtin(merged, commit.is_some()).await
         } else {
-            self.run_agent(step, issue, attempt, repair, true).await
+            let run = self.run;
+            self.run_agent(AgentCall::step(request, &run.cfg)).await
         };
         let failed = match event {
             Event::StepFailed {

@@ -9,6 +9,7 @@ mod answer;
 mod attempt;
 mod builtin_step;
 mod claim;
+mod context;
 mod cycle;
 mod cycle_end;
 mod decision;
@@ -18,7 +19,7 @@ mod facts;
 mod fleet;
 pub(crate) use fleet::halt_file as fleet_halt_file;
 mod halt;
-pub mod invoke;
+mod keeper;
 mod merge;
 mod network;
 #[cfg(test)]
@@ -26,7 +27,7 @@ mod on_ports;
 #[cfg(test)]
 pub(crate) use on_ports::{run_on_ports, PortsRun};
 mod notify;
-pub mod report;
+mod request;
 mod review;
 mod run_context;
 pub use run_context::RunOptions;
@@ -34,6 +35,7 @@ mod select;
 mod shell;
 mod shutdown;
 mod startup;
+mod step_requests;
 mod step_run;
 mod tree;
 mod wait;
@@ -48,11 +50,15 @@ use crate::artifacts;
 use crate::config::Config;
 use crate::machine::{Core, Effect, Event, Mode, Report, State};
 use crate::ports::{Io, World};
+use crate::prompt::IssueContext;
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
+use context::Context;
 use cycle::Cycle;
-use invoke::IssueContext;
+// The report's words, also as `super::report` for the fleet.
+use crate::report;
+use request::{Request, Side};
 use run_context::{Restart, RunContext};
 use shell::Shell;
 use std::time::Duration;
@@ -108,13 +114,6 @@ struct Driver {
     core: Core,
     /// Where the restart begins: the first event and what the previous runner left undone.
     restart: Restart,
-    /// Where the effect being performed collects what its answer reports beyond the event (a
-    /// `StepFailed`'s failure context, what the attempt or the failed call said): `perform`
-    /// empties it before the effect and hands it out with the answer, so nothing in it outlives
-    /// one effect. The machine keeps each step's last failure (`Core::failure`, for the next
-    /// repair prompt and the decision file) and the last words (`Core::last_words`, for the halt
-    /// and escalation diagnostics).
-    report: Report,
     /// This runner's issue claims, when it runs with `--worker-id`.
     claims: Option<claim::ClaimKeeper>,
     /// The fleet this driver is a worker of (`run --workers N`).
@@ -122,15 +121,18 @@ struct Driver {
 }
 
 impl Driver {
-    /// The parts a step's handlers work with, borrowed for one request.
-    fn step_run(&mut self) -> step_run::StepRun<'_> {
+    /// What a request's handler works with, borrowed for one request decided in `state`.
+    fn context<'a>(&'a mut self, state: &'a State) -> Context<'a> {
         let narrator = self.narrator();
-        step_run::StepRun {
-            run: &mut self.run,
+        Context {
+            run: &self.run,
             shell: &mut self.shell,
             cycle: &mut self.cycle,
             core: &self.core,
-            voice: step_run::Voice::new(narrator, &self.core, &mut self.report),
+            claims: self.claims.as_mut(),
+            fleet: self.fleet.as_ref(),
+            state,
+            narrator,
         }
     }
 
@@ -139,14 +141,15 @@ impl Driver {
         self.narrator().narrate(narration);
     }
 
-    /// Logs what a handler's answer narrates, keeps what it said for the machine, and hands
-    /// out its event.
-    fn answer(&mut self, answer: Answer) -> Event {
-        if let Some(said) = answer.said {
-            self.say(said);
-        }
-        self.narrate(answer.narration);
-        answer.event
+    /// Logs what a handler's answer narrates and hands out its event, with what it reports
+    /// to the machine beyond it (a `StepFailed`'s failure context, what the attempt or the
+    /// failed call said). The machine keeps each step's last failure (`Core::failure`, for the
+    /// next repair prompt and the decision file) and the last words (`Core::last_words`, for
+    /// the halt and escalation diagnostics).
+    fn answer(&self, mut answer: Answer) -> (Event, Report) {
+        let report = answer.report();
+        self.narrate(std::mem::take(&mut answer.narration));
+        (answer.event, report)
     }
 
     /// One entry of the orchestration log, narrated on the console too: a `tracing` event
@@ -177,11 +180,11 @@ impl Driver {
             return 2;
         }
         if self.run.opts.dry_run {
+            let (run, io, core) = (&self.run, &self.shell.io, &self.core);
             let claims = self.claims.as_ref();
-            let cycle = (&mut self.cycle, claims);
-            let (code, said) = dry_run::dry_run(&self.run, &self.shell.io, &self.core, cycle).await;
-            self.narrate(said);
-            return code;
+            let ended = dry_run::dry_run(run, io, core, &mut self.cycle, claims).await;
+            self.narrate(ended.narration);
+            return ended.code;
         }
         let project = self.run.cfg.project_path.clone();
         if let Err(e) = self.shell.io.call(|w| w.git.exclude_artifacts()).await {
@@ -217,14 +220,14 @@ impl Driver {
         let first = startup::initial_event(
             &self.core,
             &self.shell.io,
-            (&self.shell.state, &self.run.main),
+            &self.shell.state,
+            &self.run.main,
             &mut self.cycle,
             self.restart.first.clone(),
         )
         .await;
-        let mut event = self.answer(first);
         // What was said before the first event (its answer's words, if any).
-        let mut reported = std::mem::take(&mut self.report);
+        let (mut event, mut reported) = self.answer(first);
         loop {
             if let Some(signal) = self.shell.shutdown.requested() {
                 if !matches!(event, Event::ShutdownRequested { .. }) {
@@ -344,39 +347,10 @@ impl Driver {
     /// Performs one effect, counting the child processes it started (`SDLC_RUNNER_STATS`):
     /// its outcome (the answer, for a request) and what the answer reports beyond the event.
     async fn perform(&mut self, effect: Effect, state: &State) -> (Outcome, Report) {
-        self.report = Report::default();
         let before = crate::stats::spawns();
-        let outcome = self.perform_effect(effect, state).await;
+        let performed = self.perform_effect(effect, state).await;
         crate::stats::effect_performed(effect.label(), before, crate::stats::spawns());
-        (outcome, std::mem::take(&mut self.report))
-    }
-
-    /// A step's or a round's agent call (`name`) starts: it takes its share of the fleet's
-    /// money (the event that answers instead when the fleet has none for it), and `status`
-    /// shows it.
-    fn call_started(
-        &mut self,
-        issue: u32,
-        name: &str,
-        attempt: u32,
-        money_left_micros: Option<u64>,
-    ) -> Result<(), Event> {
-        self.cycle.money_left_micros = fleet::share(self.fleet.as_ref(), money_left_micros)?;
-        crate::stats::step();
-        self.shell.live.step_started(issue, name, attempt);
-        Ok(())
-    }
-
-    /// A step's or a round's call ended: `status` stops showing it and, whatever ended it,
-    /// its share of the fleet's money is given back with what it spent.
-    fn call_ended(&mut self, event: Event) -> Event {
-        self.shell.live.step_ended();
-        self.log_live_warning();
-        let micros = event.usage().map_or(0, |u| u.cost_micros);
-        fleet::tell(self.fleet.as_ref(), |worker| {
-            sdlc_machine::fleet::Report::Spent { worker, micros }
-        });
-        event
+        performed
     }
 
     /// The fleet's gate before an agent call or its preconditions: the event that answers
@@ -394,166 +368,59 @@ impl Driver {
             .flatten()
     }
 
-    async fn perform_effect(&mut self, effect: Effect, state: &State) -> Outcome {
+    /// Performs one effect by its handler: the outcome, and what the answer reports to the
+    /// machine beyond its event.
+    async fn perform_effect(&mut self, effect: Effect, state: &State) -> (Outcome, Report) {
         // The effect loop's diagnostics keep the driver's target, wherever the code lives.
         tracing::debug!(target: "sdlc_runner::driver", ?effect, "perform");
         if let Some(event) = self.fleet_gate(&effect) {
-            return Outcome::Next(event);
+            return (Outcome::Next(event), Report::default());
         }
-        let calls = (&self.shell.io, &self.shell.shutdown, &self.run.cfg);
-        let holders = (self.claims.as_mut(), self.fleet.as_ref());
-        let answer = match effect {
-            Effect::SelectIssue => {
-                let work = (&self.core, &mut self.cycle);
-                select::select_issue(&self.run, &mut self.shell, work, holders).await
+        let cx = self.context(state);
+        let answer = match Request::from(effect) {
+            Request::SelectIssue(r) => select::select_issue(cx, r).await,
+            Request::CheckPreconditions(r) => select::check_preconditions(cx, r).await,
+            Request::RunStep(r) => step_requests::run_step(cx, r).await,
+            Request::LookAtCi(r) => step_requests::look_at_ci(cx, r).await,
+            Request::LookAtReview(r) => review::look_at_review(cx, r).await,
+            Request::AddressReview(r) => step_requests::address_review(cx, r).await,
+            Request::UpdateBranch(r) => step_requests::update_branch(cx, r).await,
+            Request::Wait(r) => wait::wait(cx, r).await,
+            Request::Pause(r) => wait::pause(cx, r).await,
+            Request::TakeMergeTurn(r) => merge::take_merge_turn(cx, r).await,
+            Request::ClaimIssue(r) => claim::claim_issue(cx, r).await,
+            Request::RenewClaim(r) => claim::renew(cx, r).await,
+            Request::RecordMerged(r) => cycle_end::record_merged(cx, r).await,
+            Request::MarkEscalated(r) => cycle_end::mark_escalated(cx, r).await,
+            Request::Unquarantine(r) => cycle_end::unquarantine(cx, r).await,
+            Request::AskDecision(r) => decision::ask(cx, r),
+            Request::LookForDecision(r) => decision::look(cx, r),
+            Request::Exit(r) => {
+                let ended = exit::exit(cx, r).await;
+                self.narrate(ended.narration);
+                return (Outcome::Exit(ended.code), Report::default());
             }
-            Effect::CheckPreconditions { step } => {
-                let facts = (&self.core, &self.cycle);
-                select::check_preconditions(&self.run, &mut self.shell, facts, step).await
-            }
-            Effect::RunStep {
-                step,
-                issue,
-                attempt,
-                repair,
-                commit,
-                money_left_micros,
-            } => {
-                let started = self.call_started(issue, step.key(), attempt, money_left_micros);
-                if let Err(event) = started {
-                    return Outcome::Next(event);
-                }
-                let mut run = self.step_run();
-                let event = run.run_step(step, issue, attempt, repair, commit).await;
-                return Outcome::Next(self.call_ended(event));
-            }
-            Effect::LookAtCi {
-                issue,
-                look,
-                commit,
-            } => return Outcome::Next(self.step_run().look_at_ci(issue, look, commit).await),
-            Effect::LookAtReview { issue, look } => {
-                let hands = (&self.run, &self.shell.io, &self.shell.shutdown);
-                let cycle = &mut self.cycle;
-                review::look_at_review(hands, &self.core, cycle, (issue, look)).await
-            }
-            Effect::AddressReview {
-                issue,
-                round,
-                attempt,
-                money_left_micros,
-            } => {
-                // A round is an agent call like a step's: the fleet's share of its money too.
-                let name = crate::config::ADDRESS_REVIEW;
-                if let Err(event) = self.call_started(issue, name, attempt, money_left_micros) {
-                    return Outcome::Next(event);
-                }
-                let event = self.step_run().address_review(issue, round, attempt).await;
-                return Outcome::Next(self.call_ended(event));
-            }
-            Effect::UpdateBranch { issue, commit } => {
-                return Outcome::Next(self.step_run().update_branch(issue, commit).await)
-            }
-            Effect::Wait { seconds, reason } => {
-                let (narrator, fleet) = (self.narrator(), self.fleet.as_ref());
-                let shell = (&*self.shell.clock, &self.shell.shutdown, &self.shell.live);
-                let terms = (seconds, reason);
-                Answer::of(wait::wait(shell, fleet, state, terms, &narrator).await)
-            }
-            Effect::Pause { millis } => {
-                let clock = &*self.shell.clock;
-                Answer::of(wait::pause(clock, &self.shell.shutdown, millis).await)
-            }
-            Effect::TakeMergeTurn { issue } => {
-                let holders = (self.fleet.as_ref(), self.claims.as_ref());
-                let shell = (&self.shell.io, &*self.shell.clock, &self.shell.shutdown);
-                let car = merge::car(&self.core, &self.cycle, issue);
-                merge::take_merge_turn(holders, shell, (issue, car)).await
-            }
-            Effect::ClaimIssue { issue } => {
-                let fleet = self.fleet.as_ref();
-                let holders = (holders.0, move |issue| fleet::gives(fleet, issue));
-                claim::claim_issue(issue, holders, calls, &*self.shell.clock).await
-            }
-            Effect::RenewClaim {
-                issue,
-                secs,
-                lease_secs,
-                fresh_secs,
-            } => {
-                let terms = (issue, secs, lease_secs, fresh_secs);
-                claim::renew(holders.0, calls.0, &*self.shell.clock, terms).await
-            }
-            Effect::RecordMerged { issue, wait } => {
-                // What the machine waited for the tracker's own close, for the close's words.
-                let waited = match wait {
-                    true => 0,
-                    false => self.core.runner().limits.close_waited_secs(),
-                };
-                cycle_end::record_merged((issue, wait, waited), holders, calls).await
-            }
-            Effect::MarkEscalated { issue } => {
-                let facts = (&self.core, &self.cycle, &*self.shell.logs.dir);
-                cycle_end::mark_escalated(issue, facts, holders, calls).await
-            }
-            Effect::Unquarantine { issue } => {
-                cycle_end::unquarantine(issue, &self.core, calls).await
-            }
-            Effect::AskDecision {
-                step,
-                issue,
-                budget_spent_micros,
-            } => {
-                let asked = (step, issue, budget_spent_micros);
-                let notifier = &*self.shell.notifier;
-                decision::ask(&self.run, notifier, &self.core, asked)
-            }
-            Effect::LookForDecision { .. } => decision::look(&self.run.runner_dir),
-            Effect::Exit { code } => {
-                let driver = (&self.core, &self.run);
-                let ended = exit::exit((code, state), driver, &mut self.shell, holders).await;
-                self.narrate(ended.1);
-                return Outcome::Exit(ended.0);
-            }
-            Effect::ReleaseMergeTurn
-            | Effect::AutoCommit(_)
-            | Effect::CheckoutMain
-            | Effect::ResetCycle
-            | Effect::Cleanup
-            | Effect::Notify(_)
-            | Effect::Halt(_) => {
-                let said = self.side_effect(effect).await;
+            Request::Side(r) => {
+                let said = side_effect(cx, r).await;
                 self.narrate(said);
-                return Outcome::Continue;
+                return (Outcome::Continue, Report::default());
             }
         };
-        Outcome::Next(self.answer(answer))
+        let (event, report) = self.answer(answer);
+        (Outcome::Next(event), report)
     }
+}
 
-    /// The effects that answer nothing (the batch's side effects): what each narrates.
-    async fn side_effect(&mut self, effect: Effect) -> Vec<String> {
-        let (io, project) = (&self.shell.io, &self.run.cfg.project_path);
-        match effect {
-            Effect::ReleaseMergeTurn => {
-                let (fleet, claims) = (self.fleet.as_ref(), self.claims.as_ref());
-                merge::release_merge_turn(fleet, claims, io).await
-            }
-            Effect::AutoCommit(kind) => tree::auto_commit(kind, io).await,
-            Effect::CheckoutMain => tree::checkout_main(&self.run.main, io).await,
-            Effect::ResetCycle => cycle_end::reset_cycle(&mut self.shell, &mut self.cycle, project),
-            Effect::Cleanup => cycle_end::cleanup(&self.run.cfg, io).await,
-            Effect::Notify(n) => {
-                let (notifier, worker) = (&*self.shell.notifier, self.worker());
-                notify::notify(n, &self.core, &self.run.refs(), notifier, worker);
-                Vec::new()
-            }
-            Effect::Halt(reason) => {
-                let fleet = self.fleet.as_ref();
-                halt::halt(reason, &self.core, &self.run, &mut self.shell, fleet).await
-            }
-            // Every request is answered in `perform_effect`.
-            _ => Vec::new(),
-        }
+/// The effects that answer nothing (the batch's side effects): what each narrates.
+async fn side_effect(cx: Context<'_>, side: Side) -> Vec<String> {
+    match side {
+        Side::ReleaseMergeTurn => merge::release_merge_turn(cx).await,
+        Side::AutoCommit(kind) => tree::auto_commit(cx, kind).await,
+        Side::CheckoutMain => tree::checkout_main(cx).await,
+        Side::ResetCycle => cycle_end::reset_cycle(cx),
+        Side::Cleanup => cycle_end::cleanup(cx).await,
+        Side::Notify(notice) => notify::notify(cx, notice),
+        Side::Halt(reason) => halt::halt(cx, reason).await,
     }
 }
 
@@ -564,14 +431,9 @@ enum Outcome {
 }
 
 impl Driver {
-    /// What the answer being produced said, for the diagnostics (see `report`).
     /// What an attempt of `step` is told as (`report::step_name`): `addressReview` while a
     /// review round is under way.
     fn step_name(&self, step: Step) -> &'static str {
         report::step_name(step, self.core.runner().round_pending())
-    }
-
-    fn say(&mut self, text: String) {
-        self.report.said = Some(text);
     }
 }

@@ -93,10 +93,19 @@ pub(super) fn ends_the_sequence(kind: CallFailureKind) -> bool {
         || matches!(kind, CallFailureKind::RateLimited { .. })
 }
 
+/// What a call off the runtime is made with: the blocking ports, the operator's stop, the
+/// config (it names the services a rate limit is told of).
+#[derive(Clone, Copy)]
+pub(super) struct Hands<'a> {
+    pub io: &'a Io,
+    pub shutdown: &'a Shutdown,
+    pub cfg: &'a crate::config::Config,
+}
+
 /// Makes the call once, off the runtime, and judges its answer: what a handler that may meet
 /// the network does (`StepRun::patiently` for a step's), with what a failed call told.
 pub(super) async fn patiently<T, E>(
-    (io, shutdown, cfg): (&Io, &Shutdown, &crate::config::Config),
+    Hands { io, shutdown, cfg }: Hands<'_>,
     what: &str,
     the_call: impl FnOnce(&World) -> Result<T, E> + Send + 'static,
 ) -> (Patient<T, E>, Option<Told>)

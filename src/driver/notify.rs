@@ -1,20 +1,15 @@
 //! `Notify`: the machine's notice, worded (`report::notice`), sent on every channel and said
 //! on the console.
 
-use super::report;
-use crate::config::IssueRefs;
-use crate::machine::{Core, Notice};
+use super::context::Context;
+use crate::machine::Notice;
 use crate::narration as say;
-use crate::ports::NotifierPort;
+use crate::report;
 
 /// Sends the notice `n` and says it on the console (`[w<n>]` first for a fleet's worker).
-pub(super) fn notify(
-    n: Notice,
-    core: &Core,
-    refs: &IssueRefs,
-    notifier: &dyn NotifierPort,
-    worker: Option<u32>,
-) {
+pub(super) fn notify(cx: Context<'_>, n: Notice) -> Vec<String> {
+    let (core, refs, notifier) = (cx.core, &cx.run.refs(), &*cx.shell.notifier);
+    let worker = cx.fleet.map(|link| link.worker);
     let round = core.runner().round_pending();
     let (severity, text) = report::notice(&n, refs, round);
     let text = match n {
@@ -26,4 +21,5 @@ pub(super) fn notify(
     };
     notifier.send(severity, &text);
     say!("{}", say::of_worker(worker, &text));
+    Vec::new()
 }

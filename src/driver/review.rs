@@ -3,23 +3,20 @@
 //! feedback an `addressReview` round hands the agent, is the machine's; this module runs the
 //! round (the agent, then the runner's commit and push).
 
+use super::attempt::AgentCall;
+use super::context::Context;
+use super::request::{AddressReview, LookAtReview, RunStep};
+use super::step_run::StepRun;
 use super::*;
 use crate::forge::ReviewKind;
 use crate::machine::ReviewNote;
 use crate::narration as say;
-use crate::ports::Io;
-use cycle::Cycle;
-use run_context::RunContext;
-use shutdown::Shutdown;
-use step_run::StepRun;
 
-/// `LookAtReview`: reads the review of `issue`'s PR once.
-pub(super) async fn look_at_review(
-    (run, io, shutdown): (&RunContext, &Io, &Shutdown),
-    core: &Core,
-    cycle: &mut Cycle,
-    (issue, look): (u32, u32),
-) -> Answer {
+/// `LookAtReview`: reads the review of the issue's PR once.
+pub(super) async fn look_at_review(cx: Context<'_>, request: LookAtReview) -> Answer {
+    let LookAtReview { issue, look } = request;
+    let (run, core, cycle) = (cx.run, cx.core, cx.cycle);
+    let (io, shutdown) = (&cx.shell.io, &cx.shell.shutdown);
     let mut told = Told::default();
     cycle.know(io, issue).await;
     let Some(branch) = cycle.issue.branch.clone() else {
@@ -72,11 +69,17 @@ pub(super) async fn look_at_review(
 }
 
 impl StepRun<'_> {
-    /// Round `round` of addressing the reviewers' requests: the agent (`steps.addressReview`:
-    /// its agent, model, limits, skill and prompt) is handed the feedback the machine chose,
-    /// then the runner commits what it left and pushes. `Repaired` of monitorCI once pushed:
-    /// CI is looked at again for the new head.
-    pub(super) async fn address_review(&mut self, issue: u32, round: u32, attempt: u32) -> Event {
+    /// A round of addressing the reviewers' requests: the agent (`steps.addressReview`: its
+    /// agent, model, limits, skill and prompt) is handed the feedback the machine chose, then
+    /// the runner commits what it left and pushes. `Repaired` of monitorCI once pushed: CI is
+    /// looked at again for the new head.
+    pub(super) async fn address_review(&mut self, request: AddressReview) -> Event {
+        let AddressReview {
+            issue,
+            round,
+            attempt,
+            money_left_micros,
+        } = request;
         let step = Step::MonitorCi;
         if self.shell.shutdown.requested().is_some() {
             return self.shell.shutdown.event();
@@ -85,13 +88,23 @@ impl StepRun<'_> {
         let handout = self.core.runner().review_handout.clone();
         self.voice
             .log(&say::review_round_handout(issue, round, handout.len()));
-        self.cycle.review_feedback = Some(crate::driver::invoke::quote_feedback(&handout));
+        let feedback = crate::prompt::quote_feedback(&handout);
         // The machine's step of a round is monitorCI; its agent is the round's own.
         let round_cfg = self.run.cfg.review_round();
-        let cfg = std::mem::replace(&mut self.run.cfg, round_cfg);
-        let ran = self.run_agent(step, issue, attempt, false, false).await;
-        self.run.cfg = cfg;
-        self.cycle.review_feedback = None;
+        let call = AgentCall {
+            request: RunStep {
+                step,
+                issue,
+                attempt,
+                repair: false,
+                commit: None,
+                money_left_micros,
+            },
+            check_after: false,
+            cfg: &round_cfg,
+            review_feedback: Some(&feedback),
+        };
+        let ran = self.run_agent(call).await;
         let usage = match ran {
             Event::StepSucceeded { usage, .. } => usage,
             other => return other,

@@ -5,8 +5,8 @@ use crate::machine::{Effect, Event};
 use crate::step::Step;
 use std::path::PathBuf;
 
-/// The run's givens: read by every handler, changed by none (a review round swaps the config
-/// for its agent's while it runs).
+/// The run's givens: read by every handler, changed by none (a review round's agent runs
+/// with the round's config, handed to it in its `AgentCall`).
 pub(super) struct RunContext {
     /// The validated config this run was started with.
     pub cfg: Config,

@@ -1,8 +1,10 @@
 //! Which issue next, and whether a step may start: the tracker asked (claims taken with a
 //! worker id), a person's decision read, the step's preconditions checked through the ports.
 
+use super::context::Context;
 use super::cycle::Cycle;
 use super::facts::{FactsAsked, Probe};
+use super::request::{CheckPreconditions, SelectIssue};
 use super::run_context::RunContext;
 use super::shell::Shell;
 use super::*;
@@ -88,12 +90,12 @@ impl TrackerQuery {
 /// other workers hold were left out: the machine decides what an empty selection then
 /// means (someone is working on them).
 async fn select_claimed(
-    run: &RunContext,
-    shell: &Shell,
-    (core, cycle): (&Core, &Cycle),
-    (mut claims, fleet): (Option<&mut claim::ClaimKeeper>, Option<&fleet::Link>),
+    cx: &mut Context<'_>,
     told: &mut Told,
 ) -> Result<(Result<Selection, tracker::TrackerError>, bool), Event> {
+    let (run, core, fleet) = (cx.run, cx.core, cx.fleet);
+    let (shell, cycle) = (&*cx.shell, &*cx.cycle);
+    let mut claims = cx.claims.as_deref_mut();
     if claims.is_some() {
         let keeper = claims.as_deref_mut();
         told.narration
@@ -149,35 +151,31 @@ fn held_elsewhere(
 
 /// `SelectIssue`: the next event from the tracker (`TrackerReadFailed` when the tracker
 /// itself failed).
-pub(super) async fn select_issue(
-    run: &RunContext,
-    shell: &mut Shell,
-    (core, cycle): (&Core, &mut Cycle),
-    (claims, fleet): (Option<&mut claim::ClaimKeeper>, Option<&fleet::Link>),
-) -> Answer {
+pub(super) async fn select_issue(mut cx: Context<'_>, _: SelectIssue) -> Answer {
     let mut told = Told::default();
-    let mode = core.runner().mode;
+    let mode = cx.core.runner().mode;
     let selection = match mode {
-        Mode::SingleStep(_) if cycle.issue.number > 0 => {
+        Mode::SingleStep(_) if cx.cycle.issue.number > 0 => {
             return told.answer(Event::IssueSelected {
-                issue: cycle.issue.number,
+                issue: cx.cycle.issue.number,
             });
         }
-        Mode::SingleStep(_) if shell.state.current_issue.is_some() => {
-            let n = shell.state.current_issue.unwrap_or_default();
-            cycle.issue = IssueContext {
+        Mode::SingleStep(_) if cx.shell.state.current_issue.is_some() => {
+            let n = cx.shell.state.current_issue.unwrap_or_default();
+            cx.cycle.issue = IssueContext {
                 number: n,
                 title: String::new(),
-                branch: shell.state.current_branch.clone(),
+                branch: cx.shell.state.current_branch.clone(),
             };
             return told.answer(Event::IssueSelected { issue: n });
         }
-        _ => match select_claimed(run, shell, (core, cycle), (claims, fleet), &mut told).await {
+        _ => match select_claimed(&mut cx, &mut told).await {
             Ok(result) => result,
             Err(ev) => return told.answer(ev),
         },
     };
     let (selection, others_hold) = selection;
+    let (run, shell, core, cycle) = (cx.run, cx.shell, cx.core, cx.cycle);
     let event = match selection {
         Ok(Selection::Issue(issue))
             if cycle.merged_before.contains(&issue.number)
@@ -195,19 +193,7 @@ pub(super) async fn select_issue(
                 issue.number,
                 &crate::sanitize::title(&issue.title),
             ));
-            let refs = run.refs();
-            let branch = issue.branch_in(&refs);
-            cycle.issue = IssueContext {
-                number: issue.number,
-                title: issue.title.clone(),
-                branch: Some(branch.clone()),
-            };
-            shell.state.current_issue = Some(issue.number);
-            shell.state.current_issue_ref = Some(refs.issue(issue.number));
-            shell.state.current_branch = Some(branch);
-            shell.state.signal_shutdown = None;
-            told.narration
-                .extend(shell.save_state(&run.cfg.project_path));
+            told.narration.extend(take_up(run, shell, cycle, &issue));
             Event::IssueSelected {
                 issue: issue.number,
             }
@@ -232,14 +218,33 @@ pub(super) async fn select_issue(
     told.answer(event)
 }
 
-/// `CheckPreconditions`: the facts the runner owns, a person's decision, whether the step is
-/// already done and its preconditions: asked in one call off the runtime, judged in that order.
-pub(super) async fn check_preconditions(
+/// The selected issue becomes the cycle's: its facts for the prompts, the state file's
+/// issue and branch (written); what that narrates.
+fn take_up(
     run: &RunContext,
     shell: &mut Shell,
-    (core, cycle): (&Core, &Cycle),
-    step: Step,
-) -> Answer {
+    cycle: &mut Cycle,
+    issue: &tracker::Issue,
+) -> Option<String> {
+    let refs = run.refs();
+    let branch = issue.branch_in(&refs);
+    cycle.issue = IssueContext {
+        number: issue.number,
+        title: issue.title.clone(),
+        branch: Some(branch.clone()),
+    };
+    shell.state.current_issue = Some(issue.number);
+    shell.state.current_issue_ref = Some(refs.issue(issue.number));
+    shell.state.current_branch = Some(branch);
+    shell.state.signal_shutdown = None;
+    shell.save_state(&run.cfg.project_path)
+}
+
+/// `CheckPreconditions`: the facts the runner owns, a person's decision, whether the step is
+/// already done and its preconditions: asked in one call off the runtime, judged in that order.
+pub(super) async fn check_preconditions(cx: Context<'_>, request: CheckPreconditions) -> Answer {
+    let CheckPreconditions { step } = request;
+    let (run, shell, core, cycle) = (cx.run, cx.shell, cx.core, &*cx.cycle);
     let mut told = Told::default();
     let ctx = cycle.step_context(core);
     shell.state.current_step = step.number();
@@ -252,8 +257,8 @@ pub(super) async fn check_preconditions(
             crate::process::cancellable(|| Probe::ask(w, facts, |w| StepProbe::ask(w, step, &ctx)))
         })
         .await;
-    let hands = (&run.cfg, core, &shell.shutdown);
-    let asked = match super::facts::verdict(hands, step, probe, &mut told) {
+    let asked = match super::facts::verdict(&run.cfg, core, &shell.shutdown, step, probe, &mut told)
+    {
         Ok(asked) => asked,
         Err(event) => return told.answer(event),
     };

@@ -4,7 +4,6 @@
 //! what is idempotent by nature (a merged PR) or show work the journal does not know.
 
 use super::cycle::Cycle;
-use super::invoke::IssueContext;
 use super::run_context::RunContext;
 use super::shell::Shell;
 use super::shutdown::Shutdown;
@@ -16,6 +15,7 @@ use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
 use crate::narration as say;
 use crate::ports::{Io, Ports, TrackerPort};
+use crate::prompt::IssueContext;
 use crate::step::Step;
 use crate::steps::checks;
 use crate::tracker;
@@ -130,7 +130,6 @@ pub(super) fn start_on(
         },
         core: resumed.core,
         restart: resumed.restart,
-        report: Default::default(),
         claims,
         fleet: None,
     };
@@ -322,7 +321,8 @@ fn stop_leftovers(dir: &std::path::Path) -> Vec<String> {
 pub(super) async fn initial_event(
     core: &Core,
     io: &Io,
-    (state, main): (&StateFile, &str),
+    state: &StateFile,
+    main: &str,
     cycle: &mut Cycle,
     restart: Event,
 ) -> Answer {
@@ -497,7 +497,7 @@ fn claim_keeper(
     cfg: &Config,
     opts: &RunOptions,
     store: Option<crate::ports::ClaimStore>,
-) -> Result<Option<(super::claim::ClaimKeeper, crate::ports::ClaimStore)>, String> {
+) -> Result<Option<(super::keeper::ClaimKeeper, crate::ports::ClaimStore)>, String> {
     let Some(worker) = opts.worker_id.clone() else {
         return Ok(None);
     };
@@ -521,7 +521,7 @@ fn claim_keeper(
             longest.as_secs_f64() / 60.0
         ));
     }
-    let keeper = super::claim::ClaimKeeper {
+    let keeper = super::keeper::ClaimKeeper {
         worker,
         lease: cfg.claims.lease,
         held: None,

@@ -5,7 +5,7 @@
 //! A helper that only narrates takes the `Voice`; one that only makes a call takes `Calls` and
 //! the `Voice`; one that only reads facts takes the part it reads.
 
-use super::answer::Narrator;
+use super::answer::{Answer, Narrator};
 use super::cycle::Cycle;
 use super::run_context::RunContext;
 use super::shell::Shell;
@@ -13,14 +13,14 @@ use super::shutdown::Shutdown;
 use super::{network, Told};
 use crate::failure::FailureClass;
 use crate::journal::FailureDetail;
-use crate::machine::{Core, Report};
+use crate::machine::{Core, Event, Report};
 use crate::ports::{Io, World};
 use crate::step::Step;
 
 /// A step's handlers' parts, borrowed from the driver for one request.
 pub(super) struct StepRun<'a> {
-    /// The run's givens; a review round swaps in its agent's config while it runs.
-    pub run: &'a mut RunContext,
+    /// The run's givens.
+    pub run: &'a RunContext,
     pub shell: &'a mut Shell,
     pub cycle: &'a mut Cycle,
     /// The machine, to read its counters and the failure a repair is told of.
@@ -31,20 +31,33 @@ pub(super) struct StepRun<'a> {
 
 /// What a step's narration and words need: where and as whom a line is logged (the cycle's
 /// issue as `StepRun::know` last set it, the machine's step), the machine's names of steps,
-/// and what the answer reports beyond its event (see `Driver::report`).
+/// and what the answer reports beyond its event (`Report`: the words for the diagnostics, a
+/// `StepFailed`'s failure context), handed out with the answer.
 pub(super) struct Voice<'a> {
     pub narrator: Narrator,
     core: &'a Core,
-    report: &'a mut Report,
+    report: Report,
 }
 
 impl<'a> Voice<'a> {
     /// The voice of a step's request: `narrator` as the loop built it for the request.
-    pub fn new(narrator: Narrator, core: &'a Core, report: &'a mut Report) -> Voice<'a> {
+    pub fn new(narrator: Narrator, core: &'a Core) -> Voice<'a> {
         Voice {
             narrator,
             core,
-            report,
+            report: Report::default(),
+        }
+    }
+
+    /// The step's answer: `event`, with what the voice kept of what was said and failed
+    /// (its narration was logged as it was said).
+    pub fn answer(&mut self, event: Event) -> Answer {
+        let report = std::mem::take(&mut self.report);
+        Answer {
+            event,
+            said: report.said,
+            failure: report.failure,
+            narration: Vec::new(),
         }
     }
 
@@ -56,7 +69,7 @@ impl<'a> Voice<'a> {
 
     /// What an attempt of `step` is told as (`report::step_name`).
     pub fn step_name(&self, step: Step) -> &'static str {
-        super::report::step_name(step, self.core.runner().round_pending())
+        crate::report::step_name(step, self.core.runner().round_pending())
     }
 
     /// The step the machine is at, if any.
@@ -132,7 +145,11 @@ impl Calls<'_> {
         T: Send + 'static,
         E: std::fmt::Display + crate::call_failure::Kinded + Send + 'static,
     {
-        let hands = (self.io, self.shutdown, &self.run.cfg);
+        let hands = network::Hands {
+            io: self.io,
+            shutdown: self.shutdown,
+            cfg: &self.run.cfg,
+        };
         let (patient, failed) = network::patiently(hands, what, call).await;
         voice.keep_failed(failed);
         patient
@@ -160,7 +177,7 @@ impl<'a> StepRun<'a> {
         let calls = Calls {
             io: &self.shell.io,
             shutdown: &self.shell.shutdown,
-            run: &*self.run,
+            run: self.run,
         };
         (calls, &*self.cycle, &mut self.voice)
     }

@@ -2,24 +2,22 @@
 //! driver announces a `Wait`, shows it on `status`, tells the fleet when it pauses the fleet,
 //! and sleeps on the clock port until it ends or a shutdown cuts it short.
 
-use super::answer::Narrator;
-use super::fleet::{self, Link};
+use super::answer::Answer;
+use super::context::Context;
+use super::fleet;
+use super::request::{Pause, Wait};
 use super::shutdown::Shutdown;
-use crate::live_status::LiveStatus;
-use crate::machine::{Event, State, WaitReason};
+use crate::machine::{Event, WaitReason};
 use crate::narration as say;
 use crate::ports::Clock;
 use std::time::Duration;
 
 /// `Wait`: waits `seconds` (announced at once, before the wait begins), shown on `status` as
 /// `reason`; its answer is `WaitOver`, or the shutdown's event.
-pub(super) async fn wait(
-    (clock, shutdown, live): (&dyn Clock, &Shutdown, &LiveStatus),
-    fleet: Option<&Link>,
-    state: &State,
-    (seconds, reason): (u64, Option<WaitReason>),
-    narrator: &Narrator,
-) -> Event {
+pub(super) async fn wait(cx: Context<'_>, request: Wait) -> Answer {
+    let Wait { seconds, reason } = request;
+    let (clock, shutdown, live) = (&*cx.shell.clock, &cx.shell.shutdown, &cx.shell.live);
+    let (fleet, state, narrator) = (cx.fleet, cx.state, &cx.narrator);
     let until = u64::try_from(clock.now().timestamp())
         .unwrap_or(0)
         .saturating_add(seconds);
@@ -44,12 +42,13 @@ pub(super) async fn wait(
     }
     let next = sleep(clock, shutdown, Duration::from_secs(seconds)).await;
     live.wait_ended();
-    next
+    Answer::of(next)
 }
 
 /// `Pause`: short and frequent (the merge turn), so neither narrated nor shown as a wait.
-pub(super) async fn pause(clock: &dyn Clock, shutdown: &Shutdown, millis: u64) -> Event {
-    sleep(clock, shutdown, Duration::from_millis(millis)).await
+pub(super) async fn pause(cx: Context<'_>, request: Pause) -> Answer {
+    let (clock, shutdown) = (&*cx.shell.clock, &cx.shell.shutdown);
+    Answer::of(sleep(clock, shutdown, Duration::from_millis(request.millis)).await)
 }
 
 /// The machine's wait, cut short by a shutdown: its answer.

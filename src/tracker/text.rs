@@ -1,5 +1,5 @@
 //! The whole text of an issue as the agent reads it: title, body and, on GitHub, the
-//! comments. It reaches the agent through a file (see `driver::invoke`), never through a
+//! comments. It reaches the agent through a file (see `prompt`), never through a
 //! command-line argument, whose size the kernel limits.
 
 /// The most the runner hands an agent of one issue's text (title, body and comments, as

@@ -299,7 +299,7 @@ fn the_driver_holds_the_blocking_ports_only_behind_io() {
     for (file, name) in [
         ("mod.rs", "struct Driver {"),
         ("shell.rs", "struct Shell {"),
-        ("claim.rs", "struct ClaimKeeper {"),
+        ("keeper.rs", "struct ClaimKeeper {"),
     ] {
         let (_, code) = sources
             .iter()
@@ -469,6 +469,10 @@ const STEP_RUN_METHODS: &[(&str, &str)] = &[
         "builtin_outcome",
         "the answer of run_builtin and look_at_ci: post-check, succeeded, failed",
     ),
+    (
+        "builtin_refused",
+        "the answer of builtin_outcome's failed call: merge_conflict, failed, builtin_failed",
+    ),
     ("run_merge", "RunStep of merge"),
     ("update_branch", "UpdateBranch"),
     (
@@ -521,4 +525,131 @@ fn a_steps_helpers_take_only_the_parts_they_need() {
             }
         }
     }
+}
+
+/// Every handler takes one shape, `handler(Context, request) -> answer`: the loop's arms each
+/// hand a request's handler the context and the request; no function of the driver takes a
+/// tuple (a bundle of parts or of a request's fields: a named context or request says what
+/// each is); no field carries an argument from one call to another (the cycle holds what the
+/// runner saw of the issue, not what an attempt is handed); and no handler swaps the run's
+/// config for a while (a review round's agent runs with the round's config, handed to it).
+#[test]
+fn every_handler_takes_a_named_context_and_its_request() {
+    let sources = driver_sources();
+    for (name, code) in &sources {
+        let code = without_tests(code);
+        for params in parameter_lists(code) {
+            for param in top_level(params) {
+                let ty = param.split_once(':').map_or("", |(_, t)| t).trim_start();
+                assert!(
+                    !param.trim_start().starts_with('(') && !ty.starts_with('(') && !ty.starts_with("&("),
+                    "src/driver/{name} takes a tuple (`{}`): name it (a context of the parts, or the request)",
+                    param.trim()
+                );
+            }
+        }
+        assert!(
+            !code.contains("mem::replace"),
+            "src/driver/{name} swaps a value for a while (`mem::replace`): hand the call what it needs instead"
+        );
+    }
+    let (_, cycle) = sources
+        .iter()
+        .find(|(name, _)| name == "cycle.rs")
+        .expect("src/driver/cycle.rs");
+    for argument in ["money_left_micros", "review_feedback"] {
+        assert!(
+            !cycle.contains(argument),
+            "src/driver/cycle.rs holds `{argument}`, an argument of an agent's call: hand it to the call (`AgentCall`)"
+        );
+    }
+    let (_, code) = sources
+        .iter()
+        .find(|(name, _)| name == "mod.rs")
+        .expect("src/driver/mod.rs");
+    // An arm: from its `Request::X(r) =>` to the next arm.
+    let arms: Vec<&str> = code
+        .split("Request::")
+        .skip(1)
+        .filter(|arm| {
+            arm.split_once("=>")
+                .is_some_and(|(head, _)| head.ends_with("(r) "))
+        })
+        .collect();
+    assert!(
+        arms.len() >= 18,
+        "Driver::perform_effect has {} arms of the form `Request::X(r) => handler(cx, r)`: one per request",
+        arms.len()
+    );
+    for arm in arms {
+        assert!(
+            arm.contains("(cx, r)"),
+            "`Request::{}`: a handler takes the context and its request",
+            arm.lines().next().unwrap_or_default()
+        );
+    }
+}
+
+/// The parameter list of every `fn` in `code`, between its parentheses.
+fn parameter_lists(code: &str) -> Vec<&str> {
+    let mut lists = Vec::new();
+    for (at, _) in code.match_indices("fn ") {
+        let boundary = at == 0 || !code.as_bytes()[at - 1].is_ascii_alphanumeric();
+        let rest = &code[at..];
+        let Some(open) = rest.find('(') else { continue };
+        // A function's name and generics come before its parameters, on one line.
+        if !boundary || rest[..open].contains(['{', ';', '\n', '=']) {
+            continue;
+        }
+        let mut depth = 0;
+        for (i, c) in rest[open..].char_indices() {
+            match c {
+                '(' => depth += 1,
+                ')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        lists.push(&rest[open + 1..open + i]);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    lists
+}
+
+/// The parts of a parameter list between commas outside parentheses and brackets.
+fn top_level(params: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let (mut depth, mut from) = (0, 0);
+    for (i, c) in params.char_indices() {
+        match c {
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&params[from..i]);
+                from = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&params[from..]);
+    parts.into_iter().filter(|p| !p.trim().is_empty()).collect()
+}
+
+#[test]
+fn a_tuple_parameter_is_seen_and_a_named_one_is_not() {
+    let code = "fn a(x: u32, (b, c): (u32, u32)) {}\nasync fn d<'a>(cx: Context<'a>, r: Wait) -> Answer {}\n\
+                fn e(f: impl FnOnce(u32) -> bool, g: &(u8, u8)) {}";
+    let tuples: Vec<String> = parameter_lists(code)
+        .into_iter()
+        .flat_map(top_level)
+        .filter(|p| {
+            let ty = p.split_once(':').map_or("", |(_, t)| t).trim_start();
+            p.trim_start().starts_with('(') || ty.starts_with('(') || ty.starts_with("&(")
+        })
+        .map(|p| p.trim().to_string())
+        .collect();
+    assert_eq!(tuples, vec!["(b, c): (u32, u32)", "g: &(u8, u8)"]);
 }

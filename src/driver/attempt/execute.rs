@@ -2,13 +2,12 @@
 //! cost journaled as they become known, so that a runner killed in the call leaves behind
 //! what a successor needs (the group to stop, the money spent to count).
 
-use super::super::shutdown::Shutdown;
+use super::super::shell::Shell;
+use super::super::step_run::Voice;
 use crate::agent::cli;
 use crate::agent::stream::StreamSummary;
 use crate::agent::{AgentError, AgentExit, AgentRun};
 use crate::journal::{AgentGroup, Journal, Record};
-use crate::ports::clock::Clock;
-use crate::ports::AgentPort;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
@@ -20,6 +19,16 @@ pub(super) struct Ran {
     pub unrecorded_group: Option<String>,
     /// Why the call's running cost could not be journaled, if it could not (the first time).
     pub unrecorded_spend: Option<String>,
+}
+
+/// Says what the journal could not record of the run (its group, its running cost).
+pub(super) fn unrecorded(ran: &Ran, voice: &Voice<'_>) {
+    if let Some(e) = &ran.unrecorded_group {
+        voice.log(&crate::narration::group_unrecorded(e));
+    }
+    if let Some(e) = &ran.unrecorded_spend {
+        voice.log(&crate::narration::spend_unrecorded(e));
+    }
 }
 
 /// The running cost is fsync'd once it grew this much since the last fsync…
@@ -78,14 +87,13 @@ impl SpendLog {
 /// as it exists, so that a restarted runner can stop what this one leaves behind, and its
 /// running cost as it grows, so that a restarted runner counts what the call spent.
 pub(super) async fn execute(
-    agent: &dyn AgentPort,
+    shell: &mut Shell,
     run: &AgentRun,
     mut reader: cli::Reader,
-    (shutdown, clock): (&Shutdown, &dyn Clock),
-    journal: Option<&mut Journal>,
     live: Option<&crate::progress::Live>,
-    status: &crate::live_status::LiveStatus,
 ) -> Ran {
+    let (agent, shutdown, clock) = (&*shell.agent, &shell.shutdown, &*shell.clock);
+    let (journal, status) = (shell.journal.as_mut(), &shell.live);
     let mut unrecorded_group = None;
     // Both callbacks write it, one at a time (the agent port calls them in turn).
     let journal = Mutex::new(journal);

@@ -25,11 +25,89 @@ pub fn notice(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Seve
 }
 
 fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Severity, String) {
-    let name = |step: crate::step::Step| step_name(step, round);
     match *n {
         Notice::CycleStarted { issue } => {
             (Severity::Info, format!("issue {}: cycle started", refs.issue(issue)))
         }
+        Notice::Retrying { .. }
+        | Notice::Bounced { .. }
+        | Notice::Waiting { .. }
+        | Notice::Escalated { .. } => step_notice_text(n, refs, round),
+        Notice::Merged { issue } => (Severity::Info, format!("issue {}: merged", refs.issue(issue))),
+        Notice::Withdrawn { issue } => (
+            Severity::Warning,
+            format!(
+                "issue {}: withdrawn by a person during the cycle (closed, relabelled or escalated, or its branch deleted or pull request closed); dropped (the clone's branch kept, nothing merged or written to it)",
+                refs.issue(issue)
+            ),
+        ),
+        Notice::Released {
+            issue,
+            second,
+            step,
+            class,
+        } => (
+            Severity::Warning,
+            format!(
+                "issue {}: quarantine lifted: the same {class} failure at {} ended issue {} too, so it is the environment's, not the issues'",
+                refs.issue(issue),
+                step.key(),
+                refs.issue(second)
+            ),
+        ),
+        Notice::ReviewWanted {
+            issue,
+            changes_requested,
+            wait_secs,
+        } => (
+            Severity::Warning,
+            format!(
+                "issue {}: CI passed; waiting for review: {} (up to {} min, then the issue waits for a person)",
+                refs.issue(issue),
+                if changes_requested {
+                    "a reviewer asked for changes; the merge waits until they approve"
+                } else {
+                    "an approval is required (review.requireApproval)"
+                },
+                wait_secs.div_ceil(60)
+            ),
+        ),
+        Notice::WaitingForPerson { issue } => (
+            Severity::Warning,
+            format!(
+                "issue {}: waiting for a person: no review let its PR merge within review.approvalTimeoutMinutes; not merged, not escalated (the next run looks again)",
+                refs.issue(issue)
+            ),
+        ),
+        Notice::ClaimLost { issue } => (
+            Severity::Warning,
+            format!(
+                "issue {} is now another runner's (this runner's claim ran out); stopping so that only one runner works on it: work saved",
+                refs.issue(issue)
+            ),
+        ),
+        Notice::TrackerReadFailed
+        | Notice::FleetPause { .. }
+        | Notice::NetworkWait { .. }
+        | Notice::RateLimitWait { .. }
+        | Notice::CiPending { .. }
+        | Notice::CiStillPending { .. }
+        | Notice::WaitingForMergeTurn { .. }
+        | Notice::MergeRaceLost { .. }
+        | Notice::MergeRacesExhausted { .. }
+        | Notice::NothingToDo
+        | Notice::ShuttingDown { .. } => run_notice_text(n),
+    }
+}
+
+/// The text of a notice about a step of an issue: a retry, a bounce, a wait, an escalation.
+fn step_notice_text(
+    n: &Notice,
+    refs: &crate::config::IssueRefs,
+    round: bool,
+) -> (Severity, String) {
+    let name = |step: crate::step::Step| step_name(step, round);
+    match *n {
         Notice::Retrying {
             step,
             attempt,
@@ -81,11 +159,19 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Sev
                 cause.describe()
             ),
         ),
+        // Every other notice is told by `notice_text`.
+        _ => (Severity::Info, format!("{n:?}")),
+    }
+}
+
+/// The text of a notice about the run rather than an issue: a wait, CI, the merge turn, the
+/// tracker's failure, the run stopping.
+fn run_notice_text(n: &Notice) -> (Severity, String) {
+    match *n {
         Notice::TrackerReadFailed => (
             Severity::Alert,
             "sdlc-runner stopped: the issue tracker failed (no issue blamed; the session stays open, so the next run continues it once the tracker answers)".to_string(),
         ),
-        Notice::Merged { issue } => (Severity::Info, format!("issue {}: merged", refs.issue(issue))),
         Notice::FleetPause { seconds, pause } => (
             Severity::Warning,
             format!(
@@ -102,51 +188,6 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Sev
             Severity::Warning,
             format!(
                 "rate limit: waiting {seconds} s for it to lift before calling again (rate-limit wait {wait} in a row); no attempt spent, no issue blamed"
-            ),
-        ),
-        Notice::Withdrawn { issue } => (
-            Severity::Warning,
-            format!(
-                "issue {}: withdrawn by a person during the cycle (closed, relabelled or escalated, or its branch deleted or pull request closed); dropped (the clone's branch kept, nothing merged or written to it)",
-                refs.issue(issue)
-            ),
-        ),
-        Notice::Released {
-            issue,
-            second,
-            step,
-            class,
-        } => (
-            Severity::Warning,
-            format!(
-                "issue {}: quarantine lifted: the same {class} failure at {} ended issue {} too, so it is the environment's, not the issues'",
-                refs.issue(issue),
-                step.key(),
-                refs.issue(second)
-            ),
-        ),
-        Notice::ReviewWanted {
-            issue,
-            changes_requested,
-            wait_secs,
-        } => (
-            Severity::Warning,
-            format!(
-                "issue {}: CI passed; waiting for review: {} (up to {} min, then the issue waits for a person)",
-                refs.issue(issue),
-                if changes_requested {
-                    "a reviewer asked for changes; the merge waits until they approve"
-                } else {
-                    "an approval is required (review.requireApproval)"
-                },
-                wait_secs.div_ceil(60)
-            ),
-        ),
-        Notice::WaitingForPerson { issue } => (
-            Severity::Warning,
-            format!(
-                "issue {}: waiting for a person: no review let its PR merge within review.approvalTimeoutMinutes; not merged, not escalated (the next run looks again)",
-                refs.issue(issue)
             ),
         ),
         Notice::CiPending { seconds, look } => (
@@ -180,13 +221,6 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Sev
             Severity::Info,
             "no open automatable issue: nothing to do".into(),
         ),
-        Notice::ClaimLost { issue } => (
-            Severity::Warning,
-            format!(
-                "issue {} is now another runner's (this runner's claim ran out); stopping so that only one runner works on it: work saved",
-                refs.issue(issue)
-            ),
-        ),
         Notice::ShuttingDown { signal } => (
             Severity::Warning,
             format!(
@@ -194,6 +228,8 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Sev
                 signal.name()
             ),
         ),
+        // Every other notice is an issue's (`notice_text`).
+        _ => (Severity::Info, format!("{n:?}")),
     }
 }
 
@@ -306,7 +342,7 @@ pub fn escalation_diagnostic(issue: u32, r: &Runner, output_tail: &str, logs: &s
         out.push_str(&format!(
             "\nreviewers still ask for changes after {} review round(s); not yet addressed:\n{}",
             r.review_rounds,
-            super::invoke::quote_feedback(&r.review_unresolved)
+            crate::prompt::quote_feedback(&r.review_unresolved)
         ));
     }
     out.push_str(&evidence(r, output_tail, logs));
