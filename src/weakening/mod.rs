@@ -11,9 +11,11 @@
 
 mod ci;
 mod code;
+mod loosened;
 mod parse;
 mod removes;
 mod snapshots;
+mod strength;
 mod thresholds;
 
 pub use removes::Removals;
@@ -46,6 +48,9 @@ pub enum Kind {
     TestSkipped,
     /// A test kept fewer assertions than it had.
     AssertionsRemoved,
+    /// An assertion replaced by a weaker one (an exact claim become a bound or a presence),
+    /// or its tolerance widened.
+    AssertionLoosened,
     /// A snapshot file replaced wholesale, or removed.
     SnapshotRewritten,
     /// A CI job or step removed.
@@ -82,6 +87,28 @@ pub struct Fact {
     pub name: String,
     /// What changed, said to the agent ("you skipped `parses_empty_input`").
     pub what: String,
+}
+
+impl Fact {
+    /// The fact that `what` happened to `name` in `path` at `line` (the base's line when
+    /// `at_base`).
+    pub(crate) fn new(
+        path: &str,
+        line: usize,
+        at_base: bool,
+        kind: Kind,
+        name: &str,
+        what: String,
+    ) -> Fact {
+        Fact {
+            path: path.to_string(),
+            line,
+            at_base,
+            kind,
+            name: name.to_string(),
+            what,
+        }
+    }
 }
 
 impl fmt::Display for Fact {

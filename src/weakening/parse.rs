@@ -4,6 +4,7 @@
 //! `.skip`, `xit`), Go (`TestX(t *testing.T)`, `t.Skip`) and Java (`@Test`, `@Disabled`,
 //! `@Ignore`).
 
+use super::strength::{self, Assertion};
 use tree_sitter::{Language, Node, Parser};
 
 /// One test as the source declares it.
@@ -15,14 +16,15 @@ pub(super) struct TestFn {
     pub line: usize,
     /// What skips it (`#[ignore]`, `@pytest.mark.skip`, `.skip`), if anything does.
     pub skipped: Option<String>,
-    /// The assertions in its body.
-    pub assertions: usize,
+    /// The assertions in its body, in order.
+    pub assertions: Vec<Assertion>,
     /// Whether its body holds no statement.
     pub empty: bool,
 }
 
+/// A language whose tests are read.
 #[derive(Clone, Copy)]
-enum Lang {
+pub(super) enum Lang {
     Rust,
     Python,
     Js,
@@ -191,7 +193,7 @@ impl Reader<'_> {
             name: join(name, "::"),
             line: node.start_position().row + 1,
             skipped: skip.or(skipped.map(str::to_string)),
-            assertions: self.count(body, &|r, n| r.rust_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.rust_assertion(n)),
             empty: self.named_children(body).iter().all(|c| is_comment(*c)),
         })
     }
@@ -217,7 +219,7 @@ impl Reader<'_> {
             name: join(name, "::"),
             line: node.start_position().row + 1,
             skipped: skip,
-            assertions: self.count(body, &|r, n| r.python_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.python_assertion(n)),
             empty: statements.is_empty(),
         })
     }
@@ -245,11 +247,11 @@ impl Reader<'_> {
             .and_then(|f| f.child_by_field_name("body"));
         let (assertions, empty) = match body {
             Some(b) if b.kind() == "statement_block" => (
-                self.count(b, &|r, n| r.js_assertion(n)),
+                self.assertions(b, &|r, n| r.js_assertion(n)),
                 self.named_children(b).iter().all(|c| is_comment(*c)),
             ),
-            Some(b) => (self.count(b, &|r, n| r.js_assertion(n)), false),
-            None => (0, true),
+            Some(b) => (self.assertions(b, &|r, n| r.js_assertion(n)), false),
+            None => (Vec::new(), true),
         };
         Some(TestFn {
             name: join(&name, " > "),
@@ -273,7 +275,7 @@ impl Reader<'_> {
             name: name.to_string(),
             line: node.start_position().row + 1,
             skipped: skip,
-            assertions: self.count(body, &|r, n| r.go_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.go_assertion(n)),
             empty: self.named_children(body).iter().all(|c| is_comment(*c)),
         })
     }
@@ -291,18 +293,25 @@ impl Reader<'_> {
             name: join(name, "."),
             line: node.start_position().row + 1,
             skipped: skip.or(skipped.map(str::to_string)),
-            assertions: self.count(body, &|r, n| r.java_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.java_assertion(n)),
             empty: self.named_children(body).iter().all(|c| is_comment(*c)),
         })
     }
 
-    /// The nodes under `node` (itself included) for which `is` holds.
-    fn count(&self, node: Node, is: &dyn Fn(&Self, Node) -> bool) -> usize {
-        let mut n = usize::from(is(self, node));
-        for child in self.named_children(node) {
-            n += self.count(child, is);
+    /// The assertions under `node` (itself included): the nodes for which `is` holds.
+    fn assertions(&self, node: Node, is: &dyn Fn(&Self, Node) -> bool) -> Vec<Assertion> {
+        let mut found = Vec::new();
+        self.collect(node, is, &mut found);
+        found
+    }
+
+    fn collect(&self, node: Node, is: &dyn Fn(&Self, Node) -> bool, found: &mut Vec<Assertion>) {
+        if is(self, node) {
+            found.push(strength::assertion(self.lang, node, self.src));
         }
-        n
+        for child in self.named_children(node) {
+            self.collect(child, is, found);
+        }
     }
 
     /// The first node under `node` for which `is` says something.
