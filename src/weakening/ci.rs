@@ -273,7 +273,6 @@ fn lenient_marker(text: &str, old: &[&str]) -> Option<&'static str> {
     (!old.iter().any(|o| o.contains(marker))).then_some(marker)
 }
 
-
 fn seq(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_sequence).map_or(&[], Vec::as_slice)
 }

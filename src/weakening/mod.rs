@@ -1,16 +1,18 @@
 //! Green honestly (docs/classification.md, `TESTS_WEAKENED`): the branch compared with its
 //! base for the ways an agent can buy a passing CI by weakening what CI checks. Each finding
 //! is a [`Fact`] naming the file, the line and what changed; nothing here guesses from
-//! prose: test code is read with tree-sitter's grammars (`code.rs`), CI files with a YAML
-//! parser (`ci.rs`), coverage thresholds by their keys (`thresholds.rs`), snapshot files by
-//! how much of them survived (`snapshots.rs`). Only the files the branch changed are read,
-//! so the check costs the diff, not the repository.
+//! prose: test code is read with tree-sitter's grammars (`lang.rs`, `parse.rs`), compared
+//! (`code.rs`), each assertion's claim ranked to find a loosened one (`strength.rs`,
+//! `loosened.rs`), CI files with a YAML parser (`ci.rs`), coverage thresholds by their keys
+//! (`thresholds.rs`), snapshot files by how much of them survived (`snapshots.rs`). Only the
+//! files the branch changed are read, so the check costs the diff, not the repository.
 //!
 //! Pure: the caller hands in each changed file's text at the base and at the head (the git
 //! port reads them) and the removals the spec lists (`removes.rs`).
 
 mod ci;
 mod code;
+mod lang;
 mod loosened;
 mod parse;
 mod removes;

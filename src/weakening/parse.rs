@@ -4,8 +4,9 @@
 //! `.skip`, `xit`), Go (`TestX(t *testing.T)`, `t.Skip`) and Java (`@Test`, `@Disabled`,
 //! `@Ignore`).
 
+use super::lang::Lang;
 use super::strength::{self, Assertion};
-use tree_sitter::{Language, Node, Parser};
+use tree_sitter::{Node, Parser};
 
 /// One test as the source declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,46 +21,6 @@ pub(super) struct TestFn {
     pub assertions: Vec<Assertion>,
     /// Whether its body holds no statement.
     pub empty: bool,
-}
-
-/// A language whose tests are read.
-#[derive(Clone, Copy)]
-pub(super) enum Lang {
-    Rust,
-    Python,
-    Js,
-    Ts,
-    Tsx,
-    Go,
-    Java,
-}
-
-impl Lang {
-    fn of(path: &str) -> Option<Lang> {
-        let ext = path.rsplit_once('.').map(|(_, e)| e)?;
-        Some(match ext {
-            "rs" => Lang::Rust,
-            "py" => Lang::Python,
-            "js" | "jsx" | "mjs" | "cjs" => Lang::Js,
-            "ts" | "mts" | "cts" => Lang::Ts,
-            "tsx" => Lang::Tsx,
-            "go" if path.ends_with("_test.go") => Lang::Go,
-            "java" => Lang::Java,
-            _ => return None,
-        })
-    }
-
-    fn grammar(self) -> Language {
-        match self {
-            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::Js => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::Ts => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
-            Lang::Java => tree_sitter_java::LANGUAGE.into(),
-        }
-    }
 }
 
 /// The tests of `text`, the file at `path`; `None` when no grammar reads it (or it does not

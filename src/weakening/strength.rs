@@ -5,7 +5,7 @@
 //! change to a known weaker form is a loosening. And the tolerance an approximate assertion
 //! allows (`places=`, `delta=`, `toBeCloseTo(v, digits)`, `(a - b).abs() < eps`).
 
-use super::parse::Lang;
+use super::lang::Lang;
 use regex::Regex;
 use std::sync::OnceLock;
 use tree_sitter::Node;
@@ -103,10 +103,21 @@ fn python(node: Node, src: &[u8]) -> u8 {
             python_expression(args)
         }
         "assertIsNotNone" | "assert_called" | "assertIsNot" => PRESENT,
-        "assertNotEqual" | "assertNotEquals" | "assertNotAlmostEqual" | "assertGreater"
-        | "assertGreaterEqual" | "assertLess" | "assertLessEqual" | "assertIn"
-        | "assertNotIn" | "assertRegex" | "assertRegexpMatches" | "assertIsInstance"
-        | "assertNotIsInstance" | "assert_any_call" | "assertNotRegex" => BOUND,
+        "assertNotEqual"
+        | "assertNotEquals"
+        | "assertNotAlmostEqual"
+        | "assertGreater"
+        | "assertGreaterEqual"
+        | "assertLess"
+        | "assertLessEqual"
+        | "assertIn"
+        | "assertNotIn"
+        | "assertRegex"
+        | "assertRegexpMatches"
+        | "assertIsInstance"
+        | "assertNotIsInstance"
+        | "assert_any_call"
+        | "assertNotRegex" => BOUND,
         _ => EXACT,
     }
 }
@@ -186,9 +197,23 @@ fn js<'t>(node: Node<'t>, src: &[u8]) -> (String, u8, Node<'t>) {
         "toBeDefined" | "toBeTruthy" | "toBeFalsy" | "exist" | "ok" => PRESENT,
         "toBeNull" | "toBeUndefined" | "null" | "undefined" if negated => PRESENT,
         _ if negated => BOUND,
-        "toBeGreaterThan" | "toBeGreaterThanOrEqual" | "toBeLessThan" | "toBeLessThanOrEqual"
-        | "toContain" | "toMatch" | "toHaveBeenCalled" | "toBeInstanceOf" | "above" | "below"
-        | "least" | "most" | "within" | "include" | "contain" | "match" | "instanceOf"
+        "toBeGreaterThan"
+        | "toBeGreaterThanOrEqual"
+        | "toBeLessThan"
+        | "toBeLessThanOrEqual"
+        | "toContain"
+        | "toMatch"
+        | "toHaveBeenCalled"
+        | "toBeInstanceOf"
+        | "above"
+        | "below"
+        | "least"
+        | "most"
+        | "within"
+        | "include"
+        | "contain"
+        | "match"
+        | "instanceOf"
         | "toContainEqual" => BOUND,
         "toThrow" | "toThrowError" | "toHaveProperty" if !called_with_args => BOUND,
         _ => EXACT,
@@ -263,11 +288,18 @@ fn java<'t>(node: Node<'t>, src: &[u8]) -> (String, u8, Node<'t>) {
             let last = names.last().map(String::as_str).unwrap_or_default();
             let rank = match last {
                 "isNotNull" | "isNotEmpty" | "isTrue" | "isFalse" | "isNotBlank" => PRESENT,
-                "isGreaterThan" | "isLessThan" | "isGreaterThanOrEqualTo"
-                | "isLessThanOrEqualTo" | "isPositive" | "isNegative" | "contains"
-                | "isNotEqualTo" | "startsWith" | "endsWith" | "matches" | "isInstanceOf" => {
-                    BOUND
-                }
+                "isGreaterThan"
+                | "isLessThan"
+                | "isGreaterThanOrEqualTo"
+                | "isLessThanOrEqualTo"
+                | "isPositive"
+                | "isNegative"
+                | "contains"
+                | "isNotEqualTo"
+                | "startsWith"
+                | "endsWith"
+                | "matches"
+                | "isInstanceOf" => BOUND,
                 "" if args.contains("notNullValue()") => PRESENT,
                 "" if ["greaterThan(", "lessThan(", "containsString(", "not("]
                     .iter()
@@ -298,10 +330,7 @@ pub(super) fn tolerance(text: &str) -> Option<(Tolerance, String)> {
     let [digits, delta] = RE.get_or_init(|| {
         let re = |p: &str| Regex::new(p).expect("the tolerance pattern compiles");
         [
-            (
-                re(r"(places\s*=\s*|toBeCloseTo\([^,]+,\s*)(\d+)"),
-                false,
-            ),
+            (re(r"(places\s*=\s*|toBeCloseTo\([^,]+,\s*)(\d+)"), false),
             (
                 re(concat!(
                     // `delta=`, `rel_tol=`, `epsilon = ` (Python, approx, Rust's float macros)
@@ -316,16 +345,21 @@ pub(super) fn tolerance(text: &str) -> Option<(Tolerance, String)> {
             ),
         ]
     });
-    [digits, delta].into_iter().find_map(|(re, larger_is_looser)| {
-        let c = re.captures(text)?;
-        let value = c[2].replace('_', "").parse::<f64>().ok()?;
-        let tolerance = Tolerance {
-            value,
-            larger_is_looser: *larger_is_looser,
-        };
-        // What the match opened and did not close, closed: `toBeCloseTo(0.3, 5)`.
-        let said = c[0].trim().to_string();
-        let open = said.matches('(').count().saturating_sub(said.matches(')').count());
-        Some((tolerance, said + &")".repeat(open)))
-    })
+    [digits, delta]
+        .into_iter()
+        .find_map(|(re, larger_is_looser)| {
+            let c = re.captures(text)?;
+            let value = c[2].replace('_', "").parse::<f64>().ok()?;
+            let tolerance = Tolerance {
+                value,
+                larger_is_looser: *larger_is_looser,
+            };
+            // What the match opened and did not close, closed: `toBeCloseTo(0.3, 5)`.
+            let said = c[0].trim().to_string();
+            let open = said
+                .matches('(')
+                .count()
+                .saturating_sub(said.matches(')').count());
+            Some((tolerance, said + &")".repeat(open)))
+        })
 }

@@ -389,14 +389,21 @@ fn loosened_assertions_are_facts_in_every_language() {
     for (path, before, from, to) in cases {
         let after = before.replace(from, to);
         let f = one(&[changed(path, before, &after)]);
-        assert_eq!(f.kind, Kind::AssertionLoosened, "{path}: {from} → {to}: {f}");
+        assert_eq!(
+            f.kind,
+            Kind::AssertionLoosened,
+            "{path}: {from} → {to}: {f}"
+        );
         let line = before
             .lines()
             .position(|l| l.contains(from))
             .expect("the assertion's line")
             + 1;
         assert_eq!(f.line, line, "{path}: {from} → {to}: {f}");
-        assert!(f.what.contains("you loosened") || f.what.contains("you widened"), "{f}");
+        assert!(
+            f.what.contains("you loosened") || f.what.contains("you widened"),
+            "{f}"
+        );
     }
     // The message quotes both claims.
     let (path, before, from, to) = cases[0];
@@ -411,7 +418,11 @@ fn loosened_assertions_are_facts_in_every_language() {
         (cases[5], "places=6", "places=7"),
         (cases[8], "toBeCloseTo(3.14, 5)", "toBeCloseTo(3.15, 5)"),
         (cases[0], "assert_eq!(x, 3)", "assert_eq!(x, 4)"),
-        (cases[3], "self.assertEqual(f(), 3)", "self.assertEqual(f(), 4)"),
+        (
+            cases[3],
+            "self.assertEqual(f(), 3)",
+            "self.assertEqual(f(), 4)",
+        ),
     ];
     for ((path, before, _, _), from, to) in unchanged {
         let after = before.replace(from, to);
@@ -443,7 +454,11 @@ const FORMS: [[&str; 3]; 5] = [
         "if x <= 0 {\n\t\tt.Fatal(\"x\")\n\t}",
         "if x != 1 {\n\t\tt.Fatal(\"x\")\n\t}",
     ],
-    ["assertNotNull(x);", "assertTrue(x > 0);", "assertEquals(1, x);"],
+    [
+        "assertNotNull(x);",
+        "assertTrue(x > 0);",
+        "assertEquals(1, x);",
+    ],
 ];
 
 /// Tests in one language's form: name, the strength of each assertion (an index into
