@@ -80,6 +80,7 @@ impl Feed {
         if let Some(status) = status {
             inner.metrics.set_money(status);
             inner.metrics.set_github(status);
+            inner.metrics.set_weakening(status);
         }
         inner.metrics.encode()
     }

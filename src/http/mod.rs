@@ -17,6 +17,7 @@ mod metrics;
 mod page;
 #[cfg(test)]
 mod tests;
+mod weakening_metrics;
 
 use crate::config::Config;
 use axum::extract::State;

@@ -88,6 +88,15 @@
     $("refused-hosts").replaceChildren(...hosts.map((r) => text("li", r.host + " · " + r.step + " attempt " + r.attempt + " of #" + r.issue + " · " + r.at)));
   }
 
+  // The test-weakening facts of the last failure (TESTS_WEAKENED), each file and line, and
+  // what was decided; the section is hidden while there is none.
+  function weakened(f) {
+    const facts = (f && f.weakened) || [];
+    $("weakened").hidden = facts.length === 0;
+    $("weakened-decided").textContent = f && f.decided ? f.step + ": " + f.decided : "";
+    $("weakened-facts").replaceChildren(...facts.map((w) => text("li", w)));
+  }
+
   function render(st) {
     fleet = (st.workers || []).length > 0;
     const parts = [st.project, "runner " + st.runner];
@@ -137,6 +146,7 @@
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
     refused(st.refusedHosts || []);
+    weakened(st.lastFailure);
     running = rows.some((r) => (r.runner || "").startsWith("running"));
     badge();
     highlight();
