@@ -51,6 +51,9 @@ struct Yaml<'a> {
     facts: &'a mut Vec<Fact>,
 }
 
+/// Whether a key's value switches a job off.
+type SwitchesOff = fn(Option<&Value>) -> bool;
+
 /// Where a CI system keeps its jobs, and the keys that let one fail or switch it off.
 struct Dialect {
     /// The key the jobs are under (GitHub's `jobs`); `None`: the top level (GitLab's).
@@ -58,7 +61,7 @@ struct Dialect {
     /// The key that lets a job fail (`continue-on-error`, `allow_failure`), as said.
     lenient: (&'static str, &'static str),
     /// The key that can switch a job off (`if`, `when`), whether its value does, as said.
-    disabled: (&'static str, fn(Option<&Value>) -> bool, &'static str),
+    disabled: (&'static str, SwitchesOff, &'static str),
 }
 
 const GITHUB: Dialect = Dialect {
