@@ -24,10 +24,12 @@ pub struct Request {
 }
 
 impl Request {
+    /// The question of `session` on `issue` at `step`, asked for `reason` (the narration's
+    /// `decision_reason`).
     pub fn new(
         session: &str,
-        issue: u32,
-        step: &str,
+        (issue, step): (u32, &str),
+        reason: String,
         last_failure: Option<String>,
         config: &Path,
     ) -> Request {
@@ -35,7 +37,7 @@ impl Request {
             session: session.to_string(),
             issue,
             step: step.to_string(),
-            reason: format!("step {step} of issue #{issue} used up its automatic attempts"),
+            reason,
             last_failure,
             options: DecisionOption::ALL
                 .iter()
@@ -145,8 +147,8 @@ mod tests {
         ));
         let request = Request::new(
             "s",
-            3,
-            "verify",
+            (3, "verify"),
+            "why".into(),
             Some("TEST_ASSERTION".into()),
             Path::new("c.json"),
         );
@@ -162,9 +164,15 @@ mod tests {
         write_request(&path, &request).unwrap();
         assert_eq!(read_answer(&path), Some(DecisionOption::Skip));
         for other in [
-            Request::new("s2", 3, "verify", None, Path::new("c.json")),
-            Request::new("s", 4, "verify", None, Path::new("c.json")),
-            Request::new("s", 3, "implement", None, Path::new("c.json")),
+            Request::new("s2", (3, "verify"), "why".into(), None, Path::new("c.json")),
+            Request::new("s", (4, "verify"), "why".into(), None, Path::new("c.json")),
+            Request::new(
+                "s",
+                (3, "implement"),
+                "why".into(),
+                None,
+                Path::new("c.json"),
+            ),
         ] {
             answer(&path, DecisionOption::Skip).unwrap();
             write_request(&path, &other).unwrap();

@@ -424,11 +424,22 @@ pub fn git_setup_put_back(changes: &[String]) -> String {
     )
 }
 
-/// The branch weakens the tests as `facts` say: nothing was pushed.
-pub fn tests_weakened(facts: &[crate::weakening::Fact]) -> String {
+/// What the runner does after an agent's own push, should the network fail it.
+pub fn checking_the_pushed_branch(step: &str) -> String {
+    format!("checking what the branch {step} pushed weakens of the tests")
+}
+
+/// The branch weakens the tests as `facts` say: nothing was pushed, or (`pushed`) the agent
+/// pushed it and the runner goes no further with it.
+pub fn tests_weakened(facts: &[crate::weakening::Fact], pushed: bool) -> String {
     let facts: Vec<String> = facts.iter().map(ToString::to_string).collect();
+    let done = if pushed {
+        "the agent pushed it; the runner opens, watches and merges nothing of it"
+    } else {
+        "nothing was pushed"
+    };
     format!(
-        "the branch weakens the tests where the issue's spec does not call for it; nothing was pushed: {}",
+        "the branch weakens the tests where the issue's spec does not call for it; {done}: {}",
         facts.join("; ")
     )
 }
@@ -778,6 +789,19 @@ pub fn issue_budget_reached(spent_micros: u64) -> String {
         "the issue's budget is reached: ${:.2} spent of budget.perIssueUsd; retry grants it once more",
         spent_micros as f64 / 1e6
     )
+}
+
+/// The tests the branch weakens, as a person is asked about them (`tests.weakening: "ask"`).
+pub const WEAKENING_ASKED: &str = "the branch weakens the tests where the issue's spec does not call for it (tests.weakening: ask); retry approves the weakening for this cycle, skip escalates the issue, halt stops the run";
+
+/// Why a person is asked to decide on `issue` at `step`: the issue's budget reached
+/// (`budget`), the tests its branch weakens (`weakened`), or the step's attempts used up.
+pub fn decision_reason(issue: u32, step: &str, budget: Option<&str>, weakened: bool) -> String {
+    match (budget, weakened) {
+        (Some(budget), _) => format!("issue #{issue} at step {step}: {budget}"),
+        (None, true) => format!("issue #{issue} at step {step}: {WEAKENING_ASKED}"),
+        (None, false) => format!("step {step} of issue #{issue} used up its automatic attempts"),
+    }
 }
 
 pub fn decision_needed(issue: u32, step: &str, budget: Option<&str>, config: &Path) -> String {

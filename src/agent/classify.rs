@@ -178,14 +178,31 @@ pub fn classify_git_tampering(step_key: &str, changes: &[String]) -> Classified 
     .finish()
 }
 
-/// A push refused because the branch weakens the tests (`facts`, each naming file, line and
-/// what changed) where the issue's spec does not call for it: `TESTS_WEAKENED`, the facts the
-/// repair's context.
-pub fn classify_weakening(step_key: &str, facts: &[crate::weakening::Fact]) -> Classified {
+/// A branch that weakens the tests (`facts`, each naming file, line and what changed) where
+/// the issue's spec does not call for it: `TESTS_WEAKENED`, the facts the repair's context.
+/// `pushed`: the agent pushed it itself (its own commitPush); else the runner refused to push.
+pub fn classify_weakening(
+    step_key: &str,
+    facts: &[crate::weakening::Fact],
+    pushed: bool,
+) -> Classified {
     let first = facts.first().map(ToString::to_string).unwrap_or_default();
     let more = match facts.len() {
         0 | 1 => String::new(),
         n => format!(" (and {} more)", n - 1),
+    };
+    let (done, opening) = if pushed {
+        (
+            "the runner goes no further with it",
+            "The branch you pushed weakens what CI checks, and the issue's spec does not call \
+             for it: the runner opens, watches and merges nothing of it.",
+        )
+    } else {
+        (
+            "nothing was pushed",
+            "The runner did not push the branch: it weakens what CI checks, and the issue's spec \
+             does not call for it.",
+        )
     };
     Verdict {
         class: FailureClass::TestsWeakened,
@@ -198,12 +215,11 @@ pub fn classify_weakening(step_key: &str, facts: &[crate::weakening::Fact]) -> C
                 .join("; ")
         ),
         headline: format!(
-            "{step_key}: the branch weakens the tests: {}{more}; nothing was pushed",
+            "{step_key}: the branch weakens the tests: {}{more}; {done}",
             one_line(&first)
         ),
         excerpt: format!(
-            "The runner did not push the branch: it weakens what CI checks, and the issue's spec \
-             does not call for it. Make CI pass by fixing the code, not the tests: put back what \
+            "{opening} Make CI pass by fixing the code, not the tests: put back what \
              is listed below. A removal the issue really needs belongs in the spec's `Removes:` \
              section (one test, CI job or file per line). Found again, the issue escalates.\n{}",
             crate::weakening::describe(facts)

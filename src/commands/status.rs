@@ -379,6 +379,7 @@ fn fill_from_machine(st: &mut Status, session: &OpenSession) {
             .filter(|d| d.class == FailureClass::TestsWeakened && d.step == f.step)
             .map(|d| crate::weakening::listed(&d.excerpt))
             .unwrap_or_default(),
+        decided: (f.class == FailureClass::TestsWeakened).then(|| weakening_decided(r, f)),
     });
     let stats = &r.stats;
     st.wasted_since_last_merge = Some(Wasted {
@@ -467,4 +468,21 @@ fn state_file(project: &Path) -> StateFileView {
         content,
         error,
     }
+}
+
+/// What was decided about the tests the branch weakens (the last failure `f`, a
+/// `TESTS_WEAKENED`): a person asked or approving, the issue escalated, or the facts handed
+/// back to the agent.
+fn weakening_decided(r: &crate::machine::Runner, f: crate::machine::LastFailure) -> String {
+    let escalated = r.last_escalation.is_some_and(|(_, e)| e == f);
+    if r.weakening_asked {
+        "held for a person's approval (tests.weakening: ask; `decide retry` approves it)"
+    } else if r.weakening_approved {
+        "approved by a person for this cycle"
+    } else if escalated {
+        "escalated: weakened again after the hand-back"
+    } else {
+        "handed back to the agent once"
+    }
+    .to_string()
 }

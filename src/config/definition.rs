@@ -452,9 +452,9 @@ pub struct TestsFile =>
 /// `tests`: the test-weakening check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct TestsConfig {
-    /// A branch that removes, skips or empties a test, removes assertions, rewrites a snapshot,
-    /// lets a CI job fail or lowers a coverage threshold, where the spec does not list
-    /// the removal (`Removes:`): `refuse` hands the facts back to the agent once, then
+    /// A branch that removes, skips or empties a test, removes or loosens assertions, rewrites
+    /// a snapshot, lets a CI job fail or lowers a coverage threshold, where the spec
+    /// does not list the removal (`Removes:`): `refuse` hands the facts back to the agent once, then
     /// escalates quoting them; `ask` holds the push for a person (`sdlc-runner decide`,
     /// `retry` approves it); `allow` turns the check off.
     #[serde(default)]

@@ -252,6 +252,12 @@ impl StepRun<'_> {
             Some(c) => Some(c),
             None if !call.check_after => None,
             None => match self.post_step_check(step, true).await {
+                Ok(None) if step == Step::CommitPush => {
+                    match self.agent_push_weakened(step).await {
+                        Ok(failure) => failure,
+                        Err(event) => return event,
+                    }
+                }
                 Ok(failure) => failure,
                 Err(event) => return event,
             },

@@ -256,8 +256,9 @@ impl StepRun<'_> {
     ) -> Event {
         self.voice.say(failed.what.clone());
         if !failed.weakened.is_empty() {
-            self.voice.log(&say::tests_weakened(&failed.weakened));
-            let c = crate::agent::classify::classify_weakening(step.key(), &failed.weakened);
+            self.voice
+                .log(&say::tests_weakened(&failed.weakened, false));
+            let c = crate::agent::classify::classify_weakening(step.key(), &failed.weakened, false);
             return self.failed(step, issue, c, usage);
         }
         let text = without_branch(&self.shell.io, &self.cycle.issue, &failed.what).await;

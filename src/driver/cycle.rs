@@ -30,6 +30,8 @@ impl Cycle {
             issue: core.runner().issue,
             feature: self.feature.clone(),
             verified: core.runner().verified.map(|c| c.hex()),
+            pushed_weakened: core.runner().last_class[crate::step::Step::CommitPush.index()]
+                == Some(crate::failure::FailureClass::TestsWeakened),
         }
     }
 }

@@ -32,13 +32,20 @@ pub(super) fn ask(cx: Context<'_>, request: AskDecision) -> Answer {
         core.failure(step)
             .map(|c| format!("{} ({signature}): {}", c.class, c.summary))
     });
-    let request = decision_file::Request::new(&run.session, issue, step.key(), last, &run.cfg.file);
+    // What the person decides on: the budget, the tests the branch weakens, or one more try.
+    let weakened = budget.is_none() && core.runner().weakening_asked;
+    let why = budget
+        .as_deref()
+        .or(weakened.then_some(say::WEAKENING_ASKED));
+    let reason = say::decision_reason(issue, step.key(), budget.as_deref(), weakened);
+    let asked = (issue, step.key());
+    let request = decision_file::Request::new(&run.session, asked, reason, last, &run.cfg.file);
     if let Err(e) = decision_file::write_request(&path, &request) {
         return Answer::of(Event::DecisionTimedOut).narrated(say::cannot_write_file(&path, &e));
     }
     notifier.send(
         Severity::Warning,
-        &say::decision_needed(issue, step.key(), budget.as_deref(), &run.cfg.file),
+        &say::decision_needed(issue, step.key(), why, &run.cfg.file),
     );
     look_in(&run.runner_dir)
 }

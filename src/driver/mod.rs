@@ -5,6 +5,7 @@
 //! The journal is written and fsync'd before the effects of an event are performed, so a
 //! crash at any point replays into the same counters.
 
+mod agent_push;
 mod answer;
 mod attempt;
 mod builtin_step;

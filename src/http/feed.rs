@@ -81,6 +81,7 @@ impl Feed {
             inner.metrics.set_money(status);
             inner.metrics.set_github(status);
             inner.metrics.train.set(status);
+            inner.metrics.set_weakening(status);
         }
         inner.metrics.encode()
     }

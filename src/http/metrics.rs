@@ -95,6 +95,8 @@ pub struct Metrics {
     github: Family<GithubKind, Gauge>,
     /// The merge train's gauges.
     pub train: super::train_metrics::TrainMetrics,
+    /// The test-weakening check's facts and decisions.
+    weakening: super::weakening_metrics::Weakening,
     /// Each worker's state as last set to 1, so that the gauge of the previous one drops to 0.
     current: BTreeMap<String, String>,
     /// The class of the `Waiting` notice of the batch being read, for the next `Wait`.
@@ -193,6 +195,7 @@ impl Metrics {
                 "GitHub's API as the live runner used it (status, github): requests answered, not_modified (the 304s among them, free of the rate limit) and rate_limit_remaining (the budget GitHub's last answer named)",
             ),
             train: super::train_metrics::TrainMetrics::register(r),
+            weakening: super::weakening_metrics::Weakening::register(r),
             registry,
             models,
             current: BTreeMap::new(),
@@ -272,6 +275,11 @@ impl Metrics {
         }
     }
 
+    /// Sets the test-weakening facts gauge from the status document, read when scraped.
+    pub fn set_weakening(&mut self, status: &serde_json::Value) {
+        self.weakening.set(status);
+    }
+
     /// Moves `worker`'s state gauge; also used for the records before the server started.
     pub fn set_state(&mut self, worker: &str, state: &str) {
         if let Some(old) = self.current.get(worker) {
@@ -317,6 +325,7 @@ impl Metrics {
                 worker: worker.to_string(),
             })
             .inc();
+        self.weakening.observe(worker, &line.record);
         match &line.record {
             Record::Event { event, state, .. } => {
                 self.wait_class.remove(worker);
@@ -423,7 +432,7 @@ fn metric<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str)
 mod tests {
     use super::*;
     use crate::failure::{FailureClass, Signature};
-    use crate::machine::HaltReason;
+    use crate::machine::{EscalationCause, HaltReason};
 
     fn line(record: Record) -> Line {
         Line {
@@ -563,5 +572,82 @@ mod tests {
         // A runner no longer live (no `github` in the document): left out, not zero.
         m.set_github(&serde_json::json!({}));
         assert!(!m.encode().contains("sdlc_github_api{"), "{}", m.encode());
+    }
+
+    /// Each time a branch weakened the tests, what was decided is counted from the journal;
+    /// the facts of the last failure are a gauge of the status document.
+    #[test]
+    fn what_was_decided_about_weakened_tests_is_counted() {
+        let mut m = Metrics::new(std::array::from_fn(|_| "m".to_string()));
+        let weakened = || {
+            line(Record::Event {
+                said: None,
+                event: Event::StepFailed {
+                    step: Step::CommitPush,
+                    class: FailureClass::TestsWeakened,
+                    signature: Signature(1),
+                    usage: Usage::default(),
+                    wait_hint_secs: None,
+                },
+                state: "CommitPush".into(),
+            })
+        };
+        let run = || {
+            effect(Effect::RunStep {
+                step: Step::CommitPush,
+                issue: 1,
+                attempt: 2,
+                repair: true,
+                commit: None,
+                money_left_micros: None,
+            })
+        };
+        // Handed back once (a later attempt is no second hand-back), then escalated.
+        m.observe("w1", &weakened());
+        m.observe("w1", &run());
+        m.observe("w1", &run());
+        m.observe("w1", &weakened());
+        m.observe(
+            "w1",
+            &effect(Effect::Notify(Notice::Escalated {
+                issue: 1,
+                step: Step::CommitPush,
+                cause: EscalationCause::TestsWeakened,
+                consecutive: 1,
+            })),
+        );
+        // Asked of a person, who approves.
+        m.observe("w2", &weakened());
+        m.observe(
+            "w2",
+            &effect(Effect::AskDecision {
+                step: Step::CommitPush,
+                issue: 2,
+                budget_spent_micros: None,
+            }),
+        );
+        m.observe(
+            "w2",
+            &line(Record::Event {
+                said: None,
+                event: Event::Decided {
+                    option: crate::machine::DecisionOption::Retry,
+                },
+                state: "AwaitingDecision".into(),
+            }),
+        );
+        m.set_weakening(&serde_json::json!({"lastFailure": {"weakened": ["a", "b", "c"]}}));
+        let text = m.encode();
+        for line in [
+            "sdlc_tests_weakened_decisions_total{decided=\"handed_back\"} 1",
+            "sdlc_tests_weakened_decisions_total{decided=\"escalated\"} 1",
+            "sdlc_tests_weakened_decisions_total{decided=\"asked\"} 1",
+            "sdlc_tests_weakened_decisions_total{decided=\"approved\"} 1",
+            "sdlc_tests_weakened_facts 3",
+        ] {
+            assert!(text.contains(line), "{line}: {text}");
+        }
+        m.set_weakening(&serde_json::json!({}));
+        assert!(m.encode().contains("sdlc_tests_weakened_facts 0"));
     }
 }

@@ -18,6 +18,7 @@ mod page;
 #[cfg(test)]
 mod tests;
 mod train_metrics;
+mod weakening_metrics;
 
 use crate::config::Config;
 use axum::extract::State;

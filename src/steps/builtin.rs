@@ -133,7 +133,7 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<Result<Stri
 /// The test-weakening check of the branch before its push (`steps::weakening`), when the
 /// issue's facts carry a gate: `Err` (`TESTS_WEAKENED`) for a weakening the spec does not
 /// call for; else the words for the removals it does (empty when none).
-pub(super) fn gate_before_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
+pub fn gate_before_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
     let Some(gate) = issue.gate else {
         return Ok(String::new());
     };

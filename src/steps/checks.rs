@@ -22,6 +22,9 @@ pub struct StepContext {
     pub feature: Option<String>,
     /// The commit CI passed in this cycle, which a merge must land on origin's main.
     pub verified: Option<String>,
+    /// commitPush's last attempt pushed a branch that weakens the tests (`TESTS_WEAKENED`,
+    /// an agent's own push): what origin holds is not commitPush done.
+    pub pushed_weakened: bool,
 }
 
 /// The branch the cycle works on: the issue's feature branch, or without a known issue the
@@ -209,6 +212,9 @@ pub fn already_done(
     };
     match step {
         Step::CommitPush => {
+            if ctx.pushed_weakened {
+                return Ok(false);
+            }
             repo.fetch()?;
             // A branch with nothing of its own (e.g. created on origin by `gh issue develop`)
             // is pushed but holds no work yet.
@@ -286,6 +292,7 @@ pub fn detect_progress(
         issue: Some(issue),
         feature: feature.clone(),
         verified: None,
+        pushed_weakened: false,
     };
 
     // Only the state file can vouch for verify: with the local forge an open PR is nothing

@@ -5,7 +5,7 @@
 //! `|| :`), `set +e`, a job disabled with `if: false` or `when: never`.
 
 use super::{line_of, CiScripts, Fact, Kind};
-use serde_yaml_ng::{Mapping, Value};
+use serde_yaml_ng::Value;
 
 /// What a shell line says to keep going whatever the command before it did.
 const NON_FAILING: [&str; 4] = ["|| true", "|| exit 0", "|| :", "set +e"];
@@ -37,11 +37,8 @@ pub(super) fn compare(
             after: after.unwrap_or_default(),
             facts,
         };
-        if github {
-            file.github(&old, new.as_ref());
-        } else {
-            file.gitlab(&old, new.as_ref());
-        }
+        let dialect = if github { &GITHUB } else { &GITLAB };
+        file.jobs(dialect, &old, new.as_ref());
     } else if scripts.0.iter().any(|s| s == path) {
         script(path, before, after.unwrap_or_default(), facts);
     }
@@ -54,70 +51,90 @@ struct Yaml<'a> {
     facts: &'a mut Vec<Fact>,
 }
 
-impl Yaml<'_> {
-    fn push(&mut self, line: usize, at_base: bool, kind: Kind, name: &str, what: String) {
-        self.facts.push(Fact {
-            path: self.path.to_string(),
-            line,
-            at_base,
-            kind,
-            name: name.to_string(),
-            what,
-        });
+/// Whether a key's value switches a job off.
+type SwitchesOff = fn(Option<&Value>) -> bool;
+
+/// Where a CI system keeps its jobs, and the keys that let one fail or switch it off.
+struct Dialect {
+    /// The key the jobs are under (GitHub's `jobs`); `None`: the top level (GitLab's).
+    jobs_under: Option<&'static str>,
+    /// The key that lets a job fail (`continue-on-error`, `allow_failure`), as said.
+    lenient: (&'static str, &'static str),
+    /// The key that can switch a job off (`if`, `when`), whether its value does, as said.
+    disabled: (&'static str, SwitchesOff, &'static str),
+}
+
+const GITHUB: Dialect = Dialect {
+    jobs_under: Some("jobs"),
+    lenient: ("continue-on-error", "`continue-on-error: true`"),
+    disabled: ("if", falsy_if, "`if: false`"),
+};
+
+const GITLAB: Dialect = Dialect {
+    jobs_under: None,
+    lenient: ("allow_failure", "`allow_failure`"),
+    disabled: ("when", never, "`when: never`"),
+};
+
+impl Dialect {
+    /// The jobs of `doc`, by name.
+    fn jobs<'v>(&self, doc: Option<&'v Value>) -> Vec<(&'v str, &'v Value)> {
+        let map = match self.jobs_under {
+            Some(key) => doc.and_then(|d| d.get(key)),
+            None => doc,
+        };
+        map.and_then(Value::as_mapping)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, v)| Some((k.as_str()?, v)))
+            .filter(|(name, job)| self.jobs_under.is_some() || gitlab_job(name, job))
+            .collect()
     }
 
-    /// 1-based line of the key `name:` in the head (or the base), searched from the line
-    /// of `under:`.
-    fn key_line(text: &str, under: &str, name: &str) -> usize {
-        let from = line_of(text, 1, &format!("{under}:"));
+    /// 1-based line of the job `name` in `text`.
+    fn line(&self, text: &str, name: &str) -> usize {
+        let from = self
+            .jobs_under
+            .map_or(1, |under| line_of(text, 1, &format!("{under}:")));
         line_of(text, from, &format!("{name}:"))
     }
+}
 
-    fn github(mut self, old: &Value, new: Option<&Value>) {
-        let none = Mapping::new();
-        let old_jobs = jobs_of(old, "jobs");
-        let new_jobs = new.map_or(&none, |n| jobs_of(n, "jobs"));
-        for (name, old_job) in old_jobs {
-            let Some(name) = name.as_str() else { continue };
-            let Some(new_job) = new_jobs.get(name) else {
-                let line = Self::key_line(self.before, "jobs", name);
-                self.push(
-                    line,
-                    true,
-                    Kind::CiRemoved,
-                    name,
-                    format!("you removed the CI job `{name}`"),
-                );
+impl Yaml<'_> {
+    fn push(&mut self, line: usize, at_base: bool, kind: Kind, name: &str, what: String) {
+        self.facts
+            .push(Fact::new(self.path, line, at_base, kind, name, what));
+    }
+
+    /// Each job of the base: removed, made able to fail, switched off, and what it runs.
+    fn jobs(mut self, d: &Dialect, old: &Value, new: Option<&Value>) {
+        let new_jobs = d.jobs(new);
+        for (name, old_job) in d.jobs(Some(old)) {
+            let Some((_, new_job)) = new_jobs.iter().find(|(n, _)| *n == name) else {
+                let line = d.line(self.before, name);
+                let what = format!("you removed the CI job `{name}`");
+                self.push(line, true, Kind::CiRemoved, name, what);
                 continue;
             };
-            let at = Self::key_line(self.after, "jobs", name);
-            if truthy(new_job.get("continue-on-error")) && !truthy(old_job.get("continue-on-error"))
-            {
-                let line = line_of(self.after, at, "continue-on-error");
-                self.push(
-                    line,
-                    false,
-                    Kind::CiNonFailing,
-                    name,
-                    format!("you let the CI job `{name}` fail (`continue-on-error: true`)"),
-                );
+            let at = d.line(self.after, name);
+            let (key, said) = d.lenient;
+            if lenient(new_job.get(key)) && !lenient(old_job.get(key)) {
+                let line = line_of(self.after, at, key);
+                let what = format!("you let the CI job `{name}` fail ({said})");
+                self.push(line, false, Kind::CiNonFailing, name, what);
             }
-            if falsy_if(new_job.get("if")) && !falsy_if(old_job.get("if")) {
-                let line = line_of(self.after, at, "if:");
-                self.push(
-                    line,
-                    false,
-                    Kind::CiNonFailing,
-                    name,
-                    format!("you disabled the CI job `{name}` (`if: false`)"),
-                );
+            let (key, off, said) = d.disabled;
+            if off(new_job.get(key)) && !off(old_job.get(key)) {
+                let line = line_of(self.after, at, &format!("{key}:"));
+                let what = format!("you disabled the CI job `{name}` ({said})");
+                self.push(line, false, Kind::CiNonFailing, name, what);
             }
-            self.steps(
-                name,
-                at,
-                seq(old_job.get("steps")),
-                seq(new_job.get("steps")),
-            );
+            if d.jobs_under.is_some() {
+                let (old, new) = (seq(old_job.get("steps")), seq(new_job.get("steps")));
+                self.steps(name, at, old, new);
+            } else {
+                self.script(name, at, old_job, new_job);
+            }
         }
     }
 
@@ -175,67 +192,20 @@ impl Yaml<'_> {
         }
     }
 
-    fn gitlab(mut self, old: &Value, new: Option<&Value>) {
-        let none = Mapping::new();
-        let old_map = old.as_mapping().unwrap_or(&none);
-        let new_map = new.and_then(Value::as_mapping).unwrap_or(&none);
-        for (name, old_job) in old_map {
-            let Some(name) = name.as_str() else { continue };
-            if !gitlab_job(name, old_job) {
-                continue;
-            }
-            let Some(new_job) = new_map.get(name) else {
-                let line = line_of(self.before, 1, &format!("{name}:"));
-                self.push(
-                    line,
-                    true,
-                    Kind::CiRemoved,
-                    name,
-                    format!("you removed the CI job `{name}`"),
+    /// The lines of the script of the GitLab job `job` (at line `at` of the head) newly
+    /// made to go on after a failure.
+    fn script(&mut self, job: &str, at: usize, old_job: &Value, new_job: &Value) {
+        let old_lines: Vec<&str> = seq(old_job.get("script"))
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        for line_text in seq(new_job.get("script")).iter().filter_map(Value::as_str) {
+            if let Some(marker) = lenient_marker(line_text, &old_lines) {
+                let line = line_of(self.after, at, marker);
+                let what = format!(
+                    "you let the script of the CI job `{job}` go on after a failure (`{marker}`)"
                 );
-                continue;
-            };
-            let at = line_of(self.after, 1, &format!("{name}:"));
-            let lenient = |job: &Value| {
-                job.get("allow_failure")
-                    .is_some_and(|v| truthy(Some(v)) || v.is_mapping())
-            };
-            if lenient(new_job) && !lenient(old_job) {
-                let line = line_of(self.after, at, "allow_failure");
-                self.push(
-                    line,
-                    false,
-                    Kind::CiNonFailing,
-                    name,
-                    format!("you let the CI job `{name}` fail (`allow_failure`)"),
-                );
-            }
-            let never = |job: &Value| job.get("when").and_then(Value::as_str) == Some("never");
-            if never(new_job) && !never(old_job) {
-                let line = line_of(self.after, at, "when:");
-                self.push(
-                    line,
-                    false,
-                    Kind::CiNonFailing,
-                    name,
-                    format!("you disabled the CI job `{name}` (`when: never`)"),
-                );
-            }
-            let old_lines: Vec<&str> = seq(old_job.get("script"))
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            for line_text in seq(new_job.get("script")).iter().filter_map(Value::as_str) {
-                if let Some(marker) = lenient_marker(line_text, &old_lines) {
-                    let line = line_of(self.after, at, marker);
-                    self.push(
-                        line,
-                        false,
-                        Kind::CiNonFailing,
-                        name,
-                        format!("you let the script of the CI job `{name}` go on after a failure (`{marker}`)"),
-                    );
-                }
+                self.push(line, false, Kind::CiNonFailing, job, what);
             }
         }
     }
@@ -254,14 +224,7 @@ fn script(path: &str, before: &str, after: &str, facts: &mut Vec<Fact>) {
     let old = commands(before);
     let new = commands(after);
     let push = |facts: &mut Vec<Fact>, line, at_base, kind, name: &str, what| {
-        facts.push(Fact {
-            path: path.to_string(),
-            line,
-            at_base,
-            kind,
-            name: name.to_string(),
-            what,
-        })
+        facts.push(Fact::new(path, line, at_base, kind, name, what))
     };
     if new.len() < old.len() {
         let mut missing = old.len() - new.len();
@@ -313,13 +276,6 @@ fn lenient_marker(text: &str, old: &[&str]) -> Option<&'static str> {
     (!old.iter().any(|o| o.contains(marker))).then_some(marker)
 }
 
-fn jobs_of<'v>(doc: &'v Value, key: &str) -> &'v Mapping {
-    static EMPTY: std::sync::OnceLock<Mapping> = std::sync::OnceLock::new();
-    doc.get(key)
-        .and_then(Value::as_mapping)
-        .unwrap_or_else(|| EMPTY.get_or_init(Mapping::new))
-}
-
 fn seq(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_sequence).map_or(&[], Vec::as_slice)
 }
@@ -330,6 +286,15 @@ fn truthy(v: Option<&Value>) -> bool {
         Some(Value::String(s)) => s.trim() == "true" || s.contains("true }}"),
         _ => false,
     }
+}
+
+/// A value that lets a job fail: `true`, or GitLab's `allow_failure: { exit_codes: … }`.
+fn lenient(v: Option<&Value>) -> bool {
+    truthy(v) || v.is_some_and(Value::is_mapping)
+}
+
+fn never(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_str) == Some("never")
 }
 
 fn falsy_if(v: Option<&Value>) -> bool {

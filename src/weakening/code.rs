@@ -1,5 +1,6 @@
 //! The base's tests of a file compared with the head's (as [`super::parse`] reads them):
-//! tests removed, newly skipped, emptied, or making fewer assertions.
+//! tests removed, newly skipped, emptied, making fewer assertions or weaker ones
+//! (`loosened.rs`).
 
 use super::parse::TestFn;
 use super::{Fact, Kind};
@@ -17,7 +18,7 @@ pub(super) fn compare(
     for old in before {
         let Some(new) = after.iter().find(|t| t.name == old.name) else {
             if !everywhere.contains(last_segment(&old.name)) {
-                facts.push(fact(
+                facts.push(Fact::new(
                     path,
                     old.line,
                     true,
@@ -30,7 +31,7 @@ pub(super) fn compare(
         };
         if old.skipped.is_none() {
             if let Some(how) = &new.skipped {
-                facts.push(fact(
+                facts.push(Fact::new(
                     path,
                     new.line,
                     false,
@@ -41,8 +42,8 @@ pub(super) fn compare(
                 continue;
             }
         }
-        if (new.empty && !old.empty) || (new.assertions == 0 && old.assertions > 0) {
-            facts.push(fact(
+        if (new.empty && !old.empty) || (new.assertions.is_empty() && !old.assertions.is_empty()) {
+            facts.push(Fact::new(
                 path,
                 new.line,
                 false,
@@ -51,14 +52,16 @@ pub(super) fn compare(
                 format!(
                     "you emptied `{}` (it had {} assertion{}, it has {})",
                     new.name,
-                    old.assertions,
-                    plural(old.assertions),
-                    new.assertions
+                    old.assertions.len(),
+                    plural(old.assertions.len()),
+                    new.assertions.len()
                 ),
             ));
-        } else if new.assertions < old.assertions {
-            let gone = old.assertions - new.assertions;
-            facts.push(fact(
+            continue;
+        }
+        if new.assertions.len() < old.assertions.len() {
+            let gone = old.assertions.len() - new.assertions.len();
+            facts.push(Fact::new(
                 path,
                 new.line,
                 false,
@@ -66,10 +69,12 @@ pub(super) fn compare(
                 &new.name,
                 format!(
                     "you removed {gone} of the {} assertions of `{}`",
-                    old.assertions, new.name
+                    old.assertions.len(),
+                    new.name
                 ),
             ));
         }
+        super::loosened::compare(path, old, new, facts);
     }
 }
 
@@ -94,16 +99,5 @@ fn plural(n: usize) -> &'static str {
         ""
     } else {
         "s"
-    }
-}
-
-fn fact(path: &str, line: usize, at_base: bool, kind: Kind, name: &str, what: String) -> Fact {
-    Fact {
-        path: path.to_string(),
-        line,
-        at_base,
-        kind,
-        name: name.to_string(),
-        what,
     }
 }

@@ -1,19 +1,23 @@
 //! Green honestly (docs/classification.md, `TESTS_WEAKENED`): the branch compared with its
 //! base for the ways an agent can buy a passing CI by weakening what CI checks. Each finding
 //! is a [`Fact`] naming the file, the line and what changed; nothing here guesses from
-//! prose: test code is read with tree-sitter's grammars (`code.rs`), CI files with a YAML
-//! parser (`ci.rs`), coverage thresholds by their keys (`thresholds.rs`), snapshot files by
-//! how much of them survived (`snapshots.rs`). Only the files the branch changed are read,
-//! so the check costs the diff, not the repository.
+//! prose: test code is read with tree-sitter's grammars (`lang.rs`, `parse.rs`), compared
+//! (`code.rs`), each assertion's claim ranked to find a loosened one (`strength.rs`,
+//! `loosened.rs`), CI files with a YAML parser (`ci.rs`), coverage thresholds by their keys
+//! (`thresholds.rs`), snapshot files by how much of them survived (`snapshots.rs`). Only the
+//! files the branch changed are read, so the check costs the diff, not the repository.
 //!
 //! Pure: the caller hands in each changed file's text at the base and at the head (the git
 //! port reads them) and the removals the spec lists (`removes.rs`).
 
 mod ci;
 mod code;
+mod lang;
+mod loosened;
 mod parse;
 mod removes;
 mod snapshots;
+mod strength;
 mod thresholds;
 
 pub use removes::Removals;
@@ -46,6 +50,9 @@ pub enum Kind {
     TestSkipped,
     /// A test kept fewer assertions than it had.
     AssertionsRemoved,
+    /// An assertion replaced by a weaker one (an exact claim become a bound or a presence),
+    /// or its tolerance widened.
+    AssertionLoosened,
     /// A snapshot file replaced wholesale, or removed.
     SnapshotRewritten,
     /// A CI job or step removed.
@@ -82,6 +89,28 @@ pub struct Fact {
     pub name: String,
     /// What changed, said to the agent ("you skipped `parses_empty_input`").
     pub what: String,
+}
+
+impl Fact {
+    /// The fact that `what` happened to `name` in `path` at `line` (the base's line when
+    /// `at_base`).
+    pub(crate) fn new(
+        path: &str,
+        line: usize,
+        at_base: bool,
+        kind: Kind,
+        name: &str,
+        what: String,
+    ) -> Fact {
+        Fact {
+            path: path.to_string(),
+            line,
+            at_base,
+            kind,
+            name: name.to_string(),
+            what,
+        }
+    }
 }
 
 impl fmt::Display for Fact {

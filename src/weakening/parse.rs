@@ -4,7 +4,9 @@
 //! `.skip`, `xit`), Go (`TestX(t *testing.T)`, `t.Skip`) and Java (`@Test`, `@Disabled`,
 //! `@Ignore`).
 
-use tree_sitter::{Language, Node, Parser};
+use super::lang::Lang;
+use super::strength::{self, Assertion};
+use tree_sitter::{Node, Parser};
 
 /// One test as the source declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,49 +17,10 @@ pub(super) struct TestFn {
     pub line: usize,
     /// What skips it (`#[ignore]`, `@pytest.mark.skip`, `.skip`), if anything does.
     pub skipped: Option<String>,
-    /// The assertions in its body.
-    pub assertions: usize,
+    /// The assertions in its body, in order.
+    pub assertions: Vec<Assertion>,
     /// Whether its body holds no statement.
     pub empty: bool,
-}
-
-#[derive(Clone, Copy)]
-enum Lang {
-    Rust,
-    Python,
-    Js,
-    Ts,
-    Tsx,
-    Go,
-    Java,
-}
-
-impl Lang {
-    fn of(path: &str) -> Option<Lang> {
-        let ext = path.rsplit_once('.').map(|(_, e)| e)?;
-        Some(match ext {
-            "rs" => Lang::Rust,
-            "py" => Lang::Python,
-            "js" | "jsx" | "mjs" | "cjs" => Lang::Js,
-            "ts" | "mts" | "cts" => Lang::Ts,
-            "tsx" => Lang::Tsx,
-            "go" if path.ends_with("_test.go") => Lang::Go,
-            "java" => Lang::Java,
-            _ => return None,
-        })
-    }
-
-    fn grammar(self) -> Language {
-        match self {
-            Lang::Rust => tree_sitter_rust::LANGUAGE.into(),
-            Lang::Python => tree_sitter_python::LANGUAGE.into(),
-            Lang::Js => tree_sitter_javascript::LANGUAGE.into(),
-            Lang::Ts => tree_sitter_typescript::LANGUAGE_TYPESCRIPT.into(),
-            Lang::Tsx => tree_sitter_typescript::LANGUAGE_TSX.into(),
-            Lang::Go => tree_sitter_go::LANGUAGE.into(),
-            Lang::Java => tree_sitter_java::LANGUAGE.into(),
-        }
-    }
 }
 
 /// The tests of `text`, the file at `path`; `None` when no grammar reads it (or it does not
@@ -191,7 +154,7 @@ impl Reader<'_> {
             name: join(name, "::"),
             line: node.start_position().row + 1,
             skipped: skip.or(skipped.map(str::to_string)),
-            assertions: self.count(body, &|r, n| r.rust_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.rust_assertion(n)),
             empty: self.named_children(body).iter().all(|c| is_comment(*c)),
         })
     }
@@ -217,7 +180,7 @@ impl Reader<'_> {
             name: join(name, "::"),
             line: node.start_position().row + 1,
             skipped: skip,
-            assertions: self.count(body, &|r, n| r.python_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.python_assertion(n)),
             empty: statements.is_empty(),
         })
     }
@@ -245,11 +208,11 @@ impl Reader<'_> {
             .and_then(|f| f.child_by_field_name("body"));
         let (assertions, empty) = match body {
             Some(b) if b.kind() == "statement_block" => (
-                self.count(b, &|r, n| r.js_assertion(n)),
+                self.assertions(b, &|r, n| r.js_assertion(n)),
                 self.named_children(b).iter().all(|c| is_comment(*c)),
             ),
-            Some(b) => (self.count(b, &|r, n| r.js_assertion(n)), false),
-            None => (0, true),
+            Some(b) => (self.assertions(b, &|r, n| r.js_assertion(n)), false),
+            None => (Vec::new(), true),
         };
         Some(TestFn {
             name: join(&name, " > "),
@@ -273,7 +236,7 @@ impl Reader<'_> {
             name: name.to_string(),
             line: node.start_position().row + 1,
             skipped: skip,
-            assertions: self.count(body, &|r, n| r.go_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.go_assertion(n)),
             empty: self.named_children(body).iter().all(|c| is_comment(*c)),
         })
     }
@@ -291,18 +254,25 @@ impl Reader<'_> {
             name: join(name, "."),
             line: node.start_position().row + 1,
             skipped: skip.or(skipped.map(str::to_string)),
-            assertions: self.count(body, &|r, n| r.java_assertion(n)),
+            assertions: self.assertions(body, &|r, n| r.java_assertion(n)),
             empty: self.named_children(body).iter().all(|c| is_comment(*c)),
         })
     }
 
-    /// The nodes under `node` (itself included) for which `is` holds.
-    fn count(&self, node: Node, is: &dyn Fn(&Self, Node) -> bool) -> usize {
-        let mut n = usize::from(is(self, node));
-        for child in self.named_children(node) {
-            n += self.count(child, is);
+    /// The assertions under `node` (itself included): the nodes for which `is` holds.
+    fn assertions(&self, node: Node, is: &dyn Fn(&Self, Node) -> bool) -> Vec<Assertion> {
+        let mut found = Vec::new();
+        self.collect(node, is, &mut found);
+        found
+    }
+
+    fn collect(&self, node: Node, is: &dyn Fn(&Self, Node) -> bool, found: &mut Vec<Assertion>) {
+        if is(self, node) {
+            found.push(strength::assertion(self.lang, node, self.src));
         }
-        n
+        for child in self.named_children(node) {
+            self.collect(child, is, found);
+        }
     }
 
     /// The first node under `node` for which `is` says something.

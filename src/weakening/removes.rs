@@ -61,8 +61,18 @@ impl Removals {
             .rsplit([':', '.', '>', ' '])
             .next()
             .unwrap_or_default();
+        // A test inside a module, class or `describe` block is named by its own name too.
+        let inside = |n: &str| {
+            [" > ", "::", "."]
+                .iter()
+                .any(|sep| fact.name.ends_with(&format!("{sep}{n}")))
+        };
         self.names.iter().any(|n| {
-            *n == fact.name || *n == fact.path || *n == file || (!last.is_empty() && *n == last)
+            *n == fact.name
+                || *n == fact.path
+                || *n == file
+                || (!last.is_empty() && *n == last)
+                || inside(n)
         })
     }
 

@@ -26,13 +26,15 @@ pub(super) fn compare(
     if !is_snapshot(path) {
         return;
     }
-    let fact = |what: String| Fact {
-        path: path.to_string(),
-        line: 1,
-        at_base: after.is_none(),
-        kind: Kind::SnapshotRewritten,
-        name: path.to_string(),
-        what,
+    let fact = |what: String| {
+        Fact::new(
+            path,
+            1,
+            after.is_none(),
+            Kind::SnapshotRewritten,
+            path,
+            what,
+        )
     };
     let Some(after) = after else {
         facts.push(fact("you removed the snapshot file".to_string()));

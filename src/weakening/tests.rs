@@ -366,17 +366,121 @@ fn removals_the_spec_lists_pass() {
     assert!(!Removals::from_spec("Removes: `a`, `b`\n").is_empty());
 }
 
-/// One test in one language's form: name, assertions, and whether it is skipped.
-fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
+/// Each language's exact assertion replaced by a weaker one, and a tolerance widened: one
+/// `AssertionLoosened` fact each, on the new assertion's line, quoting both.
+#[test]
+fn loosened_assertions_are_facts_in_every_language() {
+    let cases: [(&str, &str, &str, &str); 14] = [
+        ("tests/a.rs", "#[test]\nfn t() {\n    let x = 3;\n    assert_eq!(x, 3);\n}\n", "assert_eq!(x, 3);", "assert!(x > 0);"),
+        ("tests/a.rs", "#[test]\nfn t() {\n    let x = 3;\n    assert!(x == 3);\n}\n", "assert!(x == 3);", "assert!(x != 0);"),
+        ("tests/a.rs", "#[test]\nfn t() {\n    let x = 3.0_f64;\n    assert!((x - 3.0).abs() < 1e-9);\n}\n", "< 1e-9", "< 0.5"),
+        ("tests/test_a.py", "import unittest\n\nclass T(unittest.TestCase):\n    def test_t(self):\n        self.assertEqual(f(), 3)\n", "self.assertEqual(f(), 3)", "self.assertTrue(f())"),
+        ("tests/test_a.py", "def test_t():\n    x = f()\n    assert x == 3\n", "assert x == 3", "assert x is not None"),
+        ("tests/test_a.py", "def test_t(self):\n    x = f()\n    self.assertAlmostEqual(x, 3.14, places=6)\n", "places=6", "places=1"),
+        ("test/a.test.js", "test(\"t\", () => {\n  const x = f();\n  expect(x).toBe(3);\n});\n", "expect(x).toBe(3);", "expect(x).toBeDefined();"),
+        ("test/a.test.ts", "test(\"t\", () => {\n  const x = f();\n  expect(x).toEqual([1]);\n});\n", "expect(x).toEqual([1]);", "expect(x).not.toBeNull();"),
+        ("test/a.test.js", "test(\"t\", () => {\n  const x = f();\n  expect(x).toBeCloseTo(3.14, 5);\n});\n", "toBeCloseTo(3.14, 5)", "toBeCloseTo(3.14, 1)"),
+        ("a_test.go", "package a\n\nimport \"testing\"\n\nfunc TestT(t *testing.T) {\n\tx := f()\n\tif x != 3 {\n\t\tt.Fatal(x)\n\t}\n}\n", "if x != 3 {", "if x <= 0 {"),
+        ("a_test.go", "package a\n\nimport \"testing\"\n\nfunc TestT(t *testing.T) {\n\tx := f()\n\tassert.Equal(t, 3, x)\n}\n", "assert.Equal(t, 3, x)", "assert.NotNil(t, x)"),
+        ("a_test.go", "package a\n\nimport \"testing\"\n\nfunc TestT(t *testing.T) {\n\tx := f()\n\tassert.InDelta(t, 3.14, x, 0.001)\n}\n", "0.001)", "0.5)"),
+        ("src/test/java/ATest.java", "class ATest {\n  @Test\n  void t() {\n    int x = f();\n    assertEquals(3, x);\n  }\n}\n", "assertEquals(3, x);", "assertTrue(x > 0);"),
+        ("src/test/java/ATest.java", "class ATest {\n  @Test\n  void t() {\n    int x = f();\n    assertThat(x).isEqualTo(3);\n  }\n}\n", "isEqualTo(3)", "isNotNull()"),
+    ];
+    for (path, before, from, to) in cases {
+        let after = before.replace(from, to);
+        let f = one(&[changed(path, before, &after)]);
+        assert_eq!(
+            f.kind,
+            Kind::AssertionLoosened,
+            "{path}: {from} → {to}: {f}"
+        );
+        let line = before
+            .lines()
+            .position(|l| l.contains(from))
+            .expect("the assertion's line")
+            + 1;
+        assert_eq!(f.line, line, "{path}: {from} → {to}: {f}");
+        assert!(
+            f.what.contains("you loosened") || f.what.contains("you widened"),
+            "{f}"
+        );
+    }
+    // The message quotes both claims.
+    let (path, before, from, to) = cases[0];
+    let f = one(&[changed(path, before, &before.replace(from, to))]);
+    assert_eq!(
+        f.to_string(),
+        "you loosened an assertion of `t`: `assert_eq!(x, 3)` became `assert!(x > 0)` in tests/a.rs:4"
+    );
+    // A tighter tolerance, a changed expected value, a stronger claim: no fact.
+    let unchanged = [
+        (cases[2], "< 1e-9", "< 1e-12"),
+        (cases[5], "places=6", "places=7"),
+        (cases[8], "toBeCloseTo(3.14, 5)", "toBeCloseTo(3.15, 5)"),
+        (cases[0], "assert_eq!(x, 3)", "assert_eq!(x, 4)"),
+        (
+            cases[3],
+            "self.assertEqual(f(), 3)",
+            "self.assertEqual(f(), 4)",
+        ),
+    ];
+    for ((path, before, _, _), from, to) in unchanged {
+        let after = before.replace(from, to);
+        let facts = weakened(&[changed(path, before, &after)]);
+        assert!(facts.is_empty(), "{path}: {from} → {to}: {facts:#?}");
+    }
+    // A weak assertion made exact is no loosening, nor a weak one added beside an exact one.
+    let (path, before, _, _) = cases[6];
+    let weak = before.replace("toBe(3)", "toBeTruthy()");
+    assert!(weakened(&[changed(path, &weak, before)]).is_empty());
+    let more = before.replace(
+        "  expect(x).toBe(3);\n",
+        "  expect(x).toBe(3);\n  expect(x).toBeDefined();\n",
+    );
+    assert!(weakened(&[changed(path, before, &more)]).is_empty());
+}
+
+/// An assertion in each language, by strength: only present, a bound, exact.
+const FORMS: [[&str; 3]; 5] = [
+    ["assert!(ok);", "assert!(x > 0);", "assert_eq!(x, 1);"],
+    ["assert ok", "assert x > 0", "assert x == 1"],
+    [
+        "expect(x).toBeDefined();",
+        "expect(x).toBeGreaterThan(0);",
+        "expect(x).toBe(1);",
+    ],
+    [
+        "if !ok {\n\t\tt.Fatal(\"x\")\n\t}",
+        "if x <= 0 {\n\t\tt.Fatal(\"x\")\n\t}",
+        "if x != 1 {\n\t\tt.Fatal(\"x\")\n\t}",
+    ],
+    [
+        "assertNotNull(x);",
+        "assertTrue(x > 0);",
+        "assertEquals(1, x);",
+    ],
+];
+
+/// Tests in one language's form: name, the strength of each assertion (an index into
+/// [`FORMS`]), and whether it is skipped.
+type Tests = [(String, Vec<usize>, bool)];
+
+fn render(lang: usize, tests: &Tests) -> (String, String) {
     let mut out = String::new();
+    let asserts = |forms: &[usize], indent: &str| -> String {
+        forms
+            .iter()
+            .map(|f| format!("{indent}{}\n", FORMS[lang][*f]))
+            .collect()
+    };
     match lang {
         0 => {
             for (name, n, skip) in tests {
                 out += &format!(
-                    "#[test]\n{}fn {name}() {{\n",
+                    "#[test]\n{}fn {name}() {{\n    let (x, ok) = (1, true);\n",
                     if *skip { "#[ignore]\n" } else { "" }
                 );
-                out += &"    assert!(true);\n".repeat(*n);
+                out += &asserts(n, "    ");
                 out += "    let _x = 1;\n}\n\n";
             }
             ("tests/gen.rs".into(), out)
@@ -387,8 +491,8 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
                 if *skip {
                     out += "@pytest.mark.skip\n";
                 }
-                out += &format!("def test_{name}():\n    x = 1\n");
-                out += &"    assert x == 1\n".repeat(*n);
+                out += &format!("def test_{name}():\n    x, ok = 1, True\n");
+                out += &asserts(n, "    ");
                 out += "\n";
             }
             ("tests/test_gen.py".into(), out)
@@ -399,7 +503,7 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
                     "it{}(\"{name}\", () => {{\n  const x = 1;\n",
                     if *skip { ".skip" } else { "" }
                 );
-                out += &"  expect(x).toBe(1);\n".repeat(*n);
+                out += &asserts(n, "  ");
                 out += "});\n";
             }
             ("test/gen.test.ts".into(), out)
@@ -407,11 +511,11 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
         3 => {
             out += "package gen\n\nimport \"testing\"\n\n";
             for (name, n, skip) in tests {
-                out += &format!("func Test{name}(t *testing.T) {{\n\tx := 1\n");
+                out += &format!("func Test{name}(t *testing.T) {{\n\tx, ok := 1, true\n");
                 if *skip {
                     out += "\tt.Skip(\"later\")\n";
                 }
-                out += &"\tif x != 1 {\n\t\tt.Fatal(\"x\")\n\t}\n".repeat(*n);
+                out += &asserts(n, "\t");
                 out += "}\n\n";
             }
             ("gen_test.go".into(), out)
@@ -423,7 +527,7 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
                     "  @Test\n{}  void {name}() {{\n    int x = 1;\n",
                     if *skip { "  @Disabled\n" } else { "" }
                 );
-                out += &"    assertEquals(1, x);\n".repeat(*n);
+                out += &asserts(n, "    ");
                 out += "  }\n";
             }
             out += "}\n";
@@ -432,36 +536,66 @@ fn render(lang: usize, tests: &[(String, usize, bool)]) -> (String, String) {
     }
 }
 
+fn forms() -> impl Strategy<Value = Vec<usize>> {
+    proptest::collection::vec(0usize..3, 0..3)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(64))]
 
-    /// The check never reports a weakening on a diff that only adds tests or assertions.
+    /// The check never reports a weakening on a diff that only adds tests or assertions, of
+    /// any strength.
     #[test]
     fn adding_tests_or_assertions_is_never_a_weakening(
         lang in 0usize..5,
-        base in proptest::collection::vec((0usize..3, any::<bool>()), 0..5),
-        more in proptest::collection::vec(0usize..3, 0..5),
-        added in proptest::collection::vec((0usize..3, any::<bool>()), 0..4),
+        base in proptest::collection::vec((forms(), any::<bool>()), 0..5),
+        more in proptest::collection::vec(forms(), 0..5),
+        added in proptest::collection::vec((forms(), any::<bool>()), 0..4),
     ) {
-        let before: Vec<(String, usize, bool)> = base
+        let before: Vec<(String, Vec<usize>, bool)> = base
             .iter()
             .enumerate()
-            .map(|(i, (n, s))| (format!("case{i}"), *n, *s))
+            .map(|(i, (n, s))| (format!("case{i}"), n.clone(), *s))
             .collect();
-        let mut after: Vec<(String, usize, bool)> = before
+        let mut after: Vec<(String, Vec<usize>, bool)> = before
             .iter()
             .enumerate()
-            .map(|(i, (name, n, s))| (name.clone(), n + more.get(i).copied().unwrap_or(0), *s))
+            .map(|(i, (name, n, s))| {
+                let mut n = n.clone();
+                n.extend(more.get(i).cloned().unwrap_or_default());
+                (name.clone(), n, *s)
+            })
             .collect();
         after.extend(
             added
                 .iter()
                 .enumerate()
-                .map(|(i, (n, s))| (format!("added{i}"), *n, *s)),
+                .map(|(i, (n, s))| (format!("added{i}"), n.clone(), *s)),
         );
         let (path, old) = render(lang, &before);
         let (_, new) = render(lang, &after);
         let facts = weakened(&[changed(&path, &old, &new)]);
         prop_assert!(facts.is_empty(), "{:#?}\n{}\n---\n{}", facts, old, new);
+    }
+
+    /// An assertion replaced by a weaker one is always a fact, in every language, on its line.
+    #[test]
+    fn a_weaker_assertion_in_place_of_a_stronger_one_is_always_a_fact(
+        lang in 0usize..5,
+        forms in proptest::collection::vec(0usize..3, 1..4),
+        at in 0usize..3,
+        weaker_by in 1usize..3,
+    ) {
+        let at = at % forms.len();
+        prop_assume!(forms[at] >= weaker_by);
+        let before = vec![("case".to_string(), forms.clone(), false)];
+        let mut loose = forms.clone();
+        loose[at] -= weaker_by;
+        let after = vec![("case".to_string(), loose, false)];
+        let (path, old) = render(lang, &before);
+        let (_, new) = render(lang, &after);
+        let facts = weakened(&[changed(&path, &old, &new)]);
+        prop_assert_eq!(facts.len(), 1, "{:#?}\n{}\n---\n{}", facts, old, new);
+        prop_assert_eq!(facts[0].kind, Kind::AssertionLoosened);
     }
 }

@@ -64,13 +64,13 @@ pub(super) fn compare(
                 true,
             ),
         };
-        facts.push(Fact {
-            path: path.to_string(),
+        facts.push(Fact::new(
+            path,
             line,
             at_base,
-            kind: Kind::ThresholdLowered,
-            name: key.clone(),
+            Kind::ThresholdLowered,
+            &key,
             what,
-        });
+        ));
     }
 }

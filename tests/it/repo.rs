@@ -276,6 +276,7 @@ fn ctx(issue: Option<u32>) -> StepContext {
         issue,
         feature: None,
         verified: None,
+        pushed_weakened: false,
     }
 }
 

@@ -8,6 +8,8 @@
 
 use crate::e2e;
 
+mod languages;
+
 use e2e::{code, text, Project};
 use serde_json::{json, Value};
 use std::os::unix::fs::PermissionsExt;
@@ -274,6 +276,29 @@ fn with_ask_the_push_waits_for_a_persons_approval_and_the_pr_says_who_let_it_thr
     assert_eq!(request["step"], "commitPush", "{request}");
     let failure = request["lastFailure"].as_str().unwrap_or_default();
     assert!(failure.contains("TESTS_WEAKENED"), "{request}");
+    // The reason is the weakening, not spent attempts.
+    let reason = request["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.contains("the branch weakens the tests") && reason.contains("retry approves"),
+        "{request}"
+    );
+    assert!(
+        !reason.contains("used up its automatic attempts"),
+        "{request}"
+    );
+    // `status --json` says it is held for a person.
+    let status = p
+        .command(&[
+            "status",
+            "--json",
+            "--config",
+            p.config.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("status");
+    let doc: Value = serde_json::from_slice(&status.stdout).expect("status json");
+    let decided = doc["lastFailure"]["decided"].as_str().unwrap_or_default();
+    assert!(decided.contains("held for a person's approval"), "{doc}");
     // Nothing pushed while it waits, and no repair ran.
     assert!(
         !p.invocations()
@@ -292,4 +317,73 @@ fn with_ask_the_push_waits_for_a_persons_approval_and_the_pr_says_who_let_it_thr
         .expect("the PR record");
     assert!(pr.contains("approved by a person"), "{pr}");
     assert!(pr.contains("tests/parse.rs:3"), "{pr}");
+}
+
+#[test]
+fn an_agents_own_commit_push_is_checked_before_its_branch_goes_further() {
+    // commitPush is the agent's: it commits and pushes the skipped test itself. The check
+    // runs right after its push: handed back with the facts, the agent puts the test back.
+    let body = "case \"$SDLC_STEP\" in
+implement) sed -i 's/^fn parses_empty_input/#[ignore]\\nfn parses_empty_input/' tests/parse.rs ;;
+commitPush) git show origin/main:tests/parse.rs > tests/parse.rs ;;
+esac";
+    let mut steps = e2e::builtin_steps();
+    steps.as_object_mut().expect("steps").remove("commitPush");
+    let (p, tool) = project(
+        json!({"steps": {"implement": ["tool"], "commitPush": ["ok", "tool"]}}),
+        json!({ "steps": steps }),
+        body,
+    );
+    let (code, all) = run(&p, &tool);
+    assert_eq!(code, 0, "{all}");
+    let prompt = p.prompt(1, "commitPush", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("TESTS_WEAKENED")
+            && prompt.contains("you skipped `parses_empty_input` (#[ignore]) in tests/parse.rs:3")
+            && prompt.contains("The branch you pushed weakens what CI checks"),
+        "{prompt}"
+    );
+    assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
+    let pr = std::fs::read_to_string(p.project.join(".git/sdlc-runner/pulls/1.json"))
+        .expect("the PR record");
+    assert!(pr.contains("no test removed, skipped or emptied"), "{pr}");
+}
+
+#[test]
+fn an_agents_own_commit_push_that_weakens_again_is_escalated_and_never_merged() {
+    let mut steps = e2e::builtin_steps();
+    steps.as_object_mut().expect("steps").remove("commitPush");
+    let (p, tool) = project(
+        json!({"steps": {"implement": ["tool"], "commitPush": ["ok"]}}),
+        json!({ "steps": steps }),
+        SKIP_THE_TEST,
+    );
+    let (code, all) = run(&p, &tool);
+    assert_eq!(code, 1, "{all}");
+    assert_eq!(p.issue(1)["escalated"], true, "{all}");
+    let said = escalation(&p);
+    assert!(
+        said.contains("you skipped `parses_empty_input` (#[ignore]) in tests/parse.rs:3"),
+        "{said}"
+    );
+    // No PR was opened on the weakened branch, nothing merged.
+    assert!(
+        !p.project.join(".git/sdlc-runner/pulls/1.json").exists(),
+        "{all}"
+    );
+    assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
+    let status = p
+        .command(&[
+            "status",
+            "--json",
+            "--config",
+            p.config.to_str().expect("utf8"),
+        ])
+        .output()
+        .expect("status");
+    let doc: Value = serde_json::from_slice(&status.stdout).expect("status json");
+    assert_eq!(
+        doc["lastFailure"]["decided"], "escalated: weakened again after the hand-back",
+        "{doc}"
+    );
 }

@@ -251,6 +251,9 @@ impl Status {
             for fact in &f.weakened {
                 line(format!("  weakened: {fact}"));
             }
+            if let Some(decided) = &f.decided {
+                line(format!("  decided: {decided}"));
+            }
         }
         if let Some(w) = &self.wasted_since_last_merge {
             line(format!(

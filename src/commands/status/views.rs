@@ -195,6 +195,10 @@ pub struct LastFailureView {
     /// was handed back and an escalation quotes).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub weakened: Vec<String>,
+    /// For `TESTS_WEAKENED`: what was decided (handed back, escalated, held for a person's
+    /// approval, approved).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub decided: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -62,6 +62,7 @@ pub(super) fn single_step_refusal(
         issue,
         feature: state.feature_name.clone(),
         verified: None,
+        pushed_weakened: false,
     };
     let check = match checks::precondition(repo, forge, step, &ctx) {
         Ok(Err(check)) => check,

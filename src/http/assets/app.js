@@ -106,6 +106,15 @@
     $("train-summary").textContent = t ? (settled ? "settled, merging in order: " + settled + " · " : "") + t.runs + " CI run(s) so far" : "";
   }
 
+  // The test-weakening facts of the last failure (TESTS_WEAKENED), each file and line, and
+  // what was decided; the section is hidden while there is none.
+  function weakened(f) {
+    const facts = (f && f.weakened) || [];
+    $("weakened").hidden = facts.length === 0;
+    $("weakened-decided").textContent = f && f.decided ? f.step + ": " + f.decided : "";
+    $("weakened-facts").replaceChildren(...facts.map((w) => text("li", w)));
+  }
+
   function render(st) {
     fleet = (st.workers || []).length > 0;
     const parts = [st.project, "runner " + st.runner];
@@ -156,6 +165,7 @@
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
     refused(st.refusedHosts || []);
     train(st.train);
+    weakened(st.lastFailure);
     running = rows.some((r) => (r.runner || "").startsWith("running"));
     badge();
     highlight();
