@@ -151,9 +151,9 @@ impl Link {
         *shown = train;
     }
 
-    /// `issue`'s car, boarding the train at `now` (the first time counts): the commit CI
-    /// passed and its merge's message.
-    pub fn board(&self, issue: u32, (commit, message): (String, String), now: DateTime<Utc>) {
+    /// `issue`'s car, boarding the train at `now` (the first time counts): `commit`, the one
+    /// CI passed, and its merge's `message`.
+    pub fn board(&self, issue: u32, commit: String, message: String, now: DateTime<Utc>) {
         locked(&self.shared.joined).entry(issue).or_insert(now);
         locked(&self.shared.cars).insert(issue, (commit, message));
         self.shared.journal(&locked(&self.shared.coordinator));

@@ -38,8 +38,8 @@ pub(super) async fn take_merge_turn(cx: Context<'_>, request: TakeMergeTurn) -> 
     let car = car(cx.core, cx.cycle, issue);
     let mut told = Told::default();
     if let Some(link) = fleet {
-        if let Some(car) = car {
-            link.board(issue, car, clock.now());
+        if let Some((commit, message)) = car {
+            link.board(issue, commit, message, clock.now());
         }
         let reply = link.ask(Report::WantsMerge {
             worker: link.worker,

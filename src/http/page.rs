@@ -56,4 +56,22 @@ mod tests {
             assert!(page.contains(part), "{part} is not in the page");
         }
     }
+
+    #[test]
+    fn the_page_shows_githubs_requests_by_the_names_the_status_document_gives_them() {
+        let page = super::html();
+        let g = crate::stats::GithubRequests {
+            requests: 3,
+            not_modified: 1,
+            rate_limit_remaining: Some(4977),
+        };
+        let named = serde_json::to_value(g).expect("json");
+        let keys = named.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>());
+        for key in keys.unwrap_or_default() {
+            assert!(page.contains(&format!("g.{key}")), "the page does not show {key}");
+        }
+        for part in [r#"<div id="github" class="muted" hidden>"#, "github(st.github);"] {
+            assert!(page.contains(part), "{part} is not in the page");
+        }
+    }
 }

@@ -37,7 +37,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 const TO_SPLIT: &[(&str, &str)] = &[
     ("src/config/definition.rs", "*"),
     ("src/narration.rs", "*"),
-    ("src/tracker/github.rs", "*"),
     ("crates/sdlc-machine/src/machine/types/effect.rs", "*"),
     ("src/commands/status/text.rs", "text"),
     ("src/config/validate.rs", "config"),
@@ -54,7 +53,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/process_bounds.rs", "window"),
     ("src/forge/gitlab/reviews.rs", "parse_review_state"),
     ("src/forge/github/reviews.rs", "parse_review_state"),
-    ("src/notify/delivery.rs", "attempt"),
     ("src/commands/demo.rs", "setup"),
     ("src/steps/checks.rs", "post_check"),
     ("src/wiring.rs", "production"),

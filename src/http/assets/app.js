@@ -106,6 +106,13 @@
     $("train-summary").textContent = t ? (settled ? "settled, merging in order: " + settled + " · " : "") + t.runs + " CI run(s) so far" : "";
   }
 
+  // GitHub's API as the runner has used it: requests answered (the 304s among them cost no
+  // rate limit) and the budget GitHub's last answer named; hidden before the first request.
+  function github(g) {
+    $("github").hidden = !g;
+    $("github").textContent = g ? "GitHub: " + g.requests + " requests (" + g.notModified + " answered 304, free of the rate limit)" + (g.rateLimitRemaining != null ? " · rate limit left " + g.rateLimitRemaining : "") : "";
+  }
+
   // The test-weakening facts of the last failure (TESTS_WEAKENED), each file and line, and
   // what was decided; the section is hidden while there is none.
   function weakened(f) {
@@ -164,6 +171,7 @@
     const w = st.wastedSinceLastMerge;
     if (w) bars.appendChild(bar("since last merge: $" + w.sinceMerge.costUsd.toFixed(2) + ", merges", w.merges, 0));
     refused(st.refusedHosts || []);
+    github(st.github);
     train(st.train);
     weakened(st.lastFailure);
     running = rows.some((r) => (r.runner || "").startsWith("running"));
