@@ -223,6 +223,9 @@ pub enum WaitReason {
     /// The merged issue is still open: the tracker's own close (from the PR's `Closes #N`)
     /// is waited for before the runner closes it itself.
     TrackerClose,
+    /// The PR is in the base branch's merge queue: its CI on the queue's merge group is
+    /// waited for before the next look.
+    MergeQueue,
 }
 
 impl WaitReason {
@@ -238,6 +241,7 @@ impl WaitReason {
             WaitReason::Ci => "CI",
             WaitReason::Review => "REVIEW",
             WaitReason::TrackerClose => "TRACKER_CLOSE",
+            WaitReason::MergeQueue => "MERGE_QUEUE",
         }
     }
 }
