@@ -293,7 +293,7 @@ impl StepRun<'_> {
     /// What a builtin action's result means for the machine: CI still pending on a commit;
     /// a person's move (the event that tells it); done, which goes through the same post-step
     /// check as an agent's attempt (monitorCI's success names the commit CI passed).
-    async fn builtin_outcome(
+    pub(super) async fn builtin_outcome(
         &mut self,
         step: Step,
         issue: u32,
@@ -362,6 +362,12 @@ impl StepRun<'_> {
                     },
                     other => other,
                 }
+            }
+            // The PR waits in the base branch's merge queue: the machine's wait.
+            Err(failed) if failed.kind == CallFailureKind::Queued => {
+                self.voice.say(failed.what.clone());
+                self.voice.log(&say::of_step(step.key(), &failed.what));
+                Event::MergeQueued { usage }
             }
             // The base branch's protection wants the branch up to date: the machine's to ask.
             Err(failed) if failed.kind == CallFailureKind::Behind => {
@@ -508,7 +514,7 @@ pub(super) fn persons_move(
 
 /// What a builtin action found: CI pending, passed or failed on a commit, a person's move
 /// (its event), or the step done.
-enum Looked {
+pub(super) enum Looked {
     Pending(Commit),
     Passed(Commit),
     /// The failing checks, as the forge's verdict named them.
