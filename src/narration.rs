@@ -803,9 +803,14 @@ pub fn merged_by_queue(issue: u32, main: &str) -> String {
     format!("issue #{issue}: the merge queue merged the pull request into {main}: {main} holds the tree the queue's CI passed")
 }
 
-/// `issue`'s PR is still in the merge queue.
+/// `issue`'s PR is still in the merge queue (the look's words, for the diagnostics).
 pub fn still_in_queue(issue: u32) -> String {
     format!("issue #{issue}: the pull request is still in the merge queue; its CI has not decided")
+}
+
+/// `issue`'s PR waits in `main`'s merge queue with the commit CI passed.
+pub fn in_merge_queue(issue: u32, main: &str) -> String {
+    format!("issue #{issue}: {main} takes its merges through its merge queue: the pull request waits in it with the commit CI passed, and the runner looks again after CI's next wait")
 }
 
 /// The merge queue took `issue`'s PR out because its CI failed on `main` with it.

@@ -365,8 +365,10 @@ impl StepRun<'_> {
             }
             // The PR waits in the base branch's merge queue: the machine's wait.
             Err(failed) if failed.kind == CallFailureKind::Queued => {
-                self.voice.say(failed.what.clone());
-                self.voice.log(&say::of_step(step.key(), &failed.what));
+                tracing::debug!("{}", failed.what);
+                let words = say::in_merge_queue(issue, &self.run.main);
+                self.voice.log(&say::of_step(step.key(), &words));
+                self.voice.say(words);
                 Event::MergeQueued { usage }
             }
             // The base branch's protection wants the branch up to date: the machine's to ask.
