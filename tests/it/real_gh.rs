@@ -1503,7 +1503,10 @@ fn a_repository_with_a_merge_queue_gets_its_prs_queued_not_merged_directly() {
     let requests = g.api.requests();
     assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
     assert!(g.unknown_requests().is_empty(), "{requests:#?}");
-    assert!(!merged_directly(&requests), "never merged directly: {requests:#?}");
+    assert!(
+        !merged_directly(&requests),
+        "never merged directly: {requests:#?}"
+    );
     let enqueued = g.enqueued();
     assert_eq!(enqueued.len(), 1, "{requests:#?}");
     assert!(
@@ -1514,7 +1517,11 @@ fn a_repository_with_a_merge_queue_gets_its_prs_queued_not_merged_directly() {
             )),
         "the enqueued commit is the one CI passed: {requests:#?}"
     );
-    assert_eq!(git(&g.p.origin, &["rev-parse", "main^2"]), enqueued[0], "{all}");
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main^2"]),
+        enqueued[0],
+        "{all}"
+    );
     let looks = requests
         .iter()
         .filter(|r| *r == "graphql PullRequestQueue")
@@ -1523,8 +1530,14 @@ fn a_repository_with_a_merge_queue_gets_its_prs_queued_not_merged_directly() {
         looks, 3,
         "the enqueue's own look, one finding it still queued, one finding it merged: {requests:#?}"
     );
-    assert!(all.contains("the merge queue merged the pull request"), "{all}");
-    assert!(all.contains("takes its merges through its merge queue"), "{all}");
+    assert!(
+        all.contains("the merge queue merged the pull request"),
+        "{all}"
+    );
+    assert!(
+        all.contains("takes its merges through its merge queue"),
+        "{all}"
+    );
     assert!(!g.issue_open(1), "{all}");
 }
 
@@ -1554,8 +1567,16 @@ fn a_merge_queue_whose_ci_fails_returns_the_pr_to_its_cycle_as_a_ci_failure() {
         "the queue's failure is repaired as CI's: {all}"
     );
     let enqueued = g.enqueued();
-    assert_eq!(enqueued.len(), 2, "enqueued again after CI passed the repair: {all}");
-    assert_eq!(git(&g.p.origin, &["rev-parse", "main^2"]), enqueued[1], "{all}");
+    assert_eq!(
+        enqueued.len(),
+        2,
+        "enqueued again after CI passed the repair: {all}"
+    );
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main^2"]),
+        enqueued[1],
+        "{all}"
+    );
     assert!(!g.issue_open(1), "{all}");
 }
 
@@ -1580,6 +1601,10 @@ fn a_person_taking_the_pr_out_of_the_merge_queue_drops_the_cycle_and_nothing_mer
         all.contains("a person took the pull request out of the merge queue"),
         "{all}"
     );
-    assert_eq!(git(&g.p.origin, &["rev-parse", "main"]), main_before, "{all}");
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main"]),
+        main_before,
+        "{all}"
+    );
     assert!(g.issue_open(1), "{all}");
 }

@@ -1732,11 +1732,13 @@ fn a_queued_merge_waits_for_the_merge_queue_within_cis_schedule() {
         core.handle(&Event::PreconditionsOk { step: Step::Merge });
         let fx = core.handle(&Event::MergeTurnTaken).to_vec();
         match fx.last() {
-            Some(run @ Effect::RunStep {
-                step: Step::Merge,
-                commit: Some(c),
-                ..
-            }) if *c == ours => *run,
+            Some(
+                run @ Effect::RunStep {
+                    step: Step::Merge,
+                    commit: Some(c),
+                    ..
+                },
+            ) if *c == ours => *run,
             _ => panic!("the merge of the verified commit: {fx:?}"),
         }
     };
@@ -1748,7 +1750,11 @@ fn a_queued_merge_waits_for_the_merge_queue_within_cis_schedule() {
             seconds,
             reason: Some(WaitReason::MergeQueue),
         };
-        assert_eq!(fx, vec![wait], "look {n}: the turn stays held, no attempt spent");
+        assert_eq!(
+            fx,
+            vec![wait],
+            "look {n}: the turn stays held, no attempt spent"
+        );
         assert_eq!(*core.state(), State::WaitingForQueue { seconds });
         assert_eq!(core.handle(&Event::Start).to_vec(), vec![wait]);
         assert_eq!(

@@ -154,12 +154,7 @@ pub(in crate::forge) fn queue_state(
 /// Puts `branch`'s PR in its base branch's merge queue, only while its head is `commit` (the
 /// one CI passed); a PR already in the queue is left there. The answer is the error of kind
 /// `Queued` that tells the machine to wait for the queue; a refused enqueue is the refusal.
-pub(super) fn enqueue(
-    gh: &PathBuf,
-    repo_dir: &PathBuf,
-    branch: &str,
-    commit: &str,
-) -> ForgeError {
+pub(super) fn enqueue(gh: &PathBuf, repo_dir: &PathBuf, branch: &str, commit: &str) -> ForgeError {
     let pr = match look(gh, repo_dir, branch) {
         Ok(pr) => pr,
         Err(e) => return e,
@@ -218,8 +213,14 @@ mod tests {
                 "timelineItems":{{"nodes":[{removal}]}}}}]}}}}}}}}"#
             )
         };
-        assert_eq!(queue_state_of(&look(&pr("MERGED", false, ""))), QueueState::Merged);
-        assert_eq!(queue_state_of(&look(&pr("OPEN", true, ""))), QueueState::Queued);
+        assert_eq!(
+            queue_state_of(&look(&pr("MERGED", false, ""))),
+            QueueState::Merged
+        );
+        assert_eq!(
+            queue_state_of(&look(&pr("OPEN", true, ""))),
+            QueueState::Queued
+        );
         let failed = r#"{"reason":"Failed status checks","actor":{"login":"github-merge-queue"}}"#;
         assert_eq!(
             queue_state_of(&look(&pr("OPEN", false, failed))),

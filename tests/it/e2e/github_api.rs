@@ -1415,8 +1415,11 @@ fn decide(api: &mut Api, number: u32) {
             }
         }
         QueueOutcome::FailChecks => {
-            q.removed
-                .push((number, "Failed status checks".into(), "github-merge-queue".into()));
+            q.removed.push((
+                number,
+                "Failed status checks".into(),
+                "github-merge-queue".into(),
+            ));
         }
         QueueOutcome::Dequeue => {
             q.removed
