@@ -282,7 +282,8 @@ pub enum Effect {
     },
     /// Run one attempt of a step (answered by its outcome: `StepSucceeded`, `StepFailed`,
     /// `WorkspaceUnfit`; for monitorCI `CiPassed`, `CiPending`; for merge `MergeRaceLost`,
-    /// `MergeConflict`, `BranchBehind`, `CiFailedTogether`; for a builtin step's repair `Repaired`; before a look at
+    /// `MergeConflict`, `BranchBehind`, `CiFailedTogether`, `MergeQueued` (the forge's merge
+    /// queue holds the PR; issued again after its wait, the run looks at the queue); for a builtin step's repair `Repaired`; before a look at
     /// the branch a person's move, `BranchMoved`, `AlreadyMerged`, `IssueWithdrawn`; a runner's
     /// call may answer `NetworkFailed` or `RateLimited`).
     ///
