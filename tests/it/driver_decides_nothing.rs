@@ -470,6 +470,10 @@ const STEP_RUN_METHODS: &[(&str, &str)] = &[
         "the answer of run_builtin and look_at_ci: post-check, succeeded, failed",
     ),
     ("run_merge", "RunStep of merge"),
+    (
+        "look_at_queue",
+        "RunStep of merge while the merge queue holds the PR: answers through builtin_outcome",
+    ),
     ("update_branch", "UpdateBranch"),
     (
         "merge_conflict",
