@@ -174,7 +174,7 @@ pub(super) fn enqueue(gh: &PathBuf, repo_dir: &PathBuf, branch: &str, commit: &s
     queued(gh, &pr, commit)
 }
 
-fn queued(gh: &PathBuf, pr: &QueueLook, commit: &str) -> ForgeError {
+fn queued(gh: &std::path::Path, pr: &QueueLook, commit: &str) -> ForgeError {
     let short: String = commit.chars().take(12).collect();
     ForgeError::Command {
         command: command_text(gh, &["api", "graphql", "PullRequestEnqueue"]),
