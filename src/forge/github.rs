@@ -345,13 +345,20 @@ pub fn refused_by_policy(stderr: &str) -> bool {
 
 /// The review decision of PR `number` (`gh api graphql --include`, so a limit on it is
 /// classified like any other answer's; `None` when GitHub gives none) and whether its base
-/// branch takes its merges through a merge queue.
+/// branch takes its merges through a merge queue (asked only `with_queue`).
 fn review_decision(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     number: u32,
+    with_queue: bool,
 ) -> Result<(Option<String>, bool), ForgeError> {
-    let query = "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision isMergeQueueEnabled } } }";
+    // The merge queue's field only where the merge asks (GitHub Enterprise Server before 3.8
+    // knows no such field): the review gate's look asks for the decision alone.
+    let query = if with_queue {
+        "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision isMergeQueueEnabled } } }"
+    } else {
+        "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision } } }"
+    };
     let args = crate::call_failure::gh_graphql_args(query, number);
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_gh(gh, repo_dir, &argv)?;
@@ -503,7 +510,7 @@ fn gate_refusal(
         }));
     }
     let (decision, queue) = if blocked(&answer.body) {
-        review_decision(gh, repo_dir, number)?
+        review_decision(gh, repo_dir, number, true)?
     } else {
         (None, false)
     };
