@@ -42,6 +42,10 @@ pub enum CallFailureKind {
     /// main that moved since CI's verdict): nothing was merged, and the combination is the
     /// issue's to repair, as a failure of monitorCI.
     CiFailedTogether,
+    /// The base branch takes its merges through the forge's merge queue (GitHub's): the PR
+    /// is in the queue with the commit CI passed, or must be put there, and nothing is merged
+    /// yet. The machine waits for the queue and looks again; nobody's fault.
+    Queued,
     /// The call ran past its own time limit and was stopped (a dead network, a hung tool).
     TimedOut,
     /// The step the call served ran out of time (`timeoutMin`); its process group was killed.

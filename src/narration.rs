@@ -841,3 +841,33 @@ pub fn main_merges_cleanly(main: &str) -> String {
 pub fn conflict_merge_concluded(main: &str) -> String {
     format!("merge: the runner concluded the merge of {main} the agent resolved")
 }
+
+/// The look at the merge queue holding `issue`'s PR.
+pub fn looking_at_merge_queue(issue: u32) -> String {
+    format!("issue #{issue}: looking at the merge queue")
+}
+
+/// No branch of `issue` to find its PR in the merge queue by.
+pub fn no_branch_for_queue(issue: u32) -> String {
+    format!("issue #{issue}: no branch to find its pull request in the merge queue by")
+}
+
+/// The base branch's merge queue merged `issue`'s PR.
+pub fn merged_by_queue(issue: u32, main: &str) -> String {
+    format!("issue #{issue}: the merge queue merged the pull request into {main}: {main} holds the tree the queue's CI passed")
+}
+
+/// `issue`'s PR is still in the merge queue (the look's words, for the diagnostics).
+pub fn still_in_queue(issue: u32) -> String {
+    format!("issue #{issue}: the pull request is still in the merge queue; its CI has not decided")
+}
+
+/// `issue`'s PR waits in `main`'s merge queue with the commit CI passed.
+pub fn in_merge_queue(issue: u32, main: &str) -> String {
+    format!("issue #{issue}: {main} takes its merges through its merge queue: the pull request waits in it with the commit CI passed, and the runner looks again after CI's next wait")
+}
+
+/// The merge queue took `issue`'s PR out because its CI failed on `main` with it.
+pub fn queue_ci_failed(issue: u32, main: &str, why: &str) -> String {
+    format!("issue #{issue}: the merge queue's CI failed on {main} with this pull request (and those ahead of it in the queue), and the queue took it out: {why}; nothing was merged")
+}

@@ -189,6 +189,10 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         0
     };
     let merges = merge_attempts.saturating_add(together);
+    // A merge the forge's merge queue holds looks at the queue after each wait of monitorCI's
+    // CI schedule, each look the merge's run again (no attempt): per merge run at most as many
+    // looks as the schedule has waits.
+    let queue_looks = merge_attempts.saturating_mul(l.ci_polls().len() as u64);
     // A lost push race runs the merge again (agent-run or builtin), after a pause and a
     // merge turn taken again; each wait for the turn is at most `turn_pauses` pauses, each
     // followed by one more request for the turn.
@@ -202,7 +206,7 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     // A merge attempt that repairs a conflict updates the branch once after the agent.
     let updates = merges;
     let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
-    let calls = (attempts + reruns + together)
+    let calls = (attempts + reruns + together + queue_looks)
         .saturating_mul(run)
         .saturating_add(own(turns, "TakeMergeTurn"))
         .saturating_add(own(merges + reruns, "ReleaseMergeTurn"))
@@ -218,7 +222,11 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
     // works on the issue or waits is preceded by a renewal.
     let (claims, renewals) = if l.claims {
         let worked = attempts + reruns + together + turns + checks + looks + updates + review_looks;
-        (selects, worked + attempts + looks + turns + review_waits)
+        let worked = worked + queue_looks;
+        (
+            selects,
+            worked + attempts + looks + turns + review_waits + queue_looks,
+        )
     } else {
         (0, 0)
     };
@@ -236,9 +244,10 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         + writes
         + claims
         + review_looks
-        + close_looks)
+        + close_looks
+        + queue_looks)
         .saturating_mul(retries);
-    let waits = attempts + looks + requests + turns + review_waits + close_looks;
+    let waits = attempts + looks + requests + turns + review_waits + close_looks + queue_looks;
     let batches = requests + waits + 1;
     let races = if agent_merge { reruns } else { 0 };
     Processes {

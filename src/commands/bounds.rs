@@ -70,6 +70,10 @@ pub fn run(config: &Path) -> i32 {
         },
         l.ci_timeout_secs
     );
+    out!(
+        "merge queue looks (GitHub's merge queue, where the base branch has one) per merge attempt: at most {} (the same waits as CI's), each the merge's run again and one GraphQL request, then the attempt fails as TIMEOUT; no look starts an agent or spends an attempt",
+        polls.len()
+    );
     if let Some(gate) = &l.review {
         let pauses = l.review_polls();
         out!(

@@ -58,6 +58,16 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
             },
         ]);
     }
+    // The forge's merge queue holds the PR, answering the merge's run (or its look again).
+    if let Some((
+        _,
+        Effect::RunStep {
+            step: Step::Merge, ..
+        },
+    )) = core.runner().outstanding
+    {
+        evs.push(Event::MergeQueued { usage });
+    }
     // What the reviewers decided, answering a look at the review.
     if let Some((_, Effect::LookAtReview { .. })) = core.runner().outstanding {
         evs.extend(

@@ -133,6 +133,10 @@ fn decision(effects: &[Effect]) -> (Kind, &'static str) {
                 reason: Some(WaitReason::TrackerClose),
                 ..
             } => return (Kind::Wait, "tracker's own close"),
+            Effect::Wait {
+                reason: Some(WaitReason::MergeQueue),
+                ..
+            } => return (Kind::Wait, "merge queue"),
             Effect::MarkEscalated { .. } => return (Kind::Escalate, ""),
             // The halt of the same failure on two issues, after the first one's release.
             Effect::Unquarantine { .. } => return (Kind::Halt, "same failure on two issues"),

@@ -24,7 +24,8 @@ use crate::prompt::IssueContext;
 use crate::step::Step;
 use crate::steps::builtin::{self, Failed, Head, IssueFacts};
 use crate::steps::weakening::Gate;
-use look::{look_once, Looked};
+pub(super) use look::Looked;
+use look::look_once;
 
 impl StepRun<'_> {
     /// The request's `commit`: for monitorCI the commit its look is for (none: the one the
@@ -302,7 +303,7 @@ impl StepRun<'_> {
     /// What a builtin action's result means for the machine: CI still pending on a commit;
     /// a person's move (the event that tells it); done, which goes through the same post-step
     /// check as an agent's attempt (monitorCI's success names the commit CI passed).
-    async fn builtin_outcome(
+    pub(super) async fn builtin_outcome(
         &mut self,
         step: Step,
         issue: u32,
@@ -386,6 +387,14 @@ impl StepRun<'_> {
                     },
                     other => other,
                 }
+            }
+            // The PR waits in the base branch's merge queue: the machine's wait.
+            failed if failed.kind == CallFailureKind::Queued => {
+                tracing::debug!("{}", failed.what);
+                let words = say::in_merge_queue(issue, &self.run.main);
+                self.voice.log(&say::of_step(step.key(), &words));
+                self.voice.say(words);
+                Event::MergeQueued { usage }
             }
             // The base branch's protection wants the branch up to date: the machine's to ask.
             failed if failed.kind == CallFailureKind::Behind => {

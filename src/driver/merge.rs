@@ -8,7 +8,7 @@
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
 use super::attempt::AgentCall;
-use super::builtin_step::{commit_of, persons_move, without_branch, Facts};
+use super::builtin_step::{commit_of, persons_move, without_branch, Facts, Looked};
 use super::claim::{self, ClaimKeeper};
 use super::context::Context;
 use super::cycle::Cycle;
@@ -21,7 +21,7 @@ use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
 use crate::narration as say;
 use crate::ports::claims::Claimed;
-use crate::ports::forge::TrainTree;
+use crate::ports::forge::{QueueState, TrainTree};
 use crate::ports::Io;
 
 use crate::machine::{Commit, Core, Event, Signal, Usage};
@@ -209,6 +209,9 @@ impl StepRun<'_> {
     pub(super) async fn run_merge(&mut self, request: RunStep) -> Event {
         let RunStep { issue, commit, .. } = request;
         let step = Step::Merge;
+        if self.core.runner().queue_waits > 0 {
+            return self.look_at_queue(issue).await;
+        }
         let (target, main) = match self.look_before_merge(issue, commit).await {
             Ok(found) => found,
             Err(event) => return event,
@@ -278,6 +281,55 @@ impl StepRun<'_> {
             signature,
             usage,
         }
+    }
+
+    /// The merge's run again while its PR waits in the base branch's merge queue: one look at
+    /// the queue (no fetch, no merge). Merged by the queue: the merge's success, through the
+    /// same post-step check; still queued: `MergeQueued`; taken out because the queue's CI
+    /// failed on main with the PR: monitorCI's failure (`CiFailedTogether`), in words that say
+    /// so; taken out or closed by a person: a person's move (`IssueWithdrawn`).
+    async fn look_at_queue(&mut self, issue: u32) -> Event {
+        let step = Step::Merge;
+        let started = self.shell.clock.instant();
+        let branch = self.cycle.issue.branch.clone();
+        let looked = self
+            .patiently(&say::looking_at_merge_queue(issue), move |w| {
+                let found = w.git.feature_branch(issue).ok().flatten();
+                match found.or(branch) {
+                    Some(branch) => w.forge.queue_state(&branch).map_err(Failed::from),
+                    None => Err(Failed::other(say::no_branch_for_queue(issue))),
+                }
+            })
+            .await;
+        let usage = Usage {
+            elapsed_ms: self
+                .shell
+                .clock
+                .instant()
+                .saturating_duration_since(started)
+                .as_millis() as u64,
+            ..Usage::default()
+        };
+        let result = match looked {
+            network::Patient::Done(Ok(QueueState::Merged)) => {
+                Ok(Looked::Done(say::merged_by_queue(issue, &self.run.main)))
+            }
+            network::Patient::Done(Ok(QueueState::Queued)) => Err(Failed {
+                kind: CallFailureKind::Queued,
+                ..Failed::other(say::still_in_queue(issue))
+            }),
+            network::Patient::Done(Ok(QueueState::ChecksFailed(why))) => Err(Failed {
+                kind: CallFailureKind::CiFailedTogether,
+                ..Failed::other(say::queue_ci_failed(issue, &self.run.main, &why))
+            }),
+            network::Patient::Done(Ok(QueueState::Removed(what))) => {
+                let head = Head::Gone(what);
+                return persons_move(&mut self.voice, &self.cycle.issue, &self.run.main, head);
+            }
+            network::Patient::Done(Err(failed)) => Err(failed),
+            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
+        };
+        self.builtin_outcome(step, issue, result, usage).await
     }
 
     /// `UpdateBranch`, after the agent repaired the merge's conflict: the branch brought up to

@@ -2,11 +2,14 @@
 //! and its JSON is parsed by functions that hostile-input tests can reach directly.
 
 mod ci;
+mod queue;
 mod reviews;
 
 use ci::api_get;
 pub use ci::parse_checks;
 pub(super) use ci::{ci_state_of, failing_checks_of};
+pub(super) use queue::queue_state;
+pub use queue::{parse_queue_look, queue_state_of, QueueLook};
 pub(super) use reviews::review_state;
 pub use reviews::{check_reviews_readable, login_of, parse_review_state, Lists, ReviewsReadable};
 
@@ -351,13 +354,21 @@ pub fn refused_by_policy(stderr: &str) -> bool {
 }
 
 /// The review decision of PR `number` (`gh api graphql --include`, so a limit on it is
-/// classified like any other answer's); `None` when GitHub gives none.
+/// classified like any other answer's; `None` when GitHub gives none) and whether its base
+/// branch takes its merges through a merge queue (asked only `with_queue`).
 fn review_decision(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     number: u32,
-) -> Result<Option<String>, ForgeError> {
-    let query = "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision } } }";
+    with_queue: bool,
+) -> Result<(Option<String>, bool), ForgeError> {
+    // The merge queue's field only where the merge asks (GitHub Enterprise Server before 3.8
+    // knows no such field): the review gate's look asks for the decision alone.
+    let query = if with_queue {
+        "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision isMergeQueueEnabled } } }"
+    } else {
+        "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision } } }"
+    };
     let args = crate::call_failure::gh_graphql_args(query, number);
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_gh(gh, repo_dir, &argv)?;
@@ -369,9 +380,9 @@ fn review_decision(
         return Err(refused(gh, &args, &answer, &out));
     }
     let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
-    Ok(v["data"]["repository"]["pullRequest"]["reviewDecision"]
-        .as_str()
-        .map(str::to_string))
+    let pull = &v["data"]["repository"]["pullRequest"];
+    let queue = pull["isMergeQueueEnabled"].as_bool().unwrap_or(false);
+    Ok((pull["reviewDecision"].as_str().map(str::to_string), queue))
 }
 
 /// The open PR of `branch`: its number, or an error naming the branch when it has none.
@@ -406,7 +417,7 @@ pub(super) fn merge_pr(
     let pull = format!("repos/{{owner}}/{{repo}}/pulls/{number}");
     let fields = api_get(gh, repo_dir, &pull)?;
     if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull, &fields)? {
-        return Err(refusal);
+        return Err(through_queue(gh, repo_dir, (branch, commit), refusal));
     }
     let request = serde_json::json!({"sha": commit, "merge_method": "merge"});
     let endpoint = format!("{pull}/merge");
@@ -421,9 +432,12 @@ pub(super) fn merge_pr(
             409 => *kind = CallFailureKind::LostRace,
             405 | 422 => {
                 // Not mergeable: GitHub's fields, read again, say why where they can.
+                if queue::needs_the_queue(stderr) {
+                    return Err(queue::enqueue(gh, repo_dir, branch, commit));
+                }
                 let fields = api_get(gh, repo_dir, &pull)?;
                 if let Some(refusal) = gate_refusal(gh, repo_dir, branch, number, &pull, &fields)? {
-                    return Err(refusal);
+                    return Err(through_queue(gh, repo_dir, (branch, commit), refusal));
                 }
                 *kind = if merge_dirty(&fields.body) {
                     CallFailureKind::Conflict
@@ -462,11 +476,29 @@ pub(super) fn merge_gate(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Resu
     }
 }
 
+/// A refusal of the merge as it is: when it says the base branch takes its merges through a
+/// merge queue, the PR put in the queue with `commit` (the answer of kind `Queued`).
+fn through_queue(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    (branch, commit): (&str, &str),
+    refusal: ForgeError,
+) -> ForgeError {
+    match refusal {
+        ForgeError::Command {
+            kind: CallFailureKind::Queued,
+            ..
+        } => queue::enqueue(gh, repo_dir, branch, commit),
+        other => other,
+    }
+}
+
 const POLICY_HINT: &str =
     "have a person satisfy the rule or change the base branch's protection, then run again";
 
 /// What GitHub's fields (`answer`, to `GET …/pulls/N`) say keeps PR `number` from merging:
-/// the branch behind its base (`Behind`) or a rule (`Policy`); `None` when nothing does.
+/// the branch behind its base (`Behind`), a rule (`Policy`) or the base branch's merge queue
+/// (`Queued`: the PR goes through it); `None` when nothing does.
 fn gate_refusal(
     gh: &PathBuf,
     repo_dir: &PathBuf,
@@ -487,11 +519,21 @@ fn gate_refusal(
             kind: CallFailureKind::Behind,
         }));
     }
-    let decision = if blocked(&answer.body) {
-        review_decision(gh, repo_dir, number)?
+    let (decision, queue) = if blocked(&answer.body) {
+        review_decision(gh, repo_dir, number, true)?
     } else {
-        None
+        (None, false)
     };
+    if queue {
+        // Blocked because the base branch merges only through its queue: no rule refuses.
+        return Ok(Some(ForgeError::Command {
+            command,
+            status: Some(i32::from(answer.status)),
+            stderr: format!("{branch}'s base branch takes its merges through a merge queue"),
+            hint: "the runner puts the pull request in the queue",
+            kind: CallFailureKind::Queued,
+        }));
+    }
     Ok(match merge_refusal(&answer.body, decision.as_deref()) {
         Ok(Some(rule)) => Some(ForgeError::Command {
             command,

@@ -81,4 +81,13 @@ impl ForgePort for ForgeAdapter {
     fn merge_gate(&self, branch: &str) -> Result<(), ForgeError> {
         self.forge.merge_gate(branch)
     }
+    fn queue_state(&self, branch: &str) -> Result<crate::ports::forge::QueueState, ForgeError> {
+        match &self.forge {
+            Forge::GitHub { gh, repo_dir, .. } => super::github::queue_state(gh, repo_dir, branch),
+            Forge::GitLab { .. } | Forge::Local { .. } => Err(ForgeError::Parse {
+                command: "the merge queue's look".to_string(),
+                detail: "only GitHub's merge queue is looked at".to_string(),
+            }),
+        }
+    }
 }

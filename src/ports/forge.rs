@@ -57,6 +57,15 @@ pub trait ForgePort: Send + Sync {
         let _ = (base, merges);
         Err(no_train())
     }
+    /// Where `branch`'s PR stands in the base branch's merge queue, after the merge put it
+    /// there (`CallFailureKind::Queued`). Default: the forge has no merge queue (an error).
+    fn queue_state(&self, branch: &str) -> Result<QueueState, ForgeError> {
+        let _ = branch;
+        Err(GitError::Parse {
+            command: "the merge queue's look".to_string(),
+            detail: "this forge puts no pull request in a merge queue".to_string(),
+        })
+    }
     /// Whether CI in `state` lets the branch merge.
     fn ci_ok(&self, state: CiState) -> bool {
         match state {
@@ -80,6 +89,20 @@ pub fn no_train() -> ForgeError {
         command: "the merge train's tree".to_string(),
         detail: "only the local forge builds and tests the trees of a merge train".to_string(),
     }
+}
+
+/// Where a PR put in the base branch's merge queue stands ([`ForgePort::queue_state`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum QueueState {
+    /// Still in the queue: its CI on the queue's merge group has not decided yet.
+    Queued,
+    /// The queue merged it: main holds the tree the queue's CI passed.
+    Merged,
+    /// The queue took it out because its CI failed on the merge group (main, the PRs ahead
+    /// of it and this one): GitHub's words.
+    ChecksFailed(String),
+    /// Taken out of the queue, or closed, by a person: what they did.
+    Removed(&'static str),
 }
 
 /// What building and testing one tree of the merge train found ([`ForgePort::test_train`]).

@@ -474,6 +474,10 @@ const STEP_RUN_METHODS: &[(&str, &str)] = &[
         "the answer of builtin_outcome's failed call: merge_conflict, failed, builtin_failed",
     ),
     ("run_merge", "RunStep of merge"),
+    (
+        "look_at_queue",
+        "RunStep of merge while the merge queue holds the PR: answers through builtin_outcome",
+    ),
     ("update_branch", "UpdateBranch"),
     (
         "merge_conflict",

@@ -7,7 +7,9 @@
 
 use crate::e2e;
 
-use e2e::github_api::{Api, CheckRun, GitHubApi, Issue, Limit, OWNER, REPO};
+use e2e::github_api::{
+    Api, CheckRun, GitHubApi, Issue, Limit, MergeQueue, QueueOutcome, OWNER, REPO,
+};
 use e2e::{code, git, text, Project};
 use serde_json::json;
 
@@ -1451,4 +1453,158 @@ fn a_run_with_pending_ci_looks_spends_one_request_more_than_a_clean_issue_every_
         )),
         "{all}"
     );
+}
+
+impl RealGh {
+    /// The base branch merges only through a merge queue that decides each PR after `looks`
+    /// looks, as `outcomes` say in turn.
+    fn with_merge_queue(&self, looks: u32, outcomes: Vec<QueueOutcome>) {
+        self.api.with(|a| {
+            a.merge_queue = Some(MergeQueue {
+                looks,
+                outcomes,
+                ..MergeQueue::default()
+            })
+        });
+    }
+
+    /// Every `expectedHeadOid` the runner enqueued with.
+    fn enqueued(&self) -> Vec<String> {
+        self.api.with(|a| {
+            a.merge_queue
+                .as_ref()
+                .map(|q| q.enqueued.clone())
+                .unwrap_or_default()
+        })
+    }
+}
+
+fn merged_directly(requests: &[String]) -> bool {
+    requests
+        .iter()
+        .any(|r| r.starts_with("PUT ") && r.ends_with("/merge"))
+}
+
+/// A base branch whose rules merge only through GitHub's merge queue: its PR reads `blocked`
+/// and GitHub says the queue is enabled, so the runner never asks for a direct merge; it
+/// enqueues the PR with the commit CI verified (`expectedHeadOid`) and looks at the queue (one
+/// GraphQL request a look) on CI's schedule until the queue merges it: main then holds that
+/// commit, and the issue is closed.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_repository_with_a_merge_queue_gets_its_prs_queued_not_merged_directly() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.with_merge_queue(1, vec![QueueOutcome::Merge]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    assert!(
+        !merged_directly(&requests),
+        "never merged directly: {requests:#?}"
+    );
+    let enqueued = g.enqueued();
+    assert_eq!(enqueued.len(), 1, "{requests:#?}");
+    assert!(
+        requests.iter().any(|r| r
+            == &format!(
+                "GET /repos/{OWNER}/{REPO}/commits/{}/check-runs?per_page=100&page=1",
+                enqueued[0]
+            )),
+        "the enqueued commit is the one CI passed: {requests:#?}"
+    );
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main^2"]),
+        enqueued[0],
+        "{all}"
+    );
+    let looks = requests
+        .iter()
+        .filter(|r| *r == "graphql PullRequestQueue")
+        .count();
+    assert_eq!(
+        looks, 3,
+        "the enqueue's own look, one finding it still queued, one finding it merged: {requests:#?}"
+    );
+    assert!(
+        all.contains("the merge queue merged the pull request"),
+        "{all}"
+    );
+    assert!(
+        all.contains("takes its merges through its merge queue"),
+        "{all}"
+    );
+    assert!(!g.issue_open(1), "{all}");
+}
+
+/// The merge queue's CI fails on the merge group: the queue takes the PR out, and the runner
+/// meets it as monitorCI's failure in words that say the merge queue's CI failed (nothing was
+/// merged), its next attempt a repair; the branch CI then passes is enqueued again and merges.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_merge_queue_whose_ci_fails_returns_the_pr_to_its_cycle_as_a_ci_failure() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.with_merge_queue(0, vec![QueueOutcome::FailChecks, QueueOutcome::Merge]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    assert!(!merged_directly(&requests), "{requests:#?}");
+    assert!(
+        all.contains("the merge queue's CI failed on main with this pull request"),
+        "{all}"
+    );
+    assert!(
+        all.contains("monitorCI attempt 2 (repair)"),
+        "the queue's failure is repaired as CI's: {all}"
+    );
+    let enqueued = g.enqueued();
+    assert_eq!(
+        enqueued.len(),
+        2,
+        "enqueued again after CI passed the repair: {all}"
+    );
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main^2"]),
+        enqueued[1],
+        "{all}"
+    );
+    assert!(!g.issue_open(1), "{all}");
+}
+
+/// A person takes the PR out of the merge queue: a person's move, like closing it. The cycle
+/// is dropped, nothing is merged, and the run does not halt.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_person_taking_the_pr_out_of_the_merge_queue_drops_the_cycle_and_nothing_merges() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    let main_before = git(&g.p.origin, &["rev-parse", "main"]);
+    g.with_merge_queue(0, vec![QueueOutcome::Dequeue]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!merged_directly(&requests), "{requests:#?}");
+    assert_eq!(g.enqueued().len(), 1, "{requests:#?}");
+    assert!(
+        all.contains("a person took the pull request out of the merge queue"),
+        "{all}"
+    );
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main"]),
+        main_before,
+        "{all}"
+    );
+    assert!(g.issue_open(1), "{all}");
 }

@@ -248,6 +248,9 @@ impl Signature {
     /// The signature of a monitorCI attempt whose CI stayed pending through the step's time
     /// limit (decided by the machine, so fixed: the same wait twice is the same failure).
     pub const CI_STILL_PENDING: Signature = Signature(0x6369_5f70_656e_6469);
+    /// The signature of a merge whose PR stayed in the forge's merge queue through monitorCI's
+    /// CI schedule (decided by the machine, so fixed).
+    pub const QUEUE_STILL_PENDING: Signature = Signature(0x7175_6575_5f70_656e);
 
     /// The signature of a conflict with main in `paths` (in any order): the same files
     /// conflicting again after a repair are the same failure. FNV-1a, fixed across builds

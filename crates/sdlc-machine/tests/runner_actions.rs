@@ -1704,3 +1704,120 @@ fn ci_failing_on_the_commit_main_would_hold_is_monitor_cis_failure_and_is_repair
     }
     assert!(escalated, "bounded by monitorCI's attempts");
 }
+
+/// A base branch with a merge queue (GitHub's): the merge puts the PR in the queue and the
+/// machine waits on monitorCI's CI schedule (`WaitingForQueue`, `MERGE_QUEUE`), each look the
+/// same merge attempt's run again, holding the turn. A restart in the wait waits again. The
+/// queue merging it is the merge's success; its CI failing is monitorCI's failure, the turn
+/// given back; a queue that never decides fails the attempt (TIMEOUT) after the schedule's
+/// last wait, so the wait is bounded by the merge's attempts.
+#[test]
+fn a_queued_merge_waits_for_the_merge_queue_within_cis_schedule() {
+    let ours = commit(0);
+    let limits = Limits {
+        merge_turn_wait_ms: Some(10_000),
+        ..Limits::default()
+    };
+    let pauses = limits.ci_polls();
+    assert!(!pauses.is_empty());
+    let queued = Event::MergeQueued {
+        usage: Usage::default(),
+    };
+    let to_the_merge = |core: &mut Core| {
+        monitor_ci_of_issue_5(core);
+        core.handle(&Event::CiPassed {
+            commit: ours,
+            usage: Usage::default(),
+        });
+        core.handle(&Event::PreconditionsOk { step: Step::Merge });
+        let fx = core.handle(&Event::MergeTurnTaken).to_vec();
+        match fx.last() {
+            Some(
+                run @ Effect::RunStep {
+                    step: Step::Merge,
+                    commit: Some(c),
+                    ..
+                },
+            ) if *c == ours => *run,
+            _ => panic!("the merge of the verified commit: {fx:?}"),
+        }
+    };
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    let run = to_the_merge(&mut core);
+    for (n, &seconds) in pauses.iter().enumerate() {
+        let fx = core.handle(&queued).to_vec();
+        let wait = Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::MergeQueue),
+        };
+        assert_eq!(
+            fx,
+            vec![wait],
+            "look {n}: the turn stays held, no attempt spent"
+        );
+        assert_eq!(*core.state(), State::WaitingForQueue { seconds });
+        assert_eq!(core.handle(&Event::Start).to_vec(), vec![wait]);
+        assert_eq!(
+            core.handle(&Event::WaitOver).to_vec(),
+            vec![run],
+            "look {n}: the same attempt's run again"
+        );
+        assert_eq!(core.runner().queue_waits, n as u32 + 1);
+    }
+    // The queue never decided within CI's schedule: the merge attempt fails as TIMEOUT.
+    let fx = core.handle(&queued).to_vec();
+    assert!(fx.contains(&Effect::ReleaseMergeTurn), "{fx:?}");
+    assert!(
+        fx.iter().any(|e| matches!(
+            e,
+            Effect::Notify(Notice::Retrying {
+                step: Step::Merge,
+                class: FailureClass::Timeout,
+                ..
+            })
+        )),
+        "{fx:?}"
+    );
+    assert_eq!(core.runner().attempts[Step::Merge.index()], 1);
+    assert_eq!(core.runner().queue_waits, 0, "a new attempt, a new wait");
+
+    // The queue merges it at the second look: the merge's success.
+    let mut core = Core::new(limits.clone(), Mode::Continuous);
+    to_the_merge(&mut core);
+    core.handle(&queued);
+    core.handle(&Event::WaitOver);
+    let fx = core
+        .handle(&Event::StepSucceeded {
+            step: Step::Merge,
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert!(fx.contains(&Effect::ReleaseMergeTurn), "{fx:?}");
+    assert!(
+        fx.iter()
+            .any(|e| matches!(e, Effect::RecordMerged { issue: 5, .. })),
+        "{fx:?}"
+    );
+
+    // The queue's CI fails: monitorCI's failure, its repair next.
+    let mut core = Core::new(limits, Mode::Continuous);
+    to_the_merge(&mut core);
+    core.handle(&queued);
+    core.handle(&Event::WaitOver);
+    let fx = core
+        .handle(&Event::CiFailedTogether {
+            class: FailureClass::TestAssertion,
+            signature: Signature(9),
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert!(fx.contains(&Effect::ReleaseMergeTurn), "{fx:?}");
+    assert_eq!(
+        fx.last(),
+        Some(&Effect::CheckPreconditions {
+            step: Step::MonitorCi
+        }),
+        "{fx:?}"
+    );
+    assert_eq!(core.runner().attempts[Step::MonitorCi.index()], 1);
+}

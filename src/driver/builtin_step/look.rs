@@ -10,7 +10,7 @@ use crate::steps::builtin::{self, CiLook, Failed};
 
 /// What a builtin action found: CI pending, passed or failed on a commit, a person's move
 /// (its event), or the step done.
-pub(super) enum Looked {
+pub(in crate::driver) enum Looked {
     Pending(Commit),
     Passed(Commit),
     /// The failing checks, as the forge's verdict named them.

@@ -121,7 +121,7 @@ pub(in crate::forge) fn review_state(
     let decision = if reviews.is_empty() {
         None
     } else {
-        review_decision(gh, repo_dir, number)?
+        review_decision(gh, repo_dir, number, false)?.0
     };
     // The pull request counts its line comments and its conversation: an empty list is not
     // read (the merge reads the pull request next, then a 304).

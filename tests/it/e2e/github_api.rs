@@ -139,6 +139,9 @@ pub struct Api {
     /// Whether a teammate pushes a commit to origin's main right after CI's checks are first
     /// read (CI passed the branch; main moves before the merge).
     pub main_moves_after_checks: bool,
+    /// The base branch's merge queue, when it has one: its PRs read `blocked`, a direct merge
+    /// is refused (405), and `enqueuePullRequest` puts a PR in it.
+    pub merge_queue: Option<MergeQueue>,
     /// The `sha` each merge request (`PUT …/pulls/N/merge`) named, in order.
     pub merge_shas: Vec<String>,
     /// The assignments made (`POST …/issues/N/assignees`): (issue, login).
@@ -164,6 +167,37 @@ pub struct Api {
     /// The last edit of an issue's description (GraphQL `lastEditedAt`, `editor`): (issue,
     /// editor), a day after every label was applied.
     pub edits: Vec<(u32, String)>,
+}
+
+/// A merge queue as GitHub runs one: each PR put in it is decided after `looks` looks at it
+/// (its CI on the merge group taking that long), as `outcomes` say in turn (the last one for
+/// every later PR).
+#[derive(Debug, Default)]
+pub struct MergeQueue {
+    /// Looks at a queued PR before the queue decides.
+    pub looks: u32,
+    /// What the queue does with each PR in turn: merge it, fail its checks, or a person
+    /// dequeues it.
+    pub outcomes: Vec<QueueOutcome>,
+    /// The PRs in the queue: (number, the `expectedHeadOid` they were enqueued with).
+    pub entries: Vec<(u32, String)>,
+    /// Every enqueue's `expectedHeadOid`, in order.
+    pub enqueued: Vec<String>,
+    /// Looks at queued PRs so far, for the one in the queue now.
+    pub seen: u32,
+    /// The last removal of each PR: (number, reason, actor).
+    pub removed: Vec<(u32, String, String)>,
+}
+
+/// What the merge queue does with a PR once its CI on the merge group decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum QueueOutcome {
+    /// Merges it (a merge commit of the enqueued head onto main).
+    Merge,
+    /// Takes it out: its checks failed on the merge group.
+    FailChecks,
+    /// A person takes it out of the queue.
+    Dequeue,
 }
 
 /// GitHub's time of now, as its REST answers write it.
@@ -919,6 +953,9 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
                 let pull = api.pulls.iter().find(|p| p.number.to_string() == *number)?;
                 person_pushes(&api.origin, &pull.head.clone());
             }
+            if api.merge_queue.is_some() {
+                return Some(status(405, "Changes must be made through the merge queue"));
+            }
             let gate = api.merge_gate.clone().map(|(m, _)| m.to_ascii_lowercase());
             if matches!(
                 gate.as_deref(),
@@ -993,8 +1030,12 @@ fn pull_rest(api: &Api, p: &Pull) -> Value {
         .merge_gate
         .clone()
         .unwrap_or_else(|| ("CLEAN".into(), String::new()));
-    let merge_state = merge_state.to_ascii_lowercase();
-    json!({"number": p.number, "title": p.title, "body": p.body,
+    let mut merge_state = merge_state.to_ascii_lowercase();
+    if api.merge_queue.is_some() && merge_state == "clean" {
+        // GitHub shows a PR whose base merges only through its queue as blocked.
+        merge_state = "blocked".into();
+    }
+    json!({"number": p.number, "title": p.title, "body": p.body, "node_id": format!("PR_{}", p.number),
         "html_url": format!("https://github.localhost/{OWNER}/{REPO}/pull/{}", p.number),
         "state": if p.state == "OPEN" { "open" } else { "closed" },
         "merged": p.state == "MERGED",
@@ -1204,7 +1245,23 @@ fn graphql_answer(api: &mut Api, request: &Value) -> Option<Answer> {
             }
             let review = api.merge_gate.clone().map(|(_, r)| r).unwrap_or_default();
             let review = (!review.is_empty()).then_some(review);
-            json!({"repository": {"pullRequest": {"reviewDecision": review}}})
+            json!({"repository": {"pullRequest": {"reviewDecision": review,
+                "isMergeQueueEnabled": api.merge_queue.is_some()}}})
+        }
+        "PullRequestQueue" => {
+            let branch = vars["branch"].as_str().unwrap_or_default().to_string();
+            queue_look(api, &branch)?
+        }
+        "PullRequestEnqueue" => {
+            let id = vars["id"].as_str().unwrap_or_default().to_string();
+            let head = vars["head"].as_str().unwrap_or_default().to_string();
+            match enqueue(api, &id, &head) {
+                Ok(()) => json!({"enqueuePullRequest": {"mergeQueueEntry": {"position": 1}}}),
+                Err(message) => {
+                    return Some(ok(json!({"data": {"enqueuePullRequest": null},
+                        "errors": [{"type": "UNPROCESSABLE", "path": ["enqueuePullRequest"], "message": message}]})))
+                }
+            }
         }
         "UserCurrent" => json!({"viewer": {"login": OWNER}}),
         "IssueLastEdit" => {
@@ -1306,6 +1363,90 @@ fn graphql_answer(api: &mut Api, request: &Value) -> Option<Answer> {
         _ => return None,
     };
     Some(ok(json!({"data": data})))
+}
+
+/// The newest PR of `branch` and where it stands in the merge queue; a look at a queued PR
+/// counts towards the queue's decision, which is made when it is due.
+fn queue_look(api: &mut Api, branch: &str) -> Option<Value> {
+    let number = api.pulls.iter().rev().find(|p| p.head == branch)?.number;
+    let due = api.merge_queue.as_mut().is_some_and(|q| {
+        let queued = q.entries.iter().any(|(n, _)| *n == number);
+        if queued {
+            q.seen += 1;
+        }
+        queued && q.seen > q.looks
+    });
+    if due {
+        decide(api, number);
+    }
+    let queue = api.merge_queue.as_ref();
+    let pull = api.pulls.iter().find(|p| p.number == number)?;
+    let in_queue = queue.is_some_and(|q| q.entries.iter().any(|(n, _)| *n == number));
+    let removal: Vec<Value> = queue
+        .and_then(|q| q.removed.iter().rev().find(|(n, _, _)| *n == number))
+        .map(|(_, reason, actor)| json!({"reason": reason, "actor": {"login": actor}}))
+        .into_iter()
+        .collect();
+    Some(json!({"repository": {"pullRequests": {"nodes": [{
+        "id": format!("PR_{number}"), "number": number, "state": pull.state,
+        "isInMergeQueue": in_queue, "isMergeQueueEnabled": queue.is_some(),
+        "timelineItems": {"nodes": removal}}]}}}))
+}
+
+/// The queue's CI decided on PR `number`: merged (its enqueued head), or taken out.
+fn decide(api: &mut Api, number: u32) {
+    let Some(q) = api.merge_queue.as_mut() else {
+        return;
+    };
+    q.seen = 0;
+    let Some(at) = q.entries.iter().position(|(n, _)| *n == number) else {
+        return;
+    };
+    let (_, head) = q.entries.remove(at);
+    let outcome = if q.outcomes.len() > 1 {
+        q.outcomes.remove(0)
+    } else {
+        q.outcomes.first().copied().unwrap_or(QueueOutcome::Merge)
+    };
+    match outcome {
+        QueueOutcome::Merge => {
+            if let Err(e) = merge(api, &format!("PR_{number}"), Some(&head)) {
+                panic!("the fake queue cannot merge PR {number}: {e}");
+            }
+        }
+        QueueOutcome::FailChecks => {
+            q.removed.push((
+                number,
+                "Failed status checks".into(),
+                "github-merge-queue".into(),
+            ));
+        }
+        QueueOutcome::Dequeue => {
+            q.removed
+                .push((number, "Manually removed".into(), "alice".into()));
+        }
+    }
+}
+
+/// `enqueuePullRequest`: PR `id` put in the queue while its head is `head`.
+fn enqueue(api: &mut Api, id: &str, head: &str) -> Result<(), String> {
+    let pull = api
+        .pulls
+        .iter()
+        .find(|p| format!("PR_{}", p.number) == id && p.state == "OPEN")
+        .ok_or_else(|| "Pull request is not open".to_string())?;
+    let number = pull.number;
+    if resolve(api, &pull.head) != head {
+        return Err("Head branch was modified. Review and try again.".into());
+    }
+    let q = api
+        .merge_queue
+        .as_mut()
+        .ok_or_else(|| "The base branch has no merge queue".to_string())?;
+    q.entries.push((number, head.to_string()));
+    q.enqueued.push(head.to_string());
+    q.seen = 0;
+    Ok(())
 }
 
 /// Merges the PR with a merge commit on the bare origin, as GitHub would.

@@ -436,6 +436,22 @@ impl Runner {
         }
     }
 
+    /// The merge's PR is in the forge's merge queue: the pause before the next look (the
+    /// merge's run issued again, which looks at the queue). A restart waits again and looks
+    /// (reading the queue is idempotent); the waits so far stay counted.
+    #[state(superstate = "deliver")]
+    fn waiting_for_queue(
+        &mut self,
+        seconds: &u64,
+        event: &Event,
+        context: &mut Fx,
+    ) -> Outcome<State> {
+        match *event {
+            Event::WaitOver => self.reissue(context),
+            _ => self.wait_again(*seconds, WaitReason::MergeQueue, event, context),
+        }
+    }
+
     /// Manual approval: a person decides what happens after retries are spent.
     #[state(superstate = "cycle")]
     fn awaiting_decision(

@@ -79,6 +79,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
         last_escalation_alone: _,
         ci_waits,
         ci_waited_secs,
+        queue_waits,
         pending_usage: _,
         merge_wait,
         contention,
@@ -196,6 +197,7 @@ fn key(h: &mut Recorder<'_>, core: &Core, pending: Option<Effect>, repaired: [bo
     last_escalation.hash(h);
     ci_waits.hash(h);
     ci_waited_secs.hash(h);
+    queue_waits.hash(h);
     merge_wait.hash(h);
     contention.hash(h);
     merge_rerun.hash(h);
@@ -419,10 +421,18 @@ impl Search {
                         usage: u,
                     });
                 }
-                // Another look at CI is the runner's alone: it neither starts an agent nor
-                // counts as an attempt.
+                // The merge queue holds the PR (a builtin merge's answer only).
+                let builtin_merge = self.builtin.is_none_or(|b| b[Step::Merge.index()]);
+                if step == Step::Merge && builtin_merge && !round {
+                    evs.push(Event::MergeQueued { usage: u });
+                }
+                // Another look at CI, or at the merge queue (the merge's run again after the
+                // queue's wait), is the runner's alone: it neither starts an agent nor counts
+                // as an attempt.
+                let queue_look = core.runner().queue_waits > 0;
                 let agent_call = match (pending, self.builtin) {
                     (Effect::LookAtCi { .. }, _) => false,
+                    (Effect::RunStep { .. }, _) if queue_look => false,
                     // A round is always an agent's (`steps.addressReview`).
                     (Effect::AddressReview { .. }, _) => true,
                     (_, Some(builtin)) => !builtin[step.index()] || repair,

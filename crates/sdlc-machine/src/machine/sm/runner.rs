@@ -172,6 +172,10 @@ pub struct Runner {
     pub ci_waits: u32,
     /// Their seconds, for the diagnostic when CI never settles.
     pub ci_waited_secs: u64,
+    /// Waits so far for the forge's merge queue to merge the PR of the merge attempt under
+    /// way (`MergeQueued`), on monitorCI's CI schedule: past its last wait the attempt fails.
+    #[serde(default)]
+    pub queue_waits: u32,
     /// What the attempt under way cost before its outcome (its looks at CI that found CI
     /// pending, and their waits): added to the outcome's usage, so an attempt is counted once.
     pub pending_usage: Usage,
@@ -322,6 +326,7 @@ impl Runner {
             last_escalation_alone: false,
             ci_waits: 0,
             ci_waited_secs: 0,
+            queue_waits: 0,
             pending_usage: Usage::default(),
             merge_wait: LeaseWait::new(0),
             contention: Contention::default(),

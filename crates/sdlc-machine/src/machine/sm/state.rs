@@ -35,7 +35,7 @@ impl State {
             State::MonitorCi {} => Step::MonitorCi,
             State::Merge {} => Step::Merge,
             State::WaitingForCi { .. } => Step::MonitorCi,
-            State::WaitingToMerge { .. } => Step::Merge,
+            State::WaitingToMerge { .. } | State::WaitingForQueue { .. } => Step::Merge,
             State::AwaitingReview {} | State::WaitingForReview { .. } => Step::Merge,
             State::BackingOff { step, .. }
             | State::AwaitingDecision { step }
@@ -84,6 +84,7 @@ impl State {
             State::WaitingForCi { .. } => "WaitingForCi",
             State::WaitingForFleet { .. } => "WaitingForFleet",
             State::WaitingToMerge { .. } => "WaitingToMerge",
+            State::WaitingForQueue { .. } => "WaitingForQueue",
             State::AwaitingReview {} => "AwaitingReview",
             State::WaitingForReview { .. } => "WaitingForReview",
             State::Halted { .. } => "Halted",

@@ -205,6 +205,9 @@ impl Runner {
             } if step == Step::Merge && self.dispatched => {
                 self.merge_race_lost(class, signature, &usage, fx)
             }
+            Event::MergeQueued { usage } if step == Step::Merge && self.dispatched => {
+                self.merge_queued(&usage, fx)
+            }
             Event::CiFailedTogether {
                 class,
                 signature,

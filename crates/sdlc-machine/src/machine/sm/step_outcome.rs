@@ -27,6 +27,7 @@ impl Runner {
         self.dispatched = true;
         self.ci_waits = 0;
         self.ci_waited_secs = 0;
+        self.queue_waits = 0;
         if step == Step::MonitorCi {
             // A new attempt looks at the branch as the runner pushed it.
             self.ci_commit = None;
@@ -328,5 +329,39 @@ impl Runner {
             reason: Some(WaitReason::Ci),
         });
         Transition(State::waiting_for_ci(seconds))
+    }
+}
+
+impl Runner {
+    /// The merge put the PR in the forge's merge queue, or a look found it still there: wait
+    /// on monitorCI's CI schedule (the queue runs CI on what main will hold) and look again
+    /// (the merge's run issued again), or, past the schedule's last wait, fail the merge
+    /// attempt (TIMEOUT). The merge turn stays held: the queue is the merge under way.
+    pub(super) fn merge_queued(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.pending_usage = self.with_pending(usage);
+        let pauses = self.limits.ci_polls();
+        let Some(&seconds) = pauses.get(self.queue_waits as usize) else {
+            self.queue_waits = 0;
+            self.release_merge_turn(fx);
+            let usage = self.with_pending(&Usage::default());
+            return self.failed(
+                Step::Merge,
+                FailureClass::Timeout,
+                Signature::QUEUE_STILL_PENDING,
+                &usage,
+                None,
+                fx,
+            );
+        };
+        self.queue_waits += 1;
+        self.pending_usage.elapsed_ms = self
+            .pending_usage
+            .elapsed_ms
+            .saturating_add(seconds.saturating_mul(1000));
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::MergeQueue),
+        });
+        Transition(State::waiting_for_queue(seconds))
     }
 }

@@ -223,6 +223,9 @@ pub enum WaitReason {
     /// The merged issue is still open: the tracker's own close (from the PR's `Closes #N`)
     /// is waited for before the runner closes it itself.
     TrackerClose,
+    /// The PR is in the base branch's merge queue: its CI on the queue's merge group is
+    /// waited for before the next look.
+    MergeQueue,
 }
 
 impl WaitReason {
@@ -238,6 +241,7 @@ impl WaitReason {
             WaitReason::Ci => "CI",
             WaitReason::Review => "REVIEW",
             WaitReason::TrackerClose => "TRACKER_CLOSE",
+            WaitReason::MergeQueue => "MERGE_QUEUE",
         }
     }
 }
@@ -278,7 +282,8 @@ pub enum Effect {
     },
     /// Run one attempt of a step (answered by its outcome: `StepSucceeded`, `StepFailed`,
     /// `WorkspaceUnfit`; for monitorCI `CiPassed`, `CiPending`; for merge `MergeRaceLost`,
-    /// `MergeConflict`, `BranchBehind`, `CiFailedTogether`; for a builtin step's repair `Repaired`; before a look at
+    /// `MergeConflict`, `BranchBehind`, `CiFailedTogether`, `MergeQueued` (the forge's merge
+    /// queue holds the PR; issued again after its wait, the run looks at the queue); for a builtin step's repair `Repaired`; before a look at
     /// the branch a person's move, `BranchMoved`, `AlreadyMerged`, `IssueWithdrawn`; a runner's
     /// call may answer `NetworkFailed` or `RateLimited`).
     ///

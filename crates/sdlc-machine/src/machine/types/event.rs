@@ -366,6 +366,16 @@ pub enum Event {
         /// What the merge run (the combined commit's CI included) cost.
         usage: Usage,
     },
+    /// The builtin merge (`RunStep` of merge) found a merge queue on the base branch (GitHub's
+    /// merge queue) and put the PR in it, carrying the verified commit, or a look at the queue
+    /// (the same request issued again after a wait) found it still there: nothing is merged
+    /// yet. The machine waits on monitorCI's CI schedule and looks again; the queue's answer
+    /// is `StepSucceeded` (merged: the commit the queue's CI passed), `CiFailedTogether` (the
+    /// queue's CI failed) or `IssueWithdrawn` (a person took it out of the queue).
+    MergeQueued {
+        /// What the merge run or the look cost.
+        usage: Usage,
+    },
     /// This runner now holds the selected issue's claim (`ClaimIssue`): taken, or taken over
     /// from a runner whose lease ran out.
     ClaimTaken {
@@ -420,6 +430,7 @@ impl Event {
             | Event::MergeConflict { usage, .. }
             | Event::MergeRaceLost { usage, .. }
             | Event::CiFailedTogether { usage, .. }
+            | Event::MergeQueued { usage }
             | Event::ShutdownRequested { usage, .. }
             | Event::KilledCallSpent { usage } => Some(usage),
             Event::Start
@@ -500,6 +511,7 @@ impl Event {
             Event::MergeTurnBusy => "MergeTurnBusy",
             Event::MergeRaceLost { .. } => "MergeRaceLost",
             Event::CiFailedTogether { .. } => "CiFailedTogether",
+            Event::MergeQueued { .. } => "MergeQueued",
             Event::ClaimTaken { .. } => "ClaimTaken",
             Event::ClaimHeld { .. } => "ClaimHeld",
             Event::ClaimRenewed => "ClaimRenewed",
