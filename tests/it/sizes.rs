@@ -52,7 +52,7 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/agent/cli/gemini.rs", "classify"),
     ("src/agent/sandbox.rs", "container_args"),
     ("src/process_bounds.rs", "window"),
-    ("src/forge/gitlab/reviews.rs", "parse_review_state"),
+    ("src/services/gitlab/forge/reviews.rs", "parse_review_state"),
     ("src/forge/github/reviews.rs", "parse_review_state"),
     ("src/notify/delivery.rs", "attempt"),
     ("src/commands/demo.rs", "setup"),

@@ -8,9 +8,12 @@
 //! rate limit is the machine's rate-limit wait, a 5xx the network's, a refused token an
 //! environment failure naming `gitlab.tokenEnv`.
 
-use super::{escalation_text, select_from_with, Issue, IssueText, Scope, Selection, TrackerError};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
+use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
+use crate::services::shared::claim_notes;
+use crate::services::shared::escalation_text;
+use crate::services::shared::selection::{select_from_with, Scope};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -253,7 +256,7 @@ impl GitLab {
         for n in notes.iter().filter(|n| n["system"].as_bool() != Some(true)) {
             let author = n["author"]["username"].as_str().unwrap_or_default();
             match self.judge(&n["author"])? {
-                crate::authority::Verdict::Counts => text.comments.push(super::Comment {
+                crate::authority::Verdict::Counts => text.comments.push(Comment {
                     author: author.to_string(),
                     body: n["body"].as_str().unwrap_or_default().to_string(),
                 }),
@@ -391,8 +394,8 @@ impl GitLab {
 
 /// Claims on GitLab (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
 /// notes decide, read back in the order GitLab wrote them.
-impl super::claim_notes::ClaimBoard for GitLab {
-    fn notes(&self, issue: u32) -> Result<Vec<super::claim_notes::ClaimNote>, TrackerError> {
+impl claim_notes::ClaimBoard for GitLab {
+    fn notes(&self, issue: u32) -> Result<Vec<claim_notes::ClaimNote>, TrackerError> {
         let path = self.at(&format!(
             "issues/{issue}/notes?sort=asc&order_by=created_at"
         ));
@@ -421,16 +424,13 @@ impl super::claim_notes::ClaimBoard for GitLab {
     }
 
     fn mark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.edit(
-            issue,
-            json!({ "add_labels": super::claim_notes::CLAIMED_LABEL }),
-        )
+        self.edit(issue, json!({ "add_labels": claim_notes::CLAIMED_LABEL }))
     }
 
     fn unmark(&self, issue: u32) -> Result<(), TrackerError> {
         self.edit(
             issue,
-            json!({ "remove_labels": super::claim_notes::CLAIMED_LABEL }),
+            json!({ "remove_labels": claim_notes::CLAIMED_LABEL }),
         )
     }
 
@@ -439,7 +439,7 @@ impl super::claim_notes::ClaimBoard for GitLab {
             .api
             .pages(&self.at(&format!(
                 "issues?state=opened&labels={}",
-                path_segment(super::claim_notes::CLAIMED_LABEL)
+                path_segment(claim_notes::CLAIMED_LABEL)
             )))?
             .iter()
             .filter_map(|v| v["iid"].as_u64())

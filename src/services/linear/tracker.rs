@@ -8,9 +8,12 @@
 //! with status 200; its kind comes from the status and headers, else from the error's
 //! `extensions.code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, `FORBIDDEN`), never its words.
 
-use super::{escalation_text, select_from, Issue, IssueText, Scope, Selection, TrackerError};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
+use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
+use crate::services::shared::claim_notes;
+use crate::services::shared::escalation_text;
+use crate::services::shared::selection::{select_from, Scope};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -272,7 +275,7 @@ impl Linear {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|c| super::Comment {
+            .map(|c| Comment {
                 author: c["user"]["name"].as_str().unwrap_or_default().to_string(),
                 body: c["body"].as_str().unwrap_or_default().to_string(),
             })
@@ -406,8 +409,8 @@ impl Linear {
 
 /// Claims on Linear (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
 /// comments decide, read back in the order Linear wrote them.
-impl super::claim_notes::ClaimBoard for Linear {
-    fn notes(&self, issue: u32) -> Result<Vec<super::claim_notes::ClaimNote>, TrackerError> {
+impl claim_notes::ClaimBoard for Linear {
+    fn notes(&self, issue: u32) -> Result<Vec<claim_notes::ClaimNote>, TrackerError> {
         let node = self.node_of(issue)?;
         let mut notes = Vec::new();
         let mut after = Value::Null;
@@ -425,7 +428,7 @@ impl super::claim_notes::ClaimBoard for Linear {
                 else {
                     continue;
                 };
-                notes.push(super::claim_notes::ClaimNote {
+                notes.push(claim_notes::ClaimNote {
                     body: c["body"].as_str().unwrap_or_default().to_string(),
                     created_at: at.with_timezone(&chrono::Utc),
                 });
@@ -448,11 +451,11 @@ impl super::claim_notes::ClaimBoard for Linear {
     }
 
     fn mark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.set_named_label(issue, super::claim_notes::CLAIMED_LABEL, true)
+        self.set_named_label(issue, claim_notes::CLAIMED_LABEL, true)
     }
 
     fn unmark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.set_named_label(issue, super::claim_notes::CLAIMED_LABEL, false)
+        self.set_named_label(issue, claim_notes::CLAIMED_LABEL, false)
     }
 
     fn marked(&self) -> Result<Vec<u32>, TrackerError> {
@@ -465,7 +468,7 @@ impl super::claim_notes::ClaimBoard for Linear {
             let data = self.graphql(
                 "ClaimedIssues",
                 &query,
-                json!({"team": self.team, "label": super::claim_notes::CLAIMED_LABEL, "after": after}),
+                json!({"team": self.team, "label": claim_notes::CLAIMED_LABEL, "after": after}),
             )?;
             let page = &data["issues"];
             numbers.extend(

@@ -1,0 +1,10 @@
+//! GitLab through its REST API v4 (docs/gitlab.md): [`client`] builds the one API client from
+//! the config, [`tracker`] works the project's issues and [`forge`] its merge requests and
+//! pipelines.
+
+pub mod client;
+pub mod forge;
+pub mod tracker;
+
+pub use forge::GitLabForge;
+pub use tracker::GitLab;
