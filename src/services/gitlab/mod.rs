@@ -2,6 +2,7 @@
 //! the config, [`tracker`] works the project's issues and [`forge`] its merge requests and
 //! pipelines.
 
+mod claims;
 pub mod client;
 pub mod forge;
 pub mod tracker;

@@ -11,7 +11,6 @@
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
-use crate::services::shared::claim_notes;
 use crate::services::shared::escalation_text;
 use crate::services::shared::selection::{select_from_with, Scope};
 use serde_json::{json, Value};
@@ -55,7 +54,7 @@ impl GitLab {
         format!("projects/{}", path_segment(project))
     }
 
-    fn at(&self, rest: &str) -> String {
+    pub(super) fn at(&self, rest: &str) -> String {
         format!("{}/{rest}", Self::project_path(&self.project))
     }
 
@@ -345,7 +344,7 @@ impl GitLab {
             .map_err(Into::into)
     }
 
-    fn edit(&self, number: u32, change: Value) -> Result<(), TrackerError> {
+    pub(super) fn edit(&self, number: u32, change: Value) -> Result<(), TrackerError> {
         self.api
             .json("PUT", &self.at(&format!("issues/{number}")), Some(&change))
             .map(drop)
@@ -389,62 +388,6 @@ impl GitLab {
             self.edit(number, json!({ "remove_labels": self.escalated_label }))?;
         }
         Ok(was)
-    }
-}
-
-/// Claims on GitLab (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
-/// notes decide, read back in the order GitLab wrote them.
-impl claim_notes::ClaimBoard for GitLab {
-    fn notes(&self, issue: u32) -> Result<Vec<claim_notes::ClaimNote>, TrackerError> {
-        let path = self.at(&format!(
-            "issues/{issue}/notes?sort=asc&order_by=created_at"
-        ));
-        self.api
-            .pages(&path)?
-            .into_iter()
-            .map(|n| {
-                serde_json::from_value(n).map_err(|e| TrackerError::Command {
-                    command: format!("GET {}/{path}", self.api.base),
-                    detail: format!("a note without its body or created_at ({e})"),
-                    kind: CallFailureKind::Other,
-                })
-            })
-            .collect()
-    }
-
-    fn write_note(&self, issue: u32, text: &str) -> Result<(), TrackerError> {
-        self.api
-            .json(
-                "POST",
-                &self.at(&format!("issues/{issue}/notes")),
-                Some(&json!({ "body": text })),
-            )
-            .map(drop)
-            .map_err(Into::into)
-    }
-
-    fn mark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.edit(issue, json!({ "add_labels": claim_notes::CLAIMED_LABEL }))
-    }
-
-    fn unmark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.edit(
-            issue,
-            json!({ "remove_labels": claim_notes::CLAIMED_LABEL }),
-        )
-    }
-
-    fn marked(&self) -> Result<Vec<u32>, TrackerError> {
-        Ok(self
-            .api
-            .pages(&self.at(&format!(
-                "issues?state=opened&labels={}",
-                path_segment(claim_notes::CLAIMED_LABEL)
-            )))?
-            .iter()
-            .filter_map(|v| v["iid"].as_u64())
-            .filter_map(|n| u32::try_from(n).ok())
-            .collect())
     }
 }
 

@@ -1,6 +1,7 @@
 //! Linear through its GraphQL API (docs/gitlab.md, "Linear"): [`client`] builds the API
 //! client from the config, [`tracker`] works the team's issues (and keeps claims as comments).
 
+mod claims;
 pub mod client;
 pub mod tracker;
 
