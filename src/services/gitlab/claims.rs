@@ -7,6 +7,12 @@ use crate::ports::tracker::TrackerError;
 use crate::services::shared::claim_notes;
 use serde_json::json;
 
+/// An issue of a list, read for its number alone (an entry without one is left out).
+#[derive(serde::Deserialize)]
+struct Numbered {
+    iid: u64,
+}
+
 /// Claims on GitLab (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
 /// notes decide, read back in the order GitLab wrote them.
 impl claim_notes::ClaimBoard for GitLab {
@@ -56,9 +62,9 @@ impl claim_notes::ClaimBoard for GitLab {
                 "issues?state=opened&labels={}",
                 path_segment(claim_notes::CLAIMED_LABEL)
             )))?
-            .iter()
-            .filter_map(|v| v["iid"].as_u64())
-            .filter_map(|n| u32::try_from(n).ok())
+            .into_iter()
+            .filter_map(|v| serde_json::from_value::<Numbered>(v).ok())
+            .filter_map(|n| u32::try_from(n.iid).ok())
             .collect())
     }
 }
