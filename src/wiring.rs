@@ -40,7 +40,7 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
     let forge = match cfg.forge {
         ForgeKind::Gitlab => Forge::GitLab {
             api: crate::forge::GitLabForge {
-                api: crate::tracker::gitlab_api(cfg)?,
+                api: crate::services::gitlab::client::from_config(cfg)?,
                 project: cfg.gitlab.project.clone().unwrap_or_default(),
                 authority: cfg.review.authority(),
             },

@@ -1,17 +1,16 @@
 //! Pull requests and CI, from GitHub (through the `gh` CLI, [`github`]), from GitLab (merge
-//! requests and pipelines through its REST API, [`gitlab`]) or from the offline
+//! requests and pipelines through its REST API, `services::gitlab`) or from the offline
 //! `local` forge used by the demo (`local`), where origin itself plays GitHub: a pushed
 //! branch is an open PR and a branch merged into `origin/<main>` is a merged one; its CI is an
 //! optional command run in a clean worktree of the branch ([`LocalCi`]).
 
 pub mod github;
-pub mod gitlab;
 mod local;
 mod local_ci;
 mod port;
 
+pub use crate::services::gitlab::GitLabForge;
 pub use github::{merge_refusal, parse_checks, parse_prs, refused_by_policy};
-pub use gitlab::GitLabForge;
 pub(crate) use local::last_push;
 pub use local::record_review;
 pub use local_ci::LocalCi;

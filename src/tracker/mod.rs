@@ -19,24 +19,23 @@
 //! Unlike the old runner, an open milestone whose issues are all non-automatable or
 //! quarantined does not stall selection: the next milestone is used (docs/design-notes.md).
 
-mod claim_notes;
 pub(crate) mod claims;
 mod github;
-mod gitlab;
-mod linear;
 mod local;
 mod port;
-mod selection;
 mod text;
 
 pub use crate::ports::claims::{Claim, Claimed};
 pub use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
+pub use crate::services::gitlab::GitLab;
+pub use crate::services::linear::{Linear, TeamFacts};
+pub(crate) use crate::services::shared::escalation_text;
+pub use crate::services::shared::selection::body_dependencies;
+pub(crate) use crate::services::shared::selection::{select_from, select_from_with, Scope};
 pub use github::GitHub;
-pub use gitlab::GitLab;
-pub use linear::{Linear, TeamFacts};
 pub use local::Local;
-pub use selection::body_dependencies;
-pub(crate) use selection::{select_from, select_from_with, Scope};
+// The claim notes' rules, for the GitHub tracker's claims and the claim store.
+use crate::services::shared::claim_notes;
 pub use text::MAX_ISSUE_TEXT_BYTES;
 
 use std::collections::BTreeSet;
@@ -61,12 +60,6 @@ impl Issue {
     /// `<N>-<slug>`, `ENG-<N>-<slug>` on Linear.
     pub fn branch_in(&self, refs: &crate::config::IssueRefs) -> String {
         format!("{}{}", refs.branch_prefix(self.number), slug(&self.title))
-    }
-
-    /// A closed dependency counts as done unless the tracker shows that the pull requests
-    /// closing it were not merged (closed by hand while its PR was abandoned).
-    fn is_done(&self) -> bool {
-        !self.state_open && self.closed_by_merged_pr != Some(false)
     }
 }
 
@@ -239,7 +232,7 @@ impl Tracker {
                 label,
                 escalated_label,
             } => Tracker::GitLab(GitLab {
-                api: gitlab_api(cfg)?,
+                api: crate::services::gitlab::client::from_config(cfg)?,
                 project: cfg.gitlab.project.clone().unwrap_or_default(),
                 label: label.clone(),
                 escalated_label: escalated_label.clone(),
@@ -250,16 +243,7 @@ impl Tracker {
                 label,
                 escalated_label,
             } => Tracker::Linear(Linear {
-                api: crate::api_client::ApiClient::new(
-                    &cfg.linear.url,
-                    crate::api_client::read_token(
-                        &cfg.linear.token_env,
-                        "linear.tokenEnv",
-                        &cfg.file,
-                    )?,
-                    crate::api_client::Auth::Plain,
-                    &cfg.linear.token_env,
-                ),
+                api: crate::services::linear::client::from_config(cfg)?,
                 team: cfg.linear.team.clone().unwrap_or_default(),
                 label: label.clone(),
                 escalated_label: escalated_label.clone(),
@@ -288,18 +272,6 @@ impl Tracker {
         };
         traced(self.kind(), "get", number, got)
     }
-}
-
-/// The client of the config's GitLab API (`gitlab.url` + `/api/v4`), with the token read from
-/// `gitlab.tokenEnv` now. `Err` names the variable when it is not set.
-pub fn gitlab_api(cfg: &crate::config::Config) -> Result<crate::api_client::ApiClient, String> {
-    let token = crate::api_client::read_token(&cfg.gitlab.token_env, "gitlab.tokenEnv", &cfg.file)?;
-    Ok(crate::api_client::ApiClient::new(
-        &format!("{}/api/v4", cfg.gitlab.url.trim_end_matches('/')),
-        token,
-        crate::api_client::Auth::PrivateToken,
-        &cfg.gitlab.token_env,
-    ))
 }
 
 /// One tracker call as a debug diagnostic: what, which issue, and how it ended.
@@ -341,29 +313,6 @@ pub fn slug(title: &str) -> String {
     } else {
         trimmed.to_string()
     }
-}
-
-/// The text of an escalation comment / field: redacted, bounded, and telling the reader how
-/// to lift the quarantine.
-pub(crate) fn escalation_text(diagnostic: &str, how_to_lift: &str, max_bytes: usize) -> String {
-    let mut diagnostic = crate::redact::redact(diagnostic);
-    if diagnostic.len() > max_bytes {
-        let mut cut = diagnostic.len() - max_bytes;
-        while !diagnostic.is_char_boundary(cut) {
-            cut += 1;
-        }
-        diagnostic = format!("…{}", &diagnostic[cut..]);
-    }
-    // A fence longer than any backtick run inside keeps the diagnostic verbatim.
-    let longest = diagnostic
-        .split(|c| c != '`')
-        .map(str::len)
-        .max()
-        .unwrap_or(0);
-    let fence = "`".repeat((longest + 1).max(3));
-    format!(
-        "sdlc-runner escalated this issue and will not select it again. {how_to_lift}\n\n{fence}text\n{diagnostic}\n{fence}\n"
-    )
 }
 
 #[cfg(test)]

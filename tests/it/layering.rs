@@ -110,7 +110,9 @@ const FAKES: &str = "ports/fake/";
 /// The modules whose production adapters the ports stand for. The ports name none of them:
 /// a port's trait and its vocabulary (errors, answers) are read, and faked, without an
 /// adapter, and the adapters are put together outside `ports/`, in `wiring.rs`.
-const ADAPTERS: [&str; 6] = ["git", "forge", "tracker", "agent", "notify", "wiring"];
+const ADAPTERS: [&str; 7] = [
+    "git", "forge", "tracker", "services", "agent", "notify", "wiring",
+];
 
 #[test]
 fn the_ports_name_no_adapter() {
@@ -139,6 +141,69 @@ fn the_ports_name_no_adapter() {
         named.is_empty(),
         "a port names an adapter (move the type it needs into the port, the adapter's impl \
          beside the adapter, and the wiring into src/wiring.rs):\n{}",
+        named.join("\n")
+    );
+}
+
+/// Each service under `src/services/` (one folder each) names no other: no file of
+/// `services/gitlab/` names `services::linear` or `services::github`, nor another service's
+/// adapter module or type under `forge`/`tracker` (`forge::github`, `tracker::GitHub`), and so
+/// on for each. What they share lies below them: `services/shared/` (which names no service),
+/// the HTTP client (`api_client/`), `call_failure` and the ports.
+#[test]
+fn no_service_names_another() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let services: Vec<String> = std::fs::read_dir(src.join("services"))
+        .expect("src/services/ is readable")
+        .map(|e| e.expect("an entry of src/services/").path())
+        .filter(|p| p.is_dir())
+        .map(|p| module_name(&p))
+        .filter(|name| name != "shared")
+        .collect();
+    assert!(
+        ["github", "gitlab", "linear"]
+            .iter()
+            .all(|s| services.iter().any(|have| have == s)),
+        "the check found only the services {services:?} under src/services/: it reads the wrong place"
+    );
+    let mut named = Vec::new();
+    for file in rust_files(&src.join("services")) {
+        let rel = file.strip_prefix(&src).expect("a file under src/");
+        let mut module: Vec<String> = rel
+            .iter()
+            .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
+            .collect();
+        if module.last().is_some_and(|m| m == "mod") {
+            module.pop();
+        }
+        let Some(own) = module.get(1).cloned() else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+        for path in module_paths(&strip(&text), &module) {
+            let (Some(top), Some(next)) = (path.first(), path.get(1)) else {
+                continue;
+            };
+            let other = services
+                .iter()
+                .find(|s| **s != own && next.to_lowercase().starts_with(s.as_str()));
+            if let (Some(other), true) = (
+                other,
+                ["services", "forge", "tracker"].contains(&top.as_str()),
+            ) {
+                named.push(format!(
+                    "src/{} names crate::{} (the service {other})",
+                    rel.display(),
+                    path.join("::")
+                ));
+            }
+        }
+    }
+    assert!(
+        named.is_empty(),
+        "a service names another (move what both need below them, into services/shared/, \
+         api_client/ or the ports):\n{}",
         named.join("\n")
     );
 }

@@ -51,7 +51,7 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/agent/cli/gemini.rs", "classify"),
     ("src/agent/sandbox.rs", "container_args"),
     ("src/process_bounds.rs", "window"),
-    ("src/forge/gitlab/reviews.rs", "parse_review_state"),
+    ("src/services/gitlab/forge/reviews.rs", "parse_review_state"),
     ("src/forge/github/reviews.rs", "parse_review_state"),
     ("src/commands/demo.rs", "setup"),
     ("src/steps/checks.rs", "post_check"),

@@ -11,7 +11,7 @@ const DEVELOPER: u64 = 30;
 
 /// The checks of a config whose tracker or forge is GitLab.
 pub(super) fn checks(cfg: &Config) -> Vec<Check> {
-    let api = match crate::tracker::gitlab_api(cfg) {
+    let api = match crate::services::gitlab::client::from_config(cfg) {
         Ok(api) => api,
         Err(e) => {
             return vec![Check::fail(

@@ -8,9 +8,11 @@
 //! with status 200; its kind comes from the status and headers, else from the error's
 //! `extensions.code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, `FORBIDDEN`), never its words.
 
-use super::{escalation_text, select_from, Issue, IssueText, Scope, Selection, TrackerError};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
+use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
+use crate::services::shared::escalation_text;
+use crate::services::shared::selection::{select_from, Scope};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -18,7 +20,7 @@ use std::collections::{BTreeSet, HashMap};
 /// Linear keeps comments far longer; diagnostics are kept short.
 const MAX_COMMENT_BYTES: usize = 60_000;
 
-const ISSUE_FIELDS: &str = "id identifier number title description state { type } labels { nodes { name } } inverseRelations { nodes { type issue { number team { key } } } }";
+pub(super) const ISSUE_FIELDS: &str = "id identifier number title description state { type } labels { nodes { name } } inverseRelations { nodes { type issue { number team { key } } } }";
 
 /// What `doctor` learns of the team from Linear ([`Linear::team_facts`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,7 +69,7 @@ pub fn graphql_error_kind(errors: &[Value]) -> CallFailureKind {
 
 impl Linear {
     /// One GraphQL operation: its `data`, or the failure of the answer.
-    fn graphql(
+    pub(super) fn graphql(
         &self,
         operation: &str,
         query: &str,
@@ -184,7 +186,7 @@ impl Linear {
             .cloned())
     }
 
-    fn node_of(&self, number: u32) -> Result<Value, TrackerError> {
+    pub(super) fn node_of(&self, number: u32) -> Result<Value, TrackerError> {
         self.node(number)?.ok_or_else(|| TrackerError::NotFound {
             number,
             location: format!("the Linear team {}", self.team),
@@ -272,7 +274,7 @@ impl Linear {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|c| super::Comment {
+            .map(|c| Comment {
                 author: c["user"]["name"].as_str().unwrap_or_default().to_string(),
                 body: c["body"].as_str().unwrap_or_default().to_string(),
             })
@@ -280,7 +282,7 @@ impl Linear {
         Ok(text)
     }
 
-    fn comment(&self, id: &Value, body: &str) -> Result<(), TrackerError> {
+    pub(super) fn comment(&self, id: &Value, body: &str) -> Result<(), TrackerError> {
         self.graphql(
             "CommentCreate",
             "mutation CommentCreate($issueId: String!, $body: String!) { commentCreate(input: {issueId: $issueId, body: $body}) { success } }",
@@ -317,7 +319,12 @@ impl Linear {
 
     /// Adds (`on`) or removes the team's label `name` on the issue; a missing label is
     /// created to be added, and nothing to remove.
-    fn set_named_label(&self, number: u32, name: &str, on: bool) -> Result<(), TrackerError> {
+    pub(super) fn set_named_label(
+        &self,
+        number: u32,
+        name: &str,
+        on: bool,
+    ) -> Result<(), TrackerError> {
         let node = self.node_of(number)?;
         let Some(label) = self.label_id(name, on)? else {
             return Ok(());
@@ -401,89 +408,6 @@ impl Linear {
             self.set_label(number, false)?;
         }
         Ok(was)
-    }
-}
-
-/// Claims on Linear (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
-/// comments decide, read back in the order Linear wrote them.
-impl super::claim_notes::ClaimBoard for Linear {
-    fn notes(&self, issue: u32) -> Result<Vec<super::claim_notes::ClaimNote>, TrackerError> {
-        let node = self.node_of(issue)?;
-        let mut notes = Vec::new();
-        let mut after = Value::Null;
-        loop {
-            let data = self.graphql(
-                "ClaimNotes",
-                "query ClaimNotes($id: String!, $after: String) { issue(id: $id) { comments(first: 250, after: $after) { nodes { body createdAt } pageInfo { hasNextPage endCursor } } } }",
-                json!({"id": node["id"], "after": after}),
-            )?;
-            let page = &data["issue"]["comments"];
-            for c in page["nodes"].as_array().into_iter().flatten() {
-                let Some(at) = c["createdAt"]
-                    .as_str()
-                    .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
-                else {
-                    continue;
-                };
-                notes.push(super::claim_notes::ClaimNote {
-                    body: c["body"].as_str().unwrap_or_default().to_string(),
-                    created_at: at.with_timezone(&chrono::Utc),
-                });
-            }
-            match page["pageInfo"]["endCursor"].as_str() {
-                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
-                    after = Value::from(cursor)
-                }
-                _ => break,
-            }
-        }
-        // Linear pages comments in an order of its own; the claim rule reads them as written.
-        notes.sort_by_key(|n| n.created_at);
-        Ok(notes)
-    }
-
-    fn write_note(&self, issue: u32, text: &str) -> Result<(), TrackerError> {
-        let node = self.node_of(issue)?;
-        self.comment(&node["id"], text)
-    }
-
-    fn mark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.set_named_label(issue, super::claim_notes::CLAIMED_LABEL, true)
-    }
-
-    fn unmark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.set_named_label(issue, super::claim_notes::CLAIMED_LABEL, false)
-    }
-
-    fn marked(&self) -> Result<Vec<u32>, TrackerError> {
-        let query = format!(
-            "query ClaimedIssues($team: String!, $label: String!, $after: String) {{ issues(filter: {{team: {{key: {{eq: $team}}}}, labels: {{name: {{eq: $label}}}}, state: {{type: {{in: [\"unstarted\", \"started\"]}}}}}}, first: 100, after: $after) {{ nodes {{ {ISSUE_FIELDS} }} pageInfo {{ hasNextPage endCursor }} }} }}"
-        );
-        let mut numbers = Vec::new();
-        let mut after = Value::Null;
-        loop {
-            let data = self.graphql(
-                "ClaimedIssues",
-                &query,
-                json!({"team": self.team, "label": super::claim_notes::CLAIMED_LABEL, "after": after}),
-            )?;
-            let page = &data["issues"];
-            numbers.extend(
-                page["nodes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|v| self.parse_issue(v))
-                    .map(|i| i.number),
-            );
-            match page["pageInfo"]["endCursor"].as_str() {
-                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
-                    after = Value::from(cursor)
-                }
-                _ => break,
-            }
-        }
-        Ok(numbers)
     }
 }
 

@@ -8,9 +8,11 @@
 //! rate limit is the machine's rate-limit wait, a 5xx the network's, a refused token an
 //! environment failure naming `gitlab.tokenEnv`.
 
-use super::{escalation_text, select_from_with, Issue, IssueText, Scope, Selection, TrackerError};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
+use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
+use crate::services::shared::escalation_text;
+use crate::services::shared::selection::{select_from_with, Scope};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -52,7 +54,7 @@ impl GitLab {
         format!("projects/{}", path_segment(project))
     }
 
-    fn at(&self, rest: &str) -> String {
+    pub(super) fn at(&self, rest: &str) -> String {
         format!("{}/{rest}", Self::project_path(&self.project))
     }
 
@@ -253,7 +255,7 @@ impl GitLab {
         for n in notes.iter().filter(|n| n["system"].as_bool() != Some(true)) {
             let author = n["author"]["username"].as_str().unwrap_or_default();
             match self.judge(&n["author"])? {
-                crate::authority::Verdict::Counts => text.comments.push(super::Comment {
+                crate::authority::Verdict::Counts => text.comments.push(Comment {
                     author: author.to_string(),
                     body: n["body"].as_str().unwrap_or_default().to_string(),
                 }),
@@ -342,7 +344,7 @@ impl GitLab {
             .map_err(Into::into)
     }
 
-    fn edit(&self, number: u32, change: Value) -> Result<(), TrackerError> {
+    pub(super) fn edit(&self, number: u32, change: Value) -> Result<(), TrackerError> {
         self.api
             .json("PUT", &self.at(&format!("issues/{number}")), Some(&change))
             .map(drop)
@@ -386,65 +388,6 @@ impl GitLab {
             self.edit(number, json!({ "remove_labels": self.escalated_label }))?;
         }
         Ok(was)
-    }
-}
-
-/// Claims on GitLab (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
-/// notes decide, read back in the order GitLab wrote them.
-impl super::claim_notes::ClaimBoard for GitLab {
-    fn notes(&self, issue: u32) -> Result<Vec<super::claim_notes::ClaimNote>, TrackerError> {
-        let path = self.at(&format!(
-            "issues/{issue}/notes?sort=asc&order_by=created_at"
-        ));
-        self.api
-            .pages(&path)?
-            .into_iter()
-            .map(|n| {
-                serde_json::from_value(n).map_err(|e| TrackerError::Command {
-                    command: format!("GET {}/{path}", self.api.base),
-                    detail: format!("a note without its body or created_at ({e})"),
-                    kind: CallFailureKind::Other,
-                })
-            })
-            .collect()
-    }
-
-    fn write_note(&self, issue: u32, text: &str) -> Result<(), TrackerError> {
-        self.api
-            .json(
-                "POST",
-                &self.at(&format!("issues/{issue}/notes")),
-                Some(&json!({ "body": text })),
-            )
-            .map(drop)
-            .map_err(Into::into)
-    }
-
-    fn mark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.edit(
-            issue,
-            json!({ "add_labels": super::claim_notes::CLAIMED_LABEL }),
-        )
-    }
-
-    fn unmark(&self, issue: u32) -> Result<(), TrackerError> {
-        self.edit(
-            issue,
-            json!({ "remove_labels": super::claim_notes::CLAIMED_LABEL }),
-        )
-    }
-
-    fn marked(&self) -> Result<Vec<u32>, TrackerError> {
-        Ok(self
-            .api
-            .pages(&self.at(&format!(
-                "issues?state=opened&labels={}",
-                path_segment(super::claim_notes::CLAIMED_LABEL)
-            )))?
-            .iter()
-            .filter_map(|v| v["iid"].as_u64())
-            .filter_map(|n| u32::try_from(n).ok())
-            .collect())
     }
 }
 

@@ -2,7 +2,7 @@
 //! next cycle works on, given the open milestones, the candidates and what still blocks them
 //! (the rule is spelled out in the tracker's module documentation).
 
-use super::{Issue, Selection, TrackerError};
+use crate::ports::tracker::{Issue, Selection, TrackerError};
 use std::collections::BTreeSet;
 
 /// The pool selection works in.

@@ -7,10 +7,11 @@
 //! once per run and author) unless `review.trustedAuthors` names them, nor a
 //! `review.ignoreAuthors` author's ([`crate::authority::judge`]).
 
-use super::super::{Feedback, ForgeError, ReviewDecision, ReviewKind, ReviewState};
 use super::{forge_error, refused, GitLabForge};
 use crate::authority::{judge, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
+use crate::machine::ReviewDecision;
+use crate::ports::forge::{Feedback, ForgeError, ReviewKind, ReviewState};
 use serde_json::Value;
 use std::collections::BTreeMap;
 

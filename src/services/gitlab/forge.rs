@@ -14,11 +14,9 @@
 
 mod reviews;
 
-pub use reviews::parse_review_state;
-
-use super::{CiState, ForgeError, Pr, PrState};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
+use crate::ports::forge::{CiState, ForgeError, Pr, PrState};
 use serde_json::{json, Value};
 
 /// How much of a failing job's log the repair prompt gets.

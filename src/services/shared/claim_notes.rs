@@ -3,17 +3,18 @@
 //! them; the first live claim wins, so two runners racing for one issue agree on the winner
 //! (docs/scaling.md).
 
-use super::{Claim, Claimed, TrackerError};
+use crate::ports::claims::{Claim, Claimed};
+use crate::ports::tracker::TrackerError;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 
 /// The label a claimed issue carries while a runner works on it.
-pub(super) const CLAIMED_LABEL: &str = "sdlc-claimed";
-pub(super) const PREFIX: &str = "sdlc-runner claim";
+pub(crate) const CLAIMED_LABEL: &str = "sdlc-claimed";
+pub(crate) const PREFIX: &str = "sdlc-runner claim";
 
 /// A comment or note as the trackers list them: its text and when it was written.
 #[derive(Debug, Clone, Deserialize)]
-pub(super) struct ClaimNote {
+pub(crate) struct ClaimNote {
     #[serde(default)]
     pub body: String,
     pub created_at: DateTime<Utc>,
@@ -67,7 +68,7 @@ fn parse(body: &str) -> Option<Note> {
 
 /// Who holds `issue` after these comments, in order: a claim counts when nobody holds the
 /// issue, or the holder's lease had run out when the claim was written.
-pub(super) fn holder(issue: u32, comments: &[ClaimNote]) -> Option<Claim> {
+pub(crate) fn holder(issue: u32, comments: &[ClaimNote]) -> Option<Claim> {
     let mut holder: Option<Claim> = None;
     for c in comments {
         match parse(&c.body) {
@@ -103,7 +104,7 @@ pub(super) fn holder(issue: u32, comments: &[ClaimNote]) -> Option<Claim> {
 /// A tracker that keeps claims as notes on its issues. The tracker supplies the reads and
 /// writes; the rule (who holds an issue, when a claim may be written, what a renewal and a
 /// release say) is the same for every tracker and lives here.
-pub(super) trait ClaimBoard {
+pub(crate) trait ClaimBoard {
     /// The issue's notes, oldest first.
     fn notes(&self, issue: u32) -> Result<Vec<ClaimNote>, TrackerError>;
     /// Writes a note on the issue.

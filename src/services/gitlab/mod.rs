@@ -1,0 +1,11 @@
+//! GitLab through its REST API v4 (docs/gitlab.md): [`client`] builds the one API client from
+//! the config, [`tracker`] works the project's issues (`claims.rs`: the claims kept as their notes)
+//! and [`forge`] its merge requests and pipelines.
+
+mod claims;
+pub mod client;
+pub mod forge;
+pub mod tracker;
+
+pub use forge::GitLabForge;
+pub use tracker::GitLab;

@@ -1,0 +1,9 @@
+//! Linear through its GraphQL API (docs/gitlab.md, "Linear"): [`client`] builds the API
+//! client from the config, [`tracker`] works the team's issues (`claims.rs`: the claims kept as
+//! their comments).
+
+mod claims;
+pub mod client;
+pub mod tracker;
+
+pub use tracker::{Linear, TeamFacts};
