@@ -1,7 +1,7 @@
 //! The one way the runner sends an HTTP request of its own (a tracker's or a forge's API, a
 //! webhook): one `reqwest` client, run on the runtime of the calling thread — the runner's
 //! one runtime when the call comes from its blocking pool, as every port call does — and a
-//! runtime of [`crate::runtime::build`] for the length of the call where there is none (a
+//! runtime of `runtime::build` for the length of the call where there is none (a
 //! command before the run starts, the notifier's delivery thread). The stop scope of the
 //! caller ends the call the moment a stop is asked for or its step runs out of time: the
 //! exchange is raced against the stop itself, not polled.
@@ -62,7 +62,7 @@ static CLIENT: LazyLock<Result<reqwest::Client, String>> = LazyLock::new(|| {
 });
 
 /// Sends `request` and waits for its answer, whatever its status, within the caller's stop
-/// scope ([`Scope::current`]).
+/// scope (`process::Scope::current`).
 pub fn send(request: Request) -> Result<HttpAnswer, Unanswered> {
     let scope = Scope::current();
     if let Some(why) = scope.stop_now() {

@@ -24,8 +24,8 @@ use crate::prompt::IssueContext;
 use crate::step::Step;
 use crate::steps::builtin::{self, Failed, Head, IssueFacts};
 use crate::steps::weakening::Gate;
-pub(super) use look::Looked;
 use look::look_once;
+pub(super) use look::Looked;
 
 impl StepRun<'_> {
     /// The request's `commit`: for monitorCI the commit its look is for (none: the one the

@@ -66,11 +66,19 @@ mod tests {
             rate_limit_remaining: Some(4977),
         };
         let named = serde_json::to_value(g).expect("json");
-        let keys = named.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>());
+        let keys = named
+            .as_object()
+            .map(|o| o.keys().cloned().collect::<Vec<_>>());
         for key in keys.unwrap_or_default() {
-            assert!(page.contains(&format!("g.{key}")), "the page does not show {key}");
+            assert!(
+                page.contains(&format!("g.{key}")),
+                "the page does not show {key}"
+            );
         }
-        for part in [r#"<div id="github" class="muted" hidden>"#, "github(st.github);"] {
+        for part in [
+            r#"<div id="github" class="muted" hidden>"#,
+            "github(st.github);",
+        ] {
             assert!(page.contains(part), "{part} is not in the page");
         }
     }

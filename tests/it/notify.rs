@@ -292,9 +292,12 @@ fn control_characters_in_a_notification_arrive_escaped() {
     );
 }
 
+/// The posts a webhook was sent: each one's head and body.
+type Posts = Arc<Mutex<Vec<(String, String)>>>;
+
 /// A webhook: answers each post with `statuses` in turn (the last one repeated) and keeps
-/// what it was sent, head and body.
-fn webhook(statuses: &'static [&'static str]) -> (String, Arc<Mutex<Vec<(String, String)>>>) {
+/// what it was sent.
+fn webhook(statuses: &'static [&'static str]) -> (String, Posts) {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/T0/B0/secret", listener.local_addr().unwrap());
