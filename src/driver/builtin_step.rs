@@ -99,15 +99,7 @@ impl StepRun<'_> {
             Ok(result) => result,
             Err(event) => return event,
         };
-        let usage = Usage {
-            elapsed_ms: self
-                .shell
-                .clock
-                .instant()
-                .saturating_duration_since(started)
-                .as_millis() as u64,
-            ..Usage::default()
-        };
+        let usage = usage_since(&*self.shell.clock, started);
         self.builtin_outcome(step, issue, result, usage).await
     }
 
@@ -288,15 +280,7 @@ impl StepRun<'_> {
             Ok(result) => result,
             Err(event) => return event,
         };
-        let usage = Usage {
-            elapsed_ms: self
-                .shell
-                .clock
-                .instant()
-                .saturating_duration_since(started)
-                .as_millis() as u64,
-            ..Usage::default()
-        };
+        let usage = usage_since(&*self.shell.clock, started);
         self.builtin_outcome(step, issue, result, usage).await
     }
 
@@ -568,5 +552,14 @@ fn builtin_with(
             "{} has no builtin implementation",
             other.key()
         ))),
+    }
+}
+
+/// What a builtin action used: the time it took since `started` by `clock`, nothing else.
+pub(super) fn usage_since(clock: &dyn crate::ports::Clock, started: std::time::Instant) -> Usage {
+    let took = clock.instant().saturating_duration_since(started);
+    Usage {
+        elapsed_ms: took.as_millis() as u64,
+        ..Usage::default()
     }
 }

@@ -8,7 +8,7 @@
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
 use super::attempt::AgentCall;
-use super::builtin_step::{commit_of, persons_move, without_branch, Facts, Looked};
+use super::builtin_step::{commit_of, persons_move, usage_since, without_branch, Facts, Looked};
 use super::claim::{self, ClaimKeeper};
 use super::context::Context;
 use super::cycle::Cycle;
@@ -301,15 +301,7 @@ impl StepRun<'_> {
                 }
             })
             .await;
-        let usage = Usage {
-            elapsed_ms: self
-                .shell
-                .clock
-                .instant()
-                .saturating_duration_since(started)
-                .as_millis() as u64,
-            ..Usage::default()
-        };
+        let usage = usage_since(&*self.shell.clock, started);
         let result = match looked {
             network::Patient::Done(Ok(QueueState::Merged)) => {
                 Ok(Looked::Done(say::merged_by_queue(issue, &self.run.main)))
@@ -351,15 +343,7 @@ impl StepRun<'_> {
                 })
             })
             .await;
-        let usage = Usage {
-            elapsed_ms: self
-                .shell
-                .clock
-                .instant()
-                .saturating_duration_since(started)
-                .as_millis() as u64,
-            ..Usage::default()
-        };
+        let usage = usage_since(&*self.shell.clock, started);
         let failed = match updated {
             network::Patient::Done(Ok(builtin::Update::Person(head))) => {
                 return persons_move(&mut self.voice, &self.cycle.issue, &self.run.main, head)
@@ -432,15 +416,7 @@ impl StepRun<'_> {
                 w.forge.merge_gate(&branch)
             })
             .await;
-        let usage = Usage {
-            elapsed_ms: self
-                .shell
-                .clock
-                .instant()
-                .saturating_duration_since(started)
-                .as_millis() as u64,
-            ..Usage::default()
-        };
+        let usage = usage_since(&*self.shell.clock, started);
         match looked {
             network::Patient::Done(Ok(())) => None,
             network::Patient::Done(Err(e)) if e.kind() == CallFailureKind::Behind => {

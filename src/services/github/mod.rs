@@ -1,4 +1,5 @@
 //! GitHub, reached through its CLI `gh`: [`gh`] runs it, for the tracker's calls and the
-//! forge's alike.
+//! forge's alike; [`version`] says which `gh` will do.
 
 pub mod gh;
+pub mod version;
