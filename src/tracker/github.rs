@@ -241,14 +241,8 @@ impl GitHub {
         let args = crate::call_failure::gh_graphql_args(query, number);
         let argv: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = self.run_gh(&argv, None)?;
-        let code = out.status.code();
         let Some(answer) = crate::call_failure::HttpAnswer::parse(&out.stdout) else {
-            return Err(self.failed(
-                &argv,
-                code,
-                &out.stderr,
-                CallFailureKind::of_gh(&out.stderr),
-            ));
+            return Err(tracker_error(self.gh().no_answer(&argv, out)));
         };
         crate::call_failure::conditional::count(&answer);
         if !answer.graphql_ok() {
@@ -503,10 +497,7 @@ impl GitHub {
             kind,
             detail: format!(
                 "{}: {}",
-                code.map_or_else(
-                    || "killed by a signal".to_string(),
-                    |c| format!("exit code {c}")
-                ),
+                gh::exit_text(code),
                 tail(&crate::redact::redact(stderr), 2000)
             ),
         }
@@ -560,13 +551,7 @@ fn tracker_error(e: GhError) -> TrackerError {
         kind: e.kind(),
         command: e.command().to_string(),
         detail: match e {
-            GhError::NoAnswer { code, stderr, .. } => format!(
-                "{}: {stderr}",
-                code.map_or_else(
-                    || "killed by a signal".to_string(),
-                    |c| format!("exit code {c}")
-                )
-            ),
+            GhError::NoAnswer { code, stderr, .. } => format!("{}: {stderr}", gh::exit_text(code)),
             other => other.to_string(),
         },
     }

@@ -89,17 +89,11 @@ fn python(node: Node, src: &[u8]) -> u8 {
     if node.kind() == "assert_statement" {
         return python_expression(text.trim_start_matches("assert"));
     }
-    let name = node
-        .child_by_field_name("function")
-        .and_then(|f| f.utf8_text(src).ok())
-        .unwrap_or_default();
+    let name = field_text(node, "function", src);
     let name = name.rsplit('.').next().unwrap_or_default();
     match name {
         "assertTrue" | "assertFalse" | "assert_" | "failUnless" | "failIf" => {
-            let args = node
-                .child_by_field_name("arguments")
-                .and_then(|a| a.utf8_text(src).ok())
-                .unwrap_or_default();
+            let args = field_text(node, "arguments", src);
             python_expression(args)
         }
         "assertIsNotNone" | "assert_called" | "assertIsNot" => PRESENT,
@@ -146,10 +140,7 @@ fn chain<'t>(node: Node<'t>, src: &[u8], member: &str, field: &str) -> (Vec<Stri
     while let Some(parent) = at.parent() {
         let on_it = parent.child_by_field_name("object").map(|o| o.id()) == Some(at.id());
         if parent.kind() == member && on_it {
-            let name = parent
-                .child_by_field_name(field)
-                .and_then(|n| n.utf8_text(src).ok())
-                .unwrap_or_default();
+            let name = field_text(parent, field, src);
             names.push(name.to_string());
             at = parent;
         } else if parent.kind() == "call_expression"
@@ -165,14 +156,8 @@ fn chain<'t>(node: Node<'t>, src: &[u8], member: &str, field: &str) -> (Vec<Stri
 
 fn js<'t>(node: Node<'t>, src: &[u8]) -> (String, u8, Node<'t>) {
     let text = |n: Node| n.utf8_text(src).unwrap_or_default().to_string();
-    let callee = node
-        .child_by_field_name("function")
-        .map(text)
-        .unwrap_or_default();
-    let args = node
-        .child_by_field_name("arguments")
-        .map(text)
-        .unwrap_or_default();
+    let callee = field_text(node, "function", src).to_string();
+    let args = field_text(node, "arguments", src).to_string();
     if callee != "expect" {
         // `assert(x)`, `assert.ok(x)`, `assert.equal(a, b)`.
         let method = callee.strip_prefix("assert.").unwrap_or("ok");
@@ -271,14 +256,8 @@ fn go<'t>(node: Node<'t>, src: &[u8]) -> (String, u8, Node<'t>) {
 
 fn java<'t>(node: Node<'t>, src: &[u8]) -> (String, u8, Node<'t>) {
     let text = |n: Node| n.utf8_text(src).unwrap_or_default().to_string();
-    let name = node
-        .child_by_field_name("name")
-        .map(text)
-        .unwrap_or_default();
-    let args = node
-        .child_by_field_name("arguments")
-        .map(text)
-        .unwrap_or_default();
+    let name = field_text(node, "name", src).to_string();
+    let args = field_text(node, "arguments", src).to_string();
     let rank = match name.as_str() {
         "assertTrue" | "assertFalse" => comparison(&args).unwrap_or(PRESENT),
         "assertNotNull" => PRESENT,
@@ -362,4 +341,11 @@ pub(super) fn tolerance(text: &str) -> Option<(Tolerance, String)> {
                 .saturating_sub(said.matches(')').count());
             Some((tolerance, said + &")".repeat(open)))
         })
+}
+
+/// The text of `node`'s child in `field`, empty when it has none.
+fn field_text<'s>(node: Node, field: &str, src: &'s [u8]) -> &'s str {
+    node.child_by_field_name(field)
+        .and_then(|n| n.utf8_text(src).ok())
+        .unwrap_or_default()
 }

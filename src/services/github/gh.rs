@@ -122,7 +122,8 @@ impl GhError {
     }
 }
 
-fn exit_text(code: Option<i32>) -> String {
+/// How a gh call ended, in words: `exit code N`, or `killed by a signal`.
+pub fn exit_text(code: Option<i32>) -> String {
     code.map_or_else(|| "killed by a signal".into(), |c| format!("exit code {c}"))
 }
 
