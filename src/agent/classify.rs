@@ -270,44 +270,8 @@ pub fn classify_builtin(
     kind: crate::call_failure::CallFailureKind,
     ci_failed: bool,
 ) -> Classified {
-    if kind == crate::call_failure::CallFailureKind::Policy {
-        return Verdict {
-            class: FailureClass::ToolingEnv,
-            // The rule, never the PR's number or branch: the same rule refusing every issue's
-            // merge has one signature.
-            evidence: format!("{step_key}: the base branch's rules refuse the merge"),
-            headline: format!(
-                "{step_key}: the base branch's rules refuse the merge (not the issue's): {}; fix: a person approves the PR, marks it ready or lets the required checks pass, or changes the branch protection",
-                without_pr_numbers(&one_line(words_of(what)))
-            ),
-            excerpt: without_pr_numbers(what),
-            wait_hint_secs: None,
-        }
-        .finish();
-    }
-    if let Some((cause, fix)) = kind.cause_and_fix() {
-        let class = if kind == crate::call_failure::CallFailureKind::Auth {
-            FailureClass::Auth
-        } else {
-            FailureClass::ToolingEnv
-        };
-        let said = what
-            .lines()
-            .map(str::trim)
-            .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
-            .map_or_else(|| one_line(what), str::to_string);
-        return Verdict {
-            class,
-            // The cause, not the paths and names in git's words: the same environment
-            // failure on every issue has one signature.
-            evidence: format!("{step_key}: the runner's own git: {cause}"),
-            headline: format!(
-                "{step_key}: {cause} (not the issue's); fix: {fix}; git said: {said}"
-            ),
-            excerpt: what.to_string(),
-            wait_hint_secs: None,
-        }
-        .finish();
+    if let Some(refused) = refused_by_environment(step_key, what, kind) {
+        return refused;
     }
     if is_merge_conflict(what) {
         return Verdict {
@@ -365,6 +329,57 @@ pub fn classify_builtin(
         .finish(),
         _ => classify_post_check(step_key, what),
     }
+}
+
+/// A builtin step refused by what surrounds the issue, not by its code: the base branch's
+/// rules, or the runner's own git (a lost login, a locked index, a full disk…).
+fn refused_by_environment(
+    step_key: &str,
+    what: &str,
+    kind: crate::call_failure::CallFailureKind,
+) -> Option<Classified> {
+    if kind == crate::call_failure::CallFailureKind::Policy {
+        return Some(Verdict {
+            class: FailureClass::ToolingEnv,
+            // The rule, never the PR's number or branch: the same rule refusing every issue's
+            // merge has one signature.
+            evidence: format!("{step_key}: the base branch's rules refuse the merge"),
+            headline: format!(
+                "{step_key}: the base branch's rules refuse the merge (not the issue's): {}; fix: a person approves the PR, marks it ready or lets the required checks pass, or changes the branch protection",
+                without_pr_numbers(&one_line(words_of(what)))
+            ),
+            excerpt: without_pr_numbers(what),
+            wait_hint_secs: None,
+        }
+        .finish());
+    }
+    if let Some((cause, fix)) = kind.cause_and_fix() {
+        let class = if kind == crate::call_failure::CallFailureKind::Auth {
+            FailureClass::Auth
+        } else {
+            FailureClass::ToolingEnv
+        };
+        let said = what
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("fatal:") || l.starts_with("error:"))
+            .map_or_else(|| one_line(what), str::to_string);
+        return Some(
+            Verdict {
+                class,
+                // The cause, not the paths and names in git's words: the same environment
+                // failure on every issue has one signature.
+                evidence: format!("{step_key}: the runner's own git: {cause}"),
+                headline: format!(
+                    "{step_key}: {cause} (not the issue's); fix: {fix}; git said: {said}"
+                ),
+                excerpt: what.to_string(),
+                wait_hint_secs: None,
+            }
+            .finish(),
+        );
+    }
+    None
 }
 
 /// What a failed command said, without the command line before it (`` `cmd` failed (exit

@@ -30,7 +30,9 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::logs::LiveLog;
-use crate::process::streaming::{run_streaming, StopReason, Stream, StreamError, StreamLimits};
+use crate::process::streaming::{
+    run_streaming, StopReason, Stream, StreamError, StreamLimits, Streamed,
+};
 use crate::process::ChildSpec;
 
 pub use crate::ports::agent::{AgentError, AgentExit, AgentRun, MAX_ARG_BYTES};
@@ -91,21 +93,7 @@ pub async fn run_agent_stoppable(
     on_spawn: &mut (dyn FnMut(i32) + Send),
 ) -> Result<AgentExit, AgentError> {
     let program_name = run.program.display().to_string();
-    std::fs::metadata(&run.cwd)
-        .and_then(|m| {
-            if m.is_dir() {
-                Ok(())
-            } else {
-                Err(io::Error::new(
-                    io::ErrorKind::NotADirectory,
-                    "not a directory",
-                ))
-            }
-        })
-        .map_err(|source| AgentError::WorkingDir {
-            path: run.cwd.clone(),
-            source,
-        })?;
+    working_dir(run)?;
     let mut live_log =
         LiveLog::create(&run.live_log, run.live_log_cap).map_err(|source| AgentError::LiveLog {
             path: run.live_log.clone(),
@@ -116,24 +104,7 @@ pub async fn run_agent_stoppable(
     // Every process the agent starts carries the attempt's mark, whatever group or session
     // it moves to: what is left of them is stopped when the attempt ends.
     let attempt = crate::process::reaper::begin();
-    let mut spec = ChildSpec::new(&run.program);
-    if run.isolated_env {
-        spec.env_clear();
-    }
-    spec.args(&run.args)
-        .current_dir(&run.cwd)
-        .envs(run.env.iter().map(|(k, v)| (k, v)));
-    // The runner's own API tokens (`tokenEnv`) are its, not the agent's, even when configured
-    // into the agent's `env` by mistake.
-    for var in crate::api_client::withheld_vars() {
-        spec.env_remove(var);
-    }
-    let limits = StreamLimits {
-        timeout: run.timeout,
-        idle_timeout: run.idle_timeout,
-        kill_grace: run.kill_grace,
-        tail_bytes: run.tail_bytes,
-    };
+    let spec = child_spec(run);
     let mut live_log_error: Option<String> = None;
     let mut on_output = |stream: Stream, chunk: &[u8]| {
         let keep_going = stream == Stream::Stderr || on_stdout(chunk);
@@ -160,7 +131,12 @@ pub async fn run_agent_stoppable(
     let streamed = run_streaming(
         spec,
         attempt.mark(),
-        limits,
+        StreamLimits {
+            timeout: run.timeout,
+            idle_timeout: run.idle_timeout,
+            kill_grace: run.kill_grace,
+            tail_bytes: run.tail_bytes,
+        },
         &mut on_output,
         cancel,
         &mut spawned,
@@ -188,9 +164,56 @@ pub async fn run_agent_stoppable(
         }
     }
 
+    Ok(exit_of(streamed, started, live_log_error, refused_hosts))
+}
+
+/// The agent's working directory must be one: a clear error, not a failed spawn.
+fn working_dir(run: &AgentRun) -> Result<(), AgentError> {
+    std::fs::metadata(&run.cwd)
+        .and_then(|m| {
+            if m.is_dir() {
+                Ok(())
+            } else {
+                Err(io::Error::new(
+                    io::ErrorKind::NotADirectory,
+                    "not a directory",
+                ))
+            }
+        })
+        .map_err(|source| AgentError::WorkingDir {
+            path: run.cwd.clone(),
+            source,
+        })
+}
+
+/// The agent's process: its program, arguments, directory and environment, without the
+/// runner's own API tokens.
+fn child_spec(run: &AgentRun) -> ChildSpec {
+    let mut spec = ChildSpec::new(&run.program);
+    if run.isolated_env {
+        spec.env_clear();
+    }
+    spec.args(&run.args)
+        .current_dir(&run.cwd)
+        .envs(run.env.iter().map(|(k, v)| (k, v)));
+    // The runner's own API tokens (`tokenEnv`) are its, not the agent's, even when configured
+    // into the agent's `env` by mistake.
+    for var in crate::api_client::withheld_vars() {
+        spec.env_remove(var);
+    }
+    spec
+}
+
+/// How the agent's process ended, as the attempt reports it.
+fn exit_of(
+    streamed: Streamed,
+    started: Instant,
+    live_log_error: Option<String>,
+    refused_hosts: Vec<String>,
+) -> AgentExit {
     let status = streamed.status;
     let stop = streamed.stop;
-    Ok(AgentExit {
+    AgentExit {
         exit_code: status.code(),
         signal: status.signal(),
         timed_out: stop == Some(StopReason::Timeout),
@@ -205,7 +228,7 @@ pub async fn run_agent_stoppable(
         pid: streamed.pid,
         live_log_error,
         refused_hosts,
-    })
+    }
 }
 
 /// Writes synchronously: a write lands in the page cache in microseconds, and the occasional

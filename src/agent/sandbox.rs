@@ -335,61 +335,11 @@ pub fn container_args(
         "--tmpfs".into(),
         "/tmp".into(),
     ];
-    if spec.config.kind == SandboxKind::Podman {
-        // Rootless podman maps the runner's user to itself only with keep-id; rootful podman
-        // (the runner as root: a container, a CI job) refuses keep-id and runs the agent as
-        // root, the runner's own user already.
-        if !rustix::process::getuid().is_root() {
-            a.push("--userns=keep-id".into());
-        }
-    } else {
-        let uid = rustix::process::getuid().as_raw();
-        let gid = rustix::process::getgid().as_raw();
-        a.extend(["--user".into(), format!("{uid}:{gid}")]);
-    }
+    container_user(&mut a, spec);
     if spec.config.network != SandboxNetwork::Host {
         a.extend(["--network".into(), "none".into()]);
     }
-    if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
-        a.extend(["--tmpfs".into(), s(home)]);
-        for entry in spec.agent.map_or(&[][..], cli_home_entries) {
-            let p = home.join(entry);
-            if p.exists() {
-                volume(&mut a, &p, false);
-            }
-        }
-        for entry in GIT_CONFIG {
-            let p = home.join(entry);
-            if p.exists() {
-                volume(&mut a, &p, true);
-            }
-        }
-    }
-    volume(&mut a, spec.work_tree, false);
-    if let Some(git_dir) = spec.runner_dir.parent() {
-        if !spec.git_dir_writable {
-            volume(&mut a, git_dir, true);
-        } else if !git_dir.starts_with(spec.work_tree) {
-            volume(&mut a, git_dir, false);
-        }
-    }
-    for objects in borrowed_objects(spec) {
-        if objects.exists() {
-            volume(&mut a, &objects, true);
-        }
-    }
-    for p in &spec.config.read_only {
-        let p = configured(p, spec.home);
-        if p.exists() {
-            volume(&mut a, &p, true);
-        }
-    }
-    for p in &spec.config.writable {
-        let p = configured(p, spec.home);
-        if p.exists() {
-            volume(&mut a, &p, false);
-        }
-    }
+    container_volumes(&mut a, spec);
     // An anonymous volume hides the runner's directory; the handed files come back on top.
     if hides_runner_dir(spec) {
         a.extend(["--volume".into(), s(spec.runner_dir)]);
@@ -412,6 +362,67 @@ pub fn container_args(
     a.push(s(program));
     a.extend(agent_args.iter().cloned());
     a
+}
+
+/// Who the agent runs as in the container: the runner's user.
+fn container_user(a: &mut Vec<String>, spec: &Spec) {
+    if spec.config.kind == SandboxKind::Podman {
+        // Rootless podman maps the runner's user to itself only with keep-id; rootful podman
+        // (the runner as root: a container, a CI job) refuses keep-id and runs the agent as
+        // root, the runner's own user already.
+        if !rustix::process::getuid().is_root() {
+            a.push("--userns=keep-id".into());
+        }
+    } else {
+        let uid = rustix::process::getuid().as_raw();
+        let gid = rustix::process::getgid().as_raw();
+        a.extend(["--user".into(), format!("{uid}:{gid}")]);
+    }
+}
+
+/// The container's mounts: the CLI's home entries and git config, the work tree, the git
+/// directory, borrowed objects and the configured paths.
+fn container_volumes(a: &mut Vec<String>, spec: &Spec) {
+    if let Some(home) = spec.home.filter(|h| *h != Path::new("/")) {
+        a.extend(["--tmpfs".into(), s(home)]);
+        for entry in spec.agent.map_or(&[][..], cli_home_entries) {
+            let p = home.join(entry);
+            if p.exists() {
+                volume(a, &p, false);
+            }
+        }
+        for entry in GIT_CONFIG {
+            let p = home.join(entry);
+            if p.exists() {
+                volume(a, &p, true);
+            }
+        }
+    }
+    volume(a, spec.work_tree, false);
+    if let Some(git_dir) = spec.runner_dir.parent() {
+        if !spec.git_dir_writable {
+            volume(a, git_dir, true);
+        } else if !git_dir.starts_with(spec.work_tree) {
+            volume(a, git_dir, false);
+        }
+    }
+    for objects in borrowed_objects(spec) {
+        if objects.exists() {
+            volume(a, &objects, true);
+        }
+    }
+    for p in &spec.config.read_only {
+        let p = configured(p, spec.home);
+        if p.exists() {
+            volume(a, &p, true);
+        }
+    }
+    for p in &spec.config.writable {
+        let p = configured(p, spec.home);
+        if p.exists() {
+            volume(a, &p, false);
+        }
+    }
 }
 
 /// Whether the runner's directory is covered: always under a writable git directory (the

@@ -73,41 +73,9 @@ pub fn summary(c: &Config) -> String {
         ForgeKind::Gitlab => "gitlab",
     };
     out.push_str(&format!("  tracker: {tracker}; forge: {forge}\n"));
-    let steps: Vec<String> = Step::ALL
-        .iter()
-        .map(|&s| {
-            if c.builtin(s) {
-                return format!("{} builtin", s.key());
-            }
-            let effort = c.effort(s).map(|e| format!("/{e}")).unwrap_or_default();
-            let off = if c.enabled(s) { "" } else { " (disabled)" };
-            let agent = c.agent(s);
-            let on = if agent.kind == c.agent.kind {
-                String::new()
-            } else {
-                format!(" on {}", agent.kind)
-            };
-            let model = if c.model(s).is_empty() {
-                "default"
-            } else {
-                c.model(s)
-            };
-            format!("{} {model}{effort}{on}{off}", s.key())
-        })
-        .collect();
+    let steps: Vec<String> = Step::ALL.iter().map(|&s| step_line(c, s)).collect();
     out.push_str(&format!("  steps:   {}\n", steps.join(", ")));
-    let round = &c.address_review;
-    let model = if round.model.is_empty() {
-        "default"
-    } else {
-        &round.model
-    };
-    let effort = round.effort.map(|e| format!("/{e}")).unwrap_or_default();
-    let on = if round.agent.kind == c.agent.kind {
-        String::new()
-    } else {
-        format!(" on {}", round.agent.kind)
-    };
+    let (model, effort, on) = review_round_agent(c);
     out.push_str(&format!(
         "  review:  up to {} {ADDRESS_REVIEW} round(s) on {model}{effort}{on}; approval {}\n",
         c.review.max_review_rounds,
@@ -128,6 +96,44 @@ pub fn summary(c: &Config) -> String {
         }
     ));
     out
+}
+
+/// One step as the summary lists it: builtin, or its model, effort, agent and whether it is off.
+fn step_line(c: &Config, s: Step) -> String {
+    if c.builtin(s) {
+        return format!("{} builtin", s.key());
+    }
+    let effort = c.effort(s).map(|e| format!("/{e}")).unwrap_or_default();
+    let off = if c.enabled(s) { "" } else { " (disabled)" };
+    let agent = c.agent(s);
+    let on = if agent.kind == c.agent.kind {
+        String::new()
+    } else {
+        format!(" on {}", agent.kind)
+    };
+    let model = if c.model(s).is_empty() {
+        "default"
+    } else {
+        c.model(s)
+    };
+    format!("{} {model}{effort}{on}{off}", s.key())
+}
+
+/// The review round's model, `/effort` and ` on <agent>` (empty when the run's agent).
+fn review_round_agent(c: &Config) -> (&str, String, String) {
+    let round = &c.address_review;
+    let model = if round.model.is_empty() {
+        "default"
+    } else {
+        &round.model
+    };
+    let effort = round.effort.map(|e| format!("/{e}")).unwrap_or_default();
+    let on = if round.agent.kind == c.agent.kind {
+        String::new()
+    } else {
+        format!(" on {}", round.agent.kind)
+    };
+    (model, effort, on)
 }
 
 /// The tracker's kind as the config names it.

@@ -56,38 +56,61 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
     // their recorded tracker writes are carried out and their sessions end acknowledged;
     // otherwise the next run would continue them and mark the released issues again.
     if fleet_halt.exists() {
-        for clone in worker_clones(&runner_dir.dir) {
-            let Ok(dir) = RunnerDir::locate(&clone) else {
-                continue;
-            };
-            if !dir.journal().exists() {
-                continue;
-            }
-            let _worker_lock = match crate::runner_dir::lock::acquire_lock(&dir.lock(), &clone) {
-                Ok(lock) => lock,
-                Err(e) => {
-                    say!("error: {e}");
-                    return 2;
-                }
-            };
-            if let Err(code) = acknowledge(&dir.journal(), &tracker, &logs, issues, true) {
-                return code;
-            }
+        if let Err(code) = acknowledge_workers(&runner_dir.dir, &tracker, &logs, issues) {
+            return code;
         }
     }
-    if let Ok(text) = std::fs::read_to_string(&fleet_halt) {
-        if let Err(e) = std::fs::remove_file(&fleet_halt) {
-            say!(
-                "error: {}: {e}; the issues stay quarantined",
-                fleet_halt.display()
-            );
-            return 2;
+    if let Err(code) = remove_fleet_halt(&fleet_halt) {
+        return code;
+    }
+    lift_quarantines(&tracker, issues)
+}
+
+/// Acknowledges each stopped worker's session, under that worker's own lock.
+fn acknowledge_workers(
+    runner_dir: &Path,
+    tracker: &Tracker,
+    logs: &Logs,
+    issues: &[u32],
+) -> Result<(), i32> {
+    for clone in worker_clones(runner_dir) {
+        let Ok(dir) = RunnerDir::locate(&clone) else {
+            continue;
+        };
+        if !dir.journal().exists() {
+            continue;
         }
+        let _worker_lock =
+            crate::runner_dir::lock::acquire_lock(&dir.lock(), &clone).map_err(|e| {
+                say!("error: {e}");
+                2
+            })?;
+        acknowledge(&dir.journal(), tracker, logs, issues, true)?;
+    }
+    Ok(())
+}
+
+/// Removes the fleet's sticky halt file, if there is one, and says so.
+fn remove_fleet_halt(fleet_halt: &Path) -> Result<(), i32> {
+    let Ok(text) = std::fs::read_to_string(fleet_halt) else {
+        return Ok(());
+    };
+    if let Err(e) = std::fs::remove_file(fleet_halt) {
         say!(
-            "acknowledged the fleet's halt ({}); the next run --workers starts again",
-            text.trim()
+            "error: {}: {e}; the issues stay quarantined",
+            fleet_halt.display()
         );
+        return Err(2);
     }
+    say!(
+        "acknowledged the fleet's halt ({}); the next run --workers starts again",
+        text.trim()
+    );
+    Ok(())
+}
+
+/// Removes each issue's escalation mark in the tracker: the exit code of the command.
+fn lift_quarantines(tracker: &Tracker, issues: &[u32]) -> i32 {
     for &n in issues {
         match tracker.lift_quarantine(n) {
             Ok(true) => say!("released issue #{n}: the next run may select it"),

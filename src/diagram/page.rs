@@ -188,79 +188,93 @@ pub fn svg(full: &Graph, view: &View) -> String {
     }
     out.push_str("<g class=\"edges\" fill=\"none\">\n");
     for ((from, to), (kind, names)) in &arrows {
-        let (a, b) = (at[from], at[to]);
-        let (ax, ay) = (a.x + a.w / 2, a.y + a.h / 2);
-        let (bx, by) = (b.x + b.w / 2, b.y + b.h / 2);
-        // Leave and enter through the facing sides; bend so that opposite arrows part.
-        let (sx, sy, tx, ty) = if a.y == b.y {
-            let (sx, tx) = if ax < bx {
-                (a.x + a.w, b.x)
-            } else {
-                (a.x, b.x + b.w)
-            };
-            (sx, ay, tx, by)
-        } else if ay < by {
-            (ax, a.y + a.h, bx, b.y)
-        } else {
-            (ax, a.y, bx, b.y + b.h)
-        };
-        let (mx, my) = ((sx + tx) / 2, (sy + ty) / 2);
-        let bend: i64 = if (from, to) < (to, from) { 18 } else { -18 };
-        let (cx, cy) = if a.y == b.y {
-            (mx as i64, my as i64 - bend - (sx.abs_diff(tx) / 8) as i64)
-        } else {
-            (mx as i64 + bend, my as i64)
-        };
-        let _ = writeln!(
-            out,
-            "<path class=\"edge {k}\" d=\"M{sx},{sy} Q{cx},{cy} {tx},{ty}\" stroke=\"{c}\" stroke-width=\"{w}\" marker-end=\"url(#arrow-{k})\"><title>{from} → {to}: {names}</title></path>",
-            k = kind.name().replace(' ', "-"),
-            c = colour(*kind),
-            w = if matches!(kind, Kind::Halt | Kind::Merged | Kind::Escalate) { "2" } else { "1.2" },
-            names = names.iter().copied().collect::<Vec<_>>().join(", "),
-        );
+        write_arrow(&mut out, (from, at[from]), (to, at[to]), *kind, names);
     }
     out.push_str("</g>\n<g class=\"states\">\n");
     for p in &placed {
-        let final_state = view.graph.finals.contains(&p.name);
-        let _ = writeln!(
-            out,
-            "<g class=\"state{}\" id=\"state-{n}\" data-state=\"{n}\" data-states=\"{all}\">",
-            if final_state { " final" } else { "" },
-            n = xml_escape(&p.name),
-            all = std::iter::once(p.name.as_str())
-                .chain(p.steps.iter().copied())
-                .collect::<Vec<_>>()
-                .join(" "),
-        );
-        let _ = writeln!(
-            out,
-            "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"10\"/>",
-            p.x, p.y, p.w, p.h
-        );
-        let label_y = if p.steps.is_empty() {
-            p.y + p.h / 2 + 5
-        } else {
-            p.y + 18
-        };
-        let _ = writeln!(
-            out,
-            "<text class=\"label\" x=\"{}\" y=\"{label_y}\" text-anchor=\"middle\">{}</text>",
-            p.x + p.w / 2,
-            xml_escape(&p.name)
-        );
-        for (i, step) in p.steps.iter().enumerate() {
-            let x = p.x + 8 + i as u32 * (CHIP_W + 6);
-            let y = p.y + p.h - CHIP_H - 8;
-            let _ = writeln!(
-                out,
-                "<g class=\"step\" id=\"state-{step}\" data-state=\"{step}\"><rect x=\"{x}\" y=\"{y}\" width=\"{CHIP_W}\" height=\"{CHIP_H}\" rx=\"6\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{step}</text></g>",
-                x + CHIP_W / 2,
-                y + 16
-            );
-        }
-        out.push_str("</g>\n");
+        write_state(&mut out, p, view.graph.finals.contains(&p.name));
     }
     out.push_str("</g>\n</svg>\n");
     out
+}
+
+/// One arrow between two drawn states, named by the kinds of edge it stands for.
+fn write_arrow(
+    out: &mut String,
+    (from, a): (&str, &Placed),
+    (to, b): (&str, &Placed),
+    kind: Kind,
+    names: &BTreeSet<&str>,
+) {
+    let (ax, ay) = (a.x + a.w / 2, a.y + a.h / 2);
+    let (bx, by) = (b.x + b.w / 2, b.y + b.h / 2);
+    // Leave and enter through the facing sides; bend so that opposite arrows part.
+    let (sx, sy, tx, ty) = if a.y == b.y {
+        let (sx, tx) = if ax < bx {
+            (a.x + a.w, b.x)
+        } else {
+            (a.x, b.x + b.w)
+        };
+        (sx, ay, tx, by)
+    } else if ay < by {
+        (ax, a.y + a.h, bx, b.y)
+    } else {
+        (ax, a.y, bx, b.y + b.h)
+    };
+    let (mx, my) = ((sx + tx) / 2, (sy + ty) / 2);
+    let bend: i64 = if (from, to) < (to, from) { 18 } else { -18 };
+    let (cx, cy) = if a.y == b.y {
+        (mx as i64, my as i64 - bend - (sx.abs_diff(tx) / 8) as i64)
+    } else {
+        (mx as i64 + bend, my as i64)
+    };
+    let _ = writeln!(
+        out,
+        "<path class=\"edge {k}\" d=\"M{sx},{sy} Q{cx},{cy} {tx},{ty}\" stroke=\"{c}\" stroke-width=\"{w}\" marker-end=\"url(#arrow-{k})\"><title>{from} → {to}: {names}</title></path>",
+        k = kind.name().replace(' ', "-"),
+        c = colour(kind),
+        w = if matches!(kind, Kind::Halt | Kind::Merged | Kind::Escalate) { "2" } else { "1.2" },
+        names = names.iter().copied().collect::<Vec<_>>().join(", "),
+    );
+}
+
+/// One drawn state: its box, its name and the chips of the steps it holds.
+fn write_state(out: &mut String, p: &Placed, final_state: bool) {
+    let _ = writeln!(
+        out,
+        "<g class=\"state{}\" id=\"state-{n}\" data-state=\"{n}\" data-states=\"{all}\">",
+        if final_state { " final" } else { "" },
+        n = xml_escape(&p.name),
+        all = std::iter::once(p.name.as_str())
+            .chain(p.steps.iter().copied())
+            .collect::<Vec<_>>()
+            .join(" "),
+    );
+    let _ = writeln!(
+        out,
+        "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"10\"/>",
+        p.x, p.y, p.w, p.h
+    );
+    let label_y = if p.steps.is_empty() {
+        p.y + p.h / 2 + 5
+    } else {
+        p.y + 18
+    };
+    let _ = writeln!(
+        out,
+        "<text class=\"label\" x=\"{}\" y=\"{label_y}\" text-anchor=\"middle\">{}</text>",
+        p.x + p.w / 2,
+        xml_escape(&p.name)
+    );
+    for (i, step) in p.steps.iter().enumerate() {
+        let x = p.x + 8 + i as u32 * (CHIP_W + 6);
+        let y = p.y + p.h - CHIP_H - 8;
+        let _ = writeln!(
+            out,
+            "<g class=\"step\" id=\"state-{step}\" data-state=\"{step}\"><rect x=\"{x}\" y=\"{y}\" width=\"{CHIP_W}\" height=\"{CHIP_H}\" rx=\"6\"/><text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{step}</text></g>",
+            x + CHIP_W / 2,
+            y + 16
+        );
+    }
+    out.push_str("</g>\n");
 }

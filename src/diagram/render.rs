@@ -180,6 +180,13 @@ pub(super) fn dot_doc(graph: &Graph, look: &Look) -> String {
     if !graph.initial.is_empty() {
         let _ = writeln!(out, "    __start -> {};", graph.initial);
     }
+    write_edges(&mut out, graph, look, &t);
+    out.push_str("}\n");
+    out
+}
+
+/// The diagram's arrows: one per edge, or, `by_kind`, one per pair of states and kind.
+fn write_edges(out: &mut String, graph: &Graph, look: &Look, t: &Tree) {
     let is_super = |n: &str| {
         t.keys().any(|k| *k == Some(n)) || t.values().any(|v| v.0.iter().any(|s| *s == n))
     };
@@ -229,8 +236,6 @@ pub(super) fn dot_doc(graph: &Graph, look: &Look) -> String {
             );
         }
     }
-    out.push_str("}\n");
-    out
 }
 
 pub fn scxml(graph: &Graph) -> String {

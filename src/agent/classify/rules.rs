@@ -315,7 +315,16 @@ pub(super) fn agent_reported(
         verdict.headline = format!("hit --max-turns{turns}");
         return Some(verdict);
     }
-    let denied = match soft {
+    denied_tools(obs, result, soft).map(|tools| permission_denied(result, tools))
+}
+
+/// The tools the agent was denied, seriously enough to explain the attempt.
+fn denied_tools(
+    obs: &Observation,
+    result: &crate::agent::stream::ResultEvent,
+    soft: Option<&SoftFailure>,
+) -> Option<Vec<String>> {
+    match soft {
         Some(SoftFailure::PermissionDenied(tools)) => Some(tools.clone()),
         // A failed attempt can carry serious denials too; they explain it better than a guess.
         _ => match soft_failure(
@@ -329,31 +338,35 @@ pub(super) fn agent_reported(
             Some(SoftFailure::PermissionDenied(tools)) => Some(tools),
             _ => None,
         },
-    };
-    if let Some(mut tools) = denied {
-        tools.sort();
-        tools.dedup();
-        let paths: Vec<&str> = result
-            .permission_denials
-            .iter()
-            .filter(|d| tools.contains(&d.tool_name))
-            .filter_map(|d| d.path.as_deref())
-            .collect();
-        let evidence = format!("denied: {} {}", tools.join(", "), paths.join(" "));
-        let mut verdict = Verdict::new(FailureClass::PermissionDenied, evidence, "");
-        verdict.headline = format!("permission denied for {}", tools.join(", "));
-        verdict.excerpt = format!(
-            "The agent was denied: {}{}",
-            tools.join(", "),
-            if paths.is_empty() {
-                String::new()
-            } else {
-                format!(" ({})", paths.join(", "))
-            }
-        );
-        return Some(verdict);
     }
-    None
+}
+
+/// The verdict for denied tools, with the paths they were denied.
+fn permission_denied(
+    result: &crate::agent::stream::ResultEvent,
+    mut tools: Vec<String>,
+) -> Verdict {
+    tools.sort();
+    tools.dedup();
+    let paths: Vec<&str> = result
+        .permission_denials
+        .iter()
+        .filter(|d| tools.contains(&d.tool_name))
+        .filter_map(|d| d.path.as_deref())
+        .collect();
+    let evidence = format!("denied: {} {}", tools.join(", "), paths.join(" "));
+    let mut verdict = Verdict::new(FailureClass::PermissionDenied, evidence, "");
+    verdict.headline = format!("permission denied for {}", tools.join(", "));
+    verdict.excerpt = format!(
+        "The agent was denied: {}{}",
+        tools.join(", "),
+        if paths.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", paths.join(", "))
+        }
+    );
+    verdict
 }
 
 /// A builtin merge that failed because the branch does not merge cleanly into main: the local

@@ -216,30 +216,39 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
         ));
     }
     if !result.is_error {
-        if let Some(warning) = &summary.loop_detected {
-            let what = format!("the CLI stopped a tool loop: {warning}");
-            return Some(decided(
-                FailureClass::MaxTurns,
-                "loop detected",
-                &what,
-                warning,
-                None,
-            ));
-        }
-        if !summary.unavailable_tools.is_empty() {
-            let tools = summary.unavailable_tools.join(", ");
-            let what = format!("tools not offered by the CLI, nothing ran: {tools}");
-            return Some(decided(
-                FailureClass::PermissionDenied,
-                &format!("unavailable: {tools}"),
-                &what,
-                &what,
-                None,
-            ));
-        }
-        return None;
+        return stopped_by_cli(summary);
     }
-    let message = result.result_text.clone().unwrap_or_default();
+    api_error(obs, result.result_text.as_deref().unwrap_or_default())
+}
+
+/// A successful attempt that the CLI itself cut short: a tool loop, or tools it did not offer.
+fn stopped_by_cli(summary: &crate::agent::stream::StreamSummary) -> Option<Classified> {
+    if let Some(warning) = &summary.loop_detected {
+        let what = format!("the CLI stopped a tool loop: {warning}");
+        return Some(decided(
+            FailureClass::MaxTurns,
+            "loop detected",
+            &what,
+            warning,
+            None,
+        ));
+    }
+    if !summary.unavailable_tools.is_empty() {
+        let tools = summary.unavailable_tools.join(", ");
+        let what = format!("tools not offered by the CLI, nothing ran: {tools}");
+        return Some(decided(
+            FailureClass::PermissionDenied,
+            &format!("unavailable: {tools}"),
+            &what,
+            &what,
+            None,
+        ));
+    }
+    None
+}
+
+/// A failed call read from the model API's message and the CLI's exit code.
+fn api_error(obs: &Observation, message: &str) -> Option<Classified> {
     let status = http_status(obs.exit_code);
     let has = |needles: &[&str]| needles.iter().any(|n| message.contains(n));
     let (class, evidence) = if has(UNREACHABLE) && status.is_none() {
@@ -266,7 +275,7 @@ pub fn classify(obs: &Observation) -> Option<Classified> {
     } else {
         return None;
     };
-    Some(decided(class, evidence, &message, &message, None))
+    Some(decided(class, evidence, message, message, None))
 }
 
 /// The output of failed tool calls in a stdout tail, as plain lines for the common rules.
