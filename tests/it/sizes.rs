@@ -44,7 +44,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/driver/fleet.rs", "execute"),
     ("src/commands/bounds.rs", "run"),
     ("src/process_bounds.rs", "window"),
-    ("src/services/gitlab/forge/reviews.rs", "parse_review_state"),
     ("src/forge/github/reviews.rs", "parse_review_state"),
     ("src/steps/checks.rs", "post_check"),
     ("src/wiring.rs", "production"),

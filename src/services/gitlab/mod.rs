@@ -5,6 +5,7 @@
 mod claims;
 pub mod client;
 pub mod forge;
+pub mod models;
 pub mod tracker;
 
 pub use forge::GitLabForge;

@@ -8,11 +8,13 @@
 //! rate limit is the machine's rate-limit wait, a 5xx the network's, a refused token an
 //! environment failure naming `gitlab.tokenEnv`.
 
+use super::models;
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
 use crate::services::shared::escalation_text;
 use crate::services::shared::selection::{select_from_with, Scope};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -59,25 +61,17 @@ impl GitLab {
     }
 
     /// An issue as GitLab's REST API shows it.
-    pub fn parse_issue(&self, v: &Value) -> Option<Issue> {
-        let number = u32::try_from(v["iid"].as_u64()?).ok()?;
-        let labels: Vec<String> = v["labels"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(|x| x.as_str().or_else(|| x["name"].as_str()))
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+    pub fn parse_issue(&self, v: models::Issue) -> Option<Issue> {
+        let number = u32::try_from(v.iid?).ok()?;
+        let labels: Vec<String> = v.labels.iter().map(|l| l.name().to_string()).collect();
         Some(Issue {
             number,
-            title: v["title"].as_str().unwrap_or_default().to_string(),
-            body: v["description"].as_str().unwrap_or_default().to_string(),
+            title: v.title.unwrap_or_default(),
+            body: v.description.unwrap_or_default(),
             escalated: labels.contains(&self.escalated_label),
             labels,
-            milestone: v["milestone"]["title"].as_str().map(str::to_string),
-            state_open: v["state"].as_str() == Some("opened"),
+            milestone: v.milestone.and_then(|m| m.title),
+            state_open: v.state.as_deref() == Some("opened"),
             parent: None,
             closed_by_merged_pr: None,
             blocked_by: Vec::new(),
@@ -94,12 +88,13 @@ impl GitLab {
         if !answer.ok() {
             return Err(self.api.failure("GET", &path, &answer).into());
         }
-        let v: Value = serde_json::from_slice(&answer.body).map_err(|e| TrackerError::Command {
-            command: format!("GET {}/{path}", self.api.base),
-            detail: format!("the answer is not an issue's JSON ({e})"),
-            kind: CallFailureKind::Other,
-        })?;
-        Ok(self.parse_issue(&v))
+        let v: models::Issue =
+            serde_json::from_slice(&answer.body).map_err(|e| TrackerError::Command {
+                command: format!("GET {}/{path}", self.api.base),
+                detail: format!("the answer is not an issue's JSON ({e})"),
+                kind: CallFailureKind::Other,
+            })?;
+        Ok(self.parse_issue(v))
     }
 
     /// The lowest-numbered open issue with the selection label that is neither escalated nor
@@ -113,18 +108,22 @@ impl GitLab {
             .api
             .pages(&self.at("milestones?state=active"))?
             .iter()
-            .filter_map(|m| m["title"].as_str().map(str::to_string))
+            .filter_map(|m| models::Titled::deserialize(m).ok()?.title)
             .collect();
         milestones.sort();
         let listed = self.api.pages(&self.at(&format!(
             "issues?state=opened&labels={}&order_by=created_at&sort=asc",
             path_segment(&self.label)
         )))?;
-        let (mut candidates, listed_projects): (Vec<Issue>, Vec<Option<u64>>) = listed
-            .iter()
-            .filter_map(|v| Some((self.parse_issue(v)?, v["project_id"].as_u64())))
-            .filter(|(i, _)| i.state_open)
-            .unzip();
+        let (mut candidates, listed_projects): (Vec<Issue>, Vec<Option<u64>>) =
+            models::items::<models::Issue>(&listed)
+                .into_iter()
+                .filter_map(|v| {
+                    let project = v.project_id;
+                    Some((self.parse_issue(v)?, project))
+                })
+                .filter(|(i, _)| i.state_open)
+                .unzip();
         for (issue, listed) in candidates.iter_mut().zip(&listed_projects) {
             issue.blocked_by = self.blockers(issue.number, *listed)?;
         }
@@ -163,22 +162,25 @@ impl GitLab {
     /// its user, who must have Developer access or more in the project, or be named in
     /// `review.trustedAuthors`.
     fn waits_for_a_person(&self, number: u32) -> Result<Option<String>, TrackerError> {
-        let events = self
-            .api
-            .pages(&self.at(&format!("issues/{number}/resource_label_events")))?;
+        let events: Vec<models::LabelEvent> = models::items(
+            &self
+                .api
+                .pages(&self.at(&format!("issues/{number}/resource_label_events")))?,
+        );
         let label = &self.label;
-        let added = events.iter().rev().find(|e| {
-            e["action"].as_str() == Some("add") && e["label"]["name"].as_str() == Some(label)
-        });
+        let added = events
+            .iter()
+            .rev()
+            .find(|e| e.action == "add" && e.label.as_ref().is_some_and(|l| l.name == *label));
         let Some(event) = added else {
             return Ok(Some(format!(
                 "issue #{number} waits for a person: GitLab names nobody who applied its label `{label}`; a Developer of the project applies it again to let it run"
             )));
         };
-        let who = event["user"]["username"].as_str().unwrap_or_default();
-        Ok(match self.judge(&event["user"])? {
+        let who = &event.user.username;
+        Ok(match self.judge(&event.user)? {
             crate::authority::Verdict::Counts => {
-                let labelled_at = event["created_at"].as_str().unwrap_or_default();
+                let labelled_at = event.created_at.as_deref().unwrap_or_default();
                 self.edited_after(number, labelled_at)?
             }
             crate::authority::Verdict::Ignored => Some(format!(
@@ -218,19 +220,17 @@ impl GitLab {
         if !answer.ok() {
             return Err(self.api.failure("GET", &path, &answer).into());
         }
-        let links: Value =
+        let links: Vec<Value> =
             serde_json::from_slice(&answer.body).map_err(|e| TrackerError::Command {
                 command: format!("GET {}/{path}", self.api.base),
                 detail: format!("the answer is not a list of linked issues ({e})"),
                 kind: CallFailureKind::Other,
             })?;
-        Ok(links
-            .as_array()
+        Ok(models::items::<models::Link>(&links)
             .into_iter()
-            .flatten()
-            .filter(|l| l["link_type"].as_str() == Some("is_blocked_by"))
-            .filter(|l| project_id.is_none() || l["project_id"].as_u64() == project_id)
-            .filter_map(|l| l["iid"].as_u64())
+            .filter(|l| l.link_type == "is_blocked_by")
+            .filter(|l| project_id.is_none() || l.project_id == project_id)
+            .filter_map(|l| l.iid)
             .filter_map(|n| u32::try_from(n).ok())
             .collect())
     }
@@ -248,16 +248,14 @@ impl GitLab {
     /// `review.trustedAuthors` names them: the log says once per author why).
     pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
         let issue = self.get(number)?;
-        let notes = self.api.pages(&self.at(&format!(
-            "issues/{number}/notes?sort=asc&order_by=created_at"
-        )))?;
+        let notes = self.notes(number)?;
         let mut text = IssueText::of(&issue);
-        for n in notes.iter().filter(|n| n["system"].as_bool() != Some(true)) {
-            let author = n["author"]["username"].as_str().unwrap_or_default();
-            match self.judge(&n["author"])? {
+        for n in notes.into_iter().filter(|n| !n.system) {
+            let author = &n.author.username;
+            match self.judge(&n.author)? {
                 crate::authority::Verdict::Counts => text.comments.push(Comment {
                     author: author.to_string(),
-                    body: n["body"].as_str().unwrap_or_default().to_string(),
+                    body: n.body,
                 }),
                 crate::authority::Verdict::Ignored => {}
                 crate::authority::Verdict::LeftOut(why) => {
@@ -272,29 +270,25 @@ impl GitLab {
     /// `labelled_at` (RFC 3339) by someone below Developer access: GitLab's system note
     /// "changed the description" names who changed it.
     fn edited_after(&self, number: u32, labelled_at: &str) -> Result<Option<String>, TrackerError> {
-        let notes = self.api.pages(&self.at(&format!(
-            "issues/{number}/notes?sort=asc&order_by=created_at"
-        )))?;
+        let notes = self.notes(number)?;
         let time = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
         let labelled = time(labelled_at);
-        let edit = notes.iter().rev().find(|n| {
-            n["system"].as_bool() == Some(true)
-                && n["body"]
-                    .as_str()
-                    .is_some_and(|b| b.starts_with("changed the description"))
-        });
+        let edit = notes
+            .iter()
+            .rev()
+            .find(|n| n.system && n.body.starts_with("changed the description"));
         let Some(edit) = edit else {
             return Ok(None);
         };
-        let after = match (edit["created_at"].as_str().and_then(time), labelled) {
+        let after = match (edit.created_at.as_deref().and_then(time), labelled) {
             (Some(e), Some(l)) => e > l,
             _ => true,
         };
         if !after {
             return Ok(None);
         }
-        let who = edit["author"]["username"].as_str().unwrap_or_default();
-        Ok(match self.judge(&edit["author"])? {
+        let who = &edit.author.username;
+        Ok(match self.judge(&edit.author)? {
             crate::authority::Verdict::Counts => None,
             crate::authority::Verdict::Ignored => Some(format!(
                 "issue #{number} waits for a person: its description was changed by @{who}, listed in review.ignoreAuthors, after its label was applied; a Developer of the project applies the label again to let it run"
@@ -305,11 +299,18 @@ impl GitLab {
         })
     }
 
+    /// The issue's notes, oldest first.
+    fn notes(&self, number: u32) -> Result<Vec<models::Note>, TrackerError> {
+        Ok(models::items(&self.api.pages(&self.at(&format!(
+            "issues/{number}/notes?sort=asc&order_by=created_at"
+        )))?))
+    }
+
     /// Whether GitLab user `user` (`{id, username}`) counts: [`crate::authority::judge`] on
     /// their access level in the project (asked once per run).
-    fn judge(&self, user: &Value) -> Result<crate::authority::Verdict, TrackerError> {
-        let who = user["username"].as_str().unwrap_or_default();
-        let level = match user["id"].as_u64() {
+    fn judge(&self, user: &models::User) -> Result<crate::authority::Verdict, TrackerError> {
+        let who = &user.username;
+        let level = match user.id {
             Some(id) => crate::authority::gitlab_access(&self.api, &self.project, id)?,
             None => None,
         };
@@ -330,7 +331,11 @@ impl GitLab {
             )),
             None,
         )?;
-        let said = newest[0]["body"].as_str().map(str::trim);
+        let said = newest
+            .as_array()
+            .and_then(|list| models::items::<models::Note>(list).into_iter().next())
+            .map(|n| n.body);
+        let said = said.as_deref().map(str::trim);
         if said == Some(text.trim()) {
             return Ok(());
         }
@@ -417,13 +422,19 @@ mod tests {
         let v = json!({"iid": 12, "id": 99001, "title": "Add x", "description": null,
             "labels": ["automatable", "sdlc-escalated"], "milestone": {"title": "v1"},
             "state": "opened"});
-        let i = t.parse_issue(&v).unwrap();
+        let i = t
+            .parse_issue(models::Issue::deserialize(&v).unwrap())
+            .unwrap();
         assert_eq!(i.number, 12);
         assert_eq!(i.body, "");
         assert!(i.escalated && i.state_open);
         assert_eq!(i.milestone.as_deref(), Some("v1"));
         let closed = json!({"iid": 3, "title": "t", "labels": [], "state": "closed"});
-        assert!(!t.parse_issue(&closed).unwrap().state_open);
+        assert!(
+            !t.parse_issue(models::Issue::deserialize(&closed).unwrap())
+                .unwrap()
+                .state_open
+        );
         assert_eq!(
             GitLab::project_path("group/sub/project"),
             "projects/group%2Fsub%2Fproject"

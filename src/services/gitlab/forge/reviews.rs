@@ -12,7 +12,8 @@ use crate::authority::{judge, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
 use crate::machine::ReviewDecision;
 use crate::ports::forge::{Feedback, ForgeError, ReviewKind, ReviewState};
-use serde_json::Value;
+use crate::services::gitlab::models::{self, Approvals, Discussion, MergeRequest, Note};
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 impl GitLabForge {
@@ -30,20 +31,24 @@ impl GitLabForge {
                 "the runner opens it in createPR; check the project's merge requests",
             ));
         };
-        let iid = mr["iid"].as_u64().unwrap_or_default();
+        let mr = MergeRequest::deserialize(&mr).unwrap_or_default();
+        let iid = mr.iid.unwrap_or_default();
         let me = self.runner_username()?;
-        let discussions = self
-            .api
-            .pages(&self.at(&format!("merge_requests/{iid}/discussions")))
-            .map_err(forge_error)?;
+        let discussions: Vec<Discussion> = models::items(
+            &self
+                .api
+                .pages(&self.at(&format!("merge_requests/{iid}/discussions")))
+                .map_err(forge_error)?,
+        );
         let approvals = self.json("GET", &format!("merge_requests/{iid}/approvals"), None)?;
+        let approvals = Approvals::deserialize(&approvals).unwrap_or_default();
         let levels = self.access_levels(&discussions, &approvals, &me)?;
         let verdict = |who: &str| {
             let level = levels.get(who).copied().flatten();
             judge(who, Standing::AccessLevel(level), &self.authority)
         };
         let state = parse_review_state(
-            &mr,
+            mr.sha.as_deref(),
             &discussions,
             &approvals,
             (&me, &verdict),
@@ -60,29 +65,23 @@ impl GitLabForge {
     /// username), asked once per run and author; the runner's own is not asked.
     fn access_levels(
         &self,
-        discussions: &[Value],
-        approvals: &Value,
+        discussions: &[Discussion],
+        approvals: &Approvals,
         me: &str,
     ) -> Result<BTreeMap<String, Option<u64>>, ForgeError> {
         let authors = discussions
             .iter()
-            .flat_map(|d| d["notes"].as_array().into_iter().flatten())
-            .filter(|n| n["system"] != Value::Bool(true))
-            .map(|n| &n["author"])
-            .chain(
-                approvals["approved_by"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|a| &a["user"]),
-            );
+            .flat_map(|d| &d.notes)
+            .filter(|n| !n.system)
+            .map(|n| &n.author)
+            .chain(approvals.approved_by.iter().map(|a| &a.user));
         let mut levels = BTreeMap::new();
         for author in authors {
-            let who = author["username"].as_str().unwrap_or_default();
+            let who = author.username.as_str();
             if who.is_empty() || who == me || levels.contains_key(who) {
                 continue;
             }
-            let level = match author["id"].as_u64() {
+            let level = match author.id {
                 Some(id) => crate::authority::gitlab_access(&self.api, &self.project, id)
                     .map_err(forge_error)?,
                 None => None,
@@ -110,7 +109,7 @@ impl GitLabForge {
     }
 }
 
-/// The review of merge request `mr` from GitLab's answers, leaving out what `me` wrote and
+/// The review of the merge request whose head is `mr_sha` from GitLab's answers, leaving out what `me` wrote and
 /// what an author `verdict` does not count wrote (named in `left_out` when for want of
 /// authority).
 ///
@@ -121,9 +120,9 @@ impl GitLabForge {
 /// unresolved threads' notes (with their file and line) and the comments outside threads,
 /// written at or after `since`, oldest first; resolved threads and system notes are not.
 pub fn parse_review_state(
-    mr: &Value,
-    discussions: &[Value],
-    approvals: &Value,
+    mr_sha: Option<&str>,
+    discussions: &[Discussion],
+    approvals: &Approvals,
     (me, verdict): (&str, &dyn Fn(&str) -> Verdict),
     commit: Option<&str>,
     since: Option<&str>,
@@ -145,64 +144,26 @@ pub fn parse_review_state(
             }
         }
     };
-    let by_others = |n: &Value| counts(n["author"]["username"].as_str().unwrap_or_default());
-    let mut feedback = Vec::new();
-    let mut unresolved = false;
-    // Who speaks in the unresolved threads (a person's reply in a bot's thread holds too).
-    let mut requested_by: Vec<String> = Vec::new();
-    for note in discussions
+    let by_others = |n: &&Note| counts(&n.author.username);
+    let notes: Vec<&Note> = discussions
         .iter()
-        .flat_map(|d| d["notes"].as_array().into_iter().flatten())
-        .filter(|n| n["system"] != Value::Bool(true) && by_others(n))
-    {
-        let open_thread =
-            note["resolvable"] == Value::Bool(true) && note["resolved"] != Value::Bool(true);
-        if note["resolvable"] == Value::Bool(true) && !open_thread {
-            continue;
-        }
-        unresolved |= open_thread;
-        let who = note["author"]["username"].as_str().unwrap_or_default();
-        if open_thread && !requested_by.iter().any(|r| r == who) {
-            requested_by.push(who.to_string());
-        }
-        let position = &note["position"];
-        let path = position["new_path"]
-            .as_str()
-            .or_else(|| position["old_path"].as_str())
-            .map(str::to_string);
-        let line = position["new_line"]
-            .as_u64()
-            .or_else(|| position["old_line"].as_u64())
-            .and_then(|l| u32::try_from(l).ok());
-        feedback.push(Feedback {
-            id: format!("note-{}", note["id"]),
-            author: note["author"]["username"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            time: note["created_at"].as_str().unwrap_or_default().to_string(),
-            body: note["body"].as_str().unwrap_or_default().to_string(),
-            kind: if open_thread {
-                ReviewKind::RequestChanges
-            } else {
-                ReviewKind::Comment
-            },
-            path,
-            line,
-        });
-    }
+        .flat_map(|d| &d.notes)
+        .filter(|n| !n.system)
+        .filter(by_others)
+        .collect();
+    let threads = Threads::of(&notes);
+    let mut feedback = threads.feedback;
     feedback.retain(|f| !f.body.trim().is_empty());
-    let approvers: Vec<String> = approvals["approved_by"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .map(|a| a["user"]["username"].as_str().unwrap_or_default())
+    let approvers: Vec<String> = approvals
+        .approved_by
+        .iter()
+        .map(|a| a.user.username.as_str())
         .filter(|who| !who.is_empty() && counts(who))
         .map(str::to_string)
         .collect();
     let approved_by_others = !approvers.is_empty();
-    let head_verified = commit.is_some() && mr["sha"].as_str() == commit;
-    let decision = if unresolved {
+    let head_verified = commit.is_some() && mr_sha == commit;
+    let decision = if threads.unresolved {
         ReviewDecision::ChangesRequested
     } else if approved_by_others && head_verified {
         ReviewDecision::Approved
@@ -211,7 +172,7 @@ pub fn parse_review_state(
     };
     let mut state = ReviewState::of(feedback, since);
     state.decision = decision;
-    state.requested_by = requested_by;
+    state.requested_by = threads.requested_by;
     state.approved = approved_by_others && head_verified;
     state.approved_by = approvers;
     state.left_out = left_out.into_inner();
@@ -220,10 +181,78 @@ pub fn parse_review_state(
     state
 }
 
+/// What the notes that count say: their feedback, whether a thread is open, and who speaks in
+/// the open threads.
+struct Threads {
+    feedback: Vec<Feedback>,
+    unresolved: bool,
+    /// Who speaks in the unresolved threads (a person's reply in a bot's thread holds too).
+    requested_by: Vec<String>,
+}
+
+impl Threads {
+    fn of(notes: &[&Note]) -> Threads {
+        let mut threads = Threads {
+            feedback: Vec::new(),
+            unresolved: false,
+            requested_by: Vec::new(),
+        };
+        for note in notes {
+            let open_thread = note.resolvable && !note.resolved;
+            if note.resolvable && !open_thread {
+                continue;
+            }
+            threads.unresolved |= open_thread;
+            let who = &note.author.username;
+            if open_thread && !threads.requested_by.iter().any(|r| r == who) {
+                threads.requested_by.push(who.to_string());
+            }
+            let position = note.position.as_ref();
+            let path = position.and_then(|p| p.new_path.clone().or_else(|| p.old_path.clone()));
+            let line = position
+                .and_then(|p| p.new_line.or(p.old_line))
+                .and_then(|l| u32::try_from(l).ok());
+            threads.feedback.push(Feedback {
+                id: format!("note-{}", note.id),
+                author: who.to_string(),
+                time: note.created_at.clone().unwrap_or_default(),
+                body: note.body.clone(),
+                kind: if open_thread {
+                    ReviewKind::RequestChanges
+                } else {
+                    ReviewKind::Comment
+                },
+                path,
+                line,
+            });
+        }
+        threads
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// The review from GitLab's answers as JSON, read through the models as `review_state` reads them.
+    fn parse_review_state(
+        mr: &Value,
+        discussions: &[Value],
+        approvals: &Value,
+        who: (&str, &dyn Fn(&str) -> Verdict),
+        commit: Option<&str>,
+        since: Option<&str>,
+    ) -> ReviewState {
+        super::parse_review_state(
+            mr["sha"].as_str(),
+            &models::items::<Discussion>(discussions),
+            &Approvals::deserialize(approvals).unwrap_or_default(),
+            who,
+            commit,
+            since,
+        )
+    }
 
     fn note(id: u64, who: &str, resolvable: bool, resolved: bool, at: &str) -> Value {
         json!({"id": id, "author": {"username": who}, "body": format!("note {id}"),
