@@ -950,6 +950,7 @@ fn a_request_for_changes_on_github_is_answered_in_one_round_and_merged_once_appr
     assert!(!told.contains("Style nit from the bot."), "{told}");
     let log = git(&g.p.origin, &["log", "--format=%s", "main"]);
     assert!(log.contains("fix: address review feedback (#1)"), "{log}");
+    within_the_request_bound(&g);
     let number = pulls[0].number;
     for list in [
         format!("/pulls/{number}/reviews"),
@@ -1399,6 +1400,68 @@ fn a_clean_issue_spends_at_most_fifteen_github_requests_and_a_second_look_is_a_3
         "the runner counts what GitHub answered ({} answers, {not_modified} of them 304): {all}",
         answered.len()
     );
+}
+
+/// The GitHub requests the runner spent in `g`'s run (every answer but a 304) are no more
+/// than `bounds` prints per issue for its config: the figure for a run where no call failed
+/// on the network and nothing was rate-limited, and so the worst case too.
+fn within_the_request_bound(g: &RealGh) {
+    let answered = g.api.with(|a| a.answered.clone());
+    let spent = answered.iter().filter(|(_, s)| *s != 304).count() as u64;
+    let bounds = g
+        .p
+        .command(&["bounds", "--config", g.p.config.to_str().expect("utf8")])
+        .output()
+        .expect("bounds");
+    let bounds = String::from_utf8_lossy(&bounds.stdout).to_string();
+    let figure = |after: &str| -> u64 {
+        bounds
+            .split(after)
+            .nth(1)
+            .and_then(|rest| rest.split(|c: char| !c.is_ascii_digit()).next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("no `{after}` figure in:\n{bounds}"))
+    };
+    let worst = figure("one issue, selection to merge or escalation: ");
+    let sound = figure("one issue when no call fails on the network and nothing is rate-limited: ");
+    assert!(sound <= worst, "{bounds}");
+    assert!(
+        spent <= sound,
+        "{spent} GitHub requests spent, bounds says at most {sound}:\n{answered:#?}"
+    );
+}
+
+/// CI fails on the runner's first push; the agent repairs it once, the runner pushes the fix,
+/// CI passes and the fix merges: the GitHub requests spent are within what `bounds` prints
+/// for one issue.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_run_repairing_failing_ci_once_spends_no_more_github_requests_than_bounds_prints() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::with_script(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"monitorCI": ["write-shared"]}}),
+        json!({}),
+    );
+    g.api
+        .with(|a| a.first_commit_checks = vec![CheckRun::failed("unit-tests")]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let answered = g.api.with(|a| a.answered.clone());
+    assert_eq!(code(&out), 0, "{all}\n{answered:#?}");
+    assert!(!g.issue_open(1), "{all}");
+    let commits: std::collections::BTreeSet<&str> = answered
+        .iter()
+        .filter_map(|(r, _)| r.split("/commits/").nth(1))
+        .filter_map(|rest| rest.split('/').next())
+        .collect();
+    assert!(
+        commits.len() >= 2,
+        "CI was read for the failing commit and for its repair: {answered:#?}"
+    );
+    within_the_request_bound(&g);
 }
 
 /// CI takes a while: monitorCI looks at it three times (two of them finding every check still
