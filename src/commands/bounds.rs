@@ -1,7 +1,8 @@
 //! `sdlc-runner bounds --config F`: the exact worst-case step attempts for a config (the
 //! machine counts attempts whoever performs them: agent invocations and builtin actions
 //! together), then the worst case of agent invocations alone for the config's builtin steps,
-//! and how a clean issue splits.
+//! and how a clean issue splits; the waits, the money, the processes and the GitHub requests
+//! per issue.
 
 use crate::machine::bounds;
 use std::path::Path;
