@@ -1408,11 +1408,10 @@ fn a_clean_issue_spends_at_most_fifteen_github_requests_and_a_second_look_is_a_3
 fn within_the_request_bound(g: &RealGh) {
     let answered = g.api.with(|a| a.answered.clone());
     let spent = answered.iter().filter(|(_, s)| *s != 304).count() as u64;
-    let bounds = g
-        .p
-        .command(&["bounds", "--config", g.p.config.to_str().expect("utf8")])
-        .output()
-        .expect("bounds");
+    let bounds =
+        g.p.command(&["bounds", "--config", g.p.config.to_str().expect("utf8")])
+            .output()
+            .expect("bounds");
     let bounds = String::from_utf8_lossy(&bounds.stdout).to_string();
     let figure = |after: &str| -> u64 {
         bounds

@@ -886,7 +886,11 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
             {
                 return Some(status(422, "Validation Failed"));
             }
-            if api.pulls.iter().any(|p| p.head == head && p.state == "OPEN") {
+            if api
+                .pulls
+                .iter()
+                .any(|p| p.head == head && p.state == "OPEN")
+            {
                 // GitHub refuses a second open pull request for a head, naming it.
                 let mut refusal = status(422, "Validation Failed");
                 refusal.body["errors"] = json!([{"resource": "PullRequest", "code": "custom",
