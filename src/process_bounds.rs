@@ -100,17 +100,80 @@ pub const CHILDREN: &[(&str, Children)] = &[
     ("Exit", others(4)),
 ];
 
-/// The row of `label`.
-pub fn children(label: &str) -> Children {
-    CHILDREN
+/// A table of what one performed effect costs at most, by the effect's label.
+type Table = &'static [(&'static str, Children)];
+
+/// What one performed effect may ask of GitHub at most, when both the tracker and the forge
+/// are GitHub's (`others`: requests; `agents` unused), from the calls' own counts
+/// (`services::github::requests`): the same rows as [`CHILDREN`], so that the same window
+/// adds them up. An agent's own calls to GitHub are the agent's, not counted here.
+pub const GITHUB_REQUESTS: &[(&str, Children)] = {
+    use crate::services::github::requests as r;
+    &[
+        // The runner's login; recovery: the checked-out branch's PR, its CI and the issue.
+        ("startup", others(r::USER + r::PR_LIST + r::CI + r::ISSUE)),
+        ("SelectIssue", others(r::SELECT)),
+        // The issue (a person's decision or withdrawal), merge's "already merged?", the
+        // preconditions' PR and CI.
+        (
+            "CheckPreconditions",
+            others(r::ISSUE + 2 * r::PR_LIST + r::CI),
+        ),
+        // An agent step: the issue's text for its prompt, the post-step check's PR.
+        ("RunStep", others(r::ISSUE_TEXT + r::PR_LIST)),
+        // A builtin step: a repair's prompt first, a person's move looked for (the PR), then
+        // the most of createPR (its post-step check's PR), monitorCI (CI and the failing
+        // checks) and a merge run.
+        (
+            "RunStepBuiltin",
+            others(
+                r::ISSUE_TEXT
+                    + r::PR_LIST
+                    + max(
+                        r::CREATE_PR + r::PR_LIST,
+                        max(r::CI + r::FAILING_CHECKS, r::MERGE_RUN),
+                    ),
+            ),
+        ),
+        // A person's move (the PR), the commit's CI, a failure's checks.
+        ("LookAtCi", others(r::PR_LIST + r::CI + r::FAILING_CHECKS)),
+        ("LookAtReview", others(r::REVIEW_LOOK)),
+        // The issue's text for the prompt, a person's move before the push.
+        ("AddressReview", others(r::ISSUE_TEXT + r::PR_LIST)),
+        ("UpdateBranch", others(r::PR_LIST)),
+        ("TakeMergeTurn", others(r::CLAIM)),
+        ("ReleaseMergeTurn", others(r::CLAIM_NOTE)),
+        ("ClaimIssue", others(r::CLAIM)),
+        ("RenewClaim", others(r::CLAIM_NOTE)),
+        ("RecordMerged", others(r::CLAIM_NOTE + r::CLOSE)),
+        ("MarkEscalated", others(r::ESCALATE)),
+        ("Unquarantine", others(r::UNQUARANTINE)),
+        // "All issues escalated": the tracker's list.
+        ("Halt", others(r::SELECT)),
+        // Claims released.
+        ("Exit", others(r::CLAIM_NOTE)),
+    ]
+};
+
+const fn max(a: u64, b: u64) -> u64 {
+    if a > b {
+        a
+    } else {
+        b
+    }
+}
+
+/// The row of `label` in `table` (none: nothing).
+fn row(table: Table, label: &str) -> Children {
+    table
         .iter()
         .find(|(l, _)| *l == label)
         .map_or(others(0), |(_, c)| *c)
 }
 
 /// The most fire-and-forget effects one batch carries (auto-commit, checkout, two notices,
-/// the halt), as children.
-fn per_batch() -> u64 {
+/// the halt), as `table` counts them.
+fn per_batch(table: Table) -> u64 {
     [
         "AutoCommit",
         "CheckoutMain",
@@ -120,7 +183,7 @@ fn per_batch() -> u64 {
         "Cleanup",
     ]
     .iter()
-    .map(|l| children(l).others)
+    .map(|l| row(table, l).others)
     .sum()
 }
 
@@ -145,8 +208,15 @@ pub struct ProcessBounds {
 }
 
 /// The window's processes when it holds at most `attempts` step attempts (waits included),
-/// `cycles` cycles and `agents` agent invocations counted as attempts.
-fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool) -> Processes {
+/// `cycles` cycles and `agents` agent invocations counted as attempts, each effect costing
+/// what `table` says.
+fn window(
+    l: &Limits,
+    (attempts, cycles, agents): (u64, u64, u64),
+    agent_merge: bool,
+    table: Table,
+) -> Processes {
+    let children = |label: &str| row(table, label);
     let n = l.enabled_steps().count() as u64;
     let b = u64::from(l.max_bounce_retries);
     let retries = 1 + u64::from(l.max_network_waits);
@@ -254,39 +324,46 @@ fn window(l: &Limits, attempts: u64, cycles: u64, agents: u64, agent_merge: bool
         agents: agents.saturating_add(races),
         others: calls
             .saturating_mul(retries)
-            .saturating_add(batches.saturating_mul(per_batch()))
+            .saturating_add(batches.saturating_mul(per_batch(table)))
             .saturating_add(children("startup").others + children("Exit").others),
     }
 }
 
 /// The bounds for `limits` and the config's builtin steps (`builtin[step.index()]`).
 pub fn compute(l: &Limits, builtin: &[bool; Step::COUNT]) -> ProcessBounds {
+    compute_with(l, builtin, CHILDREN)
+}
+
+/// The most GitHub requests of the runner's own (`others`), as [`GITHUB_REQUESTS`] counts
+/// each effect's, in the windows of [`compute`].
+pub fn github_requests(l: &Limits, builtin: &[bool; Step::COUNT]) -> ProcessBounds {
+    compute_with(l, builtin, GITHUB_REQUESTS)
+}
+
+fn compute_with(l: &Limits, builtin: &[bool; Step::COUNT], table: Table) -> ProcessBounds {
     let attempts: Bounds = bounds::compute(l);
     let agents = bounds::agent_invocations(l, builtin);
     let waits = bounds::waits_per_invocation(l);
     let e = u64::from(l.max_consecutive_escalations.max(1));
     let agent_merge = l.enabled(Step::Merge) && !builtin[Step::Merge.index()];
+    let per_issue = (
+        attempts.per_cycle.saturating_mul(waits),
+        1,
+        agents.per_cycle.saturating_mul(waits),
+    );
     ProcessBounds {
-        per_issue: window(
-            l,
-            attempts.per_cycle.saturating_mul(waits),
-            1,
-            agents.per_cycle.saturating_mul(waits),
-            agent_merge,
-        ),
+        per_issue: window(l, per_issue, agent_merge, table),
         between_merges: window(
             l,
-            attempts.between_merges,
-            e,
-            agents.between_merges,
+            (attempts.between_merges, e, agents.between_merges),
             agent_merge,
+            table,
         ),
         nothing_succeeds: window(
             l,
-            attempts.nothing_succeeds,
-            e,
-            agents.nothing_succeeds,
+            (attempts.nothing_succeeds, e, agents.nothing_succeeds),
             agent_merge,
+            table,
         ),
     }
 }
@@ -358,6 +435,92 @@ mod tests {
                 e.label()
             );
         }
+    }
+
+    /// The GitHub requests of one issue grow with every bound of its cycle: a configured
+    /// bound that the figure ignored would leave requests uncounted.
+    #[test]
+    fn the_github_requests_of_an_issue_grow_with_each_bound_of_its_cycle() {
+        use crate::machine::ReviewGate;
+        let none = [false; Step::COUNT];
+        let per_issue = |l: &Limits| github_requests(l, &none).per_issue.others;
+        let gate = |rounds: u32| ReviewGate {
+            require_approval: true,
+            wait_secs: 600,
+            max_rounds: rounds,
+            ignore_authors: Vec::new(),
+        };
+        let base = Limits {
+            review: Some(gate(1)),
+            ..Limits::default()
+        };
+        let more: [(&str, Limits); 7] = [
+            (
+                "maxRetriesPerStep",
+                Limits {
+                    max_retries_per_step: base.max_retries_per_step + 1,
+                    ..base.clone()
+                },
+            ),
+            (
+                "maxBounceRetries",
+                Limits {
+                    max_bounce_retries: base.max_bounce_retries + 1,
+                    ..base.clone()
+                },
+            ),
+            (
+                "maxNetworkWaits",
+                Limits {
+                    max_network_waits: base.max_network_waits + 1,
+                    ..base.clone()
+                },
+            ),
+            (
+                "maxRateLimitWaits",
+                Limits {
+                    max_rate_limit_waits: base.max_rate_limit_waits + 1,
+                    ..base.clone()
+                },
+            ),
+            (
+                "monitorCI's timeout (CI looks)",
+                Limits {
+                    ci_timeout_secs: base.ci_timeout_secs * 4,
+                    ..base.clone()
+                },
+            ),
+            (
+                "review.maxReviewRounds",
+                Limits {
+                    review: Some(gate(3)),
+                    ..base.clone()
+                },
+            ),
+            (
+                "the close's waits",
+                Limits {
+                    tracker_close_waits: base.tracker_close_waits + 1,
+                    ..base.clone()
+                },
+            ),
+        ];
+        let figure = per_issue(&base);
+        for (bound, limits) in &more {
+            assert!(
+                per_issue(limits) > figure,
+                "{bound}: {} is not above {figure}",
+                per_issue(limits)
+            );
+        }
+        let review_looks = Limits {
+            review: Some(ReviewGate {
+                wait_secs: 6000,
+                ..gate(1)
+            }),
+            ..base.clone()
+        };
+        assert!(per_issue(&review_looks) > figure, "review looks");
     }
 
     #[test]

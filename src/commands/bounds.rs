@@ -1,7 +1,8 @@
 //! `sdlc-runner bounds --config F`: the exact worst-case step attempts for a config (the
 //! machine counts attempts whoever performs them: agent invocations and builtin actions
 //! together), then the worst case of agent invocations alone for the config's builtin steps,
-//! and how a clean issue splits.
+//! and how a clean issue splits; the waits, the money, the processes and the GitHub requests
+//! per issue.
 
 use crate::machine::bounds;
 use std::path::Path;
@@ -89,6 +90,7 @@ pub fn run(config: &Path) -> i32 {
     merges(&cfg);
     train(&cfg);
     money(&cfg);
+    github_requests(&cfg);
     let p = crate::process_bounds::compute(&l, &cfg.builtin_steps());
     let pair = |x: crate::process_bounds::Processes| {
         format!(
@@ -154,6 +156,38 @@ pub fn run(config: &Path) -> i32 {
     }
     0
 }
+
+// ---- GitHub requests (issue 53) -------------------------------------------------------
+
+/// The most GitHub requests the runner makes for one issue (`process_bounds::github_requests`,
+/// each call's count from `services::github::requests`), and what a clean issue makes.
+fn github_requests(cfg: &crate::config::Config) {
+    let alone = crate::process_bounds::github_requests(&cfg.limits(), &cfg.builtin_steps());
+    let claimed = cfg.limits_for(shared(cfg));
+    let claims = crate::process_bounds::github_requests(&claimed, &cfg.builtin_steps());
+    let calm = crate::machine::Limits {
+        max_network_waits: 0,
+        max_rate_limit_waits: 0,
+        ..cfg.limits()
+    };
+    let sound = crate::process_bounds::github_requests(&calm, &cfg.builtin_steps());
+    out!(
+        "GitHub requests of the runner's own (tracker and forge on GitHub; worst case, every call repeated after its network and rate-limit waits and every read counted as if its answer changed): one issue, selection to merge or escalation: {}; between two successful merges: {}; with --worker-id, one issue: {}; one issue when no call fails on the network and nothing is rate-limited: {}",
+        alone.per_issue.others,
+        alone.between_merges.others,
+        claims.per_issue.others,
+        sound.per_issue.others
+    );
+    out!(
+        "a clean issue makes at most {CLEAN_ISSUE_REQUESTS} of them; an answer GitHub gives as 304 (unchanged since the runner's last read, which asks with its ETag) does not count against GitHub's rate limit; each list past one page of 100 is one request more, and so is each dependency of an issue read one by one; an agent's own gh calls are the agent's"
+    );
+}
+
+/// The GitHub requests of a clean issue through the builtin steps (one pass of every step,
+/// CI passing at the first look), as `tests/it/real_gh.rs` counts them.
+pub const CLEAN_ISSUE_REQUESTS: u64 = 15;
+
+// ---- end of GitHub requests -------------------------------------------------------------
 
 /// The most the run can spend (`bounds::money`), when a dollar budget bounds it.
 fn money(cfg: &crate::config::Config) {

@@ -35,7 +35,9 @@ impl StepRun<'_> {
         step: Step,
         agent_ran: bool,
     ) -> Result<Option<Classified>, Event> {
-        let ctx = self.cycle.step_context(self.core);
+        let ctx = self
+            .cycle
+            .step_context(self.core, self.run.cfg.builtin(step));
         // The git locks first (never blamed on the attempt), then the step's check, in one
         // call off the runtime.
         let facts = FactsAsked::before(self.core, false).without_issue();

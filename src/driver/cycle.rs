@@ -24,14 +24,19 @@ impl Cycle {
     }
 
     /// What the step's checks are told of the cycle: the machine's issue and verified
-    /// commit, the feature the driver saw.
-    pub fn step_context(&self, core: &crate::machine::Core) -> crate::steps::checks::StepContext {
+    /// commit, the feature the driver saw; whether the step is `builtin` (the config's).
+    pub fn step_context(
+        &self,
+        core: &crate::machine::Core,
+        builtin: bool,
+    ) -> crate::steps::checks::StepContext {
         crate::steps::checks::StepContext {
             issue: core.runner().issue,
             feature: self.feature.clone(),
             verified: core.runner().verified.map(|c| c.hex()),
             pushed_weakened: core.runner().last_class[crate::step::Step::CommitPush.index()]
                 == Some(crate::failure::FailureClass::TestsWeakened),
+            builtin,
         }
     }
 }

@@ -241,7 +241,13 @@ fn github_message(answer: &HttpAnswer) -> String {
 }
 
 /// `POST repos/{owner}/{repo}/pulls`: the body goes in the request's JSON on gh's standard
-/// input, so a long one never meets the kernel's limit on one argument.
+/// input, so a long one never meets the kernel's limit on one argument. The PR is read from
+/// GitHub's answer (201), so opening one costs this one request: nothing is read before it,
+/// as a read of the branch's PRs before the runner's own would be a counted request (its
+/// answer changes with the PR, so the next read is no 304). A branch that has a PR already
+/// (a person opened it, or a run killed after the request) is answered 422 ("A pull request
+/// already exists for …"): then the branch's PR is read, and an open or merged one is the
+/// answer; without one the refusal stands.
 pub(super) fn create_pr(
     gh: &PathBuf,
     repo_dir: &PathBuf,
@@ -249,20 +255,30 @@ pub(super) fn create_pr(
     branch: &str,
     title: &str,
     body: &str,
-) -> Result<(), ForgeError> {
+) -> Result<Pr, ForgeError> {
     let request = serde_json::json!({"title": title, "body": body, "head": branch, "base": base});
-    let (answer, args, out) = api_call(
-        gh,
-        repo_dir,
-        "POST",
-        "repos/{owner}/{repo}/pulls",
-        Some(&request),
-    )?;
-    if !answer.ok() {
-        return Err(refused(gh, &args, &answer, &out));
+    let (answer, args, out) = api_call(gh, repo_dir, "POST", CREATE_PR, Some(&request))?;
+    if answer.ok() {
+        return match parse_prs(&[b"[", answer.body.as_slice(), b"]"].concat()) {
+            Ok(Some(pr)) => Ok(pr),
+            _ => pr_for_branch(gh, repo_dir, branch)?.ok_or_else(|| ForgeError::Parse {
+                command: command_text(gh, &["api", "-X", "POST", CREATE_PR]),
+                detail: "the PR just created is neither in the answer nor listed".to_string(),
+            }),
+        };
     }
-    Ok(())
+    if answer.status == 422 {
+        if let Some(pr) =
+            pr_for_branch(gh, repo_dir, branch)?.filter(|pr| pr.state != PrState::Closed)
+        {
+            return Ok(pr);
+        }
+    }
+    Err(refused(gh, &args, &answer, &out))
 }
+
+/// Where a pull request is opened.
+const CREATE_PR: &str = "repos/{owner}/{repo}/pulls";
 
 /// What GitHub's REST API says of an open PR's mergeability (`GET …/pulls/N`).
 #[derive(Deserialize)]

@@ -216,8 +216,10 @@ impl Forge {
         }
     }
 
-    /// Opens the PR of `branch` (builtin createPR). An open PR of the branch is returned as
-    /// it is, so a retried attempt never opens a second one.
+    /// Opens the PR of `branch` (builtin createPR). An open (or merged) PR of the branch is
+    /// returned as it is, so a retried attempt never opens a second one: GitHub is asked to
+    /// open it first and tells that one exists (`github::create_pr`), the other forges are
+    /// read first.
     pub fn create_pr(
         &self,
         repo: &Repo,
@@ -225,24 +227,27 @@ impl Forge {
         title: &str,
         body: &str,
     ) -> Result<Pr, ForgeError> {
-        if let Some(pr) = self
-            .pr_for_branch(repo, branch)?
-            .filter(|pr| pr.state != PrState::Closed)
-        {
-            return Ok(pr);
-        }
         match self {
             Forge::GitHub { gh, repo_dir, .. } => {
-                github::create_pr(gh, repo_dir, &repo.main, branch, title, body)?;
-                self.pr_for_branch(repo, branch)?
-                    .ok_or_else(|| ForgeError::Parse {
-                        command: format!("gh pr list --head {branch}"),
-                        detail: "the PR just created is not listed".to_string(),
-                    })
+                github::create_pr(gh, repo_dir, &repo.main, branch, title, body)
             }
-            Forge::GitLab { api, .. } => api.create_pr(branch, &repo.main, title, body),
-            Forge::Local { pulls, .. } => local::create_pr(pulls.as_deref(), branch, title, body),
+            Forge::GitLab { api, .. } => match self.kept_pr(repo, branch)? {
+                Some(pr) => Ok(pr),
+                None => api.create_pr(branch, &repo.main, title, body),
+            },
+            Forge::Local { pulls, .. } => match self.kept_pr(repo, branch)? {
+                Some(pr) => Ok(pr),
+                None => local::create_pr(pulls.as_deref(), branch, title, body),
+            },
         }
+    }
+
+    /// The PR of `branch` that createPR keeps rather than opening another: an open or merged
+    /// one.
+    fn kept_pr(&self, repo: &Repo, branch: &str) -> Result<Option<Pr>, ForgeError> {
+        Ok(self
+            .pr_for_branch(repo, branch)?
+            .filter(|pr| pr.state != PrState::Closed))
     }
 
     /// Merges the PR of `branch` and deletes the branch (builtin merge), exactly when its

@@ -25,6 +25,8 @@ pub struct StepContext {
     /// commitPush's last attempt pushed a branch that weakens the tests (`TESTS_WEAKENED`,
     /// an agent's own push): what origin holds is not commitPush done.
     pub pushed_weakened: bool,
+    /// The step is the runner's own action (`steps.<key>.run: builtin`).
+    pub builtin: bool,
 }
 
 /// The branch the cycle works on: the issue's feature branch, or without a known issue the
@@ -197,14 +199,19 @@ pub fn post_check(
 
 /// Whether the outcome of a side-effecting step already holds, so the runner records it done
 /// without running it again (docs/interfaces.md): commitPush when the work is committed and all on origin,
-/// createPR when a PR exists, merge when it is merged.
+/// createPR when a PR exists, merge when it is merged. The builtin createPR is not asked: its
+/// own action keeps the branch's PR rather than opening a second (`ForgePort::create_pr`),
+/// and a read of the branch's PRs before GitHub's `POST …/pulls` would be a counted request
+/// whose answer the PR changes.
 pub fn already_done(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
     step: Step,
     ctx: &StepContext,
 ) -> Result<bool, ProbeError> {
-    if !matches!(step, Step::CommitPush | Step::CreatePr | Step::Merge) {
+    if !matches!(step, Step::CommitPush | Step::CreatePr | Step::Merge)
+        || (step == Step::CreatePr && ctx.builtin)
+    {
         return Ok(false);
     }
     let Some(branch) = work_branch(repo, ctx)? else {
@@ -293,6 +300,7 @@ pub fn detect_progress(
         feature: feature.clone(),
         verified: None,
         pushed_weakened: false,
+        builtin: false,
     };
 
     // Only the state file can vouch for verify: with the local forge an open PR is nothing

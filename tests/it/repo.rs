@@ -277,6 +277,7 @@ fn ctx(issue: Option<u32>) -> StepContext {
         feature: None,
         verified: None,
         pushed_weakened: false,
+        builtin: false,
     }
 }
 
@@ -760,6 +761,12 @@ fn idempotency_of_side_effecting_steps() {
     assert!(!already_done(&r, &gh, Step::CreatePr, &c).unwrap());
     f.prs(&format!("[{}]", open_pr(9, "OPEN")));
     assert!(already_done(&r, &gh, Step::CreatePr, &c).unwrap());
+    // The builtin createPR keeps the PR its own request finds: nothing is read before it.
+    let builtin = StepContext {
+        builtin: true,
+        ..c.clone()
+    };
+    assert!(!already_done(&r, &gh, Step::CreatePr, &builtin).unwrap());
     assert!(!already_done(&r, &gh, Step::Merge, &c).unwrap());
     f.prs(&format!("[{}]", open_pr(9, "MERGED")));
     assert!(already_done(&r, &gh, Step::Merge, &c).unwrap());

@@ -8,6 +8,7 @@
 use super::super::{CiState, ForgeError};
 use super::{api_call, command_text, refused, run_gh};
 use crate::call_failure::{path_segment, HttpAnswer};
+use crate::services::github::requests;
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -189,8 +190,9 @@ pub(in crate::forge) fn ci_state_of(
 /// Lines of a failed job's log kept for the repair context.
 const LOG_TAIL_LINES: usize = 60;
 
-/// The failing checks of `git_ref` with their links, each with the end of its job log when
-/// the link is a GitHub Actions job (`…/actions/runs/<run>/job/<job>`).
+/// The failing checks of `git_ref` with their links, each of the first
+/// `requests::MAX_FAILED_JOB_LOGS` with the end of its job log when the link is a GitHub
+/// Actions job (`…/actions/runs/<run>/job/<job>`).
 pub(in crate::forge) fn failing_checks_of(
     gh: &PathBuf,
     repo_dir: &PathBuf,
@@ -218,9 +220,13 @@ pub(in crate::forge) fn failing_checks_of(
                 }),
         );
     let mut text = String::new();
+    let mut logs = 0;
     for (name, link) in failing {
         text.push_str(&format!("failing check: {name} {link}\n"));
-        if let Some(job) = actions_job(link) {
+        // Each log is requests of its own: the first few failures tell the repair enough.
+        let job = actions_job(link).filter(|_| logs < requests::MAX_FAILED_JOB_LOGS);
+        if let Some(job) = job {
+            logs += 1;
             let log_args = ["run", "view", "--job", job.as_str(), "--log-failed"];
             if let Ok(log) = run_gh(gh, repo_dir, &log_args) {
                 let log = String::from_utf8_lossy(&log.stdout);

@@ -1,5 +1,7 @@
 //! GitHub, reached through its CLI `gh`: [`gh`] runs it, for the tracker's calls and the
-//! forge's alike; [`version`] says which `gh` will do.
+//! forge's alike; [`version`] says which `gh` will do; [`requests`] how many requests each
+//! kind of call makes at most.
 
 pub mod gh;
+pub mod requests;
 pub mod version;

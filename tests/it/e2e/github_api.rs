@@ -886,6 +886,17 @@ fn rest_answer(api: &mut Api, req: &Request) -> Option<Answer> {
             {
                 return Some(status(422, "Validation Failed"));
             }
+            if api
+                .pulls
+                .iter()
+                .any(|p| p.head == head && p.state == "OPEN")
+            {
+                // GitHub refuses a second open pull request for a head, naming it.
+                let mut refusal = status(422, "Validation Failed");
+                refusal.body["errors"] = json!([{"resource": "PullRequest", "code": "custom",
+                    "message": format!("A pull request already exists for {OWNER}:{head}.")}]);
+                return Some(refusal);
+            }
             let pull = Pull {
                 number: 100 + api.pulls.len() as u32 + 1,
                 head,
