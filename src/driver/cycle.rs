@@ -24,9 +24,16 @@ impl Cycle {
     }
 
     /// What the step's checks are told of the cycle: the machine's issue and verified
-    /// commit, the feature the driver saw.
-    pub fn step_context(&self, core: &crate::machine::Core) -> crate::steps::checks::StepContext {
+    /// commit, the feature the driver saw, the test-weakening check of its pushes as `cfg`
+    /// sets it and the machine approves it.
+    pub fn step_context(
+        &self,
+        core: &crate::machine::Core,
+        cfg: &crate::config::Config,
+    ) -> crate::steps::checks::StepContext {
+        let approved = core.runner().weakening_approved();
         crate::steps::checks::StepContext {
+            gate: crate::steps::weakening::Gate::configured(cfg, approved),
             issue: core.runner().issue,
             feature: self.feature.clone(),
             verified: core.runner().verified.map(|c| c.hex()),
