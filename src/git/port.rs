@@ -106,7 +106,7 @@ impl GitPort for Repo {
         Repo::changed_files(self, branch)
     }
     fn branch_head(&self, branch: &str) -> Result<Option<String>, GitError> {
-        Ok(Repo::local_head(self, branch)?)
+        Repo::local_head(self, branch)
     }
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
         Repo::spec_dir(self, issue, feature)
