@@ -157,3 +157,39 @@ fn a_runner_killed_between_its_agents_push_and_the_check_checks_that_head_on_res
         "no PR on the unchecked head: {all}"
     );
 }
+
+/// A reviewer asks for changes; the round's agent skips the failing test, and the runner's
+/// push of the round refuses it: handed back with the facts, then escalated, nothing merged.
+#[test]
+fn a_review_round_that_skips_the_test_is_handed_back_then_escalated() {
+    let extra = json!({"review": {"requireApproval": true, "approvalTimeoutMinutes": 0.25}});
+    // The round's agent is told `SDLC_STEP=addressReview`; its script entry is monitorCI's.
+    let body = format!("case \"$SDLC_STEP\" in\naddressReview|monitorCI)\n{SKIP_ONCE}\n;;\nesac");
+    let (p, tool) = project(json!({"steps": {"monitorCI": ["tool"]}}), extra, &body);
+    let wait = std::time::Duration::from_secs(60);
+    let child = p
+        .command(&["run", "--config", p.config.to_str().expect("utf8")])
+        .env("SDLC_FAKE_AGENT_TOOL", &tool)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn runner");
+    p.wait_for_journal("reviewWanted", wait);
+    let ask = ["--request-changes", "Make it pass.", "--author", "ann"];
+    assert_eq!(e2e::code(&p.review(1, &ask)), 0);
+    let out = e2e::wait_output(child, wait);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(1), "{all}");
+    assert_eq!(p.issue(1)["escalated"], true, "{all}");
+    let prompts = std::fs::read_to_string(p.root.join("prompts.log")).unwrap_or_default();
+    // The round again, with the feedback and the facts.
+    let handed = prompts
+        .split("\n== ")
+        .filter(|t| t.starts_with("1 addressReview ") || t.starts_with("== 1 addressReview "))
+        .filter(|t| t.contains("TESTS_WEAKENED") && t.contains(SKIPPED))
+        .count();
+    assert_eq!(handed, 1, "handed back once with the facts: {prompts}");
+    let said = escalation(&p);
+    assert!(said.contains(SKIPPED), "{said}");
+    assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
+}
