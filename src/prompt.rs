@@ -237,12 +237,18 @@ pub fn prompt_with(
         text.push_str(&skill_note(skill, &file));
     }
     if let Some(r) = repair {
-        text.push_str(&format!(
-            "\n\nThe previous attempt of this step failed ({}): {}\nRepair this failure rather than starting over. The relevant output was:\n```\n{}\n```",
-            r.class, r.summary, r.excerpt
-        ));
+        text.push_str(&previous_failure(r));
     }
     text
+}
+
+/// What a repair attempt is told of the failure it repairs (a review round's, after the
+/// runner refused its push, too).
+pub fn previous_failure(r: &RepairContext) -> String {
+    format!(
+        "\n\nThe previous attempt of this step failed ({}): {}\nRepair this failure rather than starting over. The relevant output was:\n```\n{}\n```",
+        r.class, r.summary, r.excerpt
+    )
 }
 
 /// Where the skill whose SKILL.md is `file` lives. The skill's text arrives without its

@@ -1,6 +1,8 @@
-//! An agent's own commitPush: the agent pushed the branch itself, so the test-weakening check
-//! a builtin push runs first (`steps::weakening`) runs right after its attempt, before the PR
-//! is opened, CI watched or anything merged. A weakening the spec does not call for fails the
+//! An agent's own push: the agent of commitPush pushed the branch itself, or the agent that
+//! runs createPR or monitorCI pushed a repair, so the test-weakening check a builtin push runs
+//! first (`steps::weakening`) runs right after its attempt, before the PR is opened, CI's
+//! verdict taken or anything merged; once per head (`check_once`: a head the check let
+//! through before is not checked again). A weakening the spec does not call for fails the
 //! attempt as `TESTS_WEAKENED`, the same hand-back and escalation as a refused builtin push.
 
 use super::builtin_step::{weakening_gate, Facts};
@@ -14,7 +16,8 @@ use crate::steps::builtin::gate_before_push;
 
 impl StepRun<'_> {
     /// The check of the branch the agent's `step` pushed: `Ok(None)` when nothing is weakened
-    /// (or the check is off, or a person approved it in this cycle), `Ok(Some(failure))`
+    /// (or the check is off, or a person approved it in this cycle, or it let this head
+    /// through before), `Ok(Some(failure))`
     /// otherwise; `Err(event)`: the machine must hear that first (a stop request).
     pub(super) async fn agent_push_weakened(
         &mut self,
@@ -23,6 +26,9 @@ impl StepRun<'_> {
         let Some(gate) = weakening_gate(&self.run.cfg, self.core) else {
             return Ok(None);
         };
+        // The agent's push is on origin and the check not run yet: a runner killed here
+        // checks that head on restart (`steps::checks::already_done`).
+        crate::failpoint::point("agent pushed: before the weakening check");
         let facts = Facts::of(self.cycle, self.run.refs()).gated(Some(gate));
         let what = say::checking_the_pushed_branch(step.key());
         let checked = self

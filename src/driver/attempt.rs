@@ -35,9 +35,7 @@ impl StepRun<'_> {
         step: Step,
         agent_ran: bool,
     ) -> Result<Option<Classified>, Event> {
-        let ctx = self
-            .cycle
-            .step_context(self.core, self.run.cfg.builtin(step));
+        let ctx = self.cycle.step_context(self.core, &self.run.cfg, step);
         // The git locks first (never blamed on the attempt), then the step's check, in one
         // call off the runtime.
         let facts = FactsAsked::before(self.core, false).without_issue();
@@ -254,7 +252,7 @@ impl StepRun<'_> {
             Some(c) => Some(c),
             None if !call.check_after => None,
             None => match self.post_step_check(step, true).await {
-                Ok(None) if step == Step::CommitPush => {
+                Ok(None) if crate::steps::weakening::agent_pushes(step) => {
                     match self.agent_push_weakened(step).await {
                         Ok(failure) => failure,
                         Err(event) => return event,

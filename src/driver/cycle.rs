@@ -24,19 +24,23 @@ impl Cycle {
     }
 
     /// What the step's checks are told of the cycle: the machine's issue and verified
-    /// commit, the feature the driver saw; whether the step is `builtin` (the config's).
+    /// commit, the feature the driver saw, whether the step is `builtin` (the config's), the
+    /// test-weakening check of its pushes as `cfg` sets it and the machine approves it.
     pub fn step_context(
         &self,
         core: &crate::machine::Core,
-        builtin: bool,
+        cfg: &crate::config::Config,
+        step: crate::step::Step,
     ) -> crate::steps::checks::StepContext {
+        let approved = core.runner().weakening_approved();
         crate::steps::checks::StepContext {
+            gate: crate::steps::weakening::Gate::configured(cfg, approved),
             issue: core.runner().issue,
             feature: self.feature.clone(),
             verified: core.runner().verified.map(|c| c.hex()),
             pushed_weakened: core.runner().last_class[crate::step::Step::CommitPush.index()]
                 == Some(crate::failure::FailureClass::TestsWeakened),
-            builtin,
+            builtin: cfg.builtin(step),
         }
     }
 }

@@ -222,7 +222,7 @@ impl Driver {
             &self.core,
             &self.shell.io,
             &self.shell.state,
-            &self.run.main,
+            &self.run,
             &mut self.cycle,
             self.restart.first.clone(),
         )

@@ -91,12 +91,14 @@ impl StepRun<'_> {
         let feedback = crate::prompt::quote_feedback(&handout);
         // The machine's step of a round is monitorCI; its agent is the round's own.
         let round_cfg = self.run.cfg.review_round();
+        // The round again after the runner refused its push: the facts go with the feedback.
+        let repair = self.core.runner().weakening_handed_back(step);
         let call = AgentCall {
             request: RunStep {
                 step,
                 issue,
                 attempt,
-                repair: false,
+                repair,
                 commit: None,
                 money_left_micros,
             },

@@ -246,7 +246,7 @@ pub(super) async fn check_preconditions(cx: Context<'_>, request: CheckPrecondit
     let CheckPreconditions { step } = request;
     let (run, shell, core, cycle) = (cx.run, cx.shell, cx.core, &*cx.cycle);
     let mut told = Told::default();
-    let ctx = cycle.step_context(core, run.cfg.builtin(step));
+    let ctx = cycle.step_context(core, &run.cfg, step);
     shell.state.current_step = step.number();
     told.narration
         .extend(shell.save_state(&run.cfg.project_path));

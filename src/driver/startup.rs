@@ -322,10 +322,11 @@ pub(super) async fn initial_event(
     core: &Core,
     io: &Io,
     state: &StateFile,
-    main: &str,
+    run: &RunContext,
     cycle: &mut Cycle,
     restart: Event,
 ) -> Answer {
+    let main = &run.main;
     if core.is_terminal() || matches!(restart, Event::ModeChanged { .. }) {
         return Answer::of(restart);
     }
@@ -336,8 +337,10 @@ pub(super) async fn initial_event(
         return cycle_under_way(core, io, state, cycle, issue, restart).await;
     }
     let state = state.clone();
+    // A pushed head the test-weakening check has not let through is checked now.
+    let gate = crate::steps::weakening::Gate::configured(&run.cfg, false);
     let progress = io
-        .call(move |w| checks::detect_progress(&*w.git, &*w.forge, Some(&state)))
+        .call(move |w| checks::detect_progress(&*w.git, &*w.forge, Some(&state), gate.as_ref()))
         .await;
     let detected = match progress {
         Ok(d) => d,

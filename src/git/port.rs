@@ -105,6 +105,9 @@ impl GitPort for Repo {
     fn changed_files(&self, branch: &str) -> Result<Vec<crate::weakening::ChangedFile>, GitError> {
         Repo::changed_files(self, branch)
     }
+    fn branch_head(&self, branch: &str) -> Result<Option<String>, GitError> {
+        Repo::local_head(self, branch)
+    }
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf> {
         Repo::spec_dir(self, issue, feature)
     }

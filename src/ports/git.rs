@@ -106,6 +106,12 @@ pub trait GitPort: Send + Sync {
     fn changed_files(&self, _branch: &str) -> Result<Vec<crate::weakening::ChangedFile>, GitError> {
         Ok(Vec::new())
     }
+    /// The commit the local `branch` is at (`None`: no such branch): the head the
+    /// test-weakening check compared, which it records once it lets it through. A port that
+    /// cannot tell (the in-memory fakes) answers none, and each check runs again.
+    fn branch_head(&self, _branch: &str) -> Result<Option<String>, GitError> {
+        Ok(None)
+    }
     /// The spec directory of `issue` (`specs/<issue>-…`), the recorded `feature` first.
     fn spec_dir(&self, issue: u32, feature: Option<&str>) -> Option<PathBuf>;
     /// `Err(missing)` names the spec files that are missing or empty.

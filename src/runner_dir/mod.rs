@@ -88,6 +88,31 @@ impl RunnerDir {
         Ok(path)
     }
 
+    /// The head of issue `number`'s branch the test-weakening check last let through, as
+    /// `<branch> <commit>` (`steps::weakening::check_once`): a head checked once is not
+    /// checked again, and a head pushed without it (a runner killed after its agent's push)
+    /// is checked on restart.
+    pub fn weakening_checked(&self, number: u32) -> PathBuf {
+        self.dir.join("weakening").join(number.to_string())
+    }
+
+    /// Records `record` as the head of issue `number`'s branch the check let through,
+    /// atomically and fsync'd, in a private directory of its own.
+    pub fn record_weakening_checked(
+        &self,
+        number: u32,
+        record: &str,
+    ) -> Result<(), RunnerDirError> {
+        let path = self.weakening_checked(number);
+        self.ensure()?;
+        safe_fs::create_private_dir(&self.dir.join("weakening"))?;
+        safe_fs::write_atomic(&path, record.as_bytes()).map_err(|source| RunnerDirError::Io {
+            path,
+            action: "cannot record the head the test-weakening check let through",
+            source,
+        })
+    }
+
     pub fn lock(&self) -> PathBuf {
         self.dir.join("lock")
     }

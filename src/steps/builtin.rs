@@ -132,7 +132,8 @@ pub fn commit_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<Result<Stri
 
 /// The test-weakening check of the branch before its push (`steps::weakening`), when the
 /// issue's facts carry a gate: `Err` (`TESTS_WEAKENED`) for a weakening the spec does not
-/// call for; else the words for the removals it does (empty when none).
+/// call for; else the words for the removals it does (empty when none, or when the check let
+/// this head through before).
 pub fn gate_before_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String, Failed> {
     let Some(gate) = issue.gate else {
         return Ok(String::new());
@@ -140,8 +141,10 @@ pub fn gate_before_push(repo: &dyn GitPort, issue: &IssueFacts) -> Result<String
     if gate.approved {
         return Ok(String::new());
     }
-    let found =
-        super::weakening::findings(repo, issue.branch()?, (issue.number, issue.feature), gate)?;
+    let (branch, of) = (issue.branch()?, (issue.number, issue.feature));
+    let Some(found) = super::weakening::check_once(repo, branch, of, gate)? else {
+        return Ok(String::new());
+    };
     if !found.weakened.is_empty() {
         return Err(Failed::weakened(found.weakened));
     }

@@ -8,6 +8,7 @@ use crate::forge::{CiState, PrState};
 use crate::git::repo::{leading_issue, RepoError};
 use crate::ports::{ForgePort, GitPort};
 use crate::step::{Check, Step};
+use crate::steps::weakening::{check_once, Gate};
 
 /// A probe reads git and the forge; either can fail, and the message is theirs unchanged
 /// (the forge's error is the git port's type).
@@ -27,6 +28,10 @@ pub struct StepContext {
     pub pushed_weakened: bool,
     /// The step is the runner's own action (`steps.<key>.run: builtin`).
     pub builtin: bool,
+    /// The test-weakening check of this cycle's pushes (`None`: off, or a person approved
+    /// the weakening): a pushed head it has not let through is not commitPush done (a runner
+    /// killed between its agent's push and the check checks it on restart).
+    pub gate: Option<Gate>,
 }
 
 /// The branch the cycle works on: the issue's feature branch, or without a known issue the
@@ -228,7 +233,8 @@ pub fn already_done(
             Ok(repo.is_clean()?
                 && repo.branch_pushed(&branch)?
                 && repo.unpushed_commits(&branch)? == 0
-                && repo.commits_ahead_of_main(&branch)? > 0)
+                && repo.commits_ahead_of_main(&branch)? > 0
+                && let_through(repo, &branch, ctx)?)
         }
         Step::CreatePr => Ok(forge
             .pr_for_branch(&branch)?
@@ -237,6 +243,19 @@ pub fn already_done(
             .pr_for_branch(&branch)?
             .is_some_and(|pr| pr.state == PrState::Merged)),
     }
+}
+
+/// Whether the test-weakening check lets `branch`'s head through: checked now unless it was
+/// before (`check_once`); always when the cycle's pushes are not checked.
+fn let_through(repo: &dyn GitPort, branch: &str, ctx: &StepContext) -> Result<bool, RepoError> {
+    let Some(gate) = ctx.gate.as_ref().filter(|g| !g.approved) else {
+        return Ok(true);
+    };
+    let Some(number) = ctx.issue.or_else(|| leading_issue(branch)) else {
+        return Ok(true);
+    };
+    let found = check_once(repo, branch, (number, ctx.feature.as_deref()), gate)?;
+    Ok(found.is_none_or(|f| f.weakened.is_empty()))
 }
 
 /// How far the checked-out feature branch got (docs/persistence.md).
@@ -259,7 +278,8 @@ pub struct Detected {
 /// done; spec files ⇒ writeSpecs; commits ahead of main ⇒ implement (simplify is not
 /// observable). verify is done only when the state file of the same issue says so; a pushed
 /// branch or an open PR alone never counts (it may be a signal-shutdown
-/// WIP push, or created by `gh issue develop`). Then all pushed ⇒ commitPush; PR ⇒ createPR;
+/// WIP push, or created by `gh issue develop`). Then all pushed, and its head let through by
+/// the test-weakening check `gate` (checked now unless it was before) ⇒ commitPush; PR ⇒ createPR;
 /// CI passing ⇒ monitorCI. After a signal shutdown the state file's `lastCompletedStep` caps
 /// the result. simplify counts as done only on the same evidence as verify, or when the state
 /// file records it. `None` when HEAD is not on an issue branch.
@@ -267,6 +287,7 @@ pub fn detect_progress(
     repo: &dyn GitPort,
     forge: &dyn ForgePort,
     state_hint: Option<&StateFile>,
+    gate: Option<&Gate>,
 ) -> Result<Option<Detected>, ProbeError> {
     let Some(branch) = repo.current_branch()? else {
         return Ok(None);
@@ -301,6 +322,7 @@ pub fn detect_progress(
         verified: None,
         pushed_weakened: false,
         builtin: false,
+        gate: gate.cloned(),
     };
 
     // Only the state file can vouch for verify: with the local forge an open PR is nothing

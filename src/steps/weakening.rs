@@ -2,7 +2,8 @@
 //! push, a CI repair's, a review round's): the branch compared with its base
 //! (`crate::weakening`), the removals the spec lists (`Removes:`) set apart. What
 //! the spec does not call for fails the push as `TESTS_WEAKENED` (`builtin.rs`), the facts
-//! its words, and nothing is pushed (docs/classification.md).
+//! its words, and nothing is pushed (docs/classification.md). Each head is checked once: the
+//! head let through is recorded in the runner's directory (`check_once`).
 
 use crate::ports::git::GitError;
 use crate::ports::GitPort;
@@ -69,6 +70,44 @@ pub fn findings(
     let files = repo.changed_files(branch)?;
     let removals = removals(repo, number, feature);
     Ok(weakening::check(&files, &removals, &gate.scripts))
+}
+
+/// Whether an agent's attempt of `step` pushes the branch for CI, so that the check follows
+/// it (`check_once`): commitPush, and createPR and monitorCI when an agent runs them (the
+/// agent that watches CI pushes its repairs itself). Not a merge's agent: what it merges is
+/// final by the time it exits.
+pub fn agent_pushes(step: crate::step::Step) -> bool {
+    use crate::step::Step;
+    matches!(step, Step::CommitPush | Step::CreatePr | Step::MonitorCi)
+}
+
+/// The check of `branch` once per head, wherever its commits reach origin (a push of the
+/// runner's, an agent's own push during commitPush, createPR or monitorCI): `Ok(None)` when
+/// its head is the one the check last let through (the runner's record,
+/// `RunnerDir::weakening_checked`); else what it finds, the head recorded as let through when
+/// nothing is weakened. A head git cannot name is checked every time; a record that cannot be
+/// written only means the next look checks again.
+pub fn check_once(
+    repo: &dyn GitPort,
+    branch: &str,
+    (number, feature): (u32, Option<&str>),
+    gate: &Gate,
+) -> Result<Option<Findings>, GitError> {
+    let record = repo.branch_head(branch)?.map(|h| format!("{branch} {h}\n"));
+    let dir = repo.runner_dir().ok();
+    if let (Some(record), Some(dir)) = (&record, &dir) {
+        let recorded = crate::safe_fs::read_no_follow(&dir.weakening_checked(number));
+        if recorded.is_ok_and(|r| r == record.as_bytes()) {
+            return Ok(None);
+        }
+    }
+    let found = findings(repo, branch, (number, feature), gate)?;
+    if let (true, Some(record), Some(dir)) = (found.weakened.is_empty(), &record, &dir) {
+        if let Err(e) = dir.record_weakening_checked(number, record) {
+            tracing::debug!("{e}");
+        }
+    }
+    Ok(Some(found))
 }
 
 /// The PR body's section on the tests: what the check found and what was decided.

@@ -261,7 +261,7 @@ fn detect_progress(
     forge: &Forge,
     hint: Option<&Hint>,
 ) -> Result<Option<Detected>, ProbeError> {
-    probe::detect_progress(r, &on(r, forge), hint)
+    probe::detect_progress(r, &on(r, forge), hint, None)
 }
 
 const LOCAL: Forge = Forge::Local {
@@ -278,6 +278,7 @@ fn ctx(issue: Option<u32>) -> StepContext {
         verified: None,
         pushed_weakened: false,
         builtin: false,
+        gate: None,
     }
 }
 
@@ -779,6 +780,46 @@ fn idempotency_of_side_effecting_steps() {
     assert!(already_done(&r, &LOCAL, Step::Merge, &c).unwrap());
     // Steps without an outside outcome are never skipped.
     assert!(!already_done(&r, &LOCAL, Step::Verify, &c).unwrap());
+}
+
+/// A runner killed between its agent's push and the test-weakening check: the pushed head is
+/// checked when the restart asks whether commitPush is done (and by the probe that adopts a
+/// branch the journal does not know), not taken as done; a head the check let through is
+/// not checked again.
+#[test]
+fn a_pushed_head_the_weakening_check_has_not_let_through_is_not_commit_push_done() {
+    let f = Fixture::new();
+    let test = "#[test]\nfn parses_empty_input() {\n    assert_eq!(\"\".len(), 0);\n}\n";
+    f.commit("tests/parse.rs", test);
+    git(&f.work, &["push", "-q", "origin", "main"]);
+    f.branch("7-login");
+    f.write_specs("7-login");
+    f.commit("tests/parse.rs", &format!("#[ignore]\n{test}"));
+    f.push();
+    let r = f.repo();
+    let gate = sdlc_runner::steps::weakening::Gate::default();
+    let gated = StepContext {
+        gate: Some(gate.clone()),
+        ..ctx(Some(7))
+    };
+    assert!(already_done(&r, &LOCAL, Step::CommitPush, &ctx(Some(7))).unwrap());
+    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &gated).unwrap());
+    let verified = hint(7, Step::Verify);
+    let next = |gate: Option<&sdlc_runner::steps::weakening::Gate>| {
+        probe::detect_progress(&r, &on(&r, &LOCAL), Some(&verified), gate)
+            .unwrap()
+            .map(|d| d.next)
+    };
+    assert_eq!(next(None), Some(Step::Merge));
+    assert_eq!(next(Some(&gate)), Some(Step::CommitPush));
+    // The test put back: the head is let through and recorded.
+    f.commit("tests/parse.rs", test);
+    f.push();
+    assert!(already_done(&r, &LOCAL, Step::CommitPush, &gated).unwrap());
+    let record = fs::read_to_string(f.work.join(".git/sdlc-runner/weakening/7")).unwrap();
+    let head = git(&f.work, &["rev-parse", "HEAD"]);
+    assert_eq!(record, format!("7-login {}\n", head.trim()));
+    assert_eq!(next(Some(&gate)), Some(Step::Merge));
 }
 
 #[test]

@@ -9,6 +9,7 @@
 use crate::e2e;
 
 mod languages;
+mod repairs;
 
 use e2e::{code, text, Project};
 use serde_json::{json, Value};

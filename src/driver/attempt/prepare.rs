@@ -52,7 +52,7 @@ impl StepRun<'_> {
                 &self.cycle.issue,
                 feedback,
                 text_file.as_deref(),
-            ),
+            ) + &repair_ctx.as_ref().map(prompt::previous_failure).unwrap_or_default(),
             None => prompt::prompt_with(
                 cfg,
                 step,

@@ -64,6 +64,7 @@ pub(super) fn single_step_refusal(
         verified: None,
         pushed_weakened: false,
         builtin: false,
+        gate: None,
     };
     let check = match checks::precondition(repo, forge, step, &ctx) {
         Ok(Err(check)) => check,

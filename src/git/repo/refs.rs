@@ -51,6 +51,11 @@ impl Repo {
         self.ref_commit(&format!("refs/remotes/origin/{branch}"))
     }
 
+    /// The commit the local `branch` is at; `None` when there is no such branch.
+    pub fn local_head(&self, branch: &str) -> Result<Option<String>, RepoError> {
+        self.ref_commit(&format!("refs/heads/{branch}"))
+    }
+
     /// The commit `full_ref` names; `None` when there is no such ref.
     pub(super) fn ref_commit(&self, full_ref: &str) -> Result<Option<String>, RepoError> {
         if LISTED.iter().any(|ns| full_ref.starts_with(ns)) {

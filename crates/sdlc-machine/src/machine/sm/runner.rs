@@ -396,6 +396,13 @@ impl Runner {
         (repairing && conflict).then_some(&self.conflict_paths[..])
     }
 
+    /// Whether `step`'s last outcome was a branch that weakens the tests (`TESTS_WEAKENED`),
+    /// handed back by the next attempt: a review round whose push was refused is handed the
+    /// facts with the feedback.
+    pub fn weakening_handed_back(&self, step: Step) -> bool {
+        self.last_class[step.index()] == Some(FailureClass::TestsWeakened)
+    }
+
     /// Whether a person approved, in this cycle, the tests the branch weakens
     /// (`tests.weakening: "ask"`): the runner then pushes without the check.
     pub fn weakening_approved(&self) -> bool {
