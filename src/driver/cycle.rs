@@ -32,6 +32,7 @@ impl Cycle {
             verified: core.runner().verified.map(|c| c.hex()),
             pushed_weakened: core.runner().last_class[crate::step::Step::CommitPush.index()]
                 == Some(crate::failure::FailureClass::TestsWeakened),
+            ci_by_train: core.runner().limits.train_tests_ci,
         }
     }
 }

@@ -25,6 +25,10 @@ pub struct StepContext {
     /// commitPush's last attempt pushed a branch that weakens the tests (`TESTS_WEAKENED`,
     /// an agent's own push): what origin holds is not commitPush done.
     pub pushed_weakened: bool,
+    /// CI's verdict is the fleet's merge train's (`Limits::train_tests_ci`): the merge's
+    /// precondition asks nothing of CI on the branch alone, and the merge lands only the
+    /// tree CI passed in the train.
+    pub ci_by_train: bool,
 }
 
 /// The branch the cycle works on: the issue's feature branch, or without a known issue the
@@ -84,6 +88,7 @@ pub fn precondition(
                 None => false,
             },
             Check::CiChecksPassing => match work_branch(repo, ctx)? {
+                Some(_) if ctx.ci_by_train => true,
                 Some(b) => forge.ci_ok(forge.ci_state(&b)?),
                 None => false,
             },
@@ -293,6 +298,7 @@ pub fn detect_progress(
         feature: feature.clone(),
         verified: None,
         pushed_weakened: false,
+        ci_by_train: false,
     };
 
     // Only the state file can vouch for verify: with the local forge an open PR is nothing

@@ -277,6 +277,7 @@ fn ctx(issue: Option<u32>) -> StepContext {
         feature: None,
         verified: None,
         pushed_weakened: false,
+        ci_by_train: false,
     }
 }
 

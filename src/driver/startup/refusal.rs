@@ -63,6 +63,7 @@ pub(super) fn single_step_refusal(
         feature: state.feature_name.clone(),
         verified: None,
         pushed_weakened: false,
+        ci_by_train: false,
     };
     let check = match checks::precondition(repo, forge, step, &ctx) {
         Ok(Err(check)) => check,

@@ -171,6 +171,11 @@ impl Runner {
         self.pending_usage = self.with_pending(usage);
         self.ci_commit = None;
         self.verified = None;
+        if self.limits.train_tests_ci {
+            // The train tests the repaired head as the tree main would hold.
+            let usage = self.with_pending(&Usage::default());
+            return self.ci_left_to_train(&usage, fx);
+        }
         let look = Effect::LookAtCi {
             issue: self.current_issue(),
             look: self.ci_waits + 1,
