@@ -275,7 +275,7 @@ fn train(cfg: &crate::config::Config) {
         "an upper bound for batches of more than one"
     };
     out!(
-        "merge train (run --workers; maxParallel {}, maxLength {cars}, batch {}): at most {worst} CI runs to settle a train of {cars} PRs (each lands or is returned, whatever CI answers; {exact}), so at most {worst} per landed issue when only one of them lands; each kill of the runner adds at most {per_kill}; when no run fails, at most {} runs for {cars} PRs, at most one per landed issue",
+        "merge train (run --workers; maxParallel {}, maxLength {cars}, batch {}): at most {worst} CI runs to settle a train of {cars} PRs (each lands or is returned, whatever CI answers; {exact}), so at most {worst} per landed issue when only one of them lands; each kill of the runner adds at most {per_kill}; when no run fails, at most {} runs for {cars} PRs, at most one per landed issue; with --workers of 2 or more these are a PR's only CI runs (none on the branch alone), and a returned PR's rounds are bounded by monitorCI's attempts",
         t.max_parallel.max(1),
         t.batch.max(1),
         t.max_ci_runs_when_green(cars)

@@ -389,6 +389,7 @@ impl Config {
                 ignore_authors: self.review.ignore_authors_with_the_runner(),
             }),
             tracker_close_waits: self.tracker_close_waits(),
+            train_tests_ci: run.workers > 1 && self.train_limits().is_some(),
         }
     }
 

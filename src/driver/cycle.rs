@@ -41,6 +41,7 @@ impl Cycle {
             pushed_weakened: core.runner().last_class[crate::step::Step::CommitPush.index()]
                 == Some(crate::failure::FailureClass::TestsWeakened),
             builtin: cfg.builtin(step),
+            ci_by_train: core.runner().limits.train_tests_ci,
         }
     }
 }

@@ -50,6 +50,26 @@ pub(super) struct Shared {
     runner_dir: PathBuf,
 }
 
+impl Shared {
+    /// What the workers of a fleet whose runner directory is `runner_dir` share, nothing
+    /// held or journaled yet.
+    fn new(coordinator: Coordinator, runner_dir: PathBuf) -> Shared {
+        Shared {
+            coordinator: Mutex::new(coordinator),
+            shutdowns: Mutex::new(Vec::new()),
+            journals: crate::journal::Journals::in_dir(&crate::runner_dir::RunnerDir {
+                dir: runner_dir.clone(),
+            }),
+            cars: Mutex::new(BTreeMap::new()),
+            bases: Mutex::new(BTreeMap::new()),
+            shown: Mutex::new(None),
+            journaled: Mutex::new(None),
+            joined: Mutex::new(BTreeMap::new()),
+            runner_dir,
+        }
+    }
+}
+
 /// What the coordinator answered a report with, for the worker that made it.
 #[derive(Debug, Default)]
 pub(super) struct Reply {
@@ -428,8 +448,8 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         },
         None => 0,
     };
-    let shared = Arc::new(Shared {
-        coordinator: Mutex::new(Coordinator::new(FleetLimits {
+    let shared = Arc::new(Shared::new(
+        Coordinator::new(FleetLimits {
             workers,
             max_consecutive_escalations: limits.max_consecutive_escalations,
             session_budget_micros: limits.per_session_budget_micros,
@@ -438,18 +458,9 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
                 .map(|b| b.saturating_sub(spent_today.unwrap_or(0))),
             session_spent_before_micros: spent_before,
             train: cfg.train_limits(),
-        })),
-        shutdowns: Mutex::new(Vec::new()),
-        journals: crate::journal::Journals::in_dir(&crate::runner_dir::RunnerDir {
-            dir: plan.runner_dir.clone(),
         }),
-        cars: Mutex::new(BTreeMap::new()),
-        bases: Mutex::new(BTreeMap::new()),
-        shown: Mutex::new(None),
-        journaled: Mutex::new(None),
-        joined: Mutex::new(BTreeMap::new()),
-        runner_dir: plan.runner_dir.clone(),
-    });
+        plan.runner_dir.clone(),
+    ));
     let journal = crate::journal::train_journal(&plan.runner_dir);
     let journal =
         match TrainJournal::read(&journal).map(|j| j.filter(|_| cfg.train_limits().is_some())) {

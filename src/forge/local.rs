@@ -134,11 +134,12 @@ pub(super) fn create_pr(
     })
 }
 
-/// The merge of `commit`, the commit CI passed on `branch`, by the rule that main holds only
-/// trees CI passed: the commit main would hold is built on origin's main; when its tree is not
-/// the one CI passed (main moved since, with work the branch lacks), CI runs on that very
-/// commit first, and a failure is the combination's ([`ForgeError::CiFailedTogether`]),
-/// nothing merged. Main then moves to exactly that commit, leased on the main it was built on.
+/// The merge of `commit` on `branch`, by the rule that main holds only trees CI passed: the
+/// commit main would hold is built on origin's main and CI's verdict on its tree is read
+/// (the merge train's, or the branch's when the tree is `commit`'s own; CI runs on it when it
+/// has none). A failure is the combination's ([`ForgeError::CiFailedTogether`]), or the
+/// branch's own when the tree is `commit`'s ([`ForgeError::CiFailedAlone`]); nothing is
+/// merged. Main then moves to exactly that commit, leased on the main it was built on.
 pub(super) fn merge_pr(
     repo: &Repo,
     ci: Option<&LocalCi>,
@@ -147,6 +148,16 @@ pub(super) fn merge_pr(
     message: &str,
 ) -> Result<(), ForgeError> {
     let built = repo.build_merge(branch, commit, message)?;
+    if let Some(ci) = ci.filter(|_| built.same_tree) {
+        if ci.state_of(repo, commit)? != CiState::Passed {
+            return Err(ForgeError::CiFailedAlone {
+                branch: branch.to_string(),
+                main: repo.main.clone(),
+                commit: short(commit).to_string(),
+                checks: ci.failing_of(commit)?,
+            });
+        }
+    }
     if let Some(ci) = ci.filter(|_| !built.same_tree) {
         if ci.state_of(repo, &built.merge)? != CiState::Passed {
             return Err(ForgeError::CiFailedTogether {

@@ -25,6 +25,10 @@ pub struct TrainJournal {
     pub cars: BTreeMap<u32, (String, String)>,
     /// The main each train epoch's trees are built on, by epoch.
     pub bases: BTreeMap<u32, String>,
+    /// When each car's PR asked to merge and joined the train, by issue: its time waiting
+    /// outlives a restart. (Journals written before lack it: the cars wait anew.)
+    #[serde(default)]
+    pub joined: BTreeMap<u32, chrono::DateTime<chrono::Utc>>,
 }
 
 /// The train's journal in `runner_dir`.
@@ -89,12 +93,20 @@ mod tests {
             record: c.train_record().expect("a train"),
             cars: BTreeMap::from([(7, ("abc".to_string(), "Merge issue #7".to_string()))]),
             bases: BTreeMap::from([(0, "def".to_string())]),
+            joined: BTreeMap::from([(7, chrono::DateTime::UNIX_EPOCH)]),
         };
         let dir = tempfile::tempdir().expect("tempdir");
         let path = train_journal(dir.path());
         assert_eq!(TrainJournal::read(&path), Ok(None));
         journal.write(&path).expect("written");
         assert_eq!(TrainJournal::read(&path), Ok(Some(journal)));
+        // A journal of an earlier version, without the times joined, still reads.
+        let mut old: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).expect("written")).expect("JSON");
+        old.as_object_mut().expect("an object").remove("joined");
+        std::fs::write(&path, old.to_string()).expect("old");
+        let read = TrainJournal::read(&path).expect("reads").expect("a journal");
+        assert!(read.joined.is_empty(), "{read:?}");
         std::fs::write(&path, b"{").expect("damaged");
         let err = TrainJournal::read(&path).expect_err("damaged");
         assert!(

@@ -249,6 +249,19 @@ pub enum GitError {
         /// The failing check and the end of its output.
         checks: String,
     },
+    /// CI failed on `branch` at `commit`, whose tree is the one main would hold (main is in
+    /// it): the failure is the branch's own. Nothing was pushed; `checks` says what failed.
+    #[error("CI failed on {branch} at {commit}, the very tree {main} would hold (no newer commit of {main} is missing from it); nothing was merged: the failure is the branch's own\n{checks}")]
+    CiFailedAlone {
+        /// The branch.
+        branch: String,
+        /// The default branch's name.
+        main: String,
+        /// The commit CI failed (short).
+        commit: String,
+        /// The failing check and the end of its output.
+        checks: String,
+    },
     /// A commit was asked for on the default branch, which the runner never commits to.
     #[error("refusing to commit on {branch} in {}: check out the issue's feature branch first", .path.display())]
     CommitOnMain {
@@ -277,7 +290,9 @@ impl Kinded for GitError {
             GitError::ConflictMarkers { .. } | GitError::MergeConflict { .. } => {
                 CallFailureKind::Conflict
             }
-            GitError::CiFailedTogether { .. } => CallFailureKind::CiFailedTogether,
+            GitError::CiFailedTogether { .. } | GitError::CiFailedAlone { .. } => {
+                CallFailureKind::CiFailedTogether
+            }
             GitError::Parse { .. } | GitError::CommitOnMain { .. } | GitError::Rescued { .. } => {
                 CallFailureKind::Other
             }

@@ -32,6 +32,10 @@ pub struct StepContext {
     /// the weakening): a pushed head it has not let through is not commitPush done (a runner
     /// killed between its agent's push and the check checks it on restart).
     pub gate: Option<Gate>,
+    /// CI's verdict is the fleet's merge train's (`Limits::train_tests_ci`): the merge's
+    /// precondition asks nothing of CI on the branch alone, and the merge lands only the
+    /// tree CI passed in the train.
+    pub ci_by_train: bool,
 }
 
 /// The branch the cycle works on: the issue's feature branch, or without a known issue the
@@ -91,6 +95,7 @@ pub fn precondition(
                 None => false,
             },
             Check::CiChecksPassing => match work_branch(repo, ctx)? {
+                Some(_) if ctx.ci_by_train => true,
                 Some(b) => forge.ci_ok(forge.ci_state(&b)?),
                 None => false,
             },
@@ -323,6 +328,7 @@ pub fn detect_progress(
         pushed_weakened: false,
         builtin: false,
         gate: gate.cloned(),
+        ci_by_train: false,
     };
 
     // Only the state file can vouch for verify: with the local forge an open PR is nothing

@@ -279,6 +279,7 @@ fn ctx(issue: Option<u32>) -> StepContext {
         pushed_weakened: false,
         builtin: false,
         gate: None,
+        ci_by_train: false,
     }
 }
 
@@ -567,6 +568,15 @@ fn merge_needs_passing_ci_with_distinct_states() {
         pre(&f, &gh, Step::Merge, Some(7)),
         Err(Check::CiChecksPassing)
     );
+    // With a fleet's merge train CI's verdict is the train's, on the tree main would hold:
+    // the merge's precondition asks nothing of CI on the branch alone.
+    let by_train = StepContext {
+        ci_by_train: true,
+        ..ctx(Some(7))
+    };
+    let calls = f.gh_calls().len();
+    assert_eq!(precondition(&f.repo(), &gh, Step::Merge, &by_train).unwrap(), Ok(()));
+    assert_eq!(f.gh_calls().len(), calls, "no look at CI: {}", f.gh_calls());
 
     f.checks(
         r#"[{"name":"fail-fast","state":"IN_PROGRESS","bucket":"pending"},{"name":"b","state":"SUCCESS","bucket":"pass"}]"#,

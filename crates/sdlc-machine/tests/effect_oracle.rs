@@ -555,6 +555,9 @@ fn limits() -> impl Strategy<Value = Limits> {
                     // The oracle models no review gate; machine_props covers it.
                     review: None,
                     tracker_close_waits: close_waits,
+                    // The oracle models monitorCI's own look at CI; a fleet's train taking
+                    // it over is `train_ci_props.rs`'.
+                    train_tests_ci: false,
                 }
             },
         )

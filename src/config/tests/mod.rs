@@ -209,6 +209,8 @@ fn limits_convert_to_exact_units() {
             }),
             // The local forge merges: nobody but the runner closes the issue.
             tracker_close_waits: 0,
+            // A runner alone: no train tests its trees, monitorCI waits for CI.
+            train_tests_ci: false,
         }
     );
     assert_eq!(l.next_step(Step::Implement), Some(Step::Verify));
@@ -869,4 +871,24 @@ fn the_trains_limits_default_to_one_tree_at_a_time_and_wrong_ones_are_named() {
         never_fills,
         vec!["train.batch: 3 PRs tested as one tree, but the train holds at most 2 (maxLength): a batch could never fill; lower batch or raise maxLength".to_string()],
     );
+}
+
+#[test]
+fn a_fleet_with_a_train_leaves_ci_on_the_branch_alone_to_the_train() {
+    let c = load(&with_project(
+        r#""forge": "local", "localCi": {"command": ["true"]}, "steps": {"merge": {"run": "builtin"}}"#,
+    ));
+    let fleet = |workers| crate::config::RunShape {
+        claims: true,
+        workers,
+        spent_today_micros: 0,
+    };
+    assert!(c.limits_for(fleet(3)).train_tests_ci);
+    // One worker has no train; an agent-run merge or no CI command neither.
+    assert!(!c.limits_for(fleet(1)).train_tests_ci);
+    assert!(!c.limits().train_tests_ci);
+    let agent_merge = load(&with_project(
+        r#""forge": "local", "localCi": {"command": ["true"]}"#,
+    ));
+    assert!(!agent_merge.limits_for(fleet(3)).train_tests_ci);
 }

@@ -20,6 +20,7 @@ impl Shared {
             record,
             cars,
             bases: locked(&self.bases).clone(),
+            joined: locked(&self.joined).clone(),
         };
         let mut last = locked(&self.journaled);
         if last.as_ref() == Some(&now) {
@@ -52,6 +53,8 @@ impl Shared {
         }
         *locked(&self.cars) = journal.cars;
         *locked(&self.bases) = journal.bases;
+        // Each PR still in the train has waited since it first asked, not since the restart.
+        *locked(&self.joined) = journal.joined;
         self.journal(&c);
         let cars: Vec<u32> = c.train().map(|t| t.cars().map(|(car, _)| car).collect())?;
         let settled: Vec<u32> = c.settled().collect();
@@ -90,5 +93,61 @@ impl Shared {
             settled: c.settled().collect(),
             runs: train.runs(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{locked, Link, Shared};
+    use crate::journal::{train_journal, TrainJournal};
+    use sdlc_machine::fleet::{Coordinator, FleetLimits, Report, TrainLimits};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    fn shared(dir: &Path) -> Shared {
+        Shared::new(
+            Coordinator::new(FleetLimits {
+                workers: 2,
+                max_consecutive_escalations: 3,
+                session_budget_micros: None,
+                day_budget_left_micros: None,
+                session_spent_before_micros: 0,
+                train: Some(TrainLimits {
+                    max_parallel: 1,
+                    max_length: 4,
+                    batch: 1,
+                }),
+            }),
+            dir.to_path_buf(),
+        )
+    }
+
+    #[test]
+    fn a_pr_waiting_in_the_train_keeps_the_time_it_joined_across_a_restart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let link = Link {
+            shared: Arc::new(shared(dir.path())),
+            worker: 0,
+        };
+        assert_eq!(
+            link.report(Report::WantsIssue {
+                worker: 0,
+                issue: 7
+            }),
+            Some(true)
+        );
+        let then = chrono::DateTime::from_timestamp(1_000_000, 0).expect("a time");
+        link.board(7, "abc".to_string(), "Merge issue #7: x".to_string(), then);
+        link.ask(Report::WantsMerge { worker: 0 });
+        // The fleet is killed; run again, it starts from the train's journal.
+        let journal = TrainJournal::read(&train_journal(dir.path()))
+            .expect("reads")
+            .expect("journaled");
+        let again = shared(dir.path());
+        assert!(again.resume(Some(journal), &[(0, 7)]).is_some());
+        let c = locked(&again.coordinator);
+        let shown = again.snapshot(&c).expect("a train");
+        let joined: Vec<_> = shown.cars.iter().map(|car| (car.issue, car.joined_at)).collect();
+        assert_eq!(joined, vec![(7, Some(then))], "{shown:?}");
     }
 }

@@ -65,6 +65,7 @@ pub(super) fn single_step_refusal(
         pushed_weakened: false,
         builtin: false,
         gate: None,
+        ci_by_train: false,
     };
     let check = match checks::precondition(repo, forge, step, &ctx) {
         Ok(Err(check)) => check,

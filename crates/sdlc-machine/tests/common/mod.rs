@@ -27,6 +27,11 @@ pub enum Reply {
     LostRace,
     /// Another merger holds the merge turn (answers `TakeMergeTurn`).
     Busy,
+    /// CI failed the tree the merge would land (a merge train's verdict), failing as this
+    /// class (any other step takes it as a failure of its own).
+    CiTogether(FailureClass, u64),
+    /// monitorCI's agent repaired what failed CI and pushed (any other step takes it as `Ok`).
+    Repaired,
 }
 
 /// How the claim store answers a claim or its renewal (runners sharing a tracker).
@@ -244,6 +249,17 @@ pub fn drive_claiming(
                     trace.invocations += 1;
                 }
                 match reply {
+                    Reply::CiTogether(class, sig) if step == Step::Merge => {
+                        Event::CiFailedTogether {
+                            class,
+                            signature: Signature(sig),
+                            usage: usage(),
+                        }
+                    }
+                    Reply::Repaired if step == Step::MonitorCi => Event::Repaired {
+                        step,
+                        usage: usage(),
+                    },
                     Reply::LostRace if step == Step::Merge => Event::MergeRaceLost {
                         class: FailureClass::Unknown,
                         signature: Signature(9),
@@ -255,7 +271,7 @@ pub fn drive_claiming(
                     },
                     Reply::Network => Event::NetworkFailed,
                     Reply::RateLimited(wait_secs) => Event::RateLimited { wait_secs },
-                    Reply::Fail(class, sig) => Event::StepFailed {
+                    Reply::Fail(class, sig) | Reply::CiTogether(class, sig) => Event::StepFailed {
                         step,
                         class,
                         signature: Signature(sig),

@@ -166,11 +166,19 @@ impl Runner {
     /// pushed is a request of its own (`LookAtCi`, the attempt's first look), so a network
     /// failure or rate limit of the look asks for the look again, never for the agent's fix.
     /// After a review round the round is answered: the next attempt of monitorCI is its own.
+    /// When the fleet's train tests CI (`Limits::train_tests_ci`) there is no look: the
+    /// repaired head goes back to the merge, and the train tests it as the tree main would
+    /// hold.
     pub(super) fn ci_repaired(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
         self.review_handout.clear();
         self.pending_usage = self.with_pending(usage);
         self.ci_commit = None;
         self.verified = None;
+        if self.limits.train_tests_ci {
+            // The train tests the repaired head as the tree main would hold.
+            let usage = self.with_pending(&Usage::default());
+            return self.ci_left_to_train(&usage, fx);
+        }
         let look = Effect::LookAtCi {
             issue: self.current_issue(),
             look: self.ci_waits + 1,

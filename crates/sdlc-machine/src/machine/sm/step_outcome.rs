@@ -21,6 +21,9 @@ impl Runner {
         let repair = step.repairs()
             && self.last_class[i].is_some_and(FailureClass::code_fixable)
             && self.repairs[i] < self.limits.max_repair_iterations;
+        if step == Step::MonitorCi && !repair && self.limits.train_tests_ci {
+            return self.ci_left_to_train(&Usage::default(), fx);
+        }
         if repair {
             self.repairs[i] += 1;
         }
@@ -296,6 +299,22 @@ impl Runner {
 
     /// monitorCI looked at CI and it has not settled: wait on the CI schedule and look again,
     /// or, when the next wait would pass the step's time limit, fail the attempt (TIMEOUT).
+    /// The fleet's train tests the PR as the tree main would hold (`Limits::train_tests_ci`):
+    /// monitorCI's look at CI on the branch alone is left out, the step counts as passed
+    /// without a verdict (`verified` stays empty, so the merge carries none and lands only
+    /// the tree CI passed in the train), and the cycle goes on to the merge. A failure of the
+    /// PR's tree comes back from the merge as `CiFailedTogether`, monitorCI's failure: each
+    /// such round costs one of monitorCI's attempts, so the loop is bounded by them.
+    pub(super) fn ci_left_to_train(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
+        self.dispatched = false;
+        self.ci_commit = None;
+        self.verified = None;
+        self.ci_waits = 0;
+        self.ci_waited_secs = 0;
+        self.pending_usage = Usage::default();
+        self.succeeded(Step::MonitorCi, usage, fx)
+    }
+
     pub(super) fn ci_pending(&mut self, usage: &Usage, fx: &mut Fx) -> Outcome<State> {
         self.pending_usage = self.with_pending(usage);
         let pauses = self.limits.ci_polls();

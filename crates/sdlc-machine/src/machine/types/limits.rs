@@ -126,6 +126,14 @@ pub struct Limits {
     /// (A byte: it fits the padding of the journal's record of the limits.)
     #[serde(default, skip_serializing_if = "is_zero_u8")]
     pub tracker_close_waits: u8,
+    /// The fleet's merge train tests every PR as the tree main would hold (`run --workers N`
+    /// with a train): monitorCI does not wait for CI on the branch alone, which the train
+    /// makes redundant; the PR goes straight on to the merge, whose turn is its place in the
+    /// train, and CI's verdict on its tree comes back from the merge (`CiFailedTogether` when
+    /// it failed: monitorCI's failure, repaired and counted as any). Absent in older journals,
+    /// whose monitorCI waited for CI on the branch first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub train_tests_ci: bool,
 }
 
 /// What the review gate asks of a PR before its merge.
@@ -233,6 +241,7 @@ impl Default for Limits {
             decision_wait_secs: 3600,
             review: None,
             tracker_close_waits: 0,
+            train_tests_ci: false,
         }
     }
 }
