@@ -8,7 +8,9 @@
 //! allows), and give the turn back (`ReleaseMergeTurn`). Nothing here waits or retries.
 
 use super::attempt::AgentCall;
-use super::builtin_step::{commit_of, persons_move, usage_since, without_branch, Facts, Looked};
+use super::builtin_step::{
+    commit_of, persons_move, usage_since, weakening_gate, without_branch, Facts, Looked,
+};
 use super::claim::{self, ClaimKeeper};
 use super::context::Context;
 use super::cycle::Cycle;
@@ -353,7 +355,8 @@ impl StepRun<'_> {
         self.know(issue).await;
         let started = self.shell.clock.instant();
         let verified = commit.map(|c| c.hex()).unwrap_or_default();
-        let facts = Facts::of(self.cycle, self.run.refs());
+        let gate = weakening_gate(&self.run.cfg, self.core);
+        let facts = Facts::of(self.cycle, self.run.refs()).gated(gate);
         let what = format!("bringing the branch up to date with {}", self.run.main);
         let updated = self
             .patiently(&what, move |w| {
@@ -380,6 +383,9 @@ impl StepRun<'_> {
             network::Patient::Done(Err(failed)) => failed,
             network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
         };
+        if !failed.weakened.is_empty() {
+            return self.builtin_failed(step, issue, failed, usage).await;
+        }
         let text = say::call_failed(&what, &failed.what);
         if failed.kind == CallFailureKind::Conflict {
             return self.merge_conflict(&text, failed.paths, usage);

@@ -105,7 +105,9 @@ mod tests {
             serde_json::from_slice(&std::fs::read(&path).expect("written")).expect("JSON");
         old.as_object_mut().expect("an object").remove("joined");
         std::fs::write(&path, old.to_string()).expect("old");
-        let read = TrainJournal::read(&path).expect("reads").expect("a journal");
+        let read = TrainJournal::read(&path)
+            .expect("reads")
+            .expect("a journal");
         assert!(read.joined.is_empty(), "{read:?}");
         std::fs::write(&path, b"{").expect("damaged");
         let err = TrainJournal::read(&path).expect_err("damaged");

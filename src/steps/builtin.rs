@@ -470,7 +470,8 @@ fn main_unmoved_since_ci(
 
 /// `UpdateBranch` after the merge's conflict repair: the branch brought up to date with
 /// origin's main (the agent's repair normally did it; what it left half done is aborted and
-/// kept on a rescue ref, markers are refused, a conflict is the merge's), pushed, as the agent
+/// kept on a rescue ref, markers are refused, a conflict is the merge's), checked for weakened
+/// tests (`gate_before_push`, when `issue` carries the gate), pushed, as the agent
 /// may not have, and origin's head of it then, which must be the local branch's: the commit
 /// CI looks at before any merge. `verified` names the commit CI passed before, in the words.
 pub fn update_branch(
@@ -487,10 +488,14 @@ pub fn update_branch(
     // Leased on what the look found: a person's push after it (the update's own fetch
     // would otherwise make it the lease) refuses the push, and is then what is reported.
     let lease = before.head.as_deref();
-    let pushed = repo
-        .bring_up_to_date(branch, lease)
-        .and_then(|_| repo.push_branch(branch, lease));
-    if let Err(e) = pushed {
+    let updated = repo.bring_up_to_date(branch, lease);
+    // The agent's conflict repair is a repair round like any other: what it changed is
+    // checked for weakened tests before it reaches origin (main's own work, now in the
+    // branch's base, is not the branch's).
+    if updated.is_ok() {
+        gate_before_push(repo, issue)?;
+    }
+    if let Err(e) = updated.and_then(|_| repo.push_branch(branch, lease)) {
         let after = repo.branch_on_origin(branch)?;
         if after.head != before.head {
             if let Some(head) = persons_move_since(repo, forge, branch, verified, &after)? {

@@ -575,7 +575,10 @@ fn merge_needs_passing_ci_with_distinct_states() {
         ..ctx(Some(7))
     };
     let calls = f.gh_calls().len();
-    assert_eq!(precondition(&f.repo(), &gh, Step::Merge, &by_train).unwrap(), Ok(()));
+    assert_eq!(
+        precondition(&f.repo(), &gh, Step::Merge, &by_train).unwrap(),
+        Ok(())
+    );
     assert_eq!(f.gh_calls().len(), calls, "no look at CI: {}", f.gh_calls());
 
     f.checks(

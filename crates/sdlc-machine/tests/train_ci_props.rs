@@ -51,7 +51,10 @@ fn run(l: &Limits, backlog: u32, steps: &[Vec<Reply>]) -> (Core, Trace) {
         |step, running| {
             let q = &mut qs[step.index()];
             match (running, q.front().copied()) {
-                (false, Some(r @ (Reply::Precondition | Reply::Crash | Reply::Network | Reply::Busy))) => {
+                (
+                    false,
+                    Some(r @ (Reply::Precondition | Reply::Crash | Reply::Network | Reply::Busy)),
+                ) => {
                     q.pop_front();
                     r
                 }
@@ -161,7 +164,11 @@ fn a_failing_tree_returns_the_pr_to_monitor_ci_whose_repair_goes_back_to_the_tra
         .iter()
         .filter_map(|e| match e {
             Effect::RunStep { step, repair, .. } if step.index() >= Step::MonitorCi.index() => {
-                Some(format!("{}{}", step.key(), if *repair { " repair" } else { "" }))
+                Some(format!(
+                    "{}{}",
+                    step.key(),
+                    if *repair { " repair" } else { "" }
+                ))
             }
             Effect::LookAtCi { .. } => Some("look at CI".to_string()),
             Effect::RecordMerged { .. } => Some("merged".to_string()),

@@ -47,12 +47,17 @@ impl StepRun<'_> {
             None
         };
         let prompt = match call.review_feedback {
-            Some(feedback) => prompt::address_review_prompt(
-                cfg,
-                &self.cycle.issue,
-                feedback,
-                text_file.as_deref(),
-            ) + &repair_ctx.as_ref().map(prompt::previous_failure).unwrap_or_default(),
+            Some(feedback) => {
+                prompt::address_review_prompt(
+                    cfg,
+                    &self.cycle.issue,
+                    feedback,
+                    text_file.as_deref(),
+                ) + &repair_ctx
+                    .as_ref()
+                    .map(prompt::previous_failure)
+                    .unwrap_or_default()
+            }
             None => prompt::prompt_with(
                 cfg,
                 step,

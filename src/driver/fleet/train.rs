@@ -147,7 +147,11 @@ mod tests {
         assert!(again.resume(Some(journal), &[(0, 7)]).is_some());
         let c = locked(&again.coordinator);
         let shown = again.snapshot(&c).expect("a train");
-        let joined: Vec<_> = shown.cars.iter().map(|car| (car.issue, car.joined_at)).collect();
+        let joined: Vec<_> = shown
+            .cars
+            .iter()
+            .map(|car| (car.issue, car.joined_at))
+            .collect();
         assert_eq!(joined, vec![(7, Some(then))], "{shown:?}");
     }
 }

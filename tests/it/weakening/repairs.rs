@@ -193,3 +193,62 @@ fn a_review_round_that_skips_the_test_is_handed_back_then_escalated() {
     assert!(said.contains(SKIPPED), "{said}");
     assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
 }
+
+/// A person's push to main conflicts with the branch; the agent's repair of the conflict
+/// (the runner starts the merge, the agent resolves the file) skips the failing test on the
+/// way. The runner concludes the merge, and its update pushes the branch only after the
+/// check: handed back with the facts, then escalated, the skip never on origin, nothing
+/// merged.
+#[test]
+fn a_conflict_repair_that_skips_the_test_is_handed_back_then_escalated() {
+    let body = format!(
+        "case \"$SDLC_STEP\" in
+implement)
+  t=$(mktemp -d)
+  git clone -q \"$(git remote get-url origin)\" \"$t\"
+  echo \"a person's line\" > \"$t/shared.txt\"
+  git -C \"$t\" add -A
+  git -C \"$t\" -c user.name=person -c user.email=person@example.com commit -qm person
+  git -C \"$t\" push -q origin HEAD:main
+  rm -rf \"$t\"
+  echo \"the branch's line\" > shared.txt
+;;
+merge)
+  echo \"the branch's line\" > shared.txt
+  {SKIP_ONCE}
+;;
+esac"
+    );
+    let (p, tool) = project(
+        json!({"steps": {"implement": ["tool"], "merge": ["tool", "tool", "tool"]}}),
+        json!({}),
+        &body,
+    );
+    let (code, all) = run(&p, &tool, &[]);
+    assert_eq!(code, Some(1), "{all}");
+    let journal = p.journal();
+    assert!(
+        journal
+            .iter()
+            .any(|r| r["event"]["event"] == "mergeConflict"),
+        "the merge met the person's change: {all}"
+    );
+    assert_eq!(p.issue(1)["escalated"], true, "{all}");
+    let said = escalation(&p);
+    assert!(
+        said.contains("TESTS_WEAKENED") && said.contains(SKIPPED),
+        "{said}"
+    );
+    assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
+    let branch = e2e::git(
+        &p.origin,
+        &["branch", "--list", "--format=%(refname:short)"],
+    );
+    for b in branch.lines().filter(|b| *b != "main") {
+        let held = e2e::git(&p.origin, &["show", &format!("{b}:tests/parse.rs")]);
+        assert!(
+            !held.contains("#[ignore]"),
+            "the skip reached origin's {b}: {held}"
+        );
+    }
+}
