@@ -418,10 +418,10 @@ fn gh_auth(cfg: &Config) -> Check {
             "install the GitHub CLI (https://cli.github.com) and run `gh auth login`",
         );
     }
-    let version = match crate::forge::github::check_gh_version(Path::new("gh"), &cfg.project_path) {
+    let version = match crate::services::github::forge::check_gh_version(Path::new("gh"), &cfg.project_path) {
         Ok(v) => v,
         Err(why) => {
-            let (a, b, c) = crate::forge::github::GH_MINIMUM;
+            let (a, b, c) = crate::services::github::forge::GH_MINIMUM;
             return Check::fail(
                 "gh",
                 why,
@@ -468,8 +468,8 @@ fn gh_auth(cfg: &Config) -> Check {
 /// The review gate reads every PR's reviews before its merge: the token must be allowed to.
 fn github_reviews(cfg: &Config) -> Check {
     let gh = std::path::PathBuf::from("gh");
-    use crate::forge::github::ReviewsReadable;
-    match crate::forge::github::check_reviews_readable(&gh, &cfg.project_path) {
+    use crate::services::github::forge::ReviewsReadable;
+    match crate::services::github::forge::check_reviews_readable(&gh, &cfg.project_path) {
         ReviewsReadable::Yes(what) => Check::ok("reviews", what),
         ReviewsReadable::Refused(why) => Check::fail(
             "reviews",

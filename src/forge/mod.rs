@@ -4,9 +4,8 @@
 //! branch is an open PR and a branch merged into `origin/<main>` is a merged one; its CI is an
 //! optional command run in a clean worktree of the branch ([`LocalCi`]).
 
-pub mod github;
-mod local;
-mod local_ci;
+use crate::services::github::forge as github;
+use crate::services::local::{ci as local_ci, forge as local};
 mod port;
 
 pub use crate::services::gitlab::GitLabForge;

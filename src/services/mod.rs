@@ -7,4 +7,5 @@
 pub mod github;
 pub mod gitlab;
 pub mod linear;
+pub mod local;
 pub(crate) mod shared;

@@ -20,10 +20,10 @@
 //! quarantined does not stall selection: the next milestone is used (docs/design-notes.md).
 
 pub(crate) mod claims;
-mod github;
-mod local;
+use crate::services::github::tracker as github;
+use crate::services::local::tracker as local;
 mod port;
-mod text;
+pub(crate) mod text;
 
 pub use crate::ports::claims::{Claim, Claimed};
 pub use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};

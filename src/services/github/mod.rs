@@ -1,5 +1,7 @@
 //! GitHub, reached through its CLI `gh`: [`gh`] runs it, for the tracker's calls and the
 //! forge's alike; [`version`] says which `gh` will do.
 
+pub mod forge;
 pub mod gh;
+pub mod tracker;
 pub mod version;

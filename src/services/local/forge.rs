@@ -5,7 +5,7 @@
 //! createPR). When an agent opens them instead it has no way to write a record, so without
 //! a records directory a pushed branch stands for its open PR.
 
-use super::{CiState, ForgeError, LocalCi, Pr, PrState, ReviewKind};
+use crate::forge::{CiState, ForgeError, LocalCi, Pr, PrState, ReviewKind};
 use crate::git::repo::Repo;
 use crate::ports::forge::TrainTree;
 use serde::{Deserialize, Serialize};
@@ -63,7 +63,7 @@ fn url(branch: &str, number: u32) -> String {
     }
 }
 
-pub(super) fn pr_for_branch(
+pub(crate) fn pr_for_branch(
     repo: &Repo,
     pulls: Option<&Path>,
     branch: &str,
@@ -91,7 +91,7 @@ pub(super) fn pr_for_branch(
     }))
 }
 
-pub(super) fn create_pr(
+pub(crate) fn create_pr(
     pulls: Option<&Path>,
     branch: &str,
     title: &str,
@@ -139,7 +139,7 @@ pub(super) fn create_pr(
 /// the one CI passed (main moved since, with work the branch lacks), CI runs on that very
 /// commit first, and a failure is the combination's ([`ForgeError::CiFailedTogether`]),
 /// nothing merged. Main then moves to exactly that commit, leased on the main it was built on.
-pub(super) fn merge_pr(
+pub(crate) fn merge_pr(
     repo: &Repo,
     ci: Option<&LocalCi>,
     branch: &str,
@@ -168,7 +168,7 @@ pub(super) fn merge_pr(
 /// commit itself, where the merge's tree is that commit's: CI passed it already). Merges
 /// that conflict do not pass. Origin's main neither `base` nor one of the merges: main moved
 /// without the train.
-pub(super) fn test_train(
+pub(crate) fn test_train(
     repo: &Repo,
     ci: Option<&LocalCi>,
     base: Option<&str>,
@@ -223,7 +223,7 @@ fn short(commit: &str) -> &str {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ReviewsFile {
     #[serde(default)]
-    reviews: Vec<super::Feedback>,
+    reviews: Vec<crate::forge::Feedback>,
     #[serde(flatten)]
     other: serde_json::Map<String, serde_json::Value>,
 }
@@ -260,7 +260,7 @@ pub(crate) fn last_push(repo: &Repo, branch: &str) -> Option<String> {
 }
 
 /// Every review and comment on issue `issue`'s PR, oldest first.
-pub(super) fn reviews_of(dir: &Path, issue: u32) -> Result<Vec<super::Feedback>, ForgeError> {
+pub(crate) fn reviews_of(dir: &Path, issue: u32) -> Result<Vec<crate::forge::Feedback>, ForgeError> {
     Ok(read_reviews(dir, issue)?.reviews)
 }
 
@@ -274,7 +274,7 @@ pub fn record_review(
     kind: ReviewKind,
     body: &str,
     time: &str,
-) -> Result<super::Feedback, ForgeError> {
+) -> Result<crate::forge::Feedback, ForgeError> {
     crate::safe_fs::create_private_dir(dir).map_err(|e| ForgeError::Command {
         command: format!("create {}", dir.display()),
         status: None,
@@ -283,7 +283,7 @@ pub fn record_review(
         hint: "check the permissions of the tracker's directory",
     })?;
     let mut file = read_reviews(dir, issue)?;
-    let review = super::Feedback {
+    let review = crate::forge::Feedback {
         id: format!("local-{issue}-{}", file.reviews.len() + 1),
         author: author.to_string(),
         time: time.to_string(),

@@ -2,7 +2,7 @@
 //! assignment show it to people. Comments are read back after every write, and the first
 //! live claim in comment order wins, so two runners racing for one issue agree on the winner.
 
-use super::super::claim_notes::{ClaimBoard, ClaimNote, CLAIMED_LABEL};
+use crate::services::shared::claim_notes::{ClaimBoard, ClaimNote, CLAIMED_LABEL};
 use super::{GitHub, TrackerError};
 
 impl GitHub {

@@ -5,7 +5,7 @@
 //! commit the runner verified. Every call is `gh api --include`, so a failure is classified
 //! from GitHub's status and headers (a rate limit among them), not from gh's prose.
 
-use super::super::{CiState, ForgeError};
+use crate::forge::{CiState, ForgeError};
 use super::{api_call, command_text, refused, run_gh};
 use crate::call_failure::{path_segment, HttpAnswer};
 use serde::Deserialize;
@@ -147,7 +147,7 @@ fn all_check_runs(gh: &PathBuf, repo_dir: &PathBuf, base: &str) -> Result<Vec<u8
 /// `gh api --include <endpoint>`: GitHub's answer with its status and headers. A failed
 /// answer is an error whose kind its status and headers decide; no answer at all (gh could
 /// not reach the API) is classified from what gh printed.
-pub(in crate::forge) fn api_get(
+pub(crate) fn api_get(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     endpoint: &str,
@@ -174,7 +174,7 @@ fn both(
 
 /// CI of `git_ref`: a commit (the one the runner verified) or a branch name (its head on
 /// GitHub).
-pub(in crate::forge) fn ci_state_of(
+pub(crate) fn ci_state_of(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     git_ref: &str,
@@ -191,7 +191,7 @@ const LOG_TAIL_LINES: usize = 60;
 
 /// The failing checks of `git_ref` with their links, each with the end of its job log when
 /// the link is a GitHub Actions job (`…/actions/runs/<run>/job/<job>`).
-pub(in crate::forge) fn failing_checks_of(
+pub(crate) fn failing_checks_of(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     git_ref: &str,
