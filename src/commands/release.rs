@@ -9,8 +9,8 @@
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::Effect;
+use crate::ports::TrackerPort;
 use crate::runner_dir::RunnerDir;
-use crate::tracker::Tracker;
 use std::path::Path;
 
 pub fn run(issues: &[u32], config: &Path) -> i32 {
@@ -48,7 +48,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
         None
     };
     if _lock.is_some() && journal_path.exists() {
-        if let Err(code) = acknowledge(&journal_path, &tracker, &logs, issues, false) {
+        if let Err(code) = acknowledge(&journal_path, &*tracker, &logs, issues, false) {
             return code;
         }
     }
@@ -70,7 +70,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
                     return 2;
                 }
             };
-            if let Err(code) = acknowledge(&dir.journal(), &tracker, &logs, issues, true) {
+            if let Err(code) = acknowledge(&dir.journal(), &*tracker, &logs, issues, true) {
                 return code;
             }
         }
@@ -106,7 +106,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
 /// worker), else only warns that it counts the issues as escalated.
 fn acknowledge(
     journal_path: &Path,
-    tracker: &Tracker,
+    tracker: &dyn TrackerPort,
     logs: &Logs,
     issues: &[u32],
     end_open: bool,

@@ -52,7 +52,7 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/agent/sandbox.rs", "container_args"),
     ("src/process_bounds.rs", "window"),
     ("src/services/gitlab/forge/reviews.rs", "parse_review_state"),
-    ("src/forge/github/reviews.rs", "parse_review_state"),
+    ("src/services/github/forge/reviews.rs", "parse_review_state"),
     ("src/commands/demo.rs", "setup"),
     ("src/steps/checks.rs", "post_check"),
     ("src/wiring.rs", "production"),

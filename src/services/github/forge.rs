@@ -13,8 +13,8 @@ pub use queue::{parse_queue_look, queue_state_of, QueueLook};
 pub(crate) use reviews::review_state;
 pub use reviews::{check_reviews_readable, login_of, parse_review_state, Lists, ReviewsReadable};
 
-use crate::forge::{ForgeError, Pr, PrState};
 use crate::call_failure::{path_segment, CallFailureKind, HttpAnswer};
+use crate::forge::{ForgeError, Pr, PrState};
 use crate::services::github::gh::{self, Gh, GhError};
 pub use crate::services::github::version::{
     check_gh_version, older_gh, parse_gh_version, GH_MINIMUM,

@@ -3,5 +3,9 @@
 
 pub mod forge;
 pub mod gh;
+pub mod port;
 pub mod tracker;
 pub mod version;
+
+pub use port::GitHubForge;
+pub use tracker::GitHub;

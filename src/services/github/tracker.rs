@@ -18,10 +18,10 @@
 mod claims;
 mod rest;
 
-use crate::tracker::{escalation_text, select_from_with, Issue, Scope, Selection, TrackerError};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::notify::tail;
 use crate::services::github::gh::{self, Gh, GhError, Printed};
+use crate::tracker::{escalation_text, select_from_with, Issue, Scope, Selection, TrackerError};
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -408,7 +408,8 @@ impl GitHub {
         };
         let issue: serde_json::Value = serde_json::from_slice(&body).map_err(json)?;
         let comments = self.pages(&format!("{endpoint}/comments"))?;
-        let (text, left_out) = crate::tracker::text::rest_text(number, &issue, &comments, &self.authority);
+        let (text, left_out) =
+            crate::tracker::text::rest_text(number, &issue, &comments, &self.authority);
         for (who, why) in &left_out {
             crate::authority::say_left_out("the issue's comments", who, why);
         }

@@ -5,7 +5,8 @@
 //! createPR). When an agent opens them instead it has no way to write a record, so without
 //! a records directory a pushed branch stands for its open PR.
 
-use crate::forge::{CiState, ForgeError, LocalCi, Pr, PrState, ReviewKind};
+use super::ci::LocalCi;
+use crate::forge::{CiState, ForgeError, Pr, PrState, ReviewKind};
 use crate::git::repo::Repo;
 use crate::ports::forge::TrainTree;
 use serde::{Deserialize, Serialize};
@@ -247,20 +248,11 @@ fn read_reviews(dir: &Path, issue: u32) -> Result<ReviewsFile, ForgeError> {
     })
 }
 
-/// When `branch` was last pushed, as near as origin tells it: its head's committer time
-/// (RFC 3339). Feedback older than that was written before the work it asks about, so a
-/// later session does not hand it to the agent again. `None` when origin has no such branch.
-pub(crate) fn last_push(repo: &Repo, branch: &str) -> Option<String> {
-    let remote = format!("refs/remotes/origin/{branch}");
-    let out = repo
-        .git_checked(&["log", "-1", "--format=%cI", &remote, "--"])
-        .ok()?;
-    let time = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!time.is_empty()).then_some(time)
-}
-
 /// Every review and comment on issue `issue`'s PR, oldest first.
-pub(crate) fn reviews_of(dir: &Path, issue: u32) -> Result<Vec<crate::forge::Feedback>, ForgeError> {
+pub(crate) fn reviews_of(
+    dir: &Path,
+    issue: u32,
+) -> Result<Vec<crate::forge::Feedback>, ForgeError> {
     Ok(read_reviews(dir, issue)?.reviews)
 }
 

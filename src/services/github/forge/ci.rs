@@ -5,9 +5,9 @@
 //! commit the runner verified. Every call is `gh api --include`, so a failure is classified
 //! from GitHub's status and headers (a rate limit among them), not from gh's prose.
 
-use crate::forge::{CiState, ForgeError};
 use super::{api_call, command_text, refused, run_gh};
 use crate::call_failure::{path_segment, HttpAnswer};
+use crate::forge::{CiState, ForgeError};
 use serde::Deserialize;
 use std::path::PathBuf;
 

@@ -7,10 +7,10 @@
 //! or COLLABORATOR), unless `review.trustedAuthors` names them, nor what a
 //! `review.ignoreAuthors` author wrote ([`crate::authority::judge`]).
 
-use crate::forge::{Feedback, ForgeError, ReviewDecision, ReviewKind, ReviewState};
 use super::{api_get, command_text, open_pr_number, review_decision};
 use crate::authority::{judge, Authority, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
+use crate::forge::{Feedback, ForgeError, ReviewDecision, ReviewKind, ReviewState};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;

@@ -83,7 +83,7 @@ impl GitLabForge {
                 continue;
             }
             let level = match author["id"].as_u64() {
-                Some(id) => crate::authority::gitlab_access(&self.api, &self.project, id)
+                Some(id) => super::super::access::access_level(&self.api, &self.project, id)
                     .map_err(forge_error)?,
                 None => None,
             };
