@@ -50,7 +50,7 @@ impl Bench {
         let file = dir.path().join("sdlc-config.json");
         std::fs::write(&file, cfg.to_string()).expect("config");
         let cfg = Config::load(&file).expect("a valid config");
-        let label = crate::tracker::Tracker::from_config(&cfg)
+        let label = crate::wiring::tracker(&cfg)
             .expect("a local tracker needs no token")
             .label()
             .to_string();
@@ -100,7 +100,7 @@ impl Bench {
     /// One run with these flags whose claims are the local tracker's production store
     /// (`.claims` files beside its issues), the driver's ports otherwise the fakes.
     fn run_on_local_claims(&self, opts: RunOptions) -> Ran {
-        let store = crate::tracker::claims::ClaimStore::local(&self.dir.path().join("issues"));
+        let store = crate::services::local::LocalClaims::new(&self.dir.path().join("issues"));
         self.run_on(opts, Some(Box::new(store)), |_| {})
     }
 

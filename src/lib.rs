@@ -47,7 +47,7 @@ mod runner_dir;
 mod runtime;
 mod safe_fs;
 mod sanitize;
-mod services;
+pub mod services;
 pub mod stats;
 pub mod steps;
 pub mod tracker;

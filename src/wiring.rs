@@ -3,16 +3,21 @@
 
 use crate::agent::ProcessAgent;
 use crate::config::{Config, ForgeKind, TrackerConfig};
-use crate::forge::{Forge, ForgeAdapter};
 use crate::git::repo::Repo;
 use crate::logs::Logs;
 use crate::notify::{Channel, Notifier};
 use crate::ports::clock::TokioClock;
-use crate::ports::{ClaimStore, Ports};
+use crate::ports::{ClaimStore, ForgePort, Ports, TrackerPort};
 use crate::runner_dir::RunnerDir;
+use crate::services::github::{GitHub, GitHubForge};
+use crate::services::gitlab::{GitLab, GitLabForge, GitLabPort};
+use crate::services::linear::Linear;
+use crate::services::local::{Local, LocalCi, LocalClaims, LocalForge};
+use crate::services::shared::claim_notes::NoteClaims;
 use crate::step::Step;
-use crate::tracker::Tracker;
+use crate::tracker::Traced;
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// The production adapters of a config: git and the forge through their commands, the
 /// configured tracker, its claim store when `with_claims` (a run with a worker id: the store
@@ -36,29 +41,31 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
     }
     repo.name_issues(crate::config::IssueRefs::of(cfg));
     let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
-    let tracker = Tracker::from_config(cfg)?;
-    let forge = match cfg.forge {
-        ForgeKind::Gitlab => Forge::GitLab {
-            api: crate::forge::GitLabForge {
+    let tracker = tracker(cfg)?;
+    let forge: Box<dyn ForgePort> = match cfg.forge {
+        ForgeKind::Gitlab => Box::new(GitLabPort {
+            api: GitLabForge {
                 api: crate::services::gitlab::client::from_config(cfg)?,
                 project: cfg.gitlab.project.clone().unwrap_or_default(),
                 authority: cfg.review.authority(),
             },
             require_checks: cfg.require_checks,
-        },
-        ForgeKind::Github => Forge::GitHub {
+            repo: repo.clone(),
+        }),
+        ForgeKind::Github => Box::new(GitHubForge {
             gh: PathBuf::from("gh"),
             repo_dir: cfg.project_path.clone(),
             require_checks: cfg.require_checks,
             authority: cfg.review.authority(),
-        },
-        ForgeKind::Local => Forge::Local {
+            repo: repo.clone(),
+        }),
+        ForgeKind::Local => Box::new(LocalForge {
             require_checks: cfg.require_checks,
             // The runner opens PRs only when it runs createPR itself.
             pulls: cfg
                 .builtin(Step::CreatePr)
                 .then(|| runner_dir.dir.join("pulls")),
-            ci: cfg.local_ci.as_ref().map(|c| crate::forge::LocalCi {
+            ci: cfg.local_ci.as_ref().map(|c| LocalCi {
                 command: c.command.clone(),
                 timeout: c.timeout,
                 results: c
@@ -67,8 +74,12 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
                     .unwrap_or_else(|| runner_dir.dir.join("ci")),
                 sandbox: c.sandbox(&cfg.agent.sandbox),
             }),
-            reviews: Some(crate::forge::local_reviews_dir(cfg, &runner_dir.dir)),
-        },
+            reviews: Some(crate::services::local::port::reviews_dir(
+                cfg,
+                &runner_dir.dir,
+            )),
+            repo: repo.clone(),
+        }),
     };
     let mut channels = Vec::new();
     if let Some(target) = &cfg.discord_channel_id {
@@ -100,35 +111,123 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
         },
     );
     let claims = if with_claims {
-        Some(claim_store(cfg)?)
+        Some(claim_store(cfg, None)?)
     } else {
         None
     };
     Ok(Ports {
         claims,
-        forge: Box::new(ForgeAdapter {
-            forge,
-            repo: repo.clone(),
-        }),
+        forge,
         git: Box::new(repo),
-        tracker: Box::new(tracker),
+        tracker,
         agent: Box::new(ProcessAgent),
         notifier: Box::new(notifier),
         clock: std::sync::Arc::new(TokioClock),
     })
 }
 
-/// The claim store of a runner with a worker id: files beside the local tracker, or notes on
-/// the GitHub, GitLab or Linear tracker's issues. `Err` names a token that is not set.
-fn claim_store(cfg: &Config) -> Result<ClaimStore, String> {
-    use crate::tracker::claims::ClaimStore as Store;
+/// The tracker a config names, with each call's diagnostics around it. `Err` names the
+/// variable of a token that is not set.
+pub fn tracker(cfg: &Config) -> Result<Box<dyn TrackerPort>, String> {
     Ok(match &cfg.tracker {
-        TrackerConfig::Local { dir, .. } => Box::new(Store::local(dir)),
-        TrackerConfig::Github { .. } => Box::new(Store::GitHub(Box::new(
-            crate::tracker::GitHub::new(&cfg.project_path),
-        ))),
-        TrackerConfig::Gitlab { .. } | TrackerConfig::Linear { .. } => {
-            Box::new(Store::of_api_tracker(cfg)?)
+        TrackerConfig::Local { .. } => Box::new(Traced::new("local", local_tracker(cfg)?)),
+        TrackerConfig::Github { .. } => Box::new(Traced::new("github", github_tracker(cfg)?)),
+        TrackerConfig::Gitlab { .. } => Box::new(Traced::new("gitlab", gitlab_tracker(cfg)?)),
+        TrackerConfig::Linear { .. } => Box::new(Traced::new("linear", linear_tracker(cfg)?)),
+    })
+}
+
+/// The config's tracker is of another service than the one asked for.
+fn not_the(cfg: &Config, service: &str) -> String {
+    format!(
+        "{}: the tracker is not {service} but {:?}",
+        cfg.file.display(),
+        cfg.tracker.kind()
+    )
+}
+
+/// The config's local tracker: its issue files, with the config's labels.
+pub fn local_tracker(cfg: &Config) -> Result<Local, String> {
+    match &cfg.tracker {
+        TrackerConfig::Local {
+            dir,
+            label,
+            escalated_label,
+        } => {
+            let mut t = Local::new(dir.clone());
+            t.label = label.clone();
+            t.escalated_label = escalated_label.clone();
+            Ok(t)
         }
+        _ => Err(not_the(cfg, "local")),
+    }
+}
+
+/// The config's GitHub tracker, through `gh` in the project's clone.
+fn github_tracker(cfg: &Config) -> Result<GitHub, String> {
+    match &cfg.tracker {
+        TrackerConfig::Github {
+            label,
+            escalated_label,
+        } => {
+            let mut t = GitHub::new(cfg.project_path.clone());
+            t.label = label.clone();
+            t.escalated_label = escalated_label.clone();
+            t.authority = cfg.review.authority();
+            Ok(t)
+        }
+        _ => Err(not_the(cfg, "github")),
+    }
+}
+
+/// The config's GitLab tracker. `Err` names the token's variable when it is not set.
+fn gitlab_tracker(cfg: &Config) -> Result<GitLab, String> {
+    match &cfg.tracker {
+        TrackerConfig::Gitlab {
+            label,
+            escalated_label,
+        } => Ok(GitLab {
+            api: crate::services::gitlab::client::from_config(cfg)?,
+            project: cfg.gitlab.project.clone().unwrap_or_default(),
+            label: label.clone(),
+            escalated_label: escalated_label.clone(),
+            links_unreadable: Default::default(),
+            authority: cfg.review.authority(),
+        }),
+        _ => Err(not_the(cfg, "gitlab")),
+    }
+}
+
+/// The config's Linear tracker. `Err` names the token's variable when it is not set.
+pub fn linear_tracker(cfg: &Config) -> Result<Linear, String> {
+    match &cfg.tracker {
+        TrackerConfig::Linear {
+            label,
+            escalated_label,
+        } => Ok(Linear {
+            api: crate::services::linear::client::from_config(cfg)?,
+            team: cfg.linear.team.clone().unwrap_or_default(),
+            label: label.clone(),
+            escalated_label: escalated_label.clone(),
+        }),
+        _ => Err(not_the(cfg, "linear")),
+    }
+}
+
+/// The claim store of a runner with a worker id: files beside the local tracker, or notes on
+/// the GitHub, GitLab or Linear tracker's issues (GitHub's asked within `patience` where
+/// given, else `gh`'s usual time). `Err` names a token that is not set.
+pub fn claim_store(cfg: &Config, patience: Option<Duration>) -> Result<ClaimStore, String> {
+    Ok(match &cfg.tracker {
+        TrackerConfig::Local { dir, .. } => Box::new(LocalClaims::new(dir)),
+        TrackerConfig::Github { .. } => {
+            let mut gh = GitHub::new(&cfg.project_path);
+            if let Some(patience) = patience {
+                gh.timeout = patience;
+            }
+            Box::new(NoteClaims(gh))
+        }
+        TrackerConfig::Gitlab { .. } => Box::new(NoteClaims(gitlab_tracker(cfg)?)),
+        TrackerConfig::Linear { .. } => Box::new(NoteClaims(linear_tracker(cfg)?)),
     })
 }

@@ -168,7 +168,7 @@ pub fn diagnose(cfg: &Config) -> Vec<Check> {
     if cfg.forge == ForgeKind::Gitlab || cfg.tracker.kind() == crate::config::TrackerKind::Gitlab {
         checks.extend(gitlab::checks(cfg));
     }
-    if let Ok(crate::tracker::Tracker::Linear(t)) = crate::tracker::Tracker::from_config(cfg) {
+    if let Ok(t) = crate::wiring::linear_tracker(cfg) {
         checks.extend(linear::checks(&t));
     }
     if in_repo {
@@ -289,32 +289,34 @@ fn agent(cfg: &Config) -> Check {
 /// The local tracker is read exactly as `run` reads it (every issue file, the same errors),
 /// and the labels `run` selects by are counted.
 fn tracker(cfg: &Config) -> Check {
-    let local = match crate::tracker::Tracker::from_config(cfg) {
-        Err(e) => {
-            return Check::fail(
-                "tracker",
-                e,
-                "export the token in the variable named, as the user the runner runs as",
-            )
+    if let Err(e) = crate::wiring::tracker(cfg) {
+        return Check::fail(
+            "tracker",
+            e,
+            "export the token in the variable named, as the user the runner runs as",
+        );
+    }
+    let local = match &cfg.tracker {
+        TrackerConfig::Local { .. } => match crate::wiring::local_tracker(cfg) {
+            Ok(t) => t,
+            Err(e) => return Check::fail("tracker", e, "correct the tracker in the config"),
+        },
+        TrackerConfig::Github { label, .. } => {
+            return Check::ok("tracker", format!("github issues labelled {label}, via gh"))
         }
-        Ok(crate::tracker::Tracker::Local(t)) => t,
-        Ok(crate::tracker::Tracker::GitHub(t)) => {
+        TrackerConfig::Linear { label, .. } => {
+            let team = cfg.linear.team.clone().unwrap_or_default();
             return Check::ok(
                 "tracker",
-                format!("github issues labelled {}, via gh", t.label),
-            )
+                format!("linear issues of team {team} labelled {label}"),
+            );
         }
-        Ok(crate::tracker::Tracker::Linear(t)) => {
+        TrackerConfig::Gitlab { label, .. } => {
+            let project = cfg.gitlab.project.clone().unwrap_or_default();
             return Check::ok(
                 "tracker",
-                format!("linear issues of team {} labelled {}", t.team, t.label),
-            )
-        }
-        Ok(crate::tracker::Tracker::GitLab(t)) => {
-            return Check::ok(
-                "tracker",
-                format!("gitlab issues of {} labelled {}", t.project, t.label),
-            )
+                format!("gitlab issues of {project} labelled {label}"),
+            );
         }
     };
     let dir = local.dir.display();
@@ -418,10 +420,13 @@ fn gh_auth(cfg: &Config) -> Check {
             "install the GitHub CLI (https://cli.github.com) and run `gh auth login`",
         );
     }
-    let version = match crate::forge::github::check_gh_version(Path::new("gh"), &cfg.project_path) {
+    let version = match crate::services::github::forge::check_gh_version(
+        Path::new("gh"),
+        &cfg.project_path,
+    ) {
         Ok(v) => v,
         Err(why) => {
-            let (a, b, c) = crate::forge::github::GH_MINIMUM;
+            let (a, b, c) = crate::services::github::forge::GH_MINIMUM;
             return Check::fail(
                 "gh",
                 why,
@@ -468,8 +473,8 @@ fn gh_auth(cfg: &Config) -> Check {
 /// The review gate reads every PR's reviews before its merge: the token must be allowed to.
 fn github_reviews(cfg: &Config) -> Check {
     let gh = std::path::PathBuf::from("gh");
-    use crate::forge::github::ReviewsReadable;
-    match crate::forge::github::check_reviews_readable(&gh, &cfg.project_path) {
+    use crate::services::github::forge::ReviewsReadable;
+    match crate::services::github::forge::check_reviews_readable(&gh, &cfg.project_path) {
         ReviewsReadable::Yes(what) => Check::ok("reviews", what),
         ReviewsReadable::Refused(why) => Check::fail(
             "reviews",

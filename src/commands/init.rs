@@ -49,7 +49,7 @@ fn init(args: &InitArgs) -> Result<(), i32> {
     if let Some(old) = remote
         .github
         .as_ref()
-        .and_then(|_| crate::forge::github::older_gh(Path::new("gh"), &top))
+        .and_then(|_| crate::services::github::forge::older_gh(Path::new("gh"), &top))
     {
         say!("error: {old}; install a newer gh (the distribution's package, or https://cli.github.com), then run init again");
         return Err(2);

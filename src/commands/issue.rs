@@ -2,7 +2,9 @@
 //! by hand. The file format is `tracker::Local`'s (docs/operating.md, "Local issues"; docs/interfaces.md).
 
 use crate::cli::IssueCommand;
-use crate::tracker::{Issue, Local, Tracker};
+use crate::config::TrackerConfig;
+use crate::services::local::Local;
+use crate::tracker::Issue;
 use std::io::Read as _;
 use std::path::Path;
 
@@ -41,12 +43,16 @@ pub fn run(command: &IssueCommand) -> i32 {
 /// The config's local tracker, with its directory created; exit 2 naming the problem.
 fn local_tracker(config: &Path) -> Result<Local, i32> {
     let cfg = super::load_config(config)?;
-    let tracker = Tracker::from_config(&cfg).map_err(|e| {
+    crate::wiring::tracker(&cfg).map_err(|e| {
         say!("error: {e}");
         2
     })?;
-    match tracker {
-        Tracker::Local(t) => {
+    match &cfg.tracker {
+        TrackerConfig::Local { .. } => {
+            let t = crate::wiring::local_tracker(&cfg).map_err(|e| {
+                say!("error: {e}");
+                2
+            })?;
             if let Err(e) = std::fs::create_dir_all(&t.dir) {
                 say!(
                     "error: cannot create the issue directory {}: {e}",
@@ -56,29 +62,29 @@ fn local_tracker(config: &Path) -> Result<Local, i32> {
             }
             Ok(t)
         }
-        Tracker::GitHub(t) => {
+        TrackerConfig::Github { label, .. } => {
             say!(
                 "error: {}: the tracker is GitHub: use `gh issue create --label {}` (and `gh issue list`, `gh issue view`, `gh issue reopen`); `sdlc-runner issue` works on the local tracker",
                 cfg.file.display(),
-                t.label
+                label
             );
             Err(2)
         }
-        Tracker::Linear(t) => {
+        TrackerConfig::Linear { label, .. } => {
             say!(
                 "error: {}: the tracker is Linear team {}: create and edit its issues in Linear (label {}); `sdlc-runner issue` works on the local tracker",
                 cfg.file.display(),
-                t.team,
-                t.label
+                cfg.linear.team.clone().unwrap_or_default(),
+                label
             );
             Err(2)
         }
-        Tracker::GitLab(t) => {
+        TrackerConfig::Gitlab { label, .. } => {
             say!(
                 "error: {}: the tracker is GitLab project {}: create and edit its issues in GitLab (label {}); `sdlc-runner issue` works on the local tracker",
                 cfg.file.display(),
-                t.project,
-                t.label
+                cfg.gitlab.project.clone().unwrap_or_default(),
+                label
             );
             Err(2)
         }

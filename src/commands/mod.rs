@@ -81,9 +81,9 @@ pub(crate) fn tracker_holding(
     cfg: &crate::config::Config,
     issues: &[u32],
     nothing: &str,
-) -> Result<crate::tracker::Tracker, i32> {
+) -> Result<Box<dyn crate::ports::TrackerPort>, i32> {
     use crate::tracker::TrackerError;
-    let tracker = crate::tracker::Tracker::from_config(cfg).map_err(|e| {
+    let tracker = crate::wiring::tracker(cfg).map_err(|e| {
         say!("error: {e}");
         2
     })?;

@@ -9,8 +9,8 @@
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::Effect;
+use crate::ports::TrackerPort;
 use crate::runner_dir::RunnerDir;
-use crate::tracker::Tracker;
 use std::path::Path;
 
 pub fn run(issues: &[u32], config: &Path) -> i32 {
@@ -48,7 +48,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
         None
     };
     if _lock.is_some() && journal_path.exists() {
-        if let Err(code) = acknowledge(&journal_path, &tracker, &logs, issues, false) {
+        if let Err(code) = acknowledge(&journal_path, &*tracker, &logs, issues, false) {
             return code;
         }
     }
@@ -56,20 +56,20 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
     // their recorded tracker writes are carried out and their sessions end acknowledged;
     // otherwise the next run would continue them and mark the released issues again.
     if fleet_halt.exists() {
-        if let Err(code) = acknowledge_workers(&runner_dir.dir, &tracker, &logs, issues) {
+        if let Err(code) = acknowledge_workers(&runner_dir.dir, &*tracker, &logs, issues) {
             return code;
         }
     }
     if let Err(code) = remove_fleet_halt(&fleet_halt) {
         return code;
     }
-    lift_quarantines(&tracker, issues)
+    lift_quarantines(&*tracker, issues)
 }
 
 /// Acknowledges each stopped worker's session, under that worker's own lock.
 fn acknowledge_workers(
     runner_dir: &Path,
-    tracker: &Tracker,
+    tracker: &dyn TrackerPort,
     logs: &Logs,
     issues: &[u32],
 ) -> Result<(), i32> {
@@ -110,7 +110,7 @@ fn remove_fleet_halt(fleet_halt: &Path) -> Result<(), i32> {
 }
 
 /// Removes each issue's escalation mark in the tracker: the exit code of the command.
-fn lift_quarantines(tracker: &Tracker, issues: &[u32]) -> i32 {
+fn lift_quarantines(tracker: &dyn TrackerPort, issues: &[u32]) -> i32 {
     for &n in issues {
         match tracker.lift_quarantine(n) {
             Ok(true) => say!("released issue #{n}: the next run may select it"),
@@ -129,7 +129,7 @@ fn lift_quarantines(tracker: &Tracker, issues: &[u32]) -> i32 {
 /// worker), else only warns that it counts the issues as escalated.
 fn acknowledge(
     journal_path: &Path,
-    tracker: &Tracker,
+    tracker: &dyn TrackerPort,
     logs: &Logs,
     issues: &[u32],
     end_open: bool,

@@ -68,15 +68,16 @@ pub fn record(
     author: &str,
 ) -> Result<String, String> {
     let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
-    let dir = crate::forge::local_reviews_dir(cfg, &runner_dir.dir);
+    let dir = crate::services::local::port::reviews_dir(cfg, &runner_dir.dir);
     let (kind, body) = match *verdict {
         Verdict::Approve => (ReviewKind::Approve, ""),
         Verdict::RequestChanges(text) => (ReviewKind::RequestChanges, text),
         Verdict::Comment(text) => (ReviewKind::Comment, text),
     };
     let time = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-    let review = crate::forge::record_review(&dir, issue, author, kind, body, &time)
-        .map_err(|e| e.to_string())?;
+    let review =
+        crate::services::local::forge::record_review(&dir, issue, author, kind, body, &time)
+            .map_err(|e| e.to_string())?;
     let what = match kind {
         ReviewKind::Approve => "approved",
         ReviewKind::RequestChanges => "asked for changes",

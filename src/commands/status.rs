@@ -171,25 +171,12 @@ fn workers(cfg: &Config) -> Vec<WorkerView> {
 /// within 10 s) the GitHub issues labelled claimed; and the local tracker's merge lease. A
 /// tracker that cannot be read shows none.
 fn claims(cfg: &Config) -> (Vec<ClaimView>, Option<ClaimView>) {
-    let store = match &cfg.tracker {
-        crate::config::TrackerConfig::Local { dir, .. } => {
-            crate::tracker::claims::ClaimStore::local(dir)
-        }
-        crate::config::TrackerConfig::Gitlab { .. }
-        | crate::config::TrackerConfig::Linear { .. } => {
-            match crate::tracker::claims::ClaimStore::of_api_tracker(cfg) {
-                Ok(store) => store,
-                Err(_) => return (Vec::new(), None),
-            }
-        }
-        crate::config::TrackerConfig::Github { .. } => {
-            let mut gh = crate::tracker::GitHub::new(&cfg.project_path);
-            gh.timeout = std::time::Duration::from_secs(10);
-            crate::tracker::claims::ClaimStore::GitHub(Box::new(gh))
-        }
+    let Ok(store) = crate::wiring::claim_store(cfg, Some(std::time::Duration::from_secs(10)))
+    else {
+        return (Vec::new(), None);
     };
     let now = chrono::Utc::now();
-    let view = |c: crate::tracker::claims::Claim| ClaimView {
+    let view = |c: crate::ports::claims::Claim| ClaimView {
         issue: c.issue,
         live: c.live(now),
         worker: c.worker,

@@ -1,7 +1,8 @@
 //! The claim port: leases on issues, so that several runners share one tracker without two
 //! of them working the same issue, and the merge lease that makes merges one at a time
-//! (docs/scaling.md). The production store is `tracker::claims::ClaimStore` (files beside
-//! the local tracker, or notes on the tracker's issues); `fake::FakeClaims` keeps them in memory.
+//! (docs/scaling.md). Each service keeps them its own way (files beside the local tracker, or
+//! notes on the tracker's issues), chosen in `crate::wiring`; `fake::FakeClaims` keeps them in
+//! memory.
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};

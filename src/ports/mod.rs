@@ -4,8 +4,8 @@
 //! are classified once, at the adapter, into a
 //! [`CallFailureKind`](crate::call_failure::CallFailureKind).
 //!
-//! The production adapters live beside the code they wrap (`git/`, `forge/`, `tracker/`,
-//! `agent/`, `notify/`, [`clock::TokioClock`]) and are put together in the composition root,
+//! The production adapters live beside the code they wrap (`git/`, each service's folder
+//! under `services/`, `agent/`, `notify/`, [`clock::TokioClock`]) and are put together in the composition root,
 //! `crate::wiring`; nothing here names an adapter, so a port is read without them. The
 //! in-memory fakes in `fake`, compiled for the crate's own tests only, let tests run the
 //! driver in-process, with no git, gh or agent process and no real sleep.

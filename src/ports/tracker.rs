@@ -31,6 +31,9 @@ pub trait TrackerPort: Send + Sync {
     fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError>;
     /// Lifts the quarantine the runner put on the issue, with a note saying why.
     fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError>;
+    /// Lifts the durable quarantine, whoever put it there (`sdlc-runner release`); whether
+    /// the issue was quarantined.
+    fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError>;
     /// Open issues that lack the selection label (said, never selected).
     fn open_without_label(&self) -> Vec<u32>;
     /// The label selection requires.

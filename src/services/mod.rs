@@ -1,10 +1,14 @@
-//! The services the runner talks to, one folder each: `github/` holds the one way the runner
-//! runs `gh`; `gitlab/` GitLab's API client, tracker and forge; `linear/` Linear's client and
-//! tracker. No service names another: what they share (the selection rule, claim notes, the
-//! escalation text) is `shared/`, and below them the HTTP client (`api_client/`),
-//! `call_failure` and the ports (`tests/it/layering.rs`, `no_service_names_another`).
+//! The services the runner talks to, one folder each, each implementing the tracker, forge and
+//! claim ports it serves itself (`port.rs`): `github/` holds the one way the runner runs `gh`;
+//! `gitlab/` GitLab's API client, tracker and forge; `linear/` Linear's client and tracker;
+//! `local/` the issue files, their claims and the offline forge. No service names another nor
+//! a module above it: the claim notes they share are `shared/`, and below them lie what every
+//! tracker or forge shares (`tracker/`, `forge/`), the HTTP client (`api_client/`),
+//! `call_failure` and the ports; `wiring.rs` alone chooses one (`tests/it/layering.rs`,
+//! `the_service_folders_keep_their_layers`).
 
 pub mod github;
 pub mod gitlab;
 pub mod linear;
+pub mod local;
 pub(crate) mod shared;

@@ -1,9 +1,10 @@
 //! The issue tracker (docs/interfaces.md "Issue tracker", docs/counters-and-bounds.md "Quarantine is durable"): which issue the
 //! next cycle works on, the durable escalation mark, and closing an issue after a local merge.
 //!
-//! Two backends share one selection rule (`select_from`):
-//! - [`GitHub`] drives the `gh` CLI (argument vectors, blocking, with a time limit);
-//! - [`Local`] reads a directory of `<N>.json` files, for offline use and the demo.
+//! What every tracker shares, whichever service keeps the issues (each implements the
+//! tracker port in its folder under `src/services/`): one selection rule (`select_from`,
+//! `selection.rs`), the text of an escalation, the rules of claims (`claims.rs`), an issue's
+//! branch, and [`Traced`], the calls' diagnostics around the configured tracker.
 //!
 //! Selection: the first open milestone (by title, in code-point order) that still holds an
 //! open `automatable` issue that is not escalated; without one, every open `automatable` issue
@@ -20,24 +21,16 @@
 //! quarantined does not stall selection: the next milestone is used (docs/design-notes.md).
 
 pub(crate) mod claims;
-mod github;
-mod local;
-mod port;
-mod text;
+mod selection;
+pub(crate) mod text;
 
 pub use crate::ports::claims::{Claim, Claimed};
 pub use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
-pub use crate::services::gitlab::GitLab;
-pub use crate::services::linear::{Linear, TeamFacts};
-pub(crate) use crate::services::shared::escalation_text;
-pub use crate::services::shared::selection::body_dependencies;
-pub(crate) use crate::services::shared::selection::{select_from, select_from_with, Scope};
-pub use github::GitHub;
-pub use local::Local;
-// The claim notes' rules, for the GitHub tracker's claims and the claim store.
-use crate::services::shared::claim_notes;
+pub use selection::body_dependencies;
+pub(crate) use selection::{select_from, select_from_with, Scope};
 pub use text::MAX_ISSUE_TEXT_BYTES;
 
+use crate::ports::TrackerPort;
 use std::collections::BTreeSet;
 
 impl Issue {
@@ -63,214 +56,104 @@ impl Issue {
     }
 }
 
-/// The configured tracker.
-#[derive(Debug)]
-pub enum Tracker {
-    /// GitHub issues through `gh`.
-    GitHub(GitHub),
-    /// GitLab issues through GitLab's REST API.
-    GitLab(GitLab),
-    /// Linear issues through Linear's GraphQL API.
-    Linear(Linear),
-    /// A directory of JSON issue files.
-    Local(Local),
+impl Issue {
+    /// A closed dependency counts as done unless the tracker shows that the pull requests
+    /// closing it were not merged (closed by hand while its PR was abandoned).
+    pub(crate) fn is_done(&self) -> bool {
+        !self.state_open && self.closed_by_merged_pr != Some(false)
+    }
 }
 
-impl Tracker {
-    /// The issue's whole text for the agent: title and body, and on GitHub the comments.
-    pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
-        match self {
-            Tracker::GitHub(t) => traced(self.kind(), "text", number, t.text(number)),
-            Tracker::GitLab(t) => traced(self.kind(), "text", number, t.text(number)),
-            Tracker::Linear(t) => traced(self.kind(), "text", number, t.text(number)),
-            Tracker::Local(_) => self.get(number).map(|i| IssueText::of(&i)),
+/// The text of an escalation comment / field: redacted, bounded, and telling the reader how
+/// to lift the quarantine.
+pub(crate) fn escalation_text(diagnostic: &str, how_to_lift: &str, max_bytes: usize) -> String {
+    let mut diagnostic = crate::redact::redact(diagnostic);
+    if diagnostic.len() > max_bytes {
+        let mut cut = diagnostic.len() - max_bytes;
+        while !diagnostic.is_char_boundary(cut) {
+            cut += 1;
         }
+        diagnostic = format!("…{}", &diagnostic[cut..]);
     }
+    // A fence longer than any backtick run inside keeps the diagnostic verbatim.
+    let longest = diagnostic
+        .split(|c| c != '`')
+        .map(str::len)
+        .max()
+        .unwrap_or(0);
+    let fence = "`".repeat((longest + 1).max(3));
+    format!(
+        "sdlc-runner escalated this issue and will not select it again. {how_to_lift}\n\n{fence}text\n{diagnostic}\n{fence}\n"
+    )
+}
 
-    /// The lowest-numbered open issue with the selection label that is neither escalated
-    /// (durably or in `escalated_this_session`) nor waiting for an open dependency; `merged` (issues the runner merged) count as done
-    /// dependencies whatever the tracker shows of them.
-    pub fn select(
+/// The configured tracker with what every tracker's calls share around it: each call and how
+/// it ended as a debug diagnostic naming the tracker (`kind`: `github`, `gitlab`, `linear`,
+/// `local`), and no control character of a note or diagnostic reaching the tracker (they quote
+/// agent and tool output).
+#[derive(Debug)]
+pub struct Traced<T> {
+    kind: &'static str,
+    inner: T,
+}
+
+impl<T: TrackerPort> Traced<T> {
+    /// `inner`, named `kind` in the diagnostics.
+    pub fn new(kind: &'static str, inner: T) -> Traced<T> {
+        Traced { kind, inner }
+    }
+}
+
+impl<T: TrackerPort> TrackerPort for Traced<T> {
+    fn select(
         &self,
-        escalated_this_session: &BTreeSet<u32>,
+        excluded: &BTreeSet<u32>,
         merged: &BTreeSet<u32>,
     ) -> Result<Selection, TrackerError> {
-        let selected = match self {
-            Tracker::GitHub(t) => t.select(escalated_this_session, merged),
-            Tracker::GitLab(t) => t.select(escalated_this_session, merged),
-            Tracker::Linear(t) => t.select(escalated_this_session, merged),
-            Tracker::Local(t) => t.select(escalated_this_session, merged),
-        };
+        let selected = self.inner.select(excluded, merged);
         let outcome = match &selected {
             Ok(Selection::Issue(issue)) => format!("issue #{}", issue.number),
             Ok(other) => format!("{other:?}"),
             Err(e) => format!("failed: {e}"),
         };
-        tracing::debug!(tracker = self.kind(), %outcome, "select");
+        tracing::debug!(tracker = self.kind, %outcome, "select");
         selected
     }
-
-    /// `github`, `gitlab` or `local`, for diagnostics.
-    fn kind(&self) -> &'static str {
-        match self {
-            Tracker::GitHub(_) => "github",
-            Tracker::GitLab(_) => "gitlab",
-            Tracker::Linear(_) => "linear",
-            Tracker::Local(_) => "local",
-        }
+    fn get(&self, number: u32) -> Result<Issue, TrackerError> {
+        traced(self.kind, "get", number, self.inner.get(number))
     }
-
-    /// Quarantines the issue durably. GitHub: adds the escalated label (creating it when the
-    /// repository lacks it) and comments the diagnostic. Local: sets `escalated` and
-    /// `escalation` in the file. The diagnostic is redacted first.
-    pub fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
-        // The diagnostic quotes agent and tool output: no control character reaches the tracker.
+    fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
+        traced(self.kind, "text", number, self.inner.text(number))
+    }
+    fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+        let note = &crate::sanitize::block(note);
+        traced(self.kind, "close", number, self.inner.close(number, note))
+    }
+    fn mark_escalated(&self, number: u32, diagnostic: &str) -> Result<(), TrackerError> {
         let diagnostic = &crate::sanitize::block(diagnostic);
-        let marked = match self {
-            Tracker::GitHub(t) => t.mark_escalated(number, diagnostic),
-            Tracker::GitLab(t) => t.mark_escalated(number, diagnostic),
-            Tracker::Linear(t) => t.mark_escalated(number, diagnostic),
-            Tracker::Local(t) => t.mark_escalated(number, diagnostic),
-        };
-        traced(self.kind(), "mark escalated", number, marked)
+        let marked = self.inner.mark_escalated(number, diagnostic);
+        traced(self.kind, "mark escalated", number, marked)
     }
-
-    /// Records that the issue is done. Local: `state` becomes `closed` (the runner merged
-    /// locally). GitHub: the merged pull request usually closed it; one still open is
-    /// closed with `note` as its comment.
-    pub fn close(&self, number: u32, note: &str) -> Result<(), TrackerError> {
+    fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         let note = &crate::sanitize::block(note);
-        let closed = match self {
-            Tracker::GitHub(t) => t.close(number, note),
-            Tracker::GitLab(t) => t.close(number, note),
-            Tracker::Linear(t) => t.close(number, note),
-            Tracker::Local(t) => t.close(number, note),
-        };
-        traced(self.kind(), "close", number, closed)
+        let lifted = self.inner.unquarantine(number, note);
+        traced(self.kind, "unquarantine", number, lifted)
     }
-
-    /// How a person releases a quarantined issue, for messages: the one command that lifts
-    /// the mark in the tracker and acknowledges a halted session (`sdlc-runner release`).
-    pub fn release_hint(&self, number: u32, config: &std::path::Path) -> String {
-        format!("sdlc-runner release {number} --config {}", config.display())
+    fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
+        let lifted = self.inner.lift_quarantine(number);
+        traced(self.kind, "lift quarantine", number, lifted)
     }
-
-    /// Lifts the quarantine the runner put on the issue this session, with `note` saying why
-    /// (the failure was the environment's). GitHub: the escalated label removed and a comment.
-    /// Local: `escalated` false, the label and the diagnostic gone, `released` the note.
-    pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
-        let note = &crate::sanitize::block(note);
-        let lifted = match self {
-            Tracker::GitHub(t) => t.unquarantine(number, note),
-            Tracker::GitLab(t) => t.unquarantine(number, note),
-            Tracker::Linear(t) => t.unquarantine(number, note),
-            Tracker::Local(t) => t.unquarantine(number, note),
-        };
-        traced(self.kind(), "unquarantine", number, lifted)
+    fn open_without_label(&self) -> Vec<u32> {
+        self.inner.open_without_label()
     }
-
-    /// Lifts the durable quarantine. Returns whether the issue was quarantined.
-    pub fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
-        let lifted = match self {
-            Tracker::GitHub(t) => t.lift_quarantine(number),
-            Tracker::GitLab(t) => t.lift_quarantine(number),
-            Tracker::Linear(t) => t.lift_quarantine(number),
-            Tracker::Local(t) => t.lift_quarantine(number),
-        };
-        traced(self.kind(), "lift quarantine", number, lifted)
+    fn label(&self) -> &str {
+        self.inner.label()
     }
-
-    /// Open issues that `run` never selects because they lack the selection label (local
-    /// tracker only: on GitHub that would be one more `gh` call per empty selection).
-    pub fn open_without_label(&self) -> Vec<u32> {
-        match self {
-            Tracker::GitHub(_) | Tracker::GitLab(_) | Tracker::Linear(_) => Vec::new(),
-            Tracker::Local(t) => t
-                .all()
-                .unwrap_or_default()
-                .into_iter()
-                .filter(|i| i.state_open && !i.labels.contains(&t.label))
-                .map(|i| i.number)
-                .collect(),
-        }
+    fn selectable(&self, issue: &Issue) -> bool {
+        self.inner.selectable(issue)
     }
-
-    /// The label `run` selects by.
-    pub fn label(&self) -> &str {
-        match self {
-            Tracker::GitHub(t) => &t.label,
-            Tracker::GitLab(t) => &t.label,
-            Tracker::Linear(t) => &t.label,
-            Tracker::Local(t) => &t.label,
-        }
-    }
-
-    /// The tracker a config names. `Err` names the variable of a token that is not set.
-    pub fn from_config(cfg: &crate::config::Config) -> Result<Tracker, String> {
-        Ok(match &cfg.tracker {
-            crate::config::TrackerConfig::Local {
-                dir,
-                label,
-                escalated_label,
-            } => {
-                let mut t = Local::new(dir.clone());
-                t.label = label.clone();
-                t.escalated_label = escalated_label.clone();
-                Tracker::Local(t)
-            }
-            crate::config::TrackerConfig::Github {
-                label,
-                escalated_label,
-            } => {
-                let mut t = GitHub::new(cfg.project_path.clone());
-                t.label = label.clone();
-                t.escalated_label = escalated_label.clone();
-                t.authority = cfg.review.authority();
-                Tracker::GitHub(t)
-            }
-            crate::config::TrackerConfig::Gitlab {
-                label,
-                escalated_label,
-            } => Tracker::GitLab(GitLab {
-                api: crate::services::gitlab::client::from_config(cfg)?,
-                project: cfg.gitlab.project.clone().unwrap_or_default(),
-                label: label.clone(),
-                escalated_label: escalated_label.clone(),
-                links_unreadable: Default::default(),
-                authority: cfg.review.authority(),
-            }),
-            crate::config::TrackerConfig::Linear {
-                label,
-                escalated_label,
-            } => Tracker::Linear(Linear {
-                api: crate::services::linear::client::from_config(cfg)?,
-                team: cfg.linear.team.clone().unwrap_or_default(),
-                label: label.clone(),
-                escalated_label: escalated_label.clone(),
-            }),
-        })
-    }
-
-    /// Whether the issue carries the label selection requires.
-    pub fn selectable(&self, issue: &Issue) -> bool {
-        let label = match self {
-            Tracker::GitHub(t) => &t.label,
-            Tracker::GitLab(t) => &t.label,
-            Tracker::Linear(t) => &t.label,
-            Tracker::Local(t) => &t.label,
-        };
-        issue.labels.contains(label)
-    }
-
-    /// The issue `number`, open or closed.
-    pub fn get(&self, number: u32) -> Result<Issue, TrackerError> {
-        let got = match self {
-            Tracker::GitHub(t) => t.get(number),
-            Tracker::GitLab(t) => t.get(number),
-            Tracker::Linear(t) => t.get(number),
-            Tracker::Local(t) => t.get(number),
-        };
-        traced(self.kind(), "get", number, got)
+    fn release_hint(&self, number: u32, config: &std::path::Path) -> String {
+        self.inner.release_hint(number, config)
     }
 }
 

@@ -65,7 +65,7 @@ impl IssueText {
 /// and its comments, oldest first (`body`, `user.login`), leaving out the comments whose
 /// author does not count under `authority` (`author_association`, [`judge`]); those left
 /// out for want of authority are named with why, once each.
-pub(super) fn rest_text(
+pub(crate) fn rest_text(
     number: u32,
     issue: &serde_json::Value,
     comments: &[serde_json::Value],

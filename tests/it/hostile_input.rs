@@ -7,7 +7,7 @@ use proptest::test_runner::FileFailurePersistence;
 use sdlc_runner::agent::stream::StreamReader;
 use sdlc_runner::artifacts::{self, StateLoad};
 use sdlc_runner::config::Config;
-use sdlc_runner::tracker::Local;
+use sdlc_runner::services::local::Local;
 use std::path::Path;
 
 const JOURNAL: &str = concat!(
@@ -125,7 +125,7 @@ proptest! {
         checks in input(GH_CHECKS),
         statuses in input(GH_STATUSES),
     ) {
-        let gh = sdlc_runner::tracker::GitHub::new(std::path::PathBuf::from("."));
+        let gh = sdlc_runner::services::github::GitHub::new(std::path::PathBuf::from("."));
         let text = String::from_utf8_lossy(&issues);
         if let Err(e) = gh.parse_issue_list(&text) {
             prop_assert!(printable(&e.to_string()), "{e}");
@@ -133,10 +133,10 @@ proptest! {
         if let Err(e) = gh.parse_issue(&text) {
             prop_assert!(printable(&e.to_string()), "{e}");
         }
-        if let Err(e) = sdlc_runner::forge::parse_prs(&prs) {
+        if let Err(e) = sdlc_runner::services::github::forge::parse_prs(&prs) {
             prop_assert!(printable(&e), "{e:?}");
         }
-        if let Err(e) = sdlc_runner::forge::parse_checks(&checks, &statuses) {
+        if let Err(e) = sdlc_runner::services::github::forge::parse_checks(&checks, &statuses) {
             prop_assert!(printable(&e), "{e:?}");
         }
     }
@@ -191,13 +191,16 @@ fn the_journal_sample_is_a_valid_journal() {
 
 #[test]
 fn the_gh_samples_parse() {
-    let gh = sdlc_runner::tracker::GitHub::new(std::path::PathBuf::from("."));
+    let gh = sdlc_runner::services::github::GitHub::new(std::path::PathBuf::from("."));
     let issues = gh.parse_issue_list(GH_ISSUES).expect("issues");
     assert_eq!((issues[0].number, issues[0].parent), (3, Some(1)));
-    let pr = sdlc_runner::forge::parse_prs(GH_PRS.as_bytes()).expect("prs");
+    let pr = sdlc_runner::services::github::forge::parse_prs(GH_PRS.as_bytes()).expect("prs");
     assert_eq!(pr.map(|p| p.number), Some(9), "an open PR wins");
     assert_eq!(
-        sdlc_runner::forge::parse_checks(GH_CHECKS.as_bytes(), GH_STATUSES.as_bytes()),
+        sdlc_runner::services::github::forge::parse_checks(
+            GH_CHECKS.as_bytes(),
+            GH_STATUSES.as_bytes()
+        ),
         Ok(sdlc_runner::forge::CiState::Pending)
     );
 }

@@ -145,14 +145,8 @@ fn the_ports_name_no_adapter() {
     );
 }
 
-/// Each service under `src/services/` (one folder each) names no other: no file of
-/// `services/gitlab/` names `services::linear` or `services::github`, nor another service's
-/// adapter module or type under `forge`/`tracker` (`forge::github`, `tracker::GitHub`), and so
-/// on for each. What they share lies below them: `services/shared/` (which names no service),
-/// the HTTP client (`api_client/`), `call_failure` and the ports.
-#[test]
-fn no_service_names_another() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The services under `src/services/` (one folder each, `shared/` aside), read from the tree.
+fn service_folders(src: &Path) -> Vec<String> {
     let services: Vec<String> = std::fs::read_dir(src.join("services"))
         .expect("src/services/ is readable")
         .map(|e| e.expect("an entry of src/services/").path())
@@ -161,51 +155,213 @@ fn no_service_names_another() {
         .filter(|name| name != "shared")
         .collect();
     assert!(
-        ["github", "gitlab", "linear"]
+        ["github", "gitlab", "linear", "local"]
             .iter()
             .all(|s| services.iter().any(|have| have == s)),
         "the check found only the services {services:?} under src/services/: it reads the wrong place"
     );
-    let mut named = Vec::new();
-    for file in rust_files(&src.join("services")) {
-        let rel = file.strip_prefix(&src).expect("a file under src/");
+    services
+}
+
+/// The modules above the services: they choose one (`wiring`) or run the whole (`commands`,
+/// `driver`). A service, a port or what the ports share naming one of them turns the layers
+/// upside down.
+const ABOVE_SERVICES: [&str; 4] = ["wiring", "commands", "driver", "driver_on_ports"];
+
+/// Each service under `src/services/` lives in its own house, the layers in order from the
+/// bottom: the ports (`src/ports/`, which name no service and nothing above them), what every
+/// tracker or forge shares (`src/tracker/`, `src/forge/`: selection, the claims' rules, the
+/// review decision), `services/shared/` (naming no service), each service (naming no other:
+/// no file of `services/gitlab/` names `services::linear`, nor another service's module or
+/// type under `forge`/`tracker`, `forge::github`, `tracker::GitHub`), and above them all the
+/// composition root (`wiring.rs`), which alone chooses a service, with the commands and the
+/// driver, which no service, port or shared logic names. The driver names no service either.
+#[test]
+fn the_service_folders_keep_their_layers() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let services = service_folders(&src);
+    let files: Vec<(String, String)> = rust_files(&src)
+        .into_iter()
+        .map(|file| {
+            let rel = file.strip_prefix(&src).expect("a file under src/");
+            let text = std::fs::read_to_string(&file)
+                .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
+            (rel.to_string_lossy().to_string(), text)
+        })
+        .collect();
+    let read = |folder: &str| files.iter().filter(|(f, _)| f.starts_with(folder)).count();
+    assert!(
+        read("services/") > 20 && read("ports/") > 5 && read("tracker/") + read("forge/") > 2,
+        "the check read too few files under src/services/, src/ports/, src/tracker/ and src/forge/"
+    );
+    let broken = out_of_house(&files, &services);
+    assert!(
+        broken.is_empty(),
+        "a service names another or a layer above it, or the ports or their shared logic name \
+         a service (move what both need below them, into services/shared/, tracker/, forge/, \
+         api_client/ or the ports; choose a service in src/wiring.rs):\n{}",
+        broken.join("\n")
+    );
+}
+
+/// The check above fails on each kind of step out of a house, and passes the ones the layers
+/// allow: a service naming its own modules, the shared ones and the ports, and the wiring
+/// naming every service.
+#[test]
+fn a_service_naming_another_or_a_layer_above_is_caught() {
+    let services: Vec<String> = ["github", "gitlab", "linear", "local"]
+        .into_iter()
+        .map(String::from)
+        .collect();
+    let check = |file: &str, text: &str| out_of_house(&[(file.into(), text.into())], &services);
+    for (file, text) in [
+        (
+            "services/github/forge.rs",
+            "use crate::services::gitlab::GitLab;",
+        ),
+        (
+            "services/github/forge/ci.rs",
+            "use super::super::super::gitlab::client;",
+        ),
+        (
+            "services/github/port.rs",
+            "use crate::services::{local::Local, github::gh};",
+        ),
+        (
+            "services/gitlab/tracker.rs",
+            "fn f() { crate::tracker::GitHub::new(); }",
+        ),
+        (
+            "services/linear/claims.rs",
+            "use crate::forge::github::merge_gate;",
+        ),
+        (
+            "services/shared/claim_notes.rs",
+            "use crate::services::linear::Linear;",
+        ),
+        (
+            "services/local/claims.rs",
+            "fn f() { crate::wiring::tracker(cfg); }",
+        ),
+        ("services/gitlab/mod.rs", "use crate::commands::doctor;"),
+        ("ports/tracker.rs", "use crate::services::local::Local;"),
+        ("ports/claims.rs", "use crate::wiring::claim_store;"),
+        ("tracker/claims.rs", "use crate::services::github::GitHub;"),
+        ("forge/mod.rs", "use crate::services::shared::claim_notes;"),
+        (
+            "driver/merge.rs",
+            "fn f() { crate::forge::GitLabForge::new(); }",
+        ),
+    ] {
+        assert_eq!(check(file, text).len(), 1, "{file}: `{text}` is not caught");
+    }
+    for (file, text) in [
+        (
+            "services/github/port.rs",
+            "use super::tracker::GitHub; use crate::services::github::gh; \
+             use crate::services::shared::claim_notes::NoteClaims; use crate::ports::ForgePort;",
+        ),
+        (
+            "services/local/claims.rs",
+            "use crate::tracker::claims::expiry;",
+        ),
+        (
+            "services/gitlab/forge.rs",
+            "use crate::forge::{last_push, ReviewState};",
+        ),
+        (
+            "wiring.rs",
+            "use crate::services::{github::GitHub, gitlab::GitLab};",
+        ),
+        (
+            "commands/doctor/linear.rs",
+            "use crate::services::linear::Linear;",
+        ),
+        (
+            "ports/fake/claims.rs",
+            "fn t() { crate::services::local::LocalClaims::new(p); }",
+        ),
+    ] {
+        assert_eq!(check(file, text), Vec::<String>::new(), "{file}: `{text}`");
+    }
+}
+
+/// Where a file of `src/` lives, as the layers of the services see it.
+#[derive(Clone, Copy, PartialEq)]
+enum House<'a> {
+    /// A file of `services/<service>/` (`shared` among them).
+    Service(&'a str),
+    /// A port's file (the fakes sit above the adapters they stand for, `FAKES`).
+    Port,
+    /// What every tracker or forge shares: `tracker/`, `forge/`.
+    Shared,
+    /// The driver, above the services, which it reaches through the ports.
+    Driver,
+    /// Anything else: the wiring, the commands, the modules below all.
+    Other,
+}
+
+/// Each step out of its house the files (path under `src/`, text) take, one line each; see
+/// [`the_service_folders_keep_their_layers`] for the houses.
+fn out_of_house(files: &[(String, String)], services: &[String]) -> Vec<String> {
+    let mut broken = Vec::new();
+    for (rel, text) in files {
         let mut module: Vec<String> = rel
-            .iter()
-            .map(|c| c.to_string_lossy().trim_end_matches(".rs").to_string())
+            .split('/')
+            .map(|c| c.trim_end_matches(".rs").to_string())
             .collect();
         if module.last().is_some_and(|m| m == "mod") {
             module.pop();
         }
-        let Some(own) = module.get(1).cloned() else {
-            continue;
+        let house = match (module[0].as_str(), module.get(1)) {
+            ("services", Some(own)) => House::Service(own.as_str()),
+            ("ports", _) if !rel.starts_with(FAKES) => House::Port,
+            ("tracker" | "forge", _) => House::Shared,
+            ("driver", _) => House::Driver,
+            _ => House::Other,
         };
-        let text = std::fs::read_to_string(&file)
-            .unwrap_or_else(|e| panic!("cannot read {}: {e}", file.display()));
-        for path in module_paths(&strip(&text), &module) {
-            let (Some(top), Some(next)) = (path.first(), path.get(1)) else {
-                continue;
-            };
-            let other = services
-                .iter()
-                .find(|s| **s != own && next.to_lowercase().starts_with(s.as_str()));
-            if let (Some(other), true) = (
-                other,
-                ["services", "forge", "tracker"].contains(&top.as_str()),
-            ) {
-                named.push(format!(
-                    "src/{} names crate::{} (the service {other})",
-                    rel.display(),
+        for path in module_paths(&strip(text), &module) {
+            if let Some(why) = step_out(&path, house, services) {
+                broken.push(format!(
+                    "src/{rel} names crate::{} ({why})",
                     path.join("::")
                 ));
             }
         }
     }
-    assert!(
-        named.is_empty(),
-        "a service names another (move what both need below them, into services/shared/, \
-         api_client/ or the ports):\n{}",
-        named.join("\n")
-    );
+    broken
+}
+
+/// Why naming `path` takes a file of `house` out of it, if it does.
+fn step_out(path: &[String], house: House, services: &[String]) -> Option<&'static str> {
+    let top = path.first()?.as_str();
+    let above = ABOVE_SERVICES.contains(&top);
+    // A module or type named after a service (`forge::github`, `tracker::GitLab`).
+    let named_after = |names: &[&str]| {
+        path.iter()
+            .skip(1)
+            .any(|segment| names.iter().any(|s| segment.to_lowercase().starts_with(s)))
+    };
+    match house {
+        House::Service(_) | House::Port | House::Shared if above => {
+            Some("a module above the services")
+        }
+        House::Service(own) => {
+            let others: Vec<&str> = services
+                .iter()
+                .map(String::as_str)
+                .filter(|s| *s != own)
+                .collect();
+            let through = ["services", "forge", "tracker"].contains(&top);
+            let next = path.get(1).map(|s| s.to_lowercase()).unwrap_or_default();
+            (through && others.iter().any(|s| next.starts_with(s))).then_some("another service")
+        }
+        House::Port => (top == "services").then_some("a service, from a port"),
+        House::Shared | House::Driver => (top == "services"
+            || named_after(&["github", "gitlab", "linear"]))
+        .then_some("a service, from what the ports share or the driver"),
+        House::Other => None,
+    }
 }
 
 /// Every git command of the runner starts in `src/git/` (`git::command::run`), which makes

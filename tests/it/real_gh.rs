@@ -431,15 +431,15 @@ fn a_200_kb_body_reaches_the_agent_and_the_pull_request_through_the_real_gh() {
         &["commit", "-q", "--allow-empty", "-m", "a long one"],
     );
     git(&g.p.project, &["push", "-q", "origin", "2-long"]);
-    let forge = sdlc_runner::forge::Forge::GitHub {
+    let repo = sdlc_runner::git::repo::Repo::open(&g.p.project).expect("repo");
+    let forge = sdlc_runner::services::github::GitHubForge {
         gh,
         repo_dir: g.p.project.clone(),
         require_checks: false,
         authority: Default::default(),
+        repo,
     };
-    let repo = sdlc_runner::git::repo::Repo::open(&g.p.project).expect("repo");
-    let pr = forge
-        .create_pr(&repo, "2-long", "A long one (#2)", &long)
+    let pr = sdlc_runner::ports::ForgePort::create_pr(&forge, "2-long", "A long one (#2)", &long)
         .expect("the pull request is opened");
     let body = g.api.with(|a| {
         a.pulls

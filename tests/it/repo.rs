@@ -6,10 +6,12 @@ use crate::e2e;
 use e2e::git;
 use sdlc_runner::artifacts::StateFile as Hint;
 use sdlc_runner::artifacts::{self, StateFile};
-use sdlc_runner::forge::ForgeAdapter;
-use sdlc_runner::forge::{CiState, Forge, ForgeError, PrState};
+use sdlc_runner::forge::{CiState, ForgeError, PrState};
 use sdlc_runner::git::exclude::exclude_artifacts;
 use sdlc_runner::git::repo::{Repo, RepoError};
+use sdlc_runner::ports::ForgePort;
+use sdlc_runner::services::github::GitHubForge;
+use sdlc_runner::services::local::LocalForge;
 use sdlc_runner::step::{Check, Step};
 use sdlc_runner::steps::checks::{self as probe, Detected, ProbeError, StepContext};
 use std::fs;
@@ -133,7 +135,7 @@ impl Fixture {
     /// A fake `gh`: the pull requests' list (`api --include …/pulls?head=…`) is
     /// gh/pr-list.json (gh/pr-list.rc: gh reached no API and exited so); `pr checks` prints gh/checks.json,
     /// gh/checks.err on stderr, and exits with gh/checks.rc. Every call is logged.
-    fn gh(&self, require_checks: bool) -> Forge {
+    fn gh(&self, require_checks: bool) -> GitHubForge {
         let d = self.gh_dir.display();
         let script = format!(
             r#"#!/bin/sh
@@ -160,11 +162,12 @@ echo "unexpected gh call: $*" >&2; exit 2
         fs::write(&path, script).unwrap();
         fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
         self.prs("[]");
-        Forge::GitHub {
+        GitHubForge {
             gh: path,
             repo_dir: self.work.clone(),
             require_checks,
             authority: Default::default(),
+            repo: self.repo(),
         }
     }
 
@@ -226,50 +229,51 @@ fn configure(dir: &Path) {
     git(dir, &["config", "user.name", "Test"]);
 }
 
-/// The probes take the forge port; these tests name a forge and the repository it reads.
-fn on(repo: &Repo, forge: &Forge) -> ForgeAdapter {
-    ForgeAdapter {
-        forge: forge.clone(),
-        repo: repo.clone(),
-    }
-}
-
 fn precondition(
     r: &Repo,
-    forge: &Forge,
+    forge: &dyn ForgePort,
     step: Step,
     c: &StepContext,
 ) -> Result<Result<(), Check>, ProbeError> {
-    probe::precondition(r, &on(r, forge), step, c)
+    probe::precondition(r, forge, step, c)
 }
 
 fn post_check(
     r: &Repo,
-    forge: &Forge,
+    forge: &dyn ForgePort,
     step: Step,
     c: &StepContext,
 ) -> Result<Result<(), String>, ProbeError> {
-    probe::post_check(r, &on(r, forge), step, c)
+    probe::post_check(r, forge, step, c)
 }
 
-fn already_done(r: &Repo, forge: &Forge, step: Step, c: &StepContext) -> Result<bool, ProbeError> {
-    probe::already_done(r, &on(r, forge), step, c)
+fn already_done(
+    r: &Repo,
+    forge: &dyn ForgePort,
+    step: Step,
+    c: &StepContext,
+) -> Result<bool, ProbeError> {
+    probe::already_done(r, forge, step, c)
 }
 
 fn detect_progress(
     r: &Repo,
-    forge: &Forge,
+    forge: &dyn ForgePort,
     hint: Option<&Hint>,
 ) -> Result<Option<Detected>, ProbeError> {
-    probe::detect_progress(r, &on(r, forge), hint, None)
+    probe::detect_progress(r, forge, hint, None)
 }
 
-const LOCAL: Forge = Forge::Local {
-    require_checks: false,
-    pulls: None,
-    ci: None,
-    reviews: None,
-};
+/// The local forge without CI, reviews or PR records, on `repo`.
+fn local(repo: &Repo) -> LocalForge {
+    LocalForge {
+        require_checks: false,
+        pulls: None,
+        ci: None,
+        reviews: None,
+        repo: repo.clone(),
+    }
+}
 
 fn ctx(issue: Option<u32>) -> StepContext {
     StepContext {
@@ -283,7 +287,7 @@ fn ctx(issue: Option<u32>) -> StepContext {
     }
 }
 
-fn pre(f: &Fixture, forge: &Forge, step: Step, issue: Option<u32>) -> Result<(), Check> {
+fn pre(f: &Fixture, forge: &dyn ForgePort, step: Step, issue: Option<u32>) -> Result<(), Check> {
     precondition(&f.repo(), forge, step, &ctx(issue)).unwrap()
 }
 
@@ -366,21 +370,21 @@ fn branch_cleanliness_and_feature_branch_lookup() {
 #[test]
 fn start_issue_needs_a_clean_tree_on_main() {
     let f = Fixture::new();
-    assert_eq!(pre(&f, &LOCAL, Step::StartIssue, None), Ok(()));
+    assert_eq!(pre(&f, &local(&f.repo()), Step::StartIssue, None), Ok(()));
     f.write("stray.txt", "x");
     assert_eq!(
-        pre(&f, &LOCAL, Step::StartIssue, None),
+        pre(&f, &local(&f.repo()), Step::StartIssue, None),
         Err(Check::CleanWorkingTree)
     );
     fs::remove_file(f.work.join("stray.txt")).unwrap();
     f.branch("7-login");
     assert_eq!(
-        pre(&f, &LOCAL, Step::StartIssue, None),
+        pre(&f, &local(&f.repo()), Step::StartIssue, None),
         Err(Check::OnMainBranch)
     );
     // Steps without a precondition always pass.
     for s in [Step::StartCycle, Step::Simplify, Step::CommitPush] {
-        assert_eq!(pre(&f, &LOCAL, s, None), Ok(()));
+        assert_eq!(pre(&f, &local(&f.repo()), s, None), Ok(()));
     }
 }
 
@@ -388,21 +392,24 @@ fn start_issue_needs_a_clean_tree_on_main() {
 fn write_specs_needs_the_issue_branch_and_number() {
     let f = Fixture::new();
     assert_eq!(
-        pre(&f, &LOCAL, Step::WriteSpecs, Some(7)),
+        pre(&f, &local(&f.repo()), Step::WriteSpecs, Some(7)),
         Err(Check::FeatureBranchExists)
     );
     f.branch("8-other");
     assert_eq!(
-        pre(&f, &LOCAL, Step::WriteSpecs, Some(7)),
+        pre(&f, &local(&f.repo()), Step::WriteSpecs, Some(7)),
         Err(Check::FeatureBranchExists),
         "another issue's branch is not this issue's feature branch"
     );
     f.branch("7-login");
     assert_eq!(
-        pre(&f, &LOCAL, Step::WriteSpecs, None),
+        pre(&f, &local(&f.repo()), Step::WriteSpecs, None),
         Err(Check::IssueNumberKnown)
     );
-    assert_eq!(pre(&f, &LOCAL, Step::WriteSpecs, Some(7)), Ok(()));
+    assert_eq!(
+        pre(&f, &local(&f.repo()), Step::WriteSpecs, Some(7)),
+        Ok(())
+    );
 }
 
 #[test]
@@ -411,13 +418,13 @@ fn implement_needs_this_issues_spec_files() {
     f.branch("7-login");
     let r = f.repo();
     assert_eq!(
-        pre(&f, &LOCAL, Step::Implement, Some(7)),
+        pre(&f, &local(&f.repo()), Step::Implement, Some(7)),
         Err(Check::SpecFilesExist)
     );
     // Another issue's complete specs never satisfy this issue (docs/design-notes.md).
     f.write_specs("99-old");
     assert_eq!(
-        pre(&f, &LOCAL, Step::Implement, Some(7)),
+        pre(&f, &local(&f.repo()), Step::Implement, Some(7)),
         Err(Check::SpecFilesExist)
     );
     assert_eq!(r.spec_dir(7, Some("99-old")), None);
@@ -434,13 +441,13 @@ fn implement_needs_this_issues_spec_files() {
         Err(vec!["design.md".to_string(), "feature.gherkin".to_string()])
     );
     assert_eq!(
-        pre(&f, &LOCAL, Step::Implement, Some(7)),
+        pre(&f, &local(&f.repo()), Step::Implement, Some(7)),
         Err(Check::SpecFilesExist)
     );
     f.write_specs("7-login");
-    assert_eq!(pre(&f, &LOCAL, Step::Implement, Some(7)), Ok(()));
+    assert_eq!(pre(&f, &local(&f.repo()), Step::Implement, Some(7)), Ok(()));
     assert_eq!(
-        pre(&f, &LOCAL, Step::Implement, None),
+        pre(&f, &local(&f.repo()), Step::Implement, None),
         Err(Check::SpecFilesExist)
     );
     assert_eq!(r.spec_dir(7, None), Some(f.work.join("specs/7-login")));
@@ -477,16 +484,16 @@ fn spec_dir_follows_the_recorded_feature_name_or_the_issue_declaration() {
 fn verify_needs_the_feature_branch_with_commits() {
     let f = Fixture::new();
     assert_eq!(
-        pre(&f, &LOCAL, Step::Verify, Some(7)),
+        pre(&f, &local(&f.repo()), Step::Verify, Some(7)),
         Err(Check::OnFeatureBranch)
     );
     f.branch("7-login");
     assert_eq!(
-        pre(&f, &LOCAL, Step::Verify, Some(7)),
+        pre(&f, &local(&f.repo()), Step::Verify, Some(7)),
         Err(Check::CommitsExistOnBranch)
     );
     f.commit("src/login.rs", "fn login() {}\n");
-    assert_eq!(pre(&f, &LOCAL, Step::Verify, Some(7)), Ok(()));
+    assert_eq!(pre(&f, &local(&f.repo()), Step::Verify, Some(7)), Ok(()));
     assert_eq!(f.repo().commits_ahead_of_main("7-login").unwrap(), 1);
 }
 
@@ -499,15 +506,15 @@ fn create_pr_needs_everything_pushed() {
     assert!(!r.branch_pushed("7-login").unwrap());
     assert_eq!(r.unpushed_commits("7-login").unwrap(), 1);
     assert_eq!(
-        pre(&f, &LOCAL, Step::CreatePr, Some(7)),
+        pre(&f, &local(&f.repo()), Step::CreatePr, Some(7)),
         Err(Check::BranchPushedToRemote)
     );
     f.push();
-    assert_eq!(pre(&f, &LOCAL, Step::CreatePr, Some(7)), Ok(()));
+    assert_eq!(pre(&f, &local(&f.repo()), Step::CreatePr, Some(7)), Ok(()));
     f.commit("src/login.rs", "fn login() { todo() }\n");
     assert_eq!(r.unpushed_commits("7-login").unwrap(), 1);
     assert_eq!(
-        pre(&f, &LOCAL, Step::CreatePr, Some(7)),
+        pre(&f, &local(&f.repo()), Step::CreatePr, Some(7)),
         Err(Check::BranchPushedToRemote)
     );
 }
@@ -518,11 +525,11 @@ fn monitor_ci_needs_a_pr_local_and_github() {
     f.branch("7-login");
     f.commit("src/login.rs", "fn login() {}\n");
     assert_eq!(
-        pre(&f, &LOCAL, Step::MonitorCi, Some(7)),
+        pre(&f, &local(&f.repo()), Step::MonitorCi, Some(7)),
         Err(Check::PrExists)
     );
     f.push();
-    assert_eq!(pre(&f, &LOCAL, Step::MonitorCi, Some(7)), Ok(()));
+    assert_eq!(pre(&f, &local(&f.repo()), Step::MonitorCi, Some(7)), Ok(()));
 
     let gh = f.gh(false);
     assert_eq!(pre(&f, &gh, Step::MonitorCi, Some(7)), Err(Check::PrExists));
@@ -534,7 +541,7 @@ fn monitor_ci_needs_a_pr_local_and_github() {
         open_pr(5, "OPEN")
     ));
     assert_eq!(pre(&f, &gh, Step::MonitorCi, Some(7)), Ok(()));
-    let pr = gh.pr_for_branch(&f.repo(), "7-login").unwrap().unwrap();
+    let pr = gh.pr_for_branch("7-login").unwrap().unwrap();
     assert_eq!((pr.number, pr.state), (5, PrState::Open));
     assert_eq!(pr.url, "https://github.com/o/r/pull/5");
     assert!(f
@@ -551,7 +558,7 @@ fn merge_needs_passing_ci_with_distinct_states() {
     let r = f.repo();
 
     f.checks("", "no checks reported on the '7-login' branch\n", 1);
-    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::NoneConfigured);
+    assert_eq!(gh.ci_state("7-login").unwrap(), CiState::NoneConfigured);
     assert_eq!(pre(&f, &gh, Step::Merge, Some(7)), Ok(()));
     assert_eq!(
         pre(&f, &strict, Step::Merge, Some(7)),
@@ -563,7 +570,7 @@ fn merge_needs_passing_ci_with_distinct_states() {
         "",
         1,
     );
-    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Failed);
+    assert_eq!(gh.ci_state("7-login").unwrap(), CiState::Failed);
     assert_eq!(
         pre(&f, &gh, Step::Merge, Some(7)),
         Err(Check::CiChecksPassing)
@@ -586,7 +593,7 @@ fn merge_needs_passing_ci_with_distinct_states() {
         "",
         8,
     );
-    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Pending);
+    assert_eq!(gh.ci_state("7-login").unwrap(), CiState::Pending);
     assert_eq!(
         pre(&f, &gh, Step::Merge, Some(7)),
         Err(Check::CiChecksPassing)
@@ -597,13 +604,13 @@ fn merge_needs_passing_ci_with_distinct_states() {
         "",
         0,
     );
-    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Passed);
+    assert_eq!(gh.ci_state("7-login").unwrap(), CiState::Passed);
     assert_eq!(pre(&f, &gh, Step::Merge, Some(7)), Ok(()));
     assert_eq!(pre(&f, &strict, Step::Merge, Some(7)), Ok(()));
 
     // CI is asked through the REST API every gh answers, never `gh pr checks --json`.
     f.checks(r#"[{"name":"t","state":"FAILURE"}]"#, "", 1);
-    assert_eq!(gh.ci_state(&r, "7-login").unwrap(), CiState::Failed);
+    assert_eq!(gh.ci_state("7-login").unwrap(), CiState::Failed);
     assert!(f
         .gh_calls()
         .contains("api --include repos/{owner}/{repo}/commits/7-login/check-runs"));
@@ -611,17 +618,17 @@ fn merge_needs_passing_ci_with_distinct_states() {
 
     // Neither JSON nor a known message: an error that names the command.
     f.checks("", "HTTP 401: Bad credentials", 1);
-    let err = gh.ci_state(&r, "7-login").unwrap_err().to_string();
+    let err = gh.ci_state("7-login").unwrap_err().to_string();
     assert!(
         err.contains("commits/7-login/check-runs") && err.contains("HTTP 401"),
         "{err}"
     );
 
     assert_eq!(
-        LOCAL.ci_state(&r, "7-login").unwrap(),
+        local(&r).ci_state("7-login").unwrap(),
         CiState::NoneConfigured
     );
-    assert!(LOCAL.ci_ok(CiState::NoneConfigured));
+    assert!(local(&r).ci_ok(CiState::NoneConfigured));
     assert!(!strict.ci_ok(CiState::NoneConfigured));
 }
 
@@ -630,23 +637,24 @@ fn gh_failures_and_garbage_are_errors_that_name_the_command() {
     let f = Fixture::new();
     let gh = f.gh(false);
     f.prs("not json");
-    let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err();
+    let err = gh.pr_for_branch("7-x").unwrap_err();
     assert!(matches!(err, ForgeError::Parse { .. }), "{err:?}");
     assert!(err.to_string().contains("pulls?head={owner}:7-x"));
     fs::write(f.gh_dir.join("pr-list.rc"), "4").unwrap();
-    let err = gh.pr_for_branch(&f.repo(), "7-x").unwrap_err().to_string();
+    let err = gh.pr_for_branch("7-x").unwrap_err().to_string();
     assert!(
         err.contains("exit 4") && err.contains("gh auth status"),
         "{err}"
     );
 
-    let missing = Forge::GitHub {
+    let missing = GitHubForge {
         gh: f.gh_dir.join("no-such-gh"),
         repo_dir: f.work.clone(),
         require_checks: false,
         authority: Default::default(),
+        repo: f.repo(),
     };
-    let err = missing.pr_for_branch(&f.repo(), "7-x").unwrap_err();
+    let err = missing.pr_for_branch("7-x").unwrap_err();
     assert!(matches!(err, ForgeError::Spawn { .. }), "{err:?}");
 }
 
@@ -655,7 +663,7 @@ fn post_checks_observe_the_step_outcome() {
     let f = Fixture::new();
     let r = f.repo();
     let c = ctx(Some(7));
-    let err = post_check(&r, &LOCAL, Step::StartIssue, &c)
+    let err = post_check(&r, &local(&r), Step::StartIssue, &c)
         .unwrap()
         .unwrap_err();
     assert!(
@@ -664,21 +672,21 @@ fn post_checks_observe_the_step_outcome() {
     );
     f.branch("7-login");
     assert_eq!(
-        post_check(&r, &LOCAL, Step::StartIssue, &c).unwrap(),
+        post_check(&r, &local(&r), Step::StartIssue, &c).unwrap(),
         Ok(())
     );
     assert_eq!(
-        post_check(&r, &LOCAL, Step::StartIssue, &ctx(None)).unwrap(),
+        post_check(&r, &local(&r), Step::StartIssue, &ctx(None)).unwrap(),
         Ok(())
     );
 
-    let err = post_check(&r, &LOCAL, Step::WriteSpecs, &c)
+    let err = post_check(&r, &local(&r), Step::WriteSpecs, &c)
         .unwrap()
         .unwrap_err();
     assert!(err.contains("feature directory"), "{err}");
     f.write_specs("7-login");
     f.write("specs/7-login/tasks.md", "");
-    let err = post_check(&r, &LOCAL, Step::WriteSpecs, &c)
+    let err = post_check(&r, &local(&r), Step::WriteSpecs, &c)
         .unwrap()
         .unwrap_err();
     assert!(
@@ -687,33 +695,36 @@ fn post_checks_observe_the_step_outcome() {
     );
     f.write_specs("7-login");
     assert_eq!(
-        post_check(&r, &LOCAL, Step::WriteSpecs, &c).unwrap(),
+        post_check(&r, &local(&r), Step::WriteSpecs, &c).unwrap(),
         Ok(())
     );
 
-    let err = post_check(&r, &LOCAL, Step::CommitPush, &c)
+    let err = post_check(&r, &local(&r), Step::CommitPush, &c)
         .unwrap()
         .unwrap_err();
     assert!(err.contains("uncommitted"), "{err}");
     git(&f.work, &["add", "-A"]);
     git(&f.work, &["commit", "-qm", "specs"]);
-    let err = post_check(&r, &LOCAL, Step::CommitPush, &c)
+    let err = post_check(&r, &local(&r), Step::CommitPush, &c)
         .unwrap()
         .unwrap_err();
     assert!(err.contains("not on origin"), "{err}");
     f.push();
     f.commit("src/a.rs", "a");
-    let err = post_check(&r, &LOCAL, Step::CommitPush, &c)
+    let err = post_check(&r, &local(&r), Step::CommitPush, &c)
         .unwrap()
         .unwrap_err();
     assert!(err.contains("1 commit(s)"), "{err}");
     f.push();
     assert_eq!(
-        post_check(&r, &LOCAL, Step::CommitPush, &c).unwrap(),
+        post_check(&r, &local(&r), Step::CommitPush, &c).unwrap(),
         Ok(())
     );
 
-    assert_eq!(post_check(&r, &LOCAL, Step::MonitorCi, &c).unwrap(), Ok(()));
+    assert_eq!(
+        post_check(&r, &local(&r), Step::MonitorCi, &c).unwrap(),
+        Ok(())
+    );
     let gh = f.gh(false);
     f.checks(r#"[{"name":"t","state":"FAILURE","bucket":"fail"}]"#, "", 1);
     let err = post_check(&r, &gh, Step::MonitorCi, &c)
@@ -761,13 +772,13 @@ fn idempotency_of_side_effecting_steps() {
     let c = ctx(Some(7));
     // Created and pushed with nothing in it (as `gh issue develop` does): not a done commitPush.
     f.push();
-    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    assert!(!already_done(&r, &local(&r), Step::CommitPush, &c).unwrap());
     f.commit("src/a.rs", "a");
-    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    assert!(!already_done(&r, &local(&r), Step::CommitPush, &c).unwrap());
     f.push();
-    assert!(already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    assert!(already_done(&r, &local(&r), Step::CommitPush, &c).unwrap());
     f.write("src/b.rs", "b");
-    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &c).unwrap());
+    assert!(!already_done(&r, &local(&r), Step::CommitPush, &c).unwrap());
     git(&f.work, &["checkout", "-q", "--", "."]);
     fs::remove_file(f.work.join("src/b.rs")).unwrap();
 
@@ -785,14 +796,14 @@ fn idempotency_of_side_effecting_steps() {
     f.prs(&format!("[{}]", open_pr(9, "MERGED")));
     assert!(already_done(&r, &gh, Step::Merge, &c).unwrap());
 
-    assert!(already_done(&r, &LOCAL, Step::CreatePr, &c).unwrap());
-    assert!(!already_done(&r, &LOCAL, Step::Merge, &c).unwrap());
+    assert!(already_done(&r, &local(&r), Step::CreatePr, &c).unwrap());
+    assert!(!already_done(&r, &local(&r), Step::Merge, &c).unwrap());
     f.merge_on_origin("7-login");
     r.fetch().unwrap();
     assert!(r.merged_into_main("7-login").unwrap());
-    assert!(already_done(&r, &LOCAL, Step::Merge, &c).unwrap());
+    assert!(already_done(&r, &local(&r), Step::Merge, &c).unwrap());
     // Steps without an outside outcome are never skipped.
-    assert!(!already_done(&r, &LOCAL, Step::Verify, &c).unwrap());
+    assert!(!already_done(&r, &local(&r), Step::Verify, &c).unwrap());
 }
 
 /// A runner killed between its agent's push and the test-weakening check: the pushed head is
@@ -815,11 +826,11 @@ fn a_pushed_head_the_weakening_check_has_not_let_through_is_not_commit_push_done
         gate: Some(gate.clone()),
         ..ctx(Some(7))
     };
-    assert!(already_done(&r, &LOCAL, Step::CommitPush, &ctx(Some(7))).unwrap());
-    assert!(!already_done(&r, &LOCAL, Step::CommitPush, &gated).unwrap());
+    assert!(already_done(&r, &local(&r), Step::CommitPush, &ctx(Some(7))).unwrap());
+    assert!(!already_done(&r, &local(&r), Step::CommitPush, &gated).unwrap());
     let verified = hint(7, Step::Verify);
     let next = |gate: Option<&sdlc_runner::steps::weakening::Gate>| {
-        probe::detect_progress(&r, &on(&r, &LOCAL), Some(&verified), gate)
+        probe::detect_progress(&r, &local(&r), Some(&verified), gate)
             .unwrap()
             .map(|d| d.next)
     };
@@ -828,7 +839,7 @@ fn a_pushed_head_the_weakening_check_has_not_let_through_is_not_commit_push_done
     // The test put back: the head is let through and recorded.
     f.commit("tests/parse.rs", test);
     f.push();
-    assert!(already_done(&r, &LOCAL, Step::CommitPush, &gated).unwrap());
+    assert!(already_done(&r, &local(&r), Step::CommitPush, &gated).unwrap());
     let record = fs::read_to_string(f.work.join(".git/sdlc-runner/weakening/7")).unwrap();
     let head = git(&f.work, &["rev-parse", "HEAD"]);
     assert_eq!(record, format!("7-login {}\n", head.trim()));
@@ -857,7 +868,7 @@ fn fetch_and_checkout_main_tolerate_no_remote_and_fast_forward() {
     assert_eq!(r.unpushed_commits("main").unwrap(), 3);
 }
 
-fn detect(f: &Fixture, forge: &Forge, hint: Option<&StateFile>) -> Option<(Step, bool)> {
+fn detect(f: &Fixture, forge: &dyn ForgePort, hint: Option<&StateFile>) -> Option<(Step, bool)> {
     detect_progress(&f.repo(), forge, hint)
         .unwrap()
         .map(|d| (d.next, d.merged))
@@ -874,52 +885,77 @@ fn hint(issue: u32, last: Step) -> StateFile {
 #[test]
 fn detect_progress_through_the_lifecycle_local_forge() {
     let f = Fixture::new();
-    assert_eq!(detect(&f, &LOCAL, None), None, "main: nothing in progress");
+    assert_eq!(
+        detect(&f, &local(&f.repo()), None),
+        None,
+        "main: nothing in progress"
+    );
     git(&f.work, &["checkout", "-q", "-b", "feature-x"]);
-    assert_eq!(detect(&f, &LOCAL, None), None, "not an issue branch");
+    assert_eq!(
+        detect(&f, &local(&f.repo()), None),
+        None,
+        "not an issue branch"
+    );
     git(&f.work, &["checkout", "-q", "main"]);
 
     f.branch("7-login");
-    assert_eq!(detect(&f, &LOCAL, None), Some((Step::WriteSpecs, false)));
+    assert_eq!(
+        detect(&f, &local(&f.repo()), None),
+        Some((Step::WriteSpecs, false))
+    );
     f.write_specs("7-login");
-    assert_eq!(detect(&f, &LOCAL, None), Some((Step::Implement, false)));
-    let d = detect_progress(&f.repo(), &LOCAL, None).unwrap().unwrap();
+    assert_eq!(
+        detect(&f, &local(&f.repo()), None),
+        Some((Step::Implement, false))
+    );
+    let d = detect_progress(&f.repo(), &local(&f.repo()), None)
+        .unwrap()
+        .unwrap();
     assert_eq!((d.issue, d.branch.as_str()), (7, "7-login"));
     assert_eq!(d.feature.as_deref(), Some("7-login"));
 
     git(&f.work, &["add", "-A"]);
     git(&f.work, &["commit", "-qm", "specs"]);
     f.commit("src/login.rs", "fn login() {}\n");
-    assert_eq!(detect(&f, &LOCAL, None), Some((Step::Simplify, false)));
+    assert_eq!(
+        detect(&f, &local(&f.repo()), None),
+        Some((Step::Simplify, false))
+    );
     let simplified = hint(7, Step::Simplify);
     assert_eq!(
-        detect(&f, &LOCAL, Some(&simplified)),
+        detect(&f, &local(&f.repo()), Some(&simplified)),
         Some((Step::Verify, false))
     );
 
     // Pushed, but nothing says verify ran: verify is not skipped.
     f.push();
-    assert_eq!(detect(&f, &LOCAL, None), Some((Step::Simplify, false)));
     assert_eq!(
-        detect(&f, &LOCAL, Some(&hint(8, Step::Verify))),
+        detect(&f, &local(&f.repo()), None),
+        Some((Step::Simplify, false))
+    );
+    assert_eq!(
+        detect(&f, &local(&f.repo()), Some(&hint(8, Step::Verify))),
         Some((Step::Simplify, false)),
         "another issue's state file is ignored"
     );
     // With verify recorded, a pushed branch is a PR for the local forge and has no CI.
     assert_eq!(
-        detect(&f, &LOCAL, Some(&hint(7, Step::Verify))),
+        detect(&f, &local(&f.repo()), Some(&hint(7, Step::Verify))),
         Some((Step::Merge, false))
     );
     // Unpushed work after verify: commitPush is next.
     f.commit("src/login.rs", "fn login() { /* fixed */ }\n");
     assert_eq!(
-        detect(&f, &LOCAL, Some(&hint(7, Step::Verify))),
+        detect(&f, &local(&f.repo()), Some(&hint(7, Step::Verify))),
         Some((Step::CommitPush, false))
     );
     f.push();
 
     f.merge_on_origin("7-login");
-    assert_eq!(detect(&f, &LOCAL, None), Some((Step::StartCycle, true)));
+    assert_eq!(
+        detect(&f, &local(&f.repo()), None),
+        Some((Step::StartCycle, true))
+    );
 }
 
 #[test]
@@ -977,24 +1013,24 @@ fn a_signal_shutdown_wip_push_is_not_a_commit_push() {
     f.push();
     let mut state = hint(7, Step::Verify);
     assert_eq!(
-        detect(&f, &LOCAL, Some(&state)),
+        detect(&f, &local(&f.repo()), Some(&state)),
         Some((Step::Merge, false)),
         "without the record the WIP push looks like a finished commitPush"
     );
     state.signal_shutdown = Some("SIGTERM".into());
     assert_eq!(
-        detect(&f, &LOCAL, Some(&state)),
+        detect(&f, &local(&f.repo()), Some(&state)),
         Some((Step::CommitPush, false))
     );
     // Stopped during implement: the pushed WIP does not even count as implemented.
     state.last_completed_step = Step::WriteSpecs.number();
     assert_eq!(
-        detect(&f, &LOCAL, Some(&state)),
+        detect(&f, &local(&f.repo()), Some(&state)),
         Some((Step::Implement, false))
     );
     state.last_completed_step = 0;
     assert_eq!(
-        detect(&f, &LOCAL, Some(&state)),
+        detect(&f, &local(&f.repo()), Some(&state)),
         Some((Step::WriteSpecs, false))
     );
 }

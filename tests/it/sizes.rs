@@ -44,7 +44,7 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/driver/fleet.rs", "execute"),
     ("src/commands/bounds.rs", "run"),
     ("src/process_bounds.rs", "window"),
-    ("src/forge/github/reviews.rs", "parse_review_state"),
+    ("src/services/github/forge/reviews.rs", "parse_review_state"),
     ("src/steps/checks.rs", "post_check"),
     ("src/wiring.rs", "production"),
     ("src/http/metrics.rs", "new"),

@@ -2,7 +2,10 @@
 //! and against a fake `gh` (a bash script in a temp dir that serves canned JSON and records
 //! every call).
 
-use sdlc_runner::tracker::{GitHub, Local, Selection, Tracker, TrackerError};
+use sdlc_runner::ports::TrackerPort;
+use sdlc_runner::services::github::GitHub;
+use sdlc_runner::services::local::Local;
+use sdlc_runner::tracker::{Selection, Traced, TrackerError};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::fs;
@@ -28,7 +31,7 @@ struct Dir {
     path: PathBuf,
 }
 
-fn issues(list: &[serde_json::Value]) -> (Dir, Tracker) {
+fn issues(list: &[serde_json::Value]) -> (Dir, Traced<Local>) {
     let tmp = tempfile::tempdir().unwrap();
     let path = tmp.path().join("issues");
     fs::create_dir(&path).unwrap();
@@ -40,7 +43,7 @@ fn issues(list: &[serde_json::Value]) -> (Dir, Tracker) {
         )
         .unwrap();
     }
-    let tracker = Tracker::Local(Local::new(&path));
+    let tracker = Traced::new("local", Local::new(&path));
     (Dir { _tmp: tmp, path }, tracker)
 }
 
@@ -210,12 +213,14 @@ fn local_configurable_label() {
     .unwrap();
     let mut l = Local::new(tmp.path());
     assert_eq!(
-        Tracker::Local(l.clone()).select(&none(), &none()).unwrap(),
+        Traced::new("local", l.clone())
+            .select(&none(), &none())
+            .unwrap(),
         Selection::NoIssues
     );
     l.label = "robot".into();
     assert_eq!(
-        selected(Tracker::Local(l).select(&none(), &none()).unwrap()),
+        selected(Traced::new("local", l).select(&none(), &none()).unwrap()),
         1
     );
 }
@@ -261,7 +266,7 @@ fn local_malformed_files_are_named() {
         "{err}"
     );
 
-    let missing = Tracker::Local(Local::new(d.path.join("nope")));
+    let missing = Traced::new("local", Local::new(d.path.join("nope")));
     let err = missing.select(&none(), &none()).unwrap_err();
     assert!(matches!(err, TrackerError::Dir { .. }), "{err}");
     assert!(err.to_string().contains("nope"), "{err}");
@@ -381,7 +386,7 @@ struct FakeGh {
     _tmp: tempfile::TempDir,
     data: PathBuf,
     repo: PathBuf,
-    tracker: Tracker,
+    tracker: Traced<GitHub>,
 }
 
 impl FakeGh {
@@ -397,7 +402,7 @@ impl FakeGh {
             _tmp: tmp,
             data,
             repo,
-            tracker: Tracker::GitHub(gh),
+            tracker: Traced::new("github", gh),
         }
     }
 
@@ -667,7 +672,7 @@ fn github_errors_name_the_command_and_stderr() {
 
     let mut gh = GitHub::new(&f.repo);
     gh.gh = f.data.join("no-such-gh");
-    let err = Tracker::GitHub(gh)
+    let err = Traced::new("github", gh)
         .select(&none(), &none())
         .unwrap_err()
         .to_string();
@@ -688,7 +693,7 @@ fn local_create_numbers_files_and_release_and_reopen_undo_the_runners_marks() {
     .unwrap();
     let n = l.create("New one", "", &["automatable".into()]).unwrap();
     assert_eq!(n, 5, "one more than the highest file");
-    let tracker = Tracker::Local(l.clone());
+    let tracker = Traced::new("local", l.clone());
     assert_eq!(selected(tracker.select(&none(), &none()).unwrap()), 5);
     let mut labelled = l.clone();
     labelled.escalated_label = "stuck".into();

@@ -2,7 +2,7 @@
 //! issues move to, asked of Linear's API as `run` will ask it.
 
 use super::Check;
-use crate::tracker::Linear;
+use crate::services::linear::Linear;
 
 /// The checks of a config whose tracker is Linear.
 pub(super) fn checks(linear: &Linear) -> Vec<Check> {

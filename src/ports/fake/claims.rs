@@ -254,7 +254,7 @@ mod tests {
     #[test]
     fn the_local_store_keeps_the_same_rules() {
         let tmp = tempfile::tempdir().expect("tempdir");
-        keeps_the_claim_rules(&crate::tracker::claims::ClaimStore::local(tmp.path()));
+        keeps_the_claim_rules(&crate::services::local::LocalClaims::new(tmp.path()));
     }
 
     #[test]

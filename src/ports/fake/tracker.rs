@@ -108,6 +108,13 @@ impl TrackerPort for FakeTracker {
     fn unquarantine(&self, number: u32, _note: &str) -> Result<(), TrackerError> {
         self.write(number, "release", |i| i.escalated = false)
     }
+    fn lift_quarantine(&self, number: u32) -> Result<bool, TrackerError> {
+        let mut was = false;
+        self.write(number, "release", |i| {
+            was = std::mem::replace(&mut i.escalated, false)
+        })?;
+        Ok(was)
+    }
     fn open_without_label(&self) -> Vec<u32> {
         let w = self.world.lock_for_blocking_call();
         w.issues

@@ -1,5 +1,5 @@
 //! GitLab issues through GitLab's REST API v4 (`gitlab.project`): the same selection rule as
-//! GitHub's ([`select_from`]) over the open issues with the selection label, numbered by their
+//! GitHub's (`select_from`) over the open issues with the selection label, numbered by their
 //! `iid` (the `#12` GitLab shows); quarantine with the escalated label and a note; close with
 //! a note after the merge. Labels are added and removed with `add_labels` / `remove_labels`
 //! on the issue, which GitLab applies atomically and which create a missing label.
@@ -12,8 +12,7 @@ use super::models;
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
-use crate::services::shared::escalation_text;
-use crate::services::shared::selection::{select_from_with, Scope};
+use crate::tracker::{escalation_text, select_from_with, Scope};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
@@ -311,7 +310,7 @@ impl GitLab {
     fn judge(&self, user: &models::User) -> Result<crate::authority::Verdict, TrackerError> {
         let who = &user.username;
         let level = match user.id {
-            Some(id) => crate::authority::gitlab_access(&self.api, &self.project, id)?,
+            Some(id) => super::access::access_level(&self.api, &self.project, id)?,
             None => None,
         };
         Ok(crate::authority::judge(

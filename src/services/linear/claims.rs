@@ -1,6 +1,7 @@
 //! Linear's side of the claims kept as comments (`services/shared/claim_notes.rs`): comments
 //! and the claimed label on the team's issues.
 
+use super::models::{CommentNode, Page};
 use super::tracker::{Linear, ISSUE_FIELDS};
 use crate::ports::tracker::TrackerError;
 use crate::services::shared::claim_notes;
@@ -19,24 +20,23 @@ impl claim_notes::ClaimBoard for Linear {
                 "query ClaimNotes($id: String!, $after: String) { issue(id: $id) { comments(first: 250, after: $after) { nodes { body createdAt } pageInfo { hasNextPage endCursor } } } }",
                 json!({"id": node["id"], "after": after}),
             )?;
-            let page = &data["issue"]["comments"];
-            for c in page["nodes"].as_array().into_iter().flatten() {
-                let Some(at) = c["createdAt"]
-                    .as_str()
+            let page = Page::<CommentNode>::of(&data["issue"]["comments"]);
+            for c in &page.nodes {
+                let Some(at) = c
+                    .created_at
+                    .as_deref()
                     .and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok())
                 else {
                     continue;
                 };
                 notes.push(claim_notes::ClaimNote {
-                    body: c["body"].as_str().unwrap_or_default().to_string(),
+                    body: c.body.clone().unwrap_or_default(),
                     created_at: at.with_timezone(&chrono::Utc),
                 });
             }
-            match page["pageInfo"]["endCursor"].as_str() {
-                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
-                    after = Value::from(cursor)
-                }
-                _ => break,
+            match page.next() {
+                Some(cursor) => after = Value::from(cursor),
+                None => break,
             }
         }
         // Linear pages comments in an order of its own; the claim rule reads them as written.
@@ -69,20 +69,16 @@ impl claim_notes::ClaimBoard for Linear {
                 &query,
                 json!({"team": self.team, "label": claim_notes::CLAIMED_LABEL, "after": after}),
             )?;
-            let page = &data["issues"];
+            let page = Page::<Value>::of(&data["issues"]);
             numbers.extend(
-                page["nodes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
+                page.nodes
+                    .iter()
                     .filter_map(|v| self.parse_issue(v))
                     .map(|i| i.number),
             );
-            match page["pageInfo"]["endCursor"].as_str() {
-                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
-                    after = Value::from(cursor)
-                }
-                _ => break,
+            match page.next() {
+                Some(cursor) => after = Value::from(cursor),
+                None => break,
             }
         }
         Ok(numbers)

@@ -4,6 +4,8 @@
 
 mod claims;
 pub mod client;
+mod models;
+mod port;
 pub mod tracker;
 
 pub use tracker::{Linear, TeamFacts};

@@ -8,11 +8,11 @@
 //! with status 200; its kind comes from the status and headers, else from the error's
 //! `extensions.code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, `FORBIDDEN`), never its words.
 
+use super::models::{CommentNode, IssueNode, Named, Page, Relation, TeamNode};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
-use crate::services::shared::escalation_text;
-use crate::services::shared::selection::{select_from, Scope};
+use crate::tracker::{escalation_text, select_from, Scope};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -117,55 +117,52 @@ impl Linear {
             "query DoctorTeam($team: String!, $label: String!) { viewer { name } teams(filter: {key: {eq: $team}}) { nodes { name labels(filter: {name: {eq: $label}}) { nodes { id } } states(filter: {type: {eq: \"completed\"}}) { nodes { id } } } } }",
             json!({"team": self.team, "label": self.label}),
         )?;
-        let team = data["teams"]["nodes"].get(0);
-        let some = |v: Option<&Value>| v.and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+        let team = Page::<TeamNode>::of(&data["teams"])
+            .nodes
+            .into_iter()
+            .next();
+        let viewer: Named = serde_json::from_value(data["viewer"].clone()).unwrap_or_default();
         Ok(TeamFacts {
-            viewer: data["viewer"]["name"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string(),
-            team: team.and_then(|t| t["name"].as_str()).map(str::to_string),
-            label: some(team.map(|t| &t["labels"]["nodes"])),
-            completed_state: some(team.map(|t| &t["states"]["nodes"])),
+            viewer: viewer.name.unwrap_or_default(),
+            team: team.as_ref().and_then(|t| t.name.clone()),
+            label: team.as_ref().is_some_and(|t| !t.labels.nodes.is_empty()),
+            completed_state: team.as_ref().is_some_and(|t| !t.states.nodes.is_empty()),
         })
     }
 
     /// An issue as Linear's API shows it.
     pub fn parse_issue(&self, v: &Value) -> Option<Issue> {
-        let number = u32::try_from(v["number"].as_f64()? as u64).ok()?;
-        let labels: Vec<String> = v["labels"]["nodes"]
-            .as_array()
-            .map(|l| {
-                l.iter()
-                    .filter_map(|x| x["name"].as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let state = v["state"]["type"].as_str().unwrap_or_default();
+        let node = IssueNode::of(v)?;
+        let number = u32::try_from(node.number? as u64).ok()?;
+        let labels: Vec<String> = node
+            .labels
+            .nodes
+            .into_iter()
+            .filter_map(|l| l.name)
+            .collect();
+        let state = node.state.kind.unwrap_or_default();
         Some(Issue {
             number,
-            title: v["title"].as_str().unwrap_or_default().to_string(),
-            body: v["description"].as_str().unwrap_or_default().to_string(),
+            title: node.title.unwrap_or_default(),
+            body: node.description.unwrap_or_default(),
             escalated: labels.contains(&self.escalated_label),
             labels,
             milestone: None,
-            state_open: !matches!(state, "completed" | "canceled"),
+            state_open: !matches!(state.as_str(), "completed" | "canceled"),
             parent: None,
             closed_by_merged_pr: None,
-            blocked_by: self.blockers(v),
+            blocked_by: self.blockers(&node.inverse_relations.nodes),
         })
     }
 
     /// The team's issues that block this one: the relations of type `blocks` whose related
     /// issue is this one (`inverseRelations`); another team's issue is no number here.
-    fn blockers(&self, v: &Value) -> Vec<u32> {
-        v["inverseRelations"]["nodes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|r| r["type"].as_str() == Some("blocks"))
-            .filter(|r| r["issue"]["team"]["key"].as_str() == Some(self.team.as_str()))
-            .filter_map(|r| r["issue"]["number"].as_f64())
+    fn blockers(&self, relations: &[Relation]) -> Vec<u32> {
+        relations
+            .iter()
+            .filter(|r| r.kind.as_deref() == Some("blocks"))
+            .filter(|r| r.issue.team.key.as_deref() == Some(self.team.as_str()))
+            .filter_map(|r| r.issue.number)
             .filter_map(|n| u32::try_from(n as u64).ok())
             .collect()
     }
@@ -211,19 +208,11 @@ impl Linear {
                 &query,
                 json!({"team": self.team, "label": self.label, "after": after}),
             )?;
-            let page = &data["issues"];
-            candidates.extend(
-                page["nodes"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|v| self.parse_issue(v)),
-            );
-            match page["pageInfo"]["endCursor"].as_str() {
-                Some(cursor) if page["pageInfo"]["hasNextPage"] == true => {
-                    after = Value::from(cursor)
-                }
-                _ => break,
+            let page = Page::<Value>::of(&data["issues"]);
+            candidates.extend(page.nodes.iter().filter_map(|v| self.parse_issue(v)));
+            match page.next() {
+                Some(cursor) => after = Value::from(cursor),
+                None => break,
             }
         }
         candidates.sort_by_key(|i| i.number);
@@ -270,13 +259,12 @@ impl Linear {
             "query IssueComments($id: String!) { issue(id: $id) { comments(first: 100) { nodes { body user { name } } } } }",
             json!({"id": node["id"]}),
         )?;
-        text.comments = data["issue"]["comments"]["nodes"]
-            .as_array()
+        text.comments = Page::<CommentNode>::of(&data["issue"]["comments"])
+            .nodes
             .into_iter()
-            .flatten()
             .map(|c| Comment {
-                author: c["user"]["name"].as_str().unwrap_or_default().to_string(),
-                body: c["body"].as_str().unwrap_or_default().to_string(),
+                author: c.user.name.unwrap_or_default(),
+                body: c.body.unwrap_or_default(),
             })
             .collect();
         Ok(text)

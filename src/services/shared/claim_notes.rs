@@ -3,10 +3,12 @@
 //! them; the first live claim wins, so two runners racing for one issue agree on the winner
 //! (docs/scaling.md).
 
-use crate::ports::claims::{Claim, Claimed};
+use crate::ports::claims::{Claim, ClaimError, Claimed};
 use crate::ports::tracker::TrackerError;
+use crate::tracker::claims::expiry;
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
+use std::time::Duration;
 
 /// The label a claimed issue carries while a runner works on it.
 pub(crate) const CLAIMED_LABEL: &str = "sdlc-claimed";
@@ -197,6 +199,64 @@ pub(crate) trait ClaimBoard {
             self.unmark(issue)?;
         }
         Ok(())
+    }
+}
+
+/// The claim store of a tracker that keeps claims as notes on its issues. It keeps no merge
+/// lease: the forge merges a pull request atomically on its side, so no push can race there.
+#[derive(Debug)]
+pub(crate) struct NoteClaims<B>(pub B);
+
+impl<B: ClaimBoard + Send + Sync> crate::ports::ClaimPort for NoteClaims<B> {
+    fn all(&self) -> Result<Vec<Claim>, ClaimError> {
+        Ok(self.0.board_claims()?)
+    }
+    fn claim(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Claimed, ClaimError> {
+        let claimed = self.0.board_claim(issue, worker, now, expiry(now, lease))?;
+        if matches!(claimed, Claimed::Won(_)) {
+            crate::failpoint::point("claims: claim written");
+        }
+        Ok(claimed)
+    }
+    fn renew(
+        &self,
+        issue: u32,
+        worker: &str,
+        lease: Duration,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Claim>, ClaimError> {
+        let holder = self.0.board_renew(issue, worker, now, expiry(now, lease))?;
+        if holder.is_none() {
+            crate::failpoint::point("claims: renewal written");
+        }
+        Ok(holder)
+    }
+    fn lease_merge(
+        &self,
+        _issue: u32,
+        _worker: &str,
+        _lease: Duration,
+        _now: DateTime<Utc>,
+    ) -> Result<Option<Claimed>, ClaimError> {
+        Ok(None)
+    }
+    fn merge_lease(&self) -> Result<Option<Claim>, ClaimError> {
+        Ok(None)
+    }
+    fn merge_lease_file(&self) -> Option<std::path::PathBuf> {
+        None
+    }
+    fn release_merge(&self, _worker: &str) -> Result<(), ClaimError> {
+        Ok(())
+    }
+    fn release(&self, issue: u32, worker: &str) -> Result<(), ClaimError> {
+        Ok(self.0.board_release(issue, worker)?)
     }
 }
 

@@ -82,7 +82,7 @@ impl GitLabForge {
                 continue;
             }
             let level = match author.id {
-                Some(id) => crate::authority::gitlab_access(&self.api, &self.project, id)
+                Some(id) => super::super::access::access_level(&self.api, &self.project, id)
                     .map_err(forge_error)?,
                 None => None,
             };

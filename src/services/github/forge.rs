@@ -7,14 +7,14 @@ mod reviews;
 
 use ci::api_get;
 pub use ci::parse_checks;
-pub(super) use ci::{ci_state_of, failing_checks_of};
-pub(super) use queue::queue_state;
+pub(crate) use ci::{ci_state_of, failing_checks_of};
+pub(crate) use queue::queue_state;
 pub use queue::{parse_queue_look, queue_state_of, QueueLook};
-pub(super) use reviews::review_state;
+pub(crate) use reviews::review_state;
 pub use reviews::{check_reviews_readable, login_of, parse_review_state, Lists, ReviewsReadable};
 
-use super::{ForgeError, Pr, PrState};
 use crate::call_failure::{path_segment, CallFailureKind, HttpAnswer};
+use crate::forge::{ForgeError, Pr, PrState};
 use crate::services::github::gh::{self, Gh, GhError};
 pub use crate::services::github::version::{
     check_gh_version, older_gh, parse_gh_version, GH_MINIMUM,
@@ -37,7 +37,7 @@ struct RestPr {
 /// `GET repos/{owner}/{repo}/pulls?head=<owner>:<branch>&state=all`. The owner is the one
 /// gh resolves for the repository (`{owner}`): the runner pushes its branches to that
 /// repository, never to a fork.
-pub(super) fn pr_for_branch(
+pub(crate) fn pr_for_branch(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     branch: &str,
@@ -93,7 +93,7 @@ pub fn parse_prs(json: &[u8]) -> Result<Option<Pr>, String> {
 }
 
 /// A hung `gh` must not hang an unattended run: every call has a hard timeout.
-pub(super) fn run_gh(
+pub(crate) fn run_gh(
     gh: &PathBuf,
     dir: &PathBuf,
     args: &[&str],
@@ -154,7 +154,7 @@ fn forge_error(gh: &Path, e: GhError) -> ForgeError {
     }
 }
 
-pub(super) fn command_text(gh: &Path, args: &[&str]) -> String {
+pub(crate) fn command_text(gh: &Path, args: &[&str]) -> String {
     Gh {
         program: gh,
         dir: Path::new("."),
@@ -163,7 +163,7 @@ pub(super) fn command_text(gh: &Path, args: &[&str]) -> String {
     .command_text(args)
 }
 
-pub(super) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
+pub(crate) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) -> ForgeError {
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     ForgeError::Command {
         command: command_text(gh, args),
@@ -248,7 +248,7 @@ fn github_message(answer: &HttpAnswer) -> String {
 /// (a person opened it, or a run killed after the request) is answered 422 ("A pull request
 /// already exists for …"): then the branch's PR is read, and an open or merged one is the
 /// answer; without one the refusal stands.
-pub(super) fn create_pr(
+pub(crate) fn create_pr(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     base: &str,
@@ -425,7 +425,7 @@ fn open_pr_number(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<u32,
 /// (`CallFailureKind::Policy`), never a conflict; a 405 after them is told from the fields
 /// read again (a conflict, a rule, a branch behind). The branch is deleted on origin by the
 /// runner's own git after the merge; the project's clone is never touched.
-pub(super) fn merge_pr(
+pub(crate) fn merge_pr(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     branch: &str,
@@ -484,7 +484,7 @@ pub(super) fn merge_pr(
 /// [`merge_pr`]'s first look alone, for a merge an agent makes: GitHub's fields of the
 /// branch's PR, `Err` when they say the branch is behind its base (`Behind`) or a rule
 /// refuses the merge (`Policy`).
-pub(super) fn merge_gate(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<(), ForgeError> {
+pub(crate) fn merge_gate(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<(), ForgeError> {
     let number = open_pr_number(gh, repo_dir, branch)?;
     let pull = format!("repos/{{owner}}/{{repo}}/pulls/{number}");
     let fields = api_get(gh, repo_dir, &pull)?;

@@ -18,10 +18,10 @@
 mod claims;
 mod rest;
 
-use super::{escalation_text, select_from_with, Issue, Scope, Selection, TrackerError};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::notify::tail;
 use crate::services::github::gh::{self, Gh, GhError, Printed};
+use crate::tracker::{escalation_text, select_from_with, Issue, Scope, Selection, TrackerError};
 use serde::Deserialize;
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -291,7 +291,7 @@ impl GitHub {
         }
         let (answer, args, stderr) = self.answer("GET", "user", None)?;
         let login = if answer.ok() {
-            crate::forge::github::login_of(&answer.body)
+            crate::services::github::forge::login_of(&answer.body)
         } else {
             match answer.failure_kind(0) {
                 CallFailureKind::Permission | CallFailureKind::NotFound => String::new(),
@@ -399,7 +399,7 @@ impl GitHub {
     }
 
     /// The issue's title, body and comments (`…/issues/N` and every page of its comments).
-    pub fn text(&self, number: u32) -> Result<super::IssueText, TrackerError> {
+    pub fn text(&self, number: u32) -> Result<crate::tracker::IssueText, TrackerError> {
         let endpoint = format!("repos/{{owner}}/{{repo}}/issues/{number}");
         let body = self.rest("GET", &endpoint, None)?;
         let json = |source| TrackerError::Json {
@@ -408,7 +408,8 @@ impl GitHub {
         };
         let issue: serde_json::Value = serde_json::from_slice(&body).map_err(json)?;
         let comments = self.pages(&format!("{endpoint}/comments"))?;
-        let (text, left_out) = super::text::rest_text(number, &issue, &comments, &self.authority);
+        let (text, left_out) =
+            crate::tracker::text::rest_text(number, &issue, &comments, &self.authority);
         for (who, why) in &left_out {
             crate::authority::say_left_out("the issue's comments", who, why);
         }

@@ -143,7 +143,7 @@ pub(super) fn look(
 }
 
 /// [`ForgePort::queue_state`](crate::ports::ForgePort::queue_state) on GitHub.
-pub(in crate::forge) fn queue_state(
+pub(crate) fn queue_state(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     branch: &str,

@@ -27,8 +27,8 @@
 //!
 //! An "open milestone" here is a milestone that some open issue names.
 
-use super::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
 use crate::call_failure::CallFailureKind;
+use crate::tracker::{escalation_text, select_from, Issue, Scope, Selection, TrackerError};
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -7,9 +7,9 @@
 //! post-check, monitorCI's polling and merge all read the same result. A command that runs past its time limit is stopped (its whole process group)
 //! and fails.
 
-use super::{CiState, ForgeError};
 use crate::agent::sandbox;
 use crate::config::{SandboxConfig, SandboxKind};
+use crate::forge::{CiState, ForgeError};
 use crate::git::repo::Repo;
 use crate::process::ChildSpec;
 use crate::runner_dir::RunnerDir;

@@ -5,9 +5,9 @@
 //! commit the runner verified. Every call is `gh api --include`, so a failure is classified
 //! from GitHub's status and headers (a rate limit among them), not from gh's prose.
 
-use super::super::{CiState, ForgeError};
 use super::{api_call, command_text, refused, run_gh};
 use crate::call_failure::{path_segment, HttpAnswer};
+use crate::forge::{CiState, ForgeError};
 use crate::services::github::requests;
 use serde::Deserialize;
 use std::path::PathBuf;
@@ -148,7 +148,7 @@ fn all_check_runs(gh: &PathBuf, repo_dir: &PathBuf, base: &str) -> Result<Vec<u8
 /// `gh api --include <endpoint>`: GitHub's answer with its status and headers. A failed
 /// answer is an error whose kind its status and headers decide; no answer at all (gh could
 /// not reach the API) is classified from what gh printed.
-pub(in crate::forge) fn api_get(
+pub(crate) fn api_get(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     endpoint: &str,
@@ -175,7 +175,7 @@ fn both(
 
 /// CI of `git_ref`: a commit (the one the runner verified) or a branch name (its head on
 /// GitHub).
-pub(in crate::forge) fn ci_state_of(
+pub(crate) fn ci_state_of(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     git_ref: &str,
@@ -193,7 +193,7 @@ const LOG_TAIL_LINES: usize = 60;
 /// The failing checks of `git_ref` with their links, each of the first
 /// `requests::MAX_FAILED_JOB_LOGS` with the end of its job log when the link is a GitHub
 /// Actions job (`…/actions/runs/<run>/job/<job>`).
-pub(in crate::forge) fn failing_checks_of(
+pub(crate) fn failing_checks_of(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     git_ref: &str,

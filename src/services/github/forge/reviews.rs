@@ -7,10 +7,10 @@
 //! or COLLABORATOR), unless `review.trustedAuthors` names them, nor what a
 //! `review.ignoreAuthors` author wrote ([`crate::authority::judge`]).
 
-use super::super::{Feedback, ForgeError, ReviewDecision, ReviewKind, ReviewState};
 use super::{api_get, command_text, open_pr_number, review_decision};
 use crate::authority::{judge, Authority, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
+use crate::forge::{Feedback, ForgeError, ReviewDecision, ReviewKind, ReviewState};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::PathBuf;
@@ -104,7 +104,7 @@ pub fn check_reviews_readable(gh: &PathBuf, repo_dir: &PathBuf) -> ReviewsReadab
 }
 
 /// What GitHub holds of PR `number`'s review, as [`parse_review_state`] reads it.
-pub(in crate::forge) fn review_state(
+pub(crate) fn review_state(
     gh: &PathBuf,
     repo_dir: &PathBuf,
     authority: &Authority,

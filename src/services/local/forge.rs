@@ -5,7 +5,8 @@
 //! createPR). When an agent opens them instead it has no way to write a record, so without
 //! a records directory a pushed branch stands for its open PR.
 
-use super::{CiState, ForgeError, LocalCi, Pr, PrState, ReviewKind};
+use super::ci::LocalCi;
+use crate::forge::{CiState, ForgeError, Pr, PrState, ReviewKind};
 use crate::git::repo::Repo;
 use crate::ports::forge::TrainTree;
 use serde::{Deserialize, Serialize};
@@ -63,7 +64,7 @@ fn url(branch: &str, number: u32) -> String {
     }
 }
 
-pub(super) fn pr_for_branch(
+pub(crate) fn pr_for_branch(
     repo: &Repo,
     pulls: Option<&Path>,
     branch: &str,
@@ -91,7 +92,7 @@ pub(super) fn pr_for_branch(
     }))
 }
 
-pub(super) fn create_pr(
+pub(crate) fn create_pr(
     pulls: Option<&Path>,
     branch: &str,
     title: &str,
@@ -140,7 +141,7 @@ pub(super) fn create_pr(
 /// has none). A failure is the combination's ([`ForgeError::CiFailedTogether`]), or the
 /// branch's own when the tree is `commit`'s ([`ForgeError::CiFailedAlone`]); nothing is
 /// merged. Main then moves to exactly that commit, leased on the main it was built on.
-pub(super) fn merge_pr(
+pub(crate) fn merge_pr(
     repo: &Repo,
     ci: Option<&LocalCi>,
     branch: &str,
@@ -179,7 +180,7 @@ pub(super) fn merge_pr(
 /// commit itself, where the merge's tree is that commit's: CI passed it already). Merges
 /// that conflict do not pass. Origin's main neither `base` nor one of the merges: main moved
 /// without the train.
-pub(super) fn test_train(
+pub(crate) fn test_train(
     repo: &Repo,
     ci: Option<&LocalCi>,
     base: Option<&str>,
@@ -234,7 +235,7 @@ fn short(commit: &str) -> &str {
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct ReviewsFile {
     #[serde(default)]
-    reviews: Vec<super::Feedback>,
+    reviews: Vec<crate::forge::Feedback>,
     #[serde(flatten)]
     other: serde_json::Map<String, serde_json::Value>,
 }
@@ -258,20 +259,11 @@ fn read_reviews(dir: &Path, issue: u32) -> Result<ReviewsFile, ForgeError> {
     })
 }
 
-/// When `branch` was last pushed, as near as origin tells it: its head's committer time
-/// (RFC 3339). Feedback older than that was written before the work it asks about, so a
-/// later session does not hand it to the agent again. `None` when origin has no such branch.
-pub(crate) fn last_push(repo: &Repo, branch: &str) -> Option<String> {
-    let remote = format!("refs/remotes/origin/{branch}");
-    let out = repo
-        .git_checked(&["log", "-1", "--format=%cI", &remote, "--"])
-        .ok()?;
-    let time = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    (!time.is_empty()).then_some(time)
-}
-
 /// Every review and comment on issue `issue`'s PR, oldest first.
-pub(super) fn reviews_of(dir: &Path, issue: u32) -> Result<Vec<super::Feedback>, ForgeError> {
+pub(crate) fn reviews_of(
+    dir: &Path,
+    issue: u32,
+) -> Result<Vec<crate::forge::Feedback>, ForgeError> {
     Ok(read_reviews(dir, issue)?.reviews)
 }
 
@@ -285,7 +277,7 @@ pub fn record_review(
     kind: ReviewKind,
     body: &str,
     time: &str,
-) -> Result<super::Feedback, ForgeError> {
+) -> Result<crate::forge::Feedback, ForgeError> {
     crate::safe_fs::create_private_dir(dir).map_err(|e| ForgeError::Command {
         command: format!("create {}", dir.display()),
         status: None,
@@ -294,7 +286,7 @@ pub fn record_review(
         hint: "check the permissions of the tracker's directory",
     })?;
     let mut file = read_reviews(dir, issue)?;
-    let review = super::Feedback {
+    let review = crate::forge::Feedback {
         id: format!("local-{issue}-{}", file.reviews.len() + 1),
         author: author.to_string(),
         time: time.to_string(),
