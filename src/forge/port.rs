@@ -84,9 +84,11 @@ impl ForgePort for ForgeAdapter {
     fn queue_state(&self, branch: &str) -> Result<crate::ports::forge::QueueState, ForgeError> {
         match &self.forge {
             Forge::GitHub { gh, repo_dir, .. } => super::github::queue_state(gh, repo_dir, branch),
-            Forge::GitLab { .. } | Forge::Local { .. } => Err(ForgeError::Parse {
+            Forge::GitLab { api, .. } => api.train_state(branch),
+            Forge::Local { .. } => Err(ForgeError::Parse {
                 command: "the merge queue's look".to_string(),
-                detail: "only GitHub's merge queue is looked at".to_string(),
+                detail: "only GitHub's merge queue and GitLab's merge trains are looked at"
+                    .to_string(),
             }),
         }
     }
