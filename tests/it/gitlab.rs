@@ -1079,3 +1079,94 @@ fn a_person_taking_the_merge_request_off_the_train_drops_the_cycle_and_nothing_m
     assert!(g.lab.issue(1).open, "{all}");
     g.assert_only_known_calls();
 }
+
+/// A person pushes to the merge request's branch while it is on the train: GitLab drops it
+/// from the train (its pipeline canceled). That is the branch moving (`BranchMoved`, as a push
+/// anywhere else in the cycle), not a person taking it off: CI looks at the person's commit,
+/// which is added to the train and lands; nobody is blamed and the cycle is not dropped.
+#[test]
+fn a_persons_push_to_a_merge_request_on_the_train_is_the_branch_moving_and_the_new_head_lands() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.with_merge_trains(0, vec![TrainOutcome::Push, TrainOutcome::Merge]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!g.merged_directly(), "{requests:#?}");
+    let journal = g.p.journal();
+    let events: Vec<&Value> = journal.iter().map(|r| &r["event"]["event"]).collect();
+    assert!(events.iter().any(|e| *e == "branchMoved"), "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| *e == "stepFailed" || *e == "issueWithdrawn"),
+        "nobody blamed, nothing dropped: {events:?}"
+    );
+    assert!(
+        !all.contains("took the merge request off the merge train"),
+        "{all}"
+    );
+    let added = g.added_to_train();
+    assert_eq!(added.len(), 2, "the person's head added: {all}");
+    let merged_head = e2e::git(&g.p.origin, &["rev-parse", "main^2"]);
+    assert_eq!(merged_head, added[1], "{all}");
+    let message = e2e::git(&g.p.origin, &["log", "-1", "--format=%s", &merged_head]);
+    assert_eq!(message, "a person's commit", "{all}");
+    let passed = g.lab.with(|l| {
+        l.pipelines
+            .iter()
+            .any(|p| p.sha == merged_head && p.status == "success")
+    });
+    assert!(passed, "CI passed the person's commit first: {requests:#?}");
+    assert!(!g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}
+
+/// The runner is SIGKILLed while its merge request waits on the train. Run again, it resumes
+/// the train's wait from its journal: it looks at the car (no second add of a merge request
+/// still on the train), sees the train merge it, and main gets one merge: the train's, of
+/// the commit CI passed.
+#[test]
+fn a_kill_during_the_merge_trains_wait_resumes_the_wait_and_lands_once() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let main_before = e2e::git(&g.p.origin, &["rev-parse", "main"]);
+    g.with_merge_trains(2, vec![TrainOutcome::Merge]);
+    let mut runner = g.p.spawn(&[]);
+    g.p.wait_for_journal("mergeQueued", std::time::Duration::from_secs(60));
+    runner.kill().expect("kill -9");
+    let _ = runner.wait();
+    assert_eq!(g.added_to_train().len(), 1, "{:#?}", g.lab.requests());
+    let on_train = g.lab.with(|l| l.train.as_ref().map(|t| t.cars.len()));
+    assert_eq!(on_train, Some(1), "still on the train when the runner died");
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main"]),
+        main_before,
+        "nothing landed yet"
+    );
+
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!g.merged_directly(), "{requests:#?}");
+    let added = g.added_to_train();
+    assert_eq!(added.len(), 1, "no second add: {requests:#?}");
+    assert!(all.contains("the merge queue merged"), "{all}");
+    let merges = e2e::git(
+        &g.p.origin,
+        &[
+            "rev-list",
+            "--first-parent",
+            "--merges",
+            &format!("{main_before}..main"),
+        ],
+    );
+    assert_eq!(merges.lines().count(), 1, "landed once: {all}");
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main^2"]),
+        added[0],
+        "{all}"
+    );
+    assert!(!g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}

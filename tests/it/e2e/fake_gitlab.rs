@@ -160,6 +160,9 @@ pub enum TrainOutcome {
     FailPipeline,
     /// A person takes the merge request off the train (its pipeline canceled).
     Remove,
+    /// A person pushes a commit onto the merge request's branch: GitLab drops it from the
+    /// train (its pipeline canceled), its head having changed.
+    Push,
 }
 
 /// The id GitLab gives user `username` (stable, distinct for the tests' few names).
@@ -1017,7 +1020,7 @@ fn decide_car(lab: &mut Lab, iid: &str) {
     let pipeline_status = match outcome {
         TrainOutcome::Merge => "success",
         TrainOutcome::FailPipeline => "failed",
-        TrainOutcome::Remove => "canceled",
+        TrainOutcome::Remove | TrainOutcome::Push => "canceled",
     };
     if let Some((_, p)) = train
         .pipelines
@@ -1032,6 +1035,9 @@ fn decide_car(lab: &mut Lab, iid: &str) {
     let Some(i) = lab.mrs.iter().position(|m| m.iid == car.iid) else {
         return;
     };
+    if outcome == TrainOutcome::Push {
+        super::github_api::person_pushes(&lab.origin, &lab.mrs[i].source);
+    }
     if outcome != TrainOutcome::Merge {
         return;
     }
