@@ -58,7 +58,8 @@ pub trait ForgePort: Send + Sync {
         Err(no_train())
     }
     /// Where `branch`'s PR stands in the base branch's merge queue (GitLab: the project's merge
-    /// train), after the merge put it there (`CallFailureKind::Queued`). Default: the forge has no merge queue (an error).
+    /// train), after the merge put it there (`CallFailureKind::Queued`). Default: the forge
+    /// has no merge queue (an error).
     fn queue_state(&self, branch: &str) -> Result<QueueState, ForgeError> {
         let _ = branch;
         Err(GitError::Parse {
