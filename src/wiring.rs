@@ -48,6 +48,7 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
                 api: crate::services::gitlab::client::from_config(cfg)?,
                 project: cfg.gitlab.project.clone().unwrap_or_default(),
                 authority: cfg.review.authority(),
+                trains: Default::default(),
             },
             require_checks: cfg.require_checks,
             repo: repo.clone(),

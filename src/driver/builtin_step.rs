@@ -355,6 +355,9 @@ impl StepRun<'_> {
             // CI failed on the commit main would hold: monitorCI's failure (its repair is
             // handed these words, which name the combination), the machine's to meet.
             failed if failed.kind == CallFailureKind::CiFailedTogether => {
+                // Its first line says where CI failed (the job logs below it go to the repair).
+                let headline = failed.what.lines().next().unwrap_or_default();
+                self.voice.log(&say::of_step(step.key(), headline));
                 self.voice.say(failed.what.clone());
                 // The branch stays named: the words are about this branch and main together.
                 let c = classify_builtin(Step::MonitorCi.key(), &failed.what, failed.kind, true);

@@ -336,7 +336,17 @@ impl StepRun<'_> {
                 ..Failed::other(say::queue_ci_failed(issue, &self.run.main, &why))
             }),
             network::Patient::Done(Ok(QueueState::Removed(what))) => {
-                let head = Head::Gone(what);
+                // The forge takes a PR out when its head changes: a person's push is the
+                // branch moving, told by one look at the branch against the verified commit.
+                let verified = self.core.runner().verified;
+                let (calls, cycle, voice) = self.calls();
+                let head = match look_raw(calls, cycle, voice, verified).await {
+                    network::Patient::Done(Ok(Look {
+                        head: moved @ Head::Moved { .. },
+                        ..
+                    })) => moved,
+                    _ => Head::Gone(what),
+                };
                 return persons_move(&mut self.voice, &self.cycle.issue, &self.run.main, head);
             }
             network::Patient::Done(Err(failed)) => Err(failed),

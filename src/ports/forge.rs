@@ -57,8 +57,9 @@ pub trait ForgePort: Send + Sync {
         let _ = (base, merges);
         Err(no_train())
     }
-    /// Where `branch`'s PR stands in the base branch's merge queue, after the merge put it
-    /// there (`CallFailureKind::Queued`). Default: the forge has no merge queue (an error).
+    /// Where `branch`'s PR stands in the base branch's merge queue (GitLab: the project's merge
+    /// train), after the merge put it there (`CallFailureKind::Queued`). Default: the forge
+    /// has no merge queue (an error).
     fn queue_state(&self, branch: &str) -> Result<QueueState, ForgeError> {
         let _ = branch;
         Err(GitError::Parse {
@@ -91,15 +92,17 @@ pub fn no_train() -> ForgeError {
     }
 }
 
-/// Where a PR put in the base branch's merge queue stands ([`ForgePort::queue_state`]).
+/// Where a PR put in the base branch's merge queue (GitHub) or merge train (GitLab) stands
+/// ([`ForgePort::queue_state`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum QueueState {
-    /// Still in the queue: its CI on the queue's merge group has not decided yet.
+    /// Still in the queue: its CI on the queue's merge group (the train's pipeline) has not
+    /// decided yet.
     Queued,
     /// The queue merged it: main holds the tree the queue's CI passed.
     Merged,
     /// The queue took it out because its CI failed on the merge group (main, the PRs ahead
-    /// of it and this one): GitHub's words.
+    /// of it and this one): the forge's words.
     ChecksFailed(String),
     /// Taken out of the queue, or closed, by a person: what they did.
     Removed(&'static str),

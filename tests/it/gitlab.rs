@@ -4,7 +4,7 @@
 
 use crate::e2e;
 
-use e2e::fake_gitlab::{FakeGitLab, PROJECT, RUNNER_USER, TOKEN};
+use e2e::fake_gitlab::{FakeGitLab, Train, TrainOutcome, PROJECT, RUNNER_USER, TOKEN};
 use e2e::{code, text, Project};
 use serde_json::{json, Value};
 
@@ -929,5 +929,244 @@ fn the_merge_status_is_read_from_the_merge_requests_own_endpoint() {
             .any(|r| r.starts_with("GET") && r.ends_with("/merge_requests/1")),
         "the merge request's own endpoint is read before the merge: {requests:?}"
     );
+    g.assert_only_known_calls();
+}
+
+impl LabProject {
+    /// The project merges through merge trains, whose pipelines decide each car after `looks`
+    /// looks at it, as `outcomes` say in turn.
+    fn with_merge_trains(&self, looks: u32, outcomes: Vec<TrainOutcome>) {
+        self.lab.with(|l| {
+            l.train = Some(Train {
+                looks,
+                outcomes,
+                ..Train::default()
+            })
+        });
+    }
+
+    /// Every `sha` the runner added a merge request to the train with.
+    fn added_to_train(&self) -> Vec<String> {
+        self.lab.with(|l| {
+            l.train
+                .as_ref()
+                .map(|t| t.added.clone())
+                .unwrap_or_default()
+        })
+    }
+
+    /// Whether the runner asked GitLab for a merge of its own (`PUT …/merge`).
+    fn merged_directly(&self) -> bool {
+        self.lab
+            .requests()
+            .iter()
+            .any(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+    }
+}
+
+/// A project with merge trains: the merge request is added to the train with the commit CI
+/// passed (`sha`), never merged by a `PUT …/merge` of the runner's; the runner looks at its car
+/// on CI's schedule until GitLab merges it: main then holds that commit, and the issue is
+/// closed.
+#[test]
+fn a_project_with_merge_trains_adds_the_verified_commit_to_the_train_and_it_lands() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.with_merge_trains(1, vec![TrainOutcome::Merge]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!g.merged_directly(), "never merged directly: {requests:#?}");
+    let added = g.added_to_train();
+    assert_eq!(added.len(), 1, "{requests:#?}");
+    let passed = g.lab.with(|l| {
+        l.pipelines
+            .iter()
+            .any(|p| p.sha == added[0] && p.status == "success")
+    });
+    assert!(
+        passed,
+        "the commit added is the one CI passed: {requests:#?}"
+    );
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main^2"]),
+        added[0],
+        "{all}"
+    );
+    let looks = requests
+        .iter()
+        .filter(|r| r.starts_with("GET") && r.contains("/merge_trains/merge_requests/1"))
+        .count();
+    assert_eq!(
+        looks, 3,
+        "the add's own look, one finding the car on the train, one finding it merged: {requests:#?}"
+    );
+    assert!(all.contains("the merge queue merged"), "{all}");
+    assert!(!g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}
+
+/// The train's pipeline fails (main with the merge requests ahead and this one): GitLab drops
+/// the merge request from the train, and the runner meets it as monitorCI's failure in words
+/// that say the train's pipeline failed, with its failing job's log for the repair; the repair
+/// CI then passes is added again and lands.
+#[test]
+fn a_merge_trains_failing_pipeline_returns_the_merge_request_to_its_cycle_as_a_ci_failure() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.with_merge_trains(0, vec![TrainOutcome::FailPipeline, TrainOutcome::Merge]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!g.merged_directly(), "{requests:#?}");
+    assert!(
+        all.contains("monitorCI attempt 2 (repair)"),
+        "the train's failure is repaired as CI's: {all}"
+    );
+    assert!(
+        all.contains("the merge queue's CI failed on main with this pull request"),
+        "{all}"
+    );
+    assert!(
+        all.contains(
+            "the merge train's pipeline http://gitlab.test/group/sub/project/-/pipelines/"
+        ),
+        "{all}"
+    );
+    assert!(all.contains("GitLab dropped !1 from the train"), "{all}");
+    let prompt = g.p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("right: \"hello\""),
+        "the train pipeline's failing job, for the repair: {prompt}"
+    );
+    let added = g.added_to_train();
+    assert_eq!(
+        added.len(),
+        2,
+        "added again after CI passed the repair: {all}"
+    );
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main^2"]),
+        added[1],
+        "{all}"
+    );
+    assert!(!g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}
+
+/// A person takes the merge request off the train (its train pipeline canceled): a person's
+/// move, like closing it. The cycle is dropped, nothing is merged, and the run does not halt.
+#[test]
+fn a_person_taking_the_merge_request_off_the_train_drops_the_cycle_and_nothing_merges() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let main_before = e2e::git(&g.p.origin, &["rev-parse", "main"]);
+    g.with_merge_trains(0, vec![TrainOutcome::Remove]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!g.merged_directly(), "{requests:#?}");
+    assert_eq!(g.added_to_train().len(), 1, "{requests:#?}");
+    assert!(
+        all.contains("a person took the merge request off the merge train"),
+        "{all}"
+    );
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main"]),
+        main_before,
+        "{all}"
+    );
+    assert!(g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}
+
+/// A person pushes to the merge request's branch while it is on the train: GitLab drops it
+/// from the train (its pipeline canceled). That is the branch moving (`BranchMoved`, as a push
+/// anywhere else in the cycle), not a person taking it off: CI looks at the person's commit,
+/// which is added to the train and lands; nobody is blamed and the cycle is not dropped.
+#[test]
+fn a_persons_push_to_a_merge_request_on_the_train_is_the_branch_moving_and_the_new_head_lands() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.with_merge_trains(0, vec![TrainOutcome::Push, TrainOutcome::Merge]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!g.merged_directly(), "{requests:#?}");
+    let journal = g.p.journal();
+    let events: Vec<&Value> = journal.iter().map(|r| &r["event"]["event"]).collect();
+    assert!(events.iter().any(|e| *e == "branchMoved"), "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| *e == "stepFailed" || *e == "issueWithdrawn"),
+        "nobody blamed, nothing dropped: {events:?}"
+    );
+    assert!(
+        !all.contains("took the merge request off the merge train"),
+        "{all}"
+    );
+    let added = g.added_to_train();
+    assert_eq!(added.len(), 2, "the person's head added: {all}");
+    let merged_head = e2e::git(&g.p.origin, &["rev-parse", "main^2"]);
+    assert_eq!(merged_head, added[1], "{all}");
+    let message = e2e::git(&g.p.origin, &["log", "-1", "--format=%s", &merged_head]);
+    assert_eq!(message, "a person's commit", "{all}");
+    let passed = g.lab.with(|l| {
+        l.pipelines
+            .iter()
+            .any(|p| p.sha == merged_head && p.status == "success")
+    });
+    assert!(passed, "CI passed the person's commit first: {requests:#?}");
+    assert!(!g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}
+
+/// The runner is SIGKILLed while its merge request waits on the train. Run again, it resumes
+/// the train's wait from its journal: it looks at the car (no second add of a merge request
+/// still on the train), sees the train merge it, and main gets one merge: the train's, of
+/// the commit CI passed.
+#[test]
+fn a_kill_during_the_merge_trains_wait_resumes_the_wait_and_lands_once() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    let main_before = e2e::git(&g.p.origin, &["rev-parse", "main"]);
+    g.with_merge_trains(2, vec![TrainOutcome::Merge]);
+    let mut runner = g.p.spawn(&[]);
+    g.p.wait_for_journal("mergeQueued", std::time::Duration::from_secs(60));
+    runner.kill().expect("kill -9");
+    let _ = runner.wait();
+    assert_eq!(g.added_to_train().len(), 1, "{:#?}", g.lab.requests());
+    let on_train = g.lab.with(|l| l.train.as_ref().map(|t| t.cars.len()));
+    assert_eq!(on_train, Some(1), "still on the train when the runner died");
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main"]),
+        main_before,
+        "nothing landed yet"
+    );
+
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!g.merged_directly(), "{requests:#?}");
+    let added = g.added_to_train();
+    assert_eq!(added.len(), 1, "no second add: {requests:#?}");
+    assert!(all.contains("the merge queue merged"), "{all}");
+    let merges = e2e::git(
+        &g.p.origin,
+        &[
+            "rev-list",
+            "--first-parent",
+            "--merges",
+            &format!("{main_before}..main"),
+        ],
+    );
+    assert_eq!(merges.lines().count(), 1, "landed once: {all}");
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main^2"]),
+        added[0],
+        "{all}"
+    );
+    assert!(!g.lab.issue(1).open, "{all}");
     g.assert_only_known_calls();
 }

@@ -1709,3 +1709,96 @@ fn a_person_taking_the_pr_out_of_the_merge_queue_drops_the_cycle_and_nothing_mer
     );
     assert!(g.issue_open(1), "{all}");
 }
+
+/// A person pushes to the PR's branch while it waits in the merge queue: GitHub takes it out
+/// of the queue, its head having changed. That is the branch moving (`BranchMoved`, as a push
+/// anywhere else in the cycle), not a person's dequeue: CI looks at the person's commit, which
+/// is enqueued and merges; nobody is blamed and the cycle is not dropped.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_persons_push_to_a_queued_pr_is_the_branch_moving_and_the_new_head_is_queued() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    g.with_merge_queue(0, vec![QueueOutcome::Push, QueueOutcome::Merge]);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(g.unknown_requests().is_empty(), "{requests:#?}");
+    assert!(!merged_directly(&requests), "{requests:#?}");
+    let journal = g.p.journal();
+    let events: Vec<&serde_json::Value> = journal.iter().map(|r| &r["event"]["event"]).collect();
+    assert!(events.iter().any(|e| *e == "branchMoved"), "{events:?}");
+    assert!(
+        !events
+            .iter()
+            .any(|e| *e == "stepFailed" || *e == "issueWithdrawn"),
+        "nobody blamed, nothing dropped: {events:?}"
+    );
+    assert!(
+        !all.contains("took the pull request out of the merge queue"),
+        "{all}"
+    );
+    let enqueued = g.enqueued();
+    assert_eq!(enqueued.len(), 2, "the person's head enqueued: {all}");
+    let merged_head = git(&g.p.origin, &["rev-parse", "main^2"]);
+    assert_eq!(merged_head, enqueued[1], "{all}");
+    let message = git(&g.p.origin, &["log", "-1", "--format=%s", &merged_head]);
+    assert_eq!(message, "a person's commit", "{all}");
+    assert!(!g.issue_open(1), "{all}");
+}
+
+/// The runner is SIGKILLed while its PR waits in the merge queue. Run again, it resumes the
+/// queue's wait from its journal: it looks at the queue (no second enqueue of a PR still in
+/// it), sees the queue merge it, and the PR is merged once.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn a_kill_during_the_merge_queues_wait_resumes_the_wait_and_merges_once() {
+    if !real_gh_wanted() {
+        return;
+    }
+    let g = RealGh::new(&[(1, "Add a greeting", "Say hello.")], json!({}));
+    let main_before = git(&g.p.origin, &["rev-parse", "main"]);
+    g.with_merge_queue(2, vec![QueueOutcome::Merge]);
+    let mut runner = g.p.spawn(&[]);
+    g.p.wait_for_journal("mergeQueued", std::time::Duration::from_secs(60));
+    runner.kill().expect("kill -9");
+    let _ = runner.wait();
+    assert_eq!(g.enqueued().len(), 1, "{:#?}", g.api.requests());
+    let queued = g.api.with(|a| {
+        a.merge_queue
+            .as_ref()
+            .map(|q| q.entries.len())
+            .unwrap_or_default()
+    });
+    assert_eq!(queued, 1, "still in the queue when the runner died");
+
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.api.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(!merged_directly(&requests), "{requests:#?}");
+    assert_eq!(g.enqueued().len(), 1, "no second enqueue: {requests:#?}");
+    assert!(
+        all.contains("the merge queue merged the pull request"),
+        "{all}"
+    );
+    let merges = git(
+        &g.p.origin,
+        &[
+            "rev-list",
+            "--first-parent",
+            "--merges",
+            &format!("{main_before}..main"),
+        ],
+    );
+    assert_eq!(merges.lines().count(), 1, "merged once: {all}");
+    assert_eq!(
+        git(&g.p.origin, &["rev-parse", "main^2"]),
+        g.enqueued()[0],
+        "{all}"
+    );
+    assert!(!g.issue_open(1), "{all}");
+}

@@ -92,7 +92,7 @@ fn any_step(t: &mut Tape) -> Step {
 
 /// A stale, duplicate or out-of-place event, as a resumed or confused driver might send.
 fn noise(t: &mut Tape, last: Option<Event>) -> Event {
-    match t.pick(23) {
+    match t.pick(24) {
         22 => Event::IssueStillOpen,
         18 => Event::ClaimTaken {
             issue: 1 + t.pick(3),
@@ -111,6 +111,7 @@ fn noise(t: &mut Tape, last: Option<Event>) -> Event {
             signature: Signature(u64::from(t.pick(3))),
             usage: usage(t),
         },
+        23 => Event::MergeQueued { usage: usage(t) },
         14 => Event::CiPending {
             usage: usage(t),
             commit: None,
@@ -291,6 +292,9 @@ fn answer(
         Some(Effect::RunStep { step, .. }) => {
             let u = usage(t);
             match t.pick(20) {
+                // The merge may put the PR in the forge's merge queue, and each look at the
+                // queue find it still there, for as long as the tape says.
+                7..=9 if step == Step::Merge => Event::MergeQueued { usage: u },
                 // The merge may lose a push race to someone who pushed meanwhile.
                 10..=12 if step == Step::Merge => Event::MergeRaceLost {
                     class: failure_class(t),

@@ -10,9 +10,11 @@
 //! (`sha`), which GitLab refuses once the head moved; why a merge is refused is read from the
 //! merge request's fields (`detailed_merge_status`, `has_conflicts`, `draft`, `sha`) as the
 //! merge request's own endpoint gives them (the list does not refresh the merge status),
-//! never from the message.
+//! never from the message. A project with merge trains merges through its train instead
+//! (`forge/train.rs`).
 
 mod reviews;
+mod train;
 
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
@@ -34,6 +36,9 @@ pub struct GitLabForge {
     /// Whose reviews and comments count beside the project's Developers and above, and whose
     /// never (`review.trustedAuthors`, `review.ignoreAuthors`).
     pub authority: crate::authority::Authority,
+    /// Whether the project merges through merge trains, once read (`GitLabForge::merges_by_train`):
+    /// shared by the forge's copies.
+    pub trains: std::sync::Arc<std::sync::OnceLock<bool>>,
 }
 
 fn forge_error(f: Failure) -> ForgeError {
@@ -305,10 +310,14 @@ impl GitLabForge {
 
     /// Each failing job of `commit`'s pipeline: its name, link and the end of its log.
     pub fn failing_checks_of(&self, commit: &str) -> Result<String, ForgeError> {
-        let Some(p) = self.pipeline_of(commit)? else {
-            return Ok(String::new());
-        };
-        let id = p["id"].as_u64().unwrap_or_default();
+        match self.pipeline_of(commit)? {
+            Some(p) => self.failing_jobs(p["id"].as_u64().unwrap_or_default()),
+            None => Ok(String::new()),
+        }
+    }
+
+    /// Each failing job of pipeline `id`: its name, link and the end of its log.
+    fn failing_jobs(&self, id: u64) -> Result<String, ForgeError> {
         let jobs = self
             .api
             .pages(&self.at(&format!("pipelines/{id}/jobs?scope[]=failed")))
@@ -363,6 +372,9 @@ impl GitLabForge {
         let mr = self.json("GET", &format!("merge_requests/{iid}"), None)?;
         if let Some((why, kind)) = merge_blocker(&mr, commit) {
             return Err(blocked(branch, iid, why, kind));
+        }
+        if self.merges_by_train()? {
+            return self.add_to_train(branch, iid, commit);
         }
         let path = self.at(&format!("merge_requests/{iid}/merge"));
         let body = json!({

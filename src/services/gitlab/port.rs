@@ -59,6 +59,10 @@ impl ForgePort for GitLabPort {
         let pushed = last_push(&self.repo, branch);
         self.api.review_state(branch, commit, pushed.as_deref())
     }
+    /// Where the merge request stands on the project's merge train.
+    fn queue_state(&self, branch: &str) -> Result<crate::ports::forge::QueueState, ForgeError> {
+        self.api.train_state(branch)
+    }
     fn require_checks(&self) -> bool {
         self.require_checks
     }

@@ -1,7 +1,7 @@
 //! A fake GitLab REST API v4 for the runner's own HTTP client: a small HTTP/1.1 server on a
 //! loopback port answering the calls of the GitLab tracker and forge the way GitLab's API
 //! documentation says GitLab answers them (issues, notes, labels, merge requests, pipelines,
-//! jobs and their traces, the merge with `sha`). Test code only.
+//! jobs and their traces, the merge with `sha`, merge trains). Test code only.
 //!
 //! State ([`Lab`]): issues, merge requests, pipelines per commit (created when first asked
 //! for, with the next status of [`Lab::pipeline_plan`]), and switches for a rate limit, a
@@ -93,6 +93,9 @@ pub struct Lab {
     pub access_level: u64,
     /// Every request: `METHOD path?query`.
     pub requests: Vec<String>,
+    /// The project's merge trains, when it has them on (`merge_trains_enabled` and
+    /// `merge_pipelines_enabled`).
+    pub train: Option<Train>,
     next_id: u64,
     /// The merge requests' discussions (`…/merge_requests/:iid/discussions`), each with its
     /// `mr` iid, as GitLab lists them.
@@ -110,6 +113,56 @@ pub struct Lab {
     /// Who changed an issue's description after its labels were added: (iid, username),
     /// served as GitLab's system note "changed the description".
     pub description_edits: Vec<(u32, String)>,
+}
+
+/// A project's merge train as GitLab runs it: a merge request added to it
+/// (`POST merge_trains/merge_requests/:iid`, with `sha` the source branch's head) gets a car
+/// and a train pipeline; its pipeline decides after `looks` looks at the car
+/// (`GET merge_trains/merge_requests/:iid`), as `outcomes` say in turn (the last one for every
+/// later car). A merged car stays, with status `merged`; a dropped one is destroyed (404), its
+/// pipeline failed (the train's CI) or canceled (a person took it off). The fake builds no
+/// train ref: the train pipeline's `sha` is the car's.
+#[derive(Debug, Default)]
+pub struct Train {
+    /// Looks at a car before its pipeline decides.
+    pub looks: u32,
+    /// What becomes of each car in turn.
+    pub outcomes: Vec<TrainOutcome>,
+    /// The cars on the train now.
+    pub cars: Vec<Car>,
+    /// The cars the train merged.
+    pub merged: Vec<Car>,
+    /// Every add's `sha`, in order.
+    pub added: Vec<String>,
+    /// The train pipelines: (merge request iid, pipeline).
+    pub pipelines: Vec<(u32, Pipeline)>,
+    /// Looks at the car on the train so far.
+    pub seen: u32,
+}
+
+/// A merge request on the train.
+#[derive(Debug, Clone)]
+pub struct Car {
+    pub id: u64,
+    pub iid: u32,
+    /// The source branch's head it was added with.
+    pub sha: String,
+    /// Its train pipeline.
+    pub pipeline: u64,
+}
+
+/// What a car's train pipeline decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TrainOutcome {
+    /// It passes: GitLab merges the merge request (a merge commit of the car's `sha`).
+    Merge,
+    /// It fails: GitLab drops the merge request from the train.
+    FailPipeline,
+    /// A person takes the merge request off the train (its pipeline canceled).
+    Remove,
+    /// A person pushes a commit onto the merge request's branch: GitLab drops it from the
+    /// train (its pipeline canceled), its head having changed.
+    Push,
 }
 
 /// The id GitLab gives user `username` (stable, distinct for the tests' few names).
@@ -485,7 +538,22 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
         ("GET", [""]) => ok(json!({
             "id": 7, "path_with_namespace": PROJECT, "default_branch": "main",
             "permissions": {"project_access": {"access_level": lab.access_level}, "group_access": null},
+            "merge_pipelines_enabled": lab.train.is_some(),
+            "merge_trains_enabled": lab.train.is_some(),
         })),
+        ("POST", ["merge_trains", "merge_requests", iid]) => add_car(lab, iid, req),
+        ("GET", ["merge_trains", "merge_requests", iid]) => look_at_car(lab, iid),
+        ("GET", ["merge_requests", iid, "pipelines"]) => {
+            let mut list: Vec<Value> = lab
+                .train
+                .iter()
+                .flat_map(|t| t.pipelines.iter())
+                .filter(|(m, _)| m.to_string() == *iid)
+                .map(|(m, p)| train_pipeline_json(*m, p))
+                .collect();
+            list.reverse();
+            page_one(list)
+        }
         ("GET", ["milestones"]) => page_one(vec![]),
         ("GET", ["members", "all", id]) => {
             let level = if *id == user_id(RUNNER_USER).to_string() {
@@ -725,9 +793,11 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             ok(Value::Array(list))
         }
         ("GET", ["pipelines", id, "jobs"]) => {
+            let trains = lab.train.iter().flat_map(|t| t.pipelines.iter().map(|(_, p)| p));
             let failed = lab
                 .pipelines
                 .iter()
+                .chain(trains)
                 .find(|p| p.id.to_string() == *id)
                 .is_some_and(|p| p.status == "failed");
             let jobs = if failed {
@@ -772,14 +842,25 @@ fn merge(lab: &mut Lab, iid: &str, req: &Request) -> Answer {
     if req.body["sha"].as_str() != Some(head.as_str()) {
         return status(409, "SHA does not match HEAD of source branch");
     }
-    let Ok(work) = tempfile::tempdir() else {
-        return status(500, "no temporary directory");
-    };
-    let origin = lab.origin.to_string_lossy().to_string();
     let message = req.body["merge_commit_message"]
         .as_str()
         .map(str::to_string)
         .unwrap_or_else(|| format!("Merge branch '{}' into '{}'", mr.source, mr.target));
+    let remove = req.body["should_remove_source_branch"] == true;
+    if let Err(e) = land(lab, i, &head, &message, remove) {
+        return status(406, &format!("Branch cannot be merged: {e}"));
+    }
+    let v = mr_json(lab, &lab.mrs[i].clone());
+    ok(v)
+}
+
+/// Merge request `i` merged at `head` onto its target with `message` on the bare origin (its
+/// source branch removed when `remove`), marked merged, and the issues its description closes
+/// closed.
+fn land(lab: &mut Lab, i: usize, head: &str, message: &str, remove: bool) -> Result<(), String> {
+    let mr = lab.mrs[i].clone();
+    let work = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let origin = lab.origin.to_string_lossy().to_string();
     let w = work.path().join("w");
     let merged = git(work.path(), &["clone", "--quiet", &origin, "w"])
         .and_then(|_| {
@@ -794,8 +875,8 @@ fn merge(lab: &mut Lab, iid: &str, req: &Request) -> Answer {
                     "--no-ff",
                     "--quiet",
                     "-m",
-                    &message,
-                    &head,
+                    message,
+                    head,
                 ],
             )
         })
@@ -806,23 +887,166 @@ fn merge(lab: &mut Lab, iid: &str, req: &Request) -> Answer {
             )
         })
         .and_then(|_| {
-            if req.body["should_remove_source_branch"] == true {
+            if remove {
                 git(&w, &["push", "--quiet", "origin", "--delete", &mr.source])
             } else {
                 Ok(String::new())
             }
         });
-    if let Err(e) = merged {
-        return status(406, &format!("Branch cannot be merged: {e}"));
-    }
+    merged.map_err(|e| e.to_string())?;
     lab.mrs[i].state = "merged".into();
-    lab.mrs[i].merged_sha = Some(head);
+    lab.mrs[i].merged_sha = Some(head.to_string());
     let description = mr.description.to_ascii_lowercase();
     for issue in &mut lab.issues {
         if description.contains(&format!("closes #{}", issue.iid)) {
             issue.open = false;
         }
     }
-    let v = mr_json(lab, &lab.mrs[i].clone());
-    ok(v)
+    Ok(())
+}
+
+fn train_pipeline_json(iid: u32, p: &Pipeline) -> Value {
+    let mut v = pipeline_json(p);
+    v["ref"] = json!(format!("refs/merge-requests/{iid}/train"));
+    v["source"] = json!("merge_request_event");
+    v
+}
+
+fn car_json(lab: &Lab, car: &Car, status: &str) -> Value {
+    let mr = lab.mrs.iter().find(|m| m.iid == car.iid);
+    let pipeline = lab
+        .train
+        .iter()
+        .flat_map(|t| t.pipelines.iter())
+        .find(|(_, p)| p.id == car.pipeline)
+        .map(|(m, p)| train_pipeline_json(*m, p));
+    json!({"id": car.id, "merge_request": {"id": 50_000 + car.iid, "iid": car.iid,
+        "project_id": 7, "title": mr.map(|m| m.title.clone()),
+        "state": mr.map(|m| m.state.clone()),
+        "web_url": format!("http://gitlab.test/{PROJECT}/-/merge_requests/{}", car.iid)},
+        "user": user_json(RUNNER_USER), "pipeline": pipeline, "target_branch": "main",
+        "status": status, "created_at": now_rfc3339(), "updated_at": now_rfc3339(),
+        "merged_at": if status == "merged" { json!(now_rfc3339()) } else { Value::Null },
+        "duration": null})
+}
+
+/// `POST merge_trains/merge_requests/:iid`: refused (409) when `sha` is not the source
+/// branch's head, 400 ("Failed to merge") when the merge request is not open or is on the
+/// train already; else a car and its pipeline, answered 201 with the train's cars.
+fn add_car(lab: &mut Lab, iid: &str, req: &Request) -> Answer {
+    if lab.train.is_none() {
+        return status(403, "403 Forbidden");
+    }
+    let Some(mr) = lab.mrs.iter().find(|m| m.iid.to_string() == iid).cloned() else {
+        return status(404, "404 Not found");
+    };
+    let head = head_of(lab, &mr.source).unwrap_or_default();
+    if req.body["sha"].as_str().is_some_and(|sha| sha != head) {
+        return status(409, "SHA does not match HEAD of source branch");
+    }
+    lab.next_id += 1;
+    let id = lab.next_id;
+    let Some(train) = lab.train.as_mut() else {
+        return status(403, "403 Forbidden");
+    };
+    if mr.state != "opened" || train.cars.iter().any(|c| c.iid == mr.iid) {
+        return status(400, "Failed to merge");
+    }
+    let pipeline = Pipeline {
+        id,
+        sha: head.clone(),
+        status: "running".into(),
+    };
+    train.pipelines.push((mr.iid, pipeline));
+    train.cars.push(Car {
+        id,
+        iid: mr.iid,
+        sha: head.clone(),
+        pipeline: id,
+    });
+    train.added.push(head);
+    train.seen = 0;
+    let on_train = train.cars.clone();
+    let cars: Vec<Value> = on_train.iter().map(|c| car_json(lab, c, "fresh")).collect();
+    let mut a = ok(Value::Array(cars));
+    a.status = 201;
+    a
+}
+
+/// `GET merge_trains/merge_requests/:iid`: the car (its pipeline deciding when due), or 404
+/// when the merge request is on no train.
+fn look_at_car(lab: &mut Lab, iid: &str) -> Answer {
+    let due = lab.train.as_mut().is_some_and(|t| {
+        let on = t.cars.iter().any(|c| c.iid.to_string() == iid);
+        if on {
+            t.seen += 1;
+        }
+        on && t.seen > t.looks
+    });
+    if due {
+        decide_car(lab, iid);
+    }
+    let Some(train) = lab.train.as_ref() else {
+        return status(403, "403 Forbidden");
+    };
+    let on = train.cars.iter().find(|c| c.iid.to_string() == iid);
+    let merged = train.merged.iter().rev().find(|c| c.iid.to_string() == iid);
+    match (on, merged) {
+        (Some(car), _) => ok(car_json(lab, car, "fresh")),
+        (None, Some(car)) => ok(car_json(lab, car, "merged")),
+        (None, None) => status(404, "404 Merge Train Merge Request Not Found"),
+    }
+}
+
+/// The car of merge request `iid` decided by its pipeline: merged, or dropped.
+fn decide_car(lab: &mut Lab, iid: &str) {
+    let Some(train) = lab.train.as_mut() else {
+        return;
+    };
+    train.seen = 0;
+    let Some(at) = train.cars.iter().position(|c| c.iid.to_string() == iid) else {
+        return;
+    };
+    let car = train.cars.remove(at);
+    let outcome = if train.outcomes.len() > 1 {
+        train.outcomes.remove(0)
+    } else {
+        train
+            .outcomes
+            .first()
+            .copied()
+            .unwrap_or(TrainOutcome::Merge)
+    };
+    let pipeline_status = match outcome {
+        TrainOutcome::Merge => "success",
+        TrainOutcome::FailPipeline => "failed",
+        TrainOutcome::Remove | TrainOutcome::Push => "canceled",
+    };
+    if let Some((_, p)) = train
+        .pipelines
+        .iter_mut()
+        .find(|(_, p)| p.id == car.pipeline)
+    {
+        p.status = pipeline_status.into();
+    }
+    train
+        .merged
+        .extend((outcome == TrainOutcome::Merge).then(|| car.clone()));
+    let Some(i) = lab.mrs.iter().position(|m| m.iid == car.iid) else {
+        return;
+    };
+    if outcome == TrainOutcome::Push {
+        super::github_api::person_pushes(&lab.origin, &lab.mrs[i].source);
+    }
+    if outcome != TrainOutcome::Merge {
+        return;
+    }
+    let mr = lab.mrs[i].clone();
+    let message = format!(
+        "Merge branch '{}' into '{}'\n\n{}\n\nSee merge request {PROJECT}!{}",
+        mr.source, mr.target, mr.title, mr.iid
+    );
+    if let Err(e) = land(lab, i, &car.sha, &message, true) {
+        panic!("the fake train cannot merge !{}: {e}", car.iid);
+    }
 }

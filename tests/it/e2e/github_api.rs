@@ -198,6 +198,9 @@ pub enum QueueOutcome {
     FailChecks,
     /// A person takes it out of the queue.
     Dequeue,
+    /// A person pushes a commit onto the PR's branch: GitHub takes the PR out of the queue,
+    /// its head having changed.
+    Push,
 }
 
 /// GitHub's time of now, as its REST answers write it.
@@ -1059,7 +1062,7 @@ fn pull_rest(api: &Api, p: &Pull) -> Value {
 }
 
 /// A person's commit on top of `branch` on the bare origin, made without a work tree.
-fn person_pushes(origin: &Path, branch: &str) {
+pub fn person_pushes(origin: &Path, branch: &str) {
     let run = |args: &[&str], input: Option<&str>| -> String {
         use std::io::Write;
         let mut child = Command::new("git")
@@ -1435,6 +1438,21 @@ fn decide(api: &mut Api, number: u32) {
         QueueOutcome::Dequeue => {
             q.removed
                 .push((number, "Manually removed".into(), "alice".into()));
+        }
+        QueueOutcome::Push => {
+            q.removed.push((
+                number,
+                "The pull request's head was changed".into(),
+                "github-merge-queue".into(),
+            ));
+            let branch = api
+                .pulls
+                .iter()
+                .find(|p| p.number == number)
+                .map(|p| p.head.clone());
+            if let Some(branch) = branch {
+                person_pushes(&api.origin, &branch);
+            }
         }
     }
 }

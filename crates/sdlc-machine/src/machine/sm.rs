@@ -437,8 +437,9 @@ impl Runner {
     }
 
     /// The merge's PR is in the forge's merge queue: the pause before the next look (the
-    /// merge's run issued again, which looks at the queue). A restart waits again and looks
-    /// (reading the queue is idempotent); the waits so far stay counted.
+    /// merge's run issued again, which looks at the queue, its answer awaited even after a
+    /// shutdown's restart). A restart waits again and looks (reading the queue is
+    /// idempotent); the waits so far stay counted.
     #[state(superstate = "deliver")]
     fn waiting_for_queue(
         &mut self,
@@ -447,7 +448,10 @@ impl Runner {
         context: &mut Fx,
     ) -> Outcome<State> {
         match *event {
-            Event::WaitOver => self.reissue(context),
+            Event::WaitOver => {
+                self.dispatched = true;
+                self.reissue(context)
+            }
             _ => self.wait_again(*seconds, WaitReason::MergeQueue, event, context),
         }
     }

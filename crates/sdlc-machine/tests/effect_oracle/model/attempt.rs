@@ -100,6 +100,8 @@ impl Model {
         self.dispatched = true;
         self.ci_waits = 0;
         self.ci_waited = 0;
+        self.queue_waits = 0;
+        self.queue_waited = 0;
         self.pending = Usage::default();
         self.races = 0;
         self.rerun = false;
@@ -336,6 +338,61 @@ impl Model {
                         seconds,
                         reason: Some(WaitReason::Ci),
                     });
+                }
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// The merge put the PR in the forge's merge queue (or a look found it still there): a
+    /// wait of monitorCI's schedule (the queue's CI is CI), then the merge's run again, which
+    /// looks at the queue; past the schedule's time limit the merge attempt fails (TIMEOUT),
+    /// its turn given back.
+    pub(super) fn merge_queued(&mut self, u: &Usage) {
+        self.pending = self.settle(u);
+        let factor = 1u64 << self.queue_waits.min(30);
+        let pause = (u64::from(self.l.ci_poll_initial_secs) * factor)
+            .min(u64::from(self.l.ci_poll_max_secs))
+            .max(1);
+        if self.queue_waited + pause > self.l.ci_timeout_secs {
+            self.queue_waits = 0;
+            self.queue_waited = 0;
+            self.release_turn();
+            let u = self.settle(&Usage::default());
+            return self.failed(
+                Step::Merge,
+                FailureClass::Timeout,
+                Signature::QUEUE_STILL_PENDING,
+                &u,
+                None,
+            );
+        }
+        self.queue_waits += 1;
+        self.queue_waited += pause;
+        self.pending.elapsed_ms += pause * 1000;
+        self.fx.push(Effect::Wait {
+            seconds: pause,
+            reason: Some(WaitReason::MergeQueue),
+        });
+        self.at = At::QueueWait(pause);
+    }
+
+    pub(super) fn on_queue_wait(&mut self, seconds: u64, ev: &Event) -> bool {
+        let wait = Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::MergeQueue),
+        };
+        match *ev {
+            // The merge's run again, its answer awaited (also after a shutdown's restart).
+            Event::WaitOver => {
+                self.dispatched = true;
+                self.ask_again();
+            }
+            Event::Start => self.fx.push(wait),
+            Event::ModeChanged { mode } => {
+                if self.change_mode(mode).is_none() {
+                    self.fx.push(wait);
                 }
             }
             _ => return false,

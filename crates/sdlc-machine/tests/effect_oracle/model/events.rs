@@ -118,6 +118,7 @@ impl Model {
             At::NetworkWait(_) => self.on_network_wait(ev),
             At::CiWait(seconds) => self.on_ci_wait(seconds, ev),
             At::MergePause(millis) => self.on_merge_pause(millis, ev),
+            At::QueueWait(seconds) => self.on_queue_wait(seconds, ev),
             At::Halted(_) | At::Finished(_) => true,
         };
         if !handled {
@@ -311,6 +312,9 @@ impl Model {
                 signature,
                 usage,
             } if step == Step::Merge && self.dispatched => self.race_lost(class, signature, &usage),
+            Event::MergeQueued { usage } if step == Step::Merge && self.dispatched => {
+                self.merge_queued(&usage)
+            }
             Event::NetworkFailed => self.network_failed(),
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
                 self.drop_held_turn();
@@ -405,7 +409,12 @@ impl Model {
     pub(super) fn on_cycle_or_session(&mut self, ev: &Event) {
         let in_cycle = matches!(
             self.at,
-            At::Step(_) | At::Backoff(..) | At::Decision(_) | At::CiWait(_) | At::MergePause(_)
+            At::Step(_)
+                | At::Backoff(..)
+                | At::Decision(_)
+                | At::CiWait(_)
+                | At::MergePause(_)
+                | At::QueueWait(_)
         );
         match *ev {
             Event::Resume { issue, next } if in_cycle && Some(issue) == self.issue => {

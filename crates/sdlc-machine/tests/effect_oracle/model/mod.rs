@@ -38,6 +38,9 @@ pub enum At {
     CloseWait(u32, u64),
     /// The merge turn was busy or the merge lost a race: pausing this many milliseconds.
     MergePause(u64),
+    /// The merge's PR waits in the forge's merge queue: waiting this many seconds before
+    /// the merge's run looks at the queue again.
+    QueueWait(u64),
     Halted(HaltReason),
     Finished(u8),
 }
@@ -92,6 +95,9 @@ pub struct Model {
     /// looks before the outcome cost (added to the outcome's usage).
     pub ci_waits: u32,
     pub ci_waited: u64,
+    /// In the merge attempt under way: waits for the merge queue, and their seconds.
+    pub queue_waits: u32,
+    pub queue_waited: u64,
     pub pending: Usage,
     /// The wait for the merge turn under way: milliseconds paused and the next pause.
     pub turn_waited: u64,
@@ -156,6 +162,8 @@ impl Model {
             last_escalation: None,
             last_escalation_alone: false,
             ci_waits: 0,
+            queue_waits: 0,
+            queue_waited: 0,
             close_waits: 0,
             ci_waited: 0,
             pending: Usage::default(),
