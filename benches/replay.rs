@@ -48,7 +48,7 @@ fn write_journal(path: &Path) -> (usize, usize) {
     };
     let limits = Limits::default();
     write(Record::SessionStart {
-        limits: limits.clone(),
+        limits: Box::new(limits.clone()),
         mode: Mode::Continuous,
         pid: 4242,
         version: "0.1.0".into(),

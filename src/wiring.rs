@@ -42,7 +42,28 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
     repo.name_issues(crate::config::IssueRefs::of(cfg));
     let runner_dir = RunnerDir::locate(&cfg.project_path).map_err(|e| e.to_string())?;
     let tracker = tracker(cfg)?;
-    let forge: Box<dyn ForgePort> = match cfg.forge {
+    let forge = forge(cfg, &repo, &runner_dir)?;
+    let notifier = notifier(cfg);
+    let claims = if with_claims {
+        Some(claim_store(cfg, None)?)
+    } else {
+        None
+    };
+    Ok(Ports {
+        claims,
+        forge,
+        git: Box::new(repo),
+        tracker,
+        agent: Box::new(ProcessAgent),
+        notifier: Box::new(notifier),
+        clock: std::sync::Arc::new(TokioClock),
+    })
+}
+
+/// The forge a config names, on the project's clone `repo` (the local forge keeps its PR
+/// records and CI results in the runner's directory).
+fn forge(cfg: &Config, repo: &Repo, runner_dir: &RunnerDir) -> Result<Box<dyn ForgePort>, String> {
+    Ok(match cfg.forge {
         ForgeKind::Gitlab => Box::new(GitLabPort {
             api: GitLabForge {
                 api: crate::services::gitlab::client::from_config(cfg)?,
@@ -81,7 +102,11 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
             )),
             repo: repo.clone(),
         }),
-    };
+    })
+}
+
+/// The notifier of the configured channels, which also writes the orchestration log.
+fn notifier(cfg: &Config) -> Notifier {
     let mut channels = Vec::new();
     if let Some(target) = &cfg.discord_channel_id {
         channels.push(Channel::Discord {
@@ -103,28 +128,14 @@ pub fn production(cfg: &Config, with_claims: bool) -> Result<Ports, String> {
     let logs = Logs {
         dir: cfg.log_dir.clone(),
     };
-    let notifier = Notifier::with_options(
+    Notifier::with_options(
         channels,
         Some(logs.orchestration_log()),
         crate::notify::NotifyOptions {
             min_severity: cfg.notify.min_severity,
             ..Default::default()
         },
-    );
-    let claims = if with_claims {
-        Some(claim_store(cfg, None)?)
-    } else {
-        None
-    };
-    Ok(Ports {
-        claims,
-        forge,
-        git: Box::new(repo),
-        tracker,
-        agent: Box::new(ProcessAgent),
-        notifier: Box::new(notifier),
-        clock: std::sync::Arc::new(TokioClock),
-    })
+    )
 }
 
 /// The tracker a config names, with each call's diagnostics around it. `Err` names the

@@ -319,6 +319,12 @@ fn tracker(cfg: &Config) -> Check {
             );
         }
     };
+    local_issues(&local)
+}
+
+/// What `run` would find in the local tracker's directory: the issue files read, the open
+/// ones counted by whether they can be selected.
+fn local_issues(local: &crate::services::local::Local) -> Check {
     let dir = local.dir.display();
     if !local.dir.is_dir() {
         return Check::fail(

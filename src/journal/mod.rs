@@ -59,7 +59,7 @@ pub enum Record {
     /// A session began: what it runs under, so that a replay rebuilds the same machine.
     SessionStart {
         /// The limits the machine was built with.
-        limits: Limits,
+        limits: Box<Limits>,
         /// Whole run, single issue or single step.
         mode: Mode,
         /// The runner's pid.

@@ -101,7 +101,7 @@ pub fn sessions(lines: &[Line], path: &Path) -> Result<Vec<SessionLog>, JournalE
             // A new session supersedes whatever came before: an open one simply never ended.
             sessions.push(SessionLog {
                 id: line.session.clone(),
-                limits: limits.clone(),
+                limits: (**limits).clone(),
                 mode: *mode,
                 batches: Vec::new(),
                 agents: Vec::new(),

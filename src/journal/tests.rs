@@ -19,7 +19,7 @@ fn start(seq: u64, session: &str) -> String {
         seq,
         session,
         Record::SessionStart {
-            limits: Limits::default(),
+            limits: Box::default(),
             mode: Mode::Continuous,
             pid: 1,
             version: "0".into(),

@@ -113,7 +113,7 @@ impl Journal {
         self.session = Some(id.clone());
         self.sessions.insert(id.clone());
         self.append(&[Record::SessionStart {
-            limits: limits.clone(),
+            limits: Box::new(limits.clone()),
             mode,
             pid,
             version: env!("CARGO_PKG_VERSION").to_string(),

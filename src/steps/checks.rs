@@ -147,25 +147,7 @@ pub fn post_check(
                     )
                 }))
         }
-        Step::CommitPush => {
-            let Some(branch) = work_branch(repo, ctx)? else {
-                return Ok(Err("no feature branch to push".into()));
-            };
-            repo.fetch()?;
-            if !repo.is_clean()? {
-                return Ok(Err("uncommitted changes remain after commitPush".into()));
-            }
-            if !repo.branch_pushed(&branch)? {
-                return Ok(Err(format!("branch {branch} is not on origin")));
-            }
-            let unpushed = repo.unpushed_commits(&branch)?;
-            if unpushed > 0 {
-                return Ok(Err(format!(
-                    "{unpushed} commit(s) on {branch} are not pushed to origin"
-                )));
-            }
-            Ok(Ok(()))
-        }
+        Step::CommitPush => pushed(repo, ctx),
         Step::MonitorCi => {
             let Some(branch) = work_branch(repo, ctx)? else {
                 return Ok(Err("no feature branch to check CI for".into()));
@@ -185,26 +167,50 @@ pub fn post_check(
         }
         // A merge is recorded only when the commit CI passed reached origin's main: an agent
         // that reports a merge it did not make, or merged another head, is caught here.
-        Step::Merge => {
-            let Some(commit) = ctx.verified.as_deref() else {
-                return Ok(Ok(()));
-            };
-            repo.fetch()?;
-            let main = repo.main();
-            let landed = match repo.origin_main()? {
-                Some(tip) => repo.contains_commit(&tip, commit)?,
-                None => false,
-            };
-            if landed {
-                return Ok(Ok(()));
-            }
-            Ok(Err(format!(
-                "merge reported success, but {} (the commit CI passed) is not on origin's {main}",
-                crate::steps::builtin::short(commit)
-            )))
-        }
+        Step::Merge => landed(repo, ctx),
         _ => Ok(Ok(())),
     }
+}
+
+/// commitPush's check: the work is committed and all of it on origin.
+fn pushed(repo: &dyn GitPort, ctx: &StepContext) -> Result<Result<(), String>, ProbeError> {
+    let Some(branch) = work_branch(repo, ctx)? else {
+        return Ok(Err("no feature branch to push".into()));
+    };
+    repo.fetch()?;
+    if !repo.is_clean()? {
+        return Ok(Err("uncommitted changes remain after commitPush".into()));
+    }
+    if !repo.branch_pushed(&branch)? {
+        return Ok(Err(format!("branch {branch} is not on origin")));
+    }
+    let unpushed = repo.unpushed_commits(&branch)?;
+    if unpushed > 0 {
+        return Ok(Err(format!(
+            "{unpushed} commit(s) on {branch} are not pushed to origin"
+        )));
+    }
+    Ok(Ok(()))
+}
+
+/// merge's check: the commit CI passed is on origin's main.
+fn landed(repo: &dyn GitPort, ctx: &StepContext) -> Result<Result<(), String>, ProbeError> {
+    let Some(commit) = ctx.verified.as_deref() else {
+        return Ok(Ok(()));
+    };
+    repo.fetch()?;
+    let main = repo.main();
+    let landed = match repo.origin_main()? {
+        Some(tip) => repo.contains_commit(&tip, commit)?,
+        None => false,
+    };
+    if landed {
+        return Ok(Ok(()));
+    }
+    Ok(Err(format!(
+        "merge reported success, but {} (the commit CI passed) is not on origin's {main}",
+        crate::steps::builtin::short(commit)
+    )))
 }
 
 /// Whether the outcome of a side-effecting step already holds, so the runner records it done

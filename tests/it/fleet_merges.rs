@@ -243,13 +243,14 @@ fn a_workers_review_wait_pauses_no_other_worker() {
 }
 
 /// CI of the green-alone, red-together tests: it records the commit it tests, holds the first
-/// two runs until both have started (so that both branches are cut from the same main and
-/// each passes alone), and fails a tree holding both issues' files unless the agent's
+/// run until a second has started or 3 s passed (so that both branches are cut from the same
+/// main: a fleet's train tests the trees main would hold, one at a time or side by side, and
+/// never the branches alone), and fails a tree holding both issues' files unless the agent's
 /// `ci-fixed` is in it.
 fn red_together_ci(runs: &std::path::Path) -> String {
     format!(
-        "git rev-parse HEAD >> {runs}; \
-         while [ \"$(wc -l < {runs})\" -lt 2 ]; do sleep 0.05; done; \
+        "git rev-parse HEAD >> {runs}; n=0; \
+         while [ \"$(wc -l < {runs})\" -lt 2 ] && [ $n -lt 60 ]; do sleep 0.05; n=$((n+1)); done; \
          if [ -e src/issue_1.txt ] && [ -e src/issue_2.txt ] && [ ! -e ci-fixed ]; then \
            echo 'issue 1 and issue 2 break each other'; exit 1; fi",
         runs = runs.display()

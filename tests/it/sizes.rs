@@ -31,6 +31,11 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "alphabet",
         "a table: one entry per kind of event the diagrams explore",
     ),
+    (
+        "src/http/metrics.rs",
+        "new",
+        "a table: one registration per metric, in the order of the exposition",
+    ),
 ];
 
 /// Over the limits when they were set, not split yet: (path, function or `*` for the file).
@@ -45,10 +50,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/commands/bounds.rs", "run"),
     ("src/process_bounds.rs", "window"),
     ("src/services/github/forge/reviews.rs", "parse_review_state"),
-    ("src/steps/checks.rs", "post_check"),
-    ("src/wiring.rs", "production"),
-    ("src/http/metrics.rs", "new"),
-    ("src/commands/doctor.rs", "tracker"),
     (
         "crates/sdlc-machine/src/machine/sm/step_events.rs",
         "on_step",
@@ -58,7 +59,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
         "failed",
     ),
     ("crates/sdlc-machine/src/fleet/coordinator.rs", "handle"),
-    ("crates/sdlc-machine/src/machine/bounds.rs", "compute"),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]

@@ -194,61 +194,58 @@ fn a_review_round_that_skips_the_test_is_handed_back_then_escalated() {
     assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
 }
 
-/// A person's push to main conflicts with the branch; the agent's repair of the conflict
-/// (the runner starts the merge, the agent resolves the file) skips the failing test on the
-/// way. The runner concludes the merge, and its update pushes the branch only after the
-/// check: handed back with the facts, then escalated, the skip never on origin, nothing
-/// merged.
+/// A teammate adds an assertion to a test on main; the branch changed the same line, so the
+/// merge conflicts. The agent's repair of the conflict keeps the branch's side and drops the
+/// teammate's assertion. The runner concludes the merge, and its update pushes the branch only
+/// after the check, which compares it with main, its new base: the dropped assertion is a
+/// fact, handed back, then escalated; nothing is merged and main keeps the assertion.
 #[test]
-fn a_conflict_repair_that_skips_the_test_is_handed_back_then_escalated() {
-    let body = format!(
-        "case \"$SDLC_STEP\" in
+fn a_conflict_repair_that_drops_mains_new_assertion_is_refused_then_escalated() {
+    let body = r#"case "$SDLC_STEP" in
 implement)
   t=$(mktemp -d)
-  git clone -q \"$(git remote get-url origin)\" \"$t\"
-  echo \"a person's line\" > \"$t/shared.txt\"
-  git -C \"$t\" add -A
-  git -C \"$t\" -c user.name=person -c user.email=person@example.com commit -qm person
-  git -C \"$t\" push -q origin HEAD:main
-  rm -rf \"$t\"
-  echo \"the branch's line\" > shared.txt
+  git clone -q "$(git remote get-url origin)" "$t"
+  sed -i 's/^    assert_eq!("ab".len(), 2);$/    assert_eq!("ab".len(), 2);\n    assert_eq!("abc".len(), 3);/' "$t/tests/parse.rs"
+  git -C "$t" -c user.name=person -c user.email=person@example.com commit -qam 'person: one more assertion'
+  git -C "$t" push -q origin HEAD:main
+  rm -rf "$t"
+  sed -i 's/^    assert_eq!("ab".len(), 2);$/    assert_eq!("ab".len(), 2, "two letters");/' tests/parse.rs
 ;;
-merge)
-  echo \"the branch's line\" > shared.txt
-  {SKIP_ONCE}
-;;
-esac"
-    );
+esac"#;
+    let resolve = ["resolve-conflict", "resolve-conflict", "resolve-conflict"];
     let (p, tool) = project(
-        json!({"steps": {"implement": ["tool"], "merge": ["tool", "tool", "tool"]}}),
+        json!({"steps": {"implement": ["tool"], "merge": resolve}}),
         json!({}),
-        &body,
+        body,
     );
     let (code, all) = run(&p, &tool, &[]);
     assert_eq!(code, Some(1), "{all}");
-    let journal = p.journal();
     assert!(
-        journal
+        p.journal()
             .iter()
             .any(|r| r["event"]["event"] == "mergeConflict"),
-        "the merge met the person's change: {all}"
+        "the merge met the teammate's change: {all}"
     );
     assert_eq!(p.issue(1)["escalated"], true, "{all}");
     let said = escalation(&p);
     assert!(
-        said.contains("TESTS_WEAKENED") && said.contains(SKIPPED),
+        said.contains("TESTS_WEAKENED") && said.contains("tests/parse.rs"),
         "{said}"
     );
     assert_eq!(e2e::merged_issues(&p.origin), Vec::<u32>::new(), "{all}");
-    let branch = e2e::git(
+    let main = e2e::git(&p.origin, &["show", "main:tests/parse.rs"]);
+    assert!(main.contains("\"abc\".len(), 3"), "{main}");
+    let refs = e2e::git(
         &p.origin,
-        &["branch", "--list", "--format=%(refname:short)"],
+        &["for-each-ref", "--format=%(refname)", "refs/heads"],
     );
-    for b in branch.lines().filter(|b| *b != "main") {
-        let held = e2e::git(&p.origin, &["show", &format!("{b}:tests/parse.rs")]);
+    for r in refs.lines() {
+        let held = e2e::git(&p.origin, &["show", &format!("{r}:tests/parse.rs")]);
+        let lost = held.contains("two letters") && !held.contains("\"abc\".len(), 3");
+        let merged = e2e::git(&p.origin, &["log", "--format=%s", r]);
         assert!(
-            !held.contains("#[ignore]"),
-            "the skip reached origin's {b}: {held}"
+            !(lost && merged.contains("conflict resolved")),
+            "the resolution that drops the assertion reached origin's {r}: {held}"
         );
     }
 }

@@ -43,7 +43,6 @@ pub struct Bounds {
 /// ten steps, in `u128` so that no limit a `u32` can hold overflows it.
 pub fn compute(limits: &Limits) -> Bounds {
     let r = u128::from(limits.max_retries_per_step.max(1));
-    let b = u128::from(limits.max_bounce_retries);
     let e = u128::from(limits.max_consecutive_escalations.max(1));
     let waits = u128::from(waits_per_invocation(limits));
     let steps: Vec<Step> = limits.enabled_steps().collect();
@@ -51,43 +50,8 @@ pub fn compute(limits: &Limits) -> Bounds {
     let n = steps.len() as u128;
     let phase_limit = |s: Step| u128::from(limits.max_consecutive_failures[s.index()]);
     let fails = r - 1; // failures a step absorbs in one cycle without escalating
-    let rounds = limits
-        .review
-        .as_ref()
-        .map_or(0, |g| u128::from(g.max_rounds));
-
-    // Failures each step can absorb in one run, and the extra runs bounces can buy: a
-    // landable step cut short by its phase limit gains a new run of up to `run` failures per
-    // bounce that lands on it, until its retries are spent. Bounces are handed out step by
-    // step, at most `b` in all.
-    let mut base = b; // every bounce re-runs one step successfully
-    let mut bounces_given = 0u128;
-    for &s in steps.iter().filter(|s| **s != last) {
-        // CI's pass after each review round ends monitorCI's failure streak: with rounds,
-        // its retries alone bound its failures.
-        let f = if s == Step::MonitorCi && rounds > 0 {
-            0
-        } else {
-            phase_limit(s)
-        };
-        let run = if f == 0 { fails } else { (f - 1).min(fails) };
-        base += run;
-        let landable = limits
-            .next_step(s)
-            .is_some_and(|next| next.has_precondition());
-        // (With `run == fails` nothing is left to buy: `left` is 0.)
-        if f != 0 && landable && run > 0 {
-            let left = fails - run;
-            let full_runs = (left / run).min(b - bounces_given);
-            bounces_given += full_runs;
-            base += full_runs * run;
-            let rest = left % run;
-            if rest > 0 && full_runs == left / run && bounces_given < b {
-                bounces_given += 1;
-                base += rest;
-            }
-        }
-    }
+    let rounds = review_rounds(limits);
+    let base = absorbed(limits, &steps, last, fails);
 
     // The last step (merge) may carry a failure streak `k` across escalated cycles, and
     // its phase limit `F` caps the streak. An escalated cycle spends `head` plus the streak it
@@ -132,6 +96,55 @@ pub fn compute(limits: &Limits) -> Bounds {
         nothing_succeeds: saturate(failures_only * waits),
         per_cycle: saturate(per_cycle),
     }
+}
+
+/// The review rounds a cycle may hold (`review.maxReviewRounds`; none without reviews).
+fn review_rounds(limits: &Limits) -> u128 {
+    limits
+        .review
+        .as_ref()
+        .map_or(0, |g| u128::from(g.max_rounds))
+}
+
+/// The successful runs and absorbed failures of every step but `last` in one cycle, each
+/// step absorbing up to `fails` failures.
+fn absorbed(limits: &Limits, steps: &[Step], last: Step, fails: u128) -> u128 {
+    let b = u128::from(limits.max_bounce_retries);
+    let rounds = review_rounds(limits);
+    let phase_limit = |s: Step| u128::from(limits.max_consecutive_failures[s.index()]);
+    // Failures each step can absorb in one run, and the extra runs bounces can buy: a
+    // landable step cut short by its phase limit gains a new run of up to `run` failures per
+    // bounce that lands on it, until its retries are spent. Bounces are handed out step by
+    // step, at most `b` in all.
+    let mut base = b; // every bounce re-runs one step successfully
+    let mut bounces_given = 0u128;
+    for &s in steps.iter().filter(|s| **s != last) {
+        // CI's pass after each review round ends monitorCI's failure streak: with rounds,
+        // its retries alone bound its failures.
+        let f = if s == Step::MonitorCi && rounds > 0 {
+            0
+        } else {
+            phase_limit(s)
+        };
+        let run = if f == 0 { fails } else { (f - 1).min(fails) };
+        base += run;
+        let landable = limits
+            .next_step(s)
+            .is_some_and(|next| next.has_precondition());
+        // (With `run == fails` nothing is left to buy: `left` is 0.)
+        if f != 0 && landable && run > 0 {
+            let left = fails - run;
+            let full_runs = (left / run).min(b - bounces_given);
+            bounces_given += full_runs;
+            base += full_runs * run;
+            let rest = left % run;
+            if rest > 0 && full_runs == left / run && bounces_given < b {
+                bounces_given += 1;
+                base += rest;
+            }
+        }
+    }
+    base
 }
 
 /// Whether a step runs the agent only in its repair attempts when it is builtin: the steps
