@@ -8,7 +8,7 @@
 //! with status 200; its kind comes from the status and headers, else from the error's
 //! `extensions.code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, `FORBIDDEN`), never its words.
 
-use super::models::{CommentNode, IssueNode, Named, Page, Relation, TeamNode};
+use super::models::{CommentNode, GraphqlError, IssueNode, Named, Page, Relation, TeamNode};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
@@ -50,17 +50,18 @@ pub struct Linear {
 
 /// The kind of a GraphQL error, from its `extensions.code`.
 pub fn graphql_error_kind(errors: &[Value]) -> CallFailureKind {
-    let codes: Vec<&str> = errors
+    let codes: Vec<String> = errors
         .iter()
-        .filter_map(|e| e["extensions"]["code"].as_str())
+        .filter_map(|e| GraphqlError::of(e).extensions.code)
         .collect();
-    if codes.contains(&"RATELIMITED") {
+    let has = |code: &str| codes.iter().any(|c| c == code);
+    if has("RATELIMITED") {
         CallFailureKind::RateLimited {
             wait_secs: SECONDARY_LIMIT_SECS,
         }
-    } else if codes.contains(&"AUTHENTICATION_ERROR") {
+    } else if has("AUTHENTICATION_ERROR") {
         CallFailureKind::Auth
-    } else if codes.contains(&"FORBIDDEN") {
+    } else if has("FORBIDDEN") {
         CallFailureKind::Permission
     } else {
         CallFailureKind::Other
