@@ -37,7 +37,7 @@ pub(crate) fn access_level(
     } else if answer.ok() {
         serde_json::from_slice::<serde_json::Value>(&answer.body)
             .ok()
-            .and_then(|m| m["access_level"].as_u64())
+            .and_then(|m| super::models::one::<super::models::Member>(&m).access_level)
     } else {
         return Err(api.failure("GET", &path, &answer));
     };

@@ -19,6 +19,7 @@ mod train;
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::ports::forge::{CiState, ForgeError, Pr, PrState};
+use crate::services::gitlab::models::{self, Branch, Job, MergeRequest, Pipeline, Project};
 use serde_json::{json, Value};
 
 /// How much of a failing job's log the repair prompt gets.
@@ -74,34 +75,31 @@ pub fn pipeline_state(status: &str) -> CiState {
 
 /// Why GitLab's fields say a merge request cannot be merged now, and what kind of refusal it
 /// is; `None` when they name no reason (mergeable, or a field this version lacks).
-pub fn merge_blocker(mr: &Value, commit: &str) -> Option<(String, CallFailureKind)> {
-    let status = mr["detailed_merge_status"]
-        .as_str()
-        .or_else(|| mr["merge_status"].as_str())
+pub fn merge_blocker(mr: &MergeRequest, commit: &str) -> Option<(String, CallFailureKind)> {
+    let status = mr
+        .detailed_merge_status
+        .as_deref()
+        .or(mr.merge_status.as_deref())
         .unwrap_or_default();
-    if mr["state"].as_str().is_some_and(|s| s != "opened") {
-        let state = mr["state"].as_str().unwrap_or_default();
+    if let Some(state) = mr.state.as_deref().filter(|s| *s != "opened") {
         return Some((
             format!("the merge request is {state}"),
             CallFailureKind::Other,
         ));
     }
-    if mr["sha"].as_str().is_some_and(|sha| sha != commit) {
+    if mr.sha.as_deref().is_some_and(|sha| sha != commit) {
         return Some((
             format!("the merge request's head moved past {commit}"),
             CallFailureKind::LostRace,
         ));
     }
-    if mr["draft"].as_bool() == Some(true)
-        || mr["work_in_progress"].as_bool() == Some(true)
-        || status == "draft_status"
-    {
+    if mr.draft || mr.work_in_progress || status == "draft_status" {
         return Some((
             "the merge request is a draft (a person marks it ready)".into(),
             CallFailureKind::Policy,
         ));
     }
-    if mr["has_conflicts"].as_bool() == Some(true) || status == "conflict" {
+    if mr.has_conflicts || status == "conflict" {
         return Some((
             "the merge request has conflicts with the target branch".into(),
             CallFailureKind::Conflict,
@@ -141,24 +139,26 @@ impl GitLabForge {
     }
 
     /// Every merge request whose source branch is `branch`.
-    fn merge_requests(&self, branch: &str) -> Result<Vec<Value>, ForgeError> {
-        self.api
+    fn merge_requests(&self, branch: &str) -> Result<Vec<MergeRequest>, ForgeError> {
+        let list = self
+            .api
             .pages(&self.at(&format!(
                 "merge_requests?source_branch={}&state=all",
                 path_segment(branch)
             )))
-            .map_err(forge_error)
+            .map_err(forge_error)?;
+        Ok(list.iter().map(models::one).collect())
     }
 
-    fn pr_of(mr: &Value) -> Option<Pr> {
-        let state = match mr["state"].as_str()? {
+    fn pr_of(mr: &MergeRequest) -> Option<Pr> {
+        let state = match mr.state.as_deref()? {
             "opened" | "locked" => PrState::Open,
             "merged" => PrState::Merged,
             _ => PrState::Closed,
         };
         Some(Pr {
-            number: u32::try_from(mr["iid"].as_u64()?).ok()?,
-            url: mr["web_url"].as_str().unwrap_or_default().to_string(),
+            number: u32::try_from(mr.iid?).ok()?,
+            url: mr.web_url.clone().unwrap_or_default(),
             state,
         })
     }
@@ -178,12 +178,12 @@ impl GitLabForge {
             .max_by_key(|p| (rank(p.state), p.number)))
     }
 
-    fn open_mr(&self, branch: &str) -> Result<Option<Value>, ForgeError> {
+    fn open_mr(&self, branch: &str) -> Result<Option<MergeRequest>, ForgeError> {
         Ok(self
             .merge_requests(branch)?
             .into_iter()
-            .filter(|m| m["state"].as_str() == Some("opened"))
-            .max_by_key(|m| m["iid"].as_u64()))
+            .filter(|m| m.state.as_deref() == Some("opened"))
+            .max_by_key(|m| m.iid))
     }
 
     /// Opens the merge request of `branch` into `target`.
@@ -205,7 +205,7 @@ impl GitLabForge {
                 "remove_source_branch": true,
             })),
         )?;
-        Self::pr_of(&mr).ok_or_else(|| ForgeError::Parse {
+        Self::pr_of(&models::one(&mr)).ok_or_else(|| ForgeError::Parse {
             command: format!("POST {}", self.at("merge_requests")),
             detail: "the answer is not a merge request".into(),
         })
@@ -218,9 +218,9 @@ impl GitLabForge {
             &format!("repository/branches/{}", path_segment(branch)),
             None,
         )?;
-        b["commit"]["id"]
-            .as_str()
-            .map(str::to_string)
+        models::one::<Branch>(&b)
+            .commit
+            .and_then(|c| c.id)
             .ok_or_else(|| ForgeError::Parse {
                 command: format!("GET repository/branches/{branch}"),
                 detail: "no commit id in the answer".into(),
@@ -228,7 +228,7 @@ impl GitLabForge {
     }
 
     /// The newest pipeline of `commit`, if GitLab ran one.
-    fn pipeline_of(&self, commit: &str) -> Result<Option<Value>, ForgeError> {
+    fn pipeline_of(&self, commit: &str) -> Result<Option<Pipeline>, ForgeError> {
         let list = self.json(
             "GET",
             &format!(
@@ -240,8 +240,8 @@ impl GitLabForge {
         Ok(list
             .as_array()
             .and_then(|l| l.first())
-            .filter(|p| p["sha"].as_str() == Some(commit))
-            .cloned())
+            .map(models::one::<Pipeline>)
+            .filter(|p| p.sha.as_deref() == Some(commit)))
     }
 
     /// CI of `commit`, the head of `branch` as a look just read it. GitLab creates a push's
@@ -251,13 +251,14 @@ impl GitLabForge {
     /// bounded wait for CI.
     pub fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
         if let Some(p) = self.pipeline_of(commit)? {
-            return Ok(pipeline_state(p["status"].as_str().unwrap_or_default()));
+            return Ok(pipeline_state(p.status.as_deref().unwrap_or_default()));
         }
         // A head pipeline of another commit says the project has CI, so ours is still to be
         // created; it is never a verdict on this commit.
         let other_head_pipeline = match self.open_mr(branch)? {
-            Some(mr) => mr["head_pipeline"]["sha"]
-                .as_str()
+            Some(mr) => mr
+                .head_pipeline
+                .and_then(|p| p.sha)
                 .is_some_and(|sha| sha != commit),
             None => false,
         };
@@ -281,8 +282,10 @@ impl GitLabForge {
                 None,
             )
             .map_err(forge_error)?;
-        let path = project["ci_config_path"]
-            .as_str()
+        let project: Project = models::one(&project);
+        let path = project
+            .ci_config_path
+            .as_deref()
             .filter(|p| !p.is_empty())
             .unwrap_or(".gitlab-ci.yml");
         if path.contains('@') || path.contains("://") {
@@ -311,7 +314,7 @@ impl GitLabForge {
     /// Each failing job of `commit`'s pipeline: its name, link and the end of its log.
     pub fn failing_checks_of(&self, commit: &str) -> Result<String, ForgeError> {
         match self.pipeline_of(commit)? {
-            Some(p) => self.failing_jobs(p["id"].as_u64().unwrap_or_default()),
+            Some(p) => self.failing_jobs(p.id.unwrap_or_default()),
             None => Ok(String::new()),
         }
     }
@@ -323,11 +326,10 @@ impl GitLabForge {
             .pages(&self.at(&format!("pipelines/{id}/jobs?scope[]=failed")))
             .map_err(forge_error)?;
         let mut text = String::new();
-        for (i, job) in jobs.iter().enumerate() {
-            let name = job["name"].as_str().unwrap_or_default();
-            let link = job["web_url"].as_str().unwrap_or_default();
+        for (i, job) in jobs.iter().map(models::one::<Job>).enumerate() {
+            let (name, link) = (&job.name, &job.web_url);
             text.push_str(&format!("failing check: {name} {link}\n"));
-            let Some(job_id) = job["id"].as_u64().filter(|_| i < MAX_TRACES) else {
+            let Some(job_id) = job.id.filter(|_| i < MAX_TRACES) else {
                 continue;
             };
             // A log that cannot be read leaves the name and link, which still say what failed.
@@ -366,10 +368,10 @@ impl GitLabForge {
                 )),
             };
         };
-        let iid = mr["iid"].as_u64().unwrap_or_default();
+        let iid = mr.iid.unwrap_or_default();
         // The list does not refresh a merge request's merge status (it stays `unchecked`
         // after a push); the merge request's own endpoint does.
-        let mr = self.json("GET", &format!("merge_requests/{iid}"), None)?;
+        let mr = models::one(&self.json("GET", &format!("merge_requests/{iid}"), None)?);
         if let Some((why, kind)) = merge_blocker(&mr, commit) {
             return Err(blocked(branch, iid, why, kind));
         }
@@ -392,8 +394,9 @@ impl GitLabForge {
         let failure = self.api.failure("PUT", &path, &answer);
         // 405, 406, 409, 422: GitLab refused this merge; its fields say why.
         if matches!(answer.status, 405 | 406 | 409 | 422) {
-            let now = self.json("GET", &format!("merge_requests/{iid}"), None)?;
-            if now["state"].as_str() == Some("merged") && now["sha"].as_str() == Some(commit) {
+            let now: MergeRequest =
+                models::one(&self.json("GET", &format!("merge_requests/{iid}"), None)?);
+            if now.state.as_deref() == Some("merged") && now.sha.as_deref() == Some(commit) {
                 return Ok(());
             }
             if let Some((why, kind)) = merge_blocker(&now, commit) {
@@ -450,7 +453,7 @@ mod tests {
     #[test]
     fn merge_refusals_are_read_from_fields() {
         let c = "abc";
-        let kind = |mr: Value| merge_blocker(&mr, c).map(|(_, k)| k);
+        let kind = |mr: Value| merge_blocker(&models::one(&mr), c).map(|(_, k)| k);
         let base = |extra: Value| {
             let mut mr = json!({"state": "opened", "sha": c, "draft": false,
                 "has_conflicts": false, "detailed_merge_status": "mergeable"});

@@ -133,7 +133,8 @@ pub struct Discussion {
     pub notes: Vec<Note>,
 }
 
-/// A merge request, for its number and head.
+/// A merge request: its number, head and state, and the fields that say why it cannot be
+/// merged (`detailed_merge_status`, or `merge_status` on an older GitLab).
 #[serde_as]
 #[derive(Debug, Default, Deserialize)]
 pub struct MergeRequest {
@@ -143,6 +144,121 @@ pub struct MergeRequest {
     #[serde_as(as = "DefaultOnError")]
     #[serde(default)]
     pub sha: Option<String>,
+    /// `opened`, `locked`, `merged` or `closed`.
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub web_url: Option<String>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub detailed_merge_status: Option<String>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub merge_status: Option<String>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub draft: bool,
+    /// The older name of `draft`.
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub work_in_progress: bool,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub has_conflicts: bool,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub head_pipeline: Option<Pipeline>,
+}
+
+/// A pipeline, as the pipeline lists and a merge request's `head_pipeline` give it.
+#[serde_as]
+#[derive(Debug, Default, Deserialize)]
+pub struct Pipeline {
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub id: Option<u64>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub sha: Option<String>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub status: Option<String>,
+    /// The branch or ref it ran for (`refs/merge-requests/:iid/train` for a merge train's).
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default, rename = "ref")]
+    pub git_ref: Option<String>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub web_url: Option<String>,
+}
+
+/// A job of a pipeline, to name a failing one and read its log.
+#[serde_as]
+#[derive(Debug, Default, Deserialize)]
+pub struct Job {
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub id: Option<u64>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub name: String,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub web_url: String,
+}
+
+/// A branch (`repository/branches/:branch`), for its head commit.
+#[serde_as]
+#[derive(Debug, Default, Deserialize)]
+pub struct Branch {
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub commit: Option<Commit>,
+}
+
+/// A commit, by its id.
+#[serde_as]
+#[derive(Debug, Default, Deserialize)]
+pub struct Commit {
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub id: Option<String>,
+}
+
+/// The project's settings the forge reads: where its CI configuration is, and whether it
+/// merges through merge trains.
+#[serde_as]
+#[derive(Debug, Default, Deserialize)]
+pub struct Project {
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub ci_config_path: Option<String>,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub merge_trains_enabled: bool,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub merge_pipelines_enabled: bool,
+}
+
+/// A merge request's car on the merge train, for its `status`.
+#[serde_as]
+#[derive(Debug, Default, Deserialize)]
+pub struct Car {
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub status: Option<String>,
+}
+
+/// A member of the project (`members/all/:user_id`), for their access level.
+#[serde_as]
+#[derive(Debug, Default, Deserialize)]
+pub struct Member {
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub access_level: Option<u64>,
 }
 
 /// A merge request's approvals (`merge_requests/:iid/approvals`).
@@ -210,6 +326,15 @@ pub fn items<T: for<'de> Deserialize<'de>>(list: &[serde_json::Value]) -> Vec<T>
     list.iter().filter_map(|v| T::deserialize(v).ok()).collect()
 }
 
+/// Reads one answer as `T`; an answer that is not an object reads as `T` with every field
+/// absent. The guard matters: serde reads a struct from an array too, field by position.
+pub fn one<T: for<'de> Deserialize<'de> + Default>(v: &serde_json::Value) -> T {
+    if !v.is_object() {
+        return T::default();
+    }
+    T::deserialize(v).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,5 +388,67 @@ mod tests {
         let links: Vec<Link> = items(&[json!({"link_type": "is_blocked_by", "iid": "x"})]);
         assert_eq!(links[0].link_type, "is_blocked_by");
         assert_eq!(links[0].iid, None);
+    }
+
+    #[test]
+    fn a_merge_request_with_odd_fields_reads_them_as_absent() {
+        let mr: MergeRequest = one(&json!({
+            "iid": "3", "sha": "abc", "state": "opened", "draft": "yes",
+            "has_conflicts": true, "detailed_merge_status": 5,
+            "head_pipeline": {"id": 9, "sha": 1}
+        }));
+        assert_eq!(mr.iid, None);
+        assert_eq!(mr.sha.as_deref(), Some("abc"));
+        assert!(!mr.draft);
+        assert!(mr.has_conflicts);
+        assert!(!mr.work_in_progress);
+        assert_eq!(mr.detailed_merge_status, None);
+        assert_eq!(mr.merge_status, None);
+        let head = mr.head_pipeline.expect("a head pipeline");
+        assert_eq!((head.id, head.sha), (Some(9), None));
+        let none: MergeRequest = one(&json!({"head_pipeline": "running"}));
+        assert!(none.head_pipeline.is_none());
+    }
+
+    #[test]
+    fn an_answer_that_is_no_object_reads_as_all_absent() {
+        let mr: MergeRequest = one(&json!([3, "abc"]));
+        assert_eq!((mr.iid, mr.sha), (None, None));
+        let car: Car = one(&json!("merged"));
+        assert_eq!(car.status, None);
+        let member: Member = one(&serde_json::Value::Null);
+        assert_eq!(member.access_level, None);
+    }
+
+    #[test]
+    fn pipelines_jobs_and_settings_read_their_fields() {
+        let pipelines: Vec<Pipeline> = items(&[
+            json!({"id": 10, "ref": "refs/merge-requests/3/train", "status": "failed"}),
+            json!(7),
+            json!({"id": -1, "ref": ["main"], "web_url": null}),
+        ]);
+        assert_eq!(pipelines.len(), 2);
+        assert_eq!(
+            pipelines[0].git_ref.as_deref(),
+            Some("refs/merge-requests/3/train")
+        );
+        assert_eq!(
+            (pipelines[1].id, pipelines[1].git_ref.as_deref()),
+            (None, None)
+        );
+        let jobs: Vec<Job> = items(&[json!({"id": 4, "name": "test"}), json!({"name": 1})]);
+        assert_eq!(
+            (jobs[0].id, jobs[0].name.as_str(), jobs[0].web_url.as_str()),
+            (Some(4), "test", "")
+        );
+        assert_eq!(jobs[1].name, "");
+        let branch: Branch = one(&json!({"commit": {"id": 12}}));
+        assert_eq!(branch.commit.and_then(|c| c.id), None);
+        let project: Project = one(
+            &json!({"ci_config_path": "", "merge_trains_enabled": "true",
+            "merge_pipelines_enabled": true}),
+        );
+        assert_eq!(project.ci_config_path.as_deref(), Some(""));
+        assert!(!project.merge_trains_enabled && project.merge_pipelines_enabled);
     }
 }

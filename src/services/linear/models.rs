@@ -174,6 +174,51 @@ pub(crate) struct TeamNode {
     pub states: Page<Value>,
 }
 
+/// A GraphQL answer: its `data` as given, and its `errors` when they are a list.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Answer {
+    pub data: Value,
+    #[serde(deserialize_with = "or_default")]
+    pub errors: Option<Vec<Value>>,
+}
+
+impl Answer {
+    /// The answer at `value`; one that is no object has neither data nor errors.
+    pub fn of(value: &Value) -> Answer {
+        if !value.is_object() {
+            return Answer::default();
+        }
+        serde_json::from_value(value.clone()).unwrap_or_default()
+    }
+}
+
+/// One error of a GraphQL answer, for the code that says its kind.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct GraphqlError {
+    #[serde(deserialize_with = "or_default")]
+    pub extensions: Extensions,
+}
+
+/// Where Linear puts an error's `code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, …).
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+pub(crate) struct Extensions {
+    #[serde(deserialize_with = "or_default")]
+    pub code: Option<String>,
+}
+
+impl GraphqlError {
+    /// The error at `value`; one that is no object has no code, but still counts as an error.
+    pub fn of(value: &Value) -> GraphqlError {
+        if !value.is_object() {
+            return GraphqlError::default();
+        }
+        serde_json::from_value(value.clone()).unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,5 +295,26 @@ mod tests {
         .expect("a team");
         assert_eq!(team.name.as_deref(), Some("Eng"));
         assert_eq!((team.labels.nodes.len(), team.states.nodes.len()), (1, 0));
+    }
+
+    #[test]
+    fn an_error_without_a_readable_code_has_none() {
+        let code = |v: Value| GraphqlError::of(&v).extensions.code;
+        assert_eq!(
+            code(json!({"extensions": {"code": "RATELIMITED"}})).as_deref(),
+            Some("RATELIMITED")
+        );
+        assert_eq!(code(json!({"extensions": {"code": 429}})), None);
+        assert_eq!(code(json!({"message": "no extensions"})), None);
+        assert_eq!(code(json!(["RATELIMITED"])), None);
+    }
+
+    #[test]
+    fn an_answer_reads_errors_only_when_they_are_a_list() {
+        let a = Answer::of(&json!({"data": {"x": 1}, "errors": "boom"}));
+        assert_eq!((a.data, a.errors), (json!({"x": 1}), None));
+        let a = Answer::of(&json!({"errors": [{"message": "m"}, 3]}));
+        assert_eq!((a.data, a.errors.map(|e| e.len())), (Value::Null, Some(2)));
+        assert_eq!(Answer::of(&Value::Null).data, Value::Null);
     }
 }

@@ -8,7 +8,9 @@
 //! with status 200; its kind comes from the status and headers, else from the error's
 //! `extensions.code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, `FORBIDDEN`), never its words.
 
-use super::models::{CommentNode, IssueNode, Named, Page, Relation, TeamNode};
+use super::models::{
+    Answer, CommentNode, GraphqlError, IssueNode, Named, Page, Relation, TeamNode,
+};
 use crate::api_client::{ApiClient, Failure};
 use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
@@ -50,17 +52,18 @@ pub struct Linear {
 
 /// The kind of a GraphQL error, from its `extensions.code`.
 pub fn graphql_error_kind(errors: &[Value]) -> CallFailureKind {
-    let codes: Vec<&str> = errors
+    let codes: Vec<String> = errors
         .iter()
-        .filter_map(|e| e["extensions"]["code"].as_str())
+        .filter_map(|e| GraphqlError::of(e).extensions.code)
         .collect();
-    if codes.contains(&"RATELIMITED") {
+    let has = |code: &str| codes.iter().any(|c| c == code);
+    if has("RATELIMITED") {
         CallFailureKind::RateLimited {
             wait_secs: SECONDARY_LIMIT_SECS,
         }
-    } else if codes.contains(&"AUTHENTICATION_ERROR") {
+    } else if has("AUTHENTICATION_ERROR") {
         CallFailureKind::Auth
-    } else if codes.contains(&"FORBIDDEN") {
+    } else if has("FORBIDDEN") {
         CallFailureKind::Permission
     } else {
         CallFailureKind::Other
@@ -78,7 +81,8 @@ impl Linear {
         let body = json!({ "operationName": operation, "query": query, "variables": variables });
         let answer = self.api.answer("POST", "", Some(&body))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-        let errors = parsed["errors"].as_array().filter(|e| !e.is_empty());
+        let parsed = Answer::of(&parsed);
+        let errors = parsed.errors.as_deref().filter(|e| !e.is_empty());
         if !answer.ok() {
             let mut failure = self.api.failure("POST", "", &answer);
             failure.message = format!("{operation}: {}", failure.message);
@@ -106,7 +110,7 @@ impl Linear {
             }
             return Err(Failure { message, kind }.into());
         }
-        Ok(parsed["data"].clone())
+        Ok(parsed.data)
     }
 
     /// What `doctor` asks of Linear, in one operation: whose key it is, and whether the team,

@@ -12,7 +12,7 @@ use crate::authority::{judge, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
 use crate::machine::ReviewDecision;
 use crate::ports::forge::{Feedback, ForgeError, ReviewKind, ReviewState};
-use crate::services::gitlab::models::{self, Approvals, Discussion, MergeRequest, Note};
+use crate::services::gitlab::models::{self, Approvals, Discussion, Note};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -31,7 +31,6 @@ impl GitLabForge {
                 "the runner opens it in createPR; check the project's merge requests",
             ));
         };
-        let mr = MergeRequest::deserialize(&mr).unwrap_or_default();
         let iid = mr.iid.unwrap_or_default();
         let me = self.runner_username()?;
         let discussions: Vec<Discussion> = models::items(
@@ -95,7 +94,7 @@ impl GitLabForge {
     /// nothing is left out; a rate limit or the network is an error, waited out.
     fn runner_username(&self) -> Result<String, ForgeError> {
         match self.api.json("GET", "user", None) {
-            Ok(user) => Ok(user["username"].as_str().unwrap_or_default().to_string()),
+            Ok(user) => Ok(models::one::<models::User>(&user).username),
             Err(f)
                 if matches!(
                     f.kind,

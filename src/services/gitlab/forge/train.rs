@@ -12,31 +12,32 @@
 use super::{blocked, forge_error, merge_blocker, refused, GitLabForge};
 use crate::call_failure::{path_segment, CallFailureKind};
 use crate::ports::forge::{ForgeError, PrState, QueueState};
+use crate::services::gitlab::models::{self, Car, MergeRequest, Pipeline, Project};
 use serde_json::{json, Value};
 
 /// What one car's `status` says: merged by the train, or still on it.
-pub fn car_merged(car: &Value) -> bool {
-    matches!(car["status"].as_str(), Some("merged" | "skip_merged"))
+pub fn car_merged(car: &Car) -> bool {
+    matches!(car.status.as_deref(), Some("merged" | "skip_merged"))
 }
 
 /// The newest of the train pipelines of merge request `iid` among `pipelines` (GitLab's list
 /// of a merge request's pipelines).
-pub fn newest_train_pipeline(pipelines: &[Value], iid: u64) -> Option<&Value> {
+pub fn newest_train_pipeline(pipelines: &[Pipeline], iid: u64) -> Option<&Pipeline> {
     let train_ref = format!("refs/merge-requests/{iid}/train");
     pipelines
         .iter()
-        .filter(|p| p["ref"].as_str() == Some(train_ref.as_str()))
-        .max_by_key(|p| p["id"].as_u64())
+        .filter(|p| p.git_ref.as_deref() == Some(train_ref.as_str()))
+        .max_by_key(|p| p.id)
 }
 
 /// Where merge request `iid` stands once its car is gone, by its newest train pipeline: a
 /// failed one is the train's CI failing (`Some` with the pipeline's link); none, or one that
 /// did not fail (GitLab cancels a car's pipeline when a person takes it off), is a person's.
-pub fn dropped_by_pipeline(pipeline: Option<&Value>) -> Option<String> {
-    let p = pipeline.filter(|p| p["status"].as_str() == Some("failed"))?;
-    Some(match p["web_url"].as_str() {
+pub fn dropped_by_pipeline(pipeline: Option<&Pipeline>) -> Option<String> {
+    let p = pipeline.filter(|p| p.status.as_deref() == Some("failed"))?;
+    Some(match p.web_url.as_deref() {
         Some(url) if !url.is_empty() => url.to_string(),
-        _ => format!("#{}", p["id"].as_u64().unwrap_or_default()),
+        _ => format!("#{}", p.id.unwrap_or_default()),
     })
 }
 
@@ -55,13 +56,13 @@ impl GitLabForge {
                 None,
             )
             .map_err(forge_error)?;
-        let on = project["merge_trains_enabled"].as_bool() == Some(true)
-            && project["merge_pipelines_enabled"].as_bool() == Some(true);
+        let project: Project = models::one(&project);
+        let on = project.merge_trains_enabled && project.merge_pipelines_enabled;
         Ok(*self.trains.get_or_init(|| on))
     }
 
     /// Merge request `iid`'s car on the train; `None` when it is on none (404).
-    fn car(&self, iid: u64) -> Result<Option<Value>, ForgeError> {
+    fn car(&self, iid: u64) -> Result<Option<Car>, ForgeError> {
         let path = self.at(&format!("merge_trains/merge_requests/{iid}"));
         let answer = self.api.answer("GET", &path, None).map_err(forge_error)?;
         if answer.status == 404 {
@@ -70,8 +71,9 @@ impl GitLabForge {
         if !answer.ok() {
             return Err(forge_error(self.api.failure("GET", &path, &answer)));
         }
-        serde_json::from_slice(&answer.body)
-            .map(Some)
+        // Any JSON is a car, its fields read as they are; only an answer that is no JSON fails.
+        serde_json::from_slice::<Value>(&answer.body)
+            .map(|car| Some(models::one(&car)))
             .map_err(|e| ForgeError::Parse {
                 command: format!("GET {path}"),
                 detail: e.to_string(),
@@ -111,7 +113,8 @@ impl GitLabForge {
                 CallFailureKind::LostRace,
             )),
             400 => {
-                let now = self.json("GET", &format!("merge_requests/{iid}"), None)?;
+                let now: MergeRequest =
+                    models::one(&self.json("GET", &format!("merge_requests/{iid}"), None)?);
                 let (why, kind) = merge_blocker(&now, commit).unwrap_or((
                     format!(
                         "GitLab does not add it to the merge train ({})",
@@ -149,17 +152,20 @@ impl GitLabForge {
                 QueueState::Queued
             });
         }
-        let pipelines = self
+        let pipelines: Vec<Pipeline> = self
             .api
             .pages(&self.at(&format!("merge_requests/{iid}/pipelines")))
-            .map_err(forge_error)?;
+            .map_err(forge_error)?
+            .iter()
+            .map(models::one)
+            .collect();
         let newest = newest_train_pipeline(&pipelines, iid);
         let Some(link) = dropped_by_pipeline(newest) else {
             return Ok(QueueState::Removed(
                 "took the merge request off the merge train",
             ));
         };
-        let id = newest.and_then(|p| p["id"].as_u64()).unwrap_or_default();
+        let id = newest.and_then(|p| p.id).unwrap_or_default();
         let jobs = self.failing_jobs(id)?;
         Ok(QueueState::ChecksFailed(format!(
             "the merge train's pipeline {link} failed, and GitLab dropped !{iid} from the train\n{jobs}"
@@ -185,27 +191,31 @@ mod tests {
 
     #[test]
     fn a_car_is_merged_or_on_the_train_and_a_dropped_one_is_told_by_its_train_pipeline() {
-        assert!(car_merged(&json!({"status": "merged"})));
-        assert!(car_merged(&json!({"status": "skip_merged"})));
+        let car = |v: Value| car_merged(&models::one(&v));
+        assert!(car(json!({"status": "merged"})));
+        assert!(car(json!({"status": "skip_merged"})));
         for s in ["idle", "stale", "fresh", "merging"] {
-            assert!(!car_merged(&json!({ "status": s })), "{s}");
+            assert!(!car(json!({ "status": s })), "{s}");
         }
-        let pipelines = vec![
+        let pipelines: Vec<Pipeline> = [
             json!({"id": 10, "ref": "refs/merge-requests/3/train", "status": "failed",
                 "web_url": "http://gitlab.test/p/-/pipelines/10"}),
             json!({"id": 12, "ref": "1-branch", "status": "success"}),
             json!({"id": 11, "ref": "refs/merge-requests/3/train", "status": "canceled"}),
-        ];
+        ]
+        .iter()
+        .map(models::one)
+        .collect();
         // The newest train pipeline was canceled: a person took the car off.
         let newest = newest_train_pipeline(&pipelines, 3);
-        assert_eq!(newest.and_then(|p| p["id"].as_u64()), Some(11));
+        assert_eq!(newest.and_then(|p| p.id), Some(11));
         assert_eq!(dropped_by_pipeline(newest), None);
         let failed = newest_train_pipeline(&pipelines[..2], 3);
         assert_eq!(
             dropped_by_pipeline(failed).as_deref(),
             Some("http://gitlab.test/p/-/pipelines/10")
         );
-        assert_eq!(newest_train_pipeline(&pipelines, 4), None);
+        assert!(newest_train_pipeline(&pipelines, 4).is_none());
         assert_eq!(dropped_by_pipeline(None), None);
     }
 }
