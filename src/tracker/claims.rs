@@ -12,8 +12,27 @@
 //! Linear as the `sdlc-claimed` label (on GitHub also an assignee) and a comment or note on the
 //! issue, read back so that the earliest live claim wins (`services/shared/claim_notes.rs`).
 
+use crate::ports::claims::{Claim, Claimed};
 use chrono::{DateTime, Utc};
 use std::time::Duration;
+
+/// A claim a store just won, with the kill tests' failpoint after it is written (every store
+/// the same): `claimed` as it is.
+pub(crate) fn claim_written(claimed: Claimed) -> Claimed {
+    if matches!(claimed, Claimed::Won(_)) {
+        crate::failpoint::point("claims: claim written");
+    }
+    claimed
+}
+
+/// A renewal a store just made (`None`: this worker still holds the claim), with the kill
+/// tests' failpoint after it is written: `holder` as it is.
+pub(crate) fn renewal_written(holder: Option<Claim>) -> Option<Claim> {
+    if holder.is_none() {
+        crate::failpoint::point("claims: renewal written");
+    }
+    holder
+}
 
 /// When a lease taken at `now` for `lease` runs out (the end of time if that cannot be told).
 pub(crate) fn expiry(now: DateTime<Utc>, lease: Duration) -> DateTime<Utc> {

@@ -269,11 +269,8 @@ impl GitLabForge {
         })
     }
 
-    /// Whether the project has a CI configuration at `commit`: the file the project's
-    /// `ci_config_path` names (`.gitlab-ci.yml` when it names none) exists there. A
-    /// configuration kept in another project or at a URL (`…@group/project`, `https://…`)
-    /// cannot be looked at here and counts as configured: a pipeline is then waited for.
-    fn ci_configured_at(&self, commit: &str) -> Result<bool, ForgeError> {
+    /// The project's settings (`GET projects/:id`).
+    pub(super) fn project_settings(&self) -> Result<Project, ForgeError> {
         let project = self
             .api
             .json(
@@ -282,7 +279,15 @@ impl GitLabForge {
                 None,
             )
             .map_err(forge_error)?;
-        let project: Project = models::one(&project);
+        Ok(models::one(&project))
+    }
+
+    /// Whether the project has a CI configuration at `commit`: the file the project's
+    /// `ci_config_path` names (`.gitlab-ci.yml` when it names none) exists there. A
+    /// configuration kept in another project or at a URL (`…@group/project`, `https://…`)
+    /// cannot be looked at here and counts as configured: a pipeline is then waited for.
+    fn ci_configured_at(&self, commit: &str) -> Result<bool, ForgeError> {
+        let project = self.project_settings()?;
         let path = project
             .ci_config_path
             .as_deref()

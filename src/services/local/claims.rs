@@ -9,7 +9,7 @@
 //! side, so no push can race there (docs/scaling.md).
 
 use crate::ports::claims::{Claim, ClaimError, Claimed};
-use crate::tracker::claims::expiry;
+use crate::tracker::claims::{claim_written, expiry, renewal_written};
 use chrono::{DateTime, Utc};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -42,11 +42,13 @@ impl crate::ports::ClaimPort for LocalClaims {
         lease: Duration,
         now: DateTime<Utc>,
     ) -> Result<Claimed, ClaimError> {
-        let claimed = local::claim(&self.dir, issue, worker, now, expiry(now, lease))?;
-        if matches!(claimed, Claimed::Won(_)) {
-            crate::failpoint::point("claims: claim written");
-        }
-        Ok(claimed)
+        Ok(claim_written(local::claim(
+            &self.dir,
+            issue,
+            worker,
+            now,
+            expiry(now, lease),
+        )?))
     }
 
     fn renew(
@@ -56,11 +58,13 @@ impl crate::ports::ClaimPort for LocalClaims {
         lease: Duration,
         now: DateTime<Utc>,
     ) -> Result<Option<Claim>, ClaimError> {
-        let holder = local::renew(&self.dir, issue, worker, now, expiry(now, lease))?;
-        if holder.is_none() {
-            crate::failpoint::point("claims: renewal written");
-        }
-        Ok(holder)
+        Ok(renewal_written(local::renew(
+            &self.dir,
+            issue,
+            worker,
+            now,
+            expiry(now, lease),
+        )?))
     }
 
     fn lease_merge(

@@ -5,7 +5,7 @@
 
 use crate::ports::claims::{Claim, ClaimError, Claimed};
 use crate::ports::tracker::TrackerError;
-use crate::tracker::claims::expiry;
+use crate::tracker::claims::{claim_written, expiry, renewal_written};
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use std::time::Duration;
@@ -218,11 +218,12 @@ impl<B: ClaimBoard + Send + Sync> crate::ports::ClaimPort for NoteClaims<B> {
         lease: Duration,
         now: DateTime<Utc>,
     ) -> Result<Claimed, ClaimError> {
-        let claimed = self.0.board_claim(issue, worker, now, expiry(now, lease))?;
-        if matches!(claimed, Claimed::Won(_)) {
-            crate::failpoint::point("claims: claim written");
-        }
-        Ok(claimed)
+        Ok(claim_written(self.0.board_claim(
+            issue,
+            worker,
+            now,
+            expiry(now, lease),
+        )?))
     }
     fn renew(
         &self,
@@ -231,11 +232,12 @@ impl<B: ClaimBoard + Send + Sync> crate::ports::ClaimPort for NoteClaims<B> {
         lease: Duration,
         now: DateTime<Utc>,
     ) -> Result<Option<Claim>, ClaimError> {
-        let holder = self.0.board_renew(issue, worker, now, expiry(now, lease))?;
-        if holder.is_none() {
-            crate::failpoint::point("claims: renewal written");
-        }
-        Ok(holder)
+        Ok(renewal_written(self.0.board_renew(
+            issue,
+            worker,
+            now,
+            expiry(now, lease),
+        )?))
     }
     fn lease_merge(
         &self,

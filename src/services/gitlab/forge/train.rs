@@ -10,9 +10,9 @@
 //! person took it off (or closed it).
 
 use super::{blocked, forge_error, merge_blocker, refused, GitLabForge};
-use crate::call_failure::{path_segment, CallFailureKind};
+use crate::call_failure::CallFailureKind;
 use crate::ports::forge::{ForgeError, PrState, QueueState};
-use crate::services::gitlab::models::{self, Car, MergeRequest, Pipeline, Project};
+use crate::services::gitlab::models::{self, Car, MergeRequest, Pipeline};
 use serde_json::{json, Value};
 
 /// What one car's `status` says: merged by the train, or still on it.
@@ -48,15 +48,7 @@ impl GitLabForge {
         if let Some(on) = self.trains.get() {
             return Ok(*on);
         }
-        let project = self
-            .api
-            .json(
-                "GET",
-                &format!("projects/{}", path_segment(&self.project)),
-                None,
-            )
-            .map_err(forge_error)?;
-        let project: Project = models::one(&project);
+        let project = self.project_settings()?;
         let on = project.merge_trains_enabled && project.merge_pipelines_enabled;
         Ok(*self.trains.get_or_init(|| on))
     }
