@@ -4,7 +4,8 @@
 //! CI runs per landed issue (on the branches, and on the trees main would hold), and main
 //! green at every first-parent commit (the CI's check run over main's history afterwards, and
 //! each commit's tree one CI passed). Once with nothing failing, once with #3 failing together
-//! with #2 (green alone, red together: returned to its cycle, repaired, landed).
+//! with #2 (green alone, red together: the one of the two that comes second in main's order is
+//! returned to its cycle, repaired, landed; either agent can repair it).
 //!
 //! `cargo bench --bench merge_train` (a few minutes; `SDLC_BENCH_CI_SECS=2` for a quick look)
 
@@ -56,6 +57,8 @@ struct Run {
 fn run(bin: &Path, workers: u32, failing: bool) -> Run {
     let mut script = json!({"steps": {"*": ["busy:300"]}});
     if failing {
+        // Whichever of the pair lands second is returned: its agent repairs the combination.
+        script["steps"]["2:monitorCI"] = json!(["fix-ci"]);
         script["steps"]["3:monitorCI"] = json!(["fix-ci"]);
     }
     let p = Project::new(bin, ISSUES, script, json!({}));
