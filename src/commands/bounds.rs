@@ -12,6 +12,26 @@ pub fn run(config: &Path) -> i32 {
         Ok(cfg) => cfg,
         Err(code) => return code,
     };
+    let b = attempts(&cfg);
+    waits(&cfg);
+    merges(&cfg);
+    train(&cfg);
+    money(&cfg);
+    github_requests(&cfg);
+    processes(&cfg);
+    if cfg.workers > 1 {
+        let n = u64::from(cfg.workers);
+        out!(
+            "with {n} workers: at most {} between two merges of the fleet, {} before the fleet halts when nothing succeeds (each worker is one machine with these limits, and the coordinator only stops workers earlier: N times the figures above)",
+            b.between_merges.saturating_mul(n),
+            b.nothing_succeeds.saturating_mul(n)
+        );
+    }
+    0
+}
+
+/// The step attempts and agent invocations (worst cases) and how a clean issue splits.
+fn attempts(cfg: &crate::config::Config) -> bounds::Bounds {
     let b = bounds::compute(&cfg.limits());
     out!(
         "step attempts between two successful merges (worst case): {}",
@@ -51,6 +71,11 @@ pub fn run(config: &Path) -> i32 {
         }
     );
     out!("an attempt cut short by a runner crash counts as a failed attempt (KILLED): these figures hold across crashes and restarts");
+    b
+}
+
+/// How often each kind of runner call, CI look, queue look and review look may repeat.
+fn waits(cfg: &crate::config::Config) {
     let l = cfg.limits();
     let waits: Vec<String> = (1..=l.max_network_waits)
         .map(|n| l.network_backoff_secs(n).to_string())
@@ -87,10 +112,12 @@ pub fn run(config: &Path) -> i32 {
         );
     }
     out!("tracker writes: one per merge and one per escalation; a write the tracker refuses halts the session (TRACKER), a merged issue is never selected again");
-    merges(&cfg);
-    train(&cfg);
-    money(&cfg);
-    github_requests(&cfg);
+}
+
+/// The processes the runner starts (worst cases, alone and with `--worker-id`, and on a sound
+/// network).
+fn processes(cfg: &crate::config::Config) {
+    let l = cfg.limits();
     let p = crate::process_bounds::compute(&l, &cfg.builtin_steps());
     let pair = |x: crate::process_bounds::Processes| {
         format!(
@@ -110,7 +137,7 @@ pub fn run(config: &Path) -> i32 {
         "processes before a halt when nothing succeeds (worst case, startup included): {}",
         pair(p.nothing_succeeds)
     );
-    let claimed = cfg.limits_for(shared(&cfg));
+    let claimed = cfg.limits_for(shared(cfg));
     let c = crate::process_bounds::compute(&claimed, &cfg.builtin_steps());
     out!(
         "with --worker-id (issues claimed, the merge turn shared): each selected issue is claimed, an issue another runner holds is skipped (one selection and one claim more, once per cycle each), and every request that works on the issue or waits renews the claim first, and a merge run waits for the merge turn asking again after each of at most {} pause(s); processes: one issue {}; between two merges {}; before a halt when nothing succeeds {}",
@@ -146,15 +173,6 @@ pub fn run(config: &Path) -> i32 {
         .map(|(label, c)| format!("{label}={}", c.others))
         .collect();
     out!("children per effect, other than agents: {}", rows.join(" "));
-    if cfg.workers > 1 {
-        let n = u64::from(cfg.workers);
-        out!(
-            "with {n} workers: at most {} between two merges of the fleet, {} before the fleet halts when nothing succeeds (each worker is one machine with these limits, and the coordinator only stops workers earlier: N times the figures above)",
-            b.between_merges.saturating_mul(n),
-            b.nothing_succeeds.saturating_mul(n)
-        );
-    }
-    0
 }
 
 // ---- GitHub requests (issue 53) -------------------------------------------------------

@@ -47,7 +47,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/config/validate.rs", "config"),
     ("src/config/validate.rs", "step_config"),
     ("src/driver/fleet.rs", "execute"),
-    ("src/commands/bounds.rs", "run"),
     ("src/process_bounds.rs", "window"),
     ("src/services/github/forge/reviews.rs", "parse_review_state"),
     (
