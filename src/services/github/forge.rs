@@ -388,6 +388,20 @@ fn review_decision(
         "query PullRequestReviewDecision($owner: String!, $repo: String!, $number: Int!) { repository(owner: $owner, name: $repo) { pullRequest(number: $number) { reviewDecision } } }"
     };
     let args = crate::call_failure::gh_graphql_args(query, number);
+    let answer = graphql_answer(gh, repo_dir, &args)?;
+    let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
+    let pull = &v["data"]["repository"]["pullRequest"];
+    let queue = pull["isMergeQueueEnabled"].as_bool().unwrap_or(false);
+    Ok((pull["reviewDecision"].as_str().map(str::to_string), queue))
+}
+
+/// `gh api --include graphql` with `args`: GitHub's answer, counted, or the error of a call
+/// that failed or an answer that holds GraphQL errors (a rate limit among them).
+pub(super) fn graphql_answer(
+    gh: &PathBuf,
+    repo_dir: &PathBuf,
+    args: &[String],
+) -> Result<HttpAnswer, ForgeError> {
     let argv: Vec<&str> = args.iter().map(String::as_str).collect();
     let out = run_gh(gh, repo_dir, &argv)?;
     let Some(answer) = HttpAnswer::parse(&out.stdout) else {
@@ -395,12 +409,9 @@ fn review_decision(
     };
     crate::call_failure::conditional::count(&answer);
     if !answer.graphql_ok() {
-        return Err(refused(gh, &args, &answer, &out));
+        return Err(refused(gh, args, &answer, &out));
     }
-    let v: serde_json::Value = serde_json::from_slice(&answer.body).unwrap_or_default();
-    let pull = &v["data"]["repository"]["pullRequest"];
-    let queue = pull["isMergeQueueEnabled"].as_bool().unwrap_or(false);
-    Ok((pull["reviewDecision"].as_str().map(str::to_string), queue))
+    Ok(answer)
 }
 
 /// The open PR of `branch`: its number, or an error naming the branch when it has none.

@@ -5,7 +5,7 @@
 //! a look, until GitHub merges it (the tree the queue's CI passed) or takes it out (its CI
 //! failed on the merge group, or a person dequeued or closed it).
 
-use super::{command_text, gh_failed, refused, run_gh};
+use super::command_text;
 use crate::call_failure::{CallFailureKind, HttpAnswer};
 use crate::forge::ForgeError;
 use crate::ports::forge::QueueState;
@@ -107,16 +107,7 @@ fn graphql(
     }
     args.push("-f".to_string());
     args.push(format!("query={query}"));
-    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = run_gh(gh, repo_dir, &argv)?;
-    let Some(answer) = HttpAnswer::parse(&out.stdout) else {
-        return Err(gh_failed(gh, &argv, &out));
-    };
-    crate::call_failure::conditional::count(&answer);
-    if !answer.graphql_ok() {
-        return Err(refused(gh, &args, &answer, &out));
-    }
-    Ok(answer)
+    super::graphql_answer(gh, repo_dir, &args)
 }
 
 /// The look at `branch`'s newest PR: one GraphQL request.
