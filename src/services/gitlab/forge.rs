@@ -2,7 +2,8 @@
 //! is pushed by the runner's git as on GitHub; the merge request targets the base branch and
 //! its description names the issue (`Closes #N`), so GitLab closes the issue on merge.
 //!
-//! CI is read for one commit only: the newest pipeline whose `sha` is that commit. A merge
+//! CI is read for one commit only: the newest pipeline whose `sha` is that commit, or where it
+//! has none, the newest that ran on a merged result of it (`forge/merged.rs`). A merge
 //! request's `head_pipeline` for another commit is no verdict on ours (it says only that the
 //! project has CI, so ours is still to come: pending). GitLab creates a push's pipeline a
 //! moment after the push: no pipeline yet is pending too, and the project has no CI only when
@@ -13,6 +14,7 @@
 //! never from the message. A project with merge trains merges through its train instead
 //! (`forge/train.rs`).
 
+mod merged;
 mod reviews;
 mod train;
 
@@ -253,9 +255,13 @@ impl GitLabForge {
         if let Some(p) = self.pipeline_of(commit)? {
             return Ok(pipeline_state(p.status.as_deref().unwrap_or_default()));
         }
+        let mr = self.open_mr(branch)?;
+        if let Some(p) = self.merged_result_of(mr.as_ref(), commit)? {
+            return Ok(pipeline_state(p.status.as_deref().unwrap_or_default()));
+        }
         // A head pipeline of another commit says the project has CI, so ours is still to be
         // created; it is never a verdict on this commit.
-        let other_head_pipeline = match self.open_mr(branch)? {
+        let other_head_pipeline = match mr {
             Some(mr) => mr
                 .head_pipeline
                 .and_then(|p| p.sha)
@@ -316,9 +322,10 @@ impl GitLabForge {
         self.ci_state_of(branch, &head)
     }
 
-    /// Each failing job of `commit`'s pipeline: its name, link and the end of its log.
-    pub fn failing_checks_of(&self, commit: &str) -> Result<String, ForgeError> {
-        match self.pipeline_of(commit)? {
+    /// Each failing job of the pipeline whose verdict is `commit`'s (the head of `branch`):
+    /// its name, link and the end of its log.
+    pub fn failing_checks_of(&self, branch: &str, commit: &str) -> Result<String, ForgeError> {
+        match self.verdict_pipeline(branch, commit)? {
             Some(p) => self.failing_jobs(p.id.unwrap_or_default()),
             None => Ok(String::new()),
         }
@@ -356,7 +363,7 @@ impl GitLabForge {
     /// [`GitLabForge::failing_checks_of`] for `branch`'s head.
     pub fn failing_checks(&self, branch: &str) -> Result<String, ForgeError> {
         let head = self.branch_head(branch)?;
-        self.failing_checks_of(&head)
+        self.failing_checks_of(branch, &head)
     }
 
     /// Merges the open merge request of `branch` exactly at `commit` and removes the branch.

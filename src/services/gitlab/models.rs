@@ -218,13 +218,17 @@ pub struct Branch {
     pub commit: Option<Commit>,
 }
 
-/// A commit, by its id.
+/// A commit, by its id, with its parents (`repository/commits/:sha`) where the answer has them.
 #[serde_as]
 #[derive(Debug, Default, Deserialize)]
 pub struct Commit {
     #[serde_as(as = "DefaultOnError")]
     #[serde(default)]
     pub id: Option<String>,
+    /// Its parents in order: a merge commit's first parent is the branch merged into.
+    #[serde_as(as = "DefaultOnError<VecSkipError<_>>")]
+    #[serde(default)]
+    pub parent_ids: Vec<String>,
 }
 
 /// The project's settings the forge reads: where its CI configuration is, and whether it

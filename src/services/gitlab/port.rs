@@ -41,8 +41,8 @@ impl ForgePort for GitLabPort {
     fn ci_state_of(&self, branch: &str, commit: &str) -> Result<CiState, ForgeError> {
         self.api.ci_state_of(branch, commit)
     }
-    fn failing_checks_of(&self, _branch: &str, commit: &str) -> Result<String, ForgeError> {
-        self.api.failing_checks_of(commit)
+    fn failing_checks_of(&self, branch: &str, commit: &str) -> Result<String, ForgeError> {
+        self.api.failing_checks_of(branch, commit)
     }
     /// GitLab removes the source branch with the merge (`should_remove_source_branch`).
     fn merge_pr(&self, branch: &str, commit: &str, message: &str) -> Result<(), ForgeError> {
