@@ -1170,3 +1170,95 @@ fn a_kill_during_the_merge_trains_wait_resumes_the_wait_and_lands_once() {
     assert!(!g.lab.issue(1).open, "{all}");
     g.assert_only_known_calls();
 }
+
+impl LabProject {
+    /// The merged result pipelines the fake ran: (the head each merged, its status), oldest
+    /// first.
+    fn merged_result_pipelines(&self) -> Vec<(String, String)> {
+        self.lab.with(|l| {
+            l.pipelines
+                .iter()
+                .filter(|p| p.merge_of.is_some())
+                .map(|p| (p.source_sha.clone().unwrap_or_default(), p.status.clone()))
+                .collect()
+        })
+    }
+
+    /// How many merges the runner asked for (`PUT …/merge`).
+    fn merges_asked(&self) -> usize {
+        self.lab
+            .requests()
+            .iter()
+            .filter(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+            .count()
+    }
+}
+
+/// A project with merged results pipelines: the merge request's pipeline runs on a merge
+/// commit of the head onto main (`refs/merge-requests/1/merge`), never on the head itself.
+/// Its success is the verdict on the head (the merge commit's last parent): the runner
+/// merges once, that head.
+#[test]
+fn a_green_merged_result_pipeline_is_the_heads_verdict_and_the_head_merges_once() {
+    let g = LabProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
+    g.lab.with(|l| l.merged_results = true);
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    let merged = g.merged_result_pipelines();
+    assert_eq!(merged.len(), 1, "{merged:?}\n{requests:#?}");
+    assert_eq!(merged[0].1, "success");
+    let branch_pipelines = g.lab.with(|l| l.pipelines.len()) - merged.len();
+    assert_eq!(branch_pipelines, 0, "no pipeline ran on a head itself");
+    assert_eq!(g.merges_asked(), 1, "{requests:#?}");
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main^2"]),
+        merged[0].0,
+        "main merged the head the merged result pipeline passed: {all}"
+    );
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    assert!(!g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}
+
+/// A failing merged result pipeline: monitorCI's failure carries that pipeline's failing
+/// job's log for the repair; the repair's new head gets a merged result pipeline of its own,
+/// which passes, and that head lands.
+#[test]
+fn a_failing_merged_result_pipeline_is_repaired_from_its_jobs_log_and_the_new_head_lands() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"1:monitorCI": ["fix-ci"]}}),
+        json!({}),
+    );
+    g.lab.with(|l| {
+        l.merged_results = true;
+        l.pipeline_plan = vec!["failed".into()];
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    let requests = g.lab.requests();
+    assert_eq!(code(&out), 0, "{all}\n{requests:#?}");
+    assert!(
+        all.contains("monitorCI attempt 2 (repair)"),
+        "the merged result's failure is repaired: {all}"
+    );
+    let prompt = g.p.prompt(1, "monitorCI", 2).expect("the repair prompt");
+    assert!(
+        prompt.contains("the merged result says \"hi\""),
+        "the merged result pipeline's failing job, for the repair: {prompt}"
+    );
+    let merged = g.merged_result_pipelines();
+    let statuses: Vec<&str> = merged.iter().map(|(_, s)| s.as_str()).collect();
+    assert_eq!(statuses, vec!["failed", "success"], "{requests:#?}");
+    assert_ne!(merged[0].0, merged[1].0, "the repair's head has its own");
+    assert_eq!(g.merges_asked(), 1, "{requests:#?}");
+    assert_eq!(
+        e2e::git(&g.p.origin, &["rev-parse", "main^2"]),
+        merged[1].0,
+        "main merged the repaired head: {all}"
+    );
+    assert!(!g.lab.issue(1).open, "{all}");
+    g.assert_only_known_calls();
+}

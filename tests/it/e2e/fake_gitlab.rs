@@ -1,14 +1,15 @@
 //! A fake GitLab REST API v4 for the runner's own HTTP client: a small HTTP/1.1 server on a
 //! loopback port answering the calls of the GitLab tracker and forge the way GitLab's API
 //! documentation says GitLab answers them (issues, notes, labels, merge requests, pipelines,
-//! jobs and their traces, the merge with `sha`, merge trains). Test code only.
+//! jobs and their traces, the merge with `sha`, merge trains, merged results pipelines). Test
+//! code only.
 //!
 //! State ([`Lab`]): issues, merge requests, pipelines per commit (created when first asked
 //! for, with the next status of [`Lab::pipeline_plan`]), and switches for a rate limit, a
-//! refused token, a project without CI, and a stale head pipeline. A merge is performed on the
-//! bare origin with git and closes the issues its description says it closes. Every request
-//! is logged ([`Lab::requests`]); one the fake does not know is answered 404 and logged as
-//! `UNKNOWN …`.
+//! refused token, a project without CI, a stale head pipeline, and merged results pipelines
+//! (on merge commits, [`Lab::merged_results`]). A merge is performed on the bare origin with
+//! git and closes the issues its description says it closes. Every request is logged
+//! ([`Lab::requests`]); one the fake does not know is answered 404 and logged as `UNKNOWN …`.
 
 #![allow(dead_code)]
 
@@ -56,6 +57,11 @@ pub struct Pipeline {
     pub id: u64,
     pub sha: String,
     pub status: String,
+    /// The merge request whose merged result it ran on (ref `refs/merge-requests/:iid/merge`;
+    /// `sha` is then the merge commit), `None` for a branch's pipeline.
+    pub merge_of: Option<u32>,
+    /// The source branch's head a merged result pipeline merged (GitLab's `source_sha`).
+    pub source_sha: Option<String>,
 }
 
 #[derive(Debug, Default)]
@@ -75,6 +81,12 @@ pub struct Lab {
     looks: Vec<(String, u32)>,
     /// A merge request's `head_pipeline` while its own commit has none: an older commit's.
     pub stale_head_pipeline: Option<Value>,
+    /// The project runs merged results pipelines (`merge_pipelines_enabled`) and only them
+    /// (its workflow rules run no branch pipelines): a push to the source branch of an open
+    /// merge request gets a pipeline on a merge commit of that head onto the target's
+    /// (first parent the target's head, second the source's), kept at
+    /// `refs/merge-requests/:iid/merge`; no commit gets a pipeline of its own.
+    pub merged_results: bool,
     /// Fields every merge request shows over the fake's own (`draft`,
     /// `detailed_merge_status`, …).
     pub mr_fields: Option<Value>,
@@ -403,8 +415,15 @@ fn issue_json(i: &Issue) -> Value {
 }
 
 fn pipeline_json(p: &Pipeline) -> Value {
-    json!({"id": p.id, "iid": p.id - 999, "project_id": 7, "sha": p.sha, "ref": "x",
-        "status": p.status, "source": "push", "web_url": format!("http://gitlab.test/{PROJECT}/-/pipelines/{}", p.id)})
+    let (git_ref, source) = match p.merge_of {
+        Some(iid) => (
+            format!("refs/merge-requests/{iid}/merge"),
+            "merge_request_event",
+        ),
+        None => ("x".to_string(), "push"),
+    };
+    json!({"id": p.id, "iid": p.id - 999, "project_id": 7, "sha": p.sha, "ref": git_ref,
+        "status": p.status, "source": source, "web_url": format!("http://gitlab.test/{PROJECT}/-/pipelines/{}", p.id)})
 }
 
 /// The pipeline of `sha`, created at the configured look.
@@ -412,7 +431,7 @@ fn pipeline_for(lab: &mut Lab, sha: &str) -> Option<Pipeline> {
     if let Some(p) = lab.pipelines.iter().find(|p| p.sha == sha) {
         return Some(p.clone());
     }
-    if lab.no_ci {
+    if lab.no_ci || lab.merged_results {
         return None;
     }
     let looks = match lab.looks.iter_mut().find(|(s, _)| s == sha) {
@@ -438,6 +457,8 @@ fn pipeline_for(lab: &mut Lab, sha: &str) -> Option<Pipeline> {
         id: lab.next_id,
         sha: sha.to_string(),
         status,
+        merge_of: None,
+        source_sha: None,
     };
     lab.pipelines.push(p.clone());
     Some(p)
@@ -449,11 +470,12 @@ fn mr_json(lab: &Lab, mr: &MergeRequest) -> Value {
         .clone()
         .or_else(|| head_of(lab, &mr.source))
         .unwrap_or_default();
+    // GitLab's head pipeline is the newest of the head or of a merged result of it.
     let head_pipeline = lab
         .pipelines
         .iter()
         .rev()
-        .find(|p| p.sha == sha)
+        .find(|p| p.sha == sha || p.source_sha.as_deref() == Some(sha.as_str()))
         .map(pipeline_json)
         .or_else(|| lab.stale_head_pipeline.clone());
     let mut v = json!({
@@ -538,22 +560,32 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
         ("GET", [""]) => ok(json!({
             "id": 7, "path_with_namespace": PROJECT, "default_branch": "main",
             "permissions": {"project_access": {"access_level": lab.access_level}, "group_access": null},
-            "merge_pipelines_enabled": lab.train.is_some(),
+            "merge_pipelines_enabled": lab.train.is_some() || lab.merged_results,
             "merge_trains_enabled": lab.train.is_some(),
         })),
         ("POST", ["merge_trains", "merge_requests", iid]) => add_car(lab, iid, req),
         ("GET", ["merge_trains", "merge_requests", iid]) => look_at_car(lab, iid),
         ("GET", ["merge_requests", iid, "pipelines"]) => {
-            let mut list: Vec<Value> = lab
+            if let Ok(iid) = iid.parse::<u32>() {
+                merged_pipeline_for(lab, iid);
+            }
+            let merged = lab
+                .pipelines
+                .iter()
+                .filter(|p| p.merge_of.is_some_and(|m| m.to_string() == *iid))
+                .map(|p| (p.id, pipeline_json(p)));
+            let trains = lab
                 .train
                 .iter()
                 .flat_map(|t| t.pipelines.iter())
                 .filter(|(m, _)| m.to_string() == *iid)
-                .map(|(m, p)| train_pipeline_json(*m, p))
-                .collect();
-            list.reverse();
-            page_one(list)
+                .map(|(m, p)| (p.id, train_pipeline_json(*m, p)));
+            let mut list: Vec<(u64, Value)> = merged.chain(trains).collect();
+            // GitLab lists a merge request's pipelines newest first.
+            list.sort_by_key(|(id, _)| std::cmp::Reverse(*id));
+            page_one(list.into_iter().map(|(_, p)| p).collect())
         }
+        ("GET", ["repository", "commits", sha]) => commit_json(lab, &decode(sha)),
         ("GET", ["milestones"]) => page_one(vec![]),
         ("GET", ["members", "all", id]) => {
             let level = if *id == user_id(RUNNER_USER).to_string() {
@@ -789,6 +821,7 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
         }
         ("GET", ["pipelines"]) => {
             let sha = req.param("sha").unwrap_or_default().to_string();
+            pushed_to_merge_request(lab, &sha);
             let list: Vec<Value> = pipeline_for(lab, &sha).iter().map(pipeline_json).collect();
             ok(Value::Array(list))
         }
@@ -800,9 +833,14 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
                 .chain(trains)
                 .find(|p| p.id.to_string() == *id)
                 .is_some_and(|p| p.status == "failed");
+            let merged = lab
+                .pipelines
+                .iter()
+                .any(|p| p.id.to_string() == *id && p.merge_of.is_some());
+            let job = if merged { 7002 } else { 7001 };
             let jobs = if failed {
-                vec![json!({"id": 7001, "name": "unit-tests", "status": "failed", "stage": "test",
-                    "web_url": format!("http://gitlab.test/{PROJECT}/-/jobs/7001")})]
+                vec![json!({"id": job, "name": "unit-tests", "status": "failed", "stage": "test",
+                    "web_url": format!("http://gitlab.test/{PROJECT}/-/jobs/{job}")})]
             } else {
                 vec![]
             };
@@ -813,11 +851,128 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             headers: vec![],
             body: b"$ cargo test\nrunning 3 tests\ntest greets ... FAILED\nassertion `left == right` failed\n  left: \"hi\"\n right: \"hello\"\n".to_vec(),
         },
+        ("GET", ["jobs", "7002", "trace"]) => Answer {
+            status: 200,
+            headers: vec![],
+            body: MERGED_RESULT_TRACE.as_bytes().to_vec(),
+        },
         _ => {
             lab.requests.push(format!("UNKNOWN {line}"));
             status(404, "404 Not Found")
         }
     }
+}
+
+/// The log of a merged result pipeline's failing job.
+pub const MERGED_RESULT_TRACE: &str = "$ cargo test (on the merged result)\ntest greets_on_main ... FAILED\nassertion failed: the merged result says \"hi\"\n";
+
+/// A look at `sha`'s pipelines when it is the head of an open merge request of a project with
+/// merged results pipelines: its merged result pipeline is created (if due).
+fn pushed_to_merge_request(lab: &mut Lab, sha: &str) {
+    if !lab.merged_results {
+        return;
+    }
+    let of_mr = lab
+        .mrs
+        .iter()
+        .find(|m| m.state == "opened" && head_of(lab, &m.source).as_deref() == Some(sha))
+        .map(|m| m.iid);
+    if let Some(iid) = of_mr {
+        merged_pipeline_for(lab, iid);
+    }
+}
+
+/// The merged result pipeline of open merge request `iid`'s head, created at the configured
+/// look (GitLab creates it a moment after the push) on a merge commit of the head onto the
+/// target's head at `refs/merge-requests/:iid/merge`; none while GitLab cannot merge them.
+fn merged_pipeline_for(lab: &mut Lab, iid: u32) -> Option<Pipeline> {
+    if !lab.merged_results || lab.no_ci {
+        return None;
+    }
+    let mr = lab
+        .mrs
+        .iter()
+        .find(|m| m.iid == iid && m.state == "opened")?
+        .clone();
+    let head = head_of(lab, &mr.source)?;
+    let existing = lab
+        .pipelines
+        .iter()
+        .rev()
+        .find(|p| p.merge_of == Some(iid) && p.source_sha.as_deref() == Some(head.as_str()));
+    if let Some(p) = existing {
+        return Some(p.clone());
+    }
+    let key = format!("merged result of {head}");
+    let looks = match lab.looks.iter_mut().find(|(s, _)| *s == key) {
+        Some((_, n)) => {
+            *n += 1;
+            *n
+        }
+        None => {
+            lab.looks.push((key, 1));
+            1
+        }
+    };
+    if looks <= lab.pipeline_after_looks {
+        return None;
+    }
+    let target = head_of(lab, &mr.target)?;
+    let origin = lab.origin.clone();
+    let tree = git(&origin, &["merge-tree", "--write-tree", &target, &head]).ok()?;
+    let message = format!("Merge {head} into {target}");
+    let commit = git(
+        &origin,
+        &[
+            "-c",
+            "user.name=GitLab",
+            "-c",
+            "user.email=gitlab@gitlab.test",
+            "commit-tree",
+            tree.lines().next()?,
+            "-p",
+            &target,
+            "-p",
+            &head,
+            "-m",
+            &message,
+        ],
+    )
+    .ok()?;
+    let merge_ref = format!("refs/merge-requests/{iid}/merge");
+    git(&origin, &["update-ref", &merge_ref, &commit]).ok()?;
+    let status = if lab.pipeline_plan.is_empty() {
+        "success".to_string()
+    } else {
+        lab.pipeline_plan.remove(0)
+    };
+    lab.next_id += 1;
+    let p = Pipeline {
+        id: lab.next_id,
+        sha: commit,
+        status,
+        merge_of: Some(iid),
+        source_sha: Some(head),
+    };
+    lab.pipelines.push(p.clone());
+    Some(p)
+}
+
+/// `GET repository/commits/:sha`: the commit with its `parent_ids`, or 404.
+fn commit_json(lab: &Lab, sha: &str) -> Answer {
+    let Ok(line) = git(
+        &lab.origin,
+        &["rev-list", "--parents", "-n", "1", sha, "--"],
+    ) else {
+        return status(404, "404 Commit Not Found");
+    };
+    let mut ids = line.split_whitespace().map(str::to_string);
+    let id = ids.next().unwrap_or_default();
+    let parents: Vec<String> = ids.collect();
+    ok(
+        json!({"id": id, "short_id": id.get(..8), "title": "a commit",
+        "parent_ids": parents, "web_url": format!("http://gitlab.test/{PROJECT}/-/commit/{id}")}),
+    )
 }
 
 /// The merge as GitLab performs it: refused (409) when `sha` is not the source branch's
@@ -956,6 +1111,8 @@ fn add_car(lab: &mut Lab, iid: &str, req: &Request) -> Answer {
         id,
         sha: head.clone(),
         status: "running".into(),
+        merge_of: None,
+        source_sha: None,
     };
     train.pipelines.push((mr.iid, pipeline));
     train.cars.push(Car {
