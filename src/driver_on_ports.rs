@@ -746,3 +746,40 @@ fn a_claim_store_failing_at_claim_time_halts_before_any_step_and_blames_no_issue
     assert!(w.issues[&1].state_open && !w.issues[&1].escalated);
     assert_eq!(b.claims.claims(), vec![]);
 }
+
+/// An agent-run merge where main takes its merges through a merge queue: the agent's
+/// `gh pr merge` puts the PR in the queue and exits 0, so the merge's check finds nothing on
+/// main yet. The runner looks at the queue once, waits for it on CI's schedule as after the
+/// builtin merge, and takes the merge the queue made. Before, the check's failure was the
+/// attempt's: the agent was asked to merge again, and the issue escalated while the queue
+/// merged it.
+#[test]
+fn an_agent_merge_that_queues_the_pr_is_waited_for_in_the_queue_and_merged_once() {
+    let builtin = json!({"run": "builtin"});
+    let steps = json!({
+        "startCycle": builtin, "commitPush": builtin, "createPR": builtin,
+        "monitorCI": builtin, "merge": {"run": "agent"},
+    });
+    let b = Bench::new(&[(1, "First")], json!({ "steps": steps }));
+    b.world.script(|s| s.merge_queue_looks = Some(2));
+    let ran = b.run();
+    let w = b.world.lock();
+    assert_eq!(ran.run.code, 0, "{}", ran.log);
+    assert_eq!(w.merges, vec![1], "{}", ran.log);
+    assert!(w.queued.is_empty(), "{:?}", w.queued);
+    let merges = w.invocations.iter().filter(|(_, s, _)| *s == Step::Merge);
+    assert_eq!(merges.count(), 1, "{:?}", w.invocations);
+    assert!(!w.issues[&1].escalated, "{}", ran.log);
+    assert!(
+        ran.log
+            .contains("the agent put the pull request in main's merge queue"),
+        "{}",
+        ran.log
+    );
+    // Queued at the look after the agent's merge and at the next one: a wait after each, on
+    // CI's schedule; the third look finds it merged.
+    assert_eq!(ran.clock.waits().len(), 2, "{:?}", ran.clock.waits());
+    ran.journaled(&["\"mergeQueued\"", "\"recordMerged\""]);
+    drop(w);
+    ran.replays_exactly();
+}

@@ -871,3 +871,8 @@ pub fn in_merge_queue(issue: u32, main: &str) -> String {
 pub fn queue_ci_failed(issue: u32, main: &str, why: &str) -> String {
     format!("issue #{issue}: the merge queue's CI failed on {main} with this pull request (and those ahead of it in the queue), and the queue took it out: {why}; nothing was merged")
 }
+
+/// An agent's merge of `issue` put its PR in `main`'s merge queue rather than merging it.
+pub fn agent_queued(issue: u32, main: &str) -> String {
+    format!("issue #{issue}: the agent put the pull request in {main}'s merge queue rather than merging it: the runner waits for the queue, looking again after CI's next wait, and takes the merge only with the commit CI passed on {main}")
+}

@@ -9,7 +9,7 @@
 
 use super::attempt::AgentCall;
 use super::builtin_step::{
-    commit_of, persons_move, usage_since, weakening_gate, without_branch, Facts, Looked,
+    commit_of, persons_move, usage_since, weakening_gate, without_branch, Facts,
 };
 use super::claim::{self, ClaimKeeper};
 use super::context::Context;
@@ -23,7 +23,7 @@ use crate::call_failure::{CallFailureKind, Kinded};
 use crate::failure::FailureClass;
 use crate::narration as say;
 use crate::ports::claims::Claimed;
-use crate::ports::forge::{QueueState, TrainTree};
+use crate::ports::forge::TrainTree;
 use crate::ports::Io;
 
 use crate::machine::{Commit, Core, Event, Signal, Usage};
@@ -275,6 +275,9 @@ impl StepRun<'_> {
             } => (class, signature, usage),
             other => return other,
         };
+        if !builtin && failed.0 == FailureClass::PostCheck && self.agent_queued(issue).await {
+            return Event::MergeQueued { usage: failed.2 };
+        }
         // The merge was refused: a person's move since the look (the atomic push's lease on
         // the branch failed) is the answer, not the attempt's failure.
         if builtin {
@@ -302,57 +305,6 @@ impl StepRun<'_> {
             signature,
             usage,
         }
-    }
-
-    /// The merge's run again while its PR waits in the base branch's merge queue: one look at
-    /// the queue (no fetch, no merge). Merged by the queue: the merge's success, through the
-    /// same post-step check; still queued: `MergeQueued`; taken out because the queue's CI
-    /// failed on main with the PR: monitorCI's failure (`CiFailedTogether`), in words that say
-    /// so; taken out or closed by a person: a person's move (`IssueWithdrawn`).
-    async fn look_at_queue(&mut self, issue: u32) -> Event {
-        let step = Step::Merge;
-        let started = self.shell.clock.instant();
-        let branch = self.cycle.issue.branch.clone();
-        let looked = self
-            .patiently(&say::looking_at_merge_queue(issue), move |w| {
-                let found = w.git.feature_branch(issue).ok().flatten();
-                match found.or(branch) {
-                    Some(branch) => w.forge.queue_state(&branch).map_err(Failed::from),
-                    None => Err(Failed::other(say::no_branch_for_queue(issue))),
-                }
-            })
-            .await;
-        let usage = usage_since(&*self.shell.clock, started);
-        let result = match looked {
-            network::Patient::Done(Ok(QueueState::Merged)) => {
-                Ok(Looked::Done(say::merged_by_queue(issue, &self.run.main)))
-            }
-            network::Patient::Done(Ok(QueueState::Queued)) => Err(Failed {
-                kind: CallFailureKind::Queued,
-                ..Failed::other(say::still_in_queue(issue))
-            }),
-            network::Patient::Done(Ok(QueueState::ChecksFailed(why))) => Err(Failed {
-                kind: CallFailureKind::CiFailedTogether,
-                ..Failed::other(say::queue_ci_failed(issue, &self.run.main, &why))
-            }),
-            network::Patient::Done(Ok(QueueState::Removed(what))) => {
-                // The forge takes a PR out when its head changes: a person's push is the
-                // branch moving, told by one look at the branch against the verified commit.
-                let verified = self.core.runner().verified;
-                let (calls, cycle, voice) = self.calls();
-                let head = match look_raw(calls, cycle, voice, verified).await {
-                    network::Patient::Done(Ok(Look {
-                        head: moved @ Head::Moved { .. },
-                        ..
-                    })) => moved,
-                    _ => Head::Gone(what),
-                };
-                return persons_move(&mut self.voice, &self.cycle.issue, &self.run.main, head);
-            }
-            network::Patient::Done(Err(failed)) => Err(failed),
-            network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return ev,
-        };
-        self.builtin_outcome(step, issue, result, usage).await
     }
 
     /// `UpdateBranch`, after the agent repaired the merge's conflict: the branch brought up to
@@ -557,7 +509,7 @@ impl StepRun<'_> {
 }
 
 /// One look at origin's branch against `commit` (none: the local head).
-async fn look_raw(
+pub(super) async fn look_raw(
     calls: Calls<'_>,
     cycle: &Cycle,
     voice: &mut Voice<'_>,

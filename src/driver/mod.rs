@@ -22,6 +22,7 @@ pub(crate) use fleet::halt_file as fleet_halt_file;
 mod halt;
 mod keeper;
 mod merge;
+mod merge_queue;
 mod network;
 #[cfg(test)]
 mod on_ports;

@@ -98,12 +98,11 @@ impl FakeAgent {
                 );
             }
             (Step::Merge, Some(branch)) => {
-                if let Some(pr) = w.prs.get_mut(&branch) {
-                    pr.state = PrState::Merged;
+                if let Some(looks) = w.script.merge_queue_looks {
+                    w.queued.insert(branch, looks);
+                } else {
+                    w.merge(issue, &branch);
                 }
-                w.branches.entry(branch).or_default().merged = true;
-                w.origin_main += 1;
-                w.merges.push(issue);
                 w.current = "main".to_string();
             }
             _ => {}

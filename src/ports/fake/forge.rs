@@ -2,7 +2,7 @@
 
 use super::world::World;
 use crate::call_failure::CallFailureKind;
-use crate::ports::forge::{CiState, Pr, PrState, ReviewState};
+use crate::ports::forge::{CiState, Pr, PrState, QueueState, ReviewState};
 use crate::ports::forge::{ForgeError, ForgePort};
 
 /// The fake forge port. It plays the local forge (origin is the forge), so merges race on
@@ -138,5 +138,25 @@ impl ForgePort for FakeForge {
     }
     fn is_local(&self) -> bool {
         true
+    }
+    fn queue_state(&self, branch: &str) -> Result<QueueState, ForgeError> {
+        self.network("gh pr view --json mergeQueueEntry")?;
+        let mut w = self.world.lock_for_blocking_call();
+        match w.queued.get(branch).copied() {
+            None => Err(ForgeError::Parse {
+                command: "gh pr view --json mergeQueueEntry".to_string(),
+                detail: format!("{branch} is in no merge queue"),
+            }),
+            Some(0) => {
+                w.queued.remove(branch);
+                let issue = crate::ports::git::leading_issue(branch).unwrap_or_default();
+                w.merge(issue, branch);
+                Ok(QueueState::Merged)
+            }
+            Some(looks) => {
+                w.queued.insert(branch.to_string(), looks - 1);
+                Ok(QueueState::Queued)
+            }
+        }
     }
 }

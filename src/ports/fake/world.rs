@@ -1,7 +1,7 @@
 //! The data the fake ports share: a repository, its origin, the forge's PRs and CI, the
 //! tracker's issues, and the scripted faults.
 
-use crate::ports::forge::{CiState, Feedback, Pr};
+use crate::ports::forge::{CiState, Feedback, Pr, PrState};
 use crate::ports::tracker::Issue;
 use crate::step::Step;
 use std::collections::{BTreeMap, BTreeSet};
@@ -45,6 +45,10 @@ pub struct Script {
     pub write_after: Option<(u32, Step, std::path::PathBuf, String)>,
     /// CI of every branch.
     pub ci: Option<CiState>,
+    /// An agent's merge puts the PR in the base branch's merge queue instead of merging it
+    /// (as `gh pr merge` does where the base branch requires the queue); the queue merges it
+    /// at the look after this many looks found it still queued.
+    pub merge_queue_looks: Option<u32>,
 }
 
 /// Everything the fakes hold.
@@ -77,8 +81,22 @@ pub struct WorldState {
     pub invocations: Vec<(u32, Step, u32)>,
     /// Every merge into origin's main, by issue, in order.
     pub merges: Vec<u32>,
+    /// PRs waiting in the merge queue, by branch: the looks left before the queue merges.
+    pub queued: BTreeMap<String, u32>,
     /// Every successful tracker write: `close #N` or `escalate #N`.
     pub tracker_writes: Vec<String>,
+}
+
+impl WorldState {
+    /// Issue `issue`'s branch merged into origin's main, its PR with it.
+    pub fn merge(&mut self, issue: u32, branch: &str) {
+        if let Some(pr) = self.prs.get_mut(branch) {
+            pr.state = PrState::Merged;
+        }
+        self.branches.entry(branch.to_string()).or_default().merged = true;
+        self.origin_main += 1;
+        self.merges.push(issue);
+    }
 }
 
 /// The shared world; clones share it.
