@@ -12,7 +12,7 @@ use super::models::{
     one, Answer, CompletedState, DoctorTeam, GraphqlError, IssueComments, IssueNode, Issues,
     LabelByName, LabelCreate, Relation,
 };
-use crate::api_client::{ApiClient, Failure};
+use crate::api_client::{ApiClient, Endpoint, Failure};
 use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
 use crate::tracker::{escalation_text, select_from, Scope};
@@ -82,12 +82,12 @@ impl Linear {
         variables: Value,
     ) -> Result<T, TrackerError> {
         let body = json!({ "operationName": operation, "query": query, "variables": variables });
-        let answer = self.api.answer("POST", "", Some(&body))?;
+        let answer = self.api.answer("POST", &Endpoint::root(), Some(&body))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         let parsed: Answer = one(&parsed);
         let errors = parsed.errors.as_deref().filter(|e| !e.is_empty());
         if !answer.ok() {
-            let mut failure = self.api.failure("POST", "", &answer);
+            let mut failure = self.api.failure("POST", &Endpoint::root(), &answer);
             failure.message = format!("{operation}: {}", failure.message);
             if let Some(errors) = errors {
                 let kind = graphql_error_kind(errors);
