@@ -16,7 +16,9 @@ use crate::call_failure::{CallFailureKind, HttpAnswer};
 use std::collections::BTreeSet;
 use std::sync::{LazyLock, Mutex};
 
+mod endpoint;
 pub mod transport;
+pub use endpoint::Endpoint;
 use std::time::Duration;
 
 /// Longest one API call may take: a dead network must not hang an unattended run.
@@ -111,23 +113,19 @@ impl ApiClient {
         }
     }
 
-    /// `base/path`; the base itself for an empty path (a GraphQL endpoint).
-    fn url(&self, path: &str) -> String {
-        match path.trim_start_matches('/') {
-            "" => self.base.clone(),
-            rest => format!("{}/{rest}", self.base),
-        }
+    /// The URL of `at`, for messages: as it is called, or as written when it is no URL.
+    pub fn address(&self, at: &Endpoint) -> String {
+        at.below(&self.base)
     }
 
-    /// `METHOD base/path` with `body` as JSON: the answer, whatever its status.
+    /// `METHOD base/at` with `body` as JSON: the answer, whatever its status.
     pub fn call(
         &self,
         method: &str,
-        path: &str,
+        at: &Endpoint,
         body: Option<&serde_json::Value>,
     ) -> Result<HttpAnswer, NoAnswer> {
-        let url = self.url(path);
-        let what = format!("{method} {url}");
+        let what = format!("{method} {}", self.address(at));
         let fail = |detail: String, kind| NoAnswer {
             what: what.clone(),
             detail,
@@ -135,12 +133,15 @@ impl ApiClient {
         };
         let method = reqwest::Method::from_bytes(method.as_bytes())
             .map_err(|e| fail(e.to_string(), CallFailureKind::Other))?;
-        let url = reqwest::Url::parse(&url).map_err(|e| {
-            fail(
-                format!("not a URL ({e}); check the API's address in the config"),
-                CallFailureKind::Other,
-            )
-        })?;
+        let url = reqwest::Url::parse(&self.base)
+            .map_err(|e| e.to_string())
+            .and_then(|base| at.url_below(&base))
+            .map_err(|e| {
+                fail(
+                    format!("not a URL ({e}); check the API's address in the config"),
+                    CallFailureKind::Other,
+                )
+            })?;
         let token = match self.auth {
             Auth::PrivateToken => ("PRIVATE-TOKEN", self.token.0.clone()),
             Auth::Plain => ("Authorization", self.token.0.clone()),
@@ -202,18 +203,18 @@ impl ApiClient {
     pub fn answer(
         &self,
         method: &str,
-        path: &str,
+        at: &Endpoint,
         body: Option<&serde_json::Value>,
     ) -> Result<HttpAnswer, Failure> {
-        self.call(method, path, body).map_err(|e| Failure {
+        self.call(method, at, body).map_err(|e| Failure {
             message: e.to_string(),
             kind: e.kind,
         })
     }
 
     /// The failure of an answer that is not a success.
-    pub fn failure(&self, method: &str, path: &str, answer: &HttpAnswer) -> Failure {
-        let what = format!("{method} {}", self.url(path));
+    pub fn failure(&self, method: &str, at: &Endpoint, answer: &HttpAnswer) -> Failure {
+        let what = format!("{method} {}", self.address(at));
         let (message, kind) = self.refusal(&what, answer);
         Failure { message, kind }
     }
@@ -222,39 +223,38 @@ impl ApiClient {
     pub fn json(
         &self,
         method: &str,
-        path: &str,
+        at: &Endpoint,
         body: Option<&serde_json::Value>,
     ) -> Result<serde_json::Value, Failure> {
-        let answer = self.answer(method, path, body)?;
+        let answer = self.answer(method, at, body)?;
         if !answer.ok() {
-            return Err(self.failure(method, path, &answer));
+            return Err(self.failure(method, at, &answer));
         }
         if answer.body.iter().all(u8::is_ascii_whitespace) {
             return Ok(serde_json::Value::Null);
         }
         serde_json::from_slice(&answer.body).map_err(|e| Failure {
             message: format!(
-                "{method} {}/{path}: the answer is not the JSON expected ({e}); check that the URL is the API's",
-                self.base
+                "{method} {}: the answer is not the JSON expected ({e}); check that the URL is the API's",
+                self.address(at)
             ),
             kind: CallFailureKind::Other,
         })
     }
 
-    /// Every page of a REST list (`path` without `per_page` and `page`); a page shorter than
+    /// Every page of a REST list (`at` without `per_page` and `page`); a page shorter than
     /// the page size is the last.
-    pub fn pages(&self, path: &str) -> Result<Vec<serde_json::Value>, Failure> {
-        let join = if path.contains('?') { '&' } else { '?' };
+    pub fn pages(&self, at: &Endpoint) -> Result<Vec<serde_json::Value>, Failure> {
         let mut all = Vec::new();
         for page in 1.. {
-            let paged = format!("{path}{join}per_page={PAGE}&page={page}");
+            let paged = at.clone().query("per_page", PAGE).query("page", page);
             let list = match self.json("GET", &paged, None)? {
                 serde_json::Value::Array(list) => list,
                 other => {
                     return Err(Failure {
                         message: format!(
-                            "GET {}/{paged}: expected a list, got {}",
-                            self.base,
+                            "GET {}: expected a list, got {}",
+                            self.address(&paged),
                             crate::sanitize::title(
                                 &other.to_string().chars().take(200).collect::<String>()
                             )
@@ -400,7 +400,7 @@ mod tests {
             Auth::PrivateToken,
             "T",
         );
-        let e = c.call("GET", "version", None).unwrap_err();
+        let e = c.call("GET", &Endpoint::new("version"), None).unwrap_err();
         assert_eq!(e.kind, CallFailureKind::Network, "{e}");
         // A server that accepts and never answers: the deadline of the scope ends the call.
         let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -413,7 +413,9 @@ mod tests {
         );
         let started = std::time::Instant::now();
         let deadline = started + Duration::from_millis(300);
-        let e = crate::process::within_deadline(deadline, || c.call("GET", "x", None)).unwrap_err();
+        let e =
+            crate::process::within_deadline(deadline, || c.call("GET", &Endpoint::new("x"), None))
+                .unwrap_err();
         assert_eq!(e.kind, CallFailureKind::StepDeadline, "{e}");
         assert!(started.elapsed() < Duration::from_secs(5));
     }

@@ -258,13 +258,15 @@ fn gitlab_remote(url: &str) -> Option<(String, String)> {
     )
     .ok()?;
     let mut api = crate::api_client::ApiClient::new(
-        &format!("{base}/api/v4"),
+        &crate::services::gitlab::client::api_root(&base),
         token,
         crate::api_client::Auth::PrivateToken,
         "GITLAB_TOKEN",
     );
     api.timeout = std::time::Duration::from_secs(10);
-    let version = api.json("GET", "version", None).ok()?;
+    let version = api
+        .json("GET", &crate::api_client::Endpoint::new("version"), None)
+        .ok()?;
     version["version"].as_str().map(|_| (base, project))
 }
 

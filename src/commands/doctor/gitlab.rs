@@ -2,7 +2,7 @@
 //! the reading of reviews, asked of GitLab's API as `run` will ask it.
 
 use super::Check;
-use crate::call_failure::path_segment;
+use crate::api_client::Endpoint;
 use crate::config::{Config, ForgeKind, TrackerKind};
 
 /// GitLab's access level from which an account may merge into an unprotected branch
@@ -22,7 +22,7 @@ pub(super) fn checks(cfg: &Config) -> Vec<Check> {
         }
     };
     let project = cfg.gitlab.project.clone().unwrap_or_default();
-    let at = format!("projects/{}", path_segment(&project));
+    let at = crate::services::gitlab::client::project(&project);
     let found = match api.json("GET", &at, None) {
         Ok(found) => found,
         Err(f) => {
@@ -46,7 +46,7 @@ pub(super) fn checks(cfg: &Config) -> Vec<Check> {
     )];
     if cfg.tracker.kind() == TrackerKind::Gitlab {
         let label = cfg.tracker.label();
-        let path = format!("{at}/labels/{}", path_segment(label));
+        let path = at.clone().fixed("labels").segment(label);
         out.push(match api.answer("GET", &path, None) {
             Ok(a) if a.ok() => Check::ok("gitlab", format!("label {label} exists")),
             Ok(a) if a.status == 404 => Check::warn(
@@ -87,11 +87,11 @@ pub(super) fn checks(cfg: &Config) -> Vec<Check> {
 /// The review gate reads each merge request's discussions and approvals before its merge:
 /// the token must be allowed to. Asked of the newest merge request, as a look will ask; with
 /// none yet, of the list, the most that can be asked.
-fn reviews(api: &crate::api_client::ApiClient, at: &str, token_env: &str) -> Check {
+fn reviews(api: &crate::api_client::ApiClient, at: &Endpoint, token_env: &str) -> Check {
     let grant = format!(
         "give the token in {token_env} the scope `api` (or `read_api`) of an account with at least the Reporter role on the project, so the review gate can read discussions and approvals before a merge"
     );
-    let ask = |path: &str| -> Result<serde_json::Value, Check> {
+    let ask = |path: &Endpoint| -> Result<serde_json::Value, Check> {
         match api.answer("GET", path, None) {
             Ok(a) if a.ok() => Ok(serde_json::from_slice(&a.body).unwrap_or_default()),
             Ok(a) if matches!(a.status, 401 | 403 | 404) => Err(Check::fail(
@@ -117,7 +117,12 @@ fn reviews(api: &crate::api_client::ApiClient, at: &str, token_env: &str) -> Che
             )),
         }
     };
-    let list = format!("{at}/merge_requests?order_by=created_at&sort=desc&per_page=1");
+    let list = at
+        .clone()
+        .fixed("merge_requests")
+        .query("order_by", "created_at")
+        .query("sort", "desc")
+        .query("per_page", 1);
     let newest = match ask(&list) {
         Ok(list) => list
             .as_array()
@@ -132,7 +137,7 @@ fn reviews(api: &crate::api_client::ApiClient, at: &str, token_env: &str) -> Che
         );
     };
     for part in ["discussions", "approvals"] {
-        if let Err(check) = ask(&format!("{at}/merge_requests/{iid}/{part}")) {
+        if let Err(check) = ask(&at.clone().fixed("merge_requests").segment(iid).fixed(part)) {
             return check;
         }
     }

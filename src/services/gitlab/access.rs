@@ -27,10 +27,9 @@ pub(crate) fn access_level(
     {
         return Ok(level);
     }
-    let path = format!(
-        "projects/{}/members/all/{user_id}",
-        crate::call_failure::path_segment(project)
-    );
+    let path = super::client::project(project)
+        .fixed("members/all")
+        .segment(user_id);
     let answer = api.answer("GET", &path, None)?;
     let level = if answer.status == 404 {
         None

@@ -2,7 +2,7 @@
 //! claimed label on the project's issues.
 
 use super::tracker::GitLab;
-use crate::call_failure::{path_segment, CallFailureKind};
+use crate::call_failure::CallFailureKind;
 use crate::ports::tracker::TrackerError;
 use crate::services::shared::claim_notes;
 use serde_json::json;
@@ -17,15 +17,13 @@ struct Numbered {
 /// notes decide, read back in the order GitLab wrote them.
 impl claim_notes::ClaimBoard for GitLab {
     fn notes(&self, issue: u32) -> Result<Vec<claim_notes::ClaimNote>, TrackerError> {
-        let path = self.at(&format!(
-            "issues/{issue}/notes?sort=asc&order_by=created_at"
-        ));
+        let path = self.notes_of(issue);
         self.api
             .pages(&path)?
             .into_iter()
             .map(|n| {
                 serde_json::from_value(n).map_err(|e| TrackerError::Command {
-                    command: format!("GET {}/{path}", self.api.base),
+                    command: format!("GET {}", self.api.address(&path)),
                     detail: format!("a note without its body or created_at ({e})"),
                     kind: CallFailureKind::Other,
                 })
@@ -37,7 +35,7 @@ impl claim_notes::ClaimBoard for GitLab {
         self.api
             .json(
                 "POST",
-                &self.at(&format!("issues/{issue}/notes")),
+                &self.at().fixed("issues").segment(issue).fixed("notes"),
                 Some(&json!({ "body": text })),
             )
             .map(drop)
@@ -58,10 +56,13 @@ impl claim_notes::ClaimBoard for GitLab {
     fn marked(&self) -> Result<Vec<u32>, TrackerError> {
         Ok(self
             .api
-            .pages(&self.at(&format!(
-                "issues?state=opened&labels={}",
-                path_segment(claim_notes::CLAIMED_LABEL)
-            )))?
+            .pages(
+                &self
+                    .at()
+                    .fixed("issues")
+                    .query("state", "opened")
+                    .query("labels", claim_notes::CLAIMED_LABEL),
+            )?
             .into_iter()
             .filter_map(|v| serde_json::from_value::<Numbered>(v).ok())
             .filter_map(|n| u32::try_from(n.iid).ok())

@@ -18,8 +18,8 @@ mod merged;
 mod reviews;
 mod train;
 
-use crate::api_client::{ApiClient, Failure};
-use crate::call_failure::{path_segment, CallFailureKind};
+use crate::api_client::{ApiClient, Endpoint, Failure};
+use crate::call_failure::CallFailureKind;
 use crate::ports::forge::{CiState, ForgeError, Pr, PrState};
 use crate::services::gitlab::models::{self, Branch, Job, MergeRequest, Pipeline, Project};
 use serde_json::{json, Value};
@@ -130,24 +130,26 @@ pub fn merge_blocker(mr: &MergeRequest, commit: &str) -> Option<(String, CallFai
 }
 
 impl GitLabForge {
-    fn at(&self, rest: &str) -> String {
-        format!("projects/{}/{rest}", path_segment(&self.project))
+    /// `projects/:id`, the prefix of every call about the project.
+    fn at(&self) -> Endpoint {
+        super::client::project(&self.project)
     }
 
-    fn json(&self, method: &str, rest: &str, body: Option<&Value>) -> Result<Value, ForgeError> {
-        self.api
-            .json(method, &self.at(rest), body)
-            .map_err(forge_error)
+    fn json(&self, method: &str, at: &Endpoint, body: Option<&Value>) -> Result<Value, ForgeError> {
+        self.api.json(method, at, body).map_err(forge_error)
     }
 
     /// Every merge request whose source branch is `branch`.
     fn merge_requests(&self, branch: &str) -> Result<Vec<MergeRequest>, ForgeError> {
         let list = self
             .api
-            .pages(&self.at(&format!(
-                "merge_requests?source_branch={}&state=all",
-                path_segment(branch)
-            )))
+            .pages(
+                &self
+                    .at()
+                    .fixed("merge_requests")
+                    .query("source_branch", branch)
+                    .query("state", "all"),
+            )
             .map_err(forge_error)?;
         Ok(list.iter().map(models::one).collect())
     }
@@ -196,9 +198,10 @@ impl GitLabForge {
         title: &str,
         body: &str,
     ) -> Result<Pr, ForgeError> {
+        let at = self.at().fixed("merge_requests");
         let mr = self.json(
             "POST",
-            "merge_requests",
+            &at,
             Some(&json!({
                 "source_branch": branch,
                 "target_branch": target,
@@ -208,7 +211,7 @@ impl GitLabForge {
             })),
         )?;
         Self::pr_of(&models::one(&mr)).ok_or_else(|| ForgeError::Parse {
-            command: format!("POST {}", self.at("merge_requests")),
+            command: format!("POST {at}"),
             detail: "the answer is not a merge request".into(),
         })
     }
@@ -217,7 +220,7 @@ impl GitLabForge {
     fn branch_head(&self, branch: &str) -> Result<String, ForgeError> {
         let b = self.json(
             "GET",
-            &format!("repository/branches/{}", path_segment(branch)),
+            &self.at().fixed("repository/branches").segment(branch),
             None,
         )?;
         models::one::<Branch>(&b)
@@ -233,10 +236,13 @@ impl GitLabForge {
     fn pipeline_of(&self, commit: &str) -> Result<Option<Pipeline>, ForgeError> {
         let list = self.json(
             "GET",
-            &format!(
-                "pipelines?sha={}&order_by=id&sort=desc&per_page=1",
-                path_segment(commit)
-            ),
+            &self
+                .at()
+                .fixed("pipelines")
+                .query("sha", commit)
+                .query("order_by", "id")
+                .query("sort", "desc")
+                .query("per_page", 1),
             None,
         )?;
         Ok(list
@@ -279,11 +285,7 @@ impl GitLabForge {
     pub(super) fn project_settings(&self) -> Result<Project, ForgeError> {
         let project = self
             .api
-            .json(
-                "GET",
-                &format!("projects/{}", path_segment(&self.project)),
-                None,
-            )
+            .json("GET", &self.at(), None)
             .map_err(forge_error)?;
         Ok(models::one(&project))
     }
@@ -302,12 +304,11 @@ impl GitLabForge {
         if path.contains('@') || path.contains("://") {
             return Ok(true);
         }
-        let rest = format!(
-            "repository/files/{}?ref={}",
-            path_segment(path),
-            path_segment(commit)
-        );
-        let at = self.at(&rest);
+        let at = self
+            .at()
+            .fixed("repository/files")
+            .segment(path)
+            .query("ref", commit);
         let answer = self.api.answer("GET", &at, None).map_err(forge_error)?;
         match answer.status {
             404 => Ok(false),
@@ -335,7 +336,14 @@ impl GitLabForge {
     fn failing_jobs(&self, id: u64) -> Result<String, ForgeError> {
         let jobs = self
             .api
-            .pages(&self.at(&format!("pipelines/{id}/jobs?scope[]=failed")))
+            .pages(
+                &self
+                    .at()
+                    .fixed("pipelines")
+                    .segment(id)
+                    .fixed("jobs")
+                    .query("scope[]", "failed"),
+            )
             .map_err(forge_error)?;
         let mut text = String::new();
         for (i, job) in jobs.iter().map(models::one::<Job>).enumerate() {
@@ -345,7 +353,7 @@ impl GitLabForge {
                 continue;
             };
             // A log that cannot be read leaves the name and link, which still say what failed.
-            let path = self.at(&format!("jobs/{job_id}/trace"));
+            let path = self.at().fixed("jobs").segment(job_id).fixed("trace");
             if let Ok(answer) = self.api.answer("GET", &path, None) {
                 if answer.ok() {
                     let log = String::from_utf8_lossy(&answer.body);
@@ -383,14 +391,15 @@ impl GitLabForge {
         let iid = mr.iid.unwrap_or_default();
         // The list does not refresh a merge request's merge status (it stays `unchecked`
         // after a push); the merge request's own endpoint does.
-        let mr = models::one(&self.json("GET", &format!("merge_requests/{iid}"), None)?);
+        let at = self.at().fixed("merge_requests").segment(iid);
+        let mr = models::one(&self.json("GET", &at, None)?);
         if let Some((why, kind)) = merge_blocker(&mr, commit) {
             return Err(blocked(branch, iid, why, kind));
         }
         if self.merges_by_train()? {
             return self.add_to_train(branch, iid, commit);
         }
-        let path = self.at(&format!("merge_requests/{iid}/merge"));
+        let path = at.clone().fixed("merge");
         let body = json!({
             "sha": commit,
             "should_remove_source_branch": true,
@@ -406,8 +415,7 @@ impl GitLabForge {
         let failure = self.api.failure("PUT", &path, &answer);
         // 405, 406, 409, 422: GitLab refused this merge; its fields say why.
         if matches!(answer.status, 405 | 406 | 409 | 422) {
-            let now: MergeRequest =
-                models::one(&self.json("GET", &format!("merge_requests/{iid}"), None)?);
+            let now: MergeRequest = models::one(&self.json("GET", &at, None)?);
             if now.state.as_deref() == Some("merged") && now.sha.as_deref() == Some(commit) {
                 return Ok(());
             }

@@ -9,8 +9,8 @@
 //! environment failure naming `gitlab.tokenEnv`.
 
 use super::models;
-use crate::api_client::{ApiClient, Failure};
-use crate::call_failure::{path_segment, CallFailureKind};
+use crate::api_client::{ApiClient, Endpoint, Failure};
+use crate::call_failure::CallFailureKind;
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
 use crate::tracker::{escalation_text, select_from_with, Scope};
 use serde::Deserialize;
@@ -50,13 +50,9 @@ impl From<Failure> for TrackerError {
 }
 
 impl GitLab {
-    /// `projects/<url-encoded path>`, the prefix of every project call.
-    pub fn project_path(project: &str) -> String {
-        format!("projects/{}", path_segment(project))
-    }
-
-    pub(super) fn at(&self, rest: &str) -> String {
-        format!("{}/{rest}", Self::project_path(&self.project))
+    /// `projects/:id`, the prefix of every call about the project.
+    pub(super) fn at(&self) -> Endpoint {
+        super::client::project(&self.project)
     }
 
     /// An issue as GitLab's REST API shows it.
@@ -79,7 +75,7 @@ impl GitLab {
 
     /// The issue `number`, `None` when the project has none such.
     fn view(&self, number: u32) -> Result<Option<Issue>, TrackerError> {
-        let path = self.at(&format!("issues/{number}"));
+        let path = self.at().fixed("issues").segment(number);
         let answer = self.api.answer("GET", &path, None)?;
         if answer.status == 404 {
             return Ok(None);
@@ -89,7 +85,7 @@ impl GitLab {
         }
         let v: models::Issue =
             serde_json::from_slice(&answer.body).map_err(|e| TrackerError::Command {
-                command: format!("GET {}/{path}", self.api.base),
+                command: format!("GET {}", self.api.address(&path)),
                 detail: format!("the answer is not an issue's JSON ({e})"),
                 kind: CallFailureKind::Other,
             })?;
@@ -105,15 +101,20 @@ impl GitLab {
     ) -> Result<Selection, TrackerError> {
         let mut milestones: Vec<String> = self
             .api
-            .pages(&self.at("milestones?state=active"))?
+            .pages(&self.at().fixed("milestones").query("state", "active"))?
             .iter()
             .filter_map(|m| models::Titled::deserialize(m).ok()?.title)
             .collect();
         milestones.sort();
-        let listed = self.api.pages(&self.at(&format!(
-            "issues?state=opened&labels={}&order_by=created_at&sort=asc",
-            path_segment(&self.label)
-        )))?;
+        let listed = self.api.pages(
+            &self
+                .at()
+                .fixed("issues")
+                .query("state", "opened")
+                .query("labels", &self.label)
+                .query("order_by", "created_at")
+                .query("sort", "asc"),
+        )?;
         let (mut candidates, listed_projects): (Vec<Issue>, Vec<Option<u64>>) =
             models::items::<models::Issue>(&listed)
                 .into_iter()
@@ -162,9 +163,13 @@ impl GitLab {
     /// `review.trustedAuthors`.
     fn waits_for_a_person(&self, number: u32) -> Result<Option<String>, TrackerError> {
         let events: Vec<models::LabelEvent> = models::items(
-            &self
-                .api
-                .pages(&self.at(&format!("issues/{number}/resource_label_events")))?,
+            &self.api.pages(
+                &self
+                    .at()
+                    .fixed("issues")
+                    .segment(number)
+                    .fixed("resource_label_events"),
+            )?,
         );
         let label = &self.label;
         let added = events
@@ -201,7 +206,7 @@ impl GitLab {
         {
             return Ok(Vec::new());
         }
-        let path = self.at(&format!("issues/{number}/links"));
+        let path = self.at().fixed("issues").segment(number).fixed("links");
         let answer = self.api.answer("GET", &path, None)?;
         if matches!(answer.status, 403 | 404) {
             if !self
@@ -221,7 +226,7 @@ impl GitLab {
         }
         let links: Vec<Value> =
             serde_json::from_slice(&answer.body).map_err(|e| TrackerError::Command {
-                command: format!("GET {}/{path}", self.api.base),
+                command: format!("GET {}", self.api.address(&path)),
                 detail: format!("the answer is not a list of linked issues ({e})"),
                 kind: CallFailureKind::Other,
             })?;
@@ -300,9 +305,17 @@ impl GitLab {
 
     /// The issue's notes, oldest first.
     fn notes(&self, number: u32) -> Result<Vec<models::Note>, TrackerError> {
-        Ok(models::items(&self.api.pages(&self.at(&format!(
-            "issues/{number}/notes?sort=asc&order_by=created_at"
-        )))?))
+        Ok(models::items(&self.api.pages(&self.notes_of(number))?))
+    }
+
+    /// An issue's notes, oldest first (`issues/:iid/notes`), as the claims read them too.
+    pub(super) fn notes_of(&self, number: u32) -> Endpoint {
+        self.at()
+            .fixed("issues")
+            .segment(number)
+            .fixed("notes")
+            .query("sort", "asc")
+            .query("order_by", "created_at")
     }
 
     /// Whether GitLab user `user` (`{id, username}`) counts: [`crate::authority::judge`] on
@@ -325,9 +338,14 @@ impl GitLab {
     fn note(&self, number: u32, text: &str) -> Result<(), TrackerError> {
         let newest = self.api.json(
             "GET",
-            &self.at(&format!(
-                "issues/{number}/notes?sort=desc&order_by=created_at&per_page=1"
-            )),
+            &self
+                .at()
+                .fixed("issues")
+                .segment(number)
+                .fixed("notes")
+                .query("sort", "desc")
+                .query("order_by", "created_at")
+                .query("per_page", 1),
             None,
         )?;
         let said = newest
@@ -341,7 +359,7 @@ impl GitLab {
         self.api
             .json(
                 "POST",
-                &self.at(&format!("issues/{number}/notes")),
+                &self.at().fixed("issues").segment(number).fixed("notes"),
                 Some(&json!({ "body": text })),
             )
             .map(drop)
@@ -350,7 +368,11 @@ impl GitLab {
 
     pub(super) fn edit(&self, number: u32, change: Value) -> Result<(), TrackerError> {
         self.api
-            .json("PUT", &self.at(&format!("issues/{number}")), Some(&change))
+            .json(
+                "PUT",
+                &self.at().fixed("issues").segment(number),
+                Some(&change),
+            )
             .map(drop)
             .map_err(Into::into)
     }
@@ -435,8 +457,12 @@ mod tests {
                 .state_open
         );
         assert_eq!(
-            GitLab::project_path("group/sub/project"),
-            "projects/group%2Fsub%2Fproject"
+            t.at().fixed("issues").segment(12).to_string(),
+            "projects/group%2Fsub%2Fproject/issues/12"
+        );
+        assert_eq!(
+            t.api.address(&t.notes_of(3)),
+            "http://127.0.0.1:9/api/v4/projects/group%2Fsub%2Fproject/issues/3/notes?sort=asc&order_by=created_at"
         );
     }
 }

@@ -1,11 +1,11 @@
 //! Linear's side of the claims kept as comments (`services/shared/claim_notes.rs`): comments
 //! and the claimed label on the team's issues.
 
-use super::models::{CommentNode, Page};
+use super::models::{IssueComments, Issues};
 use super::tracker::{Linear, ISSUE_FIELDS};
 use crate::ports::tracker::TrackerError;
 use crate::services::shared::claim_notes;
-use serde_json::{json, Value};
+use serde_json::json;
 
 /// Claims on Linear (docs/scaling.md): the label `sdlc-claimed` shows them to people; the
 /// comments decide, read back in the order Linear wrote them.
@@ -13,14 +13,14 @@ impl claim_notes::ClaimBoard for Linear {
     fn notes(&self, issue: u32) -> Result<Vec<claim_notes::ClaimNote>, TrackerError> {
         let node = self.node_of(issue)?;
         let mut notes = Vec::new();
-        let mut after = Value::Null;
+        let mut after: Option<String> = None;
         loop {
-            let data = self.graphql(
+            let data: IssueComments = self.graphql(
                 "ClaimNotes",
                 "query ClaimNotes($id: String!, $after: String) { issue(id: $id) { comments(first: 250, after: $after) { nodes { body createdAt } pageInfo { hasNextPage endCursor } } } }",
-                json!({"id": node["id"], "after": after}),
+                json!({"id": node.id, "after": after}),
             )?;
-            let page = Page::<CommentNode>::of(&data["issue"]["comments"]);
+            let page = data.issue.comments;
             for c in &page.nodes {
                 let Some(at) = c
                     .created_at
@@ -34,9 +34,9 @@ impl claim_notes::ClaimBoard for Linear {
                     created_at: at.with_timezone(&chrono::Utc),
                 });
             }
-            match page.next() {
-                Some(cursor) => after = Value::from(cursor),
-                None => break,
+            after = page.next();
+            if after.is_none() {
+                break;
             }
         }
         // Linear pages comments in an order of its own; the claim rule reads them as written.
@@ -46,7 +46,7 @@ impl claim_notes::ClaimBoard for Linear {
 
     fn write_note(&self, issue: u32, text: &str) -> Result<(), TrackerError> {
         let node = self.node_of(issue)?;
-        self.comment(&node["id"], text)
+        self.comment(node.id.as_deref(), text)
     }
 
     fn mark(&self, issue: u32) -> Result<(), TrackerError> {
@@ -62,23 +62,23 @@ impl claim_notes::ClaimBoard for Linear {
             "query ClaimedIssues($team: String!, $label: String!, $after: String) {{ issues(filter: {{team: {{key: {{eq: $team}}}}, labels: {{name: {{eq: $label}}}}, state: {{type: {{in: [\"unstarted\", \"started\"]}}}}}}, first: 100, after: $after) {{ nodes {{ {ISSUE_FIELDS} }} pageInfo {{ hasNextPage endCursor }} }} }}"
         );
         let mut numbers = Vec::new();
-        let mut after = Value::Null;
+        let mut after: Option<String> = None;
         loop {
-            let data = self.graphql(
+            let data: Issues = self.graphql(
                 "ClaimedIssues",
                 &query,
                 json!({"team": self.team, "label": claim_notes::CLAIMED_LABEL, "after": after}),
             )?;
-            let page = Page::<Value>::of(&data["issues"]);
+            let page = data.issues;
             numbers.extend(
                 page.nodes
                     .iter()
-                    .filter_map(|v| self.parse_issue(v))
+                    .filter_map(|n| self.parse_issue(n))
                     .map(|i| i.number),
             );
-            match page.next() {
-                Some(cursor) => after = Value::from(cursor),
-                None => break,
+            after = page.next();
+            if after.is_none() {
+                break;
             }
         }
         Ok(numbers)

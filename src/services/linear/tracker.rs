@@ -9,12 +9,14 @@
 //! `extensions.code` (`RATELIMITED`, `AUTHENTICATION_ERROR`, `FORBIDDEN`), never its words.
 
 use super::models::{
-    Answer, CommentNode, GraphqlError, IssueNode, Named, Page, Relation, TeamNode,
+    one, Answer, CompletedState, DoctorTeam, GraphqlError, IssueComments, IssueNode, Issues,
+    LabelByName, LabelCreate, Relation,
 };
-use crate::api_client::{ApiClient, Failure};
+use crate::api_client::{ApiClient, Endpoint, Failure};
 use crate::call_failure::{CallFailureKind, SECONDARY_LIMIT_SECS};
 use crate::ports::tracker::{Comment, Issue, IssueText, Selection, TrackerError};
 use crate::tracker::{escalation_text, select_from, Scope};
+use serde::de::{DeserializeOwned, IgnoredAny};
 use serde_json::{json, Value};
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeSet, HashMap};
@@ -54,7 +56,7 @@ pub struct Linear {
 pub fn graphql_error_kind(errors: &[Value]) -> CallFailureKind {
     let codes: Vec<String> = errors
         .iter()
-        .filter_map(|e| GraphqlError::of(e).extensions.code)
+        .filter_map(|e| one::<GraphqlError>(e).extensions.code)
         .collect();
     let has = |code: &str| codes.iter().any(|c| c == code);
     if has("RATELIMITED") {
@@ -71,20 +73,21 @@ pub fn graphql_error_kind(errors: &[Value]) -> CallFailureKind {
 }
 
 impl Linear {
-    /// One GraphQL operation: its `data`, or the failure of the answer.
-    pub(super) fn graphql(
+    /// One GraphQL operation: its `data` read as `T` (the operation's model), or the failure
+    /// of the answer.
+    pub(super) fn graphql<T: DeserializeOwned + Default>(
         &self,
         operation: &str,
         query: &str,
         variables: Value,
-    ) -> Result<Value, TrackerError> {
+    ) -> Result<T, TrackerError> {
         let body = json!({ "operationName": operation, "query": query, "variables": variables });
-        let answer = self.api.answer("POST", "", Some(&body))?;
+        let answer = self.api.answer("POST", &Endpoint::root(), Some(&body))?;
         let parsed: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
-        let parsed = Answer::of(&parsed);
+        let parsed: Answer = one(&parsed);
         let errors = parsed.errors.as_deref().filter(|e| !e.is_empty());
         if !answer.ok() {
-            let mut failure = self.api.failure("POST", "", &answer);
+            let mut failure = self.api.failure("POST", &Endpoint::root(), &answer);
             failure.message = format!("{operation}: {}", failure.message);
             if let Some(errors) = errors {
                 let kind = graphql_error_kind(errors);
@@ -110,24 +113,20 @@ impl Linear {
             }
             return Err(Failure { message, kind }.into());
         }
-        Ok(parsed.data)
+        Ok(one(&parsed.data))
     }
 
     /// What `doctor` asks of Linear, in one operation: whose key it is, and whether the team,
     /// its selection label and a completed state (where merged issues go) exist.
     pub fn team_facts(&self) -> Result<TeamFacts, TrackerError> {
-        let data = self.graphql(
+        let data: DoctorTeam = self.graphql(
             "DoctorTeam",
             "query DoctorTeam($team: String!, $label: String!) { viewer { name } teams(filter: {key: {eq: $team}}) { nodes { name labels(filter: {name: {eq: $label}}) { nodes { id } } states(filter: {type: {eq: \"completed\"}}) { nodes { id } } } } }",
             json!({"team": self.team, "label": self.label}),
         )?;
-        let team = Page::<TeamNode>::of(&data["teams"])
-            .nodes
-            .into_iter()
-            .next();
-        let viewer: Named = serde_json::from_value(data["viewer"].clone()).unwrap_or_default();
+        let team = data.teams.nodes.into_iter().next();
         Ok(TeamFacts {
-            viewer: viewer.name.unwrap_or_default(),
+            viewer: data.viewer.name.unwrap_or_default(),
             team: team.as_ref().and_then(|t| t.name.clone()),
             label: team.as_ref().is_some_and(|t| !t.labels.nodes.is_empty()),
             completed_state: team.as_ref().is_some_and(|t| !t.states.nodes.is_empty()),
@@ -135,24 +134,23 @@ impl Linear {
     }
 
     /// An issue as Linear's API shows it.
-    pub fn parse_issue(&self, v: &Value) -> Option<Issue> {
-        let node = IssueNode::of(v)?;
+    pub(crate) fn parse_issue(&self, node: &IssueNode) -> Option<Issue> {
         let number = u32::try_from(node.number? as u64).ok()?;
         let labels: Vec<String> = node
             .labels
             .nodes
-            .into_iter()
-            .filter_map(|l| l.name)
+            .iter()
+            .filter_map(|l| l.name.clone())
             .collect();
-        let state = node.state.kind.unwrap_or_default();
+        let state = node.state.kind.as_deref().unwrap_or_default();
         Some(Issue {
             number,
-            title: node.title.unwrap_or_default(),
-            body: node.description.unwrap_or_default(),
+            title: node.title.clone().unwrap_or_default(),
+            body: node.description.clone().unwrap_or_default(),
             escalated: labels.contains(&self.escalated_label),
             labels,
             milestone: None,
-            state_open: !matches!(state.as_str(), "completed" | "canceled"),
+            state_open: !matches!(state, "completed" | "canceled"),
             parent: None,
             closed_by_merged_pr: None,
             blocked_by: self.blockers(&node.inverse_relations.nodes),
@@ -171,23 +169,20 @@ impl Linear {
             .collect()
     }
 
-    /// The raw issue `number` of the team, if it exists.
-    fn node(&self, number: u32) -> Result<Option<Value>, TrackerError> {
+    /// The issue `number` of the team as Linear shows it, if it exists.
+    fn node(&self, number: u32) -> Result<Option<IssueNode>, TrackerError> {
         let query = format!(
             "query IssueByNumber($team: String!, $number: Float!) {{ issues(filter: {{team: {{key: {{eq: $team}}}}, number: {{eq: $number}}}}, first: 1) {{ nodes {{ {ISSUE_FIELDS} }} }} }}"
         );
-        let data = self.graphql(
+        let data: Issues = self.graphql(
             "IssueByNumber",
             &query,
             json!({"team": self.team, "number": number}),
         )?;
-        Ok(data["issues"]["nodes"]
-            .as_array()
-            .and_then(|n| n.first())
-            .cloned())
+        Ok(data.issues.nodes.into_iter().next())
     }
 
-    pub(super) fn node_of(&self, number: u32) -> Result<Value, TrackerError> {
+    pub(super) fn node_of(&self, number: u32) -> Result<IssueNode, TrackerError> {
         self.node(number)?.ok_or_else(|| TrackerError::NotFound {
             number,
             location: format!("the Linear team {}", self.team),
@@ -205,18 +200,18 @@ impl Linear {
             "query Candidates($team: String!, $label: String!, $after: String) {{ issues(filter: {{team: {{key: {{eq: $team}}}}, labels: {{name: {{eq: $label}}}}, state: {{type: {{in: [\"unstarted\", \"started\"]}}}}}}, first: 100, after: $after) {{ nodes {{ {ISSUE_FIELDS} }} pageInfo {{ hasNextPage endCursor }} }} }}"
         );
         let mut candidates = Vec::new();
-        let mut after = Value::Null;
+        let mut after: Option<String> = None;
         loop {
-            let data = self.graphql(
+            let data: Issues = self.graphql(
                 "Candidates",
                 &query,
                 json!({"team": self.team, "label": self.label, "after": after}),
             )?;
-            let page = Page::<Value>::of(&data["issues"]);
-            candidates.extend(page.nodes.iter().filter_map(|v| self.parse_issue(v)));
-            match page.next() {
-                Some(cursor) => after = Value::from(cursor),
-                None => break,
+            let page = data.issues;
+            candidates.extend(page.nodes.iter().filter_map(|n| self.parse_issue(n)));
+            after = page.next();
+            if after.is_none() {
+                break;
             }
         }
         candidates.sort_by_key(|i| i.number);
@@ -258,12 +253,14 @@ impl Linear {
     pub fn text(&self, number: u32) -> Result<IssueText, TrackerError> {
         let node = self.node_of(number)?;
         let mut text = IssueText::of(&self.get(number)?);
-        let data = self.graphql(
+        let data: IssueComments = self.graphql(
             "IssueComments",
             "query IssueComments($id: String!) { issue(id: $id) { comments(first: 100) { nodes { body user { name } } } } }",
-            json!({"id": node["id"]}),
+            json!({"id": node.id}),
         )?;
-        text.comments = Page::<CommentNode>::of(&data["issue"]["comments"])
+        text.comments = data
+            .issue
+            .comments
             .nodes
             .into_iter()
             .map(|c| Comment {
@@ -274,8 +271,9 @@ impl Linear {
         Ok(text)
     }
 
-    pub(super) fn comment(&self, id: &Value, body: &str) -> Result<(), TrackerError> {
-        self.graphql(
+    /// Comments `body` on the issue with Linear's `id` (`None`: Linear named it with none).
+    pub(super) fn comment(&self, id: Option<&str>, body: &str) -> Result<(), TrackerError> {
+        self.graphql::<IgnoredAny>(
             "CommentCreate",
             "mutation CommentCreate($issueId: String!, $body: String!) { commentCreate(input: {issueId: $issueId, body: $body}) { success } }",
             json!({"issueId": id, "body": body}),
@@ -284,25 +282,25 @@ impl Linear {
     }
 
     /// The id of the team's label `name`, created when `create` and missing.
-    fn label_id(&self, name: &str, create: bool) -> Result<Option<Value>, TrackerError> {
-        let data = self.graphql(
+    fn label_id(&self, name: &str, create: bool) -> Result<Option<String>, TrackerError> {
+        let data: LabelByName = self.graphql(
             "LabelByName",
             "query LabelByName($team: String!, $name: String!) { teams(filter: {key: {eq: $team}}) { nodes { id labels(filter: {name: {eq: $name}}) { nodes { id } } } } }",
             json!({"team": self.team, "name": name}),
         )?;
-        let team = &data["teams"]["nodes"][0];
-        if let Some(id) = team["labels"]["nodes"][0].get("id") {
-            return Ok(Some(id.clone()));
+        let team = data.teams.nodes.into_iter().next().unwrap_or_default();
+        if let Some(id) = team.labels.nodes.into_iter().next().and_then(|l| l.id) {
+            return Ok(Some(id));
         }
         if !create {
             return Ok(None);
         }
-        let made = self.graphql(
+        let made: LabelCreate = self.graphql(
             "LabelCreate",
             "mutation LabelCreate($teamId: String!, $name: String!) { issueLabelCreate(input: {teamId: $teamId, name: $name, color: \"#b60205\"}) { issueLabel { id } } }",
-            json!({"teamId": team["id"], "name": name}),
+            json!({"teamId": team.id, "name": name}),
         )?;
-        Ok(made["issueLabelCreate"]["issueLabel"].get("id").cloned())
+        Ok(made.issue_label_create.issue_label.id)
     }
 
     fn set_label(&self, number: u32, on: bool) -> Result<(), TrackerError> {
@@ -326,12 +324,8 @@ impl Linear {
         } else {
             ("RemoveLabel", "mutation RemoveLabel($id: String!, $labelId: String!) { issueRemoveLabel(id: $id, labelId: $labelId) { success } }")
         };
-        self.graphql(
-            operation,
-            query,
-            json!({"id": node["id"], "labelId": label}),
-        )
-        .map(drop)
+        self.graphql::<IgnoredAny>(operation, query, json!({"id": node.id, "labelId": label}))
+            .map(drop)
     }
 
     /// Quarantines the issue: the escalated label and a comment with the diagnostic.
@@ -343,7 +337,7 @@ impl Linear {
         );
         let node = self.node_of(number)?;
         self.comment(
-            &node["id"],
+            node.id.as_deref(),
             &escalation_text(diagnostic, &how, MAX_COMMENT_BYTES),
         )
     }
@@ -354,22 +348,21 @@ impl Linear {
         if self.parse_issue(&node).is_some_and(|i| !i.state_open) {
             return Ok(());
         }
-        let states = self.graphql(
+        let states: CompletedState = self.graphql(
             "CompletedState",
             "query CompletedState($team: String!) { workflowStates(filter: {team: {key: {eq: $team}}, type: {eq: \"completed\"}}) { nodes { id position } } }",
             json!({"team": self.team}),
         )?;
-        let Some(state) = states["workflowStates"]["nodes"]
-            .as_array()
-            .and_then(|s| {
-                s.iter().min_by(|a, b| {
-                    a["position"]
-                        .as_f64()
-                        .partial_cmp(&b["position"].as_f64())
-                        .unwrap_or(std::cmp::Ordering::Equal)
-                })
+        let Some(state) = states
+            .workflow_states
+            .nodes
+            .into_iter()
+            .min_by(|a, b| {
+                a.position
+                    .partial_cmp(&b.position)
+                    .unwrap_or(std::cmp::Ordering::Equal)
             })
-            .map(|s| s["id"].clone())
+            .map(|s| s.id)
         else {
             return Err(TrackerError::Command {
                 command: format!("Linear team {}", self.team),
@@ -377,11 +370,11 @@ impl Linear {
                 kind: CallFailureKind::Other,
             });
         };
-        self.comment(&node["id"], &crate::redact::redact(note))?;
-        self.graphql(
+        self.comment(node.id.as_deref(), &crate::redact::redact(note))?;
+        self.graphql::<IgnoredAny>(
             "CloseIssue",
             "mutation CloseIssue($id: String!, $stateId: String!) { issueUpdate(id: $id, input: {stateId: $stateId}) { success } }",
-            json!({"id": node["id"], "stateId": state}),
+            json!({"id": node.id, "stateId": state}),
         )
         .map(drop)
     }
@@ -390,7 +383,7 @@ impl Linear {
     pub fn unquarantine(&self, number: u32, note: &str) -> Result<(), TrackerError> {
         self.set_label(number, false)?;
         let node = self.node_of(number)?;
-        self.comment(&node["id"], &crate::redact::redact(note))
+        self.comment(node.id.as_deref(), &crate::redact::redact(note))
     }
 
     /// Lifts the quarantine. Returns whether it was there.

@@ -8,6 +8,7 @@
 //! `review.ignoreAuthors` author's ([`crate::authority::judge`]).
 
 use super::{forge_error, refused, GitLabForge};
+use crate::api_client::Endpoint;
 use crate::authority::{judge, Standing, Verdict};
 use crate::call_failure::CallFailureKind;
 use crate::machine::ReviewDecision;
@@ -36,10 +37,24 @@ impl GitLabForge {
         let discussions: Vec<Discussion> = models::items(
             &self
                 .api
-                .pages(&self.at(&format!("merge_requests/{iid}/discussions")))
+                .pages(
+                    &self
+                        .at()
+                        .fixed("merge_requests")
+                        .segment(iid)
+                        .fixed("discussions"),
+                )
                 .map_err(forge_error)?,
         );
-        let approvals = self.json("GET", &format!("merge_requests/{iid}/approvals"), None)?;
+        let approvals = self.json(
+            "GET",
+            &self
+                .at()
+                .fixed("merge_requests")
+                .segment(iid)
+                .fixed("approvals"),
+            None,
+        )?;
         let approvals = Approvals::deserialize(&approvals).unwrap_or_default();
         let levels = self.access_levels(&discussions, &approvals, &me)?;
         let verdict = |who: &str| {
@@ -93,7 +108,7 @@ impl GitLabForge {
     /// The username of the token's account. A token that may not read its user has none:
     /// nothing is left out; a rate limit or the network is an error, waited out.
     fn runner_username(&self) -> Result<String, ForgeError> {
-        match self.api.json("GET", "user", None) {
+        match self.api.json("GET", &Endpoint::new("user"), None) {
             Ok(user) => Ok(models::one::<models::User>(&user).username),
             Err(f)
                 if matches!(

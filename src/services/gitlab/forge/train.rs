@@ -55,7 +55,7 @@ impl GitLabForge {
 
     /// Merge request `iid`'s car on the train; `None` when it is on none (404).
     fn car(&self, iid: u64) -> Result<Option<Car>, ForgeError> {
-        let path = self.at(&format!("merge_trains/merge_requests/{iid}"));
+        let path = self.at().fixed("merge_trains/merge_requests").segment(iid);
         let answer = self.api.answer("GET", &path, None).map_err(forge_error)?;
         if answer.status == 404 {
             return Ok(None);
@@ -87,7 +87,7 @@ impl GitLabForge {
             Some(_) => return Err(on_train(iid, commit)),
             None => {}
         }
-        let path = self.at(&format!("merge_trains/merge_requests/{iid}"));
+        let path = self.at().fixed("merge_trains/merge_requests").segment(iid);
         let body = json!({ "sha": commit });
         let answer = self
             .api
@@ -105,8 +105,8 @@ impl GitLabForge {
                 CallFailureKind::LostRace,
             )),
             400 => {
-                let now: MergeRequest =
-                    models::one(&self.json("GET", &format!("merge_requests/{iid}"), None)?);
+                let at = self.at().fixed("merge_requests").segment(iid);
+                let now: MergeRequest = models::one(&self.json("GET", &at, None)?);
                 let (why, kind) = merge_blocker(&now, commit).unwrap_or((
                     format!(
                         "GitLab does not add it to the merge train ({})",
@@ -146,7 +146,13 @@ impl GitLabForge {
         }
         let pipelines: Vec<Pipeline> = self
             .api
-            .pages(&self.at(&format!("merge_requests/{iid}/pipelines")))
+            .pages(
+                &self
+                    .at()
+                    .fixed("merge_requests")
+                    .segment(iid)
+                    .fixed("pipelines"),
+            )
             .map_err(forge_error)?
             .iter()
             .map(models::one)
