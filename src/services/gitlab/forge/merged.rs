@@ -8,7 +8,6 @@
 //! pipeline of its own: a project without merged results makes the requests it made before.
 
 use super::GitLabForge;
-use crate::call_failure::path_segment;
 use crate::ports::forge::ForgeError;
 use crate::services::gitlab::models::{self, Commit, MergeRequest, Pipeline};
 use serde_json::Value;
@@ -49,18 +48,20 @@ impl GitLabForge {
         let Some(iid) = mr.and_then(|m| m.iid) else {
             return Ok(None);
         };
-        let list = self.json(
-            "GET",
-            &format!("merge_requests/{iid}/pipelines?per_page={LISTED}"),
-            None,
-        )?;
+        let at = self
+            .at()
+            .fixed("merge_requests")
+            .segment(iid)
+            .fixed("pipelines")
+            .query("per_page", LISTED);
+        let list = self.json("GET", &at, None)?;
         let list = list.as_array().map(Vec::as_slice).unwrap_or_default();
         for p in merged_result_candidates(list, iid) {
             let Some(sha) = p.sha.as_deref().filter(|sha| *sha != head) else {
                 continue;
             };
-            let rest = format!("repository/commits/{}", path_segment(sha));
-            let commit: Commit = models::one(&self.json("GET", &rest, None)?);
+            let at = self.at().fixed("repository/commits").segment(sha);
+            let commit: Commit = models::one(&self.json("GET", &at, None)?);
             if merges_head(&commit, head) {
                 return Ok(Some(p));
             }
