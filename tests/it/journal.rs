@@ -2,7 +2,7 @@
 //! counters rebuilt from the journal equal the live machine's, and the `replay` / `status`
 //! commands run as the real binary.
 
-#[path = "../../crates/sdlc-machine/tests/common/mod.rs"]
+#[path = "../../crates/sdlc-machine/tests/props/common/mod.rs"]
 mod common;
 
 use common::{drive, Reply};

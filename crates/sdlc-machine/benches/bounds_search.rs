@@ -10,9 +10,9 @@
 //!
 //! `cargo bench -p sdlc-machine --bench bounds_search`; docs/counters-and-bounds.md quotes it.
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/props/common/mod.rs"]
 mod common;
-#[path = "../tests/exhaustive/mod.rs"]
+#[path = "../tests/props/exhaustive/mod.rs"]
 mod exhaustive;
 
 use std::time::Instant;

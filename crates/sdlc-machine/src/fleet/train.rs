@@ -148,7 +148,7 @@ impl TrainLimits {
     /// for each split (the failed half kept behind is tested again when the other half's
     /// car is returned), plus, at each kill, the runs it cut short (at most `max_parallel`
     /// and the cars, and one more for each split). Exact for a batch of one
-    /// (`crates/sdlc-machine/tests/train_props.rs`, by exhaustive search); an upper bound for
+    /// (`crates/sdlc-machine/tests/props/train_props.rs`, by exhaustive search); an upper bound for
     /// larger batches.
     pub fn max_ci_runs(&self, cars: u64, kills: u64) -> u64 {
         let parallel = u64::from(self.max_parallel.max(1));

@@ -11,11 +11,10 @@
 //! | `halted_is_absorbing` | any handler of `Halted`/`Finished` that transitions or emits work |
 //! | `same_events_same_effects` | any nondeterminism (iteration order, hidden state) |
 
-mod common;
+use crate::common;
 #[path = "machine_props/model.rs"]
 mod model;
-#[path = "machine_props/strategies.rs"]
-mod strategies;
+use crate::strategies;
 
 use common::{drive, drive_claiming, ClaimReply, Reply, Trace};
 use model::Model;

@@ -6,10 +6,8 @@
 //! failure and is repaired within `max_repair_iterations`, and the session ends within
 //! `bounds::compute`'s figures, kills included.
 
-mod common;
-#[path = "machine_props/strategies.rs"]
-#[allow(dead_code)]
-mod strategies;
+use crate::common;
+use crate::strategies;
 
 use common::{drive_claiming, ClaimReply, Reply, Trace};
 use proptest::prelude::*;

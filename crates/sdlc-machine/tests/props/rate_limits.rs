@@ -3,7 +3,7 @@
 //! the merge turn), and it never spends an attempt, never escalates an issue and never blames
 //! one; only `maxNetworkWaits` refusals in a row on one request halt, as the network's would.
 
-mod common;
+use crate::common;
 
 use common::{drive, Reply, Trace};
 use proptest::prelude::*;

@@ -18,7 +18,6 @@
 //! failing the step's run held back for it as KILLED (it never started) or letting it go
 //! without the renewal asked for again.
 
-mod common;
 #[path = "effect_oracle/model/mod.rs"]
 mod model;
 

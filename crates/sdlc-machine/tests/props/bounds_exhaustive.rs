@@ -6,8 +6,7 @@
 //! wait streaks are counted or compared (the figure moves), and any slack added to or removed
 //! from the formula in `bounds.rs`.
 
-mod common;
-mod exhaustive;
+use crate::exhaustive;
 
 use exhaustive::{check_small_limits, worst_of, worst_with, Goal};
 use sdlc_machine::machine::{bounds, Limits};
