@@ -4,13 +4,9 @@
 //! neither it nor the composition root (`tests/it/layering.rs`).
 
 mod fleet;
-#[cfg(test)]
-mod on_ports;
 mod startup;
 
 pub(crate) use fleet::halt_file as fleet_halt_file;
-#[cfg(test)]
-pub(crate) use on_ports::{run_on_ports, PortsRun};
 pub(crate) use startup::settle_tracker;
 
 use crate::config::Config;
@@ -49,3 +45,9 @@ pub fn run(cfg: Config, opts: RunOptions) -> i32 {
         }
     }
 }
+
+// Last: tests/it/sizes.rs reads a file up to its first `#[cfg(test)]` module.
+#[cfg(test)]
+mod on_ports;
+#[cfg(test)]
+pub(crate) use on_ports::{run_on_ports, PortsRun};
