@@ -1,9 +1,10 @@
-//! The driver on in-memory ports (`driver::run_on_ports` with `ports::fake`): its decisions
+//! The driver on in-memory ports (`launch::run_on_ports` with `ports::fake`): its decisions
 //! tested in-process, each run in milliseconds, with no git, gh or agent process and no
 //! real sleep. The real-binary tests with real git stay the outer ring.
 
 use crate::config::Config;
-use crate::driver::{run_on_ports, PortsRun, RunOptions};
+use crate::driver::RunOptions;
+use crate::launch::{run_on_ports, PortsRun};
 use crate::ports::claims::Claim;
 use crate::ports::fake::{
     self, FakeAgent, FakeClaims, FakeClock, Outcome, RecordingNotifier, World,

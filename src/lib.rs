@@ -31,6 +31,7 @@ pub mod forge;
 pub mod git;
 mod http;
 pub mod journal;
+mod launch;
 mod live_status;
 pub mod logging;
 pub mod logs;

@@ -3,7 +3,8 @@
 //! runner: real git, real journal, real logs. Needs nothing but git.
 
 use crate::cli::{DemoArgs, DemoScenario};
-use crate::driver::{self, RunOptions};
+use crate::driver::RunOptions;
+use crate::launch;
 use std::path::{Path, PathBuf};
 
 /// `demo`: builds a throwaway project with sample issues and runs the fake agent through
@@ -28,7 +29,7 @@ pub fn run(args: &DemoArgs) -> i32 {
             // The review scenario's person: asks for changes once the runner waits for a
             // review, approves once the round is pushed.
             let reviewer = (args.scenario == DemoScenario::Review).then(|| Reviewer::start(&cfg));
-            let code = driver::run(cfg, RunOptions::default());
+            let code = launch::run(cfg, RunOptions::default());
             if let Some(reviewer) = reviewer {
                 reviewer.stop();
             }

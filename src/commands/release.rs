@@ -33,7 +33,7 @@ pub fn run(issues: &[u32], config: &Path) -> i32 {
     let logs = Logs {
         dir: cfg.log_dir.clone(),
     };
-    let fleet_halt = crate::driver::fleet_halt_file(&runner_dir.dir);
+    let fleet_halt = crate::launch::fleet_halt_file(&runner_dir.dir);
     // The lock keeps a running runner (or fleet) from writing beside us; a project that
     // never ran has no journal and nothing to acknowledge.
     let _lock = if journal_path.exists() || fleet_halt.exists() {
@@ -147,7 +147,7 @@ fn acknowledge(
             .as_ref()
             .map(|s| s.tracker_effects.as_slice())
             .unwrap_or_default();
-        if let Err(e) = crate::driver::settle_tracker(tracker, session, recorded, logs) {
+        if let Err(e) = crate::launch::settle_tracker(tracker, session, recorded, logs) {
             say!("error: {e}; nothing released, the halt stays: run release again once the tracker is reachable");
             return Err(1);
         }
@@ -158,7 +158,7 @@ fn acknowledge(
         say!("acknowledged the halt of session {session} ({headline}); the next run starts a new session");
     } else if let Some(open) = recovered.open_session.as_ref().filter(|_| end_open) {
         if let Err(e) =
-            crate::driver::settle_tracker(tracker, &open.id, &open.tracker_effects, logs)
+            crate::launch::settle_tracker(tracker, &open.id, &open.tracker_effects, logs)
         {
             say!("error: {e}; nothing released, the halt stays: run release again once the tracker is reachable");
             return Err(1);

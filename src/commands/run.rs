@@ -1,7 +1,8 @@
-//! `sdlc-runner run`: load the config (exit 2 naming every bad key) and hand over to the driver.
+//! `sdlc-runner run`: load the config (exit 2 naming every bad key) and hand over to `launch::run`.
 
 use crate::cli::RunArgs;
-use crate::driver::{self, RunOptions};
+use crate::driver::RunOptions;
+use crate::launch;
 
 pub fn run(args: &RunArgs) -> i32 {
     use std::io::IsTerminal as _;
@@ -25,7 +26,7 @@ pub fn run(args: &RunArgs) -> i32 {
         Ok(server) => server,
         Err(code) => return code,
     };
-    driver::run(
+    launch::run(
         cfg,
         RunOptions {
             dry_run: args.dry_run,

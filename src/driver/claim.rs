@@ -4,7 +4,7 @@
 //! and keeps the claims of other runners out of the tracker's selection.
 
 use super::context::{hands, Context};
-use super::fleet;
+use super::fleet_link;
 use super::network::{self, Patient};
 use super::request::{ClaimIssue, RenewClaim};
 use super::{Answer, Told};
@@ -82,7 +82,7 @@ pub(super) async fn claim_issue(cx: Context<'_>, request: ClaimIssue) -> Answer 
     let event = match noted {
         Ok(true) => {
             // The fleet's coordinator may give the issue to another of its workers.
-            if !fleet::gives(fleet, issue) {
+            if !fleet_link::gives(fleet, issue) {
                 let refused = refused_by_fleet(claims, io, issue).await;
                 told.narration.extend(refused);
                 Event::ClaimHeld { issue }

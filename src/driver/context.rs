@@ -4,7 +4,7 @@
 
 use super::answer::Narrator;
 use super::cycle::Cycle;
-use super::fleet::Link;
+use super::fleet_link::Link;
 use super::keeper::ClaimKeeper;
 use super::network;
 use super::run_context::RunContext;

@@ -5,7 +5,7 @@
 
 use super::claim;
 use super::context::{hands, Context};
-use super::fleet;
+use super::fleet_link;
 use super::network::{self, Patient};
 use super::request::{MarkEscalated, RecordMerged, Unquarantine};
 use super::{Answer, Told};
@@ -47,7 +47,7 @@ pub(super) async fn record_merged(cx: Context<'_>, request: RecordMerged) -> Ans
             Patient::Done(Err(e)) => {
                 told.narration
                     .extend(claim::release(claims, calls.io, issue).await);
-                fleet::tell(fleet, |worker| Report::Merged { worker, issue });
+                fleet_link::tell(fleet, |worker| Report::Merged { worker, issue });
                 return tracker_written(&what, Patient::Done(Err(e)), told);
             }
             Patient::GaveUp(event) | Patient::Cancelled(event) => return told.answer(event),
@@ -55,7 +55,7 @@ pub(super) async fn record_merged(cx: Context<'_>, request: RecordMerged) -> Ans
     }
     told.narration
         .extend(claim::release(claims, calls.io, issue).await);
-    fleet::tell(fleet, |worker| Report::Merged { worker, issue });
+    fleet_link::tell(fleet, |worker| Report::Merged { worker, issue });
     if closed_by_tracker {
         told.narrate(say::closed_by_tracker(issue));
         return told.answer(Event::TrackerUpdated);
@@ -101,7 +101,7 @@ pub(super) async fn mark_escalated(cx: Context<'_>, request: MarkEscalated) -> A
     crate::failpoint::point("tracker: marked escalated");
     told.narration
         .extend(claim::release(cx.claims, calls.io, issue).await);
-    fleet::tell(cx.fleet, |worker| Report::Escalated { worker, issue });
+    fleet_link::tell(cx.fleet, |worker| Report::Escalated { worker, issue });
     tracker_written(&what, written, told)
 }
 

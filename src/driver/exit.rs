@@ -4,7 +4,7 @@
 
 use super::claim;
 use super::context::Context;
-use super::fleet;
+use super::fleet_link;
 use super::merge;
 use super::request::Exit;
 use crate::artifacts;
@@ -33,7 +33,7 @@ pub(super) async fn exit(cx: Context<'_>, request: Exit) -> Ended {
     let code = request.code;
     // A merge turn held when the run stops (a halt, a signal) is given back with it.
     let mut said = merge::give_turn_back(fleet, claims.as_deref(), &shell.io).await;
-    fleet::tell(fleet, |worker| sdlc_machine::fleet::Report::Finished {
+    fleet_link::tell(fleet, |worker| sdlc_machine::fleet::Report::Finished {
         worker,
     });
     if let Some(issue) = claims.as_ref().and_then(|k| k.held).map(|(n, _)| n) {

@@ -3,7 +3,7 @@
 //! replaced under it (`runner_state_lost`, before anything more is recorded).
 
 use super::context::Context;
-use super::fleet::{self, Link};
+use super::fleet_link::{self, Link};
 use super::run_context::RunContext;
 use super::shell::Shell;
 use crate::journal::{Journal, SessionEnd};
@@ -23,7 +23,7 @@ pub(super) async fn halt(cx: Context<'_>, reason: HaltReason) -> Vec<String> {
         // Nobody answered in time: the question is withdrawn with the halt.
         let _ = std::fs::remove_file(run.runner_dir.decision());
     }
-    fleet::tell(fleet, |worker| sdlc_machine::fleet::Report::Halted {
+    fleet_link::tell(fleet, |worker| sdlc_machine::fleet::Report::Halted {
         worker,
     });
     let mut quarantined: Vec<u32> = core.runner().escalated.iter().copied().collect();

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 /// One runner's claims (their store is a port of the driver's world).
 #[derive(Debug)]
-pub(super) struct ClaimKeeper {
+pub(crate) struct ClaimKeeper {
     pub worker: String,
     pub lease: Duration,
     /// The issue held and until when.

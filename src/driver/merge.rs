@@ -14,7 +14,7 @@ use super::builtin_step::{
 use super::claim::{self, ClaimKeeper};
 use super::context::Context;
 use super::cycle::Cycle;
-use super::fleet::{self, Link};
+use super::fleet_link::{self, Link};
 use super::request::{RunStep, TakeMergeTurn};
 use super::step_run::{Calls, StepRun, Voice};
 use super::{network, Answer, Told};
@@ -202,7 +202,7 @@ pub(super) async fn give_turn_back(
     io: &Io,
 ) -> Vec<String> {
     let said = release_merge_lease(claims, io).await;
-    fleet::tell(fleet, |worker| Report::MergeDone { worker });
+    fleet_link::tell(fleet, |worker| Report::MergeDone { worker });
     said
 }
 

@@ -17,26 +17,24 @@ mod decision;
 mod dry_run;
 mod exit;
 mod facts;
-mod fleet;
-pub(crate) use fleet::halt_file as fleet_halt_file;
+mod fleet_link;
+pub(crate) use fleet_link::{Link, Shared};
 mod halt;
 mod keeper;
 mod merge;
 mod merge_queue;
 mod network;
-#[cfg(test)]
-mod on_ports;
-#[cfg(test)]
-pub(crate) use on_ports::{run_on_ports, PortsRun};
 mod notify;
 mod request;
+mod restart;
 mod review;
 mod run_context;
 pub use run_context::RunOptions;
+pub(crate) use run_context::{Restart, RunContext};
 mod select;
 mod shell;
+pub(crate) use shell::Shell;
 mod shutdown;
-mod startup;
 mod step_requests;
 mod step_run;
 mod tree;
@@ -44,8 +42,7 @@ mod wait;
 use crate::narration as say;
 use answer::{Answer, Narrator, Told};
 pub(crate) use facts::{foreign_list, FOREIGN_FIX};
-pub(crate) use startup::settle_tracker;
-use startup::start;
+pub(crate) use keeper::ClaimKeeper;
 
 use crate::agent::cli::{self, AttemptInfo};
 use crate::artifacts;
@@ -53,59 +50,25 @@ use crate::config::Config;
 use crate::machine::{Core, Effect, Event, Mode, Report, State};
 use crate::ports::{Io, World};
 use crate::prompt::IssueContext;
+use crate::report;
 use crate::step::Step;
 use crate::steps::checks::{self, StepContext};
 use crate::tracker::{self, Selection};
 use context::Context;
 use cycle::Cycle;
-// The report's words, also as `super::report` for the fleet.
-use crate::report;
 use request::{Request, Side};
-use run_context::{Restart, RunContext};
-use shell::Shell;
 use std::time::Duration;
 
-/// Grace between SIGTERM and SIGKILL for the agent's process group.
-const KILL_GRACE: Duration = Duration::from_secs(5);
+/// Grace between SIGTERM and SIGKILL for the agent's process group (and, at startup, for
+/// the groups a killed runner left).
+pub(crate) const KILL_GRACE: Duration = Duration::from_secs(5);
 /// Bytes of stdout/stderr kept per attempt (for classification and the diagnostic).
 const TAIL_BYTES: usize = 64 * 1024;
-
-/// Run the lifecycle; returns the process exit code (docs/interfaces.md).
-pub fn run(cfg: Config, opts: RunOptions) -> i32 {
-    let workers = opts.workers.unwrap_or(cfg.workers);
-    if workers > 1 {
-        crate::console::disable_live();
-        return fleet::run(cfg, opts, workers);
-    }
-    let runtime = match crate::runtime::build(None) {
-        Ok(rt) => rt,
-        Err(e) => {
-            say!("error: cannot start the async runtime: {e}");
-            return 2;
-        }
-    };
-    // Startup is synchronous and may block (the tracker, git): it runs before the runtime
-    // drives anything, outside its context.
-    let started = start(cfg, opts);
-    match started {
-        Ok(Started::Ready(driver)) => runtime.block_on(driver.drive()),
-        Ok(Started::Exit(code)) => code,
-        Err(msg) => {
-            say!("error: {msg}");
-            2
-        }
-    }
-}
-
-enum Started {
-    Ready(Box<Driver>),
-    Exit(i32),
-}
 
 /// Everything one run holds. The machine (`core`) decides; the rest is the IO it needs and
 /// what the driver must remember between effects to perform the next one, in groups by what
 /// they hold.
-struct Driver {
+pub(crate) struct Driver {
     /// What this run was started with and on: config, flags, session, runner directory.
     run: RunContext,
     /// The ports and the runner's own files: IO, notifier, agent, clock, logs, journal, lock.
@@ -117,12 +80,48 @@ struct Driver {
     /// Where the restart begins: the first event and what the previous runner left undone.
     restart: Restart,
     /// This runner's issue claims, when it runs with `--worker-id`.
-    claims: Option<claim::ClaimKeeper>,
+    claims: Option<ClaimKeeper>,
     /// The fleet this driver is a worker of (`run --workers N`).
-    fleet: Option<fleet::Link>,
+    fleet: Option<fleet_link::Link>,
 }
 
 impl Driver {
+    /// A driver on what startup made ready: the run's givens and shell, the machine of its
+    /// session, where the restart begins, its claims, and the issues merged before (the
+    /// journal's), outside any fleet.
+    pub(crate) fn new(
+        run: RunContext,
+        shell: Shell,
+        core: Core,
+        restart: Restart,
+        claims: Option<ClaimKeeper>,
+        merged_before: std::collections::BTreeSet<u32>,
+    ) -> Driver {
+        Driver {
+            run,
+            shell,
+            cycle: Cycle {
+                merged_before,
+                ..Cycle::default()
+            },
+            core,
+            restart,
+            claims,
+            fleet: None,
+        }
+    }
+
+    /// Makes this driver the fleet's worker `link.worker`: its stop is the fleet's to request.
+    pub(crate) fn join_fleet(&mut self, link: Link) {
+        link.shared.enlist(self.shell.shutdown.clone());
+        self.fleet = Some(link);
+    }
+
+    /// The issue the session resumes, if it is in the middle of one.
+    pub(crate) fn issue_under_way(&self) -> Option<u32> {
+        self.core.runner().issue
+    }
+
     /// What a request's handler works with, borrowed for one request decided in `state`.
     fn context<'a>(&'a mut self, state: &'a State) -> Context<'a> {
         let narrator = self.narrator();
@@ -139,7 +138,7 @@ impl Driver {
     }
 
     /// Logs what a handler narrated, in order.
-    fn narrate(&self, narration: impl IntoIterator<Item = String>) {
+    pub(crate) fn narrate(&self, narration: impl IntoIterator<Item = String>) {
         self.narrator().narrate(narration);
     }
 
@@ -176,7 +175,8 @@ impl Driver {
         self.fleet.as_ref().map(|link| link.worker)
     }
 
-    async fn drive(mut self) -> i32 {
+    /// Drives the run to its end: the exit code (docs/interfaces.md).
+    pub(crate) async fn drive(mut self) -> i32 {
         if let Err(e) = self.shell.shutdown.watch_signals() {
             say!("error: {e}");
             return 2;
@@ -188,6 +188,54 @@ impl Driver {
             self.narrate(ended.narration);
             return ended.code;
         }
+        self.begin().await;
+        let first = restart::initial_event(
+            &self.core,
+            &self.shell.io,
+            &self.shell.state,
+            &self.run,
+            &mut self.cycle,
+            self.restart.first.clone(),
+        )
+        .await;
+        // What was said before the first event (its answer's words, if any).
+        let (mut event, mut reported) = self.answer(first);
+        loop {
+            event = self.unless_stopped(event);
+            if let Some(code) = self.check_runner_files() {
+                return code;
+            }
+            let batch = match self.decide(&event, std::mem::take(&mut reported)) {
+                Ok(batch) => batch,
+                Err(code) => return code,
+            };
+            // The side effects, then the request: its outcome is the next event.
+            let (outcome, report) = self.perform_batch(batch.effects, &batch.state).await;
+            match outcome {
+                Outcome::Next(ev) => {
+                    event = ev;
+                    reported = report;
+                }
+                Outcome::Exit(code) => {
+                    let notifier = std::sync::Arc::clone(&self.shell.notifier);
+                    self.shell
+                        .io
+                        .call(move |_| notifier.flush(Duration::from_secs(35)))
+                        .await;
+                    return code;
+                }
+                Outcome::Continue => {
+                    self.log(&say::unanswered(&batch.request, batch.state.name()));
+                    return 1;
+                }
+            }
+        }
+    }
+
+    /// Before the first event: the runner's marks in the work tree and its state file, what a
+    /// killed runner left (its merge lease in a fleet, its locks) and the side effects of its
+    /// last batch, carried out again.
+    async fn begin(&mut self) {
         let project = self.run.cfg.project_path.clone();
         if let Err(e) = self.shell.io.call(|w| w.git.exclude_artifacts()).await {
             self.log(&say::cannot_exclude(&e));
@@ -219,103 +267,90 @@ impl Driver {
                 let _ = self.perform(effect, &state).await;
             }
         }
-        let first = startup::initial_event(
-            &self.core,
-            &self.shell.io,
-            &self.shell.state,
-            &self.run,
-            &mut self.cycle,
-            self.restart.first.clone(),
-        )
-        .await;
-        // What was said before the first event (its answer's words, if any).
-        let (mut event, mut reported) = self.answer(first);
-        loop {
-            if let Some(signal) = self.shell.shutdown.requested() {
-                if !matches!(event, Event::ShutdownRequested { .. }) {
-                    // The answer is dropped, not what its call spent (a step that ended as
-                    // the fleet halted): the machine counts it with the shutdown.
-                    let usage = event.usage().copied().unwrap_or_default();
-                    event = Event::ShutdownRequested { signal, usage };
-                }
-            }
-            if let Some(code) = self.check_runner_files() {
-                return code;
-            }
-            let answered = std::mem::take(&mut reported);
-            let report = Report {
-                failure: match event {
-                    Event::StepFailed { step, .. } => answered.failure.filter(|d| d.step == step),
-                    Event::MergeRaceLost { .. } | Event::MergeConflict { .. } => {
-                        answered.failure.filter(|d| d.step == Step::Merge)
-                    }
-                    Event::CiFailedTogether { .. } => {
-                        answered.failure.filter(|d| d.step == Step::MonitorCi)
-                    }
-                    _ => None,
-                },
-                said: answered.said.as_deref().map(answer::last_words_kept),
-            };
-            // A batch is side effects closed by one request (`Batch`, checked where the
-            // machine builds it); an event the machine ignores gets none.
-            let batch = match self.core.handle_reported(&event, report.clone()) {
-                crate::machine::Reply::Batch(b) => Ok((b.effects().to_vec(), *b.request())),
-                crate::machine::Reply::Ignored => Err("no request".to_string()),
-                crate::machine::Reply::Broken(why) => Err(why.to_string()),
-            };
-            self.shell.mirror_retries(&event);
-            let state = *self.core.state();
-            tracing::debug!(?event, state = state.name(), ?batch, "event");
-            let (effects, request) = match batch {
-                Ok(batch) => batch,
-                Err(why) => {
-                    // Acting on nothing, or on a batch the driver cannot answer, would stall
-                    // the run or act out of order.
-                    self.log(&say::broken_batch(&why, &event, state.name()));
-                    return 1;
-                }
-            };
-            let recorded = match self.shell.journal.as_mut() {
-                Some(j) => j.record_step(&event, &report, &effects, &state),
-                None => Ok(()),
-            };
-            if let Err(e) = recorded {
-                // Without the journal the failure-loop protection cannot survive a restart.
-                self.log(&say::journal_unwritable(&e));
-                return 1;
-            }
-            crate::failpoint::point(event.label());
-            let mut batch = Report::default();
-            let mut outcome = Outcome::Continue;
-            // The side effects, then the request: its outcome is the next event.
-            for effect in effects {
-                let (done, report) = self.perform(effect, &state).await;
-                // What a later effect of the batch says is the newer word.
-                batch = Report {
-                    failure: report.failure.or(batch.failure),
-                    said: report.said.or(batch.said),
-                };
-                outcome = done;
-            }
-            match outcome {
-                Outcome::Next(ev) => {
-                    event = ev;
-                    reported = batch;
-                }
-                Outcome::Exit(code) => {
-                    let notifier = std::sync::Arc::clone(&self.shell.notifier);
-                    self.shell
-                        .io
-                        .call(move |_| notifier.flush(Duration::from_secs(35)))
-                        .await;
-                    return code;
-                }
-                Outcome::Continue => {
-                    self.log(&say::unanswered(&request, state.name()));
-                    return 1;
-                }
-            }
+    }
+
+    /// `event`, or the shutdown in its place once one was requested.
+    fn unless_stopped(&self, event: Event) -> Event {
+        let Some(signal) = self.shell.shutdown.requested() else {
+            return event;
+        };
+        if matches!(event, Event::ShutdownRequested { .. }) {
+            return event;
         }
+        // The answer is dropped, not what its call spent (a step that ended as the fleet
+        // halted): the machine counts it with the shutdown.
+        let usage = event.usage().copied().unwrap_or_default();
+        Event::ShutdownRequested { signal, usage }
+    }
+
+    /// The machine's batch for `event`, with what its answer `reported`, journaled before any
+    /// of it is performed; the exit code when there is none to act on or the journal cannot
+    /// record it.
+    fn decide(&mut self, event: &Event, reported: Report) -> Result<Decided, i32> {
+        let report = Report {
+            failure: match event {
+                Event::StepFailed { step, .. } => reported.failure.filter(|d| d.step == *step),
+                Event::MergeRaceLost { .. } | Event::MergeConflict { .. } => {
+                    reported.failure.filter(|d| d.step == Step::Merge)
+                }
+                Event::CiFailedTogether { .. } => {
+                    reported.failure.filter(|d| d.step == Step::MonitorCi)
+                }
+                _ => None,
+            },
+            said: reported.said.as_deref().map(answer::last_words_kept),
+        };
+        // A batch is side effects closed by one request (`Batch`, checked where the
+        // machine builds it); an event the machine ignores gets none.
+        let batch = match self.core.handle_reported(event, report.clone()) {
+            crate::machine::Reply::Batch(b) => Ok((b.effects().to_vec(), *b.request())),
+            crate::machine::Reply::Ignored => Err("no request".to_string()),
+            crate::machine::Reply::Broken(why) => Err(why.to_string()),
+        };
+        self.shell.mirror_retries(event);
+        let state = *self.core.state();
+        tracing::debug!(?event, state = state.name(), ?batch, "event");
+        let (effects, request) = match batch {
+            Ok(batch) => batch,
+            Err(why) => {
+                // Acting on nothing, or on a batch the driver cannot answer, would stall
+                // the run or act out of order.
+                self.log(&say::broken_batch(&why, event, state.name()));
+                return Err(1);
+            }
+        };
+        let recorded = match self.shell.journal.as_mut() {
+            Some(j) => j.record_step(event, &report, &effects, &state),
+            None => Ok(()),
+        };
+        if let Err(e) = recorded {
+            // Without the journal the failure-loop protection cannot survive a restart.
+            self.log(&say::journal_unwritable(&e));
+            return Err(1);
+        }
+        crate::failpoint::point(event.label());
+        Ok(Decided {
+            effects,
+            request,
+            state,
+        })
+    }
+
+    /// Performs a batch's effects in order: the last one's outcome, and what the batch's
+    /// answers report to the machine.
+    async fn perform_batch(&mut self, effects: Vec<Effect>, state: &State) -> (Outcome, Report) {
+        let mut batch = Report::default();
+        let mut outcome = Outcome::Continue;
+        for effect in effects {
+            let (done, report) = self.perform(effect, state).await;
+            // What a later effect of the batch says is the newer word.
+            batch = Report {
+                failure: report.failure.or(batch.failure),
+                said: report.said.or(batch.said),
+            };
+            outcome = done;
+        }
+        (outcome, batch)
     }
 
     /// `Some(exit code)` when the journal or the lock is no longer the file this runner
@@ -366,7 +401,7 @@ impl Driver {
         );
         let shell = &self.shell;
         gated
-            .then(|| fleet::gate(self.fleet.as_ref(), &*shell.clock, &shell.shutdown))
+            .then(|| fleet_link::gate(self.fleet.as_ref(), &*shell.clock, &shell.shutdown))
             .flatten()
     }
 
@@ -424,6 +459,13 @@ async fn side_effect(cx: Context<'_>, side: Side) -> Vec<String> {
         Side::Notify(notice) => notify::notify(cx, notice),
         Side::Halt(reason) => halt::halt(cx, reason).await,
     }
+}
+
+/// What the machine decided for an event: its side effects, then its request, in `state`.
+struct Decided {
+    effects: Vec<Effect>,
+    request: Effect,
+    state: State,
 }
 
 enum Outcome {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 /// The run's givens: read by every handler, changed by none (a review round's agent runs
 /// with the round's config, handed to it in its `AgentCall`).
-pub(super) struct RunContext {
+pub(crate) struct RunContext {
     /// The validated config this run was started with.
     pub cfg: Config,
     /// The command-line flags beyond the config.
@@ -32,7 +32,7 @@ impl RunContext {
 }
 
 /// Where this run begins, used once before the loop.
-pub(super) struct Restart {
+pub(crate) struct Restart {
     /// The restart event (`Start`, or `ModeChanged` when this run's mode differs).
     pub first: Event,
     /// This run continues a session whose runner stopped without ending it (killed, crashed):
@@ -68,7 +68,7 @@ pub struct RunOptions {
 
 impl RunOptions {
     /// The run mode the flags ask for: one step, one issue, or every issue.
-    pub(super) fn mode(&self) -> crate::machine::Mode {
+    pub(crate) fn mode(&self) -> crate::machine::Mode {
         use crate::machine::Mode;
         match (self.step, self.issue) {
             (Some(step), _) => Mode::SingleStep(step),

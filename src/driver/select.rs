@@ -112,7 +112,7 @@ async fn select_claimed(
         network::Patient::GaveUp(ev) | network::Patient::Cancelled(ev) => return Err(ev),
     };
     let claimed = claims.as_deref().is_some_and(|k| !k.others.is_empty());
-    let others_hold = claimed || fleet::others_hold(fleet);
+    let others_hold = claimed || fleet_link::others_hold(fleet);
     if let Ok(Selection::AllEscalated { .. } | Selection::AllBlocked { .. }) = selection {
         told.narration
             .extend(held_elsewhere(core, claims.as_deref(), fleet));
@@ -125,7 +125,7 @@ async fn select_claimed(
 fn held_elsewhere(
     core: &Core,
     claims: Option<&claim::ClaimKeeper>,
-    fleet: Option<&fleet::Link>,
+    fleet: Option<&fleet_link::Link>,
 ) -> Option<String> {
     let mut others = claim::describe_others(claims);
     let held: Vec<String> = core
@@ -143,10 +143,10 @@ fn held_elsewhere(
             format!("{others}, {held}")
         };
     }
-    if others.is_empty() && !fleet::others_hold(fleet) {
+    if others.is_empty() && !fleet_link::others_hold(fleet) {
         return None;
     }
-    Some(say::held_elsewhere(&fleet::held_elsewhere(others)))
+    Some(say::held_elsewhere(&fleet_link::held_elsewhere(others)))
 }
 
 /// `SelectIssue`: the next event from the tracker (`TrackerReadFailed` when the tracker

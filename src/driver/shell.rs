@@ -7,7 +7,7 @@ use crate::logs::Logs;
 use crate::ports::{AgentPort, Clock, Io, NotifierPort};
 
 /// The ports (one of each kind) and the runner's own files of one run.
-pub(super) struct Shell {
+pub(crate) struct Shell {
     /// The blocking ports (git, the forge, the tracker, the claim store), reached only through
     /// [`Io::call`]: every call runs off the runtime, so no child process blocks it.
     pub io: Io,
@@ -33,6 +33,34 @@ pub(super) struct Shell {
 }
 
 impl Shell {
+    /// The shell of a run on `ports`, with the runner's files startup opened for it.
+    pub(crate) fn on(
+        ports: crate::ports::Ports,
+        logs: Logs,
+        journal: Option<Journal>,
+        lock: Option<crate::runner_dir::lock::Lock>,
+        state: StateFile,
+        runner_dir: &crate::runner_dir::RunnerDir,
+    ) -> Shell {
+        Shell {
+            io: Io::new(crate::ports::World {
+                git: ports.git,
+                forge: ports.forge,
+                tracker: ports.tracker,
+                claims: ports.claims,
+            }),
+            notifier: std::sync::Arc::from(ports.notifier),
+            agent: ports.agent,
+            clock: ports.clock,
+            logs,
+            journal,
+            lock,
+            shutdown: Shutdown::new(),
+            state,
+            live: crate::live_status::LiveStatus::new(&runner_dir.dir),
+        }
+    }
+
     /// Writes the state file, stamped with the clock's now; what it narrates (a warning when
     /// the file cannot be written).
     pub fn save_state(&mut self, project: &std::path::Path) -> Option<String> {

@@ -9,7 +9,7 @@ use tokio::sync::watch;
 
 /// Cloneable handle; all clones see the same request.
 #[derive(Debug, Clone)]
-pub(super) struct Shutdown {
+pub(crate) struct Shutdown {
     stop: StopToken,
 }
 

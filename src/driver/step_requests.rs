@@ -5,7 +5,7 @@
 
 use super::answer::Answer;
 use super::context::Context;
-use super::fleet::{self, Link};
+use super::fleet_link::{self, Link};
 use super::request::{AddressReview, LookAtCi, RunStep, UpdateBranch};
 use super::shell::Shell;
 use super::step_run::Voice;
@@ -85,7 +85,7 @@ fn call_started(
     shell: &Shell,
     call: AgentCallStart<'_>,
 ) -> Result<Option<u64>, Event> {
-    let money = fleet::share(fleet, call.money_left_micros)?;
+    let money = fleet_link::share(fleet, call.money_left_micros)?;
     crate::stats::step();
     shell.live.step_started(call.issue, call.name, call.attempt);
     Ok(money)
@@ -108,7 +108,7 @@ fn call_ended(fleet: Option<&Link>, shell: &Shell, voice: &Voice<'_>, event: Eve
         voice.log(&warning);
     }
     let micros = event.usage().map_or(0, |u| u.cost_micros);
-    fleet::tell(fleet, |worker| sdlc_machine::fleet::Report::Spent {
+    fleet_link::tell(fleet, |worker| sdlc_machine::fleet::Report::Spent {
         worker,
         micros,
     });

@@ -4,7 +4,7 @@
 
 use super::answer::Answer;
 use super::context::Context;
-use super::fleet;
+use super::fleet_link;
 use super::request::{Pause, Wait};
 use super::shutdown::Shutdown;
 use crate::machine::{Event, WaitReason};
@@ -22,7 +22,7 @@ pub(super) async fn wait(cx: Context<'_>, request: Wait) -> Answer {
         .unwrap_or(0)
         .saturating_add(seconds);
     if sdlc_machine::fleet::wait_pauses_fleet(state) {
-        fleet::tell(fleet, |worker| sdlc_machine::fleet::Report::Waiting {
+        fleet_link::tell(fleet, |worker| sdlc_machine::fleet::Report::Waiting {
             worker,
             until,
         });

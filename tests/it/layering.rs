@@ -164,9 +164,15 @@ fn service_folders(src: &Path) -> Vec<String> {
 }
 
 /// The modules above the services: they choose one (`wiring`) or run the whole (`commands`,
-/// `driver`). A service, a port or what the ports share naming one of them turns the layers
-/// upside down.
-const ABOVE_SERVICES: [&str; 4] = ["wiring", "commands", "driver", "driver_on_ports"];
+/// `launch`, `driver`). A service, a port or what the ports share naming one of them turns
+/// the layers upside down.
+const ABOVE_SERVICES: [&str; 5] = ["wiring", "commands", "launch", "driver", "driver_on_ports"];
+
+/// The modules above the driver: the composition root, which builds the production ports, the
+/// launch, which starts drivers on them (startup, the fleet), and the commands. The driver is
+/// the loop and its handlers on the ports it is handed: naming one of them would pull startup
+/// or the fleet back into it.
+const ABOVE_DRIVER: [&str; 3] = ["wiring", "launch", "commands"];
 
 /// Each service under `src/services/` lives in its own house, the layers in order from the
 /// bottom: the ports (`src/ports/`, which name no service and nothing above them), what every
@@ -174,8 +180,9 @@ const ABOVE_SERVICES: [&str; 4] = ["wiring", "commands", "driver", "driver_on_po
 /// review decision), `services/shared/` (naming no service), each service (naming no other:
 /// no file of `services/gitlab/` names `services::linear`, nor another service's module or
 /// type under `forge`/`tracker`, `forge::github`, `tracker::GitHub`), and above them all the
-/// composition root (`wiring.rs`), which alone chooses a service, with the commands and the
-/// driver, which no service, port or shared logic names. The driver names no service either.
+/// composition root (`wiring.rs`), which alone chooses a service, with the commands, the
+/// launch and the driver, which no service, port or shared logic names. The driver names no
+/// service either, nor the layers above it ([`ABOVE_DRIVER`]).
 #[test]
 fn the_service_folders_keep_their_layers() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
@@ -197,9 +204,10 @@ fn the_service_folders_keep_their_layers() {
     let broken = out_of_house(&files, &services);
     assert!(
         broken.is_empty(),
-        "a service names another or a layer above it, or the ports or their shared logic name \
-         a service (move what both need below them, into services/shared/, tracker/, forge/, \
-         api_client/ or the ports; choose a service in src/wiring.rs):\n{}",
+        "a service names another or a layer above it, the ports or their shared logic name \
+         a service, or the driver names a layer above it (move what both need below them, \
+         into services/shared/, tracker/, forge/, api_client/ or the ports; choose a service \
+         in src/wiring.rs; start drivers in src/launch/):\n{}",
         broken.join("\n")
     );
 }
@@ -252,6 +260,12 @@ fn a_service_naming_another_or_a_layer_above_is_caught() {
             "driver/merge.rs",
             "fn f() { crate::forge::GitLabForge::new(); }",
         ),
+        ("driver/mod.rs", "use crate::wiring::production;"),
+        (
+            "driver/fleet_link.rs",
+            "fn f() { super::super::launch::run(cfg, opts); }",
+        ),
+        ("driver/select.rs", "use crate::launch::{settle_tracker};"),
     ] {
         assert_eq!(check(file, text).len(), 1, "{file}: `{text}` is not caught");
     }
@@ -281,6 +295,10 @@ fn a_service_naming_another_or_a_layer_above_is_caught() {
             "ports/fake/claims.rs",
             "fn t() { crate::services::local::LocalClaims::new(p); }",
         ),
+        (
+            "launch/startup.rs",
+            "use crate::driver::{Driver, Shell}; fn f() { crate::wiring::production(c, w); }",
+        ),
     ] {
         assert_eq!(check(file, text), Vec::<String>::new(), "{file}: `{text}`");
     }
@@ -295,7 +313,8 @@ enum House<'a> {
     Port,
     /// What every tracker or forge shares: `tracker/`, `forge/`.
     Shared,
-    /// The driver, above the services, which it reaches through the ports.
+    /// The driver, above the services, which it reaches through the ports, and below the
+    /// launch and the wiring ([`ABOVE_DRIVER`]).
     Driver,
     /// Anything else: the wiring, the commands, the modules below all.
     Other,
@@ -357,6 +376,7 @@ fn step_out(path: &[String], house: House, services: &[String]) -> Option<&'stat
             (through && others.iter().any(|s| next.starts_with(s))).then_some("another service")
         }
         House::Port => (top == "services").then_some("a service, from a port"),
+        House::Driver if ABOVE_DRIVER.contains(&top) => Some("a layer above the driver"),
         House::Shared | House::Driver => (top == "services"
             || named_after(&["github", "gitlab", "linear"]))
         .then_some("a service, from what the ports share or the driver"),

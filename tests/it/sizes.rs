@@ -46,7 +46,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/commands/status/text.rs", "text"),
     ("src/config/validate.rs", "config"),
     ("src/config/validate.rs", "step_config"),
-    ("src/driver/fleet.rs", "execute"),
     ("src/process_bounds.rs", "window"),
     ("src/services/github/forge/reviews.rs", "parse_review_state"),
     (

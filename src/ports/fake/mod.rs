@@ -1,4 +1,4 @@
-//! In-memory fakes of every port, for running the driver in-process (`driver::run_on_ports`)
+//! In-memory fakes of every port, for running the driver in-process (`launch::run_on_ports`)
 //! in milliseconds: no git, gh or agent process, no real sleep.
 //!
 //! Git, the forge, the tracker and the agent share one [`World`]: the agent's work shows in

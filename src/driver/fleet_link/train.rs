@@ -35,7 +35,7 @@ impl Shared {
 
     /// The fleet starts: each worker that resumes an issue holds it again, and the train
     /// starts from its journal (`journal`) with the cars such a worker holds. What it says.
-    pub(super) fn resume(
+    pub(crate) fn resume(
         &self,
         journal: Option<TrainJournal>,
         resumed: &[(Worker, u32)],

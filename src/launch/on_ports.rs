@@ -1,8 +1,9 @@
 //! The driver on given ports, in this process (the in-memory driver tests): `run_on_ports`.
 
 use super::startup::start_on;
-use super::{RunOptions, Started};
+use super::Started;
 use crate::config::Config;
+use crate::driver::RunOptions;
 use std::path::PathBuf;
 
 /// How a run on given ports ended (`run_on_ports`).

@@ -2,9 +2,8 @@
 //! refused), then the open session continued from its journal, or a new one begun with the
 //! limits of this run.
 
-use super::super::run_context::Restart;
-use super::super::RunOptions;
 use crate::config::Config;
+use crate::driver::{Restart, RunOptions};
 use crate::journal::{Journal, SessionEnd};
 use crate::logs::Logs;
 use crate::machine::{Core, Effect, Event, Mode};
@@ -235,7 +234,7 @@ fn describe_mode(mode: Mode) -> String {
 }
 
 /// What the project spent over the last 24 hours, from every journal of it (`budget.perDayUsd`).
-pub(in crate::driver) fn spent_today(
+pub(in crate::launch) fn spent_today(
     runner_dir: &crate::runner_dir::RunnerDir,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<u64, String> {

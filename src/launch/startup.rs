@@ -1,23 +1,20 @@
-//! Startup: the checks that exit 2 before any agent runs, the runner directory and its lock,
-//! journal recovery and the sticky halt, agents left behind by a killed runner, and the
-//! restart event. The journal is the authority on progress; git and the forge only confirm
-//! what is idempotent by nature (a merged PR) or show work the journal does not know.
+//! Startup: the checks that exit 2 before any agent runs, the production ports asked of the
+//! composition root, the runner directory and its lock, journal recovery and the sticky halt,
+//! agents left behind by a killed runner: a driver ready to drive, or the exit code. The
+//! journal is the authority on progress; the driver's first event (`driver/restart.rs`) asks
+//! git and the forge only what is idempotent by nature (a merged PR) or the journal does not
+//! know.
 
-use super::cycle::Cycle;
-use super::run_context::RunContext;
-use super::shell::Shell;
-use super::shutdown::Shutdown;
-use super::{Answer, Driver, RunOptions, Started, KILL_GRACE};
+use super::Started;
 use crate::artifacts::{self, StateFile};
 use crate::config::Config;
+use crate::driver::{ClaimKeeper, Driver, RunContext, RunOptions, Shell, KILL_GRACE};
 use crate::journal::Journal;
 use crate::logs::Logs;
-use crate::machine::{Core, Effect, Event, Mode};
+use crate::machine::{Effect, Mode};
 use crate::narration as say;
-use crate::ports::{Io, Ports, TrackerPort};
-use crate::prompt::IssueContext;
+use crate::ports::{Ports, TrackerPort};
 use crate::step::Step;
-use crate::steps::checks;
 use crate::tracker;
 use refusal::{single_issue_refusal, single_step_refusal};
 use std::path::PathBuf;
@@ -121,22 +118,21 @@ pub(super) fn start_on(
         session: resumed.session,
         runner_dir: runner_dir.clone(),
     };
-    let driver = Driver {
+    let locked = lock.is_some();
+    let shell = Shell::on(ports, logs, journal, lock, state, &runner_dir);
+    let merged_before = recovered.merged.clone();
+    let driver = Driver::new(
         run,
-        shell: shell_on(ports, logs, journal, lock, state, &runner_dir),
-        cycle: Cycle {
-            merged_before: recovered.merged.clone(),
-            ..Cycle::default()
-        },
-        core: resumed.core,
-        restart: resumed.restart,
+        shell,
+        resumed.core,
+        resumed.restart,
         claims,
-        fleet: None,
-    };
+        merged_before,
+    );
     driver.narrate(notes);
     driver.narrate(stop_stale_agents(&resumed.stale_agents));
-    if driver.shell.lock.is_some() {
-        driver.narrate(stop_leftovers(&driver.run.cfg.project_path));
+    if locked {
+        driver.narrate(stop_leftovers(&project));
     }
     Ok(Started::Ready(Box::new(driver)))
 }
@@ -158,34 +154,6 @@ fn record_trust(
         say!("{}", crate::narration::git_setup_put_back(&put_back));
     }
     Ok(())
-}
-
-/// The shell of a run on `ports`, with what startup opened for it.
-fn shell_on(
-    ports: Ports,
-    logs: Logs,
-    journal: Option<Journal>,
-    lock: Option<crate::runner_dir::lock::Lock>,
-    state: StateFile,
-    runner_dir: &crate::runner_dir::RunnerDir,
-) -> Shell {
-    Shell {
-        io: crate::ports::Io::new(crate::ports::World {
-            git: ports.git,
-            forge: ports.forge,
-            tracker: ports.tracker,
-            claims: ports.claims,
-        }),
-        notifier: std::sync::Arc::from(ports.notifier),
-        agent: ports.agent,
-        clock: ports.clock,
-        logs,
-        journal,
-        lock,
-        shutdown: Shutdown::new(),
-        state,
-        live: crate::live_status::LiveStatus::new(&runner_dir.dir),
-    }
 }
 
 /// The runner directory made and locked (a dry run takes no lock), with a legacy journal
@@ -313,117 +281,6 @@ fn stop_leftovers(dir: &std::path::Path) -> Vec<String> {
         .collect()
 }
 
-/// The first event of this run. Where the journal has a cycle in progress, that cycle goes
-/// on from the journal's position (an interrupted attempt counts as failed): the work tree
-/// never moves it, except that a merged PR for the issue's branch means the merge is done.
-/// Without a cycle, git may show work the journal does not know (a branch made by hand):
-/// it is adopted unless the tracker marks the issue escalated.
-pub(super) async fn initial_event(
-    core: &Core,
-    io: &Io,
-    state: &StateFile,
-    run: &RunContext,
-    cycle: &mut Cycle,
-    restart: Event,
-) -> Answer {
-    let main = &run.main;
-    if core.is_terminal() || matches!(restart, Event::ModeChanged { .. }) {
-        return Answer::of(restart);
-    }
-    if matches!(core.runner().mode, Mode::SingleStep(_)) {
-        return Answer::of(restart);
-    }
-    if let Some(issue) = core.runner().issue {
-        return cycle_under_way(core, io, state, cycle, issue, restart).await;
-    }
-    let state = state.clone();
-    // A pushed head the test-weakening check has not let through is checked now.
-    let gate = crate::steps::weakening::Gate::configured(&run.cfg, false);
-    let progress = io
-        .call(move |w| checks::detect_progress(&*w.git, &*w.forge, Some(&state), gate.as_ref()))
-        .await;
-    let detected = match progress {
-        Ok(d) => d,
-        Err(e) => return Answer::of(restart).narrated(say::progress_unreadable(&e)),
-    };
-    let Some(d) = detected else {
-        return Answer::of(restart);
-    };
-    if let Mode::SingleIssue(n) = core.runner().mode {
-        if d.issue != n {
-            return Answer::of(restart);
-        }
-    }
-    let number = d.issue;
-    let issue = match io.call(move |w| w.tracker.get(number)).await {
-        Ok(issue) => issue,
-        Err(e) => {
-            return Answer::of(restart).narrated(say::branch_not_adopted(&d.branch, d.issue, &e))
-        }
-    };
-    if issue.escalated || core.escalated().contains(&d.issue) {
-        return Answer::of(restart).narrated(say::branch_of_escalated(&d.branch, d.issue));
-    }
-    if d.merged {
-        if !issue.state_open {
-            // Merged and closed: only the checkout to main was left to do.
-            let mut answer = Answer::of(restart);
-            if let Err(e) = io.call(|w| w.git.checkout_main()).await {
-                answer = answer.narrated(say::cannot_check_out(main, &e));
-            }
-            return answer;
-        }
-        return Answer::of(Event::AlreadyMerged { issue: d.issue })
-            .narrated(say::already_merged_fresh_cycle(d.issue));
-    }
-    cycle.issue = IssueContext {
-        number: d.issue,
-        title: issue.title,
-        branch: Some(d.branch.clone()),
-    };
-    cycle.feature = d.feature.clone();
-    Answer::of(Event::Resume {
-        issue: d.issue,
-        next: d.next,
-    })
-    .narrated(say::adopting_branch(&d.branch, d.issue, d.next.key()))
-}
-
-/// The journal's cycle goes on from its position; a merged PR for its branch means the merge
-/// is done (unless the journal records it already: the restart re-issues that request).
-async fn cycle_under_way(
-    core: &Core,
-    io: &Io,
-    state: &StateFile,
-    cycle: &mut Cycle,
-    issue: u32,
-    restart: Event,
-) -> Answer {
-    cycle.issue = io.call(move |w| IssueContext::asked(w, issue)).await;
-    if state.current_issue == Some(issue) {
-        cycle.feature = state.feature_name.clone();
-    }
-    // A merge the journal already records is being told to the tracker: the
-    // restart event re-issues that request.
-    let recorded = core.runner().merged.contains(&issue);
-    let branch = cycle.issue.branch.clone().filter(|_| !recorded);
-    let merged = match branch {
-        Some(b) => {
-            let pr = io.call(move |w| w.forge.pr_for_branch(&b)).await;
-            matches!(pr, Ok(Some(pr)) if pr.state == crate::forge::PrState::Merged)
-        }
-        None => false,
-    };
-    if merged {
-        let resume = Event::Resume {
-            issue,
-            next: Step::Merge,
-        };
-        return Answer::of(resume).narrated(say::pr_merged_recording(issue));
-    }
-    Answer::of(restart)
-}
-
 /// Writes the escalations, merges and lifted quarantines recorded in `session` that the
 /// tracker does not show. Each is checked first, so an escalation comment is not posted twice;
 /// an escalation the session lifted later is not written at all.
@@ -500,7 +357,7 @@ fn claim_keeper(
     cfg: &Config,
     opts: &RunOptions,
     store: Option<crate::ports::ClaimStore>,
-) -> Result<Option<(super::keeper::ClaimKeeper, crate::ports::ClaimStore)>, String> {
+) -> Result<Option<(ClaimKeeper, crate::ports::ClaimStore)>, String> {
     let Some(worker) = opts.worker_id.clone() else {
         return Ok(None);
     };
@@ -524,7 +381,7 @@ fn claim_keeper(
             longest.as_secs_f64() / 60.0
         ));
     }
-    let keeper = super::keeper::ClaimKeeper {
+    let keeper = ClaimKeeper {
         worker,
         lease: cfg.claims.lease,
         held: None,
