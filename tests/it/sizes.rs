@@ -42,7 +42,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 const TO_SPLIT: &[(&str, &str)] = &[
     ("src/config/definition.rs", "*"),
     ("src/narration.rs", "*"),
-    ("crates/sdlc-machine/src/machine/types/effect.rs", "*"),
     ("src/commands/status/text.rs", "text"),
     ("src/config/validate.rs", "config"),
     ("src/config/validate.rs", "step_config"),
