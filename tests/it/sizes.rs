@@ -49,10 +49,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/process_bounds.rs", "window"),
     ("src/services/github/forge/reviews.rs", "parse_review_state"),
     (
-        "crates/sdlc-machine/src/machine/sm/step_events.rs",
-        "on_step",
-    ),
-    (
         "crates/sdlc-machine/src/machine/sm/step_outcome.rs",
         "failed",
     ),
