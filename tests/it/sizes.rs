@@ -48,7 +48,6 @@ const TO_SPLIT: &[(&str, &str)] = &[
     ("src/driver/fleet.rs", "execute"),
     ("src/process_bounds.rs", "window"),
     ("src/services/github/forge/reviews.rs", "parse_review_state"),
-    ("crates/sdlc-machine/src/fleet/coordinator.rs", "handle"),
 ];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
