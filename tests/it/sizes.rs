@@ -42,8 +42,6 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 const TO_SPLIT: &[(&str, &str)] = &[
     ("src/narration.rs", "*"),
     ("src/commands/status/text.rs", "text"),
-    ("src/config/validate.rs", "config"),
-    ("src/config/validate.rs", "step_config"),
     ("src/driver/fleet.rs", "execute"),
     ("src/process_bounds.rs", "window"),
     ("src/services/github/forge/reviews.rs", "parse_review_state"),
