@@ -39,9 +39,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
 ];
 
 /// Over the limits when they were set, not split yet: (path, function or `*` for the file).
-const TO_SPLIT: &[(&str, &str)] = &[
-    ("src/driver/fleet.rs", "execute"),
-];
+const TO_SPLIT: &[(&str, &str)] = &[("src/driver/fleet.rs", "execute")];
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Over {
