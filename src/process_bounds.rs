@@ -12,7 +12,9 @@
 use crate::machine::bounds::{self, Bounds};
 use crate::machine::Limits;
 use crate::step::Step;
-use sdlc_machine::fleet::Contention;
+use requests::{MergeRuns, Requests};
+
+mod requests;
 
 /// What one performed effect may start at most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,64 +219,30 @@ fn window(
     table: Table,
 ) -> Processes {
     let children = |label: &str| row(table, label);
-    let n = l.enabled_steps().count() as u64;
-    let b = u64::from(l.max_bounce_retries);
     let retries = 1 + u64::from(l.max_network_waits);
-    // A look after each wait of monitorCI's schedule, and one right after a repair's fix.
-    let looks = attempts.saturating_mul(l.ci_polls().len() as u64 + 1);
-    // The review is looked at after every pass of CI (at most one per look at CI), and the
-    // looks that find it holding the merge are at most one per pause of its schedule and
-    // one more, per cycle.
-    let review_looks = if l.review.is_some() {
-        looks.saturating_add(cycles.saturating_mul(l.review_polls().len() as u64 + 1))
-    } else {
-        0
-    };
-    let review_waits = review_looks.saturating_sub(looks);
-    // Each check answers with a dispatch, a step already done or a bounce.
-    let checks = attempts.saturating_add(cycles.saturating_mul(n + b + 1));
-    let selects = cycles + 1;
-    let writes = cycles + 2;
-    // A merge's close waits for the tracker's own close: one more look (a `RecordMerged`)
-    // after each of its waits, at most one merge per cycle.
-    let close_looks = cycles.saturating_mul(u64::from(l.tracker_close_waits));
+    let Requests {
+        looks,
+        review_looks,
+        review_waits,
+        checks,
+        selects,
+        writes,
+        close_looks,
+        merge:
+            MergeRuns {
+                together,
+                merges,
+                queue_looks,
+                reruns,
+                turns,
+            },
+        updates,
+        claims,
+        renewals,
+    } = Requests::in_window(l, attempts, cycles);
     let run = children("RunStep")
         .others
         .max(children("RunStepBuiltin").others);
-    // Only merge attempts take the merge turn: at most `maxRetriesPerStep` of them per cycle,
-    // each repeated after a rate-limit or network wait, and the waited ones before each
-    // bounce from merge (`bounds::merge_dispatches_per_cycle`; never more than the window's
-    // attempts).
-    let merge_attempts = if l.enabled(Step::Merge) {
-        attempts.min(cycles.saturating_mul(bounds::merge_dispatches_per_cycle(l)))
-    } else {
-        0
-    };
-    // A merge run whose commit CI failed together with main (`CiFailedTogether`) spends a
-    // monitorCI attempt, not a merge attempt: at most `maxRetriesPerStep` of them per cycle,
-    // each a run of its own besides the window's attempts.
-    let together = if l.enabled(Step::Merge) && l.enabled(Step::MonitorCi) {
-        attempts.min(cycles.saturating_mul(u64::from(l.max_retries_per_step.max(1))))
-    } else {
-        0
-    };
-    let merges = merge_attempts.saturating_add(together);
-    // A merge the forge's merge queue holds looks at the queue after each wait of monitorCI's
-    // CI schedule, each look the merge's run again (no attempt): per merge run at most as many
-    // looks as the schedule has waits.
-    let queue_looks = merge_attempts.saturating_mul(l.ci_polls().len() as u64);
-    // A lost push race runs the merge again (agent-run or builtin), after a pause and a
-    // merge turn taken again; each wait for the turn is at most `turn_pauses` pauses, each
-    // followed by one more request for the turn.
-    let reruns = u64::from(Contention::MAX_LOST_RACES).saturating_mul(merges);
-    let turn_pauses = l
-        .merge_turn_wait_ms
-        .map_or(0, sdlc_machine::fleet::LeaseWait::max_pauses);
-    let turns = (merges + reruns).saturating_mul(1 + turn_pauses);
-    // A turn taken after a pause is followed by the merge's checks again: once per merge run.
-    let checks = checks.saturating_add(merges + reruns);
-    // A merge attempt that repairs a conflict updates the branch once after the agent.
-    let updates = merges;
     let own = |count: u64, label: &str| count.saturating_mul(children(label).others);
     let calls = (attempts + reruns + together + queue_looks)
         .saturating_mul(run)
@@ -287,19 +255,6 @@ fn window(
         .saturating_add(own(selects, "SelectIssue"))
         .saturating_add(writes.saturating_mul(children("MarkEscalated").others))
         .saturating_add(own(close_looks, "RecordMerged"));
-    // Where issues are claimed: each selection claims its issue (an issue another runner
-    // holds costs one selection and one claim more, once per cycle), and every request that
-    // works on the issue or waits is preceded by a renewal.
-    let (claims, renewals) = if l.claims {
-        let worked = attempts + reruns + together + turns + checks + looks + updates + review_looks;
-        let worked = worked + queue_looks;
-        (
-            selects,
-            worked + attempts + looks + turns + review_waits + queue_looks,
-        )
-    } else {
-        (0, 0)
-    };
     let calls = calls
         .saturating_add(own(claims, "ClaimIssue"))
         .saturating_add(own(renewals, "RenewClaim"));

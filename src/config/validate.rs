@@ -7,54 +7,21 @@ use crate::config::AgentKind;
 
 mod agents;
 mod sandbox_paths;
-use agents::{no_effort, step_model};
+mod step_checks;
+mod top;
+use agents::step_model;
+use top::every_step;
 
 impl Walker {
     pub(super) fn config(&mut self, root: &Value, file: &Path, base: &Path) -> Option<Config> {
-        if !root.is_object() {
-            self.err(
-                String::new(),
-                format!(
-                    "expected a JSON object at the top level, found {}",
-                    describe(root)
-                ),
-            );
-            return None;
-        }
-        let top = self.object(String::new(), Some(root), top_shape());
+        let top = self.top_object(root)?;
 
-        let project_path = match top.get("projectPath") {
-            None => {
-                self.err(
-                    "projectPath".into(),
-                    "required: the path of the git repository to work on",
-                );
-                None
-            }
-            Some(Value::String(s)) if s.trim().is_empty() => {
-                self.err(
-                    "projectPath".into(),
-                    "expected a non-empty path, found string \"\"",
-                );
-                None
-            }
-            Some(_) => self.path(&top, "projectPath", base),
-        };
+        let project_path = self.project_path(&top, base);
         let plugins_path = self.path(&top, "pluginsPath", base);
         let model = self.text(&top, "model");
         let effort_raw = self.pick::<Effort>(&top, "effort");
         let agent = self.agent(&top);
-        if effort_raw.is_some() && !agent.kind.has_effort() {
-            self.err("effort".into(), no_effort(agent.kind, "effort"));
-        }
-        if let (Some(m), Some(_)) = (&model, effort_raw) {
-            if is_haiku(m) && agent.kind == AgentKind::Claude {
-                self.err(
-                    "effort".into(),
-                    format!("model \"{m}\" does not support effort: remove effort, or set it per step on non-haiku steps"),
-                );
-            }
-        }
+        self.check_top_effort(model.as_deref(), effort_raw, &agent);
         // A Claude model name is never passed to another CLI: without `model`, those run
         // their own default.
         let global_model = model.clone().unwrap_or_else(|| match agent.kind {
@@ -76,75 +43,24 @@ impl Walker {
             idle_timeout_min,
             &agent,
         );
-        let every_step = || {
-            Step::ALL
-                .iter()
-                .map(|s| (s.key(), &steps[s.index()]))
-                .chain([(ADDRESS_REVIEW, &address_review)])
-        };
-        let any_skill = every_step().any(|(_, s)| s.skill.is_some());
-        if any_skill && plugins_path.is_none() && top.get("pluginsPath").is_none() {
-            let with_skill: Vec<&str> = every_step()
-                .filter(|(_, s)| s.skill.is_some())
-                .map(|(key, _)| key)
-                .collect();
-            self.err(
-                "pluginsPath".into(),
-                format!(
-                    "required because steps {} name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)",
-                    with_skill.join(", ")
-                ),
-            );
-        }
+        self.check_skills_have_plugins(
+            &top,
+            plugins_path.is_some(),
+            every_step(&steps, &address_review),
+        );
 
-        held.release(
-            self,
-            &[
-                "maxRetriesPerStep",
-                "maxBounceRetries",
-                "maxConsecutiveEscalations",
-            ],
-        );
-        let max_consecutive_failures = self.consecutive_failures(&top);
-        held.release(
-            self,
-            &[
-                "maxConsecutiveSameFailure",
-                "maxRateLimitWaits",
-                "maxNetworkWaits",
-                "backoff",
-                "maxQuotaWaitMinutes",
-                "maxRepairIterations",
-                "approval",
-                "decisionTimeoutMinutes",
-                "budget",
-            ],
-        );
+        let max_consecutive_failures = self.counters(&top, &mut held);
         let pricing = self.pricing(&top, base);
-        let priced: Vec<_> = every_step().collect();
+        let priced: Vec<_> = every_step(&steps, &address_review).collect();
         self.check_prices(&priced, &pricing, &settings.budget);
         held.release(self, &["discordChannelId", "notify"]);
 
         let tracker = self.tracker(&top, base);
         held.release(self, &["requireChecks"]);
-        let forge = match self.pick::<ForgeKind>(&top, "forge") {
-            Some(forge) => forge,
-            None if tracker.kind() == TrackerKind::Local => ForgeKind::Local,
-            None if tracker.kind() == TrackerKind::Gitlab => ForgeKind::Gitlab,
-            None => ForgeKind::Github,
-        };
+        let forge = self.forge(&top, tracker.kind());
         self.remote_services(&top, tracker.kind(), forge, &settings);
         let local_ci = self.local_ci(&top, forge);
-        let train = settings.train;
-        if train.batch > train.max_length {
-            self.err(
-                super::walker::join(&top.path("train"), "batch"),
-                format!(
-                    "{} PRs tested as one tree, but the train holds at most {} (maxLength): a batch could never fill; lower batch or raise maxLength",
-                    train.batch, train.max_length
-                ),
-            );
-        }
+        self.check_train(&top, settings.train);
         held.release(self, &["workers", "claims", "train", "http"]);
         held.release_rest(self);
 
@@ -168,10 +84,7 @@ impl Walker {
             local_ci,
             settings,
         };
-        let home = super::sandbox::home_dir();
-        for (key, message) in sandbox_paths::hiding(&config, home.as_deref()) {
-            self.err(key, message);
-        }
+        self.check_sandbox_hides_nothing(&config);
         Some(config)
     }
 
@@ -253,87 +166,18 @@ impl Walker {
         let model = self.text(o, "model");
         let effort = self.pick::<Effort>(o, "effort");
         let agent = self.step_agent(o, d.top_agent);
-        if effort.is_some() && !agent.kind.has_effort() {
-            self.err(o.path("effort"), no_effort(agent.kind, &o.path("effort")));
-        }
-        if effort.is_some() && agent.kind == AgentKind::Claude {
-            match &model {
-                Some(m) if is_haiku(m) => self.err(
-                    o.path("effort"),
-                    format!("model \"{m}\" does not support effort: remove effort from this step"),
-                ),
-                None if d.global_model_set && d.top_agent.kind == AgentKind::Claude && is_haiku(d.global_model) => self.err(
-                    o.path("effort"),
-                    format!(
-                        "model \"{}\" (the global model) does not support effort: remove effort from this step or set {}",
-                        d.global_model,
-                        o.path("model")
-                    ),
-                ),
-                _ => {}
-            }
-        }
+        self.check_step_effort(o, model.as_deref(), effort, &agent, d);
         let (settings, mut held) = self.held(o, |w| StepSettings::read(w, o));
         held.release(self, &["maxTurns", "timeoutMin"]);
         let idle_min = self
             .positive(o, "idleTimeoutMin")
             .unwrap_or(d.idle_timeout_min);
         held.release_rest(self);
-        let run = match self.text(o, "run").as_deref() {
-            None | Some("agent") => StepRun::Agent,
-            Some("builtin") if can_be_builtin => StepRun::Builtin,
-            Some("builtin") => {
-                let builtin: Vec<&str> = Step::BUILTIN.iter().map(|s| s.key()).collect();
-                self.err(
-                    o.path("run"),
-                    format!(
-                        "{key} needs a model and cannot be builtin (only {} can)",
-                        builtin.join(", ")
-                    ),
-                );
-                StepRun::Agent
-            }
-            Some(other) => {
-                self.err(
-                    o.path("run"),
-                    format!("\"{other}\" is not a runner: use \"agent\" or \"builtin\""),
-                );
-                StepRun::Agent
-            }
-        };
-        if run == StepRun::Agent && can_be_builtin && agent.sandbox.kind != SandboxKind::None {
-            self.err(
-                o.path("run"),
-                format!(
-                    "{key} run by the agent cannot work inside agent.sandbox (kind \"{}\"): the \
-                     clone's git directory is read-only there, so the agent can neither switch \
-                     branches, commit nor push; set {} to \"builtin\" (the runner does it with \
-                     git and the forge), or agent.sandbox.kind to \"none\"",
-                    agent.sandbox.kind,
-                    o.path("run")
-                ),
-            );
+        let run = self.step_run(o, key, can_be_builtin);
+        if run == StepRun::Agent && can_be_builtin {
+            self.check_git_outside_sandbox(o, key, &agent);
         }
-        let enabled = self.boolean(o, "enabled").unwrap_or(true);
-        if !enabled && step.is_none() {
-            self.err(
-                o.path("enabled"),
-                "set review.maxReviewRounds to 0 for no review rounds (addressReview cannot be disabled otherwise)",
-            );
-        } else if !enabled && !can_be_disabled {
-            let optional: Vec<&str> = Step::ALL
-                .iter()
-                .filter(|s| s.can_be_disabled())
-                .map(|s| s.key())
-                .collect();
-            self.err(
-                o.path("enabled"),
-                format!(
-                    "{key} cannot be disabled (only {} can)",
-                    optional.join(", ")
-                ),
-            );
-        }
+        let enabled = self.step_enabled(o, key, step);
         let model = step_model(model, d.global_model, d.top_agent.kind, agent.kind);
         let effort = match agent.kind {
             AgentKind::Gemini => None,

@@ -1,6 +1,6 @@
 //! The human-readable form of `status`, and the one-line texts `watch` shares with it.
 
-use super::{RunningStepView, Status, WaitView};
+use super::{Counters, RunningStepView, Status, WaitView};
 
 impl Status {
     /// The human-readable form.
@@ -12,6 +12,118 @@ impl Status {
         };
         line(format!("project:  {}", self.project.display()));
         line(format!("runner:   {}", self.runner));
+        self.worker_lines(&mut line);
+        self.train_lines(&mut line);
+        self.claim_lines(&mut line);
+        line(format!(
+            "journal:  {} ({} records)",
+            self.journal.display(),
+            self.journal_lines
+        ));
+        if let Some(t) = &self.torn_line {
+            line(format!("  warning: {t}"));
+        }
+        if let Some(h) = &self.sticky_halt {
+            line(format!(
+                "HALTED:   {h} — `run` refuses to start until you inspect the cause and pass --ack-halt"
+            ));
+        }
+        self.session_lines(&mut line);
+        if let Some(r) = &self.running_step {
+            line(format!("running:  {}", running_text(r, &self.refs)));
+        }
+        if let Some(w) = &self.wait {
+            line(format!("waiting:  {}", wait_text(w)));
+        }
+        if let Some(g) = &self.github {
+            line(format!("github:   {}", github_text(g)));
+        }
+        if let Some(d) = &self.divergence {
+            line(format!(
+                "  warning: the journal diverges from the machine at {d}"
+            ));
+        }
+        self.counter_lines(&mut line);
+        self.spend_lines(&mut line);
+        for l in refused_lines(&self.refused_hosts, &self.refs) {
+            line(l);
+        }
+        self.failure_lines(&mut line);
+        self.state_file_line(&mut line);
+        line(format!("logs:     {}", self.log_dir.display()));
+        line(format!(
+            "orchestration log: {}",
+            self.orchestration_log.display()
+        ));
+        o
+    }
+
+    /// The issue claims and the merge lease, each with its holder and its end.
+    fn claim_lines(&self, line: &mut impl FnMut(String)) {
+        let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
+        for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
+            line(format!(
+                "{what} {} by worker {} until {}{}",
+                self.refs.issue(c.issue),
+                c.worker,
+                c.expires_at,
+                if c.live {
+                    ""
+                } else {
+                    " (expired: may be taken over)"
+                }
+            ));
+        }
+    }
+
+    /// The session, and where its machine is: state, issue, step.
+    fn session_lines(&self, line: &mut impl FnMut(String)) {
+        match &self.session {
+            None => line("session:  none recorded yet".into()),
+            Some(id) => {
+                let mut how = self.session_status.clone().unwrap_or_default();
+                if let Some(code) = self.exit_code {
+                    how.push_str(&format!(" (code {code})"));
+                }
+                line(format!("session:  {id} ({how})"));
+            }
+        }
+        if let Some(state) = &self.state {
+            line(format!("state:    {state}"));
+            line(format!(
+                "issue:    {}",
+                self.current_issue
+                    .map_or("none".to_string(), |i| self.refs.issue(i))
+            ));
+            line(format!(
+                "step:     {}{}",
+                self.current_step.as_deref().unwrap_or("none"),
+                self.current_attempt
+                    .map(|a| format!(" (attempt {a})"))
+                    .unwrap_or_default()
+            ));
+        }
+    }
+
+    /// The state file: where it is, and what it says or why it cannot be read.
+    fn state_file_line(&self, line: &mut impl FnMut(String)) {
+        let sf = &self.state_file;
+        match (&sf.content, &sf.error) {
+            (Some(s), _) => line(format!(
+                "state file: {} (step {}, last completed {}, issue {})",
+                sf.path.display(),
+                s.current_step,
+                s.last_completed_step,
+                s.current_issue
+                    .map_or("none".to_string(), |i| self.refs.issue(i))
+            )),
+            (None, Some(e)) => line(format!("state file: {}: {e}", sf.path.display())),
+            (None, None) => line(format!("state file: {} (missing)", sf.path.display())),
+        }
+    }
+
+    /// One line per worker of a fleet, with what it runs or waits for.
+    fn worker_lines(&self, line: &mut impl FnMut(String)) {
         for w in &self.workers {
             let mut how = w
                 .session_status
@@ -37,6 +149,10 @@ impl Status {
                 line(format!("  waiting:  {}", wait_text(wait)));
             }
         }
+    }
+
+    /// The merge train's cars, the ones settled, its CI runs so far.
+    fn train_lines(&self, line: &mut impl FnMut(String)) {
         if let Some(t) = &self.train {
             for car in &t.cars {
                 let tree: Vec<String> = car.tree.iter().map(|n| self.refs.issue(*n)).collect();
@@ -66,72 +182,10 @@ impl Status {
             }
             line(format!("train:    {} CI run(s) so far", t.runs));
         }
-        let lease = self.merge_lease.iter().map(|c| ("merge:   ", c));
-        for (what, c) in self.claims.iter().map(|c| ("claim:   ", c)).chain(lease) {
-            line(format!(
-                "{what} {} by worker {} until {}{}",
-                self.refs.issue(c.issue),
-                c.worker,
-                c.expires_at,
-                if c.live {
-                    ""
-                } else {
-                    " (expired: may be taken over)"
-                }
-            ));
-        }
-        line(format!(
-            "journal:  {} ({} records)",
-            self.journal.display(),
-            self.journal_lines
-        ));
-        if let Some(t) = &self.torn_line {
-            line(format!("  warning: {t}"));
-        }
-        if let Some(h) = &self.sticky_halt {
-            line(format!(
-                "HALTED:   {h} — `run` refuses to start until you inspect the cause and pass --ack-halt"
-            ));
-        }
-        match &self.session {
-            None => line("session:  none recorded yet".into()),
-            Some(id) => {
-                let mut how = self.session_status.clone().unwrap_or_default();
-                if let Some(code) = self.exit_code {
-                    how.push_str(&format!(" (code {code})"));
-                }
-                line(format!("session:  {id} ({how})"));
-            }
-        }
-        if let Some(state) = &self.state {
-            line(format!("state:    {state}"));
-            line(format!(
-                "issue:    {}",
-                self.current_issue
-                    .map_or("none".to_string(), |i| self.refs.issue(i))
-            ));
-            line(format!(
-                "step:     {}{}",
-                self.current_step.as_deref().unwrap_or("none"),
-                self.current_attempt
-                    .map(|a| format!(" (attempt {a})"))
-                    .unwrap_or_default()
-            ));
-        }
-        if let Some(r) = &self.running_step {
-            line(format!("running:  {}", running_text(r, &self.refs)));
-        }
-        if let Some(w) = &self.wait {
-            line(format!("waiting:  {}", wait_text(w)));
-        }
-        if let Some(g) = &self.github {
-            line(format!("github:   {}", github_text(g)));
-        }
-        if let Some(d) = &self.divergence {
-            line(format!(
-                "  warning: the journal diverges from the machine at {d}"
-            ));
-        }
+    }
+
+    /// The counters: attempts, bounces, escalations, review rounds, and the streaks that halt.
+    fn counter_lines(&self, line: &mut impl FnMut(String)) {
         if let Some(c) = &self.counters {
             line("counters:".into());
             line(format!(
@@ -173,39 +227,12 @@ impl Status {
                     escalated.join(", ")
                 }
             ));
-            let phases: Vec<String> = c
-                .phase_failures
-                .iter()
-                .map(|(k, v)| {
-                    if v.limit > 0 {
-                        format!("{k} {}/{}", v.count, v.limit)
-                    } else {
-                        format!("{k} {} (no limit)", v.count)
-                    }
-                })
-                .collect();
-            line(format!(
-                "  consecutive failures per step: {}",
-                if phases.is_empty() {
-                    "none".to_string()
-                } else {
-                    phases.join(", ")
-                }
-            ));
-            line(format!(
-                "  same-signature streak (limit {}): {}",
-                c.max_consecutive_same_failure,
-                render_map(&c.same_signature_streak)
-            ));
-            line(format!(
-                "  rate-limit waits in a row: {}/{}",
-                c.rate_limit_wait_streak, c.max_rate_limit_waits
-            ));
-            line(format!(
-                "  network waits of steps in a row (the model out of reach): {}/{}",
-                c.step_network_wait_streak, c.max_network_waits
-            ));
+            streak_lines(c, line);
         }
+    }
+
+    /// What was spent against the budgets: the issue's, the session's, a call's, the day's.
+    fn spend_lines(&self, line: &mut impl FnMut(String)) {
         if let Some(b) = &self.budgets {
             let of = |spent: String, limit: Option<f64>, unit: &str| match limit {
                 Some(l) => format!("{spent} of {l:.2}{unit}"),
@@ -240,9 +267,10 @@ impl Status {
                 d.spent_usd, d.per_day_usd
             ));
         }
-        for l in refused_lines(&self.refused_hosts, &self.refs) {
-            line(l);
-        }
+    }
+
+    /// The last failure, and what the failures since the last merge cost.
+    fn failure_lines(&self, line: &mut impl FnMut(String)) {
         if let Some(f) = &self.last_failure {
             line(format!(
                 "last failure: {} in {} (signature {})",
@@ -267,25 +295,6 @@ impl Status {
                 ));
             }
         }
-        let sf = &self.state_file;
-        match (&sf.content, &sf.error) {
-            (Some(s), _) => line(format!(
-                "state file: {} (step {}, last completed {}, issue {})",
-                sf.path.display(),
-                s.current_step,
-                s.last_completed_step,
-                s.current_issue
-                    .map_or("none".to_string(), |i| self.refs.issue(i))
-            )),
-            (None, Some(e)) => line(format!("state file: {}: {e}", sf.path.display())),
-            (None, None) => line(format!("state file: {} (missing)", sf.path.display())),
-        }
-        line(format!("logs:     {}", self.log_dir.display()));
-        line(format!(
-            "orchestration log: {}",
-            self.orchestration_log.display()
-        ));
-        o
     }
 }
 
@@ -380,4 +389,40 @@ pub(crate) fn github_text(g: &crate::stats::GithubRequests) -> String {
         "{} requests ({} answered 304, free of the rate limit), rate limit left {left}",
         g.requests, g.not_modified
     )
+}
+
+/// The streaks that halt or escalate: failures per step, the same signature, waits in a row.
+fn streak_lines(c: &Counters, line: &mut impl FnMut(String)) {
+    let phases: Vec<String> = c
+        .phase_failures
+        .iter()
+        .map(|(k, v)| {
+            if v.limit > 0 {
+                format!("{k} {}/{}", v.count, v.limit)
+            } else {
+                format!("{k} {} (no limit)", v.count)
+            }
+        })
+        .collect();
+    line(format!(
+        "  consecutive failures per step: {}",
+        if phases.is_empty() {
+            "none".to_string()
+        } else {
+            phases.join(", ")
+        }
+    ));
+    line(format!(
+        "  same-signature streak (limit {}): {}",
+        c.max_consecutive_same_failure,
+        render_map(&c.same_signature_streak)
+    ));
+    line(format!(
+        "  rate-limit waits in a row: {}/{}",
+        c.rate_limit_wait_streak, c.max_rate_limit_waits
+    ));
+    line(format!(
+        "  network waits of steps in a row (the model out of reach): {}/{}",
+        c.step_network_wait_streak, c.max_network_waits
+    ));
 }

@@ -331,34 +331,8 @@ impl Coordinator {
     /// Takes one report; the orders it gives, in the order to carry them out.
     pub fn handle(&mut self, report: Report) -> Vec<Order> {
         match report {
-            Report::WantsIssue { worker, issue } => {
-                let refused = self.halt.is_some()
-                    || self.escalated.contains(&issue)
-                    || self.merged.contains(&issue)
-                    || self.holder(issue).is_some_and(|w| w != worker);
-                if refused {
-                    return vec![Order::Skip { worker, issue }];
-                }
-                self.held.retain(|_, w| *w != worker);
-                self.held.insert(issue, worker);
-                vec![Order::Start { worker, issue }]
-            }
-            Report::Spent { worker, micros } => {
-                self.reserved.remove(&worker);
-                self.spent_micros = self.spent_micros.saturating_add(micros);
-                let spent_micros = self.spent_micros;
-                let reached = |budget: Option<u64>| budget.is_some_and(|b| spent_micros >= b);
-                if reached(self.session_budget_left()) {
-                    let before = self.limits.session_spent_before_micros;
-                    self.halt_all(FleetHalt::SessionBudget {
-                        spent_micros: spent_micros.saturating_add(before),
-                    })
-                } else if reached(self.limits.day_budget_left_micros) {
-                    self.halt_all(FleetHalt::DayBudget { spent_micros })
-                } else {
-                    Vec::new()
-                }
-            }
+            Report::WantsIssue { worker, issue } => self.on_wants_issue(worker, issue),
+            Report::Spent { worker, micros } => self.on_spent(worker, micros),
             Report::Merged { worker, issue } => {
                 self.merged.insert(issue);
                 self.settled.retain(|c| *c != issue);
@@ -367,31 +341,8 @@ impl Coordinator {
                 self.consecutive_escalations = 0;
                 Vec::new()
             }
-            Report::Escalated { worker, issue } => {
-                self.leave_train(issue);
-                self.held.remove(&issue);
-                self.release(worker);
-                if !self.escalated.insert(issue) {
-                    return Vec::new();
-                }
-                self.consecutive_escalations = self.consecutive_escalations.saturating_add(1);
-                if self.consecutive_escalations >= self.limits.max_consecutive_escalations.max(1) {
-                    let count = self.consecutive_escalations;
-                    return self.halt_all(FleetHalt::ConsecutiveEscalations { count });
-                }
-                Vec::new()
-            }
-            Report::Waiting { worker, until } => {
-                if self.share_waits.remove(&worker) {
-                    // The worker waits for the others' calls to end, not for a limit.
-                    return Vec::new();
-                }
-                if self.halt.is_some() || self.paused_until.is_some_and(|p| p >= until) {
-                    return Vec::new();
-                }
-                self.paused_until = Some(until);
-                vec![Order::PauseAll { until }]
-            }
+            Report::Escalated { worker, issue } => self.on_escalated(worker, issue),
+            Report::Waiting { worker, until } => self.on_waiting(worker, until),
             Report::Halted { worker } => {
                 self.release(worker);
                 self.halt_all(FleetHalt::WorkerHalted { worker })
@@ -400,60 +351,9 @@ impl Coordinator {
                 self.release(worker);
                 Vec::new()
             }
-            Report::WantsMerge { worker } => {
-                if self.halt.is_some() {
-                    // Nothing is granted after a halt; the worker is being stopped.
-                    return Vec::new();
-                }
-                if self.train.is_some() {
-                    if let Some(car) = self.held_by(worker) {
-                        return self.wants_merge_in_train(worker, car);
-                    }
-                }
-                // The turn's holder, else the first in the queue, has the right of way.
-                let ahead = self
-                    .merging
-                    .or_else(|| self.merge_queue.front().copied())
-                    .filter(|w| *w != worker);
-                if let Some(holder) = ahead {
-                    if !self.merge_queue.contains(&worker) {
-                        self.merge_queue.push_back(worker);
-                    }
-                    return vec![Order::MergeWait { worker, holder }];
-                }
-                self.merge_queue.retain(|w| *w != worker);
-                self.merging = Some(worker);
-                vec![Order::MergeGo { worker }]
-            }
-            Report::MergeDone { worker } => {
-                let was_merging = self.merging == Some(worker);
-                self.end_merge(worker);
-                if let (true, Some(car)) = (was_merging, self.held_by(worker)) {
-                    if self.settled.front() == Some(&car) {
-                        self.settled.pop_front();
-                    } else if self
-                        .train
-                        .as_ref()
-                        .is_some_and(|t| t.position(car).is_some())
-                    {
-                        self.leave_train(car);
-                    }
-                }
-                Vec::new()
-            }
-            Report::Tested { id, passed, .. } => {
-                let Some(train) = self.train.as_mut() else {
-                    return Vec::new();
-                };
-                let settled = train.verdict(id, passed);
-                for s in &settled {
-                    match s {
-                        Settled::Land { cars, .. } => self.settled.extend(cars.iter().copied()),
-                        Settled::Return { car, .. } => self.settled.push_back(*car),
-                    }
-                }
-                settled.into_iter().map(Order::TrainSettled).collect()
-            }
+            Report::WantsMerge { worker } => self.on_wants_merge(worker),
+            Report::MergeDone { worker } => self.on_merge_done(worker),
+            Report::Tested { id, passed, .. } => self.on_tested(id, passed),
             Report::TestAbandoned { id, .. } => {
                 if let Some(train) = self.train.as_mut() {
                     train.abandon(id);
@@ -467,5 +367,133 @@ impl Coordinator {
                 Vec::new()
             }
         }
+    }
+
+    /// An issue asked for: started when no other worker holds it and it is not escalated or merged
+    /// (and the fleet has not halted); the worker's previous issue is let go.
+    fn on_wants_issue(&mut self, worker: Worker, issue: u32) -> Vec<Order> {
+        let refused = self.halt.is_some()
+            || self.escalated.contains(&issue)
+            || self.merged.contains(&issue)
+            || self.holder(issue).is_some_and(|w| w != worker);
+        if refused {
+            return vec![Order::Skip { worker, issue }];
+        }
+        self.held.retain(|_, w| *w != worker);
+        self.held.insert(issue, worker);
+        vec![Order::Start { worker, issue }]
+    }
+
+    /// A call's spend: counted across the fleet, which halts when the session's or the day's
+    /// budget is reached.
+    fn on_spent(&mut self, worker: Worker, micros: u64) -> Vec<Order> {
+        self.reserved.remove(&worker);
+        self.spent_micros = self.spent_micros.saturating_add(micros);
+        let spent_micros = self.spent_micros;
+        let reached = |budget: Option<u64>| budget.is_some_and(|b| spent_micros >= b);
+        if reached(self.session_budget_left()) {
+            let before = self.limits.session_spent_before_micros;
+            self.halt_all(FleetHalt::SessionBudget {
+                spent_micros: spent_micros.saturating_add(before),
+            })
+        } else if reached(self.limits.day_budget_left_micros) {
+            self.halt_all(FleetHalt::DayBudget { spent_micros })
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// An escalation: the issue leaves the train and is not given out again; too many in a row
+    /// across the workers halt the fleet.
+    fn on_escalated(&mut self, worker: Worker, issue: u32) -> Vec<Order> {
+        self.leave_train(issue);
+        self.held.remove(&issue);
+        self.release(worker);
+        if !self.escalated.insert(issue) {
+            return Vec::new();
+        }
+        self.consecutive_escalations = self.consecutive_escalations.saturating_add(1);
+        if self.consecutive_escalations >= self.limits.max_consecutive_escalations.max(1) {
+            let count = self.consecutive_escalations;
+            return self.halt_all(FleetHalt::ConsecutiveEscalations { count });
+        }
+        Vec::new()
+    }
+
+    /// A worker waits out a limit: every worker pauses until then, unless a pause as long is
+    /// already under way or the worker only waits for the others' calls.
+    fn on_waiting(&mut self, worker: Worker, until: u64) -> Vec<Order> {
+        if self.share_waits.remove(&worker) {
+            // The worker waits for the others' calls to end, not for a limit.
+            return Vec::new();
+        }
+        if self.halt.is_some() || self.paused_until.is_some_and(|p| p >= until) {
+            return Vec::new();
+        }
+        self.paused_until = Some(until);
+        vec![Order::PauseAll { until }]
+    }
+
+    /// The merge turn asked for: granted to one worker at a time, in the order asked; in a train,
+    /// in the train's order of landing.
+    fn on_wants_merge(&mut self, worker: Worker) -> Vec<Order> {
+        if self.halt.is_some() {
+            // Nothing is granted after a halt; the worker is being stopped.
+            return Vec::new();
+        }
+        if self.train.is_some() {
+            if let Some(car) = self.held_by(worker) {
+                return self.wants_merge_in_train(worker, car);
+            }
+        }
+        // The turn's holder, else the first in the queue, has the right of way.
+        let ahead = self
+            .merging
+            .or_else(|| self.merge_queue.front().copied())
+            .filter(|w| *w != worker);
+        if let Some(holder) = ahead {
+            if !self.merge_queue.contains(&worker) {
+                self.merge_queue.push_back(worker);
+            }
+            return vec![Order::MergeWait { worker, holder }];
+        }
+        self.merge_queue.retain(|w| *w != worker);
+        self.merging = Some(worker);
+        vec![Order::MergeGo { worker }]
+    }
+
+    /// The merge turn given back: the next settled car may merge, or the worker's car leaves the
+    /// train.
+    fn on_merge_done(&mut self, worker: Worker) -> Vec<Order> {
+        let was_merging = self.merging == Some(worker);
+        self.end_merge(worker);
+        if let (true, Some(car)) = (was_merging, self.held_by(worker)) {
+            if self.settled.front() == Some(&car) {
+                self.settled.pop_front();
+            } else if self
+                .train
+                .as_ref()
+                .is_some_and(|t| t.position(car).is_some())
+            {
+                self.leave_train(car);
+            }
+        }
+        Vec::new()
+    }
+
+    /// A train test's verdict: the cars it settles queue for the merge turn in the order they
+    /// land.
+    fn on_tested(&mut self, id: u64, passed: bool) -> Vec<Order> {
+        let Some(train) = self.train.as_mut() else {
+            return Vec::new();
+        };
+        let settled = train.verdict(id, passed);
+        for s in &settled {
+            match s {
+                Settled::Land { cars, .. } => self.settled.extend(cars.iter().copied()),
+                Settled::Return { car, .. } => self.settled.push_back(*car),
+            }
+        }
+        settled.into_iter().map(Order::TrainSettled).collect()
     }
 }

@@ -275,19 +275,7 @@ pub fn parse_review_state(
     reviews.retain(|r| counts(rules, &r.user, &r.author_association, &mut left_out));
     line_comments.retain(|c| counts(rules, &c.user, &c.author_association, &mut left_out));
     comments.retain(|c| counts(rules, &c.user, &c.author_association, &mut left_out));
-    let by_others = |_: &Option<User>| true;
-
-    let mut latest: std::collections::BTreeMap<String, (String, Option<String>)> =
-        Default::default();
-    for r in reviews.iter().filter(|r| by_others(&r.user)) {
-        let state = r.state.to_ascii_uppercase();
-        if matches!(
-            state.as_str(),
-            "APPROVED" | "CHANGES_REQUESTED" | "DISMISSED"
-        ) {
-            latest.insert(login(&r.user), (state, r.commit_id.clone()));
-        }
-    }
+    let latest = latest_verdicts(&reviews);
     let github = github_decision.unwrap_or_default().to_ascii_uppercase();
     let changes = latest.values().any(|(s, _)| s == "CHANGES_REQUESTED");
     let approved_here = latest
@@ -302,40 +290,7 @@ pub fn parse_review_state(
         ReviewDecision::None
     };
 
-    let mut feedback = Vec::new();
-    for r in reviews.iter().filter(|r| by_others(&r.user)) {
-        let kind = match r.state.to_ascii_uppercase().as_str() {
-            "APPROVED" => ReviewKind::Approve,
-            "CHANGES_REQUESTED" => ReviewKind::RequestChanges,
-            "COMMENTED" => ReviewKind::Comment,
-            // A dismissed request was withdrawn; a pending review is not submitted yet.
-            _ => continue,
-        };
-        feedback.push(Feedback {
-            id: format!("review-{}", r.id),
-            author: login(&r.user),
-            time: r.submitted_at.clone().unwrap_or_default(),
-            body: r.body.clone().unwrap_or_default(),
-            kind,
-            path: None,
-            line: None,
-        });
-    }
-    for (prefix, list) in [("line-comment", &line_comments), ("comment", &comments)] {
-        for c in list.iter().filter(|c| by_others(&c.user)) {
-            feedback.push(Feedback {
-                id: format!("{prefix}-{}", c.id),
-                author: login(&c.user),
-                time: c.created_at.clone(),
-                body: c.body.clone().unwrap_or_default(),
-                kind: ReviewKind::Comment,
-                path: c.path.clone(),
-                line: c.line.or(c.original_line),
-            });
-        }
-    }
-    // A review of line comments alone has no words of its own: its comments carry them.
-    feedback.retain(|f| !f.body.trim().is_empty());
+    let feedback = feedback_of(&reviews, &line_comments, &comments);
     let mut state = ReviewState::of(feedback, since);
     state.decision = decision;
     state.requested_by = latest
@@ -357,6 +312,70 @@ pub fn parse_review_state(
     let time = |f: &Feedback| chrono::DateTime::parse_from_rfc3339(&f.time).ok();
     state.feedback.sort_by_key(|f| time(f));
     Ok(state)
+}
+
+/// Each reviewer's latest verdict (`APPROVED`, `CHANGES_REQUESTED`, `DISMISSED`) by login,
+/// with the commit it was given on.
+type Verdicts = std::collections::BTreeMap<String, (String, Option<String>)>;
+
+/// The latest verdict of each reviewer among `reviews` (in GitHub's order, oldest first); a
+/// comment is no verdict.
+fn latest_verdicts(reviews: &[RestReview]) -> Verdicts {
+    let mut latest = Verdicts::new();
+    for r in reviews {
+        let state = r.state.to_ascii_uppercase();
+        if matches!(
+            state.as_str(),
+            "APPROVED" | "CHANGES_REQUESTED" | "DISMISSED"
+        ) {
+            latest.insert(login(&r.user), (state, r.commit_id.clone()));
+        }
+    }
+    latest
+}
+
+/// The feedback of the reviews with words, the line comments (with their file and line) and
+/// the conversation's comments; a dismissed or pending review is none.
+fn feedback_of(
+    reviews: &[RestReview],
+    line_comments: &[RestComment],
+    comments: &[RestComment],
+) -> Vec<Feedback> {
+    let mut feedback = Vec::new();
+    for r in reviews {
+        let kind = match r.state.to_ascii_uppercase().as_str() {
+            "APPROVED" => ReviewKind::Approve,
+            "CHANGES_REQUESTED" => ReviewKind::RequestChanges,
+            "COMMENTED" => ReviewKind::Comment,
+            // A dismissed request was withdrawn; a pending review is not submitted yet.
+            _ => continue,
+        };
+        feedback.push(Feedback {
+            id: format!("review-{}", r.id),
+            author: login(&r.user),
+            time: r.submitted_at.clone().unwrap_or_default(),
+            body: r.body.clone().unwrap_or_default(),
+            kind,
+            path: None,
+            line: None,
+        });
+    }
+    for (prefix, list) in [("line-comment", line_comments), ("comment", comments)] {
+        for c in list {
+            feedback.push(Feedback {
+                id: format!("{prefix}-{}", c.id),
+                author: login(&c.user),
+                time: c.created_at.clone(),
+                body: c.body.clone().unwrap_or_default(),
+                kind: ReviewKind::Comment,
+                path: c.path.clone(),
+                line: c.line.or(c.original_line),
+            });
+        }
+    }
+    // A review of line comments alone has no words of its own: its comments carry them.
+    feedback.retain(|f| !f.body.trim().is_empty());
+    feedback
 }
 
 #[cfg(test)]

@@ -59,7 +59,9 @@ impl Runner {
         }
     }
 
-    /// Everything a step state does; the ten step handlers only name their step.
+    /// Everything a step state does; the ten step handlers only name their step. Here: a
+    /// restart, a change of mode, the answers to a look at the step's preconditions; the
+    /// rest in turn by `on_attempt_answer`, `on_merge_answer`, `on_news`.
     pub(super) fn on_step(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
         match *event {
             Event::Start => self.restart_step(step, fx),
@@ -100,6 +102,17 @@ impl Runner {
                 self.give_turn_back(step, fx);
                 self.bounce(step, check, fx)
             }
+            Event::WorkspaceUnfit { step: s } if s == step => {
+                self.halt(HaltReason::Workspace { step }, fx)
+            }
+            _ => self.on_attempt_answer(step, event, fx),
+        }
+    }
+
+    /// What the attempt under way answers: succeeded, failed, CI still running or passed, a
+    /// builtin step's repair done.
+    fn on_attempt_answer(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
+        match *event {
             Event::StepSucceeded { step: s, usage } if s == step && self.dispatched => {
                 if step == Step::Merge {
                     self.release_merge_turn(fx);
@@ -128,11 +141,6 @@ impl Runner {
                 let usage = self.with_pending(&usage);
                 self.failed(step, class, signature, &usage, wait_hint_secs, fx)
             }
-            Event::MergeConflict { ref paths, usage } if step == Step::Merge && self.dispatched => {
-                self.release_merge_turn(fx);
-                let usage = self.with_pending(&usage);
-                self.merge_conflict(paths, &usage, fx)
-            }
             Event::CiPending { usage, commit } if step == Step::MonitorCi && self.dispatched => {
                 self.ci_commit = commit.or(self.ci_commit);
                 self.ci_pending(&usage, fx)
@@ -142,9 +150,6 @@ impl Runner {
                 self.verified = Some(commit);
                 let usage = self.with_pending(&usage);
                 self.succeeded(step, &usage, fx)
-            }
-            Event::BranchMoved { ours, head, on_top } if self.looks_at_the_branch(step) => {
-                self.branch_moved(step, ours, head, on_top, fx)
             }
             Event::Repaired { step: s, usage }
                 if s == step && step == Step::Merge && self.dispatched =>
@@ -161,11 +166,60 @@ impl Runner {
             {
                 self.push_repaired(&usage, fx)
             }
+            _ => self.on_merge_answer(step, event, fx),
+        }
+    }
+
+    /// What only the merge hears: its own answers (a conflict, a branch behind or updated, a
+    /// race lost, the queue, CI failed on the two together) and the merge turn's.
+    fn on_merge_answer(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::MergeConflict { ref paths, usage } if step == Step::Merge && self.dispatched => {
+                self.release_merge_turn(fx);
+                let usage = self.with_pending(&usage);
+                self.merge_conflict(paths, &usage, fx)
+            }
             Event::BranchBehind { usage } if step == Step::Merge && self.dispatched => {
                 self.branch_behind(&usage, fx)
             }
             Event::BranchUpdated { head, usage } if step == Step::Merge && self.dispatched => {
                 self.merge_repaired(head, &usage, fx)
+            }
+            Event::MergeRaceLost {
+                class,
+                signature,
+                usage,
+            } if step == Step::Merge && self.dispatched => {
+                self.merge_race_lost(class, signature, &usage, fx)
+            }
+            Event::MergeQueued { usage } if step == Step::Merge && self.dispatched => {
+                self.merge_queued(&usage, fx)
+            }
+            Event::CiFailedTogether {
+                class,
+                signature,
+                usage,
+            } if step == Step::Merge && self.dispatched => {
+                self.ci_failed_together(class, signature, &usage, fx)
+            }
+            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_turn_taken(fx),
+            Event::MergeTurnBusy if self.turn_asked(step) => self.merge_turn_busy(fx),
+            // The tracker's merge lease cannot be written: the environment's, like a wait
+            // past its limit.
+            Event::TrackerWriteFailed if self.turn_asked(step) => {
+                let waited_ms = self.merge_wait.waited_ms();
+                self.halt(HaltReason::MergeTurnHeld { waited_ms }, fx)
+            }
+            _ => self.on_news(step, event, fx),
+        }
+    }
+
+    /// What the world says in any step: the branch moved, the issue merged or withdrawn by
+    /// someone else, the network or an API's rate limit failing a call.
+    fn on_news(&mut self, step: Step, event: &Event, fx: &mut Fx) -> Outcome<State> {
+        match *event {
+            Event::BranchMoved { ours, head, on_top } if self.looks_at_the_branch(step) => {
+                self.branch_moved(step, ours, head, on_top, fx)
             }
             Event::AlreadyMerged { issue }
                 if Some(issue) == self.issue && self.looks_at_the_branch(step) =>
@@ -186,34 +240,6 @@ impl Runner {
             Event::IssueWithdrawn { issue } if Some(issue) == self.issue && !self.dispatched => {
                 self.give_turn_back(step, fx);
                 self.withdraw(issue, fx)
-            }
-            Event::WorkspaceUnfit { step: s } if s == step => {
-                self.halt(HaltReason::Workspace { step }, fx)
-            }
-            Event::MergeTurnTaken if self.turn_asked(step) => self.merge_turn_taken(fx),
-            Event::MergeTurnBusy if self.turn_asked(step) => self.merge_turn_busy(fx),
-            // The tracker's merge lease cannot be written: the environment's, like a wait
-            // past its limit.
-            Event::TrackerWriteFailed if self.turn_asked(step) => {
-                let waited_ms = self.merge_wait.waited_ms();
-                self.halt(HaltReason::MergeTurnHeld { waited_ms }, fx)
-            }
-            Event::MergeRaceLost {
-                class,
-                signature,
-                usage,
-            } if step == Step::Merge && self.dispatched => {
-                self.merge_race_lost(class, signature, &usage, fx)
-            }
-            Event::MergeQueued { usage } if step == Step::Merge && self.dispatched => {
-                self.merge_queued(&usage, fx)
-            }
-            Event::CiFailedTogether {
-                class,
-                signature,
-                usage,
-            } if step == Step::Merge && self.dispatched => {
-                self.ci_failed_together(class, signature, &usage, fx)
             }
             _ => Super,
         }

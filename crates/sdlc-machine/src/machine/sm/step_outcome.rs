@@ -147,7 +147,6 @@ impl Runner {
         wait_hint_secs: Option<u64>,
         fx: &mut Fx,
     ) -> Outcome<State> {
-        let i = step.index();
         self.record_usage(usage);
         self.stats.failed_by_class[class.index()].add(usage);
         self.last_failure = Some(LastFailure {
@@ -167,34 +166,56 @@ impl Runner {
                 return self.halt(HaltReason::Environment { class, step }, fx);
             }
             Disposition::Backoff | Disposition::WaitForQuota => {
-                self.wait_streak += 1;
-                if self.wait_streak > self.limits.max_rate_limit_waits {
-                    return self.halt(HaltReason::WaitsExhausted { class, step }, fx);
-                }
-                let seconds = if class.disposition() == Disposition::WaitForQuota {
-                    let hint = wait_hint_secs.unwrap_or(u64::from(self.limits.backoff_max_secs));
-                    if hint > self.limits.max_quota_wait_secs {
-                        return self.halt(HaltReason::QuotaTooLong { step }, fx);
-                    }
-                    hint
-                } else {
-                    u64::from(self.limits.backoff_secs(self.wait_streak))
-                };
-                self.dispatched = false;
-                fx.push(Effect::Notify(Notice::Waiting {
-                    step,
-                    class,
-                    seconds,
-                }));
-                fx.push(Effect::Wait {
-                    seconds,
-                    reason: Some(WaitReason::Backoff(Some(class))),
-                });
-                return Transition(State::backing_off(step, seconds));
+                return self.back_off(step, class, wait_hint_secs, fx);
             }
             Disposition::WaitForNetwork => return self.step_network_wait(step, fx),
             Disposition::Retry | Disposition::EscalateNow => {}
         }
+        let again = self.count_failure(step, class, signature);
+        self.retry_or_stop(step, class, again, fx)
+    }
+
+    /// A rate limit, overload or quota window: waited out (the length the agent's answer
+    /// hinted for a quota, the backoff schedule otherwise), then the step entered again; too
+    /// many waits in a row, or a quota window past the longest wait allowed, halt.
+    fn back_off(
+        &mut self,
+        step: Step,
+        class: FailureClass,
+        wait_hint_secs: Option<u64>,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        self.wait_streak += 1;
+        if self.wait_streak > self.limits.max_rate_limit_waits {
+            return self.halt(HaltReason::WaitsExhausted { class, step }, fx);
+        }
+        let seconds = if class.disposition() == Disposition::WaitForQuota {
+            let hint = wait_hint_secs.unwrap_or(u64::from(self.limits.backoff_max_secs));
+            if hint > self.limits.max_quota_wait_secs {
+                return self.halt(HaltReason::QuotaTooLong { step }, fx);
+            }
+            hint
+        } else {
+            u64::from(self.limits.backoff_secs(self.wait_streak))
+        };
+        self.dispatched = false;
+        fx.push(Effect::Notify(Notice::Waiting {
+            step,
+            class,
+            seconds,
+        }));
+        fx.push(Effect::Wait {
+            seconds,
+            reason: Some(WaitReason::Backoff(Some(class))),
+        });
+        Transition(State::backing_off(step, seconds))
+    }
+
+    /// Counts a failure the step answers for: its attempts, its failures in a row, the same
+    /// failure in a row, its class. True when the class hands back once and was also the
+    /// step's last: the hand-back did not help.
+    fn count_failure(&mut self, step: Step, class: FailureClass, signature: Signature) -> bool {
+        let i = step.index();
         self.wait_streak = 0;
         self.step_network_waits = 0;
         // Handed back once: the same class right after the hand-back escalates.
@@ -209,7 +230,19 @@ impl Runner {
         }
         self.last_class[i] = Some(class);
         self.failures_seen[i] = self.failures_seen[i].and(class, signature);
+        again
+    }
 
+    /// After a counted failure: halt, finish a single step, escalate, ask a person, give up,
+    /// or retry, as the limits say.
+    fn retry_or_stop(
+        &mut self,
+        step: Step,
+        class: FailureClass,
+        again: bool,
+        fx: &mut Fx,
+    ) -> Outcome<State> {
+        let i = step.index();
         let phase_limit = self.limits.max_consecutive_failures[i];
         if phase_limit > 0 && self.phase_failures[i] >= phase_limit {
             return self.halt(

@@ -6,10 +6,12 @@ mod commit;
 mod effect;
 mod event;
 mod limits;
+mod notice;
 mod reasons;
 
 pub use commit::*;
 pub use effect::*;
 pub use event::*;
 pub use limits::*;
+pub use notice::*;
 pub use reasons::*;
