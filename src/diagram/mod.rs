@@ -4,17 +4,16 @@
 //! effects reveal (retry, bounce, escalate: cause, halt: reason). Edges shared by every leaf
 //! of a superstate are drawn once from the superstate.
 
-use crate::failure::{FailureClass, Signature};
-use crate::machine::{
-    Core, Effect, Event, FailuresSeen, HaltReason, Limits, Mode, Notice, State, Usage, WaitReason,
-};
+use crate::machine::{Core, Effect, Event, HaltReason, Limits, Mode, Notice, State, WaitReason};
 use crate::step::Step;
 use alphabet::alphabet;
+use key::exploration_key;
 use sdlc_machine::digest::Digester;
 use std::collections::{BTreeMap, BTreeSet, HashSet, VecDeque};
 
 mod alphabet;
 mod coordinator;
+mod key;
 mod page;
 mod render;
 #[cfg(test)]
@@ -323,60 +322,8 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
             if effects.is_empty() || (ev == Event::Start && next.state() == from) {
                 continue;
             }
-            let stays = next.state().name() == from.name();
-            let exits = effects.iter().any(|e| matches!(e, Effect::Exit { .. }));
-            let to = if stays && exits && !next.is_terminal() {
-                EXITED.to_string()
-            } else {
-                next.state().name().to_string()
-            };
-            // A restart fails the interrupted attempt: what it decides is that failure's kind.
-            let (mut kind, mut cause) = decision(&effects);
-            if let State::Escalating { cause: why, .. } = next.state() {
-                if kind == Kind::Escalate && cause.is_empty() {
-                    cause = why.describe();
-                }
-            }
-            if ev == Event::TrackerUpdated && kind != Kind::Halt {
-                // The tracker recorded what was decided before: nothing new is decided here.
-                kind = Kind::Advance;
-                cause = "";
-            }
-            let mut guard = guard(kind, cause);
-            if ev == Event::Start {
-                guard = format!("attempt interrupted by a restart, {guard}");
-            }
-            if guard.is_empty() && matches!(ev, Event::Resume { .. }) {
-                guard = "git shows progress".into();
-                kind = Kind::Restart;
-            }
-            if guard.is_empty()
-                && matches!(
-                    from,
-                    State::BackingOff { .. } | State::AwaitingDecision { .. }
-                )
-                && to != from.name()
-            {
-                if let Some(step) = next.state().step() {
-                    if crate::machine::state_of_step(step).name() == to {
-                        guard = format!("waiting in {}", step.key());
-                        kind = Kind::Continue;
-                    }
-                }
-            }
-            if to == EXITED && kind == Kind::Advance {
-                kind = Kind::Stop;
-            }
-            // Work inside a state (dispatching an attempt) is not a transition.
-            if to != from.name() || !guard.is_empty() {
-                graph.edges.insert(Edge {
-                    from: from.name().to_string(),
-                    event: ev.label(),
-                    guard,
-                    to,
-                    kind,
-                    cause,
-                });
+            if let Some(edge) = edge(from, &ev, &next, &effects) {
+                graph.edges.insert(edge);
             }
             if seen.insert(digester.digest(&exploration_key(&next))) {
                 queue.push_back(next);
@@ -385,166 +332,63 @@ fn explore_with(limits: Limits, graph: &mut Graph) {
     }
 }
 
-/// Two machine values that offer the same edges share a key: issue numbers, spend beyond the
-/// budgets, statistics and the counters of other steps do not change which edges exist.
-fn exploration_key(core: &Core) -> (State, crate::machine::Runner, Option<Effect>) {
-    let (state, mut r) = core.snapshot();
-    if state.is_terminal() {
-        return (state, crate::machine::Runner::new(r.limits, r.mode), None);
-    }
-    // Per-step counters of steps other than the current one are abstracted away: every edge
-    // they could enable is also reached with the step current (the state space stays small).
-    let current = state.step().map(|s| s.index());
-    for i in (0..Step::COUNT).filter(|&i| Some(i) != current) {
-        r.attempts[i] = 0;
-        r.same_failure[i] = 0;
-        r.last_signature[i] = None;
-        r.last_class[i] = None;
-        r.repairs[i] = 0;
-    }
-    // A person granting "retry once more" can push counters past their limits forever; past
-    // the limit every value behaves alike.
-    for i in 0..Step::COUNT {
-        r.attempts[i] = r.attempts[i].min(r.limits.max_retries_per_step + 1);
-        r.same_failure[i] = r.same_failure[i].min(r.limits.max_consecutive_same_failure + 1);
-    }
-    r.stats = Default::default();
-    r.last_usage = Usage::default();
-    // A per-step failure streak without a threshold can never trigger anything.
-    for (i, f) in r.phase_failures.iter_mut().enumerate() {
-        if r.limits.max_consecutive_failures[i] == 0 {
-            *f = 0;
+/// The edge that event `ev` draws from state `from` to the machine `next` it led to, which
+/// asked for `effects`: its target, the decision the effects reveal and the guard that says
+/// why; `None` for work inside a state, which is no transition.
+fn edge(from: &State, ev: &Event, next: &Core, effects: &[Effect]) -> Option<Edge> {
+    let stays = next.state().name() == from.name();
+    let exits = effects.iter().any(|e| matches!(e, Effect::Exit { .. }));
+    let to = if stays && exits && !next.is_terminal() {
+        EXITED.to_string()
+    } else {
+        next.state().name().to_string()
+    };
+    // A restart fails the interrupted attempt: what it decides is that failure's kind.
+    let (mut kind, mut cause) = decision(effects);
+    if let State::Escalating { cause: why, .. } = next.state() {
+        if kind == Kind::Escalate && cause.is_empty() {
+            cause = why.describe();
         }
     }
-    // Only equality with the previous signature matters, never its value.
-    for sig in r.last_signature.iter_mut().flatten() {
-        *sig = Signature(0);
+    if *ev == Event::TrackerUpdated && kind != Kind::Halt {
+        // The tracker recorded what was decided before: nothing new is decided here.
+        kind = Kind::Advance;
+        cause = "";
     }
-    // The last failure only feeds diagnostics.
-    r.last_failure = None;
-    // Which commit CI looks at or passed is carried, never decided on.
-    r.ci_commit = None;
-    r.verified = None;
-    // A person's moves in the cycle only count while CI or the merge looks at the branch.
-    if !matches!(state.step(), Some(Step::MonitorCi | Step::Merge))
-        && !matches!(state, State::WaitingForCi { .. })
-    {
-        r.head_moves = 0;
+    let mut guard = guard(kind, cause);
+    if *ev == Event::Start {
+        guard = format!("attempt interrupted by a restart, {guard}");
     }
-    // The merge turn's wait and the lost races only matter at merge.
-    if state.step() != Some(Step::Merge) {
-        r.merge_wait = sdlc_machine::fleet::LeaseWait::new(0);
-        r.contention = Default::default();
-        r.merge_rerun = false;
+    if guard.is_empty() && matches!(ev, Event::Resume { .. }) {
+        guard = "git shows progress".into();
+        kind = Kind::Restart;
     }
-    let n = r.escalated.len().min(2) as u32;
-    r.escalated = (1..=n).collect();
-    r.issue = r
-        .issue
-        .map(|i| if core.escalated().contains(&i) { 1 } else { 0 });
-    let cap = |v: u64, budget: Option<u64>| budget.map_or(0, |b| v.min(b.saturating_add(1)));
-    r.session_cost_micros = cap(r.session_cost_micros, r.limits.per_session_budget_micros);
-    r.issue_cost_micros = cap(r.issue_cost_micros, r.limits.per_issue_budget_micros);
-    r.issue_elapsed_ms = cap(r.issue_elapsed_ms, r.limits.per_issue_budget_ms);
-    // What the attempt's looks at CI cost joins the budgets' sums at its outcome.
-    let money = r
-        .limits
-        .per_issue_budget_micros
-        .max(r.limits.per_session_budget_micros);
-    r.pending_usage = Usage {
-        cost_micros: cap(r.pending_usage.cost_micros, money),
-        elapsed_ms: cap(r.pending_usage.elapsed_ms, r.limits.per_issue_budget_ms),
-        turns: 0,
-    };
-    // Finished issues only matter as "offered again or not": one token each.
-    let token = |set: &std::collections::BTreeSet<u32>, t: u32| {
-        if set.is_empty() {
-            Default::default()
-        } else {
-            std::collections::BTreeSet::from([t])
-        }
-    };
-    // The wait for a decision only matters while the machine awaits one: every way into that
-    // state starts the wait afresh.
-    if !matches!(state, State::AwaitingDecision { .. }) {
-        r.decision_looks = 0;
-        r.decision_waited_secs = 0;
-        r.decision_paused = false;
-    }
-    // Fleet pauses in a row only matter while their request is still outstanding (its step
-    // state, or a wait before it is issued again): the next request starts them at zero.
-    let asked_here = r.outstanding.is_some_and(|(asked_in, _)| asked_in == state);
-    if !asked_here
-        && !matches!(
-            state,
-            State::WaitingForFleet { .. } | State::WaitingForNetwork { .. }
+    if guard.is_empty()
+        && matches!(
+            from,
+            State::BackingOff { .. } | State::AwaitingDecision { .. }
         )
+        && to != from.name()
     {
-        r.fleet_pauses = 0;
+        if let Some(step) = next.state().step() {
+            if crate::machine::state_of_step(step).name() == to {
+                guard = format!("waiting in {}", step.key());
+                kind = Kind::Continue;
+            }
+        }
     }
-    r.merged = token(&r.merged, 1_000);
-    r.withdrawn = token(&r.withdrawn, 1_001);
-    // Issues waiting for a person only matter as "some or none" (an empty selection ends
-    // the session then); the review looks only while the gate is looked at or waited on.
-    r.awaiting_person = token(&r.awaiting_person, 1_002);
-    if !matches!(
-        state,
-        State::AwaitingReview {} | State::WaitingForReview { .. } | State::WaitingForNetwork { .. }
-    ) {
-        r.review_looks = 0;
+    if to == EXITED && kind == Kind::Advance {
+        kind = Kind::Stop;
     }
-    // Issue numbers and signature values in the outstanding request and the last escalation
-    // never change which edge is taken.
-    let cap_attempt = r.limits.max_retries_per_step + 2;
-    r.outstanding = r.outstanding.map(|(s, e)| {
-        let e = match e.without_issue() {
-            Effect::RunStep {
-                step,
-                issue,
-                attempt,
-                repair,
-                commit: _,
-                money_left_micros: _,
-            } => Effect::RunStep {
-                step,
-                issue,
-                attempt: attempt.min(cap_attempt),
-                repair,
-                commit: None,
-                money_left_micros: None,
-            },
-            Effect::LookAtCi { issue, look, .. } => Effect::LookAtCi {
-                issue,
-                look,
-                commit: None,
-            },
-            Effect::UpdateBranch { issue, .. } => Effect::UpdateBranch {
-                issue,
-                commit: None,
-            },
-            other => other,
-        };
-        (s.without_issue(), e)
-    });
-    // Whether the last escalation can match the next one is what matters; which failure it
-    // was multiplies the states without adding an edge. Likewise which failures a step saw
-    // only matters for the step at hand (whether its escalation may be released later), and
-    // only as one way or several.
-    for (i, seen) in r.failures_seen.iter_mut().enumerate() {
-        *seen = match *seen {
-            _ if Some(i) != current => FailuresSeen::None,
-            FailuresSeen::Only(..) => FailuresSeen::Only(FailureClass::TestAssertion, Signature(0)),
-            other => other,
-        };
-    }
-    r.last_escalation = r.last_escalation.map(|(_, mut f)| {
-        f.signature = Signature(0);
-        f.step = Step::StartCycle;
-        f.class = FailureClass::TestAssertion;
-        (0, f)
-    });
-    let held_back = core.held_back().map(Effect::without_issue);
-    (state.without_issue(), r, held_back)
+    // Work inside a state (dispatching an attempt) is not a transition.
+    (to != from.name() || !guard.is_empty()).then(|| Edge {
+        from: from.name().to_string(),
+        event: ev.label(),
+        guard,
+        to,
+        kind,
+        cause,
+    })
 }
 
 /// An edge that every leaf under a superstate has is drawn once, from the superstate.

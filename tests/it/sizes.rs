@@ -268,7 +268,10 @@ fn a_test_module_declared_in_another_file_hides_nothing_after_it() {
         let body = "    let _ = 1;\n".repeat(MAX_FN_LINES);
         format!("fn {name}() {{\n{body}}}\n")
     };
-    let declared = format!("#[cfg(test)]\nmod tests;\n\n{}", long_fn("after_the_declaration"));
+    let declared = format!(
+        "#[cfg(test)]\nmod tests;\n\n{}",
+        long_fn("after_the_declaration")
+    );
     let found: Vec<String> = oversized("a.rs", &declared)
         .into_iter()
         .map(|o| o.item)
