@@ -888,6 +888,36 @@ fn a_pipeline_created_after_the_push_is_waited_for_not_read_as_no_ci() {
     g.assert_only_known_calls();
 }
 
+/// A project on Auto DevOps keeps no `.gitlab-ci.yml`, and GitLab runs its pipeline all the
+/// same, a moment after the push: no pipeline yet is pending, not "no CI", and the failing
+/// pipeline that then appears is repaired before anything merges. (Read from the missing file
+/// alone, the first commit merged without CI.)
+#[test]
+fn a_project_on_auto_devops_without_a_ci_file_waits_for_its_pipeline() {
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({"steps": {"1:monitorCI": ["fix-ci", "fix-ci"]}}),
+        json!({}),
+    );
+    g.lab.with(|l| {
+        l.auto_devops = true;
+        l.pipeline_after_looks = 2;
+        l.pipeline_plan = vec!["failed".into()];
+    });
+    let out = g.p.run(&[]);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    assert!(all.contains("CI pending"), "{all}");
+    assert_eq!(
+        g.p.count("1 monitorCI 2"),
+        1,
+        "{:?}\n{all}",
+        g.p.invocations()
+    );
+    assert_eq!(e2e::merged_issues(&g.p.origin), vec![1], "{all}");
+    g.assert_only_known_calls();
+}
+
 /// A project without CI (no `.gitlab-ci.yml`, no pipeline ever): its merge requests merge
 /// without a wait for a pipeline that will never come.
 #[test]

@@ -293,9 +293,15 @@ impl GitLabForge {
     /// Whether the project has a CI configuration at `commit`: the file the project's
     /// `ci_config_path` names (`.gitlab-ci.yml` when it names none) exists there. A
     /// configuration kept in another project or at a URL (`…@group/project`, `https://…`)
-    /// cannot be looked at here and counts as configured: a pipeline is then waited for.
+    /// cannot be looked at here and counts as configured: a pipeline is then waited for. So
+    /// does a project on Auto DevOps (`auto_devops_enabled`), whose pipeline GitLab makes
+    /// without a file.
     fn ci_configured_at(&self, commit: &str) -> Result<bool, ForgeError> {
         let project = self.project_settings()?;
+        // Auto DevOps runs its own pipeline where the project keeps no CI file.
+        if project.auto_devops_enabled {
+            return Ok(true);
+        }
         let path = project
             .ci_config_path
             .as_deref()

@@ -245,6 +245,9 @@ pub struct Project {
     #[serde_as(as = "DefaultOnError")]
     #[serde(default)]
     pub merge_pipelines_enabled: bool,
+    #[serde_as(as = "DefaultOnError")]
+    #[serde(default)]
+    pub auto_devops_enabled: bool,
 }
 
 /// A merge request's car on the merge train, for its `status`.

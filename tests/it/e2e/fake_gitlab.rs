@@ -75,6 +75,9 @@ pub struct Lab {
     /// The project has no CI: no `.gitlab-ci.yml` in any commit, and no pipeline is ever
     /// created. Without it every commit holds one.
     pub no_ci: bool,
+    /// The project is on Auto DevOps (`auto_devops_enabled`): it keeps no `.gitlab-ci.yml`,
+    /// and GitLab runs a pipeline for each commit all the same.
+    pub auto_devops: bool,
     /// Pipelines appear only at the n-th look for their commit (GitLab creates them a moment
     /// after the push).
     pub pipeline_after_looks: u32,
@@ -562,6 +565,7 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             "permissions": {"project_access": {"access_level": lab.access_level}, "group_access": null},
             "merge_pipelines_enabled": lab.train.is_some() || lab.merged_results,
             "merge_trains_enabled": lab.train.is_some(),
+            "auto_devops_enabled": lab.auto_devops,
         })),
         ("POST", ["merge_trains", "merge_requests", iid]) => add_car(lab, iid, req),
         ("GET", ["merge_trains", "merge_requests", iid]) => look_at_car(lab, iid),
@@ -744,7 +748,7 @@ fn answer(lab: &mut Lab, req: &Request) -> Answer {
             None => status(404, "404 Branch Not Found"),
         },
         ("GET", ["repository", "files", file]) if decode(file) == ".gitlab-ci.yml" => {
-            if lab.no_ci {
+            if lab.no_ci || lab.auto_devops {
                 status(404, "404 File Not Found")
             } else {
                 ok(json!({"file_name": ".gitlab-ci.yml", "file_path": ".gitlab-ci.yml",
