@@ -31,7 +31,10 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 mod lists;
+mod waits;
 use lists::{agent_kind_schema, consecutive_failures_schema, severity_schema, steps_schema};
+use waits::{backoff, ci_poll, BackoffFile, CiPollFile};
+pub use waits::{Backoff, CiPoll};
 
 /// The default of every key that has one (`d::…`).
 pub(super) mod d;
@@ -107,6 +110,7 @@ pub struct Settings {
     #[schemars(range(min = 0, max = 1000))]
     pub max_network_waits: u32 => u32 = count,
     pub backoff: Option<BackoffFile> => Backoff = backoff,
+    pub ci_poll: Option<CiPollFile> => CiPoll = ci_poll,
     /// Longest wait for a plan's usage window to reset before halting.
     #[serde(default = "d::max_quota_wait_minutes", rename = "maxQuotaWaitMinutes")]
     #[schemars(range(min = 0, max = 10_080))]
@@ -407,43 +411,6 @@ pub struct PriceFile {
     /// Input tokens written to the prompt cache (Claude); 1.25 × `input` when unset.
     #[schemars(range(min = 0, max = 1_000_000))]
     pub cache_write: Option<f64>,
-}
-
-config_object! {
-/// Exponential backoff for rate limits and overloads: initial, doubling, capped.
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct BackoffFile =>
-/// `backoff`: the exponential wait after a transient failure, `initial_seconds` doubling up
-/// to `max_seconds`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-// Its two keys are described by the object (a doc comment would add to the schema).
-#[allow(missing_docs)]
-pub struct Backoff {
-    #[serde(default = "d::backoff_initial_seconds")]
-    #[schemars(range(min = 1, max = 604_800))]
-    pub initial_seconds: u32 => u32 = count,
-    #[serde(default = "d::backoff_max_seconds")]
-    #[schemars(range(min = 1, max = 604_800))]
-    pub max_seconds: u32 => u32 = count,
-}
-}
-
-/// `backoff`: its keys, and a cap no lower than the first wait.
-/// (A rule of its own here, beside the object it checks: the rules in `walker/rules.rs` know
-/// no declared type.)
-fn backoff(w: &mut Walker, o: &Obj, key: &str) -> Backoff {
-    let backoff = Backoff::member(w, o, key);
-    let Backoff {
-        initial_seconds,
-        max_seconds,
-    } = backoff;
-    if max_seconds < initial_seconds {
-        w.err(
-            join(&o.path(key), "maxSeconds"),
-            format!("{max_seconds} is less than backoff.initialSeconds ({initial_seconds})"),
-        );
-    }
-    backoff
 }
 
 config_object! {

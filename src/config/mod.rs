@@ -46,7 +46,8 @@ mod walker;
 pub use agent_kind::AgentKind;
 pub use defaults::*;
 pub use definition::{
-    Backoff, Budget, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings, TestsConfig,
+    Backoff, Budget, CiPoll, Claims, Cleanup, HttpConfig, NotifyConfig, Settings, StepSettings,
+    TestsConfig,
 };
 use duplicates::duplicate_keys;
 pub use error::*;
@@ -373,8 +374,8 @@ impl Config {
             ask_on_weakening: self.tests.weakening == Weakening::Ask,
             max_network_waits: self.max_network_waits,
             network_backoff_initial_secs: Limits::default().network_backoff_initial_secs,
-            ci_poll_initial_secs: Limits::default().ci_poll_initial_secs,
-            ci_poll_max_secs: Limits::default().ci_poll_max_secs,
+            ci_poll_initial_secs: self.ci_poll.initial_seconds,
+            ci_poll_max_secs: self.ci_poll.max_seconds,
             ci_timeout_secs: self.timeout(Step::MonitorCi).as_secs(),
             merge_turn_wait_ms: run
                 .claims

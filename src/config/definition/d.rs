@@ -95,6 +95,12 @@ pub fn backoff_initial_seconds() -> u32 {
 pub fn backoff_max_seconds() -> u32 {
     machine().backoff_max_secs
 }
+pub fn ci_poll_initial_seconds() -> u32 {
+    machine().ci_poll_initial_secs
+}
+pub fn ci_poll_max_seconds() -> u32 {
+    machine().ci_poll_max_secs
+}
 pub fn agent_kind() -> String {
     crate::config::AgentKind::default().as_str().into()
 }

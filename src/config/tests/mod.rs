@@ -217,6 +217,11 @@ fn limits_convert_to_exact_units() {
     // GitHub's issues and pull requests: GitHub closes a merged issue itself, a moment later.
     let github = load(&with_project(r#""forge": "github""#));
     assert_eq!(github.limits().tracker_close_waits, 3);
+    // monitorCI's pauses while CI is pending: the config's, doubling to its cap.
+    let fast = load(&with_project(
+        r#""ciPoll": {"initialSeconds": 2, "maxSeconds": 5}"#,
+    ));
+    assert_eq!(fast.limits().ci_polls()[..4], [2, 4, 5, 5]);
 }
 
 /// The typed settings find each key by its position in the declaration: every one gets the
@@ -421,6 +426,7 @@ fn cross_field_rules() {
 (r#""steps": {"verify": {"enabled": false}}"#, &["steps.verify.enabled: verify cannot be disabled (only simplify can)"]),
 (r#""steps": {"verify": {"skill": "verify-code"}}"#, &["pluginsPath: required because steps verify name a skill (skills are read from <pluginsPath>/plugins/nmg-sdlc/skills/<skill>/SKILL.md)"]),
 (r#""backoff": {"initialSeconds": 120, "maxSeconds": 60}"#, &["backoff.maxSeconds: 60 is less than backoff.initialSeconds (120)"]),
+(r#""ciPoll": {"initialSeconds": 30, "maxSeconds": 5}"#, &["ciPoll.maxSeconds: 5 is less than ciPoll.initialSeconds (30)"]),
 (r#""tracker": {"kind": "local"}"#, &["tracker.dir: required when tracker.kind is \"local\": the directory holding one file per issue"]),
 (r#""tracker": {"dir": "issues"}"#, &["tracker.dir: only used by the local tracker: set tracker.kind to \"local\" or remove tracker.dir"]),
 (r#""notify": {"webhookUrl": "hooks.example.com", "command": []}"#, &[
