@@ -31,17 +31,18 @@ pub struct Backoff {
 /// no declared type.)
 pub(super) fn backoff(w: &mut Walker, o: &Obj, key: &str) -> Backoff {
     let backoff = Backoff::member(w, o, key);
-    let Backoff {
-        initial_seconds,
-        max_seconds,
-    } = backoff;
-    if max_seconds < initial_seconds {
+    cap_not_below_first(w, o, key, backoff.initial_seconds, backoff.max_seconds);
+    backoff
+}
+
+/// A schedule's `maxSeconds` below its `initialSeconds` is refused, naming both.
+fn cap_not_below_first(w: &mut Walker, o: &Obj, key: &str, initial: u32, max: u32) {
+    if max < initial {
         w.err(
             join(&o.path(key), "maxSeconds"),
-            format!("{max_seconds} is less than backoff.initialSeconds ({initial_seconds})"),
+            format!("{max} is less than {key}.initialSeconds ({initial})"),
         );
     }
-    backoff
 }
 
 config_object! {
@@ -66,15 +67,6 @@ pub struct CiPoll {
 /// `ciPoll`: its keys, and a cap no lower than the first pause.
 pub(super) fn ci_poll(w: &mut Walker, o: &Obj, key: &str) -> CiPoll {
     let poll = CiPoll::member(w, o, key);
-    let CiPoll {
-        initial_seconds,
-        max_seconds,
-    } = poll;
-    if max_seconds < initial_seconds {
-        w.err(
-            join(&o.path(key), "maxSeconds"),
-            format!("{max_seconds} is less than ciPoll.initialSeconds ({initial_seconds})"),
-        );
-    }
+    cap_not_below_first(w, o, key, poll.initial_seconds, poll.max_seconds);
     poll
 }
