@@ -990,10 +990,7 @@ impl LabProject {
 
     /// Whether the runner asked GitLab for a merge of its own (`PUT …/merge`).
     fn merged_directly(&self) -> bool {
-        self.lab
-            .requests()
-            .iter()
-            .any(|r| r.starts_with("PUT") && r.ends_with("/merge"))
+        self.merges_asked() > 0
     }
 }
 
