@@ -1,6 +1,9 @@
 use super::render::{dot_doc, mermaid_doc, scxml, wrap, Look};
 use super::views::{detail_views, overview};
 use super::*;
+use crate::step::Step;
+use sdlc_machine::explore::guard;
+use std::collections::BTreeSet;
 
 fn graph() -> &'static Graph {
     explored()

@@ -9,21 +9,6 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// Every file under `dir` (recursively), relative to the repository root.
-fn files_under(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            files_under(&path, out);
-        } else if let Ok(rel) = path.strip_prefix(root()) {
-            out.push(rel.to_path_buf());
-        }
-    }
-}
-
 /// The code a name may live in: the runner, the core, the tests, benches and examples.
 struct Code {
     files: Vec<PathBuf>,
@@ -35,7 +20,11 @@ impl Code {
     fn read() -> Code {
         let mut files = Vec::new();
         for dir in ["src", "crates", "tests/it", "benches", "examples"] {
-            files_under(&root().join(dir), &mut files);
+            files.extend(
+                crate::e2e::files_under(&root().join(dir))
+                    .into_iter()
+                    .filter_map(|f| f.strip_prefix(root()).ok().map(Path::to_path_buf)),
+            );
         }
         let mut rust = String::new();
         // This file names missing things on purpose, to see them caught.

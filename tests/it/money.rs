@@ -43,27 +43,12 @@ fn implement_failures(p: &Project) -> Vec<(String, f64)> {
 /// Every file under `dir`, read as text, concatenated: the attempts' logs.
 fn logs(dir: &Path) -> String {
     let mut all = String::new();
-    for entry in walk(dir) {
+    for entry in e2e::files_under(dir) {
         all.push_str(&String::from_utf8_lossy(
             &std::fs::read(entry).unwrap_or_default(),
         ));
     }
     all
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            let path = e.path();
-            if path.is_dir() {
-                out.extend(walk(&path));
-            } else {
-                out.push(path);
-            }
-        }
-    }
-    out
 }
 
 #[test]
@@ -95,7 +80,7 @@ fn a_tool_loop_is_stopped_within_one_message_of_the_issue_budget_and_escalates()
     assert!(
         logs.contains("--max-budget-usd 3\n"),
         "{:?}\n{logs}",
-        walk(&p.root.join("logs"))
+        e2e::files_under(&p.root.join("logs"))
     );
 }
 

@@ -733,19 +733,6 @@ fn rounds_asked(journal: &str) -> Vec<(u64, u64)> {
         .collect()
 }
 
-/// The names of every file under `dir`, subfolders included.
-fn files_under(dir: &std::path::Path) -> Vec<String> {
-    let mut names = Vec::new();
-    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if entry.path().is_dir() {
-            names.extend(files_under(&entry.path()));
-        } else {
-            names.push(entry.file_name().to_string_lossy().into_owned());
-        }
-    }
-    names
-}
-
 /// The round's agent fails once (a failing test): the failure is an attempt of monitorCI's,
 /// and its retry is the same round, handed the same feedback and told `addressReview`; it
 /// answers the feedback, and the PR merges once approved.
@@ -785,9 +772,11 @@ fn a_round_whose_agent_fails_is_retried_as_the_round_and_answers_the_feedback() 
         all.contains("issue #1 step 9 addressReview attempt 2"),
         "{all}"
     );
-    let logs = files_under(&p.root);
+    let logs = e2e::files_under(&p.root);
     assert!(
-        logs.iter().any(|f| f.contains("addressReview")),
+        logs.iter().any(|f| f
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("addressReview"))),
         "the round's attempt logs are named for it: {logs:?}"
     );
     p.replays_exactly();

@@ -27,7 +27,7 @@ const ALLOWED: &[(&str, &str, &str)] = &[
         "the scripted stand-in agent: test equipment, one arm per scripted outcome",
     ),
     (
-        "src/diagram/alphabet.rs",
+        "crates/sdlc-machine/src/explore/alphabet.rs",
         "alphabet",
         "a table: one entry per kind of event the diagrams explore",
     ),
@@ -105,9 +105,12 @@ fn product_files_and_functions_stay_within_their_sizes() {
 /// `.rs` files under `dir` that are product code: test files and folders, and files named
 /// by a `#[cfg(test)]` module declaration, left out.
 fn product_files(dir: &Path) -> Vec<PathBuf> {
-    let mut files = Vec::new();
+    let files: Vec<PathBuf> = crate::e2e::files_under(dir)
+        .into_iter()
+        .filter(|f| f.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    assert!(!files.is_empty(), "no Rust files under {}", dir.display());
     let mut test_only = BTreeSet::new();
-    walk(dir, &mut files);
     for file in &files {
         let Ok(text) = std::fs::read_to_string(file) else {
             continue;
@@ -133,18 +136,6 @@ fn product_files(dir: &Path) -> Vec<PathBuf> {
                 && !test_only.iter().any(|t| f.starts_with(t))
         })
         .collect()
-}
-
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-    let entries = std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            walk(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
 }
 
 /// `mod name;` (with any visibility) declares a module in its own file.

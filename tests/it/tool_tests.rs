@@ -229,8 +229,8 @@ fn ci_installs_the_tools_and_runs_the_ignored_tests() {
     let ci = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/run"))
         .expect(".ci/run");
     let run = ci
-        .find("cargo test --locked -- --ignored")
-        .expect("a step running `cargo test --locked -- --ignored`");
+        .find("cargo test --locked --test it -- --ignored")
+        .expect("a step running `cargo test --locked --test it -- --ignored`");
     for tool in ["chromium", "gh", "python3", "bubblewrap", "podman"] {
         let install = ci
             .find(&format!("apt-get install -y {tool}"))
@@ -240,4 +240,32 @@ fn ci_installs_the_tools_and_runs_the_ignored_tests() {
             "{tool} is installed after the ignored tests run"
         );
     }
+}
+
+/// That step runs the `it` binary alone: an ignored test anywhere else would never run.
+#[test]
+fn every_ignored_test_is_in_the_it_binary() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut outside = Vec::new();
+    for dir in [
+        "src",
+        "crates/sdlc-machine/src",
+        "crates/sdlc-machine/tests",
+    ] {
+        for file in crate::e2e::files_under(&root.join(dir)) {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            if text.lines().any(|l| l.trim_start().starts_with("#[ignore")) {
+                outside.push(file.display().to_string());
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "ignored tests outside tests/it: {outside:?}"
+    );
+    let here = std::fs::read_to_string(root.join("tests/it/real_gh.rs")).expect("real_gh.rs");
+    assert!(
+        here.lines().any(|l| l.trim_start().starts_with("#[ignore")),
+        "the scan does not see an ignored test where there is one"
+    );
 }

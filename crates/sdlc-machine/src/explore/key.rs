@@ -77,7 +77,7 @@ fn carried_only(r: &mut Runner, state: &State) {
     }
     // The merge turn's wait and the lost races only matter at merge.
     if state.step() != Some(Step::Merge) {
-        r.merge_wait = sdlc_machine::fleet::LeaseWait::new(0);
+        r.merge_wait = crate::fleet::LeaseWait::new(0);
         r.contention = Default::default();
         r.merge_rerun = false;
     }
