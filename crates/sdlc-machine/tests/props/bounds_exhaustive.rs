@@ -8,7 +8,7 @@
 
 use crate::exhaustive;
 
-use exhaustive::{check_small_limits, worst_of, worst_with, Goal};
+use exhaustive::{check_small_limits, in_parallel, worst_of, worst_with, Goal};
 use sdlc_machine::machine::{bounds, Limits};
 use sdlc_machine::step::Step;
 
@@ -91,23 +91,30 @@ fn computed_agent_invocations_bound_the_exhaustive_worst_case() {
             false, // a phase limit binds: sound, not exact
         ),
     ];
+    // Twenty-four independent searches: on two threads, the budget's two cores.
+    let jobs: Vec<_> = configs
+        .iter()
+        .flat_map(|config| sets.iter().map(move |set| (config, set)))
+        .flat_map(|job| [(job, Goal::NextMerge), (job, Goal::HaltWithoutSuccess)])
+        .collect();
+    let found = in_parallel(&jobs, 2, |&(((_, limits, _), (_, builtin)), goal)| {
+        worst_of(limits, goal, Some(*builtin))
+    });
     let mut failures = Vec::new();
-    for (name, limits, exact) in &configs {
-        for (set, builtin) in &sets {
-            let computed = bounds::agent_invocations(limits, builtin);
-            let merge = worst_of(limits, Goal::NextMerge, Some(*builtin));
-            let halt = worst_of(limits, Goal::HaltWithoutSuccess, Some(*builtin));
-            let ok = if *exact {
-                computed.between_merges == merge && computed.nothing_succeeds == halt
-            } else {
-                computed.between_merges >= merge && computed.nothing_succeeds >= halt
-            };
-            if !ok {
-                failures.push(format!(
-                    "{name}, builtin {set}: computed {}/{} exhaustive {merge}/{halt}",
-                    computed.between_merges, computed.nothing_succeeds
-                ));
-            }
+    for (pair, answers) in jobs.chunks(2).zip(found.chunks(2)) {
+        let (((name, limits, exact), (set, builtin)), _) = pair[0];
+        let (merge, halt) = (answers[0], answers[1]);
+        let computed = bounds::agent_invocations(limits, builtin);
+        let ok = if *exact {
+            computed.between_merges == merge && computed.nothing_succeeds == halt
+        } else {
+            computed.between_merges >= merge && computed.nothing_succeeds >= halt
+        };
+        if !ok {
+            failures.push(format!(
+                "{name}, builtin {set}: computed {}/{} exhaustive {merge}/{halt}",
+                computed.between_merges, computed.nothing_succeeds
+            ));
         }
     }
     assert!(

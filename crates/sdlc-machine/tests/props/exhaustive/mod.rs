@@ -621,8 +621,36 @@ fn thread_cpu_secs() -> f64 {
 
 /// The computed bounds of every `small_limits` configuration against the exhaustive worst
 /// cases, searched on `threads` threads (each search is independent).
-pub fn check_small_limits(threads: usize) -> Checked {
+/// `f` of every job, on `threads` threads that each take the next job until none is left;
+/// the answers in the jobs' order. The searches are independent and CPU-bound.
+pub fn in_parallel<T: Sync, R: Send>(
+    jobs: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let answers: Mutex<Vec<Option<R>>> = Mutex::new(jobs.iter().map(|_| None).collect());
+    std::thread::scope(|scope| {
+        for _ in 0..threads.max(1) {
+            scope.spawn(|| loop {
+                let at = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(at) else { break };
+                let answer = f(job);
+                answers.lock().expect("no job panicked")[at] = Some(answer);
+            });
+        }
+    });
+    answers
+        .into_inner()
+        .expect("no job panicked")
+        .into_iter()
+        .map(|a| a.expect("every job ran"))
+        .collect()
+}
+
+pub fn check_small_limits(threads: usize) -> Checked {
     use std::sync::Mutex;
     let configs = small_limits();
     // The largest searches (the last configurations, to the next merge) first, so that the
@@ -631,24 +659,17 @@ pub fn check_small_limits(threads: usize) -> Checked {
         .rev()
         .flat_map(|i| [(i, Goal::NextMerge), (i, Goal::HaltWithoutSuccess)])
         .collect();
-    let next = AtomicUsize::new(0);
     let found = Mutex::new(vec![[0u64; 2]; configs.len()]);
     let cpu = Mutex::new((0.0f64, 0.0f64));
-    std::thread::scope(|scope| {
-        for _ in 0..threads.max(1) {
-            scope.spawn(|| {
-                while let Some(&(i, goal)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    let before = thread_cpu_secs();
-                    let v = worst(&configs[i].1, goal);
-                    let spent = thread_cpu_secs() - before;
-                    let slot = usize::from(goal == Goal::HaltWithoutSuccess);
-                    found.lock().expect("no search panicked")[i][slot] = v;
-                    let mut cpu = cpu.lock().expect("no search panicked");
-                    cpu.0 = cpu.0.max(spent);
-                    cpu.1 += spent;
-                }
-            });
-        }
+    in_parallel(&jobs, threads, |&(i, goal)| {
+        let before = thread_cpu_secs();
+        let v = worst(&configs[i].1, goal);
+        let spent = thread_cpu_secs() - before;
+        let slot = usize::from(goal == Goal::HaltWithoutSuccess);
+        found.lock().expect("no search panicked")[i][slot] = v;
+        let mut cpu = cpu.lock().expect("no search panicked");
+        cpu.0 = cpu.0.max(spent);
+        cpu.1 += spent;
     });
     let found = found.into_inner().expect("no search panicked");
     let (longest_cpu_secs, total_cpu_secs) = cpu.into_inner().expect("no search panicked");
