@@ -595,7 +595,9 @@ fn bounds_states_how_often_one_monitor_ci_attempt_looks_at_ci() {
     let p = Project::new(
         &[],
         json!({}),
-        json!({"steps": {"monitorCI": {"run": "builtin", "timeoutMin": 2}}}),
+        // The default pauses, not the tests' shorter ones.
+        json!({"steps": {"monitorCI": {"run": "builtin", "timeoutMin": 2}},
+            "ciPoll": {"initialSeconds": 10}}),
     );
     let out = p
         .command(&["bounds", "--config", p.config.to_str().expect("utf8")])

@@ -24,9 +24,6 @@ impl LabProject {
             "forge": "gitlab",
             "gitlab": {"url": lab.url(), "project": PROJECT},
             "steps": e2e::builtin_steps(),
-            // The fake creates pipelines and moves trains by looks, not by time: short pauses
-            // between looks at pending CI keep each test seconds long.
-            "ciPoll": {"initialSeconds": 2},
         });
         if let (Some(c), Some(more)) = (config.as_object_mut(), extra.as_object()) {
             c.extend(more.clone());

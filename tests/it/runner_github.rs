@@ -836,7 +836,7 @@ fn pending_ci_and_a_network_blip_are_journaled_waits_that_replay_exactly() {
     let all = text(&out);
     assert_eq!(code(&out), 0, "{all}");
     assert_eq!(g.state()["prs"][0]["state"], "MERGED", "{all}");
-    assert!(all.contains("CI pending; look 2 at CI in 10 s"), "{all}");
+    assert!(all.contains("CI pending; look 2 at CI in 2 s"), "{all}");
     let journal = std::fs::read_to_string(g.p.journal_path()).expect("journal");
     for recorded in [
         r#""event":"ciPending""#,

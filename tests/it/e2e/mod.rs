@@ -182,6 +182,9 @@ impl Project {
             "tracker": {"kind": "local", "dir": "issues"},
             "forge": "local",
             "backoff": {"initialSeconds": 1, "maxSeconds": 1},
+            // The fakes (CI, reviews, the forges' APIs) move by looks, not by time: the
+            // runner looks every 2 s, not 10.
+            "ciPoll": {"initialSeconds": 2},
         });
         if let (Some(base), Some(more)) = (cfg.as_object_mut(), extra.as_object()) {
             for (k, v) in more {
