@@ -383,12 +383,16 @@ fn refused_by_environment(
 }
 
 /// What a failed command said, without the command line before it (`` `cmd` failed (exit
-/// N): said ``), which names the branch and the commit.
+/// N): said ``, or `` `cmd` failed: said `` when no exit tells how it ended), which names the
+/// branch and the commit.
 fn words_of(what: &str) -> &str {
-    match what.strip_prefix('`').and_then(|rest| rest.split_once("`")) {
-        Some((_, after)) => after.split_once("): ").map_or(after, |(_, said)| said),
-        None => what,
+    let Some((_, after)) = what.strip_prefix('`').and_then(|rest| rest.split_once('`')) else {
+        return what;
+    };
+    if let Some(said) = after.strip_prefix(" failed: ") {
+        return said;
     }
+    after.split_once("): ").map_or(after, |(_, said)| said)
 }
 
 /// `text` with every `#<number>` (a PR's or an issue's, which differ from issue to issue)

@@ -262,9 +262,9 @@ fn agent(cfg: &Config) -> Check {
         Ok(Some(out)) => Check::warn(
             "agent",
             format!(
-                "`{} --version` exited {}: {}",
+                "`{} --version` ended ({}): {}",
                 program.display(),
-                crate::git::repo::exit_text(&out.status.code()),
+                crate::ports::git::CallEnd::of_exit(out.status.code()),
                 first_line(&out.stderr)
             ),
             "run the agent by hand once to see whether it works",

@@ -9,6 +9,7 @@ pub(crate) mod answers;
 
 use crate::artifacts;
 use crate::call_failure::CallFailureKind;
+use crate::ports::git::CallEnd;
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -28,7 +29,6 @@ mod workspace;
 pub use base::{describe_base, BaseSource};
 pub use rescue::RESCUE_REFS;
 
-pub(crate) use crate::ports::git::exit_text;
 pub use crate::ports::git::GitError as RepoError;
 use error::hint_for;
 pub use specs::{leading_issue, SPEC_FILES};
@@ -225,7 +225,7 @@ impl Repo {
         })?
         .ok_or_else(|| RepoError::Command {
             command: command(),
-            status: None,
+            ended: CallEnd::Otherwise,
             stderr: format!("no answer within {} s; stopped", GIT_TIMEOUT.as_secs()),
             hint,
             kind: CallFailureKind::TimedOut,
@@ -269,7 +269,7 @@ impl Repo {
         ));
         RepoError::Command {
             command: format!("git {} (in {})", args.join(" "), self.path.display()),
-            status: out.status.code(),
+            ended: CallEnd::of_exit(out.status.code()),
             stderr,
             hint: hint_for(kind),
             kind,

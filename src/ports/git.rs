@@ -155,12 +155,12 @@ pub enum GitError {
         source: std::io::Error,
     },
     /// The command ran and failed.
-    #[error("`{command}` failed (exit {}): {stderr}; {hint}", exit_text(.status))]
+    #[error("`{command}` failed{}: {stderr}; {hint}", .ended.in_parentheses())]
     Command {
         /// The command line, for the message.
         command: String,
-        /// Its exit code; `None` when a signal ended it.
-        status: Option<i32>,
+        /// How it ended: an exit code, a signal, an HTTP status, or none of those.
+        ended: CallEnd,
         /// What it printed on stderr.
         stderr: String,
         /// What to check, in the reader's terms.
@@ -313,10 +313,45 @@ impl GitError {
     }
 }
 
-pub(crate) fn exit_text(status: &Option<i32>) -> String {
-    match status {
-        Some(c) => c.to_string(),
-        None => "killed by a signal".to_string(),
+/// How a failed call ended, as its message says it. Only a process that ran and was ended by
+/// a signal is "killed by a signal": a call the runner stopped at its time limit, an API's
+/// refusal or a file that could not be written says what happened in its own words instead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallEnd {
+    /// The process exited with this code.
+    Exit(i32),
+    /// A signal ended the process.
+    Signal,
+    /// The server answered with this HTTP status.
+    Http(u16),
+    /// No process exit or answer tells it (a time limit, a file, an API client's failure):
+    /// the message's details say what happened.
+    Otherwise,
+}
+
+impl CallEnd {
+    /// A process's end: its exit code, or `Signal` when it has none.
+    pub fn of_exit(code: Option<i32>) -> CallEnd {
+        code.map_or(CallEnd::Signal, CallEnd::Exit)
+    }
+
+    /// ` (exit 1)`, ` (killed by a signal)`, ` (HTTP 404)`, or nothing.
+    pub fn in_parentheses(&self) -> String {
+        match self {
+            CallEnd::Otherwise => String::new(),
+            _ => format!(" ({self})"),
+        }
+    }
+}
+
+impl std::fmt::Display for CallEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CallEnd::Exit(code) => write!(f, "exit {code}"),
+            CallEnd::Signal => f.write_str("killed by a signal"),
+            CallEnd::Http(status) => write!(f, "HTTP {status}"),
+            CallEnd::Otherwise => f.write_str("failed"),
+        }
     }
 }
 
@@ -350,4 +385,42 @@ pub fn leading_issue(name: &str) -> Option<u32> {
             None
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn failed(ended: CallEnd) -> String {
+        GitError::Command {
+            command: "GitLab API".into(),
+            ended,
+            stderr: "401 Unauthorized".into(),
+            hint: "check the token",
+            kind: CallFailureKind::Auth,
+        }
+        .to_string()
+    }
+
+    /// Only a process a signal ended reads "killed by a signal": an API's refusal, a file or
+    /// a time limit says what happened in its own words.
+    #[test]
+    fn a_failure_says_how_it_ended_and_nothing_it_did_not() {
+        assert_eq!(
+            failed(CallEnd::Otherwise),
+            "`GitLab API` failed: 401 Unauthorized; check the token"
+        );
+        assert_eq!(
+            failed(CallEnd::Http(401)),
+            "`GitLab API` failed (HTTP 401): 401 Unauthorized; check the token"
+        );
+        assert_eq!(
+            failed(CallEnd::of_exit(Some(128))),
+            "`GitLab API` failed (exit 128): 401 Unauthorized; check the token"
+        );
+        assert_eq!(
+            failed(CallEnd::of_exit(None)),
+            "`GitLab API` failed (killed by a signal): 401 Unauthorized; check the token"
+        );
+    }
 }

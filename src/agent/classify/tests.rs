@@ -139,3 +139,18 @@ fn a_base_branch_rule_refusing_the_merge_halts_with_one_signature_for_every_issu
         c3.signature
     );
 }
+
+/// The words of a failed command, without its command line, whether its message says how it
+/// ended (an exit code) or not (an API's refusal, the runner's own check).
+#[test]
+fn a_failures_words_are_read_with_or_without_how_it_ended() {
+    assert_eq!(
+        super::words_of("`git push origin x` failed (exit 128): fatal: no"),
+        "fatal: no"
+    );
+    assert_eq!(
+        super::words_of("`GitLab API` failed: 401 Unauthorized (token): check it"),
+        "401 Unauthorized (token): check it"
+    );
+    assert_eq!(super::words_of("no command here"), "no command here");
+}

@@ -259,8 +259,8 @@ fn verdict(
     )
     .unwrap_or_else(|| {
         format!(
-            "{trial} exited {}: {}",
-            crate::git::repo::exit_text(&out.status.code()),
+            "{trial} ended ({}): {}",
+            crate::ports::git::CallEnd::of_exit(out.status.code()),
             stderr.trim()
         )
     });

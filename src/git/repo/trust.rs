@@ -4,6 +4,7 @@
 use super::{Repo, RepoError};
 use crate::call_failure::CallFailureKind;
 use crate::git::trust::Trusted;
+use crate::ports::git::CallEnd;
 use std::path::Path;
 
 impl Repo {
@@ -84,7 +85,7 @@ impl Repo {
         if !left.is_empty() {
             return Err(RepoError::Command {
                 command: format!("restoring the git state of {}", self.path.display()),
-                status: None,
+                ended: CallEnd::Otherwise,
                 stderr: format!("still changed after the restore: {}", left.join("; ")),
                 hint: "put the repository's hooks and configuration back by hand (git config --local --list, .git/hooks), then run again",
                 kind: CallFailureKind::Other,
@@ -129,7 +130,7 @@ impl Repo {
                 self.path.display(),
                 path.display()
             ),
-            status: None,
+            ended: CallEnd::Otherwise,
             stderr: e.to_string(),
             hint: "check the permissions of the repository's .git directory and the runner's state directory",
             kind: CallFailureKind::of_io(e),

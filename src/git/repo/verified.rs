@@ -97,7 +97,6 @@ impl Repo {
         let Some(base) = self.origin_main()? else {
             return Err(refused(
                 &format!("git rev-parse refs/remotes/origin/{}", self.main),
-                None,
                 format!("origin has no branch {} to merge {branch} into", self.main),
                 "check that origin is the project's remote and has its default branch",
                 CallFailureKind::NotFound,
@@ -249,18 +248,11 @@ impl Repo {
     }
 }
 
-/// A refusal of the merge: `status` is the exit code of the git command that found it (none
-/// when the runner's own check did).
-fn refused(
-    command: &str,
-    status: Option<i32>,
-    stderr: String,
-    hint: &'static str,
-    kind: CallFailureKind,
-) -> RepoError {
+/// A refusal of the merge by the runner's own check (the command names what it looked at).
+fn refused(command: &str, stderr: String, hint: &'static str, kind: CallFailureKind) -> RepoError {
     RepoError::Command {
         command: command.to_string(),
-        status,
+        ended: crate::ports::git::CallEnd::Otherwise,
         stderr,
         hint,
         kind,

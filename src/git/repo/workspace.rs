@@ -3,6 +3,7 @@
 
 use super::{Repo, RepoError, MERGE_SUBJECT};
 use crate::call_failure::CallFailureKind;
+use crate::ports::git::CallEnd;
 use std::path::{Path, PathBuf};
 
 impl Repo {
@@ -115,7 +116,7 @@ impl Repo {
         } else {
             return Err(RepoError::Command {
                 command: format!("git checkout {} (in {})", self.main, self.path.display()),
-                status: None,
+                ended: CallEnd::Otherwise,
                 stderr: format!("no branch {} locally or on origin", self.main),
                 hint: "create the main branch or set origin's HEAD",
                 kind: CallFailureKind::NotFound,

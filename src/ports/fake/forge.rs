@@ -4,6 +4,7 @@ use super::world::World;
 use crate::call_failure::CallFailureKind;
 use crate::ports::forge::{CiState, Pr, PrState, QueueState, ReviewState};
 use crate::ports::forge::{ForgeError, ForgePort};
+use crate::ports::git::CallEnd;
 
 /// The fake forge port. It plays the local forge (origin is the forge), so merges race on
 /// origin's main.
@@ -31,7 +32,7 @@ impl FakeForge {
         }
         Err(ForgeError::Command {
             command: command.to_string(),
-            status: Some(1),
+            ended: CallEnd::Exit(1),
             stderr: super::world::NETWORK_DOWN.to_string(),
             hint: "a fake network failure",
             kind: CallFailureKind::Network,
@@ -80,7 +81,7 @@ impl ForgePort for FakeForge {
         if head.as_deref() != Some(commit) {
             return Err(ForgeError::Command {
                 command: "gh pr merge --match-head-commit".to_string(),
-                status: Some(1),
+                ended: CallEnd::Exit(1),
                 stderr: format!("head branch {branch} was modified: {commit} is not its head"),
                 hint: "a fake forge failure",
                 kind: CallFailureKind::Other,
@@ -110,7 +111,7 @@ impl ForgePort for FakeForge {
             None => {
                 return Err(ForgeError::Command {
                     command: "gh pr merge".to_string(),
-                    status: Some(1),
+                    ended: CallEnd::Exit(1),
                     stderr: format!("no pull request found for branch {branch}"),
                     hint: "a fake forge failure",
                     kind: CallFailureKind::NotFound,

@@ -3,6 +3,7 @@
 use super::world::World;
 use crate::call_failure::CallFailureKind;
 use crate::ports::git::leading_issue;
+use crate::ports::git::CallEnd;
 use crate::ports::git::{GitError, GitPort};
 use crate::runner_dir::RunnerDir;
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ impl FakeGit {
 pub(super) fn git_failed(command: &str, stderr: &str, kind: CallFailureKind) -> GitError {
     GitError::Command {
         command: command.to_string(),
-        status: Some(1),
+        ended: CallEnd::Exit(1),
         stderr: stderr.to_string(),
         hint: "a fake git failure",
         kind,

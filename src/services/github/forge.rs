@@ -5,6 +5,7 @@ mod ci;
 mod queue;
 mod reviews;
 
+use crate::ports::git::CallEnd;
 use ci::api_get;
 pub use ci::parse_checks;
 pub(crate) use ci::{ci_state_of, failing_checks_of};
@@ -134,7 +135,7 @@ fn forge_error(gh: &Path, e: GhError) -> ForgeError {
         },
         GhError::TimedOut { command, limit } => ForgeError::Command {
             command,
-            status: None,
+            ended: CallEnd::Otherwise,
             stderr: format!("no answer within {} s; stopped", limit.as_secs()),
             hint: "check the network and `gh auth status`",
             kind,
@@ -146,7 +147,7 @@ fn forge_error(gh: &Path, e: GhError) -> ForgeError {
             ..
         } => ForgeError::Command {
             command,
-            status: code,
+            ended: CallEnd::of_exit(code),
             kind,
             stderr,
             hint: "check `gh auth status` and that the project's remote is a GitHub repository",
@@ -167,7 +168,7 @@ pub(crate) fn gh_failed(gh: &Path, args: &[&str], out: &std::process::Output) ->
     let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
     ForgeError::Command {
         command: command_text(gh, args),
-        status: out.status.code(),
+        ended: CallEnd::of_exit(out.status.code()),
         kind: CallFailureKind::of_gh(&stderr),
         stderr,
         hint: "check `gh auth status` and that the project's remote is a GitHub repository",
@@ -420,7 +421,7 @@ fn open_pr_number(gh: &PathBuf, repo_dir: &PathBuf, branch: &str) -> Result<u32,
         Some(pr) if pr.state == PrState::Open => Ok(pr.number),
         _ => Err(ForgeError::Command {
             command: command_text(gh, &["api", "repos/{owner}/{repo}/pulls"]),
-            status: None,
+            ended: CallEnd::Otherwise,
             stderr: format!("no open pull request for {branch}"),
             hint: "the runner opens it in createPR; check the repository's pull requests",
             kind: CallFailureKind::NotFound,
@@ -540,7 +541,7 @@ fn gate_refusal(
     if merge_behind(&answer.body) {
         return Ok(Some(ForgeError::Command {
             command,
-            status: Some(i32::from(answer.status)),
+            ended: CallEnd::Http(answer.status),
             stderr: format!(
                 "GitHub wants {branch} up to date with the base branch before the merge"
             ),
@@ -557,7 +558,7 @@ fn gate_refusal(
         // Blocked because the base branch merges only through its queue: no rule refuses.
         return Ok(Some(ForgeError::Command {
             command,
-            status: Some(i32::from(answer.status)),
+            ended: CallEnd::Http(answer.status),
             stderr: format!("{branch}'s base branch takes its merges through a merge queue"),
             hint: "the runner puts the pull request in the queue",
             kind: CallFailureKind::Queued,
@@ -566,7 +567,7 @@ fn gate_refusal(
     Ok(match merge_refusal(&answer.body, decision.as_deref()) {
         Ok(Some(rule)) => Some(ForgeError::Command {
             command,
-            status: Some(i32::from(answer.status)),
+            ended: CallEnd::Http(answer.status),
             stderr: format!("GitHub refuses the merge of {branch}: {rule}"),
             hint: POLICY_HINT,
             kind: CallFailureKind::Policy,

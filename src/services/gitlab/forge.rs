@@ -21,6 +21,7 @@ mod train;
 use crate::api_client::{ApiClient, Endpoint, Failure};
 use crate::call_failure::CallFailureKind;
 use crate::ports::forge::{CiState, ForgeError, Pr, PrState};
+use crate::ports::git::CallEnd;
 use crate::services::gitlab::models::{self, Branch, Job, MergeRequest, Pipeline, Project};
 use serde_json::{json, Value};
 
@@ -47,7 +48,7 @@ pub struct GitLabForge {
 fn forge_error(f: Failure) -> ForgeError {
     ForgeError::Command {
         command: "GitLab API".into(),
-        status: None,
+        ended: CallEnd::Otherwise,
         stderr: f.message,
         hint: "check gitlab.url, gitlab.project and the token in gitlab.tokenEnv",
         kind: f.kind,
@@ -57,7 +58,7 @@ fn forge_error(f: Failure) -> ForgeError {
 fn refused(what: String, kind: CallFailureKind, hint: &'static str) -> ForgeError {
     ForgeError::Command {
         command: "GitLab API".into(),
-        status: None,
+        ended: CallEnd::Otherwise,
         stderr: what,
         hint,
         kind,

@@ -11,6 +11,7 @@ use crate::agent::sandbox;
 use crate::config::{SandboxConfig, SandboxKind};
 use crate::forge::{CiState, ForgeError};
 use crate::git::repo::Repo;
+use crate::ports::git::CallEnd;
 use crate::process::ChildSpec;
 use crate::runner_dir::RunnerDir;
 use serde::{Deserialize, Serialize};
@@ -94,7 +95,7 @@ impl LocalCi {
                         self.timeout.as_secs() / 60
                     )
                 } else {
-                    format!("exit {}", crate::git::repo::exit_text(&v.exit))
+                    CallEnd::of_exit(v.exit).to_string()
                 };
                 format!(
                     "local CI `{}` failed on {} ({how})\n{}",
@@ -276,7 +277,7 @@ fn commit_of(repo: &Repo, branch: &str) -> Result<String, ForgeError> {
 fn io_error(path: &Path, source: std::io::Error) -> ForgeError {
     ForgeError::Command {
         command: format!("local CI ({})", path.display()),
-        status: None,
+        ended: CallEnd::Otherwise,
         stderr: source.to_string(),
         hint: "check the permissions of the runner's state directory and the temp directory",
         kind: crate::call_failure::CallFailureKind::of_io(&source),

@@ -9,6 +9,7 @@ use super::ci::LocalCi;
 use crate::forge::{CiState, ForgeError, Pr, PrState, ReviewKind};
 use crate::git::repo::Repo;
 use crate::ports::forge::TrainTree;
+use crate::ports::git::CallEnd;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 
@@ -49,7 +50,7 @@ fn records(pulls: &Path) -> Result<Vec<Record>, ForgeError> {
 fn io_error(path: &Path, what: &str, source: std::io::Error) -> ForgeError {
     ForgeError::Command {
         command: format!("{what} ({})", path.display()),
-        status: None,
+        ended: CallEnd::Otherwise,
         stderr: source.to_string(),
         hint: "check the permissions of the runner's state directory",
         kind: crate::call_failure::CallFailureKind::of_io(&source),
@@ -108,7 +109,7 @@ pub(crate) fn create_pr(
     };
     crate::safe_fs::create_private_dir(dir).map_err(|e| ForgeError::Command {
         command: format!("create {}", dir.display()),
-        status: None,
+        ended: CallEnd::Otherwise,
         kind: crate::call_failure::CallFailureKind::Permission,
         stderr: e.to_string(),
         hint: "check the runner's state directory",
@@ -280,7 +281,7 @@ pub fn record_review(
 ) -> Result<crate::forge::Feedback, ForgeError> {
     crate::safe_fs::create_private_dir(dir).map_err(|e| ForgeError::Command {
         command: format!("create {}", dir.display()),
-        status: None,
+        ended: CallEnd::Otherwise,
         kind: crate::call_failure::CallFailureKind::Permission,
         stderr: e.to_string(),
         hint: "check the permissions of the tracker's directory",

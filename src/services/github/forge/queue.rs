@@ -9,6 +9,7 @@ use super::command_text;
 use crate::call_failure::{CallFailureKind, HttpAnswer};
 use crate::forge::ForgeError;
 use crate::ports::forge::QueueState;
+use crate::ports::git::CallEnd;
 use serde::Deserialize;
 use std::path::PathBuf;
 
@@ -121,7 +122,7 @@ pub(super) fn look(
         Ok(Some(look)) => Ok(look),
         Ok(None) => Err(ForgeError::Command {
             command: command_text(gh, &["api", "graphql", "PullRequestQueue"]),
-            status: None,
+            ended: CallEnd::Otherwise,
             stderr: format!("no pull request for {branch}"),
             hint: "the runner opens it in createPR; check the repository's pull requests",
             kind: CallFailureKind::NotFound,
@@ -169,7 +170,7 @@ fn queued(gh: &std::path::Path, pr: &QueueLook, commit: &str) -> ForgeError {
     let short: String = commit.chars().take(12).collect();
     ForgeError::Command {
         command: command_text(gh, &["api", "graphql", "PullRequestEnqueue"]),
-        status: None,
+        ended: CallEnd::Otherwise,
         stderr: format!(
             "the base branch takes its merges through GitHub's merge queue: PR #{} is in it at {short}, and the runner waits for the queue's CI and merge",
             pr.number
