@@ -138,6 +138,13 @@ impl Journal {
         self.append_with(records, true)
     }
 
+    /// A second handle on the open file, for an fsync made off the caller's thread: the
+    /// agent's reader appends its running cost unsynced and must not wait on the disk while
+    /// the agent goes on spending.
+    pub fn sync_handle(&self) -> io::Result<File> {
+        self.file.try_clone()
+    }
+
     /// [`Journal::append`] without the fsync, for a record that only matters while the
     /// machine stays up: the agent's process group, which a successor kills after a crash of
     /// the runner. A power loss ends the agent too, so the record need not survive one; the

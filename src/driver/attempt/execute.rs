@@ -38,12 +38,15 @@ const SYNC_EVERY: Duration = Duration::from_secs(10);
 
 /// The call's running cost as the journal has it. Every growth is written (one line per
 /// model request that costs: a runner killed by a signal, the OOM killer included, loses
-/// none of it, as the kernel holds the write); the fsync that a power loss needs is bounded
-/// to one per $0.50 or 10 s.
+/// none of it, as the kernel holds the write); the fsync that a power loss needs is begun
+/// once per $0.50 or 10 s, on a thread of its own. The reader that meters the call never
+/// waits on the disk: a slow fsync would let the agent spend past its cap unread.
 struct SpendLog {
     written: u64,
     synced: u64,
     synced_at: Instant,
+    /// The fsync under way, if one is.
+    syncing: Option<std::thread::JoinHandle<std::io::Result<()>>>,
     error: Option<String>,
 }
 
@@ -53,6 +56,7 @@ impl SpendLog {
             written: 0,
             synced: 0,
             synced_at: now,
+            syncing: None,
             error: None,
         }
     }
@@ -62,24 +66,43 @@ impl SpendLog {
         if cost <= self.written || self.error.is_some() {
             return;
         }
+        self.collect_sync(false);
+        if let Err(e) = journal.append_unsynced(&[Record::Spending { cost_micros: cost }]) {
+            self.error = Some(e.to_string());
+            return;
+        }
+        self.written = cost;
         let durable = cost - self.synced >= SYNC_EVERY_MICROS
             || now.duration_since(self.synced_at) >= SYNC_EVERY;
-        let record = [Record::Spending { cost_micros: cost }];
-        let written = if durable {
-            journal.append(&record)
-        } else {
-            journal.append_unsynced(&record)
-        };
-        match written {
-            Ok(()) => {
-                self.written = cost;
-                if durable {
+        if durable && self.syncing.is_none() {
+            match journal.sync_handle() {
+                Ok(file) => {
+                    crate::stats::fsynced();
+                    self.syncing = Some(std::thread::spawn(move || file.sync_data()));
                     self.synced = cost;
                     self.synced_at = now;
                 }
+                Err(e) => self.error = Some(e.to_string()),
             }
-            Err(e) => self.error = Some(e.to_string()),
         }
+    }
+
+    /// The fsync under way, once it ended (or waiting for it, with `wait`): its error, if
+    /// any, is the call's unrecorded spend.
+    fn collect_sync(&mut self, wait: bool) {
+        let Some(syncing) = self.syncing.take() else {
+            return;
+        };
+        if !wait && !syncing.is_finished() {
+            self.syncing = Some(syncing);
+            return;
+        }
+        let failed = match syncing.join() {
+            Ok(Ok(())) => return,
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => "the fsync's thread panicked".to_string(),
+        };
+        self.error.get_or_insert(failed);
     }
 }
 
@@ -145,6 +168,9 @@ pub(super) async fn execute(
         exit,
         summary: reader.finish(),
         unrecorded_group,
-        unrecorded_spend: spend.error,
+        unrecorded_spend: {
+            spend.collect_sync(true);
+            spend.error
+        },
     }
 }
