@@ -18,6 +18,9 @@ use std::sync::OnceLock;
 pub const CRASH_AT_ENV: &str = "SDLC_RUNNER_CRASH_AT";
 /// Environment variable naming a file to which every crash point reached is appended.
 pub const CRASH_LOG_ENV: &str = "SDLC_RUNNER_CRASH_LOG";
+/// Environment variable making every journal fsync take this many more milliseconds: a slow
+/// disk, for the tests that hold what must not wait on one.
+pub const SLOW_FSYNC_ENV: &str = "SDLC_RUNNER_SLOW_FSYNC_MS";
 
 static REACHED: AtomicU64 = AtomicU64::new(0);
 
@@ -67,5 +70,20 @@ pub fn point(label: &str) {
         // Nothing after this runs.
         let _ =
             rustix::process::kill_process(rustix::process::getpid(), rustix::process::Signal::KILL);
+    }
+}
+
+/// Waits as long as `SDLC_RUNNER_SLOW_FSYNC_MS` says before a journal fsync (nothing without
+/// it).
+pub fn before_fsync() {
+    static SLOW: OnceLock<Option<std::time::Duration>> = OnceLock::new();
+    let slow = SLOW.get_or_init(|| {
+        std::env::var(SLOW_FSYNC_ENV)
+            .ok()
+            .and_then(|ms| ms.trim().parse().ok())
+            .map(std::time::Duration::from_millis)
+    });
+    if let Some(slow) = slow {
+        std::thread::sleep(*slow);
     }
 }

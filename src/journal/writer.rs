@@ -183,6 +183,7 @@ impl Journal {
         let written = self.file.write_all(&buf).and_then(|()| {
             if durable {
                 crate::stats::fsynced();
+                crate::failpoint::before_fsync();
                 self.file.sync_data()
             } else {
                 Ok(())

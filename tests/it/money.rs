@@ -100,6 +100,26 @@ fn a_tool_loop_past_the_session_budget_halts_nobody_blamed() {
     assert_eq!(p.issue(1)["escalated"], false);
 }
 
+/// A slow disk does not let a call spend past its cap: every journal fsync takes 300 ms (the
+/// agent spends $0.80 every 100 ms), and each call still stops at its first message over $1.
+/// The running cost's fsync is not on the path of the reader that meters the call.
+#[test]
+fn a_slow_disk_lets_no_call_spend_past_its_cap() {
+    let p = spending(
+        json!({"costUsd": 0.0, "steps": {"implement": ["spend:100"]}}),
+        json!({"perCallUsd": 1, "perIssueUsd": 100}),
+    );
+    let out = p.run_env(&["--issue", "1"], &[("SDLC_RUNNER_SLOW_FSYNC_MS", "300")]);
+    let all = text(&out);
+    assert_eq!(code(&out), 1, "{all}");
+    let failures = implement_failures(&p);
+    assert_eq!(failures.len(), 2, "{failures:?}\n{all}");
+    for (class, cost) in &failures {
+        assert_eq!(class, "BUDGET");
+        assert!(*cost >= 1.0 && *cost < 1.0 + MESSAGE_USD, "{failures:?}");
+    }
+}
+
 #[test]
 fn the_per_call_cap_stops_each_call_and_the_attempts_stay_bounded() {
     let p = spending(

@@ -78,7 +78,10 @@ impl SpendLog {
             match journal.sync_handle() {
                 Ok(file) => {
                     crate::stats::fsynced();
-                    self.syncing = Some(std::thread::spawn(move || file.sync_data()));
+                    self.syncing = Some(std::thread::spawn(move || {
+                        crate::failpoint::before_fsync();
+                        file.sync_data()
+                    }));
                     self.synced = cost;
                     self.synced_at = now;
                 }
