@@ -138,11 +138,14 @@ impl Journal {
         self.append_with(records, true)
     }
 
-    /// A second handle on the open file, for an fsync made off the caller's thread: the
-    /// agent's reader appends its running cost unsynced and must not wait on the disk while
-    /// the agent goes on spending.
-    pub fn sync_handle(&self) -> io::Result<File> {
-        self.file.try_clone()
+    /// Fsyncs what was appended so far on a thread of its own, through a second handle on
+    /// the file: the agent's reader appends its running cost unsynced and must not wait on
+    /// the disk while the agent goes on spending. The handle answers the fsync's result.
+    pub fn sync_in_background(&self) -> io::Result<std::thread::JoinHandle<io::Result<()>>> {
+        let file = self.file.try_clone()?;
+        std::thread::Builder::new()
+            .name("journal fsync".into())
+            .spawn(move || fsync(&file))
     }
 
     /// [`Journal::append`] without the fsync, for a record that only matters while the
@@ -180,15 +183,16 @@ impl Journal {
             seq += 1;
         }
         crate::failpoint::point("journal: before append");
-        let written = self.file.write_all(&buf).and_then(|()| {
-            if durable {
-                crate::stats::fsynced();
-                crate::failpoint::before_fsync();
-                self.file.sync_data()
-            } else {
-                Ok(())
-            }
-        });
+        let written =
+            self.file.write_all(&buf).and_then(
+                |()| {
+                    if durable {
+                        fsync(&self.file)
+                    } else {
+                        Ok(())
+                    }
+                },
+            );
         crate::failpoint::point("journal: after append");
         if let Err(source) = written {
             let _ = self.file.set_len(self.len);
@@ -263,4 +267,11 @@ impl Journal {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+/// The one fsync of the journal's data, counted (and slowed for the tests that ask).
+fn fsync(file: &File) -> io::Result<()> {
+    crate::stats::fsynced();
+    crate::failpoint::before_fsync();
+    file.sync_data()
 }

@@ -75,13 +75,9 @@ impl SpendLog {
         let durable = cost - self.synced >= SYNC_EVERY_MICROS
             || now.duration_since(self.synced_at) >= SYNC_EVERY;
         if durable && self.syncing.is_none() {
-            match journal.sync_handle() {
-                Ok(file) => {
-                    crate::stats::fsynced();
-                    self.syncing = Some(std::thread::spawn(move || {
-                        crate::failpoint::before_fsync();
-                        file.sync_data()
-                    }));
+            match journal.sync_in_background() {
+                Ok(syncing) => {
+                    self.syncing = Some(syncing);
                     self.synced = cost;
                     self.synced_at = now;
                 }
