@@ -96,6 +96,7 @@ fn notice_text(n: &Notice, refs: &crate::config::IssueRefs, round: bool) -> (Sev
         | Notice::MergeRaceLost { .. }
         | Notice::MergeRacesExhausted { .. }
         | Notice::NothingToDo
+        | Notice::StandingBy
         | Notice::ShuttingDown { .. } => run_notice_text(n),
     }
 }
@@ -220,6 +221,10 @@ fn run_notice_text(n: &Notice) -> (Severity, String) {
         Notice::NothingToDo => (
             Severity::Info,
             "no open automatable issue: nothing to do".into(),
+        ),
+        Notice::StandingBy => (
+            Severity::Info,
+            "fleet: as many workers as --workers allows are at work; this one stands by, and the fleet starts it again when a PR joins the merge train".into(),
         ),
         Notice::ShuttingDown { signal } => (
             Severity::Warning,

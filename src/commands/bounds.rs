@@ -20,9 +20,17 @@ pub fn run(config: &Path) -> i32 {
     github_requests(&cfg);
     processes(&cfg);
     if cfg.workers > 1 {
-        let n = u64::from(cfg.workers);
+        let drivers = cfg.fleet_drivers(cfg.workers);
+        let n = u64::from(drivers);
+        let who = match cfg.at_work(cfg.workers) {
+            Some(at_work) => format!(
+                "with {} workers ({drivers} machines on their own clones, at most {at_work} at work while the others' PRs wait in the merge train: train.standby)",
+                cfg.workers
+            ),
+            None => format!("with {drivers} workers"),
+        };
         out!(
-            "with {n} workers: at most {} between two merges of the fleet, {} before the fleet halts when nothing succeeds (each worker is one machine with these limits, and the coordinator only stops workers earlier: N times the figures above)",
+            "{who}: at most {} between two merges of the fleet, {} before the fleet halts when nothing succeeds (each machine has these limits, and the coordinator only stops them earlier: {n} times the figures above)",
             b.between_merges.saturating_mul(n),
             b.nothing_succeeds.saturating_mul(n)
         );
@@ -305,7 +313,7 @@ fn train(cfg: &crate::config::Config) {
 fn shared(cfg: &crate::config::Config) -> crate::config::RunShape {
     crate::config::RunShape {
         claims: true,
-        workers: cfg.workers,
+        workers: cfg.fleet_drivers(cfg.workers),
         spent_today_micros: 0,
     }
 }

@@ -202,6 +202,12 @@ pub struct TrainConfig {
     #[serde(default = "d::train_batch")]
     #[schemars(range(min = 1, max = 16))]
     pub batch: u32 => u32 = count,
+    /// Whether a worker whose PR waits in the train takes the next issue meanwhile: the
+    /// fleet keeps a second clone per worker, `--workers N` keeps at most N issues at work
+    /// (their agents' steps) and up to N more whose PRs wait in the train; a PR the train
+    /// returns is repaired at once, beside them.
+    #[serde(default = "d::enabled")]
+    pub standby: bool => bool = flag,
 }
 }
 

@@ -409,6 +409,21 @@ impl Config {
 }
 
 impl Config {
+    /// The drivers (each with its clone) a fleet of `workers` runs: twice as many when its
+    /// merges form a train and `train.standby` lets a worker take the next issue while its PR
+    /// waits in it; at most `workers` of them are at work at once ([`Config::at_work`]).
+    pub fn fleet_drivers(&self, workers: u32) -> u32 {
+        match self.at_work(workers) {
+            Some(_) => workers.saturating_mul(2),
+            None => workers,
+        }
+    }
+
+    /// How many of a fleet's drivers may be at work at once, when some stand by.
+    pub fn at_work(&self, workers: u32) -> Option<u32> {
+        (workers > 1 && self.train.standby && self.train_limits().is_some()).then_some(workers)
+    }
+
     /// The merge train's limits (`train.*`), when `run --workers` forms one: on the local
     /// forge, with a CI command and a builtin merge (the workers build and test the trees,
     /// and the merge lands the very commit tested). `None`: one merge turn at a time.

@@ -113,6 +113,7 @@ pub fn mermaid() -> String {
         day_budget_left_micros: None,
         session_spent_before_micros: 0,
         train: None,
+        at_work: None,
     };
     let start = Node {
         c: Coordinator::new(limits),

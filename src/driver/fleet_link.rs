@@ -40,6 +40,9 @@ pub(crate) struct Shared {
     journaled: Mutex<Option<TrainJournal>>,
     /// When each car asked to merge and joined the train, for `status`'s waiting time.
     joined: Mutex<BTreeMap<u32, chrono::DateTime<chrono::Utc>>>,
+    /// Where the coordinator's `TakeOn` goes: the orchestrator, which starts a worker
+    /// standing by.
+    take_on: Mutex<Option<tokio::sync::mpsc::UnboundedSender<()>>>,
     runner_dir: PathBuf,
 }
 
@@ -58,6 +61,7 @@ impl Shared {
             shown: Mutex::new(None),
             journaled: Mutex::new(None),
             joined: Mutex::new(BTreeMap::new()),
+            take_on: Mutex::new(None),
             runner_dir,
         }
     }
@@ -66,6 +70,32 @@ impl Shared {
     pub(super) fn enlist(&self, shutdown: Shutdown) {
         if let Ok(mut s) = self.shutdowns.lock() {
             s.push(shutdown);
+        }
+    }
+
+    /// The coordinator's `TakeOn` orders go to `sender` from now on.
+    pub(crate) fn on_take_on(&self, sender: tokio::sync::mpsc::UnboundedSender<()>) {
+        *locked(&self.take_on) = Some(sender);
+    }
+
+    /// Whether the fleet is stopping: it halted, or a worker was asked to stop (a signal):
+    /// no worker standing by is started then.
+    pub(crate) fn stopping(&self) -> bool {
+        locked(&self.coordinator).halt().is_some()
+            || locked(&self.shutdowns)
+                .iter()
+                .any(|s| s.requested().is_some())
+    }
+
+    /// How many more workers may take an issue now (the coordinator's `at_work` less those
+    /// at work); every one when none stands by.
+    pub(crate) fn room(&self) -> usize {
+        let c = locked(&self.coordinator);
+        match c.limits().at_work {
+            Some(most) => usize::try_from(most)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(c.at_work()),
+            None => usize::MAX,
         }
     }
 
@@ -124,6 +154,12 @@ impl Link {
         for order in orders {
             match order {
                 Order::Start { .. } | Order::MergeGo { .. } => reply.start = Some(true),
+                Order::TakeOn => {
+                    if let Some(sender) = locked(&self.shared.take_on).as_ref() {
+                        // The orchestrator gone (the fleet ending), nobody is started.
+                        let _ = sender.send(());
+                    }
+                }
                 Order::Skip { .. } | Order::MergeWait { .. } => reply.start = Some(false),
                 Order::TrainWait { position, .. } => {
                     reply.start = Some(false);
@@ -232,6 +268,12 @@ pub(super) fn tell(fleet: Option<&Link>, report: impl FnOnce(Worker) -> Report) 
 /// Whether the fleet's coordinator gives `issue` to this worker (always, outside a fleet).
 pub(super) fn gives(fleet: Option<&Link>, issue: u32) -> bool {
     tell(fleet, |worker| Report::WantsIssue { worker, issue }) != Some(false)
+}
+
+/// Whether this worker may take an issue now (always, outside a fleet): not while as many of
+/// the fleet's workers are at work as may be.
+pub(super) fn may_take_issue(fleet: Option<&Link>) -> bool {
+    fleet.is_none_or(|link| locked(&link.shared.coordinator).may_take_issue(link.worker))
 }
 
 /// Whether another worker of this runner's fleet holds an issue: then an empty selection

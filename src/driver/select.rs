@@ -169,6 +169,8 @@ pub(super) async fn select_issue(mut cx: Context<'_>, _: SelectIssue) -> Answer 
             };
             return told.answer(Event::IssueSelected { issue: n });
         }
+        // As many workers as may be are at work: this one ends; the fleet starts it again.
+        _ if !fleet_link::may_take_issue(cx.fleet) => return told.answer(Event::StandBy),
         _ => match select_claimed(&mut cx, &mut told).await {
             Ok(result) => result,
             Err(ev) => return told.answer(ev),

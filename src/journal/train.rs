@@ -82,6 +82,7 @@ mod tests {
                 max_length: 4,
                 batch: 1,
             }),
+            at_work: None,
         };
         let mut c = Coordinator::new(limits);
         c.handle(Report::WantsIssue {

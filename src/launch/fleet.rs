@@ -64,7 +64,10 @@ pub fn run(cfg: Config, opts: RunOptions, workers: u32) -> i32 {
 
 struct Plan {
     runner_dir: PathBuf,
+    /// One per driver: `--workers` of them, and as many standing by with `train.standby`.
     clones: Vec<PathBuf>,
+    /// `--workers`: how many may be at work at once.
+    at_work: u32,
     base_id: String,
     _lock: crate::runner_dir::lock::Lock,
 }
@@ -107,7 +110,7 @@ fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String
     let homes = runner_dir.dir.join("workers");
     crate::safe_fs::create_private_dir(&homes).map_err(|e| e.to_string())?;
     let mut clones = Vec::new();
-    for k in 0..workers {
+    for k in 0..cfg.fleet_drivers(workers) {
         let clone = homes.join(format!("w{k}"));
         if !clone.join(".git").exists() {
             make_clone(&repo, &origin, &clone)?;
@@ -117,6 +120,7 @@ fn prepare(cfg: &Config, opts: &RunOptions, workers: u32) -> Result<Plan, String
     Ok(Plan {
         runner_dir: runner_dir.dir,
         clones,
+        at_work: workers,
         base_id: opts
             .worker_id
             .clone()
@@ -199,6 +203,7 @@ fn shared(cfg: &Config, limits: &Limits, plan: &Plan, spent: &Spent) -> Arc<Shar
                 .map(|b| b.saturating_sub(spent.today.unwrap_or(0))),
             session_spent_before_micros: spent.before,
             train: cfg.train_limits(),
+            at_work: cfg.at_work(plan.at_work),
         }),
         plan.runner_dir.clone(),
     ))
@@ -231,11 +236,19 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
             return 2;
         }
     };
+    let standing_by = match plan.clones.len() as u32 - plan.at_work {
+        0 => String::new(),
+        n => format!(
+            " (and {n} standing by, to take the next issues while PRs wait in the merge train)"
+        ),
+    };
     say!(
-        "fleet: {workers} workers on clones under {}",
+        "fleet: {} workers{standing_by} on clones under {}",
+        plan.at_work,
         plan.runner_dir.join("workers").display()
     );
-    let started = start_workers(&cfg, &opts, &plan, spent.today);
+    let seats = seats(&cfg, &opts, &plan, spent.today);
+    let started: Vec<Starting> = seats.iter().cloned().map(Seat::start).collect();
     let resumed: Vec<(Worker, u32)> = started
         .iter()
         .filter_map(|w| match &w.started {
@@ -246,7 +259,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
     if let Some(said) = shared.resume(journal, &resumed) {
         say!("{said}");
     }
-    let codes = runtime.block_on(drive_workers(&shared, started));
+    let codes = runtime.block_on(drive_workers(&shared, &seats, started));
     if let Some((why, escalated)) = shared.halt() {
         let halt = Halted {
             why,
@@ -258,7 +271,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
     codes.into_iter().max().unwrap_or(0)
 }
 
-/// One worker as its startup left it.
+/// One driver of the fleet as its startup left it.
 struct Starting {
     /// Its number in the fleet (`w<k>`).
     worker: Worker,
@@ -267,17 +280,33 @@ struct Starting {
     started: Result<Started, String>,
 }
 
-/// Each worker started on its clone. Each startup is synchronous and may block (the tracker,
-/// git): it runs before the runtime drives anything, outside its context.
-fn start_workers(
-    cfg: &Config,
-    opts: &RunOptions,
-    plan: &Plan,
-    spent_today: Option<u64>,
-) -> Vec<Starting> {
-    let mut started = Vec::new();
+/// How one driver of the fleet starts: its config and options on its own clone.
+#[derive(Clone)]
+struct Seat {
+    worker: Worker,
+    cfg: Config,
+    opts: RunOptions,
+}
+
+impl Seat {
+    /// The driver started on its clone. A startup is synchronous and may block (the tracker,
+    /// git): it runs outside the runtime's context, or on its blocking pool.
+    fn start(self) -> Starting {
+        // Every diagnostic of this worker, from its start on, says `worker=<k>`.
+        let span = crate::logging::worker_span(self.worker);
+        let started = span.in_scope(|| start(self.cfg, self.opts));
+        Starting {
+            worker: self.worker,
+            span,
+            started,
+        }
+    }
+}
+
+/// Each driver's seat on its clone.
+fn seats(cfg: &Config, opts: &RunOptions, plan: &Plan, spent_today: Option<u64>) -> Vec<Seat> {
+    let mut seats = Vec::new();
     for (k, clone) in plan.clones.iter().enumerate() {
-        let worker = k as Worker;
         let mut wcfg = cfg.clone();
         wcfg.project_path = clone.clone();
         if let Some(ci) = wcfg.local_ci.as_mut() {
@@ -289,50 +318,95 @@ fn start_workers(
         let wopts = RunOptions {
             worker_id: Some(format!("{}-w{k}", plan.base_id)),
             spent_today_micros: spent_today,
+            workers: Some(plan.at_work),
             ..opts.clone()
         };
-        // Every diagnostic of this worker, from its start on, says `worker=<k>`.
-        let span = crate::logging::worker_span(worker);
-        let result = span.in_scope(|| start(wcfg, wopts));
-        started.push(Starting {
-            worker,
-            span,
-            started: result,
+        seats.push(Seat {
+            worker: k as Worker,
+            cfg: wcfg,
+            opts: wopts,
         });
     }
-    started
+    seats
 }
 
-/// Drives every worker that started to its end, together: each one's exit code.
-async fn drive_workers(shared: &Arc<Shared>, started: Vec<Starting>) -> Vec<i32> {
-    let mut tasks = Vec::new();
-    for Starting {
-        worker,
-        span,
-        started,
-    } in started
-    {
-        match started {
-            Ok(Started::Ready(mut driver)) => {
-                driver.join_fleet(Link {
-                    shared: shared.clone(),
-                    worker,
-                });
-                let drive = tracing::Instrument::instrument(driver.drive(), span);
-                tasks.push(tokio::spawn(drive));
+/// Drives the workers to their end, together: each run's exit code. Every driver that
+/// resumes an issue runs, and fresh ones while there is room at work; the others stand by
+/// until the coordinator orders `TakeOn` (a PR joined the merge train), when one whose
+/// clone is free is started again.
+async fn drive_workers(shared: &Arc<Shared>, seats: &[Seat], started: Vec<Starting>) -> Vec<i32> {
+    let (take_on, mut asked) = tokio::sync::mpsc::unbounded_channel();
+    shared.on_take_on(take_on);
+    let mut tasks = tokio::task::JoinSet::new();
+    let mut idle = Vec::new();
+    let mut room = shared.room();
+    for starting in started {
+        if let Ok(Started::Ready(driver)) = &starting.started {
+            if driver.issue_under_way().is_none() {
+                if room == 0 {
+                    // Dropped: its clone's lock is let go until it is started again.
+                    idle.push(starting.worker);
+                    continue;
+                }
+                room -= 1;
             }
-            Ok(Started::Exit(code)) => tasks.push(tokio::spawn(async move { code })),
-            Err(msg) => {
-                say!("error: worker w{worker}: {msg}");
-                tasks.push(tokio::spawn(async { 2 }));
+        }
+        tasks.spawn(drive_one(shared.clone(), starting));
+    }
+    let mut codes = Vec::new();
+    loop {
+        tokio::select! {
+            ended = tasks.join_next() => match ended {
+                None => break,
+                Some(Ok((worker, code))) => {
+                    if code == 0 {
+                        idle.push(worker);
+                    }
+                    codes.push(code);
+                }
+                Some(Err(_)) => codes.push(2),
+            },
+            Some(()) = asked.recv() => {
+                let Some(seat) = idle.pop().and_then(|w| seats.get(w as usize)).cloned() else {
+                    continue;
+                };
+                if shared.stopping() {
+                    continue;
+                }
+                let shared = shared.clone();
+                let worker = seat.worker;
+                tasks.spawn(async move {
+                    let start = move || crate::process::off_runtime(|| seat.start());
+                    match tokio::task::spawn_blocking(start).await {
+                        Ok(starting) => drive_one(shared, starting).await,
+                        Err(_) => (worker, 2),
+                    }
+                });
             }
         }
     }
-    let mut codes = Vec::new();
-    for t in tasks {
-        codes.push(t.await.unwrap_or(2));
-    }
     codes
+}
+
+/// Drives one started driver to its end: its worker and exit code.
+async fn drive_one(shared: Arc<Shared>, starting: Starting) -> (Worker, i32) {
+    let Starting {
+        worker,
+        span,
+        started,
+    } = starting;
+    let code = match started {
+        Ok(Started::Ready(mut driver)) => {
+            driver.join_fleet(Link { shared, worker });
+            tracing::Instrument::instrument(driver.drive(), span).await
+        }
+        Ok(Started::Exit(code)) => code,
+        Err(msg) => {
+            say!("error: worker w{worker}: {msg}");
+            2
+        }
+    };
+    (worker, code)
 }
 
 /// How the fleet halted.
@@ -368,7 +442,7 @@ fn halted(halt: &Halted, cfg: &Config, plan: &Plan) -> i32 {
     ) {
         say!("warning: cannot record the fleet halt: {e}");
     }
-    let workers = plan.clones.len();
+    let workers = plan.at_work;
     out!(
         "{headline}\nevery worker was stopped; each clone under {} keeps its work.{}",
         plan.runner_dir.join("workers").display(),

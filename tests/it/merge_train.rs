@@ -495,3 +495,60 @@ fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
     });
     assert_eq!(untested, Vec::<String>::new(), "{all}");
 }
+
+/// `--workers 2` with `train.standby` (the default): while the first PRs wait in the train, the
+/// two workers standing by take the next issues. Every CI run logs, as it ends, how many
+/// issues origin's main holds and which issues the agent has been invoked for: a run that
+/// ended with main still empty and the agent already at work on #3 or #4 shows an issue begun
+/// while the PRs ahead of it waited. Without a worker standing by, #3 could only begin once
+/// #1 or #2 landed.
+#[test]
+fn workers_standing_by_take_the_next_issues_while_prs_wait_in_the_train() {
+    let p = Project::new(
+        &[
+            (1, "One", ""),
+            (2, "Two", ""),
+            (3, "Three", ""),
+            (4, "Four", ""),
+        ],
+        json!({}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let script = format!(
+        "sleep 3; \
+         m=$(git -C {origin} ls-tree --name-only main src/ | grep -c issue_); \
+         a=$(cut -d' ' -f1 {agents} | sort -u | tr '\\n' ,); \
+         echo \"end $m $a\" >> {runs}; \
+         echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}",
+        origin = p.origin.display(),
+        agents = p.agent_log.display(),
+        runs = runs.display(),
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    p.set_config(extra);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let out = p.run(&["--workers", "2"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert!(
+        all.contains("fleet: 2 workers (and 2 standing by"),
+        "the fleet says it: {all}"
+    );
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3, 4], "{all}");
+    let log = std::fs::read_to_string(&runs).unwrap_or_default();
+    let early = log.lines().any(|l| {
+        let mut w = l.split_whitespace();
+        w.next() == Some("end")
+            && w.next() == Some("0")
+            && w.next()
+                .is_some_and(|a| a.split(',').any(|i| i == "3" || i == "4"))
+    });
+    assert!(
+        early,
+        "#3 or #4 began before either PR ahead landed:\n{log}\n{all}"
+    );
+    let untested = not_passed_on_main(&p.origin, &start, &runs, |_| false);
+    assert_eq!(untested, Vec::<String>::new(), "{all}");
+}

@@ -117,6 +117,7 @@ mod tests {
                     max_length: 4,
                     batch: 1,
                 }),
+                at_work: None,
             }),
             dir.to_path_buf(),
         )

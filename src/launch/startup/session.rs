@@ -94,7 +94,7 @@ pub(super) fn resume_or_begin(
     } = *begin;
     let shape = crate::config::RunShape {
         claims,
-        workers: opts.workers.unwrap_or(cfg.workers),
+        workers: cfg.fleet_drivers(opts.workers.unwrap_or(cfg.workers)),
         spent_today_micros: 0,
     };
     if let Some(open) = continuing {

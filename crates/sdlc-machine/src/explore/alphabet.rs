@@ -24,6 +24,7 @@ pub(super) fn alphabet(core: &Core) -> Vec<Event> {
         Event::AllEscalated { others_hold: false },
         Event::AllBlocked { others_hold: false },
         Event::AllBlocked { others_hold: true },
+        Event::StandBy,
         Event::WaitOver,
         Event::DecisionTimedOut,
         Event::ShutdownRequested {

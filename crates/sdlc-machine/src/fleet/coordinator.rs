@@ -147,6 +147,34 @@ impl Coordinator {
         self.held.values().any(|w| *w != worker)
     }
 
+    /// Whether `car`'s PR waits in the train (under test, or settled and waiting for its
+    /// merge turn): its worker's agent has nothing to do until it lands or is returned.
+    fn parked(&self, car: u32) -> bool {
+        self.settled.contains(&car)
+            || self
+                .train
+                .as_ref()
+                .is_some_and(|t| t.position(car).is_some())
+    }
+
+    /// How many workers are at work: they hold an issue whose PR does not wait in the train.
+    pub fn at_work(&self) -> usize {
+        self.held.keys().filter(|car| !self.parked(**car)).count()
+    }
+
+    /// Whether `worker` may take an issue now: it holds one already, or fewer workers are at
+    /// work than `FleetLimits::at_work` allows.
+    pub fn may_take_issue(&self, worker: Worker) -> bool {
+        self.held_by(worker).is_some() || self.room()
+    }
+
+    /// Whether fewer workers are at work than may be.
+    fn room(&self) -> bool {
+        self.limits
+            .at_work
+            .is_none_or(|most| self.at_work() < usize::try_from(most).unwrap_or(usize::MAX))
+    }
+
     /// The limits it was made with.
     pub fn limits(&self) -> FleetLimits {
         self.limits
@@ -294,6 +322,7 @@ impl Coordinator {
             self.merging = Some(worker);
             return vec![Order::MergeGo { worker }];
         }
+        let was_parked = self.parked(car);
         let Some(train) = self.train.as_mut() else {
             return Vec::new();
         };
@@ -306,6 +335,12 @@ impl Coordinator {
             let _ = train.join(car);
         }
         let mut orders = Vec::new();
+        if !was_parked && self.parked(car) && self.limits.at_work.is_some() && self.room() {
+            orders.push(Order::TakeOn);
+        }
+        let Some(train) = self.train.as_mut() else {
+            return orders;
+        };
         if let Some(test) = train.next_test() {
             orders.push(Order::RunTest { worker, test });
         }
@@ -375,7 +410,8 @@ impl Coordinator {
         let refused = self.halt.is_some()
             || self.escalated.contains(&issue)
             || self.merged.contains(&issue)
-            || self.holder(issue).is_some_and(|w| w != worker);
+            || self.holder(issue).is_some_and(|w| w != worker)
+            || !self.may_take_issue(worker);
         if refused {
             return vec![Order::Skip { worker, issue }];
         }

@@ -8,6 +8,7 @@ fn limits() -> FleetLimits {
         day_budget_left_micros: None,
         session_spent_before_micros: 0,
         train: None,
+        at_work: None,
     }
 }
 
@@ -394,4 +395,107 @@ fn a_worker_that_stops_leaves_the_train_and_those_behind_are_rebuilt() {
         Some(vec![2]),
         "asked again"
     );
+}
+
+#[test]
+fn workers_beyond_those_at_work_stand_by_until_a_pr_joins_the_train() {
+    let mut c = Coordinator::new(FleetLimits {
+        workers: 4,
+        session_budget_micros: None,
+        train: Some(TrainLimits {
+            max_parallel: 2,
+            max_length: 8,
+            batch: 1,
+        }),
+        at_work: Some(2),
+        ..limits()
+    });
+    let start = |c: &mut Coordinator, worker, issue| c.handle(Report::WantsIssue { worker, issue });
+    assert_eq!(
+        start(&mut c, 0, 1),
+        vec![Order::Start {
+            worker: 0,
+            issue: 1
+        }]
+    );
+    assert_eq!(
+        start(&mut c, 1, 2),
+        vec![Order::Start {
+            worker: 1,
+            issue: 2
+        }]
+    );
+    assert!(!c.may_take_issue(2), "two are at work");
+    assert_eq!(
+        start(&mut c, 2, 3),
+        vec![Order::Skip {
+            worker: 2,
+            issue: 3
+        }]
+    );
+    assert!(c.may_take_issue(0), "a worker keeps the issue it holds");
+    assert_eq!(
+        start(&mut c, 0, 1),
+        vec![Order::Start {
+            worker: 0,
+            issue: 1
+        }]
+    );
+    // #1's PR joins the train: one worker may take an issue.
+    let joined = c.handle(Report::WantsMerge { worker: 0 });
+    assert_eq!(joined.first(), Some(&Order::TakeOn), "{joined:?}");
+    let test = joined.iter().find_map(|o| match o {
+        Order::RunTest { test, .. } => Some(test.clone()),
+        _ => None,
+    });
+    assert_eq!(c.at_work(), 1);
+    // Asking again while it waits frees nothing more.
+    assert!(!c
+        .handle(Report::WantsMerge { worker: 0 })
+        .contains(&Order::TakeOn));
+    assert_eq!(
+        start(&mut c, 2, 3),
+        vec![Order::Start {
+            worker: 2,
+            issue: 3
+        }]
+    );
+    assert_eq!(
+        start(&mut c, 3, 4),
+        vec![Order::Skip {
+            worker: 3,
+            issue: 4
+        }]
+    );
+    // #1 fails in the train and is returned: once told (its merge turn), its worker is at
+    // work again to repair it, beside the two.
+    let test = test.expect("the head's test");
+    c.handle(Report::Tested {
+        worker: 0,
+        id: test.id,
+        passed: false,
+    });
+    assert_eq!(c.at_work(), 2, "settled to be returned, still waiting");
+    assert_eq!(
+        c.handle(Report::WantsMerge { worker: 0 }),
+        vec![Order::MergeGo { worker: 0 }]
+    );
+    c.handle(Report::MergeDone { worker: 0 });
+    assert_eq!(c.at_work(), 3);
+    assert!(!c.may_take_issue(3));
+    // A landing frees its worker, which is then at work on nothing.
+    c.handle(Report::Merged {
+        worker: 1,
+        issue: 2,
+    });
+    assert_eq!(c.at_work(), 2);
+    assert!(!c.may_take_issue(1), "still two at work");
+}
+
+#[test]
+fn without_a_limit_on_workers_at_work_none_stands_by_and_no_take_on_is_ordered() {
+    let mut c = with_train(2);
+    assert!(c.may_take_issue(5));
+    let joined = c.handle(Report::WantsMerge { worker: 0 });
+    assert!(!joined.contains(&Order::TakeOn), "{joined:?}");
 }

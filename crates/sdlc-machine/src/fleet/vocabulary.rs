@@ -29,6 +29,10 @@ pub struct FleetLimits {
     /// builtin merge and a CI command: the workers can build and test the trees); `None`:
     /// one merge turn at a time, first come first served.
     pub train: Option<TrainLimits>,
+    /// How many workers may hold an issue whose PR is not waiting in the merge train (at work:
+    /// its agent's steps, its own CI): the rest stand by, and one takes an issue when a PR
+    /// joins the train. `None`: every worker may hold one.
+    pub at_work: Option<u32>,
 }
 
 /// What a worker tells the coordinator.
@@ -169,6 +173,9 @@ impl FleetHalt {
 /// What the coordinator decides.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Order {
+    /// A worker's PR joined the merge train and one fewer is at work than may be: a worker
+    /// standing by may take an issue.
+    TakeOn,
     /// The worker may work on the issue.
     Start {
         /// The worker addressed.

@@ -129,6 +129,10 @@ impl Runner {
             Event::AllBlocked { others_hold } => {
                 self.nothing_selectable(HaltReason::AllIssuesBlocked, others_hold, context)
             }
+            Event::StandBy => {
+                context.push(Effect::Notify(Notice::StandingBy));
+                self.finish(0, context)
+            }
             _ => Super,
         }
     }

@@ -225,9 +225,11 @@ fn answer(
                 };
             }
             let open = free;
-            match (open.first(), t.pick(30)) {
+            match (open.first(), t.pick(31)) {
                 // On a start the driver may find the issue's PR merged already.
                 (Some(&issue), 28) => Event::AlreadyMerged { issue },
+                // A fleet worker may find no room to take it.
+                (Some(_), 30) => Event::StandBy,
                 (Some(&issue), n) if n != 29 => Event::IssueSelected { issue },
                 (Some(_), _) => Event::AllBlocked {
                     others_hold: !held.is_empty() && t.pick(2) == 1,

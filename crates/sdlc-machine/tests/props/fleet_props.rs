@@ -44,6 +44,7 @@ fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Report>)> {
                 day_budget_left_micros: day_left,
                 session_spent_before_micros: 0,
                 train: None,
+                at_work: None,
             };
             (
                 Just(limits),
@@ -245,6 +246,7 @@ proptest! {
             day_budget_left_micros: day_left,
             session_spent_before_micros: before,
             train: None,
+            at_work: None,
         };
         let session_left = budget.saturating_sub(before);
         let ceiling = day_left.map_or(session_left, |d| d.min(session_left));

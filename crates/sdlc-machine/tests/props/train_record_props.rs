@@ -57,6 +57,7 @@ fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Step>)> {
                 max_length: length,
                 batch,
             }),
+            at_work: None,
         };
         (
             Just(limits),

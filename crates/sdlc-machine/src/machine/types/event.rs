@@ -126,6 +126,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         others_hold: bool,
     },
+    /// A fleet worker may take no issue now: as many workers as may be at work hold one
+    /// whose PR is not yet waiting in the merge train. The worker ends; the fleet starts one
+    /// again when a PR joins the train.
+    StandBy,
     /// On start: observed work in progress, `next` is the first step not yet completed.
     Resume {
         /// The issue whose branch holds the work.
@@ -439,6 +443,7 @@ impl Event {
             | Event::NoIssues
             | Event::AllEscalated { .. }
             | Event::AllBlocked { .. }
+            | Event::StandBy
             | Event::Resume { .. }
             | Event::AlreadyMerged { .. }
             | Event::PreconditionsOk { .. }
@@ -478,6 +483,7 @@ impl Event {
             Event::NoIssues => "NoIssues",
             Event::AllEscalated { .. } => "AllEscalated",
             Event::AllBlocked { .. } => "AllBlocked",
+            Event::StandBy => "StandBy",
             Event::Resume { .. } => "Resume",
             Event::AlreadyMerged { .. } => "AlreadyMerged",
             Event::PreconditionsOk { .. } => "PreconditionsOk",

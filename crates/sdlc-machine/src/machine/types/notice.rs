@@ -62,6 +62,9 @@ pub enum Notice {
     },
     /// No open issue to work on: the session ends.
     NothingToDo,
+    /// A fleet worker stands by: enough workers are at work; the fleet starts it again when
+    /// a PR joins the merge train.
+    StandingBy,
     /// The tracker could not be read for the selection: the run stops, the session stays open.
     TrackerReadFailed,
     /// The fleet pauses every worker for another worker's rate limit or quota: this worker's

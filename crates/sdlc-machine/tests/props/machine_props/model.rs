@@ -437,9 +437,10 @@ impl Model {
             }
             // A claim the tracker cannot write halts: the tracker's failure.
             Event::TrackerWriteFailed if self.claiming.is_some() => self.halted = true,
-            Event::NoIssues | Event::AllEscalated { .. } | Event::AllBlocked { .. } => {
-                self.halted = true
-            }
+            Event::NoIssues
+            | Event::StandBy
+            | Event::AllEscalated { .. }
+            | Event::AllBlocked { .. } => self.halted = true,
             Event::PreconditionFailed { .. } => {
                 self.turn_held = false;
                 self.bounces += 1;

@@ -215,6 +215,11 @@ impl Model {
                 self.fx.push(Effect::Notify(Notice::NothingToDo));
                 self.finish(0);
             }
+            // A fleet worker with no room to take an issue ends; the fleet starts it again.
+            Event::StandBy => {
+                self.fx.push(Effect::Notify(Notice::StandingBy));
+                self.finish(0);
+            }
             // Issues held elsewhere (told by the selection, or found held by a claim since the
             // last cycle began) are someone's work: nothing to do, no halt.
             Event::AllEscalated { others_hold } | Event::AllBlocked { others_hold }
