@@ -43,6 +43,9 @@ pub(crate) struct Shared {
     /// Where the coordinator's `TakeOn` goes: the orchestrator, which starts a worker
     /// standing by.
     take_on: Mutex<Option<tokio::sync::mpsc::UnboundedSender<()>>>,
+    /// Woken when the merge turn may have passed on (a merge ended, a train's verdict came):
+    /// a worker pausing for its turn asks again at once instead of at its pause's end.
+    turn_news: tokio::sync::Notify,
     runner_dir: PathBuf,
 }
 
@@ -62,6 +65,7 @@ impl Shared {
             journaled: Mutex::new(None),
             joined: Mutex::new(BTreeMap::new()),
             take_on: Mutex::new(None),
+            turn_news: tokio::sync::Notify::new(),
             runner_dir,
         }
     }
@@ -143,6 +147,10 @@ impl Link {
 
     /// [`Link::report`], with all the coordinator answered this worker.
     pub fn ask(&self, report: Report) -> Reply {
+        let news = matches!(
+            report,
+            Report::MergeDone { .. } | Report::Merged { .. } | Report::Tested { .. }
+        );
         let (orders, train) = {
             let mut c = locked(&self.shared.coordinator);
             let orders = c.handle(report);
@@ -150,6 +158,9 @@ impl Link {
             (orders, self.shared.snapshot(&c))
         };
         self.show(train);
+        if news {
+            self.shared.turn_news.notify_waiters();
+        }
         let mut reply = Reply::default();
         for order in orders {
             match order {
@@ -268,6 +279,15 @@ pub(super) fn tell(fleet: Option<&Link>, report: impl FnOnce(Worker) -> Report) 
 /// Whether the fleet's coordinator gives `issue` to this worker (always, outside a fleet).
 pub(super) fn gives(fleet: Option<&Link>, issue: u32) -> bool {
     tell(fleet, |worker| Report::WantsIssue { worker, issue }) != Some(false)
+}
+
+/// Resolves when the merge turn may have passed on in this worker's fleet (never outside a
+/// fleet): a pause for the turn ends then, and the machine asks again.
+pub(super) async fn turn_news(fleet: Option<&Link>) {
+    match fleet {
+        Some(link) => link.shared.turn_news.notified().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Whether this worker may take an issue now (always, outside a fleet): not while as many of

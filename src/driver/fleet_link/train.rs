@@ -5,7 +5,7 @@
 use super::{locked, Shared};
 use crate::journal::TrainJournal;
 use crate::live_status::{TrainCar, TrainSnapshot};
-use sdlc_machine::fleet::{Coordinator, Report, Verdict, Worker};
+use sdlc_machine::fleet::{Coordinator, Verdict, Worker};
 
 impl Shared {
     /// Journals the train when it changed (`c`, locked by the caller, then the cars and the
@@ -42,7 +42,7 @@ impl Shared {
     ) -> Option<String> {
         let mut c = locked(&self.coordinator);
         for (worker, issue) in resumed.iter().copied() {
-            c.handle(Report::WantsIssue { worker, issue });
+            c.resume(worker, issue);
         }
         let journal = journal?;
         let held = |issue| resumed.iter().any(|(_, i)| *i == issue);

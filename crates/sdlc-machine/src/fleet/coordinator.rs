@@ -162,6 +162,13 @@ impl Coordinator {
         self.held.keys().filter(|car| !self.parked(**car)).count()
     }
 
+    /// After a restart, `worker` holds `issue` again, which it was given before: whatever is
+    /// at work now (the train is restored after), a resumed issue is never refused.
+    pub fn resume(&mut self, worker: Worker, issue: u32) {
+        self.held.retain(|_, w| *w != worker);
+        self.held.insert(issue, worker);
+    }
+
     /// Whether `worker` may take an issue now: it holds one already, or fewer workers are at
     /// work than `FleetLimits::at_work` allows.
     pub fn may_take_issue(&self, worker: Worker) -> bool {
@@ -326,11 +333,13 @@ impl Coordinator {
         let Some(train) = self.train.as_mut() else {
             return Vec::new();
         };
-        if train.landed().contains(&car) && !self.merged.contains(&car) {
-            // Settled to land, given the turn, and back: its merge did not land.
+        let settled = self.settled.contains(&car);
+        if train.landed().contains(&car) && !self.merged.contains(&car) && !settled {
+            // Settled to land, given the turn (which took it off `settled`), and back: its
+            // merge did not land.
             train.main_moved();
         }
-        if !self.settled.contains(&car) {
+        if !settled {
             // A full train: the car asks again, and joins once one has left.
             let _ = train.join(car);
         }
@@ -341,7 +350,9 @@ impl Coordinator {
         let Some(train) = self.train.as_mut() else {
             return orders;
         };
-        if let Some(test) = train.next_test() {
+        // A car settled to land merges as soon as the ones ahead have: its worker runs no
+        // test meanwhile, which would hold up its merge and every one behind it.
+        if let Some(test) = (!settled).then(|| train.next_test()).flatten() {
             orders.push(Order::RunTest { worker, test });
         }
         let position = train

@@ -499,3 +499,46 @@ fn without_a_limit_on_workers_at_work_none_stands_by_and_no_take_on_is_ordered()
     let joined = c.handle(Report::WantsMerge { worker: 0 });
     assert!(!joined.contains(&Order::TakeOn), "{joined:?}");
 }
+
+#[test]
+fn a_landed_pr_waiting_for_its_turn_neither_rebuilds_the_train_nor_runs_a_test_first() {
+    let mut c = with_train(3);
+    let t1 = ask(&mut c, 0).expect("#1's test");
+    let t2 = ask(&mut c, 1).expect("#2's test");
+    for (worker, id) in [(0, t1.id), (1, t2.id)] {
+        c.handle(Report::Tested {
+            worker,
+            id,
+            passed: true,
+        });
+    }
+    assert_eq!(
+        c.handle(Report::WantsMerge { worker: 0 }),
+        vec![Order::MergeGo { worker: 0 }]
+    );
+    // #3 joins behind the two landed ones; its test is main + #1 + #2 + #3.
+    let t3 = ask(&mut c, 2).expect("#3's test");
+    assert_eq!(t3.tree.cars, vec![1, 2, 3]);
+    // #2 asks for its turn while #1 merges: it waits, main has not moved, and it is handed
+    // no test (it would merge only after it).
+    let waits = c.handle(Report::WantsMerge { worker: 1 });
+    assert!(
+        matches!(&waits[..], [Order::TrainWait { worker: 1, .. }]),
+        "{waits:?}"
+    );
+    assert_eq!(c.train().map(Train::epoch), Some(0), "no rebuild");
+    c.handle(Report::Merged {
+        worker: 0,
+        issue: 1,
+    });
+    c.handle(Report::MergeDone { worker: 0 });
+    assert_eq!(
+        c.handle(Report::WantsMerge { worker: 1 }),
+        vec![Order::MergeGo { worker: 1 }]
+    );
+    assert_eq!(
+        c.train().map(Train::epoch),
+        Some(0),
+        "#3's run still counts"
+    );
+}

@@ -45,7 +45,14 @@ fn step(workers: u32) -> impl Strategy<Value = Step> {
 }
 
 fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Step>)> {
-    (1u32..5, 1u32..4, 1u32..6, 1u32..4).prop_flat_map(|(workers, parallel, length, batch)| {
+    let shape = (
+        1u32..5,
+        1u32..4,
+        1u32..6,
+        1u32..4,
+        proptest::option::of(1u32..3),
+    );
+    shape.prop_flat_map(|(workers, parallel, length, batch, at_work)| {
         let limits = FleetLimits {
             workers,
             max_consecutive_escalations: u32::MAX,
@@ -57,7 +64,7 @@ fn scenario() -> impl Strategy<Value = (FleetLimits, Vec<Step>)> {
                 max_length: length,
                 batch,
             }),
-            at_work: None,
+            at_work,
         };
         (
             Just(limits),
@@ -170,7 +177,7 @@ fn kill(limits: FleetLimits, c: &Coordinator) -> (Coordinator, Coordinator) {
     let mut restored = Coordinator::new(limits);
     for worker in 0..limits.workers {
         if let Some(issue) = c.held_by(worker) {
-            restored.handle(Report::WantsIssue { worker, issue });
+            restored.resume(worker, issue);
         }
     }
     assert!(restored.restore_train(read, |issue| c.holder(issue).is_some()));
@@ -219,6 +226,61 @@ proptest! {
                     let orders = before.handle(report);
                     harness.note(&orders);
                 }
+            }
+        }
+    }
+}
+
+/// Whether `issue`'s PR waits in `c`'s train (tested or settled).
+fn parked(c: &Coordinator, issue: u32) -> bool {
+    c.settled().any(|s| s == issue) || c.train().is_some_and(|t| t.position(issue).is_some())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(600))]
+
+    /// With workers standing by (`at_work`), over any schedule: a worker is given a new issue
+    /// only while fewer than `at_work` are at work, `TakeOn` is ordered only when one more
+    /// may be, and beyond `at_work` only PRs the train returned are at work (their repair is
+    /// never held back).
+    #[test]
+    fn no_more_workers_are_at_work_than_may_be_but_for_returned_prs(
+        (limits, steps) in scenario()
+    ) {
+        let Some(most) = limits.at_work.map(|m| m as usize) else {
+            return Ok(());
+        };
+        let mut c = Coordinator::new(limits);
+        let mut harness = Harness::default();
+        let mut were_parked = std::collections::BTreeSet::new();
+        for s in steps {
+            for report in harness.reports(&c, s) {
+                let fresh = match report {
+                    Report::WantsIssue { worker, .. } => c.held_by(worker).is_none(),
+                    _ => false,
+                };
+                let orders = c.handle(report);
+                harness.note(&orders);
+                for o in &orders {
+                    match o {
+                        Order::Start { .. } if fresh => prop_assert!(
+                            c.at_work() <= most,
+                            "{} at work after a start, at most {}", c.at_work(), most
+                        ),
+                        Order::TakeOn => prop_assert!(c.at_work() < most, "take on with no room"),
+                        _ => {}
+                    }
+                }
+                let held: Vec<u32> = (0..limits.workers).filter_map(|w| c.held_by(w)).collect();
+                were_parked.extend(held.iter().copied().filter(|i| parked(&c, *i)));
+                let returned = held
+                    .iter()
+                    .filter(|i| !parked(&c, **i) && were_parked.contains(*i))
+                    .count();
+                prop_assert!(
+                    c.at_work() <= most + returned,
+                    "{} at work, at most {} and {} returned", c.at_work(), most, returned
+                );
             }
         }
     }
