@@ -7,7 +7,8 @@
 //! with #2 (green alone, red together: the one of the two that comes second in main's order is
 //! returned to its cycle, repaired, landed; either agent can repair it).
 //!
-//! `cargo bench --bench merge_train` (a few minutes; `SDLC_BENCH_CI_SECS=2` for a quick look)
+//! `cargo bench --bench merge_train` (a few minutes; `SDLC_BENCH_CI_SECS=2` for a quick look,
+//! `SDLC_BENCH_MAX_PARALLEL` for another `train.maxParallel` than 4)
 
 mod common;
 
@@ -23,6 +24,13 @@ fn ci_secs() -> u64 {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(10)
+}
+
+fn max_parallel() -> u32 {
+    std::env::var("SDLC_BENCH_MAX_PARALLEL")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(4)
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -81,7 +89,9 @@ fn run(bin: &Path, workers: u32, failing: bool) -> Run {
         "steps": {"startCycle": builtin, "commitPush": builtin, "createPR": builtin,
                   "monitorCI": builtin, "merge": builtin},
         "localCi": {"command": ["sh", "-c", check], "timeoutMin": 5},
-        "train": {"maxParallel": 3},
+        // Four trees at once: with a failure, the returned PR's repair is tested beside the
+        // three rebuilt behind it (`SDLC_BENCH_MAX_PARALLEL` to change it).
+        "train": {"maxParallel": max_parallel()},
     });
     let mut cfg: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&p.config).expect("config")).expect("JSON");
@@ -148,8 +158,9 @@ fn report(label: &str, one: &Run, three: &Run) {
 fn main() {
     let bin = runner_binary();
     println!(
-        "merge train: {ISSUES} issues, CI {} s per run, agent 300 ms per step",
-        ci_secs()
+        "merge train: {ISSUES} issues, CI {} s per run, agent 300 ms per step, train.maxParallel {}",
+        ci_secs(),
+        max_parallel()
     );
     for (label, failing) in [
         ("nothing failing:", false),

@@ -125,13 +125,21 @@ impl CallFailureKind {
         })
     }
 
+    /// The kind of a call this runner stopped before it ended.
+    pub fn of_stop(why: crate::process::Stopped) -> CallFailureKind {
+        match why {
+            crate::process::Stopped::Shutdown | crate::process::Stopped::Withdrawn => {
+                CallFailureKind::Cancelled
+            }
+            crate::process::Stopped::Deadline => CallFailureKind::StepDeadline,
+        }
+    }
+
     /// The kind of an error the system returned for the call itself (it could not be started,
     /// or this runner stopped it).
     pub fn of_io(e: &io::Error) -> CallFailureKind {
-        match crate::process::stopped(e) {
-            Some(crate::process::Stopped::Shutdown) => return CallFailureKind::Cancelled,
-            Some(crate::process::Stopped::Deadline) => return CallFailureKind::StepDeadline,
-            None => {}
+        if let Some(why) = crate::process::stopped(e) {
+            return CallFailureKind::of_stop(why);
         }
         match e.kind() {
             io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {

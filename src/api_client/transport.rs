@@ -147,11 +147,7 @@ async fn until_stopped(scope: Scope) -> Stopped {
 }
 
 fn stopped(why: Stopped) -> Unanswered {
-    let kind = match why {
-        Stopped::Shutdown => CallFailureKind::Cancelled,
-        Stopped::Deadline => CallFailureKind::StepDeadline,
-    };
-    Unanswered::new(why.to_string(), kind)
+    Unanswered::new(why.to_string(), CallFailureKind::of_stop(why))
 }
 
 /// Sends the request and reads the answer, its body bounded.

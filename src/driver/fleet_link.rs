@@ -147,9 +147,10 @@ impl Link {
 
     /// [`Link::report`], with all the coordinator answered this worker.
     pub fn ask(&self, report: Report) -> Reply {
-        let news = matches!(
+        // Whatever may pass the merge turn on or change the train is news.
+        let news = !matches!(
             report,
-            Report::MergeDone { .. } | Report::Merged { .. } | Report::Tested { .. }
+            Report::WantsIssue { .. } | Report::Spent { .. } | Report::Waiting { .. }
         );
         let (orders, train) = {
             let mut c = locked(&self.shared.coordinator);
@@ -252,6 +253,30 @@ impl Link {
             == base;
         self.shared.journal(&locked(&self.shared.coordinator));
         same
+    }
+
+    /// Whether the train still waits for test `id`'s verdict.
+    pub fn test_wanted(&self, id: u64) -> bool {
+        locked(&self.shared.coordinator).test_under_way(id)
+    }
+
+    /// Watches the train test `id` this worker runs as call `call`: once the train no longer
+    /// waits for its verdict (a PR ahead failed, main moved), the call is withdrawn and its CI
+    /// stopped, freeing the worker for a test that counts. Aborted when the test ends.
+    pub fn watch_test(&self, id: u64, call: u64) -> tokio::task::JoinHandle<()> {
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            loop {
+                let news = shared.turn_news.notified();
+                tokio::pin!(news);
+                news.as_mut().enable();
+                if !locked(&shared.coordinator).test_under_way(id) {
+                    crate::process::withdraw(call);
+                    return;
+                }
+                news.await;
+            }
+        })
     }
 
     /// Whether another worker of the fleet holds an issue.

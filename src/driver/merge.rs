@@ -152,9 +152,15 @@ async fn run_train_test(
         return said;
     };
     let base = link.base_of(epoch);
+    let call = crate::process::call_id();
+    let watch = link.watch_test(id, call);
     let ran = io
-        .call(move |w| w.forge.test_train(base.as_deref(), &merges))
+        .call(move |w| {
+            crate::process::withdrawable(call, || w.forge.test_train(base.as_deref(), &merges))
+        })
         .await;
+    watch.abort();
+    crate::process::forget_withdrawal(call);
     match ran {
         Ok(TrainTree::Tested {
             base,
@@ -179,6 +185,7 @@ async fn run_train_test(
             link.report(Report::MainMoved { worker, epoch });
             link.report(Report::TestAbandoned { worker, id });
         }
+        Err(_) if !link.test_wanted(id) => said.push(say::train_withdrawn(&cars)),
         Err(e) => {
             said.push(say::train_not_tested(&cars, &e));
             link.report(Report::TestAbandoned { worker, id });

@@ -44,6 +44,13 @@ pub fn train_not_tested(cars: &[u32], why: &dyn Display) -> String {
     )
 }
 
+pub fn train_withdrawn(cars: &[u32]) -> String {
+    format!(
+        "merge train: CI on {} was stopped: a PR ahead of it failed or main moved, so the train no longer waits for this tree",
+        train_tree(cars)
+    )
+}
+
 pub fn train_main_moved(main: &str) -> String {
     format!(
         "merge train: main moved to {} without the train: every tree is built again on it",

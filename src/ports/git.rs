@@ -277,14 +277,7 @@ impl Kinded for GitError {
         match self {
             GitError::Command { kind, .. } => *kind,
             GitError::Spawn { source, .. } => CallFailureKind::of_io(source),
-            GitError::Stopped {
-                why: crate::process::Stopped::Shutdown,
-                ..
-            } => CallFailureKind::Cancelled,
-            GitError::Stopped {
-                why: crate::process::Stopped::Deadline,
-                ..
-            } => CallFailureKind::StepDeadline,
+            GitError::Stopped { why, .. } => CallFailureKind::of_stop(*why),
             GitError::NotARepo { .. } => CallFailureKind::NotFound,
             GitError::Remote { kind, .. } => *kind,
             GitError::ConflictMarkers { .. } | GitError::MergeConflict { .. } => {

@@ -39,7 +39,8 @@ pub use off_runtime::may_block;
 pub use off_runtime::off_runtime;
 use stop::stop_error;
 pub use stop::{
-    cancellable, deadline_after, install_stop_handler, stopped, within_deadline, Scope, Stopped,
+    call_id, cancellable, deadline_after, forget_withdrawal, install_stop_handler, stopped,
+    withdraw, withdrawable, within_deadline, Scope, Stopped,
 };
 pub use stop_token::StopToken;
 

@@ -16,6 +16,8 @@ pub enum Stopped {
     Shutdown,
     #[error("stopped at the step's time limit (timeoutMin)")]
     Deadline,
+    #[error("stopped: its result is no longer wanted")]
+    Withdrawn,
 }
 
 /// The [`Stopped`] an error of this module carries, if it is one.
@@ -25,7 +27,7 @@ pub fn stopped(e: &io::Error) -> Option<Stopped> {
 
 pub(super) fn stop_error(why: Stopped) -> io::Error {
     let kind = match why {
-        Stopped::Shutdown => io::ErrorKind::Interrupted,
+        Stopped::Shutdown | Stopped::Withdrawn => io::ErrorKind::Interrupted,
         Stopped::Deadline => io::ErrorKind::TimedOut,
     };
     io::Error::new(kind, why)
@@ -65,6 +67,8 @@ pub struct Scope {
     deadline: Option<Instant>,
     /// The step the call serves: what its child leaves outside its group ends with the step.
     mark: Option<super::reaper::Mark>,
+    /// The call's id, when its result may be withdrawn ([`withdrawable`]).
+    call: Option<u64>,
 }
 
 thread_local! {
@@ -73,6 +77,7 @@ thread_local! {
             cancellable: false,
             deadline: None,
             mark: None,
+            call: None,
         })
     };
 }
@@ -125,6 +130,42 @@ pub fn within_deadline<T>(deadline: Instant, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// The ids of the [`withdrawable`] calls under way whose result is no longer wanted.
+static WITHDRAWN: std::sync::Mutex<std::collections::BTreeSet<u64>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+fn withdrawn() -> std::sync::MutexGuard<'static, std::collections::BTreeSet<u64>> {
+    WITHDRAWN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A new id for a [`withdrawable`] call, unique in the process.
+pub fn call_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Runs `f` as call `call`: every child it starts is stopped (group killed, `Err` with
+/// [`Stopped::Withdrawn`]) once [`withdraw`] is called with its id; a merge train's test
+/// whose tree a failure ahead of it made obsolete frees its worker at once.
+pub fn withdrawable<T>(call: u64, f: impl FnOnce() -> T) -> T {
+    let out = scoped(|s| s.call = Some(call), f);
+    withdrawn().remove(&call);
+    out
+}
+
+/// Nobody wants call `call`'s result any more: its children are stopped (within the 10 ms of
+/// a wait's poll). A call that ended already is not affected.
+pub fn withdraw(call: u64) {
+    withdrawn().insert(call);
+}
+
+/// Forgets a withdrawal that came after its call ended.
+pub fn forget_withdrawal(call: u64) {
+    withdrawn().remove(&call);
+}
+
 impl Scope {
     /// The scope of the calls made on this thread now.
     pub fn current() -> Scope {
@@ -156,6 +197,9 @@ impl Scope {
     pub fn stop_now(&self) -> Option<Stopped> {
         if self.cancellable && StopToken::signals().is_stopped() {
             return Some(Stopped::Shutdown);
+        }
+        if self.call.is_some_and(|call| withdrawn().contains(&call)) {
+            return Some(Stopped::Withdrawn);
         }
         match self.deadline {
             Some(d) if Instant::now() >= d => Some(Stopped::Deadline),

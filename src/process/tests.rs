@@ -61,6 +61,33 @@ fn a_deadline_stops_the_whole_group_and_says_why() {
 }
 
 #[test]
+fn a_withdrawn_call_is_stopped_and_says_why_and_no_other_call_is() {
+    let call = call_id();
+    let other = call_id();
+    let started = Instant::now();
+    let withdrawer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(200));
+        withdraw(call);
+    });
+    let err = withdrawable(call, || {
+        output_within(sh("trap '' TERM; sleep 600"), Duration::from_secs(60))
+    })
+    .expect_err("stopped");
+    assert_eq!(stopped(&err), Some(Stopped::Withdrawn));
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let _ = withdrawer.join();
+    // Another call, and the same id's next use after the withdrawal was taken, run.
+    let out = withdrawable(other, || {
+        output_within(sh("sleep 0.3; echo done"), Duration::from_secs(10))
+    });
+    assert!(out.expect("runs").is_some());
+    let out = withdrawable(call, || {
+        output_within(sh("echo again"), Duration::from_secs(10))
+    });
+    assert!(out.expect("runs").is_some());
+}
+
+#[test]
 fn the_earlier_deadline_of_nested_scopes_wins() {
     let soon = Instant::now() + Duration::from_millis(200);
     let err = within_deadline(soon, || {

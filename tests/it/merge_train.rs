@@ -552,3 +552,50 @@ fn workers_standing_by_take_the_next_issues_while_prs_wait_in_the_train() {
     let untested = not_passed_on_main(&p.origin, &start, &runs, |_| false);
     assert_eq!(untested, Vec::<String>::new(), "{all}");
 }
+
+/// A test of a tree behind a PR whose own tree then fails is obsolete: the train no longer
+/// waits for its verdict, and its CI is stopped at once instead of running to its end on the
+/// worker that took it. #3's tree holds #2 (main + #1 + #2 + #3, tested speculatively while
+/// #2's own runs); #2's fails; #3's run, which would take 20 s and then log `doomed-end`, is
+/// stopped and never logs it. The others land, #2 after its repair.
+#[test]
+fn a_test_made_obsolete_by_a_failure_ahead_is_stopped() {
+    let p = Project::new(
+        &[(1, "One", ""), (2, "Two", ""), (3, "Three", "")],
+        json!({"steps": {
+            "2:implement": ["busy:1000"],
+            "3:implement": ["busy:2000"],
+            "2:monitorCI": ["fix-ci"],
+        }}),
+        json!({}),
+    );
+    let runs = p.root.join("ci-runs.log");
+    let script = format!(
+        "echo \"start $(git rev-parse HEAD)\" >> {runs}; \
+         if [ -e src/issue_1.txt ] && [ -e src/issue_2.txt ] && [ ! -e ci-fixed ]; then \
+         if [ -e src/issue_3.txt ]; then sleep 20; echo doomed-end >> {runs}; exit 1; fi; \
+         sleep 4; echo 'issue 1 and issue 2 both define the same setting'; exit 1; fi; \
+         sleep 1; echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}",
+        runs = runs.display(),
+    );
+    let mut extra = json!({ "steps": e2e::builtin_steps() });
+    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+    extra["train"] = json!({"maxParallel": 3});
+    p.set_config(extra);
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let out = p.run(&["--workers", "3"]);
+    let all = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    assert!(
+        all.contains("merge train: CI on main + #1 + #2 + #3 was stopped: a PR ahead of it failed"),
+        "the obsolete test is stopped and said: {all}"
+    );
+    let log = std::fs::read_to_string(&runs).unwrap_or_default();
+    assert!(
+        !log.contains("doomed-end"),
+        "it did not run to its end:\n{log}"
+    );
+    let untested = untested_on_main(&p.origin, &start, &runs);
+    assert_eq!(untested, Vec::<String>::new(), "{all}");
+}

@@ -97,14 +97,7 @@ impl GhError {
     /// What the failure means, for the machine.
     pub fn kind(&self) -> CallFailureKind {
         match self {
-            GhError::Stopped {
-                why: Stopped::Shutdown,
-                ..
-            } => CallFailureKind::Cancelled,
-            GhError::Stopped {
-                why: Stopped::Deadline,
-                ..
-            } => CallFailureKind::StepDeadline,
+            GhError::Stopped { why, .. } => CallFailureKind::of_stop(*why),
             GhError::CannotStart { source, .. } => CallFailureKind::of_io(source),
             GhError::TimedOut { .. } => CallFailureKind::TimedOut,
             GhError::NoAnswer { kind, .. } => *kind,

@@ -162,6 +162,14 @@ impl Coordinator {
         self.held.keys().filter(|car| !self.parked(**car)).count()
     }
 
+    /// Whether the train still waits for test `id`'s verdict: a failure ahead of its tree (or
+    /// main moving) makes a test obsolete, and its run may be stopped.
+    pub fn test_under_way(&self, id: u64) -> bool {
+        self.train
+            .as_ref()
+            .is_some_and(|t| t.cars().any(|(_, v)| v == super::Verdict::Testing(id)))
+    }
+
     /// After a restart, `worker` holds `issue` again, which it was given before: whatever is
     /// at work now (the train is restored after), a resumed issue is never refused.
     pub fn resume(&mut self, worker: Worker, issue: u32) {
