@@ -40,11 +40,17 @@ fn train_of_three(merge_secs: u32) -> (Project, PathBuf) {
         origin = p.origin.display(),
         runs = runs.display(),
     );
+    train_config(&p, &script, json!({"maxParallel": 3}));
+    (p, runs)
+}
+
+/// Built-in steps, `script` as the local CI (by `sh -c`, a minute at most) and `train` as the
+/// merge train's settings.
+fn train_config(p: &Project, script: &str, train: serde_json::Value) {
     let mut extra = json!({ "steps": e2e::builtin_steps() });
     extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
-    extra["train"] = json!({"maxParallel": 3});
+    extra["train"] = train;
     p.set_config(extra);
-    (p, runs)
 }
 
 /// The CI log's runs: (tested commit, the issues' files in it, those on origin's main as the
@@ -302,10 +308,7 @@ fn a_verdict_behind_the_head(slow_secs: u32) -> (Project, PathBuf) {
         origin = p.origin.display(),
         runs = runs.display(),
     );
-    let mut extra = json!({ "steps": e2e::builtin_steps() });
-    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
-    extra["train"] = json!({"maxParallel": 3});
-    p.set_config(extra);
+    train_config(&p, &script, json!({"maxParallel": 3}));
     (p, runs)
 }
 
@@ -463,10 +466,7 @@ fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
         origin = p.origin.display(),
         runs = runs.display(),
     );
-    let mut extra = json!({ "steps": e2e::builtin_steps() });
-    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
-    extra["train"] = json!({"maxParallel": 1, "batch": 2});
-    p.set_config(extra);
+    train_config(&p, &script, json!({"maxParallel": 1, "batch": 2}));
     let start = git(&p.origin, &["rev-parse", "main"]);
     let out = p.run(&["--workers", "4"]);
     let all = text(&out);
@@ -525,9 +525,7 @@ fn workers_standing_by_take_the_next_issues_while_prs_wait_in_the_train() {
         agents = p.agent_log.display(),
         runs = runs.display(),
     );
-    let mut extra = json!({ "steps": e2e::builtin_steps() });
-    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
-    p.set_config(extra);
+    train_config(&p, &script, json!({}));
     let start = git(&p.origin, &["rev-parse", "main"]);
     let out = p.run(&["--workers", "2"]);
     let all = text(&out);
@@ -578,10 +576,7 @@ fn a_test_made_obsolete_by_a_failure_ahead_is_stopped() {
          sleep 1; echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}",
         runs = runs.display(),
     );
-    let mut extra = json!({ "steps": e2e::builtin_steps() });
-    extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
-    extra["train"] = json!({"maxParallel": 3});
-    p.set_config(extra);
+    train_config(&p, &script, json!({"maxParallel": 3}));
     let start = git(&p.origin, &["rev-parse", "main"]);
     let out = p.run(&["--workers", "3"]);
     let all = text(&out);

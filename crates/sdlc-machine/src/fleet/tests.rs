@@ -410,37 +410,22 @@ fn workers_beyond_those_at_work_stand_by_until_a_pr_joins_the_train() {
         at_work: Some(2),
         ..limits()
     });
-    let start = |c: &mut Coordinator, worker, issue| c.handle(Report::WantsIssue { worker, issue });
-    assert_eq!(
-        start(&mut c, 0, 1),
-        vec![Order::Start {
-            worker: 0,
-            issue: 1
-        }]
-    );
-    assert_eq!(
-        start(&mut c, 1, 2),
-        vec![Order::Start {
-            worker: 1,
-            issue: 2
-        }]
-    );
+    // Whether the worker asking for the issue is given it (else told to skip it).
+    let starts = |c: &mut Coordinator, worker, issue| {
+        let orders = c.handle(Report::WantsIssue { worker, issue });
+        assert!(
+            orders == vec![Order::Start { worker, issue }]
+                || orders == vec![Order::Skip { worker, issue }],
+            "{orders:?}"
+        );
+        orders == vec![Order::Start { worker, issue }]
+    };
+    assert!(starts(&mut c, 0, 1));
+    assert!(starts(&mut c, 1, 2));
     assert!(!c.may_take_issue(2), "two are at work");
-    assert_eq!(
-        start(&mut c, 2, 3),
-        vec![Order::Skip {
-            worker: 2,
-            issue: 3
-        }]
-    );
+    assert!(!starts(&mut c, 2, 3));
     assert!(c.may_take_issue(0), "a worker keeps the issue it holds");
-    assert_eq!(
-        start(&mut c, 0, 1),
-        vec![Order::Start {
-            worker: 0,
-            issue: 1
-        }]
-    );
+    assert!(starts(&mut c, 0, 1));
     // #1's PR joins the train: one worker may take an issue.
     let joined = c.handle(Report::WantsMerge { worker: 0 });
     assert_eq!(joined.first(), Some(&Order::TakeOn), "{joined:?}");
@@ -453,20 +438,8 @@ fn workers_beyond_those_at_work_stand_by_until_a_pr_joins_the_train() {
     assert!(!c
         .handle(Report::WantsMerge { worker: 0 })
         .contains(&Order::TakeOn));
-    assert_eq!(
-        start(&mut c, 2, 3),
-        vec![Order::Start {
-            worker: 2,
-            issue: 3
-        }]
-    );
-    assert_eq!(
-        start(&mut c, 3, 4),
-        vec![Order::Skip {
-            worker: 3,
-            issue: 4
-        }]
-    );
+    assert!(starts(&mut c, 2, 3));
+    assert!(!starts(&mut c, 3, 4));
     // #1 fails in the train and is returned: once told (its merge turn), its worker is at
     // work again to repair it, beside the two.
     let test = test.expect("the head's test");
