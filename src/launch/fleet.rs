@@ -18,31 +18,44 @@ use sdlc_machine::fleet::{Coordinator, FleetHalt, FleetLimits, Worker};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// A clone's open session as its journal recorded it: what it spent (with the running cost of
+/// a call it died in) and the issue it is in the middle of; `None` without one.
+fn continued(clone: &Path) -> Result<Option<(u64, Option<u32>)>, String> {
+    let dir = crate::runner_dir::RunnerDir {
+        dir: clone.join(".git").join(crate::runner_dir::DIR_NAME),
+    };
+    let path = dir.journal();
+    if !path.exists() {
+        return Ok(None);
+    }
+    let recovered = crate::journal::Journal::read(&path).map_err(|e| e.to_string())?;
+    Ok(recovered.open_session.map(|open| {
+        let (core, _) = crate::journal::rebuild_session(&open);
+        let spent = core
+            .runner()
+            .session_cost_micros
+            .saturating_add(open.unanswered_spend_micros.unwrap_or(0));
+        (spent, core.runner().issue)
+    }))
+}
+
 /// What the sessions the workers continue (a fleet killed or crashed, run again) had spent:
-/// each worker's open session rebuilt from its journal, with the running cost of a call it
-/// died in. The fleet's shares lived in its memory; the journals are what is left of them.
+/// each worker's open session rebuilt from its journal. The fleet's shares lived in its
+/// memory; the journals are what is left of them.
 fn session_spent_before(clones: &[PathBuf]) -> Result<u64, String> {
     let mut total = 0u64;
     for clone in clones {
-        let dir = crate::runner_dir::RunnerDir {
-            dir: clone.join(".git").join(crate::runner_dir::DIR_NAME),
-        };
-        let path = dir.journal();
-        if !path.exists() {
-            continue;
-        }
-        let recovered = crate::journal::Journal::read(&path).map_err(|e| {
+        let spent = continued(clone).map_err(|e| {
             format!("budget.perSessionUsd: cannot count what the workers' sessions spent: {e}; repair or move the journal it names")
         })?;
-        if let Some(open) = recovered.open_session {
-            let (core, _) = crate::journal::rebuild_session(&open);
-            let spent = core.runner().session_cost_micros;
-            total = total
-                .saturating_add(spent)
-                .saturating_add(open.unanswered_spend_micros.unwrap_or(0));
-        }
+        total = total.saturating_add(spent.map_or(0, |(spent, _)| spent));
     }
     Ok(total)
+}
+
+/// Whether the driver on `clone` continues an issue (or cannot tell: its startup says why).
+fn continues_an_issue(clone: &Path) -> bool {
+    !matches!(continued(clone), Ok(None) | Ok(Some((_, None))))
 }
 
 /// The file that keeps a fleet halt across runs (`release` removes it too).
@@ -248,7 +261,13 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
         plan.runner_dir.join("workers").display()
     );
     let seats = seats(&cfg, &opts, &plan, spent.today);
-    let started: Vec<Starting> = seats.iter().cloned().map(Seat::start).collect();
+    // The drivers that continue an issue start first; fresh ones then while there is room at
+    // work. The others begin no session until a `TakeOn` starts them.
+    let (resuming, fresh): (Vec<Seat>, Vec<Seat>) = seats
+        .iter()
+        .cloned()
+        .partition(|s| continues_an_issue(&s.cfg.project_path));
+    let mut started: Vec<Starting> = resuming.into_iter().map(Seat::start).collect();
     let resumed: Vec<(Worker, u32)> = started
         .iter()
         .filter_map(|w| match &w.started {
@@ -259,6 +278,7 @@ fn execute(cfg: Config, opts: RunOptions, plan: Plan) -> i32 {
     if let Some(said) = shared.resume(journal, &resumed) {
         say!("{said}");
     }
+    started.extend(fresh.into_iter().take(shared.room()).map(Seat::start));
     let codes = runtime.block_on(drive_workers(&shared, &seats, started));
     if let Some((why, escalated)) = shared.halt() {
         let halt = Halted {
@@ -330,27 +350,20 @@ fn seats(cfg: &Config, opts: &RunOptions, plan: &Plan, spent_today: Option<u64>)
     seats
 }
 
-/// Drives the workers to their end, together: each run's exit code. Every driver that
-/// resumes an issue runs, and fresh ones while there is room at work; the others stand by
-/// until the coordinator orders `TakeOn` (a PR joined the merge train), when one whose
-/// clone is free is started again.
+/// Drives the workers started to their end, together: each run's exit code. The seats not
+/// started stand by until the coordinator orders `TakeOn` (a PR joined the merge train), when
+/// one whose clone is free is started; so is one whose driver ended well.
 async fn drive_workers(shared: &Arc<Shared>, seats: &[Seat], started: Vec<Starting>) -> Vec<i32> {
     let (take_on, mut asked) = tokio::sync::mpsc::unbounded_channel();
     shared.on_take_on(take_on);
     let mut tasks = tokio::task::JoinSet::new();
-    let mut idle = Vec::new();
-    let mut room = shared.room();
+    let mut idle: Vec<Worker> = seats
+        .iter()
+        .map(|s| s.worker)
+        .filter(|w| !started.iter().any(|s| s.worker == *w))
+        .rev()
+        .collect();
     for starting in started {
-        if let Ok(Started::Ready(driver)) = &starting.started {
-            if driver.issue_under_way().is_none() {
-                if room == 0 {
-                    // Dropped: its clone's lock is let go until it is started again.
-                    idle.push(starting.worker);
-                    continue;
-                }
-                room -= 1;
-            }
-        }
         tasks.spawn(drive_one(shared.clone(), starting));
     }
     let mut codes = Vec::new();
@@ -367,12 +380,12 @@ async fn drive_workers(shared: &Arc<Shared>, seats: &[Seat], started: Vec<Starti
                 Some(Err(_)) => codes.push(2),
             },
             Some(()) = asked.recv() => {
-                let Some(seat) = idle.pop().and_then(|w| seats.get(w as usize)).cloned() else {
-                    continue;
-                };
                 if shared.stopping() {
                     continue;
                 }
+                let Some(seat) = idle.pop().and_then(|w| seats.get(w as usize)).cloned() else {
+                    continue;
+                };
                 let shared = shared.clone();
                 let worker = seat.worker;
                 tasks.spawn(async move {
