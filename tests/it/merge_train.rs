@@ -496,14 +496,10 @@ fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
     assert_eq!(untested, Vec::<String>::new(), "{all}");
 }
 
-/// `--workers 2` with `train.standby` (the default): while the first PRs wait in the train, the
-/// two workers standing by take the next issues. Every CI run logs, as it ends, how many
-/// issues origin's main holds and which issues the agent has been invoked for: a run that
-/// ended with main still empty and the agent already at work on #3 or #4 shows an issue begun
-/// while the PRs ahead of it waited. Without a worker standing by, #3 could only begin once
-/// #1 or #2 landed.
-#[test]
-fn workers_standing_by_take_the_next_issues_while_prs_wait_in_the_train() {
+/// Four issues, built-in steps and a CI of 3 s per run that logs, as each run ends, how many
+/// issues origin's main holds and which issues the agent has been invoked for
+/// (`end <main's issues> <agent's issues,>`), then `pass <tree>`.
+fn four_issues_standing_by() -> (Project, PathBuf) {
     let p = Project::new(
         &[
             (1, "One", ""),
@@ -526,6 +522,16 @@ fn workers_standing_by_take_the_next_issues_while_prs_wait_in_the_train() {
         runs = runs.display(),
     );
     train_config(&p, &script, json!({}));
+    (p, runs)
+}
+
+/// `--workers 2` with `train.standby` (the default): while the first PRs wait in the train, the
+/// two workers standing by take the next issues. A CI run that ended with main still empty
+/// and the agent already at work on #3 or #4 shows an issue begun while the PRs ahead of it
+/// waited. Without a worker standing by, #3 could only begin once #1 or #2 landed.
+#[test]
+fn workers_standing_by_take_the_next_issues_while_prs_wait_in_the_train() {
+    let (p, runs) = four_issues_standing_by();
     let start = git(&p.origin, &["rev-parse", "main"]);
     let out = p.run(&["--workers", "2"]);
     let all = text(&out);
@@ -547,6 +553,48 @@ fn workers_standing_by_take_the_next_issues_while_prs_wait_in_the_train() {
         early,
         "#3 or #4 began before either PR ahead landed:\n{log}\n{all}"
     );
+    let untested = not_passed_on_main(&p.origin, &start, &runs, |_| false);
+    assert_eq!(untested, Vec::<String>::new(), "{all}");
+}
+
+/// A SIGKILL of a fleet whose workers standing by are at work on #3 and #4 while #1's and
+/// #2's PRs wait in the train: run again, each clone resumes its issue (more of them than
+/// may be at work, those waiting in the train among them), every issue lands once, and
+/// main's first-parent history holds only trees CI passed.
+#[test]
+fn a_kill_while_workers_stand_by_resumes_every_issue_and_lands_each_once() {
+    let (p, runs) = four_issues_standing_by();
+    let start = git(&p.origin, &["rev-parse", "main"]);
+    let mut child = p.spawn(&["--workers", "2"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let standing_by_at_work = || {
+        e2e::invocations_in(&p.agent_log)
+            .iter()
+            .any(|(issue, _)| *issue >= 3)
+            && merged_issues(&p.origin).is_empty()
+    };
+    while !standing_by_at_work() {
+        if Instant::now() > deadline || child.try_wait().ok().flatten().is_some() {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("output");
+            panic!("no worker standing by took an issue:\n{}", text(&out));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("kill -9");
+    let killed = child.wait_with_output().expect("output");
+    // The killed CI commands end on their own; then the fleet runs again.
+    std::thread::sleep(Duration::from_secs(4));
+    let out = p.run(&["--workers", "2"]);
+    let all = format!("{}\n{}", text(&killed), text(&out));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3, 4], "{all}");
+    for n in 1..=4 {
+        assert!(
+            all.contains(&format!("merge train: #{n} lands")),
+            "#{n} lands through the train, not beside it: {all}"
+        );
+    }
     let untested = not_passed_on_main(&p.origin, &start, &runs, |_| false);
     assert_eq!(untested, Vec::<String>::new(), "{all}");
 }
