@@ -19,15 +19,7 @@ use std::time::{Duration, Instant};
 /// tree of the train) and fails a tree holding both #1's and #2's files (two files defining
 /// one setting) unless the agent's `ci-fixed` is in it. #2's CI repair adds `ci-fixed`.
 fn train_of_three(merge_secs: u32) -> (Project, PathBuf) {
-    let p = Project::new(
-        &[(1, "One", ""), (2, "Two", ""), (3, "Three", "")],
-        json!({"steps": {
-            "2:implement": ["busy:3000"],
-            "3:implement": ["busy:6000"],
-            "2:monitorCI": ["fix-ci"],
-        }}),
-        json!({}),
-    );
+    let p = three_issues(3000, 6000);
     let runs = p.root.join("ci-runs.log");
     let script = format!(
         "n=$(ls src/issue_*.txt 2>/dev/null | wc -l); \
@@ -42,6 +34,20 @@ fn train_of_three(merge_secs: u32) -> (Project, PathBuf) {
     );
     train_config(&p, &script, json!({"maxParallel": 3}));
     (p, runs)
+}
+
+/// Three issues whose implement steps take 0, `two_ms` and `three_ms` (so they reach their
+/// merge in that order); #2's CI repair adds `ci-fixed`.
+fn three_issues(two_ms: u32, three_ms: u32) -> Project {
+    Project::new(
+        &[(1, "One", ""), (2, "Two", ""), (3, "Three", "")],
+        json!({"steps": {
+            "2:implement": [format!("busy:{two_ms}")],
+            "3:implement": [format!("busy:{three_ms}")],
+            "2:monitorCI": ["fix-ci"],
+        }}),
+        json!({}),
+    )
 }
 
 /// Built-in steps, `script` as the local CI (by `sh -c`, a minute at most) and `train` as the
@@ -606,15 +612,7 @@ fn a_kill_while_workers_stand_by_resumes_every_issue_and_lands_each_once() {
 /// stopped and never logs it. The others land, #2 after its repair.
 #[test]
 fn a_test_made_obsolete_by_a_failure_ahead_is_stopped() {
-    let p = Project::new(
-        &[(1, "One", ""), (2, "Two", ""), (3, "Three", "")],
-        json!({"steps": {
-            "2:implement": ["busy:1000"],
-            "3:implement": ["busy:2000"],
-            "2:monitorCI": ["fix-ci"],
-        }}),
-        json!({}),
-    );
+    let p = three_issues(1000, 2000);
     let runs = p.root.join("ci-runs.log");
     let script = format!(
         "echo \"start $(git rev-parse HEAD)\" >> {runs}; \
