@@ -147,11 +147,7 @@ impl Link {
 
     /// [`Link::report`], with all the coordinator answered this worker.
     pub fn ask(&self, report: Report) -> Reply {
-        // Whatever may pass the merge turn on or change the train is news.
-        let news = !matches!(
-            report,
-            Report::WantsIssue { .. } | Report::Spent { .. } | Report::Waiting { .. }
-        );
+        let news = is_turn_news(&report);
         let (orders, train) = {
             let mut c = locked(&self.shared.coordinator);
             let orders = c.handle(report);
@@ -304,6 +300,26 @@ pub(super) fn tell(fleet: Option<&Link>, report: impl FnOnce(Worker) -> Report) 
 /// Whether the fleet's coordinator gives `issue` to this worker (always, outside a fleet).
 pub(super) fn gives(fleet: Option<&Link>, issue: u32) -> bool {
     tell(fleet, |worker| Report::WantsIssue { worker, issue }) != Some(false)
+}
+
+/// Whether `report` may pass the merge turn on or settle, rebuild or empty the train: news for
+/// the workers pausing for their turn and for the tests under way. An ask for the turn is
+/// not: every paused worker woken by one would ask in turn, and wake the others again.
+fn is_turn_news(report: &Report) -> bool {
+    match report {
+        Report::MergeDone { .. }
+        | Report::Merged { .. }
+        | Report::Tested { .. }
+        | Report::TestAbandoned { .. }
+        | Report::MainMoved { .. }
+        | Report::Escalated { .. }
+        | Report::Halted { .. }
+        | Report::Finished { .. } => true,
+        Report::WantsMerge { .. }
+        | Report::WantsIssue { .. }
+        | Report::Spent { .. }
+        | Report::Waiting { .. } => false,
+    }
 }
 
 /// Resolves when the merge turn may have passed on in this worker's fleet (never outside a

@@ -123,6 +123,35 @@ mod tests {
         )
     }
 
+    /// Polls `news` once: whether it resolved.
+    async fn woken(news: std::pin::Pin<&mut tokio::sync::futures::Notified<'_>>) -> bool {
+        use std::future::Future;
+        let mut news = news;
+        std::future::poll_fn(|cx| std::task::Poll::Ready(news.as_mut().poll(cx).is_ready())).await
+    }
+
+    #[tokio::test]
+    async fn an_ask_for_the_turn_wakes_no_paused_worker_and_a_merge_that_ended_wakes_them() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let shared = Arc::new(shared(dir.path()));
+        let other = Link {
+            shared: shared.clone(),
+            worker: 1,
+        };
+        other.report(Report::WantsIssue {
+            worker: 1,
+            issue: 8,
+        });
+        let news = shared.turn_news.notified();
+        tokio::pin!(news);
+        news.as_mut().enable();
+        // Were an ask news, every paused worker woken by it would ask and wake the others.
+        other.ask(Report::WantsMerge { worker: 1 });
+        assert!(!woken(news.as_mut()).await, "an ask woke a paused worker");
+        other.ask(Report::MergeDone { worker: 1 });
+        assert!(woken(news.as_mut()).await, "a merge that ended is news");
+    }
+
     #[test]
     fn a_pr_waiting_in_the_train_keeps_the_time_it_joined_across_a_restart() {
         let dir = tempfile::tempdir().expect("tempdir");
