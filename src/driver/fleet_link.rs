@@ -91,16 +91,9 @@ impl Shared {
                 .any(|s| s.requested().is_some())
     }
 
-    /// How many more workers may take an issue now (the coordinator's `at_work` less those
-    /// at work); every one when none stands by.
+    /// How many more workers may take an issue now (`Coordinator::room`).
     pub(crate) fn room(&self) -> usize {
-        let c = locked(&self.coordinator);
-        match c.limits().at_work {
-            Some(most) => usize::try_from(most)
-                .unwrap_or(usize::MAX)
-                .saturating_sub(c.at_work()),
-            None => usize::MAX,
-        }
+        locked(&self.coordinator).room()
     }
 
     /// Why the fleet halted, if it did, with the issues it escalated.

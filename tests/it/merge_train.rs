@@ -50,6 +50,16 @@ fn three_issues(two_ms: u32, three_ms: u32) -> Project {
     )
 }
 
+/// `run --workers <workers>` on `p` to its end: it exits 0 and main holds the merges of
+/// `issues`, once each. What it said, after `before` (an earlier run's words).
+fn fleet_lands(p: &Project, workers: &str, before: &str, issues: &[u32]) -> String {
+    let out = p.run(&["--workers", workers]);
+    let all = format!("{before}\n{}", text(&out));
+    assert_eq!(out.status.code(), Some(0), "{all}");
+    assert_eq!(merged_issues(&p.origin), issues, "{all}");
+    all
+}
+
 /// Built-in steps, `script` as the local CI (by `sh -c`, a minute at most) and `train` as the
 /// merge train's settings.
 fn train_config(p: &Project, script: &str, train: serde_json::Value) {
@@ -142,10 +152,7 @@ fn not_passed_on_main(
 fn three_prs_in_a_train_the_middle_one_failing_together_is_returned_and_the_others_land() {
     let (p, runs) = train_of_three(6);
     let start = git(&p.origin, &["rev-parse", "main"]);
-    let out = p.run(&["--workers", "3"]);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}");
-    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    let all = fleet_lands(&p, "3", "", &[1, 2, 3]);
     assert!(
         all.contains("merge train: #2 is returned to its cycle: CI failed main + #1 + "),
         "#2 is returned naming the combination: {all}"
@@ -241,10 +248,7 @@ fn a_kill_during_a_trains_ci_resumes_without_landing_an_untested_tree() {
     let killed = child.wait_with_output().expect("output");
     // The killed CI command ends on its own; then the fleet runs again.
     std::thread::sleep(Duration::from_secs(6));
-    let out = p.run(&["--workers", "3"]);
-    let all = format!("{}\n{}", text(&killed), text(&out));
-    assert_eq!(out.status.code(), Some(0), "{all}");
-    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    let all = fleet_lands(&p, "3", &text(&killed), &[1, 2, 3]);
     assert_eq!(
         untested_on_main(&p.origin, &start, &runs),
         Vec::<String>::new(),
@@ -474,10 +478,7 @@ fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
     );
     train_config(&p, &script, json!({"maxParallel": 1, "batch": 2}));
     let start = git(&p.origin, &["rev-parse", "main"]);
-    let out = p.run(&["--workers", "4"]);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}");
-    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3, 4], "{all}");
+    let all = fleet_lands(&p, "4", "", &[1, 2, 3, 4]);
     assert!(
         all.contains("merge train: #4 is returned to its cycle: CI failed main + ")
             && all.contains(" + #3 + #4 and passed main + "),
@@ -591,10 +592,7 @@ fn a_kill_while_workers_stand_by_resumes_every_issue_and_lands_each_once() {
     let killed = child.wait_with_output().expect("output");
     // The killed CI commands end on their own; then the fleet runs again.
     std::thread::sleep(Duration::from_secs(4));
-    let out = p.run(&["--workers", "2"]);
-    let all = format!("{}\n{}", text(&killed), text(&out));
-    assert_eq!(out.status.code(), Some(0), "{all}");
-    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3, 4], "{all}");
+    let all = fleet_lands(&p, "2", &text(&killed), &[1, 2, 3, 4]);
     for n in 1..=4 {
         assert!(
             all.contains(&format!("merge train: #{n} lands")),
@@ -624,10 +622,7 @@ fn a_test_made_obsolete_by_a_failure_ahead_is_stopped() {
     );
     train_config(&p, &script, json!({"maxParallel": 3}));
     let start = git(&p.origin, &["rev-parse", "main"]);
-    let out = p.run(&["--workers", "3"]);
-    let all = text(&out);
-    assert_eq!(out.status.code(), Some(0), "{all}");
-    assert_eq!(merged_issues(&p.origin), vec![1, 2, 3], "{all}");
+    let all = fleet_lands(&p, "3", "", &[1, 2, 3]);
     assert!(
         all.contains("merge train: CI on main + #1 + #2 + #3 was stopped: a PR ahead of it failed"),
         "the obsolete test is stopped and said: {all}"

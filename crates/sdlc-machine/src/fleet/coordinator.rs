@@ -180,14 +180,17 @@ impl Coordinator {
     /// Whether `worker` may take an issue now: it holds one already, or fewer workers are at
     /// work than `FleetLimits::at_work` allows.
     pub fn may_take_issue(&self, worker: Worker) -> bool {
-        self.held_by(worker).is_some() || self.room()
+        self.held_by(worker).is_some() || self.room() > 0
     }
 
-    /// Whether fewer workers are at work than may be.
-    fn room(&self) -> bool {
-        self.limits
-            .at_work
-            .is_none_or(|most| self.at_work() < usize::try_from(most).unwrap_or(usize::MAX))
+    /// How many more workers may take an issue now: `FleetLimits::at_work` less those at
+    /// work (every one when none stands by).
+    pub fn room(&self) -> usize {
+        self.limits.at_work.map_or(usize::MAX, |most| {
+            usize::try_from(most)
+                .unwrap_or(usize::MAX)
+                .saturating_sub(self.at_work())
+        })
     }
 
     /// The limits it was made with.
@@ -352,7 +355,7 @@ impl Coordinator {
             let _ = train.join(car);
         }
         let mut orders = Vec::new();
-        if !was_parked && self.parked(car) && self.limits.at_work.is_some() && self.room() {
+        if !was_parked && self.parked(car) && self.limits.at_work.is_some() && self.room() > 0 {
             orders.push(Order::TakeOn);
         }
         let Some(train) = self.train.as_mut() else {
