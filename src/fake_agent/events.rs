@@ -249,21 +249,41 @@ impl Emitter {
     }
 
     /// At least `bytes` of assistant text events of about 1 KB each, written as they are
-    /// made so the fake's memory stays flat however large the flood.
+    /// made so the fake's memory stays flat however large the flood. Each line is the event
+    /// serialized once with holes for what changes (its number and ids): serializing a
+    /// kilobyte of JSON per line cost this fake more CPU than the runner spent reading it.
     pub fn flood(&mut self, bytes: u64) -> io::Result<()> {
         let filler = "lorem ipsum dolor sit amet ".repeat(20);
+        let text = format!("flood line {}: {filler}", Hole::Number.token());
+        let mut event = match self.kind {
+            AgentKind::Claude => self.assistant(json!([{"type": "text", "text": text}])),
+            AgentKind::Codex => json!({"type": "item.completed",
+                "item": {"id": Hole::Item.token(), "type": "agent_message", "text": text}}),
+            AgentKind::Gemini => json!({"type": "message", "role": "assistant",
+                "content": text, "delta": true}),
+        };
+        if self.kind == AgentKind::Claude {
+            event["message"]["id"] = json!(Hole::MessageId.token());
+            event["uuid"] = json!(Hole::Uuid.token());
+        }
+        let template = serde_json::to_string(&event)?;
+        let parts = Hole::split(&template);
+        let mut line = Vec::with_capacity(template.len() + 64);
         let mut written: u64 = 0;
         let mut n: u64 = 0;
         while written < bytes {
-            let text = format!("flood line {n}: {filler}");
-            let event = match self.kind {
-                AgentKind::Claude => self.assistant(json!([{"type": "text", "text": text}])),
-                AgentKind::Codex => json!({"type": "item.completed",
-                    "item": {"id": self.item(), "type": "agent_message", "text": text}}),
-                AgentKind::Gemini => json!({"type": "message", "role": "assistant",
-                    "content": text, "delta": true}),
-            };
-            let mut line = serde_json::to_vec(&event)?;
+            line.clear();
+            for (literal, hole) in &parts {
+                line.extend_from_slice(literal.as_bytes());
+                let value = match hole {
+                    Some(Hole::Number) => n.to_string(),
+                    Some(Hole::MessageId) => format!("msg_fake{}", self.ids.hex(24)),
+                    Some(Hole::Uuid) => self.ids.uuid(),
+                    Some(Hole::Item) => self.item(),
+                    None => String::new(),
+                };
+                line.extend_from_slice(value.as_bytes());
+            }
             line.push(b'\n');
             self.out.write_all(&line)?;
             written += line.len() as u64;
@@ -413,6 +433,52 @@ fn failure_text(overrides: &Value) -> String {
     }
 }
 
+/// What changes from one flood line to the next: a token in the line's template, filled in
+/// as each line is written. Ids and numbers need no JSON escaping.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Hole {
+    Number,
+    MessageId,
+    Uuid,
+    Item,
+}
+
+impl Hole {
+    const ALL: [Hole; 4] = [Hole::Number, Hole::MessageId, Hole::Uuid, Hole::Item];
+
+    fn token(self) -> &'static str {
+        match self {
+            Hole::Number => "@flood-number@",
+            Hole::MessageId => "@flood-message-id@",
+            Hole::Uuid => "@flood-uuid@",
+            Hole::Item => "@flood-item@",
+        }
+    }
+
+    /// The template as literal text, each piece followed by the hole after it (none after
+    /// the last).
+    fn split(template: &str) -> Vec<(&str, Option<Hole>)> {
+        let mut parts = Vec::new();
+        let mut rest = template;
+        loop {
+            let next = Hole::ALL
+                .iter()
+                .filter_map(|&h| rest.find(h.token()).map(|at| (at, h)))
+                .min_by_key(|&(at, _)| at);
+            match next {
+                Some((at, hole)) => {
+                    parts.push((&rest[..at], Some(hole)));
+                    rest = &rest[at + hole.token().len()..];
+                }
+                None => {
+                    parts.push((rest, None));
+                    return parts;
+                }
+            }
+        }
+    }
+}
+
 fn timestamp() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
@@ -456,5 +522,63 @@ impl IdSource {
             &h[16..20],
             &h[20..32]
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+            self.0
+                .lock()
+                .map_err(|_| io::ErrorKind::Other)?
+                .extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// Every kind's flood is lines of JSON in that kind's shape, numbered in order, each
+    /// with ids of its own and no hole left unfilled.
+    #[test]
+    fn a_flood_is_numbered_events_of_the_kinds_shape_with_fresh_ids() {
+        for kind in [AgentKind::Claude, AgentKind::Codex, AgentKind::Gemini] {
+            let buf = Shared::default();
+            let mut out = Emitter::new(kind, Box::new(buf.clone()), "m\"odel", "/w", 0.0);
+            out.flood(20_000).expect("flood");
+            let bytes = buf.0.lock().expect("lock").clone();
+            let text = String::from_utf8(bytes).expect("utf-8");
+            assert!(
+                text.len() >= 20_000 && !text.contains("@flood-"),
+                "{kind:?}"
+            );
+            let mut ids = std::collections::HashSet::new();
+            for (i, line) in text.lines().enumerate() {
+                let event: Value = serde_json::from_str(line).expect("a JSON line");
+                let (said, id) = match kind {
+                    AgentKind::Claude => (&event["message"]["content"][0]["text"], &event["uuid"]),
+                    AgentKind::Codex => (&event["item"]["text"], &event["item"]["id"]),
+                    AgentKind::Gemini => (&event["content"], &Value::Null),
+                };
+                let said = said.as_str().unwrap_or_default();
+                assert!(
+                    said.starts_with(&format!("flood line {i}: lorem")),
+                    "{event}"
+                );
+                assert!(ids.insert(id.to_string()) || id.is_null(), "{event}");
+                if kind == AgentKind::Claude {
+                    assert_eq!(event["message"]["model"], "m\"odel");
+                }
+            }
+            assert!(text.lines().count() > 10, "{kind:?}");
+        }
     }
 }

@@ -366,6 +366,35 @@ fn flood_streams_megabytes_then_succeeds() {
     let events = events(&out);
     assert!(events.len() > 5000, "about 1 KB per line: {}", events.len());
     assert_eq!(events.last().unwrap()["is_error"], false);
+    // Each line is its own message, numbered in order, as a real stream's would be.
+    let floods: Vec<&Value> = events
+        .iter()
+        .filter(|e| {
+            e["message"]["content"][0]["text"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("flood line "))
+        })
+        .collect();
+    assert!(floods.len() > 5000, "{}", floods.len());
+    for (i, e) in floods.iter().enumerate() {
+        let text = e["message"]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            text.starts_with(&format!("flood line {i}: lorem ipsum")),
+            "{e}"
+        );
+        assert_eq!(e["type"], "assistant", "{e}");
+        assert_eq!(e["session_id"], events[0]["session_id"], "{e}");
+    }
+    for field in ["/message/id", "/uuid"] {
+        let ids: std::collections::HashSet<&str> = floods
+            .iter()
+            .filter_map(|e| e.pointer(field)?.as_str())
+            .collect();
+        assert_eq!(ids.len(), floods.len(), "{field} is new on every line");
+    }
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("@flood-"));
     assert_eq!(git(&repo.work, &["branch", "--show-current"]), "6-issue-6");
 }
 
