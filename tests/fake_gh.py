@@ -22,12 +22,11 @@ message refusing every merge, a 405), "authHosts" (the hosts `auth status --host
 accepts). `gh pr`/`gh issue` commands are refused: the runner never prints GitHub's words
 without its status.
 """
-import datetime
+# datetime, shutil and tempfile are imported where a rare call needs them: each of the
+# hundreds of calls a run makes would pay for them at start.
 import fcntl
 import json
 import re
-import shutil
-import tempfile
 import os
 import subprocess
 import sys
@@ -291,6 +290,8 @@ def merge_rest(state, pr, sent):
     head = sent.get("sha")
     if head is not None and remote_heads(state).get(branch) != head:
         return answer(409, {"message": "Head branch was modified. Review and try the merge again."})
+    import shutil
+    import tempfile
     work = tempfile.mkdtemp()
     try:
         for step in (["clone", "--quiet", state["origin"], work],
@@ -383,6 +384,7 @@ def rest_cmd(state, args):
         return answer(200, rest_issue(state, issue))
     if rest == ["comments"] and method == "POST":
         issue.setdefault("comments", []).append(sent["body"])
+        import datetime
         now = datetime.datetime.now(datetime.timezone.utc)
         issue.setdefault("commentTimes", []).append(now.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
         save(state)

@@ -534,12 +534,15 @@ impl Project {
     }
 }
 
-/// Writes the fake `gh` (tests/fake_gh.py) as `bin/gh`, executable. Its first line names the
-/// interpreter `python3` resolves to, found once per test binary: `#!/usr/bin/env python3`
-/// went through a version manager's shim on each of a run's hundreds of calls (about twenty
-/// processes per call), which made these tests several times slower. Fails when python3 is
-/// missing: the tests that call this are ignored by a newcomer's `cargo test` and run by
-/// `.ci/run` after it installs python3.
+/// Writes the fake `gh` (tests/fake_gh.py) as `bin/fake_gh.py` and `bin/gh`, an executable
+/// that imports it. The `#!` line names the interpreter `python3` resolves to, found once per
+/// test binary: `#!/usr/bin/env python3` went through a version manager's shim on each of a
+/// run's hundreds of calls (about twenty processes per call), which made these tests several
+/// times slower. Imported, the script is compiled once and its bytecode kept in
+/// `bin/__pycache__` (whatever PYTHONDONTWRITEBYTECODE says); run as the script itself, Python parsed and compiled its 500 lines on
+/// every call, most of each call's CPU. Fails when python3 is missing: the tests that call
+/// this are ignored by a newcomer's `cargo test` and run by `.ci/run` after it installs
+/// python3.
 pub fn install_fake_gh(bin: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     static PYTHON: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -564,8 +567,13 @@ pub fn install_fake_gh(bin: &Path) -> PathBuf {
         .strip_prefix("#!/usr/bin/env python3\n")
         .expect("tests/fake_gh.py starts with its #! line");
     std::fs::create_dir_all(bin).expect("bin dir");
+    std::fs::write(bin.join("fake_gh.py"), body).expect("write fake_gh.py");
     let gh = bin.join("gh");
-    std::fs::write(&gh, format!("#!{python}\n{body}")).expect("write gh");
+    // The script's own directory is first on Python's path, so the import finds it there;
+    // the bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE
+    // is common in containers).
+    let stub = format!("#!{python}\nimport sys\nsys.dont_write_bytecode = False\nimport fake_gh\n");
+    std::fs::write(&gh, stub).expect("write gh");
     std::fs::set_permissions(&gh, std::fs::Permissions::from_mode(0o755)).expect("chmod gh");
     gh
 }
