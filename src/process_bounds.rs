@@ -361,7 +361,10 @@ mod tests {
                 seconds: 1,
                 reason: None,
             },
-            Effect::Pause { millis: 1 },
+            Effect::Pause {
+                millis: 1,
+                waits_for: crate::machine::PauseFor::MergeTurn,
+            },
             Effect::TakeMergeTurn { issue: 1 },
             Effect::ReleaseMergeTurn,
             Effect::AutoCommit(crate::machine::CommitKind::PartialWork),

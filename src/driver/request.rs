@@ -3,7 +3,7 @@
 //! `handler(Context, request) -> answer` (`context.rs`), and the loop one arm per request.
 
 use crate::machine::Commit;
-use crate::machine::{CommitKind, Effect, HaltReason, Notice, WaitReason};
+use crate::machine::{CommitKind, Effect, HaltReason, Notice, PauseFor, WaitReason};
 use crate::step::Step;
 
 /// An effect, by the handler that performs it.
@@ -97,6 +97,7 @@ pub(super) struct Wait {
 /// `Pause`.
 pub(super) struct Pause {
     pub millis: u64,
+    pub waits_for: PauseFor,
 }
 
 /// `TakeMergeTurn`.
@@ -166,7 +167,7 @@ impl From<Effect> for Request {
             }
             E::UpdateBranch { issue, commit } => Request::UpdateBranch(UpdateBranch { issue, commit }),
             E::Wait { seconds, reason } => Request::Wait(Wait { seconds, reason }),
-            E::Pause { millis } => Request::Pause(Pause { millis }),
+            E::Pause { millis, waits_for } => Request::Pause(Pause { millis, waits_for }),
             E::TakeMergeTurn { issue } => Request::TakeMergeTurn(TakeMergeTurn { issue }),
             E::ClaimIssue { issue } => Request::ClaimIssue(ClaimIssue { issue }),
             E::RenewClaim { issue, secs, lease_secs, fresh_secs } => {

@@ -7,7 +7,7 @@ use super::context::Context;
 use super::fleet_link;
 use super::request::{Pause, Wait};
 use super::shutdown::Shutdown;
-use crate::machine::{Event, State, WaitReason};
+use crate::machine::{Event, PauseFor, WaitReason};
 use crate::narration as say;
 use crate::ports::Clock;
 use std::time::Duration;
@@ -49,11 +49,11 @@ pub(super) async fn wait(cx: Context<'_>, request: Wait) -> Answer {
 pub(super) async fn pause(cx: Context<'_>, request: Pause) -> Answer {
     let (clock, shutdown) = (&*cx.shell.clock, &cx.shell.shutdown);
     let paused = sleep(clock, shutdown, Duration::from_millis(request.millis));
-    if !matches!(cx.state, State::WaitingToMerge { .. }) {
+    if request.waits_for != PauseFor::MergeTurn {
         return Answer::of(paused.await);
     }
-    // A pause for the merge turn ends early with news of the turn: the machine asks again
-    // (its wait's limit counts the pause whole, so news only brings its end nearer).
+    // The machine says news of the turn may end this pause: it then asks again (its wait's
+    // limit counts the pause whole, so news only brings its end nearer).
     Answer::of(tokio::select! {
         event = paused => event,
         () = fleet_link::turn_news(cx.fleet) => Event::WaitOver,

@@ -632,3 +632,34 @@ fn a_tuple_parameter_is_seen_and_a_named_one_is_not() {
         .collect();
     assert_eq!(tuples, vec!["(b, c): (u32, u32)", "g: &(u8, u8)"]);
 }
+
+/// (file, why it may read the machine's state by name.) How to perform a request is said by
+/// the request (a pause says what it waits for); a handler that matched the state to choose
+/// would decide something the journal does not hold.
+const READS_STATE: &[(&str, &str)] = &[(
+    "exit.rs",
+    "at the session's end, a halted run leaves everything on disk for inspection: what the run leaves, not how a request is performed",
+)];
+
+#[test]
+fn no_handler_chooses_how_to_perform_a_request_by_the_machines_state() {
+    for (name, code) in driver_sources() {
+        let code = without_tests(&code);
+        // `State::` itself, not `QueueState::` or `PrState::` (the adapters' answers).
+        let named = code.match_indices("State::").any(|(at, _)| {
+            !code[..at]
+                .chars()
+                .next_back()
+                .is_some_and(|c| c.is_alphanumeric() || c == '_')
+        });
+        let listed = READS_STATE.iter().any(|(file, _)| *file == name);
+        assert!(
+            !named || listed,
+            "src/driver/{name} chooses by the machine's state (`State::`): have the machine say it on the request, or list the file in READS_STATE with its reason"
+        );
+        assert!(
+            named || !listed,
+            "src/driver/{name} is listed in READS_STATE but reads no state: take it off"
+        );
+    }
+}

@@ -422,7 +422,10 @@ impl Runner {
         event: &Event,
         context: &mut Fx,
     ) -> Outcome<State> {
-        let pause = Effect::Pause { millis: *millis };
+        let pause = Effect::Pause {
+            millis: *millis,
+            waits_for: PauseFor::MergeTurn,
+        };
         match *event {
             Event::WaitOver => self.take_merge_turn(context),
             Event::Start => {

@@ -1142,3 +1142,79 @@ fn with_ask_a_weakening_waits_for_a_person_whose_retry_approves_it_for_the_cycle
     core.handle(&Event::IssueSelected { issue: 2 });
     assert!(!core.runner().weakening_approved());
 }
+
+/// Every pause says what it waits for, so the shell never reads the state to know: one for
+/// another merger (the turn busy, a lost push race, and again on a restart in the wait) may
+/// end early with news of the turn; one between looks for a person's decision may not.
+#[test]
+fn a_pause_says_whether_news_of_the_merge_turn_may_end_it() {
+    use super::doc_support::{failed, started, until};
+    let pauses = |fx: &[Effect]| -> Vec<PauseFor> {
+        fx.iter()
+            .filter_map(|e| match e {
+                Effect::Pause { waits_for, .. } => Some(*waits_for),
+                _ => None,
+            })
+            .collect()
+    };
+    let mut core = started(Limits {
+        merge_turn_wait_ms: Some(60_000),
+        ..Limits::default()
+    });
+    let is_turn = |r: &Effect| matches!(r, Effect::TakeMergeTurn { .. });
+    until(
+        &mut core,
+        Event::IssueSelected { issue: 1 },
+        is_turn,
+        |_| None,
+    );
+    let busy = core.handle(&Event::MergeTurnBusy).to_vec();
+    assert_eq!(pauses(&busy), [PauseFor::MergeTurn], "{busy:?}");
+    assert!(matches!(core.state(), State::WaitingToMerge { .. }));
+    let restarted = core.handle(&Event::Start).to_vec();
+    assert_eq!(pauses(&restarted), [PauseFor::MergeTurn], "{restarted:?}");
+    let is_merge = |r: &Effect| {
+        matches!(
+            r,
+            Effect::RunStep {
+                step: Step::Merge,
+                ..
+            }
+        )
+    };
+    until(&mut core, Event::WaitOver, is_merge, |_| None);
+    let lost = core
+        .handle(&Event::MergeRaceLost {
+            class: FailureClass::Unknown,
+            signature: crate::failure::Signature(5),
+            usage: Usage::default(),
+        })
+        .to_vec();
+    assert_eq!(pauses(&lost), [PauseFor::MergeTurn], "{lost:?}");
+
+    let mut core = started(Limits {
+        manual_approval: true,
+        ..Limits::default()
+    });
+    let is_ask = |r: &Effect| matches!(r, Effect::AskDecision { .. });
+    let fails = |r: &Effect| match r {
+        Effect::RunStep { step, .. } => Some(failed(*step)),
+        _ => None,
+    };
+    until(&mut core, Event::IssueSelected { issue: 1 }, is_ask, fails);
+    let pending = core.handle(&Event::DecisionPending).to_vec();
+    assert_eq!(pauses(&pending), [PauseFor::Decision], "{pending:?}");
+    // A pause an earlier version journaled, saying nothing of what it waits for, is one no
+    // news ends: it only runs its time.
+    let old: Effect =
+        serde_json::from_str(r#"{"effect":"pause","millis":200}"#).expect("old record");
+    assert_eq!(
+        old,
+        Effect::Pause {
+            millis: 200,
+            waits_for: PauseFor::Decision
+        }
+    );
+    let new = serde_json::to_string(&busy[busy.len() - 1]).expect("serialize");
+    assert!(new.contains(r#""waits_for":"mergeTurn""#), "{new}");
+}

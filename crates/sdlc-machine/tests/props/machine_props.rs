@@ -111,7 +111,7 @@ proptest! {
                     paused = 0;
                 }
                 Effect::Notify(Notice::WaitingForMergeTurn { .. }) => paused = 0,
-                Effect::Pause { millis } => {
+                Effect::Pause { millis, .. } => {
                     paused += millis;
                     prop_assert!(paused <= limit_ms.max(Contention::MAX_LOST_RACES as u64 * 250));
                 }

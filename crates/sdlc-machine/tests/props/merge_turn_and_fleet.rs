@@ -3,8 +3,8 @@
 //! a lost race's pause likewise, and a fleet-wide pause is the machine's wait, bounded.
 
 use sdlc_machine::failure::{FailureClass, Signature};
-use sdlc_machine::machine::WaitReason;
 use sdlc_machine::machine::{Core, Effect, Event, HaltReason, Limits, Mode, Notice, Usage};
+use sdlc_machine::machine::{PauseFor, WaitReason};
 use sdlc_machine::step::{Check, Step};
 
 /// A runner with a merge turn, at the merge step's turn request (every earlier step done).
@@ -50,7 +50,13 @@ fn a_merge_turn_taken_at_once_merges_without_asking_again() {
 fn an_issue_closed_while_the_runner_waited_for_the_merge_turn_is_not_merged() {
     let mut core = asking_for_the_merge_turn();
     let fx = core.handle(&Event::MergeTurnBusy).to_vec();
-    assert!(fx.contains(&Effect::Pause { millis: 200 }), "{fx:?}");
+    assert!(
+        fx.contains(&Effect::Pause {
+            millis: 200,
+            waits_for: PauseFor::MergeTurn
+        }),
+        "{fx:?}"
+    );
     let fx = core.handle(&Event::WaitOver).to_vec();
     assert_eq!(fx, vec![Effect::TakeMergeTurn { issue: 7 }]);
     // The turn comes after a pause: the issue is read again before anything merges.

@@ -762,7 +762,7 @@ fn the_wait_for_a_decision_is_the_machines_and_ends_on_time() {
     let fx = loop {
         let fx = core.handle(&Event::DecisionPending).to_vec();
         match fx.as_slice() {
-            [Effect::Pause { millis }] => waits.push(*millis / 1000),
+            [Effect::Pause { millis, .. }] => waits.push(*millis / 1000),
             _ => break fx,
         }
         assert_eq!(core.handle(&Event::WaitOver).to_vec(), vec![look]);

@@ -85,7 +85,7 @@ pub(crate) fn renewal_before(limits: &Limits, issue: u32, request: &Effect) -> O
         | Effect::UpdateBranch { .. }
         | Effect::TakeMergeTurn { .. } => 0,
         Effect::Wait { seconds, .. } => seconds,
-        Effect::Pause { millis } => millis.div_ceil(1000),
+        Effect::Pause { millis, .. } => millis.div_ceil(1000),
         Effect::AskDecision { .. } => limits.decision_wait_secs,
         _ => return None,
     };

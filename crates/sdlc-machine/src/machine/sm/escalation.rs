@@ -171,6 +171,7 @@ impl Runner {
         // Quiet: a look every few seconds is no wait to narrate; the state says it waits.
         fx.push(Effect::Pause {
             millis: next * 1000,
+            waits_for: PauseFor::Decision,
         });
         Handled
     }

@@ -114,7 +114,10 @@ impl Runner {
                     }));
                 }
                 self.paused_for_turn = true;
-                fx.push(Effect::Pause { millis });
+                fx.push(Effect::Pause {
+                    millis,
+                    waits_for: PauseFor::MergeTurn,
+                });
                 Transition(State::waiting_to_merge(millis))
             }
             None => self.halt(
@@ -148,7 +151,10 @@ impl Runner {
                     max: Contention::MAX_LOST_RACES,
                 }));
                 self.paused_for_turn = true;
-                fx.push(Effect::Pause { millis: pause_ms });
+                fx.push(Effect::Pause {
+                    millis: pause_ms,
+                    waits_for: PauseFor::MergeTurn,
+                });
                 Transition(State::waiting_to_merge(pause_ms))
             }
             AfterLostRace::GiveUp => {

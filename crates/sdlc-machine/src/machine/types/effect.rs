@@ -90,6 +90,21 @@ impl WaitReason {
     }
 }
 
+/// What a `Pause` waits for. The machine says it with the request, so the shell never reads
+/// the state to know whether news may end a pause early.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum PauseFor {
+    /// Another merger (the merge turn was busy, or a merge lost a push race): news of the
+    /// turn (a merge ended, a verdict of the train) ends the pause early, and the machine
+    /// asks again. Its wait's limit counts the pause whole either way.
+    MergeTurn,
+    /// The next look for a person's decision: only its time or a shutdown ends it. The
+    /// default, for pauses journaled before pauses said what they wait for.
+    #[default]
+    Decision,
+}
+
 /// Effects out, performed by the driver in order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "effect", rename_all = "camelCase")]
@@ -319,12 +334,15 @@ pub enum Effect {
     /// let is_turn = |r: &Effect| matches!(r, Effect::TakeMergeTurn { .. });
     /// until(&mut core, Event::IssueSelected { issue: 1 }, is_turn, |_| None);
     /// let pause = core.handle(&Event::MergeTurnBusy).request().copied();
-    /// assert!(matches!(pause, Some(Effect::Pause { .. })), "{pause:?}");
+    /// assert!(matches!(pause, Some(Effect::Pause { waits_for: PauseFor::MergeTurn, .. })), "{pause:?}");
     /// assert_eq!(core.handle(&Event::WaitOver).request(), Some(&Effect::TakeMergeTurn { issue: 1 }));
     /// ```
     Pause {
         /// How long.
         millis: u64,
+        /// What for: whether news of the merge turn may end it early.
+        #[serde(default)]
+        waits_for: PauseFor,
     },
     /// Take the merge turn: the fleet's, then the tracker's merge lease; the holder renews
     /// it (answered by `MergeTurnTaken`, `MergeTurnBusy`, `TrackerWriteFailed` when the lease

@@ -60,7 +60,7 @@ pub fn renewal_due(l: &Limits, request: &Effect) -> Option<u64> {
         | Effect::UpdateBranch { .. }
         | Effect::TakeMergeTurn { .. } => Some(0),
         Effect::Wait { seconds, .. } => Some(seconds),
-        Effect::Pause { millis } => Some(millis.div_ceil(1000)),
+        Effect::Pause { millis, .. } => Some(millis.div_ceil(1000)),
         Effect::AskDecision { .. } => Some(l.decision_wait_secs),
         _ => None,
     }

@@ -2,7 +2,7 @@
 
 use super::{At, Model};
 use sdlc_machine::failure::{FailureClass, Signature};
-use sdlc_machine::machine::{Effect, Event, HaltReason, Notice, Usage};
+use sdlc_machine::machine::{Effect, Event, HaltReason, Notice, PauseFor, Usage};
 use sdlc_machine::step::Step;
 
 impl Model {
@@ -66,7 +66,10 @@ impl Model {
         self.turn_waited += pause;
         self.turn_next = (self.turn_next * 2).min(2_000);
         self.paused_since_checks += pause;
-        self.fx.push(Effect::Pause { millis: pause });
+        self.fx.push(Effect::Pause {
+            millis: pause,
+            waits_for: PauseFor::MergeTurn,
+        });
         self.at = At::MergePause(pause);
     }
 
@@ -153,7 +156,10 @@ impl Model {
             }));
             let millis = 250 * u64::from(self.races);
             self.paused_since_checks += millis;
-            self.fx.push(Effect::Pause { millis });
+            self.fx.push(Effect::Pause {
+                millis,
+                waits_for: PauseFor::MergeTurn,
+            });
             self.at = At::MergePause(millis);
             return;
         }
@@ -167,10 +173,16 @@ impl Model {
     pub(super) fn on_merge_pause(&mut self, millis: u64, ev: &Event) -> bool {
         match *ev {
             Event::WaitOver => self.take_turn(),
-            Event::Start => self.fx.push(Effect::Pause { millis }),
+            Event::Start => self.fx.push(Effect::Pause {
+                millis,
+                waits_for: PauseFor::MergeTurn,
+            }),
             Event::ModeChanged { mode } => {
                 if self.change_mode(mode).is_none() {
-                    self.fx.push(Effect::Pause { millis });
+                    self.fx.push(Effect::Pause {
+                        millis,
+                        waits_for: PauseFor::MergeTurn,
+                    });
                 }
             }
             _ => return false,
