@@ -303,9 +303,13 @@ fn status_of_clone(cfg: &Config) -> Result<Status, journal::JournalError> {
     };
     if let Some(session) = &rec.last_session {
         st.session = Some(session.id.clone());
+        // A worker that stood by ended its session on `StandBy`: it is no idle worker, the
+        // fleet starts it again when a PR joins the merge train.
+        let stood_by = session.events.last() == Some(&crate::machine::Event::StandBy);
         st.session_status = Some(
             match &rec.last_end {
                 None => "open",
+                Some(SessionEnd::Exit { .. }) if stood_by => "standingBy",
                 Some(SessionEnd::Exit { .. }) => "exited",
                 Some(SessionEnd::Halt { .. }) => "halted",
                 Some(SessionEnd::HaltAcknowledged) => "haltAcknowledged",

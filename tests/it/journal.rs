@@ -886,3 +886,39 @@ fn the_failure_context_of_the_cycle_is_rebuilt_from_the_journal() {
     let (rebuilt, _) = rebuild(&limits, Mode::Continuous, &bare);
     assert_eq!(rebuilt.failure(Step::StartCycle), None);
 }
+
+/// A fleet's worker that stood by (as many workers as allowed were at work) is shown as
+/// standing by, not as a worker that exited with nothing to do.
+#[test]
+fn status_says_a_worker_that_stood_by_is_standing_by() {
+    let (dir, config) = project_with_config();
+    let project = dir.path().join("proj");
+    let path = journal::journal_path(&project).expect("journal path");
+    let (mut j, _) = Journal::open(&path).expect("journal");
+    let limits = Limits::default();
+    j.begin(&limits, Mode::Continuous).expect("begin");
+    let mut core = Core::new(limits, Mode::Continuous);
+    record(&mut j, &mut core, &[Event::Start, Event::StandBy]);
+    j.end(SessionEnd::Exit { code: 0 }).expect("end");
+
+    let (code, out, err) = run(bin().args(["status", "--json", "--config"]).arg(&config));
+    assert_eq!(code, 0, "{out}{err}");
+    let v: serde_json::Value = serde_json::from_str(&out).expect("status JSON");
+    assert_eq!(v["sessionStatus"], "standingBy", "{out}");
+    let (code, out, err) = run(bin().args(["status", "--config"]).arg(&config));
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(
+        out.contains("(standing by: as many workers as allowed are at work"),
+        "{out}"
+    );
+
+    // A session that ended otherwise still says it exited.
+    j.begin(&Limits::default(), Mode::Continuous)
+        .expect("begin");
+    let mut core = Core::new(Limits::default(), Mode::Continuous);
+    record(&mut j, &mut core, &[Event::Start, Event::NoIssues]);
+    j.end(SessionEnd::Exit { code: 0 }).expect("end");
+    let (_, out, _) = run(bin().args(["status", "--json", "--config"]).arg(&config));
+    let v: serde_json::Value = serde_json::from_str(&out).expect("status JSON");
+    assert_eq!(v["sessionStatus"], "exited", "{out}");
+}

@@ -81,7 +81,7 @@ impl Status {
         match &self.session {
             None => line("session:  none recorded yet".into()),
             Some(id) => {
-                let mut how = self.session_status.clone().unwrap_or_default();
+                let mut how = session_words(self.session_status.as_deref().unwrap_or_default());
                 if let Some(code) = self.exit_code {
                     how.push_str(&format!(" (code {code})"));
                 }
@@ -127,8 +127,8 @@ impl Status {
         for w in &self.workers {
             let mut how = w
                 .session_status
-                .clone()
-                .unwrap_or_else(|| "no session".into());
+                .as_deref()
+                .map_or_else(|| "no session".into(), session_words);
             if let Some(state) = &w.state {
                 how.push_str(&format!(", {state}"));
             }
@@ -425,4 +425,11 @@ fn streak_lines(c: &Counters, line: &mut impl FnMut(String)) {
         "  network waits of steps in a row (the model out of reach): {}/{}",
         c.step_network_wait_streak, c.max_network_waits
     ));
+}
+/// A session's status as the text says it: the JSON's word, but for a worker standing by.
+fn session_words(status: &str) -> String {
+    match status {
+        "standingBy" => "standing by: as many workers as allowed are at work".into(),
+        other => other.into(),
+    }
 }

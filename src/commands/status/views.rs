@@ -20,7 +20,8 @@ pub struct Status {
     pub torn_line: Option<String>,
     /// The last session (open or ended), `None` when the journal holds none.
     pub session: Option<String>,
-    /// `open`, `exited`, `halted` or `haltAcknowledged`.
+    /// `open`, `exited`, `standingBy` (a fleet's worker that stood by), `halted` or
+    /// `haltAcknowledged`.
     pub session_status: Option<String>,
     pub exit_code: Option<u8>,
     pub state: Option<String>,
