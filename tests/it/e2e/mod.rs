@@ -6,6 +6,7 @@ pub mod fake_gitlab;
 pub mod fake_linear;
 pub mod github_api;
 pub mod shared_tracker;
+pub mod template;
 pub mod wire;
 
 use serde_json::{json, Value};
@@ -146,7 +147,7 @@ impl Project {
         let project = root.join("project");
         let issue_dir = root.join("issues");
         std::fs::create_dir_all(&issue_dir).expect("issues dir");
-        sdlc_runner::commands::demo::init_repository(&root).expect("git repository");
+        template::fresh_repository(&root);
         for (n, title, body) in issues {
             let v = json!({"number": n, "title": title, "body": body, "state": "open",
                 "labels": ["automatable"], "milestone": null, "escalated": false});
