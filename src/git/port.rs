@@ -92,11 +92,10 @@ impl GitPort for Repo {
         Repo::last_pushed(self, branch)
     }
     fn record_trust(&self, resume: bool) -> Result<Vec<String>, GitError> {
-        let dir =
-            crate::runner_dir::RunnerDir::locate(&self.path).map_err(|e| GitError::Parse {
-                command: format!("locating the runner's directory of {}", self.path.display()),
-                detail: e.to_string(),
-            })?;
+        let dir = Repo::runner_dir(self).map_err(|e| GitError::Parse {
+            command: format!("locating the runner's directory of {}", self.path.display()),
+            detail: e.to_string(),
+        })?;
         Repo::record_trust(self, (&dir.trusted_hooks(), &dir.trusted_git()), resume)
     }
     fn undo_tampering(&self) -> Result<Vec<String>, GitError> {
@@ -115,7 +114,7 @@ impl GitPort for Repo {
         Repo::spec_files_ok(self, issue, feature)
     }
     fn runner_dir(&self) -> Result<crate::runner_dir::RunnerDir, String> {
-        crate::runner_dir::RunnerDir::locate(&self.path).map_err(|e| e.to_string())
+        Repo::runner_dir(self).map_err(|e| e.to_string())
     }
     fn check_artifact_dir(&self) -> Result<(), String> {
         crate::artifacts::check_artifact_dir(&self.path)

@@ -177,6 +177,17 @@ impl Repo {
         self.run_git(args)
     }
 
+    /// The runner's directory of this clone, under the common git directory this repo asked
+    /// git for once (the ref stamps ask it too), so a step's look spawns no git for it.
+    pub fn runner_dir(
+        &self,
+    ) -> Result<crate::runner_dir::RunnerDir, crate::runner_dir::RunnerDirError> {
+        match self.git_dirs() {
+            Some((_, common)) => Ok(crate::runner_dir::RunnerDir::in_git_dir(common)),
+            None => crate::runner_dir::RunnerDir::locate(&self.path),
+        }
+    }
+
     fn git_dirs(&self) -> Option<&(PathBuf, PathBuf)> {
         self.git_dirs
             .get_or_init(|| {
