@@ -37,17 +37,35 @@ fn template() -> &'static Path {
     static TEMPLATE: OnceLock<PathBuf> = OnceLock::new();
     TEMPLATE.get_or_init(|| {
         let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let done = base.join("e2e-repository-v1");
+        let done = base.join("e2e-repository-v2");
         if !done.join("project/.git").is_dir() {
             std::fs::create_dir_all(base).expect("cargo's temporary directory for tests");
             let aside = tempfile::tempdir_in(base).expect("a directory to build the template in");
             let made = aside.path().canonicalize().expect("canonical");
             sdlc_runner::commands::demo::init_repository(&made).expect("git repository");
+            for config in ["origin.git/config", "project/.git/config"] {
+                no_auto_maintenance(&made.join(config));
+            }
             // Another binary may have put its template in place first: either one does.
             let _ = std::fs::rename(&made, &done);
         }
         done.canonicalize().expect("the template is in place")
     })
+}
+
+/// The runner's own git calls never start git's automatic maintenance; the fake agent's and
+/// the tests' own calls in the copies need not either. About one git process in ten of a
+/// lifecycle was `git maintenance run --auto`, after a commit, a fetch, a merge or a push.
+fn no_auto_maintenance(config: &Path) {
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(config)
+        .expect("open the template's git config");
+    file.write_all(
+        b"[maintenance]\n\tauto = false\n[gc]\n\tauto = 0\n[receive]\n\tautogc = false\n",
+    )
+    .expect("write the template's git config");
 }
 
 fn copy_tree(from: &Path, to: &Path) {
