@@ -713,36 +713,51 @@ fn words_below_developer_access_on_gitlab_change_nothing_while_a_developers_do()
     assert_eq!(asked, 1, "{:#?}", g.lab.requests());
 }
 
-/// `requireApproval` on GitLab: a Reporter's approval is none unless `review.trustedAuthors`
-/// names them; a Developer in `review.ignoreAuthors` approves nothing either.
+/// `requireApproval` on GitLab with `who` approving once the run wants a review (`more`:
+/// further `review` keys; rita is a Reporter): the issues merged, and what the run printed.
+fn approved_by(who: &str, more: Value) -> (Vec<u32>, String) {
+    let mut review = json!({"requireApproval": true, "approvalTimeoutMinutes": 0.2});
+    if let (Some(r), Some(more)) = (review.as_object_mut(), more.as_object()) {
+        r.extend(more.clone());
+    }
+    let g = LabProject::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        json!({}),
+        json!({ "review": review }),
+    );
+    g.lab.with(|l| {
+        l.access.insert("rita".into(), Some(20));
+    });
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.lab.with(|l| l.approve(who));
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    (e2e::merged_issues(&g.p.origin), all)
+}
+
+/// `requireApproval` on GitLab: a Reporter's approval is none; the run ends waiting for a
+/// person. (Each case of the approvals is a test of its own: each waits out the approval's
+/// time, and side by side they take the time of one.)
 #[test]
-fn only_an_approval_by_a_developer_or_trusted_satisfies_require_approval_on_gitlab() {
-    let approved_by = |who: &str, more: Value| {
-        let mut review = json!({"requireApproval": true, "approvalTimeoutMinutes": 0.2});
-        if let (Some(r), Some(more)) = (review.as_object_mut(), more.as_object()) {
-            r.extend(more.clone());
-        }
-        let g = LabProject::new(
-            &[(1, "Add a greeting", "Say hello.")],
-            json!({}),
-            json!({ "review": review }),
-        );
-        g.lab.with(|l| {
-            l.access.insert("rita".into(), Some(20));
-        });
-        let child = g.p.spawn(&[]);
-        g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
-        g.lab.with(|l| l.approve(who));
-        let out = e2e::wait_output(child, REVIEW_WAIT);
-        let all = text(&out);
-        assert_eq!(code(&out), 0, "{all}");
-        (e2e::merged_issues(&g.p.origin), all)
-    };
+fn require_approval_on_gitlab_takes_no_approval_from_a_reporter() {
     let (merged, all) = approved_by("rita", json!({}));
     assert!(merged.is_empty(), "{all}");
     assert!(all.contains("issue #1: waiting for a person"), "{all}");
+}
+
+/// `requireApproval` on GitLab: the same Reporter's approval merges once
+/// `review.trustedAuthors` names them.
+#[test]
+fn require_approval_on_gitlab_takes_the_approval_of_a_reporter_named_in_trusted_authors() {
     let (merged, all) = approved_by("rita", json!({"trustedAuthors": ["rita"]}));
     assert_eq!(merged, [1], "{all}");
+}
+
+/// `requireApproval` on GitLab: a Developer in `review.ignoreAuthors` approves nothing.
+#[test]
+fn require_approval_on_gitlab_takes_no_approval_from_an_ignored_developer() {
     let (merged, all) = approved_by("merge-bot", json!({"ignoreAuthors": ["merge-bot"]}));
     assert!(merged.is_empty(), "{all}");
     assert!(all.contains("issue #1: waiting for a person"), "{all}");

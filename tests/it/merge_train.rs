@@ -443,9 +443,11 @@ fn a_persons_push_to_main_mid_train_rebuilds_the_trees_and_nothing_untested_land
     assert_eq!(untested, Vec::<String>::new(), "{all}");
 }
 
-/// `train.batch: 2`, one tree at a time: #2's tree keeps CI busy while #3 and #4 join, so they
-/// are tested as one batch; #3 and #4 fail together, and bisection tests #3 without #4: #3
-/// lands, only #4 is returned, naming the combination it failed in; its repair lands after.
+/// `train.batch: 2`, one tree at a time: #2's tree keeps CI busy (eight seconds) while #3 and
+/// #4 join, so they are tested as one batch; they fail together, and bisection tests the
+/// first without the second: the first lands, only the second is returned, naming the
+/// combination it failed in; its repair lands after. Which joins first is the machine's
+/// timing (half a second apart: a loaded machine let #4 join first), so either may be.
 #[test]
 fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
     let p = Project::new(
@@ -459,6 +461,7 @@ fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
             "2:implement": ["busy:2000"],
             "3:implement": ["busy:3000"],
             "4:implement": ["busy:3500"],
+            "3:monitorCI": ["fix-ci"],
             "4:monitorCI": ["fix-ci"],
         }}),
         json!({}),
@@ -469,7 +472,7 @@ fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
          m=$(git -C {origin} ls-tree --name-only main src/ | grep -c issue_); \
          echo \"start $(git rev-parse HEAD) $n $m\" >> {runs}; \
          if git rev-parse -q --verify HEAD^2 >/dev/null && [ -e src/issue_2.txt ] \
-         && [ ! -e src/issue_3.txt ] && [ ! -e src/issue_4.txt ]; then sleep 5; fi; \
+         && [ ! -e src/issue_3.txt ] && [ ! -e src/issue_4.txt ]; then sleep 8; fi; \
          if [ -e src/issue_3.txt ] && [ -e src/issue_4.txt ] && [ ! -e ci-fixed ]; then \
          echo 'issue 3 and issue 4 both define the same setting'; exit 1; fi; \
          echo \"pass $(git rev-parse 'HEAD^{{tree}}')\" >> {runs}",
@@ -479,17 +482,21 @@ fn a_failing_batch_of_two_is_bisected_and_only_the_failing_pr_is_returned() {
     train_config(&p, &script, json!({"maxParallel": 1, "batch": 2}));
     let start = git(&p.origin, &["rev-parse", "main"]);
     let all = fleet_lands(&p, "4", "", &[1, 2, 3, 4]);
+    let returned: Vec<u32> = (1..=4)
+        .filter(|n| all.contains(&format!("merge train: #{n} is returned")))
+        .collect();
+    let (first, second) = match returned[..] {
+        [4] => (3, 4),
+        [3] => (4, 3),
+        // #1 and #2 are never blamed, nor both of #3 and #4.
+        _ => panic!("only the second of #3 and #4 is returned: {returned:?}\n{all}"),
+    };
     assert!(
-        all.contains("merge train: #4 is returned to its cycle: CI failed main + ")
-            && all.contains(" + #3 + #4 and passed main + "),
-        "#4 is returned naming the combination: {all}"
+        all.contains(&format!(
+            "merge train: #{second} is returned to its cycle: CI failed main + "
+        )) && all.contains(&format!(" + #{first} + #{second} and passed main + ")),
+        "#{second} is returned naming the combination: {all}"
     );
-    for n in [1, 2, 3] {
-        assert!(
-            !all.contains(&format!("merge train: #{n} is returned")),
-            "#{n} is not blamed: {all}"
-        );
-    }
     assert!(
         started(&runs)
             .iter()

@@ -1192,30 +1192,33 @@ fn words_of_accounts_without_write_access_on_github_change_nothing_while_a_colla
     assert!(!all.contains("left out review feedback by @ann"), "{all}");
 }
 
-/// `requireApproval` on GitHub: an outsider's approval of the verified commit is no approval
-/// (the run ends waiting for a person), unless `review.trustedAuthors` names them; an
-/// approver in `review.ignoreAuthors` is none either, though a collaborator.
+/// `requireApproval` on GitHub with `who` approving the verified commit once the run wants a
+/// review (`more`: further `review` keys): whether the PR merged, and what the run printed.
+fn approved_by(who: &str, more: serde_json::Value) -> (String, String) {
+    let g = RealGh::new(
+        &[(1, "Add a greeting", "Say hello.")],
+        review_gate(true, 0.2, more),
+    );
+    g.api.with(|a| a.outsider("stranger", "NONE"));
+    let child = g.p.spawn(&[]);
+    g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
+    g.api.with(|a| a.review(who, "APPROVED", "", None));
+    let out = e2e::wait_output(child, REVIEW_WAIT);
+    let all = text(&out);
+    assert_eq!(code(&out), 0, "{all}");
+    let state = g.api.with(|a| a.pulls[0].state.clone());
+    (state, all)
+}
+
+/// `requireApproval` on GitHub: an outsider's approval of the verified commit is no approval;
+/// the run ends waiting for a person. (Each case of the approvals is a test of its own: each
+/// waits out the approval's time, and side by side they take the time of one.)
 #[test]
 #[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
-fn only_an_approval_by_someone_with_authority_or_trusted_satisfies_require_approval_on_github() {
+fn require_approval_on_github_takes_no_approval_from_an_account_without_write_access() {
     if !real_gh_wanted() {
         return;
     }
-    let approved_by = |who: &str, more: serde_json::Value| {
-        let g = RealGh::new(
-            &[(1, "Add a greeting", "Say hello.")],
-            review_gate(true, 0.2, more),
-        );
-        g.api.with(|a| a.outsider("stranger", "NONE"));
-        let child = g.p.spawn(&[]);
-        g.p.wait_for_journal("reviewWanted", REVIEW_WAIT);
-        g.api.with(|a| a.review(who, "APPROVED", "", None));
-        let out = e2e::wait_output(child, REVIEW_WAIT);
-        let all = text(&out);
-        assert_eq!(code(&out), 0, "{all}");
-        let state = g.api.with(|a| a.pulls[0].state.clone());
-        (state, all)
-    };
     let (state, all) = approved_by("stranger", json!({}));
     assert_eq!(state, "OPEN", "{all}");
     assert!(all.contains("issue #1: waiting for a person"), "{all}");
@@ -1223,9 +1226,29 @@ fn only_an_approval_by_someone_with_authority_or_trusted_satisfies_require_appro
         all.contains("left out review feedback by @stranger"),
         "{all}"
     );
+}
+
+/// `requireApproval` on GitHub: the same outsider's approval merges once
+/// `review.trustedAuthors` names them.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn require_approval_on_github_takes_the_approval_of_an_outsider_named_in_trusted_authors() {
+    if !real_gh_wanted() {
+        return;
+    }
     let (state, all) = approved_by("stranger", json!({"trustedAuthors": ["stranger"]}));
     assert_eq!(state, "MERGED", "{all}");
     assert!(!all.contains("left out"), "{all}");
+}
+
+/// `requireApproval` on GitHub: an approver in `review.ignoreAuthors` approves nothing, though
+/// a collaborator.
+#[test]
+#[ignore = "needs gh; .ci/run installs it: cargo test -- --ignored"]
+fn require_approval_on_github_takes_no_approval_from_an_ignored_author() {
+    if !real_gh_wanted() {
+        return;
+    }
     let (state, all) = approved_by("merge-bot", json!({"ignoreAuthors": ["merge-bot"]}));
     assert_eq!(state, "OPEN", "{all}");
     assert!(all.contains("issue #1: waiting for a person"), "{all}");
