@@ -327,6 +327,9 @@ impl StepRun<'_> {
                     Err(event) => event,
                 }
             }
+            // A kill cut off the push after the agent's repair: the push happens now, a new
+            // head for CI, rather than a failure no retry of this look could end.
+            Ok(Looked::Unpushed) => self.push_ci_repair(issue, usage).await,
             Ok(Looked::CiFailed(checks)) => {
                 self.voice.say(checks.clone());
                 let text = without_branch(&self.shell.io, &self.cycle.issue, &checks).await;

@@ -62,9 +62,9 @@ pub fn git_dir_writable(dir: &Path) -> bool {
 }
 
 /// A repair of failing CI: `ci-fixed` written; where the git directory takes writes (no
-/// sandbox: an agent of old), committed on the current branch and pushed, else left for the
-/// runner to commit and push.
-pub fn fix_ci(ctx: &Context) -> io::Result<String> {
+/// sandbox: an agent of old), committed on the current branch and pushed when `push`, else
+/// left for the runner to commit and push.
+pub fn fix_ci(ctx: &Context, push: bool) -> io::Result<String> {
     let dir = &ctx.cwd;
     let work = || -> Result<String, GitWorkError> {
         write(&dir.join("ci-fixed"), "fixed\n")?;
@@ -73,6 +73,9 @@ pub fn fix_ci(ctx: &Context) -> io::Result<String> {
         }
         git(dir, &["add", "--force", "--", "ci-fixed"])?;
         git(dir, &["commit", "-m", "fix: make CI pass"])?;
+        if !push {
+            return Ok("Fixed CI in a commit; the runner pushes it.".to_string());
+        }
         let branch = git(dir, &["rev-parse", "--abbrev-ref", "HEAD"])?;
         git(dir, &["push", "origin", &branch])?;
         Ok(format!("Fixed CI on {branch} and pushed."))

@@ -59,6 +59,8 @@ pub enum Outcome {
     Busy(u64),
     /// Commits and pushes a file `ci-fixed` on the current branch: a CI repair.
     FixCi,
+    /// Commits `ci-fixed` on the current branch and leaves the push to the runner.
+    FixCiUnpushed,
     /// The recorded overload the first time this step is invoked, the ok work after
     /// (a wait does not spend an attempt, so the attempt-indexed script cannot say "once").
     OverloadedOnce,
@@ -180,6 +182,7 @@ impl Outcome {
             "auth" => Outcome::Recorded(Recording::Auth),
             "hang" => Outcome::Hang,
             "fix-ci" => Outcome::FixCi,
+            "fix-ci-unpushed" => Outcome::FixCiUnpushed,
             "overloaded-once" => Outcome::OverloadedOnce,
             "write-shared" => Outcome::WriteShared,
             "resolve-conflict" => Outcome::ResolveConflict,
@@ -439,9 +442,9 @@ impl Outcome {
                 out.result(json!({"result": summary}))?;
                 Ok(0)
             }
-            Outcome::FixCi => {
+            Outcome::FixCi | Outcome::FixCiUnpushed => {
                 out.init()?;
-                let summary = super::git::fix_ci(ctx)?;
+                let summary = super::git::fix_ci(ctx, self == Outcome::FixCi)?;
                 out.assistant_text(&summary)?;
                 out.result(json!({"result": summary}))?;
                 Ok(0)

@@ -9,6 +9,10 @@ use crate::forge::CiState;
 use crate::ports::{ForgePort, GitPort};
 use std::path::Path;
 
+mod look;
+use look::pr_closed;
+pub use look::{ci_settled, look, CiLook, Head, Look};
+
 pub use super::failed::Failed;
 
 /// What a builtin step needs to know of the issue.
@@ -244,152 +248,6 @@ pub fn pr_body(refs: &crate::config::IssueRefs, issue: u32, spec_dir: Option<&Pa
 
 const MAX_BODY_LINES: usize = 80;
 
-/// Where origin's branch stands against the commit a step expects, read with one fetch before
-/// a look at CI or the merge: a person's move is seen before the runner acts on the branch.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Head {
-    /// Origin's head is the commit expected (with none expected: the one the runner pushed,
-    /// the local head).
-    At(String),
-    /// A person moved the branch: `head` holds `ours` (commits on top) or not (rewritten, or
-    /// pushed onto while `ours` was not yet pushed).
-    Moved {
-        /// The commit expected.
-        ours: String,
-        /// Origin's head now.
-        head: String,
-        /// Whether `head` holds `ours`.
-        on_top: bool,
-        /// Whether `head` holds the last commit this clone pushed (a person pushed onto the
-        /// branch while `ours` waited to be pushed, rather than rewriting it).
-        onto_our_push: bool,
-    },
-    /// A person merged it: the commit expected is in origin's main.
-    Merged,
-    /// A person closed the PR or deleted the branch (what they did).
-    Gone(&'static str),
-}
-
-/// One look at the branch: [`Head`], and origin's main as the same fetch saw it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Look {
-    /// Where the branch stands.
-    pub head: Head,
-    /// Origin's main.
-    pub main: Option<String>,
-}
-
-/// Looks at origin's copy of the issue's branch (one fetch) against `expected`, the commit
-/// the machine carries (none: the branch's local head, which the runner pushed).
-pub fn look(
-    git: &dyn GitPort,
-    forge: &dyn ForgePort,
-    issue: &IssueFacts,
-    expected: Option<&str>,
-) -> Result<Look, Failed> {
-    let branch = issue.branch()?;
-    let seen = git.branch_on_origin(branch)?;
-    let main = seen.main.clone();
-    let looked = |head| {
-        Ok(Look {
-            head,
-            main: main.clone(),
-        })
-    };
-    let ours = match (expected, seen.local.as_deref(), seen.head.as_deref()) {
-        (Some(c), _, _) => c.to_string(),
-        (None, Some(local), _) => local.to_string(),
-        // No local branch (a run on another clone's branch): origin's head is the one.
-        (None, None, Some(head)) => head.to_string(),
-        (None, None, None) => {
-            return Err(Failed::other(format!(
-                "the branch {branch} exists neither here nor on origin"
-            )))
-        }
-    };
-    if let Some(main) = seen.main.as_deref() {
-        if git.contains_commit(main, &ours)? {
-            return looked(Head::Merged);
-        }
-    }
-    let Some(head) = seen.head else {
-        return looked(Head::Gone("deleted the branch on origin"));
-    };
-    if pr_closed(forge, branch)? {
-        return looked(Head::Gone("closed the pull request"));
-    }
-    if head == ours {
-        return looked(Head::At(head));
-    }
-    if expected.is_none() && git.contains_commit(&ours, &head)? {
-        // Origin lacks commits the local branch has: the runner's own push is missing, no
-        // person's move.
-        return Err(Failed::other(format!(
-            "origin's {branch} ({}) lacks commits of the local branch ({}): push the branch (commitPush)",
-            short(&head),
-            short(&ours)
-        )));
-    }
-    let on_top = git.contains_commit(&head, &ours)?;
-    looked(Head::Moved {
-        ours,
-        head,
-        on_top,
-        onto_our_push: false,
-    })
-}
-
-/// What one look at CI found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum CiLook {
-    /// CI has not settled on this commit.
-    Pending(String),
-    /// CI lets this commit merge.
-    Passed(String),
-    /// CI's verdict on this commit is failure (the forge's `CiState::Failed`): the issue's
-    /// code to repair. `checks` names the failing checks, their links and log ends.
-    Failed {
-        /// The commit CI failed.
-        commit: String,
-        /// What failed, for the repair and the diagnostic.
-        checks: String,
-    },
-    /// A person moved, merged or withdrew the branch (never [`Head::At`]).
-    Person(Head),
-}
-
-/// monitorCI, one look: origin's branch looked at first, then CI of its head when it is the
-/// commit expected; failing checks are the look's answer ([`CiLook::Failed`]), not an error.
-pub fn ci_settled(
-    git: &dyn GitPort,
-    forge: &dyn ForgePort,
-    issue: &IssueFacts,
-    expected: Option<&str>,
-) -> Result<CiLook, Failed> {
-    let branch = issue.branch()?;
-    let commit = match look(git, forge, issue, expected)?.head {
-        Head::At(commit) => commit,
-        other => return Ok(CiLook::Person(other)),
-    };
-    let state = forge.ci_state_of(branch, &commit)?;
-    match state {
-        CiState::Pending => Ok(CiLook::Pending(commit)),
-        CiState::Failed => {
-            let details = forge.failing_checks_of(branch, &commit).unwrap_or_default();
-            Ok(CiLook::Failed {
-                commit,
-                checks: format!("CI checks failing on {branch}\n{details}"),
-            })
-        }
-        CiState::Passed | CiState::NoneConfigured if forge.ci_ok(state) => {
-            Ok(CiLook::Passed(commit))
-        }
-        _ => Err(Failed::other(format!(
-            "no CI checks reported for {branch} and requireChecks is set"
-        ))),
-    }
-}
-
 /// merge: exactly `commit` (origin's head of the branch, as the look before found it) merged
 /// with a merge commit and the branch deleted; refused when the branch moved since. Without
 /// a verdict of this cycle (`verified` false) CI must let `commit` merge first; on the local
@@ -574,15 +432,6 @@ pub(super) fn persons_move_since(
         on_top: repo.contains_commit(head, local)?,
         onto_our_push: onto_our_push(repo, branch, head)?,
     }))
-}
-
-/// Whether the forge says a person closed the branch's pull request (never on the local
-/// forge, which has none).
-fn pr_closed(forge: &dyn ForgePort, branch: &str) -> Result<bool, Failed> {
-    Ok(!forge.is_local()
-        && forge
-            .pr_for_branch(branch)?
-            .is_some_and(|pr| pr.state == crate::forge::PrState::Closed))
 }
 
 /// A commit id as a person reads it: its first 12 hex digits.

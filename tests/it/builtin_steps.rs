@@ -3,7 +3,7 @@
 
 use crate::e2e;
 
-use e2e::{code, text, Project};
+use e2e::{code, git, text, Project};
 use serde_json::{json, Value};
 
 fn builtin_steps() -> Value {
@@ -449,6 +449,61 @@ fn a_kill_between_the_push_repair_and_the_push_after_it_merges_once() {
             "merged once after a kill {what}: {}",
             p.origin_main_log()
         );
+    }
+}
+
+/// The runner is killed (SIGKILL) as the agent that repaired failing CI exits, or right after
+/// the journal recorded its answer: the agent committed its fix and left the push to the
+/// runner. The restart pushes the fix (the local branch is the runner's own work, ahead of
+/// origin's) and merges it once, CI having passed it; it never escalates the issue for a push
+/// of its own that the kill cut off.
+#[test]
+fn a_kill_between_a_ci_repairs_commit_and_the_runners_push_merges_the_fix_once() {
+    let project = || {
+        let p = Project::new(
+            &[(1, "First issue", "")],
+            json!({"steps": {"monitorCI": ["fix-ci-unpushed"]}}),
+            json!({}),
+        );
+        let mut extra = builtin_steps();
+        let script = "test -e ci-fixed || { echo 'assertion failed: hello'; exit 1; }";
+        extra["localCi"] = json!({"command": ["sh", "-c", script], "timeoutMin": 1});
+        p.set_config(extra);
+        p
+    };
+    let probe = project();
+    let (out, numbered) = probe.crash_points();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    assert!(text(&out).contains("monitorCI: failed"), "{}", text(&out));
+    // The builtin steps run no agent: the last agent to exit is the CI repair's.
+    let exited = numbered
+        .iter()
+        .rposition(|(_, label)| label == "agent exited")
+        .expect("the repair's agent exited");
+    let recorded = numbered[exited..]
+        .iter()
+        .find(|(_, label)| label == "journal: after append")
+        .expect("the repair's answer recorded");
+    for (at, what) in [
+        (numbered[exited].0, "as the CI repair's agent exits"),
+        (recorded.0, "after the CI repair's answer is recorded"),
+    ] {
+        let p = project();
+        p.killed_at(&at.to_string());
+        let out = p.run(&[]);
+        let all = text(&out);
+        assert_eq!(code(&out), 0, "after a kill {what}: {all}");
+        let main = p.origin_main_log();
+        assert_eq!(
+            main.matches("Merge issue #1").count(),
+            1,
+            "{what}: {main}\n{all}"
+        );
+        assert!(
+            git(&p.origin, &["ls-tree", "--name-only", "main"]).contains("ci-fixed"),
+            "the fix merged after a kill {what}: {all}"
+        );
+        assert_eq!(p.issue(1)["escalated"], json!(false), "{what}: {all}");
     }
 }
 

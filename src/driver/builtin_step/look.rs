@@ -17,6 +17,8 @@ pub(in crate::driver) enum Looked {
     CiFailed(String),
     Person(Event),
     Done(String),
+    /// The runner's own push after a repair is missing (`CiLook::Unpushed`).
+    Unpushed,
 }
 
 /// One look at CI, for `commit` (none: the one the runner pushed): origin's branch looked
@@ -51,6 +53,7 @@ pub(super) async fn look_once(
         CiLook::Pending(c) => commit_of(&c).map(Looked::Pending),
         CiLook::Passed(c) => commit_of(&c).map(Looked::Passed),
         CiLook::Failed { checks, .. } => Ok(Looked::CiFailed(checks)),
+        CiLook::Unpushed => Ok(Looked::Unpushed),
         CiLook::Person(head) => Ok(Looked::Person(persons_move(
             voice,
             &cycle.issue,
