@@ -393,6 +393,20 @@ fn a_hook_refusal_gets_a_repair_by_the_agent_with_the_hooks_words() {
     assert!(p.origin_main_log().contains("Merge issue #1"), "{all}");
 }
 
+/// Of a run's crash points (`Project::crash_points`), the last agent's exit and the journal's
+/// record of its answer after it: where a kill cuts off what the runner does after a repair.
+fn last_agents_exit_and_its_answer(numbered: &[(u64, String)]) -> [u64; 2] {
+    let exited = numbered
+        .iter()
+        .rposition(|(_, label)| label == "agent exited")
+        .expect("the repair's agent exited");
+    let recorded = numbered[exited..]
+        .iter()
+        .find(|(_, label)| label == "journal: after append")
+        .expect("the repair's answer recorded");
+    [numbered[exited].0, recorded.0]
+}
+
 /// The runner is killed (SIGKILL) between the agent's repair of a refused builtin push and the
 /// runner's own push after it: right as the repair agent exits, and right after the journal
 /// recorded its answer. The restart neither loses the repair nor pushes, opens or merges
@@ -417,17 +431,10 @@ fn a_kill_between_the_push_repair_and_the_push_after_it_merges_once() {
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(text(&out).contains("commitPush: failed: LINT"));
     // The builtin steps after commitPush run no agent: the last agent to exit is the repair's.
-    let exited = numbered
-        .iter()
-        .rposition(|(_, label)| label == "agent exited")
-        .expect("the repair's agent exited");
-    let recorded = numbered[exited..]
-        .iter()
-        .find(|(_, label)| label == "journal: after append")
-        .expect("the repair's answer recorded");
+    let [exited, recorded] = last_agents_exit_and_its_answer(&numbered);
     for (at, what) in [
-        (numbered[exited].0, "as the repair agent exits"),
-        (recorded.0, "after the repair's answer is recorded"),
+        (exited, "as the repair agent exits"),
+        (recorded, "after the repair's answer is recorded"),
     ] {
         let p = Project::new(&[(1, "First issue", "")], json!({}), builtin_steps());
         refused_once(&p);
@@ -476,17 +483,10 @@ fn a_kill_between_a_ci_repairs_commit_and_the_runners_push_merges_the_fix_once()
     assert_eq!(code(&out), 0, "{}", text(&out));
     assert!(text(&out).contains("monitorCI: failed"), "{}", text(&out));
     // The builtin steps run no agent: the last agent to exit is the CI repair's.
-    let exited = numbered
-        .iter()
-        .rposition(|(_, label)| label == "agent exited")
-        .expect("the repair's agent exited");
-    let recorded = numbered[exited..]
-        .iter()
-        .find(|(_, label)| label == "journal: after append")
-        .expect("the repair's answer recorded");
+    let [exited, recorded] = last_agents_exit_and_its_answer(&numbered);
     for (at, what) in [
-        (numbered[exited].0, "as the CI repair's agent exits"),
-        (recorded.0, "after the CI repair's answer is recorded"),
+        (exited, "as the CI repair's agent exits"),
+        (recorded, "after the CI repair's answer is recorded"),
     ] {
         let p = project();
         p.killed_at(&at.to_string());
