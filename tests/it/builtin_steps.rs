@@ -507,6 +507,48 @@ fn a_kill_between_a_ci_repairs_commit_and_the_runners_push_merges_the_fix_once()
     }
 }
 
+/// The runner is killed (SIGKILL) right after createPR's answer is journaled, and a person sets
+/// origin's branch back one commit, past the commit the runner pushed. The restart's look at
+/// CI finds the local branch ahead of origin, as after a push a kill cut off, but this clone
+/// pushed that head: the person's rewind stands, and the runner never pushes the commit again.
+#[test]
+fn a_persons_rewind_of_the_pushed_branch_is_never_pushed_over_after_a_restart() {
+    let project = || {
+        let p = Project::new(&[(1, "First issue", "")], json!({}), json!({}));
+        let mut extra = builtin_steps();
+        extra["localCi"] = json!({"command": ["true"], "timeoutMin": 1});
+        p.set_config(extra);
+        p
+    };
+    let probe = project();
+    let (out, numbered) = probe.crash_points();
+    assert_eq!(code(&out), 0, "{}", text(&out));
+    let opened = numbered
+        .iter()
+        .position(|(_, label)| label == "builtin createPR done")
+        .unwrap_or_else(|| panic!("createPR's answer: {numbered:?}"));
+    let recorded = numbered[opened..]
+        .iter()
+        .find(|(_, label)| label == "journal: after append")
+        .expect("createPR's answer recorded");
+    let p = project();
+    p.killed_at(&recorded.0.to_string());
+    let branch = "refs/heads/1-issue-1";
+    let pushed = git(&p.origin, &["rev-parse", branch]);
+    git(&p.origin, &["update-ref", branch, &format!("{pushed}^")]);
+    let out = p.run(&[]);
+    let all = text(&out);
+    let now = git(&p.origin, &["rev-parse", "--verify", "--quiet", branch]);
+    assert_ne!(
+        now, pushed,
+        "the runner pushed over the person's rewind: {all}"
+    );
+    assert!(
+        !p.origin_main_log().contains("Merge issue #1"),
+        "nothing merged over the rewind: {all}"
+    );
+}
+
 /// A hook that refuses every push the same way: the first issue escalates after its repair
 /// (whose own push the hook refused too: the runner's push after it says how the attempt
 /// failed), the second fails the same way, so the refusal is the environment's: the run halts
