@@ -51,21 +51,17 @@ pub fn look(
 ) -> Result<Look, Failed> {
     match seen_on_origin(git, forge, issue, expected)? {
         Seen::Look(look) => Ok(look),
-        Seen::Unpushed { what, .. } => Err(Failed::other(what)),
+        Seen::Unpushed(what) => Err(Failed::other(what)),
     }
 }
 
-/// What one look at origin's branch found: a [`Look`], or the local branch ahead of it.
+/// What one look at origin's branch found: a [`Look`], or the runner's own push cut off.
 enum Seen {
     Look(Look),
-    /// The local branch is ahead of origin's, which it contains, and no commit was expected.
-    /// `cut_off`: this clone never pushed the local head, so the runner's push after its
-    /// agent's work never happened (a kill between the two); else origin was set back, by a
-    /// person, past commits the runner pushed, and the runner never pushes them again.
-    Unpushed {
-        what: String,
-        cut_off: bool,
-    },
+    /// The local branch is ahead of origin's, which it contains, no commit was expected, and
+    /// this clone never pushed its head: the runner's push after its agent's work never
+    /// happened (a kill between the two).
+    Unpushed(String),
 }
 
 fn seen_on_origin(
@@ -110,15 +106,16 @@ fn seen_on_origin(
     }
     if expected.is_none() && git.contains_commit(&ours, &head)? {
         // Origin lacks commits the local branch has: the runner's own push is missing, or a
-        // person set origin back past commits the runner pushed.
-        return Ok(Seen::Unpushed {
-            what: format!(
-                "origin's {branch} ({}) lacks commits of the local branch ({}): push the branch (commitPush)",
-                short(&head),
-                short(&ours)
-            ),
-            cut_off: !git.pushed_from_here(branch, &ours)?,
-        });
+        // person set origin back past commits the runner pushed (never pushed again).
+        let what = format!(
+            "origin's {branch} ({}) lacks commits of the local branch ({}): push the branch (commitPush)",
+            short(&head),
+            short(&ours)
+        );
+        if git.pushed_from_here(branch, &ours)? {
+            return Err(Failed::other(what));
+        }
+        return Ok(Seen::Unpushed(what));
     }
     let on_top = git.contains_commit(&head, &ours)?;
     looked(Head::Moved {
@@ -166,8 +163,7 @@ pub fn ci_settled(
             ..
         }) => commit,
         Seen::Look(look) => return Ok(CiLook::Person(look.head)),
-        Seen::Unpushed { cut_off: true, .. } => return Ok(CiLook::Unpushed),
-        Seen::Unpushed { what, .. } => return Err(Failed::other(what)),
+        Seen::Unpushed(_) => return Ok(CiLook::Unpushed),
     };
     let state = forge.ci_state_of(branch, &commit)?;
     match state {
