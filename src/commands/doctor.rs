@@ -440,10 +440,8 @@ fn gh_auth(cfg: &Config) -> Check {
             );
         }
     };
-    let mut cmd = ChildSpec::new("gh");
-    cmd.args(["auth", "status"])
-        .current_dir(&cfg.project_path)
-        .env("GH_PROMPT_DISABLED", "1");
+    let mut cmd = crate::services::github::gh::unattended(Path::new("gh"), &cfg.project_path);
+    cmd.args(["auth", "status"]);
     match crate::process::output_within(cmd, PROBE_TIMEOUT) {
         Ok(Some(out)) if out.status.success() => {
             Check::ok("gh", format!("gh {version}; gh auth status: logged in"))

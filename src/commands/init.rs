@@ -332,11 +332,8 @@ fn with_gitlab(text: &str, url: &str, project: &str) -> String {
 /// what makes a remote there one the github tracker and forge can use. No gh, or no answer
 /// within the limit, is a no.
 fn gh_logged_in(top: &Path, host: &str) -> bool {
-    let mut cmd = crate::process::ChildSpec::new("gh");
-    cmd.args(["auth", "status", "--hostname", host])
-        .current_dir(top)
-        .env("GH_PROMPT_DISABLED", "1")
-        .env("NO_COLOR", "1");
+    let mut cmd = crate::services::github::gh::unattended(Path::new("gh"), top);
+    cmd.args(["auth", "status", "--hostname", host]);
     matches!(
         crate::process::output_within(cmd, std::time::Duration::from_secs(30)),
         Ok(Some(out)) if out.status.success()

@@ -1,7 +1,6 @@
 //! Which `gh` the runner works with: the oldest release every call of the adapters is
 //! answered by, and the version a `gh` says it is.
 
-use crate::process::ChildSpec;
 use std::path::Path;
 
 /// The oldest `gh` the adapters' calls work with: every call they make is answered by gh
@@ -25,10 +24,8 @@ pub fn parse_gh_version(text: &str) -> Option<(u32, u32, u32)> {
 /// an operator's words (the version found and the one needed, or why none was read).
 pub fn check_gh_version(gh: &Path, dir: &Path) -> Result<String, String> {
     let (a, b, c) = GH_MINIMUM;
-    let mut cmd = ChildSpec::new(gh);
-    cmd.arg("--version")
-        .current_dir(dir)
-        .env("GH_PROMPT_DISABLED", "1");
+    let mut cmd = super::gh::unattended(gh, dir);
+    cmd.arg("--version");
     let out = match crate::process::output_within(cmd, std::time::Duration::from_secs(20)) {
         Ok(Some(out)) => out,
         Ok(None) => {
