@@ -108,6 +108,24 @@ mod tests {
         (dir, files)
     }
 
+    /// The diagrams committed in `state-diagrams/` are what `sdlc-runner diagram --check`
+    /// derives from the machine now: a change to the machine that leaves them stale fails
+    /// `cargo test`, not only CI. Checked here rather than by running the binary, so that it
+    /// shares the one exploration of this crate's diagram tests (about thirty CPU-seconds)
+    /// instead of exploring again.
+    #[test]
+    fn the_committed_state_diagrams_are_what_the_machine_derives() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("state-diagrams");
+        let files = diagram::render_all(diagram::explored());
+        let stale = stale(&dir, &files);
+        assert!(
+            stale.is_empty(),
+            "stale state diagrams (regenerate with `cargo run -- diagram`):\n{}",
+            stale.join("\n")
+        );
+        assert_eq!(check(&dir, &files), 0);
+    }
+
     #[test]
     fn diagram_check_passes_on_what_diagram_writes() {
         let (dir, files) = written();

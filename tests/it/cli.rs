@@ -492,24 +492,3 @@ fn doctor_reads_issue_files_as_run_does_and_counts_a_config_error_once() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr.contains("1 check(s) failed"), "{stderr}");
 }
-
-/// The state diagrams committed in `state-diagrams/` are what `sdlc-runner diagram` derives
-/// from the machine now: a change to the machine that leaves them stale fails `cargo test`,
-/// not only CI. (The exploration takes about fifteen seconds of CPU; among the other tests it
-/// fills the time they wait.)
-#[test]
-fn the_committed_state_diagrams_are_what_the_machine_derives() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = runner(&["diagram", "--check"], root);
-    assert!(
-        out.status.success(),
-        "stale state diagrams (regenerate with `cargo run -- diagram`):\n{}{}",
-        text(&out.stdout),
-        text(&out.stderr)
-    );
-    assert!(
-        text(&out.stdout).contains("diagrams in state-diagrams are fresh"),
-        "{}",
-        text(&out.stdout)
-    );
-}
