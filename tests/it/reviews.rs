@@ -1082,3 +1082,98 @@ fn merged_by_hand_during_a_round(p: Project, base: &str, steps: serde_json::Valu
     assert_eq!(records, 1, "the issue was closed once: {all}");
     p.replays_exactly();
 }
+
+/// The runner is killed (SIGKILL) inside a review round: as the round's agent exits, halfway
+/// through the runner's git calls after it (its commit and push), and right before the round's
+/// answer is journaled. Each restart does the round again (its answer was never recorded),
+/// and once the reviewer approves merges the issue once, with the round's change, and never
+/// escalates it.
+#[test]
+fn a_kill_inside_a_review_round_is_the_round_again_then_one_merge() {
+    let asked = |p: &Project, crash: Option<(&str, String)>| {
+        let mut run = p.command(&["run", "--config", p.config.to_str().expect("utf8")]);
+        if let Some((var, value)) = crash {
+            run.env(var, value);
+        }
+        let child = run
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn runner");
+        // Asked during the first wait for a review: the second look finds it, in every run.
+        p.wait_for_journal("reviewWanted", WAIT);
+        let ask = ["--request-changes", "Rename foo to bar.", "--author", "ann"];
+        assert_eq!(code(&p.review(1, &ask)), 0);
+        child
+    };
+    let probe = one_issue_with_a_round(gate(true, 0.25));
+    let points = probe.root.join("points.log");
+    let log = (
+        sdlc_runner::failpoint::CRASH_LOG_ENV,
+        points.display().to_string(),
+    );
+    approved_after_the_round(&probe, asked(&probe, Some(log)));
+    let numbered: Vec<(u64, String)> = std::fs::read_to_string(&points)
+        .expect("points logged")
+        .lines()
+        .filter_map(|l| {
+            let (n, label) = l.split_once(' ')?;
+            Some((n.parse().ok()?, label.to_string()))
+        })
+        .collect();
+    let after = |from: usize, label: &str| {
+        from + numbered[from..]
+            .iter()
+            .position(|(_, l)| l == label)
+            .unwrap_or_else(|| panic!("{label} after point {from}: {numbered:?}"))
+    };
+    let exited = after(after(0, "ReviewLooked"), "agent exited");
+    let answered = after(exited, "journal: before append");
+    let git: Vec<u64> = numbered[exited..answered]
+        .iter()
+        .filter(|(_, l)| l == "git: after")
+        .map(|(n, _)| *n)
+        .collect();
+    assert!(git.len() > 2, "the round's git calls: {numbered:?}");
+    let kills = [
+        (numbered[exited].0, "as the round's agent exits"),
+        (git[git.len() / 2], "halfway through the round's git calls"),
+        (
+            numbered[answered].0,
+            "right before the round's answer is journaled",
+        ),
+    ];
+    std::thread::scope(|scope| {
+        for (at, what) in kills {
+            scope.spawn(move || {
+                let p = one_issue_with_a_round(gate(true, 0.25));
+                let crash = (sdlc_runner::failpoint::CRASH_AT_ENV, at.to_string());
+                let killed = e2e::wait_output(asked(&p, Some(crash)), WAIT);
+                assert_eq!(
+                    killed.status.code(),
+                    None,
+                    "killed {what}: {}",
+                    text(&killed)
+                );
+                let again = p.spawn(&[]);
+                let all = text(&approved_after_the_round(&p, again));
+                assert_eq!(e2e::merged_issues(&p.origin), [1], "{what}: {all}");
+                let main = e2e::git(&p.origin, &["log", "--format=%s", "main"]);
+                assert_eq!(main.matches("Merge issue #1").count(), 1, "{what}: {main}");
+                assert!(
+                    main.contains("fix: address review feedback (#1)"),
+                    "the round's change merged after a kill {what}: {main}\n{all}"
+                );
+                assert_eq!(p.issue(1)["escalated"], json!(false), "{what}: {all}");
+                // Its answer never recorded, the round is done again: the feedback is handed
+                // once to the killed round and once to the restart's.
+                let told = prompts(&p);
+                assert_eq!(
+                    told.matches("Rename foo to bar.").count(),
+                    2,
+                    "{what}: {told}"
+                );
+            });
+        }
+    });
+}
