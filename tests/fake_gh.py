@@ -80,8 +80,11 @@ def run(argv, input=None, env=None):
                           file_actions=actions)
     for fd in (r_in, w_out, w_err):
         os.close(fd)
-    if input:
-        os.write(w_in, input.encode())
+    try:
+        if input:
+            os.write(w_in, input.encode())
+    except BrokenPipeError:
+        pass  # the command ended without reading it: its exit code says why
     os.close(w_in)
     out, err = read_all(r_out), read_all(r_err)
     _, status = os.waitpid(pid, 0)
@@ -104,9 +107,10 @@ def unquote(text):
     parts = text.split("%")
     raw = parts[0].encode()
     for part in parts[1:]:
-        try:
-            raw += bytes([int(part[:2], 16)]) + part[2:].encode()
-        except ValueError:
+        pair = part[:2]
+        if len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair):
+            raw += bytes.fromhex(pair) + part[2:].encode()
+        else:
             raw += b"%" + part.encode()
     return raw.decode("utf-8", "replace")
 
