@@ -74,6 +74,7 @@ pub fn send(request: Request) -> Result<HttpAnswer, Unanswered> {
             CallFailureKind::Other,
         )
     })?;
+    let writes = !matches!(request.method, reqwest::Method::GET | reqwest::Method::HEAD);
     let mut builder = client
         .request(request.method, request.url)
         .timeout(request.timeout);
@@ -85,12 +86,18 @@ pub fn send(request: Request) -> Result<HttpAnswer, Unanswered> {
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(body);
     }
-    block_on(async move {
+    let answer = block_on(async move {
         tokio::select! {
             answer = exchange(builder) => answer,
             why = until_stopped(scope) => Err(stopped(why)),
         }
-    })
+    });
+    if writes {
+        // A merge through a forge's API moves origin without a child of this process: what
+        // git answered before it (a fetch, a ref) is not reused after it.
+        crate::process::children::service_written();
+    }
+    answer
 }
 
 /// Runs `exchange` to its end on this thread: on the runtime whose blocking pool this thread

@@ -26,6 +26,9 @@ mod trust;
 mod verified;
 mod workspace;
 
+/// How long a git answer or a fetch of origin is reused at most: what someone outside the
+/// runner does to a clone or to origin is seen no later than that.
+pub use answers::FRESH_FOR;
 pub use base::{describe_base, BaseSource};
 pub use rescue::RESCUE_REFS;
 

@@ -17,9 +17,21 @@ thread_local! {
 /// A child process was started: unless it is a query's own (inside [`quietly`]), the epoch
 /// ends.
 pub fn child_started() {
-    if !QUERYING.with(Cell::get) {
+    if !is_quiet() {
         EPOCH.fetch_add(1, Ordering::SeqCst);
     }
+}
+
+/// A request to a service was answered that may have written where git reads (a forge's API
+/// merging a pull request moves origin's main without any child of this process): the epoch
+/// ends, as for a child.
+pub fn service_written() {
+    EPOCH.fetch_add(1, Ordering::SeqCst);
+}
+
+/// Whether this thread is starting a query's own git now (inside [`quietly`]).
+pub fn is_quiet() -> bool {
+    QUERYING.with(Cell::get)
 }
 
 /// The current epoch: an answer given in it is valid while it lasts.

@@ -17,7 +17,7 @@
 //! is never taken for an orphan, and an adopted orphan is only ever reaped by its own pid, so
 //! a wait of the code that started a child never races this module.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{LazyLock, Mutex, MutexGuard, RwLock};
@@ -46,10 +46,11 @@ static ACTIVE: AtomicUsize = AtomicUsize::new(0);
 /// Held for reading by every spawn until its pid is registered, for writing by a scan that
 /// tells own children from orphans.
 static SPAWNING: RwLock<()> = RwLock::new(());
-/// The children this process started and has not reaped yet.
-static OWN: LazyLock<Mutex<HashSet<u32>>> = LazyLock::new(Mutex::default);
+/// The children this process started and has not reaped yet, each with whether it may change
+/// something (it was not started inside `children::quietly`).
+static OWN: LazyLock<Mutex<HashMap<u32, bool>>> = LazyLock::new(Mutex::default);
 
-fn own() -> MutexGuard<'static, HashSet<u32>> {
+fn own() -> MutexGuard<'static, HashMap<u32, bool>> {
     OWN.lock().unwrap_or_else(|p| p.into_inner())
 }
 
@@ -62,9 +63,15 @@ pub(crate) fn spawned<C>(
     let _held = SPAWNING.read().unwrap_or_else(|p| p.into_inner());
     let child = spawn()?;
     if let Some(pid) = pid(&child) {
-        own().insert(pid);
+        own().insert(pid, !super::children::is_quiet());
     }
     Ok(child)
+}
+
+/// Whether a child this process started that may change something (not a read-only query's
+/// git) is still running.
+pub(crate) fn changing_child_running() -> bool {
+    own().values().any(|&changing| changing)
 }
 
 /// The runner's child `pid` was reaped by the code that started it.
@@ -243,7 +250,7 @@ fn stop(pick: impl Fn(i32, bool) -> bool, grace: Duration) -> Vec<(i32, String)>
         let _no_spawn = SPAWNING.write().unwrap_or_else(|p| p.into_inner());
         let own = own();
         cleanup::find_where(&ProtectSet::current(), |stat, _| {
-            let adopted = adopting && stat.ppid == me && !own.contains(&(stat.pid as u32));
+            let adopted = adopting && stat.ppid == me && !own.contains_key(&(stat.pid as u32));
             pick(stat.pid, adopted)
         })
     };
@@ -265,7 +272,10 @@ fn reap_adopted(me: i32) {
     let own = own();
     for process in all.flatten() {
         let Ok(stat) = process.stat() else { continue };
-        if stat.ppid != me || !matches!(stat.state, 'Z' | 'X') || own.contains(&(stat.pid as u32)) {
+        if stat.ppid != me
+            || !matches!(stat.state, 'Z' | 'X')
+            || own.contains_key(&(stat.pid as u32))
+        {
             continue;
         }
         if let Some(pid) = Pid::from_raw(stat.pid) {

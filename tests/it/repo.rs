@@ -1193,6 +1193,9 @@ fn a_branch_is_brought_up_to_date_before_its_merge_and_a_lost_race_is_told_apart
     );
     commit(&b, "z.txt", "feat: z");
     git(&b, &["push", "--quiet", "origin", "main"]);
+    // b is someone outside the runner (no child of its process runner): the runner's fetch a
+    // moment ago stands for one now until FRESH_FOR has passed.
+    std::thread::sleep(sdlc_runner::git::repo::FRESH_FOR);
     assert!(
         repo.lost_race("1-x", base.as_deref()).expect("race?"),
         "main moved, 1-x not in it"

@@ -4,7 +4,9 @@
 //! times in a row, and each answer is a git spawn (about a millisecond).
 //!
 //! A command that prints a fact on the side may leave it here as the answer to the query that
-//! asks it ([`learn`]): `git status --branch` tells the checked-out branch.
+//! asks it ([`learn`]): `git status --branch` tells the checked-out branch. A fetch of origin
+//! is kept for such a moment too ([`fetch_once`]), under a stricter rule, since nothing on
+//! disk shows what origin holds.
 //!
 //! An answer is forgotten as soon as this process starts any other child (a git command that
 //! is not such a query, the agent, a CI command, `gh`: anything that may move a ref; a git
@@ -165,9 +167,98 @@ pub fn answer<E>(
     Ok(output)
 }
 
+/// A fetch of origin into one clone: the epoch it ended in, when it started and what the
+/// ref files looked like after it.
+struct Fetched {
+    epoch: u64,
+    at: Instant,
+    stamp: RefStamp,
+}
+
+static FETCHES: Mutex<Option<HashMap<PathBuf, Fetched>>> = Mutex::new(None);
+
+/// Runs `fetch` (a fetch of origin into the clone at `dir`) unless one ended a moment ago
+/// that is still as good as a new one: the checks around a step each fetch before they look,
+/// several within a few milliseconds, and each fetch is a round trip to the forge (four
+/// processes and about 6 ms of CPU even against a local origin).
+///
+/// A fetch is as good as a new one while this process has started no child that may change
+/// something and answered no service request that may have written (the epoch is the same),
+/// no such child was running when that fetch began (so none ran at any time since), the
+/// clone's ref files look as they did after it, and [`FRESH_FOR`] has not passed: then only someone outside this
+/// process can have pushed meanwhile, and what the skipped fetch would have seen of that is
+/// what a fetch at most that much earlier sees. A fetch that overlapped another thread's
+/// child or request is not kept, so a worker told in-process that another one pushed always
+/// fetches what it pushed.
+pub fn fetch_once<E>(
+    dir: &Path,
+    stamp: impl Fn() -> RefStamp,
+    fetch: impl FnOnce() -> Result<(), E>,
+) -> Result<(), E> {
+    let this_process = Process {
+        epoch: &children::epoch,
+        alone: &|| !crate::process::reaper::changing_child_running(),
+        fetches: &FETCHES,
+    };
+    this_process.fetch_once(dir, stamp, fetch)
+}
+
+/// What [`fetch_once`] reads of a process, apart so that its tests can be its process.
+struct Process<'a> {
+    /// The epoch ([`children::epoch`]).
+    epoch: &'a dyn Fn() -> u64,
+    /// No child that may change something runs.
+    alone: &'a dyn Fn() -> bool,
+    fetches: &'a Mutex<Option<HashMap<PathBuf, Fetched>>>,
+}
+
+impl Process<'_> {
+    fn fetch_once<E>(
+        &self,
+        dir: &Path,
+        stamp: impl Fn() -> RefStamp,
+        fetch: impl FnOnce() -> Result<(), E>,
+    ) -> Result<(), E> {
+        if let Some(known) = locked(self.fetches).as_ref().and_then(|f| f.get(dir)) {
+            if known.epoch == (self.epoch)()
+                && known.at.elapsed() < FRESH_FOR
+                && known.stamp == stamp()
+            {
+                return Ok(());
+            }
+        }
+        // In this order: a child is registered before its start ends the epoch, so one
+        // started by another thread is either running at `alone` or started after `before`.
+        let (before, at) = ((self.epoch)(), Instant::now());
+        let alone = (self.alone)();
+        fetch()?;
+        let after = (self.epoch)();
+        // The fetch's own start is the one child of the epoch's step from `before` to `after`.
+        if alone && after == before + 1 {
+            let mut fetches = locked(self.fetches);
+            let fetches = fetches.get_or_insert_with(HashMap::new);
+            fetches.retain(|_, f| f.epoch == after);
+            let stamp = stamp();
+            fetches.insert(
+                dir.to_path_buf(),
+                Fetched {
+                    epoch: after,
+                    at,
+                    stamp,
+                },
+            );
+        }
+        Ok(())
+    }
+}
+
 fn lock() -> std::sync::MutexGuard<'static, Option<HashMap<Key, Answer>>> {
+    locked(&ANSWERS)
+}
+
+fn locked<T>(map: &Mutex<Option<T>>) -> std::sync::MutexGuard<'_, Option<T>> {
     // A panic while holding the map leaves nothing half-written that matters: start afresh.
-    ANSWERS.lock().unwrap_or_else(|poisoned| {
+    map.lock().unwrap_or_else(|poisoned| {
         let mut guard = poisoned.into_inner();
         *guard = None;
         guard
@@ -283,6 +374,104 @@ mod tests {
         ] {
             assert!(!is_query(&[mutating]), "{mutating} is not a query");
         }
+    }
+
+    /// A process for `Process::fetch_once` whose children are counted by the test alone
+    /// (the real one is shared with every other test of this binary).
+    struct Fake {
+        epoch: Cell<u64>,
+        running: Cell<bool>,
+        fetches: Mutex<Option<HashMap<PathBuf, Fetched>>>,
+        fetched: Cell<u32>,
+    }
+
+    impl Fake {
+        fn new() -> Fake {
+            Fake {
+                epoch: Cell::new(0),
+                running: Cell::new(false),
+                fetches: Mutex::new(None),
+                fetched: Cell::new(0),
+            }
+        }
+
+        fn child_started(&self) {
+            self.epoch.set(self.epoch.get() + 1);
+        }
+
+        /// A fetch as `Repo::fetch` asks for one; `during` happens while its git runs.
+        fn fetch(&self, dir: &Path, during: impl FnOnce()) {
+            let epoch = || self.epoch.get();
+            let alone = || !self.running.get();
+            let process = Process {
+                epoch: &epoch,
+                alone: &alone,
+                fetches: &self.fetches,
+            };
+            let stamp = || RefStamp::of(dir, dir);
+            let fetch = || {
+                self.child_started();
+                during();
+                self.fetched.set(self.fetched.get() + 1);
+                Ok::<(), ()>(())
+            };
+            process.fetch_once(dir, stamp, fetch).expect("fetch");
+        }
+
+        /// How many of the two fetches around `between` ran.
+        fn twice(&self, dir: &Path, between: impl FnOnce()) -> u32 {
+            self.child_started();
+            let before = self.fetched.get();
+            self.fetch(dir, || {});
+            between();
+            self.fetch(dir, || {});
+            self.fetched.get() - before
+        }
+    }
+
+    #[test]
+    fn a_fetch_right_after_a_fetch_is_skipped_until_anything_could_have_moved_origin() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = Fake::new();
+        assert_eq!(
+            fake.twice(dir.path(), || {}),
+            1,
+            "nothing in between: one fetch"
+        );
+        assert_eq!(fake.twice(dir.path(), || fake.child_started()), 2);
+        // What `children::service_written` does: a merge through a forge's API.
+        assert_eq!(fake.twice(dir.path(), || fake.child_started()), 2);
+        assert_eq!(
+            fake.twice(dir.path(), || std::thread::sleep(
+                FRESH_FOR + Duration::from_millis(20)
+            )),
+            2,
+            "after FRESH_FOR, origin is fetched again"
+        );
+        // Someone wrote a ref of the clone (a person's `git push` updates origin's branch).
+        std::fs::create_dir_all(dir.path().join("refs/remotes/origin")).expect("refs");
+        let write = || std::fs::write(dir.path().join("refs/remotes/origin/main"), "0123\n");
+        assert_eq!(fake.twice(dir.path(), || write().expect("ref")), 2);
+        assert_eq!(fake.twice(dir.path(), || {}), 1);
+    }
+
+    #[test]
+    fn a_fetch_that_another_child_overlapped_is_not_reused() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let fake = Fake::new();
+        // A child started before the fetch that ends while it runs: it may have pushed after
+        // the fetch read origin.
+        fake.child_started();
+        fake.running.set(true);
+        fake.fetch(dir.path(), || fake.running.set(false));
+        fake.fetch(dir.path(), || {});
+        assert_eq!(fake.fetched.get(), 2);
+        // Another thread's child started while the fetch ran.
+        fake.child_started();
+        fake.fetch(dir.path(), || fake.child_started());
+        fake.fetch(dir.path(), || {});
+        assert_eq!(fake.fetched.get(), 4);
+        assert_eq!(fake.twice(dir.path(), || {}), 1);
     }
 
     #[test]

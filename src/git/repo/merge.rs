@@ -1,7 +1,7 @@
 //! Getting work onto origin: push, fetch, the branch brought up to date with main and whether
 //! a failed merge lost a race (the merge itself: `verified.rs`).
 
-use super::{Repo, RepoError};
+use super::{answers, Repo, RepoError};
 use std::process::Output;
 
 impl Repo {
@@ -323,13 +323,25 @@ impl Repo {
         Ok(true)
     }
 
-    /// Fetches origin (pruning deleted branches); a repository without `origin` is fine.
+    /// Fetches origin (pruning deleted branches); a repository without `origin` is fine. A
+    /// fetch that ended a moment ago, with nothing of this process able to have changed origin
+    /// since, is not repeated (`answers::fetch_once`).
     pub fn fetch(&self) -> Result<(), RepoError> {
         if !self.has_origin()? {
             return Ok(());
         }
-        self.git_ok(&["fetch", "--quiet", "--prune", "origin"])?;
-        Ok(())
+        let fetch = || {
+            self.git_ok(&["fetch", "--quiet", "--prune", "origin"])
+                .map(drop)
+        };
+        match self.git_dirs() {
+            Some((git_dir, common_dir)) => answers::fetch_once(
+                &self.path,
+                || answers::RefStamp::of(git_dir, common_dir),
+                fetch,
+            ),
+            None => fetch(),
+        }
     }
 }
 
