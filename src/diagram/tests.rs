@@ -9,6 +9,60 @@ fn graph() -> &'static Graph {
     explored()
 }
 
+/// The exploration's limits keep only the counters the edges need (`exploration_limits` in
+/// sdlc-machine): every decision they drew when they were last lowered is still drawn, so a
+/// limit lowered too far fails here, not only as a diagram that quietly lost an edge.
+#[test]
+fn every_escalation_cause_halt_reason_and_wait_drawn_before_is_still_drawn() {
+    let drawn: BTreeSet<String> = graph()
+        .edges
+        .iter()
+        .filter(|e| !e.cause.is_empty())
+        .map(|e| format!("{}: {}", e.kind.name(), e.cause))
+        .collect();
+    let escalations = [
+        "bounce loop",
+        "issue budget exhausted",
+        "non-retryable failure",
+        "retries exhausted",
+        "review rounds exhausted",
+        "skipped by operator",
+    ];
+    let halts = [
+        "all issues blocked",
+        "all issues escalated",
+        "consecutive escalations",
+        "decision timeout",
+        "environment",
+        "max consecutive failures",
+        "merge lease",
+        "network",
+        "operator",
+        "quota wait too long",
+        "runner killed",
+        "same failure on two issues",
+        "session budget",
+        "tracker",
+        "waits exhausted",
+        "workspace",
+    ];
+    let waits = [
+        "CI",
+        "fleet pause",
+        "merge queue",
+        "network",
+        "tracker's own close",
+    ];
+    let expected = escalations
+        .iter()
+        .map(|c| format!("escalate: {c}"))
+        .chain(halts.iter().map(|c| format!("halt: {c}")))
+        .chain(waits.iter().map(|c| format!("wait: {c}")));
+    for decision in expected {
+        assert!(drawn.contains(&decision), "{decision} is no longer drawn");
+    }
+}
+
 #[test]
 fn every_state_of_the_machine_is_reached() {
     let g = graph();
