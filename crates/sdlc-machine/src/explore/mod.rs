@@ -193,11 +193,12 @@ fn halt_kind(reason: &HaltReason) -> &'static str {
     }
 }
 
-/// Limits that make every guard reachable with a small state space.
-fn exploration_limits() -> Vec<Limits> {
+/// The counters some set of [`exploration_limits`] needs, each at the least that shows
+/// every edge it guards; each set lowers those it does not need.
+fn base_limits() -> Limits {
     let mut phase = [0; Step::COUNT];
     phase[Step::Verify.index()] = 3;
-    let base = Limits {
+    Limits {
         max_retries_per_step: 2,
         max_bounce_retries: 1,
         max_consecutive_escalations: 2,
@@ -211,7 +212,12 @@ fn exploration_limits() -> Vec<Limits> {
         // One wait for CI shows both edges: look again, and fail when CI stays pending.
         ci_timeout_secs: u64::from(Limits::default().ci_poll_initial_secs),
         ..Limits::default()
-    };
+    }
+}
+
+/// Limits that make every guard reachable with a small state space.
+fn exploration_limits() -> Vec<Limits> {
+    let base = base_limits();
     // The space grows with every counter's limit, so each set below keeps only the counters
     // its edges need, and the union of their edges is what each set at base's counters
     // would draw. (Set alone, the manual decision and the budgets with base's counters took
