@@ -36,6 +36,9 @@ pub struct ProcStat {
     pub session: i32,
     /// Clock ticks since boot; together with the pid it identifies one process for good.
     pub start_time: u64,
+    /// A thread of the kernel's own (`PF_KTHREAD`): no command line, no environment, never
+    /// a step's.
+    pub kernel_thread: bool,
 }
 
 impl ProcStat {
@@ -46,10 +49,16 @@ impl ProcStat {
 }
 
 /// Reads `/proc/<pid>/stat`; `None` when the process does not exist (or the line is odd).
+/// The file is opened by its path, in one call: a scan reads it for every process there is.
 pub fn read_stat(pid: i32) -> Option<ProcStat> {
-    let stat = procfs::process::Process::new(pid).ok()?.stat().ok()?;
+    use procfs::FromRead;
+    let file = fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let stat = procfs::process::Stat::from_read(file).ok()?;
     Some(ProcStat::from(stat))
 }
+
+/// `PF_KTHREAD` of `<linux/sched.h>`, in the flags field of `/proc/<pid>/stat`.
+const PF_KTHREAD: u32 = 0x0020_0000;
 
 impl From<procfs::process::Stat> for ProcStat {
     fn from(stat: procfs::process::Stat) -> Self {
@@ -60,6 +69,7 @@ impl From<procfs::process::Stat> for ProcStat {
             pgrp: stat.pgrp,
             session: stat.session,
             start_time: stat.starttime,
+            kernel_thread: stat.flags & PF_KTHREAD != 0,
         }
     }
 }
@@ -81,10 +91,33 @@ pub fn read_cmdline(pid: i32) -> Option<String> {
     Some(String::from_utf8_lossy(&joined).into_owned())
 }
 
-/// Every pid listed in `/proc`.
-fn all_pids() -> io::Result<Vec<i32>> {
-    let processes = procfs::process::all_processes().map_err(io::Error::other)?;
-    Ok(processes.flatten().map(|p| p.pid()).collect())
+/// Every pid listed in `/proc`: the names of its entries, nothing opened (`procfs`'s listing
+/// opens each process's directory).
+pub(crate) fn all_pids() -> io::Result<Vec<i32>> {
+    Ok(fs::read_dir("/proc")?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .collect())
+}
+
+/// The environment `pid` was started with (`/proc/<pid>/environ`: `NAME=value` entries, each
+/// ended by a NUL); `None` when it cannot be read (gone, or not ours).
+pub(crate) fn read_environ(pid: i32) -> Option<Vec<u8>> {
+    fs::read(format!("/proc/{pid}/environ")).ok()
+}
+
+/// The value of `name` in `environ` (as [`read_environ`] returns it), its first entry as
+/// `getenv` would find it.
+pub(crate) fn environ_var<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    environ
+        .split(|b| *b == 0)
+        .find_map(|entry| entry.strip_prefix(name.as_bytes())?.strip_prefix(b"="))
+}
+
+/// Whether `/proc/<pid>` belongs to `uid` (one `statx`; `procfs` opens the directory first).
+fn owned_by(pid: i32, uid: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(format!("/proc/{pid}")).is_ok_and(|meta| meta.uid() == uid)
 }
 
 /// Whether `pid` is running (exists and is not a zombie). A zombie is treated as gone: on
@@ -345,17 +378,29 @@ fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
     if patterns.is_empty() {
         return Vec::new();
     }
-    find_where(protect, |_, cmdline| {
-        patterns.iter().any(|p| cmdline.contains(p))
+    find_where(protect, |seen| {
+        patterns.iter().any(|p| seen.cmdline().contains(p))
     })
 }
 
-/// Every running process of this user, other than the protected ones and zombies, for which
-/// `pick(stat, command line)` holds, each pinned by its start time.
-pub(crate) fn find_where(
-    protect: &ProtectSet,
-    mut pick: impl FnMut(&ProcStat, &str) -> bool,
-) -> Vec<Target> {
+/// A process a scan looks at: its stat, and its command line, read only when first asked
+/// (most processes a scan passes never are).
+pub(crate) struct Seen {
+    pub stat: ProcStat,
+    cmdline: std::cell::OnceCell<String>,
+}
+
+impl Seen {
+    /// The command line, NULs as spaces (see [`read_cmdline`]); empty when it cannot be read.
+    pub fn cmdline(&self) -> &str {
+        self.cmdline
+            .get_or_init(|| read_cmdline(self.stat.pid).unwrap_or_default())
+    }
+}
+
+/// Every running process of this user, other than the protected ones, zombies and the
+/// kernel's threads, that `pick` selects, each pinned by its start time.
+pub(crate) fn find_where(protect: &ProtectSet, mut pick: impl FnMut(&Seen) -> bool) -> Vec<Target> {
     let pids = match all_pids() {
         Ok(pids) => pids,
         Err(err) => {
@@ -366,29 +411,26 @@ pub(crate) fn find_where(
     let my_uid = rustix::process::geteuid().as_raw();
     let mut targets = Vec::new();
     for pid in pids {
-        if pid <= 1 || protect.contains(pid) {
-            continue;
-        }
-        let owned_by_us = procfs::process::Process::new(pid)
-            .and_then(|p| p.uid())
-            .is_ok_and(|uid| uid == my_uid);
-        if !owned_by_us {
+        if pid <= 1 || protect.contains(pid) || !owned_by(pid, my_uid) {
             continue;
         }
         let Some(stat) = read_stat(pid) else {
             continue;
         };
-        if stat.is_zombie() {
+        if stat.is_zombie() || stat.kernel_thread {
             continue;
         }
-        let cmdline = read_cmdline(pid).unwrap_or_default();
-        if !pick(&stat, &cmdline) {
+        let seen = Seen {
+            stat,
+            cmdline: std::cell::OnceCell::new(),
+        };
+        if !pick(&seen) {
             continue;
         }
         targets.push(Target {
             pid,
             start_time: stat.start_time,
-            cmdline,
+            cmdline: seen.cmdline().to_string(),
         });
     }
     targets
@@ -452,7 +494,46 @@ mod tests {
         assert_eq!(stat.pgrp, 1234);
         assert_eq!(stat.session, 1234);
         assert_eq!(stat.start_time, 987654);
+        assert!(!stat.kernel_thread);
         assert!(procfs::process::Stat::from_read("garbage".as_bytes()).is_err());
+        // kthreadd's own line: flags 0x208040, PF_KTHREAD among them.
+        let kernel = "2 (kthreadd) S 0 0 0 0 -1 2129984 0 0 0 0 0 5 0 0 20 0 1 0 1 0 0 \
+            18446744073709551615 0 0 0 0 0 0 0 2147483647 0 0 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0";
+        let kernel = ProcStat::from(procfs::process::Stat::from_read(kernel.as_bytes()).unwrap());
+        assert!(kernel.kernel_thread);
+    }
+
+    #[test]
+    fn an_environment_variable_is_its_first_entry_and_only_under_its_own_name() {
+        let env = b"A=1\0SDLC_X_LONGER=no\0NOEQUALS\0SDLC_X=7.3\0SDLC_X=later\0EMPTY=\0";
+        assert_eq!(environ_var(env, "SDLC_X"), Some(&b"7.3"[..]));
+        assert_eq!(environ_var(env, "A"), Some(&b"1"[..]));
+        assert_eq!(environ_var(env, "EMPTY"), Some(&b""[..]));
+        assert_eq!(environ_var(env, "NOEQUALS"), None);
+        assert_eq!(environ_var(env, "SDLC"), None);
+        assert_eq!(environ_var(b"", "A"), None);
+    }
+
+    #[test]
+    fn this_processs_environment_is_read_from_proc() {
+        let env = read_environ(std::process::id() as i32).expect("own environ");
+        let path = std::env::var("PATH").expect("PATH");
+        assert_eq!(environ_var(&env, "PATH"), Some(path.as_bytes()));
+        assert_eq!(read_environ(i32::MAX), None);
+    }
+
+    #[test]
+    fn a_scan_lists_this_process_and_no_thread_of_the_kernel() {
+        let me = std::process::id() as i32;
+        assert!(all_pids().expect("/proc").contains(&me));
+        let everyone = find_where(&ProtectSet::default(), |_| true);
+        assert!(everyone.iter().any(|t| t.pid == me), "{everyone:?}");
+        for target in &everyone {
+            assert!(
+                read_stat(target.pid).is_none_or(|s| !s.kernel_thread),
+                "{target:?}"
+            );
+        }
     }
 
     #[test]

@@ -103,8 +103,8 @@ impl Mark {
     /// how many were signalled.
     pub fn signal(self, signal: rustix::process::Signal) -> usize {
         let wanted = self.value();
-        let targets = cleanup::find_where(&ProtectSet::current(), |stat, _| {
-            carries(stat.pid, |e| e == wanted.as_bytes())
+        let targets = cleanup::find_where(&ProtectSet::current(), |seen| {
+            carries(seen.stat.pid, |e| e == wanted.as_bytes())
         });
         targets.iter().filter(|t| t.signal(signal)).count()
     }
@@ -207,19 +207,15 @@ pub fn stop_leftovers(dir: &std::path::Path) -> Vec<(i32, String)> {
     };
     stop(
         |pid, _| {
-            let Ok(env) = procfs::process::Process::new(pid).and_then(|p| p.environ()) else {
+            let Some(env) = cleanup::read_environ(pid) else {
                 return false;
             };
-            let mark = env.get(std::ffi::OsStr::new(SCOPE_VAR));
-            let place = env.get(std::ffi::OsStr::new(WHERE_VAR));
+            let mark = cleanup::environ_var(&env, SCOPE_VAR);
+            let place = cleanup::environ_var(&env, WHERE_VAR);
             match (mark, place) {
                 (Some(mark), Some(place)) => {
-                    let runner = mark
-                        .as_bytes()
-                        .split(|b| *b == b'.')
-                        .next()
-                        .unwrap_or_default();
-                    place.as_bytes() == dir.as_slice() && !runner.is_empty() && gone(runner)
+                    let runner = mark.split(|b| *b == b'.').next().unwrap_or_default();
+                    place == dir.as_slice() && !runner.is_empty() && gone(runner)
                 }
                 _ => false,
             }
@@ -231,13 +227,8 @@ pub fn stop_leftovers(dir: &std::path::Path) -> Vec<(i32, String)> {
 /// Whether `pid` carries a mark (its environment as it was at its exec holds [`SCOPE_VAR`])
 /// whose value satisfies `pick`.
 fn carries(pid: i32, pick: impl Fn(&[u8]) -> bool) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    procfs::process::Process::new(pid)
-        .and_then(|p| p.environ())
-        .is_ok_and(|env| {
-            env.get(std::ffi::OsStr::new(SCOPE_VAR))
-                .is_some_and(|v| pick(v.as_bytes()))
-        })
+    cleanup::read_environ(pid)
+        .is_some_and(|env| cleanup::environ_var(&env, SCOPE_VAR).is_some_and(pick))
 }
 
 /// Stops every process `pick(pid, adopted)` selects (`adopted`: an orphan this process
@@ -249,7 +240,8 @@ fn stop(pick: impl Fn(i32, bool) -> bool, grace: Duration) -> Vec<(i32, String)>
     let targets = {
         let _no_spawn = SPAWNING.write().unwrap_or_else(|p| p.into_inner());
         let own = own();
-        cleanup::find_where(&ProtectSet::current(), |stat, _| {
+        cleanup::find_where(&ProtectSet::current(), |seen| {
+            let stat = &seen.stat;
             let adopted = adopting && stat.ppid == me && !own.contains_key(&(stat.pid as u32));
             pick(stat.pid, adopted)
         })
@@ -265,13 +257,15 @@ fn stop(pick: impl Fn(i32, bool) -> bool, grace: Duration) -> Vec<(i32, String)>
 /// started is left to the code that waits for it.
 fn reap_adopted(me: i32) {
     use rustix::process::{waitpid, Pid, WaitOptions};
-    let Ok(all) = procfs::process::all_processes() else {
+    let Ok(all) = cleanup::all_pids() else {
         return;
     };
     let _no_spawn = SPAWNING.write().unwrap_or_else(|p| p.into_inner());
     let own = own();
-    for process in all.flatten() {
-        let Ok(stat) = process.stat() else { continue };
+    for pid in all {
+        let Some(stat) = cleanup::read_stat(pid) else {
+            continue;
+        };
         if stat.ppid != me
             || !matches!(stat.state, 'Z' | 'X')
             || own.contains_key(&(stat.pid as u32))
