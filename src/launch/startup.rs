@@ -79,7 +79,19 @@ pub(super) fn start_on(
     }
     let (claims, claim_store) = claim_keeper(&cfg, &opts, ports.claims.take())?.unzip();
     ports.claims = claim_store;
-    let (mut journal, recovered) = open_journal(&runner_dir, &project, opts.dry_run)?;
+    let (mut journal, recovered) = match open_journal(&runner_dir, &project, opts.dry_run) {
+        Ok(opened) => opened,
+        Err(unreadable) => {
+            // No session starts on this journal (a newer runner's, say), but what a killed
+            // runner's steps left running here would work on unseen; the lock is ours.
+            if lock.is_some() {
+                for line in stop_leftovers(&project) {
+                    say!("{line}");
+                }
+            }
+            return Err(unreadable);
+        }
+    };
     record_trust(repo, &recovered, opts.dry_run)?;
     if let Some(code) = session::acknowledge_halt(
         &recovered,

@@ -551,6 +551,13 @@ fn a_journal_record_of_a_newer_format_stops_the_runner_and_is_kept() {
         "the journal is left untouched"
     );
     assert_eq!(p.count("1 implement 2"), 0, "no agent ran");
+    // What the killed runner's agent left (its `sleep`) is stopped all the same.
+    assert!(text(&out).contains("left running in"), "{}", text(&out));
+    assert_eq!(
+        e2e::survivors(&p.agent_pids(), Duration::from_secs(5)),
+        Vec::<i32>::new(),
+        "processes of the killed run's agent are still alive"
+    );
 }
 
 #[test]
