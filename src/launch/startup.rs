@@ -79,19 +79,8 @@ pub(super) fn start_on(
     }
     let (claims, claim_store) = claim_keeper(&cfg, &opts, ports.claims.take())?.unzip();
     ports.claims = claim_store;
-    let (mut journal, recovered) = match open_journal(&runner_dir, &project, opts.dry_run) {
-        Ok(opened) => opened,
-        Err(unreadable) => {
-            // No session starts on this journal (a newer runner's, say), but what a killed
-            // runner's steps left running here would work on unseen; the lock is ours.
-            if lock.is_some() {
-                for line in stop_leftovers(&project) {
-                    say!("{line}");
-                }
-            }
-            return Err(unreadable);
-        }
-    };
+    let (mut journal, recovered) =
+        open_journal_or_stop_leftovers(&runner_dir, &project, opts.dry_run, lock.is_some())?;
     record_trust(repo, &recovered, opts.dry_run)?;
     if let Some(code) = session::acknowledge_halt(
         &recovered,
@@ -217,6 +206,24 @@ fn prepare_logs(cfg: &Config, dry_run: bool) -> Result<Logs, String> {
 
 /// The journal opened for writing and what it recovered; a dry run only reads it, where it
 /// still is (a dry run migrates nothing). A torn last line is said and dropped.
+/// [`open_journal`]; when it fails, what a killed runner's steps left running in `project` is
+/// stopped before the error is returned (with `locked`, the lock being ours): no session
+/// starts on that journal (a newer runner's, say), but they would work on unseen.
+fn open_journal_or_stop_leftovers(
+    runner_dir: &crate::runner_dir::RunnerDir,
+    project: &std::path::Path,
+    dry_run: bool,
+    locked: bool,
+) -> Result<(Option<Journal>, crate::journal::Recovered), String> {
+    open_journal(runner_dir, project, dry_run).inspect_err(|_| {
+        if locked {
+            for line in stop_leftovers(project) {
+                say!("{line}");
+            }
+        }
+    })
+}
+
 fn open_journal(
     runner_dir: &crate::runner_dir::RunnerDir,
     project: &std::path::Path,
