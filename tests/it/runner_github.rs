@@ -12,14 +12,12 @@ use std::path::PathBuf;
 
 /// The fake `gh` is a Python script: these tests are `#[ignore]`d, so that a newcomer's
 /// `cargo test` needs only Rust and git, and `.ci/run` runs them (`cargo test -- --ignored`)
-/// after installing python3. Run, they fail when python3 is missing (never skip). Never
-/// true: it keeps the tests' first line as it was when they skipped.
-fn python3_missing() -> bool {
+/// after installing python3. Run, they fail when python3 is missing (never skip).
+fn needs_python3() {
     assert!(
         which::which("python3").is_ok(),
         "python3 is not on PATH (tests/fake_gh.py needs it): apt-get install -y python3"
     );
-    false
 }
 
 struct GhProject {
@@ -154,9 +152,7 @@ const CLOSE_1: [&str; 5] = [
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_full_cycle_on_github_merges_the_issue_through_gh() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -193,9 +189,7 @@ fn a_full_cycle_on_github_merges_the_issue_through_gh() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn an_issue_github_did_not_close_on_merge_is_closed_by_the_runner_with_its_comment() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     // The merging token cannot write issues, or the PR's base is not the default branch.
     g.set_state("noClose", json!(true));
@@ -214,9 +208,7 @@ fn an_issue_github_did_not_close_on_merge_is_closed_by_the_runner_with_its_comme
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn an_issue_github_closed_on_merge_is_not_closed_or_commented_on_again() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -228,9 +220,7 @@ fn an_issue_github_closed_on_merge_is_not_closed_or_commented_on_again() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_dependency_the_runner_just_merged_counts_as_done_while_github_still_shows_it_open() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "Base", "The base."), (2, "On top", "Depends on: #1")],
         json!({}),
@@ -249,9 +239,7 @@ fn a_dependency_the_runner_just_merged_counts_as_done_while_github_still_shows_i
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn an_issue_the_runner_merged_is_never_worked_again_even_if_it_stays_open() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -281,9 +269,7 @@ fn an_issue_the_runner_merged_is_never_worked_again_even_if_it_stays_open() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn an_escalated_issue_is_labelled_and_commented_on_github_and_the_run_halts() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "First", ""), (2, "Second", "")],
         json!({"steps": {"1:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
@@ -347,9 +333,7 @@ fn an_escalated_issue_is_labelled_and_commented_on_github_and_the_run_halts() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn an_older_gh_completes_the_run_through_gh_api_alone() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(&[(1, "Add a greeting", "Say hello.")], json!({}), json!({}));
     let out = g.p.run(&[]);
     assert_eq!(code(&out), 0, "{}", text(&out));
@@ -372,9 +356,7 @@ impl GhProject {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_network_blip_is_waited_out_without_spending_an_attempt() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(&[(1, "Add a greeting", "")], json!({}), json!({}));
     // The first tracker query and the next two fail: three waits, then the issue merges.
     g.set_state("failNext", json!(3));
@@ -408,9 +390,7 @@ fn a_network_blip_is_waited_out_without_spending_an_attempt() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_network_that_stays_down_halts_once_with_one_clear_message() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "Add a greeting", "")],
         json!({}),
@@ -443,9 +423,7 @@ fn a_network_that_stays_down_halts_once_with_one_clear_message() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn an_escalation_the_network_kept_from_the_tracker_is_written_before_the_halt_is_acknowledged() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "First", ""), (2, "Second", "")],
         json!({"steps": {"1:verify": ["fail-test-1", "fail-test-2", "fail-test-3"]}}),
@@ -507,9 +485,7 @@ fn an_escalation_the_network_kept_from_the_tracker_is_written_before_the_halt_is
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn builtin_steps_open_and_merge_the_pr_through_gh_without_an_agent() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
@@ -601,9 +577,7 @@ fn assert_halted_for_the_rule(g: &GhProject, out: &std::process::Output, rule: &
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn branch_protection_refusing_the_merge_halts_naming_the_rule_without_repair_or_blame() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     // GitHub said nothing before the merge (its mergeability still being computed), then
     // refused it (405): its message is all there is.
     let g = builtin_project(
@@ -631,9 +605,7 @@ fn halts_before_the_merge(gate: Value, rule: &str) {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_required_review_seen_before_the_merge_halts_naming_it() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     halts_before_the_merge(
         json!({"mergeStateStatus": "BLOCKED", "reviewDecision": "REVIEW_REQUIRED"}),
         "an approving review is required",
@@ -646,9 +618,7 @@ fn a_required_review_seen_before_the_merge_halts_naming_it() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn githubs_changes_requested_holds_the_merge_at_the_review_gate() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
@@ -677,9 +647,7 @@ fn githubs_changes_requested_holds_the_merge_at_the_review_gate() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_draft_or_required_checks_seen_before_the_merge_halt_naming_them() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     halts_before_the_merge(
         json!({"mergeStateStatus": "DRAFT", "isDraft": true}),
         "the pull request is a draft",
@@ -693,9 +661,7 @@ fn a_draft_or_required_checks_seen_before_the_merge_halt_naming_them() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn the_merge_leaves_the_clone_to_the_runner_and_deletes_the_branch_on_origin() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = builtin_project("mergeGate", json!({}));
     let out = g.p.run(&["--issue", "1"]);
     let all = text(&out);
@@ -720,9 +686,7 @@ fn the_merge_leaves_the_clone_to_the_runner_and_deletes_the_branch_on_origin() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn init_takes_a_github_enterprise_remote_gh_is_logged_in_to_for_github() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(&[], json!({}), json!({}));
     g.set_state("authHosts", json!(["ghe.example.com"]));
     let init = |url: &str| {
@@ -772,9 +736,7 @@ fn init_takes_a_github_enterprise_remote_gh_is_logged_in_to_for_github() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn failing_ci_is_repaired_by_the_agent_with_the_failing_check_and_its_log() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "Add a greeting", "Say hello.")],
         json!({}),
@@ -816,7 +778,7 @@ fn failing_ci_is_repaired_by_the_agent_with_the_failing_check_and_its_log() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn pending_ci_and_a_network_blip_are_journaled_waits_that_replay_exactly() {
-    assert!(!python3_missing(), "python3 is needed for tests/fake_gh.py");
+    needs_python3();
     let g = GhProject::new(
         &[(1, "Add a greeting", "")],
         json!({}),
@@ -864,9 +826,7 @@ fn pending_ci_and_a_network_blip_are_journaled_waits_that_replay_exactly() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn three_runners_share_one_github_tracker_through_claims() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let issues: Vec<(u32, String)> = (1..=5).map(|n| (n, format!("Issue {n}"))).collect();
     let refs: Vec<(u32, &str, &str)> = issues.iter().map(|(n, t)| (*n, t.as_str(), "")).collect();
     let g = GhProject::new(
@@ -940,9 +900,7 @@ fn three_runners_share_one_github_tracker_through_claims() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let quick = json!({"timeoutMin": 0.01});
     let mut steps = serde_json::Map::new();
     for key in [
@@ -1004,9 +962,7 @@ fn a_killed_runners_github_claim_is_taken_over_after_its_lease_expires() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_network_blip_while_claiming_is_waited_out() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = GhProject::new(
         &[(1, "Only issue", "")],
         json!({}),
@@ -1032,9 +988,7 @@ fn a_network_blip_while_claiming_is_waited_out() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn a_branch_behind_main_is_brought_up_to_date_and_merged_after_ci_passes_it() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let g = builtin_project("requireUpToDate", json!(true));
     g.set_state("teammateMoves", json!(1));
     let out = g.p.run(&["--issue", "1"]);
@@ -1065,9 +1019,7 @@ fn a_branch_behind_main_is_brought_up_to_date_and_merged_after_ci_passes_it() {
 #[test]
 #[ignore = "needs python3 (tests/fake_gh.py); .ci/run installs it: cargo test -- --ignored"]
 fn an_agent_run_merge_behind_main_is_updated_and_passes_ci_before_the_agent_merges() {
-    if python3_missing() {
-        return;
-    }
+    needs_python3();
     let mut steps = e2e::builtin_steps();
     steps["merge"] = json!({"run": "agent"});
     let g = GhProject::new(
