@@ -378,29 +378,18 @@ fn find_matching(patterns: &[String], protect: &ProtectSet) -> Vec<Target> {
     if patterns.is_empty() {
         return Vec::new();
     }
-    find_where(protect, |seen| {
-        patterns.iter().any(|p| seen.cmdline().contains(p))
+    find_where(protect, |stat| {
+        read_cmdline(stat.pid).is_some_and(|cmdline| patterns.iter().any(|p| cmdline.contains(p)))
     })
 }
 
-/// A process a scan looks at: its stat, and its command line, read only when first asked
-/// (most processes a scan passes never are).
-pub(crate) struct Seen {
-    pub stat: ProcStat,
-    cmdline: std::cell::OnceCell<String>,
-}
-
-impl Seen {
-    /// The command line, NULs as spaces (see [`read_cmdline`]); empty when it cannot be read.
-    pub fn cmdline(&self) -> &str {
-        self.cmdline
-            .get_or_init(|| read_cmdline(self.stat.pid).unwrap_or_default())
-    }
-}
-
 /// Every running process of this user, other than the protected ones, zombies and the
-/// kernel's threads, that `pick` selects, each pinned by its start time.
-pub(crate) fn find_where(protect: &ProtectSet, mut pick: impl FnMut(&Seen) -> bool) -> Vec<Target> {
+/// kernel's threads, that `pick` selects, each pinned by its start time. Only a process
+/// picked has its command line read (for the log): most a scan passes never do.
+pub(crate) fn find_where(
+    protect: &ProtectSet,
+    mut pick: impl FnMut(&ProcStat) -> bool,
+) -> Vec<Target> {
     let pids = match all_pids() {
         Ok(pids) => pids,
         Err(err) => {
@@ -420,17 +409,13 @@ pub(crate) fn find_where(protect: &ProtectSet, mut pick: impl FnMut(&Seen) -> bo
         if stat.is_zombie() || stat.kernel_thread {
             continue;
         }
-        let seen = Seen {
-            stat,
-            cmdline: std::cell::OnceCell::new(),
-        };
-        if !pick(&seen) {
+        if !pick(&stat) {
             continue;
         }
         targets.push(Target {
             pid,
             start_time: stat.start_time,
-            cmdline: seen.cmdline().to_string(),
+            cmdline: read_cmdline(pid).unwrap_or_default(),
         });
     }
     targets

@@ -204,8 +204,6 @@ fn prepare_logs(cfg: &Config, dry_run: bool) -> Result<Logs, String> {
     Ok(logs)
 }
 
-/// The journal opened for writing and what it recovered; a dry run only reads it, where it
-/// still is (a dry run migrates nothing). A torn last line is said and dropped.
 /// [`open_journal`]; when it fails, what a killed runner's steps left running in `project` is
 /// stopped before the error is returned (with `locked`, the lock being ours): no session
 /// starts on that journal (a newer runner's, say), but they would work on unseen.
@@ -224,6 +222,8 @@ fn open_journal_or_stop_leftovers(
     })
 }
 
+/// The journal opened for writing and what it recovered; a dry run only reads it, where it
+/// still is (a dry run migrates nothing). A torn last line is said and dropped.
 fn open_journal(
     runner_dir: &crate::runner_dir::RunnerDir,
     project: &std::path::Path,

@@ -103,8 +103,8 @@ impl Mark {
     /// how many were signalled.
     pub fn signal(self, signal: rustix::process::Signal) -> usize {
         let wanted = self.value();
-        let targets = cleanup::find_where(&ProtectSet::current(), |seen| {
-            carries(seen.stat.pid, |e| e == wanted.as_bytes())
+        let targets = cleanup::find_where(&ProtectSet::current(), |stat| {
+            carries(stat.pid, |e| e == wanted.as_bytes())
         });
         targets.iter().filter(|t| t.signal(signal)).count()
     }
@@ -240,8 +240,7 @@ fn stop(pick: impl Fn(i32, bool) -> bool, grace: Duration) -> Vec<(i32, String)>
     let targets = {
         let _no_spawn = SPAWNING.write().unwrap_or_else(|p| p.into_inner());
         let own = own();
-        cleanup::find_where(&ProtectSet::current(), |seen| {
-            let stat = &seen.stat;
+        cleanup::find_where(&ProtectSet::current(), |stat| {
             let adopted = adopting && stat.ppid == me && !own.contains_key(&(stat.pid as u32));
             pick(stat.pid, adopted)
         })
